@@ -1,0 +1,118 @@
+# linattn — build, test, benchmark, results.
+#   make            build/liblinattn.a, build/liblinattn.so, build/linattn
+#   make test       unit tests (cmocka) and the NumPy check of `linattn attend`
+#   make results    run the experiment suite, write results/*.csv and plots/*.png|svg
+#   make plots      re-render plots/ from the CSV in results/
+#   make bench      kernel benchmarks against BLIS sgemm, in one process
+#   make fuzz       libFuzzer on the .npy parser for FUZZ_SECONDS (60)
+#   make test SANITIZE=1   the unit tests under AddressSanitizer + UBSan (in build/asan)
+# Missing Debian packages are installed by scripts/ensure-deps (as root or via sudo).
+
+CC ?= cc
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+
+# -march: x86-64-v3 (AVX2, FMA) where this CPU has them, else the portable baseline.
+ifneq ($(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo 2>/dev/null && echo yes),)
+MARCH ?= -march=x86-64-v3
+else
+MARCH ?= -march=x86-64
+endif
+
+# BLIS: pkg-config when it knows BLIS, else Debian's default location; override either.
+BLIS_CFLAGS ?= $(shell pkg-config --cflags blis 2>/dev/null)
+BLIS_LIBS ?= $(shell pkg-config --libs blis 2>/dev/null || echo -lblis)
+CMOCKA_LIBS ?= $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
+
+ifeq ($(SANITIZE),1)
+BUILD ?= build/asan
+OPT ?= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+else
+BUILD ?= build
+OPT ?= -O3 -g
+endif
+
+CFLAGS ?=
+CFLAGS += -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) $(MARCH) -fopenmp -fPIC \
+          -Wall -Wextra -Werror -Ilib $(BLIS_CFLAGS)
+LDLIBS = $(BLIS_LIBS) -lm
+LDFLAGS += -fopenmp $(filter -fsanitize=%,$(OPT))
+
+LIB_SRC := $(wildcard lib/*.c)
+LIB_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
+CMD_SRC := $(wildcard experiments/*.c)
+CMD_OBJ := $(CMD_SRC:experiments/%.c=$(BUILD)/experiments/%.o)
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TEST_UTIL := $(BUILD)/tests/testutil.o
+HEADERS := $(wildcard lib/*.h) $(wildcard experiments/*.h) $(wildcard tests/*.h)
+
+.PHONY: all deps test bench results plots fuzz clean
+.SECONDARY:
+all: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn
+
+# One stamp per set of packages; every object waits for it (order-only).
+build/.deps-build:
+	@scripts/ensure-deps blis
+	@mkdir -p build && touch $@
+build/.deps-test: build/.deps-build
+	@scripts/ensure-deps cmocka numpy
+	@touch $@
+build/.deps-plots:
+	@scripts/ensure-deps gnuplot
+	@mkdir -p build && touch $@
+deps: build/.deps-build build/.deps-test build/.deps-plots
+
+$(BUILD)/lib/%.o: lib/%.c $(HEADERS) | build/.deps-build
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+$(BUILD)/experiments/%.o: experiments/%.c $(HEADERS) | build/.deps-build
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+$(BUILD)/tests/%.o: tests/%.c $(HEADERS) | build/.deps-test
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/liblinattn.a: $(LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/liblinattn.so: $(LIB_OBJ)
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/linattn: $(CMD_OBJ) $(BUILD)/liblinattn.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_UTIL) $(BUILD)/liblinattn.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
+
+# Every test program runs even when an earlier one fails; the verdict is the last line.
+test: $(TEST_BIN) $(BUILD)/linattn | build/.deps-test
+	@passed=0; failed=0; \
+	for t in $(TEST_BIN); do \
+	    echo "== $$t"; \
+	    if $$t; then passed=$$((passed+1)); else failed=$$((failed+1)); echo "FAILED: $$t"; fi; \
+	done; \
+	echo "== tests/attend_numpy.py"; \
+	if /usr/bin/python3 tests/attend_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: tests/attend_numpy.py"; fi; \
+	echo "test programs: $$passed passed, $$failed failed"; \
+	test $$failed -eq 0
+
+FUZZ_SECONDS ?= 60
+fuzz: | build/.deps-build
+	@scripts/ensure-deps fuzz
+	@mkdir -p build/fuzz/corpus
+	clang -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -fsanitize=fuzzer,address,undefined \
+	    -Ilib fuzz/fuzz_npy.c lib/npy.c lib/status.c -o build/fuzz/fuzz_npy
+	build/fuzz/fuzz_npy -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build/fuzz/corpus fuzz/seeds
+
+bench: $(BUILD)/linattn
+	$(BUILD)/linattn bench
+
+results: $(BUILD)/linattn | build/.deps-plots
+	$(BUILD)/linattn results
+	$(MAKE) --no-print-directory plots
+
+plots: | build/.deps-plots
+	@for gp in plots/*.gp; do echo "gnuplot $$gp"; (cd plots && gnuplot $$(basename $$gp)) || exit 1; done
+
+clean:
+	rm -rf build

@@ -1,0 +1,21 @@
+/* commands.h — the `linattn` subcommands. Each lives in experiments/<name>.c and
+ * provides cmd_<name>(argc, argv) (argv[0] is the subcommand's name) returning the
+ * process exit status: 0 success, 1 a failed check or experiment, 2 bad input/usage,
+ * and cmd_<name>_help, the text `linattn help <name>` and `<name> --help` print. */
+#ifndef LA_COMMANDS_H
+#define LA_COMMANDS_H
+
+typedef struct {
+    const char *name;
+    const char *summary; /* one line for `linattn help` */
+    int (*run)(int argc, char **argv);
+    const char *const *help;
+} la_command;
+
+#define LA_DECLARE_COMMAND(name)                                                           \
+    int cmd_##name(int argc, char **argv);                                                 \
+    extern const char *const cmd_##name##_help
+
+LA_DECLARE_COMMAND(attend);
+
+#endif

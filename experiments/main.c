@@ -1,0 +1,69 @@
+/* main.c — `linattn COMMAND [ARGS]`: git-style dispatch and `linattn help [COMMAND]`. */
+#include "commands.h"
+#include "linattn.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* One row per subcommand; keep in the order `linattn help` should list them. */
+static const la_command commands[] = {
+    {"attend", "run one attention kernel on .npy inputs", cmd_attend, &cmd_attend_help},
+};
+static const size_t n_commands = sizeof commands / sizeof commands[0];
+
+static const la_command *find(const char *name)
+{
+    for (size_t i = 0; i < n_commands; i++)
+        if (strcmp(commands[i].name, name) == 0) return &commands[i];
+    return NULL;
+}
+
+static void usage(FILE *to)
+{
+    fprintf(to, "usage: linattn COMMAND [ARGS]\n"
+                "       linattn help [COMMAND]\n\n"
+                "Softmax against kernelized linear attention: kernels, layers, experiments.\n\n"
+                "commands:\n");
+    for (size_t i = 0; i < n_commands; i++)
+        fprintf(to, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(to, "\n`linattn help COMMAND` or `linattn COMMAND --help` describes one.\n"
+                "library %s\n", LA_VERSION_STRING);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+        if (argc < 3) {
+            usage(stdout);
+            return 0;
+        }
+        const la_command *c = find(argv[2]);
+        if (!c) {
+            fprintf(stderr, "linattn: %s: unknown command (see `linattn help`)\n", argv[2]);
+            return 2;
+        }
+        fputs(*c->help, stdout);
+        return 0;
+    }
+    if (strcmp(name, "--version") == 0) {
+        printf("linattn %s\n", LA_VERSION_STRING);
+        return 0;
+    }
+    const la_command *c = find(name);
+    if (!c) {
+        fprintf(stderr, "linattn: %s: unknown command (see `linattn help`)\n", name);
+        return 2;
+    }
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(*c->help, stdout);
+            return 0;
+        }
+    }
+    return c->run(argc - 1, argv + 1);
+}

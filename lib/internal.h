@@ -1,0 +1,31 @@
+/* internal.h — shared by the library's own files; not installed, not public. */
+#ifndef LA_INTERNAL_H
+#define LA_INTERNAL_H
+
+#include "linattn.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Row-major-or-not matrix product through BLIS, single-threaded (the caller's OpenMP
+ * loop owns the threads):
+ *   C (m×n, strides rsc, csc) = alpha · A (m×k, rsa, csa) · B (k×n, rsb, csb) + beta · C.
+ * Transposes are expressed through the strides: Aᵀ of a row-major (k×m) matrix is
+ * rsa = 1, csa = m's leading dimension. Sizes of zero are fine (C is scaled by beta). */
+void la_gemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrdiff_t rsa,
+                 ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb, float beta,
+                 float *c, ptrdiff_t rsc, ptrdiff_t csc);
+void la_gemm_f64(size_t m, size_t n, size_t k, double alpha, const double *a, ptrdiff_t rsa,
+                 ptrdiff_t csa, const double *b, ptrdiff_t rsb, ptrdiff_t csb, double beta,
+                 double *c, ptrdiff_t rsc, ptrdiff_t csc);
+
+/* Number of keys visible to query i of batch entry b: min(M, L_b, causal ? i + 1 : M). */
+size_t la_visible_keys(const la_problem *p, size_t b, size_t i);
+
+/* Overflow-checked size_t arithmetic: false when the result does not fit. */
+bool la_mul_ok(size_t a, size_t b, size_t *out);
+
+/* OpenMP thread count to use (la_get_num_threads()). */
+int la_threads(void);
+
+#endif

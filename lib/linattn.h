@@ -1,0 +1,295 @@
+/* linattn.h — softmax and kernelized linear attention, with float64 references.
+ *
+ * linattn compares standard softmax attention, softmax(Q Kᵀ · scale) V, with the
+ * kernelized linear attention of Katharopoulos et al., "Transformers are RNNs"
+ * (2020), y_i = φ(q_i)ᵀ S / (φ(q_i)ᵀ z + ε) with S = Σ_j φ(k_j) v_jᵀ, z = Σ_j φ(k_j).
+ *
+ * SHAPES. Per head, Q is (N, d_k), K is (M, d_k), V is (M, d_v) and the output is
+ * (N, d_v), all row-major. A call covers batch × heads such problems stored back to
+ * back, i.e. q is (B, H, N, d_k) row-major, k is (B, H, M, d_k), v is (B, H, M, d_v),
+ * out is (B, H, N, d_v).
+ *
+ * MASKS. Causal: query i sees key j when j <= i (for M != N the mask is aligned as in
+ * PyTorch's is_causal, top-left). Key lengths: key_lengths[b] = L hides keys j >= L of
+ * every head of batch entry b. A query that sees no key at all (L = 0) gets a zero
+ * output row in every kernel, instead of the 0/0 a literal formula would give.
+ *
+ * PRECISION. Every kernel comes in float32 (_f32, the fast path) and float64 (_f64).
+ * The la_ref_* functions are separate float64 oracles written as plain loops.
+ *
+ * MEMORY. Kernels allocate their own scratch and return LA_ENOMEM when they cannot.
+ * The caller owns every pointer it passes; no function keeps a pointer past its return
+ * except where stated (la_array data, la_linear_state objects).
+ *
+ * ERRORS. Every function that can fail returns an la_status. On error nothing has been
+ * written to the output, nothing leaks, and nothing is printed. The library never aborts.
+ *
+ * THREADS. OpenMP over (batch, head, block). The work is split into the same pieces
+ * whatever the thread count, so the same input gives bitwise the same output on every
+ * run and with every thread count. BLIS is always called single-threaded per piece.
+ */
+#ifndef LINATTN_H
+#define LINATTN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LA_VERSION_STRING "0.1.0"
+
+/* ---------------------------------------------------------------- statuses */
+
+#define LA_STATUS_LIST(X)                                                              \
+    X(LA_OK, "success")                                                                \
+    X(LA_EINVAL, "invalid argument")                                                   \
+    X(LA_ENOMEM, "out of memory")                                                      \
+    X(LA_EBUDGET, "workspace would exceed the memory budget")                          \
+    X(LA_EOVERFLOW, "size overflows")                                                  \
+    X(LA_EIO, "input/output error")                                                    \
+    X(LA_EFORMAT, "malformed file")                                                    \
+    X(LA_EDTYPE, "unsupported data type")
+
+typedef enum {
+#define LA_STATUS_ENUM(name, msg) name,
+    LA_STATUS_LIST(LA_STATUS_ENUM)
+#undef LA_STATUS_ENUM
+} la_status;
+
+/* A static, human-readable message for a status; never NULL ("unknown status" for
+ * values outside the list). */
+const char *la_strerror(la_status status);
+
+/* ---------------------------------------------------------------- threads */
+
+/* Threads used by every kernel. n >= 1; n = 0 restores the default, which is the
+ * environment variable LA_NUM_THREADS when it holds a positive integer, else
+ * omp_get_max_threads(). Returns LA_EINVAL for n < 0. */
+la_status la_set_num_threads(int n);
+int la_get_num_threads(void);
+
+/* ---------------------------------------------------------------- problems */
+
+typedef enum {
+    LA_FEATURE_ELU1 = 0, /* φ(x) = elu(x) + 1, computed as x + 1 (x >= 0), exp(x) (x < 0) */
+    LA_FEATURE_RELU = 1, /* φ(x) = max(x, 0) */
+} la_feature_map;
+
+/* Name ("elu", "relu") <-> enum. la_feature_map_parse returns LA_EINVAL for unknown names. */
+const char *la_feature_map_name(la_feature_map fm);
+la_status la_feature_map_parse(const char *name, la_feature_map *out);
+
+typedef struct {
+    size_t batch, heads; /* B, H (>= 1) */
+    size_t n_queries;    /* N (>= 1) */
+    size_t n_keys;       /* M (>= 1) */
+    size_t d_k, d_v;     /* head sizes (>= 1) */
+    int causal;          /* 0 or 1: query i sees key j only when j <= i */
+    const int64_t *key_lengths; /* NULL, or (batch,): keys j >= key_lengths[b] are hidden;
+                                   each in [0, n_keys] */
+    double scale;        /* softmax and hard attention: logits = q·k · scale; finite */
+    la_feature_map feature_map; /* linear attention */
+    double eps;          /* linear attention: y = num / (den + eps); finite, >= 0 */
+    size_t chunk;        /* causal linear attention, chunked form: tokens per chunk (>= 1) */
+    size_t workspace_limit; /* bytes of scratch a kernel may hold; above it: LA_EBUDGET */
+} la_problem;
+
+#define LA_DEFAULT_EPS 1e-6                       /* as in fast-transformers */
+#define LA_DEFAULT_CHUNK 64
+#define LA_DEFAULT_WORKSPACE_LIMIT ((size_t)4 << 30) /* 4 GiB */
+
+/* Fills every field: the sizes given, no mask, scale = 1/sqrt(d_k), φ = elu+1,
+ * eps = LA_DEFAULT_EPS, chunk = LA_DEFAULT_CHUNK, workspace_limit = the default.
+ * Adjust the fields afterwards. */
+void la_problem_init(la_problem *p, size_t batch, size_t heads, size_t n_queries,
+                     size_t n_keys, size_t d_k, size_t d_v);
+
+/* LA_OK when every field is in range and every array size fits in size_t;
+ * LA_EINVAL or LA_EOVERFLOW otherwise. Every kernel calls it first. */
+la_status la_problem_check(const la_problem *p);
+
+/* ---------------------------------------------------------------- kernels */
+
+/* The kernels, for dispatch and for the cost model. */
+typedef enum {
+    LA_KERNEL_SOFTMAX = 0,         /* fused streaming softmax (online, FlashAttention-style) */
+    LA_KERNEL_SOFTMAX_MATERIALIZED, /* N×M scores, softmax, then ·V */
+    LA_KERNEL_HARD,                /* argmax attention */
+    LA_KERNEL_LINEAR,              /* linear: non-causal, or causal chunked when p->causal */
+    LA_KERNEL_LINEAR_RECURRENT,    /* linear, causal, token by token (requires p->causal) */
+    LA_KERNEL_COUNT
+} la_kernel;
+
+const char *la_kernel_name(la_kernel kernel); /* "softmax", "softmax_materialized", … */
+
+/* Softmax attention, fused: online softmax over key blocks; never holds the N×M score
+ * matrix, its scratch is O(threads · block · (block + d_v)).
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
+ * Finite for any finite input (logits of ±1e4 included).
+ * Returns LA_OK, LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM, LA_EBUDGET. */
+la_status la_softmax_attention_f32(const la_problem *p, const float *q, const float *k,
+                                   const float *v, float *out);
+la_status la_softmax_attention_f64(const la_problem *p, const double *q, const double *k,
+                                   const double *v, double *out);
+
+/* Softmax attention, materialising: for one head at a time, the N×M score matrix,
+ * its row softmax, then P·V. Holds N·M elements; refuses with LA_EBUDGET when
+ * N·M·sizeof(element) exceeds p->workspace_limit. Same shapes and statuses as above. */
+la_status la_softmax_attention_materialized_f32(const la_problem *p, const float *q,
+                                                const float *k, const float *v, float *out);
+la_status la_softmax_attention_materialized_f64(const la_problem *p, const double *q,
+                                                const double *k, const double *v,
+                                                double *out);
+
+/* Hard attention: out row i = v row argmax_j (q_i·k_j · scale) over visible j, ties to
+ * the lowest j. Same shapes, masks and statuses. */
+la_status la_hard_attention_f32(const la_problem *p, const float *q, const float *k,
+                                const float *v, float *out);
+la_status la_hard_attention_f64(const la_problem *p, const double *q, const double *k,
+                                const double *v, double *out);
+
+/* Linear attention, y_i = φ(q_i)ᵀ S / (φ(q_i)ᵀ z + eps). φ is applied to the raw q and
+ * k (p->scale is not used). Non-causal: S = φ(K)ᵀV (d_k×d_v) and z = Σ_j φ(k_j) once
+ * per head, then applied to every query. Causal (p->causal): the chunked form, chunks
+ * of p->chunk tokens, each the masked intra-chunk product plus the carried state.
+ * Key lengths hide keys from both S and z. Same shapes and statuses. */
+la_status la_linear_attention_f32(const la_problem *p, const float *q, const float *k,
+                                  const float *v, float *out);
+la_status la_linear_attention_f64(const la_problem *p, const double *q, const double *k,
+                                  const double *v, double *out);
+
+/* Causal linear attention, recurrent form: S and z updated token by token.
+ * Requires p->causal (LA_EINVAL otherwise). Same shapes and statuses. */
+la_status la_linear_attention_recurrent_f32(const la_problem *p, const float *q,
+                                            const float *k, const float *v, float *out);
+la_status la_linear_attention_recurrent_f64(const la_problem *p, const double *q,
+                                            const double *k, const double *v, double *out);
+
+/* Dispatch by kernel: the functions above. */
+la_status la_attention_f32(la_kernel kernel, const la_problem *p, const float *q,
+                           const float *k, const float *v, float *out);
+la_status la_attention_f64(la_kernel kernel, const la_problem *p, const double *q,
+                           const double *k, const double *v, double *out);
+
+/* ---------------------------------------------------------------- step API */
+
+/* Recurrent state of causal linear attention for autoregressive generation:
+ * (S, z) per head, S (d_k, d_v) and z (d_k,), both zero after create and reset.
+ * One state serves `heads` independent heads (use heads = B·H for a batch). */
+typedef struct la_linear_state la_linear_state;
+
+typedef enum { LA_FLOAT32 = 0, LA_FLOAT64 = 1 } la_dtype;
+
+/* Creates a zeroed state; *out is owned by the caller, freed with la_linear_state_free.
+ * Returns LA_OK, LA_EINVAL (a zero size, bad φ or eps), LA_EOVERFLOW, LA_ENOMEM. */
+la_status la_linear_state_create(la_linear_state **out, la_dtype dtype, size_t heads,
+                                 size_t d_k, size_t d_v, la_feature_map fm, double eps);
+void la_linear_state_free(la_linear_state *st); /* NULL is fine */
+void la_linear_state_reset(la_linear_state *st); /* back to zero, position 0 */
+size_t la_linear_state_position(const la_linear_state *st); /* tokens stepped so far */
+
+/* One token: S += φ(k_t) v_tᵀ, z += φ(k_t), then y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps),
+ * in O(d_k · d_v) per head. q_t: (heads, d_k), k_t: (heads, d_k), v_t: (heads, d_v),
+ * y_t: (heads, d_v). The dtype must match the state's (LA_EINVAL otherwise).
+ * Stepping through a sequence reproduces la_linear_attention_recurrent_*. */
+la_status la_linear_step_f32(la_linear_state *st, const float *q_t, const float *k_t,
+                             const float *v_t, float *y_t);
+la_status la_linear_step_f64(la_linear_state *st, const double *q_t, const double *k_t,
+                             const double *v_t, double *y_t);
+
+/* Save and restore: la_linear_state_save_size() bytes hold the whole state (sizes,
+ * φ, eps, position, S and z). Restore accepts only a buffer saved from a state of the
+ * same dtype and sizes (LA_EINVAL otherwise, and the state is left unchanged). */
+size_t la_linear_state_save_size(const la_linear_state *st);
+la_status la_linear_state_save(const la_linear_state *st, void *buf, size_t size);
+la_status la_linear_state_restore(la_linear_state *st, const void *buf, size_t size);
+
+/* ---------------------------------------------------------------- references */
+
+/* float64 oracles: plain loops that materialise everything (scores, φ(K), the full
+ * prefix states). Same shapes, masks and conventions as the kernels; slow on purpose.
+ * la_ref_linear_attention follows p->causal. Returns LA_OK, LA_EINVAL, LA_EOVERFLOW,
+ * LA_ENOMEM (they ignore workspace_limit). */
+la_status la_ref_softmax_attention(const la_problem *p, const double *q, const double *k,
+                                   const double *v, double *out);
+la_status la_ref_hard_attention(const la_problem *p, const double *q, const double *k,
+                                const double *v, double *out);
+la_status la_ref_linear_attention(const la_problem *p, const double *q, const double *k,
+                                  const double *v, double *out);
+la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *q,
+                           const double *k, const double *v, double *out);
+
+/* φ applied element-wise, float64 reference form (out may equal x). */
+void la_ref_feature_map(la_feature_map fm, const double *x, double *out, size_t n);
+
+/* ---------------------------------------------------------------- cost model */
+
+/* FLOPs and memory of one kernel call, counting a multiply-add as 2 FLOPs and only the
+ * (query, key) pairs the masks leave visible (so causal counts its half). exp, max and
+ * divide count 1 FLOP each. The benchmarks and experiments take GFLOP/s from this. */
+typedef struct {
+    double flops_qk;        /* softmax/hard: Q·Kᵀ over visible pairs: 2·pairs·d_k */
+    double flops_softmax;   /* max, subtract, exp, sum, divide: 5 per visible pair (0 for hard) */
+    double flops_av;        /* softmax: P·V over visible pairs: 2·pairs·d_v */
+    double flops_phi;       /* linear: φ on Q and on the visible keys */
+    double flops_kv;        /* linear: φ(K)ᵀV and z: 2·keys·d_k·d_v + keys·d_k (causal chunked
+                               adds its intra-chunk products here) */
+    double flops_qs;        /* linear: φ(Q)·S and φ(Q)·z: 2·N·d_k·d_v + 2·N·d_k */
+    double flops_normalize; /* linear: divide by den + eps: N·d_v (+N adds) */
+    double flops_total;     /* the sum of the above, all batches and heads */
+    double workspace_bytes; /* scratch the kernel holds at its peak (score matrix, blocks,
+                               states), for the current thread count */
+    double io_bytes;        /* q, k, v read and out written once */
+} la_cost;
+
+/* Visible (query, key) pairs of one head of batch entry b under the masks. */
+double la_visible_pairs(const la_problem *p, size_t b);
+
+la_status la_attention_cost(la_kernel kernel, const la_problem *p, la_dtype dtype,
+                            la_cost *out);
+
+/* ---------------------------------------------------------------- .npy files */
+
+/* An n-dimensional array read from or written to a NumPy .npy file (C order,
+ * little-endian). data is owned by the array: la_array_free releases it. */
+#define LA_NPY_MAX_DIMS 8
+
+typedef enum {
+    LA_NPY_F32 = 0, /* '<f4' */
+    LA_NPY_F64,     /* '<f8' */
+    LA_NPY_I32,     /* '<i4' */
+    LA_NPY_I64,     /* '<i8' */
+} la_npy_dtype;
+
+typedef struct {
+    la_npy_dtype dtype;
+    int ndim;                      /* 0 .. LA_NPY_MAX_DIMS */
+    size_t shape[LA_NPY_MAX_DIMS];
+    size_t count;                  /* product of shape (1 for ndim 0) */
+    void *data;                    /* count elements of dtype */
+} la_array;
+
+size_t la_npy_dtype_size(la_npy_dtype dtype);
+
+/* Parses a whole .npy file image (format 1.0, 2.0 or 3.0). On error returns
+ * LA_EFORMAT, LA_EDTYPE, LA_EOVERFLOW or LA_ENOMEM, sets *why (when why is not NULL)
+ * to a static one-line reason such as "truncated header", and leaves *out empty. */
+la_status la_npy_parse(const void *bytes, size_t size, la_array *out, const char **why);
+
+/* Reads a file: la_npy_parse of its contents, or LA_EIO when it cannot be read. */
+la_status la_npy_read(const char *path, la_array *out, const char **why);
+
+/* Writes atomically: a temporary file in the same folder, then rename(2); on error
+ * the temporary file is removed and no file appears at path. Returns LA_OK,
+ * LA_EINVAL, LA_EIO. */
+la_status la_npy_write(const char *path, const la_array *a);
+
+/* Releases data and empties the array (safe on an empty or already-freed array). */
+void la_array_free(la_array *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LINATTN_H */

@@ -1,0 +1,1 @@
+import sys; print("attend_numpy: not yet"); sys.exit(0)
