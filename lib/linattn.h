@@ -226,27 +226,45 @@ void la_ref_feature_map(la_feature_map fm, const double *x, double *out, size_t 
 
 /* ---------------------------------------------------------------- cost model */
 
-/* FLOPs and memory of one kernel call, counting a multiply-add as 2 FLOPs and only the
- * (query, key) pairs the masks leave visible (so causal counts its half). exp, max and
- * divide count 1 FLOP each. The benchmarks and experiments take GFLOP/s from this. */
+/* FLOPs and memory of one kernel call: the one model the benchmarks and experiments
+ * take GFLOP/s from (lib/cost.c). Every count is a total over the call's batch × heads
+ * problems. It counts the arithmetic of the algorithm each kernel runs over the
+ * (query, key) pairs the masks leave visible only (so causal counts its half, key
+ * lengths shorten rows): a multiply-add is 2 FLOPs; an add, multiply, divide, compare,
+ * max or exp 1; φ 1 per element. A query that sees no key costs nothing. Not counted:
+ * the scale multiply, the fused kernel's online rescaling, index arithmetic — so the
+ * fused and materialising softmax kernels have the same count.
+ *   m = min(M, L_b) visible keys, u = causal ? min(N, m) : m keys any query sees. */
 typedef struct {
-    double flops_qk;        /* softmax/hard: Q·Kᵀ over visible pairs: 2·pairs·d_k */
-    double flops_softmax;   /* max, subtract, exp, sum, divide: 5 per visible pair (0 for hard) */
-    double flops_av;        /* softmax: P·V over visible pairs: 2·pairs·d_v */
-    double flops_phi;       /* linear: φ on Q and on the visible keys */
-    double flops_kv;        /* linear: φ(K)ᵀV and z: 2·keys·d_k·d_v + keys·d_k (causal chunked
-                               adds its intra-chunk products here) */
-    double flops_qs;        /* linear: φ(Q)·S and φ(Q)·z: 2·N·d_k·d_v + 2·N·d_k */
-    double flops_normalize; /* linear: divide by den + eps: N·d_v (+N adds) */
-    double flops_total;     /* the sum of the above, all batches and heads */
-    double workspace_bytes; /* scratch the kernel holds at its peak (score matrix, blocks,
-                               states), for the current thread count */
+    double flops_qk;        /* softmax/hard: Q·Kᵀ, 2·pairs·d_k. Causal chunked linear: the
+                               intra-chunk φQ_c·φK_cᵀ, 2·pairs_intra·d_k */
+    double flops_softmax;   /* softmax: row max, subtract, exp, row sum, divide: 5·pairs;
+                               hard: 1 compare per pair (the argmax) */
+    double flops_av;        /* softmax: P·V, 2·pairs·d_v. Causal chunked linear: the masked
+                               A·V_c and A's row sums, 2·pairs_intra·d_v + pairs_intra */
+    double flops_phi;       /* linear: φ on Q and on the keys used, (N + u)·d_k */
+    double flops_kv;        /* linear: S += φ(k)vᵀ and z += φ(k), 2·d_k·d_v + d_k per key;
+                               non-causal and recurrent: u keys; chunked: the keys a later
+                               chunk sees (the state carried forward) */
+    double flops_qs;        /* linear: φ(q)·S and φ(q)·z, 2·d_k·d_v + 2·d_k per query;
+                               chunked: only queries of chunks with a carried state, plus
+                               d_v + 1 adds joining the carried and intra-chunk sums */
+    double flops_normalize; /* linear: den + eps and d_v divides, (d_v + 1) per query */
+    double flops_total;     /* the sum of the above */
+    double workspace_bytes; /* scratch the kernel holds at its peak, for the current thread
+                               count: materialised N·M·elem per concurrent head; fused a
+                               score block, an accumulator block and row statistics per
+                               thread; linear S and z per concurrent head plus a chunk's
+                               scratch; hard 0 */
     double io_bytes;        /* q, k, v read and out written once */
 } la_cost;
 
 /* Visible (query, key) pairs of one head of batch entry b under the masks. */
 double la_visible_pairs(const la_problem *p, size_t b);
 
+/* Fills *out for one call of `kernel` on p in dtype. Returns LA_OK, LA_EINVAL (NULL,
+ * bad kernel or dtype, LA_KERNEL_LINEAR_RECURRENT without p->causal), or what
+ * la_problem_check returns. */
 la_status la_attention_cost(la_kernel kernel, const la_problem *p, la_dtype dtype,
                             la_cost *out);
 
