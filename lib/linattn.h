@@ -289,19 +289,33 @@ typedef struct {
     void *data;                    /* count elements of dtype */
 } la_array;
 
+/* Bytes per element: 4 or 8 (0 for a value outside the enum). */
 size_t la_npy_dtype_size(la_npy_dtype dtype);
 
-/* Parses a whole .npy file image (format 1.0, 2.0 or 3.0). On error returns
- * LA_EFORMAT, LA_EDTYPE, LA_EOVERFLOW or LA_ENOMEM, sets *why (when why is not NULL)
- * to a static one-line reason such as "truncated header", and leaves *out empty. */
+/* Parses a whole .npy file image (format 1.0, 2.0 or 3.0). Accepts descr '<f4', '<f8',
+ * '<i4', '<i8' (also with '=' or '|', both little-endian here), fortran_order False,
+ * any shape of up to LA_NPY_MAX_DIMS non-negative ints, and exactly shape × item size
+ * data bytes after the header. Reads only inside [bytes, bytes + size).
+ * On success out->data is never NULL (even for zero elements). On error returns
+ * LA_EFORMAT (bad magic or version, truncated, malformed header, Fortran order, data
+ * size mismatch), LA_EDTYPE (other dtypes, big-endian), LA_EOVERFLOW (shape × item size
+ * beyond size_t) or LA_ENOMEM, sets *why (when why is not NULL) to a one-line reason
+ * such as "truncated header", and leaves *out empty. *why points to static storage: a
+ * string constant, or for "data is N bytes, shape needs M" a per-thread buffer valid
+ * until the next la_npy_parse/la_npy_read on the same thread. */
 la_status la_npy_parse(const void *bytes, size_t size, la_array *out, const char **why);
 
-/* Reads a file: la_npy_parse of its contents, or LA_EIO when it cannot be read. */
+/* Reads a file: la_npy_parse of its contents, or LA_EIO when it cannot be read (*why
+ * then says why: "no such file", "permission denied", "is a directory", …). */
 la_status la_npy_read(const char *path, la_array *out, const char **why);
 
-/* Writes atomically: a temporary file in the same folder, then rename(2); on error
- * the temporary file is removed and no file appears at path. Returns LA_OK,
- * LA_EINVAL, LA_EIO. */
+/* Writes atomically, version 1.0 (2.0 if the header needs it) with the header padded
+ * as NumPy pads it (data at a multiple of 64 bytes): a temporary file path.tmp.XXXXXX
+ * in the same folder, written, fsync'ed, then rename(2)d over path (mode 0644). On
+ * error the temporary file is removed, no file appears at path (a file already there
+ * is left as it was), and errno tells why. Returns LA_OK, LA_EINVAL (NULL or empty
+ * path, an inconsistent array: unknown dtype, ndim out of range, count not the product
+ * of shape, NULL data), LA_EIO. */
 la_status la_npy_write(const char *path, const la_array *a);
 
 /* Releases data and empties the array (safe on an empty or already-freed array). */

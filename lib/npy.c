@@ -1,10 +1,554 @@
-/* npy.c — STUB: .npy read/write. */
-#include "internal.h"
+/* npy.c — .npy read/write (NumPy format 1.0, 2.0 and 3.0; C order, little-endian).
+ *
+ * File layout:  "\x93NUMPY" major minor  header_len (u16 for 1.0, u32 for 2.0/3.0, LE)
+ *               header: a Python dict literal {'descr': '<f4', 'fortran_order': False,
+ *                       'shape': (2, 3), } padded with spaces, ending in '\n'
+ *               data:   product(shape) elements, exactly, nothing after.
+ * The parser reads only inside [bytes, bytes + size): it is fuzzed (fuzz/fuzz_npy.c).
+ * This file depends on linattn.h only, so the fuzz build needs npy.c and status.c. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include "linattn.h"
 
-size_t la_npy_dtype_size(la_npy_dtype dtype) { return dtype == LA_NPY_F32 || dtype == LA_NPY_I32 ? 4 : 8; }
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "npy.c copies data as is: it assumes a little-endian host"
+#endif
+
+static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
+
+size_t la_npy_dtype_size(la_npy_dtype dtype)
+{
+    switch (dtype) {
+    case LA_NPY_F32:
+    case LA_NPY_I32: return 4;
+    case LA_NPY_F64:
+    case LA_NPY_I64: return 8;
+    }
+    return 0;
+}
+
+/* Overflow-checked a · b (kept here so npy.c builds alone for the fuzzer). */
+static bool mul_ok(size_t a, size_t b, size_t *out)
+{
+    if (a != 0 && b > SIZE_MAX / a) return false;
+    *out = a * b;
+    return true;
+}
+
+/* ---------------------------------------------------------------- header parsing */
+
+/* A cursor over the header text [pos, end); every read checks pos < end. */
+typedef struct {
+    const char *pos, *end;
+} cursor;
+
+static void skip_space(cursor *c)
+{
+    while (c->pos < c->end && (*c->pos == ' ' || *c->pos == '\t')) c->pos++;
+}
+
+/* Consumes ch (after optional spaces) and returns true, or returns false. */
+static bool accept(cursor *c, char ch)
+{
+    skip_space(c);
+    if (c->pos < c->end && *c->pos == ch) {
+        c->pos++;
+        return true;
+    }
+    return false;
+}
+
+/* A quoted Python string without escapes: '...' or "...". Sets [*s, *s + *len). */
+static bool parse_string(cursor *c, const char **s, size_t *len)
+{
+    skip_space(c);
+    if (c->pos >= c->end || (*c->pos != '\'' && *c->pos != '"')) return false;
+    char quote = *c->pos++;
+    const char *start = c->pos;
+    while (c->pos < c->end && *c->pos != quote) {
+        if (*c->pos == '\\' || *c->pos == '\n') return false;
+        c->pos++;
+    }
+    if (c->pos >= c->end) return false;
+    *s = start;
+    *len = (size_t)(c->pos - start);
+    c->pos++; /* closing quote */
+    return true;
+}
+
+/* Does [s, s + len) spell word exactly? */
+static bool spells(const char *s, size_t len, const char *word)
+{
+    return strlen(word) == len && memcmp(s, word, len) == 0;
+}
+
+static bool is_ident_char(char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == '_';
+}
+
+/* The dtype a descr names: '<f4', '<f8', '<i4', '<i8'; on this little-endian host '='
+ * (native) and '|' (NumPy reads it as native) mean the same. */
+static la_status parse_descr(const char *s, size_t len, la_npy_dtype *dtype, const char **why)
+{
+    static const struct {
+        const char *code;
+        la_npy_dtype dtype;
+    } known[] = {{"f4", LA_NPY_F32}, {"f8", LA_NPY_F64}, {"i4", LA_NPY_I32}, {"i8", LA_NPY_I64}};
+    if (len == 3 && (s[0] == '<' || s[0] == '=' || s[0] == '|')) {
+        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+            if (memcmp(s + 1, known[i].code, 2) == 0) {
+                *dtype = known[i].dtype;
+                return LA_OK;
+            }
+        }
+    }
+    if (len >= 1 && s[0] == '>') *why = "big-endian data is not supported";
+    else *why = "unsupported dtype (need little-endian float32, float64, int32 or int64)";
+    return LA_EDTYPE;
+}
+
+/* A non-negative decimal integer for a shape entry. */
+static la_status parse_dim(cursor *c, size_t *dim, const char **why)
+{
+    skip_space(c);
+    if (c->pos < c->end && *c->pos == '-') {
+        *why = "negative dimension in shape";
+        return LA_EFORMAT;
+    }
+    if (c->pos >= c->end || *c->pos < '0' || *c->pos > '9') {
+        *why = "shape entries must be non-negative integers";
+        return LA_EFORMAT;
+    }
+    size_t value = 0;
+    bool overflow = false;
+    while (c->pos < c->end && *c->pos >= '0' && *c->pos <= '9') {
+        size_t digit = (size_t)(*c->pos - '0');
+        if (value > (SIZE_MAX - digit) / 10) overflow = true;
+        else value = value * 10 + digit;
+        c->pos++;
+    }
+    /* "2.5", "3e2", "0x10", "7L": not a plain integer */
+    if (c->pos < c->end && (*c->pos == '.' || is_ident_char(*c->pos))) {
+        *why = "shape entries must be non-negative integers";
+        return LA_EFORMAT;
+    }
+    if (overflow) {
+        *why = "shape dimension does not fit in size_t";
+        return LA_EOVERFLOW;
+    }
+    *dim = value;
+    return LA_OK;
+}
+
+/* A Python tuple of non-negative ints: (), (n,), (a, b), (a, b,). */
+static la_status parse_shape(cursor *c, la_array *a, const char **why)
+{
+    if (!accept(c, '(')) {
+        *why = "shape is not a tuple";
+        return LA_EFORMAT;
+    }
+    a->ndim = 0;
+    if (accept(c, ')')) return LA_OK;
+    for (;;) {
+        if (a->ndim == LA_NPY_MAX_DIMS) {
+            *why = "shape has more than 8 dimensions";
+            return LA_EFORMAT;
+        }
+        la_status st = parse_dim(c, &a->shape[a->ndim], why);
+        if (st != LA_OK) return st;
+        a->ndim++;
+        bool comma = accept(c, ',');
+        if (accept(c, ')')) {
+            if (a->ndim == 1 && !comma) { /* "(3)" is the int 3 in Python, not a tuple */
+                *why = "shape is not a tuple (a 1-D shape needs a trailing comma)";
+                return LA_EFORMAT;
+            }
+            return LA_OK;
+        }
+        if (!comma) {
+            *why = "malformed shape tuple";
+            return LA_EFORMAT;
+        }
+    }
+}
+
+/* The header dict. Keys in any order, each exactly once; a trailing comma is fine.
+ * Syntax errors come first, then missing keys, then unsupported values. */
+static la_status parse_header(const char *text, size_t len, la_array *a, const char **why)
+{
+    cursor c = {text, text + len};
+    bool has_descr = false, has_fortran = false, has_shape = false, fortran = false;
+    la_status dtype_status = LA_OK;
+    const char *dtype_why = NULL;
+
+    if (len == 0 || text[len - 1] != '\n') {
+        *why = "header does not end with a newline";
+        return LA_EFORMAT;
+    }
+    if (!accept(&c, '{')) {
+        *why = "header is not a Python dict";
+        return LA_EFORMAT;
+    }
+    while (!accept(&c, '}')) {
+        const char *key, *val;
+        size_t key_len, val_len;
+        if (!parse_string(&c, &key, &key_len) || !accept(&c, ':')) {
+            *why = "malformed header dict";
+            return LA_EFORMAT;
+        }
+        if (spells(key, key_len, "descr")) {
+            if (has_descr) goto duplicate;
+            has_descr = true;
+            skip_space(&c);
+            if (c.pos < c.end && *c.pos == '[') {
+                *why = "structured dtypes are not supported";
+                return LA_EDTYPE;
+            }
+            if (!parse_string(&c, &val, &val_len)) {
+                *why = "descr is not a string";
+                return LA_EFORMAT;
+            }
+            dtype_status = parse_descr(val, val_len, &a->dtype, &dtype_why);
+        } else if (spells(key, key_len, "fortran_order")) {
+            if (has_fortran) goto duplicate;
+            has_fortran = true;
+            skip_space(&c);
+            const char *word = c.pos;
+            while (c.pos < c.end && is_ident_char(*c.pos)) c.pos++;
+            if (spells(word, (size_t)(c.pos - word), "True")) fortran = true;
+            else if (spells(word, (size_t)(c.pos - word), "False")) fortran = false;
+            else {
+                *why = "fortran_order is not True or False";
+                return LA_EFORMAT;
+            }
+        } else if (spells(key, key_len, "shape")) {
+            if (has_shape) goto duplicate;
+            has_shape = true;
+            la_status st = parse_shape(&c, a, why);
+            if (st != LA_OK) return st;
+        } else {
+            *why = "unexpected key in header (want descr, fortran_order, shape)";
+            return LA_EFORMAT;
+        }
+        if (!accept(&c, ',')) {
+            if (accept(&c, '}')) break;
+            *why = "malformed header dict";
+            return LA_EFORMAT;
+        }
+    }
+    /* after the dict: only padding, up to the final newline */
+    while (c.pos < c.end && (*c.pos == ' ' || *c.pos == '\t' || *c.pos == '\r' || *c.pos == '\n'))
+        c.pos++;
+    if (c.pos != c.end) {
+        *why = "garbage after the header dict";
+        return LA_EFORMAT;
+    }
+    if (!has_descr || !has_fortran || !has_shape) {
+        *why = !has_descr     ? "header lacks 'descr'"
+               : !has_fortran ? "header lacks 'fortran_order'"
+                              : "header lacks 'shape'";
+        return LA_EFORMAT;
+    }
+    if (dtype_status != LA_OK) {
+        *why = dtype_why;
+        return dtype_status;
+    }
+    if (fortran) {
+        *why = "Fortran order is not supported";
+        return LA_EFORMAT;
+    }
+    return LA_OK;
+
+duplicate:
+    *why = "duplicate key in header";
+    return LA_EFORMAT;
+}
+
+/* ---------------------------------------------------------------- parse */
+
+/* Reasons with numbers in them live here: one per thread, valid until the next call. */
+static _Thread_local char size_reason[96];
+
 la_status la_npy_parse(const void *bytes, size_t size, la_array *out, const char **why)
-{ (void)bytes; (void)size; (void)out; if (why) *why = "not implemented"; return LA_EFORMAT; }
+{
+    const char *dummy;
+    if (!why) why = &dummy;
+    if (!out) {
+        *why = "no output array";
+        return LA_EINVAL;
+    }
+    memset(out, 0, sizeof *out);
+    if (!bytes && size > 0) {
+        *why = "no input bytes";
+        return LA_EINVAL;
+    }
+    const unsigned char *b = bytes;
+
+    /* magic and version */
+    if (size == 0) {
+        *why = "empty file: not a .npy file";
+        return LA_EFORMAT;
+    }
+    size_t magic_seen = size < sizeof npy_magic ? size : sizeof npy_magic;
+    if (memcmp(b, npy_magic, magic_seen) != 0) {
+        *why = "bad magic: not a .npy file";
+        return LA_EFORMAT;
+    }
+    if (size < 8) {
+        *why = "truncated before the header length";
+        return LA_EFORMAT;
+    }
+    unsigned major = b[6], minor = b[7];
+    if (major < 1 || major > 3 || minor != 0) {
+        *why = "unsupported .npy version (want 1.0, 2.0 or 3.0)";
+        return LA_EFORMAT;
+    }
+
+    /* header length: u16 (1.0) or u32 (2.0, 3.0), little-endian */
+    size_t preamble = major == 1 ? 10 : 12;
+    if (size < preamble) {
+        *why = "truncated before the header length";
+        return LA_EFORMAT;
+    }
+    size_t header_len = (size_t)b[8] | (size_t)b[9] << 8;
+    if (major > 1) header_len |= (size_t)b[10] << 16 | (size_t)b[11] << 24;
+    if (header_len > size - preamble) {
+        *why = "truncated header (header length runs past the end of the file)";
+        return LA_EFORMAT;
+    }
+
+    la_array a;
+    memset(&a, 0, sizeof a);
+    la_status st = parse_header((const char *)b + preamble, header_len, &a, why);
+    if (st != LA_OK) return st;
+
+    /* elements and bytes the shape needs, against the bytes present */
+    size_t count = 1, need;
+    for (int i = 0; i < a.ndim; i++) {
+        if (!mul_ok(count, a.shape[i], &count)) {
+            *why = "shape product overflows size_t";
+            return LA_EOVERFLOW;
+        }
+    }
+    if (!mul_ok(count, la_npy_dtype_size(a.dtype), &need)) {
+        *why = "shape times item size overflows size_t";
+        return LA_EOVERFLOW;
+    }
+    size_t have = size - preamble - header_len;
+    if (have != need) {
+        snprintf(size_reason, sizeof size_reason, "data is %zu bytes, shape needs %zu", have,
+                 need);
+        *why = size_reason;
+        return LA_EFORMAT;
+    }
+
+    /* copy the data (never NULL on success, even for zero elements) */
+    a.count = count;
+    a.data = malloc(need > 0 ? need : 1);
+    if (!a.data) {
+        *why = "out of memory";
+        return LA_ENOMEM;
+    }
+    if (need > 0) memcpy(a.data, b + preamble + header_len, need);
+    *out = a;
+    *why = "success";
+    return LA_OK;
+}
+
+/* ---------------------------------------------------------------- read */
+
+/* A short static reason for a failed open or read. */
+static const char *io_reason(int err)
+{
+    switch (err) {
+    case ENOENT: return "no such file";
+    case EACCES: return "permission denied";
+    case EISDIR: return "is a directory";
+    case ENOTDIR: return "a component of the path is not a directory";
+    case ENOMEM: return "out of memory";
+    }
+    return "cannot read file";
+}
+
 la_status la_npy_read(const char *path, la_array *out, const char **why)
-{ (void)path; (void)out; if (why) *why = "not implemented"; return LA_EIO; }
-la_status la_npy_write(const char *path, const la_array *a) { (void)path; (void)a; return LA_EIO; }
-void la_array_free(la_array *a) { (void)a; }
+{
+    const char *dummy;
+    if (!why) why = &dummy;
+    if (out) memset(out, 0, sizeof *out);
+    if (!path || !out) {
+        *why = "no path or no output array";
+        return LA_EINVAL;
+    }
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        *why = io_reason(errno);
+        return LA_EIO;
+    }
+    /* read everything, growing the buffer (works for pipes too) */
+    size_t cap = 1 << 16, size = 0;
+    char *buf = malloc(cap);
+    la_status st = LA_OK;
+    if (!buf) {
+        *why = "out of memory";
+        st = LA_ENOMEM;
+        goto done;
+    }
+    for (;;) {
+        if (size == cap) {
+            char *bigger = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+            if (!bigger) {
+                *why = "out of memory";
+                st = LA_ENOMEM;
+                goto done;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+        ssize_t got = read(fd, buf + size, cap - size);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            *why = io_reason(errno);
+            st = LA_EIO;
+            goto done;
+        }
+        if (got == 0) break;
+        size += (size_t)got;
+    }
+    st = la_npy_parse(buf, size, out, why);
+done:
+    free(buf);
+    close(fd);
+    return st;
+}
+
+/* ---------------------------------------------------------------- write */
+
+static const char *descr_of(la_npy_dtype dtype)
+{
+    switch (dtype) {
+    case LA_NPY_F32: return "<f4";
+    case LA_NPY_F64: return "<f8";
+    case LA_NPY_I32: return "<i4";
+    case LA_NPY_I64: return "<i8";
+    }
+    return NULL;
+}
+
+/* Writes all of [p, p + n) to fd. */
+static bool write_all(int fd, const void *p, size_t n)
+{
+    const char *at = p;
+    while (n > 0) {
+        ssize_t put = write(fd, at, n);
+        if (put < 0 && errno == EINTR) continue;
+        if (put <= 0) return false;
+        at += put;
+        n -= (size_t)put;
+    }
+    return true;
+}
+
+/* The header exactly as NumPy 1.24 writes it: the dict with sorted keys, 21 − digits of
+ * the first dimension spare spaces (room to grow that axis in place), then spaces and a
+ * newline so the data starts at a multiple of 64 bytes. Returns the preamble + header
+ * length written into buf (cap bytes), or 0 when it does not fit. */
+static size_t format_header(const la_array *a, char *buf, size_t cap)
+{
+    char dict[512];
+    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                     descr_of(a->dtype));
+    for (int i = 0; i < a->ndim; i++)
+        n += snprintf(dict + n, sizeof dict - (size_t)n, i == 0 ? "%zu" : ", %zu", a->shape[i]);
+    n += snprintf(dict + n, sizeof dict - (size_t)n, a->ndim == 1 ? ",), }" : "), }");
+    if (a->ndim > 0) {
+        int digits = snprintf(NULL, 0, "%zu", a->shape[0]);
+        for (int i = digits; i < 21; i++) dict[n++] = ' ';
+    }
+    /* version 1.0 when the length fits in 16 bits, else 2.0 */
+    size_t text_len = (size_t)n + 1; /* + '\n' */
+    size_t preamble = 10;
+    size_t pad = 64 - (preamble + text_len) % 64;
+    if (text_len + pad > 0xffff) {
+        preamble = 12;
+        pad = 64 - (preamble + text_len) % 64;
+    }
+    size_t header_len = text_len + pad, total = preamble + header_len;
+    if (total > cap) return 0;
+    memcpy(buf, npy_magic, 6);
+    buf[6] = preamble == 10 ? 1 : 2;
+    buf[7] = 0;
+    for (size_t i = 0; i < preamble - 8; i++) buf[8 + i] = (char)(header_len >> (8 * i) & 0xff);
+    memcpy(buf + preamble, dict, (size_t)n);
+    memset(buf + preamble + n, ' ', pad);
+    buf[total - 1] = '\n';
+    return total;
+}
+
+/* Is a a consistent array: known dtype, ndim in range, count = product of shape? */
+static bool array_ok(const la_array *a, size_t *bytes)
+{
+    if (!a || !descr_of(a->dtype) || a->ndim < 0 || a->ndim > LA_NPY_MAX_DIMS) return false;
+    size_t count = 1;
+    for (int i = 0; i < a->ndim; i++)
+        if (!mul_ok(count, a->shape[i], &count)) return false;
+    if (count != a->count || !mul_ok(count, la_npy_dtype_size(a->dtype), bytes)) return false;
+    return a->data != NULL || *bytes == 0;
+}
+
+la_status la_npy_write(const char *path, const la_array *a)
+{
+    size_t bytes;
+    if (!path || !*path || !array_ok(a, &bytes)) return LA_EINVAL;
+    char header[1024];
+    size_t header_size = format_header(a, header, sizeof header);
+    if (header_size == 0) return LA_EINVAL;
+
+    /* path.tmp.XXXXXX in the same folder, so rename(2) is atomic */
+    size_t path_len = strlen(path);
+    char *tmp = malloc(path_len + sizeof ".tmp.XXXXXX");
+    if (!tmp) return LA_EIO;
+    memcpy(tmp, path, path_len);
+    memcpy(tmp + path_len, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int err = errno;
+        free(tmp);
+        errno = err;
+        return LA_EIO;
+    }
+    /* mkstemp makes 0600; output files are ordinary readable files */
+    bool ok = fchmod(fd, 0644) == 0 && write_all(fd, header, header_size) &&
+              write_all(fd, a->data, bytes) && fsync(fd) == 0;
+    int err = ok ? 0 : errno;
+    if (close(fd) != 0 && ok) {
+        ok = false;
+        err = errno;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = false;
+        err = errno;
+    }
+    if (!ok) unlink(tmp);
+    free(tmp);
+    errno = err;
+    return ok ? LA_OK : LA_EIO;
+}
+
+void la_array_free(la_array *a)
+{
+    if (!a) return;
+    free(a->data);
+    memset(a, 0, sizeof *a);
+}
