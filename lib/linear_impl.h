@@ -1,0 +1,319 @@
+/* linear_impl.h — linear attention written once for float and double; linear.c includes
+ * it twice with T (the element type) and LA_SUFFIX (_f32 or _f64) defined. No include
+ * guard on purpose. Every name it defines is static or carries the suffix.
+ *
+ * Shapes, per head (the problem holds B·H heads back to back):
+ *   q: (N, d_k), k: (M, d_k), v: (M, d_v), out: (N, d_v), row-major;
+ *   S: (d_k, d_v) row-major, z: (d_k,).
+ * Visible keys of head (b, ·): m = min(M, L_b) (L_b = key_lengths[b], or M). */
+
+#define LA_CAT2(a, b) a##b
+#define LA_CAT(a, b) LA_CAT2(a, b)
+#define SFX(name) LA_CAT(name, LA_SUFFIX)
+
+/* x·y in a fixed order: 8 interleaved partial sums, a fixed tree, then the tail. */
+T SFX(la_dot)(const T *x, const T *y, size_t n)
+{
+    T acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (size_t l = 0; l < 8; l++) acc[l] += x[i + l] * y[i + l];
+    T sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++) sum += x[i] * y[i];
+    return sum;
+}
+
+/* S (d_k, d_v) += φk (d_k) v (d_v)ᵀ;  z (d_k) += φk. */
+void SFX(la_linear_add_key)(T *S, T *z, const T *phi_k, const T *v, size_t d_k, size_t d_v)
+{
+    for (size_t a = 0; a < d_k; a++) {
+        T f = phi_k[a];
+        T *row = S + a * d_v;
+        for (size_t c = 0; c < d_v; c++) row[c] += f * v[c];
+        z[a] += f;
+    }
+}
+
+/* y (d_v) = φqᵀ S / (φqᵀ z + eps), S (d_k, d_v), z and φq (d_k). */
+void SFX(la_linear_read_query)(const T *S, const T *z, const T *phi_q, T eps, T *y, size_t d_k,
+                               size_t d_v)
+{
+    /* numerator: y = Σ_a φq[a] · S[a, :] */
+    for (size_t c = 0; c < d_v; c++) y[c] = 0;
+    for (size_t a = 0; a < d_k; a++) {
+        T f = phi_q[a];
+        const T *row = S + a * d_v;
+        for (size_t c = 0; c < d_v; c++) y[c] += f * row[c];
+    }
+    /* normalise by the denominator φqᵀz + eps */
+    T den = SFX(la_dot)(phi_q, z, d_k) + eps;
+    for (size_t c = 0; c < d_v; c++) y[c] /= den;
+}
+
+/* Keys of batch entry b that the key-length mask leaves visible: min(M, L_b). */
+static size_t SFX(visible_key_count)(const la_problem *p, size_t b)
+{
+    size_t m = p->n_keys;
+    if (p->key_lengths && (size_t)p->key_lengths[b] < m) m = (size_t)p->key_lengths[b];
+    return m;
+}
+
+/* *bytes = (heads_part + threads · per_thread) elements of T, overflow-checked, and
+ * within p->workspace_limit. */
+static la_status SFX(workspace_fits)(const la_problem *p, size_t shared, size_t threads,
+                                     size_t per_thread, size_t *elements)
+{
+    size_t total;
+    if (!la_mul_ok(threads, per_thread, &total) || total > SIZE_MAX - shared)
+        return LA_EOVERFLOW;
+    total += shared;
+    size_t bytes;
+    if (!la_mul_ok(total, sizeof(T), &bytes)) return LA_EOVERFLOW;
+    if (bytes > p->workspace_limit) return LA_EBUDGET;
+    *elements = total;
+    return LA_OK;
+}
+
+/* Threads for `tasks` independent pieces: la_threads(), at most one per piece. */
+static size_t SFX(thread_count)(size_t tasks)
+{
+    size_t threads = (size_t)la_threads();
+    if (threads < 1) threads = 1;
+    return threads < tasks ? threads : tasks;
+}
+
+/* Non-causal linear attention.
+ * Phase 1, per head (b, h), keys in blocks of LA_LINEAR_KEY_BLOCK:
+ *   S = Σ_blocks φ(K_blk)ᵀ V_blk (d_k, d_v),  z = Σ_blocks Σ_rows φ(K_blk) (d_k).
+ * Phase 2, per (head, query block of LA_LINEAR_QUERY_BLOCK):
+ *   out_blk = φ(Q_blk) S / (φ(Q_blk) z + eps), zero rows when the head sees no key.
+ * Scratch: S and z of every head, plus per thread one φ block and a partial z. */
+static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T *k, const T *v,
+                                       T *out)
+{
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    const size_t heads = p->batch * p->heads;
+    const size_t kb = M < LA_LINEAR_KEY_BLOCK ? M : LA_LINEAR_KEY_BLOCK;
+    const size_t qb = N < LA_LINEAR_QUERY_BLOCK ? N : LA_LINEAR_QUERY_BLOCK;
+    const size_t rows = kb > qb ? kb : qb;
+    const size_t q_blocks = (N + qb - 1) / qb;
+    size_t tasks, state_size, per_thread, shared, total;
+    if (!la_mul_ok(heads, q_blocks, &tasks) || !la_mul_ok(dk, dv + 1, &state_size) ||
+        !la_mul_ok(rows, dk, &per_thread) || !la_mul_ok(heads, state_size, &shared))
+        return LA_EOVERFLOW;
+    per_thread += dk;
+    const size_t threads = SFX(thread_count)(tasks);
+    la_status st = SFX(workspace_fits)(p, shared, threads, per_thread, &total);
+    if (st != LA_OK) return st;
+    T *work = malloc(total * sizeof *work);
+    if (!work) return LA_ENOMEM;
+    T *states = work, *scratch = work + shared;
+
+    /* phase 1: S and z of every head */
+#pragma omp parallel for schedule(dynamic) num_threads((int)threads)
+    for (size_t hd = 0; hd < heads; hd++) {
+        T *phi_k = scratch + (size_t)omp_get_thread_num() * per_thread;
+        T *z_part = phi_k + rows * dk;
+        T *S = states + hd * state_size, *z = S + dk * dv;
+        const T *kh = k + hd * M * dk, *vh = v + hd * M * dv;
+        const size_t m = SFX(visible_key_count)(p, hd / p->heads);
+        for (size_t a = 0; a < dk * dv; a++) S[a] = 0;
+        for (size_t a = 0; a < dk; a++) z[a] = 0;
+        for (size_t j0 = 0; j0 < m; j0 += kb) {
+            const size_t n = m - j0 < kb ? m - j0 : kb;
+            /* φ(K_blk): (n, d_k) */
+            SFX(la_feature_map)(p->feature_map, kh + j0 * dk, phi_k, n * dk);
+            /* S += φ(K_blk)ᵀ V_blk: (d_k, n)·(n, d_v), φ(K_blk)ᵀ through strides */
+            SFX(la_gemm)(dk, dv, n, 1, phi_k, 1, (ptrdiff_t)dk, vh + j0 * dv, (ptrdiff_t)dv, 1,
+                         1, S, (ptrdiff_t)dv, 1);
+            /* z += Σ_rows φ(K_blk), summed per block first */
+            for (size_t a = 0; a < dk; a++) z_part[a] = 0;
+            for (size_t j = 0; j < n; j++)
+                for (size_t a = 0; a < dk; a++) z_part[a] += phi_k[j * dk + a];
+            for (size_t a = 0; a < dk; a++) z[a] += z_part[a];
+        }
+    }
+
+    /* phase 2: every query block reads its head's S and z */
+    const T eps = (T)p->eps;
+#pragma omp parallel for schedule(dynamic) num_threads((int)threads)
+    for (size_t task = 0; task < tasks; task++) {
+        const size_t hd = task / q_blocks, i0 = (task % q_blocks) * qb;
+        const size_t n = N - i0 < qb ? N - i0 : qb;
+        T *phi_q = scratch + (size_t)omp_get_thread_num() * per_thread;
+        const T *S = states + hd * state_size, *z = S + dk * dv;
+        T *y = out + (hd * N + i0) * dv;
+        if (SFX(visible_key_count)(p, hd / p->heads) == 0) {
+            for (size_t a = 0; a < n * dv; a++) y[a] = 0; /* sees no key: zero rows */
+            continue;
+        }
+        /* φ(Q_blk): (n, d_k) */
+        SFX(la_feature_map)(p->feature_map, q + (hd * N + i0) * dk, phi_q, n * dk);
+        /* num = φ(Q_blk) S: (n, d_k)·(d_k, d_v), straight into out */
+        SFX(la_gemm)(n, dv, dk, 1, phi_q, (ptrdiff_t)dk, 1, S, (ptrdiff_t)dv, 1, 0, y,
+                     (ptrdiff_t)dv, 1);
+        /* y = num / (φ(q_i)·z + eps) */
+        for (size_t i = 0; i < n; i++) {
+            const T den = SFX(la_dot)(phi_q + i * dk, z, dk) + eps;
+            for (size_t c = 0; c < dv; c++) y[i * dv + c] /= den;
+        }
+    }
+    free(work);
+    return LA_OK;
+}
+
+/* Causal linear attention, chunked form, C = min(p->chunk, N) tokens per chunk. Keys
+ * j >= N are never seen (query i sees j <= i), so a head uses u = min(m, N) keys.
+ * Per head (b, h), with the carried state (S, z) of the keys before the chunk, for each
+ * chunk of queries [c0, c0 + nq) and its visible keys [c0, c0 + nk):
+ *   A = φ(Q_c) φ(K_c)ᵀ (nq, nk), A[i, j] = 0 for key j > query i;
+ *   num = A V_c + φ(Q_c) S,  den = rowsum(A) + φ(Q_c) z,  y = num / (den + eps);
+ *   S += φ(K_c)ᵀ V_c,  z += Σ_rows φ(K_c).
+ * Scratch per thread: S, z, a partial z, φ(Q_c), φ(K_c), A and den. */
+static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k, const T *v,
+                                     T *out)
+{
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    const size_t heads = p->batch * p->heads;
+    const size_t C = p->chunk < N ? p->chunk : N;
+    size_t state_size, block, square, per_thread, total;
+    if (!la_mul_ok(dk, dv + 2, &state_size) || !la_mul_ok(C, dk, &block) ||
+        !la_mul_ok(C, C + 1, &square) || block > (SIZE_MAX - state_size - square) / 2)
+        return LA_EOVERFLOW;
+    per_thread = state_size + 2 * block + square;
+    const size_t threads = SFX(thread_count)(heads);
+    la_status st = SFX(workspace_fits)(p, 0, threads, per_thread, &total);
+    if (st != LA_OK) return st;
+    T *work = malloc(total * sizeof *work);
+    if (!work) return LA_ENOMEM;
+    const T eps = (T)p->eps;
+
+#pragma omp parallel for schedule(dynamic) num_threads((int)threads)
+    for (size_t hd = 0; hd < heads; hd++) {
+        T *S = work + (size_t)omp_get_thread_num() * per_thread;
+        T *z = S + dk * dv, *z_part = z + dk;
+        T *phi_q = z_part + dk, *phi_k = phi_q + block, *A = phi_k + block, *den = A + C * C;
+        const T *qh = q + hd * N * dk, *kh = k + hd * M * dk, *vh = v + hd * M * dv;
+        T *yh = out + hd * N * dv;
+        size_t u = SFX(visible_key_count)(p, hd / p->heads);
+        if (u == 0) { /* no key visible: zero rows */
+            for (size_t a = 0; a < N * dv; a++) yh[a] = 0;
+            continue;
+        }
+        if (u > N) u = N;
+        for (size_t a = 0; a < dk * dv; a++) S[a] = 0;
+        for (size_t a = 0; a < dk; a++) z[a] = 0;
+        for (size_t c0 = 0; c0 < N; c0 += C) {
+            const size_t nq = N - c0 < C ? N - c0 : C;
+            const size_t nk = c0 >= u ? 0 : (u - c0 < C ? u - c0 : C); /* nk <= nq */
+            T *y = yh + c0 * dv;
+            /* φ(Q_c): (nq, d_k) */
+            SFX(la_feature_map)(p->feature_map, qh + c0 * dk, phi_q, nq * dk);
+            if (nk > 0) {
+                /* φ(K_c): (nk, d_k) */
+                SFX(la_feature_map)(p->feature_map, kh + c0 * dk, phi_k, nk * dk);
+                /* A = φ(Q_c) φ(K_c)ᵀ: (nq, d_k)·(d_k, nk), then the causal mask */
+                SFX(la_gemm)(nq, nk, dk, 1, phi_q, (ptrdiff_t)dk, 1, phi_k, 1, (ptrdiff_t)dk,
+                             0, A, (ptrdiff_t)nk, 1);
+                for (size_t i = 0; i < nq; i++) {
+                    T sum = 0;
+                    for (size_t j = 0; j < nk; j++) {
+                        if (j > i) A[i * nk + j] = 0;
+                        sum += A[i * nk + j];
+                    }
+                    den[i] = sum; /* intra-chunk denominator: rowsum(A) */
+                }
+                /* num = A V_c: (nq, nk)·(nk, d_v), straight into out */
+                SFX(la_gemm)(nq, dv, nk, 1, A, (ptrdiff_t)nk, 1, vh + c0 * dv, (ptrdiff_t)dv,
+                             1, 0, y, (ptrdiff_t)dv, 1);
+            } else {
+                for (size_t i = 0; i < nq; i++) den[i] = 0;
+            }
+            if (c0 > 0) {
+                /* carried state: num += φ(Q_c) S, den += φ(Q_c) z */
+                SFX(la_gemm)(nq, dv, dk, 1, phi_q, (ptrdiff_t)dk, 1, S, (ptrdiff_t)dv, 1,
+                             nk > 0 ? 1 : 0, y, (ptrdiff_t)dv, 1);
+                for (size_t i = 0; i < nq; i++) den[i] += SFX(la_dot)(phi_q + i * dk, z, dk);
+            }
+            /* y = num / (den + eps) */
+            for (size_t i = 0; i < nq; i++) {
+                const T d = den[i] + eps;
+                for (size_t c = 0; c < dv; c++) y[i * dv + c] /= d;
+            }
+            /* carry the chunk's keys: S += φ(K_c)ᵀ V_c, z += Σ_rows φ(K_c) */
+            if (nk > 0 && c0 + C < N) {
+                SFX(la_gemm)(dk, dv, nk, 1, phi_k, 1, (ptrdiff_t)dk, vh + c0 * dv,
+                             (ptrdiff_t)dv, 1, 1, S, (ptrdiff_t)dv, 1);
+                for (size_t a = 0; a < dk; a++) z_part[a] = 0;
+                for (size_t j = 0; j < nk; j++)
+                    for (size_t a = 0; a < dk; a++) z_part[a] += phi_k[j * dk + a];
+                for (size_t a = 0; a < dk; a++) z[a] += z_part[a];
+            }
+        }
+    }
+    free(work);
+    return LA_OK;
+}
+
+la_status SFX(la_linear_attention)(const la_problem *p, const T *q, const T *k, const T *v,
+                                   T *out)
+{
+    la_status st = la_problem_check(p);
+    if (st != LA_OK) return st;
+    if (!q || !k || !v || !out) return LA_EINVAL;
+    return p->causal ? SFX(linear_chunked)(p, q, k, v, out)
+                     : SFX(linear_noncausal)(p, q, k, v, out);
+}
+
+/* Causal linear attention, recurrent form, per head (b, h), token by token:
+ *   if t < u: S += φ(k_t) v_tᵀ, z += φ(k_t);   y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps),
+ * with u = min(m, N) the keys any query sees; zero rows when m = 0. The same two
+ * functions as la_linear_step_*, so stepping reproduces this bit for bit.
+ * Scratch per thread: S, z, φ(q_t), φ(k_t). */
+la_status SFX(la_linear_attention_recurrent)(const la_problem *p, const T *q, const T *k,
+                                             const T *v, T *out)
+{
+    la_status st = la_problem_check(p);
+    if (st != LA_OK) return st;
+    if (!q || !k || !v || !out || !p->causal) return LA_EINVAL;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    const size_t heads = p->batch * p->heads;
+    size_t per_thread, total;
+    if (!la_mul_ok(dk, dv + 3, &per_thread)) return LA_EOVERFLOW;
+    const size_t threads = SFX(thread_count)(heads);
+    st = SFX(workspace_fits)(p, 0, threads, per_thread, &total);
+    if (st != LA_OK) return st;
+    T *work = malloc(total * sizeof *work);
+    if (!work) return LA_ENOMEM;
+    const T eps = (T)p->eps;
+
+#pragma omp parallel for schedule(dynamic) num_threads((int)threads)
+    for (size_t hd = 0; hd < heads; hd++) {
+        T *S = work + (size_t)omp_get_thread_num() * per_thread;
+        T *z = S + dk * dv, *phi_q = z + dk, *phi_k = phi_q + dk;
+        const T *qh = q + hd * N * dk, *kh = k + hd * M * dk, *vh = v + hd * M * dv;
+        T *yh = out + hd * N * dv;
+        const size_t m = SFX(visible_key_count)(p, hd / p->heads);
+        for (size_t a = 0; a < dk * dv; a++) S[a] = 0;
+        for (size_t a = 0; a < dk; a++) z[a] = 0;
+        for (size_t t = 0; t < N; t++) {
+            if (m == 0) { /* no key visible: zero row */
+                for (size_t c = 0; c < dv; c++) yh[t * dv + c] = 0;
+                continue;
+            }
+            if (t < m) { /* S += φ(k_t) v_tᵀ, z += φ(k_t) */
+                SFX(la_feature_map)(p->feature_map, kh + t * dk, phi_k, dk);
+                SFX(la_linear_add_key)(S, z, phi_k, vh + t * dv, dk, dv);
+            }
+            /* y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps) */
+            SFX(la_feature_map)(p->feature_map, qh + t * dk, phi_q, dk);
+            SFX(la_linear_read_query)(S, z, phi_q, eps, yh + t * dv, dk, dv);
+        }
+    }
+    free(work);
+    return LA_OK;
+}
+
+#undef SFX
+#undef LA_CAT
+#undef LA_CAT2

@@ -1,0 +1,34 @@
+/* linear_internal.h — shared by linear.c, featuremap.c and state.c: the feature maps in
+ * float and double, and the two halves of one recurrent step (add a key, read a query),
+ * compiled once so the recurrent kernel and the step API give the same bits. */
+#ifndef LA_LINEAR_INTERNAL_H
+#define LA_LINEAR_INTERNAL_H
+
+#include "internal.h"
+
+/* out[i] = φ(x[i]) for i < n (out may equal x). elu+1 is x + 1 for x >= 0 and exp(x)
+ * for x < 0 (never elu(x) + 1, which rounds to 1 - 1 = 0 below x ≈ -17 in float32);
+ * relu is max(x, 0). float32 uses expf, float64 exp. */
+void la_feature_map_f32(la_feature_map fm, const float *x, float *out, size_t n);
+void la_feature_map_f64(la_feature_map fm, const double *x, double *out, size_t n);
+
+/* Recurrent step, first half: S += φk vᵀ, z += φk.
+ *   S: (d_k, d_v) row-major, z: (d_k,), phi_k: (d_k,) = φ(k_t), v: (d_v,). */
+void la_linear_add_key_f32(float *S, float *z, const float *phi_k, const float *v, size_t d_k,
+                           size_t d_v);
+void la_linear_add_key_f64(double *S, double *z, const double *phi_k, const double *v,
+                           size_t d_k, size_t d_v);
+
+/* Recurrent step, second half: y = φqᵀS / (φqᵀz + eps).
+ *   S: (d_k, d_v), z: (d_k,), phi_q: (d_k,) = φ(q_t), y: (d_v,). */
+void la_linear_read_query_f32(const float *S, const float *z, const float *phi_q, float eps,
+                              float *y, size_t d_k, size_t d_v);
+void la_linear_read_query_f64(const double *S, const double *z, const double *phi_q,
+                              double eps, double *y, size_t d_k, size_t d_v);
+
+/* x·y summed in a fixed order (8 interleaved partial sums, then a fixed tree), so the
+ * result never depends on the alignment of x and y nor on how the compiler vectorises. */
+float la_dot_f32(const float *x, const float *y, size_t n);
+double la_dot_f64(const double *x, const double *y, size_t n);
+
+#endif
