@@ -100,9 +100,11 @@ FUZZ_SECONDS ?= 60
 fuzz: | build/.deps-build
 	@scripts/ensure-deps fuzz
 	@mkdir -p build/fuzz/corpus
-	clang -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -fsanitize=fuzzer,address,undefined \
+	clang -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -Wall -Wextra -Werror \
+	    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	    -Ilib fuzz/fuzz_npy.c lib/npy.c lib/status.c -o build/fuzz/fuzz_npy
-	build/fuzz/fuzz_npy -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build/fuzz/corpus fuzz/seeds
+	build/fuzz/fuzz_npy -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	    -artifact_prefix=build/fuzz/ build/fuzz/corpus fuzz/seeds
 
 bench: $(BUILD)/linattn
 	$(BUILD)/linattn bench
