@@ -12,11 +12,17 @@
  * Every count is a total over the batch × heads problems of the call. */
 #include "internal.h"
 
-/* Scratch geometry of the kernels, in one place. workspace_bytes is computed from
- * these; they mirror the block sizes the kernels allocate per thread. */
+#include <math.h>
+
+/* Scratch geometry of the kernels, in one place here: these mirror the block sizes
+ * softmax.c (Q_BLOCK, K_BLOCK) and linear.c (LA_LINEAR_KEY_BLOCK, LA_LINEAR_QUERY_BLOCK)
+ * allocate with; test_cost checks workspace_bytes against the kernels' workspace_limit
+ * refusals, so a change there that is not made here fails a test. */
 enum {
-    FUSED_BLOCK_Q = 64, /* fused softmax: queries per block */
-    FUSED_BLOCK_K = 64, /* fused softmax: keys per block */
+    SOFTMAX_Q_BLOCK = 64,  /* fused and hard: queries per task */
+    SOFTMAX_K_BLOCK = 256, /* fused and hard: keys per score block */
+    LINEAR_KEY_BLOCK = 256,   /* non-causal linear: keys per φ(K)ᵀV product */
+    LINEAR_QUERY_BLOCK = 256, /* non-causal linear: queries per task */
 };
 
 /* Per-head counts, before multiplying by the number of heads. */
@@ -123,40 +129,46 @@ static head_flops recurrent_flops(const la_problem *p, size_t b)
     return f;
 }
 
-/* Peak scratch bytes of one call, for the current thread count. */
+static double dmin(double a, double b) { return a < b ? a : b; }
+
+/* Peak scratch bytes of one call, for the current thread count: what the kernels
+ * allocate (and hold against p->workspace_limit). A kernel runs min(threads, tasks)
+ * threads, each with its own slice. */
 static double workspace(la_kernel kernel, const la_problem *p, size_t elem)
 {
-    double heads = (double)p->batch * (double)p->heads;
-    double threads = (double)la_get_num_threads();
+    double heads = (double)p->batch * (double)p->heads, threads = (double)la_threads();
     double n = (double)p->n_queries, m = (double)p->n_keys;
     double dk = (double)p->d_k, dv = (double)p->d_v, e = (double)elem;
     switch (kernel) {
-    case LA_KERNEL_SOFTMAX_MATERIALIZED: {
-        /* one N×M score matrix per head being processed */
-        double concurrent = threads < heads ? threads : heads;
-        return concurrent * n * m * e;
+    case LA_KERNEL_SOFTMAX_MATERIALIZED:
+        /* one N×M score matrix, reused head after head */
+        return n * m * e;
+    case LA_KERNEL_SOFTMAX:
+    case LA_KERNEL_HARD: {
+        /* per (b, h, query block) task thread: a bq×bk score block, then bq row maxima
+         * (or best scores) and bq sums (or best key indices, size_t), rounded up to a
+         * 64-byte line */
+        double bq = dmin(n, SOFTMAX_Q_BLOCK), bk = dmin(m, SOFTMAX_K_BLOCK);
+        double tasks = heads * ceil(n / SOFTMAX_Q_BLOCK);
+        double per_thread = ceil((bq * bk * e + bq * e + bq * (double)sizeof(size_t)) / 64) * 64;
+        return dmin(threads, tasks) * per_thread;
     }
-    case LA_KERNEL_SOFTMAX: {
-        /* per thread: a bq×bk score block, the bq×d_v accumulator, row max and sum */
-        double bq = n < FUSED_BLOCK_Q ? n : FUSED_BLOCK_Q;
-        double bk = m < FUSED_BLOCK_K ? m : FUSED_BLOCK_K;
-        double pieces = heads * ((double)((p->n_queries + FUSED_BLOCK_Q - 1) / FUSED_BLOCK_Q));
-        double concurrent = threads < pieces ? threads : pieces;
-        return concurrent * (bq * bk + bq * dv + 2 * bq) * e;
-    }
-    case LA_KERNEL_HARD: return 0; /* a running argmax per query, in registers */
     case LA_KERNEL_LINEAR:
-    case LA_KERNEL_LINEAR_RECURRENT: {
-        /* per head being processed: S (d_k×d_v) and z (d_k), plus a chunk's φQ_c and
-         * φK_c (C×d_k each), its C×C masked scores and C denominators (chunked causal),
-         * or one row of φ(q), φ(k) (recurrent and non-causal use C = 1 here). */
-        double concurrent = threads < heads ? threads : heads;
-        double c = 1;
-        if (kernel == LA_KERNEL_LINEAR && p->causal)
-            c = (double)(p->chunk < p->n_queries ? p->chunk : p->n_queries);
-        double scratch = 2 * c * dk + (c > 1 ? c * c + c : 0);
-        return concurrent * (dk * dv + dk + scratch) * e;
-    }
+        if (!p->causal) {
+            /* S and z of every head, then per (head, query block) task thread a φ block of
+             * max(key block, query block) rows and a partial z */
+            double rows = fmax(dmin(m, LINEAR_KEY_BLOCK), dmin(n, LINEAR_QUERY_BLOCK));
+            double tasks = heads * ceil(n / dmin(n, LINEAR_QUERY_BLOCK));
+            return (heads * dk * (dv + 1) + dmin(threads, tasks) * (rows * dk + dk)) * e;
+        } else {
+            /* per head thread, C = min(chunk, N): S, z, a partial z, φ(Q_c), φ(K_c) (C×d_k
+             * each), A (C×C) and C denominators */
+            double c = dmin((double)p->chunk, n);
+            return dmin(threads, heads) * (dk * (dv + 2) + 2 * c * dk + c * (c + 1)) * e;
+        }
+    case LA_KERNEL_LINEAR_RECURRENT:
+        /* per head thread: S, z, φ(q_t), φ(k_t) */
+        return dmin(threads, heads) * dk * (dv + 3) * e;
     case LA_KERNEL_COUNT: break;
     }
     return 0;

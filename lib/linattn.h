@@ -251,11 +251,12 @@ typedef struct {
                                d_v + 1 adds joining the carried and intra-chunk sums */
     double flops_normalize; /* linear: den + eps and d_v divides, (d_v + 1) per query */
     double flops_total;     /* the sum of the above */
-    double workspace_bytes; /* scratch the kernel holds at its peak, for the current thread
-                               count: materialised N·M·elem per concurrent head; fused a
-                               score block, an accumulator block and row statistics per
-                               thread; linear S and z per concurrent head plus a chunk's
-                               scratch; hard 0 */
+    double workspace_bytes; /* scratch the kernel allocates (and holds against
+                               p->workspace_limit), for the current thread count:
+                               materialised one N×M score matrix; fused and hard a 64×256
+                               score block and row statistics per thread; linear the
+                               d_k×d_v state S and z per head (non-causal: of every head;
+                               causal: per thread) plus a φ block or chunk's scratch */
     double io_bytes;        /* q, k, v read and out written once */
 } la_cost;
 
