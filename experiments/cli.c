@@ -1,0 +1,236 @@
+/* cli.c — one-line errors, validated numbers, long options and .npy I/O for the
+ * subcommands (contract in cli.h). */
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_fail(const char *what, const char *fmt, ...)
+{
+    char why[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    /* one line, whatever the message held */
+    for (char *c = why; *c; c++)
+        if (*c == '\n' || *c == '\r') *c = ' ';
+    fprintf(stderr, "linattn: %s: %s\n", what, why);
+    return 2;
+}
+
+/* ---------------------------------------------------------------- numbers */
+
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* An optional '-' then decimal digits and nothing else. */
+static int is_decimal(const char *text, int allow_minus)
+{
+    if (allow_minus && *text == '-') text++;
+    if (!*text) return 0;
+    for (; *text; text++)
+        if (!is_digit(*text)) return 0;
+    return 1;
+}
+
+int cli_parse_size(const char *flag, const char *text, size_t *out)
+{
+    if (!text || !*text) return cli_fail(flag, "needs a value");
+    if (!is_decimal(text, 1)) return cli_fail(flag, "'%s' is not a number", text);
+    if (*text == '-') return cli_fail(flag, "'%s' is negative", text);
+    errno = 0;
+    unsigned long long v = strtoull(text, NULL, 10);
+    if (errno == ERANGE || v > SIZE_MAX) return cli_fail(flag, "'%s' is too large", text);
+    *out = (size_t)v;
+    return 0;
+}
+
+int cli_parse_int(const char *flag, const char *text, int *out)
+{
+    if (!text || !*text) return cli_fail(flag, "needs a value");
+    if (!is_decimal(text, 1)) return cli_fail(flag, "'%s' is not an integer", text);
+    errno = 0;
+    long v = strtol(text, NULL, 10);
+    if (errno == ERANGE || v < INT_MIN || v > INT_MAX)
+        return cli_fail(flag, "'%s' is out of range", text);
+    *out = (int)v;
+    return 0;
+}
+
+int cli_parse_double(const char *flag, const char *text, double *out)
+{
+    if (!text || !*text) return cli_fail(flag, "needs a value");
+    /* strtod would skip leading spaces and accept "nan", "inf", hex: the first two are
+     * refused below as not finite, spaces here */
+    if (*text == ' ' || *text == '\t' || *text == '\n')
+        return cli_fail(flag, "'%s' is not a number", text);
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0') return cli_fail(flag, "'%s' is not a number", text);
+    if (!isfinite(v)) return cli_fail(flag, "'%s' is not a finite number", text);
+    *out = v;
+    return 0;
+}
+
+int cli_parse_choice(const char *flag, const char *text, const char *const *choices, int *out)
+{
+    if (!text || !*text) return cli_fail(flag, "needs a value");
+    char list[256] = "";
+    size_t used = 0;
+    for (int i = 0; choices[i]; i++) {
+        if (strcmp(text, choices[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+        int n = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", choices[i]);
+        if (n > 0 && (size_t)n < sizeof list - used) used += (size_t)n;
+    }
+    return cli_fail(flag, "'%s' is not one of %s", text, list);
+}
+
+/* ---------------------------------------------------------------- flags */
+
+static const cli_flag *find_flag(const cli_flag *flags, const char *name, size_t len)
+{
+    for (const cli_flag *f = flags; f->name; f++)
+        if (strlen(f->name) == len && strncmp(f->name, name, len) == 0) return f;
+    return NULL;
+}
+
+int cli_parse_flags(int argc, char **argv, const cli_flag *flags)
+{
+    const char *command = argc > 0 ? argv[0] : "linattn";
+    /* which flags were seen, to refuse repeats (at most 64 flags per command) */
+    unsigned long long seen = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
+            return cli_fail(command, "unexpected argument '%s' (see linattn help %s)", arg,
+                            command);
+        /* --name or --name=value */
+        const char *name = arg + 2, *eq = strchr(name, '=');
+        size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
+        const cli_flag *f = find_flag(flags, name, name_len);
+        char shown[128];
+        snprintf(shown, sizeof shown, "--%.*s", (int)(name_len < 100 ? name_len : 100), name);
+        if (!f) return cli_fail(shown, "unknown flag (see linattn help %s)", command);
+        size_t index = (size_t)(f - flags);
+        if (index < 64) {
+            if (seen >> index & 1) return cli_fail(shown, "given more than once");
+            seen |= 1ull << index;
+        }
+        if (f->value) {
+            const char *value;
+            if (eq) value = eq + 1;
+            else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) value = argv[++i];
+            else value = NULL;
+            if (!value || !*value) return cli_fail(shown, "needs a value");
+            *f->value = value;
+        } else if (eq) {
+            return cli_fail(shown, "takes no value");
+        }
+        if (f->present) *f->present = 1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- .npy files */
+
+const char *cli_dtype_name(la_npy_dtype dtype)
+{
+    switch (dtype) {
+    case LA_NPY_F32: return "float32";
+    case LA_NPY_F64: return "float64";
+    case LA_NPY_I32: return "int32";
+    case LA_NPY_I64: return "int64";
+    }
+    return "unknown";
+}
+
+const char *cli_shape_str(const la_array *a, char *buf, size_t size)
+{
+    size_t used = 0;
+    int n = snprintf(buf, size, "(");
+    for (int i = 0; n >= 0 && (size_t)n < size - used && i < a->ndim; i++) {
+        used += (size_t)n;
+        n = snprintf(buf + used, size - used, i ? ", %zu" : "%zu", a->shape[i]);
+    }
+    if (n >= 0 && (size_t)n < size - used) {
+        used += (size_t)n;
+        snprintf(buf + used, size - used, a->ndim == 1 ? ",)" : ")");
+    }
+    return buf;
+}
+
+int cli_read_npy(const char *path, la_array *out)
+{
+    const char *why = NULL;
+    la_status st = la_npy_read(path, out, &why);
+    if (st != LA_OK) return cli_fail(path, "%s", why ? why : la_strerror(st));
+    return 0;
+}
+
+int cli_read_floats(const char *path, la_dtype precision, la_array *out)
+{
+    int rc = cli_read_npy(path, out);
+    if (rc) return rc;
+    if (out->dtype != LA_NPY_F32 && out->dtype != LA_NPY_F64) {
+        rc = cli_fail(path, "dtype %s, need float32 or float64", cli_dtype_name(out->dtype));
+        goto fail;
+    }
+    /* every element finite, in the file's own precision */
+    for (size_t i = 0; i < out->count; i++) {
+        double x = out->dtype == LA_NPY_F32 ? (double)((float *)out->data)[i]
+                                            : ((double *)out->data)[i];
+        if (!isfinite(x)) {
+            rc = cli_fail(path, "element %zu is %s", i, isnan(x) ? "NaN" : "infinite");
+            goto fail;
+        }
+    }
+    la_npy_dtype want = precision == LA_FLOAT32 ? LA_NPY_F32 : LA_NPY_F64;
+    if (out->dtype == want) return 0;
+
+    /* convert: float32 → float64 is exact; float64 → float32 must stay finite */
+    size_t n = out->count;
+    void *converted = malloc((n ? n : 1) * la_npy_dtype_size(want));
+    if (!converted) {
+        rc = cli_fail(path, "out of memory");
+        goto fail;
+    }
+    if (want == LA_NPY_F64) {
+        for (size_t i = 0; i < n; i++) ((double *)converted)[i] = ((float *)out->data)[i];
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            double x = ((double *)out->data)[i];
+            float y = (float)x;
+            if (!isfinite(y)) {
+                free(converted);
+                rc = cli_fail(path, "element %zu (%g) is beyond float32's range", i, x);
+                goto fail;
+            }
+            ((float *)converted)[i] = y;
+        }
+    }
+    free(out->data);
+    out->data = converted;
+    out->dtype = want;
+    return 0;
+fail:
+    la_array_free(out);
+    return rc;
+}
+
+int cli_write_npy(const char *path, const la_array *a)
+{
+    errno = 0;
+    la_status st = la_npy_write(path, a);
+    if (st == LA_OK) return 0;
+    int err = errno;
+    return cli_fail(path, "cannot write: %s", st == LA_EIO && err ? strerror(err) : la_strerror(st));
+}

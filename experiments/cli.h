@@ -1,0 +1,88 @@
+/* cli.h — what every `linattn` subcommand shares: one-line errors, validated numbers,
+ * long options, and .npy input/output that reports its own errors.
+ *
+ * The rule for errors: a subcommand prints exactly one line to stderr,
+ *     linattn: WHAT: why
+ * where WHAT is the flag (--scale), the file (q.npy) or the command (attend) at fault,
+ * and exits 2. Every helper below that can fail prints that line itself and returns 2,
+ * so a caller writes `if ((rc = cli_parse_double("--scale", text, &scale))) return rc;`.
+ * On success they return 0.
+ *
+ * A typical subcommand:
+ *     const char *q_path = NULL, *scale_text = NULL;
+ *     int causal = 0;
+ *     const cli_flag flags[] = {
+ *         {"q", &q_path, NULL}, {"scale", &scale_text, NULL}, {"causal", NULL, &causal},
+ *         {NULL, NULL, NULL},
+ *     };
+ *     int rc = cli_parse_flags(argc, argv, flags);
+ *     if (rc) return rc;
+ */
+#ifndef LA_CLI_H
+#define LA_CLI_H
+
+#include "linattn.h"
+
+#include <stddef.h>
+
+/* Prints "linattn: WHAT: <fmt, ...>" and a newline to stderr; returns 2. */
+int cli_fail(const char *what, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* ---------------------------------------------------------------- numbers */
+
+/* The whole of text must be the number: no spaces, no trailing characters. Errors name
+ * the flag: "linattn: --scale: 'abc' is not a number". */
+int cli_parse_size(const char *flag, const char *text, size_t *out); /* decimal, >= 0 */
+int cli_parse_int(const char *flag, const char *text, int *out);     /* decimal, int range */
+int cli_parse_double(const char *flag, const char *text, double *out); /* finite only */
+
+/* text must be one of choices (a NULL-terminated list); *out receives its index.
+ * "linattn: --variant: 'foo' is not one of softmax, linear, hard". */
+int cli_parse_choice(const char *flag, const char *text, const char *const *choices, int *out);
+
+/* ---------------------------------------------------------------- flags */
+
+/* One long option. name is without the dashes ("q" for --q). A flag with a value has
+ * value set: it receives the text of `--name VALUE` or `--name=VALUE` and stays NULL
+ * when the flag is absent. A boolean flag has value NULL and present set: *present
+ * becomes 1 when the flag is given. (present may also be set for a flag with a value.)
+ * A list of flags ends with {NULL, NULL, NULL}. */
+typedef struct {
+    const char *name;
+    const char **value;
+    int *present;
+} cli_flag;
+
+/* Parses argv[1..argc-1] (argv[0] is the subcommand's name, used in messages) against
+ * flags. Refuses, with one line and 2: an unknown flag ("--bogus: unknown flag (see
+ * linattn help attend)"), a missing or empty value ("--q: needs a value"; the next
+ * argument does not count as a value when it starts with "--"), a value given to a
+ * boolean flag, a flag given twice, and any argument that is not a flag. */
+int cli_parse_flags(int argc, char **argv, const cli_flag *flags);
+
+/* ---------------------------------------------------------------- .npy files */
+
+/* Reads path; on failure "linattn: PATH: <why>" (from la_npy_read). */
+int cli_read_npy(const char *path, la_array *out);
+
+/* Reads a float32 or float64 array and converts it to precision (in place when it is
+ * already that dtype). Refuses other dtypes ("PATH: dtype int32, need float32 or
+ * float64") and any element that is NaN, infinite, or beyond float32's range when
+ * converting. On failure *out is empty. */
+int cli_read_floats(const char *path, la_dtype precision, la_array *out);
+
+/* Writes a atomically (la_npy_write); on failure "linattn: PATH: cannot write: <reason>"
+ * and no file at path. */
+int cli_write_npy(const char *path, const la_array *a);
+
+/* "(2, 3, 4)" (or "()") into buf of size bytes; returns buf. */
+const char *cli_shape_str(const la_array *a, char *buf, size_t size);
+
+/* "float32", "float64", "int32", "int64". */
+const char *cli_dtype_name(la_npy_dtype dtype);
+
+#endif
