@@ -17,5 +17,6 @@ typedef struct {
     extern const char *const cmd_##name##_help
 
 LA_DECLARE_COMMAND(attend);
+LA_DECLARE_COMMAND(scaling);
 
 #endif

@@ -8,6 +8,7 @@
 /* One row per subcommand; keep in the order `linattn help` should list them. */
 static const la_command commands[] = {
     {"attend", "run one attention kernel on .npy inputs", cmd_attend, &cmd_attend_help},
+    {"scaling", "experiment: time and memory of each kernel against N", cmd_scaling, &cmd_scaling_help},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 

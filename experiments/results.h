@@ -1,0 +1,129 @@
+/* results.h — what every experiment shares to measure and record: the one CSV writer
+ * (with its `#` metadata header, append-and-flush per point, --resume), the one timer,
+ * the peak-resident-memory probe, the progress line, and the log-log fit.
+ *
+ * A results file reads:
+ *   # linattn <experiment>: <one line on what it measures>
+ *   # command: build/linattn scaling --n 128:65536
+ *   # date: 2026-11-22T06:10:00Z
+ *   # git_commit: 10a9cbf (dirty)
+ *   # cpu: AMD EPYC          # cores: 2          # threads: 2
+ *   # blis: 0.9.0            # linattn: 0.1.0    # peak_rss: <how it is measured>
+ *   kernel,n,...,status       <- the header row (snake_case, units in the names)
+ *   softmax,128,...,ok        <- one row per point, flushed as soon as it is measured
+ * gnuplot reads it with `set datafile separator comma; set datafile columnheaders`,
+ * skipping the `#` lines. */
+#ifndef LA_RESULTS_H
+#define LA_RESULTS_H
+
+#include <stddef.h>
+
+/* ---------------------------------------------------------------- timer */
+
+/* Seconds from CLOCK_MONOTONIC. */
+double res_now(void);
+
+typedef struct {
+    double median_s, min_s, max_s; /* over the timed repetitions */
+    int reps;                       /* repetitions timed */
+} res_timing;
+
+/* Times body(ctx): one warm-up call, then repetitions until at least min_reps were timed
+ * and they took min_total_s together (at most max_reps). A warm-up slower than
+ * slow_s counts as the first repetition and only min_reps - 1 more are run.
+ * Returns 0, or the first nonzero value body returned (then *out is undefined). */
+typedef int (*res_body)(void *ctx);
+int res_time(res_body body, void *ctx, int min_reps, int max_reps, double min_total_s,
+             double slow_s, res_timing *out);
+
+/* ---------------------------------------------------------------- memory */
+
+/* The peak resident memory of a point is the process's VmHWM (/proc/self/status) after
+ * the point, with the high-water mark reset just before it by writing "5" to
+ * /proc/self/clear_refs (Linux >= 4.0). It includes everything resident: the inputs,
+ * the outputs, the kernel's scratch and the program itself; the experiments also record
+ * VmRSS just before the point (the baseline) so the kernel's own share is the difference.
+ * res_peak_reset returns 1 when the mark was reset, 0 when it could not be (then
+ * VmHWM is the peak since the process started, and the files say so). */
+int res_peak_reset(void);
+double res_peak_rss_bytes(void); /* VmHWM in bytes, or -1 */
+double res_rss_bytes(void);      /* VmRSS in bytes, or -1 */
+/* Called once at start: big blocks are mmapped and returned to the system when freed,
+ * so one point's buffers do not stay resident into the next. */
+void res_memory_init(void);
+
+/* ---------------------------------------------------------------- CSV */
+
+typedef struct res_file res_file;
+
+/* Opens path for an experiment's points. columns is the header row; the first n_key
+ * columns name a point (for --resume). With resume and an existing file whose header row
+ * equals columns, the points in it are kept (res_find sees them) and new rows are
+ * appended after a `# resumed:` comment; otherwise the file is created anew with the
+ * metadata header. argv is the command line recorded in the header; about is one line
+ * on what the file holds. Returns NULL and a one-line reason in err on failure. */
+res_file *res_open(const char *path, const char *experiment, const char *about,
+                   const char *columns, int n_key, int resume, int argc, char **argv,
+                   char *err, size_t err_size);
+
+/* The stored row whose key (its first n_key fields, joined by commas) equals key, from
+ * the resumed file or written since; NULL when there is none. */
+const char *res_find(const res_file *f, const char *key);
+
+/* The value of a named column in a row from res_find; returns 0, or -1 when the column
+ * does not exist or the field is not a number. */
+int res_get(const res_file *f, const char *row, const char *column, double *out);
+/* The same for a text field: copies it into buf (truncated to size - 1). */
+int res_get_str(const res_file *f, const char *row, const char *column, char *buf,
+                size_t size);
+
+/* Appends one row (printf-style, without the newline) and flushes it to disk.
+ * Returns 0, or -1 when the write failed. */
+int res_row(res_file *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Appends a `# ` comment line (printf-style) and flushes it. */
+int res_comment(res_file *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+const char *res_path(const res_file *f);
+int res_resumed_rows(const res_file *f); /* rows kept from the existing file */
+
+/* Closes the file; returns 0, or -1 when a write failed at any point. NULL is fine. */
+int res_close(res_file *f);
+
+/* ---------------------------------------------------------------- machine */
+
+/* The facts the header records, for summaries too. Strings are static. */
+const char *res_cpu_model(void);
+int res_cores(void);
+const char *res_git_commit(void); /* "abc1234", "abc1234 (dirty)" or "unknown" */
+
+/* ---------------------------------------------------------------- progress */
+
+/* "[scaling] point 12/40  elapsed 1m05s  remaining ~2m10s  softmax N=8192" on one
+ * stderr line, rewritten in place; only when stderr is a terminal. Remaining time is
+ * extrapolated from the work done so far: each step passes the work it completed, in
+ * any unit (predicted FLOPs, seconds, or 1 per point). */
+typedef struct {
+    const char *label;
+    int total_points;
+    double total_work, work_done, start_s;
+    int tty;
+} res_progress;
+
+void res_progress_start(res_progress *pr, const char *label, int total_points,
+                        double total_work);
+void res_progress_step(res_progress *pr, int point, double work, const char *what);
+void res_progress_end(res_progress *pr);
+
+/* ---------------------------------------------------------------- fits */
+
+/* Least-squares fit of log(y) = slope · log(x) + intercept over the n points (x, y > 0;
+ * other points are ignored). Returns the number of points used (slope and intercept are
+ * set only when it is >= 2). */
+int res_fit_loglog(const double *x, const double *y, size_t n, double *slope,
+                   double *intercept);
+
+/* "1.5s", "2m05s", "1h02m" */
+void res_format_duration(double seconds, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,338 @@
+/* scaling.c — `linattn scaling`: time and memory of every attention kernel against the
+ * sequence length N (geometric sweep, N = M, self-attention), and the least-squares
+ * exponent of time in N over the upper half of each curve (theory: 2 for softmax,
+ * 1 for linear). Writes results/scaling.csv (one row per kernel and N) and
+ * results/scaling_fit.csv (one row per kernel). */
+#include "commands.h"
+#include "inputs.h"
+#include "linattn.h"
+#include "results.h"
+#include "sweep.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const cmd_scaling_help =
+    "usage: linattn scaling [--n LO:HI] [--factor F] [--d D] [--heads H] [--batch B]\n"
+    "                       [--variants LIST] [shared flags]\n"
+    "\n"
+    "Times each attention kernel on random float32 self-attention inputs (N = M) for N\n"
+    "from LO to HI in steps of F, records per point the median, min and max time over\n"
+    "repetitions, GFLOP/s from the library's FLOP model (la_attention_cost), the bytes\n"
+    "the kernel holds, and the peak resident memory of the point; then fits\n"
+    "log(time) = e·log(N) + c over the upper half of each kernel's curve.\n"
+    "\n"
+    "  --n LO:HI          sequence lengths (default 128:65536)\n"
+    "  --factor F         geometric step (default 2)\n"
+    "  --d D              head size, d_k = d_v = D (default 64)\n"
+    "  --heads H          heads (default 8)\n"
+    "  --batch B          batch entries (default 1)\n"
+    "  --variants LIST    comma-separated subset of: softmax, softmax_materialized,\n"
+    "                     softmax_causal, linear, linear_causal_chunked,\n"
+    "                     linear_causal_recurrent (default: all)\n" SW_COMMON_HELP
+    "                     (defaults: --out results/scaling.csv --max-seconds 20\n"
+    "                     --max-mem 8G)\n"
+    "\n"
+    "A point predicted (from the kernel's previous point and its theoretical exponent,\n"
+    "and from the cost model's bytes) to exceed a budget is recorded as skipped_time or\n"
+    "skipped_mem instead of run. Also writes <out>_fit.csv with the fitted exponents.\n";
+
+typedef struct {
+    const char *name;
+    la_kernel kernel;
+    int causal;
+    double theory; /* exponent of time in N */
+} variant;
+
+static const variant variants[] = {
+    {"softmax", LA_KERNEL_SOFTMAX, 0, 2},
+    {"softmax_materialized", LA_KERNEL_SOFTMAX_MATERIALIZED, 0, 2},
+    {"softmax_causal", LA_KERNEL_SOFTMAX, 1, 2},
+    {"linear", LA_KERNEL_LINEAR, 0, 1},
+    {"linear_causal_chunked", LA_KERNEL_LINEAR, 1, 1},
+    {"linear_causal_recurrent", LA_KERNEL_LINEAR_RECURRENT, 1, 1},
+};
+enum { N_VARIANTS = sizeof variants / sizeof variants[0], MAX_POINTS = 256 };
+
+static const char COLUMNS[] =
+    "variant,n,d_k,d_v,heads,batch,threads,status,reps,median_s,min_s,max_s,gflops,"
+    "flops,workspace_bytes,io_bytes,baseline_rss_bytes,peak_rss_bytes,predicted_s";
+enum { N_KEY = 7 };
+
+static const char FIT_COLUMNS[] =
+    "variant,theory_exponent,fitted_exponent,prefactor_s,fit_n_min,fit_n_max,fit_points";
+
+/* One kernel call on the point's inputs, for res_time. */
+typedef struct {
+    la_kernel kernel;
+    const la_problem *p;
+    const float *q, *k, *v;
+    float *out;
+    la_status status;
+} call;
+
+static int run_call(void *ctx)
+{
+    call *c = ctx;
+    c->status = la_attention_f32(c->kernel, c->p, c->q, c->k, c->v, c->out);
+    return c->status != LA_OK;
+}
+
+/* What a sweep remembers of a kernel's last measured point, to predict the next. */
+typedef struct {
+    int selected;
+    double last_n, last_s; /* last ok point (last_n = 0: none yet) */
+    int over_time;         /* a smaller N was already over the time budget */
+} track;
+
+typedef struct {
+    size_t lo, hi, d, heads, batch;
+    double factor;
+    sw_common common;
+    int selected[N_VARIANTS];
+} config;
+
+static int parse_variants(const char *s, int *selected)
+{
+    memset(selected, 0, N_VARIANTS * sizeof *selected);
+    char buf[64];
+    while (*s) {
+        size_t len = strcspn(s, ",");
+        if (len >= sizeof buf) return cli_fail("--variants", "unknown variant");
+        memcpy(buf, s, len);
+        buf[len] = 0;
+        int found = 0;
+        for (int i = 0; i < N_VARIANTS; i++)
+            if (strcmp(buf, variants[i].name) == 0) selected[i] = found = 1;
+        if (!found) return cli_fail("--variants", "'%s' is not a variant (see --help)", buf);
+        s += len + (s[len] == ',');
+    }
+    return 0;
+}
+
+/* Returns 0, or 2 after one line on stderr. */
+static int parse(int argc, char **argv, config *c)
+{
+    const char *n = NULL, *factor = NULL, *d = NULL, *heads = NULL, *batch = NULL,
+               *list = NULL;
+    sw_common_text common = {0};
+    const cli_flag flags[] = {
+        {"n", &n, NULL},         {"factor", &factor, NULL}, {"d", &d, NULL},
+        {"heads", &heads, NULL}, {"batch", &batch, NULL},   {"variants", &list, NULL},
+        SW_COMMON_FLAGS(common), {NULL, NULL, NULL},
+    };
+    int rc = cli_parse_flags(argc, argv, flags);
+    if (rc) return rc;
+    c->lo = 128, c->hi = 65536, c->d = 64, c->heads = 8, c->batch = 1, c->factor = 2;
+    for (int i = 0; i < N_VARIANTS; i++) c->selected[i] = 1;
+    if (n && (rc = sw_parse_range("--n", n, &c->lo, &c->hi))) return rc;
+    if (factor) {
+        if ((rc = cli_parse_double("--factor", factor, &c->factor))) return rc;
+        if (c->factor < 1.05) return cli_fail("--factor", "must be at least 1.05");
+    }
+    if (d && (rc = sw_parse_positive("--d", d, &c->d))) return rc;
+    if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
+    if (batch && (rc = sw_parse_positive("--batch", batch, &c->batch))) return rc;
+    if (list && (rc = parse_variants(list, c->selected))) return rc;
+    return sw_common_finish(&common, &c->common, "results/scaling.csv", 20,
+                            8.0 * (1 << 30));
+}
+
+/* <out without .csv>_fit.csv */
+static void fit_path(const char *out, char *buf, size_t size)
+{
+    size_t len = strlen(out);
+    if (len > 4 && strcmp(out + len - 4, ".csv") == 0) len -= 4;
+    snprintf(buf, size, "%.*s_fit.csv", (int)len, out);
+}
+
+/* Fits each kernel's ok points (upper half by count) and writes the fit file. */
+static int write_fits(res_file *f, const config *c, int argc, char **argv)
+{
+    char path[4096], err[512];
+    fit_path(c->common.out, path, sizeof path);
+    res_file *fit = res_open(path, "scaling_fit",
+                             "least-squares exponent of median time in N, upper half of "
+                             "each kernel's measured points",
+                             FIT_COLUMNS, 1, 0, argc, argv, err, sizeof err);
+    if (!fit) {
+        fprintf(stderr, "linattn: %s\n", err);
+        return -1;
+    }
+    size_t ns[MAX_POINTS];
+    size_t n_points = sw_geometric(c->lo, c->hi, c->factor, ns, MAX_POINTS);
+    for (int vi = 0; vi < N_VARIANTS; vi++) {
+        if (!c->selected[vi]) continue;
+        double x[MAX_POINTS], y[MAX_POINTS];
+        size_t n = 0;
+        for (size_t i = 0; i < n_points; i++) {
+            char key[256], status[32];
+            snprintf(key, sizeof key, "%s,%zu,%zu,%zu,%zu,%zu,%d", variants[vi].name, ns[i],
+                     c->d, c->d, c->heads, c->batch, la_get_num_threads());
+            const char *row = res_find(f, key);
+            double t;
+            if (row && res_get_str(f, row, "status", status, sizeof status) == 0 &&
+                strcmp(status, "ok") == 0 && res_get(f, row, "median_s", &t) == 0) {
+                x[n] = (double)ns[i];
+                y[n++] = t;
+            }
+        }
+        size_t from = n / 2; /* the upper half of the curve */
+        double slope = NAN, intercept = NAN;
+        int used = n - from >= 2 ? res_fit_loglog(x + from, y + from, n - from, &slope, &intercept) : 0;
+        if (used >= 2) {
+            res_row(fit, "%s,%g,%.4f,%.6e,%.0f,%.0f,%d", variants[vi].name, variants[vi].theory,
+                    slope, exp(intercept), x[from], x[n - 1], used);
+            printf("scaling: %-24s time ~ N^%.2f (theory %g) over N = %.0f..%.0f (%d points)\n",
+                   variants[vi].name, slope, variants[vi].theory, x[from], x[n - 1], used);
+        } else {
+            res_row(fit, "%s,%g,,,,,%d", variants[vi].name, variants[vi].theory, used);
+            printf("scaling: %-24s too few measured points to fit\n", variants[vi].name);
+        }
+    }
+    printf("scaling: wrote %s and %s\n", res_path(f), path);
+    return res_close(fit);
+}
+
+int cmd_scaling(int argc, char **argv)
+{
+    config c;
+    int rc = parse(argc, argv, &c);
+    if (rc) return rc;
+    res_memory_init();
+
+    char err[512];
+    res_file *f = res_open(c.common.out, "scaling",
+                           "time and memory of each attention kernel against N (float32, "
+                           "self-attention N = M, random normal inputs)",
+                           COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
+    if (!f) {
+        fprintf(stderr, "linattn: %s\n", err);
+        return 2;
+    }
+
+    size_t ns[MAX_POINTS];
+    size_t n_points = sw_geometric(c.lo, c.hi, c.factor, ns, MAX_POINTS);
+    track tracks[N_VARIANTS] = {{0}};
+    int n_selected = 0;
+    for (int vi = 0; vi < N_VARIANTS; vi++) n_selected += tracks[vi].selected = c.selected[vi];
+    const int threads = la_get_num_threads();
+    const size_t B = c.batch, H = c.heads, d = c.d;
+
+    /* progress is weighted by the FLOP model (a point's share of all the arithmetic) */
+    double total_work = 0;
+    for (size_t i = 0; i < n_points; i++)
+        total_work += (double)ns[i] * (double)ns[i] * (double)n_selected;
+    res_progress pr;
+    res_progress_start(&pr, "scaling", (int)(n_points * (size_t)n_selected), total_work);
+
+    float *q = NULL, *k = NULL, *v = NULL, *out = NULL;
+    int point = 0;
+    for (size_t pi = 0; pi < n_points && rc == 0; pi++) {
+        const size_t n = ns[pi];
+        const size_t elems = B * H * n * d;
+        int filled = 0;
+        for (int vi = 0; vi < N_VARIANTS && rc == 0; vi++) {
+            if (!tracks[vi].selected) continue;
+            const variant *var = &variants[vi];
+            track *tr = &tracks[vi];
+            char key[256], what[96];
+            snprintf(key, sizeof key, "%s,%zu,%zu,%zu,%zu,%zu,%d", var->name, n, d, d, H, B,
+                     threads);
+            snprintf(what, sizeof what, "%s N=%zu", var->name, n);
+            res_progress_step(&pr, ++point, (double)n * (double)n, what);
+
+            /* a point already in the file (--resume) still feeds the predictions */
+            const char *row = res_find(f, key);
+            if (row) {
+                char status[32];
+                double t;
+                if (res_get_str(f, row, "status", status, sizeof status) == 0) {
+                    if (strcmp(status, "ok") == 0 && res_get(f, row, "median_s", &t) == 0)
+                        tr->last_n = (double)n, tr->last_s = t;
+                    else if (strcmp(status, "skipped_time") == 0) tr->over_time = 1;
+                }
+                continue;
+            }
+
+            la_problem p;
+            la_problem_init(&p, B, H, n, n, d, d);
+            p.causal = var->causal;
+            p.workspace_limit = c.common.max_mem < (double)SIZE_MAX ? (size_t)c.common.max_mem
+                                                                    : SIZE_MAX;
+            la_cost cost;
+            la_status st = la_attention_cost(var->kernel, &p, LA_FLOAT32, &cost);
+            if (st != LA_OK) {
+                fprintf(stderr, "linattn: scaling: cost model for %s: %s\n", var->name,
+                        la_strerror(st));
+                rc = 1;
+                break;
+            }
+
+            /* predict: from the previous point and the theoretical exponent, or for the
+             * first point from the FLOP model at an optimistic 20 GFLOP/s */
+            double predicted = tr->last_n > 0
+                                   ? tr->last_s * pow((double)n / tr->last_n, var->theory)
+                                   : cost.flops_total / 20e9;
+            double bytes = cost.io_bytes + cost.workspace_bytes;
+            const char *status = "ok";
+            res_timing t = {0};
+            double baseline = -1, peak = -1;
+            if (bytes > c.common.max_mem) status = "skipped_mem";
+            else if (tr->over_time || predicted > c.common.max_seconds) {
+                status = "skipped_time";
+                tr->over_time = 1;
+            } else {
+                if (!filled) {
+                    /* the inputs of this N, shared by every kernel */
+                    free(q), free(k), free(v), free(out);
+                    q = malloc(elems * sizeof *q), k = malloc(elems * sizeof *k);
+                    v = malloc(elems * sizeof *v), out = malloc(elems * sizeof *out);
+                    if (!q || !k || !v || !out) {
+                        fprintf(stderr, "linattn: scaling: out of memory at N = %zu\n", n);
+                        rc = 1;
+                        break;
+                    }
+                    in_rng r = in_rng_for(c.common.seed, "scaling");
+                    in_fill_normal_f32(&r, q, elems, 1.0);
+                    in_fill_normal_f32(&r, k, elems, 1.0);
+                    in_fill_normal_f32(&r, v, elems, 1.0);
+                    memset(out, 0, elems * sizeof *out);
+                    filled = 1;
+                }
+                call cl = {var->kernel, &p, q, k, v, out, LA_OK};
+                res_peak_reset();
+                baseline = res_rss_bytes();
+                int failed = res_time(run_call, &cl, c.common.min_reps, 1000,
+                                      c.common.min_time, 1.0, &t);
+                peak = res_peak_rss_bytes();
+                if (failed) {
+                    if (cl.status == LA_EBUDGET) status = "skipped_mem";
+                    else {
+                        fprintf(stderr, "\nlinattn: scaling: %s at N = %zu: %s\n", var->name,
+                                n, la_strerror(cl.status));
+                        status = "error";
+                    }
+                } else {
+                    tr->last_n = (double)n, tr->last_s = t.median_s;
+                }
+            }
+            if (strcmp(status, "ok") == 0)
+                rc = res_row(f, "%s,ok,%d,%.6e,%.6e,%.6e,%.4f,%.6e,%.0f,%.0f,%.0f,%.0f,%.4g",
+                             key, t.reps, t.median_s, t.min_s, t.max_s,
+                             cost.flops_total / t.median_s / 1e9, cost.flops_total,
+                             cost.workspace_bytes, cost.io_bytes, baseline, peak, predicted);
+            else
+                rc = res_row(f, "%s,%s,0,,,,,%.6e,%.0f,%.0f,,,%.4g", key, status,
+                             cost.flops_total, cost.workspace_bytes, cost.io_bytes, predicted);
+            if (rc) fprintf(stderr, "linattn: %s: write failed\n", res_path(f));
+        }
+    }
+    res_progress_end(&pr);
+    free(q), free(k), free(v), free(out);
+    if (rc == 0 && write_fits(f, &c, argc, argv) != 0) rc = 1;
+    if (res_close(f) != 0) rc = 1;
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,126 @@
+/* sweep.c — shared flags and parsers of the experiment drivers. */
+#include "sweep.h"
+
+#include "linattn.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int sw_parse_positive(const char *flag, const char *s, size_t *out)
+{
+    int rc = cli_parse_size(flag, s, out);
+    if (rc) return rc;
+    if (*out == 0) return cli_fail(flag, "must be at least 1");
+    return 0;
+}
+
+int sw_parse_bytes(const char *flag, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    double unit = 1;
+    if (*end == 'K' || *end == 'k') unit = 1024.0, end++;
+    else if (*end == 'M' || *end == 'm') unit = 1024.0 * 1024, end++;
+    else if (*end == 'G' || *end == 'g') unit = 1024.0 * 1024 * 1024, end++;
+    if (*end == 'B' || *end == 'b') end++;
+    if (errno || !s[0] || *end || !isfinite(v) || v <= 0)
+        return cli_fail(flag, "'%s' is not a size such as 8G, 512M or 1000000", s);
+    *out = v * unit;
+    return 0;
+}
+
+int sw_parse_range(const char *flag, const char *s, size_t *lo, size_t *hi)
+{
+    const char *colon = strchr(s, ':');
+    char buf[64];
+    int rc;
+    if (!colon) {
+        if ((rc = sw_parse_positive(flag, s, lo))) return rc;
+        *hi = *lo;
+        return 0;
+    }
+    size_t len = (size_t)(colon - s);
+    if (len >= sizeof buf) return cli_fail(flag, "'%s' is not a range LO:HI", s);
+    memcpy(buf, s, len);
+    buf[len] = 0;
+    if ((rc = sw_parse_positive(flag, buf, lo)) || (rc = sw_parse_positive(flag, colon + 1, hi)))
+        return rc;
+    if (*hi < *lo) return cli_fail(flag, "'%s': HI is below LO", s);
+    return 0;
+}
+
+int sw_parse_size_list(const char *flag, const char *s, size_t *out, size_t max, size_t *n)
+{
+    *n = 0;
+    char buf[64];
+    int rc;
+    while (*s) {
+        size_t len = strcspn(s, ",");
+        if (len == 0 || len >= sizeof buf)
+            return cli_fail(flag, "expected a list such as 16,32,64");
+        if (*n == max) return cli_fail(flag, "more than %zu values", max);
+        memcpy(buf, s, len);
+        buf[len] = 0;
+        if ((rc = sw_parse_positive(flag, buf, &out[*n]))) return rc;
+        (*n)++;
+        s += len + (s[len] == ',');
+    }
+    if (*n == 0) return cli_fail(flag, "expected a list such as 16,32,64");
+    return 0;
+}
+
+int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out,
+                     double max_seconds, double max_mem)
+{
+    size_t sz;
+    int rc;
+    memset(c, 0, sizeof *c);
+    c->out = t->out ? t->out : out;
+    c->resume = t->resume;
+    c->max_seconds = max_seconds;
+    c->max_mem = max_mem;
+    c->seed = 1;
+    c->min_reps = 3;
+    c->min_time = 0.2;
+    if (t->max_seconds) {
+        if ((rc = cli_parse_double("--max-seconds", t->max_seconds, &c->max_seconds))) return rc;
+        if (c->max_seconds <= 0) return cli_fail("--max-seconds", "must be positive");
+    }
+    if (t->max_mem && (rc = sw_parse_bytes("--max-mem", t->max_mem, &c->max_mem))) return rc;
+    if (t->threads) {
+        if ((rc = sw_parse_positive("--threads", t->threads, &sz))) return rc;
+        if (sz > 4096) return cli_fail("--threads", "at most 4096");
+        c->threads = (int)sz;
+    }
+    if (t->seed) {
+        if ((rc = cli_parse_size("--seed", t->seed, &sz))) return rc;
+        c->seed = sz;
+    }
+    if (t->reps) {
+        if ((rc = sw_parse_positive("--reps", t->reps, &sz))) return rc;
+        if (sz > 1000) return cli_fail("--reps", "at most 1000");
+        c->min_reps = (int)sz;
+    }
+    if (t->min_time) {
+        if ((rc = cli_parse_double("--min-time", t->min_time, &c->min_time))) return rc;
+        if (c->min_time < 0) return cli_fail("--min-time", "must not be negative");
+    }
+    la_status st = la_set_num_threads(c->threads);
+    if (st != LA_OK) return cli_fail("--threads", "%s", la_strerror(st));
+    return 0;
+}
+
+size_t sw_geometric(size_t lo, size_t hi, double factor, size_t *out, size_t max)
+{
+    size_t n = 0;
+    if (factor <= 1) factor = 2;
+    for (double x = (double)lo; n < max && x <= (double)hi * (1 + 1e-9); x *= factor) {
+        size_t v = (size_t)llround(x);
+        if (n == 0 || v != out[n - 1]) out[n++] = v;
+    }
+    return n;
+}
