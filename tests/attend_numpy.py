@@ -1,1 +1,421 @@
-import sys; print("attend_numpy: not yet"); sys.exit(0)
+#!/usr/bin/python3
+"""attend_numpy.py — `linattn attend` against an independent float64 NumPy implementation,
+and its handling of malformed input.
+
+Usage: /usr/bin/python3 tests/attend_numpy.py BUILD/linattn   (run by `make test`)
+
+Part 1 runs every variant (softmax with both kernels, hard, linear with both feature maps
+and both causal forms) × causal × key lengths × precision over inputs of shape (N, d),
+(H, N, d) and (B, H, N, d), with M != N and d_v != d_k, and requires
+‖y − ref‖ / ‖ref‖ < 1e-5 in float32 and < 1e-12 in float64.
+Part 2 feeds malformed files and flags: each must exit 2 with exactly one stderr line
+starting "linattn: ", and leave no output file and no temporary file behind.
+
+Inputs are random with a printed seed; LA_TEST_SEED=N replays a run. Exits 1 on any
+failure; the last line is "attend_numpy: N passed, N failed".
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+DEFAULT_EPS = 1e-6  # LA_DEFAULT_EPS
+TOL = {"float32": 1e-5, "float64": 1e-12}
+
+
+# ---------------------------------------------------------------- the reference
+
+
+def visible_keys(n, m, causal, lengths, batch):
+    """(B, N): how many keys (a prefix 0..count-1) query i of batch entry b sees:
+    min(M, L_b, i + 1 when causal)."""
+    count = np.full((batch, n), m, dtype=np.int64)
+    if lengths is not None:
+        count = np.minimum(count, np.asarray(lengths, dtype=np.int64)[:, None])
+    if causal:
+        count = np.minimum(count, np.arange(1, n + 1)[None, :])
+    return count
+
+
+def key_mask(n, m, causal, lengths, batch):
+    """(B, 1, N, M) boolean: key j visible to query i."""
+    count = visible_keys(n, m, causal, lengths, batch)
+    return (np.arange(m)[None, None, :] < count[:, :, None])[:, None, :, :]
+
+
+def ref_softmax(q, k, v, scale, causal, lengths):
+    """softmax(q kᵀ · scale) v over visible keys; zero rows where none is visible.
+    q, k, v: (B, H, ·, ·) float64."""
+    b, _, n, _ = q.shape
+    m = k.shape[2]
+    mask = key_mask(n, m, causal, lengths, b)
+    scores = np.einsum("bhnd,bhmd->bhnm", q, k) * scale
+    scores = np.where(mask, scores, -np.inf)
+    row_max = scores.max(axis=-1, keepdims=True)
+    row_max = np.where(np.isfinite(row_max), row_max, 0.0)
+    weights = np.where(mask, np.exp(scores - row_max), 0.0)
+    total = weights.sum(axis=-1, keepdims=True)
+    weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
+    return weights @ v
+
+
+def ref_hard(q, k, v, scale, causal, lengths):
+    """v row of argmax_j (q·k_j · scale) over visible keys, ties to the lowest j
+    (np.argmax returns the first maximum); zero rows where none is visible."""
+    b, h, n, _ = q.shape
+    m = k.shape[2]
+    mask = np.broadcast_to(key_mask(n, m, causal, lengths, b), (b, h, n, m))
+    scores = np.where(mask, np.einsum("bhnd,bhmd->bhnm", q, k) * scale, -np.inf)
+    best = scores.argmax(axis=-1)  # (B, H, N)
+    out = np.take_along_axis(v, best[..., None], axis=2)  # (B, H, N, d_v)
+    return np.where(mask.any(axis=-1)[..., None], out, 0.0)
+
+
+def phi(x, feature_map):
+    if feature_map == "relu":
+        return np.maximum(x, 0.0)
+    return np.where(x >= 0, x + 1.0, np.exp(np.minimum(x, 0.0)))  # elu(x) + 1
+
+
+def ref_linear(q, k, v, feature_map, eps, causal, lengths):
+    """φ(q_i)ᵀ S_i / (φ(q_i)ᵀ z_i + eps) with S_i, z_i the prefix sums over the keys
+    query i sees; zero rows where none is visible."""
+    b, h, n, _ = q.shape
+    m = k.shape[2]
+    fq, fk = phi(q, feature_map), phi(k, feature_map)
+    # prefix sums: S[:, :, j] = Σ_{t<j} φ(k_t) v_tᵀ, z[:, :, j] = Σ_{t<j} φ(k_t), j = 0..M
+    outer = np.einsum("bhmd,bhme->bhmde", fk, v)
+    S = np.concatenate([np.zeros_like(outer[:, :, :1]), np.cumsum(outer, axis=2)], axis=2)
+    z = np.concatenate([np.zeros_like(fk[:, :, :1]), np.cumsum(fk, axis=2)], axis=2)
+    count = visible_keys(n, m, causal, lengths, b)  # (B, N)
+    idx = np.broadcast_to(count[:, None, :], (b, h, n))
+    S_i = np.take_along_axis(S, idx[..., None, None], axis=2)  # (B, H, N, d_k, d_v)
+    z_i = np.take_along_axis(z, idx[..., None], axis=2)  # (B, H, N, d_k)
+    num = np.einsum("bhnd,bhnde->bhne", fq, S_i)
+    den = np.einsum("bhnd,bhnd->bhn", fq, z_i)[..., None]
+    return np.where(idx[..., None] > 0, num / (den + eps), 0.0)
+
+
+def rel_error(y, ref):
+    """‖y − ref‖ / ‖ref‖ (‖y‖ when ref is zero); inf when anything is not finite."""
+    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(ref))):
+        return np.inf
+    norm = np.linalg.norm(ref)
+    diff = np.linalg.norm(y - ref)
+    return diff / norm if norm > 0 else diff
+
+
+# ---------------------------------------------------------------- the harness
+
+
+class Run:
+    def __init__(self, binary, workdir, rng):
+        self.binary = binary
+        self.dir = workdir
+        self.rng = rng
+        self.passed = 0
+        self.failed = 0
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def ok(self, label):
+        self.passed += 1
+
+    def fail(self, label, why):
+        self.failed += 1
+        print("FAIL %s: %s" % (label, why))
+
+    def attend(self, args):
+        proc = subprocess.run([self.binary, "attend"] + args, capture_output=True, text=True,
+                              timeout=120)
+        return proc.returncode, proc.stdout, proc.stderr
+
+
+def to_heads(x):
+    """View (N, d), (H, N, d) or (B, H, N, d) as (B, H, N, d)."""
+    while x.ndim < 4:
+        x = x[None]
+    return x
+
+
+def accuracy_case(run, label, variant, shape, causal, with_lengths, precision, *,
+                  feature_map=None, kernel=None, chunk=None, scale=None, eps=None,
+                  file_dtypes=("float32", "float64", "float32")):
+    """One `linattn attend` call against the reference. shape = (lead, n, m, d_k, d_v)."""
+    lead, n, m, dk, dv = shape
+    rng = run.rng
+    batch = lead[0] if len(lead) == 2 else 1
+    q = rng.standard_normal(lead + (n, dk))
+    k = rng.standard_normal(lead + (m, dk))
+    v = rng.standard_normal(lead + (m, dv))
+    if variant == "hard":
+        # multiples of 1/8 and scale 1/8: every score is exact, so is the argmax (ties too)
+        q, k, v = (np.round(x * 8) / 8 for x in (q, k, v))
+    files = {}
+    used = []
+    for name, x, file_dtype in zip("qkv", (q, k, v), file_dtypes):
+        stored = x.astype(file_dtype)
+        np.save(run.path(name + ".npy"), stored)
+        # what the kernel computes on: the file's values in the chosen precision
+        used.append(stored.astype(precision).astype(np.float64))
+        files[name] = run.path(name + ".npy")
+    lengths = None
+    args = ["--variant", variant, "--q", files["q"], "--k", files["k"], "--v", files["v"],
+            "--out", run.path("y.npy"), "--precision", precision]
+    if with_lengths:
+        # the first entry sees nothing (zero rows), the last everything, the rest random
+        lengths = rng.integers(0, m + 1, size=batch)
+        lengths[0] = 0 if batch > 1 else rng.integers(0, m + 1)
+        if batch > 1:
+            lengths[-1] = m
+        np.save(run.path("lengths.npy"), lengths.astype(rng.choice(["int32", "int64"])))
+        args += ["--key-lengths", run.path("lengths.npy")]
+    if causal:
+        args.append("--causal")
+    if kernel:
+        args += ["--kernel", kernel]
+    if chunk:
+        args += ["--chunk", str(chunk)]
+    if variant == "hard":
+        scale = 0.125
+    if scale is not None:
+        args += ["--scale", repr(scale)]
+    if eps is not None:
+        args += ["--eps", repr(eps)]
+    if feature_map:
+        args += ["--feature-map", feature_map]
+
+    qh, kh, vh = (to_heads(x) for x in used)
+    if variant == "softmax":
+        ref = ref_softmax(qh, kh, vh, scale if scale is not None else 1 / np.sqrt(dk), causal,
+                          lengths)
+    elif variant == "hard":
+        ref = ref_hard(qh, kh, vh, scale, causal, lengths)
+    else:
+        ref = ref_linear(qh, kh, vh, feature_map or "elu", DEFAULT_EPS if eps is None else eps,
+                         causal, lengths)
+    ref = ref.reshape(lead + (n, dv))
+
+    if os.path.exists(run.path("y.npy")):
+        os.remove(run.path("y.npy"))
+    rc, _, err = run.attend(args)
+    if rc != 0:
+        return run.fail(label, "exit %d: %s" % (rc, err.strip()))
+    y = np.load(run.path("y.npy"))
+    if y.dtype != np.dtype(precision) or y.shape != ref.shape:
+        return run.fail(label, "output %s %s, want %s %s" % (y.dtype, y.shape, precision,
+                                                              ref.shape))
+    e = rel_error(y.astype(np.float64), ref)
+    if not e < TOL[precision]:
+        worst = np.unravel_index(np.argmax(np.abs(y - ref)), ref.shape)
+        return run.fail(label, "relative error %.3g >= %g (worst at %s: %r vs %r)" % (
+            e, TOL[precision], worst, y[worst], ref[worst]))
+    run.ok(label)
+
+
+def accuracy(run):
+    # (leading dims, N, M, d_k, d_v): M != N, d_v != d_k
+    shapes = [((), 7, 11, 5, 3), ((2,), 9, 6, 4, 6), ((3, 2), 10, 13, 8, 5)]
+    for shape in shapes:
+        for causal in (False, True):
+            for with_lengths in (False, True):
+                for precision in ("float32", "float64"):
+                    tag = "%s causal=%d lengths=%d %s" % (
+                        "x".join(map(str, shape[0] + (shape[1], shape[3]))), causal,
+                        with_lengths, precision)
+                    common = (shape, causal, with_lengths, precision)
+                    accuracy_case(run, "softmax " + tag, "softmax", *common)
+                    accuracy_case(run, "softmax materialized scale=0.3 " + tag, "softmax",
+                                  *common, kernel="materialized", scale=0.3)
+                    accuracy_case(run, "hard " + tag, "hard", *common)
+                    for fm in ("elu", "relu"):
+                        accuracy_case(run, "linear %s %s" % (fm, tag), "linear", *common,
+                                      feature_map=fm)
+                    if causal:
+                        accuracy_case(run, "linear recurrent eps=1e-3 " + tag, "linear",
+                                      *common, kernel="recurrent", eps=1e-3)
+                        accuracy_case(run, "linear chunk=3 relu " + tag, "linear", *common,
+                                      feature_map="relu", chunk=3)
+    # longer sequences: several default (64-token) chunks, and odd chunk sizes
+    long_shape = ((2,), 150, 140, 6, 7)
+    for precision in ("float32", "float64"):
+        for chunk in (None, 1, 17, 64, 200):
+            accuracy_case(run, "linear causal long chunk=%s %s" % (chunk, precision), "linear",
+                          long_shape, True, True, precision, chunk=chunk)
+        accuracy_case(run, "softmax causal long " + precision, "softmax", long_shape, True,
+                      True, precision)
+        accuracy_case(run, "hard causal long " + precision, "hard", long_shape, True, True,
+                      precision)
+
+
+# ---------------------------------------------------------------- malformed input
+
+
+def npy_bytes(array, version=None):
+    import io
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, array, version=version)
+    return buf.getvalue()
+
+
+def error_cases(run):
+    rng = run.rng
+    q = rng.standard_normal((2, 5, 4)).astype(np.float32)
+    k = rng.standard_normal((2, 6, 4)).astype(np.float32)
+    v = rng.standard_normal((2, 6, 3)).astype(np.float32)
+    good = {}
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        good[name] = run.path("good_" + name + ".npy")
+        np.save(good[name], x)
+    qb = npy_bytes(q)
+
+    def write(name, data):
+        path = run.path(name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def save(name, array):
+        path = run.path(name)
+        with open(path, "wb") as f:
+            f.write(npy_bytes(array))
+        return path
+
+    bad_q = {
+        "bad magic": write("bad_magic.npy", b"\x93NUMPX" + qb[6:]),
+        "truncated in header": write("trunc_header.npy", qb[:40]),
+        "truncated data": write("trunc_data.npy", qb[:-5]),
+        "data too long": write("long_data.npy", qb + b"\0\0\0\0"),
+        "version 4.0": write("v4.npy", qb[:6] + b"\x04\x00" + qb[8:]),
+        "fortran order": save("fortran.npy", np.asfortranarray(q[0])),
+        "big-endian": save("big_endian.npy", q.astype(">f4")),
+        "int dtype": save("int.npy", np.zeros((2, 5, 4), np.int32)),
+        "float16": save("half.npy", q.astype(np.float16)),
+        "1-D": save("vec.npy", np.zeros(4, np.float32)),
+        "5-D": save("five.npy", np.zeros((1, 1, 1, 5, 4), np.float32)),
+        "zero rows": save("empty.npy", np.zeros((2, 0, 4), np.float32)),
+        "NaN": save("nan.npy", np.where(np.arange(q.size).reshape(q.shape) == 7, np.nan, q)),
+        "infinity": save("inf.npy", np.where(np.arange(q.size).reshape(q.shape) == 3, np.inf,
+                                             q)),
+        "beyond float32": save("huge.npy", np.full((2, 5, 4), 1e300)),
+        "missing file": run.path("no_such_file.npy"),
+        "a directory": run.dir,
+        "d_k mismatch": save("q_dk.npy", np.zeros((2, 5, 3), np.float32)),
+        "heads mismatch": save("q_heads.npy", np.zeros((3, 5, 4), np.float32)),
+        "rank mismatch": save("q_rank.npy", np.zeros((1, 2, 5, 4), np.float32)),
+    }
+    out = run.path("y.npy")
+    base = ["--variant", "softmax", "--k", good["k"], "--v", good["v"], "--out", out]
+    cases = [("Q " + what, base + ["--q", path]) for what, path in bad_q.items()]
+    full = base + ["--q", good["q"]]
+    lin = ["--variant", "linear"] + full[2:]
+    v_rows = save("v_rows.npy", np.zeros((2, 7, 3), np.float32))
+    cases += [
+        ("V rows differ from K", ["--variant", "softmax", "--q", good["q"], "--k", good["k"],
+                                  "--v", v_rows, "--out", out]),
+        ("unknown flag", full + ["--bogus"]),
+        ("unknown flag with value", full + ["--bogus=3"]),
+        ("positional argument", full + ["extra"]),
+        ("missing value at the end", full + ["--scale"]),
+        ("missing value before a flag", ["--q", "--k", good["k"]] + full),
+        ("flag given twice", full + ["--q", good["q"]]),
+        ("boolean with a value", full + ["--causal=1"]),
+        ("bad number for --scale", full + ["--scale", "abc"]),
+        ("trailing junk in --scale", full + ["--scale", "0.5x"]),
+        ("nan for --scale", full + ["--scale", "nan"]),
+        ("inf for --scale", full + ["--scale", "inf"]),
+        ("--threads 0", full + ["--threads", "0"]),
+        ("--threads not an int", full + ["--threads", "1.5"]),
+        ("negative --eps", lin + ["--eps", "-1"]),
+        ("--chunk 0", lin + ["--causal", "--chunk", "0"]),
+        ("--chunk not a number", lin + ["--causal", "--chunk", "x"]),
+        ("--chunk without --causal", lin + ["--chunk", "8"]),
+        ("--scale with linear", lin + ["--scale", "0.5"]),
+        ("--eps with softmax", full + ["--eps", "1e-3"]),
+        ("--feature-map with hard", ["--variant", "hard"] + full[2:] + ["--feature-map", "elu"]),
+        ("unknown feature map", lin + ["--feature-map", "tanh"]),
+        ("unknown variant", ["--variant", "cosine"] + full[2:]),
+        ("unknown precision", full + ["--precision", "float16"]),
+        ("unknown kernel", full + ["--kernel", "flash"]),
+        ("recurrent without --causal", lin + ["--kernel", "recurrent"]),
+        ("--kernel with hard", ["--variant", "hard"] + full[2:] + ["--kernel", "fused"]),
+        ("missing --out", ["--variant", "softmax", "--q", good["q"], "--k", good["k"], "--v",
+                           good["v"]]),
+        ("missing --variant", full[2:]),
+        ("output folder missing", ["--variant", "softmax", "--q", good["q"], "--k", good["k"],
+                                   "--v", good["v"], "--out", run.path("nowhere/y.npy")]),
+        ("key length above M", full + ["--key-lengths", save("l_big.npy", np.array([7]))]),
+        ("negative key length", full + ["--key-lengths", save("l_neg.npy", np.array([-1]))]),
+        ("float key lengths", full + ["--key-lengths", save("l_f.npy", np.array([2.0]))]),
+        ("key lengths shape", full + ["--key-lengths", save("l_2.npy", np.array([2, 3]))]),
+        ("key lengths scalar", full + ["--key-lengths", save("l_0d.npy", np.array(2))]),
+        ("key lengths missing", full + ["--key-lengths", run.path("absent.npy")]),
+    ]
+    before = set(os.listdir(run.dir))
+    for label, args in cases:
+        if os.path.exists(out):
+            os.remove(out)
+        rc, _, err = run.attend(args)
+        lines = err.splitlines()
+        after = set(os.listdir(run.dir))
+        stray = sorted(name for name in after - before if name != "y.npy")
+        problems = []
+        if rc != 2:
+            problems.append("exit %d, want 2" % rc)
+        if len(lines) != 1 or not lines[0].startswith("linattn: ") or not err.endswith("\n"):
+            problems.append("stderr %r, want one line 'linattn: ...'" % err)
+        if os.path.exists(out) or os.path.exists(run.path("nowhere")):
+            problems.append("an output file was written")
+        if stray or any(".tmp." in name for name in after):
+            problems.append("files left behind: %s" % stray)
+        if problems:
+            run.fail("error case '%s'" % label, "; ".join(problems))
+        else:
+            run.ok(label)
+
+    # a refused run leaves an existing output exactly as it was
+    with open(out, "wb") as f:
+        f.write(b"previous contents")
+    rc, _, _ = run.attend(full + ["--scale", "abc"])
+    rc2, _, _ = run.attend(base + ["--q", bad_q["NaN"]])
+    with open(out, "rb") as f:
+        kept = f.read() == b"previous contents"
+    if rc == 2 and rc2 == 2 and kept:
+        run.ok("existing output kept")
+    else:
+        run.fail("existing output kept", "exit %d/%d, contents kept: %s" % (rc, rc2, kept))
+    os.remove(out)
+
+    # the good inputs do work (so the cases above fail for the reason they name)
+    rc, _, err = run.attend(full)
+    if rc == 0 and os.path.exists(out):
+        run.ok("good inputs")
+    else:
+        run.fail("good inputs", "exit %d: %s" % (rc, err.strip()))
+
+
+def main():
+    if len(sys.argv) != 2:
+        print("usage: attend_numpy.py BUILD/linattn", file=sys.stderr)
+        return 2
+    binary = os.path.abspath(sys.argv[1])
+    env_seed = os.environ.get("LA_TEST_SEED")
+    seed = int(env_seed) if env_seed else int.from_bytes(os.urandom(4), "little")
+    print("attend_numpy: seed %d (replay with LA_TEST_SEED=%d)" % (seed, seed), flush=True)
+    workdir = tempfile.mkdtemp(prefix="attend_numpy.")
+    run = Run(binary, workdir, np.random.default_rng(seed))
+    try:
+        accuracy(run)
+        error_cases(run)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print("attend_numpy: %d passed, %d failed" % (run.passed, run.failed))
+    return 1 if run.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
