@@ -18,5 +18,6 @@ typedef struct {
 
 LA_DECLARE_COMMAND(attend);
 LA_DECLARE_COMMAND(scaling);
+LA_DECLARE_COMMAND(bench);
 
 #endif

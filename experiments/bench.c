@@ -1,0 +1,276 @@
+/* bench.c — `linattn bench`: every attention kernel (float32) against BLIS sgemm on a
+ * product of the same FLOP count, timed in one process so the ratio means something. */
+#include "cli.h"
+#include "commands.h"
+#include "internal.h" /* la_gemm_f32, la_threads: the sgemm yardstick */
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *const cmd_bench_help =
+    "usage: linattn bench [--n LIST] [--d D] [--heads H] [--batch B] [--reps R]\n"
+    "                     [--threads T] [--causal]\n"
+    "\n"
+    "Times every float32 attention kernel (softmax, softmax_materialized, hard, linear,\n"
+    "linear_recurrent) on random inputs with N = M, and BLIS sgemm on a product with the\n"
+    "FLOP count of QKᵀ plus PV: per head, C (N×M) = A (N×(d_k+d_v)) · B ((d_k+d_v)×M),\n"
+    "heads spread over the threads as the kernels spread their tasks. Each is run once\n"
+    "to warm up, then R times. A kernel that returns an error (a stub, or\n"
+    "linear_recurrent without --causal) is listed as skipped with the reason.\n"
+    "\n"
+    "columns:\n"
+    "  median_s, min_s   wall time of one call over the R runs\n"
+    "  gflops            FLOPs / median_s; FLOPs from la_attention_cost (lib/cost.c), or,\n"
+    "                    while that is unavailable, 2·pairs·(d_k+d_v) for softmax (2·pairs·d_k\n"
+    "                    for hard; '-' for linear)\n"
+    "  vs_sgemm          gflops / sgemm's gflops at the same N\n"
+    "\n"
+    "options (default in brackets):\n"
+    "  --n LIST      comma-separated sequence lengths N = M [512,2048,8192]\n"
+    "  --d D         d_k = d_v = D [64]\n"
+    "  --heads H     heads [8]\n"
+    "  --batch B     batch entries [1]\n"
+    "  --reps R      timed runs per point, R >= 1 [5]\n"
+    "  --threads T   OpenMP threads, T >= 1 [LA_NUM_THREADS, else all cores]\n"
+    "  --causal      causal mask (halves the softmax work; needed by linear_recurrent)\n"
+    "\n"
+    "exit status: 0 done, 1 a kernel or sgemm could not be timed (out of memory),\n"
+    "2 bad flags\n"
+    "\n"
+    "example:\n"
+    "  linattn bench --n 1024,4096 --reps 3 --threads 1\n";
+
+/* Seconds from CLOCK_MONOTONIC. */
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median and minimum of times[0..n) (sorts it). */
+static void summarize(double *times, int n, double *median, double *min)
+{
+    qsort(times, (size_t)n, sizeof *times, compare_double);
+    *min = times[0];
+    *median = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+}
+
+/* Uniform in [-1, 1), from a fixed-seed xorshift: the same inputs on every run. */
+static void fill_uniform(float *x, size_t n, uint64_t *state)
+{
+    for (size_t i = 0; i < n; i++) {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        x[i] = (float)((double)(*state >> 11) * 0x1.0p-52 - 1.0);
+    }
+}
+
+/* The kernel's FLOPs: la_attention_cost, or the local stand-in while it is unavailable
+ * (NAN when there is none). *from names the source. */
+static double kernel_flops(la_kernel kernel, const la_problem *p, const char **from)
+{
+    la_cost cost;
+    if (la_attention_cost(kernel, p, LA_FLOAT32, &cost) == LA_OK) {
+        *from = "la_attention_cost";
+        return cost.flops_total;
+    }
+    *from = "local";
+    double pairs = 0;
+    for (size_t b = 0; b < p->batch; b++) pairs += (double)p->heads * la_visible_pairs(p, b);
+    switch (kernel) {
+    case LA_KERNEL_SOFTMAX:
+    case LA_KERNEL_SOFTMAX_MATERIALIZED: return 2 * pairs * (double)(p->d_k + p->d_v);
+    case LA_KERNEL_HARD: return 2 * pairs * (double)p->d_k;
+    default: return NAN;
+    }
+}
+
+/* Times reps calls of one kernel after a warm-up. Returns the warm-up's status. */
+static la_status time_kernel(la_kernel kernel, const la_problem *p, const float *q,
+                             const float *k, const float *v, float *out, int reps,
+                             double *times)
+{
+    la_status st = la_attention_f32(kernel, p, q, k, v, out);
+    if (st != LA_OK) return st;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        st = la_attention_f32(kernel, p, q, k, v, out);
+        times[r] = now_s() - t0;
+        if (st != LA_OK) return st;
+    }
+    return LA_OK;
+}
+
+/* sgemm with the FLOPs of QKᵀ + PV: per head C (N×M) = A (N×kk) · B (kk×M), kk =
+ * d_k + d_v, heads over the threads, one C per thread. Returns 0, or -1 (no memory). */
+static int time_sgemm(const la_problem *p, int reps, double *times)
+{
+    const size_t n = p->n_queries, m = p->n_keys, kk = p->d_k + p->d_v;
+    const size_t heads = p->batch * p->heads;
+    int threads = la_threads();
+    if ((size_t)threads > heads) threads = (int)heads;
+    float *a = malloc(n * kk * sizeof *a), *b = malloc(kk * m * sizeof *b);
+    float *c = malloc((size_t)threads * n * m * sizeof *c);
+    if (!a || !b || !c) {
+        free(a);
+        free(b);
+        free(c);
+        return -1;
+    }
+    uint64_t seed = 0x2545f4914f6cdd1dull;
+    fill_uniform(a, n * kk, &seed);
+    fill_uniform(b, kk * m, &seed);
+    for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
+        double t0 = now_s();
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+        for (size_t h = 0; h < heads; h++) {
+            float *mine = c + (size_t)omp_get_thread_num() * n * m;
+            la_gemm_f32(n, m, kk, 1, a, (ptrdiff_t)kk, 1, b, (ptrdiff_t)m, 1, 0, mine,
+                        (ptrdiff_t)m, 1);
+        }
+        if (r >= 0) times[r] = now_s() - t0;
+    }
+    free(a);
+    free(b);
+    free(c);
+    return 0;
+}
+
+/* Parses "512,2048,8192" into at most max sizes >= 1. */
+static int parse_list(const char *text, size_t *out, size_t max, size_t *count)
+{
+    char buf[256];
+    if (strlen(text) >= sizeof buf) return cli_fail("--n", "list too long");
+    strcpy(buf, text);
+    *count = 0;
+    for (char *item = strtok(buf, ","); item; item = strtok(NULL, ",")) {
+        if (*count == max) return cli_fail("--n", "more than %zu sizes", max);
+        int rc = cli_parse_size("--n", item, &out[*count]);
+        if (rc) return rc;
+        if (out[*count] == 0) return cli_fail("--n", "sizes must be >= 1");
+        (*count)++;
+    }
+    if (*count == 0) return cli_fail("--n", "needs at least one size");
+    return 0;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    const char *n_text = NULL, *d_text = NULL, *heads_text = NULL, *batch_text = NULL;
+    const char *reps_text = NULL, *threads_text = NULL;
+    int causal = 0;
+    const cli_flag flags[] = {
+        {"n", &n_text, NULL},         {"d", &d_text, NULL},
+        {"heads", &heads_text, NULL}, {"batch", &batch_text, NULL},
+        {"reps", &reps_text, NULL},   {"threads", &threads_text, NULL},
+        {"causal", NULL, &causal},    {NULL, NULL, NULL},
+    };
+    int rc = cli_parse_flags(argc, argv, flags);
+    if (rc) return rc;
+
+    size_t sizes[32] = {512, 2048, 8192}, n_sizes = 3, d = 64, heads = 8, batch = 1;
+    int reps = 5, threads = 0;
+    if (n_text && (rc = parse_list(n_text, sizes, 32, &n_sizes))) return rc;
+    if (d_text && (rc = cli_parse_size("--d", d_text, &d))) return rc;
+    if (heads_text && (rc = cli_parse_size("--heads", heads_text, &heads))) return rc;
+    if (batch_text && (rc = cli_parse_size("--batch", batch_text, &batch))) return rc;
+    if (reps_text && (rc = cli_parse_int("--reps", reps_text, &reps))) return rc;
+    if (threads_text && (rc = cli_parse_int("--threads", threads_text, &threads))) return rc;
+    if (d == 0) return cli_fail("--d", "must be >= 1");
+    if (heads == 0) return cli_fail("--heads", "must be >= 1");
+    if (batch == 0) return cli_fail("--batch", "must be >= 1");
+    if (reps < 1 || reps > 1000) return cli_fail("--reps", "must be in [1, 1000]");
+    if (threads_text && threads < 1) return cli_fail("--threads", "must be >= 1");
+    if (threads_text) la_set_num_threads(threads);
+
+    double *times = malloc((size_t)reps * sizeof *times);
+    if (!times) return cli_fail("bench", "out of memory");
+    printf("# linattn bench: float32, B=%zu H=%zu d_k=d_v=%zu, %s, %d threads, "
+           "%d timed runs after one warm-up\n",
+           batch, heads, d, causal ? "causal" : "non-causal", la_threads(), reps);
+    printf("%-22s %7s %12s %12s %9s %9s  %s\n", "kernel", "n", "median_s", "min_s", "gflops",
+           "vs_sgemm", "flops_from");
+    int failed = 0;
+    for (size_t si = 0; si < n_sizes; si++) {
+        const size_t n = sizes[si];
+        la_problem p;
+        la_problem_init(&p, batch, heads, n, n, d, d);
+        p.causal = causal;
+        if (la_problem_check(&p) != LA_OK) {
+            rc = cli_fail("--n", "%zu: problem too large", n);
+            break;
+        }
+        /* the yardstick: sgemm with the FLOPs of the full QKᵀ + PV */
+        double median, min;
+        if (time_sgemm(&p, reps, times) != 0) {
+            fprintf(stderr, "linattn: bench: sgemm at n=%zu: out of memory\n", n);
+            failed = 1;
+            continue;
+        }
+        summarize(times, reps, &median, &min);
+        const double sgemm_gflops =
+            2.0 * (double)n * (double)n * (double)(2 * d) * (double)(batch * heads) / median *
+            1e-9;
+        printf("%-22s %7zu %12.6f %12.6f %9.1f %9.2f  %s\n", "sgemm", n, median, min,
+               sgemm_gflops, 1.0, "2·N·M·(d_k+d_v)·heads");
+        fflush(stdout);
+
+        const size_t n_in = batch * heads * n * d;
+        float *q = malloc(n_in * sizeof *q), *k = malloc(n_in * sizeof *k);
+        float *v = malloc(n_in * sizeof *v), *out = malloc(n_in * sizeof *out);
+        if (!q || !k || !v || !out) {
+            fprintf(stderr, "linattn: bench: inputs at n=%zu: out of memory\n", n);
+            failed = 1;
+            free(q);
+            free(k);
+            free(v);
+            free(out);
+            continue;
+        }
+        uint64_t seed = 0x9e3779b97f4a7c15ull;
+        fill_uniform(q, n_in, &seed);
+        fill_uniform(k, n_in, &seed);
+        fill_uniform(v, n_in, &seed);
+        for (int kernel = 0; kernel < LA_KERNEL_COUNT; kernel++) {
+            const char *name = la_kernel_name((la_kernel)kernel);
+            la_status st = time_kernel((la_kernel)kernel, &p, q, k, v, out, reps, times);
+            if (st != LA_OK) {
+                printf("%-22s %7zu %12s %12s %9s %9s  skipped: %s\n", name, n, "-", "-", "-",
+                       "-", la_strerror(st));
+                if (st == LA_ENOMEM) failed = 1;
+                continue;
+            }
+            summarize(times, reps, &median, &min);
+            const char *from;
+            const double flops = kernel_flops((la_kernel)kernel, &p, &from);
+            if (isnan(flops)) {
+                printf("%-22s %7zu %12.6f %12.6f %9s %9s  %s\n", name, n, median, min, "-",
+                       "-", "no FLOP model");
+            } else {
+                const double gflops = flops / median * 1e-9;
+                printf("%-22s %7zu %12.6f %12.6f %9.1f %9.2f  %s\n", name, n, median, min,
+                       gflops, gflops / sgemm_gflops, from);
+            }
+            fflush(stdout);
+        }
+        free(q);
+        free(k);
+        free(v);
+        free(out);
+    }
+    free(times);
+    if (rc) return rc;
+    return failed;
+}
