@@ -57,8 +57,8 @@ static const char *const linear_kernels[] = {"chunked", "recurrent", NULL};
 
 /* The flags' texts, as given (NULL when absent). */
 typedef struct {
-    const char *variant, *q, *k, *v, *out, *key_lengths, *precision, *threads, *scale,
-        *feature_map, *eps, *kernel, *chunk;
+    const char *variant, *q, *k, *v, *out, *key_lengths, *precision, *threads, *scale, *feature_map,
+        *eps, *kernel, *chunk;
     int causal;
 } attend_args;
 
@@ -205,8 +205,8 @@ int cmd_attend(int argc, char **argv)
     la_feature_map fm = LA_FEATURE_ELU1;
     if ((rc = cli_parse_choice("--variant", a.variant, variant_names, &variant))) return rc;
     if ((rc = choose_kernel(&a, variant, &kernel))) return rc;
-    if (a.precision && (rc = cli_parse_choice("--precision", a.precision, precision_names,
-                                              &precision)))
+    if (a.precision &&
+        (rc = cli_parse_choice("--precision", a.precision, precision_names, &precision)))
         return rc;
     if (a.threads && (rc = cli_parse_int("--threads", a.threads, &threads))) return rc;
     if (a.threads && threads < 1) return cli_fail("--threads", "must be at least 1");
@@ -228,8 +228,7 @@ int cmd_attend(int argc, char **argv)
     int nd = q.ndim;
     size_t batch = nd == 4 ? q.shape[0] : 1, heads = nd >= 3 ? q.shape[nd - 3] : 1;
     size_t n = q.shape[nd - 2], d_k = q.shape[nd - 1], m = k.shape[nd - 2], d_v = v.shape[nd - 1];
-    if (a.key_lengths && (rc = read_key_lengths(a.key_lengths, batch, m, &key_lengths)))
-        goto done;
+    if (a.key_lengths && (rc = read_key_lengths(a.key_lengths, batch, m, &key_lengths))) goto done;
 
     /* step 3: the problem */
     la_problem p;

@@ -26,7 +26,10 @@ int cli_fail(const char *what, const char *fmt, ...)
 
 /* ---------------------------------------------------------------- numbers */
 
-static int is_digit(char c) { return c >= '0' && c <= '9'; }
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
 
 /* An optional '-' then decimal digits and nothing else. */
 static int is_decimal(const char *text, int allow_minus)
@@ -127,9 +130,12 @@ int cli_parse_flags(int argc, char **argv, const cli_flag *flags)
         }
         if (f->value) {
             const char *value;
-            if (eq) value = eq + 1;
-            else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) value = argv[++i];
-            else value = NULL;
+            if (eq)
+                value = eq + 1;
+            else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0)
+                value = argv[++i];
+            else
+                value = NULL;
             if (!value || !*value) return cli_fail(shown, "needs a value");
             *f->value = value;
         } else if (eq) {
@@ -186,8 +192,8 @@ int cli_read_floats(const char *path, la_dtype precision, la_array *out)
     }
     /* every element finite, in the file's own precision */
     for (size_t i = 0; i < out->count; i++) {
-        double x = out->dtype == LA_NPY_F32 ? (double)((float *)out->data)[i]
-                                            : ((double *)out->data)[i];
+        double x =
+            out->dtype == LA_NPY_F32 ? (double)((float *)out->data)[i] : ((double *)out->data)[i];
         if (!isfinite(x)) {
             rc = cli_fail(path, "element %zu is %s", i, isnan(x) ? "NaN" : "infinite");
             goto fail;
@@ -204,7 +210,8 @@ int cli_read_floats(const char *path, la_dtype precision, la_array *out)
         goto fail;
     }
     if (want == LA_NPY_F64) {
-        for (size_t i = 0; i < n; i++) ((double *)converted)[i] = ((float *)out->data)[i];
+        for (size_t i = 0; i < n; i++)
+            ((double *)converted)[i] = ((float *)out->data)[i];
     } else {
         for (size_t i = 0; i < n; i++) {
             double x = ((double *)out->data)[i];
@@ -232,5 +239,6 @@ int cli_write_npy(const char *path, const la_array *a)
     la_status st = la_npy_write(path, a);
     if (st == LA_OK) return 0;
     int err = errno;
-    return cli_fail(path, "cannot write: %s", st == LA_EIO && err ? strerror(err) : la_strerror(st));
+    return cli_fail(path, "cannot write: %s",
+                    st == LA_EIO && err ? strerror(err) : la_strerror(st));
 }

@@ -36,8 +36,8 @@ int cli_fail(const char *what, const char *fmt, ...)
 
 /* The whole of text must be the number: no spaces, no trailing characters. Errors name
  * the flag: "linattn: --scale: 'abc' is not a number". */
-int cli_parse_size(const char *flag, const char *text, size_t *out); /* decimal, >= 0 */
-int cli_parse_int(const char *flag, const char *text, int *out);     /* decimal, int range */
+int cli_parse_size(const char *flag, const char *text, size_t *out);   /* decimal, >= 0 */
+int cli_parse_int(const char *flag, const char *text, int *out);       /* decimal, int range */
 int cli_parse_double(const char *flag, const char *text, double *out); /* finite only */
 
 /* text must be one of choices (a NULL-terminated list); *out receives its index.

@@ -24,7 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * last bytes (the memcmp touches all of it, so ASan checks the allocation) */
     size_t count = 1;
     if (a.ndim < 0 || a.ndim > LA_NPY_MAX_DIMS || !a.data) abort();
-    for (int i = 0; i < a.ndim; i++) count *= a.shape[i];
+    for (int i = 0; i < a.ndim; i++)
+        count *= a.shape[i];
     if (count != a.count) abort();
     size_t bytes = a.count * la_npy_dtype_size(a.dtype);
     if (bytes > size) abort();

@@ -54,7 +54,8 @@ typedef struct {
 
 static void skip_space(cursor *c)
 {
-    while (c->pos < c->end && (*c->pos == ' ' || *c->pos == '\t')) c->pos++;
+    while (c->pos < c->end && (*c->pos == ' ' || *c->pos == '\t'))
+        c->pos++;
 }
 
 /* Consumes ch (after optional spaces) and returns true, or returns false. */
@@ -114,8 +115,10 @@ static la_status parse_descr(const char *s, size_t len, la_npy_dtype *dtype, con
             }
         }
     }
-    if (len >= 1 && s[0] == '>') *why = "big-endian data is not supported";
-    else *why = "unsupported dtype (need little-endian float32, float64, int32 or int64)";
+    if (len >= 1 && s[0] == '>')
+        *why = "big-endian data is not supported";
+    else
+        *why = "unsupported dtype (need little-endian float32, float64, int32 or int64)";
     return LA_EDTYPE;
 }
 
@@ -135,8 +138,10 @@ static la_status parse_dim(cursor *c, size_t *dim, const char **why)
     bool overflow = false;
     while (c->pos < c->end && *c->pos >= '0' && *c->pos <= '9') {
         size_t digit = (size_t)(*c->pos - '0');
-        if (value > (SIZE_MAX - digit) / 10) overflow = true;
-        else value = value * 10 + digit;
+        if (value > (SIZE_MAX - digit) / 10)
+            overflow = true;
+        else
+            value = value * 10 + digit;
         c->pos++;
     }
     /* "2.5", "3e2", "0x10", "7L": not a plain integer */
@@ -226,9 +231,12 @@ static la_status parse_header(const char *text, size_t len, la_array *a, const c
             has_fortran = true;
             skip_space(&c);
             const char *word = c.pos;
-            while (c.pos < c.end && is_ident_char(*c.pos)) c.pos++;
-            if (spells(word, (size_t)(c.pos - word), "True")) fortran = true;
-            else if (spells(word, (size_t)(c.pos - word), "False")) fortran = false;
+            while (c.pos < c.end && is_ident_char(*c.pos))
+                c.pos++;
+            if (spells(word, (size_t)(c.pos - word), "True"))
+                fortran = true;
+            else if (spells(word, (size_t)(c.pos - word), "False"))
+                fortran = false;
             else {
                 *why = "fortran_order is not True or False";
                 return LA_EFORMAT;
@@ -348,8 +356,7 @@ la_status la_npy_parse(const void *bytes, size_t size, la_array *out, const char
     }
     size_t have = size - preamble - header_len;
     if (have != need) {
-        snprintf(size_reason, sizeof size_reason, "data is %zu bytes, shape needs %zu", have,
-                 need);
+        snprintf(size_reason, sizeof size_reason, "data is %zu bytes, shape needs %zu", have, need);
         *why = size_reason;
         return LA_EFORMAT;
     }
@@ -474,7 +481,8 @@ static size_t format_header(const la_array *a, char *buf, size_t cap)
     n += snprintf(dict + n, sizeof dict - (size_t)n, a->ndim == 1 ? ",), }" : "), }");
     if (a->ndim > 0) {
         int digits = snprintf(NULL, 0, "%zu", a->shape[0]);
-        for (int i = digits; i < 21; i++) dict[n++] = ' ';
+        for (int i = digits; i < 21; i++)
+            dict[n++] = ' ';
     }
     /* version 1.0 when the length fits in 16 bits, else 2.0 */
     size_t text_len = (size_t)n + 1; /* + '\n' */
@@ -489,7 +497,8 @@ static size_t format_header(const la_array *a, char *buf, size_t cap)
     memcpy(buf, npy_magic, 6);
     buf[6] = preamble == 10 ? 1 : 2;
     buf[7] = 0;
-    for (size_t i = 0; i < preamble - 8; i++) buf[8 + i] = (char)(header_len >> (8 * i) & 0xff);
+    for (size_t i = 0; i < preamble - 8; i++)
+        buf[8 + i] = (char)(header_len >> (8 * i) & 0xff);
     memcpy(buf + preamble, dict, (size_t)n);
     memset(buf + preamble + n, ' ', pad);
     buf[total - 1] = '\n';

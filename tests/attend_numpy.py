@@ -252,6 +252,33 @@ def accuracy(run):
                       precision)
 
 
+def thread_counts(run):
+    """The same input gives bitwise the same output with 1 and 2 threads (linattn.h)."""
+    rng = run.rng
+    for name, shape in (("q", (2, 3, 70, 8)), ("k", (2, 3, 90, 8)), ("v", (2, 3, 90, 5))):
+        np.save(run.path(name + ".npy"), rng.standard_normal(shape).astype(np.float32))
+    np.save(run.path("lengths.npy"), np.array([50, 90]))
+    configs = [["--variant", "softmax"], ["--variant", "softmax", "--kernel", "materialized"],
+               ["--variant", "hard"], ["--variant", "linear"],
+               ["--variant", "linear", "--causal", "--chunk", "16"],
+               ["--variant", "linear", "--causal", "--kernel", "recurrent"]]
+    for config in configs:
+        for precision in ("float32", "float64"):
+            outputs = []
+            for threads in ("1", "2"):
+                out = run.path("y%s.npy" % threads)
+                rc, _, err = run.attend(config + [
+                    "--q", run.path("q.npy"), "--k", run.path("k.npy"), "--v", run.path("v.npy"),
+                    "--key-lengths", run.path("lengths.npy"), "--precision", precision,
+                    "--threads", threads, "--out", out])
+                outputs.append(open(out, "rb").read() if rc == 0 else err)
+            label = "threads 1 vs 2: %s %s" % (" ".join(config), precision)
+            if outputs[0] == outputs[1] and isinstance(outputs[0], bytes):
+                run.ok(label)
+            else:
+                run.fail(label, "outputs differ or failed: %r" % (outputs[0][:200],))
+
+
 # ---------------------------------------------------------------- malformed input
 
 
@@ -410,6 +437,7 @@ def main():
     run = Run(binary, workdir, np.random.default_rng(seed))
     try:
         accuracy(run)
+        thread_counts(run)
         error_cases(run)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

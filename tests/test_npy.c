@@ -69,7 +69,8 @@ static void expect_shape(const la_array *a, la_npy_dtype dtype, int ndim, const 
 {
     assert_int_equal(a->dtype, dtype);
     assert_int_equal(a->ndim, ndim);
-    for (int i = 0; i < ndim; i++) assert_int_equal(a->shape[i], shape[i]);
+    for (int i = 0; i < ndim; i++)
+        assert_int_equal(a->shape[i], shape[i]);
     assert_int_equal(a->count, count);
     assert_non_null(a->data);
 }
@@ -108,7 +109,8 @@ static void parses_numpy_files(void **state)
     free(img);
 
     int64_t quad[16];
-    for (int i = 0; i < 16; i++) quad[i] = (int64_t)(i - 8) * 1000000000000;
+    for (int i = 0; i < 16; i++)
+        quad[i] = (int64_t)(i - 8) * 1000000000000;
     img = with_data(i64_4d, sizeof i64_4d - 1, quad, sizeof quad, &size);
     assert_int_equal(la_npy_parse(img, size, &a, &why), LA_OK);
     expect_shape(&a, LA_NPY_I64, 4, (size_t[]){2, 1, 2, 4}, 16);
@@ -194,7 +196,8 @@ static void writes_numpy_bytes(void **state)
     char path[128];
     snprintf(path, sizeof path, "%s/numpy.npy", tmpdir);
     int64_t quad[16];
-    for (int i = 0; i < 16; i++) quad[i] = (int64_t)(i - 8) * 1000000000000;
+    for (int i = 0; i < 16; i++)
+        quad[i] = (int64_t)(i - 8) * 1000000000000;
     double scalar = 2.5;
     float vec[] = {0, 1, 2};
     int32_t mat[] = {-2, -1, 0, 1, 2, 3};
@@ -223,7 +226,8 @@ static void writes_numpy_bytes(void **state)
     /* headers for huge shapes (zero elements, so no data) */
     la_array long_dim = {LA_NPY_F32, 3, {1234567890123, 0, 2}, 0, vec};
     la_array eight = {LA_NPY_F32, 8, {123456789, 0}, 0, vec};
-    for (int i = 2; i < 8; i++) eight.shape[i] = 123456789;
+    for (int i = 2; i < 8; i++)
+        eight.shape[i] = 123456789;
     const la_array *big[] = {&long_dim, &eight};
     const char *big_header[] = {f32_long_dim, f32_eight_dims};
     size_t big_len[] = {sizeof f32_long_dim - 1, sizeof f32_eight_dims - 1};
@@ -250,9 +254,8 @@ static void round_trip(void **state)
         int ndim;
         size_t shape[LA_NPY_MAX_DIMS];
     } shapes[] = {
-        {0, {0}},          {1, {5}},          {2, {3, 4}},
-        {3, {2, 3, 7}},    {4, {2, 3, 4, 5}}, {1, {0}},
-        {3, {2, 0, 3}},    {8, {1, 2, 1, 2, 1, 2, 1, 3}},
+        {0, {0}},          {1, {5}}, {2, {3, 4}},    {3, {2, 3, 7}},
+        {4, {2, 3, 4, 5}}, {1, {0}}, {3, {2, 0, 3}}, {8, {1, 2, 1, 2, 1, 2, 1, 3}},
         {2, {1, 1000}},
     };
     tu_rng rng = tu_rng_for("round_trip");
@@ -267,7 +270,8 @@ static void round_trip(void **state)
             }
             size_t bytes = a.count * la_npy_dtype_size(a.dtype);
             unsigned char *data = tu_alloc(bytes + 1);
-            for (size_t i = 0; i < bytes; i++) data[i] = (unsigned char)tu_next(&rng);
+            for (size_t i = 0; i < bytes; i++)
+                data[i] = (unsigned char)tu_next(&rng);
             a.data = data;
             assert_int_equal(la_npy_write(path, &a), LA_OK);
 
@@ -337,9 +341,9 @@ typedef struct {
 #define RAW(s) 0, NULL, 0, s, sizeof s - 1
 
 /* A well-formed f32 (3,) file, for the truncation cases. */
-#define GOOD_FILE                                                                          \
-    "\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }"    \
-    "                                                            \n"                       \
+#define GOOD_FILE                                                                                  \
+    "\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }"           \
+    "                                                            \n"                               \
     "\0\0\0\0\0\0\0\0\0\0\0\0"
 
 static const bad_case bad_cases[] = {
@@ -370,54 +374,54 @@ static const bad_case bad_cases[] = {
      RAW("\x93NUMPY\x01\x00\x3b\x00{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }"
          " \0\0\0\0\0\0\0\0\0\0\0\0"),
      LA_EFORMAT, "newline"},
-    {"fortran order", 1, "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", 48,
-     NULL, 0, LA_EFORMAT, "Fortran order"},
-    {"fortran_order not a bool", 1, "{'descr': '<f4', 'fortran_order': 0, 'shape': (3,), }",
-     12, NULL, 0, LA_EFORMAT, "fortran_order"},
+    {"fortran order", 1, "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", 48, NULL, 0,
+     LA_EFORMAT, "Fortran order"},
+    {"fortran_order not a bool", 1, "{'descr': '<f4', 'fortran_order': 0, 'shape': (3,), }", 12,
+     NULL, 0, LA_EFORMAT, "fortran_order"},
     {"big-endian", 1, "{'descr': '>f4', 'fortran_order': False, 'shape': (3,), }", 12, NULL, 0,
      LA_EDTYPE, "big-endian"},
-    {"uint8", 1, "{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }", 3, NULL, 0,
+    {"uint8", 1, "{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }", 3, NULL, 0, LA_EDTYPE,
+     "unsupported dtype"},
+    {"little uint8", 1, "{'descr': '<u1', 'fortran_order': False, 'shape': (3,), }", 3, NULL, 0,
      LA_EDTYPE, "unsupported dtype"},
-    {"little uint8", 1, "{'descr': '<u1', 'fortran_order': False, 'shape': (3,), }", 3, NULL,
-     0, LA_EDTYPE, "unsupported dtype"},
-    {"bool", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", 3, NULL, 0,
-     LA_EDTYPE, "unsupported dtype"},
+    {"bool", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", 3, NULL, 0, LA_EDTYPE,
+     "unsupported dtype"},
     {"float16", 1, "{'descr': '<f2', 'fortran_order': False, 'shape': (3,), }", 6, NULL, 0,
      LA_EDTYPE, "unsupported dtype"},
     {"object", 1, "{'descr': '|O', 'fortran_order': False, 'shape': (3,), }", 24, NULL, 0,
      LA_EDTYPE, "unsupported dtype"},
     {"structured", 1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (3,), }", 12,
      NULL, 0, LA_EDTYPE, "structured"},
-    {"descr not a string", 1, "{'descr': 4, 'fortran_order': False, 'shape': (3,), }", 12,
-     NULL, 0, LA_EFORMAT, "descr"},
-    {"negative dimension", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", 0,
-     NULL, 0, LA_EFORMAT, "negative"},
-    {"non-integer dimension", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2.5,), }",
-     12, NULL, 0, LA_EFORMAT, "integers"},
-    {"string dimension", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': ('3',), }", 12,
+    {"descr not a string", 1, "{'descr': 4, 'fortran_order': False, 'shape': (3,), }", 12, NULL, 0,
+     LA_EFORMAT, "descr"},
+    {"negative dimension", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", 0, NULL,
+     0, LA_EFORMAT, "negative"},
+    {"non-integer dimension", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2.5,), }", 12,
      NULL, 0, LA_EFORMAT, "integers"},
-    {"shape (3) is not a tuple", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3), }",
-     12, NULL, 0, LA_EFORMAT, "tuple"},
-    {"shape is a list", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': [3], }", 12, NULL,
-     0, LA_EFORMAT, "tuple"},
-    {"shape missing comma", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3 1), }",
-     12, NULL, 0, LA_EFORMAT, "shape"},
+    {"string dimension", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': ('3',), }", 12, NULL,
+     0, LA_EFORMAT, "integers"},
+    {"shape (3) is not a tuple", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3), }", 12,
+     NULL, 0, LA_EFORMAT, "tuple"},
+    {"shape is a list", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': [3], }", 12, NULL, 0,
+     LA_EFORMAT, "tuple"},
+    {"shape missing comma", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3 1), }", 12,
+     NULL, 0, LA_EFORMAT, "shape"},
     {"nine dimensions", 1,
-     "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 1, 1, 1), }", 4,
-     NULL, 0, LA_EFORMAT, "more than 8"},
+     "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 1, 1, 1), }", 4, NULL, 0,
+     LA_EFORMAT, "more than 8"},
     {"dimension beyond size_t", 1,
-     "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,), }", 0,
-     NULL, 0, LA_EOVERFLOW, "size_t"},
+     "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,), }", 0, NULL, 0,
+     LA_EOVERFLOW, "size_t"},
     {"shape product overflows", 1,
-     "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 2), }", 0,
-     NULL, 0, LA_EOVERFLOW, "overflows"},
+     "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 2), }", 0, NULL, 0,
+     LA_EOVERFLOW, "overflows"},
     {"bytes overflow", 1,
      "{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904,), }", 0, NULL, 0,
      LA_EOVERFLOW, "overflows"},
     {"data too short", 1, VALID_F4_3, 8, NULL, 0, LA_EFORMAT, "data is 8 bytes, shape needs 12"},
     {"data too long", 1, VALID_F4_3, 13, NULL, 0, LA_EFORMAT, "data is 13 bytes, shape needs 12"},
-    {"no data for a scalar", 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (), }", 0,
-     NULL, 0, LA_EFORMAT, "data is 0 bytes, shape needs 8"},
+    {"no data for a scalar", 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (), }", 0, NULL,
+     0, LA_EFORMAT, "data is 0 bytes, shape needs 8"},
     {"missing shape", 1, "{'descr': '<f4', 'fortran_order': False, }", 12, NULL, 0, LA_EFORMAT,
      "lacks 'shape'"},
     {"missing descr", 1, "{'fortran_order': False, 'shape': (3,), }", 12, NULL, 0, LA_EFORMAT,
@@ -425,16 +429,14 @@ static const bad_case bad_cases[] = {
     {"missing fortran_order", 1, "{'descr': '<f4', 'shape': (3,), }", 12, NULL, 0, LA_EFORMAT,
      "lacks 'fortran_order'"},
     {"empty dict", 1, "{}", 0, NULL, 0, LA_EFORMAT, "lacks"},
-    {"duplicate key", 1,
-     "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), 'shape': (3,), }", 12, NULL, 0,
-     LA_EFORMAT, "duplicate"},
-    {"unexpected key", 1,
-     "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), 'extra': 1, }", 12, NULL, 0,
-     LA_EFORMAT, "unexpected key"},
+    {"duplicate key", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), 'shape': (3,), }",
+     12, NULL, 0, LA_EFORMAT, "duplicate"},
+    {"unexpected key", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), 'extra': 1, }",
+     12, NULL, 0, LA_EFORMAT, "unexpected key"},
     {"garbage after dict", 1, VALID_F4_3 " junk", 12, NULL, 0, LA_EFORMAT, "garbage"},
     {"not a dict", 1, "('descr', '<f4')", 12, NULL, 0, LA_EFORMAT, "not a Python dict"},
-    {"unterminated string", 1, "{'descr: '<f4', 'fortran_order': False, 'shape': (3,)}", 12,
-     NULL, 0, LA_EFORMAT, "malformed"},
+    {"unterminated string", 1, "{'descr: '<f4', 'fortran_order': False, 'shape': (3,)}", 12, NULL,
+     0, LA_EFORMAT, "malformed"},
     {"missing colon", 1, "{'descr' '<f4', 'fortran_order': False, 'shape': (3,)}", 12, NULL, 0,
      LA_EFORMAT, "malformed"},
     {"unclosed dict", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,)", 12, NULL, 0,
@@ -458,7 +460,8 @@ static char *build_image(const bad_case *c, size_t *size)
     memcpy(img, "\x93NUMPY", 6);
     img[6] = (char)c->major;
     img[7] = 0;
-    for (size_t i = 0; i < preamble - 8; i++) img[8 + i] = (char)(header_len >> (8 * i));
+    for (size_t i = 0; i < preamble - 8; i++)
+        img[8 + i] = (char)(header_len >> (8 * i));
     memcpy(img + preamble, c->dict, dict_len);
     memset(img + preamble + dict_len, ' ', pad);
     img[preamble + header_len - 1] = '\n';
@@ -563,7 +566,7 @@ int main(void)
     };
     /* one named test per malformed file */
     for (size_t i = 0; i < n_bad; i++)
-        tests[6 + i] = (struct CMUnitTest){bad_cases[i].name, refuses, NULL, NULL,
-                                           (void *)&bad_cases[i]};
+        tests[6 + i] =
+            (struct CMUnitTest){bad_cases[i].name, refuses, NULL, NULL, (void *)&bad_cases[i]};
     return _cmocka_run_group_tests("test_npy", tests, 6 + n_bad, make_tmpdir, remove_tmpdir);
 }
