@@ -63,7 +63,8 @@ static inline double exp_small_negative(double x)
 void la_feature_map_f32(la_feature_map fm, const float *x, float *out, size_t n)
 {
     if (fm == LA_FEATURE_RELU) {
-        for (size_t i = 0; i < n; i++) out[i] = x[i] > 0 ? x[i] : 0.0f;
+        for (size_t i = 0; i < n; i++)
+            out[i] = x[i] > 0 ? x[i] : 0.0f;
         return;
     }
     /* Both sides computed for every element, then blended by an integer mask: no branch
@@ -72,8 +73,8 @@ void la_feature_map_f32(la_feature_map fm, const float *x, float *out, size_t n)
      *   below = exp(-min(|x|, 110)), above = x + 1;
      *   φ = below when x is negative and not NaN (-0 included: exp(-0) = 1 = -0 + 1),
      *   else above (NaN stays NaN). exp(-110) rounds to 0 in float, like expf. */
-    const uint32_t mag_110 = 0x42dc0000u;   /* bits of 110.0f */
-    const uint32_t mag_inf = 0x7f800000u;   /* bits of +inf: larger magnitudes are NaN */
+    const uint32_t mag_110 = 0x42dc0000u; /* bits of 110.0f */
+    const uint32_t mag_inf = 0x7f800000u; /* bits of +inf: larger magnitudes are NaN */
     for (size_t i = 0; i < n; i++) {
         float xi = x[i];
         uint32_t x_bits;
@@ -97,8 +98,10 @@ void la_feature_map_f32(la_feature_map fm, const float *x, float *out, size_t n)
 void la_feature_map_f64(la_feature_map fm, const double *x, double *out, size_t n)
 {
     if (fm == LA_FEATURE_RELU) {
-        for (size_t i = 0; i < n; i++) out[i] = x[i] > 0 ? x[i] : 0.0;
+        for (size_t i = 0; i < n; i++)
+            out[i] = x[i] > 0 ? x[i] : 0.0;
         return;
     }
-    for (size_t i = 0; i < n; i++) out[i] = x[i] >= 0 ? x[i] + 1.0 : exp(x[i]);
+    for (size_t i = 0; i < n; i++)
+        out[i] = x[i] >= 0 ? x[i] + 1.0 : exp(x[i]);
 }

@@ -17,9 +17,11 @@ T SFX(la_dot)(const T *x, const T *y, size_t n)
     T acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
-        for (size_t l = 0; l < 8; l++) acc[l] += x[i + l] * y[i + l];
+        for (size_t l = 0; l < 8; l++)
+            acc[l] += x[i + l] * y[i + l];
     T sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (; i < n; i++) sum += x[i] * y[i];
+    for (; i < n; i++)
+        sum += x[i] * y[i];
     return sum;
 }
 
@@ -29,7 +31,8 @@ void SFX(la_linear_add_key)(T *S, T *z, const T *phi_k, const T *v, size_t d_k, 
     for (size_t a = 0; a < d_k; a++) {
         T f = phi_k[a];
         T *row = S + a * d_v;
-        for (size_t c = 0; c < d_v; c++) row[c] += f * v[c];
+        for (size_t c = 0; c < d_v; c++)
+            row[c] += f * v[c];
         z[a] += f;
     }
 }
@@ -39,15 +42,18 @@ void SFX(la_linear_read_query)(const T *S, const T *z, const T *phi_q, T eps, T 
                                size_t d_v)
 {
     /* numerator: y = Σ_a φq[a] · S[a, :] */
-    for (size_t c = 0; c < d_v; c++) y[c] = 0;
+    for (size_t c = 0; c < d_v; c++)
+        y[c] = 0;
     for (size_t a = 0; a < d_k; a++) {
         T f = phi_q[a];
         const T *row = S + a * d_v;
-        for (size_t c = 0; c < d_v; c++) y[c] += f * row[c];
+        for (size_t c = 0; c < d_v; c++)
+            y[c] += f * row[c];
     }
     /* normalise by the denominator φqᵀz + eps */
     T den = SFX(la_dot)(phi_q, z, d_k) + eps;
-    for (size_t c = 0; c < d_v; c++) y[c] /= den;
+    for (size_t c = 0; c < d_v; c++)
+        y[c] /= den;
 }
 
 /* Keys of batch entry b that the key-length mask leaves visible: min(M, L_b). */
@@ -64,8 +70,7 @@ static la_status SFX(workspace_fits)(const la_problem *p, size_t shared, size_t 
                                      size_t per_thread, size_t *elements)
 {
     size_t total;
-    if (!la_mul_ok(threads, per_thread, &total) || total > SIZE_MAX - shared)
-        return LA_EOVERFLOW;
+    if (!la_mul_ok(threads, per_thread, &total) || total > SIZE_MAX - shared) return LA_EOVERFLOW;
     total += shared;
     size_t bytes;
     if (!la_mul_ok(total, sizeof(T), &bytes)) return LA_EOVERFLOW;
@@ -117,20 +122,26 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
         T *S = states + hd * state_size, *z = S + dk * dv;
         const T *kh = k + hd * M * dk, *vh = v + hd * M * dv;
         const size_t m = SFX(visible_key_count)(p, hd / p->heads);
-        for (size_t a = 0; a < dk * dv; a++) S[a] = 0;
-        for (size_t a = 0; a < dk; a++) z[a] = 0;
+        for (size_t a = 0; a < dk * dv; a++)
+            S[a] = 0;
+        for (size_t a = 0; a < dk; a++)
+            z[a] = 0;
         for (size_t j0 = 0; j0 < m; j0 += kb) {
             const size_t n = m - j0 < kb ? m - j0 : kb;
             /* φ(K_blk): (n, d_k) */
             SFX(la_feature_map)(p->feature_map, kh + j0 * dk, phi_k, n * dk);
             /* S += φ(K_blk)ᵀ V_blk: (d_k, n)·(n, d_v), φ(K_blk)ᵀ through strides */
-            SFX(la_gemm)(dk, dv, n, 1, phi_k, 1, (ptrdiff_t)dk, vh + j0 * dv, (ptrdiff_t)dv, 1,
-                         1, S, (ptrdiff_t)dv, 1);
+            SFX(la_gemm)
+            (dk, dv, n, 1, phi_k, 1, (ptrdiff_t)dk, vh + j0 * dv, (ptrdiff_t)dv, 1, 1, S,
+             (ptrdiff_t)dv, 1);
             /* z += Σ_rows φ(K_blk), summed per block first */
-            for (size_t a = 0; a < dk; a++) z_part[a] = 0;
+            for (size_t a = 0; a < dk; a++)
+                z_part[a] = 0;
             for (size_t j = 0; j < n; j++)
-                for (size_t a = 0; a < dk; a++) z_part[a] += phi_k[j * dk + a];
-            for (size_t a = 0; a < dk; a++) z[a] += z_part[a];
+                for (size_t a = 0; a < dk; a++)
+                    z_part[a] += phi_k[j * dk + a];
+            for (size_t a = 0; a < dk; a++)
+                z[a] += z_part[a];
         }
     }
 
@@ -144,18 +155,20 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
         const T *S = states + hd * state_size, *z = S + dk * dv;
         T *y = out + (hd * N + i0) * dv;
         if (SFX(visible_key_count)(p, hd / p->heads) == 0) {
-            for (size_t a = 0; a < n * dv; a++) y[a] = 0; /* sees no key: zero rows */
+            for (size_t a = 0; a < n * dv; a++)
+                y[a] = 0; /* sees no key: zero rows */
             continue;
         }
         /* φ(Q_blk): (n, d_k) */
         SFX(la_feature_map)(p->feature_map, q + (hd * N + i0) * dk, phi_q, n * dk);
         /* num = φ(Q_blk) S: (n, d_k)·(d_k, d_v), straight into out */
-        SFX(la_gemm)(n, dv, dk, 1, phi_q, (ptrdiff_t)dk, 1, S, (ptrdiff_t)dv, 1, 0, y,
-                     (ptrdiff_t)dv, 1);
+        SFX(la_gemm)
+        (n, dv, dk, 1, phi_q, (ptrdiff_t)dk, 1, S, (ptrdiff_t)dv, 1, 0, y, (ptrdiff_t)dv, 1);
         /* y = num / (φ(q_i)·z + eps) */
         for (size_t i = 0; i < n; i++) {
             const T den = SFX(la_dot)(phi_q + i * dk, z, dk) + eps;
-            for (size_t c = 0; c < dv; c++) y[i * dv + c] /= den;
+            for (size_t c = 0; c < dv; c++)
+                y[i * dv + c] /= den;
         }
     }
     free(work);
@@ -197,12 +210,15 @@ static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k
         T *yh = out + hd * N * dv;
         size_t u = SFX(visible_key_count)(p, hd / p->heads);
         if (u == 0) { /* no key visible: zero rows */
-            for (size_t a = 0; a < N * dv; a++) yh[a] = 0;
+            for (size_t a = 0; a < N * dv; a++)
+                yh[a] = 0;
             continue;
         }
         if (u > N) u = N;
-        for (size_t a = 0; a < dk * dv; a++) S[a] = 0;
-        for (size_t a = 0; a < dk; a++) z[a] = 0;
+        for (size_t a = 0; a < dk * dv; a++)
+            S[a] = 0;
+        for (size_t a = 0; a < dk; a++)
+            z[a] = 0;
         for (size_t c0 = 0; c0 < N; c0 += C) {
             const size_t nq = N - c0 < C ? N - c0 : C;
             const size_t nk = c0 >= u ? 0 : (u - c0 < C ? u - c0 : C); /* nk <= nq */
@@ -213,8 +229,9 @@ static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k
                 /* φ(K_c): (nk, d_k) */
                 SFX(la_feature_map)(p->feature_map, kh + c0 * dk, phi_k, nk * dk);
                 /* A = φ(Q_c) φ(K_c)ᵀ: (nq, d_k)·(d_k, nk), then the causal mask */
-                SFX(la_gemm)(nq, nk, dk, 1, phi_q, (ptrdiff_t)dk, 1, phi_k, 1, (ptrdiff_t)dk,
-                             0, A, (ptrdiff_t)nk, 1);
+                SFX(la_gemm)
+                (nq, nk, dk, 1, phi_q, (ptrdiff_t)dk, 1, phi_k, 1, (ptrdiff_t)dk, 0, A,
+                 (ptrdiff_t)nk, 1);
                 for (size_t i = 0; i < nq; i++) {
                     T sum = 0;
                     for (size_t j = 0; j < nk; j++) {
@@ -224,30 +241,39 @@ static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k
                     den[i] = sum; /* intra-chunk denominator: rowsum(A) */
                 }
                 /* num = A V_c: (nq, nk)·(nk, d_v), straight into out */
-                SFX(la_gemm)(nq, dv, nk, 1, A, (ptrdiff_t)nk, 1, vh + c0 * dv, (ptrdiff_t)dv,
-                             1, 0, y, (ptrdiff_t)dv, 1);
+                SFX(la_gemm)
+                (nq, dv, nk, 1, A, (ptrdiff_t)nk, 1, vh + c0 * dv, (ptrdiff_t)dv, 1, 0, y,
+                 (ptrdiff_t)dv, 1);
             } else {
-                for (size_t i = 0; i < nq; i++) den[i] = 0;
+                for (size_t i = 0; i < nq; i++)
+                    den[i] = 0;
             }
             if (c0 > 0) {
                 /* carried state: num += φ(Q_c) S, den += φ(Q_c) z */
-                SFX(la_gemm)(nq, dv, dk, 1, phi_q, (ptrdiff_t)dk, 1, S, (ptrdiff_t)dv, 1,
-                             nk > 0 ? 1 : 0, y, (ptrdiff_t)dv, 1);
-                for (size_t i = 0; i < nq; i++) den[i] += SFX(la_dot)(phi_q + i * dk, z, dk);
+                SFX(la_gemm)
+                (nq, dv, dk, 1, phi_q, (ptrdiff_t)dk, 1, S, (ptrdiff_t)dv, 1, nk > 0 ? 1 : 0, y,
+                 (ptrdiff_t)dv, 1);
+                for (size_t i = 0; i < nq; i++)
+                    den[i] += SFX(la_dot)(phi_q + i * dk, z, dk);
             }
             /* y = num / (den + eps) */
             for (size_t i = 0; i < nq; i++) {
                 const T d = den[i] + eps;
-                for (size_t c = 0; c < dv; c++) y[i * dv + c] /= d;
+                for (size_t c = 0; c < dv; c++)
+                    y[i * dv + c] /= d;
             }
             /* carry the chunk's keys: S += φ(K_c)ᵀ V_c, z += Σ_rows φ(K_c) */
             if (nk > 0 && c0 + C < N) {
-                SFX(la_gemm)(dk, dv, nk, 1, phi_k, 1, (ptrdiff_t)dk, vh + c0 * dv,
-                             (ptrdiff_t)dv, 1, 1, S, (ptrdiff_t)dv, 1);
-                for (size_t a = 0; a < dk; a++) z_part[a] = 0;
+                SFX(la_gemm)
+                (dk, dv, nk, 1, phi_k, 1, (ptrdiff_t)dk, vh + c0 * dv, (ptrdiff_t)dv, 1, 1, S,
+                 (ptrdiff_t)dv, 1);
+                for (size_t a = 0; a < dk; a++)
+                    z_part[a] = 0;
                 for (size_t j = 0; j < nk; j++)
-                    for (size_t a = 0; a < dk; a++) z_part[a] += phi_k[j * dk + a];
-                for (size_t a = 0; a < dk; a++) z[a] += z_part[a];
+                    for (size_t a = 0; a < dk; a++)
+                        z_part[a] += phi_k[j * dk + a];
+                for (size_t a = 0; a < dk; a++)
+                    z[a] += z_part[a];
             }
         }
     }
@@ -255,8 +281,7 @@ static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k
     return LA_OK;
 }
 
-la_status SFX(la_linear_attention)(const la_problem *p, const T *q, const T *k, const T *v,
-                                   T *out)
+la_status SFX(la_linear_attention)(const la_problem *p, const T *q, const T *k, const T *v, T *out)
 {
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
@@ -294,11 +319,14 @@ la_status SFX(la_linear_attention_recurrent)(const la_problem *p, const T *q, co
         const T *qh = q + hd * N * dk, *kh = k + hd * M * dk, *vh = v + hd * M * dv;
         T *yh = out + hd * N * dv;
         const size_t m = SFX(visible_key_count)(p, hd / p->heads);
-        for (size_t a = 0; a < dk * dv; a++) S[a] = 0;
-        for (size_t a = 0; a < dk; a++) z[a] = 0;
+        for (size_t a = 0; a < dk * dv; a++)
+            S[a] = 0;
+        for (size_t a = 0; a < dk; a++)
+            z[a] = 0;
         for (size_t t = 0; t < N; t++) {
             if (m == 0) { /* no key visible: zero row */
-                for (size_t c = 0; c < dv; c++) yh[t * dv + c] = 0;
+                for (size_t c = 0; c < dv; c++)
+                    yh[t * dv + c] = 0;
                 continue;
             }
             if (t < m) { /* S += φ(k_t) v_tᵀ, z += φ(k_t) */

@@ -16,15 +16,15 @@ void la_feature_map_f64(la_feature_map fm, const double *x, double *out, size_t 
  *   S: (d_k, d_v) row-major, z: (d_k,), phi_k: (d_k,) = φ(k_t), v: (d_v,). */
 void la_linear_add_key_f32(float *S, float *z, const float *phi_k, const float *v, size_t d_k,
                            size_t d_v);
-void la_linear_add_key_f64(double *S, double *z, const double *phi_k, const double *v,
-                           size_t d_k, size_t d_v);
+void la_linear_add_key_f64(double *S, double *z, const double *phi_k, const double *v, size_t d_k,
+                           size_t d_v);
 
 /* Recurrent step, second half: y = φqᵀS / (φqᵀz + eps).
  *   S: (d_k, d_v), z: (d_k,), phi_q: (d_k,) = φ(q_t), y: (d_v,). */
 void la_linear_read_query_f32(const float *S, const float *z, const float *phi_q, float eps,
                               float *y, size_t d_k, size_t d_v);
-void la_linear_read_query_f64(const double *S, const double *z, const double *phi_q,
-                              double eps, double *y, size_t d_k, size_t d_v);
+void la_linear_read_query_f64(const double *S, const double *z, const double *phi_q, double eps,
+                              double *y, size_t d_k, size_t d_v);
 
 /* x·y summed in a fixed order (8 interleaved partial sums, then a fixed tree), so the
  * result never depends on the alignment of x and y nor on how the compiler vectorises. */

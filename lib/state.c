@@ -27,10 +27,13 @@ typedef struct {
     double eps;
 } save_header;
 
-static size_t dtype_size(la_dtype dtype) { return dtype == LA_FLOAT32 ? 4 : 8; }
+static size_t dtype_size(la_dtype dtype)
+{
+    return dtype == LA_FLOAT32 ? 4 : 8;
+}
 
-la_status la_linear_state_create(la_linear_state **out, la_dtype dtype, size_t heads,
-                                 size_t d_k, size_t d_v, la_feature_map fm, double eps)
+la_status la_linear_state_create(la_linear_state **out, la_dtype dtype, size_t heads, size_t d_k,
+                                 size_t d_v, la_feature_map fm, double eps)
 {
     if (!out) return LA_EINVAL;
     if (dtype != LA_FLOAT32 && dtype != LA_FLOAT64) return LA_EINVAL;
@@ -77,7 +80,10 @@ void la_linear_state_reset(la_linear_state *st)
     st->position = 0;
 }
 
-size_t la_linear_state_position(const la_linear_state *st) { return st ? st->position : 0; }
+size_t la_linear_state_position(const la_linear_state *st)
+{
+    return st ? st->position : 0;
+}
 
 /* One token for every head h: φ(k), φ(q); S_h += φ(k) vᵀ, z_h += φ(k);
  * y_h = φ(q)ᵀS_h / (φ(q)ᵀz_h + eps).  q_t, k_t: (heads, d_k), v_t, y_t: (heads, d_v). */
@@ -92,8 +98,8 @@ la_status la_linear_step_f32(la_linear_state *st, const float *q_t, const float 
         la_feature_map_f32(st->fm, k_t + h * dk, phi_k, dk);
         la_linear_add_key_f32(S + h * dk * dv, z + h * dk, phi_k, v_t + h * dv, dk, dv);
         la_feature_map_f32(st->fm, q_t + h * dk, phi_q, dk);
-        la_linear_read_query_f32(S + h * dk * dv, z + h * dk, phi_q, (float)st->eps,
-                                 y_t + h * dv, dk, dv);
+        la_linear_read_query_f32(S + h * dk * dv, z + h * dk, phi_q, (float)st->eps, y_t + h * dv,
+                                 dk, dv);
     }
     st->position++;
     return LA_OK;
@@ -110,8 +116,7 @@ la_status la_linear_step_f64(la_linear_state *st, const double *q_t, const doubl
         la_feature_map_f64(st->fm, k_t + h * dk, phi_k, dk);
         la_linear_add_key_f64(S + h * dk * dv, z + h * dk, phi_k, v_t + h * dv, dk, dv);
         la_feature_map_f64(st->fm, q_t + h * dk, phi_q, dk);
-        la_linear_read_query_f64(S + h * dk * dv, z + h * dk, phi_q, st->eps, y_t + h * dv,
-                                 dk, dv);
+        la_linear_read_query_f64(S + h * dk * dv, z + h * dk, phi_q, st->eps, y_t + h * dv, dk, dv);
     }
     st->position++;
     return LA_OK;

@@ -127,25 +127,18 @@ static void check_all_forms(inputs *in, const char *what)
  * (M+1)·d_k·d_v prefix states). */
 typedef struct {
     size_t B, H, N, M, dk, dv, chunk;
-    int lengths;          /* 0: none, 1: random, 2: the given ones */
+    int lengths; /* 0: none, 1: random, 2: the given ones */
     int64_t given[4];
 } oracle_case;
 
 static const oracle_case oracle_cases[] = {
-    {1, 1, 1, 1, 1, 2, 64, 0, {0}},
-    {2, 3, 2, 3, 3, 5, 64, 1, {0}},
-    {1, 2, 3, 2, 16, 7, 2, 0, {0}},
-    {2, 2, 17, 17, 16, 9, 5, 2, {0, 17}},
-    {1, 2, 64, 65, 64, 32, 64, 0, {0}},
-    {2, 1, 65, 64, 127, 33, 16, 2, {64, 5}},
-    {1, 1, 129, 129, 128, 130, 64, 0, {0}},
-    {1, 2, 1000, 1000, 3, 4, 64, 2, {777}},
-    {1, 1, 1000, 129, 16, 8, 100, 0, {0}},
-    {1, 1, 129, 1000, 16, 8, 64, 2, {1000}},
-    {3, 1, 65, 17, 1, 3, 7, 2, {0, 17, 9}},
-    {1, 1, 17, 64, 128, 1, 3, 1, {0}},
-    {1, 1, 2, 1, 127, 64, 1, 0, {0}},
-    {2, 2, 1, 129, 64, 16, 64, 1, {0}},
+    {1, 1, 1, 1, 1, 2, 64, 0, {0}},         {2, 3, 2, 3, 3, 5, 64, 1, {0}},
+    {1, 2, 3, 2, 16, 7, 2, 0, {0}},         {2, 2, 17, 17, 16, 9, 5, 2, {0, 17}},
+    {1, 2, 64, 65, 64, 32, 64, 0, {0}},     {2, 1, 65, 64, 127, 33, 16, 2, {64, 5}},
+    {1, 1, 129, 129, 128, 130, 64, 0, {0}}, {1, 2, 1000, 1000, 3, 4, 64, 2, {777}},
+    {1, 1, 1000, 129, 16, 8, 100, 0, {0}},  {1, 1, 129, 1000, 16, 8, 64, 2, {1000}},
+    {3, 1, 65, 17, 1, 3, 7, 2, {0, 17, 9}}, {1, 1, 17, 64, 128, 1, 3, 1, {0}},
+    {1, 1, 2, 1, 127, 64, 1, 0, {0}},       {2, 2, 1, 129, 64, 16, 64, 1, {0}},
     {1, 3, 129, 3, 3, 1, 128, 2, {2}},
 };
 
@@ -194,12 +187,12 @@ static void chunked_equals_recurrent(void **state)
                     in.p.chunk = chunks[c];
                     assert_int_equal(run_f64(CHUNKED, &in.p, &in, chk64), LA_OK);
                     tu_assert_close_f64(chk64, rec64, in.no, TOL_F64,
-                                        "f64 N=%zu M=%zu chunk %zu masked %d %s", N, M,
-                                        chunks[c], masked, la_feature_map_name(fm));
+                                        "f64 N=%zu M=%zu chunk %zu masked %d %s", N, M, chunks[c],
+                                        masked, la_feature_map_name(fm));
                     assert_int_equal(run_f32(CHUNKED, &in.p, &in, chk32), LA_OK);
                     tu_assert_close_f32(chk32, rec64d, in.no, TOL_F32,
-                                        "f32 N=%zu M=%zu chunk %zu masked %d %s", N, M,
-                                        chunks[c], masked, la_feature_map_name(fm));
+                                        "f32 N=%zu M=%zu chunk %zu masked %d %s", N, M, chunks[c],
+                                        masked, la_feature_map_name(fm));
                 }
             }
         }
@@ -227,13 +220,12 @@ static void last_causal_row_is_noncausal(void **state)
             size_t row = (hd * N + N - 1) * dv;
             assert_int_equal(run_f64(NONCAUSAL, &in.p, &in, nc64), LA_OK);
             assert_int_equal(run_f64((form)f, &in.p, &in, c64), LA_OK);
-            tu_assert_close_f64(c64 + row, nc64 + row, dv, TOL_F64, "f64 %s head %zu",
-                                form_name[f], hd);
+            tu_assert_close_f64(c64 + row, nc64 + row, dv, TOL_F64, "f64 %s head %zu", form_name[f],
+                                hd);
             assert_int_equal(run_f32(NONCAUSAL, &in.p, &in, nc32), LA_OK);
             assert_int_equal(run_f32((form)f, &in.p, &in, c32), LA_OK);
             tu_to_f64(nc32 + row, last, dv);
-            tu_assert_close_f32(c32 + row, last, dv, TOL_F32, "f32 %s head %zu", form_name[f],
-                                hd);
+            tu_assert_close_f32(c32 + row, last, dv, TOL_F32, "f32 %s head %zu", form_name[f], hd);
         }
     }
     free(nc32);
@@ -297,12 +289,13 @@ static void causal_ignores_future(void **state)
 /* Token t of every head, gathered from (B·H, N, d) into (B·H, d). */
 static void gather_f32(const float *x, size_t heads, size_t n, size_t d, size_t t, float *out)
 {
-    for (size_t hd = 0; hd < heads; hd++) memcpy(out + hd * d, x + (hd * n + t) * d, d * sizeof *x);
+    for (size_t hd = 0; hd < heads; hd++)
+        memcpy(out + hd * d, x + (hd * n + t) * d, d * sizeof *x);
 }
-static void gather_f64(const double *x, size_t heads, size_t n, size_t d, size_t t,
-                       double *out)
+static void gather_f64(const double *x, size_t heads, size_t n, size_t d, size_t t, double *out)
 {
-    for (size_t hd = 0; hd < heads; hd++) memcpy(out + hd * d, x + (hd * n + t) * d, d * sizeof *x);
+    for (size_t hd = 0; hd < heads; hd++)
+        memcpy(out + hd * d, x + (hd * n + t) * d, d * sizeof *x);
 }
 
 /* Steps tokens [t_begin, t_end) of the inputs through st, scattering y_t into out. */
@@ -411,26 +404,27 @@ static void save_restore_continues(void **state)
     make_inputs(&in, "save_restore", 1, H, N, N, dk, dv);
     for (int dt = 0; dt < 2; dt++) {
         la_linear_state *st = NULL, *fresh = NULL;
-        assert_int_equal(la_linear_state_create(&st, (la_dtype)dt, H, dk, dv, LA_FEATURE_ELU1,
-                                                1e-6),
-                         LA_OK);
-        assert_int_equal(la_linear_state_create(&fresh, (la_dtype)dt, H, dk, dv,
-                                                LA_FEATURE_ELU1, 1e-6),
-                         LA_OK);
+        assert_int_equal(
+            la_linear_state_create(&st, (la_dtype)dt, H, dk, dv, LA_FEATURE_ELU1, 1e-6), LA_OK);
+        assert_int_equal(
+            la_linear_state_create(&fresh, (la_dtype)dt, H, dk, dv, LA_FEATURE_ELU1, 1e-6), LA_OK);
         size_t size = la_linear_state_save_size(st);
         assert_true(size > (H * dk * dv + H * dk) * (dt ? 8 : 4));
         unsigned char *buf = tu_alloc(size);
         size_t bytes = in.no * (dt ? sizeof(double) : sizeof(float));
-        unsigned char *first = tu_alloc(bytes), *second = tu_alloc(bytes),
-                      *third = tu_alloc(bytes);
+        unsigned char *first = tu_alloc(bytes), *second = tu_alloc(bytes), *third = tu_alloc(bytes);
         memset(first, 0, bytes);
         memset(second, 0, bytes);
         memset(third, 0, bytes);
-        if (dt == LA_FLOAT32) step_range_f32(st, &in, 0, t_save, (float *)first);
-        else step_range_f64(st, &in, 0, t_save, (double *)first);
+        if (dt == LA_FLOAT32)
+            step_range_f32(st, &in, 0, t_save, (float *)first);
+        else
+            step_range_f64(st, &in, 0, t_save, (double *)first);
         assert_int_equal(la_linear_state_save(st, buf, size), LA_OK);
-        if (dt == LA_FLOAT32) step_range_f32(st, &in, t_save, N, (float *)first);
-        else step_range_f64(st, &in, t_save, N, (double *)first);
+        if (dt == LA_FLOAT32)
+            step_range_f32(st, &in, t_save, N, (float *)first);
+        else
+            step_range_f64(st, &in, t_save, N, (double *)first);
         /* back to t_save in the same state, and in a fresh one */
         assert_int_equal(la_linear_state_restore(st, buf, size), LA_OK);
         assert_int_equal(la_linear_state_position(st), t_save);
@@ -472,9 +466,12 @@ static void restore_refuses_mismatch(void **state)
     /* move it off zero */
     float q[8], k[8], v[6], y[6];
     tu_rng r = tu_rng_for("restore_refuses");
-    for (int i = 0; i < 8; i++) q[i] = (float)tu_normal(&r), k[i] = (float)tu_normal(&r);
-    for (int i = 0; i < 6; i++) v[i] = (float)tu_normal(&r);
-    for (int t = 0; t < 3; t++) assert_int_equal(la_linear_step_f32(st, q, k, v, y), LA_OK);
+    for (int i = 0; i < 8; i++)
+        q[i] = (float)tu_normal(&r), k[i] = (float)tu_normal(&r);
+    for (int i = 0; i < 6; i++)
+        v[i] = (float)tu_normal(&r);
+    for (int t = 0; t < 3; t++)
+        assert_int_equal(la_linear_step_f32(st, q, k, v, y), LA_OK);
     size_t size = la_linear_state_save_size(st);
     unsigned char *before = tu_alloc(size), *after = tu_alloc(size);
     assert_int_equal(la_linear_state_save(st, before, size), LA_OK);
@@ -485,9 +482,12 @@ static void restore_refuses_mismatch(void **state)
         la_feature_map fm;
         double eps;
     } others[] = {
-        {LA_FLOAT64, H, dk, dv, LA_FEATURE_ELU1, 1e-6}, {LA_FLOAT32, H + 1, dk, dv, LA_FEATURE_ELU1, 1e-6},
-        {LA_FLOAT32, H, dk + 1, dv, LA_FEATURE_ELU1, 1e-6}, {LA_FLOAT32, H, dk, dv + 1, LA_FEATURE_ELU1, 1e-6},
-        {LA_FLOAT32, H, dk, dv, LA_FEATURE_RELU, 1e-6},     {LA_FLOAT32, H, dk, dv, LA_FEATURE_ELU1, 1e-3},
+        {LA_FLOAT64, H, dk, dv, LA_FEATURE_ELU1, 1e-6},
+        {LA_FLOAT32, H + 1, dk, dv, LA_FEATURE_ELU1, 1e-6},
+        {LA_FLOAT32, H, dk + 1, dv, LA_FEATURE_ELU1, 1e-6},
+        {LA_FLOAT32, H, dk, dv + 1, LA_FEATURE_ELU1, 1e-6},
+        {LA_FLOAT32, H, dk, dv, LA_FEATURE_RELU, 1e-6},
+        {LA_FLOAT32, H, dk, dv, LA_FEATURE_ELU1, 1e-3},
         /* same total size as (H, dk, dv) with the sizes swapped: only the header tells */
         {LA_FLOAT32, H, dv, dk, LA_FEATURE_ELU1, 1e-6},
     };
@@ -549,11 +549,13 @@ static void elu_no_cancellation(void **state)
     const double xd[] = {-20, -100, -700, 0.5};
     double yd[4];
     la_feature_map_f64(LA_FEATURE_ELU1, xd, yd, 4);
-    for (int i = 0; i < 3; i++) assert_true(yd[i] > 0 && yd[i] == exp(xd[i]));
+    for (int i = 0; i < 3; i++)
+        assert_true(yd[i] > 0 && yd[i] == exp(xd[i]));
     assert_true(yd[3] == 1.5);
     /* the float32 exp over a sweep of [-104, 0]: within one ulp of expf */
     float xs[4096], ys[4096];
-    for (int i = 0; i < 4096; i++) xs[i] = -104.0f * (float)i / 4095.0f;
+    for (int i = 0; i < 4096; i++)
+        xs[i] = -104.0f * (float)i / 4095.0f;
     la_feature_map_f32(LA_FEATURE_ELU1, xs, ys, 4096);
     for (int i = 0; i < 4096; i++) {
         float e = expf(xs[i]);
@@ -613,9 +615,8 @@ static void eps_honoured(void **state)
             pf.causal = f != NONCAUSAL;
             double want[2] = {pf.causal ? 3 * 1 / (1 + p.eps) : 13 * 1 / (3 + p.eps),
                               13 * 2 / (6 + p.eps)};
-            la_status s64 = f == RECURRENT
-                                ? la_linear_attention_recurrent_f64(&pf, q1, k1, v1, y)
-                                : la_linear_attention_f64(&pf, q1, k1, v1, y);
+            la_status s64 = f == RECURRENT ? la_linear_attention_recurrent_f64(&pf, q1, k1, v1, y)
+                                           : la_linear_attention_f64(&pf, q1, k1, v1, y);
             la_status s32 = f == RECURRENT
                                 ? la_linear_attention_recurrent_f32(&pf, q1f, k1f, v1f, yf)
                                 : la_linear_attention_f32(&pf, q1f, k1f, v1f, yf);
@@ -637,7 +638,8 @@ static la_status call_both(form f, const la_problem *p, const inputs *in, int nu
 {
     float *o32 = tu_f32(in->no);
     double *o64 = tu_f64(in->no);
-    for (size_t i = 0; i < in->no; i++) o32[i] = SENTINEL, o64[i] = SENTINEL;
+    for (size_t i = 0; i < in->no; i++)
+        o32[i] = SENTINEL, o64[i] = SENTINEL;
     const float *q32 = null_arg == 1 ? NULL : in->qf, *k32 = null_arg == 2 ? NULL : in->kf;
     const float *v32 = null_arg == 3 ? NULL : in->vf;
     const double *q64 = null_arg == 1 ? NULL : in->q, *k64 = null_arg == 2 ? NULL : in->k;
@@ -729,12 +731,11 @@ static void error_paths(void **state)
                      LA_EINVAL);
     assert_int_equal(la_linear_state_create(&st, LA_FLOAT32, 1, 2, 2, LA_FEATURE_ELU1, NAN),
                      LA_EINVAL);
-    assert_int_equal(la_linear_state_create(&st, LA_FLOAT32, SIZE_MAX / 2, 2, 2,
-                                            LA_FEATURE_ELU1, 0),
-                     LA_EOVERFLOW);
+    assert_int_equal(
+        la_linear_state_create(&st, LA_FLOAT32, SIZE_MAX / 2, 2, 2, LA_FEATURE_ELU1, 0),
+        LA_EOVERFLOW);
     assert_null(st);
-    assert_int_equal(la_linear_state_create(&st, LA_FLOAT32, 1, 2, 2, LA_FEATURE_ELU1, 0),
-                     LA_OK);
+    assert_int_equal(la_linear_state_create(&st, LA_FLOAT32, 1, 2, 2, LA_FEATURE_ELU1, 0), LA_OK);
     float qf[2] = {1, 2}, kf[2] = {3, 4}, vf[2] = {5, 6}, yf[2] = {SENTINEL, SENTINEL};
     double qd[2] = {1, 2}, kd[2] = {3, 4}, vd[2] = {5, 6}, yd[2] = {SENTINEL, SENTINEL};
     assert_int_equal(la_linear_step_f64(st, qd, kd, vd, yd), LA_EINVAL); /* wrong dtype */
@@ -750,8 +751,7 @@ static void error_paths(void **state)
     assert_int_equal(la_linear_state_position(st), 1);
     la_linear_state_free(st);
     st = NULL;
-    assert_int_equal(la_linear_state_create(&st, LA_FLOAT64, 1, 2, 2, LA_FEATURE_RELU, 0),
-                     LA_OK);
+    assert_int_equal(la_linear_state_create(&st, LA_FLOAT64, 1, 2, 2, LA_FEATURE_RELU, 0), LA_OK);
     assert_int_equal(la_linear_step_f32(st, qf, kf, vf, yf), LA_EINVAL);
     assert_true(yf[0] != SENTINEL); /* from the successful step above, untouched since */
     assert_int_equal(la_linear_step_f64(st, qd, kd, vd, yd), LA_OK);
