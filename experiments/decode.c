@@ -1,0 +1,264 @@
+/* decode.c — `linattn decode`: autoregressive generation, one token at a time.
+ * Softmax attention keeps a KV cache and attends the new query over all t cached keys
+ * (la_softmax_attention_f32 with N = 1, M = t: O(t) per token, O(T²) in total); linear
+ * attention carries its recurrent state (la_linear_step_f32: O(1) per token, O(T) in
+ * total). Writes per-token latency against the position t, in geometric bins, and the
+ * running total, to results/decode.csv. */
+#include "commands.h"
+#include "inputs.h"
+#include "linattn.h"
+#include "results.h"
+#include "sweep.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const cmd_decode_help =
+    "usage: linattn decode [--tokens T] [--d D] [--heads H] [--bins-per-doubling K]\n"
+    "                      [shared flags]\n"
+    "\n"
+    "Generates T tokens autoregressively from random float32 q, k, v streams and times\n"
+    "each token: softmax attention over a growing KV cache (the new query against all t\n"
+    "cached keys, la_softmax_attention_f32 with N = 1) against causal linear attention's\n"
+    "recurrent state (la_linear_step_f32). Each generation is repeated --reps times and\n"
+    "a token's latency is its median over them; rows give the median, min, max, 10th\n"
+    "and 90th percentiles over the tokens of geometric bins of positions, and the\n"
+    "cumulative time to generate up to the bin's last token (the last row of each\n"
+    "variant is the total).\n"
+    "\n"
+    "  --tokens T             tokens to generate (default 8192)\n"
+    "  --d D                  head size, d_k = d_v = D (default 64)\n"
+    "  --heads H              heads (default 8)\n"
+    "  --bins-per-doubling K  position bins per factor of two (default 4)\n" SW_COMMON_HELP
+    "                         (defaults: --out results/decode.csv --max-seconds 120\n"
+    "                         --max-mem 8G; --max-seconds bounds one whole generation:\n"
+    "                         past it the rest of that variant is recorded skipped_time)\n";
+
+static const char COLUMNS[] =
+    "variant,tokens,d_k,d_v,heads,threads,t_first,t_last,status,tokens_in_bin,median_s,"
+    "min_s,max_s,p10_s,p90_s,cumulative_s";
+enum { N_KEY = 8 };
+
+typedef struct {
+    size_t tokens, d, heads, bins_per_doubling;
+    sw_common common;
+} config;
+
+static int parse(int argc, char **argv, config *c)
+{
+    const char *tokens = NULL, *d = NULL, *heads = NULL, *bins = NULL;
+    sw_common_text common = {0};
+    const cli_flag flags[] = {
+        {"tokens", &tokens, NULL}, {"d", &d, NULL}, {"heads", &heads, NULL},
+        {"bins-per-doubling", &bins, NULL}, SW_COMMON_FLAGS(common), {NULL, NULL, NULL},
+    };
+    int rc = cli_parse_flags(argc, argv, flags);
+    if (rc) return rc;
+    c->tokens = 8192, c->d = 64, c->heads = 8, c->bins_per_doubling = 4;
+    if (tokens && (rc = sw_parse_positive("--tokens", tokens, &c->tokens))) return rc;
+    if (d && (rc = sw_parse_positive("--d", d, &c->d))) return rc;
+    if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
+    if (bins && (rc = sw_parse_positive("--bins-per-doubling", bins, &c->bins_per_doubling)))
+        return rc;
+    if (c->bins_per_doubling > 64) return cli_fail("--bins-per-doubling", "at most 64");
+    return sw_common_finish(&common, &c->common, "results/decode.csv", 120, 8.0 * (1 << 30));
+}
+
+/* The token streams and what each generator holds. q, k, v: (T, H, d) token-major, so
+ * token t's (H, d) rows are contiguous as the step API wants them. */
+typedef struct {
+    size_t T, H, d;
+    const float *q, *k, *v;
+    float *y;                 /* (H, d) the current token's output */
+    float *k_cache, *v_cache; /* softmax: (H, T, d), the first t rows of each head used */
+    la_linear_state *state;   /* linear: (S, z) per head */
+} gen;
+
+/* Softmax with a KV cache, token t (0-based): append k_t, v_t to the cache, then the
+ * one query against the t + 1 cached keys (key_lengths hides the unused capacity). */
+static la_status softmax_token(gen *g, size_t t)
+{
+    const size_t H = g->H, d = g->d;
+    for (size_t h = 0; h < H; h++) {
+        memcpy(g->k_cache + (h * g->T + t) * d, g->k + (t * H + h) * d, d * sizeof(float));
+        memcpy(g->v_cache + (h * g->T + t) * d, g->v + (t * H + h) * d, d * sizeof(float));
+    }
+    int64_t length = (int64_t)t + 1;
+    la_problem p;
+    la_problem_init(&p, 1, H, 1, g->T, d, d);
+    p.key_lengths = &length;
+    return la_softmax_attention_f32(&p, g->q + t * H * d, g->k_cache, g->v_cache, g->y);
+}
+
+/* Linear attention, token t: one step of the recurrence. */
+static la_status linear_token(gen *g, size_t t)
+{
+    const size_t off = t * g->H * g->d;
+    return la_linear_step_f32(g->state, g->q + off, g->k + off, g->v + off, g->y);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_of(double *x, size_t n)
+{
+    qsort(x, n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+/* One generation of T tokens, timing each into lat[t]. Returns the number of tokens
+ * generated (< T when the budget ran out), or -1 on a library error. */
+static long generate(gen *g, int softmax, double *lat, double max_seconds)
+{
+    if (!softmax) la_linear_state_reset(g->state);
+    double start = res_now();
+    for (size_t t = 0; t < g->T; t++) {
+        double t0 = res_now();
+        la_status st = softmax ? softmax_token(g, t) : linear_token(g, t);
+        double t1 = res_now();
+        if (st != LA_OK) {
+            fprintf(stderr, "linattn: decode: token %zu: %s\n", t, la_strerror(st));
+            return -1;
+        }
+        lat[t] = t1 - t0;
+        if (t1 - start > max_seconds) return (long)t + 1;
+    }
+    return (long)g->T;
+}
+
+int cmd_decode(int argc, char **argv)
+{
+    config c;
+    int rc = parse(argc, argv, &c);
+    if (rc) return rc;
+    res_memory_init();
+    char err[512];
+    res_file *f = res_open(c.common.out, "decode",
+                           "per-token latency of autoregressive generation against the "
+                           "position t: softmax with a KV cache vs linear attention's state",
+                           COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
+    if (!f) return cli_fail("decode", "%s", err);
+
+    const size_t T = c.tokens, H = c.heads, d = c.d;
+    const int threads = la_get_num_threads();
+    const int reps = c.common.min_reps;
+
+    /* position bins: [1], then geometric with bins_per_doubling per factor of two */
+    size_t *bin_end = malloc((T + 1) * sizeof *bin_end), n_bins = 0;
+    double *lat = malloc((size_t)reps * T * sizeof *lat), *tok = malloc(T * sizeof *tok);
+    double *scratch = malloc((T > (size_t)reps ? T : (size_t)reps) * sizeof *scratch);
+    gen g = {T, H, d, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    float *q = NULL, *k = NULL, *v = NULL;
+    rc = 1;
+    if (!bin_end || !lat || !tok || !scratch) goto fail;
+    for (double e = 0;; e += 1.0 / (double)c.bins_per_doubling) {
+        size_t end = (size_t)floor(pow(2.0, e) + 1e-9);
+        if (end > T) end = T;
+        if (n_bins == 0 || end > bin_end[n_bins - 1]) bin_end[n_bins++] = end;
+        if (end == T) break;
+    }
+
+    /* memory: streams, cache, outputs */
+    double bytes = 4.0 * (3.0 * T * H * d + 2.0 * H * T * d + H * d);
+    int mem_ok = bytes <= c.common.max_mem;
+    if (mem_ok) {
+        size_t n = T * H * d;
+        q = malloc(n * sizeof *q), k = malloc(n * sizeof *k), v = malloc(n * sizeof *v);
+        g.k_cache = malloc(n * sizeof *g.k_cache), g.v_cache = malloc(n * sizeof *g.v_cache);
+        g.y = malloc(H * d * sizeof *g.y);
+        if (!q || !k || !v || !g.k_cache || !g.v_cache || !g.y) goto fail;
+        in_rng r = in_rng_for(c.common.seed, "decode");
+        in_fill_normal_f32(&r, q, n, 1.0);
+        in_fill_normal_f32(&r, k, n, 1.0);
+        in_fill_normal_f32(&r, v, n, 1.0);
+        g.q = q, g.k = k, g.v = v;
+        la_status st = la_linear_state_create(&g.state, LA_FLOAT32, H, d, d, LA_FEATURE_ELU1,
+                                              LA_DEFAULT_EPS);
+        if (st != LA_OK) {
+            fprintf(stderr, "linattn: decode: %s\n", la_strerror(st));
+            goto fail;
+        }
+    }
+
+    res_progress pr;
+    res_progress_start(&pr, "decode", 2 * reps, 0);
+    double totals[2] = {NAN, NAN};
+    for (int softmax = 1; softmax >= 0; softmax--) {
+        const char *name = softmax ? "softmax_kv_cache" : "linear_recurrent_state";
+        char key0[256];
+        snprintf(key0, sizeof key0, "%s,%zu,%zu,%zu,%zu,%d,1,1", name, T, d, d, H, threads);
+        if (res_find(f, key0)) { /* --resume: this variant is in the file already */
+            for (int r = 0; r < reps; r++) res_progress_step(&pr, softmax ? r + 1 : reps + r + 1, 1, name);
+            continue;
+        }
+        /* generate reps times; a token's latency is the median over the generations */
+        long done = mem_ok ? (long)T : 0;
+        int reps_run = 0;
+        for (int r = 0; r < reps && mem_ok; r++) {
+            char what[96];
+            snprintf(what, sizeof what, "%s generation %d/%d", name, r + 1, reps);
+            res_progress_step(&pr, (softmax ? 0 : reps) + r + 1, 1, what);
+            long got = generate(&g, softmax, lat + (size_t)r * T, c.common.max_seconds);
+            if (got < 0) goto fail;
+            reps_run++;
+            if (got < done) done = got;
+            if (got < (long)T) break; /* over budget: no more repetitions */
+        }
+        for (size_t t = 0; t < (size_t)done; t++) {
+            int n = 0;
+            for (int r = 0; r < reps_run; r++) scratch[n++] = lat[(size_t)r * T + t];
+            tok[t] = median_of(scratch, (size_t)n);
+        }
+        /* one row per bin; bins past the budget are recorded as skipped */
+        double cumulative = 0;
+        size_t first = 1;
+        for (size_t b = 0; b < n_bins; b++) {
+            size_t last = bin_end[b], count = last - first + 1;
+            char key[256];
+            snprintf(key, sizeof key, "%s,%zu,%zu,%zu,%zu,%d,%zu,%zu", name, T, d, d, H, threads,
+                     first, last);
+            if (last <= (size_t)done) {
+                double mn = INFINITY, mx = 0;
+                for (size_t t = first - 1; t < last; t++) {
+                    cumulative += tok[t];
+                    scratch[t - (first - 1)] = tok[t];
+                    if (tok[t] < mn) mn = tok[t];
+                    if (tok[t] > mx) mx = tok[t];
+                }
+                double med = median_of(scratch, count); /* sorts scratch */
+                double p10 = scratch[(size_t)floor(0.1 * (double)(count - 1))];
+                double p90 = scratch[(size_t)ceil(0.9 * (double)(count - 1))];
+                if (res_row(f, "%s,ok,%zu,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e", key, count, med, mn,
+                            mx, p10, p90, cumulative))
+                    goto fail;
+            } else if (res_row(f, "%s,%s,%zu,,,,,,", key, mem_ok ? "skipped_time" : "skipped_mem",
+                               count)) {
+                goto fail;
+            }
+            first = last + 1;
+        }
+        if ((size_t)done == T) totals[softmax] = cumulative;
+    }
+    res_progress_end(&pr);
+
+    if (isfinite(totals[0]) && isfinite(totals[1]))
+        printf("decode: %zu tokens, %zu heads of d = %zu: softmax with KV cache %.3f s, linear "
+               "state %.3f s, %.1fx faster\n",
+               T, H, d, totals[1], totals[0], totals[1] / totals[0]);
+    else if (res_resumed_rows(f) == 0)
+        printf("decode: a generation did not finish within the budget (see %s)\n", res_path(f));
+    printf("decode: wrote %s\n", res_path(f));
+    rc = 0;
+fail:
+    if (rc) fprintf(stderr, "linattn: decode: failed\n");
+    if (res_close(f) != 0) rc = 1;
+    la_linear_state_free(g.state);
+    free(q), free(k), free(v), free(g.k_cache), free(g.v_cache), free(g.y);
+    free(bin_end), free(lat), free(tok), free(scratch);
+    return rc;
+}
