@@ -322,6 +322,309 @@ la_status la_npy_write(const char *path, const la_array *a);
 /* Releases data and empties the array (safe on an empty or already-freed array). */
 void la_array_free(la_array *a);
 
+/* ---------------------------------------------------------------- Transformer layers */
+
+/* The layers of a Transformer as PyTorch's nn.Transformer builds them (batch_first,
+ * dropout off), over the attention kernels above, in float32 and float64.
+ *
+ * LAYOUT. Activations are (B, N, D) row-major: B sequences of N tokens of D = d_model
+ * features. Weights use PyTorch's layout: a Linear layer holds W (out, in) and b (out)
+ * and computes y = x Wᵀ + b; in_proj_weight packs W_Q, W_K, W_V as (3D, D), rows
+ * [0, D), [D, 2D), [2D, 3D). Every product goes through BLIS with strides (Wᵀ is never
+ * copied). Head h of D/H features is columns [h·D/H, (h+1)·D/H) of Q, K and V.
+ *
+ * MASKS. `causal` makes query i see keys j <= i (PyTorch's is_causal / a square
+ * subsequent mask); key lengths (NULL or (B,)) hide keys j >= L_b (PyTorch's
+ * key_padding_mask with True on the padding). A query that sees no key gets zeros from
+ * the attention, where PyTorch gives NaN.
+ *
+ * MEMORY. Layers allocate their own scratch (LA_ENOMEM when they cannot) and free it
+ * before returning; out may equal x in every function of this section (not memory).
+ * On error nothing has been written to out: layers and stacks work on a copy of x and
+ * copy the result out at the end. la_layer_cost_model gives the scratch in bytes. */
+
+typedef enum { LA_NORM_POST = 0, LA_NORM_PRE = 1 } la_norm_order;
+typedef enum { LA_ACTIVATION_RELU = 0, LA_ACTIVATION_GELU = 1 } la_activation;
+
+/* What a layer computes. Post-LN: x = LN(x + Sublayer(x)) (the original paper and
+ * PyTorch's default); pre-LN: x = x + Sublayer(LN(x)) (norm_first=True). GELU is the
+ * exact one, 0.5·x·(1 + erf(x/√2)) (PyTorch's default "gelu"). */
+typedef struct {
+    size_t d_model, heads, d_ff; /* D, H (dividing D), FFN inner size (all >= 1) */
+    la_kernel attention;         /* the kernel of every attention in the layer */
+    la_norm_order norm;
+    la_activation activation;
+    double norm_eps;             /* LayerNorm ε, finite and > 0 */
+    la_feature_map feature_map;  /* linear attention: φ */
+    double linear_eps;           /* linear attention: y = num / (den + eps) */
+    size_t chunk;                /* causal linear attention: tokens per chunk */
+    size_t workspace_limit;      /* handed to the kernels (la_problem.workspace_limit) */
+} la_layer_config;
+
+#define LA_DEFAULT_NORM_EPS 1e-5
+
+/* Fills every field: the sizes given, softmax attention (fused), post-LN, ReLU,
+ * norm_eps = 1e-5, φ = elu+1, linear_eps = LA_DEFAULT_EPS, chunk = LA_DEFAULT_CHUNK,
+ * workspace_limit = LA_DEFAULT_WORKSPACE_LIMIT. */
+void la_layer_config_init(la_layer_config *c, size_t d_model, size_t heads, size_t d_ff);
+
+/* LA_OK, or LA_EINVAL for a zero size, H not dividing D, an unknown enum, a bad ε or
+ * chunk, LA_KERNEL_LINEAR_RECURRENT (use LA_KERNEL_LINEAR: its causal form is the
+ * chunked one, and cross-attention is never causal). */
+la_status la_layer_config_check(const la_layer_config *c);
+
+/* The tensors of one encoder or decoder layer, by PyTorch state_dict key. */
+typedef enum {
+    LA_W_SELF_IN_WEIGHT = 0, /* self_attn.in_proj_weight        (3D, D) */
+    LA_W_SELF_IN_BIAS,       /* self_attn.in_proj_bias          (3D) */
+    LA_W_SELF_OUT_WEIGHT,    /* self_attn.out_proj.weight       (D, D) */
+    LA_W_SELF_OUT_BIAS,      /* self_attn.out_proj.bias         (D) */
+    LA_W_CROSS_IN_WEIGHT,    /* multihead_attn.in_proj_weight   (3D, D)  decoder only */
+    LA_W_CROSS_IN_BIAS,      /* multihead_attn.in_proj_bias     (3D)     decoder only */
+    LA_W_CROSS_OUT_WEIGHT,   /* multihead_attn.out_proj.weight  (D, D)   decoder only */
+    LA_W_CROSS_OUT_BIAS,     /* multihead_attn.out_proj.bias    (D)      decoder only */
+    LA_W_LINEAR1_WEIGHT,     /* linear1.weight                  (d_ff, D) */
+    LA_W_LINEAR1_BIAS,       /* linear1.bias                    (d_ff) */
+    LA_W_LINEAR2_WEIGHT,     /* linear2.weight                  (D, d_ff) */
+    LA_W_LINEAR2_BIAS,       /* linear2.bias                    (D) */
+    LA_W_NORM1_WEIGHT,       /* norm1.weight (γ)                (D) */
+    LA_W_NORM1_BIAS,         /* norm1.bias (β)                  (D) */
+    LA_W_NORM2_WEIGHT,       /* norm2.weight                    (D) */
+    LA_W_NORM2_BIAS,         /* norm2.bias                      (D) */
+    LA_W_NORM3_WEIGHT,       /* norm3.weight                    (D)      decoder only */
+    LA_W_NORM3_BIAS,         /* norm3.bias                      (D)      decoder only */
+    LA_W_COUNT
+} la_layer_tensor;
+
+/* The state_dict key of a tensor ("self_attn.in_proj_weight"; "" outside the enum). */
+const char *la_layer_tensor_key(la_layer_tensor t);
+
+/* Shape of tensor t for d_model D and d_ff: *ndim 1 or 2, shape[0..ndim). Returns 0
+ * for a tensor the layer does not have (decoder-only tensors of an encoder layer), else
+ * its element count. */
+size_t la_layer_tensor_shape(la_layer_tensor t, size_t d_model, size_t d_ff, int decoder,
+                             size_t shape[2], int *ndim);
+
+/* The weights of one layer, owning their memory. tensor[t] points into storage (float
+ * or double per dtype), NULL for a tensor the layer does not have. */
+typedef struct {
+    la_dtype dtype;
+    size_t d_model, d_ff;
+    int decoder;              /* 0 encoder layer, 1 decoder layer */
+    size_t n_params;          /* elements held: la_param_counts' encoder/decoder_layer */
+    void *tensor[LA_W_COUNT];
+    void *storage;
+} la_layer_weights;
+
+/* Why a load failed: the file refused, and a one-line reason. */
+typedef struct {
+    char path[1024]; /* the .npy file that was missing, unreadable or misshapen ("" if none) */
+    char why[256];   /* "no such file", "shape (4, 3), expected (12, 4)", … */
+} la_load_error;
+
+/* Allocates w and initialises it as nn.Transformer does for a fresh model: every
+ * matrix Xavier-uniform, U(-a, a) with a = √(6 / (fan_in + fan_out)) (in_proj_weight
+ * as one (3D, D) matrix, as PyTorch does), every bias 0, every LayerNorm γ = 1, β = 0.
+ * The draws come from `seed` alone (splitmix64), tensor by tensor in enum order, so a
+ * seed gives the same weights everywhere. On error w is left empty.
+ * Returns LA_OK, LA_EINVAL (zero size, bad dtype), LA_EOVERFLOW, LA_ENOMEM. */
+la_status la_layer_weights_init(la_layer_weights *w, la_dtype dtype, size_t d_model,
+                                size_t d_ff, int decoder, uint64_t seed);
+
+/* Loads one layer from the folder dir holding <prefix><key>.npy for every key of the
+ * layer (prefix "" for a lone layer, "encoder.layers.0." inside a model). D is taken
+ * from self_attn.in_proj_weight (3D, D) and d_ff from linear1.weight (d_ff, D); every
+ * other tensor must have exactly its shape. float32 and float64 files are both accepted
+ * and converted to dtype. On error w is left empty and *err (when err is not NULL)
+ * names the file: LA_EIO (missing or unreadable), LA_EFORMAT (not a valid .npy, or a
+ * wrong shape), LA_EDTYPE (not float), LA_EINVAL (NULL, bad dtype), LA_ENOMEM. */
+la_status la_layer_weights_load(la_layer_weights *w, la_dtype dtype, int decoder,
+                                const char *dir, const char *prefix, la_load_error *err);
+
+/* Releases the storage and empties w (safe on an empty or already-freed w). */
+void la_layer_weights_free(la_layer_weights *w);
+
+/* A stack as nn.Transformer holds it: encoder.layers.{i}.*, encoder.norm.{weight,bias},
+ * decoder.layers.{i}.*, decoder.norm.{weight,bias}. A side with zero layers has no
+ * final norm (its pointers NULL). */
+typedef struct {
+    la_dtype dtype;
+    size_t d_model, d_ff;
+    size_t encoder_layers, decoder_layers;
+    la_layer_weights *encoder, *decoder;  /* owned arrays of encoder_layers, decoder_layers */
+    void *encoder_norm[2], *decoder_norm[2]; /* γ, β: (D) each, in storage */
+    void *storage;
+    size_t n_params;                      /* la_param_counts' encoder + decoder */
+} la_transformer_weights;
+
+/* Initialises a stack: each layer as la_layer_weights_init with seeds derived from seed
+ * and the layer's place, final norms γ = 1, β = 0. Same statuses. */
+la_status la_transformer_weights_init(la_transformer_weights *w, la_dtype dtype,
+                                      size_t d_model, size_t d_ff, size_t encoder_layers,
+                                      size_t decoder_layers, uint64_t seed);
+/* Loads a stack from dir (keys as in nn.Transformer's state_dict, see above); every
+ * layer must agree on D and d_ff. Same statuses and *err as la_layer_weights_load. */
+la_status la_transformer_weights_load(la_transformer_weights *w, la_dtype dtype,
+                                      size_t encoder_layers, size_t decoder_layers,
+                                      const char *dir, la_load_error *err);
+void la_transformer_weights_free(la_transformer_weights *w);
+
+/* LayerNorm over the last axis: y = (x − mean) / √(var + eps) · γ + β, biased variance
+ * (divide by d), statistics accumulated in double.
+ *   x, out: (rows, d); gamma, beta: (d). Returns LA_OK, LA_EINVAL. */
+la_status la_layer_norm_f32(size_t rows, size_t d, const float *x, const float *gamma,
+                            const float *beta, double eps, float *out);
+la_status la_layer_norm_f64(size_t rows, size_t d, const double *x, const double *gamma,
+                            const double *beta, double eps, double *out);
+
+/* Position-wise FFN: out = act(x W1ᵀ + b1) W2ᵀ + b2, act from c->activation.
+ *   x, out: (rows, D); w1: (d_ff, D), b1: (d_ff); w2: (D, d_ff), b2: (D).
+ * Returns LA_OK, LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM. */
+la_status la_ffn_f32(const la_layer_config *c, size_t rows, const float *x, const float *w1,
+                     const float *b1, const float *w2, const float *b2, float *out);
+la_status la_ffn_f64(const la_layer_config *c, size_t rows, const double *x,
+                     const double *w1, const double *b1, const double *w2, const double *b2,
+                     double *out);
+
+/* Multi-head attention as nn.MultiheadAttention (batch_first):
+ *   Q = x_q W_Qᵀ + b_Q, K = x_kv W_Kᵀ + b_K, V = x_kv W_Vᵀ + b_V, split into H heads of
+ *   D/H, attention per head with c->attention (scale 1/√(D/H) for softmax and hard),
+ *   heads concatenated, out = concat · W_Oᵀ + b_O.
+ *   x_q: (B, N, D), x_kv: (B, M, D) (x_kv = x_q for self-attention), out: (B, N, D);
+ *   in_w: (3D, D), in_b: (3D), out_w: (D, D), out_b: (D); key_lengths NULL or (B,).
+ * Returns LA_OK, LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM, or the kernel's status. */
+la_status la_mha_f32(const la_layer_config *c, size_t batch, size_t n_queries, size_t n_keys,
+                     const float *x_q, const float *x_kv, int causal,
+                     const int64_t *key_lengths, const float *in_w, const float *in_b,
+                     const float *out_w, const float *out_b, float *out);
+la_status la_mha_f64(const la_layer_config *c, size_t batch, size_t n_queries, size_t n_keys,
+                     const double *x_q, const double *x_kv, int causal,
+                     const int64_t *key_lengths, const double *in_w, const double *in_b,
+                     const double *out_w, const double *out_b, double *out);
+
+/* Encoder layer (nn.TransformerEncoderLayer): self-attention then FFN, each with its
+ * residual and LayerNorm (norm1, norm2) in c->norm's arrangement.
+ *   x, out: (B, N, D); key_lengths NULL or (B,). w must be an encoder layer (or a
+ *   decoder layer, whose cross-attention is then unused) of c's sizes and dtype. */
+la_status la_encoder_layer_f32(const la_layer_config *c, const la_layer_weights *w,
+                               size_t batch, size_t n, const float *x, int causal,
+                               const int64_t *key_lengths, float *out);
+la_status la_encoder_layer_f64(const la_layer_config *c, const la_layer_weights *w,
+                               size_t batch, size_t n, const double *x, int causal,
+                               const int64_t *key_lengths, double *out);
+
+/* Decoder layer (nn.TransformerDecoderLayer): self-attention (causal when `causal`,
+ * target lengths), cross-attention over memory (never causal, memory lengths), FFN;
+ * norm1, norm2, norm3 in c->norm's arrangement (pre-LN does not normalise memory).
+ *   x, out: (B, N, D); memory: (B, M, D); tgt_lengths, memory_lengths NULL or (B,). */
+la_status la_decoder_layer_f32(const la_layer_config *c, const la_layer_weights *w,
+                               size_t batch, size_t n, size_t m, const float *x,
+                               const float *memory, int causal, const int64_t *tgt_lengths,
+                               const int64_t *memory_lengths, float *out);
+la_status la_decoder_layer_f64(const la_layer_config *c, const la_layer_weights *w,
+                               size_t batch, size_t n, size_t m, const double *x,
+                               const double *memory, int causal, const int64_t *tgt_lengths,
+                               const int64_t *memory_lengths, double *out);
+
+/* The stacks of nn.Transformer: L encoder layers then encoder.norm; L2 decoder layers
+ * (each attending to memory) then decoder.norm. la_transformer_* runs both:
+ * memory = encoder(src), out = decoder(tgt, memory) with a causal target.
+ *   src: (B, M, D), tgt and out: (B, N, D). */
+la_status la_encoder_f32(const la_layer_config *c, const la_transformer_weights *w,
+                         size_t batch, size_t n, const float *x, int causal,
+                         const int64_t *key_lengths, float *out);
+la_status la_encoder_f64(const la_layer_config *c, const la_transformer_weights *w,
+                         size_t batch, size_t n, const double *x, int causal,
+                         const int64_t *key_lengths, double *out);
+la_status la_decoder_f32(const la_layer_config *c, const la_transformer_weights *w,
+                         size_t batch, size_t n, size_t m, const float *x,
+                         const float *memory, int causal, const int64_t *tgt_lengths,
+                         const int64_t *memory_lengths, float *out);
+la_status la_decoder_f64(const la_layer_config *c, const la_transformer_weights *w,
+                         size_t batch, size_t n, size_t m, const double *x,
+                         const double *memory, int causal, const int64_t *tgt_lengths,
+                         const int64_t *memory_lengths, double *out);
+la_status la_transformer_f32(const la_layer_config *c, const la_transformer_weights *w,
+                             size_t batch, size_t n_src, size_t n_tgt, const float *src,
+                             const float *tgt, const int64_t *src_lengths, float *out);
+la_status la_transformer_f64(const la_layer_config *c, const la_transformer_weights *w,
+                             size_t batch, size_t n_src, size_t n_tgt, const double *src,
+                             const double *tgt, const int64_t *src_lengths, double *out);
+
+/* Sinusoidal positional encoding added in place: x[b, pos, 2i] += sin(pos / 10000^(2i/D)),
+ * x[b, pos, 2i+1] += cos(pos / 10000^(2i/D)), positions first_pos .. first_pos + N − 1.
+ *   x: (B, N, D). Returns LA_OK, LA_EINVAL. */
+la_status la_add_positional_encoding_f32(size_t batch, size_t n, size_t d, size_t first_pos,
+                                         float *x);
+la_status la_add_positional_encoding_f64(size_t batch, size_t n, size_t d, size_t first_pos,
+                                         double *x);
+
+/* Token embeddings: out row t = table row tokens[t] (no scaling).
+ *   table: (V, D); tokens: (count) in [0, V) (LA_EINVAL otherwise, out untouched);
+ *   out: (count, D). */
+la_status la_embed_f32(size_t vocab, size_t d, const float *table, size_t count,
+                       const int64_t *tokens, float *out);
+la_status la_embed_f64(size_t vocab, size_t d, const double *table, size_t count,
+                       const int64_t *tokens, double *out);
+
+/* ---------------------------------------------------------------- Accounting */
+
+/* Exact parameter counts, as PyTorch counts them (sum of numel over parameters()):
+ *   multi-head attention 4D² + 4D (in_proj (3D, D) + 3D, out_proj D² + D);
+ *   FFN 2·D·d_ff + d_ff + D; LayerNorm 2D;
+ *   encoder layer = MHA + FFN + 2 LN (= 12D² + 13D when d_ff = 4D);
+ *   decoder layer = 2 MHA + FFN + 3 LN (= 16D² + 19D when d_ff = 4D);
+ *   encoder = L·encoder layer + LN (the final norm; 0 when L = 0), decoder likewise;
+ *   embedding V·D (one table), learned positions P·D (0: sinusoidal, no parameters);
+ *   total = encoder + decoder + embedding + positional.
+ * approx_12d2 is the familiar approximation that keeps only the D² terms with
+ * d_ff = 4D: 12D² per encoder layer (4D² attention + 8D² FFN) and, by the same rule,
+ * 16D² per decoder layer (its cross-attention adds 4D²); approx_gap is
+ * (exact − approx) / exact over the layers (encoder + decoder). */
+typedef struct {
+    size_t d_model, heads, d_ff;
+    size_t encoder_layers, decoder_layers;
+    size_t vocab;             /* 0: no embedding table */
+    size_t learned_positions; /* 0: sinusoidal encoding */
+} la_model_size;
+
+typedef struct {
+    uint64_t mha, ffn, layer_norm;
+    uint64_t encoder_layer, decoder_layer;
+    uint64_t encoder, decoder, embedding, positional, total;
+    uint64_t approx_12d2;
+    double approx_gap;
+} la_param_count;
+
+/* Returns LA_OK, LA_EINVAL (NULL, D, H or d_ff zero, H not dividing D), LA_EOVERFLOW
+ * (a count beyond 2⁶⁴ − 1). */
+la_status la_param_counts(const la_model_size *s, la_param_count *out);
+
+/* FLOPs and bytes of one encoder or decoder layer forward for B sequences of N tokens
+ * (decoder: over M memory tokens; encoder: M is ignored, self-attention is N × N), with
+ * c's kernel, φ, chunk. Multiply-adds count 2, every add, multiply, max, exp, erf 1:
+ *   projections: Q, K, V and out, 2·rows·D·D each plus rows·D bias adds (cross-attention:
+ *     Q and out over N rows, K and V over M rows);
+ *   attention: la_attention_cost's flops_total per attention (self, and cross);
+ *   ffn: 2·B·N·D·d_ff twice, B·N·(d_ff + D) bias adds, B·N·d_ff activations;
+ *   layer_norm: (8D + 5) per row per LayerNorm (mean D + 1, variance 3D + 1, 1/√(var+ε)
+ *     3, (x − mean)·r·γ + β 4D);
+ *   residual: B·N·D adds per sublayer.
+ * Bytes: weight_bytes the layer's parameters; activation_bytes the scratch the layer
+ * allocates (Q, K, V and the heads' output in (B, H, ·, D/H), one sublayer output, the
+ * FFN's hidden rows); workspace_bytes the attention kernel's (la_cost) at its peak. */
+typedef struct {
+    double projections, attention, ffn, layer_norm, residual, total;
+    la_cost self_attention;  /* the self-attention kernel's own breakdown */
+    la_cost cross_attention; /* decoder layers; zero for an encoder layer */
+    double weight_bytes, activation_bytes, workspace_bytes;
+} la_layer_cost;
+
+/* Returns LA_OK, LA_EINVAL (bad config, zero B, N or M, bad dtype), or what
+ * la_attention_cost returns. */
+la_status la_layer_cost_model(const la_layer_config *c, int decoder, size_t batch, size_t n,
+                              size_t m, int causal, la_dtype dtype, la_layer_cost *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -328,6 +328,74 @@ static void workspace_model(void **state)
     assert_int_equal(la_set_num_threads(threads), LA_OK);
 }
 
+/* workspace_bytes is what the kernels allocate: with p->workspace_limit at exactly the
+ * model's bytes the kernel runs, one byte less and it refuses with LA_EBUDGET. */
+static void workspace_matches_kernels(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_for("workspace_matches_kernels");
+    int threads = la_get_num_threads();
+    const size_t sizes[] = {1, 3, 17, 64, 65, 300};
+    for (int t = 1; t <= 3; t++) {
+        assert_int_equal(la_set_num_threads(t), LA_OK);
+        for (int kernel = 0; kernel < LA_KERNEL_COUNT; kernel++) {
+            for (int trial = 0; trial < 6; trial++) {
+                size_t B = 1 + tu_next(&r) % 2, H = 1 + tu_next(&r) % 3;
+                size_t N = sizes[tu_next(&r) % 6], M = sizes[tu_next(&r) % 6];
+                size_t dk = 1 + tu_next(&r) % 9, dv = 1 + tu_next(&r) % 9;
+                la_problem p;
+                la_problem_init(&p, B, H, N, M, dk, dv);
+                p.causal = kernel == LA_KERNEL_LINEAR_RECURRENT || tu_next(&r) % 2;
+                p.chunk = 1 + tu_next(&r) % 80;
+                float *q = tu_f32(B * H * N * dk), *k = tu_f32(B * H * M * dk);
+                float *v = tu_f32(B * H * M * dv), *out = tu_f32(B * H * N * dv);
+                for (size_t x = 0; x < B * H * N * dk; x++) q[x] = (float)tu_normal(&r);
+                for (size_t x = 0; x < B * H * M * dk; x++) k[x] = (float)tu_normal(&r);
+                for (size_t x = 0; x < B * H * M * dv; x++) v[x] = (float)tu_normal(&r);
+                for (int dtype = LA_FLOAT32; dtype <= LA_FLOAT64; dtype++) {
+                    la_cost c;
+                    assert_int_equal(la_attention_cost((la_kernel)kernel, &p, (la_dtype)dtype, &c),
+                                     LA_OK);
+                    assert_true(c.workspace_bytes >= 1 && c.workspace_bytes == floor(c.workspace_bytes));
+                    p.workspace_limit = (size_t)c.workspace_bytes;
+                    la_status ok, refused;
+                    if (dtype == LA_FLOAT32) {
+                        ok = la_attention_f32((la_kernel)kernel, &p, q, k, v, out);
+                        p.workspace_limit--;
+                        refused = la_attention_f32((la_kernel)kernel, &p, q, k, v, out);
+                    } else {
+                        double *q64 = tu_f64(B * H * N * dk), *k64 = tu_f64(B * H * M * dk);
+                        double *v64 = tu_f64(B * H * M * dv), *o64 = tu_f64(B * H * N * dv);
+                        tu_to_f64(q, q64, B * H * N * dk);
+                        tu_to_f64(k, k64, B * H * M * dk);
+                        tu_to_f64(v, v64, B * H * M * dv);
+                        ok = la_attention_f64((la_kernel)kernel, &p, q64, k64, v64, o64);
+                        p.workspace_limit--;
+                        refused = la_attention_f64((la_kernel)kernel, &p, q64, k64, v64, o64);
+                        free(q64);
+                        free(k64);
+                        free(v64);
+                        free(o64);
+                    }
+                    if (ok != LA_OK || refused != LA_EBUDGET)
+                        fail_msg("%s %s threads=%d B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu "
+                                 "causal=%d chunk=%zu: model %.0f bytes, kernel at the limit "
+                                 "%s, one byte under %s (seed %llu)",
+                                 la_kernel_name((la_kernel)kernel),
+                                 dtype == LA_FLOAT32 ? "f32" : "f64", t, B, H, N, M, dk, dv,
+                                 p.causal, p.chunk, c.workspace_bytes, la_strerror(ok),
+                                 la_strerror(refused), (unsigned long long)tu_seed());
+                }
+                free(q);
+                free(k);
+                free(v);
+                free(out);
+            }
+        }
+    }
+    assert_int_equal(la_set_num_threads(threads), LA_OK);
+}
+
 /* Every error path returns its status. */
 static void errors(void **state)
 {
@@ -352,6 +420,7 @@ int main(void)
         cmocka_unit_test(model_equals_counted_loops),
         cmocka_unit_test(closed_forms),
         cmocka_unit_test(workspace_model),
+        cmocka_unit_test(workspace_matches_kernels),
         cmocka_unit_test(errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
