@@ -104,7 +104,7 @@ fuzz: | build/.deps-build
 	    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	    -Ilib fuzz/fuzz_npy.c lib/npy.c lib/status.c -o build/fuzz/fuzz_npy
 	build/fuzz/fuzz_npy -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
-	    -artifact_prefix=build/fuzz/ build/fuzz/corpus fuzz/seeds
+	    -dict=fuzz/npy.dict -artifact_prefix=build/fuzz/ build/fuzz/corpus fuzz/seeds
 
 bench: $(BUILD)/linattn
 	$(BUILD)/linattn bench
