@@ -27,6 +27,16 @@ static void FN(block_scores)(const la_problem *p, const REAL *qh, const REAL *kh
          (ptrdiff_t)dk, 0, s, (ptrdiff_t)cols, 1);
 }
 
+/* max_c x[c] over n >= 1 elements (vectorised: `omp simd` allows the max reduction
+ * in any order, which is exact for max). */
+static REAL FN(row_max)(const REAL *x, size_t n)
+{
+    REAL m = x[0];
+#pragma omp simd reduction(max : m)
+    for (size_t c = 1; c < n; c++) m = x[c] > m ? x[c] : m;
+    return m;
+}
+
 /* Fused softmax attention for the query rows i0 .. i0+rows-1 of one head (b, h):
  *   qh: (N, d_k), kh: (M, d_k), vh: (M, d_v), oh: (N, d_v), row-major;
  *   s: (Q_BLOCK · K_BLOCK) scratch, row_max and row_sum: (Q_BLOCK) scratch.
@@ -59,9 +69,7 @@ static void FN(fused_block)(const la_problem *p, size_t b, const REAL *qh, const
             const size_t visible = la_visible_keys(p, b, i0 + r);
             const size_t n = visible <= j0 ? 0 : (visible - j0 < cols ? visible - j0 : cols);
             if (n > 0) {
-                REAL block_max = srow[0];
-                for (size_t c = 1; c < n; c++)
-                    if (srow[c] > block_max) block_max = srow[c];
+                const REAL block_max = FN(row_max)(srow, n);
                 if (block_max > row_max[r]) {
                     if (row_sum[r] > 0) { /* something accumulated: rescale it */
                         const REAL alpha = EXP1(row_max[r] - block_max);
@@ -246,10 +254,7 @@ la_status FN(la_softmax_attention_materialized)(const la_problem *p, const REAL 
                 REAL *srow = s + r * M;
                 const size_t n = la_visible_keys(p, b, i0 + r);
                 if (n > 0) {
-                    REAL row_max = srow[0];
-                    for (size_t c = 1; c < n; c++)
-                        if (srow[c] > row_max) row_max = srow[c];
-                    const REAL sum = EXP_SHIFT_SUM(srow, n, row_max);
+                    const REAL sum = EXP_SHIFT_SUM(srow, n, FN(row_max)(srow, n));
                     for (size_t c = 0; c < n; c++) srow[c] /= sum;
                 }
                 if (n < key_end) memset(srow + n, 0, (key_end - n) * sizeof *srow);
