@@ -116,16 +116,19 @@ static void FN(hard_block)(const la_problem *p, size_t b, const REAL *qh, const 
         const size_t cols = key_end - j0 < K_BLOCK ? key_end - j0 : K_BLOCK;
         /* s = q_blk · k_blkᵀ · scale */
         FN(block_scores)(p, qh, kh, i0, rows, j0, cols, s);
-        /* running argmax over visible keys, in increasing j: strict > keeps the lowest */
+        /* running argmax over visible keys, ties to the lowest j: the block's max
+         * (vectorised), then its first occurrence; an earlier block keeps a tie (strict >) */
         for (size_t r = 0; r < rows; r++) {
             const REAL *srow = s + r * cols;
             const size_t visible = la_visible_keys(p, b, i0 + r);
             const size_t n = visible <= j0 ? 0 : (visible - j0 < cols ? visible - j0 : cols);
-            for (size_t c = 0; c < n; c++) {
-                if (best_key[r] == SIZE_MAX || srow[c] > best_score[r]) {
-                    best_score[r] = srow[c];
-                    best_key[r] = j0 + c;
-                }
+            if (n == 0) continue;
+            const REAL block_max = FN(row_max)(srow, n);
+            if (best_key[r] == SIZE_MAX || block_max > best_score[r]) {
+                size_t c = 0; /* (c + 1 < n: stays in the row even if a score is NaN) */
+                while (c + 1 < n && !(srow[c] == block_max)) c++;
+                best_score[r] = block_max;
+                best_key[r] = j0 + c;
             }
         }
     }
