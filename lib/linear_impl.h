@@ -175,37 +175,59 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
     return LA_OK;
 }
 
+/* a + b without overflow: false when it does not fit. */
+static bool SFX(add_ok)(size_t a, size_t b, size_t *out)
+{
+    if (a > SIZE_MAX - b) return false;
+    *out = a + b;
+    return true;
+}
+
 /* Causal linear attention, chunked form, C = min(p->chunk, N) tokens per chunk. Keys
  * j >= N are never seen (query i sees j <= i), so a head uses u = min(m, N) keys.
  * Per head (b, h), with the carried state (S, z) of the keys before the chunk, for each
  * chunk of queries [c0, c0 + nq) and its visible keys [c0, c0 + nk):
  *   A = φ(Q_c) φ(K_c)ᵀ (nq, nk), A[i, j] = 0 for key j > query i;
- *   num = A V_c + φ(Q_c) S,  den = rowsum(A) + φ(Q_c) z,  y = num / (den + eps);
+ *   num = φ(Q_c) S + A V_c,  den = φ(Q_c) z + rowsum(A),  y = num / (den + eps);
  *   S += φ(K_c)ᵀ V_c,  z += Σ_rows φ(K_c).
- * Scratch per thread: S, z, a partial z, φ(Q_c), φ(K_c), A and den. */
+ * The denominators ride along as one extra column (z next to S, ones next to V_c), and
+ * the carried and intra-chunk parts as one product over stacked operands:
+ *   SV = [S z ; V_c 1]   (d_k + nk, d_v + 1): the state on top, the chunk's values below;
+ *   QA = [φ(Q_c) A]      (nq, d_k + nk);
+ *   [num den] = QA · SV  (nq, d_v + 1)  — one GEMM;
+ *   [S z] += φ(K_c)ᵀ [V_c 1]  — one GEMM, on SV's rows.
+ * So a chunk costs three GEMM calls (A, the output, the state update): at d = 64 BLIS
+ * spends about as long entering a call as computing a 64×64×64 product.
+ * Scratch per thread: SV, QA, φ(K_c) and [num den]. */
 static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k, const T *v,
                                      T *out)
 {
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     const size_t heads = p->batch * p->heads;
     const size_t C = p->chunk < N ? p->chunk : N;
-    size_t state_size, block, square, per_thread, total;
-    if (!la_mul_ok(dk, dv + 2, &state_size) || !la_mul_ok(C, dk, &block) ||
-        !la_mul_ok(C, C + 1, &square) || block > (SIZE_MAX - state_size - square) / 2)
+    /* per thread: SV (dk + C)(dv + 1) + QA C(dk + C) + φK C·dk + Y C(dv + 1) */
+    size_t rows, cols, ld_qa, sv_size, qa_size, pk_size, y_size, per_thread, total;
+    if (!SFX(add_ok)(dk, C, &rows) || !SFX(add_ok)(dv, 1, &cols) ||
+        !la_mul_ok(rows, cols, &sv_size) || !la_mul_ok(C, rows, &qa_size) ||
+        !la_mul_ok(C, dk, &pk_size) || !la_mul_ok(C, cols, &y_size) ||
+        !SFX(add_ok)(sv_size, qa_size, &per_thread) ||
+        !SFX(add_ok)(per_thread, pk_size, &per_thread) ||
+        !SFX(add_ok)(per_thread, y_size, &per_thread))
         return LA_EOVERFLOW;
-    per_thread = state_size + 2 * block + square;
+    ld_qa = rows; /* QA's leading dimension: d_k + C */
     const size_t threads = SFX(thread_count)(heads);
     la_status st = SFX(workspace_fits)(p, 0, threads, per_thread, &total);
     if (st != LA_OK) return st;
     T *work = malloc(total * sizeof *work);
     if (!work) return LA_ENOMEM;
     const T eps = (T)p->eps;
+    const ptrdiff_t ldq = (ptrdiff_t)ld_qa, ldsv = (ptrdiff_t)cols, lddk = (ptrdiff_t)dk;
 
 #pragma omp parallel for schedule(dynamic) num_threads((int)threads)
     for (size_t hd = 0; hd < heads; hd++) {
-        T *S = work + (size_t)omp_get_thread_num() * per_thread;
-        T *z = S + dk * dv, *z_part = z + dk;
-        T *phi_q = z_part + dk, *phi_k = phi_q + block, *A = phi_k + block, *den = A + C * C;
+        T *SV = work + (size_t)omp_get_thread_num() * per_thread;
+        T *QA = SV + sv_size, *phi_k = QA + qa_size, *Y = phi_k + pk_size;
+        T *VC = SV + dk * cols; /* SV's lower rows: [V_c 1] */
         const T *qh = q + hd * N * dk, *kh = k + hd * M * dk, *vh = v + hd * M * dv;
         T *yh = out + hd * N * dv;
         size_t u = SFX(visible_key_count)(p, hd / p->heads);
@@ -215,66 +237,46 @@ static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k
             continue;
         }
         if (u > N) u = N;
-        for (size_t a = 0; a < dk * dv; a++)
-            S[a] = 0;
-        for (size_t a = 0; a < dk; a++)
-            z[a] = 0;
+        for (size_t a = 0; a < dk * cols; a++) /* [S z] = 0 */
+            SV[a] = 0;
         for (size_t c0 = 0; c0 < N; c0 += C) {
             const size_t nq = N - c0 < C ? N - c0 : C;
             const size_t nk = c0 >= u ? 0 : (u - c0 < C ? u - c0 : C); /* nk <= nq */
-            T *y = yh + c0 * dv;
-            /* φ(Q_c): (nq, d_k) */
-            SFX(la_feature_map)(p->feature_map, qh + c0 * dk, phi_q, nq * dk);
+            /* QA's left part: φ(Q_c) (nq, d_k) */
+            for (size_t i = 0; i < nq; i++)
+                SFX(la_feature_map)(p->feature_map, qh + (c0 + i) * dk, QA + i * ld_qa, dk);
             if (nk > 0) {
                 /* φ(K_c): (nk, d_k) */
                 SFX(la_feature_map)(p->feature_map, kh + c0 * dk, phi_k, nk * dk);
-                /* A = φ(Q_c) φ(K_c)ᵀ: (nq, d_k)·(d_k, nk), then the causal mask */
-                SFX(la_gemm)
-                (nq, nk, dk, 1, phi_q, (ptrdiff_t)dk, 1, phi_k, 1, (ptrdiff_t)dk, 0, A,
-                 (ptrdiff_t)nk, 1);
-                for (size_t i = 0; i < nq; i++) {
-                    T sum = 0;
-                    for (size_t j = 0; j < nk; j++) {
-                        if (j > i) A[i * nk + j] = 0;
-                        sum += A[i * nk + j];
-                    }
-                    den[i] = sum; /* intra-chunk denominator: rowsum(A) */
+                /* QA's right part: A = φ(Q_c) φ(K_c)ᵀ (nq, d_k)·(d_k, nk), then the causal
+                 * mask: key j > query i hidden */
+                SFX(la_gemm)(nq, nk, dk, 1, QA, ldq, 1, phi_k, 1, lddk, 0, QA + dk, ldq, 1);
+                for (size_t i = 0; i + 1 < nk; i++)
+                    for (size_t j = i + 1; j < nk; j++)
+                        QA[i * ld_qa + dk + j] = 0;
+                /* SV's lower rows: [V_c 1] (nk, d_v + 1) */
+                for (size_t j = 0; j < nk; j++) {
+                    for (size_t c = 0; c < dv; c++)
+                        VC[j * cols + c] = vh[(c0 + j) * dv + c];
+                    VC[j * cols + dv] = 1;
                 }
-                /* num = A V_c: (nq, nk)·(nk, d_v), straight into out */
-                SFX(la_gemm)
-                (nq, dv, nk, 1, A, (ptrdiff_t)nk, 1, vh + c0 * dv, (ptrdiff_t)dv, 1, 0, y,
-                 (ptrdiff_t)dv, 1);
-            } else {
-                for (size_t i = 0; i < nq; i++)
-                    den[i] = 0;
             }
-            if (c0 > 0) {
-                /* carried state: num += φ(Q_c) S, den += φ(Q_c) z */
-                SFX(la_gemm)
-                (nq, dv, dk, 1, phi_q, (ptrdiff_t)dk, 1, S, (ptrdiff_t)dv, 1, nk > 0 ? 1 : 0, y,
-                 (ptrdiff_t)dv, 1);
-                for (size_t i = 0; i < nq; i++)
-                    den[i] += SFX(la_dot)(phi_q + i * dk, z, dk);
-            }
+            /* [num den] = [φ(Q_c) A] · [S z ; V_c 1]: (nq, d_k + nk)·(d_k + nk, d_v + 1);
+             * the first chunk has no carried state and skips its d_k columns */
+            const size_t skip = c0 == 0 ? dk : 0;
+            SFX(la_gemm)
+            (nq, cols, dk + nk - skip, 1, QA + skip, ldq, 1, SV + skip * cols, ldsv, 1, 0, Y, ldsv,
+             1);
             /* y = num / (den + eps) */
+            T *y = yh + c0 * dv;
             for (size_t i = 0; i < nq; i++) {
-                const T d = den[i] + eps;
+                const T den = Y[i * cols + dv] + eps;
                 for (size_t c = 0; c < dv; c++)
-                    y[i * dv + c] /= d;
+                    y[i * dv + c] = Y[i * cols + c] / den;
             }
-            /* carry the chunk's keys: S += φ(K_c)ᵀ V_c, z += Σ_rows φ(K_c) */
-            if (nk > 0 && c0 + C < N) {
-                SFX(la_gemm)
-                (dk, dv, nk, 1, phi_k, 1, (ptrdiff_t)dk, vh + c0 * dv, (ptrdiff_t)dv, 1, 1, S,
-                 (ptrdiff_t)dv, 1);
-                for (size_t a = 0; a < dk; a++)
-                    z_part[a] = 0;
-                for (size_t j = 0; j < nk; j++)
-                    for (size_t a = 0; a < dk; a++)
-                        z_part[a] += phi_k[j * dk + a];
-                for (size_t a = 0; a < dk; a++)
-                    z[a] += z_part[a];
-            }
+            /* carry the chunk's keys: [S z] += φ(K_c)ᵀ [V_c 1]: (d_k, nk)·(nk, d_v + 1) */
+            if (nk > 0 && c0 + C < N)
+                SFX(la_gemm)(dk, cols, nk, 1, phi_k, 1, lddk, VC, ldsv, 1, 1, SV, ldsv, 1);
         }
     }
     free(work);
