@@ -20,5 +20,6 @@ LA_DECLARE_COMMAND(attend);
 LA_DECLARE_COMMAND(scaling);
 LA_DECLARE_COMMAND(decode);
 LA_DECLARE_COMMAND(bench);
+LA_DECLARE_COMMAND(params);
 
 #endif

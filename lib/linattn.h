@@ -436,8 +436,9 @@ la_status la_layer_weights_init(la_layer_weights *w, la_dtype dtype, size_t d_mo
  * from self_attn.in_proj_weight (3D, D) and d_ff from linear1.weight (d_ff, D); every
  * other tensor must have exactly its shape. float32 and float64 files are both accepted
  * and converted to dtype. On error w is left empty and *err (when err is not NULL)
- * names the file: LA_EIO (missing or unreadable), LA_EFORMAT (not a valid .npy, or a
- * wrong shape), LA_EDTYPE (not float), LA_EINVAL (NULL, bad dtype), LA_ENOMEM. */
+ * names the file: LA_EIO (missing or unreadable), LA_EFORMAT (not a valid .npy, a
+ * wrong shape, a NaN or infinite value, or one beyond float32's range when dtype is
+ * LA_FLOAT32), LA_EDTYPE (not float), LA_EINVAL (NULL, bad dtype), LA_ENOMEM. */
 la_status la_layer_weights_load(la_layer_weights *w, la_dtype dtype, int decoder,
                                 const char *dir, const char *prefix, la_load_error *err);
 

@@ -246,11 +246,18 @@ static la_status load_tensor(const char *path, int ndim, const size_t *shape, vo
         la_array_free(&a);
         return LA_EFORMAT;
     }
+    /* converted to dtype; every value finite (in dtype too) */
     for (size_t i = 0; i < a.count; i++) {
         double x = a.dtype == LA_NPY_F32 ? (double)((const float *)a.data)[i]
                                          : ((const double *)a.data)[i];
         if (dtype == LA_FLOAT32) ((float *)dst)[i] = (float)x;
         else ((double *)dst)[i] = x;
+        if (!isfinite(x) || (dtype == LA_FLOAT32 && !isfinite((float)x))) {
+            set_error(err, path, "element %zu (%g) is not finite%s", i, x,
+                      isfinite(x) ? " in float32" : "");
+            la_array_free(&a);
+            return LA_EFORMAT;
+        }
     }
     la_array_free(&a);
     return LA_OK;
