@@ -19,6 +19,7 @@ typedef struct {
 LA_DECLARE_COMMAND(attend);
 LA_DECLARE_COMMAND(scaling);
 LA_DECLARE_COMMAND(decode);
+LA_DECLARE_COMMAND(crossover);
 LA_DECLARE_COMMAND(bench);
 LA_DECLARE_COMMAND(params);
 

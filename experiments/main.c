@@ -10,6 +10,7 @@ static const la_command commands[] = {
     {"attend", "run one attention kernel on .npy inputs", cmd_attend, &cmd_attend_help},
     {"scaling", "experiment: time and memory of each kernel against N", cmd_scaling, &cmd_scaling_help},
     {"decode", "experiment: per-token latency of generation, KV cache vs state", cmd_decode, &cmd_decode_help},
+    {"crossover", "experiment: the N where linear attention overtakes softmax, per d", cmd_crossover, &cmd_crossover_help},
     {"bench", "time every kernel against BLIS sgemm (GFLOP/s ratio)", cmd_bench, &cmd_bench_help},
     {"params", "exact parameter counts per component, as PyTorch counts them", cmd_params, &cmd_params_help},
 };

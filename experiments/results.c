@@ -130,6 +130,19 @@ const char *res_cpu_model(void)
     return model;
 }
 
+const char *res_load_average(void)
+{
+    static char load[64];
+    snprintf(load, sizeof load, "unknown");
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f) return load;
+    double a, b, c;
+    if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
+        snprintf(load, sizeof load, "%.2f %.2f %.2f", a, b, c);
+    fclose(f);
+    return load;
+}
+
 int res_cores(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -344,6 +357,9 @@ res_file *res_open(const char *path, const char *experiment, const char *about,
         fprintf(f->out, "# cpu: %s\n", res_cpu_model());
         fprintf(f->out, "# cores: %d\n", res_cores());
         fprintf(f->out, "# threads: %d\n", la_get_num_threads());
+        fprintf(f->out, "# load_average: %s (other processes competing for the cores add "
+                        "noise to timings)\n",
+                res_load_average());
         fprintf(f->out, "# blis: %s\n", bli_info_get_version_str());
         fprintf(f->out, "# linattn: %s\n", LA_VERSION_STRING);
         fprintf(f->out, "# peak_rss: %s\n",

@@ -95,6 +95,7 @@ int res_close(res_file *f);
 /* The facts the header records, for summaries too. Strings are static. */
 const char *res_cpu_model(void);
 int res_cores(void);
+const char *res_load_average(void); /* "0.12 0.30 0.25" from /proc/loadavg, or "unknown" */
 const char *res_git_commit(void); /* "abc1234", "abc1234 (dirty)" or "unknown" */
 
 /* ---------------------------------------------------------------- progress */

@@ -64,22 +64,6 @@ enum { N_KEY = 7 };
 static const char FIT_COLUMNS[] =
     "variant,theory_exponent,fitted_exponent,prefactor_s,fit_n_min,fit_n_max,fit_points";
 
-/* One kernel call on the point's inputs, for res_time. */
-typedef struct {
-    la_kernel kernel;
-    const la_problem *p;
-    const float *q, *k, *v;
-    float *out;
-    la_status status;
-} call;
-
-static int run_call(void *ctx)
-{
-    call *c = ctx;
-    c->status = la_attention_f32(c->kernel, c->p, c->q, c->k, c->v, c->out);
-    return c->status != LA_OK;
-}
-
 /* What a sweep remembers of a kernel's last measured point, to predict the next. */
 typedef struct {
     int selected;
@@ -302,17 +286,15 @@ int cmd_scaling(int argc, char **argv)
                     memset(out, 0, elems * sizeof *out);
                     filled = 1;
                 }
-                call cl = {var->kernel, &p, q, k, v, out, LA_OK};
                 res_peak_reset();
                 baseline = res_rss_bytes();
-                int failed = res_time(run_call, &cl, c.common.min_reps, 1000,
-                                      c.common.min_time, 1.0, &t);
+                la_status ks = sw_time_kernel(var->kernel, &p, q, k, v, out, &c.common, &t);
                 peak = res_peak_rss_bytes();
-                if (failed) {
-                    if (cl.status == LA_EBUDGET) status = "skipped_mem";
+                if (ks != LA_OK) {
+                    if (ks == LA_EBUDGET) status = "skipped_mem";
                     else {
                         fprintf(stderr, "\nlinattn: scaling: %s at N = %zu: %s\n", var->name,
-                                n, la_strerror(cl.status));
+                                n, la_strerror(ks));
                         status = "error";
                     }
                 } else {

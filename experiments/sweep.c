@@ -114,6 +114,32 @@ int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out,
     return 0;
 }
 
+/* One kernel call, for res_time. */
+typedef struct {
+    la_kernel kernel;
+    const la_problem *p;
+    const float *q, *k, *v;
+    float *out;
+    la_status status;
+} kernel_call;
+
+static int run_kernel_call(void *ctx)
+{
+    kernel_call *c = ctx;
+    c->status = la_attention_f32(c->kernel, c->p, c->q, c->k, c->v, c->out);
+    return c->status != LA_OK;
+}
+
+la_status sw_time_kernel(la_kernel kernel, const la_problem *p, const float *q,
+                         const float *k, const float *v, float *out, const sw_common *c,
+                         res_timing *t)
+{
+    kernel_call call = {kernel, p, q, k, v, out, LA_OK};
+    if (res_time(run_kernel_call, &call, c->min_reps, 1000, c->min_time, 1.0, t) != 0)
+        return call.status != LA_OK ? call.status : LA_ENOMEM;
+    return LA_OK;
+}
+
 size_t sw_geometric(size_t lo, size_t hi, double factor, size_t *out, size_t max)
 {
     size_t n = 0;

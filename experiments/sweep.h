@@ -5,6 +5,7 @@
 #define LA_SWEEP_H
 
 #include "cli.h"
+#include "results.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -57,6 +58,13 @@ int sw_parse_bytes(const char *flag, const char *s, double *out);     /* 8G, 512
 int sw_parse_range(const char *flag, const char *s, size_t *lo, size_t *hi); /* LO:HI */
 /* "16,32,64" into at most max sizes; *n receives the count. */
 int sw_parse_size_list(const char *flag, const char *s, size_t *out, size_t max, size_t *n);
+
+/* Times one kernel call on given inputs with res_time and c's repetition settings
+ * (slow calls, over 1 s, are timed 3 times counting the warm-up). Returns the kernel's
+ * status; *t is set when it is LA_OK. */
+la_status sw_time_kernel(la_kernel kernel, const la_problem *p, const float *q,
+                         const float *k, const float *v, float *out, const sw_common *c,
+                         res_timing *t);
 
 /* Geometric sweep lo, lo·f, lo·f², … up to hi (inclusive, rounded to integers, no
  * repeats). Returns the count (at most max). */

@@ -1,0 +1,339 @@
+/* crossover.c — `linattn crossover`: for each head size d, the sequence length N at
+ * which linear attention becomes faster than softmax attention, measured (a geometric
+ * sweep until linear wins, then bisection between the two sweep points around the
+ * change) and predicted by the FLOP model (the N at which la_attention_cost's totals
+ * cross), for non-causal attention (fused softmax against linear) and causal (causal
+ * fused softmax against chunked causal linear). Writes every timed point to
+ * results/crossover_points.csv and one row per (d, causal) to results/crossover.csv. */
+#include "commands.h"
+#include "inputs.h"
+#include "linattn.h"
+#include "results.h"
+#include "sweep.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const cmd_crossover_help =
+    "usage: linattn crossover [--d LIST] [--n LO:HI] [--heads H] [--bisect-steps K]\n"
+    "                         [shared flags]\n"
+    "\n"
+    "For each head size d (d_k = d_v = d) and for non-causal and causal attention, finds\n"
+    "the N (= M) above which linear attention is faster than softmax attention:\n"
+    "  measured   time both kernels at N = LO, 2·LO, … until linear is faster at two\n"
+    "             successive N, then bisect K times between the first of them and the\n"
+    "             N before (geometric midpoints); the crossover is where\n"
+    "             log(t_softmax / t_linear) interpolates to zero. Times are the fastest\n"
+    "             of the repetitions (interference from other processes only adds);\n"
+    "  predicted  the N at which the FLOP model's totals (la_attention_cost) cross.\n"
+    "Non-causal compares the fused softmax kernel with linear attention; causal compares\n"
+    "the causal fused softmax kernel with the chunked causal linear kernel.\n"
+    "\n"
+    "  --d LIST           head sizes (default 16,32,64,128,256)\n"
+    "  --n LO:HI          sweep range (default 16:16384)\n"
+    "  --heads H          heads (default 4)\n"
+    "  --bisect-steps K   bisection steps between the bracketing sweep points (default 4)\n"
+    SW_COMMON_HELP
+    "                     (defaults: --out results/crossover.csv --max-seconds 10\n"
+    "                     --max-mem 4G; --min-time 0.1; the timed points go to\n"
+    "                     <out>_points.csv, which --resume reuses)\n";
+
+static const char POINT_COLUMNS[] =
+    "d,causal,n,heads,threads,stage,status,softmax_median_s,softmax_min_s,softmax_max_s,"
+    "linear_median_s,linear_min_s,linear_max_s,min_ratio_softmax_over_linear,softmax_flops,"
+    "linear_flops";
+enum { POINT_KEY = 5 };
+
+static const char COLUMNS[] =
+    "d,causal,heads,threads,status,measured_crossover_n,bracket_lo_n,bracket_hi_n,"
+    "predicted_crossover_n,softmax_kernel,linear_kernel";
+
+enum { MAX_D = 16, MAX_POINTS = 64 };
+
+typedef struct {
+    size_t d[MAX_D], n_d, lo, hi, heads, bisect_steps;
+    sw_common common;
+} config;
+
+static int parse(int argc, char **argv, config *c)
+{
+    const char *d = NULL, *n = NULL, *heads = NULL, *steps = NULL;
+    sw_common_text common = {0};
+    const cli_flag flags[] = {
+        {"d", &d, NULL}, {"n", &n, NULL}, {"heads", &heads, NULL},
+        {"bisect-steps", &steps, NULL}, SW_COMMON_FLAGS(common), {NULL, NULL, NULL},
+    };
+    int rc = cli_parse_flags(argc, argv, flags);
+    if (rc) return rc;
+    static const size_t default_d[] = {16, 32, 64, 128, 256};
+    memcpy(c->d, default_d, sizeof default_d);
+    c->n_d = 5, c->lo = 16, c->hi = 16384, c->heads = 4, c->bisect_steps = 4;
+    if (d && (rc = sw_parse_size_list("--d", d, c->d, MAX_D, &c->n_d))) return rc;
+    if (n && (rc = sw_parse_range("--n", n, &c->lo, &c->hi))) return rc;
+    if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
+    if (steps && (rc = cli_parse_size("--bisect-steps", steps, &c->bisect_steps))) return rc;
+    if (c->bisect_steps > 30) return cli_fail("--bisect-steps", "at most 30");
+    if ((rc = sw_common_finish(&common, &c->common, "results/crossover.csv", 10,
+                               4.0 * (1 << 30))))
+        return rc;
+    if (!common.min_time) c->common.min_time = 0.1;
+    return 0;
+}
+
+/* The two kernels compared, for a causal flag. */
+static la_kernel softmax_kernel(void) { return LA_KERNEL_SOFTMAX; }
+static la_kernel linear_kernel(void) { return LA_KERNEL_LINEAR; }
+
+static void problem_for(la_problem *p, size_t heads, size_t n, size_t d, int causal)
+{
+    la_problem_init(p, 1, heads, n, n, d, d);
+    p->causal = causal;
+}
+
+/* FLOP-model totals of both kernels at N; 0 on success. */
+static int model_flops(size_t heads, size_t n, size_t d, int causal, double *soft, double *lin)
+{
+    la_problem p;
+    la_cost cs, cl;
+    problem_for(&p, heads, n, d, causal);
+    if (la_attention_cost(softmax_kernel(), &p, LA_FLOAT32, &cs) != LA_OK ||
+        la_attention_cost(linear_kernel(), &p, LA_FLOAT32, &cl) != LA_OK)
+        return -1;
+    *soft = cs.flops_total;
+    *lin = cl.flops_total;
+    return 0;
+}
+
+/* The smallest N at which the model's softmax FLOPs exceed linear's, searching up to
+ * 2^30: a doubling scan, then integer bisection. 0 when they never cross. */
+static double predicted_crossover(size_t heads, size_t d, int causal)
+{
+    double s, l;
+    size_t lo = 1, hi = 0;
+    if (model_flops(heads, 1, d, causal, &s, &l) != 0) return NAN;
+    if (s > l) return 1;
+    for (size_t n = 2; n <= ((size_t)1 << 30); n *= 2) {
+        if (model_flops(heads, n, d, causal, &s, &l) != 0) return NAN;
+        if (s > l) {
+            hi = n;
+            break;
+        }
+        lo = n;
+    }
+    if (!hi) return 0;
+    while (hi - lo > 1) { /* invariant: softmax cheaper at lo, dearer at hi */
+        size_t mid = lo + (hi - lo) / 2;
+        if (model_flops(heads, mid, d, causal, &s, &l) != 0) return NAN;
+        if (s > l) hi = mid;
+        else lo = mid;
+    }
+    return (double)hi;
+}
+
+/* A timed point: both kernels at N. */
+typedef struct {
+    double n, soft, lin; /* fastest of the repetitions (s): interference only adds time */
+    int ok;
+} point;
+
+typedef struct {
+    const config *c;
+    res_file *points;
+    res_progress *pr;
+    int point_no;
+    float *q, *k, *v, *out; /* sized for the largest N and d */
+} runner;
+
+/* Times both kernels at (d, causal, n), or reads the point back from the file. */
+static int time_point(runner *r, size_t d, int causal, size_t n, const char *stage, point *pt)
+{
+    const config *c = r->c;
+    char key[160], what[96];
+    snprintf(key, sizeof key, "%zu,%d,%zu,%zu,%d", d, causal, n, c->heads, la_get_num_threads());
+    snprintf(what, sizeof what, "d=%zu %s N=%zu (%s)", d, causal ? "causal" : "non-causal", n,
+             stage);
+    res_progress_step(r->pr, ++r->point_no, 1, what);
+    pt->n = (double)n;
+    pt->ok = 0;
+    const char *row = res_find(r->points, key);
+    if (row) {
+        char status[32];
+        if (res_get_str(r->points, row, "status", status, sizeof status) == 0 &&
+            strcmp(status, "ok") == 0 &&
+            res_get(r->points, row, "softmax_min_s", &pt->soft) == 0 &&
+            res_get(r->points, row, "linear_min_s", &pt->lin) == 0)
+            pt->ok = 1;
+        return 0;
+    }
+    double fs, fl;
+    if (model_flops(c->heads, n, d, causal, &fs, &fl) != 0) return -1;
+    la_problem p;
+    problem_for(&p, c->heads, n, d, causal);
+    la_cost cost;
+    if (la_attention_cost(softmax_kernel(), &p, LA_FLOAT32, &cost) != LA_OK) return -1;
+    /* budget: the softmax call is the slower; an optimistic 20 GFLOP/s */
+    const char *status = "ok";
+    res_timing ts = {0}, tl = {0};
+    if (cost.io_bytes + cost.workspace_bytes > c->common.max_mem) status = "skipped_mem";
+    else if (fs / 20e9 > c->common.max_seconds) status = "skipped_time";
+    else {
+        size_t elems = c->heads * n * d;
+        in_rng g = in_rng_for(c->common.seed, "crossover");
+        in_fill_normal_f32(&g, r->q, elems, 1.0);
+        in_fill_normal_f32(&g, r->k, elems, 1.0);
+        in_fill_normal_f32(&g, r->v, elems, 1.0);
+        la_status st = sw_time_kernel(softmax_kernel(), &p, r->q, r->k, r->v, r->out,
+                                      &c->common, &ts);
+        if (st == LA_OK)
+            st = sw_time_kernel(linear_kernel(), &p, r->q, r->k, r->v, r->out, &c->common, &tl);
+        if (st != LA_OK) {
+            fprintf(stderr, "\nlinattn: crossover: d = %zu, N = %zu: %s\n", d, n,
+                    la_strerror(st));
+            status = "error";
+        } else {
+            pt->soft = ts.min_s, pt->lin = tl.min_s, pt->ok = 1;
+        }
+    }
+    if (pt->ok)
+        return res_row(r->points, "%s,%s,ok,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.5f,%.6e,%.6e", key,
+                       stage, ts.median_s, ts.min_s, ts.max_s, tl.median_s, tl.min_s, tl.max_s,
+                       ts.min_s / tl.min_s, fs, fl);
+    return res_row(r->points, "%s,%s,%s,,,,,,,,%.6e,%.6e", key, stage, status, fs, fl);
+}
+
+/* log(t_softmax / t_linear): positive when linear is faster */
+static double margin(const point *p) { return log(p->soft / p->lin); }
+
+/* Measures one (d, causal): sweep, bisect, interpolate. Writes the summary row. */
+static int measure(runner *r, res_file *f, size_t d, int causal)
+{
+    const config *c = r->c;
+    size_t ns[MAX_POINTS];
+    size_t n_points = sw_geometric(c->lo, c->hi, 2, ns, MAX_POINTS);
+    point below = {0}, above = {0}, pt;
+    int found = 0, have_below = 0;
+    const char *status = "ok";
+    /* the crossing: the first sweep point where linear is faster and stays faster at
+     * the next one (at small N both are dominated by fixed costs and a single win can
+     * be noise) */
+    point prev = {0};
+    int have_prev = 0;
+    for (size_t i = 0; i < n_points && !found; i++) {
+        if (time_point(r, d, causal, ns[i], "sweep", &pt) != 0) return -1;
+        if (!pt.ok) {
+            status = "not_reached"; /* budget or error before linear won */
+            break;
+        }
+        if (margin(&pt) > 0 && have_prev && margin(&prev) > 0) {
+            above = prev;
+            found = 1;
+        } else if (margin(&pt) > 0 && i + 1 == n_points) {
+            above = pt;
+            found = 1;
+        } else if (margin(&pt) <= 0) {
+            below = pt;
+            have_below = 1;
+        }
+        if (!found && margin(&pt) <= 0) have_prev = 0;
+        else have_prev = 1, prev = pt;
+    }
+    double measured = NAN, predicted = predicted_crossover(c->heads, d, causal);
+    if (found && !have_below) status = "below_range"; /* linear already faster at LO */
+    else if (!found && strcmp(status, "ok") == 0) status = "above_range";
+    if (found && have_below) {
+        /* bisection on log N between the bracketing points */
+        for (size_t s = 0; s < c->bisect_steps; s++) {
+            size_t mid = (size_t)llround(sqrt(below.n * above.n));
+            if (mid <= (size_t)below.n || mid >= (size_t)above.n) break;
+            if (time_point(r, d, causal, mid, "bisect", &pt) != 0) return -1;
+            if (!pt.ok) break;
+            if (margin(&pt) > 0) above = pt;
+            else below = pt;
+        }
+        /* log-linear interpolation of the margin to zero */
+        double m0 = margin(&below), m1 = margin(&above);
+        double x0 = log(below.n), x1 = log(above.n);
+        double x = m1 > m0 ? x0 + (0 - m0) * (x1 - x0) / (m1 - m0) : 0.5 * (x0 + x1);
+        measured = exp(x);
+    }
+    char pred_text[32] = "", meas_text[32] = "", lo_text[32] = "", hi_text[32] = "";
+    if (isfinite(predicted) && predicted > 0) snprintf(pred_text, sizeof pred_text, "%.0f", predicted);
+    if (isfinite(measured)) snprintf(meas_text, sizeof meas_text, "%.1f", measured);
+    if (have_below) snprintf(lo_text, sizeof lo_text, "%.0f", below.n);
+    if (found) snprintf(hi_text, sizeof hi_text, "%.0f", above.n);
+    printf("crossover: d = %3zu %-10s measured N = %-8s (bracket %s..%s)  predicted by FLOPs "
+           "N = %s%s\n",
+           d, causal ? "causal" : "non-causal", meas_text[0] ? meas_text : "-", lo_text,
+           hi_text, pred_text[0] ? pred_text : "-",
+           strcmp(status, "ok") ? (strcmp(status, "below_range") == 0 ? "  (linear faster at the smallest N)" : "  (not reached)") : "");
+    return res_row(f, "%zu,%d,%zu,%d,%s,%s,%s,%s,%s,%s,%s", d, causal, c->heads,
+                   la_get_num_threads(), status, meas_text, lo_text, hi_text, pred_text,
+                   causal ? "softmax_causal" : "softmax",
+                   causal ? "linear_causal_chunked" : "linear");
+}
+
+/* <out without .csv>_points.csv */
+static void points_path(const char *out, char *buf, size_t size)
+{
+    size_t len = strlen(out);
+    if (len > 4 && strcmp(out + len - 4, ".csv") == 0) len -= 4;
+    snprintf(buf, size, "%.*s_points.csv", (int)len, out);
+}
+
+int cmd_crossover(int argc, char **argv)
+{
+    config c;
+    int rc = parse(argc, argv, &c);
+    if (rc) return rc;
+    res_memory_init();
+    char err[512], path[4096];
+    points_path(c.common.out, path, sizeof path);
+    runner r = {&c, NULL, NULL, 0, NULL, NULL, NULL, NULL};
+    res_file *f = NULL;
+    r.points = res_open(path, "crossover_points",
+                        "both kernels timed at each N of the crossover search (float32, "
+                        "N = M, random normal inputs)",
+                        POINT_COLUMNS, POINT_KEY, c.common.resume, argc, argv, err, sizeof err);
+    if (!r.points) return cli_fail("crossover", "%s", err);
+    f = res_open(c.common.out, "crossover",
+                 "N above which linear attention is faster than softmax attention, measured "
+                 "and predicted by the FLOP model",
+                 COLUMNS, 4, 0, argc, argv, err, sizeof err);
+    if (!f) {
+        res_close(r.points);
+        return cli_fail("crossover", "%s", err);
+    }
+
+    size_t max_d = 0;
+    for (size_t i = 0; i < c.n_d; i++)
+        if (c.d[i] > max_d) max_d = c.d[i];
+    /* inputs for the largest point that fits the memory budget */
+    double elems = (double)c.heads * (double)c.hi * (double)max_d;
+    double cap_elems = c.common.max_mem / (4.0 * 4);
+    size_t n_alloc = (size_t)(elems < cap_elems ? elems : cap_elems);
+    r.q = malloc(n_alloc * sizeof(float)), r.k = malloc(n_alloc * sizeof(float));
+    r.v = malloc(n_alloc * sizeof(float)), r.out = malloc(n_alloc * sizeof(float));
+    rc = 1;
+    if (!r.q || !r.k || !r.v || !r.out) {
+        fprintf(stderr, "linattn: crossover: out of memory\n");
+        goto done;
+    }
+    /* points the memory budget cannot hold are refused by time_point's check, which
+     * uses the same 4 arrays of heads·N·d floats */
+    res_progress pr;
+    res_progress_start(&pr, "crossover", (int)(c.n_d * 2 * 12), 0);
+    r.pr = &pr;
+    for (int causal = 0; causal <= 1; causal++)
+        for (size_t i = 0; i < c.n_d; i++)
+            if (measure(&r, f, c.d[i], causal) != 0) goto done;
+    res_progress_end(&pr);
+    printf("crossover: wrote %s and %s\n", res_path(f), res_path(r.points));
+    rc = 0;
+done:
+    free(r.q), free(r.k), free(r.v), free(r.out);
+    if (res_close(f) != 0) rc = 1;
+    if (res_close(r.points) != 0) rc = 1;
+    return rc;
+}
