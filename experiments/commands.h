@@ -22,5 +22,6 @@ LA_DECLARE_COMMAND(decode);
 LA_DECLARE_COMMAND(crossover);
 LA_DECLARE_COMMAND(bench);
 LA_DECLARE_COMMAND(params);
+LA_DECLARE_COMMAND(flops);
 
 #endif

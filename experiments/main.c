@@ -13,6 +13,7 @@ static const la_command commands[] = {
     {"crossover", "experiment: the N where linear attention overtakes softmax, per d", cmd_crossover, &cmd_crossover_help},
     {"bench", "time every kernel against BLIS sgemm (GFLOP/s ratio)", cmd_bench, &cmd_bench_help},
     {"params", "exact parameter counts per component, as PyTorch counts them", cmd_params, &cmd_params_help},
+    {"flops", "FLOPs and memory of one Transformer layer, per component", cmd_flops, &cmd_flops_help},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 

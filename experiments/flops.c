@@ -1,0 +1,192 @@
+/* flops.c — `linattn flops`: the FLOPs and bytes of one Transformer layer forward, per
+ * component, from the library's one model (la_layer_cost_model, la_attention_cost). */
+#include "cli.h"
+#include "commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *const cmd_flops_help =
+    "usage: linattn flops --d-model D --heads H --d-ff F --n N [--m M] [--batch B]\n"
+    "                     [--attention softmax|softmax_materialized|hard|linear] [--causal]\n"
+    "                     [--layer encoder|decoder] [--precision float32|float64]\n"
+    "                     [--feature-map elu|relu] [--chunk C] [--threads T]\n"
+    "                     [--format table|csv]\n"
+    "\n"
+    "FLOPs and memory of one Transformer layer forward on B sequences of N tokens, per\n"
+    "component: the model every benchmark and experiment takes its GFLOP/s from. A\n"
+    "multiply-add counts 2 FLOPs; an add, multiply, divide, compare, max or exp 1; only\n"
+    "the (query, key) pairs the causal mask leaves visible are counted.\n"
+    "  projections   Q, K, V and output: 2·rows·D² + rows·D each (decoder: also the\n"
+    "                cross-attention's, K and V over the M memory rows)\n"
+    "  attention_*   the kernel's own breakdown (self-attention; cross_attention_* for a\n"
+    "                decoder layer): qk 2·pairs·d_k, softmax 5·pairs, av 2·pairs·d_v for\n"
+    "                softmax; phi, kv, qs, normalize for linear (O(N·d_k·d_v) per head)\n"
+    "  ffn           2·B·N·D·F twice, biases B·N·(F + D), activation B·N·F\n"
+    "  layer_norm    (8·D + 5) per row per LayerNorm (2 per encoder, 3 per decoder layer)\n"
+    "  residual      B·N·D per sublayer\n"
+    "memory (bytes): weights (the layer's parameters), activations (the scratch the layer\n"
+    "allocates: Q, K, V, the heads' output, its working copies, the FFN's hidden rows),\n"
+    "attention_workspace (the kernel's scratch at its peak, for the thread count: the N×M\n"
+    "score matrix for softmax_materialized, a block per thread for the fused softmax, the\n"
+    "d_k×d_v state for linear).\n"
+    "\n"
+    "required:\n"
+    "  --d-model D, --heads H (dividing D), --d-ff F, --n N      all >= 1\n"
+    "options (default in brackets):\n"
+    "  --m M                decoder: memory tokens of the cross-attention [N]\n"
+    "  --batch B            [1]\n"
+    "  --attention KIND     softmax (fused), softmax_materialized, hard or linear [softmax]\n"
+    "  --causal             causal self-attention [off]\n"
+    "  --layer L            encoder or decoder [encoder]\n"
+    "  --precision P        float32 or float64: element size of the bytes [float32]\n"
+    "  --feature-map F      linear: elu or relu [elu]\n"
+    "  --chunk C            linear --causal: tokens per chunk [64]\n"
+    "  --threads T          threads the workspace is counted for [LA_NUM_THREADS, else all]\n"
+    "  --format FMT         table or csv (header component,flops,bytes; one row per\n"
+    "                       component, FLOP rows with bytes empty and memory rows with\n"
+    "                       flops empty) [table]\n"
+    "\n"
+    "exit status: 0 done, 2 bad flags (one line on stderr: linattn: WHAT: why)\n"
+    "\n"
+    "example:\n"
+    "  linattn flops --d-model 512 --heads 8 --d-ff 2048 --n 4096 --attention linear --causal\n";
+
+static const char *const attention_names[] = {"softmax", "softmax_materialized", "hard", "linear",
+                                              NULL};
+static const la_kernel attention_kernels[] = {LA_KERNEL_SOFTMAX, LA_KERNEL_SOFTMAX_MATERIALIZED,
+                                              LA_KERNEL_HARD, LA_KERNEL_LINEAR};
+static const char *const layer_names[] = {"encoder", "decoder", NULL};
+static const char *const precision_names[] = {"float32", "float64", NULL};
+static const char *const format_names[] = {"table", "csv", NULL};
+
+/* One output row: FLOPs or bytes (the other negative: not applicable). */
+typedef struct {
+    char name[48];
+    double flops, bytes;
+} row;
+
+/* The kernel's breakdown as rows named prefix_qk, prefix_softmax, … */
+static size_t attention_rows(const char *prefix, const la_cost *c, row *rows)
+{
+    const char *names[] = {"qk", "softmax", "av", "phi", "kv", "qs", "normalize"};
+    const double values[] = {c->flops_qk, c->flops_softmax, c->flops_av, c->flops_phi,
+                             c->flops_kv, c->flops_qs, c->flops_normalize};
+    for (size_t i = 0; i < 7; i++) {
+        snprintf(rows[i].name, sizeof rows[i].name, "%s_%s", prefix, names[i]);
+        rows[i].flops = values[i];
+        rows[i].bytes = -1;
+    }
+    return 7;
+}
+
+static size_t add_row(row *rows, size_t n, const char *name, double flops, double bytes)
+{
+    snprintf(rows[n].name, sizeof rows[n].name, "%s", name);
+    rows[n].flops = flops;
+    rows[n].bytes = bytes;
+    return n + 1;
+}
+
+/* Parses a size flag (NULL: keeps the default, or fails when required); >= 1. */
+static int size_flag(const char *flag, const char *text, int required, size_t *out)
+{
+    if (!text) return required ? cli_fail(flag, "required flag is missing (see linattn help flops)") : 0;
+    int rc = cli_parse_size(flag, text, out);
+    if (rc) return rc;
+    if (*out < 1) return cli_fail(flag, "must be at least 1");
+    return 0;
+}
+
+int cmd_flops(int argc, char **argv)
+{
+    const char *d_model = NULL, *heads = NULL, *d_ff = NULL, *n_text = NULL, *m_text = NULL;
+    const char *batch_text = NULL, *attention = NULL, *layer = NULL, *precision = NULL;
+    const char *feature_map = NULL, *chunk = NULL, *threads = NULL, *format = NULL;
+    int causal = 0;
+    const cli_flag flags[] = {
+        {"d-model", &d_model, NULL},   {"heads", &heads, NULL},
+        {"d-ff", &d_ff, NULL},         {"n", &n_text, NULL},
+        {"m", &m_text, NULL},          {"batch", &batch_text, NULL},
+        {"attention", &attention, NULL}, {"causal", NULL, &causal},
+        {"layer", &layer, NULL},       {"precision", &precision, NULL},
+        {"feature-map", &feature_map, NULL}, {"chunk", &chunk, NULL},
+        {"threads", &threads, NULL},   {"format", &format, NULL},
+        {NULL, NULL, NULL},
+    };
+    int rc = cli_parse_flags(argc, argv, flags);
+    if (rc) return rc;
+    size_t D = 0, H = 0, F = 0, N = 0, M = 0, B = 1, C = LA_DEFAULT_CHUNK;
+    int kind = 0, decoder = 0, prec = 0, fmt = 0, n_threads = 0;
+    if ((rc = size_flag("--d-model", d_model, 1, &D)) || (rc = size_flag("--heads", heads, 1, &H)) ||
+        (rc = size_flag("--d-ff", d_ff, 1, &F)) || (rc = size_flag("--n", n_text, 1, &N)) ||
+        (rc = size_flag("--m", m_text, 0, &M)) || (rc = size_flag("--batch", batch_text, 0, &B)) ||
+        (rc = size_flag("--chunk", chunk, 0, &C)))
+        return rc;
+    if ((attention && (rc = cli_parse_choice("--attention", attention, attention_names, &kind))) ||
+        (layer && (rc = cli_parse_choice("--layer", layer, layer_names, &decoder))) ||
+        (precision && (rc = cli_parse_choice("--precision", precision, precision_names, &prec))) ||
+        (format && (rc = cli_parse_choice("--format", format, format_names, &fmt))))
+        return rc;
+    if (threads && (rc = cli_parse_int("--threads", threads, &n_threads))) return rc;
+    if (threads && n_threads < 1) return cli_fail("--threads", "must be at least 1");
+    if (D % H != 0) return cli_fail("--heads", "%zu does not divide --d-model %zu", H, D);
+    if (m_text && !decoder) return cli_fail("--m", "applies to --layer decoder only");
+    if (!m_text) M = N;
+    la_layer_config c;
+    la_layer_config_init(&c, D, H, F);
+    c.attention = attention_kernels[kind];
+    c.chunk = C;
+    if (feature_map && la_feature_map_parse(feature_map, &c.feature_map) != LA_OK)
+        return cli_fail("--feature-map", "'%s' is not one of elu, relu", feature_map);
+    if (threads) la_set_num_threads(n_threads);
+    la_dtype dtype = prec ? LA_FLOAT64 : LA_FLOAT32;
+
+    la_layer_cost lc;
+    la_status st = la_layer_cost_model(&c, decoder, B, N, M, causal, dtype, &lc);
+    if (st != LA_OK) return cli_fail("flops", "%s", la_strerror(st));
+
+    row rows[32];
+    size_t n = 0;
+    n = add_row(rows, n, "projections", lc.projections, -1);
+    n += attention_rows("attention", &lc.self_attention, rows + n);
+    if (decoder) n += attention_rows("cross_attention", &lc.cross_attention, rows + n);
+    n = add_row(rows, n, "attention", lc.attention, -1);
+    n = add_row(rows, n, "ffn", lc.ffn, -1);
+    n = add_row(rows, n, "layer_norm", lc.layer_norm, -1);
+    n = add_row(rows, n, "residual", lc.residual, -1);
+    n = add_row(rows, n, "total", lc.total, -1);
+    n = add_row(rows, n, "weights", -1, lc.weight_bytes);
+    n = add_row(rows, n, "activations", -1, lc.activation_bytes);
+    n = add_row(rows, n, "attention_workspace", -1, lc.workspace_bytes);
+
+    if (fmt == 1) {
+        printf("component,flops,bytes\n");
+        for (size_t i = 0; i < n; i++) {
+            printf("%s,", rows[i].name);
+            if (rows[i].flops >= 0) printf("%.17g", rows[i].flops);
+            printf(",");
+            if (rows[i].bytes >= 0) printf("%.17g", rows[i].bytes);
+            printf("\n");
+        }
+        return 0;
+    }
+    printf("%s layer, %s attention%s: B = %zu, N = %zu%s, D = %zu, H = %zu, d_ff = %zu, %s\n\n",
+           decoder ? "decoder" : "encoder", attention_names[kind], causal ? " (causal)" : "", B, N,
+           decoder ? "" : " (M = N)", D, H, F, precision_names[prec]);
+    if (decoder) printf("cross-attention over M = %zu memory tokens\n\n", M);
+    printf("  %-28s %16s %8s\n", "component", "GFLOP", "share");
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].flops < 0) continue;
+        /* the kernel's breakdown rows: only those the kernel has */
+        if (strchr(rows[i].name, '_') && strstr(rows[i].name, "attention_") && rows[i].flops == 0)
+            continue;
+        printf("  %-28s %16.6f %7.2f%%\n", rows[i].name, rows[i].flops / 1e9,
+               100 * rows[i].flops / lc.total);
+    }
+    printf("\n  %-28s %16s\n", "memory", "MiB");
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].bytes >= 0)
+            printf("  %-28s %16.3f\n", rows[i].name, rows[i].bytes / (1024.0 * 1024.0));
+    return 0;
+}
