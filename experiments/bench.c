@@ -3,13 +3,13 @@
 #include "cli.h"
 #include "commands.h"
 #include "internal.h" /* la_gemm_f32, la_threads: the sgemm yardstick */
+#include "results.h"  /* res_time: the one timer */
 
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 const char *const cmd_bench_help =
     "usage: linattn bench [--n LIST] [--d D] [--heads H] [--batch B] [--reps R]\n"
@@ -24,9 +24,9 @@ const char *const cmd_bench_help =
     "\n"
     "columns:\n"
     "  median_s, min_s   wall time of one call over the R runs\n"
-    "  gflops            FLOPs / median_s; FLOPs from la_attention_cost (lib/cost.c), or,\n"
-    "                    while that is unavailable, 2·pairs·(d_k+d_v) for softmax (2·pairs·d_k\n"
-    "                    for hard; '-' for linear)\n"
+    "  gflops            FLOPs / median_s, FLOPs from la_attention_cost (lib/cost.c): the\n"
+    "                    visible pairs only, so causal counts its half; sgemm: 2·N·M·(d_k+d_v)\n"
+    "                    per head\n"
     "  vs_sgemm          gflops / sgemm's gflops at the same N\n"
     "\n"
     "options (default in brackets):\n"
@@ -44,28 +44,6 @@ const char *const cmd_bench_help =
     "example:\n"
     "  linattn bench --n 1024,4096 --reps 3 --threads 1\n";
 
-/* Seconds from CLOCK_MONOTONIC. */
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median and minimum of times[0..n) (sorts it). */
-static void summarize(double *times, int n, double *median, double *min)
-{
-    qsort(times, (size_t)n, sizeof *times, compare_double);
-    *min = times[0];
-    *median = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
-}
-
 /* Uniform in [-1, 1), from a fixed-seed xorshift: the same inputs on every run. */
 static void fill_uniform(float *x, size_t n, uint64_t *state)
 {
@@ -77,75 +55,77 @@ static void fill_uniform(float *x, size_t n, uint64_t *state)
     }
 }
 
-/* The kernel's FLOPs: la_attention_cost, or the local stand-in while it is unavailable
- * (NAN when there is none). *from names the source. */
-static double kernel_flops(la_kernel kernel, const la_problem *p, const char **from)
+/* The kernel's FLOPs from the one FLOP model (la_attention_cost), NAN when it has none. */
+static double kernel_flops(la_kernel kernel, const la_problem *p)
 {
     la_cost cost;
-    if (la_attention_cost(kernel, p, LA_FLOAT32, &cost) == LA_OK) {
-        *from = "la_attention_cost";
-        return cost.flops_total;
-    }
-    *from = "local";
-    double pairs = 0;
-    for (size_t b = 0; b < p->batch; b++) pairs += (double)p->heads * la_visible_pairs(p, b);
-    switch (kernel) {
-    case LA_KERNEL_SOFTMAX:
-    case LA_KERNEL_SOFTMAX_MATERIALIZED: return 2 * pairs * (double)(p->d_k + p->d_v);
-    case LA_KERNEL_HARD: return 2 * pairs * (double)p->d_k;
-    default: return NAN;
-    }
+    return la_attention_cost(kernel, p, LA_FLOAT32, &cost) == LA_OK ? cost.flops_total : NAN;
 }
 
-/* Times reps calls of one kernel after a warm-up. Returns the warm-up's status. */
-static la_status time_kernel(la_kernel kernel, const la_problem *p, const float *q,
-                             const float *k, const float *v, float *out, int reps,
-                             double *times)
+/* One kernel call, for res_time: returns its status (0 = LA_OK). */
+typedef struct {
+    la_kernel kernel;
+    const la_problem *p;
+    const float *q, *k, *v;
+    float *out;
+} kernel_call;
+
+static int run_kernel(void *ctx)
 {
-    la_status st = la_attention_f32(kernel, p, q, k, v, out);
-    if (st != LA_OK) return st;
-    for (int r = 0; r < reps; r++) {
-        double t0 = now_s();
-        st = la_attention_f32(kernel, p, q, k, v, out);
-        times[r] = now_s() - t0;
-        if (st != LA_OK) return st;
+    const kernel_call *c = ctx;
+    return (int)la_attention_f32(c->kernel, c->p, c->q, c->k, c->v, c->out);
+}
+
+/* One sgemm pass over every head, for res_time. */
+typedef struct {
+    size_t n, m, kk, heads;
+    int threads;
+    const float *a, *b;
+    float *c; /* threads × (n × m) */
+} sgemm_call;
+
+static int run_sgemm(void *ctx)
+{
+    const sgemm_call *g = ctx;
+#pragma omp parallel for schedule(dynamic) num_threads(g->threads)
+    for (size_t h = 0; h < g->heads; h++) {
+        float *mine = g->c + (size_t)omp_get_thread_num() * g->n * g->m;
+        la_gemm_f32(g->n, g->m, g->kk, 1, g->a, (ptrdiff_t)g->kk, 1, g->b, (ptrdiff_t)g->m, 1, 0,
+                    mine, (ptrdiff_t)g->m, 1);
     }
-    return LA_OK;
+    return 0;
+}
+
+/* reps timed runs after one untimed warm-up. */
+static int time_reps(res_body body, void *ctx, int reps, res_timing *t)
+{
+    return res_time(body, ctx, reps, reps, 0, INFINITY, t);
 }
 
 /* sgemm with the FLOPs of QKᵀ + PV: per head C (N×M) = A (N×kk) · B (kk×M), kk =
  * d_k + d_v, heads over the threads, one C per thread. Returns 0, or -1 (no memory). */
-static int time_sgemm(const la_problem *p, int reps, double *times)
+static int time_sgemm(const la_problem *p, int reps, res_timing *t)
 {
-    const size_t n = p->n_queries, m = p->n_keys, kk = p->d_k + p->d_v;
-    const size_t heads = p->batch * p->heads;
-    int threads = la_threads();
-    if ((size_t)threads > heads) threads = (int)heads;
-    float *a = malloc(n * kk * sizeof *a), *b = malloc(kk * m * sizeof *b);
-    float *c = malloc((size_t)threads * n * m * sizeof *c);
-    if (!a || !b || !c) {
-        free(a);
-        free(b);
-        free(c);
-        return -1;
-    }
-    uint64_t seed = 0x2545f4914f6cdd1dull;
-    fill_uniform(a, n * kk, &seed);
-    fill_uniform(b, kk * m, &seed);
-    for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
-        double t0 = now_s();
-#pragma omp parallel for schedule(dynamic) num_threads(threads)
-        for (size_t h = 0; h < heads; h++) {
-            float *mine = c + (size_t)omp_get_thread_num() * n * m;
-            la_gemm_f32(n, m, kk, 1, a, (ptrdiff_t)kk, 1, b, (ptrdiff_t)m, 1, 0, mine,
-                        (ptrdiff_t)m, 1);
-        }
-        if (r >= 0) times[r] = now_s() - t0;
+    sgemm_call g = {
+        p->n_queries, p->n_keys, p->d_k + p->d_v, p->batch * p->heads, la_threads(), NULL,
+        NULL,         NULL};
+    if ((size_t)g.threads > g.heads) g.threads = (int)g.heads;
+    float *a = malloc(g.n * g.kk * sizeof *a), *b = malloc(g.kk * g.m * sizeof *b);
+    float *c = malloc((size_t)g.threads * g.n * g.m * sizeof *c);
+    int rc = -1;
+    if (a && b && c) {
+        uint64_t seed = 0x2545f4914f6cdd1dull;
+        fill_uniform(a, g.n * g.kk, &seed);
+        fill_uniform(b, g.kk * g.m, &seed);
+        g.a = a;
+        g.b = b;
+        g.c = c;
+        rc = time_reps(run_sgemm, &g, reps, t);
     }
     free(a);
     free(b);
     free(c);
-    return 0;
+    return rc;
 }
 
 /* Parses "512,2048,8192" into at most max sizes >= 1. */
@@ -172,9 +152,8 @@ int cmd_bench(int argc, char **argv)
     const char *reps_text = NULL, *threads_text = NULL;
     int causal = 0;
     const cli_flag flags[] = {
-        {"n", &n_text, NULL},         {"d", &d_text, NULL},
-        {"heads", &heads_text, NULL}, {"batch", &batch_text, NULL},
-        {"reps", &reps_text, NULL},   {"threads", &threads_text, NULL},
+        {"n", &n_text, NULL},         {"d", &d_text, NULL},       {"heads", &heads_text, NULL},
+        {"batch", &batch_text, NULL}, {"reps", &reps_text, NULL}, {"threads", &threads_text, NULL},
         {"causal", NULL, &causal},    {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
@@ -195,13 +174,15 @@ int cmd_bench(int argc, char **argv)
     if (threads_text && threads < 1) return cli_fail("--threads", "must be >= 1");
     if (threads_text) la_set_num_threads(threads);
 
-    double *times = malloc((size_t)reps * sizeof *times);
-    if (!times) return cli_fail("bench", "out of memory");
     printf("# linattn bench: float32, B=%zu H=%zu d_k=d_v=%zu, %s, %d threads, "
            "%d timed runs after one warm-up\n",
            batch, heads, d, causal ? "causal" : "non-causal", la_threads(), reps);
+    printf("# cpu: %s, %d cores, load average %s, git %s\n", res_cpu_model(), res_cores(),
+           res_load_average(), res_git_commit());
+    printf("# gflops: kernels from la_attention_cost's flops_total; sgemm 2·N·M·(d_k+d_v) "
+           "per head\n");
     printf("%-22s %7s %12s %12s %9s %9s  %s\n", "kernel", "n", "median_s", "min_s", "gflops",
-           "vs_sgemm", "flops_from");
+           "vs_sgemm", "note");
     int failed = 0;
     for (size_t si = 0; si < n_sizes; si++) {
         const size_t n = sizes[si];
@@ -213,18 +194,16 @@ int cmd_bench(int argc, char **argv)
             break;
         }
         /* the yardstick: sgemm with the FLOPs of the full QKᵀ + PV */
-        double median, min;
-        if (time_sgemm(&p, reps, times) != 0) {
+        res_timing t;
+        if (time_sgemm(&p, reps, &t) != 0) {
             fprintf(stderr, "linattn: bench: sgemm at n=%zu: out of memory\n", n);
             failed = 1;
             continue;
         }
-        summarize(times, reps, &median, &min);
-        const double sgemm_gflops =
-            2.0 * (double)n * (double)n * (double)(2 * d) * (double)(batch * heads) / median *
-            1e-9;
-        printf("%-22s %7zu %12.6f %12.6f %9.1f %9.2f  %s\n", "sgemm", n, median, min,
-               sgemm_gflops, 1.0, "2·N·M·(d_k+d_v)·heads");
+        const double sgemm_gflops = 2.0 * (double)n * (double)n * (double)(2 * d) *
+                                    (double)(batch * heads) / t.median_s * 1e-9;
+        printf("%-22s %7zu %12.6f %12.6f %9.1f %9.2f\n", "sgemm", n, t.median_s, t.min_s,
+               sgemm_gflops, 1.0);
         fflush(stdout);
 
         const size_t n_in = batch * heads * n * d;
@@ -245,23 +224,22 @@ int cmd_bench(int argc, char **argv)
         fill_uniform(v, n_in, &seed);
         for (int kernel = 0; kernel < LA_KERNEL_COUNT; kernel++) {
             const char *name = la_kernel_name((la_kernel)kernel);
-            la_status st = time_kernel((la_kernel)kernel, &p, q, k, v, out, reps, times);
+            kernel_call call = {(la_kernel)kernel, &p, q, k, v, out};
+            la_status st = (la_status)time_reps(run_kernel, &call, reps, &t);
             if (st != LA_OK) {
-                printf("%-22s %7zu %12s %12s %9s %9s  skipped: %s\n", name, n, "-", "-", "-",
-                       "-", la_strerror(st));
+                printf("%-22s %7zu %12s %12s %9s %9s  skipped: %s\n", name, n, "-", "-", "-", "-",
+                       la_strerror(st));
                 if (st == LA_ENOMEM) failed = 1;
                 continue;
             }
-            summarize(times, reps, &median, &min);
-            const char *from;
-            const double flops = kernel_flops((la_kernel)kernel, &p, &from);
+            const double flops = kernel_flops((la_kernel)kernel, &p);
             if (isnan(flops)) {
-                printf("%-22s %7zu %12.6f %12.6f %9s %9s  %s\n", name, n, median, min, "-",
+                printf("%-22s %7zu %12.6f %12.6f %9s %9s  %s\n", name, n, t.median_s, t.min_s, "-",
                        "-", "no FLOP model");
             } else {
-                const double gflops = flops / median * 1e-9;
-                printf("%-22s %7zu %12.6f %12.6f %9.1f %9.2f  %s\n", name, n, median, min,
-                       gflops, gflops / sgemm_gflops, from);
+                const double gflops = flops / t.median_s * 1e-9;
+                printf("%-22s %7zu %12.6f %12.6f %9.1f %9.2f\n", name, n, t.median_s, t.min_s,
+                       gflops, gflops / sgemm_gflops);
             }
             fflush(stdout);
         }
@@ -270,7 +248,6 @@ int cmd_bench(int argc, char **argv)
         free(v);
         free(out);
     }
-    free(times);
     if (rc) return rc;
     return failed;
 }
