@@ -48,7 +48,10 @@ static bool check_pointers(const void *q, const void *k, const void *v, const vo
     return q && k && v && out;
 }
 
-static size_t round_up_64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+static size_t round_up_64(size_t bytes)
+{
+    return (bytes + 63) / 64 * 64;
+}
 
 /* The scale must be representable in the element type (finiteness itself is
  * la_problem_check's). */

@@ -33,7 +33,8 @@ static REAL FN(row_max)(const REAL *x, size_t n)
 {
     REAL m = x[0];
 #pragma omp simd reduction(max : m)
-    for (size_t c = 1; c < n; c++) m = x[c] > m ? x[c] : m;
+    for (size_t c = 1; c < n; c++)
+        m = x[c] > m ? x[c] : m;
     return m;
 }
 
@@ -75,7 +76,8 @@ static void FN(fused_block)(const la_problem *p, size_t b, const REAL *qh, const
                         const REAL alpha = EXP1(row_max[r] - block_max);
                         row_sum[r] *= alpha;
                         REAL *arow = acc + r * dv;
-                        for (size_t c = 0; c < dv; c++) arow[c] *= alpha;
+                        for (size_t c = 0; c < dv; c++)
+                            arow[c] *= alpha;
                     }
                     row_max[r] = block_max;
                 }
@@ -94,7 +96,8 @@ static void FN(fused_block)(const la_problem *p, size_t b, const REAL *qh, const
         if (row_sum[r] > 0) {
             REAL *arow = acc + r * dv;
             const REAL sum = row_sum[r];
-            for (size_t c = 0; c < dv; c++) arow[c] /= sum;
+            for (size_t c = 0; c < dv; c++)
+                arow[c] /= sum;
         }
     }
 }
@@ -126,7 +129,8 @@ static void FN(hard_block)(const la_problem *p, size_t b, const REAL *qh, const 
             const REAL block_max = FN(row_max)(srow, n);
             if (best_key[r] == SIZE_MAX || block_max > best_score[r]) {
                 size_t c = 0; /* (c + 1 < n: stays in the row even if a score is NaN) */
-                while (c + 1 < n && !(srow[c] == block_max)) c++;
+                while (c + 1 < n && !(srow[c] == block_max))
+                    c++;
                 best_score[r] = block_max;
                 best_key[r] = j0 + c;
             }
@@ -135,8 +139,10 @@ static void FN(hard_block)(const la_problem *p, size_t b, const REAL *qh, const 
     /* out_i = v_{argmax} */
     for (size_t r = 0; r < rows; r++) {
         REAL *orow = oh + (i0 + r) * dv;
-        if (best_key[r] == SIZE_MAX) memset(orow, 0, dv * sizeof *orow);
-        else memcpy(orow, vh + best_key[r] * dv, dv * sizeof *orow);
+        if (best_key[r] == SIZE_MAX)
+            memset(orow, 0, dv * sizeof *orow);
+        else
+            memcpy(orow, vh + best_key[r] * dv, dv * sizeof *orow);
     }
 }
 
@@ -196,14 +202,14 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
     return LA_OK;
 }
 
-la_status FN(la_softmax_attention)(const la_problem *p, const REAL *q, const REAL *k,
-                                   const REAL *v, REAL *out)
+la_status FN(la_softmax_attention)(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
+                                   REAL *out)
 {
     return FN(run_blocked)(FN(RUN_FUSED), p, q, k, v, out);
 }
 
-la_status FN(la_hard_attention)(const la_problem *p, const REAL *q, const REAL *k,
-                                const REAL *v, REAL *out)
+la_status FN(la_hard_attention)(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
+                                REAL *out)
 {
     return FN(run_blocked)(FN(RUN_HARD), p, q, k, v, out);
 }
@@ -214,8 +220,8 @@ la_status FN(la_hard_attention)(const la_problem *p, const REAL *q, const REAL *
  *   out (N × d_v) = P v.
  * The rows of the one score matrix are split into blocks of Q_BLOCK rows and the
  * blocks spread over the threads, so the call holds exactly N·M elements. */
-la_status FN(la_softmax_attention_materialized)(const la_problem *p, const REAL *q,
-                                                const REAL *k, const REAL *v, REAL *out)
+la_status FN(la_softmax_attention_materialized)(const la_problem *p, const REAL *q, const REAL *k,
+                                                const REAL *v, REAL *out)
 {
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
@@ -245,7 +251,7 @@ la_status FN(la_softmax_attention_materialized)(const la_problem *p, const REAL 
             const size_t rows = N - i0 < Q_BLOCK ? N - i0 : Q_BLOCK;
             const size_t key_end = la_visible_keys(p, b, i0 + rows - 1);
             REAL *s = scores + i0 * M; /* rows × key_end, leading dimension M */
-            if (key_end == 0) { /* no key visible to any row of the block */
+            if (key_end == 0) {        /* no key visible to any row of the block */
                 memset(oh + i0 * dv, 0, rows * dv * sizeof *oh);
                 continue;
             }
@@ -258,13 +264,14 @@ la_status FN(la_softmax_attention_materialized)(const la_problem *p, const REAL 
                 const size_t n = la_visible_keys(p, b, i0 + r);
                 if (n > 0) {
                     const REAL sum = EXP_SHIFT_SUM(srow, n, FN(row_max)(srow, n));
-                    for (size_t c = 0; c < n; c++) srow[c] /= sum;
+                    for (size_t c = 0; c < n; c++)
+                        srow[c] /= sum;
                 }
                 if (n < key_end) memset(srow + n, 0, (key_end - n) * sizeof *srow);
             }
             /* out_blk = P_blk · v */
-            GEMM(rows, dv, key_end, 1, s, (ptrdiff_t)M, 1, vh, (ptrdiff_t)dv, 1, 0,
-                 oh + i0 * dv, (ptrdiff_t)dv, 1);
+            GEMM(rows, dv, key_end, 1, s, (ptrdiff_t)M, 1, vh, (ptrdiff_t)dv, 1, 0, oh + i0 * dv,
+                 (ptrdiff_t)dv, 1);
         }
     }
     free(scores);

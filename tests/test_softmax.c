@@ -14,10 +14,10 @@
 #define TOL_F32 1e-5
 #define TOL_F64 1e-12
 
-typedef la_status (*kernel_f32)(const la_problem *, const float *, const float *,
-                                const float *, float *);
-typedef la_status (*kernel_f64)(const la_problem *, const double *, const double *,
-                                const double *, double *);
+typedef la_status (*kernel_f32)(const la_problem *, const float *, const float *, const float *,
+                                float *);
+typedef la_status (*kernel_f64)(const la_problem *, const double *, const double *, const double *,
+                                double *);
 
 static const struct {
     const char *name;
@@ -102,20 +102,13 @@ typedef struct {
  * 1..3 heads and batch entries, causal or not, key lengths absent, 0, partial, or M. The
  * 1000s only with small d, so the float64 reference stays quick. */
 static const shape shapes[] = {
-    {1, 1, 1, 1, 1, 1, 0, {0}, 0},
-    {1, 2, 2, 3, 3, 5, 1, {0}, 0},
-    {2, 1, 3, 2, 16, 16, 0, {0, 2}, 1},
-    {2, 2, 17, 17, 64, 64, 1, {17, 5}, 1},
-    {1, 3, 64, 65, 127, 32, 0, {65}, 1},
-    {2, 1, 65, 64, 128, 127, 1, {0, 40}, 1},
-    {1, 2, 129, 129, 16, 8, 1, {0}, 0},
-    {3, 1, 129, 17, 3, 1, 0, {17, 0, 9}, 1},
-    {1, 2, 64, 129, 64, 64, 1, {100}, 1},
-    {1, 1, 1000, 1000, 3, 2, 1, {0}, 0},
-    {2, 1, 1000, 65, 1, 4, 0, {65, 33}, 1},
-    {1, 1, 17, 1000, 16, 16, 1, {1000}, 1},
-    {1, 1, 2, 1000, 128, 3, 0, {0}, 0},
-    {2, 1, 1000, 3, 16, 17, 1, {3, 1}, 1},
+    {1, 1, 1, 1, 1, 1, 0, {0}, 0},          {1, 2, 2, 3, 3, 5, 1, {0}, 0},
+    {2, 1, 3, 2, 16, 16, 0, {0, 2}, 1},     {2, 2, 17, 17, 64, 64, 1, {17, 5}, 1},
+    {1, 3, 64, 65, 127, 32, 0, {65}, 1},    {2, 1, 65, 64, 128, 127, 1, {0, 40}, 1},
+    {1, 2, 129, 129, 16, 8, 1, {0}, 0},     {3, 1, 129, 17, 3, 1, 0, {17, 0, 9}, 1},
+    {1, 2, 64, 129, 64, 64, 1, {100}, 1},   {1, 1, 1000, 1000, 3, 2, 1, {0}, 0},
+    {2, 1, 1000, 65, 1, 4, 0, {65, 33}, 1}, {1, 1, 17, 1000, 16, 16, 1, {1000}, 1},
+    {1, 1, 2, 1000, 128, 3, 0, {0}, 0},     {2, 1, 1000, 3, 16, 17, 1, {3, 1}, 1},
 };
 
 static void problem_of(la_problem *p, const shape *s)
@@ -133,8 +126,7 @@ static void check_kernel_on_shape(size_t kernel, const shape *s)
     int hard = kernels[kernel].kind == LA_KERNEL_HARD;
     if (hard) p.scale = 0.125; /* a power of two: scores stay exact in float32 */
     char label[160];
-    snprintf(label, sizeof label,
-             "%s B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu causal=%d lengths=%d",
+    snprintf(label, sizeof label, "%s B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu causal=%d lengths=%d",
              kernels[kernel].name, s->batch, s->heads, s->n, s->m, s->d_k, s->d_v, s->causal,
              s->has_lengths);
     tu_rng r = tu_rng_for(label);
@@ -185,7 +177,8 @@ static void rows_sum_to_one(void **state)
     tu_rng r = tu_rng_for("rows_sum_to_one");
     inputs in;
     inputs_make(&in, &p, &r, 0);
-    for (size_t i = 0; i < in.nv; i++) in.v[i] = in.v32[i] = 1;
+    for (size_t i = 0; i < in.nv; i++)
+        in.v[i] = in.v32[i] = 1;
     double *expect = tu_f64(in.no), *out = tu_f64(in.no);
     float *out32 = tu_f32(in.no);
     for (size_t b = 0; b < s.batch; b++)
@@ -312,16 +305,19 @@ static void hard_ties_lowest_key(void **state)
     p.scale = 1;
     double q[10 * 4], k[400 * 4], v[400], out[10];
     float q32[10 * 4], k32[400 * 4], v32[400], out32[10];
-    for (size_t i = 0; i < n * d; i++) q[i] = q32[i] = 1;
+    for (size_t i = 0; i < n * d; i++)
+        q[i] = q32[i] = 1;
     for (size_t j = 0; j < m; j++) {
         double level = (j == 5 || j == 7 || j == 300) ? 2 : -(double)(j % 5) / 8;
-        for (size_t c = 0; c < d; c++) k[j * d + c] = k32[j * d + c] = (float)level;
+        for (size_t c = 0; c < d; c++)
+            k[j * d + c] = k32[j * d + c] = (float)level;
         v[j] = v32[j] = (float)j;
     }
     /* no mask: every query answers v_5 */
     assert_int_equal(la_hard_attention_f64(&p, q, k, v, out), LA_OK);
     assert_int_equal(la_hard_attention_f32(&p, q32, k32, v32, out32), LA_OK);
-    for (size_t i = 0; i < n; i++) assert_true(out[i] == 5 && out32[i] == 5);
+    for (size_t i = 0; i < n; i++)
+        assert_true(out[i] == 5 && out32[i] == 5);
     /* causal: queries 0..4 see keys 0..i (scores 0, -.5, -1, ...: argmax key 0, the
      * tie-free maximum), queries from 5 on answer 5 */
     p.causal = 1;
@@ -337,7 +333,8 @@ static void hard_ties_lowest_key(void **state)
     p.key_lengths = len;
     assert_int_equal(la_hard_attention_f64(&p, q, k, v, out), LA_OK);
     assert_int_equal(la_hard_attention_f32(&p, q32, k32, v32, out32), LA_OK);
-    for (size_t i = 0; i < n; i++) assert_true(out[i] == 5 && out32[i] == 5);
+    for (size_t i = 0; i < n; i++)
+        assert_true(out[i] == 5 && out32[i] == 5);
 }
 
 /* The materialising kernel holds N·M elements: refused (LA_EBUDGET, out untouched) one
@@ -356,19 +353,22 @@ static void materialized_budget(void **state)
     assert_int_equal(la_ref_softmax_attention(&p, in.q, in.k, in.v, ref), LA_OK);
 
     p.workspace_limit = s.n * s.m * sizeof(double) - 1;
-    for (size_t i = 0; i < in.no; i++) out[i] = -7;
-    assert_int_equal(la_softmax_attention_materialized_f64(&p, in.q, in.k, in.v, out),
-                     LA_EBUDGET);
-    for (size_t i = 0; i < in.no; i++) assert_true(out[i] == -7);
+    for (size_t i = 0; i < in.no; i++)
+        out[i] = -7;
+    assert_int_equal(la_softmax_attention_materialized_f64(&p, in.q, in.k, in.v, out), LA_EBUDGET);
+    for (size_t i = 0; i < in.no; i++)
+        assert_true(out[i] == -7);
     p.workspace_limit = s.n * s.m * sizeof(double);
     assert_int_equal(la_softmax_attention_materialized_f64(&p, in.q, in.k, in.v, out), LA_OK);
     tu_assert_close_f64(out, ref, in.no, TOL_F64, "at the limit");
 
     p.workspace_limit = s.n * s.m * sizeof(float) - 1;
-    for (size_t i = 0; i < in.no; i++) out32[i] = -7;
+    for (size_t i = 0; i < in.no; i++)
+        out32[i] = -7;
     assert_int_equal(la_softmax_attention_materialized_f32(&p, in.q32, in.k32, in.v32, out32),
                      LA_EBUDGET);
-    for (size_t i = 0; i < in.no; i++) assert_true(out32[i] == -7);
+    for (size_t i = 0; i < in.no; i++)
+        assert_true(out32[i] == -7);
     p.workspace_limit = s.n * s.m * sizeof(float);
     assert_int_equal(la_softmax_attention_materialized_f32(&p, in.q32, in.k32, in.v32, out32),
                      LA_OK);
@@ -380,27 +380,29 @@ static void materialized_budget(void **state)
 }
 
 /* Every error path returns its status and leaves out untouched. */
-static void expect_error_f64(size_t kernel, const la_problem *p, const double *q,
-                             const double *k, const double *v, double *out, size_t n_out,
-                             la_status want, const char *what)
+static void expect_error_f64(size_t kernel, const la_problem *p, const double *q, const double *k,
+                             const double *v, double *out, size_t n_out, la_status want,
+                             const char *what)
 {
-    for (size_t i = 0; i < n_out; i++) out[i] = -7;
+    for (size_t i = 0; i < n_out; i++)
+        out[i] = -7;
     la_status got = kernels[kernel].f64(p, q, k, v, out);
     if (got != want)
-        fail_msg("%s float64, %s: status %d, expected %d", kernels[kernel].name, what, got,
-                 want);
-    for (size_t i = 0; i < n_out; i++) assert_true(out[i] == -7);
+        fail_msg("%s float64, %s: status %d, expected %d", kernels[kernel].name, what, got, want);
+    for (size_t i = 0; i < n_out; i++)
+        assert_true(out[i] == -7);
 }
-static void expect_error_f32(size_t kernel, const la_problem *p, const float *q,
-                             const float *k, const float *v, float *out, size_t n_out,
-                             la_status want, const char *what)
+static void expect_error_f32(size_t kernel, const la_problem *p, const float *q, const float *k,
+                             const float *v, float *out, size_t n_out, la_status want,
+                             const char *what)
 {
-    for (size_t i = 0; i < n_out; i++) out[i] = -7;
+    for (size_t i = 0; i < n_out; i++)
+        out[i] = -7;
     la_status got = kernels[kernel].f32(p, q, k, v, out);
     if (got != want)
-        fail_msg("%s float32, %s: status %d, expected %d", kernels[kernel].name, what, got,
-                 want);
-    for (size_t i = 0; i < n_out; i++) assert_true(out[i] == -7);
+        fail_msg("%s float32, %s: status %d, expected %d", kernels[kernel].name, what, got, want);
+    for (size_t i = 0; i < n_out; i++)
+        assert_true(out[i] == -7);
 }
 
 static void error_paths(void **state)
@@ -424,12 +426,12 @@ static void error_paths(void **state)
             la_status want;
         } bad[12];
         size_t n_bad = 0;
-#define BAD(text, field, value, status)                                                    \
-    do {                                                                                   \
-        bad[n_bad].what = (text);                                                          \
-        bad[n_bad].p = good;                                                               \
-        bad[n_bad].p.field = (value);                                                      \
-        bad[n_bad++].want = (status);                                                      \
+#define BAD(text, field, value, status)                                                            \
+    do {                                                                                           \
+        bad[n_bad].what = (text);                                                                  \
+        bad[n_bad].p = good;                                                                       \
+        bad[n_bad].p.field = (value);                                                              \
+        bad[n_bad++].want = (status);                                                              \
     } while (0)
         BAD("batch 0", batch, 0, LA_EINVAL);
         BAD("heads 0", heads, 0, LA_EINVAL);
@@ -447,8 +449,8 @@ static void error_paths(void **state)
         for (size_t i = 0; i < n_bad; i++) {
             expect_error_f64(kernel, &bad[i].p, in.q, in.k, in.v, out, in.no, bad[i].want,
                              bad[i].what);
-            expect_error_f32(kernel, &bad[i].p, in.q32, in.k32, in.v32, out32, in.no,
-                             bad[i].want, bad[i].what);
+            expect_error_f32(kernel, &bad[i].p, in.q32, in.k32, in.v32, out32, in.no, bad[i].want,
+                             bad[i].what);
         }
         /* NULL pointers */
         expect_error_f64(kernel, NULL, in.q, in.k, in.v, out, in.no, LA_EINVAL, "NULL p");
@@ -456,20 +458,16 @@ static void error_paths(void **state)
         expect_error_f64(kernel, &good, in.q, NULL, in.v, out, in.no, LA_EINVAL, "NULL k");
         expect_error_f64(kernel, &good, in.q, in.k, NULL, out, in.no, LA_EINVAL, "NULL v");
         assert_int_equal(kernels[kernel].f64(&good, in.q, in.k, in.v, NULL), LA_EINVAL);
-        expect_error_f32(kernel, NULL, in.q32, in.k32, in.v32, out32, in.no, LA_EINVAL,
-                         "NULL p");
-        expect_error_f32(kernel, &good, NULL, in.k32, in.v32, out32, in.no, LA_EINVAL,
-                         "NULL q");
-        expect_error_f32(kernel, &good, in.q32, NULL, in.v32, out32, in.no, LA_EINVAL,
-                         "NULL k");
-        expect_error_f32(kernel, &good, in.q32, in.k32, NULL, out32, in.no, LA_EINVAL,
-                         "NULL v");
+        expect_error_f32(kernel, NULL, in.q32, in.k32, in.v32, out32, in.no, LA_EINVAL, "NULL p");
+        expect_error_f32(kernel, &good, NULL, in.k32, in.v32, out32, in.no, LA_EINVAL, "NULL q");
+        expect_error_f32(kernel, &good, in.q32, NULL, in.v32, out32, in.no, LA_EINVAL, "NULL k");
+        expect_error_f32(kernel, &good, in.q32, in.k32, NULL, out32, in.no, LA_EINVAL, "NULL v");
         assert_int_equal(kernels[kernel].f32(&good, in.q32, in.k32, in.v32, NULL), LA_EINVAL);
         /* float32 only: a finite scale that float32 cannot hold */
         la_problem huge_scale = good;
         huge_scale.scale = 1e300;
-        expect_error_f32(kernel, &huge_scale, in.q32, in.k32, in.v32, out32, in.no,
-                         LA_EINVAL, "scale beyond float32");
+        expect_error_f32(kernel, &huge_scale, in.q32, in.k32, in.v32, out32, in.no, LA_EINVAL,
+                         "scale beyond float32");
         /* the good problem works (so the errors above were about the one change) */
         assert_int_equal(kernels[kernel].f64(&good, in.q, in.k, in.v, out), LA_OK);
         assert_int_equal(kernels[kernel].f32(&good, in.q32, in.k32, in.v32, out32), LA_OK);
@@ -539,10 +537,12 @@ static void vexp_accuracy(void **state)
      * terms (256 · 2⁻²⁴ < 2e-5; dropping any one term, each >= e⁻⁵ of a sum near 51,
      * would be off by more than 1.3e-4) */
     const size_t n_sum = 256;
-    for (size_t i = 0; i < n_sum; i++) x[i] = (float)(-5.0 * (double)i / n_sum);
+    for (size_t i = 0; i < n_sum; i++)
+        x[i] = (float)(-5.0 * (double)i / n_sum);
     float got_sum = la_exp_shift_sum_f32(x, n_sum, 0);
     double sum = 0;
-    for (size_t i = 0; i < n_sum; i++) sum += x[i];
+    for (size_t i = 0; i < n_sum; i++)
+        sum += x[i];
     assert_true(fabs(got_sum - sum) <= 2e-5 * sum);
     /* the shift: exp(x - 3) */
     float shifted[2] = {3, 4};
@@ -552,7 +552,8 @@ static void vexp_accuracy(void **state)
      * exactly 0 */
     float edge[4] = {-INFINITY, -1e4f, -88.0f, -87.5f};
     assert_true(la_exp_shift_sum_f32(edge, 4, 0) == 0);
-    for (size_t i = 0; i < 4; i++) assert_true(edge[i] == 0);
+    for (size_t i = 0; i < 4; i++)
+        assert_true(edge[i] == 0);
 }
 
 int main(void)
