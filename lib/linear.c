@@ -10,6 +10,76 @@
 #define LA_LINEAR_KEY_BLOCK 256   /* non-causal: keys per φ(K)ᵀV product */
 #define LA_LINEAR_QUERY_BLOCK 256 /* non-causal: queries per φ(Q)·S product and task */
 
+/* a + b without overflow: false when it does not fit. */
+static bool add_ok(size_t a, size_t b, size_t *out)
+{
+    if (a > SIZE_MAX - b) return false;
+    *out = a + b;
+    return true;
+}
+
+/* Scratch of one call, in elements: `shared` once, then `per_thread` for each of
+ * `threads` threads (at most one thread per independent piece of work). */
+typedef struct {
+    size_t threads, shared, per_thread, total;
+} linear_layout;
+
+/* The one description of what each kernel allocates (the kernels carve their buffers
+ * out of it, la_linear_workspace_bytes reports it):
+ *   non-causal: S and z of every head, heads·d_k·(d_v + 1); per thread a φ block of
+ *     max(key block, query block) rows and a partial z, rows·d_k + d_k;
+ *   chunked (C = min(chunk, N)): per thread [S z ; V_c 1] (d_k + C)(d_v + 1),
+ *     [φ(Q_c) A] C(d_k + C), φ(K_c) C·d_k, [num den] C(d_v + 1);
+ *   recurrent: per thread S, z, φ(q_t), φ(k_t): d_k·(d_v + 3). */
+static la_status linear_layout_for(const la_problem *p, la_kernel kernel, size_t threads_max,
+                                   linear_layout *lay)
+{
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    size_t heads, tasks, a, b, c;
+    if (!la_mul_ok(p->batch, p->heads, &heads)) return LA_EOVERFLOW;
+    lay->shared = 0;
+    tasks = heads;
+    if (kernel == LA_KERNEL_LINEAR && !p->causal) {
+        const size_t kb = M < LA_LINEAR_KEY_BLOCK ? M : LA_LINEAR_KEY_BLOCK;
+        const size_t qb = N < LA_LINEAR_QUERY_BLOCK ? N : LA_LINEAR_QUERY_BLOCK;
+        const size_t rows = kb > qb ? kb : qb;
+        if (!la_mul_ok(heads, (N + qb - 1) / qb, &tasks) || !add_ok(dv, 1, &a) ||
+            !la_mul_ok(dk, a, &a) || !la_mul_ok(heads, a, &lay->shared) || !add_ok(rows, 1, &b) ||
+            !la_mul_ok(b, dk, &lay->per_thread))
+            return LA_EOVERFLOW;
+    } else if (kernel == LA_KERNEL_LINEAR) {
+        const size_t C = p->chunk < N ? p->chunk : N;
+        size_t rows, cols, total;
+        if (!add_ok(dk, C, &rows) || !add_ok(dv, 1, &cols) || !la_mul_ok(rows, cols, &a) ||
+            !la_mul_ok(C, rows, &b) || !la_mul_ok(C, dk, &c) || !add_ok(a, b, &total) ||
+            !add_ok(total, c, &total) || !la_mul_ok(C, cols, &c) || !add_ok(total, c, &total))
+            return LA_EOVERFLOW;
+        lay->per_thread = total;
+    } else {
+        if (!add_ok(dv, 3, &a) || !la_mul_ok(dk, a, &lay->per_thread)) return LA_EOVERFLOW;
+    }
+    if (threads_max < 1) threads_max = 1;
+    lay->threads = threads_max < tasks ? threads_max : tasks;
+    if (!la_mul_ok(lay->threads, lay->per_thread, &a) || !add_ok(a, lay->shared, &lay->total))
+        return LA_EOVERFLOW;
+    return LA_OK;
+}
+
+la_status la_linear_workspace_bytes(la_kernel kernel, const la_problem *p, size_t element_size,
+                                    size_t *bytes)
+{
+    if (!bytes || (kernel != LA_KERNEL_LINEAR && kernel != LA_KERNEL_LINEAR_RECURRENT))
+        return LA_EINVAL;
+    la_status st = la_problem_check(p);
+    if (st != LA_OK) return st;
+    if (kernel == LA_KERNEL_LINEAR_RECURRENT && !p->causal) return LA_EINVAL;
+    linear_layout lay;
+    st = linear_layout_for(p, kernel, (size_t)la_threads(), &lay);
+    if (st != LA_OK) return st;
+    if (!la_mul_ok(lay.total, element_size, bytes)) return LA_EOVERFLOW;
+    return LA_OK;
+}
+
 #define T float
 #define LA_SUFFIX _f32
 #include "linear_impl.h"

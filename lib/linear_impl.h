@@ -10,6 +10,9 @@
 #define LA_CAT2(a, b) a##b
 #define LA_CAT(a, b) LA_CAT2(a, b)
 #define SFX(name) LA_CAT(name, LA_SUFFIX)
+#define LA_GEMM SFX(la_gemm)       /* la_gemm_f32 or _f64 */
+#define LA_PHI SFX(la_feature_map) /* la_feature_map_f32 or _f64 */
+#define LA_DOT SFX(la_dot)         /* la_dot_f32 or _f64 */
 
 /* x·y in a fixed order: 8 interleaved partial sums, a fixed tree, then the tail. */
 T SFX(la_dot)(const T *x, const T *y, size_t n)
@@ -51,7 +54,7 @@ void SFX(la_linear_read_query)(const T *S, const T *z, const T *phi_q, T eps, T 
             y[c] += f * row[c];
     }
     /* normalise by the denominator φqᵀz + eps */
-    T den = SFX(la_dot)(phi_q, z, d_k) + eps;
+    T den = LA_DOT(phi_q, z, d_k) + eps;
     for (size_t c = 0; c < d_v; c++)
         y[c] /= den;
 }
@@ -64,27 +67,16 @@ static size_t SFX(visible_key_count)(const la_problem *p, size_t b)
     return m;
 }
 
-/* *bytes = (heads_part + threads · per_thread) elements of T, overflow-checked, and
- * within p->workspace_limit. */
-static la_status SFX(workspace_fits)(const la_problem *p, size_t shared, size_t threads,
-                                     size_t per_thread, size_t *elements)
+/* The scratch layout of one call (linear_layout_for), allocated: one block of T. */
+static la_status SFX(workspace_alloc)(const la_problem *p, la_kernel kernel, linear_layout *lay,
+                                      T **work)
 {
-    size_t total;
-    if (!la_mul_ok(threads, per_thread, &total) || total > SIZE_MAX - shared) return LA_EOVERFLOW;
-    total += shared;
-    size_t bytes;
-    if (!la_mul_ok(total, sizeof(T), &bytes)) return LA_EOVERFLOW;
-    if (bytes > p->workspace_limit) return LA_EBUDGET;
-    *elements = total;
-    return LA_OK;
-}
-
-/* Threads for `tasks` independent pieces: la_threads(), at most one per piece. */
-static size_t SFX(thread_count)(size_t tasks)
-{
-    size_t threads = (size_t)la_threads();
-    if (threads < 1) threads = 1;
-    return threads < tasks ? threads : tasks;
+    la_status st = linear_layout_for(p, kernel, (size_t)la_threads(), lay);
+    if (st != LA_OK) return st;
+    if (lay->total > SIZE_MAX / sizeof(T)) return LA_EOVERFLOW;
+    if (lay->total * sizeof(T) > p->workspace_limit) return LA_EBUDGET;
+    *work = malloc(lay->total * sizeof(T));
+    return *work ? LA_OK : LA_ENOMEM;
 }
 
 /* Non-causal linear attention.
@@ -101,17 +93,13 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
     const size_t kb = M < LA_LINEAR_KEY_BLOCK ? M : LA_LINEAR_KEY_BLOCK;
     const size_t qb = N < LA_LINEAR_QUERY_BLOCK ? N : LA_LINEAR_QUERY_BLOCK;
     const size_t rows = kb > qb ? kb : qb;
-    const size_t q_blocks = (N + qb - 1) / qb;
-    size_t tasks, state_size, per_thread, shared, total;
-    if (!la_mul_ok(heads, q_blocks, &tasks) || !la_mul_ok(dk, dv + 1, &state_size) ||
-        !la_mul_ok(rows, dk, &per_thread) || !la_mul_ok(heads, state_size, &shared))
-        return LA_EOVERFLOW;
-    per_thread += dk;
-    const size_t threads = SFX(thread_count)(tasks);
-    la_status st = SFX(workspace_fits)(p, shared, threads, per_thread, &total);
+    const size_t q_blocks = (N + qb - 1) / qb, tasks = heads * q_blocks;
+    const size_t state_size = dk * (dv + 1);
+    linear_layout lay;
+    T *work = NULL;
+    la_status st = SFX(workspace_alloc)(p, LA_KERNEL_LINEAR, &lay, &work);
     if (st != LA_OK) return st;
-    T *work = malloc(total * sizeof *work);
-    if (!work) return LA_ENOMEM;
+    const size_t threads = lay.threads, per_thread = lay.per_thread, shared = lay.shared;
     T *states = work, *scratch = work + shared;
 
     /* phase 1: S and z of every head */
@@ -129,11 +117,10 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
         for (size_t j0 = 0; j0 < m; j0 += kb) {
             const size_t n = m - j0 < kb ? m - j0 : kb;
             /* φ(K_blk): (n, d_k) */
-            SFX(la_feature_map)(p->feature_map, kh + j0 * dk, phi_k, n * dk);
+            LA_PHI(p->feature_map, kh + j0 * dk, phi_k, n * dk);
             /* S += φ(K_blk)ᵀ V_blk: (d_k, n)·(n, d_v), φ(K_blk)ᵀ through strides */
-            SFX(la_gemm)
-            (dk, dv, n, 1, phi_k, 1, (ptrdiff_t)dk, vh + j0 * dv, (ptrdiff_t)dv, 1, 1, S,
-             (ptrdiff_t)dv, 1);
+            LA_GEMM(dk, dv, n, 1, phi_k, 1, (ptrdiff_t)dk, vh + j0 * dv, (ptrdiff_t)dv, 1, 1, S,
+                    (ptrdiff_t)dv, 1);
             /* z += Σ_rows φ(K_blk), summed per block first */
             for (size_t a = 0; a < dk; a++)
                 z_part[a] = 0;
@@ -160,27 +147,18 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
             continue;
         }
         /* φ(Q_blk): (n, d_k) */
-        SFX(la_feature_map)(p->feature_map, q + (hd * N + i0) * dk, phi_q, n * dk);
+        LA_PHI(p->feature_map, q + (hd * N + i0) * dk, phi_q, n * dk);
         /* num = φ(Q_blk) S: (n, d_k)·(d_k, d_v), straight into out */
-        SFX(la_gemm)
-        (n, dv, dk, 1, phi_q, (ptrdiff_t)dk, 1, S, (ptrdiff_t)dv, 1, 0, y, (ptrdiff_t)dv, 1);
+        LA_GEMM(n, dv, dk, 1, phi_q, (ptrdiff_t)dk, 1, S, (ptrdiff_t)dv, 1, 0, y, (ptrdiff_t)dv, 1);
         /* y = num / (φ(q_i)·z + eps) */
         for (size_t i = 0; i < n; i++) {
-            const T den = SFX(la_dot)(phi_q + i * dk, z, dk) + eps;
+            const T den = LA_DOT(phi_q + i * dk, z, dk) + eps;
             for (size_t c = 0; c < dv; c++)
                 y[i * dv + c] /= den;
         }
     }
     free(work);
     return LA_OK;
-}
-
-/* a + b without overflow: false when it does not fit. */
-static bool SFX(add_ok)(size_t a, size_t b, size_t *out)
-{
-    if (a > SIZE_MAX - b) return false;
-    *out = a + b;
-    return true;
 }
 
 /* Causal linear attention, chunked form, C = min(p->chunk, N) tokens per chunk. Keys
@@ -205,21 +183,14 @@ static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     const size_t heads = p->batch * p->heads;
     const size_t C = p->chunk < N ? p->chunk : N;
-    /* per thread: SV (dk + C)(dv + 1) + QA C(dk + C) + φK C·dk + Y C(dv + 1) */
-    size_t rows, cols, ld_qa, sv_size, qa_size, pk_size, y_size, per_thread, total;
-    if (!SFX(add_ok)(dk, C, &rows) || !SFX(add_ok)(dv, 1, &cols) ||
-        !la_mul_ok(rows, cols, &sv_size) || !la_mul_ok(C, rows, &qa_size) ||
-        !la_mul_ok(C, dk, &pk_size) || !la_mul_ok(C, cols, &y_size) ||
-        !SFX(add_ok)(sv_size, qa_size, &per_thread) ||
-        !SFX(add_ok)(per_thread, pk_size, &per_thread) ||
-        !SFX(add_ok)(per_thread, y_size, &per_thread))
-        return LA_EOVERFLOW;
-    ld_qa = rows; /* QA's leading dimension: d_k + C */
-    const size_t threads = SFX(thread_count)(heads);
-    la_status st = SFX(workspace_fits)(p, 0, threads, per_thread, &total);
+    /* per thread: SV (d_k + C)(d_v + 1), QA C(d_k + C), φK C·d_k, Y C(d_v + 1) */
+    const size_t rows = dk + C, cols = dv + 1, ld_qa = rows;
+    const size_t sv_size = rows * cols, qa_size = C * rows, pk_size = C * dk;
+    linear_layout lay;
+    T *work = NULL;
+    la_status st = SFX(workspace_alloc)(p, LA_KERNEL_LINEAR, &lay, &work);
     if (st != LA_OK) return st;
-    T *work = malloc(total * sizeof *work);
-    if (!work) return LA_ENOMEM;
+    const size_t threads = lay.threads, per_thread = lay.per_thread;
     const T eps = (T)p->eps;
     const ptrdiff_t ldq = (ptrdiff_t)ld_qa, ldsv = (ptrdiff_t)cols, lddk = (ptrdiff_t)dk;
 
@@ -244,13 +215,13 @@ static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k
             const size_t nk = c0 >= u ? 0 : (u - c0 < C ? u - c0 : C); /* nk <= nq */
             /* QA's left part: φ(Q_c) (nq, d_k) */
             for (size_t i = 0; i < nq; i++)
-                SFX(la_feature_map)(p->feature_map, qh + (c0 + i) * dk, QA + i * ld_qa, dk);
+                LA_PHI(p->feature_map, qh + (c0 + i) * dk, QA + i * ld_qa, dk);
             if (nk > 0) {
                 /* φ(K_c): (nk, d_k) */
-                SFX(la_feature_map)(p->feature_map, kh + c0 * dk, phi_k, nk * dk);
+                LA_PHI(p->feature_map, kh + c0 * dk, phi_k, nk * dk);
                 /* QA's right part: A = φ(Q_c) φ(K_c)ᵀ (nq, d_k)·(d_k, nk), then the causal
                  * mask: key j > query i hidden */
-                SFX(la_gemm)(nq, nk, dk, 1, QA, ldq, 1, phi_k, 1, lddk, 0, QA + dk, ldq, 1);
+                LA_GEMM(nq, nk, dk, 1, QA, ldq, 1, phi_k, 1, lddk, 0, QA + dk, ldq, 1);
                 for (size_t i = 0; i + 1 < nk; i++)
                     for (size_t j = i + 1; j < nk; j++)
                         QA[i * ld_qa + dk + j] = 0;
@@ -264,9 +235,8 @@ static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k
             /* [num den] = [φ(Q_c) A] · [S z ; V_c 1]: (nq, d_k + nk)·(d_k + nk, d_v + 1);
              * the first chunk has no carried state and skips its d_k columns */
             const size_t skip = c0 == 0 ? dk : 0;
-            SFX(la_gemm)
-            (nq, cols, dk + nk - skip, 1, QA + skip, ldq, 1, SV + skip * cols, ldsv, 1, 0, Y, ldsv,
-             1);
+            LA_GEMM(nq, cols, dk + nk - skip, 1, QA + skip, ldq, 1, SV + skip * cols, ldsv, 1, 0, Y,
+                    ldsv, 1);
             /* y = num / (den + eps) */
             T *y = yh + c0 * dv;
             for (size_t i = 0; i < nq; i++) {
@@ -276,7 +246,7 @@ static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k
             }
             /* carry the chunk's keys: [S z] += φ(K_c)ᵀ [V_c 1]: (d_k, nk)·(nk, d_v + 1) */
             if (nk > 0 && c0 + C < N)
-                SFX(la_gemm)(dk, cols, nk, 1, phi_k, 1, lddk, VC, ldsv, 1, 1, SV, ldsv, 1);
+                LA_GEMM(dk, cols, nk, 1, phi_k, 1, lddk, VC, ldsv, 1, 1, SV, ldsv, 1);
         }
     }
     free(work);
@@ -305,13 +275,11 @@ la_status SFX(la_linear_attention_recurrent)(const la_problem *p, const T *q, co
     if (!q || !k || !v || !out || !p->causal) return LA_EINVAL;
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     const size_t heads = p->batch * p->heads;
-    size_t per_thread, total;
-    if (!la_mul_ok(dk, dv + 3, &per_thread)) return LA_EOVERFLOW;
-    const size_t threads = SFX(thread_count)(heads);
-    st = SFX(workspace_fits)(p, 0, threads, per_thread, &total);
+    linear_layout lay;
+    T *work = NULL;
+    st = SFX(workspace_alloc)(p, LA_KERNEL_LINEAR_RECURRENT, &lay, &work);
     if (st != LA_OK) return st;
-    T *work = malloc(total * sizeof *work);
-    if (!work) return LA_ENOMEM;
+    const size_t threads = lay.threads, per_thread = lay.per_thread;
     const T eps = (T)p->eps;
 
 #pragma omp parallel for schedule(dynamic) num_threads((int)threads)
@@ -332,11 +300,11 @@ la_status SFX(la_linear_attention_recurrent)(const la_problem *p, const T *q, co
                 continue;
             }
             if (t < m) { /* S += φ(k_t) v_tᵀ, z += φ(k_t) */
-                SFX(la_feature_map)(p->feature_map, kh + t * dk, phi_k, dk);
+                LA_PHI(p->feature_map, kh + t * dk, phi_k, dk);
                 SFX(la_linear_add_key)(S, z, phi_k, vh + t * dv, dk, dv);
             }
             /* y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps) */
-            SFX(la_feature_map)(p->feature_map, qh + t * dk, phi_q, dk);
+            LA_PHI(p->feature_map, qh + t * dk, phi_q, dk);
             SFX(la_linear_read_query)(S, z, phi_q, eps, yh + t * dv, dk, dv);
         }
     }
@@ -344,6 +312,9 @@ la_status SFX(la_linear_attention_recurrent)(const la_problem *p, const T *q, co
     return LA_OK;
 }
 
+#undef LA_GEMM
+#undef LA_PHI
+#undef LA_DOT
 #undef SFX
 #undef LA_CAT
 #undef LA_CAT2

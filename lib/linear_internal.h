@@ -26,6 +26,13 @@ void la_linear_read_query_f32(const float *S, const float *z, const float *phi_q
 void la_linear_read_query_f64(const double *S, const double *z, const double *phi_q, double eps,
                               double *y, size_t d_k, size_t d_v);
 
+/* Bytes of scratch the linear kernel `kernel` (LA_KERNEL_LINEAR, non-causal or chunked
+ * causal per p->causal, or LA_KERNEL_LINEAR_RECURRENT) allocates for p with elements of
+ * element_size bytes at the current thread count: exactly what the kernel holds and
+ * checks against p->workspace_limit. Returns LA_OK, LA_EINVAL, LA_EOVERFLOW. */
+la_status la_linear_workspace_bytes(la_kernel kernel, const la_problem *p, size_t element_size,
+                                    size_t *bytes);
+
 /* x·y summed in a fixed order (8 interleaved partial sums, then a fixed tree), so the
  * result never depends on the alignment of x and y nor on how the compiler vectorises. */
 float la_dot_f32(const float *x, const float *y, size_t n);

@@ -764,6 +764,48 @@ static void error_paths(void **state)
     assert_int_equal(la_linear_state_save(NULL, yd, sizeof yd), LA_EINVAL);
 }
 
+/* The workspace each form reports is exactly the limit it needs: at that limit it runs,
+ * one byte below it refuses with LA_EBUDGET and writes nothing. */
+static void workspace_limit_is_exact(void **state)
+{
+    (void)state;
+    inputs in;
+    make_inputs(&in, "workspace", 2, 2, 300, 280, 16, 8);
+    in.p.chunk = 32;
+    float *y32 = tu_f32(in.no);
+    double *y64 = tu_f64(in.no);
+    for (int f = NONCAUSAL; f <= RECURRENT; f++) {
+        la_problem p = in.p;
+        p.causal = f != NONCAUSAL;
+        la_kernel kernel = f == RECURRENT ? LA_KERNEL_LINEAR_RECURRENT : LA_KERNEL_LINEAR;
+        size_t b32 = 0, b64 = 0;
+        assert_int_equal(la_linear_workspace_bytes(kernel, &p, sizeof(float), &b32), LA_OK);
+        assert_int_equal(la_linear_workspace_bytes(kernel, &p, sizeof(double), &b64), LA_OK);
+        assert_true(b32 > 0 && b64 == 2 * b32);
+        p.workspace_limit = b32;
+        assert_int_equal(run_f32((form)f, &p, &in, y32), LA_OK);
+        p.workspace_limit = b64;
+        assert_int_equal(run_f64((form)f, &p, &in, y64), LA_OK);
+        for (size_t i = 0; i < in.no; i++)
+            y32[i] = SENTINEL, y64[i] = SENTINEL;
+        p.workspace_limit = b32 - 1;
+        assert_int_equal(run_f32((form)f, &p, &in, y32), LA_EBUDGET);
+        p.workspace_limit = b64 - 1;
+        assert_int_equal(run_f64((form)f, &p, &in, y64), LA_EBUDGET);
+        for (size_t i = 0; i < in.no; i++)
+            assert_true(y32[i] == SENTINEL && y64[i] == SENTINEL);
+    }
+    la_problem nc = in.p;
+    size_t bytes;
+    assert_int_equal(la_linear_workspace_bytes(LA_KERNEL_LINEAR_RECURRENT, &nc, 4, &bytes),
+                     LA_EINVAL);
+    assert_int_equal(la_linear_workspace_bytes(LA_KERNEL_SOFTMAX, &nc, 4, &bytes), LA_EINVAL);
+    assert_int_equal(la_linear_workspace_bytes(LA_KERNEL_LINEAR, &nc, 4, NULL), LA_EINVAL);
+    free(y32);
+    free(y64);
+    free_inputs(&in);
+}
+
 /* ---------------------------------------------------------------- threads */
 
 /* One thread and two give the same bits for every form and precision (several heads,
@@ -813,6 +855,7 @@ int main(void)
         cmocka_unit_test(elu_no_cancellation),
         cmocka_unit_test(eps_honoured),
         cmocka_unit_test(error_paths),
+        cmocka_unit_test(workspace_limit_is_exact),
         cmocka_unit_test(thread_count_determinism),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
