@@ -93,6 +93,9 @@ test: $(TEST_BIN) $(BUILD)/linattn | build/.deps-test
 	echo "== tests/attend_numpy.py"; \
 	if /usr/bin/python3 tests/attend_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/attend_numpy.py"; fi; \
+	echo "== tests/block_numpy.py"; \
+	if /usr/bin/python3 tests/block_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: tests/block_numpy.py"; fi; \
 	echo "test programs: $$passed passed, $$failed failed"; \
 	test $$failed -eq 0
 

@@ -23,5 +23,6 @@ LA_DECLARE_COMMAND(crossover);
 LA_DECLARE_COMMAND(bench);
 LA_DECLARE_COMMAND(params);
 LA_DECLARE_COMMAND(flops);
+LA_DECLARE_COMMAND(block);
 
 #endif

@@ -14,6 +14,7 @@ static const la_command commands[] = {
     {"bench", "time every kernel against BLIS sgemm (GFLOP/s ratio)", cmd_bench, &cmd_bench_help},
     {"params", "exact parameter counts per component, as PyTorch counts them", cmd_params, &cmd_params_help},
     {"flops", "FLOPs and memory of one Transformer layer, per component", cmd_flops, &cmd_flops_help},
+    {"block", "one Transformer encoder layer on .npy input, PyTorch weights", cmd_block, &cmd_block_help},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 

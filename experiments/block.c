@@ -1,0 +1,157 @@
+/* block.c — `linattn block`: one Transformer encoder layer (nn.TransformerEncoderLayer,
+ * batch_first, dropout off) on an .npy input, with PyTorch-layout weights loaded from a
+ * folder of .npy files named by their state_dict keys. */
+#include "cli.h"
+#include "commands.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const cmd_block_help =
+    "usage: linattn block --weights DIR --x X.npy --out Y.npy --heads H [options]\n"
+    "\n"
+    "Runs one Transformer encoder layer, as torch.nn.TransformerEncoderLayer(D, H, d_ff,\n"
+    "dropout=0, batch_first=True) computes it, on X and writes the output Y.\n"
+    "  post-LN (PyTorch's default):   x = LN1(x + SelfAttn(x));  y = LN2(x + FFN(x))\n"
+    "  pre-LN (norm_first=True):      x = x + SelfAttn(LN1(x));  y = x + FFN(LN2(x))\n"
+    "with FFN(x) = linear2(act(linear1(x))) and LayerNorm ε = 1e-5. With --attention\n"
+    "linear every head uses elu+1 linear attention (the paper's linear Transformer).\n"
+    "\n"
+    "DIR holds one .npy file (float32 or float64) per tensor of the layer's state_dict:\n"
+    "  self_attn.in_proj_weight (3D, D)   self_attn.in_proj_bias (3D)\n"
+    "  self_attn.out_proj.weight (D, D)   self_attn.out_proj.bias (D)\n"
+    "  linear1.weight (d_ff, D)  linear1.bias (d_ff)  linear2.weight (D, d_ff)  linear2.bias (D)\n"
+    "  norm1.weight (D)  norm1.bias (D)  norm2.weight (D)  norm2.bias (D)\n"
+    "D and d_ff are read from the shapes. In Python:\n"
+    "  for k, t in layer.state_dict().items(): np.save(f\"DIR/{k}.npy\", t.numpy())\n"
+    "X is (N, D) or (B, N, D), float32 or float64; Y has X's shape, in --precision.\n"
+    "\n"
+    "required:\n"
+    "  --weights DIR        the folder of .npy tensors\n"
+    "  --x X.npy            the input\n"
+    "  --out Y.npy          the output, written atomically (nothing on any error)\n"
+    "  --heads H            attention heads, dividing D\n"
+    "options (default in brackets):\n"
+    "  --norm post|pre      LayerNorm after (post) or before (pre) each sublayer [post]\n"
+    "  --attention A        softmax or linear [softmax]\n"
+    "  --causal             query i sees tokens j <= i (is_causal=True) [off]\n"
+    "  --activation F       relu or gelu (exact, erf) [relu]\n"
+    "  --precision P        float32 or float64 [float32]\n"
+    "  --feature-map F      linear only: elu (φ = elu + 1) or relu [elu]\n"
+    "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores]\n"
+    "\n"
+    "exit status: 0 done, 2 bad flags, input or weights (one line on stderr:\n"
+    "linattn: WHAT: why, naming the file at fault)\n"
+    "\n"
+    "example:\n"
+    "  linattn block --weights layer0/ --x x.npy --out y.npy --heads 8 --precision float64\n";
+
+static const char *const norm_names[] = {"post", "pre", NULL};
+static const char *const attention_names[] = {"softmax", "linear", NULL};
+static const char *const activation_names[] = {"relu", "gelu", NULL};
+static const char *const precision_names[] = {"float32", "float64", NULL};
+
+int cmd_block(int argc, char **argv)
+{
+    const char *weights = NULL, *x_path = NULL, *out_path = NULL, *heads_text = NULL;
+    const char *norm = NULL, *attention = NULL, *activation = NULL, *precision = NULL;
+    const char *feature_map = NULL, *threads_text = NULL;
+    int causal = 0;
+    const cli_flag flags[] = {
+        {"weights", &weights, NULL},       {"x", &x_path, NULL},
+        {"out", &out_path, NULL},          {"heads", &heads_text, NULL},
+        {"norm", &norm, NULL},             {"attention", &attention, NULL},
+        {"causal", NULL, &causal},         {"activation", &activation, NULL},
+        {"precision", &precision, NULL},   {"feature-map", &feature_map, NULL},
+        {"threads", &threads_text, NULL},  {NULL, NULL, NULL},
+    };
+    int rc = cli_parse_flags(argc, argv, flags);
+    if (rc) return rc;
+
+    /* step 1: the flags, all checked before any file is read */
+    const char *required[][2] = {
+        {"--weights", weights}, {"--x", x_path}, {"--out", out_path}, {"--heads", heads_text}};
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+        if (!required[i][1])
+            return cli_fail(required[i][0], "required flag is missing (see linattn help block)");
+    size_t heads;
+    int norm_i = 0, attention_i = 0, activation_i = 0, precision_i = 0, threads = 0;
+    if ((rc = cli_parse_size("--heads", heads_text, &heads))) return rc;
+    if (heads < 1) return cli_fail("--heads", "must be at least 1");
+    if ((norm && (rc = cli_parse_choice("--norm", norm, norm_names, &norm_i))) ||
+        (attention && (rc = cli_parse_choice("--attention", attention, attention_names, &attention_i))) ||
+        (activation &&
+         (rc = cli_parse_choice("--activation", activation, activation_names, &activation_i))) ||
+        (precision && (rc = cli_parse_choice("--precision", precision, precision_names, &precision_i))))
+        return rc;
+    la_feature_map fm = LA_FEATURE_ELU1;
+    if (feature_map && attention_i != 1)
+        return cli_fail("--feature-map", "applies to --attention linear only");
+    if (feature_map && la_feature_map_parse(feature_map, &fm) != LA_OK)
+        return cli_fail("--feature-map", "'%s' is not one of elu, relu", feature_map);
+    if (threads_text && (rc = cli_parse_int("--threads", threads_text, &threads))) return rc;
+    if (threads_text && threads < 1) return cli_fail("--threads", "must be at least 1");
+    la_dtype dtype = precision_i ? LA_FLOAT64 : LA_FLOAT32;
+
+    /* step 2: the weights (D and d_ff from their shapes), then X */
+    la_layer_weights w;
+    la_load_error err;
+    la_array x = {0}, y = {0};
+    la_status st = la_layer_weights_load(&w, dtype, 0, weights, "", &err);
+    if (st != LA_OK) return cli_fail(err.path[0] ? err.path : weights, "%s", err.why);
+    if ((rc = cli_read_floats(x_path, dtype, &x))) goto done;
+    const size_t D = w.d_model;
+    char shape[160];
+    if (x.ndim != 2 && x.ndim != 3) {
+        rc = cli_fail(x_path, "shape %s must be (N, D) or (B, N, D)",
+                      cli_shape_str(&x, shape, sizeof shape));
+        goto done;
+    }
+    if (x.shape[x.ndim - 1] != D) {
+        rc = cli_fail(x_path, "shape %s: last dim must be D = %zu, the weights' d_model",
+                      cli_shape_str(&x, shape, sizeof shape), D);
+        goto done;
+    }
+    size_t batch = x.ndim == 3 ? x.shape[0] : 1, n = x.shape[x.ndim - 2];
+    if (batch == 0 || n == 0) {
+        rc = cli_fail(x_path, "shape %s has a zero dimension", cli_shape_str(&x, shape, sizeof shape));
+        goto done;
+    }
+    if (D % heads != 0) {
+        rc = cli_fail("--heads", "%zu does not divide D = %zu (from %s/self_attn.in_proj_weight.npy)",
+                      heads, D, weights);
+        goto done;
+    }
+
+    /* step 3: the layer */
+    la_layer_config c;
+    la_layer_config_init(&c, D, heads, w.d_ff);
+    c.norm = norm_i ? LA_NORM_PRE : LA_NORM_POST;
+    c.attention = attention_i ? LA_KERNEL_LINEAR : LA_KERNEL_SOFTMAX;
+    c.activation = activation_i ? LA_ACTIVATION_GELU : LA_ACTIVATION_RELU;
+    c.feature_map = fm;
+    if (threads_text) la_set_num_threads(threads);
+    y = x;
+    y.data = malloc(x.count * la_npy_dtype_size(x.dtype));
+    if (!y.data) {
+        rc = cli_fail("block", "%s", la_strerror(LA_ENOMEM));
+        goto done;
+    }
+    if (dtype == LA_FLOAT32)
+        st = la_encoder_layer_f32(&c, &w, batch, n, x.data, causal, NULL, y.data);
+    else
+        st = la_encoder_layer_f64(&c, &w, batch, n, x.data, causal, NULL, y.data);
+    if (st != LA_OK) {
+        rc = cli_fail("block", "%s", la_strerror(st));
+        goto done;
+    }
+
+    /* step 4: written atomically */
+    rc = cli_write_npy(out_path, &y);
+done:
+    la_layer_weights_free(&w);
+    la_array_free(&x);
+    la_array_free(&y);
+    return rc;
+}

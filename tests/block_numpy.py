@@ -1,0 +1,258 @@
+#!/usr/bin/python3
+"""block_numpy.py — `linattn block` against an independent float64 NumPy implementation of
+torch.nn.TransformerEncoderLayer(D, H, d_ff, dropout=0, batch_first=True), and its
+handling of bad weights and input.
+
+Usage: /usr/bin/python3 tests/block_numpy.py BUILD/linattn   (run by `make test`)
+
+Part 1 writes random weights in PyTorch's layout to a folder of .npy files named by
+their state_dict keys (float32 files for --precision float32, float64 for float64),
+computes the layer in NumPy exactly as PyTorch's encoder layer does (post-LN, and
+pre-LN = norm_first=True; ReLU and GELU; softmax, and the paper's elu+1 linear
+attention; causal or not; H = 1, H = D and between; X of shape (N, D) and (B, N, D)),
+and requires ‖y − ref‖ / ‖ref‖ < 1e-5 in float32 and < 1e-11 in float64.
+Part 2: a missing, misshapen or non-float weight file, X of the wrong width, heads that
+do not divide D, and an unknown flag each exit 2 with exactly one stderr line starting
+"linattn: " (naming the file at fault where there is one) and leave no output.
+
+PyTorch itself is not used (it is not installed here); the reference follows the
+formulas of torch.nn.MultiheadAttention and TransformerEncoderLayer.forward.
+Inputs are random with a printed seed; LA_TEST_SEED=N replays a run. Exits 1 on any
+failure; the last line is "block_numpy: N passed, N failed".
+"""
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+TOL = {"float32": 1e-5, "float64": 1e-11}
+LN_EPS = 1e-5
+LINEAR_EPS = 1e-6  # LA_DEFAULT_EPS
+
+
+# ---------------------------------------------------------------- the reference
+
+
+def layer_norm(x, gamma, beta):
+    """LayerNorm over the last axis, biased variance, ε = 1e-5."""
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + LN_EPS) * gamma + beta
+
+
+def gelu(x):
+    """Exact GELU, 0.5·x·(1 + erf(x/√2)) (PyTorch's default approximate='none')."""
+    erf = np.vectorize(math.erf)
+    return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
+
+
+def attention_heads(q, k, v, kind, causal):
+    """q, k, v: (B, H, N, d_h) → (B, H, N, d_h)."""
+    n = q.shape[2]
+    mask = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
+    if kind == "softmax":
+        scores = np.einsum("bhnd,bhmd->bhnm", q, k) / math.sqrt(q.shape[-1])
+        scores = np.where(mask, scores, -np.inf)
+        scores -= scores.max(axis=-1, keepdims=True)
+        weights = np.exp(scores)
+        weights /= weights.sum(axis=-1, keepdims=True)
+        return weights @ v
+    # linear attention, φ = elu + 1: y_i = φ(q_i)ᵀ Σ_j φ(k_j) v_jᵀ / (φ(q_i)ᵀ Σ_j φ(k_j) + ε)
+    phi = lambda x: np.where(x >= 0, x + 1.0, np.exp(np.minimum(x, 0.0)))
+    a = np.einsum("bhnd,bhmd->bhnm", phi(q), phi(k)) * mask
+    return (a @ v) / (a.sum(axis=-1, keepdims=True) + LINEAR_EPS)
+
+
+def self_attention(x, w, heads, kind, causal):
+    """nn.MultiheadAttention(x, x, x): packed in_proj, heads, out_proj. x: (B, N, D)."""
+    b, n, d = x.shape
+    dh = d // heads
+    qkv = x @ w["self_attn.in_proj_weight"].T + w["self_attn.in_proj_bias"]
+    q, k, v = (qkv[..., i * d:(i + 1) * d].reshape(b, n, heads, dh).transpose(0, 2, 1, 3)
+               for i in range(3))
+    o = attention_heads(q, k, v, kind, causal).transpose(0, 2, 1, 3).reshape(b, n, d)
+    return o @ w["self_attn.out_proj.weight"].T + w["self_attn.out_proj.bias"]
+
+
+def encoder_layer(x, w, heads, norm, kind, causal, activation):
+    """TransformerEncoderLayer.forward with dropout off."""
+    act = gelu if activation == "gelu" else (lambda t: np.maximum(t, 0.0))
+    ff = lambda t: act(t @ w["linear1.weight"].T + w["linear1.bias"]) @ w["linear2.weight"].T \
+        + w["linear2.bias"]
+    ln1 = lambda t: layer_norm(t, w["norm1.weight"], w["norm1.bias"])
+    ln2 = lambda t: layer_norm(t, w["norm2.weight"], w["norm2.bias"])
+    if norm == "pre":
+        x = x + self_attention(ln1(x), w, heads, kind, causal)
+        return x + ff(ln2(x))
+    x = ln1(x + self_attention(x, w, heads, kind, causal))
+    return ln2(x + ff(x))
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+def random_weights(rng, d, d_ff):
+    """A state_dict in PyTorch's shapes, every tensor random (biases, γ and β too)."""
+    w = {
+        "self_attn.in_proj_weight": rng.normal(0, 1 / math.sqrt(d), (3 * d, d)),
+        "self_attn.in_proj_bias": rng.normal(0, 0.1, 3 * d),
+        "self_attn.out_proj.weight": rng.normal(0, 1 / math.sqrt(d), (d, d)),
+        "self_attn.out_proj.bias": rng.normal(0, 0.1, d),
+        "linear1.weight": rng.normal(0, 1 / math.sqrt(d), (d_ff, d)),
+        "linear1.bias": rng.normal(0, 0.1, d_ff),
+        "linear2.weight": rng.normal(0, 1 / math.sqrt(d_ff), (d, d_ff)),
+        "linear2.bias": rng.normal(0, 0.1, d),
+        "norm1.weight": 1 + rng.normal(0, 0.1, d),
+        "norm1.bias": rng.normal(0, 0.1, d),
+        "norm2.weight": 1 + rng.normal(0, 0.1, d),
+        "norm2.bias": rng.normal(0, 0.1, d),
+    }
+    return w
+
+
+def save_weights(folder, w, dtype):
+    """One file per key; returns the weights as float64 holding exactly the saved values."""
+    os.makedirs(folder, exist_ok=True)
+    saved = {}
+    for key, t in w.items():
+        arr = np.ascontiguousarray(t.astype(dtype))
+        np.save(os.path.join(folder, key + ".npy"), arr)
+        saved[key] = arr.astype(np.float64)
+    return saved
+
+
+class Runner:
+    def __init__(self, linattn, tmp):
+        self.linattn, self.tmp = linattn, tmp
+        self.passed = self.failed = 0
+
+    def fail(self, what):
+        self.failed += 1
+        print("FAIL:", what)
+
+    def run(self, args):
+        return subprocess.run([self.linattn, "block"] + args, capture_output=True, text=True)
+
+
+# ---------------------------------------------------------------- part 1: numerics
+
+
+def check_numerics(r, rng):
+    cases = []
+    for precision in ("float32", "float64"):
+        for norm in ("post", "pre"):
+            for kind in ("softmax", "linear"):
+                for causal in (False, True):
+                    cases.append((precision, norm, kind, causal))
+    for i, (precision, norm, kind, causal) in enumerate(cases):
+        d = [8, 12, 16][i % 3]
+        heads = [1, d, 4][(i // 3) % 3]
+        if d % heads:
+            heads = 2
+        d_ff = [20, 32][i % 2]
+        activation = "gelu" if i % 5 == 0 else "relu"
+        batched = i % 2 == 0
+        n = [1, 7, 70][i % 3]
+        dtype = np.float32 if precision == "float32" else np.float64
+        folder = os.path.join(r.tmp, "w%d" % i)
+        w = save_weights(folder, random_weights(rng, d, d_ff), dtype)
+        shape = (2, n, d) if batched else (n, d)
+        x = rng.normal(0, 1, shape).astype(dtype)
+        x_path, out = os.path.join(r.tmp, "x%d.npy" % i), os.path.join(r.tmp, "y%d.npy" % i)
+        np.save(x_path, x)
+        args = ["--weights", folder, "--x", x_path, "--out", out, "--heads", str(heads),
+                "--norm", norm, "--attention", kind, "--precision", precision,
+                "--activation", activation] + (["--causal"] if causal else [])
+        what = "%s %s-LN %s causal=%s H=%d D=%d shape=%s %s" % (
+            precision, norm, kind, causal, heads, d, shape, activation)
+        p = r.run(args)
+        if p.returncode != 0:
+            r.fail("%s: exit %d: %s" % (what, p.returncode, p.stderr.strip()))
+            continue
+        y = np.load(out)
+        xb = x.astype(np.float64).reshape((-1, n, d))
+        ref = encoder_layer(xb, w, heads, norm, kind, causal, activation).reshape(shape)
+        err = np.linalg.norm(y.astype(np.float64) - ref) / np.linalg.norm(ref)
+        if y.shape != shape or y.dtype != dtype or not np.isfinite(err) or err >= TOL[precision]:
+            r.fail("%s: shape %s dtype %s relative error %.3g" % (what, y.shape, y.dtype, err))
+        else:
+            r.passed += 1
+
+
+# ---------------------------------------------------------------- part 2: refusals
+
+
+def check_refusals(r, rng):
+    d, d_ff = 8, 16
+    good = os.path.join(r.tmp, "good")
+    save_weights(good, random_weights(rng, d, d_ff), np.float32)
+    x_path = os.path.join(r.tmp, "x_bad.npy")
+    np.save(x_path, rng.normal(0, 1, (5, d)).astype(np.float32))
+
+    def variant(name, mutate):
+        folder = os.path.join(r.tmp, name)
+        shutil.copytree(good, folder)
+        mutate(folder)
+        return folder
+
+    missing = variant("missing", lambda f: os.remove(os.path.join(f, "linear2.bias.npy")))
+    shaped = variant("shaped", lambda f: np.save(os.path.join(f, "norm2.weight.npy"),
+                                                 np.ones(d + 1, np.float32)))
+    ints = variant("ints", lambda f: np.save(os.path.join(f, "norm1.bias.npy"),
+                                             np.zeros(d, np.int64)))
+    nan = variant("nan", lambda f: np.save(os.path.join(f, "linear1.bias.npy"),
+                                           np.full(d_ff, np.nan, np.float32)))
+    wide = os.path.join(r.tmp, "x_wide.npy")
+    np.save(wide, np.zeros((5, d + 1), np.float32))
+    cases = [
+        ("missing tensor", ["--weights", missing, "--x", x_path, "--heads", "2"],
+         "linear2.bias.npy"),
+        ("misshapen tensor", ["--weights", shaped, "--x", x_path, "--heads", "2"],
+         "norm2.weight.npy"),
+        ("integer tensor", ["--weights", ints, "--x", x_path, "--heads", "2"], "norm1.bias.npy"),
+        ("NaN tensor", ["--weights", nan, "--x", x_path, "--heads", "2"], "linear1.bias.npy"),
+        ("no such folder", ["--weights", os.path.join(r.tmp, "nowhere"), "--x", x_path,
+                            "--heads", "2"], "nowhere"),
+        ("X of the wrong width", ["--weights", good, "--x", wide, "--heads", "2"], "x_wide.npy"),
+        ("heads not dividing D", ["--weights", good, "--x", x_path, "--heads", "3"], "--heads"),
+        ("unknown flag", ["--weights", good, "--x", x_path, "--heads", "2", "--bogus"],
+         "--bogus"),
+        ("bad norm", ["--weights", good, "--x", x_path, "--heads", "2", "--norm", "middle"],
+         "--norm"),
+    ]
+    for what, args, named in cases:
+        out = os.path.join(r.tmp, "refused.npy")
+        p = r.run(args + ["--out", out])
+        lines = p.stderr.strip().split("\n")
+        leftovers = [f for f in os.listdir(r.tmp) if f.startswith("refused.npy")]
+        if p.returncode != 2 or len(lines) != 1 or not lines[0].startswith("linattn: ") \
+                or named not in lines[0] or leftovers:
+            r.fail("%s: exit %d, stderr %r, files %s" % (what, p.returncode, p.stderr, leftovers))
+        else:
+            r.passed += 1
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    seed = int(os.environ.get("LA_TEST_SEED") or np.random.SeedSequence().entropy % 10**12)
+    print("block_numpy: seed %d (replay with LA_TEST_SEED=%d)" % (seed, seed))
+    rng = np.random.default_rng(seed)
+    tmp = tempfile.mkdtemp(prefix="la_block_")
+    try:
+        r = Runner(os.path.abspath(sys.argv[1]), tmp)
+        check_numerics(r, rng)
+        check_refusals(r, rng)
+    finally:
+        shutil.rmtree(tmp)
+    print("block_numpy: %d passed, %d failed" % (r.passed, r.failed))
+    return 1 if r.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
