@@ -6,8 +6,8 @@
  * differing only in the element type, the BLIS routine and the exp.
  *
  * Shared by both instantiations and defined in softmax.c before the includes: the block
- * sizes (Q_BLOCK queries × K_BLOCK keys), head_offset(), task_of() and
- * check_pointers(). */
+ * sizes (Q_BLOCK queries × K_BLOCK keys), head_offset(), task_of(), check_pointers(),
+ * scale_fits() and round_up_64(). */
 
 #define CAT_(a, b) a##_##b
 #define CAT(a, b) CAT_(a, b)
@@ -202,19 +202,22 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
     return LA_OK;
 }
 
+/* Fused softmax attention (contract in linattn.h):
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major. */
 la_status FN(la_softmax_attention)(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
                                    REAL *out)
 {
     return FN(run_blocked)(FN(RUN_FUSED), p, q, k, v, out);
 }
 
+/* Hard attention (contract in linattn.h), same shapes. */
 la_status FN(la_hard_attention)(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
                                 REAL *out)
 {
     return FN(run_blocked)(FN(RUN_HARD), p, q, k, v, out);
 }
 
-/* Materialising softmax attention, one head at a time:
+/* Materialising softmax attention, one head at a time (q, k, v, out shaped as above):
  *   scores (N × M, one matrix for the whole call) = q kᵀ · scale,
  *   P = row softmax of scores over visible keys (hidden ones 0),
  *   out (N × d_v) = P v.
