@@ -11,6 +11,7 @@ static const la_command commands[] = {
     {"scaling", "experiment: time and memory of each kernel against N", cmd_scaling, &cmd_scaling_help},
     {"decode", "experiment: per-token latency of generation, KV cache vs state", cmd_decode, &cmd_decode_help},
     {"crossover", "experiment: the N where linear attention overtakes softmax, per d", cmd_crossover, &cmd_crossover_help},
+    {"accuracy", "experiment: kernel errors vs float64, distances between variants", cmd_accuracy, &cmd_accuracy_help},
     {"bench", "time every kernel against BLIS sgemm (GFLOP/s ratio)", cmd_bench, &cmd_bench_help},
     {"params", "exact parameter counts per component, as PyTorch counts them", cmd_params, &cmd_params_help},
     {"flops", "FLOPs and memory of one Transformer layer, per component", cmd_flops, &cmd_flops_help},

@@ -1,0 +1,523 @@
+/* accuracy.c — `linattn accuracy`: numerical comparison of the attention variants.
+ * Four studies, one row per measurement in results/accuracy.csv:
+ *   error_vs_n  each fast kernel (float32 and float64) against the float64 reference
+ *               (la_ref_*) on the same inputs, as N grows;
+ *   distance    how far linear attention's output is from softmax attention's, and hard
+ *               from soft, on random inputs and on inputs with one dominant key
+ *               (float64 references, so this is the math, not rounding);
+ *   eps         linear attention's output for ε from 0 to 10 against ε = 0 (float64), and
+ *               the float32 kernel against the float64 reference at each ε;
+ *   chunk       the chunked causal linear kernel for every chunk size against the
+ *               recurrent kernel and the reference: the chunk size must be invisible. */
+#include "commands.h"
+#include "inputs.h"
+#include "linattn.h"
+#include "results.h"
+#include "sweep.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const cmd_accuracy_help =
+    "usage: linattn accuracy [--n LO:HI] [--d D] [--heads H] [--fixed-n N]\n"
+    "                        [--studies LIST] [--out PATH] [--resume] [--seed N]\n"
+    "\n"
+    "Compares the attention variants numerically; relative errors are\n"
+    "‖y − y_ref‖ / ‖y_ref‖ over the whole output (inf when any value is not finite).\n"
+    "  error_vs_n  every fast kernel, float32 and float64, against the float64\n"
+    "              reference (la_ref_*) on the same inputs, N = LO, 2·LO, …, HI\n"
+    "  distance    linear vs softmax, hard vs softmax and linear vs hard (float64\n"
+    "              references) on random inputs and on inputs where one key dominates\n"
+    "              every query's scores (logit gap ≈ 16), N = LO … HI\n"
+    "  eps         linear attention (elu+1 and relu, causal and not) at ε = 0, 1e-12, …,\n"
+    "              10 against ε = 0, and the float32 kernel against the reference at\n"
+    "              each ε, at N = --fixed-n\n"
+    "  chunk       chunked causal linear attention (float32) for chunk sizes 1, 2, 4, …,\n"
+    "              N against the recurrent kernel and the reference, at N = --fixed-n\n"
+    "\n"
+    "  --n LO:HI        sequence lengths of error_vs_n and distance (default 16:4096)\n"
+    "  --d D            head size, d_k = d_v = D (default 64)\n"
+    "  --heads H        heads (default 2)\n"
+    "  --fixed-n N      N of the eps and chunk studies (default 1000)\n"
+    "  --studies LIST   comma-separated subset of error_vs_n,distance,eps,chunk (default\n"
+    "                   all)\n"
+    "  --out PATH       results file (default results/accuracy.csv)\n"
+    "  --resume         keep the measurements already in PATH\n"
+    "  --seed N         seed of the random inputs (default 1)\n"
+    "Inputs are N(0, 1) in float32 (the references get the same values in float64).\n";
+
+static const char COLUMNS[] =
+    "study,variant,input,n,d,heads,causal,feature_map,eps,chunk,precision,compared_to,"
+    "rel_error,max_abs_error,status";
+enum { N_KEY = 12, MAX_POINTS = 64 };
+
+typedef struct {
+    size_t lo, hi, d, heads, fixed_n;
+    int studies[4];
+    sw_common common;
+} config;
+
+static const char *const study_names[] = {"error_vs_n", "distance", "eps", "chunk", NULL};
+
+static int parse(int argc, char **argv, config *c)
+{
+    const char *n = NULL, *d = NULL, *heads = NULL, *fixed = NULL, *studies = NULL;
+    sw_common_text common = {0};
+    const cli_flag flags[] = {
+        {"n", &n, NULL},
+        {"d", &d, NULL},
+        {"heads", &heads, NULL},
+        {"fixed-n", &fixed, NULL},
+        {"studies", &studies, NULL},
+        {"out", &common.out, NULL},
+        {"resume", NULL, &common.resume},
+        {"seed", &common.seed, NULL},
+        {NULL, NULL, NULL},
+    };
+    int rc = cli_parse_flags(argc, argv, flags);
+    if (rc) return rc;
+    c->lo = 16, c->hi = 4096, c->d = 64, c->heads = 2, c->fixed_n = 1000;
+    for (int i = 0; i < 4; i++) c->studies[i] = 1;
+    if (n && (rc = sw_parse_range("--n", n, &c->lo, &c->hi))) return rc;
+    if (d && (rc = sw_parse_positive("--d", d, &c->d))) return rc;
+    if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
+    if (fixed && (rc = sw_parse_positive("--fixed-n", fixed, &c->fixed_n))) return rc;
+    if (studies) {
+        memset(c->studies, 0, sizeof c->studies);
+        char buf[64];
+        for (const char *s = studies; *s;) {
+            size_t len = strcspn(s, ",");
+            if (len == 0 || len >= sizeof buf) return cli_fail("--studies", "expected a list");
+            memcpy(buf, s, len);
+            buf[len] = 0;
+            int which;
+            if ((rc = cli_parse_choice("--studies", buf, study_names, &which))) return rc;
+            c->studies[which] = 1;
+            s += len + (s[len] == ',');
+        }
+    }
+    return sw_common_finish(&common, &c->common, "results/accuracy.csv", 1e9, 1e18);
+}
+
+/* One comparison's row. */
+typedef struct {
+    const char *study, *variant, *input;
+    size_t n;
+    int causal;
+    la_feature_map fm;
+    double eps;
+    size_t chunk; /* 0: not applicable */
+    const char *precision, *compared_to;
+} row_key;
+
+typedef struct {
+    const config *c;
+    res_file *f;
+    res_progress *pr;
+    int step;
+} ctx;
+
+static void key_text(const ctx *x, const row_key *k, char *buf, size_t size)
+{
+    char chunk[32] = "";
+    if (k->chunk) snprintf(chunk, sizeof chunk, "%zu", k->chunk);
+    snprintf(buf, size, "%s,%s,%s,%zu,%zu,%zu,%d,%s,%g,%s,%s,%s", k->study, k->variant,
+             k->input, k->n, x->c->d, x->c->heads, k->causal, la_feature_map_name(k->fm),
+             k->eps, chunk, k->precision, k->compared_to);
+}
+
+static double max_abs_diff(const double *a, const double *b, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs(a[i] - b[i]);
+        if (!(d <= m)) m = d; /* NaN propagates */
+    }
+    return m;
+}
+
+/* Writes one comparison of y (float64 values) against ref. */
+static int record(ctx *x, const row_key *k, const double *y, const double *ref, size_t n)
+{
+    char key[512];
+    key_text(x, k, key, sizeof key);
+    double e = in_rel_error_f64(y, ref, n), m = max_abs_diff(y, ref, n);
+    return res_row(x->f, "%s,%.6e,%.6e,%s", key, e, m, isfinite(e) ? "ok" : "nonfinite");
+}
+
+static int record_failure(ctx *x, const row_key *k, la_status st)
+{
+    char key[512];
+    key_text(x, k, key, sizeof key);
+    fprintf(stderr, "\nlinattn: accuracy: %s: %s\n", key, la_strerror(st));
+    return res_row(x->f, "%s,,,error", key);
+}
+
+static int done_already(ctx *x, const row_key *k)
+{
+    char key[512];
+    key_text(x, k, key, sizeof key);
+    return res_find(x->f, key) != NULL;
+}
+
+static void widen(const float *a, double *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) out[i] = a[i];
+}
+
+/* Inputs of one problem in both precisions: the float64 copies hold exactly the
+ * float32 values, so a float32 kernel's error is its own arithmetic. */
+typedef struct {
+    size_t n, elems;
+    float *q, *k, *v, *y32;
+    double *q64, *k64, *v64, *y64, *ref, *ref2;
+} buffers;
+
+static void buffers_free(buffers *b)
+{
+    free(b->q), free(b->k), free(b->v), free(b->y32);
+    free(b->q64), free(b->k64), free(b->v64), free(b->y64), free(b->ref), free(b->ref2);
+    memset(b, 0, sizeof *b);
+}
+
+static int buffers_alloc(buffers *b, size_t elems)
+{
+    memset(b, 0, sizeof *b);
+    b->elems = elems;
+    b->q = malloc(elems * sizeof(float)), b->k = malloc(elems * sizeof(float));
+    b->v = malloc(elems * sizeof(float)), b->y32 = malloc(elems * sizeof(float));
+    b->q64 = malloc(elems * sizeof(double)), b->k64 = malloc(elems * sizeof(double));
+    b->v64 = malloc(elems * sizeof(double)), b->y64 = malloc(elems * sizeof(double));
+    b->ref = malloc(elems * sizeof(double)), b->ref2 = malloc(elems * sizeof(double));
+    if (!b->q || !b->k || !b->v || !b->y32 || !b->q64 || !b->k64 || !b->v64 || !b->y64 ||
+        !b->ref || !b->ref2) {
+        buffers_free(b);
+        return -1;
+    }
+    return 0;
+}
+
+/* Random N(0, 1) inputs; with dominant, one key (j = 0) aligned with a direction u that
+ * every query shares: q_i = g_i + 2·√d·u, k_0 = 8·u (|u| = 1), so q_i·k_0·scale ≈ 16
+ * while the other logits are O(1). */
+static void fill_inputs(ctx *x, buffers *b, const char *label, int dominant)
+{
+    const size_t d = x->c->d, heads = x->c->heads, n = b->elems / (heads * d);
+    in_rng r = in_rng_for(x->c->common.seed, label);
+    in_fill_normal_f32(&r, b->q, b->elems, 1.0);
+    in_fill_normal_f32(&r, b->k, b->elems, 1.0);
+    in_fill_normal_f32(&r, b->v, b->elems, 1.0);
+    if (dominant) {
+        for (size_t h = 0; h < heads; h++) {
+            double u[1024], norm = 0;
+            size_t du = d < 1024 ? d : 1024;
+            for (size_t c = 0; c < du; c++) u[c] = in_normal(&r), norm += u[c] * u[c];
+            norm = sqrt(norm);
+            for (size_t c = 0; c < du; c++) u[c] /= norm;
+            float *qh = b->q + h * n * d, *kh = b->k + h * n * d;
+            for (size_t i = 0; i < n; i++)
+                for (size_t c = 0; c < du; c++) qh[i * d + c] += (float)(2 * sqrt((double)d) * u[c]);
+            for (size_t c = 0; c < du; c++) kh[c] = (float)(8 * u[c]);
+        }
+    }
+    widen(b->q, b->q64, b->elems);
+    widen(b->k, b->k64, b->elems);
+    widen(b->v, b->v64, b->elems);
+}
+
+typedef struct {
+    const char *name;
+    la_kernel kernel;
+    int causal;
+} variant;
+
+static const variant fast_kernels[] = {
+    {"softmax", LA_KERNEL_SOFTMAX, 0},
+    {"softmax_materialized", LA_KERNEL_SOFTMAX_MATERIALIZED, 0},
+    {"softmax_causal", LA_KERNEL_SOFTMAX, 1},
+    {"hard", LA_KERNEL_HARD, 0},
+    {"linear", LA_KERNEL_LINEAR, 0},
+    {"linear_causal_chunked", LA_KERNEL_LINEAR, 1},
+    {"linear_causal_recurrent", LA_KERNEL_LINEAR_RECURRENT, 1},
+};
+enum { N_FAST = sizeof fast_kernels / sizeof fast_kernels[0] };
+
+static void problem_for(const ctx *x, la_problem *p, size_t n, int causal)
+{
+    la_problem_init(p, 1, x->c->heads, n, n, x->c->d, x->c->d);
+    p->causal = causal;
+    p->workspace_limit = (size_t)8 << 30;
+}
+
+static void progress(ctx *x, const char *what)
+{
+    res_progress_step(x->pr, ++x->step, 1, what);
+}
+
+/* ---------------------------------------------------------------- error_vs_n */
+
+static int study_error_vs_n(ctx *x, const size_t *ns, size_t n_points)
+{
+    for (size_t pi = 0; pi < n_points; pi++) {
+        const size_t n = ns[pi];
+        buffers b;
+        if (buffers_alloc(&b, x->c->heads * n * x->c->d)) return -1;
+        fill_inputs(x, &b, "error_vs_n", 0);
+        char what[64];
+        snprintf(what, sizeof what, "error_vs_n N=%zu", n);
+        progress(x, what);
+        for (int vi = 0; vi < N_FAST; vi++) {
+            const variant *var = &fast_kernels[vi];
+            row_key k32 = {"error_vs_n", var->name, "random", n, var->causal, LA_FEATURE_ELU1,
+                           LA_DEFAULT_EPS, 0, "float32", "reference_f64"};
+            row_key k64 = k32;
+            k64.precision = "float64";
+            if (var->kernel == LA_KERNEL_LINEAR && var->causal) k32.chunk = k64.chunk = LA_DEFAULT_CHUNK;
+            if (done_already(x, &k32) && done_already(x, &k64)) continue;
+            la_problem p;
+            problem_for(x, &p, n, var->causal);
+            la_status st = la_ref_attention(var->kernel, &p, b.q64, b.k64, b.v64, b.ref);
+            if (st != LA_OK) {
+                if (record_failure(x, &k32, st)) return -1;
+                continue;
+            }
+            st = la_attention_f32(var->kernel, &p, b.q, b.k, b.v, b.y32);
+            if (st == LA_OK) {
+                widen(b.y32, b.y64, b.elems);
+                if (record(x, &k32, b.y64, b.ref, b.elems)) return -1;
+            } else if (record_failure(x, &k32, st)) return -1;
+            st = la_attention_f64(var->kernel, &p, b.q64, b.k64, b.v64, b.y64);
+            if (st == LA_OK) {
+                if (record(x, &k64, b.y64, b.ref, b.elems)) return -1;
+            } else if (record_failure(x, &k64, st)) return -1;
+        }
+        buffers_free(&b);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- distance */
+
+static int study_distance(ctx *x, const size_t *ns, size_t n_points)
+{
+    static const char *const inputs[] = {"random", "dominant_key"};
+    for (size_t pi = 0; pi < n_points; pi++) {
+        const size_t n = ns[pi];
+        for (int dom = 0; dom <= 1; dom++) {
+            row_key lin = {"distance", "linear", inputs[dom], n, 0, LA_FEATURE_ELU1,
+                           LA_DEFAULT_EPS, 0, "float64", "softmax"};
+            row_key hard = lin, lin_hard = lin;
+            hard.variant = "hard";
+            lin_hard.compared_to = "hard";
+            if (done_already(x, &lin) && done_already(x, &hard) && done_already(x, &lin_hard))
+                continue;
+            char what[64];
+            snprintf(what, sizeof what, "distance %s N=%zu", inputs[dom], n);
+            progress(x, what);
+            buffers b;
+            if (buffers_alloc(&b, x->c->heads * n * x->c->d)) return -1;
+            fill_inputs(x, &b, dom ? "distance_dominant" : "distance_random", dom);
+            la_problem p;
+            problem_for(x, &p, n, 0);
+            /* ref = softmax, ref2 = hard, y64 = linear (all float64 references) */
+            la_status st = la_ref_softmax_attention(&p, b.q64, b.k64, b.v64, b.ref);
+            if (st == LA_OK) st = la_ref_hard_attention(&p, b.q64, b.k64, b.v64, b.ref2);
+            if (st == LA_OK) st = la_ref_linear_attention(&p, b.q64, b.k64, b.v64, b.y64);
+            if (st != LA_OK) {
+                int rc = record_failure(x, &lin, st);
+                buffers_free(&b);
+                if (rc) return -1;
+                continue;
+            }
+            int rc = record(x, &lin, b.y64, b.ref, b.elems) ||
+                     record(x, &hard, b.ref2, b.ref, b.elems) ||
+                     record(x, &lin_hard, b.y64, b.ref2, b.elems);
+            buffers_free(&b);
+            if (rc) return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- eps */
+
+static int study_eps(ctx *x)
+{
+    static const double eps_values[] = {0, 1e-12, 1e-9, 1e-6, 1e-4, 1e-2, 1e-1, 1, 10};
+    const size_t n = x->c->fixed_n;
+    buffers b;
+    if (buffers_alloc(&b, x->c->heads * n * x->c->d)) return -1;
+    fill_inputs(x, &b, "eps", 0);
+    for (int fmi = 0; fmi <= 1; fmi++) {
+        la_feature_map fm = fmi ? LA_FEATURE_RELU : LA_FEATURE_ELU1;
+        for (int causal = 0; causal <= 1; causal++) {
+            char what[64];
+            snprintf(what, sizeof what, "eps %s %s", la_feature_map_name(fm),
+                     causal ? "causal" : "non-causal");
+            progress(x, what);
+            const char *name = causal ? "linear_causal_chunked" : "linear";
+            la_problem p;
+            problem_for(x, &p, n, causal);
+            p.feature_map = fm;
+            p.eps = 0;
+            /* ref2 = the float64 reference at ε = 0 */
+            la_status st = la_ref_linear_attention(&p, b.q64, b.k64, b.v64, b.ref2);
+            for (size_t e = 0; e < sizeof eps_values / sizeof eps_values[0]; e++) {
+                row_key vs0 = {"eps", name, "random", n, causal, fm, eps_values[e],
+                               causal ? LA_DEFAULT_CHUNK : 0, "float64", "eps_0"};
+                row_key f32 = vs0;
+                f32.precision = "float32";
+                f32.compared_to = "reference_f64";
+                if (done_already(x, &vs0) && done_already(x, &f32)) continue;
+                p.eps = eps_values[e];
+                la_status s2 = st == LA_OK ? la_ref_linear_attention(&p, b.q64, b.k64, b.v64, b.ref) : st;
+                if (s2 != LA_OK) {
+                    if (record_failure(x, &vs0, s2)) goto fail;
+                    continue;
+                }
+                if (record(x, &vs0, b.ref, b.ref2, b.elems)) goto fail;
+                s2 = la_attention_f32(LA_KERNEL_LINEAR, &p, b.q, b.k, b.v, b.y32);
+                if (s2 == LA_OK) {
+                    widen(b.y32, b.y64, b.elems);
+                    if (record(x, &f32, b.y64, b.ref, b.elems)) goto fail;
+                } else if (record_failure(x, &f32, s2)) goto fail;
+            }
+        }
+    }
+    buffers_free(&b);
+    return 0;
+fail:
+    buffers_free(&b);
+    return -1;
+}
+
+/* ---------------------------------------------------------------- chunk */
+
+static int study_chunk(ctx *x)
+{
+    const size_t n = x->c->fixed_n;
+    buffers b;
+    if (buffers_alloc(&b, x->c->heads * n * x->c->d)) return -1;
+    fill_inputs(x, &b, "chunk", 0);
+    float *recurrent = malloc(b.elems * sizeof *recurrent);
+    double *recurrent64 = malloc(b.elems * sizeof *recurrent64);
+    int rc = -1;
+    if (!recurrent || !recurrent64) goto done;
+    progress(x, "chunk sizes");
+    la_problem p;
+    problem_for(x, &p, n, 1);
+    la_status st = la_ref_linear_attention(&p, b.q64, b.k64, b.v64, b.ref);
+    if (st == LA_OK) st = la_linear_attention_recurrent_f32(&p, b.q, b.k, b.v, recurrent);
+    if (st != LA_OK) {
+        row_key k = {"chunk", "linear_causal_recurrent", "random", n, 1, LA_FEATURE_ELU1,
+                     LA_DEFAULT_EPS, 0, "float32", "reference_f64"};
+        rc = record_failure(x, &k, st) ? -1 : 0;
+        goto done;
+    }
+    widen(recurrent, recurrent64, b.elems);
+    {
+        row_key k = {"chunk", "linear_causal_recurrent", "random", n, 1, LA_FEATURE_ELU1,
+                     LA_DEFAULT_EPS, 0, "float32", "reference_f64"};
+        if (!done_already(x, &k) && record(x, &k, recurrent64, b.ref, b.elems)) goto done;
+    }
+    for (size_t chunk = 1;; chunk = chunk * 2 > n ? n : chunk * 2) {
+        row_key vs_rec = {"chunk", "linear_causal_chunked", "random", n, 1, LA_FEATURE_ELU1,
+                          LA_DEFAULT_EPS, chunk, "float32", "recurrent_f32"};
+        row_key vs_ref = vs_rec;
+        vs_ref.compared_to = "reference_f64";
+        if (!(done_already(x, &vs_rec) && done_already(x, &vs_ref))) {
+            p.chunk = chunk;
+            st = la_linear_attention_f32(&p, b.q, b.k, b.v, b.y32);
+            if (st != LA_OK) {
+                if (record_failure(x, &vs_ref, st)) goto done;
+            } else {
+                widen(b.y32, b.y64, b.elems);
+                if (record(x, &vs_rec, b.y64, recurrent64, b.elems) ||
+                    record(x, &vs_ref, b.y64, b.ref, b.elems))
+                    goto done;
+            }
+        }
+        if (chunk == n) break;
+    }
+    rc = 0;
+done:
+    free(recurrent), free(recurrent64);
+    buffers_free(&b);
+    return rc;
+}
+
+/* The summary: the worst float32 error of each kernel, and the distances at the
+ * largest N. */
+static void summarize(ctx *x, const size_t *ns, size_t n_points)
+{
+    if (x->c->studies[0]) {
+        for (int vi = 0; vi < N_FAST; vi++) {
+            double worst = 0;
+            for (size_t i = 0; i < n_points; i++) {
+                row_key k = {"error_vs_n", fast_kernels[vi].name, "random", ns[i],
+                             fast_kernels[vi].causal, LA_FEATURE_ELU1, LA_DEFAULT_EPS,
+                             fast_kernels[vi].kernel == LA_KERNEL_LINEAR && fast_kernels[vi].causal ? LA_DEFAULT_CHUNK : 0,
+                             "float32", "reference_f64"};
+                char key[512];
+                key_text(x, &k, key, sizeof key);
+                const char *row = res_find(x->f, key);
+                double e;
+                if (row && res_get(x->f, row, "rel_error", &e) == 0 && !(e <= worst)) worst = e;
+            }
+            printf("accuracy: %-24s float32 vs float64 reference: worst relative error %.2e "
+                   "(N = %zu..%zu)\n",
+                   fast_kernels[vi].name, worst, ns[0], ns[n_points - 1]);
+        }
+    }
+    if (x->c->studies[1]) {
+        static const char *const inputs[] = {"random", "dominant_key"};
+        for (int dom = 0; dom <= 1; dom++) {
+            double e1 = NAN, e2 = NAN;
+            row_key k = {"distance", "linear", inputs[dom], ns[n_points - 1], 0,
+                         LA_FEATURE_ELU1, LA_DEFAULT_EPS, 0, "float64", "softmax"};
+            char key[512];
+            key_text(x, &k, key, sizeof key);
+            const char *row = res_find(x->f, key);
+            if (row) res_get(x->f, row, "rel_error", &e1);
+            k.variant = "hard";
+            key_text(x, &k, key, sizeof key);
+            if ((row = res_find(x->f, key))) res_get(x->f, row, "rel_error", &e2);
+            printf("accuracy: %-12s inputs, N = %zu: ‖linear − softmax‖/‖softmax‖ = %.3g, "
+                   "‖hard − softmax‖/‖softmax‖ = %.3g\n",
+                   inputs[dom], ns[n_points - 1], e1, e2);
+        }
+    }
+}
+
+int cmd_accuracy(int argc, char **argv)
+{
+    config c;
+    int rc = parse(argc, argv, &c);
+    if (rc) return rc;
+    char err[512];
+    res_file *f = res_open(c.common.out, "accuracy",
+                           "relative errors of the kernels against float64 references, and "
+                           "distances between attention variants",
+                           COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
+    if (!f) return cli_fail("accuracy", "%s", err);
+    size_t ns[MAX_POINTS];
+    size_t n_points = sw_geometric(c.lo, c.hi, 2, ns, MAX_POINTS);
+    res_progress pr;
+    int total = (c.studies[0] ? (int)n_points : 0) + (c.studies[1] ? 2 * (int)n_points : 0) +
+                (c.studies[2] ? 4 : 0) + (c.studies[3] ? 1 : 0);
+    res_progress_start(&pr, "accuracy", total, 0);
+    ctx x = {&c, f, &pr, 0};
+    rc = 0;
+    if (c.studies[0] && study_error_vs_n(&x, ns, n_points)) rc = 1;
+    if (!rc && c.studies[1] && study_distance(&x, ns, n_points)) rc = 1;
+    if (!rc && c.studies[2] && study_eps(&x)) rc = 1;
+    if (!rc && c.studies[3] && study_chunk(&x)) rc = 1;
+    res_progress_end(&pr);
+    if (rc) fprintf(stderr, "linattn: accuracy: failed (out of memory or a write error)\n");
+    else summarize(&x, ns, n_points);
+    printf("accuracy: wrote %s\n", res_path(f));
+    if (res_close(f) != 0) rc = 1;
+    return rc;
+}

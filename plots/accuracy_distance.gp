@@ -1,0 +1,50 @@
+# accuracy_distance.gp — how far the attention variants are from each other (left:
+# linear vs softmax and hard vs softmax, on random inputs and on inputs with one
+# dominant key, float64 references), and the effect of linear attention's ε (right).
+# Reads ../results/accuracy.csv; writes accuracy_distance.png|svg.
+load "style.gpi"
+data = "../results/accuracy.csv"
+
+dist(v, cmp, input) = (strcol("study") eq "distance" && strcol("variant") eq v && strcol("compared_to") eq cmp && \
+    strcol("input") eq input && strcol("status") eq "ok") ? column("rel_error") : NaN
+epsv(v, fm, prec) = (strcol("study") eq "eps" && strcol("variant") eq v && strcol("feature_map") eq fm && \
+    strcol("precision") eq prec && strcol("status") eq "ok" && column("eps") > 0) ? column("rel_error") : NaN
+
+stats data using (strcol("study") eq "eps" ? column("n") : NaN) nooutput
+eps_n = STATS_max
+
+do for [fmt in "png svg"] {
+    eval term(fmt, "accuracy_distance", 1500, 700)
+    set multiplot layout 1,2 title "How far apart the attention variants are" font ",15"
+
+    set title "distance between outputs on the same inputs (float64)" font ",13"
+    set xlabel "sequence length N (tokens, N = M)"
+    set ylabel "‖y_a − y_b‖ / ‖y_b‖"
+    set logscale x 2
+    set logscale y 10
+    set format x "%.0f"
+    set xtics 1, 4
+    set format y "10^{%L}"
+    set yrange [*:*]
+    set key top left font ",10"
+    plot data using (column("n")):(dist("linear", "softmax", "random")) with linespoints lc rgb c_linear pt 7 title "linear vs softmax, random inputs", \
+         data using (column("n")):(dist("linear", "softmax", "dominant_key")) with linespoints lc rgb c_linear dt 2 pt 6 title "linear vs softmax, one dominant key", \
+         data using (column("n")):(dist("hard", "softmax", "random")) with linespoints lc rgb c_hard pt 5 title "hard vs softmax, random inputs", \
+         data using (column("n")):(dist("hard", "softmax", "dominant_key")) with linespoints lc rgb c_hard dt 2 pt 4 title "hard vs softmax, one dominant key"
+
+    set title sprintf("linear attention: effect of ε in φ(q)^TS / (φ(q)^Tz + ε), N = %d", eps_n) font ",13"
+    set xlabel "ε"
+    set ylabel "relative difference"
+    set xtics auto
+    set logscale x 10
+    set format x "10^{%L}"
+    set yrange [1e-17 : 1]
+    set key top left font ",10"
+    plot data using (column("eps")):(epsv("linear", "elu", "float64")) with linespoints lc rgb c_linear pt 7 title "output at ε vs ε = 0: elu+1", \
+         data using (column("eps")):(epsv("linear_causal_chunked", "elu", "float64")) with linespoints lc rgb c_linear_c pt 7 title "  elu+1, causal", \
+         data using (column("eps")):(epsv("linear", "relu", "float64")) with linespoints lc rgb c_linear dt 2 pt 6 title "  relu", \
+         data using (column("eps")):(epsv("linear_causal_chunked", "relu", "float64")) with linespoints lc rgb c_linear_c dt 2 pt 6 title "  relu, causal", \
+         data using (column("eps")):(epsv("linear", "elu", "float32")) with lines lc rgb "#555555" dt 3 title "float32 kernel vs float64 reference at the same ε (elu+1)"
+    unset multiplot
+    set output
+}

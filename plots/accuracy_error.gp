@@ -1,0 +1,56 @@
+# accuracy_error.gp — float32 (and float64) error of each fast kernel against the
+# float64 reference as N grows (left), and the chunked causal linear kernel for every
+# chunk size against the recurrent kernel and the reference (right).
+# Reads ../results/accuracy.csv; writes accuracy_error.png|svg.
+load "style.gpi"
+data = "../results/accuracy.csv"
+
+err(study, v, prec, cmp) = (strcol("study") eq study && strcol("variant") eq v && \
+    strcol("precision") eq prec && strcol("compared_to") eq cmp && strcol("status") eq "ok") ? column("rel_error") : NaN
+at_n(study, v, prec) = err(study, v, prec, "reference_f64") > 0 ? column("n") : NaN
+kernels = "softmax softmax_materialized softmax_causal linear linear_causal_chunked linear_causal_recurrent"
+
+stats data using (strcol("study") eq "chunk" ? column("n") : NaN) nooutput
+chunk_n = STATS_max
+stats data using (err("chunk", "linear_causal_recurrent", "float32", "reference_f64")) nooutput
+recurrent_err = STATS_max
+
+do for [fmt in "png svg"] {
+    eval term(fmt, "accuracy_error", 1500, 700)
+    set multiplot layout 1,2 title "Numerical error of the kernels against the float64 reference (‖y − y_{ref}‖ / ‖y_{ref}‖)" font ",15"
+
+    # left: error against N
+    set title "error against sequence length N" font ",13"
+    set xlabel "sequence length N (tokens, N = M)"
+    set ylabel "relative error"
+    set logscale x 2
+    set logscale y 10
+    set format x "%.0f"
+    set xtics 1, 4
+    set format y "10^{%L}"
+    set yrange [1e-17 : 1e-4]
+    set key at graph 0.98, graph 0.62 right top font ",10"
+    set label 1 "hard attention is exact (error 0) and not drawn" at graph 0.02, graph 0.96 font ",10" tc rgb "#555555"
+    set label 2 "float32 kernels (solid)" at graph 0.02, graph 0.72 font ",11"
+    set label 3 "float64 kernels (dashed)" at graph 0.02, graph 0.22 font ",11"
+    plot for [v in kernels] data using (at_n("error_vs_n", v, "float32")):(err("error_vs_n", v, "float32", "reference_f64")) \
+             with linespoints lc rgb color_of(v) pt 7 ps 0.8 title title_of(v), \
+         for [v in kernels] data using (at_n("error_vs_n", v, "float64")):(err("error_vs_n", v, "float64", "reference_f64")) \
+             with linespoints lc rgb color_of(v) dt 2 pt 6 ps 0.8 notitle
+    unset label 1; unset label 2; unset label 3
+
+    # right: chunk size
+    set title sprintf("causal linear attention, float32, N = %d: the chunk size is invisible", chunk_n) font ",13"
+    set xlabel "chunk size C (tokens per chunk)"
+    set ylabel "relative difference"
+    set xtics 1, 2
+    set yrange [1e-9 : 1e-5]
+    set key at graph 0.02, graph 0.98 left top font ",10"
+    plot data using (err("chunk", "linear_causal_chunked", "float32", "reference_f64") > 0 ? column("chunk") : NaN):(err("chunk", "linear_causal_chunked", "float32", "reference_f64")) \
+             with linespoints lc rgb c_linear_c pt 7 title "chunked vs float64 reference", \
+         data using (err("chunk", "linear_causal_chunked", "float32", "recurrent_f32") > 0 ? column("chunk") : NaN):(err("chunk", "linear_causal_chunked", "float32", "recurrent_f32")) \
+             with linespoints lc rgb c_linear_r pt 5 title "chunked vs recurrent kernel (both float32)", \
+         recurrent_err with lines lc rgb "black" dt 2 title "recurrent vs float64 reference"
+    unset multiplot
+    set output
+}
