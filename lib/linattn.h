@@ -193,15 +193,19 @@ size_t la_linear_state_position(const la_linear_state *st); /* tokens stepped so
 /* One token: S += φ(k_t) v_tᵀ, z += φ(k_t), then y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps),
  * in O(d_k · d_v) per head. q_t: (heads, d_k), k_t: (heads, d_k), v_t: (heads, d_v),
  * y_t: (heads, d_v). The dtype must match the state's (LA_EINVAL otherwise).
- * Stepping through a sequence reproduces la_linear_attention_recurrent_*. */
+ * Stepping through a sequence reproduces la_linear_attention_recurrent_* bit for bit
+ * (same arithmetic, same order). A state holds scratch: do not step one state from two
+ * threads at once (different states are independent). */
 la_status la_linear_step_f32(la_linear_state *st, const float *q_t, const float *k_t,
                              const float *v_t, float *y_t);
 la_status la_linear_step_f64(la_linear_state *st, const double *q_t, const double *k_t,
                              const double *v_t, double *y_t);
 
-/* Save and restore: la_linear_state_save_size() bytes hold the whole state (sizes,
- * φ, eps, position, S and z). Restore accepts only a buffer saved from a state of the
- * same dtype and sizes (LA_EINVAL otherwise, and the state is left unchanged). */
+/* Save and restore: la_linear_state_save_size() bytes hold the whole state (a magic,
+ * dtype, sizes, φ, eps, position, then S and z), in this machine's byte order. save
+ * needs size >= la_linear_state_save_size(). Restore accepts only a buffer of exactly
+ * that size saved from a state of the same dtype, sizes, φ and eps (LA_EINVAL
+ * otherwise, and the state is left unchanged); it restores S, z and the position. */
 size_t la_linear_state_save_size(const la_linear_state *st);
 la_status la_linear_state_save(const la_linear_state *st, void *buf, size_t size);
 la_status la_linear_state_restore(la_linear_state *st, const void *buf, size_t size);
