@@ -11,18 +11,17 @@
  *     into q·k), the fused kernel's online rescaling, index arithmetic.
  * Every count is a total over the batch × heads problems of the call. */
 #include "internal.h"
+#include "linear_internal.h"
 
 #include <math.h>
 
-/* Scratch geometry of the kernels, in one place here: these mirror the block sizes
- * softmax.c (Q_BLOCK, K_BLOCK) and linear.c (LA_LINEAR_KEY_BLOCK, LA_LINEAR_QUERY_BLOCK)
- * allocate with; test_cost checks workspace_bytes against the kernels' workspace_limit
- * refusals, so a change there that is not made here fails a test. */
+/* Scratch geometry of the softmax kernels: these mirror the block sizes softmax.c
+ * (Q_BLOCK, K_BLOCK) allocates with (the linear kernels report their own layout through
+ * la_linear_workspace_bytes). test_cost checks workspace_bytes against the kernels'
+ * workspace_limit refusals, so a change there that is not made here fails a test. */
 enum {
     SOFTMAX_Q_BLOCK = 64,  /* fused and hard: queries per task */
     SOFTMAX_K_BLOCK = 256, /* fused and hard: keys per score block */
-    LINEAR_KEY_BLOCK = 256,   /* non-causal linear: keys per φ(K)ᵀV product */
-    LINEAR_QUERY_BLOCK = 256, /* non-causal linear: queries per task */
 };
 
 /* Per-head counts, before multiplying by the number of heads. */
@@ -73,15 +72,16 @@ static head_flops linear_flops(const la_problem *p, size_t b)
 
 /* Linear attention, causal, chunked form, one head of entry b. Tokens are split into
  * chunks of C; query i in chunk [s, e) sees the carried state of keys [0, s) and the
- * keys [s, i] of its own chunk (all capped at the m visible keys):
+ * keys [s, i] of its own chunk (all capped at the m visible keys). The denominators ride
+ * along as one extra column (z beside S, ones beside V_c), so each product has d_v + 1
+ * output columns:
  *   φ on N·d_k + u·d_k, u = min(N, m) the keys any query sees;
- *   intra-chunk: φQ_c φK_cᵀ 2·pairs_intra·d_k (flops_qk) and A·V 2·pairs_intra·d_v plus
- *     A's row sums pairs_intra for the denominator (flops_av);
- *   carried state: S += φK_cᵀV_c 2·d_k·d_v and z += φK_c d_k per key (flops_kv), for
- *     the keys a later chunk sees; φQ_c·S 2·d_k·d_v and φQ_c·z 2·d_k per query whose
- *     chunk has a non-empty carried state, plus one add joining the two denominators
- *     and d_v adds joining the two numerators (flops_qs);
- *   normalise (den + eps) and d_v divides per query (flops_normalize). */
+ *   intra-chunk: φQ_c φK_cᵀ 2·pairs_intra·d_k (flops_qk), A·[V_c 1]
+ *     2·pairs_intra·(d_v + 1) (flops_av);
+ *   carried state: [S z] += φK_cᵀ[V_c 1], 2·d_k·(d_v + 1) per key a later chunk sees
+ *     (flops_kv); φQ_c·[S z], 2·d_k·(d_v + 1) per query of a chunk after the first
+ *     (flops_qs), accumulated with the intra-chunk part in the same product;
+ *   normalise: den + eps and d_v divides per query (flops_normalize). */
 static head_flops chunked_flops(const la_problem *p, size_t b)
 {
     head_flops f = {0};
@@ -99,14 +99,14 @@ static head_flops chunked_flops(const la_problem *p, size_t b)
             size_t vis = i + 1 < m ? i + 1 : m;
             if (vis > s) pairs_intra += (double)(vis - s);
         }
-        if (s > 0 && m > 0) carried_queries += (double)(e - s); /* state of keys [0, min(s, m)) */
+        if (s > 0) carried_queries += (double)(e - s); /* state of keys [0, min(s, m)) */
         /* keys of this chunk carried into later chunks */
         if (e < N && s < m) carried_keys += (double)((e < m ? e : m) - s);
     }
     f.qk = 2 * pairs_intra * dk;
-    f.av = 2 * pairs_intra * dv + pairs_intra;
-    f.kv = carried_keys * (2 * dk * dv + dk);
-    f.qs = carried_queries * (2 * dk * dv + 2 * dk + dv + 1);
+    f.av = 2 * pairs_intra * (dv + 1);
+    f.kv = carried_keys * 2 * dk * (dv + 1);
+    f.qs = carried_queries * 2 * dk * (dv + 1);
     f.normalize = (double)N * (dv + 1);
     return f;
 }
@@ -137,8 +137,7 @@ static double dmin(double a, double b) { return a < b ? a : b; }
 static double workspace(la_kernel kernel, const la_problem *p, size_t elem)
 {
     double heads = (double)p->batch * (double)p->heads, threads = (double)la_threads();
-    double n = (double)p->n_queries, m = (double)p->n_keys;
-    double dk = (double)p->d_k, dv = (double)p->d_v, e = (double)elem;
+    double n = (double)p->n_queries, m = (double)p->n_keys, e = (double)elem;
     switch (kernel) {
     case LA_KERNEL_SOFTMAX_MATERIALIZED:
         /* one N×M score matrix, reused head after head */
@@ -154,21 +153,13 @@ static double workspace(la_kernel kernel, const la_problem *p, size_t elem)
         return dmin(threads, tasks) * per_thread;
     }
     case LA_KERNEL_LINEAR:
-        if (!p->causal) {
-            /* S and z of every head, then per (head, query block) task thread a φ block of
-             * max(key block, query block) rows and a partial z */
-            double rows = fmax(dmin(m, LINEAR_KEY_BLOCK), dmin(n, LINEAR_QUERY_BLOCK));
-            double tasks = heads * ceil(n / dmin(n, LINEAR_QUERY_BLOCK));
-            return (heads * dk * (dv + 1) + dmin(threads, tasks) * (rows * dk + dk)) * e;
-        } else {
-            /* per head thread, C = min(chunk, N): S, z, a partial z, φ(Q_c), φ(K_c) (C×d_k
-             * each), A (C×C) and C denominators */
-            double c = dmin((double)p->chunk, n);
-            return dmin(threads, heads) * (dk * (dv + 2) + 2 * c * dk + c * (c + 1)) * e;
-        }
-    case LA_KERNEL_LINEAR_RECURRENT:
-        /* per head thread: S, z, φ(q_t), φ(k_t) */
-        return dmin(threads, heads) * dk * (dv + 3) * e;
+    case LA_KERNEL_LINEAR_RECURRENT: {
+        /* the linear kernels' own layout: S and z per head or per thread, φ blocks,
+         * a chunk's stacked operands */
+        size_t bytes = 0;
+        if (la_linear_workspace_bytes(kernel, p, elem, &bytes) != LA_OK) return -1;
+        return (double)bytes;
+    }
     case LA_KERNEL_COUNT: break;
     }
     return 0;
@@ -208,6 +199,7 @@ la_status la_attention_cost(la_kernel kernel, const la_problem *p, la_dtype dtyp
     double dk = (double)p->d_k, dv = (double)p->d_v;
     c.io_bytes = (double)p->batch * heads * (n * dk + m * dk + m * dv + n * dv) * (double)elem;
     c.workspace_bytes = workspace(kernel, p, elem);
+    if (c.workspace_bytes < 0) return LA_EOVERFLOW;
     *out = c;
     return LA_OK;
 }

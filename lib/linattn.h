@@ -244,23 +244,22 @@ typedef struct {
                                intra-chunk φQ_c·φK_cᵀ, 2·pairs_intra·d_k */
     double flops_softmax;   /* softmax: row max, subtract, exp, row sum, divide: 5·pairs;
                                hard: 1 compare per pair (the argmax) */
-    double flops_av;        /* softmax: P·V, 2·pairs·d_v. Causal chunked linear: the masked
-                               A·V_c and A's row sums, 2·pairs_intra·d_v + pairs_intra */
+    double flops_av;        /* softmax: P·V, 2·pairs·d_v. Causal chunked linear: A·[V_c 1]
+                               (the denominator as an extra column), 2·pairs_intra·(d_v+1) */
     double flops_phi;       /* linear: φ on Q and on the keys used, (N + u)·d_k */
-    double flops_kv;        /* linear: S += φ(k)vᵀ and z += φ(k), 2·d_k·d_v + d_k per key;
-                               non-causal and recurrent: u keys; chunked: the keys a later
-                               chunk sees (the state carried forward) */
-    double flops_qs;        /* linear: φ(q)·S and φ(q)·z, 2·d_k·d_v + 2·d_k per query;
-                               chunked: only queries of chunks with a carried state, plus
-                               d_v + 1 adds joining the carried and intra-chunk sums */
+    double flops_kv;        /* linear: S += φ(k)vᵀ and z += φ(k) per key: 2·d_k·d_v + d_k
+                               for u keys (non-causal, recurrent); chunked: 2·d_k·(d_v+1)
+                               for each key a later chunk sees ([S z] += φK_cᵀ[V_c 1]) */
+    double flops_qs;        /* linear: φ(q)·S and φ(q)·z per query: 2·d_k·d_v + 2·d_k;
+                               chunked: 2·d_k·(d_v+1) per query of a chunk after the first */
     double flops_normalize; /* linear: den + eps and d_v divides, (d_v + 1) per query */
     double flops_total;     /* the sum of the above */
     double workspace_bytes; /* scratch the kernel allocates (and holds against
                                p->workspace_limit), for the current thread count:
                                materialised one N×M score matrix; fused and hard a 64×256
-                               score block and row statistics per thread; linear the
-                               d_k×d_v state S and z per head (non-causal: of every head;
-                               causal: per thread) plus a φ block or chunk's scratch */
+                               score block and row statistics per thread; linear what
+                               the kernel's layout holds: S and z per head (non-causal) or
+                               per thread (causal), φ blocks, a chunk's operands */
     double io_bytes;        /* q, k, v read and out written once */
 } la_cost;
 

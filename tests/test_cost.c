@@ -124,7 +124,7 @@ static void count_linear(const la_problem *p, size_t b, int recurrent, const dou
     size_t used = p->causal ? smaller(N, m) : m;
     double *phiq = tu_f64(N * dk), *phik = tu_f64(used * dk);
     double *S = calloc(dk * dv, sizeof *S), *z = calloc(dk, sizeof *z);
-    double *num = tu_f64(dv), *num_in = tu_f64(dv);
+    double *num = tu_f64(dv);
     assert_non_null(S);
     assert_non_null(z);
     for (size_t x = 0; x < N * dk; x++) phiq[x] = phi(p, q[x], c);
@@ -146,7 +146,8 @@ static void count_linear(const la_problem *p, size_t b, int recurrent, const dou
         for (size_t s = 0; s < N; s += p->chunk) {
             size_t e = smaller(s + p->chunk, N);
             for (size_t i = s; i < e; i++) {
-                /* intra-chunk: a_ij = φq_i·φk_j for s <= j <= i, j < m; num += a_ij v_j */
+                /* intra-chunk: a_ij = φq_i·φk_j for s <= j <= i, j < m; then
+                 * [num den] += a_ij [v_j 1] (the denominator as an extra column) */
                 double den = 0;
                 for (size_t x = 0; x < dv; x++) num[x] = 0;
                 for (size_t j = s; j < smaller(i + 1, m); j++) {
@@ -154,22 +155,31 @@ static void count_linear(const la_problem *p, size_t b, int recurrent, const dou
                     for (size_t a = 0; a < dk; a++, c->qk += 2)
                         a_ij += phiq[i * dk + a] * phik[j * dk + a];
                     for (size_t x = 0; x < dv; x++, c->av += 2) num[x] += a_ij * v[j * dv + x];
-                    den += a_ij;
-                    c->av += 1;
+                    den += a_ij * 1.0;
+                    c->av += 2;
                 }
-                /* carried state of keys [0, min(s, m)), joined to the intra sums */
+                /* carried state of keys [0, min(s, m)): [num den] += φq_i [S z], in the
+                 * same accumulation */
                 if (s > 0) {
-                    double den_in = query_state(p, phiq + i * dk, S, z, num_in, c);
-                    for (size_t x = 0; x < dv; x++, c->qs += 1) num[x] += num_in[x];
-                    den += den_in;
-                    c->qs += 1;
+                    for (size_t a = 0; a < dk; a++) {
+                        for (size_t x = 0; x < dv; x++, c->qs += 2)
+                            num[x] += phiq[i * dk + a] * S[a * dv + x];
+                        den += phiq[i * dk + a] * z[a];
+                        c->qs += 2;
+                    }
                 }
                 normalise(p, num, den, out + i * dv, c);
             }
-            /* this chunk's visible keys join the state, when a later chunk exists */
+            /* this chunk's visible keys join the state, when a later chunk exists:
+             * [S z] += φ(k_j) [v_j 1] */
             if (e < N)
                 for (size_t j = s; j < smaller(e, m); j++)
-                    add_key(p, phik + j * dk, v + j * dv, S, z, c);
+                    for (size_t a = 0; a < dk; a++) {
+                        for (size_t x = 0; x < dv; x++, c->kv += 2)
+                            S[a * dv + x] += phik[j * dk + a] * v[j * dv + x];
+                        z[a] += phik[j * dk + a] * 1.0;
+                        c->kv += 2;
+                    }
         }
     }
     free(phiq);
@@ -177,7 +187,6 @@ static void count_linear(const la_problem *p, size_t b, int recurrent, const dou
     free(S);
     free(z);
     free(num);
-    free(num_in);
 }
 
 /* Runs the instrumented loops over every head, checks their output against the
