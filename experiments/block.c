@@ -59,12 +59,18 @@ int cmd_block(int argc, char **argv)
     const char *feature_map = NULL, *threads_text = NULL;
     int causal = 0;
     const cli_flag flags[] = {
-        {"weights", &weights, NULL},       {"x", &x_path, NULL},
-        {"out", &out_path, NULL},          {"heads", &heads_text, NULL},
-        {"norm", &norm, NULL},             {"attention", &attention, NULL},
-        {"causal", NULL, &causal},         {"activation", &activation, NULL},
-        {"precision", &precision, NULL},   {"feature-map", &feature_map, NULL},
-        {"threads", &threads_text, NULL},  {NULL, NULL, NULL},
+        {"weights", &weights, NULL},
+        {"x", &x_path, NULL},
+        {"out", &out_path, NULL},
+        {"heads", &heads_text, NULL},
+        {"norm", &norm, NULL},
+        {"attention", &attention, NULL},
+        {"causal", NULL, &causal},
+        {"activation", &activation, NULL},
+        {"precision", &precision, NULL},
+        {"feature-map", &feature_map, NULL},
+        {"threads", &threads_text, NULL},
+        {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
@@ -80,10 +86,12 @@ int cmd_block(int argc, char **argv)
     if ((rc = cli_parse_size("--heads", heads_text, &heads))) return rc;
     if (heads < 1) return cli_fail("--heads", "must be at least 1");
     if ((norm && (rc = cli_parse_choice("--norm", norm, norm_names, &norm_i))) ||
-        (attention && (rc = cli_parse_choice("--attention", attention, attention_names, &attention_i))) ||
+        (attention &&
+         (rc = cli_parse_choice("--attention", attention, attention_names, &attention_i))) ||
         (activation &&
          (rc = cli_parse_choice("--activation", activation, activation_names, &activation_i))) ||
-        (precision && (rc = cli_parse_choice("--precision", precision, precision_names, &precision_i))))
+        (precision &&
+         (rc = cli_parse_choice("--precision", precision, precision_names, &precision_i))))
         return rc;
     la_feature_map fm = LA_FEATURE_ELU1;
     if (feature_map && attention_i != 1)
@@ -115,12 +123,14 @@ int cmd_block(int argc, char **argv)
     }
     size_t batch = x.ndim == 3 ? x.shape[0] : 1, n = x.shape[x.ndim - 2];
     if (batch == 0 || n == 0) {
-        rc = cli_fail(x_path, "shape %s has a zero dimension", cli_shape_str(&x, shape, sizeof shape));
+        rc = cli_fail(x_path, "shape %s has a zero dimension",
+                      cli_shape_str(&x, shape, sizeof shape));
         goto done;
     }
     if (D % heads != 0) {
-        rc = cli_fail("--heads", "%zu does not divide D = %zu (from %s/self_attn.in_proj_weight.npy)",
-                      heads, D, weights);
+        rc = cli_fail("--heads",
+                      "%zu does not divide D = %zu (from %s/self_attn.in_proj_weight.npy)", heads,
+                      D, weights);
         goto done;
     }
 

@@ -70,8 +70,8 @@ typedef struct {
 static size_t attention_rows(const char *prefix, const la_cost *c, row *rows)
 {
     const char *names[] = {"qk", "softmax", "av", "phi", "kv", "qs", "normalize"};
-    const double values[] = {c->flops_qk, c->flops_softmax, c->flops_av, c->flops_phi,
-                             c->flops_kv, c->flops_qs, c->flops_normalize};
+    const double values[] = {c->flops_qk, c->flops_softmax, c->flops_av,       c->flops_phi,
+                             c->flops_kv, c->flops_qs,      c->flops_normalize};
     for (size_t i = 0; i < 7; i++) {
         snprintf(rows[i].name, sizeof rows[i].name, "%s_%s", prefix, names[i]);
         rows[i].flops = values[i];
@@ -91,7 +91,8 @@ static size_t add_row(row *rows, size_t n, const char *name, double flops, doubl
 /* Parses a size flag (NULL: keeps the default, or fails when required); >= 1. */
 static int size_flag(const char *flag, const char *text, int required, size_t *out)
 {
-    if (!text) return required ? cli_fail(flag, "required flag is missing (see linattn help flops)") : 0;
+    if (!text)
+        return required ? cli_fail(flag, "required flag is missing (see linattn help flops)") : 0;
     int rc = cli_parse_size(flag, text, out);
     if (rc) return rc;
     if (*out < 1) return cli_fail(flag, "must be at least 1");
@@ -105,23 +106,30 @@ int cmd_flops(int argc, char **argv)
     const char *feature_map = NULL, *chunk = NULL, *threads = NULL, *format = NULL;
     int causal = 0;
     const cli_flag flags[] = {
-        {"d-model", &d_model, NULL},   {"heads", &heads, NULL},
-        {"d-ff", &d_ff, NULL},         {"n", &n_text, NULL},
-        {"m", &m_text, NULL},          {"batch", &batch_text, NULL},
-        {"attention", &attention, NULL}, {"causal", NULL, &causal},
-        {"layer", &layer, NULL},       {"precision", &precision, NULL},
-        {"feature-map", &feature_map, NULL}, {"chunk", &chunk, NULL},
-        {"threads", &threads, NULL},   {"format", &format, NULL},
+        {"d-model", &d_model, NULL},
+        {"heads", &heads, NULL},
+        {"d-ff", &d_ff, NULL},
+        {"n", &n_text, NULL},
+        {"m", &m_text, NULL},
+        {"batch", &batch_text, NULL},
+        {"attention", &attention, NULL},
+        {"causal", NULL, &causal},
+        {"layer", &layer, NULL},
+        {"precision", &precision, NULL},
+        {"feature-map", &feature_map, NULL},
+        {"chunk", &chunk, NULL},
+        {"threads", &threads, NULL},
+        {"format", &format, NULL},
         {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
     size_t D = 0, H = 0, F = 0, N = 0, M = 0, B = 1, C = LA_DEFAULT_CHUNK;
     int kind = 0, decoder = 0, prec = 0, fmt = 0, n_threads = 0;
-    if ((rc = size_flag("--d-model", d_model, 1, &D)) || (rc = size_flag("--heads", heads, 1, &H)) ||
-        (rc = size_flag("--d-ff", d_ff, 1, &F)) || (rc = size_flag("--n", n_text, 1, &N)) ||
-        (rc = size_flag("--m", m_text, 0, &M)) || (rc = size_flag("--batch", batch_text, 0, &B)) ||
-        (rc = size_flag("--chunk", chunk, 0, &C)))
+    if ((rc = size_flag("--d-model", d_model, 1, &D)) ||
+        (rc = size_flag("--heads", heads, 1, &H)) || (rc = size_flag("--d-ff", d_ff, 1, &F)) ||
+        (rc = size_flag("--n", n_text, 1, &N)) || (rc = size_flag("--m", m_text, 0, &M)) ||
+        (rc = size_flag("--batch", batch_text, 0, &B)) || (rc = size_flag("--chunk", chunk, 0, &C)))
         return rc;
     if ((attention && (rc = cli_parse_choice("--attention", attention, attention_names, &kind))) ||
         (layer && (rc = cli_parse_choice("--layer", layer, layer_names, &decoder))) ||

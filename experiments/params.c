@@ -76,7 +76,8 @@ static size_t make_rows(const la_model_size *s, const la_param_count *c, row *ro
 /* Parses a required or optional size flag; *out keeps its default when absent. */
 static int size_flag(const char *flag, const char *text, int required, size_t min, size_t *out)
 {
-    if (!text) return required ? cli_fail(flag, "required flag is missing (see linattn help params)") : 0;
+    if (!text)
+        return required ? cli_fail(flag, "required flag is missing (see linattn help params)") : 0;
     int rc = cli_parse_size(flag, text, out);
     if (rc) return rc;
     if (*out < min) return cli_fail(flag, "must be at least %zu", min);

@@ -129,7 +129,10 @@ static head_flops recurrent_flops(const la_problem *p, size_t b)
     return f;
 }
 
-static double dmin(double a, double b) { return a < b ? a : b; }
+static double dmin(double a, double b)
+{
+    return a < b ? a : b;
+}
 
 /* Peak scratch bytes of one call, for the current thread count: what the kernels
  * allocate (and hold against p->workspace_limit). A kernel runs min(threads, tasks)
@@ -165,8 +168,7 @@ static double workspace(la_kernel kernel, const la_problem *p, size_t elem)
     return 0;
 }
 
-la_status la_attention_cost(la_kernel kernel, const la_problem *p, la_dtype dtype,
-                            la_cost *out)
+la_status la_attention_cost(la_kernel kernel, const la_problem *p, la_dtype dtype, la_cost *out)
 {
     if (!out || (dtype != LA_FLOAT32 && dtype != LA_FLOAT64)) return LA_EINVAL;
     if ((unsigned)kernel >= LA_KERNEL_COUNT) return LA_EINVAL;

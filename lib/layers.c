@@ -45,13 +45,13 @@ la_status la_layer_config_check(const la_layer_config *c)
 
 /* The weights fit the configuration: dtype, D, d_ff, and a decoder layer's tensors
  * when `decoder` is asked for. */
-static la_status check_weights(const la_layer_config *c, const la_layer_weights *w,
-                               la_dtype dtype, int decoder)
+static la_status check_weights(const la_layer_config *c, const la_layer_weights *w, la_dtype dtype,
+                               int decoder)
 {
     la_status st = la_layer_config_check(c);
     if (st != LA_OK) return st;
-    if (!w || !w->storage || w->dtype != dtype || w->d_model != c->d_model ||
-        w->d_ff != c->d_ff || (decoder && !w->decoder))
+    if (!w || !w->storage || w->dtype != dtype || w->d_model != c->d_model || w->d_ff != c->d_ff ||
+        (decoder && !w->decoder))
         return LA_EINVAL;
     return LA_OK;
 }
@@ -65,7 +65,7 @@ static bool sizes_ok(size_t batch, size_t rows, size_t d, size_t elem, size_t *c
 }
 
 void la_layer_attention_problem(const la_layer_config *c, size_t batch, size_t n, size_t m,
-                              int causal, const int64_t *key_lengths, la_problem *p)
+                                int causal, const int64_t *key_lengths, la_problem *p)
 {
     const size_t dh = c->d_model / c->heads;
     la_problem_init(p, batch, c->heads, n, m, dh, dh);

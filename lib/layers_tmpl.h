@@ -10,13 +10,13 @@
  * a row-major weight matrix with row stride ldw (so Wᵀ is read through the strides
  * rsb = 1, csb = ldw), b (n_out) or NULL; y has row stride ldy.
  *   step 1: every row of y = b;  step 2: y += x Wᵀ (BLIS, one thread). */
-static void FN(project)(size_t rows, size_t n_in, size_t n_out, const T *x, size_t ldx,
-                        const T *w, size_t ldw, const T *b, T *y, size_t ldy)
+static void FN(project)(size_t rows, size_t n_in, size_t n_out, const T *x, size_t ldx, const T *w,
+                        size_t ldw, const T *b, T *y, size_t ldy)
 {
     for (size_t i = 0; i < rows; i++)
-        for (size_t c = 0; c < n_out; c++) y[i * ldy + c] = b ? b[c] : 0;
-    GEMM(rows, n_out, n_in, 1, x, (ptrdiff_t)ldx, 1, w, 1, (ptrdiff_t)ldw, 1, y, (ptrdiff_t)ldy,
-         1);
+        for (size_t c = 0; c < n_out; c++)
+            y[i * ldy + c] = b ? b[c] : 0;
+    GEMM(rows, n_out, n_in, 1, x, (ptrdiff_t)ldx, 1, w, 1, (ptrdiff_t)ldw, 1, y, (ptrdiff_t)ldy, 1);
 }
 
 /* ---------------------------------------------------------------- LayerNorm */
@@ -38,7 +38,8 @@ la_status FN(la_layer_norm)(size_t rows, size_t d, const T *x, const T *gamma, c
         T *yi = out + i * d;
         /* mean and biased variance of the row */
         double mean = 0, var = 0;
-        for (size_t c = 0; c < d; c++) mean += (double)xi[c];
+        for (size_t c = 0; c < d; c++)
+            mean += (double)xi[c];
         mean /= (double)d;
         for (size_t c = 0; c < d; c++) {
             double dev = (double)xi[c] - mean;
@@ -59,8 +60,8 @@ la_status FN(la_layer_norm)(size_t rows, size_t d, const T *x, const T *gamma, c
  * each thread holds one (block, d_ff) hidden slice.
  *   x, out: (rows, D) (out may equal x: a block reads its x rows before writing them);
  *   w1: (d_ff, D), b1: (d_ff); w2: (D, d_ff), b2: (D). */
-la_status FN(la_ffn)(const la_layer_config *c, size_t rows, const T *x, const T *w1,
-                     const T *b1, const T *w2, const T *b2, T *out)
+la_status FN(la_ffn)(const la_layer_config *c, size_t rows, const T *x, const T *w1, const T *b1,
+                     const T *w2, const T *b2, T *out)
 {
     la_status st = la_layer_config_check(c);
     if (st != LA_OK) return st;
@@ -86,8 +87,10 @@ la_status FN(la_ffn)(const la_layer_config *c, size_t rows, const T *x, const T 
         FN(project)(n, D, F, x + i0 * D, D, w1, D, b1, h, F);
         /* h = act(h): ReLU max(h, 0), or GELU 0.5·h·(1 + erf(h/√2)) */
         for (size_t e = 0; e < n * F; e++) {
-            if (gelu) h[e] = (T)0.5 * h[e] * ((T)1 + ERF(h[e] * (T)0.70710678118654752440));
-            else h[e] = h[e] > 0 ? h[e] : 0;
+            if (gelu)
+                h[e] = (T)0.5 * h[e] * ((T)1 + ERF(h[e] * (T)0.70710678118654752440));
+            else
+                h[e] = h[e] > 0 ? h[e] : 0;
         }
         /* out_blk (n, D) = h W2ᵀ + b2 */
         FN(project)(n, F, D, h, F, w2, F, b2, out + i0 * D, D);
@@ -157,9 +160,11 @@ la_status FN(la_mha)(const la_layer_config *c, size_t batch, size_t n_queries, s
             /* y += O_h[i0 .. i0+rows) (rows, d_h) · W_O[:, h·d_h ..)ᵀ (d_h, D); the
              * first head also sets the bias */
             const T *oh = o + ((b * H + h) * N + i0) * dh;
-            if (h == 0) FN(project)(rows, dh, D, oh, dh, out_w, D, out_b, y, D);
-            else GEMM(rows, D, dh, 1, oh, (ptrdiff_t)dh, 1, out_w + h * dh, 1, (ptrdiff_t)D, 1,
-                      y, (ptrdiff_t)D, 1);
+            if (h == 0)
+                FN(project)(rows, dh, D, oh, dh, out_w, D, out_b, y, D);
+            else
+                GEMM(rows, D, dh, 1, oh, (ptrdiff_t)dh, 1, out_w + h * dh, 1, (ptrdiff_t)D, 1, y,
+                     (ptrdiff_t)D, 1);
         }
     }
 done:
@@ -175,7 +180,8 @@ done:
 /* y = x + y, n elements. */
 static void FN(add_residual)(size_t n, const T *x, T *y)
 {
-    for (size_t i = 0; i < n; i++) y[i] = x[i] + y[i];
+    for (size_t i = 0; i < n; i++)
+        y[i] = x[i] + y[i];
 }
 
 /* ---------------------------------------------------------------- layers */
@@ -189,9 +195,9 @@ static void FN(add_residual)(size_t n, const T *x, T *y)
  * kv = NULL means self-attention (keys and values from the same input as queries).
  * tmp: (B, N, D) scratch. */
 static la_status FN(attention_sublayer)(const la_layer_config *c, const la_layer_weights *w,
-                                        int cross, size_t batch, size_t n, size_t m,
-                                        T *x, const T *kv, int causal,
-                                        const int64_t *lengths, la_layer_tensor norm, T *tmp)
+                                        int cross, size_t batch, size_t n, size_t m, T *x,
+                                        const T *kv, int causal, const int64_t *lengths,
+                                        la_layer_tensor norm, T *tmp)
 {
     const size_t rows = batch * n, D = c->d_model;
     const la_layer_tensor base = cross ? LA_W_CROSS_IN_WEIGHT : LA_W_SELF_IN_WEIGHT;
@@ -206,8 +212,8 @@ static la_status FN(attention_sublayer)(const la_layer_config *c, const la_layer
         if (st == LA_OK) FN(add_residual)(rows * D, tmp, x);
     } else {
         /* tmp = MHA(x, kv or x); x = LN(x + tmp) */
-        st = FN(la_mha)(c, batch, n, cross ? m : n, x, cross ? kv : x, causal, lengths, in_w,
-                        in_b, out_w, out_b, tmp);
+        st = FN(la_mha)(c, batch, n, cross ? m : n, x, cross ? kv : x, causal, lengths, in_w, in_b,
+                        out_w, out_b, tmp);
         if (st == LA_OK) {
             FN(add_residual)(rows * D, tmp, x);
             st = FN(la_layer_norm)(rows, D, x, W(norm), W(norm + 1), c->norm_eps, x);
@@ -217,8 +223,8 @@ static la_status FN(attention_sublayer)(const la_layer_config *c, const la_layer
 }
 
 /* The FFN sublayer, in place on x: post-LN x = LN(x + FFN(x)); pre-LN x = x + FFN(LN(x)). */
-static la_status FN(ffn_sublayer)(const la_layer_config *c, const la_layer_weights *w,
-                                  size_t rows, T *x, la_layer_tensor norm, T *tmp)
+static la_status FN(ffn_sublayer)(const la_layer_config *c, const la_layer_weights *w, size_t rows,
+                                  T *x, la_layer_tensor norm, T *tmp)
 {
     const size_t D = c->d_model;
     const T *w1 = W(LA_W_LINEAR1_WEIGHT), *b1 = W(LA_W_LINEAR1_BIAS);
@@ -255,9 +261,8 @@ static la_status FN(encoder_layer_inplace)(const la_layer_config *c, const la_la
 /* Decoder layer in place on x (B, N, D): self-attention (norm1), cross-attention over
  * memory (B, M, D) (norm2), FFN (norm3). tmp: (B, N, D) scratch. */
 static la_status FN(decoder_layer_inplace)(const la_layer_config *c, const la_layer_weights *w,
-                                           size_t batch, size_t n, size_t m, T *x,
-                                           const T *memory, int causal,
-                                           const int64_t *tgt_lengths,
+                                           size_t batch, size_t n, size_t m, T *x, const T *memory,
+                                           int causal, const int64_t *tgt_lengths,
                                            const int64_t *memory_lengths, T *tmp)
 {
     la_status st = FN(attention_sublayer)(c, w, 0, batch, n, n, x, NULL, causal, tgt_lengths,
@@ -295,9 +300,8 @@ static la_status FN(check_call)(const la_layer_config *c, size_t batch, size_t n
 }
 
 /* Runs the work on a copy of x and copies it to out only on success. */
-la_status FN(la_encoder_layer)(const la_layer_config *c, const la_layer_weights *w,
-                               size_t batch, size_t n, const T *x, int causal,
-                               const int64_t *key_lengths, T *out)
+la_status FN(la_encoder_layer)(const la_layer_config *c, const la_layer_weights *w, size_t batch,
+                               size_t n, const T *x, int causal, const int64_t *key_lengths, T *out)
 {
     la_status st = check_weights(c, w, REAL_DTYPE, 0);
     size_t count;
@@ -316,16 +320,15 @@ la_status FN(la_encoder_layer)(const la_layer_config *c, const la_layer_weights 
     return st;
 }
 
-la_status FN(la_decoder_layer)(const la_layer_config *c, const la_layer_weights *w,
-                               size_t batch, size_t n, size_t m, const T *x, const T *memory,
-                               int causal, const int64_t *tgt_lengths,
-                               const int64_t *memory_lengths, T *out)
+la_status FN(la_decoder_layer)(const la_layer_config *c, const la_layer_weights *w, size_t batch,
+                               size_t n, size_t m, const T *x, const T *memory, int causal,
+                               const int64_t *tgt_lengths, const int64_t *memory_lengths, T *out)
 {
     la_status st = check_weights(c, w, REAL_DTYPE, 1);
     size_t count;
     if (st == LA_OK)
-        st = FN(check_call)(c, batch, n, m, x, memory, 1, causal, tgt_lengths, memory_lengths,
-                            out, &count);
+        st = FN(check_call)(c, batch, n, m, x, memory, 1, causal, tgt_lengths, memory_lengths, out,
+                            &count);
     if (st != LA_OK) return st;
     T *work = malloc(count * sizeof(T)), *tmp = malloc(count * sizeof(T));
     st = LA_ENOMEM;
@@ -349,8 +352,8 @@ static la_status FN(check_stack)(const la_layer_config *c, const la_transformer_
     size_t layers = w ? (decoder ? w->decoder_layers : w->encoder_layers) : 0;
     if (layers == 0) return LA_EINVAL;
     for (size_t l = 0; l < layers; l++) {
-        la_status st = check_weights(c, decoder ? &w->decoder[l] : &w->encoder[l], REAL_DTYPE,
-                                     decoder);
+        la_status st =
+            check_weights(c, decoder ? &w->decoder[l] : &w->encoder[l], REAL_DTYPE, decoder);
         if (st != LA_OK) return st;
     }
     return LA_OK;
@@ -386,9 +389,8 @@ static la_status FN(decoder_inplace)(const la_layer_config *c, const la_transfor
     return st;
 }
 
-la_status FN(la_encoder)(const la_layer_config *c, const la_transformer_weights *w,
-                         size_t batch, size_t n, const T *x, int causal,
-                         const int64_t *key_lengths, T *out)
+la_status FN(la_encoder)(const la_layer_config *c, const la_transformer_weights *w, size_t batch,
+                         size_t n, const T *x, int causal, const int64_t *key_lengths, T *out)
 {
     la_status st = FN(check_stack)(c, w, 0);
     size_t count;
@@ -407,16 +409,15 @@ la_status FN(la_encoder)(const la_layer_config *c, const la_transformer_weights 
     return st;
 }
 
-la_status FN(la_decoder)(const la_layer_config *c, const la_transformer_weights *w,
-                         size_t batch, size_t n, size_t m, const T *x, const T *memory,
-                         int causal, const int64_t *tgt_lengths, const int64_t *memory_lengths,
-                         T *out)
+la_status FN(la_decoder)(const la_layer_config *c, const la_transformer_weights *w, size_t batch,
+                         size_t n, size_t m, const T *x, const T *memory, int causal,
+                         const int64_t *tgt_lengths, const int64_t *memory_lengths, T *out)
 {
     la_status st = FN(check_stack)(c, w, 1);
     size_t count;
     if (st == LA_OK)
-        st = FN(check_call)(c, batch, n, m, x, memory, 1, causal, tgt_lengths, memory_lengths,
-                            out, &count);
+        st = FN(check_call)(c, batch, n, m, x, memory, 1, causal, tgt_lengths, memory_lengths, out,
+                            &count);
     if (st != LA_OK) return st;
     T *work = malloc(count * sizeof(T)), *tmp = malloc(count * sizeof(T));
     st = LA_ENOMEM;
@@ -434,8 +435,8 @@ la_status FN(la_decoder)(const la_layer_config *c, const la_transformer_weights 
 /* nn.Transformer: memory = encoder(src), out = decoder(tgt, memory) with a causal
  * target; src_lengths mask the source in the encoder and in every cross-attention. */
 la_status FN(la_transformer)(const la_layer_config *c, const la_transformer_weights *w,
-                             size_t batch, size_t n_src, size_t n_tgt, const T *src,
-                             const T *tgt, const int64_t *src_lengths, T *out)
+                             size_t batch, size_t n_src, size_t n_tgt, const T *src, const T *tgt,
+                             const int64_t *src_lengths, T *out)
 {
     la_status st = FN(check_stack)(c, w, 0);
     if (st == LA_OK) st = FN(check_stack)(c, w, 1);
@@ -444,8 +445,7 @@ la_status FN(la_transformer)(const la_layer_config *c, const la_transformer_weig
         st = FN(check_call)(c, batch, n_src, n_src, src, NULL, 0, 0, src_lengths, NULL, out,
                             &src_count);
     if (st == LA_OK)
-        st = FN(check_call)(c, batch, n_tgt, n_src, tgt, src, 1, 1, NULL, src_lengths, out,
-                            &count);
+        st = FN(check_call)(c, batch, n_tgt, n_src, tgt, src, 1, 1, NULL, src_lengths, out, &count);
     if (st != LA_OK) return st;
     size_t larger = src_count > count ? src_count : count;
     T *memory = malloc(src_count * sizeof(T)), *work = malloc(count * sizeof(T));
@@ -456,8 +456,8 @@ la_status FN(la_transformer)(const la_layer_config *c, const la_transformer_weig
         memcpy(work, tgt, count * sizeof(T));
         st = FN(encoder_inplace)(c, w, batch, n_src, memory, 0, src_lengths, tmp);
         if (st == LA_OK)
-            st = FN(decoder_inplace)(c, w, batch, n_tgt, n_src, work, memory, 1, NULL,
-                                     src_lengths, tmp);
+            st = FN(decoder_inplace)(c, w, batch, n_tgt, n_src, work, memory, 1, NULL, src_lengths,
+                                     tmp);
         if (st == LA_OK) memcpy(out, work, count * sizeof(T));
     }
     free(memory);
@@ -469,8 +469,7 @@ la_status FN(la_transformer)(const la_layer_config *c, const la_transformer_weig
 /* ---------------------------------------------------------------- embeddings */
 
 /* x[b, pos, 2i] += sin(pos / 10000^(2i/D)), x[b, pos, 2i+1] += cos(…), in double. */
-la_status FN(la_add_positional_encoding)(size_t batch, size_t n, size_t d, size_t first_pos,
-                                         T *x)
+la_status FN(la_add_positional_encoding)(size_t batch, size_t n, size_t d, size_t first_pos, T *x)
 {
     size_t count;
     if (!x || batch == 0 || n == 0 || d == 0 || !sizes_ok(batch, n, d, sizeof(T), &count))
@@ -478,17 +477,19 @@ la_status FN(la_add_positional_encoding)(size_t batch, size_t n, size_t d, size_
     for (size_t pos = 0; pos < n; pos++) {
         for (size_t c = 0; c < d; c++) {
             /* feature c pairs with frequency index i = c/2: angle pos / 10000^(2i/D) */
-            double angle = (double)(first_pos + pos) / pow(10000.0, (double)(c - c % 2) / (double)d);
+            double angle =
+                (double)(first_pos + pos) / pow(10000.0, (double)(c - c % 2) / (double)d);
             double pe = c % 2 == 0 ? sin(angle) : cos(angle);
-            for (size_t b = 0; b < batch; b++) x[(b * n + pos) * d + c] += (T)pe;
+            for (size_t b = 0; b < batch; b++)
+                x[(b * n + pos) * d + c] += (T)pe;
         }
     }
     return LA_OK;
 }
 
 /* out row t = table row tokens[t]. */
-la_status FN(la_embed)(size_t vocab, size_t d, const T *table, size_t count,
-                       const int64_t *tokens, T *out)
+la_status FN(la_embed)(size_t vocab, size_t d, const T *table, size_t count, const int64_t *tokens,
+                       T *out)
 {
     size_t total;
     if (!table || !tokens || !out || vocab == 0 || d == 0 || !la_mul_ok(count, d, &total))

@@ -83,7 +83,10 @@ size_t la_layer_tensor_shape(la_layer_tensor t, size_t d_model, size_t d_ff, int
     return count;
 }
 
-static size_t elem_size(la_dtype dtype) { return dtype == LA_FLOAT32 ? sizeof(float) : sizeof(double); }
+static size_t elem_size(la_dtype dtype)
+{
+    return dtype == LA_FLOAT32 ? sizeof(float) : sizeof(double);
+}
 
 /* Allocates w's storage for the layer's tensors and points tensor[] into it. */
 static la_status layer_alloc(la_layer_weights *w, la_dtype dtype, size_t d_model, size_t d_ff,
@@ -140,8 +143,10 @@ static uint64_t next_u64(uint64_t *s)
 static void fill(void *x, la_dtype dtype, size_t n, double value)
 {
     for (size_t i = 0; i < n; i++) {
-        if (dtype == LA_FLOAT32) ((float *)x)[i] = (float)value;
-        else ((double *)x)[i] = value;
+        if (dtype == LA_FLOAT32)
+            ((float *)x)[i] = (float)value;
+        else
+            ((double *)x)[i] = value;
     }
 }
 
@@ -152,8 +157,10 @@ static void xavier_uniform(void *x, la_dtype dtype, size_t rows, size_t cols, ui
     for (size_t i = 0; i < rows * cols; i++) {
         double u = (double)(next_u64(rng) >> 11) * 0x1.0p-53; /* [0, 1) */
         double value = (2 * u - 1) * a;
-        if (dtype == LA_FLOAT32) ((float *)x)[i] = (float)value;
-        else ((double *)x)[i] = value;
+        if (dtype == LA_FLOAT32)
+            ((float *)x)[i] = (float)value;
+        else
+            ((double *)x)[i] = value;
     }
 }
 
@@ -167,13 +174,15 @@ static void layer_init_values(la_layer_weights *w, uint64_t seed)
         int ndim;
         tensor_shape((la_layer_tensor)t, w->d_model, w->d_ff, w->decoder, shape, &ndim, &count);
         bool gamma = t == LA_W_NORM1_WEIGHT || t == LA_W_NORM2_WEIGHT || t == LA_W_NORM3_WEIGHT;
-        if (ndim == 2) xavier_uniform(w->tensor[t], w->dtype, shape[0], shape[1], &rng);
-        else fill(w->tensor[t], w->dtype, count, gamma ? 1.0 : 0.0);
+        if (ndim == 2)
+            xavier_uniform(w->tensor[t], w->dtype, shape[0], shape[1], &rng);
+        else
+            fill(w->tensor[t], w->dtype, count, gamma ? 1.0 : 0.0);
     }
 }
 
-la_status la_layer_weights_init(la_layer_weights *w, la_dtype dtype, size_t d_model,
-                                size_t d_ff, int decoder, uint64_t seed)
+la_status la_layer_weights_init(la_layer_weights *w, la_dtype dtype, size_t d_model, size_t d_ff,
+                                int decoder, uint64_t seed)
 {
     if (!w) return LA_EINVAL;
     la_status st = layer_alloc(w, dtype, d_model, d_ff, decoder);
@@ -195,8 +204,7 @@ static void set_error(la_load_error *err, const char *path, const char *fmt, ...
 }
 
 /* path = dir/prefix key .npy; false when it does not fit. */
-static bool make_path(char *path, size_t size, const char *dir, const char *prefix,
-                      const char *key)
+static bool make_path(char *path, size_t size, const char *dir, const char *prefix, const char *key)
 {
     int n = snprintf(path, size, "%s/%s%s.npy", dir, prefix, key);
     return n >= 0 && (size_t)n < size;
@@ -237,7 +245,8 @@ static la_status load_tensor(const char *path, int ndim, const size_t *shape, vo
     la_status st = read_tensor(path, &a, err);
     if (st != LA_OK) return st;
     bool same = a.ndim == ndim;
-    for (int i = 0; same && i < ndim; i++) same = a.shape[i] == shape[i];
+    for (int i = 0; same && i < ndim; i++)
+        same = a.shape[i] == shape[i];
     if (!same) {
         char got[96], want[96];
         shape_text(got, sizeof got, a.ndim, a.shape);
@@ -250,8 +259,10 @@ static la_status load_tensor(const char *path, int ndim, const size_t *shape, vo
     for (size_t i = 0; i < a.count; i++) {
         double x = a.dtype == LA_NPY_F32 ? (double)((const float *)a.data)[i]
                                          : ((const double *)a.data)[i];
-        if (dtype == LA_FLOAT32) ((float *)dst)[i] = (float)x;
-        else ((double *)dst)[i] = x;
+        if (dtype == LA_FLOAT32)
+            ((float *)dst)[i] = (float)x;
+        else
+            ((double *)dst)[i] = x;
         if (!isfinite(x) || (dtype == LA_FLOAT32 && !isfinite((float)x))) {
             set_error(err, path, "element %zu (%g) is not finite%s", i, x,
                       isfinite(x) ? " in float32" : "");
@@ -264,8 +275,8 @@ static la_status load_tensor(const char *path, int ndim, const size_t *shape, vo
 }
 
 /* D from prefix self_attn.in_proj_weight (3D, D), d_ff from prefix linear1.weight. */
-static la_status infer_sizes(const char *dir, const char *prefix, size_t *d_model,
-                             size_t *d_ff, la_load_error *err)
+static la_status infer_sizes(const char *dir, const char *prefix, size_t *d_model, size_t *d_ff,
+                             la_load_error *err)
 {
     char path[1024];
     la_array a;
@@ -321,8 +332,8 @@ static la_status load_layer_tensors(la_layer_weights *w, const char *dir, const 
     return LA_OK;
 }
 
-la_status la_layer_weights_load(la_layer_weights *w, la_dtype dtype, int decoder,
-                                const char *dir, const char *prefix, la_load_error *err)
+la_status la_layer_weights_load(la_layer_weights *w, la_dtype dtype, int decoder, const char *dir,
+                                const char *prefix, la_load_error *err)
 {
     if (err) err->path[0] = err->why[0] = '\0';
     if (!w) return LA_EINVAL;
@@ -362,8 +373,8 @@ void la_transformer_weights_free(la_transformer_weights *w)
 
 /* The arrays of layers (zeroed, so freeing a half-built stack is safe) and the final
  * norms' storage: (encoder ? 2D : 0) + (decoder ? 2D : 0) elements. */
-static la_status stack_alloc(la_transformer_weights *w, la_dtype dtype, size_t d_model,
-                             size_t d_ff, size_t encoder_layers, size_t decoder_layers)
+static la_status stack_alloc(la_transformer_weights *w, la_dtype dtype, size_t d_model, size_t d_ff,
+                             size_t encoder_layers, size_t decoder_layers)
 {
     memset(w, 0, sizeof *w);
     if ((dtype != LA_FLOAT32 && dtype != LA_FLOAT64) || d_model == 0 || d_ff == 0 ||
@@ -404,8 +415,10 @@ static la_status stack_alloc(la_transformer_weights *w, la_dtype dtype, size_t d
 static void stack_count(la_transformer_weights *w)
 {
     size_t n = 0;
-    for (size_t i = 0; i < w->encoder_layers; i++) n += w->encoder[i].n_params;
-    for (size_t i = 0; i < w->decoder_layers; i++) n += w->decoder[i].n_params;
+    for (size_t i = 0; i < w->encoder_layers; i++)
+        n += w->encoder[i].n_params;
+    for (size_t i = 0; i < w->decoder_layers; i++)
+        n += w->decoder[i].n_params;
     n += ((w->encoder_layers ? 2 : 0) + (w->decoder_layers ? 2 : 0)) * w->d_model;
     w->n_params = n;
 }
@@ -417,9 +430,9 @@ static uint64_t layer_seed(uint64_t seed, int side, size_t index)
     return next_u64(&s);
 }
 
-la_status la_transformer_weights_init(la_transformer_weights *w, la_dtype dtype,
-                                      size_t d_model, size_t d_ff, size_t encoder_layers,
-                                      size_t decoder_layers, uint64_t seed)
+la_status la_transformer_weights_init(la_transformer_weights *w, la_dtype dtype, size_t d_model,
+                                      size_t d_ff, size_t encoder_layers, size_t decoder_layers,
+                                      uint64_t seed)
 {
     if (!w) return LA_EINVAL;
     la_status st = stack_alloc(w, dtype, d_model, d_ff, encoder_layers, decoder_layers);
@@ -458,7 +471,8 @@ static la_status load_side(la_transformer_weights *w, int decoder, const char *d
             w->d_ff = arr[i].d_ff;
         } else if (arr[i].d_model != w->d_model || arr[i].d_ff != w->d_ff) {
             make_path(path, sizeof path, dir, prefix, specs[LA_W_LINEAR1_WEIGHT].key);
-            set_error(err, path, "layer has D = %zu, d_ff = %zu; earlier layers D = %zu, d_ff = %zu",
+            set_error(err, path,
+                      "layer has D = %zu, d_ff = %zu; earlier layers D = %zu, d_ff = %zu",
                       arr[i].d_model, arr[i].d_ff, w->d_model, w->d_ff);
             return LA_EFORMAT;
         }
@@ -484,8 +498,8 @@ static la_status load_norm(const char *dir, const char *side, void *norm[2], siz
 }
 
 la_status la_transformer_weights_load(la_transformer_weights *w, la_dtype dtype,
-                                      size_t encoder_layers, size_t decoder_layers,
-                                      const char *dir, la_load_error *err)
+                                      size_t encoder_layers, size_t decoder_layers, const char *dir,
+                                      la_load_error *err)
 {
     if (err) err->path[0] = err->why[0] = '\0';
     if (!w) return LA_EINVAL;

@@ -40,7 +40,8 @@ static void closed_forms(void **state)
     for (uint64_t D = 1; D <= 96; D += 1 + D / 8) {
         for (int trial = 0; trial < 3; trial++) {
             uint64_t H = 1 + tu_next(&r) % D;
-            while (D % H) H--;
+            while (D % H)
+                H--;
             uint64_t F = trial == 0 ? 4 * D : 1 + tu_next(&r) % 300;
             uint64_t L = tu_next(&r) % 5, L2 = tu_next(&r) % 5, V = tu_next(&r) % 1000;
             uint64_t P = tu_next(&r) % 600;
@@ -83,7 +84,8 @@ static void closed_forms(void **state)
             la_layer_weights_free(&w);
             if (L + L2 > 0 && D <= 32) {
                 la_transformer_weights tw;
-                assert_int_equal(la_transformer_weights_init(&tw, LA_FLOAT32, D, F, L, L2, 2), LA_OK);
+                assert_int_equal(la_transformer_weights_init(&tw, LA_FLOAT32, D, F, L, L2, 2),
+                                 LA_OK);
                 assert_int_equal(tw.n_params, enc + dec);
                 la_transformer_weights_free(&tw);
             }
@@ -140,12 +142,14 @@ static void layer_flops(void **state)
             la_layer_config_init(&c, (size_t)D, (size_t)H, (size_t)F);
             c.attention = kind ? LA_KERNEL_LINEAR : LA_KERNEL_SOFTMAX;
             la_layer_cost lc;
-            assert_int_equal(la_layer_cost_model(&c, decoder, 2, 300, 200, 1, LA_FLOAT32, &lc), LA_OK);
+            assert_int_equal(la_layer_cost_model(&c, decoder, 2, 300, 200, 1, LA_FLOAT32, &lc),
+                             LA_OK);
             double rows = B * N, proj = 2 * rows * D * D + rows * D;
             double want_proj = 4 * proj;
             if (decoder) want_proj += 2 * proj + 2 * (2 * B * M * D * D + B * M * D);
             assert_true(lc.projections == want_proj);
-            assert_true(lc.ffn == 2 * rows * D * F + rows * F + rows * F + 2 * rows * F * D + rows * D);
+            assert_true(lc.ffn ==
+                        2 * rows * D * F + rows * F + rows * F + 2 * rows * F * D + rows * D);
             double norms = decoder ? 3 : 2;
             assert_true(lc.layer_norm == norms * rows * (8 * D + 5));
             assert_true(lc.residual == norms * rows * D);
@@ -160,11 +164,13 @@ static void layer_flops(void **state)
             }
             assert_true(lc.attention == self.flops_total + cross.flops_total);
             assert_true(lc.self_attention.flops_total == self.flops_total);
-            assert_true(lc.total == lc.projections + lc.attention + lc.ffn + lc.layer_norm + lc.residual);
+            assert_true(lc.total ==
+                        lc.projections + lc.attention + lc.ffn + lc.layer_norm + lc.residual);
             la_model_size s = {64, 4, 256, 1, 0, 0, 0};
             la_param_count pc;
             assert_int_equal(la_param_counts(&s, &pc), LA_OK);
-            assert_true(lc.weight_bytes == 4.0 * (double)(decoder ? pc.decoder_layer : pc.encoder_layer));
+            assert_true(lc.weight_bytes ==
+                        4.0 * (double)(decoder ? pc.decoder_layer : pc.encoder_layer));
             assert_true(lc.activation_bytes > 0 && lc.workspace_bytes > 0);
         }
     }
@@ -192,10 +198,8 @@ int main(void)
 {
     tu_init("test_accounting");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(pytorch_numbers),
-        cmocka_unit_test(closed_forms),
-        cmocka_unit_test(approximation_gap),
-        cmocka_unit_test(param_errors),
+        cmocka_unit_test(pytorch_numbers),   cmocka_unit_test(closed_forms),
+        cmocka_unit_test(approximation_gap), cmocka_unit_test(param_errors),
         cmocka_unit_test(layer_flops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

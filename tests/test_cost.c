@@ -23,7 +23,10 @@ static size_t keys_visible(const la_problem *p, size_t b)
     return m;
 }
 
-static size_t smaller(size_t a, size_t b) { return a < b ? a : b; }
+static size_t smaller(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
 
 /* φ of one element, counted. */
 static double phi(const la_problem *p, double x, counts *c)
@@ -36,8 +39,8 @@ static double phi(const la_problem *p, double x, counts *c)
 
 /* Softmax and hard attention, one head: scores, softmax (or argmax), P·V.
  *   q: (N, d_k), k: (M, d_k), v: (M, d_v), out: (N, d_v) */
-static void count_softmax(const la_problem *p, size_t b, int hard, const double *q,
-                          const double *k, const double *v, double *out, counts *c)
+static void count_softmax(const la_problem *p, size_t b, int hard, const double *q, const double *k,
+                          const double *v, double *out, counts *c)
 {
     const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v;
     double *row = tu_f64(p->n_keys);
@@ -47,7 +50,8 @@ static void count_softmax(const la_problem *p, size_t b, int hard, const double 
         /* scores: one multiply-add per (pair, feature) */
         for (size_t j = 0; j < vis; j++) {
             double s = 0;
-            for (size_t a = 0; a < dk; a++, c->qk += 2) s += q[i * dk + a] * k[j * dk + a];
+            for (size_t a = 0; a < dk; a++, c->qk += 2)
+                s += q[i * dk + a] * k[j * dk + a];
             row[j] = s * p->scale;
         }
         if (hard) {
@@ -55,20 +59,27 @@ static void count_softmax(const la_problem *p, size_t b, int hard, const double 
             size_t best = 0;
             for (size_t j = 0; j < vis; j++, c->softmax += 1)
                 if (j == 0 || row[j] > row[best]) best = j;
-            for (size_t a = 0; a < dv; a++) out[i * dv + a] = vis ? v[best * dv + a] : 0;
+            for (size_t a = 0; a < dv; a++)
+                out[i * dv + a] = vis ? v[best * dv + a] : 0;
             continue;
         }
         /* softmax: max, subtract, exp, sum, divide — one of each per pair */
         double max = -INFINITY, sum = 0;
-        for (size_t j = 0; j < vis; j++, c->softmax += 1) max = row[j] > max ? row[j] : max;
-        for (size_t j = 0; j < vis; j++, c->softmax += 1) row[j] -= max;
-        for (size_t j = 0; j < vis; j++, c->softmax += 1) row[j] = exp(row[j]);
-        for (size_t j = 0; j < vis; j++, c->softmax += 1) sum += row[j];
-        for (size_t j = 0; j < vis; j++, c->softmax += 1) row[j] /= sum;
+        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+            max = row[j] > max ? row[j] : max;
+        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+            row[j] -= max;
+        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+            row[j] = exp(row[j]);
+        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+            sum += row[j];
+        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+            row[j] /= sum;
         /* P·V: one multiply-add per (pair, output feature) */
         for (size_t a = 0; a < dv; a++) {
             double acc = 0;
-            for (size_t j = 0; j < vis; j++, c->av += 2) acc += row[j] * v[j * dv + a];
+            for (size_t j = 0; j < vis; j++, c->av += 2)
+                acc += row[j] * v[j * dv + a];
             out[i * dv + a] = acc;
         }
     }
@@ -76,33 +87,36 @@ static void count_softmax(const la_problem *p, size_t b, int hard, const double 
 }
 
 /* out_i = num / (den + eps), counted: one add, d_v divides. */
-static void normalise(const la_problem *p, const double *num, double den, double *out,
-                      counts *c)
+static void normalise(const la_problem *p, const double *num, double den, double *out, counts *c)
 {
     double d = den + p->eps;
     c->normalize += 1;
-    for (size_t a = 0; a < p->d_v; a++, c->normalize += 1) out[a] = num[a] / d;
+    for (size_t a = 0; a < p->d_v; a++, c->normalize += 1)
+        out[a] = num[a] / d;
 }
 
 /* S += φ(k) vᵀ, z += φ(k), counted into kv. */
-static void add_key(const la_problem *p, const double *phik, const double *vj, double *S,
-                    double *z, counts *c)
+static void add_key(const la_problem *p, const double *phik, const double *vj, double *S, double *z,
+                    counts *c)
 {
     for (size_t a = 0; a < p->d_k; a++) {
-        for (size_t e = 0; e < p->d_v; e++, c->kv += 2) S[a * p->d_v + e] += phik[a] * vj[e];
+        for (size_t e = 0; e < p->d_v; e++, c->kv += 2)
+            S[a * p->d_v + e] += phik[a] * vj[e];
         z[a] += phik[a];
         c->kv += 1;
     }
 }
 
 /* num = φ(q)ᵀS, den = φ(q)·z, counted into qs. */
-static double query_state(const la_problem *p, const double *phiq, const double *S,
-                          const double *z, double *num, counts *c)
+static double query_state(const la_problem *p, const double *phiq, const double *S, const double *z,
+                          double *num, counts *c)
 {
     double den = 0;
-    for (size_t e = 0; e < p->d_v; e++) num[e] = 0;
+    for (size_t e = 0; e < p->d_v; e++)
+        num[e] = 0;
     for (size_t a = 0; a < p->d_k; a++) {
-        for (size_t e = 0; e < p->d_v; e++, c->qs += 2) num[e] += phiq[a] * S[a * p->d_v + e];
+        for (size_t e = 0; e < p->d_v; e++, c->qs += 2)
+            num[e] += phiq[a] * S[a * p->d_v + e];
         den += phiq[a] * z[a];
         c->qs += 2;
     }
@@ -127,11 +141,14 @@ static void count_linear(const la_problem *p, size_t b, int recurrent, const dou
     double *num = tu_f64(dv);
     assert_non_null(S);
     assert_non_null(z);
-    for (size_t x = 0; x < N * dk; x++) phiq[x] = phi(p, q[x], c);
-    for (size_t x = 0; x < used * dk; x++) phik[x] = phi(p, k[x], c);
+    for (size_t x = 0; x < N * dk; x++)
+        phiq[x] = phi(p, q[x], c);
+    for (size_t x = 0; x < used * dk; x++)
+        phik[x] = phi(p, k[x], c);
 
     if (!p->causal) {
-        for (size_t j = 0; j < m; j++) add_key(p, phik + j * dk, v + j * dv, S, z, c);
+        for (size_t j = 0; j < m; j++)
+            add_key(p, phik + j * dk, v + j * dv, S, z, c);
         for (size_t i = 0; i < N; i++) {
             double den = query_state(p, phiq + i * dk, S, z, num, c);
             normalise(p, num, den, out + i * dv, c);
@@ -149,12 +166,14 @@ static void count_linear(const la_problem *p, size_t b, int recurrent, const dou
                 /* intra-chunk: a_ij = φq_i·φk_j for s <= j <= i, j < m; then
                  * [num den] += a_ij [v_j 1] (the denominator as an extra column) */
                 double den = 0;
-                for (size_t x = 0; x < dv; x++) num[x] = 0;
+                for (size_t x = 0; x < dv; x++)
+                    num[x] = 0;
                 for (size_t j = s; j < smaller(i + 1, m); j++) {
                     double a_ij = 0;
                     for (size_t a = 0; a < dk; a++, c->qk += 2)
                         a_ij += phiq[i * dk + a] * phik[j * dk + a];
-                    for (size_t x = 0; x < dv; x++, c->av += 2) num[x] += a_ij * v[j * dv + x];
+                    for (size_t x = 0; x < dv; x++, c->av += 2)
+                        num[x] += a_ij * v[j * dv + x];
                     den += a_ij * 1.0;
                     c->av += 2;
                 }
@@ -211,7 +230,8 @@ static void check_model(la_kernel kernel, const la_problem *p, tu_rng *r)
             double *oh = out + head * N * dv;
             if (kernel == LA_KERNEL_LINEAR || kernel == LA_KERNEL_LINEAR_RECURRENT)
                 count_linear(p, b, kernel == LA_KERNEL_LINEAR_RECURRENT, qh, kh, vh, oh, &c);
-            else count_softmax(p, b, kernel == LA_KERNEL_HARD, qh, kh, vh, oh, &c);
+            else
+                count_softmax(p, b, kernel == LA_KERNEL_HARD, qh, kh, vh, oh, &c);
         }
     }
     assert_int_equal(la_ref_attention(kernel, p, q, k, v, ref), LA_OK);
@@ -220,8 +240,8 @@ static void check_model(la_kernel kernel, const la_problem *p, tu_rng *r)
 
     la_cost model;
     assert_int_equal(la_attention_cost(kernel, p, LA_FLOAT32, &model), LA_OK);
-    const double got[] = {model.flops_qk, model.flops_softmax, model.flops_av,
-                          model.flops_phi, model.flops_kv, model.flops_qs,
+    const double got[] = {model.flops_qk,       model.flops_softmax, model.flops_av,
+                          model.flops_phi,      model.flops_kv,      model.flops_qs,
                           model.flops_normalize};
     const double want[] = {c.qk, c.softmax, c.av, c.phi, c.kv, c.qs, c.normalize};
     const char *names[] = {"qk", "softmax", "av", "phi", "kv", "qs", "normalize"};
@@ -318,11 +338,9 @@ static void workspace_model(void **state)
     la_problem p;
     la_problem_init(&p, 1, 4, 1000, 700, 64, 64);
     la_cost c, big;
-    assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX_MATERIALIZED, &p, LA_FLOAT32, &c),
-                     LA_OK);
+    assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX_MATERIALIZED, &p, LA_FLOAT32, &c), LA_OK);
     assert_true(c.workspace_bytes == 1000.0 * 700 * 4);
-    assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX_MATERIALIZED, &p, LA_FLOAT64, &c),
-                     LA_OK);
+    assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX_MATERIALIZED, &p, LA_FLOAT64, &c), LA_OK);
     assert_true(c.workspace_bytes == 1000.0 * 700 * 8);
     for (int kernel = LA_KERNEL_SOFTMAX; kernel <= LA_KERNEL_LINEAR; kernel += 3) {
         la_problem_init(&p, 1, 4, 1000, 1000, 64, 64);
@@ -358,14 +376,18 @@ static void workspace_matches_kernels(void **state)
                 p.chunk = 1 + tu_next(&r) % 80;
                 float *q = tu_f32(B * H * N * dk), *k = tu_f32(B * H * M * dk);
                 float *v = tu_f32(B * H * M * dv), *out = tu_f32(B * H * N * dv);
-                for (size_t x = 0; x < B * H * N * dk; x++) q[x] = (float)tu_normal(&r);
-                for (size_t x = 0; x < B * H * M * dk; x++) k[x] = (float)tu_normal(&r);
-                for (size_t x = 0; x < B * H * M * dv; x++) v[x] = (float)tu_normal(&r);
+                for (size_t x = 0; x < B * H * N * dk; x++)
+                    q[x] = (float)tu_normal(&r);
+                for (size_t x = 0; x < B * H * M * dk; x++)
+                    k[x] = (float)tu_normal(&r);
+                for (size_t x = 0; x < B * H * M * dv; x++)
+                    v[x] = (float)tu_normal(&r);
                 for (int dtype = LA_FLOAT32; dtype <= LA_FLOAT64; dtype++) {
                     la_cost c;
                     assert_int_equal(la_attention_cost((la_kernel)kernel, &p, (la_dtype)dtype, &c),
                                      LA_OK);
-                    assert_true(c.workspace_bytes >= 1 && c.workspace_bytes == floor(c.workspace_bytes));
+                    assert_true(c.workspace_bytes >= 1 &&
+                                c.workspace_bytes == floor(c.workspace_bytes));
                     p.workspace_limit = (size_t)c.workspace_bytes;
                     la_status ok, refused;
                     if (dtype == LA_FLOAT32) {

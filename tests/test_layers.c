@@ -20,13 +20,14 @@
 /* ---------------------------------------------------------------- references */
 
 /* y (rows, n_out) = x (rows, n_in) Wᵀ + b; W rows are n_in long (row stride ldw). */
-static void ref_linear(size_t rows, size_t n_in, size_t n_out, const double *x,
-                       const double *w, size_t ldw, const double *b, double *y)
+static void ref_linear(size_t rows, size_t n_in, size_t n_out, const double *x, const double *w,
+                       size_t ldw, const double *b, double *y)
 {
     for (size_t i = 0; i < rows; i++)
         for (size_t o = 0; o < n_out; o++) {
             double acc = b[o];
-            for (size_t c = 0; c < n_in; c++) acc += x[i * n_in + c] * w[o * ldw + c];
+            for (size_t c = 0; c < n_in; c++)
+                acc += x[i * n_in + c] * w[o * ldw + c];
             y[i * n_out + o] = acc;
         }
 }
@@ -37,9 +38,11 @@ static void ref_layer_norm(size_t rows, size_t d, const double *x, const double 
 {
     for (size_t i = 0; i < rows; i++) {
         double mean = 0, var = 0;
-        for (size_t c = 0; c < d; c++) mean += x[i * d + c];
+        for (size_t c = 0; c < d; c++)
+            mean += x[i * d + c];
         mean /= (double)d;
-        for (size_t c = 0; c < d; c++) var += (x[i * d + c] - mean) * (x[i * d + c] - mean);
+        for (size_t c = 0; c < d; c++)
+            var += (x[i * d + c] - mean) * (x[i * d + c] - mean);
         var /= (double)d;
         for (size_t c = 0; c < d; c++)
             y[i * d + c] = (x[i * d + c] - mean) / sqrt(var + eps) * g[c] + be[c];
@@ -47,9 +50,8 @@ static void ref_layer_norm(size_t rows, size_t d, const double *x, const double 
 }
 
 /* FFN: act(x W1ᵀ + b1) W2ᵀ + b2. */
-static void ref_ffn(size_t rows, size_t d, size_t f, int gelu, const double *x,
-                    const double *w1, const double *b1, const double *w2, const double *b2,
-                    double *y)
+static void ref_ffn(size_t rows, size_t d, size_t f, int gelu, const double *x, const double *w1,
+                    const double *b1, const double *w2, const double *b2, double *y)
 {
     double *h = tu_f64(rows * f);
     ref_linear(rows, d, f, x, w1, d, b1, h);
@@ -101,20 +103,23 @@ static void ref_mha(const la_layer_config *c, size_t B, size_t N, size_t M, cons
 #define WT(w, t) ((const double *)(w)->tensor[(t)])
 
 /* One attention sublayer in place on x: post x = LN(x + MHA(x, kv)); pre x = x + MHA(LN(x), kv). */
-static void ref_attention_sublayer(const la_layer_config *c, const la_layer_weights *w,
-                                   int cross, size_t B, size_t N, size_t M, double *x,
-                                   const double *kv, int causal, const int64_t *lengths,
-                                   la_layer_tensor norm)
+static void ref_attention_sublayer(const la_layer_config *c, const la_layer_weights *w, int cross,
+                                   size_t B, size_t N, size_t M, double *x, const double *kv,
+                                   int causal, const int64_t *lengths, la_layer_tensor norm)
 {
     const size_t D = c->d_model;
     la_layer_tensor base = cross ? LA_W_CROSS_IN_WEIGHT : LA_W_SELF_IN_WEIGHT;
     double *in = tu_f64(B * N * D), *t = tu_f64(B * N * D);
-    if (c->norm == LA_NORM_PRE) ref_layer_norm(B * N, D, x, WT(w, norm), WT(w, norm + 1), c->norm_eps, in);
-    else memcpy(in, x, B * N * D * sizeof *in);
+    if (c->norm == LA_NORM_PRE)
+        ref_layer_norm(B * N, D, x, WT(w, norm), WT(w, norm + 1), c->norm_eps, in);
+    else
+        memcpy(in, x, B * N * D * sizeof *in);
     ref_mha(c, B, N, cross ? M : N, in, cross ? kv : in, causal, lengths, WT(w, base),
             WT(w, base + 1), WT(w, base + 2), WT(w, base + 3), t);
-    for (size_t e = 0; e < B * N * D; e++) x[e] += t[e];
-    if (c->norm == LA_NORM_POST) ref_layer_norm(B * N, D, x, WT(w, norm), WT(w, norm + 1), c->norm_eps, x);
+    for (size_t e = 0; e < B * N * D; e++)
+        x[e] += t[e];
+    if (c->norm == LA_NORM_POST)
+        ref_layer_norm(B * N, D, x, WT(w, norm), WT(w, norm + 1), c->norm_eps, x);
     free(in), free(t);
 }
 
@@ -123,12 +128,16 @@ static void ref_ffn_sublayer(const la_layer_config *c, const la_layer_weights *w
 {
     const size_t D = c->d_model;
     double *in = tu_f64(rows * D), *t = tu_f64(rows * D);
-    if (c->norm == LA_NORM_PRE) ref_layer_norm(rows, D, x, WT(w, norm), WT(w, norm + 1), c->norm_eps, in);
-    else memcpy(in, x, rows * D * sizeof *in);
+    if (c->norm == LA_NORM_PRE)
+        ref_layer_norm(rows, D, x, WT(w, norm), WT(w, norm + 1), c->norm_eps, in);
+    else
+        memcpy(in, x, rows * D * sizeof *in);
     ref_ffn(rows, D, c->d_ff, c->activation == LA_ACTIVATION_GELU, in, WT(w, LA_W_LINEAR1_WEIGHT),
             WT(w, LA_W_LINEAR1_BIAS), WT(w, LA_W_LINEAR2_WEIGHT), WT(w, LA_W_LINEAR2_BIAS), t);
-    for (size_t e = 0; e < rows * D; e++) x[e] += t[e];
-    if (c->norm == LA_NORM_POST) ref_layer_norm(rows, D, x, WT(w, norm), WT(w, norm + 1), c->norm_eps, x);
+    for (size_t e = 0; e < rows * D; e++)
+        x[e] += t[e];
+    if (c->norm == LA_NORM_POST)
+        ref_layer_norm(rows, D, x, WT(w, norm), WT(w, norm + 1), c->norm_eps, x);
     free(in), free(t);
 }
 
@@ -205,15 +214,18 @@ static void norm_and_ffn(void **state)
     double *x64, *ref = tu_f64(rows * D), *y64 = tu_f64(rows * D);
     float *x32, *y32 = tu_f32(rows * D);
     random_input(&r, rows * D, &x64, &x32);
-    for (size_t e = 0; e < rows * D; e++) x64[e] = (double)(x32[e] = (float)(3 + 2 * x32[e]));
+    for (size_t e = 0; e < rows * D; e++)
+        x64[e] = (double)(x32[e] = (float)(3 + 2 * x32[e]));
 
     ref_layer_norm(rows, D, x64, WT(&w64, LA_W_NORM1_WEIGHT), WT(&w64, LA_W_NORM1_BIAS), 1e-5, ref);
     assert_int_equal(la_layer_norm_f64(rows, D, x64, w64.tensor[LA_W_NORM1_WEIGHT],
-                                       w64.tensor[LA_W_NORM1_BIAS], 1e-5, y64), LA_OK);
+                                       w64.tensor[LA_W_NORM1_BIAS], 1e-5, y64),
+                     LA_OK);
     tu_assert_close_f64(y64, ref, rows * D, TOL_F64, "layer_norm f64");
     memcpy(y32, x32, rows * D * sizeof *y32); /* in place */
     assert_int_equal(la_layer_norm_f32(rows, D, y32, w32.tensor[LA_W_NORM1_WEIGHT],
-                                       w32.tensor[LA_W_NORM1_BIAS], 1e-5, y32), LA_OK);
+                                       w32.tensor[LA_W_NORM1_BIAS], 1e-5, y32),
+                     LA_OK);
     tu_assert_close_f32(y32, ref, rows * D, TOL_F32, "layer_norm f32");
 
     for (int act = 0; act <= 1; act++) {
@@ -224,12 +236,14 @@ static void norm_and_ffn(void **state)
                 WT(&w64, LA_W_LINEAR2_WEIGHT), WT(&w64, LA_W_LINEAR2_BIAS), ref);
         assert_int_equal(la_ffn_f64(&c, rows, x64, w64.tensor[LA_W_LINEAR1_WEIGHT],
                                     w64.tensor[LA_W_LINEAR1_BIAS], w64.tensor[LA_W_LINEAR2_WEIGHT],
-                                    w64.tensor[LA_W_LINEAR2_BIAS], y64), LA_OK);
+                                    w64.tensor[LA_W_LINEAR2_BIAS], y64),
+                         LA_OK);
         tu_assert_close_f64(y64, ref, rows * D, TOL_F64, "ffn f64 act=%d", act);
         memcpy(y32, x32, rows * D * sizeof *y32);
         assert_int_equal(la_ffn_f32(&c, rows, y32, w32.tensor[LA_W_LINEAR1_WEIGHT],
                                     w32.tensor[LA_W_LINEAR1_BIAS], w32.tensor[LA_W_LINEAR2_WEIGHT],
-                                    w32.tensor[LA_W_LINEAR2_BIAS], y32), LA_OK);
+                                    w32.tensor[LA_W_LINEAR2_BIAS], y32),
+                         LA_OK);
         tu_assert_close_f32(y32, ref, rows * D, TOL_F32, "ffn f32 act=%d", act);
     }
     la_layer_weights_free(&w64);
@@ -238,8 +252,8 @@ static void norm_and_ffn(void **state)
 }
 
 /* One MHA case in both precisions. */
-static void check_mha(tu_rng *r, la_kernel kernel, size_t B, size_t N, size_t M, size_t D,
-                      size_t H, int cross, int causal, int lengths)
+static void check_mha(tu_rng *r, la_kernel kernel, size_t B, size_t N, size_t M, size_t D, size_t H,
+                      int cross, int causal, int lengths)
 {
     la_layer_config c;
     la_layer_config_init(&c, D, H, 8);
@@ -252,7 +266,8 @@ static void check_mha(tu_rng *r, la_kernel kernel, size_t B, size_t N, size_t M,
     random_input(r, B * N * D, &xq64, &xq32);
     random_input(r, B * M * D, &xkv64, &xkv32);
     int64_t len[4];
-    for (size_t b = 0; b < B; b++) len[b] = 1 + (int64_t)(tu_next(r) % M);
+    for (size_t b = 0; b < B; b++)
+        len[b] = 1 + (int64_t)(tu_next(r) % M);
     const int64_t *kl = lengths ? len : NULL;
     la_layer_tensor base = cross ? LA_W_CROSS_IN_WEIGHT : LA_W_SELF_IN_WEIGHT;
     const double *kv64 = cross ? xkv64 : xq64;
@@ -260,17 +275,21 @@ static void check_mha(tu_rng *r, la_kernel kernel, size_t B, size_t N, size_t M,
     ref_mha(&c, B, N, M, xq64, kv64, causal, kl, WT(&w64, base), WT(&w64, base + 1),
             WT(&w64, base + 2), WT(&w64, base + 3), ref);
     assert_int_equal(la_mha_f64(&c, B, N, M, xq64, kv64, causal, kl, w64.tensor[base],
-                                w64.tensor[base + 1], w64.tensor[base + 2], w64.tensor[base + 3], y64),
+                                w64.tensor[base + 1], w64.tensor[base + 2], w64.tensor[base + 3],
+                                y64),
                      LA_OK);
-    tu_assert_close_f64(y64, ref, B * N * D, TOL_F64, "mha f64 %s B=%zu N=%zu M=%zu D=%zu H=%zu "
-                        "cross=%d causal=%d lengths=%d", la_kernel_name(kernel), B, N, M, D, H,
-                        cross, causal, lengths);
+    tu_assert_close_f64(y64, ref, B * N * D, TOL_F64,
+                        "mha f64 %s B=%zu N=%zu M=%zu D=%zu H=%zu "
+                        "cross=%d causal=%d lengths=%d",
+                        la_kernel_name(kernel), B, N, M, D, H, cross, causal, lengths);
     assert_int_equal(la_mha_f32(&c, B, N, M, xq32, kv32, causal, kl, w32.tensor[base],
-                                w32.tensor[base + 1], w32.tensor[base + 2], w32.tensor[base + 3], y32),
+                                w32.tensor[base + 1], w32.tensor[base + 2], w32.tensor[base + 3],
+                                y32),
                      LA_OK);
-    tu_assert_close_f32(y32, ref, B * N * D, TOL_F32, "mha f32 %s B=%zu N=%zu M=%zu D=%zu H=%zu "
-                        "cross=%d causal=%d lengths=%d", la_kernel_name(kernel), B, N, M, D, H,
-                        cross, causal, lengths);
+    tu_assert_close_f32(y32, ref, B * N * D, TOL_F32,
+                        "mha f32 %s B=%zu N=%zu M=%zu D=%zu H=%zu "
+                        "cross=%d causal=%d lengths=%d",
+                        la_kernel_name(kernel), B, N, M, D, H, cross, causal, lengths);
     la_layer_weights_free(&w64);
     la_layer_weights_free(&w32);
     free(xq64), free(xkv64), free(ref), free(y64), free(xq32), free(xkv32), free(y32);
@@ -282,8 +301,8 @@ static void multi_head_attention(void **state)
 {
     (void)state;
     tu_rng r = tu_rng_for("multi_head_attention");
-    const la_kernel kernels[] = {LA_KERNEL_SOFTMAX, LA_KERNEL_SOFTMAX_MATERIALIZED,
-                                 LA_KERNEL_HARD, LA_KERNEL_LINEAR};
+    const la_kernel kernels[] = {LA_KERNEL_SOFTMAX, LA_KERNEL_SOFTMAX_MATERIALIZED, LA_KERNEL_HARD,
+                                 LA_KERNEL_LINEAR};
     const size_t heads[] = {1, 3, 12};
     for (size_t ki = 0; ki < 4; ki++)
         for (size_t hi = 0; hi < 3; hi++)
@@ -298,8 +317,8 @@ static void multi_head_attention(void **state)
 
 /* One encoder (or decoder) layer case in both precisions, out != x and out == x. */
 static void check_layer(tu_rng *r, int decoder, la_kernel kernel, la_norm_order norm, size_t B,
-                        size_t N, size_t M, size_t D, size_t H, size_t F, int causal,
-                        int lengths, la_activation act)
+                        size_t N, size_t M, size_t D, size_t H, size_t F, int causal, int lengths,
+                        la_activation act)
 {
     la_layer_config c;
     la_layer_config_init(&c, D, H, F);
@@ -313,16 +332,20 @@ static void check_layer(tu_rng *r, int decoder, la_kernel kernel, la_norm_order 
     random_input(r, B * N * D, &x64, &x32);
     if (decoder) random_input(r, B * M * D, &m64, &m32);
     int64_t len[4];
-    for (size_t b = 0; b < B; b++) len[b] = 1 + (int64_t)(tu_next(r) % (decoder ? M : N));
+    for (size_t b = 0; b < B; b++)
+        len[b] = 1 + (int64_t)(tu_next(r) % (decoder ? M : N));
     const int64_t *kl = lengths ? len : NULL;
     memcpy(ref, x64, B * N * D * sizeof *ref);
-    if (decoder) ref_decoder_layer(&c, &w64, B, N, M, ref, m64, causal, kl);
-    else ref_encoder_layer(&c, &w64, B, N, ref, causal, kl);
+    if (decoder)
+        ref_decoder_layer(&c, &w64, B, N, M, ref, m64, causal, kl);
+    else
+        ref_encoder_layer(&c, &w64, B, N, ref, causal, kl);
     const char *what = decoder ? "decoder" : "encoder";
     const char *arr = norm == LA_NORM_PRE ? "pre-LN" : "post-LN";
 
-    la_status st = decoder ? la_decoder_layer_f64(&c, &w64, B, N, M, x64, m64, causal, NULL, kl, y64)
-                           : la_encoder_layer_f64(&c, &w64, B, N, x64, causal, kl, y64);
+    la_status st = decoder
+                       ? la_decoder_layer_f64(&c, &w64, B, N, M, x64, m64, causal, NULL, kl, y64)
+                       : la_encoder_layer_f64(&c, &w64, B, N, x64, causal, kl, y64);
     assert_int_equal(st, LA_OK);
     tu_assert_close_f64(y64, ref, B * N * D, TOL_F64, "%s f64 %s %s H=%zu causal=%d lengths=%d",
                         what, arr, kind_name(&c), H, causal, lengths);
@@ -363,9 +386,9 @@ static void decoder_layers(void **state)
     for (int norm = 0; norm <= 1; norm++)
         for (int lin = 0; lin <= 1; lin++)
             for (size_t hi = 0; hi < 3; hi++)
-                check_layer(&r, 1, lin ? LA_KERNEL_LINEAR : LA_KERNEL_SOFTMAX,
-                            (la_norm_order)norm, 2, 7, 10, 8, heads[hi], 12, 1,
-                            (int)(tu_next(&r) % 2), LA_ACTIVATION_RELU);
+                check_layer(&r, 1, lin ? LA_KERNEL_LINEAR : LA_KERNEL_SOFTMAX, (la_norm_order)norm,
+                            2, 7, 10, 8, heads[hi], 12, 1, (int)(tu_next(&r) % 2),
+                            LA_ACTIVATION_RELU);
 }
 
 /* Stacks as nn.Transformer: encoder layers + encoder.norm, decoder layers + decoder.norm,
@@ -380,7 +403,8 @@ static void stacks(void **state)
         la_layer_config_init(&c, D, 2, F);
         c.norm = (la_norm_order)norm;
         la_transformer_weights tw;
-        assert_int_equal(la_transformer_weights_init(&tw, LA_FLOAT64, D, F, 2, 3, tu_next(&r)), LA_OK);
+        assert_int_equal(la_transformer_weights_init(&tw, LA_FLOAT64, D, F, 2, 3, tu_next(&r)),
+                         LA_OK);
         /* random final norms so they matter */
         for (size_t e = 0; e < D; e++) {
             ((double *)tw.encoder_norm[0])[e] = 1 + 0.1 * tu_normal(&r);
@@ -393,10 +417,12 @@ static void stacks(void **state)
         /* reference: layers one by one, then the final norms */
         double *mem = tu_f64(B * M * D), *ref = tu_f64(B * N * D), *y = tu_f64(B * N * D);
         memcpy(mem, src, B * M * D * sizeof *mem);
-        for (size_t l = 0; l < 2; l++) ref_encoder_layer(&c, &tw.encoder[l], B, M, mem, 0, len);
+        for (size_t l = 0; l < 2; l++)
+            ref_encoder_layer(&c, &tw.encoder[l], B, M, mem, 0, len);
         ref_layer_norm(B * M, D, mem, tw.encoder_norm[0], tw.encoder_norm[1], 1e-5, mem);
         memcpy(ref, tgt, B * N * D * sizeof *ref);
-        for (size_t l = 0; l < 3; l++) ref_decoder_layer(&c, &tw.decoder[l], B, N, M, ref, mem, 1, len);
+        for (size_t l = 0; l < 3; l++)
+            ref_decoder_layer(&c, &tw.decoder[l], B, N, M, ref, mem, 1, len);
         ref_layer_norm(B * N, D, ref, tw.decoder_norm[0], tw.decoder_norm[1], 1e-5, ref);
 
         assert_int_equal(la_transformer_f64(&c, &tw, B, M, N, src, tgt, len, y), LA_OK);
@@ -405,7 +431,8 @@ static void stacks(void **state)
         assert_int_equal(la_encoder_f64(&c, &tw, B, M, src, 0, len, enc), LA_OK);
         tu_assert_close_f64(enc, mem, B * M * D, TOL_F64, "encoder stack norm=%d", norm);
         assert_int_equal(tw.n_params, 2 * (4 * D * D + 4 * D + 2 * D * F + F + D + 4 * D) + 2 * D +
-                                           3 * (8 * D * D + 8 * D + 2 * D * F + F + D + 6 * D) + 2 * D);
+                                          3 * (8 * D * D + 8 * D + 2 * D * F + F + D + 6 * D) +
+                                          2 * D);
         la_transformer_weights_free(&tw);
         la_transformer_weights_free(&tw); /* twice is safe */
         free(src), free(tgt), free(mem), free(ref), free(y), free(enc);
@@ -460,13 +487,15 @@ static void xavier_init(void **state)
         max_in = fmax(max_in, fabs(in[e]));
         sum_sq += in[e] * in[e];
     }
-    for (size_t e = 0; e < F * D; e++) assert_true(fabs(l1[e]) <= bound_l1);
+    for (size_t e = 0; e < F * D; e++)
+        assert_true(fabs(l1[e]) <= bound_l1);
     assert_true(max_in > 0.99 * bound_in);
     /* U(-a, a) has variance a²/3 */
     double var = sum_sq / (3.0 * D * D);
     assert_true(fabs(var / (bound_in * bound_in / 3) - 1) < 0.05);
     const double *bias = a.tensor[LA_W_LINEAR2_BIAS], *gamma = a.tensor[LA_W_NORM3_WEIGHT];
-    for (size_t e = 0; e < D; e++) assert_true(bias[e] == 0 && gamma[e] == 1);
+    for (size_t e = 0; e < D; e++)
+        assert_true(bias[e] == 0 && gamma[e] == 1);
     la_layer_weights_free(&a);
     la_layer_weights_free(&b);
     la_layer_weights_free(&c);
@@ -479,18 +508,21 @@ static void write_tensor(const char *dir, const char *prefix, const la_layer_wei
 {
     size_t shape[2];
     int ndim;
-    size_t n = la_layer_tensor_shape((la_layer_tensor)t, w->d_model, w->d_ff, w->decoder, shape, &ndim);
+    size_t n =
+        la_layer_tensor_shape((la_layer_tensor)t, w->d_model, w->d_ff, w->decoder, shape, &ndim);
     la_array a = {as_f32 ? LA_NPY_F32 : LA_NPY_F64, ndim, {shape[0], shape[1]}, n, NULL};
     float *f = NULL;
     if (as_f32) {
         f = tu_f32(n);
-        for (size_t e = 0; e < n; e++) f[e] = (float)((const double *)w->tensor[t])[e];
+        for (size_t e = 0; e < n; e++)
+            f[e] = (float)((const double *)w->tensor[t])[e];
         a.data = f;
     } else {
         a.data = w->tensor[t];
     }
     char path[512];
-    snprintf(path, sizeof path, "%s/%s%s.npy", dir, prefix, la_layer_tensor_key((la_layer_tensor)t));
+    snprintf(path, sizeof path, "%s/%s%s.npy", dir, prefix,
+             la_layer_tensor_key((la_layer_tensor)t));
     assert_int_equal(la_npy_write(path, &a), LA_OK);
     free(f);
 }
@@ -506,7 +538,8 @@ static void load_from_npy(void **state)
     const size_t D = 12, F = 20;
     la_layer_weights w, got;
     assert_int_equal(la_layer_weights_init(&w, LA_FLOAT64, D, F, 1, 7), LA_OK);
-    for (int t = 0; t < LA_W_COUNT; t++) write_tensor(dir, "", &w, t, t % 2);
+    for (int t = 0; t < LA_W_COUNT; t++)
+        write_tensor(dir, "", &w, t, t % 2);
     la_load_error err;
     assert_int_equal(la_layer_weights_load(&got, LA_FLOAT64, 1, dir, "", &err), LA_OK);
     assert_int_equal(got.d_model, D);
@@ -576,7 +609,8 @@ static void load_from_npy(void **state)
     assert_non_null(strstr(err.path, "encoder.norm.weight.npy"));
     const char *norm_keys[4] = {"encoder.norm.weight", "encoder.norm.bias", "decoder.norm.weight",
                                 "decoder.norm.bias"};
-    void *norms[4] = {tw.encoder_norm[0], tw.encoder_norm[1], tw.decoder_norm[0], tw.decoder_norm[1]};
+    void *norms[4] = {tw.encoder_norm[0], tw.encoder_norm[1], tw.decoder_norm[0],
+                      tw.decoder_norm[1]};
     for (int i = 0; i < 4; i++) {
         la_array a = {LA_NPY_F64, 1, {D}, D, norms[i]};
         snprintf(path, sizeof path, "%s/%s.npy", dir, norm_keys[i]);
@@ -611,7 +645,8 @@ static void errors(void **state)
     assert_int_equal(la_layer_weights_init(&w, LA_FLOAT64, 12, 8, 0, 1), LA_OK);
     assert_int_equal(la_layer_weights_init(&w32, LA_FLOAT32, 12, 8, 0, 1), LA_OK);
     double x[2 * 3 * 12] = {0}, y[2 * 3 * 12];
-    for (size_t e = 0; e < 72; e++) y[e] = 5;
+    for (size_t e = 0; e < 72; e++)
+        y[e] = 5;
     /* a float32 weight set to the float64 layer, a decoder call on encoder weights */
     assert_int_equal(la_encoder_layer_f64(&c, &w32, 2, 3, x, 0, NULL, y), LA_EINVAL);
     assert_int_equal(la_decoder_layer_f64(&c, &w, 2, 3, 3, x, x, 1, NULL, NULL, y), LA_EINVAL);
@@ -622,7 +657,8 @@ static void errors(void **state)
     assert_int_equal(la_encoder_layer_f64(&c, &w, 2, 3, NULL, 0, NULL, y), LA_EINVAL);
     int64_t bad_len[2] = {3, 4}; /* 4 > N */
     assert_int_equal(la_encoder_layer_f64(&c, &w, 2, 3, x, 0, bad_len, y), LA_EINVAL);
-    for (size_t e = 0; e < 72; e++) assert_true(y[e] == 5);
+    for (size_t e = 0; e < 72; e++)
+        assert_true(y[e] == 5);
     assert_int_equal(la_layer_norm_f64(2, 12, x, x, x, 0, y), LA_EINVAL);
     la_layer_weights_free(&w);
     la_layer_weights_free(&w32);
@@ -634,14 +670,10 @@ int main(void)
 {
     tu_init("test_layers");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(norm_and_ffn),
-        cmocka_unit_test(multi_head_attention),
-        cmocka_unit_test(encoder_layers),
-        cmocka_unit_test(decoder_layers),
-        cmocka_unit_test(stacks),
-        cmocka_unit_test(positions_and_embeddings),
-        cmocka_unit_test(xavier_init),
-        cmocka_unit_test(load_from_npy),
+        cmocka_unit_test(norm_and_ffn),   cmocka_unit_test(multi_head_attention),
+        cmocka_unit_test(encoder_layers), cmocka_unit_test(decoder_layers),
+        cmocka_unit_test(stacks),         cmocka_unit_test(positions_and_embeddings),
+        cmocka_unit_test(xavier_init),    cmocka_unit_test(load_from_npy),
         cmocka_unit_test(errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
