@@ -629,6 +629,37 @@ static void load_from_npy(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* The same input gives bitwise the same output with 1, 2 and 3 threads (the work is
+ * split the same way whatever the thread count), for both attention kinds. */
+static void thread_count_independent(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_for("thread_count_independent");
+    const size_t B = 2, N = 150, D = 32, F = 64;
+    int threads = la_get_num_threads();
+    la_layer_weights w64, w32;
+    random_layer(&r, D, F, 0, &w64, &w32);
+    double *x64;
+    float *x32, *first = tu_f32(B * N * D), *again = tu_f32(B * N * D);
+    random_input(&r, B * N * D, &x64, &x32);
+    for (int lin = 0; lin <= 1; lin++) {
+        la_layer_config c;
+        la_layer_config_init(&c, D, 4, F);
+        c.attention = lin ? LA_KERNEL_LINEAR : LA_KERNEL_SOFTMAX;
+        c.norm = lin ? LA_NORM_PRE : LA_NORM_POST;
+        for (int t = 1; t <= 3; t++) {
+            assert_int_equal(la_set_num_threads(t), LA_OK);
+            float *y = t == 1 ? first : again;
+            assert_int_equal(la_encoder_layer_f32(&c, &w32, B, N, x32, 1, NULL, y), LA_OK);
+            if (t > 1) assert_memory_equal(first, again, B * N * D * sizeof *first);
+        }
+    }
+    assert_int_equal(la_set_num_threads(threads), LA_OK);
+    la_layer_weights_free(&w64);
+    la_layer_weights_free(&w32);
+    free(x64), free(x32), free(first), free(again);
+}
+
 /* Bad arguments are refused with a status, nothing written. */
 static void errors(void **state)
 {
@@ -670,10 +701,15 @@ int main(void)
 {
     tu_init("test_layers");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(norm_and_ffn),   cmocka_unit_test(multi_head_attention),
-        cmocka_unit_test(encoder_layers), cmocka_unit_test(decoder_layers),
-        cmocka_unit_test(stacks),         cmocka_unit_test(positions_and_embeddings),
-        cmocka_unit_test(xavier_init),    cmocka_unit_test(load_from_npy),
+        cmocka_unit_test(norm_and_ffn),
+        cmocka_unit_test(multi_head_attention),
+        cmocka_unit_test(encoder_layers),
+        cmocka_unit_test(decoder_layers),
+        cmocka_unit_test(stacks),
+        cmocka_unit_test(positions_and_embeddings),
+        cmocka_unit_test(xavier_init),
+        cmocka_unit_test(load_from_npy),
+        cmocka_unit_test(thread_count_independent),
         cmocka_unit_test(errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
