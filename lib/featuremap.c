@@ -19,6 +19,14 @@
 #include <stdint.h>
 #include <string.h>
 
+/* a·b + c: one rounding and one instruction where the target has FMA, two otherwise
+ * (never a libm call). Either way the polynomial below is accurate to ~1e-14. */
+#ifdef __FMA__
+#define MULADD(a, b, c) fma((a), (b), (c))
+#else
+#define MULADD(a, b, c) ((a) * (b) + (c))
+#endif
+
 /* exp(x) for x in [-110, 0] in double precision:
  *   n = round(x / ln 2), r = x - n·ln 2 (ln 2 in two parts, n·ln2_hi exact), |r| <= 0.35,
  *   exp(r) by its Taylor polynomial of degree 11 (remainder below 7e-15 relative),
@@ -32,24 +40,24 @@ static inline double exp_small_negative(double x)
     const double ln2_lo = 1.90821492927058770002e-10;
     const double round_shift = 0x1.8p52; /* y + 1.5·2⁵² rounds y to an integer */
     /* n = round(x / ln 2), also held in the low mantissa bits of t */
-    double t = x * log2e + round_shift;
+    double t = MULADD(x, log2e, round_shift);
     double n = t - round_shift;
     /* r = x - n·ln 2 */
-    double r = x - n * ln2_hi;
-    r = r - n * ln2_lo;
+    double r = MULADD(-n, ln2_hi, x);
+    r = MULADD(-n, ln2_lo, r);
     /* exp(r) = Σ_{i<=11} rⁱ / i!, Horner */
     double poly = 1.0 / 39916800.0;
-    poly = poly * r + 1.0 / 3628800.0;
-    poly = poly * r + 1.0 / 362880.0;
-    poly = poly * r + 1.0 / 40320.0;
-    poly = poly * r + 1.0 / 5040.0;
-    poly = poly * r + 1.0 / 720.0;
-    poly = poly * r + 1.0 / 120.0;
-    poly = poly * r + 1.0 / 24.0;
-    poly = poly * r + 1.0 / 6.0;
-    poly = poly * r + 0.5;
-    poly = poly * r + 1.0;
-    poly = poly * r + 1.0;
+    poly = MULADD(poly, r, 1.0 / 3628800.0);
+    poly = MULADD(poly, r, 1.0 / 362880.0);
+    poly = MULADD(poly, r, 1.0 / 40320.0);
+    poly = MULADD(poly, r, 1.0 / 5040.0);
+    poly = MULADD(poly, r, 1.0 / 720.0);
+    poly = MULADD(poly, r, 1.0 / 120.0);
+    poly = MULADD(poly, r, 1.0 / 24.0);
+    poly = MULADD(poly, r, 1.0 / 6.0);
+    poly = MULADD(poly, r, 0.5);
+    poly = MULADD(poly, r, 1.0);
+    poly = MULADD(poly, r, 1.0);
     /* 2ⁿ: t's bits are those of 1.5·2⁵² plus n, whose own low 12 bits are zero, so
      * bits << 52 is n << 52 (two's complement); add the exponent bias */
     uint64_t bits;

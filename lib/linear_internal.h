@@ -12,19 +12,22 @@
 void la_feature_map_f32(la_feature_map fm, const float *x, float *out, size_t n);
 void la_feature_map_f64(la_feature_map fm, const double *x, double *out, size_t n);
 
-/* Recurrent step, first half: S += φk vᵀ, z += φk.
- *   S: (d_k, d_v) row-major, z: (d_k,), phi_k: (d_k,) = φ(k_t), v: (d_v,). */
-void la_linear_add_key_f32(float *S, float *z, const float *phi_k, const float *v, size_t d_k,
-                           size_t d_v);
-void la_linear_add_key_f64(double *S, double *z, const double *phi_k, const double *v, size_t d_k,
-                           size_t d_v);
-
-/* Recurrent step, second half: y = φqᵀS / (φqᵀz + eps).
- *   S: (d_k, d_v), z: (d_k,), phi_q: (d_k,) = φ(q_t), y: (d_v,). */
-void la_linear_read_query_f32(const float *S, const float *z, const float *phi_q, float eps,
-                              float *y, size_t d_k, size_t d_v);
-void la_linear_read_query_f64(const double *S, const double *z, const double *phi_q, double eps,
-                              double *y, size_t d_k, size_t d_v);
+/* One recurrent step of one head: S += φk vᵀ, z += φk, y = φqᵀS / (φqᵀz + eps), with
+ * S (d_k, d_v) row-major, z, φk = φ(k_t), φq = φ(q_t) (d_k,), v and y (d_v,); no
+ * argument may overlap another.
+ * la_linear_read_query: only y = φqᵀS / (φqᵀz + eps), for a token with no key to add. */
+void la_linear_step_head_f32(float *restrict S, float *restrict z, const float *restrict phi_k,
+                             const float *restrict v, const float *restrict phi_q, float eps,
+                             float *restrict y, size_t d_k, size_t d_v);
+void la_linear_step_head_f64(double *restrict S, double *restrict z, const double *restrict phi_k,
+                             const double *restrict v, const double *restrict phi_q, double eps,
+                             double *restrict y, size_t d_k, size_t d_v);
+void la_linear_read_query_f32(const float *restrict S, const float *restrict z,
+                              const float *restrict phi_q, float eps, float *restrict y, size_t d_k,
+                              size_t d_v);
+void la_linear_read_query_f64(const double *restrict S, const double *restrict z,
+                              const double *restrict phi_q, double eps, double *restrict y,
+                              size_t d_k, size_t d_v);
 
 /* Bytes of scratch the linear kernel `kernel` (LA_KERNEL_LINEAR, non-causal or chunked
  * causal per p->causal, or LA_KERNEL_LINEAR_RECURRENT) allocates for p with elements of

@@ -1,6 +1,6 @@
 /* state.c — the step API of causal linear attention: (S, z) per head, one token at a
- * time, with save and restore. The arithmetic is la_linear_add_key_* and
- * la_linear_read_query_*, the same functions the recurrent kernel calls. */
+ * time, with save and restore. The arithmetic is la_linear_step_head_*, the function
+ * the recurrent kernel calls, so both give the same bits. */
 #include "linear_internal.h"
 
 #include <math.h>
@@ -96,10 +96,9 @@ la_status la_linear_step_f32(la_linear_state *st, const float *q_t, const float 
     float *phi_q = st->phi, *phi_k = phi_q + dk;
     for (size_t h = 0; h < st->heads; h++) {
         la_feature_map_f32(st->fm, k_t + h * dk, phi_k, dk);
-        la_linear_add_key_f32(S + h * dk * dv, z + h * dk, phi_k, v_t + h * dv, dk, dv);
         la_feature_map_f32(st->fm, q_t + h * dk, phi_q, dk);
-        la_linear_read_query_f32(S + h * dk * dv, z + h * dk, phi_q, (float)st->eps, y_t + h * dv,
-                                 dk, dv);
+        la_linear_step_head_f32(S + h * dk * dv, z + h * dk, phi_k, v_t + h * dv, phi_q,
+                                (float)st->eps, y_t + h * dv, dk, dv);
     }
     st->position++;
     return LA_OK;
@@ -114,9 +113,9 @@ la_status la_linear_step_f64(la_linear_state *st, const double *q_t, const doubl
     double *phi_q = st->phi, *phi_k = phi_q + dk;
     for (size_t h = 0; h < st->heads; h++) {
         la_feature_map_f64(st->fm, k_t + h * dk, phi_k, dk);
-        la_linear_add_key_f64(S + h * dk * dv, z + h * dk, phi_k, v_t + h * dv, dk, dv);
         la_feature_map_f64(st->fm, q_t + h * dk, phi_q, dk);
-        la_linear_read_query_f64(S + h * dk * dv, z + h * dk, phi_q, st->eps, y_t + h * dv, dk, dv);
+        la_linear_step_head_f64(S + h * dk * dv, z + h * dk, phi_k, v_t + h * dv, phi_q, st->eps,
+                                y_t + h * dv, dk, dv);
     }
     st->position++;
     return LA_OK;
