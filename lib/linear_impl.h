@@ -31,53 +31,28 @@ T SFX(la_dot)(const T *x, const T *y, size_t n)
 /* One recurrent step of one head, in one pass over S:
  *   S (d_k, d_v) += φk vᵀ,  z (d_k) += φk,  y (d_v) = φqᵀ S / (φqᵀ z + eps)
  * with the updated S and z. Row a of S is updated and at once added into y, so S is
- * read once per token; y is built in column blocks of LA_STEP_COLS held in registers
- * (a fixed-size accumulator the compiler keeps in vector registers) while a runs over
- * the rows. y[c] = Σ_a φq[a]·S[a, c] is summed over a in order either way. */
-#define LA_STEP_COLS 32
+ * read once per token (the same values and order as updating first, then reading). */
 void SFX(la_linear_step_head)(T *restrict S, T *restrict z, const T *restrict phi_k,
                               const T *restrict v, const T *restrict phi_q, T eps, T *restrict y,
                               size_t d_k, size_t d_v)
 {
-    size_t c0 = 0;
-    for (; c0 + LA_STEP_COLS <= d_v; c0 += LA_STEP_COLS) {
-        T acc[LA_STEP_COLS];
-        for (size_t c = 0; c < LA_STEP_COLS; c++)
-            acc[c] = 0;
-        for (size_t a = 0; a < d_k; a++) {
-            const T fk = phi_k[a], fq = phi_q[a];
-            T *row = S + a * d_v + c0;
-            const T *vc = v + c0;
-            for (size_t c = 0; c < LA_STEP_COLS; c++) {
-                const T updated = row[c] + fk * vc[c];
-                row[c] = updated;
-                acc[c] += fq * updated;
-            }
+    for (size_t c = 0; c < d_v; c++)
+        y[c] = 0;
+    for (size_t a = 0; a < d_k; a++) {
+        const T fk = phi_k[a], fq = phi_q[a];
+        T *row = S + a * d_v;
+        for (size_t c = 0; c < d_v; c++) {
+            const T updated = row[c] + fk * v[c];
+            row[c] = updated;
+            y[c] += fq * updated;
         }
-        for (size_t c = 0; c < LA_STEP_COLS; c++)
-            y[c0 + c] = acc[c];
+        z[a] += fk;
     }
-    if (c0 < d_v) { /* the last d_v mod LA_STEP_COLS columns */
-        for (size_t c = c0; c < d_v; c++)
-            y[c] = 0;
-        for (size_t a = 0; a < d_k; a++) {
-            const T fk = phi_k[a], fq = phi_q[a];
-            T *row = S + a * d_v;
-            for (size_t c = c0; c < d_v; c++) {
-                const T updated = row[c] + fk * v[c];
-                row[c] = updated;
-                y[c] += fq * updated;
-            }
-        }
-    }
-    for (size_t a = 0; a < d_k; a++)
-        z[a] += phi_k[a];
     /* normalise by the denominator φqᵀz + eps */
     const T den = LA_DOT(phi_q, z, d_k) + eps;
     for (size_t c = 0; c < d_v; c++)
         y[c] /= den;
 }
-#undef LA_STEP_COLS
 
 /* y (d_v) = φqᵀ S / (φqᵀ z + eps), S (d_k, d_v), z and φq (d_k). */
 void SFX(la_linear_read_query)(const T *restrict S, const T *restrict z, const T *restrict phi_q,
