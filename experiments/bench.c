@@ -17,8 +17,9 @@ const char *const cmd_bench_help =
     "\n"
     "Times every float32 attention kernel (softmax, softmax_materialized, hard, linear,\n"
     "linear_recurrent) on random inputs with N = M, and BLIS sgemm on a product with the\n"
-    "FLOP count of QKᵀ plus PV: per head, C (N×M) = A (N×(d_k+d_v)) · B ((d_k+d_v)×M),\n"
-    "heads spread over the threads as the kernels spread their tasks. Each is run once\n"
+    "FLOP count of QKᵀ plus PV: per head, C (N×M) = A (N×(d_k+d_v)) · B ((d_k+d_v)×M)\n"
+    "in panels of 512 rows, spread over the threads as the kernels spread their tasks\n"
+    "(BLIS single-threaded per call, as in the kernels). Each is run once\n"
     "to warm up, then R times. A kernel that returns an error (a stub, or\n"
     "linear_recurrent without --causal) is listed as skipped with the reason.\n"
     "\n"
@@ -76,22 +77,31 @@ static int run_kernel(void *ctx)
     return (int)la_attention_f32(c->kernel, c->p, c->q, c->k, c->v, c->out);
 }
 
-/* One sgemm pass over every head, for res_time. */
+/* One sgemm pass over every head, for res_time: per head, C (N×M) = A (N×kk) · B (kk×M)
+ * computed in panels of SGEMM_PANEL rows, so each thread holds one panel of C rather
+ * than all of it (512 rows × M: 16 MiB at M = 8192); the panels are still large enough
+ * for BLIS's blocking. */
+enum { SGEMM_PANEL = 512 };
+
 typedef struct {
     size_t n, m, kk, heads;
     int threads;
     const float *a, *b;
-    float *c; /* threads × (n × m) */
+    float *c; /* threads × (SGEMM_PANEL × m) */
 } sgemm_call;
 
 static int run_sgemm(void *ctx)
 {
     const sgemm_call *g = ctx;
+    const size_t panels = (g->n + SGEMM_PANEL - 1) / SGEMM_PANEL;
+    const size_t rows_max = g->n < SGEMM_PANEL ? g->n : SGEMM_PANEL;
 #pragma omp parallel for schedule(dynamic) num_threads(g->threads)
-    for (size_t h = 0; h < g->heads; h++) {
-        float *mine = g->c + (size_t)omp_get_thread_num() * g->n * g->m;
-        la_gemm_f32(g->n, g->m, g->kk, 1, g->a, (ptrdiff_t)g->kk, 1, g->b, (ptrdiff_t)g->m, 1, 0,
-                    mine, (ptrdiff_t)g->m, 1);
+    for (size_t task = 0; task < g->heads * panels; task++) {
+        const size_t i0 = (task % panels) * SGEMM_PANEL;
+        const size_t rows = g->n - i0 < SGEMM_PANEL ? g->n - i0 : SGEMM_PANEL;
+        float *mine = g->c + (size_t)omp_get_thread_num() * rows_max * g->m;
+        la_gemm_f32(rows, g->m, g->kk, 1, g->a + i0 * g->kk, (ptrdiff_t)g->kk, 1, g->b,
+                    (ptrdiff_t)g->m, 1, 0, mine, (ptrdiff_t)g->m, 1);
     }
     return 0;
 }
@@ -103,15 +113,17 @@ static int time_reps(res_body body, void *ctx, int reps, res_timing *t)
 }
 
 /* sgemm with the FLOPs of QKᵀ + PV: per head C (N×M) = A (N×kk) · B (kk×M), kk =
- * d_k + d_v, heads over the threads, one C per thread. Returns 0, or -1 (no memory). */
+ * d_k + d_v, (head, row panel) tasks over the threads. Returns 0, or -1 (no memory). */
 static int time_sgemm(const la_problem *p, int reps, res_timing *t)
 {
     sgemm_call g = {
         p->n_queries, p->n_keys, p->d_k + p->d_v, p->batch * p->heads, la_threads(), NULL,
         NULL,         NULL};
-    if ((size_t)g.threads > g.heads) g.threads = (int)g.heads;
+    const size_t tasks = g.heads * ((g.n + SGEMM_PANEL - 1) / SGEMM_PANEL);
+    if ((size_t)g.threads > tasks) g.threads = (int)tasks;
     float *a = malloc(g.n * g.kk * sizeof *a), *b = malloc(g.kk * g.m * sizeof *b);
-    float *c = malloc((size_t)g.threads * g.n * g.m * sizeof *c);
+    const size_t rows_max = g.n < SGEMM_PANEL ? g.n : SGEMM_PANEL;
+    float *c = malloc((size_t)g.threads * rows_max * g.m * sizeof *c);
     int rc = -1;
     if (a && b && c) {
         uint64_t seed = 0x2545f4914f6cdd1dull;
