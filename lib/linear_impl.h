@@ -188,8 +188,8 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
  *   QA = [φ(Q_c) A]      (nq, d_k + nk);
  *   [num den] = QA · SV  (nq, d_v + 1)  — one GEMM;
  *   [S z] += φ(K_c)ᵀ [V_c 1]  — one GEMM, on SV's rows.
- * So a chunk costs three GEMM calls (A, the output, the state update): at d = 64 BLIS
- * spends about as long entering a call as computing a 64×64×64 product.
+ * So a chunk costs three GEMM calls (A, the output, the state update) and no
+ * hand-written row sums or dot products.
  * Scratch per thread: SV, QA, φ(K_c) and [num den]. */
 static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k, const T *v,
                                      T *out)
@@ -278,8 +278,9 @@ la_status SFX(la_linear_attention)(const la_problem *p, const T *q, const T *k, 
 
 /* Causal linear attention, recurrent form, per head (b, h), token by token:
  *   if t < u: S += φ(k_t) v_tᵀ, z += φ(k_t);   y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps),
- * with u = min(m, N) the keys any query sees; zero rows when m = 0. The same two
- * functions as la_linear_step_*, so stepping reproduces this bit for bit.
+ * with u = min(m, N) the keys any query sees; zero rows when m = 0. A token with a key
+ * runs la_linear_step_head_*, the function la_linear_step_* runs, so stepping the step
+ * API through a sequence reproduces this bit for bit.
  * Scratch per thread: S, z, φ(q_t), φ(k_t). */
 la_status SFX(la_linear_attention_recurrent)(const la_problem *p, const T *q, const T *k,
                                              const T *v, T *out)

@@ -1,6 +1,7 @@
 /* linear_internal.h — shared by linear.c, featuremap.c and state.c: the feature maps in
- * float and double, and the two halves of one recurrent step (add a key, read a query),
- * compiled once so the recurrent kernel and the step API give the same bits. */
+ * float and double, one recurrent step of one head (compiled once, so the recurrent
+ * kernel and the step API give the same bits), a fixed-order dot product, and the
+ * kernels' exact scratch size. */
 #ifndef LA_LINEAR_INTERNAL_H
 #define LA_LINEAR_INTERNAL_H
 
