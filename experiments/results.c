@@ -462,6 +462,46 @@ int res_comment(res_file *f, const char *fmt, ...)
     return rc ? -1 : 0;
 }
 
+res_file *res_load(const char *path, int n_key, char *err, size_t err_size)
+{
+    res_file *f = calloc(1, sizeof *f);
+    FILE *in = NULL;
+    char *line = NULL;
+    size_t cap = 0;
+    if (!f || !(f->path = dup_string(path))) {
+        snprintf(err, err_size, "%s: out of memory", path);
+        goto fail;
+    }
+    f->n_key = n_key;
+    if (!(in = fopen(path, "r"))) {
+        snprintf(err, err_size, "%s: %s", path, strerror(errno));
+        goto fail;
+    }
+    while (getline(&line, &cap, in) >= 0) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (line[0] == '#' || line[0] == 0) continue;
+        if (!f->columns ? split_columns(f, line) != 0 : store_row(f, line) != 0) {
+            snprintf(err, err_size, "%s: out of memory", path);
+            goto fail;
+        }
+    }
+    if (!f->columns) {
+        snprintf(err, err_size, "%s: no header row", path);
+        goto fail;
+    }
+    free(line);
+    fclose(in);
+    return f;
+fail:
+    free(line);
+    if (in) fclose(in);
+    res_close(f);
+    return NULL;
+}
+
+size_t res_count(const res_file *f) { return f->n_rows; }
+const char *res_row_at(const res_file *f, size_t i) { return i < f->n_rows ? f->rows[i].row : NULL; }
+
 const char *res_path(const res_file *f) { return f->path; }
 int res_resumed_rows(const res_file *f) { return f->resumed_rows; }
 

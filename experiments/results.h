@@ -84,6 +84,13 @@ int res_row(res_file *f, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* Appends a `# ` comment line (printf-style) and flushes it. */
 int res_comment(res_file *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Reads a results file without writing to it (for summaries): its header row gives the
+ * columns, the first n_key of them the key. res_find, res_get and res_row_at work on it.
+ * Returns NULL and a reason in err when it cannot be read. */
+res_file *res_load(const char *path, int n_key, char *err, size_t err_size);
+size_t res_count(const res_file *f);                  /* rows held */
+const char *res_row_at(const res_file *f, size_t i); /* row i, in file order */
+
 const char *res_path(const res_file *f);
 int res_resumed_rows(const res_file *f); /* rows kept from the existing file */
 

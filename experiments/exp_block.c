@@ -1,0 +1,261 @@
+/* exp_block.c — `linattn block-sweep`: the block experiment. A whole post-LN encoder
+ * layer (la_encoder_layer_f32, Xavier-initialised weights) timed against N for softmax
+ * and linear attention, with the time of each component: the projections (the
+ * multi-head attention minus its attention kernel), the attention kernel, the FFN, the
+ * two LayerNorms, and the rest (residual adds and copies: the layer minus the parts).
+ * Shows where attention starts to dominate (N ≫ D) and how linear attention removes
+ * that. Writes results/block.csv (`linattn block` runs one layer on .npy input). */
+#include "commands.h"
+#include "cli.h"
+#include "inputs.h"
+#include "linattn.h"
+#include "results.h"
+#include "sweep.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const cmd_block_sweep_help =
+    "usage: linattn block-sweep [--n LO:HI] [--d-model D] [--heads H] [--d-ff F]\n"
+    "                           [shared flags]\n"
+    "\n"
+    "The block experiment (`linattn block` runs one layer on .npy input). Times one\n"
+    "post-LN encoder layer (B = 1, float32, Xavier-uniform weights, random N(0, 1)\n"
+    "input) for N = LO, 2·LO, …, HI with softmax (fused) and with linear attention, and\n"
+    "each of its components on the same sizes:\n"
+    "  projections  la_mha_f32 minus the attention kernel alone (Q, K, V, out and the\n"
+    "               head reshapes)\n"
+    "  attention    the kernel alone on (1, H, N, D/H) inputs\n"
+    "  ffn          la_ffn_f32 on N rows\n"
+    "  layer_norm   two la_layer_norm_f32 calls on N rows\n"
+    "  other        the layer minus all of the above (residual adds, copies; 0 when the\n"
+    "               parts' separate timings add up to more)\n"
+    "A row per component gives its median time, its share of the sum, the cumulative\n"
+    "share below it (for stacked plots) and the FLOP model's count\n"
+    "(la_layer_cost_model). The last row of each N, component 'layer', is the whole layer.\n"
+    "\n"
+    "  --n LO:HI       sequence lengths (default 64:8192)\n"
+    "  --d-model D     model width (default 512)\n"
+    "  --heads H       heads (default 8)\n"
+    "  --d-ff F        FFN inner size (default 4·D)\n" SW_COMMON_HELP
+    "                  (defaults: --out results/block.csv --max-seconds 10 --max-mem 8G;\n"
+    "                  --max-seconds applies to one layer call, predicted from the\n"
+    "                  previous N with exponent 2 for softmax, 1 for linear)\n";
+
+static const char COLUMNS[] =
+    "attention,n,d_model,heads,d_ff,threads,component,status,median_s,min_s,max_s,share,"
+    "share_below,model_flops";
+enum { N_KEY = 7, MAX_POINTS = 64, N_COMPONENTS = 5 };
+
+/* Stacking order, bottom to top. */
+static const char *const components[N_COMPONENTS] = {"attention", "projections", "ffn",
+                                                     "layer_norm", "other"};
+
+typedef struct {
+    size_t lo, hi, d, heads, d_ff;
+    sw_common common;
+} config;
+
+static int parse(int argc, char **argv, config *c)
+{
+    const char *n = NULL, *d = NULL, *heads = NULL, *dff = NULL;
+    sw_common_text common = {0};
+    const cli_flag flags[] = {
+        {"n", &n, NULL},        {"d-model", &d, NULL},   {"heads", &heads, NULL},
+        {"d-ff", &dff, NULL},   SW_COMMON_FLAGS(common), {NULL, NULL, NULL},
+    };
+    int rc = cli_parse_flags(argc, argv, flags);
+    if (rc) return rc;
+    c->lo = 64, c->hi = 8192, c->d = 512, c->heads = 8, c->d_ff = 0;
+    if (n && (rc = sw_parse_range("--n", n, &c->lo, &c->hi))) return rc;
+    if (d && (rc = sw_parse_positive("--d-model", d, &c->d))) return rc;
+    if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
+    if (dff && (rc = sw_parse_positive("--d-ff", dff, &c->d_ff))) return rc;
+    if (!c->d_ff) c->d_ff = 4 * c->d;
+    if (c->d % c->heads) return cli_fail("--heads", "must divide --d-model (%zu)", c->d);
+    return sw_common_finish(&common, &c->common, "results/block.csv", 10, 8.0 * (1 << 30));
+}
+
+/* What one timed call needs. */
+typedef struct {
+    int what; /* 0 layer, 1 mha, 2 attention kernel, 3 ffn, 4 layer norms */
+    const la_layer_config *lc;
+    const la_layer_weights *w;
+    size_t n;
+    const float *x, *q, *k, *v;
+    float *out;
+    const la_problem *p;
+    la_status status;
+} call;
+
+static int run_call(void *ctx)
+{
+    call *c = ctx;
+#define W(which) ((const float *)c->w->tensor[which])
+    const size_t D = c->lc->d_model;
+    switch (c->what) {
+    case 0: c->status = la_encoder_layer_f32(c->lc, c->w, 1, c->n, c->x, 0, NULL, c->out); break;
+    case 1:
+        c->status = la_mha_f32(c->lc, 1, c->n, c->n, c->x, c->x, 0, NULL, W(LA_W_SELF_IN_WEIGHT),
+                               W(LA_W_SELF_IN_BIAS), W(LA_W_SELF_OUT_WEIGHT),
+                               W(LA_W_SELF_OUT_BIAS), c->out);
+        break;
+    case 2: c->status = la_attention_f32(c->lc->attention, c->p, c->q, c->k, c->v, c->out); break;
+    case 3:
+        c->status = la_ffn_f32(c->lc, c->n, c->x, W(LA_W_LINEAR1_WEIGHT), W(LA_W_LINEAR1_BIAS),
+                               W(LA_W_LINEAR2_WEIGHT), W(LA_W_LINEAR2_BIAS), c->out);
+        break;
+    case 4:
+        c->status = la_layer_norm_f32(c->n, D, c->x, W(LA_W_NORM1_WEIGHT), W(LA_W_NORM1_BIAS),
+                                      c->lc->norm_eps, c->out);
+        if (c->status == LA_OK)
+            c->status = la_layer_norm_f32(c->n, D, c->x, W(LA_W_NORM2_WEIGHT),
+                                          W(LA_W_NORM2_BIAS), c->lc->norm_eps, c->out);
+        break;
+    }
+#undef W
+    return c->status != LA_OK;
+}
+
+int cmd_block_sweep(int argc, char **argv)
+{
+    config c;
+    int rc = parse(argc, argv, &c);
+    if (rc) return rc;
+    res_memory_init();
+    char err[512];
+    res_file *f = res_open(c.common.out, "block",
+                           "time per component of one post-LN encoder layer against N, "
+                           "softmax and linear attention (float32, B = 1)",
+                           COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
+    if (!f) return cli_fail("block-sweep", "%s", err);
+
+    const size_t D = c.d, H = c.heads, dh = D / H;
+    const int threads = la_get_num_threads();
+    size_t ns[MAX_POINTS];
+    size_t n_points = sw_geometric(c.lo, c.hi, 2, ns, MAX_POINTS);
+    la_layer_weights w = {0};
+    float *x = NULL, *q = NULL, *k = NULL, *v = NULL, *out = NULL;
+    rc = 1;
+    la_status st = la_layer_weights_init(&w, LA_FLOAT32, D, c.d_ff, 0, c.common.seed);
+    if (st != LA_OK) {
+        fprintf(stderr, "linattn: block-sweep: weights: %s\n", la_strerror(st));
+        goto done;
+    }
+    res_progress pr;
+    double total_work = 0;
+    for (size_t i = 0; i < n_points; i++) total_work += 2.0 * (double)ns[i] * (double)ns[i];
+    res_progress_start(&pr, "block", (int)(2 * n_points), total_work);
+    int point = 0;
+
+    for (int lin = 0; lin <= 1; lin++) {
+        const char *att = lin ? "linear" : "softmax";
+        double last_n = 0, last_s = 0;
+        int over = 0;
+        for (size_t pi = 0; pi < n_points; pi++) {
+            const size_t n = ns[pi];
+            char what[64], key0[256];
+            snprintf(what, sizeof what, "%s N=%zu", att, n);
+            res_progress_step(&pr, ++point, (double)n * (double)n, what);
+            snprintf(key0, sizeof key0, "%s,%zu,%zu,%zu,%zu,%d,layer", att, n, D, H, c.d_ff,
+                     threads);
+            const char *row = res_find(f, key0);
+            if (row) { /* --resume: the point is in the file; it still feeds the prediction */
+                double t;
+                if (res_get(f, row, "median_s", &t) == 0) last_n = (double)n, last_s = t;
+                else over = 1;
+                continue;
+            }
+            la_layer_config lc;
+            la_layer_config_init(&lc, D, H, c.d_ff);
+            lc.attention = lin ? LA_KERNEL_LINEAR : LA_KERNEL_SOFTMAX;
+            lc.workspace_limit = (size_t)c.common.max_mem;
+            la_layer_cost cost;
+            if ((st = la_layer_cost_model(&lc, 0, 1, n, n, 0, LA_FLOAT32, &cost)) != LA_OK) {
+                fprintf(stderr, "linattn: block-sweep: cost model: %s\n", la_strerror(st));
+                goto done;
+            }
+            double predicted = last_n > 0 ? last_s * pow((double)n / last_n, lin ? 1 : 2)
+                                          : cost.total / 20e9;
+            double bytes = cost.weight_bytes + cost.activation_bytes + cost.workspace_bytes +
+                           4.0 * (double)n * (double)D * 5;
+            const char *skip = bytes > c.common.max_mem ? "skipped_mem"
+                               : (over || predicted > c.common.max_seconds) ? "skipped_time"
+                                                                             : NULL;
+            if (skip) {
+                if (strcmp(skip, "skipped_time") == 0) over = 1;
+                for (int ci = 0; ci <= N_COMPONENTS; ci++)
+                    if (res_row(f, "%s,%zu,%zu,%zu,%zu,%d,%s,%s,,,,,,", att, n, D, H, c.d_ff,
+                                threads, ci < N_COMPONENTS ? components[ci] : "layer", skip))
+                        goto done;
+                continue;
+            }
+
+            /* inputs: x (N, D) for the layer parts, q, k, v (1, H, N, D/H) for the kernel */
+            free(x), free(q), free(k), free(v), free(out);
+            x = malloc(n * D * sizeof *x), q = malloc(n * D * sizeof *q);
+            k = malloc(n * D * sizeof *k), v = malloc(n * D * sizeof *v);
+            out = malloc(n * D * sizeof *out);
+            if (!x || !q || !k || !v || !out) {
+                fprintf(stderr, "linattn: block-sweep: out of memory at N = %zu\n", n);
+                goto done;
+            }
+            in_rng r = in_rng_for(c.common.seed, "block");
+            in_fill_normal_f32(&r, x, n * D, 1.0);
+            in_fill_normal_f32(&r, q, n * D, 1.0);
+            in_fill_normal_f32(&r, k, n * D, 1.0);
+            in_fill_normal_f32(&r, v, n * D, 1.0);
+            la_problem p;
+            la_problem_init(&p, 1, H, n, n, dh, dh);
+            p.workspace_limit = lc.workspace_limit;
+
+            /* time: layer, mha, kernel, ffn, norms */
+            res_timing t[5];
+            for (int what_i = 0; what_i < 5; what_i++) {
+                call cl = {what_i, &lc, &w, n, x, q, k, v, out, &p, LA_OK};
+                if (res_time(run_call, &cl, c.common.min_reps, 1000, c.common.min_time, 1.0,
+                             &t[what_i]) != 0) {
+                    fprintf(stderr, "\nlinattn: block-sweep: %s N = %zu: %s\n", att, n,
+                            la_strerror(cl.status));
+                    goto done;
+                }
+            }
+            last_n = (double)n, last_s = t[0].median_s;
+            double layer = t[0].median_s, attention = t[2].median_s;
+            double projections = fmax(0, t[1].median_s - attention);
+            double ffn = t[3].median_s, norms = t[4].median_s;
+            double other = fmax(0, layer - (t[1].median_s + ffn + norms));
+            double parts[N_COMPONENTS] = {attention, projections, ffn, norms, other};
+            double flops[N_COMPONENTS] = {cost.attention, cost.projections, cost.ffn,
+                                          cost.layer_norm, cost.residual};
+            const res_timing *timing[N_COMPONENTS] = {&t[2], NULL, &t[3], &t[4], NULL};
+            double sum = 0, below = 0;
+            for (int ci = 0; ci < N_COMPONENTS; ci++) sum += parts[ci];
+            for (int ci = 0; ci < N_COMPONENTS; ci++) {
+                char mn[32] = "", mx[32] = "";
+                if (timing[ci]) {
+                    snprintf(mn, sizeof mn, "%.6e", timing[ci]->min_s);
+                    snprintf(mx, sizeof mx, "%.6e", timing[ci]->max_s);
+                }
+                if (res_row(f, "%s,%zu,%zu,%zu,%zu,%d,%s,ok,%.6e,%s,%s,%.5f,%.5f,%.6e", att, n, D,
+                            H, c.d_ff, threads, components[ci], parts[ci], mn, mx,
+                            parts[ci] / sum, below / sum, flops[ci]))
+                    goto done;
+                below += parts[ci];
+            }
+            if (res_row(f, "%s,%zu,%zu,%zu,%zu,%d,layer,ok,%.6e,%.6e,%.6e,1,0,%.6e", att, n, D, H,
+                        c.d_ff, threads, layer, t[0].min_s, t[0].max_s, cost.total))
+                goto done;
+        }
+    }
+    res_progress_end(&pr);
+    printf("block-sweep: wrote %s\n", res_path(f));
+    rc = 0;
+done:
+    free(x), free(q), free(k), free(v), free(out);
+    la_layer_weights_free(&w);
+    if (res_close(f) != 0) rc = 1;
+    return rc;
+}

@@ -1,0 +1,143 @@
+/* exp_params.c — `linattn params-sweep`: the params experiment. The exact parameter
+ * count of an encoder layer against the 12·D² approximation for D from 64 to 8192, and
+ * the exact counts of the standard models (the original Transformer base and big,
+ * BERT-base and -large, GPT-2 small to XL) with each component's share, all from
+ * la_param_counts (the accounting `linattn params` prints for one size). Writes
+ * results/params.csv. */
+#include "commands.h"
+#include "cli.h"
+#include "linattn.h"
+#include "results.h"
+#include "sweep.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *const cmd_params_sweep_help =
+    "usage: linattn params-sweep [--out PATH]\n"
+    "\n"
+    "The params experiment (`linattn params` gives one size in detail). Rows of kind\n"
+    "'sweep': one encoder layer with H = D/64 heads (at least 1) and d_ff = 4D for D =\n"
+    "64, 96, 128, …, 8192: its exact count (12D² + 13D), the 12D² approximation and the\n"
+    "relative gap (exact − 12D²) / exact. Rows of kind 'standard': whole models as\n"
+    "la_param_counts counts them (encoder and decoder stacks with their final\n"
+    "LayerNorms, one embedding table, learned positions where the model has them):\n"
+    "  transformer-base  D 512, H 8, d_ff 2048, 6+6 layers, shared vocabulary 37000\n"
+    "  transformer-big   D 1024, H 16, d_ff 4096, 6+6 layers, vocabulary 37000\n"
+    "  bert-base/large   12/24 encoder layers, D 768/1024, vocabulary 30522, 512 positions\n"
+    "                    (BERT's token-type table, embedding LayerNorm in place of a final\n"
+    "                    one, and pooler are not modelled: 592,128 and 1,051,648 fewer)\n"
+    "  gpt2 … gpt2-xl    12/24/36/48 layers of D 768/1024/1280/1600 (GPT-2's blocks are\n"
+    "                    encoder layers with a causal mask), vocabulary 50257, 1024\n"
+    "                    positions; equals Hugging Face's counts (124,439,808 for gpt2)\n"
+    "For the standard models layers_exact is the encoder and decoder stacks and\n"
+    "layers_approx la_param_counts' 12D² per encoder layer (16D² per decoder layer).\n"
+    "Shares are of the total: attention (every MHA), FFN, LayerNorm, embeddings.\n"
+    "\n"
+    "  --out PATH   results file (default results/params.csv)\n";
+
+static const char COLUMNS[] =
+    "kind,model,d_model,heads,d_ff,encoder_layers,decoder_layers,vocab,positions,status,mha,"
+    "ffn,layer_norm,encoder_layer,decoder_layer,encoder,decoder,embedding,positional,total,"
+    "layers_exact,layers_approx,approx_gap,attention_share,ffn_share,norm_share,"
+    "embedding_share";
+
+typedef struct {
+    const char *name;
+    size_t d, heads, d_ff, enc, dec, vocab, positions;
+} model;
+
+static const model standard[] = {
+    {"transformer-base", 512, 8, 2048, 6, 6, 37000, 0},
+    {"transformer-big", 1024, 16, 4096, 6, 6, 37000, 0},
+    {"bert-base", 768, 12, 3072, 12, 0, 30522, 512},
+    {"bert-large", 1024, 16, 4096, 24, 0, 30522, 512},
+    {"gpt2", 768, 12, 3072, 12, 0, 50257, 1024},
+    {"gpt2-medium", 1024, 16, 4096, 24, 0, 50257, 1024},
+    {"gpt2-large", 1280, 20, 5120, 36, 0, 50257, 1024},
+    {"gpt2-xl", 1600, 25, 6400, 48, 0, 50257, 1024},
+};
+
+/* One row: the counts of s, and the layer totals to compare with the approximation. */
+static int write_row(res_file *f, const char *kind, const char *name, const la_model_size *s,
+                     int per_layer)
+{
+    la_param_count p;
+    la_status st = la_param_counts(s, &p);
+    if (st != LA_OK) {
+        fprintf(stderr, "linattn: params-sweep: %s: %s\n", name, la_strerror(st));
+        return res_row(f, "%s,%s,%zu,%zu,%zu,%zu,%zu,%zu,%zu,error,,,,,,,,,,,,,,,,,", kind, name,
+                       s->d_model, s->heads, s->d_ff, s->encoder_layers, s->decoder_layers,
+                       s->vocab, s->learned_positions);
+    }
+    double exact, approx, gap;
+    if (per_layer) { /* one bare encoder layer against 12D² */
+        exact = (double)p.encoder_layer;
+        approx = 12.0 * (double)s->d_model * (double)s->d_model;
+        gap = (exact - approx) / exact;
+    } else {
+        exact = (double)(p.encoder + p.decoder);
+        approx = (double)p.approx_12d2;
+        gap = p.approx_gap;
+    }
+    /* shares of the whole: every MHA (decoder layers hold two), FFNs, LayerNorms
+     * (2 per encoder layer, 3 per decoder layer, the final ones), embeddings */
+    double L = (double)s->encoder_layers, L2 = (double)s->decoder_layers;
+    double total = per_layer ? (double)p.encoder_layer : (double)p.total;
+    double attention = (double)p.mha * (per_layer ? 1 : L + 2 * L2);
+    double ffn = (double)p.ffn * (per_layer ? 1 : L + L2);
+    double norms = per_layer ? 2.0 * (double)p.layer_norm
+                             : total - attention - ffn - (double)p.embedding - (double)p.positional;
+    double embed = per_layer ? 0 : (double)(p.embedding + p.positional);
+    return res_row(f,
+                   "%s,%s,%zu,%zu,%zu,%zu,%zu,%zu,%zu,ok,%llu,%llu,%llu,%llu,%llu,%llu,%llu,"
+                   "%llu,%llu,%llu,%.0f,%.0f,%.6e,%.6f,%.6f,%.6e,%.6f",
+                   kind, name, s->d_model, s->heads, s->d_ff, s->encoder_layers,
+                   s->decoder_layers, s->vocab, s->learned_positions,
+                   (unsigned long long)p.mha, (unsigned long long)p.ffn,
+                   (unsigned long long)p.layer_norm, (unsigned long long)p.encoder_layer,
+                   (unsigned long long)p.decoder_layer, (unsigned long long)p.encoder,
+                   (unsigned long long)p.decoder, (unsigned long long)p.embedding,
+                   (unsigned long long)p.positional, (unsigned long long)p.total, exact,
+                   approx, gap, attention / total, ffn / total, norms / total, embed / total);
+}
+
+int cmd_params_sweep(int argc, char **argv)
+{
+    const char *out = NULL;
+    const cli_flag flags[] = {{"out", &out, NULL}, {NULL, NULL, NULL}};
+    int rc = cli_parse_flags(argc, argv, flags);
+    if (rc) return rc;
+    char err[512];
+    res_file *f = res_open(out ? out : "results/params.csv", "params",
+                           "exact parameter counts (la_param_counts) against 12·D², per "
+                           "encoder layer for a sweep of D and for the standard models",
+                           COLUMNS, 3, 0, argc, argv, err, sizeof err);
+    if (!f) return cli_fail("params-sweep", "%s", err);
+
+    /* the sweep: D = 64·{1, 1.5, 2, 3, 4, …} up to 8192 */
+    for (size_t base = 64; base <= 8192; base *= 2) {
+        for (int half = 0; half <= 1; half++) {
+            size_t d = half ? base * 3 / 2 : base;
+            if (d > 8192) break;
+            la_model_size s = {d, d / 64 ? d / 64 : 1, 4 * d, 1, 0, 0, 0};
+            char name[32];
+            snprintf(name, sizeof name, "D%zu", d);
+            if (write_row(f, "sweep", name, &s, 1)) rc = 1;
+        }
+    }
+    for (size_t i = 0; i < sizeof standard / sizeof standard[0]; i++) {
+        const model *m = &standard[i];
+        la_model_size s = {m->d, m->heads, m->d_ff, m->enc, m->dec, m->vocab, m->positions};
+        if (write_row(f, "standard", m->name, &s, 0)) rc = 1;
+        la_param_count p;
+        if (la_param_counts(&s, &p) == LA_OK)
+            printf("params: %-16s %13llu parameters (layers %llu, 12D² rule %llu, gap %.2f%%)\n",
+                   m->name, (unsigned long long)p.total,
+                   (unsigned long long)(p.encoder + p.decoder),
+                   (unsigned long long)p.approx_12d2, 100 * p.approx_gap);
+    }
+    printf("params: wrote %s\n", res_path(f));
+    if (res_close(f) != 0) rc = 1;
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,419 @@
+/* run_all.c — `linattn results`: the default experiment suite that `make results` runs
+ * (the embedded configuration of every experiment, sized to finish in well under 15
+ * minutes on a 2-core machine), and the summary it ends with, read back from the CSV
+ * files: fitted scaling exponents, crossover lengths, decode speed-up, worst float32
+ * errors, the parameter table, where attention starts to dominate a layer, and the paths
+ * of what was written. */
+#include "commands.h"
+#include "cli.h"
+#include "linattn.h"
+#include "results.h"
+#include "sweep.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+const char *const cmd_results_help =
+    "usage: linattn results [--out-dir DIR] [--plots-dir DIR] [--only LIST] [--resume]\n"
+    "                       [--quick] [--summary]\n"
+    "\n"
+    "Runs the default experiment suite and prints a summary; `make results` runs it and\n"
+    "then renders the figures (`make plots`) and prints the summary again with them.\n"
+    "The suite (each is also a command of its own, with --help):\n"
+    "  scaling       linattn scaling --n 128:65536 --d 64 --heads 1 --max-seconds 10\n"
+    "  crossover     linattn crossover (d = 16..256, 4 heads)\n"
+    "  decode        linattn decode --tokens 4096 --heads 8 --d 64\n"
+    "  accuracy      linattn accuracy --n 16:4096\n"
+    "  params-sweep  linattn params-sweep (D = 64..8192 and the standard models)\n"
+    "  block-sweep   linattn block-sweep --n 64:8192 --d-model 512\n"
+    "\n"
+    "  --out-dir DIR    where the CSV files go (default results)\n"
+    "  --plots-dir DIR  where the summary looks for figures (default plots)\n"
+    "  --only LIST      comma-separated subset of the experiments above\n"
+    "  --resume         keep the points already in the CSV files (each experiment's\n"
+    "                   --resume), to finish an interrupted run\n"
+    "  --quick          tiny sizes (a smoke test in well under a minute; the figures are\n"
+    "                   not meaningful)\n"
+    "  --summary        measure nothing: print the summary of the files in DIR\n";
+
+enum { N_EXPERIMENTS = 6, MAX_ARGS = 32 };
+static const char *const experiment_names[] = {"scaling",  "crossover",    "decode",
+                                               "accuracy", "params-sweep", "block-sweep",
+                                               NULL};
+
+typedef struct {
+    const char *out_dir, *plots_dir;
+    int selected[N_EXPERIMENTS];
+    int resume, quick, summary_only;
+} config;
+
+static int parse(int argc, char **argv, config *c)
+{
+    const char *out_dir = NULL, *plots_dir = NULL, *only = NULL;
+    const cli_flag flags[] = {
+        {"out-dir", &out_dir, NULL}, {"plots-dir", &plots_dir, NULL},
+        {"only", &only, NULL},       {"resume", NULL, &c->resume},
+        {"quick", NULL, &c->quick},  {"summary", NULL, &c->summary_only},
+        {NULL, NULL, NULL},
+    };
+    int rc = cli_parse_flags(argc, argv, flags);
+    if (rc) return rc;
+    c->out_dir = out_dir ? out_dir : "results";
+    c->plots_dir = plots_dir ? plots_dir : "plots";
+    for (int i = 0; i < N_EXPERIMENTS; i++) c->selected[i] = 1;
+    if (only) {
+        memset(c->selected, 0, sizeof c->selected);
+        char buf[64];
+        for (const char *s = only; *s;) {
+            size_t len = strcspn(s, ",");
+            if (len == 0 || len >= sizeof buf) return cli_fail("--only", "expected a list");
+            memcpy(buf, s, len);
+            buf[len] = 0;
+            int which;
+            if ((rc = cli_parse_choice("--only", buf, experiment_names, &which))) return rc;
+            c->selected[which] = 1;
+            s += len + (s[len] == ',');
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the suite */
+
+/* An argument vector under construction: the experiment's name, its flags, --out. */
+typedef struct {
+    char *argv[MAX_ARGS];
+    int argc;
+    char out[4096];
+} args;
+
+static void arg(args *a, const char *s)
+{
+    if (a->argc < MAX_ARGS - 1) a->argv[a->argc++] = (char *)s;
+    a->argv[a->argc] = NULL;
+}
+
+static int experiment_run(int which, int argc, char **argv)
+{
+    switch (which) {
+    case 0: return cmd_scaling(argc, argv);
+    case 1: return cmd_crossover(argc, argv);
+    case 2: return cmd_decode(argc, argv);
+    case 3: return cmd_accuracy(argc, argv);
+    case 4: return cmd_params_sweep(argc, argv);
+    case 5: return cmd_block_sweep(argc, argv);
+    }
+    return 2;
+}
+
+/* The embedded default configuration of each experiment (and the --quick one). */
+static void configure(int which, const config *c, args *a)
+{
+    static const char *const files[] = {"scaling.csv",  "crossover.csv", "decode.csv",
+                                        "accuracy.csv", "params.csv",    "block.csv"};
+    a->argc = 0;
+    arg(a, experiment_names[which]);
+    const int q = c->quick;
+    switch (which) {
+    case 0:
+        arg(a, "--n"), arg(a, q ? "64:1024" : "128:65536");
+        arg(a, "--d"), arg(a, "64"), arg(a, "--heads"), arg(a, "1");
+        arg(a, "--max-seconds"), arg(a, q ? "1" : "10");
+        arg(a, "--max-mem"), arg(a, "8G");
+        if (q) arg(a, "--min-time"), arg(a, "0.02");
+        break;
+    case 1:
+        if (q) arg(a, "--d"), arg(a, "16,64"), arg(a, "--n"), arg(a, "16:1024"),
+            arg(a, "--min-time"), arg(a, "0.02"), arg(a, "--bisect-steps"), arg(a, "2");
+        break;
+    case 2:
+        arg(a, "--tokens"), arg(a, q ? "256" : "4096");
+        arg(a, "--heads"), arg(a, "8"), arg(a, "--d"), arg(a, "64");
+        break;
+    case 3:
+        arg(a, "--n"), arg(a, q ? "16:256" : "16:4096");
+        if (q) arg(a, "--fixed-n"), arg(a, "200");
+        break;
+    case 4: break;
+    case 5:
+        arg(a, "--n"), arg(a, q ? "64:512" : "64:8192");
+        if (q) arg(a, "--d-model"), arg(a, "128"), arg(a, "--min-time"), arg(a, "0.02");
+        break;
+    }
+    if (c->resume) arg(a, "--resume");
+    snprintf(a->out, sizeof a->out, "%s/%s", c->out_dir, files[which]);
+    arg(a, "--out"), arg(a, a->out);
+}
+
+static int make_dir(const char *path)
+{
+    if (mkdir(path, 0777) == 0 || errno == EEXIST) return 0;
+    return cli_fail(path, "cannot create the folder: %s", strerror(errno));
+}
+
+/* ---------------------------------------------------------------- the summary */
+
+static res_file *load(const config *c, const char *file, int n_key)
+{
+    char path[4096], err[512];
+    snprintf(path, sizeof path, "%s/%s", c->out_dir, file);
+    return res_load(path, n_key, err, sizeof err);
+}
+
+static int is_ok(const res_file *f, const char *row)
+{
+    char status[32];
+    return res_get_str(f, row, "status", status, sizeof status) == 0 &&
+           strcmp(status, "ok") == 0;
+}
+
+static void summary_scaling(const config *c)
+{
+    res_file *f = load(c, "scaling_fit.csv", 1);
+    if (!f) return;
+    printf("\nScaling: time ∝ N^e, e fitted over the upper half of each curve\n");
+    for (size_t i = 0; i < res_count(f); i++) {
+        const char *row = res_row_at(f, i);
+        char name[64];
+        double e, theory, lo, hi;
+        res_get_str(f, row, "variant", name, sizeof name);
+        res_get(f, row, "theory_exponent", &theory);
+        if (res_get(f, row, "fitted_exponent", &e) == 0 && res_get(f, row, "fit_n_min", &lo) == 0 &&
+            res_get(f, row, "fit_n_max", &hi) == 0)
+            printf("  %-24s e = %.2f  (theory %.0f, N = %.0f..%.0f)\n", name, e, theory, lo, hi);
+        else printf("  %-24s too few points to fit\n", name);
+    }
+    res_close(f);
+}
+
+static void summary_crossover(const config *c)
+{
+    res_file *f = load(c, "crossover.csv", 4);
+    if (!f) return;
+    printf("\nCrossover: N above which linear attention is faster than softmax (measured / "
+           "predicted by FLOPs)\n");
+    printf("  %6s  %-22s  %-22s\n", "d", "non-causal", "causal");
+    for (size_t i = 0; i < res_count(f); i++) {
+        const char *row = res_row_at(f, i);
+        double d, causal;
+        if (res_get(f, row, "d", &d) || res_get(f, row, "causal", &causal) || causal != 0) continue;
+        char cell[2][64];
+        for (int k = 0; k < 2; k++) {
+            snprintf(cell[k], sizeof cell[k], "-");
+            for (size_t j = 0; j < res_count(f); j++) {
+                const char *r2 = res_row_at(f, j);
+                double d2, c2, meas, pred;
+                char status[32] = "";
+                if (res_get(f, r2, "d", &d2) || res_get(f, r2, "causal", &c2) || d2 != d || c2 != k)
+                    continue;
+                res_get_str(f, r2, "status", status, sizeof status);
+                char m[32] = "-", p[32] = "-";
+                if (res_get(f, r2, "measured_crossover_n", &meas) == 0) snprintf(m, sizeof m, "%.0f", meas);
+                else if (strcmp(status, "below_range") == 0) snprintf(m, sizeof m, "below range");
+                else if (strcmp(status, "above_range") == 0) snprintf(m, sizeof m, "above range");
+                if (res_get(f, r2, "predicted_crossover_n", &pred) == 0) snprintf(p, sizeof p, "%.0f", pred);
+                snprintf(cell[k], sizeof cell[k], "%s / %s", m, p);
+            }
+        }
+        printf("  %6.0f  %-22s  %-22s\n", d, cell[0], cell[1]);
+    }
+    res_close(f);
+}
+
+static void summary_decode(const config *c)
+{
+    res_file *f = load(c, "decode.csv", 8);
+    if (!f) return;
+    double total[2] = {NAN, NAN}, tokens = 0;
+    for (size_t i = 0; i < res_count(f); i++) {
+        const char *row = res_row_at(f, i);
+        char name[64];
+        double cum, last, T;
+        if (!is_ok(f, row) || res_get_str(f, row, "variant", name, sizeof name) ||
+            res_get(f, row, "cumulative_s", &cum) || res_get(f, row, "t_last", &last) ||
+            res_get(f, row, "tokens", &T) || last != T)
+            continue;
+        total[strcmp(name, "softmax_kv_cache") == 0 ? 0 : 1] = cum;
+        tokens = T;
+    }
+    if (isfinite(total[0]) && isfinite(total[1]))
+        printf("\nDecode: %.0f tokens in %.3g s with softmax + KV cache, %.3g s with linear "
+               "attention's state: %.0f× faster\n",
+               tokens, total[0], total[1], total[0] / total[1]);
+    res_close(f);
+}
+
+static void summary_accuracy(const config *c)
+{
+    res_file *f = load(c, "accuracy.csv", 12);
+    if (!f) return;
+    static const char *const kernels[] = {"softmax", "softmax_materialized", "softmax_causal",
+                                          "hard", "linear", "linear_causal_chunked",
+                                          "linear_causal_recurrent"};
+    printf("\nAccuracy: worst relative error of the float32 kernels against the float64 "
+           "reference\n ");
+    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
+        double worst = -1;
+        for (size_t i = 0; i < res_count(f); i++) {
+            const char *row = res_row_at(f, i);
+            char study[32], var[64], prec[16];
+            double e;
+            if (res_get_str(f, row, "study", study, sizeof study) || strcmp(study, "error_vs_n") ||
+                res_get_str(f, row, "variant", var, sizeof var) || strcmp(var, kernels[k]) ||
+                res_get_str(f, row, "precision", prec, sizeof prec) || strcmp(prec, "float32"))
+                continue;
+            if (res_get(f, row, "rel_error", &e) != 0) e = INFINITY;
+            if (e > worst) worst = e;
+        }
+        if (worst >= 0) printf(" %s %.1e%s", kernels[k], worst, k + 1 < sizeof kernels / sizeof kernels[0] ? "," : "");
+    }
+    printf("\n");
+    res_close(f);
+}
+
+static void summary_params(const config *c)
+{
+    res_file *f = load(c, "params.csv", 1);
+    if (!f) return;
+    printf("\nParameters of the standard models (exact, and the 12D² rule per encoder layer)\n");
+    printf("  %-16s %6s %5s %6s %7s %16s %16s %8s\n", "model", "D", "H", "d_ff", "layers",
+           "exact", "12·D²·layers", "gap");
+    for (size_t i = 0; i < res_count(f); i++) {
+        const char *row = res_row_at(f, i);
+        char model[64], kind[32];
+        double d, h, ff, enc, dec, total, approx, gap;
+        if (res_get_str(f, row, "kind", kind, sizeof kind) || strcmp(kind, "standard")) continue;
+        if (res_get_str(f, row, "model", model, sizeof model) || res_get(f, row, "d_model", &d) ||
+            res_get(f, row, "heads", &h) || res_get(f, row, "d_ff", &ff) ||
+            res_get(f, row, "encoder_layers", &enc) || res_get(f, row, "decoder_layers", &dec) ||
+            res_get(f, row, "layers_exact", &total) || res_get(f, row, "layers_approx", &approx) ||
+            res_get(f, row, "approx_gap", &gap))
+            continue;
+        char layers[32];
+        snprintf(layers, sizeof layers, dec > 0 ? "%.0f+%.0f" : "%.0f", enc, dec);
+        printf("  %-16s %6.0f %5.0f %6.0f %7s %16.0f %16.0f %7.3f%%\n", model, d, h, ff, layers,
+               total, approx, 100 * gap);
+    }
+    res_close(f);
+}
+
+static void summary_block(const config *c)
+{
+    res_file *f = load(c, "block.csv", 6);
+    if (!f) return;
+    /* the smallest N at which attention takes over half of a softmax layer's time */
+    double first = NAN, d_model = NAN, lin_share = NAN, n_max = 0;
+    for (size_t i = 0; i < res_count(f); i++) {
+        const char *row = res_row_at(f, i);
+        char att[32], comp[32];
+        double n, share;
+        if (!is_ok(f, row) || res_get_str(f, row, "attention", att, sizeof att) ||
+            res_get_str(f, row, "component", comp, sizeof comp) || strcmp(comp, "attention") ||
+            res_get(f, row, "n", &n) || res_get(f, row, "share", &share))
+            continue;
+        res_get(f, row, "d_model", &d_model);
+        if (strcmp(att, "softmax") == 0 && share > 0.5 && !(first <= n)) first = n;
+        if (strcmp(att, "linear") == 0 && n >= n_max) n_max = n, lin_share = share;
+    }
+    if (isfinite(first))
+        printf("\nBlock (D = %.0f): attention is over half of a softmax encoder layer's time from "
+               "N = %.0f; with linear attention it is %.0f%% at N = %.0f\n",
+               d_model, first, 100 * lin_share, n_max);
+    else if (isfinite(d_model))
+        printf("\nBlock (D = %.0f): attention stays under half of a softmax layer's time up to the "
+               "largest N measured\n",
+               d_model);
+    res_close(f);
+}
+
+/* Lists the files of dir whose names end in one of the suffixes. */
+static void list_files(const char *dir, const char *const *suffixes)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    char *names[256];
+    size_t n = 0;
+    while ((e = readdir(d)) && n < 256) {
+        size_t len = strlen(e->d_name);
+        for (const char *const *s = suffixes; *s; s++) {
+            size_t sl = strlen(*s);
+            if (len > sl && strcmp(e->d_name + len - sl, *s) == 0) {
+                names[n] = malloc(len + 1);
+                if (names[n]) memcpy(names[n++], e->d_name, len + 1);
+                break;
+            }
+        }
+    }
+    closedir(d);
+    for (size_t i = 1; i < n; i++) /* insertion sort by name */
+        for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            char *t = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = t;
+        }
+    for (size_t i = 0; i < n; i++) {
+        printf("  %s/%s\n", dir, names[i]);
+        free(names[i]);
+    }
+}
+
+static void summary(const config *c)
+{
+    printf("\n==== Summary (from %s/) ====\n", c->out_dir);
+    summary_scaling(c);
+    summary_crossover(c);
+    summary_decode(c);
+    summary_accuracy(c);
+    summary_params(c);
+    summary_block(c);
+    static const char *const csv[] = {".csv", NULL}, *const figs[] = {".png", ".svg", NULL};
+    printf("\nResults:\n");
+    list_files(c->out_dir, csv);
+    printf("Figures:\n");
+    list_files(c->plots_dir, figs);
+}
+
+int cmd_results(int argc, char **argv)
+{
+    config c = {0};
+    int rc = parse(argc, argv, &c);
+    if (rc) return rc;
+    if (c.summary_only) {
+        summary(&c);
+        return 0;
+    }
+    if ((rc = make_dir(c.out_dir))) return rc;
+    const double start = res_now();
+    int failed = 0;
+    printf("linattn results: the default suite%s on %s, %d cores, %d threads (load average "
+           "%s)\n",
+           c.quick ? " (--quick sizes)" : "", res_cpu_model(), res_cores(),
+           la_get_num_threads(), res_load_average());
+    for (int i = 0; i < N_EXPERIMENTS; i++) {
+        if (!c.selected[i]) continue;
+        args a;
+        configure(i, &c, &a);
+        printf("\n== linattn");
+        for (int k = 0; k < a.argc; k++) printf(" %s", a.argv[k]);
+        printf("\n");
+        fflush(stdout);
+        double t0 = res_now();
+        int r = experiment_run(i, a.argc, a.argv);
+        char took[32];
+        res_format_duration(res_now() - t0, took, sizeof took);
+        printf("== %s: %s in %s\n", experiment_names[i], r == 0 ? "done" : "FAILED", took);
+        fflush(stdout);
+        if (r != 0) failed++;
+    }
+    char took[32];
+    res_format_duration(res_now() - start, took, sizeof took);
+    summary(&c);
+    printf("\nThe suite took %s%s.\n", took, failed ? "; some experiments FAILED (see above)" : "");
+    return failed ? 1 : 0;
+}
