@@ -112,12 +112,20 @@ fuzz: | build/.deps-build
 bench: $(BUILD)/linattn
 	$(BUILD)/linattn bench
 
+# `make results RESULTS_FLAGS=--resume` finishes an interrupted run; `=--quick` is a smoke test.
+RESULTS_FLAGS ?=
 results: $(BUILD)/linattn | build/.deps-plots
-	$(BUILD)/linattn results
-	$(MAKE) --no-print-directory plots
+	$(BUILD)/linattn results --no-summary $(RESULTS_FLAGS)
+	@$(MAKE) --no-print-directory plots
+	@$(BUILD)/linattn results --summary
 
+# Every script renders from results/*.csv (run from inside plots/); one that fails (its
+# CSV missing, say) is named and the others still run.
 plots: | build/.deps-plots
-	@for gp in plots/*.gp; do echo "gnuplot $$gp"; (cd plots && gnuplot $$(basename $$gp)) || exit 1; done
+	@failed=0; for gp in plots/*.gp; do \
+	    echo "gnuplot $$gp"; \
+	    (cd plots && gnuplot $$(basename $$gp)) || { failed=$$((failed+1)); echo "FAILED: $$gp"; }; \
+	done; test $$failed -eq 0
 
 clean:
 	rm -rf build

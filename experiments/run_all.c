@@ -20,7 +20,7 @@
 
 const char *const cmd_results_help =
     "usage: linattn results [--out-dir DIR] [--plots-dir DIR] [--only LIST] [--resume]\n"
-    "                       [--quick] [--summary]\n"
+    "                       [--quick] [--summary | --no-summary]\n"
     "\n"
     "Runs the default experiment suite and prints a summary; `make results` runs it and\n"
     "then renders the figures (`make plots`) and prints the summary again with them.\n"
@@ -39,7 +39,9 @@ const char *const cmd_results_help =
     "                   --resume), to finish an interrupted run\n"
     "  --quick          tiny sizes (a smoke test in well under a minute; the figures are\n"
     "                   not meaningful)\n"
-    "  --summary        measure nothing: print the summary of the files in DIR\n";
+    "  --summary        measure nothing: print the summary of the files in DIR\n"
+    "  --no-summary     run the suite without the summary (make results prints it after\n"
+    "                   rendering the figures)\n";
 
 enum { N_EXPERIMENTS = 6, MAX_ARGS = 32 };
 static const char *const experiment_names[] = {"scaling",  "crossover",    "decode",
@@ -49,7 +51,7 @@ static const char *const experiment_names[] = {"scaling",  "crossover",    "deco
 typedef struct {
     const char *out_dir, *plots_dir;
     int selected[N_EXPERIMENTS];
-    int resume, quick, summary_only;
+    int resume, quick, summary_only, no_summary;
 } config;
 
 static int parse(int argc, char **argv, config *c)
@@ -59,6 +61,7 @@ static int parse(int argc, char **argv, config *c)
         {"out-dir", &out_dir, NULL}, {"plots-dir", &plots_dir, NULL},
         {"only", &only, NULL},       {"resume", NULL, &c->resume},
         {"quick", NULL, &c->quick},  {"summary", NULL, &c->summary_only},
+        {"no-summary", NULL, &c->no_summary},
         {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
@@ -280,24 +283,25 @@ static void summary_params(const config *c)
 {
     res_file *f = load(c, "params.csv", 1);
     if (!f) return;
-    printf("\nParameters of the standard models (exact, and the 12D² rule per encoder layer)\n");
-    printf("  %-16s %6s %5s %6s %7s %16s %16s %8s\n", "model", "D", "H", "d_ff", "layers",
-           "exact", "12·D²·layers", "gap");
+    printf("\nParameters of the standard models: the whole model, its layers exactly, and the 12D²\n"
+           "rule for the layers (16D² per decoder layer); gap = (exact − rule) / exact\n");
+    printf("  %-16s %5s %3s %5s %6s %14s %14s %14s %7s\n", "model", "D", "H", "d_ff", "layers",
+           "total", "layers exact", "12D² rule", "gap");
     for (size_t i = 0; i < res_count(f); i++) {
         const char *row = res_row_at(f, i);
         char model[64], kind[32];
-        double d, h, ff, enc, dec, total, approx, gap;
+        double d, h, ff, enc, dec, total, approx, gap, all;
         if (res_get_str(f, row, "kind", kind, sizeof kind) || strcmp(kind, "standard")) continue;
         if (res_get_str(f, row, "model", model, sizeof model) || res_get(f, row, "d_model", &d) ||
             res_get(f, row, "heads", &h) || res_get(f, row, "d_ff", &ff) ||
             res_get(f, row, "encoder_layers", &enc) || res_get(f, row, "decoder_layers", &dec) ||
             res_get(f, row, "layers_exact", &total) || res_get(f, row, "layers_approx", &approx) ||
-            res_get(f, row, "approx_gap", &gap))
+            res_get(f, row, "approx_gap", &gap) || res_get(f, row, "total", &all))
             continue;
         char layers[32];
         snprintf(layers, sizeof layers, dec > 0 ? "%.0f+%.0f" : "%.0f", enc, dec);
-        printf("  %-16s %6.0f %5.0f %6.0f %7s %16.0f %16.0f %7.3f%%\n", model, d, h, ff, layers,
-               total, approx, 100 * gap);
+        printf("  %-16s %5.0f %3.0f %5.0f %6s %14.0f %14.0f %14.0f %6.3f%%\n", model, d, h, ff,
+               layers, all, total, approx, 100 * gap);
     }
     res_close(f);
 }
@@ -413,7 +417,7 @@ int cmd_results(int argc, char **argv)
     }
     char took[32];
     res_format_duration(res_now() - start, took, sizeof took);
-    summary(&c);
+    if (!c.no_summary) summary(&c);
     printf("\nThe suite took %s%s.\n", took, failed ? "; some experiments FAILED (see above)" : "");
     return failed ? 1 : 0;
 }
