@@ -10,7 +10,9 @@
  * float32: a polynomial exp (Cephes' expf polynomial after Cody–Waite reduction),
  * vectorised with `omp simd`; maximal relative error 8.2e-8 over [-87, 88] (tested
  * < 2e-7 against exp() in tests/test_softmax.c), exactly 0 below -87.3 and for -inf.
- * float64: libm's exp, one element at a time. */
+ * float64: the same scheme with a degree-13 Taylor polynomial, vectorised (4 lanes with
+ * AVX2); maximal relative error 1.4e-16 against expl over [-708, 709] (tested < 1e-15
+ * against exp()), exactly 0 below -708 and for -inf. */
 float la_exp_shift_sum_f32(float *x, size_t n, float shift);
 double la_exp_shift_sum_f64(double *x, size_t n, double shift);
 
