@@ -158,13 +158,11 @@ static int time_point(runner *r, size_t d, int causal, size_t n, const char *sta
     pt->n = (double)n;
     pt->ok = 0;
     const char *row = res_find(r->points, key);
-    if (row) {
-        char status[32];
-        if (res_get_str(r->points, row, "status", status, sizeof status) == 0 &&
-            strcmp(status, "ok") == 0 &&
-            res_get(r->points, row, "softmax_min_s", &pt->soft) == 0 &&
-            res_get(r->points, row, "linear_min_s", &pt->lin) == 0)
-            pt->ok = 1;
+    char prior[32];
+    if (row && res_get_str(r->points, row, "status", prior, sizeof prior) == 0 &&
+        strcmp(prior, "ok") == 0 && res_get(r->points, row, "softmax_min_s", &pt->soft) == 0 &&
+        res_get(r->points, row, "linear_min_s", &pt->lin) == 0) {
+        pt->ok = 1; /* --resume: measured already (a skipped point is tried again) */
         return 0;
     }
     double fs, fl;

@@ -162,10 +162,11 @@ int cmd_block_sweep(int argc, char **argv)
             snprintf(key0, sizeof key0, "%s,%zu,%zu,%zu,%zu,%d,layer", att, n, D, H, c.d_ff,
                      threads);
             const char *row = res_find(f, key0);
-            if (row) { /* --resume: the point is in the file; it still feeds the prediction */
-                double t;
-                if (res_get(f, row, "median_s", &t) == 0) last_n = (double)n, last_s = t;
-                else over = 1;
+            double t_prior;
+            if (row && res_get(f, row, "median_s", &t_prior) == 0) {
+                /* --resume: measured already; it still feeds the prediction (a skipped
+                 * point is tried again under this run's budgets) */
+                last_n = (double)n, last_s = t_prior;
                 continue;
             }
             la_layer_config lc;

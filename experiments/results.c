@@ -381,7 +381,7 @@ fail:
 
 const char *res_find(const res_file *f, const char *key)
 {
-    for (size_t i = 0; i < f->n_rows; i++)
+    for (size_t i = f->n_rows; i-- > 0;) /* the latest row of a key wins */
         if (strcmp(f->rows[i].key, key) == 0) return f->rows[i].row;
     return NULL;
 }
@@ -546,15 +546,16 @@ void res_progress_start(res_progress *pr, const char *label, int total_points,
 
 void res_progress_step(res_progress *pr, int point, double work, const char *what)
 {
+    /* the estimate extrapolates from the points finished; this one starts now */
+    double done = pr->work_done;
     pr->work_done += work;
     if (!pr->tty) return;
     double elapsed = res_now() - pr->start_s;
     char e[32], r[32];
     res_format_duration(elapsed, e, sizeof e);
-    if (pr->work_done > 0 && pr->work_done < pr->total_work)
-        res_format_duration(elapsed * (pr->total_work - pr->work_done) / pr->work_done, r,
-                            sizeof r);
-    else snprintf(r, sizeof r, "0s");
+    if (done > 0 && done < pr->total_work)
+        res_format_duration(elapsed * (pr->total_work - done) / done, r, sizeof r);
+    else snprintf(r, sizeof r, "?");
     fprintf(stderr, "\r\033[K[%s] point %d/%d  elapsed %s  remaining ~%s  %s", pr->label,
             point, pr->total_points, e, r, what ? what : "");
     fflush(stderr);

@@ -67,7 +67,8 @@ res_file *res_open(const char *path, const char *experiment, const char *about,
                    char *err, size_t err_size);
 
 /* The stored row whose key (its first n_key fields, joined by commas) equals key, from
- * the resumed file or written since; NULL when there is none. */
+ * the resumed file or written since (the latest when there are several: a point skipped
+ * in an earlier run and measured after --resume with a larger budget); NULL if none. */
 const char *res_find(const res_file *f, const char *key);
 
 /* The value of a named column in a row from res_find; returns 0, or -1 when the column
@@ -108,9 +109,10 @@ const char *res_git_commit(void); /* "abc1234", "abc1234 (dirty)" or "unknown" *
 /* ---------------------------------------------------------------- progress */
 
 /* "[scaling] point 12/40  elapsed 1m05s  remaining ~2m10s  softmax N=8192" on one
- * stderr line, rewritten in place; only when stderr is a terminal. Remaining time is
- * extrapolated from the work done so far: each step passes the work it completed, in
- * any unit (predicted FLOPs, seconds, or 1 per point). */
+ * stderr line, rewritten in place; only when stderr is a terminal. Call a step as a
+ * point starts, passing the work it stands for in any unit (predicted FLOPs, or 1 per
+ * point); the remaining time extrapolates the elapsed time of the finished points'
+ * work to the work still to do. */
 typedef struct {
     const char *label;
     int total_points;

@@ -285,7 +285,7 @@ static void summary_params(const config *c)
     if (!f) return;
     printf("\nParameters of the standard models: the whole model, its layers exactly, and the 12D²\n"
            "rule for the layers (16D² per decoder layer); gap = (exact − rule) / exact\n");
-    printf("  %-16s %5s %3s %5s %6s %14s %14s %14s %7s\n", "model", "D", "H", "d_ff", "layers",
+    printf("  %-16s %5s %3s %5s %6s %14s %14s %15s %7s\n", "model", "D", "H", "d_ff", "layers",
            "total", "layers exact", "12D² rule", "gap");
     for (size_t i = 0; i < res_count(f); i++) {
         const char *row = res_row_at(f, i);

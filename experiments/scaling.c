@@ -228,16 +228,14 @@ int cmd_scaling(int argc, char **argv)
             snprintf(what, sizeof what, "%s N=%zu", var->name, n);
             res_progress_step(&pr, ++point, (double)n * (double)n, what);
 
-            /* a point already in the file (--resume) still feeds the predictions */
+            /* a point measured already (--resume) is kept and feeds the predictions; a
+             * skipped one is tried again, under this run's budgets */
             const char *row = res_find(f, key);
-            if (row) {
-                char status[32];
-                double t;
-                if (res_get_str(f, row, "status", status, sizeof status) == 0) {
-                    if (strcmp(status, "ok") == 0 && res_get(f, row, "median_s", &t) == 0)
-                        tr->last_n = (double)n, tr->last_s = t;
-                    else if (strcmp(status, "skipped_time") == 0) tr->over_time = 1;
-                }
+            char prior[32];
+            double t_prior;
+            if (row && res_get_str(f, row, "status", prior, sizeof prior) == 0 &&
+                strcmp(prior, "ok") == 0 && res_get(f, row, "median_s", &t_prior) == 0) {
+                tr->last_n = (double)n, tr->last_s = t_prior;
                 continue;
             }
 
