@@ -14,7 +14,7 @@
 #include <string.h>
 
 const char *const cmd_params_sweep_help =
-    "usage: linattn params-sweep [--out PATH]\n"
+    "usage: linattn params-sweep [--out PATH] [--resume]\n"
     "\n"
     "The params experiment (`linattn params` gives one size in detail). Rows of kind\n"
     "'sweep': one encoder layer with H = D/64 heads (at least 1) and d_ff = 4D for D =\n"
@@ -34,7 +34,9 @@ const char *const cmd_params_sweep_help =
     "layers_approx la_param_counts' 12D² per encoder layer (16D² per decoder layer).\n"
     "Shares are of the total: attention (every MHA), FFN, LayerNorm, embeddings.\n"
     "\n"
-    "  --out PATH   results file (default results/params.csv)\n";
+    "  --out PATH   results file (default results/params.csv)\n"
+    "  --resume     accepted for `linattn results --resume`; the file is rewritten (the\n"
+    "               counts take no time)\n";
 
 static const char COLUMNS[] =
     "kind,model,d_model,heads,d_ff,encoder_layers,decoder_layers,vocab,positions,status,mha,"
@@ -105,7 +107,8 @@ static int write_row(res_file *f, const char *kind, const char *name, const la_m
 int cmd_params_sweep(int argc, char **argv)
 {
     const char *out = NULL;
-    const cli_flag flags[] = {{"out", &out, NULL}, {NULL, NULL, NULL}};
+    int resume = 0; /* accepted for `linattn results --resume`; the counts take no time */
+    const cli_flag flags[] = {{"out", &out, NULL}, {"resume", NULL, &resume}, {NULL, NULL, NULL}};
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
     char err[512];

@@ -153,10 +153,23 @@ static void configure(int which, const config *c, args *a)
     arg(a, "--out"), arg(a, a->out);
 }
 
+/* mkdir -p */
 static int make_dir(const char *path)
 {
-    if (mkdir(path, 0777) == 0 || errno == EEXIST) return 0;
-    return cli_fail(path, "cannot create the folder: %s", strerror(errno));
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return cli_fail("--out-dir", "path too long");
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == 0) {
+            char c = *p;
+            *p = 0;
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return cli_fail(path, "cannot create the folder: %s", strerror(errno));
+            *p = c;
+            if (!c) break;
+        }
+    }
+    return 0;
 }
 
 /* ---------------------------------------------------------------- the summary */
@@ -205,7 +218,7 @@ static void summary_crossover(const config *c)
         const char *row = res_row_at(f, i);
         double d, causal;
         if (res_get(f, row, "d", &d) || res_get(f, row, "causal", &causal) || causal != 0) continue;
-        char cell[2][64];
+        char cell[2][80];
         for (int k = 0; k < 2; k++) {
             snprintf(cell[k], sizeof cell[k], "-");
             for (size_t j = 0; j < res_count(f); j++) {
