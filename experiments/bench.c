@@ -19,12 +19,15 @@ const char *const cmd_bench_help =
     "linear_recurrent) on random inputs with N = M, and BLIS sgemm on a product with the\n"
     "FLOP count of QKᵀ plus PV: per head, C (N×M) = A (N×(d_k+d_v)) · B ((d_k+d_v)×M)\n"
     "in panels of 512 rows, spread over the threads as the kernels spread their tasks\n"
-    "(BLIS single-threaded per call, as in the kernels). Each is run once\n"
-    "to warm up, then R times. A kernel that returns an error (a stub, or\n"
-    "linear_recurrent without --causal) is listed as skipped with the reason.\n"
+    "(BLIS single-threaded per call, as in the kernels). Each is run once to warm up,\n"
+    "then at least R times and until the timed runs total 0.5 s (at most 1000 runs),\n"
+    "so small sizes get enough runs for a stable median. A kernel that returns an\n"
+    "error (a stub, or linear_recurrent without --causal) is listed as skipped with\n"
+    "the reason.\n"
     "\n"
     "columns:\n"
-    "  median_s, min_s   wall time of one call over the R runs\n"
+    "  runs              timed runs\n"
+    "  median_s, min_s   wall time of one call over those runs\n"
     "  gflops            FLOPs / median_s, FLOPs from la_attention_cost (lib/cost.c): the\n"
     "                    visible pairs only, so causal counts its half; sgemm: 2·N·M·(d_k+d_v)\n"
     "                    per head\n"
@@ -35,7 +38,7 @@ const char *const cmd_bench_help =
     "  --d D         d_k = d_v = D [64]\n"
     "  --heads H     heads [8]\n"
     "  --batch B     batch entries [1]\n"
-    "  --reps R      timed runs per point, R >= 1 [5]\n"
+    "  --reps R      at least R timed runs per point, 1 <= R <= 1000 [5]\n"
     "  --threads T   OpenMP threads, T >= 1 [LA_NUM_THREADS, else all cores]\n"
     "  --causal      causal mask (halves the softmax work; needed by linear_recurrent)\n"
     "\n"
@@ -106,10 +109,14 @@ static int run_sgemm(void *ctx)
     return 0;
 }
 
-/* reps timed runs after one untimed warm-up. */
+/* One untimed warm-up, then at least reps timed runs and until they total
+ * MIN_TOTAL_S, at most MAX_RUNS. */
+enum { MAX_RUNS = 1000 };
+static const double MIN_TOTAL_S = 0.5;
+
 static int time_reps(res_body body, void *ctx, int reps, res_timing *t)
 {
-    return res_time(body, ctx, reps, reps, 0, INFINITY, t);
+    return res_time(body, ctx, reps, MAX_RUNS, MIN_TOTAL_S, INFINITY, t);
 }
 
 /* sgemm with the FLOPs of QKᵀ + PV: per head C (N×M) = A (N×kk) · B (kk×M), kk =
@@ -186,15 +193,15 @@ int cmd_bench(int argc, char **argv)
     if (threads_text && threads < 1) return cli_fail("--threads", "must be >= 1");
     if (threads_text) la_set_num_threads(threads);
 
-    printf("# linattn bench: float32, B=%zu H=%zu d_k=d_v=%zu, %s, %d threads, "
-           "%d timed runs after one warm-up\n",
-           batch, heads, d, causal ? "causal" : "non-causal", la_threads(), reps);
+    printf("# linattn bench: float32, B=%zu H=%zu d_k=d_v=%zu, %s, %d threads; one warm-up, "
+           "then >= %d timed runs totalling >= %.1f s\n",
+           batch, heads, d, causal ? "causal" : "non-causal", la_threads(), reps, MIN_TOTAL_S);
     printf("# cpu: %s, %d cores, load average %s, git %s\n", res_cpu_model(), res_cores(),
            res_load_average(), res_git_commit());
     printf("# gflops: kernels from la_attention_cost's flops_total; sgemm 2·N·M·(d_k+d_v) "
            "per head\n");
-    printf("%-22s %7s %12s %12s %9s %9s  %s\n", "kernel", "n", "median_s", "min_s", "gflops",
-           "vs_sgemm", "note");
+    printf("%-22s %7s %5s %12s %12s %9s %9s  %s\n", "kernel", "n", "runs", "median_s", "min_s",
+           "gflops", "vs_sgemm", "note");
     int failed = 0;
     for (size_t si = 0; si < n_sizes; si++) {
         const size_t n = sizes[si];
@@ -214,8 +221,8 @@ int cmd_bench(int argc, char **argv)
         }
         const double sgemm_gflops = 2.0 * (double)n * (double)n * (double)(2 * d) *
                                     (double)(batch * heads) / t.median_s * 1e-9;
-        printf("%-22s %7zu %12.6f %12.6f %9.1f %9.2f\n", "sgemm", n, t.median_s, t.min_s,
-               sgemm_gflops, 1.0);
+        printf("%-22s %7zu %5d %12.6f %12.6f %9.1f %9.2f\n", "sgemm", n, t.reps, t.median_s,
+               t.min_s, sgemm_gflops, 1.0);
         fflush(stdout);
 
         const size_t n_in = batch * heads * n * d;
@@ -239,19 +246,19 @@ int cmd_bench(int argc, char **argv)
             kernel_call call = {(la_kernel)kernel, &p, q, k, v, out};
             la_status st = (la_status)time_reps(run_kernel, &call, reps, &t);
             if (st != LA_OK) {
-                printf("%-22s %7zu %12s %12s %9s %9s  skipped: %s\n", name, n, "-", "-", "-", "-",
-                       la_strerror(st));
+                printf("%-22s %7zu %5s %12s %12s %9s %9s  skipped: %s\n", name, n, "-", "-", "-",
+                       "-", "-", la_strerror(st));
                 if (st == LA_ENOMEM) failed = 1;
                 continue;
             }
             const double flops = kernel_flops((la_kernel)kernel, &p);
             if (isnan(flops)) {
-                printf("%-22s %7zu %12.6f %12.6f %9s %9s  %s\n", name, n, t.median_s, t.min_s, "-",
-                       "-", "no FLOP model");
+                printf("%-22s %7zu %5d %12.6f %12.6f %9s %9s  %s\n", name, n, t.reps, t.median_s,
+                       t.min_s, "-", "-", "no FLOP model");
             } else {
                 const double gflops = flops / t.median_s * 1e-9;
-                printf("%-22s %7zu %12.6f %12.6f %9.1f %9.2f\n", name, n, t.median_s, t.min_s,
-                       gflops, gflops / sgemm_gflops);
+                printf("%-22s %7zu %5d %12.6f %12.6f %9.1f %9.2f\n", name, n, t.reps, t.median_s,
+                       t.min_s, gflops, gflops / sgemm_gflops);
             }
             fflush(stdout);
         }
