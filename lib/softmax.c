@@ -7,6 +7,7 @@
  * Every matrix product goes through la_gemm_* (BLIS, one thread per call). The kernels
  * themselves are in softmax_tmpl.h, included below once per precision. */
 #include "internal.h"
+#include "softmax_alloc.h"
 #include "vexp.h"
 
 #include <float.h>

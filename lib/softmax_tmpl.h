@@ -236,7 +236,7 @@ la_status FN(la_softmax_attention_materialized)(const la_problem *p, const REAL 
     if (!la_mul_ok(N, M, &score_bytes) || !la_mul_ok(score_bytes, sizeof(REAL), &score_bytes) ||
         score_bytes > p->workspace_limit)
         return LA_EBUDGET;
-    REAL *scores = malloc(score_bytes);
+    REAL *scores = la_scores_alloc(score_bytes);
     if (!scores) return LA_ENOMEM;
     const size_t q_blocks = (N + Q_BLOCK - 1) / Q_BLOCK;
     int threads = la_threads();
