@@ -412,6 +412,11 @@ int cmd_results(int argc, char **argv)
            "%s)\n",
            c.quick ? " (--quick sizes)" : "", res_cpu_model(), res_cores(),
            la_get_num_threads(), res_load_average());
+    double load1 = strtod(res_load_average(), NULL);
+    if (load1 > 0.5)
+        printf("note: other processes are keeping the cores busy (load %.2f): the timings\n"
+               "will be noisier and slower than on an idle machine\n",
+               load1);
     for (int i = 0; i < N_EXPERIMENTS; i++) {
         if (!c.selected[i]) continue;
         args a;
