@@ -85,7 +85,8 @@ static int parse(int argc, char **argv, config *c)
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
     c->lo = 16, c->hi = 4096, c->d = 64, c->heads = 2, c->fixed_n = 1000;
-    for (int i = 0; i < 4; i++) c->studies[i] = 1;
+    for (int i = 0; i < 4; i++)
+        c->studies[i] = 1;
     if (n && (rc = sw_parse_range("--n", n, &c->lo, &c->hi))) return rc;
     if (d && (rc = sw_parse_positive("--d", d, &c->d))) return rc;
     if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
@@ -129,9 +130,9 @@ static void key_text(const ctx *x, const row_key *k, char *buf, size_t size)
 {
     char chunk[32] = "";
     if (k->chunk) snprintf(chunk, sizeof chunk, "%zu", k->chunk);
-    snprintf(buf, size, "%s,%s,%s,%zu,%zu,%zu,%d,%s,%g,%s,%s,%s", k->study, k->variant,
-             k->input, k->n, x->c->d, x->c->heads, k->causal, la_feature_map_name(k->fm),
-             k->eps, chunk, k->precision, k->compared_to);
+    snprintf(buf, size, "%s,%s,%s,%zu,%zu,%zu,%d,%s,%g,%s,%s,%s", k->study, k->variant, k->input,
+             k->n, x->c->d, x->c->heads, k->causal, la_feature_map_name(k->fm), k->eps, chunk,
+             k->precision, k->compared_to);
 }
 
 static double max_abs_diff(const double *a, const double *b, size_t n)
@@ -190,7 +191,8 @@ static int done_already(ctx *x, const row_key *k)
 
 static void widen(const float *a, double *out, size_t n)
 {
-    for (size_t i = 0; i < n; i++) out[i] = a[i];
+    for (size_t i = 0; i < n; i++)
+        out[i] = a[i];
 }
 
 /* Inputs of one problem in both precisions: the float64 copies hold exactly the
@@ -217,8 +219,8 @@ static int buffers_alloc(buffers *b, size_t elems)
     b->q64 = malloc(elems * sizeof(double)), b->k64 = malloc(elems * sizeof(double));
     b->v64 = malloc(elems * sizeof(double)), b->y64 = malloc(elems * sizeof(double));
     b->ref = malloc(elems * sizeof(double)), b->ref2 = malloc(elems * sizeof(double));
-    if (!b->q || !b->k || !b->v || !b->y32 || !b->q64 || !b->k64 || !b->v64 || !b->y64 ||
-        !b->ref || !b->ref2) {
+    if (!b->q || !b->k || !b->v || !b->y32 || !b->q64 || !b->k64 || !b->v64 || !b->y64 || !b->ref ||
+        !b->ref2) {
         buffers_free(b);
         return -1;
     }
@@ -239,13 +241,17 @@ static void fill_inputs(ctx *x, buffers *b, const char *label, int dominant)
         for (size_t h = 0; h < heads; h++) {
             double u[1024], norm = 0;
             size_t du = d < 1024 ? d : 1024;
-            for (size_t c = 0; c < du; c++) u[c] = in_normal(&r), norm += u[c] * u[c];
+            for (size_t c = 0; c < du; c++)
+                u[c] = in_normal(&r), norm += u[c] * u[c];
             norm = sqrt(norm);
-            for (size_t c = 0; c < du; c++) u[c] /= norm;
+            for (size_t c = 0; c < du; c++)
+                u[c] /= norm;
             float *qh = b->q + h * n * d, *kh = b->k + h * n * d;
             for (size_t i = 0; i < n; i++)
-                for (size_t c = 0; c < du; c++) qh[i * d + c] += (float)(2 * sqrt((double)d) * u[c]);
-            for (size_t c = 0; c < du; c++) kh[c] = (float)(8 * u[c]);
+                for (size_t c = 0; c < du; c++)
+                    qh[i * d + c] += (float)(2 * sqrt((double)d) * u[c]);
+            for (size_t c = 0; c < du; c++)
+                kh[c] = (float)(8 * u[c]);
         }
     }
     widen(b->q, b->q64, b->elems);
@@ -292,8 +298,8 @@ static int study_error_vs_n(ctx *x, const size_t *ns, size_t n_points)
         if (skip) {
             for (int vi = 0; vi < N_FAST; vi++) {
                 const variant *var = &fast_kernels[vi];
-                row_key k = {"error_vs_n", var->name, "random", n, var->causal, LA_FEATURE_ELU1,
-                             LA_DEFAULT_EPS, 0, "float32", "reference_f64"};
+                row_key k = {"error_vs_n",    var->name,      "random", n,         var->causal,
+                             LA_FEATURE_ELU1, LA_DEFAULT_EPS, 0,        "float32", "reference_f64"};
                 if (var->kernel == LA_KERNEL_LINEAR && var->causal) k.chunk = LA_DEFAULT_CHUNK;
                 if (record_skip(x, &k, skip)) return -1;
                 k.precision = "float64";
@@ -309,11 +315,12 @@ static int study_error_vs_n(ctx *x, const size_t *ns, size_t n_points)
         progress(x, what);
         for (int vi = 0; vi < N_FAST; vi++) {
             const variant *var = &fast_kernels[vi];
-            row_key k32 = {"error_vs_n", var->name, "random", n, var->causal, LA_FEATURE_ELU1,
-                           LA_DEFAULT_EPS, 0, "float32", "reference_f64"};
+            row_key k32 = {"error_vs_n",    var->name,      "random", n,         var->causal,
+                           LA_FEATURE_ELU1, LA_DEFAULT_EPS, 0,        "float32", "reference_f64"};
             row_key k64 = k32;
             k64.precision = "float64";
-            if (var->kernel == LA_KERNEL_LINEAR && var->causal) k32.chunk = k64.chunk = LA_DEFAULT_CHUNK;
+            if (var->kernel == LA_KERNEL_LINEAR && var->causal)
+                k32.chunk = k64.chunk = LA_DEFAULT_CHUNK;
             if (done_already(x, &k32) && done_already(x, &k64)) continue;
             la_problem p;
             problem_for(x, &p, n, var->causal);
@@ -326,11 +333,13 @@ static int study_error_vs_n(ctx *x, const size_t *ns, size_t n_points)
             if (st == LA_OK) {
                 widen(b.y32, b.y64, b.elems);
                 if (record(x, &k32, b.y64, b.ref, b.elems)) return -1;
-            } else if (record_failure(x, &k32, st)) return -1;
+            } else if (record_failure(x, &k32, st))
+                return -1;
             st = la_attention_f64(var->kernel, &p, b.q64, b.k64, b.v64, b.y64);
             if (st == LA_OK) {
                 if (record(x, &k64, b.y64, b.ref, b.elems)) return -1;
-            } else if (record_failure(x, &k64, st)) return -1;
+            } else if (record_failure(x, &k64, st))
+                return -1;
         }
         buffers_free(&b);
     }
@@ -345,8 +354,8 @@ static int study_distance(ctx *x, const size_t *ns, size_t n_points)
     for (size_t pi = 0; pi < n_points; pi++) {
         const size_t n = ns[pi];
         for (int dom = 0; dom <= 1; dom++) {
-            row_key lin = {"distance", "linear", inputs[dom], n, 0, LA_FEATURE_ELU1,
-                           LA_DEFAULT_EPS, 0, "float64", "softmax"};
+            row_key lin = {"distance",      "linear",       inputs[dom], n,         0,
+                           LA_FEATURE_ELU1, LA_DEFAULT_EPS, 0,           "float64", "softmax"};
             row_key hard = lin, lin_hard = lin;
             hard.variant = "hard";
             lin_hard.compared_to = "hard";
@@ -411,14 +420,16 @@ static int study_eps(ctx *x)
             /* ref2 = the float64 reference at ε = 0 */
             la_status st = la_ref_linear_attention(&p, b.q64, b.k64, b.v64, b.ref2);
             for (size_t e = 0; e < sizeof eps_values / sizeof eps_values[0]; e++) {
-                row_key vs0 = {"eps", name, "random", n, causal, fm, eps_values[e],
-                               causal ? LA_DEFAULT_CHUNK : 0, "float64", "eps_0"};
+                row_key vs0 = {"eps",     name,   "random",      n,
+                               causal,    fm,     eps_values[e], causal ? LA_DEFAULT_CHUNK : 0,
+                               "float64", "eps_0"};
                 row_key f32 = vs0;
                 f32.precision = "float32";
                 f32.compared_to = "reference_f64";
                 if (done_already(x, &vs0) && done_already(x, &f32)) continue;
                 p.eps = eps_values[e];
-                la_status s2 = st == LA_OK ? la_ref_linear_attention(&p, b.q64, b.k64, b.v64, b.ref) : st;
+                la_status s2 =
+                    st == LA_OK ? la_ref_linear_attention(&p, b.q64, b.k64, b.v64, b.ref) : st;
                 if (s2 != LA_OK) {
                     if (record_failure(x, &vs0, s2)) goto fail;
                     continue;
@@ -428,7 +439,8 @@ static int study_eps(ctx *x)
                 if (s2 == LA_OK) {
                     widen(b.y32, b.y64, b.elems);
                     if (record(x, &f32, b.y64, b.ref, b.elems)) goto fail;
-                } else if (record_failure(x, &f32, s2)) goto fail;
+                } else if (record_failure(x, &f32, s2))
+                    goto fail;
             }
         }
     }
@@ -457,20 +469,37 @@ static int study_chunk(ctx *x)
     la_status st = la_ref_linear_attention(&p, b.q64, b.k64, b.v64, b.ref);
     if (st == LA_OK) st = la_linear_attention_recurrent_f32(&p, b.q, b.k, b.v, recurrent);
     if (st != LA_OK) {
-        row_key k = {"chunk", "linear_causal_recurrent", "random", n, 1, LA_FEATURE_ELU1,
-                     LA_DEFAULT_EPS, 0, "float32", "reference_f64"};
+        row_key k = {"chunk",
+                     "linear_causal_recurrent",
+                     "random",
+                     n,
+                     1,
+                     LA_FEATURE_ELU1,
+                     LA_DEFAULT_EPS,
+                     0,
+                     "float32",
+                     "reference_f64"};
         rc = record_failure(x, &k, st) ? -1 : 0;
         goto done;
     }
     widen(recurrent, recurrent64, b.elems);
     {
-        row_key k = {"chunk", "linear_causal_recurrent", "random", n, 1, LA_FEATURE_ELU1,
-                     LA_DEFAULT_EPS, 0, "float32", "reference_f64"};
+        row_key k = {"chunk",
+                     "linear_causal_recurrent",
+                     "random",
+                     n,
+                     1,
+                     LA_FEATURE_ELU1,
+                     LA_DEFAULT_EPS,
+                     0,
+                     "float32",
+                     "reference_f64"};
         if (!done_already(x, &k) && record(x, &k, recurrent64, b.ref, b.elems)) goto done;
     }
     for (size_t chunk = 1;; chunk = chunk * 2 > n ? n : chunk * 2) {
-        row_key vs_rec = {"chunk", "linear_causal_chunked", "random", n, 1, LA_FEATURE_ELU1,
-                          LA_DEFAULT_EPS, chunk, "float32", "recurrent_f32"};
+        row_key vs_rec = {"chunk",   "linear_causal_chunked", "random",       n,
+                          1,         LA_FEATURE_ELU1,         LA_DEFAULT_EPS, chunk,
+                          "float32", "recurrent_f32"};
         row_key vs_ref = vs_rec;
         vs_ref.compared_to = "reference_f64";
         if (!(done_already(x, &vs_rec) && done_already(x, &vs_ref))) {
@@ -502,10 +531,18 @@ static void summarize(ctx *x, const size_t *ns, size_t n_points)
         for (int vi = 0; vi < N_FAST; vi++) {
             double worst = 0;
             for (size_t i = 0; i < n_points; i++) {
-                row_key k = {"error_vs_n", fast_kernels[vi].name, "random", ns[i],
-                             fast_kernels[vi].causal, LA_FEATURE_ELU1, LA_DEFAULT_EPS,
-                             fast_kernels[vi].kernel == LA_KERNEL_LINEAR && fast_kernels[vi].causal ? LA_DEFAULT_CHUNK : 0,
-                             "float32", "reference_f64"};
+                row_key k = {"error_vs_n",
+                             fast_kernels[vi].name,
+                             "random",
+                             ns[i],
+                             fast_kernels[vi].causal,
+                             LA_FEATURE_ELU1,
+                             LA_DEFAULT_EPS,
+                             fast_kernels[vi].kernel == LA_KERNEL_LINEAR && fast_kernels[vi].causal
+                                 ? LA_DEFAULT_CHUNK
+                                 : 0,
+                             "float32",
+                             "reference_f64"};
                 char key[512];
                 key_text(x, &k, key, sizeof key);
                 const char *row = res_find(x->f, key);
@@ -523,8 +560,8 @@ static void summarize(ctx *x, const size_t *ns, size_t n_points)
             /* at the largest N that was measured */
             for (size_t i = n_points; i-- > 0;) {
                 double e1 = NAN, e2 = NAN;
-                row_key k = {"distance", "linear", inputs[dom], ns[i], 0, LA_FEATURE_ELU1,
-                             LA_DEFAULT_EPS, 0, "float64", "softmax"};
+                row_key k = {"distance",      "linear",       inputs[dom], ns[i],     0,
+                             LA_FEATURE_ELU1, LA_DEFAULT_EPS, 0,           "float64", "softmax"};
                 char key[512];
                 key_text(x, &k, key, sizeof key);
                 const char *row = res_find(x->f, key);
@@ -565,8 +602,10 @@ int cmd_accuracy(int argc, char **argv)
     if (!rc && c.studies[2] && study_eps(&x)) rc = 1;
     if (!rc && c.studies[3] && study_chunk(&x)) rc = 1;
     res_progress_end(&pr);
-    if (rc) fprintf(stderr, "linattn: accuracy: failed (out of memory or a write error)\n");
-    else summarize(&x, ns, n_points);
+    if (rc)
+        fprintf(stderr, "linattn: accuracy: failed (out of memory or a write error)\n");
+    else
+        summarize(&x, ns, n_points);
     printf("accuracy: wrote %s\n", res_path(f));
     if (res_close(f) != 0) rc = 1;
     return rc;

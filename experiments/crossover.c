@@ -34,8 +34,8 @@ const char *const cmd_crossover_help =
     "  --d LIST           head sizes (default 16,32,64,128,256)\n"
     "  --n LO:HI          sweep range (default 16:16384)\n"
     "  --heads H          heads (default 4)\n"
-    "  --bisect-steps K   bisection steps between the bracketing sweep points (default 4)\n"
-    SW_COMMON_HELP
+    "  --bisect-steps K   bisection steps between the bracketing sweep points (default "
+    "4)\n" SW_COMMON_HELP
     "                     (defaults: --out results/crossover.csv --max-seconds 10\n"
     "                     --max-mem 4G; --min-time 0.1; the timed points go to\n"
     "                     <out>_points.csv, which --resume reuses)\n";
@@ -62,8 +62,9 @@ static int parse(int argc, char **argv, config *c)
     const char *d = NULL, *n = NULL, *heads = NULL, *steps = NULL;
     sw_common_text common = {0};
     const cli_flag flags[] = {
-        {"d", &d, NULL}, {"n", &n, NULL}, {"heads", &heads, NULL},
-        {"bisect-steps", &steps, NULL}, SW_COMMON_FLAGS(common), {NULL, NULL, NULL},
+        {"d", &d, NULL},         {"n", &n, NULL},
+        {"heads", &heads, NULL}, {"bisect-steps", &steps, NULL},
+        SW_COMMON_FLAGS(common), {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
@@ -75,16 +76,21 @@ static int parse(int argc, char **argv, config *c)
     if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
     if (steps && (rc = cli_parse_size("--bisect-steps", steps, &c->bisect_steps))) return rc;
     if (c->bisect_steps > 30) return cli_fail("--bisect-steps", "at most 30");
-    if ((rc = sw_common_finish(&common, &c->common, "results/crossover.csv", 10,
-                               4.0 * (1 << 30))))
+    if ((rc = sw_common_finish(&common, &c->common, "results/crossover.csv", 10, 4.0 * (1 << 30))))
         return rc;
     if (!common.min_time) c->common.min_time = 0.1;
     return 0;
 }
 
 /* The two kernels compared, for a causal flag. */
-static la_kernel softmax_kernel(void) { return LA_KERNEL_SOFTMAX; }
-static la_kernel linear_kernel(void) { return LA_KERNEL_LINEAR; }
+static la_kernel softmax_kernel(void)
+{
+    return LA_KERNEL_SOFTMAX;
+}
+static la_kernel linear_kernel(void)
+{
+    return LA_KERNEL_LINEAR;
+}
 
 static void problem_for(la_problem *p, size_t heads, size_t n, size_t d, int causal)
 {
@@ -126,8 +132,10 @@ static double predicted_crossover(size_t heads, size_t d, int causal)
     while (hi - lo > 1) { /* invariant: softmax cheaper at lo, dearer at hi */
         size_t mid = lo + (hi - lo) / 2;
         if (model_flops(heads, mid, d, causal, &s, &l) != 0) return NAN;
-        if (s > l) hi = mid;
-        else lo = mid;
+        if (s > l)
+            hi = mid;
+        else
+            lo = mid;
     }
     return (double)hi;
 }
@@ -174,21 +182,22 @@ static int time_point(runner *r, size_t d, int causal, size_t n, const char *sta
     /* budget: the softmax call is the slower; an optimistic 20 GFLOP/s */
     const char *status = "ok";
     res_timing ts = {0}, tl = {0};
-    if (cost.io_bytes + cost.workspace_bytes > c->common.max_mem) status = "skipped_mem";
-    else if (fs / 20e9 > c->common.max_seconds) status = "skipped_time";
+    if (cost.io_bytes + cost.workspace_bytes > c->common.max_mem)
+        status = "skipped_mem";
+    else if (fs / 20e9 > c->common.max_seconds)
+        status = "skipped_time";
     else {
         size_t elems = c->heads * n * d;
         in_rng g = in_rng_for(c->common.seed, "crossover");
         in_fill_normal_f32(&g, r->q, elems, 1.0);
         in_fill_normal_f32(&g, r->k, elems, 1.0);
         in_fill_normal_f32(&g, r->v, elems, 1.0);
-        la_status st = sw_time_kernel(softmax_kernel(), &p, r->q, r->k, r->v, r->out,
-                                      &c->common, &ts);
+        la_status st =
+            sw_time_kernel(softmax_kernel(), &p, r->q, r->k, r->v, r->out, &c->common, &ts);
         if (st == LA_OK)
             st = sw_time_kernel(linear_kernel(), &p, r->q, r->k, r->v, r->out, &c->common, &tl);
         if (st != LA_OK) {
-            fprintf(stderr, "\nlinattn: crossover: d = %zu, N = %zu: %s\n", d, n,
-                    la_strerror(st));
+            fprintf(stderr, "\nlinattn: crossover: d = %zu, N = %zu: %s\n", d, n, la_strerror(st));
             status = "error";
         } else {
             pt->soft = ts.min_s, pt->lin = tl.min_s, pt->ok = 1;
@@ -202,7 +211,10 @@ static int time_point(runner *r, size_t d, int causal, size_t n, const char *sta
 }
 
 /* log(t_softmax / t_linear): positive when linear is faster */
-static double margin(const point *p) { return log(p->soft / p->lin); }
+static double margin(const point *p)
+{
+    return log(p->soft / p->lin);
+}
 
 /* Measures one (d, causal): sweep, bisect, interpolate. Writes the summary row. */
 static int measure(runner *r, res_file *f, size_t d, int causal)
@@ -234,12 +246,16 @@ static int measure(runner *r, res_file *f, size_t d, int causal)
             below = pt;
             have_below = 1;
         }
-        if (!found && margin(&pt) <= 0) have_prev = 0;
-        else have_prev = 1, prev = pt;
+        if (!found && margin(&pt) <= 0)
+            have_prev = 0;
+        else
+            have_prev = 1, prev = pt;
     }
     double measured = NAN, predicted = predicted_crossover(c->heads, d, causal);
-    if (found && !have_below) status = "below_range"; /* linear already faster at LO */
-    else if (!found && strcmp(status, "ok") == 0) status = "above_range";
+    if (found && !have_below)
+        status = "below_range"; /* linear already faster at LO */
+    else if (!found && strcmp(status, "ok") == 0)
+        status = "above_range";
     if (found && have_below) {
         /* bisection on log N between the bracketing points */
         for (size_t s = 0; s < c->bisect_steps; s++) {
@@ -247,8 +263,10 @@ static int measure(runner *r, res_file *f, size_t d, int causal)
             if (mid <= (size_t)below.n || mid >= (size_t)above.n) break;
             if (time_point(r, d, causal, mid, "bisect", &pt) != 0) return -1;
             if (!pt.ok) break;
-            if (margin(&pt) > 0) above = pt;
-            else below = pt;
+            if (margin(&pt) > 0)
+                above = pt;
+            else
+                below = pt;
         }
         /* log-linear interpolation of the margin to zero */
         double m0 = margin(&below), m1 = margin(&above);
@@ -257,15 +275,19 @@ static int measure(runner *r, res_file *f, size_t d, int causal)
         measured = exp(x);
     }
     char pred_text[32] = "", meas_text[32] = "", lo_text[32] = "", hi_text[32] = "";
-    if (isfinite(predicted) && predicted > 0) snprintf(pred_text, sizeof pred_text, "%.0f", predicted);
+    if (isfinite(predicted) && predicted > 0)
+        snprintf(pred_text, sizeof pred_text, "%.0f", predicted);
     if (isfinite(measured)) snprintf(meas_text, sizeof meas_text, "%.1f", measured);
     if (have_below) snprintf(lo_text, sizeof lo_text, "%.0f", below.n);
     if (found) snprintf(hi_text, sizeof hi_text, "%.0f", above.n);
     printf("crossover: d = %3zu %-10s measured N = %-8s (bracket %s..%s)  predicted by FLOPs "
            "N = %s%s\n",
-           d, causal ? "causal" : "non-causal", meas_text[0] ? meas_text : "-", lo_text,
-           hi_text, pred_text[0] ? pred_text : "-",
-           strcmp(status, "ok") ? (strcmp(status, "below_range") == 0 ? "  (linear faster at the smallest N)" : "  (not reached)") : "");
+           d, causal ? "causal" : "non-causal", meas_text[0] ? meas_text : "-", lo_text, hi_text,
+           pred_text[0] ? pred_text : "-",
+           strcmp(status, "ok")
+               ? (strcmp(status, "below_range") == 0 ? "  (linear faster at the smallest N)"
+                                                     : "  (not reached)")
+               : "");
     return res_row(f, "%zu,%d,%zu,%d,%s,%s,%s,%s,%s,%s,%s", d, causal, c->heads,
                    la_get_num_threads(), status, meas_text, lo_text, hi_text, pred_text,
                    causal ? "softmax_causal" : "softmax",

@@ -51,7 +51,7 @@ static int parse(int argc, char **argv, config *c)
     const char *tokens = NULL, *d = NULL, *heads = NULL, *bins = NULL;
     sw_common_text common = {0};
     const cli_flag flags[] = {
-        {"tokens", &tokens, NULL}, {"d", &d, NULL}, {"heads", &heads, NULL},
+        {"tokens", &tokens, NULL},          {"d", &d, NULL},         {"heads", &heads, NULL},
         {"bins-per-doubling", &bins, NULL}, SW_COMMON_FLAGS(common), {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
@@ -177,8 +177,8 @@ int cmd_decode(int argc, char **argv)
         in_fill_normal_f32(&r, k, n, 1.0);
         in_fill_normal_f32(&r, v, n, 1.0);
         g.q = q, g.k = k, g.v = v;
-        la_status st = la_linear_state_create(&g.state, LA_FLOAT32, H, d, d, LA_FEATURE_ELU1,
-                                              LA_DEFAULT_EPS);
+        la_status st =
+            la_linear_state_create(&g.state, LA_FLOAT32, H, d, d, LA_FEATURE_ELU1, LA_DEFAULT_EPS);
         if (st != LA_OK) {
             fprintf(stderr, "linattn: decode: %s\n", la_strerror(st));
             goto fail;
@@ -193,7 +193,8 @@ int cmd_decode(int argc, char **argv)
         char key0[256];
         snprintf(key0, sizeof key0, "%s,%zu,%zu,%zu,%zu,%d,1,1", name, T, d, d, H, threads);
         if (res_find(f, key0)) { /* --resume: this variant is in the file already */
-            for (int r = 0; r < reps; r++) res_progress_step(&pr, softmax ? r + 1 : reps + r + 1, 1, name);
+            for (int r = 0; r < reps; r++)
+                res_progress_step(&pr, softmax ? r + 1 : reps + r + 1, 1, name);
             continue;
         }
         /* generate reps times; a token's latency is the median over the generations */
@@ -211,7 +212,8 @@ int cmd_decode(int argc, char **argv)
         }
         for (size_t t = 0; t < (size_t)done; t++) {
             int n = 0;
-            for (int r = 0; r < reps_run; r++) scratch[n++] = lat[(size_t)r * T + t];
+            for (int r = 0; r < reps_run; r++)
+                scratch[n++] = lat[(size_t)r * T + t];
             tok[t] = median_of(scratch, (size_t)n);
         }
         /* one row per bin; bins past the budget are recorded as skipped */
@@ -233,8 +235,8 @@ int cmd_decode(int argc, char **argv)
                 double med = median_of(scratch, count); /* sorts scratch */
                 double p10 = scratch[(size_t)floor(0.1 * (double)(count - 1))];
                 double p90 = scratch[(size_t)ceil(0.9 * (double)(count - 1))];
-                if (res_row(f, "%s,ok,%zu,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e", key, count, med, mn,
-                            mx, p10, p90, cumulative))
+                if (res_row(f, "%s,ok,%zu,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e", key, count, med, mn, mx,
+                            p10, p90, cumulative))
                     goto fail;
             } else if (res_row(f, "%s,%s,%zu,,,,,,", key, mem_ok ? "skipped_time" : "skipped_mem",
                                count)) {

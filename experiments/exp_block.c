@@ -5,8 +5,8 @@
  * two LayerNorms, and the rest (residual adds and copies: the layer minus the parts).
  * Shows where attention starts to dominate (N ≫ D) and how linear attention removes
  * that. Writes results/block.csv (`linattn block` runs one layer on .npy input). */
-#include "commands.h"
 #include "cli.h"
+#include "commands.h"
 #include "inputs.h"
 #include "linattn.h"
 #include "results.h"
@@ -63,8 +63,8 @@ static int parse(int argc, char **argv, config *c)
     const char *n = NULL, *d = NULL, *heads = NULL, *dff = NULL;
     sw_common_text common = {0};
     const cli_flag flags[] = {
-        {"n", &n, NULL},        {"d-model", &d, NULL},   {"heads", &heads, NULL},
-        {"d-ff", &dff, NULL},   SW_COMMON_FLAGS(common), {NULL, NULL, NULL},
+        {"n", &n, NULL},      {"d-model", &d, NULL},   {"heads", &heads, NULL},
+        {"d-ff", &dff, NULL}, SW_COMMON_FLAGS(common), {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
@@ -99,8 +99,8 @@ static int run_call(void *ctx)
     case 0: c->status = la_encoder_layer_f32(c->lc, c->w, 1, c->n, c->x, 0, NULL, c->out); break;
     case 1:
         c->status = la_mha_f32(c->lc, 1, c->n, c->n, c->x, c->x, 0, NULL, W(LA_W_SELF_IN_WEIGHT),
-                               W(LA_W_SELF_IN_BIAS), W(LA_W_SELF_OUT_WEIGHT),
-                               W(LA_W_SELF_OUT_BIAS), c->out);
+                               W(LA_W_SELF_IN_BIAS), W(LA_W_SELF_OUT_WEIGHT), W(LA_W_SELF_OUT_BIAS),
+                               c->out);
         break;
     case 2: c->status = la_attention_f32(c->lc->attention, c->p, c->q, c->k, c->v, c->out); break;
     case 3:
@@ -111,8 +111,8 @@ static int run_call(void *ctx)
         c->status = la_layer_norm_f32(c->n, D, c->x, W(LA_W_NORM1_WEIGHT), W(LA_W_NORM1_BIAS),
                                       c->lc->norm_eps, c->out);
         if (c->status == LA_OK)
-            c->status = la_layer_norm_f32(c->n, D, c->x, W(LA_W_NORM2_WEIGHT),
-                                          W(LA_W_NORM2_BIAS), c->lc->norm_eps, c->out);
+            c->status = la_layer_norm_f32(c->n, D, c->x, W(LA_W_NORM2_WEIGHT), W(LA_W_NORM2_BIAS),
+                                          c->lc->norm_eps, c->out);
         break;
     }
 #undef W
@@ -146,7 +146,8 @@ int cmd_block_sweep(int argc, char **argv)
     }
     res_progress pr;
     double total_work = 0;
-    for (size_t i = 0; i < n_points; i++) total_work += 2.0 * (double)ns[i] * (double)ns[i];
+    for (size_t i = 0; i < n_points; i++)
+        total_work += 2.0 * (double)ns[i] * (double)ns[i];
     res_progress_start(&pr, "block", (int)(2 * n_points), total_work);
     int point = 0;
 
@@ -178,13 +179,13 @@ int cmd_block_sweep(int argc, char **argv)
                 fprintf(stderr, "linattn: block-sweep: cost model: %s\n", la_strerror(st));
                 goto done;
             }
-            double predicted = last_n > 0 ? last_s * pow((double)n / last_n, lin ? 1 : 2)
-                                          : cost.total / 20e9;
+            double predicted =
+                last_n > 0 ? last_s * pow((double)n / last_n, lin ? 1 : 2) : cost.total / 20e9;
             double bytes = cost.weight_bytes + cost.activation_bytes + cost.workspace_bytes +
                            4.0 * (double)n * (double)D * 5;
-            const char *skip = bytes > c.common.max_mem ? "skipped_mem"
+            const char *skip = bytes > c.common.max_mem                     ? "skipped_mem"
                                : (over || predicted > c.common.max_seconds) ? "skipped_time"
-                                                                             : NULL;
+                                                                            : NULL;
             if (skip) {
                 if (strcmp(skip, "skipped_time") == 0) over = 1;
                 for (int ci = 0; ci <= N_COMPONENTS; ci++)
@@ -233,7 +234,8 @@ int cmd_block_sweep(int argc, char **argv)
                                           cost.layer_norm, cost.residual};
             const res_timing *timing[N_COMPONENTS] = {&t[2], NULL, &t[3], &t[4], NULL};
             double sum = 0, below = 0;
-            for (int ci = 0; ci < N_COMPONENTS; ci++) sum += parts[ci];
+            for (int ci = 0; ci < N_COMPONENTS; ci++)
+                sum += parts[ci];
             for (int ci = 0; ci < N_COMPONENTS; ci++) {
                 char mn[32] = "", mx[32] = "";
                 if (timing[ci]) {
@@ -241,8 +243,8 @@ int cmd_block_sweep(int argc, char **argv)
                     snprintf(mx, sizeof mx, "%.6e", timing[ci]->max_s);
                 }
                 if (res_row(f, "%s,%zu,%zu,%zu,%zu,%d,%s,ok,%.6e,%s,%s,%.5f,%.5f,%.6e", att, n, D,
-                            H, c.d_ff, threads, components[ci], parts[ci], mn, mx,
-                            parts[ci] / sum, below / sum, flops[ci]))
+                            H, c.d_ff, threads, components[ci], parts[ci], mn, mx, parts[ci] / sum,
+                            below / sum, flops[ci]))
                     goto done;
                 below += parts[ci];
             }

@@ -4,8 +4,8 @@
  * BERT-base and -large, GPT-2 small to XL) with each component's share, all from
  * la_param_counts (the accounting `linattn params` prints for one size). Writes
  * results/params.csv. */
-#include "commands.h"
 #include "cli.h"
+#include "commands.h"
 #include "linattn.h"
 #include "results.h"
 #include "sweep.h"
@@ -94,14 +94,14 @@ static int write_row(res_file *f, const char *kind, const char *name, const la_m
     return res_row(f,
                    "%s,%s,%zu,%zu,%zu,%zu,%zu,%zu,%zu,ok,%llu,%llu,%llu,%llu,%llu,%llu,%llu,"
                    "%llu,%llu,%llu,%.0f,%.0f,%.6e,%.6f,%.6f,%.6e,%.6f",
-                   kind, name, s->d_model, s->heads, s->d_ff, s->encoder_layers,
-                   s->decoder_layers, s->vocab, s->learned_positions,
-                   (unsigned long long)p.mha, (unsigned long long)p.ffn,
-                   (unsigned long long)p.layer_norm, (unsigned long long)p.encoder_layer,
-                   (unsigned long long)p.decoder_layer, (unsigned long long)p.encoder,
-                   (unsigned long long)p.decoder, (unsigned long long)p.embedding,
-                   (unsigned long long)p.positional, (unsigned long long)p.total, exact,
-                   approx, gap, attention / total, ffn / total, norms / total, embed / total);
+                   kind, name, s->d_model, s->heads, s->d_ff, s->encoder_layers, s->decoder_layers,
+                   s->vocab, s->learned_positions, (unsigned long long)p.mha,
+                   (unsigned long long)p.ffn, (unsigned long long)p.layer_norm,
+                   (unsigned long long)p.encoder_layer, (unsigned long long)p.decoder_layer,
+                   (unsigned long long)p.encoder, (unsigned long long)p.decoder,
+                   (unsigned long long)p.embedding, (unsigned long long)p.positional,
+                   (unsigned long long)p.total, exact, approx, gap, attention / total, ffn / total,
+                   norms / total, embed / total);
 }
 
 int cmd_params_sweep(int argc, char **argv)
@@ -137,8 +137,8 @@ int cmd_params_sweep(int argc, char **argv)
         if (la_param_counts(&s, &p) == LA_OK)
             printf("params: %-16s %13llu parameters (layers %llu, 12D² rule %llu, gap %.2f%%)\n",
                    m->name, (unsigned long long)p.total,
-                   (unsigned long long)(p.encoder + p.decoder),
-                   (unsigned long long)p.approx_12d2, 100 * p.approx_gap);
+                   (unsigned long long)(p.encoder + p.decoder), (unsigned long long)p.approx_12d2,
+                   100 * p.approx_gap);
     }
     printf("params: wrote %s\n", res_path(f));
     if (res_close(f) != 0) rc = 1;

@@ -7,7 +7,8 @@ in_rng in_rng_for(uint64_t seed, const char *label)
 {
     /* FNV-1a of the label, mixed with the seed */
     uint64_t h = 1469598103934665603ull;
-    for (const char *c = label; c && *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    for (const char *c = label; c && *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
     in_rng r = {seed ^ h};
     in_next(&r);
     return r;
@@ -22,7 +23,10 @@ uint64_t in_next(in_rng *r)
     return z ^ (z >> 31);
 }
 
-double in_uniform(in_rng *r) { return (double)(in_next(r) >> 11) * 0x1.0p-53; }
+double in_uniform(in_rng *r)
+{
+    return (double)(in_next(r) >> 11) * 0x1.0p-53;
+}
 
 double in_normal(in_rng *r)
 {
@@ -33,17 +37,20 @@ double in_normal(in_rng *r)
 
 void in_fill_normal_f32(in_rng *r, float *x, size_t n, double sigma)
 {
-    for (size_t i = 0; i < n; i++) x[i] = (float)(sigma * in_normal(r));
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(sigma * in_normal(r));
 }
 
 void in_fill_normal_f64(in_rng *r, double *x, size_t n, double sigma)
 {
-    for (size_t i = 0; i < n; i++) x[i] = sigma * in_normal(r);
+    for (size_t i = 0; i < n; i++)
+        x[i] = sigma * in_normal(r);
 }
 
 void in_f64_to_f32(const double *x, float *out, size_t n)
 {
-    for (size_t i = 0; i < n; i++) out[i] = (float)x[i];
+    for (size_t i = 0; i < n; i++)
+        out[i] = (float)x[i];
 }
 
 /* ‖y − ref‖ / ‖ref‖ given the two sums of squares; +inf when either is not finite. */

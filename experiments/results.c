@@ -98,8 +98,14 @@ static double status_kb(const char *key)
     return bytes;
 }
 
-double res_peak_rss_bytes(void) { return status_kb("VmHWM"); }
-double res_rss_bytes(void) { return status_kb("VmRSS"); }
+double res_peak_rss_bytes(void)
+{
+    return status_kb("VmHWM");
+}
+double res_rss_bytes(void)
+{
+    return status_kb("VmRSS");
+}
 
 /* ---------------------------------------------------------------- machine */
 
@@ -116,7 +122,8 @@ const char *res_cpu_model(void)
             char *colon = strchr(line, ':');
             if (!colon) break;
             colon++;
-            while (*colon == ' ' || *colon == '\t') colon++;
+            while (*colon == ' ' || *colon == '\t')
+                colon++;
             colon[strcspn(colon, "\n")] = 0;
             /* commas would split a CSV field elsewhere; the header is a comment, but keep
              * the string safe to reuse */
@@ -171,8 +178,8 @@ const char *res_git_commit(void)
         return commit;
     }
     /* dirty: tracked files differ from HEAD (untracked files are ignored) */
-    first_line_of("git status --porcelain --untracked-files=no 2>/dev/null | head -n 1",
-                  dirty, sizeof dirty);
+    first_line_of("git status --porcelain --untracked-files=no 2>/dev/null | head -n 1", dirty,
+                  sizeof dirty);
     snprintf(commit, sizeof commit, "%s%s", hash, dirty[0] ? " (dirty)" : "");
     return commit;
 }
@@ -243,7 +250,8 @@ static int store_row(res_file *f, const char *row)
 static int split_columns(res_file *f, const char *columns)
 {
     f->n_columns = 1;
-    for (const char *c = columns; *c; c++) f->n_columns += *c == ',';
+    for (const char *c = columns; *c; c++)
+        f->n_columns += *c == ',';
     f->columns = calloc((size_t)f->n_columns, sizeof *f->columns);
     if (!f->columns) return -1;
     const char *start = columns;
@@ -269,7 +277,8 @@ static void utc_now(char *buf, size_t size)
 static void write_command(FILE *out, int argc, char **argv)
 {
     fputs("build/linattn", out);
-    for (int i = 0; i < argc; i++) fprintf(out, " %s", argv[i]);
+    for (int i = 0; i < argc; i++)
+        fprintf(out, " %s", argv[i]);
     fputc('\n', out);
 }
 
@@ -314,9 +323,8 @@ static int read_existing(res_file *f, const char *columns, char *err, size_t err
     return rc;
 }
 
-res_file *res_open(const char *path, const char *experiment, const char *about,
-                   const char *columns, int n_key, int resume, int argc, char **argv,
-                   char *err, size_t err_size)
+res_file *res_open(const char *path, const char *experiment, const char *about, const char *columns,
+                   int n_key, int resume, int argc, char **argv, char *err, size_t err_size)
 {
     res_file *f = calloc(1, sizeof *f);
     if (!f) {
@@ -357,8 +365,9 @@ res_file *res_open(const char *path, const char *experiment, const char *about,
         fprintf(f->out, "# cpu: %s\n", res_cpu_model());
         fprintf(f->out, "# cores: %d\n", res_cores());
         fprintf(f->out, "# threads: %d\n", la_get_num_threads());
-        fprintf(f->out, "# load_average: %s (other processes competing for the cores add "
-                        "noise to timings)\n",
+        fprintf(f->out,
+                "# load_average: %s (other processes competing for the cores add "
+                "noise to timings)\n",
                 res_load_average());
         fprintf(f->out, "# blis: %s\n", bli_info_get_version_str());
         fprintf(f->out, "# linattn: %s\n", LA_VERSION_STRING);
@@ -409,8 +418,7 @@ static int column_index(const res_file *f, const char *column)
     return -1;
 }
 
-int res_get_str(const res_file *f, const char *row, const char *column, char *buf,
-                size_t size)
+int res_get_str(const res_file *f, const char *row, const char *column, char *buf, size_t size)
 {
     int i = column_index(f, column);
     if (i < 0 || size == 0) return -1;
@@ -499,11 +507,23 @@ fail:
     return NULL;
 }
 
-size_t res_count(const res_file *f) { return f->n_rows; }
-const char *res_row_at(const res_file *f, size_t i) { return i < f->n_rows ? f->rows[i].row : NULL; }
+size_t res_count(const res_file *f)
+{
+    return f->n_rows;
+}
+const char *res_row_at(const res_file *f, size_t i)
+{
+    return i < f->n_rows ? f->rows[i].row : NULL;
+}
 
-const char *res_path(const res_file *f) { return f->path; }
-int res_resumed_rows(const res_file *f) { return f->resumed_rows; }
+const char *res_path(const res_file *f)
+{
+    return f->path;
+}
+int res_resumed_rows(const res_file *f)
+{
+    return f->resumed_rows;
+}
 
 int res_close(res_file *f)
 {
@@ -516,7 +536,8 @@ int res_close(res_file *f)
     }
     free(f->rows);
     if (f->columns)
-        for (int i = 0; i < f->n_columns; i++) free(f->columns[i]);
+        for (int i = 0; i < f->n_columns; i++)
+            free(f->columns[i]);
     free(f->columns);
     free(f->path);
     free(f);
@@ -527,14 +548,17 @@ int res_close(res_file *f)
 
 void res_format_duration(double s, char *buf, size_t size)
 {
-    if (!(s >= 0) || s > 1e7) snprintf(buf, size, "?");
-    else if (s < 60) snprintf(buf, size, "%.1fs", s);
-    else if (s < 3600) snprintf(buf, size, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-    else snprintf(buf, size, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+    if (!(s >= 0) || s > 1e7)
+        snprintf(buf, size, "?");
+    else if (s < 60)
+        snprintf(buf, size, "%.1fs", s);
+    else if (s < 3600)
+        snprintf(buf, size, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+    else
+        snprintf(buf, size, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
 }
 
-void res_progress_start(res_progress *pr, const char *label, int total_points,
-                        double total_work)
+void res_progress_start(res_progress *pr, const char *label, int total_points, double total_work)
 {
     pr->label = label;
     pr->total_points = total_points;
@@ -555,9 +579,10 @@ void res_progress_step(res_progress *pr, int point, double work, const char *wha
     res_format_duration(elapsed, e, sizeof e);
     if (done > 0 && done < pr->total_work)
         res_format_duration(elapsed * (pr->total_work - done) / done, r, sizeof r);
-    else snprintf(r, sizeof r, "?");
-    fprintf(stderr, "\r\033[K[%s] point %d/%d  elapsed %s  remaining ~%s  %s", pr->label,
-            point, pr->total_points, e, r, what ? what : "");
+    else
+        snprintf(r, sizeof r, "?");
+    fprintf(stderr, "\r\033[K[%s] point %d/%d  elapsed %s  remaining ~%s  %s", pr->label, point,
+            pr->total_points, e, r, what ? what : "");
     fflush(stderr);
 }
 
@@ -571,8 +596,7 @@ void res_progress_end(res_progress *pr)
 
 /* ---------------------------------------------------------------- fits */
 
-int res_fit_loglog(const double *x, const double *y, size_t n, double *slope,
-                   double *intercept)
+int res_fit_loglog(const double *x, const double *y, size_t n, double *slope, double *intercept)
 {
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
     int used = 0;

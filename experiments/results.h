@@ -25,7 +25,7 @@ double res_now(void);
 
 typedef struct {
     double median_s, min_s, max_s; /* over the timed repetitions */
-    int reps;                       /* repetitions timed */
+    int reps;                      /* repetitions timed */
 } res_timing;
 
 /* Times body(ctx): one warm-up call, then repetitions until at least min_reps were timed
@@ -62,9 +62,8 @@ typedef struct res_file res_file;
  * appended after a `# resumed:` comment; otherwise the file is created anew with the
  * metadata header. argv is the command line recorded in the header; about is one line
  * on what the file holds. Returns NULL and a one-line reason in err on failure. */
-res_file *res_open(const char *path, const char *experiment, const char *about,
-                   const char *columns, int n_key, int resume, int argc, char **argv,
-                   char *err, size_t err_size);
+res_file *res_open(const char *path, const char *experiment, const char *about, const char *columns,
+                   int n_key, int resume, int argc, char **argv, char *err, size_t err_size);
 
 /* The stored row whose key (its first n_key fields, joined by commas) equals key, from
  * the resumed file or written since (the latest when there are several: a point skipped
@@ -75,8 +74,7 @@ const char *res_find(const res_file *f, const char *key);
  * does not exist or the field is not a number. */
 int res_get(const res_file *f, const char *row, const char *column, double *out);
 /* The same for a text field: copies it into buf (truncated to size - 1). */
-int res_get_str(const res_file *f, const char *row, const char *column, char *buf,
-                size_t size);
+int res_get_str(const res_file *f, const char *row, const char *column, char *buf, size_t size);
 
 /* Appends one row (printf-style, without the newline) and flushes it to disk.
  * Returns 0, or -1 when the write failed. */
@@ -89,7 +87,7 @@ int res_comment(res_file *f, const char *fmt, ...) __attribute__((format(printf,
  * columns, the first n_key of them the key. res_find, res_get and res_row_at work on it.
  * Returns NULL and a reason in err when it cannot be read. */
 res_file *res_load(const char *path, int n_key, char *err, size_t err_size);
-size_t res_count(const res_file *f);                  /* rows held */
+size_t res_count(const res_file *f);                 /* rows held */
 const char *res_row_at(const res_file *f, size_t i); /* row i, in file order */
 
 const char *res_path(const res_file *f);
@@ -104,7 +102,7 @@ int res_close(res_file *f);
 const char *res_cpu_model(void);
 int res_cores(void);
 const char *res_load_average(void); /* "0.12 0.30 0.25" from /proc/loadavg, or "unknown" */
-const char *res_git_commit(void); /* "abc1234", "abc1234 (dirty)" or "unknown" */
+const char *res_git_commit(void);   /* "abc1234", "abc1234 (dirty)" or "unknown" */
 
 /* ---------------------------------------------------------------- progress */
 
@@ -120,8 +118,7 @@ typedef struct {
     int tty;
 } res_progress;
 
-void res_progress_start(res_progress *pr, const char *label, int total_points,
-                        double total_work);
+void res_progress_start(res_progress *pr, const char *label, int total_points, double total_work);
 void res_progress_step(res_progress *pr, int point, double work, const char *what);
 void res_progress_end(res_progress *pr);
 
@@ -130,8 +127,7 @@ void res_progress_end(res_progress *pr);
 /* Least-squares fit of log(y) = slope · log(x) + intercept over the n points (x, y > 0;
  * other points are ignored). Returns the number of points used (slope and intercept are
  * set only when it is >= 2). */
-int res_fit_loglog(const double *x, const double *y, size_t n, double *slope,
-                   double *intercept);
+int res_fit_loglog(const double *x, const double *y, size_t n, double *slope, double *intercept);
 
 /* "1.5s", "2m05s", "1h02m" */
 void res_format_duration(double seconds, char *buf, size_t size);

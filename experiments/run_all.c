@@ -4,8 +4,8 @@
  * files: fitted scaling exponents, crossover lengths, decode speed-up, worst float32
  * errors, the parameter table, where attention starts to dominate a layer, and the paths
  * of what was written. */
-#include "commands.h"
 #include "cli.h"
+#include "commands.h"
 #include "linattn.h"
 #include "results.h"
 #include "sweep.h"
@@ -44,9 +44,8 @@ const char *const cmd_results_help =
     "                   rendering the figures)\n";
 
 enum { N_EXPERIMENTS = 6, MAX_ARGS = 32 };
-static const char *const experiment_names[] = {"scaling",  "crossover",    "decode",
-                                               "accuracy", "params-sweep", "block-sweep",
-                                               NULL};
+static const char *const experiment_names[] = {"scaling",      "crossover",   "decode", "accuracy",
+                                               "params-sweep", "block-sweep", NULL};
 
 typedef struct {
     const char *out_dir, *plots_dir;
@@ -58,9 +57,12 @@ static int parse(int argc, char **argv, config *c)
 {
     const char *out_dir = NULL, *plots_dir = NULL, *only = NULL;
     const cli_flag flags[] = {
-        {"out-dir", &out_dir, NULL}, {"plots-dir", &plots_dir, NULL},
-        {"only", &only, NULL},       {"resume", NULL, &c->resume},
-        {"quick", NULL, &c->quick},  {"summary", NULL, &c->summary_only},
+        {"out-dir", &out_dir, NULL},
+        {"plots-dir", &plots_dir, NULL},
+        {"only", &only, NULL},
+        {"resume", NULL, &c->resume},
+        {"quick", NULL, &c->quick},
+        {"summary", NULL, &c->summary_only},
         {"no-summary", NULL, &c->no_summary},
         {NULL, NULL, NULL},
     };
@@ -68,7 +70,8 @@ static int parse(int argc, char **argv, config *c)
     if (rc) return rc;
     c->out_dir = out_dir ? out_dir : "results";
     c->plots_dir = plots_dir ? plots_dir : "plots";
-    for (int i = 0; i < N_EXPERIMENTS; i++) c->selected[i] = 1;
+    for (int i = 0; i < N_EXPERIMENTS; i++)
+        c->selected[i] = 1;
     if (only) {
         memset(c->selected, 0, sizeof c->selected);
         char buf[64];
@@ -131,8 +134,9 @@ static void configure(int which, const config *c, args *a)
         if (q) arg(a, "--min-time"), arg(a, "0.02");
         break;
     case 1:
-        if (q) arg(a, "--d"), arg(a, "16,64"), arg(a, "--n"), arg(a, "16:1024"),
-            arg(a, "--min-time"), arg(a, "0.02"), arg(a, "--bisect-steps"), arg(a, "2");
+        if (q)
+            arg(a, "--d"), arg(a, "16,64"), arg(a, "--n"), arg(a, "16:1024"), arg(a, "--min-time"),
+                arg(a, "0.02"), arg(a, "--bisect-steps"), arg(a, "2");
         break;
     case 2:
         arg(a, "--tokens"), arg(a, q ? "256" : "4096");
@@ -184,8 +188,7 @@ static res_file *load(const config *c, const char *file, int n_key)
 static int is_ok(const res_file *f, const char *row)
 {
     char status[32];
-    return res_get_str(f, row, "status", status, sizeof status) == 0 &&
-           strcmp(status, "ok") == 0;
+    return res_get_str(f, row, "status", status, sizeof status) == 0 && strcmp(status, "ok") == 0;
 }
 
 static void summary_scaling(const config *c)
@@ -202,7 +205,8 @@ static void summary_scaling(const config *c)
         if (res_get(f, row, "fitted_exponent", &e) == 0 && res_get(f, row, "fit_n_min", &lo) == 0 &&
             res_get(f, row, "fit_n_max", &hi) == 0)
             printf("  %-24s e = %.2f  (theory %.0f, N = %.0f..%.0f)\n", name, e, theory, lo, hi);
-        else printf("  %-24s too few points to fit\n", name);
+        else
+            printf("  %-24s too few points to fit\n", name);
     }
     res_close(f);
 }
@@ -229,10 +233,14 @@ static void summary_crossover(const config *c)
                     continue;
                 res_get_str(f, r2, "status", status, sizeof status);
                 char m[32] = "-", p[32] = "-";
-                if (res_get(f, r2, "measured_crossover_n", &meas) == 0) snprintf(m, sizeof m, "%.0f", meas);
-                else if (strcmp(status, "below_range") == 0) snprintf(m, sizeof m, "below range");
-                else if (strcmp(status, "above_range") == 0) snprintf(m, sizeof m, "above range");
-                if (res_get(f, r2, "predicted_crossover_n", &pred) == 0) snprintf(p, sizeof p, "%.0f", pred);
+                if (res_get(f, r2, "measured_crossover_n", &meas) == 0)
+                    snprintf(m, sizeof m, "%.0f", meas);
+                else if (strcmp(status, "below_range") == 0)
+                    snprintf(m, sizeof m, "below range");
+                else if (strcmp(status, "above_range") == 0)
+                    snprintf(m, sizeof m, "above range");
+                if (res_get(f, r2, "predicted_crossover_n", &pred) == 0)
+                    snprintf(p, sizeof p, "%.0f", pred);
                 snprintf(cell[k], sizeof cell[k], "%s / %s", m, p);
             }
         }
@@ -268,9 +276,9 @@ static void summary_accuracy(const config *c)
 {
     res_file *f = load(c, "accuracy.csv", 12);
     if (!f) return;
-    static const char *const kernels[] = {"softmax", "softmax_materialized", "softmax_causal",
-                                          "hard", "linear", "linear_causal_chunked",
-                                          "linear_causal_recurrent"};
+    static const char *const kernels[] = {
+        "softmax", "softmax_materialized",  "softmax_causal",         "hard",
+        "linear",  "linear_causal_chunked", "linear_causal_recurrent"};
     printf("\nAccuracy: worst relative error of the float32 kernels against the float64 "
            "reference\n ");
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
@@ -286,7 +294,9 @@ static void summary_accuracy(const config *c)
             if (res_get(f, row, "rel_error", &e) != 0) e = INFINITY;
             if (e > worst) worst = e;
         }
-        if (worst >= 0) printf(" %s %.1e%s", kernels[k], worst, k + 1 < sizeof kernels / sizeof kernels[0] ? "," : "");
+        if (worst >= 0)
+            printf(" %s %.1e%s", kernels[k], worst,
+                   k + 1 < sizeof kernels / sizeof kernels[0] ? "," : "");
     }
     printf("\n");
     res_close(f);
@@ -296,8 +306,9 @@ static void summary_params(const config *c)
 {
     res_file *f = load(c, "params.csv", 1);
     if (!f) return;
-    printf("\nParameters of the standard models: the whole model, its layers exactly, and the 12D²\n"
-           "rule for the layers (16D² per decoder layer); gap = (exact − rule) / exact\n");
+    printf(
+        "\nParameters of the standard models: the whole model, its layers exactly, and the 12D²\n"
+        "rule for the layers (16D² per decoder layer); gap = (exact − rule) / exact\n");
     printf("  %-16s %5s %3s %5s %6s %14s %14s %15s %7s\n", "model", "D", "H", "d_ff", "layers",
            "total", "layers exact", "12D² rule", "gap");
     for (size_t i = 0; i < res_count(f); i++) {
@@ -410,8 +421,8 @@ int cmd_results(int argc, char **argv)
     int failed = 0;
     printf("linattn results: the default suite%s on %s, %d cores, %d threads (load average "
            "%s)\n",
-           c.quick ? " (--quick sizes)" : "", res_cpu_model(), res_cores(),
-           la_get_num_threads(), res_load_average());
+           c.quick ? " (--quick sizes)" : "", res_cpu_model(), res_cores(), la_get_num_threads(),
+           res_load_average());
     double load1 = strtod(res_load_average(), NULL);
     if (load1 > 0.5)
         printf("note: other processes are keeping the cores busy (load %.2f): the timings\n"
@@ -422,7 +433,8 @@ int cmd_results(int argc, char **argv)
         args a;
         configure(i, &c, &a);
         printf("\n== linattn");
-        for (int k = 0; k < a.argc; k++) printf(" %s", a.argv[k]);
+        for (int k = 0; k < a.argc; k++)
+            printf(" %s", a.argv[k]);
         printf("\n");
         fflush(stdout);
         double t0 = res_now();

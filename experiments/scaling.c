@@ -99,8 +99,7 @@ static int parse_variants(const char *s, int *selected)
 /* Returns 0, or 2 after one line on stderr. */
 static int parse(int argc, char **argv, config *c)
 {
-    const char *n = NULL, *factor = NULL, *d = NULL, *heads = NULL, *batch = NULL,
-               *list = NULL;
+    const char *n = NULL, *factor = NULL, *d = NULL, *heads = NULL, *batch = NULL, *list = NULL;
     sw_common_text common = {0};
     const cli_flag flags[] = {
         {"n", &n, NULL},         {"factor", &factor, NULL}, {"d", &d, NULL},
@@ -110,7 +109,8 @@ static int parse(int argc, char **argv, config *c)
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
     c->lo = 128, c->hi = 65536, c->d = 64, c->heads = 8, c->batch = 1, c->factor = 2;
-    for (int i = 0; i < N_VARIANTS; i++) c->selected[i] = 1;
+    for (int i = 0; i < N_VARIANTS; i++)
+        c->selected[i] = 1;
     if (n && (rc = sw_parse_range("--n", n, &c->lo, &c->hi))) return rc;
     if (factor) {
         if ((rc = cli_parse_double("--factor", factor, &c->factor))) return rc;
@@ -120,8 +120,7 @@ static int parse(int argc, char **argv, config *c)
     if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
     if (batch && (rc = sw_parse_positive("--batch", batch, &c->batch))) return rc;
     if (list && (rc = parse_variants(list, c->selected))) return rc;
-    return sw_common_finish(&common, &c->common, "results/scaling.csv", 20,
-                            8.0 * (1 << 30));
+    return sw_common_finish(&common, &c->common, "results/scaling.csv", 20, 8.0 * (1 << 30));
 }
 
 /* <out without .csv>_fit.csv */
@@ -153,8 +152,8 @@ static int write_fits(res_file *f, const config *c, int argc, char **argv)
         size_t n = 0;
         for (size_t i = 0; i < n_points; i++) {
             char key[256], status[32];
-            snprintf(key, sizeof key, "%s,%zu,%zu,%zu,%zu,%zu,%d", variants[vi].name, ns[i],
-                     c->d, c->d, c->heads, c->batch, la_get_num_threads());
+            snprintf(key, sizeof key, "%s,%zu,%zu,%zu,%zu,%zu,%d", variants[vi].name, ns[i], c->d,
+                     c->d, c->heads, c->batch, la_get_num_threads());
             const char *row = res_find(f, key);
             double t;
             if (row && res_get_str(f, row, "status", status, sizeof status) == 0 &&
@@ -165,7 +164,8 @@ static int write_fits(res_file *f, const config *c, int argc, char **argv)
         }
         size_t from = n / 2; /* the upper half of the curve */
         double slope = NAN, intercept = NAN;
-        int used = n - from >= 2 ? res_fit_loglog(x + from, y + from, n - from, &slope, &intercept) : 0;
+        int used =
+            n - from >= 2 ? res_fit_loglog(x + from, y + from, n - from, &slope, &intercept) : 0;
         if (used >= 2) {
             res_row(fit, "%s,%g,%.4f,%.6e,%.0f,%.0f,%d", variants[vi].name, variants[vi].theory,
                     slope, exp(intercept), x[from], x[n - 1], used);
@@ -201,7 +201,8 @@ int cmd_scaling(int argc, char **argv)
     size_t n_points = sw_geometric(c.lo, c.hi, c.factor, ns, MAX_POINTS);
     track tracks[N_VARIANTS] = {{0}};
     int n_selected = 0;
-    for (int vi = 0; vi < N_VARIANTS; vi++) n_selected += tracks[vi].selected = c.selected[vi];
+    for (int vi = 0; vi < N_VARIANTS; vi++)
+        n_selected += tracks[vi].selected = c.selected[vi];
     const int threads = la_get_num_threads();
     const size_t B = c.batch, H = c.heads, d = c.d;
 
@@ -242,8 +243,8 @@ int cmd_scaling(int argc, char **argv)
             la_problem p;
             la_problem_init(&p, B, H, n, n, d, d);
             p.causal = var->causal;
-            p.workspace_limit = c.common.max_mem < (double)SIZE_MAX ? (size_t)c.common.max_mem
-                                                                    : SIZE_MAX;
+            p.workspace_limit =
+                c.common.max_mem < (double)SIZE_MAX ? (size_t)c.common.max_mem : SIZE_MAX;
             la_cost cost;
             la_status st = la_attention_cost(var->kernel, &p, LA_FLOAT32, &cost);
             if (st != LA_OK) {
@@ -262,7 +263,8 @@ int cmd_scaling(int argc, char **argv)
             const char *status = "ok";
             res_timing t = {0};
             double baseline = -1, peak = -1;
-            if (bytes > c.common.max_mem) status = "skipped_mem";
+            if (bytes > c.common.max_mem)
+                status = "skipped_mem";
             else if (tr->over_time || predicted > c.common.max_seconds) {
                 status = "skipped_time";
                 tr->over_time = 1;
@@ -289,10 +291,11 @@ int cmd_scaling(int argc, char **argv)
                 la_status ks = sw_time_kernel(var->kernel, &p, q, k, v, out, &c.common, &t);
                 peak = res_peak_rss_bytes();
                 if (ks != LA_OK) {
-                    if (ks == LA_EBUDGET) status = "skipped_mem";
+                    if (ks == LA_EBUDGET)
+                        status = "skipped_mem";
                     else {
-                        fprintf(stderr, "\nlinattn: scaling: %s at N = %zu: %s\n", var->name,
-                                n, la_strerror(ks));
+                        fprintf(stderr, "\nlinattn: scaling: %s at N = %zu: %s\n", var->name, n,
+                                la_strerror(ks));
                         status = "error";
                     }
                 } else {
@@ -300,13 +303,13 @@ int cmd_scaling(int argc, char **argv)
                 }
             }
             if (strcmp(status, "ok") == 0)
-                rc = res_row(f, "%s,ok,%d,%.6e,%.6e,%.6e,%.4f,%.6e,%.0f,%.0f,%.0f,%.0f,%.4g",
-                             key, t.reps, t.median_s, t.min_s, t.max_s,
+                rc = res_row(f, "%s,ok,%d,%.6e,%.6e,%.6e,%.4f,%.6e,%.0f,%.0f,%.0f,%.0f,%.4g", key,
+                             t.reps, t.median_s, t.min_s, t.max_s,
                              cost.flops_total / t.median_s / 1e9, cost.flops_total,
                              cost.workspace_bytes, cost.io_bytes, baseline, peak, predicted);
             else
-                rc = res_row(f, "%s,%s,0,,,,,%.6e,%.0f,%.0f,,,%.4g", key, status,
-                             cost.flops_total, cost.workspace_bytes, cost.io_bytes, predicted);
+                rc = res_row(f, "%s,%s,0,,,,,%.6e,%.0f,%.0f,,,%.4g", key, status, cost.flops_total,
+                             cost.workspace_bytes, cost.io_bytes, predicted);
             if (rc) fprintf(stderr, "linattn: %s: write failed\n", res_path(f));
         }
     }

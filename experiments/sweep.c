@@ -23,9 +23,12 @@ int sw_parse_bytes(const char *flag, const char *s, double *out)
     errno = 0;
     double v = strtod(s, &end);
     double unit = 1;
-    if (*end == 'K' || *end == 'k') unit = 1024.0, end++;
-    else if (*end == 'M' || *end == 'm') unit = 1024.0 * 1024, end++;
-    else if (*end == 'G' || *end == 'g') unit = 1024.0 * 1024 * 1024, end++;
+    if (*end == 'K' || *end == 'k')
+        unit = 1024.0, end++;
+    else if (*end == 'M' || *end == 'm')
+        unit = 1024.0 * 1024, end++;
+    else if (*end == 'G' || *end == 'g')
+        unit = 1024.0 * 1024 * 1024, end++;
     if (*end == 'B' || *end == 'b') end++;
     if (errno || !s[0] || *end || !isfinite(v) || v <= 0)
         return cli_fail(flag, "'%s' is not a size such as 8G, 512M or 1000000", s);
@@ -73,8 +76,8 @@ int sw_parse_size_list(const char *flag, const char *s, size_t *out, size_t max,
     return 0;
 }
 
-int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out,
-                     double max_seconds, double max_mem)
+int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, double max_seconds,
+                     double max_mem)
 {
     size_t sz;
     int rc;
@@ -130,9 +133,8 @@ static int run_kernel_call(void *ctx)
     return c->status != LA_OK;
 }
 
-la_status sw_time_kernel(la_kernel kernel, const la_problem *p, const float *q,
-                         const float *k, const float *v, float *out, const sw_common *c,
-                         res_timing *t)
+la_status sw_time_kernel(la_kernel kernel, const la_problem *p, const float *q, const float *k,
+                         const float *v, float *out, const sw_common *c, res_timing *t)
 {
     kernel_call call = {kernel, p, q, k, v, out, LA_OK};
     if (res_time(run_kernel_call, &call, c->min_reps, 1000, c->min_time, 1.0, t) != 0)

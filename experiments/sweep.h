@@ -28,33 +28,35 @@ typedef struct {
 } sw_common_text;
 
 /* Entries for a cli_flag table: {..., SW_COMMON_FLAGS(text), {NULL, NULL, NULL}} */
-#define SW_COMMON_FLAGS(t)                                                                 \
-    {"out", &(t).out, NULL}, {"resume", NULL, &(t).resume},                                \
-        {"max-seconds", &(t).max_seconds, NULL}, {"max-mem", &(t).max_mem, NULL},          \
-        {"threads", &(t).threads, NULL}, {"seed", &(t).seed, NULL},                        \
-        {"reps", &(t).reps, NULL}, {"min-time", &(t).min_time, NULL}
+#define SW_COMMON_FLAGS(t)                                                                         \
+    {"out", &(t).out, NULL}, {"resume", NULL, &(t).resume},                                        \
+        {"max-seconds", &(t).max_seconds, NULL}, {"max-mem", &(t).max_mem, NULL},                  \
+        {"threads", &(t).threads, NULL}, {"seed", &(t).seed, NULL}, {"reps", &(t).reps, NULL},     \
+    {                                                                                              \
+        "min-time", &(t).min_time, NULL                                                            \
+    }
 
 /* Help text for the shared flags. */
-#define SW_COMMON_HELP                                                                     \
-    "  --out PATH         results file (CSV with a # metadata header)\n"                    \
-    "  --resume           keep the points already in PATH, measure only the missing ones\n" \
-    "  --max-seconds S    skip (and record as skipped) a kernel call predicted to take\n"   \
-    "                     longer than S seconds\n"                                          \
-    "  --max-mem SIZE     skip (and record) a point predicted to hold more than SIZE\n"     \
-    "                     bytes (suffixes K, M, G)\n"                                       \
-    "  --threads T        kernel threads (default: LA_NUM_THREADS or all cores)\n"          \
-    "  --seed N           seed of the random inputs (default 1)\n"                          \
-    "  --reps N           at least N timed repetitions per point (default 3)\n"             \
+#define SW_COMMON_HELP                                                                             \
+    "  --out PATH         results file (CSV with a # metadata header)\n"                           \
+    "  --resume           keep the points already in PATH, measure only the missing ones\n"        \
+    "  --max-seconds S    skip (and record as skipped) a kernel call predicted to take\n"          \
+    "                     longer than S seconds\n"                                                 \
+    "  --max-mem SIZE     skip (and record) a point predicted to hold more than SIZE\n"            \
+    "                     bytes (suffixes K, M, G)\n"                                              \
+    "  --threads T        kernel threads (default: LA_NUM_THREADS or all cores)\n"                 \
+    "  --seed N           seed of the random inputs (default 1)\n"                                 \
+    "  --reps N           at least N timed repetitions per point (default 3)\n"                    \
     "  --min-time S       repeat fast points until they took S seconds (default 0.2)\n"
 
 /* Converts the texts given (defaults for the others: out, max_seconds, max_mem as
  * passed, seed 1, 3 repetitions, 0.2 s) and applies --threads. Returns 0 or 2. */
-int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out,
-                     double max_seconds, double max_mem);
+int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, double max_seconds,
+                     double max_mem);
 
 /* Value parsers on top of cli.h: 0, or 2 after one line. */
-int sw_parse_positive(const char *flag, const char *s, size_t *out);  /* >= 1 */
-int sw_parse_bytes(const char *flag, const char *s, double *out);     /* 8G, 512M, … */
+int sw_parse_positive(const char *flag, const char *s, size_t *out);         /* >= 1 */
+int sw_parse_bytes(const char *flag, const char *s, double *out);            /* 8G, 512M, … */
 int sw_parse_range(const char *flag, const char *s, size_t *lo, size_t *hi); /* LO:HI */
 /* "16,32,64" into at most max sizes; *n receives the count. */
 int sw_parse_size_list(const char *flag, const char *s, size_t *out, size_t max, size_t *n);
@@ -62,9 +64,8 @@ int sw_parse_size_list(const char *flag, const char *s, size_t *out, size_t max,
 /* Times one kernel call on given inputs with res_time and c's repetition settings
  * (slow calls, over 1 s, are timed 3 times counting the warm-up). Returns the kernel's
  * status; *t is set when it is LA_OK. */
-la_status sw_time_kernel(la_kernel kernel, const la_problem *p, const float *q,
-                         const float *k, const float *v, float *out, const sw_common *c,
-                         res_timing *t);
+la_status sw_time_kernel(la_kernel kernel, const la_problem *p, const float *q, const float *k,
+                         const float *v, float *out, const sw_common *c, res_timing *t);
 
 /* Geometric sweep lo, lo·f, lo·f², … up to hi (inclusive, rounded to integers, no
  * repeats). Returns the count (at most max). */
