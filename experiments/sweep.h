@@ -28,13 +28,13 @@ typedef struct {
 } sw_common_text;
 
 /* Entries for a cli_flag table: {..., SW_COMMON_FLAGS(text), {NULL, NULL, NULL}} */
-#define SW_COMMON_FLAGS(t)                                                                         \
-    {"out", &(t).out, NULL}, {"resume", NULL, &(t).resume},                                        \
-        {"max-seconds", &(t).max_seconds, NULL}, {"max-mem", &(t).max_mem, NULL},                  \
-        {"threads", &(t).threads, NULL}, {"seed", &(t).seed, NULL}, {"reps", &(t).reps, NULL},     \
-    {                                                                                              \
-        "min-time", &(t).min_time, NULL                                                            \
-    }
+// clang-format off
+#define SW_COMMON_FLAGS(t)                                                                 \
+    {"out", &(t).out, NULL}, {"resume", NULL, &(t).resume},                                \
+    {"max-seconds", &(t).max_seconds, NULL}, {"max-mem", &(t).max_mem, NULL},              \
+    {"threads", &(t).threads, NULL}, {"seed", &(t).seed, NULL},                            \
+    {"reps", &(t).reps, NULL}, {"min-time", &(t).min_time, NULL}
+// clang-format on
 
 /* Help text for the shared flags. */
 #define SW_COMMON_HELP                                                                             \
