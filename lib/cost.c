@@ -15,14 +15,10 @@
 
 #include <math.h>
 
-/* Scratch geometry of the softmax kernels: these mirror the block sizes softmax.c
- * (Q_BLOCK, K_BLOCK) allocates with (the linear kernels report their own layout through
- * la_linear_workspace_bytes). test_cost checks workspace_bytes against the kernels'
- * workspace_limit refusals, so a change there that is not made here fails a test. */
-enum {
-    SOFTMAX_Q_BLOCK = 64,  /* fused and hard: queries per task */
-    SOFTMAX_K_BLOCK = 256, /* fused and hard: keys per score block */
-};
+/* Scratch geometry of the softmax kernels: the block sizes softmax.c allocates with
+ * (LA_SOFTMAX_Q_BLOCK, LA_SOFTMAX_K_BLOCK in internal.h; the linear kernels report their
+ * own layout through la_linear_workspace_bytes). test_cost checks workspace_bytes
+ * against the kernels' workspace_limit refusals. */
 
 /* Per-head counts, before multiplying by the number of heads. */
 typedef struct {
@@ -150,8 +146,8 @@ static double workspace(la_kernel kernel, const la_problem *p, size_t elem)
         /* per (b, h, query block) task thread: a bq×bk score block, then bq row maxima
          * (or best scores) and bq sums (or best key indices, size_t), rounded up to a
          * 64-byte line */
-        double bq = dmin(n, SOFTMAX_Q_BLOCK), bk = dmin(m, SOFTMAX_K_BLOCK);
-        double tasks = heads * ceil(n / SOFTMAX_Q_BLOCK);
+        double bq = dmin(n, LA_SOFTMAX_Q_BLOCK), bk = dmin(m, LA_SOFTMAX_K_BLOCK);
+        double tasks = heads * ceil(n / LA_SOFTMAX_Q_BLOCK);
         double per_thread = ceil((bq * bk * e + bq * e + bq * (double)sizeof(size_t)) / 64) * 64;
         return dmin(threads, tasks) * per_thread;
     }

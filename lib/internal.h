@@ -19,6 +19,14 @@ void la_gemm_f64(size_t m, size_t n, size_t k, double alpha, const double *a, pt
                  ptrdiff_t csa, const double *b, ptrdiff_t rsb, ptrdiff_t csb, double beta,
                  double *c, ptrdiff_t rsc, ptrdiff_t csc);
 
+/* Block sizes of the fused softmax and hard kernels (softmax.c), which the cost model
+ * (cost.c) needs for their workspace: one place, so the two cannot drift apart. Fixed,
+ * so the rounding never depends on the machine or the thread count. */
+enum {
+    LA_SOFTMAX_Q_BLOCK = 64,  /* queries per task */
+    LA_SOFTMAX_K_BLOCK = 256, /* keys per score block */
+};
+
 /* Number of keys visible to query i of batch entry b: min(M, L_b, causal ? i + 1 : M). */
 size_t la_visible_keys(const la_problem *p, size_t b, size_t i);
 

@@ -17,9 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Queries per task and keys per block of the fused and hard kernels; fixed, so the
- * rounding never depends on the machine or the thread count. */
-enum { Q_BLOCK = 64, K_BLOCK = 256 };
+/* Queries per task and keys per block of the fused and hard kernels (internal.h). */
+enum { Q_BLOCK = LA_SOFTMAX_Q_BLOCK, K_BLOCK = LA_SOFTMAX_K_BLOCK };
 
 /* Element offset of head (b, h) in a (B, H, rows, cols) array. */
 static size_t head_offset(const la_problem *p, size_t b, size_t h, size_t rows, size_t cols)
