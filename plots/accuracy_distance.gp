@@ -19,7 +19,7 @@ do for [fmt in "png svg"] {
 
     set title "distance between outputs on the same inputs (float64)" font ",13"
     set xlabel "sequence length N (tokens, N = M)"
-    set ylabel "‖y_a − y_b‖ / ‖y_b‖"
+    set ylabel "relative distance ‖y_a − y_b‖ / ‖y_b‖  (a vs b)"
     set logscale x 2
     set logscale y 10
     set format x "%.0f"
