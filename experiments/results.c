@@ -150,6 +150,33 @@ const char *res_load_average(void)
     return load;
 }
 
+/* The cpu line of /proc/stat: busy and total jiffies. */
+static int cpu_jiffies(double *busy, double *total)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f) return -1;
+    unsigned long long v[8] = {0};
+    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                   &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+    if (n < 4) return -1;
+    *total = 0;
+    for (int i = 0; i < 8; i++)
+        *total += (double)v[i];
+    *busy = *total - (double)v[3] - (double)v[4]; /* minus idle and iowait */
+    return 0;
+}
+
+double res_busy_fraction(double seconds)
+{
+    double b0, t0, b1, t1;
+    if (cpu_jiffies(&b0, &t0) != 0) return -1;
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    nanosleep(&ts, NULL);
+    if (cpu_jiffies(&b1, &t1) != 0 || t1 <= t0) return -1;
+    return (b1 - b0) / (t1 - t0);
+}
+
 int res_cores(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);

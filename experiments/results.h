@@ -102,7 +102,10 @@ int res_close(res_file *f);
 const char *res_cpu_model(void);
 int res_cores(void);
 const char *res_load_average(void); /* "0.12 0.30 0.25" from /proc/loadavg, or "unknown" */
-const char *res_git_commit(void);   /* "abc1234", "abc1234 (dirty)" or "unknown" */
+/* The share of all cores busy over the next `seconds` (this process sleeping), from
+ * /proc/stat; -1 when unknown. */
+double res_busy_fraction(double seconds);
+const char *res_git_commit(void); /* "abc1234", "abc1234 (dirty)" or "unknown" */
 
 /* ---------------------------------------------------------------- progress */
 

@@ -27,7 +27,7 @@ const char *const cmd_results_help =
     "The suite (each is also a command of its own, with --help):\n"
     "  scaling       linattn scaling --n 128:65536 --d 64 --heads 1 --max-seconds 10\n"
     "  crossover     linattn crossover (d = 16..256, 4 heads)\n"
-    "  decode        linattn decode --tokens 4096 --heads 8 --d 64\n"
+    "  decode        linattn decode --tokens 8192 --heads 8 --d 64\n"
     "  accuracy      linattn accuracy --n 16:4096\n"
     "  params-sweep  linattn params-sweep (D = 64..8192 and the standard models)\n"
     "  block-sweep   linattn block-sweep --n 64:8192 --d-model 512\n"
@@ -139,7 +139,7 @@ static void configure(int which, const config *c, args *a)
                 arg(a, "0.02"), arg(a, "--bisect-steps"), arg(a, "2");
         break;
     case 2:
-        arg(a, "--tokens"), arg(a, q ? "256" : "4096");
+        arg(a, "--tokens"), arg(a, q ? "256" : "8192");
         arg(a, "--heads"), arg(a, "8"), arg(a, "--d"), arg(a, "64");
         break;
     case 3:
@@ -423,11 +423,11 @@ int cmd_results(int argc, char **argv)
            "%s)\n",
            c.quick ? " (--quick sizes)" : "", res_cpu_model(), res_cores(), la_get_num_threads(),
            res_load_average());
-    double load1 = strtod(res_load_average(), NULL);
-    if (load1 > 0.5)
-        printf("note: other processes are keeping the cores busy (load %.2f): the timings\n"
-               "will be noisier and slower than on an idle machine\n",
-               load1);
+    double busy = res_busy_fraction(0.5);
+    if (busy > 0.2)
+        printf("note: other processes keep %.0f%% of the cores busy: the timings will be\n"
+               "noisier and slower than on an idle machine\n",
+               100 * busy);
     for (int i = 0; i < N_EXPERIMENTS; i++) {
         if (!c.selected[i]) continue;
         args a;
