@@ -8,17 +8,27 @@
 /* One row per subcommand; keep in the order `linattn help` should list them. */
 static const la_command commands[] = {
     {"attend", "run one attention kernel on .npy inputs", cmd_attend, &cmd_attend_help},
-    {"scaling", "experiment: time and memory of each kernel against N", cmd_scaling, &cmd_scaling_help},
-    {"decode", "experiment: per-token latency of generation, KV cache vs state", cmd_decode, &cmd_decode_help},
-    {"crossover", "experiment: the N where linear attention overtakes softmax, per d", cmd_crossover, &cmd_crossover_help},
-    {"accuracy", "experiment: kernel errors vs float64, distances between variants", cmd_accuracy, &cmd_accuracy_help},
-    {"params-sweep", "experiment: exact parameters vs 12D², D sweep and standard models", cmd_params_sweep, &cmd_params_sweep_help},
-    {"block-sweep", "experiment: encoder layer time per component against N", cmd_block_sweep, &cmd_block_sweep_help},
-    {"results", "run the default experiment suite (make results) and summarise", cmd_results, &cmd_results_help},
+    {"block", "one Transformer encoder layer on .npy input, PyTorch weights", cmd_block,
+     &cmd_block_help},
+    {"params", "exact parameter counts per component, as PyTorch counts them", cmd_params,
+     &cmd_params_help},
+    {"flops", "FLOPs and memory of one Transformer layer, per component", cmd_flops,
+     &cmd_flops_help},
     {"bench", "time every kernel against BLIS sgemm (GFLOP/s ratio)", cmd_bench, &cmd_bench_help},
-    {"params", "exact parameter counts per component, as PyTorch counts them", cmd_params, &cmd_params_help},
-    {"flops", "FLOPs and memory of one Transformer layer, per component", cmd_flops, &cmd_flops_help},
-    {"block", "one Transformer encoder layer on .npy input, PyTorch weights", cmd_block, &cmd_block_help},
+    {"results", "run the default experiment suite (make results) and summarise", cmd_results,
+     &cmd_results_help},
+    {"scaling", "experiment: time and memory of each kernel against N", cmd_scaling,
+     &cmd_scaling_help},
+    {"crossover", "experiment: the N where linear attention overtakes softmax, per d",
+     cmd_crossover, &cmd_crossover_help},
+    {"decode", "experiment: per-token latency of generation, KV cache vs state", cmd_decode,
+     &cmd_decode_help},
+    {"accuracy", "experiment: kernel errors vs float64, distances between variants", cmd_accuracy,
+     &cmd_accuracy_help},
+    {"params-sweep", "experiment: exact parameters vs 12D², D sweep and standard models",
+     cmd_params_sweep, &cmd_params_sweep_help},
+    {"block-sweep", "experiment: encoder layer time per component against N", cmd_block_sweep,
+     &cmd_block_sweep_help},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 
@@ -36,9 +46,11 @@ static void usage(FILE *to)
                 "Softmax against kernelized linear attention: kernels, layers, experiments.\n\n"
                 "commands:\n");
     for (size_t i = 0; i < n_commands; i++)
-        fprintf(to, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(to, "\n`linattn help COMMAND` or `linattn COMMAND --help` describes one.\n"
-                "library %s\n", LA_VERSION_STRING);
+        fprintf(to, "  %-13s %s\n", commands[i].name, commands[i].summary);
+    fprintf(to,
+            "\n`linattn help COMMAND` or `linattn COMMAND --help` describes one.\n"
+            "library %s\n",
+            LA_VERSION_STRING);
 }
 
 int main(int argc, char **argv)
