@@ -466,36 +466,25 @@ static int study_chunk(ctx *x)
     progress(x, "chunk sizes");
     la_problem p;
     problem_for(x, &p, n, 1);
+    /* the recurrent kernel against the reference: the line the chunked forms sit on */
+    const row_key rec_key = {"chunk",
+                             "linear_causal_recurrent",
+                             "random",
+                             n,
+                             1,
+                             LA_FEATURE_ELU1,
+                             LA_DEFAULT_EPS,
+                             0,
+                             "float32",
+                             "reference_f64"};
     la_status st = la_ref_linear_attention(&p, b.q64, b.k64, b.v64, b.ref);
     if (st == LA_OK) st = la_linear_attention_recurrent_f32(&p, b.q, b.k, b.v, recurrent);
     if (st != LA_OK) {
-        row_key k = {"chunk",
-                     "linear_causal_recurrent",
-                     "random",
-                     n,
-                     1,
-                     LA_FEATURE_ELU1,
-                     LA_DEFAULT_EPS,
-                     0,
-                     "float32",
-                     "reference_f64"};
-        rc = record_failure(x, &k, st) ? -1 : 0;
+        rc = record_failure(x, &rec_key, st) ? -1 : 0;
         goto done;
     }
     widen(recurrent, recurrent64, b.elems);
-    {
-        row_key k = {"chunk",
-                     "linear_causal_recurrent",
-                     "random",
-                     n,
-                     1,
-                     LA_FEATURE_ELU1,
-                     LA_DEFAULT_EPS,
-                     0,
-                     "float32",
-                     "reference_f64"};
-        if (!done_already(x, &k) && record(x, &k, recurrent64, b.ref, b.elems)) goto done;
-    }
+    if (!done_already(x, &rec_key) && record(x, &rec_key, recurrent64, b.ref, b.elems)) goto done;
     for (size_t chunk = 1;; chunk = chunk * 2 > n ? n : chunk * 2) {
         row_key vs_rec = {"chunk",   "linear_causal_chunked", "random",       n,
                           1,         LA_FEATURE_ELU1,         LA_DEFAULT_EPS, chunk,
