@@ -21,8 +21,10 @@ MARCH ?= -march=x86-64
 endif
 
 # BLIS: pkg-config when it knows BLIS, else Debian's default location; override either.
+# Debian's static libblis.a is linked rather than libblis.so: only it lets lib/gemm.c
+# pick fast kernels on CPUs that BLIS 0.9 does not recognise (see la_blis_config()).
 BLIS_CFLAGS ?= $(shell pkg-config --cflags blis 2>/dev/null)
-BLIS_LIBS ?= $(shell pkg-config --libs blis 2>/dev/null || echo -lblis)
+BLIS_LIBS ?= $(shell pkg-config --libs blis 2>/dev/null || echo -l:libblis.a -lpthread)
 CMOCKA_LIBS ?= $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
 ifeq ($(SANITIZE),1)

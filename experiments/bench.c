@@ -198,6 +198,7 @@ int cmd_bench(int argc, char **argv)
            batch, heads, d, causal ? "causal" : "non-causal", la_threads(), reps, MIN_TOTAL_S);
     printf("# cpu: %s, %d cores, load average %s, git %s\n", res_cpu_model(), res_cores(),
            res_load_average(), res_git_commit());
+    printf("# blis kernels: %s\n", la_blis_config());
     printf("# gflops: kernels from la_attention_cost's flops_total; sgemm 2·N·M·(d_k+d_v) "
            "per head\n");
     printf("%-22s %7s %5s %12s %12s %9s %9s  %s\n", "kernel", "n", "runs", "median_s", "min_s",

@@ -1,7 +1,11 @@
-/* gemm.c — the one door to BLIS: typed gemm with strides, single-threaded per call. */
+/* gemm.c — the one door to BLIS: typed gemm with strides, single-threaded per call,
+ * on the best kernels BLIS has for this CPU. */
 #include "internal.h"
 
 #include <blis.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Each call runs on one thread: the kernels parallelise over (batch, head, block)
  * themselves, which keeps the split, and so the rounding, independent of the thread
@@ -13,14 +17,69 @@ static rntm_t single_thread(void)
     return rntm;
 }
 
+/* Choosing BLIS's kernels.
+ * BLIS picks a sub-configuration (kernels and block sizes) by CPUID when it starts.
+ * Debian's BLIS 0.9 does not know CPUs newer than its release (AMD Zen 4 and 5, for
+ * one): it then runs its portable "generic" C kernels, 3 to 5 times slower than the
+ * CPU allows (measured on this project's AMD EPYC: sgemm 37 GFLOP/s on one core with
+ * "generic", 112 with "haswell", 182 with "skx", n = 1024), and its BLIS_ARCH_TYPE
+ * override aborts in that release. So when BLIS says "generic" and the CPU has the
+ * instructions of a sub-configuration BLIS was built with, we build that context
+ * ourselves and pass it to every gemm call. The init functions are in the static
+ * libblis.a (which the Makefile links) but not exported by libblis.so: they are
+ * declared weak, so against a shared BLIS they are NULL and BLIS's choice stands.
+ * LA_BLIS_CONFIG=native in the environment keeps BLIS's choice too. */
+extern void bli_cntx_init_skx(cntx_t *cntx) __attribute__((weak));
+extern void bli_cntx_init_haswell(cntx_t *cntx) __attribute__((weak));
+
+static pthread_once_t choose_once = PTHREAD_ONCE_INIT;
+static cntx_t chosen_context;
+static cntx_t *context;         /* NULL: BLIS's own choice */
+static const char *config_name; /* what la_blis_config() reports */
+
+static void choose_context(void)
+{
+    bli_init();
+    arch_t native = bli_arch_query_id();
+    config_name = bli_arch_string(native);
+    const char *env = getenv("LA_BLIS_CONFIG");
+    if (native != BLIS_ARCH_GENERIC || (env && strcmp(env, "native") == 0)) return;
+    __builtin_cpu_init();
+    if (bli_cntx_init_skx && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl")) {
+        bli_cntx_init_skx(&chosen_context);
+        context = &chosen_context;
+        config_name = "skx (chosen by linattn: BLIS detected generic)";
+    } else if (bli_cntx_init_haswell && __builtin_cpu_supports("avx2") &&
+               __builtin_cpu_supports("fma")) {
+        bli_cntx_init_haswell(&chosen_context);
+        context = &chosen_context;
+        config_name = "haswell (chosen by linattn: BLIS detected generic)";
+    }
+}
+
+static cntx_t *blis_context(void)
+{
+    pthread_once(&choose_once, choose_context);
+    return context;
+}
+
+const char *la_blis_config(void)
+{
+    pthread_once(&choose_once, choose_context);
+    return config_name;
+}
+
 void la_gemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrdiff_t rsa,
-                 ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb, float beta,
-                 float *c, ptrdiff_t rsc, ptrdiff_t csc)
+                 ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb, float beta, float *c,
+                 ptrdiff_t rsc, ptrdiff_t csc)
 {
     if (m == 0 || n == 0) return;
     rntm_t rntm = single_thread();
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &alpha,
-                 (float *)a, rsa, csa, (float *)b, rsb, csb, &beta, c, rsc, csc, NULL, &rntm);
+                 (float *)a, rsa, csa, (float *)b, rsb, csb, &beta, c, rsc, csc, blis_context(),
+                 &rntm);
 }
 
 void la_gemm_f64(size_t m, size_t n, size_t k, double alpha, const double *a, ptrdiff_t rsa,
@@ -30,5 +89,6 @@ void la_gemm_f64(size_t m, size_t n, size_t k, double alpha, const double *a, pt
     if (m == 0 || n == 0) return;
     rntm_t rntm = single_thread();
     bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &alpha,
-                 (double *)a, rsa, csa, (double *)b, rsb, csb, &beta, c, rsc, csc, NULL, &rntm);
+                 (double *)a, rsa, csa, (double *)b, rsb, csb, &beta, c, rsc, csc, blis_context(),
+                 &rntm);
 }
