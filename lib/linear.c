@@ -9,6 +9,7 @@
 /* Block sizes, fixed whatever the thread count (so the rounding is too). */
 #define LA_LINEAR_KEY_BLOCK 256   /* non-causal: keys per φ(K)ᵀV product */
 #define LA_LINEAR_QUERY_BLOCK 256 /* non-causal: queries per φ(Q)·S product and task */
+#define LA_LINEAR_KEY_PIECE 2048  /* non-causal: keys per phase-1 task (whole key blocks) */
 
 /* a + b without overflow: false when it does not fit. */
 static bool add_ok(size_t a, size_t b, size_t *out)
@@ -27,34 +28,45 @@ typedef struct {
 /* The one description of what each kernel allocates (the kernels carve their buffers
  * out of it, la_linear_workspace_bytes reports it):
  *   non-causal: S and z of every head, heads·d_k·(d_v + 1); per thread a φ block of
- *     max(key block, query block) rows and a partial z, rows·d_k + d_k;
- *   chunked (C = min(chunk, N)): per thread [S z ; V_c 1] (d_k + C)(d_v + 1),
- *     [φ(Q_c) A] C(d_k + C), φ(K_c) C·d_k, [num den] C(d_v + 1);
- *   recurrent: per thread S, z, φ(q_t), φ(k_t): d_k·(d_v + 3). */
+ *     max(key block, query block) rows, a partial z and a partial [S z] of one key
+ *     piece, rows·d_k + d_k + d_k·(d_v + 1) (the partial is held even when every head
+ *     fits in one piece, so the scratch does not depend on M);
+ *   chunked (C = min(chunk, N)): the carried [S z] of every head, heads·d_k·(d_v + 1);
+ *     per thread [S z ; V_c 1] (d_k + C)(d_v + 1), [φ(Q_c) A] C(d_k + C), φ(K_c) C·d_k,
+ *     [num den] C(d_v + 1) and the chunk's ΔS = φ(K_c)ᵀ[V_c 1] d_k(d_v + 1);
+ *   recurrent: per thread S, z, φ(q_t), φ(k_t): d_k·(d_v + 3).
+ * Tasks: non-causal max(heads·key pieces, heads·query blocks), chunked heads·chunks,
+ * recurrent heads. */
 static la_status linear_layout_for(const la_problem *p, la_kernel kernel, size_t threads_max,
                                    linear_layout *lay)
 {
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
-    size_t heads, tasks, a, b, c;
+    size_t heads, tasks, state, a, b, c;
     if (!la_mul_ok(p->batch, p->heads, &heads)) return LA_EOVERFLOW;
     lay->shared = 0;
     tasks = heads;
+    /* one head's [S z]: d_k·(d_v + 1) */
+    if (!add_ok(dv, 1, &a) || !la_mul_ok(dk, a, &state)) return LA_EOVERFLOW;
     if (kernel == LA_KERNEL_LINEAR && !p->causal) {
         const size_t kb = M < LA_LINEAR_KEY_BLOCK ? M : LA_LINEAR_KEY_BLOCK;
         const size_t qb = N < LA_LINEAR_QUERY_BLOCK ? N : LA_LINEAR_QUERY_BLOCK;
         const size_t rows = kb > qb ? kb : qb;
-        if (!la_mul_ok(heads, (N + qb - 1) / qb, &tasks) || !add_ok(dv, 1, &a) ||
-            !la_mul_ok(dk, a, &a) || !la_mul_ok(heads, a, &lay->shared) || !add_ok(rows, 1, &b) ||
-            !la_mul_ok(b, dk, &lay->per_thread))
+        const size_t pieces = (M + LA_LINEAR_KEY_PIECE - 1) / LA_LINEAR_KEY_PIECE;
+        size_t key_tasks;
+        if (!la_mul_ok(heads, (N + qb - 1) / qb, &tasks) || !la_mul_ok(heads, pieces, &key_tasks) ||
+            !la_mul_ok(heads, state, &lay->shared) || !add_ok(rows, 1, &b) ||
+            !la_mul_ok(b, dk, &b) || !add_ok(b, state, &lay->per_thread))
             return LA_EOVERFLOW;
+        if (key_tasks > tasks) tasks = key_tasks;
     } else if (kernel == LA_KERNEL_LINEAR) {
         const size_t C = p->chunk < N ? p->chunk : N;
         size_t rows, cols, total;
         if (!add_ok(dk, C, &rows) || !add_ok(dv, 1, &cols) || !la_mul_ok(rows, cols, &a) ||
             !la_mul_ok(C, rows, &b) || !la_mul_ok(C, dk, &c) || !add_ok(a, b, &total) ||
-            !add_ok(total, c, &total) || !la_mul_ok(C, cols, &c) || !add_ok(total, c, &total))
+            !add_ok(total, c, &total) || !la_mul_ok(C, cols, &c) || !add_ok(total, c, &total) ||
+            !add_ok(total, state, &lay->per_thread) || !la_mul_ok(heads, state, &lay->shared) ||
+            !la_mul_ok(heads, (N + C - 1) / C, &tasks))
             return LA_EOVERFLOW;
-        lay->per_thread = total;
     } else {
         if (!add_ok(dv, 3, &a) || !la_mul_ok(dk, a, &lay->per_thread)) return LA_EOVERFLOW;
     }

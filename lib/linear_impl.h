@@ -94,11 +94,18 @@ static la_status SFX(workspace_alloc)(const la_problem *p, la_kernel kernel, lin
 }
 
 /* Non-causal linear attention.
- * Phase 1, per head (b, h), keys in blocks of LA_LINEAR_KEY_BLOCK:
- *   S = Σ_blocks φ(K_blk)ᵀ V_blk (d_k, d_v),  z = Σ_blocks Σ_rows φ(K_blk) (d_k).
+ * Phase 1, per (head (b, h), piece of LA_LINEAR_KEY_PIECE keys), keys in blocks of
+ * LA_LINEAR_KEY_BLOCK:
+ *   [S_p z_p] = Σ_blocks [φ(K_blk)ᵀ V_blk, Σ_rows φ(K_blk)] (d_k, d_v + 1),
+ * then per head, in piece order: [S z] = ((S_0 + S_1) + S_2) + … — the pieces are fixed
+ * by M, not by the thread count, so the sums and their rounding are too. The pieces run
+ * in parallel (a head with few keys and many threads no longer runs on one thread); the
+ * first piece sums straight into the head's [S z], each later one into its thread's
+ * partial, which the ordered section adds in piece order.
  * Phase 2, per (head, query block of LA_LINEAR_QUERY_BLOCK):
  *   out_blk = φ(Q_blk) S / (φ(Q_blk) z + eps), zero rows when the head sees no key.
- * Scratch: S and z of every head, plus per thread one φ block and a partial z. */
+ * Scratch: S and z of every head, plus per thread one φ block, a partial z and a
+ * partial [S z]. */
 static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T *k, const T *v,
                                        T *out)
 {
@@ -108,6 +115,8 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
     const size_t qb = N < LA_LINEAR_QUERY_BLOCK ? N : LA_LINEAR_QUERY_BLOCK;
     const size_t rows = kb > qb ? kb : qb;
     const size_t q_blocks = (N + qb - 1) / qb, tasks = heads * q_blocks;
+    const size_t piece = LA_LINEAR_KEY_PIECE, pieces = (M + piece - 1) / piece;
+    const size_t key_tasks = heads * pieces;
     const size_t state_size = dk * (dv + 1);
     linear_layout lay;
     T *work = NULL;
@@ -116,26 +125,31 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
     const size_t threads = lay.threads, per_thread = lay.per_thread, shared = lay.shared;
     T *states = work, *scratch = work + shared;
 
-    /* phase 1: S and z of every head */
-#pragma omp parallel for schedule(dynamic) num_threads((int)threads)
-    for (size_t hd = 0; hd < heads; hd++) {
+    /* phase 1: [S z] of every head, one key piece per task */
+#pragma omp parallel for ordered schedule(dynamic) num_threads((int)threads)
+    for (size_t task = 0; task < key_tasks; task++) {
+        const size_t hd = task / pieces, j_begin = (task % pieces) * piece;
         T *phi_k = scratch + (size_t)omp_get_thread_num() * per_thread;
-        T *z_part = phi_k + rows * dk;
-        T *S = states + hd * state_size, *z = S + dk * dv;
+        T *z_part = phi_k + rows * dk, *partial = z_part + dk;
+        T *S_head = states + hd * state_size;
         const T *kh = k + hd * M * dk, *vh = v + hd * M * dv;
         const size_t m = SFX(visible_key_count)(p, hd / p->heads);
-        for (size_t a = 0; a < dk * dv; a++)
-            S[a] = 0;
-        for (size_t a = 0; a < dk; a++)
-            z[a] = 0;
-        for (size_t j0 = 0; j0 < m; j0 += kb) {
-            const size_t n = m - j0 < kb ? m - j0 : kb;
+        const size_t j_end = m < j_begin + piece ? m : j_begin + piece;
+        const bool has_keys = j_begin < m;
+        /* the first piece sums into the head's [S z], a later one into the partial */
+        T *S = j_begin == 0 ? S_head : partial, *z = S + dk * dv;
+        if (j_begin == 0 || has_keys) {
+            for (size_t a = 0; a < state_size; a++) /* [S_p z_p] = 0 */
+                S[a] = 0;
+        }
+        for (size_t j0 = j_begin; j0 < j_end; j0 += kb) {
+            const size_t n = j_end - j0 < kb ? j_end - j0 : kb;
             /* φ(K_blk): (n, d_k) */
             LA_PHI(p->feature_map, kh + j0 * dk, phi_k, n * dk);
-            /* S += φ(K_blk)ᵀ V_blk: (d_k, n)·(n, d_v), φ(K_blk)ᵀ through strides */
+            /* S_p += φ(K_blk)ᵀ V_blk: (d_k, n)·(n, d_v), φ(K_blk)ᵀ through strides */
             LA_GEMM(dk, dv, n, 1, phi_k, 1, (ptrdiff_t)dk, vh + j0 * dv, (ptrdiff_t)dv, 1, 1, S,
                     (ptrdiff_t)dv, 1);
-            /* z += Σ_rows φ(K_blk), summed per block first */
+            /* z_p += Σ_rows φ(K_blk), summed per block first */
             for (size_t a = 0; a < dk; a++)
                 z_part[a] = 0;
             for (size_t j = 0; j < n; j++)
@@ -143,6 +157,13 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
                     z_part[a] += phi_k[j * dk + a];
             for (size_t a = 0; a < dk; a++)
                 z[a] += z_part[a];
+        }
+        /* [S z] += [S_p z_p], in piece order (every task passes here once) */
+#pragma omp ordered
+        {
+            if (j_begin > 0 && has_keys)
+                for (size_t a = 0; a < state_size; a++)
+                    S_head[a] += partial[a];
         }
     }
 
@@ -177,90 +198,112 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
 
 /* Causal linear attention, chunked form, C = min(p->chunk, N) tokens per chunk. Keys
  * j >= N are never seen (query i sees j <= i), so a head uses u = min(m, N) keys.
- * Per head (b, h), with the carried state (S, z) of the keys before the chunk, for each
- * chunk of queries [c0, c0 + nq) and its visible keys [c0, c0 + nk):
+ * For each head (b, h) and chunk of queries [c0, c0 + nq) with visible keys
+ * [c0, c0 + nk), with (S_c, z_c) the state of the keys before the chunk:
  *   A = φ(Q_c) φ(K_c)ᵀ (nq, nk), A[i, j] = 0 for key j > query i;
- *   num = φ(Q_c) S + A V_c,  den = φ(Q_c) z + rowsum(A),  y = num / (den + eps);
- *   S += φ(K_c)ᵀ V_c,  z += Σ_rows φ(K_c).
+ *   num = φ(Q_c) S_c + A V_c,  den = φ(Q_c) z_c + rowsum(A),  y = num / (den + eps);
+ *   [ΔS_c Δz_c] = [φ(K_c)ᵀ V_c, Σ_rows φ(K_c)];  S_{c+1} = S_c + ΔS_c, z_{c+1} = z_c + Δz_c.
  * The denominators ride along as one extra column (z next to S, ones next to V_c), and
  * the carried and intra-chunk parts as one product over stacked operands:
- *   SV = [S z ; V_c 1]   (d_k + nk, d_v + 1): the state on top, the chunk's values below;
- *   QA = [φ(Q_c) A]      (nq, d_k + nk);
- *   [num den] = QA · SV  (nq, d_v + 1)  — one GEMM;
- *   [S z] += φ(K_c)ᵀ [V_c 1]  — one GEMM, on SV's rows.
- * So a chunk costs three GEMM calls (A, the output, the state update) and no
- * hand-written row sums or dot products.
- * Scratch per thread: SV, QA, φ(K_c) and [num den]. */
+ *   SV = [S_c z_c ; V_c 1]  (d_k + nk, d_v + 1): the state on top, the chunk's values below;
+ *   QA = [φ(Q_c) A]         (nq, d_k + nk);
+ *   [num den] = QA · SV     (nq, d_v + 1)  — one GEMM;
+ *   [ΔS_c Δz_c] = φ(K_c)ᵀ [V_c 1]  (d_k, d_v + 1) — one GEMM.
+ * Parallel over (head, chunk): everything but the state runs in any order; only the
+ * prefix sum S_{c+1} = S_c + ΔS_c runs in chunk order (an ordered section per task:
+ * copy S_c of the head's carried state into SV, then add ΔS_c to it), so the sums are
+ * the same for every thread count and a single head uses every thread. The carried
+ * state is one per head (bounded scratch, no per-chunk states kept: a task holds its
+ * ΔS_c in its thread's slice until its turn).
+ * Scratch: the carried [S z] of every head; per thread SV, QA, φ(K_c), [num den], ΔS_c. */
 static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k, const T *v,
                                      T *out)
 {
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     const size_t heads = p->batch * p->heads;
     const size_t C = p->chunk < N ? p->chunk : N;
-    /* per thread: SV (d_k + C)(d_v + 1), QA C(d_k + C), φK C·d_k, Y C(d_v + 1) */
-    const size_t rows = dk + C, cols = dv + 1, ld_qa = rows;
-    const size_t sv_size = rows * cols, qa_size = C * rows, pk_size = C * dk;
+    const size_t n_chunks = (N + C - 1) / C, tasks = heads * n_chunks;
+    /* per thread: SV (d_k + C)(d_v + 1), QA C(d_k + C), φK C·d_k, Y C(d_v + 1),
+     * ΔS d_k(d_v + 1) */
+    const size_t rows = dk + C, cols = dv + 1, ld_qa = rows, state_size = dk * cols;
+    const size_t sv_size = rows * cols, qa_size = C * rows, pk_size = C * dk, y_size = C * cols;
     linear_layout lay;
     T *work = NULL;
     la_status st = SFX(workspace_alloc)(p, LA_KERNEL_LINEAR, &lay, &work);
     if (st != LA_OK) return st;
     const size_t threads = lay.threads, per_thread = lay.per_thread;
+    T *carried = work, *scratch = work + lay.shared;
     const T eps = (T)p->eps;
     const ptrdiff_t ldq = (ptrdiff_t)ld_qa, ldsv = (ptrdiff_t)cols, lddk = (ptrdiff_t)dk;
 
-#pragma omp parallel for schedule(dynamic) num_threads((int)threads)
-    for (size_t hd = 0; hd < heads; hd++) {
-        T *SV = work + (size_t)omp_get_thread_num() * per_thread;
-        T *QA = SV + sv_size, *phi_k = QA + qa_size, *Y = phi_k + pk_size;
+#pragma omp parallel for ordered schedule(dynamic) num_threads((int)threads)
+    for (size_t task = 0; task < tasks; task++) {
+        const size_t hd = task / n_chunks, c0 = (task % n_chunks) * C;
+        T *SV = scratch + (size_t)omp_get_thread_num() * per_thread;
+        T *QA = SV + sv_size, *phi_k = QA + qa_size, *Y = phi_k + pk_size, *dS = Y + y_size;
         T *VC = SV + dk * cols; /* SV's lower rows: [V_c 1] */
+        T *carry = carried + hd * state_size;
         const T *qh = q + hd * N * dk, *kh = k + hd * M * dk, *vh = v + hd * M * dv;
-        T *yh = out + hd * N * dv;
+        T *y = out + (hd * N + c0) * dv;
         size_t u = SFX(visible_key_count)(p, hd / p->heads);
-        if (u == 0) { /* no key visible: zero rows */
-            for (size_t a = 0; a < N * dv; a++)
-                yh[a] = 0;
-            continue;
-        }
         if (u > N) u = N;
-        for (size_t a = 0; a < dk * cols; a++) /* [S z] = 0 */
-            SV[a] = 0;
-        for (size_t c0 = 0; c0 < N; c0 += C) {
-            const size_t nq = N - c0 < C ? N - c0 : C;
-            const size_t nk = c0 >= u ? 0 : (u - c0 < C ? u - c0 : C); /* nk <= nq */
+        const size_t nq = N - c0 < C ? N - c0 : C;
+        const size_t nk = c0 >= u ? 0 : (u - c0 < C ? u - c0 : C); /* nk <= nq */
+        const bool carries = nk > 0 && c0 + C < N; /* a later chunk sees its keys */
+        if (u > 0) {
             /* QA's left part: φ(Q_c) (nq, d_k) */
             for (size_t i = 0; i < nq; i++)
                 LA_PHI(p->feature_map, qh + (c0 + i) * dk, QA + i * ld_qa, dk);
-            if (nk > 0) {
-                /* φ(K_c): (nk, d_k) */
-                LA_PHI(p->feature_map, kh + c0 * dk, phi_k, nk * dk);
-                /* QA's right part: A = φ(Q_c) φ(K_c)ᵀ (nq, d_k)·(d_k, nk), then the causal
-                 * mask: key j > query i hidden */
-                LA_GEMM(nq, nk, dk, 1, QA, ldq, 1, phi_k, 1, lddk, 0, QA + dk, ldq, 1);
-                for (size_t i = 0; i + 1 < nk; i++)
-                    for (size_t j = i + 1; j < nk; j++)
-                        QA[i * ld_qa + dk + j] = 0;
-                /* SV's lower rows: [V_c 1] (nk, d_v + 1) */
-                for (size_t j = 0; j < nk; j++) {
-                    for (size_t c = 0; c < dv; c++)
-                        VC[j * cols + c] = vh[(c0 + j) * dv + c];
-                    VC[j * cols + dv] = 1;
-                }
-            }
-            /* [num den] = [φ(Q_c) A] · [S z ; V_c 1]: (nq, d_k + nk)·(d_k + nk, d_v + 1);
-             * the first chunk has no carried state and skips its d_k columns */
-            const size_t skip = c0 == 0 ? dk : 0;
-            LA_GEMM(nq, cols, dk + nk - skip, 1, QA + skip, ldq, 1, SV + skip * cols, ldsv, 1, 0, Y,
-                    ldsv, 1);
-            /* y = num / (den + eps) */
-            T *y = yh + c0 * dv;
-            for (size_t i = 0; i < nq; i++) {
-                const T den = Y[i * cols + dv] + eps;
+        }
+        if (nk > 0) {
+            /* φ(K_c): (nk, d_k) */
+            LA_PHI(p->feature_map, kh + c0 * dk, phi_k, nk * dk);
+            /* QA's right part: A = φ(Q_c) φ(K_c)ᵀ (nq, d_k)·(d_k, nk), then the causal
+             * mask: key j > query i hidden */
+            LA_GEMM(nq, nk, dk, 1, QA, ldq, 1, phi_k, 1, lddk, 0, QA + dk, ldq, 1);
+            for (size_t i = 0; i + 1 < nk; i++)
+                for (size_t j = i + 1; j < nk; j++)
+                    QA[i * ld_qa + dk + j] = 0;
+            /* SV's lower rows: [V_c 1] (nk, d_v + 1) */
+            for (size_t j = 0; j < nk; j++) {
                 for (size_t c = 0; c < dv; c++)
-                    y[i * dv + c] = Y[i * cols + c] / den;
+                    VC[j * cols + c] = vh[(c0 + j) * dv + c];
+                VC[j * cols + dv] = 1;
             }
-            /* carry the chunk's keys: [S z] += φ(K_c)ᵀ [V_c 1]: (d_k, nk)·(nk, d_v + 1) */
-            if (nk > 0 && c0 + C < N)
-                LA_GEMM(dk, cols, nk, 1, phi_k, 1, lddk, VC, ldsv, 1, 1, SV, ldsv, 1);
+        }
+        /* the chunk's state: [ΔS_c Δz_c] = φ(K_c)ᵀ [V_c 1]: (d_k, nk)·(nk, d_v + 1) */
+        if (carries) LA_GEMM(dk, cols, nk, 1, phi_k, 1, lddk, VC, ldsv, 1, 0, dS, ldsv, 1);
+        /* in chunk order (every task passes here once): SV's top = [S_c z_c], then
+         * [S_{c+1} z_{c+1}] = [S_c z_c] + [ΔS_c Δz_c] */
+#pragma omp ordered
+        {
+            if (u > 0) {
+                if (c0 == 0)
+                    for (size_t a = 0; a < state_size; a++)
+                        carry[a] = 0;
+                else
+                    for (size_t a = 0; a < state_size; a++)
+                        SV[a] = carry[a];
+                if (carries)
+                    for (size_t a = 0; a < state_size; a++)
+                        carry[a] += dS[a];
+            }
+        }
+        if (u == 0) { /* no key visible: zero rows */
+            for (size_t a = 0; a < nq * dv; a++)
+                y[a] = 0;
+            continue;
+        }
+        /* [num den] = [φ(Q_c) A] · [S_c z_c ; V_c 1]: (nq, d_k + nk)·(d_k + nk, d_v + 1);
+         * the first chunk has no carried state and skips its d_k columns */
+        const size_t skip = c0 == 0 ? dk : 0;
+        LA_GEMM(nq, cols, dk + nk - skip, 1, QA + skip, ldq, 1, SV + skip * cols, ldsv, 1, 0, Y,
+                ldsv, 1);
+        /* y = num / (den + eps) */
+        for (size_t i = 0; i < nq; i++) {
+            const T den = Y[i * cols + dv] + eps;
+            for (size_t c = 0; c < dv; c++)
+                y[i * dv + c] = Y[i * cols + c] / den;
         }
     }
     free(work);

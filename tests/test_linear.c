@@ -841,6 +841,81 @@ static void thread_count_determinism(void **state)
     free_inputs(&in);
 }
 
+/* One head (B = H = 1) split within itself: the chunked form over many chunks equals
+ * the recurrence, the non-causal form over several key pieces (M > 2048, with key
+ * lengths cutting the last pieces short or empty) equals the oracle, and both give the
+ * same bits for 1, 2 and 3 threads. */
+static void one_head_many_pieces(void **state)
+{
+    (void)state;
+    /* causal: N = 1100, chunk 8: 138 chunks */
+    inputs in;
+    make_inputs(&in, "one_head_chunks", 1, 1, 1100, 1100, 16, 12);
+    in.p.chunk = 8;
+    float *rec32 = tu_f32(in.no), *a32 = tu_f32(in.no), *b32 = tu_f32(in.no);
+    double *rec64 = tu_f64(in.no), *rec64d = tu_f64(in.no), *a64 = tu_f64(in.no);
+    double *b64 = tu_f64(in.no);
+    assert_int_equal(run_f32(RECURRENT, &in.p, &in, rec32), LA_OK);
+    assert_int_equal(run_f64(RECURRENT, &in.p, &in, rec64), LA_OK);
+    tu_to_f64(rec32, rec64d, in.no);
+    for (int t = 1; t <= 3; t++) {
+        assert_int_equal(la_set_num_threads(t), LA_OK);
+        float *y32 = t == 1 ? a32 : b32;
+        double *y64 = t == 1 ? a64 : b64;
+        assert_int_equal(run_f32(CHUNKED, &in.p, &in, y32), LA_OK);
+        assert_int_equal(run_f64(CHUNKED, &in.p, &in, y64), LA_OK);
+        tu_assert_close_f32(y32, rec64d, in.no, TOL_F32, "f32 chunked, %d threads", t);
+        tu_assert_close_f64(y64, rec64, in.no, TOL_F64, "f64 chunked, %d threads", t);
+        if (t > 1) {
+            assert_memory_equal(a32, b32, in.no * sizeof(float));
+            assert_memory_equal(a64, b64, in.no * sizeof(double));
+        }
+    }
+    free(rec32);
+    free(a32);
+    free(b32);
+    free(rec64);
+    free(rec64d);
+    free(a64);
+    free(b64);
+    free_inputs(&in);
+
+    /* non-causal: M = 5000 keys, pieces [0, 2048), [2048, 4096), [4096, 5000) */
+    make_inputs(&in, "one_head_pieces", 1, 1, 300, 5000, 16, 12);
+    double *ref = tu_f64(in.no);
+    a32 = tu_f32(in.no);
+    b32 = tu_f32(in.no);
+    a64 = tu_f64(in.no);
+    b64 = tu_f64(in.no);
+    const int64_t lengths[] = {5000, 4100, 1000}; /* plus none */
+    for (int l = 0; l < 4; l++) {
+        in.p.key_lengths = l < 3 ? &lengths[l] : NULL;
+        assert_int_equal(la_ref_linear_attention(&in.p, in.q, in.k, in.v, ref), LA_OK);
+        for (int t = 1; t <= 3; t++) {
+            assert_int_equal(la_set_num_threads(t), LA_OK);
+            float *y32 = t == 1 ? a32 : b32;
+            double *y64 = t == 1 ? a64 : b64;
+            assert_int_equal(run_f32(NONCAUSAL, &in.p, &in, y32), LA_OK);
+            assert_int_equal(run_f64(NONCAUSAL, &in.p, &in, y64), LA_OK);
+            tu_assert_close_f32(y32, ref, in.no, TOL_F32, "f32 non-causal, lengths %d, %d threads",
+                                l, t);
+            tu_assert_close_f64(y64, ref, in.no, TOL_F64, "f64 non-causal, lengths %d, %d threads",
+                                l, t);
+            if (t > 1) {
+                assert_memory_equal(a32, b32, in.no * sizeof(float));
+                assert_memory_equal(a64, b64, in.no * sizeof(double));
+            }
+        }
+    }
+    assert_int_equal(la_set_num_threads(0), LA_OK);
+    free(ref);
+    free(a32);
+    free(b32);
+    free(a64);
+    free(b64);
+    free_inputs(&in);
+}
+
 int main(void)
 {
     tu_init("test_linear");
@@ -857,6 +932,7 @@ int main(void)
         cmocka_unit_test(error_paths),
         cmocka_unit_test(workspace_limit_is_exact),
         cmocka_unit_test(thread_count_determinism),
+        cmocka_unit_test(one_head_many_pieces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
