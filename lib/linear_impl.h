@@ -277,16 +277,17 @@ static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k
          * [S_{c+1} z_{c+1}] = [S_c z_c] + [ΔS_c Δz_c] */
 #pragma omp ordered
         {
-            if (u > 0) {
-                if (c0 == 0)
-                    for (size_t a = 0; a < state_size; a++)
-                        carry[a] = 0;
-                else
-                    for (size_t a = 0; a < state_size; a++)
-                        SV[a] = carry[a];
-                if (carries)
-                    for (size_t a = 0; a < state_size; a++)
-                        carry[a] += dS[a];
+            if (u > 0 && c0 == 0) { /* [S_0 z_0] = 0, then + [ΔS_0 Δz_0] */
+                for (size_t a = 0; a < state_size; a++)
+                    carry[a] = carries ? dS[a] : 0;
+            } else if (u > 0 && carries) { /* one pass: read S_c, write S_{c+1} */
+                for (size_t a = 0; a < state_size; a++) {
+                    SV[a] = carry[a];
+                    carry[a] += dS[a];
+                }
+            } else if (u > 0) {
+                for (size_t a = 0; a < state_size; a++)
+                    SV[a] = carry[a];
             }
         }
         if (u == 0) { /* no key visible: zero rows */
