@@ -70,10 +70,10 @@ const char *la_strerror(la_status status);
 la_status la_set_num_threads(int n);
 int la_get_num_threads(void);
 
-/* The BLIS sub-configuration (kernel set) every matrix product runs on, e.g. "haswell",
- * or "skx (chosen by linattn: BLIS detected generic)" where BLIS did not recognise the
- * CPU and linattn chose kernels by the CPU's instruction sets (see lib/gemm.c;
- * LA_BLIS_CONFIG=native keeps BLIS's own choice). A static string. */
+/* The BLIS sub-configuration (kernel set) every matrix product runs on, e.g. "zen3", or
+ * "skx (chosen by linattn)" where BLIS did not recognise the CPU and linattn chose
+ * kernels by the CPU's instruction sets (lib/gemm.c). The environment variable
+ * LA_BLIS_CONFIG = native | haswell | skx overrides the choice. A static string. */
 const char *la_blis_config(void);
 
 /* ---------------------------------------------------------------- problems */
