@@ -25,14 +25,6 @@ typedef struct {
     double qk, softmax, av, phi, kv, qs, normalize;
 } head_flops;
 
-/* Keys of batch entry b that the key-length mask leaves visible: min(M, L_b). */
-static size_t visible_key_count(const la_problem *p, size_t b)
-{
-    size_t m = p->n_keys;
-    if (p->key_lengths && (size_t)p->key_lengths[b] < m) m = (size_t)p->key_lengths[b];
-    return m;
-}
-
 /* Softmax (fused or materialising) and hard attention, one head of entry b:
  *   QKᵀ 2·pairs·d_k; softmax 5 per pair (row max, subtract, exp, row sum, divide);
  *   P·V 2·pairs·d_v. Hard: QKᵀ and one compare per pair (the argmax), no P·V. */
@@ -56,7 +48,7 @@ static head_flops softmax_flops(la_kernel kernel, const la_problem *p, size_t b)
 static head_flops linear_flops(const la_problem *p, size_t b)
 {
     head_flops f = {0};
-    double m = (double)visible_key_count(p, b);
+    double m = (double)la_keys_in_length(p, b);
     if (m == 0) return f; /* no query sees a key: zeros, no work */
     double n = (double)p->n_queries, dk = (double)p->d_k, dv = (double)p->d_v;
     f.phi = (n + m) * dk;
@@ -81,7 +73,7 @@ static head_flops linear_flops(const la_problem *p, size_t b)
 static head_flops chunked_flops(const la_problem *p, size_t b)
 {
     head_flops f = {0};
-    size_t m = visible_key_count(p, b);
+    size_t m = la_keys_in_length(p, b);
     if (m == 0) return f;
     const size_t N = p->n_queries, C = p->chunk;
     double dk = (double)p->d_k, dv = (double)p->d_v;
@@ -114,7 +106,7 @@ static head_flops chunked_flops(const la_problem *p, size_t b)
 static head_flops recurrent_flops(const la_problem *p, size_t b)
 {
     head_flops f = {0};
-    size_t m = visible_key_count(p, b);
+    size_t m = la_keys_in_length(p, b);
     if (m == 0) return f;
     double n = (double)p->n_queries, dk = (double)p->d_k, dv = (double)p->d_v;
     double used = (double)(p->n_queries < m ? p->n_queries : m);

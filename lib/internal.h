@@ -13,8 +13,8 @@
  * Transposes are expressed through the strides: Aᵀ of a row-major (k×m) matrix is
  * rsa = 1, csa = m's leading dimension. Sizes of zero are fine (C is scaled by beta). */
 void la_gemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrdiff_t rsa,
-                 ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb, float beta,
-                 float *c, ptrdiff_t rsc, ptrdiff_t csc);
+                 ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb, float beta, float *c,
+                 ptrdiff_t rsc, ptrdiff_t csc);
 void la_gemm_f64(size_t m, size_t n, size_t k, double alpha, const double *a, ptrdiff_t rsa,
                  ptrdiff_t csa, const double *b, ptrdiff_t rsb, ptrdiff_t csb, double beta,
                  double *c, ptrdiff_t rsc, ptrdiff_t csc);
@@ -26,6 +26,9 @@ enum {
     LA_SOFTMAX_Q_BLOCK = 64,  /* queries per task */
     LA_SOFTMAX_K_BLOCK = 256, /* keys per score block */
 };
+
+/* Keys of batch entry b that the key-length mask leaves visible: min(M, L_b). */
+size_t la_keys_in_length(const la_problem *p, size_t b);
 
 /* Number of keys visible to query i of batch entry b: min(M, L_b, causal ? i + 1 : M). */
 size_t la_visible_keys(const la_problem *p, size_t b, size_t i);

@@ -73,14 +73,6 @@ void SFX(la_linear_read_query)(const T *restrict S, const T *restrict z, const T
         y[c] /= den;
 }
 
-/* Keys of batch entry b that the key-length mask leaves visible: min(M, L_b). */
-static size_t SFX(visible_key_count)(const la_problem *p, size_t b)
-{
-    size_t m = p->n_keys;
-    if (p->key_lengths && (size_t)p->key_lengths[b] < m) m = (size_t)p->key_lengths[b];
-    return m;
-}
-
 /* The scratch layout of one call (linear_layout_for), allocated: one block of T. */
 static la_status SFX(workspace_alloc)(const la_problem *p, la_kernel kernel, linear_layout *lay,
                                       T **work)
@@ -133,7 +125,7 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
         T *z_part = phi_k + rows * dk, *partial = z_part + dk;
         T *S_head = states + hd * state_size;
         const T *kh = k + hd * M * dk, *vh = v + hd * M * dv;
-        const size_t m = SFX(visible_key_count)(p, hd / p->heads);
+        const size_t m = la_keys_in_length(p, hd / p->heads);
         const size_t j_end = m < j_begin + piece ? m : j_begin + piece;
         const bool has_keys = j_begin < m;
         /* the first piece sums into the head's [S z], a later one into the partial */
@@ -176,7 +168,7 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
         T *phi_q = scratch + (size_t)omp_get_thread_num() * per_thread;
         const T *S = states + hd * state_size, *z = S + dk * dv;
         T *y = out + (hd * N + i0) * dv;
-        if (SFX(visible_key_count)(p, hd / p->heads) == 0) {
+        if (la_keys_in_length(p, hd / p->heads) == 0) {
             for (size_t a = 0; a < n * dv; a++)
                 y[a] = 0; /* sees no key: zero rows */
             continue;
@@ -245,7 +237,7 @@ static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k
         T *carry = carried + hd * state_size;
         const T *qh = q + hd * N * dk, *kh = k + hd * M * dk, *vh = v + hd * M * dv;
         T *y = out + (hd * N + c0) * dv;
-        size_t u = SFX(visible_key_count)(p, hd / p->heads);
+        size_t u = la_keys_in_length(p, hd / p->heads);
         if (u > N) u = N;
         const size_t nq = N - c0 < C ? N - c0 : C;
         const size_t nk = c0 >= u ? 0 : (u - c0 < C ? u - c0 : C); /* nk <= nq */
@@ -347,7 +339,7 @@ la_status SFX(la_linear_attention_recurrent)(const la_problem *p, const T *q, co
         T *z = S + dk * dv, *phi_q = z + dk, *phi_k = phi_q + dk;
         const T *qh = q + hd * N * dk, *kh = k + hd * M * dk, *vh = v + hd * M * dv;
         T *yh = out + hd * N * dv;
-        const size_t m = SFX(visible_key_count)(p, hd / p->heads);
+        const size_t m = la_keys_in_length(p, hd / p->heads);
         for (size_t a = 0; a < dk * dv; a++)
             S[a] = 0;
         for (size_t a = 0; a < dk; a++)
