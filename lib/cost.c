@@ -134,6 +134,15 @@ static double workspace(la_kernel kernel, const la_problem *p, size_t elem)
         /* one N×M score matrix, reused head after head */
         return n * m * e;
     case LA_KERNEL_SOFTMAX:
+        if (elem == sizeof(float) && la_fused_simd_usable(p)) {
+            /* the AVX-512 kernel: per thread qᵀ, a score block and oᵀ, 32 queries wide,
+             * tasks of 32 queries (softmax_avx512.c) */
+            double tasks = heads * ceil(n / LA_FUSED_SIMD_Q_BLOCK);
+            double per_thread = ceil((double)la_fused_simd_scratch_bytes(p) / 64) * 64;
+            return dmin(threads, tasks) * per_thread;
+        }
+        /* the BLIS-based kernel: its layout is shared with hard attention */
+        __attribute__((fallthrough));
     case LA_KERNEL_HARD: {
         /* per (b, h, query block) task thread: a bq×bk score block, then bq row maxima
          * (or best scores) and bq sums (or best key indices, size_t), rounded up to a

@@ -27,6 +27,23 @@ enum {
     LA_SOFTMAX_K_BLOCK = 256, /* keys per score block */
 };
 
+/* The float32 fused softmax kernel for AVX-512 (softmax_avx512.c): tasks of
+ * LA_FUSED_SIMD_Q_BLOCK queries (in the vector lanes), key blocks of
+ * LA_FUSED_SIMD_K_BLOCK. softmax_tmpl.h runs it in place of the BLIS-based block when
+ * la_fused_simd_usable(p); cost.c models its scratch with la_fused_simd_scratch_bytes. */
+enum { LA_FUSED_SIMD_Q_BLOCK = 32, LA_FUSED_SIMD_K_BLOCK = 128 };
+bool la_fused_simd_usable(const la_problem *p);
+/* Tests (and comparisons): off forces the BLIS-based kernel; on restores the default
+ * (still off where the CPU lacks AVX-512 or LA_SIMD=off). */
+void la_fused_simd_enable(bool on);
+size_t la_fused_simd_scratch_bytes(const la_problem *p); /* per thread */
+/* One task: query rows i0 .. i0+rows-1 (rows <= LA_FUSED_SIMD_Q_BLOCK) of one head,
+ *   qh: (N, d_k), kh: (M, d_k), vh: (M, d_v), oh: (N, d_v) row-major. */
+void la_fused_simd_block(const la_problem *p, size_t b, const float *qh, const float *kh,
+                         const float *vh, float *oh, size_t i0, size_t rows, float *scratch);
+/* y[i] = 2^x[i] for x[i] <= 0 with the kernel's exp2 (for its accuracy test). */
+void la_fused_simd_exp2(const float *x, float *y, size_t n);
+
 /* Keys of batch entry b that the key-length mask leaves visible: min(M, L_b). */
 size_t la_keys_in_length(const la_problem *p, size_t b);
 

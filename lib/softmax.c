@@ -63,15 +63,19 @@ static bool scale_fits(double scale, size_t elem_size)
 #define REAL float
 #define SUFFIX f32
 #define EXP1 expf
+#define SIMD_FUSED 1 /* float32 fused: the AVX-512 kernel where the CPU has it */
 #include "softmax_tmpl.h"
 #undef REAL
 #undef SUFFIX
 #undef EXP1
+#undef SIMD_FUSED
 
 #define REAL double
 #define SUFFIX f64
 #define EXP1 exp
+#define SIMD_FUSED 0
 #include "softmax_tmpl.h"
 #undef REAL
 #undef SUFFIX
 #undef EXP1
+#undef SIMD_FUSED

@@ -1,7 +1,7 @@
 /* softmax_tmpl.h — the softmax and hard attention kernels, written once for both
  * precisions. Not an ordinary header: lib/softmax.c includes it twice, once with
- *   #define REAL float   / #define SUFFIX f32 / #define EXP1 expf
- * and once with double / f64 / exp, so every name below built with FN(name) becomes
+ *   #define REAL float   / #define SUFFIX f32 / #define EXP1 expf / #define SIMD_FUSED 1
+ * and once with double / f64 / exp / 0, so every name below built with FN(name) becomes
  * name_f32 or name_f64. The float32 and float64 kernels are therefore the same code,
  * differing only in the element type, the BLIS routine and the exp.
  *
@@ -160,17 +160,21 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
     if (!scale_fits(p->scale, sizeof(REAL))) return LA_EINVAL;
 
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    /* float32 fused on AVX-512: softmax_avx512.c's kernel, with its own task size */
+    const bool simd = SIMD_FUSED && kind == FN(RUN_FUSED) && la_fused_simd_usable(p);
+    const size_t q_block = simd ? LA_FUSED_SIMD_Q_BLOCK : Q_BLOCK;
     const size_t bq = N < Q_BLOCK ? N : Q_BLOCK, bk = M < K_BLOCK ? M : K_BLOCK;
-    const size_t q_blocks = (N + Q_BLOCK - 1) / Q_BLOCK;
+    const size_t q_blocks = (N + q_block - 1) / q_block;
     size_t n_tasks;
     if (!la_mul_ok(p->batch * p->heads, q_blocks, &n_tasks)) return LA_EOVERFLOW;
 
     /* per thread: (bq) row sums or best keys (size_t, first for alignment), (bq) row
      * maxima or best scores, then s (bq × bk); each thread's slice starts on a cache line.
-     * lib/cost.c's workspace model mirrors this layout. */
+     * The AVX-512 kernel's layout is its own. lib/cost.c's workspace model mirrors both. */
     const size_t off_a = bq * sizeof(size_t);
     const size_t off_s = off_a + bq * sizeof(REAL);
-    const size_t per_thread = round_up_64(off_s + bq * bk * sizeof(REAL));
+    const size_t per_thread =
+        round_up_64(simd ? la_fused_simd_scratch_bytes(p) : off_s + bq * bk * sizeof(REAL));
     int threads = la_threads();
     if ((size_t)threads > n_tasks) threads = (int)n_tasks;
     size_t scratch_bytes;
@@ -191,9 +195,12 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
         const REAL *kh = k + head_offset(p, tk.b, tk.h, M, dk);
         const REAL *vh = v + head_offset(p, tk.b, tk.h, M, dv);
         REAL *oh = out + head_offset(p, tk.b, tk.h, N, dv);
-        const size_t i0 = tk.q_block * Q_BLOCK;
-        const size_t rows = N - i0 < Q_BLOCK ? N - i0 : Q_BLOCK;
-        if (kind == FN(RUN_FUSED))
+        const size_t i0 = tk.q_block * q_block;
+        const size_t rows = N - i0 < q_block ? N - i0 : q_block;
+        if (simd)
+            la_fused_simd_block(p, tk.b, (const float *)qh, (const float *)kh,
+                                (const float *)vh, (float *)oh, i0, rows, (float *)mine);
+        else if (kind == FN(RUN_FUSED))
             FN(fused_block)(p, tk.b, qh, kh, vh, oh, i0, rows, s, row_a, (REAL *)row_b);
         else
             FN(hard_block)(p, tk.b, qh, kh, vh, oh, i0, rows, s, row_a, (size_t *)row_b);

@@ -1,0 +1,338 @@
+/* softmax_avx512.c — fused softmax attention, float32, hand-blocked for AVX-512.
+ *
+ * Why not BLIS here: the fused kernel multiplies a 32-query block by one block of keys
+ * at a time, products of k = d_k = 64. Through BLIS each such product costs a call
+ * (about 1 µs), a repacking of the key block for every query block, and BLIS's
+ * small-matrix path: the BLIS-based kernel (softmax_tmpl.h, still used for float64 and
+ * on CPUs without AVX-512) reaches 0.45 of sgemm's rate here. This file computes the two
+ * block products with its own register-blocked loops instead.
+ *
+ * The layout that makes it simple: the 32 queries of a task live in the vector lanes
+ * (two registers of 16). Then
+ *   scores:  sᵀ[j][r] = Σ_p qᵀ[p][r] · k[j][p]  — a column of qᵀ times a broadcast key
+ *            element: k and v are read in place, row-major, never transposed or packed;
+ *            only the task's 32 query rows are transposed once, into qᵀ (d_k × 32).
+ *   softmax: every step is per query, so per lane: the running maximum, the rescaling
+ *            and the row sums are vertical vector operations, with no horizontal
+ *            reductions and no scalar loop over rows.
+ *   values:  oᵀ[c][r] += Σ_j v[j][c] · pᵀ[j][r] — a broadcast value element times a
+ *            row of pᵀ.
+ * Both products are micro-tiles of 8 keys (or 8 value columns) × 32 queries: 16
+ * accumulators, per step 2 vector loads + 8 broadcasts for 16 FMAs.
+ *
+ * exp is exp2 with log2(e) folded into the scale: scores are kept as
+ * s₂ = q·k · scale · log2(e), and exp(s - m) = 2^(s₂ - m₂). */
+#include "internal.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,fma")))
+
+enum {
+    QT = LA_FUSED_SIMD_Q_BLOCK, /* queries per task: 2 vectors of 16 lanes */
+    KB = LA_FUSED_SIMD_K_BLOCK, /* keys per block: sᵀ is KB × QT floats */
+    MT = 8,                     /* keys (scores) or value columns (PV) per micro-tile */
+};
+
+/* 2^x for x <= 0 (the only arguments used here), vectorised; 0 for x < -160 and -inf.
+ *   n = round(x), f = x - n (exact, |f| <= 1/2), 2^f by a degree-6 polynomial (a
+ *   Chebyshev fit on [-1/2, 1/2]), then 2^f · 2ⁿ by vscalefps, which also flushes to 0
+ *   below the denormals. Maximal error 2 ulp (tests/test_softmax.c: exp2_accuracy). */
+AVX512 static inline __m512 exp2_ps(__m512 x)
+{
+    x = _mm512_max_ps(x, _mm512_set1_ps(-160.0f));
+    const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 f = _mm512_sub_ps(x, n);
+    __m512 y = _mm512_set1_ps(1.5469732170e-04f);
+    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(1.3400432654e-03f));
+    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(9.6180252731e-03f));
+    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(5.5503271520e-02f));
+    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(2.4022650719e-01f));
+    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(6.9314718246e-01f));
+    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(y, n);
+}
+
+AVX512 void la_fused_simd_exp2(const float *x, float *y, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, exp2_ps(_mm512_loadu_ps(x + i)));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, m, exp2_ps(_mm512_maskz_loadu_ps(m, x + i)));
+    }
+}
+
+/* Scores of MT keys for the task's QT queries:
+ *   st[t][r] = Σ_p qt[p][r] · k[t][p] · scale2, t < MT, r < QT;
+ *   qt: (d_k, QT), k: MT rows of d_k at stride dk, st: (MT, QT).
+ * Returns nothing; the caller masks and takes the maximum. */
+AVX512 static inline void scores_tile(const float *qt, const float *k, size_t dk, __m512 scale2,
+                                      float *st)
+{
+    __m512 acc[MT][2];
+#pragma GCC unroll 8
+    for (int t = 0; t < MT; t++)
+        acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+    for (size_t p = 0; p < dk; p++) {
+        const __m512 q0 = _mm512_load_ps(qt + p * QT), q1 = _mm512_load_ps(qt + p * QT + 16);
+#pragma GCC unroll 8
+        for (int t = 0; t < MT; t++) {
+            const __m512 kb = _mm512_set1_ps(k[(size_t)t * dk + p]);
+            acc[t][0] = _mm512_fmadd_ps(q0, kb, acc[t][0]);
+            acc[t][1] = _mm512_fmadd_ps(q1, kb, acc[t][1]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < MT; t++) {
+        _mm512_store_ps(st + t * QT, _mm512_mul_ps(acc[t][0], scale2));
+        _mm512_store_ps(st + t * QT + 16, _mm512_mul_ps(acc[t][1], scale2));
+    }
+}
+
+/* The same for one key (the block's tail when its length is not a multiple of MT). */
+AVX512 static inline void scores_one(const float *qt, const float *k, size_t dk, __m512 scale2,
+                                     float *st)
+{
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    for (size_t p = 0; p < dk; p++) {
+        const __m512 kb = _mm512_set1_ps(k[p]);
+        a0 = _mm512_fmadd_ps(_mm512_load_ps(qt + p * QT), kb, a0);
+        a1 = _mm512_fmadd_ps(_mm512_load_ps(qt + p * QT + 16), kb, a1);
+    }
+    _mm512_store_ps(st, _mm512_mul_ps(a0, scale2));
+    _mm512_store_ps(st + 16, _mm512_mul_ps(a1, scale2));
+}
+
+/* Values of MT columns for the task's QT queries, accumulated:
+ *   ot[t][r] += Σ_j v[j][t] · pt[j][r], t < MT, j < cols;
+ *   v: cols rows at stride dv (already offset to the first column), pt: (cols, QT),
+ *   ot: (MT, QT). */
+AVX512 static inline void values_tile(const float *pt, size_t cols, const float *v, size_t dv,
+                                      float *ot)
+{
+    __m512 acc[MT][2];
+#pragma GCC unroll 8
+    for (int t = 0; t < MT; t++) {
+        acc[t][0] = _mm512_load_ps(ot + t * QT);
+        acc[t][1] = _mm512_load_ps(ot + t * QT + 16);
+    }
+    for (size_t j = 0; j < cols; j++) {
+        const __m512 p0 = _mm512_load_ps(pt + j * QT), p1 = _mm512_load_ps(pt + j * QT + 16);
+        const float *vj = v + j * dv;
+#pragma GCC unroll 8
+        for (int t = 0; t < MT; t++) {
+            const __m512 vb = _mm512_set1_ps(vj[t]);
+            acc[t][0] = _mm512_fmadd_ps(p0, vb, acc[t][0]);
+            acc[t][1] = _mm512_fmadd_ps(p1, vb, acc[t][1]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < MT; t++) {
+        _mm512_store_ps(ot + t * QT, acc[t][0]);
+        _mm512_store_ps(ot + t * QT + 16, acc[t][1]);
+    }
+}
+
+/* The same for one column (the tail when d_v is not a multiple of MT). */
+AVX512 static inline void values_one(const float *pt, size_t cols, const float *v, size_t dv,
+                                     float *ot)
+{
+    __m512 a0 = _mm512_load_ps(ot), a1 = _mm512_load_ps(ot + 16);
+    for (size_t j = 0; j < cols; j++) {
+        const __m512 vb = _mm512_set1_ps(v[j * dv]);
+        a0 = _mm512_fmadd_ps(_mm512_load_ps(pt + j * QT), vb, a0);
+        a1 = _mm512_fmadd_ps(_mm512_load_ps(pt + j * QT + 16), vb, a1);
+    }
+    _mm512_store_ps(ot, a0);
+    _mm512_store_ps(ot + 16, a1);
+}
+
+/* Scratch of one thread, in floats, every part 64-byte aligned (QT floats = 128 bytes):
+ * qᵀ (d_k × QT), then sᵀ/pᵀ (KB × QT), then oᵀ (d_v × QT). */
+size_t la_fused_simd_scratch_bytes(const la_problem *p)
+{
+    return (p->d_k + KB + p->d_v) * QT * sizeof(float);
+}
+
+/* Fused softmax attention for the query rows i0 .. i0+rows-1 (rows <= QT) of one head
+ * of batch entry b:
+ *   qh: (N, d_k), kh: (M, d_k), vh: (M, d_v), oh: (N, d_v), row-major;
+ *   scratch: la_fused_simd_scratch_bytes(p) bytes, 64-byte aligned.
+ * Lanes past `rows` compute on zero queries over the same keys as the last row and
+ * are never stored. */
+AVX512 void la_fused_simd_block(const la_problem *p, size_t b, const float *qh, const float *kh,
+                                const float *vh, float *oh, size_t i0, size_t rows,
+                                float *scratch)
+{
+    const size_t dk = p->d_k, dv = p->d_v;
+    float *qt = scratch, *st = qt + dk * QT, *ot = st + KB * QT;
+
+    /* qᵀ[p][r] = q[i0 + r][p]; zero lanes past the last row */
+    for (size_t c = 0; c < dk; c++)
+        for (size_t r = 0; r < QT; r++)
+            qt[c * QT + r] = r < rows ? qh[(i0 + r) * dk + c] : 0.0f;
+    memset(ot, 0, dv * QT * sizeof *ot);
+
+    /* keys visible to each lane's query; lanes past the last row copy the last row */
+    int32_t vis_lanes[QT];
+    size_t vis_min = SIZE_MAX;
+    for (size_t r = 0; r < QT; r++) {
+        const size_t vis = la_visible_keys(p, b, i0 + (r < rows ? r : rows - 1));
+        vis_lanes[r] = (int32_t)vis; /* M <= INT32_MAX: la_fused_simd_usable() */
+        if (vis < vis_min) vis_min = vis;
+    }
+    const size_t key_end = la_visible_keys(p, b, i0 + rows - 1); /* the most keys any row sees */
+    const __m512i vis0 = _mm512_loadu_si512(vis_lanes), vis1 = _mm512_loadu_si512(vis_lanes + 16);
+
+    const __m512 scale2 = _mm512_set1_ps((float)(p->scale * 1.4426950408889634));
+    const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
+    __m512 m0 = neg_inf, m1 = neg_inf;                    /* running maxima (log2 units) */
+    __m512 l0 = _mm512_setzero_ps(), l1 = _mm512_setzero_ps(); /* running sums */
+
+    for (size_t j0 = 0; j0 < key_end; j0 += KB) {
+        const size_t cols = key_end - j0 < KB ? key_end - j0 : KB;
+        const float *kb = kh + j0 * dk;
+
+        /* sᵀ = (k_blk · qᵀ) · scale2 */
+        size_t t = 0;
+        for (; t + MT <= cols; t += MT)
+            scores_tile(qt, kb + t * dk, dk, scale2, st + t * QT);
+        for (; t < cols; t++)
+            scores_one(qt, kb + t * dk, dk, scale2, st + t * QT);
+
+        /* hidden keys -> -inf (only in blocks that reach past some lane's frontier);
+         * the block maximum per lane */
+        const int masked = j0 + cols > vis_min;
+        __m512 bm0 = neg_inf, bm1 = neg_inf;
+        for (size_t j = 0; j < cols; j++) {
+            __m512 s0 = _mm512_load_ps(st + j * QT), s1 = _mm512_load_ps(st + j * QT + 16);
+            if (masked) {
+                const __m512i jj = _mm512_set1_epi32((int32_t)(j0 + j));
+                s0 = _mm512_mask_mov_ps(neg_inf, _mm512_cmpgt_epi32_mask(vis0, jj), s0);
+                s1 = _mm512_mask_mov_ps(neg_inf, _mm512_cmpgt_epi32_mask(vis1, jj), s1);
+                _mm512_store_ps(st + j * QT, s0);
+                _mm512_store_ps(st + j * QT + 16, s1);
+            }
+            bm0 = _mm512_max_ps(bm0, s0);
+            bm1 = _mm512_max_ps(bm1, s1);
+        }
+
+        /* online softmax: new maxima; where one grew, rescale the sum and the
+         * accumulator by 2^(m_old - m_new). A lane that has seen no visible key keeps
+         * -inf and shifts by 0 instead, so it never computes -inf - -inf. */
+        const __m512 n0 = _mm512_max_ps(m0, bm0), n1 = _mm512_max_ps(m1, bm1);
+        const __mmask16 grew0 = _mm512_cmp_ps_mask(n0, m0, _CMP_GT_OQ);
+        const __mmask16 grew1 = _mm512_cmp_ps_mask(n1, m1, _CMP_GT_OQ);
+        const __m512 u0 = _mm512_mask_mov_ps(_mm512_setzero_ps(),
+                                             _mm512_cmp_ps_mask(n0, neg_inf, _CMP_NEQ_OQ), n0);
+        const __m512 u1 = _mm512_mask_mov_ps(_mm512_setzero_ps(),
+                                             _mm512_cmp_ps_mask(n1, neg_inf, _CMP_NEQ_OQ), n1);
+        if (grew0 | grew1) {
+            const __m512 a0 = exp2_ps(_mm512_sub_ps(m0, u0)), a1 = exp2_ps(_mm512_sub_ps(m1, u1));
+            l0 = _mm512_mul_ps(l0, a0);
+            l1 = _mm512_mul_ps(l1, a1);
+            if (j0 > 0)
+                for (size_t c = 0; c < dv; c++) {
+                    _mm512_store_ps(ot + c * QT, _mm512_mul_ps(_mm512_load_ps(ot + c * QT), a0));
+                    _mm512_store_ps(ot + c * QT + 16,
+                                    _mm512_mul_ps(_mm512_load_ps(ot + c * QT + 16), a1));
+                }
+        }
+        m0 = n0;
+        m1 = n1;
+
+        /* pᵀ = 2^(sᵀ - m), in place, and the row sums */
+        for (size_t j = 0; j < cols; j++) {
+            const __m512 e0 = exp2_ps(_mm512_sub_ps(_mm512_load_ps(st + j * QT), u0));
+            const __m512 e1 = exp2_ps(_mm512_sub_ps(_mm512_load_ps(st + j * QT + 16), u1));
+            _mm512_store_ps(st + j * QT, e0);
+            _mm512_store_ps(st + j * QT + 16, e1);
+            l0 = _mm512_add_ps(l0, e0);
+            l1 = _mm512_add_ps(l1, e1);
+        }
+
+        /* oᵀ += v_blkᵀ · pᵀ */
+        const float *vb = vh + j0 * dv;
+        size_t c = 0;
+        for (; c + MT <= dv; c += MT)
+            values_tile(st, cols, vb + c, dv, ot + c * QT);
+        for (; c < dv; c++)
+            values_one(st, cols, vb + c, dv, ot + c * QT);
+    }
+
+    /* out[i0 + r][c] = oᵀ[c][r] / l[r]; a row that saw no key stays zero */
+    float inv[QT];
+    _mm512_storeu_ps(inv, l0);
+    _mm512_storeu_ps(inv + 16, l1);
+    for (size_t r = 0; r < rows; r++)
+        inv[r] = inv[r] > 0 ? 1.0f / inv[r] : 0.0f;
+    for (size_t r = 0; r < rows; r++) {
+        float *orow = oh + (i0 + r) * dv;
+        for (size_t c = 0; c < dv; c++)
+            orow[c] = ot[c * QT + r] * inv[r];
+    }
+}
+
+/* Whether this CPU runs the kernel, decided once; off with LA_SIMD=off (to compare with
+ * the BLIS-based kernel). The tests switch it off and on with la_fused_simd_enable. */
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+static bool cpu_ok, env_off;
+static _Atomic bool enabled = true;
+
+static void detect(void)
+{
+    __builtin_cpu_init();
+    const char *env = getenv("LA_SIMD");
+    cpu_ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+    env_off = env && strcmp(env, "off") == 0;
+}
+
+bool la_fused_simd_usable(const la_problem *p)
+{
+    pthread_once(&detect_once, detect);
+    return cpu_ok && !env_off && enabled && p->n_keys <= INT32_MAX;
+}
+
+void la_fused_simd_enable(bool on)
+{
+    pthread_once(&detect_once, detect);
+    enabled = on;
+}
+
+#else /* not x86-64 with GCC or clang: the BLIS-based kernel only */
+
+size_t la_fused_simd_scratch_bytes(const la_problem *p)
+{
+    (void)p;
+    return 0;
+}
+void la_fused_simd_block(const la_problem *p, size_t b, const float *qh, const float *kh,
+                         const float *vh, float *oh, size_t i0, size_t rows, float *scratch)
+{
+    (void)p, (void)b, (void)qh, (void)kh, (void)vh, (void)oh, (void)i0, (void)rows, (void)scratch;
+}
+void la_fused_simd_exp2(const float *x, float *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = exp2f(x[i]);
+}
+bool la_fused_simd_usable(const la_problem *p)
+{
+    (void)p;
+    return false;
+}
+void la_fused_simd_enable(bool on)
+{
+    (void)on;
+}
+#endif
