@@ -4,6 +4,7 @@
  * the future bit for bit, huge logits stay finite, the memory budget, every error path,
  * and bitwise determinism across thread counts. Also the float32 vectorised exp. */
 #include "testutil.h"
+#include "internal.h" /* the AVX-512 fused kernel switch and its exp2 */
 #include "vexp.h"
 
 #include <math.h>
@@ -556,6 +557,42 @@ static void vexp_accuracy(void **state)
         assert_true(edge[i] == 0);
 }
 
+/* The AVX-512 fused kernel's exp2 (softmax_avx512.c), used on x <= 0: at most 2 ulp from
+ * exp2 (ulp of the exact value, 2⁻¹⁴⁹ among the denormals) densely over [-1, 0] and at
+ * random over [-150, 0]; exactly 1 at 0 (a row's largest score gets weight 1), exactly
+ * 0 below -160 and for -inf (hidden keys). */
+static void exp2_accuracy(void **state)
+{
+    (void)state;
+    enum { N = 4096 };
+    static float x[N], y[N];
+    tu_rng r = tu_rng_for("exp2_accuracy");
+    double worst = 0, worst_at = 0;
+    for (size_t round_ = 0; round_ < 400; round_++) {
+        for (size_t i = 0; i < N; i++)
+            x[i] = round_ < 100 ? -(float)(round_ * N + i) / (100.0f * N)
+                                : (float)(-150 * tu_uniform(&r));
+        la_fused_simd_exp2(x, y, N);
+        for (size_t i = 0; i < N; i++) {
+            double e = exp2((double)x[i]);
+            int ex;
+            frexp(e, &ex);
+            double ulp = ldexp(1.0, ex - 24 < -149 ? -149 : ex - 24);
+            double err = fabs(y[i] - e) / ulp;
+            if (!(err <= worst)) {
+                worst = err;
+                worst_at = x[i];
+            }
+        }
+    }
+    if (!(worst <= 2.0)) fail_msg("exp2: %.3g ulp at x = %.9g", worst, worst_at);
+    float edge[5] = {0.0f, -INFINITY, -1e4f, -160.5f, -170.0f}, out[5];
+    la_fused_simd_exp2(edge, out, 5);
+    assert_true(out[0] == 1.0f);
+    for (size_t i = 1; i < 5; i++)
+        assert_true(out[i] == 0.0f);
+}
+
 /* The float64 exp against libm's exp over [-708, 709] and over softmax's usual range
  * [-40, 0]: relative error below 1e-15 (measured against expl: 1.4e-16); 0 below -708
  * and for -inf; the sum is the sum of the values. */
@@ -607,6 +644,17 @@ int main(void)
         cmocka_unit_test(causal_ignores_future), cmocka_unit_test(huge_logits),
         cmocka_unit_test(hard_ties_lowest_key),  cmocka_unit_test(materialized_budget),
         cmocka_unit_test(error_paths),           cmocka_unit_test(threads_bitwise_identical),
+        cmocka_unit_test(exp2_accuracy),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* float32 fused softmax has two kernels: the AVX-512 one (where the CPU has it) and
+     * the BLIS-based one; every test runs against both. */
+    int failed = cmocka_run_group_tests_name("default kernels", tests, NULL, NULL);
+    if (la_fused_simd_usable(&(la_problem){.n_keys = 1})) {
+        la_fused_simd_enable(false);
+        failed += cmocka_run_group_tests_name("BLIS-based fused float32", tests, NULL, NULL);
+        la_fused_simd_enable(true);
+    } else {
+        printf("(no AVX-512 here: the BLIS-based fused float32 kernel only)\n");
+    }
+    return failed != 0;
 }
