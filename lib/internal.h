@@ -19,6 +19,13 @@ void la_gemm_f64(size_t m, size_t n, size_t k, double alpha, const double *a, pt
                  ptrdiff_t csa, const double *b, ptrdiff_t rsb, ptrdiff_t csb, double beta,
                  double *c, ptrdiff_t rsc, ptrdiff_t csc);
 
+/* The same contract as la_gemm_f32, for the small blocks of the linear kernels: on
+ * AVX-512 register tiles when alpha = 1, beta is 0 or 1 and B and C have unit column
+ * stride (gemm_small.c), else through BLIS. */
+void la_gemm_small_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrdiff_t rsa,
+                       ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb, float beta,
+                       float *c, ptrdiff_t rsc, ptrdiff_t csc);
+
 /* Block sizes of the fused softmax and hard kernels (softmax.c), which the cost model
  * (cost.c) needs for their workspace: one place, so the two cannot drift apart. Fixed,
  * so the rounding never depends on the machine or the thread count. */
@@ -33,9 +40,9 @@ enum {
  * la_fused_simd_usable(p); cost.c models its scratch with la_fused_simd_scratch_bytes. */
 enum { LA_FUSED_SIMD_Q_BLOCK = 32, LA_FUSED_SIMD_K_BLOCK = 128 };
 bool la_fused_simd_usable(const la_problem *p);
-/* Tests (and comparisons): off forces the BLIS-based kernel; on restores the default
- * (still off where the CPU lacks AVX-512 or LA_SIMD=off). */
-void la_fused_simd_enable(bool on);
+/* Tests: off forces every float32 kernel onto its portable (BLIS-based) path; on
+ * restores the default (still off where the CPU lacks AVX-512 or LA_SIMD=off). */
+void la_avx512_enable(bool on);
 size_t la_fused_simd_scratch_bytes(const la_problem *p); /* per thread */
 /* One task: query rows i0 .. i0+rows-1 (rows <= LA_FUSED_SIMD_Q_BLOCK) of one head,
  *   qh: (N, d_k), kh: (M, d_k), vh: (M, d_v), oh: (N, d_v) row-major. */

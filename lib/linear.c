@@ -94,12 +94,16 @@ la_status la_linear_workspace_bytes(la_kernel kernel, const la_problem *p, size_
 
 #define T float
 #define LA_SUFFIX _f32
+#define LA_GEMM la_gemm_small_f32 /* its blocks on AVX-512 tiles where it can */
 #include "linear_impl.h"
 #undef T
 #undef LA_SUFFIX
+#undef LA_GEMM
 
 #define T double
 #define LA_SUFFIX _f64
+#define LA_GEMM la_gemm_f64
 #include "linear_impl.h"
 #undef T
 #undef LA_SUFFIX
+#undef LA_GEMM

@@ -10,7 +10,7 @@
 #define LA_CAT2(a, b) a##b
 #define LA_CAT(a, b) LA_CAT2(a, b)
 #define SFX(name) LA_CAT(name, LA_SUFFIX)
-#define LA_GEMM SFX(la_gemm)       /* la_gemm_f32 or _f64 */
+/* LA_GEMM: la_gemm_small_f32 or la_gemm_f64, defined by linear.c */
 #define LA_PHI SFX(la_feature_map) /* la_feature_map_f32 or _f64 */
 #define LA_DOT SFX(la_dot)         /* la_dot_f32 or _f64 */
 
@@ -72,6 +72,18 @@ void SFX(la_linear_read_query)(const T *restrict S, const T *restrict z, const T
     for (size_t c = 0; c < d_v; c++)
         y[c] /= den;
 }
+
+#ifndef LA_PREFETCH_ROWS
+#define LA_PREFETCH_ROWS
+/* Asks for `bytes` bytes from x into the cache, one request per 64-byte line: the
+ * linear kernels stream their inputs once, and a block's loads otherwise wait for
+ * memory between bursts of arithmetic. */
+static void prefetch_rows(const void *x, size_t bytes)
+{
+    for (size_t off = 0; off < bytes; off += 64)
+        __builtin_prefetch((const char *)x + off, 0, 3);
+}
+#endif
 
 /* The scratch layout of one call (linear_layout_for), allocated: one block of T. */
 static la_status SFX(workspace_alloc)(const la_problem *p, la_kernel kernel, linear_layout *lay,
@@ -138,6 +150,12 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
             const size_t n = j_end - j0 < kb ? j_end - j0 : kb;
             /* φ(K_blk): (n, d_k) */
             LA_PHI(p->feature_map, kh + j0 * dk, phi_k, n * dk);
+            /* the next block's keys and values are on their way while this one multiplies */
+            if (j0 + kb < j_end) {
+                const size_t next = j_end - (j0 + kb) < kb ? j_end - (j0 + kb) : kb;
+                prefetch_rows(kh + (j0 + kb) * dk, next * dk * sizeof(T));
+                prefetch_rows(vh + (j0 + kb) * dv, next * dv * sizeof(T));
+            }
             /* S_p += φ(K_blk)ᵀ V_blk: (d_k, n)·(n, d_v), φ(K_blk)ᵀ through strides */
             LA_GEMM(dk, dv, n, 1, phi_k, 1, (ptrdiff_t)dk, vh + j0 * dv, (ptrdiff_t)dv, 1, 1, S,
                     (ptrdiff_t)dv, 1);
@@ -175,6 +193,12 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
         }
         /* φ(Q_blk): (n, d_k) */
         LA_PHI(p->feature_map, q + (hd * N + i0) * dk, phi_q, n * dk);
+        /* the next block's queries are on their way while this one multiplies */
+        if (task + 1 < tasks) {
+            const size_t next = (task + 1) % q_blocks * qb, hd_next = (task + 1) / q_blocks;
+            const size_t rows_next = N - next < qb ? N - next : qb;
+            prefetch_rows(q + (hd_next * N + next) * dk, rows_next * dk * sizeof(T));
+        }
         /* num = φ(Q_blk) S: (n, d_k)·(d_k, d_v), straight into out */
         LA_GEMM(n, dv, dk, 1, phi_q, (ptrdiff_t)dk, 1, S, (ptrdiff_t)dv, 1, 0, y, (ptrdiff_t)dv, 1);
         /* y = num / (φ(q_i)·z + eps) */
@@ -365,7 +389,6 @@ la_status SFX(la_linear_attention_recurrent)(const la_problem *p, const T *q, co
     return LA_OK;
 }
 
-#undef LA_GEMM
 #undef LA_PHI
 #undef LA_DOT
 #undef SFX

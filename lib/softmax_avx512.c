@@ -23,17 +23,13 @@
  * exp is exp2 with log2(e) folded into the scale: scores are kept as
  * s₂ = q·k · scale · log2(e), and exp(s - m) = 2^(s₂ - m₂). */
 #include "internal.h"
+#include "simd_avx512.h"
 
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-
-#define AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,fma")))
+#if LA_HAVE_AVX512_CODE
 
 enum {
     QT = LA_FUSED_SIMD_Q_BLOCK, /* queries per task: 2 vectors of 16 lanes */
@@ -41,33 +37,14 @@ enum {
     MT = 8,                     /* keys (scores) or value columns (PV) per micro-tile */
 };
 
-/* 2^x for x <= 0 (the only arguments used here), vectorised; 0 for x < -160 and -inf.
- *   n = round(x), f = x - n (exact, |f| <= 1/2), 2^f by a degree-6 polynomial (a
- *   Chebyshev fit on [-1/2, 1/2]), then 2^f · 2ⁿ by vscalefps, which also flushes to 0
- *   below the denormals. Maximal error 2 ulp (tests/test_softmax.c: exp2_accuracy). */
-AVX512 static inline __m512 exp2_ps(__m512 x)
-{
-    x = _mm512_max_ps(x, _mm512_set1_ps(-160.0f));
-    const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512 f = _mm512_sub_ps(x, n);
-    __m512 y = _mm512_set1_ps(1.5469732170e-04f);
-    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(1.3400432654e-03f));
-    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(9.6180252731e-03f));
-    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(5.5503271520e-02f));
-    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(2.4022650719e-01f));
-    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(6.9314718246e-01f));
-    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(y, n);
-}
-
-AVX512 void la_fused_simd_exp2(const float *x, float *y, size_t n)
+LA_AVX512 void la_fused_simd_exp2(const float *x, float *y, size_t n)
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(y + i, exp2_ps(_mm512_loadu_ps(x + i)));
+        _mm512_storeu_ps(y + i, la_exp2_ps(_mm512_loadu_ps(x + i)));
     if (i < n) {
         const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        _mm512_mask_storeu_ps(y + i, m, exp2_ps(_mm512_maskz_loadu_ps(m, x + i)));
+        _mm512_mask_storeu_ps(y + i, m, la_exp2_ps(_mm512_maskz_loadu_ps(m, x + i)));
     }
 }
 
@@ -75,7 +52,7 @@ AVX512 void la_fused_simd_exp2(const float *x, float *y, size_t n)
  *   st[t][r] = Σ_p qt[p][r] · k[t][p] · scale2, t < MT, r < QT;
  *   qt: (d_k, QT), k: MT rows of d_k at stride dk, st: (MT, QT).
  * Returns nothing; the caller masks and takes the maximum. */
-AVX512 static inline void scores_tile(const float *qt, const float *k, size_t dk, __m512 scale2,
+LA_AVX512 static inline void scores_tile(const float *qt, const float *k, size_t dk, __m512 scale2,
                                       float *st)
 {
     __m512 acc[MT][2];
@@ -99,7 +76,7 @@ AVX512 static inline void scores_tile(const float *qt, const float *k, size_t dk
 }
 
 /* The same for one key (the block's tail when its length is not a multiple of MT). */
-AVX512 static inline void scores_one(const float *qt, const float *k, size_t dk, __m512 scale2,
+LA_AVX512 static inline void scores_one(const float *qt, const float *k, size_t dk, __m512 scale2,
                                      float *st)
 {
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
@@ -116,7 +93,7 @@ AVX512 static inline void scores_one(const float *qt, const float *k, size_t dk,
  *   ot[t][r] += Σ_j v[j][t] · pt[j][r], t < MT, j < cols;
  *   v: cols rows at stride dv (already offset to the first column), pt: (cols, QT),
  *   ot: (MT, QT). */
-AVX512 static inline void values_tile(const float *pt, size_t cols, const float *v, size_t dv,
+LA_AVX512 static inline void values_tile(const float *pt, size_t cols, const float *v, size_t dv,
                                       float *ot)
 {
     __m512 acc[MT][2];
@@ -143,7 +120,7 @@ AVX512 static inline void values_tile(const float *pt, size_t cols, const float 
 }
 
 /* The same for one column (the tail when d_v is not a multiple of MT). */
-AVX512 static inline void values_one(const float *pt, size_t cols, const float *v, size_t dv,
+LA_AVX512 static inline void values_one(const float *pt, size_t cols, const float *v, size_t dv,
                                      float *ot)
 {
     __m512 a0 = _mm512_load_ps(ot), a1 = _mm512_load_ps(ot + 16);
@@ -169,7 +146,7 @@ size_t la_fused_simd_scratch_bytes(const la_problem *p)
  *   scratch: la_fused_simd_scratch_bytes(p) bytes, 64-byte aligned.
  * Lanes past `rows` compute on zero queries over the same keys as the last row and
  * are never stored. */
-AVX512 void la_fused_simd_block(const la_problem *p, size_t b, const float *qh, const float *kh,
+LA_AVX512 void la_fused_simd_block(const la_problem *p, size_t b, const float *qh, const float *kh,
                                 const float *vh, float *oh, size_t i0, size_t rows,
                                 float *scratch)
 {
@@ -237,7 +214,7 @@ AVX512 void la_fused_simd_block(const la_problem *p, size_t b, const float *qh, 
         const __m512 u1 = _mm512_mask_mov_ps(_mm512_setzero_ps(),
                                              _mm512_cmp_ps_mask(n1, neg_inf, _CMP_NEQ_OQ), n1);
         if (grew0 | grew1) {
-            const __m512 a0 = exp2_ps(_mm512_sub_ps(m0, u0)), a1 = exp2_ps(_mm512_sub_ps(m1, u1));
+            const __m512 a0 = la_exp2_ps(_mm512_sub_ps(m0, u0)), a1 = la_exp2_ps(_mm512_sub_ps(m1, u1));
             l0 = _mm512_mul_ps(l0, a0);
             l1 = _mm512_mul_ps(l1, a1);
             if (j0 > 0)
@@ -252,8 +229,8 @@ AVX512 void la_fused_simd_block(const la_problem *p, size_t b, const float *qh, 
 
         /* pᵀ = 2^(sᵀ - m), in place, and the row sums */
         for (size_t j = 0; j < cols; j++) {
-            const __m512 e0 = exp2_ps(_mm512_sub_ps(_mm512_load_ps(st + j * QT), u0));
-            const __m512 e1 = exp2_ps(_mm512_sub_ps(_mm512_load_ps(st + j * QT + 16), u1));
+            const __m512 e0 = la_exp2_ps(_mm512_sub_ps(_mm512_load_ps(st + j * QT), u0));
+            const __m512 e1 = la_exp2_ps(_mm512_sub_ps(_mm512_load_ps(st + j * QT + 16), u1));
             _mm512_store_ps(st + j * QT, e0);
             _mm512_store_ps(st + j * QT + 16, e1);
             l0 = _mm512_add_ps(l0, e0);
@@ -282,31 +259,9 @@ AVX512 void la_fused_simd_block(const la_problem *p, size_t b, const float *qh, 
     }
 }
 
-/* Whether this CPU runs the kernel, decided once; off with LA_SIMD=off (to compare with
- * the BLIS-based kernel). The tests switch it off and on with la_fused_simd_enable. */
-static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
-static bool cpu_ok, env_off;
-static _Atomic bool enabled = true;
-
-static void detect(void)
-{
-    __builtin_cpu_init();
-    const char *env = getenv("LA_SIMD");
-    cpu_ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
-    env_off = env && strcmp(env, "off") == 0;
-}
-
 bool la_fused_simd_usable(const la_problem *p)
 {
-    pthread_once(&detect_once, detect);
-    return cpu_ok && !env_off && enabled && p->n_keys <= INT32_MAX;
-}
-
-void la_fused_simd_enable(bool on)
-{
-    pthread_once(&detect_once, detect);
-    enabled = on;
+    return la_avx512_usable() && p->n_keys <= INT32_MAX;
 }
 
 #else /* not x86-64 with GCC or clang: the BLIS-based kernel only */
@@ -330,9 +285,5 @@ bool la_fused_simd_usable(const la_problem *p)
 {
     (void)p;
     return false;
-}
-void la_fused_simd_enable(bool on)
-{
-    (void)on;
 }
 #endif

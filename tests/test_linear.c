@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include "linear_internal.h"
+#include "simd_avx512.h" /* la_avx512_usable: which float32 paths exist here */
 
 #include <math.h>
 #include <stdio.h>
@@ -934,5 +935,15 @@ int main(void)
         cmocka_unit_test(thread_count_determinism),
         cmocka_unit_test(one_head_many_pieces),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* float32 φ and the linear kernels' block products have two paths: AVX-512 (where
+     * the CPU has it) and portable (BLIS); every test runs against both. */
+    int failed = cmocka_run_group_tests_name("default kernels", tests, NULL, NULL);
+    if (la_avx512_usable()) {
+        la_avx512_enable(false);
+        failed += cmocka_run_group_tests_name("portable float32 paths", tests, NULL, NULL);
+        la_avx512_enable(true);
+    } else {
+        printf("(no AVX-512 here: the portable float32 paths only)\n");
+    }
+    return failed != 0;
 }

@@ -4,7 +4,8 @@
  * the future bit for bit, huge logits stay finite, the memory budget, every error path,
  * and bitwise determinism across thread counts. Also the float32 vectorised exp. */
 #include "testutil.h"
-#include "internal.h" /* the AVX-512 fused kernel switch and its exp2 */
+#include "internal.h" /* the AVX-512 switch and the fused kernel's exp2 */
+#include "simd_avx512.h"
 #include "vexp.h"
 
 #include <math.h>
@@ -649,10 +650,10 @@ int main(void)
     /* float32 fused softmax has two kernels: the AVX-512 one (where the CPU has it) and
      * the BLIS-based one; every test runs against both. */
     int failed = cmocka_run_group_tests_name("default kernels", tests, NULL, NULL);
-    if (la_fused_simd_usable(&(la_problem){.n_keys = 1})) {
-        la_fused_simd_enable(false);
+    if (la_avx512_usable()) {
+        la_avx512_enable(false);
         failed += cmocka_run_group_tests_name("BLIS-based fused float32", tests, NULL, NULL);
-        la_fused_simd_enable(true);
+        la_avx512_enable(true);
     } else {
         printf("(no AVX-512 here: the BLIS-based fused float32 kernel only)\n");
     }
