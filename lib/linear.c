@@ -31,9 +31,9 @@ typedef struct {
  *     max(key block, query block) rows, a partial z and a partial [S z] of one key
  *     piece, rows·d_k + d_k + d_k·(d_v + 1) (the partial is held even when every head
  *     fits in one piece, so the scratch does not depend on M);
- *   chunked (C = min(chunk, N)): the carried [S z] of every head, heads·d_k·(d_v + 1);
- *     per thread [S z ; V_c 1] (d_k + C)(d_v + 1), [φ(Q_c) A] C(d_k + C), φ(K_c) C·d_k,
- *     [num den] C(d_v + 1) and the chunk's ΔS = φ(K_c)ᵀ[V_c 1] d_k(d_v + 1);
+ *   chunked (C = min(chunk, N)): the carried S and z of every head, heads·d_k·(d_v + 1);
+ *     per thread φ(Q_c), A, φ(K_c) and φ(K_c)ᵀ, C(3·d_k + C), the snapshot S_c, z_c
+ *     and the chunk's ΔS_c, Δz_c, 2·d_k·(d_v + 1);
  *   recurrent: per thread S, z, φ(q_t), φ(k_t): d_k·(d_v + 3).
  * Tasks: non-causal max(heads·key pieces, heads·query blocks), chunked heads·chunks,
  * recurrent heads. */
@@ -59,13 +59,13 @@ static la_status linear_layout_for(const la_problem *p, la_kernel kernel, size_t
             return LA_EOVERFLOW;
         if (key_tasks > tasks) tasks = key_tasks;
     } else if (kernel == LA_KERNEL_LINEAR) {
+        /* per thread: φ(Q_c), A, φ(K_c) and φKᵀ, C(3·d_k + C); S_c z_c and ΔS_c Δz_c,
+         * 2·d_k(d_v + 1) */
         const size_t C = p->chunk < N ? p->chunk : N;
-        size_t rows, cols, total;
-        if (!add_ok(dk, C, &rows) || !add_ok(dv, 1, &cols) || !la_mul_ok(rows, cols, &a) ||
-            !la_mul_ok(C, rows, &b) || !la_mul_ok(C, dk, &c) || !add_ok(a, b, &total) ||
-            !add_ok(total, c, &total) || !la_mul_ok(C, cols, &c) || !add_ok(total, c, &total) ||
-            !add_ok(total, state, &lay->per_thread) || !la_mul_ok(heads, state, &lay->shared) ||
-            !la_mul_ok(heads, (N + C - 1) / C, &tasks))
+        size_t rows, total;
+        if (!la_mul_ok(dk, 3, &rows) || !add_ok(rows, C, &rows) || !la_mul_ok(C, rows, &total) ||
+            !la_mul_ok(2, state, &c) || !add_ok(total, c, &lay->per_thread) ||
+            !la_mul_ok(heads, state, &lay->shared) || !la_mul_ok(heads, (N + C - 1) / C, &tasks))
             return LA_EOVERFLOW;
     } else {
         if (!add_ok(dv, 3, &a) || !la_mul_ok(dk, a, &lay->per_thread)) return LA_EOVERFLOW;

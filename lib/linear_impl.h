@@ -217,21 +217,20 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
  * For each head (b, h) and chunk of queries [c0, c0 + nq) with visible keys
  * [c0, c0 + nk), with (S_c, z_c) the state of the keys before the chunk:
  *   A = φ(Q_c) φ(K_c)ᵀ (nq, nk), A[i, j] = 0 for key j > query i;
- *   num = φ(Q_c) S_c + A V_c,  den = φ(Q_c) z_c + rowsum(A),  y = num / (den + eps);
- *   [ΔS_c Δz_c] = [φ(K_c)ᵀ V_c, Σ_rows φ(K_c)];  S_{c+1} = S_c + ΔS_c, z_{c+1} = z_c + Δz_c.
- * The denominators ride along as one extra column (z next to S, ones next to V_c), and
- * the carried and intra-chunk parts as one product over stacked operands:
- *   SV = [S_c z_c ; V_c 1]  (d_k + nk, d_v + 1): the state on top, the chunk's values below;
- *   QA = [φ(Q_c) A]         (nq, d_k + nk);
- *   [num den] = QA · SV     (nq, d_v + 1)  — one GEMM;
- *   [ΔS_c Δz_c] = φ(K_c)ᵀ [V_c 1]  (d_k, d_v + 1) — one GEMM.
+ *   num = φ(Q_c) S_c + A V_c  (nq, d_v),  den = φ(Q_c) z_c + rowsum(A),
+ *   y = num / (den + eps);
+ *   ΔS_c = φ(K_c)ᵀ V_c (d_k, d_v), Δz_c = Σ_rows φ(K_c);  S_{c+1} = S_c + ΔS_c, z likewise.
+ * φ(K_c) is kept transposed, φKᵀ (d_k, nk), so that both products it enters read it
+ * row-major: A = φ(Q_c) · φKᵀ and ΔS_c = φKᵀ · V_c. Every product has d_v columns
+ * (the denominators are matrix-vector work beside them, not a 65th column).
  * Parallel over (head, chunk): everything but the state runs in any order; only the
  * prefix sum S_{c+1} = S_c + ΔS_c runs in chunk order (an ordered section per task:
- * copy S_c of the head's carried state into SV, then add ΔS_c to it), so the sums are
- * the same for every thread count and a single head uses every thread. The carried
+ * copy S_c, z_c of the head's carried state, then add ΔS_c, Δz_c to it), so the sums
+ * are the same for every thread count and a single head uses every thread. The carried
  * state is one per head (bounded scratch, no per-chunk states kept: a task holds its
  * ΔS_c in its thread's slice until its turn).
- * Scratch: the carried [S z] of every head; per thread SV, QA, φ(K_c), [num den], ΔS_c. */
+ * Scratch: the carried [S z] of every head; per thread φ(Q_c) C·d_k, A C·C, φ(K_c)
+ * C·d_k and φKᵀ d_k·C, S_c and z_c d_k(d_v + 1), ΔS_c and Δz_c d_k(d_v + 1). */
 static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k, const T *v,
                                      T *out)
 {
@@ -239,10 +238,7 @@ static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k
     const size_t heads = p->batch * p->heads;
     const size_t C = p->chunk < N ? p->chunk : N;
     const size_t n_chunks = (N + C - 1) / C, tasks = heads * n_chunks;
-    /* per thread: SV (d_k + C)(d_v + 1), QA C(d_k + C), φK C·d_k, Y C(d_v + 1),
-     * ΔS d_k(d_v + 1) */
-    const size_t rows = dk + C, cols = dv + 1, ld_qa = rows, state_size = dk * cols;
-    const size_t sv_size = rows * cols, qa_size = C * rows, pk_size = C * dk, y_size = C * cols;
+    const size_t state_size = dk * (dv + 1);
     linear_layout lay;
     T *work = NULL;
     la_status st = SFX(workspace_alloc)(p, LA_KERNEL_LINEAR, &lay, &work);
@@ -250,60 +246,75 @@ static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k
     const size_t threads = lay.threads, per_thread = lay.per_thread;
     T *carried = work, *scratch = work + lay.shared;
     const T eps = (T)p->eps;
-    const ptrdiff_t ldq = (ptrdiff_t)ld_qa, ldsv = (ptrdiff_t)cols, lddk = (ptrdiff_t)dk;
+    const ptrdiff_t ldk = (ptrdiff_t)dk, ldc = (ptrdiff_t)C, ldv = (ptrdiff_t)dv;
 
 #pragma omp parallel for ordered schedule(dynamic) num_threads((int)threads)
     for (size_t task = 0; task < tasks; task++) {
         const size_t hd = task / n_chunks, c0 = (task % n_chunks) * C;
-        T *SV = scratch + (size_t)omp_get_thread_num() * per_thread;
-        T *QA = SV + sv_size, *phi_k = QA + qa_size, *Y = phi_k + pk_size, *dS = Y + y_size;
-        T *VC = SV + dk * cols; /* SV's lower rows: [V_c 1] */
-        T *carry = carried + hd * state_size;
-        const T *qh = q + hd * N * dk, *kh = k + hd * M * dk, *vh = v + hd * M * dv;
+        T *phi_q = scratch + (size_t)omp_get_thread_num() * per_thread;
+        T *A = phi_q + C * dk, *phi_k = A + C * C, *phi_kt = phi_k + C * dk;
+        /* S_c then z_c, ΔS_c then Δz_c: each pair one state_size block, like the carried one */
+        T *Sc = phi_kt + dk * C, *zc = Sc + dk * dv, *dS = zc + dk, *dz = dS + dk * dv;
+        T *carry = carried + hd * state_size; /* S (d_k, d_v), then z (d_k) */
+        const T *qh = q + hd * N * dk, *kh = k + hd * M * dk, *vc = v + (hd * M + c0) * dv;
         T *y = out + (hd * N + c0) * dv;
         size_t u = la_keys_in_length(p, hd / p->heads);
         if (u > N) u = N;
         const size_t nq = N - c0 < C ? N - c0 : C;
         const size_t nk = c0 >= u ? 0 : (u - c0 < C ? u - c0 : C); /* nk <= nq */
         const bool carries = nk > 0 && c0 + C < N; /* a later chunk sees its keys */
-        if (u > 0) {
-            /* QA's left part: φ(Q_c) (nq, d_k) */
-            for (size_t i = 0; i < nq; i++)
-                LA_PHI(p->feature_map, qh + (c0 + i) * dk, QA + i * ld_qa, dk);
-        }
-        if (nk > 0) {
-            /* φ(K_c): (nk, d_k) */
-            LA_PHI(p->feature_map, kh + c0 * dk, phi_k, nk * dk);
-            /* QA's right part: A = φ(Q_c) φ(K_c)ᵀ (nq, d_k)·(d_k, nk), then the causal
-             * mask: key j > query i hidden */
-            LA_GEMM(nq, nk, dk, 1, QA, ldq, 1, phi_k, 1, lddk, 0, QA + dk, ldq, 1);
-            for (size_t i = 0; i + 1 < nk; i++)
-                for (size_t j = i + 1; j < nk; j++)
-                    QA[i * ld_qa + dk + j] = 0;
-            /* SV's lower rows: [V_c 1] (nk, d_v + 1) */
-            for (size_t j = 0; j < nk; j++) {
-                for (size_t c = 0; c < dv; c++)
-                    VC[j * cols + c] = vh[(c0 + j) * dv + c];
-                VC[j * cols + dv] = 1;
+        /* this thread's next chunk (the schedule hands tasks out in turn) is on its way
+         * while this one computes */
+        if (task + threads < tasks) {
+            const size_t next = task + threads, hn = next / n_chunks, cn = next % n_chunks * C;
+            const size_t rows_next = N - cn < C ? N - cn : C;
+            prefetch_rows(q + (hn * N + cn) * dk, rows_next * dk * sizeof(T));
+            if (cn < M) {
+                const size_t keys_next = M - cn < rows_next ? M - cn : rows_next;
+                prefetch_rows(k + (hn * M + cn) * dk, keys_next * dk * sizeof(T));
+                prefetch_rows(v + (hn * M + cn) * dv, keys_next * dv * sizeof(T));
             }
         }
-        /* the chunk's state: [ΔS_c Δz_c] = φ(K_c)ᵀ [V_c 1]: (d_k, nk)·(nk, d_v + 1) */
-        if (carries) LA_GEMM(dk, cols, nk, 1, phi_k, 1, lddk, VC, ldsv, 1, 0, dS, ldsv, 1);
-        /* in chunk order (every task passes here once): SV's top = [S_c z_c], then
-         * [S_{c+1} z_{c+1}] = [S_c z_c] + [ΔS_c Δz_c] */
+        /* φ(Q_c) (nq, d_k) */
+        if (u > 0) LA_PHI(p->feature_map, qh + c0 * dk, phi_q, nq * dk);
+        if (nk > 0) {
+            /* φ(K_c) (nk, d_k), then φKᵀ (d_k, nk) */
+            LA_PHI(p->feature_map, kh + c0 * dk, phi_k, nk * dk);
+            for (size_t j = 0; j < nk; j++)
+                for (size_t a = 0; a < dk; a++)
+                    phi_kt[a * C + j] = phi_k[j * dk + a];
+            /* A = φ(Q_c) · φKᵀ (nq, d_k)·(d_k, nk), then the causal mask: key j > query
+             * i hidden */
+            LA_GEMM(nq, nk, dk, 1, phi_q, ldk, 1, phi_kt, ldc, 1, 0, A, ldc, 1);
+            for (size_t i = 0; i + 1 < nk; i++)
+                for (size_t j = i + 1; j < nk; j++)
+                    A[i * C + j] = 0;
+        }
+        if (carries) {
+            /* the chunk's state: ΔS_c = φKᵀ · V_c (d_k, nk)·(nk, d_v), Δz_c = row sums of φKᵀ */
+            LA_GEMM(dk, dv, nk, 1, phi_kt, ldc, 1, vc, ldv, 1, 0, dS, ldv, 1);
+            for (size_t a = 0; a < dk; a++) {
+                T sum = 0;
+                for (size_t j = 0; j < nk; j++)
+                    sum += phi_kt[a * C + j];
+                dz[a] = sum;
+            }
+        }
+        /* in chunk order (every task passes here once): S_c, z_c from the carried state,
+         * then the carried state becomes S_{c+1}, z_{c+1} */
 #pragma omp ordered
         {
-            if (u > 0 && c0 == 0) { /* [S_0 z_0] = 0, then + [ΔS_0 Δz_0] */
+            if (u > 0 && c0 == 0) { /* S_0 = 0, then + ΔS_0 */
                 for (size_t a = 0; a < state_size; a++)
                     carry[a] = carries ? dS[a] : 0;
             } else if (u > 0 && carries) { /* one pass: read S_c, write S_{c+1} */
                 for (size_t a = 0; a < state_size; a++) {
-                    SV[a] = carry[a];
+                    Sc[a] = carry[a];
                     carry[a] += dS[a];
                 }
             } else if (u > 0) {
                 for (size_t a = 0; a < state_size; a++)
-                    SV[a] = carry[a];
+                    Sc[a] = carry[a];
             }
         }
         if (u == 0) { /* no key visible: zero rows */
@@ -311,16 +322,21 @@ static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k
                 y[a] = 0;
             continue;
         }
-        /* [num den] = [φ(Q_c) A] · [S_c z_c ; V_c 1]: (nq, d_k + nk)·(d_k + nk, d_v + 1);
-         * the first chunk has no carried state and skips its d_k columns */
-        const size_t skip = c0 == 0 ? dk : 0;
-        LA_GEMM(nq, cols, dk + nk - skip, 1, QA + skip, ldq, 1, SV + skip * cols, ldsv, 1, 0, Y,
-                ldsv, 1);
-        /* y = num / (den + eps) */
+        /* num = φ(Q_c) S_c + A V_c, straight into y (the first chunk has no S_c) */
+        if (c0 > 0) LA_GEMM(nq, dv, dk, 1, phi_q, ldk, 1, Sc, ldv, 1, 0, y, ldv, 1);
+        if (nk > 0) LA_GEMM(nq, dv, nk, 1, A, ldc, 1, vc, ldv, 1, c0 > 0 ? 1 : 0, y, ldv, 1);
+        else if (c0 == 0)
+            for (size_t a = 0; a < nq * dv; a++)
+                y[a] = 0;
+        /* y = num / (φ(q_i)·z_c + Σ_j A[i, j] + eps) */
         for (size_t i = 0; i < nq; i++) {
-            const T den = Y[i * cols + dv] + eps;
+            T den = c0 > 0 ? LA_DOT(phi_q + i * dk, zc, dk) : 0;
+            T row = 0;
+            for (size_t j = 0; j < nk; j++)
+                row += A[i * C + j];
+            den += row + eps;
             for (size_t c = 0; c < dv; c++)
-                y[i * dv + c] = Y[i * cols + c] / den;
+                y[i * dv + c] /= den;
         }
     }
     free(work);
