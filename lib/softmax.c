@@ -4,8 +4,10 @@
  * Work is split into tasks of (batch entry b, head h, block of Q_BLOCK queries); each
  * task is computed whole by one thread, in an order and with block sizes that do not
  * depend on the thread count, so the output is bitwise the same for any thread count.
- * Every matrix product goes through la_gemm_* (BLIS, one thread per call). The kernels
- * themselves are in softmax_tmpl.h, included below once per precision. */
+ * Every matrix product goes through la_gemm_* (BLIS, one thread per call), except in the
+ * float32 fused kernel on AVX-512 CPUs, which runs softmax_avx512.c's own register
+ * tiles for each task (about twice as fast: see that file). The kernels themselves are
+ * in softmax_tmpl.h, included below once per precision. */
 #include "internal.h"
 #include "softmax_alloc.h"
 #include "vexp.h"
