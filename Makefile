@@ -3,7 +3,8 @@
 #   make test       unit tests (cmocka) and the NumPy check of `linattn attend`
 #   make results    run the experiment suite, write results/*.csv and plots/*.png|svg
 #   make plots      re-render plots/ from the CSV in results/
-#   make bench      kernel benchmarks against BLIS sgemm, in one process
+#   make bench      the benchmark goal table: kernels against BLIS sgemm in one process,
+#                   also kept in build/bench.txt (`linattn help bench`)
 #   make fuzz       libFuzzer on the .npy parser for FUZZ_SECONDS (60)
 #   make test SANITIZE=1   the unit tests under AddressSanitizer + UBSan (in build/asan)
 # Missing Debian packages are installed by scripts/ensure-deps (as root or via sudo).
@@ -111,8 +112,12 @@ fuzz: | build/.deps-build
 	build/fuzz/fuzz_npy -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
 	    -dict=fuzz/npy.dict -artifact_prefix=build/fuzz/ build/fuzz/corpus fuzz/seeds
 
+# `linattn bench --goals`, shown and kept in build/bench.txt; the exit status is the
+# benchmark's, not tee's (sh has no pipefail).
 bench: $(BUILD)/linattn
-	$(BUILD)/linattn bench
+	@mkdir -p build
+	@{ $(BUILD)/linattn bench --goals 2>&1; echo $$? > build/bench.status; } | tee build/bench.txt; \
+	exit $$(cat build/bench.status)
 
 # `make results RESULTS_FLAGS=--resume` finishes an interrupted run; `=--quick` is a smoke test.
 RESULTS_FLAGS ?=

@@ -1,5 +1,6 @@
-/* gemm.c — the one door to BLIS: typed gemm with strides, single-threaded per call,
- * on the best kernels BLIS has for this CPU. */
+/* gemm.c — the one door to BLIS: typed gemm with strides, single-threaded per call
+ * (la_gemm_f32_threaded, the benchmark's yardstick, excepted), on the best kernels BLIS
+ * has for this CPU. */
 #include "internal.h"
 
 #include <blis.h>
@@ -95,6 +96,23 @@ void la_gemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrd
 {
     if (m == 0 || n == 0) return;
     rntm_t rntm = single_thread();
+    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &alpha,
+                 (float *)a, rsa, csa, (float *)b, rsb, csb, &beta, c, rsc, csc, blis_context(),
+                 &rntm);
+}
+
+/* The sgemm yardstick of `linattn bench`: one large product on BLIS's own threads (its
+ * OpenMP build splits the loops around the micro-kernel), as a BLAS user would call it,
+ * on the same kernels as la_gemm_f32. Call it from outside any OpenMP parallel region:
+ * inside one, BLIS's parallel region would be nested and run on one thread (or
+ * oversubscribe the cores when nesting is enabled). */
+void la_gemm_f32_threaded(int threads, size_t m, size_t n, size_t k, float alpha, const float *a,
+                          ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb,
+                          ptrdiff_t csb, float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc)
+{
+    if (m == 0 || n == 0) return;
+    rntm_t rntm = BLIS_RNTM_INITIALIZER;
+    bli_rntm_set_num_threads(threads >= 1 ? threads : 1, &rntm);
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &alpha,
                  (float *)a, rsa, csa, (float *)b, rsb, csb, &beta, c, rsc, csc, blis_context(),
                  &rntm);

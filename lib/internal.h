@@ -18,6 +18,11 @@ void la_gemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrd
 void la_gemm_f64(size_t m, size_t n, size_t k, double alpha, const double *a, ptrdiff_t rsa,
                  ptrdiff_t csa, const double *b, ptrdiff_t rsb, ptrdiff_t csb, double beta,
                  double *c, ptrdiff_t rsc, ptrdiff_t csc);
+/* la_gemm_f32 on `threads` BLIS threads (BLIS's own threading), for the sgemm yardstick
+ * of `linattn bench`. Must not be called inside an OpenMP parallel region. */
+void la_gemm_f32_threaded(int threads, size_t m, size_t n, size_t k, float alpha, const float *a,
+                          ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb,
+                          ptrdiff_t csb, float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc);
 
 /* The same contract as la_gemm_f32, for the small blocks of the linear kernels: on
  * AVX-512 register tiles when alpha = 1, beta is 0 or 1 and B and C have unit column
