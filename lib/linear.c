@@ -8,7 +8,7 @@
 
 /* Block sizes, fixed whatever the thread count (so the rounding is too). */
 #define LA_LINEAR_KEY_BLOCK 128   /* non-causal: keys per φ(K)ᵀV product */
-#define LA_LINEAR_QUERY_BLOCK 64 /* non-causal: queries per φ(Q)·S product and task */
+#define LA_LINEAR_QUERY_BLOCK 128 /* non-causal: queries per φ(Q)·S product and task */
 #define LA_LINEAR_KEY_PIECE 2048  /* non-causal: keys per phase-1 task (whole key blocks) */
 
 /* a + b without overflow: false when it does not fit. */
