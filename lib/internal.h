@@ -53,6 +53,10 @@ size_t la_fused_simd_scratch_bytes(const la_problem *p); /* per thread */
  *   qh: (N, d_k), kh: (M, d_k), vh: (M, d_v), oh: (N, d_v) row-major. */
 void la_fused_simd_block(const la_problem *p, size_t b, const float *qh, const float *kh,
                          const float *vh, float *oh, size_t i0, size_t rows, float *scratch);
+/* The float32 FMA peak of `threads` threads in GFLOP/s: the best of three runs of 12
+ * independent chains of 16-lane FMAs in registers (simd.c), the rate no kernel can pass.
+ * NAN where the AVX-512 code does not run. Call outside a parallel region. */
+double la_fma_peak_gflops(int threads);
 /* y[i] = 2^x[i] for x[i] <= 0 with the kernel's exp2 (for its accuracy test). */
 void la_fused_simd_exp2(const float *x, float *y, size_t n);
 
