@@ -23,10 +23,8 @@ tile_8x32(size_t k, const float *a, ptrdiff_t rsa, ptrdiff_t csa, const float *b
 {
     __m512 acc[TILE_ROWS][TILE_VECS];
 #pragma GCC unroll 8
-    for (int i = 0; i < TILE_ROWS; i++) {
-        acc[i][0] = accumulate ? _mm512_maskz_loadu_ps(m0, c + i * ldc) : _mm512_setzero_ps();
-        acc[i][1] = accumulate ? _mm512_maskz_loadu_ps(m1, c + i * ldc + 16) : _mm512_setzero_ps();
-    }
+    for (int i = 0; i < TILE_ROWS; i++)
+        acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     for (size_t p = 0; p < k; p++) {
         const float *bp = b + (ptrdiff_t)p * ldb, *ap = a + (ptrdiff_t)p * csa;
         /* full tiles load plainly: masked loads in this loop cost about 10% here */
@@ -41,6 +39,10 @@ tile_8x32(size_t k, const float *a, ptrdiff_t rsa, ptrdiff_t csa, const float *b
     }
 #pragma GCC unroll 8
     for (int i = 0; i < TILE_ROWS; i++) {
+        if (accumulate) {
+            acc[i][0] = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, c + i * ldc), acc[i][0]);
+            acc[i][1] = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, c + i * ldc + 16), acc[i][1]);
+        }
         _mm512_mask_storeu_ps(c + i * ldc, m0, acc[i][0]);
         _mm512_mask_storeu_ps(c + i * ldc + 16, m1, acc[i][1]);
     }
@@ -51,21 +53,26 @@ LA_AVX512 static inline void tile_1x32(size_t k, const float *a, ptrdiff_t csa, 
                                        ptrdiff_t ldb, float *c, __mmask16 m0, __mmask16 m1,
                                        bool accumulate)
 {
-    __m512 a0 = accumulate ? _mm512_maskz_loadu_ps(m0, c) : _mm512_setzero_ps();
-    __m512 a1 = accumulate ? _mm512_maskz_loadu_ps(m1, c + 16) : _mm512_setzero_ps();
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
     for (size_t p = 0; p < k; p++) {
         const float *bp = b + (ptrdiff_t)p * ldb;
         const __m512 ai = _mm512_set1_ps(a[(ptrdiff_t)p * csa]);
         a0 = _mm512_fmadd_ps(ai, _mm512_maskz_loadu_ps(m0, bp), a0);
         a1 = _mm512_fmadd_ps(ai, _mm512_maskz_loadu_ps(m1, bp + 16), a1);
     }
+    if (accumulate) {
+        a0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, c), a0);
+        a1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, c + 16), a1);
+    }
     _mm512_mask_storeu_ps(c, m0, a0);
     _mm512_mask_storeu_ps(c + 16, m1, a1);
 }
 
 /* C (m×n, row-major, ldc) = A (m×k, strides rsa, csa) · B (k×n, row-major, ldb), or
- * C += A·B when accumulate. Each element is one FMA chain over p = 0 .. k-1 in order,
- * so the result does not depend on the tiling or the thread count. */
+ * C += A·B when accumulate. Each element of A·B is one FMA chain over p = 0 .. k-1 in
+ * order, added to C at the end (as BLIS does): the result does not depend on the tiling
+ * or the thread count, and a sum accumulated block by block (S += φ(K_blk)ᵀV_blk) rounds
+ * like a sum of block sums, not like one chain over every key. */
 LA_AVX512 static void gemm_small(size_t m, size_t n, size_t k, const float *a, ptrdiff_t rsa,
                                  ptrdiff_t csa, const float *b, ptrdiff_t ldb, float *c,
                                  ptrdiff_t ldc, bool accumulate)

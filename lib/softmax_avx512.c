@@ -90,7 +90,9 @@ LA_AVX512 static inline void scores_one(const float *qt, const float *k, size_t 
 }
 
 /* Values of MT columns for the task's QT queries, accumulated:
- *   ot[t][r] += Σ_j v[j][t] · pt[j][r], t < MT, j < cols;
+ *   ot[t][r] += Σ_j v[j][t] · pt[j][r], t < MT, j < cols,
+ * the block's sum formed on its own and then added, so rounding grows with the block
+ * (at most KB terms) and the number of blocks, not with all M keys in one chain;
  *   v: cols rows at stride dv (already offset to the first column), pt: (cols, QT),
  *   ot: (MT, QT). */
 LA_AVX512 static inline void values_tile(const float *pt, size_t cols, const float *v, size_t dv,
@@ -98,10 +100,8 @@ LA_AVX512 static inline void values_tile(const float *pt, size_t cols, const flo
 {
     __m512 acc[MT][2];
 #pragma GCC unroll 8
-    for (int t = 0; t < MT; t++) {
-        acc[t][0] = _mm512_load_ps(ot + t * QT);
-        acc[t][1] = _mm512_load_ps(ot + t * QT + 16);
-    }
+    for (int t = 0; t < MT; t++)
+        acc[t][0] = acc[t][1] = _mm512_setzero_ps();
     for (size_t j = 0; j < cols; j++) {
         const __m512 p0 = _mm512_load_ps(pt + j * QT), p1 = _mm512_load_ps(pt + j * QT + 16);
         const float *vj = v + j * dv;
@@ -114,8 +114,9 @@ LA_AVX512 static inline void values_tile(const float *pt, size_t cols, const flo
     }
 #pragma GCC unroll 8
     for (int t = 0; t < MT; t++) {
-        _mm512_store_ps(ot + t * QT, acc[t][0]);
-        _mm512_store_ps(ot + t * QT + 16, acc[t][1]);
+        _mm512_store_ps(ot + t * QT, _mm512_add_ps(_mm512_load_ps(ot + t * QT), acc[t][0]));
+        _mm512_store_ps(ot + t * QT + 16,
+                        _mm512_add_ps(_mm512_load_ps(ot + t * QT + 16), acc[t][1]));
     }
 }
 
@@ -123,14 +124,14 @@ LA_AVX512 static inline void values_tile(const float *pt, size_t cols, const flo
 LA_AVX512 static inline void values_one(const float *pt, size_t cols, const float *v, size_t dv,
                                      float *ot)
 {
-    __m512 a0 = _mm512_load_ps(ot), a1 = _mm512_load_ps(ot + 16);
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
     for (size_t j = 0; j < cols; j++) {
         const __m512 vb = _mm512_set1_ps(v[j * dv]);
         a0 = _mm512_fmadd_ps(_mm512_load_ps(pt + j * QT), vb, a0);
         a1 = _mm512_fmadd_ps(_mm512_load_ps(pt + j * QT + 16), vb, a1);
     }
-    _mm512_store_ps(ot, a0);
-    _mm512_store_ps(ot + 16, a1);
+    _mm512_store_ps(ot, _mm512_add_ps(_mm512_load_ps(ot), a0));
+    _mm512_store_ps(ot + 16, _mm512_add_ps(_mm512_load_ps(ot + 16), a1));
 }
 
 /* Scratch of one thread, in floats, every part 64-byte aligned (QT floats = 128 bytes):
@@ -227,15 +228,19 @@ LA_AVX512 void la_fused_simd_block(const la_problem *p, size_t b, const float *q
         m0 = n0;
         m1 = n1;
 
-        /* pᵀ = 2^(sᵀ - m), in place, and the row sums */
+        /* pᵀ = 2^(sᵀ - m), in place, and the row sums: the block's own sum, then added
+         * (as in values_tile, so the rounding does not grow with M) */
+        __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
         for (size_t j = 0; j < cols; j++) {
             const __m512 e0 = la_exp2_ps(_mm512_sub_ps(_mm512_load_ps(st + j * QT), u0));
             const __m512 e1 = la_exp2_ps(_mm512_sub_ps(_mm512_load_ps(st + j * QT + 16), u1));
             _mm512_store_ps(st + j * QT, e0);
             _mm512_store_ps(st + j * QT + 16, e1);
-            l0 = _mm512_add_ps(l0, e0);
-            l1 = _mm512_add_ps(l1, e1);
+            b0 = _mm512_add_ps(b0, e0);
+            b1 = _mm512_add_ps(b1, e1);
         }
+        l0 = _mm512_add_ps(l0, b0);
+        l1 = _mm512_add_ps(l1, b1);
 
         /* oᵀ += v_blkᵀ · pᵀ */
         const float *vb = vh + j0 * dv;
