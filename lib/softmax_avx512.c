@@ -18,7 +18,10 @@
  *   values:  oᵀ[c][r] += Σ_j v[j][c] · pᵀ[j][r] — a broadcast value element times a
  *            row of pᵀ.
  * Both products are micro-tiles of 8 keys (or 8 value columns) × 32 queries: 16
- * accumulators, per step 2 vector loads + 8 broadcasts for 16 FMAs.
+ * accumulators, per step 2 vector loads + 8 broadcasts for 16 FMAs. The code is written
+ * for NV = QT/16 vectors of queries; 64 queries (4 keys per tile, key blocks of 64) were
+ * measured no faster at N = 4096 and slower at N = 32768 with one head (0.89-0.99 s
+ * against 0.76-0.82 s), so QT = 32.
  *
  * exp is exp2 with log2(e) folded into the scale: scores are kept as
  * s₂ = q·k · scale · log2(e), and exp(s - m) = 2^(s₂ - m₂). */
@@ -32,10 +35,12 @@
 #if LA_HAVE_AVX512_CODE
 
 enum {
-    QT = LA_FUSED_SIMD_Q_BLOCK, /* queries per task: 2 vectors of 16 lanes */
+    QT = LA_FUSED_SIMD_Q_BLOCK, /* queries per task, in the lanes of NV vectors */
+    NV = QT / 16,               /* vectors of 16 queries */
     KB = LA_FUSED_SIMD_K_BLOCK, /* keys per block: sᵀ is KB × QT floats */
-    MT = 8,                     /* keys (scores) or value columns (PV) per micro-tile */
+    MT = 16 / NV,               /* keys (scores) or value columns (PV) per micro-tile */
 };
+_Static_assert(QT % 16 == 0 && 16 % NV == 0, "QT: 16, 32 or 64 queries");
 
 LA_AVX512 void la_fused_simd_exp2(const float *x, float *y, size_t n)
 {
@@ -48,90 +53,81 @@ LA_AVX512 void la_fused_simd_exp2(const float *x, float *y, size_t n)
     }
 }
 
-/* Scores of MT keys for the task's QT queries:
- *   st[t][r] = Σ_p qt[p][r] · k[t][p] · scale2, t < MT, r < QT;
- *   qt: (d_k, QT), k: MT rows of d_k at stride dk, st: (MT, QT).
- * Returns nothing; the caller masks and takes the maximum. */
-LA_AVX512 static inline void scores_tile(const float *qt, const float *k, size_t dk, __m512 scale2,
-                                      float *st)
+/* Scores of `keys` keys (MT, or 1 for a block's tail) for the task's QT queries:
+ *   st[t][r] = Σ_p qt[p][r] · k[t][p] · scale2, t < keys, r < QT;
+ *   qt: (d_k, QT), k: `keys` rows of d_k at stride dk, st: (keys, QT).
+ * MT·NV = 16 accumulators; per step NV vector loads and MT broadcasts for 16 FMAs. */
+LA_AVX512 __attribute__((always_inline)) static inline void
+scores(const float *qt, const float *k, size_t dk, __m512 scale2, float *st, int keys)
 {
-    __m512 acc[MT][2];
-#pragma GCC unroll 8
+    __m512 acc[MT][NV];
+#pragma GCC unroll 16
     for (int t = 0; t < MT; t++)
-        acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+        for (int g = 0; g < NV; g++)
+            acc[t][g] = _mm512_setzero_ps();
     for (size_t p = 0; p < dk; p++) {
-        const __m512 q0 = _mm512_load_ps(qt + p * QT), q1 = _mm512_load_ps(qt + p * QT + 16);
-#pragma GCC unroll 8
+        __m512 q[NV];
+#pragma GCC unroll 4
+        for (int g = 0; g < NV; g++)
+            q[g] = _mm512_load_ps(qt + p * QT + 16 * g);
+#pragma GCC unroll 16
         for (int t = 0; t < MT; t++) {
+            if (t >= keys) break;
             const __m512 kb = _mm512_set1_ps(k[(size_t)t * dk + p]);
-            acc[t][0] = _mm512_fmadd_ps(q0, kb, acc[t][0]);
-            acc[t][1] = _mm512_fmadd_ps(q1, kb, acc[t][1]);
+#pragma GCC unroll 4
+            for (int g = 0; g < NV; g++)
+                acc[t][g] = _mm512_fmadd_ps(q[g], kb, acc[t][g]);
         }
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int t = 0; t < MT; t++) {
-        _mm512_store_ps(st + t * QT, _mm512_mul_ps(acc[t][0], scale2));
-        _mm512_store_ps(st + t * QT + 16, _mm512_mul_ps(acc[t][1], scale2));
+        if (t >= keys) break;
+#pragma GCC unroll 4
+        for (int g = 0; g < NV; g++)
+            _mm512_store_ps(st + t * QT + 16 * g, _mm512_mul_ps(acc[t][g], scale2));
     }
 }
 
-/* The same for one key (the block's tail when its length is not a multiple of MT). */
-LA_AVX512 static inline void scores_one(const float *qt, const float *k, size_t dk, __m512 scale2,
-                                     float *st)
-{
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-    for (size_t p = 0; p < dk; p++) {
-        const __m512 kb = _mm512_set1_ps(k[p]);
-        a0 = _mm512_fmadd_ps(_mm512_load_ps(qt + p * QT), kb, a0);
-        a1 = _mm512_fmadd_ps(_mm512_load_ps(qt + p * QT + 16), kb, a1);
-    }
-    _mm512_store_ps(st, _mm512_mul_ps(a0, scale2));
-    _mm512_store_ps(st + 16, _mm512_mul_ps(a1, scale2));
-}
-
-/* Values of MT columns for the task's QT queries, accumulated:
- *   ot[t][r] += Σ_j v[j][t] · pt[j][r], t < MT, j < cols,
+/* Values of `cols_v` columns (MT, or 1 for the tail of d_v) for the task's QT queries:
+ *   ot[t][r] += Σ_j v[j][t] · pt[j][r], t < cols_v, j < keys,
  * the block's sum formed on its own and then added, so rounding grows with the block
  * (at most KB terms) and the number of blocks, not with all M keys in one chain;
- *   v: cols rows at stride dv (already offset to the first column), pt: (cols, QT),
- *   ot: (MT, QT). */
-LA_AVX512 static inline void values_tile(const float *pt, size_t cols, const float *v, size_t dv,
-                                      float *ot)
+ *   v: `keys` rows at stride dv (already offset to the first column), pt: (keys, QT),
+ *   ot: (cols_v, QT). */
+LA_AVX512 __attribute__((always_inline)) static inline void
+values(const float *pt, size_t keys, const float *v, size_t dv, float *ot, int cols_v)
 {
-    __m512 acc[MT][2];
-#pragma GCC unroll 8
+    __m512 acc[MT][NV];
+#pragma GCC unroll 16
     for (int t = 0; t < MT; t++)
-        acc[t][0] = acc[t][1] = _mm512_setzero_ps();
-    for (size_t j = 0; j < cols; j++) {
-        const __m512 p0 = _mm512_load_ps(pt + j * QT), p1 = _mm512_load_ps(pt + j * QT + 16);
+#pragma GCC unroll 4
+        for (int g = 0; g < NV; g++)
+            acc[t][g] = _mm512_setzero_ps();
+    for (size_t j = 0; j < keys; j++) {
+        __m512 pj[NV];
+#pragma GCC unroll 4
+        for (int g = 0; g < NV; g++)
+            pj[g] = _mm512_load_ps(pt + j * QT + 16 * g);
         const float *vj = v + j * dv;
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int t = 0; t < MT; t++) {
+            if (t >= cols_v) break;
             const __m512 vb = _mm512_set1_ps(vj[t]);
-            acc[t][0] = _mm512_fmadd_ps(p0, vb, acc[t][0]);
-            acc[t][1] = _mm512_fmadd_ps(p1, vb, acc[t][1]);
+#pragma GCC unroll 4
+            for (int g = 0; g < NV; g++)
+                acc[t][g] = _mm512_fmadd_ps(pj[g], vb, acc[t][g]);
         }
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int t = 0; t < MT; t++) {
-        _mm512_store_ps(ot + t * QT, _mm512_add_ps(_mm512_load_ps(ot + t * QT), acc[t][0]));
-        _mm512_store_ps(ot + t * QT + 16,
-                        _mm512_add_ps(_mm512_load_ps(ot + t * QT + 16), acc[t][1]));
+        if (t >= cols_v) break;
+#pragma GCC unroll 4
+        for (int g = 0; g < NV; g++) {
+            float *o = ot + t * QT + 16 * g;
+            _mm512_store_ps(o, _mm512_add_ps(_mm512_load_ps(o), acc[t][g]));
+        }
     }
-}
-
-/* The same for one column (the tail when d_v is not a multiple of MT). */
-LA_AVX512 static inline void values_one(const float *pt, size_t cols, const float *v, size_t dv,
-                                     float *ot)
-{
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-    for (size_t j = 0; j < cols; j++) {
-        const __m512 vb = _mm512_set1_ps(v[j * dv]);
-        a0 = _mm512_fmadd_ps(_mm512_load_ps(pt + j * QT), vb, a0);
-        a1 = _mm512_fmadd_ps(_mm512_load_ps(pt + j * QT + 16), vb, a1);
-    }
-    _mm512_store_ps(ot, _mm512_add_ps(_mm512_load_ps(ot), a0));
-    _mm512_store_ps(ot + 16, _mm512_add_ps(_mm512_load_ps(ot + 16), a1));
 }
 
 /* Scratch of one thread, in floats, every part 64-byte aligned (QT floats = 128 bytes):
@@ -169,12 +165,15 @@ LA_AVX512 void la_fused_simd_block(const la_problem *p, size_t b, const float *q
         if (vis < vis_min) vis_min = vis;
     }
     const size_t key_end = la_visible_keys(p, b, i0 + rows - 1); /* the most keys any row sees */
-    const __m512i vis0 = _mm512_loadu_si512(vis_lanes), vis1 = _mm512_loadu_si512(vis_lanes + 16);
 
     const __m512 scale2 = _mm512_set1_ps((float)(p->scale * 1.4426950408889634));
     const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
-    __m512 m0 = neg_inf, m1 = neg_inf;                    /* running maxima (log2 units) */
-    __m512 l0 = _mm512_setzero_ps(), l1 = _mm512_setzero_ps(); /* running sums */
+    __m512 vis[NV], m[NV], l[NV]; /* per lane: visible keys, running maximum (log2 units), sum */
+    for (int g = 0; g < NV; g++) {
+        vis[g] = _mm512_castsi512_ps(_mm512_loadu_si512(vis_lanes + 16 * g));
+        m[g] = neg_inf;
+        l[g] = _mm512_setzero_ps();
+    }
 
     for (size_t j0 = 0; j0 < key_end; j0 += KB) {
         const size_t cols = key_end - j0 < KB ? key_end - j0 : KB;
@@ -183,78 +182,82 @@ LA_AVX512 void la_fused_simd_block(const la_problem *p, size_t b, const float *q
         /* sᵀ = (k_blk · qᵀ) · scale2 */
         size_t t = 0;
         for (; t + MT <= cols; t += MT)
-            scores_tile(qt, kb + t * dk, dk, scale2, st + t * QT);
+            scores(qt, kb + t * dk, dk, scale2, st + t * QT, MT);
         for (; t < cols; t++)
-            scores_one(qt, kb + t * dk, dk, scale2, st + t * QT);
+            scores(qt, kb + t * dk, dk, scale2, st + t * QT, 1);
 
         /* hidden keys -> -inf (only in blocks that reach past some lane's frontier);
          * the block maximum per lane */
         const int masked = j0 + cols > vis_min;
-        __m512 bm0 = neg_inf, bm1 = neg_inf;
+        __m512 bm[NV];
+        for (int g = 0; g < NV; g++)
+            bm[g] = neg_inf;
         for (size_t j = 0; j < cols; j++) {
-            __m512 s0 = _mm512_load_ps(st + j * QT), s1 = _mm512_load_ps(st + j * QT + 16);
-            if (masked) {
-                const __m512i jj = _mm512_set1_epi32((int32_t)(j0 + j));
-                s0 = _mm512_mask_mov_ps(neg_inf, _mm512_cmpgt_epi32_mask(vis0, jj), s0);
-                s1 = _mm512_mask_mov_ps(neg_inf, _mm512_cmpgt_epi32_mask(vis1, jj), s1);
-                _mm512_store_ps(st + j * QT, s0);
-                _mm512_store_ps(st + j * QT + 16, s1);
+            const __m512i jj = _mm512_set1_epi32((int32_t)(j0 + j));
+            for (int g = 0; g < NV; g++) {
+                float *sj = st + j * QT + 16 * g;
+                __m512 sv = _mm512_load_ps(sj);
+                if (masked) {
+                    const __mmask16 seen = _mm512_cmpgt_epi32_mask(_mm512_castps_si512(vis[g]), jj);
+                    sv = _mm512_mask_mov_ps(neg_inf, seen, sv);
+                    _mm512_store_ps(sj, sv);
+                }
+                bm[g] = _mm512_max_ps(bm[g], sv);
             }
-            bm0 = _mm512_max_ps(bm0, s0);
-            bm1 = _mm512_max_ps(bm1, s1);
         }
 
         /* online softmax: new maxima; where one grew, rescale the sum and the
          * accumulator by 2^(m_old - m_new). A lane that has seen no visible key keeps
          * -inf and shifts by 0 instead, so it never computes -inf - -inf. */
-        const __m512 n0 = _mm512_max_ps(m0, bm0), n1 = _mm512_max_ps(m1, bm1);
-        const __mmask16 grew0 = _mm512_cmp_ps_mask(n0, m0, _CMP_GT_OQ);
-        const __mmask16 grew1 = _mm512_cmp_ps_mask(n1, m1, _CMP_GT_OQ);
-        const __m512 u0 = _mm512_mask_mov_ps(_mm512_setzero_ps(),
-                                             _mm512_cmp_ps_mask(n0, neg_inf, _CMP_NEQ_OQ), n0);
-        const __m512 u1 = _mm512_mask_mov_ps(_mm512_setzero_ps(),
-                                             _mm512_cmp_ps_mask(n1, neg_inf, _CMP_NEQ_OQ), n1);
-        if (grew0 | grew1) {
-            const __m512 a0 = la_exp2_ps(_mm512_sub_ps(m0, u0)), a1 = la_exp2_ps(_mm512_sub_ps(m1, u1));
-            l0 = _mm512_mul_ps(l0, a0);
-            l1 = _mm512_mul_ps(l1, a1);
-            if (j0 > 0)
-                for (size_t c = 0; c < dv; c++) {
-                    _mm512_store_ps(ot + c * QT, _mm512_mul_ps(_mm512_load_ps(ot + c * QT), a0));
-                    _mm512_store_ps(ot + c * QT + 16,
-                                    _mm512_mul_ps(_mm512_load_ps(ot + c * QT + 16), a1));
-                }
+        __m512 u[NV];
+        __mmask16 grew = 0;
+        for (int g = 0; g < NV; g++) {
+            const __m512 n = _mm512_max_ps(m[g], bm[g]);
+            grew |= _mm512_cmp_ps_mask(n, m[g], _CMP_GT_OQ);
+            u[g] = _mm512_mask_mov_ps(_mm512_setzero_ps(),
+                                      _mm512_cmp_ps_mask(n, neg_inf, _CMP_NEQ_OQ), n);
+            bm[g] = n; /* the new maximum */
         }
-        m0 = n0;
-        m1 = n1;
+        if (grew) {
+            for (int g = 0; g < NV; g++) {
+                const __m512 a = la_exp2_ps(_mm512_sub_ps(m[g], u[g]));
+                l[g] = _mm512_mul_ps(l[g], a);
+                if (j0 > 0)
+                    for (size_t c = 0; c < dv; c++) {
+                        float *o = ot + c * QT + 16 * g;
+                        _mm512_store_ps(o, _mm512_mul_ps(_mm512_load_ps(o), a));
+                    }
+            }
+        }
+        for (int g = 0; g < NV; g++)
+            m[g] = bm[g];
 
         /* pᵀ = 2^(sᵀ - m), in place, and the row sums: the block's own sum, then added
-         * (as in values_tile, so the rounding does not grow with M) */
-        __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
-        for (size_t j = 0; j < cols; j++) {
-            const __m512 e0 = la_exp2_ps(_mm512_sub_ps(_mm512_load_ps(st + j * QT), u0));
-            const __m512 e1 = la_exp2_ps(_mm512_sub_ps(_mm512_load_ps(st + j * QT + 16), u1));
-            _mm512_store_ps(st + j * QT, e0);
-            _mm512_store_ps(st + j * QT + 16, e1);
-            b0 = _mm512_add_ps(b0, e0);
-            b1 = _mm512_add_ps(b1, e1);
+         * (as in values(), so the rounding does not grow with M) */
+        for (int g = 0; g < NV; g++) {
+            __m512 bs = _mm512_setzero_ps();
+            for (size_t j = 0; j < cols; j++) {
+                float *sj = st + j * QT + 16 * g;
+                const __m512 e = la_exp2_ps(_mm512_sub_ps(_mm512_load_ps(sj), u[g]));
+                _mm512_store_ps(sj, e);
+                bs = _mm512_add_ps(bs, e);
+            }
+            l[g] = _mm512_add_ps(l[g], bs);
         }
-        l0 = _mm512_add_ps(l0, b0);
-        l1 = _mm512_add_ps(l1, b1);
 
         /* oᵀ += v_blkᵀ · pᵀ */
         const float *vb = vh + j0 * dv;
         size_t c = 0;
         for (; c + MT <= dv; c += MT)
-            values_tile(st, cols, vb + c, dv, ot + c * QT);
+            values(st, cols, vb + c, dv, ot + c * QT, MT);
         for (; c < dv; c++)
-            values_one(st, cols, vb + c, dv, ot + c * QT);
+            values(st, cols, vb + c, dv, ot + c * QT, 1);
     }
 
     /* out[i0 + r][c] = oᵀ[c][r] / l[r]; a row that saw no key stays zero */
     float inv[QT];
-    _mm512_storeu_ps(inv, l0);
-    _mm512_storeu_ps(inv + 16, l1);
+    for (int g = 0; g < NV; g++)
+        _mm512_storeu_ps(inv + 16 * g, l[g]);
     for (size_t r = 0; r < rows; r++)
         inv[r] = inv[r] > 0 ? 1.0f / inv[r] : 0.0f;
     for (size_t r = 0; r < rows; r++) {
