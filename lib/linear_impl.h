@@ -212,6 +212,136 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
     return LA_OK;
 }
 
+/* What every chunk task of one call shares. */
+typedef struct {
+    const la_problem *p;
+    const T *q, *k, *v;
+    T *out;
+    size_t N, M, dk, dv, C, n_chunks, tasks, state_size;
+    T *carried; /* per head: S (d_k, d_v), then z (d_k) */
+    T eps;
+} SFX(chunk_job);
+
+/* One task (head, chunk) between its steps: where its data and scratch are. */
+typedef struct {
+    size_t hd, c0, nq, nk, u;
+    bool carries; /* a later chunk sees its keys */
+    T *phi_q, *A, *phi_kt, *Sc, *zc, *dS;
+} SFX(chunk_task);
+
+/* Step 1, in any order: φ(Q_c), φKᵀ, A (masked) and the chunk's ΔS_c, Δz_c, in the
+ * thread's scratch `mine`; asks for task `next`'s inputs (the thread's likely next
+ * task) to be fetched meanwhile. */
+static void SFX(chunk_prepare)(const SFX(chunk_job) *j, size_t task, size_t next, T *mine,
+                               SFX(chunk_task) *t)
+{
+    const size_t N = j->N, M = j->M, dk = j->dk, dv = j->dv, C = j->C;
+    const ptrdiff_t ldk = (ptrdiff_t)dk, ldc = (ptrdiff_t)C, ldv = (ptrdiff_t)dv;
+    t->hd = task / j->n_chunks;
+    t->c0 = (task % j->n_chunks) * C;
+    t->phi_q = mine;
+    t->A = t->phi_q + C * dk;
+    T *phi_k = t->A + C * C;
+    t->phi_kt = phi_k + C * dk;
+    /* S_c then z_c, ΔS_c then Δz_c: each pair one state_size block, like the carried one */
+    t->Sc = t->phi_kt + dk * C;
+    t->zc = t->Sc + dk * dv;
+    t->dS = t->zc + dk;
+    T *dz = t->dS + dk * dv;
+    const size_t c0 = t->c0;
+    const T *qh = j->q + t->hd * N * dk, *kh = j->k + t->hd * M * dk;
+    const T *vc = j->v + (t->hd * M + c0) * dv;
+    t->u = la_keys_in_length(j->p, t->hd / j->p->heads);
+    if (t->u > N) t->u = N;
+    const size_t u = t->u;
+    t->nq = N - c0 < C ? N - c0 : C;
+    t->nk = c0 >= u ? 0 : (u - c0 < C ? u - c0 : C); /* nk <= nq */
+    t->carries = t->nk > 0 && c0 + C < N;
+    const size_t nq = t->nq, nk = t->nk;
+    if (next < j->tasks) {
+        const size_t hn = next / j->n_chunks, cn = next % j->n_chunks * C;
+        const size_t rows_next = N - cn < C ? N - cn : C;
+        prefetch_rows(j->q + (hn * N + cn) * dk, rows_next * dk * sizeof(T));
+        if (cn < M) {
+            const size_t keys_next = M - cn < rows_next ? M - cn : rows_next;
+            prefetch_rows(j->k + (hn * M + cn) * dk, keys_next * dk * sizeof(T));
+            prefetch_rows(j->v + (hn * M + cn) * dv, keys_next * dv * sizeof(T));
+        }
+    }
+    /* φ(Q_c) (nq, d_k) */
+    if (u > 0) LA_PHI(j->p->feature_map, qh + c0 * dk, t->phi_q, nq * dk);
+    if (nk > 0) {
+        /* φ(K_c) (nk, d_k), then φKᵀ (d_k, nk) */
+        LA_PHI(j->p->feature_map, kh + c0 * dk, phi_k, nk * dk);
+        for (size_t jj = 0; jj < nk; jj++)
+            for (size_t a = 0; a < dk; a++)
+                t->phi_kt[a * C + jj] = phi_k[jj * dk + a];
+        /* A = φ(Q_c) · φKᵀ (nq, d_k)·(d_k, nk), then the causal mask: key j > query i
+         * hidden */
+        LA_GEMM(nq, nk, dk, 1, t->phi_q, ldk, 1, t->phi_kt, ldc, 1, 0, t->A, ldc, 1);
+        for (size_t i = 0; i + 1 < nk; i++)
+            for (size_t jj = i + 1; jj < nk; jj++)
+                t->A[i * C + jj] = 0;
+    }
+    if (t->carries) {
+        /* the chunk's state: ΔS_c = φKᵀ · V_c (d_k, nk)·(nk, d_v), Δz_c = row sums of φKᵀ */
+        LA_GEMM(dk, dv, nk, 1, t->phi_kt, ldc, 1, vc, ldv, 1, 0, t->dS, ldv, 1);
+        for (size_t a = 0; a < dk; a++) {
+            T sum = 0;
+            for (size_t jj = 0; jj < nk; jj++)
+                sum += t->phi_kt[a * C + jj];
+            dz[a] = sum;
+        }
+    }
+}
+
+/* Step 2, in chunk order within the head: S_c, z_c from the head's carried state, then
+ * the carried state becomes S_{c+1}, z_{c+1}. */
+static void SFX(chunk_advance)(const SFX(chunk_job) *j, const SFX(chunk_task) *t)
+{
+    T *carry = j->carried + t->hd * j->state_size;
+    const size_t n = j->state_size;
+    if (t->u > 0 && t->c0 == 0) { /* S_0 = 0, then + ΔS_0 */
+        for (size_t a = 0; a < n; a++)
+            carry[a] = t->carries ? t->dS[a] : 0;
+    } else if (t->u > 0 && t->carries) { /* one pass: read S_c, write S_{c+1} */
+        for (size_t a = 0; a < n; a++) {
+            t->Sc[a] = carry[a];
+            carry[a] += t->dS[a];
+        }
+    } else if (t->u > 0) {
+        for (size_t a = 0; a < n; a++)
+            t->Sc[a] = carry[a];
+    }
+}
+
+/* Step 3, in any order: the chunk's outputs from S_c, z_c and A. */
+static void SFX(chunk_finish)(const SFX(chunk_job) *j, const SFX(chunk_task) *t)
+{
+    const size_t dk = j->dk, dv = j->dv, C = j->C, nq = t->nq, nk = t->nk, c0 = t->c0;
+    const ptrdiff_t ldk = (ptrdiff_t)dk, ldc = (ptrdiff_t)C, ldv = (ptrdiff_t)dv;
+    const T *vc = j->v + (t->hd * j->M + c0) * dv;
+    T *y = j->out + (t->hd * j->N + c0) * dv;
+    if (t->u == 0 || (nk == 0 && c0 == 0)) { /* nothing visible yet: zero rows */
+        for (size_t a = 0; a < nq * dv; a++)
+            y[a] = 0;
+        if (t->u == 0) return;
+    }
+    /* num = φ(Q_c) S_c + A V_c, straight into y (the first chunk has no S_c) */
+    if (c0 > 0) LA_GEMM(nq, dv, dk, 1, t->phi_q, ldk, 1, t->Sc, ldv, 1, 0, y, ldv, 1);
+    if (nk > 0) LA_GEMM(nq, dv, nk, 1, t->A, ldc, 1, vc, ldv, 1, c0 > 0 ? 1 : 0, y, ldv, 1);
+    /* y = num / (φ(q_i)·z_c + Σ_j A[i, j] + eps) */
+    for (size_t i = 0; i < nq; i++) {
+        T den = c0 > 0 ? LA_DOT(t->phi_q + i * dk, t->zc, dk) : 0;
+        T row = 0;
+        for (size_t jj = 0; jj < nk; jj++)
+            row += t->A[i * C + jj];
+        den += row + j->eps;
+        for (size_t c = 0; c < dv; c++)
+            y[i * dv + c] /= den;
+    }
+}
+
 /* Causal linear attention, chunked form, C = min(p->chunk, N) tokens per chunk. Keys
  * j >= N are never seen (query i sees j <= i), so a head uses u = min(m, N) keys.
  * For each head (b, h) and chunk of queries [c0, c0 + nq) with visible keys
@@ -223,120 +353,52 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
  * φ(K_c) is kept transposed, φKᵀ (d_k, nk), so that both products it enters read it
  * row-major: A = φ(Q_c) · φKᵀ and ΔS_c = φKᵀ · V_c. Every product has d_v columns
  * (the denominators are matrix-vector work beside them, not a 65th column).
- * Parallel over (head, chunk): everything but the state runs in any order; only the
- * prefix sum S_{c+1} = S_c + ΔS_c runs in chunk order (an ordered section per task:
- * copy S_c, z_c of the head's carried state, then add ΔS_c, Δz_c to it), so the sums
- * are the same for every thread count and a single head uses every thread. The carried
- * state is one per head (bounded scratch, no per-chunk states kept: a task holds its
- * ΔS_c in its thread's slice until its turn).
+ * Each task (head, chunk) runs chunk_prepare, chunk_advance, chunk_finish; only
+ * chunk_advance, the prefix sum S_{c+1} = S_c + ΔS_c, must run in chunk order. Two
+ * schedules, bitwise the same (each head's sums in the same order):
+ *   heads a multiple of the threads: each thread takes whole heads, chunk after chunk,
+ *     with no synchronisation;
+ *   otherwise: tasks (head, chunk) in parallel, chunk_advance in an ordered section,
+ *     so a single head uses every thread.
+ * The carried state is one per head (bounded scratch, no per-chunk states kept).
  * Scratch: the carried [S z] of every head; per thread φ(Q_c) C·d_k, A C·C, φ(K_c)
  * C·d_k and φKᵀ d_k·C, S_c and z_c d_k(d_v + 1), ΔS_c and Δz_c d_k(d_v + 1). */
 static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k, const T *v,
                                      T *out)
 {
-    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
-    const size_t heads = p->batch * p->heads;
-    const size_t C = p->chunk < N ? p->chunk : N;
-    const size_t n_chunks = (N + C - 1) / C, tasks = heads * n_chunks;
-    const size_t state_size = dk * (dv + 1);
+    const size_t N = p->n_queries, heads = p->batch * p->heads;
+    const size_t C = p->chunk < N ? p->chunk : N, n_chunks = (N + C - 1) / C;
     linear_layout lay;
     T *work = NULL;
     la_status st = SFX(workspace_alloc)(p, LA_KERNEL_LINEAR, &lay, &work);
     if (st != LA_OK) return st;
     const size_t threads = lay.threads, per_thread = lay.per_thread;
-    T *carried = work, *scratch = work + lay.shared;
-    const T eps = (T)p->eps;
-    const ptrdiff_t ldk = (ptrdiff_t)dk, ldc = (ptrdiff_t)C, ldv = (ptrdiff_t)dv;
+    const SFX(chunk_job) job = {
+        p, q, k, v, out, N, p->n_keys, p->d_k, p->d_v, C, n_chunks, heads * n_chunks,
+        p->d_k * (p->d_v + 1), work, (T)p->eps};
+    T *scratch = work + lay.shared;
 
+    if (heads % threads == 0) {
+#pragma omp parallel for schedule(dynamic) num_threads((int)threads)
+        for (size_t hd = 0; hd < heads; hd++) {
+            T *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+            for (size_t c = 0; c < n_chunks; c++) {
+                const size_t task = hd * n_chunks + c;
+                SFX(chunk_task) t;
+                SFX(chunk_prepare)(&job, task, c + 1 < n_chunks ? task + 1 : SIZE_MAX, mine, &t);
+                SFX(chunk_advance)(&job, &t);
+                SFX(chunk_finish)(&job, &t);
+            }
+        }
+    } else {
 #pragma omp parallel for ordered schedule(dynamic) num_threads((int)threads)
-    for (size_t task = 0; task < tasks; task++) {
-        const size_t hd = task / n_chunks, c0 = (task % n_chunks) * C;
-        T *phi_q = scratch + (size_t)omp_get_thread_num() * per_thread;
-        T *A = phi_q + C * dk, *phi_k = A + C * C, *phi_kt = phi_k + C * dk;
-        /* S_c then z_c, ΔS_c then Δz_c: each pair one state_size block, like the carried one */
-        T *Sc = phi_kt + dk * C, *zc = Sc + dk * dv, *dS = zc + dk, *dz = dS + dk * dv;
-        T *carry = carried + hd * state_size; /* S (d_k, d_v), then z (d_k) */
-        const T *qh = q + hd * N * dk, *kh = k + hd * M * dk, *vc = v + (hd * M + c0) * dv;
-        T *y = out + (hd * N + c0) * dv;
-        size_t u = la_keys_in_length(p, hd / p->heads);
-        if (u > N) u = N;
-        const size_t nq = N - c0 < C ? N - c0 : C;
-        const size_t nk = c0 >= u ? 0 : (u - c0 < C ? u - c0 : C); /* nk <= nq */
-        const bool carries = nk > 0 && c0 + C < N; /* a later chunk sees its keys */
-        /* this thread's next chunk (the schedule hands tasks out in turn) is on its way
-         * while this one computes */
-        if (task + threads < tasks) {
-            const size_t next = task + threads, hn = next / n_chunks, cn = next % n_chunks * C;
-            const size_t rows_next = N - cn < C ? N - cn : C;
-            prefetch_rows(q + (hn * N + cn) * dk, rows_next * dk * sizeof(T));
-            if (cn < M) {
-                const size_t keys_next = M - cn < rows_next ? M - cn : rows_next;
-                prefetch_rows(k + (hn * M + cn) * dk, keys_next * dk * sizeof(T));
-                prefetch_rows(v + (hn * M + cn) * dv, keys_next * dv * sizeof(T));
-            }
-        }
-        /* φ(Q_c) (nq, d_k) */
-        if (u > 0) LA_PHI(p->feature_map, qh + c0 * dk, phi_q, nq * dk);
-        if (nk > 0) {
-            /* φ(K_c) (nk, d_k), then φKᵀ (d_k, nk) */
-            LA_PHI(p->feature_map, kh + c0 * dk, phi_k, nk * dk);
-            for (size_t j = 0; j < nk; j++)
-                for (size_t a = 0; a < dk; a++)
-                    phi_kt[a * C + j] = phi_k[j * dk + a];
-            /* A = φ(Q_c) · φKᵀ (nq, d_k)·(d_k, nk), then the causal mask: key j > query
-             * i hidden */
-            LA_GEMM(nq, nk, dk, 1, phi_q, ldk, 1, phi_kt, ldc, 1, 0, A, ldc, 1);
-            for (size_t i = 0; i + 1 < nk; i++)
-                for (size_t j = i + 1; j < nk; j++)
-                    A[i * C + j] = 0;
-        }
-        if (carries) {
-            /* the chunk's state: ΔS_c = φKᵀ · V_c (d_k, nk)·(nk, d_v), Δz_c = row sums of φKᵀ */
-            LA_GEMM(dk, dv, nk, 1, phi_kt, ldc, 1, vc, ldv, 1, 0, dS, ldv, 1);
-            for (size_t a = 0; a < dk; a++) {
-                T sum = 0;
-                for (size_t j = 0; j < nk; j++)
-                    sum += phi_kt[a * C + j];
-                dz[a] = sum;
-            }
-        }
-        /* in chunk order (every task passes here once): S_c, z_c from the carried state,
-         * then the carried state becomes S_{c+1}, z_{c+1} */
+        for (size_t task = 0; task < job.tasks; task++) {
+            T *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+            SFX(chunk_task) t;
+            SFX(chunk_prepare)(&job, task, task + threads, mine, &t);
 #pragma omp ordered
-        {
-            if (u > 0 && c0 == 0) { /* S_0 = 0, then + ΔS_0 */
-                for (size_t a = 0; a < state_size; a++)
-                    carry[a] = carries ? dS[a] : 0;
-            } else if (u > 0 && carries) { /* one pass: read S_c, write S_{c+1} */
-                for (size_t a = 0; a < state_size; a++) {
-                    Sc[a] = carry[a];
-                    carry[a] += dS[a];
-                }
-            } else if (u > 0) {
-                for (size_t a = 0; a < state_size; a++)
-                    Sc[a] = carry[a];
-            }
-        }
-        if (u == 0) { /* no key visible: zero rows */
-            for (size_t a = 0; a < nq * dv; a++)
-                y[a] = 0;
-            continue;
-        }
-        /* num = φ(Q_c) S_c + A V_c, straight into y (the first chunk has no S_c) */
-        if (c0 > 0) LA_GEMM(nq, dv, dk, 1, phi_q, ldk, 1, Sc, ldv, 1, 0, y, ldv, 1);
-        if (nk > 0) LA_GEMM(nq, dv, nk, 1, A, ldc, 1, vc, ldv, 1, c0 > 0 ? 1 : 0, y, ldv, 1);
-        else if (c0 == 0)
-            for (size_t a = 0; a < nq * dv; a++)
-                y[a] = 0;
-        /* y = num / (φ(q_i)·z_c + Σ_j A[i, j] + eps) */
-        for (size_t i = 0; i < nq; i++) {
-            T den = c0 > 0 ? LA_DOT(phi_q + i * dk, zc, dk) : 0;
-            T row = 0;
-            for (size_t j = 0; j < nk; j++)
-                row += A[i * C + j];
-            den += row + eps;
-            for (size_t c = 0; c < dv; c++)
-                y[i * dv + c] /= den;
+            SFX(chunk_advance)(&job, &t);
+            SFX(chunk_finish)(&job, &t);
         }
     }
     free(work);

@@ -809,8 +809,8 @@ static void workspace_limit_is_exact(void **state)
 
 /* ---------------------------------------------------------------- threads */
 
-/* One thread and two give the same bits for every form and precision (several heads,
- * several query blocks of the non-causal apply phase, key lengths). */
+/* One thread, two, three and four give the same bits for every form and precision
+ * (several heads, several query blocks of the non-causal apply phase, key lengths). */
 static void thread_count_determinism(void **state)
 {
     (void)state;
@@ -833,6 +833,13 @@ static void thread_count_determinism(void **state)
         assert_int_equal(la_set_num_threads(3), LA_OK); /* more threads than cores */
         assert_int_equal(run_f32((form)f, &in.p, &in, b32), LA_OK);
         assert_memory_equal(a32, b32, in.no * sizeof(float));
+        /* 6 heads on 4 threads: the chunked and non-causal kernels' other schedule
+         * (ordered tasks within heads, not whole heads per thread) */
+        assert_int_equal(la_set_num_threads(4), LA_OK);
+        assert_int_equal(run_f32((form)f, &in.p, &in, b32), LA_OK);
+        assert_int_equal(run_f64((form)f, &in.p, &in, b64), LA_OK);
+        assert_memory_equal(a32, b32, in.no * sizeof(float));
+        assert_memory_equal(a64, b64, in.no * sizeof(double));
     }
     assert_int_equal(la_set_num_threads(0), LA_OK);
     free(a32);
