@@ -130,6 +130,94 @@ values(const float *pt, size_t keys, const float *v, size_t dv, float *ot, int c
     }
 }
 
+/* ---------------------------------------------------------------- narrow tasks */
+
+/* A task of a few queries (decode: one query against the whole cache) would use 1 of
+ * the 32 lanes above. Each such query runs alone instead, keys in the lanes:
+ *   s_j = q·k_j · scale2 for a block of keys (one vector dot product per key),
+ *   online softmax over the block (horizontal maximum and sum),
+ *   o += Σ_j p_j v_j (a broadcast weight times each value row).
+ * Used for tasks of at most NARROW_ROWS queries; each query costs about what the lane
+ * layout costs for 32, so beyond a few queries the lanes win. */
+enum { NARROW_ROWS = 4 };
+
+/* x·y over n floats, 16 lanes at a time (the tail masked), then summed across lanes. */
+LA_AVX512 static inline float dot_ps(const float *x, const float *y, size_t n)
+{
+    __m512 acc = _mm512_setzero_ps();
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        acc = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), acc);
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i), acc);
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+
+/* One query row i of one head: out_i = Σ_j softmax(s)_j v_j over its visible keys.
+ *   q: (d_k), kh: (M, d_k), vh: (M, d_v), o: (d_v) row-major; st: KB floats of
+ *   scratch, acc: d_v floats of scratch (64-byte aligned). */
+LA_AVX512 static void narrow_row(const la_problem *p, size_t visible, const float *q,
+                                 const float *kh, const float *vh, float *o, float *st,
+                                 float *acc)
+{
+    const size_t dk = p->d_k, dv = p->d_v;
+    const float scale2 = (float)(p->scale * 1.4426950408889634);
+    memset(acc, 0, dv * sizeof *acc);
+    float m = -INFINITY, l = 0;
+    for (size_t j0 = 0; j0 < visible; j0 += KB) {
+        const size_t cols = visible - j0 < KB ? visible - j0 : KB;
+        /* s_j = q·k_j · scale2, and the block maximum */
+        float bm = -INFINITY;
+        for (size_t j = 0; j < cols; j++) {
+            st[j] = dot_ps(q, kh + (j0 + j) * dk, dk) * scale2;
+            bm = st[j] > bm ? st[j] : bm;
+        }
+        /* online softmax: rescale what was accumulated when the maximum grew */
+        if (bm > m) {
+            if (l > 0) {
+                const float a = exp2f(m - bm);
+                l *= a;
+                for (size_t c = 0; c < dv; c++)
+                    acc[c] *= a;
+            }
+            m = bm;
+        }
+        /* p_j = 2^(s_j - m), 16 at a time; the block's sum, then added */
+        const __m512 mv = _mm512_set1_ps(m);
+        __m512 bs = _mm512_setzero_ps();
+        size_t j = 0;
+        for (; j + 16 <= cols; j += 16) {
+            const __m512 e = la_exp2_ps(_mm512_sub_ps(_mm512_loadu_ps(st + j), mv));
+            _mm512_storeu_ps(st + j, e);
+            bs = _mm512_add_ps(bs, e);
+        }
+        if (j < cols) {
+            const __mmask16 mk = (__mmask16)((1u << (cols - j)) - 1);
+            const __m512 e = la_exp2_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, st + j), mv));
+            _mm512_mask_storeu_ps(st + j, mk, e);
+            bs = _mm512_add_ps(bs, _mm512_maskz_mov_ps(mk, e));
+        }
+        l += _mm512_reduce_add_ps(bs);
+        /* acc += Σ_j p_j v_j, columns 16 at a time (the tail masked); the block's sum
+         * formed on its own, then added */
+        for (size_t c = 0; c < dv; c += 16) {
+            const __mmask16 mk = dv - c >= 16 ? 0xffff : (__mmask16)((1u << (dv - c)) - 1);
+            __m512 sum = _mm512_setzero_ps();
+            for (size_t jj = 0; jj < cols; jj++)
+                sum = _mm512_fmadd_ps(_mm512_set1_ps(st[jj]),
+                                      _mm512_maskz_loadu_ps(mk, vh + (j0 + jj) * dv + c), sum);
+            _mm512_mask_storeu_ps(acc + c, mk,
+                                  _mm512_add_ps(_mm512_maskz_loadu_ps(mk, acc + c), sum));
+        }
+    }
+    /* out = acc / l; a row that saw no key stays zero */
+    const float inv = l > 0 ? 1.0f / l : 0.0f;
+    for (size_t c = 0; c < dv; c++)
+        o[c] = acc[c] * inv;
+}
+
 /* Scratch of one thread, in floats, every part 64-byte aligned (QT floats = 128 bytes):
  * qᵀ (d_k × QT), then sᵀ/pᵀ (KB × QT), then oᵀ (d_v × QT). */
 size_t la_fused_simd_scratch_bytes(const la_problem *p)
@@ -149,6 +237,12 @@ LA_AVX512 void la_fused_simd_block(const la_problem *p, size_t b, const float *q
 {
     const size_t dk = p->d_k, dv = p->d_v;
     float *qt = scratch, *st = qt + dk * QT, *ot = st + KB * QT;
+    if (rows <= NARROW_ROWS) { /* a few queries: one at a time, keys in the lanes */
+        for (size_t r = 0; r < rows; r++)
+            narrow_row(p, la_visible_keys(p, b, i0 + r), qh + (i0 + r) * dk, kh, vh,
+                       oh + (i0 + r) * dv, st, ot);
+        return;
+    }
 
     /* qᵀ[p][r] = q[i0 + r][p]; zero lanes past the last row */
     for (size_t c = 0; c < dk; c++)
