@@ -97,15 +97,109 @@ static la_status SFX(workspace_alloc)(const la_problem *p, la_kernel kernel, lin
     return *work ? LA_OK : LA_ENOMEM;
 }
 
+/* Non-causal phase 1, one task: key piece task % pieces of head task / pieces,
+ *   [S_p z_p] = Σ_blocks [φ(K_blk)ᵀ V_blk, Σ_rows φ(K_blk)]  (d_k, d_v + 1),
+ * summed straight into the head's [S z] for the first piece, into the thread's partial
+ * for a later one (kv_piece_add adds it, in piece order). `mine`: the thread's scratch,
+ * a φ block of `rows` rows, a block's z, the partial. */
+static void SFX(kv_piece)(const la_problem *p, const T *k, const T *v, T *states, size_t task,
+                          size_t pieces, size_t rows, size_t kb, T *mine)
+{
+    const size_t M = p->n_keys, dk = p->d_k, dv = p->d_v, state_size = dk * (dv + 1);
+    const size_t hd = task / pieces, j_begin = (task % pieces) * LA_LINEAR_KEY_PIECE;
+    T *phi_k = mine, *z_part = phi_k + rows * dk, *partial = z_part + dk;
+    const T *kh = k + hd * M * dk, *vh = v + hd * M * dv;
+    const size_t m = la_keys_in_length(p, hd / p->heads);
+    const size_t j_end = m < j_begin + LA_LINEAR_KEY_PIECE ? m : j_begin + LA_LINEAR_KEY_PIECE;
+    T *S = j_begin == 0 ? states + hd * state_size : partial, *z = S + dk * dv;
+    if (j_begin == 0 || j_begin < m) {
+        for (size_t a = 0; a < state_size; a++) /* [S_p z_p] = 0 */
+            S[a] = 0;
+    }
+    for (size_t j0 = j_begin; j0 < j_end; j0 += kb) {
+        const size_t n = j_end - j0 < kb ? j_end - j0 : kb;
+        /* φ(K_blk): (n, d_k) */
+        LA_PHI(p->feature_map, kh + j0 * dk, phi_k, n * dk);
+        /* the next block's keys and values are on their way while this one multiplies */
+        if (j0 + kb < j_end) {
+            const size_t next = j_end - (j0 + kb) < kb ? j_end - (j0 + kb) : kb;
+            prefetch_rows(kh + (j0 + kb) * dk, next * dk * sizeof(T));
+            prefetch_rows(vh + (j0 + kb) * dv, next * dv * sizeof(T));
+        }
+        /* S_p += φ(K_blk)ᵀ V_blk: (d_k, n)·(n, d_v), φ(K_blk)ᵀ through strides */
+        LA_GEMM(dk, dv, n, 1, phi_k, 1, (ptrdiff_t)dk, vh + j0 * dv, (ptrdiff_t)dv, 1, 1, S,
+                (ptrdiff_t)dv, 1);
+        /* z_p += Σ_rows φ(K_blk), summed per block first */
+        for (size_t a = 0; a < dk; a++)
+            z_part[a] = 0;
+        for (size_t j = 0; j < n; j++)
+            for (size_t a = 0; a < dk; a++)
+                z_part[a] += phi_k[j * dk + a];
+        for (size_t a = 0; a < dk; a++)
+            z[a] += z_part[a];
+    }
+}
+
+/* [S z] of the head += the partial of a later piece with keys (in piece order). */
+static void SFX(kv_piece_add)(const la_problem *p, T *states, size_t task, size_t pieces,
+                              const T *mine, size_t rows)
+{
+    const size_t dk = p->d_k, state_size = dk * (p->d_v + 1);
+    const size_t hd = task / pieces, j_begin = (task % pieces) * LA_LINEAR_KEY_PIECE;
+    const T *partial = mine + rows * dk + dk;
+    T *S_head = states + hd * state_size;
+    if (j_begin > 0 && j_begin < la_keys_in_length(p, hd / p->heads))
+        for (size_t a = 0; a < state_size; a++)
+            S_head[a] += partial[a];
+}
+
+/* Non-causal phase 2, one task: query block task % q_blocks (of qb rows) of head
+ * task / q_blocks, out_blk = φ(Q_blk) S / (φ(Q_blk) z + eps), zero rows when the head
+ * sees no key; asks for task `next`'s queries meanwhile. `phi_q`: the thread's φ block. */
+static void SFX(apply_block)(const la_problem *p, const T *q, const T *states, T *out,
+                             size_t task, size_t q_blocks, size_t qb, size_t next, T *phi_q)
+{
+    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v;
+    const size_t hd = task / q_blocks, i0 = (task % q_blocks) * qb;
+    const size_t n = N - i0 < qb ? N - i0 : qb;
+    const T *S = states + hd * dk * (dv + 1), *z = S + dk * dv;
+    T *y = out + (hd * N + i0) * dv;
+    if (la_keys_in_length(p, hd / p->heads) == 0) {
+        for (size_t a = 0; a < n * dv; a++)
+            y[a] = 0; /* sees no key: zero rows */
+        return;
+    }
+    /* φ(Q_blk): (n, d_k) */
+    LA_PHI(p->feature_map, q + (hd * N + i0) * dk, phi_q, n * dk);
+    /* the next block's queries are on their way while this one multiplies */
+    if (next < SIZE_MAX) {
+        const size_t i_next = next % q_blocks * qb, hd_next = next / q_blocks;
+        const size_t rows_next = N - i_next < qb ? N - i_next : qb;
+        prefetch_rows(q + (hd_next * N + i_next) * dk, rows_next * dk * sizeof(T));
+    }
+    /* num = φ(Q_blk) S: (n, d_k)·(d_k, d_v), straight into out */
+    LA_GEMM(n, dv, dk, 1, phi_q, (ptrdiff_t)dk, 1, S, (ptrdiff_t)dv, 1, 0, y, (ptrdiff_t)dv, 1);
+    /* y = num / (φ(q_i)·z + eps) */
+    const T eps = (T)p->eps;
+    for (size_t i = 0; i < n; i++) {
+        const T den = LA_DOT(phi_q + i * dk, z, dk) + eps;
+        for (size_t c = 0; c < dv; c++)
+            y[i * dv + c] /= den;
+    }
+}
+
 /* Non-causal linear attention.
  * Phase 1, per (head (b, h), piece of LA_LINEAR_KEY_PIECE keys), keys in blocks of
  * LA_LINEAR_KEY_BLOCK:
  *   [S_p z_p] = Σ_blocks [φ(K_blk)ᵀ V_blk, Σ_rows φ(K_blk)] (d_k, d_v + 1),
  * then per head, in piece order: [S z] = ((S_0 + S_1) + S_2) + … — the pieces are fixed
- * by M, not by the thread count, so the sums and their rounding are too. The pieces run
- * in parallel (a head with few keys and many threads no longer runs on one thread); the
- * first piece sums straight into the head's [S z], each later one into its thread's
- * partial, which the ordered section adds in piece order.
+ * by M, not by the thread count, so the sums and their rounding are too. The first
+ * piece sums straight into the head's [S z], each later one into its thread's partial,
+ * added in piece order.
+ * Two schedules, bitwise the same: when the heads divide among the threads, each thread
+ * takes whole heads, phase 1 then phase 2, with no synchronisation at all; otherwise the
+ * pieces run in parallel (a head with few keys and many threads no longer runs on one
+ * thread) with an ordered section for the additions, then the query blocks.
  * Phase 2, per (head, query block of LA_LINEAR_QUERY_BLOCK):
  *   out_blk = φ(Q_blk) S / (φ(Q_blk) z + eps), zero rows when the head sees no key.
  * Scratch: S and z of every head, plus per thread one φ block, a partial z and a
@@ -113,7 +207,7 @@ static la_status SFX(workspace_alloc)(const la_problem *p, la_kernel kernel, lin
 static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T *k, const T *v,
                                        T *out)
 {
-    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    const size_t N = p->n_queries, M = p->n_keys;
     const size_t heads = p->batch * p->heads;
     const size_t kb = M < LA_LINEAR_KEY_BLOCK ? M : LA_LINEAR_KEY_BLOCK;
     const size_t qb = N < LA_LINEAR_QUERY_BLOCK ? N : LA_LINEAR_QUERY_BLOCK;
@@ -121,7 +215,6 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
     const size_t q_blocks = (N + qb - 1) / qb, tasks = heads * q_blocks;
     const size_t piece = LA_LINEAR_KEY_PIECE, pieces = (M + piece - 1) / piece;
     const size_t key_tasks = heads * pieces;
-    const size_t state_size = dk * (dv + 1);
     linear_layout lay;
     T *work = NULL;
     la_status st = SFX(workspace_alloc)(p, LA_KERNEL_LINEAR, &lay, &work);
@@ -129,83 +222,37 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
     const size_t threads = lay.threads, per_thread = lay.per_thread, shared = lay.shared;
     T *states = work, *scratch = work + shared;
 
-    /* phase 1: [S z] of every head, one key piece per task */
-#pragma omp parallel for ordered schedule(dynamic) num_threads((int)threads)
-    for (size_t task = 0; task < key_tasks; task++) {
-        const size_t hd = task / pieces, j_begin = (task % pieces) * piece;
-        T *phi_k = scratch + (size_t)omp_get_thread_num() * per_thread;
-        T *z_part = phi_k + rows * dk, *partial = z_part + dk;
-        T *S_head = states + hd * state_size;
-        const T *kh = k + hd * M * dk, *vh = v + hd * M * dv;
-        const size_t m = la_keys_in_length(p, hd / p->heads);
-        const size_t j_end = m < j_begin + piece ? m : j_begin + piece;
-        const bool has_keys = j_begin < m;
-        /* the first piece sums into the head's [S z], a later one into the partial */
-        T *S = j_begin == 0 ? S_head : partial, *z = S + dk * dv;
-        if (j_begin == 0 || has_keys) {
-            for (size_t a = 0; a < state_size; a++) /* [S_p z_p] = 0 */
-                S[a] = 0;
-        }
-        for (size_t j0 = j_begin; j0 < j_end; j0 += kb) {
-            const size_t n = j_end - j0 < kb ? j_end - j0 : kb;
-            /* φ(K_blk): (n, d_k) */
-            LA_PHI(p->feature_map, kh + j0 * dk, phi_k, n * dk);
-            /* the next block's keys and values are on their way while this one multiplies */
-            if (j0 + kb < j_end) {
-                const size_t next = j_end - (j0 + kb) < kb ? j_end - (j0 + kb) : kb;
-                prefetch_rows(kh + (j0 + kb) * dk, next * dk * sizeof(T));
-                prefetch_rows(vh + (j0 + kb) * dv, next * dv * sizeof(T));
-            }
-            /* S_p += φ(K_blk)ᵀ V_blk: (d_k, n)·(n, d_v), φ(K_blk)ᵀ through strides */
-            LA_GEMM(dk, dv, n, 1, phi_k, 1, (ptrdiff_t)dk, vh + j0 * dv, (ptrdiff_t)dv, 1, 1, S,
-                    (ptrdiff_t)dv, 1);
-            /* z_p += Σ_rows φ(K_blk), summed per block first */
-            for (size_t a = 0; a < dk; a++)
-                z_part[a] = 0;
-            for (size_t j = 0; j < n; j++)
-                for (size_t a = 0; a < dk; a++)
-                    z_part[a] += phi_k[j * dk + a];
-            for (size_t a = 0; a < dk; a++)
-                z[a] += z_part[a];
-        }
-        /* [S z] += [S_p z_p], in piece order (every task passes here once) */
-#pragma omp ordered
-        {
-            if (j_begin > 0 && has_keys)
-                for (size_t a = 0; a < state_size; a++)
-                    S_head[a] += partial[a];
-        }
-    }
-
-    /* phase 2: every query block reads its head's S and z */
-    const T eps = (T)p->eps;
+    if (heads % threads == 0) {
+        /* whole heads per thread: its pieces in turn, then its query blocks; no
+         * synchronisation, the same sums in the same order as below */
 #pragma omp parallel for schedule(dynamic) num_threads((int)threads)
-    for (size_t task = 0; task < tasks; task++) {
-        const size_t hd = task / q_blocks, i0 = (task % q_blocks) * qb;
-        const size_t n = N - i0 < qb ? N - i0 : qb;
-        T *phi_q = scratch + (size_t)omp_get_thread_num() * per_thread;
-        const T *S = states + hd * state_size, *z = S + dk * dv;
-        T *y = out + (hd * N + i0) * dv;
-        if (la_keys_in_length(p, hd / p->heads) == 0) {
-            for (size_t a = 0; a < n * dv; a++)
-                y[a] = 0; /* sees no key: zero rows */
-            continue;
+        for (size_t hd = 0; hd < heads; hd++) {
+            T *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+            for (size_t pc = 0; pc < pieces; pc++) {
+                SFX(kv_piece)(p, k, v, states, hd * pieces + pc, pieces, rows, kb, mine);
+                SFX(kv_piece_add)(p, states, hd * pieces + pc, pieces, mine, rows);
+            }
+            for (size_t b = 0; b < q_blocks; b++) {
+                const size_t task = hd * q_blocks + b;
+                SFX(apply_block)(p, q, states, out, task, q_blocks, qb,
+                                 b + 1 < q_blocks ? task + 1 : SIZE_MAX, mine);
+            }
         }
-        /* φ(Q_blk): (n, d_k) */
-        LA_PHI(p->feature_map, q + (hd * N + i0) * dk, phi_q, n * dk);
-        /* the next block's queries are on their way while this one multiplies */
-        if (task + 1 < tasks) {
-            const size_t next = (task + 1) % q_blocks * qb, hd_next = (task + 1) / q_blocks;
-            const size_t rows_next = N - next < qb ? N - next : qb;
-            prefetch_rows(q + (hd_next * N + next) * dk, rows_next * dk * sizeof(T));
+    } else {
+        /* phase 1: [S z] of every head, one key piece per task, added in piece order */
+#pragma omp parallel for ordered schedule(dynamic) num_threads((int)threads)
+        for (size_t task = 0; task < key_tasks; task++) {
+            T *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+            SFX(kv_piece)(p, k, v, states, task, pieces, rows, kb, mine);
+#pragma omp ordered
+            SFX(kv_piece_add)(p, states, task, pieces, mine, rows);
         }
-        /* num = φ(Q_blk) S: (n, d_k)·(d_k, d_v), straight into out */
-        LA_GEMM(n, dv, dk, 1, phi_q, (ptrdiff_t)dk, 1, S, (ptrdiff_t)dv, 1, 0, y, (ptrdiff_t)dv, 1);
-        /* y = num / (φ(q_i)·z + eps) */
-        for (size_t i = 0; i < n; i++) {
-            const T den = LA_DOT(phi_q + i * dk, z, dk) + eps;
-            for (size_t c = 0; c < dv; c++)
-                y[i * dv + c] /= den;
+        /* phase 2: every query block reads its head's S and z */
+#pragma omp parallel for schedule(dynamic) num_threads((int)threads)
+        for (size_t task = 0; task < tasks; task++) {
+            T *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+            SFX(apply_block)(p, q, states, out, task, q_blocks, qb,
+                             task + 1 < tasks ? task + 1 : SIZE_MAX, mine);
         }
     }
     free(work);
