@@ -76,6 +76,12 @@ int la_get_num_threads(void);
  * LA_BLIS_CONFIG = native | haswell | skx overrides the choice. A static string. */
 const char *la_blis_config(void);
 
+/* On CPUs with AVX-512 the float32 fused softmax kernel, φ and the linear kernels' block
+ * products run on linattn's own register tiles (lib/softmax_avx512.c, lib/gemm_small.c)
+ * instead of BLIS; the environment variable LA_SIMD=off keeps them on the portable path
+ * (BLIS and compiler-vectorised loops), for comparisons. Results agree with the float64
+ * references either way; bits differ between the two paths. */
+
 /* ---------------------------------------------------------------- problems */
 
 typedef enum {
@@ -131,7 +137,7 @@ typedef enum {
 const char *la_kernel_name(la_kernel kernel); /* "softmax", "softmax_materialized", … */
 
 /* Softmax attention, fused: online softmax over key blocks; never holds the N×M score
- * matrix, its scratch is O(threads · block · (block + d_v)).
+ * matrix, its scratch is O(threads · block · (block + d_k + d_v)), independent of N.
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * Finite for any finite input (logits of ±1e4 included).
  * Returns LA_OK, LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM, LA_EBUDGET. */
