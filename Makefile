@@ -6,6 +6,8 @@
 #   make bench      the benchmark goal table: kernels against BLIS sgemm in one process,
 #                   also kept in build/bench.txt (`linattn help bench`)
 #   make fuzz       libFuzzer on the .npy parser for FUZZ_SECONDS (60)
+#   make check-torch  `linattn block` against PyTorch's own TransformerEncoderLayer
+#                   (installs Debian's python3-torch, about 230 packages: not in make test)
 #   make test SANITIZE=1   the unit tests under AddressSanitizer + UBSan (in build/asan)
 # Missing Debian packages are installed by scripts/ensure-deps (as root or via sudo).
 
@@ -51,7 +53,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL := $(BUILD)/tests/testutil.o
 HEADERS := $(wildcard lib/*.h) $(wildcard experiments/*.h) $(wildcard tests/*.h)
 
-.PHONY: all deps test bench results plots fuzz clean
+.PHONY: all deps test bench results plots fuzz check-torch clean
 .SECONDARY:
 all: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn
 
@@ -101,6 +103,10 @@ test: $(TEST_BIN) $(BUILD)/linattn | build/.deps-test
 	else failed=$$((failed+1)); echo "FAILED: tests/block_numpy.py"; fi; \
 	echo "test programs: $$passed passed, $$failed failed"; \
 	test $$failed -eq 0
+
+check-torch: $(BUILD)/linattn | build/.deps-test
+	@scripts/ensure-deps torch
+	/usr/bin/python3 tests/block_torch.py $(BUILD)/linattn
 
 FUZZ_SECONDS ?= 60
 fuzz: | build/.deps-build
