@@ -15,8 +15,9 @@ Part 2: a missing, misshapen or non-float weight file, X of the wrong width, hea
 do not divide D, and an unknown flag each exit 2 with exactly one stderr line starting
 "linattn: " (naming the file at fault where there is one) and leave no output.
 
-PyTorch itself is not used (it is not installed here); the reference follows the
-formulas of torch.nn.MultiheadAttention and TransformerEncoderLayer.forward.
+PyTorch itself is not used here (`make check-torch` runs tests/block_torch.py against
+it); the reference follows the formulas of torch.nn.MultiheadAttention and
+TransformerEncoderLayer.forward.
 Inputs are random with a printed seed; LA_TEST_SEED=N replays a run. Exits 1 on any
 failure; the last line is "block_numpy: N passed, N failed".
 """
