@@ -24,7 +24,11 @@
  * against 0.76-0.82 s), so QT = 32.
  *
  * exp is exp2 with log2(e) folded into the scale: scores are kept as
- * s₂ = q·k · scale · log2(e), and exp(s - m) = 2^(s₂ - m₂). */
+ * s₂ = q·k · scale · log2(e), and exp(s - m) = 2^(s₂ - m₂).
+ *
+ * Tasks of at most NARROW_ROWS queries (decoding's single query, the tail of N) would
+ * leave most lanes empty; they run one query at a time with the keys in the lanes
+ * instead (narrow_row, below). */
 #include "internal.h"
 #include "simd_avx512.h"
 
@@ -262,9 +266,10 @@ LA_AVX512 void la_fused_simd_block(const la_problem *p, size_t b, const float *q
 
     const __m512 scale2 = _mm512_set1_ps((float)(p->scale * 1.4426950408889634));
     const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
-    __m512 vis[NV], m[NV], l[NV]; /* per lane: visible keys, running maximum (log2 units), sum */
+    __m512i vis[NV];      /* per lane: keys visible */
+    __m512 m[NV], l[NV]; /* per lane: running maximum (log2 units), running sum */
     for (int g = 0; g < NV; g++) {
-        vis[g] = _mm512_castsi512_ps(_mm512_loadu_si512(vis_lanes + 16 * g));
+        vis[g] = _mm512_loadu_si512(vis_lanes + 16 * g);
         m[g] = neg_inf;
         l[g] = _mm512_setzero_ps();
     }
@@ -292,7 +297,7 @@ LA_AVX512 void la_fused_simd_block(const la_problem *p, size_t b, const float *q
                 float *sj = st + j * QT + 16 * g;
                 __m512 sv = _mm512_load_ps(sj);
                 if (masked) {
-                    const __mmask16 seen = _mm512_cmpgt_epi32_mask(_mm512_castps_si512(vis[g]), jj);
+                    const __mmask16 seen = _mm512_cmpgt_epi32_mask(vis[g], jj);
                     sv = _mm512_mask_mov_ps(neg_inf, seen, sv);
                     _mm512_store_ps(sj, sv);
                 }
