@@ -4,7 +4,7 @@
  * Why: the linear kernels multiply blocks of 32 to 256 rows with k = d_k = 64 or a key
  * block, thousands of times per call. Through BLIS each product pays a call, a packing
  * of both operands (its reference packing routines for strided operands, about 15% of
- * linear attention's time here) and its edge handling for n = d_v + 1 = 65 columns.
+ * linear attention's time here) and its edge handling for odd column counts.
  * These products are small enough to need no packing: A is read in place through its
  * strides (one broadcast element at a time), B's rows are read as vectors. */
 #include "internal.h"
@@ -14,9 +14,10 @@
 
 enum { TILE_ROWS = 8, TILE_VECS = 2 }; /* a tile: 8 rows × 32 columns, 16 accumulators */
 
-/* C[0..rows)[0..32) (+)= A[0..rows)[0..k) · B[0..k)[0..32) for rows = TILE_ROWS,
- * columns masked by m0, m1 (a partial last tile; full: all 32, unmasked loads); A(i, p) = a[i·rsa + p·csa],
- * B(p, c) = b[p·ldb + c], C(i, c) = c[i·ldc + c]. accumulate: C += A·B, else C = A·B. */
+/* C[0..8)[0..32) (+)= A[0..8)[0..k) · B[0..k)[0..32), the columns masked by m0, m1 for a
+ * partial last tile (full: all 32, plain loads, which are faster than masked ones);
+ *   A(i, p) = a[i·rsa + p·csa], B(p, c) = b[p·ldb + c], C(i, c) = c[i·ldc + c];
+ *   accumulate: C += A·B, else C = A·B. */
 LA_AVX512 __attribute__((always_inline)) static inline void
 tile_8x32(size_t k, const float *a, ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t ldb,
           float *c, ptrdiff_t ldc, __mmask16 m0, __mmask16 m1, bool accumulate, bool full)
