@@ -368,6 +368,7 @@ static void print_header(int argc, char **argv, const bench_shape *s, const char
     printf("# load_average: %s (other processes on the cores add noise)\n", res_load_average());
     printf("# git_commit: %s\n", res_git_commit());
     printf("# blis: %s\n", la_blis_config());
+    printf("# float32 kernels: %s\n", la_simd_config());
     printf("# shape: B=1 H=%zu d_k=%zu d_v=%zu M=%s\n", s->heads, s->d_k, s->d_v,
            m_text ? m_text : "N");
     printf("# timing: one warm-up, then >= %d runs until they total %.1f s (at most %d)%s\n",

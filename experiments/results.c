@@ -397,6 +397,7 @@ res_file *res_open(const char *path, const char *experiment, const char *about, 
                 "noise to timings)\n",
                 res_load_average());
         fprintf(f->out, "# blis: %s, kernels %s\n", bli_info_get_version_str(), la_blis_config());
+        fprintf(f->out, "# float32 kernels: %s\n", la_simd_config());
         fprintf(f->out, "# linattn: %s\n", LA_VERSION_STRING);
         fprintf(f->out, "# peak_rss: %s\n",
                 reset ? "VmHWM after the point, reset before it via /proc/self/clear_refs; "

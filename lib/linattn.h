@@ -80,7 +80,10 @@ const char *la_blis_config(void);
  * products run on linattn's own register tiles (lib/softmax_avx512.c, lib/gemm_small.c)
  * instead of BLIS; the environment variable LA_SIMD=off keeps them on the portable path
  * (BLIS and compiler-vectorised loops), for comparisons. Results agree with the float64
- * references either way; bits differ between the two paths. */
+ * references either way; bits differ between the two paths. la_simd_config says which
+ * path runs: "avx512", "portable (LA_SIMD=off)" or "portable (no AVX-512)". A static
+ * string. */
+const char *la_simd_config(void);
 
 /* ---------------------------------------------------------------- problems */
 

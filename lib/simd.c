@@ -37,6 +37,14 @@ void la_avx512_enable(bool on)
     enabled = on;
 }
 
+const char *la_simd_config(void)
+{
+    pthread_once(&detect_once, detect);
+    if (!cpu_ok) return "portable (no AVX-512)";
+    if (env_off) return "portable (LA_SIMD=off)";
+    return enabled ? "avx512" : "portable (switched off by the caller)";
+}
+
 /* ---------------------------------------------------------------- the FMA peak */
 
 #if LA_HAVE_AVX512_CODE

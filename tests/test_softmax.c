@@ -479,6 +479,21 @@ static void error_paths(void **state)
     inputs_free(&in);
 }
 
+/* la_simd_config names the path the float32 kernels run on, and follows the switch. */
+static void simd_config_names(void **state)
+{
+    (void)state;
+    if (!la_avx512_usable()) {
+        assert_true(strncmp(la_simd_config(), "portable", 8) == 0);
+        return;
+    }
+    assert_string_equal(la_simd_config(), "avx512");
+    la_avx512_enable(false);
+    assert_string_equal(la_simd_config(), "portable (switched off by the caller)");
+    la_avx512_enable(true);
+    assert_string_equal(la_simd_config(), "avx512");
+}
+
 /* Rounding must not grow with the number of keys: the float32 fused kernel at N = M =
  * 2048, d = 64 stays below 7e-7 relative error (measured 3.9e-7 on the AVX-512 path and
  * 4.3e-7 on the BLIS-based one; a running sum over all M keys in one chain, which an
@@ -672,6 +687,7 @@ int main(void)
         cmocka_unit_test(hard_ties_lowest_key),  cmocka_unit_test(materialized_budget),
         cmocka_unit_test(error_paths),           cmocka_unit_test(threads_bitwise_identical),
         cmocka_unit_test(exp2_accuracy),         cmocka_unit_test(error_flat_in_n),
+        cmocka_unit_test(simd_config_names),
     };
     /* float32 fused softmax has two kernels: the AVX-512 one (where the CPU has it) and
      * the BLIS-based one; every test runs against both. */
