@@ -14,7 +14,7 @@ static const la_command commands[] = {
      &cmd_params_help},
     {"flops", "FLOPs and memory of one Transformer layer, per component", cmd_flops,
      &cmd_flops_help},
-    {"bench", "time every kernel against BLIS sgemm (GFLOP/s ratio)", cmd_bench, &cmd_bench_help},
+    {"bench", "time the kernels against BLIS sgemm and the FMA peak (make bench)", cmd_bench, &cmd_bench_help},
     {"results", "run the default experiment suite (make results) and summarise", cmd_results,
      &cmd_results_help},
     {"scaling", "experiment: time and memory of each kernel against N", cmd_scaling,
