@@ -41,7 +41,7 @@ const char *const cmd_attend_help =
     "  --kernel K           softmax: fused (online softmax, no N×M matrix) or\n"
     "                       materialized (N×M scores) [fused];\n"
     "                       linear with --causal: chunked or recurrent [chunked]\n"
-    "  --chunk C            linear --causal chunked: tokens per chunk, C >= 1 [64]\n"
+    "  --chunk C            linear --causal chunked: tokens per chunk, C >= 1 [32]\n"
     "\n"
     "exit status: 0 done, 2 bad flags or inputs (one line on stderr: linattn: WHAT: why)\n"
     "\n"

@@ -41,7 +41,7 @@ const char *const cmd_flops_help =
     "  --layer L            encoder or decoder [encoder]\n"
     "  --precision P        float32 or float64: element size of the bytes [float32]\n"
     "  --feature-map F      linear: elu or relu [elu]\n"
-    "  --chunk C            linear --causal: tokens per chunk [64]\n"
+    "  --chunk C            linear --causal: tokens per chunk [32]\n"
     "  --threads T          threads the workspace is counted for [LA_NUM_THREADS, else all]\n"
     "  --format FMT         table or csv (header component,flops,bytes; one row per\n"
     "                       component, FLOP rows with bytes empty and memory rows with\n"
