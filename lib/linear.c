@@ -9,7 +9,7 @@
 /* Block sizes, fixed whatever the thread count (so the rounding is too). */
 #define LA_LINEAR_KEY_BLOCK 128   /* non-causal: keys per φ(K)ᵀV product */
 #define LA_LINEAR_QUERY_BLOCK 128 /* non-causal: queries per φ(Q)·S product and task */
-#define LA_LINEAR_KEY_PIECE 512  /* non-causal: keys per phase-1 task (whole key blocks) */
+#define LA_LINEAR_KEY_PIECE 512   /* non-causal: keys per phase-1 task (whole key blocks) */
 
 /* a + b without overflow: false when it does not fit. */
 static bool add_ok(size_t a, size_t b, size_t *out)
