@@ -24,7 +24,7 @@ MARCH ?= -march=x86-64
 endif
 
 # BLIS: pkg-config when it knows BLIS, else Debian's default location; override either.
-# Debian's static libblis.a is linked rather than libblis.so: only it lets lib/gemm.c
+# Debian's static libblis.a is linked rather than libblis.so: only it lets lib/cpu/gemm.c
 # pick fast kernels on CPUs that BLIS 0.9 does not recognise (see la_blis_config()).
 BLIS_CFLAGS ?= $(shell pkg-config --cflags blis 2>/dev/null)
 BLIS_LIBS ?= $(shell pkg-config --libs blis 2>/dev/null || echo -l:libblis.a -lpthread)
@@ -44,14 +44,14 @@ CFLAGS += -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) $(MARCH) -fopenmp -fPIC \
 LDLIBS = $(BLIS_LIBS) -lm
 LDFLAGS += -fopenmp $(filter -fsanitize=%,$(OPT))
 
-LIB_SRC := $(wildcard lib/*.c)
+LIB_SRC := $(wildcard lib/*/*.c)
 LIB_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
 CMD_SRC := $(wildcard experiments/*.c)
 CMD_OBJ := $(CMD_SRC:experiments/%.c=$(BUILD)/experiments/%.o)
-TEST_SRC := $(wildcard tests/test_*.c)
+TEST_SRC := $(wildcard tests/*/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL := $(BUILD)/tests/testutil.o
-HEADERS := $(wildcard lib/*.h) $(wildcard experiments/*.h) $(wildcard tests/*.h)
+HEADERS := $(wildcard lib/*.h lib/*/*.h) $(wildcard experiments/*.h) $(wildcard tests/*.h)
 
 .PHONY: all deps test bench results plots fuzz check-torch clean
 .SECONDARY:
@@ -85,7 +85,7 @@ $(BUILD)/liblinattn.so: $(LIB_OBJ)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/linattn: $(CMD_OBJ) $(BUILD)/liblinattn.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_UTIL) $(BUILD)/liblinattn.a
+$(TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/liblinattn.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
 
 # Every test program runs even when an earlier one fails; the verdict is the last line.
@@ -95,18 +95,18 @@ test: $(TEST_BIN) $(BUILD)/linattn | build/.deps-test
 	    echo "== $$t"; \
 	    if $$t; then passed=$$((passed+1)); else failed=$$((failed+1)); echo "FAILED: $$t"; fi; \
 	done; \
-	echo "== tests/attend_numpy.py"; \
-	if /usr/bin/python3 tests/attend_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
-	else failed=$$((failed+1)); echo "FAILED: tests/attend_numpy.py"; fi; \
-	echo "== tests/block_numpy.py"; \
-	if /usr/bin/python3 tests/block_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
-	else failed=$$((failed+1)); echo "FAILED: tests/block_numpy.py"; fi; \
+	echo "== tests/command/attend_numpy.py"; \
+	if /usr/bin/python3 tests/command/attend_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: tests/command/attend_numpy.py"; fi; \
+	echo "== tests/command/block_numpy.py"; \
+	if /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: tests/command/block_numpy.py"; fi; \
 	echo "test programs: $$passed passed, $$failed failed"; \
 	test $$failed -eq 0
 
 check-torch: $(BUILD)/linattn | build/.deps-test
 	@scripts/ensure-deps torch
-	/usr/bin/python3 tests/block_torch.py $(BUILD)/linattn
+	/usr/bin/python3 tests/command/block_torch.py $(BUILD)/linattn
 
 FUZZ_SECONDS ?= 60
 fuzz: | build/.deps-build
@@ -114,7 +114,7 @@ fuzz: | build/.deps-build
 	@mkdir -p build/fuzz/corpus
 	clang -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -Wall -Wextra -Werror \
 	    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	    -Ilib fuzz/fuzz_npy.c lib/npy.c lib/status.c -o build/fuzz/fuzz_npy
+	    -Ilib fuzz/fuzz_npy.c lib/io/npy.c lib/core/status.c -o build/fuzz/fuzz_npy
 	build/fuzz/fuzz_npy -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
 	    -dict=fuzz/npy.dict -artifact_prefix=build/fuzz/ build/fuzz/corpus fuzz/seeds
 

@@ -3,7 +3,7 @@
  * rates means something; and `--goals`, the issue's goal table on fixed points. */
 #include "cli.h"
 #include "commands.h"
-#include "internal.h" /* la_gemm_f32_threaded: the sgemm yardstick; la_mul_ok */
+#include "core/internal.h" /* la_gemm_f32_threaded: the sgemm yardstick; la_mul_ok */
 #include "results.h"  /* res_time: the one timer; the machine facts for the header */
 
 #include <math.h>
@@ -51,7 +51,7 @@ const char *const cmd_bench_help =
     "  median_s, min_s, max_s\n"
     "                   seconds per call over those runs\n"
     "  gflops           FLOPs / median_s / 1e9, with the FLOPs of the library's one model\n"
-    "                   (la_attention_cost, lib/cost.c): the visible (query, key) pairs\n"
+    "                   (la_attention_cost, lib/attention/cost.c): the visible (query, key) pairs\n"
     "                   only, so causal softmax counts about half of non-causal\n"
     "  pct_of_sgemm     100 · gflops / the yardstick's gflops at the same thread count\n"
     "  workspace_bytes  the scratch the kernel allocates, from the cost model: a model of\n"

@@ -1,7 +1,7 @@
 /* fuzz_npy.c — libFuzzer target for the .npy parser: any byte string must either parse
  * into a consistent array or be refused with a reason, never read out of bounds, leak
  * or crash. Built and run by `make fuzz` (clang -fsanitize=fuzzer,address,undefined)
- * from lib/npy.c and lib/status.c only; seeds in fuzz/seeds/ (see make_seeds.py). */
+ * from lib/io/npy.c and lib/core/status.c only; seeds in fuzz/seeds/ (see make_seeds.py). */
 #include "linattn.h"
 
 #include <stdint.h>

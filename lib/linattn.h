@@ -72,12 +72,12 @@ int la_get_num_threads(void);
 
 /* The BLIS sub-configuration (kernel set) every matrix product runs on, e.g. "zen3", or
  * "skx (chosen by linattn)" where BLIS did not recognise the CPU and linattn chose
- * kernels by the CPU's instruction sets (lib/gemm.c). The environment variable
+ * kernels by the CPU's instruction sets (lib/cpu/gemm.c). The environment variable
  * LA_BLIS_CONFIG = native | haswell | skx overrides the choice. A static string. */
 const char *la_blis_config(void);
 
 /* On CPUs with AVX-512 the float32 fused softmax kernel, φ and the linear kernels' block
- * products run on linattn's own register tiles (lib/softmax_avx512.c, lib/gemm_small.c)
+ * products run on linattn's own register tiles (lib/attention/softmax_avx512.c, lib/cpu/gemm_small.c)
  * instead of BLIS; the environment variable LA_SIMD=off keeps them on the portable path
  * (BLIS and compiler-vectorised loops), for comparisons. Results agree with the float64
  * references either way; bits differ between the two paths. la_simd_config says which
@@ -246,7 +246,7 @@ void la_ref_feature_map(la_feature_map fm, const double *x, double *out, size_t 
 /* ---------------------------------------------------------------- cost model */
 
 /* FLOPs and memory of one kernel call: the one model the benchmarks and experiments
- * take GFLOP/s from (lib/cost.c). Every count is a total over the call's batch × heads
+ * take GFLOP/s from (lib/attention/cost.c). Every count is a total over the call's batch × heads
  * problems. It counts the arithmetic of the algorithm each kernel runs over the
  * (query, key) pairs the masks leave visible only (so causal counts its half, key
  * lengths shorten rows): a multiply-add is 2 FLOPs; an add, multiply, divide, compare,

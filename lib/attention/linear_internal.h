@@ -1,0 +1,45 @@
+/* linear_internal.h — shared by linear.c, featuremap.c and state.c: the feature maps in
+ * float and double, one recurrent step of one head (compiled once, so the recurrent
+ * kernel and the step API give the same bits), a fixed-order dot product, and the
+ * kernels' exact scratch size. */
+#ifndef LA_LINEAR_INTERNAL_H
+#define LA_LINEAR_INTERNAL_H
+
+#include "core/internal.h"
+
+/* out[i] = φ(x[i]) for i < n (out may equal x). elu+1 is x + 1 for x >= 0 and exp(x)
+ * for x < 0 (never elu(x) + 1, which rounds to 1 - 1 = 0 below x ≈ -17 in float32);
+ * relu is max(x, 0). float32 uses expf, float64 exp. */
+void la_feature_map_f32(la_feature_map fm, const float *x, float *out, size_t n);
+void la_feature_map_f64(la_feature_map fm, const double *x, double *out, size_t n);
+
+/* One recurrent step of one head: S += φk vᵀ, z += φk, y = φqᵀS / (φqᵀz + eps), with
+ * S (d_k, d_v) row-major, z, φk = φ(k_t), φq = φ(q_t) (d_k,), v and y (d_v,); no
+ * argument may overlap another.
+ * la_linear_read_query: only y = φqᵀS / (φqᵀz + eps), for a token with no key to add. */
+void la_linear_step_head_f32(float *restrict S, float *restrict z, const float *restrict phi_k,
+                             const float *restrict v, const float *restrict phi_q, float eps,
+                             float *restrict y, size_t d_k, size_t d_v);
+void la_linear_step_head_f64(double *restrict S, double *restrict z, const double *restrict phi_k,
+                             const double *restrict v, const double *restrict phi_q, double eps,
+                             double *restrict y, size_t d_k, size_t d_v);
+void la_linear_read_query_f32(const float *restrict S, const float *restrict z,
+                              const float *restrict phi_q, float eps, float *restrict y, size_t d_k,
+                              size_t d_v);
+void la_linear_read_query_f64(const double *restrict S, const double *restrict z,
+                              const double *restrict phi_q, double eps, double *restrict y,
+                              size_t d_k, size_t d_v);
+
+/* Bytes of scratch the linear kernel `kernel` (LA_KERNEL_LINEAR, non-causal or chunked
+ * causal per p->causal, or LA_KERNEL_LINEAR_RECURRENT) allocates for p with elements of
+ * element_size bytes at the current thread count: exactly what the kernel holds and
+ * checks against p->workspace_limit. Returns LA_OK, LA_EINVAL, LA_EOVERFLOW. */
+la_status la_linear_workspace_bytes(la_kernel kernel, const la_problem *p, size_t element_size,
+                                    size_t *bytes);
+
+/* x·y summed in a fixed order (8 interleaved partial sums, then a fixed tree), so the
+ * result never depends on the alignment of x and y nor on how the compiler vectorises. */
+float la_dot_f32(const float *x, const float *y, size_t n);
+double la_dot_f64(const double *x, const double *y, size_t n);
+
+#endif

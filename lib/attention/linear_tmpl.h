@@ -1,0 +1,521 @@
+/* linear_tmpl.h — linear attention written once for float and double; linear.c includes
+ * it twice with T (the element type) and LA_SUFFIX (_f32 or _f64) defined. No include
+ * guard on purpose. Every name it defines is static or carries the suffix.
+ *
+ * Shapes, per head (the problem holds B·H heads back to back):
+ *   q: (N, d_k), k: (M, d_k), v: (M, d_v), out: (N, d_v), row-major;
+ *   S: (d_k, d_v) row-major, z: (d_k,).
+ * Visible keys of head (b, ·): m = min(M, L_b) (L_b = key_lengths[b], or M). */
+
+#define LA_CAT2(a, b) a##b
+#define LA_CAT(a, b) LA_CAT2(a, b)
+#define SFX(name) LA_CAT(name, LA_SUFFIX)
+/* LA_GEMM: la_gemm_small_f32 or la_gemm_f64, defined by linear.c */
+#define LA_PHI SFX(la_feature_map) /* la_feature_map_f32 or _f64 */
+#define LA_DOT SFX(la_dot)         /* la_dot_f32 or _f64 */
+
+/* x·y in a fixed order: 8 interleaved partial sums, a fixed tree, then the tail. */
+T SFX(la_dot)(const T *x, const T *y, size_t n)
+{
+    T acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (size_t l = 0; l < 8; l++)
+            acc[l] += x[i + l] * y[i + l];
+    T sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++)
+        sum += x[i] * y[i];
+    return sum;
+}
+
+/* One recurrent step of one head, in one pass over S:
+ *   S (d_k, d_v) += φk vᵀ,  z (d_k) += φk,  y (d_v) = φqᵀ S / (φqᵀ z + eps)
+ * with the updated S and z. Row a of S is updated and at once added into y, so S is
+ * read once per token (the same values and order as updating first, then reading). */
+void SFX(la_linear_step_head)(T *restrict S, T *restrict z, const T *restrict phi_k,
+                              const T *restrict v, const T *restrict phi_q, T eps, T *restrict y,
+                              size_t d_k, size_t d_v)
+{
+    for (size_t c = 0; c < d_v; c++)
+        y[c] = 0;
+    for (size_t a = 0; a < d_k; a++) {
+        const T fk = phi_k[a], fq = phi_q[a];
+        T *row = S + a * d_v;
+        for (size_t c = 0; c < d_v; c++) {
+            const T updated = row[c] + fk * v[c];
+            row[c] = updated;
+            y[c] += fq * updated;
+        }
+        z[a] += fk;
+    }
+    /* normalise by the denominator φqᵀz + eps */
+    const T den = LA_DOT(phi_q, z, d_k) + eps;
+    for (size_t c = 0; c < d_v; c++)
+        y[c] /= den;
+}
+
+/* y (d_v) = φqᵀ S / (φqᵀ z + eps), S (d_k, d_v), z and φq (d_k). */
+void SFX(la_linear_read_query)(const T *restrict S, const T *restrict z, const T *restrict phi_q,
+                               T eps, T *restrict y, size_t d_k, size_t d_v)
+{
+    /* numerator: y = Σ_a φq[a] · S[a, :] */
+    for (size_t c = 0; c < d_v; c++)
+        y[c] = 0;
+    for (size_t a = 0; a < d_k; a++) {
+        T f = phi_q[a];
+        const T *row = S + a * d_v;
+        for (size_t c = 0; c < d_v; c++)
+            y[c] += f * row[c];
+    }
+    /* normalise by the denominator φqᵀz + eps */
+    T den = LA_DOT(phi_q, z, d_k) + eps;
+    for (size_t c = 0; c < d_v; c++)
+        y[c] /= den;
+}
+
+#ifndef LA_PREFETCH_ROWS
+#define LA_PREFETCH_ROWS
+/* Asks for `bytes` bytes from x into the cache, one request per 64-byte line: the
+ * linear kernels stream their inputs once, and a block's loads otherwise wait for
+ * memory between bursts of arithmetic. */
+static void prefetch_rows(const void *x, size_t bytes)
+{
+    for (size_t off = 0; off < bytes; off += 64)
+        __builtin_prefetch((const char *)x + off, 0, 3);
+}
+#endif
+
+/* The scratch layout of one call (linear_layout_for), allocated: one block of T. */
+static la_status SFX(workspace_alloc)(const la_problem *p, la_kernel kernel, linear_layout *lay,
+                                      T **work)
+{
+    la_status st = linear_layout_for(p, kernel, (size_t)la_threads(), lay);
+    if (st != LA_OK) return st;
+    if (lay->total > SIZE_MAX / sizeof(T)) return LA_EOVERFLOW;
+    if (lay->total * sizeof(T) > p->workspace_limit) return LA_EBUDGET;
+    *work = malloc(lay->total * sizeof(T));
+    return *work ? LA_OK : LA_ENOMEM;
+}
+
+/* Non-causal phase 1, one task: key piece task % pieces of head task / pieces,
+ *   [S_p z_p] = Σ_blocks [φ(K_blk)ᵀ V_blk, Σ_rows φ(K_blk)]  (d_k, d_v + 1),
+ * summed straight into the head's [S z] for the first piece, into the thread's partial
+ * for a later one (kv_piece_add adds it, in piece order). `mine`: the thread's scratch,
+ * a φ block of `rows` rows, a block's z, the partial. */
+static void SFX(kv_piece)(const la_problem *p, const T *k, const T *v, T *states, size_t task,
+                          size_t pieces, size_t rows, size_t kb, T *mine)
+{
+    const size_t M = p->n_keys, dk = p->d_k, dv = p->d_v, state_size = dk * (dv + 1);
+    const size_t hd = task / pieces, j_begin = (task % pieces) * LA_LINEAR_KEY_PIECE;
+    T *phi_k = mine, *z_part = phi_k + rows * dk, *partial = z_part + dk;
+    const T *kh = k + hd * M * dk, *vh = v + hd * M * dv;
+    const size_t m = la_keys_in_length(p, hd / p->heads);
+    const size_t j_end = m < j_begin + LA_LINEAR_KEY_PIECE ? m : j_begin + LA_LINEAR_KEY_PIECE;
+    T *S = j_begin == 0 ? states + hd * state_size : partial, *z = S + dk * dv;
+    if (j_begin == 0 || j_begin < m) {
+        for (size_t a = 0; a < state_size; a++) /* [S_p z_p] = 0 */
+            S[a] = 0;
+    }
+    for (size_t j0 = j_begin; j0 < j_end; j0 += kb) {
+        const size_t n = j_end - j0 < kb ? j_end - j0 : kb;
+        /* φ(K_blk): (n, d_k) */
+        LA_PHI(p->feature_map, kh + j0 * dk, phi_k, n * dk);
+        /* the next block's keys and values are on their way while this one multiplies */
+        if (j0 + kb < j_end) {
+            const size_t next = j_end - (j0 + kb) < kb ? j_end - (j0 + kb) : kb;
+            prefetch_rows(kh + (j0 + kb) * dk, next * dk * sizeof(T));
+            prefetch_rows(vh + (j0 + kb) * dv, next * dv * sizeof(T));
+        }
+        /* S_p += φ(K_blk)ᵀ V_blk: (d_k, n)·(n, d_v), φ(K_blk)ᵀ through strides */
+        LA_GEMM(dk, dv, n, 1, phi_k, 1, (ptrdiff_t)dk, vh + j0 * dv, (ptrdiff_t)dv, 1, 1, S,
+                (ptrdiff_t)dv, 1);
+        /* z_p += Σ_rows φ(K_blk), summed per block first */
+        for (size_t a = 0; a < dk; a++)
+            z_part[a] = 0;
+        for (size_t j = 0; j < n; j++)
+            for (size_t a = 0; a < dk; a++)
+                z_part[a] += phi_k[j * dk + a];
+        for (size_t a = 0; a < dk; a++)
+            z[a] += z_part[a];
+    }
+}
+
+/* [S z] of the head += the partial of a later piece with keys (in piece order). */
+static void SFX(kv_piece_add)(const la_problem *p, T *states, size_t task, size_t pieces,
+                              const T *mine, size_t rows)
+{
+    const size_t dk = p->d_k, state_size = dk * (p->d_v + 1);
+    const size_t hd = task / pieces, j_begin = (task % pieces) * LA_LINEAR_KEY_PIECE;
+    const T *partial = mine + rows * dk + dk;
+    T *S_head = states + hd * state_size;
+    if (j_begin > 0 && j_begin < la_keys_in_length(p, hd / p->heads))
+        for (size_t a = 0; a < state_size; a++)
+            S_head[a] += partial[a];
+}
+
+/* Non-causal phase 2, one task: query block task % q_blocks (of qb rows) of head
+ * task / q_blocks, out_blk = φ(Q_blk) S / (φ(Q_blk) z + eps), zero rows when the head
+ * sees no key; asks for task `next`'s queries meanwhile. `phi_q`: the thread's φ block. */
+static void SFX(apply_block)(const la_problem *p, const T *q, const T *states, T *out,
+                             size_t task, size_t q_blocks, size_t qb, size_t next, T *phi_q)
+{
+    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v;
+    const size_t hd = task / q_blocks, i0 = (task % q_blocks) * qb;
+    const size_t n = N - i0 < qb ? N - i0 : qb;
+    const T *S = states + hd * dk * (dv + 1), *z = S + dk * dv;
+    T *y = out + (hd * N + i0) * dv;
+    if (la_keys_in_length(p, hd / p->heads) == 0) {
+        for (size_t a = 0; a < n * dv; a++)
+            y[a] = 0; /* sees no key: zero rows */
+        return;
+    }
+    /* φ(Q_blk): (n, d_k) */
+    LA_PHI(p->feature_map, q + (hd * N + i0) * dk, phi_q, n * dk);
+    /* the next block's queries are on their way while this one multiplies */
+    if (next < SIZE_MAX) {
+        const size_t i_next = next % q_blocks * qb, hd_next = next / q_blocks;
+        const size_t rows_next = N - i_next < qb ? N - i_next : qb;
+        prefetch_rows(q + (hd_next * N + i_next) * dk, rows_next * dk * sizeof(T));
+    }
+    /* num = φ(Q_blk) S: (n, d_k)·(d_k, d_v), straight into out */
+    LA_GEMM(n, dv, dk, 1, phi_q, (ptrdiff_t)dk, 1, S, (ptrdiff_t)dv, 1, 0, y, (ptrdiff_t)dv, 1);
+    /* y = num / (φ(q_i)·z + eps) */
+    const T eps = (T)p->eps;
+    for (size_t i = 0; i < n; i++) {
+        const T den = LA_DOT(phi_q + i * dk, z, dk) + eps;
+        for (size_t c = 0; c < dv; c++)
+            y[i * dv + c] /= den;
+    }
+}
+
+/* Non-causal linear attention.
+ * Phase 1, per (head (b, h), piece of LA_LINEAR_KEY_PIECE keys), keys in blocks of
+ * LA_LINEAR_KEY_BLOCK:
+ *   [S_p z_p] = Σ_blocks [φ(K_blk)ᵀ V_blk, Σ_rows φ(K_blk)] (d_k, d_v + 1),
+ * then per head, in piece order: [S z] = ((S_0 + S_1) + S_2) + … — the pieces are fixed
+ * by M, not by the thread count, so the sums and their rounding are too. The first
+ * piece sums straight into the head's [S z], each later one into its thread's partial,
+ * added in piece order.
+ * Two schedules, bitwise the same: when the heads divide among the threads, each thread
+ * takes whole heads, phase 1 then phase 2, with no synchronisation at all; otherwise the
+ * pieces run in parallel (a head with few keys and many threads no longer runs on one
+ * thread) with an ordered section for the additions, then the query blocks.
+ * Phase 2, per (head, query block of LA_LINEAR_QUERY_BLOCK):
+ *   out_blk = φ(Q_blk) S / (φ(Q_blk) z + eps), zero rows when the head sees no key.
+ * Scratch: S and z of every head, plus per thread one φ block, a partial z and a
+ * partial [S z]. */
+static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T *k, const T *v,
+                                       T *out)
+{
+    const size_t N = p->n_queries, M = p->n_keys;
+    const size_t heads = p->batch * p->heads;
+    const size_t kb = M < LA_LINEAR_KEY_BLOCK ? M : LA_LINEAR_KEY_BLOCK;
+    const size_t qb = N < LA_LINEAR_QUERY_BLOCK ? N : LA_LINEAR_QUERY_BLOCK;
+    const size_t rows = kb > qb ? kb : qb;
+    const size_t q_blocks = (N + qb - 1) / qb, tasks = heads * q_blocks;
+    const size_t piece = LA_LINEAR_KEY_PIECE, pieces = (M + piece - 1) / piece;
+    const size_t key_tasks = heads * pieces;
+    linear_layout lay;
+    T *work = NULL;
+    la_status st = SFX(workspace_alloc)(p, LA_KERNEL_LINEAR, &lay, &work);
+    if (st != LA_OK) return st;
+    const size_t threads = lay.threads, per_thread = lay.per_thread, shared = lay.shared;
+    T *states = work, *scratch = work + shared;
+
+    if (heads % threads == 0) {
+        /* whole heads per thread: its pieces in turn, then its query blocks; no
+         * synchronisation, the same sums in the same order as below */
+#pragma omp parallel for schedule(dynamic) num_threads((int)threads)
+        for (size_t hd = 0; hd < heads; hd++) {
+            T *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+            for (size_t pc = 0; pc < pieces; pc++) {
+                SFX(kv_piece)(p, k, v, states, hd * pieces + pc, pieces, rows, kb, mine);
+                SFX(kv_piece_add)(p, states, hd * pieces + pc, pieces, mine, rows);
+            }
+            for (size_t b = 0; b < q_blocks; b++) {
+                const size_t task = hd * q_blocks + b;
+                SFX(apply_block)(p, q, states, out, task, q_blocks, qb,
+                                 b + 1 < q_blocks ? task + 1 : SIZE_MAX, mine);
+            }
+        }
+    } else {
+        /* phase 1: [S z] of every head, one key piece per task, added in piece order */
+#pragma omp parallel for ordered schedule(dynamic) num_threads((int)threads)
+        for (size_t task = 0; task < key_tasks; task++) {
+            T *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+            SFX(kv_piece)(p, k, v, states, task, pieces, rows, kb, mine);
+#pragma omp ordered
+            SFX(kv_piece_add)(p, states, task, pieces, mine, rows);
+        }
+        /* phase 2: every query block reads its head's S and z */
+#pragma omp parallel for schedule(dynamic) num_threads((int)threads)
+        for (size_t task = 0; task < tasks; task++) {
+            T *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+            SFX(apply_block)(p, q, states, out, task, q_blocks, qb,
+                             task + 1 < tasks ? task + 1 : SIZE_MAX, mine);
+        }
+    }
+    free(work);
+    return LA_OK;
+}
+
+/* What every chunk task of one call shares. */
+typedef struct {
+    const la_problem *p;
+    const T *q, *k, *v;
+    T *out;
+    size_t N, M, dk, dv, C, n_chunks, tasks, state_size;
+    T *carried; /* per head: S (d_k, d_v), then z (d_k) */
+    T eps;
+} SFX(chunk_job);
+
+/* One task (head, chunk) between its steps: where its data and scratch are. */
+typedef struct {
+    size_t hd, c0, nq, nk, u;
+    bool carries; /* a later chunk sees its keys */
+    T *phi_q, *A, *phi_kt, *Sc, *zc, *dS;
+} SFX(chunk_task);
+
+/* Step 1, in any order: φ(Q_c), φKᵀ, A (masked) and the chunk's ΔS_c, Δz_c, in the
+ * thread's scratch `mine`; asks for task `next`'s inputs (the thread's likely next
+ * task) to be fetched meanwhile. */
+static void SFX(chunk_prepare)(const SFX(chunk_job) *j, size_t task, size_t next, T *mine,
+                               SFX(chunk_task) *t)
+{
+    const size_t N = j->N, M = j->M, dk = j->dk, dv = j->dv, C = j->C;
+    const ptrdiff_t ldk = (ptrdiff_t)dk, ldc = (ptrdiff_t)C, ldv = (ptrdiff_t)dv;
+    t->hd = task / j->n_chunks;
+    t->c0 = (task % j->n_chunks) * C;
+    t->phi_q = mine;
+    t->A = t->phi_q + C * dk;
+    T *phi_k = t->A + C * C;
+    t->phi_kt = phi_k + C * dk;
+    /* S_c then z_c, ΔS_c then Δz_c: each pair one state_size block, like the carried one */
+    t->Sc = t->phi_kt + dk * C;
+    t->zc = t->Sc + dk * dv;
+    t->dS = t->zc + dk;
+    T *dz = t->dS + dk * dv;
+    const size_t c0 = t->c0;
+    const T *qh = j->q + t->hd * N * dk, *kh = j->k + t->hd * M * dk;
+    const T *vc = j->v + (t->hd * M + c0) * dv;
+    t->u = la_keys_in_length(j->p, t->hd / j->p->heads);
+    if (t->u > N) t->u = N;
+    const size_t u = t->u;
+    t->nq = N - c0 < C ? N - c0 : C;
+    t->nk = c0 >= u ? 0 : (u - c0 < C ? u - c0 : C); /* nk <= nq */
+    t->carries = t->nk > 0 && c0 + C < N;
+    const size_t nq = t->nq, nk = t->nk;
+    if (next < j->tasks) {
+        const size_t hn = next / j->n_chunks, cn = next % j->n_chunks * C;
+        const size_t rows_next = N - cn < C ? N - cn : C;
+        prefetch_rows(j->q + (hn * N + cn) * dk, rows_next * dk * sizeof(T));
+        if (cn < M) {
+            const size_t keys_next = M - cn < rows_next ? M - cn : rows_next;
+            prefetch_rows(j->k + (hn * M + cn) * dk, keys_next * dk * sizeof(T));
+            prefetch_rows(j->v + (hn * M + cn) * dv, keys_next * dv * sizeof(T));
+        }
+    }
+    /* φ(Q_c) (nq, d_k) */
+    if (u > 0) LA_PHI(j->p->feature_map, qh + c0 * dk, t->phi_q, nq * dk);
+    if (nk > 0) {
+        /* φ(K_c) (nk, d_k), then φKᵀ (d_k, nk) */
+        LA_PHI(j->p->feature_map, kh + c0 * dk, phi_k, nk * dk);
+        for (size_t jj = 0; jj < nk; jj++)
+            for (size_t a = 0; a < dk; a++)
+                t->phi_kt[a * C + jj] = phi_k[jj * dk + a];
+        /* A = φ(Q_c) · φKᵀ (nq, d_k)·(d_k, nk), then the causal mask: key j > query i
+         * hidden */
+        LA_GEMM(nq, nk, dk, 1, t->phi_q, ldk, 1, t->phi_kt, ldc, 1, 0, t->A, ldc, 1);
+        for (size_t i = 0; i + 1 < nk; i++)
+            for (size_t jj = i + 1; jj < nk; jj++)
+                t->A[i * C + jj] = 0;
+    }
+    if (t->carries) {
+        /* the chunk's state: ΔS_c = φKᵀ · V_c (d_k, nk)·(nk, d_v), Δz_c = row sums of φKᵀ */
+        LA_GEMM(dk, dv, nk, 1, t->phi_kt, ldc, 1, vc, ldv, 1, 0, t->dS, ldv, 1);
+        for (size_t a = 0; a < dk; a++) {
+            T sum = 0;
+            for (size_t jj = 0; jj < nk; jj++)
+                sum += t->phi_kt[a * C + jj];
+            dz[a] = sum;
+        }
+    }
+}
+
+/* Step 2, in chunk order within the head: S_c, z_c from the head's carried state, then
+ * the carried state becomes S_{c+1}, z_{c+1}. */
+static void SFX(chunk_advance)(const SFX(chunk_job) *j, const SFX(chunk_task) *t)
+{
+    T *carry = j->carried + t->hd * j->state_size;
+    const size_t n = j->state_size;
+    if (t->u > 0 && t->c0 == 0) { /* S_0 = 0, then + ΔS_0 */
+        for (size_t a = 0; a < n; a++)
+            carry[a] = t->carries ? t->dS[a] : 0;
+    } else if (t->u > 0 && t->carries) { /* one pass: read S_c, write S_{c+1} */
+        for (size_t a = 0; a < n; a++) {
+            t->Sc[a] = carry[a];
+            carry[a] += t->dS[a];
+        }
+    } else if (t->u > 0) {
+        for (size_t a = 0; a < n; a++)
+            t->Sc[a] = carry[a];
+    }
+}
+
+/* Step 3, in any order: the chunk's outputs from S_c, z_c and A. */
+static void SFX(chunk_finish)(const SFX(chunk_job) *j, const SFX(chunk_task) *t)
+{
+    const size_t dk = j->dk, dv = j->dv, C = j->C, nq = t->nq, nk = t->nk, c0 = t->c0;
+    const ptrdiff_t ldk = (ptrdiff_t)dk, ldc = (ptrdiff_t)C, ldv = (ptrdiff_t)dv;
+    const T *vc = j->v + (t->hd * j->M + c0) * dv;
+    T *y = j->out + (t->hd * j->N + c0) * dv;
+    if (t->u == 0 || (nk == 0 && c0 == 0)) { /* nothing visible yet: zero rows */
+        for (size_t a = 0; a < nq * dv; a++)
+            y[a] = 0;
+        if (t->u == 0) return;
+    }
+    /* num = φ(Q_c) S_c + A V_c, straight into y (the first chunk has no S_c) */
+    if (c0 > 0) LA_GEMM(nq, dv, dk, 1, t->phi_q, ldk, 1, t->Sc, ldv, 1, 0, y, ldv, 1);
+    if (nk > 0) LA_GEMM(nq, dv, nk, 1, t->A, ldc, 1, vc, ldv, 1, c0 > 0 ? 1 : 0, y, ldv, 1);
+    /* y = num / (φ(q_i)·z_c + Σ_j A[i, j] + eps) */
+    for (size_t i = 0; i < nq; i++) {
+        T den = c0 > 0 ? LA_DOT(t->phi_q + i * dk, t->zc, dk) : 0;
+        T row = 0;
+        for (size_t jj = 0; jj < nk; jj++)
+            row += t->A[i * C + jj];
+        den += row + j->eps;
+        for (size_t c = 0; c < dv; c++)
+            y[i * dv + c] /= den;
+    }
+}
+
+/* Causal linear attention, chunked form, C = min(p->chunk, N) tokens per chunk. Keys
+ * j >= N are never seen (query i sees j <= i), so a head uses u = min(m, N) keys.
+ * For each head (b, h) and chunk of queries [c0, c0 + nq) with visible keys
+ * [c0, c0 + nk), with (S_c, z_c) the state of the keys before the chunk:
+ *   A = φ(Q_c) φ(K_c)ᵀ (nq, nk), A[i, j] = 0 for key j > query i;
+ *   num = φ(Q_c) S_c + A V_c  (nq, d_v),  den = φ(Q_c) z_c + rowsum(A),
+ *   y = num / (den + eps);
+ *   ΔS_c = φ(K_c)ᵀ V_c (d_k, d_v), Δz_c = Σ_rows φ(K_c);  S_{c+1} = S_c + ΔS_c, z likewise.
+ * φ(K_c) is kept transposed, φKᵀ (d_k, nk), so that both products it enters read it
+ * row-major: A = φ(Q_c) · φKᵀ and ΔS_c = φKᵀ · V_c. Every product has d_v columns
+ * (the denominators are matrix-vector work beside them, not a 65th column).
+ * Each task (head, chunk) runs chunk_prepare, chunk_advance, chunk_finish; only
+ * chunk_advance, the prefix sum S_{c+1} = S_c + ΔS_c, must run in chunk order. Two
+ * schedules, bitwise the same (each head's sums in the same order):
+ *   heads a multiple of the threads: each thread takes whole heads, chunk after chunk,
+ *     with no synchronisation;
+ *   otherwise: tasks (head, chunk) in parallel, chunk_advance in an ordered section,
+ *     so a single head uses every thread.
+ * The carried state is one per head (bounded scratch, no per-chunk states kept).
+ * Scratch: the carried [S z] of every head; per thread φ(Q_c) C·d_k, A C·C, φ(K_c)
+ * C·d_k and φKᵀ d_k·C, S_c and z_c d_k(d_v + 1), ΔS_c and Δz_c d_k(d_v + 1). */
+static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k, const T *v,
+                                     T *out)
+{
+    const size_t N = p->n_queries, heads = p->batch * p->heads;
+    const size_t C = p->chunk < N ? p->chunk : N, n_chunks = (N + C - 1) / C;
+    linear_layout lay;
+    T *work = NULL;
+    la_status st = SFX(workspace_alloc)(p, LA_KERNEL_LINEAR, &lay, &work);
+    if (st != LA_OK) return st;
+    const size_t threads = lay.threads, per_thread = lay.per_thread;
+    const SFX(chunk_job) job = {
+        p, q, k, v, out, N, p->n_keys, p->d_k, p->d_v, C, n_chunks, heads * n_chunks,
+        p->d_k * (p->d_v + 1), work, (T)p->eps};
+    T *scratch = work + lay.shared;
+
+    if (heads % threads == 0) {
+#pragma omp parallel for schedule(dynamic) num_threads((int)threads)
+        for (size_t hd = 0; hd < heads; hd++) {
+            T *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+            for (size_t c = 0; c < n_chunks; c++) {
+                const size_t task = hd * n_chunks + c;
+                SFX(chunk_task) t;
+                SFX(chunk_prepare)(&job, task, c + 1 < n_chunks ? task + 1 : SIZE_MAX, mine, &t);
+                SFX(chunk_advance)(&job, &t);
+                SFX(chunk_finish)(&job, &t);
+            }
+        }
+    } else {
+#pragma omp parallel for ordered schedule(dynamic) num_threads((int)threads)
+        for (size_t task = 0; task < job.tasks; task++) {
+            T *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+            SFX(chunk_task) t;
+            SFX(chunk_prepare)(&job, task, task + threads, mine, &t);
+#pragma omp ordered
+            SFX(chunk_advance)(&job, &t);
+            SFX(chunk_finish)(&job, &t);
+        }
+    }
+    free(work);
+    return LA_OK;
+}
+
+la_status SFX(la_linear_attention)(const la_problem *p, const T *q, const T *k, const T *v, T *out)
+{
+    la_status st = la_problem_check(p);
+    if (st != LA_OK) return st;
+    if (!q || !k || !v || !out) return LA_EINVAL;
+    return p->causal ? SFX(linear_chunked)(p, q, k, v, out)
+                     : SFX(linear_noncausal)(p, q, k, v, out);
+}
+
+/* Causal linear attention, recurrent form, per head (b, h), token by token:
+ *   if t < u: S += φ(k_t) v_tᵀ, z += φ(k_t);   y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps),
+ * with u = min(m, N) the keys any query sees; zero rows when m = 0. A token with a key
+ * runs la_linear_step_head_*, the function la_linear_step_* runs, so stepping the step
+ * API through a sequence reproduces this bit for bit.
+ * Scratch per thread: S, z, φ(q_t), φ(k_t). */
+la_status SFX(la_linear_attention_recurrent)(const la_problem *p, const T *q, const T *k,
+                                             const T *v, T *out)
+{
+    la_status st = la_problem_check(p);
+    if (st != LA_OK) return st;
+    if (!q || !k || !v || !out || !p->causal) return LA_EINVAL;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    const size_t heads = p->batch * p->heads;
+    linear_layout lay;
+    T *work = NULL;
+    st = SFX(workspace_alloc)(p, LA_KERNEL_LINEAR_RECURRENT, &lay, &work);
+    if (st != LA_OK) return st;
+    const size_t threads = lay.threads, per_thread = lay.per_thread;
+    const T eps = (T)p->eps;
+
+#pragma omp parallel for schedule(dynamic) num_threads((int)threads)
+    for (size_t hd = 0; hd < heads; hd++) {
+        T *S = work + (size_t)omp_get_thread_num() * per_thread;
+        T *z = S + dk * dv, *phi_q = z + dk, *phi_k = phi_q + dk;
+        const T *qh = q + hd * N * dk, *kh = k + hd * M * dk, *vh = v + hd * M * dv;
+        T *yh = out + hd * N * dv;
+        const size_t m = la_keys_in_length(p, hd / p->heads);
+        for (size_t a = 0; a < dk * dv; a++)
+            S[a] = 0;
+        for (size_t a = 0; a < dk; a++)
+            z[a] = 0;
+        for (size_t t = 0; t < N; t++) {
+            if (m == 0) { /* no key visible: zero row */
+                for (size_t c = 0; c < dv; c++)
+                    yh[t * dv + c] = 0;
+                continue;
+            }
+            LA_PHI(p->feature_map, qh + t * dk, phi_q, dk);
+            if (t < m) {
+                /* S += φ(k_t) v_tᵀ, z += φ(k_t); y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps) */
+                LA_PHI(p->feature_map, kh + t * dk, phi_k, dk);
+                SFX(la_linear_step_head)(S, z, phi_k, vh + t * dv, phi_q, eps, yh + t * dv, dk, dv);
+            } else {
+                /* no key left to add: y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps) */
+                SFX(la_linear_read_query)(S, z, phi_q, eps, yh + t * dv, dk, dv);
+            }
+        }
+    }
+    free(work);
+    return LA_OK;
+}
+
+#undef LA_PHI
+#undef LA_DOT
+#undef SFX
+#undef LA_CAT
+#undef LA_CAT2

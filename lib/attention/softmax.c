@@ -1,0 +1,83 @@
+/* softmax.c — softmax attention (fused streaming, and materialising) and hard attention,
+ * float32 and float64.
+ *
+ * Work is split into tasks of (batch entry b, head h, block of Q_BLOCK queries); each
+ * task is computed whole by one thread, in an order and with block sizes that do not
+ * depend on the thread count, so the output is bitwise the same for any thread count.
+ * Every matrix product goes through la_gemm_* (BLIS, one thread per call), except in the
+ * float32 fused kernel on AVX-512 CPUs, which runs softmax_avx512.c's own register
+ * tiles for each task (about twice as fast: see that file). The kernels themselves are
+ * in softmax_tmpl.h, included below once per precision. */
+#include "core/internal.h"
+#include "attention/softmax_alloc.h"
+#include "cpu/vexp.h"
+
+#include <float.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Queries per task and keys per block of the fused and hard kernels (internal.h). */
+enum { Q_BLOCK = LA_SOFTMAX_Q_BLOCK, K_BLOCK = LA_SOFTMAX_K_BLOCK };
+
+/* Element offset of head (b, h) in a (B, H, rows, cols) array. */
+static size_t head_offset(const la_problem *p, size_t b, size_t h, size_t rows, size_t cols)
+{
+    return ((b * p->heads + h) * rows) * cols;
+}
+
+/* Task t of (B, H, query blocks), heads in order, and within a head the query blocks
+ * from the last to the first: under causal masks the last blocks are the longest, and
+ * handing them out first balances the dynamic schedule. */
+typedef struct {
+    size_t b, h, q_block;
+} task;
+
+static task task_of(const la_problem *p, size_t t, size_t q_blocks)
+{
+    task tk;
+    size_t bh = t / q_blocks;
+    tk.b = bh / p->heads;
+    tk.h = bh % p->heads;
+    tk.q_block = q_blocks - 1 - t % q_blocks;
+    return tk;
+}
+
+static bool check_pointers(const void *q, const void *k, const void *v, const void *out)
+{
+    return q && k && v && out;
+}
+
+static size_t round_up_64(size_t bytes)
+{
+    return (bytes + 63) / 64 * 64;
+}
+
+/* The scale must be representable in the element type (finiteness itself is
+ * la_problem_check's). */
+static bool scale_fits(double scale, size_t elem_size)
+{
+    return elem_size == sizeof(double) || fabs(scale) <= FLT_MAX;
+}
+
+#define REAL float
+#define SUFFIX f32
+#define EXP1 expf
+#define SIMD_FUSED 1 /* float32 fused: the AVX-512 kernel where the CPU has it */
+#include "attention/softmax_tmpl.h"
+#undef REAL
+#undef SUFFIX
+#undef EXP1
+#undef SIMD_FUSED
+
+#define REAL double
+#define SUFFIX f64
+#define EXP1 exp
+#define SIMD_FUSED 0
+#include "attention/softmax_tmpl.h"
+#undef REAL
+#undef SUFFIX
+#undef EXP1
+#undef SIMD_FUSED

@@ -1,0 +1,295 @@
+/* softmax_tmpl.h — the softmax and hard attention kernels, written once for both
+ * precisions. Not an ordinary header: lib/attention/softmax.c includes it twice, once with
+ *   #define REAL float   / #define SUFFIX f32 / #define EXP1 expf / #define SIMD_FUSED 1
+ * and once with double / f64 / exp / 0, so every name below built with FN(name) becomes
+ * name_f32 or name_f64. The float32 and float64 kernels are therefore the same code,
+ * differing only in the element type, the BLIS routine and the exp.
+ *
+ * Shared by both instantiations and defined in softmax.c before the includes: the block
+ * sizes (Q_BLOCK queries × K_BLOCK keys), head_offset(), task_of(), check_pointers(),
+ * scale_fits() and round_up_64(). */
+
+#define CAT_(a, b) a##_##b
+#define CAT(a, b) CAT_(a, b)
+#define FN(name) CAT(name, SUFFIX)
+#define GEMM FN(la_gemm)
+#define EXP_SHIFT_SUM FN(la_exp_shift_sum)
+
+/* Scores of one block: s (rows × cols, row-major, leading dimension cols) =
+ * q[i0 .. i0+rows) · k[j0 .. j0+cols)ᵀ · scale.
+ *   qh: (N, d_k) and kh: (M, d_k) row-major, one head. Kᵀ is k read with swapped
+ *   strides (row stride 1, column stride d_k): no copy. */
+static void FN(block_scores)(const la_problem *p, const REAL *qh, const REAL *kh, size_t i0,
+                             size_t rows, size_t j0, size_t cols, REAL *s)
+{
+    const size_t dk = p->d_k;
+    GEMM(rows, cols, dk, (REAL)p->scale, qh + i0 * dk, (ptrdiff_t)dk, 1, kh + j0 * dk, 1,
+         (ptrdiff_t)dk, 0, s, (ptrdiff_t)cols, 1);
+}
+
+/* max_c x[c] over n >= 1 elements (vectorised: `omp simd` allows the max reduction
+ * in any order, which is exact for max). */
+static REAL FN(row_max)(const REAL *x, size_t n)
+{
+    REAL m = x[0];
+#pragma omp simd reduction(max : m)
+    for (size_t c = 1; c < n; c++)
+        m = x[c] > m ? x[c] : m;
+    return m;
+}
+
+/* Fused softmax attention for the query rows i0 .. i0+rows-1 of one head (b, h):
+ *   qh: (N, d_k), kh: (M, d_k), vh: (M, d_v), oh: (N, d_v), row-major;
+ *   s: (Q_BLOCK · K_BLOCK) scratch, row_max and row_sum: (Q_BLOCK) scratch.
+ * The output rows double as the accumulator of Σ_j exp(s_ij - m_i) v_j. */
+static void FN(fused_block)(const la_problem *p, size_t b, const REAL *qh, const REAL *kh,
+                            const REAL *vh, REAL *oh, size_t i0, size_t rows, REAL *s,
+                            REAL *row_max, REAL *row_sum)
+{
+    const size_t dv = p->d_v;
+    REAL *acc = oh + i0 * dv;
+    /* The last row sees the most keys: blocks at or past its frontier are skipped. */
+    const size_t key_end = la_visible_keys(p, b, i0 + rows - 1);
+    for (size_t r = 0; r < rows; r++) {
+        row_max[r] = -INFINITY;
+        row_sum[r] = 0;
+    }
+    memset(acc, 0, rows * dv * sizeof *acc);
+
+    for (size_t j0 = 0; j0 < key_end; j0 += K_BLOCK) {
+        const size_t cols = key_end - j0 < K_BLOCK ? key_end - j0 : K_BLOCK;
+        /* s = q_blk · k_blkᵀ · scale   (rows × cols scores) */
+        FN(block_scores)(p, qh, kh, i0, rows, j0, cols, s);
+
+        /* online softmax, row by row: new row max m', rescale what was accumulated by
+         * exp(m - m'), then s_ij <- exp(s_ij - m') and add them to the row sum. Hidden
+         * keys get weight 0 and never reach exp, so a fully hidden row never computes
+         * exp(-inf - -inf). */
+        for (size_t r = 0; r < rows; r++) {
+            REAL *srow = s + r * cols;
+            const size_t visible = la_visible_keys(p, b, i0 + r);
+            const size_t n = visible <= j0 ? 0 : (visible - j0 < cols ? visible - j0 : cols);
+            if (n > 0) {
+                const REAL block_max = FN(row_max)(srow, n);
+                if (block_max > row_max[r]) {
+                    if (row_sum[r] > 0) { /* something accumulated: rescale it */
+                        const REAL alpha = EXP1(row_max[r] - block_max);
+                        row_sum[r] *= alpha;
+                        REAL *arow = acc + r * dv;
+                        for (size_t c = 0; c < dv; c++)
+                            arow[c] *= alpha;
+                    }
+                    row_max[r] = block_max;
+                }
+                row_sum[r] += EXP_SHIFT_SUM(srow, n, row_max[r]);
+            }
+            if (n < cols) memset(srow + n, 0, (cols - n) * sizeof *srow);
+        }
+
+        /* acc += p_blk · v_blk   (rows × d_v) */
+        GEMM(rows, dv, cols, 1, s, (ptrdiff_t)cols, 1, vh + j0 * dv, (ptrdiff_t)dv, 1, 1, acc,
+             (ptrdiff_t)dv, 1);
+    }
+
+    /* out_i = acc_i / Σ_j exp(s_ij - m_i); a row that saw no key stays zero */
+    for (size_t r = 0; r < rows; r++) {
+        if (row_sum[r] > 0) {
+            REAL *arow = acc + r * dv;
+            const REAL sum = row_sum[r];
+            for (size_t c = 0; c < dv; c++)
+                arow[c] /= sum;
+        }
+    }
+}
+
+/* Hard attention for the query rows i0 .. i0+rows-1 of one head: out row i = v row
+ * argmax_j s_ij over visible j, ties to the lowest j; zeros when no key is visible.
+ *   s: (Q_BLOCK · K_BLOCK) scratch, best_score: (Q_BLOCK), best_key: (Q_BLOCK). */
+static void FN(hard_block)(const la_problem *p, size_t b, const REAL *qh, const REAL *kh,
+                           const REAL *vh, REAL *oh, size_t i0, size_t rows, REAL *s,
+                           REAL *best_score, size_t *best_key)
+{
+    const size_t dv = p->d_v;
+    const size_t key_end = la_visible_keys(p, b, i0 + rows - 1);
+    for (size_t r = 0; r < rows; r++) {
+        best_score[r] = -INFINITY;
+        best_key[r] = SIZE_MAX; /* none yet */
+    }
+    for (size_t j0 = 0; j0 < key_end; j0 += K_BLOCK) {
+        const size_t cols = key_end - j0 < K_BLOCK ? key_end - j0 : K_BLOCK;
+        /* s = q_blk · k_blkᵀ · scale */
+        FN(block_scores)(p, qh, kh, i0, rows, j0, cols, s);
+        /* running argmax over visible keys, ties to the lowest j: the block's max
+         * (vectorised), then its first occurrence; an earlier block keeps a tie (strict >) */
+        for (size_t r = 0; r < rows; r++) {
+            const REAL *srow = s + r * cols;
+            const size_t visible = la_visible_keys(p, b, i0 + r);
+            const size_t n = visible <= j0 ? 0 : (visible - j0 < cols ? visible - j0 : cols);
+            if (n == 0) continue;
+            const REAL block_max = FN(row_max)(srow, n);
+            if (best_key[r] == SIZE_MAX || block_max > best_score[r]) {
+                size_t c = 0; /* (c + 1 < n: stays in the row even if a score is NaN) */
+                while (c + 1 < n && !(srow[c] == block_max))
+                    c++;
+                best_score[r] = block_max;
+                best_key[r] = j0 + c;
+            }
+        }
+    }
+    /* out_i = v_{argmax} */
+    for (size_t r = 0; r < rows; r++) {
+        REAL *orow = oh + (i0 + r) * dv;
+        if (best_key[r] == SIZE_MAX)
+            memset(orow, 0, dv * sizeof *orow);
+        else
+            memcpy(orow, vh + best_key[r] * dv, dv * sizeof *orow);
+    }
+}
+
+/* Which of the two blocked kernels a task runs. */
+typedef enum { FN(RUN_FUSED), FN(RUN_HARD) } FN(block_kind);
+
+/* Runs fused softmax or hard attention over every (b, h, query block) task, one
+ * thread per task, each thread with its own slice of one scratch allocation. */
+static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const REAL *q,
+                                 const REAL *k, const REAL *v, REAL *out)
+{
+    la_status st = la_problem_check(p);
+    if (st != LA_OK) return st;
+    if (!check_pointers(q, k, v, out)) return LA_EINVAL;
+    if (!scale_fits(p->scale, sizeof(REAL))) return LA_EINVAL;
+
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    /* float32 fused on AVX-512: softmax_avx512.c's kernel, with its own task size */
+    const bool simd = SIMD_FUSED && kind == FN(RUN_FUSED) && la_fused_simd_usable(p);
+    const size_t q_block = simd ? LA_FUSED_SIMD_Q_BLOCK : Q_BLOCK;
+    const size_t bq = N < Q_BLOCK ? N : Q_BLOCK, bk = M < K_BLOCK ? M : K_BLOCK;
+    const size_t q_blocks = (N + q_block - 1) / q_block;
+    size_t n_tasks;
+    if (!la_mul_ok(p->batch * p->heads, q_blocks, &n_tasks)) return LA_EOVERFLOW;
+
+    /* per thread: (bq) row sums or best keys (size_t, first for alignment), (bq) row
+     * maxima or best scores, then s (bq × bk); each thread's slice starts on a cache line.
+     * The AVX-512 kernel's layout is its own. lib/attention/cost.c's workspace model mirrors both. */
+    const size_t off_a = bq * sizeof(size_t);
+    const size_t off_s = off_a + bq * sizeof(REAL);
+    const size_t per_thread =
+        round_up_64(simd ? la_fused_simd_scratch_bytes(p) : off_s + bq * bk * sizeof(REAL));
+    int threads = la_threads();
+    if ((size_t)threads > n_tasks) threads = (int)n_tasks;
+    size_t scratch_bytes;
+    if (!la_mul_ok(per_thread, (size_t)threads, &scratch_bytes) ||
+        scratch_bytes > p->workspace_limit)
+        return LA_EBUDGET;
+    unsigned char *scratch = aligned_alloc(64, scratch_bytes);
+    if (!scratch) return LA_ENOMEM;
+
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+    for (size_t t = 0; t < n_tasks; t++) {
+        const task tk = task_of(p, t, q_blocks);
+        unsigned char *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+        unsigned char *row_b = mine; /* bq REALs or size_ts */
+        REAL *row_a = (REAL *)(mine + off_a);
+        REAL *s = (REAL *)(mine + off_s);
+        const REAL *qh = q + head_offset(p, tk.b, tk.h, N, dk);
+        const REAL *kh = k + head_offset(p, tk.b, tk.h, M, dk);
+        const REAL *vh = v + head_offset(p, tk.b, tk.h, M, dv);
+        REAL *oh = out + head_offset(p, tk.b, tk.h, N, dv);
+        const size_t i0 = tk.q_block * q_block;
+        const size_t rows = N - i0 < q_block ? N - i0 : q_block;
+        if (simd)
+            la_fused_simd_block(p, tk.b, (const float *)qh, (const float *)kh,
+                                (const float *)vh, (float *)oh, i0, rows, (float *)mine);
+        else if (kind == FN(RUN_FUSED))
+            FN(fused_block)(p, tk.b, qh, kh, vh, oh, i0, rows, s, row_a, (REAL *)row_b);
+        else
+            FN(hard_block)(p, tk.b, qh, kh, vh, oh, i0, rows, s, row_a, (size_t *)row_b);
+    }
+    free(scratch);
+    return LA_OK;
+}
+
+/* Fused softmax attention (contract in linattn.h):
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major. */
+la_status FN(la_softmax_attention)(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
+                                   REAL *out)
+{
+    return FN(run_blocked)(FN(RUN_FUSED), p, q, k, v, out);
+}
+
+/* Hard attention (contract in linattn.h), same shapes. */
+la_status FN(la_hard_attention)(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
+                                REAL *out)
+{
+    return FN(run_blocked)(FN(RUN_HARD), p, q, k, v, out);
+}
+
+/* Materialising softmax attention, one head at a time (q, k, v, out shaped as above):
+ *   scores (N × M, one matrix for the whole call) = q kᵀ · scale,
+ *   P = row softmax of scores over visible keys (hidden ones 0),
+ *   out (N × d_v) = P v.
+ * The rows of the one score matrix are split into blocks of Q_BLOCK rows and the
+ * blocks spread over the threads, so the call holds exactly N·M elements. */
+la_status FN(la_softmax_attention_materialized)(const la_problem *p, const REAL *q, const REAL *k,
+                                                const REAL *v, REAL *out)
+{
+    la_status st = la_problem_check(p);
+    if (st != LA_OK) return st;
+    if (!check_pointers(q, k, v, out)) return LA_EINVAL;
+    if (!scale_fits(p->scale, sizeof(REAL))) return LA_EINVAL;
+
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    size_t score_bytes;
+    if (!la_mul_ok(N, M, &score_bytes) || !la_mul_ok(score_bytes, sizeof(REAL), &score_bytes) ||
+        score_bytes > p->workspace_limit)
+        return LA_EBUDGET;
+    REAL *scores = la_scores_alloc(score_bytes);
+    if (!scores) return LA_ENOMEM;
+    const size_t q_blocks = (N + Q_BLOCK - 1) / Q_BLOCK;
+    int threads = la_threads();
+    if ((size_t)threads > q_blocks) threads = (int)q_blocks;
+
+#pragma omp parallel num_threads(threads)
+    for (size_t bh = 0; bh < p->batch * p->heads; bh++) {
+        const size_t b = bh / p->heads, h = bh % p->heads;
+        const REAL *qh = q + head_offset(p, b, h, N, dk), *kh = k + head_offset(p, b, h, M, dk);
+        const REAL *vh = v + head_offset(p, b, h, M, dv);
+        REAL *oh = out + head_offset(p, b, h, N, dv);
+#pragma omp for schedule(dynamic)
+        for (size_t t = 0; t < q_blocks; t++) {
+            const size_t i0 = (q_blocks - 1 - t) * Q_BLOCK; /* longest rows first */
+            const size_t rows = N - i0 < Q_BLOCK ? N - i0 : Q_BLOCK;
+            const size_t key_end = la_visible_keys(p, b, i0 + rows - 1);
+            REAL *s = scores + i0 * M; /* rows × key_end, leading dimension M */
+            if (key_end == 0) {        /* no key visible to any row of the block */
+                memset(oh + i0 * dv, 0, rows * dv * sizeof *oh);
+                continue;
+            }
+            /* scores = q_blk · kᵀ · scale */
+            GEMM(rows, key_end, dk, (REAL)p->scale, qh + i0 * dk, (ptrdiff_t)dk, 1, kh, 1,
+                 (ptrdiff_t)dk, 0, s, (ptrdiff_t)M, 1);
+            /* P = softmax of each row over its visible keys: exp(s - max) / Σ exp(s - max) */
+            for (size_t r = 0; r < rows; r++) {
+                REAL *srow = s + r * M;
+                const size_t n = la_visible_keys(p, b, i0 + r);
+                if (n > 0) {
+                    const REAL sum = EXP_SHIFT_SUM(srow, n, FN(row_max)(srow, n));
+                    for (size_t c = 0; c < n; c++)
+                        srow[c] /= sum;
+                }
+                if (n < key_end) memset(srow + n, 0, (key_end - n) * sizeof *srow);
+            }
+            /* out_blk = P_blk · v */
+            GEMM(rows, dv, key_end, 1, s, (ptrdiff_t)M, 1, vh, (ptrdiff_t)dv, 1, 0, oh + i0 * dv,
+                 (ptrdiff_t)dv, 1);
+        }
+    }
+    free(scores);
+    return LA_OK;
+}
+
+#undef CAT_
+#undef CAT
+#undef FN
+#undef GEMM
+#undef EXP_SHIFT_SUM

@@ -1,0 +1,163 @@
+/* state.c — the step API of causal linear attention: (S, z) per head, one token at a
+ * time, with save and restore. The arithmetic is la_linear_step_head_*, the function
+ * the recurrent kernel calls, so both give the same bits. */
+#include "attention/linear_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct la_linear_state {
+    la_dtype dtype;
+    size_t heads, d_k, d_v;
+    la_feature_map fm;
+    double eps;
+    size_t position; /* tokens stepped since create or reset */
+    size_t elements; /* heads · (d_k·d_v + d_k): S of every head, then z of every head */
+    void *S;         /* (heads, d_k, d_v) then z (heads, d_k), in dtype */
+    void *phi;       /* scratch: φ(q_t), φ(k_t), 2·d_k elements of dtype */
+};
+
+/* The saved image: this header, then S (heads, d_k, d_v) and z (heads, d_k) in dtype. */
+static const char save_magic[8] = {'L', 'A', 'L', 'I', 'N', 'S', 'T', '1'};
+typedef struct {
+    char magic[8];
+    uint32_t dtype, fm;
+    uint64_t heads, d_k, d_v, position;
+    double eps;
+} save_header;
+
+static size_t dtype_size(la_dtype dtype)
+{
+    return dtype == LA_FLOAT32 ? 4 : 8;
+}
+
+la_status la_linear_state_create(la_linear_state **out, la_dtype dtype, size_t heads, size_t d_k,
+                                 size_t d_v, la_feature_map fm, double eps)
+{
+    if (!out) return LA_EINVAL;
+    if (dtype != LA_FLOAT32 && dtype != LA_FLOAT64) return LA_EINVAL;
+    if (heads == 0 || d_k == 0 || d_v == 0) return LA_EINVAL;
+    if (fm != LA_FEATURE_ELU1 && fm != LA_FEATURE_RELU) return LA_EINVAL;
+    if (!(isfinite(eps) && eps >= 0)) return LA_EINVAL;
+    /* elements = heads · d_k · (d_v + 1), and its bytes plus the header, must fit */
+    size_t per_head, elements, bytes, phi_bytes;
+    if (d_v == SIZE_MAX || !la_mul_ok(d_k, d_v + 1, &per_head) ||
+        !la_mul_ok(heads, per_head, &elements) || !la_mul_ok(elements, 8, &bytes) ||
+        bytes > SIZE_MAX - sizeof(save_header) || !la_mul_ok(d_k, 16, &phi_bytes))
+        return LA_EOVERFLOW;
+    la_linear_state *st = calloc(1, sizeof *st);
+    if (!st) return LA_ENOMEM;
+    st->S = calloc(elements, dtype_size(dtype));
+    st->phi = malloc(2 * d_k * dtype_size(dtype));
+    if (!st->S || !st->phi) {
+        la_linear_state_free(st);
+        return LA_ENOMEM;
+    }
+    st->dtype = dtype;
+    st->heads = heads;
+    st->d_k = d_k;
+    st->d_v = d_v;
+    st->fm = fm;
+    st->eps = eps;
+    st->elements = elements;
+    *out = st;
+    return LA_OK;
+}
+
+void la_linear_state_free(la_linear_state *st)
+{
+    if (!st) return;
+    free(st->S);
+    free(st->phi);
+    free(st);
+}
+
+void la_linear_state_reset(la_linear_state *st)
+{
+    if (!st) return;
+    memset(st->S, 0, st->elements * dtype_size(st->dtype));
+    st->position = 0;
+}
+
+size_t la_linear_state_position(const la_linear_state *st)
+{
+    return st ? st->position : 0;
+}
+
+/* One token for every head h: φ(k), φ(q); S_h += φ(k) vᵀ, z_h += φ(k);
+ * y_h = φ(q)ᵀS_h / (φ(q)ᵀz_h + eps).  q_t, k_t: (heads, d_k), v_t, y_t: (heads, d_v). */
+la_status la_linear_step_f32(la_linear_state *st, const float *q_t, const float *k_t,
+                             const float *v_t, float *y_t)
+{
+    if (!st || !q_t || !k_t || !v_t || !y_t || st->dtype != LA_FLOAT32) return LA_EINVAL;
+    const size_t dk = st->d_k, dv = st->d_v;
+    float *S = st->S, *z = S + st->heads * dk * dv;
+    float *phi_q = st->phi, *phi_k = phi_q + dk;
+    for (size_t h = 0; h < st->heads; h++) {
+        la_feature_map_f32(st->fm, k_t + h * dk, phi_k, dk);
+        la_feature_map_f32(st->fm, q_t + h * dk, phi_q, dk);
+        la_linear_step_head_f32(S + h * dk * dv, z + h * dk, phi_k, v_t + h * dv, phi_q,
+                                (float)st->eps, y_t + h * dv, dk, dv);
+    }
+    st->position++;
+    return LA_OK;
+}
+
+la_status la_linear_step_f64(la_linear_state *st, const double *q_t, const double *k_t,
+                             const double *v_t, double *y_t)
+{
+    if (!st || !q_t || !k_t || !v_t || !y_t || st->dtype != LA_FLOAT64) return LA_EINVAL;
+    const size_t dk = st->d_k, dv = st->d_v;
+    double *S = st->S, *z = S + st->heads * dk * dv;
+    double *phi_q = st->phi, *phi_k = phi_q + dk;
+    for (size_t h = 0; h < st->heads; h++) {
+        la_feature_map_f64(st->fm, k_t + h * dk, phi_k, dk);
+        la_feature_map_f64(st->fm, q_t + h * dk, phi_q, dk);
+        la_linear_step_head_f64(S + h * dk * dv, z + h * dk, phi_k, v_t + h * dv, phi_q, st->eps,
+                                y_t + h * dv, dk, dv);
+    }
+    st->position++;
+    return LA_OK;
+}
+
+size_t la_linear_state_save_size(const la_linear_state *st)
+{
+    if (!st) return 0;
+    return sizeof(save_header) + st->elements * dtype_size(st->dtype);
+}
+
+la_status la_linear_state_save(const la_linear_state *st, void *buf, size_t size)
+{
+    if (!st || !buf || size < la_linear_state_save_size(st)) return LA_EINVAL;
+    save_header hdr;
+    memset(&hdr, 0, sizeof hdr);
+    memcpy(hdr.magic, save_magic, sizeof save_magic);
+    hdr.dtype = (uint32_t)st->dtype;
+    hdr.fm = (uint32_t)st->fm;
+    hdr.heads = st->heads;
+    hdr.d_k = st->d_k;
+    hdr.d_v = st->d_v;
+    hdr.position = st->position;
+    hdr.eps = st->eps;
+    memcpy(buf, &hdr, sizeof hdr);
+    memcpy((char *)buf + sizeof hdr, st->S, st->elements * dtype_size(st->dtype));
+    return LA_OK;
+}
+
+/* Accepts only an image of a state with the same dtype, sizes, φ and eps (a state
+ * carried on with another φ or eps would mix two formulas); the state is untouched
+ * unless everything matches. */
+la_status la_linear_state_restore(la_linear_state *st, const void *buf, size_t size)
+{
+    if (!st || !buf || size != la_linear_state_save_size(st)) return LA_EINVAL;
+    save_header hdr;
+    memcpy(&hdr, buf, sizeof hdr);
+    if (memcmp(hdr.magic, save_magic, sizeof save_magic) != 0) return LA_EINVAL;
+    if (hdr.dtype != (uint32_t)st->dtype || hdr.heads != st->heads || hdr.d_k != st->d_k ||
+        hdr.d_v != st->d_v || hdr.fm != (uint32_t)st->fm || hdr.eps != st->eps)
+        return LA_EINVAL;
+    memcpy(st->S, (const char *)buf + sizeof hdr, st->elements * dtype_size(st->dtype));
+    st->position = (size_t)hdr.position;
+    return LA_OK;
+}

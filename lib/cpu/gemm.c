@@ -1,0 +1,130 @@
+/* gemm.c — the one door to BLIS: typed gemm with strides, single-threaded per call
+ * (la_gemm_f32_threaded, the benchmark's yardstick, excepted), on the best kernels BLIS
+ * has for this CPU. */
+#include "core/internal.h"
+
+#include <blis.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Each call runs on one thread: the kernels parallelise over (batch, head, block)
+ * themselves, which keeps the split, and so the rounding, independent of the thread
+ * count. */
+static rntm_t single_thread(void)
+{
+    rntm_t rntm = BLIS_RNTM_INITIALIZER;
+    bli_rntm_set_num_threads(1, &rntm);
+    return rntm;
+}
+
+/* Choosing BLIS's kernels.
+ * BLIS picks a sub-configuration (kernels and block sizes) by CPUID when it starts.
+ * Debian's BLIS 0.9 does not know CPUs newer than its release (AMD Zen 4 and 5, for
+ * one): it then runs its portable "generic" C kernels, 3 to 5 times slower than the
+ * CPU allows (measured on this project's AMD EPYC: sgemm 37 GFLOP/s on one core with
+ * "generic", 112 with "haswell", 182 with "skx", n = 1024), and its BLIS_ARCH_TYPE
+ * override aborts in that release. So when BLIS says "generic" and the CPU has the
+ * instructions of a sub-configuration BLIS was built with, we build that context
+ * ourselves and pass it to every gemm call. The init functions are in the static
+ * libblis.a (which the Makefile links) but not exported by libblis.so: they are
+ * declared weak, so against a shared BLIS they are NULL and BLIS's choice stands.
+ * The environment variable LA_BLIS_CONFIG overrides the choice: native (BLIS's own),
+ * haswell or skx (each only where BLIS was built with it and the CPU can run it). On
+ * this machine skx beats haswell for the attention kernels too (linattn bench, N = 4096,
+ * 8 heads: fused softmax 0.19-0.22 s against 0.23 s). */
+extern void bli_cntx_init_skx(cntx_t *cntx) __attribute__((weak));
+extern void bli_cntx_init_haswell(cntx_t *cntx) __attribute__((weak));
+
+static pthread_once_t choose_once = PTHREAD_ONCE_INIT;
+static cntx_t chosen_context;
+static cntx_t *context;         /* NULL: BLIS's own choice */
+static const char *config_name; /* what la_blis_config() reports */
+
+/* Whether the CPU can run a sub-configuration's kernels. */
+static int cpu_has_skx(void)
+{
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+}
+static int cpu_has_haswell(void)
+{
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+static void use(void (*init)(cntx_t *), const char *name)
+{
+    init(&chosen_context);
+    context = &chosen_context;
+    config_name = name;
+}
+
+/* LA_BLIS_CONFIG: "native" (BLIS's choice), "haswell" or "skx" (when BLIS was built with
+ * it and the CPU can run it), else automatic: BLIS's choice unless it is "generic". */
+static void choose_context(void)
+{
+    bli_init();
+    arch_t native = bli_arch_query_id();
+    config_name = bli_arch_string(native);
+    __builtin_cpu_init();
+    const char *env = getenv("LA_BLIS_CONFIG");
+    int want_skx = !env || strcmp(env, "skx") == 0,
+        want_haswell = !env || strcmp(env, "haswell") == 0;
+    if (env && strcmp(env, "native") == 0) return;
+    if (!env && native != BLIS_ARCH_GENERIC) return;
+    if (want_skx && bli_cntx_init_skx && cpu_has_skx())
+        use(bli_cntx_init_skx, "skx (chosen by linattn)");
+    else if (want_haswell && bli_cntx_init_haswell && cpu_has_haswell())
+        use(bli_cntx_init_haswell, "haswell (chosen by linattn)");
+}
+
+static cntx_t *blis_context(void)
+{
+    pthread_once(&choose_once, choose_context);
+    return context;
+}
+
+const char *la_blis_config(void)
+{
+    pthread_once(&choose_once, choose_context);
+    return config_name;
+}
+
+void la_gemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrdiff_t rsa,
+                 ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb, float beta, float *c,
+                 ptrdiff_t rsc, ptrdiff_t csc)
+{
+    if (m == 0 || n == 0) return;
+    rntm_t rntm = single_thread();
+    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &alpha,
+                 (float *)a, rsa, csa, (float *)b, rsb, csb, &beta, c, rsc, csc, blis_context(),
+                 &rntm);
+}
+
+/* The sgemm yardstick of `linattn bench`: one large product on BLIS's own threads (its
+ * OpenMP build splits the loops around the micro-kernel), as a BLAS user would call it,
+ * on the same kernels as la_gemm_f32. Call it from outside any OpenMP parallel region:
+ * inside one, BLIS's parallel region would be nested and run on one thread (or
+ * oversubscribe the cores when nesting is enabled). */
+void la_gemm_f32_threaded(int threads, size_t m, size_t n, size_t k, float alpha, const float *a,
+                          ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb,
+                          ptrdiff_t csb, float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc)
+{
+    if (m == 0 || n == 0) return;
+    rntm_t rntm = BLIS_RNTM_INITIALIZER;
+    bli_rntm_set_num_threads(threads >= 1 ? threads : 1, &rntm);
+    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &alpha,
+                 (float *)a, rsa, csa, (float *)b, rsb, csb, &beta, c, rsc, csc, blis_context(),
+                 &rntm);
+}
+
+void la_gemm_f64(size_t m, size_t n, size_t k, double alpha, const double *a, ptrdiff_t rsa,
+                 ptrdiff_t csa, const double *b, ptrdiff_t rsb, ptrdiff_t csb, double beta,
+                 double *c, ptrdiff_t rsc, ptrdiff_t csc)
+{
+    if (m == 0 || n == 0) return;
+    rntm_t rntm = single_thread();
+    bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &alpha,
+                 (double *)a, rsa, csa, (double *)b, rsb, csb, &beta, c, rsc, csc, blis_context(),
+                 &rntm);
+}

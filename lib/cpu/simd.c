@@ -1,0 +1,99 @@
+/* simd.c — whether the hand-written AVX-512 kernels run (simd_avx512.h), and the
+ * machine's float32 FMA peak, the ceiling `linattn bench` reports beside sgemm. */
+#include "core/internal.h"
+#include "cpu/simd_avx512.h"
+
+#include <math.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+static bool cpu_ok, env_off;
+static _Atomic bool enabled = true;
+
+/* The CPU's features, and LA_SIMD=off (to compare with the portable kernels). */
+static void detect(void)
+{
+#if LA_HAVE_AVX512_CODE
+    __builtin_cpu_init();
+    cpu_ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+#endif
+    const char *env = getenv("LA_SIMD");
+    env_off = env && strcmp(env, "off") == 0;
+}
+
+bool la_avx512_usable(void)
+{
+    pthread_once(&detect_once, detect);
+    return cpu_ok && !env_off && enabled;
+}
+
+void la_avx512_enable(bool on)
+{
+    enabled = on;
+}
+
+const char *la_simd_config(void)
+{
+    pthread_once(&detect_once, detect);
+    if (!cpu_ok) return "portable (no AVX-512)";
+    if (env_off) return "portable (LA_SIMD=off)";
+    return enabled ? "avx512" : "portable (switched off by the caller)";
+}
+
+/* ---------------------------------------------------------------- the FMA peak */
+
+#if LA_HAVE_AVX512_CODE
+/* 12 independent chains of 16-lane FMAs, iters times: enough chains to cover the FMA
+ * latency on every current x86 core, all in registers. Returns the value so the work
+ * cannot be dropped. */
+#define LA_FMA12(x, y)                                                                          \
+    a0 = _mm512_fmadd_ps(a0, x, y), a1 = _mm512_fmadd_ps(a1, x, y),                              \
+    a2 = _mm512_fmadd_ps(a2, x, y), a3 = _mm512_fmadd_ps(a3, x, y),                              \
+    a4 = _mm512_fmadd_ps(a4, x, y), a5 = _mm512_fmadd_ps(a5, x, y),                              \
+    a6 = _mm512_fmadd_ps(a6, x, y), a7 = _mm512_fmadd_ps(a7, x, y),                              \
+    a8 = _mm512_fmadd_ps(a8, x, y), a9 = _mm512_fmadd_ps(a9, x, y),                              \
+    a10 = _mm512_fmadd_ps(a10, x, y), a11 = _mm512_fmadd_ps(a11, x, y)
+LA_AVX512 static float fma_chains(long iters)
+{
+    const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-6f);
+    __m512 a0 = x, a1 = y, a2 = x, a3 = y, a4 = x, a5 = y, a6 = x, a7 = y, a8 = x, a9 = y,
+           a10 = x, a11 = y;
+    for (long t = 0; t < iters; t++)
+        LA_FMA12(x, y);
+    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                             _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
+    return _mm512_reduce_add_ps(s);
+}
+#undef LA_FMA12
+#endif
+
+double la_fma_peak_gflops(int threads)
+{
+#if LA_HAVE_AVX512_CODE
+    if (!la_avx512_usable() || threads < 1) return NAN;
+    const long iters = 20000000; /* 7.7 GFLOP per thread: about 25 ms at 300 GFLOP/s */
+    double best = 0;
+    for (int round = 0; round < 3; round++) {
+        volatile float sink = 0;
+        const double t0 = omp_get_wtime();
+#pragma omp parallel num_threads(threads)
+        {
+            float r = fma_chains(iters);
+#pragma omp atomic
+            sink += r;
+        }
+        const double rate = 12.0 * 16 * 2 * (double)iters * threads / (omp_get_wtime() - t0) * 1e-9;
+        if (rate > best) best = rate;
+    }
+    return best;
+#else
+    (void)threads;
+    return NAN;
+#endif
+}

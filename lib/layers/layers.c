@@ -1,0 +1,132 @@
+/* layers.c — Transformer layers over the attention kernels: LayerNorm, FFN, multi-head
+ * attention, encoder and decoder layers, stacks, positional encoding and embeddings,
+ * float32 and float64. The layers are written once in layers_tmpl.h and instantiated
+ * here per precision; this file holds what both share: the configuration, its checks
+ * and the scratch geometry. */
+#include "layers/layers_internal.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+void la_layer_config_init(la_layer_config *c, size_t d_model, size_t heads, size_t d_ff)
+{
+    memset(c, 0, sizeof *c);
+    c->d_model = d_model;
+    c->heads = heads;
+    c->d_ff = d_ff;
+    c->attention = LA_KERNEL_SOFTMAX;
+    c->norm = LA_NORM_POST;
+    c->activation = LA_ACTIVATION_RELU;
+    c->norm_eps = LA_DEFAULT_NORM_EPS;
+    c->feature_map = LA_FEATURE_ELU1;
+    c->linear_eps = LA_DEFAULT_EPS;
+    c->chunk = LA_DEFAULT_CHUNK;
+    c->workspace_limit = LA_DEFAULT_WORKSPACE_LIMIT;
+}
+
+la_status la_layer_config_check(const la_layer_config *c)
+{
+    if (!c || c->d_model == 0 || c->heads == 0 || c->d_ff == 0 || c->d_model % c->heads != 0)
+        return LA_EINVAL;
+    if (c->attention != LA_KERNEL_SOFTMAX && c->attention != LA_KERNEL_SOFTMAX_MATERIALIZED &&
+        c->attention != LA_KERNEL_HARD && c->attention != LA_KERNEL_LINEAR)
+        return LA_EINVAL;
+    if ((c->norm != LA_NORM_POST && c->norm != LA_NORM_PRE) ||
+        (c->activation != LA_ACTIVATION_RELU && c->activation != LA_ACTIVATION_GELU))
+        return LA_EINVAL;
+    if (!(isfinite(c->norm_eps) && c->norm_eps > 0) ||
+        !(isfinite(c->linear_eps) && c->linear_eps >= 0) || c->chunk == 0 ||
+        (c->feature_map != LA_FEATURE_ELU1 && c->feature_map != LA_FEATURE_RELU))
+        return LA_EINVAL;
+    return LA_OK;
+}
+
+/* The weights fit the configuration: dtype, D, d_ff, and a decoder layer's tensors
+ * when `decoder` is asked for. */
+static la_status check_weights(const la_layer_config *c, const la_layer_weights *w, la_dtype dtype,
+                               int decoder)
+{
+    la_status st = la_layer_config_check(c);
+    if (st != LA_OK) return st;
+    if (!w || !w->storage || w->dtype != dtype || w->d_model != c->d_model || w->d_ff != c->d_ff ||
+        (decoder && !w->decoder))
+        return LA_EINVAL;
+    return LA_OK;
+}
+
+/* *count = batch·rows·d, and that many elements of `elem` bytes fit in size_t. */
+static bool sizes_ok(size_t batch, size_t rows, size_t d, size_t elem, size_t *count)
+{
+    size_t bytes;
+    return la_mul_ok(batch, rows, count) && la_mul_ok(*count, d, count) &&
+           la_mul_ok(*count, elem, &bytes);
+}
+
+void la_layer_attention_problem(const la_layer_config *c, size_t batch, size_t n, size_t m,
+                                int causal, const int64_t *key_lengths, la_problem *p)
+{
+    const size_t dh = c->d_model / c->heads;
+    la_problem_init(p, batch, c->heads, n, m, dh, dh);
+    p->causal = causal;
+    p->key_lengths = key_lengths;
+    p->feature_map = c->feature_map;
+    p->eps = c->linear_eps;
+    p->chunk = c->chunk;
+    p->workspace_limit = c->workspace_limit;
+}
+
+size_t la_ffn_threads(size_t rows)
+{
+    size_t blocks = (rows + LA_LAYER_ROW_BLOCK - 1) / LA_LAYER_ROW_BLOCK;
+    size_t threads = (size_t)la_threads();
+    if (threads < 1) threads = 1;
+    return threads < blocks ? threads : blocks;
+}
+
+bool la_layer_scratch_elements(const la_layer_config *c, size_t batch, size_t n, size_t m,
+                               size_t *elements)
+{
+    const size_t D = c->d_model, longer = m > n ? m : n;
+    size_t q, kv, ffn, sub;
+    if (!sizes_ok(batch, n, D, 1, &q) || !sizes_ok(batch, longer, D, 1, &kv) ||
+        !la_mul_ok(la_ffn_threads(batch * n), LA_LAYER_ROW_BLOCK, &ffn) ||
+        !la_mul_ok(ffn, c->d_ff, &ffn))
+        return false;
+    sub = 2 * q; /* the layer's working copy of x and one sublayer output */
+    /* MHA: Q and the heads' output (B·N·D each), K and V (B·M·D each) */
+    if (q > SIZE_MAX / 4 || kv > SIZE_MAX / 4) return false;
+    size_t mha = 2 * q + 2 * kv, peak = mha > ffn ? mha : ffn;
+    if (peak > SIZE_MAX - sub) return false;
+    *elements = peak + sub;
+    return true;
+}
+
+#define T float
+#define FN(name) name##_f32
+#define GEMM la_gemm_f32
+#define ERF erff
+#define ATTENTION la_attention_f32
+#define REAL_DTYPE LA_FLOAT32
+#include "layers/layers_tmpl.h"
+#undef T
+#undef FN
+#undef GEMM
+#undef ERF
+#undef ATTENTION
+#undef REAL_DTYPE
+
+#define T double
+#define FN(name) name##_f64
+#define GEMM la_gemm_f64
+#define ERF erf
+#define ATTENTION la_attention_f64
+#define REAL_DTYPE LA_FLOAT64
+#include "layers/layers_tmpl.h"
+#undef T
+#undef FN
+#undef GEMM
+#undef ERF
+#undef ATTENTION
+#undef REAL_DTYPE

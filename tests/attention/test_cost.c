@@ -1,0 +1,458 @@
+/* test_cost.c — the FLOP model (la_attention_cost) against counts taken by running
+ * instrumented loops: each loop below computes the attention output in float64, adding
+ * to a counter per multiply-add (2), per add, compare, exp, divide (1) as it goes, and
+ * its output is checked against the float64 reference, so the counted algorithm is a
+ * correct one. The model must equal the counts exactly, field by field. */
+#include "../testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Counters, one per field of la_cost. */
+typedef struct {
+    double qk, softmax, av, phi, kv, qs, normalize;
+} counts;
+
+/* Keys of entry b left visible by the key lengths. */
+static size_t keys_visible(const la_problem *p, size_t b)
+{
+    size_t m = p->n_keys;
+    if (p->key_lengths && (size_t)p->key_lengths[b] < m) m = (size_t)p->key_lengths[b];
+    return m;
+}
+
+static size_t smaller(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* φ of one element, counted. */
+static double phi(const la_problem *p, double x, counts *c)
+{
+    c->phi += 1;
+    double y;
+    la_ref_feature_map(p->feature_map, &x, &y, 1);
+    return y;
+}
+
+/* Softmax and hard attention, one head: scores, softmax (or argmax), P·V.
+ *   q: (N, d_k), k: (M, d_k), v: (M, d_v), out: (N, d_v) */
+static void count_softmax(const la_problem *p, size_t b, int hard, const double *q, const double *k,
+                          const double *v, double *out, counts *c)
+{
+    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v;
+    double *row = tu_f64(p->n_keys);
+    for (size_t i = 0; i < N; i++) {
+        size_t vis = keys_visible(p, b);
+        if (p->causal) vis = smaller(vis, i + 1);
+        /* scores: one multiply-add per (pair, feature) */
+        for (size_t j = 0; j < vis; j++) {
+            double s = 0;
+            for (size_t a = 0; a < dk; a++, c->qk += 2)
+                s += q[i * dk + a] * k[j * dk + a];
+            row[j] = s * p->scale;
+        }
+        if (hard) {
+            /* argmax: one compare per pair */
+            size_t best = 0;
+            for (size_t j = 0; j < vis; j++, c->softmax += 1)
+                if (j == 0 || row[j] > row[best]) best = j;
+            for (size_t a = 0; a < dv; a++)
+                out[i * dv + a] = vis ? v[best * dv + a] : 0;
+            continue;
+        }
+        /* softmax: max, subtract, exp, sum, divide — one of each per pair */
+        double max = -INFINITY, sum = 0;
+        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+            max = row[j] > max ? row[j] : max;
+        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+            row[j] -= max;
+        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+            row[j] = exp(row[j]);
+        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+            sum += row[j];
+        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+            row[j] /= sum;
+        /* P·V: one multiply-add per (pair, output feature) */
+        for (size_t a = 0; a < dv; a++) {
+            double acc = 0;
+            for (size_t j = 0; j < vis; j++, c->av += 2)
+                acc += row[j] * v[j * dv + a];
+            out[i * dv + a] = acc;
+        }
+    }
+    free(row);
+}
+
+/* out_i = num / (den + eps), counted: one add, d_v divides. */
+static void normalise(const la_problem *p, const double *num, double den, double *out, counts *c)
+{
+    double d = den + p->eps;
+    c->normalize += 1;
+    for (size_t a = 0; a < p->d_v; a++, c->normalize += 1)
+        out[a] = num[a] / d;
+}
+
+/* S += φ(k) vᵀ, z += φ(k), counted into kv. */
+static void add_key(const la_problem *p, const double *phik, const double *vj, double *S, double *z,
+                    counts *c)
+{
+    for (size_t a = 0; a < p->d_k; a++) {
+        for (size_t e = 0; e < p->d_v; e++, c->kv += 2)
+            S[a * p->d_v + e] += phik[a] * vj[e];
+        z[a] += phik[a];
+        c->kv += 1;
+    }
+}
+
+/* num = φ(q)ᵀS, den = φ(q)·z, counted into qs. */
+static double query_state(const la_problem *p, const double *phiq, const double *S, const double *z,
+                          double *num, counts *c)
+{
+    double den = 0;
+    for (size_t e = 0; e < p->d_v; e++)
+        num[e] = 0;
+    for (size_t a = 0; a < p->d_k; a++) {
+        for (size_t e = 0; e < p->d_v; e++, c->qs += 2)
+            num[e] += phiq[a] * S[a * p->d_v + e];
+        den += phiq[a] * z[a];
+        c->qs += 2;
+    }
+    return den;
+}
+
+/* Linear attention, one head, in the form the kernel runs for p->causal and `recurrent`.
+ *   non-causal: S, z over the m visible keys once, then every query;
+ *   recurrent: token t adds key t (when visible), then queries;
+ *   chunked: per chunk, intra-chunk masked products plus the carried state, then the
+ *     chunk's keys join the state when a later chunk needs them. */
+static void count_linear(const la_problem *p, size_t b, int recurrent, const double *q,
+                         const double *k, const double *v, double *out, counts *c)
+{
+    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v;
+    size_t m = keys_visible(p, b);
+    memset(out, 0, N * dv * sizeof *out);
+    if (m == 0) return; /* nobody sees a key: zeros, no work */
+    size_t used = p->causal ? smaller(N, m) : m;
+    double *phiq = tu_f64(N * dk), *phik = tu_f64(used * dk);
+    double *S = calloc(dk * dv, sizeof *S), *z = calloc(dk, sizeof *z);
+    double *num = tu_f64(dv);
+    assert_non_null(S);
+    assert_non_null(z);
+    for (size_t x = 0; x < N * dk; x++)
+        phiq[x] = phi(p, q[x], c);
+    for (size_t x = 0; x < used * dk; x++)
+        phik[x] = phi(p, k[x], c);
+
+    if (!p->causal) {
+        for (size_t j = 0; j < m; j++)
+            add_key(p, phik + j * dk, v + j * dv, S, z, c);
+        for (size_t i = 0; i < N; i++) {
+            double den = query_state(p, phiq + i * dk, S, z, num, c);
+            normalise(p, num, den, out + i * dv, c);
+        }
+    } else if (recurrent) {
+        for (size_t t = 0; t < N; t++) {
+            if (t < m) add_key(p, phik + t * dk, v + t * dv, S, z, c);
+            double den = query_state(p, phiq + t * dk, S, z, num, c);
+            normalise(p, num, den, out + t * dv, c);
+        }
+    } else {
+        for (size_t s = 0; s < N; s += p->chunk) {
+            size_t e = smaller(s + p->chunk, N);
+            for (size_t i = s; i < e; i++) {
+                /* intra-chunk: a_ij = φq_i·φk_j for s <= j <= i, j < m; then
+                 * [num den] += a_ij [v_j 1] (the denominator as an extra column) */
+                double den = 0;
+                for (size_t x = 0; x < dv; x++)
+                    num[x] = 0;
+                for (size_t j = s; j < smaller(i + 1, m); j++) {
+                    double a_ij = 0;
+                    for (size_t a = 0; a < dk; a++, c->qk += 2)
+                        a_ij += phiq[i * dk + a] * phik[j * dk + a];
+                    for (size_t x = 0; x < dv; x++, c->av += 2)
+                        num[x] += a_ij * v[j * dv + x];
+                    den += a_ij * 1.0;
+                    c->av += 2;
+                }
+                /* carried state of keys [0, min(s, m)): [num den] += φq_i [S z], in the
+                 * same accumulation */
+                if (s > 0) {
+                    for (size_t a = 0; a < dk; a++) {
+                        for (size_t x = 0; x < dv; x++, c->qs += 2)
+                            num[x] += phiq[i * dk + a] * S[a * dv + x];
+                        den += phiq[i * dk + a] * z[a];
+                        c->qs += 2;
+                    }
+                }
+                normalise(p, num, den, out + i * dv, c);
+            }
+            /* this chunk's visible keys join the state, when a later chunk exists:
+             * [S z] += φ(k_j) [v_j 1] */
+            if (e < N)
+                for (size_t j = s; j < smaller(e, m); j++)
+                    for (size_t a = 0; a < dk; a++) {
+                        for (size_t x = 0; x < dv; x++, c->kv += 2)
+                            S[a * dv + x] += phik[j * dk + a] * v[j * dv + x];
+                        z[a] += phik[j * dk + a] * 1.0;
+                        c->kv += 2;
+                    }
+        }
+    }
+    free(phiq);
+    free(phik);
+    free(S);
+    free(z);
+    free(num);
+}
+
+/* Runs the instrumented loops over every head, checks their output against the
+ * reference and their counts against the model. */
+static void check_model(la_kernel kernel, const la_problem *p, tu_rng *r)
+{
+    const size_t B = p->batch, H = p->heads, N = p->n_queries, M = p->n_keys;
+    const size_t dk = p->d_k, dv = p->d_v;
+    double *q = tu_f64(B * H * N * dk), *k = tu_f64(B * H * M * dk);
+    double *v = tu_f64(B * H * M * dv), *out = tu_f64(B * H * N * dv);
+    double *ref = tu_f64(B * H * N * dv);
+    tu_fill_normal(r, q, B * H * N * dk, 1);
+    tu_fill_normal(r, k, B * H * M * dk, 1);
+    tu_fill_normal(r, v, B * H * M * dv, 1);
+
+    counts c = {0};
+    for (size_t b = 0; b < B; b++) {
+        for (size_t h = 0; h < H; h++) {
+            size_t head = b * H + h;
+            const double *qh = q + head * N * dk, *kh = k + head * M * dk;
+            const double *vh = v + head * M * dv;
+            double *oh = out + head * N * dv;
+            if (kernel == LA_KERNEL_LINEAR || kernel == LA_KERNEL_LINEAR_RECURRENT)
+                count_linear(p, b, kernel == LA_KERNEL_LINEAR_RECURRENT, qh, kh, vh, oh, &c);
+            else
+                count_softmax(p, b, kernel == LA_KERNEL_HARD, qh, kh, vh, oh, &c);
+        }
+    }
+    assert_int_equal(la_ref_attention(kernel, p, q, k, v, ref), LA_OK);
+    tu_assert_close_f64(out, ref, B * H * N * dv, 1e-12, "%s counting loop vs reference",
+                        la_kernel_name(kernel));
+
+    la_cost model;
+    assert_int_equal(la_attention_cost(kernel, p, LA_FLOAT32, &model), LA_OK);
+    const double got[] = {model.flops_qk,       model.flops_softmax, model.flops_av,
+                          model.flops_phi,      model.flops_kv,      model.flops_qs,
+                          model.flops_normalize};
+    const double want[] = {c.qk, c.softmax, c.av, c.phi, c.kv, c.qs, c.normalize};
+    const char *names[] = {"qk", "softmax", "av", "phi", "kv", "qs", "normalize"};
+    double total = 0;
+    for (size_t f = 0; f < 7; f++) {
+        total += want[f];
+        if (got[f] != want[f]) {
+            fail_msg("%s B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu causal=%d chunk=%zu "
+                     "lengths=%s: flops_%s model %.17g, counted %.17g (seed %llu)",
+                     la_kernel_name(kernel), B, H, N, M, dk, dv, p->causal, p->chunk,
+                     p->key_lengths ? "yes" : "no", names[f], got[f], want[f],
+                     (unsigned long long)tu_seed());
+        }
+    }
+    assert_true(model.flops_total == total);
+    free(q);
+    free(k);
+    free(v);
+    free(out);
+    free(ref);
+}
+
+/* Many small shapes, both masks, M != N, every chunk size from 1 past N. */
+static void model_equals_counted_loops(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_for("model_equals_counted_loops");
+    const size_t sizes[] = {1, 2, 3, 5, 8, 17};
+    const size_t dims[] = {1, 3, 4};
+    int64_t lengths[3];
+    size_t cases = 0;
+    for (int kernel = 0; kernel < LA_KERNEL_COUNT; kernel++) {
+        for (size_t ni = 0; ni < 6; ni++) {
+            for (size_t mi = 0; mi < 6; mi++) {
+                for (int causal = 0; causal <= 1; causal++) {
+                    if (kernel == LA_KERNEL_LINEAR_RECURRENT && !causal) continue;
+                    size_t B = 1 + tu_next(&r) % 3, H = 1 + tu_next(&r) % 2;
+                    size_t dk = dims[tu_next(&r) % 3], dv = dims[tu_next(&r) % 3];
+                    la_problem p;
+                    la_problem_init(&p, B, H, sizes[ni], sizes[mi], dk, dv);
+                    p.causal = causal;
+                    p.chunk = 1 + tu_next(&r) % (sizes[ni] + 2);
+                    p.feature_map = tu_next(&r) % 2 ? LA_FEATURE_RELU : LA_FEATURE_ELU1;
+                    if (tu_next(&r) % 2) {
+                        for (size_t b = 0; b < B; b++)
+                            lengths[b] = (int64_t)(tu_next(&r) % (sizes[mi] + 1));
+                        p.key_lengths = lengths;
+                    }
+                    check_model((la_kernel)kernel, &p, &r);
+                    cases++;
+                }
+            }
+        }
+    }
+    printf("  %zu shapes counted\n", cases);
+}
+
+/* The causal half: softmax over N = M counts N(N+1)/2 pairs per head, and the exact
+ * formulas of the header for one plain case. */
+static void closed_forms(void **state)
+{
+    (void)state;
+    la_problem p;
+    la_problem_init(&p, 2, 3, 100, 100, 16, 8);
+    la_cost c;
+    assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX, &p, LA_FLOAT32, &c), LA_OK);
+    double heads = 6, pairs = 100.0 * 100;
+    assert_true(c.flops_qk == heads * 2 * pairs * 16);
+    assert_true(c.flops_softmax == heads * 5 * pairs);
+    assert_true(c.flops_av == heads * 2 * pairs * 8);
+    assert_true(c.io_bytes == heads * (100.0 * 16 * 2 + 100.0 * 8 * 2) * 4);
+    p.causal = 1;
+    la_cost half;
+    assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX, &p, LA_FLOAT64, &half), LA_OK);
+    assert_true(half.flops_qk == heads * 2 * (100.0 * 101 / 2) * 16);
+    assert_true(half.io_bytes == 2 * c.io_bytes);
+    /* linear, non-causal: the header's formulas */
+    p.causal = 0;
+    assert_int_equal(la_attention_cost(LA_KERNEL_LINEAR, &p, LA_FLOAT32, &c), LA_OK);
+    assert_true(c.flops_phi == heads * (100.0 + 100) * 16);
+    assert_true(c.flops_kv == heads * (2 * 100.0 * 16 * 8 + 100.0 * 16));
+    assert_true(c.flops_qs == heads * (2 * 100.0 * 16 * 8 + 2 * 100.0 * 16));
+    assert_true(c.flops_normalize == heads * (100.0 * 8 + 100));
+    assert_true(c.flops_qk == 0 && c.flops_softmax == 0 && c.flops_av == 0);
+}
+
+/* Workspace: N·M elements per concurrent head for the materialising kernel; linear's
+ * does not grow with N; the fused kernel's does not grow with N·M. */
+static void workspace_model(void **state)
+{
+    (void)state;
+    int threads = la_get_num_threads();
+    assert_int_equal(la_set_num_threads(1), LA_OK);
+    la_problem p;
+    la_problem_init(&p, 1, 4, 1000, 700, 64, 64);
+    la_cost c, big;
+    assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX_MATERIALIZED, &p, LA_FLOAT32, &c), LA_OK);
+    assert_true(c.workspace_bytes == 1000.0 * 700 * 4);
+    assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX_MATERIALIZED, &p, LA_FLOAT64, &c), LA_OK);
+    assert_true(c.workspace_bytes == 1000.0 * 700 * 8);
+    for (int kernel = LA_KERNEL_SOFTMAX; kernel <= LA_KERNEL_LINEAR; kernel += 3) {
+        la_problem_init(&p, 1, 4, 1000, 1000, 64, 64);
+        assert_int_equal(la_attention_cost((la_kernel)kernel, &p, LA_FLOAT32, &c), LA_OK);
+        la_problem_init(&p, 1, 4, 100000, 100000, 64, 64);
+        assert_int_equal(la_attention_cost((la_kernel)kernel, &p, LA_FLOAT32, &big), LA_OK);
+        assert_true(c.workspace_bytes > 0);
+        assert_true(big.workspace_bytes == c.workspace_bytes);
+    }
+    /* linear holds at least its d_k × d_v state */
+    assert_true(c.workspace_bytes >= (64.0 * 64 + 64) * 4);
+    assert_int_equal(la_set_num_threads(threads), LA_OK);
+}
+
+/* workspace_bytes is what the kernels allocate: with p->workspace_limit at exactly the
+ * model's bytes the kernel runs, one byte less and it refuses with LA_EBUDGET. */
+static void workspace_matches_kernels(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_for("workspace_matches_kernels");
+    int threads = la_get_num_threads();
+    const size_t sizes[] = {1, 3, 17, 64, 65, 300};
+    for (int t = 1; t <= 3; t++) {
+        assert_int_equal(la_set_num_threads(t), LA_OK);
+        for (int kernel = 0; kernel < LA_KERNEL_COUNT; kernel++) {
+            for (int trial = 0; trial < 6; trial++) {
+                size_t B = 1 + tu_next(&r) % 2, H = 1 + tu_next(&r) % 3;
+                size_t N = sizes[tu_next(&r) % 6], M = sizes[tu_next(&r) % 6];
+                size_t dk = 1 + tu_next(&r) % 9, dv = 1 + tu_next(&r) % 9;
+                la_problem p;
+                la_problem_init(&p, B, H, N, M, dk, dv);
+                p.causal = kernel == LA_KERNEL_LINEAR_RECURRENT || tu_next(&r) % 2;
+                p.chunk = 1 + tu_next(&r) % 80;
+                float *q = tu_f32(B * H * N * dk), *k = tu_f32(B * H * M * dk);
+                float *v = tu_f32(B * H * M * dv), *out = tu_f32(B * H * N * dv);
+                for (size_t x = 0; x < B * H * N * dk; x++)
+                    q[x] = (float)tu_normal(&r);
+                for (size_t x = 0; x < B * H * M * dk; x++)
+                    k[x] = (float)tu_normal(&r);
+                for (size_t x = 0; x < B * H * M * dv; x++)
+                    v[x] = (float)tu_normal(&r);
+                for (int dtype = LA_FLOAT32; dtype <= LA_FLOAT64; dtype++) {
+                    la_cost c;
+                    assert_int_equal(la_attention_cost((la_kernel)kernel, &p, (la_dtype)dtype, &c),
+                                     LA_OK);
+                    assert_true(c.workspace_bytes >= 1 &&
+                                c.workspace_bytes == floor(c.workspace_bytes));
+                    p.workspace_limit = (size_t)c.workspace_bytes;
+                    la_status ok, refused;
+                    if (dtype == LA_FLOAT32) {
+                        ok = la_attention_f32((la_kernel)kernel, &p, q, k, v, out);
+                        p.workspace_limit--;
+                        refused = la_attention_f32((la_kernel)kernel, &p, q, k, v, out);
+                    } else {
+                        double *q64 = tu_f64(B * H * N * dk), *k64 = tu_f64(B * H * M * dk);
+                        double *v64 = tu_f64(B * H * M * dv), *o64 = tu_f64(B * H * N * dv);
+                        tu_to_f64(q, q64, B * H * N * dk);
+                        tu_to_f64(k, k64, B * H * M * dk);
+                        tu_to_f64(v, v64, B * H * M * dv);
+                        ok = la_attention_f64((la_kernel)kernel, &p, q64, k64, v64, o64);
+                        p.workspace_limit--;
+                        refused = la_attention_f64((la_kernel)kernel, &p, q64, k64, v64, o64);
+                        free(q64);
+                        free(k64);
+                        free(v64);
+                        free(o64);
+                    }
+                    if (ok != LA_OK || refused != LA_EBUDGET)
+                        fail_msg("%s %s threads=%d B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu "
+                                 "causal=%d chunk=%zu: model %.0f bytes, kernel at the limit "
+                                 "%s, one byte under %s (seed %llu)",
+                                 la_kernel_name((la_kernel)kernel),
+                                 dtype == LA_FLOAT32 ? "f32" : "f64", t, B, H, N, M, dk, dv,
+                                 p.causal, p.chunk, c.workspace_bytes, la_strerror(ok),
+                                 la_strerror(refused), (unsigned long long)tu_seed());
+                }
+                free(q);
+                free(k);
+                free(v);
+                free(out);
+            }
+        }
+    }
+    assert_int_equal(la_set_num_threads(threads), LA_OK);
+}
+
+/* Every error path returns its status. */
+static void errors(void **state)
+{
+    (void)state;
+    la_problem p;
+    la_problem_init(&p, 1, 1, 4, 4, 2, 2);
+    la_cost c;
+    assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX, NULL, LA_FLOAT32, &c), LA_EINVAL);
+    assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX, &p, LA_FLOAT32, NULL), LA_EINVAL);
+    assert_int_equal(la_attention_cost(LA_KERNEL_COUNT, &p, LA_FLOAT32, &c), LA_EINVAL);
+    assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX, &p, (la_dtype)7, &c), LA_EINVAL);
+    assert_int_equal(la_attention_cost(LA_KERNEL_LINEAR_RECURRENT, &p, LA_FLOAT32, &c),
+                     LA_EINVAL); /* not causal */
+    p.d_k = 0;
+    assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX, &p, LA_FLOAT32, &c), LA_EINVAL);
+}
+
+int main(void)
+{
+    tu_init("test_cost");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(model_equals_counted_loops),
+        cmocka_unit_test(closed_forms),
+        cmocka_unit_test(workspace_model),
+        cmocka_unit_test(workspace_matches_kernels),
+        cmocka_unit_test(errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,703 @@
+/* test_softmax.c — the softmax (fused and materialising) and hard attention kernels,
+ * float32 and float64, against the float64 references on fresh random inputs, plus the
+ * properties the references cannot show: rows of weights sum to 1, causal outputs ignore
+ * the future bit for bit, huge logits stay finite, the memory budget, every error path,
+ * and bitwise determinism across thread counts. Also the float32 vectorised exp. */
+#include "../testutil.h"
+#include "core/internal.h" /* the AVX-512 switch and the fused kernel's exp2 */
+#include "cpu/simd_avx512.h"
+#include "cpu/vexp.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOL_F32 1e-5
+#define TOL_F64 1e-12
+
+typedef la_status (*kernel_f32)(const la_problem *, const float *, const float *, const float *,
+                                float *);
+typedef la_status (*kernel_f64)(const la_problem *, const double *, const double *, const double *,
+                                double *);
+
+static const struct {
+    const char *name;
+    la_kernel kind; /* which reference */
+    kernel_f32 f32;
+    kernel_f64 f64;
+} kernels[] = {
+    {"fused", LA_KERNEL_SOFTMAX, la_softmax_attention_f32, la_softmax_attention_f64},
+    {"materialized", LA_KERNEL_SOFTMAX_MATERIALIZED, la_softmax_attention_materialized_f32,
+     la_softmax_attention_materialized_f64},
+    {"hard", LA_KERNEL_HARD, la_hard_attention_f32, la_hard_attention_f64},
+};
+enum { N_KERNELS = sizeof kernels / sizeof kernels[0] };
+
+/* ------------------------------------------------------------------ inputs */
+
+/* q, k, v of a problem in both precisions; the float64 copies hold exactly the float32
+ * values, so the reference sees the same inputs as the float32 kernel. */
+typedef struct {
+    size_t nq, nk, nv, no; /* elements of q, k, v, out */
+    double *q, *k, *v;
+    float *q32, *k32, *v32;
+} inputs;
+
+/* Normal(0, 1) entries rounded to float32; or, when quantised, multiples of 1/8 in
+ * [-3.125, 3.125]: then every q·k is exact in float32 (at most 128 · 3.125² < 2¹¹ in
+ * steps of 2⁻⁶), and so is q·k · scale for a power-of-two scale, so an argmax never
+ * depends on rounding. */
+static void fill(tu_rng *r, double *x, float *x32, size_t n, int quantised)
+{
+    for (size_t i = 0; i < n; i++) {
+        double z = tu_normal(r);
+        if (quantised) {
+            z = round(z * 8) / 8;
+            if (z > 3.125) z = 3.125;
+            if (z < -3.125) z = -3.125;
+        }
+        x32[i] = (float)z;
+        x[i] = x32[i];
+    }
+}
+
+static void inputs_make(inputs *in, const la_problem *p, tu_rng *r, int quantised)
+{
+    size_t bh = p->batch * p->heads;
+    in->nq = bh * p->n_queries * p->d_k;
+    in->nk = bh * p->n_keys * p->d_k;
+    in->nv = bh * p->n_keys * p->d_v;
+    in->no = bh * p->n_queries * p->d_v;
+    in->q = tu_f64(in->nq);
+    in->k = tu_f64(in->nk);
+    in->v = tu_f64(in->nv);
+    in->q32 = tu_f32(in->nq);
+    in->k32 = tu_f32(in->nk);
+    in->v32 = tu_f32(in->nv);
+    fill(r, in->q, in->q32, in->nq, quantised);
+    fill(r, in->k, in->k32, in->nk, quantised);
+    fill(r, in->v, in->v32, in->nv, quantised);
+}
+
+static void inputs_free(inputs *in)
+{
+    free(in->q);
+    free(in->k);
+    free(in->v);
+    free(in->q32);
+    free(in->k32);
+    free(in->v32);
+}
+
+/* ------------------------------------------------------------------ against the reference */
+
+typedef struct {
+    size_t batch, heads, n, m, d_k, d_v;
+    int causal;
+    int64_t lengths[3]; /* used when has_lengths; one per batch entry */
+    int has_lengths;
+} shape;
+
+/* Every value of every axis appears at least once: N, M in {1, 2, 3, 17, 64, 65, 129,
+ * 1000} (M != N in most), d_k in {1, 3, 16, 64, 127, 128} with d_v != d_k in most,
+ * 1..3 heads and batch entries, causal or not, key lengths absent, 0, partial, or M. The
+ * 1000s only with small d, so the float64 reference stays quick. */
+static const shape shapes[] = {
+    {1, 1, 1, 1, 1, 1, 0, {0}, 0},          {1, 2, 2, 3, 3, 5, 1, {0}, 0},
+    {2, 1, 3, 2, 16, 16, 0, {0, 2}, 1},     {2, 2, 17, 17, 64, 64, 1, {17, 5}, 1},
+    {1, 3, 64, 65, 127, 32, 0, {65}, 1},    {2, 1, 65, 64, 128, 127, 1, {0, 40}, 1},
+    {1, 2, 129, 129, 16, 8, 1, {0}, 0},     {3, 1, 129, 17, 3, 1, 0, {17, 0, 9}, 1},
+    {1, 2, 64, 129, 64, 64, 1, {100}, 1},   {1, 1, 1000, 1000, 3, 2, 1, {0}, 0},
+    {2, 1, 1000, 65, 1, 4, 0, {65, 33}, 1}, {1, 1, 17, 1000, 16, 16, 1, {1000}, 1},
+    {1, 1, 2, 1000, 128, 3, 0, {0}, 0},     {2, 1, 1000, 3, 16, 17, 1, {3, 1}, 1},
+};
+
+static void problem_of(la_problem *p, const shape *s)
+{
+    la_problem_init(p, s->batch, s->heads, s->n, s->m, s->d_k, s->d_v);
+    p->causal = s->causal;
+    p->key_lengths = s->has_lengths ? s->lengths : NULL;
+}
+
+/* One kernel in both precisions on one shape, against the float64 reference. */
+static void check_kernel_on_shape(size_t kernel, const shape *s)
+{
+    la_problem p;
+    problem_of(&p, s);
+    int hard = kernels[kernel].kind == LA_KERNEL_HARD;
+    if (hard) p.scale = 0.125; /* a power of two: scores stay exact in float32 */
+    char label[160];
+    snprintf(label, sizeof label, "%s B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu causal=%d lengths=%d",
+             kernels[kernel].name, s->batch, s->heads, s->n, s->m, s->d_k, s->d_v, s->causal,
+             s->has_lengths);
+    tu_rng r = tu_rng_for(label);
+    inputs in;
+    inputs_make(&in, &p, &r, hard);
+    double *ref = tu_f64(in.no), *out = tu_f64(in.no);
+    float *out32 = tu_f32(in.no);
+
+    assert_int_equal(la_ref_attention(kernels[kernel].kind, &p, in.q, in.k, in.v, ref), LA_OK);
+    assert_int_equal(kernels[kernel].f64(&p, in.q, in.k, in.v, out), LA_OK);
+    tu_assert_close_f64(out, ref, in.no, TOL_F64, "%s float64", label);
+    assert_int_equal(kernels[kernel].f32(&p, in.q32, in.k32, in.v32, out32), LA_OK);
+    tu_assert_close_f32(out32, ref, in.no, TOL_F32, "%s float32", label);
+
+    free(ref);
+    free(out);
+    free(out32);
+    inputs_free(&in);
+}
+
+static void matches_reference(void **state)
+{
+    (void)state;
+    for (size_t kernel = 0; kernel < N_KERNELS; kernel++)
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+            check_kernel_on_shape(kernel, &shapes[i]);
+}
+
+/* ------------------------------------------------------------------ properties */
+
+/* Keys query i of batch entry b sees, from the mask definitions (independently of the
+ * library's la_visible_keys). */
+static size_t visible_keys(const la_problem *p, size_t b, size_t i)
+{
+    size_t m = p->n_keys;
+    if (p->key_lengths && (size_t)p->key_lengths[b] < m) m = (size_t)p->key_lengths[b];
+    if (p->causal && i + 1 < m) m = i + 1;
+    return m;
+}
+
+/* With v = ones every output row is Σ_j p_ij = 1, except rows that see no key: 0. */
+static void rows_sum_to_one(void **state)
+{
+    (void)state;
+    const shape s = {2, 2, 130, 300, 16, 8, 1, {0, 200}, 1};
+    la_problem p;
+    problem_of(&p, &s);
+    tu_rng r = tu_rng_for("rows_sum_to_one");
+    inputs in;
+    inputs_make(&in, &p, &r, 0);
+    for (size_t i = 0; i < in.nv; i++)
+        in.v[i] = in.v32[i] = 1;
+    double *expect = tu_f64(in.no), *out = tu_f64(in.no);
+    float *out32 = tu_f32(in.no);
+    for (size_t b = 0; b < s.batch; b++)
+        for (size_t h = 0; h < s.heads; h++)
+            for (size_t i = 0; i < s.n; i++)
+                for (size_t c = 0; c < s.d_v; c++)
+                    expect[((b * s.heads + h) * s.n + i) * s.d_v + c] =
+                        visible_keys(&p, b, i) > 0 ? 1.0 : 0.0;
+    for (size_t kernel = 0; kernel < 2; kernel++) { /* the two softmax kernels */
+        assert_int_equal(kernels[kernel].f64(&p, in.q, in.k, in.v, out), LA_OK);
+        tu_assert_close_f64(out, expect, in.no, TOL_F64, "%s float64", kernels[kernel].name);
+        assert_int_equal(kernels[kernel].f32(&p, in.q32, in.k32, in.v32, out32), LA_OK);
+        tu_assert_close_f32(out32, expect, in.no, TOL_F32, "%s float32", kernels[kernel].name);
+        for (size_t i = 0; i < in.no; i++) /* the empty rows exactly zero */
+            if (expect[i] == 0) assert_true(out[i] == 0 && out32[i] == 0);
+    }
+    free(expect);
+    free(out);
+    free(out32);
+    inputs_free(&in);
+}
+
+/* Causal: changing the tokens from position t on (their q, k and v) never changes the
+ * output rows before t, bit for bit, in any kernel. t = 77 is inside a query block and
+ * inside a key block. */
+static void causal_ignores_future(void **state)
+{
+    (void)state;
+    const size_t t = 77;
+    const shape s = {1, 2, 200, 200, 16, 8, 1, {0}, 0};
+    la_problem p;
+    problem_of(&p, &s);
+    for (size_t kernel = 0; kernel < N_KERNELS; kernel++) {
+        tu_rng r = tu_rng_for(kernels[kernel].name);
+        inputs in;
+        inputs_make(&in, &p, &r, 0);
+        double *out = tu_f64(in.no), *out2 = tu_f64(in.no);
+        float *out32 = tu_f32(in.no), *out32b = tu_f32(in.no);
+        assert_int_equal(kernels[kernel].f64(&p, in.q, in.k, in.v, out), LA_OK);
+        assert_int_equal(kernels[kernel].f32(&p, in.q32, in.k32, in.v32, out32), LA_OK);
+        /* new values for tokens t .. N-1 of every head */
+        for (size_t h = 0; h < s.heads; h++) {
+            for (size_t i = t; i < s.n; i++) {
+                for (size_t c = 0; c < s.d_k; c++) {
+                    size_t at = (h * s.n + i) * s.d_k + c;
+                    in.q[at] = in.q32[at] = (float)(5 * tu_normal(&r));
+                    in.k[at] = in.k32[at] = (float)(5 * tu_normal(&r));
+                }
+                for (size_t c = 0; c < s.d_v; c++) {
+                    size_t at = (h * s.n + i) * s.d_v + c;
+                    in.v[at] = in.v32[at] = (float)(5 * tu_normal(&r));
+                }
+            }
+        }
+        assert_int_equal(kernels[kernel].f64(&p, in.q, in.k, in.v, out2), LA_OK);
+        assert_int_equal(kernels[kernel].f32(&p, in.q32, in.k32, in.v32, out32b), LA_OK);
+        for (size_t h = 0; h < s.heads; h++) {
+            size_t first = h * s.n * s.d_v, count = t * s.d_v;
+            assert_memory_equal(out + first, out2 + first, count * sizeof *out);
+            assert_memory_equal(out32 + first, out32b + first, count * sizeof *out32);
+            /* and the rows from t on did change (the test can fail) */
+            assert_true(memcmp(out + first + count, out2 + first + count,
+                               (s.n - t) * s.d_v * sizeof *out) != 0);
+        }
+        free(out);
+        free(out2);
+        free(out32);
+        free(out32b);
+        inputs_free(&in);
+    }
+}
+
+/* Logits up to ±1e4 (q, k multiples of 1/8 up to 3.125, d_k = 16, scale = 64, so
+ * 3.125² · 16 · 64 = 1e4 exactly): every kernel stays finite and matches the reference.
+ * The scores are exact in float32, so float32 is held to its usual tolerance. */
+static void huge_logits(void **state)
+{
+    (void)state;
+    const shape shapes_huge[] = {
+        {2, 1, 70, 300, 16, 8, 0, {300, 0}, 1},
+        {1, 2, 300, 70, 16, 8, 1, {0}, 0},
+    };
+    for (size_t si = 0; si < 2; si++) {
+        la_problem p;
+        problem_of(&p, &shapes_huge[si]);
+        p.scale = 64;
+        tu_rng r = tu_rng_for(si ? "huge_logits causal" : "huge_logits");
+        inputs in;
+        inputs_make(&in, &p, &r, 1);
+        /* the extremes: q_0 = k_0 = 3.125 (logit +1e4), k_1 = -3.125 (logit -1e4) */
+        for (size_t c = 0; c < p.d_k; c++) {
+            in.q[c] = in.q32[c] = 3.125;
+            in.k[c] = in.k32[c] = 3.125;
+            in.k[p.d_k + c] = in.k32[p.d_k + c] = -3.125;
+        }
+        double *ref = tu_f64(in.no), *out = tu_f64(in.no);
+        float *out32 = tu_f32(in.no);
+        for (size_t kernel = 0; kernel < N_KERNELS; kernel++) {
+            assert_int_equal(la_ref_attention(kernels[kernel].kind, &p, in.q, in.k, in.v, ref),
+                             LA_OK);
+            assert_int_equal(kernels[kernel].f64(&p, in.q, in.k, in.v, out), LA_OK);
+            assert_true(tu_all_finite_f64(out, in.no));
+            tu_assert_close_f64(out, ref, in.no, TOL_F64, "%s float64", kernels[kernel].name);
+            assert_int_equal(kernels[kernel].f32(&p, in.q32, in.k32, in.v32, out32), LA_OK);
+            assert_true(tu_all_finite_f32(out32, in.no));
+            tu_assert_close_f32(out32, ref, in.no, TOL_F32, "%s float32", kernels[kernel].name);
+        }
+        free(ref);
+        free(out);
+        free(out32);
+        inputs_free(&in);
+    }
+}
+
+/* Hard attention's ties: identical keys at j = 5, 7 and 300 with the largest score, so
+ * the output is v_5; with key_lengths = 6 still v_5; with the first copy hidden by a
+ * causal mask (query 6 sees 0..6), v_5 too; a query that sees only 0..4 gets another. */
+static void hard_ties_lowest_key(void **state)
+{
+    (void)state;
+    const size_t n = 10, m = 400, d = 4;
+    la_problem p;
+    la_problem_init(&p, 1, 1, n, m, d, 1);
+    p.scale = 1;
+    double q[10 * 4], k[400 * 4], v[400], out[10];
+    float q32[10 * 4], k32[400 * 4], v32[400], out32[10];
+    for (size_t i = 0; i < n * d; i++)
+        q[i] = q32[i] = 1;
+    for (size_t j = 0; j < m; j++) {
+        double level = (j == 5 || j == 7 || j == 300) ? 2 : -(double)(j % 5) / 8;
+        for (size_t c = 0; c < d; c++)
+            k[j * d + c] = k32[j * d + c] = (float)level;
+        v[j] = v32[j] = (float)j;
+    }
+    /* no mask: every query answers v_5 */
+    assert_int_equal(la_hard_attention_f64(&p, q, k, v, out), LA_OK);
+    assert_int_equal(la_hard_attention_f32(&p, q32, k32, v32, out32), LA_OK);
+    for (size_t i = 0; i < n; i++)
+        assert_true(out[i] == 5 && out32[i] == 5);
+    /* causal: queries 0..4 see keys 0..i (scores 0, -.5, -1, ...: argmax key 0, the
+     * tie-free maximum), queries from 5 on answer 5 */
+    p.causal = 1;
+    assert_int_equal(la_hard_attention_f64(&p, q, k, v, out), LA_OK);
+    assert_int_equal(la_hard_attention_f32(&p, q32, k32, v32, out32), LA_OK);
+    for (size_t i = 0; i < n; i++) {
+        double expect = i < 5 ? 0 : 5;
+        assert_true(out[i] == expect && out32[i] == expect);
+    }
+    /* key length 6 with no causal mask: still 5 */
+    int64_t len[1] = {6};
+    p.causal = 0;
+    p.key_lengths = len;
+    assert_int_equal(la_hard_attention_f64(&p, q, k, v, out), LA_OK);
+    assert_int_equal(la_hard_attention_f32(&p, q32, k32, v32, out32), LA_OK);
+    for (size_t i = 0; i < n; i++)
+        assert_true(out[i] == 5 && out32[i] == 5);
+}
+
+/* The materialising kernel holds N·M elements: refused (LA_EBUDGET, out untouched) one
+ * byte below that, accepted at exactly that. */
+static void materialized_budget(void **state)
+{
+    (void)state;
+    const shape s = {1, 2, 33, 70, 8, 8, 0, {0}, 0};
+    la_problem p;
+    problem_of(&p, &s);
+    tu_rng r = tu_rng_for("materialized_budget");
+    inputs in;
+    inputs_make(&in, &p, &r, 0);
+    double *out = tu_f64(in.no), *ref = tu_f64(in.no);
+    float *out32 = tu_f32(in.no);
+    assert_int_equal(la_ref_softmax_attention(&p, in.q, in.k, in.v, ref), LA_OK);
+
+    p.workspace_limit = s.n * s.m * sizeof(double) - 1;
+    for (size_t i = 0; i < in.no; i++)
+        out[i] = -7;
+    assert_int_equal(la_softmax_attention_materialized_f64(&p, in.q, in.k, in.v, out), LA_EBUDGET);
+    for (size_t i = 0; i < in.no; i++)
+        assert_true(out[i] == -7);
+    p.workspace_limit = s.n * s.m * sizeof(double);
+    assert_int_equal(la_softmax_attention_materialized_f64(&p, in.q, in.k, in.v, out), LA_OK);
+    tu_assert_close_f64(out, ref, in.no, TOL_F64, "at the limit");
+
+    p.workspace_limit = s.n * s.m * sizeof(float) - 1;
+    for (size_t i = 0; i < in.no; i++)
+        out32[i] = -7;
+    assert_int_equal(la_softmax_attention_materialized_f32(&p, in.q32, in.k32, in.v32, out32),
+                     LA_EBUDGET);
+    for (size_t i = 0; i < in.no; i++)
+        assert_true(out32[i] == -7);
+    p.workspace_limit = s.n * s.m * sizeof(float);
+    assert_int_equal(la_softmax_attention_materialized_f32(&p, in.q32, in.k32, in.v32, out32),
+                     LA_OK);
+    tu_assert_close_f32(out32, ref, in.no, TOL_F32, "at the limit");
+    free(out);
+    free(ref);
+    free(out32);
+    inputs_free(&in);
+}
+
+/* Every error path returns its status and leaves out untouched. */
+static void expect_error_f64(size_t kernel, const la_problem *p, const double *q, const double *k,
+                             const double *v, double *out, size_t n_out, la_status want,
+                             const char *what)
+{
+    for (size_t i = 0; i < n_out; i++)
+        out[i] = -7;
+    la_status got = kernels[kernel].f64(p, q, k, v, out);
+    if (got != want)
+        fail_msg("%s float64, %s: status %d, expected %d", kernels[kernel].name, what, got, want);
+    for (size_t i = 0; i < n_out; i++)
+        assert_true(out[i] == -7);
+}
+static void expect_error_f32(size_t kernel, const la_problem *p, const float *q, const float *k,
+                             const float *v, float *out, size_t n_out, la_status want,
+                             const char *what)
+{
+    for (size_t i = 0; i < n_out; i++)
+        out[i] = -7;
+    la_status got = kernels[kernel].f32(p, q, k, v, out);
+    if (got != want)
+        fail_msg("%s float32, %s: status %d, expected %d", kernels[kernel].name, what, got, want);
+    for (size_t i = 0; i < n_out; i++)
+        assert_true(out[i] == -7);
+}
+
+static void error_paths(void **state)
+{
+    (void)state;
+    const shape s = {2, 1, 5, 6, 3, 2, 0, {6, 2}, 1};
+    la_problem good;
+    problem_of(&good, &s);
+    tu_rng r = tu_rng_for("error_paths");
+    inputs in;
+    inputs_make(&in, &good, &r, 0);
+    double *out = tu_f64(in.no);
+    float *out32 = tu_f32(in.no);
+    int64_t too_long[2] = {7, 2}, negative[2] = {6, -1};
+
+    for (size_t kernel = 0; kernel < N_KERNELS; kernel++) {
+        /* problems that la_problem_check refuses */
+        struct {
+            const char *what;
+            la_problem p;
+            la_status want;
+        } bad[12];
+        size_t n_bad = 0;
+#define BAD(text, field, value, status)                                                            \
+    do {                                                                                           \
+        bad[n_bad].what = (text);                                                                  \
+        bad[n_bad].p = good;                                                                       \
+        bad[n_bad].p.field = (value);                                                              \
+        bad[n_bad++].want = (status);                                                              \
+    } while (0)
+        BAD("batch 0", batch, 0, LA_EINVAL);
+        BAD("heads 0", heads, 0, LA_EINVAL);
+        BAD("N 0", n_queries, 0, LA_EINVAL);
+        BAD("M 0", n_keys, 0, LA_EINVAL);
+        BAD("d_k 0", d_k, 0, LA_EINVAL);
+        BAD("d_v 0", d_v, 0, LA_EINVAL);
+        BAD("key length > M", key_lengths, too_long, LA_EINVAL);
+        BAD("key length < 0", key_lengths, negative, LA_EINVAL);
+        BAD("scale NaN", scale, NAN, LA_EINVAL);
+        BAD("scale inf", scale, INFINITY, LA_EINVAL);
+        BAD("scale -inf", scale, -INFINITY, LA_EINVAL);
+        BAD("causal 2", causal, 2, LA_EINVAL);
+#undef BAD
+        for (size_t i = 0; i < n_bad; i++) {
+            expect_error_f64(kernel, &bad[i].p, in.q, in.k, in.v, out, in.no, bad[i].want,
+                             bad[i].what);
+            expect_error_f32(kernel, &bad[i].p, in.q32, in.k32, in.v32, out32, in.no, bad[i].want,
+                             bad[i].what);
+        }
+        /* NULL pointers */
+        expect_error_f64(kernel, NULL, in.q, in.k, in.v, out, in.no, LA_EINVAL, "NULL p");
+        expect_error_f64(kernel, &good, NULL, in.k, in.v, out, in.no, LA_EINVAL, "NULL q");
+        expect_error_f64(kernel, &good, in.q, NULL, in.v, out, in.no, LA_EINVAL, "NULL k");
+        expect_error_f64(kernel, &good, in.q, in.k, NULL, out, in.no, LA_EINVAL, "NULL v");
+        assert_int_equal(kernels[kernel].f64(&good, in.q, in.k, in.v, NULL), LA_EINVAL);
+        expect_error_f32(kernel, NULL, in.q32, in.k32, in.v32, out32, in.no, LA_EINVAL, "NULL p");
+        expect_error_f32(kernel, &good, NULL, in.k32, in.v32, out32, in.no, LA_EINVAL, "NULL q");
+        expect_error_f32(kernel, &good, in.q32, NULL, in.v32, out32, in.no, LA_EINVAL, "NULL k");
+        expect_error_f32(kernel, &good, in.q32, in.k32, NULL, out32, in.no, LA_EINVAL, "NULL v");
+        assert_int_equal(kernels[kernel].f32(&good, in.q32, in.k32, in.v32, NULL), LA_EINVAL);
+        /* float32 only: a finite scale that float32 cannot hold */
+        la_problem huge_scale = good;
+        huge_scale.scale = 1e300;
+        expect_error_f32(kernel, &huge_scale, in.q32, in.k32, in.v32, out32, in.no, LA_EINVAL,
+                         "scale beyond float32");
+        /* the good problem works (so the errors above were about the one change) */
+        assert_int_equal(kernels[kernel].f64(&good, in.q, in.k, in.v, out), LA_OK);
+        assert_int_equal(kernels[kernel].f32(&good, in.q32, in.k32, in.v32, out32), LA_OK);
+    }
+    free(out);
+    free(out32);
+    inputs_free(&in);
+}
+
+/* la_simd_config names the path the float32 kernels run on, and follows the switch. */
+static void simd_config_names(void **state)
+{
+    (void)state;
+    if (!la_avx512_usable()) {
+        assert_true(strncmp(la_simd_config(), "portable", 8) == 0);
+        return;
+    }
+    assert_string_equal(la_simd_config(), "avx512");
+    la_avx512_enable(false);
+    assert_string_equal(la_simd_config(), "portable (switched off by the caller)");
+    la_avx512_enable(true);
+    assert_string_equal(la_simd_config(), "avx512");
+}
+
+/* Rounding must not grow with the number of keys: the float32 fused kernel at N = M =
+ * 2048, d = 64 stays below 7e-7 relative error (measured 3.9e-7 on the AVX-512 path and
+ * 4.3e-7 on the BLIS-based one; a running sum over all M keys in one chain, which an
+ * earlier AVX-512 kernel had, gave 1.0e-6 here and 1.5e-6 at 4096, while the 1e-5 of
+ * the other tests would pass it). Only the fused kernel: the materialising one sums a
+ * whole row of M exps, vectorised (16 partial sums) at -O3 but in one chain in the -O1
+ * sanitizer build, where it measures 7.9e-7. */
+static void error_flat_in_n(void **state)
+{
+    (void)state;
+    const shape s = {1, 1, 2048, 2048, 64, 64, 0, {0}, 0};
+    la_problem p;
+    problem_of(&p, &s);
+    tu_rng r = tu_rng_for("error_flat_in_n");
+    inputs in;
+    inputs_make(&in, &p, &r, 0);
+    double *ref = tu_f64(in.no);
+    float *out = tu_f32(in.no);
+    assert_int_equal(la_ref_attention(LA_KERNEL_SOFTMAX, &p, in.q, in.k, in.v, ref), LA_OK);
+    assert_int_equal(la_softmax_attention_f32(&p, in.q32, in.k32, in.v32, out), LA_OK);
+    tu_assert_close_f32(out, ref, in.no, 7e-7, "fused float32 at N = 2048");
+    free(ref);
+    free(out);
+    inputs_free(&in);
+}
+
+/* Same input, 1 thread or 2: bitwise the same output, in every kernel. */
+static void threads_bitwise_identical(void **state)
+{
+    (void)state;
+    const shape s = {2, 3, 300, 257, 32, 24, 1, {257, 190}, 1};
+    la_problem p;
+    problem_of(&p, &s);
+    tu_rng r = tu_rng_for("threads_bitwise_identical");
+    inputs in;
+    inputs_make(&in, &p, &r, 0);
+    double *one = tu_f64(in.no), *two = tu_f64(in.no);
+    float *one32 = tu_f32(in.no), *two32 = tu_f32(in.no);
+    for (size_t kernel = 0; kernel < N_KERNELS; kernel++) {
+        assert_int_equal(la_set_num_threads(1), LA_OK);
+        assert_int_equal(kernels[kernel].f64(&p, in.q, in.k, in.v, one), LA_OK);
+        assert_int_equal(kernels[kernel].f32(&p, in.q32, in.k32, in.v32, one32), LA_OK);
+        assert_int_equal(la_set_num_threads(2), LA_OK);
+        assert_int_equal(kernels[kernel].f64(&p, in.q, in.k, in.v, two), LA_OK);
+        assert_int_equal(kernels[kernel].f32(&p, in.q32, in.k32, in.v32, two32), LA_OK);
+        assert_memory_equal(one, two, in.no * sizeof *one);
+        assert_memory_equal(one32, two32, in.no * sizeof *one32);
+    }
+    assert_int_equal(la_set_num_threads(0), LA_OK);
+    free(one);
+    free(two);
+    free(one32);
+    free(two32);
+    inputs_free(&in);
+}
+
+/* The float32 exp against libm's double exp over its whole range, at 2·10⁶ points and
+ * at the edges: relative error below 2e-7 (measured: 8.2e-8), 0 below -87.3 and for
+ * -inf; and the returned sum is the sum of the values. */
+static void vexp_accuracy(void **state)
+{
+    (void)state;
+    enum { N = 4096 };
+    static float x[N];
+    double worst = 0, worst_at = 0;
+    const double lo = -87.0, hi = 88.0;
+    for (size_t round_ = 0; round_ < 500; round_++) {
+        for (size_t i = 0; i < N; i++)
+            x[i] = (float)(lo + (hi - lo) * (double)(round_ * N + i) / (500.0 * N));
+        float in[N];
+        memcpy(in, x, sizeof in);
+        la_exp_shift_sum_f32(x, N, 0);
+        for (size_t i = 0; i < N; i++) {
+            double e = exp((double)in[i]);
+            double rel = fabs(x[i] - e) / e;
+            if (!(rel <= worst)) {
+                worst = rel;
+                worst_at = in[i];
+            }
+        }
+    }
+    if (!(worst < 2e-7)) fail_msg("exp: relative error %.3g at x = %.9g", worst, worst_at);
+    /* the sum returned is the sum of the values, within float32 summation error of 256
+     * terms (256 · 2⁻²⁴ < 2e-5; dropping any one term, each >= e⁻⁵ of a sum near 51,
+     * would be off by more than 1.3e-4) */
+    const size_t n_sum = 256;
+    for (size_t i = 0; i < n_sum; i++)
+        x[i] = (float)(-5.0 * (double)i / n_sum);
+    float got_sum = la_exp_shift_sum_f32(x, n_sum, 0);
+    double sum = 0;
+    for (size_t i = 0; i < n_sum; i++)
+        sum += x[i];
+    assert_true(fabs(got_sum - sum) <= 2e-5 * sum);
+    /* the shift: exp(x - 3) */
+    float shifted[2] = {3, 4};
+    la_exp_shift_sum_f32(shifted, 2, 3);
+    assert_true(fabs(shifted[0] - 1) < 2e-7 && fabs(shifted[1] - exp(1.0)) < 2e-7 * exp(1.0));
+    /* underflow (below -87.3, where 2ⁿ would leave the normal range) and -inf give
+     * exactly 0 */
+    float edge[4] = {-INFINITY, -1e4f, -88.0f, -87.5f};
+    assert_true(la_exp_shift_sum_f32(edge, 4, 0) == 0);
+    for (size_t i = 0; i < 4; i++)
+        assert_true(edge[i] == 0);
+}
+
+/* The AVX-512 fused kernel's exp2 (softmax_avx512.c), used on x <= 0: at most 2 ulp from
+ * exp2 (ulp of the exact value, 2⁻¹⁴⁹ among the denormals) densely over [-1, 0] and at
+ * random over [-150, 0]; exactly 1 at 0 (a row's largest score gets weight 1), exactly
+ * 0 below -160 and for -inf (hidden keys). */
+static void exp2_accuracy(void **state)
+{
+    (void)state;
+    enum { N = 4096 };
+    static float x[N], y[N];
+    tu_rng r = tu_rng_for("exp2_accuracy");
+    double worst = 0, worst_at = 0;
+    for (size_t round_ = 0; round_ < 400; round_++) {
+        for (size_t i = 0; i < N; i++)
+            x[i] = round_ < 100 ? -(float)(round_ * N + i) / (100.0f * N)
+                                : (float)(-150 * tu_uniform(&r));
+        la_fused_simd_exp2(x, y, N);
+        for (size_t i = 0; i < N; i++) {
+            double e = exp2((double)x[i]);
+            int ex;
+            frexp(e, &ex);
+            double ulp = ldexp(1.0, ex - 24 < -149 ? -149 : ex - 24);
+            double err = fabs(y[i] - e) / ulp;
+            if (!(err <= worst)) {
+                worst = err;
+                worst_at = x[i];
+            }
+        }
+    }
+    if (!(worst <= 2.0)) fail_msg("exp2: %.3g ulp at x = %.9g", worst, worst_at);
+    float edge[5] = {0.0f, -INFINITY, -1e4f, -160.5f, -170.0f}, out[5];
+    la_fused_simd_exp2(edge, out, 5);
+    assert_true(out[0] == 1.0f);
+    for (size_t i = 1; i < 5; i++)
+        assert_true(out[i] == 0.0f);
+}
+
+/* The float64 exp against libm's exp over [-708, 709] and over softmax's usual range
+ * [-40, 0]: relative error below 1e-15 (measured against expl: 1.4e-16); 0 below -708
+ * and for -inf; the sum is the sum of the values. */
+static void vexp_accuracy_f64(void **state)
+{
+    (void)state;
+    enum { N = 4096 };
+    static double x[N], in[N];
+    tu_rng r = tu_rng_for("vexp_accuracy_f64");
+    double worst = 0, worst_at = 0;
+    for (size_t round_ = 0; round_ < 200; round_++) {
+        for (size_t i = 0; i < N; i++)
+            in[i] = x[i] = round_ % 2 ? -708 + 1417 * tu_uniform(&r) : -40 * tu_uniform(&r);
+        la_exp_shift_sum_f64(x, N, 0);
+        for (size_t i = 0; i < N; i++) {
+            double e = exp(in[i]), rel = fabs(x[i] - e) / e;
+            if (!(rel <= worst)) {
+                worst = rel;
+                worst_at = in[i];
+            }
+        }
+    }
+    if (!(worst < 1e-15)) fail_msg("exp: relative error %.3g at x = %.17g", worst, worst_at);
+    /* exact points, and the shift */
+    double exact[3] = {0, 1, 2};
+    la_exp_shift_sum_f64(exact, 3, 1);
+    assert_true(fabs(exact[0] - exp(-1.0)) <= 1e-15 * exp(-1.0) && exact[1] == 1 &&
+                fabs(exact[2] - exp(1.0)) <= 1e-15 * exp(1.0));
+    /* the sum, within float64 summation error of 256 terms */
+    for (size_t i = 0; i < 256; i++)
+        x[i] = -5.0 * (double)i / 256;
+    double got_sum = la_exp_shift_sum_f64(x, 256, 0), sum = 0;
+    for (size_t i = 0; i < 256; i++)
+        sum += x[i];
+    assert_true(fabs(got_sum - sum) <= 1e-13 * sum);
+    /* underflow and -inf give exactly 0 */
+    double edge[4] = {-INFINITY, -1e4, -709.0, -708.5};
+    assert_true(la_exp_shift_sum_f64(edge, 4, 0) == 0);
+    for (size_t i = 0; i < 4; i++)
+        assert_true(edge[i] == 0);
+}
+
+int main(void)
+{
+    tu_init("test_softmax");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(vexp_accuracy),         cmocka_unit_test(vexp_accuracy_f64),
+        cmocka_unit_test(matches_reference),     cmocka_unit_test(rows_sum_to_one),
+        cmocka_unit_test(causal_ignores_future), cmocka_unit_test(huge_logits),
+        cmocka_unit_test(hard_ties_lowest_key),  cmocka_unit_test(materialized_budget),
+        cmocka_unit_test(error_paths),           cmocka_unit_test(threads_bitwise_identical),
+        cmocka_unit_test(exp2_accuracy),         cmocka_unit_test(error_flat_in_n),
+        cmocka_unit_test(simd_config_names),
+    };
+    /* float32 fused softmax has two kernels: the AVX-512 one (where the CPU has it) and
+     * the BLIS-based one; every test runs against both. */
+    int failed = cmocka_run_group_tests_name("default kernels", tests, NULL, NULL);
+    if (la_avx512_usable()) {
+        la_avx512_enable(false);
+        failed += cmocka_run_group_tests_name("BLIS-based fused float32", tests, NULL, NULL);
+        la_avx512_enable(true);
+    } else {
+        printf("(no AVX-512 here: the BLIS-based fused float32 kernel only)\n");
+    }
+    return failed != 0;
+}

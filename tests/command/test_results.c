@@ -1,0 +1,254 @@
+/* test_results.c — the experiments' measuring and recording machinery
+ * (experiments/results.c, sweep.c, inputs.c): the CSV writer's metadata header and
+ * --resume, reading results back, the log-log fit, the timer, the peak-RSS reset, the
+ * geometric sweep and the flag parsers. The experiment sources are compiled into this
+ * program directly (they are not part of the library). */
+#include "../testutil.h"
+
+#include "../../experiments/cli.c"
+#include "../../experiments/inputs.c"
+#include "../../experiments/results.c"
+#include "../../experiments/sweep.c"
+
+#include <unistd.h>
+
+/* A fresh path in /tmp for one test's file. */
+static void temp_path(char *buf, size_t size, const char *name)
+{
+    snprintf(buf, size, "/tmp/la_test_results_%ld_%s.csv", (long)getpid(), name);
+    unlink(buf);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char *buf = calloc(1, 1 << 16);
+    assert_non_null(buf);
+    size_t n = fread(buf, 1, (1 << 16) - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* The fit recovers slope and prefactor of an exact power law, and ignores points that
+ * have no logarithm. */
+static void fit_recovers_power_law(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_for("fit");
+    double slope_true = 1 + tu_uniform(&r), a = 0.5 + tu_uniform(&r);
+    double x[12], y[12];
+    for (int i = 0; i < 10; i++) {
+        x[i] = 100.0 * (i + 1) * (i + 1);
+        y[i] = a * pow(x[i], slope_true);
+    }
+    x[10] = 0, y[10] = 1;  /* ignored: no log */
+    x[11] = 5, y[11] = -1; /* ignored */
+    double slope = 0, intercept = 0;
+    assert_int_equal(res_fit_loglog(x, y, 12, &slope, &intercept), 10);
+    assert_true(fabs(slope - slope_true) < 1e-12);
+    assert_true(fabs(exp(intercept) - a) < 1e-10 * a);
+    assert_int_equal(res_fit_loglog(x, y, 1, &slope, &intercept), 1); /* too few */
+}
+
+/* A new file carries the metadata header, then the header row, then the rows. */
+static void header_and_rows(void **state)
+{
+    (void)state;
+    char path[256], err[256];
+    temp_path(path, sizeof path, "header");
+    char *argv[] = {"scaling", "--n", "4:8"};
+    res_file *f = res_open(path, "scaling", "a test", "variant,n,status,median_s", 2, 0, 3,
+                           argv, err, sizeof err);
+    assert_non_null(f);
+    assert_int_equal(res_row(f, "softmax,4,ok,%.3f", 1.5), 0);
+    assert_int_equal(res_row(f, "linear,4,skipped_time,"), 0);
+    assert_int_equal(res_close(f), 0);
+    char *text = slurp(path);
+    const char *required[] = {"# linattn scaling: a test\n",
+                              "# command: build/linattn scaling --n 4:8\n",
+                              "# date: ",
+                              "# git_commit: ",
+                              "# cpu: ",
+                              "# cores: ",
+                              "# threads: ",
+                              "# blis: ",
+                              "# linattn: " LA_VERSION_STRING "\n",
+                              "# peak_rss: ",
+                              "\nvariant,n,status,median_s\nsoftmax,4,ok,1.500\nlinear,4,"
+                              "skipped_time,\n"};
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+        if (!strstr(text, required[i])) fail_msg("missing '%s' in:\n%s", required[i], text);
+    free(text);
+    unlink(path);
+}
+
+/* --resume keeps the rows, appends after a comment, and the latest row of a key wins;
+ * res_load reads the same rows back. */
+static void resume_and_load(void **state)
+{
+    (void)state;
+    char path[256], err[256];
+    temp_path(path, sizeof path, "resume");
+    char *argv[] = {"scaling"};
+    const char *columns = "variant,n,status,median_s";
+    res_file *f = res_open(path, "scaling", "t", columns, 2, 0, 1, argv, err, sizeof err);
+    assert_non_null(f);
+    res_row(f, "softmax,4,ok,0.25");
+    res_row(f, "softmax,8,skipped_time,");
+    assert_int_equal(res_close(f), 0);
+
+    f = res_open(path, "scaling", "t", columns, 2, 1, 1, argv, err, sizeof err);
+    assert_non_null(f);
+    assert_int_equal(res_resumed_rows(f), 2);
+    const char *row = res_find(f, "softmax,4");
+    assert_non_null(row);
+    double t = 0;
+    assert_int_equal(res_get(f, row, "median_s", &t), 0);
+    assert_true(t == 0.25);
+    assert_int_equal(res_get(f, row, "nope", &t), -1);
+    row = res_find(f, "softmax,8");
+    assert_non_null(row);
+    assert_int_equal(res_get(f, row, "median_s", &t), -1); /* empty field */
+    assert_null(res_find(f, "softmax,16"));
+    assert_int_equal(res_row(f, "softmax,8,ok,1.0"), 0); /* measured after all */
+    char status[16];
+    assert_int_equal(res_get_str(f, res_find(f, "softmax,8"), "status", status, sizeof status), 0);
+    assert_string_equal(status, "ok");
+    assert_int_equal(res_close(f), 0);
+
+    char *text = slurp(path);
+    assert_non_null(strstr(text, "\n# resumed: "));
+    assert_non_null(strstr(text, "softmax,8,skipped_time,\n# resumed: "));
+    free(text);
+
+    f = res_load(path, 2, err, sizeof err);
+    assert_non_null(f);
+    assert_int_equal(res_count(f), 3);
+    assert_string_equal(res_row_at(f, 0), "softmax,4,ok,0.25");
+    assert_int_equal(res_get_str(f, res_find(f, "softmax,8"), "status", status, sizeof status), 0);
+    assert_string_equal(status, "ok");
+    res_close(f);
+
+    /* a file with other columns is refused, not silently mixed */
+    f = res_open(path, "scaling", "t", "variant,n,status", 2, 1, 1, argv, err, sizeof err);
+    assert_null(f);
+    assert_non_null(strstr(err, "columns differ"));
+    unlink(path);
+    assert_null(res_load(path, 2, err, sizeof err));
+}
+
+/* The timer runs at least min_reps timed repetitions and orders its statistics; a body
+ * that fails stops it with its value. */
+static int count_calls(void *ctx)
+{
+    (*(int *)ctx)++;
+    return 0;
+}
+static int fail_third(void *ctx)
+{
+    return ++*(int *)ctx == 3 ? 7 : 0;
+}
+
+static void timer(void **state)
+{
+    (void)state;
+    int calls = 0;
+    res_timing t;
+    assert_int_equal(res_time(count_calls, &calls, 5, 1000, 0, 1.0, &t), 0);
+    assert_int_equal(t.reps, 5);
+    assert_int_equal(calls, 6); /* the warm-up is not timed */
+    assert_true(t.min_s <= t.median_s && t.median_s <= t.max_s && t.min_s >= 0);
+    calls = 0;
+    assert_int_equal(res_time(count_calls, &calls, 1, 50, 10.0, 1.0, &t), 0);
+    assert_int_equal(t.reps, 50); /* min_total_s not reached: capped by max_reps */
+    calls = 0;
+    assert_int_equal(res_time(fail_third, &calls, 5, 10, 0, 1.0, &t), 7);
+    double a = res_now(), b = res_now();
+    assert_true(b >= a);
+}
+
+/* Resetting VmHWM makes the peak of a point that touches 64 MiB at least that much above
+ * the baseline, and a later point that touches nothing does not inherit it. */
+static void peak_rss(void **state)
+{
+    (void)state;
+    res_memory_init();
+    if (!res_peak_reset()) {
+        printf("clear_refs unavailable here: peak reset not tested\n");
+        return;
+    }
+    double base = res_rss_bytes();
+    size_t bytes = 64u << 20;
+    volatile char *p = malloc(bytes);
+    assert_non_null((void *)p);
+    for (size_t i = 0; i < bytes; i += 4096) p[i] = 1;
+    double peak = res_peak_rss_bytes();
+    free((void *)p);
+    assert_true(peak >= base + 60.0 * (1 << 20));
+    assert_int_equal(res_peak_reset(), 1);
+#ifndef __SANITIZE_ADDRESS__ /* ASan keeps freed memory resident in its quarantine */
+    assert_true(res_peak_rss_bytes() < peak - 32.0 * (1 << 20));
+#endif
+}
+
+static void sweeps_and_flags(void **state)
+{
+    (void)state;
+    size_t ns[64];
+    assert_int_equal(sw_geometric(128, 65536, 2, ns, 64), 10);
+    assert_int_equal(ns[0], 128);
+    assert_int_equal(ns[9], 65536);
+    assert_int_equal(sw_geometric(16, 1000, 2, ns, 64), 6); /* 16 .. 512 */
+    assert_int_equal(ns[5], 512);
+    assert_int_equal(sw_geometric(10, 10, 2, ns, 64), 1);
+    assert_int_equal(sw_geometric(1, 4, 1.1, ns, 64), 4); /* 1, 2, 3, 4: no repeats */
+
+    double b = 0;
+    assert_int_equal(sw_parse_bytes("--max-mem", "8G", &b), 0);
+    assert_true(b == 8.0 * (1 << 30));
+    assert_int_equal(sw_parse_bytes("--max-mem", "512M", &b), 0);
+    assert_true(b == 512.0 * (1 << 20));
+    assert_int_equal(sw_parse_bytes("--max-mem", "1000", &b), 0);
+    assert_true(b == 1000);
+    assert_int_equal(sw_parse_bytes("--max-mem", "abc", &b), 2);
+    assert_int_equal(sw_parse_bytes("--max-mem", "-1G", &b), 2);
+    size_t lo = 0, hi = 0, list[4], n = 0;
+    assert_int_equal(sw_parse_range("--n", "16:4096", &lo, &hi), 0);
+    assert_true(lo == 16 && hi == 4096);
+    assert_int_equal(sw_parse_range("--n", "64", &lo, &hi), 0);
+    assert_true(lo == 64 && hi == 64);
+    assert_int_equal(sw_parse_range("--n", "9:8", &lo, &hi), 2);
+    assert_int_equal(sw_parse_range("--n", "0:8", &lo, &hi), 2);
+    assert_int_equal(sw_parse_size_list("--d", "16,32,64", list, 4, &n), 0);
+    assert_true(n == 3 && list[2] == 64);
+    assert_int_equal(sw_parse_size_list("--d", "16,,64", list, 4, &n), 2);
+    assert_int_equal(sw_parse_size_list("--d", "1,2,3,4,5", list, 4, &n), 2);
+}
+
+/* The experiments' error measure never lets a non-finite output look accurate. */
+static void rel_error_nan(void **state)
+{
+    (void)state;
+    double ref[3] = {1, 2, 3}, y[3] = {1, 2, 3};
+    float yf[3] = {1, 2, 3};
+    assert_true(in_rel_error_f64(y, ref, 3) == 0);
+    assert_true(in_rel_error_f32(yf, ref, 3) == 0);
+    y[1] = NAN;
+    yf[2] = INFINITY;
+    assert_true(isinf(in_rel_error_f64(y, ref, 3)));
+    assert_true(isinf(in_rel_error_f32(yf, ref, 3)));
+}
+
+int main(void)
+{
+    tu_init("test_results");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(fit_recovers_power_law), cmocka_unit_test(header_and_rows),
+        cmocka_unit_test(resume_and_load),        cmocka_unit_test(timer),
+        cmocka_unit_test(peak_rss),               cmocka_unit_test(sweeps_and_flags),
+        cmocka_unit_test(rel_error_nan),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
