@@ -1,5 +1,6 @@
 /* linear.c — linear attention kernels (non-causal, chunked causal, recurrent) in float
- * and double: the code is written once in linear_tmpl.h and instantiated here twice. */
+ * and double: the code is written once in linear_tmpl.h and instantiated here twice
+ * (core/real_f32.h explains how); the public functions are written out at the end. */
 #include "attention/linear_internal.h"
 
 #include <omp.h>
@@ -92,18 +93,43 @@ la_status la_linear_workspace_bytes(la_kernel kernel, const la_problem *p, size_
     return LA_OK;
 }
 
-#define T float
-#define LA_SUFFIX _f32
-#define LA_GEMM la_gemm_small_f32 /* its blocks on AVX-512 tiles where it can */
-#include "attention/linear_tmpl.h"
-#undef T
-#undef LA_SUFFIX
-#undef LA_GEMM
+/* Asks for `bytes` bytes from x into the cache, one request per 64-byte line: the
+ * linear kernels stream their inputs once, and a block's loads otherwise wait for
+ * memory between bursts of arithmetic. */
+static void prefetch_rows(const void *x, size_t bytes)
+{
+    for (size_t off = 0; off < bytes; off += 64)
+        __builtin_prefetch((const char *)x + off, 0, 3);
+}
 
-#define T double
-#define LA_SUFFIX _f64
-#define LA_GEMM la_gemm_f64
+#include "core/real_f32.h"
 #include "attention/linear_tmpl.h"
-#undef T
-#undef LA_SUFFIX
-#undef LA_GEMM
+#include "core/real_f64.h"
+#include "attention/linear_tmpl.h"
+#include "core/real_undef.h"
+
+/* ---------------------------------------------------------------- the public kernels */
+
+la_status la_linear_attention_f32(const la_problem *p, const float *q, const float *k,
+                                  const float *v, float *out)
+{
+    return linear_attention_f32(p, q, k, v, out);
+}
+
+la_status la_linear_attention_f64(const la_problem *p, const double *q, const double *k,
+                                  const double *v, double *out)
+{
+    return linear_attention_f64(p, q, k, v, out);
+}
+
+la_status la_linear_attention_recurrent_f32(const la_problem *p, const float *q,
+                                            const float *k, const float *v, float *out)
+{
+    return linear_attention_recurrent_f32(p, q, k, v, out);
+}
+
+la_status la_linear_attention_recurrent_f64(const la_problem *p, const double *q,
+                                            const double *k, const double *v, double *out)
+{
+    return linear_attention_recurrent_f64(p, q, k, v, out);
+}

@@ -1,28 +1,27 @@
-/* linear_tmpl.h — linear attention written once for float and double; linear.c includes
- * it twice with T (the element type) and LA_SUFFIX (_f32 or _f64) defined. No include
- * guard on purpose. Every name it defines is static or carries the suffix.
+/* linear_tmpl.h — linear attention written once for float and double. Not an ordinary
+ * header: linear.c includes it after core/real_f32.h and again after core/real_f64.h
+ * (the scheme is in real_f32.h). The kernels are static, FN(linear_attention) and
+ * FN(linear_attention_recurrent); linear.c writes out the public la_* functions. The
+ * per-head step and the fixed-order dot product (FN(la_linear_step_head), FN(la_dot), …)
+ * are library-internal and shared with state.c (linear_internal.h).
  *
  * Shapes, per head (the problem holds B·H heads back to back):
  *   q: (N, d_k), k: (M, d_k), v: (M, d_v), out: (N, d_v), row-major;
  *   S: (d_k, d_v) row-major, z: (d_k,).
  * Visible keys of head (b, ·): m = min(M, L_b) (L_b = key_lengths[b], or M). */
 
-#define LA_CAT2(a, b) a##b
-#define LA_CAT(a, b) LA_CAT2(a, b)
-#define SFX(name) LA_CAT(name, LA_SUFFIX)
-/* LA_GEMM: la_gemm_small_f32 or la_gemm_f64, defined by linear.c */
-#define LA_PHI SFX(la_feature_map) /* la_feature_map_f32 or _f64 */
-#define LA_DOT SFX(la_dot)         /* la_dot_f32 or _f64 */
+#define LA_PHI FN(la_feature_map) /* la_feature_map_f32 or _f64 */
+#define LA_DOT FN(la_dot)         /* la_dot_f32 or _f64 */
 
 /* x·y in a fixed order: 8 interleaved partial sums, a fixed tree, then the tail. */
-T SFX(la_dot)(const T *x, const T *y, size_t n)
+REAL FN(la_dot)(const REAL *x, const REAL *y, size_t n)
 {
-    T acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    REAL acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
         for (size_t l = 0; l < 8; l++)
             acc[l] += x[i + l] * y[i + l];
-    T sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    REAL sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
     for (; i < n; i++)
         sum += x[i] * y[i];
     return sum;
@@ -32,68 +31,56 @@ T SFX(la_dot)(const T *x, const T *y, size_t n)
  *   S (d_k, d_v) += φk vᵀ,  z (d_k) += φk,  y (d_v) = φqᵀ S / (φqᵀ z + eps)
  * with the updated S and z. Row a of S is updated and at once added into y, so S is
  * read once per token (the same values and order as updating first, then reading). */
-void SFX(la_linear_step_head)(T *restrict S, T *restrict z, const T *restrict phi_k,
-                              const T *restrict v, const T *restrict phi_q, T eps, T *restrict y,
+void FN(la_linear_step_head)(REAL *restrict S, REAL *restrict z, const REAL *restrict phi_k,
+                              const REAL *restrict v, const REAL *restrict phi_q, REAL eps, REAL *restrict y,
                               size_t d_k, size_t d_v)
 {
     for (size_t c = 0; c < d_v; c++)
         y[c] = 0;
     for (size_t a = 0; a < d_k; a++) {
-        const T fk = phi_k[a], fq = phi_q[a];
-        T *row = S + a * d_v;
+        const REAL fk = phi_k[a], fq = phi_q[a];
+        REAL *row = S + a * d_v;
         for (size_t c = 0; c < d_v; c++) {
-            const T updated = row[c] + fk * v[c];
+            const REAL updated = row[c] + fk * v[c];
             row[c] = updated;
             y[c] += fq * updated;
         }
         z[a] += fk;
     }
     /* normalise by the denominator φqᵀz + eps */
-    const T den = LA_DOT(phi_q, z, d_k) + eps;
+    const REAL den = LA_DOT(phi_q, z, d_k) + eps;
     for (size_t c = 0; c < d_v; c++)
         y[c] /= den;
 }
 
 /* y (d_v) = φqᵀ S / (φqᵀ z + eps), S (d_k, d_v), z and φq (d_k). */
-void SFX(la_linear_read_query)(const T *restrict S, const T *restrict z, const T *restrict phi_q,
-                               T eps, T *restrict y, size_t d_k, size_t d_v)
+void FN(la_linear_read_query)(const REAL *restrict S, const REAL *restrict z, const REAL *restrict phi_q,
+                               REAL eps, REAL *restrict y, size_t d_k, size_t d_v)
 {
     /* numerator: y = Σ_a φq[a] · S[a, :] */
     for (size_t c = 0; c < d_v; c++)
         y[c] = 0;
     for (size_t a = 0; a < d_k; a++) {
-        T f = phi_q[a];
-        const T *row = S + a * d_v;
+        REAL f = phi_q[a];
+        const REAL *row = S + a * d_v;
         for (size_t c = 0; c < d_v; c++)
             y[c] += f * row[c];
     }
     /* normalise by the denominator φqᵀz + eps */
-    T den = LA_DOT(phi_q, z, d_k) + eps;
+    REAL den = LA_DOT(phi_q, z, d_k) + eps;
     for (size_t c = 0; c < d_v; c++)
         y[c] /= den;
 }
 
-#ifndef LA_PREFETCH_ROWS
-#define LA_PREFETCH_ROWS
-/* Asks for `bytes` bytes from x into the cache, one request per 64-byte line: the
- * linear kernels stream their inputs once, and a block's loads otherwise wait for
- * memory between bursts of arithmetic. */
-static void prefetch_rows(const void *x, size_t bytes)
-{
-    for (size_t off = 0; off < bytes; off += 64)
-        __builtin_prefetch((const char *)x + off, 0, 3);
-}
-#endif
-
-/* The scratch layout of one call (linear_layout_for), allocated: one block of T. */
-static la_status SFX(workspace_alloc)(const la_problem *p, la_kernel kernel, linear_layout *lay,
-                                      T **work)
+/* The scratch layout of one call (linear_layout_for), allocated: one block of REAL. */
+static la_status FN(workspace_alloc)(const la_problem *p, la_kernel kernel, linear_layout *lay,
+                                      REAL **work)
 {
     la_status st = linear_layout_for(p, kernel, (size_t)la_threads(), lay);
     if (st != LA_OK) return st;
-    if (lay->total > SIZE_MAX / sizeof(T)) return LA_EOVERFLOW;
-    if (lay->total * sizeof(T) > p->workspace_limit) return LA_EBUDGET;
-    *work = malloc(lay->total * sizeof(T));
+    if (lay->total > SIZE_MAX / sizeof(REAL)) return LA_EOVERFLOW;
+    if (lay->total * sizeof(REAL) > p->workspace_limit) return LA_EBUDGET;
+    *work = malloc(lay->total * sizeof(REAL));
     return *work ? LA_OK : LA_ENOMEM;
 }
 
@@ -102,16 +89,16 @@ static la_status SFX(workspace_alloc)(const la_problem *p, la_kernel kernel, lin
  * summed straight into the head's [S z] for the first piece, into the thread's partial
  * for a later one (kv_piece_add adds it, in piece order). `mine`: the thread's scratch,
  * a φ block of `rows` rows, a block's z, the partial. */
-static void SFX(kv_piece)(const la_problem *p, const T *k, const T *v, T *states, size_t task,
-                          size_t pieces, size_t rows, size_t kb, T *mine)
+static void FN(kv_piece)(const la_problem *p, const REAL *k, const REAL *v, REAL *states, size_t task,
+                          size_t pieces, size_t rows, size_t kb, REAL *mine)
 {
     const size_t M = p->n_keys, dk = p->d_k, dv = p->d_v, state_size = dk * (dv + 1);
     const size_t hd = task / pieces, j_begin = (task % pieces) * LA_LINEAR_KEY_PIECE;
-    T *phi_k = mine, *z_part = phi_k + rows * dk, *partial = z_part + dk;
-    const T *kh = k + hd * M * dk, *vh = v + hd * M * dv;
+    REAL *phi_k = mine, *z_part = phi_k + rows * dk, *partial = z_part + dk;
+    const REAL *kh = k + hd * M * dk, *vh = v + hd * M * dv;
     const size_t m = la_keys_in_length(p, hd / p->heads);
     const size_t j_end = m < j_begin + LA_LINEAR_KEY_PIECE ? m : j_begin + LA_LINEAR_KEY_PIECE;
-    T *S = j_begin == 0 ? states + hd * state_size : partial, *z = S + dk * dv;
+    REAL *S = j_begin == 0 ? states + hd * state_size : partial, *z = S + dk * dv;
     if (j_begin == 0 || j_begin < m) {
         for (size_t a = 0; a < state_size; a++) /* [S_p z_p] = 0 */
             S[a] = 0;
@@ -123,11 +110,11 @@ static void SFX(kv_piece)(const la_problem *p, const T *k, const T *v, T *states
         /* the next block's keys and values are on their way while this one multiplies */
         if (j0 + kb < j_end) {
             const size_t next = j_end - (j0 + kb) < kb ? j_end - (j0 + kb) : kb;
-            prefetch_rows(kh + (j0 + kb) * dk, next * dk * sizeof(T));
-            prefetch_rows(vh + (j0 + kb) * dv, next * dv * sizeof(T));
+            prefetch_rows(kh + (j0 + kb) * dk, next * dk * sizeof(REAL));
+            prefetch_rows(vh + (j0 + kb) * dv, next * dv * sizeof(REAL));
         }
         /* S_p += φ(K_blk)ᵀ V_blk: (d_k, n)·(n, d_v), φ(K_blk)ᵀ through strides */
-        LA_GEMM(dk, dv, n, 1, phi_k, 1, (ptrdiff_t)dk, vh + j0 * dv, (ptrdiff_t)dv, 1, 1, S,
+        GEMM_SMALL(dk, dv, n, 1, phi_k, 1, (ptrdiff_t)dk, vh + j0 * dv, (ptrdiff_t)dv, 1, 1, S,
                 (ptrdiff_t)dv, 1);
         /* z_p += Σ_rows φ(K_blk), summed per block first */
         for (size_t a = 0; a < dk; a++)
@@ -141,13 +128,13 @@ static void SFX(kv_piece)(const la_problem *p, const T *k, const T *v, T *states
 }
 
 /* [S z] of the head += the partial of a later piece with keys (in piece order). */
-static void SFX(kv_piece_add)(const la_problem *p, T *states, size_t task, size_t pieces,
-                              const T *mine, size_t rows)
+static void FN(kv_piece_add)(const la_problem *p, REAL *states, size_t task, size_t pieces,
+                              const REAL *mine, size_t rows)
 {
     const size_t dk = p->d_k, state_size = dk * (p->d_v + 1);
     const size_t hd = task / pieces, j_begin = (task % pieces) * LA_LINEAR_KEY_PIECE;
-    const T *partial = mine + rows * dk + dk;
-    T *S_head = states + hd * state_size;
+    const REAL *partial = mine + rows * dk + dk;
+    REAL *S_head = states + hd * state_size;
     if (j_begin > 0 && j_begin < la_keys_in_length(p, hd / p->heads))
         for (size_t a = 0; a < state_size; a++)
             S_head[a] += partial[a];
@@ -156,14 +143,14 @@ static void SFX(kv_piece_add)(const la_problem *p, T *states, size_t task, size_
 /* Non-causal phase 2, one task: query block task % q_blocks (of qb rows) of head
  * task / q_blocks, out_blk = φ(Q_blk) S / (φ(Q_blk) z + eps), zero rows when the head
  * sees no key; asks for task `next`'s queries meanwhile. `phi_q`: the thread's φ block. */
-static void SFX(apply_block)(const la_problem *p, const T *q, const T *states, T *out,
-                             size_t task, size_t q_blocks, size_t qb, size_t next, T *phi_q)
+static void FN(apply_block)(const la_problem *p, const REAL *q, const REAL *states, REAL *out,
+                             size_t task, size_t q_blocks, size_t qb, size_t next, REAL *phi_q)
 {
     const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v;
     const size_t hd = task / q_blocks, i0 = (task % q_blocks) * qb;
     const size_t n = N - i0 < qb ? N - i0 : qb;
-    const T *S = states + hd * dk * (dv + 1), *z = S + dk * dv;
-    T *y = out + (hd * N + i0) * dv;
+    const REAL *S = states + hd * dk * (dv + 1), *z = S + dk * dv;
+    REAL *y = out + (hd * N + i0) * dv;
     if (la_keys_in_length(p, hd / p->heads) == 0) {
         for (size_t a = 0; a < n * dv; a++)
             y[a] = 0; /* sees no key: zero rows */
@@ -175,14 +162,14 @@ static void SFX(apply_block)(const la_problem *p, const T *q, const T *states, T
     if (next < SIZE_MAX) {
         const size_t i_next = next % q_blocks * qb, hd_next = next / q_blocks;
         const size_t rows_next = N - i_next < qb ? N - i_next : qb;
-        prefetch_rows(q + (hd_next * N + i_next) * dk, rows_next * dk * sizeof(T));
+        prefetch_rows(q + (hd_next * N + i_next) * dk, rows_next * dk * sizeof(REAL));
     }
     /* num = φ(Q_blk) S: (n, d_k)·(d_k, d_v), straight into out */
-    LA_GEMM(n, dv, dk, 1, phi_q, (ptrdiff_t)dk, 1, S, (ptrdiff_t)dv, 1, 0, y, (ptrdiff_t)dv, 1);
+    GEMM_SMALL(n, dv, dk, 1, phi_q, (ptrdiff_t)dk, 1, S, (ptrdiff_t)dv, 1, 0, y, (ptrdiff_t)dv, 1);
     /* y = num / (φ(q_i)·z + eps) */
-    const T eps = (T)p->eps;
+    const REAL eps = (REAL)p->eps;
     for (size_t i = 0; i < n; i++) {
-        const T den = LA_DOT(phi_q + i * dk, z, dk) + eps;
+        const REAL den = LA_DOT(phi_q + i * dk, z, dk) + eps;
         for (size_t c = 0; c < dv; c++)
             y[i * dv + c] /= den;
     }
@@ -204,8 +191,8 @@ static void SFX(apply_block)(const la_problem *p, const T *q, const T *states, T
  *   out_blk = φ(Q_blk) S / (φ(Q_blk) z + eps), zero rows when the head sees no key.
  * Scratch: S and z of every head, plus per thread one φ block, a partial z and a
  * partial [S z]. */
-static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T *k, const T *v,
-                                       T *out)
+static la_status FN(linear_noncausal)(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
+                                       REAL *out)
 {
     const size_t N = p->n_queries, M = p->n_keys;
     const size_t heads = p->batch * p->heads;
@@ -216,25 +203,25 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
     const size_t piece = LA_LINEAR_KEY_PIECE, pieces = (M + piece - 1) / piece;
     const size_t key_tasks = heads * pieces;
     linear_layout lay;
-    T *work = NULL;
-    la_status st = SFX(workspace_alloc)(p, LA_KERNEL_LINEAR, &lay, &work);
+    REAL *work = NULL;
+    la_status st = FN(workspace_alloc)(p, LA_KERNEL_LINEAR, &lay, &work);
     if (st != LA_OK) return st;
     const size_t threads = lay.threads, per_thread = lay.per_thread, shared = lay.shared;
-    T *states = work, *scratch = work + shared;
+    REAL *states = work, *scratch = work + shared;
 
     if (heads % threads == 0) {
         /* whole heads per thread: its pieces in turn, then its query blocks; no
          * synchronisation, the same sums in the same order as below */
 #pragma omp parallel for schedule(dynamic) num_threads((int)threads)
         for (size_t hd = 0; hd < heads; hd++) {
-            T *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+            REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
             for (size_t pc = 0; pc < pieces; pc++) {
-                SFX(kv_piece)(p, k, v, states, hd * pieces + pc, pieces, rows, kb, mine);
-                SFX(kv_piece_add)(p, states, hd * pieces + pc, pieces, mine, rows);
+                FN(kv_piece)(p, k, v, states, hd * pieces + pc, pieces, rows, kb, mine);
+                FN(kv_piece_add)(p, states, hd * pieces + pc, pieces, mine, rows);
             }
             for (size_t b = 0; b < q_blocks; b++) {
                 const size_t task = hd * q_blocks + b;
-                SFX(apply_block)(p, q, states, out, task, q_blocks, qb,
+                FN(apply_block)(p, q, states, out, task, q_blocks, qb,
                                  b + 1 < q_blocks ? task + 1 : SIZE_MAX, mine);
             }
         }
@@ -242,16 +229,16 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
         /* phase 1: [S z] of every head, one key piece per task, added in piece order */
 #pragma omp parallel for ordered schedule(dynamic) num_threads((int)threads)
         for (size_t task = 0; task < key_tasks; task++) {
-            T *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
-            SFX(kv_piece)(p, k, v, states, task, pieces, rows, kb, mine);
+            REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+            FN(kv_piece)(p, k, v, states, task, pieces, rows, kb, mine);
 #pragma omp ordered
-            SFX(kv_piece_add)(p, states, task, pieces, mine, rows);
+            FN(kv_piece_add)(p, states, task, pieces, mine, rows);
         }
         /* phase 2: every query block reads its head's S and z */
 #pragma omp parallel for schedule(dynamic) num_threads((int)threads)
         for (size_t task = 0; task < tasks; task++) {
-            T *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
-            SFX(apply_block)(p, q, states, out, task, q_blocks, qb,
+            REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+            FN(apply_block)(p, q, states, out, task, q_blocks, qb,
                              task + 1 < tasks ? task + 1 : SIZE_MAX, mine);
         }
     }
@@ -262,25 +249,25 @@ static la_status SFX(linear_noncausal)(const la_problem *p, const T *q, const T 
 /* What every chunk task of one call shares. */
 typedef struct {
     const la_problem *p;
-    const T *q, *k, *v;
-    T *out;
+    const REAL *q, *k, *v;
+    REAL *out;
     size_t N, M, dk, dv, C, n_chunks, tasks, state_size;
-    T *carried; /* per head: S (d_k, d_v), then z (d_k) */
-    T eps;
-} SFX(chunk_job);
+    REAL *carried; /* per head: S (d_k, d_v), then z (d_k) */
+    REAL eps;
+} FN(chunk_job);
 
 /* One task (head, chunk) between its steps: where its data and scratch are. */
 typedef struct {
     size_t hd, c0, nq, nk, u;
     bool carries; /* a later chunk sees its keys */
-    T *phi_q, *A, *phi_kt, *Sc, *zc, *dS;
-} SFX(chunk_task);
+    REAL *phi_q, *A, *phi_kt, *Sc, *zc, *dS;
+} FN(chunk_task);
 
 /* Step 1, in any order: φ(Q_c), φKᵀ, A (masked) and the chunk's ΔS_c, Δz_c, in the
  * thread's scratch `mine`; asks for task `next`'s inputs (the thread's likely next
  * task) to be fetched meanwhile. */
-static void SFX(chunk_prepare)(const SFX(chunk_job) *j, size_t task, size_t next, T *mine,
-                               SFX(chunk_task) *t)
+static void FN(chunk_prepare)(const FN(chunk_job) *j, size_t task, size_t next, REAL *mine,
+                               FN(chunk_task) *t)
 {
     const size_t N = j->N, M = j->M, dk = j->dk, dv = j->dv, C = j->C;
     const ptrdiff_t ldk = (ptrdiff_t)dk, ldc = (ptrdiff_t)C, ldv = (ptrdiff_t)dv;
@@ -288,16 +275,16 @@ static void SFX(chunk_prepare)(const SFX(chunk_job) *j, size_t task, size_t next
     t->c0 = (task % j->n_chunks) * C;
     t->phi_q = mine;
     t->A = t->phi_q + C * dk;
-    T *phi_k = t->A + C * C;
+    REAL *phi_k = t->A + C * C;
     t->phi_kt = phi_k + C * dk;
     /* S_c then z_c, ΔS_c then Δz_c: each pair one state_size block, like the carried one */
     t->Sc = t->phi_kt + dk * C;
     t->zc = t->Sc + dk * dv;
     t->dS = t->zc + dk;
-    T *dz = t->dS + dk * dv;
+    REAL *dz = t->dS + dk * dv;
     const size_t c0 = t->c0;
-    const T *qh = j->q + t->hd * N * dk, *kh = j->k + t->hd * M * dk;
-    const T *vc = j->v + (t->hd * M + c0) * dv;
+    const REAL *qh = j->q + t->hd * N * dk, *kh = j->k + t->hd * M * dk;
+    const REAL *vc = j->v + (t->hd * M + c0) * dv;
     t->u = la_keys_in_length(j->p, t->hd / j->p->heads);
     if (t->u > N) t->u = N;
     const size_t u = t->u;
@@ -308,11 +295,11 @@ static void SFX(chunk_prepare)(const SFX(chunk_job) *j, size_t task, size_t next
     if (next < j->tasks) {
         const size_t hn = next / j->n_chunks, cn = next % j->n_chunks * C;
         const size_t rows_next = N - cn < C ? N - cn : C;
-        prefetch_rows(j->q + (hn * N + cn) * dk, rows_next * dk * sizeof(T));
+        prefetch_rows(j->q + (hn * N + cn) * dk, rows_next * dk * sizeof(REAL));
         if (cn < M) {
             const size_t keys_next = M - cn < rows_next ? M - cn : rows_next;
-            prefetch_rows(j->k + (hn * M + cn) * dk, keys_next * dk * sizeof(T));
-            prefetch_rows(j->v + (hn * M + cn) * dv, keys_next * dv * sizeof(T));
+            prefetch_rows(j->k + (hn * M + cn) * dk, keys_next * dk * sizeof(REAL));
+            prefetch_rows(j->v + (hn * M + cn) * dv, keys_next * dv * sizeof(REAL));
         }
     }
     /* φ(Q_c) (nq, d_k) */
@@ -325,16 +312,16 @@ static void SFX(chunk_prepare)(const SFX(chunk_job) *j, size_t task, size_t next
                 t->phi_kt[a * C + jj] = phi_k[jj * dk + a];
         /* A = φ(Q_c) · φKᵀ (nq, d_k)·(d_k, nk), then the causal mask: key j > query i
          * hidden */
-        LA_GEMM(nq, nk, dk, 1, t->phi_q, ldk, 1, t->phi_kt, ldc, 1, 0, t->A, ldc, 1);
+        GEMM_SMALL(nq, nk, dk, 1, t->phi_q, ldk, 1, t->phi_kt, ldc, 1, 0, t->A, ldc, 1);
         for (size_t i = 0; i + 1 < nk; i++)
             for (size_t jj = i + 1; jj < nk; jj++)
                 t->A[i * C + jj] = 0;
     }
     if (t->carries) {
         /* the chunk's state: ΔS_c = φKᵀ · V_c (d_k, nk)·(nk, d_v), Δz_c = row sums of φKᵀ */
-        LA_GEMM(dk, dv, nk, 1, t->phi_kt, ldc, 1, vc, ldv, 1, 0, t->dS, ldv, 1);
+        GEMM_SMALL(dk, dv, nk, 1, t->phi_kt, ldc, 1, vc, ldv, 1, 0, t->dS, ldv, 1);
         for (size_t a = 0; a < dk; a++) {
-            T sum = 0;
+            REAL sum = 0;
             for (size_t jj = 0; jj < nk; jj++)
                 sum += t->phi_kt[a * C + jj];
             dz[a] = sum;
@@ -344,9 +331,9 @@ static void SFX(chunk_prepare)(const SFX(chunk_job) *j, size_t task, size_t next
 
 /* Step 2, in chunk order within the head: S_c, z_c from the head's carried state, then
  * the carried state becomes S_{c+1}, z_{c+1}. */
-static void SFX(chunk_advance)(const SFX(chunk_job) *j, const SFX(chunk_task) *t)
+static void FN(chunk_advance)(const FN(chunk_job) *j, const FN(chunk_task) *t)
 {
-    T *carry = j->carried + t->hd * j->state_size;
+    REAL *carry = j->carried + t->hd * j->state_size;
     const size_t n = j->state_size;
     if (t->u > 0 && t->c0 == 0) { /* S_0 = 0, then + ΔS_0 */
         for (size_t a = 0; a < n; a++)
@@ -363,24 +350,24 @@ static void SFX(chunk_advance)(const SFX(chunk_job) *j, const SFX(chunk_task) *t
 }
 
 /* Step 3, in any order: the chunk's outputs from S_c, z_c and A. */
-static void SFX(chunk_finish)(const SFX(chunk_job) *j, const SFX(chunk_task) *t)
+static void FN(chunk_finish)(const FN(chunk_job) *j, const FN(chunk_task) *t)
 {
     const size_t dk = j->dk, dv = j->dv, C = j->C, nq = t->nq, nk = t->nk, c0 = t->c0;
     const ptrdiff_t ldk = (ptrdiff_t)dk, ldc = (ptrdiff_t)C, ldv = (ptrdiff_t)dv;
-    const T *vc = j->v + (t->hd * j->M + c0) * dv;
-    T *y = j->out + (t->hd * j->N + c0) * dv;
+    const REAL *vc = j->v + (t->hd * j->M + c0) * dv;
+    REAL *y = j->out + (t->hd * j->N + c0) * dv;
     if (t->u == 0 || (nk == 0 && c0 == 0)) { /* nothing visible yet: zero rows */
         for (size_t a = 0; a < nq * dv; a++)
             y[a] = 0;
         if (t->u == 0) return;
     }
     /* num = φ(Q_c) S_c + A V_c, straight into y (the first chunk has no S_c) */
-    if (c0 > 0) LA_GEMM(nq, dv, dk, 1, t->phi_q, ldk, 1, t->Sc, ldv, 1, 0, y, ldv, 1);
-    if (nk > 0) LA_GEMM(nq, dv, nk, 1, t->A, ldc, 1, vc, ldv, 1, c0 > 0 ? 1 : 0, y, ldv, 1);
+    if (c0 > 0) GEMM_SMALL(nq, dv, dk, 1, t->phi_q, ldk, 1, t->Sc, ldv, 1, 0, y, ldv, 1);
+    if (nk > 0) GEMM_SMALL(nq, dv, nk, 1, t->A, ldc, 1, vc, ldv, 1, c0 > 0 ? 1 : 0, y, ldv, 1);
     /* y = num / (φ(q_i)·z_c + Σ_j A[i, j] + eps) */
     for (size_t i = 0; i < nq; i++) {
-        T den = c0 > 0 ? LA_DOT(t->phi_q + i * dk, t->zc, dk) : 0;
-        T row = 0;
+        REAL den = c0 > 0 ? LA_DOT(t->phi_q + i * dk, t->zc, dk) : 0;
+        REAL row = 0;
         for (size_t jj = 0; jj < nk; jj++)
             row += t->A[i * C + jj];
         den += row + j->eps;
@@ -410,55 +397,56 @@ static void SFX(chunk_finish)(const SFX(chunk_job) *j, const SFX(chunk_task) *t)
  * The carried state is one per head (bounded scratch, no per-chunk states kept).
  * Scratch: the carried [S z] of every head; per thread φ(Q_c) C·d_k, A C·C, φ(K_c)
  * C·d_k and φKᵀ d_k·C, S_c and z_c d_k(d_v + 1), ΔS_c and Δz_c d_k(d_v + 1). */
-static la_status SFX(linear_chunked)(const la_problem *p, const T *q, const T *k, const T *v,
-                                     T *out)
+static la_status FN(linear_chunked)(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
+                                     REAL *out)
 {
     const size_t N = p->n_queries, heads = p->batch * p->heads;
     const size_t C = p->chunk < N ? p->chunk : N, n_chunks = (N + C - 1) / C;
     linear_layout lay;
-    T *work = NULL;
-    la_status st = SFX(workspace_alloc)(p, LA_KERNEL_LINEAR, &lay, &work);
+    REAL *work = NULL;
+    la_status st = FN(workspace_alloc)(p, LA_KERNEL_LINEAR, &lay, &work);
     if (st != LA_OK) return st;
     const size_t threads = lay.threads, per_thread = lay.per_thread;
-    const SFX(chunk_job) job = {
+    const FN(chunk_job) job = {
         p, q, k, v, out, N, p->n_keys, p->d_k, p->d_v, C, n_chunks, heads * n_chunks,
-        p->d_k * (p->d_v + 1), work, (T)p->eps};
-    T *scratch = work + lay.shared;
+        p->d_k * (p->d_v + 1), work, (REAL)p->eps};
+    REAL *scratch = work + lay.shared;
 
     if (heads % threads == 0) {
 #pragma omp parallel for schedule(dynamic) num_threads((int)threads)
         for (size_t hd = 0; hd < heads; hd++) {
-            T *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+            REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
             for (size_t c = 0; c < n_chunks; c++) {
                 const size_t task = hd * n_chunks + c;
-                SFX(chunk_task) t;
-                SFX(chunk_prepare)(&job, task, c + 1 < n_chunks ? task + 1 : SIZE_MAX, mine, &t);
-                SFX(chunk_advance)(&job, &t);
-                SFX(chunk_finish)(&job, &t);
+                FN(chunk_task) t;
+                FN(chunk_prepare)(&job, task, c + 1 < n_chunks ? task + 1 : SIZE_MAX, mine, &t);
+                FN(chunk_advance)(&job, &t);
+                FN(chunk_finish)(&job, &t);
             }
         }
     } else {
 #pragma omp parallel for ordered schedule(dynamic) num_threads((int)threads)
         for (size_t task = 0; task < job.tasks; task++) {
-            T *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
-            SFX(chunk_task) t;
-            SFX(chunk_prepare)(&job, task, task + threads, mine, &t);
+            REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+            FN(chunk_task) t;
+            FN(chunk_prepare)(&job, task, task + threads, mine, &t);
 #pragma omp ordered
-            SFX(chunk_advance)(&job, &t);
-            SFX(chunk_finish)(&job, &t);
+            FN(chunk_advance)(&job, &t);
+            FN(chunk_finish)(&job, &t);
         }
     }
     free(work);
     return LA_OK;
 }
 
-la_status SFX(la_linear_attention)(const la_problem *p, const T *q, const T *k, const T *v, T *out)
+static la_status FN(linear_attention)(const la_problem *p, const REAL *q, const REAL *k,
+                                      const REAL *v, REAL *out)
 {
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!q || !k || !v || !out) return LA_EINVAL;
-    return p->causal ? SFX(linear_chunked)(p, q, k, v, out)
-                     : SFX(linear_noncausal)(p, q, k, v, out);
+    return p->causal ? FN(linear_chunked)(p, q, k, v, out)
+                     : FN(linear_noncausal)(p, q, k, v, out);
 }
 
 /* Causal linear attention, recurrent form, per head (b, h), token by token:
@@ -467,8 +455,8 @@ la_status SFX(la_linear_attention)(const la_problem *p, const T *q, const T *k, 
  * runs la_linear_step_head_*, the function la_linear_step_* runs, so stepping the step
  * API through a sequence reproduces this bit for bit.
  * Scratch per thread: S, z, φ(q_t), φ(k_t). */
-la_status SFX(la_linear_attention_recurrent)(const la_problem *p, const T *q, const T *k,
-                                             const T *v, T *out)
+static la_status FN(linear_attention_recurrent)(const la_problem *p, const REAL *q,
+                                                const REAL *k, const REAL *v, REAL *out)
 {
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
@@ -476,18 +464,18 @@ la_status SFX(la_linear_attention_recurrent)(const la_problem *p, const T *q, co
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     const size_t heads = p->batch * p->heads;
     linear_layout lay;
-    T *work = NULL;
-    st = SFX(workspace_alloc)(p, LA_KERNEL_LINEAR_RECURRENT, &lay, &work);
+    REAL *work = NULL;
+    st = FN(workspace_alloc)(p, LA_KERNEL_LINEAR_RECURRENT, &lay, &work);
     if (st != LA_OK) return st;
     const size_t threads = lay.threads, per_thread = lay.per_thread;
-    const T eps = (T)p->eps;
+    const REAL eps = (REAL)p->eps;
 
 #pragma omp parallel for schedule(dynamic) num_threads((int)threads)
     for (size_t hd = 0; hd < heads; hd++) {
-        T *S = work + (size_t)omp_get_thread_num() * per_thread;
-        T *z = S + dk * dv, *phi_q = z + dk, *phi_k = phi_q + dk;
-        const T *qh = q + hd * N * dk, *kh = k + hd * M * dk, *vh = v + hd * M * dv;
-        T *yh = out + hd * N * dv;
+        REAL *S = work + (size_t)omp_get_thread_num() * per_thread;
+        REAL *z = S + dk * dv, *phi_q = z + dk, *phi_k = phi_q + dk;
+        const REAL *qh = q + hd * N * dk, *kh = k + hd * M * dk, *vh = v + hd * M * dv;
+        REAL *yh = out + hd * N * dv;
         const size_t m = la_keys_in_length(p, hd / p->heads);
         for (size_t a = 0; a < dk * dv; a++)
             S[a] = 0;
@@ -503,10 +491,10 @@ la_status SFX(la_linear_attention_recurrent)(const la_problem *p, const T *q, co
             if (t < m) {
                 /* S += φ(k_t) v_tᵀ, z += φ(k_t); y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps) */
                 LA_PHI(p->feature_map, kh + t * dk, phi_k, dk);
-                SFX(la_linear_step_head)(S, z, phi_k, vh + t * dv, phi_q, eps, yh + t * dv, dk, dv);
+                FN(la_linear_step_head)(S, z, phi_k, vh + t * dv, phi_q, eps, yh + t * dv, dk, dv);
             } else {
                 /* no key left to add: y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps) */
-                SFX(la_linear_read_query)(S, z, phi_q, eps, yh + t * dv, dk, dv);
+                FN(la_linear_read_query)(S, z, phi_q, eps, yh + t * dv, dk, dv);
             }
         }
     }
@@ -516,6 +504,3 @@ la_status SFX(la_linear_attention_recurrent)(const la_problem *p, const T *q, co
 
 #undef LA_PHI
 #undef LA_DOT
-#undef SFX
-#undef LA_CAT
-#undef LA_CAT2

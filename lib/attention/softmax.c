@@ -7,7 +7,7 @@
  * Every matrix product goes through la_gemm_* (BLIS, one thread per call), except in the
  * float32 fused kernel on AVX-512 CPUs, which runs softmax_avx512.c's own register
  * tiles for each task (about twice as fast: see that file). The kernels themselves are
- * in softmax_tmpl.h, included below once per precision. */
+ * in softmax_tmpl.h, included below once per precision (core/real_f32.h explains how). */
 #include "core/internal.h"
 #include "attention/softmax_alloc.h"
 #include "cpu/vexp.h"
@@ -62,22 +62,46 @@ static bool scale_fits(double scale, size_t elem_size)
     return elem_size == sizeof(double) || fabs(scale) <= FLT_MAX;
 }
 
-#define REAL float
-#define SUFFIX f32
-#define EXP1 expf
-#define SIMD_FUSED 1 /* float32 fused: the AVX-512 kernel where the CPU has it */
+#include "core/real_f32.h"
 #include "attention/softmax_tmpl.h"
-#undef REAL
-#undef SUFFIX
-#undef EXP1
-#undef SIMD_FUSED
+#include "core/real_f64.h"
+#include "attention/softmax_tmpl.h"
+#include "core/real_undef.h"
 
-#define REAL double
-#define SUFFIX f64
-#define EXP1 exp
-#define SIMD_FUSED 0
-#include "attention/softmax_tmpl.h"
-#undef REAL
-#undef SUFFIX
-#undef EXP1
-#undef SIMD_FUSED
+/* ---------------------------------------------------------------- the public kernels */
+
+la_status la_softmax_attention_f32(const la_problem *p, const float *q, const float *k,
+                                   const float *v, float *out)
+{
+    return softmax_attention_f32(p, q, k, v, out);
+}
+
+la_status la_softmax_attention_f64(const la_problem *p, const double *q, const double *k,
+                                   const double *v, double *out)
+{
+    return softmax_attention_f64(p, q, k, v, out);
+}
+
+la_status la_softmax_attention_materialized_f32(const la_problem *p, const float *q,
+                                                const float *k, const float *v, float *out)
+{
+    return softmax_attention_materialized_f32(p, q, k, v, out);
+}
+
+la_status la_softmax_attention_materialized_f64(const la_problem *p, const double *q,
+                                                const double *k, const double *v, double *out)
+{
+    return softmax_attention_materialized_f64(p, q, k, v, out);
+}
+
+la_status la_hard_attention_f32(const la_problem *p, const float *q, const float *k,
+                                const float *v, float *out)
+{
+    return hard_attention_f32(p, q, k, v, out);
+}
+
+la_status la_hard_attention_f64(const la_problem *p, const double *q, const double *k,
+                                const double *v, double *out)
+{
+    return hard_attention_f64(p, q, k, v, out);
+}

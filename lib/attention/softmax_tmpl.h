@@ -1,18 +1,15 @@
 /* softmax_tmpl.h — the softmax and hard attention kernels, written once for both
- * precisions. Not an ordinary header: lib/attention/softmax.c includes it twice, once with
- *   #define REAL float   / #define SUFFIX f32 / #define EXP1 expf / #define SIMD_FUSED 1
- * and once with double / f64 / exp / 0, so every name below built with FN(name) becomes
- * name_f32 or name_f64. The float32 and float64 kernels are therefore the same code,
- * differing only in the element type, the BLIS routine and the exp.
+ * precisions. Not an ordinary header: softmax.c includes it after core/real_f32.h and
+ * again after core/real_f64.h (the scheme is in real_f32.h), so every function below is
+ * static and named FN(name), softmax_attention_f32 or softmax_attention_f64; softmax.c
+ * writes out the public la_* functions. The float32 and float64 kernels are the same
+ * code, differing only in the element type, the BLIS routine and the exp; the float32
+ * fused kernel hands its tasks to softmax_avx512.c where the CPU has AVX-512.
  *
  * Shared by both instantiations and defined in softmax.c before the includes: the block
  * sizes (Q_BLOCK queries × K_BLOCK keys), head_offset(), task_of(), check_pointers(),
  * scale_fits() and round_up_64(). */
 
-#define CAT_(a, b) a##_##b
-#define CAT(a, b) CAT_(a, b)
-#define FN(name) CAT(name, SUFFIX)
-#define GEMM FN(la_gemm)
 #define EXP_SHIFT_SUM FN(la_exp_shift_sum)
 
 /* Scores of one block: s (rows × cols, row-major, leading dimension cols) =
@@ -73,7 +70,7 @@ static void FN(fused_block)(const la_problem *p, size_t b, const REAL *qh, const
                 const REAL block_max = FN(row_max)(srow, n);
                 if (block_max > row_max[r]) {
                     if (row_sum[r] > 0) { /* something accumulated: rescale it */
-                        const REAL alpha = EXP1(row_max[r] - block_max);
+                        const REAL alpha = EXP(row_max[r] - block_max);
                         row_sum[r] *= alpha;
                         REAL *arow = acc + r * dv;
                         for (size_t c = 0; c < dv; c++)
@@ -161,7 +158,7 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
 
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     /* float32 fused on AVX-512: softmax_avx512.c's kernel, with its own task size */
-    const bool simd = SIMD_FUSED && kind == FN(RUN_FUSED) && la_fused_simd_usable(p);
+    const bool simd = REAL_IS_F32 && kind == FN(RUN_FUSED) && la_fused_simd_usable(p);
     const size_t q_block = simd ? LA_FUSED_SIMD_Q_BLOCK : Q_BLOCK;
     const size_t bq = N < Q_BLOCK ? N : Q_BLOCK, bk = M < K_BLOCK ? M : K_BLOCK;
     const size_t q_blocks = (N + q_block - 1) / q_block;
@@ -211,15 +208,15 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
 
 /* Fused softmax attention (contract in linattn.h):
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major. */
-la_status FN(la_softmax_attention)(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
-                                   REAL *out)
+static la_status FN(softmax_attention)(const la_problem *p, const REAL *q, const REAL *k,
+                                       const REAL *v, REAL *out)
 {
     return FN(run_blocked)(FN(RUN_FUSED), p, q, k, v, out);
 }
 
 /* Hard attention (contract in linattn.h), same shapes. */
-la_status FN(la_hard_attention)(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
-                                REAL *out)
+static la_status FN(hard_attention)(const la_problem *p, const REAL *q, const REAL *k,
+                                    const REAL *v, REAL *out)
 {
     return FN(run_blocked)(FN(RUN_HARD), p, q, k, v, out);
 }
@@ -230,8 +227,8 @@ la_status FN(la_hard_attention)(const la_problem *p, const REAL *q, const REAL *
  *   out (N × d_v) = P v.
  * The rows of the one score matrix are split into blocks of Q_BLOCK rows and the
  * blocks spread over the threads, so the call holds exactly N·M elements. */
-la_status FN(la_softmax_attention_materialized)(const la_problem *p, const REAL *q, const REAL *k,
-                                                const REAL *v, REAL *out)
+static la_status FN(softmax_attention_materialized)(const la_problem *p, const REAL *q,
+                                                    const REAL *k, const REAL *v, REAL *out)
 {
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
@@ -288,8 +285,4 @@ la_status FN(la_softmax_attention_materialized)(const la_problem *p, const REAL 
     return LA_OK;
 }
 
-#undef CAT_
-#undef CAT
-#undef FN
-#undef GEMM
 #undef EXP_SHIFT_SUM

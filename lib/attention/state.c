@@ -85,40 +85,22 @@ size_t la_linear_state_position(const la_linear_state *st)
     return st ? st->position : 0;
 }
 
-/* One token for every head h: φ(k), φ(q); S_h += φ(k) vᵀ, z_h += φ(k);
- * y_h = φ(q)ᵀS_h / (φ(q)ᵀz_h + eps).  q_t, k_t: (heads, d_k), v_t, y_t: (heads, d_v). */
+#include "core/real_f32.h"
+#include "attention/state_tmpl.h"
+#include "core/real_f64.h"
+#include "attention/state_tmpl.h"
+#include "core/real_undef.h"
+
 la_status la_linear_step_f32(la_linear_state *st, const float *q_t, const float *k_t,
                              const float *v_t, float *y_t)
 {
-    if (!st || !q_t || !k_t || !v_t || !y_t || st->dtype != LA_FLOAT32) return LA_EINVAL;
-    const size_t dk = st->d_k, dv = st->d_v;
-    float *S = st->S, *z = S + st->heads * dk * dv;
-    float *phi_q = st->phi, *phi_k = phi_q + dk;
-    for (size_t h = 0; h < st->heads; h++) {
-        la_feature_map_f32(st->fm, k_t + h * dk, phi_k, dk);
-        la_feature_map_f32(st->fm, q_t + h * dk, phi_q, dk);
-        la_linear_step_head_f32(S + h * dk * dv, z + h * dk, phi_k, v_t + h * dv, phi_q,
-                                (float)st->eps, y_t + h * dv, dk, dv);
-    }
-    st->position++;
-    return LA_OK;
+    return linear_step_f32(st, q_t, k_t, v_t, y_t);
 }
 
 la_status la_linear_step_f64(la_linear_state *st, const double *q_t, const double *k_t,
                              const double *v_t, double *y_t)
 {
-    if (!st || !q_t || !k_t || !v_t || !y_t || st->dtype != LA_FLOAT64) return LA_EINVAL;
-    const size_t dk = st->d_k, dv = st->d_v;
-    double *S = st->S, *z = S + st->heads * dk * dv;
-    double *phi_q = st->phi, *phi_k = phi_q + dk;
-    for (size_t h = 0; h < st->heads; h++) {
-        la_feature_map_f64(st->fm, k_t + h * dk, phi_k, dk);
-        la_feature_map_f64(st->fm, q_t + h * dk, phi_q, dk);
-        la_linear_step_head_f64(S + h * dk * dv, z + h * dk, phi_k, v_t + h * dv, phi_q, st->eps,
-                                y_t + h * dv, dk, dv);
-    }
-    st->position++;
-    return LA_OK;
+    return linear_step_f64(st, q_t, k_t, v_t, y_t);
 }
 
 size_t la_linear_state_save_size(const la_linear_state *st)

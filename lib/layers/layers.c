@@ -103,30 +103,150 @@ bool la_layer_scratch_elements(const la_layer_config *c, size_t batch, size_t n,
     return true;
 }
 
-#define T float
-#define FN(name) name##_f32
-#define GEMM la_gemm_f32
-#define ERF erff
-#define ATTENTION la_attention_f32
-#define REAL_DTYPE LA_FLOAT32
+#include "core/real_f32.h"
 #include "layers/layers_tmpl.h"
-#undef T
-#undef FN
-#undef GEMM
-#undef ERF
-#undef ATTENTION
-#undef REAL_DTYPE
+#include "core/real_f64.h"
+#include "layers/layers_tmpl.h"
+#include "core/real_undef.h"
 
-#define T double
-#define FN(name) name##_f64
-#define GEMM la_gemm_f64
-#define ERF erf
-#define ATTENTION la_attention_f64
-#define REAL_DTYPE LA_FLOAT64
-#include "layers/layers_tmpl.h"
-#undef T
-#undef FN
-#undef GEMM
-#undef ERF
-#undef ATTENTION
-#undef REAL_DTYPE
+/* ---------------------------------------------------------------- the public functions */
+
+la_status la_layer_norm_f32(size_t rows, size_t d, const float *x, const float *gamma,
+                            const float *beta, double eps, float *out)
+{
+    return layer_norm_f32(rows, d, x, gamma, beta, eps, out);
+}
+
+la_status la_layer_norm_f64(size_t rows, size_t d, const double *x, const double *gamma,
+                            const double *beta, double eps, double *out)
+{
+    return layer_norm_f64(rows, d, x, gamma, beta, eps, out);
+}
+
+la_status la_ffn_f32(const la_layer_config *c, size_t rows, const float *x, const float *w1,
+                     const float *b1, const float *w2, const float *b2, float *out)
+{
+    return ffn_f32(c, rows, x, w1, b1, w2, b2, out);
+}
+
+la_status la_ffn_f64(const la_layer_config *c, size_t rows, const double *x, const double *w1,
+                     const double *b1, const double *w2, const double *b2, double *out)
+{
+    return ffn_f64(c, rows, x, w1, b1, w2, b2, out);
+}
+
+la_status la_mha_f32(const la_layer_config *c, size_t batch, size_t n_queries, size_t n_keys,
+                     const float *x_q, const float *x_kv, int causal, const int64_t *key_lengths,
+                     const float *in_w, const float *in_b, const float *out_w, const float *out_b,
+                     float *out)
+{
+    return mha_f32(c, batch, n_queries, n_keys, x_q, x_kv, causal, key_lengths, in_w, in_b, out_w,
+                   out_b, out);
+}
+
+la_status la_mha_f64(const la_layer_config *c, size_t batch, size_t n_queries, size_t n_keys,
+                     const double *x_q, const double *x_kv, int causal, const int64_t *key_lengths,
+                     const double *in_w, const double *in_b, const double *out_w,
+                     const double *out_b, double *out)
+{
+    return mha_f64(c, batch, n_queries, n_keys, x_q, x_kv, causal, key_lengths, in_w, in_b, out_w,
+                   out_b, out);
+}
+
+la_status la_encoder_layer_f32(const la_layer_config *c, const la_layer_weights *w, size_t batch,
+                               size_t n, const float *x, int causal, const int64_t *key_lengths,
+                               float *out)
+{
+    return encoder_layer_f32(c, w, batch, n, x, causal, key_lengths, out);
+}
+
+la_status la_encoder_layer_f64(const la_layer_config *c, const la_layer_weights *w, size_t batch,
+                               size_t n, const double *x, int causal, const int64_t *key_lengths,
+                               double *out)
+{
+    return encoder_layer_f64(c, w, batch, n, x, causal, key_lengths, out);
+}
+
+la_status la_decoder_layer_f32(const la_layer_config *c, const la_layer_weights *w, size_t batch,
+                               size_t n, size_t m, const float *x, const float *memory, int causal,
+                               const int64_t *tgt_lengths, const int64_t *memory_lengths,
+                               float *out)
+{
+    return decoder_layer_f32(c, w, batch, n, m, x, memory, causal, tgt_lengths, memory_lengths,
+                             out);
+}
+
+la_status la_decoder_layer_f64(const la_layer_config *c, const la_layer_weights *w, size_t batch,
+                               size_t n, size_t m, const double *x, const double *memory,
+                               int causal, const int64_t *tgt_lengths,
+                               const int64_t *memory_lengths, double *out)
+{
+    return decoder_layer_f64(c, w, batch, n, m, x, memory, causal, tgt_lengths, memory_lengths,
+                             out);
+}
+
+la_status la_encoder_f32(const la_layer_config *c, const la_transformer_weights *w, size_t batch,
+                         size_t n, const float *x, int causal, const int64_t *key_lengths,
+                         float *out)
+{
+    return encoder_f32(c, w, batch, n, x, causal, key_lengths, out);
+}
+
+la_status la_encoder_f64(const la_layer_config *c, const la_transformer_weights *w, size_t batch,
+                         size_t n, const double *x, int causal, const int64_t *key_lengths,
+                         double *out)
+{
+    return encoder_f64(c, w, batch, n, x, causal, key_lengths, out);
+}
+
+la_status la_decoder_f32(const la_layer_config *c, const la_transformer_weights *w, size_t batch,
+                         size_t n, size_t m, const float *x, const float *memory, int causal,
+                         const int64_t *tgt_lengths, const int64_t *memory_lengths, float *out)
+{
+    return decoder_f32(c, w, batch, n, m, x, memory, causal, tgt_lengths, memory_lengths, out);
+}
+
+la_status la_decoder_f64(const la_layer_config *c, const la_transformer_weights *w, size_t batch,
+                         size_t n, size_t m, const double *x, const double *memory, int causal,
+                         const int64_t *tgt_lengths, const int64_t *memory_lengths, double *out)
+{
+    return decoder_f64(c, w, batch, n, m, x, memory, causal, tgt_lengths, memory_lengths, out);
+}
+
+la_status la_transformer_f32(const la_layer_config *c, const la_transformer_weights *w,
+                             size_t batch, size_t n_src, size_t n_tgt, const float *src,
+                             const float *tgt, const int64_t *src_lengths, float *out)
+{
+    return transformer_f32(c, w, batch, n_src, n_tgt, src, tgt, src_lengths, out);
+}
+
+la_status la_transformer_f64(const la_layer_config *c, const la_transformer_weights *w,
+                             size_t batch, size_t n_src, size_t n_tgt, const double *src,
+                             const double *tgt, const int64_t *src_lengths, double *out)
+{
+    return transformer_f64(c, w, batch, n_src, n_tgt, src, tgt, src_lengths, out);
+}
+
+la_status la_add_positional_encoding_f32(size_t batch, size_t n, size_t d, size_t first_pos,
+                                         float *x)
+{
+    return add_positional_encoding_f32(batch, n, d, first_pos, x);
+}
+
+la_status la_add_positional_encoding_f64(size_t batch, size_t n, size_t d, size_t first_pos,
+                                         double *x)
+{
+    return add_positional_encoding_f64(batch, n, d, first_pos, x);
+}
+
+la_status la_embed_f32(size_t vocab, size_t d, const float *table, size_t count,
+                       const int64_t *tokens, float *out)
+{
+    return embed_f32(vocab, d, table, count, tokens, out);
+}
+
+la_status la_embed_f64(size_t vocab, size_t d, const double *table, size_t count,
+                       const int64_t *tokens, double *out)
+{
+    return embed_f64(vocab, d, table, count, tokens, out);
+}

@@ -1,8 +1,8 @@
-/* layers_tmpl.h — the Transformer layers written once for a real type, included by
- * layers.c twice: with T = float, FN(x) = x##_f32, and T = double, FN(x) = x##_f64.
- * Expects before the include: T, FN, GEMM (la_gemm_f32 or _f64), ERF (erff or erf),
- * ATTENTION (la_attention_f32 or _f64), REAL_DTYPE (LA_FLOAT32 or LA_FLOAT64), and the
- * helpers of layers.c (check_weights, sizes_ok) and layers_internal.h. */
+/* layers_tmpl.h — the Transformer layers written once for both precisions. Not an
+ * ordinary header: layers.c includes it after core/real_f32.h and again after
+ * core/real_f64.h (the scheme is in real_f32.h), so every function below is static and
+ * named FN(name); layers.c writes out the public la_* functions. Expects before the
+ * include the helpers of layers.c (check_weights, sizes_ok) and layers_internal.h. */
 
 /* ---------------------------------------------------------------- projections */
 
@@ -10,8 +10,8 @@
  * a row-major weight matrix with row stride ldw (so Wᵀ is read through the strides
  * rsb = 1, csb = ldw), b (n_out) or NULL; y has row stride ldy.
  *   step 1: every row of y = b;  step 2: y += x Wᵀ (BLIS, one thread). */
-static void FN(project)(size_t rows, size_t n_in, size_t n_out, const T *x, size_t ldx, const T *w,
-                        size_t ldw, const T *b, T *y, size_t ldy)
+static void FN(project)(size_t rows, size_t n_in, size_t n_out, const REAL *x, size_t ldx, const REAL *w,
+                        size_t ldw, const REAL *b, REAL *y, size_t ldy)
 {
     for (size_t i = 0; i < rows; i++)
         for (size_t c = 0; c < n_out; c++)
@@ -24,8 +24,8 @@ static void FN(project)(size_t rows, size_t n_in, size_t n_out, const T *x, size
 /* out row = (x row − mean) · r · γ + β, r = 1/√(var + eps), biased variance; the mean
  * and variance accumulate in double.
  *   x, out: (rows, d) (out may equal x); gamma, beta: (d). */
-la_status FN(la_layer_norm)(size_t rows, size_t d, const T *x, const T *gamma, const T *beta,
-                            double eps, T *out)
+static la_status FN(layer_norm)(size_t rows, size_t d, const REAL *x, const REAL *gamma, const REAL *beta,
+                            double eps, REAL *out)
 {
     size_t total;
     if (!x || !gamma || !beta || !out || rows == 0 || d == 0 || !la_mul_ok(rows, d, &total) ||
@@ -34,8 +34,8 @@ la_status FN(la_layer_norm)(size_t rows, size_t d, const T *x, const T *gamma, c
     int threads = la_threads();
 #pragma omp parallel for schedule(static) num_threads(threads) if (total > 65536)
     for (size_t i = 0; i < rows; i++) {
-        const T *xi = x + i * d;
-        T *yi = out + i * d;
+        const REAL *xi = x + i * d;
+        REAL *yi = out + i * d;
         /* mean and biased variance of the row */
         double mean = 0, var = 0;
         for (size_t c = 0; c < d; c++)
@@ -49,7 +49,7 @@ la_status FN(la_layer_norm)(size_t rows, size_t d, const T *x, const T *gamma, c
         double r = 1.0 / sqrt(var + eps);
         /* normalise, scale by γ, shift by β */
         for (size_t c = 0; c < d; c++)
-            yi[c] = (T)(((double)xi[c] - mean) * r * (double)gamma[c] + (double)beta[c]);
+            yi[c] = (REAL)(((double)xi[c] - mean) * r * (double)gamma[c] + (double)beta[c]);
     }
     return LA_OK;
 }
@@ -60,8 +60,8 @@ la_status FN(la_layer_norm)(size_t rows, size_t d, const T *x, const T *gamma, c
  * each thread holds one (block, d_ff) hidden slice.
  *   x, out: (rows, D) (out may equal x: a block reads its x rows before writing them);
  *   w1: (d_ff, D), b1: (d_ff); w2: (D, d_ff), b2: (D). */
-la_status FN(la_ffn)(const la_layer_config *c, size_t rows, const T *x, const T *w1, const T *b1,
-                     const T *w2, const T *b2, T *out)
+static la_status FN(ffn)(const la_layer_config *c, size_t rows, const REAL *x, const REAL *w1, const REAL *b1,
+                     const REAL *w2, const REAL *b2, REAL *out)
 {
     la_status st = la_layer_config_check(c);
     if (st != LA_OK) return st;
@@ -72,9 +72,9 @@ la_status FN(la_ffn)(const la_layer_config *c, size_t rows, const T *x, const T 
         return LA_EOVERFLOW;
     const size_t blocks = (rows + LA_LAYER_ROW_BLOCK - 1) / LA_LAYER_ROW_BLOCK;
     const size_t threads = la_ffn_threads(rows);
-    if (!la_mul_ok(per_thread, threads, &total) || !la_mul_ok(total, sizeof(T), &total))
+    if (!la_mul_ok(per_thread, threads, &total) || !la_mul_ok(total, sizeof(REAL), &total))
         return LA_EOVERFLOW;
-    T *hidden = malloc(total);
+    REAL *hidden = malloc(total);
     if (!hidden) return LA_ENOMEM;
     const int gelu = c->activation == LA_ACTIVATION_GELU;
 
@@ -82,13 +82,13 @@ la_status FN(la_ffn)(const la_layer_config *c, size_t rows, const T *x, const T 
     for (size_t blk = 0; blk < blocks; blk++) {
         const size_t i0 = blk * LA_LAYER_ROW_BLOCK;
         const size_t n = rows - i0 < LA_LAYER_ROW_BLOCK ? rows - i0 : LA_LAYER_ROW_BLOCK;
-        T *h = hidden + (size_t)omp_get_thread_num() * per_thread;
+        REAL *h = hidden + (size_t)omp_get_thread_num() * per_thread;
         /* h (n, d_ff) = x_blk W1ᵀ + b1 */
         FN(project)(n, D, F, x + i0 * D, D, w1, D, b1, h, F);
         /* h = act(h): ReLU max(h, 0), or GELU 0.5·h·(1 + erf(h/√2)) */
         for (size_t e = 0; e < n * F; e++) {
             if (gelu)
-                h[e] = (T)0.5 * h[e] * ((T)1 + ERF(h[e] * (T)0.70710678118654752440));
+                h[e] = (REAL)0.5 * h[e] * ((REAL)1 + ERF(h[e] * (REAL)0.70710678118654752440));
             else
                 h[e] = h[e] > 0 ? h[e] : 0;
         }
@@ -107,9 +107,9 @@ la_status FN(la_ffn)(const la_layer_config *c, size_t rows, const T *x, const T 
  * per (batch entry, row block), heads summed in order.
  *   x_q: (B, N, D), x_kv: (B, M, D), out: (B, N, D) (out may equal x_q or x_kv: both
  *   are read in full before out is written). */
-la_status FN(la_mha)(const la_layer_config *c, size_t batch, size_t n_queries, size_t n_keys,
-                     const T *x_q, const T *x_kv, int causal, const int64_t *key_lengths,
-                     const T *in_w, const T *in_b, const T *out_w, const T *out_b, T *out)
+static la_status FN(mha)(const la_layer_config *c, size_t batch, size_t n_queries, size_t n_keys,
+                     const REAL *x_q, const REAL *x_kv, int causal, const int64_t *key_lengths,
+                     const REAL *in_w, const REAL *in_b, const REAL *out_w, const REAL *out_b, REAL *out)
 {
     la_status st = la_layer_config_check(c);
     if (st != LA_OK) return st;
@@ -118,15 +118,15 @@ la_status FN(la_mha)(const la_layer_config *c, size_t batch, size_t n_queries, s
         return LA_EINVAL;
     const size_t D = c->d_model, H = c->heads, dh = D / H, N = n_queries, M = n_keys;
     size_t q_count, kv_count;
-    if (!sizes_ok(batch, N, D, sizeof(T), &q_count) || !sizes_ok(batch, M, D, sizeof(T), &kv_count))
+    if (!sizes_ok(batch, N, D, sizeof(REAL), &q_count) || !sizes_ok(batch, M, D, sizeof(REAL), &kv_count))
         return LA_EOVERFLOW;
     la_problem p;
     la_layer_attention_problem(c, batch, N, M, causal, key_lengths, &p);
     st = la_problem_check(&p);
     if (st != LA_OK) return st;
 
-    T *q = malloc(q_count * sizeof(T)), *k = malloc(kv_count * sizeof(T));
-    T *v = malloc(kv_count * sizeof(T)), *o = malloc(q_count * sizeof(T));
+    REAL *q = malloc(q_count * sizeof(REAL)), *k = malloc(kv_count * sizeof(REAL));
+    REAL *v = malloc(kv_count * sizeof(REAL)), *o = malloc(q_count * sizeof(REAL));
     if (!q || !k || !v || !o) {
         st = LA_ENOMEM;
         goto done;
@@ -139,14 +139,14 @@ la_status FN(la_mha)(const la_layer_config *c, size_t batch, size_t n_queries, s
     for (size_t t = 0; t < tasks; t++) {
         const size_t part = t % 3, h = (t / 3) % H, b = t / (3 * H);
         const size_t rows = part == 0 ? N : M;
-        const T *x = part == 0 ? x_q + b * N * D : x_kv + b * M * D;
-        T *dst = (part == 0 ? q : part == 1 ? k : v) + (b * H + h) * rows * dh;
+        const REAL *x = part == 0 ? x_q + b * N * D : x_kv + b * M * D;
+        REAL *dst = (part == 0 ? q : part == 1 ? k : v) + (b * H + h) * rows * dh;
         const size_t w_row = part * D + h * dh; /* first row of this head's W slice */
         FN(project)(rows, D, dh, x, D, in_w + w_row * D, D, in_b + w_row, dst, dh);
     }
 
     /* step 2: attention per head, O (B, H, N, d_h) */
-    st = ATTENTION(c->attention, &p, q, k, v, o);
+    st = FN(la_attention)(c->attention, &p, q, k, v, o);
     if (st != LA_OK) goto done;
 
     /* step 3: out = concat_h(O_h) W_Oᵀ + b_O, per (batch entry, row block) */
@@ -155,11 +155,11 @@ la_status FN(la_mha)(const la_layer_config *c, size_t batch, size_t n_queries, s
     for (size_t t = 0; t < batch * blocks; t++) {
         const size_t b = t / blocks, i0 = (t % blocks) * LA_LAYER_ROW_BLOCK;
         const size_t rows = N - i0 < LA_LAYER_ROW_BLOCK ? N - i0 : LA_LAYER_ROW_BLOCK;
-        T *y = out + (b * N + i0) * D;
+        REAL *y = out + (b * N + i0) * D;
         for (size_t h = 0; h < H; h++) {
             /* y += O_h[i0 .. i0+rows) (rows, d_h) · W_O[:, h·d_h ..)ᵀ (d_h, D); the
              * first head also sets the bias */
-            const T *oh = o + ((b * H + h) * N + i0) * dh;
+            const REAL *oh = o + ((b * H + h) * N + i0) * dh;
             if (h == 0)
                 FN(project)(rows, dh, D, oh, dh, out_w, D, out_b, y, D);
             else
@@ -178,7 +178,7 @@ done:
 /* ---------------------------------------------------------------- residual */
 
 /* y = x + y, n elements. */
-static void FN(add_residual)(size_t n, const T *x, T *y)
+static void FN(add_residual)(size_t n, const REAL *x, REAL *y)
 {
     for (size_t i = 0; i < n; i++)
         y[i] = x[i] + y[i];
@@ -186,8 +186,8 @@ static void FN(add_residual)(size_t n, const T *x, T *y)
 
 /* ---------------------------------------------------------------- layers */
 
-/* The tensors of w as T. */
-#define W(t) ((const T *)w->tensor[(t)])
+/* The tensors of w as REAL. */
+#define W(t) ((const REAL *)w->tensor[(t)])
 
 /* One self- or cross-attention sublayer with its residual and norm, in c->norm's
  * arrangement, in place on x (rows = B·N):
@@ -195,28 +195,28 @@ static void FN(add_residual)(size_t n, const T *x, T *y)
  * kv = NULL means self-attention (keys and values from the same input as queries).
  * tmp: (B, N, D) scratch. */
 static la_status FN(attention_sublayer)(const la_layer_config *c, const la_layer_weights *w,
-                                        int cross, size_t batch, size_t n, size_t m, T *x,
-                                        const T *kv, int causal, const int64_t *lengths,
-                                        la_layer_tensor norm, T *tmp)
+                                        int cross, size_t batch, size_t n, size_t m, REAL *x,
+                                        const REAL *kv, int causal, const int64_t *lengths,
+                                        la_layer_tensor norm, REAL *tmp)
 {
     const size_t rows = batch * n, D = c->d_model;
     const la_layer_tensor base = cross ? LA_W_CROSS_IN_WEIGHT : LA_W_SELF_IN_WEIGHT;
-    const T *in_w = W(base), *in_b = W(base + 1), *out_w = W(base + 2), *out_b = W(base + 3);
+    const REAL *in_w = W(base), *in_b = W(base + 1), *out_w = W(base + 2), *out_b = W(base + 3);
     la_status st;
     if (c->norm == LA_NORM_PRE) {
         /* tmp = LN(x); tmp = MHA(tmp, kv or tmp); x += tmp */
-        st = FN(la_layer_norm)(rows, D, x, W(norm), W(norm + 1), c->norm_eps, tmp);
+        st = FN(layer_norm)(rows, D, x, W(norm), W(norm + 1), c->norm_eps, tmp);
         if (st == LA_OK)
-            st = FN(la_mha)(c, batch, n, cross ? m : n, tmp, cross ? kv : tmp, causal, lengths,
+            st = FN(mha)(c, batch, n, cross ? m : n, tmp, cross ? kv : tmp, causal, lengths,
                             in_w, in_b, out_w, out_b, tmp);
         if (st == LA_OK) FN(add_residual)(rows * D, tmp, x);
     } else {
         /* tmp = MHA(x, kv or x); x = LN(x + tmp) */
-        st = FN(la_mha)(c, batch, n, cross ? m : n, x, cross ? kv : x, causal, lengths, in_w, in_b,
+        st = FN(mha)(c, batch, n, cross ? m : n, x, cross ? kv : x, causal, lengths, in_w, in_b,
                         out_w, out_b, tmp);
         if (st == LA_OK) {
             FN(add_residual)(rows * D, tmp, x);
-            st = FN(la_layer_norm)(rows, D, x, W(norm), W(norm + 1), c->norm_eps, x);
+            st = FN(layer_norm)(rows, D, x, W(norm), W(norm + 1), c->norm_eps, x);
         }
     }
     return st;
@@ -224,21 +224,21 @@ static la_status FN(attention_sublayer)(const la_layer_config *c, const la_layer
 
 /* The FFN sublayer, in place on x: post-LN x = LN(x + FFN(x)); pre-LN x = x + FFN(LN(x)). */
 static la_status FN(ffn_sublayer)(const la_layer_config *c, const la_layer_weights *w, size_t rows,
-                                  T *x, la_layer_tensor norm, T *tmp)
+                                  REAL *x, la_layer_tensor norm, REAL *tmp)
 {
     const size_t D = c->d_model;
-    const T *w1 = W(LA_W_LINEAR1_WEIGHT), *b1 = W(LA_W_LINEAR1_BIAS);
-    const T *w2 = W(LA_W_LINEAR2_WEIGHT), *b2 = W(LA_W_LINEAR2_BIAS);
+    const REAL *w1 = W(LA_W_LINEAR1_WEIGHT), *b1 = W(LA_W_LINEAR1_BIAS);
+    const REAL *w2 = W(LA_W_LINEAR2_WEIGHT), *b2 = W(LA_W_LINEAR2_BIAS);
     la_status st;
     if (c->norm == LA_NORM_PRE) {
-        st = FN(la_layer_norm)(rows, D, x, W(norm), W(norm + 1), c->norm_eps, tmp);
-        if (st == LA_OK) st = FN(la_ffn)(c, rows, tmp, w1, b1, w2, b2, tmp);
+        st = FN(layer_norm)(rows, D, x, W(norm), W(norm + 1), c->norm_eps, tmp);
+        if (st == LA_OK) st = FN(ffn)(c, rows, tmp, w1, b1, w2, b2, tmp);
         if (st == LA_OK) FN(add_residual)(rows * D, tmp, x);
     } else {
-        st = FN(la_ffn)(c, rows, x, w1, b1, w2, b2, tmp);
+        st = FN(ffn)(c, rows, x, w1, b1, w2, b2, tmp);
         if (st == LA_OK) {
             FN(add_residual)(rows * D, tmp, x);
-            st = FN(la_layer_norm)(rows, D, x, W(norm), W(norm + 1), c->norm_eps, x);
+            st = FN(layer_norm)(rows, D, x, W(norm), W(norm + 1), c->norm_eps, x);
         }
     }
     return st;
@@ -249,8 +249,8 @@ static la_status FN(ffn_sublayer)(const la_layer_config *c, const la_layer_weigh
 /* Encoder layer in place on x (B, N, D): self-attention sublayer (norm1), FFN sublayer
  * (norm2). tmp: (B, N, D) scratch. */
 static la_status FN(encoder_layer_inplace)(const la_layer_config *c, const la_layer_weights *w,
-                                           size_t batch, size_t n, T *x, int causal,
-                                           const int64_t *key_lengths, T *tmp)
+                                           size_t batch, size_t n, REAL *x, int causal,
+                                           const int64_t *key_lengths, REAL *tmp)
 {
     la_status st = FN(attention_sublayer)(c, w, 0, batch, n, n, x, NULL, causal, key_lengths,
                                           LA_W_NORM1_WEIGHT, tmp);
@@ -261,9 +261,9 @@ static la_status FN(encoder_layer_inplace)(const la_layer_config *c, const la_la
 /* Decoder layer in place on x (B, N, D): self-attention (norm1), cross-attention over
  * memory (B, M, D) (norm2), FFN (norm3). tmp: (B, N, D) scratch. */
 static la_status FN(decoder_layer_inplace)(const la_layer_config *c, const la_layer_weights *w,
-                                           size_t batch, size_t n, size_t m, T *x, const T *memory,
+                                           size_t batch, size_t n, size_t m, REAL *x, const REAL *memory,
                                            int causal, const int64_t *tgt_lengths,
-                                           const int64_t *memory_lengths, T *tmp)
+                                           const int64_t *memory_lengths, REAL *tmp)
 {
     la_status st = FN(attention_sublayer)(c, w, 0, batch, n, n, x, NULL, causal, tgt_lengths,
                                           LA_W_NORM1_WEIGHT, tmp);
@@ -278,16 +278,16 @@ static la_status FN(decoder_layer_inplace)(const la_layer_config *c, const la_la
  * (only LA_ENOMEM or LA_EBUDGET can) has still written nothing: the sizes, the masks,
  * and the attention problems of the self- (N × N) and cross-attention (N × M). */
 static la_status FN(check_call)(const la_layer_config *c, size_t batch, size_t n, size_t m,
-                                const T *x, const T *memory, int decoder, int causal,
+                                const REAL *x, const REAL *memory, int decoder, int causal,
                                 const int64_t *self_lengths, const int64_t *memory_lengths,
-                                const T *out, size_t *count)
+                                const REAL *out, size_t *count)
 {
     size_t mem_count;
     if (!x || !out || batch == 0 || n == 0 || (causal != 0 && causal != 1) ||
         (decoder && (!memory || m == 0)))
         return LA_EINVAL;
-    if (!sizes_ok(batch, n, c->d_model, sizeof(T), count) ||
-        (decoder && !sizes_ok(batch, m, c->d_model, sizeof(T), &mem_count)))
+    if (!sizes_ok(batch, n, c->d_model, sizeof(REAL), count) ||
+        (decoder && !sizes_ok(batch, m, c->d_model, sizeof(REAL), &mem_count)))
         return LA_EOVERFLOW;
     la_problem p;
     la_layer_attention_problem(c, batch, n, n, causal, self_lengths, &p);
@@ -300,29 +300,29 @@ static la_status FN(check_call)(const la_layer_config *c, size_t batch, size_t n
 }
 
 /* Runs the work on a copy of x and copies it to out only on success. */
-la_status FN(la_encoder_layer)(const la_layer_config *c, const la_layer_weights *w, size_t batch,
-                               size_t n, const T *x, int causal, const int64_t *key_lengths, T *out)
+static la_status FN(encoder_layer)(const la_layer_config *c, const la_layer_weights *w, size_t batch,
+                               size_t n, const REAL *x, int causal, const int64_t *key_lengths, REAL *out)
 {
     la_status st = check_weights(c, w, REAL_DTYPE, 0);
     size_t count;
     if (st == LA_OK)
         st = FN(check_call)(c, batch, n, n, x, NULL, 0, causal, key_lengths, NULL, out, &count);
     if (st != LA_OK) return st;
-    T *work = malloc(count * sizeof(T)), *tmp = malloc(count * sizeof(T));
+    REAL *work = malloc(count * sizeof(REAL)), *tmp = malloc(count * sizeof(REAL));
     st = LA_ENOMEM;
     if (work && tmp) {
-        memcpy(work, x, count * sizeof(T));
+        memcpy(work, x, count * sizeof(REAL));
         st = FN(encoder_layer_inplace)(c, w, batch, n, work, causal, key_lengths, tmp);
-        if (st == LA_OK) memcpy(out, work, count * sizeof(T));
+        if (st == LA_OK) memcpy(out, work, count * sizeof(REAL));
     }
     free(work);
     free(tmp);
     return st;
 }
 
-la_status FN(la_decoder_layer)(const la_layer_config *c, const la_layer_weights *w, size_t batch,
-                               size_t n, size_t m, const T *x, const T *memory, int causal,
-                               const int64_t *tgt_lengths, const int64_t *memory_lengths, T *out)
+static la_status FN(decoder_layer)(const la_layer_config *c, const la_layer_weights *w, size_t batch,
+                               size_t n, size_t m, const REAL *x, const REAL *memory, int causal,
+                               const int64_t *tgt_lengths, const int64_t *memory_lengths, REAL *out)
 {
     la_status st = check_weights(c, w, REAL_DTYPE, 1);
     size_t count;
@@ -330,13 +330,13 @@ la_status FN(la_decoder_layer)(const la_layer_config *c, const la_layer_weights 
         st = FN(check_call)(c, batch, n, m, x, memory, 1, causal, tgt_lengths, memory_lengths, out,
                             &count);
     if (st != LA_OK) return st;
-    T *work = malloc(count * sizeof(T)), *tmp = malloc(count * sizeof(T));
+    REAL *work = malloc(count * sizeof(REAL)), *tmp = malloc(count * sizeof(REAL));
     st = LA_ENOMEM;
     if (work && tmp) {
-        memcpy(work, x, count * sizeof(T));
+        memcpy(work, x, count * sizeof(REAL));
         st = FN(decoder_layer_inplace)(c, w, batch, n, m, work, memory, causal, tgt_lengths,
                                        memory_lengths, tmp);
-        if (st == LA_OK) memcpy(out, work, count * sizeof(T));
+        if (st == LA_OK) memcpy(out, work, count * sizeof(REAL));
     }
     free(work);
     free(tmp);
@@ -361,57 +361,57 @@ static la_status FN(check_stack)(const la_layer_config *c, const la_transformer_
 
 /* Encoder stack in place on x (B, N, D): the layers in order, then encoder.norm. */
 static la_status FN(encoder_inplace)(const la_layer_config *c, const la_transformer_weights *w,
-                                     size_t batch, size_t n, T *x, int causal,
-                                     const int64_t *key_lengths, T *tmp)
+                                     size_t batch, size_t n, REAL *x, int causal,
+                                     const int64_t *key_lengths, REAL *tmp)
 {
     la_status st = LA_OK;
     for (size_t l = 0; l < w->encoder_layers && st == LA_OK; l++)
         st = FN(encoder_layer_inplace)(c, &w->encoder[l], batch, n, x, causal, key_lengths, tmp);
     if (st == LA_OK)
-        st = FN(la_layer_norm)(batch * n, c->d_model, x, w->encoder_norm[0], w->encoder_norm[1],
+        st = FN(layer_norm)(batch * n, c->d_model, x, w->encoder_norm[0], w->encoder_norm[1],
                                c->norm_eps, x);
     return st;
 }
 
 /* Decoder stack in place on x (B, N, D): the layers in order, then decoder.norm. */
 static la_status FN(decoder_inplace)(const la_layer_config *c, const la_transformer_weights *w,
-                                     size_t batch, size_t n, size_t m, T *x, const T *memory,
+                                     size_t batch, size_t n, size_t m, REAL *x, const REAL *memory,
                                      int causal, const int64_t *tgt_lengths,
-                                     const int64_t *memory_lengths, T *tmp)
+                                     const int64_t *memory_lengths, REAL *tmp)
 {
     la_status st = LA_OK;
     for (size_t l = 0; l < w->decoder_layers && st == LA_OK; l++)
         st = FN(decoder_layer_inplace)(c, &w->decoder[l], batch, n, m, x, memory, causal,
                                        tgt_lengths, memory_lengths, tmp);
     if (st == LA_OK)
-        st = FN(la_layer_norm)(batch * n, c->d_model, x, w->decoder_norm[0], w->decoder_norm[1],
+        st = FN(layer_norm)(batch * n, c->d_model, x, w->decoder_norm[0], w->decoder_norm[1],
                                c->norm_eps, x);
     return st;
 }
 
-la_status FN(la_encoder)(const la_layer_config *c, const la_transformer_weights *w, size_t batch,
-                         size_t n, const T *x, int causal, const int64_t *key_lengths, T *out)
+static la_status FN(encoder)(const la_layer_config *c, const la_transformer_weights *w, size_t batch,
+                         size_t n, const REAL *x, int causal, const int64_t *key_lengths, REAL *out)
 {
     la_status st = FN(check_stack)(c, w, 0);
     size_t count;
     if (st == LA_OK)
         st = FN(check_call)(c, batch, n, n, x, NULL, 0, causal, key_lengths, NULL, out, &count);
     if (st != LA_OK) return st;
-    T *work = malloc(count * sizeof(T)), *tmp = malloc(count * sizeof(T));
+    REAL *work = malloc(count * sizeof(REAL)), *tmp = malloc(count * sizeof(REAL));
     st = LA_ENOMEM;
     if (work && tmp) {
-        memcpy(work, x, count * sizeof(T));
+        memcpy(work, x, count * sizeof(REAL));
         st = FN(encoder_inplace)(c, w, batch, n, work, causal, key_lengths, tmp);
-        if (st == LA_OK) memcpy(out, work, count * sizeof(T));
+        if (st == LA_OK) memcpy(out, work, count * sizeof(REAL));
     }
     free(work);
     free(tmp);
     return st;
 }
 
-la_status FN(la_decoder)(const la_layer_config *c, const la_transformer_weights *w, size_t batch,
-                         size_t n, size_t m, const T *x, const T *memory, int causal,
-                         const int64_t *tgt_lengths, const int64_t *memory_lengths, T *out)
+static la_status FN(decoder)(const la_layer_config *c, const la_transformer_weights *w, size_t batch,
+                         size_t n, size_t m, const REAL *x, const REAL *memory, int causal,
+                         const int64_t *tgt_lengths, const int64_t *memory_lengths, REAL *out)
 {
     la_status st = FN(check_stack)(c, w, 1);
     size_t count;
@@ -419,13 +419,13 @@ la_status FN(la_decoder)(const la_layer_config *c, const la_transformer_weights 
         st = FN(check_call)(c, batch, n, m, x, memory, 1, causal, tgt_lengths, memory_lengths, out,
                             &count);
     if (st != LA_OK) return st;
-    T *work = malloc(count * sizeof(T)), *tmp = malloc(count * sizeof(T));
+    REAL *work = malloc(count * sizeof(REAL)), *tmp = malloc(count * sizeof(REAL));
     st = LA_ENOMEM;
     if (work && tmp) {
-        memcpy(work, x, count * sizeof(T));
+        memcpy(work, x, count * sizeof(REAL));
         st = FN(decoder_inplace)(c, w, batch, n, m, work, memory, causal, tgt_lengths,
                                  memory_lengths, tmp);
-        if (st == LA_OK) memcpy(out, work, count * sizeof(T));
+        if (st == LA_OK) memcpy(out, work, count * sizeof(REAL));
     }
     free(work);
     free(tmp);
@@ -434,9 +434,9 @@ la_status FN(la_decoder)(const la_layer_config *c, const la_transformer_weights 
 
 /* nn.Transformer: memory = encoder(src), out = decoder(tgt, memory) with a causal
  * target; src_lengths mask the source in the encoder and in every cross-attention. */
-la_status FN(la_transformer)(const la_layer_config *c, const la_transformer_weights *w,
-                             size_t batch, size_t n_src, size_t n_tgt, const T *src, const T *tgt,
-                             const int64_t *src_lengths, T *out)
+static la_status FN(transformer)(const la_layer_config *c, const la_transformer_weights *w,
+                             size_t batch, size_t n_src, size_t n_tgt, const REAL *src, const REAL *tgt,
+                             const int64_t *src_lengths, REAL *out)
 {
     la_status st = FN(check_stack)(c, w, 0);
     if (st == LA_OK) st = FN(check_stack)(c, w, 1);
@@ -448,17 +448,17 @@ la_status FN(la_transformer)(const la_layer_config *c, const la_transformer_weig
         st = FN(check_call)(c, batch, n_tgt, n_src, tgt, src, 1, 1, NULL, src_lengths, out, &count);
     if (st != LA_OK) return st;
     size_t larger = src_count > count ? src_count : count;
-    T *memory = malloc(src_count * sizeof(T)), *work = malloc(count * sizeof(T));
-    T *tmp = malloc(larger * sizeof(T));
+    REAL *memory = malloc(src_count * sizeof(REAL)), *work = malloc(count * sizeof(REAL));
+    REAL *tmp = malloc(larger * sizeof(REAL));
     st = LA_ENOMEM;
     if (memory && work && tmp) {
-        memcpy(memory, src, src_count * sizeof(T));
-        memcpy(work, tgt, count * sizeof(T));
+        memcpy(memory, src, src_count * sizeof(REAL));
+        memcpy(work, tgt, count * sizeof(REAL));
         st = FN(encoder_inplace)(c, w, batch, n_src, memory, 0, src_lengths, tmp);
         if (st == LA_OK)
             st = FN(decoder_inplace)(c, w, batch, n_tgt, n_src, work, memory, 1, NULL, src_lengths,
                                      tmp);
-        if (st == LA_OK) memcpy(out, work, count * sizeof(T));
+        if (st == LA_OK) memcpy(out, work, count * sizeof(REAL));
     }
     free(memory);
     free(work);
@@ -469,10 +469,10 @@ la_status FN(la_transformer)(const la_layer_config *c, const la_transformer_weig
 /* ---------------------------------------------------------------- embeddings */
 
 /* x[b, pos, 2i] += sin(pos / 10000^(2i/D)), x[b, pos, 2i+1] += cos(…), in double. */
-la_status FN(la_add_positional_encoding)(size_t batch, size_t n, size_t d, size_t first_pos, T *x)
+static la_status FN(add_positional_encoding)(size_t batch, size_t n, size_t d, size_t first_pos, REAL *x)
 {
     size_t count;
-    if (!x || batch == 0 || n == 0 || d == 0 || !sizes_ok(batch, n, d, sizeof(T), &count))
+    if (!x || batch == 0 || n == 0 || d == 0 || !sizes_ok(batch, n, d, sizeof(REAL), &count))
         return LA_EINVAL;
     for (size_t pos = 0; pos < n; pos++) {
         for (size_t c = 0; c < d; c++) {
@@ -481,15 +481,15 @@ la_status FN(la_add_positional_encoding)(size_t batch, size_t n, size_t d, size_
                 (double)(first_pos + pos) / pow(10000.0, (double)(c - c % 2) / (double)d);
             double pe = c % 2 == 0 ? sin(angle) : cos(angle);
             for (size_t b = 0; b < batch; b++)
-                x[(b * n + pos) * d + c] += (T)pe;
+                x[(b * n + pos) * d + c] += (REAL)pe;
         }
     }
     return LA_OK;
 }
 
 /* out row t = table row tokens[t]. */
-la_status FN(la_embed)(size_t vocab, size_t d, const T *table, size_t count, const int64_t *tokens,
-                       T *out)
+static la_status FN(embed)(size_t vocab, size_t d, const REAL *table, size_t count, const int64_t *tokens,
+                       REAL *out)
 {
     size_t total;
     if (!table || !tokens || !out || vocab == 0 || d == 0 || !la_mul_ok(count, d, &total))
@@ -497,6 +497,6 @@ la_status FN(la_embed)(size_t vocab, size_t d, const T *table, size_t count, con
     for (size_t t = 0; t < count; t++)
         if (tokens[t] < 0 || (uint64_t)tokens[t] >= vocab) return LA_EINVAL;
     for (size_t t = 0; t < count; t++)
-        memcpy(out + t * d, table + (size_t)tokens[t] * d, d * sizeof(T));
+        memcpy(out + t * d, table + (size_t)tokens[t] * d, d * sizeof(REAL));
     return LA_OK;
 }

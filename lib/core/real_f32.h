@@ -1,0 +1,31 @@
+/* real_f32.h — instantiate a template in float32. One of a pair with real_f64.h: every
+ * float/double twin in the library is a *_tmpl.h written once and included twice,
+ *
+ *     #include "core/real_f32.h"
+ *     #include "attention/softmax_tmpl.h"
+ *     #include "core/real_f64.h"
+ *     #include "attention/softmax_tmpl.h"
+ *
+ * and each of the pair defines, for the template that follows it:
+ *   REAL        the element type                       float
+ *   REAL_DTYPE  its la_dtype                           LA_FLOAT32
+ *   REAL_IS_F32 1 in float32 (own AVX-512 paths), 0    1
+ *   FN(name)    name with the precision's suffix       name_f32
+ *   GEMM        a matrix product through BLIS          la_gemm_f32
+ *   GEMM_SMALL  the same for the small blocks of the   la_gemm_small_f32 (AVX-512 tiles
+ *               linear kernels                         where they pay, else BLIS)
+ *   EXP, ERF    the libm functions                     expf, erff
+ * A template defines its functions static, as FN(name); the file that includes it writes
+ * the public functions out in full (la_softmax_attention_f32 calling softmax_attention_f32),
+ * so grep, ctags and a debugger find every public name where it is defined.
+ * Each of the pair undefines what the other defined: include them one after the other. */
+#include "core/real_undef.h"
+
+#define REAL float
+#define REAL_DTYPE LA_FLOAT32
+#define REAL_IS_F32 1
+#define FN(name) name##_f32
+#define GEMM la_gemm_f32
+#define GEMM_SMALL la_gemm_small_f32
+#define EXP expf
+#define ERF erff

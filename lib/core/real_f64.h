@@ -1,0 +1,11 @@
+/* real_f64.h — instantiate a template in float64; see real_f32.h for the scheme. */
+#include "core/real_undef.h"
+
+#define REAL double
+#define REAL_DTYPE LA_FLOAT64
+#define REAL_IS_F32 0
+#define FN(name) name##_f64
+#define GEMM la_gemm_f64
+#define GEMM_SMALL la_gemm_f64
+#define EXP exp
+#define ERF erf

@@ -1,0 +1,10 @@
+/* real_undef.h — forget the precision real_f32.h or real_f64.h defined (they include it
+ * first; a file may include it after its last template, too). */
+#undef REAL
+#undef REAL_DTYPE
+#undef REAL_IS_F32
+#undef FN
+#undef GEMM
+#undef GEMM_SMALL
+#undef EXP
+#undef ERF
