@@ -90,9 +90,11 @@ const char *la_simd_config(void);
 typedef enum {
     LA_FEATURE_ELU1 = 0, /* φ(x) = elu(x) + 1, computed as x + 1 (x >= 0), exp(x) (x < 0) */
     LA_FEATURE_RELU = 1, /* φ(x) = max(x, 0) */
+    LA_FEATURE_COUNT     /* the number of feature maps: valid values are [0, LA_FEATURE_COUNT) */
 } la_feature_map;
 
-/* Name ("elu", "relu") <-> enum. la_feature_map_parse returns LA_EINVAL for unknown names. */
+/* Name ("elu", "relu") <-> enum. la_feature_map_name gives "unknown" outside the enum;
+ * la_feature_map_parse returns LA_EINVAL for unknown names (it also takes "elu+1"). */
 const char *la_feature_map_name(la_feature_map fm);
 la_status la_feature_map_parse(const char *name, la_feature_map *out);
 
@@ -127,17 +129,16 @@ la_status la_problem_check(const la_problem *p);
 
 /* ---------------------------------------------------------------- kernels */
 
-/* The kernels, for dispatch and for the cost model. */
+/* The kernels. Each is one row of the kernel registry (below: la_kernel_get), which
+ * names its functions, its reference, its cost and what it accepts. */
 typedef enum {
-    LA_KERNEL_SOFTMAX = 0,         /* fused streaming softmax (online, FlashAttention-style) */
+    LA_KERNEL_SOFTMAX = 0,          /* fused streaming softmax (online, FlashAttention-style) */
     LA_KERNEL_SOFTMAX_MATERIALIZED, /* N×M scores, softmax, then ·V */
-    LA_KERNEL_HARD,                /* argmax attention */
-    LA_KERNEL_LINEAR,              /* linear: non-causal, or causal chunked when p->causal */
-    LA_KERNEL_LINEAR_RECURRENT,    /* linear, causal, token by token (requires p->causal) */
+    LA_KERNEL_HARD,                 /* argmax attention */
+    LA_KERNEL_LINEAR,               /* linear: non-causal, or causal chunked when p->causal */
+    LA_KERNEL_LINEAR_RECURRENT,     /* linear, causal, token by token (requires p->causal) */
     LA_KERNEL_COUNT
 } la_kernel;
-
-const char *la_kernel_name(la_kernel kernel); /* "softmax", "softmax_materialized", … */
 
 /* Softmax attention, fused: online softmax over key blocks; never holds the N×M score
  * matrix, its scratch is O(threads · block · (block + d_k + d_v)), independent of N.
@@ -182,7 +183,8 @@ la_status la_linear_attention_recurrent_f32(const la_problem *p, const float *q,
 la_status la_linear_attention_recurrent_f64(const la_problem *p, const double *q,
                                             const double *k, const double *v, double *out);
 
-/* Dispatch by kernel: the functions above. */
+/* Dispatch by kernel: the registry row's forward_f32 / forward_f64. LA_EINVAL for a
+ * kernel outside the registry or a problem its causal rule refuses. */
 la_status la_attention_f32(la_kernel kernel, const la_problem *p, const float *q,
                            const float *k, const float *v, float *out);
 la_status la_attention_f64(la_kernel kernel, const la_problem *p, const double *q,
@@ -237,6 +239,7 @@ la_status la_ref_hard_attention(const la_problem *p, const double *q, const doub
                                 const double *v, double *out);
 la_status la_ref_linear_attention(const la_problem *p, const double *q, const double *k,
                                   const double *v, double *out);
+/* The registry row's reference (LA_EINVAL as for la_attention_f64). */
 la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *q,
                            const double *k, const double *v, double *out);
 
@@ -286,6 +289,71 @@ double la_visible_pairs(const la_problem *p, size_t b);
  * la_problem_check returns. */
 la_status la_attention_cost(la_kernel kernel, const la_problem *p, la_dtype dtype,
                             la_cost *out);
+
+/* ---------------------------------------------------------------- the kernel registry */
+
+/* One row per kernel (lib/attention/registry.c): everything the command, the benchmark,
+ * the sweeps, the cost model, the plots and the tests need to know about it. A new
+ * kernel is its kernel file, its reference, its cost function, one row, and its tests.
+ * The function pointers are the public functions above. */
+typedef la_status (*la_forward_f32_fn)(const la_problem *p, const float *q, const float *k,
+                                       const float *v, float *out);
+typedef la_status (*la_forward_f64_fn)(const la_problem *p, const double *q, const double *k,
+                                       const double *v, double *out);
+/* Gradients of a loss L through one call, given d_out = ∂L/∂out: d_q, d_k, d_v shaped as
+ * q, k, v. No kernel has one yet (the rows hold NULL). */
+typedef la_status (*la_backward_f32_fn)(const la_problem *p, const float *q, const float *k,
+                                        const float *v, const float *out, const float *d_out,
+                                        float *d_q, float *d_k, float *d_v);
+typedef la_status (*la_backward_f64_fn)(const la_problem *p, const double *q, const double *k,
+                                        const double *v, const double *out,
+                                        const double *d_out, double *d_q, double *d_k,
+                                        double *d_v);
+/* The kernel's FLOP fields and workspace_bytes of *out for a problem la_attention_cost
+ * has already checked; call la_attention_cost, which adds the totals. */
+typedef la_status (*la_cost_fn)(const la_problem *p, la_dtype dtype, la_cost *out);
+
+typedef enum {
+    LA_CAUSAL_ALLOWED = 0,  /* p->causal 0 or 1 */
+    LA_CAUSAL_REQUIRED = 1, /* p->causal must be 1 */
+    LA_CAUSAL_REFUSED = 2,  /* p->causal must be 0 */
+} la_causal_rule;
+
+/* The la_problem fields a kernel reads beyond the sizes and masks (la_kernel_info.params). */
+enum {
+    LA_PARAM_SCALE = 1u << 0,       /* scale */
+    LA_PARAM_FEATURE_MAP = 1u << 1, /* feature_map */
+    LA_PARAM_EPS = 1u << 2,         /* eps */
+    LA_PARAM_CHUNK = 1u << 3,       /* chunk, when causal */
+};
+
+typedef struct {
+    la_kernel kernel;
+    const char *name;      /* "softmax_materialized": the one spelling of the kernel */
+    const char *summary;   /* one line for help texts */
+    const char *series[2]; /* its name in result files without and with causal masking
+                              ("linear", "linear_causal_chunked"); NULL where the causal
+                              rule forbids that form */
+    la_causal_rule causal;
+    unsigned params;       /* LA_PARAM_* bits */
+    la_forward_f32_fn forward_f32;
+    la_forward_f64_fn forward_f64;
+    la_forward_f64_fn reference; /* the float64 oracle (la_ref_*) */
+    la_cost_fn cost;
+    la_backward_f32_fn backward_f32; /* NULL: none yet */
+    la_backward_f64_fn backward_f64;
+} la_kernel_info;
+
+/* The row of a kernel; NULL outside [0, LA_KERNEL_COUNT). Rows live for the program. */
+const la_kernel_info *la_kernel_get(la_kernel kernel);
+/* The row's name ("unknown" outside the registry). */
+const char *la_kernel_name(la_kernel kernel);
+/* Name -> kernel; '-' is read as '_' ("softmax-materialized"). LA_EINVAL if unknown. */
+la_status la_kernel_parse(const char *name, la_kernel *out);
+/* The series name of kernel with causal 0 or 1 (NULL where its causal rule forbids it). */
+const char *la_kernel_series(la_kernel kernel, int causal);
+/* Series name -> kernel and causal flag. LA_EINVAL if no row has that series. */
+la_status la_kernel_series_parse(const char *series, la_kernel *kernel, int *causal);
 
 /* ---------------------------------------------------------------- .npy files */
 

@@ -1,6 +1,7 @@
 /* linear.c — linear attention kernels (non-causal, chunked causal, recurrent) in float
  * and double: the code is written once in linear_tmpl.h and instantiated here twice
  * (core/real_f32.h explains how); the public functions are written out at the end. */
+#include "attention/attention_internal.h"
 #include "attention/linear_internal.h"
 
 #include <omp.h>
@@ -132,4 +133,96 @@ la_status la_linear_attention_recurrent_f64(const la_problem *p, const double *q
                                             const double *k, const double *v, double *out)
 {
     return linear_attention_recurrent_f64(p, q, k, v, out);
+}
+
+/* ---------------------------------------------------------------- their cost (la_cost_fn) */
+
+/* Non-causal, one head of entry b, with m visible keys:
+ *   φ on N·d_k + m·d_k elements; S = φ(K)ᵀV 2·m·d_k·d_v and z = Σ φ(k_j) m·d_k;
+ *   φ(Q)·S 2·N·d_k·d_v and φ(Q)·z 2·N·d_k; normalise: den + eps (N) and N·d_v divides. */
+static void noncausal_head_flops(const la_problem *p, size_t b, la_cost *f)
+{
+    const double m = (double)la_keys_in_length(p, b);
+    if (m == 0) return; /* no query sees a key: zeros, no work */
+    const double n = (double)p->n_queries, dk = (double)p->d_k, dv = (double)p->d_v;
+    f->flops_phi = (n + m) * dk;
+    f->flops_kv = 2 * m * dk * dv + m * dk;
+    f->flops_qs = 2 * n * dk * dv + 2 * n * dk;
+    f->flops_normalize = n * dv + n;
+}
+
+/* Causal, chunked form, one head of entry b. Tokens are split into chunks of C; query i
+ * in chunk [s, e) sees the carried state of keys [0, s) and the keys [s, i] of its own
+ * chunk (all capped at the m visible keys). The denominators ride along as one extra
+ * column (z beside S, ones beside V_c), so each product has d_v + 1 output columns:
+ *   φ on N·d_k + u·d_k, u = min(N, m) the keys any query sees;
+ *   intra-chunk: φQ_c φK_cᵀ 2·pairs_intra·d_k (flops_qk), A·[V_c 1]
+ *     2·pairs_intra·(d_v + 1) (flops_av);
+ *   carried state: [S z] += φK_cᵀ[V_c 1], 2·d_k·(d_v + 1) per key a later chunk sees
+ *     (flops_kv); φQ_c·[S z], 2·d_k·(d_v + 1) per query of a chunk after the first
+ *     (flops_qs), accumulated with the intra-chunk part in the same product;
+ *   normalise: den + eps and d_v divides per query (flops_normalize). */
+static void chunked_head_flops(const la_problem *p, size_t b, la_cost *f)
+{
+    const size_t m = la_keys_in_length(p, b);
+    if (m == 0) return;
+    const size_t N = p->n_queries, C = p->chunk;
+    const double dk = (double)p->d_k, dv = (double)p->d_v;
+    const size_t used = N < m ? N : m; /* keys j <= N - 1 that are visible */
+    f->flops_phi = (double)(N + used) * dk;
+    double pairs_intra = 0, carried_keys = 0, carried_queries = 0;
+    for (size_t s = 0; s < N; s += C) {
+        const size_t e = s + C < N ? s + C : N;
+        /* queries s..e-1: intra keys [s, min(i + 1, m)) */
+        for (size_t i = s; i < e; i++) {
+            const size_t vis = i + 1 < m ? i + 1 : m;
+            if (vis > s) pairs_intra += (double)(vis - s);
+        }
+        if (s > 0) carried_queries += (double)(e - s); /* state of keys [0, min(s, m)) */
+        /* keys of this chunk carried into later chunks */
+        if (e < N && s < m) carried_keys += (double)((e < m ? e : m) - s);
+    }
+    f->flops_qk = 2 * pairs_intra * dk;
+    f->flops_av = 2 * pairs_intra * (dv + 1);
+    f->flops_kv = carried_keys * 2 * dk * (dv + 1);
+    f->flops_qs = carried_queries * 2 * dk * (dv + 1);
+    f->flops_normalize = (double)N * (dv + 1);
+}
+
+/* Causal, recurrent form, one head of entry b. Token t first adds its key (when
+ * visible): S += φ(k_t) v_tᵀ 2·d_k·d_v, z += φ(k_t) d_k; then queries: φ(q_t)·S
+ * 2·d_k·d_v, φ(q_t)·z 2·d_k; then normalises: den + eps 1, d_v divides. φ on
+ * N·d_k + u·d_k with u = min(N, m) the keys added. */
+static void recurrent_head_flops(const la_problem *p, size_t b, la_cost *f)
+{
+    const size_t m = la_keys_in_length(p, b);
+    if (m == 0) return;
+    const double n = (double)p->n_queries, dk = (double)p->d_k, dv = (double)p->d_v;
+    const double used = (double)(p->n_queries < m ? p->n_queries : m);
+    f->flops_phi = (n + used) * dk;
+    f->flops_kv = used * (2 * dk * dv + dk);
+    f->flops_qs = n * (2 * dk * dv + 2 * dk);
+    f->flops_normalize = n * (dv + 1);
+}
+
+/* Workspace: the layout the kernel allocates (linear_layout_for). */
+static la_status layout_bytes(la_kernel kernel, const la_problem *p, la_dtype dtype, la_cost *out)
+{
+    size_t bytes = 0;
+    la_status st = la_linear_workspace_bytes(kernel, p, la_dtype_size(dtype), &bytes);
+    if (st != LA_OK) return st;
+    out->workspace_bytes = (double)bytes;
+    return LA_OK;
+}
+
+la_status la_linear_cost(const la_problem *p, la_dtype dtype, la_cost *out)
+{
+    la_cost_sum_heads(p, p->causal ? chunked_head_flops : noncausal_head_flops, out);
+    return layout_bytes(LA_KERNEL_LINEAR, p, dtype, out);
+}
+
+la_status la_linear_recurrent_cost(const la_problem *p, la_dtype dtype, la_cost *out)
+{
+    la_cost_sum_heads(p, recurrent_head_flops, out);
+    return layout_bytes(LA_KERNEL_LINEAR_RECURRENT, p, dtype, out);
 }

@@ -167,19 +167,3 @@ done:
     free(prefix_z);
     return st;
 }
-
-la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *q,
-                           const double *k, const double *v, double *out)
-{
-    switch (kernel) {
-    case LA_KERNEL_SOFTMAX:
-    case LA_KERNEL_SOFTMAX_MATERIALIZED: return la_ref_softmax_attention(p, q, k, v, out);
-    case LA_KERNEL_HARD: return la_ref_hard_attention(p, q, k, v, out);
-    case LA_KERNEL_LINEAR: return la_ref_linear_attention(p, q, k, v, out);
-    case LA_KERNEL_LINEAR_RECURRENT:
-        if (p && !p->causal) return LA_EINVAL;
-        return la_ref_linear_attention(p, q, k, v, out);
-    case LA_KERNEL_COUNT: break;
-    }
-    return LA_EINVAL;
-}

@@ -8,7 +8,7 @@
  * float32 fused kernel on AVX-512 CPUs, which runs softmax_avx512.c's own register
  * tiles for each task (about twice as fast: see that file). The kernels themselves are
  * in softmax_tmpl.h, included below once per precision (core/real_f32.h explains how). */
-#include "core/internal.h"
+#include "attention/attention_internal.h"
 #include "attention/softmax_alloc.h"
 #include "cpu/vexp.h"
 
@@ -104,4 +104,75 @@ la_status la_hard_attention_f64(const la_problem *p, const double *q, const doub
                                 const double *v, double *out)
 {
     return hard_attention_f64(p, q, k, v, out);
+}
+
+/* ---------------------------------------------------------------- their cost (la_cost_fn) */
+
+/* Softmax (fused or materialising), one head of entry b: QKᵀ 2·pairs·d_k; softmax 5 per
+ * pair (row max, subtract, exp, row sum, divide); P·V 2·pairs·d_v. */
+static void softmax_head_flops(const la_problem *p, size_t b, la_cost *f)
+{
+    const double pairs = la_visible_pairs(p, b);
+    f->flops_qk = 2 * pairs * (double)p->d_k;
+    f->flops_softmax = 5 * pairs;
+    f->flops_av = 2 * pairs * (double)p->d_v;
+}
+
+/* Hard attention, one head of entry b: QKᵀ and one compare per pair (the argmax). */
+static void hard_head_flops(const la_problem *p, size_t b, la_cost *f)
+{
+    const double pairs = la_visible_pairs(p, b);
+    f->flops_qk = 2 * pairs * (double)p->d_k;
+    f->flops_softmax = pairs;
+}
+
+static double dmin(double a, double b)
+{
+    return a < b ? a : b;
+}
+
+/* Scratch of the BLIS-based fused and hard kernels (run_blocked): per (b, h, query
+ * block) task thread a bq×bk score block, then bq row maxima (or best scores) and bq
+ * sums (or best key indices, size_t), rounded up to a 64-byte line; min(threads, tasks)
+ * threads. */
+static double blocked_workspace(const la_problem *p, size_t elem)
+{
+    const double heads = (double)p->batch * (double)p->heads, threads = (double)la_threads();
+    const double n = (double)p->n_queries, m = (double)p->n_keys, e = (double)elem;
+    const double bq = dmin(n, Q_BLOCK), bk = dmin(m, K_BLOCK);
+    const double tasks = heads * ceil(n / Q_BLOCK);
+    const double per_thread = ceil((bq * bk * e + bq * e + bq * (double)sizeof(size_t)) / 64) * 64;
+    return dmin(threads, tasks) * per_thread;
+}
+
+la_status la_softmax_cost(const la_problem *p, la_dtype dtype, la_cost *out)
+{
+    la_cost_sum_heads(p, softmax_head_flops, out);
+    if (dtype == LA_FLOAT32 && la_fused_simd_usable(p)) {
+        /* the AVX-512 kernel: per thread qᵀ, a score block and oᵀ, 32 queries wide, tasks
+         * of 32 queries (softmax_avx512.c) */
+        const double heads = (double)p->batch * (double)p->heads;
+        const double tasks = heads * ceil((double)p->n_queries / LA_FUSED_SIMD_Q_BLOCK);
+        const double per_thread = ceil((double)la_fused_simd_scratch_bytes(p) / 64) * 64;
+        out->workspace_bytes = dmin((double)la_threads(), tasks) * per_thread;
+    } else {
+        out->workspace_bytes = blocked_workspace(p, la_dtype_size(dtype));
+    }
+    return LA_OK;
+}
+
+la_status la_softmax_materialized_cost(const la_problem *p, la_dtype dtype, la_cost *out)
+{
+    la_cost_sum_heads(p, softmax_head_flops, out);
+    /* one N×M score matrix, reused head after head */
+    out->workspace_bytes =
+        (double)p->n_queries * (double)p->n_keys * (double)la_dtype_size(dtype);
+    return LA_OK;
+}
+
+la_status la_hard_cost(const la_problem *p, la_dtype dtype, la_cost *out)
+{
+    la_cost_sum_heads(p, hard_head_flops, out);
+    out->workspace_bytes = blocked_workspace(p, la_dtype_size(dtype));
+    return LA_OK;
 }

@@ -38,7 +38,7 @@ la_status la_linear_state_create(la_linear_state **out, la_dtype dtype, size_t h
     if (!out) return LA_EINVAL;
     if (dtype != LA_FLOAT32 && dtype != LA_FLOAT64) return LA_EINVAL;
     if (heads == 0 || d_k == 0 || d_v == 0) return LA_EINVAL;
-    if (fm != LA_FEATURE_ELU1 && fm != LA_FEATURE_RELU) return LA_EINVAL;
+    if (!la_feature_map_ok(fm)) return LA_EINVAL;
     if (!(isfinite(eps) && eps >= 0)) return LA_EINVAL;
     /* elements = heads · d_k · (d_v + 1), and its bytes plus the header, must fit */
     size_t per_head, elements, bytes, phi_bytes;

@@ -69,6 +69,15 @@ size_t la_visible_keys(const la_problem *p, size_t b, size_t i);
 /* Overflow-checked size_t arithmetic: false when the result does not fit. */
 bool la_mul_ok(size_t a, size_t b, size_t *out);
 
+/* The one check of a feature map: a value of the enum. */
+static inline bool la_feature_map_ok(la_feature_map fm)
+{
+    return (unsigned)fm < LA_FEATURE_COUNT;
+}
+
+/* Whether a registry row accepts causal = 0 or 1 (its causal rule; registry.c). */
+bool la_causal_allowed(const la_kernel_info *info, int causal);
+
 /* OpenMP thread count to use (la_get_num_threads()). */
 int la_threads(void);
 

@@ -1,4 +1,4 @@
-/* problem.c — la_problem defaults and validation, names, masks, and kernel dispatch. */
+/* problem.c — la_problem defaults and validation, feature-map names, masks. */
 #include "core/internal.h"
 
 #include <math.h>
@@ -48,7 +48,7 @@ la_status la_problem_check(const la_problem *p)
     if (p->causal != 0 && p->causal != 1) return LA_EINVAL;
     if (!isfinite(p->scale)) return LA_EINVAL;
     if (!(isfinite(p->eps) && p->eps >= 0)) return LA_EINVAL;
-    if (p->feature_map != LA_FEATURE_ELU1 && p->feature_map != LA_FEATURE_RELU) return LA_EINVAL;
+    if (!la_feature_map_ok(p->feature_map)) return LA_EINVAL;
     if (p->chunk == 0) return LA_EINVAL;
     if (p->key_lengths) {
         for (size_t b = 0; b < p->batch; b++)
@@ -84,66 +84,29 @@ double la_visible_pairs(const la_problem *p, size_t b)
     return tri_rows * (tri_rows + 1) / 2 + (n - tri_rows) * (double)m;
 }
 
+/* The feature maps' names, by enum value (la_feature_map_parse also takes "elu+1"). */
+static const char *const feature_map_names[LA_FEATURE_COUNT] = {
+    [LA_FEATURE_ELU1] = "elu",
+    [LA_FEATURE_RELU] = "relu",
+};
+
 const char *la_feature_map_name(la_feature_map fm)
 {
-    switch (fm) {
-    case LA_FEATURE_ELU1: return "elu";
-    case LA_FEATURE_RELU: return "relu";
-    }
-    return "unknown";
+    return la_feature_map_ok(fm) ? feature_map_names[fm] : "unknown";
 }
 
 la_status la_feature_map_parse(const char *name, la_feature_map *out)
 {
     if (!name || !out) return LA_EINVAL;
-    if (strcmp(name, "elu") == 0 || strcmp(name, "elu+1") == 0)
+    for (int fm = 0; fm < LA_FEATURE_COUNT; fm++) {
+        if (strcmp(name, feature_map_names[fm]) == 0) {
+            *out = (la_feature_map)fm;
+            return LA_OK;
+        }
+    }
+    if (strcmp(name, "elu+1") == 0) {
         *out = LA_FEATURE_ELU1;
-    else if (strcmp(name, "relu") == 0)
-        *out = LA_FEATURE_RELU;
-    else
-        return LA_EINVAL;
-    return LA_OK;
-}
-
-const char *la_kernel_name(la_kernel kernel)
-{
-    switch (kernel) {
-    case LA_KERNEL_SOFTMAX: return "softmax";
-    case LA_KERNEL_SOFTMAX_MATERIALIZED: return "softmax_materialized";
-    case LA_KERNEL_HARD: return "hard";
-    case LA_KERNEL_LINEAR: return "linear";
-    case LA_KERNEL_LINEAR_RECURRENT: return "linear_recurrent";
-    case LA_KERNEL_COUNT: break;
-    }
-    return "unknown";
-}
-
-la_status la_attention_f32(la_kernel kernel, const la_problem *p, const float *q, const float *k,
-                           const float *v, float *out)
-{
-    switch (kernel) {
-    case LA_KERNEL_SOFTMAX: return la_softmax_attention_f32(p, q, k, v, out);
-    case LA_KERNEL_SOFTMAX_MATERIALIZED:
-        return la_softmax_attention_materialized_f32(p, q, k, v, out);
-    case LA_KERNEL_HARD: return la_hard_attention_f32(p, q, k, v, out);
-    case LA_KERNEL_LINEAR: return la_linear_attention_f32(p, q, k, v, out);
-    case LA_KERNEL_LINEAR_RECURRENT: return la_linear_attention_recurrent_f32(p, q, k, v, out);
-    case LA_KERNEL_COUNT: break;
-    }
-    return LA_EINVAL;
-}
-
-la_status la_attention_f64(la_kernel kernel, const la_problem *p, const double *q, const double *k,
-                           const double *v, double *out)
-{
-    switch (kernel) {
-    case LA_KERNEL_SOFTMAX: return la_softmax_attention_f64(p, q, k, v, out);
-    case LA_KERNEL_SOFTMAX_MATERIALIZED:
-        return la_softmax_attention_materialized_f64(p, q, k, v, out);
-    case LA_KERNEL_HARD: return la_hard_attention_f64(p, q, k, v, out);
-    case LA_KERNEL_LINEAR: return la_linear_attention_f64(p, q, k, v, out);
-    case LA_KERNEL_LINEAR_RECURRENT: return la_linear_attention_recurrent_f64(p, q, k, v, out);
-    case LA_KERNEL_COUNT: break;
+        return LA_OK;
     }
     return LA_EINVAL;
 }

@@ -30,15 +30,15 @@ la_status la_layer_config_check(const la_layer_config *c)
 {
     if (!c || c->d_model == 0 || c->heads == 0 || c->d_ff == 0 || c->d_model % c->heads != 0)
         return LA_EINVAL;
-    if (c->attention != LA_KERNEL_SOFTMAX && c->attention != LA_KERNEL_SOFTMAX_MATERIALIZED &&
-        c->attention != LA_KERNEL_HARD && c->attention != LA_KERNEL_LINEAR)
-        return LA_EINVAL;
+    /* a layer runs its kernel both with and without causal masking */
+    const la_kernel_info *kernel = la_kernel_get(c->attention);
+    if (!kernel || kernel->causal != LA_CAUSAL_ALLOWED) return LA_EINVAL;
     if ((c->norm != LA_NORM_POST && c->norm != LA_NORM_PRE) ||
         (c->activation != LA_ACTIVATION_RELU && c->activation != LA_ACTIVATION_GELU))
         return LA_EINVAL;
     if (!(isfinite(c->norm_eps) && c->norm_eps > 0) ||
         !(isfinite(c->linear_eps) && c->linear_eps >= 0) || c->chunk == 0 ||
-        (c->feature_map != LA_FEATURE_ELU1 && c->feature_map != LA_FEATURE_RELU))
+        !la_feature_map_ok(c->feature_map))
         return LA_EINVAL;
     return LA_OK;
 }

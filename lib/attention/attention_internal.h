@@ -1,0 +1,30 @@
+/* attention_internal.h — what the attention kernels share with the registry
+ * (registry.c) and the cost model (cost.c). Internal, not installed. */
+#ifndef LA_ATTENTION_INTERNAL_H
+#define LA_ATTENTION_INTERNAL_H
+
+#include "core/internal.h"
+
+/* The cost functions of the registry rows (la_cost_fn), each beside its kernel: the
+ * FLOP fields and workspace_bytes of one call on a checked problem. */
+la_status la_softmax_cost(const la_problem *p, la_dtype dtype, la_cost *out);              /* softmax.c */
+la_status la_softmax_materialized_cost(const la_problem *p, la_dtype dtype, la_cost *out); /* softmax.c */
+la_status la_hard_cost(const la_problem *p, la_dtype dtype, la_cost *out);                 /* softmax.c */
+la_status la_linear_cost(const la_problem *p, la_dtype dtype, la_cost *out);               /* linear.c */
+la_status la_linear_recurrent_cost(const la_problem *p, la_dtype dtype, la_cost *out);     /* linear.c */
+
+/* The FLOPs of one head of batch entry b, in the flops_* fields of *head (zeroed
+ * before the call). */
+typedef void (*la_head_flops_fn)(const la_problem *p, size_t b, la_cost *head);
+
+/* Adds heads × per_head(p, b) over every batch entry b to the flops_* fields of *c
+ * (cost.c). */
+void la_cost_sum_heads(const la_problem *p, la_head_flops_fn per_head, la_cost *c);
+
+/* Bytes of one element of dtype (4 or 8). */
+static inline size_t la_dtype_size(la_dtype dtype)
+{
+    return dtype == LA_FLOAT32 ? sizeof(float) : sizeof(double);
+}
+
+#endif

@@ -1,0 +1,167 @@
+/* registry.c — the kernel registry: one row per attention kernel, and the functions
+ * that read it (names, parsing, series, dispatch). Everything else that iterates over
+ * kernels — the command, the benchmark, the sweeps, the cost model, the test harness —
+ * iterates over this table.
+ *
+ * A new kernel: its kernel file (and its declarations in linattn.h), its float64
+ * reference, its cost function, one enum value and one row here, and a row in the test
+ * harness (tests/attention/test_attention.c). */
+#include "attention/attention_internal.h"
+
+#include <string.h>
+
+static const la_kernel_info registry[LA_KERNEL_COUNT] = {
+    [LA_KERNEL_SOFTMAX] = {
+        .kernel = LA_KERNEL_SOFTMAX,
+        .name = "softmax",
+        .summary = "softmax, fused: online softmax over key blocks, never the N×M scores",
+        .series = {"softmax", "softmax_causal"},
+        .causal = LA_CAUSAL_ALLOWED,
+        .params = LA_PARAM_SCALE,
+        .forward_f32 = la_softmax_attention_f32,
+        .forward_f64 = la_softmax_attention_f64,
+        .reference = la_ref_softmax_attention,
+        .cost = la_softmax_cost,
+    },
+    [LA_KERNEL_SOFTMAX_MATERIALIZED] = {
+        .kernel = LA_KERNEL_SOFTMAX_MATERIALIZED,
+        .name = "softmax_materialized",
+        .summary = "softmax, materialising: the N×M scores, their softmax, then ·V",
+        .series = {"softmax_materialized", "softmax_materialized_causal"},
+        .causal = LA_CAUSAL_ALLOWED,
+        .params = LA_PARAM_SCALE,
+        .forward_f32 = la_softmax_attention_materialized_f32,
+        .forward_f64 = la_softmax_attention_materialized_f64,
+        .reference = la_ref_softmax_attention,
+        .cost = la_softmax_materialized_cost,
+    },
+    [LA_KERNEL_HARD] = {
+        .kernel = LA_KERNEL_HARD,
+        .name = "hard",
+        .summary = "hard: the value of the best-scoring key (argmax)",
+        .series = {"hard", "hard_causal"},
+        .causal = LA_CAUSAL_ALLOWED,
+        .params = LA_PARAM_SCALE,
+        .forward_f32 = la_hard_attention_f32,
+        .forward_f64 = la_hard_attention_f64,
+        .reference = la_ref_hard_attention,
+        .cost = la_hard_cost,
+    },
+    [LA_KERNEL_LINEAR] = {
+        .kernel = LA_KERNEL_LINEAR,
+        .name = "linear",
+        .summary = "linear: φ(K)ᵀV once per head; causal in chunks of p->chunk tokens",
+        .series = {"linear", "linear_causal_chunked"},
+        .causal = LA_CAUSAL_ALLOWED,
+        .params = LA_PARAM_FEATURE_MAP | LA_PARAM_EPS | LA_PARAM_CHUNK,
+        .forward_f32 = la_linear_attention_f32,
+        .forward_f64 = la_linear_attention_f64,
+        .reference = la_ref_linear_attention,
+        .cost = la_linear_cost,
+    },
+    [LA_KERNEL_LINEAR_RECURRENT] = {
+        .kernel = LA_KERNEL_LINEAR_RECURRENT,
+        .name = "linear_recurrent",
+        .summary = "linear, causal, token by token: the recurrence of the step API",
+        .series = {NULL, "linear_causal_recurrent"},
+        .causal = LA_CAUSAL_REQUIRED,
+        .params = LA_PARAM_FEATURE_MAP | LA_PARAM_EPS,
+        .forward_f32 = la_linear_attention_recurrent_f32,
+        .forward_f64 = la_linear_attention_recurrent_f64,
+        .reference = la_ref_linear_attention,
+        .cost = la_linear_recurrent_cost,
+    },
+};
+
+const la_kernel_info *la_kernel_get(la_kernel kernel)
+{
+    if ((unsigned)kernel >= LA_KERNEL_COUNT) return NULL;
+    return &registry[kernel];
+}
+
+const char *la_kernel_name(la_kernel kernel)
+{
+    const la_kernel_info *info = la_kernel_get(kernel);
+    return info ? info->name : "unknown";
+}
+
+/* a equals b, reading '-' in a as '_' */
+static bool same_name(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++)
+        if (*a != *b && !(*a == '-' && *b == '_')) return false;
+    return *a == *b;
+}
+
+la_status la_kernel_parse(const char *name, la_kernel *out)
+{
+    if (!name || !out) return LA_EINVAL;
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        if (same_name(name, registry[k].name)) {
+            *out = (la_kernel)k;
+            return LA_OK;
+        }
+    }
+    return LA_EINVAL;
+}
+
+const char *la_kernel_series(la_kernel kernel, int causal)
+{
+    const la_kernel_info *info = la_kernel_get(kernel);
+    if (!info || (causal != 0 && causal != 1)) return NULL;
+    return info->series[causal];
+}
+
+la_status la_kernel_series_parse(const char *series, la_kernel *kernel, int *causal)
+{
+    if (!series || !kernel || !causal) return LA_EINVAL;
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        for (int c = 0; c < 2; c++) {
+            if (registry[k].series[c] && same_name(series, registry[k].series[c])) {
+                *kernel = (la_kernel)k;
+                *causal = c;
+                return LA_OK;
+            }
+        }
+    }
+    return LA_EINVAL;
+}
+
+bool la_causal_allowed(const la_kernel_info *info, int causal)
+{
+    switch (info->causal) {
+    case LA_CAUSAL_ALLOWED: return causal == 0 || causal == 1;
+    case LA_CAUSAL_REQUIRED: return causal == 1;
+    case LA_CAUSAL_REFUSED: return causal == 0;
+    }
+    return false;
+}
+
+/* The row of kernel when it accepts p's causal flag (a NULL p is the kernel's to refuse). */
+static const la_kernel_info *row_for(la_kernel kernel, const la_problem *p)
+{
+    const la_kernel_info *info = la_kernel_get(kernel);
+    if (!info || (p && !la_causal_allowed(info, p->causal))) return NULL;
+    return info;
+}
+
+la_status la_attention_f32(la_kernel kernel, const la_problem *p, const float *q, const float *k,
+                           const float *v, float *out)
+{
+    const la_kernel_info *info = row_for(kernel, p);
+    return info ? info->forward_f32(p, q, k, v, out) : LA_EINVAL;
+}
+
+la_status la_attention_f64(la_kernel kernel, const la_problem *p, const double *q, const double *k,
+                           const double *v, double *out)
+{
+    const la_kernel_info *info = row_for(kernel, p);
+    return info ? info->forward_f64(p, q, k, v, out) : LA_EINVAL;
+}
+
+la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *q,
+                           const double *k, const double *v, double *out)
+{
+    const la_kernel_info *info = row_for(kernel, p);
+    return info ? info->reference(p, q, k, v, out) : LA_EINVAL;
+}
