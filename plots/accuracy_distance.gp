@@ -1,9 +1,12 @@
 # accuracy_distance.gp — how far the attention variants are from each other (left:
 # linear vs softmax and hard vs softmax, on random inputs and on inputs with one
 # dominant key, float64 references), and the effect of linear attention's ε (right).
+# The pairs and the ε curves are chosen here by name (other rows of the CSV are not drawn).
 # Reads ../results/accuracy.csv; writes accuracy_distance.png|svg.
+# Other files: gnuplot -e 'data="x/accuracy.csv"; out="x/accuracy_distance"' accuracy_distance.gp
 load "style.gpi"
-data = "../results/accuracy.csv"
+if (!exists("data")) data = "../results/accuracy.csv"
+if (!exists("out")) out = "accuracy_distance"
 
 dist(v, cmp, input) = (strcol("study") eq "distance" && strcol("variant") eq v && strcol("compared_to") eq cmp && \
     strcol("input") eq input && strcol("status") eq "ok") ? column("rel_error") : NaN
@@ -14,7 +17,7 @@ stats data using (strcol("study") eq "eps" ? column("n") : NaN) nooutput
 eps_n = STATS_max
 
 do for [fmt in "png svg"] {
-    eval term(fmt, "accuracy_distance", 1500, 700)
+    eval term(fmt, out, 1500, 700)
     set multiplot layout 1,2 title "How far apart the attention variants are" font ",15"
 
     set title "distance between outputs on the same inputs (float64)" font ",13"

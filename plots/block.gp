@@ -1,8 +1,12 @@
-# block.gp — where the time of one encoder layer goes as N grows, softmax against linear
-# attention: stacked shares of attention, projections, FFN, LayerNorm and the rest.
+# block.gp — where the time of one encoder layer goes as N grows, one panel per attention
+# kernel in the CSV (softmax and linear today, in the order they first appear): stacked
+# shares of each component (attention, projections, FFN, LayerNorm, the rest; every
+# component in the CSV but the whole layer) and the layer's time on the right axis.
 # Reads ../results/block.csv; writes block.png|svg.
+# Other files: gnuplot -e 'data="x/block.csv"; out="x/block"' block.gp
 load "style.gpi"
-data = "../results/block.csv"
+if (!exists("data")) data = "../results/block.csv"
+if (!exists("out")) out = "block"
 
 comp(att, c, col) = (strcol("attention") eq att && strcol("component") eq c && strcol("status") eq "ok") ? column(col) : NaN
 layer_t(att) = (strcol("attention") eq att && strcol("component") eq "layer" && strcol("status") eq "ok") ? column("median_s") : NaN
@@ -12,15 +16,23 @@ D = STATS_max
 stats data using (column("n")) nooutput
 nlo = STATS_min; nhi = STATS_max
 
-names_c = "attention projections ffn layer_norm other"
-title_c(i) = i == 1 ? "attention kernel" : i == 2 ? "projections (Q, K, V, out)" : i == 3 ? "FFN" : i == 4 ? "LayerNorm (two)" : "residual adds, copies"
-colors_c = "#c0392b #2471a3 #17a589 #b7950b #aaaaaa"
+attns = series(data, "attention")
+na = words(attns)
+if (na == 0) { exit error sprintf("block.gp: no attention kernel in %s", data) }
+names_c = ""
+do for [c in series(data, "component")] { if (c ne "layer") { names_c = names_c . " " . c } }
+nc = words(names_c)
+title_c(c) = c eq "attention" ? "attention kernel" : c eq "projections" ? "projections (Q, K, V, out)" : \
+             c eq "ffn" ? "FFN" : c eq "layer_norm" ? "LayerNorm (two)" : c eq "other" ? "residual adds, copies" : esc(c)
+color_c(c, i) = c eq "attention" ? "#c0392b" : c eq "projections" ? "#2471a3" : c eq "ffn" ? "#17a589" : \
+                c eq "layer_norm" ? "#b7950b" : c eq "other" ? "#aaaaaa" : palette_at(i)
+title_a(a) = sprintf("%s attention", esc(a))
 
 do for [fmt in "png svg"] {
-    eval term(fmt, "block", 1500, 720)
-    set multiplot layout 1,2 title sprintf("One encoder layer (D = %d, post-LN, float32): where the time goes as N grows", D) font ",15"
-    do for [a in "softmax linear"] {
-        set title (a eq "softmax" ? "softmax attention" : "linear attention") font ",13"
+    eval term(fmt, out, 750 * na, 720)
+    set multiplot layout 1,na title sprintf("One encoder layer (D = %d, post-LN, float32): where the time goes as N grows", D) font ",15"
+    do for [a in attns] {
+        set title title_a(a) font ",13"
         set xlabel "sequence length N (tokens)"
         set ylabel "share of the layer's time"
         set logscale x 2
@@ -40,8 +52,8 @@ do for [fmt in "png svg"] {
         set style fill solid 0.75 noborder
         set arrow 1 from D, graph 0 to D, graph 1 nohead front lc rgb "black" dt 2 lw 1.5
         set label 1 "N = D" at D, graph 0.95 left offset 0.4,0 front font ",11"
-        plot for [i=1:5] data using (comp(a, word(names_c, i), "n")):(100 * comp(a, word(names_c, i), "share_below")):(100 * (comp(a, word(names_c, i), "share_below") + comp(a, word(names_c, i), "share"))) \
-                 with filledcurves lc rgb word(colors_c, i) title title_c(i), \
+        plot for [i=1:nc] data using (comp(a, word(names_c, i), "n")):(100 * comp(a, word(names_c, i), "share_below")):(100 * (comp(a, word(names_c, i), "share_below") + comp(a, word(names_c, i), "share"))) \
+                 with filledcurves lc rgb color_c(word(names_c, i), i) title title_c(word(names_c, i)), \
              data using (layer_t(a) > 0 ? column("n") : NaN):(layer_t(a)) axes x1y2 with linespoints lc rgb "black" pt 7 ps 0.8 lw 2 title "whole layer time (right axis)"
     }
     unset multiplot

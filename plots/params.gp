@@ -2,15 +2,17 @@
 # line and each component (left); the relative gap of the 12D² rule (middle); where the
 # parameters of the standard models are (right, stacked shares).
 # Reads ../results/params.csv; writes params.png|svg.
+# Other files: gnuplot -e 'data="x/params.csv"; out="x/params"' params.gp
 load "style.gpi"
-data = "../results/params.csv"
+if (!exists("data")) data = "../results/params.csv"
+if (!exists("out")) out = "params"
 
 sweep(c) = (strcol("kind") eq "sweep" && strcol("status") eq "ok") ? column(c) : NaN
 stats data using (strcol("kind") eq "sweep" ? 1 : NaN) nooutput
 n_sweep = STATS_records      # the standard models' rows follow the sweep's
 
 do for [fmt in "png svg"] {
-    eval term(fmt, "params", 1800, 700)
+    eval term(fmt, out, 1800, 700)
     set multiplot layout 1,3 title "Parameters of Transformer layers: the exact count against the 12·D² rule (d_{ff} = 4D)" font ",15"
 
     set title "one encoder layer" font ",13"

@@ -1,8 +1,11 @@
-# scaling_gflops.gp — arithmetic rate of each kernel against N: the FLOP model
-# (la_attention_cost) divided by the median time. Reads ../results/scaling.csv;
-# writes scaling_gflops.png|svg.
+# scaling_gflops.gp — arithmetic rate of each kernel (every variant in the CSV, in the
+# order it first appears) against N: the FLOP model (la_attention_cost) divided by the
+# median time. Reads ../results/scaling.csv; writes scaling_gflops.png|svg.
+# Other files: gnuplot -e 'data="x/scaling.csv"; out="x/scaling_gflops"' scaling_gflops.gp
 load "style.gpi"
-data = "../results/scaling.csv"
+if (!exists("data")) data = "../results/scaling.csv"
+if (!exists("out")) out = "scaling_gflops"
+names = series(data, "variant")
 
 stats data using (column("n")) nooutput
 set xrange [STATS_min * 0.8 : STATS_max * 1.25]
@@ -17,7 +20,7 @@ set format x "%.0f"
 set xtics 1, 2 font ",10"
 set key top left
 
-eval png("scaling_gflops")
-plot for [v in variants] data using (ok(v, "n")):(ok(v, "gflops")) \
+eval png(out)
+plot for [v in names] data using (ok(v, "n")):(ok(v, "gflops")) \
          with linespoints lc rgb color_of(v) pt 7 ps 0.9 title title_of(v)
-eval svg("scaling_gflops")
+eval svg(out)

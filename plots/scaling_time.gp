@@ -1,18 +1,23 @@
-# scaling_time.gp — time per call against N, log-log, one line per kernel, with the
-# exponent fitted over the upper half of each curve in the legend and N, N² guides.
+# scaling_time.gp — time per call against N, log-log, one line per kernel (every
+# variant in the CSV, in the order it first appears), with the exponent fitted over the
+# upper half of each curve in the legend and N, N² guides through softmax and linear.
 # Reads ../results/scaling.csv and ../results/scaling_fit.csv; writes scaling_time.png|svg.
+# Other files: gnuplot -e 'data="x/scaling.csv"; fits="x/scaling_fit.csv"; out="x/scaling_time"' scaling_time.gp
 load "style.gpi"
-data = "../results/scaling.csv"
-fits = "../results/scaling_fit.csv"
+if (!exists("data")) data = "../results/scaling.csv"
+if (!exists("fits")) fits = "../results/scaling_fit.csv"
+if (!exists("out")) out = "scaling_time"
 
-names = variants
+names = series(data, "variant")
+n = words(names)
+if (n == 0) { exit error sprintf("scaling_time.gp: no variant in %s", data) }
 
 # fitted exponent and prefactor of each kernel (-1: no fit)
-array slope[6]
-array pref[6]
-array nmin[6]
-array nmax[6]
-do for [i=1:6] {
+array slope[n]
+array pref[n]
+array nmin[n]
+array nmax[n]
+do for [i=1:n] {
     v = word(names, i)
     stats fits using (strcol("variant") eq v ? column("fitted_exponent") : -1) nooutput
     slope[i] = STATS_max
@@ -50,10 +55,10 @@ set key top left
 set bars small
 set label 1 "bars: min..max over repetitions; dotted: least-squares fit over the upper half of each curve" at graph 0.99, graph 0.03 right font ",10" tc rgb "#555555"
 
-eval png("scaling_time")
-plot for [i=1:6] data using (ok(word(names, i), "n")):(ok(word(names, i), "median_s")):(ok(word(names, i), "min_s")):(ok(word(names, i), "max_s")) \
+eval png(out)
+plot for [i=1:n] data using (ok(word(names, i), "n")):(ok(word(names, i), "median_s")):(ok(word(names, i), "min_s")):(ok(word(names, i), "max_s")) \
          with yerrorlines lc rgb color_of(word(names, i)) pt (i + 3) ps 1.1 title label(i), \
-     for [i=1:6] fitline(i, x) with lines lc rgb color_of(word(names, i)) dt 3 lw 2 notitle, \
+     for [i=1:n] fitline(i, x) with lines lc rgb color_of(word(names, i)) dt 3 lw 2 notitle, \
      guide2(x) with lines lc rgb "black" dt 2 lw 1.5 title "∝ N^2 (guide)", \
      guide1(x) with lines lc rgb "#555555" dt 4 lw 1.5 title "∝ N (guide)"
-eval svg("scaling_time")
+eval svg(out)
