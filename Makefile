@@ -69,9 +69,11 @@ build/.deps-plots:
 	@mkdir -p build && touch $@
 deps: build/.deps-build build/.deps-test build/.deps-plots
 
+# The library exports only what lib/linattn.h marks LA_API: everything else is hidden,
+# and the BLIS archive linked into the .so stays private (--exclude-libs).
 $(BUILD)/lib/%.o: lib/%.c $(HEADERS) | build/.deps-build
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) -fvisibility=hidden -c $< -o $@
 $(BUILD)/experiments/%.o: experiments/%.c $(HEADERS) | build/.deps-build
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
@@ -81,16 +83,24 @@ $(BUILD)/tests/%.o: tests/%.c $(HEADERS) | build/.deps-test
 
 $(BUILD)/liblinattn.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
-$(BUILD)/liblinattn.so: $(LIB_OBJ)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# The version script (build/linattn.map) lists the LA_API functions of lib/linattn.h: it
+# also hides what visibility cannot (the ifunc resolvers GCC makes for target_clones).
+$(BUILD)/liblinattn.so: $(LIB_OBJ) lib/linattn.h
+	{ echo '{ global:'; sed -n 's/^LA_API[^(]*[ *]\(la_[a-z0-9_]*\)(.*/  \1;/p' lib/linattn.h; \
+	  echo '  local: *; };'; } > $(BUILD)/linattn.map
+	$(CC) -shared $(LDFLAGS) -Wl,--exclude-libs,ALL -Wl,--version-script=$(BUILD)/linattn.map \
+	    -Wl,-soname,liblinattn.so -o $@ $(LIB_OBJ) $(LDLIBS)
 $(BUILD)/linattn: $(CMD_OBJ) $(BUILD)/liblinattn.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/liblinattn.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
 
 # Every test program runs even when an earlier one fails; the verdict is the last line.
-test: $(TEST_BIN) $(BUILD)/linattn | build/.deps-test
+test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so | build/.deps-test
 	@passed=0; failed=0; \
+	echo "== scripts/check-exports"; \
+	if scripts/check-exports $(BUILD)/liblinattn.so; then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: scripts/check-exports"; fi; \
 	for t in $(TEST_BIN); do \
 	    echo "== $$t"; \
 	    if $$t; then passed=$$((passed+1)); else failed=$$((failed+1)); echo "FAILED: $$t"; fi; \

@@ -3,10 +3,10 @@
  * rates means something; and `--goals`, the issue's goal table on fixed points. */
 #include "cli.h"
 #include "commands.h"
-#include "core/internal.h" /* la_gemm_f32_threaded: the sgemm yardstick; la_mul_ok */
 #include "results.h"  /* res_time: the one timer; the machine facts for the header */
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,9 +215,10 @@ typedef struct {
 static int run_sgemm(void *ctx)
 {
     const sgemm_call *g = ctx;
-    la_gemm_f32_threaded(g->threads, SGEMM_SIZE, SGEMM_SIZE, SGEMM_SIZE, 1, g->a, SGEMM_SIZE, 1,
-                         g->b, SGEMM_SIZE, 1, 0, g->c, SGEMM_SIZE, 1);
-    return 0;
+    return la_blis_sgemm(g->threads, SGEMM_SIZE, SGEMM_SIZE, SGEMM_SIZE, 1, g->a, SGEMM_SIZE, 1,
+                         g->b, SGEMM_SIZE, 1, 0, g->c, SGEMM_SIZE, 1) == LA_OK
+               ? 0
+               : -1;
 }
 
 /* Times the yardstick on `threads` threads. Returns 0, or -1 (no memory). */
@@ -260,12 +261,20 @@ static void free_inputs(bench_inputs *in)
     free(in->out);
 }
 
+/* a · b, or false when it overflows size_t. */
+static bool mul_ok(size_t a, size_t b, size_t *out)
+{
+    if (a != 0 && b > SIZE_MAX / a) return false;
+    *out = a * b;
+    return true;
+}
+
 /* Elements of an (H, rows, cols) array, or 0 when its bytes overflow size_t. */
 static size_t array_count(size_t heads, size_t rows, size_t cols)
 {
     size_t count, bytes;
-    if (!la_mul_ok(heads, rows, &count) || !la_mul_ok(count, cols, &count) ||
-        !la_mul_ok(count, sizeof(float), &bytes))
+    if (!mul_ok(heads, rows, &count) || !mul_ok(count, cols, &count) ||
+        !mul_ok(count, sizeof(float), &bytes))
         return 0;
     return count;
 }

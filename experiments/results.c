@@ -4,7 +4,6 @@
 
 #include "linattn.h"
 
-#include <blis.h>
 #include <errno.h>
 #include <malloc.h>
 #include <math.h>
@@ -396,7 +395,7 @@ res_file *res_open(const char *path, const char *experiment, const char *about, 
                 "# load_average: %s (other processes competing for the cores add "
                 "noise to timings)\n",
                 res_load_average());
-        fprintf(f->out, "# blis: %s, kernels %s\n", bli_info_get_version_str(), la_blis_config());
+        fprintf(f->out, "# blis: %s, kernels %s\n", la_blis_version(), la_blis_config());
         fprintf(f->out, "# float32 kernels: %s\n", la_simd_config());
         fprintf(f->out, "# linattn: %s\n", LA_VERSION_STRING);
         fprintf(f->out, "# peak_rss: %s\n",

@@ -40,6 +40,14 @@ extern "C" {
 
 #define LA_VERSION_STRING "0.1.0"
 
+/* Marks the public API: the only symbols liblinattn.so exports (the library is built
+ * with -fvisibility=hidden; `make test` checks the export list against this header). */
+#if defined(__GNUC__)
+#define LA_API __attribute__((visibility("default")))
+#else
+#define LA_API
+#endif
+
 /* ---------------------------------------------------------------- statuses */
 
 #define LA_STATUS_LIST(X)                                                              \
@@ -60,21 +68,38 @@ typedef enum {
 
 /* A static, human-readable message for a status; never NULL ("unknown status" for
  * values outside the list). */
-const char *la_strerror(la_status status);
+LA_API const char *la_strerror(la_status status);
 
 /* ---------------------------------------------------------------- threads */
 
 /* Threads used by every kernel. n >= 1; n = 0 restores the default, which is the
  * environment variable LA_NUM_THREADS when it holds a positive integer, else
  * omp_get_max_threads(). Returns LA_EINVAL for n < 0. */
-la_status la_set_num_threads(int n);
-int la_get_num_threads(void);
+LA_API la_status la_set_num_threads(int n);
+LA_API int la_get_num_threads(void);
 
 /* The BLIS sub-configuration (kernel set) every matrix product runs on, e.g. "zen3", or
  * "skx (chosen by linattn)" where BLIS did not recognise the CPU and linattn chose
  * kernels by the CPU's instruction sets (lib/cpu/gemm.c). The environment variable
  * LA_BLIS_CONFIG = native | haswell | skx overrides the choice. A static string. */
-const char *la_blis_config(void);
+LA_API const char *la_blis_config(void);
+
+/* The BLIS release linked into the library, e.g. "0.9.0". A static string. */
+LA_API const char *la_blis_version(void);
+
+/* C (m×n, strides rsc, csc) = alpha · A (m×k, rsa, csa) · B (k×n, rsb, csb) + beta · C
+ * in float32 through BLIS, on `threads` BLIS threads (>= 1; BLIS's own threading): the
+ * sgemm yardstick of `linattn bench`, on the kernel set la_blis_config names. Call it
+ * outside an OpenMP parallel region. Returns LA_OK, LA_EINVAL (threads < 1, a NULL
+ * matrix). */
+LA_API la_status la_blis_sgemm(int threads, size_t m, size_t n, size_t k, float alpha, const float *a,
+                        ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb,
+                        ptrdiff_t csb, float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc);
+
+/* The float32 FMA peak of `threads` threads in GFLOP/s: the best of three runs of 12
+ * independent chains of 16-lane FMAs in registers (lib/cpu/simd.c), the rate no kernel
+ * can pass. NAN where the AVX-512 code does not run. Call outside a parallel region. */
+LA_API double la_fma_peak_gflops(int threads);
 
 /* On CPUs with AVX-512 the float32 fused softmax kernel, φ and the linear kernels' block
  * products run on linattn's own register tiles (lib/attention/softmax_avx512.c, lib/cpu/gemm_small.c)
@@ -83,7 +108,7 @@ const char *la_blis_config(void);
  * references either way; bits differ between the two paths. la_simd_config says which
  * path runs: "avx512", "portable (LA_SIMD=off)" or "portable (no AVX-512)". A static
  * string. */
-const char *la_simd_config(void);
+LA_API const char *la_simd_config(void);
 
 /* ---------------------------------------------------------------- problems */
 
@@ -95,8 +120,8 @@ typedef enum {
 
 /* Name ("elu", "relu") <-> enum. la_feature_map_name gives "unknown" outside the enum;
  * la_feature_map_parse returns LA_EINVAL for unknown names (it also takes "elu+1"). */
-const char *la_feature_map_name(la_feature_map fm);
-la_status la_feature_map_parse(const char *name, la_feature_map *out);
+LA_API const char *la_feature_map_name(la_feature_map fm);
+LA_API la_status la_feature_map_parse(const char *name, la_feature_map *out);
 
 typedef struct {
     size_t batch, heads; /* B, H (>= 1) */
@@ -120,12 +145,12 @@ typedef struct {
 /* Fills every field: the sizes given, no mask, scale = 1/sqrt(d_k), φ = elu+1,
  * eps = LA_DEFAULT_EPS, chunk = LA_DEFAULT_CHUNK, workspace_limit = the default.
  * Adjust the fields afterwards. */
-void la_problem_init(la_problem *p, size_t batch, size_t heads, size_t n_queries,
+LA_API void la_problem_init(la_problem *p, size_t batch, size_t heads, size_t n_queries,
                      size_t n_keys, size_t d_k, size_t d_v);
 
 /* LA_OK when every field is in range and every array size fits in size_t;
  * LA_EINVAL or LA_EOVERFLOW otherwise. Every kernel calls it first. */
-la_status la_problem_check(const la_problem *p);
+LA_API la_status la_problem_check(const la_problem *p);
 
 /* ---------------------------------------------------------------- kernels */
 
@@ -145,25 +170,25 @@ typedef enum {
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * Finite for any finite input (logits of ±1e4 included).
  * Returns LA_OK, LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM, LA_EBUDGET. */
-la_status la_softmax_attention_f32(const la_problem *p, const float *q, const float *k,
+LA_API la_status la_softmax_attention_f32(const la_problem *p, const float *q, const float *k,
                                    const float *v, float *out);
-la_status la_softmax_attention_f64(const la_problem *p, const double *q, const double *k,
+LA_API la_status la_softmax_attention_f64(const la_problem *p, const double *q, const double *k,
                                    const double *v, double *out);
 
 /* Softmax attention, materialising: for one head at a time, the N×M score matrix,
  * its row softmax, then P·V. Holds N·M elements; refuses with LA_EBUDGET when
  * N·M·sizeof(element) exceeds p->workspace_limit. Same shapes and statuses as above. */
-la_status la_softmax_attention_materialized_f32(const la_problem *p, const float *q,
+LA_API la_status la_softmax_attention_materialized_f32(const la_problem *p, const float *q,
                                                 const float *k, const float *v, float *out);
-la_status la_softmax_attention_materialized_f64(const la_problem *p, const double *q,
+LA_API la_status la_softmax_attention_materialized_f64(const la_problem *p, const double *q,
                                                 const double *k, const double *v,
                                                 double *out);
 
 /* Hard attention: out row i = v row argmax_j (q_i·k_j · scale) over visible j, ties to
  * the lowest j. Same shapes, masks and statuses. */
-la_status la_hard_attention_f32(const la_problem *p, const float *q, const float *k,
+LA_API la_status la_hard_attention_f32(const la_problem *p, const float *q, const float *k,
                                 const float *v, float *out);
-la_status la_hard_attention_f64(const la_problem *p, const double *q, const double *k,
+LA_API la_status la_hard_attention_f64(const la_problem *p, const double *q, const double *k,
                                 const double *v, double *out);
 
 /* Linear attention, y_i = φ(q_i)ᵀ S / (φ(q_i)ᵀ z + eps). φ is applied to the raw q and
@@ -171,23 +196,23 @@ la_status la_hard_attention_f64(const la_problem *p, const double *q, const doub
  * per head, then applied to every query. Causal (p->causal): the chunked form, chunks
  * of p->chunk tokens, each the masked intra-chunk product plus the carried state.
  * Key lengths hide keys from both S and z. Same shapes and statuses. */
-la_status la_linear_attention_f32(const la_problem *p, const float *q, const float *k,
+LA_API la_status la_linear_attention_f32(const la_problem *p, const float *q, const float *k,
                                   const float *v, float *out);
-la_status la_linear_attention_f64(const la_problem *p, const double *q, const double *k,
+LA_API la_status la_linear_attention_f64(const la_problem *p, const double *q, const double *k,
                                   const double *v, double *out);
 
 /* Causal linear attention, recurrent form: S and z updated token by token.
  * Requires p->causal (LA_EINVAL otherwise). Same shapes and statuses. */
-la_status la_linear_attention_recurrent_f32(const la_problem *p, const float *q,
+LA_API la_status la_linear_attention_recurrent_f32(const la_problem *p, const float *q,
                                             const float *k, const float *v, float *out);
-la_status la_linear_attention_recurrent_f64(const la_problem *p, const double *q,
+LA_API la_status la_linear_attention_recurrent_f64(const la_problem *p, const double *q,
                                             const double *k, const double *v, double *out);
 
 /* Dispatch by kernel: the registry row's forward_f32 / forward_f64. LA_EINVAL for a
  * kernel outside the registry or a problem its causal rule refuses. */
-la_status la_attention_f32(la_kernel kernel, const la_problem *p, const float *q,
+LA_API la_status la_attention_f32(la_kernel kernel, const la_problem *p, const float *q,
                            const float *k, const float *v, float *out);
-la_status la_attention_f64(la_kernel kernel, const la_problem *p, const double *q,
+LA_API la_status la_attention_f64(la_kernel kernel, const la_problem *p, const double *q,
                            const double *k, const double *v, double *out);
 
 /* ---------------------------------------------------------------- step API */
@@ -201,11 +226,11 @@ typedef enum { LA_FLOAT32 = 0, LA_FLOAT64 = 1 } la_dtype;
 
 /* Creates a zeroed state; *out is owned by the caller, freed with la_linear_state_free.
  * Returns LA_OK, LA_EINVAL (a zero size, bad φ or eps), LA_EOVERFLOW, LA_ENOMEM. */
-la_status la_linear_state_create(la_linear_state **out, la_dtype dtype, size_t heads,
+LA_API la_status la_linear_state_create(la_linear_state **out, la_dtype dtype, size_t heads,
                                  size_t d_k, size_t d_v, la_feature_map fm, double eps);
-void la_linear_state_free(la_linear_state *st); /* NULL is fine */
-void la_linear_state_reset(la_linear_state *st); /* back to zero, position 0 */
-size_t la_linear_state_position(const la_linear_state *st); /* tokens stepped so far */
+LA_API void la_linear_state_free(la_linear_state *st); /* NULL is fine */
+LA_API void la_linear_state_reset(la_linear_state *st); /* back to zero, position 0 */
+LA_API size_t la_linear_state_position(const la_linear_state *st); /* tokens stepped so far */
 
 /* One token: S += φ(k_t) v_tᵀ, z += φ(k_t), then y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps),
  * in O(d_k · d_v) per head. q_t: (heads, d_k), k_t: (heads, d_k), v_t: (heads, d_v),
@@ -213,9 +238,9 @@ size_t la_linear_state_position(const la_linear_state *st); /* tokens stepped so
  * Stepping through a sequence reproduces la_linear_attention_recurrent_* bit for bit
  * (same arithmetic, same order). A state holds scratch: do not step one state from two
  * threads at once (different states are independent). */
-la_status la_linear_step_f32(la_linear_state *st, const float *q_t, const float *k_t,
+LA_API la_status la_linear_step_f32(la_linear_state *st, const float *q_t, const float *k_t,
                              const float *v_t, float *y_t);
-la_status la_linear_step_f64(la_linear_state *st, const double *q_t, const double *k_t,
+LA_API la_status la_linear_step_f64(la_linear_state *st, const double *q_t, const double *k_t,
                              const double *v_t, double *y_t);
 
 /* Save and restore: la_linear_state_save_size() bytes hold the whole state (a magic,
@@ -223,9 +248,9 @@ la_status la_linear_step_f64(la_linear_state *st, const double *q_t, const doubl
  * needs size >= la_linear_state_save_size(). Restore accepts only a buffer of exactly
  * that size saved from a state of the same dtype, sizes, φ and eps (LA_EINVAL
  * otherwise, and the state is left unchanged); it restores S, z and the position. */
-size_t la_linear_state_save_size(const la_linear_state *st);
-la_status la_linear_state_save(const la_linear_state *st, void *buf, size_t size);
-la_status la_linear_state_restore(la_linear_state *st, const void *buf, size_t size);
+LA_API size_t la_linear_state_save_size(const la_linear_state *st);
+LA_API la_status la_linear_state_save(const la_linear_state *st, void *buf, size_t size);
+LA_API la_status la_linear_state_restore(la_linear_state *st, const void *buf, size_t size);
 
 /* ---------------------------------------------------------------- references */
 
@@ -233,18 +258,18 @@ la_status la_linear_state_restore(la_linear_state *st, const void *buf, size_t s
  * prefix states). Same shapes, masks and conventions as the kernels; slow on purpose.
  * la_ref_linear_attention follows p->causal. Returns LA_OK, LA_EINVAL, LA_EOVERFLOW,
  * LA_ENOMEM (they ignore workspace_limit). */
-la_status la_ref_softmax_attention(const la_problem *p, const double *q, const double *k,
+LA_API la_status la_ref_softmax_attention(const la_problem *p, const double *q, const double *k,
                                    const double *v, double *out);
-la_status la_ref_hard_attention(const la_problem *p, const double *q, const double *k,
+LA_API la_status la_ref_hard_attention(const la_problem *p, const double *q, const double *k,
                                 const double *v, double *out);
-la_status la_ref_linear_attention(const la_problem *p, const double *q, const double *k,
+LA_API la_status la_ref_linear_attention(const la_problem *p, const double *q, const double *k,
                                   const double *v, double *out);
 /* The registry row's reference (LA_EINVAL as for la_attention_f64). */
-la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *q,
+LA_API la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *q,
                            const double *k, const double *v, double *out);
 
 /* φ applied element-wise, float64 reference form (out may equal x). */
-void la_ref_feature_map(la_feature_map fm, const double *x, double *out, size_t n);
+LA_API void la_ref_feature_map(la_feature_map fm, const double *x, double *out, size_t n);
 
 /* ---------------------------------------------------------------- cost model */
 
@@ -282,12 +307,12 @@ typedef struct {
 } la_cost;
 
 /* Visible (query, key) pairs of one head of batch entry b under the masks. */
-double la_visible_pairs(const la_problem *p, size_t b);
+LA_API double la_visible_pairs(const la_problem *p, size_t b);
 
 /* Fills *out for one call of `kernel` on p in dtype. Returns LA_OK, LA_EINVAL (NULL,
  * bad kernel or dtype, LA_KERNEL_LINEAR_RECURRENT without p->causal), or what
  * la_problem_check returns. */
-la_status la_attention_cost(la_kernel kernel, const la_problem *p, la_dtype dtype,
+LA_API la_status la_attention_cost(la_kernel kernel, const la_problem *p, la_dtype dtype,
                             la_cost *out);
 
 /* ---------------------------------------------------------------- the kernel registry */
@@ -345,15 +370,15 @@ typedef struct {
 } la_kernel_info;
 
 /* The row of a kernel; NULL outside [0, LA_KERNEL_COUNT). Rows live for the program. */
-const la_kernel_info *la_kernel_get(la_kernel kernel);
+LA_API const la_kernel_info *la_kernel_get(la_kernel kernel);
 /* The row's name ("unknown" outside the registry). */
-const char *la_kernel_name(la_kernel kernel);
+LA_API const char *la_kernel_name(la_kernel kernel);
 /* Name -> kernel; '-' is read as '_' ("softmax-materialized"). LA_EINVAL if unknown. */
-la_status la_kernel_parse(const char *name, la_kernel *out);
+LA_API la_status la_kernel_parse(const char *name, la_kernel *out);
 /* The series name of kernel with causal 0 or 1 (NULL where its causal rule forbids it). */
-const char *la_kernel_series(la_kernel kernel, int causal);
+LA_API const char *la_kernel_series(la_kernel kernel, int causal);
 /* Series name -> kernel and causal flag. LA_EINVAL if no row has that series. */
-la_status la_kernel_series_parse(const char *series, la_kernel *kernel, int *causal);
+LA_API la_status la_kernel_series_parse(const char *series, la_kernel *kernel, int *causal);
 
 /* ---------------------------------------------------------------- .npy files */
 
@@ -377,7 +402,7 @@ typedef struct {
 } la_array;
 
 /* Bytes per element: 4 or 8 (0 for a value outside the enum). */
-size_t la_npy_dtype_size(la_npy_dtype dtype);
+LA_API size_t la_npy_dtype_size(la_npy_dtype dtype);
 
 /* Parses a whole .npy file image (format 1.0, 2.0 or 3.0). Accepts descr '<f4', '<f8',
  * '<i4', '<i8' (also with '=' or '|', both little-endian here), fortran_order False,
@@ -390,11 +415,11 @@ size_t la_npy_dtype_size(la_npy_dtype dtype);
  * such as "truncated header", and leaves *out empty. *why points to static storage: a
  * string constant, or for "data is N bytes, shape needs M" a per-thread buffer valid
  * until the next la_npy_parse/la_npy_read on the same thread. */
-la_status la_npy_parse(const void *bytes, size_t size, la_array *out, const char **why);
+LA_API la_status la_npy_parse(const void *bytes, size_t size, la_array *out, const char **why);
 
 /* Reads a file: la_npy_parse of its contents, or LA_EIO when it cannot be read (*why
  * then says why: "no such file", "permission denied", "is a directory", …). */
-la_status la_npy_read(const char *path, la_array *out, const char **why);
+LA_API la_status la_npy_read(const char *path, la_array *out, const char **why);
 
 /* Writes atomically, version 1.0 (2.0 if the header needs it) with the header padded
  * as NumPy pads it (data at a multiple of 64 bytes): a temporary file path.tmp.XXXXXX
@@ -403,10 +428,10 @@ la_status la_npy_read(const char *path, la_array *out, const char **why);
  * is left as it was), and errno tells why. Returns LA_OK, LA_EINVAL (NULL or empty
  * path, an inconsistent array: unknown dtype, ndim out of range, count not the product
  * of shape, NULL data), LA_EIO. */
-la_status la_npy_write(const char *path, const la_array *a);
+LA_API la_status la_npy_write(const char *path, const la_array *a);
 
 /* Releases data and empties the array (safe on an empty or already-freed array). */
-void la_array_free(la_array *a);
+LA_API void la_array_free(la_array *a);
 
 /* ---------------------------------------------------------------- Transformer layers */
 
@@ -452,12 +477,12 @@ typedef struct {
 /* Fills every field: the sizes given, softmax attention (fused), post-LN, ReLU,
  * norm_eps = 1e-5, φ = elu+1, linear_eps = LA_DEFAULT_EPS, chunk = LA_DEFAULT_CHUNK,
  * workspace_limit = LA_DEFAULT_WORKSPACE_LIMIT. */
-void la_layer_config_init(la_layer_config *c, size_t d_model, size_t heads, size_t d_ff);
+LA_API void la_layer_config_init(la_layer_config *c, size_t d_model, size_t heads, size_t d_ff);
 
 /* LA_OK, or LA_EINVAL for a zero size, H not dividing D, an unknown enum, a bad ε or
  * chunk, LA_KERNEL_LINEAR_RECURRENT (use LA_KERNEL_LINEAR: its causal form is the
  * chunked one, and cross-attention is never causal). */
-la_status la_layer_config_check(const la_layer_config *c);
+LA_API la_status la_layer_config_check(const la_layer_config *c);
 
 /* The tensors of one encoder or decoder layer, by PyTorch state_dict key. */
 typedef enum {
@@ -483,12 +508,12 @@ typedef enum {
 } la_layer_tensor;
 
 /* The state_dict key of a tensor ("self_attn.in_proj_weight"; "" outside the enum). */
-const char *la_layer_tensor_key(la_layer_tensor t);
+LA_API const char *la_layer_tensor_key(la_layer_tensor t);
 
 /* Shape of tensor t for d_model D and d_ff: *ndim 1 or 2, shape[0..ndim). Returns 0
  * for a tensor the layer does not have (decoder-only tensors of an encoder layer), else
  * its element count. */
-size_t la_layer_tensor_shape(la_layer_tensor t, size_t d_model, size_t d_ff, int decoder,
+LA_API size_t la_layer_tensor_shape(la_layer_tensor t, size_t d_model, size_t d_ff, int decoder,
                              size_t shape[2], int *ndim);
 
 /* The weights of one layer, owning their memory. tensor[t] points into storage (float
@@ -514,7 +539,7 @@ typedef struct {
  * The draws come from `seed` alone (splitmix64), tensor by tensor in enum order, so a
  * seed gives the same weights everywhere. On error w is left empty.
  * Returns LA_OK, LA_EINVAL (zero size, bad dtype), LA_EOVERFLOW, LA_ENOMEM. */
-la_status la_layer_weights_init(la_layer_weights *w, la_dtype dtype, size_t d_model,
+LA_API la_status la_layer_weights_init(la_layer_weights *w, la_dtype dtype, size_t d_model,
                                 size_t d_ff, int decoder, uint64_t seed);
 
 /* Loads one layer from the folder dir holding <prefix><key>.npy for every key of the
@@ -525,11 +550,11 @@ la_status la_layer_weights_init(la_layer_weights *w, la_dtype dtype, size_t d_mo
  * names the file: LA_EIO (missing or unreadable), LA_EFORMAT (not a valid .npy, a
  * wrong shape, a NaN or infinite value, or one beyond float32's range when dtype is
  * LA_FLOAT32), LA_EDTYPE (not float), LA_EINVAL (NULL, bad dtype), LA_ENOMEM. */
-la_status la_layer_weights_load(la_layer_weights *w, la_dtype dtype, int decoder,
+LA_API la_status la_layer_weights_load(la_layer_weights *w, la_dtype dtype, int decoder,
                                 const char *dir, const char *prefix, la_load_error *err);
 
 /* Releases the storage and empties w (safe on an empty or already-freed w). */
-void la_layer_weights_free(la_layer_weights *w);
+LA_API void la_layer_weights_free(la_layer_weights *w);
 
 /* A stack as nn.Transformer holds it: encoder.layers.{i}.*, encoder.norm.{weight,bias},
  * decoder.layers.{i}.*, decoder.norm.{weight,bias}. A side with zero layers has no
@@ -546,30 +571,30 @@ typedef struct {
 
 /* Initialises a stack: each layer as la_layer_weights_init with seeds derived from seed
  * and the layer's place, final norms γ = 1, β = 0. Same statuses. */
-la_status la_transformer_weights_init(la_transformer_weights *w, la_dtype dtype,
+LA_API la_status la_transformer_weights_init(la_transformer_weights *w, la_dtype dtype,
                                       size_t d_model, size_t d_ff, size_t encoder_layers,
                                       size_t decoder_layers, uint64_t seed);
 /* Loads a stack from dir (keys as in nn.Transformer's state_dict, see above); every
  * layer must agree on D and d_ff. Same statuses and *err as la_layer_weights_load. */
-la_status la_transformer_weights_load(la_transformer_weights *w, la_dtype dtype,
+LA_API la_status la_transformer_weights_load(la_transformer_weights *w, la_dtype dtype,
                                       size_t encoder_layers, size_t decoder_layers,
                                       const char *dir, la_load_error *err);
-void la_transformer_weights_free(la_transformer_weights *w);
+LA_API void la_transformer_weights_free(la_transformer_weights *w);
 
 /* LayerNorm over the last axis: y = (x − mean) / √(var + eps) · γ + β, biased variance
  * (divide by d), statistics accumulated in double.
  *   x, out: (rows, d); gamma, beta: (d). Returns LA_OK, LA_EINVAL. */
-la_status la_layer_norm_f32(size_t rows, size_t d, const float *x, const float *gamma,
+LA_API la_status la_layer_norm_f32(size_t rows, size_t d, const float *x, const float *gamma,
                             const float *beta, double eps, float *out);
-la_status la_layer_norm_f64(size_t rows, size_t d, const double *x, const double *gamma,
+LA_API la_status la_layer_norm_f64(size_t rows, size_t d, const double *x, const double *gamma,
                             const double *beta, double eps, double *out);
 
 /* Position-wise FFN: out = act(x W1ᵀ + b1) W2ᵀ + b2, act from c->activation.
  *   x, out: (rows, D); w1: (d_ff, D), b1: (d_ff); w2: (D, d_ff), b2: (D).
  * Returns LA_OK, LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM. */
-la_status la_ffn_f32(const la_layer_config *c, size_t rows, const float *x, const float *w1,
+LA_API la_status la_ffn_f32(const la_layer_config *c, size_t rows, const float *x, const float *w1,
                      const float *b1, const float *w2, const float *b2, float *out);
-la_status la_ffn_f64(const la_layer_config *c, size_t rows, const double *x,
+LA_API la_status la_ffn_f64(const la_layer_config *c, size_t rows, const double *x,
                      const double *w1, const double *b1, const double *w2, const double *b2,
                      double *out);
 
@@ -580,11 +605,11 @@ la_status la_ffn_f64(const la_layer_config *c, size_t rows, const double *x,
  *   x_q: (B, N, D), x_kv: (B, M, D) (x_kv = x_q for self-attention), out: (B, N, D);
  *   in_w: (3D, D), in_b: (3D), out_w: (D, D), out_b: (D); key_lengths NULL or (B,).
  * Returns LA_OK, LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM, or the kernel's status. */
-la_status la_mha_f32(const la_layer_config *c, size_t batch, size_t n_queries, size_t n_keys,
+LA_API la_status la_mha_f32(const la_layer_config *c, size_t batch, size_t n_queries, size_t n_keys,
                      const float *x_q, const float *x_kv, int causal,
                      const int64_t *key_lengths, const float *in_w, const float *in_b,
                      const float *out_w, const float *out_b, float *out);
-la_status la_mha_f64(const la_layer_config *c, size_t batch, size_t n_queries, size_t n_keys,
+LA_API la_status la_mha_f64(const la_layer_config *c, size_t batch, size_t n_queries, size_t n_keys,
                      const double *x_q, const double *x_kv, int causal,
                      const int64_t *key_lengths, const double *in_w, const double *in_b,
                      const double *out_w, const double *out_b, double *out);
@@ -593,10 +618,10 @@ la_status la_mha_f64(const la_layer_config *c, size_t batch, size_t n_queries, s
  * residual and LayerNorm (norm1, norm2) in c->norm's arrangement.
  *   x, out: (B, N, D); key_lengths NULL or (B,). w must be an encoder layer (or a
  *   decoder layer, whose cross-attention is then unused) of c's sizes and dtype. */
-la_status la_encoder_layer_f32(const la_layer_config *c, const la_layer_weights *w,
+LA_API la_status la_encoder_layer_f32(const la_layer_config *c, const la_layer_weights *w,
                                size_t batch, size_t n, const float *x, int causal,
                                const int64_t *key_lengths, float *out);
-la_status la_encoder_layer_f64(const la_layer_config *c, const la_layer_weights *w,
+LA_API la_status la_encoder_layer_f64(const la_layer_config *c, const la_layer_weights *w,
                                size_t batch, size_t n, const double *x, int causal,
                                const int64_t *key_lengths, double *out);
 
@@ -604,11 +629,11 @@ la_status la_encoder_layer_f64(const la_layer_config *c, const la_layer_weights 
  * target lengths), cross-attention over memory (never causal, memory lengths), FFN;
  * norm1, norm2, norm3 in c->norm's arrangement (pre-LN does not normalise memory).
  *   x, out: (B, N, D); memory: (B, M, D); tgt_lengths, memory_lengths NULL or (B,). */
-la_status la_decoder_layer_f32(const la_layer_config *c, const la_layer_weights *w,
+LA_API la_status la_decoder_layer_f32(const la_layer_config *c, const la_layer_weights *w,
                                size_t batch, size_t n, size_t m, const float *x,
                                const float *memory, int causal, const int64_t *tgt_lengths,
                                const int64_t *memory_lengths, float *out);
-la_status la_decoder_layer_f64(const la_layer_config *c, const la_layer_weights *w,
+LA_API la_status la_decoder_layer_f64(const la_layer_config *c, const la_layer_weights *w,
                                size_t batch, size_t n, size_t m, const double *x,
                                const double *memory, int causal, const int64_t *tgt_lengths,
                                const int64_t *memory_lengths, double *out);
@@ -617,41 +642,41 @@ la_status la_decoder_layer_f64(const la_layer_config *c, const la_layer_weights 
  * (each attending to memory) then decoder.norm. la_transformer_* runs both:
  * memory = encoder(src), out = decoder(tgt, memory) with a causal target.
  *   src: (B, M, D), tgt and out: (B, N, D). */
-la_status la_encoder_f32(const la_layer_config *c, const la_transformer_weights *w,
+LA_API la_status la_encoder_f32(const la_layer_config *c, const la_transformer_weights *w,
                          size_t batch, size_t n, const float *x, int causal,
                          const int64_t *key_lengths, float *out);
-la_status la_encoder_f64(const la_layer_config *c, const la_transformer_weights *w,
+LA_API la_status la_encoder_f64(const la_layer_config *c, const la_transformer_weights *w,
                          size_t batch, size_t n, const double *x, int causal,
                          const int64_t *key_lengths, double *out);
-la_status la_decoder_f32(const la_layer_config *c, const la_transformer_weights *w,
+LA_API la_status la_decoder_f32(const la_layer_config *c, const la_transformer_weights *w,
                          size_t batch, size_t n, size_t m, const float *x,
                          const float *memory, int causal, const int64_t *tgt_lengths,
                          const int64_t *memory_lengths, float *out);
-la_status la_decoder_f64(const la_layer_config *c, const la_transformer_weights *w,
+LA_API la_status la_decoder_f64(const la_layer_config *c, const la_transformer_weights *w,
                          size_t batch, size_t n, size_t m, const double *x,
                          const double *memory, int causal, const int64_t *tgt_lengths,
                          const int64_t *memory_lengths, double *out);
-la_status la_transformer_f32(const la_layer_config *c, const la_transformer_weights *w,
+LA_API la_status la_transformer_f32(const la_layer_config *c, const la_transformer_weights *w,
                              size_t batch, size_t n_src, size_t n_tgt, const float *src,
                              const float *tgt, const int64_t *src_lengths, float *out);
-la_status la_transformer_f64(const la_layer_config *c, const la_transformer_weights *w,
+LA_API la_status la_transformer_f64(const la_layer_config *c, const la_transformer_weights *w,
                              size_t batch, size_t n_src, size_t n_tgt, const double *src,
                              const double *tgt, const int64_t *src_lengths, double *out);
 
 /* Sinusoidal positional encoding added in place: x[b, pos, 2i] += sin(pos / 10000^(2i/D)),
  * x[b, pos, 2i+1] += cos(pos / 10000^(2i/D)), positions first_pos .. first_pos + N − 1.
  *   x: (B, N, D). Returns LA_OK, LA_EINVAL. */
-la_status la_add_positional_encoding_f32(size_t batch, size_t n, size_t d, size_t first_pos,
+LA_API la_status la_add_positional_encoding_f32(size_t batch, size_t n, size_t d, size_t first_pos,
                                          float *x);
-la_status la_add_positional_encoding_f64(size_t batch, size_t n, size_t d, size_t first_pos,
+LA_API la_status la_add_positional_encoding_f64(size_t batch, size_t n, size_t d, size_t first_pos,
                                          double *x);
 
 /* Token embeddings: out row t = table row tokens[t] (no scaling).
  *   table: (V, D); tokens: (count) in [0, V) (LA_EINVAL otherwise, out untouched);
  *   out: (count, D). */
-la_status la_embed_f32(size_t vocab, size_t d, const float *table, size_t count,
+LA_API la_status la_embed_f32(size_t vocab, size_t d, const float *table, size_t count,
                        const int64_t *tokens, float *out);
-la_status la_embed_f64(size_t vocab, size_t d, const double *table, size_t count,
+LA_API la_status la_embed_f64(size_t vocab, size_t d, const double *table, size_t count,
                        const int64_t *tokens, double *out);
 
 /* ---------------------------------------------------------------- Accounting */
@@ -685,7 +710,7 @@ typedef struct {
 
 /* Returns LA_OK, LA_EINVAL (NULL, D, H or d_ff zero, H not dividing D), LA_EOVERFLOW
  * (a count beyond 2⁶⁴ − 1). */
-la_status la_param_counts(const la_model_size *s, la_param_count *out);
+LA_API la_status la_param_counts(const la_model_size *s, la_param_count *out);
 
 /* FLOPs and bytes of one encoder or decoder layer forward for B sequences of N tokens
  * (decoder: over M memory tokens; encoder: M is ignored, self-attention is N × N), with
@@ -711,7 +736,7 @@ typedef struct {
 
 /* Returns LA_OK, LA_EINVAL (bad config, zero B, N or M, bad dtype), or what
  * la_attention_cost returns. */
-la_status la_layer_cost_model(const la_layer_config *c, int decoder, size_t batch, size_t n,
+LA_API la_status la_layer_cost_model(const la_layer_config *c, int decoder, size_t batch, size_t n,
                               size_t m, int causal, la_dtype dtype, la_layer_cost *out);
 
 #ifdef __cplusplus

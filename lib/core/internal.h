@@ -18,12 +18,6 @@ void la_gemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrd
 void la_gemm_f64(size_t m, size_t n, size_t k, double alpha, const double *a, ptrdiff_t rsa,
                  ptrdiff_t csa, const double *b, ptrdiff_t rsb, ptrdiff_t csb, double beta,
                  double *c, ptrdiff_t rsc, ptrdiff_t csc);
-/* la_gemm_f32 on `threads` BLIS threads (BLIS's own threading), for the sgemm yardstick
- * of `linattn bench`. Must not be called inside an OpenMP parallel region. */
-void la_gemm_f32_threaded(int threads, size_t m, size_t n, size_t k, float alpha, const float *a,
-                          ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb,
-                          ptrdiff_t csb, float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc);
-
 /* The same contract as la_gemm_f32, for the small blocks of the linear kernels: on
  * AVX-512 register tiles when alpha = 1, beta is 0 or 1 and B and C have unit column
  * stride (gemm_small.c), else through BLIS. */
@@ -53,10 +47,6 @@ size_t la_fused_simd_scratch_bytes(const la_problem *p); /* per thread */
  *   qh: (N, d_k), kh: (M, d_k), vh: (M, d_v), oh: (N, d_v) row-major. */
 void la_fused_simd_block(const la_problem *p, size_t b, const float *qh, const float *kh,
                          const float *vh, float *oh, size_t i0, size_t rows, float *scratch);
-/* The float32 FMA peak of `threads` threads in GFLOP/s: the best of three runs of 12
- * independent chains of 16-lane FMAs in registers (simd.c), the rate no kernel can pass.
- * NAN where the AVX-512 code does not run. Call outside a parallel region. */
-double la_fma_peak_gflops(int threads);
 /* y[i] = 2^x[i] for x[i] <= 0 with the kernel's exp2 (for its accuracy test). */
 void la_fused_simd_exp2(const float *x, float *y, size_t n);
 

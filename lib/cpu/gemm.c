@@ -101,21 +101,27 @@ void la_gemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrd
                  &rntm);
 }
 
-/* The sgemm yardstick of `linattn bench`: one large product on BLIS's own threads (its
- * OpenMP build splits the loops around the micro-kernel), as a BLAS user would call it,
- * on the same kernels as la_gemm_f32. Call it from outside any OpenMP parallel region:
- * inside one, BLIS's parallel region would be nested and run on one thread (or
- * oversubscribe the cores when nesting is enabled). */
-void la_gemm_f32_threaded(int threads, size_t m, size_t n, size_t k, float alpha, const float *a,
-                          ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb,
-                          ptrdiff_t csb, float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc)
+const char *la_blis_version(void)
 {
-    if (m == 0 || n == 0) return;
+    return bli_info_get_version_str();
+}
+
+/* The sgemm yardstick of `linattn bench` (contract in linattn.h): one large product on
+ * BLIS's own threads (its OpenMP build splits the loops around the micro-kernel), as a
+ * BLAS user would call it, on the same kernels as la_gemm_f32. Inside an OpenMP parallel
+ * region BLIS's region would be nested and run on one thread (or oversubscribe). */
+la_status la_blis_sgemm(int threads, size_t m, size_t n, size_t k, float alpha, const float *a,
+                        ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb,
+                        ptrdiff_t csb, float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc)
+{
+    if (threads < 1 || (k > 0 && (!a || !b)) || !c) return LA_EINVAL;
+    if (m == 0 || n == 0) return LA_OK;
     rntm_t rntm = BLIS_RNTM_INITIALIZER;
-    bli_rntm_set_num_threads(threads >= 1 ? threads : 1, &rntm);
+    bli_rntm_set_num_threads(threads, &rntm);
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &alpha,
                  (float *)a, rsa, csa, (float *)b, rsb, csb, &beta, c, rsc, csc, blis_context(),
                  &rntm);
+    return LA_OK;
 }
 
 void la_gemm_f64(size_t m, size_t n, size_t k, double alpha, const double *a, ptrdiff_t rsa,

@@ -139,8 +139,11 @@ static inline double la_vexp_f64(double x)
  * < 2e-7 against exp() in tests/attention/test_softmax.c), exactly 0 below -87.3 and for -inf.
  * float64: the same scheme with a degree-13 Taylor polynomial, vectorised (4 lanes with
  * AVX2); maximal relative error 1.4e-16 against expl over [-708, 709] (tested < 1e-15
- * against exp()), exactly 0 below -708 and for -inf. */
-float la_exp_shift_sum_f32(float *x, size_t n, float shift);
-double la_exp_shift_sum_f64(double *x, size_t n, double shift);
+ * against exp()), exactly 0 below -708 and for -inf.
+ * Hidden explicitly: GCC exports the ifunc that target_clones makes whatever
+ * -fvisibility says. */
+__attribute__((visibility("hidden"))) float la_exp_shift_sum_f32(float *x, size_t n, float shift);
+__attribute__((visibility("hidden"))) double la_exp_shift_sum_f64(double *x, size_t n,
+                                                                  double shift);
 
 #endif
