@@ -53,7 +53,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL := $(BUILD)/tests/testutil.o
 HEADERS := $(wildcard lib/*.h lib/*/*.h) $(wildcard experiments/*.h) $(wildcard tests/*.h)
 
-.PHONY: all deps test bench results plots fuzz check-torch clean
+.PHONY: all deps test bench results plots fuzz check-torch install clean
 .SECONDARY:
 all: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn
 
@@ -62,7 +62,7 @@ build/.deps-build:
 	@scripts/ensure-deps blis
 	@mkdir -p build && touch $@
 build/.deps-test: build/.deps-build
-	@scripts/ensure-deps cmocka numpy
+	@scripts/ensure-deps cmocka numpy pkgconfig
 	@touch $@
 build/.deps-plots:
 	@scripts/ensure-deps gnuplot
@@ -101,6 +101,10 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so | build/.deps-test
 	echo "== scripts/check-exports"; \
 	if scripts/check-exports $(BUILD)/liblinattn.so; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: scripts/check-exports"; fi; \
+	echo "== scripts/check-install"; \
+	if [ "$(SANITIZE)" = 1 ]; then echo "check-install: skipped under SANITIZE=1 (it installs the plain build)"; \
+	elif scripts/check-install; then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: scripts/check-install"; fi; \
 	for t in $(TEST_BIN); do \
 	    echo "== $$t"; \
 	    if $$t; then passed=$$((passed+1)); else failed=$$((failed+1)); echo "FAILED: $$t"; fi; \
@@ -113,6 +117,21 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so | build/.deps-test
 	else failed=$$((failed+1)); echo "FAILED: tests/command/block_numpy.py"; fi; \
 	echo "test programs: $$passed passed, $$failed failed"; \
 	test $$failed -eq 0
+
+# make install PREFIX=/opt/linattn: the header, both libraries, the command and a
+# pkg-config file, so a C user builds with `cc app.c $(pkg-config --cflags --libs linattn)`.
+# The static library needs BLIS and OpenMP at link time (pkg-config --static says so).
+PREFIX ?= /usr/local
+LA_VERSION := $(shell sed -n 's/^\#define LA_VERSION_STRING "\(.*\)"/\1/p' lib/linattn.h)
+install: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 lib/linattn.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(BUILD)/liblinattn.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/liblinattn.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/linattn $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(LA_VERSION)|' \
+	    -e 's|@PRIVATE_LIBS@|$(BLIS_LIBS) -fopenmp -lm|' lib/linattn.pc.in \
+	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/linattn.pc
 
 check-torch: $(BUILD)/linattn | build/.deps-test
 	@scripts/ensure-deps torch

@@ -28,6 +28,56 @@
  * whatever the thread count, so the same input gives bitwise the same output on every
  * run and with every thread count. BLIS is always called single-threaded per piece.
  */
+/* INDEX — every function, one line each (f32/f64 twins on one line), in the order of the
+ * sections below; each section gives the contracts.
+ *
+ *   statuses and machine
+ *     la_strerror                         a status's message
+ *     la_set_num_threads, _get_           threads of every kernel (LA_NUM_THREADS)
+ *     la_blis_config, la_blis_version     the BLIS kernel set and release linked in
+ *     la_blis_sgemm                       BLIS sgemm on BLIS's threads (bench's yardstick)
+ *     la_fma_peak_gflops                  the float32 FMA peak of this CPU
+ *     la_simd_config                      which float32 path runs (AVX-512 or portable)
+ *   problems
+ *     la_feature_map_name, _parse         φ's name <-> enum
+ *     la_problem_init, la_problem_check   an attention problem: sizes, masks, parameters
+ *   kernels (one registry row each; implementation, reference and tests under each)
+ *     la_softmax_attention_f32/_f64       softmax, fused (online, never the N×M scores)
+ *     la_softmax_attention_materialized_* softmax, materialising the N×M scores
+ *     la_hard_attention_f32/_f64          hard (argmax) attention
+ *     la_linear_attention_f32/_f64        linear: non-causal, or causal in chunks
+ *     la_linear_attention_recurrent_*     linear, causal, token by token
+ *     la_attention_f32/_f64               any kernel, by la_kernel
+ *   step API (causal linear attention, one token at a time)
+ *     la_linear_state_create, _free, _reset, _position
+ *     la_linear_step_f32/_f64             one token of every head
+ *     la_linear_state_save_size, _save, _restore
+ *   references (float64, plain loops)
+ *     la_ref_softmax_attention, la_ref_hard_attention, la_ref_linear_attention
+ *     la_ref_attention                    any kernel's reference, by la_kernel
+ *     la_ref_feature_map                  φ, element-wise
+ *   cost model
+ *     la_visible_pairs                    (query, key) pairs the masks leave visible
+ *     la_attention_cost                   FLOPs, workspace and I/O bytes of one call
+ *   kernel registry
+ *     la_kernel_get                       a kernel's row: functions, reference, cost, rules
+ *     la_kernel_name, la_kernel_parse     name <-> la_kernel
+ *     la_kernel_series, _series_parse     result-file series name <-> (kernel, causal)
+ *   .npy files
+ *     la_npy_read, la_npy_parse, la_npy_write, la_array_free, la_npy_dtype_size
+ *   Transformer layers (PyTorch's layout and semantics)
+ *     la_layer_config_init, _check        what a layer computes
+ *     la_layer_tensor_key, _shape         a weight tensor's state_dict key and shape
+ *     la_layer_weights_init, _load, _free           one layer's weights
+ *     la_transformer_weights_init, _load, _free     a stack's weights
+ *     la_layer_norm_f32/_f64, la_ffn_*, la_mha_*    the sublayers
+ *     la_encoder_layer_*, la_decoder_layer_*        one layer
+ *     la_encoder_*, la_decoder_*, la_transformer_*  stacks
+ *     la_add_positional_encoding_*, la_embed_*      sinusoidal positions, token embeddings
+ *   accounting
+ *     la_param_counts                     exact parameter counts, as PyTorch counts them
+ *     la_layer_cost_model                 FLOPs and bytes of one layer forward
+ */
 #ifndef LINATTN_H
 #define LINATTN_H
 
@@ -169,7 +219,10 @@ typedef enum {
  * matrix, its scratch is O(threads · block · (block + d_k + d_v)), independent of N.
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * Finite for any finite input (logits of ±1e4 included).
- * Returns LA_OK, LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM, LA_EBUDGET. */
+ * Returns LA_OK, LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM, LA_EBUDGET.
+ *   implementation lib/attention/softmax.c (softmax_tmpl.h; float32 on AVX-512:
+ *   softmax_avx512.c) · reference la_ref_softmax_attention · tests
+ *   tests/attention/test_attention.c, test_softmax.c */
 LA_API la_status la_softmax_attention_f32(const la_problem *p, const float *q, const float *k,
                                    const float *v, float *out);
 LA_API la_status la_softmax_attention_f64(const la_problem *p, const double *q, const double *k,
@@ -177,7 +230,9 @@ LA_API la_status la_softmax_attention_f64(const la_problem *p, const double *q, 
 
 /* Softmax attention, materialising: for one head at a time, the N×M score matrix,
  * its row softmax, then P·V. Holds N·M elements; refuses with LA_EBUDGET when
- * N·M·sizeof(element) exceeds p->workspace_limit. Same shapes and statuses as above. */
+ * N·M·sizeof(element) exceeds p->workspace_limit. Same shapes and statuses as above.
+ *   implementation lib/attention/softmax.c (softmax_tmpl.h) · reference
+ *   la_ref_softmax_attention · tests tests/attention/test_attention.c, test_softmax.c */
 LA_API la_status la_softmax_attention_materialized_f32(const la_problem *p, const float *q,
                                                 const float *k, const float *v, float *out);
 LA_API la_status la_softmax_attention_materialized_f64(const la_problem *p, const double *q,
@@ -185,7 +240,9 @@ LA_API la_status la_softmax_attention_materialized_f64(const la_problem *p, cons
                                                 double *out);
 
 /* Hard attention: out row i = v row argmax_j (q_i·k_j · scale) over visible j, ties to
- * the lowest j. Same shapes, masks and statuses. */
+ * the lowest j. Same shapes, masks and statuses.
+ *   implementation lib/attention/softmax.c (softmax_tmpl.h) · reference
+ *   la_ref_hard_attention · tests tests/attention/test_attention.c, test_softmax.c */
 LA_API la_status la_hard_attention_f32(const la_problem *p, const float *q, const float *k,
                                 const float *v, float *out);
 LA_API la_status la_hard_attention_f64(const la_problem *p, const double *q, const double *k,
@@ -195,14 +252,18 @@ LA_API la_status la_hard_attention_f64(const la_problem *p, const double *q, con
  * k (p->scale is not used). Non-causal: S = φ(K)ᵀV (d_k×d_v) and z = Σ_j φ(k_j) once
  * per head, then applied to every query. Causal (p->causal): the chunked form, chunks
  * of p->chunk tokens, each the masked intra-chunk product plus the carried state.
- * Key lengths hide keys from both S and z. Same shapes and statuses. */
+ * Key lengths hide keys from both S and z. Same shapes and statuses.
+ *   implementation lib/attention/linear.c (linear_tmpl.h, featuremap.c) · reference
+ *   la_ref_linear_attention · tests tests/attention/test_attention.c, test_linear.c */
 LA_API la_status la_linear_attention_f32(const la_problem *p, const float *q, const float *k,
                                   const float *v, float *out);
 LA_API la_status la_linear_attention_f64(const la_problem *p, const double *q, const double *k,
                                   const double *v, double *out);
 
 /* Causal linear attention, recurrent form: S and z updated token by token.
- * Requires p->causal (LA_EINVAL otherwise). Same shapes and statuses. */
+ * Requires p->causal (LA_EINVAL otherwise). Same shapes and statuses.
+ *   implementation lib/attention/linear.c (linear_tmpl.h) · reference
+ *   la_ref_linear_attention · tests tests/attention/test_attention.c, test_linear.c */
 LA_API la_status la_linear_attention_recurrent_f32(const la_problem *p, const float *q,
                                             const float *k, const float *v, float *out);
 LA_API la_status la_linear_attention_recurrent_f64(const la_problem *p, const double *q,
