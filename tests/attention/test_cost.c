@@ -1,8 +1,9 @@
 /* test_cost.c — the FLOP model (la_attention_cost) against counts taken by running
- * instrumented loops: each loop below computes the attention output in float64, adding
- * to a counter per multiply-add (2), per add, compare, exp, divide (1) as it goes, and
- * its output is checked against the float64 reference, so the counted algorithm is a
- * correct one. The model must equal the counts exactly, field by field. */
+ * instrumented loops: each loop below computes the attention output in float64 in the
+ * form its kernel runs, adding to a counter per multiply-add (2), per add, compare, exp,
+ * divide (1) as it goes, and its output is checked against the float64 reference, so
+ * the counted algorithm is a correct one. The model must equal the counts exactly,
+ * field by field. */
 #include "../testutil.h"
 
 #include <math.h>
@@ -163,8 +164,8 @@ static void count_linear(const la_problem *p, size_t b, int recurrent, const dou
         for (size_t s = 0; s < N; s += p->chunk) {
             size_t e = smaller(s + p->chunk, N);
             for (size_t i = s; i < e; i++) {
-                /* intra-chunk: a_ij = φq_i·φk_j for s <= j <= i, j < m; then
-                 * [num den] += a_ij [v_j 1] (the denominator as an extra column) */
+                /* intra-chunk, visible pairs only: a_ij = φq_i·φk_j for s <= j <= i,
+                 * j < m; num += a_ij v_j, and the row sum of A, one add per pair */
                 double den = 0;
                 for (size_t x = 0; x < dv; x++)
                     num[x] = 0;
@@ -174,11 +175,11 @@ static void count_linear(const la_problem *p, size_t b, int recurrent, const dou
                         a_ij += phiq[i * dk + a] * phik[j * dk + a];
                     for (size_t x = 0; x < dv; x++, c->av += 2)
                         num[x] += a_ij * v[j * dv + x];
-                    den += a_ij * 1.0;
-                    c->av += 2;
+                    den += a_ij;
+                    c->av += 1;
                 }
-                /* carried state of keys [0, min(s, m)): [num den] += φq_i [S z], in the
-                 * same accumulation */
+                /* carried state of keys [0, min(s, m)): num += φq_iᵀ S, den += φq_i·z
+                 * (summed into the same accumulators: no separate join) */
                 if (s > 0) {
                     for (size_t a = 0; a < dk; a++) {
                         for (size_t x = 0; x < dv; x++, c->qs += 2)
@@ -189,15 +190,15 @@ static void count_linear(const la_problem *p, size_t b, int recurrent, const dou
                 }
                 normalise(p, num, den, out + i * dv, c);
             }
-            /* this chunk's visible keys join the state, when a later chunk exists:
-             * [S z] += φ(k_j) [v_j 1] */
+            /* this chunk's visible keys join the state when a later chunk exists:
+             * S += φ(k_j) v_jᵀ (multiply-adds), z += φ(k_j) (adds) */
             if (e < N)
                 for (size_t j = s; j < smaller(e, m); j++)
                     for (size_t a = 0; a < dk; a++) {
                         for (size_t x = 0; x < dv; x++, c->kv += 2)
                             S[a * dv + x] += phik[j * dk + a] * v[j * dv + x];
-                        z[a] += phik[j * dk + a] * 1.0;
-                        c->kv += 2;
+                        z[a] += phik[j * dk + a];
+                        c->kv += 1;
                     }
         }
     }
