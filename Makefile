@@ -46,10 +46,13 @@ LDFLAGS += -fopenmp $(filter -fsanitize=%,$(OPT))
 
 LIB_SRC := $(wildcard lib/*/*.c)
 LIB_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
+COUNT_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/count/lib/%.o)
 CMD_SRC := $(wildcard experiments/*.c)
 CMD_OBJ := $(CMD_SRC:experiments/%.c=$(BUILD)/experiments/%.o)
 TEST_SRC := $(wildcard tests/*/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+# Test programs that link the FLOP-counting library (-DLA_COUNT_FLOPS) instead.
+COUNTED_TEST_BIN := $(BUILD)/tests/attention/test_cost
 TEST_UTIL := $(BUILD)/tests/testutil.o
 HEADERS := $(wildcard lib/*.h lib/*/*.h) $(wildcard experiments/*.h) $(wildcard tests/*.h)
 
@@ -74,6 +77,11 @@ deps: build/.deps-build build/.deps-test build/.deps-plots
 $(BUILD)/lib/%.o: lib/%.c $(HEADERS) | build/.deps-build
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fvisibility=hidden -c $< -o $@
+# The same library with the kernels counting the FLOPs they issue (core/internal.h,
+# LA_COUNT), for the cost model's test only; never installed or benchmarked.
+$(BUILD)/count/lib/%.o: lib/%.c $(HEADERS) | build/.deps-build
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DLA_COUNT_FLOPS -fvisibility=hidden -c $< -o $@
 $(BUILD)/experiments/%.o: experiments/%.c $(HEADERS) | build/.deps-build
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
@@ -82,6 +90,8 @@ $(BUILD)/tests/%.o: tests/%.c $(HEADERS) | build/.deps-test
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/liblinattn.a: $(LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/count/liblinattn.a: $(COUNT_OBJ)
 	rm -f $@ && ar rcs $@ $^
 # The version script (build/linattn.map) lists the LA_API functions of lib/linattn.h: it
 # also hides what visibility cannot (the ifunc resolvers GCC makes for target_clones).
@@ -92,7 +102,9 @@ $(BUILD)/liblinattn.so: $(LIB_OBJ) lib/linattn.h
 	    -Wl,-soname,liblinattn.so -o $@ $(LIB_OBJ) $(LDLIBS)
 $(BUILD)/linattn: $(CMD_OBJ) $(BUILD)/liblinattn.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/liblinattn.a
+$(filter-out $(COUNTED_TEST_BIN),$(TEST_BIN)): %: %.o $(TEST_UTIL) $(BUILD)/liblinattn.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
+$(COUNTED_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/count/liblinattn.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
 
 # Every test program runs even when an earlier one fails; the verdict is the last line.

@@ -281,7 +281,8 @@ LA_API void la_ref_feature_map(la_feature_map fm, const double *x, double *out, 
  * max or exp 1; φ 1 per element. A query that sees no key costs nothing. Not counted:
  * the scale multiply, the fused kernel's online rescaling, index arithmetic — so the
  * fused and materialising softmax kernels have the same count. Two consequences for
- * the linear kernels:
+ * the linear kernels, which the cost test checks against their FLOPs counted as they
+ * run (tests/attention/test_cost.c):
  *   - a block a causal kernel computes whole and then masks counts its visible entries
  *     only: the chunked kernel computes A = φQ_c·φK_cᵀ over the whole chunk × chunk
  *     block, hidden upper triangle included, and that triangle is not counted;
