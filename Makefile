@@ -9,6 +9,8 @@
 #   make check-torch  `linattn block` against PyTorch's own TransformerEncoderLayer
 #                   (installs Debian's python3-torch, about 230 packages: not in make test)
 #   make test SANITIZE=1   the unit tests under AddressSanitizer + UBSan (in build/asan)
+#   make test-portable  the tests on an x86-64 CPU without AVX-512 (qemu-user as a Haswell),
+#                   then natively with LA_SIMD=off
 # Missing Debian packages are installed by scripts/ensure-deps (as root or via sudo).
 
 CC ?= cc
@@ -56,7 +58,7 @@ COUNTED_TEST_BIN := $(BUILD)/tests/attention/test_cost
 TEST_UTIL := $(BUILD)/tests/testutil.o
 HEADERS := $(wildcard lib/*.h lib/*/*.h) $(wildcard experiments/*.h) $(wildcard tests/*.h)
 
-.PHONY: all deps test bench results plots fuzz check-torch clean
+.PHONY: all deps test test-portable bench results plots fuzz check-torch clean
 .SECONDARY:
 all: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn
 
@@ -124,6 +126,33 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so | build/.deps-test
 	if /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/block_numpy.py"; fi; \
 	echo "test programs: $$passed passed, $$failed failed"; \
+	test $$failed -eq 0
+
+# make test-portable: what make test checks, on a CPU without AVX-512. First every test
+# program, and the `linattn` checks through a wrapper, under qemu-user emulating a
+# Haswell: AVX2 and FMA, which -march=x86-64-v3 needs, but no AVX-512, so an AVX-512
+# instruction anywhere is SIGILL. (The model's pcid, x2apic, tsc-deadline, hle, invpcid
+# and rtm are switched off: qemu cannot emulate them and says so on stderr, which the
+# `linattn` checks read.) Then the same natively with LA_SIMD=off, the portable float32
+# paths on this CPU (what `LA_SIMD=off make test` runs). Each run is bounded by
+# PORTABLE_TIMEOUT seconds (qemu is 5-50 times slower than the CPU).
+QEMU_CPU ?= Haswell,-pcid,-x2apic,-tsc-deadline,-hle,-invpcid,-rtm
+PORTABLE_TIMEOUT ?= 600
+test-portable: $(TEST_BIN) $(BUILD)/linattn | build/.deps-test
+	@scripts/ensure-deps qemu
+	@printf '#!/bin/sh\nexec qemu-x86_64 -cpu %s "$$(dirname "$$0")/linattn" "$$@"\n' \
+	    '$(QEMU_CPU)' > $(BUILD)/linattn-qemu && chmod +x $(BUILD)/linattn-qemu
+	@passed=0; failed=0; run() { \
+	    echo "== $$*"; \
+	    if timeout $(PORTABLE_TIMEOUT) "$$@"; then passed=$$((passed+1)); \
+	    else failed=$$((failed+1)); echo "FAILED: $$*"; fi; }; \
+	for t in $(TEST_BIN); do run qemu-x86_64 -cpu $(QEMU_CPU) $$t; done; \
+	run /usr/bin/python3 tests/command/attend_numpy.py $(BUILD)/linattn-qemu; \
+	run /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn-qemu; \
+	for t in $(TEST_BIN); do run env LA_SIMD=off $$t; done; \
+	run env LA_SIMD=off /usr/bin/python3 tests/command/attend_numpy.py $(BUILD)/linattn; \
+	run env LA_SIMD=off /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn; \
+	echo "portable test runs: $$passed passed, $$failed failed"; \
 	test $$failed -eq 0
 
 check-torch: $(BUILD)/linattn | build/.deps-test
