@@ -15,8 +15,8 @@
  * product of n 2·n, an m×n×k product 2·m·n·k. */
 #define LA_PHI(fm, x, out, n) (LA_COUNT(LA_COUNT_PHI, n), FN(la_feature_map)(fm, x, out, n))
 #define LA_DOT(counter, x, y, n) (LA_COUNT(counter, 2 * (double)(n)), FN(la_dot)(x, y, n))
-#define LA_PRODUCT(counter, m, n, k, ...)                                                   \
-    (LA_COUNT(counter, 2 * (double)(m) * (double)(n) * (double)(k)),                      \
+#define LA_PRODUCT(counter, m, n, k, ...)                                                          \
+    (LA_COUNT(counter, 2 * (double)(m) * (double)(n) * (double)(k)),                               \
      GEMM_SMALL(m, n, k, __VA_ARGS__))
 
 /* x·y in a fixed order: 8 interleaved partial sums, a fixed tree, then the tail. */
@@ -44,7 +44,7 @@ void FN(la_linear_step_head)(REAL *restrict S, REAL *restrict z, const REAL *res
     for (size_t c = 0; c < d_v; c++)
         y[c] = 0;
     LA_COUNT(LA_COUNT_KV, 2 * (double)d_k * (double)d_v + (double)d_k); /* S and z updates */
-    LA_COUNT(LA_COUNT_QS, 2 * (double)d_k * (double)d_v);              /* y += φq[a] S[a, :] */
+    LA_COUNT(LA_COUNT_QS, 2 * (double)d_k * (double)d_v);               /* y += φq[a] S[a, :] */
     for (size_t a = 0; a < d_k; a++) {
         const REAL fk = phi_k[a], fq = phi_q[a];
         REAL *row = S + a * d_v;
@@ -329,7 +329,8 @@ static void FN(chunk_prepare)(const FN(chunk_job) *j, size_t task, size_t next, 
                 t->phi_kt[a * C + jj] = phi_k[jj * dk + a];
         /* A = φ(Q_c) · φKᵀ (nq, d_k)·(d_k, nk), then the causal mask: key j > query i
          * hidden */
-        LA_PRODUCT(LA_COUNT_QK, nq, nk, dk, 1, t->phi_q, ldk, 1, t->phi_kt, ldc, 1, 0, t->A, ldc, 1);
+        LA_PRODUCT(LA_COUNT_QK, nq, nk, dk, 1, t->phi_q, ldk, 1, t->phi_kt, ldc, 1, 0, t->A, ldc,
+                   1);
         for (size_t i = 0; i + 1 < nk; i++) {
             LA_COUNT(LA_COUNT_HIDDEN, nk - i - 1);
             for (size_t jj = i + 1; jj < nk; jj++)

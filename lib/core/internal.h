@@ -76,18 +76,19 @@ bool la_causal_allowed(const la_kernel_info *info, int causal);
  * code, no cost. The counters are shared by all threads (atomic adds); counts of whole
  * FLOPs stay exact in a double up to 2^53. */
 typedef enum {
-    LA_COUNT_QK,        /* the la_cost fields, as issued */
+    /* the la_cost fields, as issued */
+    LA_COUNT_QK,
     LA_COUNT_SOFTMAX,
     LA_COUNT_AV,
     LA_COUNT_PHI,
     LA_COUNT_KV,
     LA_COUNT_QS,
     LA_COUNT_NORMALIZE,
-    LA_COUNT_COMBINE,   /* adds that join two partial sums (a chunk's ΔS_c into the carried
-                           state, a block's partial z, a key piece's partial [S z]): not in
-                           the model (lib/linattn.h, la_cost) */
-    LA_COUNT_HIDDEN,    /* entries of a computed block that a mask then zeroes (not FLOPs:
-                           the causal chunk's A above its diagonal) */
+    LA_COUNT_COMBINE, /* adds that join two partial sums (a chunk's ΔS_c into the carried
+                         state, a block's partial z, a key piece's partial [S z]): not in
+                         the model (lib/linattn.h, la_cost) */
+    LA_COUNT_HIDDEN,  /* entries of a computed block that a mask then zeroes (not FLOPs:
+                         the causal chunk's A above its diagonal) */
     LA_COUNTERS
 } la_counter;
 void la_count_add(la_counter c, double n);

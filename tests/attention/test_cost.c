@@ -355,8 +355,8 @@ static void check_kernel_counts(la_kernel kernel, la_dtype dtype, const la_probl
     };
     la_cost model;
     assert_int_equal(la_attention_cost(kernel, p, dtype, &model), LA_OK);
-    const double want[] = {model.flops_qk,  model.flops_softmax, model.flops_av,
-                           model.flops_phi, model.flops_kv,      model.flops_qs,
+    const double want[] = {model.flops_qk,       model.flops_softmax, model.flops_av,
+                           model.flops_phi,      model.flops_kv,      model.flops_qs,
                            model.flops_normalize};
     const char *names[] = {"qk", "softmax", "av", "phi", "kv", "qs", "normalize"};
     for (size_t f = 0; f < 7; f++) {
@@ -421,8 +421,8 @@ static void model_equals_kernel_counts(void **state)
         }
         /* bigger: several chunks of 64 (the kernel's register-tile path in float32),
          * N < M and N > M, and non-causal over more than one key piece */
-        const size_t big[][4] = {{300, 300, 64, 64}, {200, 700, 64, 32}, {700, 130, 32, 64},
-                                 {129, 1100, 16, 16}};
+        const size_t big[][4] = {
+            {300, 300, 64, 64}, {200, 700, 64, 32}, {700, 130, 32, 64}, {129, 1100, 16, 16}};
         for (size_t x = 0; x < 4; x++) {
             for (int causal = 0; causal <= 1; causal++) {
                 for (size_t kr = 0; kr < 2; kr++) {
