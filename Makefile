@@ -9,6 +9,8 @@
 #   make check-torch  `linattn block` against PyTorch's own TransformerEncoderLayer
 #                   (installs Debian's python3-torch, about 230 packages: not in make test)
 #   make test SANITIZE=1   the unit tests under AddressSanitizer + UBSan (in build/asan)
+#   make test-portable  the tests on an x86-64 CPU without AVX-512 (qemu-user as a Haswell),
+#                   then natively with LA_SIMD=off
 # Missing Debian packages are installed by scripts/ensure-deps (as root or via sudo).
 
 CC ?= cc
@@ -46,14 +48,17 @@ LDFLAGS += -fopenmp $(filter -fsanitize=%,$(OPT))
 
 LIB_SRC := $(wildcard lib/*/*.c)
 LIB_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
+COUNT_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/count/lib/%.o)
 CMD_SRC := $(wildcard experiments/*.c)
 CMD_OBJ := $(CMD_SRC:experiments/%.c=$(BUILD)/experiments/%.o)
 TEST_SRC := $(wildcard tests/*/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+# Test programs that link the FLOP-counting library (-DLA_COUNT_FLOPS) instead.
+COUNTED_TEST_BIN := $(BUILD)/tests/attention/test_cost
 TEST_UTIL := $(BUILD)/tests/testutil.o
 HEADERS := $(wildcard lib/*.h lib/*/*.h) $(wildcard experiments/*.h) $(wildcard tests/*.h)
 
-.PHONY: all deps test bench results plots fuzz check-torch install clean
+.PHONY: all deps test test-portable bench results plots fuzz check-torch install clean
 .SECONDARY:
 all: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn
 
@@ -74,6 +79,11 @@ deps: build/.deps-build build/.deps-test build/.deps-plots
 $(BUILD)/lib/%.o: lib/%.c $(HEADERS) | build/.deps-build
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fvisibility=hidden -c $< -o $@
+# The same library with the kernels counting the FLOPs they issue (core/internal.h,
+# LA_COUNT), for the cost model's test only; never installed or benchmarked.
+$(BUILD)/count/lib/%.o: lib/%.c $(HEADERS) | build/.deps-build
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DLA_COUNT_FLOPS -fvisibility=hidden -c $< -o $@
 $(BUILD)/experiments/%.o: experiments/%.c $(HEADERS) | build/.deps-build
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
@@ -82,6 +92,8 @@ $(BUILD)/tests/%.o: tests/%.c $(HEADERS) | build/.deps-test
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/liblinattn.a: $(LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/count/liblinattn.a: $(COUNT_OBJ)
 	rm -f $@ && ar rcs $@ $^
 # The version script (build/linattn.map) lists the LA_API functions of lib/linattn.h: it
 # also hides what visibility cannot (the ifunc resolvers GCC makes for target_clones).
@@ -92,7 +104,9 @@ $(BUILD)/liblinattn.so: $(LIB_OBJ) lib/linattn.h
 	    -Wl,-soname,liblinattn.so -o $@ $(LIB_OBJ) $(LDLIBS)
 $(BUILD)/linattn: $(CMD_OBJ) $(BUILD)/liblinattn.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/liblinattn.a
+$(filter-out $(COUNTED_TEST_BIN),$(TEST_BIN)): %: %.o $(TEST_UTIL) $(BUILD)/liblinattn.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
+$(COUNTED_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/count/liblinattn.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
 
 # Every test program runs even when an earlier one fails; the verdict is the last line.
@@ -132,6 +146,33 @@ install: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(LA_VERSION)|' \
 	    -e 's|@PRIVATE_LIBS@|$(BLIS_LIBS) -fopenmp -lm|' lib/linattn.pc.in \
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/linattn.pc
+
+# make test-portable: what make test checks, on a CPU without AVX-512. First every test
+# program, and the `linattn` checks through a wrapper, under qemu-user emulating a
+# Haswell: AVX2 and FMA, which -march=x86-64-v3 needs, but no AVX-512, so an AVX-512
+# instruction anywhere is SIGILL. (The model's pcid, x2apic, tsc-deadline, hle, invpcid
+# and rtm are switched off: qemu cannot emulate them and says so on stderr, which the
+# `linattn` checks read.) Then the same natively with LA_SIMD=off, the portable float32
+# paths on this CPU (what `LA_SIMD=off make test` runs). Each run is bounded by
+# PORTABLE_TIMEOUT seconds (qemu is 5-50 times slower than the CPU).
+QEMU_CPU ?= Haswell,-pcid,-x2apic,-tsc-deadline,-hle,-invpcid,-rtm
+PORTABLE_TIMEOUT ?= 600
+test-portable: $(TEST_BIN) $(BUILD)/linattn | build/.deps-test
+	@scripts/ensure-deps qemu
+	@printf '#!/bin/sh\nexec qemu-x86_64 -cpu %s "$$(dirname "$$0")/linattn" "$$@"\n' \
+	    '$(QEMU_CPU)' > $(BUILD)/linattn-qemu && chmod +x $(BUILD)/linattn-qemu
+	@passed=0; failed=0; run() { \
+	    echo "== $$*"; \
+	    if timeout $(PORTABLE_TIMEOUT) "$$@"; then passed=$$((passed+1)); \
+	    else failed=$$((failed+1)); echo "FAILED: $$*"; fi; }; \
+	for t in $(TEST_BIN); do run qemu-x86_64 -cpu $(QEMU_CPU) $$t; done; \
+	run /usr/bin/python3 tests/command/attend_numpy.py $(BUILD)/linattn-qemu; \
+	run /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn-qemu; \
+	for t in $(TEST_BIN); do run env LA_SIMD=off $$t; done; \
+	run env LA_SIMD=off /usr/bin/python3 tests/command/attend_numpy.py $(BUILD)/linattn; \
+	run env LA_SIMD=off /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn; \
+	echo "portable test runs: $$passed passed, $$failed failed"; \
+	test $$failed -eq 0
 
 check-torch: $(BUILD)/linattn | build/.deps-test
 	@scripts/ensure-deps torch

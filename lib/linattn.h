@@ -341,21 +341,32 @@ LA_API void la_ref_feature_map(la_feature_map fm, const double *x, double *out, 
  * lengths shorten rows): a multiply-add is 2 FLOPs; an add, multiply, divide, compare,
  * max or exp 1; φ 1 per element. A query that sees no key costs nothing. Not counted:
  * the scale multiply, the fused kernel's online rescaling, index arithmetic — so the
- * fused and materialising softmax kernels have the same count.
- *   m = min(M, L_b) visible keys, u = causal ? min(N, m) : m keys any query sees. */
+ * fused and materialising softmax kernels have the same count. Two consequences for
+ * the linear kernels, which the cost test checks against their FLOPs counted as they
+ * run (tests/attention/test_cost.c):
+ *   - a block a causal kernel computes whole and then masks counts its visible entries
+ *     only: the chunked kernel computes A = φQ_c·φK_cᵀ over the whole chunk × chunk
+ *     block, hidden upper triangle included, and that triangle is not counted;
+ *   - a sum of k terms costs k adds (k multiply-adds 2k) however the kernel splits it:
+ *     an m×n×k product counts 2·m·n·k even when it starts from zero, and the adds that
+ *     join partial sums (a chunk's ΔS_c into the carried state, a key block's partial z,
+ *     a key piece's partial [S z]) are not counted again.
+ *   m = min(M, L_b) visible keys, u = causal ? min(N, m) : m keys any query sees;
+ *   chunked linear: pairs_intra the visible pairs inside each chunk. */
 typedef struct {
     double flops_qk;        /* softmax/hard: Q·Kᵀ, 2·pairs·d_k. Causal chunked linear: the
-                               intra-chunk φQ_c·φK_cᵀ, 2·pairs_intra·d_k */
+                               intra-chunk A = φQ_c·φK_cᵀ, 2·pairs_intra·d_k */
     double flops_softmax;   /* softmax: row max, subtract, exp, row sum, divide: 5·pairs;
                                hard: 1 compare per pair (the argmax) */
-    double flops_av;        /* softmax: P·V, 2·pairs·d_v. Causal chunked linear: A·[V_c 1]
-                               (the denominator as an extra column), 2·pairs_intra·(d_v+1) */
+    double flops_av;        /* softmax: P·V, 2·pairs·d_v. Causal chunked linear: A·V_c and
+                               A's row sums (the denominators' intra-chunk part),
+                               pairs_intra·(2·d_v + 1) */
     double flops_phi;       /* linear: φ on Q and on the keys used, (N + u)·d_k */
-    double flops_kv;        /* linear: S += φ(k)vᵀ and z += φ(k) per key: 2·d_k·d_v + d_k
-                               for u keys (non-causal, recurrent); chunked: 2·d_k·(d_v+1)
-                               for each key a later chunk sees ([S z] += φK_cᵀ[V_c 1]) */
-    double flops_qs;        /* linear: φ(q)·S and φ(q)·z per query: 2·d_k·d_v + 2·d_k;
-                               chunked: 2·d_k·(d_v+1) per query of a chunk after the first */
+    double flops_kv;        /* linear: S += φ(k)vᵀ and z += φ(k), 2·d_k·d_v + d_k per key:
+                               u keys (non-causal, recurrent); chunked: each key a later
+                               chunk sees (ΔS_c = φK_cᵀ·V_c, Δz_c = Σ_rows φK_c) */
+    double flops_qs;        /* linear: φ(q)·S and φ(q)·z, 2·d_k·d_v + 2·d_k per query;
+                               chunked: per query of a chunk after the first */
     double flops_normalize; /* linear: den + eps and d_v divides, (d_v + 1) per query */
     double flops_total;     /* the sum of the above */
     double workspace_bytes; /* scratch the kernel allocates (and holds against

@@ -151,17 +151,20 @@ static void noncausal_head_flops(const la_problem *p, size_t b, la_cost *f)
     f->flops_normalize = n * dv + n;
 }
 
-/* Causal, chunked form, one head of entry b. Tokens are split into chunks of C; query i
- * in chunk [s, e) sees the carried state of keys [0, s) and the keys [s, i] of its own
- * chunk (all capped at the m visible keys). The denominators ride along as one extra
- * column (z beside S, ones beside V_c), so each product has d_v + 1 output columns:
+/* Causal, chunked form, one head of entry b: what chunk_prepare, chunk_advance and
+ * chunk_finish (linear_tmpl.h) issue. Tokens are split into chunks of C; query i in
+ * chunk [s, e) sees the carried state of keys [0, s) and the keys [s, i] of its own chunk
+ * (all capped at the m visible keys). Every product has d_v output columns; the
+ * denominators are vector work beside them (z kept beside S, A's row sums):
  *   φ on N·d_k + u·d_k, u = min(N, m) the keys any query sees;
- *   intra-chunk: φQ_c φK_cᵀ 2·pairs_intra·d_k (flops_qk), A·[V_c 1]
- *     2·pairs_intra·(d_v + 1) (flops_av);
- *   carried state: [S z] += φK_cᵀ[V_c 1], 2·d_k·(d_v + 1) per key a later chunk sees
- *     (flops_kv); φQ_c·[S z], 2·d_k·(d_v + 1) per query of a chunk after the first
- *     (flops_qs), accumulated with the intra-chunk part in the same product;
- *   normalise: den + eps and d_v divides per query (flops_normalize). */
+ *   intra-chunk (flops_qk, flops_av): A = φQ_c·φK_cᵀ 2·d_k, A·V_c 2·d_v and A's row sum
+ *     1 per visible pair (pairs_intra); the kernel computes the whole nq×nk block and
+ *     zeroes the hidden entries above the diagonal, which are not counted;
+ *   carried state (flops_kv): ΔS_c = φK_cᵀ·V_c 2·d_k·d_v and Δz_c = Σ_rows φK_c d_k per
+ *     key a later chunk sees; adding ΔS_c, Δz_c into the carried state joins partial sums
+ *     and is not counted (lib/linattn.h, la_cost);
+ *   per query of a chunk after the first (flops_qs): φQ_c·S_c 2·d_k·d_v, φ(q_i)·z_c 2·d_k;
+ *   normalise (flops_normalize): + eps and d_v divides per query. */
 static void chunked_head_flops(const la_problem *p, size_t b, la_cost *f)
 {
     const size_t m = la_keys_in_length(p, b);
@@ -183,9 +186,9 @@ static void chunked_head_flops(const la_problem *p, size_t b, la_cost *f)
         if (e < N && s < m) carried_keys += (double)((e < m ? e : m) - s);
     }
     f->flops_qk = 2 * pairs_intra * dk;
-    f->flops_av = 2 * pairs_intra * (dv + 1);
-    f->flops_kv = carried_keys * 2 * dk * (dv + 1);
-    f->flops_qs = carried_queries * 2 * dk * (dv + 1);
+    f->flops_av = pairs_intra * (2 * dv + 1);
+    f->flops_kv = carried_keys * (2 * dk * dv + dk);
+    f->flops_qs = carried_queries * (2 * dk * dv + 2 * dk);
     f->flops_normalize = (double)N * (dv + 1);
 }
 

@@ -10,8 +10,14 @@
  *   S: (d_k, d_v) row-major, z: (d_k,).
  * Visible keys of head (b, ·): m = min(M, L_b) (L_b = key_lengths[b], or M). */
 
-#define LA_PHI FN(la_feature_map) /* la_feature_map_f32 or _f64 */
-#define LA_DOT FN(la_dot)         /* la_dot_f32 or _f64 */
+/* φ, a dot product and a small product, each counting what it issues into a counter
+ * under LA_COUNT_FLOPS (core/internal.h; nothing otherwise): φ 1 per element, a dot
+ * product of n 2·n, an m×n×k product 2·m·n·k. */
+#define LA_PHI(fm, x, out, n) (LA_COUNT(LA_COUNT_PHI, n), FN(la_feature_map)(fm, x, out, n))
+#define LA_DOT(counter, x, y, n) (LA_COUNT(counter, 2 * (double)(n)), FN(la_dot)(x, y, n))
+#define LA_PRODUCT(counter, m, n, k, ...)                                                          \
+    (LA_COUNT(counter, 2 * (double)(m) * (double)(n) * (double)(k)),                               \
+     GEMM_SMALL(m, n, k, __VA_ARGS__))
 
 /* x·y in a fixed order: 8 interleaved partial sums, a fixed tree, then the tail. */
 REAL FN(la_dot)(const REAL *x, const REAL *y, size_t n)
@@ -37,6 +43,8 @@ void FN(la_linear_step_head)(REAL *restrict S, REAL *restrict z, const REAL *res
 {
     for (size_t c = 0; c < d_v; c++)
         y[c] = 0;
+    LA_COUNT(LA_COUNT_KV, 2 * (double)d_k * (double)d_v + (double)d_k); /* S and z updates */
+    LA_COUNT(LA_COUNT_QS, 2 * (double)d_k * (double)d_v);               /* y += φq[a] S[a, :] */
     for (size_t a = 0; a < d_k; a++) {
         const REAL fk = phi_k[a], fq = phi_q[a];
         REAL *row = S + a * d_v;
@@ -48,7 +56,8 @@ void FN(la_linear_step_head)(REAL *restrict S, REAL *restrict z, const REAL *res
         z[a] += fk;
     }
     /* normalise by the denominator φqᵀz + eps */
-    const REAL den = LA_DOT(phi_q, z, d_k) + eps;
+    const REAL den = LA_DOT(LA_COUNT_QS, phi_q, z, d_k) + eps;
+    LA_COUNT(LA_COUNT_NORMALIZE, 1 + d_v);
     for (size_t c = 0; c < d_v; c++)
         y[c] /= den;
 }
@@ -60,6 +69,7 @@ void FN(la_linear_read_query)(const REAL *restrict S, const REAL *restrict z, co
     /* numerator: y = Σ_a φq[a] · S[a, :] */
     for (size_t c = 0; c < d_v; c++)
         y[c] = 0;
+    LA_COUNT(LA_COUNT_QS, 2 * (double)d_k * (double)d_v);
     for (size_t a = 0; a < d_k; a++) {
         REAL f = phi_q[a];
         const REAL *row = S + a * d_v;
@@ -67,7 +77,8 @@ void FN(la_linear_read_query)(const REAL *restrict S, const REAL *restrict z, co
             y[c] += f * row[c];
     }
     /* normalise by the denominator φqᵀz + eps */
-    REAL den = LA_DOT(phi_q, z, d_k) + eps;
+    REAL den = LA_DOT(LA_COUNT_QS, phi_q, z, d_k) + eps;
+    LA_COUNT(LA_COUNT_NORMALIZE, 1 + d_v);
     for (size_t c = 0; c < d_v; c++)
         y[c] /= den;
 }
@@ -114,14 +125,16 @@ static void FN(kv_piece)(const la_problem *p, const REAL *k, const REAL *v, REAL
             prefetch_rows(vh + (j0 + kb) * dv, next * dv * sizeof(REAL));
         }
         /* S_p += φ(K_blk)ᵀ V_blk: (d_k, n)·(n, d_v), φ(K_blk)ᵀ through strides */
-        GEMM_SMALL(dk, dv, n, 1, phi_k, 1, (ptrdiff_t)dk, vh + j0 * dv, (ptrdiff_t)dv, 1, 1, S,
-                (ptrdiff_t)dv, 1);
+        LA_PRODUCT(LA_COUNT_KV, dk, dv, n, 1, phi_k, 1, (ptrdiff_t)dk, vh + j0 * dv, (ptrdiff_t)dv,
+                   1, 1, S, (ptrdiff_t)dv, 1);
         /* z_p += Σ_rows φ(K_blk), summed per block first */
         for (size_t a = 0; a < dk; a++)
             z_part[a] = 0;
+        LA_COUNT(LA_COUNT_KV, n * dk);
         for (size_t j = 0; j < n; j++)
             for (size_t a = 0; a < dk; a++)
                 z_part[a] += phi_k[j * dk + a];
+        LA_COUNT(LA_COUNT_COMBINE, dk);
         for (size_t a = 0; a < dk; a++)
             z[a] += z_part[a];
     }
@@ -135,9 +148,11 @@ static void FN(kv_piece_add)(const la_problem *p, REAL *states, size_t task, siz
     const size_t hd = task / pieces, j_begin = (task % pieces) * LA_LINEAR_KEY_PIECE;
     const REAL *partial = mine + rows * dk + dk;
     REAL *S_head = states + hd * state_size;
-    if (j_begin > 0 && j_begin < la_keys_in_length(p, hd / p->heads))
+    if (j_begin > 0 && j_begin < la_keys_in_length(p, hd / p->heads)) {
+        LA_COUNT(LA_COUNT_COMBINE, state_size);
         for (size_t a = 0; a < state_size; a++)
             S_head[a] += partial[a];
+    }
 }
 
 /* Non-causal phase 2, one task: query block task % q_blocks (of qb rows) of head
@@ -165,11 +180,13 @@ static void FN(apply_block)(const la_problem *p, const REAL *q, const REAL *stat
         prefetch_rows(q + (hd_next * N + i_next) * dk, rows_next * dk * sizeof(REAL));
     }
     /* num = φ(Q_blk) S: (n, d_k)·(d_k, d_v), straight into out */
-    GEMM_SMALL(n, dv, dk, 1, phi_q, (ptrdiff_t)dk, 1, S, (ptrdiff_t)dv, 1, 0, y, (ptrdiff_t)dv, 1);
+    LA_PRODUCT(LA_COUNT_QS, n, dv, dk, 1, phi_q, (ptrdiff_t)dk, 1, S, (ptrdiff_t)dv, 1, 0, y,
+               (ptrdiff_t)dv, 1);
     /* y = num / (φ(q_i)·z + eps) */
     const REAL eps = (REAL)p->eps;
     for (size_t i = 0; i < n; i++) {
-        const REAL den = LA_DOT(phi_q + i * dk, z, dk) + eps;
+        const REAL den = LA_DOT(LA_COUNT_QS, phi_q + i * dk, z, dk) + eps;
+        LA_COUNT(LA_COUNT_NORMALIZE, 1 + dv);
         for (size_t c = 0; c < dv; c++)
             y[i * dv + c] /= den;
     }
@@ -312,14 +329,18 @@ static void FN(chunk_prepare)(const FN(chunk_job) *j, size_t task, size_t next, 
                 t->phi_kt[a * C + jj] = phi_k[jj * dk + a];
         /* A = φ(Q_c) · φKᵀ (nq, d_k)·(d_k, nk), then the causal mask: key j > query i
          * hidden */
-        GEMM_SMALL(nq, nk, dk, 1, t->phi_q, ldk, 1, t->phi_kt, ldc, 1, 0, t->A, ldc, 1);
-        for (size_t i = 0; i + 1 < nk; i++)
+        LA_PRODUCT(LA_COUNT_QK, nq, nk, dk, 1, t->phi_q, ldk, 1, t->phi_kt, ldc, 1, 0, t->A, ldc,
+                   1);
+        for (size_t i = 0; i + 1 < nk; i++) {
+            LA_COUNT(LA_COUNT_HIDDEN, nk - i - 1);
             for (size_t jj = i + 1; jj < nk; jj++)
                 t->A[i * C + jj] = 0;
+        }
     }
     if (t->carries) {
         /* the chunk's state: ΔS_c = φKᵀ · V_c (d_k, nk)·(nk, d_v), Δz_c = row sums of φKᵀ */
-        GEMM_SMALL(dk, dv, nk, 1, t->phi_kt, ldc, 1, vc, ldv, 1, 0, t->dS, ldv, 1);
+        LA_PRODUCT(LA_COUNT_KV, dk, dv, nk, 1, t->phi_kt, ldc, 1, vc, ldv, 1, 0, t->dS, ldv, 1);
+        LA_COUNT(LA_COUNT_KV, dk * nk);
         for (size_t a = 0; a < dk; a++) {
             REAL sum = 0;
             for (size_t jj = 0; jj < nk; jj++)
@@ -339,6 +360,7 @@ static void FN(chunk_advance)(const FN(chunk_job) *j, const FN(chunk_task) *t)
         for (size_t a = 0; a < n; a++)
             carry[a] = t->carries ? t->dS[a] : 0;
     } else if (t->u > 0 && t->carries) { /* one pass: read S_c, write S_{c+1} */
+        LA_COUNT(LA_COUNT_COMBINE, n);
         for (size_t a = 0; a < n; a++) {
             t->Sc[a] = carry[a];
             carry[a] += t->dS[a];
@@ -362,15 +384,23 @@ static void FN(chunk_finish)(const FN(chunk_job) *j, const FN(chunk_task) *t)
         if (t->u == 0) return;
     }
     /* num = φ(Q_c) S_c + A V_c, straight into y (the first chunk has no S_c) */
-    if (c0 > 0) GEMM_SMALL(nq, dv, dk, 1, t->phi_q, ldk, 1, t->Sc, ldv, 1, 0, y, ldv, 1);
-    if (nk > 0) GEMM_SMALL(nq, dv, nk, 1, t->A, ldc, 1, vc, ldv, 1, c0 > 0 ? 1 : 0, y, ldv, 1);
-    /* y = num / (φ(q_i)·z_c + Σ_j A[i, j] + eps) */
+    if (c0 > 0)
+        LA_PRODUCT(LA_COUNT_QS, nq, dv, dk, 1, t->phi_q, ldk, 1, t->Sc, ldv, 1, 0, y, ldv, 1);
+    if (nk > 0)
+        LA_PRODUCT(LA_COUNT_AV, nq, dv, nk, 1, t->A, ldc, 1, vc, ldv, 1, c0 > 0 ? 1 : 0, y, ldv, 1);
+    /* y = num / (Σ_j A[i, j] + eps + φ(q_i)·z_c): the denominators are vector work beside
+     * the products, A's row sums and (after the first chunk) a dot product with z_c */
     for (size_t i = 0; i < nq; i++) {
-        REAL den = c0 > 0 ? LA_DOT(t->phi_q + i * dk, t->zc, dk) : 0;
         REAL row = 0;
+        LA_COUNT(LA_COUNT_AV, nk);
         for (size_t jj = 0; jj < nk; jj++)
             row += t->A[i * C + jj];
-        den += row + j->eps;
+        REAL den = row + j->eps;
+        LA_COUNT(LA_COUNT_NORMALIZE, 1 + dv);
+        if (c0 > 0) {
+            LA_COUNT(LA_COUNT_COMBINE, 1);
+            den += LA_DOT(LA_COUNT_QS, t->phi_q + i * dk, t->zc, dk);
+        }
         for (size_t c = 0; c < dv; c++)
             y[i * dv + c] /= den;
     }
@@ -504,3 +534,4 @@ static la_status FN(linear_attention_recurrent)(const la_problem *p, const REAL 
 
 #undef LA_PHI
 #undef LA_DOT
+#undef LA_PRODUCT

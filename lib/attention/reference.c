@@ -26,6 +26,14 @@ static la_status check(const la_problem *p, const double *q, const double *k, co
     return LA_OK;
 }
 
+/* *n = a·b·c, false when it or its bytes as doubles (n · 8) overflow size_t: every
+ * scratch size is checked before anything is allocated. */
+static bool doubles_fit(size_t a, size_t b, size_t c, size_t *n)
+{
+    size_t bytes;
+    return la_mul_ok(a, b, n) && la_mul_ok(*n, c, n) && la_mul_ok(*n, sizeof(double), &bytes);
+}
+
 /* Element offsets of head (b, h) in the (B, H, rows, cols) arrays. */
 #define HEAD(p, b, h, rows, cols) ((((b) * (p)->heads + (h)) * (rows)) * (cols))
 
@@ -38,7 +46,10 @@ la_status la_ref_softmax_attention(const la_problem *p, const double *q, const d
     la_status st = check(p, q, k, v, out);
     if (st != LA_OK) return st;
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
-    double *scores = malloc(N * M * sizeof *scores);
+    /* scores: (N, M) */
+    size_t n_scores;
+    if (!doubles_fit(N, M, 1, &n_scores)) return LA_EOVERFLOW;
+    double *scores = malloc(n_scores * sizeof *scores);
     if (!scores) return LA_ENOMEM;
 
     for (size_t b = 0; b < p->batch; b++) {
@@ -120,11 +131,16 @@ la_status la_ref_linear_attention(const la_problem *p, const double *q, const do
     la_status st = check(p, q, k, v, out);
     if (st != LA_OK) return st;
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
-    double *phi_q = malloc(N * dk * sizeof *phi_q);
-    double *phi_k = malloc(M * dk * sizeof *phi_k);
-    /* prefix[j] = state after keys 0..j-1, for j = 0..M: (M+1) × (d_k·d_v + d_k) */
-    double *prefix_S = calloc((M + 1) * dk * dv, sizeof *prefix_S);
-    double *prefix_z = calloc((M + 1) * dk, sizeof *prefix_z);
+    /* φ(Q) (N, d_k), φ(K) (M, d_k); prefix[j] = state after keys 0..j-1, for j = 0..M:
+     * S (M + 1, d_k, d_v), z (M + 1, d_k). M + 1 fits: M·d_k·8 does (la_problem_check). */
+    size_t n_phi_q, n_phi_k, n_prefix_S, n_prefix_z;
+    if (!doubles_fit(N, dk, 1, &n_phi_q) || !doubles_fit(M, dk, 1, &n_phi_k) ||
+        !doubles_fit(M + 1, dk, dv, &n_prefix_S) || !doubles_fit(M + 1, dk, 1, &n_prefix_z))
+        return LA_EOVERFLOW;
+    double *phi_q = malloc(n_phi_q * sizeof *phi_q);
+    double *phi_k = malloc(n_phi_k * sizeof *phi_k);
+    double *prefix_S = calloc(n_prefix_S, sizeof *prefix_S);
+    double *prefix_z = calloc(n_prefix_z, sizeof *prefix_z);
     if (!phi_q || !phi_k || !prefix_S || !prefix_z) {
         st = LA_ENOMEM;
         goto done;

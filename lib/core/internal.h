@@ -68,6 +68,39 @@ static inline bool la_feature_map_ok(la_feature_map fm)
 /* Whether a registry row accepts causal = 0 or 1 (its causal rule; registry.c). */
 bool la_causal_allowed(const la_kernel_info *info, int causal);
 
+/* FLOP counting, for the cost-model test only. In a build with -DLA_COUNT_FLOPS (the
+ * Makefile builds one, $(BUILD)/count/liblinattn.a, for test_cost) the kernels add what
+ * they issue to these counters as they run: a product of m×n×k through GEMM/GEMM_SMALL
+ * 2·m·n·k, a dot product of n 2·n, a loop's adds, divides, φ as they execute, each into
+ * the la_cost field it belongs to. Without the macro LA_COUNT expands to nothing: no
+ * code, no cost. The counters are shared by all threads (atomic adds); counts of whole
+ * FLOPs stay exact in a double up to 2^53. */
+typedef enum {
+    /* the la_cost fields, as issued */
+    LA_COUNT_QK,
+    LA_COUNT_SOFTMAX,
+    LA_COUNT_AV,
+    LA_COUNT_PHI,
+    LA_COUNT_KV,
+    LA_COUNT_QS,
+    LA_COUNT_NORMALIZE,
+    LA_COUNT_COMBINE, /* adds that join two partial sums (a chunk's ΔS_c into the carried
+                         state, a block's partial z, a key piece's partial [S z]): not in
+                         the model (lib/linattn.h, la_cost) */
+    LA_COUNT_HIDDEN,  /* entries of a computed block that a mask then zeroes (not FLOPs:
+                         the causal chunk's A above its diagonal) */
+    LA_COUNTERS
+} la_counter;
+void la_count_add(la_counter c, double n);
+void la_count_reset(void);
+double la_count_get(la_counter c);
+bool la_count_enabled(void); /* whether this build was compiled with LA_COUNT_FLOPS */
+#ifdef LA_COUNT_FLOPS
+#define LA_COUNT(counter, n) la_count_add((counter), (double)(n))
+#else
+#define LA_COUNT(counter, n) ((void)0)
+#endif
+
 /* OpenMP thread count to use (la_get_num_threads()). */
 int la_threads(void);
 

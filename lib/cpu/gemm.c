@@ -1,5 +1,5 @@
 /* gemm.c — the one door to BLIS: typed gemm with strides, single-threaded per call
- * (la_gemm_f32_threaded, the benchmark's yardstick, excepted), on the best kernels BLIS
+ * (la_blis_sgemm, the benchmark's yardstick, excepted), on the best kernels BLIS
  * has for this CPU. */
 #include "core/internal.h"
 

@@ -11,7 +11,7 @@
 
 /* Whether the AVX-512 kernels may run: the CPU has AVX-512 F, DQ, VL and BW, the
  * environment does not say LA_SIMD=off, and the tests have not switched them off
- * (la_fused_simd_enable). Decided once, cheap to ask. */
+ * (la_avx512_enable). Decided once, cheap to ask. */
 bool la_avx512_usable(void);
 
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -83,7 +83,7 @@ static inline double select_f64(int cond, double a, double b)
     return r.f;
 }
 
-/* exp(x) in float64, the same scheme as exp_f32:
+/* exp(x) in float64, the same scheme as la_vexp_f32:
  *   n = round(x / ln 2) by the 1.5·2⁵² trick, which also leaves n in the low bits of t,
  *   r = x - n·ln 2 with fdlibm's two-part ln 2 (ln2_hi·n is exact), |r| <= ln2/2,
  *   exp(r) by its Taylor series to degree 13 (truncation r¹⁴/14! < 5e-18),

@@ -67,6 +67,44 @@ static void hard_ties_and_lengths(void **state)
     assert_true(out[0] == 0);
 }
 
+/* The references' scratch sizes are overflow-checked: a problem whose arrays pass
+ * la_problem_check but whose scratch does not fit size_t (softmax's N·M scores, linear's
+ * (M + 1)·d_k·d_v prefix states, or their bytes) is refused with LA_EOVERFLOW before
+ * anything is allocated or read. The inputs are one-element dummies: a reference that
+ * allocated a wrapped size and filled it, or read q, would crash here. */
+static void scratch_overflow(void **state)
+{
+    (void)state;
+    const size_t two32 = (size_t)1 << 32, two31 = (size_t)1 << 31;
+    const struct {
+        size_t n, m, d_k, d_v;
+        la_kernel kernel;
+        const char *what;
+    } cases[] = {
+        {two32, two32, 1, 1, LA_KERNEL_SOFTMAX, "N·M = 2^64 wraps to 0 elements"},
+        {two31, two31, 1, 1, LA_KERNEL_SOFTMAX, "N·M·8 = 2^65 wraps to 0 bytes"},
+        {two32 + 1, two32 - 1, 1, 1, LA_KERNEL_SOFTMAX, "N·M = 2^64 - 1 (bytes wrap)"},
+        {1, 1, two32, two32, LA_KERNEL_LINEAR, "(M + 1)·d_k·d_v = 2^65 wraps to 0"},
+        {1, 1, two31, (size_t)1 << 30, LA_KERNEL_LINEAR, "(M + 1)·d_k·d_v·8 = 2^65 wraps"},
+    };
+    double q[1] = {0}, k[1] = {0}, v[1] = {0}, out[1];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (int causal = 0; causal <= 1; causal++) {
+            la_problem p;
+            la_problem_init(&p, 1, 1, cases[c].n, cases[c].m, cases[c].d_k, cases[c].d_v);
+            p.causal = causal;
+            /* the arrays themselves are addressable: only the scratch overflows */
+            assert_int_equal(la_problem_check(&p), LA_OK);
+            la_status st = la_ref_attention(cases[c].kernel, &p, q, k, v, out);
+            if (st != LA_EOVERFLOW)
+                fail_msg("%s reference, N=%zu M=%zu d_k=%zu d_v=%zu causal=%d (%s): %s, "
+                         "want LA_EOVERFLOW",
+                         la_kernel_name(cases[c].kernel), cases[c].n, cases[c].m, cases[c].d_k,
+                         cases[c].d_v, causal, cases[c].what, la_strerror(st));
+        }
+    }
+}
+
 int main(void)
 {
     tu_init("test_reference");
@@ -75,6 +113,7 @@ int main(void)
         cmocka_unit_test(linear_by_hand),
         cmocka_unit_test(elu_plus_one),
         cmocka_unit_test(hard_ties_and_lengths),
+        cmocka_unit_test(scratch_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
