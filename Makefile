@@ -46,16 +46,24 @@ LDFLAGS += -fopenmp $(filter -fsanitize=%,$(OPT))
 
 LIB_SRC := $(wildcard lib/*/*.c)
 LIB_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
+# The command: main.c and one file per subcommand in experiments/, linked with the helpers
+# they share (experiments/common/: flags, the results-file writer, timers, inputs), which
+# are built once into build/libcommand.a for the command and its tests.
 CMD_SRC := $(wildcard experiments/*.c)
 CMD_OBJ := $(CMD_SRC:experiments/%.c=$(BUILD)/experiments/%.o)
+COMMON_SRC := $(wildcard experiments/common/*.c)
+COMMON_OBJ := $(COMMON_SRC:experiments/%.c=$(BUILD)/experiments/%.o)
 TEST_SRC := $(wildcard tests/*/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+CMD_TEST_BIN := $(filter $(BUILD)/tests/command/%,$(TEST_BIN))
+LIB_TEST_BIN := $(filter-out $(CMD_TEST_BIN),$(TEST_BIN))
 TEST_UTIL := $(BUILD)/tests/testutil.o
-HEADERS := $(wildcard lib/*.h lib/*/*.h) $(wildcard experiments/*.h) $(wildcard tests/*.h)
+HEADERS := $(wildcard lib/*.h lib/*/*.h) $(wildcard experiments/*.h experiments/common/*.h) \
+           $(wildcard tests/*.h)
 
 .PHONY: all deps test bench results plots fuzz check-torch clean
 .SECONDARY:
-all: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn
+all: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn $(BUILD)/libcommand.a
 
 # One stamp per set of packages; every object waits for it (order-only).
 build/.deps-build:
@@ -90,9 +98,13 @@ $(BUILD)/liblinattn.so: $(LIB_OBJ) lib/linattn.h
 	  echo '  local: *; };'; } > $(BUILD)/linattn.map
 	$(CC) -shared $(LDFLAGS) -Wl,--exclude-libs,ALL -Wl,--version-script=$(BUILD)/linattn.map \
 	    -Wl,-soname,liblinattn.so -o $@ $(LIB_OBJ) $(LDLIBS)
-$(BUILD)/linattn: $(CMD_OBJ) $(BUILD)/liblinattn.a
+$(BUILD)/libcommand.a: $(COMMON_OBJ)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/linattn: $(CMD_OBJ) $(BUILD)/libcommand.a $(BUILD)/liblinattn.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/liblinattn.a
+$(LIB_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/liblinattn.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
+$(CMD_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/libcommand.a $(BUILD)/liblinattn.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
 
 # Every test program runs even when an earlier one fails; the verdict is the last line.

@@ -10,10 +10,10 @@
  *   chunk       the chunked causal linear kernel for every chunk size against the
  *               recurrent kernel and the reference: the chunk size must be invisible. */
 #include "commands.h"
-#include "inputs.h"
+#include "common/inputs.h"
+#include "common/record.h"
+#include "common/sweep.h"
 #include "linattn.h"
-#include "results.h"
-#include "sweep.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -4,8 +4,8 @@
  * (H,) or (B, H); the output is (…, N, d_v) in the chosen precision. Every malformed
  * input is refused with one line and exit status 2 before any output is written, and
  * the output appears atomically or not at all. */
-#include "cli.h"
 #include "commands.h"
+#include "common/cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>

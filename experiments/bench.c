@@ -1,9 +1,9 @@
 /* bench.c — `linattn bench`: float32 attention kernels timed alone, against BLIS sgemm on
  * a large well-shaped product measured in the same process, so the ratio of the two
  * rates means something; and `--goals`, the issue's goal table on fixed points. */
-#include "cli.h"
 #include "commands.h"
-#include "results.h"  /* res_time: the one timer; the machine facts for the header */
+#include "common/cli.h"
+#include "common/record.h" /* res_time: the one timer; the machine facts for the header */
 
 #include <math.h>
 #include <stdbool.h>

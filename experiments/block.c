@@ -1,8 +1,8 @@
 /* block.c — `linattn block`: one Transformer encoder layer (nn.TransformerEncoderLayer,
  * batch_first, dropout off) on an .npy input, with PyTorch-layout weights loaded from a
  * folder of .npy files named by their state_dict keys. */
-#include "cli.h"
 #include "commands.h"
+#include "common/cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,10 +6,10 @@
  * fused softmax against chunked causal linear). Writes every timed point to
  * results/crossover_points.csv and one row per (d, causal) to results/crossover.csv. */
 #include "commands.h"
-#include "inputs.h"
+#include "common/inputs.h"
+#include "common/record.h"
+#include "common/sweep.h"
 #include "linattn.h"
-#include "results.h"
-#include "sweep.h"
 
 #include <math.h>
 #include <stdio.h>

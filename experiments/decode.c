@@ -5,10 +5,10 @@
  * total). Writes per-token latency against the position t, in geometric bins, and the
  * running total, to results/decode.csv. */
 #include "commands.h"
-#include "inputs.h"
+#include "common/inputs.h"
+#include "common/record.h"
+#include "common/sweep.h"
 #include "linattn.h"
-#include "results.h"
-#include "sweep.h"
 
 #include <math.h>
 #include <stdio.h>

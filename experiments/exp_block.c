@@ -5,12 +5,12 @@
  * two LayerNorms, and the rest (residual adds and copies: the layer minus the parts).
  * Shows where attention starts to dominate (N ≫ D) and how linear attention removes
  * that. Writes results/block.csv (`linattn block` runs one layer on .npy input). */
-#include "cli.h"
 #include "commands.h"
-#include "inputs.h"
+#include "common/cli.h"
+#include "common/inputs.h"
+#include "common/record.h"
+#include "common/sweep.h"
 #include "linattn.h"
-#include "results.h"
-#include "sweep.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -4,11 +4,11 @@
  * BERT-base and -large, GPT-2 small to XL) with each component's share, all from
  * la_param_counts (the accounting `linattn params` prints for one size). Writes
  * results/params.csv. */
-#include "cli.h"
 #include "commands.h"
+#include "common/cli.h"
+#include "common/record.h"
+#include "common/sweep.h"
 #include "linattn.h"
-#include "results.h"
-#include "sweep.h"
 
 #include <stdio.h>
 #include <string.h>

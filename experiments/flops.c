@@ -1,7 +1,7 @@
 /* flops.c — `linattn flops`: the FLOPs and bytes of one Transformer layer forward, per
  * component, from the library's one model (la_layer_cost_model, la_attention_cost). */
-#include "cli.h"
 #include "commands.h"
+#include "common/cli.h"
 
 #include <stdio.h>
 #include <string.h>

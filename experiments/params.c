@@ -1,7 +1,7 @@
 /* params.c — `linattn params`: exact parameter counts of a Transformer, per component,
  * as PyTorch counts them, beside the 12·D² approximation (la_param_counts). */
-#include "cli.h"
 #include "commands.h"
+#include "common/cli.h"
 
 #include <inttypes.h>
 #include <stdio.h>

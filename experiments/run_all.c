@@ -4,11 +4,11 @@
  * files: fitted scaling exponents, crossover lengths, decode speed-up, worst float32
  * errors, the parameter table, where attention starts to dominate a layer, and the paths
  * of what was written. */
-#include "cli.h"
 #include "commands.h"
+#include "common/cli.h"
+#include "common/record.h"
+#include "common/sweep.h"
 #include "linattn.h"
-#include "results.h"
-#include "sweep.h"
 
 #include <dirent.h>
 #include <errno.h>

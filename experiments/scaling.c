@@ -4,10 +4,10 @@
  * 1 for linear). Writes results/scaling.csv (one row per kernel and N) and
  * results/scaling_fit.csv (one row per kernel). */
 #include "commands.h"
-#include "inputs.h"
+#include "common/inputs.h"
+#include "common/record.h"
+#include "common/sweep.h"
 #include "linattn.h"
-#include "results.h"
-#include "sweep.h"
 
 #include <math.h>
 #include <stdio.h>

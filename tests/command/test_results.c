@@ -1,15 +1,18 @@
 /* test_results.c — the experiments' measuring and recording machinery
- * (experiments/results.c, sweep.c, inputs.c): the CSV writer's metadata header and
+ * (experiments/common/record.c, sweep.c, inputs.c): the CSV writer's metadata header and
  * --resume, reading results back, the log-log fit, the timer, the peak-RSS reset, the
- * geometric sweep and the flag parsers. The experiment sources are compiled into this
- * program directly (they are not part of the library). */
+ * geometric sweep and the flag parsers. Linked against build/libcommand.a, the helpers
+ * the command itself is built from (they are not part of the library). */
 #include "../testutil.h"
 
-#include "../../experiments/cli.c"
-#include "../../experiments/inputs.c"
-#include "../../experiments/results.c"
-#include "../../experiments/sweep.c"
+#include "../../experiments/common/inputs.h"
+#include "../../experiments/common/record.h"
+#include "../../experiments/common/sweep.h"
 
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* A fresh path in /tmp for one test's file. */

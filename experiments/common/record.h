@@ -1,4 +1,4 @@
-/* results.h — what every experiment shares to measure and record: the one CSV writer
+/* record.h — what every experiment shares to measure and record: the one CSV writer
  * (with its `#` metadata header, append-and-flush per point, --resume), the one timer,
  * the peak-resident-memory probe, the progress line, and the log-log fit.
  *
@@ -13,8 +13,8 @@
  *   softmax,128,...,ok        <- one row per point, flushed as soon as it is measured
  * gnuplot reads it with `set datafile separator comma; set datafile columnheaders`,
  * skipping the `#` lines. */
-#ifndef LA_RESULTS_H
-#define LA_RESULTS_H
+#ifndef LA_RECORD_H
+#define LA_RECORD_H
 
 #include <stddef.h>
 

@@ -5,7 +5,7 @@
 #define LA_SWEEP_H
 
 #include "cli.h"
-#include "results.h"
+#include "record.h"
 
 #include <stddef.h>
 #include <stdint.h>

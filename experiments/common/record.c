@@ -1,6 +1,6 @@
-/* results.c — the experiments' CSV writer, timer, memory probe, progress line and fit.
- * See results.h for the file format and the meaning of each measurement. */
-#include "results.h"
+/* record.c — the experiments' CSV writer, timer, memory probe, progress line and fit.
+ * See record.h for the file format and the meaning of each measurement. */
+#include "record.h"
 
 #include "linattn.h"
 
