@@ -1,7 +1,10 @@
-/* commands.h — the `linattn` subcommands. Each lives in experiments/<name>.c and
- * provides cmd_<name>(argc, argv) (argv[0] is the subcommand's name) returning the
- * process exit status: 0 success, 1 a failed check or experiment, 2 bad input/usage,
- * and cmd_<name>_help, the text `linattn help <name>` and `<name> --help` print. */
+/* commands.h — the `linattn` subcommands. Each lives in the file named after it,
+ * experiments/<name>.c (a '-' in the name is '_' in the file: params-sweep is
+ * params_sweep.c), and provides cmd_<name>(argc, argv) (argv[0] is the subcommand's
+ * name) returning the process exit status: 0 success, 1 a failed check or experiment,
+ * 2 bad input/usage, and cmd_<name>_help, the text `linattn help <name>` and
+ * `<name> --help` print. main.c holds the table of them; what they share lives in
+ * experiments/common/ (build/libcommand.a). */
 #ifndef LA_COMMANDS_H
 #define LA_COMMANDS_H
 
@@ -12,8 +15,8 @@ typedef struct {
     const char *const *help;
 } la_command;
 
-#define LA_DECLARE_COMMAND(name)                                                           \
-    int cmd_##name(int argc, char **argv);                                                 \
+#define LA_DECLARE_COMMAND(name)                                                                   \
+    int cmd_##name(int argc, char **argv);                                                         \
     extern const char *const cmd_##name##_help
 
 LA_DECLARE_COMMAND(attend);
@@ -28,5 +31,9 @@ LA_DECLARE_COMMAND(bench);
 LA_DECLARE_COMMAND(params);
 LA_DECLARE_COMMAND(flops);
 LA_DECLARE_COMMAND(block);
+
+/* The subcommand named name ("params-sweep"), from main.c's table; NULL if none.
+ * `linattn results` runs its experiments through it. */
+const la_command *la_command_find(const char *name);
 
 #endif

@@ -33,7 +33,7 @@ static const la_command commands[] = {
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 
-static const la_command *find(const char *name)
+const la_command *la_command_find(const char *name)
 {
     for (size_t i = 0; i < n_commands; i++)
         if (strcmp(commands[i].name, name) == 0) return &commands[i];
@@ -66,7 +66,7 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         }
-        const la_command *c = find(argv[2]);
+        const la_command *c = la_command_find(argv[2]);
         if (!c) {
             fprintf(stderr, "linattn: %s: unknown command (see `linattn help`)\n", argv[2]);
             return 2;
@@ -78,7 +78,7 @@ int main(int argc, char **argv)
         printf("linattn %s\n", LA_VERSION_STRING);
         return 0;
     }
-    const la_command *c = find(name);
+    const la_command *c = la_command_find(name);
     if (!c) {
         fprintf(stderr, "linattn: %s: unknown command (see `linattn help`)\n", name);
         return 2;

@@ -1,4 +1,4 @@
-/* run_all.c — `linattn results`: the default experiment suite that `make results` runs
+/* results.c — `linattn results`: the default experiment suite that `make results` runs
  * (the embedded configuration of every experiment, sized to finish in well under 15
  * minutes on a 2-core machine), and the summary it ends with, read back from the CSV
  * files: fitted scaling exponents, crossover lengths, decode speed-up, worst float32
@@ -102,19 +102,6 @@ static void arg(args *a, const char *s)
 {
     if (a->argc < MAX_ARGS - 1) a->argv[a->argc++] = (char *)s;
     a->argv[a->argc] = NULL;
-}
-
-static int experiment_run(int which, int argc, char **argv)
-{
-    switch (which) {
-    case 0: return cmd_scaling(argc, argv);
-    case 1: return cmd_crossover(argc, argv);
-    case 2: return cmd_decode(argc, argv);
-    case 3: return cmd_accuracy(argc, argv);
-    case 4: return cmd_params_sweep(argc, argv);
-    case 5: return cmd_block_sweep(argc, argv);
-    }
-    return 2;
 }
 
 /* The embedded default configuration of each experiment (and the --quick one). */
@@ -438,7 +425,10 @@ int cmd_results(int argc, char **argv)
         printf("\n");
         fflush(stdout);
         double t0 = res_now();
-        int r = experiment_run(i, a.argc, a.argv);
+        /* through main.c's table, as `linattn NAME ...` would run it */
+        const la_command *command = la_command_find(experiment_names[i]);
+        int r = command ? command->run(a.argc, a.argv)
+                        : cli_fail("results", "%s: no such command", experiment_names[i]);
         char took[32];
         res_format_duration(res_now() - t0, took, sizeof took);
         printf("== %s: %s in %s\n", experiment_names[i], r == 0 ? "done" : "FAILED", took);

@@ -1,4 +1,4 @@
-/* exp_params.c — `linattn params-sweep`: the params experiment. The exact parameter
+/* params_sweep.c — `linattn params-sweep`: the params experiment. The exact parameter
  * count of an encoder layer against the 12·D² approximation for D from 64 to 8192, and
  * the exact counts of the standard models (the original Transformer base and big,
  * BERT-base and -large, GPT-2 small to XL) with each component's share, all from

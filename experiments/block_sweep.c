@@ -1,4 +1,4 @@
-/* exp_block.c — `linattn block-sweep`: the block experiment. A whole post-LN encoder
+/* block_sweep.c — `linattn block-sweep`: the block experiment. A whole post-LN encoder
  * layer (la_encoder_layer_f32, Xavier-initialised weights) timed against N for softmax
  * and linear attention, with the time of each component: the projections (the
  * multi-head attention minus its attention kernel), the attention kernel, the FFN, the
