@@ -108,11 +108,14 @@ $(CMD_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/libcommand.a $(BUILD)/liblinattn.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
 
 # Every test program runs even when an earlier one fails; the verdict is the last line.
-test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so | build/.deps-test
+test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a | build/.deps-test
 	@passed=0; failed=0; \
 	echo "== scripts/check-exports"; \
 	if scripts/check-exports $(BUILD)/liblinattn.so; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: scripts/check-exports"; fi; \
+	echo "== tests/command/check_command.sh"; \
+	if tests/command/check_command.sh $(BUILD)/libcommand.a $(CMD_OBJ); then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: tests/command/check_command.sh"; fi; \
 	for t in $(TEST_BIN); do \
 	    echo "== $$t"; \
 	    if $$t; then passed=$$((passed+1)); else failed=$$((failed+1)); echo "FAILED: $$t"; fi; \

@@ -3,6 +3,21 @@
 
 #include <math.h>
 
+/* splitmix64 */
+static uint64_t next(in_rng *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* [0, 1) */
+static double uniform(in_rng *r)
+{
+    return (double)(next(r) >> 11) * 0x1.0p-53;
+}
+
 in_rng in_rng_for(uint64_t seed, const char *label)
 {
     /* FNV-1a of the label, mixed with the seed */
@@ -10,28 +25,14 @@ in_rng in_rng_for(uint64_t seed, const char *label)
     for (const char *c = label; c && *c; c++)
         h = (h ^ (unsigned char)*c) * 1099511628211ull;
     in_rng r = {seed ^ h};
-    in_next(&r);
+    next(&r);
     return r;
-}
-
-uint64_t in_next(in_rng *r)
-{
-    /* splitmix64 */
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-double in_uniform(in_rng *r)
-{
-    return (double)(in_next(r) >> 11) * 0x1.0p-53;
 }
 
 double in_normal(in_rng *r)
 {
     /* Box–Muller; 1 - u keeps the log argument in (0, 1] */
-    double u = 1.0 - in_uniform(r), w = in_uniform(r);
+    double u = 1.0 - uniform(r), w = uniform(r);
     return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * w);
 }
 
@@ -39,38 +40,6 @@ void in_fill_normal_f32(in_rng *r, float *x, size_t n, double sigma)
 {
     for (size_t i = 0; i < n; i++)
         x[i] = (float)(sigma * in_normal(r));
-}
-
-void in_fill_normal_f64(in_rng *r, double *x, size_t n, double sigma)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] = sigma * in_normal(r);
-}
-
-void in_f64_to_f32(const double *x, float *out, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        out[i] = (float)x[i];
-}
-
-/* ‖y − ref‖ / ‖ref‖ given the two sums of squares; +inf when either is not finite. */
-static double ratio(double diff2, double ref2, double y2)
-{
-    if (!isfinite(diff2) || !isfinite(ref2) || !isfinite(y2)) return INFINITY;
-    if (ref2 == 0) return sqrt(y2);
-    return sqrt(diff2 / ref2);
-}
-
-double in_rel_error_f32(const float *y, const double *ref, size_t n)
-{
-    double diff2 = 0, ref2 = 0, y2 = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)y[i] - ref[i];
-        diff2 += d * d;
-        ref2 += ref[i] * ref[i];
-        y2 += (double)y[i] * y[i];
-    }
-    return ratio(diff2, ref2, y2);
 }
 
 double in_rel_error_f64(const double *y, const double *ref, size_t n)
@@ -82,5 +51,6 @@ double in_rel_error_f64(const double *y, const double *ref, size_t n)
         ref2 += ref[i] * ref[i];
         y2 += y[i] * y[i];
     }
-    return ratio(diff2, ref2, y2);
+    if (!isfinite(diff2) || !isfinite(ref2) || !isfinite(y2)) return INFINITY;
+    return ref2 == 0 ? sqrt(y2) : sqrt(diff2 / ref2);
 }

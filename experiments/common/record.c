@@ -484,19 +484,6 @@ int res_row(res_file *f, const char *fmt, ...)
     return rc;
 }
 
-int res_comment(res_file *f, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("# ", f->out);
-    int rc = vfprintf(f->out, fmt, ap) < 0;
-    va_end(ap);
-    fputc('\n', f->out);
-    if (fflush(f->out) != 0) rc = 1;
-    if (rc) f->failed = 1;
-    return rc ? -1 : 0;
-}
-
 res_file *res_load(const char *path, int n_key, char *err, size_t err_size)
 {
     res_file *f = calloc(1, sizeof *f);

@@ -80,9 +80,6 @@ int res_get_str(const res_file *f, const char *row, const char *column, char *bu
  * Returns 0, or -1 when the write failed. */
 int res_row(res_file *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Appends a `# ` comment line (printf-style) and flushes it. */
-int res_comment(res_file *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
 /* Reads a results file without writing to it (for summaries): its header row gives the
  * columns, the first n_key of them the key. res_find, res_get and res_row_at work on it.
  * Returns NULL and a reason in err when it cannot be read. */

@@ -17,7 +17,8 @@ int sw_parse_positive(const char *flag, const char *s, size_t *out)
     return 0;
 }
 
-int sw_parse_bytes(const char *flag, const char *s, double *out)
+/* 8G, 512M, 1000000: bytes, > 0 */
+static int parse_bytes(const char *flag, const char *s, double *out)
 {
     char *end;
     errno = 0;
@@ -93,7 +94,7 @@ int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, dou
         if ((rc = cli_parse_double("--max-seconds", t->max_seconds, &c->max_seconds))) return rc;
         if (c->max_seconds <= 0) return cli_fail("--max-seconds", "must be positive");
     }
-    if (t->max_mem && (rc = sw_parse_bytes("--max-mem", t->max_mem, &c->max_mem))) return rc;
+    if (t->max_mem && (rc = parse_bytes("--max-mem", t->max_mem, &c->max_mem))) return rc;
     if (t->threads) {
         if ((rc = sw_parse_positive("--threads", t->threads, &sz))) return rc;
         if (sz > 4096) return cli_fail("--threads", "at most 4096");

@@ -50,13 +50,14 @@ typedef struct {
     "  --min-time S       repeat fast points until they took S seconds (default 0.2)\n"
 
 /* Converts the texts given (defaults for the others: out, max_seconds, max_mem as
- * passed, seed 1, 3 repetitions, 0.2 s) and applies --threads. Returns 0 or 2. */
+ * passed, seed 1, 3 repetitions, 0.2 s) and applies --threads. --max-mem takes a byte
+ * count with an optional suffix K, M or G (powers of 1024) and B: 8G, 512M, 1000000.
+ * Returns 0 or 2. */
 int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, double max_seconds,
                      double max_mem);
 
 /* Value parsers on top of cli.h: 0, or 2 after one line. */
 int sw_parse_positive(const char *flag, const char *s, size_t *out);         /* >= 1 */
-int sw_parse_bytes(const char *flag, const char *s, double *out);            /* 8G, 512M, … */
 int sw_parse_range(const char *flag, const char *s, size_t *lo, size_t *hi); /* LO:HI */
 /* "16,32,64" into at most max sizes; *n receives the count. */
 int sw_parse_size_list(const char *flag, const char *s, size_t *out, size_t max, size_t *n);

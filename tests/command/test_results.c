@@ -62,8 +62,8 @@ static void header_and_rows(void **state)
     char path[256], err[256];
     temp_path(path, sizeof path, "header");
     char *argv[] = {"scaling", "--n", "4:8"};
-    res_file *f = res_open(path, "scaling", "a test", "variant,n,status,median_s", 2, 0, 3,
-                           argv, err, sizeof err);
+    res_file *f = res_open(path, "scaling", "a test", "variant,n,status,median_s", 2, 0, 3, argv,
+                           err, sizeof err);
     assert_non_null(f);
     assert_int_equal(res_row(f, "softmax,4,ok,%.3f", 1.5), 0);
     assert_int_equal(res_row(f, "linear,4,skipped_time,"), 0);
@@ -186,7 +186,8 @@ static void peak_rss(void **state)
     size_t bytes = 64u << 20;
     volatile char *p = malloc(bytes);
     assert_non_null((void *)p);
-    for (size_t i = 0; i < bytes; i += 4096) p[i] = 1;
+    for (size_t i = 0; i < bytes; i += 4096)
+        p[i] = 1;
     double peak = res_peak_rss_bytes();
     free((void *)p);
     assert_true(peak >= base + 60.0 * (1 << 20));
@@ -208,15 +209,28 @@ static void sweeps_and_flags(void **state)
     assert_int_equal(sw_geometric(10, 10, 2, ns, 64), 1);
     assert_int_equal(sw_geometric(1, 4, 1.1, ns, 64), 4); /* 1, 2, 3, 4: no repeats */
 
-    double b = 0;
-    assert_int_equal(sw_parse_bytes("--max-mem", "8G", &b), 0);
-    assert_true(b == 8.0 * (1 << 30));
-    assert_int_equal(sw_parse_bytes("--max-mem", "512M", &b), 0);
-    assert_true(b == 512.0 * (1 << 20));
-    assert_int_equal(sw_parse_bytes("--max-mem", "1000", &b), 0);
-    assert_true(b == 1000);
-    assert_int_equal(sw_parse_bytes("--max-mem", "abc", &b), 2);
-    assert_int_equal(sw_parse_bytes("--max-mem", "-1G", &b), 2);
+    /* --max-mem's sizes, through the shared flags as a command passes them */
+    const struct {
+        const char *text;
+        double bytes; /* 0: refused */
+    } sizes[] = {{"8G", 8.0 * (1 << 30)},
+                 {"512M", 512.0 * (1 << 20)},
+                 {"1000", 1000},
+                 {"4kB", 4096},
+                 {"abc", 0},
+                 {"-1G", 0},
+                 {"0", 0},
+                 {"8T", 0}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        sw_common_text text = {.max_mem = sizes[i].text};
+        sw_common common;
+        int rc = sw_common_finish(&text, &common, "out.csv", 1, 1);
+        if (sizes[i].bytes == 0) {
+            if (rc != 2) fail_msg("--max-mem %s accepted", sizes[i].text);
+        } else if (rc != 0 || common.max_mem != sizes[i].bytes) {
+            fail_msg("--max-mem %s: rc %d, %g bytes", sizes[i].text, rc, common.max_mem);
+        }
+    }
     size_t lo = 0, hi = 0, list[4], n = 0;
     assert_int_equal(sw_parse_range("--n", "16:4096", &lo, &hi), 0);
     assert_true(lo == 16 && hi == 4096);
@@ -235,22 +249,27 @@ static void rel_error_nan(void **state)
 {
     (void)state;
     double ref[3] = {1, 2, 3}, y[3] = {1, 2, 3};
-    float yf[3] = {1, 2, 3};
     assert_true(in_rel_error_f64(y, ref, 3) == 0);
-    assert_true(in_rel_error_f32(yf, ref, 3) == 0);
+    y[0] = 2;
+    assert_true(fabs(in_rel_error_f64(y, ref, 3) - 1 / sqrt(14.0)) < 1e-15);
     y[1] = NAN;
-    yf[2] = INFINITY;
     assert_true(isinf(in_rel_error_f64(y, ref, 3)));
-    assert_true(isinf(in_rel_error_f32(yf, ref, 3)));
+    y[1] = 2, y[2] = INFINITY;
+    assert_true(isinf(in_rel_error_f64(y, ref, 3)));
+    ref[0] = ref[1] = ref[2] = 0, y[2] = 0; /* ref all zero: ‖y‖ */
+    assert_true(fabs(in_rel_error_f64(y, ref, 3) - sqrt(8.0)) < 1e-15);
 }
 
 int main(void)
 {
     tu_init("test_results");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(fit_recovers_power_law), cmocka_unit_test(header_and_rows),
-        cmocka_unit_test(resume_and_load),        cmocka_unit_test(timer),
-        cmocka_unit_test(peak_rss),               cmocka_unit_test(sweeps_and_flags),
+        cmocka_unit_test(fit_recovers_power_law),
+        cmocka_unit_test(header_and_rows),
+        cmocka_unit_test(resume_and_load),
+        cmocka_unit_test(timer),
+        cmocka_unit_test(peak_rss),
+        cmocka_unit_test(sweeps_and_flags),
         cmocka_unit_test(rel_error_nan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
