@@ -92,18 +92,13 @@ static int parse(int argc, char **argv, config *c)
     if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
     if (fixed && (rc = sw_parse_positive("--fixed-n", fixed, &c->fixed_n))) return rc;
     if (studies) {
+        int which[4];
+        size_t count;
+        if ((rc = cli_parse_choice_list("--studies", studies, study_names, which, 4, &count)))
+            return rc;
         memset(c->studies, 0, sizeof c->studies);
-        char buf[64];
-        for (const char *s = studies; *s;) {
-            size_t len = strcspn(s, ",");
-            if (len == 0 || len >= sizeof buf) return cli_fail("--studies", "expected a list");
-            memcpy(buf, s, len);
-            buf[len] = 0;
-            int which;
-            if ((rc = cli_parse_choice("--studies", buf, study_names, &which))) return rc;
-            c->studies[which] = 1;
-            s += len + (s[len] == ',');
-        }
+        for (size_t i = 0; i < count; i++)
+            c->studies[which[i]] = 1;
     }
     return sw_common_finish(&common, &c->common, "results/accuracy.csv", 60, 8.0 * (1 << 30));
 }

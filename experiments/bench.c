@@ -3,11 +3,11 @@
  * rates means something; and `--goals`, the issue's goal table on fixed points. */
 #include "commands.h"
 #include "common/cli.h"
+#include "common/inputs.h"
 #include "common/record.h" /* res_time: the one timer; the machine facts for the header */
+#include "common/sweep.h"
 
 #include <math.h>
-#include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,29 +166,17 @@ typedef struct {
     int budgeted; /* --goals */
 } timing_rule;
 
-/* Times body by the rule. predicted_s is a lower bound on one call (its FLOPs at the
- * sgemm rate): under --goals a point that cannot be faster than GOALS_SLOW_S runs
+/* res_time's rule for a point. predicted_s is a lower bound on one call (its FLOPs at
+ * the sgemm rate): under --goals a point that cannot be faster than GOALS_SLOW_S runs
  * min(R, GOALS_SLOW_REPS) times, and a warm-up of GOALS_SLOW_S or more is kept as the
- * first run (res_time's slow_s), so N = 16384 fused softmax (seconds per call) costs
- * three calls, not six. Returns 0, body's nonzero value, or -1 (no memory). */
-static int time_by_rule(const timing_rule *rule, res_body body, void *ctx, double predicted_s,
-                        res_timing *t)
+ * first run (res_rule.slow_s), so N = 16384 fused softmax (seconds per call) costs three
+ * calls, not six. */
+static res_rule rule_for(const timing_rule *rule, double predicted_s)
 {
-    if (!rule->budgeted) return res_time(body, ctx, rule->reps, MAX_RUNS, MIN_TOTAL_S, INFINITY, t);
+    if (!rule->budgeted) return (res_rule){rule->reps, MAX_RUNS, MIN_TOTAL_S, INFINITY};
     int reps = rule->reps;
     if (predicted_s >= GOALS_SLOW_S && reps > GOALS_SLOW_REPS) reps = GOALS_SLOW_REPS;
-    return res_time(body, ctx, reps, MAX_RUNS, MIN_TOTAL_S, GOALS_SLOW_S, t);
-}
-
-/* Uniform in [-1, 1), from a fixed-seed xorshift: the same inputs on every run. */
-static void fill_uniform(float *x, size_t n, uint64_t *state)
-{
-    for (size_t i = 0; i < n; i++) {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
-        x[i] = (float)((double)(*state >> 11) * 0x1.0p-52 - 1.0);
-    }
+    return (res_rule){reps, MAX_RUNS, MIN_TOTAL_S, GOALS_SLOW_S};
 }
 
 /* ---------------------------------------------------------------- the yardstick */
@@ -229,12 +217,13 @@ static int measure_sgemm(int threads, const timing_rule *rule, sgemm_result *out
     float *c = malloc(count * sizeof *c);
     int rc = -1;
     if (a && b && c) {
-        uint64_t seed = 0x2545f4914f6cdd1dull;
-        fill_uniform(a, count, &seed);
-        fill_uniform(b, count, &seed);
+        in_rng r = in_rng_for(1, "bench sgemm");
+        in_fill_normal_f32(&r, a, count, 1.0);
+        in_fill_normal_f32(&r, b, count, 1.0);
         sgemm_call g = {threads, a, b, c};
         out->threads = threads;
-        rc = time_by_rule(rule, run_sgemm, &g, 0, &out->t);
+        const res_rule sgemm_rule = rule_for(rule, 0);
+        rc = res_time(run_sgemm, &g, &sgemm_rule, &out->t);
         if (rc == 0)
             out->gflops = 2.0 * SGEMM_SIZE * SGEMM_SIZE * SGEMM_SIZE / out->t.median_s * 1e-9;
         out->peak_gflops = la_fma_peak_gflops(threads);
@@ -261,24 +250,6 @@ static void free_inputs(bench_inputs *in)
     free(in->out);
 }
 
-/* a · b, or false when it overflows size_t. */
-static bool mul_ok(size_t a, size_t b, size_t *out)
-{
-    if (a != 0 && b > SIZE_MAX / a) return false;
-    *out = a * b;
-    return true;
-}
-
-/* Elements of an (H, rows, cols) array, or 0 when its bytes overflow size_t. */
-static size_t array_count(size_t heads, size_t rows, size_t cols)
-{
-    size_t count, bytes;
-    if (!mul_ok(heads, rows, &count) || !mul_ok(count, cols, &count) ||
-        !mul_ok(count, sizeof(float), &bytes))
-        return 0;
-    return count;
-}
-
 /* Allocates and fills the inputs for every point. Returns 0, or -1 (no memory). */
 static int prepare_inputs(const bench_point *points, size_t count, const bench_shape *s,
                           bench_inputs *in)
@@ -288,10 +259,10 @@ static int prepare_inputs(const bench_point *points, size_t count, const bench_s
         if (points[i].n > n_max) n_max = points[i].n;
         if (points[i].m > m_max) m_max = points[i].m;
     }
-    const size_t n_q = array_count(s->heads, n_max, s->d_k);
-    const size_t n_k = array_count(s->heads, m_max, s->d_k);
-    const size_t n_v = array_count(s->heads, m_max, s->d_v);
-    const size_t n_out = array_count(s->heads, n_max, s->d_v);
+    const size_t n_q = in_float_count(s->heads, n_max, s->d_k);
+    const size_t n_k = in_float_count(s->heads, m_max, s->d_k);
+    const size_t n_v = in_float_count(s->heads, m_max, s->d_v);
+    const size_t n_out = in_float_count(s->heads, n_max, s->d_v);
     *in = (bench_inputs){NULL, NULL, NULL, NULL};
     if (!n_q || !n_k || !n_v || !n_out) return -1;
     in->q = malloc(n_q * sizeof(float));
@@ -302,24 +273,11 @@ static int prepare_inputs(const bench_point *points, size_t count, const bench_s
         free_inputs(in);
         return -1;
     }
-    uint64_t seed = 0x9e3779b97f4a7c15ull;
-    fill_uniform(in->q, n_q, &seed);
-    fill_uniform(in->k, n_k, &seed);
-    fill_uniform(in->v, n_v, &seed);
+    in_rng r = in_rng_for(1, "bench");
+    in_fill_normal_f32(&r, in->q, n_q, 1.0);
+    in_fill_normal_f32(&r, in->k, n_k, 1.0);
+    in_fill_normal_f32(&r, in->v, n_v, 1.0);
     return 0;
-}
-
-/* One kernel call, for res_time: returns its status (0 = LA_OK). */
-typedef struct {
-    la_kernel kernel;
-    const la_problem *p;
-    const bench_inputs *in;
-} kernel_call;
-
-static int run_kernel(void *ctx)
-{
-    const kernel_call *c = ctx;
-    return (int)la_attention_f32(c->kernel, c->p, c->in->q, c->in->k, c->in->v, c->in->out);
 }
 
 /* Times one point on the prepared inputs and fills its measured fields: GFLOP/s from the
@@ -335,10 +293,9 @@ static void measure_point(bench_point *pt, const bench_shape *s, const bench_inp
     pt->workspace_bytes = have_cost ? cost.workspace_bytes : NAN;
     pt->gflops = pt->pct_of_sgemm = NAN;
 
-    kernel_call call = {kernel, &p, in};
     const double predicted_s = have_cost ? flops / (sgemm->gflops * 1e9) : 0;
-    int rc = time_by_rule(rule, run_kernel, &call, predicted_s, &pt->t);
-    pt->status = rc == -1 ? LA_ENOMEM : (la_status)rc; /* -1: res_time's own allocation */
+    const res_rule point_rule = rule_for(rule, predicted_s);
+    pt->status = res_time_kernel(kernel, &p, in->q, in->k, in->v, in->out, &point_rule, &pt->t);
     if (pt->status != LA_OK || !have_cost) return;
     pt->gflops = flops / pt->t.median_s * 1e-9;
     pt->pct_of_sgemm = 100.0 * pt->gflops / sgemm->gflops;
@@ -661,60 +618,6 @@ static int run_goals(int argc, char **argv, int reps)
 
 enum { MAX_LIST = 32 };
 
-/* Splits a comma-separated list in place (buf holds a copy of text) into at most MAX_LIST
- * non-empty items. Returns 0, or 2 with one line naming flag. */
-static int split_list(const char *flag, const char *text, char *buf, size_t size, char **items,
-                      size_t *count)
-{
-    if (strlen(text) >= size) return cli_fail(flag, "list too long");
-    strcpy(buf, text);
-    *count = 0;
-    for (char *item = buf;;) {
-        char *comma = strchr(item, ',');
-        if (comma) *comma = 0;
-        if (!*item) return cli_fail(flag, "empty item in '%s'", text);
-        if (*count == MAX_LIST) return cli_fail(flag, "more than %d items", MAX_LIST);
-        items[(*count)++] = item;
-        if (!comma) return 0;
-        item = comma + 1;
-    }
-}
-
-/* "512,2048,8192": sizes >= 1. */
-static int parse_sizes(const char *flag, const char *text, size_t *out, size_t *count)
-{
-    char buf[512], *items[MAX_LIST];
-    int rc = split_list(flag, text, buf, sizeof buf, items, count);
-    for (size_t i = 0; !rc && i < *count; i++) {
-        rc = cli_parse_size(flag, items[i], &out[i]);
-        if (!rc && out[i] == 0) rc = cli_fail(flag, "sizes must be >= 1");
-    }
-    return rc;
-}
-
-/* "softmax,linear": each one of choices, none twice; out receives their indices in
- * the order given. */
-static int parse_choices(const char *flag, const char *text, const char *const *choices, int *out,
-                         size_t *count)
-{
-    char buf[512], *items[MAX_LIST];
-    int rc = split_list(flag, text, buf, sizeof buf, items, count);
-    for (size_t i = 0; !rc && i < *count; i++) {
-        rc = cli_parse_choice(flag, items[i], choices, &out[i]);
-        for (size_t j = 0; !rc && j < i; j++)
-            if (out[j] == out[i]) rc = cli_fail(flag, "'%s' given twice", items[i]);
-    }
-    return rc;
-}
-
-/* A size flag that must be >= 1. */
-static int parse_positive(const char *flag, const char *text, size_t *out)
-{
-    int rc = cli_parse_size(flag, text, out);
-    if (!rc && *out == 0) rc = cli_fail(flag, "must be >= 1");
-    return rc;
-}
-
 /* The points of a plain run: every N, every variant, and both causal forms of linear
  * when asked. Returns the count (at most MAX_LIST · (V_COUNT + 1)). */
 static size_t list_points(const size_t *sizes, size_t n_sizes, size_t m_fixed, const int *variants,
@@ -786,18 +689,19 @@ int cmd_bench(int argc, char **argv)
     size_t n_variants = V_COUNT, n_forms = 2;
     size_t sizes[MAX_LIST] = {512, 2048, 8192}, n_sizes = 3, m = 0;
     bench_shape shape = {8, 64, 0};
-    if (variant_text &&
-        (rc = parse_choices("--variant", variant_text, variant_names, variants, &n_variants)))
+    if (variant_text && (rc = cli_parse_choice_list("--variant", variant_text, variant_names,
+                                                    variants, V_COUNT, &n_variants)))
         return rc;
-    if (n_text && (rc = parse_sizes("--n", n_text, sizes, &n_sizes))) return rc;
-    if (m_text && (rc = parse_positive("--m", m_text, &m))) return rc;
-    if (heads_text && (rc = parse_positive("--heads", heads_text, &shape.heads))) return rc;
-    if (d_text && (rc = parse_positive("--d", d_text, &shape.d_k))) return rc;
+    if (n_text && (rc = sw_parse_size_list("--n", n_text, sizes, MAX_LIST, &n_sizes))) return rc;
+    if (m_text && (rc = sw_parse_positive("--m", m_text, &m))) return rc;
+    if (heads_text && (rc = sw_parse_positive("--heads", heads_text, &shape.heads))) return rc;
+    if (d_text && (rc = sw_parse_positive("--d", d_text, &shape.d_k))) return rc;
     shape.d_v = shape.d_k;
-    if (dv_text && (rc = parse_positive("--dv", dv_text, &shape.d_v))) return rc;
+    if (dv_text && (rc = sw_parse_positive("--dv", dv_text, &shape.d_v))) return rc;
     if (form_text && !causal)
         return cli_fail("--causal-form", "only with --causal (non-causal linear has one form)");
-    if (form_text && (rc = parse_choices("--causal-form", form_text, form_names, forms, &n_forms)))
+    if (form_text &&
+        (rc = cli_parse_choice_list("--causal-form", form_text, form_names, forms, 2, &n_forms)))
         return rc;
     if (threads_text && (rc = cli_parse_int("--threads", threads_text, &threads))) return rc;
     if (threads_text && threads < 1) return cli_fail("--threads", "must be >= 1");

@@ -80,13 +80,12 @@ static int parse(int argc, char **argv, config *c)
 
 /* What one timed call needs. */
 typedef struct {
-    int what; /* 0 layer, 1 mha, 2 attention kernel, 3 ffn, 4 layer norms */
+    int what; /* 0 layer, 1 mha, 3 ffn, 4 layer norms (2, the kernel: res_time_kernel) */
     const la_layer_config *lc;
     const la_layer_weights *w;
     size_t n;
-    const float *x, *q, *k, *v;
+    const float *x;
     float *out;
-    const la_problem *p;
     la_status status;
 } call;
 
@@ -102,7 +101,6 @@ static int run_call(void *ctx)
                                W(LA_W_SELF_IN_BIAS), W(LA_W_SELF_OUT_WEIGHT), W(LA_W_SELF_OUT_BIAS),
                                c->out);
         break;
-    case 2: c->status = la_attention_f32(c->lc->attention, c->p, c->q, c->k, c->v, c->out); break;
     case 3:
         c->status = la_ffn_f32(c->lc, c->n, c->x, W(LA_W_LINEAR1_WEIGHT), W(LA_W_LINEAR1_BIAS),
                                W(LA_W_LINEAR2_WEIGHT), W(LA_W_LINEAR2_BIAS), c->out);
@@ -214,13 +212,20 @@ int cmd_block_sweep(int argc, char **argv)
             p.workspace_limit = lc.workspace_limit;
 
             /* time: layer, mha, kernel, ffn, norms */
+            const res_rule rule = sw_rule(&c.common);
             res_timing t[5];
             for (int what_i = 0; what_i < 5; what_i++) {
-                call cl = {what_i, &lc, &w, n, x, q, k, v, out, &p, LA_OK};
-                if (res_time(run_call, &cl, c.common.min_reps, 1000, c.common.min_time, 1.0,
-                             &t[what_i]) != 0) {
+                call cl = {what_i, &lc, &w, n, x, out, LA_OK};
+                la_status ts;
+                if (what_i == 2) /* the kernel alone */
+                    ts = res_time_kernel(lc.attention, &p, q, k, v, out, &rule, &t[2]);
+                else if (res_time(run_call, &cl, &rule, &t[what_i]) == 0)
+                    ts = LA_OK;
+                else
+                    ts = cl.status != LA_OK ? cl.status : LA_ENOMEM;
+                if (ts != LA_OK) {
                     fprintf(stderr, "\nlinattn: block-sweep: %s N = %zu: %s\n", att, n,
-                            la_strerror(cl.status));
+                            la_strerror(ts));
                     goto done;
                 }
             }

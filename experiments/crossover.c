@@ -192,10 +192,10 @@ static int time_point(runner *r, size_t d, int causal, size_t n, const char *sta
         in_fill_normal_f32(&g, r->q, elems, 1.0);
         in_fill_normal_f32(&g, r->k, elems, 1.0);
         in_fill_normal_f32(&g, r->v, elems, 1.0);
-        la_status st =
-            sw_time_kernel(softmax_kernel(), &p, r->q, r->k, r->v, r->out, &c->common, &ts);
+        const res_rule rule = sw_rule(&c->common);
+        la_status st = res_time_kernel(softmax_kernel(), &p, r->q, r->k, r->v, r->out, &rule, &ts);
         if (st == LA_OK)
-            st = sw_time_kernel(linear_kernel(), &p, r->q, r->k, r->v, r->out, &c->common, &tl);
+            st = res_time_kernel(linear_kernel(), &p, r->q, r->k, r->v, r->out, &rule, &tl);
         if (st != LA_OK) {
             fprintf(stderr, "\nlinattn: crossover: d = %zu, N = %zu: %s\n", d, n, la_strerror(st));
             status = "error";
@@ -294,14 +294,6 @@ static int measure(runner *r, res_file *f, size_t d, int causal)
                    causal ? "linear_causal_chunked" : "linear");
 }
 
-/* <out without .csv>_points.csv */
-static void points_path(const char *out, char *buf, size_t size)
-{
-    size_t len = strlen(out);
-    if (len > 4 && strcmp(out + len - 4, ".csv") == 0) len -= 4;
-    snprintf(buf, size, "%.*s_points.csv", (int)len, out);
-}
-
 int cmd_crossover(int argc, char **argv)
 {
     config c;
@@ -309,7 +301,7 @@ int cmd_crossover(int argc, char **argv)
     if (rc) return rc;
     res_memory_init();
     char err[512], path[4096];
-    points_path(c.common.out, path, sizeof path);
+    res_sibling_path(c.common.out, "points", path, sizeof path);
     runner r = {&c, NULL, NULL, 0, NULL, NULL, NULL, NULL};
     res_file *f = NULL;
     r.points = res_open(path, "crossover_points",

@@ -73,18 +73,14 @@ static int parse(int argc, char **argv, config *c)
     for (int i = 0; i < N_EXPERIMENTS; i++)
         c->selected[i] = 1;
     if (only) {
+        int which[N_EXPERIMENTS];
+        size_t count;
+        if ((rc = cli_parse_choice_list("--only", only, experiment_names, which, N_EXPERIMENTS,
+                                        &count)))
+            return rc;
         memset(c->selected, 0, sizeof c->selected);
-        char buf[64];
-        for (const char *s = only; *s;) {
-            size_t len = strcspn(s, ",");
-            if (len == 0 || len >= sizeof buf) return cli_fail("--only", "expected a list");
-            memcpy(buf, s, len);
-            buf[len] = 0;
-            int which;
-            if ((rc = cli_parse_choice("--only", buf, experiment_names, &which))) return rc;
-            c->selected[which] = 1;
-            s += len + (s[len] == ',');
-        }
+        for (size_t i = 0; i < count; i++)
+            c->selected[which[i]] = 1;
     }
     return 0;
 }

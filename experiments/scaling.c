@@ -123,19 +123,11 @@ static int parse(int argc, char **argv, config *c)
     return sw_common_finish(&common, &c->common, "results/scaling.csv", 20, 8.0 * (1 << 30));
 }
 
-/* <out without .csv>_fit.csv */
-static void fit_path(const char *out, char *buf, size_t size)
-{
-    size_t len = strlen(out);
-    if (len > 4 && strcmp(out + len - 4, ".csv") == 0) len -= 4;
-    snprintf(buf, size, "%.*s_fit.csv", (int)len, out);
-}
-
 /* Fits each kernel's ok points (upper half by count) and writes the fit file. */
 static int write_fits(res_file *f, const config *c, int argc, char **argv)
 {
     char path[4096], err[512];
-    fit_path(c->common.out, path, sizeof path);
+    res_sibling_path(c->common.out, "fit", path, sizeof path);
     res_file *fit = res_open(path, "scaling_fit",
                              "least-squares exponent of median time in N, upper half of "
                              "each kernel's measured points",
@@ -288,7 +280,8 @@ int cmd_scaling(int argc, char **argv)
                 }
                 res_peak_reset();
                 baseline = res_rss_bytes();
-                la_status ks = sw_time_kernel(var->kernel, &p, q, k, v, out, &c.common, &t);
+                const res_rule rule = sw_rule(&c.common);
+                la_status ks = res_time_kernel(var->kernel, &p, q, k, v, out, &rule, &t);
                 peak = res_peak_rss_bytes();
                 if (ks != LA_OK) {
                     if (ks == LA_EBUDGET)

@@ -84,7 +84,7 @@ int cli_parse_double(const char *flag, const char *text, double *out)
 int cli_parse_choice(const char *flag, const char *text, const char *const *choices, int *out)
 {
     if (!text || !*text) return cli_fail(flag, "needs a value");
-    char list[256] = "";
+    char list[512] = "";
     size_t used = 0;
     for (int i = 0; choices[i]; i++) {
         if (strcmp(text, choices[i]) == 0) {
@@ -95,6 +95,39 @@ int cli_parse_choice(const char *flag, const char *text, const char *const *choi
         if (n > 0 && (size_t)n < sizeof list - used) used += (size_t)n;
     }
     return cli_fail(flag, "'%s' is not one of %s", text, list);
+}
+
+/* ---------------------------------------------------------------- lists */
+
+int cli_split_list(const char *flag, const char *text, char *buf, size_t size, char **items,
+                   size_t max, size_t *count)
+{
+    *count = 0;
+    if (!text || !*text) return cli_fail(flag, "needs a value");
+    if (strlen(text) >= size) return cli_fail(flag, "list too long");
+    strcpy(buf, text);
+    for (char *item = buf;;) {
+        char *comma = strchr(item, ',');
+        if (comma) *comma = 0;
+        if (!*item) return cli_fail(flag, "empty item in '%s'", text);
+        if (*count == max) return cli_fail(flag, "more than %zu items", max);
+        items[(*count)++] = item;
+        if (!comma) return 0;
+        item = comma + 1;
+    }
+}
+
+int cli_parse_choice_list(const char *flag, const char *text, const char *const *choices, int *out,
+                          size_t max, size_t *count)
+{
+    char buf[1024], *items[64];
+    int rc = cli_split_list(flag, text, buf, sizeof buf, items, max < 64 ? max : 64, count);
+    for (size_t i = 0; !rc && i < *count; i++) {
+        rc = cli_parse_choice(flag, items[i], choices, &out[i]);
+        for (size_t j = 0; !rc && j < i; j++)
+            if (out[j] == out[i]) rc = cli_fail(flag, "'%s' given twice", items[i]);
+    }
+    return rc;
 }
 
 /* ---------------------------------------------------------------- flags */

@@ -44,6 +44,20 @@ int cli_parse_double(const char *flag, const char *text, double *out); /* finite
  * "linattn: --variant: 'foo' is not one of softmax, linear, hard". */
 int cli_parse_choice(const char *flag, const char *text, const char *const *choices, int *out);
 
+/* ---------------------------------------------------------------- lists */
+
+/* Splits a comma-separated list ("16,32,64") into its items: a copy of text goes into buf
+ * (size bytes) and items[0..*count) point into it. Refuses, with one line naming flag, an
+ * empty item ("--n: empty item in '16,,64'"), more than max items and a text that does
+ * not fit buf. The one list parser: the lists of sizes, names and choices use it. */
+int cli_split_list(const char *flag, const char *text, char *buf, size_t size, char **items,
+                   size_t max, size_t *count);
+
+/* A list whose items are each one of choices (NULL-terminated) and none given twice:
+ * out[0..*count) receives their indices in the order given (at most max). */
+int cli_parse_choice_list(const char *flag, const char *text, const char *const *choices, int *out,
+                          size_t max, size_t *count);
+
 /* ---------------------------------------------------------------- flags */
 
 /* One long option. name is without the dashes ("q" for --q). A flag with a value has

@@ -2,6 +2,7 @@
 #include "inputs.h"
 
 #include <math.h>
+#include <stdint.h>
 
 /* splitmix64 */
 static uint64_t next(in_rng *r)
@@ -40,6 +41,15 @@ void in_fill_normal_f32(in_rng *r, float *x, size_t n, double sigma)
 {
     for (size_t i = 0; i < n; i++)
         x[i] = (float)(sigma * in_normal(r));
+}
+
+size_t in_float_count(size_t a, size_t b, size_t c)
+{
+    /* a·b·c·sizeof(float) must fit, so that the caller's malloc size does */
+    const size_t max = SIZE_MAX / sizeof(float);
+    if (a == 0 || b == 0 || c == 0) return 0;
+    if (b > max / a || c > max / (a * b)) return 0;
+    return a * b * c;
 }
 
 double in_rel_error_f64(const double *y, const double *ref, size_t n)

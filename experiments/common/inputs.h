@@ -18,6 +18,10 @@ double in_normal(in_rng *r); /* N(0, 1) */
 /* x[i] ~ N(0, sigma²) */
 void in_fill_normal_f32(in_rng *r, float *x, size_t n, double sigma);
 
+/* The elements of an array of a × b × c floats, or 0 when that count or its bytes
+ * overflow size_t: the one overflow-checked size of the commands' inputs. */
+size_t in_float_count(size_t a, size_t b, size_t c);
+
 /* ‖y − ref‖ / ‖ref‖ in float64 (‖y‖ when ref is all zero); +inf when any element is NaN
  * or infinite, so a broken kernel never looks accurate. */
 double in_rel_error_f64(const double *y, const double *ref, size_t n);

@@ -29,11 +29,10 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int res_time(res_body body, void *ctx, int min_reps, int max_reps, double min_total_s,
-             double slow_s, res_timing *out)
+int res_time(res_body body, void *ctx, const res_rule *rule, res_timing *out)
 {
-    if (min_reps < 1) min_reps = 1;
-    if (max_reps < min_reps) max_reps = min_reps;
+    const int min_reps = rule->min_reps < 1 ? 1 : rule->min_reps;
+    const int max_reps = rule->max_reps < min_reps ? min_reps : rule->max_reps;
     double *samples = malloc((size_t)max_reps * sizeof *samples);
     if (!samples) return -1;
     int n = 0, rc;
@@ -42,10 +41,10 @@ int res_time(res_body body, void *ctx, int min_reps, int max_reps, double min_to
     double t0 = res_now();
     if ((rc = body(ctx)) != 0) goto done;
     double warm = res_now() - t0;
-    if (warm >= slow_s) samples[n++] = warm;
+    if (warm >= rule->slow_s) samples[n++] = warm;
 
     double total = 0;
-    while (n < max_reps && (n < min_reps || (total < min_total_s && warm < slow_s))) {
+    while (n < max_reps && (n < min_reps || (total < rule->min_total_s && warm < rule->slow_s))) {
         t0 = res_now();
         if ((rc = body(ctx)) != 0) goto done;
         samples[n] = res_now() - t0;
@@ -59,6 +58,31 @@ int res_time(res_body body, void *ctx, int min_reps, int max_reps, double min_to
 done:
     free(samples);
     return rc;
+}
+
+/* One kernel call, for res_time. */
+typedef struct {
+    la_kernel kernel;
+    const la_problem *p;
+    const float *q, *k, *v;
+    float *out;
+    la_status status;
+} kernel_call;
+
+static int run_kernel_call(void *ctx)
+{
+    kernel_call *c = ctx;
+    c->status = la_attention_f32(c->kernel, c->p, c->q, c->k, c->v, c->out);
+    return c->status != LA_OK;
+}
+
+la_status res_time_kernel(la_kernel kernel, const la_problem *p, const float *q, const float *k,
+                          const float *v, float *out, const res_rule *rule, res_timing *t)
+{
+    kernel_call call = {kernel, p, q, k, v, out, LA_OK};
+    if (res_time(run_kernel_call, &call, rule, t) != 0)
+        return call.status != LA_OK ? call.status : LA_ENOMEM;
+    return LA_OK;
 }
 
 /* ---------------------------------------------------------------- memory */
@@ -537,6 +561,13 @@ const char *res_path(const res_file *f)
 int res_resumed_rows(const res_file *f)
 {
     return f->resumed_rows;
+}
+
+void res_sibling_path(const char *out, const char *suffix, char *buf, size_t size)
+{
+    size_t len = strlen(out);
+    if (len > 4 && strcmp(out + len - 4, ".csv") == 0) len -= 4;
+    snprintf(buf, size, "%.*s_%s.csv", (int)len, out, suffix);
 }
 
 int res_close(res_file *f)

@@ -16,7 +16,10 @@
 #ifndef LA_RECORD_H
 #define LA_RECORD_H
 
+#include "linattn.h"
+
 #include <stddef.h>
+#include <stdio.h>
 
 /* ---------------------------------------------------------------- timer */
 
@@ -28,13 +31,25 @@ typedef struct {
     int reps;                      /* repetitions timed */
 } res_timing;
 
-/* Times body(ctx): one warm-up call, then repetitions until at least min_reps were timed
- * and they took min_total_s together (at most max_reps). A warm-up slower than
- * slow_s counts as the first repetition and only min_reps - 1 more are run.
- * Returns 0, or the first nonzero value body returned (then *out is undefined). */
+/* How many times res_time runs a body: one warm-up call, then repetitions until at least
+ * min_reps were timed and they took min_total_s together (at most max_reps). A warm-up
+ * slower than slow_s counts as the first repetition and only min_reps - 1 more are run
+ * (INFINITY: the warm-up is never counted). */
+typedef struct {
+    int min_reps, max_reps;
+    double min_total_s, slow_s;
+} res_rule;
+
+/* Times body(ctx) by the rule. Returns 0, the first nonzero value body returned (then
+ * *out is undefined), or -1 when it could not allocate its samples. The one timer. */
 typedef int (*res_body)(void *ctx);
-int res_time(res_body body, void *ctx, int min_reps, int max_reps, double min_total_s,
-             double slow_s, res_timing *out);
+int res_time(res_body body, void *ctx, const res_rule *rule, res_timing *out);
+
+/* Times one la_attention_f32 call of kernel on the given inputs by the rule: the one
+ * kernel-timing loop of bench and the sweeps. Returns the kernel's status (LA_ENOMEM also
+ * when the timer could not allocate); *t is set when it is LA_OK. */
+la_status res_time_kernel(la_kernel kernel, const la_problem *p, const float *q, const float *k,
+                          const float *v, float *out, const res_rule *rule, res_timing *t);
 
 /* ---------------------------------------------------------------- memory */
 
@@ -89,6 +104,10 @@ const char *res_row_at(const res_file *f, size_t i); /* row i, in file order */
 
 const char *res_path(const res_file *f);
 int res_resumed_rows(const res_file *f); /* rows kept from the existing file */
+
+/* "<out without its .csv>_<suffix>.csv" into buf: the companion files of a results file
+ * (scaling.csv's scaling_fit.csv, crossover.csv's crossover_points.csv). */
+void res_sibling_path(const char *out, const char *suffix, char *buf, size_t size);
 
 /* Closes the file; returns 0, or -1 when a write failed at any point. NULL is fine. */
 int res_close(res_file *f);

@@ -160,15 +160,15 @@ static void timer(void **state)
     (void)state;
     int calls = 0;
     res_timing t;
-    assert_int_equal(res_time(count_calls, &calls, 5, 1000, 0, 1.0, &t), 0);
+    assert_int_equal(res_time(count_calls, &calls, &(res_rule){5, 1000, 0, 1.0}, &t), 0);
     assert_int_equal(t.reps, 5);
     assert_int_equal(calls, 6); /* the warm-up is not timed */
     assert_true(t.min_s <= t.median_s && t.median_s <= t.max_s && t.min_s >= 0);
     calls = 0;
-    assert_int_equal(res_time(count_calls, &calls, 1, 50, 10.0, 1.0, &t), 0);
+    assert_int_equal(res_time(count_calls, &calls, &(res_rule){1, 50, 10.0, 1.0}, &t), 0);
     assert_int_equal(t.reps, 50); /* min_total_s not reached: capped by max_reps */
     calls = 0;
-    assert_int_equal(res_time(fail_third, &calls, 5, 10, 0, 1.0, &t), 7);
+    assert_int_equal(res_time(fail_third, &calls, &(res_rule){5, 10, 0, 1.0}, &t), 7);
     double a = res_now(), b = res_now();
     assert_true(b >= a);
 }
