@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cmd_accuracy_help =
+static const char help_text[] =
     "usage: linattn accuracy [--n LO:HI] [--d D] [--heads H] [--fixed-n N]\n"
     "                        [--studies LIST] [--out PATH] [--resume] [--seed N]\n"
     "\n"
@@ -51,6 +51,11 @@ const char *const cmd_accuracy_help =
     "  --max-mem SIZE   skip (skipped_mem) an N whose reference would hold more than SIZE\n"
     "                   bytes: its N×N scores and the inputs and outputs (default 8G)\n"
     "Inputs are N(0, 1) in float32 (the references get the same values in float64).\n";
+
+void cmd_accuracy_help(FILE *out)
+{
+    fputs(help_text, out);
+}
 
 static const char COLUMNS[] =
     "study,variant,input,n,d,heads,causal,feature_map,eps,chunk,precision,compared_to,"

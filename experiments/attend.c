@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cmd_attend_help =
+static const char help_text[] =
     "usage: linattn attend --variant softmax|linear|hard --q Q.npy --k K.npy --v V.npy\n"
     "                      --out Y.npy [options]\n"
     "\n"
@@ -48,6 +48,11 @@ const char *const cmd_attend_help =
     "example:\n"
     "  linattn attend --variant linear --causal --q q.npy --k k.npy --v v.npy \\\n"
     "      --out y.npy --precision float64\n";
+
+void cmd_attend_help(FILE *out)
+{
+    fputs(help_text, out);
+}
 
 enum { VARIANT_SOFTMAX, VARIANT_LINEAR, VARIANT_HARD };
 static const char *const variant_names[] = {"softmax", "linear", "hard", NULL};

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cmd_bench_help =
+static const char help_text[] =
     "usage: linattn bench [--variant LIST] [--n LIST] [--m M] [--heads H] [--d D] [--dv DV]\n"
     "                     [--causal] [--causal-form chunked|recurrent|chunked,recurrent]\n"
     "                     [--threads T] [--reps R] [--format table|csv]\n"
@@ -95,6 +95,11 @@ const char *const cmd_bench_help =
     "  linattn bench --variant softmax,linear --n 1024,4096 --threads 2\n"
     "  linattn bench --variant linear --n 4096 --causal --format csv > linear.csv\n"
     "  linattn bench --goals\n";
+
+void cmd_bench_help(FILE *out)
+{
+    fputs(help_text, out);
+}
 
 /* ---------------------------------------------------------------- points */
 

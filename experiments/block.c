@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cmd_block_help =
+static const char help_text[] =
     "usage: linattn block --weights DIR --x X.npy --out Y.npy --heads H [options]\n"
     "\n"
     "Runs one Transformer encoder layer, as torch.nn.TransformerEncoderLayer(D, H, d_ff,\n"
@@ -46,6 +46,11 @@ const char *const cmd_block_help =
     "\n"
     "example:\n"
     "  linattn block --weights layer0/ --x x.npy --out y.npy --heads 8 --precision float64\n";
+
+void cmd_block_help(FILE *out)
+{
+    fputs(help_text, out);
+}
 
 static const char *const norm_names[] = {"post", "pre", NULL};
 static const char *const attention_names[] = {"softmax", "linear", NULL};

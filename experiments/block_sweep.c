@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cmd_block_sweep_help =
+static const char help_text[] =
     "usage: linattn block-sweep [--n LO:HI] [--d-model D] [--heads H] [--d-ff F]\n"
     "                           [shared flags]\n"
     "\n"
@@ -43,6 +43,11 @@ const char *const cmd_block_sweep_help =
     "                  (defaults: --out results/block.csv --max-seconds 10 --max-mem 8G;\n"
     "                  --max-seconds applies to one layer call, predicted from the\n"
     "                  previous N with exponent 2 for softmax, 1 for linear)\n";
+
+void cmd_block_sweep_help(FILE *out)
+{
+    fputs(help_text, out);
+}
 
 static const char COLUMNS[] =
     "attention,n,d_model,heads,d_ff,threads,component,status,median_s,min_s,max_s,share,"

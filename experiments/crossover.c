@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cmd_crossover_help =
+static const char help_text[] =
     "usage: linattn crossover [--d LIST] [--n LO:HI] [--heads H] [--bisect-steps K]\n"
     "                         [shared flags]\n"
     "\n"
@@ -39,6 +39,11 @@ const char *const cmd_crossover_help =
     "                     (defaults: --out results/crossover.csv --max-seconds 10\n"
     "                     --max-mem 4G; --min-time 0.1; the timed points go to\n"
     "                     <out>_points.csv, which --resume reuses)\n";
+
+void cmd_crossover_help(FILE *out)
+{
+    fputs(help_text, out);
+}
 
 static const char POINT_COLUMNS[] =
     "d,causal,n,heads,threads,stage,status,softmax_median_s,softmax_min_s,softmax_max_s,"

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cmd_decode_help =
+static const char help_text[] =
     "usage: linattn decode [--tokens T] [--d D] [--heads H] [--bins-per-doubling K]\n"
     "                      [shared flags]\n"
     "\n"
@@ -35,6 +35,11 @@ const char *const cmd_decode_help =
     "                         (defaults: --out results/decode.csv --max-seconds 120\n"
     "                         --max-mem 8G; --max-seconds bounds one whole generation:\n"
     "                         past it the rest of that variant is recorded skipped_time)\n";
+
+void cmd_decode_help(FILE *out)
+{
+    fputs(help_text, out);
+}
 
 static const char COLUMNS[] =
     "variant,tokens,d_k,d_v,heads,threads,t_first,t_last,status,tokens_in_bin,median_s,"

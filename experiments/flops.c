@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const cmd_flops_help =
+static const char help_text[] =
     "usage: linattn flops --d-model D --heads H --d-ff F --n N [--m M] [--batch B]\n"
     "                     [--attention softmax|softmax_materialized|hard|linear] [--causal]\n"
     "                     [--layer encoder|decoder] [--precision float32|float64]\n"
@@ -51,6 +51,11 @@ const char *const cmd_flops_help =
     "\n"
     "example:\n"
     "  linattn flops --d-model 512 --heads 8 --d-ff 2048 --n 4096 --attention linear --causal\n";
+
+void cmd_flops_help(FILE *out)
+{
+    fputs(help_text, out);
+}
 
 static const char *const attention_names[] = {"softmax", "softmax_materialized", "hard", "linear",
                                               NULL};

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const cmd_params_help =
+static const char help_text[] =
     "usage: linattn params --d-model D --heads H --d-ff F [--encoder-layers L]\n"
     "                      [--decoder-layers L2] [--vocab V] [--learned-positions P]\n"
     "                      [--format table|csv|json]\n"
@@ -44,6 +44,11 @@ const char *const cmd_params_help =
     "\n"
     "example (PyTorch's nn.Transformer defaults: 44140544 parameters):\n"
     "  linattn params --d-model 512 --heads 8 --d-ff 2048 --format csv\n";
+
+void cmd_params_help(FILE *out)
+{
+    fputs(help_text, out);
+}
 
 enum { FORMAT_TABLE, FORMAT_CSV, FORMAT_JSON };
 static const char *const format_names[] = {"table", "csv", "json", NULL};

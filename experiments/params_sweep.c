@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const cmd_params_sweep_help =
+static const char help_text[] =
     "usage: linattn params-sweep [--out PATH] [--resume]\n"
     "\n"
     "The params experiment (`linattn params` gives one size in detail). Rows of kind\n"
@@ -37,6 +37,11 @@ const char *const cmd_params_sweep_help =
     "  --out PATH   results file (default results/params.csv)\n"
     "  --resume     accepted for `linattn results --resume`; the file is rewritten (the\n"
     "               counts take no time)\n";
+
+void cmd_params_sweep_help(FILE *out)
+{
+    fputs(help_text, out);
+}
 
 static const char COLUMNS[] =
     "kind,model,d_model,heads,d_ff,encoder_layers,decoder_layers,vocab,positions,status,mha,"

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-const char *const cmd_results_help =
+static const char help_text[] =
     "usage: linattn results [--out-dir DIR] [--plots-dir DIR] [--only LIST] [--resume]\n"
     "                       [--quick] [--summary | --no-summary]\n"
     "\n"
@@ -42,6 +42,11 @@ const char *const cmd_results_help =
     "  --summary        measure nothing: print the summary of the files in DIR\n"
     "  --no-summary     run the suite without the summary (make results prints it after\n"
     "                   rendering the figures)\n";
+
+void cmd_results_help(FILE *out)
+{
+    fputs(help_text, out);
+}
 
 enum { N_EXPERIMENTS = 6, MAX_ARGS = 32 };
 static const char *const experiment_names[] = {"scaling",      "crossover",   "decode", "accuracy",

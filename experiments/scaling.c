@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cmd_scaling_help =
+static const char help_text[] =
     "usage: linattn scaling [--n LO:HI] [--factor F] [--d D] [--heads H] [--batch B]\n"
     "                       [--variants LIST] [shared flags]\n"
     "\n"
@@ -38,6 +38,11 @@ const char *const cmd_scaling_help =
     "A point predicted (from the kernel's previous point and its theoretical exponent,\n"
     "and from the cost model's bytes) to exceed a budget is recorded as skipped_time or\n"
     "skipped_mem instead of run. Also writes <out>_fit.csv with the fitted exponents.\n";
+
+void cmd_scaling_help(FILE *out)
+{
+    fputs(help_text, out);
+}
 
 typedef struct {
     const char *name;
