@@ -130,6 +130,40 @@ int cli_parse_choice_list(const char *flag, const char *text, const char *const 
     return rc;
 }
 
+/* ---------------------------------------------------------------- help */
+
+/* Characters (UTF-8 code points) in s[0..n). */
+static size_t width_of(const char *s, size_t n)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++)
+        w += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return w;
+}
+
+void cli_print_wrapped(FILE *out, const char *text, size_t column)
+{
+    const size_t limit = 88;
+    size_t used = column;
+    for (const char *word = text; *word;) {
+        size_t len = strcspn(word, " ");
+        size_t w = width_of(word, len);
+        if (used > column && used + 1 + w > limit) {
+            fprintf(out, "\n%*s", (int)column, "");
+            used = column;
+        } else if (used > column) {
+            fputc(' ', out);
+            used++;
+        }
+        fwrite(word, 1, len, out);
+        used += w;
+        word += len;
+        while (*word == ' ')
+            word++;
+    }
+    fputc('\n', out);
+}
+
 /* ---------------------------------------------------------------- flags */
 
 static const cli_flag *find_flag(const cli_flag *flags, const char *name, size_t len)

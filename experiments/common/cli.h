@@ -24,6 +24,7 @@
 #include "linattn.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* Prints "linattn: WHAT: <fmt, ...>" and a newline to stderr; returns 2. */
 int cli_fail(const char *what, const char *fmt, ...)
@@ -57,6 +58,12 @@ int cli_split_list(const char *flag, const char *text, char *buf, size_t size, c
  * out[0..*count) receives their indices in the order given (at most max). */
 int cli_parse_choice_list(const char *flag, const char *text, const char *const *choices, int *out,
                           size_t max, size_t *count);
+
+/* ---------------------------------------------------------------- help */
+
+/* Prints text, the cursor being at column `column` (0-based), wrapped at spaces before
+ * column 88, each continuation line indented to column; then a newline. */
+void cli_print_wrapped(FILE *out, const char *text, size_t column);
 
 /* ---------------------------------------------------------------- flags */
 

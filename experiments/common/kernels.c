@@ -169,40 +169,6 @@ double kn_time_exponent(la_kernel k, int *known)
 
 /* ---------------------------------------------------------------- help */
 
-/* Characters (UTF-8 code points) in s[0..n). */
-static size_t width_of(const char *s, size_t n)
-{
-    size_t w = 0;
-    for (size_t i = 0; i < n; i++)
-        w += ((unsigned char)s[i] & 0xC0) != 0x80;
-    return w;
-}
-
-/* Prints text from column `column` on, wrapped at 88 columns at spaces, continuation
- * lines indented to column. */
-static void print_wrapped(FILE *out, const char *text, size_t column)
-{
-    const size_t limit = 88;
-    size_t used = column;
-    for (const char *word = text; *word;) {
-        size_t len = strcspn(word, " ");
-        size_t w = width_of(word, len);
-        if (used > column && used + 1 + w > limit) {
-            fprintf(out, "\n%*s", (int)column, "");
-            used = column;
-        } else if (used > column) {
-            fputc(' ', out);
-            used++;
-        }
-        fwrite(word, 1, len, out);
-        used += w;
-        word += len;
-        while (*word == ' ')
-            word++;
-    }
-    fputc('\n', out);
-}
-
 void kn_print_kernels(FILE *out, const char *indent, int width, int (*keep)(la_kernel))
 {
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {
@@ -214,6 +180,6 @@ void kn_print_kernels(FILE *out, const char *indent, int width, int (*keep)(la_k
                  : info->causal == LA_CAUSAL_REFUSED ? " (non-causal only)"
                                                      : "");
         int name_width = fprintf(out, "%s%-*s ", indent, width, kn_cli_name((la_kernel)k));
-        print_wrapped(out, summary, name_width > 0 ? (size_t)name_width : 0);
+        cli_print_wrapped(out, summary, name_width > 0 ? (size_t)name_width : 0);
     }
 }
