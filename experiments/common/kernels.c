@@ -80,6 +80,46 @@ const char *kn_cli_name(la_kernel k)
     return name;
 }
 
+static const char *spelled(la_kernel k, int cli_spelling)
+{
+    return cli_spelling ? kn_cli_name(k) : la_kernel_name(k);
+}
+
+const char *kn_kernel_names(int (*keep)(la_kernel), int cli_spelling, const char *sep, char *buf,
+                            size_t size)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        if (keep && !keep((la_kernel)k)) continue;
+        int len = snprintf(buf + used, size - used, "%s%s", used ? sep : "",
+                           spelled((la_kernel)k, cli_spelling));
+        if (len < 0 || (size_t)len >= size - used) break;
+        used += (size_t)len;
+    }
+    return buf;
+}
+
+int kn_parse_kernel(const char *flag, const char *text, int (*keep)(la_kernel), int cli_spelling,
+                    la_kernel *out)
+{
+    la_kernel k;
+    if (!text || !*text) return cli_fail(flag, "needs a value");
+    if (la_kernel_parse(text, &k) != LA_OK || (keep && !keep(k))) {
+        char names[512];
+        return cli_fail(flag, "'%s' is not one of %s", text,
+                        kn_kernel_names(keep, cli_spelling, ", ", names, sizeof names));
+    }
+    *out = k;
+    return 0;
+}
+
+int kn_layer_kernel(la_kernel k)
+{
+    const la_kernel_info *info = la_kernel_get(k);
+    return info && info->causal == LA_CAUSAL_ALLOWED;
+}
+
 la_kernel kn_family(la_kernel k)
 {
     const la_kernel_info *info = la_kernel_get(k);
@@ -169,7 +209,8 @@ double kn_time_exponent(la_kernel k, int *known)
 
 /* ---------------------------------------------------------------- help */
 
-void kn_print_kernels(FILE *out, const char *indent, int width, int (*keep)(la_kernel))
+void kn_print_kernels(FILE *out, const char *indent, int width, int (*keep)(la_kernel),
+                      int cli_spelling)
 {
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {
         const la_kernel_info *info = la_kernel_get((la_kernel)k);
@@ -179,7 +220,8 @@ void kn_print_kernels(FILE *out, const char *indent, int width, int (*keep)(la_k
                  info->causal == LA_CAUSAL_REQUIRED  ? " (causal only)"
                  : info->causal == LA_CAUSAL_REFUSED ? " (non-causal only)"
                                                      : "");
-        int name_width = fprintf(out, "%s%-*s ", indent, width, kn_cli_name((la_kernel)k));
+        int name_width =
+            fprintf(out, "%s%-*s ", indent, width, spelled((la_kernel)k, cli_spelling));
         cli_print_wrapped(out, summary, name_width > 0 ? (size_t)name_width : 0);
     }
 }

@@ -58,6 +58,22 @@ const char *kn_series_names(const kn_series *all, size_t n, const int *selected,
  * registry. */
 const char *kn_cli_name(la_kernel k);
 
+/* The names of the kernels for which keep(k) is nonzero (all when keep is NULL), in
+ * registry order, joined by sep ("softmax|hard|linear"), as the registry spells them or,
+ * with cli_spelling, as kn_cli_name does. Into buf; returns buf. */
+const char *kn_kernel_names(int (*keep)(la_kernel), int cli_spelling, const char *sep, char *buf,
+                            size_t size);
+
+/* text names a kernel (either spelling) for which keep(k) is nonzero (any when keep is
+ * NULL): *out receives it. Else one line, "--attention: 'x' is not one of softmax,
+ * softmax_materialized, hard, linear" (in the spelling asked for), and 2. */
+int kn_parse_kernel(const char *flag, const char *text, int (*keep)(la_kernel), int cli_spelling,
+                    la_kernel *out);
+
+/* A kernel a Transformer layer can use: it runs both with and without causal masking
+ * (LA_CAUSAL_ALLOWED; la_layer_config_check's rule). */
+int kn_layer_kernel(la_kernel k);
+
 /* The kernel's family (see above), and its form within it. */
 la_kernel kn_family(la_kernel k);
 const char *kn_form(la_kernel k);
@@ -85,9 +101,10 @@ double kn_time_exponent(la_kernel k, int *known);
 /* ---------------------------------------------------------------- help */
 
 /* One line per kernel for help texts, "<indent><name padded to width> <summary>", the
- * name spelled as kn_cli_name, with "(causal only)" or "(non-causal only)" when its
- * causal rule says so; the summary wraps at 88 columns under itself. Only the kernels
- * for which keep(k) is nonzero (keep may be NULL). */
-void kn_print_kernels(FILE *out, const char *indent, int width, int (*keep)(la_kernel));
+ * name as the registry spells it or, with cli_spelling, as kn_cli_name does; with "(causal only)"
+ * or "(non-causal only)" when its causal rule says so; the summary wraps at 88 columns under
+ * itself. Only the kernels for which keep(k) is nonzero (keep may be NULL). */
+void kn_print_kernels(FILE *out, const char *indent, int width, int (*keep)(la_kernel),
+                      int cli_spelling);
 
 #endif
