@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "common/cli.h"
 #include "common/inputs.h"
+#include "common/kernels.h"
 #include "common/record.h"
 #include "common/sweep.h"
 #include "linattn.h"
@@ -154,8 +155,10 @@ int cmd_block_sweep(int argc, char **argv)
     res_progress_start(&pr, "block", (int)(2 * n_points), total_work);
     int point = 0;
 
+    /* the pair compared, by name: fused softmax and linear attention */
+    static const la_kernel kernels[2] = {LA_KERNEL_SOFTMAX, LA_KERNEL_LINEAR};
     for (int lin = 0; lin <= 1; lin++) {
-        const char *att = lin ? "linear" : "softmax";
+        const char *att = la_kernel_name(kernels[lin]);
         double last_n = 0, last_s = 0;
         int over = 0;
         for (size_t pi = 0; pi < n_points; pi++) {
@@ -175,7 +178,7 @@ int cmd_block_sweep(int argc, char **argv)
             }
             la_layer_config lc;
             la_layer_config_init(&lc, D, H, c.d_ff);
-            lc.attention = lin ? LA_KERNEL_LINEAR : LA_KERNEL_SOFTMAX;
+            lc.attention = kernels[lin];
             lc.workspace_limit = (size_t)c.common.max_mem;
             la_layer_cost cost;
             if ((st = la_layer_cost_model(&lc, 0, 1, n, n, 0, LA_FLOAT32, &cost)) != LA_OK) {
@@ -183,7 +186,8 @@ int cmd_block_sweep(int argc, char **argv)
                 goto done;
             }
             double predicted =
-                last_n > 0 ? last_s * pow((double)n / last_n, lin ? 1 : 2) : cost.total / 20e9;
+                last_n > 0 ? last_s * pow((double)n / last_n, kn_time_exponent(kernels[lin], NULL))
+                           : cost.total / 20e9;
             double bytes = cost.weight_bytes + cost.activation_bytes + cost.workspace_bytes +
                            4.0 * (double)n * (double)D * 5;
             const char *skip = bytes > c.common.max_mem                     ? "skipped_mem"

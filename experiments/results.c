@@ -6,6 +6,7 @@
  * of what was written. */
 #include "commands.h"
 #include "common/cli.h"
+#include "common/kernels.h"
 #include "common/record.h"
 #include "common/sweep.h"
 #include "linattn.h"
@@ -264,27 +265,25 @@ static void summary_accuracy(const config *c)
 {
     res_file *f = load(c, "accuracy.csv", 12);
     if (!f) return;
-    static const char *const kernels[] = {
-        "softmax", "softmax_materialized",  "softmax_causal",         "hard",
-        "linear",  "linear_causal_chunked", "linear_causal_recurrent"};
+    kn_series all[KN_MAX_SERIES];
+    const size_t n_series = kn_all_series(all);
     printf("\nAccuracy: worst relative error of the float32 kernels against the float64 "
            "reference\n ");
-    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
+    int listed = 0;
+    for (size_t k = 0; k < n_series; k++) { /* the registry's series found in the file */
         double worst = -1;
         for (size_t i = 0; i < res_count(f); i++) {
             const char *row = res_row_at(f, i);
             char study[32], var[64], prec[16];
             double e;
             if (res_get_str(f, row, "study", study, sizeof study) || strcmp(study, "error_vs_n") ||
-                res_get_str(f, row, "variant", var, sizeof var) || strcmp(var, kernels[k]) ||
+                res_get_str(f, row, "variant", var, sizeof var) || strcmp(var, all[k].name) ||
                 res_get_str(f, row, "precision", prec, sizeof prec) || strcmp(prec, "float32"))
                 continue;
             if (res_get(f, row, "rel_error", &e) != 0) e = INFINITY;
             if (e > worst) worst = e;
         }
-        if (worst >= 0)
-            printf(" %s %.1e%s", kernels[k], worst,
-                   k + 1 < sizeof kernels / sizeof kernels[0] ? "," : "");
+        if (worst >= 0) printf("%s %s %.1e", listed++ ? "," : "", all[k].name, worst);
     }
     printf("\n");
     res_close(f);
@@ -333,8 +332,10 @@ static void summary_block(const config *c)
             res_get(f, row, "n", &n) || res_get(f, row, "share", &share))
             continue;
         res_get(f, row, "d_model", &d_model);
-        if (strcmp(att, "softmax") == 0 && share > 0.5 && !(first <= n)) first = n;
-        if (strcmp(att, "linear") == 0 && n >= n_max) n_max = n, lin_share = share;
+        if (strcmp(att, la_kernel_name(LA_KERNEL_SOFTMAX)) == 0 && share > 0.5 && !(first <= n))
+            first = n;
+        if (strcmp(att, la_kernel_name(LA_KERNEL_LINEAR)) == 0 && n >= n_max)
+            n_max = n, lin_share = share;
     }
     if (isfinite(first))
         printf("\nBlock (D = %.0f): attention is over half of a softmax encoder layer's time from "
