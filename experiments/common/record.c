@@ -217,7 +217,8 @@ static void first_line_of(const char *cmd, char *buf, size_t size)
     pclose(p);
 }
 
-const char *res_git_commit(void)
+/* "abc1234", "abc1234 (dirty)" or "unknown" */
+static const char *git_commit(void)
 {
     static char commit[96] = "";
     if (commit[0]) return commit;
@@ -250,6 +251,7 @@ struct res_file {
     size_t n_rows, cap_rows;
     int resumed_rows;
     int failed;
+    int borrowed; /* out is the caller's stream (res_open_stream): flushed, not closed */
 };
 
 static char *dup_string(const char *s)
@@ -373,6 +375,56 @@ static int read_existing(res_file *f, const char *columns, char *err, size_t err
     return rc;
 }
 
+void res_write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv)
+{
+    char date[32];
+    utc_now(date, sizeof date);
+    int reset = res_peak_reset();
+    fprintf(out, "# linattn %s: %s\n", experiment, about);
+    fputs("# command: ", out);
+    write_command(out, argc, argv);
+    fprintf(out, "# date: %s\n", date);
+    fprintf(out, "# git_commit: %s\n", git_commit());
+    fprintf(out, "# cpu: %s\n", res_cpu_model());
+    fprintf(out, "# cores: %d\n", res_cores());
+    fprintf(out, "# threads: %d\n", la_get_num_threads());
+    fprintf(out,
+            "# load_average: %s (other processes competing for the cores add "
+            "noise to timings)\n",
+            res_load_average());
+    fprintf(out, "# blis: %s, kernels %s\n", la_blis_version(), la_blis_config());
+    fprintf(out, "# float32 kernels: %s\n", la_simd_config());
+    fprintf(out, "# linattn: %s\n", LA_VERSION_STRING);
+    fprintf(out, "# peak_rss: %s\n",
+            reset ? "VmHWM after the point, reset before it via /proc/self/clear_refs; "
+                    "includes inputs, outputs and the program"
+                  : "VmHWM since the process started (clear_refs unavailable): an upper "
+                    "bound, monotone over the sweep");
+}
+
+res_file *res_open_stream(FILE *out, const char *experiment, const char *about,
+                          const char *columns, const char *extra, int argc, char **argv, char *err,
+                          size_t err_size)
+{
+    res_file *f = calloc(1, sizeof *f);
+    if (!f || !(f->path = dup_string("(standard output)")) || split_columns(f, columns) != 0) {
+        snprintf(err, err_size, "%s: out of memory", experiment);
+        res_close(f);
+        return NULL;
+    }
+    f->out = out;
+    f->borrowed = 1;
+    res_write_meta(out, experiment, about, argc, argv);
+    if (extra) fputs(extra, out);
+    fprintf(out, "%s\n", columns);
+    if (fflush(out) != 0) {
+        snprintf(err, err_size, "%s: %s", f->path, strerror(errno));
+        res_close(f);
+        return NULL;
+    }
+    return f;
+}
+
 res_file *res_open(const char *path, const char *experiment, const char *about, const char *columns,
                    int n_key, int resume, int argc, char **argv, char *err, size_t err_size)
 {
@@ -402,31 +454,11 @@ res_file *res_open(const char *path, const char *experiment, const char *about, 
     }
     f->resumed_rows = (int)f->n_rows;
     if (kept) {
-        fprintf(f->out, "# resumed: %s (commit %s), %d points kept: ", date, res_git_commit(),
+        fprintf(f->out, "# resumed: %s (commit %s), %d points kept: ", date, git_commit(),
                 f->resumed_rows);
         write_command(f->out, argc, argv);
     } else {
-        int reset = res_peak_reset();
-        fprintf(f->out, "# linattn %s: %s\n", experiment, about);
-        fputs("# command: ", f->out);
-        write_command(f->out, argc, argv);
-        fprintf(f->out, "# date: %s\n", date);
-        fprintf(f->out, "# git_commit: %s\n", res_git_commit());
-        fprintf(f->out, "# cpu: %s\n", res_cpu_model());
-        fprintf(f->out, "# cores: %d\n", res_cores());
-        fprintf(f->out, "# threads: %d\n", la_get_num_threads());
-        fprintf(f->out,
-                "# load_average: %s (other processes competing for the cores add "
-                "noise to timings)\n",
-                res_load_average());
-        fprintf(f->out, "# blis: %s, kernels %s\n", la_blis_version(), la_blis_config());
-        fprintf(f->out, "# float32 kernels: %s\n", la_simd_config());
-        fprintf(f->out, "# linattn: %s\n", LA_VERSION_STRING);
-        fprintf(f->out, "# peak_rss: %s\n",
-                reset ? "VmHWM after the point, reset before it via /proc/self/clear_refs; "
-                        "includes inputs, outputs and the program"
-                      : "VmHWM since the process started (clear_refs unavailable): an upper "
-                        "bound, monotone over the sweep");
+        res_write_meta(f->out, experiment, about, argc, argv);
         fprintf(f->out, "%s\n", columns);
     }
     if (fflush(f->out) != 0) {
@@ -574,7 +606,7 @@ int res_close(res_file *f)
 {
     if (!f) return 0;
     int rc = f->failed ? -1 : 0;
-    if (f->out && fclose(f->out) != 0) rc = -1;
+    if (f->out && (f->borrowed ? fflush(f->out) : fclose(f->out)) != 0) rc = -1;
     for (size_t i = 0; i < f->n_rows; i++) {
         free(f->rows[i].key);
         free(f->rows[i].row);

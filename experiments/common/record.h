@@ -80,6 +80,18 @@ typedef struct res_file res_file;
 res_file *res_open(const char *path, const char *experiment, const char *about, const char *columns,
                    int n_key, int resume, int argc, char **argv, char *err, size_t err_size);
 
+/* The same file on a stream the caller owns (bench's --format csv on standard output):
+ * the metadata header, then extra (more `# ` lines, each ending in a newline; NULL for
+ * none), then the header row. No --resume, no key (n_key 0). res_close flushes the
+ * stream and leaves it open. Returns NULL and a reason in err on failure. */
+res_file *res_open_stream(FILE *out, const char *experiment, const char *about,
+                          const char *columns, const char *extra, int argc, char **argv, char *err,
+                          size_t err_size);
+
+/* The metadata header alone (the `#` lines above, without the header row), for output
+ * that is not CSV but states the same facts (bench's table). */
+void res_write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv);
+
 /* The stored row whose key (its first n_key fields, joined by commas) equals key, from
  * the resumed file or written since (the latest when there are several: a point skipped
  * in an earlier run and measured after --resume with a larger budget); NULL if none. */
@@ -121,7 +133,6 @@ const char *res_load_average(void); /* "0.12 0.30 0.25" from /proc/loadavg, or "
 /* The share of all cores busy over the next `seconds` (this process sleeping), from
  * /proc/stat; -1 when unknown. */
 double res_busy_fraction(double seconds);
-const char *res_git_commit(void); /* "abc1234", "abc1234 (dirty)" or "unknown" */
 
 /* ---------------------------------------------------------------- progress */
 
