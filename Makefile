@@ -1,6 +1,7 @@
 # linattn — build, test, benchmark, results.
 #   make            build/liblinattn.a, build/liblinattn.so, build/linattn
-#   make test       unit tests (cmocka) and the NumPy check of `linattn attend`
+#   make test       unit tests (cmocka), the NumPy checks of `linattn attend` and `block`,
+#                   and the command's own checks (tests/command/)
 #   make results    run the experiment suite, write results/*.csv and plots/*.png|svg
 #   make plots      re-render plots/ from the CSV in results/
 #   make bench      the benchmark goal table: kernels against BLIS sgemm in one process,
@@ -123,6 +124,9 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a 
 	echo "== tests/command/attend_numpy.py"; \
 	if /usr/bin/python3 tests/command/attend_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/attend_numpy.py"; fi; \
+	echo "== tests/command/results_files.py"; \
+	if /usr/bin/python3 tests/command/results_files.py $(BUILD)/linattn; then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: tests/command/results_files.py"; fi; \
 	echo "== tests/command/block_numpy.py"; \
 	if /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/block_numpy.py"; fi; \

@@ -88,6 +88,62 @@ static void header_and_rows(void **state)
     unlink(path);
 }
 
+/* The keys of a text's `# key:` lines, in order, joined by spaces. */
+static void meta_keys(const char *text, char *keys, size_t size)
+{
+    size_t used = 0;
+    keys[0] = 0;
+    for (const char *line = text; line && *line; line = strchr(line, '\n'), line += !!line) {
+        if (line[0] != '#') continue;
+        size_t len = strcspn(line + 2, ":\n");
+        int n = snprintf(keys + used, size - used, "%s%.*s", used ? " " : "", (int)len, line + 2);
+        if (n > 0 && (size_t)n < size - used) used += (size_t)n;
+    }
+}
+
+/* A results file on a stream (bench's csv on stdout) has the same metadata lines as one
+ * opened on a path, then its own, then the header row; closing it leaves the stream open. */
+static void stream_file_same_header(void **state)
+{
+    (void)state;
+    char path[256], err[256], *argv[] = {"bench", "--format", "csv"};
+    temp_path(path, sizeof path, "stream");
+    res_file *f = res_open(path, "bench", "t", "variant,n", 1, 0, 3, argv, err, sizeof err);
+    assert_non_null(f);
+    assert_int_equal(res_close(f), 0);
+    char *file_text = slurp(path);
+
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    assert_non_null(out);
+    f = res_open_stream(out, "bench", "a test", "variant,n,median_s",
+                        "# shape: B=1\n# sgemm_gflops: 1.0\n", 3, argv, err, sizeof err);
+    assert_non_null(f);
+    assert_int_equal(res_row(f, "softmax,4,%.3f", 0.5), 0);
+    assert_int_equal(res_close(f), 0);
+    assert_int_equal(fputs("still open\n", out) >= 0, 1);
+    fclose(out);
+
+    char file_keys[512], stream_keys[512], expected[600];
+    meta_keys(file_text, file_keys, sizeof file_keys);
+    meta_keys(text, stream_keys, sizeof stream_keys);
+    snprintf(expected, sizeof expected, "%s shape sgemm_gflops", file_keys);
+    assert_string_equal(stream_keys, expected);
+    assert_non_null(strstr(text, "# linattn bench: a test\n"));
+    assert_non_null(strstr(text, "# sgemm_gflops: 1.0\nvariant,n,median_s\nsoftmax,4,0.500\n"
+                                 "still open\n"));
+    free(text);
+    free(file_text);
+    unlink(path);
+
+    char sibling[256];
+    res_sibling_path("results/scaling.csv", "fit", sibling, sizeof sibling);
+    assert_string_equal(sibling, "results/scaling_fit.csv");
+    res_sibling_path("out", "points", sibling, sizeof sibling);
+    assert_string_equal(sibling, "out_points.csv");
+}
+
 /* --resume keeps the rows, appends after a comment, and the latest row of a key wins;
  * res_load reads the same rows back. */
 static void resume_and_load(void **state)
@@ -252,6 +308,23 @@ static void sweeps_and_flags(void **state)
     assert_true(n == 3 && list[2] == 64);
     assert_int_equal(sw_parse_size_list("--d", "16,,64", list, 4, &n), 2);
     assert_int_equal(sw_parse_size_list("--d", "1,2,3,4,5", list, 4, &n), 2);
+    assert_int_equal(sw_parse_size_list("--d", "16,0", list, 4, &n), 2);
+
+    /* the one list parser, and choices from it */
+    char buf[16], *items[4];
+    assert_int_equal(cli_split_list("--x", "a,bb,c", buf, sizeof buf, items, 4, &n), 0);
+    assert_true(n == 3 && strcmp(items[1], "bb") == 0 && strcmp(items[2], "c") == 0);
+    assert_int_equal(cli_split_list("--x", "a,,c", buf, sizeof buf, items, 4, &n), 2);
+    assert_int_equal(cli_split_list("--x", "a,", buf, sizeof buf, items, 4, &n), 2);
+    assert_int_equal(cli_split_list("--x", "a,b,c,d,e", buf, sizeof buf, items, 4, &n), 2);
+    assert_int_equal(cli_split_list("--x", "a-list-longer-than-buf", buf, sizeof buf, items, 4, &n),
+                     2);
+    const char *const choices[] = {"scaling", "decode", "accuracy", NULL};
+    int which[3];
+    assert_int_equal(cli_parse_choice_list("--only", "accuracy,scaling", choices, which, 3, &n), 0);
+    assert_true(n == 2 && which[0] == 2 && which[1] == 0);
+    assert_int_equal(cli_parse_choice_list("--only", "decode,decode", choices, which, 3, &n), 2);
+    assert_int_equal(cli_parse_choice_list("--only", "decode,plots", choices, which, 3, &n), 2);
 }
 
 /* The experiments' error measure never lets a non-finite output look accurate. */
@@ -281,6 +354,7 @@ int main(void)
         cmocka_unit_test(peak_rss),
         cmocka_unit_test(sweeps_and_flags),
         cmocka_unit_test(rel_error_nan),
+        cmocka_unit_test(stream_file_same_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
