@@ -104,18 +104,6 @@ static la_status linear_token(gen *g, size_t t)
     return la_linear_step_f32(g->state, g->q + off, g->k + off, g->v + off, g->y);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_of(double *x, size_t n)
-{
-    qsort(x, n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
-
 /* One generation of T tokens, timing each into lat[t]. Returns the number of tokens
  * generated (< T when the budget ran out), or -1 on a library error. */
 static long generate(gen *g, int softmax, double *lat, double max_seconds)
@@ -219,7 +207,7 @@ int cmd_decode(int argc, char **argv)
             int n = 0;
             for (int r = 0; r < reps_run; r++)
                 scratch[n++] = lat[(size_t)r * T + t];
-            tok[t] = median_of(scratch, (size_t)n);
+            tok[t] = res_median(scratch, (size_t)n);
         }
         /* one row per bin; bins past the budget are recorded as skipped */
         double cumulative = 0;
@@ -237,7 +225,7 @@ int cmd_decode(int argc, char **argv)
                     if (tok[t] < mn) mn = tok[t];
                     if (tok[t] > mx) mx = tok[t];
                 }
-                double med = median_of(scratch, count); /* sorts scratch */
+                double med = res_median(scratch, count); /* sorts scratch */
                 double p10 = scratch[(size_t)floor(0.1 * (double)(count - 1))];
                 double p90 = scratch[(size_t)ceil(0.9 * (double)(count - 1))];
                 if (res_row(f, "%s,ok,%zu,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e", key, count, med, mn, mx,

@@ -98,17 +98,6 @@ static size_t add_row(row *rows, size_t n, const char *name, double flops, doubl
     return n + 1;
 }
 
-/* Parses a size flag (NULL: keeps the default, or fails when required); >= 1. */
-static int size_flag(const char *flag, const char *text, int required, size_t *out)
-{
-    if (!text)
-        return required ? cli_fail(flag, "required flag is missing (see linattn help flops)") : 0;
-    int rc = cli_parse_size(flag, text, out);
-    if (rc) return rc;
-    if (*out < 1) return cli_fail(flag, "must be at least 1");
-    return 0;
-}
-
 int cmd_flops(int argc, char **argv)
 {
     const char *d_model = NULL, *heads = NULL, *d_ff = NULL, *n_text = NULL, *m_text = NULL;
@@ -137,10 +126,13 @@ int cmd_flops(int argc, char **argv)
     size_t D = 0, H = 0, F = 0, N = 0, M = 0, B = 1, C = LA_DEFAULT_CHUNK;
     int decoder = 0, prec = 0, fmt = 0, n_threads = 0;
     la_kernel kernel = LA_KERNEL_SOFTMAX;
-    if ((rc = size_flag("--d-model", d_model, 1, &D)) ||
-        (rc = size_flag("--heads", heads, 1, &H)) || (rc = size_flag("--d-ff", d_ff, 1, &F)) ||
-        (rc = size_flag("--n", n_text, 1, &N)) || (rc = size_flag("--m", m_text, 0, &M)) ||
-        (rc = size_flag("--batch", batch_text, 0, &B)) || (rc = size_flag("--chunk", chunk, 0, &C)))
+    if ((rc = cli_parse_size_flag("flops", "--d-model", d_model, 1, 1, &D)) ||
+        (rc = cli_parse_size_flag("flops", "--heads", heads, 1, 1, &H)) ||
+        (rc = cli_parse_size_flag("flops", "--d-ff", d_ff, 1, 1, &F)) ||
+        (rc = cli_parse_size_flag("flops", "--n", n_text, 1, 1, &N)) ||
+        (rc = cli_parse_size_flag("flops", "--m", m_text, 0, 1, &M)) ||
+        (rc = cli_parse_size_flag("flops", "--batch", batch_text, 0, 1, &B)) ||
+        (rc = cli_parse_size_flag("flops", "--chunk", chunk, 0, 1, &C)))
         return rc;
     if ((attention &&
          (rc = kn_parse_kernel("--attention", attention, kn_layer_kernel, 0, &kernel))) ||

@@ -53,6 +53,20 @@ int cli_parse_size(const char *flag, const char *text, size_t *out)
     return 0;
 }
 
+int cli_parse_size_flag(const char *command, const char *flag, const char *text, int required,
+                        size_t min, size_t *out)
+{
+    if (!text)
+        return required ? cli_fail(flag, "required flag is missing (see linattn help %s)", command)
+                        : 0;
+    size_t v;
+    int rc = cli_parse_size(flag, text, &v);
+    if (rc) return rc;
+    if (v < min) return cli_fail(flag, "must be at least %zu", min);
+    *out = v;
+    return 0;
+}
+
 int cli_parse_int(const char *flag, const char *text, int *out)
 {
     if (!text || !*text) return cli_fail(flag, "needs a value");

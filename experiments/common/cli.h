@@ -41,6 +41,12 @@ int cli_parse_size(const char *flag, const char *text, size_t *out);   /* decima
 int cli_parse_int(const char *flag, const char *text, int *out);       /* decimal, int range */
 int cli_parse_double(const char *flag, const char *text, double *out); /* finite only */
 
+/* A size flag of command with a lower bound: text NULL (the flag absent) leaves *out as
+ * it is, or, when required, fails with "--heads: required flag is missing (see linattn
+ * help flops)"; else the size must be >= min ("--heads: must be at least 1"). */
+int cli_parse_size_flag(const char *command, const char *flag, const char *text, int required,
+                        size_t min, size_t *out);
+
 /* text must be one of choices (a NULL-terminated list); *out receives its index.
  * "linattn: --variant: 'foo' is not one of softmax, linear, hard". */
 int cli_parse_choice(const char *flag, const char *text, const char *const *choices, int *out);

@@ -29,6 +29,12 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+double res_median(double *x, size_t n)
+{
+    qsort(x, n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
 int res_time(res_body body, void *ctx, const res_rule *rule, res_timing *out)
 {
     const int min_reps = rule->min_reps < 1 ? 1 : rule->min_reps;
@@ -50,11 +56,10 @@ int res_time(res_body body, void *ctx, const res_rule *rule, res_timing *out)
         samples[n] = res_now() - t0;
         total += samples[n++];
     }
-    qsort(samples, (size_t)n, sizeof *samples, cmp_double);
     out->reps = n;
+    out->median_s = res_median(samples, (size_t)n);
     out->min_s = samples[0];
     out->max_s = samples[n - 1];
-    out->median_s = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
 done:
     free(samples);
     return rc;
@@ -402,9 +407,8 @@ void res_write_meta(FILE *out, const char *experiment, const char *about, int ar
                     "bound, monotone over the sweep");
 }
 
-res_file *res_open_stream(FILE *out, const char *experiment, const char *about,
-                          const char *columns, const char *extra, int argc, char **argv, char *err,
-                          size_t err_size)
+res_file *res_open_stream(FILE *out, const char *experiment, const char *about, const char *columns,
+                          const char *extra, int argc, char **argv, char *err, size_t err_size)
 {
     res_file *f = calloc(1, sizeof *f);
     if (!f || !(f->path = dup_string("(standard output)")) || split_columns(f, columns) != 0) {

@@ -40,6 +40,10 @@ typedef struct {
     double min_total_s, slow_s;
 } res_rule;
 
+/* The median of x[0..n) (n >= 1), sorting x in place: the timer's, and decode's over
+ * tokens. */
+double res_median(double *x, size_t n);
+
 /* Times body(ctx) by the rule. Returns 0, the first nonzero value body returned (then
  * *out is undefined), or -1 when it could not allocate its samples. The one timer. */
 typedef int (*res_body)(void *ctx);
@@ -84,9 +88,8 @@ res_file *res_open(const char *path, const char *experiment, const char *about, 
  * the metadata header, then extra (more `# ` lines, each ending in a newline; NULL for
  * none), then the header row. No --resume, no key (n_key 0). res_close flushes the
  * stream and leaves it open. Returns NULL and a reason in err on failure. */
-res_file *res_open_stream(FILE *out, const char *experiment, const char *about,
-                          const char *columns, const char *extra, int argc, char **argv, char *err,
-                          size_t err_size);
+res_file *res_open_stream(FILE *out, const char *experiment, const char *about, const char *columns,
+                          const char *extra, int argc, char **argv, char *err, size_t err_size);
 
 /* The metadata header alone (the `#` lines above, without the header row), for output
  * that is not CSV but states the same facts (bench's table). */
