@@ -188,7 +188,7 @@ static size_t causal_forms(const char **names)
 void cmd_bench_help(FILE *out)
 {
     const char *forms[LA_KERNEL_COUNT + 1];
-    char names[512], words[512] = "", list[512] = "", text[1024];
+    char names[512], words[512] = "", list[512] = "", text[2048];
     const size_t n_forms = causal_forms(forms);
     size_t used = 0, list_used = 0;
     for (size_t i = 0; i < n_forms; i++) {
