@@ -19,19 +19,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char help_text[] =
+static const char help_usage[] =
     "usage: linattn results [--out-dir DIR] [--plots-dir DIR] [--only LIST] [--resume]\n"
     "                       [--quick] [--summary | --no-summary]\n"
     "\n"
     "Runs the default experiment suite and prints a summary; `make results` runs it and\n"
     "then renders the figures (`make plots`) and prints the summary again with them.\n"
-    "The suite (each is also a command of its own, with --help):\n"
-    "  scaling       linattn scaling --n 128:65536 --d 64 --heads 1 --max-seconds 10\n"
-    "  crossover     linattn crossover (d = 16..256, 4 heads)\n"
-    "  decode        linattn decode --tokens 8192 --heads 8 --d 64\n"
-    "  accuracy      linattn accuracy --n 16:4096\n"
-    "  params-sweep  linattn params-sweep (D = 64..8192 and the standard models)\n"
-    "  block-sweep   linattn block-sweep --n 64:8192 --d-model 512\n"
+    "The suite (each is also a command of its own, with --help):\n";
+static const char help_options[] =
     "\n"
     "  --out-dir DIR    where the CSV files go (default results)\n"
     "  --plots-dir DIR  where the summary looks for figures (default plots)\n"
@@ -44,14 +39,58 @@ static const char help_text[] =
     "  --no-summary     run the suite without the summary (make results prints it after\n"
     "                   rendering the figures)\n";
 
+/* ---------------------------------------------------------------- the suite */
+
+enum { MAX_ARGS = 32, SUITE_ARGS = 16 };
+
+/* One experiment of the suite: a command of main.c's table (la_command_find), run with
+ * args (quick_args under --quick; both NULL-terminated), then --resume when given and
+ * --out DIR/file. The embedded configuration, sized so the whole suite takes well under
+ * 15 minutes on a 2-core machine. */
+typedef struct {
+    const char *command;
+    const char *file;
+    const char *note; /* for the help, where args do not say it ("" when they do) */
+    const char *args[SUITE_ARGS];
+    const char *quick_args[SUITE_ARGS];
+} experiment;
+
+// clang-format off
+static const experiment suite[] = {
+    {"scaling", "scaling.csv", "",
+     {"--n", "128:65536", "--d", "64", "--heads", "1", "--max-seconds", "10", "--max-mem", "8G"},
+     {"--n", "64:1024", "--d", "64", "--heads", "1", "--max-seconds", "1", "--max-mem", "8G",
+      "--min-time", "0.02"}},
+    {"crossover", "crossover.csv", " (d = 16..256, 4 heads)",
+     {NULL},
+     {"--d", "16,64", "--n", "16:1024", "--min-time", "0.02", "--bisect-steps", "2"}},
+    {"decode", "decode.csv", "",
+     {"--tokens", "8192", "--heads", "8", "--d", "64"},
+     {"--tokens", "256", "--heads", "8", "--d", "64"}},
+    {"accuracy", "accuracy.csv", "",
+     {"--n", "16:4096"},
+     {"--n", "16:256", "--fixed-n", "200"}},
+    {"params-sweep", "params.csv", " (D = 64..8192 and the standard models)",
+     {NULL},
+     {NULL}},
+    {"block-sweep", "block.csv", " (D = 512)",
+     {"--n", "64:8192"},
+     {"--n", "64:512", "--d-model", "128", "--min-time", "0.02"}},
+};
+// clang-format on
+enum { N_EXPERIMENTS = sizeof suite / sizeof suite[0] };
+
 void cmd_results_help(FILE *out)
 {
-    fputs(help_text, out);
+    fputs(help_usage, out);
+    for (size_t i = 0; i < N_EXPERIMENTS; i++) {
+        fprintf(out, "  %-13s linattn %s", suite[i].command, suite[i].command);
+        for (const char *const *a = suite[i].args; *a; a++)
+            fprintf(out, " %s", *a);
+        fprintf(out, "%s\n", suite[i].note);
+    }
+    fputs(help_options, out);
 }
-
-enum { N_EXPERIMENTS = 6, MAX_ARGS = 32 };
-static const char *const experiment_names[] = {"scaling",      "crossover",   "decode", "accuracy",
-                                               "params-sweep", "block-sweep", NULL};
 
 typedef struct {
     const char *out_dir, *plots_dir;
@@ -76,13 +115,16 @@ static int parse(int argc, char **argv, config *c)
     if (rc) return rc;
     c->out_dir = out_dir ? out_dir : "results";
     c->plots_dir = plots_dir ? plots_dir : "plots";
-    for (int i = 0; i < N_EXPERIMENTS; i++)
+    for (size_t i = 0; i < N_EXPERIMENTS; i++)
         c->selected[i] = 1;
     if (only) {
+        const char *names[N_EXPERIMENTS + 1];
+        for (size_t i = 0; i < N_EXPERIMENTS; i++)
+            names[i] = suite[i].command;
+        names[N_EXPERIMENTS] = NULL;
         int which[N_EXPERIMENTS];
         size_t count;
-        if ((rc = cli_parse_choice_list("--only", only, experiment_names, which, N_EXPERIMENTS,
-                                        &count)))
+        if ((rc = cli_parse_choice_list("--only", only, names, which, N_EXPERIMENTS, &count)))
             return rc;
         memset(c->selected, 0, sizeof c->selected);
         for (size_t i = 0; i < count; i++)
@@ -90,8 +132,6 @@ static int parse(int argc, char **argv, config *c)
     }
     return 0;
 }
-
-/* ---------------------------------------------------------------- the suite */
 
 /* An argument vector under construction: the experiment's name, its flags, --out. */
 typedef struct {
@@ -106,43 +146,16 @@ static void arg(args *a, const char *s)
     a->argv[a->argc] = NULL;
 }
 
-/* The embedded default configuration of each experiment (and the --quick one). */
-static void configure(int which, const config *c, args *a)
+/* The command line of suite[which] under c's flags. */
+static void configure(size_t which, const config *c, args *a)
 {
-    static const char *const files[] = {"scaling.csv",  "crossover.csv", "decode.csv",
-                                        "accuracy.csv", "params.csv",    "block.csv"};
+    const experiment *e = &suite[which];
     a->argc = 0;
-    arg(a, experiment_names[which]);
-    const int q = c->quick;
-    switch (which) {
-    case 0:
-        arg(a, "--n"), arg(a, q ? "64:1024" : "128:65536");
-        arg(a, "--d"), arg(a, "64"), arg(a, "--heads"), arg(a, "1");
-        arg(a, "--max-seconds"), arg(a, q ? "1" : "10");
-        arg(a, "--max-mem"), arg(a, "8G");
-        if (q) arg(a, "--min-time"), arg(a, "0.02");
-        break;
-    case 1:
-        if (q)
-            arg(a, "--d"), arg(a, "16,64"), arg(a, "--n"), arg(a, "16:1024"), arg(a, "--min-time"),
-                arg(a, "0.02"), arg(a, "--bisect-steps"), arg(a, "2");
-        break;
-    case 2:
-        arg(a, "--tokens"), arg(a, q ? "256" : "8192");
-        arg(a, "--heads"), arg(a, "8"), arg(a, "--d"), arg(a, "64");
-        break;
-    case 3:
-        arg(a, "--n"), arg(a, q ? "16:256" : "16:4096");
-        if (q) arg(a, "--fixed-n"), arg(a, "200");
-        break;
-    case 4: break;
-    case 5:
-        arg(a, "--n"), arg(a, q ? "64:512" : "64:8192");
-        if (q) arg(a, "--d-model"), arg(a, "128"), arg(a, "--min-time"), arg(a, "0.02");
-        break;
-    }
+    arg(a, e->command);
+    for (const char *const *s = c->quick ? e->quick_args : e->args; *s; s++)
+        arg(a, *s);
     if (c->resume) arg(a, "--resume");
-    snprintf(a->out, sizeof a->out, "%s/%s", c->out_dir, files[which]);
+    snprintf(a->out, sizeof a->out, "%s/%s", c->out_dir, e->file);
     arg(a, "--out"), arg(a, a->out);
 }
 
@@ -417,7 +430,7 @@ int cmd_results(int argc, char **argv)
         printf("note: other processes keep %.0f%% of the cores busy: the timings will be\n"
                "noisier and slower than on an idle machine\n",
                100 * busy);
-    for (int i = 0; i < N_EXPERIMENTS; i++) {
+    for (size_t i = 0; i < N_EXPERIMENTS; i++) {
         if (!c.selected[i]) continue;
         args a;
         configure(i, &c, &a);
@@ -428,12 +441,12 @@ int cmd_results(int argc, char **argv)
         fflush(stdout);
         double t0 = res_now();
         /* through main.c's table, as `linattn NAME ...` would run it */
-        const la_command *command = la_command_find(experiment_names[i]);
+        const la_command *command = la_command_find(suite[i].command);
         int r = command ? command->run(a.argc, a.argv)
-                        : cli_fail("results", "%s: no such command", experiment_names[i]);
+                        : cli_fail("results", "%s: no such command", suite[i].command);
         char took[32];
         res_format_duration(res_now() - t0, took, sizeof took);
-        printf("== %s: %s in %s\n", experiment_names[i], r == 0 ? "done" : "FAILED", took);
+        printf("== %s: %s in %s\n", suite[i].command, r == 0 ? "done" : "FAILED", took);
         fflush(stdout);
         if (r != 0) failed++;
     }
