@@ -202,11 +202,13 @@ static void summary_scaling(const config *c)
         const char *row = res_row_at(f, i);
         char name[64];
         double e, theory, lo, hi;
+        char theory_text[32] = "?"; /* empty for a kernel scaling has no exponent for */
         res_get_str(f, row, "variant", name, sizeof name);
-        res_get(f, row, "theory_exponent", &theory);
+        if (res_get(f, row, "theory_exponent", &theory) == 0)
+            snprintf(theory_text, sizeof theory_text, "%.0f", theory);
         if (res_get(f, row, "fitted_exponent", &e) == 0 && res_get(f, row, "fit_n_min", &lo) == 0 &&
             res_get(f, row, "fit_n_max", &hi) == 0)
-            printf("  %-24s e = %.2f  (theory %.0f, N = %.0f..%.0f)\n", name, e, theory, lo, hi);
+            printf("  %-24s e = %.2f  (theory %s, N = %.0f..%.0f)\n", name, e, theory_text, lo, hi);
         else
             printf("  %-24s too few points to fit\n", name);
     }
