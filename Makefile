@@ -1,6 +1,7 @@
 # linattn — build, test, benchmark, results.
 #   make            build/liblinattn.a, build/liblinattn.so, build/linattn
-#   make test       unit tests (cmocka) and the NumPy check of `linattn attend`
+#   make test       unit tests (cmocka), the NumPy checks of `linattn attend` and `block`,
+#                   and the command's own checks (tests/command/)
 #   make results    run the experiment suite, write results/*.csv and plots/*.png|svg
 #   make plots      re-render plots/ from the CSV in results/
 #   make bench      the benchmark goal table: kernels against BLIS sgemm in one process,
@@ -49,18 +50,26 @@ LDFLAGS += -fopenmp $(filter -fsanitize=%,$(OPT))
 LIB_SRC := $(wildcard lib/*/*.c)
 LIB_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
 COUNT_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/count/lib/%.o)
+# The command: main.c and one file per subcommand in experiments/, linked with the helpers
+# they share (experiments/common/: flags, the results-file writer, timers, inputs), which
+# are built once into build/libcommand.a for the command and its tests.
 CMD_SRC := $(wildcard experiments/*.c)
 CMD_OBJ := $(CMD_SRC:experiments/%.c=$(BUILD)/experiments/%.o)
+COMMON_SRC := $(wildcard experiments/common/*.c)
+COMMON_OBJ := $(COMMON_SRC:experiments/%.c=$(BUILD)/experiments/%.o)
 TEST_SRC := $(wildcard tests/*/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # Test programs that link the FLOP-counting library (-DLA_COUNT_FLOPS) instead.
 COUNTED_TEST_BIN := $(BUILD)/tests/attention/test_cost
+CMD_TEST_BIN := $(filter $(BUILD)/tests/command/%,$(TEST_BIN))
+LIB_TEST_BIN := $(filter-out $(CMD_TEST_BIN) $(COUNTED_TEST_BIN),$(TEST_BIN))
 TEST_UTIL := $(BUILD)/tests/testutil.o
-HEADERS := $(wildcard lib/*.h lib/*/*.h) $(wildcard experiments/*.h) $(wildcard tests/*.h)
+HEADERS := $(wildcard lib/*.h lib/*/*.h) $(wildcard experiments/*.h experiments/common/*.h) \
+           $(wildcard tests/*.h)
 
 .PHONY: all deps test test-portable bench results plots fuzz check-torch install clean
 .SECONDARY:
-all: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn
+all: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn $(BUILD)/libcommand.a
 
 # One stamp per set of packages; every object waits for it (order-only).
 build/.deps-build:
@@ -102,15 +111,19 @@ $(BUILD)/liblinattn.so: $(LIB_OBJ) lib/linattn.h
 	  echo '  local: *; };'; } > $(BUILD)/linattn.map
 	$(CC) -shared $(LDFLAGS) -Wl,--exclude-libs,ALL -Wl,--version-script=$(BUILD)/linattn.map \
 	    -Wl,-soname,liblinattn.so -o $@ $(LIB_OBJ) $(LDLIBS)
-$(BUILD)/linattn: $(CMD_OBJ) $(BUILD)/liblinattn.a
+$(BUILD)/libcommand.a: $(COMMON_OBJ)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/linattn: $(CMD_OBJ) $(BUILD)/libcommand.a $(BUILD)/liblinattn.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(filter-out $(COUNTED_TEST_BIN),$(TEST_BIN)): %: %.o $(TEST_UTIL) $(BUILD)/liblinattn.a
+$(LIB_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/liblinattn.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
+$(CMD_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/libcommand.a $(BUILD)/liblinattn.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
 $(COUNTED_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/count/liblinattn.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
 
 # Every test program runs even when an earlier one fails; the verdict is the last line.
-test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so | build/.deps-test
+test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a | build/.deps-test
 	@passed=0; failed=0; \
 	echo "== scripts/check-exports"; \
 	if scripts/check-exports $(BUILD)/liblinattn.so; then passed=$$((passed+1)); \
@@ -119,6 +132,9 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so | build/.deps-test
 	if [ "$(SANITIZE)" = 1 ]; then echo "check-install: skipped under SANITIZE=1 (it installs the plain build)"; \
 	elif scripts/check-install; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: scripts/check-install"; fi; \
+	echo "== tests/command/check_command.sh"; \
+	if tests/command/check_command.sh $(BUILD)/libcommand.a $(CMD_OBJ); then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: tests/command/check_command.sh"; fi; \
 	for t in $(TEST_BIN); do \
 	    echo "== $$t"; \
 	    if $$t; then passed=$$((passed+1)); else failed=$$((failed+1)); echo "FAILED: $$t"; fi; \
@@ -126,6 +142,9 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so | build/.deps-test
 	echo "== tests/command/attend_numpy.py"; \
 	if /usr/bin/python3 tests/command/attend_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/attend_numpy.py"; fi; \
+	echo "== tests/command/results_files.py"; \
+	if /usr/bin/python3 tests/command/results_files.py $(BUILD)/linattn; then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: tests/command/results_files.py"; fi; \
 	echo "== tests/command/block_numpy.py"; \
 	if /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/block_numpy.py"; fi; \

@@ -10,24 +10,27 @@
  *   chunk       the chunked causal linear kernel for every chunk size against the
  *               recurrent kernel and the reference: the chunk size must be invisible. */
 #include "commands.h"
-#include "inputs.h"
+#include "common/inputs.h"
+#include "common/kernels.h"
+#include "common/record.h"
+#include "common/sweep.h"
 #include "linattn.h"
-#include "results.h"
-#include "sweep.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cmd_accuracy_help =
+static const char help_text[] =
     "usage: linattn accuracy [--n LO:HI] [--d D] [--heads H] [--fixed-n N]\n"
     "                        [--studies LIST] [--out PATH] [--resume] [--seed N]\n"
     "\n"
     "Compares the attention variants numerically; relative errors are\n"
     "‖y − y_ref‖ / ‖y_ref‖ over the whole output (inf when any value is not finite).\n"
-    "  error_vs_n  every fast kernel, float32 and float64, against the float64\n"
-    "              reference (la_ref_*) on the same inputs, N = LO, 2·LO, …, HI\n"
+    "  error_vs_n  every kernel of the library's registry, float32 and float64, against\n"
+    "              its float64 reference (la_ref_*) on the same inputs, N = LO, 2·LO, …,\n"
+    "              HI; the series:\n";
+static const char help_after_series[] =
     "  distance    linear vs softmax, hard vs softmax and linear vs hard (float64\n"
     "              references) on random inputs and on inputs where one key dominates\n"
     "              every query's scores (logit gap ≈ 16), N = LO … HI\n"
@@ -51,6 +54,24 @@ const char *const cmd_accuracy_help =
     "  --max-mem SIZE   skip (skipped_mem) an N whose reference would hold more than SIZE\n"
     "                   bytes: its N×N scores and the inputs and outputs (default 8G)\n"
     "Inputs are N(0, 1) in float32 (the references get the same values in float64).\n";
+
+/* The series error_vs_n leaves out: their kernels' code is that of series it runs, with
+ * the causal mask. */
+static const char *const left_out_of_error_vs_n[] = {"softmax_materialized_causal", "hard_causal",
+                                                     NULL};
+
+void cmd_accuracy_help(FILE *out)
+{
+    kn_series all[KN_MAX_SERIES];
+    size_t n = kn_all_series(all);
+    int selected[KN_MAX_SERIES];
+    char names[1024];
+    kn_select_all_but(all, n, left_out_of_error_vs_n, selected);
+    fputs(help_text, out);
+    fprintf(out, "%14s", "");
+    cli_print_wrapped(out, kn_series_names(all, n, selected, names, sizeof names), 14);
+    fputs(help_after_series, out);
+}
 
 static const char COLUMNS[] =
     "study,variant,input,n,d,heads,causal,feature_map,eps,chunk,precision,compared_to,"
@@ -92,18 +113,13 @@ static int parse(int argc, char **argv, config *c)
     if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
     if (fixed && (rc = sw_parse_positive("--fixed-n", fixed, &c->fixed_n))) return rc;
     if (studies) {
+        int which[4];
+        size_t count;
+        if ((rc = cli_parse_choice_list("--studies", studies, study_names, which, 4, &count)))
+            return rc;
         memset(c->studies, 0, sizeof c->studies);
-        char buf[64];
-        for (const char *s = studies; *s;) {
-            size_t len = strcspn(s, ",");
-            if (len == 0 || len >= sizeof buf) return cli_fail("--studies", "expected a list");
-            memcpy(buf, s, len);
-            buf[len] = 0;
-            int which;
-            if ((rc = cli_parse_choice("--studies", buf, study_names, &which))) return rc;
-            c->studies[which] = 1;
-            s += len + (s[len] == ',');
-        }
+        for (size_t i = 0; i < count; i++)
+            c->studies[which[i]] = 1;
     }
     return sw_common_finish(&common, &c->common, "results/accuracy.csv", 60, 8.0 * (1 << 30));
 }
@@ -259,22 +275,25 @@ static void fill_inputs(ctx *x, buffers *b, const char *label, int dominant)
     widen(b->v, b->v64, b->elems);
 }
 
+/* The series of error_vs_n, from the registry. */
 typedef struct {
-    const char *name;
-    la_kernel kernel;
-    int causal;
-} variant;
+    kn_series all[KN_MAX_SERIES];
+    int selected[KN_MAX_SERIES];
+    size_t n;
+} series_set;
 
-static const variant fast_kernels[] = {
-    {"softmax", LA_KERNEL_SOFTMAX, 0},
-    {"softmax_materialized", LA_KERNEL_SOFTMAX_MATERIALIZED, 0},
-    {"softmax_causal", LA_KERNEL_SOFTMAX, 1},
-    {"hard", LA_KERNEL_HARD, 0},
-    {"linear", LA_KERNEL_LINEAR, 0},
-    {"linear_causal_chunked", LA_KERNEL_LINEAR, 1},
-    {"linear_causal_recurrent", LA_KERNEL_LINEAR_RECURRENT, 1},
-};
-enum { N_FAST = sizeof fast_kernels / sizeof fast_kernels[0] };
+static void error_vs_n_series(series_set *s)
+{
+    s->n = kn_all_series(s->all);
+    kn_select_all_but(s->all, s->n, left_out_of_error_vs_n, s->selected);
+}
+
+/* The chunk column: the default chunk where the kernel reads it (causal), else none. */
+static size_t chunk_of(const kn_series *var)
+{
+    return var->causal && (la_kernel_get(var->kernel)->params & LA_PARAM_CHUNK) ? LA_DEFAULT_CHUNK
+                                                                                : 0;
+}
 
 static void problem_for(const ctx *x, la_problem *p, size_t n, int causal)
 {
@@ -292,15 +311,18 @@ static void progress(ctx *x, const char *what)
 
 static int study_error_vs_n(ctx *x, const size_t *ns, size_t n_points)
 {
+    series_set set;
+    error_vs_n_series(&set);
     for (size_t pi = 0; pi < n_points; pi++) {
         const size_t n = ns[pi];
         const char *skip = over_budget(x, n);
         if (skip) {
-            for (int vi = 0; vi < N_FAST; vi++) {
-                const variant *var = &fast_kernels[vi];
-                row_key k = {"error_vs_n",    var->name,      "random", n,         var->causal,
-                             LA_FEATURE_ELU1, LA_DEFAULT_EPS, 0,        "float32", "reference_f64"};
-                if (var->kernel == LA_KERNEL_LINEAR && var->causal) k.chunk = LA_DEFAULT_CHUNK;
+            for (size_t vi = 0; vi < set.n; vi++) {
+                if (!set.selected[vi]) continue;
+                const kn_series *var = &set.all[vi];
+                row_key k = {"error_vs_n", var->name,       "random",       n,
+                             var->causal,  LA_FEATURE_ELU1, LA_DEFAULT_EPS, chunk_of(var),
+                             "float32",    "reference_f64"};
                 if (record_skip(x, &k, skip)) return -1;
                 k.precision = "float64";
                 if (record_skip(x, &k, skip)) return -1;
@@ -313,14 +335,14 @@ static int study_error_vs_n(ctx *x, const size_t *ns, size_t n_points)
         char what[64];
         snprintf(what, sizeof what, "error_vs_n N=%zu", n);
         progress(x, what);
-        for (int vi = 0; vi < N_FAST; vi++) {
-            const variant *var = &fast_kernels[vi];
-            row_key k32 = {"error_vs_n",    var->name,      "random", n,         var->causal,
-                           LA_FEATURE_ELU1, LA_DEFAULT_EPS, 0,        "float32", "reference_f64"};
+        for (size_t vi = 0; vi < set.n; vi++) {
+            if (!set.selected[vi]) continue;
+            const kn_series *var = &set.all[vi];
+            row_key k32 = {"error_vs_n", var->name,       "random",       n,
+                           var->causal,  LA_FEATURE_ELU1, LA_DEFAULT_EPS, chunk_of(var),
+                           "float32",    "reference_f64"};
             row_key k64 = k32;
             k64.precision = "float64";
-            if (var->kernel == LA_KERNEL_LINEAR && var->causal)
-                k32.chunk = k64.chunk = LA_DEFAULT_CHUNK;
             if (done_already(x, &k32) && done_already(x, &k64)) continue;
             la_problem p;
             problem_for(x, &p, n, var->causal);
@@ -348,17 +370,22 @@ static int study_error_vs_n(ctx *x, const size_t *ns, size_t n_points)
 
 /* ---------------------------------------------------------------- distance */
 
+/* The three attentions compared, by name: softmax, linear and hard (their references,
+ * float64), a deliberate comparison of these kernels rather than a sweep of the registry. */
 static int study_distance(ctx *x, const size_t *ns, size_t n_points)
 {
     static const char *const inputs[] = {"random", "dominant_key"};
+    const char *softmax = la_kernel_series(LA_KERNEL_SOFTMAX, 0);
+    const char *linear = la_kernel_series(LA_KERNEL_LINEAR, 0);
+    const char *hard_name = la_kernel_series(LA_KERNEL_HARD, 0);
     for (size_t pi = 0; pi < n_points; pi++) {
         const size_t n = ns[pi];
         for (int dom = 0; dom <= 1; dom++) {
-            row_key lin = {"distance",      "linear",       inputs[dom], n,         0,
-                           LA_FEATURE_ELU1, LA_DEFAULT_EPS, 0,           "float64", "softmax"};
+            row_key lin = {"distance",      linear,         inputs[dom], n,         0,
+                           LA_FEATURE_ELU1, LA_DEFAULT_EPS, 0,           "float64", softmax};
             row_key hard = lin, lin_hard = lin;
-            hard.variant = "hard";
-            lin_hard.compared_to = "hard";
+            hard.variant = hard_name;
+            lin_hard.compared_to = hard_name;
             if (done_already(x, &lin) && done_already(x, &hard) && done_already(x, &lin_hard))
                 continue;
             const char *skip = over_budget(x, n);
@@ -377,9 +404,10 @@ static int study_distance(ctx *x, const size_t *ns, size_t n_points)
             la_problem p;
             problem_for(x, &p, n, 0);
             /* ref = softmax, ref2 = hard, y64 = linear (all float64 references) */
-            la_status st = la_ref_softmax_attention(&p, b.q64, b.k64, b.v64, b.ref);
-            if (st == LA_OK) st = la_ref_hard_attention(&p, b.q64, b.k64, b.v64, b.ref2);
-            if (st == LA_OK) st = la_ref_linear_attention(&p, b.q64, b.k64, b.v64, b.y64);
+            la_status st = la_ref_attention(LA_KERNEL_SOFTMAX, &p, b.q64, b.k64, b.v64, b.ref);
+            if (st == LA_OK) st = la_ref_attention(LA_KERNEL_HARD, &p, b.q64, b.k64, b.v64, b.ref2);
+            if (st == LA_OK)
+                st = la_ref_attention(LA_KERNEL_LINEAR, &p, b.q64, b.k64, b.v64, b.y64);
             if (st != LA_OK) {
                 int rc = record_failure(x, &lin, st);
                 buffers_free(&b);
@@ -412,13 +440,13 @@ static int study_eps(ctx *x)
             snprintf(what, sizeof what, "eps %s %s", la_feature_map_name(fm),
                      causal ? "causal" : "non-causal");
             progress(x, what);
-            const char *name = causal ? "linear_causal_chunked" : "linear";
+            const char *name = la_kernel_series(LA_KERNEL_LINEAR, causal);
             la_problem p;
             problem_for(x, &p, n, causal);
             p.feature_map = fm;
             p.eps = 0;
             /* ref2 = the float64 reference at ε = 0 */
-            la_status st = la_ref_linear_attention(&p, b.q64, b.k64, b.v64, b.ref2);
+            la_status st = la_ref_attention(LA_KERNEL_LINEAR, &p, b.q64, b.k64, b.v64, b.ref2);
             for (size_t e = 0; e < sizeof eps_values / sizeof eps_values[0]; e++) {
                 row_key vs0 = {"eps",     name,   "random",      n,
                                causal,    fm,     eps_values[e], causal ? LA_DEFAULT_CHUNK : 0,
@@ -429,7 +457,8 @@ static int study_eps(ctx *x)
                 if (done_already(x, &vs0) && done_already(x, &f32)) continue;
                 p.eps = eps_values[e];
                 la_status s2 =
-                    st == LA_OK ? la_ref_linear_attention(&p, b.q64, b.k64, b.v64, b.ref) : st;
+                    st == LA_OK ? la_ref_attention(LA_KERNEL_LINEAR, &p, b.q64, b.k64, b.v64, b.ref)
+                                : st;
                 if (s2 != LA_OK) {
                     if (record_failure(x, &vs0, s2)) goto fail;
                     continue;
@@ -453,8 +482,12 @@ fail:
 
 /* ---------------------------------------------------------------- chunk */
 
+/* The chunked causal form of linear attention against its recurrent kernel: a named pair
+ * (the two causal forms of linear attention in the registry). */
 static int study_chunk(ctx *x)
 {
+    const char *chunked = la_kernel_series(LA_KERNEL_LINEAR, 1);
+    const char *recurrent_name = la_kernel_series(LA_KERNEL_LINEAR_RECURRENT, 1);
     const size_t n = x->c->fixed_n;
     buffers b;
     if (buffers_alloc(&b, x->c->heads * n * x->c->d)) return -1;
@@ -467,18 +500,11 @@ static int study_chunk(ctx *x)
     la_problem p;
     problem_for(x, &p, n, 1);
     /* the recurrent kernel against the reference: the line the chunked forms sit on */
-    const row_key rec_key = {"chunk",
-                             "linear_causal_recurrent",
-                             "random",
-                             n,
-                             1,
-                             LA_FEATURE_ELU1,
-                             LA_DEFAULT_EPS,
-                             0,
-                             "float32",
-                             "reference_f64"};
-    la_status st = la_ref_linear_attention(&p, b.q64, b.k64, b.v64, b.ref);
-    if (st == LA_OK) st = la_linear_attention_recurrent_f32(&p, b.q, b.k, b.v, recurrent);
+    const row_key rec_key = {"chunk",         recurrent_name, "random", n,         1,
+                             LA_FEATURE_ELU1, LA_DEFAULT_EPS, 0,        "float32", "reference_f64"};
+    la_status st = la_ref_attention(LA_KERNEL_LINEAR_RECURRENT, &p, b.q64, b.k64, b.v64, b.ref);
+    if (st == LA_OK)
+        st = la_attention_f32(LA_KERNEL_LINEAR_RECURRENT, &p, b.q, b.k, b.v, recurrent);
     if (st != LA_OK) {
         rc = record_failure(x, &rec_key, st) ? -1 : 0;
         goto done;
@@ -486,14 +512,13 @@ static int study_chunk(ctx *x)
     widen(recurrent, recurrent64, b.elems);
     if (!done_already(x, &rec_key) && record(x, &rec_key, recurrent64, b.ref, b.elems)) goto done;
     for (size_t chunk = 1;; chunk = chunk * 2 > n ? n : chunk * 2) {
-        row_key vs_rec = {"chunk",   "linear_causal_chunked", "random",       n,
-                          1,         LA_FEATURE_ELU1,         LA_DEFAULT_EPS, chunk,
-                          "float32", "recurrent_f32"};
+        row_key vs_rec = {"chunk",         chunked,        "random", n,         1,
+                          LA_FEATURE_ELU1, LA_DEFAULT_EPS, chunk,    "float32", "recurrent_f32"};
         row_key vs_ref = vs_rec;
         vs_ref.compared_to = "reference_f64";
         if (!(done_already(x, &vs_rec) && done_already(x, &vs_ref))) {
             p.chunk = chunk;
-            st = la_linear_attention_f32(&p, b.q, b.k, b.v, b.y32);
+            st = la_attention_f32(LA_KERNEL_LINEAR, &p, b.q, b.k, b.v, b.y32);
             if (st != LA_OK) {
                 if (record_failure(x, &vs_ref, st)) goto done;
             } else {
@@ -517,21 +542,16 @@ done:
 static void summarize(ctx *x, const size_t *ns, size_t n_points)
 {
     if (x->c->studies[0]) {
-        for (int vi = 0; vi < N_FAST; vi++) {
+        series_set set;
+        error_vs_n_series(&set);
+        for (size_t vi = 0; vi < set.n; vi++) {
+            if (!set.selected[vi]) continue;
+            const kn_series *var = &set.all[vi];
             double worst = 0;
             for (size_t i = 0; i < n_points; i++) {
-                row_key k = {"error_vs_n",
-                             fast_kernels[vi].name,
-                             "random",
-                             ns[i],
-                             fast_kernels[vi].causal,
-                             LA_FEATURE_ELU1,
-                             LA_DEFAULT_EPS,
-                             fast_kernels[vi].kernel == LA_KERNEL_LINEAR && fast_kernels[vi].causal
-                                 ? LA_DEFAULT_CHUNK
-                                 : 0,
-                             "float32",
-                             "reference_f64"};
+                row_key k = {"error_vs_n", var->name,       "random",       ns[i],
+                             var->causal,  LA_FEATURE_ELU1, LA_DEFAULT_EPS, chunk_of(var),
+                             "float32",    "reference_f64"};
                 char key[512];
                 key_text(x, &k, key, sizeof key);
                 const char *row = res_find(x->f, key);
@@ -540,7 +560,7 @@ static void summarize(ctx *x, const size_t *ns, size_t n_points)
             }
             printf("accuracy: %-24s float32 vs float64 reference: worst relative error %.2e "
                    "(N = %zu..%zu)\n",
-                   fast_kernels[vi].name, worst, ns[0], ns[n_points - 1]);
+                   var->name, worst, ns[0], ns[n_points - 1]);
         }
     }
     if (x->c->studies[1]) {
@@ -549,13 +569,21 @@ static void summarize(ctx *x, const size_t *ns, size_t n_points)
             /* at the largest N that was measured */
             for (size_t i = n_points; i-- > 0;) {
                 double e1 = NAN, e2 = NAN;
-                row_key k = {"distance",      "linear",       inputs[dom], ns[i],     0,
-                             LA_FEATURE_ELU1, LA_DEFAULT_EPS, 0,           "float64", "softmax"};
+                row_key k = {"distance",
+                             la_kernel_series(LA_KERNEL_LINEAR, 0),
+                             inputs[dom],
+                             ns[i],
+                             0,
+                             LA_FEATURE_ELU1,
+                             LA_DEFAULT_EPS,
+                             0,
+                             "float64",
+                             la_kernel_series(LA_KERNEL_SOFTMAX, 0)};
                 char key[512];
                 key_text(x, &k, key, sizeof key);
                 const char *row = res_find(x->f, key);
                 if (!row || res_get(x->f, row, "rel_error", &e1) != 0) continue;
-                k.variant = "hard";
+                k.variant = la_kernel_series(LA_KERNEL_HARD, 0);
                 key_text(x, &k, key, sizeof key);
                 if ((row = res_find(x->f, key))) res_get(x->f, row, "rel_error", &e2);
                 printf("accuracy: %-12s inputs, N = %zu: ‖linear − softmax‖/‖softmax‖ = %.3g, "

@@ -4,27 +4,23 @@
  * (H,) or (B, H); the output is (…, N, d_v) in the chosen precision. Every malformed
  * input is refused with one line and exit status 2 before any output is written, and
  * the output appears atomically or not at all. */
-#include "cli.h"
 #include "commands.h"
+#include "common/cli.h"
+#include "common/kernels.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cmd_attend_help =
-    "usage: linattn attend --variant softmax|linear|hard --q Q.npy --k K.npy --v V.npy\n"
-    "                      --out Y.npy [options]\n"
-    "\n"
+static const char help_intro[] =
     "Runs one attention kernel on arrays from .npy files and writes the output.\n"
     "Q is (N, d_k), (H, N, d_k) or (B, H, N, d_k); K is (…, M, d_k) and V (…, M, d_v)\n"
     "with the same leading dims as Q. Inputs may be float32 or float64; they are\n"
     "converted to --precision. The output Y is (…, N, d_v) in that precision, written\n"
     "atomically (a temporary file, then rename): on any error no file appears.\n"
     "\n"
-    "required:\n"
-    "  --variant V          softmax: softmax(Q Kᵀ · scale) V\n"
-    "                       hard:    the V row of the best-scoring visible key (ties: lowest)\n"
-    "                       linear:  φ(q)ᵀ S / (φ(q)ᵀ z + eps), Katharopoulos et al. 2020\n"
+    "required:\n";
+static const char help_options[] =
     "  --q Q.npy, --k K.npy, --v V.npy   the inputs\n"
     "  --out Y.npy          the output\n"
     "\n"
@@ -34,14 +30,8 @@ const char *const cmd_attend_help =
     "                       inputs: keys j >= L[b] are hidden; each in [0, M] [none]\n"
     "                       (a query that sees no key gets a zero row)\n"
     "  --precision P        float32 or float64 [float32]\n"
-    "  --threads T          OpenMP threads, T >= 1 [LA_NUM_THREADS, else all cores]\n"
-    "  --scale S            softmax and hard only: logits = q·k · S [1/sqrt(d_k)]\n"
-    "  --feature-map F      linear only: elu (φ = elu + 1) or relu [elu]\n"
-    "  --eps E              linear only: E >= 0 in the denominator [1e-6]\n"
-    "  --kernel K           softmax: fused (online softmax, no N×M matrix) or\n"
-    "                       materialized (N×M scores) [fused];\n"
-    "                       linear with --causal: chunked or recurrent [chunked]\n"
-    "  --chunk C            linear --causal chunked: tokens per chunk, C >= 1 [32]\n"
+    "  --threads T          OpenMP threads, T >= 1 [LA_NUM_THREADS, else all cores]\n";
+static const char help_end[] =
     "\n"
     "exit status: 0 done, 2 bad flags or inputs (one line on stderr: linattn: WHAT: why)\n"
     "\n"
@@ -49,11 +39,122 @@ const char *const cmd_attend_help =
     "  linattn attend --variant linear --causal --q q.npy --k k.npy --v v.npy \\\n"
     "      --out y.npy --precision float64\n";
 
-enum { VARIANT_SOFTMAX, VARIANT_LINEAR, VARIANT_HARD };
-static const char *const variant_names[] = {"softmax", "linear", "hard", NULL};
+/* ---------------------------------------------------------------- kernels */
+
+/* --variant names a family of the registry (common/kernels.h) and --kernel one of its
+ * forms; which flags apply follows the chosen kernel's params. */
+
+static int is_family(la_kernel k)
+{
+    return kn_family(k) == k;
+}
+
+/* The LA_PARAM_* bits any kernel of the family reads. */
+static unsigned family_params(la_kernel family)
+{
+    unsigned params = 0;
+    for (int k = 0; k < LA_KERNEL_COUNT; k++)
+        if (kn_family((la_kernel)k) == family) params |= la_kernel_get((la_kernel)k)->params;
+    return params;
+}
+
+static int family_reads_scale(la_kernel k)
+{
+    return is_family(k) && (family_params(k) & LA_PARAM_SCALE);
+}
+static int family_reads_feature_map(la_kernel k)
+{
+    return is_family(k) && (family_params(k) & LA_PARAM_FEATURE_MAP);
+}
+static int family_reads_eps(la_kernel k)
+{
+    return is_family(k) && (family_params(k) & LA_PARAM_EPS);
+}
+
+/* "softmax and hard" (or, with conjunction "or", "softmax or hard"): the families keep
+ * accepts. */
+static const char *family_list(int (*keep)(la_kernel), const char *conjunction, char *buf,
+                               size_t size)
+{
+    char names[512];
+    kn_kernel_names(keep, 1, ", ", names, sizeof names);
+    char *last = strrchr(names, ',');
+    if (last)
+        snprintf(buf, size, "%.*s %s %s", (int)(last - names), names, conjunction, last + 2);
+    else
+        snprintf(buf, size, "%s", names);
+    return buf;
+}
+
+/* "--variant linear --causal (chunked)": where --chunk applies (the causal kernels that
+ * read LA_PARAM_CHUNK), joined by " or ". */
+static const char *chunk_places(char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        if (!(la_kernel_get((la_kernel)k)->params & LA_PARAM_CHUNK) || !kn_allows((la_kernel)k, 1))
+            continue;
+        la_kernel family = kn_family((la_kernel)k), causal_kernels[LA_KERNEL_COUNT];
+        char form[96] = "";
+        if (kn_family_kernels(family, 1, causal_kernels) > 1)
+            snprintf(form, sizeof form, " (%s)", kn_form((la_kernel)k));
+        int len = snprintf(buf + used, size - used, "%s--variant %s --causal%s", used ? " or " : "",
+                           kn_cli_name(family), form);
+        if (len < 0 || (size_t)len >= size - used) break;
+        used += (size_t)len;
+    }
+    return buf;
+}
+
+void cmd_attend_help(FILE *out)
+{
+    char names[512], text[512];
+    fprintf(out,
+            "usage: linattn attend --variant %s --q Q.npy --k K.npy --v V.npy\n"
+            "                      --out Y.npy [options]\n\n",
+            kn_kernel_names(is_family, 1, "|", names, sizeof names));
+    fputs(help_intro, out);
+    fprintf(out, "  --variant V          the attention: %s (the kernels below)\n",
+            family_list(is_family, "or", names, sizeof names));
+    fputs(help_options, out);
+    fprintf(out, "  --scale S            %s only: logits = q·k · S [1/sqrt(d_k)]\n",
+            family_list(family_reads_scale, "and", names, sizeof names));
+    fprintf(out, "  --feature-map F      %s only: elu (φ = elu + 1) or relu [elu]\n",
+            family_list(family_reads_feature_map, "and", names, sizeof names));
+    fprintf(out, "  --eps E              %s only: E >= 0 in the denominator [1e-6]\n",
+            family_list(family_reads_eps, "and", names, sizeof names));
+    fputs("  --kernel K           the variant's kernel, by the name below, where it has more\n"
+          "                       than one for the --causal given [the first listed]\n",
+          out);
+    snprintf(text, sizeof text, "%s: tokens per chunk, C >= 1 [%d]",
+             chunk_places(names, sizeof names), LA_DEFAULT_CHUNK);
+    fputs("  --chunk C            ", out);
+    cli_print_wrapped(out, text, 23);
+
+    /* the registry's kernels by family: variant, kernel, summary */
+    fputs("\nkernels (--variant V [--kernel K]; the library's registry):\n", out);
+    for (int f = 0; f < LA_KERNEL_COUNT; f++) {
+        if (!is_family((la_kernel)f)) continue;
+        la_kernel members[LA_KERNEL_COUNT];
+        size_t n_members = 0;
+        for (int k = 0; k < LA_KERNEL_COUNT; k++)
+            if (kn_family((la_kernel)k) == (la_kernel)f) members[n_members++] = (la_kernel)k;
+        for (size_t i = 0; i < n_members; i++) {
+            const la_kernel_info *info = la_kernel_get(members[i]);
+            snprintf(text, sizeof text, "%s%s", info->summary,
+                     info->causal == LA_CAUSAL_REQUIRED  ? " (--causal only)"
+                     : info->causal == LA_CAUSAL_REFUSED ? " (not --causal)"
+                                                         : "");
+            fprintf(out, "  %-9s %-13s ", i == 0 ? kn_cli_name((la_kernel)f) : "",
+                    n_members > 1 ? kn_form(members[i]) : "");
+            cli_print_wrapped(out, text, 26);
+        }
+    }
+    fputs(help_end, out);
+}
+
 static const char *const precision_names[] = {"float32", "float64", NULL};
-static const char *const softmax_kernels[] = {"fused", "materialized", NULL};
-static const char *const linear_kernels[] = {"chunked", "recurrent", NULL};
 
 /* The flags' texts, as given (NULL when absent). */
 typedef struct {
@@ -62,37 +163,58 @@ typedef struct {
     int causal;
 } attend_args;
 
-/* The kernel and the problem's knobs from the flags, each checked against the variant. */
-static int choose_kernel(const attend_args *a, int variant, la_kernel *kernel)
+/* The kernel from --variant and --kernel, and the problem's knobs checked against what it
+ * reads (its LA_PARAM_* bits). */
+static int choose_kernel(const attend_args *a, la_kernel *kernel)
 {
-    int choice = 0, rc;
-    switch (variant) {
-    case VARIANT_SOFTMAX:
-        if (a->kernel && (rc = cli_parse_choice("--kernel", a->kernel, softmax_kernels, &choice)))
-            return rc;
-        *kernel = choice == 0 ? LA_KERNEL_SOFTMAX : LA_KERNEL_SOFTMAX_MATERIALIZED;
-        break;
-    case VARIANT_HARD:
-        if (a->kernel) return cli_fail("--kernel", "--variant hard has a single kernel");
-        *kernel = LA_KERNEL_HARD;
-        break;
-    default:
-        if (a->kernel && !a->causal)
-            return cli_fail("--kernel", "applies to --variant linear with --causal only");
-        if (a->kernel && (rc = cli_parse_choice("--kernel", a->kernel, linear_kernels, &choice)))
-            return rc;
-        *kernel = choice == 0 ? LA_KERNEL_LINEAR : LA_KERNEL_LINEAR_RECURRENT;
-        break;
+    char names[512];
+    la_kernel family;
+    if (la_kernel_parse(a->variant, &family) != LA_OK || !is_family(family))
+        return cli_fail("--variant", "'%s' is not one of %s", a->variant,
+                        kn_kernel_names(is_family, 1, ", ", names, sizeof names));
+    const char *variant = kn_cli_name(family);
+
+    /* the family's kernels for this --causal; --kernel picks one where there is a choice */
+    la_kernel forms[LA_KERNEL_COUNT], causal_forms[LA_KERNEL_COUNT];
+    const size_t n_forms = kn_family_kernels(family, a->causal, forms);
+    const size_t n_causal_forms = kn_family_kernels(family, 1, causal_forms);
+    if (n_forms == 0)
+        return cli_fail("--causal", "--variant %s has no %s kernel", variant,
+                        a->causal ? "causal" : "non-causal");
+    *kernel = forms[0];
+    if (a->kernel && n_forms == 1) {
+        if (!a->causal && n_causal_forms > 1)
+            return cli_fail("--kernel", "applies to --variant %s with --causal only", variant);
+        return cli_fail("--kernel", "--variant %s has a single kernel", variant);
     }
-    if (a->chunk && !(variant == VARIANT_LINEAR && a->causal && *kernel == LA_KERNEL_LINEAR))
-        return cli_fail("--chunk", "applies to --variant linear --causal (chunked) only");
-    if (a->scale && variant == VARIANT_LINEAR)
-        return cli_fail("--scale", "applies to softmax and hard only (linear attention does "
-                                   "not scale q·k)");
-    if (a->eps && variant != VARIANT_LINEAR)
-        return cli_fail("--eps", "applies to --variant linear only");
-    if (a->feature_map && variant != VARIANT_LINEAR)
-        return cli_fail("--feature-map", "applies to --variant linear only");
+    if (a->kernel) {
+        size_t i = 0, used = 0;
+        while (i < n_forms && strcmp(a->kernel, kn_form(forms[i])) != 0)
+            i++;
+        if (i == n_forms) {
+            names[0] = 0;
+            for (size_t j = 0; j < n_forms; j++) {
+                int len = snprintf(names + used, sizeof names - used, "%s%s", j ? ", " : "",
+                                   kn_form(forms[j]));
+                if (len > 0 && (size_t)len < sizeof names - used) used += (size_t)len;
+            }
+            return cli_fail("--kernel", "'%s' is not one of %s", a->kernel, names);
+        }
+        *kernel = forms[i];
+    }
+
+    const unsigned params = la_kernel_get(*kernel)->params;
+    if (a->chunk && !(a->causal && (params & LA_PARAM_CHUNK)))
+        return cli_fail("--chunk", "applies to %s only", chunk_places(names, sizeof names));
+    if (a->scale && !(params & LA_PARAM_SCALE))
+        return cli_fail("--scale", "applies to --variant %s only",
+                        family_list(family_reads_scale, "and", names, sizeof names));
+    if (a->eps && !(params & LA_PARAM_EPS))
+        return cli_fail("--eps", "applies to --variant %s only",
+                        family_list(family_reads_eps, "and", names, sizeof names));
+    if (a->feature_map && !(params & LA_PARAM_FEATURE_MAP))
+        return cli_fail("--feature-map", "applies to --variant %s only",
+                        family_list(family_reads_feature_map, "and", names, sizeof names));
     return 0;
 }
 
@@ -198,13 +320,12 @@ int cmd_attend(int argc, char **argv)
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         if (!required[i][1])
             return cli_fail(required[i][0], "required flag is missing (see linattn help attend)");
-    int variant, precision = 0, threads = 0;
+    int precision = 0, threads = 0;
     la_kernel kernel = LA_KERNEL_SOFTMAX;
     double scale = 0, eps = LA_DEFAULT_EPS;
     size_t chunk = LA_DEFAULT_CHUNK;
     la_feature_map fm = LA_FEATURE_ELU1;
-    if ((rc = cli_parse_choice("--variant", a.variant, variant_names, &variant))) return rc;
-    if ((rc = choose_kernel(&a, variant, &kernel))) return rc;
+    if ((rc = choose_kernel(&a, &kernel))) return rc;
     if (a.precision &&
         (rc = cli_parse_choice("--precision", a.precision, precision_names, &precision)))
         return rc;
@@ -217,8 +338,6 @@ int cmd_attend(int argc, char **argv)
     if (chunk < 1) return cli_fail("--chunk", "must be at least 1");
     if (a.feature_map && la_feature_map_parse(a.feature_map, &fm) != LA_OK)
         return cli_fail("--feature-map", "'%s' is not one of elu, relu", a.feature_map);
-    if (kernel == LA_KERNEL_LINEAR_RECURRENT && !a.causal)
-        return cli_fail("--kernel", "recurrent needs --causal");
     la_dtype dtype = precision == 0 ? LA_FLOAT32 : LA_FLOAT64;
 
     /* step 2: the inputs, converted to the precision, and their shapes */

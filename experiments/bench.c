@@ -1,23 +1,21 @@
 /* bench.c — `linattn bench`: float32 attention kernels timed alone, against BLIS sgemm on
  * a large well-shaped product measured in the same process, so the ratio of the two
- * rates means something; and `--goals`, the issue's goal table on fixed points. */
-#include "cli.h"
+ * rates means something; and `--goals`, the issue's goal table on fixed points. The
+ * kernels are the rows of the library's registry (common/kernels.h), the goals a table
+ * of data (goals[] below). */
 #include "commands.h"
-#include "results.h"  /* res_time: the one timer; the machine facts for the header */
+#include "common/cli.h"
+#include "common/inputs.h"
+#include "common/kernels.h"
+#include "common/record.h" /* res_time: the one timer; the writer's metadata header */
+#include "common/sweep.h"
 
 #include <math.h>
-#include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cmd_bench_help =
-    "usage: linattn bench [--variant LIST] [--n LIST] [--m M] [--heads H] [--d D] [--dv DV]\n"
-    "                     [--causal] [--causal-form chunked|recurrent|chunked,recurrent]\n"
-    "                     [--threads T] [--reps R] [--format table|csv]\n"
-    "       linattn bench --goals [--reps R]\n"
-    "\n"
+static const char help_intro[] =
     "Times float32 attention kernels alone and compares their arithmetic rate with BLIS\n"
     "sgemm measured in the same process. The inputs (random, fixed seed, batch B = 1) are\n"
     "prepared before any timing. Each point runs once to warm up, then at least R times\n"
@@ -32,22 +30,24 @@ const char *const cmd_bench_help =
     "threads), and a kernel with its own register tiles can pass 100% of sgemm where\n"
     "BLIS's kernels are not tuned for the CPU.\n"
     "\n"
-    "variants (--variant takes a comma-separated list; default all four):\n"
-    "  softmax               fused streaming softmax: never holds the N×M scores\n"
-    "  softmax-materialized  the N×M scores, their softmax, then ·V; skipped when the\n"
-    "                        scores would exceed the 4 GiB workspace limit\n"
-    "  linear                linear attention, φ = elu+1; with --causal, the chunked form\n"
-    "                        or the token-by-token recurrent form (--causal-form)\n"
-    "  hard                  argmax attention\n"
+    "variants (--variant takes a comma-separated list of the library's kernels; default\n"
+    "all; a kernel whose workspace would pass the 4 GiB limit is skipped):\n";
+static const char help_columns[] =
     "\n"
-    "columns (--format table or csv; the same names in both):\n"
-    "  variant          as above; the row \"sgemm\" is the yardstick (n, m, d, dv: 2000)\n"
-    "  causal           csv: 0 or 1, and causal_form: chunked, recurrent or - (only causal\n"
-    "                   linear has a form); table: no, yes, or the causal linear form\n"
+    "columns (--format table or csv; the csv is a results file like the experiments':\n"
+    "the same # metadata lines and column names):\n"
+    "  variant          table: the kernel as --variant names it; the row \"sgemm\" is the\n"
+    "                   yardstick (n, m, d_k, d_v: 2000). csv: the series, as in the\n"
+    "                   other result files (softmax, linear_causal_recurrent, …)\n"
+    "  kernel, causal   csv: the registry's kernel and 0 or 1; the table's causal column\n"
+    "                   says no, yes, or the causal form where a kernel has several\n"
     "  n, m             queries N and keys M per head\n"
-    "  heads, d, dv     H, d_k and d_v (csv only; the table's header gives them)\n"
+    "  d_k, d_v, heads, batch\n"
+    "                   csv only (the header's shape line gives them for the table)\n"
     "  threads          OpenMP threads of the kernel; BLIS threads of the sgemm row\n"
-    "  runs             timed runs\n"
+    "  status           csv: ok, skipped_mem (over the workspace limit) or error; the\n"
+    "                   table's note says skipped: why\n"
+    "  reps             timed runs (the table's runs)\n"
     "  median_s, min_s, max_s\n"
     "                   seconds per call over those runs\n"
     "  gflops           FLOPs / median_s / 1e9, with the FLOPs of the library's one model\n"
@@ -57,36 +57,33 @@ const char *const cmd_bench_help =
     "  workspace_bytes  the scratch the kernel allocates, from the cost model: a model of\n"
     "                   its allocations, not a measurement\n"
     "  sgemm_gflops     the yardstick's rate (csv only; the table's header gives it)\n"
-    "  status / note    ok, or skipped: why (a kernel error such as a refused workspace)\n"
-    "The lines starting with # give the command, CPU, cores, load average, git commit,\n"
-    "BLIS kernels and the yardstick's rate.\n"
+    "  note             csv: the library's reason when status is not ok\n"
+    "The lines starting with # give the command, date, CPU, cores, threads, load average,\n"
+    "git commit, BLIS, the shape, the timing rule and the yardstick's rate.\n"
     "\n"
     "options (default in brackets):\n"
-    "  --variant LIST   comma-separated variants [softmax,softmax-materialized,linear,hard]\n"
+    "  --variant LIST   comma-separated kernels, as listed above [all]\n"
     "  --n LIST         comma-separated query counts N [512,2048,8192]\n"
     "  --m M            key count M [N]\n"
     "  --heads H        heads [8]\n"
     "  --d D            d_k [64]\n"
     "  --dv DV          d_v [D]\n"
-    "  --causal         causal mask: query i sees keys j <= i\n"
-    "  --causal-form F  causal linear attention: chunked, recurrent or chunked,recurrent\n"
-    "                   [chunked,recurrent]; only with --causal\n"
+    "  --causal         causal mask: query i sees keys j <= i\n";
+static const char help_options_after_form[] =
     "  --threads T      threads for kernels and sgemm, T >= 1 [LA_NUM_THREADS, else all\n"
     "                   cores]\n"
     "  --reps R         at least R timed runs per point, 1 <= R <= 1000 [5]\n"
     "  --format F       table or csv [table]; rows are printed as they are measured\n"
     "\n"
     "--goals measures the project's performance goals instead, on fixed points (float32,\n"
-    "B = 1, H = 8, d_k = d_v = 64, 2 threads; then 1 thread, the yardstick re-measured):\n"
-    "fused softmax >= 75% of sgemm (N = 1024 … 16384) and <= 0.24 s at N = 4096; causal\n"
-    "softmax >= 1.8× faster than non-causal; linear <= 4 ms at N = 4096 and >= 60% of sgemm\n"
-    "(N = 4096, 16384, 65536); causal linear chunked >= 1.6× faster than recurrent and\n"
-    "within 2× of non-causal; fused softmax workspace the same at N = 1024 and 16384; and\n"
-    "the two rate goals again on 1 thread. It prints the measurement table, one line per\n"
-    "goal (goal, target, measured, met) and \"goals met: X of Y\". To bound its time\n"
-    "(under a minute), a point that cannot take under 1 s per call even at the sgemm\n"
-    "rate runs min(R, 3) times, and a warm-up of 1 s or more counts as the first run.\n"
-    "`make bench` runs it and keeps the output in build/bench.txt.\n"
+    "B = 1, H = 8, d_k = d_v = 64, N = M; the yardstick re-measured for each thread\n"
+    "count):\n";
+static const char help_end[] =
+    "It prints the measurement table, one line per goal (goal, target, measured, met) and\n"
+    "\"goals met: X of Y\". To bound its time (under a minute), a point that cannot take\n"
+    "under 1 s per call even at the sgemm rate runs min(R, 3) times, and a warm-up of 1 s\n"
+    "or more counts as the first run. `make bench` runs it and keeps the output in\n"
+    "build/bench.txt.\n"
     "\n"
     "exit status: 0 done (also when goals are not met or a kernel was skipped), 1 out of\n"
     "memory, 2 bad flags\n"
@@ -96,17 +93,151 @@ const char *const cmd_bench_help =
     "  linattn bench --variant linear --n 4096 --causal --format csv > linear.csv\n"
     "  linattn bench --goals\n";
 
+/* ---------------------------------------------------------------- the goals */
+
+/* A point a goal reads: a series of the registry (la_kernel_series_parse) at N = M, on
+ * a thread count. */
+typedef struct {
+    const char *series;
+    size_t n;
+    int threads;
+} goal_point;
+
+typedef enum {
+    GOAL_RATE,           /* a at >= target % of the yardstick of its thread count */
+    GOAL_TIME,           /* a's median <= target seconds */
+    GOAL_SPEEDUP,        /* b's median / a's median >= target: a is target× faster */
+    GOAL_RATIO,          /* a's median / b's median <= target */
+    GOAL_SAME_WORKSPACE, /* the cost model's workspace of a and b equal (target unused) */
+} goal_kind;
+
+/* One goal: the line it prints, what it compares and its target. */
+typedef struct {
+    const char *text;   /* the goal column */
+    const char *target; /* the target column */
+    goal_kind kind;
+    double value; /* the target as a number */
+    goal_point a, b;
+} goal;
+
+/* The project's performance goals (float32, B = 1, H = 8, d_k = d_v = 64). */
+// clang-format off
+static const goal goals[] = {
+    /* text                                                   target       kind                value
+     *     a: series, N, threads                b (second point) */
+    {"1. fused softmax, N=1024: rate vs sgemm",               ">= 75%",    GOAL_RATE,          75,
+        {"softmax", 1024, 2}, {0}},
+    {"1. fused softmax, N=2048: rate vs sgemm",               ">= 75%",    GOAL_RATE,          75,
+        {"softmax", 2048, 2}, {0}},
+    {"1. fused softmax, N=4096: rate vs sgemm",               ">= 75%",    GOAL_RATE,          75,
+        {"softmax", 4096, 2}, {0}},
+    {"1. fused softmax, N=8192: rate vs sgemm",               ">= 75%",    GOAL_RATE,          75,
+        {"softmax", 8192, 2}, {0}},
+    {"1. fused softmax, N=16384: rate vs sgemm",              ">= 75%",    GOAL_RATE,          75,
+        {"softmax", 16384, 2}, {0}},
+    {"2. fused softmax, N=4096: time",                        "<= 0.24 s", GOAL_TIME,          0.24,
+        {"softmax", 4096, 2}, {0}},
+    {"3. softmax, N=4096: causal speedup over non-causal",    ">= 1.8x",   GOAL_SPEEDUP,       1.8,
+        {"softmax_causal", 4096, 2},        {"softmax", 4096, 2}},
+    {"4. linear, N=4096: time",                               "<= 4 ms",   GOAL_TIME,          .004,
+        {"linear", 4096, 2}, {0}},
+    {"5. linear, N=4096: rate vs sgemm",                      ">= 60%",    GOAL_RATE,          60,
+        {"linear", 4096, 2}, {0}},
+    {"5. linear, N=16384: rate vs sgemm",                     ">= 60%",    GOAL_RATE,          60,
+        {"linear", 16384, 2}, {0}},
+    {"5. linear, N=65536: rate vs sgemm",                     ">= 60%",    GOAL_RATE,          60,
+        {"linear", 65536, 2}, {0}},
+    {"6. causal linear, N=4096: chunked speedup over recurrent", ">= 1.6x", GOAL_SPEEDUP,      1.6,
+        {"linear_causal_chunked", 4096, 2}, {"linear_causal_recurrent", 4096, 2}},
+    {"7. linear, N=4096: causal chunked time / non-causal",   "<= 2x",     GOAL_RATIO,         2,
+        {"linear_causal_chunked", 4096, 2}, {"linear", 4096, 2}},
+    {"8. fused softmax: workspace independent of N (model)",  "equal",     GOAL_SAME_WORKSPACE, 0,
+        {"softmax", 1024, 2},               {"softmax", 16384, 2}},
+    {"9. 1 thread: fused softmax, N=1024: rate vs sgemm",     ">= 75%",    GOAL_RATE,          75,
+        {"softmax", 1024, 1}, {0}},
+    {"9. 1 thread: fused softmax, N=4096: rate vs sgemm",     ">= 75%",    GOAL_RATE,          75,
+        {"softmax", 4096, 1}, {0}},
+    {"9. 1 thread: linear, N=4096: rate vs sgemm",            ">= 60%",    GOAL_RATE,          60,
+        {"linear", 4096, 1}, {0}},
+    {"9. 1 thread: linear, N=16384: rate vs sgemm",           ">= 60%",    GOAL_RATE,          60,
+        {"linear", 16384, 1}, {0}},
+};
+// clang-format on
+enum { N_GOALS = sizeof goals / sizeof goals[0] };
+
+/* ---------------------------------------------------------------- help */
+
+/* The forms --causal-form chooses among: the causal kernels of families with causal
+ * forms, by kn_form. Fills names (LA_KERNEL_COUNT + 1 entries, NULL-terminated);
+ * returns the count. */
+static size_t causal_forms(const char **names)
+{
+    size_t n = 0;
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        if (!kn_has_causal_forms(kn_family((la_kernel)k)) || !kn_allows((la_kernel)k, 1)) continue;
+        size_t i = 0;
+        while (i < n && strcmp(names[i], kn_form((la_kernel)k)) != 0)
+            i++;
+        if (i < n) continue; /* a word two families share: one choice */
+        names[n++] = kn_form((la_kernel)k);
+    }
+    names[n] = NULL;
+    return n;
+}
+
+void cmd_bench_help(FILE *out)
+{
+    const char *forms[LA_KERNEL_COUNT + 1];
+    char names[512], words[512] = "", list[512] = "", text[2048];
+    const size_t n_forms = causal_forms(forms);
+    size_t used = 0, list_used = 0;
+    for (size_t i = 0; i < n_forms; i++) {
+        used += (size_t)snprintf(words + used, sizeof words - used, "%s%s", i ? "|" : "", forms[i]);
+        list_used += (size_t)snprintf(list + list_used, sizeof list - list_used, "%s%s",
+                                      i ? "," : "", forms[i]);
+    }
+    fputs("usage: linattn bench [--variant LIST] [--n LIST] [--m M] [--heads H] [--d D] [--dv "
+          "DV]\n",
+          out);
+    fprintf(out, "                     [--causal] [--causal-form %s%s%s]\n", words,
+            n_forms > 1 ? "|" : "", n_forms > 1 ? list : "");
+    fputs("                     [--threads T] [--reps R] [--format table|csv]\n"
+          "       linattn bench --goals [--reps R]\n\n",
+          out);
+    fputs(help_intro, out);
+    kn_print_kernels(out, "  ", 21, NULL, 1);
+    /* a family whose causal runs come in forms: which, and under which name */
+    for (int f = 0; f < LA_KERNEL_COUNT; f++) {
+        la_kernel family = (la_kernel)f, members[LA_KERNEL_COUNT];
+        if (kn_family(family) != family || !kn_has_causal_forms(family)) continue;
+        size_t n_members = kn_family_kernels(family, 1, members), len = 0;
+        names[0] = 0;
+        for (size_t i = 0; i < n_members; i++)
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s%s (%s)",
+                                    i == 0              ? ""
+                                    : i + 1 < n_members ? ", "
+                                                        : " and ",
+                                    kn_form(members[i]), kn_cli_name(members[i]));
+        snprintf(text, sizeof text,
+                 "With --causal, %s runs in each of its causal forms, %s, as --causal-form "
+                 "chooses; the table shows them as %s with the form in the causal column.",
+                 kn_cli_name(family), names, kn_cli_name(family));
+        cli_print_wrapped(out, text, 0);
+    }
+    fputs(help_columns, out);
+    snprintf(text, sizeof text,
+             "where a kernel's causal runs come in forms, which to run: %s, or a "
+             "comma-separated list of them [%s]; only with --causal",
+             words, list);
+    fputs("  --causal-form F  ", out);
+    cli_print_wrapped(out, text, 19);
+    fputs(help_options_after_form, out);
+    for (size_t i = 0; i < N_GOALS; i++)
+        fprintf(out, "  %-56s %s\n", goals[i].text, goals[i].target);
+    fputs(help_end, out);
+}
+
 /* ---------------------------------------------------------------- points */
-
-/* The variants as the command line names them (la_kernel_name spells some with
- * underscores, and "linear" covers two kernels): map explicitly. */
-typedef enum { V_SOFTMAX, V_SOFTMAX_MATERIALIZED, V_LINEAR, V_HARD, V_COUNT } variant;
-static const char *const variant_names[] = {"softmax", "softmax-materialized", "linear", "hard",
-                                            NULL};
-
-/* How causal linear attention runs; FORM_NONE for every other point. */
-typedef enum { FORM_NONE = -1, FORM_CHUNKED = 0, FORM_RECURRENT = 1 } causal_form;
-static const char *const form_names[] = {"chunked", "recurrent", NULL};
 
 /* Sizes shared by every point of a run. */
 typedef struct {
@@ -115,9 +246,8 @@ typedef struct {
 
 /* One measurement: what to run, then (after measure_point) what was measured. */
 typedef struct {
-    variant variant;
+    la_kernel kernel;
     int causal;
-    causal_form form;
     size_t n, m;
     int threads;
     la_status status; /* LA_OK, or why the point was skipped */
@@ -125,18 +255,6 @@ typedef struct {
     double gflops, pct_of_sgemm; /* NAN when the FLOP model has no count */
     double workspace_bytes;      /* the cost model's; NAN when it has none */
 } bench_point;
-
-static la_kernel kernel_of(const bench_point *pt)
-{
-    switch (pt->variant) {
-    case V_SOFTMAX: return LA_KERNEL_SOFTMAX;
-    case V_SOFTMAX_MATERIALIZED: return LA_KERNEL_SOFTMAX_MATERIALIZED;
-    case V_HARD: return LA_KERNEL_HARD;
-    default: break;
-    }
-    /* linear: the chunked form is the linear kernel with p.causal set */
-    return pt->form == FORM_RECURRENT ? LA_KERNEL_LINEAR_RECURRENT : LA_KERNEL_LINEAR;
-}
 
 static la_problem problem_of(const bench_point *pt, const bench_shape *s)
 {
@@ -146,11 +264,24 @@ static la_problem problem_of(const bench_point *pt, const bench_shape *s)
     return p;
 }
 
-/* The table's causal column: no, yes, or the form of causal linear attention. */
+/* Whether a causal point is one form of its family's causal runs. */
+static int is_causal_form(const bench_point *pt)
+{
+    return pt->causal && kn_has_causal_forms(kn_family(pt->kernel));
+}
+
+/* The table's variant column: the kernel as --variant names it (a causal form under its
+ * family's name). */
+static const char *variant_label(const bench_point *pt)
+{
+    return is_causal_form(pt) ? kn_cli_name(kn_family(pt->kernel)) : kn_cli_name(pt->kernel);
+}
+
+/* The table's causal column: no, yes, or the causal form. */
 static const char *causal_label(const bench_point *pt)
 {
     if (!pt->causal) return "no";
-    return pt->form == FORM_NONE ? "yes" : form_names[pt->form];
+    return is_causal_form(pt) ? kn_form(pt->kernel) : "yes";
 }
 
 /* ---------------------------------------------------------------- timing */
@@ -166,29 +297,17 @@ typedef struct {
     int budgeted; /* --goals */
 } timing_rule;
 
-/* Times body by the rule. predicted_s is a lower bound on one call (its FLOPs at the
- * sgemm rate): under --goals a point that cannot be faster than GOALS_SLOW_S runs
+/* res_time's rule for a point. predicted_s is a lower bound on one call (its FLOPs at
+ * the sgemm rate): under --goals a point that cannot be faster than GOALS_SLOW_S runs
  * min(R, GOALS_SLOW_REPS) times, and a warm-up of GOALS_SLOW_S or more is kept as the
- * first run (res_time's slow_s), so N = 16384 fused softmax (seconds per call) costs
- * three calls, not six. Returns 0, body's nonzero value, or -1 (no memory). */
-static int time_by_rule(const timing_rule *rule, res_body body, void *ctx, double predicted_s,
-                        res_timing *t)
+ * first run (res_rule.slow_s), so N = 16384 fused softmax (seconds per call) costs three
+ * calls, not six. */
+static res_rule rule_for(const timing_rule *rule, double predicted_s)
 {
-    if (!rule->budgeted) return res_time(body, ctx, rule->reps, MAX_RUNS, MIN_TOTAL_S, INFINITY, t);
+    if (!rule->budgeted) return (res_rule){rule->reps, MAX_RUNS, MIN_TOTAL_S, INFINITY};
     int reps = rule->reps;
     if (predicted_s >= GOALS_SLOW_S && reps > GOALS_SLOW_REPS) reps = GOALS_SLOW_REPS;
-    return res_time(body, ctx, reps, MAX_RUNS, MIN_TOTAL_S, GOALS_SLOW_S, t);
-}
-
-/* Uniform in [-1, 1), from a fixed-seed xorshift: the same inputs on every run. */
-static void fill_uniform(float *x, size_t n, uint64_t *state)
-{
-    for (size_t i = 0; i < n; i++) {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
-        x[i] = (float)((double)(*state >> 11) * 0x1.0p-52 - 1.0);
-    }
+    return (res_rule){reps, MAX_RUNS, MIN_TOTAL_S, GOALS_SLOW_S};
 }
 
 /* ---------------------------------------------------------------- the yardstick */
@@ -229,12 +348,13 @@ static int measure_sgemm(int threads, const timing_rule *rule, sgemm_result *out
     float *c = malloc(count * sizeof *c);
     int rc = -1;
     if (a && b && c) {
-        uint64_t seed = 0x2545f4914f6cdd1dull;
-        fill_uniform(a, count, &seed);
-        fill_uniform(b, count, &seed);
+        in_rng r = in_rng_for(1, "bench sgemm");
+        in_fill_normal_f32(&r, a, count, 1.0);
+        in_fill_normal_f32(&r, b, count, 1.0);
         sgemm_call g = {threads, a, b, c};
         out->threads = threads;
-        rc = time_by_rule(rule, run_sgemm, &g, 0, &out->t);
+        const res_rule sgemm_rule = rule_for(rule, 0);
+        rc = res_time(run_sgemm, &g, &sgemm_rule, &out->t);
         if (rc == 0)
             out->gflops = 2.0 * SGEMM_SIZE * SGEMM_SIZE * SGEMM_SIZE / out->t.median_s * 1e-9;
         out->peak_gflops = la_fma_peak_gflops(threads);
@@ -261,24 +381,6 @@ static void free_inputs(bench_inputs *in)
     free(in->out);
 }
 
-/* a · b, or false when it overflows size_t. */
-static bool mul_ok(size_t a, size_t b, size_t *out)
-{
-    if (a != 0 && b > SIZE_MAX / a) return false;
-    *out = a * b;
-    return true;
-}
-
-/* Elements of an (H, rows, cols) array, or 0 when its bytes overflow size_t. */
-static size_t array_count(size_t heads, size_t rows, size_t cols)
-{
-    size_t count, bytes;
-    if (!mul_ok(heads, rows, &count) || !mul_ok(count, cols, &count) ||
-        !mul_ok(count, sizeof(float), &bytes))
-        return 0;
-    return count;
-}
-
 /* Allocates and fills the inputs for every point. Returns 0, or -1 (no memory). */
 static int prepare_inputs(const bench_point *points, size_t count, const bench_shape *s,
                           bench_inputs *in)
@@ -288,10 +390,10 @@ static int prepare_inputs(const bench_point *points, size_t count, const bench_s
         if (points[i].n > n_max) n_max = points[i].n;
         if (points[i].m > m_max) m_max = points[i].m;
     }
-    const size_t n_q = array_count(s->heads, n_max, s->d_k);
-    const size_t n_k = array_count(s->heads, m_max, s->d_k);
-    const size_t n_v = array_count(s->heads, m_max, s->d_v);
-    const size_t n_out = array_count(s->heads, n_max, s->d_v);
+    const size_t n_q = in_float_count(s->heads, n_max, s->d_k);
+    const size_t n_k = in_float_count(s->heads, m_max, s->d_k);
+    const size_t n_v = in_float_count(s->heads, m_max, s->d_v);
+    const size_t n_out = in_float_count(s->heads, n_max, s->d_v);
     *in = (bench_inputs){NULL, NULL, NULL, NULL};
     if (!n_q || !n_k || !n_v || !n_out) return -1;
     in->q = malloc(n_q * sizeof(float));
@@ -302,24 +404,11 @@ static int prepare_inputs(const bench_point *points, size_t count, const bench_s
         free_inputs(in);
         return -1;
     }
-    uint64_t seed = 0x9e3779b97f4a7c15ull;
-    fill_uniform(in->q, n_q, &seed);
-    fill_uniform(in->k, n_k, &seed);
-    fill_uniform(in->v, n_v, &seed);
+    in_rng r = in_rng_for(1, "bench");
+    in_fill_normal_f32(&r, in->q, n_q, 1.0);
+    in_fill_normal_f32(&r, in->k, n_k, 1.0);
+    in_fill_normal_f32(&r, in->v, n_v, 1.0);
     return 0;
-}
-
-/* One kernel call, for res_time: returns its status (0 = LA_OK). */
-typedef struct {
-    la_kernel kernel;
-    const la_problem *p;
-    const bench_inputs *in;
-} kernel_call;
-
-static int run_kernel(void *ctx)
-{
-    const kernel_call *c = ctx;
-    return (int)la_attention_f32(c->kernel, c->p, c->in->q, c->in->k, c->in->v, c->in->out);
 }
 
 /* Times one point on the prepared inputs and fills its measured fields: GFLOP/s from the
@@ -327,7 +416,7 @@ static int run_kernel(void *ctx)
 static void measure_point(bench_point *pt, const bench_shape *s, const bench_inputs *in,
                           const timing_rule *rule, const sgemm_result *sgemm)
 {
-    const la_kernel kernel = kernel_of(pt);
+    const la_kernel kernel = pt->kernel;
     const la_problem p = problem_of(pt, s);
     la_cost cost;
     const int have_cost = la_attention_cost(kernel, &p, LA_FLOAT32, &cost) == LA_OK;
@@ -335,10 +424,9 @@ static void measure_point(bench_point *pt, const bench_shape *s, const bench_inp
     pt->workspace_bytes = have_cost ? cost.workspace_bytes : NAN;
     pt->gflops = pt->pct_of_sgemm = NAN;
 
-    kernel_call call = {kernel, &p, in};
     const double predicted_s = have_cost ? flops / (sgemm->gflops * 1e9) : 0;
-    int rc = time_by_rule(rule, run_kernel, &call, predicted_s, &pt->t);
-    pt->status = rc == -1 ? LA_ENOMEM : (la_status)rc; /* -1: res_time's own allocation */
+    const res_rule point_rule = rule_for(rule, predicted_s);
+    pt->status = res_time_kernel(kernel, &p, in->q, in->k, in->v, in->out, &point_rule, &pt->t);
     if (pt->status != LA_OK || !have_cost) return;
     pt->gflops = flops / pt->t.median_s * 1e-9;
     pt->pct_of_sgemm = 100.0 * pt->gflops / sgemm->gflops;
@@ -349,76 +437,107 @@ static void measure_point(bench_point *pt, const bench_shape *s, const bench_inp
 typedef enum { FORMAT_TABLE, FORMAT_CSV } out_format;
 static const char *const format_names[] = {"table", "csv", NULL};
 
-static const char *const csv_columns =
-    "variant,causal,causal_form,n,m,heads,d,dv,threads,runs,median_s,min_s,max_s,gflops,"
-    "pct_of_sgemm,workspace_bytes,sgemm_gflops,status";
+/* The csv: a results file (common/record.h) on standard output, its columns named as
+ * in the experiments' files. */
+static const char CSV_COLUMNS[] =
+    "variant,kernel,causal,n,m,d_k,d_v,heads,batch,threads,status,reps,median_s,min_s,max_s,"
+    "gflops,pct_of_sgemm,workspace_bytes,sgemm_gflops,note";
+static const char ABOUT[] = "float32 attention kernels against BLIS sgemm, one process";
 
 /* The FMA peak beside the yardstick: how far below the hardware sgemm itself runs. */
-static void print_peak(const sgemm_result *sgemm)
+static void write_peak(FILE *out, const sgemm_result *sgemm)
 {
     if (isnan(sgemm->peak_gflops))
-        printf("# fma_peak_gflops: - (no AVX-512 FMA loop on this CPU)\n");
+        fprintf(out, "# fma_peak_gflops: - (no AVX-512 FMA loop on this CPU)\n");
     else
-        printf("# fma_peak_gflops: %.1f (%d threads, 16-lane FMAs in registers; sgemm runs at "
-               "%.0f%% of it)\n",
-               sgemm->peak_gflops, sgemm->threads, 100 * sgemm->gflops / sgemm->peak_gflops);
+        fprintf(out,
+                "# fma_peak_gflops: %.1f (%d threads, 16-lane FMAs in registers; sgemm runs at "
+                "%.0f%% of it)\n",
+                sgemm->peak_gflops, sgemm->threads, 100 * sgemm->gflops / sgemm->peak_gflops);
 }
 
-/* The # lines both formats start with: what ran, where, on what, against what. */
-static void print_header(int argc, char **argv, const bench_shape *s, const char *m_text,
-                         const timing_rule *rule, const sgemm_result *sgemm)
+/* The # lines bench adds to the writer's: the shape, the timing rule, the yardstick. */
+static void write_bench_meta(FILE *out, const bench_shape *s, const char *m_text,
+                             const timing_rule *rule, const sgemm_result *sgemm)
 {
-    printf("# linattn bench: float32 attention kernels against BLIS sgemm, one process\n");
-    printf("# command: linattn");
-    for (int i = 0; i < argc; i++)
-        printf(" %s", argv[i]);
-    printf("\n# cpu: %s\n", res_cpu_model());
-    printf("# cores: %d\n", res_cores());
-    printf("# load_average: %s (other processes on the cores add noise)\n", res_load_average());
-    printf("# git_commit: %s\n", res_git_commit());
-    printf("# blis: %s\n", la_blis_config());
-    printf("# float32 kernels: %s\n", la_simd_config());
-    printf("# shape: B=1 H=%zu d_k=%zu d_v=%zu M=%s\n", s->heads, s->d_k, s->d_v,
-           m_text ? m_text : "N");
-    printf("# timing: one warm-up, then >= %d runs until they total %.1f s (at most %d)%s\n",
-           rule->reps, MIN_TOTAL_S, MAX_RUNS,
-           rule->budgeted ? "; slow points fewer (see linattn help bench)" : "");
-    printf("# sgemm_gflops: %.1f (C 2000x2000 = A 2000x2000 * B 2000x2000, row-major, %d "
-           "threads, median %.4f s of %d runs)\n",
-           sgemm->gflops, sgemm->threads, sgemm->t.median_s, sgemm->t.reps);
-    print_peak(sgemm);
+    fprintf(out, "# shape: B=1 H=%zu d_k=%zu d_v=%zu M=%s\n", s->heads, s->d_k, s->d_v,
+            m_text ? m_text : "N");
+    fprintf(out, "# timing: one warm-up, then >= %d runs until they total %.1f s (at most %d)%s\n",
+            rule->reps, MIN_TOTAL_S, MAX_RUNS,
+            rule->budgeted ? "; slow points fewer (see linattn help bench)" : "");
+    fprintf(out,
+            "# sgemm_gflops: %.1f (C 2000x2000 = A 2000x2000 * B 2000x2000, row-major, %d "
+            "threads, median %.4f s of %d runs)\n",
+            sgemm->gflops, sgemm->threads, sgemm->t.median_s, sgemm->t.reps);
+    write_peak(out, sgemm);
 }
 
-static void print_columns(out_format format)
+/* The csv's status: as scaling.csv's. */
+static const char *status_name(la_status st)
 {
-    if (format == FORMAT_CSV)
-        printf("%s\n", csv_columns);
-    else
+    return st == LA_OK ? "ok" : st == LA_EBUDGET ? "skipped_mem" : "error";
+}
+
+typedef struct {
+    int argc;
+    char **argv;
+    bench_shape shape;
+    const char *m_text; /* --m as given, for the header; NULL: M = N */
+    timing_rule rule;
+    out_format format;
+} bench_run;
+
+/* The header, once the first yardstick is measured: the csv's results file (returned), or
+ * the table's # lines and column names. NULL for the table, or when the csv could not
+ * start (then *failed is set). */
+static res_file *start_output(const bench_run *run, const sgemm_result *sgemm, int *failed)
+{
+    if (run->format == FORMAT_TABLE) {
+        res_write_meta(stdout, "bench", ABOUT, run->argc, run->argv);
+        write_bench_meta(stdout, &run->shape, run->m_text, &run->rule, sgemm);
         printf("%-20s %-9s %7s %7s %7s %5s %10s %10s %10s %8s %12s %15s  %s\n", "variant", "causal",
                "n", "m", "threads", "runs", "median_s", "min_s", "max_s", "gflops", "pct_of_sgemm",
                "workspace_bytes", "note");
+        return NULL;
+    }
+    char *extra = NULL, err[512];
+    size_t extra_size = 0;
+    FILE *meta = open_memstream(&extra, &extra_size);
+    if (meta) {
+        write_bench_meta(meta, &run->shape, run->m_text, &run->rule, sgemm);
+        fclose(meta);
+    }
+    res_file *csv = extra ? res_open_stream(stdout, "bench", ABOUT, CSV_COLUMNS, extra, run->argc,
+                                            run->argv, err, sizeof err)
+                          : NULL;
+    if (!csv) {
+        fprintf(stderr, "linattn: bench: %s\n", extra ? err : "out of memory");
+        *failed = 1;
+    }
+    free(extra);
+    return csv;
 }
 
-static void print_sgemm(out_format format, const sgemm_result *g)
+static int print_sgemm(res_file *csv, const sgemm_result *g)
 {
     const res_timing *t = &g->t;
-    if (format == FORMAT_CSV)
-        printf("sgemm,0,-,%d,%d,1,%d,%d,%d,%d,%.6g,%.6g,%.6g,%.2f,100.00,,%.2f,ok\n", SGEMM_SIZE,
-               SGEMM_SIZE, SGEMM_SIZE, SGEMM_SIZE, g->threads, t->reps, t->median_s, t->min_s,
-               t->max_s, g->gflops, g->gflops);
-    else
-        printf("%-20s %-9s %7d %7d %7d %5d %10.4g %10.4g %10.4g %8.1f %12.1f %15s  %s\n", "sgemm",
-               "-", SGEMM_SIZE, SGEMM_SIZE, g->threads, t->reps, t->median_s, t->min_s, t->max_s,
-               g->gflops, 100.0, "-", "the yardstick");
+    if (csv)
+        return res_row(csv, "sgemm,,0,%d,%d,%d,%d,1,1,%d,ok,%d,%.6g,%.6g,%.6g,%.2f,100.00,,%.2f,",
+                       SGEMM_SIZE, SGEMM_SIZE, SGEMM_SIZE, SGEMM_SIZE, g->threads, t->reps,
+                       t->median_s, t->min_s, t->max_s, g->gflops, g->gflops);
+    printf("%-20s %-9s %7d %7d %7d %5d %10.4g %10.4g %10.4g %8.1f %12.1f %15s  %s\n", "sgemm", "-",
+           SGEMM_SIZE, SGEMM_SIZE, g->threads, t->reps, t->median_s, t->min_s, t->max_s, g->gflops,
+           100.0, "-", "the yardstick");
     fflush(stdout);
+    return 0;
 }
 
 /* One point's row, skipped or measured. Numbers the point does not have are empty (csv)
- * or "-" (table). */
-static void print_point(out_format format, const bench_point *pt, const bench_shape *s,
-                        const sgemm_result *sgemm)
+ * or "-" (table). Returns 0, or -1 when the csv could not be written. */
+static int print_point(res_file *csv, const bench_point *pt, const bench_shape *s,
+                       const sgemm_result *sgemm)
 {
-    const int csv = format == FORMAT_CSV, ok = pt->status == LA_OK;
+    const int ok = pt->status == LA_OK;
     const char *time_format = csv ? "%.6g" : "%.4g", *rate_format = csv ? "%.2f" : "%.1f";
     char runs[16] = "0", median[32], min[32], max[32], gflops[32], pct[32], workspace[32];
     char note[96] = "ok";
@@ -443,33 +562,25 @@ static void print_point(out_format format, const bench_point *pt, const bench_sh
     if (!isnan(pt->workspace_bytes))
         snprintf(workspace, sizeof workspace, "%.0f", pt->workspace_bytes);
 
-    const char *name = variant_names[pt->variant];
     if (csv)
-        printf("%s,%d,%s,%zu,%zu,%zu,%zu,%zu,%d,%s,%s,%s,%s,%s,%s,%s,%.2f,%s\n", name, pt->causal,
-               pt->form == FORM_NONE ? "-" : form_names[pt->form], pt->n, pt->m, s->heads, s->d_k,
-               s->d_v, pt->threads, runs, median, min, max, gflops, pct, workspace, sgemm->gflops,
-               note);
-    else
-        printf("%-20s %-9s %7zu %7zu %7d %5s %10s %10s %10s %8s %12s %15s%s%s\n", name,
-               causal_label(pt), pt->n, pt->m, pt->threads, ok ? runs : "-", median, min, max,
-               gflops, pct, workspace, ok ? "" : "  ", ok ? "" : note);
+        return res_row(csv, "%s,%s,%d,%zu,%zu,%zu,%zu,%zu,1,%d,%s,%s,%s,%s,%s,%s,%s,%s,%.2f,%s",
+                       la_kernel_series(pt->kernel, pt->causal), la_kernel_name(pt->kernel),
+                       pt->causal, pt->n, pt->m, s->d_k, s->d_v, s->heads, pt->threads,
+                       status_name(pt->status), runs, median, min, max, gflops, pct, workspace,
+                       sgemm->gflops, ok ? "" : la_strerror(pt->status));
+    printf("%-20s %-9s %7zu %7zu %7d %5s %10s %10s %10s %8s %12s %15s%s%s\n", variant_label(pt),
+           causal_label(pt), pt->n, pt->m, pt->threads, ok ? runs : "-", median, min, max, gflops,
+           pct, workspace, ok ? "" : "  ", ok ? "" : note);
     fflush(stdout);
+    return 0;
 }
 
 /* ---------------------------------------------------------------- a run */
 
-typedef struct {
-    int argc;
-    char **argv;
-    bench_shape shape;
-    const char *m_text; /* --m as given, for the header; NULL: M = N */
-    timing_rule rule;
-    out_format format;
-} bench_run;
-
 /* Measures and prints every point in order. The yardstick is measured before the first
  * point and again whenever the thread count changes (--goals), and printed as a row.
- * Returns 0, or 1 when something ran out of memory (the rest still runs). */
+ * Returns 0, or 1 when something ran out of memory or the csv could not be written (the
+ * rest still runs). */
 static int run_points(const bench_run *run, bench_point *points, size_t count)
 {
     bench_inputs in;
@@ -479,27 +590,32 @@ static int run_points(const bench_run *run, bench_point *points, size_t count)
     }
     int failed = 0;
     sgemm_result sgemm = {0};
+    res_file *csv = NULL;
     for (size_t i = 0; i < count; i++) {
         bench_point *pt = &points[i];
         if (i == 0 || pt->threads != sgemm.threads) {
             la_set_num_threads(pt->threads);
             if (measure_sgemm(pt->threads, &run->rule, &sgemm) != 0) {
                 fprintf(stderr, "linattn: bench: sgemm yardstick: out of memory\n");
-                free_inputs(&in);
-                return 1;
+                failed = 1;
+                break;
             }
             if (i == 0) {
-                print_header(run->argc, run->argv, &run->shape, run->m_text, &run->rule, &sgemm);
-                print_columns(run->format);
+                csv = start_output(run, &sgemm, &failed);
+                if (failed) break;
             } else {
                 printf("# threads: %d from here on; the yardstick re-measured\n", pt->threads);
-                print_peak(&sgemm);
+                write_peak(stdout, &sgemm);
             }
-            print_sgemm(run->format, &sgemm);
+            if (print_sgemm(csv, &sgemm) != 0) failed = 1;
         }
         measure_point(pt, &run->shape, &in, &run->rule, &sgemm);
         if (pt->status == LA_ENOMEM) failed = 1;
-        print_point(run->format, pt, &run->shape, &sgemm);
+        if (print_point(csv, pt, &run->shape, &sgemm) != 0) failed = 1;
+    }
+    if (res_close(csv) != 0) {
+        fprintf(stderr, "linattn: bench: standard output: write failed\n");
+        failed = 1;
     }
     free_inputs(&in);
     return failed;
@@ -507,153 +623,134 @@ static int run_points(const bench_run *run, bench_point *points, size_t count)
 
 /* ---------------------------------------------------------------- goals */
 
-/* The points the goals need, measured once each. */
-enum {
-    G_SOFTMAX_1024,
-    G_SOFTMAX_2048,
-    G_SOFTMAX_4096,
-    G_SOFTMAX_8192,
-    G_SOFTMAX_16384,
-    G_SOFTMAX_CAUSAL_4096,
-    G_LINEAR_4096,
-    G_LINEAR_16384,
-    G_LINEAR_65536,
-    G_LINEAR_CHUNKED_4096,
-    G_LINEAR_RECURRENT_4096,
-    G1_SOFTMAX_1024, /* G1_: one thread */
-    G1_SOFTMAX_4096,
-    G1_LINEAR_4096,
-    G1_LINEAR_16384,
-    G_POINT_COUNT
-};
-
-/* Unset fields are zero: status LA_OK, nothing measured yet. */
-#define GOAL_POINT(v, c, f, size, thr)                                                             \
-    {                                                                                              \
-        .variant = v, .causal = c, .form = f, .n = size, .m = size, .threads = thr                 \
-    }
-static const bench_point goal_points[G_POINT_COUNT] = {
-    [G_SOFTMAX_1024] = GOAL_POINT(V_SOFTMAX, 0, FORM_NONE, 1024, 2),
-    [G_SOFTMAX_2048] = GOAL_POINT(V_SOFTMAX, 0, FORM_NONE, 2048, 2),
-    [G_SOFTMAX_4096] = GOAL_POINT(V_SOFTMAX, 0, FORM_NONE, 4096, 2),
-    [G_SOFTMAX_8192] = GOAL_POINT(V_SOFTMAX, 0, FORM_NONE, 8192, 2),
-    [G_SOFTMAX_16384] = GOAL_POINT(V_SOFTMAX, 0, FORM_NONE, 16384, 2),
-    [G_SOFTMAX_CAUSAL_4096] = GOAL_POINT(V_SOFTMAX, 1, FORM_NONE, 4096, 2),
-    [G_LINEAR_4096] = GOAL_POINT(V_LINEAR, 0, FORM_NONE, 4096, 2),
-    [G_LINEAR_16384] = GOAL_POINT(V_LINEAR, 0, FORM_NONE, 16384, 2),
-    [G_LINEAR_65536] = GOAL_POINT(V_LINEAR, 0, FORM_NONE, 65536, 2),
-    [G_LINEAR_CHUNKED_4096] = GOAL_POINT(V_LINEAR, 1, FORM_CHUNKED, 4096, 2),
-    [G_LINEAR_RECURRENT_4096] = GOAL_POINT(V_LINEAR, 1, FORM_RECURRENT, 4096, 2),
-    [G1_SOFTMAX_1024] = GOAL_POINT(V_SOFTMAX, 0, FORM_NONE, 1024, 1),
-    [G1_SOFTMAX_4096] = GOAL_POINT(V_SOFTMAX, 0, FORM_NONE, 4096, 1),
-    [G1_LINEAR_4096] = GOAL_POINT(V_LINEAR, 0, FORM_NONE, 4096, 1),
-    [G1_LINEAR_16384] = GOAL_POINT(V_LINEAR, 0, FORM_NONE, 16384, 1),
-};
-#undef GOAL_POINT
-
-typedef struct {
-    int met, total;
-} goal_tally;
-
-static void goal_line(goal_tally *tally, const char *goal, const char *target, const char *measured,
-                      int met)
+/* A goal's point as a bench point: its series' kernel and causal flag (la_status
+ * LA_EINVAL when the registry has no such series). */
+static bench_point point_of(const goal_point *gp)
 {
-    printf("%-58s %-10s %-36s %s\n", goal, target, measured, met ? "yes" : "no");
-    tally->met += met;
-    tally->total++;
+    bench_point pt = {.n = gp->n, .m = gp->n, .threads = gp->threads};
+    if (la_kernel_series_parse(gp->series, &pt.kernel, &pt.causal) != LA_OK) pt.status = LA_EINVAL;
+    return pt;
+}
+
+static int same_point(const bench_point *a, const bench_point *b)
+{
+    return a->kernel == b->kernel && a->causal == b->causal && a->n == b->n &&
+           a->threads == b->threads;
+}
+
+/* Whether the goal reads a second point. */
+static int has_b(const goal *g)
+{
+    return g->kind != GOAL_RATE && g->kind != GOAL_TIME;
+}
+
+/* The points the goals read, each once, in the order they are first named, the largest
+ * thread count first (the yardstick is measured once per count). Returns the count. */
+static size_t list_goal_points(bench_point *out)
+{
+    size_t n = 0;
+    for (int pass_threads = 64; pass_threads >= 1; pass_threads--)
+        for (size_t i = 0; i < N_GOALS; i++)
+            for (int which = 0; which < 1 + has_b(&goals[i]); which++) {
+                const goal_point *gp = which ? &goals[i].b : &goals[i].a;
+                if (gp->threads != pass_threads) continue;
+                bench_point pt = point_of(gp);
+                if (pt.status != LA_OK) continue; /* no such series: the goal says so */
+                size_t j = 0;
+                while (j < n && !same_point(&out[j], &pt))
+                    j++;
+                if (j == n) out[n++] = pt;
+            }
+    return n;
+}
+
+/* The measured point of a goal, or NULL (its series is not in the registry). */
+static const bench_point *find_goal_point(const bench_point *points, size_t n, const goal_point *gp)
+{
+    bench_point want = point_of(gp);
+    if (want.status != LA_OK) return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (same_point(&points[i], &want)) return &points[i];
+    return NULL;
 }
 
 /* "skipped: why" for a point that was not measured, into buf; returns whether it was. */
-static int was_measured(const bench_point *pt, char *buf, size_t size)
+static int was_measured(const bench_point *pt, const goal_point *gp, char *buf, size_t size)
 {
-    if (pt->status == LA_OK && !isnan(pt->gflops)) return 1;
-    snprintf(buf, size, "skipped: %s",
-             pt->status == LA_OK ? "no FLOP model" : la_strerror(pt->status));
+    if (pt && pt->status == LA_OK && !isnan(pt->gflops)) return 1;
+    if (!pt)
+        snprintf(buf, size, "skipped: no series %s", gp->series);
+    else
+        snprintf(buf, size, "skipped: %s",
+                 pt->status == LA_OK ? "no FLOP model" : la_strerror(pt->status));
     return 0;
 }
 
-/* A rate goal: the point at >= min_pct of the yardstick of its thread count. */
-static void rate_goal(goal_tally *tally, const char *prefix, const bench_point *pt, double min_pct)
+/* One goal's line; returns whether it was met. */
+static int print_goal(const goal *g, const bench_point *points, size_t n)
 {
-    char goal[96], target[32], got[64] = "";
-    snprintf(goal, sizeof goal, "%s%s, N=%zu: rate vs sgemm", prefix,
-             pt->variant == V_SOFTMAX ? "fused softmax" : "linear", pt->n);
-    snprintf(target, sizeof target, ">= %.0f%%", min_pct);
-    int ok = was_measured(pt, got, sizeof got);
-    if (ok) snprintf(got, sizeof got, "%.1f%% (%.1f GFLOP/s)", pt->pct_of_sgemm, pt->gflops);
-    goal_line(tally, goal, target, got, ok && pt->pct_of_sgemm >= min_pct);
-}
-
-/* A speed goal: slow's median over fast's median >= min_ratio (or, with max_ratio, fast's
- * over slow's <= max_ratio). */
-static void ratio_goal(goal_tally *tally, const char *goal, const char *target,
-                       const bench_point *num, const bench_point *den, double min_ratio,
-                       double max_ratio)
-{
+    const bench_point *a = find_goal_point(points, n, &g->a);
+    const bench_point *b = has_b(g) ? find_goal_point(points, n, &g->b) : NULL;
     char got[64] = "";
-    int ok = was_measured(num, got, sizeof got) && was_measured(den, got, sizeof got);
-    double ratio = ok ? num->t.median_s / den->t.median_s : NAN;
-    if (ok)
-        snprintf(got, sizeof got, "%.2fx (%.4g s / %.4g s)", ratio, num->t.median_s,
-                 den->t.median_s);
-    goal_line(tally, goal, target, got, ok && ratio >= min_ratio && ratio <= max_ratio);
-}
-
-/* A time goal: the point's median <= max_s, shown in ms when the target is below 0.1 s. */
-static void time_goal(goal_tally *tally, const char *goal, const char *target,
-                      const bench_point *pt, double max_s)
-{
-    char got[64] = "";
-    int ok = was_measured(pt, got, sizeof got);
-    if (ok && max_s < 0.1)
-        snprintf(got, sizeof got, "%.3f ms", pt->t.median_s * 1e3);
-    else if (ok)
-        snprintf(got, sizeof got, "%.4g s", pt->t.median_s);
-    goal_line(tally, goal, target, got, ok && pt->t.median_s <= max_s);
-}
-
-static void print_goals(const bench_point *pt)
-{
-    goal_tally tally = {0, 0};
-    printf("\n%-58s %-10s %-36s %s\n", "goal (2 threads unless noted)", "target", "measured",
-           "met");
-    for (int i = G_SOFTMAX_1024; i <= G_SOFTMAX_16384; i++)
-        rate_goal(&tally, "1. ", &pt[i], 75);
-    time_goal(&tally, "2. fused softmax, N=4096: time", "<= 0.24 s", &pt[G_SOFTMAX_4096], 0.24);
-    ratio_goal(&tally, "3. softmax, N=4096: causal speedup over non-causal", ">= 1.8x",
-               &pt[G_SOFTMAX_4096], &pt[G_SOFTMAX_CAUSAL_4096], 1.8, INFINITY);
-    time_goal(&tally, "4. linear, N=4096: time", "<= 4 ms", &pt[G_LINEAR_4096], 0.004);
-    for (int i = G_LINEAR_4096; i <= G_LINEAR_65536; i++)
-        rate_goal(&tally, "5. ", &pt[i], 60);
-    ratio_goal(&tally, "6. causal linear, N=4096: chunked speedup over recurrent", ">= 1.6x",
-               &pt[G_LINEAR_RECURRENT_4096], &pt[G_LINEAR_CHUNKED_4096], 1.6, INFINITY);
-    ratio_goal(&tally, "7. linear, N=4096: causal chunked time / non-causal", "<= 2x",
-               &pt[G_LINEAR_CHUNKED_4096], &pt[G_LINEAR_4096], 0, 2.0);
-
-    /* 8: the cost model's workspace, which does not need the kernel to have run */
-    const double w_small = pt[G_SOFTMAX_1024].workspace_bytes,
-                 w_large = pt[G_SOFTMAX_16384].workspace_bytes;
-    char got[64];
-    snprintf(got, sizeof got, "%.0f B at 1024, %.0f B at 16384", w_small, w_large);
-    goal_line(&tally, "8. fused softmax: workspace independent of N (model)", "equal", got,
-              !isnan(w_small) && w_small == w_large);
-
-    rate_goal(&tally, "9. 1 thread: ", &pt[G1_SOFTMAX_1024], 75);
-    rate_goal(&tally, "9. 1 thread: ", &pt[G1_SOFTMAX_4096], 75);
-    rate_goal(&tally, "9. 1 thread: ", &pt[G1_LINEAR_4096], 60);
-    rate_goal(&tally, "9. 1 thread: ", &pt[G1_LINEAR_16384], 60);
-    printf("goals met: %d of %d\n", tally.met, tally.total);
+    int met = 0;
+    switch (g->kind) {
+    case GOAL_RATE:
+        if (was_measured(a, &g->a, got, sizeof got)) {
+            snprintf(got, sizeof got, "%.1f%% (%.1f GFLOP/s)", a->pct_of_sgemm, a->gflops);
+            met = a->pct_of_sgemm >= g->value;
+        }
+        break;
+    case GOAL_TIME:
+        if (was_measured(a, &g->a, got, sizeof got)) {
+            if (g->value < 0.1)
+                snprintf(got, sizeof got, "%.3f ms", a->t.median_s * 1e3);
+            else
+                snprintf(got, sizeof got, "%.4g s", a->t.median_s);
+            met = a->t.median_s <= g->value;
+        }
+        break;
+    case GOAL_SPEEDUP:
+    case GOAL_RATIO: {
+        /* speedup: b's time over a's; ratio: a's over b's */
+        const bench_point *num = g->kind == GOAL_SPEEDUP ? b : a;
+        const bench_point *den = g->kind == GOAL_SPEEDUP ? a : b;
+        const goal_point *num_gp = g->kind == GOAL_SPEEDUP ? &g->b : &g->a;
+        const goal_point *den_gp = g->kind == GOAL_SPEEDUP ? &g->a : &g->b;
+        if (was_measured(num, num_gp, got, sizeof got) &&
+            was_measured(den, den_gp, got, sizeof got)) {
+            const double ratio = num->t.median_s / den->t.median_s;
+            snprintf(got, sizeof got, "%.2fx (%.4g s / %.4g s)", ratio, num->t.median_s,
+                     den->t.median_s);
+            met = g->kind == GOAL_SPEEDUP ? ratio >= g->value : ratio <= g->value;
+        }
+        break;
+    }
+    case GOAL_SAME_WORKSPACE: {
+        /* the cost model's, which does not need the kernel to have run */
+        const double wa = a ? a->workspace_bytes : NAN, wb = b ? b->workspace_bytes : NAN;
+        snprintf(got, sizeof got, "%.0f B at %zu, %.0f B at %zu", wa, g->a.n, wb, g->b.n);
+        met = !isnan(wa) && wa == wb;
+        break;
+    }
+    }
+    printf("%-58s %-10s %-36s %s\n", g->text, g->target, got, met ? "yes" : "no");
+    return met;
 }
 
 /* The goal table; its exit status is 0 whether or not the goals are met (a benchmark is
  * not a test), 1 when something ran out of memory. */
 static int run_goals(int argc, char **argv, int reps)
 {
-    bench_point points[G_POINT_COUNT];
-    memcpy(points, goal_points, sizeof points);
+    bench_point points[2 * N_GOALS];
+    const size_t count = list_goal_points(points);
     const bench_run run = {argc, argv, {8, 64, 64}, NULL, {reps, 1}, FORMAT_TABLE};
-    int failed = run_points(&run, points, G_POINT_COUNT);
-    print_goals(points);
+    int failed = run_points(&run, points, count);
+    int met = 0;
+    printf("\n%-58s %-10s %-36s %s\n", "goal (2 threads unless noted)", "target", "measured",
+           "met");
+    for (size_t i = 0; i < N_GOALS; i++)
+        met += print_goal(&goals[i], points, count);
+    printf("goals met: %d of %d\n", met, (int)N_GOALS);
     return failed;
 }
 
@@ -661,86 +758,52 @@ static int run_goals(int argc, char **argv, int reps)
 
 enum { MAX_LIST = 32 };
 
-/* Splits a comma-separated list in place (buf holds a copy of text) into at most MAX_LIST
- * non-empty items. Returns 0, or 2 with one line naming flag. */
-static int split_list(const char *flag, const char *text, char *buf, size_t size, char **items,
-                      size_t *count)
+/* The kernels of a plain run, in order: those --variant names (without it, every row in
+ * registry order). With --causal, a family whose causal runs come in forms (linear:
+ * chunked, recurrent) brings each of its causal kernels whose form --causal-form keeps.
+ * A kernel that does not run with the --causal given is refused when named and left out
+ * when not. Returns 0 or 2. */
+static int choose_kernels(const char *variant_text, int causal, const int *form_kept,
+                          la_kernel *out, size_t *count)
 {
-    if (strlen(text) >= size) return cli_fail(flag, "list too long");
-    strcpy(buf, text);
+    la_kernel named[LA_KERNEL_COUNT];
+    size_t n_named = 0;
+    int rc;
+    if (variant_text) {
+        char buf[512], *items[LA_KERNEL_COUNT];
+        if ((rc = cli_split_list("--variant", variant_text, buf, sizeof buf, items, LA_KERNEL_COUNT,
+                                 &n_named)))
+            return rc;
+        for (size_t i = 0; i < n_named; i++) {
+            if ((rc = kn_parse_kernel("--variant", items[i], NULL, 1, &named[i]))) return rc;
+            for (size_t j = 0; j < i; j++)
+                if (named[j] == named[i])
+                    return cli_fail("--variant", "'%s' given twice", items[i]);
+            if (!kn_allows(named[i], causal))
+                return cli_fail("--variant", "%s runs %s only", items[i],
+                                causal ? "without --causal" : "with --causal");
+        }
+    } else {
+        for (int k = 0; k < LA_KERNEL_COUNT; k++)
+            named[n_named++] = (la_kernel)k;
+    }
     *count = 0;
-    for (char *item = buf;;) {
-        char *comma = strchr(item, ',');
-        if (comma) *comma = 0;
-        if (!*item) return cli_fail(flag, "empty item in '%s'", text);
-        if (*count == MAX_LIST) return cli_fail(flag, "more than %d items", MAX_LIST);
-        items[(*count)++] = item;
-        if (!comma) return 0;
-        item = comma + 1;
-    }
-}
-
-/* "512,2048,8192": sizes >= 1. */
-static int parse_sizes(const char *flag, const char *text, size_t *out, size_t *count)
-{
-    char buf[512], *items[MAX_LIST];
-    int rc = split_list(flag, text, buf, sizeof buf, items, count);
-    for (size_t i = 0; !rc && i < *count; i++) {
-        rc = cli_parse_size(flag, items[i], &out[i]);
-        if (!rc && out[i] == 0) rc = cli_fail(flag, "sizes must be >= 1");
-    }
-    return rc;
-}
-
-/* "softmax,linear": each one of choices, none twice; out receives their indices in
- * the order given. */
-static int parse_choices(const char *flag, const char *text, const char *const *choices, int *out,
-                         size_t *count)
-{
-    char buf[512], *items[MAX_LIST];
-    int rc = split_list(flag, text, buf, sizeof buf, items, count);
-    for (size_t i = 0; !rc && i < *count; i++) {
-        rc = cli_parse_choice(flag, items[i], choices, &out[i]);
-        for (size_t j = 0; !rc && j < i; j++)
-            if (out[j] == out[i]) rc = cli_fail(flag, "'%s' given twice", items[i]);
-    }
-    return rc;
-}
-
-/* A size flag that must be >= 1. */
-static int parse_positive(const char *flag, const char *text, size_t *out)
-{
-    int rc = cli_parse_size(flag, text, out);
-    if (!rc && *out == 0) rc = cli_fail(flag, "must be >= 1");
-    return rc;
-}
-
-/* The points of a plain run: every N, every variant, and both causal forms of linear
- * when asked. Returns the count (at most MAX_LIST · (V_COUNT + 1)). */
-static size_t list_points(const size_t *sizes, size_t n_sizes, size_t m_fixed, const int *variants,
-                          size_t n_variants, int causal, const int *forms, size_t n_forms,
-                          int threads, bench_point *out)
-{
-    size_t count = 0;
-    for (size_t i = 0; i < n_sizes; i++) {
-        for (size_t j = 0; j < n_variants; j++) {
-            const bench_point base = {.variant = (variant)variants[j],
-                                      .causal = causal,
-                                      .form = FORM_NONE,
-                                      .n = sizes[i],
-                                      .m = m_fixed ? m_fixed : sizes[i],
-                                      .threads = threads};
-            if (variants[j] != V_LINEAR || !causal) {
-                out[count++] = base;
-                continue;
-            }
-            for (size_t f = 0; f < n_forms; f++) {
-                out[count] = base;
-                out[count++].form = (causal_form)forms[f];
-            }
+    for (size_t i = 0; i < n_named; i++) {
+        la_kernel family = kn_family(named[i]), candidates[LA_KERNEL_COUNT];
+        size_t n_candidates = 1;
+        candidates[0] = named[i];
+        const int forms = causal && kn_has_causal_forms(family);
+        if (forms && named[i] == family) n_candidates = kn_family_kernels(family, 1, candidates);
+        for (size_t c = 0; c < n_candidates; c++) {
+            la_kernel k = candidates[c];
+            if (!kn_allows(k, causal) || (forms && !form_kept[k])) continue;
+            size_t j = 0;
+            while (j < *count && out[j] != k)
+                j++;
+            if (j == *count) out[(*count)++] = k;
         }
     }
-    return count;
+    return 0;
 }
 
 int cmd_bench(int argc, char **argv)
@@ -748,7 +811,7 @@ int cmd_bench(int argc, char **argv)
     const char *variant_text = NULL, *n_text = NULL, *m_text = NULL, *heads_text = NULL;
     const char *d_text = NULL, *dv_text = NULL, *form_text = NULL, *threads_text = NULL;
     const char *reps_text = NULL, *format_text = NULL;
-    int causal = 0, goals = 0;
+    int causal = 0, goals_flag = 0;
     const cli_flag flags[] = {
         {"variant", &variant_text, NULL},
         {"n", &n_text, NULL},
@@ -761,7 +824,7 @@ int cmd_bench(int argc, char **argv)
         {"threads", &threads_text, NULL},
         {"reps", &reps_text, NULL},
         {"format", &format_text, NULL},
-        {"goals", NULL, &goals},
+        {"goals", NULL, &goals_flag},
         {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
@@ -770,7 +833,7 @@ int cmd_bench(int argc, char **argv)
     int reps = 5;
     if (reps_text && (rc = cli_parse_int("--reps", reps_text, &reps))) return rc;
     if (reps < 1 || reps > MAX_RUNS) return cli_fail("--reps", "must be in [1, %d]", MAX_RUNS);
-    if (goals) {
+    if (goals_flag) {
         /* the goals fix their own points, threads and format */
         for (const cli_flag *f = flags; f->name; f++) {
             const int given = f->value ? *f->value != NULL : *f->present;
@@ -781,33 +844,56 @@ int cmd_bench(int argc, char **argv)
         return run_goals(argc, argv, reps);
     }
 
-    int variants[V_COUNT] = {V_SOFTMAX, V_SOFTMAX_MATERIALIZED, V_LINEAR, V_HARD};
-    int forms[2] = {FORM_CHUNKED, FORM_RECURRENT}, threads = 0, format = FORMAT_TABLE;
-    size_t n_variants = V_COUNT, n_forms = 2;
+    /* --causal-form: the forms kept, by kernel (all by default) */
+    const char *form_names[LA_KERNEL_COUNT + 1];
+    const size_t n_form_names = causal_forms(form_names);
+    int form_kept[LA_KERNEL_COUNT];
+    for (int k = 0; k < LA_KERNEL_COUNT; k++)
+        form_kept[k] = 1;
+    if (form_text && !causal)
+        return cli_fail("--causal-form", "only with --causal (non-causal runs have one form)");
+    if (form_text) {
+        int chosen[LA_KERNEL_COUNT];
+        size_t n_chosen;
+        if ((rc = cli_parse_choice_list("--causal-form", form_text, form_names, chosen,
+                                        n_form_names, &n_chosen)))
+            return rc;
+        for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+            form_kept[k] = 0;
+            for (size_t i = 0; i < n_chosen; i++)
+                if (strcmp(kn_form((la_kernel)k), form_names[chosen[i]]) == 0) form_kept[k] = 1;
+        }
+    }
+
+    la_kernel kernels[LA_KERNEL_COUNT];
+    size_t n_kernels = 0;
+    int threads = 0, format = FORMAT_TABLE;
     size_t sizes[MAX_LIST] = {512, 2048, 8192}, n_sizes = 3, m = 0;
     bench_shape shape = {8, 64, 0};
-    if (variant_text &&
-        (rc = parse_choices("--variant", variant_text, variant_names, variants, &n_variants)))
-        return rc;
-    if (n_text && (rc = parse_sizes("--n", n_text, sizes, &n_sizes))) return rc;
-    if (m_text && (rc = parse_positive("--m", m_text, &m))) return rc;
-    if (heads_text && (rc = parse_positive("--heads", heads_text, &shape.heads))) return rc;
-    if (d_text && (rc = parse_positive("--d", d_text, &shape.d_k))) return rc;
+    if ((rc = choose_kernels(variant_text, causal, form_kept, kernels, &n_kernels))) return rc;
+    if (n_kernels == 0) return cli_fail("--causal-form", "leaves no kernel to run");
+    if (n_text && (rc = sw_parse_size_list("--n", n_text, sizes, MAX_LIST, &n_sizes))) return rc;
+    if (m_text && (rc = sw_parse_positive("--m", m_text, &m))) return rc;
+    if (heads_text && (rc = sw_parse_positive("--heads", heads_text, &shape.heads))) return rc;
+    if (d_text && (rc = sw_parse_positive("--d", d_text, &shape.d_k))) return rc;
     shape.d_v = shape.d_k;
-    if (dv_text && (rc = parse_positive("--dv", dv_text, &shape.d_v))) return rc;
-    if (form_text && !causal)
-        return cli_fail("--causal-form", "only with --causal (non-causal linear has one form)");
-    if (form_text && (rc = parse_choices("--causal-form", form_text, form_names, forms, &n_forms)))
-        return rc;
+    if (dv_text && (rc = sw_parse_positive("--dv", dv_text, &shape.d_v))) return rc;
     if (threads_text && (rc = cli_parse_int("--threads", threads_text, &threads))) return rc;
     if (threads_text && threads < 1) return cli_fail("--threads", "must be >= 1");
     if (format_text && (rc = cli_parse_choice("--format", format_text, format_names, &format)))
         return rc;
     if (threads_text) la_set_num_threads(threads);
 
-    bench_point points[MAX_LIST * (V_COUNT + 1)];
-    const size_t count = list_points(sizes, n_sizes, m, variants, n_variants, causal, forms,
-                                     n_forms, la_get_num_threads(), points);
+    /* every N, every kernel */
+    bench_point points[MAX_LIST * LA_KERNEL_COUNT];
+    size_t count = 0;
+    for (size_t i = 0; i < n_sizes; i++)
+        for (size_t j = 0; j < n_kernels; j++)
+            points[count++] = (bench_point){.kernel = kernels[j],
+                                            .causal = causal,
+                                            .n = sizes[i],
+                                            .m = m ? m : sizes[i],
+                                            .threads = la_get_num_threads()};
     for (size_t i = 0; i < count; i++) {
         const la_problem p = problem_of(&points[i], &shape);
         const la_status st = la_problem_check(&p);

@@ -1,14 +1,15 @@
 /* block.c — `linattn block`: one Transformer encoder layer (nn.TransformerEncoderLayer,
  * batch_first, dropout off) on an .npy input, with PyTorch-layout weights loaded from a
  * folder of .npy files named by their state_dict keys. */
-#include "cli.h"
 #include "commands.h"
+#include "common/cli.h"
+#include "common/kernels.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cmd_block_help =
+static const char help_text[] =
     "usage: linattn block --weights DIR --x X.npy --out Y.npy --heads H [options]\n"
     "\n"
     "Runs one Transformer encoder layer, as torch.nn.TransformerEncoderLayer(D, H, d_ff,\n"
@@ -34,12 +35,15 @@ const char *const cmd_block_help =
     "  --heads H            attention heads, dividing D\n"
     "options (default in brackets):\n"
     "  --norm post|pre      LayerNorm after (post) or before (pre) each sublayer [post]\n"
-    "  --attention A        softmax or linear [softmax]\n"
+    "  --attention A        the self-attention's kernel, one of those below [softmax]\n"
     "  --causal             query i sees tokens j <= i (is_causal=True) [off]\n"
     "  --activation F       relu or gelu (exact, erf) [relu]\n"
-    "  --precision P        float32 or float64 [float32]\n"
-    "  --feature-map F      linear only: elu (φ = elu + 1) or relu [elu]\n"
-    "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores]\n"
+    "  --precision P        float32 or float64 [float32]\n";
+static const char help_feature_map[] =
+    "  --feature-map F      %s only: elu (φ = elu + 1) or relu [elu]\n";
+static const char help_after_feature_map[] =
+    "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores]\n";
+static const char help_after_kernels[] =
     "\n"
     "exit status: 0 done, 2 bad flags, input or weights (one line on stderr:\n"
     "linattn: WHAT: why, naming the file at fault)\n"
@@ -47,8 +51,25 @@ const char *const cmd_block_help =
     "example:\n"
     "  linattn block --weights layer0/ --x x.npy --out y.npy --heads 8 --precision float64\n";
 
+/* The layer kernels that read --feature-map. */
+static int reads_feature_map(la_kernel k)
+{
+    return kn_layer_kernel(k) && (la_kernel_get(k)->params & LA_PARAM_FEATURE_MAP);
+}
+
+void cmd_block_help(FILE *out)
+{
+    char names[512];
+    fputs(help_text, out);
+    fprintf(out, help_feature_map,
+            kn_kernel_names(reads_feature_map, 0, ", ", names, sizeof names));
+    fputs(help_after_feature_map, out);
+    fputs("\nkernels (--attention; the library's registry, those a layer can use):\n", out);
+    kn_print_kernels(out, "  ", 21, kn_layer_kernel, 0);
+    fputs(help_after_kernels, out);
+}
+
 static const char *const norm_names[] = {"post", "pre", NULL};
-static const char *const attention_names[] = {"softmax", "linear", NULL};
 static const char *const activation_names[] = {"relu", "gelu", NULL};
 static const char *const precision_names[] = {"float32", "float64", NULL};
 
@@ -82,20 +103,24 @@ int cmd_block(int argc, char **argv)
         if (!required[i][1])
             return cli_fail(required[i][0], "required flag is missing (see linattn help block)");
     size_t heads;
-    int norm_i = 0, attention_i = 0, activation_i = 0, precision_i = 0, threads = 0;
+    int norm_i = 0, activation_i = 0, precision_i = 0, threads = 0;
+    la_kernel kernel = LA_KERNEL_SOFTMAX;
     if ((rc = cli_parse_size("--heads", heads_text, &heads))) return rc;
     if (heads < 1) return cli_fail("--heads", "must be at least 1");
     if ((norm && (rc = cli_parse_choice("--norm", norm, norm_names, &norm_i))) ||
         (attention &&
-         (rc = cli_parse_choice("--attention", attention, attention_names, &attention_i))) ||
+         (rc = kn_parse_kernel("--attention", attention, kn_layer_kernel, 0, &kernel))) ||
         (activation &&
          (rc = cli_parse_choice("--activation", activation, activation_names, &activation_i))) ||
         (precision &&
          (rc = cli_parse_choice("--precision", precision, precision_names, &precision_i))))
         return rc;
     la_feature_map fm = LA_FEATURE_ELU1;
-    if (feature_map && attention_i != 1)
-        return cli_fail("--feature-map", "applies to --attention linear only");
+    if (feature_map && !reads_feature_map(kernel)) {
+        char names[512];
+        return cli_fail("--feature-map", "applies to --attention %s only",
+                        kn_kernel_names(reads_feature_map, 0, " or ", names, sizeof names));
+    }
     if (feature_map && la_feature_map_parse(feature_map, &fm) != LA_OK)
         return cli_fail("--feature-map", "'%s' is not one of elu, relu", feature_map);
     if (threads_text && (rc = cli_parse_int("--threads", threads_text, &threads))) return rc;
@@ -138,7 +163,7 @@ int cmd_block(int argc, char **argv)
     la_layer_config c;
     la_layer_config_init(&c, D, heads, w.d_ff);
     c.norm = norm_i ? LA_NORM_PRE : LA_NORM_POST;
-    c.attention = attention_i ? LA_KERNEL_LINEAR : LA_KERNEL_SOFTMAX;
+    c.attention = kernel;
     c.activation = activation_i ? LA_ACTIVATION_GELU : LA_ACTIVATION_RELU;
     c.feature_map = fm;
     if (threads_text) la_set_num_threads(threads);

@@ -1,20 +1,25 @@
-/* commands.h — the `linattn` subcommands. Each lives in experiments/<name>.c and
- * provides cmd_<name>(argc, argv) (argv[0] is the subcommand's name) returning the
- * process exit status: 0 success, 1 a failed check or experiment, 2 bad input/usage,
- * and cmd_<name>_help, the text `linattn help <name>` and `<name> --help` print. */
+/* commands.h — the `linattn` subcommands. Each lives in the file named after it,
+ * experiments/<name>.c (a '-' in the name is '_' in the file: params-sweep is
+ * params_sweep.c), and provides cmd_<name>(argc, argv) (argv[0] is the subcommand's
+ * name) returning the process exit status: 0 success, 1 a failed check or experiment,
+ * 2 bad input/usage, and cmd_<name>_help(out), which prints what `linattn help <name>`
+ * and `<name> --help` show (the kernel lists in them come from the library's registry). main.c
+ * holds the table of them; what they share lives in experiments/common/ (build/libcommand.a). */
 #ifndef LA_COMMANDS_H
 #define LA_COMMANDS_H
+
+#include <stdio.h>
 
 typedef struct {
     const char *name;
     const char *summary; /* one line for `linattn help` */
     int (*run)(int argc, char **argv);
-    const char *const *help;
+    void (*help)(FILE *out); /* prints `linattn help <name>` */
 } la_command;
 
-#define LA_DECLARE_COMMAND(name)                                                           \
-    int cmd_##name(int argc, char **argv);                                                 \
-    extern const char *const cmd_##name##_help
+#define LA_DECLARE_COMMAND(name)                                                                   \
+    int cmd_##name(int argc, char **argv);                                                         \
+    void cmd_##name##_help(FILE *out)
 
 LA_DECLARE_COMMAND(attend);
 LA_DECLARE_COMMAND(scaling);
@@ -28,5 +33,9 @@ LA_DECLARE_COMMAND(bench);
 LA_DECLARE_COMMAND(params);
 LA_DECLARE_COMMAND(flops);
 LA_DECLARE_COMMAND(block);
+
+/* The subcommand named name ("params-sweep"), from main.c's table; NULL if none.
+ * `linattn results` runs its experiments through it. */
+const la_command *la_command_find(const char *name);
 
 #endif

@@ -6,17 +6,17 @@
  * fused softmax against chunked causal linear). Writes every timed point to
  * results/crossover_points.csv and one row per (d, causal) to results/crossover.csv. */
 #include "commands.h"
-#include "inputs.h"
+#include "common/inputs.h"
+#include "common/record.h"
+#include "common/sweep.h"
 #include "linattn.h"
-#include "results.h"
-#include "sweep.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cmd_crossover_help =
+static const char help_text[] =
     "usage: linattn crossover [--d LIST] [--n LO:HI] [--heads H] [--bisect-steps K]\n"
     "                         [shared flags]\n"
     "\n"
@@ -39,6 +39,11 @@ const char *const cmd_crossover_help =
     "                     (defaults: --out results/crossover.csv --max-seconds 10\n"
     "                     --max-mem 4G; --min-time 0.1; the timed points go to\n"
     "                     <out>_points.csv, which --resume reuses)\n";
+
+void cmd_crossover_help(FILE *out)
+{
+    fputs(help_text, out);
+}
 
 static const char POINT_COLUMNS[] =
     "d,causal,n,heads,threads,stage,status,softmax_median_s,softmax_min_s,softmax_max_s,"
@@ -82,15 +87,9 @@ static int parse(int argc, char **argv, config *c)
     return 0;
 }
 
-/* The two kernels compared, for a causal flag. */
-static la_kernel softmax_kernel(void)
-{
-    return LA_KERNEL_SOFTMAX;
-}
-static la_kernel linear_kernel(void)
-{
-    return LA_KERNEL_LINEAR;
-}
+/* The pair compared, by name: fused softmax against linear attention (its chunked form
+ * when causal), a deliberate comparison of these two rows of the registry. */
+static const la_kernel softmax_kernel = LA_KERNEL_SOFTMAX, linear_kernel = LA_KERNEL_LINEAR;
 
 static void problem_for(la_problem *p, size_t heads, size_t n, size_t d, int causal)
 {
@@ -104,8 +103,8 @@ static int model_flops(size_t heads, size_t n, size_t d, int causal, double *sof
     la_problem p;
     la_cost cs, cl;
     problem_for(&p, heads, n, d, causal);
-    if (la_attention_cost(softmax_kernel(), &p, LA_FLOAT32, &cs) != LA_OK ||
-        la_attention_cost(linear_kernel(), &p, LA_FLOAT32, &cl) != LA_OK)
+    if (la_attention_cost(softmax_kernel, &p, LA_FLOAT32, &cs) != LA_OK ||
+        la_attention_cost(linear_kernel, &p, LA_FLOAT32, &cl) != LA_OK)
         return -1;
     *soft = cs.flops_total;
     *lin = cl.flops_total;
@@ -178,7 +177,7 @@ static int time_point(runner *r, size_t d, int causal, size_t n, const char *sta
     la_problem p;
     problem_for(&p, c->heads, n, d, causal);
     la_cost cost;
-    if (la_attention_cost(softmax_kernel(), &p, LA_FLOAT32, &cost) != LA_OK) return -1;
+    if (la_attention_cost(softmax_kernel, &p, LA_FLOAT32, &cost) != LA_OK) return -1;
     /* budget: the softmax call is the slower; an optimistic 20 GFLOP/s */
     const char *status = "ok";
     res_timing ts = {0}, tl = {0};
@@ -192,10 +191,10 @@ static int time_point(runner *r, size_t d, int causal, size_t n, const char *sta
         in_fill_normal_f32(&g, r->q, elems, 1.0);
         in_fill_normal_f32(&g, r->k, elems, 1.0);
         in_fill_normal_f32(&g, r->v, elems, 1.0);
-        la_status st =
-            sw_time_kernel(softmax_kernel(), &p, r->q, r->k, r->v, r->out, &c->common, &ts);
+        const res_rule rule = sw_rule(&c->common);
+        la_status st = res_time_kernel(softmax_kernel, &p, r->q, r->k, r->v, r->out, &rule, &ts);
         if (st == LA_OK)
-            st = sw_time_kernel(linear_kernel(), &p, r->q, r->k, r->v, r->out, &c->common, &tl);
+            st = res_time_kernel(linear_kernel, &p, r->q, r->k, r->v, r->out, &rule, &tl);
         if (st != LA_OK) {
             fprintf(stderr, "\nlinattn: crossover: d = %zu, N = %zu: %s\n", d, n, la_strerror(st));
             status = "error";
@@ -290,16 +289,8 @@ static int measure(runner *r, res_file *f, size_t d, int causal)
                : "");
     return res_row(f, "%zu,%d,%zu,%d,%s,%s,%s,%s,%s,%s,%s", d, causal, c->heads,
                    la_get_num_threads(), status, meas_text, lo_text, hi_text, pred_text,
-                   causal ? "softmax_causal" : "softmax",
-                   causal ? "linear_causal_chunked" : "linear");
-}
-
-/* <out without .csv>_points.csv */
-static void points_path(const char *out, char *buf, size_t size)
-{
-    size_t len = strlen(out);
-    if (len > 4 && strcmp(out + len - 4, ".csv") == 0) len -= 4;
-    snprintf(buf, size, "%.*s_points.csv", (int)len, out);
+                   la_kernel_series(softmax_kernel, causal),
+                   la_kernel_series(linear_kernel, causal));
 }
 
 int cmd_crossover(int argc, char **argv)
@@ -309,7 +300,7 @@ int cmd_crossover(int argc, char **argv)
     if (rc) return rc;
     res_memory_init();
     char err[512], path[4096];
-    points_path(c.common.out, path, sizeof path);
+    res_sibling_path(c.common.out, "points", path, sizeof path);
     runner r = {&c, NULL, NULL, 0, NULL, NULL, NULL, NULL};
     res_file *f = NULL;
     r.points = res_open(path, "crossover_points",

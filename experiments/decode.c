@@ -5,17 +5,17 @@
  * total). Writes per-token latency against the position t, in geometric bins, and the
  * running total, to results/decode.csv. */
 #include "commands.h"
-#include "inputs.h"
+#include "common/inputs.h"
+#include "common/record.h"
+#include "common/sweep.h"
 #include "linattn.h"
-#include "results.h"
-#include "sweep.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cmd_decode_help =
+static const char help_text[] =
     "usage: linattn decode [--tokens T] [--d D] [--heads H] [--bins-per-doubling K]\n"
     "                      [shared flags]\n"
     "\n"
@@ -35,6 +35,11 @@ const char *const cmd_decode_help =
     "                         (defaults: --out results/decode.csv --max-seconds 120\n"
     "                         --max-mem 8G; --max-seconds bounds one whole generation:\n"
     "                         past it the rest of that variant is recorded skipped_time)\n";
+
+void cmd_decode_help(FILE *out)
+{
+    fputs(help_text, out);
+}
 
 static const char COLUMNS[] =
     "variant,tokens,d_k,d_v,heads,threads,t_first,t_last,status,tokens_in_bin,median_s,"
@@ -97,18 +102,6 @@ static la_status linear_token(gen *g, size_t t)
 {
     const size_t off = t * g->H * g->d;
     return la_linear_step_f32(g->state, g->q + off, g->k + off, g->v + off, g->y);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_of(double *x, size_t n)
-{
-    qsort(x, n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
 /* One generation of T tokens, timing each into lat[t]. Returns the number of tokens
@@ -214,7 +207,7 @@ int cmd_decode(int argc, char **argv)
             int n = 0;
             for (int r = 0; r < reps_run; r++)
                 scratch[n++] = lat[(size_t)r * T + t];
-            tok[t] = median_of(scratch, (size_t)n);
+            tok[t] = res_median(scratch, (size_t)n);
         }
         /* one row per bin; bins past the budget are recorded as skipped */
         double cumulative = 0;
@@ -232,7 +225,7 @@ int cmd_decode(int argc, char **argv)
                     if (tok[t] < mn) mn = tok[t];
                     if (tok[t] > mx) mx = tok[t];
                 }
-                double med = median_of(scratch, count); /* sorts scratch */
+                double med = res_median(scratch, count); /* sorts scratch */
                 double p10 = scratch[(size_t)floor(0.1 * (double)(count - 1))];
                 double p90 = scratch[(size_t)ceil(0.9 * (double)(count - 1))];
                 if (res_row(f, "%s,ok,%zu,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e", key, count, med, mn, mx,

@@ -1,14 +1,15 @@
 /* flops.c — `linattn flops`: the FLOPs and bytes of one Transformer layer forward, per
  * component, from the library's one model (la_layer_cost_model, la_attention_cost). */
-#include "cli.h"
 #include "commands.h"
+#include "common/cli.h"
+#include "common/kernels.h"
 
 #include <stdio.h>
 #include <string.h>
 
-const char *const cmd_flops_help =
-    "usage: linattn flops --d-model D --heads H --d-ff F --n N [--m M] [--batch B]\n"
-    "                     [--attention softmax|softmax_materialized|hard|linear] [--causal]\n"
+static const char help_usage[] =
+    "usage: linattn flops --d-model D --heads H --d-ff F --n N [--m M] [--batch B]\n";
+static const char help_text[] =
     "                     [--layer encoder|decoder] [--precision float32|float64]\n"
     "                     [--feature-map elu|relu] [--chunk C] [--threads T]\n"
     "                     [--format table|csv]\n"
@@ -36,7 +37,7 @@ const char *const cmd_flops_help =
     "options (default in brackets):\n"
     "  --m M                decoder: memory tokens of the cross-attention [N]\n"
     "  --batch B            [1]\n"
-    "  --attention KIND     softmax (fused), softmax_materialized, hard or linear [softmax]\n"
+    "  --attention KIND     one of the kernels below [softmax]\n"
     "  --causal             causal self-attention [off]\n"
     "  --layer L            encoder or decoder [encoder]\n"
     "  --precision P        float32 or float64: element size of the bytes [float32]\n"
@@ -45,17 +46,26 @@ const char *const cmd_flops_help =
     "  --threads T          threads the workspace is counted for [LA_NUM_THREADS, else all]\n"
     "  --format FMT         table or csv (header component,flops,bytes; one row per\n"
     "                       component, FLOP rows with bytes empty and memory rows with\n"
-    "                       flops empty) [table]\n"
+    "                       flops empty) [table]\n";
+static const char help_after_kernels[] =
     "\n"
     "exit status: 0 done, 2 bad flags (one line on stderr: linattn: WHAT: why)\n"
     "\n"
     "example:\n"
     "  linattn flops --d-model 512 --heads 8 --d-ff 2048 --n 4096 --attention linear --causal\n";
 
-static const char *const attention_names[] = {"softmax", "softmax_materialized", "hard", "linear",
-                                              NULL};
-static const la_kernel attention_kernels[] = {LA_KERNEL_SOFTMAX, LA_KERNEL_SOFTMAX_MATERIALIZED,
-                                              LA_KERNEL_HARD, LA_KERNEL_LINEAR};
+void cmd_flops_help(FILE *out)
+{
+    char names[512];
+    fputs(help_usage, out);
+    fprintf(out, "                     [--attention %s] [--causal]\n",
+            kn_kernel_names(kn_layer_kernel, 0, "|", names, sizeof names));
+    fputs(help_text, out);
+    fputs("\nkernels (--attention; the library's registry, those a layer can use):\n", out);
+    kn_print_kernels(out, "  ", 21, kn_layer_kernel, 0);
+    fputs(help_after_kernels, out);
+}
+
 static const char *const layer_names[] = {"encoder", "decoder", NULL};
 static const char *const precision_names[] = {"float32", "float64", NULL};
 static const char *const format_names[] = {"table", "csv", NULL};
@@ -88,17 +98,6 @@ static size_t add_row(row *rows, size_t n, const char *name, double flops, doubl
     return n + 1;
 }
 
-/* Parses a size flag (NULL: keeps the default, or fails when required); >= 1. */
-static int size_flag(const char *flag, const char *text, int required, size_t *out)
-{
-    if (!text)
-        return required ? cli_fail(flag, "required flag is missing (see linattn help flops)") : 0;
-    int rc = cli_parse_size(flag, text, out);
-    if (rc) return rc;
-    if (*out < 1) return cli_fail(flag, "must be at least 1");
-    return 0;
-}
-
 int cmd_flops(int argc, char **argv)
 {
     const char *d_model = NULL, *heads = NULL, *d_ff = NULL, *n_text = NULL, *m_text = NULL;
@@ -125,13 +124,18 @@ int cmd_flops(int argc, char **argv)
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
     size_t D = 0, H = 0, F = 0, N = 0, M = 0, B = 1, C = LA_DEFAULT_CHUNK;
-    int kind = 0, decoder = 0, prec = 0, fmt = 0, n_threads = 0;
-    if ((rc = size_flag("--d-model", d_model, 1, &D)) ||
-        (rc = size_flag("--heads", heads, 1, &H)) || (rc = size_flag("--d-ff", d_ff, 1, &F)) ||
-        (rc = size_flag("--n", n_text, 1, &N)) || (rc = size_flag("--m", m_text, 0, &M)) ||
-        (rc = size_flag("--batch", batch_text, 0, &B)) || (rc = size_flag("--chunk", chunk, 0, &C)))
+    int decoder = 0, prec = 0, fmt = 0, n_threads = 0;
+    la_kernel kernel = LA_KERNEL_SOFTMAX;
+    if ((rc = cli_parse_size_flag("flops", "--d-model", d_model, 1, 1, &D)) ||
+        (rc = cli_parse_size_flag("flops", "--heads", heads, 1, 1, &H)) ||
+        (rc = cli_parse_size_flag("flops", "--d-ff", d_ff, 1, 1, &F)) ||
+        (rc = cli_parse_size_flag("flops", "--n", n_text, 1, 1, &N)) ||
+        (rc = cli_parse_size_flag("flops", "--m", m_text, 0, 1, &M)) ||
+        (rc = cli_parse_size_flag("flops", "--batch", batch_text, 0, 1, &B)) ||
+        (rc = cli_parse_size_flag("flops", "--chunk", chunk, 0, 1, &C)))
         return rc;
-    if ((attention && (rc = cli_parse_choice("--attention", attention, attention_names, &kind))) ||
+    if ((attention &&
+         (rc = kn_parse_kernel("--attention", attention, kn_layer_kernel, 0, &kernel))) ||
         (layer && (rc = cli_parse_choice("--layer", layer, layer_names, &decoder))) ||
         (precision && (rc = cli_parse_choice("--precision", precision, precision_names, &prec))) ||
         (format && (rc = cli_parse_choice("--format", format, format_names, &fmt))))
@@ -143,7 +147,7 @@ int cmd_flops(int argc, char **argv)
     if (!m_text) M = N;
     la_layer_config c;
     la_layer_config_init(&c, D, H, F);
-    c.attention = attention_kernels[kind];
+    c.attention = kernel;
     c.chunk = C;
     if (feature_map && la_feature_map_parse(feature_map, &c.feature_map) != LA_OK)
         return cli_fail("--feature-map", "'%s' is not one of elu, relu", feature_map);
@@ -180,7 +184,7 @@ int cmd_flops(int argc, char **argv)
         return 0;
     }
     printf("%s layer, %s attention%s: B = %zu, N = %zu%s, D = %zu, H = %zu, d_ff = %zu, %s\n\n",
-           decoder ? "decoder" : "encoder", attention_names[kind], causal ? " (causal)" : "", B, N,
+           decoder ? "decoder" : "encoder", la_kernel_name(kernel), causal ? " (causal)" : "", B, N,
            decoder ? "" : " (M = N)", D, H, F, precision_names[prec]);
     if (decoder) printf("cross-attention over M = %zu memory tokens\n\n", M);
     printf("  %-28s %16s %8s\n", "component", "GFLOP", "share");

@@ -7,32 +7,33 @@
 
 /* One row per subcommand; keep in the order `linattn help` should list them. */
 static const la_command commands[] = {
-    {"attend", "run one attention kernel on .npy inputs", cmd_attend, &cmd_attend_help},
+    {"attend", "run one attention kernel on .npy inputs", cmd_attend, cmd_attend_help},
     {"block", "one Transformer encoder layer on .npy input, PyTorch weights", cmd_block,
-     &cmd_block_help},
+     cmd_block_help},
     {"params", "exact parameter counts per component, as PyTorch counts them", cmd_params,
-     &cmd_params_help},
+     cmd_params_help},
     {"flops", "FLOPs and memory of one Transformer layer, per component", cmd_flops,
-     &cmd_flops_help},
-    {"bench", "time the kernels against BLIS sgemm and the FMA peak (make bench)", cmd_bench, &cmd_bench_help},
+     cmd_flops_help},
+    {"bench", "time the kernels against BLIS sgemm and the FMA peak (make bench)", cmd_bench,
+     cmd_bench_help},
     {"results", "run the default experiment suite (make results) and summarise", cmd_results,
-     &cmd_results_help},
+     cmd_results_help},
     {"scaling", "experiment: time and memory of each kernel against N", cmd_scaling,
-     &cmd_scaling_help},
+     cmd_scaling_help},
     {"crossover", "experiment: the N where linear attention overtakes softmax, per d",
-     cmd_crossover, &cmd_crossover_help},
+     cmd_crossover, cmd_crossover_help},
     {"decode", "experiment: per-token latency of generation, KV cache vs state", cmd_decode,
-     &cmd_decode_help},
+     cmd_decode_help},
     {"accuracy", "experiment: kernel errors vs float64, distances between variants", cmd_accuracy,
-     &cmd_accuracy_help},
+     cmd_accuracy_help},
     {"params-sweep", "experiment: exact parameters vs 12D², D sweep and standard models",
-     cmd_params_sweep, &cmd_params_sweep_help},
+     cmd_params_sweep, cmd_params_sweep_help},
     {"block-sweep", "experiment: encoder layer time per component against N", cmd_block_sweep,
-     &cmd_block_sweep_help},
+     cmd_block_sweep_help},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 
-static const la_command *find(const char *name)
+const la_command *la_command_find(const char *name)
 {
     for (size_t i = 0; i < n_commands; i++)
         if (strcmp(commands[i].name, name) == 0) return &commands[i];
@@ -65,26 +66,26 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         }
-        const la_command *c = find(argv[2]);
+        const la_command *c = la_command_find(argv[2]);
         if (!c) {
             fprintf(stderr, "linattn: %s: unknown command (see `linattn help`)\n", argv[2]);
             return 2;
         }
-        fputs(*c->help, stdout);
+        c->help(stdout);
         return 0;
     }
     if (strcmp(name, "--version") == 0) {
         printf("linattn %s\n", LA_VERSION_STRING);
         return 0;
     }
-    const la_command *c = find(name);
+    const la_command *c = la_command_find(name);
     if (!c) {
         fprintf(stderr, "linattn: %s: unknown command (see `linattn help`)\n", name);
         return 2;
     }
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs(*c->help, stdout);
+            c->help(stdout);
             return 0;
         }
     }

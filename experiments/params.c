@@ -1,13 +1,13 @@
 /* params.c — `linattn params`: exact parameter counts of a Transformer, per component,
  * as PyTorch counts them, beside the 12·D² approximation (la_param_counts). */
-#include "cli.h"
 #include "commands.h"
+#include "common/cli.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-const char *const cmd_params_help =
+static const char help_text[] =
     "usage: linattn params --d-model D --heads H --d-ff F [--encoder-layers L]\n"
     "                      [--decoder-layers L2] [--vocab V] [--learned-positions P]\n"
     "                      [--format table|csv|json]\n"
@@ -45,6 +45,11 @@ const char *const cmd_params_help =
     "example (PyTorch's nn.Transformer defaults: 44140544 parameters):\n"
     "  linattn params --d-model 512 --heads 8 --d-ff 2048 --format csv\n";
 
+void cmd_params_help(FILE *out)
+{
+    fputs(help_text, out);
+}
+
 enum { FORMAT_TABLE, FORMAT_CSV, FORMAT_JSON };
 static const char *const format_names[] = {"table", "csv", "json", NULL};
 
@@ -73,17 +78,6 @@ static size_t make_rows(const la_model_size *s, const la_param_count *c, row *ro
     return n;
 }
 
-/* Parses a required or optional size flag; *out keeps its default when absent. */
-static int size_flag(const char *flag, const char *text, int required, size_t min, size_t *out)
-{
-    if (!text)
-        return required ? cli_fail(flag, "required flag is missing (see linattn help params)") : 0;
-    int rc = cli_parse_size(flag, text, out);
-    if (rc) return rc;
-    if (*out < min) return cli_fail(flag, "must be at least %zu", min);
-    return 0;
-}
-
 int cmd_params(int argc, char **argv)
 {
     const char *d_model = NULL, *heads = NULL, *d_ff = NULL, *enc = NULL, *dec = NULL;
@@ -103,13 +97,14 @@ int cmd_params(int argc, char **argv)
     if (rc) return rc;
     la_model_size s = {0, 0, 0, 6, 6, 0, 0};
     int fmt = FORMAT_TABLE;
-    if ((rc = size_flag("--d-model", d_model, 1, 1, &s.d_model)) ||
-        (rc = size_flag("--heads", heads, 1, 1, &s.heads)) ||
-        (rc = size_flag("--d-ff", d_ff, 1, 1, &s.d_ff)) ||
-        (rc = size_flag("--encoder-layers", enc, 0, 0, &s.encoder_layers)) ||
-        (rc = size_flag("--decoder-layers", dec, 0, 0, &s.decoder_layers)) ||
-        (rc = size_flag("--vocab", vocab, 0, 0, &s.vocab)) ||
-        (rc = size_flag("--learned-positions", positions, 0, 0, &s.learned_positions)))
+    if ((rc = cli_parse_size_flag("params", "--d-model", d_model, 1, 1, &s.d_model)) ||
+        (rc = cli_parse_size_flag("params", "--heads", heads, 1, 1, &s.heads)) ||
+        (rc = cli_parse_size_flag("params", "--d-ff", d_ff, 1, 1, &s.d_ff)) ||
+        (rc = cli_parse_size_flag("params", "--encoder-layers", enc, 0, 0, &s.encoder_layers)) ||
+        (rc = cli_parse_size_flag("params", "--decoder-layers", dec, 0, 0, &s.decoder_layers)) ||
+        (rc = cli_parse_size_flag("params", "--vocab", vocab, 0, 0, &s.vocab)) ||
+        (rc = cli_parse_size_flag("params", "--learned-positions", positions, 0, 0,
+                                  &s.learned_positions)))
         return rc;
     if (format && (rc = cli_parse_choice("--format", format, format_names, &fmt))) return rc;
     if (s.d_model % s.heads != 0)

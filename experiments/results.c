@@ -1,645 +1,460 @@
-/* results.c — the experiments' CSV writer, timer, memory probe, progress line and fit.
- * See results.h for the file format and the meaning of each measurement. */
-#include "results.h"
-
+/* results.c — `linattn results`: the default experiment suite that `make results` runs
+ * (the embedded configuration of every experiment, sized to finish in well under 15
+ * minutes on a 2-core machine), and the summary it ends with, read back from the CSV
+ * files: fitted scaling exponents, crossover lengths, decode speed-up, worst float32
+ * errors, the parameter table, where attention starts to dominate a layer, and the paths
+ * of what was written. */
+#include "commands.h"
+#include "common/cli.h"
+#include "common/kernels.h"
+#include "common/record.h"
+#include "common/sweep.h"
 #include "linattn.h"
 
+#include <dirent.h>
 #include <errno.h>
-#include <malloc.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
-/* ---------------------------------------------------------------- timer */
+static const char help_usage[] =
+    "usage: linattn results [--out-dir DIR] [--plots-dir DIR] [--only LIST] [--resume]\n"
+    "                       [--quick] [--summary | --no-summary]\n"
+    "\n"
+    "Runs the default experiment suite and prints a summary; `make results` runs it and\n"
+    "then renders the figures (`make plots`) and prints the summary again with them.\n"
+    "The suite (each is also a command of its own, with --help):\n";
+static const char help_options[] =
+    "\n"
+    "  --out-dir DIR    where the CSV files go (default results)\n"
+    "  --plots-dir DIR  where the summary looks for figures (default plots)\n"
+    "  --only LIST      comma-separated subset of the experiments above\n"
+    "  --resume         keep the points already in the CSV files (each experiment's\n"
+    "                   --resume), to finish an interrupted run\n"
+    "  --quick          tiny sizes (a smoke test in well under a minute; the figures are\n"
+    "                   not meaningful)\n"
+    "  --summary        measure nothing: print the summary of the files in DIR\n"
+    "  --no-summary     run the suite without the summary (make results prints it after\n"
+    "                   rendering the figures)\n";
 
-double res_now(void)
+/* ---------------------------------------------------------------- the suite */
+
+enum { MAX_ARGS = 32, SUITE_ARGS = 16 };
+
+/* One experiment of the suite: a command of main.c's table (la_command_find), run with
+ * args (quick_args under --quick; both NULL-terminated), then --resume when given and
+ * --out DIR/file. The embedded configuration, sized so the whole suite takes well under
+ * 15 minutes on a 2-core machine. */
+typedef struct {
+    const char *command;
+    const char *file;
+    const char *note; /* for the help, where args do not say it ("" when they do) */
+    const char *args[SUITE_ARGS];
+    const char *quick_args[SUITE_ARGS];
+} experiment;
+
+// clang-format off
+static const experiment suite[] = {
+    {"scaling", "scaling.csv", "",
+     {"--n", "128:65536", "--d", "64", "--heads", "1", "--max-seconds", "10", "--max-mem", "8G"},
+     {"--n", "64:1024", "--d", "64", "--heads", "1", "--max-seconds", "1", "--max-mem", "8G",
+      "--min-time", "0.02"}},
+    {"crossover", "crossover.csv", " (d = 16..256, 4 heads)",
+     {NULL},
+     {"--d", "16,64", "--n", "16:1024", "--min-time", "0.02", "--bisect-steps", "2"}},
+    {"decode", "decode.csv", "",
+     {"--tokens", "8192", "--heads", "8", "--d", "64"},
+     {"--tokens", "256", "--heads", "8", "--d", "64"}},
+    {"accuracy", "accuracy.csv", "",
+     {"--n", "16:4096"},
+     {"--n", "16:256", "--fixed-n", "200"}},
+    {"params-sweep", "params.csv", " (D = 64..8192 and the standard models)",
+     {NULL},
+     {NULL}},
+    {"block-sweep", "block.csv", " (D = 512)",
+     {"--n", "64:8192"},
+     {"--n", "64:512", "--d-model", "128", "--min-time", "0.02"}},
+};
+// clang-format on
+enum { N_EXPERIMENTS = sizeof suite / sizeof suite[0] };
+
+void cmd_results_help(FILE *out)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-int res_time(res_body body, void *ctx, int min_reps, int max_reps, double min_total_s,
-             double slow_s, res_timing *out)
-{
-    if (min_reps < 1) min_reps = 1;
-    if (max_reps < min_reps) max_reps = min_reps;
-    double *samples = malloc((size_t)max_reps * sizeof *samples);
-    if (!samples) return -1;
-    int n = 0, rc;
-
-    /* warm-up: page faults, caches, thread pool; kept as a sample only when slow */
-    double t0 = res_now();
-    if ((rc = body(ctx)) != 0) goto done;
-    double warm = res_now() - t0;
-    if (warm >= slow_s) samples[n++] = warm;
-
-    double total = 0;
-    while (n < max_reps && (n < min_reps || (total < min_total_s && warm < slow_s))) {
-        t0 = res_now();
-        if ((rc = body(ctx)) != 0) goto done;
-        samples[n] = res_now() - t0;
-        total += samples[n++];
+    fputs(help_usage, out);
+    for (size_t i = 0; i < N_EXPERIMENTS; i++) {
+        fprintf(out, "  %-13s linattn %s", suite[i].command, suite[i].command);
+        for (const char *const *a = suite[i].args; *a; a++)
+            fprintf(out, " %s", *a);
+        fprintf(out, "%s\n", suite[i].note);
     }
-    qsort(samples, (size_t)n, sizeof *samples, cmp_double);
-    out->reps = n;
-    out->min_s = samples[0];
-    out->max_s = samples[n - 1];
-    out->median_s = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
-done:
-    free(samples);
-    return rc;
+    fputs(help_options, out);
 }
-
-/* ---------------------------------------------------------------- memory */
-
-void res_memory_init(void)
-{
-    /* A fixed threshold turns off glibc's growing one, which would keep freed blocks of
-     * up to 32 MiB in the heap (resident) after the first large free. */
-    mallopt(M_MMAP_THRESHOLD, 1 << 20);
-}
-
-int res_peak_reset(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (!f) return 0;
-    int ok = fputs("5", f) >= 0;
-    ok = (fclose(f) == 0) && ok;
-    return ok;
-}
-
-/* A "Key:   123 kB" line of /proc/self/status, in bytes. */
-static double status_kb(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return -1;
-    char line[256];
-    size_t len = strlen(key);
-    double bytes = -1;
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, key, len) == 0 && line[len] == ':') {
-            bytes = 1024.0 * strtod(line + len + 1, NULL);
-            break;
-        }
-    }
-    fclose(f);
-    return bytes;
-}
-
-double res_peak_rss_bytes(void)
-{
-    return status_kb("VmHWM");
-}
-double res_rss_bytes(void)
-{
-    return status_kb("VmRSS");
-}
-
-/* ---------------------------------------------------------------- machine */
-
-const char *res_cpu_model(void)
-{
-    static char model[128] = "";
-    if (model[0]) return model;
-    snprintf(model, sizeof model, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return model;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *colon = strchr(line, ':');
-            if (!colon) break;
-            colon++;
-            while (*colon == ' ' || *colon == '\t')
-                colon++;
-            colon[strcspn(colon, "\n")] = 0;
-            /* commas would split a CSV field elsewhere; the header is a comment, but keep
-             * the string safe to reuse */
-            for (char *c = colon; *c; c++)
-                if (*c == ',') *c = ';';
-            snprintf(model, sizeof model, "%s", colon);
-            break;
-        }
-    }
-    fclose(f);
-    return model;
-}
-
-const char *res_load_average(void)
-{
-    static char load[64];
-    snprintf(load, sizeof load, "unknown");
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (!f) return load;
-    double a, b, c;
-    if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
-        snprintf(load, sizeof load, "%.2f %.2f %.2f", a, b, c);
-    fclose(f);
-    return load;
-}
-
-/* The cpu line of /proc/stat: busy and total jiffies. */
-static int cpu_jiffies(double *busy, double *total)
-{
-    FILE *f = fopen("/proc/stat", "r");
-    if (!f) return -1;
-    unsigned long long v[8] = {0};
-    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
-                   &v[4], &v[5], &v[6], &v[7]);
-    fclose(f);
-    if (n < 4) return -1;
-    *total = 0;
-    for (int i = 0; i < 8; i++)
-        *total += (double)v[i];
-    *busy = *total - (double)v[3] - (double)v[4]; /* minus idle and iowait */
-    return 0;
-}
-
-double res_busy_fraction(double seconds)
-{
-    double b0, t0, b1, t1;
-    if (cpu_jiffies(&b0, &t0) != 0) return -1;
-    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
-    nanosleep(&ts, NULL);
-    if (cpu_jiffies(&b1, &t1) != 0 || t1 <= t0) return -1;
-    return (b1 - b0) / (t1 - t0);
-}
-
-int res_cores(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
-/* The first line a shell command prints, or "" */
-static void first_line_of(const char *cmd, char *buf, size_t size)
-{
-    buf[0] = 0;
-    FILE *p = popen(cmd, "r");
-    if (!p) return;
-    if (!fgets(buf, (int)size, p)) buf[0] = 0;
-    buf[strcspn(buf, "\n")] = 0;
-    pclose(p);
-}
-
-const char *res_git_commit(void)
-{
-    static char commit[96] = "";
-    if (commit[0]) return commit;
-    char hash[64], dirty[16];
-    first_line_of("git rev-parse --short HEAD 2>/dev/null", hash, sizeof hash);
-    if (!hash[0]) {
-        snprintf(commit, sizeof commit, "unknown");
-        return commit;
-    }
-    /* dirty: tracked files differ from HEAD (untracked files are ignored) */
-    first_line_of("git status --porcelain --untracked-files=no 2>/dev/null | head -n 1", dirty,
-                  sizeof dirty);
-    snprintf(commit, sizeof commit, "%s%s", hash, dirty[0] ? " (dirty)" : "");
-    return commit;
-}
-
-/* ---------------------------------------------------------------- CSV */
 
 typedef struct {
-    char *key; /* first n_key fields */
-    char *row; /* the whole row */
-} stored_row;
+    const char *out_dir, *plots_dir;
+    int selected[N_EXPERIMENTS];
+    int resume, quick, summary_only, no_summary;
+} config;
 
-struct res_file {
-    FILE *out;
-    char *path;
-    char **columns; /* names, n_columns of them */
-    int n_columns, n_key;
-    stored_row *rows;
-    size_t n_rows, cap_rows;
-    int resumed_rows;
-    int failed;
-};
-
-static char *dup_string(const char *s)
+static int parse(int argc, char **argv, config *c)
 {
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
-
-/* The first n_key comma-separated fields of row, or NULL on allocation failure. */
-static char *key_of(const char *row, int n_key)
-{
-    const char *end = row;
-    for (int i = 0; i < n_key && *end; i++) {
-        end += strcspn(end, ",");
-        if (i < n_key - 1 && *end == ',') end++;
-    }
-    size_t len = (size_t)(end - row);
-    char *key = malloc(len + 1);
-    if (!key) return NULL;
-    memcpy(key, row, len);
-    key[len] = 0;
-    return key;
-}
-
-static int store_row(res_file *f, const char *row)
-{
-    if (f->n_rows == f->cap_rows) {
-        size_t cap = f->cap_rows ? 2 * f->cap_rows : 64;
-        stored_row *r = realloc(f->rows, cap * sizeof *r);
-        if (!r) return -1;
-        f->rows = r;
-        f->cap_rows = cap;
-    }
-    stored_row *s = &f->rows[f->n_rows];
-    s->row = dup_string(row);
-    s->key = key_of(row, f->n_key);
-    if (!s->row || !s->key) {
-        free(s->row);
-        free(s->key);
-        return -1;
-    }
-    f->n_rows++;
-    return 0;
-}
-
-static int split_columns(res_file *f, const char *columns)
-{
-    f->n_columns = 1;
-    for (const char *c = columns; *c; c++)
-        f->n_columns += *c == ',';
-    f->columns = calloc((size_t)f->n_columns, sizeof *f->columns);
-    if (!f->columns) return -1;
-    const char *start = columns;
-    for (int i = 0; i < f->n_columns; i++) {
-        size_t len = strcspn(start, ",");
-        f->columns[i] = malloc(len + 1);
-        if (!f->columns[i]) return -1;
-        memcpy(f->columns[i], start, len);
-        f->columns[i][len] = 0;
-        start += len + (start[len] == ',');
+    const char *out_dir = NULL, *plots_dir = NULL, *only = NULL;
+    const cli_flag flags[] = {
+        {"out-dir", &out_dir, NULL},
+        {"plots-dir", &plots_dir, NULL},
+        {"only", &only, NULL},
+        {"resume", NULL, &c->resume},
+        {"quick", NULL, &c->quick},
+        {"summary", NULL, &c->summary_only},
+        {"no-summary", NULL, &c->no_summary},
+        {NULL, NULL, NULL},
+    };
+    int rc = cli_parse_flags(argc, argv, flags);
+    if (rc) return rc;
+    c->out_dir = out_dir ? out_dir : "results";
+    c->plots_dir = plots_dir ? plots_dir : "plots";
+    for (size_t i = 0; i < N_EXPERIMENTS; i++)
+        c->selected[i] = 1;
+    if (only) {
+        const char *names[N_EXPERIMENTS + 1];
+        for (size_t i = 0; i < N_EXPERIMENTS; i++)
+            names[i] = suite[i].command;
+        names[N_EXPERIMENTS] = NULL;
+        int which[N_EXPERIMENTS];
+        size_t count;
+        if ((rc = cli_parse_choice_list("--only", only, names, which, N_EXPERIMENTS, &count)))
+            return rc;
+        memset(c->selected, 0, sizeof c->selected);
+        for (size_t i = 0; i < count; i++)
+            c->selected[which[i]] = 1;
     }
     return 0;
 }
 
-static void utc_now(char *buf, size_t size)
+/* An argument vector under construction: the experiment's name, its flags, --out. */
+typedef struct {
+    char *argv[MAX_ARGS];
+    int argc;
+    char out[4096];
+} args;
+
+static void arg(args *a, const char *s)
 {
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (a->argc < MAX_ARGS - 1) a->argv[a->argc++] = (char *)s;
+    a->argv[a->argc] = NULL;
 }
 
-static void write_command(FILE *out, int argc, char **argv)
+/* The command line of suite[which] under c's flags. */
+static void configure(size_t which, const config *c, args *a)
 {
-    fputs("build/linattn", out);
-    for (int i = 0; i < argc; i++)
-        fprintf(out, " %s", argv[i]);
-    fputc('\n', out);
+    const experiment *e = &suite[which];
+    a->argc = 0;
+    arg(a, e->command);
+    for (const char *const *s = c->quick ? e->quick_args : e->args; *s; s++)
+        arg(a, *s);
+    if (c->resume) arg(a, "--resume");
+    snprintf(a->out, sizeof a->out, "%s/%s", c->out_dir, e->file);
+    arg(a, "--out"), arg(a, a->out);
 }
 
-/* Reads an existing file's rows into f. Returns 1 when they were kept, 0 when the file
- * does not exist, -1 (and err) when it exists but cannot be resumed. */
-static int read_existing(res_file *f, const char *columns, char *err, size_t err_size)
+/* mkdir -p */
+static int make_dir(const char *path)
 {
-    FILE *in = fopen(f->path, "r");
-    if (!in) {
-        if (errno == ENOENT) return 0;
-        snprintf(err, err_size, "%s: %s", f->path, strerror(errno));
-        return -1;
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return cli_fail("--out-dir", "path too long");
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == 0) {
+            char c = *p;
+            *p = 0;
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return cli_fail(path, "cannot create the folder: %s", strerror(errno));
+            *p = c;
+            if (!c) break;
+        }
     }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    int seen_header = 0, rc = 1;
-    while ((len = getline(&line, &cap, in)) >= 0) {
-        line[strcspn(line, "\r\n")] = 0;
-        if (line[0] == '#' || line[0] == 0) continue;
-        if (!seen_header) {
-            if (strcmp(line, columns) != 0) {
-                snprintf(err, err_size,
-                         "%s: its columns differ from this version's; move it away or run "
-                         "without --resume",
-                         f->path);
-                rc = -1;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the summary */
+
+static res_file *load(const config *c, const char *file, int n_key)
+{
+    char path[4096], err[512];
+    snprintf(path, sizeof path, "%s/%s", c->out_dir, file);
+    return res_load(path, n_key, err, sizeof err);
+}
+
+static int is_ok(const res_file *f, const char *row)
+{
+    char status[32];
+    return res_get_str(f, row, "status", status, sizeof status) == 0 && strcmp(status, "ok") == 0;
+}
+
+static void summary_scaling(const config *c)
+{
+    res_file *f = load(c, "scaling_fit.csv", 1);
+    if (!f) return;
+    printf("\nScaling: time ∝ N^e, e fitted over the upper half of each curve\n");
+    for (size_t i = 0; i < res_count(f); i++) {
+        const char *row = res_row_at(f, i);
+        char name[64];
+        double e, theory, lo, hi;
+        char theory_text[32] = "?"; /* empty for a kernel scaling has no exponent for */
+        res_get_str(f, row, "variant", name, sizeof name);
+        if (res_get(f, row, "theory_exponent", &theory) == 0)
+            snprintf(theory_text, sizeof theory_text, "%.0f", theory);
+        if (res_get(f, row, "fitted_exponent", &e) == 0 && res_get(f, row, "fit_n_min", &lo) == 0 &&
+            res_get(f, row, "fit_n_max", &hi) == 0)
+            printf("  %-24s e = %.2f  (theory %s, N = %.0f..%.0f)\n", name, e, theory_text, lo, hi);
+        else
+            printf("  %-24s too few points to fit\n", name);
+    }
+    res_close(f);
+}
+
+static void summary_crossover(const config *c)
+{
+    res_file *f = load(c, "crossover.csv", 4);
+    if (!f) return;
+    printf("\nCrossover: N above which linear attention is faster than softmax (measured / "
+           "predicted by FLOPs)\n");
+    printf("  %6s  %-22s  %-22s\n", "d", "non-causal", "causal");
+    for (size_t i = 0; i < res_count(f); i++) {
+        const char *row = res_row_at(f, i);
+        double d, causal;
+        if (res_get(f, row, "d", &d) || res_get(f, row, "causal", &causal) || causal != 0) continue;
+        char cell[2][80];
+        for (int k = 0; k < 2; k++) {
+            snprintf(cell[k], sizeof cell[k], "-");
+            for (size_t j = 0; j < res_count(f); j++) {
+                const char *r2 = res_row_at(f, j);
+                double d2, c2, meas, pred;
+                char status[32] = "";
+                if (res_get(f, r2, "d", &d2) || res_get(f, r2, "causal", &c2) || d2 != d || c2 != k)
+                    continue;
+                res_get_str(f, r2, "status", status, sizeof status);
+                char m[32] = "-", p[32] = "-";
+                if (res_get(f, r2, "measured_crossover_n", &meas) == 0)
+                    snprintf(m, sizeof m, "%.0f", meas);
+                else if (strcmp(status, "below_range") == 0)
+                    snprintf(m, sizeof m, "below range");
+                else if (strcmp(status, "above_range") == 0)
+                    snprintf(m, sizeof m, "above range");
+                if (res_get(f, r2, "predicted_crossover_n", &pred) == 0)
+                    snprintf(p, sizeof p, "%.0f", pred);
+                snprintf(cell[k], sizeof cell[k], "%s / %s", m, p);
+            }
+        }
+        printf("  %6.0f  %-22s  %-22s\n", d, cell[0], cell[1]);
+    }
+    res_close(f);
+}
+
+static void summary_decode(const config *c)
+{
+    res_file *f = load(c, "decode.csv", 8);
+    if (!f) return;
+    double total[2] = {NAN, NAN}, tokens = 0;
+    for (size_t i = 0; i < res_count(f); i++) {
+        const char *row = res_row_at(f, i);
+        char name[64];
+        double cum, last, T;
+        if (!is_ok(f, row) || res_get_str(f, row, "variant", name, sizeof name) ||
+            res_get(f, row, "cumulative_s", &cum) || res_get(f, row, "t_last", &last) ||
+            res_get(f, row, "tokens", &T) || last != T)
+            continue;
+        total[strcmp(name, "softmax_kv_cache") == 0 ? 0 : 1] = cum;
+        tokens = T;
+    }
+    if (isfinite(total[0]) && isfinite(total[1]))
+        printf("\nDecode: %.0f tokens in %.3g s with softmax + KV cache, %.3g s with linear "
+               "attention's state: %.0f× faster\n",
+               tokens, total[0], total[1], total[0] / total[1]);
+    res_close(f);
+}
+
+static void summary_accuracy(const config *c)
+{
+    res_file *f = load(c, "accuracy.csv", 12);
+    if (!f) return;
+    kn_series all[KN_MAX_SERIES];
+    const size_t n_series = kn_all_series(all);
+    printf("\nAccuracy: worst relative error of the float32 kernels against the float64 "
+           "reference\n ");
+    int listed = 0;
+    for (size_t k = 0; k < n_series; k++) { /* the registry's series found in the file */
+        double worst = -1;
+        for (size_t i = 0; i < res_count(f); i++) {
+            const char *row = res_row_at(f, i);
+            char study[32], var[64], prec[16];
+            double e;
+            if (res_get_str(f, row, "study", study, sizeof study) || strcmp(study, "error_vs_n") ||
+                res_get_str(f, row, "variant", var, sizeof var) || strcmp(var, all[k].name) ||
+                res_get_str(f, row, "precision", prec, sizeof prec) || strcmp(prec, "float32"))
+                continue;
+            if (res_get(f, row, "rel_error", &e) != 0) e = INFINITY;
+            if (e > worst) worst = e;
+        }
+        if (worst >= 0) printf("%s %s %.1e", listed++ ? "," : "", all[k].name, worst);
+    }
+    printf("\n");
+    res_close(f);
+}
+
+static void summary_params(const config *c)
+{
+    res_file *f = load(c, "params.csv", 1);
+    if (!f) return;
+    printf(
+        "\nParameters of the standard models: the whole model, its layers exactly, and the 12D²\n"
+        "rule for the layers (16D² per decoder layer); gap = (exact − rule) / exact\n");
+    printf("  %-16s %5s %3s %5s %6s %14s %14s %15s %7s\n", "model", "D", "H", "d_ff", "layers",
+           "total", "layers exact", "12D² rule", "gap");
+    for (size_t i = 0; i < res_count(f); i++) {
+        const char *row = res_row_at(f, i);
+        char model[64], kind[32];
+        double d, h, ff, enc, dec, total, approx, gap, all;
+        if (res_get_str(f, row, "kind", kind, sizeof kind) || strcmp(kind, "standard")) continue;
+        if (res_get_str(f, row, "model", model, sizeof model) || res_get(f, row, "d_model", &d) ||
+            res_get(f, row, "heads", &h) || res_get(f, row, "d_ff", &ff) ||
+            res_get(f, row, "encoder_layers", &enc) || res_get(f, row, "decoder_layers", &dec) ||
+            res_get(f, row, "layers_exact", &total) || res_get(f, row, "layers_approx", &approx) ||
+            res_get(f, row, "approx_gap", &gap) || res_get(f, row, "total", &all))
+            continue;
+        char layers[32];
+        snprintf(layers, sizeof layers, dec > 0 ? "%.0f+%.0f" : "%.0f", enc, dec);
+        printf("  %-16s %5.0f %3.0f %5.0f %6s %14.0f %14.0f %14.0f %6.3f%%\n", model, d, h, ff,
+               layers, all, total, approx, 100 * gap);
+    }
+    res_close(f);
+}
+
+static void summary_block(const config *c)
+{
+    res_file *f = load(c, "block.csv", 6);
+    if (!f) return;
+    /* the smallest N at which attention takes over half of a softmax layer's time */
+    double first = NAN, d_model = NAN, lin_share = NAN, n_max = 0;
+    for (size_t i = 0; i < res_count(f); i++) {
+        const char *row = res_row_at(f, i);
+        char att[32], comp[32];
+        double n, share;
+        if (!is_ok(f, row) || res_get_str(f, row, "attention", att, sizeof att) ||
+            res_get_str(f, row, "component", comp, sizeof comp) || strcmp(comp, "attention") ||
+            res_get(f, row, "n", &n) || res_get(f, row, "share", &share))
+            continue;
+        res_get(f, row, "d_model", &d_model);
+        if (strcmp(att, la_kernel_name(LA_KERNEL_SOFTMAX)) == 0 && share > 0.5 && !(first <= n))
+            first = n;
+        if (strcmp(att, la_kernel_name(LA_KERNEL_LINEAR)) == 0 && n >= n_max)
+            n_max = n, lin_share = share;
+    }
+    if (isfinite(first))
+        printf("\nBlock (D = %.0f): attention is over half of a softmax encoder layer's time from "
+               "N = %.0f; with linear attention it is %.0f%% at N = %.0f\n",
+               d_model, first, 100 * lin_share, n_max);
+    else if (isfinite(d_model))
+        printf("\nBlock (D = %.0f): attention stays under half of a softmax layer's time up to the "
+               "largest N measured\n",
+               d_model);
+    res_close(f);
+}
+
+/* Lists the files of dir whose names end in one of the suffixes. */
+static void list_files(const char *dir, const char *const *suffixes)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    char *names[256];
+    size_t n = 0;
+    while ((e = readdir(d)) && n < 256) {
+        size_t len = strlen(e->d_name);
+        for (const char *const *s = suffixes; *s; s++) {
+            size_t sl = strlen(*s);
+            if (len > sl && strcmp(e->d_name + len - sl, *s) == 0) {
+                names[n] = malloc(len + 1);
+                if (names[n]) memcpy(names[n++], e->d_name, len + 1);
                 break;
             }
-            seen_header = 1;
-            continue;
-        }
-        if (store_row(f, line) != 0) {
-            snprintf(err, err_size, "%s: out of memory", f->path);
-            rc = -1;
-            break;
         }
     }
-    free(line);
-    fclose(in);
-    if (rc == 1 && !seen_header) rc = 0; /* empty or header-less: start anew */
-    return rc;
-}
-
-res_file *res_open(const char *path, const char *experiment, const char *about, const char *columns,
-                   int n_key, int resume, int argc, char **argv, char *err, size_t err_size)
-{
-    res_file *f = calloc(1, sizeof *f);
-    if (!f) {
-        snprintf(err, err_size, "%s: out of memory", path);
-        return NULL;
-    }
-    f->n_key = n_key;
-    f->path = dup_string(path);
-    if (!f->path || split_columns(f, columns) != 0) {
-        snprintf(err, err_size, "%s: out of memory", path);
-        goto fail;
-    }
-
-    int kept = 0;
-    if (resume) {
-        kept = read_existing(f, columns, err, err_size);
-        if (kept < 0) goto fail;
-    }
-    char date[32];
-    utc_now(date, sizeof date);
-    f->out = fopen(path, kept ? "a" : "w");
-    if (!f->out) {
-        snprintf(err, err_size, "%s: %s", path, strerror(errno));
-        goto fail;
-    }
-    f->resumed_rows = (int)f->n_rows;
-    if (kept) {
-        fprintf(f->out, "# resumed: %s (commit %s), %d points kept: ", date, res_git_commit(),
-                f->resumed_rows);
-        write_command(f->out, argc, argv);
-    } else {
-        int reset = res_peak_reset();
-        fprintf(f->out, "# linattn %s: %s\n", experiment, about);
-        fputs("# command: ", f->out);
-        write_command(f->out, argc, argv);
-        fprintf(f->out, "# date: %s\n", date);
-        fprintf(f->out, "# git_commit: %s\n", res_git_commit());
-        fprintf(f->out, "# cpu: %s\n", res_cpu_model());
-        fprintf(f->out, "# cores: %d\n", res_cores());
-        fprintf(f->out, "# threads: %d\n", la_get_num_threads());
-        fprintf(f->out,
-                "# load_average: %s (other processes competing for the cores add "
-                "noise to timings)\n",
-                res_load_average());
-        fprintf(f->out, "# blis: %s, kernels %s\n", la_blis_version(), la_blis_config());
-        fprintf(f->out, "# float32 kernels: %s\n", la_simd_config());
-        fprintf(f->out, "# linattn: %s\n", LA_VERSION_STRING);
-        fprintf(f->out, "# peak_rss: %s\n",
-                reset ? "VmHWM after the point, reset before it via /proc/self/clear_refs; "
-                        "includes inputs, outputs and the program"
-                      : "VmHWM since the process started (clear_refs unavailable): an upper "
-                        "bound, monotone over the sweep");
-        fprintf(f->out, "%s\n", columns);
-    }
-    if (fflush(f->out) != 0) {
-        snprintf(err, err_size, "%s: %s", path, strerror(errno));
-        goto fail;
-    }
-    return f;
-fail:
-    res_close(f);
-    return NULL;
-}
-
-const char *res_find(const res_file *f, const char *key)
-{
-    for (size_t i = f->n_rows; i-- > 0;) /* the latest row of a key wins */
-        if (strcmp(f->rows[i].key, key) == 0) return f->rows[i].row;
-    return NULL;
-}
-
-/* Copies field `index` of row into buf; -1 when the row is shorter. */
-static int field(const char *row, int index, char *buf, size_t size)
-{
-    const char *start = row;
-    for (int i = 0; i < index; i++) {
-        start = strchr(start, ',');
-        if (!start) return -1;
-        start++;
-    }
-    size_t len = strcspn(start, ",");
-    if (len >= size) len = size - 1;
-    memcpy(buf, start, len);
-    buf[len] = 0;
-    return 0;
-}
-
-static int column_index(const res_file *f, const char *column)
-{
-    for (int i = 0; i < f->n_columns; i++)
-        if (strcmp(f->columns[i], column) == 0) return i;
-    return -1;
-}
-
-int res_get_str(const res_file *f, const char *row, const char *column, char *buf, size_t size)
-{
-    int i = column_index(f, column);
-    if (i < 0 || size == 0) return -1;
-    return field(row, i, buf, size);
-}
-
-int res_get(const res_file *f, const char *row, const char *column, double *out)
-{
-    char buf[64], *end;
-    if (res_get_str(f, row, column, buf, sizeof buf) != 0 || !buf[0]) return -1;
-    double x = strtod(buf, &end);
-    if (*end) return -1;
-    *out = x;
-    return 0;
-}
-
-int res_row(res_file *f, const char *fmt, ...)
-{
-    char *row = NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    int len = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (len < 0 || !(row = malloc((size_t)len + 1))) {
-        f->failed = 1;
-        return -1;
-    }
-    va_start(ap, fmt);
-    vsnprintf(row, (size_t)len + 1, fmt, ap);
-    va_end(ap);
-    int rc = 0;
-    if (fprintf(f->out, "%s\n", row) < 0 || fflush(f->out) != 0) rc = -1;
-    if (rc == 0 && store_row(f, row) != 0) rc = -1;
-    free(row);
-    if (rc) f->failed = 1;
-    return rc;
-}
-
-int res_comment(res_file *f, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("# ", f->out);
-    int rc = vfprintf(f->out, fmt, ap) < 0;
-    va_end(ap);
-    fputc('\n', f->out);
-    if (fflush(f->out) != 0) rc = 1;
-    if (rc) f->failed = 1;
-    return rc ? -1 : 0;
-}
-
-res_file *res_load(const char *path, int n_key, char *err, size_t err_size)
-{
-    res_file *f = calloc(1, sizeof *f);
-    FILE *in = NULL;
-    char *line = NULL;
-    size_t cap = 0;
-    if (!f || !(f->path = dup_string(path))) {
-        snprintf(err, err_size, "%s: out of memory", path);
-        goto fail;
-    }
-    f->n_key = n_key;
-    if (!(in = fopen(path, "r"))) {
-        snprintf(err, err_size, "%s: %s", path, strerror(errno));
-        goto fail;
-    }
-    while (getline(&line, &cap, in) >= 0) {
-        line[strcspn(line, "\r\n")] = 0;
-        if (line[0] == '#' || line[0] == 0) continue;
-        if (!f->columns ? split_columns(f, line) != 0 : store_row(f, line) != 0) {
-            snprintf(err, err_size, "%s: out of memory", path);
-            goto fail;
+    closedir(d);
+    for (size_t i = 1; i < n; i++) /* insertion sort by name */
+        for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            char *t = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = t;
         }
-    }
-    if (!f->columns) {
-        snprintf(err, err_size, "%s: no header row", path);
-        goto fail;
-    }
-    free(line);
-    fclose(in);
-    return f;
-fail:
-    free(line);
-    if (in) fclose(in);
-    res_close(f);
-    return NULL;
-}
-
-size_t res_count(const res_file *f)
-{
-    return f->n_rows;
-}
-const char *res_row_at(const res_file *f, size_t i)
-{
-    return i < f->n_rows ? f->rows[i].row : NULL;
-}
-
-const char *res_path(const res_file *f)
-{
-    return f->path;
-}
-int res_resumed_rows(const res_file *f)
-{
-    return f->resumed_rows;
-}
-
-int res_close(res_file *f)
-{
-    if (!f) return 0;
-    int rc = f->failed ? -1 : 0;
-    if (f->out && fclose(f->out) != 0) rc = -1;
-    for (size_t i = 0; i < f->n_rows; i++) {
-        free(f->rows[i].key);
-        free(f->rows[i].row);
-    }
-    free(f->rows);
-    if (f->columns)
-        for (int i = 0; i < f->n_columns; i++)
-            free(f->columns[i]);
-    free(f->columns);
-    free(f->path);
-    free(f);
-    return rc;
-}
-
-/* ---------------------------------------------------------------- progress */
-
-void res_format_duration(double s, char *buf, size_t size)
-{
-    if (!(s >= 0) || s > 1e7)
-        snprintf(buf, size, "?");
-    else if (s < 60)
-        snprintf(buf, size, "%.1fs", s);
-    else if (s < 3600)
-        snprintf(buf, size, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-    else
-        snprintf(buf, size, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
-}
-
-void res_progress_start(res_progress *pr, const char *label, int total_points, double total_work)
-{
-    pr->label = label;
-    pr->total_points = total_points;
-    pr->total_work = total_work > 0 ? total_work : total_points;
-    pr->work_done = 0;
-    pr->start_s = res_now();
-    pr->tty = isatty(2);
-}
-
-void res_progress_step(res_progress *pr, int point, double work, const char *what)
-{
-    /* the estimate extrapolates from the points finished; this one starts now */
-    double done = pr->work_done;
-    pr->work_done += work;
-    if (!pr->tty) return;
-    double elapsed = res_now() - pr->start_s;
-    char e[32], r[32];
-    res_format_duration(elapsed, e, sizeof e);
-    if (done > 0 && done < pr->total_work)
-        res_format_duration(elapsed * (pr->total_work - done) / done, r, sizeof r);
-    else
-        snprintf(r, sizeof r, "?");
-    fprintf(stderr, "\r\033[K[%s] point %d/%d  elapsed %s  remaining ~%s  %s", pr->label, point,
-            pr->total_points, e, r, what ? what : "");
-    fflush(stderr);
-}
-
-void res_progress_end(res_progress *pr)
-{
-    if (!pr->tty) return;
-    char e[32];
-    res_format_duration(res_now() - pr->start_s, e, sizeof e);
-    fprintf(stderr, "\r\033[K[%s] %d points in %s\n", pr->label, pr->total_points, e);
-}
-
-/* ---------------------------------------------------------------- fits */
-
-int res_fit_loglog(const double *x, const double *y, size_t n, double *slope, double *intercept)
-{
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    int used = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!(x[i] > 0 && y[i] > 0 && isfinite(x[i]) && isfinite(y[i]))) continue;
-        double lx = log(x[i]), ly = log(y[i]);
-        sx += lx;
-        sy += ly;
-        sxx += lx * lx;
-        sxy += lx * ly;
-        used++;
+        printf("  %s/%s\n", dir, names[i]);
+        free(names[i]);
     }
-    if (used < 2) return used;
-    double den = used * sxx - sx * sx;
-    if (den == 0) return 0;
-    *slope = (used * sxy - sx * sy) / den;
-    *intercept = (sy - *slope * sx) / used;
-    return used;
+}
+
+static void summary(const config *c)
+{
+    printf("\n==== Summary (from %s/) ====\n", c->out_dir);
+    summary_scaling(c);
+    summary_crossover(c);
+    summary_decode(c);
+    summary_accuracy(c);
+    summary_params(c);
+    summary_block(c);
+    static const char *const csv[] = {".csv", NULL}, *const figs[] = {".png", ".svg", NULL};
+    printf("\nResults:\n");
+    list_files(c->out_dir, csv);
+    printf("Figures:\n");
+    list_files(c->plots_dir, figs);
+}
+
+int cmd_results(int argc, char **argv)
+{
+    config c = {0};
+    int rc = parse(argc, argv, &c);
+    if (rc) return rc;
+    if (c.summary_only) {
+        summary(&c);
+        return 0;
+    }
+    if ((rc = make_dir(c.out_dir))) return rc;
+    const double start = res_now();
+    int failed = 0;
+    printf("linattn results: the default suite%s on %s, %d cores, %d threads (load average "
+           "%s)\n",
+           c.quick ? " (--quick sizes)" : "", res_cpu_model(), res_cores(), la_get_num_threads(),
+           res_load_average());
+    double busy = res_busy_fraction(0.5);
+    if (busy > 0.2)
+        printf("note: other processes keep %.0f%% of the cores busy: the timings will be\n"
+               "noisier and slower than on an idle machine\n",
+               100 * busy);
+    for (size_t i = 0; i < N_EXPERIMENTS; i++) {
+        if (!c.selected[i]) continue;
+        args a;
+        configure(i, &c, &a);
+        printf("\n== linattn");
+        for (int k = 0; k < a.argc; k++)
+            printf(" %s", a.argv[k]);
+        printf("\n");
+        fflush(stdout);
+        double t0 = res_now();
+        /* through main.c's table, as `linattn NAME ...` would run it */
+        const la_command *command = la_command_find(suite[i].command);
+        int r = command ? command->run(a.argc, a.argv)
+                        : cli_fail("results", "%s: no such command", suite[i].command);
+        char took[32];
+        res_format_duration(res_now() - t0, took, sizeof took);
+        printf("== %s: %s in %s\n", suite[i].command, r == 0 ? "done" : "FAILED", took);
+        fflush(stdout);
+        if (r != 0) failed++;
+    }
+    char took[32];
+    res_format_duration(res_now() - start, took, sizeof took);
+    if (!c.no_summary) summary(&c);
+    printf("\nThe suite took %s%s.\n", took, failed ? "; some experiments FAILED (see above)" : "");
+    return failed ? 1 : 0;
 }

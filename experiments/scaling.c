@@ -1,20 +1,22 @@
 /* scaling.c — `linattn scaling`: time and memory of every attention kernel against the
  * sequence length N (geometric sweep, N = M, self-attention), and the least-squares
  * exponent of time in N over the upper half of each curve (theory: 2 for softmax,
- * 1 for linear). Writes results/scaling.csv (one row per kernel and N) and
- * results/scaling_fit.csv (one row per kernel). */
+ * 1 for linear). The kernels are the registry's series (common/kernels.h). Writes
+ * results/scaling.csv (one row per series and N) and results/scaling_fit.csv (one row
+ * per series). */
 #include "commands.h"
-#include "inputs.h"
+#include "common/inputs.h"
+#include "common/kernels.h"
+#include "common/record.h"
+#include "common/sweep.h"
 #include "linattn.h"
-#include "results.h"
-#include "sweep.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cmd_scaling_help =
+static const char help_text[] =
     "usage: linattn scaling [--n LO:HI] [--factor F] [--d D] [--heads H] [--batch B]\n"
     "                       [--variants LIST] [shared flags]\n"
     "\n"
@@ -29,9 +31,8 @@ const char *const cmd_scaling_help =
     "  --d D              head size, d_k = d_v = D (default 64)\n"
     "  --heads H          heads (default 8)\n"
     "  --batch B          batch entries (default 1)\n"
-    "  --variants LIST    comma-separated subset of: softmax, softmax_materialized,\n"
-    "                     softmax_causal, linear, linear_causal_chunked,\n"
-    "                     linear_causal_recurrent (default: all)\n" SW_COMMON_HELP
+    "  --variants LIST    comma-separated series, of:\n";
+static const char help_after_variants[] = SW_COMMON_HELP
     "                     (defaults: --out results/scaling.csv --max-seconds 20\n"
     "                     --max-mem 8G)\n"
     "\n"
@@ -39,22 +40,33 @@ const char *const cmd_scaling_help =
     "and from the cost model's bytes) to exceed a budget is recorded as skipped_time or\n"
     "skipped_mem instead of run. Also writes <out>_fit.csv with the fitted exponents.\n";
 
-typedef struct {
-    const char *name;
-    la_kernel kernel;
-    int causal;
-    double theory; /* exponent of time in N */
-} variant;
+/* The series not run unless --variants names them: their times follow those of series
+ * that are run (hard's and materialised causal softmax's, softmax's). */
+static const char *const left_out_by_default[] = {"softmax_materialized_causal", "hard",
+                                                  "hard_causal", NULL};
 
-static const variant variants[] = {
-    {"softmax", LA_KERNEL_SOFTMAX, 0, 2},
-    {"softmax_materialized", LA_KERNEL_SOFTMAX_MATERIALIZED, 0, 2},
-    {"softmax_causal", LA_KERNEL_SOFTMAX, 1, 2},
-    {"linear", LA_KERNEL_LINEAR, 0, 1},
-    {"linear_causal_chunked", LA_KERNEL_LINEAR, 1, 1},
-    {"linear_causal_recurrent", LA_KERNEL_LINEAR_RECURRENT, 1, 1},
-};
-enum { N_VARIANTS = sizeof variants / sizeof variants[0], MAX_POINTS = 256 };
+void cmd_scaling_help(FILE *out)
+{
+    kn_series all[KN_MAX_SERIES];
+    size_t n = kn_all_series(all);
+    int by_default[KN_MAX_SERIES], left_out[KN_MAX_SERIES];
+    char names[1024], text[2048];
+    fputs(help_text, out);
+    fprintf(out, "%21s", "");
+    cli_print_wrapped(out, kn_series_names(all, n, NULL, names, sizeof names), 21);
+    kn_select_all_but(all, n, left_out_by_default, by_default);
+    for (size_t i = 0; i < n; i++)
+        left_out[i] = !by_default[i];
+    snprintf(text, sizeof text,
+             "(default: all but %s, whose times follow those of softmax and "
+             "softmax_materialized)",
+             kn_series_names(all, n, left_out, names, sizeof names));
+    fprintf(out, "%21s", "");
+    cli_print_wrapped(out, text, 21);
+    fputs(help_after_variants, out);
+}
+
+enum { MAX_POINTS = 256 };
 
 static const char COLUMNS[] =
     "variant,n,d_k,d_v,heads,batch,threads,status,reps,median_s,min_s,max_s,gflops,"
@@ -64,7 +76,7 @@ enum { N_KEY = 7 };
 static const char FIT_COLUMNS[] =
     "variant,theory_exponent,fitted_exponent,prefactor_s,fit_n_min,fit_n_max,fit_points";
 
-/* What a sweep remembers of a kernel's last measured point, to predict the next. */
+/* What a sweep remembers of a series' last measured point, to predict the next. */
 typedef struct {
     int selected;
     double last_n, last_s; /* last ok point (last_n = 0: none yet) */
@@ -75,26 +87,10 @@ typedef struct {
     size_t lo, hi, d, heads, batch;
     double factor;
     sw_common common;
-    int selected[N_VARIANTS];
+    kn_series series[KN_MAX_SERIES]; /* every series of the registry */
+    size_t n_series;
+    int selected[KN_MAX_SERIES];
 } config;
-
-static int parse_variants(const char *s, int *selected)
-{
-    memset(selected, 0, N_VARIANTS * sizeof *selected);
-    char buf[64];
-    while (*s) {
-        size_t len = strcspn(s, ",");
-        if (len >= sizeof buf) return cli_fail("--variants", "unknown variant");
-        memcpy(buf, s, len);
-        buf[len] = 0;
-        int found = 0;
-        for (int i = 0; i < N_VARIANTS; i++)
-            if (strcmp(buf, variants[i].name) == 0) selected[i] = found = 1;
-        if (!found) return cli_fail("--variants", "'%s' is not a variant (see --help)", buf);
-        s += len + (s[len] == ',');
-    }
-    return 0;
-}
 
 /* Returns 0, or 2 after one line on stderr. */
 static int parse(int argc, char **argv, config *c)
@@ -109,8 +105,8 @@ static int parse(int argc, char **argv, config *c)
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
     c->lo = 128, c->hi = 65536, c->d = 64, c->heads = 8, c->batch = 1, c->factor = 2;
-    for (int i = 0; i < N_VARIANTS; i++)
-        c->selected[i] = 1;
+    c->n_series = kn_all_series(c->series);
+    kn_select_all_but(c->series, c->n_series, left_out_by_default, c->selected);
     if (n && (rc = sw_parse_range("--n", n, &c->lo, &c->hi))) return rc;
     if (factor) {
         if ((rc = cli_parse_double("--factor", factor, &c->factor))) return rc;
@@ -119,23 +115,17 @@ static int parse(int argc, char **argv, config *c)
     if (d && (rc = sw_parse_positive("--d", d, &c->d))) return rc;
     if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
     if (batch && (rc = sw_parse_positive("--batch", batch, &c->batch))) return rc;
-    if (list && (rc = parse_variants(list, c->selected))) return rc;
+    if (list &&
+        (rc = kn_parse_series_list("--variants", list, c->series, c->n_series, c->selected)))
+        return rc;
     return sw_common_finish(&common, &c->common, "results/scaling.csv", 20, 8.0 * (1 << 30));
-}
-
-/* <out without .csv>_fit.csv */
-static void fit_path(const char *out, char *buf, size_t size)
-{
-    size_t len = strlen(out);
-    if (len > 4 && strcmp(out + len - 4, ".csv") == 0) len -= 4;
-    snprintf(buf, size, "%.*s_fit.csv", (int)len, out);
 }
 
 /* Fits each kernel's ok points (upper half by count) and writes the fit file. */
 static int write_fits(res_file *f, const config *c, int argc, char **argv)
 {
     char path[4096], err[512];
-    fit_path(c->common.out, path, sizeof path);
+    res_sibling_path(c->common.out, "fit", path, sizeof path);
     res_file *fit = res_open(path, "scaling_fit",
                              "least-squares exponent of median time in N, upper half of "
                              "each kernel's measured points",
@@ -146,14 +136,20 @@ static int write_fits(res_file *f, const config *c, int argc, char **argv)
     }
     size_t ns[MAX_POINTS];
     size_t n_points = sw_geometric(c->lo, c->hi, c->factor, ns, MAX_POINTS);
-    for (int vi = 0; vi < N_VARIANTS; vi++) {
+    for (size_t vi = 0; vi < c->n_series; vi++) {
         if (!c->selected[vi]) continue;
+        const kn_series *var = &c->series[vi];
+        /* the theory's exponent; empty in the file for a kernel kernels.c does not know */
+        int known;
+        const double theory = kn_time_exponent(var->kernel, &known);
+        char theory_text[32] = "?";
+        if (known) snprintf(theory_text, sizeof theory_text, "%g", theory);
         double x[MAX_POINTS], y[MAX_POINTS];
         size_t n = 0;
         for (size_t i = 0; i < n_points; i++) {
             char key[256], status[32];
-            snprintf(key, sizeof key, "%s,%zu,%zu,%zu,%zu,%zu,%d", variants[vi].name, ns[i], c->d,
-                     c->d, c->heads, c->batch, la_get_num_threads());
+            snprintf(key, sizeof key, "%s,%zu,%zu,%zu,%zu,%zu,%d", var->name, ns[i], c->d, c->d,
+                     c->heads, c->batch, la_get_num_threads());
             const char *row = res_find(f, key);
             double t;
             if (row && res_get_str(f, row, "status", status, sizeof status) == 0 &&
@@ -167,13 +163,13 @@ static int write_fits(res_file *f, const config *c, int argc, char **argv)
         int used =
             n - from >= 2 ? res_fit_loglog(x + from, y + from, n - from, &slope, &intercept) : 0;
         if (used >= 2) {
-            res_row(fit, "%s,%g,%.4f,%.6e,%.0f,%.0f,%d", variants[vi].name, variants[vi].theory,
-                    slope, exp(intercept), x[from], x[n - 1], used);
-            printf("scaling: %-24s time ~ N^%.2f (theory %g) over N = %.0f..%.0f (%d points)\n",
-                   variants[vi].name, slope, variants[vi].theory, x[from], x[n - 1], used);
+            res_row(fit, "%s,%s,%.4f,%.6e,%.0f,%.0f,%d", var->name, known ? theory_text : "", slope,
+                    exp(intercept), x[from], x[n - 1], used);
+            printf("scaling: %-24s time ~ N^%.2f (theory %s) over N = %.0f..%.0f (%d points)\n",
+                   var->name, slope, theory_text, x[from], x[n - 1], used);
         } else {
-            res_row(fit, "%s,%g,,,,,%d", variants[vi].name, variants[vi].theory, used);
-            printf("scaling: %-24s too few measured points to fit\n", variants[vi].name);
+            res_row(fit, "%s,%s,,,,,%d", var->name, known ? theory_text : "", used);
+            printf("scaling: %-24s too few measured points to fit\n", var->name);
         }
     }
     printf("scaling: wrote %s and %s\n", res_path(f), path);
@@ -199,9 +195,9 @@ int cmd_scaling(int argc, char **argv)
 
     size_t ns[MAX_POINTS];
     size_t n_points = sw_geometric(c.lo, c.hi, c.factor, ns, MAX_POINTS);
-    track tracks[N_VARIANTS] = {{0}};
+    track tracks[KN_MAX_SERIES] = {{0}};
     int n_selected = 0;
-    for (int vi = 0; vi < N_VARIANTS; vi++)
+    for (size_t vi = 0; vi < c.n_series; vi++)
         n_selected += tracks[vi].selected = c.selected[vi];
     const int threads = la_get_num_threads();
     const size_t B = c.batch, H = c.heads, d = c.d;
@@ -219,9 +215,9 @@ int cmd_scaling(int argc, char **argv)
         const size_t n = ns[pi];
         const size_t elems = B * H * n * d;
         int filled = 0;
-        for (int vi = 0; vi < N_VARIANTS && rc == 0; vi++) {
+        for (size_t vi = 0; vi < c.n_series && rc == 0; vi++) {
             if (!tracks[vi].selected) continue;
-            const variant *var = &variants[vi];
+            const kn_series *var = &c.series[vi];
             track *tr = &tracks[vi];
             char key[256], what[96];
             snprintf(key, sizeof key, "%s,%zu,%zu,%zu,%zu,%zu,%d", var->name, n, d, d, H, B,
@@ -256,9 +252,10 @@ int cmd_scaling(int argc, char **argv)
 
             /* predict: from the previous point and the theoretical exponent, or for the
              * first point from the FLOP model at an optimistic 20 GFLOP/s */
-            double predicted = tr->last_n > 0
-                                   ? tr->last_s * pow((double)n / tr->last_n, var->theory)
-                                   : cost.flops_total / 20e9;
+            double predicted =
+                tr->last_n > 0
+                    ? tr->last_s * pow((double)n / tr->last_n, kn_time_exponent(var->kernel, NULL))
+                    : cost.flops_total / 20e9;
             double bytes = cost.io_bytes + cost.workspace_bytes;
             const char *status = "ok";
             res_timing t = {0};
@@ -288,7 +285,8 @@ int cmd_scaling(int argc, char **argv)
                 }
                 res_peak_reset();
                 baseline = res_rss_bytes();
-                la_status ks = sw_time_kernel(var->kernel, &p, q, k, v, out, &c.common, &t);
+                const res_rule rule = sw_rule(&c.common);
+                la_status ks = res_time_kernel(var->kernel, &p, q, k, v, out, &rule, &t);
                 peak = res_peak_rss_bytes();
                 if (ks != LA_OK) {
                     if (ks == LA_EBUDGET)

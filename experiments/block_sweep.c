@@ -1,23 +1,24 @@
-/* exp_block.c — `linattn block-sweep`: the block experiment. A whole post-LN encoder
+/* block_sweep.c — `linattn block-sweep`: the block experiment. A whole post-LN encoder
  * layer (la_encoder_layer_f32, Xavier-initialised weights) timed against N for softmax
  * and linear attention, with the time of each component: the projections (the
  * multi-head attention minus its attention kernel), the attention kernel, the FFN, the
  * two LayerNorms, and the rest (residual adds and copies: the layer minus the parts).
  * Shows where attention starts to dominate (N ≫ D) and how linear attention removes
  * that. Writes results/block.csv (`linattn block` runs one layer on .npy input). */
-#include "cli.h"
 #include "commands.h"
-#include "inputs.h"
+#include "common/cli.h"
+#include "common/inputs.h"
+#include "common/kernels.h"
+#include "common/record.h"
+#include "common/sweep.h"
 #include "linattn.h"
-#include "results.h"
-#include "sweep.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cmd_block_sweep_help =
+static const char help_text[] =
     "usage: linattn block-sweep [--n LO:HI] [--d-model D] [--heads H] [--d-ff F]\n"
     "                           [shared flags]\n"
     "\n"
@@ -43,6 +44,11 @@ const char *const cmd_block_sweep_help =
     "                  (defaults: --out results/block.csv --max-seconds 10 --max-mem 8G;\n"
     "                  --max-seconds applies to one layer call, predicted from the\n"
     "                  previous N with exponent 2 for softmax, 1 for linear)\n";
+
+void cmd_block_sweep_help(FILE *out)
+{
+    fputs(help_text, out);
+}
 
 static const char COLUMNS[] =
     "attention,n,d_model,heads,d_ff,threads,component,status,median_s,min_s,max_s,share,"
@@ -80,13 +86,12 @@ static int parse(int argc, char **argv, config *c)
 
 /* What one timed call needs. */
 typedef struct {
-    int what; /* 0 layer, 1 mha, 2 attention kernel, 3 ffn, 4 layer norms */
+    int what; /* 0 layer, 1 mha, 3 ffn, 4 layer norms (2, the kernel: res_time_kernel) */
     const la_layer_config *lc;
     const la_layer_weights *w;
     size_t n;
-    const float *x, *q, *k, *v;
+    const float *x;
     float *out;
-    const la_problem *p;
     la_status status;
 } call;
 
@@ -102,7 +107,6 @@ static int run_call(void *ctx)
                                W(LA_W_SELF_IN_BIAS), W(LA_W_SELF_OUT_WEIGHT), W(LA_W_SELF_OUT_BIAS),
                                c->out);
         break;
-    case 2: c->status = la_attention_f32(c->lc->attention, c->p, c->q, c->k, c->v, c->out); break;
     case 3:
         c->status = la_ffn_f32(c->lc, c->n, c->x, W(LA_W_LINEAR1_WEIGHT), W(LA_W_LINEAR1_BIAS),
                                W(LA_W_LINEAR2_WEIGHT), W(LA_W_LINEAR2_BIAS), c->out);
@@ -151,8 +155,10 @@ int cmd_block_sweep(int argc, char **argv)
     res_progress_start(&pr, "block", (int)(2 * n_points), total_work);
     int point = 0;
 
+    /* the pair compared, by name: fused softmax and linear attention */
+    static const la_kernel kernels[2] = {LA_KERNEL_SOFTMAX, LA_KERNEL_LINEAR};
     for (int lin = 0; lin <= 1; lin++) {
-        const char *att = lin ? "linear" : "softmax";
+        const char *att = la_kernel_name(kernels[lin]);
         double last_n = 0, last_s = 0;
         int over = 0;
         for (size_t pi = 0; pi < n_points; pi++) {
@@ -172,7 +178,7 @@ int cmd_block_sweep(int argc, char **argv)
             }
             la_layer_config lc;
             la_layer_config_init(&lc, D, H, c.d_ff);
-            lc.attention = lin ? LA_KERNEL_LINEAR : LA_KERNEL_SOFTMAX;
+            lc.attention = kernels[lin];
             lc.workspace_limit = (size_t)c.common.max_mem;
             la_layer_cost cost;
             if ((st = la_layer_cost_model(&lc, 0, 1, n, n, 0, LA_FLOAT32, &cost)) != LA_OK) {
@@ -180,7 +186,8 @@ int cmd_block_sweep(int argc, char **argv)
                 goto done;
             }
             double predicted =
-                last_n > 0 ? last_s * pow((double)n / last_n, lin ? 1 : 2) : cost.total / 20e9;
+                last_n > 0 ? last_s * pow((double)n / last_n, kn_time_exponent(kernels[lin], NULL))
+                           : cost.total / 20e9;
             double bytes = cost.weight_bytes + cost.activation_bytes + cost.workspace_bytes +
                            4.0 * (double)n * (double)D * 5;
             const char *skip = bytes > c.common.max_mem                     ? "skipped_mem"
@@ -214,13 +221,20 @@ int cmd_block_sweep(int argc, char **argv)
             p.workspace_limit = lc.workspace_limit;
 
             /* time: layer, mha, kernel, ffn, norms */
+            const res_rule rule = sw_rule(&c.common);
             res_timing t[5];
             for (int what_i = 0; what_i < 5; what_i++) {
-                call cl = {what_i, &lc, &w, n, x, q, k, v, out, &p, LA_OK};
-                if (res_time(run_call, &cl, c.common.min_reps, 1000, c.common.min_time, 1.0,
-                             &t[what_i]) != 0) {
+                call cl = {what_i, &lc, &w, n, x, out, LA_OK};
+                la_status ts;
+                if (what_i == 2) /* the kernel alone */
+                    ts = res_time_kernel(lc.attention, &p, q, k, v, out, &rule, &t[2]);
+                else if (res_time(run_call, &cl, &rule, &t[what_i]) == 0)
+                    ts = LA_OK;
+                else
+                    ts = cl.status != LA_OK ? cl.status : LA_ENOMEM;
+                if (ts != LA_OK) {
                     fprintf(stderr, "\nlinattn: block-sweep: %s N = %zu: %s\n", att, n,
-                            la_strerror(cl.status));
+                            la_strerror(ts));
                     goto done;
                 }
             }

@@ -53,6 +53,20 @@ int cli_parse_size(const char *flag, const char *text, size_t *out)
     return 0;
 }
 
+int cli_parse_size_flag(const char *command, const char *flag, const char *text, int required,
+                        size_t min, size_t *out)
+{
+    if (!text)
+        return required ? cli_fail(flag, "required flag is missing (see linattn help %s)", command)
+                        : 0;
+    size_t v;
+    int rc = cli_parse_size(flag, text, &v);
+    if (rc) return rc;
+    if (v < min) return cli_fail(flag, "must be at least %zu", min);
+    *out = v;
+    return 0;
+}
+
 int cli_parse_int(const char *flag, const char *text, int *out)
 {
     if (!text || !*text) return cli_fail(flag, "needs a value");
@@ -84,7 +98,7 @@ int cli_parse_double(const char *flag, const char *text, double *out)
 int cli_parse_choice(const char *flag, const char *text, const char *const *choices, int *out)
 {
     if (!text || !*text) return cli_fail(flag, "needs a value");
-    char list[256] = "";
+    char list[512] = "";
     size_t used = 0;
     for (int i = 0; choices[i]; i++) {
         if (strcmp(text, choices[i]) == 0) {
@@ -95,6 +109,73 @@ int cli_parse_choice(const char *flag, const char *text, const char *const *choi
         if (n > 0 && (size_t)n < sizeof list - used) used += (size_t)n;
     }
     return cli_fail(flag, "'%s' is not one of %s", text, list);
+}
+
+/* ---------------------------------------------------------------- lists */
+
+int cli_split_list(const char *flag, const char *text, char *buf, size_t size, char **items,
+                   size_t max, size_t *count)
+{
+    *count = 0;
+    if (!text || !*text) return cli_fail(flag, "needs a value");
+    if (strlen(text) >= size) return cli_fail(flag, "list too long");
+    strcpy(buf, text);
+    for (char *item = buf;;) {
+        char *comma = strchr(item, ',');
+        if (comma) *comma = 0;
+        if (!*item) return cli_fail(flag, "empty item in '%s'", text);
+        if (*count == max) return cli_fail(flag, "more than %zu items", max);
+        items[(*count)++] = item;
+        if (!comma) return 0;
+        item = comma + 1;
+    }
+}
+
+int cli_parse_choice_list(const char *flag, const char *text, const char *const *choices, int *out,
+                          size_t max, size_t *count)
+{
+    char buf[1024], *items[64];
+    int rc = cli_split_list(flag, text, buf, sizeof buf, items, max < 64 ? max : 64, count);
+    for (size_t i = 0; !rc && i < *count; i++) {
+        rc = cli_parse_choice(flag, items[i], choices, &out[i]);
+        for (size_t j = 0; !rc && j < i; j++)
+            if (out[j] == out[i]) rc = cli_fail(flag, "'%s' given twice", items[i]);
+    }
+    return rc;
+}
+
+/* ---------------------------------------------------------------- help */
+
+/* Characters (UTF-8 code points) in s[0..n). */
+static size_t width_of(const char *s, size_t n)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++)
+        w += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return w;
+}
+
+void cli_print_wrapped(FILE *out, const char *text, size_t column)
+{
+    const size_t limit = 88;
+    size_t used = column;
+    for (const char *word = text; *word;) {
+        size_t len = strcspn(word, " ");
+        size_t w = width_of(word, len);
+        if (used > column && used + 1 + w > limit) {
+            fprintf(out, "\n%*s", (int)column, "");
+            used = column;
+        } else if (used > column) {
+            fputc(' ', out);
+            used++;
+        }
+        fwrite(word, 1, len, out);
+        used += w;
+        word += len;
+        while (*word == ' ')
+            word++;
+    }
+    fputc('\n', out);
 }
 
 /* ---------------------------------------------------------------- flags */

@@ -24,6 +24,7 @@
 #include "linattn.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* Prints "linattn: WHAT: <fmt, ...>" and a newline to stderr; returns 2. */
 int cli_fail(const char *what, const char *fmt, ...)
@@ -40,9 +41,35 @@ int cli_parse_size(const char *flag, const char *text, size_t *out);   /* decima
 int cli_parse_int(const char *flag, const char *text, int *out);       /* decimal, int range */
 int cli_parse_double(const char *flag, const char *text, double *out); /* finite only */
 
+/* A size flag of command with a lower bound: text NULL (the flag absent) leaves *out as
+ * it is, or, when required, fails with "--heads: required flag is missing (see linattn
+ * help flops)"; else the size must be >= min ("--heads: must be at least 1"). */
+int cli_parse_size_flag(const char *command, const char *flag, const char *text, int required,
+                        size_t min, size_t *out);
+
 /* text must be one of choices (a NULL-terminated list); *out receives its index.
  * "linattn: --variant: 'foo' is not one of softmax, linear, hard". */
 int cli_parse_choice(const char *flag, const char *text, const char *const *choices, int *out);
+
+/* ---------------------------------------------------------------- lists */
+
+/* Splits a comma-separated list ("16,32,64") into its items: a copy of text goes into buf
+ * (size bytes) and items[0..*count) point into it. Refuses, with one line naming flag, an
+ * empty item ("--n: empty item in '16,,64'"), more than max items and a text that does
+ * not fit buf. The one list parser: the lists of sizes, names and choices use it. */
+int cli_split_list(const char *flag, const char *text, char *buf, size_t size, char **items,
+                   size_t max, size_t *count);
+
+/* A list whose items are each one of choices (NULL-terminated) and none given twice:
+ * out[0..*count) receives their indices in the order given (at most max). */
+int cli_parse_choice_list(const char *flag, const char *text, const char *const *choices, int *out,
+                          size_t max, size_t *count);
+
+/* ---------------------------------------------------------------- help */
+
+/* Prints text, the cursor being at column `column` (0-based), wrapped at spaces before
+ * column 88, each continuation line indented to column; then a newline. */
+void cli_print_wrapped(FILE *out, const char *text, size_t column);
 
 /* ---------------------------------------------------------------- flags */
 

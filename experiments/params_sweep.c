@@ -1,19 +1,19 @@
-/* exp_params.c — `linattn params-sweep`: the params experiment. The exact parameter
+/* params_sweep.c — `linattn params-sweep`: the params experiment. The exact parameter
  * count of an encoder layer against the 12·D² approximation for D from 64 to 8192, and
  * the exact counts of the standard models (the original Transformer base and big,
  * BERT-base and -large, GPT-2 small to XL) with each component's share, all from
  * la_param_counts (the accounting `linattn params` prints for one size). Writes
  * results/params.csv. */
-#include "cli.h"
 #include "commands.h"
+#include "common/cli.h"
+#include "common/record.h"
+#include "common/sweep.h"
 #include "linattn.h"
-#include "results.h"
-#include "sweep.h"
 
 #include <stdio.h>
 #include <string.h>
 
-const char *const cmd_params_sweep_help =
+static const char help_text[] =
     "usage: linattn params-sweep [--out PATH] [--resume]\n"
     "\n"
     "The params experiment (`linattn params` gives one size in detail). Rows of kind\n"
@@ -37,6 +37,11 @@ const char *const cmd_params_sweep_help =
     "  --out PATH   results file (default results/params.csv)\n"
     "  --resume     accepted for `linattn results --resume`; the file is rewritten (the\n"
     "               counts take no time)\n";
+
+void cmd_params_sweep_help(FILE *out)
+{
+    fputs(help_text, out);
+}
 
 static const char COLUMNS[] =
     "kind,model,d_model,heads,d_ff,encoder_layers,decoder_layers,vocab,positions,status,mha,"

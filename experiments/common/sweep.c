@@ -17,7 +17,8 @@ int sw_parse_positive(const char *flag, const char *s, size_t *out)
     return 0;
 }
 
-int sw_parse_bytes(const char *flag, const char *s, double *out)
+/* 8G, 512M, 1000000: bytes, > 0 */
+static int parse_bytes(const char *flag, const char *s, double *out)
 {
     char *end;
     errno = 0;
@@ -58,22 +59,11 @@ int sw_parse_range(const char *flag, const char *s, size_t *lo, size_t *hi)
 
 int sw_parse_size_list(const char *flag, const char *s, size_t *out, size_t max, size_t *n)
 {
-    *n = 0;
-    char buf[64];
-    int rc;
-    while (*s) {
-        size_t len = strcspn(s, ",");
-        if (len == 0 || len >= sizeof buf)
-            return cli_fail(flag, "expected a list such as 16,32,64");
-        if (*n == max) return cli_fail(flag, "more than %zu values", max);
-        memcpy(buf, s, len);
-        buf[len] = 0;
-        if ((rc = sw_parse_positive(flag, buf, &out[*n]))) return rc;
-        (*n)++;
-        s += len + (s[len] == ',');
-    }
-    if (*n == 0) return cli_fail(flag, "expected a list such as 16,32,64");
-    return 0;
+    char buf[1024], *items[64];
+    int rc = cli_split_list(flag, s, buf, sizeof buf, items, max < 64 ? max : 64, n);
+    for (size_t i = 0; !rc && i < *n; i++)
+        rc = sw_parse_positive(flag, items[i], &out[i]);
+    return rc;
 }
 
 int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, double max_seconds,
@@ -93,7 +83,7 @@ int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, dou
         if ((rc = cli_parse_double("--max-seconds", t->max_seconds, &c->max_seconds))) return rc;
         if (c->max_seconds <= 0) return cli_fail("--max-seconds", "must be positive");
     }
-    if (t->max_mem && (rc = sw_parse_bytes("--max-mem", t->max_mem, &c->max_mem))) return rc;
+    if (t->max_mem && (rc = parse_bytes("--max-mem", t->max_mem, &c->max_mem))) return rc;
     if (t->threads) {
         if ((rc = sw_parse_positive("--threads", t->threads, &sz))) return rc;
         if (sz > 4096) return cli_fail("--threads", "at most 4096");
@@ -117,29 +107,9 @@ int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, dou
     return 0;
 }
 
-/* One kernel call, for res_time. */
-typedef struct {
-    la_kernel kernel;
-    const la_problem *p;
-    const float *q, *k, *v;
-    float *out;
-    la_status status;
-} kernel_call;
-
-static int run_kernel_call(void *ctx)
+res_rule sw_rule(const sw_common *c)
 {
-    kernel_call *c = ctx;
-    c->status = la_attention_f32(c->kernel, c->p, c->q, c->k, c->v, c->out);
-    return c->status != LA_OK;
-}
-
-la_status sw_time_kernel(la_kernel kernel, const la_problem *p, const float *q, const float *k,
-                         const float *v, float *out, const sw_common *c, res_timing *t)
-{
-    kernel_call call = {kernel, p, q, k, v, out, LA_OK};
-    if (res_time(run_kernel_call, &call, c->min_reps, 1000, c->min_time, 1.0, t) != 0)
-        return call.status != LA_OK ? call.status : LA_ENOMEM;
-    return LA_OK;
+    return (res_rule){c->min_reps, 1000, c->min_time, 1.0};
 }
 
 size_t sw_geometric(size_t lo, size_t hi, double factor, size_t *out, size_t max)

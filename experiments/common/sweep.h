@@ -5,7 +5,7 @@
 #define LA_SWEEP_H
 
 #include "cli.h"
-#include "results.h"
+#include "record.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -50,22 +50,22 @@ typedef struct {
     "  --min-time S       repeat fast points until they took S seconds (default 0.2)\n"
 
 /* Converts the texts given (defaults for the others: out, max_seconds, max_mem as
- * passed, seed 1, 3 repetitions, 0.2 s) and applies --threads. Returns 0 or 2. */
+ * passed, seed 1, 3 repetitions, 0.2 s) and applies --threads. --max-mem takes a byte
+ * count with an optional suffix K, M or G (powers of 1024) and B: 8G, 512M, 1000000.
+ * Returns 0 or 2. */
 int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, double max_seconds,
                      double max_mem);
 
 /* Value parsers on top of cli.h: 0, or 2 after one line. */
 int sw_parse_positive(const char *flag, const char *s, size_t *out);         /* >= 1 */
-int sw_parse_bytes(const char *flag, const char *s, double *out);            /* 8G, 512M, … */
 int sw_parse_range(const char *flag, const char *s, size_t *lo, size_t *hi); /* LO:HI */
-/* "16,32,64" into at most max sizes; *n receives the count. */
+/* "16,32,64" into at most max (<= 64) sizes >= 1; *n receives the count. */
 int sw_parse_size_list(const char *flag, const char *s, size_t *out, size_t max, size_t *n);
 
-/* Times one kernel call on given inputs with res_time and c's repetition settings
- * (slow calls, over 1 s, are timed 3 times counting the warm-up). Returns the kernel's
- * status; *t is set when it is LA_OK. */
-la_status sw_time_kernel(la_kernel kernel, const la_problem *p, const float *q, const float *k,
-                         const float *v, float *out, const sw_common *c, res_timing *t);
+/* The repetition rule of a sweep's points (for res_time, res_time_kernel): at least
+ * c->min_reps, until they took c->min_time together (at most 1000); a warm-up slower
+ * than 1 s counts as the first repetition. */
+res_rule sw_rule(const sw_common *c);
 
 /* Geometric sweep lo, lo·f, lo·f², … up to hi (inclusive, rounded to integers, no
  * repeats). Returns the count (at most max). */

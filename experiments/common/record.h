@@ -1,4 +1,4 @@
-/* results.h — what every experiment shares to measure and record: the one CSV writer
+/* record.h — what every experiment shares to measure and record: the one CSV writer
  * (with its `#` metadata header, append-and-flush per point, --resume), the one timer,
  * the peak-resident-memory probe, the progress line, and the log-log fit.
  *
@@ -13,10 +13,13 @@
  *   softmax,128,...,ok        <- one row per point, flushed as soon as it is measured
  * gnuplot reads it with `set datafile separator comma; set datafile columnheaders`,
  * skipping the `#` lines. */
-#ifndef LA_RESULTS_H
-#define LA_RESULTS_H
+#ifndef LA_RECORD_H
+#define LA_RECORD_H
+
+#include "linattn.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* ---------------------------------------------------------------- timer */
 
@@ -28,13 +31,29 @@ typedef struct {
     int reps;                      /* repetitions timed */
 } res_timing;
 
-/* Times body(ctx): one warm-up call, then repetitions until at least min_reps were timed
- * and they took min_total_s together (at most max_reps). A warm-up slower than
- * slow_s counts as the first repetition and only min_reps - 1 more are run.
- * Returns 0, or the first nonzero value body returned (then *out is undefined). */
+/* How many times res_time runs a body: one warm-up call, then repetitions until at least
+ * min_reps were timed and they took min_total_s together (at most max_reps). A warm-up
+ * slower than slow_s counts as the first repetition and only min_reps - 1 more are run
+ * (INFINITY: the warm-up is never counted). */
+typedef struct {
+    int min_reps, max_reps;
+    double min_total_s, slow_s;
+} res_rule;
+
+/* The median of x[0..n) (n >= 1), sorting x in place: the timer's, and decode's over
+ * tokens. */
+double res_median(double *x, size_t n);
+
+/* Times body(ctx) by the rule. Returns 0, the first nonzero value body returned (then
+ * *out is undefined), or -1 when it could not allocate its samples. The one timer. */
 typedef int (*res_body)(void *ctx);
-int res_time(res_body body, void *ctx, int min_reps, int max_reps, double min_total_s,
-             double slow_s, res_timing *out);
+int res_time(res_body body, void *ctx, const res_rule *rule, res_timing *out);
+
+/* Times one la_attention_f32 call of kernel on the given inputs by the rule: the one
+ * kernel-timing loop of bench and the sweeps. Returns the kernel's status (LA_ENOMEM also
+ * when the timer could not allocate); *t is set when it is LA_OK. */
+la_status res_time_kernel(la_kernel kernel, const la_problem *p, const float *q, const float *k,
+                          const float *v, float *out, const res_rule *rule, res_timing *t);
 
 /* ---------------------------------------------------------------- memory */
 
@@ -65,6 +84,17 @@ typedef struct res_file res_file;
 res_file *res_open(const char *path, const char *experiment, const char *about, const char *columns,
                    int n_key, int resume, int argc, char **argv, char *err, size_t err_size);
 
+/* The same file on a stream the caller owns (bench's --format csv on standard output):
+ * the metadata header, then extra (more `# ` lines, each ending in a newline; NULL for
+ * none), then the header row. No --resume, no key (n_key 0). res_close flushes the
+ * stream and leaves it open. Returns NULL and a reason in err on failure. */
+res_file *res_open_stream(FILE *out, const char *experiment, const char *about, const char *columns,
+                          const char *extra, int argc, char **argv, char *err, size_t err_size);
+
+/* The metadata header alone (the `#` lines above, without the header row), for output
+ * that is not CSV but states the same facts (bench's table). */
+void res_write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv);
+
 /* The stored row whose key (its first n_key fields, joined by commas) equals key, from
  * the resumed file or written since (the latest when there are several: a point skipped
  * in an earlier run and measured after --resume with a larger budget); NULL if none. */
@@ -80,9 +110,6 @@ int res_get_str(const res_file *f, const char *row, const char *column, char *bu
  * Returns 0, or -1 when the write failed. */
 int res_row(res_file *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Appends a `# ` comment line (printf-style) and flushes it. */
-int res_comment(res_file *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
 /* Reads a results file without writing to it (for summaries): its header row gives the
  * columns, the first n_key of them the key. res_find, res_get and res_row_at work on it.
  * Returns NULL and a reason in err when it cannot be read. */
@@ -92,6 +119,10 @@ const char *res_row_at(const res_file *f, size_t i); /* row i, in file order */
 
 const char *res_path(const res_file *f);
 int res_resumed_rows(const res_file *f); /* rows kept from the existing file */
+
+/* "<out without its .csv>_<suffix>.csv" into buf: the companion files of a results file
+ * (scaling.csv's scaling_fit.csv, crossover.csv's crossover_points.csv). */
+void res_sibling_path(const char *out, const char *suffix, char *buf, size_t size);
 
 /* Closes the file; returns 0, or -1 when a write failed at any point. NULL is fine. */
 int res_close(res_file *f);
@@ -105,7 +136,6 @@ const char *res_load_average(void); /* "0.12 0.30 0.25" from /proc/loadavg, or "
 /* The share of all cores busy over the next `seconds` (this process sleeping), from
  * /proc/stat; -1 when unknown. */
 double res_busy_fraction(double seconds);
-const char *res_git_commit(void); /* "abc1234", "abc1234 (dirty)" or "unknown" */
 
 /* ---------------------------------------------------------------- progress */
 

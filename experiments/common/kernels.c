@@ -1,0 +1,227 @@
+/* kernels.c — the registry as the commands see it (contract in kernels.h). */
+#include "kernels.h"
+
+#include "cli.h"
+
+#include <string.h>
+
+/* ---------------------------------------------------------------- series */
+
+size_t kn_all_series(kn_series *out)
+{
+    size_t n = 0;
+    for (int k = 0; k < LA_KERNEL_COUNT; k++)
+        for (int causal = 0; causal <= 1; causal++) {
+            const char *name = la_kernel_series((la_kernel)k, causal);
+            if (name) out[n++] = (kn_series){(la_kernel)k, causal, name};
+        }
+    return n;
+}
+
+void kn_select_all_but(const kn_series *all, size_t n, const char *const *left_out, int *selected)
+{
+    for (size_t i = 0; i < n; i++) {
+        selected[i] = 1;
+        for (const char *const *name = left_out; name && *name; name++)
+            if (strcmp(all[i].name, *name) == 0) selected[i] = 0;
+    }
+}
+
+const char *kn_series_names(const kn_series *all, size_t n, const int *selected, char *buf,
+                            size_t size)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (selected && !selected[i]) continue;
+        int len = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", all[i].name);
+        if (len < 0 || (size_t)len >= size - used) break;
+        used += (size_t)len;
+    }
+    return buf;
+}
+
+int kn_parse_series_list(const char *flag, const char *text, const kn_series *all, size_t n,
+                         int *selected)
+{
+    char buf[1024], *items[KN_MAX_SERIES];
+    size_t count;
+    int rc = cli_split_list(flag, text, buf, sizeof buf, items, KN_MAX_SERIES, &count);
+    if (rc) return rc;
+    memset(selected, 0, n * sizeof *selected);
+    for (size_t i = 0; i < count; i++) {
+        size_t j = 0;
+        while (j < n && strcmp(items[i], all[j].name) != 0)
+            j++;
+        if (j == n) {
+            char names[1024];
+            return cli_fail(flag, "'%s' is not one of %s", items[i],
+                            kn_series_names(all, n, NULL, names, sizeof names));
+        }
+        if (selected[j]) return cli_fail(flag, "'%s' given twice", items[i]);
+        selected[j] = 1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- names */
+
+const char *kn_cli_name(la_kernel k)
+{
+    static char names[LA_KERNEL_COUNT][64];
+    const la_kernel_info *info = la_kernel_get(k);
+    if (!info) return "unknown";
+    char *name = names[k];
+    if (!name[0]) {
+        snprintf(name, sizeof names[k], "%s", info->name);
+        for (char *c = name; *c; c++)
+            if (*c == '_') *c = '-';
+    }
+    return name;
+}
+
+static const char *spelled(la_kernel k, int cli_spelling)
+{
+    return cli_spelling ? kn_cli_name(k) : la_kernel_name(k);
+}
+
+const char *kn_kernel_names(int (*keep)(la_kernel), int cli_spelling, const char *sep, char *buf,
+                            size_t size)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        if (keep && !keep((la_kernel)k)) continue;
+        int len = snprintf(buf + used, size - used, "%s%s", used ? sep : "",
+                           spelled((la_kernel)k, cli_spelling));
+        if (len < 0 || (size_t)len >= size - used) break;
+        used += (size_t)len;
+    }
+    return buf;
+}
+
+int kn_parse_kernel(const char *flag, const char *text, int (*keep)(la_kernel), int cli_spelling,
+                    la_kernel *out)
+{
+    la_kernel k;
+    if (!text || !*text) return cli_fail(flag, "needs a value");
+    if (la_kernel_parse(text, &k) != LA_OK || (keep && !keep(k))) {
+        char names[512];
+        return cli_fail(flag, "'%s' is not one of %s", text,
+                        kn_kernel_names(keep, cli_spelling, ", ", names, sizeof names));
+    }
+    *out = k;
+    return 0;
+}
+
+int kn_layer_kernel(la_kernel k)
+{
+    const la_kernel_info *info = la_kernel_get(k);
+    return info && info->causal == LA_CAUSAL_ALLOWED;
+}
+
+la_kernel kn_family(la_kernel k)
+{
+    const la_kernel_info *info = la_kernel_get(k);
+    if (!info) return k;
+    la_kernel family = k;
+    size_t best = 0;
+    for (int j = 0; j < LA_KERNEL_COUNT; j++) {
+        const char *head = la_kernel_get((la_kernel)j)->name;
+        size_t len = strlen(head);
+        if (j != (int)k && len > best && strncmp(info->name, head, len) == 0 &&
+            info->name[len] == '_') {
+            family = (la_kernel)j;
+            best = len;
+        }
+    }
+    return family;
+}
+
+/* The word of a family's own kernel among its forms. Not in the registry yet (a
+ * candidate field: the form's name); a family not listed calls it "default". */
+static const struct {
+    const char *family, *form;
+} own_forms[] = {
+    {"softmax", "fused"},  /* online softmax over key blocks */
+    {"linear", "chunked"}, /* causal: the chunked form */
+};
+
+const char *kn_form(la_kernel k)
+{
+    const la_kernel_info *info = la_kernel_get(k);
+    if (!info) return "unknown";
+    la_kernel family = kn_family(k);
+    if (family != k) return info->name + strlen(la_kernel_get(family)->name) + 1;
+    for (size_t i = 0; i < sizeof own_forms / sizeof own_forms[0]; i++)
+        if (strcmp(own_forms[i].family, info->name) == 0) return own_forms[i].form;
+    return "default";
+}
+
+int kn_allows(la_kernel k, int causal)
+{
+    const la_kernel_info *info = la_kernel_get(k);
+    if (!info) return 0;
+    return causal ? info->causal != LA_CAUSAL_REFUSED : info->causal != LA_CAUSAL_REQUIRED;
+}
+
+size_t kn_family_kernels(la_kernel family, int causal, la_kernel *out)
+{
+    size_t n = 0;
+    for (int k = 0; k < LA_KERNEL_COUNT; k++)
+        if (kn_family((la_kernel)k) == family && kn_allows((la_kernel)k, causal))
+            out[n++] = (la_kernel)k;
+    return n;
+}
+
+int kn_has_causal_forms(la_kernel family)
+{
+    for (int k = 0; k < LA_KERNEL_COUNT; k++)
+        if (kn_family((la_kernel)k) == family &&
+            la_kernel_get((la_kernel)k)->causal == LA_CAUSAL_REQUIRED)
+            return 1;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- facts the registry lacks */
+
+/* Exponent of time in N. A candidate registry field (or derivable from each row's cost
+ * function); until then, by name. */
+static const struct {
+    const char *kernel;
+    double exponent;
+} time_exponents[] = {
+    {"softmax", 2}, {"softmax_materialized", 2}, {"hard", 2},
+    {"linear", 1},  {"linear_recurrent", 1},
+};
+
+double kn_time_exponent(la_kernel k, int *known)
+{
+    const char *name = la_kernel_name(k);
+    for (size_t i = 0; i < sizeof time_exponents / sizeof time_exponents[0]; i++)
+        if (strcmp(time_exponents[i].kernel, name) == 0) {
+            if (known) *known = 1;
+            return time_exponents[i].exponent;
+        }
+    if (known) *known = 0;
+    return 2;
+}
+
+/* ---------------------------------------------------------------- help */
+
+void kn_print_kernels(FILE *out, const char *indent, int width, int (*keep)(la_kernel),
+                      int cli_spelling)
+{
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        const la_kernel_info *info = la_kernel_get((la_kernel)k);
+        if (keep && !keep((la_kernel)k)) continue;
+        char summary[512];
+        snprintf(summary, sizeof summary, "%s%s", info->summary,
+                 info->causal == LA_CAUSAL_REQUIRED  ? " (causal only)"
+                 : info->causal == LA_CAUSAL_REFUSED ? " (non-causal only)"
+                                                     : "");
+        int name_width =
+            fprintf(out, "%s%-*s ", indent, width, spelled((la_kernel)k, cli_spelling));
+        cli_print_wrapped(out, summary, name_width > 0 ? (size_t)name_width : 0);
+    }
+}

@@ -1,0 +1,110 @@
+/* kernels.h — the attention kernels as the commands see them, all read from the library's
+ * kernel registry (la_kernel_get): the series of the result files, the spellings of the
+ * command line, and the help lines that list them. A new registry row shows up in every
+ * command through these; the few facts the registry does not hold yet are the small
+ * tables in kernels.c, each with a default for a kernel it does not name.
+ *
+ * Words used below:
+ *   series  a kernel run with causal masking off or on, named as in result files
+ *           (la_kernel_series: "softmax", "softmax_causal", "linear_causal_chunked");
+ *   family  the kernels one attention has: the row whose name, with '_', begins the
+ *           others' ("softmax" for "softmax_materialized", "linear" for
+ *           "linear_recurrent"); a row no other row's name begins is its own family;
+ *   form    a kernel's name within its family, as attend's --kernel and bench's
+ *           --causal-form spell it ("materialized", "recurrent"; the family's own row
+ *           has a word of its own: "fused" for softmax, "chunked" for linear). */
+#ifndef LA_KERNELS_H
+#define LA_KERNELS_H
+
+#include "linattn.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* ---------------------------------------------------------------- series */
+
+typedef struct {
+    la_kernel kernel;
+    int causal;
+    const char *name; /* la_kernel_series(kernel, causal) */
+} kn_series;
+
+enum { KN_MAX_SERIES = 2 * LA_KERNEL_COUNT };
+
+/* Every series the registry allows, kernel by kernel in registry order, the non-causal
+ * one first: softmax, softmax_causal, softmax_materialized, …, linear_causal_recurrent.
+ * Fills out (KN_MAX_SERIES entries) and returns the count. */
+size_t kn_all_series(kn_series *out);
+
+/* selected[i] = 1 for every series of all[0..n) except those named in left_out
+ * (NULL-terminated): a command's default selection, so a new kernel is in it. */
+void kn_select_all_but(const kn_series *all, size_t n, const char *const *left_out, int *selected);
+
+/* --variants LIST: series names, each one of all[0..n) and none twice. selected[i]
+ * becomes 1 for the series named, 0 for the others. Returns 0, or 2 after one line
+ * ("--variants: 'foo' is not one of softmax, softmax_causal, …"). */
+int kn_parse_series_list(const char *flag, const char *text, const kn_series *all, size_t n,
+                         int *selected);
+
+/* "softmax, softmax_causal, …, linear_causal_recurrent" (the names of all[0..n) with
+ * selected[i] set, or all of them when selected is NULL) into buf; returns buf. */
+const char *kn_series_names(const kn_series *all, size_t n, const int *selected, char *buf,
+                            size_t size);
+
+/* ---------------------------------------------------------------- names */
+
+/* The command-line spelling of a kernel: its registry name with '-' for '_'
+ * ("softmax-materialized"); la_kernel_parse reads either. "unknown" outside the
+ * registry. */
+const char *kn_cli_name(la_kernel k);
+
+/* The names of the kernels for which keep(k) is nonzero (all when keep is NULL), in
+ * registry order, joined by sep ("softmax|hard|linear"), as the registry spells them or,
+ * with cli_spelling, as kn_cli_name does. Into buf; returns buf. */
+const char *kn_kernel_names(int (*keep)(la_kernel), int cli_spelling, const char *sep, char *buf,
+                            size_t size);
+
+/* text names a kernel (either spelling) for which keep(k) is nonzero (any when keep is
+ * NULL): *out receives it. Else one line, "--attention: 'x' is not one of softmax,
+ * softmax_materialized, hard, linear" (in the spelling asked for), and 2. */
+int kn_parse_kernel(const char *flag, const char *text, int (*keep)(la_kernel), int cli_spelling,
+                    la_kernel *out);
+
+/* A kernel a Transformer layer can use: it runs both with and without causal masking
+ * (LA_CAUSAL_ALLOWED; la_layer_config_check's rule). */
+int kn_layer_kernel(la_kernel k);
+
+/* The kernel's family (see above), and its form within it. */
+la_kernel kn_family(la_kernel k);
+const char *kn_form(la_kernel k);
+
+/* Whether the kernel's causal rule accepts causal = 0 or 1. */
+int kn_allows(la_kernel k, int causal);
+
+/* The family's kernels that accept causal (0 or 1), in registry order, into out
+ * (LA_KERNEL_COUNT entries); returns the count. */
+size_t kn_family_kernels(la_kernel family, int causal, la_kernel *out);
+
+/* Whether the family has a kernel that runs only causal (LA_CAUSAL_REQUIRED): then its
+ * causal runs come in forms (linear: chunked and recurrent) that bench lists as one
+ * variant. */
+int kn_has_causal_forms(la_kernel family);
+
+/* ---------------------------------------------------------------- facts the registry lacks */
+
+/* The exponent e of a kernel's time in N (self-attention, N = M, fixed d): 2 for the
+ * kernels that visit every (query, key) pair, 1 for the linear ones. A table keyed by
+ * registry name; a kernel not in it gets 2 and *known = 0 (known may be NULL): the
+ * sweeps predict its larger sizes as quadratic, so they skip sooner rather than later. */
+double kn_time_exponent(la_kernel k, int *known);
+
+/* ---------------------------------------------------------------- help */
+
+/* One line per kernel for help texts, "<indent><name padded to width> <summary>", the
+ * name as the registry spells it or, with cli_spelling, as kn_cli_name does; with "(causal only)"
+ * or "(non-causal only)" when its causal rule says so; the summary wraps at 88 columns under
+ * itself. Only the kernels for which keep(k) is nonzero (keep may be NULL). */
+void kn_print_kernels(FILE *out, const char *indent, int width, int (*keep)(la_kernel),
+                      int cli_spelling);
+
+#endif

@@ -1,0 +1,699 @@
+/* record.c — the experiments' CSV writer, timer, memory probe, progress line and fit.
+ * See record.h for the file format and the meaning of each measurement. */
+#include "record.h"
+
+#include "linattn.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- timer */
+
+double res_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double res_median(double *x, size_t n)
+{
+    qsort(x, n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+int res_time(res_body body, void *ctx, const res_rule *rule, res_timing *out)
+{
+    const int min_reps = rule->min_reps < 1 ? 1 : rule->min_reps;
+    const int max_reps = rule->max_reps < min_reps ? min_reps : rule->max_reps;
+    double *samples = malloc((size_t)max_reps * sizeof *samples);
+    if (!samples) return -1;
+    int n = 0, rc;
+
+    /* warm-up: page faults, caches, thread pool; kept as a sample only when slow */
+    double t0 = res_now();
+    if ((rc = body(ctx)) != 0) goto done;
+    double warm = res_now() - t0;
+    if (warm >= rule->slow_s) samples[n++] = warm;
+
+    double total = 0;
+    while (n < max_reps && (n < min_reps || (total < rule->min_total_s && warm < rule->slow_s))) {
+        t0 = res_now();
+        if ((rc = body(ctx)) != 0) goto done;
+        samples[n] = res_now() - t0;
+        total += samples[n++];
+    }
+    out->reps = n;
+    out->median_s = res_median(samples, (size_t)n);
+    out->min_s = samples[0];
+    out->max_s = samples[n - 1];
+done:
+    free(samples);
+    return rc;
+}
+
+/* One kernel call, for res_time. */
+typedef struct {
+    la_kernel kernel;
+    const la_problem *p;
+    const float *q, *k, *v;
+    float *out;
+    la_status status;
+} kernel_call;
+
+static int run_kernel_call(void *ctx)
+{
+    kernel_call *c = ctx;
+    c->status = la_attention_f32(c->kernel, c->p, c->q, c->k, c->v, c->out);
+    return c->status != LA_OK;
+}
+
+la_status res_time_kernel(la_kernel kernel, const la_problem *p, const float *q, const float *k,
+                          const float *v, float *out, const res_rule *rule, res_timing *t)
+{
+    kernel_call call = {kernel, p, q, k, v, out, LA_OK};
+    if (res_time(run_kernel_call, &call, rule, t) != 0)
+        return call.status != LA_OK ? call.status : LA_ENOMEM;
+    return LA_OK;
+}
+
+/* ---------------------------------------------------------------- memory */
+
+void res_memory_init(void)
+{
+    /* A fixed threshold turns off glibc's growing one, which would keep freed blocks of
+     * up to 32 MiB in the heap (resident) after the first large free. */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+}
+
+int res_peak_reset(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return 0;
+    int ok = fputs("5", f) >= 0;
+    ok = (fclose(f) == 0) && ok;
+    return ok;
+}
+
+/* A "Key:   123 kB" line of /proc/self/status, in bytes. */
+static double status_kb(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    size_t len = strlen(key);
+    double bytes = -1;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, len) == 0 && line[len] == ':') {
+            bytes = 1024.0 * strtod(line + len + 1, NULL);
+            break;
+        }
+    }
+    fclose(f);
+    return bytes;
+}
+
+double res_peak_rss_bytes(void)
+{
+    return status_kb("VmHWM");
+}
+double res_rss_bytes(void)
+{
+    return status_kb("VmRSS");
+}
+
+/* ---------------------------------------------------------------- machine */
+
+const char *res_cpu_model(void)
+{
+    static char model[128] = "";
+    if (model[0]) return model;
+    snprintf(model, sizeof model, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return model;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *colon = strchr(line, ':');
+            if (!colon) break;
+            colon++;
+            while (*colon == ' ' || *colon == '\t')
+                colon++;
+            colon[strcspn(colon, "\n")] = 0;
+            /* commas would split a CSV field elsewhere; the header is a comment, but keep
+             * the string safe to reuse */
+            for (char *c = colon; *c; c++)
+                if (*c == ',') *c = ';';
+            snprintf(model, sizeof model, "%s", colon);
+            break;
+        }
+    }
+    fclose(f);
+    return model;
+}
+
+const char *res_load_average(void)
+{
+    static char load[64];
+    snprintf(load, sizeof load, "unknown");
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f) return load;
+    double a, b, c;
+    if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
+        snprintf(load, sizeof load, "%.2f %.2f %.2f", a, b, c);
+    fclose(f);
+    return load;
+}
+
+/* The cpu line of /proc/stat: busy and total jiffies. */
+static int cpu_jiffies(double *busy, double *total)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f) return -1;
+    unsigned long long v[8] = {0};
+    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                   &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+    if (n < 4) return -1;
+    *total = 0;
+    for (int i = 0; i < 8; i++)
+        *total += (double)v[i];
+    *busy = *total - (double)v[3] - (double)v[4]; /* minus idle and iowait */
+    return 0;
+}
+
+double res_busy_fraction(double seconds)
+{
+    double b0, t0, b1, t1;
+    if (cpu_jiffies(&b0, &t0) != 0) return -1;
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    nanosleep(&ts, NULL);
+    if (cpu_jiffies(&b1, &t1) != 0 || t1 <= t0) return -1;
+    return (b1 - b0) / (t1 - t0);
+}
+
+int res_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* The first line a shell command prints, or "" */
+static void first_line_of(const char *cmd, char *buf, size_t size)
+{
+    buf[0] = 0;
+    FILE *p = popen(cmd, "r");
+    if (!p) return;
+    if (!fgets(buf, (int)size, p)) buf[0] = 0;
+    buf[strcspn(buf, "\n")] = 0;
+    pclose(p);
+}
+
+/* "abc1234", "abc1234 (dirty)" or "unknown" */
+static const char *git_commit(void)
+{
+    static char commit[96] = "";
+    if (commit[0]) return commit;
+    char hash[64], dirty[16];
+    first_line_of("git rev-parse --short HEAD 2>/dev/null", hash, sizeof hash);
+    if (!hash[0]) {
+        snprintf(commit, sizeof commit, "unknown");
+        return commit;
+    }
+    /* dirty: tracked files differ from HEAD (untracked files are ignored) */
+    first_line_of("git status --porcelain --untracked-files=no 2>/dev/null | head -n 1", dirty,
+                  sizeof dirty);
+    snprintf(commit, sizeof commit, "%s%s", hash, dirty[0] ? " (dirty)" : "");
+    return commit;
+}
+
+/* ---------------------------------------------------------------- CSV */
+
+typedef struct {
+    char *key; /* first n_key fields */
+    char *row; /* the whole row */
+} stored_row;
+
+struct res_file {
+    FILE *out;
+    char *path;
+    char **columns; /* names, n_columns of them */
+    int n_columns, n_key;
+    stored_row *rows;
+    size_t n_rows, cap_rows;
+    int resumed_rows;
+    int failed;
+    int borrowed; /* out is the caller's stream (res_open_stream): flushed, not closed */
+};
+
+static char *dup_string(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+/* The first n_key comma-separated fields of row, or NULL on allocation failure. */
+static char *key_of(const char *row, int n_key)
+{
+    const char *end = row;
+    for (int i = 0; i < n_key && *end; i++) {
+        end += strcspn(end, ",");
+        if (i < n_key - 1 && *end == ',') end++;
+    }
+    size_t len = (size_t)(end - row);
+    char *key = malloc(len + 1);
+    if (!key) return NULL;
+    memcpy(key, row, len);
+    key[len] = 0;
+    return key;
+}
+
+static int store_row(res_file *f, const char *row)
+{
+    if (f->n_rows == f->cap_rows) {
+        size_t cap = f->cap_rows ? 2 * f->cap_rows : 64;
+        stored_row *r = realloc(f->rows, cap * sizeof *r);
+        if (!r) return -1;
+        f->rows = r;
+        f->cap_rows = cap;
+    }
+    stored_row *s = &f->rows[f->n_rows];
+    s->row = dup_string(row);
+    s->key = key_of(row, f->n_key);
+    if (!s->row || !s->key) {
+        free(s->row);
+        free(s->key);
+        return -1;
+    }
+    f->n_rows++;
+    return 0;
+}
+
+static int split_columns(res_file *f, const char *columns)
+{
+    f->n_columns = 1;
+    for (const char *c = columns; *c; c++)
+        f->n_columns += *c == ',';
+    f->columns = calloc((size_t)f->n_columns, sizeof *f->columns);
+    if (!f->columns) return -1;
+    const char *start = columns;
+    for (int i = 0; i < f->n_columns; i++) {
+        size_t len = strcspn(start, ",");
+        f->columns[i] = malloc(len + 1);
+        if (!f->columns[i]) return -1;
+        memcpy(f->columns[i], start, len);
+        f->columns[i][len] = 0;
+        start += len + (start[len] == ',');
+    }
+    return 0;
+}
+
+static void utc_now(char *buf, size_t size)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void write_command(FILE *out, int argc, char **argv)
+{
+    fputs("build/linattn", out);
+    for (int i = 0; i < argc; i++)
+        fprintf(out, " %s", argv[i]);
+    fputc('\n', out);
+}
+
+/* Reads an existing file's rows into f. Returns 1 when they were kept, 0 when the file
+ * does not exist, -1 (and err) when it exists but cannot be resumed. */
+static int read_existing(res_file *f, const char *columns, char *err, size_t err_size)
+{
+    FILE *in = fopen(f->path, "r");
+    if (!in) {
+        if (errno == ENOENT) return 0;
+        snprintf(err, err_size, "%s: %s", f->path, strerror(errno));
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int seen_header = 0, rc = 1;
+    while ((len = getline(&line, &cap, in)) >= 0) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (line[0] == '#' || line[0] == 0) continue;
+        if (!seen_header) {
+            if (strcmp(line, columns) != 0) {
+                snprintf(err, err_size,
+                         "%s: its columns differ from this version's; move it away or run "
+                         "without --resume",
+                         f->path);
+                rc = -1;
+                break;
+            }
+            seen_header = 1;
+            continue;
+        }
+        if (store_row(f, line) != 0) {
+            snprintf(err, err_size, "%s: out of memory", f->path);
+            rc = -1;
+            break;
+        }
+    }
+    free(line);
+    fclose(in);
+    if (rc == 1 && !seen_header) rc = 0; /* empty or header-less: start anew */
+    return rc;
+}
+
+void res_write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv)
+{
+    char date[32];
+    utc_now(date, sizeof date);
+    int reset = res_peak_reset();
+    fprintf(out, "# linattn %s: %s\n", experiment, about);
+    fputs("# command: ", out);
+    write_command(out, argc, argv);
+    fprintf(out, "# date: %s\n", date);
+    fprintf(out, "# git_commit: %s\n", git_commit());
+    fprintf(out, "# cpu: %s\n", res_cpu_model());
+    fprintf(out, "# cores: %d\n", res_cores());
+    fprintf(out, "# threads: %d\n", la_get_num_threads());
+    fprintf(out,
+            "# load_average: %s (other processes competing for the cores add "
+            "noise to timings)\n",
+            res_load_average());
+    fprintf(out, "# blis: %s, kernels %s\n", la_blis_version(), la_blis_config());
+    fprintf(out, "# float32 kernels: %s\n", la_simd_config());
+    fprintf(out, "# linattn: %s\n", LA_VERSION_STRING);
+    fprintf(out, "# peak_rss: %s\n",
+            reset ? "VmHWM after the point, reset before it via /proc/self/clear_refs; "
+                    "includes inputs, outputs and the program"
+                  : "VmHWM since the process started (clear_refs unavailable): an upper "
+                    "bound, monotone over the sweep");
+}
+
+res_file *res_open_stream(FILE *out, const char *experiment, const char *about, const char *columns,
+                          const char *extra, int argc, char **argv, char *err, size_t err_size)
+{
+    res_file *f = calloc(1, sizeof *f);
+    if (!f || !(f->path = dup_string("(standard output)")) || split_columns(f, columns) != 0) {
+        snprintf(err, err_size, "%s: out of memory", experiment);
+        res_close(f);
+        return NULL;
+    }
+    f->out = out;
+    f->borrowed = 1;
+    res_write_meta(out, experiment, about, argc, argv);
+    if (extra) fputs(extra, out);
+    fprintf(out, "%s\n", columns);
+    if (fflush(out) != 0) {
+        snprintf(err, err_size, "%s: %s", f->path, strerror(errno));
+        res_close(f);
+        return NULL;
+    }
+    return f;
+}
+
+res_file *res_open(const char *path, const char *experiment, const char *about, const char *columns,
+                   int n_key, int resume, int argc, char **argv, char *err, size_t err_size)
+{
+    res_file *f = calloc(1, sizeof *f);
+    if (!f) {
+        snprintf(err, err_size, "%s: out of memory", path);
+        return NULL;
+    }
+    f->n_key = n_key;
+    f->path = dup_string(path);
+    if (!f->path || split_columns(f, columns) != 0) {
+        snprintf(err, err_size, "%s: out of memory", path);
+        goto fail;
+    }
+
+    int kept = 0;
+    if (resume) {
+        kept = read_existing(f, columns, err, err_size);
+        if (kept < 0) goto fail;
+    }
+    char date[32];
+    utc_now(date, sizeof date);
+    f->out = fopen(path, kept ? "a" : "w");
+    if (!f->out) {
+        snprintf(err, err_size, "%s: %s", path, strerror(errno));
+        goto fail;
+    }
+    f->resumed_rows = (int)f->n_rows;
+    if (kept) {
+        fprintf(f->out, "# resumed: %s (commit %s), %d points kept: ", date, git_commit(),
+                f->resumed_rows);
+        write_command(f->out, argc, argv);
+    } else {
+        res_write_meta(f->out, experiment, about, argc, argv);
+        fprintf(f->out, "%s\n", columns);
+    }
+    if (fflush(f->out) != 0) {
+        snprintf(err, err_size, "%s: %s", path, strerror(errno));
+        goto fail;
+    }
+    return f;
+fail:
+    res_close(f);
+    return NULL;
+}
+
+const char *res_find(const res_file *f, const char *key)
+{
+    for (size_t i = f->n_rows; i-- > 0;) /* the latest row of a key wins */
+        if (strcmp(f->rows[i].key, key) == 0) return f->rows[i].row;
+    return NULL;
+}
+
+/* Copies field `index` of row into buf; -1 when the row is shorter. */
+static int field(const char *row, int index, char *buf, size_t size)
+{
+    const char *start = row;
+    for (int i = 0; i < index; i++) {
+        start = strchr(start, ',');
+        if (!start) return -1;
+        start++;
+    }
+    size_t len = strcspn(start, ",");
+    if (len >= size) len = size - 1;
+    memcpy(buf, start, len);
+    buf[len] = 0;
+    return 0;
+}
+
+static int column_index(const res_file *f, const char *column)
+{
+    for (int i = 0; i < f->n_columns; i++)
+        if (strcmp(f->columns[i], column) == 0) return i;
+    return -1;
+}
+
+int res_get_str(const res_file *f, const char *row, const char *column, char *buf, size_t size)
+{
+    int i = column_index(f, column);
+    if (i < 0 || size == 0) return -1;
+    return field(row, i, buf, size);
+}
+
+int res_get(const res_file *f, const char *row, const char *column, double *out)
+{
+    char buf[64], *end;
+    if (res_get_str(f, row, column, buf, sizeof buf) != 0 || !buf[0]) return -1;
+    double x = strtod(buf, &end);
+    if (*end) return -1;
+    *out = x;
+    return 0;
+}
+
+int res_row(res_file *f, const char *fmt, ...)
+{
+    char *row = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (len < 0 || !(row = malloc((size_t)len + 1))) {
+        f->failed = 1;
+        return -1;
+    }
+    va_start(ap, fmt);
+    vsnprintf(row, (size_t)len + 1, fmt, ap);
+    va_end(ap);
+    int rc = 0;
+    if (fprintf(f->out, "%s\n", row) < 0 || fflush(f->out) != 0) rc = -1;
+    if (rc == 0 && store_row(f, row) != 0) rc = -1;
+    free(row);
+    if (rc) f->failed = 1;
+    return rc;
+}
+
+res_file *res_load(const char *path, int n_key, char *err, size_t err_size)
+{
+    res_file *f = calloc(1, sizeof *f);
+    FILE *in = NULL;
+    char *line = NULL;
+    size_t cap = 0;
+    if (!f || !(f->path = dup_string(path))) {
+        snprintf(err, err_size, "%s: out of memory", path);
+        goto fail;
+    }
+    f->n_key = n_key;
+    if (!(in = fopen(path, "r"))) {
+        snprintf(err, err_size, "%s: %s", path, strerror(errno));
+        goto fail;
+    }
+    while (getline(&line, &cap, in) >= 0) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (line[0] == '#' || line[0] == 0) continue;
+        if (!f->columns ? split_columns(f, line) != 0 : store_row(f, line) != 0) {
+            snprintf(err, err_size, "%s: out of memory", path);
+            goto fail;
+        }
+    }
+    if (!f->columns) {
+        snprintf(err, err_size, "%s: no header row", path);
+        goto fail;
+    }
+    free(line);
+    fclose(in);
+    return f;
+fail:
+    free(line);
+    if (in) fclose(in);
+    res_close(f);
+    return NULL;
+}
+
+size_t res_count(const res_file *f)
+{
+    return f->n_rows;
+}
+const char *res_row_at(const res_file *f, size_t i)
+{
+    return i < f->n_rows ? f->rows[i].row : NULL;
+}
+
+const char *res_path(const res_file *f)
+{
+    return f->path;
+}
+int res_resumed_rows(const res_file *f)
+{
+    return f->resumed_rows;
+}
+
+void res_sibling_path(const char *out, const char *suffix, char *buf, size_t size)
+{
+    size_t len = strlen(out);
+    if (len > 4 && strcmp(out + len - 4, ".csv") == 0) len -= 4;
+    snprintf(buf, size, "%.*s_%s.csv", (int)len, out, suffix);
+}
+
+int res_close(res_file *f)
+{
+    if (!f) return 0;
+    int rc = f->failed ? -1 : 0;
+    if (f->out && (f->borrowed ? fflush(f->out) : fclose(f->out)) != 0) rc = -1;
+    for (size_t i = 0; i < f->n_rows; i++) {
+        free(f->rows[i].key);
+        free(f->rows[i].row);
+    }
+    free(f->rows);
+    if (f->columns)
+        for (int i = 0; i < f->n_columns; i++)
+            free(f->columns[i]);
+    free(f->columns);
+    free(f->path);
+    free(f);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- progress */
+
+void res_format_duration(double s, char *buf, size_t size)
+{
+    if (!(s >= 0) || s > 1e7)
+        snprintf(buf, size, "?");
+    else if (s < 60)
+        snprintf(buf, size, "%.1fs", s);
+    else if (s < 3600)
+        snprintf(buf, size, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+    else
+        snprintf(buf, size, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+}
+
+void res_progress_start(res_progress *pr, const char *label, int total_points, double total_work)
+{
+    pr->label = label;
+    pr->total_points = total_points;
+    pr->total_work = total_work > 0 ? total_work : total_points;
+    pr->work_done = 0;
+    pr->start_s = res_now();
+    pr->tty = isatty(2);
+}
+
+void res_progress_step(res_progress *pr, int point, double work, const char *what)
+{
+    /* the estimate extrapolates from the points finished; this one starts now */
+    double done = pr->work_done;
+    pr->work_done += work;
+    if (!pr->tty) return;
+    double elapsed = res_now() - pr->start_s;
+    char e[32], r[32];
+    res_format_duration(elapsed, e, sizeof e);
+    if (done > 0 && done < pr->total_work)
+        res_format_duration(elapsed * (pr->total_work - done) / done, r, sizeof r);
+    else
+        snprintf(r, sizeof r, "?");
+    fprintf(stderr, "\r\033[K[%s] point %d/%d  elapsed %s  remaining ~%s  %s", pr->label, point,
+            pr->total_points, e, r, what ? what : "");
+    fflush(stderr);
+}
+
+void res_progress_end(res_progress *pr)
+{
+    if (!pr->tty) return;
+    char e[32];
+    res_format_duration(res_now() - pr->start_s, e, sizeof e);
+    fprintf(stderr, "\r\033[K[%s] %d points in %s\n", pr->label, pr->total_points, e);
+}
+
+/* ---------------------------------------------------------------- fits */
+
+int res_fit_loglog(const double *x, const double *y, size_t n, double *slope, double *intercept)
+{
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int used = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!(x[i] > 0 && y[i] > 0 && isfinite(x[i]) && isfinite(y[i]))) continue;
+        double lx = log(x[i]), ly = log(y[i]);
+        sx += lx;
+        sy += ly;
+        sxx += lx * lx;
+        sxy += lx * ly;
+        used++;
+    }
+    if (used < 2) return used;
+    double den = used * sxx - sx * sx;
+    if (den == 0) return 0;
+    *slope = (used * sxy - sx * sy) / den;
+    *intercept = (sy - *slope * sx) / used;
+    return used;
+}

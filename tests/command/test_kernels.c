@@ -1,0 +1,186 @@
+/* test_kernels.c — the registry as the commands see it (experiments/common/kernels.c):
+ * every series once, spellings that parse back, families whose forms can be told apart,
+ * the defaults for what the registry does not say, and help lines that name every row.
+ * Each property is stated over all rows, so a new kernel is checked without an edit. */
+#include "../testutil.h"
+
+#include "../../experiments/common/kernels.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* kn_all_series lists every (kernel, causal) whose series the registry names, once, in
+ * registry order, and nothing else. */
+static void all_series_once(void **state)
+{
+    (void)state;
+    kn_series all[KN_MAX_SERIES];
+    size_t n = kn_all_series(all), expected = 0;
+    for (int k = 0; k < LA_KERNEL_COUNT; k++)
+        for (int causal = 0; causal <= 1; causal++) {
+            const char *name = la_kernel_series((la_kernel)k, causal);
+            if (!name) continue;
+            assert_true(expected < n);
+            assert_int_equal(all[expected].kernel, k);
+            assert_int_equal(all[expected].causal, causal);
+            assert_string_equal(all[expected].name, name);
+            assert_int_equal(kn_allows((la_kernel)k, causal), 1);
+            expected++;
+        }
+    assert_int_equal(n, expected);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(all[i].name, all[j].name) == 0) fail_msg("series %s twice", all[i].name);
+}
+
+/* A default selection leaves out exactly the names listed (unknown names change
+ * nothing); --variants selects what it names and refuses the rest. */
+static void selections(void **state)
+{
+    (void)state;
+    kn_series all[KN_MAX_SERIES];
+    size_t n = kn_all_series(all);
+    int selected[KN_MAX_SERIES];
+    const char *const left_out[] = {"softmax_causal", "no_such_series", NULL};
+    kn_select_all_but(all, n, left_out, selected);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(selected[i], strcmp(all[i].name, "softmax_causal") != 0);
+
+    assert_int_equal(kn_parse_series_list("--variants", "linear,softmax", all, n, selected), 0);
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        count += (size_t)selected[i];
+        if (selected[i])
+            assert_true(strcmp(all[i].name, "linear") == 0 || strcmp(all[i].name, "softmax") == 0);
+    }
+    assert_int_equal(count, 2);
+    assert_int_equal(kn_parse_series_list("--variants", "linear,cosine", all, n, selected), 2);
+    assert_int_equal(kn_parse_series_list("--variants", "linear,linear", all, n, selected), 2);
+    assert_int_equal(kn_parse_series_list("--variants", "linear,,softmax", all, n, selected), 2);
+
+    char names[1024];
+    kn_series_names(all, n, NULL, names, sizeof names);
+    for (size_t i = 0; i < n; i++)
+        assert_non_null(strstr(names, all[i].name));
+}
+
+/* The command-line spelling parses back to its kernel, with '-' where the registry has
+ * '_'; kn_parse_kernel honours its filter. */
+static void spellings(void **state)
+{
+    (void)state;
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        const char *cli = kn_cli_name((la_kernel)k);
+        assert_null(strchr(cli, '_'));
+        assert_int_equal(strlen(cli), strlen(la_kernel_name((la_kernel)k)));
+        la_kernel back;
+        assert_int_equal(la_kernel_parse(cli, &back), LA_OK);
+        assert_int_equal(back, k);
+        assert_int_equal(kn_parse_kernel("--variant", cli, NULL, 1, &back), 0);
+        assert_int_equal(back, k);
+        assert_int_equal(
+            kn_parse_kernel("--attention", la_kernel_name((la_kernel)k), kn_layer_kernel, 0, &back),
+            kn_layer_kernel((la_kernel)k) ? 0 : 2);
+    }
+    la_kernel k;
+    assert_int_equal(kn_parse_kernel("--variant", "cosine", NULL, 1, &k), 2);
+    assert_string_equal(kn_cli_name(LA_KERNEL_COUNT), "unknown");
+    char names[512];
+    kn_kernel_names(NULL, 0, "|", names, sizeof names);
+    assert_non_null(strstr(names, "softmax|softmax_materialized|"));
+}
+
+/* Families: every kernel's family is a family of its own; within a family the kernels
+ * that run with a given causal flag have distinct forms (so --kernel and --causal-form
+ * choose exactly one); and today's names and words stay what the command line had. */
+static void families_and_forms(void **state)
+{
+    (void)state;
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        la_kernel family = kn_family((la_kernel)k);
+        assert_int_equal(kn_family(family), family);
+        const char *name = la_kernel_name((la_kernel)k), *head = la_kernel_name(family);
+        if (family != (la_kernel)k) {
+            assert_int_equal(strncmp(name, head, strlen(head)), 0);
+            assert_string_equal(kn_form((la_kernel)k), name + strlen(head) + 1);
+        }
+        for (int causal = 0; causal <= 1; causal++) {
+            la_kernel members[LA_KERNEL_COUNT];
+            size_t n = kn_family_kernels(family, causal, members);
+            int found = 0;
+            for (size_t i = 0; i < n; i++) {
+                assert_int_equal(kn_family(members[i]), family);
+                assert_true(kn_allows(members[i], causal));
+                found |= members[i] == (la_kernel)k;
+                for (size_t j = 0; j < i; j++)
+                    if (strcmp(kn_form(members[i]), kn_form(members[j])) == 0)
+                        fail_msg("family %s: two kernels called %s", head, kn_form(members[i]));
+            }
+            assert_int_equal(found, kn_allows((la_kernel)k, causal));
+        }
+    }
+    assert_int_equal(kn_family(LA_KERNEL_SOFTMAX_MATERIALIZED), LA_KERNEL_SOFTMAX);
+    assert_int_equal(kn_family(LA_KERNEL_LINEAR_RECURRENT), LA_KERNEL_LINEAR);
+    assert_int_equal(kn_family(LA_KERNEL_HARD), LA_KERNEL_HARD);
+    assert_string_equal(kn_form(LA_KERNEL_SOFTMAX), "fused");
+    assert_string_equal(kn_form(LA_KERNEL_SOFTMAX_MATERIALIZED), "materialized");
+    assert_string_equal(kn_form(LA_KERNEL_LINEAR), "chunked");
+    assert_string_equal(kn_form(LA_KERNEL_LINEAR_RECURRENT), "recurrent");
+    assert_true(kn_has_causal_forms(LA_KERNEL_LINEAR));
+    assert_false(kn_has_causal_forms(LA_KERNEL_SOFTMAX));
+}
+
+/* The time exponent: the table's for today's rows, 2 and "not known" for anything else. */
+static void time_exponents(void **state)
+{
+    (void)state;
+    int known = -1;
+    assert_true(kn_time_exponent(LA_KERNEL_SOFTMAX, &known) == 2 && known == 1);
+    assert_true(kn_time_exponent(LA_KERNEL_LINEAR_RECURRENT, &known) == 1 && known == 1);
+    assert_true(kn_time_exponent(LA_KERNEL_COUNT, &known) == 2 && known == 0);
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        double e = kn_time_exponent((la_kernel)k, NULL);
+        assert_true(e == 1 || e == 2);
+    }
+}
+
+/* The help lines name every row the filter keeps, with the start of its summary. */
+static void help_lines(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    assert_non_null(out);
+    kn_print_kernels(out, "  ", 21, NULL, 1);
+    fclose(out);
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        /* "\n  name<padding> summary…" (the text starts with a newline's worth: "  ") */
+        char line[256];
+        snprintf(line, sizeof line, "\n  %-21s %.12s", kn_cli_name((la_kernel)k),
+                 la_kernel_get((la_kernel)k)->summary);
+        if (!(k == 0 ? strncmp(text, line + 1, strlen(line + 1)) == 0 : !!strstr(text, line)))
+            fail_msg("no line '%s' in:\n%s", line + 1, text);
+    }
+    free(text);
+
+    out = open_memstream(&text, &size);
+    kn_print_kernels(out, "", 4, kn_layer_kernel, 0);
+    fclose(out);
+    for (int k = 0; k < LA_KERNEL_COUNT; k++)
+        if (!kn_layer_kernel((la_kernel)k) && strstr(text, la_kernel_get((la_kernel)k)->summary))
+            fail_msg("%s listed among the layer kernels", la_kernel_name((la_kernel)k));
+    free(text);
+}
+
+int main(void)
+{
+    tu_init("test_kernels");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(all_series_once), cmocka_unit_test(selections),
+        cmocka_unit_test(spellings),       cmocka_unit_test(families_and_forms),
+        cmocka_unit_test(time_exponents),  cmocka_unit_test(help_lines),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
