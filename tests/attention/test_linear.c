@@ -950,7 +950,8 @@ int main(void)
         failed += cmocka_run_group_tests_name("portable float32 paths", tests, NULL, NULL);
         la_avx512_enable(true);
     } else {
-        printf("(no AVX-512 here: the portable float32 paths only)\n");
+        printf("(the AVX-512 paths do not run here, %s: the portable float32 paths only)\n",
+               la_simd_config());
     }
     return failed != 0;
 }

@@ -602,10 +602,17 @@ static void vexp_accuracy(void **state)
 /* The AVX-512 fused kernel's exp2 (softmax_avx512.c), used on x <= 0: at most 2 ulp from
  * exp2 (ulp of the exact value, 2⁻¹⁴⁹ among the denormals) densely over [-1, 0] and at
  * random over [-150, 0]; exactly 1 at 0 (a row's largest score gets weight 1), exactly
- * 0 below -160 and for -inf (hidden keys). */
+ * 0 below -160 and for -inf (hidden keys). AVX-512 code: skipped, saying why, where the
+ * AVX-512 paths cannot or may not run (no AVX-512: SIGILL; LA_SIMD=off; switched off). */
 static void exp2_accuracy(void **state)
 {
     (void)state;
+    if (!la_avx512_usable()) {
+        print_message("exp2_accuracy: skipped, the AVX-512 exp2 does not run here (float32 "
+                      "paths: %s)\n",
+                      la_simd_config());
+        skip();
+    }
     enum { N = 4096 };
     static float x[N], y[N];
     tu_rng r = tu_rng_for("exp2_accuracy");
@@ -697,7 +704,9 @@ int main(void)
         failed += cmocka_run_group_tests_name("BLIS-based fused float32", tests, NULL, NULL);
         la_avx512_enable(true);
     } else {
-        printf("(no AVX-512 here: the BLIS-based fused float32 kernel only)\n");
+        printf(
+            "(the AVX-512 paths do not run here, %s: the BLIS-based fused float32 kernel only)\n",
+            la_simd_config());
     }
     return failed != 0;
 }
