@@ -1,8 +1,9 @@
-/* test_softmax.c — the softmax (fused and materialising) and hard attention kernels,
- * float32 and float64, against the float64 references on fresh random inputs, plus the
- * properties the references cannot show: rows of weights sum to 1, causal outputs ignore
- * the future bit for bit, huge logits stay finite, the memory budget, every error path,
- * and bitwise determinism across thread counts. Also the float32 vectorised exp. */
+/* test_softmax.c — what is particular to the softmax (fused and materialising) and hard
+ * attention kernels: rows of weights sum to 1, huge logits stay finite, hard attention's
+ * ties go to the lowest key, float32 rounding does not grow with N, la_simd_config, and
+ * the vectorised exps (float32, float64, the AVX-512 kernel's exp2). What every kernel
+ * must hold — the float64 reference, causal masking, thread counts, error paths, the
+ * workspace limit — is tests/attention/test_attention.c's, over every registry row. */
 #include "../testutil.h"
 #include "core/internal.h" /* the AVX-512 switch and the fused kernel's exp2 */
 #include "cpu/simd_avx512.h"
@@ -90,7 +91,7 @@ static void inputs_free(inputs *in)
     free(in->v32);
 }
 
-/* ------------------------------------------------------------------ against the reference */
+/* ------------------------------------------------------------------ shapes */
 
 typedef struct {
     size_t batch, heads, n, m, d_k, d_v;
@@ -99,62 +100,11 @@ typedef struct {
     int has_lengths;
 } shape;
 
-/* Every value of every axis appears at least once: N, M in {1, 2, 3, 17, 64, 65, 129,
- * 1000} (M != N in most), d_k in {1, 3, 16, 64, 127, 128} with d_v != d_k in most,
- * 1..3 heads and batch entries, causal or not, key lengths absent, 0, partial, or M. The
- * 1000s only with small d, so the float64 reference stays quick. */
-static const shape shapes[] = {
-    {1, 1, 1, 1, 1, 1, 0, {0}, 0},          {1, 2, 2, 3, 3, 5, 1, {0}, 0},
-    {2, 1, 3, 2, 16, 16, 0, {0, 2}, 1},     {2, 2, 17, 17, 64, 64, 1, {17, 5}, 1},
-    {1, 3, 64, 65, 127, 32, 0, {65}, 1},    {2, 1, 65, 64, 128, 127, 1, {0, 40}, 1},
-    {1, 2, 129, 129, 16, 8, 1, {0}, 0},     {3, 1, 129, 17, 3, 1, 0, {17, 0, 9}, 1},
-    {1, 2, 64, 129, 64, 64, 1, {100}, 1},   {1, 1, 1000, 1000, 3, 2, 1, {0}, 0},
-    {2, 1, 1000, 65, 1, 4, 0, {65, 33}, 1}, {1, 1, 17, 1000, 16, 16, 1, {1000}, 1},
-    {1, 1, 2, 1000, 128, 3, 0, {0}, 0},     {2, 1, 1000, 3, 16, 17, 1, {3, 1}, 1},
-};
-
 static void problem_of(la_problem *p, const shape *s)
 {
     la_problem_init(p, s->batch, s->heads, s->n, s->m, s->d_k, s->d_v);
     p->causal = s->causal;
     p->key_lengths = s->has_lengths ? s->lengths : NULL;
-}
-
-/* One kernel in both precisions on one shape, against the float64 reference. */
-static void check_kernel_on_shape(size_t kernel, const shape *s)
-{
-    la_problem p;
-    problem_of(&p, s);
-    int hard = kernels[kernel].kind == LA_KERNEL_HARD;
-    if (hard) p.scale = 0.125; /* a power of two: scores stay exact in float32 */
-    char label[160];
-    snprintf(label, sizeof label, "%s B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu causal=%d lengths=%d",
-             kernels[kernel].name, s->batch, s->heads, s->n, s->m, s->d_k, s->d_v, s->causal,
-             s->has_lengths);
-    tu_rng r = tu_rng_for(label);
-    inputs in;
-    inputs_make(&in, &p, &r, hard);
-    double *ref = tu_f64(in.no), *out = tu_f64(in.no);
-    float *out32 = tu_f32(in.no);
-
-    assert_int_equal(la_ref_attention(kernels[kernel].kind, &p, in.q, in.k, in.v, ref), LA_OK);
-    assert_int_equal(kernels[kernel].f64(&p, in.q, in.k, in.v, out), LA_OK);
-    tu_assert_close_f64(out, ref, in.no, TOL_F64, "%s float64", label);
-    assert_int_equal(kernels[kernel].f32(&p, in.q32, in.k32, in.v32, out32), LA_OK);
-    tu_assert_close_f32(out32, ref, in.no, TOL_F32, "%s float32", label);
-
-    free(ref);
-    free(out);
-    free(out32);
-    inputs_free(&in);
-}
-
-static void matches_reference(void **state)
-{
-    (void)state;
-    for (size_t kernel = 0; kernel < N_KERNELS; kernel++)
-        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-            check_kernel_on_shape(kernel, &shapes[i]);
 }
 
 /* ------------------------------------------------------------------ properties */
@@ -201,56 +151,6 @@ static void rows_sum_to_one(void **state)
     free(out);
     free(out32);
     inputs_free(&in);
-}
-
-/* Causal: changing the tokens from position t on (their q, k and v) never changes the
- * output rows before t, bit for bit, in any kernel. t = 77 is inside a query block and
- * inside a key block. */
-static void causal_ignores_future(void **state)
-{
-    (void)state;
-    const size_t t = 77;
-    const shape s = {1, 2, 200, 200, 16, 8, 1, {0}, 0};
-    la_problem p;
-    problem_of(&p, &s);
-    for (size_t kernel = 0; kernel < N_KERNELS; kernel++) {
-        tu_rng r = tu_rng_for(kernels[kernel].name);
-        inputs in;
-        inputs_make(&in, &p, &r, 0);
-        double *out = tu_f64(in.no), *out2 = tu_f64(in.no);
-        float *out32 = tu_f32(in.no), *out32b = tu_f32(in.no);
-        assert_int_equal(kernels[kernel].f64(&p, in.q, in.k, in.v, out), LA_OK);
-        assert_int_equal(kernels[kernel].f32(&p, in.q32, in.k32, in.v32, out32), LA_OK);
-        /* new values for tokens t .. N-1 of every head */
-        for (size_t h = 0; h < s.heads; h++) {
-            for (size_t i = t; i < s.n; i++) {
-                for (size_t c = 0; c < s.d_k; c++) {
-                    size_t at = (h * s.n + i) * s.d_k + c;
-                    in.q[at] = in.q32[at] = (float)(5 * tu_normal(&r));
-                    in.k[at] = in.k32[at] = (float)(5 * tu_normal(&r));
-                }
-                for (size_t c = 0; c < s.d_v; c++) {
-                    size_t at = (h * s.n + i) * s.d_v + c;
-                    in.v[at] = in.v32[at] = (float)(5 * tu_normal(&r));
-                }
-            }
-        }
-        assert_int_equal(kernels[kernel].f64(&p, in.q, in.k, in.v, out2), LA_OK);
-        assert_int_equal(kernels[kernel].f32(&p, in.q32, in.k32, in.v32, out32b), LA_OK);
-        for (size_t h = 0; h < s.heads; h++) {
-            size_t first = h * s.n * s.d_v, count = t * s.d_v;
-            assert_memory_equal(out + first, out2 + first, count * sizeof *out);
-            assert_memory_equal(out32 + first, out32b + first, count * sizeof *out32);
-            /* and the rows from t on did change (the test can fail) */
-            assert_true(memcmp(out + first + count, out2 + first + count,
-                               (s.n - t) * s.d_v * sizeof *out) != 0);
-        }
-        free(out);
-        free(out2);
-        free(out32);
-        free(out32b);
-        inputs_free(&in);
-    }
 }
 
 /* Logits up to ±1e4 (q, k multiples of 1/8 up to 3.125, d_k = 16, scale = 64, so
@@ -339,146 +239,6 @@ static void hard_ties_lowest_key(void **state)
         assert_true(out[i] == 5 && out32[i] == 5);
 }
 
-/* The materialising kernel holds N·M elements: refused (LA_EBUDGET, out untouched) one
- * byte below that, accepted at exactly that. */
-static void materialized_budget(void **state)
-{
-    (void)state;
-    const shape s = {1, 2, 33, 70, 8, 8, 0, {0}, 0};
-    la_problem p;
-    problem_of(&p, &s);
-    tu_rng r = tu_rng_for("materialized_budget");
-    inputs in;
-    inputs_make(&in, &p, &r, 0);
-    double *out = tu_f64(in.no), *ref = tu_f64(in.no);
-    float *out32 = tu_f32(in.no);
-    assert_int_equal(la_ref_softmax_attention(&p, in.q, in.k, in.v, ref), LA_OK);
-
-    p.workspace_limit = s.n * s.m * sizeof(double) - 1;
-    for (size_t i = 0; i < in.no; i++)
-        out[i] = -7;
-    assert_int_equal(la_softmax_attention_materialized_f64(&p, in.q, in.k, in.v, out), LA_EBUDGET);
-    for (size_t i = 0; i < in.no; i++)
-        assert_true(out[i] == -7);
-    p.workspace_limit = s.n * s.m * sizeof(double);
-    assert_int_equal(la_softmax_attention_materialized_f64(&p, in.q, in.k, in.v, out), LA_OK);
-    tu_assert_close_f64(out, ref, in.no, TOL_F64, "at the limit");
-
-    p.workspace_limit = s.n * s.m * sizeof(float) - 1;
-    for (size_t i = 0; i < in.no; i++)
-        out32[i] = -7;
-    assert_int_equal(la_softmax_attention_materialized_f32(&p, in.q32, in.k32, in.v32, out32),
-                     LA_EBUDGET);
-    for (size_t i = 0; i < in.no; i++)
-        assert_true(out32[i] == -7);
-    p.workspace_limit = s.n * s.m * sizeof(float);
-    assert_int_equal(la_softmax_attention_materialized_f32(&p, in.q32, in.k32, in.v32, out32),
-                     LA_OK);
-    tu_assert_close_f32(out32, ref, in.no, TOL_F32, "at the limit");
-    free(out);
-    free(ref);
-    free(out32);
-    inputs_free(&in);
-}
-
-/* Every error path returns its status and leaves out untouched. */
-static void expect_error_f64(size_t kernel, const la_problem *p, const double *q, const double *k,
-                             const double *v, double *out, size_t n_out, la_status want,
-                             const char *what)
-{
-    for (size_t i = 0; i < n_out; i++)
-        out[i] = -7;
-    la_status got = kernels[kernel].f64(p, q, k, v, out);
-    if (got != want)
-        fail_msg("%s float64, %s: status %d, expected %d", kernels[kernel].name, what, got, want);
-    for (size_t i = 0; i < n_out; i++)
-        assert_true(out[i] == -7);
-}
-static void expect_error_f32(size_t kernel, const la_problem *p, const float *q, const float *k,
-                             const float *v, float *out, size_t n_out, la_status want,
-                             const char *what)
-{
-    for (size_t i = 0; i < n_out; i++)
-        out[i] = -7;
-    la_status got = kernels[kernel].f32(p, q, k, v, out);
-    if (got != want)
-        fail_msg("%s float32, %s: status %d, expected %d", kernels[kernel].name, what, got, want);
-    for (size_t i = 0; i < n_out; i++)
-        assert_true(out[i] == -7);
-}
-
-static void error_paths(void **state)
-{
-    (void)state;
-    const shape s = {2, 1, 5, 6, 3, 2, 0, {6, 2}, 1};
-    la_problem good;
-    problem_of(&good, &s);
-    tu_rng r = tu_rng_for("error_paths");
-    inputs in;
-    inputs_make(&in, &good, &r, 0);
-    double *out = tu_f64(in.no);
-    float *out32 = tu_f32(in.no);
-    int64_t too_long[2] = {7, 2}, negative[2] = {6, -1};
-
-    for (size_t kernel = 0; kernel < N_KERNELS; kernel++) {
-        /* problems that la_problem_check refuses */
-        struct {
-            const char *what;
-            la_problem p;
-            la_status want;
-        } bad[12];
-        size_t n_bad = 0;
-#define BAD(text, field, value, status)                                                            \
-    do {                                                                                           \
-        bad[n_bad].what = (text);                                                                  \
-        bad[n_bad].p = good;                                                                       \
-        bad[n_bad].p.field = (value);                                                              \
-        bad[n_bad++].want = (status);                                                              \
-    } while (0)
-        BAD("batch 0", batch, 0, LA_EINVAL);
-        BAD("heads 0", heads, 0, LA_EINVAL);
-        BAD("N 0", n_queries, 0, LA_EINVAL);
-        BAD("M 0", n_keys, 0, LA_EINVAL);
-        BAD("d_k 0", d_k, 0, LA_EINVAL);
-        BAD("d_v 0", d_v, 0, LA_EINVAL);
-        BAD("key length > M", key_lengths, too_long, LA_EINVAL);
-        BAD("key length < 0", key_lengths, negative, LA_EINVAL);
-        BAD("scale NaN", scale, NAN, LA_EINVAL);
-        BAD("scale inf", scale, INFINITY, LA_EINVAL);
-        BAD("scale -inf", scale, -INFINITY, LA_EINVAL);
-        BAD("causal 2", causal, 2, LA_EINVAL);
-#undef BAD
-        for (size_t i = 0; i < n_bad; i++) {
-            expect_error_f64(kernel, &bad[i].p, in.q, in.k, in.v, out, in.no, bad[i].want,
-                             bad[i].what);
-            expect_error_f32(kernel, &bad[i].p, in.q32, in.k32, in.v32, out32, in.no, bad[i].want,
-                             bad[i].what);
-        }
-        /* NULL pointers */
-        expect_error_f64(kernel, NULL, in.q, in.k, in.v, out, in.no, LA_EINVAL, "NULL p");
-        expect_error_f64(kernel, &good, NULL, in.k, in.v, out, in.no, LA_EINVAL, "NULL q");
-        expect_error_f64(kernel, &good, in.q, NULL, in.v, out, in.no, LA_EINVAL, "NULL k");
-        expect_error_f64(kernel, &good, in.q, in.k, NULL, out, in.no, LA_EINVAL, "NULL v");
-        assert_int_equal(kernels[kernel].f64(&good, in.q, in.k, in.v, NULL), LA_EINVAL);
-        expect_error_f32(kernel, NULL, in.q32, in.k32, in.v32, out32, in.no, LA_EINVAL, "NULL p");
-        expect_error_f32(kernel, &good, NULL, in.k32, in.v32, out32, in.no, LA_EINVAL, "NULL q");
-        expect_error_f32(kernel, &good, in.q32, NULL, in.v32, out32, in.no, LA_EINVAL, "NULL k");
-        expect_error_f32(kernel, &good, in.q32, in.k32, NULL, out32, in.no, LA_EINVAL, "NULL v");
-        assert_int_equal(kernels[kernel].f32(&good, in.q32, in.k32, in.v32, NULL), LA_EINVAL);
-        /* float32 only: a finite scale that float32 cannot hold */
-        la_problem huge_scale = good;
-        huge_scale.scale = 1e300;
-        expect_error_f32(kernel, &huge_scale, in.q32, in.k32, in.v32, out32, in.no, LA_EINVAL,
-                         "scale beyond float32");
-        /* the good problem works (so the errors above were about the one change) */
-        assert_int_equal(kernels[kernel].f64(&good, in.q, in.k, in.v, out), LA_OK);
-        assert_int_equal(kernels[kernel].f32(&good, in.q32, in.k32, in.v32, out32), LA_OK);
-    }
-    free(out);
-    free(out32);
-    inputs_free(&in);
-}
-
 /* la_simd_config names the path the float32 kernels run on, and follows the switch. */
 static void simd_config_names(void **state)
 {
@@ -517,36 +277,6 @@ static void error_flat_in_n(void **state)
     tu_assert_close_f32(out, ref, in.no, 7e-7, "fused float32 at N = 2048");
     free(ref);
     free(out);
-    inputs_free(&in);
-}
-
-/* Same input, 1 thread or 2: bitwise the same output, in every kernel. */
-static void threads_bitwise_identical(void **state)
-{
-    (void)state;
-    const shape s = {2, 3, 300, 257, 32, 24, 1, {257, 190}, 1};
-    la_problem p;
-    problem_of(&p, &s);
-    tu_rng r = tu_rng_for("threads_bitwise_identical");
-    inputs in;
-    inputs_make(&in, &p, &r, 0);
-    double *one = tu_f64(in.no), *two = tu_f64(in.no);
-    float *one32 = tu_f32(in.no), *two32 = tu_f32(in.no);
-    for (size_t kernel = 0; kernel < N_KERNELS; kernel++) {
-        assert_int_equal(la_set_num_threads(1), LA_OK);
-        assert_int_equal(kernels[kernel].f64(&p, in.q, in.k, in.v, one), LA_OK);
-        assert_int_equal(kernels[kernel].f32(&p, in.q32, in.k32, in.v32, one32), LA_OK);
-        assert_int_equal(la_set_num_threads(2), LA_OK);
-        assert_int_equal(kernels[kernel].f64(&p, in.q, in.k, in.v, two), LA_OK);
-        assert_int_equal(kernels[kernel].f32(&p, in.q32, in.k32, in.v32, two32), LA_OK);
-        assert_memory_equal(one, two, in.no * sizeof *one);
-        assert_memory_equal(one32, two32, in.no * sizeof *one32);
-    }
-    assert_int_equal(la_set_num_threads(0), LA_OK);
-    free(one);
-    free(two);
-    free(one32);
-    free(two32);
     inputs_free(&in);
 }
 
@@ -602,10 +332,17 @@ static void vexp_accuracy(void **state)
 /* The AVX-512 fused kernel's exp2 (softmax_avx512.c), used on x <= 0: at most 2 ulp from
  * exp2 (ulp of the exact value, 2⁻¹⁴⁹ among the denormals) densely over [-1, 0] and at
  * random over [-150, 0]; exactly 1 at 0 (a row's largest score gets weight 1), exactly
- * 0 below -160 and for -inf (hidden keys). */
+ * 0 below -160 and for -inf (hidden keys). AVX-512 code: skipped, saying why, where the
+ * AVX-512 paths cannot or may not run (no AVX-512: SIGILL; LA_SIMD=off; switched off). */
 static void exp2_accuracy(void **state)
 {
     (void)state;
+    if (!la_avx512_usable()) {
+        print_message("exp2_accuracy: skipped, the AVX-512 exp2 does not run here (float32 "
+                      "paths: %s)\n",
+                      la_simd_config());
+        skip();
+    }
     enum { N = 4096 };
     static float x[N], y[N];
     tu_rng r = tu_rng_for("exp2_accuracy");
@@ -681,13 +418,10 @@ int main(void)
 {
     tu_init("test_softmax");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(vexp_accuracy),         cmocka_unit_test(vexp_accuracy_f64),
-        cmocka_unit_test(matches_reference),     cmocka_unit_test(rows_sum_to_one),
-        cmocka_unit_test(causal_ignores_future), cmocka_unit_test(huge_logits),
-        cmocka_unit_test(hard_ties_lowest_key),  cmocka_unit_test(materialized_budget),
-        cmocka_unit_test(error_paths),           cmocka_unit_test(threads_bitwise_identical),
-        cmocka_unit_test(exp2_accuracy),         cmocka_unit_test(error_flat_in_n),
-        cmocka_unit_test(simd_config_names),
+        cmocka_unit_test(vexp_accuracy),        cmocka_unit_test(vexp_accuracy_f64),
+        cmocka_unit_test(rows_sum_to_one),      cmocka_unit_test(huge_logits),
+        cmocka_unit_test(hard_ties_lowest_key), cmocka_unit_test(exp2_accuracy),
+        cmocka_unit_test(error_flat_in_n),      cmocka_unit_test(simd_config_names),
     };
     /* float32 fused softmax has two kernels: the AVX-512 one (where the CPU has it) and
      * the BLIS-based one; every test runs against both. */
@@ -697,7 +431,9 @@ int main(void)
         failed += cmocka_run_group_tests_name("BLIS-based fused float32", tests, NULL, NULL);
         la_avx512_enable(true);
     } else {
-        printf("(no AVX-512 here: the BLIS-based fused float32 kernel only)\n");
+        printf(
+            "(the AVX-512 paths do not run here, %s: the BLIS-based fused float32 kernel only)\n",
+            la_simd_config());
     }
     return failed != 0;
 }

@@ -1,0 +1,1284 @@
+/* test_attention.c — one harness for every attention kernel, in the spirit of ggml's
+ * test-backend-ops: a table of rows and the properties every row must hold.
+ *
+ * ROWS are generated from the kernel registry (la_kernel_get): every kernel × every
+ * causal form its rule allows × every shape below × every feature map when the kernel
+ * reads one (LA_PARAM_FEATURE_MAP); the chunk and eps of a shape apply where the kernel
+ * reads them. A new registry row is tested here with no edit, beyond at most an entry
+ * in `tolerances`.
+ *
+ * PROPERTIES, one cmocka test each, each over every row; a failing row is named (kernel,
+ * form, shape, parameters) with the seed, and the property fails after every row ran:
+ *   matches_reference       forward_f64 and forward_f32 against the row's float64
+ *                           reference; queries that see no key give exact zeros;
+ *   causal_ignores_future   causal rows: new keys and values from position t on (and new
+ *                           queries from t on) leave output rows i < t bit for bit;
+ *   threads_bitwise         1, 2 and 3 threads give the same bits;
+ *   errors_leave_output     every bad call returns its status and leaves out untouched;
+ *   workspace_as_cost       at workspace_limit = la_attention_cost's workspace_bytes the
+ *                           call runs (the same bits as unlimited), one byte less it
+ *                           returns LA_EBUDGET and leaves out untouched;
+ *   gradients               gradient mode: backward_f64/backward_f32 against central
+ *                           differences of the float64 reference (skipped, saying so,
+ *                           for rows without a backward: every row, for now);
+ *   finite_differences_self_test  the gradient mode's machinery against a softmax
+ *                           backward written by hand, and against two broken ones.
+ * main runs them all twice: on the default float32 paths, then with the AVX-512 paths
+ * switched off (la_avx512_enable(false)) where the CPU has them; where it has not, the
+ * second run would repeat the first, and the output says so.
+ *
+ * Replay a failure with LA_TEST_SEED=<the printed seed>. */
+#include "../testutil.h"
+
+#include "core/internal.h"   /* la_avx512_enable: the portable float32 paths */
+#include "cpu/simd_avx512.h" /* la_avx512_usable */
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ tolerances */
+
+/* Relative error ‖y − ref‖ / ‖ref‖ allowed against the float64 reference. The default
+ * is what test_softmax.c and test_linear.c held every kernel to: float64 1e-12 (the
+ * kernels sum in another order than the reference's plain loops: measured below
+ * 1e-14 here), float32 1e-5 (float32 rounding, 6e-8 per operation, over sums of up to
+ * 5000 terms: measured up to about 1e-6). The harness prints the worst it sees.
+ * `exact` is for kernels whose output selects rows of v (argmax): their inputs are
+ * multiples of 1/8 in [-3.125, 3.125] with scale 1/8, so every score q·k·scale is exact
+ * in float32 (d_k <= 128: at most 128 · 3.125² < 2¹¹ in steps of 2⁻⁹), every tie is a
+ * true tie, and the output must equal the reference bit for bit. */
+typedef struct {
+    la_kernel kernel;
+    double f32, f64;
+    bool exact;
+} tolerance;
+
+static const tolerance default_tolerance = {LA_KERNEL_COUNT, 1e-5, 1e-12, false};
+static const tolerance tolerances[] = {
+    {LA_KERNEL_HARD, 0, 0, true},
+};
+
+static tolerance tolerance_of(la_kernel kernel)
+{
+    for (size_t i = 0; i < sizeof tolerances / sizeof tolerances[0]; i++)
+        if (tolerances[i].kernel == kernel) return tolerances[i];
+    return default_tolerance;
+}
+
+/* Gradient mode: central differences with step h = 1e-5 · max(1, |x|) have a truncation
+ * error of h²/6 · L''' and a rounding error of about 1e-16 · |L| / h, together about
+ * 1e-9 relative on these tiny problems (the self-test measures it); a float64 backward
+ * must agree to 1e-6. A float32 backward to 1e-4: its own rounding (the softmax
+ * backward's P (dP − Σ P dP) cancels), until the first one lands and is measured. */
+#define FD_STEP 1e-5
+#define TOL_GRAD_F64 1e-6
+#define TOL_GRAD_F32 1e-4
+
+/* ------------------------------------------------------------------ shapes */
+
+/* One shape of a row: sizes, key lengths (one per batch entry: none, the given ones, or
+ * drawn in [0, M] from the run's seed), and the parameters only some kernels read: the
+ * chunk of a causal chunked kernel (0: the default, 32) and eps (0: the default, 1e-6). */
+enum { NO_LENGTHS = 0, GIVEN_LENGTHS = 1, RANDOM_LENGTHS = 2 };
+typedef struct {
+    size_t batch, heads, n, m, d_k, d_v;
+    int lengths_kind;
+    int64_t lengths[3];
+    size_t chunk;
+    double eps;
+} shape;
+
+/* The shapes test_softmax.c (matches_reference and the property tests) and
+ * test_linear.c (kernels_match_reference, causal_ignores_future, workspace_limit_is_exact,
+ * error_paths) checked their kernels on, in that order, now checked on every kernel and
+ * both causal forms: N, M in {1, 2, 3, 5, 6, 17, 33, 64, 65, 70, 100, 129, 200, 257, 280,
+ * 300, 1000}, M != N in most, d_k in {1, 3, 8, 16, 32, 64, 127, 128} and d_v != d_k in
+ * most, B·H from 1 to 6 (so on 2 and 3 threads the linear kernels run both schedules:
+ * whole heads per thread, and ordered tasks within heads), key lengths absent, 0,
+ * partial, M, random; chunks 1, 2, 3, 5, 7, 16, 32, 64, 100, 128: not dividing N, = N
+ * and > N. Block edges: fused softmax 64 queries × 256 keys (AVX-512: 32 × 128), linear
+ * 128-key blocks, 128-query blocks and 512-key pieces (M = 1000: two, the second cut
+ * short by key length 777). The 1000s only with small d, so the float64 reference stays
+ * quick. (test_linear.c keeps its two larger schedule tests: 6 heads of 600 × 550 on 4
+ * threads, and one head of 1100 tokens in 138 chunks or 5000 keys in ten pieces.) */
+/* clang-format off */
+static shape shapes[] = {
+    /* B, H, N, M, d_k, d_v, lengths: 0 none, 1 given, 2 random, {L_b}, chunk, eps */
+    {1, 1, 1, 1, 1, 1, 0, {0}, 0, 0},
+    {1, 2, 2, 3, 3, 5, 0, {0}, 0, 0},
+    {2, 1, 3, 2, 16, 16, 1, {0, 2}, 0, 0},
+    {2, 2, 17, 17, 64, 64, 1, {17, 5}, 0, 0},
+    {1, 3, 64, 65, 127, 32, 1, {65}, 0, 0},
+    {2, 1, 65, 64, 128, 127, 1, {0, 40}, 0, 0},
+    {1, 2, 129, 129, 16, 8, 0, {0}, 0, 0},
+    {3, 1, 129, 17, 3, 1, 1, {17, 0, 9}, 0, 0},
+    {1, 2, 64, 129, 64, 64, 1, {100}, 0, 0},
+    {1, 1, 1000, 1000, 3, 2, 0, {0}, 0, 0},
+    {2, 1, 1000, 65, 1, 4, 1, {65, 33}, 0, 0},
+    {1, 1, 17, 1000, 16, 16, 1, {1000}, 0, 0},
+    {1, 1, 2, 1000, 128, 3, 0, {0}, 0, 0},
+    {2, 1, 1000, 3, 16, 17, 1, {3, 1}, 0, 0},
+    {1, 2, 200, 200, 16, 8, 0, {0}, 0, 0},
+    {2, 3, 300, 257, 32, 24, 1, {257, 190}, 0, 0},
+    {2, 1, 5, 6, 3, 2, 1, {6, 2}, 0, 0},
+    {1, 2, 33, 70, 8, 8, 0, {0}, 0, 0},
+    {1, 1, 1, 1, 1, 2, 0, {0}, 64, 0},
+    {2, 3, 2, 3, 3, 5, 2, {0}, 64, 0},
+    {1, 2, 3, 2, 16, 7, 0, {0}, 2, 0},
+    {2, 2, 17, 17, 16, 9, 1, {0, 17}, 5, 1e-3},
+    {1, 2, 64, 65, 64, 32, 0, {0}, 64, 0},
+    {2, 1, 65, 64, 127, 33, 1, {64, 5}, 16, 0},
+    {1, 1, 129, 129, 128, 130, 0, {0}, 64, 0},
+    {1, 2, 1000, 1000, 3, 4, 1, {777}, 64, 0},
+    {1, 1, 1000, 129, 16, 8, 0, {0}, 100, 0},
+    {1, 1, 129, 1000, 16, 8, 1, {1000}, 64, 0},
+    {3, 1, 65, 17, 1, 3, 1, {0, 17, 9}, 7, 0},
+    {1, 1, 17, 64, 128, 1, 2, {0}, 3, 0},
+    {1, 1, 2, 1, 127, 64, 0, {0}, 1, 0},
+    {2, 2, 1, 129, 64, 16, 2, {0}, 64, 0},
+    {1, 3, 129, 3, 3, 1, 1, {2}, 128, 0},
+    {1, 2, 100, 100, 8, 5, 0, {0}, 1, 0.5},
+    {1, 2, 100, 100, 8, 5, 0, {0}, 16, 0},
+    {1, 2, 100, 100, 8, 5, 0, {0}, 64, 0},
+    {1, 2, 100, 100, 8, 5, 0, {0}, 100, 0},
+    {2, 2, 300, 280, 16, 8, 0, {0}, 32, 0},
+    {2, 1, 5, 5, 3, 2, 0, {0}, 0, 0},
+};
+/* clang-format on */
+enum { N_SHAPES = sizeof shapes / sizeof shapes[0] };
+
+/* The gradient mode's shapes: tiny (central differences cost two reference calls per
+ * input element), and still N != M, a zero key length, d_k != d_v, B·H > 1, a chunk
+ * that does not divide N, eps not the default. */
+static shape grad_shapes[] = {
+    {1, 1, 1, 1, 1, 1, 0, {0}, 0, 0},
+    {2, 1, 3, 4, 3, 2, 1, {4, 0}, 2, 0},
+    {1, 2, 4, 3, 2, 3, 1, {2}, 3, 0.5},
+};
+enum { N_GRAD_SHAPES = sizeof grad_shapes / sizeof grad_shapes[0] };
+
+/* Draws the RANDOM_LENGTHS of a shape list from the run's seed, in [0, M] (call after
+ * tu_init; the row labels show them). */
+static void shapes_draw_lengths(shape *list, size_t n, const char *name)
+{
+    for (size_t si = 0; si < n; si++) {
+        if (list[si].lengths_kind != RANDOM_LENGTHS) continue;
+        char label[64];
+        snprintf(label, sizeof label, "%s %zu lengths", name, si);
+        tu_rng rng = tu_rng_for(label);
+        for (size_t b = 0; b < list[si].batch; b++)
+            list[si].lengths[b] = (int64_t)(tu_next(&rng) % (list[si].m + 1));
+    }
+}
+
+/* ------------------------------------------------------------------ rows */
+
+typedef struct {
+    const la_kernel_info *info;
+    int causal;
+    la_feature_map fm;
+    const shape *s;
+    size_t shape_index;
+    tolerance tol;
+    char label[320]; /* "linear causal phi=relu chunk=2 eps=1e-06, shape 20: B=1 H=2 ..." */
+} row;
+
+/* Every row of the kernels infos[] × causal forms × shapes × feature maps, in that order;
+ * returns the count and fills rows[] when rows is not NULL. infos are the registry's rows
+ * (registry_rows), or the self-test's copy with a hand-written backward. */
+static size_t rows_generate(const shape *shape_list, size_t n_shapes,
+                            const la_kernel_info *const *infos, size_t n_infos, row *rows)
+{
+    size_t count = 0;
+    for (size_t ki = 0; ki < n_infos; ki++) {
+        const la_kernel_info *info = infos[ki];
+        for (int causal = 0; causal <= 1; causal++) {
+            if ((info->causal == LA_CAUSAL_REQUIRED && !causal) ||
+                (info->causal == LA_CAUSAL_REFUSED && causal))
+                continue;
+            const int n_fm = info->params & LA_PARAM_FEATURE_MAP ? LA_FEATURE_COUNT : 1;
+            for (size_t si = 0; si < n_shapes; si++) {
+                for (int fm = 0; fm < n_fm; fm++, count++) {
+                    if (!rows) continue;
+                    row *r = &rows[count];
+                    const shape *s = &shape_list[si];
+                    r->info = info;
+                    r->causal = causal;
+                    r->fm = (la_feature_map)fm;
+                    r->s = s;
+                    r->shape_index = si;
+                    r->tol = tolerance_of(info->kernel);
+                    char params[96] = "", lengths[64] = "none";
+                    size_t at = 0;
+                    if (info->params & LA_PARAM_SCALE)
+                        at += (size_t)snprintf(params + at, sizeof params - at, " scale=%s",
+                                               r->tol.exact ? "1/8" : "1/sqrt(d_k)");
+                    if (info->params & LA_PARAM_FEATURE_MAP)
+                        at += (size_t)snprintf(params + at, sizeof params - at, " phi=%s",
+                                               la_feature_map_name(r->fm));
+                    if ((info->params & LA_PARAM_CHUNK) && causal)
+                        at += (size_t)snprintf(params + at, sizeof params - at, " chunk=%zu",
+                                               s->chunk ? s->chunk : (size_t)LA_DEFAULT_CHUNK);
+                    if (info->params & LA_PARAM_EPS)
+                        at += (size_t)snprintf(params + at, sizeof params - at, " eps=%g",
+                                               s->eps > 0 ? s->eps : LA_DEFAULT_EPS);
+                    if (s->lengths_kind) {
+                        size_t l = (size_t)snprintf(lengths, sizeof lengths, "{");
+                        for (size_t b = 0; b < s->batch; b++)
+                            l += (size_t)snprintf(lengths + l, sizeof lengths - l, "%s%lld",
+                                                  b ? "," : "", (long long)s->lengths[b]);
+                        snprintf(lengths + l, sizeof lengths - l, "}");
+                    }
+                    snprintf(r->label, sizeof r->label,
+                             "%s %s%s, shape %zu: B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu "
+                             "key_lengths=%s",
+                             info->name, causal ? "causal" : "non-causal", params, si, s->batch,
+                             s->heads, s->n, s->m, s->d_k, s->d_v, lengths);
+                }
+            }
+        }
+    }
+    return count;
+}
+
+/* The rows of the registry over shape_list, allocated (free them). */
+static row *registry_rows(const shape *shape_list, size_t n_shapes, size_t *n_rows)
+{
+    const la_kernel_info *infos[LA_KERNEL_COUNT];
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        infos[k] = la_kernel_get((la_kernel)k);
+        assert_non_null(infos[k]);
+    }
+    *n_rows = rows_generate(shape_list, n_shapes, infos, LA_KERNEL_COUNT, NULL);
+    row *rows = tu_alloc(*n_rows * sizeof *rows);
+    rows_generate(shape_list, n_shapes, infos, LA_KERNEL_COUNT, rows);
+    return rows;
+}
+
+/* The problem of a row: its shape, causal form, key lengths (pointing into the shape
+ * table), φ, chunk, eps, and scale 1/8 for exact rows. */
+static la_problem row_problem(const row *r)
+{
+    const shape *s = r->s;
+    la_problem p;
+    la_problem_init(&p, s->batch, s->heads, s->n, s->m, s->d_k, s->d_v);
+    p.causal = r->causal;
+    p.key_lengths = s->lengths_kind ? s->lengths : NULL;
+    p.feature_map = r->fm;
+    if (s->chunk) p.chunk = s->chunk;
+    if (s->eps > 0) p.eps = s->eps;
+    if (r->tol.exact) p.scale = 0.125;
+    return p;
+}
+
+/* ------------------------------------------------------------------ inputs */
+
+/* q (B,H,N,d_k), k (B,H,M,d_k), v (B,H,M,d_v) in both precisions: the float64 copies
+ * hold exactly the float32 values, so the reference sees what the float32 kernel sees. */
+typedef struct {
+    size_t nq, nk, nv, no; /* elements of q, k, v, out */
+    double *q, *k, *v;
+    float *q32, *k32, *v32;
+} inputs;
+
+/* One value: N(0, 1) rounded to float32, or for exact rows a multiple of 1/8 in
+ * [-3.125, 3.125]. */
+static double draw(tu_rng *rng, bool exact)
+{
+    double z = tu_normal(rng);
+    if (exact) {
+        z = round(z * 8) / 8;
+        z = z > 3.125 ? 3.125 : z < -3.125 ? -3.125 : z;
+    }
+    return (float)z;
+}
+
+static void fill(tu_rng *rng, bool exact, double *x, float *x32, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x32[i] = (float)(x[i] = draw(rng, exact));
+}
+
+/* Fresh inputs of a problem, on the 1/8 grid when exact, from the rng of `label`. */
+static void inputs_make(inputs *in, const la_problem *p, bool exact, const char *label)
+{
+    const size_t bh = p->batch * p->heads;
+    in->nq = bh * p->n_queries * p->d_k;
+    in->nk = bh * p->n_keys * p->d_k;
+    in->nv = bh * p->n_keys * p->d_v;
+    in->no = bh * p->n_queries * p->d_v;
+    in->q = tu_f64(in->nq);
+    in->k = tu_f64(in->nk);
+    in->v = tu_f64(in->nv);
+    in->q32 = tu_f32(in->nq);
+    in->k32 = tu_f32(in->nk);
+    in->v32 = tu_f32(in->nv);
+    tu_rng rng = tu_rng_for(label);
+    fill(&rng, exact, in->q, in->q32, in->nq);
+    fill(&rng, exact, in->k, in->k32, in->nk);
+    fill(&rng, exact, in->v, in->v32, in->nv);
+}
+
+static void inputs_copy(inputs *to, const inputs *from)
+{
+    *to = *from;
+    to->q = tu_f64(from->nq);
+    to->k = tu_f64(from->nk);
+    to->v = tu_f64(from->nv);
+    to->q32 = tu_f32(from->nq);
+    to->k32 = tu_f32(from->nk);
+    to->v32 = tu_f32(from->nv);
+    memcpy(to->q, from->q, from->nq * sizeof *from->q);
+    memcpy(to->k, from->k, from->nk * sizeof *from->k);
+    memcpy(to->v, from->v, from->nv * sizeof *from->v);
+    memcpy(to->q32, from->q32, from->nq * sizeof *from->q32);
+    memcpy(to->k32, from->k32, from->nk * sizeof *from->k32);
+    memcpy(to->v32, from->v32, from->nv * sizeof *from->v32);
+}
+
+static void inputs_free(inputs *in)
+{
+    free(in->q);
+    free(in->k);
+    free(in->v);
+    free(in->q32);
+    free(in->k32);
+    free(in->v32);
+}
+
+/* The inputs of a row: one set per shape (two for shapes that exact rows use too), drawn
+ * once from the rng of "shape <index>" and shared by every row and property on that
+ * shape (drawing them afresh for each of the ~500 rows and 5 properties took seconds). */
+static struct {
+    const shape *s;
+    bool exact;
+    inputs in;
+} input_cache[2 * N_SHAPES];
+static size_t n_cached;
+
+static const inputs *inputs_of(const row *r, const la_problem *p)
+{
+    for (size_t c = 0; c < n_cached; c++)
+        if (input_cache[c].s == r->s && input_cache[c].exact == r->tol.exact)
+            return &input_cache[c].in;
+    assert_true(n_cached < sizeof input_cache / sizeof input_cache[0]);
+    char label[64];
+    snprintf(label, sizeof label, "shape %zu%s", r->shape_index, r->tol.exact ? " exact" : "");
+    input_cache[n_cached].s = r->s;
+    input_cache[n_cached].exact = r->tol.exact;
+    inputs_make(&input_cache[n_cached].in, p, r->tol.exact, label);
+    return &input_cache[n_cached++].in;
+}
+
+static void input_cache_free(void)
+{
+    for (size_t c = 0; c < n_cached; c++)
+        inputs_free(&input_cache[c].in);
+    n_cached = 0;
+}
+
+static la_status run_f64(const row *r, const la_problem *p, const inputs *in, double *out)
+{
+    return r->info->forward_f64(p, in->q, in->k, in->v, out);
+}
+static la_status run_f32(const row *r, const la_problem *p, const inputs *in, float *out)
+{
+    return r->info->forward_f32(p, in->q32, in->k32, in->v32, out);
+}
+
+/* ------------------------------------------------------------------ reporting */
+
+/* The property running and its failures: each failure names its row and the seed and
+ * the property goes on with the next row; it fails at its end (property_end). Only the
+ * first MAX_PRINTED failures are printed. */
+enum { MAX_PRINTED = 25 };
+static struct {
+    const char *name;
+    size_t failures, rows;
+} prop;
+
+static void property_begin(const char *name)
+{
+    prop.name = name;
+    prop.failures = 0;
+    prop.rows = 0;
+}
+
+static void row_fail(const row *r, const char *fmt, ...)
+{
+    if (prop.failures++ >= MAX_PRINTED) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    print_error("%s FAILED on row [%s]: %s (seed %llu)\n", prop.name, r ? r->label : "-", msg,
+                (unsigned long long)tu_seed());
+}
+
+static void property_end(void)
+{
+    if (prop.failures)
+        fail_msg("%s: %zu check(s) failed over %zu rows (the first %d printed above; float32 "
+                 "paths: %s); replay with LA_TEST_SEED=%llu",
+                 prop.name, prop.failures, prop.rows, MAX_PRINTED, la_simd_config(),
+                 (unsigned long long)tu_seed());
+    print_message("%s: %zu rows passed (float32 paths: %s)\n", prop.name, prop.rows,
+                  la_simd_config());
+}
+
+/* Where flat output element e of p is: "b=1 h=0 i=17 c=3". */
+static const char *where(const la_problem *p, size_t e, char *buf, size_t size)
+{
+    const size_t c = e % p->d_v, i = e / p->d_v % p->n_queries;
+    const size_t h = e / p->d_v / p->n_queries % p->heads;
+    const size_t b = e / p->d_v / p->n_queries / p->heads;
+    snprintf(buf, size, "b=%zu h=%zu i=%zu c=%zu", b, h, i, c);
+    return buf;
+}
+
+static bool check_status(const row *r, const char *what, la_status got, la_status want)
+{
+    if (got == want) return true;
+    row_fail(r, "%s: status %s, expected %s", what, la_strerror(got), la_strerror(want));
+    return false;
+}
+
+/* y (float64 or float32) against ref: relative error below tol, or for exact rows every
+ * element equal. Returns the relative error (+inf on NaN, inf, or a mismatch). */
+static double check_close(const row *r, const la_problem *p, const char *what, const double *y64,
+                          const float *y32, const double *ref, size_t n, double tol)
+{
+    char at[96];
+    size_t worst = 0;
+    if (r->tol.exact) {
+        for (size_t e = 0; e < n; e++) {
+            const double y = y64 ? y64[e] : (double)y32[e];
+            if (!(y == ref[e])) {
+                row_fail(r, "%s: element %zu (%s) is %.9g, the reference %.9g (exact row)", what, e,
+                         where(p, e, at, sizeof at), y, ref[e]);
+                return INFINITY;
+            }
+        }
+        return 0;
+    }
+    const double err =
+        y64 ? tu_rel_error_f64(y64, ref, n, &worst) : tu_rel_error_f32(y32, ref, n, &worst);
+    if (!(err < tol))
+        row_fail(r,
+                 "%s: relative error %.3e >= %.0e; worst element %zu (%s): %.17g vs "
+                 "reference %.17g",
+                 what, err, tol, worst, where(p, worst, at, sizeof at),
+                 y64 ? y64[worst] : (double)y32[worst], ref[worst]);
+    return err;
+}
+
+/* a and b (n elements of elem_size bytes) the same bits; names the first difference. */
+static bool check_same_bits(const row *r, const la_problem *p, const char *what, const void *a,
+                            const void *b, size_t first, size_t n, size_t elem_size)
+{
+    const unsigned char *x = (const unsigned char *)a + first * elem_size;
+    const unsigned char *y = (const unsigned char *)b + first * elem_size;
+    if (memcmp(x, y, n * elem_size) == 0) return true;
+    for (size_t e = 0; e < n; e++) {
+        if (memcmp(x + e * elem_size, y + e * elem_size, elem_size) != 0) {
+            char at[96];
+            const double u = elem_size == 4 ? *(const float *)(const void *)(x + e * elem_size)
+                                            : *(const double *)(const void *)(x + e * elem_size);
+            const double w = elem_size == 4 ? *(const float *)(const void *)(y + e * elem_size)
+                                            : *(const double *)(const void *)(y + e * elem_size);
+            row_fail(r, "%s: element %zu (%s) differs: %.17g vs %.17g", what, first + e,
+                     where(p, first + e, at, sizeof at), u, w);
+            return false;
+        }
+    }
+    return false;
+}
+
+#define SENTINEL 12345.0
+
+static void fill_sentinel(double *out64, float *out32, size_t n)
+{
+    for (size_t e = 0; e < n; e++) {
+        out64[e] = SENTINEL;
+        out32[e] = (float)SENTINEL;
+    }
+}
+
+/* out (float64 or float32) still the sentinel everywhere. */
+static bool check_untouched(const row *r, const la_problem *p, const char *what,
+                            const double *out64, const float *out32, size_t n)
+{
+    for (size_t e = 0; e < n; e++) {
+        const double y = out64 ? out64[e] : (double)out32[e];
+        if (!(y == SENTINEL)) {
+            char at[96];
+            row_fail(r, "%s: output element %zu (%s) written (%.17g) on error", what, e,
+                     where(p, e, at, sizeof at), y);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------ the rows of a run */
+
+static row *rows;
+static size_t n_rows;
+
+/* ------------------------------------------------------------------ matches_reference */
+
+/* The float64 references, computed once per (reference, shape, causal form, φ, grid) —
+ * what a row's problem and inputs depend on — and kept for the program: softmax and
+ * softmax_materialized share theirs, and the run with the AVX-512 paths off reuses them. */
+static struct {
+    la_forward_f64_fn reference;
+    const shape *s;
+    int causal;
+    la_feature_map fm;
+    bool exact;
+    double *out;
+} * ref_cache;
+static size_t n_refs;
+
+static const double *reference_of(const row *r, const la_problem *p, const inputs *in)
+{
+    for (size_t c = 0; c < n_refs; c++)
+        if (ref_cache[c].reference == r->info->reference && ref_cache[c].s == r->s &&
+            ref_cache[c].causal == r->causal && ref_cache[c].fm == r->fm &&
+            ref_cache[c].exact == r->tol.exact)
+            return ref_cache[c].out;
+    double *out = tu_f64(in->no);
+    if (!check_status(r, "reference", r->info->reference(p, in->q, in->k, in->v, out), LA_OK)) {
+        free(out);
+        return NULL;
+    }
+    if (!ref_cache) ref_cache = tu_alloc(n_rows * sizeof *ref_cache); /* at most one a row */
+    ref_cache[n_refs].reference = r->info->reference;
+    ref_cache[n_refs].s = r->s;
+    ref_cache[n_refs].causal = r->causal;
+    ref_cache[n_refs].fm = r->fm;
+    ref_cache[n_refs].exact = r->tol.exact;
+    ref_cache[n_refs].out = out;
+    return ref_cache[n_refs++].out;
+}
+
+static void ref_cache_free(void)
+{
+    for (size_t c = 0; c < n_refs; c++)
+        free(ref_cache[c].out);
+    free(ref_cache);
+    ref_cache = NULL;
+    n_refs = 0;
+}
+
+/* forward_f64 and forward_f32 against the row's reference, at the row's tolerance (bit
+ * for bit for exact rows); and every query of a batch entry whose key length is 0 (it
+ * sees no key) gets an exact zero row, in both precisions. */
+static void matches_reference(void **state)
+{
+    (void)state;
+    property_begin("matches_reference");
+    double worst[LA_KERNEL_COUNT][2] = {{0}};
+    for (size_t ri = 0; ri < n_rows; ri++, prop.rows++) {
+        const row *r = &rows[ri];
+        la_problem p = row_problem(r);
+        const inputs *in = inputs_of(r, &p);
+        const double *ref = reference_of(r, &p, in);
+        double *y64 = tu_f64(in->no);
+        float *y32 = tu_f32(in->no);
+        if (ref) {
+            if (check_status(r, "float64", run_f64(r, &p, in, y64), LA_OK)) {
+                double e = check_close(r, &p, "float64", y64, NULL, ref, in->no, r->tol.f64);
+                if (e > worst[r->info->kernel][1]) worst[r->info->kernel][1] = e;
+            }
+            if (check_status(r, "float32", run_f32(r, &p, in, y32), LA_OK)) {
+                double e = check_close(r, &p, "float32", NULL, y32, ref, in->no, r->tol.f32);
+                if (e > worst[r->info->kernel][0]) worst[r->info->kernel][0] = e;
+            }
+            /* queries that see no key: exact zeros */
+            const size_t per_entry = p.heads * p.n_queries * p.d_v;
+            for (size_t b = 0; b < p.batch; b++) {
+                if (!p.key_lengths || p.key_lengths[b] != 0) continue;
+                for (size_t e = b * per_entry; e < (b + 1) * per_entry; e++) {
+                    if (y64[e] != 0 || y32[e] != 0) {
+                        char at[96];
+                        row_fail(r,
+                                 "element %zu (%s) sees no key but is %.9g (float64), %.9g "
+                                 "(float32), not 0",
+                                 e, where(&p, e, at, sizeof at), y64[e], (double)y32[e]);
+                        break;
+                    }
+                }
+            }
+        }
+        free(y64);
+        free(y32);
+    }
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        const tolerance t = tolerance_of((la_kernel)k);
+        if (t.exact)
+            print_message("  %-22s float64 and float32 bit for bit equal to the reference\n",
+                          la_kernel_name((la_kernel)k));
+        else
+            print_message("  %-22s worst relative error: float64 %.1e (tolerance %.0e), "
+                          "float32 %.1e (tolerance %.0e)\n",
+                          la_kernel_name((la_kernel)k), worst[k][1], t.f64, worst[k][0], t.f32);
+    }
+    property_end();
+}
+
+/* ------------------------------------------------------------------ causal_ignores_future */
+
+/* New values for queries i >= t and keys, values j >= t of every head: multiples of 1/8
+ * in [-3.125, 3.125] (the grid of exact rows, and ordinary inputs for the others), one
+ * tu_next each (normal draws here took a second per run). */
+static void perturb_from(const la_problem *p, inputs *in, size_t t, tu_rng *rng)
+{
+    const size_t bh = p->batch * p->heads, N = p->n_queries, M = p->n_keys;
+    const size_t dk = p->d_k, dv = p->d_v;
+    for (size_t hd = 0; hd < bh; hd++) {
+        for (size_t i = t; i < N; i++) {
+            for (size_t c = 0; c < dk; c++) {
+                const size_t at = (hd * N + i) * dk + c;
+                in->q32[at] = (float)(in->q[at] = ((double)(tu_next(rng) % 51) - 25) / 8);
+            }
+        }
+        for (size_t j = t; j < M; j++) {
+            for (size_t c = 0; c < dk; c++) {
+                const size_t at = (hd * M + j) * dk + c;
+                in->k32[at] = (float)(in->k[at] = ((double)(tu_next(rng) % 51) - 25) / 8);
+            }
+            for (size_t c = 0; c < dv; c++) {
+                const size_t at = (hd * M + j) * dv + c;
+                in->v32[at] = (float)(in->v[at] = ((double)(tu_next(rng) % 51) - 25) / 8);
+            }
+        }
+    }
+}
+
+/* Causal rows: query i sees keys j <= i only, so new keys and values from position t on,
+ * and new queries from t on, leave output rows i < t of every head bit for bit, in both
+ * precisions; t = N/2 + 1 (or N - 1), and t = N when M > N (keys no query sees). And the
+ * test can fail: the rows from t on do change (on every row whose output is continuous
+ * in its inputs and where a row from t on sees a changed key; for exact rows, whose
+ * argmax may land on an unchanged key, at least once per kernel over all its rows). */
+static void causal_ignores_future(void **state)
+{
+    (void)state;
+    property_begin("causal_ignores_future");
+    bool changed_kernel[LA_KERNEL_COUNT] = {false}, causal_kernel[LA_KERNEL_COUNT] = {false};
+    size_t checked = 0;
+    for (size_t ri = 0; ri < n_rows; ri++) {
+        const row *r = &rows[ri];
+        if (!r->causal) continue;
+        prop.rows++;
+        causal_kernel[r->info->kernel] = true;
+        la_problem p = row_problem(r);
+        const size_t N = p.n_queries, M = p.n_keys, dv = p.d_v, bh = p.batch * p.heads;
+        const inputs *in = inputs_of(r, &p);
+        double *base64 = tu_f64(in->no), *y64 = tu_f64(in->no);
+        float *base32 = tu_f32(in->no), *y32 = tu_f32(in->no);
+        if (!check_status(r, "float64", run_f64(r, &p, in, base64), LA_OK) ||
+            !check_status(r, "float32", run_f32(r, &p, in, base32), LA_OK))
+            goto next;
+        /* t in the middle (N/2 + 1, off the block edges of even N), and N when there are
+         * keys no query sees (M > N) */
+        size_t ts[2], n_t = 0;
+        if (N >= 2) ts[n_t++] = N / 2 + 1 < N ? N / 2 + 1 : N - 1;
+        if (M > N) ts[n_t++] = N;
+        /* whether some row i >= t sees a changed key (row t sees key t when t < L_b), so
+         * that a continuous kernel must change it */
+        bool must_change = false, changed = false;
+        for (size_t u = 0; u < n_t; u++)
+            for (size_t b = 0; b < p.batch; b++)
+                must_change |=
+                    ts[u] < N && ts[u] < M && (!p.key_lengths || (size_t)p.key_lengths[b] > ts[u]);
+        tu_rng rng = tu_rng_for(r->label);
+        for (size_t u = 0; u < n_t; u++) {
+            const size_t t = ts[u];
+            inputs later;
+            inputs_copy(&later, in);
+            perturb_from(&p, &later, t, &rng);
+            char what[64];
+            if (!check_status(r, "float64", run_f64(r, &p, &later, y64), LA_OK) ||
+                !check_status(r, "float32", run_f32(r, &p, &later, y32), LA_OK)) {
+                inputs_free(&later);
+                break;
+            }
+            const size_t kept = t < N ? t : N;
+            for (size_t hd = 0; hd < bh; hd++) {
+                snprintf(what, sizeof what, "t=%zu, float64 rows before t", t);
+                if (!check_same_bits(r, &p, what, base64, y64, hd * N * dv, kept * dv, 8)) break;
+                snprintf(what, sizeof what, "t=%zu, float32 rows before t", t);
+                if (!check_same_bits(r, &p, what, base32, y32, hd * N * dv, kept * dv, 4)) break;
+                if (t < N && memcmp(base64 + (hd * N + t) * dv, y64 + (hd * N + t) * dv,
+                                    (N - t) * dv * sizeof *y64) != 0)
+                    changed = true;
+            }
+            inputs_free(&later);
+            checked++;
+        }
+        if (changed) changed_kernel[r->info->kernel] = true;
+        if (!r->tol.exact && must_change && !changed)
+            row_fail(r, "the later rows never changed: the perturbation did nothing");
+    next:
+        free(base64);
+        free(y64);
+        free(base32);
+        free(y32);
+    }
+    for (int k = 0; k < LA_KERNEL_COUNT; k++)
+        if (causal_kernel[k] && !changed_kernel[k])
+            row_fail(NULL, "%s: no perturbation changed any later row in any shape",
+                     la_kernel_name((la_kernel)k));
+    print_message("  %zu (row, t) pairs checked\n", checked);
+    property_end();
+}
+
+/* ------------------------------------------------------------------ threads_bitwise */
+
+static const int thread_counts[] = {1, 2, 3};
+enum { N_THREAD_COUNTS = sizeof thread_counts / sizeof thread_counts[0] };
+
+/* The same input on 1, 2 and 3 threads (3: more than the cores here) gives the same
+ * bits, in both precisions. With B·H from 1 to 6 over the shapes, both schedules of the
+ * linear kernels run: whole heads per thread (B·H a multiple of the threads) and
+ * ordered tasks within heads (not). */
+static void threads_bitwise(void **state)
+{
+    (void)state;
+    property_begin("threads_bitwise");
+    for (size_t ri = 0; ri < n_rows; ri++, prop.rows++) {
+        const row *r = &rows[ri];
+        la_problem p = row_problem(r);
+        const inputs *in = inputs_of(r, &p);
+        double *one64 = tu_f64(in->no), *y64 = tu_f64(in->no);
+        float *one32 = tu_f32(in->no), *y32 = tu_f32(in->no);
+        for (int ti = 0; ti < N_THREAD_COUNTS; ti++) {
+            const int t = thread_counts[ti];
+            assert_int_equal(la_set_num_threads(t), LA_OK);
+            char what[64];
+            snprintf(what, sizeof what, "float64 on %d thread%s", t, t > 1 ? "s" : "");
+            if (!check_status(r, what, run_f64(r, &p, in, ti ? y64 : one64), LA_OK)) break;
+            if (ti) {
+                snprintf(what, sizeof what, "float64, %d threads against 1 thread", t);
+                if (!check_same_bits(r, &p, what, one64, y64, 0, in->no, 8)) break;
+            }
+            snprintf(what, sizeof what, "float32 on %d thread%s", t, t > 1 ? "s" : "");
+            if (!check_status(r, what, run_f32(r, &p, in, ti ? y32 : one32), LA_OK)) break;
+            if (ti) {
+                snprintf(what, sizeof what, "float32, %d threads against 1 thread", t);
+                if (!check_same_bits(r, &p, what, one32, y32, 0, in->no, 4)) break;
+            }
+        }
+        assert_int_equal(la_set_num_threads(0), LA_OK);
+        free(one64);
+        free(y64);
+        free(one32);
+        free(y32);
+    }
+    property_end();
+}
+
+/* ------------------------------------------------------------------ errors_leave_output */
+
+/* One bad call: a problem (NULL for no problem), which argument is NULL (0: none, 1: q,
+ * 2: k, 3: v, 4: out), and the status it must return. */
+typedef struct {
+    char what[64];
+    la_problem p;
+    bool null_p;
+    int null_arg;
+    la_status want;
+} bad_call;
+
+/* Runs one bad call in both precisions: the expected status, and out untouched (good:
+ * the row's problem, to say where an element is). */
+static void expect_error(const row *r, const bad_call *bc, const la_problem *good, const inputs *in,
+                         double *out64, float *out32)
+{
+    const la_problem *p = bc->null_p ? NULL : &bc->p;
+    fill_sentinel(out64, out32, in->no);
+    char what[128];
+    snprintf(what, sizeof what, "%.63s, float64", bc->what);
+    la_status st =
+        r->info->forward_f64(p, bc->null_arg == 1 ? NULL : in->q, bc->null_arg == 2 ? NULL : in->k,
+                             bc->null_arg == 3 ? NULL : in->v, bc->null_arg == 4 ? NULL : out64);
+    if (check_status(r, what, st, bc->want) && bc->want != LA_OK)
+        check_untouched(r, good, what, out64, NULL, in->no);
+    snprintf(what, sizeof what, "%.63s, float32", bc->what);
+    st = r->info->forward_f32(p, bc->null_arg == 1 ? NULL : in->q32,
+                              bc->null_arg == 2 ? NULL : in->k32,
+                              bc->null_arg == 3 ? NULL : in->v32, bc->null_arg == 4 ? NULL : out32);
+    if (check_status(r, what, st, bc->want) && bc->want != LA_OK)
+        check_untouched(r, good, what, NULL, out32, in->no);
+}
+
+/* Every error path returns its status and writes nothing: no problem, NULL q, k, v or
+ * out, each size 0, sizes that overflow, causal 2, the causal form the row's rule
+ * forbids, a key length above M or below 0, scale NaN or ±inf (and, float32, beyond
+ * float32 when the kernel reads the scale), eps NaN, inf or < 0, an unknown φ, chunk 0,
+ * workspace_limit 0 (when the kernel allocates). The good problem runs (so each error
+ * was about its one change). */
+static void errors_leave_output(void **state)
+{
+    (void)state;
+    property_begin("errors_leave_output");
+    for (size_t ri = 0; ri < n_rows; ri++, prop.rows++) {
+        const row *r = &rows[ri];
+        const la_problem good = row_problem(r);
+        const inputs *in = inputs_of(r, &good);
+        double *out64 = tu_f64(in->no);
+        float *out32 = tu_f32(in->no);
+        int64_t too_long[3], negative[3];
+        assert_true(good.batch <= 3);
+        for (size_t b = 0; b < good.batch; b++)
+            too_long[b] = negative[b] =
+                good.key_lengths ? good.key_lengths[b] : (int64_t)good.n_keys;
+        too_long[good.batch - 1] = (int64_t)good.n_keys + 1;
+        negative[0] = -1;
+
+        bad_call bad[32];
+        size_t n_bad = 0;
+#define BAD(text, field, value, status)                                                            \
+    do {                                                                                           \
+        bad[n_bad] = (bad_call){.p = good, .want = (status)};                                      \
+        snprintf(bad[n_bad].what, sizeof bad[n_bad].what, "%s", (text));                           \
+        bad[n_bad++].p.field = (value);                                                            \
+    } while (0)
+        BAD("the good problem", causal, good.causal, LA_OK);
+        BAD("batch 0", batch, 0, LA_EINVAL);
+        BAD("heads 0", heads, 0, LA_EINVAL);
+        BAD("N 0", n_queries, 0, LA_EINVAL);
+        BAD("M 0", n_keys, 0, LA_EINVAL);
+        BAD("d_k 0", d_k, 0, LA_EINVAL);
+        BAD("d_v 0", d_v, 0, LA_EINVAL);
+        BAD("N·d_k overflows", n_queries, SIZE_MAX / 4, LA_EOVERFLOW);
+        BAD("causal 2", causal, 2, LA_EINVAL);
+        if (r->info->causal == LA_CAUSAL_REQUIRED)
+            BAD("non-causal, which the kernel's rule forbids", causal, 0, LA_EINVAL);
+        if (r->info->causal == LA_CAUSAL_REFUSED)
+            BAD("causal, which the kernel's rule forbids", causal, 1, LA_EINVAL);
+        BAD("a key length > M", key_lengths, too_long, LA_EINVAL);
+        BAD("a key length < 0", key_lengths, negative, LA_EINVAL);
+        BAD("scale NaN", scale, NAN, LA_EINVAL);
+        BAD("scale inf", scale, INFINITY, LA_EINVAL);
+        BAD("scale -inf", scale, -INFINITY, LA_EINVAL);
+        BAD("eps NaN", eps, NAN, LA_EINVAL);
+        BAD("eps inf", eps, INFINITY, LA_EINVAL);
+        BAD("eps < 0", eps, -1e-9, LA_EINVAL);
+        BAD("an unknown feature map", feature_map, LA_FEATURE_COUNT, LA_EINVAL);
+        BAD("chunk 0", chunk, 0, LA_EINVAL);
+        la_cost cost;
+        assert_int_equal(la_attention_cost(r->info->kernel, &good, LA_FLOAT32, &cost), LA_OK);
+        if (cost.workspace_bytes > 0) BAD("workspace_limit 0", workspace_limit, 0, LA_EBUDGET);
+#undef BAD
+        for (int arg = 0; arg <= 4; arg++) {
+            static const char *const names[] = {"no problem (NULL)", "q NULL", "k NULL", "v NULL",
+                                                "out NULL"};
+            bad[n_bad] =
+                (bad_call){.p = good, .null_p = arg == 0, .null_arg = arg, .want = LA_EINVAL};
+            snprintf(bad[n_bad++].what, sizeof bad[0].what, "%s", names[arg]);
+        }
+        assert_true(n_bad <= sizeof bad / sizeof bad[0]);
+        for (size_t i = 0; i < n_bad; i++)
+            expect_error(r, &bad[i], &good, in, out64, out32);
+        /* float32 only: a finite scale float32 cannot hold */
+        if (r->info->params & LA_PARAM_SCALE) {
+            la_problem huge = good;
+            huge.scale = 1e300;
+            fill_sentinel(out64, out32, in->no);
+            if (check_status(r, "scale 1e300, float32",
+                             r->info->forward_f32(&huge, in->q32, in->k32, in->v32, out32),
+                             LA_EINVAL))
+                check_untouched(r, &good, "scale 1e300, float32", NULL, out32, in->no);
+        }
+        free(out64);
+        free(out32);
+    }
+    property_end();
+}
+
+/* ------------------------------------------------------------------ workspace_as_cost */
+
+/* For each precision, on 1 and 2 threads (the workspace counts min(threads, tasks)
+ * threads' scratch): with p->workspace_limit at exactly la_attention_cost's
+ * workspace_bytes the call runs and gives the same bits as without a limit; one byte
+ * less, LA_EBUDGET with out untouched. A kernel that allocates nothing (workspace_bytes
+ * 0) has no limit to test: counted and printed as skipped. (tests/attention/test_cost.c
+ * checks the same on 3 threads, on random small shapes.) */
+static void workspace_as_cost(void **state)
+{
+    (void)state;
+    property_begin("workspace_as_cost");
+    size_t skipped = 0;
+    for (size_t ri = 0; ri < n_rows; ri++, prop.rows++) {
+        const row *r = &rows[ri];
+        const la_problem p = row_problem(r);
+        const inputs *in = inputs_of(r, &p);
+        double *unlimited64 = tu_f64(in->no), *y64 = tu_f64(in->no);
+        float *unlimited32 = tu_f32(in->no), *y32 = tu_f32(in->no);
+        for (int dtype = LA_FLOAT32; dtype <= LA_FLOAT64; dtype++) {
+            const bool f32 = dtype == LA_FLOAT32;
+            const char *name = f32 ? "float32" : "float64";
+            char what[128];
+            /* the output without a limit (any thread count: threads_bitwise) */
+            snprintf(what, sizeof what, "%s, no limit", name);
+            la_status st = f32 ? run_f32(r, &p, in, unlimited32) : run_f64(r, &p, in, unlimited64);
+            if (!check_status(r, what, st, LA_OK)) continue;
+            for (int t = 1; t <= 2; t++) {
+                assert_int_equal(la_set_num_threads(t), LA_OK);
+                la_cost cost;
+                snprintf(what, sizeof what, "la_attention_cost, %s, %d thread%s", name, t,
+                         t > 1 ? "s" : "");
+                st = la_attention_cost(r->info->kernel, &p, (la_dtype)dtype, &cost);
+                if (!check_status(r, what, st, LA_OK)) continue;
+                const double bytes = cost.workspace_bytes;
+                if (!(bytes >= 0 && bytes == floor(bytes) && bytes < (double)SIZE_MAX)) {
+                    row_fail(r, "%s: workspace_bytes %.17g is not a byte count", what, bytes);
+                    continue;
+                }
+                if (bytes == 0) {
+                    if (skipped++ < 10)
+                        print_message("  [%s] %s allocates nothing: no limit to test (skipped)\n",
+                                      r->label, name);
+                    continue;
+                }
+                /* at the limit: runs, the same bits */
+                la_problem at = p;
+                at.workspace_limit = (size_t)bytes;
+                snprintf(what, sizeof what, "%s, %d thread%s, limit = workspace_bytes = %.0f", name,
+                         t, t > 1 ? "s" : "", bytes);
+                st = f32 ? run_f32(r, &at, in, y32) : run_f64(r, &at, in, y64);
+                if (!check_status(r, what, st, LA_OK)) continue;
+                if (f32 ? !check_same_bits(r, &p, what, unlimited32, y32, 0, in->no, 4)
+                        : !check_same_bits(r, &p, what, unlimited64, y64, 0, in->no, 8))
+                    continue;
+                /* one byte under: refused, nothing written */
+                at.workspace_limit--;
+                snprintf(what, sizeof what, "%s, %d thread%s, limit = workspace_bytes - 1 = %.0f",
+                         name, t, t > 1 ? "s" : "", bytes - 1);
+                fill_sentinel(y64, y32, in->no);
+                st = f32 ? run_f32(r, &at, in, y32) : run_f64(r, &at, in, y64);
+                if (check_status(r, what, st, LA_EBUDGET))
+                    check_untouched(r, &p, what, f32 ? NULL : y64, f32 ? y32 : NULL, in->no);
+            }
+            assert_int_equal(la_set_num_threads(0), LA_OK);
+        }
+        free(unlimited64);
+        free(y64);
+        free(unlimited32);
+        free(y32);
+    }
+    print_message("  %zu (row, precision, thread count) cases allocate nothing: skipped\n",
+                  skipped);
+    property_end();
+}
+
+/* ------------------------------------------------------------------ gradient mode */
+
+/* L(q, k, v) = Σ out ∘ d_out, out = the row's float64 reference on (q, k, v). */
+static double loss(const row *r, const la_problem *p, const inputs *in, const double *d_out,
+                   double *out)
+{
+    if (r->info->reference(p, in->q, in->k, in->v, out) != LA_OK) return NAN;
+    double sum = 0;
+    for (size_t e = 0; e < in->no; e++)
+        sum += out[e] * d_out[e];
+    return sum;
+}
+
+/* ∂L/∂x for every element of x, which is in->q, in->k or in->v (perturbed in place and
+ * restored), by central differences: (L(x + h) − L(x − h)) / (the step actually taken),
+ * h = FD_STEP · max(1, |x|). */
+static void finite_differences(const row *r, const la_problem *p, inputs *in, double *x, size_t n,
+                               const double *d_out, double *out, double *grad)
+{
+    for (size_t e = 0; e < n; e++) {
+        const double x0 = x[e], h = FD_STEP * fmax(1.0, fabs(x0));
+        const double up = x[e] = x0 + h;
+        const double l_up = loss(r, p, in, d_out, out);
+        const double down = x[e] = x0 - h;
+        const double l_down = loss(r, p, in, d_out, out);
+        x[e] = x0;
+        grad[e] = (l_up - l_down) / (up - down);
+    }
+}
+
+static const char *const grad_names[3] = {"d_q", "d_k", "d_v"};
+
+/* The relative errors of the row's backward_f64 (err64) and backward_f32 (err32) against
+ * central differences of its reference, per tensor d_q, d_k, d_v, on fresh inputs and a
+ * random d_out; NAN where the row has no such backward. false (the row failed) when a
+ * call did not return LA_OK. */
+static bool gradient_errors(const row *r, double err64[3], double err32[3])
+{
+    const la_problem p = row_problem(r);
+    inputs in;
+    char label[400];
+    snprintf(label, sizeof label, "%s gradient", r->label);
+    inputs_make(&in, &p, false, label); /* not the 1/8 grid: no ties, L is smooth */
+    const size_t sizes[3] = {in.nq, in.nk, in.nv};
+    double *xs[3] = {in.q, in.k, in.v};
+    double *d_out = tu_f64(in.no), *out = tu_f64(in.no), *fd[3], *g64[3];
+    float *d_out32 = tu_f32(in.no), *out32 = tu_f32(in.no), *g32[3];
+    tu_rng rng = tu_rng_for(r->label);
+    fill(&rng, false, d_out, d_out32, in.no);
+    for (int t = 0; t < 3; t++) {
+        fd[t] = tu_f64(sizes[t]);
+        g64[t] = tu_f64(sizes[t]);
+        g32[t] = tu_f32(sizes[t]);
+        finite_differences(r, &p, &in, xs[t], sizes[t], d_out, out, fd[t]);
+        err64[t] = err32[t] = NAN;
+    }
+    bool ok = true;
+    if (r->info->backward_f64) {
+        ok &= check_status(r, "gradient mode: forward_f64", run_f64(r, &p, &in, out), LA_OK) &&
+              check_status(
+                  r, "backward_f64",
+                  r->info->backward_f64(&p, in.q, in.k, in.v, out, d_out, g64[0], g64[1], g64[2]),
+                  LA_OK);
+        for (int t = 0; ok && t < 3; t++)
+            err64[t] = tu_rel_error_f64(g64[t], fd[t], sizes[t], NULL);
+    }
+    if (r->info->backward_f32) {
+        ok &= check_status(r, "gradient mode: forward_f32", run_f32(r, &p, &in, out32), LA_OK) &&
+              check_status(r, "backward_f32",
+                           r->info->backward_f32(&p, in.q32, in.k32, in.v32, out32, d_out32, g32[0],
+                                                 g32[1], g32[2]),
+                           LA_OK);
+        for (int t = 0; ok && t < 3; t++)
+            err32[t] = tu_rel_error_f32(g32[t], fd[t], sizes[t], NULL);
+    }
+    for (int t = 0; t < 3; t++) {
+        free(fd[t]);
+        free(g64[t]);
+        free(g32[t]);
+    }
+    free(d_out);
+    free(out);
+    free(d_out32);
+    free(out32);
+    inputs_free(&in);
+    return ok;
+}
+
+/* Fails row r where an error is at or above its tolerance (NaN included). */
+static void check_gradient_errors(const row *r, const double err64[3], const double err32[3])
+{
+    for (int t = 0; t < 3; t++) {
+        if (r->info->backward_f64 && !(err64[t] < TOL_GRAD_F64))
+            row_fail(r, "backward_f64 %s: relative error %.3e >= %.0e against central differences",
+                     grad_names[t], err64[t], TOL_GRAD_F64);
+        if (r->info->backward_f32 && !(err32[t] < TOL_GRAD_F32))
+            row_fail(r, "backward_f32 %s: relative error %.3e >= %.0e against central differences",
+                     grad_names[t], err32[t], TOL_GRAD_F32);
+    }
+}
+
+/* Gradient mode: every row with a backward_f64 or backward_f32, on the tiny gradient
+ * shapes, against central differences of the float64 reference of L = Σ out ∘ d_out.
+ * Rows without a backward are skipped, and the output says which; when no row has one
+ * the test is reported as skipped. */
+static void gradients(void **state)
+{
+    (void)state;
+    property_begin("gradients");
+    size_t n_grad;
+    row *grad_rows = registry_rows(grad_shapes, N_GRAD_SHAPES, &n_grad);
+    size_t skipped = 0;
+    for (size_t ri = 0; ri < n_grad; ri++) {
+        const row *r = &grad_rows[ri];
+        if (!r->info->backward_f64 && !r->info->backward_f32) {
+            /* one line per kernel and form, at its first row */
+            if (ri == 0 || grad_rows[ri - 1].info != r->info ||
+                grad_rows[ri - 1].causal != r->causal)
+                print_message("  gradient mode: %s %s: no backward_f64 or backward_f32 in the "
+                              "registry: its rows skipped\n",
+                              r->info->name, r->causal ? "causal" : "non-causal");
+            skipped++;
+            continue;
+        }
+        prop.rows++;
+        double err64[3], err32[3];
+        if (gradient_errors(r, err64, err32)) check_gradient_errors(r, err64, err32);
+    }
+    free(grad_rows);
+    print_message("  gradient mode: %zu rows checked, %zu of %zu skipped (no backward)\n",
+                  prop.rows, skipped, n_grad);
+    if (prop.rows == 0) {
+        print_message("gradients: SKIPPED on every row: no kernel has a backward yet\n");
+        skip();
+    }
+    property_end();
+}
+
+/* ------------------------------------------------------------------ the self-test */
+
+/* 0: the correct gradient; 1: without the softmax Jacobian's centring term (d_s = P dP),
+ * a classic bug; 2: d_v off by a relative 1e-5 (the mode must see that small an error). */
+static int by_hand_bug;
+
+/* The gradient of softmax attention, written by hand from its definition and not from
+ * the library: per head and query i with m_i visible keys (0: a zero row, no gradient),
+ *   s_ij = q_i·k_j·scale, P_ij = exp(s_ij − max_l s_il) / Σ_l exp(…), out_i = Σ_j P_ij v_j,
+ *   d_v_j += P_ij d_out_i                          (d_V = Pᵀ d_out)
+ *   dP_ij = d_out_i·v_j,  d_s_ij = P_ij (dP_ij − Σ_l P_il dP_il)
+ *   d_q_i += scale Σ_j d_s_ij k_j,  d_k_j += scale d_s_ij q_i.
+ * Shapes as la_backward_f64_fn; out is not needed. */
+static la_status softmax_backward_by_hand(const la_problem *p, const double *q, const double *k,
+                                          const double *v, const double *out, const double *d_out,
+                                          double *d_q, double *d_k, double *d_v)
+{
+    (void)out;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    const size_t bh = p->batch * p->heads;
+    memset(d_q, 0, bh * N * dk * sizeof *d_q);
+    memset(d_k, 0, bh * M * dk * sizeof *d_k);
+    memset(d_v, 0, bh * M * dv * sizeof *d_v);
+    double *P = tu_f64(M), *dP = tu_f64(M);
+    for (size_t hd = 0; hd < bh; hd++) {
+        const size_t b = hd / p->heads;
+        const double *qh = q + hd * N * dk, *kh = k + hd * M * dk, *vh = v + hd * M * dv;
+        const double *gh = d_out + hd * N * dv;
+        double *dqh = d_q + hd * N * dk, *dkh = d_k + hd * M * dk, *dvh = d_v + hd * M * dv;
+        for (size_t i = 0; i < N; i++) {
+            size_t m =
+                p->key_lengths && (size_t)p->key_lengths[b] < M ? (size_t)p->key_lengths[b] : M;
+            if (p->causal && i + 1 < m) m = i + 1;
+            if (m == 0) continue;
+            /* P_i = softmax(s_i) over the m visible keys */
+            double max = -INFINITY, sum = 0, centre = 0;
+            for (size_t j = 0; j < m; j++) {
+                P[j] = 0;
+                for (size_t c = 0; c < dk; c++)
+                    P[j] += qh[i * dk + c] * kh[j * dk + c];
+                P[j] *= p->scale;
+                max = fmax(max, P[j]);
+            }
+            for (size_t j = 0; j < m; j++)
+                sum += P[j] = exp(P[j] - max);
+            /* d_v_j += P_ij d_out_i; dP_ij = d_out_i·v_j; centre = Σ_j P_ij dP_ij */
+            for (size_t j = 0; j < m; j++) {
+                P[j] /= sum;
+                dP[j] = 0;
+                for (size_t c = 0; c < dv; c++) {
+                    dvh[j * dv + c] += P[j] * gh[i * dv + c] * (by_hand_bug == 2 ? 1 + 1e-5 : 1);
+                    dP[j] += gh[i * dv + c] * vh[j * dv + c];
+                }
+                centre += P[j] * dP[j];
+            }
+            /* d_s_ij = P_ij (dP_ij − centre), then into d_q_i and d_k_j */
+            for (size_t j = 0; j < m; j++) {
+                const double ds = P[j] * (dP[j] - (by_hand_bug == 1 ? 0 : centre)) * p->scale;
+                for (size_t c = 0; c < dk; c++) {
+                    dqh[i * dk + c] += ds * kh[j * dk + c];
+                    dkh[j * dk + c] += ds * qh[i * dk + c];
+                }
+            }
+        }
+    }
+    free(P);
+    free(dP);
+    return LA_OK;
+}
+
+/* The gradient mode's machinery (rows, inputs, central differences, the comparison) on
+ * a copy of the softmax registry row given the hand-written backward above, both causal
+ * forms, every gradient shape: it must pass; and with either bug in the backward, every
+ * row must fail (so the mode is ready, and can fail, the moment a backward lands). */
+static void finite_differences_self_test(void **state)
+{
+    (void)state;
+    property_begin("finite_differences_self_test");
+    la_kernel_info by_hand = *la_kernel_get(LA_KERNEL_SOFTMAX);
+    by_hand.backward_f64 = softmax_backward_by_hand;
+    const la_kernel_info *infos[1] = {&by_hand};
+    const size_t n = rows_generate(grad_shapes, N_GRAD_SHAPES, infos, 1, NULL);
+    row *test_rows = tu_alloc(n * sizeof *test_rows);
+    rows_generate(grad_shapes, N_GRAD_SHAPES, infos, 1, test_rows);
+    double worst = 0, least_bug[3] = {INFINITY, INFINITY, INFINITY};
+    for (size_t ri = 0; ri < n; ri++, prop.rows++) {
+        const row *r = &test_rows[ri];
+        for (by_hand_bug = 0; by_hand_bug <= 2; by_hand_bug++) {
+            double err64[3], err32[3];
+            if (!gradient_errors(r, err64, err32)) continue;
+            if (by_hand_bug == 0) {
+                check_gradient_errors(r, err64, err32);
+                for (int t = 0; t < 3; t++)
+                    worst = fmax(worst, err64[t]);
+                continue;
+            }
+            /* the bug must show: some tensor at or above the tolerance */
+            double max_err = 0;
+            for (int t = 0; t < 3; t++)
+                max_err = fmax(max_err, err64[t]);
+            least_bug[by_hand_bug] = fmin(least_bug[by_hand_bug], max_err);
+            if (max_err < TOL_GRAD_F64)
+                row_fail(r, "a backward with bug %d passed (largest relative error %.3e)",
+                         by_hand_bug, max_err);
+        }
+    }
+    by_hand_bug = 0;
+    free(test_rows);
+    print_message("  central differences against the hand-written softmax gradient: worst "
+                  "relative error %.1e (tolerance %.0e); the broken gradients show at least "
+                  "%.1e (no centring) and %.1e (d_v off by 1e-5)\n",
+                  worst, TOL_GRAD_F64, least_bug[1], least_bug[2]);
+    property_end();
+}
+
+/* ------------------------------------------------------------------ main */
+
+/* Where the CPU has no AVX-512 (or LA_SIMD=off), the run with the AVX-512 paths off is
+ * the default run again: said, not silently passed. */
+static void avx512_paths_off(void **state)
+{
+    (void)state;
+    print_message("AVX-512 paths off: the same as the default run here (float32 paths: %s); "
+                  "not run twice\n",
+                  la_simd_config());
+    skip();
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress and failures (stderr) in order in logs */
+    tu_init("test_attention");
+    shapes_draw_lengths(shapes, N_SHAPES, "shape");
+    shapes_draw_lengths(grad_shapes, N_GRAD_SHAPES, "gradient shape");
+    rows = registry_rows(shapes, N_SHAPES, &n_rows);
+    printf("test_attention: %zu rows: %d registry kernels × the causal forms each allows × %d "
+           "shapes × the feature maps a kernel reads\n",
+           n_rows, (int)LA_KERNEL_COUNT, (int)N_SHAPES);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(matches_reference),
+        cmocka_unit_test(causal_ignores_future),
+        cmocka_unit_test(threads_bitwise),
+        cmocka_unit_test(errors_leave_output),
+        cmocka_unit_test(workspace_as_cost),
+        cmocka_unit_test(gradients),
+        cmocka_unit_test(finite_differences_self_test),
+    };
+    const bool avx512 = la_avx512_usable();
+    printf("== the default float32 paths: %s\n", la_simd_config());
+    int failed = cmocka_run_group_tests_name("default float32 paths", tests, NULL, NULL);
+    if (avx512) {
+        la_avx512_enable(false);
+        printf("== again with the AVX-512 paths off: %s\n", la_simd_config());
+        failed += cmocka_run_group_tests_name("AVX-512 paths off", tests, NULL, NULL);
+        la_avx512_enable(true);
+    } else {
+        printf("== again with the AVX-512 paths off\n");
+        const struct CMUnitTest off[] = {cmocka_unit_test(avx512_paths_off)};
+        failed += cmocka_run_group_tests_name("AVX-512 paths off", off, NULL, NULL);
+    }
+    ref_cache_free();
+    input_cache_free();
+    free(rows);
+    return failed != 0;
+}
