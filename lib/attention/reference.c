@@ -34,6 +34,20 @@ static bool doubles_fit(size_t a, size_t b, size_t c, size_t *n)
     return la_mul_ok(a, b, n) && la_mul_ok(*n, c, n) && la_mul_ok(*n, sizeof(double), &bytes);
 }
 
+/* Keys query i of batch entry b sees: j < L_b (key lengths) and, when causal, j <= i.
+ * Written here from the masks' definition rather than shared with the kernels, so a
+ * masking bug in the kernels cannot hide in the oracle too. */
+static size_t ref_visible_keys(const la_problem *p, size_t b, size_t i)
+{
+    size_t visible = 0;
+    for (size_t j = 0; j < p->n_keys; j++) {
+        const bool in_length = !p->key_lengths || (int64_t)j < p->key_lengths[b];
+        const bool in_past = !p->causal || j <= i;
+        if (in_length && in_past) visible = j + 1;
+    }
+    return visible;
+}
+
 /* Element offsets of head (b, h) in the (B, H, rows, cols) arrays. */
 #define HEAD(p, b, h, rows, cols) ((((b) * (p)->heads + (h)) * (rows)) * (cols))
 
@@ -58,7 +72,7 @@ la_status la_ref_softmax_attention(const la_problem *p, const double *q, const d
             const double *vh = v + HEAD(p, b, h, M, dv);
             double *oh = out + HEAD(p, b, h, N, dv);
             for (size_t i = 0; i < N; i++) {
-                size_t visible = la_visible_keys(p, b, i);
+                size_t visible = ref_visible_keys(p, b, i);
                 double *row = scores + i * M;
                 /* scores, and the row max over visible keys */
                 double max = -INFINITY;
@@ -102,7 +116,7 @@ la_status la_ref_hard_attention(const la_problem *p, const double *q, const doub
             const double *vh = v + HEAD(p, b, h, M, dv);
             double *oh = out + HEAD(p, b, h, N, dv);
             for (size_t i = 0; i < N; i++) {
-                size_t visible = la_visible_keys(p, b, i), best = 0;
+                size_t visible = ref_visible_keys(p, b, i), best = 0;
                 double best_score = -INFINITY;
                 for (size_t j = 0; j < visible; j++) {
                     double s = 0;
@@ -163,7 +177,7 @@ la_status la_ref_linear_attention(const la_problem *p, const double *q, const do
             }
             /* out_i = φ(q_i)ᵀ S / (φ(q_i)ᵀ z + eps) with the state of its visible keys */
             for (size_t i = 0; i < N; i++) {
-                size_t visible = la_visible_keys(p, b, i);
+                size_t visible = ref_visible_keys(p, b, i);
                 const double *S = prefix_S + visible * dk * dv, *z = prefix_z + visible * dk;
                 const double *fq = phi_q + i * dk;
                 double den = 0;

@@ -4,8 +4,9 @@
  * iterates over this table.
  *
  * A new kernel: its kernel file (and its declarations in linattn.h), its float64
- * reference, its cost function, one enum value and one row here, and a row in the test
- * harness (tests/attention/test_attention.c). */
+ * reference, its cost function, one enum value and one row here, and its own tests; the
+ * test harness (tests/attention/test_attention.c) runs every row through its properties
+ * with no edit (at most a tolerance entry). */
 #include "attention/attention_internal.h"
 
 #include <string.h>
