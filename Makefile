@@ -10,6 +10,8 @@
 #   make check-torch  `linattn block` against PyTorch's own TransformerEncoderLayer
 #                   (installs Debian's python3-torch, about 230 packages: not in make test)
 #   make test SANITIZE=1   the unit tests under AddressSanitizer + UBSan (in build/asan)
+#   make install PREFIX=/opt/linattn   header, libraries, command and linattn.pc
+#   make format     clang-format every C file; make check-format checks (in .ci/run)
 #   make test-portable  the tests on an x86-64 CPU without AVX-512 (qemu-user as a Haswell),
 #                   then natively with LA_SIMD=off
 # Missing Debian packages are installed by scripts/ensure-deps (as root or via sudo).
@@ -67,7 +69,7 @@ TEST_UTIL := $(BUILD)/tests/testutil.o
 HEADERS := $(wildcard lib/*.h lib/*/*.h) $(wildcard experiments/*.h experiments/common/*.h) \
            $(wildcard tests/*.h)
 
-.PHONY: all deps test test-portable bench results plots fuzz check-torch install clean
+.PHONY: all deps test test-portable bench results plots fuzz check-torch install format check-format clean
 .SECONDARY:
 all: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn $(BUILD)/libcommand.a
 
@@ -228,6 +230,14 @@ plots: | build/.deps-plots
 	    echo "gnuplot $$gp"; \
 	    (cd plots && gnuplot $$(basename $$gp)) || { failed=$$((failed+1)); echo "FAILED: $$gp"; }; \
 	done; test $$failed -eq 0
+
+# Every tracked C file in the layout of the root's .clang-format (checked in .ci/run).
+format:
+	@scripts/ensure-deps format
+	scripts/check-format --fix
+check-format:
+	@scripts/ensure-deps format
+	@scripts/check-format
 
 clean:
 	rm -rf build

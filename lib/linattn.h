@@ -100,14 +100,14 @@ extern "C" {
 
 /* ---------------------------------------------------------------- statuses */
 
-#define LA_STATUS_LIST(X)                                                              \
-    X(LA_OK, "success")                                                                \
-    X(LA_EINVAL, "invalid argument")                                                   \
-    X(LA_ENOMEM, "out of memory")                                                      \
-    X(LA_EBUDGET, "workspace would exceed the memory budget")                          \
-    X(LA_EOVERFLOW, "size overflows")                                                  \
-    X(LA_EIO, "input/output error")                                                    \
-    X(LA_EFORMAT, "malformed file")                                                    \
+#define LA_STATUS_LIST(X)                                                                          \
+    X(LA_OK, "success")                                                                            \
+    X(LA_EINVAL, "invalid argument")                                                               \
+    X(LA_ENOMEM, "out of memory")                                                                  \
+    X(LA_EBUDGET, "workspace would exceed the memory budget")                                      \
+    X(LA_EOVERFLOW, "size overflows")                                                              \
+    X(LA_EIO, "input/output error")                                                                \
+    X(LA_EFORMAT, "malformed file")                                                                \
     X(LA_EDTYPE, "unsupported data type")
 
 typedef enum {
@@ -142,9 +142,10 @@ LA_API const char *la_blis_version(void);
  * sgemm yardstick of `linattn bench`, on the kernel set la_blis_config names. Call it
  * outside an OpenMP parallel region. Returns LA_OK, LA_EINVAL (threads < 1, a NULL
  * matrix). */
-LA_API la_status la_blis_sgemm(int threads, size_t m, size_t n, size_t k, float alpha, const float *a,
-                        ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb,
-                        ptrdiff_t csb, float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc);
+LA_API la_status la_blis_sgemm(int threads, size_t m, size_t n, size_t k, float alpha,
+                               const float *a, ptrdiff_t rsa, ptrdiff_t csa, const float *b,
+                               ptrdiff_t rsb, ptrdiff_t csb, float beta, float *c, ptrdiff_t rsc,
+                               ptrdiff_t csc);
 
 /* The float32 FMA peak of `threads` threads in GFLOP/s: the best of three runs of 12
  * independent chains of 16-lane FMAs in registers (lib/cpu/simd.c), the rate no kernel
@@ -152,12 +153,11 @@ LA_API la_status la_blis_sgemm(int threads, size_t m, size_t n, size_t k, float 
 LA_API double la_fma_peak_gflops(int threads);
 
 /* On CPUs with AVX-512 the float32 fused softmax kernel, φ and the linear kernels' block
- * products run on linattn's own register tiles (lib/attention/softmax_avx512.c, lib/cpu/gemm_small.c)
- * instead of BLIS; the environment variable LA_SIMD=off keeps them on the portable path
- * (BLIS and compiler-vectorised loops), for comparisons. Results agree with the float64
- * references either way; bits differ between the two paths. la_simd_config says which
- * path runs: "avx512", "portable (LA_SIMD=off)" or "portable (no AVX-512)". A static
- * string. */
+ * products run on linattn's own register tiles (lib/attention/softmax_avx512.c,
+ * lib/cpu/gemm_small.c) instead of BLIS; the environment variable LA_SIMD=off keeps them on the
+ * portable path (BLIS and compiler-vectorised loops), for comparisons. Results agree with the
+ * float64 references either way; bits differ between the two paths. la_simd_config says which path
+ * runs: "avx512", "portable (LA_SIMD=off)" or "portable (no AVX-512)". A static string. */
 LA_API const char *la_simd_config(void);
 
 /* ---------------------------------------------------------------- problems */
@@ -174,21 +174,21 @@ LA_API const char *la_feature_map_name(la_feature_map fm);
 LA_API la_status la_feature_map_parse(const char *name, la_feature_map *out);
 
 typedef struct {
-    size_t batch, heads; /* B, H (>= 1) */
-    size_t n_queries;    /* N (>= 1) */
-    size_t n_keys;       /* M (>= 1) */
-    size_t d_k, d_v;     /* head sizes (>= 1) */
-    int causal;          /* 0 or 1: query i sees key j only when j <= i */
+    size_t batch, heads;        /* B, H (>= 1) */
+    size_t n_queries;           /* N (>= 1) */
+    size_t n_keys;              /* M (>= 1) */
+    size_t d_k, d_v;            /* head sizes (>= 1) */
+    int causal;                 /* 0 or 1: query i sees key j only when j <= i */
     const int64_t *key_lengths; /* NULL, or (batch,): keys j >= key_lengths[b] are hidden;
                                    each in [0, n_keys] */
-    double scale;        /* softmax and hard attention: logits = q·k · scale; finite */
+    double scale;               /* softmax and hard attention: logits = q·k · scale; finite */
     la_feature_map feature_map; /* linear attention */
-    double eps;          /* linear attention: y = num / (den + eps); finite, >= 0 */
-    size_t chunk;        /* causal linear attention, chunked form: tokens per chunk (>= 1) */
-    size_t workspace_limit; /* bytes of scratch a kernel may hold; above it: LA_EBUDGET */
+    double eps;                 /* linear attention: y = num / (den + eps); finite, >= 0 */
+    size_t chunk;               /* causal linear attention, chunked form: tokens per chunk (>= 1) */
+    size_t workspace_limit;     /* bytes of scratch a kernel may hold; above it: LA_EBUDGET */
 } la_problem;
 
-#define LA_DEFAULT_EPS 1e-6                       /* as in fast-transformers */
+#define LA_DEFAULT_EPS 1e-6 /* as in fast-transformers */
 #define LA_DEFAULT_CHUNK 32 /* causal linear: 32 beat 64 by about 10% here (linattn bench) */
 #define LA_DEFAULT_WORKSPACE_LIMIT ((size_t)4 << 30) /* 4 GiB */
 
@@ -196,7 +196,7 @@ typedef struct {
  * eps = LA_DEFAULT_EPS, chunk = LA_DEFAULT_CHUNK, workspace_limit = the default.
  * Adjust the fields afterwards. */
 LA_API void la_problem_init(la_problem *p, size_t batch, size_t heads, size_t n_queries,
-                     size_t n_keys, size_t d_k, size_t d_v);
+                            size_t n_keys, size_t d_k, size_t d_v);
 
 /* LA_OK when every field is in range and every array size fits in size_t;
  * LA_EINVAL or LA_EOVERFLOW otherwise. Every kernel calls it first. */
@@ -224,9 +224,9 @@ typedef enum {
  *   softmax_avx512.c) · reference la_ref_softmax_attention · tests
  *   tests/attention/test_attention.c, test_softmax.c */
 LA_API la_status la_softmax_attention_f32(const la_problem *p, const float *q, const float *k,
-                                   const float *v, float *out);
+                                          const float *v, float *out);
 LA_API la_status la_softmax_attention_f64(const la_problem *p, const double *q, const double *k,
-                                   const double *v, double *out);
+                                          const double *v, double *out);
 
 /* Softmax attention, materialising: for one head at a time, the N×M score matrix,
  * its row softmax, then P·V. Holds N·M elements; refuses with LA_EBUDGET when
@@ -234,19 +234,19 @@ LA_API la_status la_softmax_attention_f64(const la_problem *p, const double *q, 
  *   implementation lib/attention/softmax.c (softmax_tmpl.h) · reference
  *   la_ref_softmax_attention · tests tests/attention/test_attention.c, test_softmax.c */
 LA_API la_status la_softmax_attention_materialized_f32(const la_problem *p, const float *q,
-                                                const float *k, const float *v, float *out);
+                                                       const float *k, const float *v, float *out);
 LA_API la_status la_softmax_attention_materialized_f64(const la_problem *p, const double *q,
-                                                const double *k, const double *v,
-                                                double *out);
+                                                       const double *k, const double *v,
+                                                       double *out);
 
 /* Hard attention: out row i = v row argmax_j (q_i·k_j · scale) over visible j, ties to
  * the lowest j. Same shapes, masks and statuses.
  *   implementation lib/attention/softmax.c (softmax_tmpl.h) · reference
  *   la_ref_hard_attention · tests tests/attention/test_attention.c, test_softmax.c */
 LA_API la_status la_hard_attention_f32(const la_problem *p, const float *q, const float *k,
-                                const float *v, float *out);
+                                       const float *v, float *out);
 LA_API la_status la_hard_attention_f64(const la_problem *p, const double *q, const double *k,
-                                const double *v, double *out);
+                                       const double *v, double *out);
 
 /* Linear attention, y_i = φ(q_i)ᵀ S / (φ(q_i)ᵀ z + eps). φ is applied to the raw q and
  * k (p->scale is not used). Non-causal: S = φ(K)ᵀV (d_k×d_v) and z = Σ_j φ(k_j) once
@@ -256,25 +256,25 @@ LA_API la_status la_hard_attention_f64(const la_problem *p, const double *q, con
  *   implementation lib/attention/linear.c (linear_tmpl.h, featuremap.c) · reference
  *   la_ref_linear_attention · tests tests/attention/test_attention.c, test_linear.c */
 LA_API la_status la_linear_attention_f32(const la_problem *p, const float *q, const float *k,
-                                  const float *v, float *out);
+                                         const float *v, float *out);
 LA_API la_status la_linear_attention_f64(const la_problem *p, const double *q, const double *k,
-                                  const double *v, double *out);
+                                         const double *v, double *out);
 
 /* Causal linear attention, recurrent form: S and z updated token by token.
  * Requires p->causal (LA_EINVAL otherwise). Same shapes and statuses.
  *   implementation lib/attention/linear.c (linear_tmpl.h) · reference
  *   la_ref_linear_attention · tests tests/attention/test_attention.c, test_linear.c */
 LA_API la_status la_linear_attention_recurrent_f32(const la_problem *p, const float *q,
-                                            const float *k, const float *v, float *out);
+                                                   const float *k, const float *v, float *out);
 LA_API la_status la_linear_attention_recurrent_f64(const la_problem *p, const double *q,
-                                            const double *k, const double *v, double *out);
+                                                   const double *k, const double *v, double *out);
 
 /* Dispatch by kernel: the registry row's forward_f32 / forward_f64. LA_EINVAL for a
  * kernel outside the registry or a problem its causal rule refuses. */
 LA_API la_status la_attention_f32(la_kernel kernel, const la_problem *p, const float *q,
-                           const float *k, const float *v, float *out);
+                                  const float *k, const float *v, float *out);
 LA_API la_status la_attention_f64(la_kernel kernel, const la_problem *p, const double *q,
-                           const double *k, const double *v, double *out);
+                                  const double *k, const double *v, double *out);
 
 /* ---------------------------------------------------------------- step API */
 
@@ -288,9 +288,9 @@ typedef enum { LA_FLOAT32 = 0, LA_FLOAT64 = 1 } la_dtype;
 /* Creates a zeroed state; *out is owned by the caller, freed with la_linear_state_free.
  * Returns LA_OK, LA_EINVAL (a zero size, bad φ or eps), LA_EOVERFLOW, LA_ENOMEM. */
 LA_API la_status la_linear_state_create(la_linear_state **out, la_dtype dtype, size_t heads,
-                                 size_t d_k, size_t d_v, la_feature_map fm, double eps);
-LA_API void la_linear_state_free(la_linear_state *st); /* NULL is fine */
-LA_API void la_linear_state_reset(la_linear_state *st); /* back to zero, position 0 */
+                                        size_t d_k, size_t d_v, la_feature_map fm, double eps);
+LA_API void la_linear_state_free(la_linear_state *st);             /* NULL is fine */
+LA_API void la_linear_state_reset(la_linear_state *st);            /* back to zero, position 0 */
 LA_API size_t la_linear_state_position(const la_linear_state *st); /* tokens stepped so far */
 
 /* One token: S += φ(k_t) v_tᵀ, z += φ(k_t), then y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps),
@@ -300,9 +300,9 @@ LA_API size_t la_linear_state_position(const la_linear_state *st); /* tokens ste
  * (same arithmetic, same order). A state holds scratch: do not step one state from two
  * threads at once (different states are independent). */
 LA_API la_status la_linear_step_f32(la_linear_state *st, const float *q_t, const float *k_t,
-                             const float *v_t, float *y_t);
+                                    const float *v_t, float *y_t);
 LA_API la_status la_linear_step_f64(la_linear_state *st, const double *q_t, const double *k_t,
-                             const double *v_t, double *y_t);
+                                    const double *v_t, double *y_t);
 
 /* Save and restore: la_linear_state_save_size() bytes hold the whole state (a magic,
  * dtype, sizes, φ, eps, position, then S and z), in this machine's byte order. save
@@ -320,14 +320,14 @@ LA_API la_status la_linear_state_restore(la_linear_state *st, const void *buf, s
  * la_ref_linear_attention follows p->causal. Returns LA_OK, LA_EINVAL, LA_EOVERFLOW,
  * LA_ENOMEM (they ignore workspace_limit). */
 LA_API la_status la_ref_softmax_attention(const la_problem *p, const double *q, const double *k,
-                                   const double *v, double *out);
+                                          const double *v, double *out);
 LA_API la_status la_ref_hard_attention(const la_problem *p, const double *q, const double *k,
-                                const double *v, double *out);
+                                       const double *v, double *out);
 LA_API la_status la_ref_linear_attention(const la_problem *p, const double *q, const double *k,
-                                  const double *v, double *out);
+                                         const double *v, double *out);
 /* The registry row's reference (LA_EINVAL as for la_attention_f64). */
 LA_API la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *q,
-                           const double *k, const double *v, double *out);
+                                  const double *k, const double *v, double *out);
 
 /* φ applied element-wise, float64 reference form (out may equal x). */
 LA_API void la_ref_feature_map(la_feature_map fm, const double *x, double *out, size_t n);
@@ -385,7 +385,7 @@ LA_API double la_visible_pairs(const la_problem *p, size_t b);
  * bad kernel or dtype, LA_KERNEL_LINEAR_RECURRENT without p->causal), or what
  * la_problem_check returns. */
 LA_API la_status la_attention_cost(la_kernel kernel, const la_problem *p, la_dtype dtype,
-                            la_cost *out);
+                                   la_cost *out);
 
 /* ---------------------------------------------------------------- the kernel registry */
 
@@ -403,9 +403,8 @@ typedef la_status (*la_backward_f32_fn)(const la_problem *p, const float *q, con
                                         const float *v, const float *out, const float *d_out,
                                         float *d_q, float *d_k, float *d_v);
 typedef la_status (*la_backward_f64_fn)(const la_problem *p, const double *q, const double *k,
-                                        const double *v, const double *out,
-                                        const double *d_out, double *d_q, double *d_k,
-                                        double *d_v);
+                                        const double *v, const double *out, const double *d_out,
+                                        double *d_q, double *d_k, double *d_v);
 /* The kernel's FLOP fields and workspace_bytes of *out for a problem la_attention_cost
  * has already checked; call la_attention_cost, which adds the totals. */
 typedef la_status (*la_cost_fn)(const la_problem *p, la_dtype dtype, la_cost *out);
@@ -432,7 +431,7 @@ typedef struct {
                               ("linear", "linear_causal_chunked"); NULL where the causal
                               rule forbids that form */
     la_causal_rule causal;
-    unsigned params;       /* LA_PARAM_* bits */
+    unsigned params; /* LA_PARAM_* bits */
     la_forward_f32_fn forward_f32;
     la_forward_f64_fn forward_f64;
     la_forward_f64_fn reference; /* the float64 oracle (la_ref_*) */
@@ -467,10 +466,10 @@ typedef enum {
 
 typedef struct {
     la_npy_dtype dtype;
-    int ndim;                      /* 0 .. LA_NPY_MAX_DIMS */
+    int ndim; /* 0 .. LA_NPY_MAX_DIMS */
     size_t shape[LA_NPY_MAX_DIMS];
-    size_t count;                  /* product of shape (1 for ndim 0) */
-    void *data;                    /* count elements of dtype */
+    size_t count; /* product of shape (1 for ndim 0) */
+    void *data;   /* count elements of dtype */
 } la_array;
 
 /* Bytes per element: 4 or 8 (0 for a value outside the enum). */
@@ -537,11 +536,11 @@ typedef struct {
     la_kernel attention;         /* the kernel of every attention in the layer */
     la_norm_order norm;
     la_activation activation;
-    double norm_eps;             /* LayerNorm ε, finite and > 0 */
-    la_feature_map feature_map;  /* linear attention: φ */
-    double linear_eps;           /* linear attention: y = num / (den + eps) */
-    size_t chunk;                /* causal linear attention: tokens per chunk */
-    size_t workspace_limit;      /* handed to the kernels (la_problem.workspace_limit) */
+    double norm_eps;            /* LayerNorm ε, finite and > 0 */
+    la_feature_map feature_map; /* linear attention: φ */
+    double linear_eps;          /* linear attention: y = num / (den + eps) */
+    size_t chunk;               /* causal linear attention: tokens per chunk */
+    size_t workspace_limit;     /* handed to the kernels (la_problem.workspace_limit) */
 } la_layer_config;
 
 #define LA_DEFAULT_NORM_EPS 1e-5
@@ -586,15 +585,15 @@ LA_API const char *la_layer_tensor_key(la_layer_tensor t);
  * for a tensor the layer does not have (decoder-only tensors of an encoder layer), else
  * its element count. */
 LA_API size_t la_layer_tensor_shape(la_layer_tensor t, size_t d_model, size_t d_ff, int decoder,
-                             size_t shape[2], int *ndim);
+                                    size_t shape[2], int *ndim);
 
 /* The weights of one layer, owning their memory. tensor[t] points into storage (float
  * or double per dtype), NULL for a tensor the layer does not have. */
 typedef struct {
     la_dtype dtype;
     size_t d_model, d_ff;
-    int decoder;              /* 0 encoder layer, 1 decoder layer */
-    size_t n_params;          /* elements held: la_param_counts' encoder/decoder_layer */
+    int decoder;     /* 0 encoder layer, 1 decoder layer */
+    size_t n_params; /* elements held: la_param_counts' encoder/decoder_layer */
     void *tensor[LA_W_COUNT];
     void *storage;
 } la_layer_weights;
@@ -612,7 +611,7 @@ typedef struct {
  * seed gives the same weights everywhere. On error w is left empty.
  * Returns LA_OK, LA_EINVAL (zero size, bad dtype), LA_EOVERFLOW, LA_ENOMEM. */
 LA_API la_status la_layer_weights_init(la_layer_weights *w, la_dtype dtype, size_t d_model,
-                                size_t d_ff, int decoder, uint64_t seed);
+                                       size_t d_ff, int decoder, uint64_t seed);
 
 /* Loads one layer from the folder dir holding <prefix><key>.npy for every key of the
  * layer (prefix "" for a lone layer, "encoder.layers.0." inside a model). D is taken
@@ -623,7 +622,7 @@ LA_API la_status la_layer_weights_init(la_layer_weights *w, la_dtype dtype, size
  * wrong shape, a NaN or infinite value, or one beyond float32's range when dtype is
  * LA_FLOAT32), LA_EDTYPE (not float), LA_EINVAL (NULL, bad dtype), LA_ENOMEM. */
 LA_API la_status la_layer_weights_load(la_layer_weights *w, la_dtype dtype, int decoder,
-                                const char *dir, const char *prefix, la_load_error *err);
+                                       const char *dir, const char *prefix, la_load_error *err);
 
 /* Releases the storage and empties w (safe on an empty or already-freed w). */
 LA_API void la_layer_weights_free(la_layer_weights *w);
@@ -635,40 +634,40 @@ typedef struct {
     la_dtype dtype;
     size_t d_model, d_ff;
     size_t encoder_layers, decoder_layers;
-    la_layer_weights *encoder, *decoder;  /* owned arrays of encoder_layers, decoder_layers */
+    la_layer_weights *encoder, *decoder;     /* owned arrays of encoder_layers, decoder_layers */
     void *encoder_norm[2], *decoder_norm[2]; /* γ, β: (D) each, in storage */
     void *storage;
-    size_t n_params;                      /* la_param_counts' encoder + decoder */
+    size_t n_params; /* la_param_counts' encoder + decoder */
 } la_transformer_weights;
 
 /* Initialises a stack: each layer as la_layer_weights_init with seeds derived from seed
  * and the layer's place, final norms γ = 1, β = 0. Same statuses. */
 LA_API la_status la_transformer_weights_init(la_transformer_weights *w, la_dtype dtype,
-                                      size_t d_model, size_t d_ff, size_t encoder_layers,
-                                      size_t decoder_layers, uint64_t seed);
+                                             size_t d_model, size_t d_ff, size_t encoder_layers,
+                                             size_t decoder_layers, uint64_t seed);
 /* Loads a stack from dir (keys as in nn.Transformer's state_dict, see above); every
  * layer must agree on D and d_ff. Same statuses and *err as la_layer_weights_load. */
 LA_API la_status la_transformer_weights_load(la_transformer_weights *w, la_dtype dtype,
-                                      size_t encoder_layers, size_t decoder_layers,
-                                      const char *dir, la_load_error *err);
+                                             size_t encoder_layers, size_t decoder_layers,
+                                             const char *dir, la_load_error *err);
 LA_API void la_transformer_weights_free(la_transformer_weights *w);
 
 /* LayerNorm over the last axis: y = (x − mean) / √(var + eps) · γ + β, biased variance
  * (divide by d), statistics accumulated in double.
  *   x, out: (rows, d); gamma, beta: (d). Returns LA_OK, LA_EINVAL. */
 LA_API la_status la_layer_norm_f32(size_t rows, size_t d, const float *x, const float *gamma,
-                            const float *beta, double eps, float *out);
+                                   const float *beta, double eps, float *out);
 LA_API la_status la_layer_norm_f64(size_t rows, size_t d, const double *x, const double *gamma,
-                            const double *beta, double eps, double *out);
+                                   const double *beta, double eps, double *out);
 
 /* Position-wise FFN: out = act(x W1ᵀ + b1) W2ᵀ + b2, act from c->activation.
  *   x, out: (rows, D); w1: (d_ff, D), b1: (d_ff); w2: (D, d_ff), b2: (D).
  * Returns LA_OK, LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM. */
 LA_API la_status la_ffn_f32(const la_layer_config *c, size_t rows, const float *x, const float *w1,
-                     const float *b1, const float *w2, const float *b2, float *out);
+                            const float *b1, const float *w2, const float *b2, float *out);
 LA_API la_status la_ffn_f64(const la_layer_config *c, size_t rows, const double *x,
-                     const double *w1, const double *b1, const double *w2, const double *b2,
-                     double *out);
+                            const double *w1, const double *b1, const double *w2, const double *b2,
+                            double *out);
 
 /* Multi-head attention as nn.MultiheadAttention (batch_first):
  *   Q = x_q W_Qᵀ + b_Q, K = x_kv W_Kᵀ + b_K, V = x_kv W_Vᵀ + b_V, split into H heads of
@@ -678,78 +677,78 @@ LA_API la_status la_ffn_f64(const la_layer_config *c, size_t rows, const double 
  *   in_w: (3D, D), in_b: (3D), out_w: (D, D), out_b: (D); key_lengths NULL or (B,).
  * Returns LA_OK, LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM, or the kernel's status. */
 LA_API la_status la_mha_f32(const la_layer_config *c, size_t batch, size_t n_queries, size_t n_keys,
-                     const float *x_q, const float *x_kv, int causal,
-                     const int64_t *key_lengths, const float *in_w, const float *in_b,
-                     const float *out_w, const float *out_b, float *out);
+                            const float *x_q, const float *x_kv, int causal,
+                            const int64_t *key_lengths, const float *in_w, const float *in_b,
+                            const float *out_w, const float *out_b, float *out);
 LA_API la_status la_mha_f64(const la_layer_config *c, size_t batch, size_t n_queries, size_t n_keys,
-                     const double *x_q, const double *x_kv, int causal,
-                     const int64_t *key_lengths, const double *in_w, const double *in_b,
-                     const double *out_w, const double *out_b, double *out);
+                            const double *x_q, const double *x_kv, int causal,
+                            const int64_t *key_lengths, const double *in_w, const double *in_b,
+                            const double *out_w, const double *out_b, double *out);
 
 /* Encoder layer (nn.TransformerEncoderLayer): self-attention then FFN, each with its
  * residual and LayerNorm (norm1, norm2) in c->norm's arrangement.
  *   x, out: (B, N, D); key_lengths NULL or (B,). w must be an encoder layer (or a
  *   decoder layer, whose cross-attention is then unused) of c's sizes and dtype. */
 LA_API la_status la_encoder_layer_f32(const la_layer_config *c, const la_layer_weights *w,
-                               size_t batch, size_t n, const float *x, int causal,
-                               const int64_t *key_lengths, float *out);
+                                      size_t batch, size_t n, const float *x, int causal,
+                                      const int64_t *key_lengths, float *out);
 LA_API la_status la_encoder_layer_f64(const la_layer_config *c, const la_layer_weights *w,
-                               size_t batch, size_t n, const double *x, int causal,
-                               const int64_t *key_lengths, double *out);
+                                      size_t batch, size_t n, const double *x, int causal,
+                                      const int64_t *key_lengths, double *out);
 
 /* Decoder layer (nn.TransformerDecoderLayer): self-attention (causal when `causal`,
  * target lengths), cross-attention over memory (never causal, memory lengths), FFN;
  * norm1, norm2, norm3 in c->norm's arrangement (pre-LN does not normalise memory).
  *   x, out: (B, N, D); memory: (B, M, D); tgt_lengths, memory_lengths NULL or (B,). */
 LA_API la_status la_decoder_layer_f32(const la_layer_config *c, const la_layer_weights *w,
-                               size_t batch, size_t n, size_t m, const float *x,
-                               const float *memory, int causal, const int64_t *tgt_lengths,
-                               const int64_t *memory_lengths, float *out);
+                                      size_t batch, size_t n, size_t m, const float *x,
+                                      const float *memory, int causal, const int64_t *tgt_lengths,
+                                      const int64_t *memory_lengths, float *out);
 LA_API la_status la_decoder_layer_f64(const la_layer_config *c, const la_layer_weights *w,
-                               size_t batch, size_t n, size_t m, const double *x,
-                               const double *memory, int causal, const int64_t *tgt_lengths,
-                               const int64_t *memory_lengths, double *out);
+                                      size_t batch, size_t n, size_t m, const double *x,
+                                      const double *memory, int causal, const int64_t *tgt_lengths,
+                                      const int64_t *memory_lengths, double *out);
 
 /* The stacks of nn.Transformer: L encoder layers then encoder.norm; L2 decoder layers
  * (each attending to memory) then decoder.norm. la_transformer_* runs both:
  * memory = encoder(src), out = decoder(tgt, memory) with a causal target.
  *   src: (B, M, D), tgt and out: (B, N, D). */
 LA_API la_status la_encoder_f32(const la_layer_config *c, const la_transformer_weights *w,
-                         size_t batch, size_t n, const float *x, int causal,
-                         const int64_t *key_lengths, float *out);
+                                size_t batch, size_t n, const float *x, int causal,
+                                const int64_t *key_lengths, float *out);
 LA_API la_status la_encoder_f64(const la_layer_config *c, const la_transformer_weights *w,
-                         size_t batch, size_t n, const double *x, int causal,
-                         const int64_t *key_lengths, double *out);
+                                size_t batch, size_t n, const double *x, int causal,
+                                const int64_t *key_lengths, double *out);
 LA_API la_status la_decoder_f32(const la_layer_config *c, const la_transformer_weights *w,
-                         size_t batch, size_t n, size_t m, const float *x,
-                         const float *memory, int causal, const int64_t *tgt_lengths,
-                         const int64_t *memory_lengths, float *out);
+                                size_t batch, size_t n, size_t m, const float *x,
+                                const float *memory, int causal, const int64_t *tgt_lengths,
+                                const int64_t *memory_lengths, float *out);
 LA_API la_status la_decoder_f64(const la_layer_config *c, const la_transformer_weights *w,
-                         size_t batch, size_t n, size_t m, const double *x,
-                         const double *memory, int causal, const int64_t *tgt_lengths,
-                         const int64_t *memory_lengths, double *out);
+                                size_t batch, size_t n, size_t m, const double *x,
+                                const double *memory, int causal, const int64_t *tgt_lengths,
+                                const int64_t *memory_lengths, double *out);
 LA_API la_status la_transformer_f32(const la_layer_config *c, const la_transformer_weights *w,
-                             size_t batch, size_t n_src, size_t n_tgt, const float *src,
-                             const float *tgt, const int64_t *src_lengths, float *out);
+                                    size_t batch, size_t n_src, size_t n_tgt, const float *src,
+                                    const float *tgt, const int64_t *src_lengths, float *out);
 LA_API la_status la_transformer_f64(const la_layer_config *c, const la_transformer_weights *w,
-                             size_t batch, size_t n_src, size_t n_tgt, const double *src,
-                             const double *tgt, const int64_t *src_lengths, double *out);
+                                    size_t batch, size_t n_src, size_t n_tgt, const double *src,
+                                    const double *tgt, const int64_t *src_lengths, double *out);
 
 /* Sinusoidal positional encoding added in place: x[b, pos, 2i] += sin(pos / 10000^(2i/D)),
  * x[b, pos, 2i+1] += cos(pos / 10000^(2i/D)), positions first_pos .. first_pos + N − 1.
  *   x: (B, N, D). Returns LA_OK, LA_EINVAL. */
 LA_API la_status la_add_positional_encoding_f32(size_t batch, size_t n, size_t d, size_t first_pos,
-                                         float *x);
+                                                float *x);
 LA_API la_status la_add_positional_encoding_f64(size_t batch, size_t n, size_t d, size_t first_pos,
-                                         double *x);
+                                                double *x);
 
 /* Token embeddings: out row t = table row tokens[t] (no scaling).
  *   table: (V, D); tokens: (count) in [0, V) (LA_EINVAL otherwise, out untouched);
  *   out: (count, D). */
 LA_API la_status la_embed_f32(size_t vocab, size_t d, const float *table, size_t count,
-                       const int64_t *tokens, float *out);
+                              const int64_t *tokens, float *out);
 LA_API la_status la_embed_f64(size_t vocab, size_t d, const double *table, size_t count,
-                       const int64_t *tokens, double *out);
+                              const int64_t *tokens, double *out);
 
 /* ---------------------------------------------------------------- Accounting */
 
@@ -809,7 +808,7 @@ typedef struct {
 /* Returns LA_OK, LA_EINVAL (bad config, zero B, N or M, bad dtype), or what
  * la_attention_cost returns. */
 LA_API la_status la_layer_cost_model(const la_layer_config *c, int decoder, size_t batch, size_t n,
-                              size_t m, int causal, la_dtype dtype, la_layer_cost *out);
+                                     size_t m, int causal, la_dtype dtype, la_layer_cost *out);
 
 #ifdef __cplusplus
 }

@@ -20,13 +20,16 @@ uint64_t tu_init(const char *program)
         run_seed = ((uint64_t)ts.tv_sec * 1000003u) ^ (uint64_t)ts.tv_nsec;
         run_seed %= 1000000000000ull;
     }
-    printf("%s: seed %llu (replay with LA_TEST_SEED=%llu)\n", program,
-           (unsigned long long)run_seed, (unsigned long long)run_seed);
+    printf("%s: seed %llu (replay with LA_TEST_SEED=%llu)\n", program, (unsigned long long)run_seed,
+           (unsigned long long)run_seed);
     fflush(stdout);
     return run_seed;
 }
 
-uint64_t tu_seed(void) { return run_seed; }
+uint64_t tu_seed(void)
+{
+    return run_seed;
+}
 
 uint64_t tu_next(tu_rng *r)
 {
@@ -39,12 +42,16 @@ uint64_t tu_next(tu_rng *r)
 tu_rng tu_rng_for(const char *label)
 {
     tu_rng r = {run_seed};
-    for (const char *c = label; *c; c++) r.s = (r.s ^ (uint64_t)(unsigned char)*c) * 0x100000001b3ull;
+    for (const char *c = label; *c; c++)
+        r.s = (r.s ^ (uint64_t)(unsigned char)*c) * 0x100000001b3ull;
     tu_next(&r);
     return r;
 }
 
-double tu_uniform(tu_rng *r) { return (double)(tu_next(r) >> 11) * 0x1.0p-53; }
+double tu_uniform(tu_rng *r)
+{
+    return (double)(tu_next(r) >> 11) * 0x1.0p-53;
+}
 
 double tu_normal(tu_rng *r)
 {
@@ -55,7 +62,8 @@ double tu_normal(tu_rng *r)
 
 void tu_fill_normal(tu_rng *r, double *x, size_t n, double sigma)
 {
-    for (size_t i = 0; i < n; i++) x[i] = sigma * tu_normal(r);
+    for (size_t i = 0; i < n; i++)
+        x[i] = sigma * tu_normal(r);
 }
 
 void *tu_alloc(size_t bytes)
@@ -64,15 +72,23 @@ void *tu_alloc(size_t bytes)
     if (!p) fail_msg("out of memory allocating %zu bytes", bytes);
     return p;
 }
-double *tu_f64(size_t n) { return tu_alloc(n * sizeof(double)); }
-float *tu_f32(size_t n) { return tu_alloc(n * sizeof(float)); }
+double *tu_f64(size_t n)
+{
+    return tu_alloc(n * sizeof(double));
+}
+float *tu_f32(size_t n)
+{
+    return tu_alloc(n * sizeof(float));
+}
 void tu_to_f32(const double *x, float *out, size_t n)
 {
-    for (size_t i = 0; i < n; i++) out[i] = (float)x[i];
+    for (size_t i = 0; i < n; i++)
+        out[i] = (float)x[i];
 }
 void tu_to_f64(const float *x, double *out, size_t n)
 {
-    for (size_t i = 0; i < n; i++) out[i] = x[i];
+    for (size_t i = 0; i < n; i++)
+        out[i] = x[i];
 }
 
 static double rel_error(const void *y, int is_f32, const double *ref, size_t n, size_t *worst)

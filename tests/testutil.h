@@ -20,11 +20,13 @@ uint64_t tu_seed(void);
 
 /* A small deterministic generator (splitmix64) per test, derived from the run's seed and
  * a label, so each test's inputs do not depend on which tests ran before it. */
-typedef struct { uint64_t s; } tu_rng;
+typedef struct {
+    uint64_t s;
+} tu_rng;
 tu_rng tu_rng_for(const char *label);
 uint64_t tu_next(tu_rng *r);
-double tu_uniform(tu_rng *r);            /* [0, 1) */
-double tu_normal(tu_rng *r);             /* N(0, 1) */
+double tu_uniform(tu_rng *r); /* [0, 1) */
+double tu_normal(tu_rng *r);  /* N(0, 1) */
 void tu_fill_normal(tu_rng *r, double *x, size_t n, double sigma);
 
 /* Allocation that fails the test instead of returning NULL. */
@@ -42,19 +44,19 @@ double tu_rel_error_f32(const float *y, const double *ref, size_t n, size_t *wor
 
 /* Fails the test, printing the context, the error, the worst element and the seed,
  * unless tu_rel_error < tol. */
-#define tu_assert_close_f64(y, ref, n, tol, ...)                                           \
-    do {                                                                                   \
-        size_t w_;                                                                         \
-        double e_ = tu_rel_error_f64((y), (ref), (n), &w_);                                \
-        tu_check_close(e_, (tol), (double)(y)[w_], (ref)[w_], w_, __FILE__, __LINE__,      \
-                       __VA_ARGS__);                                                       \
+#define tu_assert_close_f64(y, ref, n, tol, ...)                                                   \
+    do {                                                                                           \
+        size_t w_;                                                                                 \
+        double e_ = tu_rel_error_f64((y), (ref), (n), &w_);                                        \
+        tu_check_close(e_, (tol), (double)(y)[w_], (ref)[w_], w_, __FILE__, __LINE__,              \
+                       __VA_ARGS__);                                                               \
     } while (0)
-#define tu_assert_close_f32(y, ref, n, tol, ...)                                           \
-    do {                                                                                   \
-        size_t w_;                                                                         \
-        double e_ = tu_rel_error_f32((y), (ref), (n), &w_);                                \
-        tu_check_close(e_, (tol), (double)(y)[w_], (ref)[w_], w_, __FILE__, __LINE__,      \
-                       __VA_ARGS__);                                                       \
+#define tu_assert_close_f32(y, ref, n, tol, ...)                                                   \
+    do {                                                                                           \
+        size_t w_;                                                                                 \
+        double e_ = tu_rel_error_f32((y), (ref), (n), &w_);                                        \
+        tu_check_close(e_, (tol), (double)(y)[w_], (ref)[w_], w_, __FILE__, __LINE__,              \
+                       __VA_ARGS__);                                                               \
     } while (0)
 void tu_check_close(double err, double tol, double y_worst, double ref_worst, size_t worst,
                     const char *file, int line, const char *fmt, ...);

@@ -7,11 +7,13 @@
 
 /* The cost functions of the registry rows (la_cost_fn), each beside its kernel: the
  * FLOP fields and workspace_bytes of one call on a checked problem. */
-la_status la_softmax_cost(const la_problem *p, la_dtype dtype, la_cost *out);              /* softmax.c */
-la_status la_softmax_materialized_cost(const la_problem *p, la_dtype dtype, la_cost *out); /* softmax.c */
-la_status la_hard_cost(const la_problem *p, la_dtype dtype, la_cost *out);                 /* softmax.c */
-la_status la_linear_cost(const la_problem *p, la_dtype dtype, la_cost *out);               /* linear.c */
-la_status la_linear_recurrent_cost(const la_problem *p, la_dtype dtype, la_cost *out);     /* linear.c */
+la_status la_softmax_cost(const la_problem *p, la_dtype dtype, la_cost *out); /* softmax.c */
+la_status la_softmax_materialized_cost(const la_problem *p, la_dtype dtype,
+                                       la_cost *out);                        /* softmax.c */
+la_status la_hard_cost(const la_problem *p, la_dtype dtype, la_cost *out);   /* softmax.c */
+la_status la_linear_cost(const la_problem *p, la_dtype dtype, la_cost *out); /* linear.c */
+la_status la_linear_recurrent_cost(const la_problem *p, la_dtype dtype,
+                                   la_cost *out); /* linear.c */
 
 /* The FLOPs of one head of batch entry b, in the flops_* fields of *head (zeroed
  * before the call). */

@@ -8,12 +8,12 @@
  * half the time; φ(Q) and φ(K) then cost more than all the GEMMs of non-causal linear
  * attention at d = 64. On AVX-512 CPUs elu1_avx512 below computes it in float32 on 16
  * lanes (within one ulp of expf on the tests' sweep). The portable float path computes
- * exp in double precision with the branch-free polynomial of vexp.h, which the compiler vectorises, and rounds once to
- * float: relative error of the double result about 1.4e-16, so the float result is the correctly
- * rounded exp(x) except when exp(x) lies within ~1e-16 of a rounding boundary (then it may be one
- * ulp off) — the same as glibc's expf, which is correctly rounded up to 0.502 ulp. Subnormal
- * results come out right (the double is normal, the one rounding to float makes the subnormal), and
- * exp(x) is 0 only where expf is (x below ≈ -103.97). */
+ * exp in double precision with the branch-free polynomial of vexp.h, which the compiler vectorises,
+ * and rounds once to float: relative error of the double result about 1.4e-16, so the float result
+ * is the correctly rounded exp(x) except when exp(x) lies within ~1e-16 of a rounding boundary
+ * (then it may be one ulp off) — the same as glibc's expf, which is correctly rounded up to 0.502
+ * ulp. Subnormal results come out right (the double is normal, the one rounding to float makes the
+ * subnormal), and exp(x) is 0 only where expf is (x below ≈ -103.97). */
 #include "attention/linear_internal.h"
 #include "cpu/simd_avx512.h"
 #include "cpu/vexp.h"

@@ -103,11 +103,14 @@ static void prefetch_rows(const void *x, size_t bytes)
         __builtin_prefetch((const char *)x + off, 0, 3);
 }
 
+/* The order of these includes is the instantiation (core/real_f32.h). */
+/* clang-format off */
 #include "core/real_f32.h"
 #include "attention/linear_tmpl.h"
 #include "core/real_f64.h"
 #include "attention/linear_tmpl.h"
 #include "core/real_undef.h"
+/* clang-format on */
 
 /* ---------------------------------------------------------------- the public kernels */
 
@@ -123,14 +126,14 @@ la_status la_linear_attention_f64(const la_problem *p, const double *q, const do
     return linear_attention_f64(p, q, k, v, out);
 }
 
-la_status la_linear_attention_recurrent_f32(const la_problem *p, const float *q,
-                                            const float *k, const float *v, float *out)
+la_status la_linear_attention_recurrent_f32(const la_problem *p, const float *q, const float *k,
+                                            const float *v, float *out)
 {
     return linear_attention_recurrent_f32(p, q, k, v, out);
 }
 
-la_status la_linear_attention_recurrent_f64(const la_problem *p, const double *q,
-                                            const double *k, const double *v, double *out)
+la_status la_linear_attention_recurrent_f64(const la_problem *p, const double *q, const double *k,
+                                            const double *v, double *out)
 {
     return linear_attention_recurrent_f64(p, q, k, v, out);
 }

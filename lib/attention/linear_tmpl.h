@@ -38,8 +38,8 @@ REAL FN(la_dot)(const REAL *x, const REAL *y, size_t n)
  * with the updated S and z. Row a of S is updated and at once added into y, so S is
  * read once per token (the same values and order as updating first, then reading). */
 void FN(la_linear_step_head)(REAL *restrict S, REAL *restrict z, const REAL *restrict phi_k,
-                              const REAL *restrict v, const REAL *restrict phi_q, REAL eps, REAL *restrict y,
-                              size_t d_k, size_t d_v)
+                             const REAL *restrict v, const REAL *restrict phi_q, REAL eps,
+                             REAL *restrict y, size_t d_k, size_t d_v)
 {
     for (size_t c = 0; c < d_v; c++)
         y[c] = 0;
@@ -63,8 +63,9 @@ void FN(la_linear_step_head)(REAL *restrict S, REAL *restrict z, const REAL *res
 }
 
 /* y (d_v) = φqᵀ S / (φqᵀ z + eps), S (d_k, d_v), z and φq (d_k). */
-void FN(la_linear_read_query)(const REAL *restrict S, const REAL *restrict z, const REAL *restrict phi_q,
-                               REAL eps, REAL *restrict y, size_t d_k, size_t d_v)
+void FN(la_linear_read_query)(const REAL *restrict S, const REAL *restrict z,
+                              const REAL *restrict phi_q, REAL eps, REAL *restrict y, size_t d_k,
+                              size_t d_v)
 {
     /* numerator: y = Σ_a φq[a] · S[a, :] */
     for (size_t c = 0; c < d_v; c++)
@@ -85,7 +86,7 @@ void FN(la_linear_read_query)(const REAL *restrict S, const REAL *restrict z, co
 
 /* The scratch layout of one call (linear_layout_for), allocated: one block of REAL. */
 static la_status FN(workspace_alloc)(const la_problem *p, la_kernel kernel, linear_layout *lay,
-                                      REAL **work)
+                                     REAL **work)
 {
     la_status st = linear_layout_for(p, kernel, (size_t)la_threads(), lay);
     if (st != LA_OK) return st;
@@ -100,8 +101,8 @@ static la_status FN(workspace_alloc)(const la_problem *p, la_kernel kernel, line
  * summed straight into the head's [S z] for the first piece, into the thread's partial
  * for a later one (kv_piece_add adds it, in piece order). `mine`: the thread's scratch,
  * a φ block of `rows` rows, a block's z, the partial. */
-static void FN(kv_piece)(const la_problem *p, const REAL *k, const REAL *v, REAL *states, size_t task,
-                          size_t pieces, size_t rows, size_t kb, REAL *mine)
+static void FN(kv_piece)(const la_problem *p, const REAL *k, const REAL *v, REAL *states,
+                         size_t task, size_t pieces, size_t rows, size_t kb, REAL *mine)
 {
     const size_t M = p->n_keys, dk = p->d_k, dv = p->d_v, state_size = dk * (dv + 1);
     const size_t hd = task / pieces, j_begin = (task % pieces) * LA_LINEAR_KEY_PIECE;
@@ -142,7 +143,7 @@ static void FN(kv_piece)(const la_problem *p, const REAL *k, const REAL *v, REAL
 
 /* [S z] of the head += the partial of a later piece with keys (in piece order). */
 static void FN(kv_piece_add)(const la_problem *p, REAL *states, size_t task, size_t pieces,
-                              const REAL *mine, size_t rows)
+                             const REAL *mine, size_t rows)
 {
     const size_t dk = p->d_k, state_size = dk * (p->d_v + 1);
     const size_t hd = task / pieces, j_begin = (task % pieces) * LA_LINEAR_KEY_PIECE;
@@ -159,7 +160,7 @@ static void FN(kv_piece_add)(const la_problem *p, REAL *states, size_t task, siz
  * task / q_blocks, out_blk = φ(Q_blk) S / (φ(Q_blk) z + eps), zero rows when the head
  * sees no key; asks for task `next`'s queries meanwhile. `phi_q`: the thread's φ block. */
 static void FN(apply_block)(const la_problem *p, const REAL *q, const REAL *states, REAL *out,
-                             size_t task, size_t q_blocks, size_t qb, size_t next, REAL *phi_q)
+                            size_t task, size_t q_blocks, size_t qb, size_t next, REAL *phi_q)
 {
     const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v;
     const size_t hd = task / q_blocks, i0 = (task % q_blocks) * qb;
@@ -208,8 +209,8 @@ static void FN(apply_block)(const la_problem *p, const REAL *q, const REAL *stat
  *   out_blk = φ(Q_blk) S / (φ(Q_blk) z + eps), zero rows when the head sees no key.
  * Scratch: S and z of every head, plus per thread one φ block, a partial z and a
  * partial [S z]. */
-static la_status FN(linear_noncausal)(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
-                                       REAL *out)
+static la_status FN(linear_noncausal)(const la_problem *p, const REAL *q, const REAL *k,
+                                      const REAL *v, REAL *out)
 {
     const size_t N = p->n_queries, M = p->n_keys;
     const size_t heads = p->batch * p->heads;
@@ -238,8 +239,9 @@ static la_status FN(linear_noncausal)(const la_problem *p, const REAL *q, const 
             }
             for (size_t b = 0; b < q_blocks; b++) {
                 const size_t task = hd * q_blocks + b;
-                FN(apply_block)(p, q, states, out, task, q_blocks, qb,
-                                 b + 1 < q_blocks ? task + 1 : SIZE_MAX, mine);
+                FN(apply_block)
+                (p, q, states, out, task, q_blocks, qb, b + 1 < q_blocks ? task + 1 : SIZE_MAX,
+                 mine);
             }
         }
     } else {
@@ -255,8 +257,8 @@ static la_status FN(linear_noncausal)(const la_problem *p, const REAL *q, const 
 #pragma omp parallel for schedule(dynamic) num_threads((int)threads)
         for (size_t task = 0; task < tasks; task++) {
             REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
-            FN(apply_block)(p, q, states, out, task, q_blocks, qb,
-                             task + 1 < tasks ? task + 1 : SIZE_MAX, mine);
+            FN(apply_block)
+            (p, q, states, out, task, q_blocks, qb, task + 1 < tasks ? task + 1 : SIZE_MAX, mine);
         }
     }
     free(work);
@@ -283,8 +285,8 @@ typedef struct {
 /* Step 1, in any order: φ(Q_c), φKᵀ, A (masked) and the chunk's ΔS_c, Δz_c, in the
  * thread's scratch `mine`; asks for task `next`'s inputs (the thread's likely next
  * task) to be fetched meanwhile. */
-static void FN(chunk_prepare)(const FN(chunk_job) *j, size_t task, size_t next, REAL *mine,
-                               FN(chunk_task) *t)
+static void FN(chunk_prepare)(const FN(chunk_job) * j, size_t task, size_t next, REAL *mine,
+                              FN(chunk_task) * t)
 {
     const size_t N = j->N, M = j->M, dk = j->dk, dv = j->dv, C = j->C;
     const ptrdiff_t ldk = (ptrdiff_t)dk, ldc = (ptrdiff_t)C, ldv = (ptrdiff_t)dv;
@@ -352,7 +354,7 @@ static void FN(chunk_prepare)(const FN(chunk_job) *j, size_t task, size_t next, 
 
 /* Step 2, in chunk order within the head: S_c, z_c from the head's carried state, then
  * the carried state becomes S_{c+1}, z_{c+1}. */
-static void FN(chunk_advance)(const FN(chunk_job) *j, const FN(chunk_task) *t)
+static void FN(chunk_advance)(const FN(chunk_job) * j, const FN(chunk_task) * t)
 {
     REAL *carry = j->carried + t->hd * j->state_size;
     const size_t n = j->state_size;
@@ -372,7 +374,7 @@ static void FN(chunk_advance)(const FN(chunk_job) *j, const FN(chunk_task) *t)
 }
 
 /* Step 3, in any order: the chunk's outputs from S_c, z_c and A. */
-static void FN(chunk_finish)(const FN(chunk_job) *j, const FN(chunk_task) *t)
+static void FN(chunk_finish)(const FN(chunk_job) * j, const FN(chunk_task) * t)
 {
     const size_t dk = j->dk, dv = j->dv, C = j->C, nq = t->nq, nk = t->nk, c0 = t->c0;
     const ptrdiff_t ldk = (ptrdiff_t)dk, ldc = (ptrdiff_t)C, ldv = (ptrdiff_t)dv;
@@ -427,8 +429,8 @@ static void FN(chunk_finish)(const FN(chunk_job) *j, const FN(chunk_task) *t)
  * The carried state is one per head (bounded scratch, no per-chunk states kept).
  * Scratch: the carried [S z] of every head; per thread φ(Q_c) C·d_k, A C·C, φ(K_c)
  * C·d_k and φKᵀ d_k·C, S_c and z_c d_k(d_v + 1), ΔS_c and Δz_c d_k(d_v + 1). */
-static la_status FN(linear_chunked)(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
-                                     REAL *out)
+static la_status FN(linear_chunked)(const la_problem *p, const REAL *q, const REAL *k,
+                                    const REAL *v, REAL *out)
 {
     const size_t N = p->n_queries, heads = p->batch * p->heads;
     const size_t C = p->chunk < N ? p->chunk : N, n_chunks = (N + C - 1) / C;
@@ -437,9 +439,21 @@ static la_status FN(linear_chunked)(const la_problem *p, const REAL *q, const RE
     la_status st = FN(workspace_alloc)(p, LA_KERNEL_LINEAR, &lay, &work);
     if (st != LA_OK) return st;
     const size_t threads = lay.threads, per_thread = lay.per_thread;
-    const FN(chunk_job) job = {
-        p, q, k, v, out, N, p->n_keys, p->d_k, p->d_v, C, n_chunks, heads * n_chunks,
-        p->d_k * (p->d_v + 1), work, (REAL)p->eps};
+    const FN(chunk_job) job = {p,
+                               q,
+                               k,
+                               v,
+                               out,
+                               N,
+                               p->n_keys,
+                               p->d_k,
+                               p->d_v,
+                               C,
+                               n_chunks,
+                               heads * n_chunks,
+                               p->d_k * (p->d_v + 1),
+                               work,
+                               (REAL)p->eps};
     REAL *scratch = work + lay.shared;
 
     if (heads % threads == 0) {
@@ -475,8 +489,7 @@ static la_status FN(linear_attention)(const la_problem *p, const REAL *q, const 
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!q || !k || !v || !out) return LA_EINVAL;
-    return p->causal ? FN(linear_chunked)(p, q, k, v, out)
-                     : FN(linear_noncausal)(p, q, k, v, out);
+    return p->causal ? FN(linear_chunked)(p, q, k, v, out) : FN(linear_noncausal)(p, q, k, v, out);
 }
 
 /* Causal linear attention, recurrent form, per head (b, h), token by token:
@@ -485,8 +498,8 @@ static la_status FN(linear_attention)(const la_problem *p, const REAL *q, const 
  * runs la_linear_step_head_*, the function la_linear_step_* runs, so stepping the step
  * API through a sequence reproduces this bit for bit.
  * Scratch per thread: S, z, φ(q_t), φ(k_t). */
-static la_status FN(linear_attention_recurrent)(const la_problem *p, const REAL *q,
-                                                const REAL *k, const REAL *v, REAL *out)
+static la_status FN(linear_attention_recurrent)(const la_problem *p, const REAL *q, const REAL *k,
+                                                const REAL *v, REAL *out)
 {
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;

@@ -11,8 +11,10 @@ void la_ref_feature_map(la_feature_map fm, const double *x, double *out, size_t 
 {
     for (size_t i = 0; i < n; i++) {
         double xi = x[i];
-        if (fm == LA_FEATURE_RELU) out[i] = xi > 0 ? xi : 0;
-        else out[i] = xi >= 0 ? xi + 1 : exp(xi); /* elu(x) + 1 without cancellation */
+        if (fm == LA_FEATURE_RELU)
+            out[i] = xi > 0 ? xi : 0;
+        else
+            out[i] = xi >= 0 ? xi + 1 : exp(xi); /* elu(x) + 1 without cancellation */
     }
 }
 
@@ -78,7 +80,8 @@ la_status la_ref_softmax_attention(const la_problem *p, const double *q, const d
                 double max = -INFINITY;
                 for (size_t j = 0; j < visible; j++) {
                     double s = 0;
-                    for (size_t c = 0; c < dk; c++) s += qh[i * dk + c] * kh[j * dk + c];
+                    for (size_t c = 0; c < dk; c++)
+                        s += qh[i * dk + c] * kh[j * dk + c];
                     row[j] = s * p->scale;
                     if (row[j] > max) max = row[j];
                 }
@@ -88,11 +91,13 @@ la_status la_ref_softmax_attention(const la_problem *p, const double *q, const d
                     row[j] = exp(row[j] - max);
                     sum += row[j];
                 }
-                for (size_t j = 0; j < visible; j++) row[j] /= sum;
+                for (size_t j = 0; j < visible; j++)
+                    row[j] /= sum;
                 /* out = P v (a query that sees nothing gets zeros) */
                 for (size_t c = 0; c < dv; c++) {
                     double acc = 0;
-                    for (size_t j = 0; j < visible; j++) acc += row[j] * vh[j * dv + c];
+                    for (size_t j = 0; j < visible; j++)
+                        acc += row[j] * vh[j * dv + c];
                     oh[i * dv + c] = acc;
                 }
             }
@@ -120,7 +125,8 @@ la_status la_ref_hard_attention(const la_problem *p, const double *q, const doub
                 double best_score = -INFINITY;
                 for (size_t j = 0; j < visible; j++) {
                     double s = 0;
-                    for (size_t c = 0; c < dk; c++) s += qh[i * dk + c] * kh[j * dk + c];
+                    for (size_t c = 0; c < dk; c++)
+                        s += qh[i * dk + c] * kh[j * dk + c];
                     s *= p->scale;
                     if (j == 0 || s > best_score) { /* strict: ties keep the lowest j */
                         best_score = s;
@@ -181,10 +187,12 @@ la_status la_ref_linear_attention(const la_problem *p, const double *q, const do
                 const double *S = prefix_S + visible * dk * dv, *z = prefix_z + visible * dk;
                 const double *fq = phi_q + i * dk;
                 double den = 0;
-                for (size_t a = 0; a < dk; a++) den += fq[a] * z[a];
+                for (size_t a = 0; a < dk; a++)
+                    den += fq[a] * z[a];
                 for (size_t c = 0; c < dv; c++) {
                     double num = 0;
-                    for (size_t a = 0; a < dk; a++) num += fq[a] * S[a * dv + c];
+                    for (size_t a = 0; a < dk; a++)
+                        num += fq[a] * S[a * dv + c];
                     oh[i * dv + c] = visible > 0 ? num / (den + p->eps) : 0.0;
                 }
             }

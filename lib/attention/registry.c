@@ -12,66 +12,75 @@
 #include <string.h>
 
 static const la_kernel_info registry[LA_KERNEL_COUNT] = {
-    [LA_KERNEL_SOFTMAX] = {
-        .kernel = LA_KERNEL_SOFTMAX,
-        .name = "softmax",
-        .summary = "softmax(Q Kᵀ·scale) V, fused: online softmax over key blocks, never the N×M scores",
-        .series = {"softmax", "softmax_causal"},
-        .causal = LA_CAUSAL_ALLOWED,
-        .params = LA_PARAM_SCALE,
-        .forward_f32 = la_softmax_attention_f32,
-        .forward_f64 = la_softmax_attention_f64,
-        .reference = la_ref_softmax_attention,
-        .cost = la_softmax_cost,
-    },
-    [LA_KERNEL_SOFTMAX_MATERIALIZED] = {
-        .kernel = LA_KERNEL_SOFTMAX_MATERIALIZED,
-        .name = "softmax_materialized",
-        .summary = "softmax(Q Kᵀ·scale) V, materialising: the N×M scores, their softmax, then ·V",
-        .series = {"softmax_materialized", "softmax_materialized_causal"},
-        .causal = LA_CAUSAL_ALLOWED,
-        .params = LA_PARAM_SCALE,
-        .forward_f32 = la_softmax_attention_materialized_f32,
-        .forward_f64 = la_softmax_attention_materialized_f64,
-        .reference = la_ref_softmax_attention,
-        .cost = la_softmax_materialized_cost,
-    },
-    [LA_KERNEL_HARD] = {
-        .kernel = LA_KERNEL_HARD,
-        .name = "hard",
-        .summary = "hard: the V row of the best-scoring visible key (ties: the lowest)",
-        .series = {"hard", "hard_causal"},
-        .causal = LA_CAUSAL_ALLOWED,
-        .params = LA_PARAM_SCALE,
-        .forward_f32 = la_hard_attention_f32,
-        .forward_f64 = la_hard_attention_f64,
-        .reference = la_ref_hard_attention,
-        .cost = la_hard_cost,
-    },
-    [LA_KERNEL_LINEAR] = {
-        .kernel = LA_KERNEL_LINEAR,
-        .name = "linear",
-        .summary = "linear, φ(q)ᵀS / (φ(q)ᵀz + eps) (Katharopoulos et al. 2020): S = φ(K)ᵀV once per head; causal: in chunks, carrying S and z",
-        .series = {"linear", "linear_causal_chunked"},
-        .causal = LA_CAUSAL_ALLOWED,
-        .params = LA_PARAM_FEATURE_MAP | LA_PARAM_EPS | LA_PARAM_CHUNK,
-        .forward_f32 = la_linear_attention_f32,
-        .forward_f64 = la_linear_attention_f64,
-        .reference = la_ref_linear_attention,
-        .cost = la_linear_cost,
-    },
-    [LA_KERNEL_LINEAR_RECURRENT] = {
-        .kernel = LA_KERNEL_LINEAR_RECURRENT,
-        .name = "linear_recurrent",
-        .summary = "linear, causal, token by token: S and z updated per token, as the step API does",
-        .series = {NULL, "linear_causal_recurrent"},
-        .causal = LA_CAUSAL_REQUIRED,
-        .params = LA_PARAM_FEATURE_MAP | LA_PARAM_EPS,
-        .forward_f32 = la_linear_attention_recurrent_f32,
-        .forward_f64 = la_linear_attention_recurrent_f64,
-        .reference = la_ref_linear_attention,
-        .cost = la_linear_recurrent_cost,
-    },
+    [LA_KERNEL_SOFTMAX] =
+        {
+            .kernel = LA_KERNEL_SOFTMAX,
+            .name = "softmax",
+            .summary = "softmax(Q Kᵀ·scale) V, fused: online softmax over key blocks, never the "
+                       "N×M scores",
+            .series = {"softmax", "softmax_causal"},
+            .causal = LA_CAUSAL_ALLOWED,
+            .params = LA_PARAM_SCALE,
+            .forward_f32 = la_softmax_attention_f32,
+            .forward_f64 = la_softmax_attention_f64,
+            .reference = la_ref_softmax_attention,
+            .cost = la_softmax_cost,
+        },
+    [LA_KERNEL_SOFTMAX_MATERIALIZED] =
+        {
+            .kernel = LA_KERNEL_SOFTMAX_MATERIALIZED,
+            .name = "softmax_materialized",
+            .summary =
+                "softmax(Q Kᵀ·scale) V, materialising: the N×M scores, their softmax, then ·V",
+            .series = {"softmax_materialized", "softmax_materialized_causal"},
+            .causal = LA_CAUSAL_ALLOWED,
+            .params = LA_PARAM_SCALE,
+            .forward_f32 = la_softmax_attention_materialized_f32,
+            .forward_f64 = la_softmax_attention_materialized_f64,
+            .reference = la_ref_softmax_attention,
+            .cost = la_softmax_materialized_cost,
+        },
+    [LA_KERNEL_HARD] =
+        {
+            .kernel = LA_KERNEL_HARD,
+            .name = "hard",
+            .summary = "hard: the V row of the best-scoring visible key (ties: the lowest)",
+            .series = {"hard", "hard_causal"},
+            .causal = LA_CAUSAL_ALLOWED,
+            .params = LA_PARAM_SCALE,
+            .forward_f32 = la_hard_attention_f32,
+            .forward_f64 = la_hard_attention_f64,
+            .reference = la_ref_hard_attention,
+            .cost = la_hard_cost,
+        },
+    [LA_KERNEL_LINEAR] =
+        {
+            .kernel = LA_KERNEL_LINEAR,
+            .name = "linear",
+            .summary = "linear, φ(q)ᵀS / (φ(q)ᵀz + eps) (Katharopoulos et al. 2020): S = φ(K)ᵀV "
+                       "once per head; causal: in chunks, carrying S and z",
+            .series = {"linear", "linear_causal_chunked"},
+            .causal = LA_CAUSAL_ALLOWED,
+            .params = LA_PARAM_FEATURE_MAP | LA_PARAM_EPS | LA_PARAM_CHUNK,
+            .forward_f32 = la_linear_attention_f32,
+            .forward_f64 = la_linear_attention_f64,
+            .reference = la_ref_linear_attention,
+            .cost = la_linear_cost,
+        },
+    [LA_KERNEL_LINEAR_RECURRENT] =
+        {
+            .kernel = LA_KERNEL_LINEAR_RECURRENT,
+            .name = "linear_recurrent",
+            .summary =
+                "linear, causal, token by token: S and z updated per token, as the step API does",
+            .series = {NULL, "linear_causal_recurrent"},
+            .causal = LA_CAUSAL_REQUIRED,
+            .params = LA_PARAM_FEATURE_MAP | LA_PARAM_EPS,
+            .forward_f32 = la_linear_attention_recurrent_f32,
+            .forward_f64 = la_linear_attention_recurrent_f64,
+            .reference = la_ref_linear_attention,
+            .cost = la_linear_recurrent_cost,
+        },
 };
 
 const la_kernel_info *la_kernel_get(la_kernel kernel)
@@ -160,8 +169,8 @@ la_status la_attention_f64(la_kernel kernel, const la_problem *p, const double *
     return info ? info->forward_f64(p, q, k, v, out) : LA_EINVAL;
 }
 
-la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *q,
-                           const double *k, const double *v, double *out)
+la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *q, const double *k,
+                           const double *v, double *out)
 {
     const la_kernel_info *info = row_for(kernel, p);
     return info ? info->reference(p, q, k, v, out) : LA_EINVAL;

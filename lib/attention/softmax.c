@@ -62,11 +62,14 @@ static bool scale_fits(double scale, size_t elem_size)
     return elem_size == sizeof(double) || fabs(scale) <= FLT_MAX;
 }
 
+/* The order of these includes is the instantiation (core/real_f32.h). */
+/* clang-format off */
 #include "core/real_f32.h"
 #include "attention/softmax_tmpl.h"
 #include "core/real_f64.h"
 #include "attention/softmax_tmpl.h"
 #include "core/real_undef.h"
+/* clang-format on */
 
 /* ---------------------------------------------------------------- the public kernels */
 
@@ -82,8 +85,8 @@ la_status la_softmax_attention_f64(const la_problem *p, const double *q, const d
     return softmax_attention_f64(p, q, k, v, out);
 }
 
-la_status la_softmax_attention_materialized_f32(const la_problem *p, const float *q,
-                                                const float *k, const float *v, float *out)
+la_status la_softmax_attention_materialized_f32(const la_problem *p, const float *q, const float *k,
+                                                const float *v, float *out)
 {
     return softmax_attention_materialized_f32(p, q, k, v, out);
 }
@@ -94,8 +97,8 @@ la_status la_softmax_attention_materialized_f64(const la_problem *p, const doubl
     return softmax_attention_materialized_f64(p, q, k, v, out);
 }
 
-la_status la_hard_attention_f32(const la_problem *p, const float *q, const float *k,
-                                const float *v, float *out)
+la_status la_hard_attention_f32(const la_problem *p, const float *q, const float *k, const float *v,
+                                float *out)
 {
     return hard_attention_f32(p, q, k, v, out);
 }
@@ -165,8 +168,7 @@ la_status la_softmax_materialized_cost(const la_problem *p, la_dtype dtype, la_c
 {
     la_cost_sum_heads(p, softmax_head_flops, out);
     /* one N×M score matrix, reused head after head */
-    out->workspace_bytes =
-        (double)p->n_queries * (double)p->n_keys * (double)la_dtype_size(dtype);
+    out->workspace_bytes = (double)p->n_queries * (double)p->n_keys * (double)la_dtype_size(dtype);
     return LA_OK;
 }
 

@@ -154,7 +154,8 @@ LA_AVX512 static inline float dot_ps(const float *x, const float *y, size_t n)
         acc = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), acc);
     if (i < n) {
         const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i), acc);
+        acc =
+            _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i), acc);
     }
     return _mm512_reduce_add_ps(acc);
 }
@@ -163,8 +164,7 @@ LA_AVX512 static inline float dot_ps(const float *x, const float *y, size_t n)
  *   q: (d_k), kh: (M, d_k), vh: (M, d_v), o: (d_v) row-major; st: KB floats of
  *   scratch, acc: d_v floats of scratch (64-byte aligned). */
 LA_AVX512 static void narrow_row(const la_problem *p, size_t visible, const float *q,
-                                 const float *kh, const float *vh, float *o, float *st,
-                                 float *acc)
+                                 const float *kh, const float *vh, float *o, float *st, float *acc)
 {
     const size_t dk = p->d_k, dv = p->d_v;
     const float scale2 = (float)(p->scale * 1.4426950408889634);
@@ -236,8 +236,8 @@ size_t la_fused_simd_scratch_bytes(const la_problem *p)
  * Lanes past `rows` compute on zero queries over the same keys as the last row and
  * are never stored. */
 LA_AVX512 void la_fused_simd_block(const la_problem *p, size_t b, const float *qh, const float *kh,
-                                const float *vh, float *oh, size_t i0, size_t rows,
-                                float *scratch)
+                                   const float *vh, float *oh, size_t i0, size_t rows,
+                                   float *scratch)
 {
     const size_t dk = p->d_k, dv = p->d_v;
     float *qt = scratch, *st = qt + dk * QT, *ot = st + KB * QT;
@@ -266,7 +266,7 @@ LA_AVX512 void la_fused_simd_block(const la_problem *p, size_t b, const float *q
 
     const __m512 scale2 = _mm512_set1_ps((float)(p->scale * 1.4426950408889634));
     const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
-    __m512i vis[NV];      /* per lane: keys visible */
+    __m512i vis[NV];     /* per lane: keys visible */
     __m512 m[NV], l[NV]; /* per lane: running maximum (log2 units), running sum */
     for (int g = 0; g < NV; g++) {
         vis[g] = _mm512_loadu_si512(vis_lanes + 16 * g);

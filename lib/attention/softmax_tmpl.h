@@ -167,7 +167,8 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
 
     /* per thread: (bq) row sums or best keys (size_t, first for alignment), (bq) row
      * maxima or best scores, then s (bq × bk); each thread's slice starts on a cache line.
-     * The AVX-512 kernel's layout is its own. lib/attention/cost.c's workspace model mirrors both. */
+     * The AVX-512 kernel's layout is its own. lib/attention/cost.c's workspace model mirrors both.
+     */
     const size_t off_a = bq * sizeof(size_t);
     const size_t off_s = off_a + bq * sizeof(REAL);
     const size_t per_thread =
@@ -195,8 +196,8 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
         const size_t i0 = tk.q_block * q_block;
         const size_t rows = N - i0 < q_block ? N - i0 : q_block;
         if (simd)
-            la_fused_simd_block(p, tk.b, (const float *)qh, (const float *)kh,
-                                (const float *)vh, (float *)oh, i0, rows, (float *)mine);
+            la_fused_simd_block(p, tk.b, (const float *)qh, (const float *)kh, (const float *)vh,
+                                (float *)oh, i0, rows, (float *)mine);
         else if (kind == FN(RUN_FUSED))
             FN(fused_block)(p, tk.b, qh, kh, vh, oh, i0, rows, s, row_a, (REAL *)row_b);
         else

@@ -85,11 +85,14 @@ size_t la_linear_state_position(const la_linear_state *st)
     return st ? st->position : 0;
 }
 
+/* The order of these includes is the instantiation (core/real_f32.h). */
+/* clang-format off */
 #include "core/real_f32.h"
 #include "attention/state_tmpl.h"
 #include "core/real_f64.h"
 #include "attention/state_tmpl.h"
 #include "core/real_undef.h"
+/* clang-format on */
 
 la_status la_linear_step_f32(la_linear_state *st, const float *q_t, const float *k_t,
                              const float *v_t, float *y_t)

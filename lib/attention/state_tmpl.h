@@ -14,8 +14,9 @@ static la_status FN(linear_step)(la_linear_state *st, const REAL *q_t, const REA
     for (size_t h = 0; h < st->heads; h++) {
         FN(la_feature_map)(st->fm, k_t + h * dk, phi_k, dk);
         FN(la_feature_map)(st->fm, q_t + h * dk, phi_q, dk);
-        FN(la_linear_step_head)(S + h * dk * dv, z + h * dk, phi_k, v_t + h * dv, phi_q,
-                                (REAL)st->eps, y_t + h * dv, dk, dv);
+        FN(la_linear_step_head)
+        (S + h * dk * dv, z + h * dk, phi_k, v_t + h * dv, phi_q, (REAL)st->eps, y_t + h * dv, dk,
+         dv);
     }
     st->position++;
     return LA_OK;

@@ -29,4 +29,7 @@ int la_get_num_threads(void)
     return requested_threads > 0 ? requested_threads : default_threads();
 }
 
-int la_threads(void) { return la_get_num_threads(); }
+int la_threads(void)
+{
+    return la_get_num_threads();
+}

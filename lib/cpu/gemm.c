@@ -111,8 +111,8 @@ const char *la_blis_version(void)
  * BLAS user would call it, on the same kernels as la_gemm_f32. Inside an OpenMP parallel
  * region BLIS's region would be nested and run on one thread (or oversubscribe). */
 la_status la_blis_sgemm(int threads, size_t m, size_t n, size_t k, float alpha, const float *a,
-                        ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb,
-                        ptrdiff_t csb, float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc)
+                        ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb,
+                        float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc)
 {
     if (threads < 1 || (k > 0 && (!a || !b)) || !c) return LA_EINVAL;
     if (m == 0 || n == 0) return LA_OK;

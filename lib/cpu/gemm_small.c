@@ -81,7 +81,9 @@ LA_AVX512 static void gemm_small(size_t m, size_t n, size_t k, const float *a, p
     for (size_t j0 = 0; j0 < n; j0 += 32) {
         const size_t cols = n - j0 < 32 ? n - j0 : 32;
         const __mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
-        const __mmask16 m1 = cols <= 16 ? 0 : cols == 32 ? 0xffff : (__mmask16)((1u << (cols - 16)) - 1);
+        const __mmask16 m1 = cols <= 16   ? 0
+                             : cols == 32 ? 0xffff
+                                          : (__mmask16)((1u << (cols - 16)) - 1);
         size_t i = 0;
         for (; i + TILE_ROWS <= m; i += TILE_ROWS) {
             const float *ai = a + (ptrdiff_t)i * rsa;

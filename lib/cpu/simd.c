@@ -51,18 +51,18 @@ const char *la_simd_config(void)
 /* 12 independent chains of 16-lane FMAs, iters times: enough chains to cover the FMA
  * latency on every current x86 core, all in registers. Returns the value so the work
  * cannot be dropped. */
-#define LA_FMA12(x, y)                                                                          \
-    a0 = _mm512_fmadd_ps(a0, x, y), a1 = _mm512_fmadd_ps(a1, x, y),                              \
-    a2 = _mm512_fmadd_ps(a2, x, y), a3 = _mm512_fmadd_ps(a3, x, y),                              \
-    a4 = _mm512_fmadd_ps(a4, x, y), a5 = _mm512_fmadd_ps(a5, x, y),                              \
-    a6 = _mm512_fmadd_ps(a6, x, y), a7 = _mm512_fmadd_ps(a7, x, y),                              \
-    a8 = _mm512_fmadd_ps(a8, x, y), a9 = _mm512_fmadd_ps(a9, x, y),                              \
+#define LA_FMA12(x, y)                                                                             \
+    a0 = _mm512_fmadd_ps(a0, x, y), a1 = _mm512_fmadd_ps(a1, x, y),                                \
+    a2 = _mm512_fmadd_ps(a2, x, y), a3 = _mm512_fmadd_ps(a3, x, y),                                \
+    a4 = _mm512_fmadd_ps(a4, x, y), a5 = _mm512_fmadd_ps(a5, x, y),                                \
+    a6 = _mm512_fmadd_ps(a6, x, y), a7 = _mm512_fmadd_ps(a7, x, y),                                \
+    a8 = _mm512_fmadd_ps(a8, x, y), a9 = _mm512_fmadd_ps(a9, x, y),                                \
     a10 = _mm512_fmadd_ps(a10, x, y), a11 = _mm512_fmadd_ps(a11, x, y)
 LA_AVX512 static float fma_chains(long iters)
 {
     const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-6f);
-    __m512 a0 = x, a1 = y, a2 = x, a3 = y, a4 = x, a5 = y, a6 = x, a7 = y, a8 = x, a9 = y,
-           a10 = x, a11 = y;
+    __m512 a0 = x, a1 = y, a2 = x, a3 = y, a4 = x, a5 = y, a6 = x, a7 = y, a8 = x, a9 = y, a10 = x,
+           a11 = y;
     for (long t = 0; t < iters; t++)
         LA_FMA12(x, y);
     __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),

@@ -103,11 +103,14 @@ bool la_layer_scratch_elements(const la_layer_config *c, size_t batch, size_t n,
     return true;
 }
 
+/* The order of these includes is the instantiation (core/real_f32.h). */
+/* clang-format off */
 #include "core/real_f32.h"
 #include "layers/layers_tmpl.h"
 #include "core/real_f64.h"
 #include "layers/layers_tmpl.h"
 #include "core/real_undef.h"
+/* clang-format on */
 
 /* ---------------------------------------------------------------- the public functions */
 

@@ -10,8 +10,8 @@
  * a row-major weight matrix with row stride ldw (so Wᵀ is read through the strides
  * rsb = 1, csb = ldw), b (n_out) or NULL; y has row stride ldy.
  *   step 1: every row of y = b;  step 2: y += x Wᵀ (BLIS, one thread). */
-static void FN(project)(size_t rows, size_t n_in, size_t n_out, const REAL *x, size_t ldx, const REAL *w,
-                        size_t ldw, const REAL *b, REAL *y, size_t ldy)
+static void FN(project)(size_t rows, size_t n_in, size_t n_out, const REAL *x, size_t ldx,
+                        const REAL *w, size_t ldw, const REAL *b, REAL *y, size_t ldy)
 {
     for (size_t i = 0; i < rows; i++)
         for (size_t c = 0; c < n_out; c++)
@@ -24,8 +24,8 @@ static void FN(project)(size_t rows, size_t n_in, size_t n_out, const REAL *x, s
 /* out row = (x row − mean) · r · γ + β, r = 1/√(var + eps), biased variance; the mean
  * and variance accumulate in double.
  *   x, out: (rows, d) (out may equal x); gamma, beta: (d). */
-static la_status FN(layer_norm)(size_t rows, size_t d, const REAL *x, const REAL *gamma, const REAL *beta,
-                            double eps, REAL *out)
+static la_status FN(layer_norm)(size_t rows, size_t d, const REAL *x, const REAL *gamma,
+                                const REAL *beta, double eps, REAL *out)
 {
     size_t total;
     if (!x || !gamma || !beta || !out || rows == 0 || d == 0 || !la_mul_ok(rows, d, &total) ||
@@ -60,8 +60,8 @@ static la_status FN(layer_norm)(size_t rows, size_t d, const REAL *x, const REAL
  * each thread holds one (block, d_ff) hidden slice.
  *   x, out: (rows, D) (out may equal x: a block reads its x rows before writing them);
  *   w1: (d_ff, D), b1: (d_ff); w2: (D, d_ff), b2: (D). */
-static la_status FN(ffn)(const la_layer_config *c, size_t rows, const REAL *x, const REAL *w1, const REAL *b1,
-                     const REAL *w2, const REAL *b2, REAL *out)
+static la_status FN(ffn)(const la_layer_config *c, size_t rows, const REAL *x, const REAL *w1,
+                         const REAL *b1, const REAL *w2, const REAL *b2, REAL *out)
 {
     la_status st = la_layer_config_check(c);
     if (st != LA_OK) return st;
@@ -108,8 +108,9 @@ static la_status FN(ffn)(const la_layer_config *c, size_t rows, const REAL *x, c
  *   x_q: (B, N, D), x_kv: (B, M, D), out: (B, N, D) (out may equal x_q or x_kv: both
  *   are read in full before out is written). */
 static la_status FN(mha)(const la_layer_config *c, size_t batch, size_t n_queries, size_t n_keys,
-                     const REAL *x_q, const REAL *x_kv, int causal, const int64_t *key_lengths,
-                     const REAL *in_w, const REAL *in_b, const REAL *out_w, const REAL *out_b, REAL *out)
+                         const REAL *x_q, const REAL *x_kv, int causal, const int64_t *key_lengths,
+                         const REAL *in_w, const REAL *in_b, const REAL *out_w, const REAL *out_b,
+                         REAL *out)
 {
     la_status st = la_layer_config_check(c);
     if (st != LA_OK) return st;
@@ -118,7 +119,8 @@ static la_status FN(mha)(const la_layer_config *c, size_t batch, size_t n_querie
         return LA_EINVAL;
     const size_t D = c->d_model, H = c->heads, dh = D / H, N = n_queries, M = n_keys;
     size_t q_count, kv_count;
-    if (!sizes_ok(batch, N, D, sizeof(REAL), &q_count) || !sizes_ok(batch, M, D, sizeof(REAL), &kv_count))
+    if (!sizes_ok(batch, N, D, sizeof(REAL), &q_count) ||
+        !sizes_ok(batch, M, D, sizeof(REAL), &kv_count))
         return LA_EOVERFLOW;
     la_problem p;
     la_layer_attention_problem(c, batch, N, M, causal, key_lengths, &p);
@@ -207,13 +209,13 @@ static la_status FN(attention_sublayer)(const la_layer_config *c, const la_layer
         /* tmp = LN(x); tmp = MHA(tmp, kv or tmp); x += tmp */
         st = FN(layer_norm)(rows, D, x, W(norm), W(norm + 1), c->norm_eps, tmp);
         if (st == LA_OK)
-            st = FN(mha)(c, batch, n, cross ? m : n, tmp, cross ? kv : tmp, causal, lengths,
-                            in_w, in_b, out_w, out_b, tmp);
+            st = FN(mha)(c, batch, n, cross ? m : n, tmp, cross ? kv : tmp, causal, lengths, in_w,
+                         in_b, out_w, out_b, tmp);
         if (st == LA_OK) FN(add_residual)(rows * D, tmp, x);
     } else {
         /* tmp = MHA(x, kv or x); x = LN(x + tmp) */
         st = FN(mha)(c, batch, n, cross ? m : n, x, cross ? kv : x, causal, lengths, in_w, in_b,
-                        out_w, out_b, tmp);
+                     out_w, out_b, tmp);
         if (st == LA_OK) {
             FN(add_residual)(rows * D, tmp, x);
             st = FN(layer_norm)(rows, D, x, W(norm), W(norm + 1), c->norm_eps, x);
@@ -261,8 +263,9 @@ static la_status FN(encoder_layer_inplace)(const la_layer_config *c, const la_la
 /* Decoder layer in place on x (B, N, D): self-attention (norm1), cross-attention over
  * memory (B, M, D) (norm2), FFN (norm3). tmp: (B, N, D) scratch. */
 static la_status FN(decoder_layer_inplace)(const la_layer_config *c, const la_layer_weights *w,
-                                           size_t batch, size_t n, size_t m, REAL *x, const REAL *memory,
-                                           int causal, const int64_t *tgt_lengths,
+                                           size_t batch, size_t n, size_t m, REAL *x,
+                                           const REAL *memory, int causal,
+                                           const int64_t *tgt_lengths,
                                            const int64_t *memory_lengths, REAL *tmp)
 {
     la_status st = FN(attention_sublayer)(c, w, 0, batch, n, n, x, NULL, causal, tgt_lengths,
@@ -300,8 +303,9 @@ static la_status FN(check_call)(const la_layer_config *c, size_t batch, size_t n
 }
 
 /* Runs the work on a copy of x and copies it to out only on success. */
-static la_status FN(encoder_layer)(const la_layer_config *c, const la_layer_weights *w, size_t batch,
-                               size_t n, const REAL *x, int causal, const int64_t *key_lengths, REAL *out)
+static la_status FN(encoder_layer)(const la_layer_config *c, const la_layer_weights *w,
+                                   size_t batch, size_t n, const REAL *x, int causal,
+                                   const int64_t *key_lengths, REAL *out)
 {
     la_status st = check_weights(c, w, REAL_DTYPE, 0);
     size_t count;
@@ -320,9 +324,10 @@ static la_status FN(encoder_layer)(const la_layer_config *c, const la_layer_weig
     return st;
 }
 
-static la_status FN(decoder_layer)(const la_layer_config *c, const la_layer_weights *w, size_t batch,
-                               size_t n, size_t m, const REAL *x, const REAL *memory, int causal,
-                               const int64_t *tgt_lengths, const int64_t *memory_lengths, REAL *out)
+static la_status FN(decoder_layer)(const la_layer_config *c, const la_layer_weights *w,
+                                   size_t batch, size_t n, size_t m, const REAL *x,
+                                   const REAL *memory, int causal, const int64_t *tgt_lengths,
+                                   const int64_t *memory_lengths, REAL *out)
 {
     la_status st = check_weights(c, w, REAL_DTYPE, 1);
     size_t count;
@@ -369,7 +374,7 @@ static la_status FN(encoder_inplace)(const la_layer_config *c, const la_transfor
         st = FN(encoder_layer_inplace)(c, &w->encoder[l], batch, n, x, causal, key_lengths, tmp);
     if (st == LA_OK)
         st = FN(layer_norm)(batch * n, c->d_model, x, w->encoder_norm[0], w->encoder_norm[1],
-                               c->norm_eps, x);
+                            c->norm_eps, x);
     return st;
 }
 
@@ -385,12 +390,13 @@ static la_status FN(decoder_inplace)(const la_layer_config *c, const la_transfor
                                        tgt_lengths, memory_lengths, tmp);
     if (st == LA_OK)
         st = FN(layer_norm)(batch * n, c->d_model, x, w->decoder_norm[0], w->decoder_norm[1],
-                               c->norm_eps, x);
+                            c->norm_eps, x);
     return st;
 }
 
-static la_status FN(encoder)(const la_layer_config *c, const la_transformer_weights *w, size_t batch,
-                         size_t n, const REAL *x, int causal, const int64_t *key_lengths, REAL *out)
+static la_status FN(encoder)(const la_layer_config *c, const la_transformer_weights *w,
+                             size_t batch, size_t n, const REAL *x, int causal,
+                             const int64_t *key_lengths, REAL *out)
 {
     la_status st = FN(check_stack)(c, w, 0);
     size_t count;
@@ -409,9 +415,10 @@ static la_status FN(encoder)(const la_layer_config *c, const la_transformer_weig
     return st;
 }
 
-static la_status FN(decoder)(const la_layer_config *c, const la_transformer_weights *w, size_t batch,
-                         size_t n, size_t m, const REAL *x, const REAL *memory, int causal,
-                         const int64_t *tgt_lengths, const int64_t *memory_lengths, REAL *out)
+static la_status FN(decoder)(const la_layer_config *c, const la_transformer_weights *w,
+                             size_t batch, size_t n, size_t m, const REAL *x, const REAL *memory,
+                             int causal, const int64_t *tgt_lengths, const int64_t *memory_lengths,
+                             REAL *out)
 {
     la_status st = FN(check_stack)(c, w, 1);
     size_t count;
@@ -435,8 +442,8 @@ static la_status FN(decoder)(const la_layer_config *c, const la_transformer_weig
 /* nn.Transformer: memory = encoder(src), out = decoder(tgt, memory) with a causal
  * target; src_lengths mask the source in the encoder and in every cross-attention. */
 static la_status FN(transformer)(const la_layer_config *c, const la_transformer_weights *w,
-                             size_t batch, size_t n_src, size_t n_tgt, const REAL *src, const REAL *tgt,
-                             const int64_t *src_lengths, REAL *out)
+                                 size_t batch, size_t n_src, size_t n_tgt, const REAL *src,
+                                 const REAL *tgt, const int64_t *src_lengths, REAL *out)
 {
     la_status st = FN(check_stack)(c, w, 0);
     if (st == LA_OK) st = FN(check_stack)(c, w, 1);
@@ -469,7 +476,8 @@ static la_status FN(transformer)(const la_layer_config *c, const la_transformer_
 /* ---------------------------------------------------------------- embeddings */
 
 /* x[b, pos, 2i] += sin(pos / 10000^(2i/D)), x[b, pos, 2i+1] += cos(…), in double. */
-static la_status FN(add_positional_encoding)(size_t batch, size_t n, size_t d, size_t first_pos, REAL *x)
+static la_status FN(add_positional_encoding)(size_t batch, size_t n, size_t d, size_t first_pos,
+                                             REAL *x)
 {
     size_t count;
     if (!x || batch == 0 || n == 0 || d == 0 || !sizes_ok(batch, n, d, sizeof(REAL), &count))
@@ -488,8 +496,8 @@ static la_status FN(add_positional_encoding)(size_t batch, size_t n, size_t d, s
 }
 
 /* out row t = table row tokens[t]. */
-static la_status FN(embed)(size_t vocab, size_t d, const REAL *table, size_t count, const int64_t *tokens,
-                       REAL *out)
+static la_status FN(embed)(size_t vocab, size_t d, const REAL *table, size_t count,
+                           const int64_t *tokens, REAL *out)
 {
     size_t total;
     if (!table || !tokens || !out || vocab == 0 || d == 0 || !la_mul_ok(count, d, &total))

@@ -109,10 +109,8 @@ int main(void)
 {
     tu_init("test_reference");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(softmax_two_keys),
-        cmocka_unit_test(linear_by_hand),
-        cmocka_unit_test(elu_plus_one),
-        cmocka_unit_test(hard_ties_and_lengths),
+        cmocka_unit_test(softmax_two_keys), cmocka_unit_test(linear_by_hand),
+        cmocka_unit_test(elu_plus_one),     cmocka_unit_test(hard_ties_and_lengths),
         cmocka_unit_test(scratch_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

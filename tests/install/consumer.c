@@ -41,7 +41,7 @@ int main(void)
         den += ref[i] * ref[i];
     }
     const double err = sqrt(num / den);
-    printf("consumer: %s against its reference: relative error %.2e (linattn %s, %s)\n",
-           row->name, err, LA_VERSION_STRING, la_simd_config());
+    printf("consumer: %s against its reference: relative error %.2e (linattn %s, %s)\n", row->name,
+           err, LA_VERSION_STRING, la_simd_config());
     return err < 1e-5 ? 0 : 1; /* NaN fails too */
 }
