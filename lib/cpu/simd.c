@@ -49,8 +49,12 @@ const char *la_simd_config(void)
 
 #if LA_HAVE_AVX512_CODE
 /* 12 independent chains of 16-lane FMAs, iters times: enough chains to cover the FMA
- * latency on every current x86 core, all in registers. Returns the value so the work
- * cannot be dropped. */
+ * latency on every current x86 core, all in registers. Each chain starts from its own
+ * value derived from seed, which the caller reads from a volatile: chains started from
+ * equal constants are one chain to the compiler, and GCC kept 2 FMAs of the 12 (the
+ * peak came out 1.5 times too high). The loop must hold 12 vfmadd per iteration
+ * (objdump -d build/lib/cpu/simd.o); tests/hostile/test_fma_probe.c compares the rate
+ * with 12 FMAs written in assembly. Returns the sum so the work cannot be dropped. */
 #define LA_FMA12(x, y)                                                                             \
     a0 = _mm512_fmadd_ps(a0, x, y), a1 = _mm512_fmadd_ps(a1, x, y),                                \
     a2 = _mm512_fmadd_ps(a2, x, y), a3 = _mm512_fmadd_ps(a3, x, y),                                \
@@ -58,11 +62,15 @@ const char *la_simd_config(void)
     a6 = _mm512_fmadd_ps(a6, x, y), a7 = _mm512_fmadd_ps(a7, x, y),                                \
     a8 = _mm512_fmadd_ps(a8, x, y), a9 = _mm512_fmadd_ps(a9, x, y),                                \
     a10 = _mm512_fmadd_ps(a10, x, y), a11 = _mm512_fmadd_ps(a11, x, y)
-LA_AVX512 static float fma_chains(long iters)
+LA_AVX512 static float fma_chains(long iters, float seed)
 {
-    const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-6f);
-    __m512 a0 = x, a1 = y, a2 = x, a3 = y, a4 = x, a5 = y, a6 = x, a7 = y, a8 = x, a9 = y, a10 = x,
-           a11 = y;
+    /* a_i → y / (1 − x) = seed: every value stays normal and finite */
+    const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(seed * 1e-6f);
+#define LA_CHAIN(i) _mm512_set1_ps(seed *(1.0f + (float)(i) / 64))
+    __m512 a0 = LA_CHAIN(0), a1 = LA_CHAIN(1), a2 = LA_CHAIN(2), a3 = LA_CHAIN(3), a4 = LA_CHAIN(4),
+           a5 = LA_CHAIN(5), a6 = LA_CHAIN(6), a7 = LA_CHAIN(7), a8 = LA_CHAIN(8), a9 = LA_CHAIN(9),
+           a10 = LA_CHAIN(10), a11 = LA_CHAIN(11);
+#undef LA_CHAIN
     for (long t = 0; t < iters; t++)
         LA_FMA12(x, y);
     __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
@@ -77,17 +85,16 @@ double la_fma_peak_gflops(int threads)
 {
 #if LA_HAVE_AVX512_CODE
     if (!la_avx512_usable() || threads < 1) return NAN;
-    const long iters = 20000000; /* 7.7 GFLOP per thread: about 25 ms at 300 GFLOP/s */
+    const long iters = 20000000;       /* 7.7 GFLOP per thread: about 25 ms at 300 GFLOP/s */
+    static volatile float seed = 1.0f; /* a value the compiler cannot know */
     double best = 0;
     for (int round = 0; round < 3; round++) {
-        volatile float sink = 0;
+        float sink = 0;
         const double t0 = omp_get_wtime();
-#pragma omp parallel num_threads(threads)
-        {
-            float r = fma_chains(iters);
-#pragma omp atomic
-            sink += r;
-        }
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+        sink += fma_chains(iters, seed);
+        /* 16 lanes × 12 chains, each near seed: the work was done, and done right */
+        if (!(fabsf(sink - 192.0f * seed * threads) < 8.0f * threads)) return NAN;
         const double rate = 12.0 * 16 * 2 * (double)iters * threads / (omp_get_wtime() - t0) * 1e-9;
         if (rate > best) best = rate;
     }
