@@ -26,8 +26,8 @@ static double asm_probe_gflops(long iters)
     for (int round = 0; round < 5; round++) {
         float out[16];
         const double t0 = now();
-        __asm__ volatile("vbroadcastss %[one], %%zmm0\n\t"  /* x */
-                         "vbroadcastss %[eps], %%zmm1\n\t"  /* y */
+        __asm__ volatile("vbroadcastss %[one], %%zmm0\n\t" /* x */
+                         "vbroadcastss %[eps], %%zmm1\n\t" /* y */
                          "vmovaps %%zmm0, %%zmm2\n\t"
                          "vaddps %%zmm1, %%zmm0, %%zmm3\n\t" /* distinct starts */
                          "vaddps %%zmm1, %%zmm3, %%zmm4\n\t"
@@ -62,9 +62,8 @@ static double asm_probe_gflops(long iters)
                          "vzeroupper"
                          : [out] "=m"(out)
                          : [one] "m"((float){0.5f}), [eps] "m"((float){1e-3f}), [n] "r"(iters)
-                         : "rcx", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
-                           "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "cc",
-                           "memory");
+                         : "rcx", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
+                           "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "cc", "memory");
         const double rate = 12.0 * 16 * 2 * (double)iters / (now() - t0) * 1e-9;
         assert_true(isfinite(out[0]));
         if (rate > best) best = rate;
@@ -88,8 +87,8 @@ static void test_fma_peak_agrees_with_assembly(void **state)
             if (r > ref) ref = r;
         }
         ratio = lib / ref;
-        printf("FMA peak, 1 thread: library %.1f GFLOP/s, assembly %.1f (ratio %.2f)\n", lib,
-               ref, ratio);
+        printf("FMA peak, 1 thread: library %.1f GFLOP/s, assembly %.1f (ratio %.2f)\n", lib, ref,
+               ratio);
         if (ratio > 0.85 && ratio < 1.15) return;
     }
     fail_msg("la_fma_peak_gflops(1) = %.1f GFLOP/s but 12 FMA chains in assembly run at %.1f "
