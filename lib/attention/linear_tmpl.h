@@ -92,6 +92,7 @@ static la_status FN(workspace_alloc)(const la_problem *p, la_kernel kernel, line
     if (st != LA_OK) return st;
     if (lay->total > SIZE_MAX / sizeof(REAL)) return LA_EOVERFLOW;
     if (lay->total * sizeof(REAL) > p->workspace_limit) return LA_EBUDGET;
+    if (la_gemm_reserve(la_threads()) != LA_OK) return LA_ENOMEM;
     *work = malloc(lay->total * sizeof(REAL));
     return *work ? LA_OK : LA_ENOMEM;
 }

@@ -179,6 +179,7 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
     if (!la_mul_ok(per_thread, (size_t)threads, &scratch_bytes) ||
         scratch_bytes > p->workspace_limit)
         return LA_EBUDGET;
+    if (la_gemm_reserve(threads) != LA_OK) return LA_ENOMEM;
     unsigned char *scratch = aligned_alloc(64, scratch_bytes);
     if (!scratch) return LA_ENOMEM;
 
@@ -241,11 +242,12 @@ static la_status FN(softmax_attention_materialized)(const la_problem *p, const R
     if (!la_mul_ok(N, M, &score_bytes) || !la_mul_ok(score_bytes, sizeof(REAL), &score_bytes) ||
         score_bytes > p->workspace_limit)
         return LA_EBUDGET;
-    REAL *scores = la_scores_alloc(score_bytes);
-    if (!scores) return LA_ENOMEM;
     const size_t q_blocks = (N + Q_BLOCK - 1) / Q_BLOCK;
     int threads = la_threads();
     if ((size_t)threads > q_blocks) threads = (int)q_blocks;
+    if (la_gemm_reserve(threads) != LA_OK) return LA_ENOMEM;
+    REAL *scores = la_scores_alloc(score_bytes);
+    if (!scores) return LA_ENOMEM;
 
 #pragma omp parallel num_threads(threads)
     for (size_t bh = 0; bh < p->batch * p->heads; bh++) {

@@ -18,6 +18,11 @@ void la_gemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrd
 void la_gemm_f64(size_t m, size_t n, size_t k, double alpha, const double *a, ptrdiff_t rsa,
                  ptrdiff_t csa, const double *b, ptrdiff_t rsb, ptrdiff_t csb, double beta,
                  double *c, ptrdiff_t rsc, ptrdiff_t csc);
+/* Makes la_gemm_* unable to fail for `threads` concurrent callers (each product then
+ * takes its packing buffers from BLIS's pools, which this grows up front): every kernel
+ * calls it, with the threads it will run, before it writes anything. Returns LA_OK, or
+ * LA_ENOMEM when the memory is not there (nothing is allocated then). Thread-safe. */
+la_status la_gemm_reserve(int threads);
 /* The same contract as la_gemm_f32, for the small blocks of the linear kernels: on
  * AVX-512 register tiles when alpha = 1, beta is 0 or 1 and B and C have unit column
  * stride (gemm_small.c), else through BLIS. */

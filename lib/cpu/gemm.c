@@ -5,6 +5,7 @@
 
 #include <blis.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +91,59 @@ const char *la_blis_config(void)
     return config_name;
 }
 
+/* Reserving BLIS's packing buffers (contract in internal.h).
+ * BLIS packs blocks of A and B into buffers from the pools of its packing block allocator
+ * (pba), which grow on demand inside a product and call bli_abort(), after printing three
+ * lines, when malloc fails. Pools never shrink, so once they hold a block of each kind per
+ * thread that can be inside la_gemm at once, no product allocates a packing buffer again.
+ * la_gemm_reserve grows them to that before any product runs, after checking with a
+ * malloc of its own that the memory is there (plus a margin for BLIS's small control-tree
+ * allocations): when it is not, the caller returns LA_ENOMEM having done nothing. */
+enum { RESERVE_MARGIN = 1 << 20 };
+static pthread_mutex_t reserve_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int reserved_threads; /* the pools hold blocks for this many callers */
+
+la_status la_gemm_reserve(int threads)
+{
+    if (threads < 1) threads = 1;
+    if (atomic_load(&reserved_threads) >= threads) return LA_OK;
+    cntx_t *cntx = blis_context();
+    if (!cntx) cntx = bli_gks_query_cntx();
+    siz_t size[3];
+    bli_pba_compute_pool_block_sizes(&size[0], &size[1], &size[2], cntx);
+    la_status st = LA_OK;
+    pthread_mutex_lock(&reserve_lock);
+    pba_t *pba = bli_pba_query();
+    bli_pba_lock(pba);
+    /* the A and B pools (BLIS's gemm never packs C): what is missing, in bytes */
+    size_t missing = RESERVE_MARGIN;
+    for (dim_t i = 0; i < 2; i++) {
+        pool_t *pool = bli_pba_pool(i, pba);
+        size_t block = size[i] > bli_pool_block_size(pool) ? size[i] : bli_pool_block_size(pool),
+               have = size[i] > bli_pool_block_size(pool) ? 0 : bli_pool_num_blocks(pool);
+        if (have < (size_t)threads)
+            missing += ((size_t)threads - have) * (block + bli_pool_align_size(pool));
+    }
+    void *probe = malloc(missing);
+    if (!probe) {
+        st = LA_ENOMEM;
+    } else {
+        free(probe);
+        for (dim_t i = 0; i < 2; i++) {
+            pool_t *pool = bli_pba_pool(i, pba);
+            if (size[i] > bli_pool_block_size(pool))
+                bli_pool_reinit((siz_t)threads, bli_pool_block_ptrs_len(pool), size[i],
+                                bli_pool_align_size(pool), bli_pool_offset_size(pool), pool);
+            else if (bli_pool_num_blocks(pool) < (siz_t)threads)
+                bli_pool_grow((siz_t)threads - bli_pool_num_blocks(pool), pool);
+        }
+        atomic_store(&reserved_threads, threads);
+    }
+    bli_pba_unlock(pba);
+    pthread_mutex_unlock(&reserve_lock);
+    return st;
+}
+
 void la_gemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrdiff_t rsa,
                  ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb, float beta, float *c,
                  ptrdiff_t rsc, ptrdiff_t csc)
@@ -116,6 +170,7 @@ la_status la_blis_sgemm(int threads, size_t m, size_t n, size_t k, float alpha, 
 {
     if (threads < 1 || (k > 0 && (!a || !b)) || !c) return LA_EINVAL;
     if (m == 0 || n == 0) return LA_OK;
+    if (la_gemm_reserve(threads) != LA_OK) return LA_ENOMEM;
     rntm_t rntm = BLIS_RNTM_INITIALIZER;
     bli_rntm_set_num_threads(threads, &rntm);
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &alpha,

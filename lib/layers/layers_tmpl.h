@@ -74,6 +74,7 @@ static la_status FN(ffn)(const la_layer_config *c, size_t rows, const REAL *x, c
     const size_t threads = la_ffn_threads(rows);
     if (!la_mul_ok(per_thread, threads, &total) || !la_mul_ok(total, sizeof(REAL), &total))
         return LA_EOVERFLOW;
+    if (la_gemm_reserve((int)threads) != LA_OK) return LA_ENOMEM;
     REAL *hidden = malloc(total);
     if (!hidden) return LA_ENOMEM;
     const int gelu = c->activation == LA_ACTIVATION_GELU;
@@ -126,6 +127,7 @@ static la_status FN(mha)(const la_layer_config *c, size_t batch, size_t n_querie
     la_layer_attention_problem(c, batch, N, M, causal, key_lengths, &p);
     st = la_problem_check(&p);
     if (st != LA_OK) return st;
+    if (la_gemm_reserve(la_threads()) != LA_OK) return LA_ENOMEM;
 
     REAL *q = malloc(q_count * sizeof(REAL)), *k = malloc(kv_count * sizeof(REAL));
     REAL *v = malloc(kv_count * sizeof(REAL)), *o = malloc(q_count * sizeof(REAL));
