@@ -17,7 +17,10 @@
  * PRECISION. Every kernel comes in float32 (_f32, the fast path) and float64 (_f64).
  * The la_ref_* functions are separate float64 oracles written as plain loops.
  *
- * MEMORY. Kernels allocate their own scratch and return LA_ENOMEM when they cannot.
+ * MEMORY. Kernels allocate their own scratch and return LA_ENOMEM when they cannot;
+ * that includes BLIS's packing buffers, reserved before the first product (a block of A
+ * and one of B per thread, kept by BLIS for the process's life: address space, touched
+ * only by products large enough to pack).
  * The caller owns every pointer it passes; no function keeps a pointer past its return
  * except where stated (la_array data, la_linear_state objects).
  *
@@ -141,7 +144,7 @@ LA_API const char *la_blis_version(void);
  * in float32 through BLIS, on `threads` BLIS threads (>= 1; BLIS's own threading): the
  * sgemm yardstick of `linattn bench`, on the kernel set la_blis_config names. Call it
  * outside an OpenMP parallel region. Returns LA_OK, LA_EINVAL (threads < 1, a NULL
- * matrix). */
+ * matrix), LA_ENOMEM (BLIS's packing buffers could not be reserved; c untouched). */
 LA_API la_status la_blis_sgemm(int threads, size_t m, size_t n, size_t k, float alpha,
                                const float *a, ptrdiff_t rsa, ptrdiff_t csa, const float *b,
                                ptrdiff_t rsb, ptrdiff_t csb, float beta, float *c, ptrdiff_t rsc,
