@@ -4,8 +4,8 @@
  * them into 2 FMAs per iteration while the rate counted 12, and the peak came out about
  * 1.5 times too high; the two probes must now agree within 15%.
  * On a loaded machine a probe can only come out low, so each side is the best of several
- * runs, and a disagreement is measured again (up to 5 times) before it counts. Skips (and says so) where
- * the AVX-512 code does not run. */
+ * runs, and a disagreement is measured again (up to 5 times) before it counts. Skips (and says so)
+ * where the AVX-512 code does not run. */
 #include "../testutil.h"
 
 #include <math.h>
