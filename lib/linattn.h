@@ -152,7 +152,8 @@ LA_API la_status la_blis_sgemm(int threads, size_t m, size_t n, size_t k, float 
 
 /* The float32 FMA peak of `threads` threads in GFLOP/s: the best of three runs of 12
  * independent chains of 16-lane FMAs in registers (lib/cpu/simd.c), the rate no kernel
- * can pass. NAN where the AVX-512 code does not run. Call outside a parallel region. */
+ * can pass. NAN where the AVX-512 code does not run (or its result comes out wrong). Call
+ * outside a parallel region. */
 LA_API double la_fma_peak_gflops(int threads);
 
 /* On CPUs with AVX-512 the float32 fused softmax kernel, φ and the linear kernels' block
