@@ -620,7 +620,8 @@ LA_API la_status la_layer_weights_init(la_layer_weights *w, la_dtype dtype, size
  * and converted to dtype. On error w is left empty and *err (when err is not NULL)
  * names the file: LA_EIO (missing or unreadable), LA_EFORMAT (not a valid .npy, a
  * wrong shape, a NaN or infinite value, or one beyond float32's range when dtype is
- * LA_FLOAT32), LA_EDTYPE (not float), LA_EINVAL (NULL, bad dtype), LA_ENOMEM. */
+ * LA_FLOAT32), LA_EDTYPE (not float), LA_EINVAL (NULL w, dir or prefix, bad dtype or
+ * decoder), LA_ENOMEM. */
 LA_API la_status la_layer_weights_load(la_layer_weights *w, la_dtype dtype, int decoder,
                                        const char *dir, const char *prefix, la_load_error *err);
 
@@ -641,12 +642,14 @@ typedef struct {
 } la_transformer_weights;
 
 /* Initialises a stack: each layer as la_layer_weights_init with seeds derived from seed
- * and the layer's place, final norms γ = 1, β = 0. Same statuses. */
+ * and the layer's place, final norms γ = 1, β = 0. Same statuses; also LA_EINVAL for no
+ * layer at all and LA_EOVERFLOW for layer counts whose sum or arrays overflow size_t. */
 LA_API la_status la_transformer_weights_init(la_transformer_weights *w, la_dtype dtype,
                                              size_t d_model, size_t d_ff, size_t encoder_layers,
                                              size_t decoder_layers, uint64_t seed);
 /* Loads a stack from dir (keys as in nn.Transformer's state_dict, see above); every
- * layer must agree on D and d_ff. Same statuses and *err as la_layer_weights_load. */
+ * layer must agree on D and d_ff. Same statuses and *err as la_layer_weights_load, and
+ * for the layer counts as la_transformer_weights_init. */
 LA_API la_status la_transformer_weights_load(la_transformer_weights *w, la_dtype dtype,
                                              size_t encoder_layers, size_t decoder_layers,
                                              const char *dir, la_load_error *err);
