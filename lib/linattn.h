@@ -480,16 +480,17 @@ LA_API size_t la_npy_dtype_size(la_npy_dtype dtype);
  * any shape of up to LA_NPY_MAX_DIMS non-negative ints, and exactly shape × item size
  * data bytes after the header. Reads only inside [bytes, bytes + size).
  * On success out->data is never NULL (even for zero elements). On error returns
- * LA_EFORMAT (bad magic or version, truncated, malformed header, Fortran order, data
- * size mismatch), LA_EDTYPE (other dtypes, big-endian), LA_EOVERFLOW (shape × item size
- * beyond size_t) or LA_ENOMEM, sets *why (when why is not NULL) to a one-line reason
- * such as "truncated header", and leaves *out empty. *why points to static storage: a
- * string constant, or for "data is N bytes, shape needs M" a per-thread buffer valid
- * until the next la_npy_parse/la_npy_read on the same thread. */
+ * LA_EINVAL (NULL bytes or out), LA_EFORMAT (bad magic or version, truncated, malformed header,
+ * Fortran order, data size mismatch), LA_EDTYPE (other dtypes, big-endian), LA_EOVERFLOW (shape ×
+ * item size beyond size_t) or LA_ENOMEM, sets *why (when why is not NULL) to a one-line reason such
+ * as "truncated header", and leaves *out empty. *why points to static storage: a string constant,
+ * or for "data is N bytes, shape needs M" a per-thread buffer valid until the next
+ * la_npy_parse/la_npy_read on the same thread. */
 LA_API la_status la_npy_parse(const void *bytes, size_t size, la_array *out, const char **why);
 
 /* Reads a file: la_npy_parse of its contents, or LA_EIO when it cannot be read (*why
- * then says why: "no such file", "permission denied", "is a directory", …). */
+ * then says why: "no such file", "permission denied", "is a directory", …), LA_EINVAL
+ * for a NULL path or out. */
 LA_API la_status la_npy_read(const char *path, la_array *out, const char **why);
 
 /* Writes atomically, version 1.0 (2.0 if the header needs it) with the header padded
@@ -657,7 +658,8 @@ LA_API void la_transformer_weights_free(la_transformer_weights *w);
 
 /* LayerNorm over the last axis: y = (x − mean) / √(var + eps) · γ + β, biased variance
  * (divide by d), statistics accumulated in double.
- *   x, out: (rows, d); gamma, beta: (d). Returns LA_OK, LA_EINVAL. */
+ *   x, out: (rows, d); gamma, beta: (d). Returns LA_OK, LA_EINVAL (NULL, a zero size,
+ *   rows · d overflowing, eps not finite and > 0). */
 LA_API la_status la_layer_norm_f32(size_t rows, size_t d, const float *x, const float *gamma,
                                    const float *beta, double eps, float *out);
 LA_API la_status la_layer_norm_f64(size_t rows, size_t d, const double *x, const double *gamma,
@@ -739,14 +741,16 @@ LA_API la_status la_transformer_f64(const la_layer_config *c, const la_transform
 
 /* Sinusoidal positional encoding added in place: x[b, pos, 2i] += sin(pos / 10000^(2i/D)),
  * x[b, pos, 2i+1] += cos(pos / 10000^(2i/D)), positions first_pos .. first_pos + N − 1.
- *   x: (B, N, D). Returns LA_OK, LA_EINVAL. */
+ *   x: (B, N, D). Returns LA_OK, LA_EINVAL (NULL x, a zero size, sizes whose product
+ *   overflows, first_pos + N − 1 beyond SIZE_MAX; x untouched). */
 LA_API la_status la_add_positional_encoding_f32(size_t batch, size_t n, size_t d, size_t first_pos,
                                                 float *x);
 LA_API la_status la_add_positional_encoding_f64(size_t batch, size_t n, size_t d, size_t first_pos,
                                                 double *x);
 
 /* Token embeddings: out row t = table row tokens[t] (no scaling).
- *   table: (V, D); tokens: (count) in [0, V) (LA_EINVAL otherwise, out untouched);
+ *   table: (V, D); tokens: (count) in [0, V) (LA_EINVAL otherwise, out untouched, and
+ *   for NULL, a zero V or D, count · D overflowing);
  *   out: (count, D). */
 LA_API la_status la_embed_f32(size_t vocab, size_t d, const float *table, size_t count,
                               const int64_t *tokens, float *out);
