@@ -286,16 +286,19 @@ typedef struct la_linear_state la_linear_state;
 typedef enum { LA_FLOAT32 = 0, LA_FLOAT64 = 1 } la_dtype;
 
 /* Creates a zeroed state; *out is owned by the caller, freed with la_linear_state_free.
- * Returns LA_OK, LA_EINVAL (a zero size, bad φ or eps), LA_EOVERFLOW, LA_ENOMEM. */
+ * Returns LA_OK, LA_EINVAL (NULL out, bad dtype, a zero size, bad φ or eps),
+ * LA_EOVERFLOW, LA_ENOMEM; *out is untouched on error. */
 LA_API la_status la_linear_state_create(la_linear_state **out, la_dtype dtype, size_t heads,
                                         size_t d_k, size_t d_v, la_feature_map fm, double eps);
-LA_API void la_linear_state_free(la_linear_state *st);             /* NULL is fine */
-LA_API void la_linear_state_reset(la_linear_state *st);            /* back to zero, position 0 */
-LA_API size_t la_linear_state_position(const la_linear_state *st); /* tokens stepped so far */
+LA_API void la_linear_state_free(la_linear_state *st);  /* NULL is fine */
+LA_API void la_linear_state_reset(la_linear_state *st); /* back to zero, position 0; NULL fine */
+/* tokens stepped so far (0 for NULL) */
+LA_API size_t la_linear_state_position(const la_linear_state *st);
 
 /* One token: S += φ(k_t) v_tᵀ, z += φ(k_t), then y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps),
  * in O(d_k · d_v) per head. q_t: (heads, d_k), k_t: (heads, d_k), v_t: (heads, d_v),
- * y_t: (heads, d_v). The dtype must match the state's (LA_EINVAL otherwise).
+ * y_t: (heads, d_v). The dtype must match the state's. Returns LA_OK, or LA_EINVAL (NULL,
+ * another dtype) with y_t and the state untouched.
  * Stepping through a sequence reproduces la_linear_attention_recurrent_* bit for bit
  * (same arithmetic, same order). A state holds scratch: do not step one state from two
  * threads at once (different states are independent). */
@@ -309,7 +312,7 @@ LA_API la_status la_linear_step_f64(la_linear_state *st, const double *q_t, cons
  * needs size >= la_linear_state_save_size(). Restore accepts only a buffer of exactly
  * that size saved from a state of the same dtype, sizes, φ and eps (LA_EINVAL
  * otherwise, and the state is left unchanged); it restores S, z and the position. */
-LA_API size_t la_linear_state_save_size(const la_linear_state *st);
+LA_API size_t la_linear_state_save_size(const la_linear_state *st); /* 0 for NULL */
 LA_API la_status la_linear_state_save(const la_linear_state *st, void *buf, size_t size);
 LA_API la_status la_linear_state_restore(la_linear_state *st, const void *buf, size_t size);
 

@@ -17,41 +17,97 @@
 /* Every LA_API function, by the header section whose test below misuses it. */
 static const char *const api_names[] = {
     /* statuses and machine */
-    "la_strerror", "la_set_num_threads", "la_get_num_threads", "la_blis_config",
-    "la_blis_version", "la_blis_sgemm", "la_fma_peak_gflops", "la_simd_config",
+    "la_strerror",
+    "la_set_num_threads",
+    "la_get_num_threads",
+    "la_blis_config",
+    "la_blis_version",
+    "la_blis_sgemm",
+    "la_fma_peak_gflops",
+    "la_simd_config",
     /* problems */
-    "la_feature_map_name", "la_feature_map_parse", "la_problem_init", "la_problem_check",
+    "la_feature_map_name",
+    "la_feature_map_parse",
+    "la_problem_init",
+    "la_problem_check",
     /* kernels */
-    "la_softmax_attention_f32", "la_softmax_attention_f64", "la_softmax_attention_materialized_f32",
-    "la_softmax_attention_materialized_f64", "la_hard_attention_f32", "la_hard_attention_f64",
-    "la_linear_attention_f32", "la_linear_attention_f64", "la_linear_attention_recurrent_f32",
-    "la_linear_attention_recurrent_f64", "la_attention_f32", "la_attention_f64",
+    "la_softmax_attention_f32",
+    "la_softmax_attention_f64",
+    "la_softmax_attention_materialized_f32",
+    "la_softmax_attention_materialized_f64",
+    "la_hard_attention_f32",
+    "la_hard_attention_f64",
+    "la_linear_attention_f32",
+    "la_linear_attention_f64",
+    "la_linear_attention_recurrent_f32",
+    "la_linear_attention_recurrent_f64",
+    "la_attention_f32",
+    "la_attention_f64",
     /* step API */
-    "la_linear_state_create", "la_linear_state_free", "la_linear_state_reset",
-    "la_linear_state_position", "la_linear_step_f32", "la_linear_step_f64",
-    "la_linear_state_save_size", "la_linear_state_save", "la_linear_state_restore",
+    "la_linear_state_create",
+    "la_linear_state_free",
+    "la_linear_state_reset",
+    "la_linear_state_position",
+    "la_linear_step_f32",
+    "la_linear_step_f64",
+    "la_linear_state_save_size",
+    "la_linear_state_save",
+    "la_linear_state_restore",
     /* references */
-    "la_ref_softmax_attention", "la_ref_hard_attention", "la_ref_linear_attention",
-    "la_ref_attention", "la_ref_feature_map",
+    "la_ref_softmax_attention",
+    "la_ref_hard_attention",
+    "la_ref_linear_attention",
+    "la_ref_attention",
+    "la_ref_feature_map",
     /* cost model */
-    "la_visible_pairs", "la_attention_cost",
+    "la_visible_pairs",
+    "la_attention_cost",
     /* kernel registry */
-    "la_kernel_get", "la_kernel_name", "la_kernel_parse", "la_kernel_series",
+    "la_kernel_get",
+    "la_kernel_name",
+    "la_kernel_parse",
+    "la_kernel_series",
     "la_kernel_series_parse",
     /* .npy files */
-    "la_npy_dtype_size", "la_npy_parse", "la_npy_read", "la_npy_write", "la_array_free",
+    "la_npy_dtype_size",
+    "la_npy_parse",
+    "la_npy_read",
+    "la_npy_write",
+    "la_array_free",
     /* Transformer layers */
-    "la_layer_config_init", "la_layer_config_check", "la_layer_tensor_key",
-    "la_layer_tensor_shape", "la_layer_weights_init", "la_layer_weights_load",
-    "la_layer_weights_free", "la_transformer_weights_init", "la_transformer_weights_load",
-    "la_transformer_weights_free", "la_layer_norm_f32", "la_layer_norm_f64", "la_ffn_f32",
-    "la_ffn_f64", "la_mha_f32", "la_mha_f64", "la_encoder_layer_f32", "la_encoder_layer_f64",
-    "la_decoder_layer_f32", "la_decoder_layer_f64", "la_encoder_f32", "la_encoder_f64",
-    "la_decoder_f32", "la_decoder_f64", "la_transformer_f32", "la_transformer_f64",
-    "la_add_positional_encoding_f32", "la_add_positional_encoding_f64", "la_embed_f32",
+    "la_layer_config_init",
+    "la_layer_config_check",
+    "la_layer_tensor_key",
+    "la_layer_tensor_shape",
+    "la_layer_weights_init",
+    "la_layer_weights_load",
+    "la_layer_weights_free",
+    "la_transformer_weights_init",
+    "la_transformer_weights_load",
+    "la_transformer_weights_free",
+    "la_layer_norm_f32",
+    "la_layer_norm_f64",
+    "la_ffn_f32",
+    "la_ffn_f64",
+    "la_mha_f32",
+    "la_mha_f64",
+    "la_encoder_layer_f32",
+    "la_encoder_layer_f64",
+    "la_decoder_layer_f32",
+    "la_decoder_layer_f64",
+    "la_encoder_f32",
+    "la_encoder_f64",
+    "la_decoder_f32",
+    "la_decoder_f64",
+    "la_transformer_f32",
+    "la_transformer_f64",
+    "la_add_positional_encoding_f32",
+    "la_add_positional_encoding_f64",
+    "la_embed_f32",
     "la_embed_f64",
     /* accounting */
-    "la_param_counts", "la_layer_cost_model",
+    "la_param_counts",
+    "la_layer_cost_model",
 };
 #define N_API (sizeof api_names / sizeof *api_names)
 
@@ -76,8 +132,8 @@ static int untouched(const void *x, size_t bytes)
         fill((out), (bytes));                                                                      \
         la_status st_ = (call);                                                                    \
         if (st_ != (want))                                                                         \
-            fail_msg("%s: %s, documented %s", #call, la_strerror(st_), la_strerror(want));       \
-        if (!untouched((out), (bytes))) fail_msg("%s: wrote its output on error", #call);         \
+            fail_msg("%s: %s, documented %s", #call, la_strerror(st_), la_strerror(want));         \
+        if (!untouched((out), (bytes))) fail_msg("%s: wrote its output on error", #call);          \
     } while (0)
 
 /* ---------------------------------------------------------------- the header's list */
@@ -309,8 +365,10 @@ static void step_api(void **state)
     assert_int_equal(la_linear_state_save_size(NULL), 0);
 
     la_linear_state *s32, *s64;
-    assert_int_equal(la_linear_state_create(&s32, LA_FLOAT32, 2, 3, 4, LA_FEATURE_ELU1, 1e-6), LA_OK);
-    assert_int_equal(la_linear_state_create(&s64, LA_FLOAT64, 2, 3, 4, LA_FEATURE_ELU1, 1e-6), LA_OK);
+    assert_int_equal(la_linear_state_create(&s32, LA_FLOAT32, 2, 3, 4, LA_FEATURE_ELU1, 1e-6),
+                     LA_OK);
+    assert_int_equal(la_linear_state_create(&s64, LA_FLOAT64, 2, 3, 4, LA_FEATURE_ELU1, 1e-6),
+                     LA_OK);
     float q[6] = {0}, k[6] = {0}, v[8] = {0}, y[8];
     double qd[6] = {0}, kd[6] = {0}, vd[8] = {0}, yd[8];
     /* dtype mismatch, NULL vectors, NULL state */
@@ -533,7 +591,8 @@ static void layers(void **state)
     assert_memory_equal(&w, &zero, sizeof w);
     assert_int_equal(la_layer_weights_load(&w, LA_FLOAT32, 0, NULL, "", &err), LA_EINVAL);
     assert_int_equal(la_layer_weights_load(&w, LA_FLOAT32, 2, "/nonexistent", "", &err), LA_EINVAL);
-    assert_int_equal(la_layer_weights_load(&w, (la_dtype)5, 0, "/nonexistent", "", NULL), LA_EINVAL);
+    assert_int_equal(la_layer_weights_load(&w, (la_dtype)5, 0, "/nonexistent", "", NULL),
+                     LA_EINVAL);
     assert_int_equal(la_layer_weights_load(&w, LA_FLOAT32, 0, "/nonexistent", "", &err), LA_EIO);
     assert_memory_equal(&w, &zero, sizeof w);
     la_layer_weights_free(NULL);
