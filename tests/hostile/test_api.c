@@ -459,6 +459,10 @@ static void cost_model(void **state)
     la_problem big = p;
     big.batch = SIZE_MAX;
     EXPECT(la_attention_cost(LA_KERNEL_LINEAR, &big, LA_FLOAT64, &c), LA_EOVERFLOW, &c, sizeof c);
+    int64_t too_long[2] = {4, 1}; /* > M = 3 */
+    la_problem badlen = p;
+    badlen.key_lengths = too_long;
+    EXPECT(la_attention_cost(LA_KERNEL_SOFTMAX, &badlen, LA_FLOAT32, &c), LA_EINVAL, &c, sizeof c);
     /* la_visible_pairs: the masks' count */
     int64_t lens[2] = {0, 2};
     p.key_lengths = lens;
@@ -584,6 +588,8 @@ static void layers(void **state)
     assert_int_equal(la_layer_weights_init(&w, LA_FLOAT32, 0, 8, 0, 1), LA_EINVAL);
     assert_int_equal(la_layer_weights_init(&w, LA_FLOAT32, SIZE_MAX, 8, 0, 1), LA_EOVERFLOW);
     assert_memory_equal(&w, &zero, sizeof w);
+    assert_int_equal(la_layer_weights_init(&w, LA_FLOAT32, 4, 8, 2, 1), LA_EINVAL);
+    assert_memory_equal(&w, &zero, sizeof w);
     assert_int_equal(la_layer_weights_init(NULL, LA_FLOAT32, 4, 8, 0, 1), LA_EINVAL);
     la_load_error err;
     assert_int_equal(la_layer_weights_load(&w, LA_FLOAT32, 0, "/nonexistent", NULL, &err),
@@ -654,6 +660,11 @@ static void layers(void **state)
            sizeof od);
     EXPECT(la_decoder_layer_f64(&c, &dec, 1, 2, 2, xd, xd, 1, NULL, bad_len, od), LA_EINVAL, od,
            sizeof od);
+    la_layer_config c8l = c;
+    c8l.d_model = 8;
+    EXPECT(la_encoder_layer_f32(&c8l, &enc, 1, 2, x, 0, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_mha_f32(&c, 1, 2, 2, x, x, 0, bad_len, g, g, g, g, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_mha_f32(&c, 1, 0, 2, x, x, 0, NULL, g, g, g, g, o), LA_EINVAL, o, sizeof o);
     la_layer_weights_free(&enc);
     la_layer_weights_free(&dec);
 
@@ -667,6 +678,18 @@ static void layers(void **state)
     EXPECT(la_transformer_f32(&c, &t64, 1, 2, 2, x, x, NULL, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_transformer_f64(&c, &t64, 1, 2, 2, xd, NULL, NULL, od), LA_EINVAL, od, sizeof od);
     EXPECT(la_transformer_f64(NULL, &t64, 1, 2, 2, xd, xd, NULL, od), LA_EINVAL, od, sizeof od);
+    /* weights of other sizes than the config's, a stack without a decoder side */
+    la_layer_config c8 = c;
+    c8.d_model = 8;
+    EXPECT(la_encoder_f32(&c8, &t32, 1, 2, x, 0, NULL, o), LA_EINVAL, o, sizeof o);
+    la_transformer_weights enc_only;
+    assert_int_equal(la_transformer_weights_init(&enc_only, LA_FLOAT32, 4, 8, 1, 0, 1), LA_OK);
+    EXPECT(la_decoder_f32(&c, &enc_only, 1, 2, 2, x, x, 1, NULL, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_transformer_f32(&c, &enc_only, 1, 2, 2, x, x, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_encoder_f32(&c, &t32, 1, 2, x, 2, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_encoder_f32(&c, &t32, 0, 2, x, 0, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_encoder_f32(&c, &t32, SIZE_MAX, 2, x, 0, NULL, o), LA_EOVERFLOW, o, sizeof o);
+    la_transformer_weights_free(&enc_only);
     la_transformer_weights_free(&t32);
     la_transformer_weights_free(&t64);
 
@@ -710,6 +733,8 @@ static void accounting(void **state)
     b = s, b.d_model = 0;
     EXPECT(la_param_counts(&b, &pc), LA_EINVAL, &pc, sizeof pc);
     b = s, b.d_model = (size_t)1 << 40, b.heads = 1;
+    EXPECT(la_param_counts(&b, &pc), LA_EOVERFLOW, &pc, sizeof pc);
+    b = s, b.vocab = SIZE_MAX;
     EXPECT(la_param_counts(&b, &pc), LA_EOVERFLOW, &pc, sizeof pc);
     b = s, b.encoder_layers = SIZE_MAX;
     EXPECT(la_param_counts(&b, &pc), LA_EOVERFLOW, &pc, sizeof pc);
