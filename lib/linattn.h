@@ -290,16 +290,19 @@ typedef struct la_linear_state la_linear_state;
 typedef enum { LA_FLOAT32 = 0, LA_FLOAT64 = 1 } la_dtype;
 
 /* Creates a zeroed state; *out is owned by the caller, freed with la_linear_state_free.
- * Returns LA_OK, LA_EINVAL (a zero size, bad φ or eps), LA_EOVERFLOW, LA_ENOMEM. */
+ * Returns LA_OK, LA_EINVAL (NULL out, bad dtype, a zero size, bad φ or eps),
+ * LA_EOVERFLOW, LA_ENOMEM; *out is untouched on error. */
 LA_API la_status la_linear_state_create(la_linear_state **out, la_dtype dtype, size_t heads,
                                         size_t d_k, size_t d_v, la_feature_map fm, double eps);
-LA_API void la_linear_state_free(la_linear_state *st);             /* NULL is fine */
-LA_API void la_linear_state_reset(la_linear_state *st);            /* back to zero, position 0 */
-LA_API size_t la_linear_state_position(const la_linear_state *st); /* tokens stepped so far */
+LA_API void la_linear_state_free(la_linear_state *st);  /* NULL is fine */
+LA_API void la_linear_state_reset(la_linear_state *st); /* back to zero, position 0; NULL fine */
+/* tokens stepped so far (0 for NULL) */
+LA_API size_t la_linear_state_position(const la_linear_state *st);
 
 /* One token: S += φ(k_t) v_tᵀ, z += φ(k_t), then y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps),
  * in O(d_k · d_v) per head. q_t: (heads, d_k), k_t: (heads, d_k), v_t: (heads, d_v),
- * y_t: (heads, d_v). The dtype must match the state's (LA_EINVAL otherwise).
+ * y_t: (heads, d_v). The dtype must match the state's. Returns LA_OK, or LA_EINVAL (NULL,
+ * another dtype) with y_t and the state untouched.
  * Stepping through a sequence reproduces la_linear_attention_recurrent_* bit for bit
  * (same arithmetic, same order). A state holds scratch: do not step one state from two
  * threads at once (different states are independent). */
@@ -313,7 +316,7 @@ LA_API la_status la_linear_step_f64(la_linear_state *st, const double *q_t, cons
  * needs size >= la_linear_state_save_size(). Restore accepts only a buffer of exactly
  * that size saved from a state of the same dtype, sizes, φ and eps (LA_EINVAL
  * otherwise, and the state is left unchanged); it restores S, z and the position. */
-LA_API size_t la_linear_state_save_size(const la_linear_state *st);
+LA_API size_t la_linear_state_save_size(const la_linear_state *st); /* 0 for NULL */
 LA_API la_status la_linear_state_save(const la_linear_state *st, void *buf, size_t size);
 LA_API la_status la_linear_state_restore(la_linear_state *st, const void *buf, size_t size);
 
@@ -484,16 +487,17 @@ LA_API size_t la_npy_dtype_size(la_npy_dtype dtype);
  * any shape of up to LA_NPY_MAX_DIMS non-negative ints, and exactly shape × item size
  * data bytes after the header. Reads only inside [bytes, bytes + size).
  * On success out->data is never NULL (even for zero elements). On error returns
- * LA_EFORMAT (bad magic or version, truncated, malformed header, Fortran order, data
- * size mismatch), LA_EDTYPE (other dtypes, big-endian), LA_EOVERFLOW (shape × item size
- * beyond size_t) or LA_ENOMEM, sets *why (when why is not NULL) to a one-line reason
- * such as "truncated header", and leaves *out empty. *why points to static storage: a
- * string constant, or for "data is N bytes, shape needs M" a per-thread buffer valid
- * until the next la_npy_parse/la_npy_read on the same thread. */
+ * LA_EINVAL (NULL bytes or out), LA_EFORMAT (bad magic or version, truncated, malformed header,
+ * Fortran order, data size mismatch), LA_EDTYPE (other dtypes, big-endian), LA_EOVERFLOW (shape ×
+ * item size beyond size_t) or LA_ENOMEM, sets *why (when why is not NULL) to a one-line reason such
+ * as "truncated header", and leaves *out empty. *why points to static storage: a string constant,
+ * or for "data is N bytes, shape needs M" a per-thread buffer valid until the next
+ * la_npy_parse/la_npy_read on the same thread. */
 LA_API la_status la_npy_parse(const void *bytes, size_t size, la_array *out, const char **why);
 
 /* Reads a file: la_npy_parse of its contents, or LA_EIO when it cannot be read (*why
- * then says why: "no such file", "permission denied", "is a directory", …). */
+ * then says why: "no such file", "permission denied", "is a directory", …), LA_EINVAL
+ * for a NULL path or out. */
 LA_API la_status la_npy_read(const char *path, la_array *out, const char **why);
 
 /* Writes atomically, version 1.0 (2.0 if the header needs it) with the header padded
@@ -624,7 +628,8 @@ LA_API la_status la_layer_weights_init(la_layer_weights *w, la_dtype dtype, size
  * and converted to dtype. On error w is left empty and *err (when err is not NULL)
  * names the file: LA_EIO (missing or unreadable), LA_EFORMAT (not a valid .npy, a
  * wrong shape, a NaN or infinite value, or one beyond float32's range when dtype is
- * LA_FLOAT32), LA_EDTYPE (not float), LA_EINVAL (NULL, bad dtype), LA_ENOMEM. */
+ * LA_FLOAT32), LA_EDTYPE (not float), LA_EINVAL (NULL w, dir or prefix, bad dtype or
+ * decoder), LA_ENOMEM. */
 LA_API la_status la_layer_weights_load(la_layer_weights *w, la_dtype dtype, int decoder,
                                        const char *dir, const char *prefix, la_load_error *err);
 
@@ -645,12 +650,14 @@ typedef struct {
 } la_transformer_weights;
 
 /* Initialises a stack: each layer as la_layer_weights_init with seeds derived from seed
- * and the layer's place, final norms γ = 1, β = 0. Same statuses. */
+ * and the layer's place, final norms γ = 1, β = 0. Same statuses; also LA_EINVAL for no
+ * layer at all and LA_EOVERFLOW for layer counts whose sum or arrays overflow size_t. */
 LA_API la_status la_transformer_weights_init(la_transformer_weights *w, la_dtype dtype,
                                              size_t d_model, size_t d_ff, size_t encoder_layers,
                                              size_t decoder_layers, uint64_t seed);
 /* Loads a stack from dir (keys as in nn.Transformer's state_dict, see above); every
- * layer must agree on D and d_ff. Same statuses and *err as la_layer_weights_load. */
+ * layer must agree on D and d_ff. Same statuses and *err as la_layer_weights_load, and
+ * for the layer counts as la_transformer_weights_init. */
 LA_API la_status la_transformer_weights_load(la_transformer_weights *w, la_dtype dtype,
                                              size_t encoder_layers, size_t decoder_layers,
                                              const char *dir, la_load_error *err);
@@ -658,7 +665,8 @@ LA_API void la_transformer_weights_free(la_transformer_weights *w);
 
 /* LayerNorm over the last axis: y = (x − mean) / √(var + eps) · γ + β, biased variance
  * (divide by d), statistics accumulated in double.
- *   x, out: (rows, d); gamma, beta: (d). Returns LA_OK, LA_EINVAL. */
+ *   x, out: (rows, d); gamma, beta: (d). Returns LA_OK, LA_EINVAL (NULL, a zero size,
+ *   rows · d overflowing, eps not finite and > 0). */
 LA_API la_status la_layer_norm_f32(size_t rows, size_t d, const float *x, const float *gamma,
                                    const float *beta, double eps, float *out);
 LA_API la_status la_layer_norm_f64(size_t rows, size_t d, const double *x, const double *gamma,
@@ -740,14 +748,16 @@ LA_API la_status la_transformer_f64(const la_layer_config *c, const la_transform
 
 /* Sinusoidal positional encoding added in place: x[b, pos, 2i] += sin(pos / 10000^(2i/D)),
  * x[b, pos, 2i+1] += cos(pos / 10000^(2i/D)), positions first_pos .. first_pos + N − 1.
- *   x: (B, N, D). Returns LA_OK, LA_EINVAL. */
+ *   x: (B, N, D). Returns LA_OK, LA_EINVAL (NULL x, a zero size, sizes whose product
+ *   overflows, first_pos + N − 1 beyond SIZE_MAX; x untouched). */
 LA_API la_status la_add_positional_encoding_f32(size_t batch, size_t n, size_t d, size_t first_pos,
                                                 float *x);
 LA_API la_status la_add_positional_encoding_f64(size_t batch, size_t n, size_t d, size_t first_pos,
                                                 double *x);
 
 /* Token embeddings: out row t = table row tokens[t] (no scaling).
- *   table: (V, D); tokens: (count) in [0, V) (LA_EINVAL otherwise, out untouched);
+ *   table: (V, D); tokens: (count) in [0, V) (LA_EINVAL otherwise, out untouched, and
+ *   for NULL, a zero V or D, count · D overflowing);
  *   out: (count, D). */
 LA_API la_status la_embed_f32(size_t vocab, size_t d, const float *table, size_t count,
                               const int64_t *tokens, float *out);

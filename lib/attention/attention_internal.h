@@ -15,12 +15,13 @@ la_status la_linear_cost(const la_problem *p, la_dtype dtype, la_cost *out); /* 
 la_status la_linear_recurrent_cost(const la_problem *p, la_dtype dtype,
                                    la_cost *out); /* linear.c */
 
-/* The FLOPs of one head of batch entry b, in the flops_* fields of *head (zeroed
- * before the call). */
-typedef void (*la_head_flops_fn)(const la_problem *p, size_t b, la_cost *head);
+/* The FLOPs of one head of a batch entry that leaves m keys visible (la_keys_in_length),
+ * in the flops_* fields of *head (zeroed before the call). A closed form, O(1): the
+ * model answers for any N (la_problem_check's limit) without looping over queries. */
+typedef void (*la_head_flops_fn)(const la_problem *p, size_t m, la_cost *head);
 
-/* Adds heads × per_head(p, b) over every batch entry b to the flops_* fields of *c
- * (cost.c). */
+/* Adds heads × per_head(p, m_b) over every batch entry b to the flops_* fields of *c
+ * (cost.c): O(1) without key lengths (every entry sees M keys), O(batch) with them. */
 void la_cost_sum_heads(const la_problem *p, la_head_flops_fn per_head, la_cost *c);
 
 /* Bytes of one element of dtype (4 or 8). */

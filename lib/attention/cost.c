@@ -13,19 +13,33 @@
  * Every count is a total over the batch × heads problems of the call. */
 #include "attention/attention_internal.h"
 
+/* c->field += times × heads × f.field, for every flops_* field. */
+static void add_heads(la_cost *c, double times, double heads, const la_cost *f)
+{
+    c->flops_qk += times * (heads * f->flops_qk);
+    c->flops_softmax += times * (heads * f->flops_softmax);
+    c->flops_av += times * (heads * f->flops_av);
+    c->flops_phi += times * (heads * f->flops_phi);
+    c->flops_kv += times * (heads * f->flops_kv);
+    c->flops_qs += times * (heads * f->flops_qs);
+    c->flops_normalize += times * (heads * f->flops_normalize);
+}
+
 void la_cost_sum_heads(const la_problem *p, la_head_flops_fn per_head, la_cost *c)
 {
     const double heads = (double)p->heads;
+    if (!p->key_lengths) {
+        /* every entry sees all M keys: one head's count, batch × heads times (equal to
+         * the sum over entries whenever that sum is exact, i.e. below 2^53) */
+        la_cost f = {0};
+        per_head(p, p->n_keys, &f);
+        add_heads(c, (double)p->batch, heads, &f);
+        return;
+    }
     for (size_t b = 0; b < p->batch; b++) {
         la_cost f = {0};
-        per_head(p, b, &f);
-        c->flops_qk += heads * f.flops_qk;
-        c->flops_softmax += heads * f.flops_softmax;
-        c->flops_av += heads * f.flops_av;
-        c->flops_phi += heads * f.flops_phi;
-        c->flops_kv += heads * f.flops_kv;
-        c->flops_qs += heads * f.flops_qs;
-        c->flops_normalize += heads * f.flops_normalize;
+        per_head(p, la_keys_in_length(p, b), &f);
+        add_heads(c, 1, heads, &f);
     }
 }
 

@@ -140,12 +140,12 @@ la_status la_linear_attention_recurrent_f64(const la_problem *p, const double *q
 
 /* ---------------------------------------------------------------- their cost (la_cost_fn) */
 
-/* Non-causal, one head of entry b, with m visible keys:
+/* Non-causal, one head of an entry with m visible keys:
  *   φ on N·d_k + m·d_k elements; S = φ(K)ᵀV 2·m·d_k·d_v and z = Σ φ(k_j) m·d_k;
  *   φ(Q)·S 2·N·d_k·d_v and φ(Q)·z 2·N·d_k; normalise: den + eps (N) and N·d_v divides. */
-static void noncausal_head_flops(const la_problem *p, size_t b, la_cost *f)
+static void noncausal_head_flops(const la_problem *p, size_t keys, la_cost *f)
 {
-    const double m = (double)la_keys_in_length(p, b);
+    const double m = (double)keys;
     if (m == 0) return; /* no query sees a key: zeros, no work */
     const double n = (double)p->n_queries, dk = (double)p->d_k, dv = (double)p->d_v;
     f->flops_phi = (n + m) * dk;
@@ -154,12 +154,11 @@ static void noncausal_head_flops(const la_problem *p, size_t b, la_cost *f)
     f->flops_normalize = n * dv + n;
 }
 
-/* Causal, chunked form, one head of entry b: what chunk_prepare, chunk_advance and
- * chunk_finish (linear_tmpl.h) issue. Tokens are split into chunks of C; query i in
- * chunk [s, e) sees the carried state of keys [0, s) and the keys [s, i] of its own chunk
- * (all capped at the m visible keys). Every product has d_v output columns; the
- * denominators are vector work beside them (z kept beside S, A's row sums):
- *   φ on N·d_k + u·d_k, u = min(N, m) the keys any query sees;
+/* Causal, chunked form, one head of an entry with m visible keys: what chunk_prepare, chunk_advance
+ * and chunk_finish (linear_tmpl.h) issue. Tokens are split into chunks of C; query i in chunk [s,
+ * e) sees the carried state of keys [0, s) and the keys [s, i] of its own chunk (all capped at the
+ * m visible keys). Every product has d_v output columns; the denominators are vector work beside
+ * them (z kept beside S, A's row sums): φ on N·d_k + u·d_k, u = min(N, m) the keys any query sees;
  *   intra-chunk (flops_qk, flops_av): A = φQ_c·φK_cᵀ 2·d_k, A·V_c 2·d_v and A's row sum
  *     1 per visible pair (pairs_intra); the kernel computes the whole nq×nk block and
  *     zeroes the hidden entries above the diagonal, which are not counted;
@@ -168,26 +167,37 @@ static void noncausal_head_flops(const la_problem *p, size_t b, la_cost *f)
  *     and is not counted (lib/linattn.h, la_cost);
  *   per query of a chunk after the first (flops_qs): φQ_c·S_c 2·d_k·d_v, φ(q_i)·z_c 2·d_k;
  *   normalise (flops_normalize): + eps and d_v divides per query. */
-static void chunked_head_flops(const la_problem *p, size_t b, la_cost *f)
+/* k(k + 1)/2 as a double, exact whenever the result is below 2^53 (the halving is done
+ * on the even factor, before the one rounding multiply). */
+static double triangle(size_t k)
 {
-    const size_t m = la_keys_in_length(p, b);
+    return k % 2 == 0 ? (double)(k / 2) * ((double)k + 1) : (double)k * (double)(k / 2 + 1);
+}
+
+static void chunked_head_flops(const la_problem *p, size_t m, la_cost *f)
+{
     if (m == 0) return;
-    const size_t N = p->n_queries, C = p->chunk;
+    const size_t N = p->n_queries, C = p->chunk < N ? p->chunk : N;
     const double dk = (double)p->d_k, dv = (double)p->d_v;
     const size_t used = N < m ? N : m; /* keys j <= N - 1 that are visible */
     f->flops_phi = (double)(N + used) * dk;
-    double pairs_intra = 0, carried_keys = 0, carried_queries = 0;
-    for (size_t s = 0; s < N; s += C) {
-        const size_t e = s + C < N ? s + C : N;
-        /* queries s..e-1: intra keys [s, min(i + 1, m)) */
-        for (size_t i = s; i < e; i++) {
-            const size_t vis = i + 1 < m ? i + 1 : m;
-            if (vis > s) pairs_intra += (double)(vis - s);
-        }
-        if (s > 0) carried_queries += (double)(e - s); /* state of keys [0, min(s, m)) */
-        /* keys of this chunk carried into later chunks */
-        if (e < N && s < m) carried_keys += (double)((e < m ? e : m) - s);
+    /* Closed forms of the per-chunk sums (query i is in the chunk starting at
+     * s_i = C·floor(i/C)):
+     *   pairs_intra = Σ_i max(0, min(i + 1, m) - s_i). A query i < u sees i - s_i + 1
+     *     keys of its chunk: over 0..u-1 that is q whole chunks of C(C+1)/2 and r(r+1)/2
+     *     (u = qC + r). A query i >= u exists only when m < N (u = m); it sees m - s_i,
+     *     which is r > 0 in the chunk holding key m - 1 and nothing in later chunks;
+     *   carried_queries = the queries past the first chunk, N - C;
+     *   carried_keys = the visible keys of every chunk but the last, min(m, s_last). */
+    const size_t q = used / C, r = used % C;
+    double pairs_intra = (double)q * triangle(C) + triangle(r);
+    if (used < N && r > 0) {
+        const size_t s = used - r, e = N - s > C ? s + C : N;
+        pairs_intra += (double)r * (double)(e - used);
     }
+    const size_t s_last = (N - 1) / C * C;
+    const double carried_queries = (double)(N - C);
+    const double carried_keys = (double)(m < s_last ? m : s_last);
     f->flops_qk = 2 * pairs_intra * dk;
     f->flops_av = pairs_intra * (2 * dv + 1);
     f->flops_kv = carried_keys * (2 * dk * dv + dk);
@@ -195,13 +205,12 @@ static void chunked_head_flops(const la_problem *p, size_t b, la_cost *f)
     f->flops_normalize = (double)N * (dv + 1);
 }
 
-/* Causal, recurrent form, one head of entry b. Token t first adds its key (when
- * visible): S += φ(k_t) v_tᵀ 2·d_k·d_v, z += φ(k_t) d_k; then queries: φ(q_t)·S
- * 2·d_k·d_v, φ(q_t)·z 2·d_k; then normalises: den + eps 1, d_v divides. φ on
- * N·d_k + u·d_k with u = min(N, m) the keys added. */
-static void recurrent_head_flops(const la_problem *p, size_t b, la_cost *f)
+/* Causal, recurrent form, one head of an entry with m visible keys. Token t first adds its key
+ * (when visible): S += φ(k_t) v_tᵀ 2·d_k·d_v, z += φ(k_t) d_k; then queries: φ(q_t)·S 2·d_k·d_v,
+ * φ(q_t)·z 2·d_k; then normalises: den + eps 1, d_v divides. φ on N·d_k + u·d_k with u = min(N, m)
+ * the keys added. */
+static void recurrent_head_flops(const la_problem *p, size_t m, la_cost *f)
 {
-    const size_t m = la_keys_in_length(p, b);
     if (m == 0) return;
     const double n = (double)p->n_queries, dk = (double)p->d_k, dv = (double)p->d_v;
     const double used = (double)(p->n_queries < m ? p->n_queries : m);

@@ -111,20 +111,21 @@ la_status la_hard_attention_f64(const la_problem *p, const double *q, const doub
 
 /* ---------------------------------------------------------------- their cost (la_cost_fn) */
 
-/* Softmax (fused or materialising), one head of entry b: QKᵀ 2·pairs·d_k; softmax 5 per
- * pair (row max, subtract, exp, row sum, divide); P·V 2·pairs·d_v. */
-static void softmax_head_flops(const la_problem *p, size_t b, la_cost *f)
+/* Softmax (fused or materialising), one head of an entry with m visible keys: QKᵀ 2·pairs·d_k;
+ * softmax 5 per pair (row max, subtract, exp, row sum, divide); P·V 2·pairs·d_v. */
+static void softmax_head_flops(const la_problem *p, size_t m, la_cost *f)
 {
-    const double pairs = la_visible_pairs(p, b);
+    const double pairs = la_visible_pairs_of(p, m);
     f->flops_qk = 2 * pairs * (double)p->d_k;
     f->flops_softmax = 5 * pairs;
     f->flops_av = 2 * pairs * (double)p->d_v;
 }
 
-/* Hard attention, one head of entry b: QKᵀ and one compare per pair (the argmax). */
-static void hard_head_flops(const la_problem *p, size_t b, la_cost *f)
+/* Hard attention, one head of an entry with m visible keys: QKᵀ and one compare per pair (the
+ * argmax). */
+static void hard_head_flops(const la_problem *p, size_t m, la_cost *f)
 {
-    const double pairs = la_visible_pairs(p, b);
+    const double pairs = la_visible_pairs_of(p, m);
     f->flops_qk = 2 * pairs * (double)p->d_k;
     f->flops_softmax = pairs;
 }

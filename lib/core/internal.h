@@ -61,6 +61,9 @@ size_t la_keys_in_length(const la_problem *p, size_t b);
 /* Number of keys visible to query i of batch entry b: min(M, L_b, causal ? i + 1 : M). */
 size_t la_visible_keys(const la_problem *p, size_t b, size_t i);
 
+/* la_visible_pairs for an entry whose key lengths leave m keys visible. */
+double la_visible_pairs_of(const la_problem *p, size_t m);
+
 /* Overflow-checked size_t arithmetic: false when the result does not fit. */
 bool la_mul_ok(size_t a, size_t b, size_t *out);
 

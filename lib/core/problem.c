@@ -74,14 +74,18 @@ size_t la_visible_keys(const la_problem *p, size_t b, size_t i)
     return m;
 }
 
-double la_visible_pairs(const la_problem *p, size_t b)
+double la_visible_pairs_of(const la_problem *p, size_t m)
 {
-    size_t m = la_keys_in_length(p, b);
     double n = (double)p->n_queries;
     if (!p->causal) return n * (double)m;
     /* Σ_i min(i + 1, m): a triangle of queries 0..m-1, then full rows. */
     double tri_rows = n < (double)m ? n : (double)m;
     return tri_rows * (tri_rows + 1) / 2 + (n - tri_rows) * (double)m;
+}
+
+double la_visible_pairs(const la_problem *p, size_t b)
+{
+    return la_visible_pairs_of(p, la_keys_in_length(p, b));
 }
 
 /* The feature maps' names, by enum value (la_feature_map_parse also takes "elu+1"). */

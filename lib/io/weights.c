@@ -338,11 +338,11 @@ la_status la_layer_weights_load(la_layer_weights *w, la_dtype dtype, int decoder
     if (err) err->path[0] = err->why[0] = '\0';
     if (!w) return LA_EINVAL;
     memset(w, 0, sizeof *w);
-    if (!dir || (dtype != LA_FLOAT32 && dtype != LA_FLOAT64) || (decoder != 0 && decoder != 1)) {
+    if (!dir || !prefix || (dtype != LA_FLOAT32 && dtype != LA_FLOAT64) ||
+        (decoder != 0 && decoder != 1)) {
         set_error(err, NULL, "invalid argument");
         return LA_EINVAL;
     }
-    if (!prefix) prefix = "";
     size_t d_model, d_ff;
     la_status st = infer_sizes(dir, prefix, &d_model, &d_ff, err);
     if (st != LA_OK) return st;
@@ -371,15 +371,28 @@ void la_transformer_weights_free(la_transformer_weights *w)
     memset(w, 0, sizeof *w);
 }
 
+/* The layer counts of a stack: LA_EINVAL for none at all, LA_EOVERFLOW when their sum or
+ * either side's array of la_layer_weights does not fit in size_t. */
+static la_status layer_counts_ok(size_t encoder_layers, size_t decoder_layers)
+{
+    size_t bytes;
+    if (encoder_layers > SIZE_MAX - decoder_layers) return LA_EOVERFLOW;
+    if (encoder_layers + decoder_layers == 0) return LA_EINVAL;
+    if (!la_mul_ok(encoder_layers, sizeof(la_layer_weights), &bytes) ||
+        !la_mul_ok(decoder_layers, sizeof(la_layer_weights), &bytes))
+        return LA_EOVERFLOW;
+    return LA_OK;
+}
+
 /* The arrays of layers (zeroed, so freeing a half-built stack is safe) and the final
  * norms' storage: (encoder ? 2D : 0) + (decoder ? 2D : 0) elements. */
 static la_status stack_alloc(la_transformer_weights *w, la_dtype dtype, size_t d_model, size_t d_ff,
                              size_t encoder_layers, size_t decoder_layers)
 {
     memset(w, 0, sizeof *w);
-    if ((dtype != LA_FLOAT32 && dtype != LA_FLOAT64) || d_model == 0 || d_ff == 0 ||
-        encoder_layers + decoder_layers == 0)
-        return LA_EINVAL;
+    if ((dtype != LA_FLOAT32 && dtype != LA_FLOAT64) || d_model == 0 || d_ff == 0) return LA_EINVAL;
+    la_status st = layer_counts_ok(encoder_layers, decoder_layers);
+    if (st != LA_OK) return st;
     w->dtype = dtype;
     w->d_model = d_model;
     w->d_ff = d_ff;
@@ -504,10 +517,14 @@ la_status la_transformer_weights_load(la_transformer_weights *w, la_dtype dtype,
     if (err) err->path[0] = err->why[0] = '\0';
     if (!w) return LA_EINVAL;
     memset(w, 0, sizeof *w);
-    if (!dir || (dtype != LA_FLOAT32 && dtype != LA_FLOAT64) ||
-        encoder_layers + decoder_layers == 0) {
+    if (!dir || (dtype != LA_FLOAT32 && dtype != LA_FLOAT64)) {
         set_error(err, NULL, "invalid argument");
         return LA_EINVAL;
+    }
+    la_status st = layer_counts_ok(encoder_layers, decoder_layers);
+    if (st != LA_OK) {
+        set_error(err, NULL, "%s", la_strerror(st));
+        return st;
     }
     /* the layers first (they give D), then the final norms' storage */
     la_transformer_weights layers = {0}, norms;
@@ -516,7 +533,7 @@ la_status la_transformer_weights_load(la_transformer_weights *w, la_dtype dtype,
     layers.decoder_layers = decoder_layers;
     layers.encoder = calloc(encoder_layers ? encoder_layers : 1, sizeof *layers.encoder);
     layers.decoder = calloc(decoder_layers ? decoder_layers : 1, sizeof *layers.decoder);
-    la_status st = LA_ENOMEM;
+    st = LA_ENOMEM;
     if (!layers.encoder || !layers.decoder) goto fail;
     if ((st = load_side(&layers, 0, dir, err)) != LA_OK) goto fail;
     if ((st = load_side(&layers, 1, dir, err)) != LA_OK) goto fail;

@@ -482,7 +482,8 @@ static la_status FN(add_positional_encoding)(size_t batch, size_t n, size_t d, s
                                              REAL *x)
 {
     size_t count;
-    if (!x || batch == 0 || n == 0 || d == 0 || !sizes_ok(batch, n, d, sizeof(REAL), &count))
+    if (!x || batch == 0 || n == 0 || d == 0 || !sizes_ok(batch, n, d, sizeof(REAL), &count) ||
+        first_pos > SIZE_MAX - n) /* the last position first_pos + N - 1 must not wrap */
         return LA_EINVAL;
     for (size_t pos = 0; pos < n; pos++) {
         for (size_t c = 0; c < d; c++) {

@@ -1,0 +1,771 @@
+/* test_api.c — every public function of lib/linattn.h misused: NULL pointers,
+ * overflowing sizes, enum values outside their range, and each call must return
+ * exactly the status its header comment documents and leave its output untouched
+ * (outputs are filled with a sentinel byte first and compared after). One test per
+ * header section; api_names lists every LA_API function with the section that misuses
+ * it, and every_function_has_a_case parses lib/linattn.h so that a new public function
+ * without a row here fails the suite. */
+#include "../testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SENTINEL 0xA5
+
+/* Every LA_API function, by the header section whose test below misuses it. */
+static const char *const api_names[] = {
+    /* statuses and machine */
+    "la_strerror",
+    "la_set_num_threads",
+    "la_get_num_threads",
+    "la_blis_config",
+    "la_blis_version",
+    "la_blis_sgemm",
+    "la_fma_peak_gflops",
+    "la_simd_config",
+    /* problems */
+    "la_feature_map_name",
+    "la_feature_map_parse",
+    "la_problem_init",
+    "la_problem_check",
+    /* kernels */
+    "la_softmax_attention_f32",
+    "la_softmax_attention_f64",
+    "la_softmax_attention_materialized_f32",
+    "la_softmax_attention_materialized_f64",
+    "la_hard_attention_f32",
+    "la_hard_attention_f64",
+    "la_linear_attention_f32",
+    "la_linear_attention_f64",
+    "la_linear_attention_recurrent_f32",
+    "la_linear_attention_recurrent_f64",
+    "la_attention_f32",
+    "la_attention_f64",
+    /* step API */
+    "la_linear_state_create",
+    "la_linear_state_free",
+    "la_linear_state_reset",
+    "la_linear_state_position",
+    "la_linear_step_f32",
+    "la_linear_step_f64",
+    "la_linear_state_save_size",
+    "la_linear_state_save",
+    "la_linear_state_restore",
+    /* references */
+    "la_ref_softmax_attention",
+    "la_ref_hard_attention",
+    "la_ref_linear_attention",
+    "la_ref_attention",
+    "la_ref_feature_map",
+    /* cost model */
+    "la_visible_pairs",
+    "la_attention_cost",
+    /* kernel registry */
+    "la_kernel_get",
+    "la_kernel_name",
+    "la_kernel_parse",
+    "la_kernel_series",
+    "la_kernel_series_parse",
+    /* .npy files */
+    "la_npy_dtype_size",
+    "la_npy_parse",
+    "la_npy_read",
+    "la_npy_write",
+    "la_array_free",
+    /* Transformer layers */
+    "la_layer_config_init",
+    "la_layer_config_check",
+    "la_layer_tensor_key",
+    "la_layer_tensor_shape",
+    "la_layer_weights_init",
+    "la_layer_weights_load",
+    "la_layer_weights_free",
+    "la_transformer_weights_init",
+    "la_transformer_weights_load",
+    "la_transformer_weights_free",
+    "la_layer_norm_f32",
+    "la_layer_norm_f64",
+    "la_ffn_f32",
+    "la_ffn_f64",
+    "la_mha_f32",
+    "la_mha_f64",
+    "la_encoder_layer_f32",
+    "la_encoder_layer_f64",
+    "la_decoder_layer_f32",
+    "la_decoder_layer_f64",
+    "la_encoder_f32",
+    "la_encoder_f64",
+    "la_decoder_f32",
+    "la_decoder_f64",
+    "la_transformer_f32",
+    "la_transformer_f64",
+    "la_add_positional_encoding_f32",
+    "la_add_positional_encoding_f64",
+    "la_embed_f32",
+    "la_embed_f64",
+    /* accounting */
+    "la_param_counts",
+    "la_layer_cost_model",
+};
+#define N_API (sizeof api_names / sizeof *api_names)
+
+/* ---------------------------------------------------------------- sentinels */
+
+static void fill(void *x, size_t bytes)
+{
+    memset(x, SENTINEL, bytes);
+}
+
+static int untouched(const void *x, size_t bytes)
+{
+    const unsigned char *c = x;
+    for (size_t i = 0; i < bytes; i++)
+        if (c[i] != SENTINEL) return 0;
+    return 1;
+}
+
+/* status must be `want` and the `bytes` of out still the sentinel */
+#define EXPECT(call, want, out, bytes)                                                             \
+    do {                                                                                           \
+        fill((out), (bytes));                                                                      \
+        la_status st_ = (call);                                                                    \
+        if (st_ != (want))                                                                         \
+            fail_msg("%s: %s, documented %s", #call, la_strerror(st_), la_strerror(want));         \
+        if (!untouched((out), (bytes))) fail_msg("%s: wrote its output on error", #call);          \
+    } while (0)
+
+/* ---------------------------------------------------------------- the header's list */
+
+/* Every `LA_API ... la_name(` of lib/linattn.h (run from the repository root, as make
+ * test does) has a row in api_names, and every row names a function of the header. */
+static void every_function_has_a_case(void **state)
+{
+    (void)state;
+    FILE *f = fopen("lib/linattn.h", "r");
+    assert_non_null(f);
+    static char text[1 << 17];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    size_t found = 0;
+    int seen[N_API] = {0};
+    for (char *p = strstr(text, "\nLA_API "); p; p = strstr(p + 1, "\nLA_API ")) {
+        char *paren = strchr(p, '(');
+        assert_non_null(paren);
+        char *name = paren;
+        while (name > p && (name[-1] == '_' || (name[-1] >= 'a' && name[-1] <= 'z') ||
+                            (name[-1] >= '0' && name[-1] <= '9')))
+            name--;
+        char buf[128];
+        size_t n = (size_t)(paren - name);
+        assert_true(n > 0 && n < sizeof buf);
+        memcpy(buf, name, n);
+        buf[n] = '\0';
+        size_t i = 0;
+        while (i < N_API && strcmp(api_names[i], buf) != 0)
+            i++;
+        if (i == N_API) fail_msg("%s (lib/linattn.h) has no misuse case in test_api.c", buf);
+        seen[i]++;
+        found++;
+    }
+    for (size_t i = 0; i < N_API; i++)
+        if (seen[i] != 1)
+            fail_msg("%s: in the table, found %d times in lib/linattn.h", api_names[i], seen[i]);
+    assert_int_equal(found, N_API);
+}
+
+/* ---------------------------------------------------------------- statuses and machine */
+
+static void machine(void **state)
+{
+    (void)state;
+    /* every status and a value outside the list have a message */
+    for (int s = -3; s < 20; s++) {
+        const char *m = la_strerror((la_status)s);
+        assert_non_null(m);
+        assert_true(m[0] != '\0');
+    }
+    assert_string_equal(la_strerror((la_status)12345), "unknown status");
+    int before = la_get_num_threads();
+    assert_int_equal(la_set_num_threads(-1), LA_EINVAL);
+    assert_int_equal(la_set_num_threads(-2147483647 - 1), LA_EINVAL);
+    assert_int_equal(la_get_num_threads(), before); /* unchanged by the refusals */
+    assert_true(before >= 1);
+    assert_non_null(la_blis_config());
+    assert_non_null(la_blis_version());
+    assert_non_null(la_simd_config());
+    /* la_fma_peak_gflops: no thread is no peak (NAN, or NAN without AVX-512) */
+    assert_true(isnan(la_fma_peak_gflops(0)));
+    assert_true(isnan(la_fma_peak_gflops(-5)));
+    /* sgemm: threads < 1, NULL matrices: LA_EINVAL, C untouched */
+    float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1}, c[4];
+    EXPECT(la_blis_sgemm(0, 2, 2, 2, 1, a, 2, 1, b, 2, 1, 0, c, 2, 1), LA_EINVAL, c, sizeof c);
+    EXPECT(la_blis_sgemm(-1, 2, 2, 2, 1, a, 2, 1, b, 2, 1, 0, c, 2, 1), LA_EINVAL, c, sizeof c);
+    EXPECT(la_blis_sgemm(1, 2, 2, 2, 1, NULL, 2, 1, b, 2, 1, 0, c, 2, 1), LA_EINVAL, c, sizeof c);
+    EXPECT(la_blis_sgemm(1, 2, 2, 2, 1, a, 2, 1, NULL, 2, 1, 0, c, 2, 1), LA_EINVAL, c, sizeof c);
+    assert_int_equal(la_blis_sgemm(1, 2, 2, 2, 1, a, 2, 1, b, 2, 1, 0, NULL, 2, 1), LA_EINVAL);
+}
+
+/* ---------------------------------------------------------------- problems */
+
+static void problems(void **state)
+{
+    (void)state;
+    assert_string_equal(la_feature_map_name((la_feature_map)-1), "unknown");
+    assert_string_equal(la_feature_map_name(LA_FEATURE_COUNT), "unknown");
+    assert_string_equal(la_feature_map_name((la_feature_map)99), "unknown");
+    la_feature_map fm;
+    EXPECT(la_feature_map_parse(NULL, &fm), LA_EINVAL, &fm, sizeof fm);
+    EXPECT(la_feature_map_parse("", &fm), LA_EINVAL, &fm, sizeof fm);
+    EXPECT(la_feature_map_parse("ELU", &fm), LA_EINVAL, &fm, sizeof fm);
+    assert_int_equal(la_feature_map_parse("relu", NULL), LA_EINVAL);
+
+    /* la_problem_init fills every field, sentinel or not */
+    la_problem p;
+    fill(&p, sizeof p);
+    la_problem_init(&p, 1, 2, 3, 4, 5, 6);
+    assert_int_equal(la_problem_check(&p), LA_OK);
+    assert_int_equal(p.key_lengths, NULL);
+    assert_int_equal(p.causal, 0);
+
+    assert_int_equal(la_problem_check(NULL), LA_EINVAL);
+    la_problem q = p;
+    /* each field out of range */
+    size_t *sizes[] = {&q.batch, &q.heads, &q.n_queries, &q.n_keys, &q.d_k, &q.d_v, &q.chunk};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        q = p;
+        *sizes[i] = 0; /* q = p restored every field but this one */
+        assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    }
+    q = p, q.causal = 2;
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    q = p, q.causal = -1;
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    q = p, q.scale = NAN;
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    q = p, q.scale = INFINITY;
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    q = p, q.eps = -1e-9;
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    q = p, q.eps = NAN;
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    q = p, q.feature_map = LA_FEATURE_COUNT;
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    q = p, q.feature_map = (la_feature_map)-1;
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    int64_t bad_len[1] = {-1}, long_len[1] = {5};
+    q = p, q.key_lengths = bad_len;
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    q = p, q.key_lengths = long_len; /* > n_keys = 4 */
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    /* array sizes that overflow size_t */
+    q = p, q.batch = SIZE_MAX;
+    assert_int_equal(la_problem_check(&q), LA_EOVERFLOW);
+    q = p, q.n_queries = SIZE_MAX / 8;
+    assert_int_equal(la_problem_check(&q), LA_EOVERFLOW);
+    q = p, q.d_v = (size_t)1 << 62;
+    assert_int_equal(la_problem_check(&q), LA_EOVERFLOW);
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+typedef la_status (*fwd32)(const la_problem *, const float *, const float *, const float *,
+                           float *);
+typedef la_status (*fwd64)(const la_problem *, const double *, const double *, const double *,
+                           double *);
+
+static void kernels(void **state)
+{
+    (void)state;
+    const fwd32 f32[] = {la_softmax_attention_f32, la_softmax_attention_materialized_f32,
+                         la_hard_attention_f32, la_linear_attention_f32,
+                         la_linear_attention_recurrent_f32};
+    const fwd64 f64[] = {la_softmax_attention_f64, la_softmax_attention_materialized_f64,
+                         la_hard_attention_f64, la_linear_attention_f64,
+                         la_linear_attention_recurrent_f64};
+    la_problem p;
+    la_problem_init(&p, 1, 2, 3, 4, 2, 3);
+    p.causal = 1;
+    float q[64] = {0}, k[64] = {0}, v[64] = {0}, o[64];
+    double qd[64] = {0}, kd[64] = {0}, vd[64] = {0}, od[64];
+    for (int i = 0; i < LA_KERNEL_COUNT; i++) {
+        EXPECT(f32[i](NULL, q, k, v, o), LA_EINVAL, o, sizeof o);
+        EXPECT(f32[i](&p, NULL, k, v, o), LA_EINVAL, o, sizeof o);
+        EXPECT(f32[i](&p, q, NULL, v, o), LA_EINVAL, o, sizeof o);
+        EXPECT(f32[i](&p, q, k, NULL, o), LA_EINVAL, o, sizeof o);
+        assert_int_equal(f32[i](&p, q, k, v, NULL), LA_EINVAL);
+        EXPECT(f64[i](NULL, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+        EXPECT(f64[i](&p, NULL, kd, vd, od), LA_EINVAL, od, sizeof od);
+        EXPECT(f64[i](&p, qd, kd, NULL, od), LA_EINVAL, od, sizeof od);
+        assert_int_equal(f64[i](&p, qd, kd, vd, NULL), LA_EINVAL);
+        /* overflowing sizes: LA_EOVERFLOW before any pointer is read */
+        la_problem big = p;
+        big.n_queries = SIZE_MAX / 4;
+        EXPECT(f32[i](&big, q, k, v, o), LA_EOVERFLOW, o, sizeof o);
+        EXPECT(f64[i](&big, qd, kd, vd, od), LA_EOVERFLOW, od, sizeof od);
+        /* a bad field */
+        la_problem bad = p;
+        bad.feature_map = LA_FEATURE_COUNT;
+        EXPECT(f32[i](&bad, q, k, v, o), LA_EINVAL, o, sizeof o);
+        /* through the dispatcher */
+        EXPECT(la_attention_f32((la_kernel)i, &big, q, k, v, o), LA_EOVERFLOW, o, sizeof o);
+        EXPECT(la_attention_f64((la_kernel)i, NULL, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    }
+    /* recurrent without causal */
+    la_problem nc = p;
+    nc.causal = 0;
+    EXPECT(la_linear_attention_recurrent_f32(&nc, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_linear_attention_recurrent_f64(&nc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_attention_f32(LA_KERNEL_LINEAR_RECURRENT, &nc, q, k, v, o), LA_EINVAL, o, sizeof o);
+    /* kernels outside the registry */
+    const int bad_kernels[] = {-1, LA_KERNEL_COUNT, 1000};
+    for (size_t i = 0; i < 3; i++) {
+        EXPECT(la_attention_f32((la_kernel)bad_kernels[i], &p, q, k, v, o), LA_EINVAL, o, sizeof o);
+        EXPECT(la_attention_f64((la_kernel)bad_kernels[i], &p, qd, kd, vd, od), LA_EINVAL, od,
+               sizeof od);
+    }
+    /* a budget of one byte: the materialising kernel refuses */
+    la_problem tight = p;
+    tight.workspace_limit = 1;
+    EXPECT(la_softmax_attention_materialized_f32(&tight, q, k, v, o), LA_EBUDGET, o, sizeof o);
+}
+
+/* ---------------------------------------------------------------- step API */
+
+static void step_api(void **state)
+{
+    (void)state;
+    la_linear_state *st;
+    EXPECT(la_linear_state_create(&st, (la_dtype)2, 1, 1, 1, LA_FEATURE_ELU1, 0), LA_EINVAL, &st,
+           sizeof st);
+    EXPECT(la_linear_state_create(&st, LA_FLOAT32, 0, 1, 1, LA_FEATURE_ELU1, 0), LA_EINVAL, &st,
+           sizeof st);
+    EXPECT(la_linear_state_create(&st, LA_FLOAT32, 1, 0, 1, LA_FEATURE_ELU1, 0), LA_EINVAL, &st,
+           sizeof st);
+    EXPECT(la_linear_state_create(&st, LA_FLOAT32, 1, 1, 0, LA_FEATURE_ELU1, 0), LA_EINVAL, &st,
+           sizeof st);
+    EXPECT(la_linear_state_create(&st, LA_FLOAT32, 1, 1, 1, LA_FEATURE_COUNT, 0), LA_EINVAL, &st,
+           sizeof st);
+    EXPECT(la_linear_state_create(&st, LA_FLOAT32, 1, 1, 1, LA_FEATURE_ELU1, -1), LA_EINVAL, &st,
+           sizeof st);
+    EXPECT(la_linear_state_create(&st, LA_FLOAT32, 1, 1, 1, LA_FEATURE_ELU1, NAN), LA_EINVAL, &st,
+           sizeof st);
+    EXPECT(la_linear_state_create(&st, LA_FLOAT64, SIZE_MAX, SIZE_MAX, 2, LA_FEATURE_ELU1, 0),
+           LA_EOVERFLOW, &st, sizeof st);
+    EXPECT(la_linear_state_create(&st, LA_FLOAT64, 1, SIZE_MAX, SIZE_MAX, LA_FEATURE_ELU1, 0),
+           LA_EOVERFLOW, &st, sizeof st);
+    assert_int_equal(la_linear_state_create(NULL, LA_FLOAT32, 1, 1, 1, LA_FEATURE_ELU1, 0),
+                     LA_EINVAL);
+    /* NULL is fine for free, reset, position and save_size */
+    la_linear_state_free(NULL);
+    la_linear_state_reset(NULL);
+    assert_int_equal(la_linear_state_position(NULL), 0);
+    assert_int_equal(la_linear_state_save_size(NULL), 0);
+
+    la_linear_state *s32, *s64;
+    assert_int_equal(la_linear_state_create(&s32, LA_FLOAT32, 2, 3, 4, LA_FEATURE_ELU1, 1e-6),
+                     LA_OK);
+    assert_int_equal(la_linear_state_create(&s64, LA_FLOAT64, 2, 3, 4, LA_FEATURE_ELU1, 1e-6),
+                     LA_OK);
+    float q[6] = {0}, k[6] = {0}, v[8] = {0}, y[8];
+    double qd[6] = {0}, kd[6] = {0}, vd[8] = {0}, yd[8];
+    /* dtype mismatch, NULL vectors, NULL state */
+    EXPECT(la_linear_step_f32(s64, q, k, v, y), LA_EINVAL, y, sizeof y);
+    EXPECT(la_linear_step_f64(s32, qd, kd, vd, yd), LA_EINVAL, yd, sizeof yd);
+    EXPECT(la_linear_step_f32(NULL, q, k, v, y), LA_EINVAL, y, sizeof y);
+    EXPECT(la_linear_step_f32(s32, NULL, k, v, y), LA_EINVAL, y, sizeof y);
+    EXPECT(la_linear_step_f64(s64, qd, NULL, vd, yd), LA_EINVAL, yd, sizeof yd);
+    EXPECT(la_linear_step_f64(s64, qd, kd, NULL, yd), LA_EINVAL, yd, sizeof yd);
+    assert_int_equal(la_linear_step_f32(s32, q, k, v, NULL), LA_EINVAL);
+    assert_int_equal(la_linear_state_position(s32), 0); /* the refusals did not step */
+    assert_int_equal(la_linear_step_f32(s32, q, k, v, y), LA_OK);
+    assert_int_equal(la_linear_state_position(s32), 1);
+
+    /* save: NULL, too small; restore: wrong size, another dtype, garbage */
+    size_t n = la_linear_state_save_size(s32);
+    assert_true(n > 0);
+    unsigned char *buf = tu_alloc(n + 1), *other = tu_alloc(la_linear_state_save_size(s64));
+    EXPECT(la_linear_state_save(s32, buf, n - 1), LA_EINVAL, buf, n + 1);
+    EXPECT(la_linear_state_save(NULL, buf, n), LA_EINVAL, buf, n + 1);
+    assert_int_equal(la_linear_state_save(s32, NULL, n), LA_EINVAL);
+    assert_int_equal(la_linear_state_save(s32, buf, n), LA_OK);
+    assert_int_equal(la_linear_state_save(s64, other, la_linear_state_save_size(s64)), LA_OK);
+    assert_int_equal(la_linear_state_restore(s32, buf, n + 1), LA_EINVAL);
+    assert_int_equal(la_linear_state_restore(s32, buf, n - 1), LA_EINVAL);
+    assert_int_equal(la_linear_state_restore(s32, NULL, n), LA_EINVAL);
+    assert_int_equal(la_linear_state_restore(NULL, buf, n), LA_EINVAL);
+    assert_int_equal(la_linear_state_restore(s32, other, la_linear_state_save_size(s64)),
+                     LA_EINVAL);
+    fill(buf, n);
+    assert_int_equal(la_linear_state_restore(s32, buf, n), LA_EINVAL);
+    assert_int_equal(la_linear_state_position(s32), 1); /* unchanged by the refusals */
+    la_linear_state_reset(s32);
+    assert_int_equal(la_linear_state_position(s32), 0);
+    free(buf);
+    free(other);
+    la_linear_state_free(s32);
+    la_linear_state_free(s64);
+}
+
+/* ---------------------------------------------------------------- references */
+
+static void references(void **state)
+{
+    (void)state;
+    la_problem p;
+    la_problem_init(&p, 1, 1, 2, 2, 2, 2);
+    double q[4] = {0}, k[4] = {0}, v[4] = {0}, o[16];
+    la_status (*const refs[])(const la_problem *, const double *, const double *, const double *,
+                              double *) = {la_ref_softmax_attention, la_ref_hard_attention,
+                                           la_ref_linear_attention};
+    for (size_t i = 0; i < 3; i++) {
+        EXPECT(refs[i](NULL, q, k, v, o), LA_EINVAL, o, sizeof o);
+        EXPECT(refs[i](&p, NULL, k, v, o), LA_EINVAL, o, sizeof o);
+        EXPECT(refs[i](&p, q, k, NULL, o), LA_EINVAL, o, sizeof o);
+        assert_int_equal(refs[i](&p, q, k, v, NULL), LA_EINVAL);
+        la_problem big = p;
+        big.heads = SIZE_MAX / 2;
+        EXPECT(refs[i](&big, q, k, v, o), LA_EOVERFLOW, o, sizeof o);
+    }
+    EXPECT(la_ref_attention(LA_KERNEL_COUNT, &p, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_ref_attention((la_kernel)-1, &p, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_ref_attention(LA_KERNEL_LINEAR_RECURRENT, &p, q, k, v, o), LA_EINVAL, o, sizeof o);
+    /* la_ref_feature_map: n = 0 writes nothing; in place is allowed */
+    double x[2] = {-1, 2};
+    fill(o, sizeof o);
+    la_ref_feature_map(LA_FEATURE_RELU, x, o, 0);
+    assert_true(untouched(o, sizeof o));
+    la_ref_feature_map(LA_FEATURE_RELU, x, x, 2);
+    assert_true(x[0] == 0 && x[1] == 2);
+}
+
+/* ---------------------------------------------------------------- cost model */
+
+static void cost_model(void **state)
+{
+    (void)state;
+    la_problem p;
+    la_problem_init(&p, 2, 1, 5, 3, 2, 2);
+    la_cost c;
+    EXPECT(la_attention_cost(LA_KERNEL_SOFTMAX, NULL, LA_FLOAT32, &c), LA_EINVAL, &c, sizeof c);
+    assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX, &p, LA_FLOAT32, NULL), LA_EINVAL);
+    EXPECT(la_attention_cost(LA_KERNEL_COUNT, &p, LA_FLOAT32, &c), LA_EINVAL, &c, sizeof c);
+    EXPECT(la_attention_cost((la_kernel)-1, &p, LA_FLOAT32, &c), LA_EINVAL, &c, sizeof c);
+    EXPECT(la_attention_cost(LA_KERNEL_SOFTMAX, &p, (la_dtype)7, &c), LA_EINVAL, &c, sizeof c);
+    EXPECT(la_attention_cost(LA_KERNEL_LINEAR_RECURRENT, &p, LA_FLOAT32, &c), LA_EINVAL, &c,
+           sizeof c);
+    la_problem big = p;
+    big.batch = SIZE_MAX;
+    EXPECT(la_attention_cost(LA_KERNEL_LINEAR, &big, LA_FLOAT64, &c), LA_EOVERFLOW, &c, sizeof c);
+    int64_t too_long[2] = {4, 1}; /* > M = 3 */
+    la_problem badlen = p;
+    badlen.key_lengths = too_long;
+    EXPECT(la_attention_cost(LA_KERNEL_SOFTMAX, &badlen, LA_FLOAT32, &c), LA_EINVAL, &c, sizeof c);
+    /* la_visible_pairs: the masks' count */
+    int64_t lens[2] = {0, 2};
+    p.key_lengths = lens;
+    assert_true(la_visible_pairs(&p, 0) == 0);
+    assert_true(la_visible_pairs(&p, 1) == 10);
+    p.causal = 1;
+    assert_true(la_visible_pairs(&p, 1) == 1 + 2 + 2 + 2 + 2);
+}
+
+/* ---------------------------------------------------------------- kernel registry */
+
+static void registry(void **state)
+{
+    (void)state;
+    const int bad[] = {-1, LA_KERNEL_COUNT, 1 << 30};
+    for (size_t i = 0; i < 3; i++) {
+        assert_null(la_kernel_get((la_kernel)bad[i]));
+        assert_string_equal(la_kernel_name((la_kernel)bad[i]), "unknown");
+        assert_null(la_kernel_series((la_kernel)bad[i], 0));
+    }
+    assert_null(la_kernel_series(LA_KERNEL_SOFTMAX, 2));
+    assert_null(la_kernel_series(LA_KERNEL_SOFTMAX, -1));
+    assert_null(la_kernel_series(LA_KERNEL_LINEAR_RECURRENT, 0));
+    la_kernel k;
+    int causal;
+    EXPECT(la_kernel_parse(NULL, &k), LA_EINVAL, &k, sizeof k);
+    EXPECT(la_kernel_parse("", &k), LA_EINVAL, &k, sizeof k);
+    EXPECT(la_kernel_parse("unknown", &k), LA_EINVAL, &k, sizeof k);
+    EXPECT(la_kernel_parse("softmax ", &k), LA_EINVAL, &k, sizeof k);
+    assert_int_equal(la_kernel_parse("softmax", NULL), LA_EINVAL);
+    EXPECT(la_kernel_series_parse(NULL, &k, &causal), LA_EINVAL, &k, sizeof k);
+    EXPECT(la_kernel_series_parse("nonsense", &k, &causal), LA_EINVAL, &k, sizeof k);
+    fill(&causal, sizeof causal);
+    assert_int_equal(la_kernel_series_parse("nonsense", &k, &causal), LA_EINVAL);
+    assert_true(untouched(&causal, sizeof causal));
+    assert_int_equal(la_kernel_series_parse("softmax", NULL, &causal), LA_EINVAL);
+    assert_int_equal(la_kernel_series_parse("softmax", &k, NULL), LA_EINVAL);
+}
+
+/* ---------------------------------------------------------------- .npy files */
+
+static void npy(void **state)
+{
+    (void)state;
+    assert_int_equal(la_npy_dtype_size((la_npy_dtype)-1), 0);
+    assert_int_equal(la_npy_dtype_size((la_npy_dtype)4), 0);
+    la_array a;
+    const char *why;
+    assert_int_equal(la_npy_parse(NULL, 10, &a, &why), LA_EINVAL);
+    assert_null(a.data);
+    assert_int_equal(la_npy_parse("x", 1, NULL, &why), LA_EINVAL);
+    assert_int_equal(la_npy_read(NULL, &a, &why), LA_EINVAL);
+    assert_int_equal(la_npy_read("x.npy", NULL, &why), LA_EINVAL);
+    assert_int_equal(la_npy_parse("\x93NUMPY", 6, &a, &why), LA_EFORMAT);
+    assert_null(a.data); /* left empty */
+    assert_int_equal(la_npy_parse("xx", 2, &a, NULL), LA_EFORMAT);
+    assert_int_equal(la_npy_read("/nonexistent/x.npy", &a, &why), LA_EIO);
+    assert_null(a.data);
+    assert_int_equal(la_npy_read("/nonexistent/x.npy", &a, NULL), LA_EIO);
+    /* write: NULL or empty path, inconsistent arrays */
+    float data[2] = {1, 2};
+    la_array good = {LA_NPY_F32, 1, {2}, 2, data};
+    assert_int_equal(la_npy_write(NULL, &good), LA_EINVAL);
+    assert_int_equal(la_npy_write("", &good), LA_EINVAL);
+    assert_int_equal(la_npy_write("/nonexistent/x.npy", NULL), LA_EINVAL);
+    la_array bad = good;
+    bad.dtype = (la_npy_dtype)9;
+    assert_int_equal(la_npy_write("/nonexistent/x.npy", &bad), LA_EINVAL);
+    bad = good, bad.ndim = LA_NPY_MAX_DIMS + 1;
+    assert_int_equal(la_npy_write("/nonexistent/x.npy", &bad), LA_EINVAL);
+    bad = good, bad.ndim = -1;
+    assert_int_equal(la_npy_write("/nonexistent/x.npy", &bad), LA_EINVAL);
+    bad = good, bad.count = 3;
+    assert_int_equal(la_npy_write("/nonexistent/x.npy", &bad), LA_EINVAL);
+    bad = good, bad.data = NULL;
+    assert_int_equal(la_npy_write("/nonexistent/x.npy", &bad), LA_EINVAL);
+    assert_int_equal(la_npy_write("/nonexistent/x.npy", &good), LA_EIO);
+    la_array_free(NULL);
+    la_array empty = {0};
+    la_array_free(&empty);
+    la_array_free(&empty);
+}
+
+/* ---------------------------------------------------------------- Transformer layers */
+
+static void layers(void **state)
+{
+    (void)state;
+    la_layer_config c;
+    fill(&c, sizeof c);
+    la_layer_config_init(&c, 4, 2, 8);
+    assert_int_equal(la_layer_config_check(&c), LA_OK);
+    assert_int_equal(la_layer_config_check(NULL), LA_EINVAL);
+    la_layer_config b = c;
+    b.heads = 3;
+    assert_int_equal(la_layer_config_check(&b), LA_EINVAL);
+    b = c, b.attention = LA_KERNEL_LINEAR_RECURRENT;
+    assert_int_equal(la_layer_config_check(&b), LA_EINVAL);
+    b = c, b.attention = LA_KERNEL_COUNT;
+    assert_int_equal(la_layer_config_check(&b), LA_EINVAL);
+    b = c, b.norm = (la_norm_order)2;
+    assert_int_equal(la_layer_config_check(&b), LA_EINVAL);
+    b = c, b.activation = (la_activation)-1;
+    assert_int_equal(la_layer_config_check(&b), LA_EINVAL);
+    b = c, b.norm_eps = 0;
+    assert_int_equal(la_layer_config_check(&b), LA_EINVAL);
+    b = c, b.chunk = 0;
+    assert_int_equal(la_layer_config_check(&b), LA_EINVAL);
+
+    assert_string_equal(la_layer_tensor_key(LA_W_COUNT), "");
+    assert_string_equal(la_layer_tensor_key((la_layer_tensor)-1), "");
+    size_t shape[2];
+    int ndim;
+    assert_int_equal(la_layer_tensor_shape(LA_W_NORM3_WEIGHT, 4, 8, 0, shape, &ndim), 0);
+    assert_int_equal(la_layer_tensor_shape(LA_W_COUNT, 4, 8, 1, shape, &ndim), 0);
+
+    /* weights: bad dtype, zero sizes, overflowing sizes; w left empty */
+    la_layer_weights w;
+    la_layer_weights zero;
+    memset(&zero, 0, sizeof zero);
+    assert_int_equal(la_layer_weights_init(&w, (la_dtype)3, 4, 8, 0, 1), LA_EINVAL);
+    assert_memory_equal(&w, &zero, sizeof w);
+    assert_int_equal(la_layer_weights_init(&w, LA_FLOAT32, 0, 8, 0, 1), LA_EINVAL);
+    assert_int_equal(la_layer_weights_init(&w, LA_FLOAT32, SIZE_MAX, 8, 0, 1), LA_EOVERFLOW);
+    assert_memory_equal(&w, &zero, sizeof w);
+    assert_int_equal(la_layer_weights_init(&w, LA_FLOAT32, 4, 8, 2, 1), LA_EINVAL);
+    assert_memory_equal(&w, &zero, sizeof w);
+    assert_int_equal(la_layer_weights_init(NULL, LA_FLOAT32, 4, 8, 0, 1), LA_EINVAL);
+    la_load_error err;
+    assert_int_equal(la_layer_weights_load(&w, LA_FLOAT32, 0, "/nonexistent", NULL, &err),
+                     LA_EINVAL);
+    assert_memory_equal(&w, &zero, sizeof w);
+    assert_int_equal(la_layer_weights_load(&w, LA_FLOAT32, 0, NULL, "", &err), LA_EINVAL);
+    assert_int_equal(la_layer_weights_load(&w, LA_FLOAT32, 2, "/nonexistent", "", &err), LA_EINVAL);
+    assert_int_equal(la_layer_weights_load(&w, (la_dtype)5, 0, "/nonexistent", "", NULL),
+                     LA_EINVAL);
+    assert_int_equal(la_layer_weights_load(&w, LA_FLOAT32, 0, "/nonexistent", "", &err), LA_EIO);
+    assert_memory_equal(&w, &zero, sizeof w);
+    la_layer_weights_free(NULL);
+    la_layer_weights_free(&w);
+
+    la_transformer_weights tw, tzero;
+    memset(&tzero, 0, sizeof tzero);
+    assert_int_equal(la_transformer_weights_init(&tw, LA_FLOAT32, 4, 8, 0, 0, 1), LA_EINVAL);
+    assert_int_equal(la_transformer_weights_init(&tw, LA_FLOAT32, 4, 8, SIZE_MAX, 0, 1),
+                     LA_EOVERFLOW);
+    assert_memory_equal(&tw, &tzero, sizeof tw);
+    assert_int_equal(la_transformer_weights_init(&tw, LA_FLOAT32, 4, 8, SIZE_MAX, 1, 1),
+                     LA_EOVERFLOW); /* the sum wraps to 0 */
+    assert_int_equal(la_transformer_weights_init(&tw, LA_FLOAT32, 4, 8, 1, SIZE_MAX / 2, 1),
+                     LA_EOVERFLOW);
+    assert_int_equal(la_transformer_weights_init(&tw, LA_FLOAT32, SIZE_MAX, 8, 1, 0, 1),
+                     LA_EOVERFLOW);
+    assert_int_equal(la_transformer_weights_init(NULL, LA_FLOAT32, 4, 8, 1, 0, 1), LA_EINVAL);
+    assert_int_equal(la_transformer_weights_load(&tw, LA_FLOAT32, SIZE_MAX, 1, "/x", &err),
+                     LA_EOVERFLOW);
+    assert_memory_equal(&tw, &tzero, sizeof tw);
+    assert_int_equal(la_transformer_weights_load(&tw, LA_FLOAT32, 0, 0, "/x", &err), LA_EINVAL);
+    assert_int_equal(la_transformer_weights_load(&tw, LA_FLOAT32, 1, 0, NULL, &err), LA_EINVAL);
+    assert_int_equal(la_transformer_weights_load(&tw, LA_FLOAT32, 1, 0, "/nonexistent", &err),
+                     LA_EIO);
+    assert_memory_equal(&tw, &tzero, sizeof tw);
+    la_transformer_weights_free(NULL);
+    la_transformer_weights_free(&tw);
+
+    /* the sublayers: NULL pointers, zero sizes, bad config, out untouched */
+    float x[64] = {0}, g[64] = {0}, o[64];
+    double xd[64] = {0}, gd[64] = {0}, od[64];
+    EXPECT(la_layer_norm_f32(2, 4, NULL, g, g, 1e-5, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_layer_norm_f32(2, 0, x, g, g, 1e-5, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_layer_norm_f32(2, 4, x, g, g, -1, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_layer_norm_f64(2, 4, xd, NULL, gd, 1e-5, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_layer_norm_f64(2, 4, xd, gd, gd, NAN, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_ffn_f32(NULL, 2, x, g, g, g, g, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_ffn_f32(&b, 2, x, g, g, g, g, o), LA_EINVAL, o, sizeof o); /* b: chunk 0 */
+    EXPECT(la_ffn_f64(&c, 2, xd, gd, NULL, gd, gd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_ffn_f64(&c, SIZE_MAX, xd, gd, gd, gd, gd, od), LA_EOVERFLOW, od, sizeof od);
+    EXPECT(la_mha_f32(&c, 1, 2, 2, x, x, 0, NULL, g, g, g, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_mha_f32(&c, 0, 2, 2, x, x, 0, NULL, g, g, g, g, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_mha_f64(&c, SIZE_MAX, 2, 2, xd, xd, 0, NULL, gd, gd, gd, gd, od), LA_EOVERFLOW, od,
+           sizeof od);
+    EXPECT(la_mha_f64(&c, 1, 2, 2, xd, xd, 2, NULL, gd, gd, gd, gd, od), LA_EINVAL, od, sizeof od);
+
+    la_layer_weights enc, dec;
+    assert_int_equal(la_layer_weights_init(&enc, LA_FLOAT32, 4, 8, 0, 1), LA_OK);
+    assert_int_equal(la_layer_weights_init(&dec, LA_FLOAT64, 4, 8, 1, 1), LA_OK);
+    int64_t bad_len[1] = {3}; /* > n = 2 */
+    EXPECT(la_encoder_layer_f32(&c, NULL, 1, 2, x, 0, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_encoder_layer_f32(&c, &enc, 1, 2, x, 0, bad_len, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_encoder_layer_f64(&c, &enc, 1, 2, xd, 0, NULL, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_decoder_layer_f32(&c, &enc, 1, 2, 2, x, x, 1, NULL, NULL, o), LA_EINVAL, o,
+           sizeof o); /* an encoder layer, and float64 weights below */
+    EXPECT(la_decoder_layer_f32(&c, &dec, 1, 2, 2, x, x, 1, NULL, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_decoder_layer_f64(&c, &dec, 1, 2, 2, xd, NULL, 1, NULL, NULL, od), LA_EINVAL, od,
+           sizeof od);
+    EXPECT(la_decoder_layer_f64(&c, &dec, 1, 2, 2, xd, xd, 1, NULL, bad_len, od), LA_EINVAL, od,
+           sizeof od);
+    la_layer_config c8l = c;
+    c8l.d_model = 8;
+    EXPECT(la_encoder_layer_f32(&c8l, &enc, 1, 2, x, 0, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_mha_f32(&c, 1, 2, 2, x, x, 0, bad_len, g, g, g, g, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_mha_f32(&c, 1, 0, 2, x, x, 0, NULL, g, g, g, g, o), LA_EINVAL, o, sizeof o);
+    la_layer_weights_free(&enc);
+    la_layer_weights_free(&dec);
+
+    la_transformer_weights t32, t64;
+    assert_int_equal(la_transformer_weights_init(&t32, LA_FLOAT32, 4, 8, 1, 1, 1), LA_OK);
+    assert_int_equal(la_transformer_weights_init(&t64, LA_FLOAT64, 4, 8, 1, 1, 1), LA_OK);
+    EXPECT(la_encoder_f32(&c, NULL, 1, 2, x, 0, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_encoder_f64(&c, &t32, 1, 2, xd, 0, NULL, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_decoder_f32(&c, &t32, 1, 2, 2, x, NULL, 1, NULL, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_decoder_f64(&c, &t32, 1, 2, 2, xd, xd, 1, NULL, NULL, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_transformer_f32(&c, &t64, 1, 2, 2, x, x, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_transformer_f64(&c, &t64, 1, 2, 2, xd, NULL, NULL, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_transformer_f64(NULL, &t64, 1, 2, 2, xd, xd, NULL, od), LA_EINVAL, od, sizeof od);
+    /* weights of other sizes than the config's, a stack without a decoder side */
+    la_layer_config c8 = c;
+    c8.d_model = 8;
+    EXPECT(la_encoder_f32(&c8, &t32, 1, 2, x, 0, NULL, o), LA_EINVAL, o, sizeof o);
+    la_transformer_weights enc_only;
+    assert_int_equal(la_transformer_weights_init(&enc_only, LA_FLOAT32, 4, 8, 1, 0, 1), LA_OK);
+    EXPECT(la_decoder_f32(&c, &enc_only, 1, 2, 2, x, x, 1, NULL, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_transformer_f32(&c, &enc_only, 1, 2, 2, x, x, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_encoder_f32(&c, &t32, 1, 2, x, 2, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_encoder_f32(&c, &t32, 0, 2, x, 0, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_encoder_f32(&c, &t32, SIZE_MAX, 2, x, 0, NULL, o), LA_EOVERFLOW, o, sizeof o);
+    la_transformer_weights_free(&enc_only);
+    la_transformer_weights_free(&t32);
+    la_transformer_weights_free(&t64);
+
+    /* positions: in place, so x itself must be untouched on error */
+    EXPECT(la_add_positional_encoding_f32(1, 2, 0, 0, o), LA_EINVAL, o, sizeof o);
+    assert_int_equal(la_add_positional_encoding_f32(1, 2, 4, 0, NULL), LA_EINVAL);
+    fill(od, sizeof od);
+    assert_int_equal(la_add_positional_encoding_f64(SIZE_MAX, SIZE_MAX, 4, 0, od), LA_EINVAL);
+    assert_true(untouched(od, sizeof od));
+    /* embeddings: tokens outside [0, V), NULL table */
+    const int64_t tokens[3] = {0, 2, 1};
+    EXPECT(la_embed_f32(2, 4, g, 3, tokens, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_embed_f32(3, 4, NULL, 3, tokens, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_embed_f32(3, SIZE_MAX / 2, g, 3, tokens, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_embed_f32(3, 4, g, SIZE_MAX / 2, tokens, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_embed_f32(0, 4, g, 3, tokens, o), LA_EINVAL, o, sizeof o);
+    fill(o, sizeof o);
+    /* positions first_pos .. first_pos + N - 1 would wrap past SIZE_MAX */
+    assert_int_equal(la_add_positional_encoding_f32(1, 2, 4, SIZE_MAX, o), LA_EINVAL);
+    assert_true(untouched(o, sizeof o));
+    assert_int_equal(la_add_positional_encoding_f32(1, 2, 4, SIZE_MAX - 1, o), LA_EINVAL);
+    assert_true(untouched(o, sizeof o));
+    EXPECT(la_layer_norm_f32(SIZE_MAX / 2, 4, x, g, g, 1e-5, o), LA_EINVAL, o, sizeof o);
+    const int64_t negative[1] = {-1};
+    EXPECT(la_embed_f64(3, 4, gd, 1, negative, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_embed_f64(3, 4, gd, 1, NULL, od), LA_EINVAL, od, sizeof od);
+}
+
+/* ---------------------------------------------------------------- accounting */
+
+static void accounting(void **state)
+{
+    (void)state;
+    la_model_size s = {512, 8, 2048, 6, 6, 0, 0};
+    la_param_count pc;
+    assert_int_equal(la_param_counts(NULL, &pc), LA_EINVAL);
+    assert_int_equal(la_param_counts(&s, NULL), LA_EINVAL);
+    la_model_size b = s;
+    b.heads = 7;
+    EXPECT(la_param_counts(&b, &pc), LA_EINVAL, &pc, sizeof pc);
+    b = s, b.d_model = 0;
+    EXPECT(la_param_counts(&b, &pc), LA_EINVAL, &pc, sizeof pc);
+    b = s, b.d_model = (size_t)1 << 40, b.heads = 1;
+    EXPECT(la_param_counts(&b, &pc), LA_EOVERFLOW, &pc, sizeof pc);
+    b = s, b.vocab = SIZE_MAX;
+    EXPECT(la_param_counts(&b, &pc), LA_EOVERFLOW, &pc, sizeof pc);
+    b = s, b.encoder_layers = SIZE_MAX;
+    EXPECT(la_param_counts(&b, &pc), LA_EOVERFLOW, &pc, sizeof pc);
+
+    la_layer_config c;
+    la_layer_config_init(&c, 8, 2, 16);
+    la_layer_cost lc;
+    EXPECT(la_layer_cost_model(NULL, 0, 1, 2, 2, 0, LA_FLOAT32, &lc), LA_EINVAL, &lc, sizeof lc);
+    assert_int_equal(la_layer_cost_model(&c, 0, 1, 2, 2, 0, LA_FLOAT32, NULL), LA_EINVAL);
+    EXPECT(la_layer_cost_model(&c, 0, 0, 2, 2, 0, LA_FLOAT32, &lc), LA_EINVAL, &lc, sizeof lc);
+    EXPECT(la_layer_cost_model(&c, 1, 1, 2, 0, 0, LA_FLOAT32, &lc), LA_EINVAL, &lc, sizeof lc);
+    EXPECT(la_layer_cost_model(&c, 0, 1, 2, 2, 0, (la_dtype)2, &lc), LA_EINVAL, &lc, sizeof lc);
+    EXPECT(la_layer_cost_model(&c, 0, SIZE_MAX, SIZE_MAX, 2, 0, LA_FLOAT32, &lc), LA_EOVERFLOW, &lc,
+           sizeof lc);
+}
+
+int main(void)
+{
+    tu_init("test_api");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_function_has_a_case),
+        cmocka_unit_test(machine),
+        cmocka_unit_test(problems),
+        cmocka_unit_test(kernels),
+        cmocka_unit_test(step_api),
+        cmocka_unit_test(references),
+        cmocka_unit_test(cost_model),
+        cmocka_unit_test(registry),
+        cmocka_unit_test(npy),
+        cmocka_unit_test(layers),
+        cmocka_unit_test(accounting),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
