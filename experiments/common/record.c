@@ -737,6 +737,12 @@ int res_close(res_file *f)
 {
     if (!f) return 0;
     int rc = f->failed ? -1 : 0;
+    /* a new file that got no row still appears where there was none (a header-only
+     * file says the run happened); it never replaces one */
+    struct stat st;
+    if (f->out && f->fresh && !f->fresh->committed && fflush(f->out) == 0 &&
+        stat(f->fresh->path, &st) != 0 && errno == ENOENT && la_outfile_commit(f->fresh, NULL))
+        rc = -1;
     if (f->out && (f->borrowed ? fflush(f->out) : fclose(f->out)) != 0) rc = -1;
     if (f->fresh) { /* fclose closed its descriptor; a file that got no row vanishes */
         if (!f->out) la_outfile_close(f->fresh);
