@@ -5,7 +5,7 @@
  *                       'shape': (2, 3), } padded with spaces, ending in '\n'
  *               data:   product(shape) elements, exactly, nothing after.
  * The parser reads only inside [bytes, bytes + size): it is fuzzed (fuzz/fuzz_npy.c).
- * This file depends on linattn.h only, so the fuzz build needs npy.c and status.c. */
+ * This file depends on linattn.h only: the fuzz build needs npy.c, outfile.c, status.c. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -476,9 +476,15 @@ la_status la_npy_read(const char *path, la_array *out, const char **why)
         goto done;
     }
 
-    /* 2. the header */
+    /* 2. the header (at least the 2 bytes a 1.0 preamble leaves of the 12 read: a
+     * header is a dict and a newline, so a shorter one is malformed anyway) */
     size_t head_size = preamble + header_len;
-    head = malloc(head_size > sizeof pre ? head_size : sizeof pre);
+    if (head_size < sizeof pre) {
+        *why = "header too short to be a dict";
+        st = LA_EFORMAT;
+        goto done;
+    }
+    head = malloc(head_size);
     if (!head) {
         *why = "out of memory";
         st = LA_ENOMEM;
@@ -503,7 +509,6 @@ la_status la_npy_read(const char *path, la_array *out, const char **why)
     if (st != LA_OK) goto done;
 
     /* 3. exactly the data the shape needs; a regular file's size is known up front */
-    size_t already = head_size < sizeof pre ? sizeof pre - head_size : 0; /* 1.0: 2 bytes */
     if (S_ISREG(sb.st_mode) && (sb.st_size < 0 || (size_t)sb.st_size - head_size != need ||
                                 (size_t)sb.st_size < head_size)) {
         size_t have = (size_t)sb.st_size >= head_size ? (size_t)sb.st_size - head_size : 0;
@@ -518,9 +523,7 @@ la_status la_npy_read(const char *path, la_array *out, const char **why)
         st = LA_ENOMEM;
         goto done;
     }
-    size_t copied = already < need ? already : need;
-    memcpy(a.data, pre + head_size, copied);
-    got = read_full(fd, (char *)a.data + copied, need - copied);
+    got = read_full(fd, a.data, need);
     unsigned char extra;
     ssize_t more = got >= 0 ? read_full(fd, &extra, 1) : -1;
     if (got < 0 || more < 0) {
@@ -528,7 +531,7 @@ la_status la_npy_read(const char *path, la_array *out, const char **why)
         st = LA_EIO;
         goto done;
     }
-    size_t have = copied + (size_t)got + (already > need ? already - need : 0) + (size_t)more;
+    size_t have = (size_t)got + (size_t)more;
     if (have != need) {
         snprintf(size_reason, sizeof size_reason,
                  more ? "data is more than %zu bytes, shape needs %zu"
