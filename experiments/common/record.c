@@ -434,6 +434,7 @@ static int read_existing(res_file *f, const char *columns, char *err, size_t err
         line[strcspn(line, "\r\n")] = 0;
         if (line[0] == '#' || line[0] == 0) continue;
         if (!seen_header) {
+            if (!whole) break; /* a header cut short: nothing to resume, start anew */
             if (strcmp(line, columns) != 0) {
                 snprintf(err, err_size,
                          "%s: its columns differ from this version's; move it away or run "

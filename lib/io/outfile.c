@@ -96,9 +96,8 @@ la_status la_outfile_open(la_outfile *o, const char *path, const char **why)
     if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode)) {
         errno = S_ISDIR(st.st_mode) ? EISDIR : EEXIST;
         *why = S_ISDIR(st.st_mode) ? "is a directory; refusing to replace it"
-               : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)
-                   ? "is a device; refusing to replace it"
-               : S_ISFIFO(st.st_mode) ? "is a FIFO; refusing to replace it"
+               : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "is a device; refusing to replace it"
+               : S_ISFIFO(st.st_mode)                       ? "is a FIFO; refusing to replace it"
                                       : "is not a regular file; refusing to replace it";
         return LA_EIO;
     }
