@@ -58,23 +58,38 @@ void la_outfile_signal_cleanup(void)
         if (pending_used[i]) unlink(pending_name[i]);
 }
 
-/* The target path: path itself, or for a symbolic link the file it leads to. */
+/* The target path: path itself, or for a symbolic link the file it leads to (which may
+ * not exist yet: a link to a file still to be written). Links are followed by hand,
+ * at most 40 deep, a relative one from its own folder. */
 static la_status resolve(const char *path, char *target, const char **why)
 {
-    struct stat st;
-    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
-        if (!realpath(path, target)) {
-            *why = "a symbolic link to a missing file or folder";
-            return LA_EIO;
-        }
-        return LA_OK;
-    }
     if (strlen(path) >= PATH_MAX) {
         *why = "path too long";
         return LA_EINVAL;
     }
     strcpy(target, path);
-    return LA_OK;
+    for (int depth = 0;; depth++) {
+        struct stat st;
+        if (lstat(target, &st) != 0 || !S_ISLNK(st.st_mode)) return LA_OK;
+        char link[PATH_MAX];
+        ssize_t n = readlink(target, link, sizeof link - 1);
+        if (n < 0 || depth == 40) {
+            *why = n < 0 ? strerror(errno) : "too many levels of symbolic links";
+            return LA_EIO;
+        }
+        link[n] = 0;
+        char *slash = strrchr(target, '/');
+        if (link[0] == '/' || !slash) { /* absolute, or relative to the current folder */
+            strcpy(target, link);
+        } else { /* relative to the link's folder */
+            size_t dir_len = (size_t)(slash - target) + 1;
+            if (dir_len + (size_t)n >= PATH_MAX) {
+                *why = "path too long";
+                return LA_EINVAL;
+            }
+            memcpy(target + dir_len, link, (size_t)n + 1);
+        }
+    }
 }
 
 la_status la_outfile_open(la_outfile *o, const char *path, const char **why)

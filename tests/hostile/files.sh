@@ -54,7 +54,12 @@ if attend --out link.npy 2>err.txt && [ -L link.npy ] && is_npy target.npy; then
     ok out_symlink_written_through
 else fail out_symlink_written_through "link replaced or target not written ($(cat err.txt))"; fi
 
-mkdir -p sub && ln -s ../missing/x.npy dangling.npy
+ln -s sub/new.npy link_to_new.npy # a link to a file still to be written
+mkdir -p sub
+if attend --out link_to_new.npy 2>err.txt && [ -L link_to_new.npy ] && is_npy sub/new.npy; then
+    ok out_symlink_to_new_file
+else fail out_symlink_to_new_file "$(cat err.txt)"; fi
+ln -s ../missing/x.npy dangling.npy # its folder does not exist
 refused out_dangling_symlink attend --out dangling.npy && [ -L dangling.npy ] &&
     ok out_dangling_symlink
 
