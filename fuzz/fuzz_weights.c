@@ -20,8 +20,8 @@ static size_t good_npy(unsigned char *buf, size_t rows, size_t cols)
 {
     char dict[128];
     int n = cols ? snprintf(dict, sizeof dict,
-                            "{'descr': '<f4', 'fortran_order': False, 'shape': (%zu, %zu), }",
-                            rows, cols)
+                            "{'descr': '<f4', 'fortran_order': False, 'shape': (%zu, %zu), }", rows,
+                            cols)
                  : snprintf(dict, sizeof dict,
                             "{'descr': '<f4', 'fortran_order': False, 'shape': (%zu,), }", rows);
     size_t header = (size_t)n + 1, pad = 64 - (10 + header) % 64;
