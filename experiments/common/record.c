@@ -418,6 +418,12 @@ static void write_command(FILE *out, int argc, char **argv)
  * does not exist, -1 (and err) when it exists but cannot be resumed. */
 static int read_existing(res_file *f, const char *columns, char *err, size_t err_size)
 {
+    /* a FIFO would block the read, a device never end it: results are regular files */
+    struct stat st;
+    if (stat(f->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(err, err_size, "%s: not a regular file; refusing to resume from it", f->path);
+        return -1;
+    }
     FILE *in = fopen(f->path, "r");
     if (!in) {
         if (errno == ENOENT) return 0;

@@ -121,6 +121,13 @@ wait $pid 2>/dev/null
 cmp -s before.csv runs/s.csv && ok concurrent_previous_intact ||
     fail concurrent_previous_intact "runs/s.csv changed"
 
+# results into a FIFO or a directory: refused at once, with or without --resume
+refused results_into_fifo timeout 10 "$bin" scaling --n 16 --variants linear --out fifo &&
+    refused results_resume_from_fifo timeout 10 "$bin" scaling --n 16 --variants linear \
+        --out fifo --resume && [ -p fifo ] && ok results_into_fifo
+refused results_into_directory "$bin" scaling --n 16 --variants linear --out outdir &&
+    [ -d outdir ] && ok results_into_directory
+
 # ---- class 6: whole rows
 # every non-comment line after the header has as many fields as the header, and the
 # file ends with a newline
