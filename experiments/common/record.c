@@ -688,6 +688,11 @@ res_file *res_load(const char *path, int n_key, char *err, size_t err_size)
         goto fail;
     }
     f->n_key = n_key;
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) { /* a FIFO would block the read */
+        snprintf(err, err_size, "%s: not a regular file", path);
+        goto fail;
+    }
     if (!(in = fopen(path, "r"))) {
         snprintf(err, err_size, "%s: %s", path, strerror(errno));
         goto fail;
