@@ -51,6 +51,14 @@ static void check_rows(const res_file *f)
     }
 }
 
+/* At exit: the file and its folder go. */
+static void remove_dir(void)
+{
+    unlink(path);
+    *strrchr(path, '/') = 0;
+    rmdir(path);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!path[0]) {
@@ -58,6 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char dir[64] = "/dev/shm/fuzz_resume.XXXXXX";
         if (!mkdtemp(dir) && !mkdtemp(strcpy(dir, "/tmp/fuzz_resume.XXXXXX"))) abort();
         snprintf(path, sizeof path, "%s/r.csv", dir);
+        atexit(remove_dir);
     }
     FILE *in = fopen(path, "wb");
     if (!in || (size && fwrite(data, 1, size, in) != size) || fclose(in) != 0) abort();

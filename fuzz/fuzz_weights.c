@@ -39,11 +39,23 @@ static size_t good_npy(unsigned char *buf, size_t rows, size_t cols)
     return at + 4 * count;
 }
 
+/* At exit: the folder and its files go. */
+static void remove_dir(void)
+{
+    for (int t = 0; t < LA_W_COUNT; t++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s.npy", dir, la_layer_tensor_key((la_layer_tensor)t));
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!dir[0]) {
         snprintf(dir, sizeof dir, "/dev/shm/fuzz_weights.XXXXXX"); /* tmpfs if there is one */
         if (!mkdtemp(dir) && !mkdtemp(strcpy(dir, "/tmp/fuzz_weights.XXXXXX"))) abort();
+        atexit(remove_dir);
     }
     const size_t D = 2, FF = 4;
     for (int t = 0; t < LA_W_COUNT; t++) {
