@@ -6,7 +6,8 @@
 #   make plots      re-render plots/ from the CSV in results/
 #   make bench      the benchmark goal table: kernels against BLIS sgemm in one process,
 #                   also kept in build/bench.txt (`linattn help bench`)
-#   make fuzz       libFuzzer on the .npy parser for FUZZ_SECONDS (60)
+#   make fuzz       libFuzzer on the .npy parser, the weights loader and the --resume
+#                   reader, FUZZ_SECONDS (60) each
 #   make check-torch  `linattn block` against PyTorch's own TransformerEncoderLayer
 #                   (installs Debian's python3-torch, about 230 packages: not in make test)
 #   make test SANITIZE=1   the unit tests under AddressSanitizer + UBSan (in build/asan)
@@ -203,14 +204,24 @@ check-torch: $(BUILD)/linattn | build/.deps-test
 	/usr/bin/python3 tests/command/block_torch.py $(BUILD)/linattn
 
 FUZZ_SECONDS ?= 60
+# Three targets, FUZZ_SECONDS each (.ci/run gives 20: a minute in all): the .npy parser,
+# the weights folder loader, and the CSV reader behind --resume.
+FUZZ_CC = clang -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -Wall -Wextra -Werror \
+    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Ilib
+FUZZ_RUN = -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -artifact_prefix=build/fuzz/
 fuzz: | build/.deps-build
 	@scripts/ensure-deps fuzz
-	@mkdir -p build/fuzz/corpus
-	clang -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -Wall -Wextra -Werror \
-	    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	    -Ilib fuzz/fuzz_npy.c lib/io/npy.c lib/core/status.c -o build/fuzz/fuzz_npy
-	build/fuzz/fuzz_npy -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
-	    -dict=fuzz/npy.dict -artifact_prefix=build/fuzz/ build/fuzz/corpus fuzz/seeds
+	@mkdir -p build/fuzz/corpus build/fuzz/corpus_weights build/fuzz/corpus_resume
+	$(FUZZ_CC) fuzz/fuzz_npy.c lib/io/npy.c lib/io/outfile.c lib/core/status.c \
+	    -o build/fuzz/fuzz_npy
+	$(FUZZ_CC) fuzz/fuzz_weights.c lib/io/weights.c lib/io/npy.c lib/io/outfile.c \
+	    lib/core/status.c lib/core/problem.c -lm -o build/fuzz/fuzz_weights
+	$(FUZZ_CC) -Iexperiments fuzz/fuzz_resume.c experiments/common/record.c \
+	    lib/io/outfile.c lib/core/status.c -lm -o build/fuzz/fuzz_resume
+	build/fuzz/fuzz_npy $(FUZZ_RUN) -dict=fuzz/npy.dict build/fuzz/corpus fuzz/seeds
+	build/fuzz/fuzz_weights $(FUZZ_RUN) -dict=fuzz/npy.dict build/fuzz/corpus_weights \
+	    fuzz/seeds_weights
+	build/fuzz/fuzz_resume $(FUZZ_RUN) build/fuzz/corpus_resume fuzz/seeds_resume
 
 # `linattn bench --goals`, shown and kept in build/bench.txt; the exit status is the
 # benchmark's, not tee's (sh has no pipefail).

@@ -2,6 +2,7 @@
 #include "commands.h"
 #include "linattn.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -54,8 +55,20 @@ static void usage(FILE *to)
             LA_VERSION_STRING);
 }
 
+/* SIGINT, SIGTERM: remove the temporary files being written (la_outfile's fallback
+ * names; O_TMPFILE files vanish by themselves), then die of the signal as usual, so
+ * the shell sees 130 or 143. */
+static void on_signal(int sig)
+{
+    la_outfile_signal_cleanup();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 int main(int argc, char **argv)
 {
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
     if (argc < 2) {
         usage(stderr);
         return 2;

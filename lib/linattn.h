@@ -501,8 +501,9 @@ LA_API la_status la_npy_parse(const void *bytes, size_t size, la_array *out, con
 LA_API la_status la_npy_read(const char *path, la_array *out, const char **why);
 
 /* Writes atomically, version 1.0 (2.0 if the header needs it) with the header padded
- * as NumPy pads it (data at a multiple of 64 bytes): a temporary file path.tmp.XXXXXX
- * in the same folder, written, fsync'ed, then rename(2)d over path (mode 0644). On
+ * as NumPy pads it (data at a multiple of 64 bytes), through la_outfile (below): an
+ * unnamed file in the same folder, written, fsync'ed, then rename(2)d over path (mode
+ * 0644); a symbolic link is written through, a non-regular file refused. On
  * error the temporary file is removed, no file appears at path (a file already there
  * is left as it was), and errno tells why. Returns LA_OK, LA_EINVAL (NULL or empty
  * path, an inconsistent array: unknown dtype, ndim out of range, count not the product
@@ -511,6 +512,38 @@ LA_API la_status la_npy_write(const char *path, const la_array *a);
 
 /* Releases data and empties the array (safe on an empty or already-freed array). */
 LA_API void la_array_free(la_array *a);
+
+/* Same as la_npy_write, and *why (when not NULL) gets a one-line reason on failure,
+ * such as "is a device; refusing to replace it". */
+LA_API la_status la_npy_write_why(const char *path, const la_array *a, const char **why);
+
+/* ---------------------------------------------------------------- output files */
+
+/* The one way linattn writes a file (la_npy_write, the command's results files): the
+ * contents go to an unnamed file in the target's folder (O_TMPFILE; where the file
+ * system lacks it, path.tmp.XXXXXX) and replace path in one rename(2) only when
+ * committed, so path holds the old file or the whole new one, never a part.
+ *   - A symbolic link at path is followed: its target is replaced and the link stays.
+ *   - A target that exists and is not a regular file (directory, device, FIFO, socket)
+ *     is refused (LA_EIO, errno EISDIR or EEXIST): never replaced.
+ *   - An output that is also an input is safe: the input is read first and the new
+ *     file takes its name only when complete.
+ * la_outfile_open: LA_OK, LA_EINVAL, LA_EIO (and *why). fd is open for appending.
+ * la_outfile_commit: fsync, then the file is at path; fd stays open and keeps writing
+ *   it (the results files append their rows after the first one is committed).
+ * la_outfile_close: closes; an uncommitted file disappears. Returns 0 or -1.
+ * la_outfile_signal_cleanup: removes the temporary names that exist right now (the
+ *   path.tmp.* fallback); async-signal-safe, for the command's SIGINT/SIGTERM handler.
+ *   With O_TMPFILE there is nothing to remove, even after SIGKILL. */
+typedef struct {
+    int fd;
+    int anonymous, committed, slot;
+    char path[4096], tmp[4096 + 48];
+} la_outfile;
+LA_API la_status la_outfile_open(la_outfile *o, const char *path, const char **why);
+LA_API la_status la_outfile_commit(la_outfile *o, const char **why);
+LA_API int la_outfile_close(la_outfile *o);
+LA_API void la_outfile_signal_cleanup(void);
 
 /* ---------------------------------------------------------------- Transformer layers */
 

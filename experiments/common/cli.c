@@ -316,10 +316,8 @@ fail:
 
 int cli_write_npy(const char *path, const la_array *a)
 {
-    errno = 0;
-    la_status st = la_npy_write(path, a);
+    const char *why = NULL;
+    la_status st = la_npy_write_why(path, a, &why);
     if (st == LA_OK) return 0;
-    int err = errno;
-    return cli_fail(path, "cannot write: %s",
-                    st == LA_EIO && err ? strerror(err) : la_strerror(st));
+    return cli_fail(path, "cannot write: %s", why ? why : la_strerror(st));
 }

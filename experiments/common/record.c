@@ -5,12 +5,15 @@
 #include "linattn.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -256,8 +259,70 @@ struct res_file {
     size_t n_rows, cap_rows;
     int resumed_rows;
     int failed;
-    int borrowed; /* out is the caller's stream (res_open_stream): flushed, not closed */
+    int borrowed;      /* out is the caller's stream (res_open_stream): flushed, not closed */
+    la_outfile *fresh; /* a new file: unnamed until its first row, then it replaces path */
+    int lock;          /* index in held_locks, or -1 */
 };
+
+/* ---------------------------------------------------------------- folder locks */
+
+/* Two runs writing into one folder at once would race for the same files (and disturb
+ * each other's timings): each results file holds an flock on its folder for as long as
+ * it is open, and a second process is refused. Files of one process share the lock. */
+static struct {
+    dev_t dev;
+    ino_t ino;
+    int fd, users;
+} held_locks[8];
+
+static int lock_folder(const char *path, char *err, size_t err_size)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(err, err_size, "%s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -2;
+    }
+    int free_slot = -1;
+    for (int i = 0; i < (int)(sizeof held_locks / sizeof held_locks[0]); i++) {
+        if (held_locks[i].users && held_locks[i].dev == st.st_dev &&
+            held_locks[i].ino == st.st_ino) {
+            close(fd);
+            held_locks[i].users++;
+            return i;
+        }
+        if (!held_locks[i].users && free_slot < 0) free_slot = i;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        snprintf(err, err_size,
+                 "%s: another linattn run is writing into %s (folder locked); wait for it or "
+                 "choose another folder",
+                 path, dir);
+        close(fd);
+        return -2;
+    }
+    if (free_slot < 0) { /* more folders than slots: locked until the process ends */
+        return -1;
+    }
+    held_locks[free_slot].dev = st.st_dev;
+    held_locks[free_slot].ino = st.st_ino;
+    held_locks[free_slot].fd = fd;
+    held_locks[free_slot].users = 1;
+    return free_slot;
+}
+
+static void unlock_folder(int i)
+{
+    if (i < 0 || !held_locks[i].users) return;
+    if (--held_locks[i].users == 0) close(held_locks[i].fd);
+}
 
 static char *dup_string(const char *s)
 {
@@ -304,6 +369,16 @@ static int store_row(res_file *f, const char *row)
     return 0;
 }
 
+/* A finished row has exactly one field per column (a row cut short by a full disk or a
+ * kill has fewer, or is glued to the next). */
+static int row_complete(const res_file *f, const char *row)
+{
+    int fields = 1;
+    for (const char *c = row; *c; c++)
+        fields += *c == ',';
+    return fields == f->n_columns;
+}
+
 static int split_columns(res_file *f, const char *columns)
 {
     f->n_columns = 1;
@@ -343,6 +418,12 @@ static void write_command(FILE *out, int argc, char **argv)
  * does not exist, -1 (and err) when it exists but cannot be resumed. */
 static int read_existing(res_file *f, const char *columns, char *err, size_t err_size)
 {
+    /* a FIFO would block the read, a device never end it: results are regular files */
+    struct stat st;
+    if (stat(f->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(err, err_size, "%s: not a regular file; refusing to resume from it", f->path);
+        return -1;
+    }
     FILE *in = fopen(f->path, "r");
     if (!in) {
         if (errno == ENOENT) return 0;
@@ -354,9 +435,12 @@ static int read_existing(res_file *f, const char *columns, char *err, size_t err
     ssize_t len;
     int seen_header = 0, rc = 1;
     while ((len = getline(&line, &cap, in)) >= 0) {
+        /* a last line without its newline is a row cut short: measured again */
+        int whole = len > 0 && line[len - 1] == '\n';
         line[strcspn(line, "\r\n")] = 0;
         if (line[0] == '#' || line[0] == 0) continue;
         if (!seen_header) {
+            if (!whole) break; /* a header cut short: nothing to resume, start anew */
             if (strcmp(line, columns) != 0) {
                 snprintf(err, err_size,
                          "%s: its columns differ from this version's; move it away or run "
@@ -368,6 +452,7 @@ static int read_existing(res_file *f, const char *columns, char *err, size_t err
             seen_header = 1;
             continue;
         }
+        if (!whole || !row_complete(f, line)) continue;
         if (store_row(f, line) != 0) {
             snprintf(err, err_size, "%s: out of memory", f->path);
             rc = -1;
@@ -411,6 +496,7 @@ res_file *res_open_stream(FILE *out, const char *experiment, const char *about, 
                           const char *extra, int argc, char **argv, char *err, size_t err_size)
 {
     res_file *f = calloc(1, sizeof *f);
+    if (f) f->lock = -1;
     if (!f || !(f->path = dup_string("(standard output)")) || split_columns(f, columns) != 0) {
         snprintf(err, err_size, "%s: out of memory", experiment);
         res_close(f);
@@ -438,11 +524,13 @@ res_file *res_open(const char *path, const char *experiment, const char *about, 
         return NULL;
     }
     f->n_key = n_key;
+    f->lock = -1;
     f->path = dup_string(path);
     if (!f->path || split_columns(f, columns) != 0) {
         snprintf(err, err_size, "%s: out of memory", path);
         goto fail;
     }
+    if ((f->lock = lock_folder(path, err, err_size)) == -2) goto fail;
 
     int kept = 0;
     if (resume) {
@@ -451,9 +539,35 @@ res_file *res_open(const char *path, const char *experiment, const char *about, 
     }
     char date[32];
     utc_now(date, sizeof date);
-    f->out = fopen(path, kept ? "a" : "w");
+    const char *why = NULL;
+    int fd = -1;
+    if (kept) {
+        /* appending: first cut a last line left without its newline (a row cut short) */
+        fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
+        off_t end = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
+        char c = '\n';
+        while (end > 0 && pread(fd, &c, 1, end - 1) == 1 && c != '\n')
+            end--;
+        if (fd < 0 || end < 0 || ftruncate(fd, end) != 0) {
+            snprintf(err, err_size, "%s: %s", path, strerror(errno));
+            if (fd >= 0) close(fd);
+            goto fail;
+        }
+    } else {
+        /* a new file stays unnamed until its first row: the old one lives until then */
+        f->fresh = malloc(sizeof *f->fresh);
+        if (!f->fresh || la_outfile_open(f->fresh, path, &why) != LA_OK) {
+            snprintf(err, err_size, "%s: %s", path, f->fresh ? why : "out of memory");
+            free(f->fresh);
+            f->fresh = NULL;
+            goto fail;
+        }
+        fd = f->fresh->fd;
+    }
+    f->out = fdopen(fd, "a");
     if (!f->out) {
         snprintf(err, err_size, "%s: %s", path, strerror(errno));
+        if (!f->fresh) close(fd);
         goto fail;
     }
     f->resumed_rows = (int)f->n_rows;
@@ -529,7 +643,7 @@ int res_row(res_file *f, const char *fmt, ...)
     va_start(ap, fmt);
     int len = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (len < 0 || !(row = malloc((size_t)len + 1))) {
+    if (len < 0 || !(row = malloc((size_t)len + 2))) {
         f->failed = 1;
         return -1;
     }
@@ -537,7 +651,25 @@ int res_row(res_file *f, const char *fmt, ...)
     vsnprintf(row, (size_t)len + 1, fmt, ap);
     va_end(ap);
     int rc = 0;
-    if (fprintf(f->out, "%s\n", row) < 0 || fflush(f->out) != 0) rc = -1;
+    if (f->borrowed) {
+        if (fprintf(f->out, "%s\n", row) < 0 || fflush(f->out) != 0) rc = -1;
+    } else {
+        /* whole or not at all: one write(2) of the row and its newline; a short write
+         * (full disk) is cut back off, so no partial row stays in the file */
+        int fd = fileno(f->out);
+        row[len] = '\n';
+        off_t before = fflush(f->out) == 0 ? lseek(fd, 0, SEEK_END) : -1;
+        ssize_t put = before < 0 ? -1 : write(fd, row, (size_t)len + 1);
+        row[len] = 0;
+        if (put != (ssize_t)len + 1) {
+            if (before >= 0 && ftruncate(fd, before) != 0) { /* nothing more to do */
+            }
+            rc = -1;
+        }
+        /* the first row makes a new file worth keeping: it now replaces the old one */
+        if (rc == 0 && f->fresh && !f->fresh->committed && la_outfile_commit(f->fresh, NULL))
+            rc = -1;
+    }
     if (rc == 0 && store_row(f, row) != 0) rc = -1;
     free(row);
     if (rc) f->failed = 1;
@@ -550,11 +682,17 @@ res_file *res_load(const char *path, int n_key, char *err, size_t err_size)
     FILE *in = NULL;
     char *line = NULL;
     size_t cap = 0;
+    if (f) f->lock = -1;
     if (!f || !(f->path = dup_string(path))) {
         snprintf(err, err_size, "%s: out of memory", path);
         goto fail;
     }
     f->n_key = n_key;
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) { /* a FIFO would block the read */
+        snprintf(err, err_size, "%s: not a regular file", path);
+        goto fail;
+    }
     if (!(in = fopen(path, "r"))) {
         snprintf(err, err_size, "%s: %s", path, strerror(errno));
         goto fail;
@@ -562,6 +700,7 @@ res_file *res_load(const char *path, int n_key, char *err, size_t err_size)
     while (getline(&line, &cap, in) >= 0) {
         line[strcspn(line, "\r\n")] = 0;
         if (line[0] == '#' || line[0] == 0) continue;
+        if (f->columns && !row_complete(f, line)) continue;
         if (!f->columns ? split_columns(f, line) != 0 : store_row(f, line) != 0) {
             snprintf(err, err_size, "%s: out of memory", path);
             goto fail;
@@ -610,7 +749,20 @@ int res_close(res_file *f)
 {
     if (!f) return 0;
     int rc = f->failed ? -1 : 0;
+    /* a new file that got no row still appears where there was none (a header-only
+     * file says the run happened); it never replaces one */
+    struct stat st;
+    if (f->out && f->fresh && !f->fresh->committed && fflush(f->out) == 0 &&
+        stat(f->fresh->path, &st) != 0 && errno == ENOENT && la_outfile_commit(f->fresh, NULL))
+        rc = -1;
     if (f->out && (f->borrowed ? fflush(f->out) : fclose(f->out)) != 0) rc = -1;
+    if (f->fresh) { /* fclose closed its descriptor; a file that got no row vanishes */
+        if (!f->out) la_outfile_close(f->fresh);
+        f->fresh->fd = -1;
+        la_outfile_close(f->fresh);
+        free(f->fresh);
+    }
+    unlock_folder(f->lock);
     for (size_t i = 0; i < f->n_rows; i++) {
         free(f->rows[i].key);
         free(f->rows[i].row);

@@ -5,7 +5,7 @@
  *                       'shape': (2, 3), } padded with spaces, ending in '\n'
  *               data:   product(shape) elements, exactly, nothing after.
  * The parser reads only inside [bytes, bytes + size): it is fuzzed (fuzz/fuzz_npy.c).
- * This file depends on linattn.h only, so the fuzz build needs npy.c and status.c. */
+ * This file depends on linattn.h only: the fuzz build needs npy.c, outfile.c, status.c. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -286,6 +286,28 @@ duplicate:
 
 /* ---------------------------------------------------------------- parse */
 
+/* The header dict at [text, text + len) into a (dtype, shape, count) and the data bytes
+ * the shape needs. */
+static la_status parse_dict(const unsigned char *text, size_t len, la_array *a, size_t *need,
+                            const char **why)
+{
+    la_status st = parse_header((const char *)text, len, a, why);
+    if (st != LA_OK) return st;
+    size_t count = 1;
+    for (int i = 0; i < a->ndim; i++) {
+        if (!mul_ok(count, a->shape[i], &count)) {
+            *why = "shape product overflows size_t";
+            return LA_EOVERFLOW;
+        }
+    }
+    if (!mul_ok(count, la_npy_dtype_size(a->dtype), need)) {
+        *why = "shape times item size overflows size_t";
+        return LA_EOVERFLOW;
+    }
+    a->count = count;
+    return LA_OK;
+}
+
 /* Reasons with numbers in them live here: one per thread, valid until the next call. */
 static _Thread_local char size_reason[96];
 
@@ -339,21 +361,11 @@ la_status la_npy_parse(const void *bytes, size_t size, la_array *out, const char
 
     la_array a;
     memset(&a, 0, sizeof a);
-    la_status st = parse_header((const char *)b + preamble, header_len, &a, why);
+    size_t need;
+    la_status st = parse_dict(b + preamble, header_len, &a, &need, why);
     if (st != LA_OK) return st;
 
-    /* elements and bytes the shape needs, against the bytes present */
-    size_t count = 1, need;
-    for (int i = 0; i < a.ndim; i++) {
-        if (!mul_ok(count, a.shape[i], &count)) {
-            *why = "shape product overflows size_t";
-            return LA_EOVERFLOW;
-        }
-    }
-    if (!mul_ok(count, la_npy_dtype_size(a.dtype), &need)) {
-        *why = "shape times item size overflows size_t";
-        return LA_EOVERFLOW;
-    }
+    /* bytes the shape needs, against the bytes present */
     size_t have = size - preamble - header_len;
     if (have != need) {
         snprintf(size_reason, sizeof size_reason, "data is %zu bytes, shape needs %zu", have, need);
@@ -362,7 +374,6 @@ la_status la_npy_parse(const void *bytes, size_t size, la_array *out, const char
     }
 
     /* copy the data (never NULL on success, even for zero elements) */
-    a.count = count;
     a.data = malloc(need > 0 ? need : 1);
     if (!a.data) {
         *why = "out of memory";
@@ -389,6 +400,28 @@ static const char *io_reason(int err)
     return "cannot read file";
 }
 
+/* Reads up to n bytes (fewer only at end of file). Returns the count, or -1. */
+static ssize_t read_full(int fd, void *p, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, (char *)p + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return -1;
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+/* The longest header la_npy_read accepts (NumPy's own reader stops at 10000 bytes). */
+#define NPY_READ_MAX_HEADER (1u << 20)
+
+/* Reads in three bounded steps, so a hostile file or stream (/dev/zero, a pipe that
+ * never ends) costs at most the bytes its header announces: the preamble (magic,
+ * version, header length), the header, then exactly the data the shape needs, and one
+ * byte more to tell a longer file. Opened non-blocking so a FIFO with no writer does
+ * not hang the open (it then reads as empty). */
 la_status la_npy_read(const char *path, la_array *out, const char **why)
 {
     const char *dummy;
@@ -398,44 +431,122 @@ la_status la_npy_read(const char *path, la_array *out, const char **why)
         *why = "no path or no output array";
         return LA_EINVAL;
     }
-    int fd = open(path, O_RDONLY);
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
     if (fd < 0) {
         *why = io_reason(errno);
         return LA_EIO;
     }
-    /* read everything, growing the buffer (works for pipes too) */
-    size_t cap = 1 << 16, size = 0;
-    char *buf = malloc(cap);
     la_status st = LA_OK;
-    if (!buf) {
+    unsigned char *head = NULL;
+    la_array a;
+    memset(&a, 0, sizeof a);
+    struct stat sb;
+    int flags = fcntl(fd, F_GETFL);
+    if (fstat(fd, &sb) != 0 || flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        *why = io_reason(errno);
+        st = LA_EIO;
+        goto done;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        *why = "is a directory";
+        st = LA_EIO;
+        goto done;
+    }
+
+    /* 1. the preamble: 12 bytes cover both layouts (1.0's are 10, then its header) */
+    unsigned char pre[12];
+    ssize_t got = read_full(fd, pre, sizeof pre);
+    if (got < 0) {
+        *why = io_reason(errno);
+        st = LA_EIO;
+        goto done;
+    }
+    if ((size_t)got < sizeof pre || memcmp(pre, npy_magic, 6) != 0 || pre[6] < 1 || pre[6] > 3 ||
+        pre[7] != 0) {
+        st = la_npy_parse(pre, (size_t)got, out, why); /* says what is wrong */
+        if (st == LA_OK) goto done;                    /* a whole file in 12 bytes cannot be */
+        goto done;
+    }
+    size_t preamble = pre[6] == 1 ? 10 : 12;
+    size_t header_len = (size_t)pre[8] | (size_t)pre[9] << 8;
+    if (preamble == 12) header_len |= (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
+    if (header_len > NPY_READ_MAX_HEADER) {
+        *why = "header longer than 1 MiB: not a .npy file linattn reads";
+        st = LA_EFORMAT;
+        goto done;
+    }
+
+    /* 2. the header (at least the 2 bytes a 1.0 preamble leaves of the 12 read: a
+     * header is a dict and a newline, so a shorter one is malformed anyway) */
+    size_t head_size = preamble + header_len;
+    if (head_size < sizeof pre) {
+        *why = "header too short to be a dict";
+        st = LA_EFORMAT;
+        goto done;
+    }
+    head = malloc(head_size);
+    if (!head) {
         *why = "out of memory";
         st = LA_ENOMEM;
         goto done;
     }
-    for (;;) {
-        if (size == cap) {
-            char *bigger = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-            if (!bigger) {
-                *why = "out of memory";
-                st = LA_ENOMEM;
-                goto done;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-        ssize_t got = read(fd, buf + size, cap - size);
-        if (got < 0 && errno == EINTR) continue;
+    memcpy(head, pre, sizeof pre);
+    if (head_size > sizeof pre) {
+        got = read_full(fd, head + sizeof pre, head_size - sizeof pre);
         if (got < 0) {
             *why = io_reason(errno);
             st = LA_EIO;
             goto done;
         }
-        if (got == 0) break;
-        size += (size_t)got;
+        if ((size_t)got < head_size - sizeof pre) {
+            *why = "truncated header (header length runs past the end of the file)";
+            st = LA_EFORMAT;
+            goto done;
+        }
     }
-    st = la_npy_parse(buf, size, out, why);
+    size_t need;
+    st = parse_dict(head + preamble, header_len, &a, &need, why);
+    if (st != LA_OK) goto done;
+
+    /* 3. exactly the data the shape needs; a regular file's size is known up front */
+    if (S_ISREG(sb.st_mode) && (sb.st_size < 0 || (size_t)sb.st_size - head_size != need ||
+                                (size_t)sb.st_size < head_size)) {
+        size_t have = (size_t)sb.st_size >= head_size ? (size_t)sb.st_size - head_size : 0;
+        snprintf(size_reason, sizeof size_reason, "data is %zu bytes, shape needs %zu", have, need);
+        *why = size_reason;
+        st = LA_EFORMAT;
+        goto done;
+    }
+    a.data = malloc(need > 0 ? need : 1);
+    if (!a.data) {
+        *why = "out of memory";
+        st = LA_ENOMEM;
+        goto done;
+    }
+    got = read_full(fd, a.data, need);
+    unsigned char extra;
+    ssize_t more = got >= 0 ? read_full(fd, &extra, 1) : -1;
+    if (got < 0 || more < 0) {
+        *why = io_reason(errno);
+        st = LA_EIO;
+        goto done;
+    }
+    size_t have = (size_t)got + (size_t)more;
+    if (have != need) {
+        snprintf(size_reason, sizeof size_reason,
+                 more ? "data is more than %zu bytes, shape needs %zu"
+                      : "data is %zu bytes, shape needs %zu",
+                 more ? need : have, need);
+        *why = size_reason;
+        st = LA_EFORMAT;
+        goto done;
+    }
+    *out = a;
+    memset(&a, 0, sizeof a);
+    *why = "success";
 done:
-    free(buf);
+    free(a.data);
+    free(head);
     close(fd);
     return st;
 }
@@ -516,43 +627,51 @@ static bool array_ok(const la_array *a, size_t *bytes)
     return a->data != NULL || *bytes == 0;
 }
 
-la_status la_npy_write(const char *path, const la_array *a)
+la_status la_npy_write_why(const char *path, const la_array *a, const char **why)
 {
+    const char *dummy;
+    if (!why) why = &dummy;
     size_t bytes;
-    if (!path || !*path || !array_ok(a, &bytes)) return LA_EINVAL;
+    if (!path || !*path || !array_ok(a, &bytes)) {
+        *why = "no path or an inconsistent array";
+        return LA_EINVAL;
+    }
     char header[1024];
     size_t header_size = format_header(a, header, sizeof header);
-    if (header_size == 0) return LA_EINVAL;
-
-    /* path.tmp.XXXXXX in the same folder, so rename(2) is atomic */
-    size_t path_len = strlen(path);
-    char *tmp = malloc(path_len + sizeof ".tmp.XXXXXX");
-    if (!tmp) return LA_EIO;
-    memcpy(tmp, path, path_len);
-    memcpy(tmp + path_len, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
+    if (header_size == 0) {
+        *why = "header too long";
+        return LA_EINVAL;
+    }
+    la_outfile *o = malloc(sizeof *o);
+    if (!o) {
+        *why = "out of memory";
+        return LA_ENOMEM;
+    }
+    la_status st = la_outfile_open(o, path, why);
+    if (st == LA_OK) {
+        if (!write_all(o->fd, header, header_size) || !write_all(o->fd, a->data, bytes)) {
+            *why = strerror(errno);
+            st = LA_EIO;
+        } else {
+            st = la_outfile_commit(o, why);
+        }
         int err = errno;
-        free(tmp);
+        if (la_outfile_close(o) != 0 && st == LA_OK) {
+            err = errno;
+            *why = strerror(err);
+            st = LA_EIO;
+        }
         errno = err;
-        return LA_EIO;
     }
-    /* mkstemp makes 0600; output files are ordinary readable files */
-    bool ok = fchmod(fd, 0644) == 0 && write_all(fd, header, header_size) &&
-              write_all(fd, a->data, bytes) && fsync(fd) == 0;
-    int err = ok ? 0 : errno;
-    if (close(fd) != 0 && ok) {
-        ok = false;
-        err = errno;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        ok = false;
-        err = errno;
-    }
-    if (!ok) unlink(tmp);
-    free(tmp);
+    int err = errno;
+    free(o);
     errno = err;
-    return ok ? LA_OK : LA_EIO;
+    return st;
+}
+
+la_status la_npy_write(const char *path, const la_array *a)
+{
+    return la_npy_write_why(path, a, NULL);
 }
 
 void la_array_free(la_array *a)

@@ -1,0 +1,97 @@
+/* fuzz_resume.c — libFuzzer target for the CSV reader behind --resume: the input is an
+ * existing results file (columns a,b,c, key a,b). res_open(..., resume) must keep only
+ * whole rows or refuse with a reason, and after one more row is appended the file must
+ * read back (res_load) with every row whole and a newline at the end; never read out of
+ * bounds, leak or crash. Built and run by `make fuzz` from experiments/common/record.c,
+ * lib/io/outfile.c and lib/core/status.c, with stand-ins for the machine facts the
+ * metadata header records (below). */
+#include "common/record.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* stand-ins: record.c writes these into headers; the kernels are never timed here */
+int la_get_num_threads(void)
+{
+    return 1;
+}
+const char *la_blis_version(void)
+{
+    return "fuzz";
+}
+const char *la_blis_config(void)
+{
+    return "fuzz";
+}
+const char *la_simd_config(void)
+{
+    return "fuzz";
+}
+la_status la_attention_f32(la_kernel kernel, const la_problem *p, const float *q, const float *k,
+                           const float *v, float *out)
+{
+    (void)kernel, (void)p, (void)q, (void)k, (void)v, (void)out;
+    return LA_EINVAL;
+}
+
+static char path[64];
+
+/* Every row of f has three fields. */
+static void check_rows(const res_file *f)
+{
+    for (size_t i = 0; i < res_count(f); i++) {
+        const char *row = res_row_at(f, i);
+        int commas = 0;
+        for (const char *c = row; *c; c++)
+            commas += *c == ',';
+        if (commas != 2 || strchr(row, '\n')) abort();
+    }
+}
+
+/* At exit: the file and its folder go. */
+static void remove_dir(void)
+{
+    unlink(path);
+    *strrchr(path, '/') = 0;
+    rmdir(path);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!path[0]) {
+        /* on tmpfs when there is one: fsync there costs nothing */
+        char dir[64] = "/dev/shm/fuzz_resume.XXXXXX";
+        if (!mkdtemp(dir) && !mkdtemp(strcpy(dir, "/tmp/fuzz_resume.XXXXXX"))) abort();
+        snprintf(path, sizeof path, "%s/r.csv", dir);
+        atexit(remove_dir);
+    }
+    FILE *in = fopen(path, "wb");
+    if (!in || (size && fwrite(data, 1, size, in) != size) || fclose(in) != 0) abort();
+
+    char err[512] = "", *argv[] = {"fuzz"};
+    res_file *f = res_open(path, "fuzz", "fuzzing", "a,b,c", 2, 1, 1, argv, err, sizeof err);
+    if (!f) {
+        if (!err[0]) abort(); /* a refusal says why */
+        return 0;
+    }
+    check_rows(f);
+    size_t kept = res_count(f);
+    (void)res_find(f, "x,y");
+    if (res_row(f, "x,y,%d", 1) != 0) abort();
+    if (res_close(f) != 0) abort();
+
+    /* read back: the kept rows, the new one, every row whole, a final newline */
+    f = res_load(path, 2, err, sizeof err);
+    if (!f) abort();
+    check_rows(f);
+    const char *last = res_count(f) ? res_row_at(f, res_count(f) - 1) : NULL;
+    if (res_count(f) < kept + 1 || !last || strcmp(last, "x,y,1") != 0) abort();
+    res_close(f);
+    FILE *back = fopen(path, "rb");
+    if (!back || fseek(back, -1, SEEK_END) != 0 || fgetc(back) != '\n') abort();
+    fclose(back);
+    return 0;
+}
