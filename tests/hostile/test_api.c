@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SENTINEL 0xA5
 
@@ -74,6 +75,12 @@ static const char *const api_names[] = {
     "la_npy_read",
     "la_npy_write",
     "la_array_free",
+    "la_npy_write_why",
+    /* output files */
+    "la_outfile_open",
+    "la_outfile_commit",
+    "la_outfile_close",
+    "la_outfile_signal_cleanup",
     /* Transformer layers */
     "la_layer_config_init",
     "la_layer_config_check",
@@ -544,6 +551,44 @@ static void npy(void **state)
     la_array empty = {0};
     la_array_free(&empty);
     la_array_free(&empty);
+    /* write_why: the same refusals, each with a reason */
+    why = NULL;
+    assert_int_equal(la_npy_write_why(NULL, &good, &why), LA_EINVAL);
+    assert_int_equal(la_npy_write_why("/nonexistent/x.npy", NULL, NULL), LA_EINVAL);
+    why = NULL;
+    assert_int_equal(la_npy_write_why("/nonexistent/x.npy", &good, &why), LA_EIO);
+    assert_non_null(why);
+}
+
+/* la_outfile_*: NULLs, an empty path, a folder that does not exist, a directory as the
+ * target, commit twice or after close; close and cleanup safe on anything. */
+static void output_files(void **state)
+{
+    (void)state;
+    la_outfile o;
+    const char *why = NULL;
+    assert_int_equal(la_outfile_open(NULL, "x", &why), LA_EINVAL);
+    assert_int_equal(la_outfile_open(&o, NULL, &why), LA_EINVAL);
+    assert_int_equal(la_outfile_open(&o, "", NULL), LA_EINVAL);
+    why = NULL;
+    assert_int_equal(la_outfile_open(&o, "/nonexistent/dir/x.csv", &why), LA_EIO);
+    assert_non_null(why);
+    why = NULL;
+    assert_int_equal(la_outfile_open(&o, "/tmp", &why), LA_EIO); /* a directory */
+    assert_non_null(why);
+    assert_int_equal(la_outfile_commit(NULL, &why), LA_EINVAL);
+    assert_int_equal(la_outfile_close(NULL), 0);
+    /* a real one, left uncommitted: commit after close is refused, nothing appears */
+    char path[] = "/tmp/test_api_outfile_XXXXXX";
+    const int dir_fd = mkstemp(path);
+    assert_true(dir_fd >= 0);
+    close(dir_fd);
+    unlink(path);
+    assert_int_equal(la_outfile_open(&o, path, &why), LA_OK);
+    assert_int_equal(la_outfile_close(&o), 0);
+    assert_int_equal(la_outfile_commit(&o, &why), LA_EINVAL);
+    assert_int_equal(access(path, F_OK), -1);
+    la_outfile_signal_cleanup();
 }
 
 /* ---------------------------------------------------------------- Transformer layers */
@@ -764,6 +809,7 @@ int main(void)
         cmocka_unit_test(cost_model),
         cmocka_unit_test(registry),
         cmocka_unit_test(npy),
+        cmocka_unit_test(output_files),
         cmocka_unit_test(layers),
         cmocka_unit_test(accounting),
     };
