@@ -84,11 +84,8 @@ int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, dou
         if (c->max_seconds <= 0) return cli_fail("--max-seconds", "must be positive");
     }
     if (t->max_mem && (rc = parse_bytes("--max-mem", t->max_mem, &c->max_mem))) return rc;
-    if (t->threads) {
-        if ((rc = sw_parse_positive("--threads", t->threads, &sz))) return rc;
-        if (sz > 4096) return cli_fail("--threads", "at most 4096");
-        c->threads = (int)sz;
-    }
+    if ((rc = cli_parse_threads("--threads", t->threads))) return rc;
+    c->threads = t->threads ? la_num_threads_requested() : 0;
     if (t->seed) {
         if ((rc = cli_parse_size("--seed", t->seed, &sz))) return rc;
         c->seed = sz;
@@ -102,8 +99,6 @@ int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, dou
         if ((rc = cli_parse_double("--min-time", t->min_time, &c->min_time))) return rc;
         if (c->min_time < 0) return cli_fail("--min-time", "must not be negative");
     }
-    la_status st = la_set_num_threads(c->threads);
-    if (st != LA_OK) return cli_fail("--threads", "%s", la_strerror(st));
     return 0;
 }
 

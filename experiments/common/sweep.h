@@ -44,7 +44,9 @@ typedef struct {
     "                     longer than S seconds\n"                                                 \
     "  --max-mem SIZE     skip (and record) a point predicted to hold more than SIZE\n"            \
     "                     bytes (suffixes K, M, G)\n"                                              \
-    "  --threads T        kernel threads (default: LA_NUM_THREADS or all cores)\n"                 \
+    "  --threads T        kernel threads (default: LA_NUM_THREADS or all cores), T in\n"           \
+    "                     1..1024; above the cores runs on the cores, recorded in the\n"           \
+    "                     results as # threads_requested\n"                                        \
     "  --seed N           seed of the random inputs (default 1)\n"                                 \
     "  --reps N           at least N timed repetitions per point (default 3)\n"                    \
     "  --min-time S       repeat fast points until they took S seconds (default 0.2)\n"

@@ -76,7 +76,8 @@ LA_AVX512 static float fma_chains(long iters)
 double la_fma_peak_gflops(int threads)
 {
 #if LA_HAVE_AVX512_CODE
-    if (!la_avx512_usable() || threads < 1) return NAN;
+    if (!la_avx512_usable() || threads < 1 || threads > LA_MAX_THREADS) return NAN;
+    threads = la_thread_clamp(threads);
     const long iters = 20000000; /* 7.7 GFLOP per thread: about 25 ms at 300 GFLOP/s */
     double best = 0;
     for (int round = 0; round < 3; round++) {
