@@ -64,6 +64,18 @@ int sw_parse_range(const char *flag, const char *s, size_t *lo, size_t *hi); /* 
 /* "16,32,64" into at most max (<= 64) sizes >= 1; *n receives the count. */
 int sw_parse_size_list(const char *flag, const char *s, size_t *out, size_t max, size_t *n);
 
+/* Sizes and memory, checked before anything is allocated (the rule of every command):
+ *   - a size whose arrays cannot be addressed is refused: sw_check_floats fails, with
+ *     one line naming flag, when `a × b × c` floats (in_float_count, the one
+ *     overflow-checked size) or their bytes overflow size_t;
+ *   - a sweep skips, and records as skipped_mem, a point predicted to hold more than
+ *     --max-mem bytes; a command without --max-mem refuses a run whose buffers exceed
+ *     the machine's physical memory (sw_check_memory with sw_physical_memory()). */
+int sw_check_floats(const char *flag, size_t a, size_t b, size_t c);
+double sw_physical_memory(void); /* bytes of RAM; +inf when unknown */
+/* bytes > budget: "WHAT: needs 12.0 GiB, more than the 7.6 GiB of memory here", 2. */
+int sw_check_memory(const char *what, double bytes, double budget);
+
 /* The repetition rule of a sweep's points (for res_time, res_time_kernel): at least
  * c->min_reps, until they took c->min_time together (at most 1000); a warm-up slower
  * than 1 s counts as the first repetition. */
