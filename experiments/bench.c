@@ -63,7 +63,9 @@ static const char help_columns[] =
     "\n"
     "options (default in brackets):\n"
     "  --variant LIST   comma-separated kernels, as listed above [all]\n"
-    "  --n LIST         comma-separated query counts N [512,2048,8192]\n"
+    "  --n LIST         comma-separated query counts N [512,2048,8192]; a run whose buffers\n"
+    "                   (inputs, outputs, kernel scratch, yardstick) exceed the machine's\n"
+    "                   memory is refused before anything is allocated\n"
     "  --m M            key count M [N]\n"
     "  --heads H        heads [8]\n"
     "  --d D            d_k [64]\n"
@@ -894,14 +896,25 @@ int cmd_bench(int argc, char **argv)
                                             .n = sizes[i],
                                             .m = m ? m : sizes[i],
                                             .threads = la_get_num_threads()};
+    /* every point a problem, and its buffers (inputs, output, the kernel's scratch, the
+     * yardstick's matrices) within the machine's memory: refused before allocating */
+    double worst_bytes = 0;
     for (size_t i = 0; i < count; i++) {
         const la_problem p = problem_of(&points[i], &shape);
-        const la_status st = la_problem_check(&p);
+        la_status st = la_problem_check(&p);
+        la_cost cost;
+        if (st == LA_OK) st = la_attention_cost(points[i].kernel, &p, LA_FLOAT32, &cost);
         if (st != LA_OK)
             return cli_fail(m_text ? "--m" : "--n", "N=%zu, M=%zu with H=%zu, d=%zu, dv=%zu: %s",
                             points[i].n, points[i].m, shape.heads, shape.d_k, shape.d_v,
                             la_strerror(st));
+        if (cost.io_bytes + cost.workspace_bytes > worst_bytes)
+            worst_bytes = cost.io_bytes + cost.workspace_bytes;
     }
+    const double sgemm_bytes = 3.0 * SGEMM_SIZE * SGEMM_SIZE * sizeof(float);
+    if ((rc = sw_check_memory("bench", worst_bytes + sgemm_bytes, sw_physical_memory(),
+                              "memory here")))
+        return rc;
     const bench_run run = {argc, argv, shape, m_text, {reps, 0}, (out_format)format};
     return run_points(&run, points, count);
 }

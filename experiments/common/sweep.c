@@ -117,12 +117,12 @@ double sw_physical_memory(void)
     return pages > 0 && page > 0 ? (double)pages * (double)page : INFINITY;
 }
 
-int sw_check_memory(const char *what, double bytes, double budget)
+int sw_check_memory(const char *what, double bytes, double budget, const char *budget_name)
 {
     if (!(bytes <= budget)) {
         const double gib = 1024.0 * 1024 * 1024;
-        return cli_fail(what, "needs %.1f GiB, more than the %.1f GiB of memory here", bytes / gib,
-                        budget / gib);
+        return cli_fail(what, "needs %.1f GiB, more than the %.1f GiB of %s", bytes / gib,
+                        budget / gib, budget_name);
     }
     return 0;
 }

@@ -73,8 +73,9 @@ int sw_parse_size_list(const char *flag, const char *s, size_t *out, size_t max,
  *     the machine's physical memory (sw_check_memory with sw_physical_memory()). */
 int sw_check_floats(const char *flag, size_t a, size_t b, size_t c);
 double sw_physical_memory(void); /* bytes of RAM; +inf when unknown */
-/* bytes > budget: "WHAT: needs 12.0 GiB, more than the 7.6 GiB of memory here", 2. */
-int sw_check_memory(const char *what, double bytes, double budget);
+/* bytes > budget: "WHAT: needs 12.0 GiB, more than the 7.6 GiB of BUDGET_NAME", 2
+ * (budget_name: "memory here", "--max-mem"). */
+int sw_check_memory(const char *what, double bytes, double budget, const char *budget_name);
 
 /* The repetition rule of a sweep's points (for res_time, res_time_kernel): at least
  * c->min_reps, until they took c->min_time together (at most 1000); a warm-up slower
