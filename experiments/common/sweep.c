@@ -86,6 +86,8 @@ int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, dou
         if (c->max_seconds <= 0) return cli_fail("--max-seconds", "must be positive");
     }
     if (t->max_mem && (rc = parse_bytes("--max-mem", t->max_mem, &c->max_mem))) return rc;
+    /* no budget beyond the machine: a point that cannot fit is skipped, not allocated */
+    if (c->max_mem > sw_physical_memory()) c->max_mem = sw_physical_memory();
     if ((rc = cli_parse_threads("--threads", t->threads))) return rc;
     c->threads = t->threads ? la_num_threads_requested() : 0;
     if (t->seed) {

@@ -43,7 +43,7 @@ typedef struct {
     "  --max-seconds S    skip (and record as skipped) a kernel call predicted to take\n"          \
     "                     longer than S seconds\n"                                                 \
     "  --max-mem SIZE     skip (and record) a point predicted to hold more than SIZE\n"            \
-    "                     bytes (suffixes K, M, G)\n"                                              \
+    "                     bytes (suffixes K, M, G; at most the machine's memory)\n"                \
     "  --threads T        kernel threads (default: LA_NUM_THREADS or all cores), T in\n"           \
     "                     1..1024; above the cores runs on the cores, recorded in the\n"           \
     "                     results as # threads_requested\n"                                        \
@@ -53,7 +53,8 @@ typedef struct {
 
 /* Converts the texts given (defaults for the others: out, max_seconds, max_mem as
  * passed, seed 1, 3 repetitions, 0.2 s) and applies --threads. --max-mem takes a byte
- * count with an optional suffix K, M or G (powers of 1024) and B: 8G, 512M, 1000000.
+ * count with an optional suffix K, M or G (powers of 1024) and B: 8G, 512M, 1000000;
+ * the budget is at most the machine's physical memory (sw_physical_memory).
  * Returns 0 or 2. */
 int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, double max_seconds,
                      double max_mem);
