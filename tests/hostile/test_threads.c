@@ -102,8 +102,8 @@ int main(void)
     tu_init("test_threads");
     unsetenv("LA_NUM_THREADS");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(refuses_out_of_range), cmocka_unit_test(clamps_to_the_cores),
-        cmocka_unit_test(environment_variable), cmocka_unit_test(kernel_runs_clamped),
+        cmocka_unit_test(refuses_out_of_range),   cmocka_unit_test(clamps_to_the_cores),
+        cmocka_unit_test(environment_variable),   cmocka_unit_test(kernel_runs_clamped),
         cmocka_unit_test(blis_sgemm_thread_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
