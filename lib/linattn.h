@@ -33,7 +33,8 @@
  *
  *   statuses and machine
  *     la_strerror                         a status's message
- *     la_set_num_threads, _get_           threads of every kernel (LA_NUM_THREADS)
+ *     la_set_num_threads, _get_           threads of every kernel (LA_NUM_THREADS; 1..1024,
+ *     la_num_threads_requested            run on at most the cores; the count asked for)
  *     la_blis_config, la_blis_version     the BLIS kernel set and release linked in
  *     la_blis_sgemm                       BLIS sgemm on BLIS's threads (bench's yardstick)
  *     la_fma_peak_gflops                  the float32 FMA peak of this CPU
