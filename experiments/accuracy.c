@@ -121,6 +121,11 @@ static int parse(int argc, char **argv, config *c)
         for (size_t i = 0; i < count; i++)
             c->studies[which[i]] = 1;
     }
+    /* the largest problem's float64 arrays addressable (N·d·heads doubles) */
+    const size_t n_max = c->hi > c->fixed_n ? c->hi : c->fixed_n;
+    if ((rc = sw_check_floats("--n", c->heads, n_max, c->d)) ||
+        (rc = sw_check_floats("--n", c->heads * n_max, c->d, 2)))
+        return rc;
     return sw_common_finish(&common, &c->common, "results/accuracy.csv", 60, 8.0 * (1 << 30));
 }
 

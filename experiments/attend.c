@@ -30,7 +30,8 @@ static const char help_options[] =
     "                       inputs: keys j >= L[b] are hidden; each in [0, M] [none]\n"
     "                       (a query that sees no key gets a zero row)\n"
     "  --precision P        float32 or float64 [float32]\n"
-    "  --threads T          OpenMP threads, T >= 1 [LA_NUM_THREADS, else all cores]\n";
+    "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores]; " CLI_THREADS_HELP
+    "\n";
 static const char help_end[] =
     "\n"
     "exit status: 0 done, 2 bad flags or inputs (one line on stderr: linattn: WHAT: why)\n"
@@ -320,7 +321,7 @@ int cmd_attend(int argc, char **argv)
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         if (!required[i][1])
             return cli_fail(required[i][0], "required flag is missing (see linattn help attend)");
-    int precision = 0, threads = 0;
+    int precision = 0;
     la_kernel kernel = LA_KERNEL_SOFTMAX;
     double scale = 0, eps = LA_DEFAULT_EPS;
     size_t chunk = LA_DEFAULT_CHUNK;
@@ -329,8 +330,7 @@ int cmd_attend(int argc, char **argv)
     if (a.precision &&
         (rc = cli_parse_choice("--precision", a.precision, precision_names, &precision)))
         return rc;
-    if (a.threads && (rc = cli_parse_int("--threads", a.threads, &threads))) return rc;
-    if (a.threads && threads < 1) return cli_fail("--threads", "must be at least 1");
+    if ((rc = cli_parse_threads("--threads", a.threads))) return rc;
     if (a.scale && (rc = cli_parse_double("--scale", a.scale, &scale))) return rc;
     if (a.eps && (rc = cli_parse_double("--eps", a.eps, &eps))) return rc;
     if (eps < 0) return cli_fail("--eps", "must be >= 0");
@@ -361,10 +361,6 @@ int cmd_attend(int argc, char **argv)
     la_status st = la_problem_check(&p);
     if (st != LA_OK) {
         rc = cli_fail("attend", "%s", la_strerror(st));
-        goto done;
-    }
-    if (a.threads && la_set_num_threads(threads) != LA_OK) {
-        rc = cli_fail("--threads", "'%s' is not accepted", a.threads);
         goto done;
     }
 

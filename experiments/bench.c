@@ -63,15 +63,18 @@ static const char help_columns[] =
     "\n"
     "options (default in brackets):\n"
     "  --variant LIST   comma-separated kernels, as listed above [all]\n"
-    "  --n LIST         comma-separated query counts N [512,2048,8192]\n"
+    "  --n LIST         comma-separated query counts N [512,2048,8192]; a run whose buffers\n"
+    "                   (inputs, outputs, kernel scratch, yardstick) exceed the machine's\n"
+    "                   memory is refused before anything is allocated\n"
     "  --m M            key count M [N]\n"
     "  --heads H        heads [8]\n"
     "  --d D            d_k [64]\n"
     "  --dv DV          d_v [D]\n"
     "  --causal         causal mask: query i sees keys j <= i\n";
 static const char help_options_after_form[] =
-    "  --threads T      threads for kernels and sgemm, T >= 1 [LA_NUM_THREADS, else all\n"
-    "                   cores]\n"
+    "  --threads T      threads for kernels and sgemm [LA_NUM_THREADS, else all cores]; T in\n"
+    "                   1..1024; above the cores runs on the cores, noted in the header and\n"
+    "                   recorded as threads_requested\n"
     "  --reps R         at least R timed runs per point, 1 <= R <= 1000 [5]\n"
     "  --format F       table or csv [table]; rows are printed as they are measured\n"
     "\n"
@@ -594,7 +597,8 @@ static int run_points(const bench_run *run, bench_point *points, size_t count)
     for (size_t i = 0; i < count; i++) {
         bench_point *pt = &points[i];
         if (i == 0 || pt->threads != sgemm.threads) {
-            la_set_num_threads(pt->threads);
+            /* (the count asked for stays recorded when it was clamped to the cores) */
+            if (pt->threads != la_get_num_threads()) la_set_num_threads(pt->threads);
             if (measure_sgemm(pt->threads, &run->rule, &sgemm) != 0) {
                 fprintf(stderr, "linattn: bench: sgemm yardstick: out of memory\n");
                 failed = 1;
@@ -867,7 +871,7 @@ int cmd_bench(int argc, char **argv)
 
     la_kernel kernels[LA_KERNEL_COUNT];
     size_t n_kernels = 0;
-    int threads = 0, format = FORMAT_TABLE;
+    int format = FORMAT_TABLE;
     size_t sizes[MAX_LIST] = {512, 2048, 8192}, n_sizes = 3, m = 0;
     bench_shape shape = {8, 64, 0};
     if ((rc = choose_kernels(variant_text, causal, form_kept, kernels, &n_kernels))) return rc;
@@ -878,11 +882,9 @@ int cmd_bench(int argc, char **argv)
     if (d_text && (rc = sw_parse_positive("--d", d_text, &shape.d_k))) return rc;
     shape.d_v = shape.d_k;
     if (dv_text && (rc = sw_parse_positive("--dv", dv_text, &shape.d_v))) return rc;
-    if (threads_text && (rc = cli_parse_int("--threads", threads_text, &threads))) return rc;
-    if (threads_text && threads < 1) return cli_fail("--threads", "must be >= 1");
+    if ((rc = cli_parse_threads("--threads", threads_text))) return rc;
     if (format_text && (rc = cli_parse_choice("--format", format_text, format_names, &format)))
         return rc;
-    if (threads_text) la_set_num_threads(threads);
 
     /* every N, every kernel */
     bench_point points[MAX_LIST * LA_KERNEL_COUNT];
@@ -894,14 +896,25 @@ int cmd_bench(int argc, char **argv)
                                             .n = sizes[i],
                                             .m = m ? m : sizes[i],
                                             .threads = la_get_num_threads()};
+    /* every point a problem, and its buffers (inputs, output, the kernel's scratch, the
+     * yardstick's matrices) within the machine's memory: refused before allocating */
+    double worst_bytes = 0;
     for (size_t i = 0; i < count; i++) {
         const la_problem p = problem_of(&points[i], &shape);
-        const la_status st = la_problem_check(&p);
+        la_status st = la_problem_check(&p);
+        la_cost cost;
+        if (st == LA_OK) st = la_attention_cost(points[i].kernel, &p, LA_FLOAT32, &cost);
         if (st != LA_OK)
             return cli_fail(m_text ? "--m" : "--n", "N=%zu, M=%zu with H=%zu, d=%zu, dv=%zu: %s",
                             points[i].n, points[i].m, shape.heads, shape.d_k, shape.d_v,
                             la_strerror(st));
+        if (cost.io_bytes + cost.workspace_bytes > worst_bytes)
+            worst_bytes = cost.io_bytes + cost.workspace_bytes;
     }
+    const double sgemm_bytes = 3.0 * SGEMM_SIZE * SGEMM_SIZE * sizeof(float);
+    if ((rc = sw_check_memory("bench", worst_bytes + sgemm_bytes, sw_physical_memory(),
+                              "memory here")))
+        return rc;
     const bench_run run = {argc, argv, shape, m_text, {reps, 0}, (out_format)format};
     return run_points(&run, points, count);
 }

@@ -42,7 +42,8 @@ static const char help_text[] =
 static const char help_feature_map[] =
     "  --feature-map F      %s only: elu (φ = elu + 1) or relu [elu]\n";
 static const char help_after_feature_map[] =
-    "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores]\n";
+    "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores]; " CLI_THREADS_HELP
+    "\n";
 static const char help_after_kernels[] =
     "\n"
     "exit status: 0 done, 2 bad flags, input or weights (one line on stderr:\n"
@@ -103,7 +104,7 @@ int cmd_block(int argc, char **argv)
         if (!required[i][1])
             return cli_fail(required[i][0], "required flag is missing (see linattn help block)");
     size_t heads;
-    int norm_i = 0, activation_i = 0, precision_i = 0, threads = 0;
+    int norm_i = 0, activation_i = 0, precision_i = 0;
     la_kernel kernel = LA_KERNEL_SOFTMAX;
     if ((rc = cli_parse_size("--heads", heads_text, &heads))) return rc;
     if (heads < 1) return cli_fail("--heads", "must be at least 1");
@@ -123,8 +124,7 @@ int cmd_block(int argc, char **argv)
     }
     if (feature_map && la_feature_map_parse(feature_map, &fm) != LA_OK)
         return cli_fail("--feature-map", "'%s' is not one of elu, relu", feature_map);
-    if (threads_text && (rc = cli_parse_int("--threads", threads_text, &threads))) return rc;
-    if (threads_text && threads < 1) return cli_fail("--threads", "must be at least 1");
+    if ((rc = cli_parse_threads("--threads", threads_text))) return rc;
     la_dtype dtype = precision_i ? LA_FLOAT64 : LA_FLOAT32;
 
     /* step 2: the weights (D and d_ff from their shapes), then X */
@@ -166,7 +166,6 @@ int cmd_block(int argc, char **argv)
     c.attention = kernel;
     c.activation = activation_i ? LA_ACTIVATION_GELU : LA_ACTIVATION_RELU;
     c.feature_map = fm;
-    if (threads_text) la_set_num_threads(threads);
     y = x;
     y.data = malloc(x.count * la_npy_dtype_size(x.dtype));
     if (!y.data) {

@@ -79,9 +79,19 @@ static int parse(int argc, char **argv, config *c)
     if (d && (rc = sw_parse_positive("--d-model", d, &c->d))) return rc;
     if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
     if (dff && (rc = sw_parse_positive("--d-ff", dff, &c->d_ff))) return rc;
+    /* the largest point's arrays addressable: 5 of (N, D), the FFN's (N, d_ff) */
+    if ((rc = sw_check_floats("--d-model", c->d, 4, 1)) ||
+        (rc = sw_check_floats("--n", c->hi, c->d, 5)))
+        return rc;
     if (!c->d_ff) c->d_ff = 4 * c->d;
+    if ((rc = sw_check_floats("--d-ff", c->hi, c->d_ff, 1))) return rc;
     if (c->d % c->heads) return cli_fail("--heads", "must divide --d-model (%zu)", c->d);
-    return sw_common_finish(&common, &c->common, "results/block.csv", 10, 8.0 * (1 << 30));
+    if ((rc = sw_common_finish(&common, &c->common, "results/block.csv", 10, 8.0 * (1 << 30))))
+        return rc;
+    /* the weights, held for every point, within the budget before anything is allocated */
+    const double D = (double)c->d, F = (double)c->d_ff;
+    return sw_check_memory("--d-model", 4.0 * ((4 * D + 4) * D + 2 * D * F + F + D),
+                           c->common.max_mem, "--max-mem");
 }
 
 /* What one timed call needs. */
@@ -179,10 +189,13 @@ int cmd_block_sweep(int argc, char **argv)
             la_layer_config lc;
             la_layer_config_init(&lc, D, H, c.d_ff);
             lc.attention = kernels[lin];
-            lc.workspace_limit = (size_t)c.common.max_mem;
+            lc.workspace_limit =
+                c.common.max_mem < (double)SIZE_MAX ? (size_t)c.common.max_mem : SIZE_MAX;
             la_layer_cost cost;
             if ((st = la_layer_cost_model(&lc, 0, 1, n, n, 0, LA_FLOAT32, &cost)) != LA_OK) {
-                fprintf(stderr, "linattn: block-sweep: cost model: %s\n", la_strerror(st));
+                /* a point the model cannot count: refused, one line, exit 2 */
+                rc = cli_fail("block-sweep", "N = %zu: the cost model failed: %s", n,
+                              la_strerror(st));
                 goto done;
             }
             double predicted =

@@ -84,6 +84,9 @@ static int parse(int argc, char **argv, config *c)
     if ((rc = sw_common_finish(&common, &c->common, "results/crossover.csv", 10, 4.0 * (1 << 30))))
         return rc;
     if (!common.min_time) c->common.min_time = 0.1;
+    /* the arrays of the largest point of every d must be addressable */
+    for (size_t i = 0; i < c->n_d; i++)
+        if ((rc = sw_check_floats("--n", c->heads, c->hi, c->d[i]))) return rc;
     return 0;
 }
 
@@ -173,11 +176,14 @@ static int time_point(runner *r, size_t d, int causal, size_t n, const char *sta
         return 0;
     }
     double fs, fl;
-    if (model_flops(c->heads, n, d, causal, &fs, &fl) != 0) return -1;
     la_problem p;
     problem_for(&p, c->heads, n, d, causal);
     la_cost cost;
-    if (la_attention_cost(softmax_kernel, &p, LA_FLOAT32, &cost) != LA_OK) return -1;
+    la_status st = la_attention_cost(softmax_kernel, &p, LA_FLOAT32, &cost);
+    if (st == LA_OK && model_flops(c->heads, n, d, causal, &fs, &fl) != 0) st = LA_EINVAL;
+    if (st != LA_OK) /* a point the model cannot count: refused, one line, exit 2 */
+        return cli_fail("crossover", "d = %zu, N = %zu: the cost model failed: %s", d, n,
+                        la_strerror(st));
     /* budget: the softmax call is the slower; an optimistic 20 GFLOP/s */
     const char *status = "ok";
     res_timing ts = {0}, tl = {0};
@@ -192,7 +198,7 @@ static int time_point(runner *r, size_t d, int causal, size_t n, const char *sta
         in_fill_normal_f32(&g, r->k, elems, 1.0);
         in_fill_normal_f32(&g, r->v, elems, 1.0);
         const res_rule rule = sw_rule(&c->common);
-        la_status st = res_time_kernel(softmax_kernel, &p, r->q, r->k, r->v, r->out, &rule, &ts);
+        st = res_time_kernel(softmax_kernel, &p, r->q, r->k, r->v, r->out, &rule, &ts);
         if (st == LA_OK)
             st = res_time_kernel(linear_kernel, &p, r->q, r->k, r->v, r->out, &rule, &tl);
         if (st != LA_OK) {
@@ -222,7 +228,7 @@ static int measure(runner *r, res_file *f, size_t d, int causal)
     size_t ns[MAX_POINTS];
     size_t n_points = sw_geometric(c->lo, c->hi, 2, ns, MAX_POINTS);
     point below = {0}, above = {0}, pt;
-    int found = 0, have_below = 0;
+    int found = 0, have_below = 0, rc;
     const char *status = "ok";
     /* the crossing: the first sweep point where linear is faster and stays faster at
      * the next one (at small N both are dominated by fixed costs and a single win can
@@ -230,7 +236,7 @@ static int measure(runner *r, res_file *f, size_t d, int causal)
     point prev = {0};
     int have_prev = 0;
     for (size_t i = 0; i < n_points && !found; i++) {
-        if (time_point(r, d, causal, ns[i], "sweep", &pt) != 0) return -1;
+        if ((rc = time_point(r, d, causal, ns[i], "sweep", &pt)) != 0) return rc;
         if (!pt.ok) {
             status = "not_reached"; /* budget or error before linear won */
             break;
@@ -260,7 +266,7 @@ static int measure(runner *r, res_file *f, size_t d, int causal)
         for (size_t s = 0; s < c->bisect_steps; s++) {
             size_t mid = (size_t)llround(sqrt(below.n * above.n));
             if (mid <= (size_t)below.n || mid >= (size_t)above.n) break;
-            if (time_point(r, d, causal, mid, "bisect", &pt) != 0) return -1;
+            if ((rc = time_point(r, d, causal, mid, "bisect", &pt)) != 0) return rc;
             if (!pt.ok) break;
             if (margin(&pt) > 0)
                 above = pt;
@@ -338,7 +344,10 @@ int cmd_crossover(int argc, char **argv)
     r.pr = &pr;
     for (int causal = 0; causal <= 1; causal++)
         for (size_t i = 0; i < c.n_d; i++)
-            if (measure(&r, f, c.d[i], causal) != 0) goto done;
+            if ((rc = measure(&r, f, c.d[i], causal)) != 0) {
+                rc = rc == 2 ? 2 : 1; /* 2: refused with its line; else the file's error */
+                goto done;
+            }
     res_progress_end(&pr);
     printf("crossover: wrote %s and %s\n", res_path(f), res_path(r.points));
     rc = 0;

@@ -68,7 +68,13 @@ static int parse(int argc, char **argv, config *c)
     if (bins && (rc = sw_parse_positive("--bins-per-doubling", bins, &c->bins_per_doubling)))
         return rc;
     if (c->bins_per_doubling > 64) return cli_fail("--bins-per-doubling", "at most 64");
-    return sw_common_finish(&common, &c->common, "results/decode.csv", 120, 8.0 * (1 << 30));
+    if ((rc = sw_common_finish(&common, &c->common, "results/decode.csv", 120, 8.0 * (1 << 30))))
+        return rc;
+    /* the streams (T, H, d) and the latencies (reps, T) doubles must be addressable */
+    if ((rc = sw_check_floats("--tokens", c->tokens, c->heads, c->d)) ||
+        (rc = sw_check_floats("--tokens", (size_t)c->common.min_reps, c->tokens, 2)))
+        return rc;
+    return 0;
 }
 
 /* The token streams and what each generator holds. q, k, v: (T, H, d) token-major, so
@@ -141,14 +147,14 @@ int cmd_decode(int argc, char **argv)
     const int threads = la_get_num_threads();
     const int reps = c.common.min_reps;
 
-    /* position bins: [1], then geometric with bins_per_doubling per factor of two */
-    size_t *bin_end = malloc((T + 1) * sizeof *bin_end), n_bins = 0;
-    double *lat = malloc((size_t)reps * T * sizeof *lat), *tok = malloc(T * sizeof *tok);
-    double *scratch = malloc((T > (size_t)reps ? T : (size_t)reps) * sizeof *scratch);
+    /* position bins: [1], then geometric with bins_per_doubling per factor of two: at
+     * most bins_per_doubling per doubling of T < 2^64, whatever T */
+    size_t *bin_end = malloc((64 * c.bins_per_doubling + 2) * sizeof *bin_end), n_bins = 0;
+    double *lat = NULL, *tok = NULL, *scratch = NULL;
     gen g = {T, H, d, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     float *q = NULL, *k = NULL, *v = NULL;
     rc = 1;
-    if (!bin_end || !lat || !tok || !scratch) goto fail;
+    if (!bin_end) goto fail;
     for (double e = 0;; e += 1.0 / (double)c.bins_per_doubling) {
         size_t end = (size_t)floor(pow(2.0, e) + 1e-9);
         if (end > T) end = T;
@@ -156,11 +162,16 @@ int cmd_decode(int argc, char **argv)
         if (end == T) break;
     }
 
-    /* memory: streams, cache, outputs */
-    double bytes = 4.0 * (3.0 * T * H * d + 2.0 * H * T * d + H * d);
+    /* memory, checked before allocating: streams, cache, outputs, per-token latencies
+     * (parse checked that these sizes are addressable) */
+    double bytes = 4.0 * (3.0 * T * H * d + 2.0 * H * T * d + H * d) +
+                   8.0 * ((double)reps * T + T + (T > (size_t)reps ? T : (size_t)reps));
     int mem_ok = bytes <= c.common.max_mem;
     if (mem_ok) {
         size_t n = T * H * d;
+        lat = malloc((size_t)reps * T * sizeof *lat), tok = malloc(T * sizeof *tok);
+        scratch = malloc((T > (size_t)reps ? T : (size_t)reps) * sizeof *scratch);
+        if (!lat || !tok || !scratch) goto fail;
         q = malloc(n * sizeof *q), k = malloc(n * sizeof *k), v = malloc(n * sizeof *v);
         g.k_cache = malloc(n * sizeof *g.k_cache), g.v_cache = malloc(n * sizeof *g.v_cache);
         g.y = malloc(H * d * sizeof *g.y);

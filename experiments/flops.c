@@ -43,7 +43,8 @@ static const char help_text[] =
     "  --precision P        float32 or float64: element size of the bytes [float32]\n"
     "  --feature-map F      linear: elu or relu [elu]\n"
     "  --chunk C            linear --causal: tokens per chunk [32]\n"
-    "  --threads T          threads the workspace is counted for [LA_NUM_THREADS, else all]\n"
+    "  --threads T          threads the workspace is counted for [LA_NUM_THREADS, else all];\n"
+    "                       " CLI_THREADS_HELP "\n"
     "  --format FMT         table or csv (header component,flops,bytes; one row per\n"
     "                       component, FLOP rows with bytes empty and memory rows with\n"
     "                       flops empty) [table]\n";
@@ -124,7 +125,7 @@ int cmd_flops(int argc, char **argv)
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
     size_t D = 0, H = 0, F = 0, N = 0, M = 0, B = 1, C = LA_DEFAULT_CHUNK;
-    int decoder = 0, prec = 0, fmt = 0, n_threads = 0;
+    int decoder = 0, prec = 0, fmt = 0;
     la_kernel kernel = LA_KERNEL_SOFTMAX;
     if ((rc = cli_parse_size_flag("flops", "--d-model", d_model, 1, 1, &D)) ||
         (rc = cli_parse_size_flag("flops", "--heads", heads, 1, 1, &H)) ||
@@ -140,8 +141,7 @@ int cmd_flops(int argc, char **argv)
         (precision && (rc = cli_parse_choice("--precision", precision, precision_names, &prec))) ||
         (format && (rc = cli_parse_choice("--format", format, format_names, &fmt))))
         return rc;
-    if (threads && (rc = cli_parse_int("--threads", threads, &n_threads))) return rc;
-    if (threads && n_threads < 1) return cli_fail("--threads", "must be at least 1");
+    if ((rc = cli_parse_threads("--threads", threads))) return rc;
     if (D % H != 0) return cli_fail("--heads", "%zu does not divide --d-model %zu", H, D);
     if (m_text && !decoder) return cli_fail("--m", "applies to --layer decoder only");
     if (!m_text) M = N;
@@ -151,7 +151,6 @@ int cmd_flops(int argc, char **argv)
     c.chunk = C;
     if (feature_map && la_feature_map_parse(feature_map, &c.feature_map) != LA_OK)
         return cli_fail("--feature-map", "'%s' is not one of elu, relu", feature_map);
-    if (threads) la_set_num_threads(n_threads);
     la_dtype dtype = prec ? LA_FLOAT64 : LA_FLOAT32;
 
     la_layer_cost lc;

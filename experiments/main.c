@@ -1,9 +1,11 @@
 /* main.c — `linattn COMMAND [ARGS]`: git-style dispatch and `linattn help [COMMAND]`. */
 #include "commands.h"
+#include "common/cli.h"
 #include "linattn.h"
 
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* One row per subcommand; keep in the order `linattn help` should list them. */
@@ -102,5 +104,9 @@ int main(int argc, char **argv)
             return 0;
         }
     }
+    /* LA_NUM_THREADS under the rule of --threads (linattn.h, threads) */
+    if (la_set_num_threads(0) != LA_OK)
+        return cli_fail("LA_NUM_THREADS", "'%s' is not a thread count in 1..%d",
+                        getenv("LA_NUM_THREADS"), LA_MAX_THREADS);
     return c->run(argc - 1, argv + 1);
 }

@@ -118,6 +118,10 @@ static int parse(int argc, char **argv, config *c)
     if (list &&
         (rc = kn_parse_series_list("--variants", list, c->series, c->n_series, c->selected)))
         return rc;
+    /* the largest point's arrays, B·H·N·d floats, addressable */
+    if ((rc = sw_check_floats("--batch", c->batch, c->heads, 1)) ||
+        (rc = sw_check_floats("--n", c->batch * c->heads, c->hi, c->d)))
+        return rc;
     return sw_common_finish(&common, &c->common, "results/scaling.csv", 20, 8.0 * (1 << 30));
 }
 
@@ -244,9 +248,9 @@ int cmd_scaling(int argc, char **argv)
             la_cost cost;
             la_status st = la_attention_cost(var->kernel, &p, LA_FLOAT32, &cost);
             if (st != LA_OK) {
-                fprintf(stderr, "linattn: scaling: cost model for %s: %s\n", var->name,
-                        la_strerror(st));
-                rc = 1;
+                /* a point the model cannot count: refused, one line, exit 2 */
+                rc = cli_fail("scaling", "%s at N = %zu: the cost model failed: %s", var->name, n,
+                              la_strerror(st));
                 break;
             }
 

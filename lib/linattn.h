@@ -36,7 +36,8 @@
  *
  *   statuses and machine
  *     la_strerror                         a status's message
- *     la_set_num_threads, _get_           threads of every kernel (LA_NUM_THREADS)
+ *     la_set_num_threads, _get_           threads of every kernel (LA_NUM_THREADS; 1..1024,
+ *     la_num_threads_requested            run on at most the cores; the count asked for)
  *     la_blis_config, la_blis_version     the BLIS kernel set and release linked in
  *     la_blis_sgemm                       BLIS sgemm on BLIS's threads (bench's yardstick)
  *     la_fma_peak_gflops                  the float32 FMA peak of this CPU
@@ -125,11 +126,23 @@ LA_API const char *la_strerror(la_status status);
 
 /* ---------------------------------------------------------------- threads */
 
-/* Threads used by every kernel. n >= 1; n = 0 restores the default, which is the
- * environment variable LA_NUM_THREADS when it holds a positive integer, else
- * omp_get_max_threads(). Returns LA_EINVAL for n < 0. */
+/* Threads used by every kernel. The rule, the same at every entry point (this call,
+ * the environment variable LA_NUM_THREADS, the command's --threads):
+ *   - a count is accepted in 1..LA_MAX_THREADS; anything else is refused (LA_EINVAL
+ *     here, exit 2 in the command), never passed on to OpenMP or BLIS;
+ *   - a count above the machine's online cores runs on the cores (oversubscribing them
+ *     only makes every kernel slower, and the output is bitwise the same on any count):
+ *     la_get_num_threads() returns the count run on, la_num_threads_requested() the
+ *     count asked for, and the command's results record both (# threads_requested).
+ * la_set_num_threads(n): n in 1..LA_MAX_THREADS; n = 0 restores the default, which is
+ * LA_NUM_THREADS when set, else omp_get_max_threads() (capped at LA_MAX_THREADS).
+ * Returns LA_EINVAL for n < 0, n > LA_MAX_THREADS, and for n = 0 when LA_NUM_THREADS is
+ * set but not an integer in 1..LA_MAX_THREADS (the setting then stays as it was, and
+ * the variable is ignored). */
+#define LA_MAX_THREADS 1024
 LA_API la_status la_set_num_threads(int n);
 LA_API int la_get_num_threads(void);
+LA_API int la_num_threads_requested(void);
 
 /* The BLIS sub-configuration (kernel set) every matrix product runs on, e.g. "zen3", or
  * "skx (chosen by linattn)" where BLIS did not recognise the CPU and linattn chose
@@ -141,16 +154,19 @@ LA_API const char *la_blis_config(void);
 LA_API const char *la_blis_version(void);
 
 /* C (m×n, strides rsc, csc) = alpha · A (m×k, rsa, csa) · B (k×n, rsb, csb) + beta · C
- * in float32 through BLIS, on `threads` BLIS threads (>= 1; BLIS's own threading): the
+ * in float32 through BLIS, on `threads` BLIS threads (1..LA_MAX_THREADS, run on at most
+ * the online cores; BLIS's own threading): the
  * sgemm yardstick of `linattn bench`, on the kernel set la_blis_config names. Call it
- * outside an OpenMP parallel region. Returns LA_OK, LA_EINVAL (threads < 1, a NULL
- * matrix), LA_ENOMEM (BLIS's packing buffers could not be reserved; c untouched). */
+ * outside an OpenMP parallel region. Returns LA_OK, LA_EINVAL (threads outside
+ * 1..LA_MAX_THREADS, a NULL matrix), LA_ENOMEM (BLIS's packing buffers could not be
+ * reserved; c untouched). */
 LA_API la_status la_blis_sgemm(int threads, size_t m, size_t n, size_t k, float alpha,
                                const float *a, ptrdiff_t rsa, ptrdiff_t csa, const float *b,
                                ptrdiff_t rsb, ptrdiff_t csb, float beta, float *c, ptrdiff_t rsc,
                                ptrdiff_t csc);
 
-/* The float32 FMA peak of `threads` threads in GFLOP/s: the best of three runs of 12
+/* The float32 FMA peak of `threads` threads (1..LA_MAX_THREADS, run on at most the
+ * online cores; NAN outside) in GFLOP/s: the best of three runs of 12
  * independent chains of 16-lane FMAs in registers (lib/cpu/simd.c), the rate no kernel
  * can pass. NAN where the AVX-512 code does not run (or its result comes out wrong). Call
  * outside a parallel region. */

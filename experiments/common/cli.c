@@ -95,6 +95,16 @@ int cli_parse_double(const char *flag, const char *text, double *out)
     return 0;
 }
 
+int cli_parse_threads(const char *flag, const char *text)
+{
+    if (!text) return 0;
+    errno = 0;
+    const long n = is_decimal(text, 1) ? strtol(text, NULL, 10) : 0;
+    if (errno == ERANGE || n < 1 || n > LA_MAX_THREADS || la_set_num_threads((int)n) != LA_OK)
+        return cli_fail(flag, "'%s' is not a thread count in 1..%d", text, LA_MAX_THREADS);
+    return 0;
+}
+
 int cli_parse_choice(const char *flag, const char *text, const char *const *choices, int *out)
 {
     if (!text || !*text) return cli_fail(flag, "needs a value");

@@ -47,6 +47,14 @@ int cli_parse_double(const char *flag, const char *text, double *out); /* finite
 int cli_parse_size_flag(const char *command, const char *flag, const char *text, int required,
                         size_t min, size_t *out);
 
+/* --threads T (text NULL: the flag absent, nothing to do): an integer in
+ * 1..LA_MAX_THREADS, else "--threads: '0' is not a thread count in 1..1024"; applied with
+ * la_set_num_threads, which runs a count above the online cores on the cores (the rule
+ * in linattn.h; the results' # threads_requested records the count asked for). */
+#define CLI_THREADS_HELP                                                                           \
+    "T in 1..1024; above the cores runs on the cores, recorded as threads_requested"
+int cli_parse_threads(const char *flag, const char *text);
+
 /* text must be one of choices (a NULL-terminated list); *out receives its index.
  * "linattn: --variant: 'foo' is not one of softmax, linear, hard". */
 int cli_parse_choice(const char *flag, const char *text, const char *const *choices, int *out);

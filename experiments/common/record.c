@@ -477,7 +477,14 @@ void res_write_meta(FILE *out, const char *experiment, const char *about, int ar
     fprintf(out, "# git_commit: %s\n", git_commit());
     fprintf(out, "# cpu: %s\n", res_cpu_model());
     fprintf(out, "# cores: %d\n", res_cores());
-    fprintf(out, "# threads: %d\n", la_get_num_threads());
+    /* the count asked for and, when it was above the cores, the count run on (linattn.h) */
+    const int threads = la_get_num_threads(), requested = la_num_threads_requested();
+    fprintf(out, "# threads: %d\n", threads);
+    if (requested == threads)
+        fprintf(out, "# threads_requested: %d\n", requested);
+    else
+        fprintf(out, "# threads_requested: %d (clamped to the %d online cores)\n", requested,
+                threads);
     fprintf(out,
             "# load_average: %s (other processes competing for the cores add "
             "noise to timings)\n",

@@ -1,6 +1,7 @@
 /* sweep.c — shared flags and parsers of the experiment drivers. */
 #include "sweep.h"
 
+#include "inputs.h"
 #include "linattn.h"
 
 #include <errno.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int sw_parse_positive(const char *flag, const char *s, size_t *out)
 {
@@ -84,11 +86,10 @@ int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, dou
         if (c->max_seconds <= 0) return cli_fail("--max-seconds", "must be positive");
     }
     if (t->max_mem && (rc = parse_bytes("--max-mem", t->max_mem, &c->max_mem))) return rc;
-    if (t->threads) {
-        if ((rc = sw_parse_positive("--threads", t->threads, &sz))) return rc;
-        if (sz > 4096) return cli_fail("--threads", "at most 4096");
-        c->threads = (int)sz;
-    }
+    /* no budget beyond the machine: a point that cannot fit is skipped, not allocated */
+    if (c->max_mem > sw_physical_memory()) c->max_mem = sw_physical_memory();
+    if ((rc = cli_parse_threads("--threads", t->threads))) return rc;
+    c->threads = t->threads ? la_num_threads_requested() : 0;
     if (t->seed) {
         if ((rc = cli_parse_size("--seed", t->seed, &sz))) return rc;
         c->seed = sz;
@@ -102,8 +103,29 @@ int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, dou
         if ((rc = cli_parse_double("--min-time", t->min_time, &c->min_time))) return rc;
         if (c->min_time < 0) return cli_fail("--min-time", "must not be negative");
     }
-    la_status st = la_set_num_threads(c->threads);
-    if (st != LA_OK) return cli_fail("--threads", "%s", la_strerror(st));
+    return 0;
+}
+
+int sw_check_floats(const char *flag, size_t a, size_t b, size_t c)
+{
+    if (a && b && c && in_float_count(a, b, c) == 0)
+        return cli_fail(flag, "%zu x %zu x %zu floats overflow the address space", a, b, c);
+    return 0;
+}
+
+double sw_physical_memory(void)
+{
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : INFINITY;
+}
+
+int sw_check_memory(const char *what, double bytes, double budget, const char *budget_name)
+{
+    if (!(bytes <= budget)) {
+        const double gib = 1024.0 * 1024 * 1024;
+        return cli_fail(what, "needs %.1f GiB, more than the %.1f GiB of %s", bytes / gib,
+                        budget / gib, budget_name);
+    }
     return 0;
 }
 

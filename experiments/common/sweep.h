@@ -43,15 +43,18 @@ typedef struct {
     "  --max-seconds S    skip (and record as skipped) a kernel call predicted to take\n"          \
     "                     longer than S seconds\n"                                                 \
     "  --max-mem SIZE     skip (and record) a point predicted to hold more than SIZE\n"            \
-    "                     bytes (suffixes K, M, G)\n"                                              \
-    "  --threads T        kernel threads (default: LA_NUM_THREADS or all cores)\n"                 \
+    "                     bytes (suffixes K, M, G; at most the machine's memory)\n"                \
+    "  --threads T        kernel threads (default: LA_NUM_THREADS or all cores), T in\n"           \
+    "                     1..1024; above the cores runs on the cores, recorded in the\n"           \
+    "                     results as # threads_requested\n"                                        \
     "  --seed N           seed of the random inputs (default 1)\n"                                 \
     "  --reps N           at least N timed repetitions per point (default 3)\n"                    \
     "  --min-time S       repeat fast points until they took S seconds (default 0.2)\n"
 
 /* Converts the texts given (defaults for the others: out, max_seconds, max_mem as
  * passed, seed 1, 3 repetitions, 0.2 s) and applies --threads. --max-mem takes a byte
- * count with an optional suffix K, M or G (powers of 1024) and B: 8G, 512M, 1000000.
+ * count with an optional suffix K, M or G (powers of 1024) and B: 8G, 512M, 1000000;
+ * the budget is at most the machine's physical memory (sw_physical_memory).
  * Returns 0 or 2. */
 int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, double max_seconds,
                      double max_mem);
@@ -61,6 +64,19 @@ int sw_parse_positive(const char *flag, const char *s, size_t *out);         /* 
 int sw_parse_range(const char *flag, const char *s, size_t *lo, size_t *hi); /* LO:HI */
 /* "16,32,64" into at most max (<= 64) sizes >= 1; *n receives the count. */
 int sw_parse_size_list(const char *flag, const char *s, size_t *out, size_t max, size_t *n);
+
+/* Sizes and memory, checked before anything is allocated (the rule of every command):
+ *   - a size whose arrays cannot be addressed is refused: sw_check_floats fails, with
+ *     one line naming flag, when `a × b × c` floats (in_float_count, the one
+ *     overflow-checked size) or their bytes overflow size_t;
+ *   - a sweep skips, and records as skipped_mem, a point predicted to hold more than
+ *     --max-mem bytes; a command without --max-mem refuses a run whose buffers exceed
+ *     the machine's physical memory (sw_check_memory with sw_physical_memory()). */
+int sw_check_floats(const char *flag, size_t a, size_t b, size_t c);
+double sw_physical_memory(void); /* bytes of RAM; +inf when unknown */
+/* bytes > budget: "WHAT: needs 12.0 GiB, more than the 7.6 GiB of BUDGET_NAME", 2
+ * (budget_name: "memory here", "--max-mem"). */
+int sw_check_memory(const char *what, double bytes, double budget, const char *budget_name);
 
 /* The repetition rule of a sweep's points (for res_time, res_time_kernel): at least
  * c->min_reps, until they took c->min_time together (at most 1000); a warm-up slower

@@ -111,5 +111,7 @@ bool la_count_enabled(void); /* whether this build was compiled with LA_COUNT_FL
 
 /* OpenMP thread count to use (la_get_num_threads()). */
 int la_threads(void);
+/* min(n, the online cores): every thread count the library runs on (linattn.h, threads). */
+int la_thread_clamp(int n);
 
 #endif

@@ -168,11 +168,11 @@ la_status la_blis_sgemm(int threads, size_t m, size_t n, size_t k, float alpha, 
                         ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb,
                         float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc)
 {
-    if (threads < 1 || (k > 0 && (!a || !b)) || !c) return LA_EINVAL;
+    if (threads < 1 || threads > LA_MAX_THREADS || (k > 0 && (!a || !b)) || !c) return LA_EINVAL;
     if (m == 0 || n == 0) return LA_OK;
     if (la_gemm_reserve(threads) != LA_OK) return LA_ENOMEM;
     rntm_t rntm = BLIS_RNTM_INITIALIZER;
-    bli_rntm_set_num_threads(threads, &rntm);
+    bli_rntm_set_num_threads(la_thread_clamp(threads), &rntm);
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &alpha,
                  (float *)a, rsa, csa, (float *)b, rsb, csb, &beta, c, rsc, csc, blis_context(),
                  &rntm);

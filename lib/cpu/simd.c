@@ -84,7 +84,8 @@ LA_AVX512 static float fma_chains(long iters, float seed)
 double la_fma_peak_gflops(int threads)
 {
 #if LA_HAVE_AVX512_CODE
-    if (!la_avx512_usable() || threads < 1) return NAN;
+    if (!la_avx512_usable() || threads < 1 || threads > LA_MAX_THREADS) return NAN;
+    threads = la_thread_clamp(threads);
     const long iters = 20000000;       /* 7.7 GFLOP per thread: about 25 ms at 300 GFLOP/s */
     static volatile float seed = 1.0f; /* a value the compiler cannot know */
     double best = 0;

@@ -21,6 +21,7 @@ static const char *const api_names[] = {
     "la_strerror",
     "la_set_num_threads",
     "la_get_num_threads",
+    "la_num_threads_requested",
     "la_blis_config",
     "la_blis_version",
     "la_blis_sgemm",
@@ -195,10 +196,15 @@ static void machine(void **state)
         assert_true(m[0] != '\0');
     }
     assert_string_equal(la_strerror((la_status)12345), "unknown status");
-    int before = la_get_num_threads();
+    int before = la_get_num_threads(), requested = la_num_threads_requested();
     assert_int_equal(la_set_num_threads(-1), LA_EINVAL);
     assert_int_equal(la_set_num_threads(-2147483647 - 1), LA_EINVAL);
+    assert_int_equal(la_set_num_threads(LA_MAX_THREADS + 1), LA_EINVAL);
     assert_int_equal(la_get_num_threads(), before); /* unchanged by the refusals */
+    assert_int_equal(la_num_threads_requested(), requested);
+    assert_true(requested >= before);
+    /* la_blis_sgemm and la_fma_peak_gflops refuse counts above the cap too */
+    assert_true(isnan(la_fma_peak_gflops(LA_MAX_THREADS + 1)));
     assert_true(before >= 1);
     assert_non_null(la_blis_config());
     assert_non_null(la_blis_version());
@@ -210,6 +216,8 @@ static void machine(void **state)
     float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1}, c[4];
     EXPECT(la_blis_sgemm(0, 2, 2, 2, 1, a, 2, 1, b, 2, 1, 0, c, 2, 1), LA_EINVAL, c, sizeof c);
     EXPECT(la_blis_sgemm(-1, 2, 2, 2, 1, a, 2, 1, b, 2, 1, 0, c, 2, 1), LA_EINVAL, c, sizeof c);
+    EXPECT(la_blis_sgemm(LA_MAX_THREADS + 1, 2, 2, 2, 1, a, 2, 1, b, 2, 1, 0, c, 2, 1), LA_EINVAL,
+           c, sizeof c);
     EXPECT(la_blis_sgemm(1, 2, 2, 2, 1, NULL, 2, 1, b, 2, 1, 0, c, 2, 1), LA_EINVAL, c, sizeof c);
     EXPECT(la_blis_sgemm(1, 2, 2, 2, 1, a, 2, 1, NULL, 2, 1, 0, c, 2, 1), LA_EINVAL, c, sizeof c);
     assert_int_equal(la_blis_sgemm(1, 2, 2, 2, 1, a, 2, 1, b, 2, 1, 0, NULL, 2, 1), LA_EINVAL);
