@@ -59,7 +59,7 @@ void FN(la_linear_step_head)(REAL *restrict S, REAL *restrict z, const REAL *res
     const REAL den = LA_DOT(LA_COUNT_QS, phi_q, z, d_k) + eps;
     LA_COUNT(LA_COUNT_NORMALIZE, 1 + d_v);
     for (size_t c = 0; c < d_v; c++)
-        y[c] /= den;
+        y[c] = den == 0 ? 0 : y[c] / den; /* den = 0: the empty row (linattn.h) */
 }
 
 /* y (d_v) = φqᵀ S / (φqᵀ z + eps), S (d_k, d_v), z and φq (d_k). */
@@ -81,7 +81,7 @@ void FN(la_linear_read_query)(const REAL *restrict S, const REAL *restrict z,
     REAL den = LA_DOT(LA_COUNT_QS, phi_q, z, d_k) + eps;
     LA_COUNT(LA_COUNT_NORMALIZE, 1 + d_v);
     for (size_t c = 0; c < d_v; c++)
-        y[c] /= den;
+        y[c] = den == 0 ? 0 : y[c] / den; /* den = 0: the empty row (linattn.h) */
 }
 
 /* The scratch layout of one call (linear_layout_for), allocated: one block of REAL. */
@@ -188,8 +188,8 @@ static void FN(apply_block)(const la_problem *p, const REAL *q, const REAL *stat
     for (size_t i = 0; i < n; i++) {
         const REAL den = LA_DOT(LA_COUNT_QS, phi_q + i * dk, z, dk) + eps;
         LA_COUNT(LA_COUNT_NORMALIZE, 1 + dv);
-        for (size_t c = 0; c < dv; c++)
-            y[i * dv + c] /= den;
+        for (size_t c = 0; c < dv; c++) /* den = 0: the empty row (linattn.h) */
+            y[i * dv + c] = den == 0 ? 0 : y[i * dv + c] / den;
     }
 }
 
@@ -403,8 +403,8 @@ static void FN(chunk_finish)(const FN(chunk_job) * j, const FN(chunk_task) * t)
             LA_COUNT(LA_COUNT_COMBINE, 1);
             den += LA_DOT(LA_COUNT_QS, t->phi_q + i * dk, t->zc, dk);
         }
-        for (size_t c = 0; c < dv; c++)
-            y[i * dv + c] /= den;
+        for (size_t c = 0; c < dv; c++) /* den = 0: the empty row (linattn.h) */
+            y[i * dv + c] = den == 0 ? 0 : y[i * dv + c] / den;
     }
 }
 
@@ -489,6 +489,7 @@ static la_status FN(linear_attention)(const la_problem *p, const REAL *q, const 
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!q || !k || !v || !out) return LA_EINVAL;
+    if (!FN(la_range_ok)(LA_RANGE_LINEAR, p, q, k, v)) return LA_ERANGE;
     return p->causal ? FN(linear_chunked)(p, q, k, v, out) : FN(linear_noncausal)(p, q, k, v, out);
 }
 
@@ -504,6 +505,7 @@ static la_status FN(linear_attention_recurrent)(const la_problem *p, const REAL 
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!q || !k || !v || !out || !p->causal) return LA_EINVAL;
+    if (!FN(la_range_ok)(LA_RANGE_LINEAR, p, q, k, v)) return LA_ERANGE;
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     const size_t heads = p->batch * p->heads;
     linear_layout lay;
