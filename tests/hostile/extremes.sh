@@ -141,9 +141,12 @@ run_all() { # label
         --k "$tmp/k.npy" --v "$tmp/v.npy" --scale 1e38
     computes "$l: softmax, logits ±1e4" f64 attend --variant softmax --q "$tmp/q.npy" \
         --k "$tmp/k.npy" --v "$tmp/v.npy" --scale 1000 --causal
-    make_inputs "$tmp" 1e18 1e18 1 pos
-    refuses "$l: linear, inputs 1e18" attend --variant linear --q "$tmp/q.npy" \
+    make_inputs "$tmp" 1e30 1e30 1e30 pos
+    refuses "$l: linear, inputs 1e30" attend --variant linear --q "$tmp/q.npy" \
         --k "$tmp/k.npy" --v "$tmp/v.npy"
+    make_inputs "$tmp" 1e18 1e18 1 pos
+    computes "$l: linear, inputs 1e18 (S in range)" f64 attend --variant linear \
+        --q "$tmp/q.npy" --k "$tmp/k.npy" --v "$tmp/v.npy"
     refuses "$l: linear causal, inputs 1e18" attend --variant linear --causal \
         --q "$tmp/q.npy" --k "$tmp/k.npy" --v "$tmp/v.npy"
     refuses "$l: linear recurrent, inputs 1e18" attend --variant linear --causal \
