@@ -218,17 +218,25 @@ typedef enum {
 
 /* Extreme values: every kernel below either returns a finite output within its
  * precision's rounding of the float64 reference, or refuses with LA_ERANGE (writing
- * nothing), never inf or NaN from finite inputs. Before it runs, each kernel scans the
- * largest magnitudes a = max|q|, b = max|k|, c = max|v| of the call (O((N + M)·d) per
- * head; lib/attention/range.c) and returns LA_ERANGE when, with T the element type's
- * largest value (FLT_MAX or DBL_MAX):
- *   softmax, softmax_materialized:  d_k·a·b·max(|scale|, 1) > T/8  or  M·c > T/8
- *   hard:                           d_k·a·b·max(|scale|, 1) > T/8
- *   linear, linear_recurrent:       d_k·M·(a + 1)·(b + 1)·max(c, 1) > T/8
- * (bounds on every score, score difference, accumulator and state entry). In float32
- * that refuses e.g. q = k = ±1e20, scale 1e38, or linear attention on inputs near 1e18;
- * float64 computes them. Inputs holding inf or NaN are not refused (their outputs are not
- * finite either). The step API (la_linear_step_*) does not check.
+ * nothing), never inf or NaN from finite inputs. With T the element type's largest
+ * value (FLT_MAX or DBL_MAX) and a = max|q|, b = max|k|, c = max|v| over the call:
+ *   softmax, softmax_materialized:  LA_ERANGE when d_k·a·b·max(|scale|, 1) > T/8,
+ *                                   |scale| > T/8 or M·c > T/8
+ *   hard:                           LA_ERANGE when d_k·a·b·max(|scale|, 1) > T/8
+ *                                   or |scale| > T/8
+ *   linear causal (chunked), linear_recurrent:
+ *                                   LA_ERANGE when d_k·M·(a + 1)·(b + 1)·max(c, 1) > T/8
+ * (bounds on every score, score difference, accumulator and state entry, checked by one
+ * scan of a, b, c before the kernel runs: lib/attention/range.c), and
+ *   linear non-causal:              LA_ERANGE when an entry of S = φ(K)ᵀV or z = Σ φ(k_j)
+ *                                   is not finite or d_k·|entry| > T/8, checked after S
+ *                                   and z are formed, before any output is written (no
+ *                                   scan); a huge query is scaled by a power of two
+ *                                   instead, which changes no bit of its output.
+ * In float32 that refuses e.g. q = k = ±1e20 or scale 1e38 (softmax, hard), linear
+ * attention on inputs near 1e30 (causal: near 1e18); float64 computes them. The scan lets
+ * inputs holding inf or NaN through (their outputs are not finite either); non-causal
+ * linear's state check may refuse them. The step API (la_linear_step_*) does not check.
  *
  * The empty row: a query that sees no key (causal mask, key lengths) gets an output row
  * of zeros, in every kernel and reference. So does, in linear attention, a query whose

@@ -8,8 +8,11 @@
  * The bounds, with a = max|q|, b = max|k|, c = max|v|, φ ≤ x + 1 for elu+1 and relu:
  *   softmax and hard: every score |q·k·scale| ≤ d_k·a·b·max(scale, 1), and the kernels
  *     form s − max (twice a score) times log2 e (softmax_avx512.c); the accumulator
- *     Σ_j exp(s_j − m) v_j ≤ M·c. Both kept under REAL_MAX / 8.
- *   linear: every entry of S, z, φ(Q)S, φ(Q)z and of the chunks' A and A·V is at most
+ *     Σ_j exp(s_j − m) v_j ≤ M·c. Both kept under REAL_MAX / 8, and |scale| too (the
+ *     AVX-512 kernel multiplies by scale · log2 e).
+ *   linear, causal (chunked and recurrent; the non-causal kernel checks its state
+ *     instead, linear_tmpl.h): every entry of S, z, φ(Q)S, φ(Q)z and of the chunks' A and
+ *     A·V is at most
  *     d_k·M·(a + 1)·(b + 1)·max(c, 1), kept under REAL_MAX / 8.
  * Non-finite inputs are not this check's business (they give non-finite outputs, as in
  * float64): the check then passes. */
@@ -66,7 +69,7 @@ static bool fits(la_range_kind kind, const la_problem *p, double a, double b, do
     if (kind == LA_RANGE_LINEAR)
         return dk * M * ((long double)a + 1) * ((long double)b + 1) * fmaxl(c, 1) <= limit;
     const long double scale = fmaxl(fabsl((long double)p->scale), 1);
-    if (dk * a * b * scale > limit) return false;
+    if (scale > limit || dk * a * b * scale > limit) return false; /* scale·log2 e too */
     return kind == LA_RANGE_HARD || M * (long double)c <= limit;
 }
 

@@ -49,6 +49,8 @@ static const extreme cases[] = {
     {"q, k 1e20 (q·k overflows), scale 1e-40", 1e20, 1e20, 1, 1e-40, false, false, false, false},
     {"q 1e30 alone", 1e30, 1, 1, 0, false, false, false, false},
     {"scale 1e38", 1, 1, 1, 1e38, false, false, false, false},
+    {"q, k 1e-20, scale 3e38 (scale · log2 e overflows)", 1e-20, 1e-20, 1, 3e38, false, false,
+     false, false},
     {"logits 1e4", 8, 8, 1, 10, false, false, false, true},
     {"v 1e30", 1, 1, 1e30, 0, false, false, false, true},
     {"relu eps 0, all-negative q", 1, 1, 1, 0, true, true, false, true},
