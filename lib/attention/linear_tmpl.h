@@ -203,15 +203,17 @@ static void FN(apply_block)(const la_problem *p, const REAL *q, const REAL *stat
      * with max φ(q_i) <= 1, which changes no bit of num / den but keeps both finite.
      * Ordinary rows are left alone (one max per row, then one compare). */
     REAL eps_row[LA_LINEAR_QUERY_BLOCK];
-    double s_max = 0;
+    REAL s_max = 0; /* max |entry| of [S z] (`omp simd`: max in any order is exact) */
+#pragma omp simd reduction(max : s_max)
     for (size_t a = 0; a < dk * (dv + 1); a++)
-        s_max = fmax(s_max, fabs((double)S[a]));
+        s_max = (S[a] < 0 ? -S[a] : S[a]) > s_max ? (S[a] < 0 ? -S[a] : S[a]) : s_max;
     for (size_t i = 0; i < n; i++) {
-        REAL *f = phi_q + i * dk, mu = 0;
+        REAL *f = phi_q + i * dk, mu = 0; /* φ >= 0 */
+#pragma omp simd reduction(max : mu)
         for (size_t a = 0; a < dk; a++)
             mu = f[a] > mu ? f[a] : mu;
         eps_row[i] = (REAL)p->eps;
-        if ((double)mu * (double)dk * s_max > LIMIT) {
+        if ((double)mu * (double)dk * (double)s_max > LIMIT) {
             const REAL r = (REAL)ldexp(1.0, -(ilogb((double)mu) + 1));
             for (size_t a = 0; a < dk; a++)
                 f[a] *= r;
