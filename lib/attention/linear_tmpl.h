@@ -58,8 +58,13 @@ void FN(la_linear_step_head)(REAL *restrict S, REAL *restrict z, const REAL *res
     /* normalise by the denominator φqᵀz + eps */
     const REAL den = LA_DOT(LA_COUNT_QS, phi_q, z, d_k) + eps;
     LA_COUNT(LA_COUNT_NORMALIZE, 1 + d_v);
-    for (size_t c = 0; c < d_v; c++)
-        y[c] = den == 0 ? 0 : y[c] / den; /* den = 0: the empty row (linattn.h) */
+    if (den == 0) { /* the empty row (linattn.h) */
+        for (size_t c = 0; c < d_v; c++)
+            y[c] = 0;
+    } else {
+        for (size_t c = 0; c < d_v; c++)
+            y[c] /= den;
+    }
 }
 
 /* y (d_v) = φqᵀ S / (φqᵀ z + eps), S (d_k, d_v), z and φq (d_k). */
