@@ -379,6 +379,10 @@ int cmd_attend(int argc, char **argv)
         st = la_attention_f32(kernel, &p, q.data, k.data, v.data, y.data);
     else
         st = la_attention_f64(kernel, &p, q.data, k.data, v.data, y.data);
+    if (st == LA_ERANGE && dtype == LA_FLOAT32) {
+        rc = cli_fail("attend", "values overflow float32: use --precision float64");
+        goto done;
+    }
     if (st != LA_OK) {
         rc = cli_fail("attend", "%s", la_strerror(st));
         goto done;

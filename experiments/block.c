@@ -176,6 +176,10 @@ int cmd_block(int argc, char **argv)
         st = la_encoder_layer_f32(&c, &w, batch, n, x.data, causal, NULL, y.data);
     else
         st = la_encoder_layer_f64(&c, &w, batch, n, x.data, causal, NULL, y.data);
+    if (st == LA_ERANGE && dtype == LA_FLOAT32) {
+        rc = cli_fail("block", "values overflow float32: use --precision float64");
+        goto done;
+    }
     if (st != LA_OK) {
         rc = cli_fail("block", "%s", la_strerror(st));
         goto done;

@@ -112,7 +112,8 @@ extern "C" {
     X(LA_EOVERFLOW, "size overflows")                                                              \
     X(LA_EIO, "input/output error")                                                                \
     X(LA_EFORMAT, "malformed file")                                                                \
-    X(LA_EDTYPE, "unsupported data type")
+    X(LA_EDTYPE, "unsupported data type")                                                          \
+    X(LA_ERANGE, "values would overflow the element type: use float64")
 
 typedef enum {
 #define LA_STATUS_ENUM(name, msg) name,
@@ -235,11 +236,39 @@ typedef enum {
     LA_KERNEL_COUNT
 } la_kernel;
 
-/* Softmax attention, fused: online softmax over key blocks; never holds the N×M score
+/* Extreme values: every kernel below either returns a finite output within its
+ * precision's rounding of the float64 reference, or refuses with LA_ERANGE (writing
+ * nothing), never inf or NaN from finite inputs. With T the element type's largest
+ * value (FLT_MAX or DBL_MAX) and a = max|q|, b = max|k|, c = max|v| over the call:
+ *   softmax, softmax_materialized:  LA_ERANGE when d_k·a·b·max(|scale|, 1) > T/8,
+ *                                   |scale| > T/8 or M·c > T/8
+ *   hard:                           LA_ERANGE when d_k·a·b·max(|scale|, 1) > T/8
+ *                                   or |scale| > T/8
+ *   linear causal (chunked), linear_recurrent:
+ *                                   LA_ERANGE when d_k·M·(a + 1)·(b + 1)·max(c, 1) > T/8
+ * (bounds on every score, score difference, accumulator and state entry, checked by one
+ * scan of a, b, c before the kernel runs: lib/attention/range.c), and
+ *   linear non-causal:              LA_ERANGE when an entry of S = φ(K)ᵀV or z = Σ φ(k_j)
+ *                                   is not finite or d_k·|entry| > T/8, checked after S
+ *                                   and z are formed, before any output is written (no
+ *                                   scan); a huge query is scaled by a power of two
+ *                                   instead, which changes no bit of its output.
+ * In float32 that refuses e.g. q = k = ±1e20 or scale 1e38 (softmax, hard), linear
+ * attention on inputs near 1e30 (causal: near 1e18); float64 computes them. The scan lets
+ * inputs holding inf or NaN through (their outputs are not finite either); non-causal
+ * linear's state check may refuse them. The step API (la_linear_step_*) does not check.
+ *
+ * The empty row: a query that sees no key (causal mask, key lengths) gets an output row
+ * of zeros, in every kernel and reference. So does, in linear attention, a query whose
+ * denominator φ(q_i)ᵀz + eps is exactly 0 (possible only with eps = 0: relu with an
+ * all-zero φ(q_i), or no visible key with a positive feature where φ(q_i) is positive):
+ * such a query attends to nothing, like one that sees no key.
+ *
+ * Softmax attention, fused: online softmax over key blocks; never holds the N×M score
  * matrix, its scratch is O(threads · block · (block + d_k + d_v)), independent of N.
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
- * Finite for any finite input (logits of ±1e4 included).
- * Returns LA_OK, LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM, LA_EBUDGET.
+ * Finite for any finite input it does not refuse (logits of ±1e4 included).
+ * Returns LA_OK, LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM, LA_EBUDGET, LA_ERANGE (above).
  *   implementation lib/attention/softmax.c (softmax_tmpl.h; float32 on AVX-512:
  *   softmax_avx512.c) · reference la_ref_softmax_attention · tests
  *   tests/attention/test_attention.c, test_softmax.c */

@@ -24,6 +24,16 @@ typedef void (*la_head_flops_fn)(const la_problem *p, size_t m, la_cost *head);
  * (cost.c): O(1) without key lengths (every entry sees M keys), O(batch) with them. */
 void la_cost_sum_heads(const la_problem *p, la_head_flops_fn per_head, la_cost *c);
 
+/* Whether the values of a kernel of this family on (q, k, v) stay within its element
+ * type (range.c: one scan of max |q|, |k|, |v|, and the bounds it documents). The
+ * kernels call it after checking p and the pointers, before writing anything, and
+ * return LA_ERANGE when it is false. */
+typedef enum { LA_RANGE_SOFTMAX, LA_RANGE_HARD, LA_RANGE_LINEAR } la_range_kind;
+bool la_range_ok_f32(la_range_kind kind, const la_problem *p, const float *q, const float *k,
+                     const float *v);
+bool la_range_ok_f64(la_range_kind kind, const la_problem *p, const double *q, const double *k,
+                     const double *v);
+
 /* Bytes of one element of dtype (4 or 8). */
 static inline size_t la_dtype_size(la_dtype dtype)
 {

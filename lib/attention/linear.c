@@ -4,6 +4,8 @@
 #include "attention/attention_internal.h"
 #include "attention/linear_internal.h"
 
+#include <float.h>
+#include <math.h>
 #include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -58,8 +58,13 @@ void FN(la_linear_step_head)(REAL *restrict S, REAL *restrict z, const REAL *res
     /* normalise by the denominator φqᵀz + eps */
     const REAL den = LA_DOT(LA_COUNT_QS, phi_q, z, d_k) + eps;
     LA_COUNT(LA_COUNT_NORMALIZE, 1 + d_v);
-    for (size_t c = 0; c < d_v; c++)
-        y[c] /= den;
+    if (den == 0) { /* the empty row (linattn.h) */
+        for (size_t c = 0; c < d_v; c++)
+            y[c] = 0;
+    } else {
+        for (size_t c = 0; c < d_v; c++)
+            y[c] /= den;
+    }
 }
 
 /* y (d_v) = φqᵀ S / (φqᵀ z + eps), S (d_k, d_v), z and φq (d_k). */
@@ -81,7 +86,7 @@ void FN(la_linear_read_query)(const REAL *restrict S, const REAL *restrict z,
     REAL den = LA_DOT(LA_COUNT_QS, phi_q, z, d_k) + eps;
     LA_COUNT(LA_COUNT_NORMALIZE, 1 + d_v);
     for (size_t c = 0; c < d_v; c++)
-        y[c] /= den;
+        y[c] = den == 0 ? 0 : y[c] / den; /* den = 0: the empty row (linattn.h) */
 }
 
 /* The scratch layout of one call (linear_layout_for), allocated: one block of REAL. */
@@ -157,6 +162,24 @@ static void FN(kv_piece_add)(const la_problem *p, REAL *states, size_t task, siz
     }
 }
 
+/* The largest value the non-causal kernel lets an entry of S, z, φ(Q)S or φ(Q)z reach
+ * (lib/linattn.h, "Extreme values"). */
+#define LIMIT ((REAL_IS_F32 ? (double)FLT_MAX : DBL_MAX) / 8)
+
+/* Whether every head's [S z] (states: heads × state_size) is finite with d_k·max|entry|
+ * within LIMIT: then φ(q)·S and φ(q)·z stay within LIMIT for any φ(q) <= 1. */
+static bool FN(states_in_range)(const REAL *states, size_t n, size_t dk)
+{
+    double max = 0;
+    bool finite = true;
+    for (size_t a = 0; a < n; a++) {
+        const double s = fabs((double)states[a]);
+        finite &= s <= DBL_MAX; /* false for inf and NaN */
+        max = s > max ? s : max;
+    }
+    return finite && max * (double)dk <= LIMIT;
+}
+
 /* Non-causal phase 2, one task: query block task % q_blocks (of qb rows) of head
  * task / q_blocks, out_blk = φ(Q_blk) S / (φ(Q_blk) z + eps), zero rows when the head
  * sees no key; asks for task `next`'s queries meanwhile. `phi_q`: the thread's φ block. */
@@ -181,16 +204,37 @@ static void FN(apply_block)(const la_problem *p, const REAL *q, const REAL *stat
         const size_t rows_next = N - i_next < qb ? N - i_next : qb;
         prefetch_rows(q + (hd_next * N + i_next) * dk, rows_next * dk * sizeof(REAL));
     }
+    /* A huge q_i would overflow φ(q_i)·S although S and z are in range (linear_noncausal
+     * checked them): such a row gets φ(q_i) and eps scaled by one power of two, 2^-e
+     * with max φ(q_i) <= 1, which changes no bit of num / den but keeps both finite.
+     * Ordinary rows are left alone (one max per row, then one compare). */
+    REAL eps_row[LA_LINEAR_QUERY_BLOCK];
+    REAL s_max = 0; /* max |entry| of [S z] (`omp simd`: max in any order is exact) */
+#pragma omp simd reduction(max : s_max)
+    for (size_t a = 0; a < dk * (dv + 1); a++)
+        s_max = (S[a] < 0 ? -S[a] : S[a]) > s_max ? (S[a] < 0 ? -S[a] : S[a]) : s_max;
+    for (size_t i = 0; i < n; i++) {
+        REAL *f = phi_q + i * dk, mu = 0; /* φ >= 0 */
+#pragma omp simd reduction(max : mu)
+        for (size_t a = 0; a < dk; a++)
+            mu = f[a] > mu ? f[a] : mu;
+        eps_row[i] = (REAL)p->eps;
+        if ((double)mu * (double)dk * (double)s_max > LIMIT) {
+            const REAL r = (REAL)ldexp(1.0, -(ilogb((double)mu) + 1));
+            for (size_t a = 0; a < dk; a++)
+                f[a] *= r;
+            eps_row[i] *= r;
+        }
+    }
     /* num = φ(Q_blk) S: (n, d_k)·(d_k, d_v), straight into out */
     LA_PRODUCT(LA_COUNT_QS, n, dv, dk, 1, phi_q, (ptrdiff_t)dk, 1, S, (ptrdiff_t)dv, 1, 0, y,
                (ptrdiff_t)dv, 1);
     /* y = num / (φ(q_i)·z + eps) */
-    const REAL eps = (REAL)p->eps;
     for (size_t i = 0; i < n; i++) {
-        const REAL den = LA_DOT(LA_COUNT_QS, phi_q + i * dk, z, dk) + eps;
+        const REAL den = LA_DOT(LA_COUNT_QS, phi_q + i * dk, z, dk) + eps_row[i];
         LA_COUNT(LA_COUNT_NORMALIZE, 1 + dv);
-        for (size_t c = 0; c < dv; c++)
-            y[i * dv + c] /= den;
+        for (size_t c = 0; c < dv; c++) /* den = 0: the empty row (linattn.h) */
+            y[i * dv + c] = den == 0 ? 0 : y[i * dv + c] / den;
     }
 }
 
@@ -208,6 +252,10 @@ static void FN(apply_block)(const la_problem *p, const REAL *q, const REAL *stat
  * thread) with an ordered section for the additions, then the query blocks.
  * Phase 2, per (head, query block of LA_LINEAR_QUERY_BLOCK):
  *   out_blk = φ(Q_blk) S / (φ(Q_blk) z + eps), zero rows when the head sees no key.
+ * Phase 1 writes only scratch; between the phases every head's [S z] must be finite
+ * and within range (states_in_range), else LA_ERANGE with out untouched. That is the
+ * non-causal kernel's whole range check: no scan of the inputs (huge queries are
+ * handled in apply_block).
  * Scratch: S and z of every head, plus per thread one φ block, a partial z and a
  * partial [S z]. */
 static la_status FN(linear_noncausal)(const la_problem *p, const REAL *q, const REAL *k,
@@ -229,8 +277,8 @@ static la_status FN(linear_noncausal)(const la_problem *p, const REAL *q, const 
     REAL *states = work, *scratch = work + shared;
 
     if (heads % threads == 0) {
-        /* whole heads per thread: its pieces in turn, then its query blocks; no
-         * synchronisation, the same sums in the same order as below */
+        /* whole heads per thread: its pieces in turn, then (after the range check) its
+         * query blocks; the same sums in the same order as below */
 #pragma omp parallel for schedule(dynamic) num_threads((int)threads)
         for (size_t hd = 0; hd < heads; hd++) {
             REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
@@ -238,6 +286,14 @@ static la_status FN(linear_noncausal)(const la_problem *p, const REAL *q, const 
                 FN(kv_piece)(p, k, v, states, hd * pieces + pc, pieces, rows, kb, mine);
                 FN(kv_piece_add)(p, states, hd * pieces + pc, pieces, mine, rows);
             }
+        }
+        if (!FN(states_in_range)(states, heads * p->d_k * (p->d_v + 1), p->d_k)) {
+            free(work);
+            return LA_ERANGE;
+        }
+#pragma omp parallel for schedule(dynamic) num_threads((int)threads)
+        for (size_t hd = 0; hd < heads; hd++) {
+            REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
             for (size_t b = 0; b < q_blocks; b++) {
                 const size_t task = hd * q_blocks + b;
                 FN(apply_block)
@@ -253,6 +309,10 @@ static la_status FN(linear_noncausal)(const la_problem *p, const REAL *q, const 
             FN(kv_piece)(p, k, v, states, task, pieces, rows, kb, mine);
 #pragma omp ordered
             FN(kv_piece_add)(p, states, task, pieces, mine, rows);
+        }
+        if (!FN(states_in_range)(states, heads * p->d_k * (p->d_v + 1), p->d_k)) {
+            free(work);
+            return LA_ERANGE;
         }
         /* phase 2: every query block reads its head's S and z */
 #pragma omp parallel for schedule(dynamic) num_threads((int)threads)
@@ -404,8 +464,8 @@ static void FN(chunk_finish)(const FN(chunk_job) * j, const FN(chunk_task) * t)
             LA_COUNT(LA_COUNT_COMBINE, 1);
             den += LA_DOT(LA_COUNT_QS, t->phi_q + i * dk, t->zc, dk);
         }
-        for (size_t c = 0; c < dv; c++)
-            y[i * dv + c] /= den;
+        for (size_t c = 0; c < dv; c++) /* den = 0: the empty row (linattn.h) */
+            y[i * dv + c] = den == 0 ? 0 : y[i * dv + c] / den;
     }
 }
 
@@ -490,6 +550,7 @@ static la_status FN(linear_attention)(const la_problem *p, const REAL *q, const 
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!q || !k || !v || !out) return LA_EINVAL;
+    if (p->causal && !FN(la_range_ok)(LA_RANGE_LINEAR, p, q, k, v)) return LA_ERANGE;
     return p->causal ? FN(linear_chunked)(p, q, k, v, out) : FN(linear_noncausal)(p, q, k, v, out);
 }
 
@@ -505,6 +566,7 @@ static la_status FN(linear_attention_recurrent)(const la_problem *p, const REAL 
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!q || !k || !v || !out || !p->causal) return LA_EINVAL;
+    if (!FN(la_range_ok)(LA_RANGE_LINEAR, p, q, k, v)) return LA_ERANGE;
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     const size_t heads = p->batch * p->heads;
     linear_layout lay;
@@ -546,6 +608,7 @@ static la_status FN(linear_attention_recurrent)(const la_problem *p, const REAL 
     return LA_OK;
 }
 
+#undef LIMIT
 #undef LA_PHI
 #undef LA_DOT
 #undef LA_PRODUCT

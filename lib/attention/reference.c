@@ -143,7 +143,7 @@ la_status la_ref_hard_attention(const la_problem *p, const double *q, const doub
 
 /* Linear attention, per head, materialising φ(Q), φ(K) and every prefix state:
  *   S_i (d_k, d_v) = Σ_{visible j} φ(k_j) v_jᵀ,  z_i (d_k) = Σ_{visible j} φ(k_j),
- *   out_i = φ(q_i)ᵀ S_i / (φ(q_i)ᵀ z_i + eps).
+ *   out_i = φ(q_i)ᵀ S_i / (φ(q_i)ᵀ z_i + eps), and zeros where that denominator is 0.
  * The visible keys of query i are a prefix 0..visible-1, so S_i is a prefix sum. */
 la_status la_ref_linear_attention(const la_problem *p, const double *q, const double *k,
                                   const double *v, double *out)
@@ -193,7 +193,8 @@ la_status la_ref_linear_attention(const la_problem *p, const double *q, const do
                     double num = 0;
                     for (size_t a = 0; a < dk; a++)
                         num += fq[a] * S[a * dv + c];
-                    oh[i * dv + c] = visible > 0 ? num / (den + p->eps) : 0.0;
+                    /* a zero denominator is the empty row too (linattn.h) */
+                    oh[i * dv + c] = visible > 0 && den + p->eps != 0 ? num / (den + p->eps) : 0.0;
                 }
             }
         }

@@ -155,6 +155,8 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
     if (st != LA_OK) return st;
     if (!check_pointers(q, k, v, out)) return LA_EINVAL;
     if (!scale_fits(p->scale, sizeof(REAL))) return LA_EINVAL;
+    if (!FN(la_range_ok)(kind == FN(RUN_FUSED) ? LA_RANGE_SOFTMAX : LA_RANGE_HARD, p, q, k, v))
+        return LA_ERANGE;
 
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     /* float32 fused on AVX-512: softmax_avx512.c's kernel, with its own task size */
@@ -236,6 +238,7 @@ static la_status FN(softmax_attention_materialized)(const la_problem *p, const R
     if (st != LA_OK) return st;
     if (!check_pointers(q, k, v, out)) return LA_EINVAL;
     if (!scale_fits(p->scale, sizeof(REAL))) return LA_EINVAL;
+    if (!FN(la_range_ok)(LA_RANGE_SOFTMAX, p, q, k, v)) return LA_ERANGE;
 
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     size_t score_bytes;

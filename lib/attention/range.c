@@ -1,0 +1,94 @@
+/* range.c — will a kernel's intermediate values fit its element type? One scan of the
+ * largest magnitudes of q, k and v (O((N + M)·d) per head, the same order as reading the
+ * inputs once), then bounds that hold for every kernel's arithmetic, checked before the
+ * kernel writes anything. A call that fails them returns LA_ERANGE (lib/linattn.h says
+ * which kernels and when); one that passes cannot overflow, so it never returns inf or
+ * NaN from finite inputs.
+ *
+ * The bounds, with a = max|q|, b = max|k|, c = max|v|, φ ≤ x + 1 for elu+1 and relu:
+ *   softmax and hard: every score |q·k·scale| ≤ d_k·a·b·max(scale, 1), and the kernels
+ *     form s − max (twice a score) times log2 e (softmax_avx512.c); the accumulator
+ *     Σ_j exp(s_j − m) v_j ≤ M·c. Both kept under REAL_MAX / 8, and |scale| too (the
+ *     AVX-512 kernel multiplies by scale · log2 e).
+ *   linear, causal (chunked and recurrent; the non-causal kernel checks its state
+ *     instead, linear_tmpl.h): every entry of S, z, φ(Q)S, φ(Q)z and of the chunks' A and
+ *     A·V is at most
+ *     d_k·M·(a + 1)·(b + 1)·max(c, 1), kept under REAL_MAX / 8.
+ * Non-finite inputs are not this check's business (they give non-finite outputs, as in
+ * float64): the check then passes. */
+#include "attention/attention_internal.h"
+
+#include <float.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <string.h>
+
+/* max |x[i]| over n elements; +inf when one is not finite. Read through the bits, so the
+ * reduction is an integer max the compiler vectorises (|x| orders like its bits with the
+ * sign cleared). */
+static double max_abs_f32(const float *x, size_t n)
+{
+    uint32_t m = 0;
+#pragma omp parallel for simd reduction(max : m) num_threads(la_threads()) if (n > 65536)
+    for (size_t i = 0; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, &x[i], sizeof bits);
+        bits &= 0x7fffffffu;
+        m = bits > m ? bits : m;
+    }
+    float f;
+    memcpy(&f, &m, sizeof f);
+    return isfinite(f) ? (double)f : INFINITY;
+}
+
+static double max_abs_f64(const double *x, size_t n)
+{
+    uint64_t m = 0;
+#pragma omp parallel for simd reduction(max : m) num_threads(la_threads()) if (n > 65536)
+    for (size_t i = 0; i < n; i++) {
+        uint64_t bits;
+        memcpy(&bits, &x[i], sizeof bits);
+        bits &= 0x7fffffffffffffffu;
+        m = bits > m ? bits : m;
+    }
+    double f;
+    memcpy(&f, &m, sizeof f);
+    return isfinite(f) ? f : INFINITY;
+}
+
+/* The bound of the kernel family on magnitudes a, b, c, or true when an input is not
+ * finite (computed in long double where it exceeds double, so the bound itself cannot
+ * overflow). */
+static bool fits(la_range_kind kind, const la_problem *p, double a, double b, double c,
+                 double real_max)
+{
+    if (isinf(a) || isinf(b) || isinf(c)) return true;
+    const long double dk = (long double)p->d_k, M = (long double)p->n_keys;
+    const long double limit = (long double)real_max / 8;
+    if (kind == LA_RANGE_LINEAR)
+        return dk * M * ((long double)a + 1) * ((long double)b + 1) * fmaxl(c, 1) <= limit;
+    const long double scale = fmaxl(fabsl((long double)p->scale), 1);
+    if (scale > limit || dk * a * b * scale > limit) return false; /* scale·log2 e too */
+    return kind == LA_RANGE_HARD || M * (long double)c <= limit;
+}
+
+bool la_range_ok_f32(la_range_kind kind, const la_problem *p, const float *q, const float *k,
+                     const float *v)
+{
+    const size_t heads = p->batch * p->heads;
+    const double a = max_abs_f32(q, heads * p->n_queries * p->d_k);
+    const double b = max_abs_f32(k, heads * p->n_keys * p->d_k);
+    const double c = kind == LA_RANGE_HARD ? 0 : max_abs_f32(v, heads * p->n_keys * p->d_v);
+    return fits(kind, p, a, b, c, FLT_MAX);
+}
+
+bool la_range_ok_f64(la_range_kind kind, const la_problem *p, const double *q, const double *k,
+                     const double *v)
+{
+    const size_t heads = p->batch * p->heads;
+    const double a = max_abs_f64(q, heads * p->n_queries * p->d_k);
+    const double b = max_abs_f64(k, heads * p->n_keys * p->d_k);
+    const double c = kind == LA_RANGE_HARD ? 0 : max_abs_f64(v, heads * p->n_keys * p->d_v);
+    return fits(kind, p, a, b, c, DBL_MAX);
+}
