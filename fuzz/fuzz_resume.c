@@ -18,6 +18,10 @@ int la_get_num_threads(void)
 {
     return 1;
 }
+int la_num_threads_requested(void)
+{
+    return 1;
+}
 const char *la_blis_version(void)
 {
     return "fuzz";
