@@ -24,39 +24,6 @@
 #include <stdint.h>
 #include <string.h>
 
-/* max |x[i]| over n elements; +inf when one is not finite. Read through the bits, so the
- * reduction is an integer max the compiler vectorises (|x| orders like its bits with the
- * sign cleared). */
-static double max_abs_f32(const float *x, size_t n)
-{
-    uint32_t m = 0;
-#pragma omp parallel for simd reduction(max : m) num_threads(la_threads()) if (n > 65536)
-    for (size_t i = 0; i < n; i++) {
-        uint32_t bits;
-        memcpy(&bits, &x[i], sizeof bits);
-        bits &= 0x7fffffffu;
-        m = bits > m ? bits : m;
-    }
-    float f;
-    memcpy(&f, &m, sizeof f);
-    return isfinite(f) ? (double)f : INFINITY;
-}
-
-static double max_abs_f64(const double *x, size_t n)
-{
-    uint64_t m = 0;
-#pragma omp parallel for simd reduction(max : m) num_threads(la_threads()) if (n > 65536)
-    for (size_t i = 0; i < n; i++) {
-        uint64_t bits;
-        memcpy(&bits, &x[i], sizeof bits);
-        bits &= 0x7fffffffffffffffu;
-        m = bits > m ? bits : m;
-    }
-    double f;
-    memcpy(&f, &m, sizeof f);
-    return isfinite(f) ? f : INFINITY;
-}
-
 /* The bound of the kernel family on magnitudes a, b, c, or true when an input is not
  * finite (computed in long double where it exceeds double, so the bound itself cannot
  * overflow). */
@@ -73,22 +40,12 @@ static bool fits(la_range_kind kind, const la_problem *p, double a, double b, do
     return kind == LA_RANGE_HARD || M * (long double)c <= limit;
 }
 
-bool la_range_ok_f32(la_range_kind kind, const la_problem *p, const float *q, const float *k,
-                     const float *v)
-{
-    const size_t heads = p->batch * p->heads;
-    const double a = max_abs_f32(q, heads * p->n_queries * p->d_k);
-    const double b = max_abs_f32(k, heads * p->n_keys * p->d_k);
-    const double c = kind == LA_RANGE_HARD ? 0 : max_abs_f32(v, heads * p->n_keys * p->d_v);
-    return fits(kind, p, a, b, c, FLT_MAX);
-}
-
-bool la_range_ok_f64(la_range_kind kind, const la_problem *p, const double *q, const double *k,
-                     const double *v)
-{
-    const size_t heads = p->batch * p->heads;
-    const double a = max_abs_f64(q, heads * p->n_queries * p->d_k);
-    const double b = max_abs_f64(k, heads * p->n_keys * p->d_k);
-    const double c = kind == LA_RANGE_HARD ? 0 : max_abs_f64(v, heads * p->n_keys * p->d_v);
-    return fits(kind, p, a, b, c, DBL_MAX);
-}
+/* The scan and the check, once per precision (range_tmpl.h; core/real_f32.h explains
+ * the scheme). */
+/* clang-format off */
+#include "core/real_f32.h"
+#include "attention/range_tmpl.h"
+#include "core/real_f64.h"
+#include "attention/range_tmpl.h"
+#include "core/real_undef.h"
+/* clang-format on */

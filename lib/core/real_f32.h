@@ -15,6 +15,8 @@
  *   GEMM_SMALL  the same for the small blocks of the   la_gemm_small_f32 (AVX-512 tiles
  *               linear kernels                         where they pay, else BLIS)
  *   EXP, ERF    the libm functions                     expf, erff
+ *   REAL_BITS   an unsigned integer of REAL's width    uint32_t
+ *   REAL_MAX    the largest finite REAL                FLT_MAX (needs <float.h>)
  * A template defines its functions static, as FN(name); the file that includes it writes
  * the public functions out in full (la_softmax_attention_f32 calling softmax_attention_f32),
  * so grep, ctags and a debugger find every public name where it is defined.
@@ -29,3 +31,5 @@
 #define GEMM_SMALL la_gemm_small_f32
 #define EXP expf
 #define ERF erff
+#define REAL_BITS uint32_t
+#define REAL_MAX FLT_MAX

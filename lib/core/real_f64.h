@@ -9,3 +9,5 @@
 #define GEMM_SMALL la_gemm_f64
 #define EXP exp
 #define ERF erf
+#define REAL_BITS uint64_t
+#define REAL_MAX DBL_MAX

@@ -8,3 +8,5 @@
 #undef GEMM_SMALL
 #undef EXP
 #undef ERF
+#undef REAL_BITS
+#undef REAL_MAX

@@ -1,0 +1,31 @@
+/* range_tmpl.h — range.c's scan and check, written once for both precisions; range.c
+ * includes it after core/real_f32.h and again after core/real_f64.h (the scheme is in
+ * real_f32.h). Uses fits() from range.c. */
+
+/* max |x[i]| over n elements; +inf when one is not finite. Read through the bits, so the
+ * reduction is an integer max the compiler vectorises (|x| orders like its bits with the
+ * sign cleared). */
+static double FN(max_abs)(const REAL *x, size_t n)
+{
+    REAL_BITS m = 0;
+#pragma omp parallel for simd reduction(max : m) num_threads(la_threads()) if (n > 65536)
+    for (size_t i = 0; i < n; i++) {
+        REAL_BITS bits;
+        memcpy(&bits, &x[i], sizeof bits);
+        bits &= ~(REAL_BITS)0 >> 1;
+        m = bits > m ? bits : m;
+    }
+    REAL f;
+    memcpy(&f, &m, sizeof f);
+    return isfinite(f) ? (double)f : INFINITY;
+}
+
+bool FN(la_range_ok)(la_range_kind kind, const la_problem *p, const REAL *q, const REAL *k,
+                     const REAL *v)
+{
+    const size_t heads = p->batch * p->heads;
+    const double a = FN(max_abs)(q, heads * p->n_queries * p->d_k);
+    const double b = FN(max_abs)(k, heads * p->n_keys * p->d_k);
+    const double c = kind == LA_RANGE_HARD ? 0 : FN(max_abs)(v, heads * p->n_keys * p->d_v);
+    return fits(kind, p, a, b, c, REAL_MAX);
+}
