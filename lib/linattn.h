@@ -256,7 +256,7 @@ typedef enum {
  * In float32 that refuses e.g. q = k = ±1e20 or scale 1e38 (softmax, hard), linear
  * attention on inputs near 1e30 (causal: near 1e18); float64 computes them. The scan lets
  * inputs holding inf or NaN through (their outputs are not finite either); non-causal
- * linear's state check may refuse them. The step API (la_linear_step_*) does not check.
+ * linear's state check may refuse them. The step API checks each token (below).
  *
  * The empty row: a query that sees no key (causal mask, key lengths) gets an output row
  * of zeros, in every kernel and reference. So does, in linear attention, a query whose
@@ -346,8 +346,13 @@ LA_API size_t la_linear_state_position(const la_linear_state *st);
 
 /* One token: S += φ(k_t) v_tᵀ, z += φ(k_t), then y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps),
  * in O(d_k · d_v) per head. q_t: (heads, d_k), k_t: (heads, d_k), v_t: (heads, d_v),
- * y_t: (heads, d_v). The dtype must match the state's. Returns LA_OK, or LA_EINVAL (NULL,
- * another dtype) with y_t and the state untouched.
+ * y_t: (heads, d_v). The dtype must match the state's. Returns LA_OK, LA_EINVAL (NULL,
+ * another dtype) or LA_ERANGE, the last two with y_t and the state untouched. LA_ERANGE
+ * (the range rule above, per token): the state keeps bounds s ≥ |S| and z ≥ z entries
+ * (0 after create and reset, read off S and z by restore); with a, b, c the largest
+ * |q_t|, |k_t|, |v_t| over the heads, a token is refused when s + (b + 1)·c, z + b + 1
+ * or d_k·(a + 1)·max(s', z') (the new bounds) passes T/8. Once refused, a state refuses
+ * every further token of that size: reset it, or use a float64 state.
  * Stepping through a sequence reproduces la_linear_attention_recurrent_* bit for bit
  * (same arithmetic, same order). A state holds scratch: do not step one state from two
  * threads at once (different states are independent). */

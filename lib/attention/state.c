@@ -3,6 +3,7 @@
  * the recurrent kernel calls, so both give the same bits. */
 #include "attention/linear_internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,9 @@ struct la_linear_state {
     size_t elements; /* heads · (d_k·d_v + d_k): S of every head, then z of every head */
     void *S;         /* (heads, d_k, d_v) then z (heads, d_k), in dtype */
     void *phi;       /* scratch: φ(q_t), φ(k_t), 2·d_k elements of dtype */
+    /* Upper bounds on |S| and z over every entry of every head, kept so that a step can
+     * refuse (LA_ERANGE) before it overflows; INFINITY once an input was not finite. */
+    double s_bound, z_bound;
 };
 
 /* The saved image: this header, then S (heads, d_k, d_v) and z (heads, d_k) in dtype. */
@@ -78,6 +82,7 @@ void la_linear_state_reset(la_linear_state *st)
     if (!st) return;
     memset(st->S, 0, st->elements * dtype_size(st->dtype));
     st->position = 0;
+    st->s_bound = st->z_bound = 0;
 }
 
 size_t la_linear_state_position(const la_linear_state *st)
@@ -144,5 +149,13 @@ la_status la_linear_state_restore(la_linear_state *st, const void *buf, size_t s
         return LA_EINVAL;
     memcpy(st->S, (const char *)buf + sizeof hdr, st->elements * dtype_size(st->dtype));
     st->position = (size_t)hdr.position;
+    const size_t s_elements = st->heads * st->d_k * st->d_v;
+    if (st->dtype == LA_FLOAT32) {
+        st->s_bound = state_max_abs_f32(st->S, s_elements);
+        st->z_bound = state_max_abs_f32((const float *)st->S + s_elements, st->elements - s_elements);
+    } else {
+        st->s_bound = state_max_abs_f64(st->S, s_elements);
+        st->z_bound = state_max_abs_f64((const double *)st->S + s_elements, st->elements - s_elements);
+    }
     return LA_OK;
 }

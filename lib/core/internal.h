@@ -47,6 +47,9 @@ bool la_fused_simd_usable(const la_problem *p);
 /* Tests: off forces every float32 kernel onto its portable (BLIS-based) path; on
  * restores the default (still off where the CPU lacks AVX-512 or LA_SIMD=off). */
 void la_avx512_enable(bool on);
+/* Tests: on makes la_outfile_open use its named fallback (target.tmp.XXXXXX, the path
+ * taken where the file system has no O_TMPFILE); off restores O_TMPFILE. */
+void la_outfile_named_only(bool on);
 size_t la_fused_simd_scratch_bytes(const la_problem *p); /* per thread */
 /* One task: query rows i0 .. i0+rows-1 (rows <= LA_FUSED_SIMD_Q_BLOCK) of one head,
  *   qh: (N, d_k), kh: (M, d_k), vh: (M, d_v), oh: (N, d_v) row-major. */

@@ -18,6 +18,8 @@
 #endif
 #include "linattn.h"
 
+#include "core/internal.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -92,6 +94,13 @@ static la_status resolve(const char *path, char *target, const char **why)
     }
 }
 
+/* Tests: the named fallback in place of O_TMPFILE (core/internal.h). */
+static bool named_only;
+void la_outfile_named_only(bool on)
+{
+    named_only = on;
+}
+
 la_status la_outfile_open(la_outfile *o, const char *path, const char **why)
 {
     const char *dummy;
@@ -127,7 +136,7 @@ la_status la_outfile_open(la_outfile *o, const char *path, const char **why)
         strcpy(dir, "/");
     else
         snprintf(dir, sizeof dir, "%.*s", (int)(slash - o->path), o->path);
-    o->fd = open(dir, O_TMPFILE | O_RDWR | O_APPEND | O_CLOEXEC, 0644);
+    o->fd = named_only ? -1 : open(dir, O_TMPFILE | O_RDWR | O_APPEND | O_CLOEXEC, 0644);
     if (o->fd >= 0) {
         o->anonymous = 1;
         return LA_OK;

@@ -210,6 +210,68 @@ static void relu_zero_denominator_is_zero_row(void **state)
     assert_true(y[2] == 3 && y[3] == 4); /* keys 0, 1, 2 weigh 1, 2, 1: (1+6+5)/4, (2+8+6)/4 */
 }
 
+/* The step API on every case that reads φ (elu+1, and relu where the case asks): T
+ * tokens through a float64 state and a float32 state. float64 computes every token;
+ * float32 either matches it (1e-5 relative per token) or refuses with LA_ERANGE leaving
+ * y and the state untouched (its save image unchanged, bit for bit), and once refused
+ * goes on refusing. Never LA_OK with a non-finite y. */
+static void step_api_every_case(void **state)
+{
+    (void)state;
+    enum { T = 12 };
+    tu_rng rng = tu_rng_for("step extremes");
+    for (size_t c = 0; c < N_CASES; c++) {
+        const extreme *x = &cases[c];
+        const la_feature_map fm = x->relu_eps0 ? LA_FEATURE_RELU : LA_FEATURE_ELU1;
+        const double eps = x->relu_eps0 ? 0 : LA_DEFAULT_EPS;
+        la_linear_state *s32, *s64;
+        assert_int_equal(la_linear_state_create(&s32, LA_FLOAT32, H, DK, DV, fm, eps), LA_OK);
+        assert_int_equal(la_linear_state_create(&s64, LA_FLOAT64, H, DK, DV, fm, eps), LA_OK);
+        const size_t image = la_linear_state_save_size(s32);
+        unsigned char *before = tu_alloc(image), *after = tu_alloc(image);
+        bool refused = false;
+        for (size_t t = 0; t < T; t++) {
+            double q[H * DK], k[H * DK], v[H * DV], y64[H * DV];
+            float q32[H * DK], k32[H * DK], v32[H * DV], y32[H * DV];
+            fill(&rng, x->q_mag, x->q_negative, q, H * DK);
+            fill(&rng, x->k_mag, x->k_negative, k, H * DK);
+            fill(&rng, x->v_mag, false, v, H * DV);
+            tu_to_f32(q, q32, H * DK);
+            tu_to_f32(k, k32, H * DK);
+            tu_to_f32(v, v32, H * DV);
+            assert_int_equal(la_linear_step_f64(s64, q, k, v, y64), LA_OK);
+            assert_true(tu_all_finite_f64(y64, H * DV));
+            for (size_t i = 0; i < H * DV; i++) y32[i] = -7.25f;
+            assert_int_equal(la_linear_state_save(s32, before, image), LA_OK);
+            const la_status st = la_linear_step_f32(s32, q32, k32, v32, y32);
+            if (st == LA_ERANGE) {
+                assert_int_equal(la_linear_state_save(s32, after, image), LA_OK);
+                assert_memory_equal(before, after, image);
+                for (size_t i = 0; i < H * DV; i++) assert_true(y32[i] == -7.25f);
+                refused = true;
+                continue;
+            }
+            if (refused || st != LA_OK || !tu_all_finite_f32(y32, H * DV)) {
+                report("step", 1, la_feature_map_name(fm), "f32", t, x->name,
+                       refused ? "computed after a refusal, status" : "status or non-finite",
+                       (double)st);
+                break;
+            }
+            size_t w;
+            const double e = tu_rel_error_f32(y32, y64, H * DV, &w);
+            if (!(e <= 1e-5))
+                report("step", 1, la_feature_map_name(fm), "f32 error", t, x->name, "rel", e);
+        }
+        if (x->f32_must_compute && refused)
+            report("step", 1, la_feature_map_name(fm), "f32", T, x->name, "refused", 0);
+        free(before);
+        free(after);
+        la_linear_state_free(s32);
+        la_linear_state_free(s64);
+    }
+    assert_int_equal(failures, 0);
+}
+
 static void avx512_paths_off(void **state)
 {
     (void)state;
@@ -225,6 +287,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_row_every_case),
         cmocka_unit_test(relu_zero_denominator_is_zero_row),
+        cmocka_unit_test(step_api_every_case),
         cmocka_unit_test(avx512_paths_off),
     };
     if (!la_avx512_usable()) fprintf(stderr, "no AVX-512: the second run repeats the first\n");

@@ -7,6 +7,8 @@
 #define _DEFAULT_SOURCE   /* makedev */
 #include "../testutil.h"
 
+#include "core/internal.h" /* la_outfile_named_only */
+
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -190,6 +192,36 @@ static void outfile_commit_or_nothing(void **state)
     unlink(path);
 }
 
+/* The named fallback: a temporary that exists by name until the commit, and that
+ * la_outfile_signal_cleanup (what the command's SIGINT/SIGTERM handler calls) removes. */
+static void named_temporary_cleaned_on_signal(void **state)
+{
+    (void)state;
+    const char *path = in_tmp("sig.txt");
+    la_outfile o;
+    assert_int_equal(la_outfile_open(&o, path, NULL), LA_OK);
+    assert_int_equal(write(o.fd, "abc", 3), 3);
+    assert_int_equal(count_tmp_entries(), 1);
+    la_outfile_signal_cleanup();
+    assert_int_equal(count_tmp_entries(), 0);
+    assert_int_equal(access(path, F_OK), -1);
+    assert_int_equal(la_outfile_close(&o), 0);
+}
+
+static int named_on(void **state)
+{
+    (void)state;
+    la_outfile_named_only(true);
+    return 0;
+}
+
+static int named_off(void **state)
+{
+    (void)state;
+    la_outfile_named_only(false);
+    return 0;
+}
+
 int main(void)
 {
     tu_init("test_files");
@@ -203,7 +235,16 @@ int main(void)
         cmocka_unit_test(output_is_its_input),
         cmocka_unit_test(outfile_commit_or_nothing),
     };
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests_name("O_TMPFILE", tests, NULL, NULL);
+    /* again on the named fallback (file systems without O_TMPFILE) */
+    const struct CMUnitTest named[] = {
+        cmocka_unit_test(refuses_non_regular_outputs),
+        cmocka_unit_test(writes_through_symlink),
+        cmocka_unit_test(output_is_its_input),
+        cmocka_unit_test(outfile_commit_or_nothing),
+        cmocka_unit_test(named_temporary_cleaned_on_signal),
+    };
+    failed += cmocka_run_group_tests_name("named fallback", named, named_on, named_off);
     rmdir(tmpdir);
     return failed;
 }
