@@ -63,6 +63,10 @@
  *   cost model
  *     la_visible_pairs                    (query, key) pairs the masks leave visible
  *     la_attention_cost                   FLOPs, workspace and I/O bytes of one call
+ *   backward passes (d_q, d_k, d_v from d_out)
+ *     la_attention_backward_f32/_f64      dispatch by la_kernel
+ *     la_ref_attention_backward           the float64 oracle of any kernel's backward
+ *     la_attention_backward_cost          FLOPs, workspace and I/O bytes of one backward
  *   kernel registry
  *     la_kernel_get                       a kernel's row: functions, reference, cost, rules
  *     la_kernel_name, la_kernel_parse     name <-> la_kernel
@@ -444,6 +448,37 @@ LA_API double la_visible_pairs(const la_problem *p, size_t b);
 LA_API la_status la_attention_cost(la_kernel kernel, const la_problem *p, la_dtype dtype,
                                    la_cost *out);
 
+/* ---------------------------------------------------------------- backward passes */
+
+/* Gradients through one forward call, for a loss L with d_out = ∂L/∂out given:
+ *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out and d_out: (B, H, N, d_v),
+ *   d_q, d_k, d_v: shaped as q, k, v (written whole; a key no query sees gets zeros).
+ * out is the forward's output for the same inputs (the kernels that need it read it
+ * instead of recomputing it). Same masks, scale, φ and eps as the forward; the float64
+ * oracles are la_ref_attention_backward's plain loops. Dispatch by kernel: the registry
+ * row's backward_f32 / backward_f64; LA_EINVAL for a kernel outside the registry, one
+ * without a backward, or a problem its causal rule refuses; otherwise the kernel's own
+ * statuses (LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM, LA_EBUDGET, LA_ERANGE), every output
+ * untouched on error. */
+LA_API la_status la_attention_backward_f32(la_kernel kernel, const la_problem *p, const float *q,
+                                           const float *k, const float *v, const float *out,
+                                           const float *d_out, float *d_q, float *d_k, float *d_v);
+LA_API la_status la_attention_backward_f64(la_kernel kernel, const la_problem *p, const double *q,
+                                           const double *k, const double *v, const double *out,
+                                           const double *d_out, double *d_q, double *d_k,
+                                           double *d_v);
+/* The row's float64 oracle of the backward (plain loops, materialising everything). */
+LA_API la_status la_ref_attention_backward(la_kernel kernel, const la_problem *p, const double *q,
+                                           const double *k, const double *v, const double *out,
+                                           const double *d_out, double *d_q, double *d_k,
+                                           double *d_v);
+/* The cost of one backward call, as la_attention_cost's of a forward: the FLOP fields the
+ * row's backward_cost fills (their meaning is written beside each backward), their sum
+ * in flops_total, workspace_bytes, and io_bytes = q, k, v, out and d_out read, d_q, d_k,
+ * d_v written once. LA_EINVAL also for a kernel without a backward. */
+LA_API la_status la_attention_backward_cost(la_kernel kernel, const la_problem *p, la_dtype dtype,
+                                            la_cost *out);
+
 /* ---------------------------------------------------------------- the kernel registry */
 
 /* One row per kernel (lib/attention/registry.c): everything the command, the benchmark,
@@ -455,7 +490,7 @@ typedef la_status (*la_forward_f32_fn)(const la_problem *p, const float *q, cons
 typedef la_status (*la_forward_f64_fn)(const la_problem *p, const double *q, const double *k,
                                        const double *v, double *out);
 /* Gradients of a loss L through one call, given d_out = ∂L/∂out: d_q, d_k, d_v shaped as
- * q, k, v. No kernel has one yet (the rows hold NULL). */
+ * q, k, v (see "backward passes"). */
 typedef la_status (*la_backward_f32_fn)(const la_problem *p, const float *q, const float *k,
                                         const float *v, const float *out, const float *d_out,
                                         float *d_q, float *d_k, float *d_v);
@@ -493,8 +528,10 @@ typedef struct {
     la_forward_f64_fn forward_f64;
     la_forward_f64_fn reference; /* the float64 oracle (la_ref_*) */
     la_cost_fn cost;
-    la_backward_f32_fn backward_f32; /* NULL: none yet */
-    la_backward_f64_fn backward_f64;
+    la_backward_f32_fn backward_f32;       /* NULL: no backward yet */
+    la_backward_f64_fn backward_f64;       /* NULL: no backward yet */
+    la_backward_f64_fn reference_backward; /* the float64 oracle of the backward (la_ref_*) */
+    la_cost_fn backward_cost;              /* the backward's FLOP fields and workspace */
 } la_kernel_info;
 
 /* The row of a kernel; NULL outside [0, LA_KERNEL_COUNT). Rows live for the program. */

@@ -63,3 +63,27 @@ la_status la_attention_cost(la_kernel kernel, const la_problem *p, la_dtype dtyp
     *out = c;
     return LA_OK;
 }
+
+la_status la_attention_backward_cost(la_kernel kernel, const la_problem *p, la_dtype dtype,
+                                     la_cost *out)
+{
+    const la_kernel_info *info = la_kernel_get(kernel);
+    if (!out || !info || !info->backward_cost || (dtype != LA_FLOAT32 && dtype != LA_FLOAT64))
+        return LA_EINVAL;
+    la_status st = la_problem_check(p);
+    if (st != LA_OK) return st;
+    if (!la_causal_allowed(info, p->causal)) return LA_EINVAL;
+
+    la_cost c = {0};
+    st = info->backward_cost(p, dtype, &c);
+    if (st != LA_OK) return st;
+    c.flops_total = c.flops_qk + c.flops_softmax + c.flops_av + c.flops_phi + c.flops_kv +
+                    c.flops_qs + c.flops_normalize;
+    const double n = (double)p->n_queries, m = (double)p->n_keys;
+    const double dk = (double)p->d_k, dv = (double)p->d_v;
+    /* read q, k, v, out, d_out; write d_q, d_k, d_v */
+    c.io_bytes = (double)p->batch * (double)p->heads *
+                 (2 * (n * dk + m * dk + m * dv) + 2 * n * dv) * (double)la_dtype_size(dtype);
+    *out = c;
+    return LA_OK;
+}

@@ -175,3 +175,35 @@ la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *
     const la_kernel_info *info = row_for(kernel, p);
     return info ? info->reference(p, q, k, v, out) : LA_EINVAL;
 }
+
+/* The row of kernel when it has a backward and accepts p's causal flag. */
+static const la_kernel_info *backward_row(la_kernel kernel, const la_problem *p)
+{
+    const la_kernel_info *info = row_for(kernel, p);
+    return info && info->backward_f32 && info->backward_f64 && info->reference_backward ? info
+                                                                                        : NULL;
+}
+
+la_status la_attention_backward_f32(la_kernel kernel, const la_problem *p, const float *q,
+                                    const float *k, const float *v, const float *out,
+                                    const float *d_out, float *d_q, float *d_k, float *d_v)
+{
+    const la_kernel_info *info = backward_row(kernel, p);
+    return info ? info->backward_f32(p, q, k, v, out, d_out, d_q, d_k, d_v) : LA_EINVAL;
+}
+
+la_status la_attention_backward_f64(la_kernel kernel, const la_problem *p, const double *q,
+                                    const double *k, const double *v, const double *out,
+                                    const double *d_out, double *d_q, double *d_k, double *d_v)
+{
+    const la_kernel_info *info = backward_row(kernel, p);
+    return info ? info->backward_f64(p, q, k, v, out, d_out, d_q, d_k, d_v) : LA_EINVAL;
+}
+
+la_status la_ref_attention_backward(la_kernel kernel, const la_problem *p, const double *q,
+                                    const double *k, const double *v, const double *out,
+                                    const double *d_out, double *d_q, double *d_k, double *d_v)
+{
+    const la_kernel_info *info = backward_row(kernel, p);
+    return info ? info->reference_backward(p, q, k, v, out, d_out, d_q, d_k, d_v) : LA_EINVAL;
+}

@@ -152,10 +152,12 @@ la_status la_linear_state_restore(la_linear_state *st, const void *buf, size_t s
     const size_t s_elements = st->heads * st->d_k * st->d_v;
     if (st->dtype == LA_FLOAT32) {
         st->s_bound = state_max_abs_f32(st->S, s_elements);
-        st->z_bound = state_max_abs_f32((const float *)st->S + s_elements, st->elements - s_elements);
+        st->z_bound =
+            state_max_abs_f32((const float *)st->S + s_elements, st->elements - s_elements);
     } else {
         st->s_bound = state_max_abs_f64(st->S, s_elements);
-        st->z_bound = state_max_abs_f64((const double *)st->S + s_elements, st->elements - s_elements);
+        st->z_bound =
+            state_max_abs_f64((const double *)st->S + s_elements, st->elements - s_elements);
     }
     return LA_OK;
 }

@@ -45,6 +45,8 @@ static const char *const api_names[] = {
     "la_linear_attention_recurrent_f64",
     "la_attention_f32",
     "la_attention_f64",
+    "la_attention_backward_f32",
+    "la_attention_backward_f64",
     /* step API */
     "la_linear_state_create",
     "la_linear_state_free",
@@ -60,10 +62,12 @@ static const char *const api_names[] = {
     "la_ref_hard_attention",
     "la_ref_linear_attention",
     "la_ref_attention",
+    "la_ref_attention_backward",
     "la_ref_feature_map",
     /* cost model */
     "la_visible_pairs",
     "la_attention_cost",
+    "la_attention_backward_cost",
     /* kernel registry */
     "la_kernel_get",
     "la_kernel_name",
@@ -340,6 +344,35 @@ static void kernels(void **state)
         EXPECT(la_attention_f32((la_kernel)bad_kernels[i], &p, q, k, v, o), LA_EINVAL, o, sizeof o);
         EXPECT(la_attention_f64((la_kernel)bad_kernels[i], &p, qd, kd, vd, od), LA_EINVAL, od,
                sizeof od);
+    }
+    /* the backward dispatchers, the backward oracle and its cost: every kernel refuses a
+     * NULL problem or NULL pointers, kernels outside the registry are refused; a row
+     * without a backward is LA_EINVAL */
+    float gq[16], gk[16], gv[16];
+    double gqd[16], gkd[16], gvd[16];
+    la_cost c;
+    for (int i = -1; i <= LA_KERNEL_COUNT; i++) {
+        const la_kernel kn = (la_kernel)i;
+        EXPECT(la_attention_backward_f32(kn, NULL, q, k, v, o, o, gq, gk, gv), LA_EINVAL, gq,
+               sizeof gq);
+        EXPECT(la_attention_backward_f32(kn, &p, q, k, v, o, NULL, gq, gk, gv), LA_EINVAL, gq,
+               sizeof gq);
+        EXPECT(la_attention_backward_f64(kn, NULL, qd, kd, vd, od, od, gqd, gkd, gvd), LA_EINVAL,
+               gqd, sizeof gqd);
+        EXPECT(la_attention_backward_f64(kn, &p, qd, kd, vd, od, od, NULL, gkd, gvd), LA_EINVAL,
+               gkd, sizeof gkd);
+        EXPECT(la_ref_attention_backward(kn, NULL, qd, kd, vd, od, od, gqd, gkd, gvd), LA_EINVAL,
+               gqd, sizeof gqd);
+        EXPECT(la_ref_attention_backward(kn, &p, qd, kd, vd, od, NULL, gqd, gkd, gvd), LA_EINVAL,
+               gqd, sizeof gqd);
+        EXPECT(la_attention_backward_cost(kn, NULL, LA_FLOAT32, &c), LA_EINVAL, &c, sizeof c);
+        EXPECT(la_attention_backward_cost(kn, &p, (la_dtype)7, &c), LA_EINVAL, &c, sizeof c);
+        const la_kernel_info *info = la_kernel_get(kn);
+        if (!info || !info->backward_f32) {
+            EXPECT(la_attention_backward_f32(kn, &p, q, k, v, o, o, gq, gk, gv), LA_EINVAL, gq,
+                   sizeof gq);
+            EXPECT(la_attention_backward_cost(kn, &p, LA_FLOAT32, &c), LA_EINVAL, &c, sizeof c);
+        }
     }
     /* a budget of one byte: the materialising kernel refuses */
     la_problem tight = p;

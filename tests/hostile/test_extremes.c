@@ -241,13 +241,15 @@ static void step_api_every_case(void **state)
             tu_to_f32(v, v32, H * DV);
             assert_int_equal(la_linear_step_f64(s64, q, k, v, y64), LA_OK);
             assert_true(tu_all_finite_f64(y64, H * DV));
-            for (size_t i = 0; i < H * DV; i++) y32[i] = -7.25f;
+            for (size_t i = 0; i < H * DV; i++)
+                y32[i] = -7.25f;
             assert_int_equal(la_linear_state_save(s32, before, image), LA_OK);
             const la_status st = la_linear_step_f32(s32, q32, k32, v32, y32);
             if (st == LA_ERANGE) {
                 assert_int_equal(la_linear_state_save(s32, after, image), LA_OK);
                 assert_memory_equal(before, after, image);
-                for (size_t i = 0; i < H * DV; i++) assert_true(y32[i] == -7.25f);
+                for (size_t i = 0; i < H * DV; i++)
+                    assert_true(y32[i] == -7.25f);
                 refused = true;
                 continue;
             }
