@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,50 @@ int sw_parse_size_list(const char *flag, const char *s, size_t *out, size_t max,
     for (size_t i = 0; !rc && i < *n; i++)
         rc = sw_parse_positive(flag, items[i], &out[i]);
     return rc;
+}
+
+int sw_parse_sweep(const char *flag, const char *s, double factor, size_t *out, size_t max,
+                   size_t *n)
+{
+    char buf[2048], *items[256];
+    size_t count;
+    if (max > 256) max = 256;
+    int rc = cli_split_list(flag, s, buf, sizeof buf, items, 256, &count);
+    if (rc) return rc;
+    *n = 0;
+    for (size_t i = 0; i < count; i++) {
+        char *item = items[i], *c1 = strchr(item, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        size_t lo, hi;
+        double f = factor > 1 ? factor : 2;
+        if (!c1) {
+            if ((rc = sw_parse_positive(flag, item, &lo))) return rc;
+            hi = lo;
+        } else {
+            *c1 = 0;
+            if (c2) *c2 = 0;
+            if ((rc = sw_parse_positive(flag, item, &lo)) ||
+                (rc = sw_parse_positive(flag, c1 + 1, &hi)))
+                return rc;
+            if (hi < lo) return cli_fail(flag, "'%s:%s': HI is below LO", item, c1 + 1);
+            if (c2) {
+                if (c2[1] != 'x' || cli_parse_double(flag, c2 + 2, &f))
+                    return cli_fail(flag, "'%s' is not a factor xF (e.g. x2, x1.5)", c2 + 1);
+                if (!(f > 1 && f <= 1024))
+                    return cli_fail(flag, "factor %s must be in (1, 1024]", c2 + 1);
+            }
+        }
+        size_t values[256];
+        const size_t got = c1 ? sw_geometric(lo, hi, f, values, 256) : (values[0] = lo, 1);
+        for (size_t j = 0; j < got; j++) {
+            bool seen = false;
+            for (size_t m = 0; m < *n && !seen; m++)
+                seen = out[m] == values[j];
+            if (seen) continue;
+            if (*n == max) return cli_fail(flag, "more than %zu values", max);
+            out[(*n)++] = values[j];
+        }
+    }
+    return 0;
 }
 
 int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, double max_seconds,

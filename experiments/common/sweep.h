@@ -65,6 +65,19 @@ int sw_parse_range(const char *flag, const char *s, size_t *lo, size_t *hi); /* 
 /* "16,32,64" into at most max (<= 64) sizes >= 1; *n receives the count. */
 int sw_parse_size_list(const char *flag, const char *s, size_t *out, size_t max, size_t *n);
 
+/* The one syntax of every numeric sweep flag (--n, --d, --heads, --batch, ... in every
+ * subcommand): a comma-separated list whose items are each
+ *     V          one value                                    512
+ *     LO:HI      LO, LO·F, LO·F², ... up to HI (F = factor)   128:65536
+ *     LO:HI:xF   the same with the factor F given (F > 1)     128:4096:x1.5
+ * e.g. "256,512,1024", "128:65536", "64,128:1024:x4". Values are sizes >= 1, kept in
+ * the order given without repeats; at most max (<= 256) in all. factor is the default
+ * F (a subcommand's --factor; <= 1 means 2). Errors name the flag: 0, or 2 after one
+ * line ("--n: '12:x' is not a value, LO:HI or LO:HI:xF"). */
+#define SW_SWEEP_SYNTAX "V, LO:HI (doubling) or LO:HI:xF, comma-separated"
+int sw_parse_sweep(const char *flag, const char *s, double factor, size_t *out, size_t max,
+                   size_t *n);
+
 /* Sizes and memory, checked before anything is allocated (the rule of every command):
  *   - a size whose arrays cannot be addressed is refused: sw_check_floats fails, with
  *     one line naming flag, when `a × b × c` floats (in_float_count, the one
