@@ -73,6 +73,7 @@
  *     la_kernel_series, _series_parse     result-file series name <-> (kernel, causal)
  *   .npy files
  *     la_npy_read, la_npy_parse, la_npy_write, la_array_free, la_npy_dtype_size
+ *     la_array_to_f32                     float16 / bfloat16 arrays widened to float32
  *   Transformer layers (PyTorch's layout and semantics)
  *     la_layer_config_init, _check        what a layer computes
  *     la_layer_tensor_key, _shape         a weight tensor's state_dict key and shape
@@ -556,7 +557,18 @@ typedef enum {
     LA_NPY_F64,     /* '<f8' */
     LA_NPY_I32,     /* '<i4' */
     LA_NPY_I64,     /* '<i8' */
+    LA_NPY_F16,     /* '<f2': IEEE 754 half precision (NumPy's float16) */
+    LA_NPY_BF16,    /* '<V2' or '|V2': bfloat16, by ml_dtypes' convention (below) */
 } la_npy_dtype;
+
+/* HALF PRECISION. Models store their tensors in float16 or bfloat16; linattn reads both
+ * and computes in float32 (la_array_to_f32 widens them, exactly). NumPy has no bfloat16
+ * dtype: ml_dtypes' bfloat16 (the one JAX and TensorFlow use) is saved by np.save with
+ * descr '<V2', two raw bytes per element, and a V2 view of bfloat16 bits with '|V2'. So
+ * linattn reads every 2-byte void descr ('<V2', '|V2', '=V2') as bfloat16, little-endian
+ * bits (sign, 8-bit exponent, 7-bit fraction: the top half of a float32), and writes
+ * LA_NPY_BF16 as '<V2' (np.load gives a void array; .view(ml_dtypes.bfloat16) reads it).
+ * A V2 file holding anything else would be misread: the format cannot tell. */
 
 typedef struct {
     la_npy_dtype dtype;
@@ -566,11 +578,12 @@ typedef struct {
     void *data;   /* count elements of dtype */
 } la_array;
 
-/* Bytes per element: 4 or 8 (0 for a value outside the enum). */
+/* Bytes per element: 2, 4 or 8 (0 for a value outside the enum). */
 LA_API size_t la_npy_dtype_size(la_npy_dtype dtype);
 
-/* Parses a whole .npy file image (format 1.0, 2.0 or 3.0). Accepts descr '<f4', '<f8',
- * '<i4', '<i8' (also with '=' or '|', both little-endian here), fortran_order False,
+/* Parses a whole .npy file image (format 1.0, 2.0 or 3.0). Accepts descr '<f2', '<V2'
+ * (bfloat16), '<f4', '<f8', '<i4', '<i8' (also with '=' or '|', both little-endian here),
+ * fortran_order False,
  * any shape of up to LA_NPY_MAX_DIMS non-negative ints, and exactly shape × item size
  * data bytes after the header. Reads only inside [bytes, bytes + size).
  * On success out->data is never NULL (even for zero elements). On error returns
@@ -599,6 +612,15 @@ LA_API la_status la_npy_write(const char *path, const la_array *a);
 
 /* Releases data and empties the array (safe on an empty or already-freed array). */
 LA_API void la_array_free(la_array *a);
+
+/* Widens a float16 or bfloat16 array to float32 in place: a->data is replaced by a new
+ * buffer of a->count floats, owned by the array as before (the old one is freed), and
+ * a->dtype becomes LA_NPY_F32; ndim, shape and count are kept. Exact: every float16 and
+ * bfloat16 value is a float32 (subnormals, ±0 and ±inf included; a NaN stays a NaN of
+ * the same sign, its payload at the top of the fraction). A LA_NPY_F32 array is left as
+ * it is. Returns LA_OK, LA_EINVAL (NULL a, another dtype, NULL data with count > 0),
+ * LA_EOVERFLOW, LA_ENOMEM; *a unchanged on error. */
+LA_API la_status la_array_to_f32(la_array *a);
 
 /* Same as la_npy_write, and *why (when not NULL) gets a one-line reason on failure,
  * such as "is a device; refusing to replace it". */
@@ -744,8 +766,8 @@ LA_API la_status la_layer_weights_init(la_layer_weights *w, la_dtype dtype, size
 /* Loads one layer from the folder dir holding <prefix><key>.npy for every key of the
  * layer (prefix "" for a lone layer, "encoder.layers.0." inside a model). D is taken
  * from self_attn.in_proj_weight (3D, D) and d_ff from linear1.weight (d_ff, D); every
- * other tensor must have exactly its shape. float32 and float64 files are both accepted
- * and converted to dtype. On error w is left empty and *err (when err is not NULL)
+ * other tensor must have exactly its shape. float16, bfloat16, float32 and float64 files
+ * are accepted and converted to dtype. On error w is left empty and *err (when err is not NULL)
  * names the file: LA_EIO (missing or unreadable), LA_EFORMAT (not a valid .npy, a
  * wrong shape, a NaN or infinite value, or one beyond float32's range when dtype is
  * LA_FLOAT32), LA_EDTYPE (not float), LA_EINVAL (NULL w, dir or prefix, bad dtype or

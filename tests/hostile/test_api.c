@@ -81,6 +81,7 @@ static const char *const api_names[] = {
     "la_npy_write",
     "la_array_free",
     "la_npy_write_why",
+    "la_array_to_f32",
     /* output files */
     "la_outfile_open",
     "la_outfile_commit",
@@ -556,7 +557,27 @@ static void npy(void **state)
 {
     (void)state;
     assert_int_equal(la_npy_dtype_size((la_npy_dtype)-1), 0);
-    assert_int_equal(la_npy_dtype_size((la_npy_dtype)4), 0);
+    assert_int_equal(la_npy_dtype_size((la_npy_dtype)6), 0);
+    assert_int_equal(la_npy_dtype_size(LA_NPY_F16), 2);
+    assert_int_equal(la_npy_dtype_size(LA_NPY_BF16), 2);
+    /* la_array_to_f32: NULL, a dtype it does not widen, NULL data; the array untouched */
+    assert_int_equal(la_array_to_f32(NULL), LA_EINVAL);
+    {
+        int32_t ints[2] = {1, 2};
+        const la_array before = {LA_NPY_I32, 1, {2}, 2, ints};
+        la_array x = before;
+        assert_int_equal(la_array_to_f32(&x), LA_EINVAL);
+        assert_memory_equal(&x, &before, sizeof x);
+        x = before, x.dtype = (la_npy_dtype)99;
+        assert_int_equal(la_array_to_f32(&x), LA_EINVAL);
+        x = before, x.dtype = LA_NPY_BF16, x.data = NULL;
+        assert_int_equal(la_array_to_f32(&x), LA_EINVAL);
+        assert_null(x.data);
+        x = before, x.dtype = LA_NPY_F16, x.count = SIZE_MAX / 2;
+        assert_int_equal(la_array_to_f32(&x), LA_EOVERFLOW);
+        assert_ptr_equal(x.data, ints);
+        assert_int_equal(x.dtype, LA_NPY_F16);
+    }
     la_array a;
     const char *why;
     assert_int_equal(la_npy_parse(NULL, 10, &a, &why), LA_EINVAL);
