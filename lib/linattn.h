@@ -52,6 +52,7 @@
  *     la_linear_attention_f32/_f64        linear: non-causal, or causal in chunks
  *     la_linear_attention_recurrent_*     linear, causal, token by token
  *     la_attention_f32/_f64               any kernel, by la_kernel
+ *     la_attention_weights_f32/_f64       any kernel's N×M attention matrix (for inspection)
  *   step API (causal linear attention, one token at a time)
  *     la_linear_state_create, _free, _reset, _position
  *     la_linear_step_f32/_f64             one token of every head
@@ -329,6 +330,31 @@ LA_API la_status la_attention_f32(la_kernel kernel, const la_problem *p, const f
                                   const float *k, const float *v, float *out);
 LA_API la_status la_attention_f64(la_kernel kernel, const la_problem *p, const double *q,
                                   const double *k, const double *v, double *out);
+
+/* The attention matrix: the normalised weights A with out = A·V, for inspection.
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), out: (B,H,N,M) row-major (v is not needed).
+ *   softmax, softmax_materialized: A_ij = exp(s_ij − max) / Σ_j' exp(s_ij' − max) with
+ *     s = q·k · scale, over the keys query i sees (the matrix P the materialising kernel
+ *     forms; the fused kernel never holds it);
+ *   hard: one-hot rows, 1 at the kernel's argmax (ties to the lowest j);
+ *   linear, linear_recurrent: A_ij = φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps), z_i = Σ φ(k_j)
+ *     over the keys query i sees (all visible keys, or j <= i when p->causal).
+ * Hidden entries are exactly 0; a query that sees no key (or, in linear attention, has a
+ * zero denominator) gets a zero row, so rows sum to 1 (linear: to 1 − eps/den) or 0.
+ * A·V equals the kernel's output up to rounding. The caller's out holds B·H·N·M
+ * elements (it is not held against p->workspace_limit: the caller sized it); the scratch
+ * is linear attention's φ(K) per thread, which is. Range (LA_ERANGE, nothing written):
+ * with a = max|q|, b = max|k|, softmax and hard refuse d_k·a·b·max(|scale|, 1) > T/8,
+ * linear d_k·M·(a + 1)·(b + 1) > T/8. Returns LA_OK, LA_EINVAL (kernel outside the
+ * registry, a problem its causal rule refuses, NULL), LA_EOVERFLOW (B·H·N·M elements
+ * beyond size_t), LA_EBUDGET, LA_ENOMEM, LA_ERANGE; out untouched on error.
+ *   implementation lib/attention/weights_matrix.c (weights_matrix_tmpl.h) · tests
+ *   tests/attention/test_attention_weights.c (float64 plain loops, A·V against every
+ *   kernel) */
+LA_API la_status la_attention_weights_f32(la_kernel kernel, const la_problem *p, const float *q,
+                                          const float *k, float *out);
+LA_API la_status la_attention_weights_f64(la_kernel kernel, const la_problem *p, const double *q,
+                                          const double *k, double *out);
 
 /* ---------------------------------------------------------------- step API */
 
