@@ -116,10 +116,11 @@ static la_status FN(attention_weights)(la_kernel kernel, const la_problem *p, co
     for (size_t t = 0; t < n_tasks; t++) {
         const size_t head = t / q_blocks, i0 = (t % q_blocks) * ROWS;
         const size_t rows = N - i0 < ROWS ? N - i0 : ROWS;
-        REAL *phi = scratch ? scratch + (size_t)omp_get_thread_num() * (per_thread / sizeof(REAL))
-                            : NULL;
-        FN(weights_block)(kind, p, head / p->heads, q + head * N * dk, k + head * M * dk,
-                          out + head * per_head, i0, rows, phi);
+        REAL *phi =
+            scratch ? scratch + (size_t)omp_get_thread_num() * (per_thread / sizeof(REAL)) : NULL;
+        FN(weights_block)
+        (kind, p, head / p->heads, q + head * N * dk, k + head * M * dk, out + head * per_head, i0,
+         rows, phi);
     }
     free(scratch);
     return LA_OK;

@@ -81,8 +81,12 @@ static void for_each_case(void (*fn)(const wcase *))
                 for (int f = 0; f < n_fm; f++) {
                     const int n_eps = reads(kernel, LA_PARAM_EPS) ? 2 : 1;
                     for (int e = 0; e < n_eps; e++) {
-                        wcase c = {kernel, causal, &shapes[si], f ? LA_FEATURE_RELU : LA_FEATURE_ELU1,
-                                   e ? 0.0 : LA_DEFAULT_EPS, {0}};
+                        wcase c = {kernel,
+                                   causal,
+                                   &shapes[si],
+                                   f ? LA_FEATURE_RELU : LA_FEATURE_ELU1,
+                                   e ? 0.0 : LA_DEFAULT_EPS,
+                                   {0}};
                         const size_t m = shapes[si].m;
                         const int64_t lengths[4] = {(int64_t)m, 0, (int64_t)(m / 2), 1};
                         memcpy(c.lengths, lengths, sizeof lengths);
@@ -422,8 +426,8 @@ int main(void)
     tu_init("test_attention_weights");
     la_set_num_threads(1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(matches_reference),  cmocka_unit_test(masked_and_rows),
-        cmocka_unit_test(times_v_is_forward), cmocka_unit_test(threads_bitwise),
+        cmocka_unit_test(matches_reference),   cmocka_unit_test(masked_and_rows),
+        cmocka_unit_test(times_v_is_forward),  cmocka_unit_test(threads_bitwise),
         cmocka_unit_test(errors_leave_output),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
