@@ -17,10 +17,11 @@
 
 static const char help_intro[] =
     "Times float32 attention kernels alone and compares their arithmetic rate with BLIS\n"
-    "sgemm measured in the same process. The inputs (random, fixed seed, batch B = 1) are\n"
-    "prepared before any timing. Each point runs once to warm up, then at least R times\n"
-    "and until the timed runs total 0.5 s (at most 1000 runs, so small sizes still get a\n"
-    "stable median); the median, min and max of those runs are reported.\n"
+    "sgemm measured in the same process. The inputs (random, fixed seed, batch B = 1; or\n"
+    "your arrays, --q/--k/--v below) are prepared before any timing. Each point runs once\n"
+    "to warm up, then at least R times and until the timed runs total 0.5 s (at most 1000\n"
+    "runs, so small sizes still get a stable median); the median, min and max of those\n"
+    "runs are reported.\n"
     "\n"
     "The yardstick is BLIS sgemm on a large, well-shaped product: C (2000×2000) =\n"
     "A (2000×2000) · B (2000×2000), row-major, 2·2000³ FLOPs, on BLIS's own threads with\n"
