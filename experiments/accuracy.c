@@ -677,6 +677,7 @@ int cmd_accuracy(int argc, char **argv)
                            COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
     if (!f) {
         in_source_close(&c.source);
+        res_meta_extra(NULL);
         return cli_fail("accuracy", "%s", err);
     }
     size_t ns[MAX_POINTS];
@@ -700,5 +701,6 @@ int cmd_accuracy(int argc, char **argv)
     printf("accuracy: wrote %s\n", res_path(f));
     if (res_close(f) != 0) rc = 1;
     in_source_close(&c.source);
+    res_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
     return rc;
 }

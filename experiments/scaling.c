@@ -245,6 +245,7 @@ int cmd_scaling(int argc, char **argv)
     if (!f) {
         fprintf(stderr, "linattn: %s\n", err);
         in_source_close(&c.source);
+        res_meta_extra(NULL);
         return 2;
     }
 
@@ -368,5 +369,6 @@ int cmd_scaling(int argc, char **argv)
     if (rc == 0 && write_fits(f, &c, argc, argv) != 0) rc = 1;
     if (res_close(f) != 0) rc = 1;
     in_source_close(&c.source);
+    res_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
     return rc ? 1 : 0;
 }
