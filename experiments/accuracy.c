@@ -24,6 +24,7 @@
 static const char help_text[] =
     "usage: linattn accuracy [--n LO:HI] [--d D] [--heads H] [--fixed-n N]\n"
     "                        [--studies LIST] [--out PATH] [--resume] [--seed N]\n"
+    "                        [--q Q.npy --k K.npy --v V.npy]\n"
     "\n"
     "Compares the attention variants numerically; relative errors are\n"
     "‖y − y_ref‖ / ‖y_ref‖ over the whole output (inf when any value is not finite).\n"
@@ -49,11 +50,21 @@ static const char help_after_series[] =
     "  --out PATH       results file (default results/accuracy.csv)\n"
     "  --resume         keep the measurements already in PATH\n"
     "  --seed N         seed of the random inputs (default 1)\n"
+    "  --q Q.npy, --k K.npy, --v V.npy\n"
+    "                   compare on your arrays instead of random ones (input column\n"
+    "                   \"user\"; distance then has no dominant_key inputs): shapes as in\n"
+    "                   linattn attend, (N, d), (H, N, d) or (B, H, N, d), any of\n"
+    "                   float16, bfloat16, float32, float64, with d_k = d_v; they set d\n"
+    "                   and heads (B·H; --d and --heads are then refused). A point of N\n"
+    "                   takes the first N queries and keys; an --n or --fixed-n above the\n"
+    "                   arrays' min(N, M) is refused, the defaults are clipped to it. The\n"
+    "                   results' # inputs line names the files (random: the seed)\n"
     "  --max-seconds S  skip (and record as skipped_time) an N whose float64 reference is\n"
     "                   predicted to take longer than S seconds at 1 GFLOP/s (default 60)\n"
     "  --max-mem SIZE   skip (skipped_mem) an N whose reference would hold more than SIZE\n"
     "                   bytes: its N×N scores and the inputs and outputs (default 8G)\n"
-    "Inputs are N(0, 1) in float32 (the references get the same values in float64).\n";
+    "Inputs are N(0, 1) in float32, or --q/--k/--v (the references get the same values\n"
+    "in float64).\n";
 
 /* The series error_vs_n leaves out: their kernels' code is that of series it runs, with
  * the causal mask. */
@@ -82,13 +93,52 @@ typedef struct {
     size_t lo, hi, d, heads, fixed_n;
     int studies[4];
     sw_common common;
+    in_source source; /* random, or --q/--k/--v (common/inputs.h) */
 } config;
 
+/* The input column: "random", or "user" for the arrays of --q/--k/--v; with those, the
+ * distance study has no dominant_key inputs (N_DOMINANT 0). */
+#define INPUT_NAME(x) ((x)->c->source.from_files ? "user" : "random")
+#define N_DOMINANT(x) ((x)->c->source.from_files ? 0 : 1)
+
 static const char *const study_names[] = {"error_vs_n", "distance", "eps", "chunk", NULL};
+
+/* With --q/--k/--v: the arrays set d (d_k = d_v needed) and heads (B·H); an --n or
+ * --fixed-n above min(N, M) is refused, the defaults clipped to it. 0, or 2. */
+static int shape_from_arrays(config *c, const char *d, const char *heads, int n_given,
+                             int fixed_given)
+{
+    const in_source *s = &c->source;
+    const size_t max_n = in_source_max_n(s);
+    if (d || heads)
+        return cli_fail(d ? "--d" : "--heads",
+                        "set by the arrays with --q/--k/--v (d %zu, "
+                        "heads %zu)",
+                        s->d_k, s->batch * s->heads);
+    if (s->d_v != s->d_k)
+        return cli_fail(s->path[2], "d_v = %zu differs from d_k = %zu (accuracy uses d_k = d_v)",
+                        s->d_v, s->d_k);
+    if (n_given && c->hi > max_n)
+        return cli_fail("--n",
+                        "%zu is more than the arrays' %zu tokens (min(N, M) of "
+                        "--q/--k/--v)",
+                        c->hi, max_n);
+    if (fixed_given && c->fixed_n > max_n)
+        return cli_fail("--fixed-n",
+                        "%zu is more than the arrays' %zu tokens (min(N, M) of "
+                        "--q/--k/--v)",
+                        c->fixed_n, max_n);
+    c->d = s->d_k, c->heads = s->batch * s->heads;
+    if (c->hi > max_n) c->hi = max_n;
+    if (c->lo > c->hi) c->lo = c->hi;
+    if (c->fixed_n > max_n) c->fixed_n = max_n;
+    return 0;
+}
 
 static int parse(int argc, char **argv, config *c)
 {
     const char *n = NULL, *d = NULL, *heads = NULL, *fixed = NULL, *studies = NULL;
+    const char *q_path = NULL, *k_path = NULL, *v_path = NULL;
     sw_common_text common = {0};
     const cli_flag flags[] = {
         {"n", &n, NULL},
@@ -101,6 +151,9 @@ static int parse(int argc, char **argv, config *c)
         {"seed", &common.seed, NULL},
         {"max-seconds", &common.max_seconds, NULL},
         {"max-mem", &common.max_mem, NULL},
+        {"q", &q_path, NULL},
+        {"k", &k_path, NULL},
+        {"v", &v_path, NULL},
         {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
@@ -126,7 +179,12 @@ static int parse(int argc, char **argv, config *c)
     if ((rc = sw_check_floats("--n", c->heads, n_max, c->d)) ||
         (rc = sw_check_floats("--n", c->heads * n_max, c->d, 2)))
         return rc;
-    return sw_common_finish(&common, &c->common, "results/accuracy.csv", 60, 8.0 * (1 << 30));
+    if ((rc = sw_common_finish(&common, &c->common, "results/accuracy.csv", 60, 8.0 * (1 << 30))))
+        return rc;
+    if ((rc = in_source_open(&c->source, q_path, k_path, v_path, c->common.seed))) return rc;
+    if (c->source.from_files && (rc = shape_from_arrays(c, d, heads, n != NULL, fixed != NULL)))
+        in_source_close(&c->source);
+    return rc;
 }
 
 /* One comparison's row. */
@@ -255,9 +313,13 @@ static void fill_inputs(ctx *x, buffers *b, const char *label, int dominant)
 {
     const size_t d = x->c->d, heads = x->c->heads, n = b->elems / (heads * d);
     in_rng r = in_rng_for(x->c->common.seed, label);
-    in_fill_normal_f32(&r, b->q, b->elems, 1.0);
-    in_fill_normal_f32(&r, b->k, b->elems, 1.0);
-    in_fill_normal_f32(&r, b->v, b->elems, 1.0);
+    if (x->c->source.from_files) { /* prefixes of the arrays (never dominant) */
+        in_source_fill(&x->c->source, label, heads, n, n, d, d, b->q, b->k, b->v);
+    } else {
+        in_fill_normal_f32(&r, b->q, b->elems, 1.0);
+        in_fill_normal_f32(&r, b->k, b->elems, 1.0);
+        in_fill_normal_f32(&r, b->v, b->elems, 1.0);
+    }
     if (dominant) {
         for (size_t h = 0; h < heads; h++) {
             double u[1024], norm = 0;
@@ -325,7 +387,7 @@ static int study_error_vs_n(ctx *x, const size_t *ns, size_t n_points)
             for (size_t vi = 0; vi < set.n; vi++) {
                 if (!set.selected[vi]) continue;
                 const kn_series *var = &set.all[vi];
-                row_key k = {"error_vs_n", var->name,       "random",       n,
+                row_key k = {"error_vs_n", var->name,       INPUT_NAME(x),  n,
                              var->causal,  LA_FEATURE_ELU1, LA_DEFAULT_EPS, chunk_of(var),
                              "float32",    "reference_f64"};
                 if (record_skip(x, &k, skip)) return -1;
@@ -343,7 +405,7 @@ static int study_error_vs_n(ctx *x, const size_t *ns, size_t n_points)
         for (size_t vi = 0; vi < set.n; vi++) {
             if (!set.selected[vi]) continue;
             const kn_series *var = &set.all[vi];
-            row_key k32 = {"error_vs_n", var->name,       "random",       n,
+            row_key k32 = {"error_vs_n", var->name,       INPUT_NAME(x),  n,
                            var->causal,  LA_FEATURE_ELU1, LA_DEFAULT_EPS, chunk_of(var),
                            "float32",    "reference_f64"};
             row_key k64 = k32;
@@ -379,13 +441,13 @@ static int study_error_vs_n(ctx *x, const size_t *ns, size_t n_points)
  * float64), a deliberate comparison of these kernels rather than a sweep of the registry. */
 static int study_distance(ctx *x, const size_t *ns, size_t n_points)
 {
-    static const char *const inputs[] = {"random", "dominant_key"};
+    const char *const inputs[] = {INPUT_NAME(x), "dominant_key"};
     const char *softmax = la_kernel_series(LA_KERNEL_SOFTMAX, 0);
     const char *linear = la_kernel_series(LA_KERNEL_LINEAR, 0);
     const char *hard_name = la_kernel_series(LA_KERNEL_HARD, 0);
     for (size_t pi = 0; pi < n_points; pi++) {
         const size_t n = ns[pi];
-        for (int dom = 0; dom <= 1; dom++) {
+        for (int dom = 0; dom <= N_DOMINANT(x); dom++) {
             row_key lin = {"distance",      linear,         inputs[dom], n,         0,
                            LA_FEATURE_ELU1, LA_DEFAULT_EPS, 0,           "float64", softmax};
             row_key hard = lin, lin_hard = lin;
@@ -453,7 +515,7 @@ static int study_eps(ctx *x)
             /* ref2 = the float64 reference at ε = 0 */
             la_status st = la_ref_attention(LA_KERNEL_LINEAR, &p, b.q64, b.k64, b.v64, b.ref2);
             for (size_t e = 0; e < sizeof eps_values / sizeof eps_values[0]; e++) {
-                row_key vs0 = {"eps",     name,   "random",      n,
+                row_key vs0 = {"eps",     name,   INPUT_NAME(x), n,
                                causal,    fm,     eps_values[e], causal ? LA_DEFAULT_CHUNK : 0,
                                "float64", "eps_0"};
                 row_key f32 = vs0;
@@ -505,8 +567,9 @@ static int study_chunk(ctx *x)
     la_problem p;
     problem_for(x, &p, n, 1);
     /* the recurrent kernel against the reference: the line the chunked forms sit on */
-    const row_key rec_key = {"chunk",         recurrent_name, "random", n,         1,
-                             LA_FEATURE_ELU1, LA_DEFAULT_EPS, 0,        "float32", "reference_f64"};
+    const row_key rec_key = {"chunk",   recurrent_name,  INPUT_NAME(x),  n,
+                             1,         LA_FEATURE_ELU1, LA_DEFAULT_EPS, 0,
+                             "float32", "reference_f64"};
     la_status st = la_ref_attention(LA_KERNEL_LINEAR_RECURRENT, &p, b.q64, b.k64, b.v64, b.ref);
     if (st == LA_OK)
         st = la_attention_f32(LA_KERNEL_LINEAR_RECURRENT, &p, b.q, b.k, b.v, recurrent);
@@ -517,8 +580,8 @@ static int study_chunk(ctx *x)
     widen(recurrent, recurrent64, b.elems);
     if (!done_already(x, &rec_key) && record(x, &rec_key, recurrent64, b.ref, b.elems)) goto done;
     for (size_t chunk = 1;; chunk = chunk * 2 > n ? n : chunk * 2) {
-        row_key vs_rec = {"chunk",         chunked,        "random", n,         1,
-                          LA_FEATURE_ELU1, LA_DEFAULT_EPS, chunk,    "float32", "recurrent_f32"};
+        row_key vs_rec = {"chunk", chunked,   INPUT_NAME(x),  n, 1, LA_FEATURE_ELU1, LA_DEFAULT_EPS,
+                          chunk,   "float32", "recurrent_f32"};
         row_key vs_ref = vs_rec;
         vs_ref.compared_to = "reference_f64";
         if (!(done_already(x, &vs_rec) && done_already(x, &vs_ref))) {
@@ -554,7 +617,7 @@ static void summarize(ctx *x, const size_t *ns, size_t n_points)
             const kn_series *var = &set.all[vi];
             double worst = 0;
             for (size_t i = 0; i < n_points; i++) {
-                row_key k = {"error_vs_n", var->name,       "random",       ns[i],
+                row_key k = {"error_vs_n", var->name,       INPUT_NAME(x),  ns[i],
                              var->causal,  LA_FEATURE_ELU1, LA_DEFAULT_EPS, chunk_of(var),
                              "float32",    "reference_f64"};
                 char key[512];
@@ -569,8 +632,8 @@ static void summarize(ctx *x, const size_t *ns, size_t n_points)
         }
     }
     if (x->c->studies[1]) {
-        static const char *const inputs[] = {"random", "dominant_key"};
-        for (int dom = 0; dom <= 1; dom++) {
+        const char *const inputs[] = {INPUT_NAME(x), "dominant_key"};
+        for (int dom = 0; dom <= N_DOMINANT(x); dom++) {
             /* at the largest N that was measured */
             for (size_t i = n_points; i-- > 0;) {
                 double e1 = NAN, e2 = NAN;
@@ -605,16 +668,23 @@ int cmd_accuracy(int argc, char **argv)
     config c;
     int rc = parse(argc, argv, &c);
     if (rc) return rc;
-    char err[512];
+    char err[512], inputs[1024];
+    in_source_describe(&c.source, inputs, sizeof inputs);
+    res_meta_extra(inputs);
     res_file *f = res_open(c.common.out, "accuracy",
                            "relative errors of the kernels against float64 references, and "
                            "distances between attention variants",
                            COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
-    if (!f) return cli_fail("accuracy", "%s", err);
+    if (!f) {
+        in_source_close(&c.source);
+        res_meta_extra(NULL);
+        return cli_fail("accuracy", "%s", err);
+    }
     size_t ns[MAX_POINTS];
     size_t n_points = sw_geometric(c.lo, c.hi, 2, ns, MAX_POINTS);
     res_progress pr;
-    int total = (c.studies[0] ? (int)n_points : 0) + (c.studies[1] ? 2 * (int)n_points : 0) +
+    int total = (c.studies[0] ? (int)n_points : 0) +
+                (c.studies[1] ? (c.source.from_files ? 1 : 2) * (int)n_points : 0) +
                 (c.studies[2] ? 4 : 0) + (c.studies[3] ? 1 : 0);
     res_progress_start(&pr, "accuracy", total, 0);
     ctx x = {&c, f, &pr, 0};
@@ -630,5 +700,7 @@ int cmd_accuracy(int argc, char **argv)
         summarize(&x, ns, n_points);
     printf("accuracy: wrote %s\n", res_path(f));
     if (res_close(f) != 0) rc = 1;
+    in_source_close(&c.source);
+    res_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
     return rc;
 }

@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "common/cli.h"
 #include "common/kernels.h"
+#include "common/sweep.h" /* sw_check_memory: the weights matrix within the machine's memory */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +16,11 @@
 static const char help_intro[] =
     "Runs one attention kernel on arrays from .npy files and writes the output.\n"
     "Q is (N, d_k), (H, N, d_k) or (B, H, N, d_k); K is (…, M, d_k) and V (…, M, d_v)\n"
-    "with the same leading dims as Q. Inputs may be float32 or float64; they are\n"
-    "converted to --precision. The output Y is (…, N, d_v) in that precision, written\n"
-    "atomically (a temporary file, then rename): on any error no file appears.\n"
+    "with the same leading dims as Q. Inputs may be float16, bfloat16 (descr '<V2' or\n"
+    "'|V2': ml_dtypes' bfloat16 as np.save writes it), float32 or float64; they are\n"
+    "converted to --precision (half precision exactly; computed in float32 or float64).\n"
+    "The output Y is (…, N, d_v) in that precision, written atomically (a temporary\n"
+    "file, then rename): on any error no file appears.\n"
     "\n"
     "required:\n";
 static const char help_options[] =
@@ -30,6 +33,12 @@ static const char help_options[] =
     "                       inputs: keys j >= L[b] are hidden; each in [0, M] [none]\n"
     "                       (a query that sees no key gets a zero row)\n"
     "  --precision P        float32 or float64 [float32]\n"
+    "  --save-weights W.npy also write the attention matrix A (…, N, M) in --precision,\n"
+    "                       Y = A·V: softmax (either kernel) its row softmax P, hard\n"
+    "                       one-hot rows, linear φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps);\n"
+    "                       hidden entries 0, a query that sees no key a zero row.\n"
+    "                       Refused (one line) when its N·M·B·H elements pass the\n"
+    "                       machine's memory [none]\n"
     "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores]; " CLI_THREADS_HELP
     "\n";
 static const char help_end[] =
@@ -38,7 +47,9 @@ static const char help_end[] =
     "\n"
     "example:\n"
     "  linattn attend --variant linear --causal --q q.npy --k k.npy --v v.npy \\\n"
-    "      --out y.npy --precision float64\n";
+    "      --out y.npy --precision float64\n"
+    "  linattn attend --variant softmax --q q.npy --k k.npy --v v.npy --out y.npy \\\n"
+    "      --save-weights attn.npy\n";
 
 /* ---------------------------------------------------------------- kernels */
 
@@ -160,7 +171,7 @@ static const char *const precision_names[] = {"float32", "float64", NULL};
 /* The flags' texts, as given (NULL when absent). */
 typedef struct {
     const char *variant, *q, *k, *v, *out, *key_lengths, *precision, *threads, *scale, *feature_map,
-        *eps, *kernel, *chunk;
+        *eps, *kernel, *chunk, *save_weights;
     int causal;
 } attend_args;
 
@@ -308,9 +319,10 @@ int cmd_attend(int argc, char **argv)
         {"eps", &a.eps, NULL},
         {"kernel", &a.kernel, NULL},
         {"chunk", &a.chunk, NULL},
+        {"save-weights", &a.save_weights, NULL},
         {NULL, NULL, NULL},
     };
-    la_array q = {0}, k = {0}, v = {0}, y = {0};
+    la_array q = {0}, k = {0}, v = {0}, y = {0}, w = {0};
     int64_t *key_lengths = NULL;
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
@@ -327,6 +339,8 @@ int cmd_attend(int argc, char **argv)
     size_t chunk = LA_DEFAULT_CHUNK;
     la_feature_map fm = LA_FEATURE_ELU1;
     if ((rc = choose_kernel(&a, &kernel))) return rc;
+    if (a.save_weights && strcmp(a.save_weights, a.out) == 0)
+        return cli_fail("--save-weights", "'%s' is also --out", a.save_weights);
     if (a.precision &&
         (rc = cli_parse_choice("--precision", a.precision, precision_names, &precision)))
         return rc;
@@ -364,7 +378,24 @@ int cmd_attend(int argc, char **argv)
         goto done;
     }
 
-    /* step 4: the output (…, N, d_v), same leading dims as Q, and the kernel */
+    /* step 4: the output (…, N, d_v), same leading dims as Q, and the kernel; with
+     * --save-weights the matrix (…, N, M), checked against the memory before anything */
+    if (a.save_weights) {
+        const double elems = (double)batch * (double)heads * (double)n * (double)m;
+        const double bytes = elems * (dtype == LA_FLOAT32 ? 4.0 : 8.0);
+        if ((rc = sw_check_memory("--save-weights", bytes, sw_physical_memory(), "memory here")))
+            goto done;
+        w.dtype = q.dtype;
+        w.ndim = nd;
+        memcpy(w.shape, q.shape, sizeof w.shape);
+        w.shape[nd - 1] = m;
+        w.count = (size_t)elems; /* within the memory, so within size_t */
+        w.data = malloc(w.count * la_npy_dtype_size(w.dtype));
+        if (!w.data) {
+            rc = cli_fail("--save-weights", "%s", la_strerror(LA_ENOMEM));
+            goto done;
+        }
+    }
     y.dtype = q.dtype;
     y.ndim = nd;
     memcpy(y.shape, q.shape, sizeof y.shape);
@@ -379,22 +410,32 @@ int cmd_attend(int argc, char **argv)
         st = la_attention_f32(kernel, &p, q.data, k.data, v.data, y.data);
     else
         st = la_attention_f64(kernel, &p, q.data, k.data, v.data, y.data);
+    const char *failed = "attend";
+    if (st == LA_OK && a.save_weights) {
+        failed = "--save-weights";
+        if (dtype == LA_FLOAT32)
+            st = la_attention_weights_f32(kernel, &p, q.data, k.data, w.data);
+        else
+            st = la_attention_weights_f64(kernel, &p, q.data, k.data, w.data);
+    }
     if (st == LA_ERANGE && dtype == LA_FLOAT32) {
-        rc = cli_fail("attend", "values overflow float32: use --precision float64");
+        rc = cli_fail(failed, "values overflow float32: use --precision float64");
         goto done;
     }
     if (st != LA_OK) {
-        rc = cli_fail("attend", "%s", la_strerror(st));
+        rc = cli_fail(failed, "%s", la_strerror(st));
         goto done;
     }
 
-    /* step 5: written atomically */
+    /* step 5: written atomically, the weights first (every input was checked above) */
+    if (a.save_weights && (rc = cli_write_npy(a.save_weights, &w))) goto done;
     rc = cli_write_npy(a.out, &y);
 done:
     la_array_free(&q);
     la_array_free(&k);
     la_array_free(&v);
     la_array_free(&y);
+    la_array_free(&w);
     free(key_lengths);
     return rc;
 }

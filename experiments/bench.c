@@ -17,10 +17,11 @@
 
 static const char help_intro[] =
     "Times float32 attention kernels alone and compares their arithmetic rate with BLIS\n"
-    "sgemm measured in the same process. The inputs (random, fixed seed, batch B = 1) are\n"
-    "prepared before any timing. Each point runs once to warm up, then at least R times\n"
-    "and until the timed runs total 0.5 s (at most 1000 runs, so small sizes still get a\n"
-    "stable median); the median, min and max of those runs are reported.\n"
+    "sgemm measured in the same process. The inputs (random, fixed seed, batch B = 1; or\n"
+    "your arrays, --q/--k/--v below) are prepared before any timing. Each point runs once\n"
+    "to warm up, then at least R times and until the timed runs total 0.5 s (at most 1000\n"
+    "runs, so small sizes still get a stable median); the median, min and max of those\n"
+    "runs are reported.\n"
     "\n"
     "The yardstick is BLIS sgemm on a large, well-shaped product: C (2000×2000) =\n"
     "A (2000×2000) · B (2000×2000), row-major, 2·2000³ FLOPs, on BLIS's own threads with\n"
@@ -70,7 +71,16 @@ static const char help_columns[] =
     "  --heads H        heads [8]\n"
     "  --d D            d_k [64]\n"
     "  --dv DV          d_v [D]\n"
-    "  --causal         causal mask: query i sees keys j <= i\n";
+    "  --causal         causal mask: query i sees keys j <= i\n"
+    "  --q Q.npy, --k K.npy, --v V.npy\n"
+    "                   time the kernels on your arrays instead of random ones: shapes as\n"
+    "                   in linattn attend ((N, d), (H, N, d) or (B, H, N, d); float16,\n"
+    "                   bfloat16, float32 or float64, computed in float32). They set the\n"
+    "                   heads (B·H), d and dv (--heads, --d, --dv are then refused); a\n"
+    "                   point takes the first N queries and M keys of every head. --n\n"
+    "                   defaults to the arrays' N and M to min(N, the arrays' M); a\n"
+    "                   larger --n or --m is refused. The header's # inputs line names\n"
+    "                   the files (else: random, seed 1)\n";
 static const char help_options_after_form[] =
     "  --threads T      threads for kernels and sgemm [LA_NUM_THREADS, else all cores]; T in\n"
     "                   1..1024; above the cores runs on the cores, noted in the header and\n"
@@ -204,7 +214,8 @@ void cmd_bench_help(FILE *out)
           out);
     fprintf(out, "                     [--causal] [--causal-form %s%s%s]\n", words,
             n_forms > 1 ? "|" : "", n_forms > 1 ? list : "");
-    fputs("                     [--threads T] [--reps R] [--format table|csv]\n"
+    fputs("                     [--q Q.npy --k K.npy --v V.npy]\n"
+          "                     [--threads T] [--reps R] [--format table|csv]\n"
           "       linattn bench --goals [--reps R]\n\n",
           out);
     fputs(help_intro, out);
@@ -384,9 +395,10 @@ static void free_inputs(bench_inputs *in)
     free(in->out);
 }
 
-/* Allocates and fills the inputs for every point. Returns 0, or -1 (no memory). */
+/* Allocates and fills the inputs for every point (random: once, for the largest; the
+ * user's arrays: run_points copies each point's prefixes). Returns 0, or -1 (no memory). */
 static int prepare_inputs(const bench_point *points, size_t count, const bench_shape *s,
-                          bench_inputs *in)
+                          const in_source *source, bench_inputs *in)
 {
     size_t n_max = 0, m_max = 0;
     for (size_t i = 0; i < count; i++) {
@@ -407,10 +419,9 @@ static int prepare_inputs(const bench_point *points, size_t count, const bench_s
         free_inputs(in);
         return -1;
     }
-    in_rng r = in_rng_for(1, "bench");
-    in_fill_normal_f32(&r, in->q, n_q, 1.0);
-    in_fill_normal_f32(&r, in->k, n_k, 1.0);
-    in_fill_normal_f32(&r, in->v, n_v, 1.0);
+    if (!source->from_files)
+        in_source_fill(source, "bench", s->heads, n_max, m_max, s->d_k, s->d_v, in->q, in->k,
+                       in->v);
     return 0;
 }
 
@@ -488,6 +499,7 @@ typedef struct {
     const char *m_text; /* --m as given, for the header; NULL: M = N */
     timing_rule rule;
     out_format format;
+    const in_source *source; /* random (seed 1), or --q/--k/--v */
 } bench_run;
 
 /* The header, once the first yardstick is measured: the csv's results file (returned), or
@@ -587,7 +599,7 @@ static int print_point(res_file *csv, const bench_point *pt, const bench_shape *
 static int run_points(const bench_run *run, bench_point *points, size_t count)
 {
     bench_inputs in;
-    if (prepare_inputs(points, count, &run->shape, &in) != 0) {
+    if (prepare_inputs(points, count, &run->shape, run->source, &in) != 0) {
         fprintf(stderr, "linattn: bench: inputs: out of memory\n");
         return 1;
     }
@@ -613,6 +625,9 @@ static int run_points(const bench_run *run, bench_point *points, size_t count)
             }
             if (print_sgemm(csv, &sgemm) != 0) failed = 1;
         }
+        if (run->source->from_files) /* this point's prefixes of the arrays */
+            in_source_fill(run->source, "bench", run->shape.heads, pt->n, pt->m, run->shape.d_k,
+                           run->shape.d_v, in.q, in.k, in.v);
         measure_point(pt, &run->shape, &in, &run->rule, &sgemm);
         if (pt->status == LA_ENOMEM) failed = 1;
         if (print_point(csv, pt, &run->shape, &sgemm) != 0) failed = 1;
@@ -747,8 +762,14 @@ static int run_goals(int argc, char **argv, int reps)
 {
     bench_point points[2 * N_GOALS];
     const size_t count = list_goal_points(points);
-    const bench_run run = {argc, argv, {8, 64, 64}, NULL, {reps, 1}, FORMAT_TABLE};
+    in_source random;
+    in_source_open(&random, NULL, NULL, NULL, 1);
+    char inputs[256];
+    in_source_describe(&random, inputs, sizeof inputs);
+    res_meta_extra(inputs);
+    const bench_run run = {argc, argv, {8, 64, 64}, NULL, {reps, 1}, FORMAT_TABLE, &random};
     int failed = run_points(&run, points, count);
+    res_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
     int met = 0;
     printf("\n%-58s %-10s %-36s %s\n", "goal (2 threads unless noted)", "target", "measured",
            "met");
@@ -810,11 +831,36 @@ static int choose_kernels(const char *variant_text, int causal, const int *form_
     return 0;
 }
 
+/* With --q/--k/--v: the arrays set the heads (B·H), d and dv (flags that would set them
+ * are refused); --n defaults to the arrays' N, and an --n above it or an --m above the
+ * arrays' M is refused. Returns 0, or 2 after one line. */
+static int bench_shape_from(const in_source *s, const char *heads_text, const char *d_text,
+                            const char *dv_text, const char *n_text, size_t *sizes, size_t *n_sizes,
+                            const size_t *m, bench_shape *shape)
+{
+    const char *set = heads_text ? "--heads" : d_text ? "--d" : dv_text ? "--dv" : NULL;
+    if (set)
+        return cli_fail(set, "set by the arrays with --q/--k/--v (heads %zu, d %zu, dv %zu)",
+                        s->batch * s->heads, s->d_k, s->d_v);
+    *shape = (bench_shape){s->batch * s->heads, s->d_k, s->d_v};
+    if (!n_text) {
+        sizes[0] = s->n;
+        *n_sizes = 1;
+    }
+    for (size_t i = 0; i < *n_sizes; i++)
+        if (sizes[i] > s->n)
+            return cli_fail("--n", "%zu is more than the arrays' %zu queries (--q)", sizes[i],
+                            s->n);
+    if (*m > s->m) return cli_fail("--m", "%zu is more than the arrays' %zu keys (--k)", *m, s->m);
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     const char *variant_text = NULL, *n_text = NULL, *m_text = NULL, *heads_text = NULL;
     const char *d_text = NULL, *dv_text = NULL, *form_text = NULL, *threads_text = NULL;
     const char *reps_text = NULL, *format_text = NULL;
+    const char *q_path = NULL, *k_path = NULL, *v_path = NULL;
     int causal = 0, goals_flag = 0;
     const cli_flag flags[] = {
         {"variant", &variant_text, NULL},
@@ -829,6 +875,9 @@ int cmd_bench(int argc, char **argv)
         {"reps", &reps_text, NULL},
         {"format", &format_text, NULL},
         {"goals", NULL, &goals_flag},
+        {"q", &q_path, NULL},
+        {"k", &k_path, NULL},
+        {"v", &v_path, NULL},
         {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
@@ -885,17 +934,28 @@ int cmd_bench(int argc, char **argv)
     if ((rc = cli_parse_threads("--threads", threads_text))) return rc;
     if (format_text && (rc = cli_parse_choice("--format", format_text, format_names, &format)))
         return rc;
+    /* the inputs: random, or the user's arrays, which set the shape and bound N and M */
+    in_source source;
+    if ((rc = in_source_open(&source, q_path, k_path, v_path, 1))) return rc;
+    if (source.from_files && (rc = bench_shape_from(&source, heads_text, d_text, dv_text, n_text,
+                                                    sizes, &n_sizes, &m, &shape))) {
+        in_source_close(&source);
+        return rc;
+    }
 
     /* every N, every kernel */
     bench_point points[MAX_LIST * LA_KERNEL_COUNT];
     size_t count = 0;
     for (size_t i = 0; i < n_sizes; i++)
         for (size_t j = 0; j < n_kernels; j++)
-            points[count++] = (bench_point){.kernel = kernels[j],
-                                            .causal = causal,
-                                            .n = sizes[i],
-                                            .m = m ? m : sizes[i],
-                                            .threads = la_get_num_threads()};
+            points[count++] =
+                (bench_point){.kernel = kernels[j],
+                              .causal = causal,
+                              .n = sizes[i],
+                              .m = m                   ? m
+                                   : source.from_files ? (sizes[i] < source.m ? sizes[i] : source.m)
+                                                       : sizes[i],
+                              .threads = la_get_num_threads()};
     /* every point a problem, and its buffers (inputs, output, the kernel's scratch, the
      * yardstick's matrices) within the machine's memory: refused before allocating */
     double worst_bytes = 0;
@@ -904,17 +964,27 @@ int cmd_bench(int argc, char **argv)
         la_status st = la_problem_check(&p);
         la_cost cost;
         if (st == LA_OK) st = la_attention_cost(points[i].kernel, &p, LA_FLOAT32, &cost);
-        if (st != LA_OK)
+        if (st != LA_OK) {
+            in_source_close(&source);
             return cli_fail(m_text ? "--m" : "--n", "N=%zu, M=%zu with H=%zu, d=%zu, dv=%zu: %s",
                             points[i].n, points[i].m, shape.heads, shape.d_k, shape.d_v,
                             la_strerror(st));
+        }
         if (cost.io_bytes + cost.workspace_bytes > worst_bytes)
             worst_bytes = cost.io_bytes + cost.workspace_bytes;
     }
     const double sgemm_bytes = 3.0 * SGEMM_SIZE * SGEMM_SIZE * sizeof(float);
     if ((rc = sw_check_memory("bench", worst_bytes + sgemm_bytes, sw_physical_memory(),
-                              "memory here")))
+                              "memory here"))) {
+        in_source_close(&source);
         return rc;
-    const bench_run run = {argc, argv, shape, m_text, {reps, 0}, (out_format)format};
-    return run_points(&run, points, count);
+    }
+    char inputs[1024];
+    in_source_describe(&source, inputs, sizeof inputs);
+    res_meta_extra(inputs);
+    const bench_run run = {argc, argv, shape, m_text, {reps, 0}, (out_format)format, &source};
+    rc = run_points(&run, points, count);
+    in_source_close(&source);
+    res_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
+    return rc;
 }

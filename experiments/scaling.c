@@ -18,7 +18,8 @@
 
 static const char help_text[] =
     "usage: linattn scaling [--n LO:HI] [--factor F] [--d D] [--heads H] [--batch B]\n"
-    "                       [--variants LIST] [shared flags]\n"
+    "                       [--variants LIST] [--q Q.npy --k K.npy --v V.npy]\n"
+    "                       [shared flags]\n"
     "\n"
     "Times each attention kernel on random float32 self-attention inputs (N = M) for N\n"
     "from LO to HI in steps of F, records per point the median, min and max time over\n"
@@ -31,6 +32,15 @@ static const char help_text[] =
     "  --d D              head size, d_k = d_v = D (default 64)\n"
     "  --heads H          heads (default 8)\n"
     "  --batch B          batch entries (default 1)\n"
+    "  --q Q.npy, --k K.npy, --v V.npy\n"
+    "                     time the kernels on your arrays instead of random ones: shapes\n"
+    "                     as in linattn attend, (N, d), (H, N, d) or (B, H, N, d), any of\n"
+    "                     float16, bfloat16, float32, float64 (computed in float32), with\n"
+    "                     d_k = d_v; they set d, heads and batch (those flags are then\n"
+    "                     refused), and a point of size N takes the first N queries and\n"
+    "                     keys. An --n above the arrays' min(N, M) is refused; without\n"
+    "                     --n the default range is clipped to it. The results' # inputs\n"
+    "                     line names the files (random: the seed)\n"
     "  --variants LIST    comma-separated series, of:\n";
 static const char help_after_variants[] = SW_COMMON_HELP
     "                     (defaults: --out results/scaling.csv --max-seconds 20\n"
@@ -87,19 +97,52 @@ typedef struct {
     size_t lo, hi, d, heads, batch;
     double factor;
     sw_common common;
+    in_source source;                /* random, or --q/--k/--v (common/inputs.h) */
     kn_series series[KN_MAX_SERIES]; /* every series of the registry */
     size_t n_series;
     int selected[KN_MAX_SERIES];
 } config;
 
+/* The inputs: random, or the arrays of --q/--k/--v, which then set d, heads and batch
+ * (flags that would set them are refused) and bound N: an --n above min(N, M) is
+ * refused, the default range clipped. Returns 0, or 2 after one line. */
+static int source_of(config *c, const char *q, const char *k, const char *v, const char *d,
+                     const char *heads, const char *batch, int n_given)
+{
+    int rc = in_source_open(&c->source, q, k, v, c->common.seed);
+    if (rc || !c->source.from_files) return rc;
+    const in_source *s = &c->source;
+    const char *set = d ? "--d" : heads ? "--heads" : batch ? "--batch" : NULL;
+    const size_t max_n = in_source_max_n(s);
+    if (set)
+        rc = cli_fail(set, "set by the arrays with --q/--k/--v (B=%zu H=%zu d=%zu)", s->batch,
+                      s->heads, s->d_k);
+    else if (s->d_v != s->d_k)
+        rc = cli_fail(s->path[2], "d_v = %zu differs from d_k = %zu (scaling times d_k = d_v)",
+                      s->d_v, s->d_k);
+    else if (n_given && c->hi > max_n)
+        rc = cli_fail("--n", "%zu is more than the arrays' %zu tokens (min(N, M) of --q/--k/--v)",
+                      c->hi, max_n);
+    if (rc) {
+        in_source_close(&c->source);
+        return rc;
+    }
+    c->d = s->d_k, c->heads = s->heads, c->batch = s->batch;
+    if (c->hi > max_n) c->hi = max_n;
+    if (c->lo > c->hi) c->lo = c->hi;
+    return 0;
+}
+
 /* Returns 0, or 2 after one line on stderr. */
 static int parse(int argc, char **argv, config *c)
 {
     const char *n = NULL, *factor = NULL, *d = NULL, *heads = NULL, *batch = NULL, *list = NULL;
+    const char *q_path = NULL, *k_path = NULL, *v_path = NULL;
     sw_common_text common = {0};
     const cli_flag flags[] = {
         {"n", &n, NULL},         {"factor", &factor, NULL}, {"d", &d, NULL},
         {"heads", &heads, NULL}, {"batch", &batch, NULL},   {"variants", &list, NULL},
+        {"q", &q_path, NULL},    {"k", &k_path, NULL},      {"v", &v_path, NULL},
         SW_COMMON_FLAGS(common), {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
@@ -122,7 +165,9 @@ static int parse(int argc, char **argv, config *c)
     if ((rc = sw_check_floats("--batch", c->batch, c->heads, 1)) ||
         (rc = sw_check_floats("--n", c->batch * c->heads, c->hi, c->d)))
         return rc;
-    return sw_common_finish(&common, &c->common, "results/scaling.csv", 20, 8.0 * (1 << 30));
+    if ((rc = sw_common_finish(&common, &c->common, "results/scaling.csv", 20, 8.0 * (1 << 30))))
+        return rc;
+    return source_of(c, q_path, k_path, v_path, d, heads, batch, n != NULL);
 }
 
 /* Fits each kernel's ok points (upper half by count) and writes the fit file. */
@@ -187,13 +232,20 @@ int cmd_scaling(int argc, char **argv)
     if (rc) return rc;
     res_memory_init();
 
-    char err[512];
+    char err[512], inputs[1024];
+    in_source_describe(&c.source, inputs, sizeof inputs);
+    res_meta_extra(inputs);
     res_file *f = res_open(c.common.out, "scaling",
-                           "time and memory of each attention kernel against N (float32, "
-                           "self-attention N = M, random normal inputs)",
+                           c.source.from_files
+                               ? "time and memory of each attention kernel against N (float32, "
+                                 "self-attention N = M, prefixes of the arrays of # inputs)"
+                               : "time and memory of each attention kernel against N (float32, "
+                                 "self-attention N = M, random normal inputs)",
                            COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
     if (!f) {
         fprintf(stderr, "linattn: %s\n", err);
+        in_source_close(&c.source);
+        res_meta_extra(NULL);
         return 2;
     }
 
@@ -280,10 +332,7 @@ int cmd_scaling(int argc, char **argv)
                         rc = 1;
                         break;
                     }
-                    in_rng r = in_rng_for(c.common.seed, "scaling");
-                    in_fill_normal_f32(&r, q, elems, 1.0);
-                    in_fill_normal_f32(&r, k, elems, 1.0);
-                    in_fill_normal_f32(&r, v, elems, 1.0);
+                    in_source_fill(&c.source, "scaling", B * H, n, n, d, d, q, k, v);
                     memset(out, 0, elems * sizeof *out);
                     filled = 1;
                 }
@@ -319,5 +368,7 @@ int cmd_scaling(int argc, char **argv)
     free(q), free(k), free(v), free(out);
     if (rc == 0 && write_fits(f, &c, argc, argv) != 0) rc = 1;
     if (res_close(f) != 0) rc = 1;
+    in_source_close(&c.source);
+    res_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
     return rc ? 1 : 0;
 }

@@ -30,6 +30,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t bytes = a.count * la_npy_dtype_size(a.dtype);
     if (bytes > size) abort();
     if (bytes && memcmp(a.data, data + size - bytes, bytes) != 0) abort();
+    /* half precision widens to float32 of the same count (reading every element) */
+    if (a.dtype == LA_NPY_F16 || a.dtype == LA_NPY_BF16) {
+        la_status wide = la_array_to_f32(&a);
+        if (wide == LA_OK && (a.dtype != LA_NPY_F32 || a.count != count || !a.data)) abort();
+        if (wide != LA_OK && wide != LA_ENOMEM) abort();
+    }
     la_array_free(&a);
     la_array_free(&a);
     return 0;

@@ -17,6 +17,8 @@ arrays = {
     "f64_empty": np.zeros((0, 3)),
     "u8_refused": np.arange(3, dtype="u1"),
     "fortran_refused": np.asfortranarray(np.ones((2, 2), "<f4")),
+    "f16_2x2": np.array([[1e-7, -65504], [np.inf, np.nan]], "<f2"),
+    "bf16_vec": np.array([0x3F80, 0x0001, 0xFF80], "<u2").view("V2"),  # '|V2': bfloat16
 }
 for name, array in arrays.items():
     with open(os.path.join(here, name + ".npy"), "wb") as f:

@@ -52,6 +52,7 @@
  *     la_linear_attention_f32/_f64        linear: non-causal, or causal in chunks
  *     la_linear_attention_recurrent_*     linear, causal, token by token
  *     la_attention_f32/_f64               any kernel, by la_kernel
+ *     la_attention_weights_f32/_f64       any kernel's N×M attention matrix (for inspection)
  *   step API (causal linear attention, one token at a time)
  *     la_linear_state_create, _free, _reset, _position
  *     la_linear_step_f32/_f64             one token of every head
@@ -73,6 +74,7 @@
  *     la_kernel_series, _series_parse     result-file series name <-> (kernel, causal)
  *   .npy files
  *     la_npy_read, la_npy_parse, la_npy_write, la_array_free, la_npy_dtype_size
+ *     la_array_to_f32                     float16 / bfloat16 arrays widened to float32
  *   Transformer layers (PyTorch's layout and semantics)
  *     la_layer_config_init, _check        what a layer computes
  *     la_layer_tensor_key, _shape         a weight tensor's state_dict key and shape
@@ -329,6 +331,31 @@ LA_API la_status la_attention_f32(la_kernel kernel, const la_problem *p, const f
 LA_API la_status la_attention_f64(la_kernel kernel, const la_problem *p, const double *q,
                                   const double *k, const double *v, double *out);
 
+/* The attention matrix: the normalised weights A with out = A·V, for inspection.
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), out: (B,H,N,M) row-major (v is not needed).
+ *   softmax, softmax_materialized: A_ij = exp(s_ij − max) / Σ_j' exp(s_ij' − max) with
+ *     s = q·k · scale, over the keys query i sees (the matrix P the materialising kernel
+ *     forms; the fused kernel never holds it);
+ *   hard: one-hot rows, 1 at the kernel's argmax (ties to the lowest j);
+ *   linear, linear_recurrent: A_ij = φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps), z_i = Σ φ(k_j)
+ *     over the keys query i sees (all visible keys, or j <= i when p->causal).
+ * Hidden entries are exactly 0; a query that sees no key (or, in linear attention, has a
+ * zero denominator) gets a zero row, so rows sum to 1 (linear: to 1 − eps/den) or 0.
+ * A·V equals the kernel's output up to rounding. The caller's out holds B·H·N·M
+ * elements (it is not held against p->workspace_limit: the caller sized it); the scratch
+ * is linear attention's φ(K) per thread, which is. Range (LA_ERANGE, nothing written):
+ * with a = max|q|, b = max|k|, softmax and hard refuse d_k·a·b·max(|scale|, 1) > T/8,
+ * linear d_k·M·(a + 1)·(b + 1) > T/8. Returns LA_OK, LA_EINVAL (kernel outside the
+ * registry, a problem its causal rule refuses, NULL), LA_EOVERFLOW (B·H·N·M elements
+ * beyond size_t), LA_EBUDGET, LA_ENOMEM, LA_ERANGE; out untouched on error.
+ *   implementation lib/attention/weights_matrix.c (weights_matrix_tmpl.h) · tests
+ *   tests/attention/test_attention_weights.c (float64 plain loops, A·V against every
+ *   kernel) */
+LA_API la_status la_attention_weights_f32(la_kernel kernel, const la_problem *p, const float *q,
+                                          const float *k, float *out);
+LA_API la_status la_attention_weights_f64(la_kernel kernel, const la_problem *p, const double *q,
+                                          const double *k, double *out);
+
 /* ---------------------------------------------------------------- step API */
 
 /* Recurrent state of causal linear attention for autoregressive generation:
@@ -556,7 +583,18 @@ typedef enum {
     LA_NPY_F64,     /* '<f8' */
     LA_NPY_I32,     /* '<i4' */
     LA_NPY_I64,     /* '<i8' */
+    LA_NPY_F16,     /* '<f2': IEEE 754 half precision (NumPy's float16) */
+    LA_NPY_BF16,    /* '<V2' or '|V2': bfloat16, by ml_dtypes' convention (below) */
 } la_npy_dtype;
+
+/* HALF PRECISION. Models store their tensors in float16 or bfloat16; linattn reads both
+ * and computes in float32 (la_array_to_f32 widens them, exactly). NumPy has no bfloat16
+ * dtype: ml_dtypes' bfloat16 (the one JAX and TensorFlow use) is saved by np.save with
+ * descr '<V2', two raw bytes per element, and a V2 view of bfloat16 bits with '|V2'. So
+ * linattn reads every 2-byte void descr ('<V2', '|V2', '=V2') as bfloat16, little-endian
+ * bits (sign, 8-bit exponent, 7-bit fraction: the top half of a float32), and writes
+ * LA_NPY_BF16 as '<V2' (np.load gives a void array; .view(ml_dtypes.bfloat16) reads it).
+ * A V2 file holding anything else would be misread: the format cannot tell. */
 
 typedef struct {
     la_npy_dtype dtype;
@@ -566,11 +604,12 @@ typedef struct {
     void *data;   /* count elements of dtype */
 } la_array;
 
-/* Bytes per element: 4 or 8 (0 for a value outside the enum). */
+/* Bytes per element: 2, 4 or 8 (0 for a value outside the enum). */
 LA_API size_t la_npy_dtype_size(la_npy_dtype dtype);
 
-/* Parses a whole .npy file image (format 1.0, 2.0 or 3.0). Accepts descr '<f4', '<f8',
- * '<i4', '<i8' (also with '=' or '|', both little-endian here), fortran_order False,
+/* Parses a whole .npy file image (format 1.0, 2.0 or 3.0). Accepts descr '<f2', '<V2'
+ * (bfloat16), '<f4', '<f8', '<i4', '<i8' (also with '=' or '|', both little-endian here),
+ * fortran_order False,
  * any shape of up to LA_NPY_MAX_DIMS non-negative ints, and exactly shape × item size
  * data bytes after the header. Reads only inside [bytes, bytes + size).
  * On success out->data is never NULL (even for zero elements). On error returns
@@ -599,6 +638,15 @@ LA_API la_status la_npy_write(const char *path, const la_array *a);
 
 /* Releases data and empties the array (safe on an empty or already-freed array). */
 LA_API void la_array_free(la_array *a);
+
+/* Widens a float16 or bfloat16 array to float32 in place: a->data is replaced by a new
+ * buffer of a->count floats, owned by the array as before (the old one is freed), and
+ * a->dtype becomes LA_NPY_F32; ndim, shape and count are kept. Exact: every float16 and
+ * bfloat16 value is a float32 (subnormals, ±0 and ±inf included; a NaN stays a NaN of
+ * the same sign, its payload at the top of the fraction). A LA_NPY_F32 array is left as
+ * it is. Returns LA_OK, LA_EINVAL (NULL a, another dtype, NULL data with count > 0),
+ * LA_EOVERFLOW, LA_ENOMEM; *a unchanged on error. */
+LA_API la_status la_array_to_f32(la_array *a);
 
 /* Same as la_npy_write, and *why (when not NULL) gets a one-line reason on failure,
  * such as "is a device; refusing to replace it". */
@@ -744,8 +792,8 @@ LA_API la_status la_layer_weights_init(la_layer_weights *w, la_dtype dtype, size
 /* Loads one layer from the folder dir holding <prefix><key>.npy for every key of the
  * layer (prefix "" for a lone layer, "encoder.layers.0." inside a model). D is taken
  * from self_attn.in_proj_weight (3D, D) and d_ff from linear1.weight (d_ff, D); every
- * other tensor must have exactly its shape. float32 and float64 files are both accepted
- * and converted to dtype. On error w is left empty and *err (when err is not NULL)
+ * other tensor must have exactly its shape. float16, bfloat16, float32 and float64 files
+ * are accepted and converted to dtype. On error w is left empty and *err (when err is not NULL)
  * names the file: LA_EIO (missing or unreadable), LA_EFORMAT (not a valid .npy, a
  * wrong shape, a NaN or infinite value, or one beyond float32's range when dtype is
  * LA_FLOAT32), LA_EDTYPE (not float), LA_EINVAL (NULL w, dir or prefix, bad dtype or

@@ -246,6 +246,8 @@ const char *cli_dtype_name(la_npy_dtype dtype)
     case LA_NPY_F64: return "float64";
     case LA_NPY_I32: return "int32";
     case LA_NPY_I64: return "int64";
+    case LA_NPY_F16: return "float16";
+    case LA_NPY_BF16: return "bfloat16";
     }
     return "unknown";
 }
@@ -277,8 +279,16 @@ int cli_read_floats(const char *path, la_dtype precision, la_array *out)
 {
     int rc = cli_read_npy(path, out);
     if (rc) return rc;
+    if (out->dtype == LA_NPY_F16 || out->dtype == LA_NPY_BF16) {
+        la_status st = la_array_to_f32(out); /* exact */
+        if (st != LA_OK) {
+            rc = cli_fail(path, "%s", la_strerror(st));
+            goto fail;
+        }
+    }
     if (out->dtype != LA_NPY_F32 && out->dtype != LA_NPY_F64) {
-        rc = cli_fail(path, "dtype %s, need float32 or float64", cli_dtype_name(out->dtype));
+        rc = cli_fail(path, "dtype %s, need float16, bfloat16, float32 or float64",
+                      cli_dtype_name(out->dtype));
         goto fail;
     }
     /* every element finite, in the file's own precision */

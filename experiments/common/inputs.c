@@ -1,8 +1,11 @@
 /* inputs.c — seeded random inputs and error measures for the experiments. */
 #include "inputs.h"
+#include "cli.h"
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 /* splitmix64 */
 static uint64_t next(in_rng *r)
@@ -63,4 +66,122 @@ double in_rel_error_f64(const double *y, const double *ref, size_t n)
     }
     if (!isfinite(diff2) || !isfinite(ref2) || !isfinite(y2)) return INFINITY;
     return ref2 == 0 ? sqrt(y2) : sqrt(diff2 / ref2);
+}
+
+/* ---------------------------------------------------------------- input sources */
+
+/* Q, K, V agree as attend requires: rank 2..4, the same leading dims, a shared d_k, V's
+ * rows K's, no zero size. Returns 0 or 2. */
+static int check_arrays(const in_source *s)
+{
+    char s1[160], s2[160];
+    const la_array *arrays[] = {&s->q, &s->k, &s->v}, *q = &s->q;
+    if (q->ndim < 2 || q->ndim > 4)
+        return cli_fail(s->path[0], "shape %s must be (N, d), (H, N, d) or (B, H, N, d)",
+                        cli_shape_str(q, s1, sizeof s1));
+    for (int i = 1; i < 3; i++) {
+        if (arrays[i]->ndim != q->ndim)
+            return cli_fail(s->path[i], "shape %s has %d dims, Q %s has %d",
+                            cli_shape_str(arrays[i], s1, sizeof s1), arrays[i]->ndim,
+                            cli_shape_str(q, s2, sizeof s2), q->ndim);
+        for (int d = 0; d < q->ndim - 2; d++)
+            if (arrays[i]->shape[d] != q->shape[d])
+                return cli_fail(s->path[i], "leading dims of %s differ from Q's %s",
+                                cli_shape_str(arrays[i], s1, sizeof s1),
+                                cli_shape_str(q, s2, sizeof s2));
+    }
+    const int r = q->ndim - 2, c = q->ndim - 1;
+    if (s->k.shape[c] != q->shape[c])
+        return cli_fail(s->path[1], "d_k = %zu differs from Q's d_k = %zu", s->k.shape[c],
+                        q->shape[c]);
+    if (s->v.shape[r] != s->k.shape[r])
+        return cli_fail(s->path[2], "has %zu rows (keys), K has %zu", s->v.shape[r], s->k.shape[r]);
+    for (int i = 0; i < 3; i++)
+        for (int d = 0; d < q->ndim; d++)
+            if (arrays[i]->shape[d] == 0)
+                return cli_fail(s->path[i], "shape %s has a zero dimension",
+                                cli_shape_str(arrays[i], s1, sizeof s1));
+    return 0;
+}
+
+int in_source_open(in_source *s, const char *q, const char *k, const char *v, uint64_t seed)
+{
+    memset(s, 0, sizeof *s);
+    s->seed = seed;
+    if (!q && !k && !v) return 0;
+    const char *flags[] = {"--q", "--k", "--v"}, *paths[] = {q, k, v};
+    for (int i = 0; i < 3; i++)
+        if (!paths[i])
+            return cli_fail(flags[i], "required with %s (--q, --k and --v go together)",
+                            flags[i == 0 ? 1 : 0]);
+    s->from_files = 1;
+    la_array *arrays[] = {&s->q, &s->k, &s->v};
+    int rc = 0;
+    for (int i = 0; i < 3 && rc == 0; i++) {
+        s->path[i] = paths[i];
+        rc = cli_read_floats(paths[i], LA_FLOAT32, arrays[i]);
+    }
+    if (rc == 0) rc = check_arrays(s);
+    if (rc) {
+        in_source_close(s);
+        return rc;
+    }
+    const int nd = s->q.ndim;
+    s->batch = nd == 4 ? s->q.shape[0] : 1;
+    s->heads = nd >= 3 ? s->q.shape[nd - 3] : 1;
+    s->n = s->q.shape[nd - 2], s->d_k = s->q.shape[nd - 1];
+    s->m = s->k.shape[nd - 2], s->d_v = s->v.shape[nd - 1];
+    return 0;
+}
+
+void in_source_close(in_source *s)
+{
+    la_array_free(&s->q);
+    la_array_free(&s->k);
+    la_array_free(&s->v);
+    memset(s, 0, sizeof *s);
+}
+
+size_t in_source_max_n(const in_source *s)
+{
+    if (!s->from_files) return SIZE_MAX;
+    return s->n < s->m ? s->n : s->m;
+}
+
+void in_source_describe(const in_source *s, char *buf, size_t size)
+{
+    if (!s->from_files)
+        snprintf(buf, size, "# inputs: random (seed %llu)\n", (unsigned long long)s->seed);
+    else
+        snprintf(buf, size,
+                 "# inputs: %s %s %s (B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu; points take "
+                 "prefixes of N and M)\n",
+                 s->path[0], s->path[1], s->path[2], s->batch, s->heads, s->n, s->m, s->d_k,
+                 s->d_v);
+}
+
+/* dst (heads, rows, cols) = the first rows of every head of src (heads, src_rows, cols) */
+static void copy_prefix(float *dst, const float *src, size_t heads, size_t rows, size_t src_rows,
+                        size_t cols)
+{
+    for (size_t h = 0; h < heads; h++)
+        memcpy(dst + h * rows * cols, src + h * src_rows * cols, rows * cols * sizeof *dst);
+}
+
+int in_source_fill(const in_source *s, const char *label, size_t heads, size_t n, size_t m,
+                   size_t d_k, size_t d_v, float *q, float *k, float *v)
+{
+    if (!s->from_files) {
+        in_rng r = in_rng_for(s->seed, label);
+        in_fill_normal_f32(&r, q, heads * n * d_k, 1.0);
+        in_fill_normal_f32(&r, k, heads * m * d_k, 1.0);
+        in_fill_normal_f32(&r, v, heads * m * d_v, 1.0);
+        return 0;
+    }
+    if (heads != s->batch * s->heads || d_k != s->d_k || d_v != s->d_v || n > s->n || m > s->m)
+        return -1;
+    copy_prefix(q, s->q.data, heads, n, s->n, d_k);
+    copy_prefix(k, s->k.data, heads, m, s->m, d_k);
+    copy_prefix(v, s->v.data, heads, m, s->m, d_v);
+    return 0;
 }

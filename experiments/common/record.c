@@ -465,6 +465,13 @@ static int read_existing(res_file *f, const char *columns, char *err, size_t err
     return rc;
 }
 
+static char meta_extra[2048];
+
+void res_meta_extra(const char *lines)
+{
+    snprintf(meta_extra, sizeof meta_extra, "%s", lines ? lines : "");
+}
+
 void res_write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv)
 {
     char date[32];
@@ -497,6 +504,7 @@ void res_write_meta(FILE *out, const char *experiment, const char *about, int ar
                     "includes inputs, outputs and the program"
                   : "VmHWM since the process started (clear_refs unavailable): an upper "
                     "bound, monotone over the sweep");
+    fputs(meta_extra, out);
 }
 
 res_file *res_open_stream(FILE *out, const char *experiment, const char *about, const char *columns,

@@ -94,6 +94,10 @@ res_file *res_open_stream(FILE *out, const char *experiment, const char *about, 
 /* The metadata header alone (the `#` lines above, without the header row), for output
  * that is not CSV but states the same facts (bench's table). */
 void res_write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv);
+/* More `# ` lines (each ending in a newline) that every metadata header written after
+ * this call adds at its end, such as "# inputs: q.npy k.npy v.npy\n" (common/inputs.h);
+ * NULL or "" for none. Copied (at most 2 KiB kept). */
+void res_meta_extra(const char *lines);
 
 /* The stored row whose key (its first n_key fields, joined by commas) equals key, from
  * the resumed file or written since (the latest when there are several: a point skipped

@@ -29,6 +29,8 @@ static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 size_t la_npy_dtype_size(la_npy_dtype dtype)
 {
     switch (dtype) {
+    case LA_NPY_F16:
+    case LA_NPY_BF16: return 2;
     case LA_NPY_F32:
     case LA_NPY_I32: return 4;
     case LA_NPY_F64:
@@ -99,14 +101,17 @@ static bool is_ident_char(char ch)
            ch == '_';
 }
 
-/* The dtype a descr names: '<f4', '<f8', '<i4', '<i8'; on this little-endian host '='
- * (native) and '|' (NumPy reads it as native) mean the same. */
+/* The dtype a descr names: '<f2', '<f4', '<f8', '<i4', '<i8', and '<V2' read as bfloat16
+ * (NumPy has no bfloat16: ml_dtypes' bfloat16 arrays are saved with descr '<V2', and a
+ * V2 view of their bits with '|V2'); on this little-endian host '=' (native) and '|'
+ * (NumPy reads it as native) mean the same. */
 static la_status parse_descr(const char *s, size_t len, la_npy_dtype *dtype, const char **why)
 {
     static const struct {
         const char *code;
         la_npy_dtype dtype;
-    } known[] = {{"f4", LA_NPY_F32}, {"f8", LA_NPY_F64}, {"i4", LA_NPY_I32}, {"i8", LA_NPY_I64}};
+    } known[] = {{"f2", LA_NPY_F16}, {"V2", LA_NPY_BF16}, {"f4", LA_NPY_F32},
+                 {"f8", LA_NPY_F64}, {"i4", LA_NPY_I32},  {"i8", LA_NPY_I64}};
     if (len == 3 && (s[0] == '<' || s[0] == '=' || s[0] == '|')) {
         for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
             if (memcmp(s + 1, known[i].code, 2) == 0) {
@@ -118,7 +123,8 @@ static la_status parse_descr(const char *s, size_t len, la_npy_dtype *dtype, con
     if (len >= 1 && s[0] == '>')
         *why = "big-endian data is not supported";
     else
-        *why = "unsupported dtype (need little-endian float32, float64, int32 or int64)";
+        *why = "unsupported dtype (need little-endian float16, bfloat16 (V2), float32, float64, "
+               "int32 or int64)";
     return LA_EDTYPE;
 }
 
@@ -556,6 +562,8 @@ done:
 static const char *descr_of(la_npy_dtype dtype)
 {
     switch (dtype) {
+    case LA_NPY_F16: return "<f2";
+    case LA_NPY_BF16: return "<V2";
     case LA_NPY_F32: return "<f4";
     case LA_NPY_F64: return "<f8";
     case LA_NPY_I32: return "<i4";
@@ -672,6 +680,54 @@ la_status la_npy_write_why(const char *path, const la_array *a, const char **why
 la_status la_npy_write(const char *path, const la_array *a)
 {
     return la_npy_write_why(path, a, NULL);
+}
+
+/* ---------------------------------------------------------------- widening */
+
+/* IEEE 754 binary16 bits -> float32 bits, exactly: sign, 5-bit exponent (bias 15),
+ * 10-bit fraction. A subnormal (exponent 0) is renormalised: shifted until its leading
+ * 1 reaches the implicit place, the exponent lowered by the shift. Inf and NaN keep
+ * their sign and fraction (a NaN's payload moves to the top of float32's fraction, so a
+ * quiet NaN stays quiet). */
+static uint32_t half_bits_to_float_bits(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h >> 15) << 31;
+    uint32_t exponent = (h >> 10) & 0x1f, fraction = h & 0x3ff;
+    if (exponent == 0x1f) return sign | 0x7f800000u | fraction << 13; /* inf, NaN */
+    if (exponent == 0) {
+        if (fraction == 0) return sign; /* ±0 */
+        int shift = 0;
+        while (!(fraction & 0x400)) {
+            fraction <<= 1;
+            shift++;
+        }
+        fraction &= 0x3ff;
+        return sign | (uint32_t)(127 - 15 + 1 - shift) << 23 | fraction << 13;
+    }
+    return sign | (exponent + 127 - 15) << 23 | fraction << 13;
+}
+
+la_status la_array_to_f32(la_array *a)
+{
+    if (!a || (a->dtype != LA_NPY_F16 && a->dtype != LA_NPY_BF16 && a->dtype != LA_NPY_F32) ||
+        (!a->data && a->count > 0))
+        return LA_EINVAL;
+    if (a->dtype == LA_NPY_F32) return LA_OK;
+    size_t bytes;
+    if (!mul_ok(a->count, sizeof(float), &bytes)) return LA_EOVERFLOW;
+    float *wide = malloc(bytes > 0 ? bytes : 1);
+    if (!wide) return LA_ENOMEM;
+    const uint16_t *narrow = a->data;
+    for (size_t i = 0; i < a->count; i++) {
+        /* bfloat16 is the top half of a float32 */
+        const uint32_t bits =
+            a->dtype == LA_NPY_F16 ? half_bits_to_float_bits(narrow[i]) : (uint32_t)narrow[i] << 16;
+        memcpy(&wide[i], &bits, sizeof bits);
+    }
+    free(a->data);
+    a->data = wide;
+    a->dtype = LA_NPY_F32;
+    return LA_OK;
 }
 
 void la_array_free(la_array *a)

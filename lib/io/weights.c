@@ -219,8 +219,16 @@ static la_status read_tensor(const char *path, la_array *a, la_load_error *err)
         set_error(err, path, "%s", why ? why : la_strerror(st));
         return st;
     }
+    if (a->dtype == LA_NPY_F16 || a->dtype == LA_NPY_BF16) {
+        st = la_array_to_f32(a); /* exact */
+        if (st != LA_OK) {
+            set_error(err, path, "%s", la_strerror(st));
+            la_array_free(a);
+            return st;
+        }
+    }
     if (a->dtype != LA_NPY_F32 && a->dtype != LA_NPY_F64) {
-        set_error(err, path, "dtype is %s, expected float32 or float64",
+        set_error(err, path, "dtype is %s, expected a float type",
                   a->dtype == LA_NPY_I32 ? "int32" : "int64");
         la_array_free(a);
         return LA_EDTYPE;

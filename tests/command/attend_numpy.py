@@ -321,7 +321,7 @@ def error_cases(run):
         "fortran order": save("fortran.npy", np.asfortranarray(q[0])),
         "big-endian": save("big_endian.npy", q.astype(">f4")),
         "int dtype": save("int.npy", np.zeros((2, 5, 4), np.int32)),
-        "float16": save("half.npy", q.astype(np.float16)),
+        "complex64": save("complex.npy", q.astype(np.complex64)),
         "1-D": save("vec.npy", np.zeros(4, np.float32)),
         "5-D": save("five.npy", np.zeros((1, 1, 1, 5, 4), np.float32)),
         "zero rows": save("empty.npy", np.zeros((2, 0, 4), np.float32)),

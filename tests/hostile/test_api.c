@@ -45,6 +45,8 @@ static const char *const api_names[] = {
     "la_linear_attention_recurrent_f64",
     "la_attention_f32",
     "la_attention_f64",
+    "la_attention_weights_f32",
+    "la_attention_weights_f64",
     "la_attention_backward_f32",
     "la_attention_backward_f64",
     /* step API */
@@ -81,6 +83,7 @@ static const char *const api_names[] = {
     "la_npy_write",
     "la_array_free",
     "la_npy_write_why",
+    "la_array_to_f32",
     /* output files */
     "la_outfile_open",
     "la_outfile_commit",
@@ -374,6 +377,47 @@ static void kernels(void **state)
             EXPECT(la_attention_backward_cost(kn, &p, LA_FLOAT32, &c), LA_EINVAL, &c, sizeof c);
         }
     }
+    /* the attention matrix: NULLs, kernels outside the registry, a causal rule refused,
+     * sizes that overflow, the budget of linear attention's φ(K), values beyond float32 */
+    {
+        float w[64];
+        double wd[64];
+        for (int i = -1; i <= LA_KERNEL_COUNT; i++) {
+            const la_kernel kn = (la_kernel)i;
+            EXPECT(la_attention_weights_f32(kn, NULL, q, k, w), LA_EINVAL, w, sizeof w);
+            EXPECT(la_attention_weights_f32(kn, &p, NULL, k, w), LA_EINVAL, w, sizeof w);
+            EXPECT(la_attention_weights_f32(kn, &p, q, NULL, w), LA_EINVAL, w, sizeof w);
+            assert_int_equal(la_attention_weights_f32(kn, &p, q, k, NULL), LA_EINVAL);
+            EXPECT(la_attention_weights_f64(kn, NULL, qd, kd, wd), LA_EINVAL, wd, sizeof wd);
+            EXPECT(la_attention_weights_f64(kn, &p, qd, NULL, wd), LA_EINVAL, wd, sizeof wd);
+            assert_int_equal(la_attention_weights_f64(kn, &p, qd, kd, NULL), LA_EINVAL);
+            if (i < 0 || i == LA_KERNEL_COUNT) {
+                EXPECT(la_attention_weights_f32(kn, &p, q, k, w), LA_EINVAL, w, sizeof w);
+                EXPECT(la_attention_weights_f64(kn, &p, qd, kd, wd), LA_EINVAL, wd, sizeof wd);
+                continue;
+            }
+            la_problem big = p;
+            big.n_queries = SIZE_MAX / 4;
+            EXPECT(la_attention_weights_f32(kn, &big, q, k, w), LA_EOVERFLOW, w, sizeof w);
+            /* N·M·B·H elements beyond size_t while every input fits */
+            la_problem wide = p;
+            wide.n_queries = wide.n_keys = (size_t)1 << 40;
+            wide.d_k = wide.d_v = 1;
+            EXPECT(la_attention_weights_f64(kn, &wide, qd, kd, wd), LA_EOVERFLOW, wd, sizeof wd);
+        }
+        la_problem nc = p;
+        nc.causal = 0;
+        EXPECT(la_attention_weights_f32(LA_KERNEL_LINEAR_RECURRENT, &nc, q, k, w), LA_EINVAL, w,
+               sizeof w);
+        la_problem tight = p;
+        tight.workspace_limit = 1;
+        EXPECT(la_attention_weights_f32(LA_KERNEL_LINEAR, &tight, q, k, w), LA_EBUDGET, w,
+               sizeof w);
+        float huge[64];
+        for (int i = 0; i < 64; i++)
+            huge[i] = 1e30f;
+        EXPECT(la_attention_weights_f32(LA_KERNEL_HARD, &p, huge, huge, w), LA_ERANGE, w, sizeof w);
+    }
     /* a budget of one byte: the materialising kernel refuses */
     la_problem tight = p;
     tight.workspace_limit = 1;
@@ -556,7 +600,27 @@ static void npy(void **state)
 {
     (void)state;
     assert_int_equal(la_npy_dtype_size((la_npy_dtype)-1), 0);
-    assert_int_equal(la_npy_dtype_size((la_npy_dtype)4), 0);
+    assert_int_equal(la_npy_dtype_size((la_npy_dtype)6), 0);
+    assert_int_equal(la_npy_dtype_size(LA_NPY_F16), 2);
+    assert_int_equal(la_npy_dtype_size(LA_NPY_BF16), 2);
+    /* la_array_to_f32: NULL, a dtype it does not widen, NULL data; the array untouched */
+    assert_int_equal(la_array_to_f32(NULL), LA_EINVAL);
+    {
+        int32_t ints[2] = {1, 2};
+        const la_array before = {LA_NPY_I32, 1, {2}, 2, ints};
+        la_array x = before;
+        assert_int_equal(la_array_to_f32(&x), LA_EINVAL);
+        assert_memory_equal(&x, &before, sizeof x);
+        x = before, x.dtype = (la_npy_dtype)99;
+        assert_int_equal(la_array_to_f32(&x), LA_EINVAL);
+        x = before, x.dtype = LA_NPY_BF16, x.data = NULL;
+        assert_int_equal(la_array_to_f32(&x), LA_EINVAL);
+        assert_null(x.data);
+        x = before, x.dtype = LA_NPY_F16, x.count = SIZE_MAX / 2;
+        assert_int_equal(la_array_to_f32(&x), LA_EOVERFLOW);
+        assert_ptr_equal(x.data, ints);
+        assert_int_equal(x.dtype, LA_NPY_F16);
+    }
     la_array a;
     const char *why;
     assert_int_equal(la_npy_parse(NULL, 10, &a, &why), LA_EINVAL);

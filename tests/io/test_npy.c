@@ -4,6 +4,7 @@
 #include "../testutil.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,7 +245,8 @@ static void writes_numpy_bytes(void **state)
     assert_int_equal(count_entries(".tmp."), 0);
 }
 
-static la_npy_dtype all_dtypes[] = {LA_NPY_F32, LA_NPY_F64, LA_NPY_I32, LA_NPY_I64};
+static la_npy_dtype all_dtypes[] = {LA_NPY_F32, LA_NPY_F64, LA_NPY_I32,
+                                    LA_NPY_I64, LA_NPY_F16, LA_NPY_BF16};
 
 /* Every dtype and a range of shapes (scalar, empty, 1-D to 8-D) survive write + read. */
 static void round_trip(void **state)
@@ -386,8 +388,12 @@ static const bad_case bad_cases[] = {
      LA_EDTYPE, "unsupported dtype"},
     {"bool", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", 3, NULL, 0, LA_EDTYPE,
      "unsupported dtype"},
-    {"float16", 1, "{'descr': '<f2', 'fortran_order': False, 'shape': (3,), }", 6, NULL, 0,
+    {"complex64", 1, "{'descr': '<c8', 'fortran_order': False, 'shape': (3,), }", 24, NULL, 0,
      LA_EDTYPE, "unsupported dtype"},
+    {"void of 4 bytes", 1, "{'descr': '|V4', 'fortran_order': False, 'shape': (3,), }", 12, NULL, 0,
+     LA_EDTYPE, "unsupported dtype"},
+    {"big-endian float16", 1, "{'descr': '>f2', 'fortran_order': False, 'shape': (3,), }", 6, NULL,
+     0, LA_EDTYPE, "big-endian"},
     {"object", 1, "{'descr': '|O', 'fortran_order': False, 'shape': (3,), }", 24, NULL, 0,
      LA_EDTYPE, "unsupported dtype"},
     {"structured", 1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (3,), }", 12,
@@ -555,18 +561,141 @@ static void write_errors(void **state)
     assert_int_equal(count_entries(".tmp."), 0);
 }
 
+/* ---------------------------------------------------------------- half precision */
+
+/* A version 1.0 header of 128 bytes (as NumPy pads a short one) for descr and shape. */
+static size_t header_v1(char *buf, const char *descr, const char *shape)
+{
+    char dict[118];
+    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+                     descr, shape);
+    assert_true(n > 0 && n < 117);
+    memcpy(buf, "\x93NUMPY\x01\x00\x76\x00", 10);
+    memset(buf + 10, ' ', 118);
+    memcpy(buf + 10, dict, (size_t)n);
+    buf[127] = '\n';
+    return 128;
+}
+
+/* The value of IEEE binary16 bits from their fields, in float64 (ldexp, not bit moves). */
+static double half_reference(uint16_t h)
+{
+    const int sign = h >> 15, exponent = (h >> 10) & 0x1f, fraction = h & 0x3ff;
+    double magnitude;
+    if (exponent == 0x1f)
+        magnitude = fraction ? NAN : INFINITY;
+    else if (exponent == 0)
+        magnitude = ldexp(fraction, -24); /* subnormal: fraction · 2^(1 − 15 − 10) */
+    else
+        magnitude = ldexp(1024 + fraction, exponent - 15 - 10);
+    return sign ? -magnitude : magnitude;
+}
+
+/* The value of bfloat16 bits (sign, 8-bit exponent of bias 127, 7-bit fraction). */
+static double bfloat16_reference(uint16_t h)
+{
+    const int sign = h >> 15, exponent = (h >> 7) & 0xff, fraction = h & 0x7f;
+    double magnitude;
+    if (exponent == 0xff)
+        magnitude = fraction ? NAN : INFINITY;
+    else if (exponent == 0)
+        magnitude = ldexp(fraction, -133); /* subnormal: fraction · 2^(1 − 127 − 7) */
+    else
+        magnitude = ldexp(128 + fraction, exponent - 127 - 7);
+    return sign ? -magnitude : magnitude;
+}
+
+/* Every one of the 65536 bit patterns of float16 ('<f2') and bfloat16 ('<V2', '|V2',
+ * '=V2'), read from a file image and widened by la_array_to_f32, equals its value
+ * computed from the fields: subnormals, ±0, ±inf exactly, NaN as a NaN of the same sign
+ * with its payload at the top of float32's fraction. */
+static void half_precision_widens_exactly(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *descr;
+        la_npy_dtype dtype;
+        double (*reference)(uint16_t);
+        int payload_shift; /* a NaN's fraction moves this far up */
+    } kinds[] = {
+        {"<f2", LA_NPY_F16, half_reference, 13},      {"=f2", LA_NPY_F16, half_reference, 13},
+        {"<V2", LA_NPY_BF16, bfloat16_reference, 16}, {"|V2", LA_NPY_BF16, bfloat16_reference, 16},
+        {"=V2", LA_NPY_BF16, bfloat16_reference, 16},
+    };
+    enum { COUNT = 65536 };
+    char *img = tu_alloc(128 + 2 * COUNT);
+    for (size_t t = 0; t < sizeof kinds / sizeof kinds[0]; t++) {
+        size_t head = header_v1(img, kinds[t].descr, "(256, 256)");
+        for (uint32_t i = 0; i < COUNT; i++) {
+            img[head + 2 * i] = (char)(i & 0xff); /* little-endian */
+            img[head + 2 * i + 1] = (char)(i >> 8);
+        }
+        la_array a;
+        const char *why = NULL;
+        assert_int_equal(la_npy_parse(img, head + 2 * COUNT, &a, &why), LA_OK);
+        expect_shape(&a, kinds[t].dtype, 2, (size_t[]){256, 256}, COUNT);
+        assert_int_equal(la_npy_dtype_size(a.dtype), 2);
+        assert_int_equal(la_array_to_f32(&a), LA_OK);
+        expect_shape(&a, LA_NPY_F32, 2, (size_t[]){256, 256}, COUNT);
+        const float *x = a.data;
+        size_t subnormals = 0, nans = 0;
+        for (uint32_t i = 0; i < COUNT; i++) {
+            const double want = kinds[t].reference((uint16_t)i);
+            uint32_t bits;
+            memcpy(&bits, &x[i], sizeof bits);
+            if (isnan(want)) {
+                nans++;
+                if (!isnan(x[i]) || (bits >> 31) != (i >> 15) ||
+                    (bits & 0x7fffff) != ((i & ((1u << (23 - kinds[t].payload_shift)) - 1))
+                                          << kinds[t].payload_shift))
+                    fail_msg("%s: bits 0x%04x: got 0x%08x, want a NaN of the same sign and "
+                             "payload",
+                             kinds[t].descr, i, bits);
+                continue;
+            }
+            if (want != 0 && fabs(want) < 0x1p-14 && kinds[t].dtype == LA_NPY_F16) subnormals++;
+            if ((double)x[i] != want || !signbit(x[i]) != !signbit(want))
+                fail_msg("%s: bits 0x%04x: got %.9g, want %.9g", kinds[t].descr, i, (double)x[i],
+                         want);
+        }
+        /* the patterns cover what they should: 2·(2^fraction_bits − 1) NaNs */
+        assert_int_equal(nans, kinds[t].dtype == LA_NPY_F16 ? 2 * 1023 : 2 * 127);
+        if (kinds[t].dtype == LA_NPY_F16) assert_int_equal(subnormals, 2 * 1023);
+        la_array_free(&a);
+    }
+    free(img);
+
+    /* float32 is left as it is; other dtypes and broken arrays are refused, untouched */
+    float f[2] = {1.5f, -2};
+    la_array a = {LA_NPY_F32, 1, {2}, 2, f};
+    assert_int_equal(la_array_to_f32(&a), LA_OK);
+    assert_ptr_equal(a.data, f);
+    double d[2] = {1, 2};
+    la_array b = {LA_NPY_F64, 1, {2}, 2, d};
+    assert_int_equal(la_array_to_f32(&b), LA_EINVAL);
+    assert_ptr_equal(b.data, d);
+    assert_int_equal(b.dtype, LA_NPY_F64);
+    la_array c = {LA_NPY_F16, 1, {2}, 2, NULL};
+    assert_int_equal(la_array_to_f32(&c), LA_EINVAL);
+    assert_int_equal(la_array_to_f32(NULL), LA_EINVAL);
+}
+
 int main(void)
 {
     tu_init("test_npy");
     enum { n_bad = sizeof bad_cases / sizeof bad_cases[0] };
-    struct CMUnitTest tests[6 + n_bad] = {
-        cmocka_unit_test(parses_numpy_files), cmocka_unit_test(writes_numpy_bytes),
-        cmocka_unit_test(round_trip),         cmocka_unit_test(tolerant_headers),
-        cmocka_unit_test(read_errors),        cmocka_unit_test(write_errors),
+    struct CMUnitTest tests[7 + n_bad] = {
+        cmocka_unit_test(parses_numpy_files),
+        cmocka_unit_test(writes_numpy_bytes),
+        cmocka_unit_test(round_trip),
+        cmocka_unit_test(tolerant_headers),
+        cmocka_unit_test(read_errors),
+        cmocka_unit_test(write_errors),
+        cmocka_unit_test(half_precision_widens_exactly),
     };
     /* one named test per malformed file */
     for (size_t i = 0; i < n_bad; i++)
-        tests[6 + i] =
+        tests[7 + i] =
             (struct CMUnitTest){bad_cases[i].name, refuses, NULL, NULL, (void *)&bad_cases[i]};
-    return _cmocka_run_group_tests("test_npy", tests, 6 + n_bad, make_tmpdir, remove_tmpdir);
+    return _cmocka_run_group_tests("test_npy", tests, 7 + n_bad, make_tmpdir, remove_tmpdir);
 }

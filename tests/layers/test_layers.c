@@ -584,6 +584,19 @@ static void load_from_npy(void **state)
     assert_int_equal(la_npy_write(path, &integer), LA_OK);
     assert_int_equal(la_layer_weights_load(&got, LA_FLOAT64, 1, dir, "", &err), LA_EDTYPE);
     assert_string_equal(err.path, path);
+    /* float16 and bfloat16 load, widened exactly: 1 + e/1024 and −(1 + e/128) */
+    for (int kind = 0; kind < 2; kind++) {
+        uint16_t bits[12];
+        for (size_t e = 0; e < D; e++)
+            bits[e] = (uint16_t)((kind ? 0xBF80 : 0x3C00) + e);
+        la_array half = {kind ? LA_NPY_BF16 : LA_NPY_F16, 1, {D}, D, bits};
+        assert_int_equal(la_npy_write(path, &half), LA_OK);
+        assert_int_equal(la_layer_weights_load(&got, LA_FLOAT64, 1, dir, "", &err), LA_OK);
+        for (size_t e = 0; e < D; e++)
+            assert_true(((double *)got.tensor[LA_W_NORM3_BIAS])[e] ==
+                        (kind ? -(1 + (double)e / 128) : 1 + (double)e / 1024));
+        la_layer_weights_free(&got);
+    }
     /* not a .npy file at all */
     FILE *f = fopen(path, "wb");
     assert_non_null(f);

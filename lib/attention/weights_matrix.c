@@ -1,0 +1,77 @@
+/* weights_matrix.c — the attention matrix itself: the normalised weights A (B, H, N, M)
+ * with out = A · V, for inspection (`linattn attend --save-weights`). Not to be confused
+ * with lib/io/weights.c, the Transformer weights loader.
+ *   softmax (fused and materialising): A_ij = exp(s_ij − max_j s_ij) / Σ_j exp(…),
+ *     s = q·k · scale, over the visible keys;
+ *   hard: one-hot rows, 1 at argmax_j s_ij over the visible keys (ties to the lowest j);
+ *   linear (non-causal, chunked, recurrent): A_ij = φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps),
+ *     z_i = Σ φ(k_j) over the keys query i sees, i.e. the row's numerators' sum + eps.
+ * Hidden entries (causal mask, key lengths) are exactly 0; a query that sees no key (or,
+ * in linear attention, whose denominator is 0) gets a row of zeros, as in the kernels.
+ *
+ * Work is split into tasks of (batch entry, head, block of ROWS queries), each computed
+ * whole by one thread: the scores of the block are one product (la_gemm_*) written
+ * straight into the output rows, then normalised row by row in place. The split does not
+ * depend on the thread count, so the output is bitwise the same on any. The template is
+ * weights_matrix_tmpl.h, included once per precision (core/real_f32.h explains how). */
+#include "attention/attention_internal.h"
+#include "attention/linear_internal.h"
+
+#include <float.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { ROWS = 64 }; /* queries per task */
+
+/* Which normalisation a kernel's weights follow. */
+typedef enum { WEIGHTS_SOFTMAX, WEIGHTS_HARD, WEIGHTS_LINEAR } weights_kind;
+
+static bool weights_kind_of(la_kernel kernel, weights_kind *kind)
+{
+    switch (kernel) {
+    case LA_KERNEL_SOFTMAX:
+    case LA_KERNEL_SOFTMAX_MATERIALIZED: *kind = WEIGHTS_SOFTMAX; return true;
+    case LA_KERNEL_HARD: *kind = WEIGHTS_HARD; return true;
+    case LA_KERNEL_LINEAR:
+    case LA_KERNEL_LINEAR_RECURRENT: *kind = WEIGHTS_LINEAR; return true;
+    case LA_KERNEL_COUNT: break;
+    }
+    return false;
+}
+
+/* The range rule (linattn.h), from a = max|q|, b = max|k| in long double: every score
+ * |q·k·scale| <= d_k·a·b·max(|scale|, 1), and in linear attention every numerator
+ * φ(q)·φ(k) <= d_k·(a + 1)·(b + 1) and a row's sum M times that, under REAL_MAX / 8.
+ * Non-finite inputs pass (their weights are not finite either). */
+static bool weights_fit(weights_kind kind, const la_problem *p, double a, double b, double max)
+{
+    if (!isfinite(a) || !isfinite(b)) return true;
+    const long double dk = (long double)p->d_k, limit = (long double)max / 8;
+    if (kind == WEIGHTS_LINEAR)
+        return dk * (long double)p->n_keys * ((long double)a + 1) * ((long double)b + 1) <= limit;
+    const long double scale = fmaxl(fabsl((long double)p->scale), 1);
+    return scale <= limit && dk * (long double)a * (long double)b * scale <= limit;
+}
+
+/* clang-format off */
+#include "core/real_f32.h"
+#include "attention/weights_matrix_tmpl.h"
+#include "core/real_f64.h"
+#include "attention/weights_matrix_tmpl.h"
+#include "core/real_undef.h"
+/* clang-format on */
+
+la_status la_attention_weights_f32(la_kernel kernel, const la_problem *p, const float *q,
+                                   const float *k, float *out)
+{
+    return attention_weights_f32(kernel, p, q, k, out);
+}
+
+la_status la_attention_weights_f64(la_kernel kernel, const la_problem *p, const double *q,
+                                   const double *k, double *out)
+{
+    return attention_weights_f64(kernel, p, q, k, out);
+}
