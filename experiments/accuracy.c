@@ -22,25 +22,26 @@
 #include <string.h>
 
 static const char help_text[] =
-    "usage: linattn accuracy [--n LO:HI] [--d D] [--heads H] [--fixed-n N]\n"
+    "usage: linattn accuracy [--n LIST] [--d D] [--heads H] [--fixed-n N]\n"
     "                        [--studies LIST] [--out PATH] [--resume] [--seed N]\n"
     "\n"
     "Compares the attention variants numerically; relative errors are\n"
     "‖y − y_ref‖ / ‖y_ref‖ over the whole output (inf when any value is not finite).\n"
     "  error_vs_n  every kernel of the library's registry, float32 and float64, against\n"
-    "              its float64 reference (la_ref_*) on the same inputs, N = LO, 2·LO, …,\n"
-    "              HI; the series:\n";
+    "              its float64 reference (la_ref_*) on the same inputs, at each N of\n"
+    "              --n; the series:\n";
 static const char help_after_series[] =
     "  distance    linear vs softmax, hard vs softmax and linear vs hard (float64\n"
     "              references) on random inputs and on inputs where one key dominates\n"
-    "              every query's scores (logit gap ≈ 16), N = LO … HI\n"
+    "              every query's scores (logit gap ≈ 16), at each N of --n\n"
     "  eps         linear attention (elu+1 and relu, causal and not) at ε = 0, 1e-12, …,\n"
     "              10 against ε = 0, and the float32 kernel against the reference at\n"
     "              each ε, at N = --fixed-n\n"
     "  chunk       chunked causal linear attention (float32) for chunk sizes 1, 2, 4, …,\n"
     "              N against the recurrent kernel and the reference, at N = --fixed-n\n"
     "\n"
-    "  --n LO:HI        sequence lengths of error_vs_n and distance (default 16:4096)\n"
+    "  --n LIST         sequence lengths of error_vs_n and distance:\n"
+    "                   " SW_SWEEP_SYNTAX " (default 16:4096)\n"
     "  --d D            head size, d_k = d_v = D (default 64)\n"
     "  --heads H        heads (default 2)\n"
     "  --fixed-n N      N of the eps and chunk studies (default 1000)\n"
@@ -79,7 +80,8 @@ static const char COLUMNS[] =
 enum { N_KEY = 12, MAX_POINTS = 64 };
 
 typedef struct {
-    size_t lo, hi, d, heads, fixed_n;
+    size_t ns[MAX_POINTS], n_points, hi; /* --n, increasing; hi the largest */
+    size_t d, heads, fixed_n;
     int studies[4];
     sw_common common;
 } config;
@@ -105,10 +107,13 @@ static int parse(int argc, char **argv, config *c)
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
-    c->lo = 16, c->hi = 4096, c->d = 64, c->heads = 2, c->fixed_n = 1000;
+    c->d = 64, c->heads = 2, c->fixed_n = 1000;
     for (int i = 0; i < 4; i++)
         c->studies[i] = 1;
-    if (n && (rc = sw_parse_range("--n", n, &c->lo, &c->hi))) return rc;
+    if ((rc = sw_parse_sweep("--n", n ? n : "16:4096", 2, c->ns, MAX_POINTS, &c->n_points)))
+        return rc;
+    sw_sort_sizes(c->ns, c->n_points); /* rows and figures go up in N */
+    c->hi = c->ns[c->n_points - 1];
     if (d && (rc = sw_parse_positive("--d", d, &c->d))) return rc;
     if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
     if (fixed && (rc = sw_parse_positive("--fixed-n", fixed, &c->fixed_n))) return rc;
@@ -611,8 +616,7 @@ int cmd_accuracy(int argc, char **argv)
                            "distances between attention variants",
                            COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
     if (!f) return cli_fail("accuracy", "%s", err);
-    size_t ns[MAX_POINTS];
-    size_t n_points = sw_geometric(c.lo, c.hi, 2, ns, MAX_POINTS);
+    const size_t *ns = c.ns, n_points = c.n_points;
     res_progress pr;
     int total = (c.studies[0] ? (int)n_points : 0) + (c.studies[1] ? 2 * (int)n_points : 0) +
                 (c.studies[2] ? 4 : 0) + (c.studies[3] ? 1 : 0);

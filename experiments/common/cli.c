@@ -197,7 +197,24 @@ static const cli_flag *find_flag(const cli_flag *flags, const char *name, size_t
     return NULL;
 }
 
+void cli_deprecated(const char *old, const char *use)
+{
+    fprintf(stderr, "linattn: warning: %s is deprecated, use %s\n", old, use);
+}
+
+static const cli_alias *find_alias(const cli_alias *aliases, const char *name, size_t len)
+{
+    for (const cli_alias *a = aliases; a && a->old; a++)
+        if (strlen(a->old) == len && strncmp(a->old, name, len) == 0) return a;
+    return NULL;
+}
+
 int cli_parse_flags(int argc, char **argv, const cli_flag *flags)
+{
+    return cli_parse_flags_aliased(argc, argv, flags, NULL);
+}
+
+int cli_parse_flags_aliased(int argc, char **argv, const cli_flag *flags, const cli_alias *aliases)
 {
     const char *command = argc > 0 ? argv[0] : "linattn";
     /* which flags were seen, to refuse repeats (at most 64 flags per command) */
@@ -210,10 +227,18 @@ int cli_parse_flags(int argc, char **argv, const cli_flag *flags)
         /* --name or --name=value */
         const char *name = arg + 2, *eq = strchr(name, '=');
         size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
-        const cli_flag *f = find_flag(flags, name, name_len);
         char shown[128];
         snprintf(shown, sizeof shown, "--%.*s", (int)(name_len < 100 ? name_len : 100), name);
+        /* a deprecated name: one warning line, then the flag it now is */
+        const cli_alias *alias = find_alias(aliases, name, name_len);
+        const cli_flag *f = alias ? find_flag(flags, alias->now, strlen(alias->now))
+                                  : find_flag(flags, name, name_len);
         if (!f) return cli_fail(shown, "unknown flag (see linattn help %s)", command);
+        if (alias) {
+            char now[128];
+            snprintf(now, sizeof now, "--%s", alias->now);
+            cli_deprecated(shown, now);
+        }
         size_t index = (size_t)(f - flags);
         if (index < 64) {
             if (seen >> index & 1) return cli_fail(shown, "given more than once");
