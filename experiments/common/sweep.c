@@ -60,12 +60,9 @@ int sw_parse_range(const char *flag, const char *s, size_t *lo, size_t *hi)
     return 0;
 }
 
-/* The largest value of a sweep: 2^53, where doubles stop counting exactly (a size that
- * large is refused by the memory checks anyway; this keeps the arithmetic defined). */
-static const double SWEEP_MAX = 9007199254740992.0;
-
-/* text is a size >= 1, at most SWEEP_MAX: 1 (into *out), 0 not a decimal, -1 too large,
- * -2 zero. Prints nothing. */
+/* text is a size >= 1, at most 2^53 (where doubles stop counting exactly: a size that
+ * large is refused by the memory checks anyway; this keeps the arithmetic defined): 1
+ * (into *out), 0 not a decimal, -1 too large, -2 zero. Prints nothing. */
 static int sweep_value(const char *text, size_t *out)
 {
     if (!*text) return 0;
@@ -73,15 +70,17 @@ static int sweep_value(const char *text, size_t *out)
         if (*c < '0' || *c > '9') return 0;
     errno = 0;
     unsigned long long v = strtoull(text, NULL, 10);
-    if (errno == ERANGE || (double)v > SWEEP_MAX || v > SIZE_MAX) return -1;
+    if (errno == ERANGE || v > (1ull << 53) || v > SIZE_MAX) return -1;
     if (v == 0) return -2;
     *out = (size_t)v;
     return 1;
 }
 
-/* One item of a sweep: V, LO:HI or LO:HI:xF, into values (at most 256); the count, or
- * 0 after one line. */
-static size_t sweep_item(const char *flag, const char *item, double factor, size_t *values)
+/* One item of a sweep: V, LO:HI or LO:HI:xF, into values (the first cap of them: the
+ * caller's max + 1 tells it that there are more than max); the count, or 0 after one
+ * line. */
+static size_t sweep_item(const char *flag, const char *item, double factor, size_t *values,
+                         size_t cap)
 {
     char buf[256], *part[3] = {buf, NULL, NULL};
     if (strlen(item) >= sizeof buf) return cli_fail(flag, "'%.40s…' is too long", item), 0;
@@ -117,7 +116,7 @@ static size_t sweep_item(const char *flag, const char *item, double factor, size
                             part[2]),
                    0;
     }
-    return sw_geometric(ends[0], ends[1], f, values, 256);
+    return sw_geometric(ends[0], ends[1], f, values, cap);
 }
 
 int sw_parse_sweep(const char *flag, const char *s, double factor, size_t *out, size_t max,
@@ -130,8 +129,9 @@ int sw_parse_sweep(const char *flag, const char *s, double factor, size_t *out, 
     int rc = cli_split_list(flag, s, buf, sizeof buf, items, 256, &count);
     if (rc) return rc;
     for (size_t i = 0; i < count; i++) {
-        size_t values[256];
-        const size_t got = sweep_item(flag, items[i], factor, values);
+        /* max + 1 values of the item: if they all are new, the check below fails */
+        size_t values[257];
+        const size_t got = sweep_item(flag, items[i], factor, values, max + 1);
         if (got == 0) return 2;
         for (size_t j = 0; j < got; j++) {
             bool seen = false;
