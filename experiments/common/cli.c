@@ -219,6 +219,9 @@ int cli_parse_flags_aliased(int argc, char **argv, const cli_flag *flags, const 
     const char *command = argc > 0 ? argv[0] : "linattn";
     /* which flags were seen, to refuse repeats (at most 64 flags per command) */
     unsigned long long seen = 0;
+    /* the deprecated names used, by alias (at most 64): warned about once parsing has
+     * succeeded, so an error stays the only line */
+    unsigned long long renamed = 0;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
@@ -234,11 +237,7 @@ int cli_parse_flags_aliased(int argc, char **argv, const cli_flag *flags, const 
         const cli_flag *f = alias ? find_flag(flags, alias->now, strlen(alias->now))
                                   : find_flag(flags, name, name_len);
         if (!f) return cli_fail(shown, "unknown flag (see linattn help %s)", command);
-        if (alias) {
-            char now[128];
-            snprintf(now, sizeof now, "--%s", alias->now);
-            cli_deprecated(shown, now);
-        }
+        if (alias && alias - aliases < 64) renamed |= 1ull << (alias - aliases);
         size_t index = (size_t)(f - flags);
         if (index < 64) {
             if (seen >> index & 1) return cli_fail(shown, "given more than once");
@@ -258,6 +257,13 @@ int cli_parse_flags_aliased(int argc, char **argv, const cli_flag *flags, const 
             return cli_fail(shown, "takes no value");
         }
         if (f->present) *f->present = 1;
+    }
+    for (const cli_alias *a = aliases; renamed && a->old; a++, renamed >>= 1) {
+        if (!(renamed & 1)) continue;
+        char old[128], now[128];
+        snprintf(old, sizeof old, "--%s", a->old);
+        snprintf(now, sizeof now, "--%s", a->now);
+        cli_deprecated(old, now);
     }
     return 0;
 }

@@ -116,8 +116,9 @@ typedef struct {
     const char *old, *now; /* without the dashes: {"variants", "variant"} */
 } cli_alias;
 
-/* cli_parse_flags, with the old names of aliases (NULL: none) read as their new ones,
- * one cli_deprecated line per use. */
+/* cli_parse_flags, with the old names of aliases (NULL: none) read as their new ones:
+ * one cli_deprecated line per old name used, printed once parsing has succeeded (a
+ * parsing error stays the only line; a later error of the command follows the warning). */
 int cli_parse_flags_aliased(int argc, char **argv, const cli_flag *flags, const cli_alias *aliases);
 
 /* ---------------------------------------------------------------- .npy files */

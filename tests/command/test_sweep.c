@@ -51,7 +51,7 @@ static void expect_values(const char *text, double factor, const size_t *want, s
 #define EXPECT(text, factor, ...)                                                                  \
     do {                                                                                           \
         const size_t want_[] = {__VA_ARGS__};                                                      \
-        expect_values(text, factor, want_, sizeof want_ / sizeof want_[0]);                       \
+        expect_values(text, factor, want_, sizeof want_ / sizeof want_[0]);                        \
     } while (0)
 
 /* text is refused (status 2) with max values allowed, printing exactly the line line. */
@@ -101,13 +101,13 @@ static void factors(void **state)
     EXPECT("5:4999:x10", 2, 5, 50, 500);
     EXPECT("2:2048:x1024", 0, 2, 2048);
     EXPECT("1:9007199254740992:x2", 0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096,
-           8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576, 2097152, 4194304,
-           8388608, 16777216, 33554432, 67108864, 134217728, 268435456, 536870912, 1073741824,
-           2147483648u, 4294967296u, 8589934592u, 17179869184u, 34359738368u, 68719476736u,
-           137438953472u, 274877906944u, 549755813888u, 1099511627776u, 2199023255552u,
-           4398046511104u, 8796093022208u, 17592186044416u, 35184372088832u, 70368744177664u,
-           140737488355328u, 281474976710656u, 562949953421312u, 1125899906842624u,
-           2251799813685248u, 4503599627370496u, 9007199254740992u);
+           8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576, 2097152, 4194304, 8388608,
+           16777216, 33554432, 67108864, 134217728, 268435456, 536870912, 1073741824, 2147483648u,
+           4294967296u, 8589934592u, 17179869184u, 34359738368u, 68719476736u, 137438953472u,
+           274877906944u, 549755813888u, 1099511627776u, 2199023255552u, 4398046511104u,
+           8796093022208u, 17592186044416u, 35184372088832u, 70368744177664u, 140737488355328u,
+           281474976710656u, 562949953421312u, 1125899906842624u, 2251799813685248u,
+           4503599627370496u, 9007199254740992u);
 }
 
 /* A value given twice, by a list or by overlapping ranges, is kept once, where it first
@@ -138,8 +138,8 @@ static void errors(void **state)
     expect_error("16,", 256, "empty item in '16,'");
     expect_error(",16", 256, "empty item in ',16'");
     /* not a value, range or factor range */
-    const char *not_items[] = {"abc", "-4",     "1.5",  " 16",  "16 ",   "0x10",    "12:x",
-                               ":8",  "8:",     "1:2:3:4", "1e3", "+5",    "16:-32"};
+    const char *not_items[] = {"abc", "-4", "1.5",     " 16", "16 ", "0x10",  "12:x",
+                               ":8",  "8:", "1:2:3:4", "1e3", "+5",  "16:-32"};
     for (size_t i = 0; i < sizeof not_items / sizeof not_items[0]; i++) {
         char line[128];
         snprintf(line, sizeof line, "'%s' is not a value, LO:HI or LO:HI:xF", not_items[i]);
@@ -154,11 +154,20 @@ static void errors(void **state)
     expect_error("16,9:8:x2", 256, "'9:8:x2': HI is below LO");
     /* bad factors */
     const char *bad_factors[][2] = {
-        {"1:8:x1", "x1"},       {"1:8:x0.5", "x0.5"}, {"1:8:2", "2"},
-        {"1:8:x", "x"},         {"1:8:xabc", "xabc"}, {"1:8:x2000", "x2000"},
-        {"1:8:xnan", "xnan"},   {"1:8:x-2", "x-2"},   {"1:8:x 2", "x 2"},
-        {"1:8:x2y", "x2y"},     {"1:8:xinf", "xinf"}, {"1:8:x1e999", "x1e999"},
-        {"1:8:x1024.5", "x1024.5"}, {"1:2:", ""},
+        {"1:8:x1", "x1"},
+        {"1:8:x0.5", "x0.5"},
+        {"1:8:2", "2"},
+        {"1:8:x", "x"},
+        {"1:8:xabc", "xabc"},
+        {"1:8:x2000", "x2000"},
+        {"1:8:xnan", "xnan"},
+        {"1:8:x-2", "x-2"},
+        {"1:8:x 2", "x 2"},
+        {"1:8:x2y", "x2y"},
+        {"1:8:xinf", "xinf"},
+        {"1:8:x1e999", "x1e999"},
+        {"1:8:x1024.5", "x1024.5"},
+        {"1:2:", ""},
     };
     for (size_t i = 0; i < sizeof bad_factors / sizeof bad_factors[0]; i++) {
         char line[128];
