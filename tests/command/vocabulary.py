@@ -13,8 +13,8 @@ command, so a command that spells a kernel its own way fails here:
   3. the deprecated spellings (attend --kernel, block/flops --attention, bench
      --causal-form) still work, with exactly one line "linattn: warning: X is deprecated,
      use Y", and give the same result as the new spelling;
-  4. the numeric sweep flags (bench --n, crossover --n/--d, accuracy --n, block-sweep --n)
-     take V, LO:HI and LO:HI:xF lists and say so in their help; a malformed list exits 2
+  4. the numeric sweep flags (bench --n, crossover --n/--d, accuracy --n, block-sweep --n,
+     params-sweep --d-model) take V, LO:HI and LO:HI:xF lists and say so in their help; a malformed list exits 2
      with one line naming the flag, before anything is written.
 
 Exits 1 on any failure; the last line is "vocabulary: N passed, N failed".
@@ -244,7 +244,8 @@ def deprecations(c):
 def lists(c):
     """4: the one list syntax, in the help and on the command line."""
     for command, flags in (("bench", ["--n"]), ("crossover", ["--n", "--d"]),
-                           ("accuracy", ["--n"]), ("block-sweep", ["--n"])):
+                           ("accuracy", ["--n"]), ("block-sweep", ["--n"]),
+                           ("params-sweep", ["--d-model"])):
         rc, text, _ = c.run(["help", command])
         problems = []
         if text.count(SWEEP_SYNTAX) < len(flags):
@@ -290,6 +291,13 @@ def lists(c):
     with open(out) as f:
         ds = sorted({int(row.split(",")[0]) for row in f if row[0] != "#" and row[0] != "d"})
     c.check("crossover --d 4:8 measured d", [] if ds == [4, 8] else ["d %s" % ds])
+    out = c.path("params.csv")
+    c.works("params-sweep --d-model 128,64:96:x1.5",
+            ["params-sweep", "--d-model", "128,64:96:x1.5", "--out", out])
+    with open(out) as f:
+        ds = [int(row.split(",")[2]) for row in f if row.startswith("sweep,")]
+    c.check("params-sweep --d-model 128,64:96:x1.5: sorted", [] if ds == [64, 96, 128]
+            else ["D %s" % ds])
     bench = c.works("bench --n 16:32,24", ["bench", "--variant", "linear", "--n", "16:32,24",
                                            "--heads", "1", "--d", "8", "--reps", "1"])
     ns = [int(line.split()[2]) for line in bench.splitlines() if line.startswith("linear")]
