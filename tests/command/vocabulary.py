@@ -304,6 +304,33 @@ def lists(c):
     c.check("bench --n 16:32,24 in the order given", [] if ns == [16, 32, 24] else ["N %s" % ns])
 
 
+def scaling(c, kernels):
+    """scaling, once it has adopted --variant and the list syntax (its own branch): series
+    names in both spellings, --variants with one warning, --n as a list. Skipped, and
+    said, while its help still shows the old forms."""
+    rc, text, _ = c.run(["help", "scaling"])
+    quick = ["scaling", "--d", "4", "--heads", "1", "--reps", "1", "--min-time", "0"]
+    if re.search(r"^  --variant LIST ", text, re.M):
+        for series in ("linear_causal_chunked", "linear-causal-chunked"):
+            c.works("scaling --variant %s" % series, quick + ["--n", "16", "--variant", series,
+                                                              "--out", c.path("s.csv")])
+        c.works("scaling --variants", quick + ["--n", "16", "--variants", "linear", "--out",
+                                               c.path("s.csv")],
+                "--variants is deprecated, use --variant")
+        c.refused("scaling --variant cosine", quick + ["--variant", "cosine", "--out",
+                                                       c.path("s.csv")], "--variant: 'cosine'")
+    else:
+        print("vocabulary: skipped scaling --variant (its help has no '--variant LIST' yet)")
+    if SWEEP_SYNTAX in text and re.search(r"^  --n LIST ", text, re.M):
+        c.works("scaling --n 16,32", quick + ["--n", "16,32", "--variant" if "--variant LIST"
+                                              in text else "--variants", "linear", "--out",
+                                              c.path("s.csv")])
+        c.refused("scaling --n 64:16", quick + ["--n", "64:16", "--out", c.path("s.csv")],
+                  "--n: ")
+    else:
+        print("vocabulary: skipped scaling --n LIST (its help does not give the list syntax yet)")
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -314,6 +341,7 @@ def main():
         kernel_names(c, kernels)
         deprecations(c)
         lists(c)
+        scaling(c, kernels)
     finally:
         shutil.rmtree(c.dir, ignore_errors=True)
     print("vocabulary: %d passed, %d failed" % (c.passed, c.failed))
