@@ -87,7 +87,7 @@ void cmd_attend_help(FILE *out)
           "                      [options]\n\n",
           out);
     fputs(help_intro, out);
-    fputs("  --variant K          the kernel, one of those below (either spelling)\n", out);
+    fputs("  --variant K          the kernel, one of those below\n", out);
     fputs(help_options, out);
     snprintf(text, sizeof text, "%s only: logits = q·k · S [1/sqrt(d_k)]",
              kernel_list(reads_scale, "and", names, sizeof names));

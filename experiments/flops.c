@@ -37,7 +37,7 @@ static const char help_text[] =
     "options (default in brackets):\n"
     "  --m M                decoder: memory tokens of the cross-attention [N]\n"
     "  --batch B            [1]\n"
-    "  --variant K          the attention's kernel, one of those below [softmax]\n"
+    "  --variant K          the kernel, one of those below [softmax]\n"
     "  --causal             causal self-attention [off]\n"
     "  --layer L            encoder or decoder [encoder]\n"
     "  --precision P        float32 or float64: element size of the bytes [float32]\n"

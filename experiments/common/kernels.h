@@ -91,8 +91,8 @@ int kn_allows(la_kernel k, int causal);
 size_t kn_family_kernels(la_kernel family, int causal, la_kernel *out);
 
 /* Whether the family has a kernel that runs only causal (LA_CAUSAL_REQUIRED): then its
- * causal runs come in forms (linear: chunked and recurrent) that bench lists as one
- * variant. */
+ * causal runs come in forms (linear: chunked and recurrent), as the deprecated bench
+ * --causal-form chooses them. */
 int kn_has_causal_forms(la_kernel family);
 
 /* ---------------------------------------------------------------- facts the registry lacks */

@@ -195,6 +195,10 @@ def kernel_names(c, kernels):
             for old in ("--attention", "--kernel", "--causal-form"):
                 if line.startswith("  " + old + " ") and "deprecated" not in line:
                     problems.append("help offers %s without 'deprecated'" % old)
+        want = ("  --variant LIST   comma-separated kernels, of those above" if command == "bench"
+                else "  --variant K          the kernel, one of those below")
+        if want not in text:
+            problems.append("no line '%s'" % want.strip())
         c.check("help %s: the registry's names" % command, problems)
 
 
