@@ -232,7 +232,7 @@ int cli_parse_flags_aliased(int argc, char **argv, const cli_flag *flags, const 
         size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
         char shown[128];
         snprintf(shown, sizeof shown, "--%.*s", (int)(name_len < 100 ? name_len : 100), name);
-        /* a deprecated name: one warning line, then the flag it now is */
+        /* a deprecated name is the flag it now is (its warning comes after the loop) */
         const cli_alias *alias = find_alias(aliases, name, name_len);
         const cli_flag *f = alias ? find_flag(flags, alias->now, strlen(alias->now))
                                   : find_flag(flags, name, name_len);
