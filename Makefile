@@ -154,6 +154,9 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a 
 	echo "== tests/command/data_numpy.py"; \
 	if /usr/bin/python3 tests/command/data_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/data_numpy.py"; fi; \
+	echo "== tests/command/vocabulary.py"; \
+	if /usr/bin/python3 tests/command/vocabulary.py $(BUILD)/linattn; then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: tests/command/vocabulary.py"; fi; \
 	echo "== tests/hostile/run.sh"; \
 	if tests/hostile/run.sh $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/hostile/run.sh"; fi; \

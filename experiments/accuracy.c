@@ -22,26 +22,27 @@
 #include <string.h>
 
 static const char help_text[] =
-    "usage: linattn accuracy [--n LO:HI] [--d D] [--heads H] [--fixed-n N]\n"
+    "usage: linattn accuracy [--n LIST] [--d D] [--heads H] [--fixed-n N]\n"
     "                        [--studies LIST] [--out PATH] [--resume] [--seed N]\n"
     "                        [--q Q.npy --k K.npy --v V.npy]\n"
     "\n"
     "Compares the attention variants numerically; relative errors are\n"
     "‖y − y_ref‖ / ‖y_ref‖ over the whole output (inf when any value is not finite).\n"
     "  error_vs_n  every kernel of the library's registry, float32 and float64, against\n"
-    "              its float64 reference (la_ref_*) on the same inputs, N = LO, 2·LO, …,\n"
-    "              HI; the series:\n";
+    "              its float64 reference (la_ref_*) on the same inputs, at each N of\n"
+    "              --n; the series:\n";
 static const char help_after_series[] =
     "  distance    linear vs softmax, hard vs softmax and linear vs hard (float64\n"
     "              references) on random inputs and on inputs where one key dominates\n"
-    "              every query's scores (logit gap ≈ 16), N = LO … HI\n"
+    "              every query's scores (logit gap ≈ 16), at each N of --n\n"
     "  eps         linear attention (elu+1 and relu, causal and not) at ε = 0, 1e-12, …,\n"
     "              10 against ε = 0, and the float32 kernel against the reference at\n"
     "              each ε, at N = --fixed-n\n"
     "  chunk       chunked causal linear attention (float32) for chunk sizes 1, 2, 4, …,\n"
     "              N against the recurrent kernel and the reference, at N = --fixed-n\n"
     "\n"
-    "  --n LO:HI        sequence lengths of error_vs_n and distance (default 16:4096)\n"
+    "  --n LIST         sequence lengths of error_vs_n and distance:\n"
+    "                   " SW_SWEEP_SYNTAX " (default 16:4096)\n"
     "  --d D            head size, d_k = d_v = D (default 64)\n"
     "  --heads H        heads (default 2)\n"
     "  --fixed-n N      N of the eps and chunk studies (default 1000)\n"
@@ -90,7 +91,8 @@ static const char COLUMNS[] =
 enum { N_KEY = 12, MAX_POINTS = 64 };
 
 typedef struct {
-    size_t lo, hi, d, heads, fixed_n;
+    size_t ns[MAX_POINTS], n_points, hi; /* --n, increasing; hi the largest */
+    size_t d, heads, fixed_n;
     int studies[4];
     sw_common common;
     in_source source; /* random, or --q/--k/--v (common/inputs.h) */
@@ -129,8 +131,13 @@ static int shape_from_arrays(config *c, const char *d, const char *heads, int n_
                         "--q/--k/--v)",
                         c->fixed_n, max_n);
     c->d = s->d_k, c->heads = s->batch * s->heads;
-    if (c->hi > max_n) c->hi = max_n;
-    if (c->lo > c->hi) c->lo = c->hi;
+    /* the default lengths clipped to the arrays' (at least one length: theirs) */
+    size_t kept = 0;
+    for (size_t i = 0; i < c->n_points; i++)
+        if (c->ns[i] <= max_n) c->ns[kept++] = c->ns[i];
+    if (kept == 0) c->ns[kept++] = max_n;
+    c->n_points = kept;
+    c->hi = c->ns[kept - 1];
     if (c->fixed_n > max_n) c->fixed_n = max_n;
     return 0;
 }
@@ -158,10 +165,13 @@ static int parse(int argc, char **argv, config *c)
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
-    c->lo = 16, c->hi = 4096, c->d = 64, c->heads = 2, c->fixed_n = 1000;
+    c->d = 64, c->heads = 2, c->fixed_n = 1000;
     for (int i = 0; i < 4; i++)
         c->studies[i] = 1;
-    if (n && (rc = sw_parse_range("--n", n, &c->lo, &c->hi))) return rc;
+    if ((rc = sw_parse_sweep("--n", n ? n : "16:4096", 2, c->ns, MAX_POINTS, &c->n_points)))
+        return rc;
+    sw_sort_sizes(c->ns, c->n_points); /* rows and figures go up in N */
+    c->hi = c->ns[c->n_points - 1];
     if (d && (rc = sw_parse_positive("--d", d, &c->d))) return rc;
     if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
     if (fixed && (rc = sw_parse_positive("--fixed-n", fixed, &c->fixed_n))) return rc;
@@ -680,8 +690,7 @@ int cmd_accuracy(int argc, char **argv)
         res_meta_extra(NULL);
         return cli_fail("accuracy", "%s", err);
     }
-    size_t ns[MAX_POINTS];
-    size_t n_points = sw_geometric(c.lo, c.hi, 2, ns, MAX_POINTS);
+    const size_t *ns = c.ns, n_points = c.n_points;
     res_progress pr;
     int total = (c.studies[0] ? (int)n_points : 0) +
                 (c.studies[1] ? (c.source.from_files ? 1 : 2) * (int)n_points : 0) +

@@ -39,8 +39,8 @@ static const char help_options[] =
     "                       hidden entries 0, a query that sees no key a zero row.\n"
     "                       Refused (one line) when its N·M·B·H elements pass the\n"
     "                       machine's memory [none]\n"
-    "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores]; " CLI_THREADS_HELP
-    "\n";
+    "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores];\n"
+    "                       " CLI_THREADS_HELP "\n";
 static const char help_end[] =
     "\n"
     "exit status: 0 done, 2 bad flags or inputs (one line on stderr: linattn: WHAT: why)\n"
@@ -53,43 +53,36 @@ static const char help_end[] =
 
 /* ---------------------------------------------------------------- kernels */
 
-/* --variant names a family of the registry (common/kernels.h) and --kernel one of its
- * forms; which flags apply follows the chosen kernel's params. */
+/* --variant names one kernel of the registry (common/kernels.h); which flags apply
+ * follows the kernel's params. The deprecated --kernel FORM (one release more) picks a
+ * kernel of --variant's family by its form: --variant softmax --kernel materialized is
+ * softmax_materialized. */
 
-static int is_family(la_kernel k)
+static int reads_scale(la_kernel k)
 {
-    return kn_family(k) == k;
+    return (la_kernel_get(k)->params & LA_PARAM_SCALE) != 0;
 }
-
-/* The LA_PARAM_* bits any kernel of the family reads. */
-static unsigned family_params(la_kernel family)
+static int reads_feature_map(la_kernel k)
 {
-    unsigned params = 0;
-    for (int k = 0; k < LA_KERNEL_COUNT; k++)
-        if (kn_family((la_kernel)k) == family) params |= la_kernel_get((la_kernel)k)->params;
-    return params;
+    return (la_kernel_get(k)->params & LA_PARAM_FEATURE_MAP) != 0;
 }
-
-static int family_reads_scale(la_kernel k)
+static int reads_eps(la_kernel k)
 {
-    return is_family(k) && (family_params(k) & LA_PARAM_SCALE);
+    return (la_kernel_get(k)->params & LA_PARAM_EPS) != 0;
 }
-static int family_reads_feature_map(la_kernel k)
+/* --chunk: the kernels that read it, run causal */
+static int reads_chunk(la_kernel k)
 {
-    return is_family(k) && (family_params(k) & LA_PARAM_FEATURE_MAP);
-}
-static int family_reads_eps(la_kernel k)
-{
-    return is_family(k) && (family_params(k) & LA_PARAM_EPS);
+    return (la_kernel_get(k)->params & LA_PARAM_CHUNK) && kn_allows(k, 1);
 }
 
-/* "softmax and hard" (or, with conjunction "or", "softmax or hard"): the families keep
- * accepts. */
-static const char *family_list(int (*keep)(la_kernel), const char *conjunction, char *buf,
+/* "softmax, softmax_materialized and hard" (or, with conjunction "or", "… or hard"):
+ * the kernels keep accepts. */
+static const char *kernel_list(int (*keep)(la_kernel), const char *conjunction, char *buf,
                                size_t size)
 {
     char names[512];
-    kn_kernel_names(keep, 1, ", ", names, sizeof names);
+    kn_kernel_names(keep, ", ", names, sizeof names);
     char *last = strrchr(names, ',');
     if (last)
         snprintf(buf, size, "%.*s %s %s", (int)(last - names), names, conjunction, last + 2);
@@ -98,71 +91,36 @@ static const char *family_list(int (*keep)(la_kernel), const char *conjunction, 
     return buf;
 }
 
-/* "--variant linear --causal (chunked)": where --chunk applies (the causal kernels that
- * read LA_PARAM_CHUNK), joined by " or ". */
-static const char *chunk_places(char *buf, size_t size)
-{
-    size_t used = 0;
-    buf[0] = 0;
-    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
-        if (!(la_kernel_get((la_kernel)k)->params & LA_PARAM_CHUNK) || !kn_allows((la_kernel)k, 1))
-            continue;
-        la_kernel family = kn_family((la_kernel)k), causal_kernels[LA_KERNEL_COUNT];
-        char form[96] = "";
-        if (kn_family_kernels(family, 1, causal_kernels) > 1)
-            snprintf(form, sizeof form, " (%s)", kn_form((la_kernel)k));
-        int len = snprintf(buf + used, size - used, "%s--variant %s --causal%s", used ? " or " : "",
-                           kn_cli_name(family), form);
-        if (len < 0 || (size_t)len >= size - used) break;
-        used += (size_t)len;
-    }
-    return buf;
-}
-
 void cmd_attend_help(FILE *out)
 {
-    char names[512], text[512];
-    fprintf(out,
-            "usage: linattn attend --variant %s --q Q.npy --k K.npy --v V.npy\n"
-            "                      --out Y.npy [options]\n\n",
-            kn_kernel_names(is_family, 1, "|", names, sizeof names));
-    fputs(help_intro, out);
-    fprintf(out, "  --variant V          the attention: %s (the kernels below)\n",
-            family_list(is_family, "or", names, sizeof names));
-    fputs(help_options, out);
-    fprintf(out, "  --scale S            %s only: logits = q·k · S [1/sqrt(d_k)]\n",
-            family_list(family_reads_scale, "and", names, sizeof names));
-    fprintf(out, "  --feature-map F      %s only: elu (φ = elu + 1) or relu [elu]\n",
-            family_list(family_reads_feature_map, "and", names, sizeof names));
-    fprintf(out, "  --eps E              %s only: E >= 0 in the denominator [1e-6]\n",
-            family_list(family_reads_eps, "and", names, sizeof names));
-    fputs("  --kernel K           the variant's kernel, by the name below, where it has more\n"
-          "                       than one for the --causal given [the first listed]\n",
+    char names[512], text[1024];
+    fputs("usage: linattn attend --variant K --q Q.npy --k K.npy --v V.npy --out Y.npy\n"
+          "                      [options]\n\n",
           out);
-    snprintf(text, sizeof text, "%s: tokens per chunk, C >= 1 [%d]",
-             chunk_places(names, sizeof names), LA_DEFAULT_CHUNK);
+    fputs(help_intro, out);
+    fputs("  --variant K          the kernel, one of those below\n", out);
+    fputs(help_options, out);
+    snprintf(text, sizeof text, "%s only: logits = q·k · S [1/sqrt(d_k)]",
+             kernel_list(reads_scale, "and", names, sizeof names));
+    fputs("  --scale S            ", out);
+    cli_print_wrapped(out, text, 23);
+    snprintf(text, sizeof text, "%s only: elu (φ = elu + 1) or relu [elu]",
+             kernel_list(reads_feature_map, "and", names, sizeof names));
+    fputs("  --feature-map F      ", out);
+    cli_print_wrapped(out, text, 23);
+    snprintf(text, sizeof text, "%s only: E >= 0 in the denominator [1e-6]",
+             kernel_list(reads_eps, "and", names, sizeof names));
+    fputs("  --eps E              ", out);
+    cli_print_wrapped(out, text, 23);
+    snprintf(text, sizeof text, "%s with --causal: tokens per chunk, C >= 1 [%d]",
+             kernel_list(reads_chunk, "or", names, sizeof names), LA_DEFAULT_CHUNK);
     fputs("  --chunk C            ", out);
     cli_print_wrapped(out, text, 23);
-
-    /* the registry's kernels by family: variant, kernel, summary */
-    fputs("\nkernels (--variant V [--kernel K]; the library's registry):\n", out);
-    for (int f = 0; f < LA_KERNEL_COUNT; f++) {
-        if (!is_family((la_kernel)f)) continue;
-        la_kernel members[LA_KERNEL_COUNT];
-        size_t n_members = 0;
-        for (int k = 0; k < LA_KERNEL_COUNT; k++)
-            if (kn_family((la_kernel)k) == (la_kernel)f) members[n_members++] = (la_kernel)k;
-        for (size_t i = 0; i < n_members; i++) {
-            const la_kernel_info *info = la_kernel_get(members[i]);
-            snprintf(text, sizeof text, "%s%s", info->summary,
-                     info->causal == LA_CAUSAL_REQUIRED  ? " (--causal only)"
-                     : info->causal == LA_CAUSAL_REFUSED ? " (not --causal)"
-                                                         : "");
-            fprintf(out, "  %-9s %-13s ", i == 0 ? kn_cli_name((la_kernel)f) : "",
-                    n_members > 1 ? kn_form(members[i]) : "");
-            cli_print_wrapped(out, text, 26);
-        }
-    }
+    fputs("  --kernel FORM        deprecated (until the next release): --variant FAMILY\n"
+          "                       --kernel FORM, e.g. --variant softmax --kernel\n"
+          "                       materialized, is --variant softmax_materialized\n\n",
+          out);
+    kn_print_kernels(out, NULL, NULL);
     fputs(help_end, out);
 }
 
@@ -175,58 +133,64 @@ typedef struct {
     int causal;
 } attend_args;
 
-/* The kernel from --variant and --kernel, and the problem's knobs checked against what it
- * reads (its LA_PARAM_* bits). */
+/* The deprecated --kernel FORM: the kernel of --variant's family with that form, for
+ * the --causal given. */
+static int kernel_of_form(const char *family_text, la_kernel named, const char *form, int causal,
+                          la_kernel *kernel)
+{
+    la_kernel forms[LA_KERNEL_COUNT];
+    const size_t n_forms = kn_family_kernels(kn_family(named), causal, forms);
+    if (n_forms < 2)
+        return kn_family_kernels(kn_family(named), 1, forms) > 1 && !causal
+                   ? cli_fail("--kernel", "applies to --variant %s with --causal only", family_text)
+                   : cli_fail("--kernel", "--variant %s has a single kernel", family_text);
+    char names[512];
+    size_t used = 0;
+    names[0] = 0;
+    for (size_t i = 0; i < n_forms; i++) {
+        if (strcmp(form, kn_form(forms[i])) == 0) {
+            *kernel = forms[i];
+            return 0;
+        }
+        int len =
+            snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", kn_form(forms[i]));
+        if (len > 0 && (size_t)len < sizeof names - used) used += (size_t)len;
+    }
+    return cli_fail("--kernel", "'%s' is not one of %s (for --variant %s%s)", form, names,
+                    family_text, causal ? " --causal" : "");
+}
+
+/* The kernel from --variant (and the deprecated --kernel), and the problem's knobs
+ * checked against what it reads (its LA_PARAM_* bits). */
 static int choose_kernel(const attend_args *a, la_kernel *kernel)
 {
     char names[512];
-    la_kernel family;
-    if (la_kernel_parse(a->variant, &family) != LA_OK || !is_family(family))
-        return cli_fail("--variant", "'%s' is not one of %s", a->variant,
-                        kn_kernel_names(is_family, 1, ", ", names, sizeof names));
-    const char *variant = kn_cli_name(family);
-
-    /* the family's kernels for this --causal; --kernel picks one where there is a choice */
-    la_kernel forms[LA_KERNEL_COUNT], causal_forms[LA_KERNEL_COUNT];
-    const size_t n_forms = kn_family_kernels(family, a->causal, forms);
-    const size_t n_causal_forms = kn_family_kernels(family, 1, causal_forms);
-    if (n_forms == 0)
-        return cli_fail("--causal", "--variant %s has no %s kernel", variant,
-                        a->causal ? "causal" : "non-causal");
-    *kernel = forms[0];
-    if (a->kernel && n_forms == 1) {
-        if (!a->causal && n_causal_forms > 1)
-            return cli_fail("--kernel", "applies to --variant %s with --causal only", variant);
-        return cli_fail("--kernel", "--variant %s has a single kernel", variant);
-    }
+    int rc = kn_parse_kernel("--variant", a->variant, NULL, kernel);
+    if (rc) return rc;
     if (a->kernel) {
-        size_t i = 0, used = 0;
-        while (i < n_forms && strcmp(a->kernel, kn_form(forms[i])) != 0)
-            i++;
-        if (i == n_forms) {
-            names[0] = 0;
-            for (size_t j = 0; j < n_forms; j++) {
-                int len = snprintf(names + used, sizeof names - used, "%s%s", j ? ", " : "",
-                                   kn_form(forms[j]));
-                if (len > 0 && (size_t)len < sizeof names - used) used += (size_t)len;
-            }
-            return cli_fail("--kernel", "'%s' is not one of %s", a->kernel, names);
-        }
-        *kernel = forms[i];
+        if ((rc = kernel_of_form(a->variant, *kernel, a->kernel, a->causal, kernel))) return rc;
+        char use[128];
+        snprintf(use, sizeof use, "--variant %s", la_kernel_name(*kernel));
+        cli_deprecated("--kernel", use);
     }
+    const char *name = la_kernel_name(*kernel);
+    if (!kn_allows(*kernel, a->causal))
+        return cli_fail("--variant", "%s runs %s only", name,
+                        a->causal ? "without --causal" : "with --causal");
 
     const unsigned params = la_kernel_get(*kernel)->params;
     if (a->chunk && !(a->causal && (params & LA_PARAM_CHUNK)))
-        return cli_fail("--chunk", "applies to %s only", chunk_places(names, sizeof names));
+        return cli_fail("--chunk", "applies to --variant %s with --causal only",
+                        kernel_list(reads_chunk, "or", names, sizeof names));
     if (a->scale && !(params & LA_PARAM_SCALE))
         return cli_fail("--scale", "applies to --variant %s only",
-                        family_list(family_reads_scale, "and", names, sizeof names));
+                        kernel_list(reads_scale, "or", names, sizeof names));
     if (a->eps && !(params & LA_PARAM_EPS))
         return cli_fail("--eps", "applies to --variant %s only",
-                        family_list(family_reads_eps, "and", names, sizeof names));
+                        kernel_list(reads_eps, "or", names, sizeof names));
     if (a->feature_map && !(params & LA_PARAM_FEATURE_MAP))
         return cli_fail("--feature-map", "applies to --variant %s only",
-                        family_list(family_reads_feature_map, "and", names, sizeof names));
+                        kernel_list(reads_feature_map, "or", names, sizeof names));
     return 0;
 }
 

@@ -30,18 +30,16 @@ static const char help_intro[] =
     "limit: the header also gives the FMA peak (16-lane FMAs in registers, the same\n"
     "threads), and a kernel with its own register tiles can pass 100% of sgemm where\n"
     "BLIS's kernels are not tuned for the CPU.\n"
-    "\n"
-    "variants (--variant takes a comma-separated list of the library's kernels; default\n"
-    "all; a kernel whose workspace would pass the 4 GiB limit is skipped):\n";
+    "\n";
 static const char help_columns[] =
     "\n"
     "columns (--format table or csv; the csv is a results file like the experiments':\n"
     "the same # metadata lines and column names):\n"
-    "  variant          table: the kernel as --variant names it; the row \"sgemm\" is the\n"
-    "                   yardstick (n, m, d_k, d_v: 2000). csv: the series, as in the\n"
+    "  variant          table: the kernel, as the registry names it; the row \"sgemm\" is\n"
+    "                   the yardstick (n, m, d_k, d_v: 2000). csv: the series, as in the\n"
     "                   other result files (softmax, linear_causal_recurrent, …)\n"
     "  kernel, causal   csv: the registry's kernel and 0 or 1; the table's causal column\n"
-    "                   says no, yes, or the causal form where a kernel has several\n"
+    "                   says no or yes\n"
     "  n, m             queries N and keys M per head\n"
     "  d_k, d_v, heads, batch\n"
     "                   csv only (the header's shape line gives them for the table)\n"
@@ -52,8 +50,8 @@ static const char help_columns[] =
     "  median_s, min_s, max_s\n"
     "                   seconds per call over those runs\n"
     "  gflops           FLOPs / median_s / 1e9, with the FLOPs of the library's one model\n"
-    "                   (la_attention_cost, lib/attention/cost.c): the visible (query, key) pairs\n"
-    "                   only, so causal softmax counts about half of non-causal\n"
+    "                   (la_attention_cost, lib/attention/cost.c): the visible (query,\n"
+    "                   key) pairs only, so causal softmax counts about half of non-causal\n"
     "  pct_of_sgemm     100 · gflops / the yardstick's gflops at the same thread count\n"
     "  workspace_bytes  the scratch the kernel allocates, from the cost model: a model of\n"
     "                   its allocations, not a measurement\n"
@@ -63,10 +61,12 @@ static const char help_columns[] =
     "git commit, BLIS, the shape, the timing rule and the yardstick's rate.\n"
     "\n"
     "options (default in brackets):\n"
-    "  --variant LIST   comma-separated kernels, as listed above [all]\n"
-    "  --n LIST         comma-separated query counts N [512,2048,8192]; a run whose buffers\n"
-    "                   (inputs, outputs, kernel scratch, yardstick) exceed the machine's\n"
-    "                   memory is refused before anything is allocated\n"
+    "  --variant LIST   comma-separated kernels, of those above [every one that runs with\n"
+    "                   the --causal given]\n"
+    "  --n LIST         query counts N: " SW_SWEEP_SYNTAX "\n"
+    "                   [512,2048,8192]; a run whose buffers (inputs, outputs, kernel\n"
+    "                   scratch, yardstick) exceed the machine's memory is refused before\n"
+    "                   anything is allocated\n"
     "  --m M            key count M [N]\n"
     "  --heads H        heads [8]\n"
     "  --d D            d_k [64]\n"
@@ -80,13 +80,15 @@ static const char help_columns[] =
     "                   point takes the first N queries and M keys of every head. --n\n"
     "                   defaults to the arrays' N and M to min(N, the arrays' M); a\n"
     "                   larger --n or --m is refused. The header's # inputs line names\n"
-    "                   the files (else: random, seed 1)\n";
-static const char help_options_after_form[] =
+    "                   the files (else: random, seed 1)\n"
     "  --threads T      threads for kernels and sgemm [LA_NUM_THREADS, else all cores]; T in\n"
     "                   1..1024; above the cores runs on the cores, noted in the header and\n"
     "                   recorded as threads_requested\n"
     "  --reps R         at least R timed runs per point, 1 <= R <= 1000 [5]\n"
     "  --format F       table or csv [table]; rows are printed as they are measured\n"
+    "  --causal-form F  deprecated (until the next release): with --causal, a variant\n"
+    "                   linear ran as chunked and recurrent; name the kernels instead:\n"
+    "                   --variant linear,linear_recurrent\n"
     "\n"
     "--goals measures the project's performance goals instead, on fixed points (float32,\n"
     "B = 1, H = 8, d_k = d_v = 64, N = M; the yardstick re-measured for each thread\n"
@@ -180,9 +182,9 @@ enum { N_GOALS = sizeof goals / sizeof goals[0] };
 
 /* ---------------------------------------------------------------- help */
 
-/* The forms --causal-form chooses among: the causal kernels of families with causal
- * forms, by kn_form. Fills names (LA_KERNEL_COUNT + 1 entries, NULL-terminated);
- * returns the count. */
+/* The forms the deprecated --causal-form chooses among: the causal kernels of families
+ * with causal forms, by kn_form. Fills names (LA_KERNEL_COUNT + 1 entries,
+ * NULL-terminated); returns the count. */
 static size_t causal_forms(const char **names)
 {
     size_t n = 0;
@@ -200,52 +202,16 @@ static size_t causal_forms(const char **names)
 
 void cmd_bench_help(FILE *out)
 {
-    const char *forms[LA_KERNEL_COUNT + 1];
-    char names[512], words[512] = "", list[512] = "", text[2048];
-    const size_t n_forms = causal_forms(forms);
-    size_t used = 0, list_used = 0;
-    for (size_t i = 0; i < n_forms; i++) {
-        used += (size_t)snprintf(words + used, sizeof words - used, "%s%s", i ? "|" : "", forms[i]);
-        list_used += (size_t)snprintf(list + list_used, sizeof list - list_used, "%s%s",
-                                      i ? "," : "", forms[i]);
-    }
     fputs("usage: linattn bench [--variant LIST] [--n LIST] [--m M] [--heads H] [--d D] [--dv "
-          "DV]\n",
-          out);
-    fprintf(out, "                     [--causal] [--causal-form %s%s%s]\n", words,
-            n_forms > 1 ? "|" : "", n_forms > 1 ? list : "");
-    fputs("                     [--q Q.npy --k K.npy --v V.npy]\n"
+          "DV]\n"
+          "                     [--causal] [--q Q.npy --k K.npy --v V.npy]\n"
           "                     [--threads T] [--reps R] [--format table|csv]\n"
           "       linattn bench --goals [--reps R]\n\n",
           out);
     fputs(help_intro, out);
-    kn_print_kernels(out, "  ", 21, NULL, 1);
-    /* a family whose causal runs come in forms: which, and under which name */
-    for (int f = 0; f < LA_KERNEL_COUNT; f++) {
-        la_kernel family = (la_kernel)f, members[LA_KERNEL_COUNT];
-        if (kn_family(family) != family || !kn_has_causal_forms(family)) continue;
-        size_t n_members = kn_family_kernels(family, 1, members), len = 0;
-        names[0] = 0;
-        for (size_t i = 0; i < n_members; i++)
-            len += (size_t)snprintf(names + len, sizeof names - len, "%s%s (%s)",
-                                    i == 0              ? ""
-                                    : i + 1 < n_members ? ", "
-                                                        : " and ",
-                                    kn_form(members[i]), kn_cli_name(members[i]));
-        snprintf(text, sizeof text,
-                 "With --causal, %s runs in each of its causal forms, %s, as --causal-form "
-                 "chooses; the table shows them as %s with the form in the causal column.",
-                 kn_cli_name(family), names, kn_cli_name(family));
-        cli_print_wrapped(out, text, 0);
-    }
+    kn_print_kernels(out, NULL, NULL);
+    fputs("A kernel whose workspace would pass the 4 GiB limit is skipped.\n", out);
     fputs(help_columns, out);
-    snprintf(text, sizeof text,
-             "where a kernel's causal runs come in forms, which to run: %s, or a "
-             "comma-separated list of them [%s]; only with --causal",
-             words, list);
-    fputs("  --causal-form F  ", out);
-    cli_print_wrapped(out, text, 19);
-    fputs(help_options_after_form, out);
     for (size_t i = 0; i < N_GOALS; i++)
         fprintf(out, "  %-56s %s\n", goals[i].text, goals[i].target);
     fputs(help_end, out);
@@ -278,24 +244,16 @@ static la_problem problem_of(const bench_point *pt, const bench_shape *s)
     return p;
 }
 
-/* Whether a causal point is one form of its family's causal runs. */
-static int is_causal_form(const bench_point *pt)
-{
-    return pt->causal && kn_has_causal_forms(kn_family(pt->kernel));
-}
-
-/* The table's variant column: the kernel as --variant names it (a causal form under its
- * family's name). */
+/* The table's variant column: the kernel, as the registry names it. */
 static const char *variant_label(const bench_point *pt)
 {
-    return is_causal_form(pt) ? kn_cli_name(kn_family(pt->kernel)) : kn_cli_name(pt->kernel);
+    return la_kernel_name(pt->kernel);
 }
 
-/* The table's causal column: no, yes, or the causal form. */
+/* The table's causal column. */
 static const char *causal_label(const bench_point *pt)
 {
-    if (!pt->causal) return "no";
-    return is_causal_form(pt) ? kn_form(pt->kernel) : "yes";
+    return pt->causal ? "yes" : "no";
 }
 
 /* ---------------------------------------------------------------- timing */
@@ -784,50 +742,69 @@ static int run_goals(int argc, char **argv, int reps)
 enum { MAX_LIST = 32 };
 
 /* The kernels of a plain run, in order: those --variant names (without it, every row in
- * registry order). With --causal, a family whose causal runs come in forms (linear:
- * chunked, recurrent) brings each of its causal kernels whose form --causal-form keeps.
- * A kernel that does not run with the --causal given is refused when named and left out
- * when not. Returns 0 or 2. */
-static int choose_kernels(const char *variant_text, int causal, const int *form_kept,
-                          la_kernel *out, size_t *count)
+ * registry order that runs with the --causal given). A kernel named that does not run
+ * with the --causal given is refused. Returns 0 or 2. */
+static int choose_kernels(const char *variant_text, int causal, la_kernel *out, size_t *count)
 {
-    la_kernel named[LA_KERNEL_COUNT];
-    size_t n_named = 0;
     int rc;
-    if (variant_text) {
-        char buf[512], *items[LA_KERNEL_COUNT];
-        if ((rc = cli_split_list("--variant", variant_text, buf, sizeof buf, items, LA_KERNEL_COUNT,
-                                 &n_named)))
-            return rc;
-        for (size_t i = 0; i < n_named; i++) {
-            if ((rc = kn_parse_kernel("--variant", items[i], NULL, 1, &named[i]))) return rc;
-            for (size_t j = 0; j < i; j++)
-                if (named[j] == named[i])
-                    return cli_fail("--variant", "'%s' given twice", items[i]);
-            if (!kn_allows(named[i], causal))
-                return cli_fail("--variant", "%s runs %s only", items[i],
-                                causal ? "without --causal" : "with --causal");
-        }
-    } else {
+    *count = 0;
+    if (!variant_text) {
         for (int k = 0; k < LA_KERNEL_COUNT; k++)
-            named[n_named++] = (la_kernel)k;
+            if (kn_allows((la_kernel)k, causal)) out[(*count)++] = (la_kernel)k;
+        return 0;
     }
+    if ((rc = kn_parse_kernel_list("--variant", variant_text, NULL, out, LA_KERNEL_COUNT, count)))
+        return rc;
+    for (size_t i = 0; i < *count; i++)
+        if (!kn_allows(out[i], causal))
+            return cli_fail("--variant", "%s runs %s only", la_kernel_name(out[i]),
+                            causal ? "without --causal" : "with --causal");
+    return 0;
+}
+
+/* The deprecated --causal-form LIST (with --causal): a family with causal forms (linear:
+ * chunked, recurrent), named or run by default, runs as each of its causal kernels whose
+ * form LIST keeps. Rewrites kernels[0..*count) so, and prints the one deprecation line
+ * with the --variant that does the same. Returns 0 or 2. */
+static int apply_causal_form(const char *form_text, la_kernel *kernels, size_t *count)
+{
+    const char *form_names[LA_KERNEL_COUNT + 1];
+    const size_t n_form_names = causal_forms(form_names);
+    int chosen[LA_KERNEL_COUNT], kept[LA_KERNEL_COUNT] = {0}, rc;
+    size_t n_chosen;
+    if ((rc = cli_parse_choice_list("--causal-form", form_text, form_names, chosen, n_form_names,
+                                    &n_chosen)))
+        return rc;
+    for (int k = 0; k < LA_KERNEL_COUNT; k++)
+        for (size_t i = 0; i < n_chosen; i++)
+            if (strcmp(kn_form((la_kernel)k), form_names[chosen[i]]) == 0) kept[k] = 1;
+    la_kernel named[LA_KERNEL_COUNT];
+    const size_t n_named = *count;
+    memcpy(named, kernels, n_named * sizeof *named);
     *count = 0;
     for (size_t i = 0; i < n_named; i++) {
         la_kernel family = kn_family(named[i]), candidates[LA_KERNEL_COUNT];
         size_t n_candidates = 1;
         candidates[0] = named[i];
-        const int forms = causal && kn_has_causal_forms(family);
+        const int forms = kn_has_causal_forms(family);
         if (forms && named[i] == family) n_candidates = kn_family_kernels(family, 1, candidates);
         for (size_t c = 0; c < n_candidates; c++) {
             la_kernel k = candidates[c];
-            if (!kn_allows(k, causal) || (forms && !form_kept[k])) continue;
+            if (forms && !kept[k]) continue;
             size_t j = 0;
-            while (j < *count && out[j] != k)
+            while (j < *count && kernels[j] != k)
                 j++;
-            if (j == *count) out[(*count)++] = k;
+            if (j == *count) kernels[(*count)++] = k;
         }
     }
+    if (*count == 0) return cli_fail("--causal-form", "leaves no kernel to run");
+    char use[512] = "--variant ";
+    for (size_t i = 0, used = strlen(use); i < *count; i++) {
+        int len = snprintf(use + used, sizeof use - used, "%s%s", i ? "," : "",
+                           la_kernel_name(kernels[i]));
+        if (len > 0 && (size_t)len < sizeof use - used) used += (size_t)len;
+    }
+    cli_deprecated("--causal-form", use);
     return 0;
 }
 
@@ -897,35 +874,16 @@ int cmd_bench(int argc, char **argv)
         return run_goals(argc, argv, reps);
     }
 
-    /* --causal-form: the forms kept, by kernel (all by default) */
-    const char *form_names[LA_KERNEL_COUNT + 1];
-    const size_t n_form_names = causal_forms(form_names);
-    int form_kept[LA_KERNEL_COUNT];
-    for (int k = 0; k < LA_KERNEL_COUNT; k++)
-        form_kept[k] = 1;
-    if (form_text && !causal)
-        return cli_fail("--causal-form", "only with --causal (non-causal runs have one form)");
-    if (form_text) {
-        int chosen[LA_KERNEL_COUNT];
-        size_t n_chosen;
-        if ((rc = cli_parse_choice_list("--causal-form", form_text, form_names, chosen,
-                                        n_form_names, &n_chosen)))
-            return rc;
-        for (int k = 0; k < LA_KERNEL_COUNT; k++) {
-            form_kept[k] = 0;
-            for (size_t i = 0; i < n_chosen; i++)
-                if (strcmp(kn_form((la_kernel)k), form_names[chosen[i]]) == 0) form_kept[k] = 1;
-        }
-    }
-
     la_kernel kernels[LA_KERNEL_COUNT];
     size_t n_kernels = 0;
     int format = FORMAT_TABLE;
     size_t sizes[MAX_LIST] = {512, 2048, 8192}, n_sizes = 3, m = 0;
     bench_shape shape = {8, 64, 0};
-    if ((rc = choose_kernels(variant_text, causal, form_kept, kernels, &n_kernels))) return rc;
-    if (n_kernels == 0) return cli_fail("--causal-form", "leaves no kernel to run");
-    if (n_text && (rc = sw_parse_size_list("--n", n_text, sizes, MAX_LIST, &n_sizes))) return rc;
+    if ((rc = choose_kernels(variant_text, causal, kernels, &n_kernels))) return rc;
+    if (form_text && !causal)
+        return cli_fail("--causal-form", "only with --causal (non-causal runs have one form)");
+    if (form_text && (rc = apply_causal_form(form_text, kernels, &n_kernels))) return rc;
+    if (n_text && (rc = sw_parse_sweep("--n", n_text, 2, sizes, MAX_LIST, &n_sizes))) return rc;
     if (m_text && (rc = sw_parse_positive("--m", m_text, &m))) return rc;
     if (heads_text && (rc = sw_parse_positive("--heads", heads_text, &shape.heads))) return rc;
     if (d_text && (rc = sw_parse_positive("--d", d_text, &shape.d_k))) return rc;

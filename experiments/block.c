@@ -16,7 +16,7 @@ static const char help_text[] =
     "dropout=0, batch_first=True) computes it, on X and writes the output Y.\n"
     "  post-LN (PyTorch's default):   x = LN1(x + SelfAttn(x));  y = LN2(x + FFN(x))\n"
     "  pre-LN (norm_first=True):      x = x + SelfAttn(LN1(x));  y = x + FFN(LN2(x))\n"
-    "with FFN(x) = linear2(act(linear1(x))) and LayerNorm ε = 1e-5. With --attention\n"
+    "with FFN(x) = linear2(act(linear1(x))) and LayerNorm ε = 1e-5. With --variant\n"
     "linear every head uses elu+1 linear attention (the paper's linear Transformer).\n"
     "\n"
     "DIR holds one .npy file (float32 or float64) per tensor of the layer's state_dict:\n"
@@ -35,15 +35,16 @@ static const char help_text[] =
     "  --heads H            attention heads, dividing D\n"
     "options (default in brackets):\n"
     "  --norm post|pre      LayerNorm after (post) or before (pre) each sublayer [post]\n"
-    "  --attention A        the self-attention's kernel, one of those below [softmax]\n"
+    "  --variant K          the kernel, one of those below [softmax]\n"
     "  --causal             query i sees tokens j <= i (is_causal=True) [off]\n"
     "  --activation F       relu or gelu (exact, erf) [relu]\n"
     "  --precision P        float32 or float64 [float32]\n";
 static const char help_feature_map[] =
     "  --feature-map F      %s only: elu (φ = elu + 1) or relu [elu]\n";
 static const char help_after_feature_map[] =
-    "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores]; " CLI_THREADS_HELP
-    "\n";
+    "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores];\n"
+    "                       " CLI_THREADS_HELP "\n"
+    "  --attention A        deprecated (until the next release): use --variant A\n";
 static const char help_after_kernels[] =
     "\n"
     "exit status: 0 done, 2 bad flags, input or weights (one line on stderr:\n"
@@ -62,11 +63,10 @@ void cmd_block_help(FILE *out)
 {
     char names[512];
     fputs(help_text, out);
-    fprintf(out, help_feature_map,
-            kn_kernel_names(reads_feature_map, 0, ", ", names, sizeof names));
+    fprintf(out, help_feature_map, kn_kernel_names(reads_feature_map, ", ", names, sizeof names));
     fputs(help_after_feature_map, out);
-    fputs("\nkernels (--attention; the library's registry, those a layer can use):\n", out);
-    kn_print_kernels(out, "  ", 21, kn_layer_kernel, 0);
+    fputs("\n", out);
+    kn_print_kernels(out, kn_layer_kernel, ", those a layer can use");
     fputs(help_after_kernels, out);
 }
 
@@ -86,7 +86,7 @@ int cmd_block(int argc, char **argv)
         {"out", &out_path, NULL},
         {"heads", &heads_text, NULL},
         {"norm", &norm, NULL},
-        {"attention", &attention, NULL},
+        {"variant", &attention, NULL},
         {"causal", NULL, &causal},
         {"activation", &activation, NULL},
         {"precision", &precision, NULL},
@@ -94,7 +94,8 @@ int cmd_block(int argc, char **argv)
         {"threads", &threads_text, NULL},
         {NULL, NULL, NULL},
     };
-    int rc = cli_parse_flags(argc, argv, flags);
+    static const cli_alias renamed[] = {{"attention", "variant"}, {NULL, NULL}};
+    int rc = cli_parse_flags_aliased(argc, argv, flags, renamed);
     if (rc) return rc;
 
     /* step 1: the flags, all checked before any file is read */
@@ -109,8 +110,7 @@ int cmd_block(int argc, char **argv)
     if ((rc = cli_parse_size("--heads", heads_text, &heads))) return rc;
     if (heads < 1) return cli_fail("--heads", "must be at least 1");
     if ((norm && (rc = cli_parse_choice("--norm", norm, norm_names, &norm_i))) ||
-        (attention &&
-         (rc = kn_parse_kernel("--attention", attention, kn_layer_kernel, 0, &kernel))) ||
+        (attention && (rc = kn_parse_kernel("--variant", attention, kn_layer_kernel, &kernel))) ||
         (activation &&
          (rc = cli_parse_choice("--activation", activation, activation_names, &activation_i))) ||
         (precision &&
@@ -119,8 +119,8 @@ int cmd_block(int argc, char **argv)
     la_feature_map fm = LA_FEATURE_ELU1;
     if (feature_map && !reads_feature_map(kernel)) {
         char names[512];
-        return cli_fail("--feature-map", "applies to --attention %s only",
-                        kn_kernel_names(reads_feature_map, 0, " or ", names, sizeof names));
+        return cli_fail("--feature-map", "applies to --variant %s only",
+                        kn_kernel_names(reads_feature_map, " or ", names, sizeof names));
     }
     if (feature_map && la_feature_map_parse(feature_map, &fm) != LA_OK)
         return cli_fail("--feature-map", "'%s' is not one of elu, relu", feature_map);

@@ -19,13 +19,13 @@
 #include <string.h>
 
 static const char help_text[] =
-    "usage: linattn block-sweep [--n LO:HI] [--d-model D] [--heads H] [--d-ff F]\n"
+    "usage: linattn block-sweep [--n LIST] [--d-model D] [--heads H] [--d-ff F]\n"
     "                           [shared flags]\n"
     "\n"
     "The block experiment (`linattn block` runs one layer on .npy input). Times one\n"
     "post-LN encoder layer (B = 1, float32, Xavier-uniform weights, random N(0, 1)\n"
-    "input) for N = LO, 2·LO, …, HI with softmax (fused) and with linear attention, and\n"
-    "each of its components on the same sizes:\n"
+    "input) for each N of --n with softmax (fused) and with linear attention, and each\n"
+    "of its components on the same sizes:\n"
     "  projections  la_mha_f32 minus the attention kernel alone (Q, K, V, out and the\n"
     "               head reshapes)\n"
     "  attention    the kernel alone on (1, H, N, D/H) inputs\n"
@@ -37,7 +37,8 @@ static const char help_text[] =
     "share below it (for stacked plots) and the FLOP model's count\n"
     "(la_layer_cost_model). The last row of each N, component 'layer', is the whole layer.\n"
     "\n"
-    "  --n LO:HI       sequence lengths (default 64:8192)\n"
+    "  --n LIST        sequence lengths: " SW_SWEEP_SYNTAX "\n"
+    "                  (default 64:8192)\n"
     "  --d-model D     model width (default 512)\n"
     "  --heads H       heads (default 8)\n"
     "  --d-ff F        FFN inner size (default 4·D)\n" SW_COMMON_HELP
@@ -60,7 +61,8 @@ static const char *const components[N_COMPONENTS] = {"attention", "projections",
                                                      "layer_norm", "other"};
 
 typedef struct {
-    size_t lo, hi, d, heads, d_ff;
+    size_t ns[MAX_POINTS], n_points, hi; /* --n, increasing; hi the largest */
+    size_t d, heads, d_ff;
     sw_common common;
 } config;
 
@@ -74,8 +76,11 @@ static int parse(int argc, char **argv, config *c)
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
-    c->lo = 64, c->hi = 8192, c->d = 512, c->heads = 8, c->d_ff = 0;
-    if (n && (rc = sw_parse_range("--n", n, &c->lo, &c->hi))) return rc;
+    c->d = 512, c->heads = 8, c->d_ff = 0;
+    if ((rc = sw_parse_sweep("--n", n ? n : "64:8192", 2, c->ns, MAX_POINTS, &c->n_points)))
+        return rc;
+    sw_sort_sizes(c->ns, c->n_points); /* once a point is too slow, every larger one is */
+    c->hi = c->ns[c->n_points - 1];
     if (d && (rc = sw_parse_positive("--d-model", d, &c->d))) return rc;
     if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
     if (dff && (rc = sw_parse_positive("--d-ff", dff, &c->d_ff))) return rc;
@@ -148,8 +153,7 @@ int cmd_block_sweep(int argc, char **argv)
 
     const size_t D = c.d, H = c.heads, dh = D / H;
     const int threads = la_get_num_threads();
-    size_t ns[MAX_POINTS];
-    size_t n_points = sw_geometric(c.lo, c.hi, 2, ns, MAX_POINTS);
+    const size_t *ns = c.ns, n_points = c.n_points;
     la_layer_weights w = {0};
     float *x = NULL, *q = NULL, *k = NULL, *v = NULL, *out = NULL;
     rc = 1;

@@ -17,22 +17,24 @@
 #include <string.h>
 
 static const char help_text[] =
-    "usage: linattn crossover [--d LIST] [--n LO:HI] [--heads H] [--bisect-steps K]\n"
+    "usage: linattn crossover [--d LIST] [--n LIST] [--heads H] [--bisect-steps K]\n"
     "                         [shared flags]\n"
     "\n"
     "For each head size d (d_k = d_v = d) and for non-causal and causal attention, finds\n"
     "the N (= M) above which linear attention is faster than softmax attention:\n"
-    "  measured   time both kernels at N = LO, 2·LO, … until linear is faster at two\n"
-    "             successive N, then bisect K times between the first of them and the\n"
-    "             N before (geometric midpoints); the crossover is where\n"
+    "  measured   time both kernels at the N of --n, smallest first, until linear is\n"
+    "             faster at two successive N, then bisect K times between the first of\n"
+    "             them and the N before (geometric midpoints); the crossover is where\n"
     "             log(t_softmax / t_linear) interpolates to zero. Times are the fastest\n"
     "             of the repetitions (interference from other processes only adds);\n"
     "  predicted  the N at which the FLOP model's totals (la_attention_cost) cross.\n"
     "Non-causal compares the fused softmax kernel with linear attention; causal compares\n"
     "the causal fused softmax kernel with the chunked causal linear kernel.\n"
     "\n"
-    "  --d LIST           head sizes (default 16,32,64,128,256)\n"
-    "  --n LO:HI          sweep range (default 16:16384)\n"
+    "  --d LIST           head sizes: " SW_SWEEP_SYNTAX "\n"
+    "                     (default 16:256, i.e. 16,32,64,128,256)\n"
+    "  --n LIST           sequence lengths: " SW_SWEEP_SYNTAX "\n"
+    "                     (default 16:16384)\n"
     "  --heads H          heads (default 4)\n"
     "  --bisect-steps K   bisection steps between the bracketing sweep points (default "
     "4)\n" SW_COMMON_HELP
@@ -58,7 +60,9 @@ static const char COLUMNS[] =
 enum { MAX_D = 16, MAX_POINTS = 64 };
 
 typedef struct {
-    size_t d[MAX_D], n_d, lo, hi, heads, bisect_steps;
+    size_t d[MAX_D], n_d;
+    size_t ns[MAX_POINTS], n_points, hi; /* --n, increasing; hi the largest */
+    size_t heads, bisect_steps;
     sw_common common;
 } config;
 
@@ -75,9 +79,12 @@ static int parse(int argc, char **argv, config *c)
     if (rc) return rc;
     static const size_t default_d[] = {16, 32, 64, 128, 256};
     memcpy(c->d, default_d, sizeof default_d);
-    c->n_d = 5, c->lo = 16, c->hi = 16384, c->heads = 4, c->bisect_steps = 4;
-    if (d && (rc = sw_parse_size_list("--d", d, c->d, MAX_D, &c->n_d))) return rc;
-    if (n && (rc = sw_parse_range("--n", n, &c->lo, &c->hi))) return rc;
+    c->n_d = 5, c->heads = 4, c->bisect_steps = 4;
+    if (d && (rc = sw_parse_sweep("--d", d, 2, c->d, MAX_D, &c->n_d))) return rc;
+    if ((rc = sw_parse_sweep("--n", n ? n : "16:16384", 2, c->ns, MAX_POINTS, &c->n_points)))
+        return rc;
+    sw_sort_sizes(c->ns, c->n_points); /* the search goes up in N */
+    c->hi = c->ns[c->n_points - 1];
     if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
     if (steps && (rc = cli_parse_size("--bisect-steps", steps, &c->bisect_steps))) return rc;
     if (c->bisect_steps > 30) return cli_fail("--bisect-steps", "at most 30");
@@ -225,8 +232,7 @@ static double margin(const point *p)
 static int measure(runner *r, res_file *f, size_t d, int causal)
 {
     const config *c = r->c;
-    size_t ns[MAX_POINTS];
-    size_t n_points = sw_geometric(c->lo, c->hi, 2, ns, MAX_POINTS);
+    const size_t *ns = c->ns, n_points = c->n_points;
     point below = {0}, above = {0}, pt;
     int found = 0, have_below = 0, rc;
     const char *status = "ok";

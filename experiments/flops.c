@@ -37,7 +37,7 @@ static const char help_text[] =
     "options (default in brackets):\n"
     "  --m M                decoder: memory tokens of the cross-attention [N]\n"
     "  --batch B            [1]\n"
-    "  --attention KIND     one of the kernels below [softmax]\n"
+    "  --variant K          the kernel, one of those below [softmax]\n"
     "  --causal             causal self-attention [off]\n"
     "  --layer L            encoder or decoder [encoder]\n"
     "  --precision P        float32 or float64: element size of the bytes [float32]\n"
@@ -47,23 +47,24 @@ static const char help_text[] =
     "                       " CLI_THREADS_HELP "\n"
     "  --format FMT         table or csv (header component,flops,bytes; one row per\n"
     "                       component, FLOP rows with bytes empty and memory rows with\n"
-    "                       flops empty) [table]\n";
+    "                       flops empty) [table]\n"
+    "  --attention A        deprecated (until the next release): use --variant A\n";
 static const char help_after_kernels[] =
     "\n"
     "exit status: 0 done, 2 bad flags (one line on stderr: linattn: WHAT: why)\n"
     "\n"
     "example:\n"
-    "  linattn flops --d-model 512 --heads 8 --d-ff 2048 --n 4096 --attention linear --causal\n";
+    "  linattn flops --d-model 512 --heads 8 --d-ff 2048 --n 4096 --variant linear --causal\n";
 
 void cmd_flops_help(FILE *out)
 {
     char names[512];
     fputs(help_usage, out);
-    fprintf(out, "                     [--attention %s] [--causal]\n",
-            kn_kernel_names(kn_layer_kernel, 0, "|", names, sizeof names));
+    fprintf(out, "                     [--variant %s] [--causal]\n",
+            kn_kernel_names(kn_layer_kernel, "|", names, sizeof names));
     fputs(help_text, out);
-    fputs("\nkernels (--attention; the library's registry, those a layer can use):\n", out);
-    kn_print_kernels(out, "  ", 21, kn_layer_kernel, 0);
+    fputs("\n", out);
+    kn_print_kernels(out, kn_layer_kernel, ", those a layer can use");
     fputs(help_after_kernels, out);
 }
 
@@ -112,7 +113,7 @@ int cmd_flops(int argc, char **argv)
         {"n", &n_text, NULL},
         {"m", &m_text, NULL},
         {"batch", &batch_text, NULL},
-        {"attention", &attention, NULL},
+        {"variant", &attention, NULL},
         {"causal", NULL, &causal},
         {"layer", &layer, NULL},
         {"precision", &precision, NULL},
@@ -122,7 +123,8 @@ int cmd_flops(int argc, char **argv)
         {"format", &format, NULL},
         {NULL, NULL, NULL},
     };
-    int rc = cli_parse_flags(argc, argv, flags);
+    static const cli_alias renamed[] = {{"attention", "variant"}, {NULL, NULL}};
+    int rc = cli_parse_flags_aliased(argc, argv, flags, renamed);
     if (rc) return rc;
     size_t D = 0, H = 0, F = 0, N = 0, M = 0, B = 1, C = LA_DEFAULT_CHUNK;
     int decoder = 0, prec = 0, fmt = 0;
@@ -135,8 +137,7 @@ int cmd_flops(int argc, char **argv)
         (rc = cli_parse_size_flag("flops", "--batch", batch_text, 0, 1, &B)) ||
         (rc = cli_parse_size_flag("flops", "--chunk", chunk, 0, 1, &C)))
         return rc;
-    if ((attention &&
-         (rc = kn_parse_kernel("--attention", attention, kn_layer_kernel, 0, &kernel))) ||
+    if ((attention && (rc = kn_parse_kernel("--variant", attention, kn_layer_kernel, &kernel))) ||
         (layer && (rc = cli_parse_choice("--layer", layer, layer_names, &decoder))) ||
         (precision && (rc = cli_parse_choice("--precision", precision, precision_names, &prec))) ||
         (format && (rc = cli_parse_choice("--format", format, format_names, &fmt))))

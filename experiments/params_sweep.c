@@ -14,11 +14,12 @@
 #include <string.h>
 
 static const char help_text[] =
-    "usage: linattn params-sweep [--out PATH] [--resume]\n"
+    "usage: linattn params-sweep [--d-model LIST] [--out PATH] [--resume]\n"
     "\n"
     "The params experiment (`linattn params` gives one size in detail). Rows of kind\n"
-    "'sweep': one encoder layer with H = D/64 heads (at least 1) and d_ff = 4D for D =\n"
-    "64, 96, 128, …, 8192: its exact count (12D² + 13D), the 12D² approximation and the\n"
+    "'sweep': one encoder layer with H = D/64 heads (at least 1) and d_ff = 4D for each\n"
+    "D of --d-model (64, 96, 128, 192, …, 8192 by default): its exact count (12D² + 13D), the 12D² "
+    "approximation and the\n"
     "relative gap (exact − 12D²) / exact. Rows of kind 'standard': whole models as\n"
     "la_param_counts counts them (encoder and decoder stacks with their final\n"
     "LayerNorms, one embedding table, learned positions where the model has them):\n"
@@ -34,9 +35,12 @@ static const char help_text[] =
     "layers_approx la_param_counts' 12D² per encoder layer (16D² per decoder layer).\n"
     "Shares are of the total: attention (every MHA), FFN, LayerNorm, embeddings.\n"
     "\n"
-    "  --out PATH   results file (default results/params.csv)\n"
-    "  --resume     accepted for `linattn results --resume`; the file is rewritten (the\n"
-    "               counts take no time)\n";
+    "  --d-model LIST  the widths D of the 'sweep' rows (sorted; default 64:8192,96:6144):\n"
+    "                  " SW_SWEEP_SYNTAX "; H is the largest\n"
+    "                  divisor of D up to D/64 (D/64 for a multiple of 64)\n"
+    "  --out PATH      results file (default results/params.csv)\n"
+    "  --resume        accepted for `linattn results --resume`; the file is rewritten (the\n"
+    "                  counts take no time)\n";
 
 void cmd_params_sweep_help(FILE *out)
 {
@@ -111,11 +115,19 @@ static int write_row(res_file *f, const char *kind, const char *name, const la_m
 
 int cmd_params_sweep(int argc, char **argv)
 {
-    const char *out = NULL;
+    const char *out = NULL, *d_text = NULL;
     int resume = 0; /* accepted for `linattn results --resume`; the counts take no time */
-    const cli_flag flags[] = {{"out", &out, NULL}, {"resume", NULL, &resume}, {NULL, NULL, NULL}};
+    const cli_flag flags[] = {{"d-model", &d_text, NULL},
+                              {"out", &out, NULL},
+                              {"resume", NULL, &resume},
+                              {NULL, NULL, NULL}};
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
+    /* the sweep: D = 64·{1, 1.5, 2, 3, 4, …} up to 8192 by default */
+    size_t ds[256], n_d;
+    if ((rc = sw_parse_sweep("--d-model", d_text ? d_text : "64:8192,96:6144", 2, ds, 256, &n_d)))
+        return rc;
+    sw_sort_sizes(ds, n_d);
     char err[512];
     res_file *f = res_open(out ? out : "results/params.csv", "params",
                            "exact parameter counts (la_param_counts) against 12·D², per "
@@ -123,16 +135,15 @@ int cmd_params_sweep(int argc, char **argv)
                            COLUMNS, 3, 0, argc, argv, err, sizeof err);
     if (!f) return cli_fail("params-sweep", "%s", err);
 
-    /* the sweep: D = 64·{1, 1.5, 2, 3, 4, …} up to 8192 */
-    for (size_t base = 64; base <= 8192; base *= 2) {
-        for (int half = 0; half <= 1; half++) {
-            size_t d = half ? base * 3 / 2 : base;
-            if (d > 8192) break;
-            la_model_size s = {d, d / 64 ? d / 64 : 1, 4 * d, 1, 0, 0, 0};
-            char name[32];
-            snprintf(name, sizeof name, "D%zu", d);
-            if (write_row(f, "sweep", name, &s, 1)) rc = 1;
-        }
+    for (size_t i = 0; i < n_d; i++) {
+        const size_t d = ds[i];
+        size_t heads = d / 64 ? d / 64 : 1;
+        while (d % heads) /* heads must divide D */
+            heads--;
+        la_model_size s = {d, heads, 4 * d, 1, 0, 0, 0};
+        char name[32];
+        snprintf(name, sizeof name, "D%zu", d);
+        if (write_row(f, "sweep", name, &s, 1)) rc = 1;
     }
     for (size_t i = 0; i < sizeof standard / sizeof standard[0]; i++) {
         const model *m = &standard[i];

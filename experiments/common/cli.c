@@ -197,11 +197,31 @@ static const cli_flag *find_flag(const cli_flag *flags, const char *name, size_t
     return NULL;
 }
 
+void cli_deprecated(const char *old, const char *use)
+{
+    fprintf(stderr, "linattn: warning: %s is deprecated, use %s\n", old, use);
+}
+
+static const cli_alias *find_alias(const cli_alias *aliases, const char *name, size_t len)
+{
+    for (const cli_alias *a = aliases; a && a->old; a++)
+        if (strlen(a->old) == len && strncmp(a->old, name, len) == 0) return a;
+    return NULL;
+}
+
 int cli_parse_flags(int argc, char **argv, const cli_flag *flags)
+{
+    return cli_parse_flags_aliased(argc, argv, flags, NULL);
+}
+
+int cli_parse_flags_aliased(int argc, char **argv, const cli_flag *flags, const cli_alias *aliases)
 {
     const char *command = argc > 0 ? argv[0] : "linattn";
     /* which flags were seen, to refuse repeats (at most 64 flags per command) */
     unsigned long long seen = 0;
+    /* the deprecated names used, by alias (at most 64): warned about once parsing has
+     * succeeded, so an error stays the only line */
+    unsigned long long renamed = 0;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
@@ -210,10 +230,14 @@ int cli_parse_flags(int argc, char **argv, const cli_flag *flags)
         /* --name or --name=value */
         const char *name = arg + 2, *eq = strchr(name, '=');
         size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
-        const cli_flag *f = find_flag(flags, name, name_len);
         char shown[128];
         snprintf(shown, sizeof shown, "--%.*s", (int)(name_len < 100 ? name_len : 100), name);
+        /* a deprecated name is the flag it now is (its warning comes after the loop) */
+        const cli_alias *alias = find_alias(aliases, name, name_len);
+        const cli_flag *f = alias ? find_flag(flags, alias->now, strlen(alias->now))
+                                  : find_flag(flags, name, name_len);
         if (!f) return cli_fail(shown, "unknown flag (see linattn help %s)", command);
+        if (alias && alias - aliases < 64) renamed |= 1ull << (alias - aliases);
         size_t index = (size_t)(f - flags);
         if (index < 64) {
             if (seen >> index & 1) return cli_fail(shown, "given more than once");
@@ -233,6 +257,13 @@ int cli_parse_flags(int argc, char **argv, const cli_flag *flags)
             return cli_fail(shown, "takes no value");
         }
         if (f->present) *f->present = 1;
+    }
+    for (const cli_alias *a = aliases; renamed && a->old; a++, renamed >>= 1) {
+        if (!(renamed & 1)) continue;
+        char old[128], now[128];
+        snprintf(old, sizeof old, "--%s", a->old);
+        snprintf(now, sizeof now, "--%s", a->now);
+        cli_deprecated(old, now);
     }
     return 0;
 }

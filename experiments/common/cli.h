@@ -52,7 +52,8 @@ int cli_parse_size_flag(const char *command, const char *flag, const char *text,
  * la_set_num_threads, which runs a count above the online cores on the cores (the rule
  * in linattn.h; the results' # threads_requested records the count asked for). */
 #define CLI_THREADS_HELP                                                                           \
-    "T in 1..1024; above the cores runs on the cores, recorded as threads_requested"
+    "T in 1..1024; above the cores runs on the cores,\n"                                           \
+    "                       recorded as threads_requested" /* under a flag's text at column 23 */
 int cli_parse_threads(const char *flag, const char *text);
 
 /* text must be one of choices (a NULL-terminated list); *out receives its index.
@@ -98,6 +99,27 @@ typedef struct {
  * argument does not count as a value when it starts with "--"), a value given to a
  * boolean flag, a flag given twice, and any argument that is not a flag. */
 int cli_parse_flags(int argc, char **argv, const cli_flag *flags);
+
+/* ---------------------------------------------------------------- deprecations */
+
+/* Old spellings keep working for one release, after one line on stderr:
+ *     linattn: warning: --variants is deprecated, use --variant
+ * cli_deprecated prints it (old: what was given; use: what to write instead). A flag
+ * that was only renamed goes in an alias list given to cli_parse_flags_aliased; a
+ * deprecated flag with a meaning of its own (attend --kernel FORM) stays in the
+ * command's table and the command calls cli_deprecated with the exact replacement. */
+void cli_deprecated(const char *old, const char *use);
+
+/* A renamed flag: --old reads as --now (a flag of the table); giving both is "given more
+ * than once". A list ends with {NULL, NULL}. */
+typedef struct {
+    const char *old, *now; /* without the dashes: {"variants", "variant"} */
+} cli_alias;
+
+/* cli_parse_flags, with the old names of aliases (NULL: none) read as their new ones:
+ * one cli_deprecated line per old name used, printed once parsing has succeeded (a
+ * parsing error stays the only line; a later error of the command follows the warning). */
+int cli_parse_flags_aliased(int argc, char **argv, const cli_flag *flags, const cli_alias *aliases);
 
 /* ---------------------------------------------------------------- .npy files */
 

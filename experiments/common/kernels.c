@@ -50,9 +50,13 @@ int kn_parse_series_list(const char *flag, const char *text, const kn_series *al
     if (rc) return rc;
     memset(selected, 0, n * sizeof *selected);
     for (size_t i = 0; i < count; i++) {
-        size_t j = 0;
-        while (j < n && strcmp(items[i], all[j].name) != 0)
-            j++;
+        /* either spelling: the registry's parser reads '-' as '_' */
+        la_kernel kernel;
+        int causal;
+        size_t j = n;
+        if (la_kernel_series_parse(items[i], &kernel, &causal) == LA_OK)
+            for (j = 0; j < n && !(all[j].kernel == kernel && all[j].causal == causal); j++)
+                ;
         if (j == n) {
             char names[1024];
             return cli_fail(flag, "'%s' is not one of %s", items[i],
@@ -66,52 +70,46 @@ int kn_parse_series_list(const char *flag, const char *text, const kn_series *al
 
 /* ---------------------------------------------------------------- names */
 
-const char *kn_cli_name(la_kernel k)
-{
-    static char names[LA_KERNEL_COUNT][64];
-    const la_kernel_info *info = la_kernel_get(k);
-    if (!info) return "unknown";
-    char *name = names[k];
-    if (!name[0]) {
-        snprintf(name, sizeof names[k], "%s", info->name);
-        for (char *c = name; *c; c++)
-            if (*c == '_') *c = '-';
-    }
-    return name;
-}
-
-static const char *spelled(la_kernel k, int cli_spelling)
-{
-    return cli_spelling ? kn_cli_name(k) : la_kernel_name(k);
-}
-
-const char *kn_kernel_names(int (*keep)(la_kernel), int cli_spelling, const char *sep, char *buf,
-                            size_t size)
+const char *kn_kernel_names(int (*keep)(la_kernel), const char *sep, char *buf, size_t size)
 {
     size_t used = 0;
     buf[0] = 0;
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {
         if (keep && !keep((la_kernel)k)) continue;
         int len = snprintf(buf + used, size - used, "%s%s", used ? sep : "",
-                           spelled((la_kernel)k, cli_spelling));
+                           la_kernel_name((la_kernel)k));
         if (len < 0 || (size_t)len >= size - used) break;
         used += (size_t)len;
     }
     return buf;
 }
 
-int kn_parse_kernel(const char *flag, const char *text, int (*keep)(la_kernel), int cli_spelling,
-                    la_kernel *out)
+int kn_parse_kernel(const char *flag, const char *text, int (*keep)(la_kernel), la_kernel *out)
 {
     la_kernel k;
     if (!text || !*text) return cli_fail(flag, "needs a value");
+    if (strchr(text, ',')) return cli_fail(flag, "takes one kernel here, not the list '%s'", text);
     if (la_kernel_parse(text, &k) != LA_OK || (keep && !keep(k))) {
         char names[512];
         return cli_fail(flag, "'%s' is not one of %s", text,
-                        kn_kernel_names(keep, cli_spelling, ", ", names, sizeof names));
+                        kn_kernel_names(keep, ", ", names, sizeof names));
     }
     *out = k;
     return 0;
+}
+
+int kn_parse_kernel_list(const char *flag, const char *text, int (*keep)(la_kernel), la_kernel *out,
+                         size_t max, size_t *count)
+{
+    char buf[1024], *items[64];
+    int rc = cli_split_list(flag, text, buf, sizeof buf, items, max < 64 ? max : 64, count);
+    for (size_t i = 0; !rc && i < *count; i++) {
+        rc = kn_parse_kernel(flag, items[i], keep, &out[i]);
+        for (size_t j = 0; !rc && j < i; j++)
+            if (out[j] == out[i])
+                rc = cli_fail(flag, "'%s' given twice (%s)", items[i], la_kernel_name(out[i]));
+    }
+    return rc;
 }
 
 int kn_layer_kernel(la_kernel k)
@@ -209,9 +207,15 @@ double kn_time_exponent(la_kernel k, int *known)
 
 /* ---------------------------------------------------------------- help */
 
-void kn_print_kernels(FILE *out, const char *indent, int width, int (*keep)(la_kernel),
-                      int cli_spelling)
+void kn_print_kernels(FILE *out, int (*keep)(la_kernel), const char *note)
 {
+    int width = 0;
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        int len = (int)strlen(la_kernel_name((la_kernel)k));
+        if ((!keep || keep((la_kernel)k)) && len > width) width = len;
+    }
+    fprintf(out, "kernels (--variant, from the registry%s; '-' for '_' accepted):\n",
+            note ? note : "");
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {
         const la_kernel_info *info = la_kernel_get((la_kernel)k);
         if (keep && !keep((la_kernel)k)) continue;
@@ -220,8 +224,7 @@ void kn_print_kernels(FILE *out, const char *indent, int width, int (*keep)(la_k
                  info->causal == LA_CAUSAL_REQUIRED  ? " (causal only)"
                  : info->causal == LA_CAUSAL_REFUSED ? " (non-causal only)"
                                                      : "");
-        int name_width =
-            fprintf(out, "%s%-*s ", indent, width, spelled((la_kernel)k, cli_spelling));
+        int name_width = fprintf(out, "  %-*s  ", width, info->name);
         cli_print_wrapped(out, summary, name_width > 0 ? (size_t)name_width : 0);
     }
 }

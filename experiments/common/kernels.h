@@ -10,9 +10,10 @@
  *   family  the kernels one attention has: the row whose name, with '_', begins the
  *           others' ("softmax" for "softmax_materialized", "linear" for
  *           "linear_recurrent"); a row no other row's name begins is its own family;
- *   form    a kernel's name within its family, as attend's --kernel and bench's
- *           --causal-form spell it ("materialized", "recurrent"; the family's own row
- *           has a word of its own: "fused" for softmax, "chunked" for linear). */
+ *   form    a kernel's name within its family, as the deprecated attend --kernel and
+ *           bench --causal-form spell it ("materialized", "recurrent"; the family's
+ *           own row has a word of its own: "fused" for softmax, "chunked" for linear);
+ *           kept for those two flags' last release. */
 #ifndef LA_KERNELS_H
 #define LA_KERNELS_H
 
@@ -40,9 +41,9 @@ size_t kn_all_series(kn_series *out);
  * (NULL-terminated): a command's default selection, so a new kernel is in it. */
 void kn_select_all_but(const kn_series *all, size_t n, const char *const *left_out, int *selected);
 
-/* --variants LIST: series names, each one of all[0..n) and none twice. selected[i]
- * becomes 1 for the series named, 0 for the others. Returns 0, or 2 after one line
- * ("--variants: 'foo' is not one of softmax, softmax_causal, …"). */
+/* A list of series names, each one of all[0..n) ('-' may stand for '_') and none twice.
+ * selected[i] becomes 1 for the series named, 0 for the others. Returns 0, or 2 after
+ * one line ("--variant: 'foo' is not one of softmax, softmax_causal, …"). */
 int kn_parse_series_list(const char *flag, const char *text, const kn_series *all, size_t n,
                          int *selected);
 
@@ -53,22 +54,26 @@ const char *kn_series_names(const kn_series *all, size_t n, const int *selected,
 
 /* ---------------------------------------------------------------- names */
 
-/* The command-line spelling of a kernel: its registry name with '-' for '_'
- * ("softmax-materialized"); la_kernel_parse reads either. "unknown" outside the
- * registry. */
-const char *kn_cli_name(la_kernel k);
+/* One spelling per kernel, the registry's (la_kernel_name: "softmax_materialized"), in
+ * every help text, table and results file; on input '-' may stand for '_'
+ * ("softmax-materialized"), as la_kernel_parse reads it. Every subcommand chooses its
+ * kernels with --variant. */
 
 /* The names of the kernels for which keep(k) is nonzero (all when keep is NULL), in
- * registry order, joined by sep ("softmax|hard|linear"), as the registry spells them or,
- * with cli_spelling, as kn_cli_name does. Into buf; returns buf. */
-const char *kn_kernel_names(int (*keep)(la_kernel), int cli_spelling, const char *sep, char *buf,
-                            size_t size);
+ * registry order, joined by sep ("softmax|hard|linear"). Into buf; returns buf. */
+const char *kn_kernel_names(int (*keep)(la_kernel), const char *sep, char *buf, size_t size);
 
-/* text names a kernel (either spelling) for which keep(k) is nonzero (any when keep is
- * NULL): *out receives it. Else one line, "--attention: 'x' is not one of softmax,
- * softmax_materialized, hard, linear" (in the spelling asked for), and 2. */
-int kn_parse_kernel(const char *flag, const char *text, int (*keep)(la_kernel), int cli_spelling,
-                    la_kernel *out);
+/* text names one kernel (either spelling) for which keep(k) is nonzero (any when keep is
+ * NULL): *out receives it. Else one line and 2: "--variant: 'x' is not one of softmax,
+ * softmax_materialized, hard, linear", or, for a list where one kernel is wanted,
+ * "--variant: takes one kernel here, not the list 'softmax,linear'". */
+int kn_parse_kernel(const char *flag, const char *text, int (*keep)(la_kernel), la_kernel *out);
+
+/* A comma-separated list of kernels, each as kn_parse_kernel reads it and none twice
+ * (in either spelling): out[0..*count) in the order given, at most max. 0, or 2 after
+ * one line. */
+int kn_parse_kernel_list(const char *flag, const char *text, int (*keep)(la_kernel), la_kernel *out,
+                         size_t max, size_t *count);
 
 /* A kernel a Transformer layer can use: it runs both with and without causal masking
  * (LA_CAUSAL_ALLOWED; la_layer_config_check's rule). */
@@ -86,8 +91,8 @@ int kn_allows(la_kernel k, int causal);
 size_t kn_family_kernels(la_kernel family, int causal, la_kernel *out);
 
 /* Whether the family has a kernel that runs only causal (LA_CAUSAL_REQUIRED): then its
- * causal runs come in forms (linear: chunked and recurrent) that bench lists as one
- * variant. */
+ * causal runs come in forms (linear: chunked and recurrent), as the deprecated bench
+ * --causal-form chooses them. */
 int kn_has_causal_forms(la_kernel family);
 
 /* ---------------------------------------------------------------- facts the registry lacks */
@@ -100,11 +105,12 @@ double kn_time_exponent(la_kernel k, int *known);
 
 /* ---------------------------------------------------------------- help */
 
-/* One line per kernel for help texts, "<indent><name padded to width> <summary>", the
- * name as the registry spells it or, with cli_spelling, as kn_cli_name does; with "(causal only)"
- * or "(non-causal only)" when its causal rule says so; the summary wraps at 88 columns under
- * itself. Only the kernels for which keep(k) is nonzero (keep may be NULL). */
-void kn_print_kernels(FILE *out, const char *indent, int width, int (*keep)(la_kernel),
-                      int cli_spelling);
+/* The help texts' list of kernels: a heading naming the flag,
+ *     kernels (--variant, from the registry NOTE; '-' for '_' accepted):
+ * then one line per kernel for which keep(k) is nonzero (all when keep is NULL),
+ * "  <name padded> <summary>", with "(causal only)" or "(non-causal only)" where its
+ * causal rule says so, the summary wrapped at 88 columns under itself. note (may be
+ * NULL) follows "registry": ", those a layer can use". */
+void kn_print_kernels(FILE *out, int (*keep)(la_kernel), const char *note);
 
 #endif

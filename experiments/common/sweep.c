@@ -60,13 +60,63 @@ int sw_parse_range(const char *flag, const char *s, size_t *lo, size_t *hi)
     return 0;
 }
 
-int sw_parse_size_list(const char *flag, const char *s, size_t *out, size_t max, size_t *n)
+/* text is a size >= 1, at most 2^53 (where doubles stop counting exactly: a size that
+ * large is refused by the memory checks anyway; this keeps the arithmetic defined): 1
+ * (into *out), 0 not a decimal, -1 too large, -2 zero. Prints nothing. */
+static int sweep_value(const char *text, size_t *out)
 {
-    char buf[1024], *items[64];
-    int rc = cli_split_list(flag, s, buf, sizeof buf, items, max < 64 ? max : 64, n);
-    for (size_t i = 0; !rc && i < *n; i++)
-        rc = sw_parse_positive(flag, items[i], &out[i]);
-    return rc;
+    if (!*text) return 0;
+    for (const char *c = text; *c; c++)
+        if (*c < '0' || *c > '9') return 0;
+    errno = 0;
+    unsigned long long v = strtoull(text, NULL, 10);
+    if (errno == ERANGE || v > (1ull << 53) || v > SIZE_MAX) return -1;
+    if (v == 0) return -2;
+    *out = (size_t)v;
+    return 1;
+}
+
+/* One item of a sweep: V, LO:HI or LO:HI:xF, into values (the first cap of them: the
+ * caller's max + 1 tells it that there are more than max); the count, or 0 after one
+ * line. */
+static size_t sweep_item(const char *flag, const char *item, double factor, size_t *values,
+                         size_t cap)
+{
+    char buf[256], *part[3] = {buf, NULL, NULL};
+    if (strlen(item) >= sizeof buf) return cli_fail(flag, "'%.40s…' is too long", item), 0;
+    strcpy(buf, item);
+    int parts = 1;
+    for (char *c = buf; *c; c++)
+        if (*c == ':') {
+            if (parts == 3)
+                return cli_fail(flag, "'%s' is not a value, LO:HI or LO:HI:xF", item), 0;
+            *c = 0;
+            part[parts++] = c + 1;
+        }
+    size_t ends[2];
+    for (int i = 0; i < (parts < 2 ? 1 : 2); i++) {
+        int got = sweep_value(part[i], &ends[i]);
+        if (got == 0) return cli_fail(flag, "'%s' is not a value, LO:HI or LO:HI:xF", item), 0;
+        if (got == -1) return cli_fail(flag, "'%s' is too large (at most 2^53)", item), 0;
+        if (got == -2) return cli_fail(flag, "'%s': values must be at least 1", item), 0;
+    }
+    if (parts == 1) {
+        values[0] = ends[0];
+        return 1;
+    }
+    if (ends[1] < ends[0]) return cli_fail(flag, "'%s': HI is below LO", item), 0;
+    double f = factor > 1 ? factor : 2;
+    if (parts == 3) {
+        char *end;
+        errno = 0;
+        f = part[2][0] == 'x' && part[2][1] >= '0' && part[2][1] <= '9' ? strtod(part[2] + 1, &end)
+                                                                        : 0;
+        if (f == 0 || errno || *end || !(f > 1 && f <= 1024))
+            return cli_fail(flag, "'%s': '%s' is not a factor xF with 1 < F <= 1024", item,
+                            part[2]),
+                   0;
+    }
+    return sw_geometric(ends[0], ends[1], f, values, cap);
 }
 
 int sw_parse_sweep(const char *flag, const char *s, double factor, size_t *out, size_t max,
@@ -75,42 +125,34 @@ int sw_parse_sweep(const char *flag, const char *s, double factor, size_t *out, 
     char buf[2048], *items[256];
     size_t count;
     if (max > 256) max = 256;
+    *n = 0;
     int rc = cli_split_list(flag, s, buf, sizeof buf, items, 256, &count);
     if (rc) return rc;
-    *n = 0;
     for (size_t i = 0; i < count; i++) {
-        char *item = items[i], *c1 = strchr(item, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-        size_t lo, hi;
-        double f = factor > 1 ? factor : 2;
-        if (!c1) {
-            if ((rc = sw_parse_positive(flag, item, &lo))) return rc;
-            hi = lo;
-        } else {
-            *c1 = 0;
-            if (c2) *c2 = 0;
-            if ((rc = sw_parse_positive(flag, item, &lo)) ||
-                (rc = sw_parse_positive(flag, c1 + 1, &hi)))
-                return rc;
-            if (hi < lo) return cli_fail(flag, "'%s:%s': HI is below LO", item, c1 + 1);
-            if (c2) {
-                if (c2[1] != 'x' || cli_parse_double(flag, c2 + 2, &f))
-                    return cli_fail(flag, "'%s' is not a factor xF (e.g. x2, x1.5)", c2 + 1);
-                if (!(f > 1 && f <= 1024))
-                    return cli_fail(flag, "factor %s must be in (1, 1024]", c2 + 1);
-            }
-        }
-        size_t values[256];
-        const size_t got = c1 ? sw_geometric(lo, hi, f, values, 256) : (values[0] = lo, 1);
+        /* max + 1 values of the item: if they all are new, the check below fails */
+        size_t values[257];
+        const size_t got = sweep_item(flag, items[i], factor, values, max + 1);
+        if (got == 0) return 2;
         for (size_t j = 0; j < got; j++) {
             bool seen = false;
             for (size_t m = 0; m < *n && !seen; m++)
                 seen = out[m] == values[j];
             if (seen) continue;
-            if (*n == max) return cli_fail(flag, "more than %zu values", max);
+            if (*n == max) return cli_fail(flag, "more than %zu values in '%s'", max, s);
             out[(*n)++] = values[j];
         }
     }
     return 0;
+}
+
+void sw_sort_sizes(size_t *v, size_t n)
+{
+    for (size_t i = 1; i < n; i++) /* insertion sort: at most 256 values */
+        for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            size_t t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
 }
 
 int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, double max_seconds,
@@ -183,7 +225,8 @@ size_t sw_geometric(size_t lo, size_t hi, double factor, size_t *out, size_t max
 {
     size_t n = 0;
     if (factor <= 1) factor = 2;
-    for (double x = (double)lo; n < max && x <= (double)hi * (1 + 1e-9); x *= factor) {
+    for (double x = (double)lo; n < max && x <= (double)hi * (1 + 1e-9) && x < 0x1p63;
+         x *= factor) {
         size_t v = (size_t)llround(x);
         if (n == 0 || v != out[n - 1]) out[n++] = v;
     }

@@ -62,21 +62,27 @@ int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, dou
 /* Value parsers on top of cli.h: 0, or 2 after one line. */
 int sw_parse_positive(const char *flag, const char *s, size_t *out);         /* >= 1 */
 int sw_parse_range(const char *flag, const char *s, size_t *lo, size_t *hi); /* LO:HI */
-/* "16,32,64" into at most max (<= 64) sizes >= 1; *n receives the count. */
-int sw_parse_size_list(const char *flag, const char *s, size_t *out, size_t max, size_t *n);
 
 /* The one syntax of every numeric sweep flag (--n, --d, --heads, --batch, ... in every
  * subcommand): a comma-separated list whose items are each
  *     V          one value                                    512
  *     LO:HI      LO, LO·F, LO·F², ... up to HI (F = factor)   128:65536
  *     LO:HI:xF   the same with the factor F given (F > 1)     128:4096:x1.5
- * e.g. "256,512,1024", "128:65536", "64,128:1024:x4". Values are sizes >= 1, kept in
- * the order given without repeats; at most max (<= 256) in all. factor is the default
- * F (a subcommand's --factor; <= 1 means 2). Errors name the flag: 0, or 2 after one
- * line ("--n: '12:x' is not a value, LO:HI or LO:HI:xF"). */
+ * e.g. "256,512,1024", "128:65536", "64,128:1024:x4". Values are sizes in 1..2^53,
+ * kept in the order given without repeats; at most max (<= 256) in all. factor is the
+ * default F (a subcommand's --factor; <= 1 means 2), 1 < F <= 1024. Errors name the
+ * flag and the item: 0, or 2 after one line, e.g.
+ *     --n: empty item in '16,,64'            --n: '12:x' is not a value, LO:HI or LO:HI:xF
+ *     --n: '64:16': HI is below LO          --n: '0:8': values must be at least 1
+ *     --n: '1:8:x1': 'x1' is not a factor xF with 1 < F <= 1024
+ *     --n: '99999999999999999999' is too large (at most 2^53)
+ *     --n: more than 64 values in '1:1000000:x1.01' */
 #define SW_SWEEP_SYNTAX "V, LO:HI (doubling) or LO:HI:xF, comma-separated"
 int sw_parse_sweep(const char *flag, const char *s, double factor, size_t *out, size_t max,
                    size_t *n);
+/* A sweep that searches N upwards (a crossover, a budget that skips every larger point
+ * once one is too slow) takes its values in increasing order: sorts v[0..n). */
+void sw_sort_sizes(size_t *v, size_t n);
 
 /* Sizes and memory, checked before anything is allocated (the rule of every command):
  *   - a size whose arrays cannot be addressed is refused: sw_check_floats fails, with

@@ -164,7 +164,9 @@ def accuracy_case(run, label, variant, shape, causal, with_lengths, precision, *
         used.append(stored.astype(precision).astype(np.float64))
         files[name] = run.path(name + ".npy")
     lengths = None
-    args = ["--variant", variant, "--q", files["q"], "--k", files["k"], "--v", files["v"],
+    # kernel: the registry row within the variant's family ("materialized" runs
+    # softmax_materialized, "recurrent" linear_recurrent), one spelling everywhere
+    args = ["--variant", variant + "_" + kernel if kernel else variant, "--q", files["q"], "--k", files["k"], "--v", files["v"],
             "--out", run.path("y.npy"), "--precision", precision]
     if with_lengths:
         # the first entry sees nothing (zero rows), the last everything, the rest random
@@ -176,8 +178,6 @@ def accuracy_case(run, label, variant, shape, causal, with_lengths, precision, *
         args += ["--key-lengths", run.path("lengths.npy")]
     if causal:
         args.append("--causal")
-    if kernel:
-        args += ["--kernel", kernel]
     if chunk:
         args += ["--chunk", str(chunk)]
     if variant == "hard":
@@ -258,10 +258,10 @@ def thread_counts(run):
     for name, shape in (("q", (2, 3, 70, 8)), ("k", (2, 3, 90, 8)), ("v", (2, 3, 90, 5))):
         np.save(run.path(name + ".npy"), rng.standard_normal(shape).astype(np.float32))
     np.save(run.path("lengths.npy"), np.array([50, 90]))
-    configs = [["--variant", "softmax"], ["--variant", "softmax", "--kernel", "materialized"],
+    configs = [["--variant", "softmax"], ["--variant", "softmax_materialized"],
                ["--variant", "hard"], ["--variant", "linear"],
                ["--variant", "linear", "--causal", "--chunk", "16"],
-               ["--variant", "linear", "--causal", "--kernel", "recurrent"]]
+               ["--variant", "linear_recurrent", "--causal"]]
     for config in configs:
         for precision in ("float32", "float64"):
             outputs = []
@@ -367,9 +367,11 @@ def error_cases(run):
         ("unknown feature map", lin + ["--feature-map", "tanh"]),
         ("unknown variant", ["--variant", "cosine"] + full[2:]),
         ("unknown precision", full + ["--precision", "float16"]),
-        ("unknown kernel", full + ["--kernel", "flash"]),
-        ("recurrent without --causal", lin + ["--kernel", "recurrent"]),
-        ("--kernel with hard", ["--variant", "hard"] + full[2:] + ["--kernel", "fused"]),
+        ("a list where one kernel is wanted", ["--variant", "softmax,linear"] + full[2:]),
+        ("recurrent without --causal", ["--variant", "linear_recurrent"] + full[2:]),
+        ("deprecated --kernel, unknown form", full + ["--kernel", "flash"]),
+        ("deprecated --kernel, recurrent without --causal", lin + ["--kernel", "recurrent"]),
+        ("deprecated --kernel with hard", ["--variant", "hard"] + full[2:] + ["--kernel", "fused"]),
         ("missing --out", ["--variant", "softmax", "--q", good["q"], "--k", good["k"], "--v",
                            good["v"]]),
         ("missing --variant", full[2:]),

@@ -166,7 +166,7 @@ def check_numerics(r, rng):
         x_path, out = os.path.join(r.tmp, "x%d.npy" % i), os.path.join(r.tmp, "y%d.npy" % i)
         np.save(x_path, x)
         args = ["--weights", folder, "--x", x_path, "--out", out, "--heads", str(heads),
-                "--norm", norm, "--attention", kind, "--precision", precision,
+                "--norm", norm, "--variant", kind, "--precision", precision,
                 "--activation", activation] + (["--causal"] if causal else [])
         what = "%s %s-LN %s causal=%s H=%d D=%d shape=%s %s" % (
             precision, norm, kind, causal, heads, d, shape, activation)

@@ -61,7 +61,7 @@ def main():
                      "--min-time", "0", "--max-seconds", "1", "--out", scaling_csv])
         with open(scaling_csv) as f:
             s_keys, s_header, _ = parse(f.read())
-        bench = run(binary, ["bench", "--n", "16", "--variant", "linear,softmax", "--causal",
+        bench = run(binary, ["bench", "--n", "16", "--variant", "linear,linear_recurrent,softmax", "--causal",
                              "--reps", "1", "--threads", "1", "--format", "csv"])
         b_keys, b_header, b_rows = parse(bench)
 
@@ -86,7 +86,7 @@ def main():
     series = [r["variant"] for r in b_rows if r["variant"] != "sgemm"]
     check(b_rows and b_rows[0]["variant"] == "sgemm", "the first row is the yardstick")
     check(series == ["linear_causal_chunked", "linear_causal_recurrent", "softmax_causal"],
-          "causal linear runs both forms, named as series: %s" % ",".join(series))
+          "both causal linear kernels and softmax, named as series: %s" % ",".join(series))
     check(all(s in help_scaling for s in series), "each is a series scaling lists")
     check(all(r.get("status") == "ok" and int(r.get("reps", "0")) >= 1 for r in b_rows),
           "every row measured: status ok, reps >= 1")

@@ -1,5 +1,6 @@
 /* test_kernels.c — the registry as the commands see it (experiments/common/kernels.c):
- * every series once, spellings that parse back, families whose forms can be told apart,
+ * every series once, one spelling per kernel (the registry's; '-' for '_' accepted on
+ * input), lists of kernels, families whose forms can be told apart,
  * the defaults for what the registry does not say, and help lines that name every row.
  * Each property is stated over all rows, so a new kernel is checked without an edit. */
 #include "../testutil.h"
@@ -35,7 +36,8 @@ static void all_series_once(void **state)
 }
 
 /* A default selection leaves out exactly the names listed (unknown names change
- * nothing); --variants selects what it names and refuses the rest. */
+ * nothing); a series list selects what it names, in either spelling, and refuses the
+ * rest, the same series twice in two spellings included. */
 static void selections(void **state)
 {
     (void)state;
@@ -55,6 +57,20 @@ static void selections(void **state)
             assert_true(strcmp(all[i].name, "linear") == 0 || strcmp(all[i].name, "softmax") == 0);
     }
     assert_int_equal(count, 2);
+    /* every series in the hyphen spelling selects the same row */
+    for (size_t i = 0; i < n; i++) {
+        char hyphen[64];
+        snprintf(hyphen, sizeof hyphen, "%s", all[i].name);
+        for (char *c = hyphen; *c; c++)
+            if (*c == '_') *c = '-';
+        assert_int_equal(kn_parse_series_list("--variant", hyphen, all, n, selected), 0);
+        for (size_t j = 0; j < n; j++)
+            assert_int_equal(selected[j], j == i);
+    }
+    assert_int_equal(kn_parse_series_list("--variant",
+                                          "linear-causal-chunked,linear_causal_chunked", all, n,
+                                          selected),
+                     2);
     assert_int_equal(kn_parse_series_list("--variants", "linear,cosine", all, n, selected), 2);
     assert_int_equal(kn_parse_series_list("--variants", "linear,linear", all, n, selected), 2);
     assert_int_equal(kn_parse_series_list("--variants", "linear,,softmax", all, n, selected), 2);
@@ -65,35 +81,58 @@ static void selections(void **state)
         assert_non_null(strstr(names, all[i].name));
 }
 
-/* The command-line spelling parses back to its kernel, with '-' where the registry has
- * '_'; kn_parse_kernel honours its filter. */
+/* One spelling per kernel: the registry's, with '_'; the hyphen form parses to the same
+ * kernel, lists refuse repeats in either spelling, and filters are honoured. */
 static void spellings(void **state)
 {
     (void)state;
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {
-        const char *cli = kn_cli_name((la_kernel)k);
-        assert_null(strchr(cli, '_'));
-        assert_int_equal(strlen(cli), strlen(la_kernel_name((la_kernel)k)));
+        const char *name = la_kernel_name((la_kernel)k);
+        char hyphen[64];
+        snprintf(hyphen, sizeof hyphen, "%s", name);
+        for (char *c = hyphen; *c; c++)
+            if (*c == '_') *c = '-';
         la_kernel back;
-        assert_int_equal(la_kernel_parse(cli, &back), LA_OK);
+        assert_int_equal(kn_parse_kernel("--variant", name, NULL, &back), 0);
         assert_int_equal(back, k);
-        assert_int_equal(kn_parse_kernel("--variant", cli, NULL, 1, &back), 0);
+        assert_int_equal(kn_parse_kernel("--variant", hyphen, NULL, &back), 0);
         assert_int_equal(back, k);
-        assert_int_equal(
-            kn_parse_kernel("--attention", la_kernel_name((la_kernel)k), kn_layer_kernel, 0, &back),
-            kn_layer_kernel((la_kernel)k) ? 0 : 2);
+        assert_int_equal(kn_parse_kernel("--variant", name, kn_layer_kernel, &back),
+                         kn_layer_kernel((la_kernel)k) ? 0 : 2);
+        /* the same kernel twice, once in each spelling */
+        char twice[160];
+        la_kernel list[LA_KERNEL_COUNT];
+        size_t count;
+        snprintf(twice, sizeof twice, "%s,%s", name, hyphen);
+        assert_int_equal(kn_parse_kernel_list("--variant", twice, NULL, list, 8, &count), 2);
     }
     la_kernel k;
-    assert_int_equal(kn_parse_kernel("--variant", "cosine", NULL, 1, &k), 2);
-    assert_string_equal(kn_cli_name(LA_KERNEL_COUNT), "unknown");
+    assert_int_equal(kn_parse_kernel("--variant", "cosine", NULL, &k), 2);
+    assert_int_equal(kn_parse_kernel("--variant", "softmax,linear", NULL, &k), 2);
+    assert_int_equal(kn_parse_kernel("--variant", "", NULL, &k), 2);
     char names[512];
-    kn_kernel_names(NULL, 0, "|", names, sizeof names);
+    kn_kernel_names(NULL, "|", names, sizeof names);
     assert_non_null(strstr(names, "softmax|softmax_materialized|"));
+    assert_null(strchr(names, '-'));
+
+    /* a list: in the order given, each in either spelling */
+    la_kernel list[LA_KERNEL_COUNT];
+    size_t count = 0;
+    assert_int_equal(
+        kn_parse_kernel_list("--variant", "linear-recurrent,softmax", NULL, list, 8, &count), 0);
+    assert_int_equal(count, 2);
+    assert_int_equal(list[0], LA_KERNEL_LINEAR_RECURRENT);
+    assert_int_equal(list[1], LA_KERNEL_SOFTMAX);
+    assert_int_equal(kn_parse_kernel_list("--variant", "linear,cosine", NULL, list, 8, &count), 2);
+    assert_int_equal(kn_parse_kernel_list("--variant", "linear,,hard", NULL, list, 8, &count), 2);
+    assert_int_equal(
+        kn_parse_kernel_list("--variant", "linear_recurrent", kn_layer_kernel, list, 8, &count), 2);
 }
 
 /* Families: every kernel's family is a family of its own; within a family the kernels
- * that run with a given causal flag have distinct forms (so --kernel and --causal-form
- * choose exactly one); and today's names and words stay what the command line had. */
+ * that run with a given causal flag have distinct forms (so the deprecated attend
+ * --kernel and bench --causal-form choose exactly one); and the words of those two
+ * flags stay what the command line had. */
 static void families_and_forms(void **state)
 {
     (void)state;
@@ -145,7 +184,8 @@ static void time_exponents(void **state)
     }
 }
 
-/* The help lines name every row the filter keeps, with the start of its summary. */
+/* The help lines: the heading naming --variant, then every row the filter keeps, by its
+ * registry name (never the hyphen form), with the start of its summary. */
 static void help_lines(void **state)
 {
     (void)state;
@@ -153,21 +193,33 @@ static void help_lines(void **state)
     size_t size = 0;
     FILE *out = open_memstream(&text, &size);
     assert_non_null(out);
-    kn_print_kernels(out, "  ", 21, NULL, 1);
+    kn_print_kernels(out, NULL, NULL);
     fclose(out);
+    assert_int_equal(strncmp(text, "kernels (--variant, from the registry; ", 39), 0);
+    size_t width = 0;
+    for (int k = 0; k < LA_KERNEL_COUNT; k++)
+        if (strlen(la_kernel_name((la_kernel)k)) > width)
+            width = strlen(la_kernel_name((la_kernel)k));
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {
-        /* "\n  name<padding> summary…" (the text starts with a newline's worth: "  ") */
         char line[256];
-        snprintf(line, sizeof line, "\n  %-21s %.12s", kn_cli_name((la_kernel)k),
+        snprintf(line, sizeof line, "\n  %-*s  %.12s", (int)width, la_kernel_name((la_kernel)k),
                  la_kernel_get((la_kernel)k)->summary);
-        if (!(k == 0 ? strncmp(text, line + 1, strlen(line + 1)) == 0 : !!strstr(text, line)))
-            fail_msg("no line '%s' in:\n%s", line + 1, text);
+        if (!strstr(text, line)) fail_msg("no line '%s' in:\n%s", line + 1, text);
+        const char *name = la_kernel_name((la_kernel)k);
+        if (strchr(name, '_')) {
+            char hyphen[64];
+            snprintf(hyphen, sizeof hyphen, "%s", name);
+            for (char *c = hyphen; *c; c++)
+                if (*c == '_') *c = '-';
+            if (strstr(text, hyphen)) fail_msg("'%s' spelt with '-' in:\n%s", name, text);
+        }
     }
     free(text);
 
     out = open_memstream(&text, &size);
-    kn_print_kernels(out, "", 4, kn_layer_kernel, 0);
+    kn_print_kernels(out, kn_layer_kernel, ", those a layer can use");
     fclose(out);
+    assert_non_null(strstr(text, "registry, those a layer can use;"));
     for (int k = 0; k < LA_KERNEL_COUNT; k++)
         if (!kn_layer_kernel((la_kernel)k) && strstr(text, la_kernel_get((la_kernel)k)->summary))
             fail_msg("%s listed among the layer kernels", la_kernel_name((la_kernel)k));

@@ -297,18 +297,14 @@ static void sweeps_and_flags(void **state)
             fail_msg("--max-mem %s: rc %d, %g bytes", sizes[i].text, rc, common.max_mem);
         }
     }
-    size_t lo = 0, hi = 0, list[4], n = 0;
+    size_t lo = 0, hi = 0, n = 0;
     assert_int_equal(sw_parse_range("--n", "16:4096", &lo, &hi), 0);
     assert_true(lo == 16 && hi == 4096);
     assert_int_equal(sw_parse_range("--n", "64", &lo, &hi), 0);
     assert_true(lo == 64 && hi == 64);
     assert_int_equal(sw_parse_range("--n", "9:8", &lo, &hi), 2);
     assert_int_equal(sw_parse_range("--n", "0:8", &lo, &hi), 2);
-    assert_int_equal(sw_parse_size_list("--d", "16,32,64", list, 4, &n), 0);
-    assert_true(n == 3 && list[2] == 64);
-    assert_int_equal(sw_parse_size_list("--d", "16,,64", list, 4, &n), 2);
-    assert_int_equal(sw_parse_size_list("--d", "1,2,3,4,5", list, 4, &n), 2);
-    assert_int_equal(sw_parse_size_list("--d", "16,0", list, 4, &n), 2);
+    /* lists of sizes: sw_parse_sweep, tested in test_sweep.c */
 
     /* the one list parser, and choices from it */
     char buf[16], *items[4];

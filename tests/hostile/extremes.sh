@@ -1,6 +1,6 @@
 #!/bin/sh
 # extremes.sh — no silent wrong answer at extreme values (issue 10, class 7), through
-# `linattn attend` and `linattn block --attention linear`. Inputs near the limits of
+# `linattn attend` and `linattn block --variant linear`. Inputs near the limits of
 # float32 must either give a finite output that matches float64 (NumPy, or the command's
 # own --precision float64), or exit 2 with exactly one line
 # "linattn: attend: values overflow float32: use --precision float64" and no file:
@@ -132,8 +132,8 @@ run_all() { # label
     make_inputs "$tmp" 1e20 1e20 1 pos
     refuses "$l: softmax, q = k = ±1e20" attend --variant softmax --q "$tmp/q.npy" \
         --k "$tmp/k.npy" --v "$tmp/v.npy"
-    refuses "$l: softmax materialized, q = k = ±1e20" attend --variant softmax \
-        --kernel materialized --q "$tmp/q.npy" --k "$tmp/k.npy" --v "$tmp/v.npy"
+    refuses "$l: softmax materialized, q = k = ±1e20" attend \
+        --variant softmax_materialized --q "$tmp/q.npy" --k "$tmp/k.npy" --v "$tmp/v.npy"
     computes "$l: softmax, q = k = ±1e20, float64" finite attend --variant softmax \
         --q "$tmp/q.npy" --k "$tmp/k.npy" --v "$tmp/v.npy" --precision float64
     make_inputs "$tmp" 1 1 1 pos
@@ -149,20 +149,20 @@ run_all() { # label
         --q "$tmp/q.npy" --k "$tmp/k.npy" --v "$tmp/v.npy"
     refuses "$l: linear causal, inputs 1e18" attend --variant linear --causal \
         --q "$tmp/q.npy" --k "$tmp/k.npy" --v "$tmp/v.npy"
-    refuses "$l: linear recurrent, inputs 1e18" attend --variant linear --causal \
-        --kernel recurrent --q "$tmp/q.npy" --k "$tmp/k.npy" --v "$tmp/v.npy"
+    refuses "$l: linear recurrent, inputs 1e18" attend --variant linear_recurrent --causal \
+        --q "$tmp/q.npy" --k "$tmp/k.npy" --v "$tmp/v.npy"
     make_inputs "$tmp" 1 1 1 neg
     computes "$l: linear relu eps 0, all-negative q" zero attend --variant linear \
         --feature-map relu --eps 0 --q "$tmp/q.npy" --k "$tmp/k.npy" --v "$tmp/v.npy"
     computes "$l: linear causal relu eps 0, all-negative q" zero attend --variant linear \
         --causal --feature-map relu --eps 0 --q "$tmp/q.npy" --k "$tmp/k.npy" --v "$tmp/v.npy"
     make_block "$tmp" 1e18
-    refuses "$l: block linear post-LN, x 1e18" block --attention linear --weights "$tmp/w" \
+    refuses "$l: block linear post-LN, x 1e18" block --variant linear --weights "$tmp/w" \
         --x "$tmp/x.npy" --heads 2
-    computes "$l: block linear post-LN, x 1e18, float64" finite block --attention linear \
+    computes "$l: block linear post-LN, x 1e18, float64" finite block --variant linear \
         --weights "$tmp/w" --x "$tmp/x.npy" --heads 2 --precision float64
     make_block "$tmp" 1e3
-    computes "$l: block linear, x 1e3" f64 block --attention linear --weights "$tmp/w" \
+    computes "$l: block linear, x 1e3" f64 block --variant linear --weights "$tmp/w" \
         --x "$tmp/x.npy" --heads 2
 }
 
