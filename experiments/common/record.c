@@ -20,6 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
+/* the memory probe (below) the timer calls around each warm-up */
+static int res_peak_reset(void);
+static double res_peak_rss_bytes(void);
+static double res_rss_bytes(void);
+
 /* ---------------------------------------------------------------- timer */
 
 double res_now(void)
@@ -94,13 +99,6 @@ done:
     return rc;
 }
 
-int res_time(res_body body, void *ctx, const res_rule *rule, res_timing *out)
-{
-    int status;
-    if (res_time_interleaved(1, &body, &ctx, rule, out, &status) != 0) return -1;
-    return status;
-}
-
 /* One kernel call, for res_time_interleaved. */
 typedef struct {
     la_kernel kernel;
@@ -152,7 +150,7 @@ void res_memory_init(void)
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
 }
 
-int res_peak_reset(void)
+static int res_peak_reset(void)
 {
     FILE *f = fopen("/proc/self/clear_refs", "w");
     if (!f) return 0;
@@ -179,11 +177,11 @@ static double status_kb(const char *key)
     return bytes;
 }
 
-double res_peak_rss_bytes(void)
+static double res_peak_rss_bytes(void)
 {
     return status_kb("VmHWM");
 }
-double res_rss_bytes(void)
+static double res_rss_bytes(void)
 {
     return status_kb("VmRSS");
 }

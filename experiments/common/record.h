@@ -49,10 +49,7 @@ typedef struct {
  * tokens. */
 double res_median(double *x, size_t n);
 
-/* Times body(ctx) by the rule. Returns 0, the first nonzero value body returned (then
- * *out is undefined), or -1 when it could not allocate its samples. The one timer. */
 typedef int (*res_body)(void *ctx);
-int res_time(res_body body, void *ctx, const res_rule *rule, res_timing *out);
 
 /* Times n bodies by the same rule, their repetitions interleaved: a warm-up call of
  * each, then rounds in which each body still short of the rule is timed once, in
@@ -60,9 +57,19 @@ int res_time(res_body body, void *ctx, const res_rule *rule, res_timing *out);
  * speed reaches all of them alike; a body leaves the rounds when its rule is met.
  * status[i] is 0 or the first nonzero value body i returned (it is not called again,
  * out[i] is untouched); out[i] is set when status[i] is 0. Returns 0, or -1 when it
- * could not allocate (statuses and out undefined). res_time is the case n = 1. */
+ * could not allocate (statuses and out undefined). The one timer. */
 int res_time_interleaved(size_t n, const res_body *bodies, void *const *ctxs, const res_rule *rule,
                          res_timing *out, int *status);
+
+/* Times body(ctx) by the rule: res_time_interleaved of one body. Returns 0, the first
+ * nonzero value body returned (then *out is undefined), or -1 when it could not
+ * allocate its samples. */
+static inline int res_time(res_body body, void *ctx, const res_rule *rule, res_timing *out)
+{
+    int status;
+    if (res_time_interleaved(1, &body, &ctx, rule, out, &status) != 0) return -1;
+    return status;
+}
 
 /* Times one la_attention_f32 call of kernel on the given inputs by the rule (bench's
  * loop). Returns the kernel's status (LA_ENOMEM also when the timer could not
@@ -82,16 +89,14 @@ void res_time_kernels(size_t n, const la_kernel *kernels, const la_problem *p, c
 
 /* ---------------------------------------------------------------- memory */
 
-/* The peak resident memory of a point is the process's VmHWM (/proc/self/status) after
- * the point, with the high-water mark reset just before it by writing "5" to
- * /proc/self/clear_refs (Linux >= 4.0). It includes everything resident: the inputs,
- * the outputs, the kernel's scratch and the program itself; the experiments also record
- * VmRSS just before the point (the baseline) so the kernel's own share is the difference.
- * res_peak_reset returns 1 when the mark was reset, 0 when it could not be (then
- * VmHWM is the peak since the process started, and the files say so). */
-int res_peak_reset(void);
-double res_peak_rss_bytes(void); /* VmHWM in bytes, or -1 */
-double res_rss_bytes(void);      /* VmRSS in bytes, or -1 */
+/* The peak resident memory of a point is measured by the timer around each body's
+ * warm-up call, which runs alone (res_timing's baseline_rss_bytes, peak_rss_bytes):
+ * the process's VmHWM (/proc/self/status) after it, with the high-water mark reset just
+ * before it by writing "5" to /proc/self/clear_refs (Linux >= 4.0). It includes
+ * everything resident: the inputs, the outputs, the kernel's scratch and the program
+ * itself; VmRSS just before the call is the baseline, so the kernel's own share is the
+ * difference. Where the mark cannot be reset, VmHWM is the peak since the process
+ * started, and the files say so (# peak_rss). */
 /* Called once at start: big blocks are mmapped and returned to the system when freed,
  * so one point's buffers do not stay resident into the next. */
 void res_memory_init(void);

@@ -19,7 +19,8 @@ static int positive(double v)
 
 /* ---------------------------------------------------------------- spread */
 
-double st_quantile_sorted(const double *sorted, size_t n, double p)
+/* The p-quantile (0 <= p <= 1) of sorted[0..n), n >= 1, type 7. */
+static double st_quantile_sorted(const double *sorted, size_t n, double p)
 {
     double h = p * (double)(n - 1);
     size_t i = (size_t)floor(h);

@@ -51,9 +51,6 @@ typedef struct {
  * when n is 0 or an element is NaN. */
 int st_summarize(double *x, size_t n, st_summary *out);
 
-/* The p-quantile (0 <= p <= 1) of sorted[0..n), n >= 1, type 7. */
-double st_quantile_sorted(const double *sorted, size_t n, double p);
-
 /* ---------------------------------------------------------------- fit */
 
 typedef struct {
