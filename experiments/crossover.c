@@ -286,8 +286,7 @@ static int measure(runner *r, res_file *f, size_t d, int causal)
         const double n2[2] = {below.n, above.n}, soft2[2] = {below.soft, above.soft},
                      lin2[2] = {below.lin, above.lin};
         st_crossing x;
-        if (st_crossover(n2, soft2, lin2, 2, &x) == 0 && x.where == ST_CROSS_INSIDE)
-            measured = x.n;
+        if (st_crossover(n2, soft2, lin2, 2, &x) == 0 && x.where == ST_CROSS_INSIDE) measured = x.n;
     }
     char pred_text[32] = "", meas_text[32] = "", lo_text[32] = "", hi_text[32] = "";
     if (isfinite(predicted) && predicted > 0)
@@ -297,8 +296,7 @@ static int measure(runner *r, res_file *f, size_t d, int causal)
     if (found) snprintf(hi_text, sizeof hi_text, "%.0f", above.n);
     char where[128] = "";
     if (strcmp(status, "below_range") == 0)
-        snprintf(where, sizeof where, "below the measured range: linear faster at N = %s",
-                 hi_text);
+        snprintf(where, sizeof where, "below the measured range: linear faster at N = %s", hi_text);
     else if (strcmp(status, "above_range") == 0)
         snprintf(where, sizeof where, "above the measured range: softmax faster up to N = %.0f",
                  last_n);

@@ -269,8 +269,8 @@ int cmd_decode(int argc, char **argv)
         /* the range pairs the slowest generation of one with the fastest of the other */
         printf("decode: %zu tokens, %zu heads of d = %zu: softmax with KV cache %.3f s, linear "
                "state %.3f s, %.1fx faster (%.1fx..%.1fx over %d and %d generations)\n",
-               T, H, d, totals[1], totals[0], speedup.ratio, speedup.lo, speedup.hi,
-               whole_reps[1], whole_reps[0]);
+               T, H, d, totals[1], totals[0], speedup.ratio, speedup.lo, speedup.hi, whole_reps[1],
+               whole_reps[0]);
     else if (res_resumed_rows(f) == 0)
         printf("decode: a generation did not finish within the budget (see %s)\n", res_path(f));
     printf("decode: wrote %s\n", res_path(f));

@@ -95,8 +95,7 @@ int st_fit_loglog(const double *x, const double *y, size_t n, uint64_t seed, st_
         if (x[i] > x_max) x_max = x[i];
     }
     double slope, intercept;
-    if (m < ST_MIN_FIT_POINTS || least_squares(lx, ly, NULL, m, &slope, &intercept) != 0)
-        goto done;
+    if (m < ST_MIN_FIT_POINTS || least_squares(lx, ly, NULL, m, &slope, &intercept) != 0) goto done;
 
     /* R² = 1 − residual / total sum of squares, in log-log space */
     double my = 0, ss_res = 0, ss_tot = 0;
@@ -144,14 +143,13 @@ done:
 
 /* ---------------------------------------------------------------- crossing */
 
-int st_crossover(const double *n, const double *a, const double *b, size_t count,
-                 st_crossing *out)
+int st_crossover(const double *n, const double *a, const double *b, size_t count, st_crossing *out)
 {
     if (count == 0) return -1;
     for (size_t i = 0; i < count; i++)
         if (!positive(n[i]) || !positive(a[i]) || !positive(b[i]) || (i && !(n[i] > n[i - 1])))
             return -1;
-    /* margin(i) = log(a/b): positive where a is the larger */
+            /* margin(i) = log(a/b): positive where a is the larger */
 #define MARGIN(i) log(a[i] / b[i])
     for (size_t i = 0; i < count; i++) {
         if (!(MARGIN(i) > 0)) continue;

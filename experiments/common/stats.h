@@ -86,8 +86,7 @@ typedef struct {
 /* Where a becomes larger than b over the points n[0..count) (increasing), a, b > 0
  * (e.g. a = softmax's time, b = linear's: where linear becomes faster). Returns 0, or
  * -1 when count is 0, n does not increase, or a value is not finite and positive. */
-int st_crossover(const double *n, const double *a, const double *b, size_t count,
-                 st_crossing *out);
+int st_crossover(const double *n, const double *a, const double *b, size_t count, st_crossing *out);
 
 /* ---------------------------------------------------------------- ratio */
 
