@@ -152,7 +152,7 @@ int cmd_decode(int argc, char **argv)
     /* position bins: [1], then geometric with bins_per_doubling per factor of two: at
      * most bins_per_doubling per doubling of T < 2^64, whatever T */
     size_t *bin_end = malloc((64 * c.bins_per_doubling + 2) * sizeof *bin_end), n_bins = 0;
-    double *lat = NULL, *tok = NULL, *scratch = NULL, *gen_total = NULL;
+    double *lat = NULL, *tok = NULL, *scratch = NULL;
     gen g = {T, H, d, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     float *q = NULL, *k = NULL, *v = NULL;
     rc = 1;
@@ -173,8 +173,7 @@ int cmd_decode(int argc, char **argv)
         size_t n = T * H * d;
         lat = malloc((size_t)reps * T * sizeof *lat), tok = malloc(T * sizeof *tok);
         scratch = malloc((T > (size_t)reps ? T : (size_t)reps) * sizeof *scratch);
-        gen_total = malloc(2 * (size_t)reps * sizeof *gen_total); /* per generation */
-        if (!lat || !tok || !scratch || !gen_total) goto fail;
+        if (!lat || !tok || !scratch) goto fail;
         q = malloc(n * sizeof *q), k = malloc(n * sizeof *k), v = malloc(n * sizeof *v);
         g.k_cache = malloc(n * sizeof *g.k_cache), g.v_cache = malloc(n * sizeof *g.v_cache);
         g.y = malloc(H * d * sizeof *g.y);
@@ -195,7 +194,7 @@ int cmd_decode(int argc, char **argv)
     res_progress pr;
     res_progress_start(&pr, "decode", 2 * reps, 0);
     double totals[2] = {NAN, NAN};
-    int whole_reps[2] = {0, 0}; /* generations that reached T, totals in gen_total */
+    st_summary whole[2]; /* the totals of the tokens' medians and quartiles */
     for (int softmax = 1; softmax >= 0; softmax--) {
         const char *name = softmax ? "softmax_kv_cache" : "linear_recurrent_state";
         char key0[256];
@@ -218,17 +217,16 @@ int cmd_decode(int argc, char **argv)
             if (got < done) done = got;
             if (got < (long)T) break; /* over budget: no more repetitions */
         }
-        for (int r = 0; r < reps_run && (size_t)done == T; r++) {
-            double sum = 0;
-            for (size_t t = 0; t < T; t++)
-                sum += lat[(size_t)r * T + t];
-            gen_total[(size_t)softmax * reps + whole_reps[softmax]++] = sum;
-        }
+        whole[softmax] = (st_summary){0, 0, 0, 0, 0, (size_t)reps_run};
         for (size_t t = 0; t < (size_t)done; t++) {
             int n = 0;
             for (int r = 0; r < reps_run; r++)
                 scratch[n++] = lat[(size_t)r * T + t];
-            tok[t] = res_median(scratch, (size_t)n);
+            st_summary s = {0};
+            st_summarize(scratch, (size_t)n, &s);
+            tok[t] = s.median;
+            whole[softmax].median += s.median;
+            whole[softmax].q1 += s.q1, whole[softmax].q3 += s.q3;
         }
         /* one row per bin; bins past the budget are recorded as skipped */
         double cumulative = 0;
@@ -264,13 +262,13 @@ int cmd_decode(int argc, char **argv)
 
     st_ratio speedup;
     if (isfinite(totals[0]) && isfinite(totals[1]) &&
-        st_speedup(gen_total + reps, (size_t)whole_reps[1], gen_total, (size_t)whole_reps[0],
-                   &speedup) == 0)
-        /* the range pairs the slowest generation of one with the fastest of the other */
+        st_speedup(&whole[1], &whole[0], &speedup) == 0)
+        /* the range: the totals of the tokens' quartiles over the generations */
         printf("decode: %zu tokens, %zu heads of d = %zu: softmax with KV cache %.3f s, linear "
-               "state %.3f s, %.1fx faster (%.1fx..%.1fx over %d and %d generations)\n",
-               T, H, d, totals[1], totals[0], speedup.ratio, speedup.lo, speedup.hi, whole_reps[1],
-               whole_reps[0]);
+               "state %.3f s, %.1fx faster (%.1fx..%.1fx from the interquartile ranges of %zu "
+               "generations)\n",
+               T, H, d, totals[1], totals[0], speedup.ratio, speedup.lo, speedup.hi,
+               whole[1].n < whole[0].n ? whole[1].n : whole[0].n);
     else if (res_resumed_rows(f) == 0)
         printf("decode: a generation did not finish within the budget (see %s)\n", res_path(f));
     printf("decode: wrote %s\n", res_path(f));
@@ -282,6 +280,6 @@ fail:
     if (res_close(f) != 0) rc = 1;
     la_linear_state_free(g.state);
     free(q), free(k), free(v), free(g.k_cache), free(g.v_cache), free(g.y);
-    free(bin_end), free(lat), free(tok), free(scratch), free(gen_total);
+    free(bin_end), free(lat), free(tok), free(scratch);
     return rc;
 }

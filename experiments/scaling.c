@@ -40,7 +40,8 @@ static const char help_text[] =
     "to 3 lengths of N nothing is fitted; with 4 to 6 (an upper half of 2 or 3) the\n"
     "command refuses to run (exit 2) unless --no-fit. Where the sweep holds both,\n"
     "it reports the N at which linear attention becomes faster than softmax, with the\n"
-    "two measured N that bracket it.\n"
+    "two measured N that bracket it, and the speed-up at the largest N with its range\n"
+    "from the interquartile ranges of the repetitions.\n"
     "\n"
     "Each LIST is " SW_SWEEP_SYNTAX ", e.g. 256,512,1024\n"
     "or 128:65536 or 64,128:1024:x4.\n"
@@ -289,7 +290,8 @@ static int fit_series(res_file *fit, res_file *f, const config *c, const kn_seri
 
 /* Where linear attention becomes faster than softmax in one group, for the non-causal
  * and the causal pair, when both series were run: from the medians, with the two
- * measured N that bracket the crossing. */
+ * measured N that bracket the crossing; then the speed-up at the largest N both
+ * measured, with its range from the repetitions' quartiles. */
 static void report_crossings(res_file *f, const config *c, const group *g)
 {
     for (int causal = 0; causal <= 1; causal++) {
@@ -305,14 +307,16 @@ static void report_crossings(res_file *f, const config *c, const group *g)
         read_curve(f, c, lin, g, &b);
         /* the N both measured */
         double n[MAX_POINTS], ta[MAX_POINTS], tb[MAX_POINTS];
-        size_t count = 0;
+        size_t count = 0, last_a = 0, last_b = 0;
         for (size_t i = 0, j = 0; i < a.count && j < b.count;) {
             if (a.n[i] < b.n[j])
                 i++;
             else if (b.n[j] < a.n[i])
                 j++;
-            else
-                n[count] = a.n[i], ta[count] = a.median[i], tb[count++] = b.median[j], i++, j++;
+            else {
+                n[count] = a.n[i], ta[count] = a.median[i], tb[count++] = b.median[j];
+                last_a = i++, last_b = j++;
+            }
         }
         st_crossing x;
         char label[96];
@@ -330,6 +334,14 @@ static void report_crossings(res_file *f, const config *c, const group *g)
             printf("scaling: %s still slower than %s at the largest N = %.0f (%s): the crossing "
                    "is above the measured range\n",
                    lin, soft, x.lo, label);
+        /* the speed-up at the largest N both measured, from the repetitions' quartiles */
+        const st_summary sa = {a.median[last_a], 0, 0, a.q1[last_a], a.q3[last_a], 0},
+                         sb = {b.median[last_b], 0, 0, b.q1[last_b], b.q3[last_b], 0};
+        st_ratio r;
+        if (st_speedup(&sa, &sb, &r) == 0)
+            printf("scaling: %s %.2fx as fast as %s at N = %.0f (%s; %.2fx..%.2fx from the "
+                   "interquartile ranges)\n",
+                   lin, r.ratio, soft, n[count - 1], label, r.lo, r.hi);
     }
 }
 

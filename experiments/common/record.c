@@ -295,14 +295,21 @@ static const char *git_commit(void)
 
 /* The check of the running timing experiment, kept while its files are open. */
 static bz_report machine;
-static int machine_checked, open_files;
+static int machine_checked, machine_warned, open_files;
 
 const bz_report *res_machine_check(void)
 {
     bz_measure(&machine);
-    bz_warn(&machine);
-    machine_checked = 1;
+    machine_checked = 1, machine_warned = 0;
     return &machine;
+}
+
+/* The warning of a busy machine, once, when the experiment has its first result (so a
+ * command refused before it measures anything prints its one error line alone). */
+static void warn_once(void)
+{
+    if (machine_checked && !machine_warned) bz_warn(&machine);
+    machine_warned = 1;
 }
 
 /* ---------------------------------------------------------------- CSV */
@@ -528,7 +535,7 @@ static int read_existing(res_file *f, const char *columns, char *err, size_t err
     return rc;
 }
 
-void res_write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv)
+static void write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv)
 {
     char date[32];
     utc_now(date, sizeof date);
@@ -563,6 +570,12 @@ void res_write_meta(FILE *out, const char *experiment, const char *about, int ar
                     "bound, monotone over the sweep");
 }
 
+void res_write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv)
+{
+    write_meta(out, experiment, about, argc, argv);
+    warn_once(); /* bench's table: its rows follow */
+}
+
 res_file *res_open_stream(FILE *out, const char *experiment, const char *about, const char *columns,
                           const char *extra, int argc, char **argv, char *err, size_t err_size)
 {
@@ -575,7 +588,7 @@ res_file *res_open_stream(FILE *out, const char *experiment, const char *about, 
     }
     f->out = out;
     f->borrowed = 1;
-    res_write_meta(out, experiment, about, argc, argv);
+    write_meta(out, experiment, about, argc, argv);
     if (extra) fputs(extra, out);
     fprintf(out, "%s\n", columns);
     if (fflush(out) != 0) {
@@ -648,7 +661,7 @@ res_file *res_open(const char *path, const char *experiment, const char *about, 
                 f->resumed_rows);
         write_command(f->out, argc, argv);
     } else {
-        res_write_meta(f->out, experiment, about, argc, argv);
+        write_meta(f->out, experiment, about, argc, argv);
         fprintf(f->out, "%s\n", columns);
     }
     if (fflush(f->out) != 0) {
@@ -744,6 +757,7 @@ int res_row(res_file *f, const char *fmt, ...)
             rc = -1;
     }
     if (rc == 0 && store_row(f, row) != 0) rc = -1;
+    if (rc == 0) warn_once();
     free(row);
     if (rc) f->failed = 1;
     return rc;

@@ -170,12 +170,15 @@ double res_busy_fraction(double seconds);
 /* How busy the machine is, for timing experiments (busy.h). A timing experiment
  * (scaling, crossover, decode, bench, block-sweep) calls res_machine_check() once,
  * after its flags are parsed and before it opens its results files: it measures the
- * load and times the calibration kernel twice (about 0.4 s), warns on stderr when the
- * machine is busy, and returns the report for the experiment's summary. The metadata
- * header of every file opened after it (res_open, res_open_stream, res_write_meta)
- * then records it (`# calibration:`, `# noisy:`), until no results file is left open
- * (res_close of the last one forgets it). An experiment that times nothing (params,
- * accuracy, flops) does not call it, and its files carry neither line. */
+ * load and times the calibration kernel twice (about 0.4 s) and returns the report for
+ * the experiment's summary. The metadata header of every file opened after it
+ * (res_open, res_open_stream, res_write_meta) then records it (`# calibration:`,
+ * `# noisy:`), and when the machine is busy the warning line (busy.h) goes to stderr
+ * with the first row written (or with res_write_meta's header), so a command refused
+ * before it measured anything still prints only its one error line. The check is
+ * forgotten when no results file is left open (res_close of the last one). An
+ * experiment that times nothing (params, accuracy, flops) does not call it, and its
+ * files carry neither line. */
 const bz_report *res_machine_check(void);
 
 /* ---------------------------------------------------------------- progress */

@@ -171,18 +171,13 @@ int st_crossover(const double *n, const double *a, const double *b, size_t count
 
 /* ---------------------------------------------------------------- ratio */
 
-int st_speedup(double *a, size_t na, double *b, size_t nb, st_ratio *out)
+int st_speedup(const st_summary *a, const st_summary *b, st_ratio *out)
 {
-    if (na == 0 || nb == 0) return -1;
-    for (size_t i = 0; i < na; i++)
-        if (!positive(a[i])) return -1;
-    for (size_t i = 0; i < nb; i++)
-        if (!positive(b[i])) return -1;
-    st_summary sa, sb;
-    st_summarize(a, na, &sa);
-    st_summarize(b, nb, &sb);
-    out->ratio = sa.median / sb.median;
-    out->lo = sa.min / sb.max;
-    out->hi = sa.max / sb.min;
+    if (!positive(a->median) || !positive(a->q1) || !positive(a->q3) || !positive(b->median) ||
+        !positive(b->q1) || !positive(b->q3))
+        return -1;
+    out->ratio = a->median / b->median;
+    out->lo = a->q1 / b->q3;
+    out->hi = a->q3 / b->q1;
     return 0;
 }

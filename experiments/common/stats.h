@@ -23,9 +23,10 @@
  *              before; the crossing N is where log(a/b) interpolates linearly in log N
  *              to zero between them. When a > b already at the first point the crossing
  *              is below the measured range; when never, above it.
- *   speed-up   a/b as the ratio of the medians, with the range min(a)/max(b) ..
- *              max(a)/min(b) over the repetitions (every pairing of a repetition of a
- *              with one of b).
+ *   speed-up   a/b as the ratio of the medians, with the range q1(a)/q3(b) ..
+ *              q3(a)/q1(b): the interquartile ranges of the repetitions at their least
+ *              and most favourable (a lone slow repetition, another process's burst,
+ *              does not widen it as a min..max range would).
  * Every function returns an error rather than a number when its input holds a NaN or
  * an infinity in a place it would use. */
 #ifndef LA_STATS_H
@@ -91,12 +92,13 @@ int st_crossover(const double *n, const double *a, const double *b, size_t count
 /* ---------------------------------------------------------------- ratio */
 
 typedef struct {
-    double ratio, lo, hi; /* median(a)/median(b), min(a)/max(b), max(a)/min(b) */
+    double ratio, lo, hi; /* a.median/b.median, a.q1/b.q3, a.q3/b.q1 */
 } st_ratio;
 
-/* The speed-up of b over a (how many times a's time b's is) from their repetitions
- * a[0..na), b[0..nb), sorting both in place. Returns 0, or -1 when either is empty or a
- * value is not finite and positive. */
-int st_speedup(double *a, size_t na, double *b, size_t nb, st_ratio *out);
+/* The speed-up of b over a (how many times a's time b's is) from their summaries: the
+ * ratio of the medians, with the range of the interquartile ranges at their least and
+ * most favourable (it contains the ratio). Returns 0, or -1 when a median or quartile
+ * is not finite and positive. */
+int st_speedup(const st_summary *a, const st_summary *b, st_ratio *out);
 
 #endif

@@ -188,21 +188,24 @@ static void crossings(void **state)
     assert_int_equal(st_crossover(n, a2, b2, 0, &x), -1);
 }
 
-/* The speed-up a/b: the ratio of medians, and every pairing's extremes as its range. */
+/* The speed-up a/b: the ratio of the medians, the interquartile ranges' extremes as its
+ * range; a NaN or a non-positive quartile is refused. */
 static void speedups(void **state)
 {
     (void)state;
-    double a[] = {6, 2, 4}, b[] = {2, 1};
+    double a[] = {6, 2, 4, 5, 3}, b[] = {2, 1, 1.5};
+    st_summary sa, sb;
+    assert_int_equal(st_summarize(a, 5, &sa), 0); /* q1 3, median 4, q3 5 */
+    assert_int_equal(st_summarize(b, 3, &sb), 0); /* q1 1.25, median 1.5, q3 1.75 */
     st_ratio r;
-    assert_int_equal(st_speedup(a, 3, b, 2, &r), 0);
-    assert_true(fabs(r.ratio - 4 / 1.5) < 1e-15 && r.lo == 1 && r.hi == 6);
-    double a1[] = {3}, b1[] = {1.5};
-    assert_int_equal(st_speedup(a1, 1, b1, 1, &r), 0);
-    assert_true(r.ratio == 2 && r.lo == 2 && r.hi == 2);
-    double a_nan[] = {1, NAN}, b_neg[] = {-1};
-    assert_int_equal(st_speedup(a_nan, 2, b, 2, &r), -1);
-    assert_int_equal(st_speedup(a1, 1, b_neg, 1, &r), -1);
-    assert_int_equal(st_speedup(a1, 0, b1, 1, &r), -1);
+    assert_int_equal(st_speedup(&sa, &sb, &r), 0);
+    assert_true(fabs(r.ratio - 4 / 1.5) < 1e-15 && fabs(r.lo - 3 / 1.75) < 1e-15 &&
+                fabs(r.hi - 5 / 1.25) < 1e-15);
+    assert_true(r.lo <= r.ratio && r.ratio <= r.hi);
+    st_summary nan_q = sa, zero_median = sb;
+    nan_q.q3 = NAN, zero_median.median = 0;
+    assert_int_equal(st_speedup(&nan_q, &sb, &r), -1);
+    assert_int_equal(st_speedup(&sa, &zero_median, &r), -1);
 }
 
 /* The interleaved timer: after one warm-up of each body, rounds call each body still
