@@ -8,6 +8,9 @@
  *   # date: 2026-11-22T06:10:00Z
  *   # git_commit: 10a9cbf (dirty)
  *   # cpu: AMD EPYC          # cores: 2          # threads: 2
+ *   # load_average: 0.12 0.30 0.25 (...)
+ *   # calibration: 0.0512 0.0498 (spread 2.8%)    <- timing experiments only (busy.h)
+ *   # noisy: no                                    <- or: # noisy: yes (<why>)
  *   # blis: 0.9.0            # linattn: 0.1.0    # peak_rss: <how it is measured>
  *   kernel,n,...,status       <- the header row (snake_case, units in the names)
  *   softmax,128,...,ok        <- one row per point, flushed as soon as it is measured
