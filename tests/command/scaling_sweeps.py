@@ -65,6 +65,13 @@ def main():
         check(all(open(path).read() == "an earlier run\n" for path in (out, fit)),
               "the files already there are untouched")
         os.remove(out), os.remove(fit)
+        p = run(binary, ["scaling", "--n", "250:1000", "--factor", "1.5", "--variants", "linear",
+                         "--no-fit", "--d", "16", "--out", out] + FAST)
+        check(p.returncode == 0 and len(parse(out)[2]) == 4 and not os.path.exists(fit),
+              "the same with --no-fit: exit 0, 4 rows, no fit file (%d: %s)"
+              % (p.returncode, p.stderr.strip()))
+        if os.path.exists(out):
+            os.remove(out)
 
         # 2. --n as a list of values: measured, no fit (fewer than 4 lengths), said so
         p = run(binary, ["scaling", "--n", "256,512,1024", "--variants", "linear", "--d", "16",
