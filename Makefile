@@ -148,6 +148,9 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a 
 	echo "== tests/command/results_files.py"; \
 	if /usr/bin/python3 tests/command/results_files.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/results_files.py"; fi; \
+	echo "== tests/command/scaling_sweeps.py"; \
+	if /usr/bin/python3 tests/command/scaling_sweeps.py $(BUILD)/linattn; then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: tests/command/scaling_sweeps.py"; fi; \
 	echo "== tests/command/block_numpy.py"; \
 	if /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/block_numpy.py"; fi; \
@@ -223,6 +226,7 @@ fuzz: | build/.deps-build
 	$(FUZZ_CC) fuzz/fuzz_weights.c lib/io/weights.c lib/io/npy.c lib/io/outfile.c \
 	    lib/core/status.c lib/core/problem.c -lm -o build/fuzz/fuzz_weights
 	$(FUZZ_CC) -Iexperiments fuzz/fuzz_resume.c experiments/common/record.c \
+	    experiments/common/busy.c experiments/common/stats.c \
 	    lib/io/outfile.c lib/core/status.c -lm -o build/fuzz/fuzz_resume
 	build/fuzz/fuzz_npy $(FUZZ_RUN) -dict=fuzz/npy.dict build/fuzz/corpus fuzz/seeds
 	build/fuzz/fuzz_weights $(FUZZ_RUN) -dict=fuzz/npy.dict build/fuzz/corpus_weights \

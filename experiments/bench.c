@@ -465,6 +465,7 @@ typedef struct {
  * start (then *failed is set). */
 static res_file *start_output(const bench_run *run, const sgemm_result *sgemm, int *failed)
 {
+    res_machine_check(); /* how busy the machine is: into the header, a warning if busy */
     if (run->format == FORMAT_TABLE) {
         res_write_meta(stdout, "bench", ABOUT, run->argc, run->argv);
         write_bench_meta(stdout, &run->shape, run->m_text, &run->rule, sgemm);

@@ -145,6 +145,7 @@ int cmd_block_sweep(int argc, char **argv)
     if (rc) return rc;
     res_memory_init();
     char err[512];
+    res_machine_check(); /* how busy the machine is: into the header, a warning if busy */
     res_file *f = res_open(c.common.out, "block",
                            "time per component of one post-LN encoder layer against N, "
                            "softmax and linear attention (float32, B = 1)",

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "common/inputs.h"
 #include "common/record.h"
+#include "common/stats.h"
 #include "common/sweep.h"
 #include "linattn.h"
 
@@ -49,8 +50,8 @@ void cmd_crossover_help(FILE *out)
 
 static const char POINT_COLUMNS[] =
     "d,causal,n,heads,threads,stage,status,softmax_median_s,softmax_min_s,softmax_max_s,"
-    "linear_median_s,linear_min_s,linear_max_s,min_ratio_softmax_over_linear,softmax_flops,"
-    "linear_flops";
+    "softmax_q1_s,softmax_q3_s,linear_median_s,linear_min_s,linear_max_s,linear_q1_s,"
+    "linear_q3_s,min_ratio_softmax_over_linear,softmax_flops,linear_flops";
 enum { POINT_KEY = 5 };
 
 static const char COLUMNS[] =
@@ -204,10 +205,15 @@ static int time_point(runner *r, size_t d, int causal, size_t n, const char *sta
         in_fill_normal_f32(&g, r->q, elems, 1.0);
         in_fill_normal_f32(&g, r->k, elems, 1.0);
         in_fill_normal_f32(&g, r->v, elems, 1.0);
+        /* both kernels' repetitions interleaved, so a drift reaches both alike */
         const res_rule rule = sw_rule(&c->common);
-        st = res_time_kernel(softmax_kernel, &p, r->q, r->k, r->v, r->out, &rule, &ts);
-        if (st == LA_OK)
-            st = res_time_kernel(linear_kernel, &p, r->q, r->k, r->v, r->out, &rule, &tl);
+        const la_kernel pair[2] = {softmax_kernel, linear_kernel};
+        const la_problem problems[2] = {p, p};
+        res_timing t[2];
+        la_status sts[2];
+        res_time_kernels(2, pair, problems, r->q, r->k, r->v, r->out, &rule, t, sts);
+        st = sts[0] != LA_OK ? sts[0] : sts[1];
+        ts = t[0], tl = t[1];
         if (st != LA_OK) {
             fprintf(stderr, "\nlinattn: crossover: d = %zu, N = %zu: %s\n", d, n, la_strerror(st));
             status = "error";
@@ -216,10 +222,11 @@ static int time_point(runner *r, size_t d, int causal, size_t n, const char *sta
         }
     }
     if (pt->ok)
-        return res_row(r->points, "%s,%s,ok,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.5f,%.6e,%.6e", key,
-                       stage, ts.median_s, ts.min_s, ts.max_s, tl.median_s, tl.min_s, tl.max_s,
-                       ts.min_s / tl.min_s, fs, fl);
-    return res_row(r->points, "%s,%s,%s,,,,,,,,%.6e,%.6e", key, stage, status, fs, fl);
+        return res_row(r->points,
+                       "%s,%s,ok,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.5f,%.6e,%.6e",
+                       key, stage, ts.median_s, ts.min_s, ts.max_s, ts.q1_s, ts.q3_s, tl.median_s,
+                       tl.min_s, tl.max_s, tl.q1_s, tl.q3_s, ts.min_s / tl.min_s, fs, fl);
+    return res_row(r->points, "%s,%s,%s,,,,,,,,,,,,%.6e,%.6e", key, stage, status, fs, fl);
 }
 
 /* log(t_softmax / t_linear): positive when linear is faster */
@@ -241,12 +248,14 @@ static int measure(runner *r, res_file *f, size_t d, int causal)
      * be noise) */
     point prev = {0};
     int have_prev = 0;
+    double last_n = 0; /* the largest N measured */
     for (size_t i = 0; i < n_points && !found; i++) {
         if ((rc = time_point(r, d, causal, ns[i], "sweep", &pt)) != 0) return rc;
         if (!pt.ok) {
             status = "not_reached"; /* budget or error before linear won */
             break;
         }
+        last_n = pt.n;
         if (margin(&pt) > 0 && have_prev && margin(&prev) > 0) {
             above = prev;
             found = 1;
@@ -279,11 +288,11 @@ static int measure(runner *r, res_file *f, size_t d, int causal)
             else
                 below = pt;
         }
-        /* log-linear interpolation of the margin to zero */
-        double m0 = margin(&below), m1 = margin(&above);
-        double x0 = log(below.n), x1 = log(above.n);
-        double x = m1 > m0 ? x0 + (0 - m0) * (x1 - x0) / (m1 - m0) : 0.5 * (x0 + x1);
-        measured = exp(x);
+        /* log-linear interpolation of the margin to zero between the bracket (stats.h) */
+        const double n2[2] = {below.n, above.n}, soft2[2] = {below.soft, above.soft},
+                     lin2[2] = {below.lin, above.lin};
+        st_crossing x;
+        if (st_crossover(n2, soft2, lin2, 2, &x) == 0 && x.where == ST_CROSS_INSIDE) measured = x.n;
     }
     char pred_text[32] = "", meas_text[32] = "", lo_text[32] = "", hi_text[32] = "";
     if (isfinite(predicted) && predicted > 0)
@@ -291,14 +300,20 @@ static int measure(runner *r, res_file *f, size_t d, int causal)
     if (isfinite(measured)) snprintf(meas_text, sizeof meas_text, "%.1f", measured);
     if (have_below) snprintf(lo_text, sizeof lo_text, "%.0f", below.n);
     if (found) snprintf(hi_text, sizeof hi_text, "%.0f", above.n);
-    printf("crossover: d = %3zu %-10s measured N = %-8s (bracket %s..%s)  predicted by FLOPs "
-           "N = %s%s\n",
-           d, causal ? "causal" : "non-causal", meas_text[0] ? meas_text : "-", lo_text, hi_text,
-           pred_text[0] ? pred_text : "-",
-           strcmp(status, "ok")
-               ? (strcmp(status, "below_range") == 0 ? "  (linear faster at the smallest N)"
-                                                     : "  (not reached)")
-               : "");
+    char where[128] = "";
+    if (strcmp(status, "below_range") == 0)
+        snprintf(where, sizeof where, "below the measured range: linear faster at N = %s", hi_text);
+    else if (strcmp(status, "above_range") == 0)
+        snprintf(where, sizeof where, "above the measured range: softmax faster up to N = %.0f",
+                 last_n);
+    else if (strcmp(status, "ok") != 0)
+        snprintf(where, sizeof where, "not reached: the budget stopped the sweep after N = %.0f",
+                 last_n);
+    else
+        snprintf(where, sizeof where, "between the measured N = %s and %s", lo_text, hi_text);
+    printf("crossover: d = %3zu %-10s measured N = %-8s (%s)  predicted by FLOPs N = %s\n", d,
+           causal ? "causal" : "non-causal", meas_text[0] ? meas_text : "-", where,
+           pred_text[0] ? pred_text : "-");
     return res_row(f, "%zu,%d,%zu,%d,%s,%s,%s,%s,%s,%s,%s", d, causal, c->heads,
                    la_get_num_threads(), status, meas_text, lo_text, hi_text, pred_text,
                    la_kernel_series(softmax_kernel, causal),
@@ -313,6 +328,7 @@ int cmd_crossover(int argc, char **argv)
     res_memory_init();
     char err[512], path[4096];
     res_sibling_path(c.common.out, "points", path, sizeof path);
+    const bz_report *busy = res_machine_check();
     runner r = {&c, NULL, NULL, 0, NULL, NULL, NULL, NULL};
     res_file *f = NULL;
     r.points = res_open(path, "crossover_points",
@@ -356,6 +372,8 @@ int cmd_crossover(int argc, char **argv)
             }
     res_progress_end(&pr);
     printf("crossover: wrote %s and %s\n", res_path(f), res_path(r.points));
+    if (busy->noisy)
+        printf("crossover: the machine was busy (%s): these crossovers are noisy\n", busy->why);
     rc = 0;
 done:
     free(r.q), free(r.k), free(r.v), free(r.out);

@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "common/inputs.h"
 #include "common/record.h"
+#include "common/stats.h"
 #include "common/sweep.h"
 #include "linattn.h"
 
@@ -137,6 +138,7 @@ int cmd_decode(int argc, char **argv)
     if (rc) return rc;
     res_memory_init();
     char err[512];
+    const bz_report *busy = res_machine_check();
     res_file *f = res_open(c.common.out, "decode",
                            "per-token latency of autoregressive generation against the "
                            "position t: softmax with a KV cache vs linear attention's state",
@@ -192,6 +194,7 @@ int cmd_decode(int argc, char **argv)
     res_progress pr;
     res_progress_start(&pr, "decode", 2 * reps, 0);
     double totals[2] = {NAN, NAN};
+    st_summary whole[2]; /* the totals of the tokens' medians and quartiles */
     for (int softmax = 1; softmax >= 0; softmax--) {
         const char *name = softmax ? "softmax_kv_cache" : "linear_recurrent_state";
         char key0[256];
@@ -214,11 +217,16 @@ int cmd_decode(int argc, char **argv)
             if (got < done) done = got;
             if (got < (long)T) break; /* over budget: no more repetitions */
         }
+        whole[softmax] = (st_summary){0, 0, 0, 0, 0, (size_t)reps_run};
         for (size_t t = 0; t < (size_t)done; t++) {
             int n = 0;
             for (int r = 0; r < reps_run; r++)
                 scratch[n++] = lat[(size_t)r * T + t];
-            tok[t] = res_median(scratch, (size_t)n);
+            st_summary s = {0};
+            st_summarize(scratch, (size_t)n, &s);
+            tok[t] = s.median;
+            whole[softmax].median += s.median;
+            whole[softmax].q1 += s.q1, whole[softmax].q3 += s.q3;
         }
         /* one row per bin; bins past the budget are recorded as skipped */
         double cumulative = 0;
@@ -252,13 +260,20 @@ int cmd_decode(int argc, char **argv)
     }
     res_progress_end(&pr);
 
-    if (isfinite(totals[0]) && isfinite(totals[1]))
+    st_ratio speedup;
+    if (isfinite(totals[0]) && isfinite(totals[1]) &&
+        st_speedup(&whole[1], &whole[0], &speedup) == 0)
+        /* the range: the totals of the tokens' quartiles over the generations */
         printf("decode: %zu tokens, %zu heads of d = %zu: softmax with KV cache %.3f s, linear "
-               "state %.3f s, %.1fx faster\n",
-               T, H, d, totals[1], totals[0], totals[1] / totals[0]);
+               "state %.3f s, %.1fx faster (%.1fx..%.1fx from the interquartile ranges of %zu "
+               "generations)\n",
+               T, H, d, totals[1], totals[0], speedup.ratio, speedup.lo, speedup.hi,
+               whole[1].n < whole[0].n ? whole[1].n : whole[0].n);
     else if (res_resumed_rows(f) == 0)
         printf("decode: a generation did not finish within the budget (see %s)\n", res_path(f));
     printf("decode: wrote %s\n", res_path(f));
+    if (busy->noisy)
+        printf("decode: the machine was busy (%s): these latencies are noisy\n", busy->why);
     rc = 0;
 fail:
     if (rc) fprintf(stderr, "linattn: decode: failed\n");

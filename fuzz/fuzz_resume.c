@@ -2,9 +2,9 @@
  * existing results file (columns a,b,c, key a,b). res_open(..., resume) must keep only
  * whole rows or refuse with a reason, and after one more row is appended the file must
  * read back (res_load) with every row whole and a newline at the end; never read out of
- * bounds, leak or crash. Built and run by `make fuzz` from experiments/common/record.c,
- * lib/io/outfile.c and lib/core/status.c, with stand-ins for the machine facts the
- * metadata header records (below). */
+ * bounds, leak or crash. Built and run by `make fuzz` from experiments/common/record.c
+ * (with the busy.c and stats.c it calls), lib/io/outfile.c and lib/core/status.c, with
+ * stand-ins for the machine facts the metadata header records (below). */
 #include "common/record.h"
 
 #include <stdint.h>

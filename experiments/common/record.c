@@ -1,8 +1,11 @@
-/* record.c — the experiments' CSV writer, timer, memory probe, progress line and fit.
+/* record.c — the experiments' CSV writer, timer, memory probe, machine check and progress
+ * line.
  * See record.h for the file format and the meaning of each measurement. */
 #include "record.h"
 
+#include "busy.h"
 #include "linattn.h"
+#include "stats.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +19,11 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+/* the memory probe (below) the timer calls around each warm-up */
+static int res_peak_reset(void);
+static double res_peak_rss_bytes(void);
+static double res_rss_bytes(void);
 
 /* ---------------------------------------------------------------- timer */
 
@@ -38,37 +46,60 @@ double res_median(double *x, size_t n)
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
-int res_time(res_body body, void *ctx, const res_rule *rule, res_timing *out)
+int res_time_interleaved(size_t n, const res_body *bodies, void *const *ctxs, const res_rule *rule,
+                         res_timing *out, int *status)
 {
     const int min_reps = rule->min_reps < 1 ? 1 : rule->min_reps;
     const int max_reps = rule->max_reps < min_reps ? min_reps : rule->max_reps;
-    double *samples = malloc((size_t)max_reps * sizeof *samples);
-    if (!samples) return -1;
-    int n = 0, rc;
+    double *samples = malloc((n ? n : 1) * (size_t)max_reps * sizeof *samples);
+    double *warm = malloc((n ? n : 1) * sizeof *warm), *total = calloc(n ? n : 1, sizeof *total);
+    double *rss = malloc((n ? n : 1) * 2 * sizeof *rss);
+    int *count = calloc(n ? n : 1, sizeof *count);
+    int rc = -1;
+    if (!samples || !warm || !total || !rss || !count) goto done;
 
-    /* warm-up: page faults, caches, thread pool; kept as a sample only when slow */
-    double t0 = res_now();
-    if ((rc = body(ctx)) != 0) goto done;
-    double warm = res_now() - t0;
-    if (warm >= rule->slow_s) samples[n++] = warm;
-
-    double total = 0;
-    while (n < max_reps && (n < min_reps || (total < rule->min_total_s && warm < rule->slow_s))) {
-        t0 = res_now();
-        if ((rc = body(ctx)) != 0) goto done;
-        samples[n] = res_now() - t0;
-        total += samples[n++];
+    /* warm-up of each: page faults, caches, thread pool; kept as a sample only when slow.
+     * It runs alone, so it is where each body's peak memory is measured. */
+    for (size_t i = 0; i < n; i++) {
+        res_peak_reset();
+        rss[2 * i] = res_rss_bytes();
+        double t0 = res_now();
+        status[i] = bodies[i](ctxs[i]);
+        warm[i] = res_now() - t0;
+        rss[2 * i + 1] = res_peak_rss_bytes();
+        if (status[i] == 0 && warm[i] >= rule->slow_s) samples[i * max_reps + count[i]++] = warm[i];
     }
-    out->reps = n;
-    out->median_s = res_median(samples, (size_t)n);
-    out->min_s = samples[0];
-    out->max_s = samples[n - 1];
+    /* rounds: each body still short of the rule is timed once, in order, so a drift
+     * (another process, the clock frequency) reaches every body alike */
+    for (int any = 1; any;) {
+        any = 0;
+        for (size_t i = 0; i < n; i++) {
+            const int c = count[i];
+            if (status[i] != 0 || c >= max_reps ||
+                (c >= min_reps && (total[i] >= rule->min_total_s || warm[i] >= rule->slow_s)))
+                continue;
+            any = 1;
+            double t0 = res_now();
+            if ((status[i] = bodies[i](ctxs[i])) != 0) continue;
+            samples[i * max_reps + c] = res_now() - t0;
+            total[i] += samples[i * max_reps + c];
+            count[i]++;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        st_summary s;
+        if (status[i] != 0 || st_summarize(samples + i * max_reps, (size_t)count[i], &s) != 0)
+            continue;
+        out[i] =
+            (res_timing){s.median, s.min, s.max, s.q1, s.q3, count[i], rss[2 * i], rss[2 * i + 1]};
+    }
+    rc = 0;
 done:
-    free(samples);
+    free(samples), free(warm), free(total), free(rss), free(count);
     return rc;
 }
 
-/* One kernel call, for res_time. */
+/* One kernel call, for res_time_interleaved. */
 typedef struct {
     la_kernel kernel;
     const la_problem *p;
@@ -84,13 +115,30 @@ static int run_kernel_call(void *ctx)
     return c->status != LA_OK;
 }
 
+void res_time_kernels(size_t n, const la_kernel *kernels, const la_problem *p, const float *q,
+                      const float *k, const float *v, float *out, const res_rule *rule,
+                      res_timing *t, la_status *status)
+{
+    kernel_call calls[RES_MAX_INTERLEAVED];
+    res_body bodies[RES_MAX_INTERLEAVED] = {0};
+    void *ctxs[RES_MAX_INTERLEAVED] = {0};
+    int failed[RES_MAX_INTERLEAVED];
+    if (n > RES_MAX_INTERLEAVED) n = RES_MAX_INTERLEAVED;
+    for (size_t i = 0; i < n; i++) {
+        calls[i] = (kernel_call){kernels[i], &p[i], q, k, v, out, LA_OK};
+        bodies[i] = run_kernel_call, ctxs[i] = &calls[i];
+    }
+    int rc = res_time_interleaved(n, bodies, ctxs, rule, t, failed);
+    for (size_t i = 0; i < n; i++)
+        status[i] = rc != 0 ? LA_ENOMEM : failed[i] == 0 ? LA_OK : calls[i].status;
+}
+
 la_status res_time_kernel(la_kernel kernel, const la_problem *p, const float *q, const float *k,
                           const float *v, float *out, const res_rule *rule, res_timing *t)
 {
-    kernel_call call = {kernel, p, q, k, v, out, LA_OK};
-    if (res_time(run_kernel_call, &call, rule, t) != 0)
-        return call.status != LA_OK ? call.status : LA_ENOMEM;
-    return LA_OK;
+    la_status status;
+    res_time_kernels(1, &kernel, p, q, k, v, out, rule, t, &status);
+    return status;
 }
 
 /* ---------------------------------------------------------------- memory */
@@ -102,7 +150,7 @@ void res_memory_init(void)
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
 }
 
-int res_peak_reset(void)
+static int res_peak_reset(void)
 {
     FILE *f = fopen("/proc/self/clear_refs", "w");
     if (!f) return 0;
@@ -129,11 +177,11 @@ static double status_kb(const char *key)
     return bytes;
 }
 
-double res_peak_rss_bytes(void)
+static double res_peak_rss_bytes(void)
 {
     return status_kb("VmHWM");
 }
-double res_rss_bytes(void)
+static double res_rss_bytes(void)
 {
     return status_kb("VmRSS");
 }
@@ -243,6 +291,27 @@ static const char *git_commit(void)
     return commit;
 }
 
+/* ---------------------------------------------------------------- machine check */
+
+/* The check of the running timing experiment, kept while its files are open. */
+static bz_report machine;
+static int machine_checked, machine_warned, open_files;
+
+const bz_report *res_machine_check(void)
+{
+    bz_measure(&machine);
+    machine_checked = 1, machine_warned = 0;
+    return &machine;
+}
+
+/* The warning of a busy machine, once, when the experiment has its first result (so a
+ * command refused before it measures anything prints its one error line alone). */
+static void warn_once(void)
+{
+    if (machine_checked && !machine_warned) bz_warn(&machine);
+    machine_warned = 1;
+}
+
 /* ---------------------------------------------------------------- CSV */
 
 typedef struct {
@@ -262,6 +331,7 @@ struct res_file {
     int borrowed;      /* out is the caller's stream (res_open_stream): flushed, not closed */
     la_outfile *fresh; /* a new file: unnamed until its first row, then it replaces path */
     int lock;          /* index in held_locks, or -1 */
+    int counted;       /* in open_files */
 };
 
 /* ---------------------------------------------------------------- folder locks */
@@ -472,7 +542,7 @@ void res_meta_extra(const char *lines)
     snprintf(meta_extra, sizeof meta_extra, "%s", lines ? lines : "");
 }
 
-void res_write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv)
+static void write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv)
 {
     char date[32];
     utc_now(date, sizeof date);
@@ -496,6 +566,7 @@ void res_write_meta(FILE *out, const char *experiment, const char *about, int ar
             "# load_average: %s (other processes competing for the cores add "
             "noise to timings)\n",
             res_load_average());
+    if (machine_checked) bz_write_meta(out, &machine);
     fprintf(out, "# blis: %s, kernels %s\n", la_blis_version(), la_blis_config());
     fprintf(out, "# float32 kernels: %s\n", la_simd_config());
     fprintf(out, "# linattn: %s\n", LA_VERSION_STRING);
@@ -505,6 +576,12 @@ void res_write_meta(FILE *out, const char *experiment, const char *about, int ar
                   : "VmHWM since the process started (clear_refs unavailable): an upper "
                     "bound, monotone over the sweep");
     fputs(meta_extra, out);
+}
+
+void res_write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv)
+{
+    write_meta(out, experiment, about, argc, argv);
+    warn_once(); /* bench's table: its rows follow */
 }
 
 res_file *res_open_stream(FILE *out, const char *experiment, const char *about, const char *columns,
@@ -519,7 +596,7 @@ res_file *res_open_stream(FILE *out, const char *experiment, const char *about, 
     }
     f->out = out;
     f->borrowed = 1;
-    res_write_meta(out, experiment, about, argc, argv);
+    write_meta(out, experiment, about, argc, argv);
     if (extra) fputs(extra, out);
     fprintf(out, "%s\n", columns);
     if (fflush(out) != 0) {
@@ -527,6 +604,7 @@ res_file *res_open_stream(FILE *out, const char *experiment, const char *about, 
         res_close(f);
         return NULL;
     }
+    f->counted = 1, open_files++;
     return f;
 }
 
@@ -591,13 +669,14 @@ res_file *res_open(const char *path, const char *experiment, const char *about, 
                 f->resumed_rows);
         write_command(f->out, argc, argv);
     } else {
-        res_write_meta(f->out, experiment, about, argc, argv);
+        write_meta(f->out, experiment, about, argc, argv);
         fprintf(f->out, "%s\n", columns);
     }
     if (fflush(f->out) != 0) {
         snprintf(err, err_size, "%s: %s", path, strerror(errno));
         goto fail;
     }
+    f->counted = 1, open_files++;
     return f;
 fail:
     res_close(f);
@@ -686,6 +765,7 @@ int res_row(res_file *f, const char *fmt, ...)
             rc = -1;
     }
     if (rc == 0 && store_row(f, row) != 0) rc = -1;
+    if (rc == 0) warn_once();
     free(row);
     if (rc) f->failed = 1;
     return rc;
@@ -764,6 +844,9 @@ int res_close(res_file *f)
 {
     if (!f) return 0;
     int rc = f->failed ? -1 : 0;
+    /* the last results file of an experiment closed: its machine check is forgotten */
+    if (f->counted) open_files--;
+    if (open_files == 0) machine_checked = 0;
     /* a new file that got no row still appears where there was none (a header-only
      * file says the run happened); it never replaces one */
     struct stat st;
@@ -840,27 +923,4 @@ void res_progress_end(res_progress *pr)
     char e[32];
     res_format_duration(res_now() - pr->start_s, e, sizeof e);
     fprintf(stderr, "\r\033[K[%s] %d points in %s\n", pr->label, pr->total_points, e);
-}
-
-/* ---------------------------------------------------------------- fits */
-
-int res_fit_loglog(const double *x, const double *y, size_t n, double *slope, double *intercept)
-{
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    int used = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!(x[i] > 0 && y[i] > 0 && isfinite(x[i]) && isfinite(y[i]))) continue;
-        double lx = log(x[i]), ly = log(y[i]);
-        sx += lx;
-        sy += ly;
-        sxx += lx * lx;
-        sxy += lx * ly;
-        used++;
-    }
-    if (used < 2) return used;
-    double den = used * sxx - sx * sx;
-    if (den == 0) return 0;
-    *slope = (used * sxy - sx * sy) / den;
-    *intercept = (sy - *slope * sx) / used;
-    return used;
 }

@@ -1,6 +1,6 @@
 /* record.h — what every experiment shares to measure and record: the one CSV writer
  * (with its `#` metadata header, append-and-flush per point, --resume), the one timer,
- * the peak-resident-memory probe, the progress line, and the log-log fit.
+ * the peak-resident-memory probe, the machine check, and the progress line.
  *
  * A results file reads:
  *   # linattn <experiment>: <one line on what it measures>
@@ -8,6 +8,9 @@
  *   # date: 2026-11-22T06:10:00Z
  *   # git_commit: 10a9cbf (dirty)
  *   # cpu: AMD EPYC          # cores: 2          # threads: 2
+ *   # load_average: 0.12 0.30 0.25 (...)
+ *   # calibration: 0.0512 0.0498 (spread 2.8%)    <- timing experiments only (busy.h)
+ *   # noisy: no                                    <- or: # noisy: yes (<why>)
  *   # blis: 0.9.0            # linattn: 0.1.0    # peak_rss: <how it is measured>
  *   kernel,n,...,status       <- the header row (snake_case, units in the names)
  *   softmax,128,...,ok        <- one row per point, flushed as soon as it is measured
@@ -16,6 +19,7 @@
 #ifndef LA_RECORD_H
 #define LA_RECORD_H
 
+#include "busy.h"
 #include "linattn.h"
 
 #include <stddef.h>
@@ -28,7 +32,11 @@ double res_now(void);
 
 typedef struct {
     double median_s, min_s, max_s; /* over the timed repetitions */
+    double q1_s, q3_s;             /* their 25th and 75th percentiles (stats.h) */
     int reps;                      /* repetitions timed */
+    /* resident memory around the warm-up call, alone (see memory below): VmRSS before
+     * it, VmHWM after it with the mark reset before it */
+    double baseline_rss_bytes, peak_rss_bytes;
 } res_timing;
 
 /* How many times res_time runs a body: one warm-up call, then repetitions until at least
@@ -44,29 +52,54 @@ typedef struct {
  * tokens. */
 double res_median(double *x, size_t n);
 
-/* Times body(ctx) by the rule. Returns 0, the first nonzero value body returned (then
- * *out is undefined), or -1 when it could not allocate its samples. The one timer. */
 typedef int (*res_body)(void *ctx);
-int res_time(res_body body, void *ctx, const res_rule *rule, res_timing *out);
 
-/* Times one la_attention_f32 call of kernel on the given inputs by the rule: the one
- * kernel-timing loop of bench and the sweeps. Returns the kernel's status (LA_ENOMEM also
- * when the timer could not allocate); *t is set when it is LA_OK. */
+/* Times n bodies by the same rule, their repetitions interleaved: a warm-up call of
+ * each, then rounds in which each body still short of the rule is timed once, in
+ * order (round r runs body 1, 2, …, then round r + 1), so a drift in the machine's
+ * speed reaches all of them alike; a body leaves the rounds when its rule is met.
+ * status[i] is 0 or the first nonzero value body i returned (it is not called again,
+ * out[i] is untouched); out[i] is set when status[i] is 0. Returns 0, or -1 when it
+ * could not allocate (statuses and out undefined). The one timer. */
+int res_time_interleaved(size_t n, const res_body *bodies, void *const *ctxs, const res_rule *rule,
+                         res_timing *out, int *status);
+
+/* Times body(ctx) by the rule: res_time_interleaved of one body. Returns 0, the first
+ * nonzero value body returned (then *out is undefined), or -1 when it could not
+ * allocate its samples. */
+static inline int res_time(res_body body, void *ctx, const res_rule *rule, res_timing *out)
+{
+    int status;
+    if (res_time_interleaved(1, &body, &ctx, rule, out, &status) != 0) return -1;
+    return status;
+}
+
+/* Times one la_attention_f32 call of kernel on the given inputs by the rule (bench's
+ * loop). Returns the kernel's status (LA_ENOMEM also when the timer could not
+ * allocate); *t is set when it is LA_OK. */
 la_status res_time_kernel(la_kernel kernel, const la_problem *p, const float *q, const float *k,
                           const float *v, float *out, const res_rule *rule, res_timing *t);
 
+/* Times one la_attention_f32 call of each kernels[i] on its problem p[i], all on the
+ * same inputs and output buffer, interleaved by res_time_interleaved: the
+ * kernel-timing loop of the sweeps (n <= RES_MAX_INTERLEAVED). status[i] is kernel
+ * i's status (LA_ENOMEM when the timer could not allocate); t[i] is set when it is
+ * LA_OK. res_time_kernel is the case n = 1. */
+enum { RES_MAX_INTERLEAVED = 64 };
+void res_time_kernels(size_t n, const la_kernel *kernels, const la_problem *p, const float *q,
+                      const float *k, const float *v, float *out, const res_rule *rule,
+                      res_timing *t, la_status *status);
+
 /* ---------------------------------------------------------------- memory */
 
-/* The peak resident memory of a point is the process's VmHWM (/proc/self/status) after
- * the point, with the high-water mark reset just before it by writing "5" to
- * /proc/self/clear_refs (Linux >= 4.0). It includes everything resident: the inputs,
- * the outputs, the kernel's scratch and the program itself; the experiments also record
- * VmRSS just before the point (the baseline) so the kernel's own share is the difference.
- * res_peak_reset returns 1 when the mark was reset, 0 when it could not be (then
- * VmHWM is the peak since the process started, and the files say so). */
-int res_peak_reset(void);
-double res_peak_rss_bytes(void); /* VmHWM in bytes, or -1 */
-double res_rss_bytes(void);      /* VmRSS in bytes, or -1 */
+/* The peak resident memory of a point is measured by the timer around each body's
+ * warm-up call, which runs alone (res_timing's baseline_rss_bytes, peak_rss_bytes):
+ * the process's VmHWM (/proc/self/status) after it, with the high-water mark reset just
+ * before it by writing "5" to /proc/self/clear_refs (Linux >= 4.0). It includes
+ * everything resident: the inputs, the outputs, the kernel's scratch and the program
+ * itself; VmRSS just before the call is the baseline, so the kernel's own share is the
+ * difference. Where the mark cannot be reset, VmHWM is the peak since the process
+ * started, and the files say so (# peak_rss). */
 /* Called once at start: big blocks are mmapped and returned to the system when freed,
  * so one point's buffers do not stay resident into the next. */
 void res_memory_init(void);
@@ -141,6 +174,20 @@ const char *res_load_average(void); /* "0.12 0.30 0.25" from /proc/loadavg, or "
  * /proc/stat; -1 when unknown. */
 double res_busy_fraction(double seconds);
 
+/* How busy the machine is, for timing experiments (busy.h). A timing experiment
+ * (scaling, crossover, decode, bench, block-sweep) calls res_machine_check() once,
+ * after its flags are parsed and before it opens its results files: it measures the
+ * load and times the calibration kernel twice (about 0.4 s) and returns the report for
+ * the experiment's summary. The metadata header of every file opened after it
+ * (res_open, res_open_stream, res_write_meta) then records it (`# calibration:`,
+ * `# noisy:`), and when the machine is busy the warning line (busy.h) goes to stderr
+ * with the first row written (or with res_write_meta's header), so a command refused
+ * before it measured anything still prints only its one error line. The check is
+ * forgotten when no results file is left open (res_close of the last one). An
+ * experiment that times nothing (params, accuracy, flops) does not call it, and its
+ * files carry neither line. */
+const bz_report *res_machine_check(void);
+
 /* ---------------------------------------------------------------- progress */
 
 /* "[scaling] point 12/40  elapsed 1m05s  remaining ~2m10s  softmax N=8192" on one
@@ -158,13 +205,6 @@ typedef struct {
 void res_progress_start(res_progress *pr, const char *label, int total_points, double total_work);
 void res_progress_step(res_progress *pr, int point, double work, const char *what);
 void res_progress_end(res_progress *pr);
-
-/* ---------------------------------------------------------------- fits */
-
-/* Least-squares fit of log(y) = slope · log(x) + intercept over the n points (x, y > 0;
- * other points are ignored). Returns the number of points used (slope and intercept are
- * set only when it is >= 2). */
-int res_fit_loglog(const double *x, const double *y, size_t n, double *slope, double *intercept);
 
 /* "1.5s", "2m05s", "1h02m" */
 void res_format_duration(double seconds, char *buf, size_t size);

@@ -291,7 +291,7 @@ def experiments(run):
               "bench --q/--k/--v", "exit %d, %s, points %s: %s"
               % (rc, meta(out, "inputs"), sorted(points), err.strip()))
 
-    rc, out, err = run.cmd(["scaling", "--n", "16:64", "--variants", "softmax,linear", "--reps",
+    rc, out, err = run.cmd(["scaling", "--n", "16:64", "--variant", "softmax,linear", "--reps",
                             "1", "--min-time", "0", "--out", "sc.csv"] + files)
     text = open(run.path("sc.csv")).read() if rc == 0 else ""
     rows = [r.split(",") for r in text.splitlines() if r and not r.startswith("#")]
@@ -301,14 +301,14 @@ def experiments(run):
               "scaling --q/--k/--v", "exit %d, %s, rows %s: %s"
               % (rc, meta(text, "inputs"), sorted(shapes), err.strip()))
     # without --n the default range is clipped to the arrays' 96 tokens
-    rc, out, err = run.cmd(["scaling", "--variants", "linear", "--reps", "1", "--min-time", "0",
+    rc, out, err = run.cmd(["scaling", "--variant", "linear", "--reps", "1", "--min-time", "0",
                             "--out", "sc2.csv"] + files)
     text = open(run.path("sc2.csv")).read() if rc == 0 else ""
     ns = {r.split(",")[1] for r in text.splitlines()[1:] if r and r[0] != "#"} - {"n"}
     run.check(rc == 0 and ns == {"96"}, "scaling --q/--k/--v, default N clipped",
               "exit %d, N %s: %s" % (rc, sorted(ns), err.strip()))
     # random inputs say so, with the seed
-    rc, out, err = run.cmd(["scaling", "--n", "16:16", "--variants", "linear", "--reps", "1",
+    rc, out, err = run.cmd(["scaling", "--n", "16:16", "--variant", "linear", "--reps", "1",
                             "--min-time", "0", "--seed", "7", "--out", "sc3.csv"])
     text = open(run.path("sc3.csv")).read() if rc == 0 else ""
     run.check(rc == 0 and meta(text, "inputs") == "# inputs: random (seed 7)",

@@ -57,7 +57,7 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         scaling_csv = os.path.join(tmp, "scaling.csv")
-        run(binary, ["scaling", "--n", "16:32", "--variants", "linear", "--reps", "1",
+        run(binary, ["scaling", "--n", "16:32", "--variant", "linear", "--reps", "1",
                      "--min-time", "0", "--max-seconds", "1", "--out", scaling_csv])
         with open(scaling_csv) as f:
             s_keys, s_header, _ = parse(f.read())

@@ -1,8 +1,8 @@
 /* test_results.c — the experiments' measuring and recording machinery
  * (experiments/common/record.c, sweep.c, inputs.c): the CSV writer's metadata header and
- * --resume, reading results back, the log-log fit, the timer, the peak-RSS reset, the
- * geometric sweep and the flag parsers. Linked against build/libcommand.a, the helpers
- * the command itself is built from (they are not part of the library). */
+ * --resume, reading results back, the machine check in the header, the timer, the
+ * peak-RSS reset, the geometric sweep and the flag parsers. Linked against build/libcommand.a, the
+ * helpers the command itself is built from (they are not part of the library). */
 #include "../testutil.h"
 
 #include "../../experiments/common/inputs.h"
@@ -33,27 +33,6 @@ static char *slurp(const char *path)
     buf[n] = 0;
     fclose(f);
     return buf;
-}
-
-/* The fit recovers slope and prefactor of an exact power law, and ignores points that
- * have no logarithm. */
-static void fit_recovers_power_law(void **state)
-{
-    (void)state;
-    tu_rng r = tu_rng_for("fit");
-    double slope_true = 1 + tu_uniform(&r), a = 0.5 + tu_uniform(&r);
-    double x[12], y[12];
-    for (int i = 0; i < 10; i++) {
-        x[i] = 100.0 * (i + 1) * (i + 1);
-        y[i] = a * pow(x[i], slope_true);
-    }
-    x[10] = 0, y[10] = 1;  /* ignored: no log */
-    x[11] = 5, y[11] = -1; /* ignored */
-    double slope = 0, intercept = 0;
-    assert_int_equal(res_fit_loglog(x, y, 12, &slope, &intercept), 10);
-    assert_true(fabs(slope - slope_true) < 1e-12);
-    assert_true(fabs(exp(intercept) - a) < 1e-10 * a);
-    assert_int_equal(res_fit_loglog(x, y, 1, &slope, &intercept), 1); /* too few */
 }
 
 /* A new file carries the metadata header, then the header row, then the rows. */
@@ -201,6 +180,46 @@ static void resume_and_load(void **state)
 
 /* The timer runs at least min_reps timed repetitions and orders its statistics; a body
  * that fails stops it with its value. */
+/* A timing experiment's machine check (res_machine_check) is written into the header of
+ * the files opened after it, as the plots read it; once its last file is closed it is
+ * forgotten, so a later experiment that times nothing carries no such lines. */
+static void machine_check_in_header(void **state)
+{
+    (void)state;
+    char path[256], err[256], *argv[] = {"scaling"};
+    temp_path(path, sizeof path, "busy");
+    const bz_report *busy = res_machine_check();
+    assert_non_null(busy);
+    assert_true(busy->calibration_s[0] > 0 && busy->calibration_s[1] > 0);
+    assert_true(busy->spread >= 0 && !isnan(busy->spread));
+    assert_int_equal(busy->noisy, busy->why[0] != 0);
+    res_file *f = res_open(path, "scaling", "t", "variant,n", 1, 0, 1, argv, err, sizeof err);
+    assert_non_null(f);
+    assert_int_equal(res_row(f, "linear,4"), 0);
+    assert_int_equal(res_close(f), 0);
+    char *text = slurp(path);
+    char expected[256];
+    snprintf(expected, sizeof expected, "\n# calibration: %.4f %.4f (spread %.1f%%)\n# noisy: %s",
+             busy->calibration_s[0], busy->calibration_s[1], 100 * busy->spread,
+             busy->noisy ? "yes (" : "no\n");
+    if (!strstr(text, "\n# load_average: ") || !strstr(text, expected))
+        fail_msg("missing '%s' or the load average in:\n%s", expected, text);
+    /* the load average line comes first, the check right after it */
+    assert_true(strstr(text, "# load_average: ") < strstr(text, "# calibration: "));
+    free(text);
+
+    f = res_open(path, "accuracy", "t", "variant,n", 1, 0, 1, argv, err, sizeof err);
+    assert_non_null(f);
+    assert_int_equal(res_row(f, "linear,4"), 0);
+    assert_int_equal(res_close(f), 0);
+    text = slurp(path);
+    assert_null(strstr(text, "# calibration:"));
+    assert_null(strstr(text, "# noisy:"));
+    assert_non_null(strstr(text, "# load_average: "));
+    free(text);
+    unlink(path);
+}
+
 static int count_calls(void *ctx)
 {
     (*(int *)ctx)++;
@@ -229,37 +248,48 @@ static void timer(void **state)
     assert_true(b >= a);
 }
 
-/* Resetting VmHWM makes the peak of a point that touches 64 MiB at least that much above
- * the baseline, and a later point that touches nothing does not inherit it. Where the
- * mark cannot be reset (no writable /proc/self/clear_refs: an old kernel, a sandbox) there
- * is nothing to measure: the test is skipped, and says why, rather than passed. */
+/* The timer measures each body's peak memory around its warm-up call, with VmHWM reset
+ * before it: a body that touches 64 MiB peaks at least that much above its baseline, and
+ * a later body that touches nothing does not inherit it. Where the mark cannot be reset
+ * (no writable /proc/self/clear_refs: an old kernel, a sandbox) there is nothing to
+ * measure: the test is skipped, and says why, rather than passed. */
+static int touch_64_mib(void *ctx)
+{
+    (void)ctx;
+    size_t bytes = 64u << 20;
+    volatile char *p = malloc(bytes);
+    if (!p) return 1;
+    for (size_t i = 0; i < bytes; i += 4096)
+        p[i] = 1;
+    free((void *)p);
+    return 0;
+}
+
+static int touch_nothing(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
 static void peak_rss(void **state)
 {
     (void)state;
     res_memory_init();
-    if (!res_peak_reset()) {
-        const char *why = access("/proc/self/clear_refs", F_OK) != 0 ? strerror(errno)
-                          : access("/proc/self/clear_refs", W_OK) != 0
-                              ? "not writable"
-                              : "writing \"5\" to it failed";
+    if (access("/proc/self/clear_refs", W_OK) != 0) {
         print_message("peak_rss: skipped: cannot reset VmHWM through /proc/self/clear_refs "
                       "(%s)\n",
-                      why);
+                      strerror(errno));
         skip();
     }
-    double base = res_rss_bytes();
-    assert_true(base > 0);
-    size_t bytes = 64u << 20;
-    volatile char *p = malloc(bytes);
-    assert_non_null((void *)p);
-    for (size_t i = 0; i < bytes; i += 4096)
-        p[i] = 1;
-    double peak = res_peak_rss_bytes();
-    free((void *)p);
-    assert_true(peak >= base + 60.0 * (1 << 20));
-    assert_int_equal(res_peak_reset(), 1);
+    const res_rule once = {1, 1, 0, INFINITY};
+    res_timing big, small;
+    assert_int_equal(res_time(touch_64_mib, NULL, &once, &big), 0);
+    assert_true(big.baseline_rss_bytes > 0);
+    assert_true(big.peak_rss_bytes >= big.baseline_rss_bytes + 60.0 * (1 << 20));
+    assert_int_equal(res_time(touch_nothing, NULL, &once, &small), 0);
+    assert_true(small.baseline_rss_bytes > 0);
 #ifndef __SANITIZE_ADDRESS__ /* ASan keeps freed memory resident in its quarantine */
-    assert_true(res_peak_rss_bytes() < peak - 32.0 * (1 << 20));
+    assert_true(small.peak_rss_bytes < big.peak_rss_bytes - 32.0 * (1 << 20));
 #endif
 }
 
@@ -343,9 +373,9 @@ int main(void)
 {
     tu_init("test_results");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(fit_recovers_power_law),
         cmocka_unit_test(header_and_rows),
         cmocka_unit_test(resume_and_load),
+        cmocka_unit_test(machine_check_in_header),
         cmocka_unit_test(timer),
         cmocka_unit_test(peak_rss),
         cmocka_unit_test(sweeps_and_flags),

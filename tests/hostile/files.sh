@@ -91,10 +91,10 @@ if ls | grep -q '\.tmp\.'; then fail out_no_leftovers "$(ls | grep '\.tmp\.')"; 
 # ---- class 5: results survive runs that fail, are killed, or race
 scaling() { "$bin" scaling --d 8 --heads 1 --reps 1 --min-time 0 "$@"; }
 # a first point that takes seconds
-long_run() { exec "$bin" scaling --n 16384 --d 64 --heads 8 --variants softmax \
+long_run() { exec "$bin" scaling --n 16384 --d 64 --heads 8 --variant softmax \
     --max-seconds 1000 --reps 1 --min-time 0 --out "$1" >/dev/null 2>&1; }
 mkdir runs
-scaling --n 16:32 --variants linear --out runs/s.csv >/dev/null 2>&1
+scaling --n 16:32 --variant linear --out runs/s.csv >/dev/null 2>&1
 cp runs/s.csv before.csv
 # a long first point, killed before it has a row
 for sig in INT TERM KILL; do
@@ -112,9 +112,9 @@ done
 long_run runs/s.csv &
 pid=$!
 sleep 0.2
-refused concurrent_run_refused scaling --n 16 --variants linear --out runs/s.csv &&
+refused concurrent_run_refused scaling --n 16 --variant linear --out runs/s.csv &&
     grep -q 'another linattn run' err.txt && ok concurrent_run_refused
-refused concurrent_resume_refused scaling --n 16 --variants linear --out runs/s.csv --resume &&
+refused concurrent_resume_refused scaling --n 16 --variant linear --out runs/s.csv --resume &&
     ok concurrent_resume_refused
 kill -TERM $pid
 wait $pid 2>/dev/null
@@ -122,10 +122,10 @@ cmp -s before.csv runs/s.csv && ok concurrent_previous_intact ||
     fail concurrent_previous_intact "runs/s.csv changed"
 
 # results into a FIFO or a directory: refused at once, with or without --resume
-refused results_into_fifo timeout 10 "$bin" scaling --n 16 --variants linear --out fifo &&
-    refused results_resume_from_fifo timeout 10 "$bin" scaling --n 16 --variants linear \
+refused results_into_fifo timeout 10 "$bin" scaling --n 16 --variant linear --out fifo &&
+    refused results_resume_from_fifo timeout 10 "$bin" scaling --n 16 --variant linear \
         --out fifo --resume && [ -p fifo ] && ok results_into_fifo
-refused results_into_directory "$bin" scaling --n 16 --variants linear --out outdir &&
+refused results_into_directory "$bin" scaling --n 16 --variant linear --out outdir &&
     [ -d outdir ] && ok results_into_directory
 
 # ---- class 6: whole rows
@@ -136,24 +136,24 @@ rows_whole() {
         grep -v '^#' "$1" | awk -F, 'NR == 1 { n = NF } NF != n { bad = 1 } END { exit bad }'
 }
 count_key() { grep -c "^$1," "$2"; }
-scaling --n 16:64 --variants linear --out cut.csv >/dev/null 2>&1
+scaling --n 16:64 --variant linear --out cut.csv >/dev/null 2>&1
 size=$(wc -c <cut.csv)
 head -c $((size - 20)) cut.csv >cut2.csv && mv cut2.csv cut.csv # the last row cut short
-if scaling --n 16:64 --variants linear --out cut.csv --resume >/dev/null 2>err.txt &&
+if scaling --n 16:64 --variant linear --out cut.csv --resume >/dev/null 2>err.txt &&
     rows_whole cut.csv && [ "$(count_key linear,64 cut.csv)" = 1 ]; then
     ok resume_remeasures_cut_row
 else fail resume_remeasures_cut_row "$(cat err.txt; grep -v '^#' cut.csv)"; fi
 
 # a row with too few fields in the middle: dropped and measured again
-scaling --n 16:64 --variants linear --out mid.csv >/dev/null 2>&1
+scaling --n 16:64 --variant linear --out mid.csv >/dev/null 2>&1
 sed -i 's/^\(linear,32,[^,]*,[^,]*\),.*/\1/' mid.csv
-if scaling --n 16:64 --variants linear --out mid.csv --resume >/dev/null 2>err.txt &&
+if scaling --n 16:64 --variant linear --out mid.csv --resume >/dev/null 2>err.txt &&
     grep -v '^#' mid.csv | grep '^linear,32,' | awk -F, 'NF > 10 { found = 1 } END { exit !found }'; then
     ok resume_remeasures_short_row
 else fail resume_remeasures_short_row "$(cat err.txt; grep -v '^#' mid.csv)"; fi
 
 # a full disk mid-run (file-size limit, SIGXFSZ ignored: write fails with EFBIG)
-scaling --n 16 --variants linear --out full.csv >/dev/null 2>&1
+scaling --n 16 --variant linear --out full.csv >/dev/null 2>&1
 limit=$(($(wc -c <full.csv) + 300))
 rm full.csv
 python3 -c '
@@ -161,11 +161,11 @@ import os, resource, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]),) * 2)
 os.execv(sys.argv[2], sys.argv[2:])' "$limit" "$bin" scaling --d 8 --heads 1 --reps 1 \
-    --min-time 0 --n 16:4096 --variants linear,softmax --out full.csv >/dev/null 2>err.txt
+    --min-time 0 --n 16:4096 --variant linear,softmax --out full.csv >/dev/null 2>err.txt
 rc=$?
 if [ "$rc" != 0 ] && rows_whole full.csv; then ok full_disk_rows_whole; else
     fail full_disk_rows_whole "exit $rc, $(tail -c 300 full.csv)"; fi
-if scaling --n 16:4096 --variants linear,softmax --out full.csv --resume >/dev/null 2>&1 &&
+if scaling --n 16:4096 --variant linear,softmax --out full.csv --resume >/dev/null 2>&1 &&
     rows_whole full.csv && [ "$(grep -v '^#' full.csv | wc -l)" = 19 ]; then
     ok full_disk_then_resume
 else fail full_disk_then_resume "$(grep -v '^#' full.csv | wc -l) lines"; fi

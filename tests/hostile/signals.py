@@ -103,7 +103,7 @@ def attend(tmp):
 
 
 def scaling(tmp):
-    cmd = [BIN, "scaling", "--n", "16:4096", "--d", "16", "--heads", "1", "--variants",
+    cmd = [BIN, "scaling", "--n", "16:4096", "--d", "16", "--heads", "1", "--variant",
            "linear,softmax", "--reps", "1", "--min-time", "0", "--threads", "1",
            "--out", "s.csv"]
     path = os.path.join(tmp, "s.csv")
