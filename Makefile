@@ -3,7 +3,8 @@
 #   make test       unit tests (cmocka), the NumPy checks of `linattn attend` and `block`,
 #                   and the command's own checks (tests/command/)
 #   make results    run the experiment suite, write results/*.csv and plots/*.png|svg
-#   make plots      re-render plots/ from the CSV in results/
+#   make plots      re-render plots/ from the CSV in results/ (RESULTS=DIR: DIR's figures
+#                   into DIR; `linattn help plot`)
 #   make bench      the benchmark goal table: kernels against BLIS sgemm in one process,
 #                   also kept in build/bench.txt (`linattn help bench`)
 #   make fuzz       libFuzzer on the .npy parser, the weights loader and the --resume
@@ -237,13 +238,13 @@ results: $(BUILD)/linattn | build/.deps-plots
 	@$(MAKE) --no-print-directory plots
 	@$(BUILD)/linattn results --summary
 
-# Every script renders from results/*.csv (run from inside plots/); one that fails (its
-# CSV missing, say) is named and the others still run.
-plots: | build/.deps-plots
-	@failed=0; for gp in plots/*.gp; do \
-	    echo "gnuplot $$gp"; \
-	    (cd plots && gnuplot $$(basename $$gp)) || { failed=$$((failed+1)); echo "FAILED: $$gp"; }; \
-	done; test $$failed -eq 0
+# `linattn plot` draws the figures of every results file in RESULTS (plots/*.gp, with the
+# run's settings in each subtitle): those of results/ go to plots/ (the README's), those
+# of another folder (make plots RESULTS=results/runs/x) into that folder.
+RESULTS ?= results
+PLOTS_OUT ?= $(if $(filter results results/,$(RESULTS)),plots,$(RESULTS))
+plots: $(BUILD)/linattn | build/.deps-plots
+	$(BUILD)/linattn plot --from $(RESULTS) --out $(PLOTS_OUT)
 
 # Every tracked C file in the layout of the root's .clang-format (checked in .ci/run).
 format:

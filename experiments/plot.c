@@ -240,7 +240,8 @@ static void precision_from_about(const char *path, char *out, size_t size)
     if (!in) return;
     if (!fgets(line, sizeof line, in)) line[0] = 0;
     fclose(in);
-    int f32 = strstr(line, "float32") != NULL, f64 = strstr(line, "float64") != NULL;
+    /* "(float32, self-attention N = M, ...)": the experiment's one precision */
+    int f32 = strstr(line, "(float32") != NULL, f64 = strstr(line, "(float64") != NULL;
     if (f32 != f64) snprintf(out, size, "%s", f32 ? "float32" : "float64");
 }
 
@@ -280,7 +281,8 @@ static int load_file(const char *path, int explicit, csv_file *f)
         return cli_fail("plot", "%s: no figure for a '%s' file (figures exist for %s)", path,
                         f->experiment, kind_names());
     }
-    if (!f->precision[0]) precision_from_about(f->path, f->precision, sizeof f->precision);
+    if (!f->precision[0] && !has_column(f->header, "precision") && !has_column(f->header, "dtype"))
+        precision_from_about(f->path, f->precision, sizeof f->precision);
     if (f->kind->aux_suffix[0]) {
         res_sibling_path(f->path, f->kind->aux_suffix, f->aux, sizeof f->aux);
         if (access(f->aux, R_OK) != 0 ||
