@@ -106,10 +106,9 @@ typedef struct {
     const char *column, *format;
 } setting;
 static const setting settings[] = {
-    {"d", "d = %s"},         {"d_k", "d_k = %s"},     {"d_v", "d_v = %s"},
-    {"heads", "%s heads"},   {"batch", "batch %s"},   {"d_model", "D = %s"},
-    {"d_ff", "d_ff = %s"},   {"tokens", "T = %s"},    {"threads", "%s threads"},
-    {"precision", "%s"},     {"dtype", "%s"},
+    {"d", "d = %s"},           {"d_k", "d_k = %s"},   {"d_v", "d_v = %s"},   {"heads", "%s heads"},
+    {"batch", "batch %s"},     {"d_model", "D = %s"}, {"d_ff", "d_ff = %s"}, {"tokens", "T = %s"},
+    {"threads", "%s threads"}, {"precision", "%s"},   {"dtype", "%s"},
 };
 enum { N_SETTINGS = sizeof settings / sizeof settings[0] };
 
@@ -152,15 +151,22 @@ static void meta_value(const char *line, const char *key, char *out, size_t size
     snprintf(out, size, "%s", v);
 }
 
-/* The `#` lines and the header row of path: the experiment of its first line, the
- * metadata, the header. Returns 0, or 2 after the one-line error. */
-static int read_head(const char *path, csv_file *f, char *header, size_t header_size)
+/* The `#` lines and the header row of path: the experiment of its first line (when f
+ * is not NULL), the metadata, the header. Returns 0; 1 when the file is not a linattn
+ * results file; -1 when it cannot be read. The reason is in err either way. */
+static int read_head(const char *path, csv_file *f, char *header, size_t header_size, char *err,
+                     size_t err_size)
 {
     struct stat st;
-    if (stat(path, &st) != 0) return cli_fail("plot", "%s: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode)) return cli_fail("plot", "%s: not a regular file", path);
-    FILE *in = fopen(path, "r");
-    if (!in) return cli_fail("plot", "%s: %s", path, strerror(errno));
+    FILE *in = NULL;
+    if (stat(path, &st) != 0 || (S_ISREG(st.st_mode) && !(in = fopen(path, "r")))) {
+        snprintf(err, err_size, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, err_size, "%s: not a regular file", path);
+        return -1;
+    }
     char *line = NULL;
     size_t cap = 0;
     int first = 1, rc = 0;
@@ -172,10 +178,11 @@ static int read_head(const char *path, csv_file *f, char *header, size_t header_
             size_t len = colon ? (size_t)(colon - line) - 10 : 0;
             if (strncmp(line, "# linattn ", 10) != 0 || !colon || len == 0 ||
                 len >= sizeof f->experiment || memchr(line + 10, ' ', len)) {
-                rc = cli_fail("plot",
-                              "%s: not a linattn results file (its first line is not "
-                              "'# linattn <experiment>: ...')",
-                              path);
+                snprintf(err, err_size,
+                         "%s: not a linattn results file (its first line is not '# linattn "
+                         "<experiment>: ...')",
+                         path);
+                rc = 1;
                 break;
             }
             memcpy(f->experiment, line + 10, len);
@@ -200,7 +207,10 @@ static int read_head(const char *path, csv_file *f, char *header, size_t header_
     }
     free(line);
     fclose(in);
-    if (rc == 0 && !header[0]) rc = cli_fail("plot", "%s: no header row", path);
+    if (rc == 0 && !header[0]) {
+        snprintf(err, err_size, "%s: no header row", path);
+        rc = f ? 1 : -1;
+    }
     return rc;
 }
 
@@ -267,10 +277,13 @@ static const char *kind_names(void)
 static int load_file(const char *path, int explicit, csv_file *f)
 {
     memset(f, 0, sizeof *f);
-    int rc = read_head(path, f, f->header, sizeof f->header);
-    if (rc) return rc;
+    char err[PATH_MAX + 128];
+    int r = read_head(path, f, f->header, sizeof f->header, err, sizeof err);
+    if (r == 1 && !explicit) return 1; /* a folder's other CSV files */
+    if (r != 0) return cli_fail("plot", "%s", err);
     if (!realpath(path, f->path)) return cli_fail("plot", "%s: %s", path, strerror(errno));
-    if (strchr(f->path, '\'')) return cli_fail("plot", "%s: a path with a ' is not supported", path);
+    if (strchr(f->path, '\''))
+        return cli_fail("plot", "%s: a path with a ' is not supported", path);
     for (size_t i = 0; i < N_FIGURES; i++)
         if (strcmp(figures[i].experiment, f->experiment) == 0) f->kind = &figures[i];
     if (!f->kind) {
@@ -286,7 +299,7 @@ static int load_file(const char *path, int explicit, csv_file *f)
     if (f->kind->aux_suffix[0]) {
         res_sibling_path(f->path, f->kind->aux_suffix, f->aux, sizeof f->aux);
         if (access(f->aux, R_OK) != 0 ||
-            read_head(f->aux, NULL, f->aux_header, sizeof f->aux_header) != 0)
+            read_head(f->aux, NULL, f->aux_header, sizeof f->aux_header, err, sizeof err) != 0)
             f->aux[0] = 0; /* drawn without it (scaling_time: no fitted slopes) */
     }
     return read_settings(f);
@@ -396,7 +409,8 @@ static void make_facts(group *g, char value[N_SETTINGS][32])
         add_setting(g, c, settings[s].format, v);
     }
     const csv_file *f = g->file;
-    if (!fact_of(g, "threads") && f->threads[0]) add_setting(g, "threads", "%s threads", f->threads);
+    if (!fact_of(g, "threads") && f->threads[0])
+        add_setting(g, "threads", "%s threads", f->threads);
     if (!fact_of(g, "precision") && f->precision[0]) add_fact(g, "precision", "%s", f->precision);
     if (f->cpu[0]) add_fact(g, "cpu", "%s", f->cpu);
     if (f->commit[0]) add_fact(g, "commit", "commit %s", f->commit);
@@ -438,39 +452,50 @@ static size_t file_groups(const csv_file *f, int split, group *out, size_t room)
     return added;
 }
 
+/* Whether fact i of group a is the same in all n groups. */
+static int fact_shared(const group *g, size_t n, const group *a, int i)
+{
+    for (size_t j = 0; j < n; j++) {
+        const char *other = fact_of(&g[j], a->fact_key[i]);
+        if (!other || strcmp(other, a->fact[i]) != 0) return 0;
+    }
+    return 1;
+}
+
+/* The machine and the version: they name groups only when no setting does. */
+static int is_run_fact(const char *key)
+{
+    return strcmp(key, "cpu") == 0 || strcmp(key, "commit") == 0 || strcmp(key, "date") == 0;
+}
+
 /* The facts every group shares, joined into subtitle; each group's label from the facts
- * that differ (the file's name when none does and there are several). */
+ * that differ: the settings (d = 32), else the run (commit, date), else the file's name;
+ * ", noisy" for a noisy run among quiet ones. */
 static void subtitle_and_labels(group *g, size_t n, char *subtitle, size_t size)
 {
     subtitle[0] = 0;
-    for (int i = 0; i < g[0].n_facts; i++) {
-        int shared = 1;
-        for (size_t k = 1; k < n && shared; k++) {
-            const char *other = fact_of(&g[k], g[0].fact_key[i]);
-            shared = other && strcmp(other, g[0].fact[i]) == 0;
-        }
-        if (shared)
+    for (int i = 0; i < g[0].n_facts; i++)
+        if (fact_shared(g, n, &g[0], i))
             snprintf(subtitle + strlen(subtitle), size - strlen(subtitle), "%s%s",
                      subtitle[0] ? ", " : "", g[0].fact[i]);
-    }
+    int noisy = 0;
+    for (size_t k = 0; k < n; k++)
+        noisy += g[k].file->noisy[0] != 0;
     for (size_t k = 0; k < n && n > 1; k++) {
         group *a = &g[k];
-        for (int i = 0; i < a->n_facts; i++) {
-            int shared = 1;
-            for (size_t j = 0; j < n && shared; j++) {
-                const char *other = fact_of(&g[j], a->fact_key[i]);
-                shared = other && strcmp(other, a->fact[i]) == 0;
-            }
-            if (!shared)
-                snprintf(a->label + strlen(a->label), sizeof a->label - strlen(a->label), "%s%s",
-                         a->label[0] ? ", " : "", a->fact[i]);
-        }
+        for (int run = 0; run < 2 && !a->label[0]; run++)
+            for (int i = 0; i < a->n_facts; i++)
+                if (is_run_fact(a->fact_key[i]) == run && !fact_shared(g, n, a, i))
+                    snprintf(a->label + strlen(a->label), sizeof a->label - strlen(a->label),
+                             "%s%s", a->label[0] ? ", " : "", a->fact[i]);
         if (!a->label[0]) { /* same settings: name the file (its folder and name) */
             const char *p = a->file->path, *slash = strrchr(p, '/'), *prev = slash;
             while (prev && prev > p && prev[-1] != '/')
                 prev--;
             snprintf(a->label, sizeof a->label, "%.200s", prev && prev > p ? prev : p);
         }
+        if (a->file->noisy[0] && noisy < (int)n)
+            snprintf(a->label + strlen(a->label), sizeof a->label - strlen(a->label), ", noisy");
     }
 }
 
@@ -728,7 +753,9 @@ static int render(const plot_config *c, const char *script, const char *name, gr
         la_outfile_close(&out[i]);
     if (rc == 0)
         printf("plot: %s/%s%s%s\n", c->out_dir, name,
-               c->png && c->svg ? ".png, .svg" : c->png ? ".png" : ".svg",
+               c->png && c->svg ? ".png, .svg"
+               : c->png         ? ".png"
+                                : ".svg",
                n > 1 ? " (overlay)" : "");
     free(t.s);
     return rc;
@@ -769,7 +796,8 @@ int cmd_plot(int argc, char **argv)
             seen_from = 1;
             if (argv[i][6] == '=' && argv[i][7]) from[n_from++] = argv[i] + 7;
             while (argv[i][6] != '=' && i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
-                if (n_from == MAX_INPUTS) return cli_fail("--from", "more than %d inputs", MAX_INPUTS);
+                if (n_from == MAX_INPUTS)
+                    return cli_fail("--from", "more than %d inputs", MAX_INPUTS);
                 from[n_from++] = argv[++i];
             }
             if (n_from == 0) return cli_fail("--from", "needs a folder or a file");
@@ -844,7 +872,8 @@ int cmd_plot(int argc, char **argv)
         for (size_t i = 0; i < n_files && rc == 0; i++) {
             if (files[i].kind != kind) continue;
             if (!kind->overlay) n_groups = 0;
-            n_groups += file_groups(&files[i], kind->overlay, groups + n_groups, MAX_GROUPS - n_groups);
+            n_groups +=
+                file_groups(&files[i], kind->overlay, groups + n_groups, MAX_GROUPS - n_groups);
             if (kind->overlay) continue;
             nth++;
             for (const char *const *s = kind->scripts; *s && rc == 0; s++) {

@@ -116,6 +116,7 @@ set format x "%.0f"
 set format y "%.0f"
 set xtics 1, 2
 set key top left
+eval overlay_key
 set bmargin 6
 set label 1 "measured: log-linear interpolation of t_{softmax}/t_{linear} = 1 after bisection (bars: bracketing N)\npredicted: N where the FLOP model's totals cross (la\\_attention\\_cost)" at screen 0.5, screen 0.04 center font ",10" tc rgb "#555555"
 

@@ -87,6 +87,7 @@ set format y "10^{%L}"
 set xrange [0.8 : T * 1.25]
 set yrange [ybot : ymax * 30]   # headroom for the key
 set key top left
+eval overlay_key
 set style fill transparent solid 0.2 noborder
 set bmargin 5
 set label 1 "bands: 10th..90th percentile over the tokens of each bin (one bin per quarter-octave of t)" at screen 0.99, screen 0.02 right font ",10" tc rgb "#555555"

@@ -49,6 +49,7 @@ set logscale x 2
 set format x "%.0f"
 set xtics 1, 2 font ",10"
 set key top left
+eval overlay_key
 
 eval png(out)
 plot @curves @skipped NaN notitle

@@ -71,6 +71,7 @@ set format x "%.0f"
 set xtics 1, 2 font ",10"
 set format y "10^{%L}"
 set key top left
+eval overlay_key
 set bmargin 6
 set label 1 "measured: VmHWM of the process during the point (inputs, output, scratch, program);\nmodel: la\\_attention\\_cost bytes" at screen 0.99, screen 0.05 right font ",10" tc rgb "#555555"
 

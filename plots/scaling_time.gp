@@ -109,6 +109,7 @@ set xtics 1, 2 font ",10"
 set mxtics 1
 set format y "10^{%L}"
 set key top left
+eval overlay_key
 set bars small
 set bmargin 5
 set label 1 bars_note . "; dotted: least-squares fit over the upper half of each curve" at screen 0.99, screen 0.02 right font ",10" tc rgb "#555555"
