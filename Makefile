@@ -127,7 +127,7 @@ $(COUNTED_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/count/liblinattn.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
 
 # Every test program runs even when an earlier one fails; the verdict is the last line.
-test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a | build/.deps-test
+test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a | build/.deps-test build/.deps-plots
 	@passed=0; failed=0; \
 	echo "== scripts/check-exports"; \
 	if scripts/check-exports $(BUILD)/liblinattn.so; then passed=$$((passed+1)); \
@@ -149,6 +149,9 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a 
 	echo "== tests/command/results_files.py"; \
 	if /usr/bin/python3 tests/command/results_files.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/results_files.py"; fi; \
+	echo "== tests/command/plot_figures.py"; \
+	if /usr/bin/python3 tests/command/plot_figures.py $(BUILD)/linattn; then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: tests/command/plot_figures.py"; fi; \
 	echo "== tests/command/block_numpy.py"; \
 	if /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/block_numpy.py"; fi; \

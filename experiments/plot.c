@@ -124,6 +124,8 @@ typedef struct {
     char aux_header[4096];    /* the companion's */
     int n_values[N_SETTINGS]; /* distinct values of each setting column (0: no column) */
     char values[N_SETTINGS][MAX_VALUES][32];
+    int n_combos; /* the combinations of the settings that vary that rows have: */
+    unsigned char combo[MAX_GROUPS][N_SETTINGS]; /* indices into values, in row order */
 } csv_file;
 
 /* "column" is a field of the header row "a,b,c" */
@@ -220,6 +222,7 @@ static int read_settings(csv_file *f)
     char err[512];
     res_file *r = res_load(f->path, 0, err, sizeof err);
     if (!r) return cli_fail("plot", "%s", err);
+    /* the index of each row's value of setting s in f->values[s], -1: none */
     for (size_t s = 0; s < N_SETTINGS; s++) {
         f->n_values[s] = 0;
         int axis = 0;
@@ -238,6 +241,24 @@ static int read_settings(csv_file *f)
                 snprintf(f->values[s][f->n_values[s]++], sizeof f->values[s][0], "%s", v);
         }
     }
+    /* the combinations of the values that occur, in the order they first appear */
+    f->n_combos = 0;
+    for (size_t i = 0; i < res_count(r); i++) {
+        unsigned char pick[N_SETTINGS] = {0};
+        for (size_t s = 0; s < N_SETTINGS; s++) {
+            char v[32];
+            if (f->n_values[s] < 2 ||
+                res_get_str(r, res_row_at(r, i), settings[s].column, v, sizeof v))
+                continue;
+            for (int k = 0; k < f->n_values[s]; k++)
+                if (strcmp(f->values[s][k], v) == 0) pick[s] = (unsigned char)k;
+        }
+        int seen = 0;
+        for (int c = 0; c < f->n_combos && !seen; c++)
+            seen = memcmp(f->combo[c], pick, sizeof pick) == 0;
+        if (!seen && f->n_combos < MAX_GROUPS) memcpy(f->combo[f->n_combos++], pick, sizeof pick);
+    }
+    if (f->n_combos == 0) f->n_combos = 1; /* no rows: one group, all zeros */
     res_close(r);
     return 0;
 }
@@ -418,34 +439,30 @@ static void make_facts(group *g, char value[N_SETTINGS][32])
         add_fact(g, "date", "%.10s %.5s UTC", f->date, strlen(f->date) > 11 ? f->date + 11 : "");
 }
 
-/* The groups of file f: one per distinct combination of the settings that vary in it
- * (only overlays split a file; the others draw it whole). Returns the count added. */
+/* The groups of file f: one per combination of the settings that vary in it that its
+ * rows have (only overlays split a file; the others draw it whole). Returns the count
+ * added. */
 static size_t file_groups(const csv_file *f, int split, group *out, size_t room)
 {
-    size_t varying[N_SETTINGS], n_varying = 0, combos = 1;
-    for (size_t s = 0; s < N_SETTINGS; s++)
-        if (split && f->n_values[s] > 1) varying[n_varying++] = s, combos *= (size_t)f->n_values[s];
     size_t added = 0;
-    /* every combination of the varying values (a combination with no rows draws nothing:
-     * the scripts check before adding a series) */
-    for (size_t k = 0; k < combos && added < room; k++) {
+    for (int c = 0; c < (split ? f->n_combos : 1) && added < room; c++) {
         group *g = &out[added++];
         memset(g, 0, sizeof *g);
         g->file = f;
         char value[N_SETTINGS][32];
-        for (size_t s = 0; s < N_SETTINGS; s++)
-            snprintf(value[s], sizeof value[s], "%s", f->n_values[s] == 1 ? f->values[s][0] : "");
-        size_t rest = k;
-        for (size_t i = 0; i < n_varying; i++) {
-            size_t s = varying[i], pick = rest % (size_t)f->n_values[s];
-            rest /= (size_t)f->n_values[s];
-            snprintf(value[s], sizeof value[s], "%s", f->values[s][pick]);
+        for (size_t s = 0; s < N_SETTINGS; s++) {
+            const int varies = f->n_values[s] > 1;
+            snprintf(value[s], sizeof value[s], "%s",
+                     !varies && f->n_values[s] == 1 ? f->values[s][0]
+                     : varies && split              ? f->values[s][f->combo[c][s]]
+                                                    : "");
+            if (!varies || !split) continue;
             snprintf(g->where + strlen(g->where), sizeof g->where - strlen(g->where), "%s%s=%s",
-                     i ? " " : "", settings[s].column, f->values[s][pick]);
+                     g->where[0] ? " " : "", settings[s].column, value[s]);
             if (f->aux[0] && has_column(f->aux_header, settings[s].column))
                 snprintf(g->aux_where + strlen(g->aux_where),
                          sizeof g->aux_where - strlen(g->aux_where), "%s%s=%s",
-                         g->aux_where[0] ? " " : "", settings[s].column, f->values[s][pick]);
+                         g->aux_where[0] ? " " : "", settings[s].column, value[s]);
         }
         make_facts(g, value);
     }
@@ -857,8 +874,11 @@ int cmd_plot(int argc, char **argv)
         snprintf(first, sizeof first, "%s", from[0]);
         struct stat st;
         if (!out_text && stat(first, &st) == 0 && !S_ISDIR(st.st_mode)) {
-            char *slash = strrchr(first, '/');
-            snprintf(first, sizeof first, "%s", slash ? (slash[1] = 0, first) : ".");
+            char *slash = strrchr(first, '/'); /* its folder: "dir/", or "." */
+            if (slash)
+                slash[1] = 0;
+            else
+                strcpy(first, ".");
         }
         const char *dir = out_text ? out_text : first;
         if ((rc = make_dir(dir)) == 0 && !realpath(dir, c.out_dir))

@@ -61,8 +61,9 @@ ptp(g, i) = ngroups > 1 ? pt_of(pt_pred, g) : pt_of(pt_pred, i)
 # the axes: every d, and every N drawn (measured, brackets, predictions)
 dmin = 1e300; dmax = 0; ymin = 1e300; ymax = 0
 do for [g=1:ngroups] {
-    stats gfile[g] using (in_group(g) ? column("d") : NaN) nooutput
+    stats gfile[g] using (in_group(g) ? column("d") : 1e300) nooutput   # a group may have no rows
     dmin = STATS_min < dmin ? STATS_min : dmin
+    stats gfile[g] using (in_group(g) ? column("d") : 0) nooutput
     dmax = STATS_max > dmax ? STATS_max : dmax
     do for [c in "measured_crossover_n bracket_lo_n bracket_hi_n predicted_crossover_n"] {
         stats gfile[g] using (in_group(g) && column(c) > 0 ? column(c) : 1e300) nooutput

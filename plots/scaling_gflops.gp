@@ -17,8 +17,9 @@ curves = ""
 skipped = ""
 n_skipped = 0
 do for [g=1:ngroups] {
-    stats gfile[g] using (in_group(g) ? column("n") : NaN) nooutput
+    stats gfile[g] using (in_group(g) ? column("n") : 1e300) nooutput   # a group may have no rows
     xmin = STATS_min < xmin ? STATS_min : xmin
+    stats gfile[g] using (in_group(g) ? column("n") : 0) nooutput
     xmax = STATS_max > xmax ? STATS_max : xmax
     stats gfile[g] using (in_group(g) && strcol("status") eq "ok" && column("gflops") > 0 ? column("gflops") : 0) nooutput
     ymax = STATS_max > ymax ? STATS_max : ymax

@@ -20,8 +20,9 @@ curves = ""
 skipped = ""
 n_skipped = 0
 do for [g=1:ngroups] {
-    stats gfile[g] using (in_group(g) ? column("n") : NaN) nooutput
+    stats gfile[g] using (in_group(g) ? column("n") : 1e300) nooutput   # a group may have no rows
     xmin = STATS_min < xmin ? STATS_min : xmin
+    stats gfile[g] using (in_group(g) ? column("n") : 0) nooutput
     xmax = STATS_max > xmax ? STATS_max : xmax
     # the axis covers the measured points and the model's lines (io_bytes is in every row)
     stats gfile[g] using (in_group(g) && column("io_bytes") > 0 ? column("io_bytes") / MiB : 1e300) nooutput

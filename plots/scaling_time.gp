@@ -19,8 +19,9 @@ if (n == 0) { exit error sprintf("scaling_time.gp: no variant in %s", data) }
 # the axes: every row's N; the ok points' bars (1e300 / 0: no such point)
 xmin = 1e300; xmax = 0; ymin = 1e300; ymax = 0
 do for [g=1:ngroups] {
-    stats gfile[g] using (in_group(g) ? column("n") : NaN) nooutput
+    stats gfile[g] using (in_group(g) ? column("n") : 1e300) nooutput   # a group may have no rows
     xmin = STATS_min < xmin ? STATS_min : xmin
+    stats gfile[g] using (in_group(g) ? column("n") : 0) nooutput
     xmax = STATS_max > xmax ? STATS_max : xmax
     stats gfile[g] using (in_group(g) && strcol("status") eq "ok" && column(bar_lo) > 0 ? column(bar_lo) : 1e300) nooutput
     ymin = STATS_min < ymin ? STATS_min : ymin
