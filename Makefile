@@ -161,8 +161,9 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a 
 	echo "test programs: $$passed passed, $$failed failed"; \
 	test $$failed -eq 0
 
-# make install PREFIX=/opt/linattn: the header, both libraries, the command and a
-# pkg-config file, so a C user builds with `cc app.c $(pkg-config --cflags --libs linattn)`.
+# make install PREFIX=/opt/linattn: the header, both libraries, the command (with the
+# gnuplot scripts of `linattn plot` in share/linattn/plots) and a pkg-config file, so a
+# C user builds with `cc app.c $(pkg-config --cflags --libs linattn)`.
 # The static library needs BLIS and OpenMP at link time (pkg-config --static says so).
 PREFIX ?= /usr/local
 LA_VERSION := $(shell sed -n 's/^\#define LA_VERSION_STRING "\(.*\)"/\1/p' lib/linattn.h)
@@ -172,6 +173,8 @@ install: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn
 	install -m 644 $(BUILD)/liblinattn.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/liblinattn.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/linattn $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/share/linattn/plots
+	install -m 644 plots/*.gp plots/style.gpi $(DESTDIR)$(PREFIX)/share/linattn/plots/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(LA_VERSION)|' \
 	    -e 's|@PRIVATE_LIBS@|$(BLIS_LIBS) -fopenmp -lm|' lib/linattn.pc.in \
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/linattn.pc
