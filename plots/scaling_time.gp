@@ -34,6 +34,8 @@ ybot = ymin / 6
 # one series per group and variant that has points: the measured curve, its fitted
 # slope in the legend and dotted fit line, and the markers of the points not measured
 array slope[ngroups * n]
+array ci_lo[ngroups * n]     # the exponent's confidence interval when the fit file has one
+array ci_hi[ngroups * n]
 array pref[ngroups * n]
 array nmin[ngroups * n]
 array nmax[ngroups * n]
@@ -46,7 +48,9 @@ do for [g=1:ngroups] {
         v = word(names, i)
         s = (g - 1) * n + i
         slope[s] = -1
-        if (gaux[g] ne "") {
+        ci_lo[s] = -1
+        if (gaux[g] ne "" && has_col(gaux[g], "fitted_exponent") && has_col(gaux[g], "prefactor_s") && \
+            has_col(gaux[g], "fit_n_min") && has_col(gaux[g], "fit_n_max")) {
             stats gaux[g] using (strcol("variant") eq v && in_aux(g) ? column("fitted_exponent") : -1) nooutput
             slope[s] = STATS_max
             stats gaux[g] using (strcol("variant") eq v && in_aux(g) ? column("prefactor_s") : -1) nooutput
@@ -55,6 +59,12 @@ do for [g=1:ngroups] {
             nmin[s] = STATS_max
             stats gaux[g] using (strcol("variant") eq v && in_aux(g) ? column("fit_n_max") : -1) nooutput
             nmax[s] = STATS_max
+            if (has_col(gaux[g], "exponent_ci_lo") && has_col(gaux[g], "exponent_ci_hi")) {
+                stats gaux[g] using (strcol("variant") eq v && in_aux(g) ? column("exponent_ci_lo") : -1) nooutput
+                ci_lo[s] = STATS_max
+                stats gaux[g] using (strcol("variant") eq v && in_aux(g) ? column("exponent_ci_hi") : -1) nooutput
+                ci_hi[s] = STATS_max
+            }
         }
         stats gfile[g] using (okg(g, v, "median_s") > 0 ? 1 : 0) nooutput
         if (STATS_sum > 0) {
@@ -72,8 +82,11 @@ do for [g=1:ngroups] {
         }
     }
 }
-label(g, i) = slope[(g - 1) * n + i] > 0 ? g_title(g, sprintf("%s: slope %.2f", title_of(word(names, i)), slope[(g - 1) * n + i])) : \
-              g_title(g, sprintf("%s: no fit", title_of(word(names, i))))
+ci_shown = 0
+do for [s=1:ngroups * n] { if (ci_lo[s] > 0) { ci_shown = 1 } }
+slope_text(s) = slope[s] <= 0 ? "no fit" : ci_lo[s] > 0 ? sprintf("slope %.2f [%.2f, %.2f]", slope[s], ci_lo[s], ci_hi[s]) : \
+                sprintf("slope %.2f", slope[s])
+label(g, i) = g_title(g, sprintf("%s: %s", title_of(word(names, i)), slope_text((g - 1) * n + i)))
 fitline(s, x) = (slope[s] > 0 && x >= nmin[s] && x <= nmax[s]) ? pref[s] * x**slope[s] : NaN
 if (n_skipped > 0) { skipped = skipped . 'keyentry with points pt 6 ps 1.3 lc rgb "#555555" title not_measured_key, ' }
 
@@ -113,7 +126,8 @@ set key top left
 eval overlay_key
 set bars small
 set bmargin 5
-set label 1 bars_note . "; dotted: least-squares fit over the upper half of each curve" at screen 0.99, screen 0.02 right font ",10" tc rgb "#555555"
+set label 1 bars_note . "; dotted: least-squares fit over the upper half of each curve" . \
+            (ci_shown ? ", [95% interval of the slope]" : "") at screen 0.99, screen 0.02 right font ",10" tc rgb "#555555"
 
 eval png(out)
 plot @curves @fits_drawn @skipped @guides NaN notitle
