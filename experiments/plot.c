@@ -892,6 +892,11 @@ int cmd_plot(int argc, char **argv)
         for (size_t i = 0; i < n_files && rc == 0; i++) {
             if (files[i].kind != kind) continue;
             if (!kind->overlay) n_groups = 0;
+            if (n_groups + (size_t)(kind->overlay ? files[i].n_combos : 1) > MAX_GROUPS) {
+                rc = cli_fail("plot", "%s: more than %d runs to overlay in one figure",
+                              kind->experiment, MAX_GROUPS);
+                break;
+            }
             n_groups +=
                 file_groups(&files[i], kind->overlay, groups + n_groups, MAX_GROUPS - n_groups);
             if (kind->overlay) continue;
