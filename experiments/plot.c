@@ -628,6 +628,8 @@ static int find_scripts(char *dir, size_t size)
 static int run_gnuplot(const char *dir, const char *script, const char *setup, const int *fds,
                        size_t n_fds, const char *what)
 {
+    char file[256];
+    snprintf(file, sizeof file, "%s.gp", script);
     int pipefd[2];
     if (pipe(pipefd) != 0) return cli_fail("plot", "pipe: %s", strerror(errno));
     fflush(stdout);
@@ -643,8 +645,6 @@ static int run_gnuplot(const char *dir, const char *script, const char *setup, c
         close(pipefd[0]), close(pipefd[1]);
         for (size_t i = 0; i < n_fds; i++) /* the outputs stay open across exec */
             fcntl(fds[i], F_SETFD, 0);
-        char file[256];
-        snprintf(file, sizeof file, "%s.gp", script);
         if (chdir(dir) != 0) _exit(126);
         execlp("gnuplot", "gnuplot", "-e", setup, file, (char *)NULL);
         _exit(127);
