@@ -42,12 +42,15 @@ stats data using (nonzero("chunk") ? column("rel_error") : 0) nooutput
 hi_r = STATS_max > 1e-5 ? STATS_max * 3 : 1e-5
 # the N not measured (skipped_mem, skipped_time): hollow at the bottom, with the status
 skip_n(v) = strcol("study") eq "error_vs_n" && strcol("variant") eq v && strcol("status") ne "ok"
+# (the variants are skipped at the same N, by the reference's budget: one label, of the first)
 skipped_l = ""
+labelled = 0
 do for [i=1:words(names)] {
     stats data using (skip_n(word(names, i)) ? 1 : 0) nooutput
     if (STATS_sum > 0) {
         skipped_l = skipped_l . sprintf(', data using (skip_n(word(names, %d)) ? spread_x(column("n"), %d, words(names)) : NaN):(lo_l * 3) with points lc rgb color_of(word(names, %d)) pt 6 ps 1.3 notitle', i, i, i) . \
-                                sprintf(', data using (skip_n(word(names, %d)) ? spread_x(column("n"), %d, words(names)) : NaN):(lo_l * 8):(short_status(strcol("status"))) with labels rotate by 90 left font ",8" tc rgb color_of(word(names, %d)) notitle', i, i, i)
+                                (labelled ? "" : sprintf(', data using (skip_n(word(names, %d)) ? column("n") : NaN):(lo_l * 8):(short_status(strcol("status"))) with labels rotate by 90 left font ",8" tc rgb "#555555" notitle', i))
+        labelled = 1
     }
 }
 if (skipped_l ne "") { skipped_l = skipped_l . ', keyentry with points pt 6 ps 1.3 lc rgb "#555555" title "not measured (hollow, at the bottom)"' }
