@@ -24,7 +24,7 @@ lo_r = STATS_min < 1e-17 ? STATS_min / 3 : 1e-17
 stats data using (@eps_ok && column("rel_error") > 0 ? column("rel_error") : 0) nooutput
 hi_r = STATS_max > 1 ? STATS_max * 3 : 1
 stats data using (@eps_ok && column("rel_error") == 0 ? 1 : 0) nooutput
-zero_note = STATS_sum > 0 ? sprintf("%d points with difference 0 (exact) are not drawn on the log axis", STATS_sum) : ""
+zero_note = STATS_sum > 0 ? sprintf("%d point%s with difference 0 (exact) not drawn on the log axis", STATS_sum, STATS_sum > 1 ? "s" : "") : ""
 
 do for [fmt in formats] {
     eval term(fmt, out, 1500, 700)
