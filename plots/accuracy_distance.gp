@@ -25,6 +25,22 @@ stats data using (@eps_ok && column("rel_error") > 0 ? column("rel_error") : 0) 
 hi_r = STATS_max > 1 ? STATS_max * 3 : 1
 stats data using (@eps_ok && column("rel_error") == 0 ? 1 : 0) nooutput
 zero_note = STATS_sum > 0 ? sprintf("%d point%s with difference 0 (exact) not drawn on the log axis", STATS_sum, STATS_sum > 1 ? "s" : "") : ""
+# the left axis covers every nonzero distance; the N not measured (skipped_mem,
+# skipped_time) are hollow markers at its bottom with their status
+dist_ok = 'strcol("study") eq "distance" && strcol("status") eq "ok" && column("rel_error") > 0'
+stats data using (@dist_ok ? column("rel_error") : 1e300) nooutput
+lo_l = STATS_min < 1e300 ? STATS_min / 10 : 1e-6
+stats data using (@dist_ok ? column("rel_error") : 0) nooutput
+hi_l = STATS_max > 0 ? STATS_max * 100 : 1    # headroom for the key
+stats data using (strcol("study") eq "distance" ? column("n") : 1e300) nooutput
+n_lo = STATS_min
+stats data using (strcol("study") eq "distance" ? column("n") : 0) nooutput
+n_hi = STATS_max
+skip_d = 'strcol("study") eq "distance" && strcol("status") ne "ok"'
+stats data using (@skip_d ? 1 : 0) nooutput
+skipped_l = STATS_sum == 0 ? "" : \
+    ', data using (' . skip_d . ' ? column("n") : NaN):(lo_l * 1.6) with points lc rgb "#555555" pt 6 ps 1.4 title "not measured (hollow)"' . \
+    ', data using (' . skip_d . ' ? column("n") : NaN):(lo_l * 3):(short_status(strcol("status"))) with labels rotate by 90 left font ",8" tc rgb "#555555" notitle'
 
 do for [fmt in formats] {
     eval term(fmt, out, 1500, 700)
@@ -38,15 +54,17 @@ do for [fmt in formats] {
     set format x "%.0f"
     set xtics 1, 4
     set format y "10^{%L}"
-    set yrange [*:*]
+    set xrange [n_lo / 1.3 : n_hi * 1.3]
+    set yrange [lo_l : hi_l]
     set key top left font ",10"
     plot data using (column("n")):(dist("linear", "softmax", "random")) with linespoints lc rgb c_linear pt 7 title "linear vs softmax, random inputs", \
          data using (column("n")):(dist("linear", "softmax", "dominant_key")) with linespoints lc rgb c_linear dt 2 pt 6 title "linear vs softmax, one dominant key", \
          data using (column("n")):(dist("hard", "softmax", "random")) with linespoints lc rgb c_hard pt 5 title "hard vs softmax, random inputs", \
-         data using (column("n")):(dist("hard", "softmax", "dominant_key")) with linespoints lc rgb c_hard dt 2 pt 4 title "hard vs softmax, one dominant key"
+         data using (column("n")):(dist("hard", "softmax", "dominant_key")) with linespoints lc rgb c_hard dt 2 pt 4 title "hard vs softmax, one dominant key" @skipped_l
 
     set title sprintf("linear attention: effect of ε in φ(q)^TS / (φ(q)^Tz + ε), N = %d", eps_n) font ",13"
     set xlabel "ε"
+    set xrange [*:*]
     set ylabel "relative difference"
     set xtics auto
     set logscale x 10
