@@ -130,6 +130,18 @@ def main():
         check(re.search(r"linear: [^<]*d = 64", svg) and re.search(r"linear: [^<]*d = 32", svg),
               "one file with d = 32 and d = 64 rows: a series for each d")
 
+        # decode runs overlay the same way
+        dec = []
+        for d in ("16", "32"):
+            dec.append(os.path.join(tmp, "dec" + d, "decode.csv"))
+            os.makedirs(os.path.dirname(dec[-1]))
+            must(["decode", "--tokens", "32", "--heads", "2", "--d", d, "--reps", "1",
+                  "--out", dec[-1]])
+        must(["plot", "--from"] + dec + ["--out", os.path.join(tmp, "dec_fig"), "--format", "svg"])
+        svg = svg_text(os.path.join(tmp, "dec_fig", "decode.svg"))
+        check(re.search(r"KV cache[^<]*d = 16", svg) and re.search(r"KV cache[^<]*d = 32", svg),
+              "two decode runs overlay: a series for each d")
+
         # a noisy run, with quartile columns inserted after max_s (read by name)
         noisy = os.path.join(tmp, "noisy", "scaling.csv")
         os.makedirs(os.path.dirname(noisy))
