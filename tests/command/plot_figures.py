@@ -9,7 +9,7 @@ Runs `linattn scaling` with tiny sizes (and a memory budget so that some points 
 skipped) at d = 64 and d = 32, then `linattn plot` on them, and reads the SVG text:
 the subtitle holds d, heads, threads, precision, CPU and commit of the CSV's own
 metadata; two files overlay with both settings in the legend (and so does one
-long-format file holding both); skipped points carry their label; `# noisy: yes` puts
+long-format file holding both, and two decode runs); skipped points carry their label; `# noisy: yes` puts
 "(noisy run)" in the title; q1_s/q3_s columns switch the bars to the interquartile range
 (read by name, wherever the columns are); a crossover beyond the largest N swept is an
 arrow with its label. Bad input (missing file, a CSV that is not linattn's, a kind with
