@@ -3,7 +3,8 @@
 #   make test       unit tests (cmocka), the NumPy checks of `linattn attend` and `block`,
 #                   and the command's own checks (tests/command/)
 #   make results    run the experiment suite, write results/*.csv and plots/*.png|svg
-#   make plots      re-render plots/ from the CSV in results/
+#   make plots      re-render plots/ from the CSV in results/ (RESULTS=DIR: DIR's figures
+#                   into DIR; `linattn help plot`)
 #   make bench      the benchmark goal table: kernels against BLIS sgemm in one process,
 #                   also kept in build/bench.txt (`linattn help bench`)
 #   make fuzz       libFuzzer on the .npy parser, the weights loader and the --resume
@@ -126,7 +127,7 @@ $(COUNTED_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/count/liblinattn.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
 
 # Every test program runs even when an earlier one fails; the verdict is the last line.
-test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a | build/.deps-test
+test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a | build/.deps-test build/.deps-plots
 	@passed=0; failed=0; \
 	echo "== scripts/check-exports"; \
 	if scripts/check-exports $(BUILD)/liblinattn.so; then passed=$$((passed+1)); \
@@ -151,6 +152,9 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a 
 	echo "== tests/command/scaling_sweeps.py"; \
 	if /usr/bin/python3 tests/command/scaling_sweeps.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/scaling_sweeps.py"; fi; \
+	echo "== tests/command/plot_figures.py"; \
+	if /usr/bin/python3 tests/command/plot_figures.py $(BUILD)/linattn; then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: tests/command/plot_figures.py"; fi; \
 	echo "== tests/command/block_numpy.py"; \
 	if /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/block_numpy.py"; fi; \
@@ -166,8 +170,9 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a 
 	echo "test programs: $$passed passed, $$failed failed"; \
 	test $$failed -eq 0
 
-# make install PREFIX=/opt/linattn: the header, both libraries, the command and a
-# pkg-config file, so a C user builds with `cc app.c $(pkg-config --cflags --libs linattn)`.
+# make install PREFIX=/opt/linattn: the header, both libraries, the command (with the
+# gnuplot scripts of `linattn plot` in share/linattn/plots) and a pkg-config file, so a
+# C user builds with `cc app.c $(pkg-config --cflags --libs linattn)`.
 # The static library needs BLIS and OpenMP at link time (pkg-config --static says so).
 PREFIX ?= /usr/local
 LA_VERSION := $(shell sed -n 's/^\#define LA_VERSION_STRING "\(.*\)"/\1/p' lib/linattn.h)
@@ -177,6 +182,8 @@ install: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn
 	install -m 644 $(BUILD)/liblinattn.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/liblinattn.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/linattn $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/share/linattn/plots
+	install -m 644 plots/*.gp plots/style.gpi $(DESTDIR)$(PREFIX)/share/linattn/plots/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(LA_VERSION)|' \
 	    -e 's|@PRIVATE_LIBS@|$(BLIS_LIBS) -fopenmp -lm|' lib/linattn.pc.in \
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/linattn.pc
@@ -247,13 +254,13 @@ results: $(BUILD)/linattn | build/.deps-plots
 	@$(MAKE) --no-print-directory plots
 	@$(BUILD)/linattn results --summary
 
-# Every script renders from results/*.csv (run from inside plots/); one that fails (its
-# CSV missing, say) is named and the others still run.
-plots: | build/.deps-plots
-	@failed=0; for gp in plots/*.gp; do \
-	    echo "gnuplot $$gp"; \
-	    (cd plots && gnuplot $$(basename $$gp)) || { failed=$$((failed+1)); echo "FAILED: $$gp"; }; \
-	done; test $$failed -eq 0
+# `linattn plot` draws the figures of every results file in RESULTS (plots/*.gp, with the
+# run's settings in each subtitle): those of results/ go to plots/ (the README's), those
+# of another folder (make plots RESULTS=results/runs/x) into that folder.
+RESULTS ?= results
+PLOTS_OUT ?= $(if $(filter results results/,$(RESULTS)),plots,$(RESULTS))
+plots: $(BUILD)/linattn | build/.deps-plots
+	$(BUILD)/linattn plot --from $(RESULTS) --out $(PLOTS_OUT)
 
 # Every tracked C file in the layout of the root's .clang-format (checked in .ci/run).
 format:

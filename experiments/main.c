@@ -21,6 +21,8 @@ static const la_command commands[] = {
      cmd_bench_help},
     {"results", "run the default experiment suite (make results) and summarise", cmd_results,
      cmd_results_help},
+    {"plot", "the figures of a results folder or CSV files, with the run's settings", cmd_plot,
+     cmd_plot_help},
     {"scaling", "experiment: time and memory of each kernel against N", cmd_scaling,
      cmd_scaling_help},
     {"crossover", "experiment: the N where linear attention overtakes softmax, per d",

@@ -3,7 +3,8 @@
 # dominant key, float64 references), and the effect of linear attention's ε (right).
 # The pairs and the ε curves are chosen here by name (other rows of the CSV are not drawn).
 # Reads ../results/accuracy.csv; writes accuracy_distance.png|svg.
-# Other files: gnuplot -e 'data="x/accuracy.csv"; out="x/accuracy_distance"' accuracy_distance.gp
+# Other files: linattn plot --from x/accuracy.csv, or
+#   gnuplot -e 'data="x/accuracy.csv"; out="x/accuracy_distance"' accuracy_distance.gp
 load "style.gpi"
 if (!exists("data")) data = "../results/accuracy.csv"
 if (!exists("out")) out = "accuracy_distance"
@@ -15,10 +16,35 @@ epsv(v, fm, prec) = (strcol("study") eq "eps" && strcol("variant") eq v && strco
 
 stats data using (strcol("study") eq "eps" ? column("n") : NaN) nooutput
 eps_n = STATS_max
+# the right axis covers every nonzero difference; differences of exactly 0 cannot be
+# drawn on it and are counted in a note
+eps_ok = 'strcol("study") eq "eps" && strcol("status") eq "ok" && column("eps") > 0'
+stats data using (@eps_ok && column("rel_error") > 0 ? column("rel_error") : 1e300) nooutput
+lo_r = STATS_min < 1e-17 ? STATS_min / 3 : 1e-17
+stats data using (@eps_ok && column("rel_error") > 0 ? column("rel_error") : 0) nooutput
+hi_r = STATS_max > 1 ? STATS_max * 3 : 1
+stats data using (@eps_ok && column("rel_error") == 0 ? 1 : 0) nooutput
+zero_note = STATS_sum > 0 ? sprintf("%d point%s with difference 0 (exact) not drawn on the log axis", STATS_sum, STATS_sum > 1 ? "s" : "") : ""
+# the left axis covers every nonzero distance; the N not measured (skipped_mem,
+# skipped_time) are hollow markers at its bottom with their status
+dist_ok = 'strcol("study") eq "distance" && strcol("status") eq "ok" && column("rel_error") > 0'
+stats data using (@dist_ok ? column("rel_error") : 1e300) nooutput
+lo_l = STATS_min < 1e300 ? STATS_min / 10 : 1e-6
+stats data using (@dist_ok ? column("rel_error") : 0) nooutput
+hi_l = STATS_max > 0 ? STATS_max * 100 : 1    # headroom for the key
+stats data using (strcol("study") eq "distance" ? column("n") : 1e300) nooutput
+n_lo = STATS_min
+stats data using (strcol("study") eq "distance" ? column("n") : 0) nooutput
+n_hi = STATS_max
+skip_d = 'strcol("study") eq "distance" && strcol("status") ne "ok"'
+stats data using (@skip_d ? 1 : 0) nooutput
+skipped_l = STATS_sum == 0 ? "" : \
+    ', data using (' . skip_d . ' ? column("n") : NaN):(lo_l * 1.6) with points lc rgb "#555555" pt 6 ps 1.4 title "not measured (hollow)"' . \
+    ', data using (' . skip_d . ' ? column("n") : NaN):(lo_l * 3):(short_status(strcol("status"))) with labels rotate by 90 left font ",8" tc rgb "#555555" notitle'
 
-do for [fmt in "png svg"] {
+do for [fmt in formats] {
     eval term(fmt, out, 1500, 700)
-    set multiplot layout 1,2 title "How far apart the attention variants are" font ",15"
+    set multiplot layout 1,2 title heading("How far apart the attention variants are") font ",15"
 
     set title "distance between outputs on the same inputs (float64)" font ",13"
     set xlabel "sequence length N (tokens, N = M)"
@@ -28,26 +54,30 @@ do for [fmt in "png svg"] {
     set format x "%.0f"
     set xtics 1, 4
     set format y "10^{%L}"
-    set yrange [*:*]
+    set xrange [n_lo / 1.3 : n_hi * 1.3]
+    set yrange [lo_l : hi_l]
     set key top left font ",10"
     plot data using (column("n")):(dist("linear", "softmax", "random")) with linespoints lc rgb c_linear pt 7 title "linear vs softmax, random inputs", \
          data using (column("n")):(dist("linear", "softmax", "dominant_key")) with linespoints lc rgb c_linear dt 2 pt 6 title "linear vs softmax, one dominant key", \
          data using (column("n")):(dist("hard", "softmax", "random")) with linespoints lc rgb c_hard pt 5 title "hard vs softmax, random inputs", \
-         data using (column("n")):(dist("hard", "softmax", "dominant_key")) with linespoints lc rgb c_hard dt 2 pt 4 title "hard vs softmax, one dominant key"
+         data using (column("n")):(dist("hard", "softmax", "dominant_key")) with linespoints lc rgb c_hard dt 2 pt 4 title "hard vs softmax, one dominant key" @skipped_l
 
     set title sprintf("linear attention: effect of ε in φ(q)^TS / (φ(q)^Tz + ε), N = %d", eps_n) font ",13"
     set xlabel "ε"
+    set xrange [*:*]
     set ylabel "relative difference"
     set xtics auto
     set logscale x 10
     set format x "10^{%L}"
-    set yrange [1e-17 : 1]
+    set yrange [lo_r : hi_r]
+    set label 1 zero_note at graph 0.02, graph 0.03 font ",10" tc rgb "#555555"
     set key top left font ",10"
     plot data using (column("eps")):(epsv("linear", "elu", "float64")) with linespoints lc rgb c_linear pt 7 title "output at ε vs ε = 0: elu+1", \
          data using (column("eps")):(epsv("linear_causal_chunked", "elu", "float64")) with linespoints lc rgb c_linear_c pt 7 title "  elu+1, causal", \
          data using (column("eps")):(epsv("linear", "relu", "float64")) with linespoints lc rgb c_linear dt 2 pt 6 title "  relu", \
          data using (column("eps")):(epsv("linear_causal_chunked", "relu", "float64")) with linespoints lc rgb c_linear_c dt 2 pt 6 title "  relu, causal", \
          data using (column("eps")):(epsv("linear", "elu", "float32")) with lines lc rgb "#555555" dt 3 title "float32 kernel vs float64 reference at the same ε (elu+1)"
+    unset label 1
     unset multiplot
     set output
 }

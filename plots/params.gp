@@ -2,7 +2,8 @@
 # line and each component (left); the relative gap of the 12D² rule (middle); where the
 # parameters of the standard models are (right, stacked shares).
 # Reads ../results/params.csv; writes params.png|svg.
-# Other files: gnuplot -e 'data="x/params.csv"; out="x/params"' params.gp
+# Other files: linattn plot --from x/params.csv, or
+#   gnuplot -e 'data="x/params.csv"; out="x/params"' params.gp
 load "style.gpi"
 if (!exists("data")) data = "../results/params.csv"
 if (!exists("out")) out = "params"
@@ -10,10 +11,22 @@ if (!exists("out")) out = "params"
 sweep(c) = (strcol("kind") eq "sweep" && strcol("status") eq "ok") ? column(c) : NaN
 stats data using (strcol("kind") eq "sweep" ? 1 : NaN) nooutput
 n_sweep = STATS_records      # the standard models' rows follow the sweep's
+# the axes cover every point of the sweep (at least their usual ranges)
+stats data using (sweep("d_model")) nooutput
+x_lo = STATS_min < 48 * 1.2 ? STATS_min / 1.2 : 48
+x_hi = STATS_max > 11000 / 1.2 ? STATS_max * 1.2 : 11000
+stats data using (sweep("layer_norm") > 0 ? sweep("layer_norm") : 1e300) nooutput
+y_lo = STATS_min < 1e2 * 2 ? STATS_min / 2 : 1e2
+stats data using (sweep("encoder_layer")) nooutput
+y_hi = STATS_max > 2e9 / 2 ? STATS_max * 2 : 2e9
+stats data using (sweep("approx_gap") > 0 ? sweep("approx_gap") : 1e300) nooutput
+g_lo = STATS_min < 1e-4 * 1.5 ? STATS_min / 1.5 : 1e-4
+stats data using (sweep("approx_gap") > 0 ? sweep("approx_gap") : 0) nooutput
+g_hi = STATS_max > 0.1 / 1.5 ? STATS_max * 1.5 : 0.1
 
-do for [fmt in "png svg"] {
+do for [fmt in formats] {
     eval term(fmt, out, 1800, 700)
-    set multiplot layout 1,3 title "Parameters of Transformer layers: the exact count against the 12·D² rule (d_{ff} = 4D)" font ",15"
+    set multiplot layout 1,3 title heading("Parameters of Transformer layers: the exact count against the 12·D² rule (d_{ff} = 4D)") font ",15"
 
     set title "one encoder layer" font ",13"
     set xlabel "model width D"
@@ -23,8 +36,8 @@ do for [fmt in "png svg"] {
     set format x "%.0f"
     set xtics 1, 4
     set format y "10^{%L}"
-    set xrange [48 : 11000]
-    set yrange [1e2 : 2e9]
+    set xrange [x_lo : x_hi]
+    set yrange [y_lo : y_hi]
     set key top left font ",10"
     plot data using (sweep("d_model")):(sweep("encoder_layer")) with points lc rgb "black" pt 7 ps 1.2 title "exact: 12D² + 13D", \
          12 * x**2 with lines lc rgb c_softmax dt 2 lw 2 title "12·D²", \
@@ -34,7 +47,7 @@ do for [fmt in "png svg"] {
 
     set title "what 12·D² leaves out" font ",13"
     set ylabel "(exact − 12D²) / exact, one layer"
-    set yrange [1e-4 : 0.1]
+    set yrange [g_lo : g_hi]
     set format y "10^{%L}"
     set key top right font ",10"
     plot data using (sweep("d_model")):(sweep("approx_gap")) with linespoints lc rgb "black" pt 7 ps 0.9 title "biases and LayerNorms: 13D / (12D² + 13D)", \

@@ -1,48 +1,119 @@
 # scaling_time.gp — time per call against N, log-log, one line per kernel (every
-# variant in the CSV, in the order it first appears), with the exponent fitted over the
-# upper half of each curve in the legend and N, N² guides through softmax and linear.
+# variant in the CSV, in the order it first appears) and per group when several runs are
+# overlaid (linattn plot: the legend names what differs, d = 32, d = 64), with the
+# exponent fitted over the upper half of each curve in the legend, N and N² guides, and
+# the points not measured marked at the bottom.
 # Reads ../results/scaling.csv and ../results/scaling_fit.csv; writes scaling_time.png|svg.
-# Other files: gnuplot -e 'data="x/scaling.csv"; fits="x/scaling_fit.csv"; out="x/scaling_time"' scaling_time.gp
+# Other files: linattn plot --from x/scaling.csv, or
+#   gnuplot -e 'data="x/scaling.csv"; fits="x/scaling_fit.csv"; out="x/scaling_time"' scaling_time.gp
 load "style.gpi"
 if (!exists("data")) data = "../results/scaling.csv"
 if (!exists("fits")) fits = "../results/scaling_fit.csv"
 if (!exists("out")) out = "scaling_time"
-
-names = series(data, "variant")
+eval groups_default
+eval all_variants
+eval choose_bars
 n = words(names)
 if (n == 0) { exit error sprintf("scaling_time.gp: no variant in %s", data) }
 
-# fitted exponent and prefactor of each kernel (-1: no fit)
-array slope[n]
-array pref[n]
-array nmin[n]
-array nmax[n]
-do for [i=1:n] {
-    v = word(names, i)
-    stats fits using (strcol("variant") eq v ? column("fitted_exponent") : -1) nooutput
-    slope[i] = STATS_max
-    stats fits using (strcol("variant") eq v ? column("prefactor_s") : -1) nooutput
-    pref[i] = STATS_max
-    stats fits using (strcol("variant") eq v ? column("fit_n_min") : -1) nooutput
-    nmin[i] = STATS_max
-    stats fits using (strcol("variant") eq v ? column("fit_n_max") : -1) nooutput
-    nmax[i] = STATS_max
+# the axes: every row's N; the ok points' bars (1e300 / 0: no such point)
+xmin = 1e300; xmax = 0; ymin = 1e300; ymax = 0
+do for [g=1:ngroups] {
+    stats gfile[g] using (in_group(g) ? column("n") : 1e300) nooutput   # a group may have no rows
+    xmin = STATS_min < xmin ? STATS_min : xmin
+    stats gfile[g] using (in_group(g) ? column("n") : 0) nooutput
+    xmax = STATS_max > xmax ? STATS_max : xmax
+    stats gfile[g] using (in_group(g) && strcol("status") eq "ok" && column(bar_lo) > 0 ? column(bar_lo) : 1e300) nooutput
+    ymin = STATS_min < ymin ? STATS_min : ymin
+    stats gfile[g] using (in_group(g) && strcol("status") eq "ok" && column(bar_hi) > 0 ? column(bar_hi) : 0) nooutput
+    ymax = STATS_max > ymax ? STATS_max : ymax
 }
-label(i) = slope[i] > 0 ? sprintf("%s: slope %.2f", title_of(word(names, i)), slope[i]) : sprintf("%s: no fit", title_of(word(names, i)))
-fitline(i, x) = (slope[i] > 0 && x >= nmin[i] && x <= nmax[i]) ? pref[i] * x**slope[i] : NaN
+if (ymax == 0) { ymin = 1e-6; ymax = 1 }
+ybot = ymin / 6
 
-# guides through the fused softmax and the linear fit, offset so they do not hide them
-stats data using (ok("softmax", "n")):(ok("softmax", "median_s")) nooutput
-n0 = STATS_min_x; t0 = STATS_min_y
+# one series per group and variant that has points: the measured curve, its fitted
+# slope in the legend and dotted fit line, and the markers of the points not measured
+array slope[ngroups * n]
+array ci_lo[ngroups * n]     # the exponent's confidence interval when the fit file has one
+array ci_hi[ngroups * n]
+array pref[ngroups * n]
+array nmin[ngroups * n]
+array nmax[ngroups * n]
+curves = ""
+fits_drawn = ""
+skipped = ""
+n_skipped = 0
+do for [g=1:ngroups] {
+    do for [i=1:n] {
+        v = word(names, i)
+        s = (g - 1) * n + i
+        slope[s] = -1
+        ci_lo[s] = -1
+        if (gaux[g] ne "" && has_col(gaux[g], "fitted_exponent") && has_col(gaux[g], "prefactor_s") && \
+            has_col(gaux[g], "fit_n_min") && has_col(gaux[g], "fit_n_max")) {
+            stats gaux[g] using (strcol("variant") eq v && in_aux(g) ? column("fitted_exponent") : -1) nooutput
+            slope[s] = STATS_max
+            stats gaux[g] using (strcol("variant") eq v && in_aux(g) ? column("prefactor_s") : -1) nooutput
+            pref[s] = STATS_max
+            stats gaux[g] using (strcol("variant") eq v && in_aux(g) ? column("fit_n_min") : -1) nooutput
+            nmin[s] = STATS_max
+            stats gaux[g] using (strcol("variant") eq v && in_aux(g) ? column("fit_n_max") : -1) nooutput
+            nmax[s] = STATS_max
+            if (has_col(gaux[g], "exponent_ci_lo") && has_col(gaux[g], "exponent_ci_hi")) {
+                stats gaux[g] using (strcol("variant") eq v && in_aux(g) ? column("exponent_ci_lo") : -1) nooutput
+                ci_lo[s] = STATS_max
+                stats gaux[g] using (strcol("variant") eq v && in_aux(g) ? column("exponent_ci_hi") : -1) nooutput
+                ci_hi[s] = STATS_max
+            }
+        }
+        stats gfile[g] using (okg(g, v, "median_s") > 0 ? 1 : 0) nooutput
+        if (STATS_sum > 0) {
+            curves = curves . sprintf('gfile[%d] using (okg(%d, word(names, %d), "n")):(okg(%d, word(names, %d), "median_s")):(okg(%d, word(names, %d), bar_lo)):(okg(%d, word(names, %d), bar_hi)) with yerrorlines lc rgb color_of(word(names, %d)) dt %d pt %d ps 1.1 title label(%d, %d), ', \
+                                      g, g, i, g, i, g, i, g, i, i, g, ngroups > 1 ? g_pt(g) : i + 3, g, i)
+            if (slope[s] > 0) {
+                fits_drawn = fits_drawn . sprintf('fitline(%d, x) with lines lc rgb color_of(word(names, %d)) dt 3 lw 2 notitle, ', s, i)
+            }
+        }
+        stats gfile[g] using (not_ok(g, v) ? 1 : 0) nooutput
+        if (STATS_sum > 0) {
+            n_skipped = n_skipped + STATS_sum
+            skipped = skipped . sprintf('gfile[%d] using (not_ok(%d, word(names, %d)) ? spread_x(column("n"), %d, n) : NaN):(ybot * 1.6) with points lc rgb color_of(word(names, %d)) pt 6 ps 1.3 notitle, ', g, g, i, i, i) . \
+                                sprintf('gfile[%d] using (not_ok(%d, word(names, %d)) ? spread_x(column("n"), %d, n) : NaN):(ybot * 2.3):(short_status(strcol("status"))) with labels rotate by 90 left font ",8" tc rgb color_of(word(names, %d)) notitle, ', g, g, i, i, i)
+        }
+    }
+}
+ci_shown = 0
+do for [s=1:ngroups * n] { if (ci_lo[s] > 0) { ci_shown = 1 } }
+slope_text(s) = slope[s] <= 0 ? "no fit" : ci_lo[s] > 0 ? sprintf("slope %.2f [%.2f, %.2f]", slope[s], ci_lo[s], ci_hi[s]) : \
+                sprintf("slope %.2f", slope[s])
+label(g, i) = g_title(g, sprintf("%s: %s", title_of(word(names, i)), slope_text((g - 1) * n + i)))
+fitline(s, x) = (slope[s] > 0 && x >= nmin[s] && x <= nmax[s]) ? pref[s] * x**slope[s] : NaN
+if (n_skipped > 0) { skipped = skipped . 'keyentry with points pt 6 ps 1.3 lc rgb "#555555" title not_measured_key, ' }
+
+# guides through the first group's fused softmax and linear curves, offset so they do not hide them
+guides = ""
+stats gfile[1] using (okg(1, "softmax", "median_s") > 0 ? 1 : 0) nooutput
+if (STATS_sum > 0) {
+    stats gfile[1] using (okg(1, "softmax", "n")) nooutput
+    n0 = STATS_min
+    stats gfile[1] using (okg(1, "softmax", "median_s")) nooutput
+    t0 = STATS_min
+    guides = guides . 'guide2(x) with lines lc rgb "black" dt 2 lw 1.5 title "∝ N^2 (guide)", '
+}
 guide2(x) = 0.25 * t0 * (x / n0)**2
-stats data using (ok("linear", "n")):(ok("linear", "median_s")) nooutput
-n1 = STATS_max_x; t1 = STATS_max_y
+stats gfile[1] using (okg(1, "linear", "median_s") > 0 ? 1 : 0) nooutput
+if (STATS_sum > 0) {
+    stats gfile[1] using (okg(1, "linear", "n")) nooutput
+    n1 = STATS_max
+    stats gfile[1] using (okg(1, "linear", "median_s")) nooutput
+    t1 = STATS_max
+    guides = guides . 'guide1(x) with lines lc rgb "#555555" dt 4 lw 1.5 title "∝ N (guide)", '
+}
 guide1(x) = 4 * t1 * (x / n1)
 
-stats data using (column("n")) nooutput
-set xrange [STATS_min * 0.8 : STATS_max * 1.25]
-
-set title "Attention time against sequence length N (float32)" font ",15"
+set xrange [xmin * 0.8 : xmax * 1.25]
+set yrange [ybot : ymax * 30]   # headroom for the key
+set title heading("Attention time against sequence length N") font ",15"
 set xlabel "sequence length N (tokens, N = M)"
 set ylabel "time per call (s), median of repetitions"
 set logscale x 2
@@ -52,13 +123,12 @@ set xtics 1, 2 font ",10"
 set mxtics 1
 set format y "10^{%L}"
 set key top left
+eval overlay_key
 set bars small
-set label 1 "bars: min..max over repetitions; dotted: least-squares fit over the upper half of each curve" at graph 0.99, graph 0.03 right font ",10" tc rgb "#555555"
+set bmargin 5
+set label 1 bars_note . "; dotted: least-squares fit over the upper half of each curve" . \
+            (ci_shown ? ", [95% interval of the slope]" : "") at screen 0.99, screen 0.02 right font ",10" tc rgb "#555555"
 
 eval png(out)
-plot for [i=1:n] data using (ok(word(names, i), "n")):(ok(word(names, i), "median_s")):(ok(word(names, i), "min_s")):(ok(word(names, i), "max_s")) \
-         with yerrorlines lc rgb color_of(word(names, i)) pt (i + 3) ps 1.1 title label(i), \
-     for [i=1:n] fitline(i, x) with lines lc rgb color_of(word(names, i)) dt 3 lw 2 notitle, \
-     guide2(x) with lines lc rgb "black" dt 2 lw 1.5 title "∝ N^2 (guide)", \
-     guide1(x) with lines lc rgb "#555555" dt 4 lw 1.5 title "∝ N (guide)"
+plot @curves @fits_drawn @skipped @guides NaN notitle
 eval svg(out)
