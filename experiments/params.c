@@ -139,7 +139,7 @@ int cmd_params(int argc, char **argv)
         names[n < 31 ? n : 31] = NULL;
         int which;
         if ((rc = cli_parse_choice("--model", model, names, &which))) return rc;
-        preset = &all[which];
+        preset = mdl_find(all[which].name);
         s = preset->size;
     }
     const int required = preset == NULL;
