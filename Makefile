@@ -148,6 +148,9 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a 
 	echo "== tests/command/results_files.py"; \
 	if /usr/bin/python3 tests/command/results_files.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/results_files.py"; fi; \
+	echo "== tests/command/csv_load.py"; \
+	if /usr/bin/python3 tests/command/csv_load.py $(BUILD)/linattn; then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: tests/command/csv_load.py"; fi; \
 	echo "== tests/command/block_numpy.py"; \
 	if /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/block_numpy.py"; fi; \
