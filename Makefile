@@ -2,7 +2,9 @@
 #   make            build/liblinattn.a, build/liblinattn.so, build/linattn
 #   make test       unit tests (cmocka), the NumPy checks of `linattn attend` and `block`,
 #                   and the command's own checks (tests/command/)
-#   make results    run the experiment suite, write results/*.csv and plots/*.png|svg
+#   make results    run the experiment suite into a new results/runs/DATE-COMMIT/ (CSV,
+#                   figures, SUMMARY.md); make results-update rewrites the committed
+#                   reference (results/*.csv, results/SUMMARY.md, plots/*.png|svg)
 #   make plots      re-render plots/ from the CSV in results/
 #   make bench      the benchmark goal table: kernels against BLIS sgemm in one process,
 #                   also kept in build/bench.txt (`linattn help bench`)
@@ -70,7 +72,7 @@ TEST_UTIL := $(BUILD)/tests/testutil.o
 HEADERS := $(wildcard lib/*.h lib/*/*.h) $(wildcard experiments/*.h experiments/common/*.h) \
            $(wildcard tests/*.h)
 
-.PHONY: all deps test test-portable bench results plots fuzz check-torch install format check-format clean
+.PHONY: all deps test test-portable bench results results-update plots fuzz check-torch install format check-format clean
 .SECONDARY:
 all: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn $(BUILD)/libcommand.a
 
@@ -233,12 +235,15 @@ bench: $(BUILD)/linattn
 	@{ $(BUILD)/linattn bench --goals 2>&1; echo $$? > build/bench.status; } | tee build/bench.txt; \
 	exit $$(cat build/bench.status)
 
-# `make results RESULTS_FLAGS=--resume` finishes an interrupted run; `=--quick` is a smoke test.
+# `make results`: the suite into a new run folder results/runs/DATE-COMMIT/ (CSV, figures,
+# SUMMARY.md; results/runs/latest points to it), never into the committed reference.
+# `make results-update` rewrites the reference: results/*.csv, results/SUMMARY.md, plots/.
+# `RESULTS_FLAGS=--resume` finishes an interrupted run (the latest); `=--quick` is a smoke test.
 RESULTS_FLAGS ?=
 results: $(BUILD)/linattn | build/.deps-plots
-	$(BUILD)/linattn results --no-summary $(RESULTS_FLAGS)
-	@$(MAKE) --no-print-directory plots
-	@$(BUILD)/linattn results --summary
+	$(BUILD)/linattn results $(RESULTS_FLAGS)
+results-update: $(BUILD)/linattn | build/.deps-plots
+	$(BUILD)/linattn results --update $(RESULTS_FLAGS)
 
 # Every script renders from results/*.csv (run from inside plots/); one that fails (its
 # CSV missing, say) is named and the others still run.

@@ -137,10 +137,8 @@ int main(void)
 {
     tu_init("test_progress");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(plain_lines),
-        cmocka_unit_test(terminal_line),
-        cmocka_unit_test(inside_suite),
-        cmocka_unit_test(estimate),
+        cmocka_unit_test(plain_lines),  cmocka_unit_test(terminal_line),
+        cmocka_unit_test(inside_suite), cmocka_unit_test(estimate),
         cmocka_unit_test(durations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
