@@ -90,7 +90,7 @@ typedef struct {
 static const experiment suite[] = {
     {"scaling", "scaling.csv", "",
      {"--n", "128:65536", "--d", "64", "--heads", "1", "--max-seconds", "10", "--max-mem", "8G"},
-     {"--n", "64:1024", "--d", "64", "--heads", "1", "--max-seconds", "1", "--max-mem", "8G",
+     {"--n", "16:1024", "--d", "64", "--heads", "1", "--max-seconds", "1", "--max-mem", "8G",
       "--min-time", "0.02"},
      55, 4},
     {"crossover", "crossover.csv", " (d = 16..256, 4 heads)",
