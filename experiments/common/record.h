@@ -150,8 +150,12 @@ const char *res_git_commit(void);
  * finished point, at most one every every_s seconds (2; fast points are reported
  * together, so the log stays short):
  *   [2/6 crossover] 12/40 points done (last: softmax N=8192)  elapsed 1m05s  left ~2m10s ...
- * and in both cases a closing line "[crossover] 40 points in 3m15s". "2/6" and the suite's
- * time left appear only inside `linattn results` (res_progress_suite). */
+ * and, while one point runs longer, a line every heartbeat_s seconds (10) from a helper
+ * thread, so a log is never silent for longer:
+ *   [2/6 crossover] point 13/40 running for 20.0s (softmax N=16384)  elapsed 1m25s ...
+ * In both cases a closing line "[crossover] 40 points in 3m15s". "2/6" and the suite's
+ * time left appear only inside `linattn results` (res_progress_suite). The helper thread
+ * reads a copy of the line's state, never the caller's res_progress. */
 typedef struct {
     const char *label;
     int total_points;
@@ -163,6 +167,8 @@ typedef struct {
     int point;         /* the point running (its number), 0 before the first */
     char what[96];     /* what it is */
     double point_work; /* its work */
+    double point_start_s;
+    double heartbeat_s; /* plain lines: one at least this often while a point runs */
 } res_progress;
 
 void res_progress_start(res_progress *pr, const char *label, int total_points, double total_work);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Runs three points with pr's settings into a buffer; returns the text (free it). */
 static char *three_points(int tty, double every_s)
@@ -118,6 +119,37 @@ static void estimate(void **state)
     free(text);
 }
 
+/* A point that runs long gets a line every heartbeat_s seconds from the helper thread,
+ * and none once the experiment has ended. */
+static void heartbeat(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    res_progress pr;
+    res_progress_start(&pr, "long", 2, 2);
+    pr.out = out, pr.tty = 0, pr.heartbeat_s = 0.2;
+    res_progress_step(&pr, 1, 1, "slow N=65536");
+    struct timespec wait = {0, 700 * 1000 * 1000};
+    nanosleep(&wait, NULL);
+    res_progress_end(&pr);
+    struct timespec after = {0, 500 * 1000 * 1000}; /* no line after the end */
+    nanosleep(&after, NULL);
+    fflush(out);
+    const size_t at_end = len;
+    fclose(out);
+    printf("%s", text);
+    assert_non_null(strstr(text, "[long] point 1/2 running for "));
+    assert_non_null(strstr(text, "(slow N=65536)"));
+    const char *closing = strstr(text, "[long] 2 points in ");
+    assert_non_null(closing);
+    assert_int_equal(strlen(closing), strcspn(closing, "\n") + 1); /* the last line */
+    assert_int_equal(at_end, strlen(text));
+    free(text);
+}
+
 /* Durations as the lines print them. */
 static void durations(void **state)
 {
@@ -139,7 +171,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(plain_lines),  cmocka_unit_test(terminal_line),
         cmocka_unit_test(inside_suite), cmocka_unit_test(estimate),
-        cmocka_unit_test(durations),
+        cmocka_unit_test(heartbeat),    cmocka_unit_test(durations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
