@@ -83,7 +83,8 @@
  *     la_encoder_*, la_decoder_*, la_transformer_*  stacks
  *     la_add_positional_encoding_*, la_embed_*      sinusoidal positions, token embeddings
  *   accounting
- *     la_param_counts                     exact parameter counts, as PyTorch counts them
+ *     la_param_counts                     exact parameter counts, as PyTorch (or a published
+ *                                         model's reference code: LA_MODEL_*) counts them
  *     la_layer_cost_model                 FLOPs and bytes of one layer forward
  */
 #ifndef LINATTN_H
