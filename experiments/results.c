@@ -316,9 +316,11 @@ static int choose_folders(config *c)
     }
     int rc = 0;
     struct stat st;
-    if (c->summary_only && c->out_dir && (stat(c->out_dir, &st) != 0 || !S_ISDIR(st.st_mode)))
-        return cli_fail(c->out_dir, "not a results folder: %s",
-                        errno == ENOENT ? "no such folder" : "not a folder");
+    if (c->summary_only && c->out_dir) {
+        if (stat(c->out_dir, &st) != 0)
+            return cli_fail(c->out_dir, "not a results folder: %s", strerror(errno));
+        if (!S_ISDIR(st.st_mode)) return cli_fail(c->out_dir, "not a results folder: not a folder");
+    }
     if (!c->out_dir && !c->summary_only) rc = new_run_folder(c);
     if (!c->plots_dir) c->plots_dir = c->out_dir;
     return rc;
