@@ -523,14 +523,15 @@ static void summary_scaling(FILE *out, const config *c)
                 pair[0], pair[1]);
         for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
             char cell[2][128];
+            int measured = 0;
             for (int k = 0; k < 2; k++) {
                 const char *row = scaling_row(f, pair[k], ns[i]);
                 if (row && is_ok(f, row))
-                    time_spread(f, row, "", cell[k], sizeof cell[k]);
+                    time_spread(f, row, "", cell[k], sizeof cell[k]), measured++;
                 else
                     snprintf(cell[k], sizeof cell[k], "not measured");
             }
-            fprintf(out, "| %.0f | %s | %s |\n", ns[i], cell[0], cell[1]);
+            if (measured) fprintf(out, "| %.0f | %s | %s |\n", ns[i], cell[0], cell[1]);
         }
     }
     res_close(fit);
@@ -568,7 +569,7 @@ static void summary_memory_and_rate(FILE *out, const config *c)
         for (int r = 0; r < 3; r++) {
             double a, b;
             if (range_over_n(f, s[k].name, "gflops", lo[r], hi[r], &a, &b) > 0)
-                snprintf(rates[r], sizeof rates[r], "%.0f–%.0f", a, b);
+                snprintf(rates[r], sizeof rates[r], "%.3g–%.3g", a, b);
             else
                 snprintf(rates[r], sizeof rates[r], "-");
         }
@@ -818,8 +819,8 @@ static void summary_block(FILE *out, const config *c)
     else
         fprintf(out, "- softmax attention stays under half of the layer's time up to the largest "
                      "N measured\n");
-    fprintf(out, "- softmax attention's share, and its time with the spread:");
     const double ns[] = {2048, 4096, 8192};
+    int listed = 0;
     for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
         for (size_t i = 0; i < res_count(f); i++) {
             const char *row = res_row_at(f, i);
@@ -828,10 +829,13 @@ static void summary_block(FILE *out, const config *c)
             if (is_ok(f, row) && text_is(f, row, "attention", softmax) &&
                 text_is(f, row, "component", "attention") && res_get(f, row, "n", &n) == 0 &&
                 n == ns[k] && res_get(f, row, "share", &share) == 0)
-                fprintf(out, "%s %.0f%% at N = %.0f (%s)", k ? ";" : "", 100 * share, n,
-                        time_spread(f, row, "", t, sizeof t));
+                fprintf(out, "%s %.0f%% at N = %.0f (%s)",
+                        listed++ ? ";"
+                                 : "- softmax attention's share, and its time with the "
+                                   "spread:",
+                        100 * share, n, time_spread(f, row, "", t, sizeof t));
         }
-    fprintf(out, "\n");
+    if (listed) fprintf(out, "\n");
     if (lin_hi >= lin_lo)
         fprintf(out, "- with linear attention, its share is %.1f%%–%.1f%% over every N\n",
                 100 * lin_lo, 100 * lin_hi);
