@@ -764,6 +764,17 @@ static void summary_params(FILE *out, const config *c)
         fprintf(out, "%sgap %.3g%% at D = %.0f", sep, 100 * gap, d);
         sep = ", ";
     }
+    for (size_t i = 0; i < res_count(f); i++) { /* PyTorch's numbers at D = 512 */
+        const char *row = res_row_at(f, i);
+        double d, enc, dec;
+        if (text_is(f, row, "kind", "sweep") && res_get(f, row, "d_model", &d) == 0 && d == 512 &&
+            res_get(f, row, "encoder_layer", &enc) == 0 &&
+            res_get(f, row, "decoder_layer", &dec) == 0)
+            fprintf(out,
+                    ". At D = 512 (d_ff = 2048): %.0f per encoder layer, %.0f per decoder "
+                    "layer",
+                    enc, dec);
+    }
     fprintf(out, ".\n\n| model | D | H | d_ff | layers | total | layers exact | 12D² rule | gap | "
                  "attention | FFN | embeddings |\n"
                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
