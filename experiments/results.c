@@ -389,6 +389,13 @@ static const char *fmt_time(double s, char *buf, size_t size)
     return buf;
 }
 
+/* "62", "3.4": a ratio to two digits at least */
+static const char *fmt_ratio(double x, char *buf, size_t size)
+{
+    snprintf(buf, size, x >= 10 ? "%.0f" : "%.2g", x);
+    return buf;
+}
+
 /* "74 MB", "4.34 GB" */
 static const char *fmt_bytes(double b, char *buf, size_t size)
 {
@@ -665,17 +672,19 @@ static void summary_decode(FILE *out, const config *c)
                 "- per token near t = %.0f: softmax + KV cache %s, linear attention's state "
                 "%s (median of the last bin, and its spread)\n",
                 tokens, per[0], per[1]);
+        char r[3][32];
         fprintf(out,
-                "- %.0f tokens: %s with softmax + KV cache, %s with the state: **%.0f× "
+                "- %.0f tokens: %s with softmax + KV cache, %s with the state: **%s× "
                 "faster**",
-                tokens, fmt_time(total[0], a, sizeof a), fmt_time(total[1], b, sizeof b), ratio);
+                tokens, fmt_time(total[0], a, sizeof a), fmt_time(total[1], b, sizeof b),
+                fmt_ratio(ratio, r[0], sizeof r[0]));
         if (spread[0] && spread[1] && p50[0] > 0 && p50[1] > 0 && p10[1] > 0 && p90[1] > 0)
             fprintf(out,
-                    " (range %.0f×–%.0f×: the per-token 10th–90th percentiles, weighted "
+                    " (range %s×–%s×: the per-token 10th–90th percentiles, weighted "
                     "by the tokens of each bin, carried to the totals; slowest of one "
                     "against fastest of the other)\n",
-                    ratio * (p10[0] / p50[0]) / (p90[1] / p50[1]),
-                    ratio * (p90[0] / p50[0]) / (p10[1] / p50[1]));
+                    fmt_ratio(ratio * (p10[0] / p50[0]) / (p90[1] / p50[1]), r[1], sizeof r[1]),
+                    fmt_ratio(ratio * (p90[0] / p50[0]) / (p10[1] / p50[1]), r[2], sizeof r[2]));
         else
             fprintf(out, "\n");
     }

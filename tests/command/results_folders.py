@@ -92,7 +92,7 @@ def main():
                 summary = f.read()
             check("| gpt2 | 768 | 12 | 3072 | 12 | 124439808 |" in summary,
                   "SUMMARY.md: GPT-2's exact count")
-            check(re.search(r"\*\*\d+× faster\*\* \(range \d+×–\d+×", summary) is not None,
+            check(re.search(r"\*\*[\d.]+× faster\*\* \(range [\d.]+×–[\d.]+×", summary) is not None,
                   "SUMMARY.md: the decode speed-up with its range")
             check(summary in proc.stdout, "the summary printed is SUMMARY.md")
         check(snapshot() == before, "the reference files are as they were")
