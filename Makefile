@@ -2,7 +2,9 @@
 #   make            build/liblinattn.a, build/liblinattn.so, build/linattn
 #   make test       unit tests (cmocka), the NumPy checks of `linattn attend` and `block`,
 #                   and the command's own checks (tests/command/)
-#   make results    run the experiment suite, write results/*.csv and plots/*.png|svg
+#   make results    run the experiment suite into a new results/runs/DATE-COMMIT/ (CSV,
+#                   figures, SUMMARY.md); make results-update rewrites the committed
+#                   reference (results/*.csv, results/SUMMARY.md, plots/*.png|svg)
 #   make plots      re-render plots/ from the CSV in results/ (RESULTS=DIR: DIR's figures
 #                   into DIR; `linattn help plot`)
 #   make bench      the benchmark goal table: kernels against BLIS sgemm in one process,
@@ -71,7 +73,7 @@ TEST_UTIL := $(BUILD)/tests/testutil.o
 HEADERS := $(wildcard lib/*.h lib/*/*.h) $(wildcard experiments/*.h experiments/common/*.h) \
            $(wildcard tests/*.h)
 
-.PHONY: all deps test test-portable bench results plots fuzz check-torch install format check-format clean
+.PHONY: all deps test test-portable bench results results-update plots fuzz check-torch install format check-format clean
 .SECONDARY:
 all: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn $(BUILD)/libcommand.a
 
@@ -155,6 +157,15 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a 
 	echo "== tests/command/plot_figures.py"; \
 	if /usr/bin/python3 tests/command/plot_figures.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/plot_figures.py"; fi; \
+	echo "== tests/command/csv_load.py"; \
+	if /usr/bin/python3 tests/command/csv_load.py $(BUILD)/linattn; then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: tests/command/csv_load.py"; fi; \
+	echo "== tests/command/results_folders.py"; \
+	if /usr/bin/python3 tests/command/results_folders.py $(BUILD)/linattn; then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: tests/command/results_folders.py"; fi; \
+	echo "== tests/command/params_models.py"; \
+	if /usr/bin/python3 tests/command/params_models.py $(BUILD)/linattn; then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: tests/command/params_models.py"; fi; \
 	echo "== tests/command/block_numpy.py"; \
 	if /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/block_numpy.py"; fi; \
@@ -247,12 +258,15 @@ bench: $(BUILD)/linattn
 	@{ $(BUILD)/linattn bench --goals 2>&1; echo $$? > build/bench.status; } | tee build/bench.txt; \
 	exit $$(cat build/bench.status)
 
-# `make results RESULTS_FLAGS=--resume` finishes an interrupted run; `=--quick` is a smoke test.
+# `make results`: the suite into a new run folder results/runs/DATE-COMMIT/ (CSV, figures,
+# SUMMARY.md; results/runs/latest points to it), never into the committed reference.
+# `make results-update` rewrites the reference: results/*.csv, results/SUMMARY.md, plots/.
+# `RESULTS_FLAGS=--resume` finishes an interrupted run (the latest); `=--quick` is a smoke test.
 RESULTS_FLAGS ?=
 results: $(BUILD)/linattn | build/.deps-plots
-	$(BUILD)/linattn results --no-summary $(RESULTS_FLAGS)
-	@$(MAKE) --no-print-directory plots
-	@$(BUILD)/linattn results --summary
+	$(BUILD)/linattn results $(RESULTS_FLAGS)
+results-update: $(BUILD)/linattn | build/.deps-plots
+	$(BUILD)/linattn results --update $(RESULTS_FLAGS)
 
 # `linattn plot` draws the figures of every results file in RESULTS (plots/*.gp, with the
 # run's settings in each subtitle): those of results/ go to plots/ (the README's), those

@@ -34,6 +34,7 @@ LA_DECLARE_COMMAND(bench);
 LA_DECLARE_COMMAND(params);
 LA_DECLARE_COMMAND(flops);
 LA_DECLARE_COMMAND(block);
+LA_DECLARE_COMMAND(csv);
 
 /* The subcommand named name ("params-sweep"), from main.c's table; NULL if none.
  * `linattn results` runs its experiments through it. */

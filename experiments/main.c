@@ -17,6 +17,8 @@ static const la_command commands[] = {
      cmd_params_help},
     {"flops", "FLOPs and memory of one Transformer layer, per component", cmd_flops,
      cmd_flops_help},
+    {"csv", "a results file without its # lines (--plain), or its metadata as JSON (--meta)",
+     cmd_csv, cmd_csv_help},
     {"bench", "time the kernels against BLIS sgemm and the FMA peak (make bench)", cmd_bench,
      cmd_bench_help},
     {"results", "run the default experiment suite (make results) and summarise", cmd_results,

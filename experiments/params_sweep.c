@@ -1,11 +1,12 @@
 /* params_sweep.c — `linattn params-sweep`: the params experiment. The exact parameter
  * count of an encoder layer against the 12·D² approximation for D from 64 to 8192, and
- * the exact counts of the standard models (the original Transformer base and big,
- * BERT-base and -large, GPT-2 small to XL) with each component's share, all from
- * la_param_counts (the accounting `linattn params` prints for one size). Writes
- * results/params.csv. */
+ * the exact counts of the standard models (common/models.c: the original Transformer
+ * base and big, BERT-base and -large, GPT-2 small to XL, T5 small and base) with each
+ * component's share, all from la_param_counts (the accounting `linattn params` prints for one
+ * size). Writes results/params.csv. */
 #include "commands.h"
 #include "common/cli.h"
+#include "common/models.h"
 #include "common/record.h"
 #include "common/sweep.h"
 #include "linattn.h"
@@ -22,18 +23,20 @@ static const char help_text[] =
     "approximation and the\n"
     "relative gap (exact − 12D²) / exact. Rows of kind 'standard': whole models as\n"
     "la_param_counts counts them (encoder and decoder stacks with their final\n"
-    "LayerNorms, one embedding table, learned positions where the model has them):\n"
-    "  transformer-base  D 512, H 8, d_ff 2048, 6+6 layers, shared vocabulary 37000\n"
-    "  transformer-big   D 1024, H 16, d_ff 4096, 6+6 layers, vocabulary 37000\n"
-    "  bert-base/large   12/24 encoder layers, D 768/1024, vocabulary 30522, 512 positions\n"
-    "                    (BERT's token-type table, embedding LayerNorm in place of a final\n"
-    "                    one, and pooler are not modelled: 592,128 and 1,051,648 fewer)\n"
-    "  gpt2 … gpt2-xl    12/24/36/48 layers of D 768/1024/1280/1600 (GPT-2's blocks are\n"
-    "                    encoder layers with a causal mask), vocabulary 50257, 1024\n"
-    "                    positions; equals Hugging Face's counts (124,439,808 for gpt2)\n"
+    "norms, one embedding table, learned positions where the model has them): the models\n"
+    "of `linattn params --model` (see its help for what each count includes):\n"
+    "  transformer-base/big  6+6 post-LN layers, D 512/1024, shared vocabulary 37000\n"
+    "  bert-base/large   12/24 encoder layers, D 768/1024, vocabulary 30522, 512 positions,\n"
+    "                    2 segments, embedding LayerNorm, pooler (109,482,240 / 335,141,888)\n"
+    "  gpt2 … gpt2-xl    12/24/36/48 layers of D 768/1024/1280/1600, vocabulary 50257, 1024\n"
+    "                    positions, tied head (124,439,808 for gpt2)\n"
+    "  t5-small/base     6+6 / 12+12 layers, vocabulary 32128, no biases, RMSNorm, relative\n"
+    "                    position buckets (60,506,624 / 222,903,552)\n"
     "For the standard models layers_exact is the encoder and decoder stacks and\n"
     "layers_approx la_param_counts' 12D² per encoder layer (16D² per decoder layer).\n"
-    "Shares are of the total: attention (every MHA), FFN, LayerNorm, embeddings.\n"
+    "Shares are of the total: attention (every MHA), FFN, norms (every LayerNorm or\n"
+    "RMSNorm), embeddings (tokens, positions, segments, relative position bias); BERT's\n"
+    "pooler (0.5%) is in none of them.\n"
     "\n"
     "  --d-model LIST  the widths D of the 'sweep' rows (sorted; default 64:8192,96:6144):\n"
     "                  " SW_SWEEP_SYNTAX "; H is the largest\n"
@@ -52,22 +55,6 @@ static const char COLUMNS[] =
     "ffn,layer_norm,encoder_layer,decoder_layer,encoder,decoder,embedding,positional,total,"
     "layers_exact,layers_approx,approx_gap,attention_share,ffn_share,norm_share,"
     "embedding_share";
-
-typedef struct {
-    const char *name;
-    size_t d, heads, d_ff, enc, dec, vocab, positions;
-} model;
-
-static const model standard[] = {
-    {"transformer-base", 512, 8, 2048, 6, 6, 37000, 0},
-    {"transformer-big", 1024, 16, 4096, 6, 6, 37000, 0},
-    {"bert-base", 768, 12, 3072, 12, 0, 30522, 512},
-    {"bert-large", 1024, 16, 4096, 24, 0, 30522, 512},
-    {"gpt2", 768, 12, 3072, 12, 0, 50257, 1024},
-    {"gpt2-medium", 1024, 16, 4096, 24, 0, 50257, 1024},
-    {"gpt2-large", 1280, 20, 5120, 36, 0, 50257, 1024},
-    {"gpt2-xl", 1600, 25, 6400, 48, 0, 50257, 1024},
-};
 
 /* One row: the counts of s, and the layer totals to compare with the approximation. */
 static int write_row(res_file *f, const char *kind, const char *name, const la_model_size *s,
@@ -91,15 +78,18 @@ static int write_row(res_file *f, const char *kind, const char *name, const la_m
         approx = (double)p.approx_12d2;
         gap = p.approx_gap;
     }
-    /* shares of the whole: every MHA (decoder layers hold two), FFNs, LayerNorms
-     * (2 per encoder layer, 3 per decoder layer, the final ones), embeddings */
+    /* shares of the whole: every MHA (decoder layers hold two), FFNs, norms (2 per
+     * encoder layer, 3 per decoder layer, the final and embedding ones), embeddings
+     * (tokens, positions, segments, relative bias); the pooler is in none */
     double L = (double)s->encoder_layers, L2 = (double)s->decoder_layers;
     double total = per_layer ? (double)p.encoder_layer : (double)p.total;
     double attention = (double)p.mha * (per_layer ? 1 : L + 2 * L2);
     double ffn = (double)p.ffn * (per_layer ? 1 : L + L2);
-    double norms = per_layer ? 2.0 * (double)p.layer_norm
-                             : total - attention - ffn - (double)p.embedding - (double)p.positional;
-    double embed = per_layer ? 0 : (double)(p.embedding + p.positional);
+    double norms =
+        per_layer ? 2.0 * (double)p.layer_norm
+                  : (double)(p.encoder + p.decoder) - attention - ffn + (double)p.embedding_norm;
+    double embed =
+        per_layer ? 0 : (double)(p.embedding + p.positional + p.token_type + p.relative_position);
     return res_row(f,
                    "%s,%s,%zu,%zu,%zu,%zu,%zu,%zu,%zu,ok,%llu,%llu,%llu,%llu,%llu,%llu,%llu,"
                    "%llu,%llu,%llu,%.0f,%.0f,%.6e,%.6f,%.6f,%.6e,%.6f",
@@ -140,17 +130,18 @@ int cmd_params_sweep(int argc, char **argv)
         size_t heads = d / 64 ? d / 64 : 1;
         while (d % heads) /* heads must divide D */
             heads--;
-        la_model_size s = {d, heads, 4 * d, 1, 0, 0, 0};
+        la_model_size s = {d, heads, 4 * d, 1, 0, 0, 0, 0, 0, 0};
         char name[32];
         snprintf(name, sizeof name, "D%zu", d);
         if (write_row(f, "sweep", name, &s, 1)) rc = 1;
     }
-    for (size_t i = 0; i < sizeof standard / sizeof standard[0]; i++) {
-        const model *m = &standard[i];
-        la_model_size s = {m->d, m->heads, m->d_ff, m->enc, m->dec, m->vocab, m->positions};
-        if (write_row(f, "standard", m->name, &s, 0)) rc = 1;
+    size_t n_models;
+    const mdl_model *models = mdl_all(&n_models);
+    for (size_t i = 0; i < n_models; i++) {
+        const mdl_model *m = &models[i];
+        if (write_row(f, "standard", m->name, &m->size, 0)) rc = 1;
         la_param_count p;
-        if (la_param_counts(&s, &p) == LA_OK)
+        if (la_param_counts(&m->size, &p) == LA_OK)
             printf("params: %-16s %13llu parameters (layers %llu, 12D² rule %llu, gap %.2f%%)\n",
                    m->name, (unsigned long long)p.total,
                    (unsigned long long)(p.encoder + p.decoder), (unsigned long long)p.approx_12d2,

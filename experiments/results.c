@@ -1,43 +1,72 @@
 /* results.c — `linattn results`: the default experiment suite that `make results` runs
  * (the embedded configuration of every experiment, sized to finish in well under 15
- * minutes on a 2-core machine), and the summary it ends with, read back from the CSV
- * files: fitted scaling exponents, crossover lengths, decode speed-up, worst float32
- * errors, the parameter table, where attention starts to dominate a layer, and the paths
- * of what was written. */
+ * minutes on a 2-core machine), the folder it writes to (a dated run folder; the
+ * committed reference only with --update), its figures (through `linattn plot` when the
+ * build has it), and the summary it ends with, read back from the CSV files and kept as
+ * SUMMARY.md beside them: every number the README's figure paragraphs quote, each with
+ * its spread (interquartile or min–max range, bootstrap interval, bracket). */
+#ifndef _XOPEN_SOURCE
+#define _XOPEN_SOURCE 700 /* realpath */
+#endif
 #include "commands.h"
 #include "common/cli.h"
 #include "common/kernels.h"
 #include "common/record.h"
 #include "common/sweep.h"
+#include "common/textout.h"
 #include "linattn.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The committed reference: what --update writes, and what nothing else may. */
+#define REFERENCE_RESULTS "results"
+#define REFERENCE_PLOTS "plots"
+#define RUNS "results/runs"
+#define LATEST RUNS "/latest"
 
 static const char help_usage[] =
     "usage: linattn results [--out-dir DIR] [--plots-dir DIR] [--only LIST] [--resume]\n"
-    "                       [--quick] [--summary | --no-summary]\n"
+    "                       [--quick] [--update] [--no-figures] [--summary | --no-summary]\n"
     "\n"
-    "Runs the default experiment suite and prints a summary; `make results` runs it and\n"
-    "then renders the figures (`make plots`) and prints the summary again with them.\n"
-    "The suite (each is also a command of its own, with --help):\n";
+    "Runs the default experiment suite, draws its figures and writes its summary. Where:\n"
+    "  a new run folder results/runs/DATE-COMMIT/ (UTC date and time, the commit, -dirty\n"
+    "  when tracked files differ from it), with the CSV files, the figures and SUMMARY.md;\n"
+    "  results/runs/latest points to it. `make results` runs this. The committed reference\n"
+    "  (results/*.csv, results/SUMMARY.md, plots/*.png|svg) is written only with --update\n"
+    "  (`make results-update`); --out-dir and --plots-dir refuse those folders without it.\n"
+    "Before it starts it prints the expected duration: the sum of the selected\n"
+    "experiments' times in the reference run (2-core AMD EPYC, idle; listed below), which\n"
+    "the progress line then rescales by how fast the finished experiments actually ran.\n"
+    "The suite (each is also a command of its own, with --help), and its reference time:\n";
 static const char help_options[] =
     "\n"
-    "  --out-dir DIR    where the CSV files go (default results)\n"
-    "  --plots-dir DIR  where the summary looks for figures (default plots)\n"
+    "  --out-dir DIR    where the CSV files and SUMMARY.md go (default: a new run folder)\n"
+    "  --plots-dir DIR  where the figures go (default: the --out-dir folder)\n"
     "  --only LIST      comma-separated subset of the experiments above\n"
     "  --resume         keep the points already in the CSV files (each experiment's\n"
-    "                   --resume), to finish an interrupted run\n"
+    "                   --resume), to finish an interrupted run: of results/runs/latest\n"
+    "                   unless --out-dir (or --update) says which\n"
     "  --quick          tiny sizes (a smoke test in well under a minute; the figures are\n"
     "                   not meaningful)\n"
-    "  --summary        measure nothing: print the summary of the files in DIR\n"
-    "  --no-summary     run the suite without the summary (make results prints it after\n"
-    "                   rendering the figures)\n";
+    "  --update         write the committed reference: results/ and plots/\n"
+    "  --summary        measure nothing: print the summary of the files (of --out-dir,\n"
+    "                   of results/ with --update, else of results/runs/latest) and\n"
+    "                   rewrite its SUMMARY.md\n"
+    "  --no-summary     run the suite and draw the figures without the summary\n"
+    "  --no-figures     run the suite without drawing the figures (no gnuplot needed)\n"
+    "\n"
+    "Figures are drawn by `linattn plot --from DIR --out DIR` when this build has that\n"
+    "command (else it says so and draws none). Exit status: 0 done, 1 an experiment or\n"
+    "the figures failed, 2 bad flags or folders (one line: linattn: WHAT: why).\n";
 
 /* ---------------------------------------------------------------- the suite */
 
@@ -45,14 +74,16 @@ enum { MAX_ARGS = 32, SUITE_ARGS = 16 };
 
 /* One experiment of the suite: a command of main.c's table (la_command_find), run with
  * args (quick_args under --quick; both NULL-terminated), then --resume when given and
- * --out DIR/file. The embedded configuration, sized so the whole suite takes well under
- * 15 minutes on a 2-core machine. */
+ * --out DIR/file. seconds and quick_seconds: how long it took in the reference run (the
+ * committed results: 2-core AMD EPYC, idle; --quick measured alike), the estimate the
+ * suite announces. */
 typedef struct {
     const char *command;
     const char *file;
     const char *note; /* for the help, where args do not say it ("" when they do) */
     const char *args[SUITE_ARGS];
     const char *quick_args[SUITE_ARGS];
+    double seconds, quick_seconds;
 } experiment;
 
 // clang-format off
@@ -60,22 +91,28 @@ static const experiment suite[] = {
     {"scaling", "scaling.csv", "",
      {"--n", "128:65536", "--d", "64", "--heads", "1", "--max-seconds", "10", "--max-mem", "8G"},
      {"--n", "16:1024", "--d", "64", "--heads", "1", "--max-seconds", "1", "--max-mem", "8G",
-      "--min-time", "0.02"}},
+      "--min-time", "0.02"},
+     55, 4},
     {"crossover", "crossover.csv", " (d = 16..256, 4 heads)",
      {NULL},
-     {"--d", "16,64", "--n", "16:1024", "--min-time", "0.02", "--bisect-steps", "2"}},
+     {"--d", "16,64", "--n", "16:1024", "--min-time", "0.02", "--bisect-steps", "2"},
+     10, 3},
     {"decode", "decode.csv", "",
      {"--tokens", "8192", "--heads", "8", "--d", "64"},
-     {"--tokens", "256", "--heads", "8", "--d", "64"}},
+     {"--tokens", "256", "--heads", "8", "--d", "64"},
+     7, 1},
     {"accuracy", "accuracy.csv", "",
      {"--n", "16:4096"},
-     {"--n", "16:256", "--fixed-n", "200"}},
+     {"--n", "16:256", "--fixed-n", "200"},
+     27, 2},
     {"params-sweep", "params.csv", " (D = 64..8192 and the standard models)",
      {NULL},
-     {NULL}},
+     {NULL},
+     0.1, 0.1},
     {"block-sweep", "block.csv", " (D = 512)",
      {"--n", "64:8192"},
-     {"--n", "64:512", "--d-model", "128", "--min-time", "0.02"}},
+     {"--n", "64:512", "--d-model", "128", "--min-time", "0.02"},
+     30, 2},
 };
 // clang-format on
 enum { N_EXPERIMENTS = sizeof suite / sizeof suite[0] };
@@ -83,19 +120,28 @@ enum { N_EXPERIMENTS = sizeof suite / sizeof suite[0] };
 void cmd_results_help(FILE *out)
 {
     fputs(help_usage, out);
+    double total = 0;
     for (size_t i = 0; i < N_EXPERIMENTS; i++) {
-        fprintf(out, "  %-13s linattn %s", suite[i].command, suite[i].command);
+        char took[32];
+        res_format_duration(suite[i].seconds, took, sizeof took);
+        fprintf(out, "  %-13s %6s  linattn %s", suite[i].command, took, suite[i].command);
         for (const char *const *a = suite[i].args; *a; a++)
             fprintf(out, " %s", *a);
         fprintf(out, "%s\n", suite[i].note);
+        total += suite[i].seconds;
     }
+    char took[32];
+    res_format_duration(total, took, sizeof took);
+    fprintf(out, "  %-13s %6s\n", "(all)", took);
     fputs(help_options, out);
 }
 
 typedef struct {
     const char *out_dir, *plots_dir;
+    char out_buf[PATH_MAX], plots_buf[PATH_MAX];
     int selected[N_EXPERIMENTS];
-    int resume, quick, summary_only, no_summary;
+    int resume, quick, summary_only, no_summary, update, no_figures;
+    int new_run; /* out_dir is a run folder made now: results/runs/latest will point to it */
 } config;
 
 static int parse(int argc, char **argv, config *c)
@@ -107,14 +153,22 @@ static int parse(int argc, char **argv, config *c)
         {"only", &only, NULL},
         {"resume", NULL, &c->resume},
         {"quick", NULL, &c->quick},
+        {"update", NULL, &c->update},
         {"summary", NULL, &c->summary_only},
         {"no-summary", NULL, &c->no_summary},
+        {"no-figures", NULL, &c->no_figures},
         {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
-    c->out_dir = out_dir ? out_dir : "results";
-    c->plots_dir = plots_dir ? plots_dir : "plots";
+    if (c->summary_only && c->no_summary)
+        return cli_fail("--summary", "not with --no-summary: one prints only the summary, the "
+                                     "other everything but it");
+    if (c->update && (out_dir || plots_dir))
+        return cli_fail("--update",
+                        "writes results/ and plots/: not with --out-dir or --plots-dir");
+    c->out_dir = out_dir;
+    c->plots_dir = plots_dir;
     for (size_t i = 0; i < N_EXPERIMENTS; i++)
         c->selected[i] = 1;
     if (only) {
@@ -137,7 +191,7 @@ static int parse(int argc, char **argv, config *c)
 typedef struct {
     char *argv[MAX_ARGS];
     int argc;
-    char out[4096];
+    char out[PATH_MAX + 64];
 } args;
 
 static void arg(args *a, const char *s)
@@ -159,12 +213,14 @@ static void configure(size_t which, const config *c, args *a)
     arg(a, "--out"), arg(a, a->out);
 }
 
+/* ---------------------------------------------------------------- folders */
+
 /* mkdir -p */
 static int make_dir(const char *path)
 {
-    char buf[4096];
+    char buf[PATH_MAX];
     if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return cli_fail("--out-dir", "path too long");
+        return cli_fail(path, "path too long");
     for (char *p = buf + 1;; p++) {
         if (*p == '/' || *p == 0) {
             char c = *p;
@@ -175,16 +231,134 @@ static int make_dir(const char *path)
             if (!c) break;
         }
     }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return cli_fail(path, "not a folder");
     return 0;
+}
+
+/* 1 when path names the folder reference names (both existing), else 0. */
+static int same_folder(const char *path, const char *reference)
+{
+    char a[PATH_MAX], b[PATH_MAX];
+    return realpath(path, a) && realpath(reference, b) && strcmp(a, b) == 0;
+}
+
+/* A new run folder: results/runs/2026-11-23-2035-abc1234[-dirty][-2 …], created. */
+static int new_run_folder(config *c)
+{
+    char date[32], commit[64], *space;
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%Y-%m-%d-%H%M", &tm);
+    snprintf(commit, sizeof commit, "%s", res_git_commit());
+    if ((space = strchr(commit, ' ')))
+        snprintf(space, sizeof commit - (size_t)(space - commit), "-dirty");
+    if (strcmp(commit, "unknown") == 0) snprintf(commit, sizeof commit, "nogit");
+    int rc = make_dir(RUNS);
+    if (rc) return rc;
+    for (int n = 1; n < 100; n++) {
+        if (n == 1)
+            snprintf(c->out_buf, sizeof c->out_buf, RUNS "/%s-%s", date, commit);
+        else
+            snprintf(c->out_buf, sizeof c->out_buf, RUNS "/%s-%s-%d", date, commit, n);
+        if (mkdir(c->out_buf, 0777) == 0) {
+            c->out_dir = c->out_buf;
+            c->new_run = 1;
+            return 0;
+        }
+        if (errno != EEXIST)
+            return cli_fail(c->out_buf, "cannot create the folder: %s", strerror(errno));
+    }
+    return cli_fail(RUNS, "too many run folders named %s-%s", date, commit);
+}
+
+/* results/runs/latest -> the run folder (a relative link, replaced in one rename). A
+ * failure is a warning: the run is complete without it. */
+static void point_latest(const config *c)
+{
+    const char *name = strrchr(c->out_dir, '/') + 1;
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, RUNS "/.latest.%ld", (long)getpid());
+    unlink(tmp);
+    if (symlink(name, tmp) != 0 || rename(tmp, LATEST) != 0) {
+        fprintf(stderr, "linattn: warning: %s: cannot point it to %s: %s\n", LATEST, name,
+                strerror(errno));
+        unlink(tmp);
+    }
+}
+
+/* Where this invocation reads and writes, by the rules of the help. */
+static int choose_folders(config *c)
+{
+    if (c->update) {
+        c->out_dir = REFERENCE_RESULTS;
+        c->plots_dir = REFERENCE_PLOTS;
+        return 0;
+    }
+    if (c->out_dir && same_folder(c->out_dir, REFERENCE_RESULTS))
+        return cli_fail("--out-dir",
+                        "%s holds the committed reference results: replace them "
+                        "with --update (make results-update)",
+                        c->out_dir);
+    if (c->plots_dir && same_folder(c->plots_dir, REFERENCE_PLOTS))
+        return cli_fail("--plots-dir",
+                        "%s holds the committed reference figures: replace them "
+                        "with --update (make results-update)",
+                        c->plots_dir);
+    if (!c->out_dir && (c->resume || c->summary_only)) {
+        if (!realpath(LATEST, c->out_buf))
+            return cli_fail(c->resume ? "--resume" : "--summary",
+                            "no earlier run: %s: %s (give --out-dir DIR, or --update for the "
+                            "reference)",
+                            LATEST, strerror(errno));
+        c->out_dir = c->out_buf;
+    }
+    int rc = 0;
+    struct stat st;
+    if (c->summary_only && c->out_dir) {
+        if (stat(c->out_dir, &st) != 0)
+            return cli_fail(c->out_dir, "not a results folder: %s", strerror(errno));
+        if (!S_ISDIR(st.st_mode)) return cli_fail(c->out_dir, "not a results folder: not a folder");
+    }
+    if (!c->out_dir && !c->summary_only) rc = new_run_folder(c);
+    if (!c->plots_dir) c->plots_dir = c->out_dir;
+    return rc;
 }
 
 /* ---------------------------------------------------------------- the summary */
 
+/* The summary is Markdown: printed, and kept as SUMMARY.md in the results folder. Each
+ * number is one the README quotes, from the CSV files by column name; its spread is
+ * the interquartile range (q1_s..q3_s) where the files have those columns, else the
+ * min..max of the repetitions, and it says which. */
+
 static res_file *load(const config *c, const char *file, int n_key)
 {
-    char path[4096], err[512];
+    char path[PATH_MAX + 64], err[512];
     snprintf(path, sizeof path, "%s/%s", c->out_dir, file);
     return res_load(path, n_key, err, sizeof err);
+}
+
+/* The value of a `# key: value` line of path, or "" (buf of size bytes). */
+static const char *meta_value(const config *c, const char *file, const char *key, char *buf,
+                              size_t size)
+{
+    char path[PATH_MAX + 64], line[1024];
+    snprintf(path, sizeof path, "%s/%s", c->out_dir, file);
+    buf[0] = 0;
+    FILE *in = fopen(path, "r");
+    if (!in) return buf;
+    size_t klen = strlen(key);
+    while (fgets(line, sizeof line, in)) {
+        if (line[0] != '#') continue;
+        if (strncmp(line + 2, key, klen) == 0 && line[2 + klen] == ':') {
+            snprintf(buf, size, "%s", line + 3 + klen + (line[3 + klen] == ' '));
+            buf[strcspn(buf, "\n")] = 0;
+        }
+    }
+    fclose(in);
+    return buf;
 }
 
 static int is_ok(const res_file *f, const char *row)
@@ -193,178 +367,520 @@ static int is_ok(const res_file *f, const char *row)
     return res_get_str(f, row, "status", status, sizeof status) == 0 && strcmp(status, "ok") == 0;
 }
 
-static void summary_scaling(const config *c)
+static int text_is(const res_file *f, const char *row, const char *column, const char *value)
 {
-    res_file *f = load(c, "scaling_fit.csv", 1);
-    if (!f) return;
-    printf("\nScaling: time ∝ N^e, e fitted over the upper half of each curve\n");
+    char buf[128];
+    return res_get_str(f, row, column, buf, sizeof buf) == 0 && strcmp(buf, value) == 0;
+}
+
+/* "5.6 s", "2.3 ms", "19 µs", "850 ns" */
+static const char *fmt_time(double s, char *buf, size_t size)
+{
+    if (!isfinite(s))
+        snprintf(buf, size, "-");
+    else if (s >= 1)
+        snprintf(buf, size, "%.3g s", s);
+    else if (s >= 1e-3)
+        snprintf(buf, size, "%.3g ms", 1e3 * s);
+    else if (s >= 1e-6)
+        snprintf(buf, size, "%.3g µs", 1e6 * s);
+    else
+        snprintf(buf, size, "%.3g ns", 1e9 * s);
+    return buf;
+}
+
+/* "62", "3.4": a ratio to two digits at least */
+static const char *fmt_ratio(double x, char *buf, size_t size)
+{
+    snprintf(buf, size, x >= 10 ? "%.0f" : "%.2g", x);
+    return buf;
+}
+
+/* "74 MB", "4.34 GB" */
+static const char *fmt_bytes(double b, char *buf, size_t size)
+{
+    if (!isfinite(b) || b < 0)
+        snprintf(buf, size, "-");
+    else if (b >= 1e9)
+        snprintf(buf, size, "%.3g GB", b / 1e9);
+    else
+        snprintf(buf, size, "%.3g MB", b / 1e6);
+    return buf;
+}
+
+/* A time and its spread from row: "<median> (IQR a–b)" from <prefix>q1_s and
+ * <prefix>q3_s, else "(min–max a–b)" from <prefix>min_s and <prefix>max_s. */
+static const char *time_spread(const res_file *f, const char *row, const char *prefix, char *buf,
+                               size_t size)
+{
+    char col[64], m[32], a[32], b[32];
+    double median, lo, hi;
+    snprintf(col, sizeof col, "%smedian_s", prefix);
+    if (res_get(f, row, col, &median) != 0) {
+        snprintf(buf, size, "-");
+        return buf;
+    }
+    const char *kind = "IQR";
+    snprintf(col, sizeof col, "%sq1_s", prefix);
+    int have = res_get(f, row, col, &lo) == 0;
+    snprintf(col, sizeof col, "%sq3_s", prefix);
+    have = have && res_get(f, row, col, &hi) == 0;
+    if (!have) {
+        kind = "min–max";
+        snprintf(col, sizeof col, "%smin_s", prefix);
+        have = res_get(f, row, col, &lo) == 0;
+        snprintf(col, sizeof col, "%smax_s", prefix);
+        have = have && res_get(f, row, col, &hi) == 0;
+    }
+    if (have)
+        snprintf(buf, size, "%s (%s %s–%s)", fmt_time(median, m, sizeof m), kind,
+                 fmt_time(lo, a, sizeof a), fmt_time(hi, b, sizeof b));
+    else
+        snprintf(buf, size, "%s", fmt_time(median, m, sizeof m));
+    return buf;
+}
+
+/* The scaling row of series at n (the first group in the file), or NULL. */
+static const char *scaling_row(const res_file *f, const char *series, double n)
+{
     for (size_t i = 0; i < res_count(f); i++) {
         const char *row = res_row_at(f, i);
-        char name[64];
-        double e, theory, lo, hi;
-        char theory_text[32] = "?"; /* empty for a kernel scaling has no exponent for */
-        res_get_str(f, row, "variant", name, sizeof name);
-        if (res_get(f, row, "theory_exponent", &theory) == 0)
-            snprintf(theory_text, sizeof theory_text, "%.0f", theory);
-        if (res_get(f, row, "fitted_exponent", &e) == 0 && res_get(f, row, "fit_n_min", &lo) == 0 &&
-            res_get(f, row, "fit_n_max", &hi) == 0)
-            printf("  %-24s e = %.2f  (theory %s, N = %.0f..%.0f)\n", name, e, theory_text, lo, hi);
-        else
-            printf("  %-24s too few points to fit\n", name);
+        double rn;
+        if (text_is(f, row, "variant", series) && res_get(f, row, "n", &rn) == 0 && rn == n)
+            return row;
+    }
+    return NULL;
+}
+
+/* The series of the registry, in registry order, that appear in f's variant column. */
+static size_t series_in(const res_file *f, kn_series *out)
+{
+    kn_series all[KN_MAX_SERIES];
+    size_t n = kn_all_series(all), found = 0;
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 0; i < res_count(f); i++)
+            if (text_is(f, res_row_at(f, i), "variant", all[k].name)) {
+                out[found++] = all[k];
+                break;
+            }
+    return found;
+}
+
+/* min and max of column over the ok rows of series with lo <= n <= hi; count of them. */
+static int range_over_n(const res_file *f, const char *series, const char *column, double lo,
+                        double hi, double *min, double *max)
+{
+    int count = 0;
+    *min = INFINITY, *max = -INFINITY;
+    for (size_t i = 0; i < res_count(f); i++) {
+        const char *row = res_row_at(f, i);
+        double n, x;
+        if (!is_ok(f, row) || !text_is(f, row, "variant", series) || res_get(f, row, "n", &n) ||
+            n < lo || n > hi || res_get(f, row, column, &x))
+            continue;
+        if (x < *min) *min = x;
+        if (x > *max) *max = x;
+        count++;
+    }
+    return count;
+}
+
+static void summary_scaling(FILE *out, const config *c)
+{
+    res_file *fit = load(c, "scaling_fit.csv", 1), *f = load(c, "scaling.csv", 1);
+    if (!f && !fit) return;
+    fprintf(out, "\n## Time against N (scaling.csv, scaling_fit.csv)\n\n");
+    if (fit) {
+        const int has_ci = res_count(fit) > 0 &&
+                           res_get(fit, res_row_at(fit, 0), "exponent_ci_lo", &(double){0}) == 0;
+        fprintf(out, "Fitted exponent e of time ∝ N^e%s:\n\n",
+                has_ci ? ", with its bootstrap 95% interval and R²"
+                       : " (this file has no interval columns: a single least-squares fit)");
+        fprintf(out, "| series | e | interval | R² | theory | N range | points |\n"
+                     "| --- | --- | --- | --- | --- | --- | --- |\n");
+        for (size_t i = 0; i < res_count(fit); i++) {
+            const char *row = res_row_at(fit, i);
+            char name[64] = "?", theory[16] = "", ci[48] = "-", r2[16] = "-";
+            double e, t, lo, hi, r, nmin, nmax, pts;
+            res_get_str(fit, row, "variant", name, sizeof name);
+            if (res_get(fit, row, "theory_exponent", &t) == 0)
+                snprintf(theory, sizeof theory, "%.0f", t);
+            if (res_get(fit, row, "exponent_ci_lo", &lo) == 0 &&
+                res_get(fit, row, "exponent_ci_hi", &hi) == 0)
+                snprintf(ci, sizeof ci, "%.2f–%.2f", lo, hi);
+            if (res_get(fit, row, "r_squared", &r) == 0) snprintf(r2, sizeof r2, "%.4f", r);
+            if (res_get(fit, row, "fitted_exponent", &e) == 0 &&
+                res_get(fit, row, "fit_n_min", &nmin) == 0 &&
+                res_get(fit, row, "fit_n_max", &nmax) == 0 &&
+                res_get(fit, row, "fit_points", &pts) == 0)
+                fprintf(out, "| %s | %.2f | %s | %s | %s | %.0f–%.0f | %.0f |\n", name, e, ci, r2,
+                        theory, nmin, nmax, pts);
+            else
+                fprintf(out, "| %s | - | - | - | %s | too few points to fit | |\n", name, theory);
+        }
+    }
+    if (f) {
+        /* the times the README quotes: N = 128, 32768, 65536, softmax against linear */
+        const double ns[] = {128, 32768, 65536};
+        const char *pair[] = {la_kernel_series(LA_KERNEL_SOFTMAX, 0),
+                              la_kernel_series(LA_KERNEL_LINEAR, 0)};
+        fprintf(out,
+                "\nTimes quoted (median over the repetitions, and their spread):\n\n"
+                "| N | %s | %s |\n| --- | --- | --- |\n",
+                pair[0], pair[1]);
+        for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+            char cell[2][128];
+            int measured = 0;
+            for (int k = 0; k < 2; k++) {
+                const char *row = scaling_row(f, pair[k], ns[i]);
+                if (row && is_ok(f, row))
+                    time_spread(f, row, "", cell[k], sizeof cell[k]), measured++;
+                else
+                    snprintf(cell[k], sizeof cell[k], "not measured");
+            }
+            if (measured) fprintf(out, "| %.0f | %s | %s |\n", ns[i], cell[0], cell[1]);
+        }
+    }
+    res_close(fit);
+    res_close(f);
+}
+
+static void summary_memory_and_rate(FILE *out, const config *c)
+{
+    res_file *f = load(c, "scaling.csv", 1);
+    if (!f) return;
+    kn_series s[KN_MAX_SERIES];
+    size_t n = series_in(f, s);
+    fprintf(out, "\n## Memory and arithmetic rate against N (scaling.csv)\n\n"
+                 "Peak resident memory at the largest N measured (VmHWM, inputs included), "
+                 "points not run, and GFLOP/s (the cost model's FLOPs over the median time): "
+                 "the range over every N, over N = 1,024–16,384, and above 16,384.\n\n"
+                 "| series | largest N | peak RSS | not run | GFLOP/s, all N | 1,024–16,384 | "
+                 "above 16,384 |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+    for (size_t k = 0; k < n; k++) {
+        double n_max = -1, peak = NAN;
+        int skipped = 0;
+        char skipped_at[64] = "";
+        for (size_t i = 0; i < res_count(f); i++) {
+            const char *row = res_row_at(f, i);
+            double rn, p;
+            if (!text_is(f, row, "variant", s[k].name) || res_get(f, row, "n", &rn)) continue;
+            if (!is_ok(f, row)) {
+                if (!skipped++) snprintf(skipped_at, sizeof skipped_at, "from N = %.0f", rn);
+                continue;
+            }
+            if (rn > n_max && res_get(f, row, "peak_rss_bytes", &p) == 0) n_max = rn, peak = p;
+        }
+        char rates[3][48];
+        const double lo[3] = {0, 1024, 16385}, hi[3] = {INFINITY, 16384, INFINITY};
+        for (int r = 0; r < 3; r++) {
+            double a, b;
+            if (range_over_n(f, s[k].name, "gflops", lo[r], hi[r], &a, &b) > 0)
+                snprintf(rates[r], sizeof rates[r], "%.3g–%.3g", a, b);
+            else
+                snprintf(rates[r], sizeof rates[r], "-");
+        }
+        char mem[32];
+        fprintf(out, "| %s | %.0f | %s | %s | %s | %s | %s |\n", s[k].name, n_max,
+                fmt_bytes(peak, mem, sizeof mem), skipped ? skipped_at : "-", rates[0], rates[1],
+                rates[2]);
     }
     res_close(f);
 }
 
-static void summary_crossover(const config *c)
+static void summary_crossover(FILE *out, const config *c)
 {
     res_file *f = load(c, "crossover.csv", 4);
     if (!f) return;
-    printf("\nCrossover: N above which linear attention is faster than softmax (measured / "
-           "predicted by FLOPs)\n");
-    printf("  %6s  %-22s  %-22s\n", "d", "non-causal", "causal");
+    fprintf(out, "\n## Crossover (crossover.csv)\n\n"
+                 "The N above which linear attention is faster than softmax: measured (with the "
+                 "bracket the bisection ended in) / predicted by the FLOP model.\n\n"
+                 "| d | non-causal | causal |\n| --- | --- | --- |\n");
     for (size_t i = 0; i < res_count(f); i++) {
         const char *row = res_row_at(f, i);
         double d, causal;
         if (res_get(f, row, "d", &d) || res_get(f, row, "causal", &causal) || causal != 0) continue;
-        char cell[2][80];
+        char cell[2][128];
         for (int k = 0; k < 2; k++) {
             snprintf(cell[k], sizeof cell[k], "-");
             for (size_t j = 0; j < res_count(f); j++) {
                 const char *r2 = res_row_at(f, j);
-                double d2, c2, meas, pred;
-                char status[32] = "";
+                double d2, c2, meas, pred, lo, hi;
+                char status[32] = "", m[64] = "-", p[32] = "-";
                 if (res_get(f, r2, "d", &d2) || res_get(f, r2, "causal", &c2) || d2 != d || c2 != k)
                     continue;
                 res_get_str(f, r2, "status", status, sizeof status);
-                char m[32] = "-", p[32] = "-";
-                if (res_get(f, r2, "measured_crossover_n", &meas) == 0)
-                    snprintf(m, sizeof m, "%.0f", meas);
-                else if (strcmp(status, "below_range") == 0)
-                    snprintf(m, sizeof m, "below range");
-                else if (strcmp(status, "above_range") == 0)
-                    snprintf(m, sizeof m, "above range");
+                if (res_get(f, r2, "measured_crossover_n", &meas) == 0) {
+                    if (res_get(f, r2, "bracket_lo_n", &lo) == 0 &&
+                        res_get(f, r2, "bracket_hi_n", &hi) == 0)
+                        snprintf(m, sizeof m, "%.0f (%.0f–%.0f)", meas, lo, hi);
+                    else
+                        snprintf(m, sizeof m, "%.0f", meas);
+                } else if (strcmp(status, "below_range") == 0 &&
+                           res_get(f, r2, "bracket_hi_n", &hi) == 0) {
+                    snprintf(m, sizeof m, "below %.0f, the smallest N swept", hi);
+                } else if (strcmp(status, "above_range") == 0 &&
+                           res_get(f, r2, "bracket_lo_n", &lo) == 0) {
+                    snprintf(m, sizeof m, "above %.0f, the largest N swept", lo);
+                } else if (status[0]) {
+                    snprintf(m, sizeof m, "%s", status);
+                }
                 if (res_get(f, r2, "predicted_crossover_n", &pred) == 0)
                     snprintf(p, sizeof p, "%.0f", pred);
                 snprintf(cell[k], sizeof cell[k], "%s / %s", m, p);
             }
         }
-        printf("  %6.0f  %-22s  %-22s\n", d, cell[0], cell[1]);
+        fprintf(out, "| %.0f | %s | %s |\n", d, cell[0], cell[1]);
     }
     res_close(f);
 }
 
-static void summary_decode(const config *c)
+static void summary_decode(FILE *out, const config *c)
 {
     res_file *f = load(c, "decode.csv", 8);
     if (!f) return;
-    double total[2] = {NAN, NAN}, tokens = 0;
+    /* per series: the total (cumulative_s at the last token), the last bin's per-token
+     * time, and the bins' 10th, 50th and 90th percentiles weighted by their tokens: the
+     * relative spread of the per-token times, carried to the totals */
+    double total[2] = {NAN, NAN}, p10[2] = {0, 0}, p50[2] = {0, 0}, p90[2] = {0, 0};
+    double tokens = 0, t_last[2] = {0, 0};
+    int spread[2] = {1, 1};
+    const char *last[2] = {NULL, NULL};
     for (size_t i = 0; i < res_count(f); i++) {
         const char *row = res_row_at(f, i);
         char name[64];
-        double cum, last, T;
-        if (!is_ok(f, row) || res_get_str(f, row, "variant", name, sizeof name) ||
-            res_get(f, row, "cumulative_s", &cum) || res_get(f, row, "t_last", &last) ||
-            res_get(f, row, "tokens", &T) || last != T)
-            continue;
-        total[strcmp(name, "softmax_kv_cache") == 0 ? 0 : 1] = cum;
-        tokens = T;
+        double cum, tl = -1, T, in_bin, a, m, b;
+        if (!is_ok(f, row) || res_get_str(f, row, "variant", name, sizeof name)) continue;
+        int k = strcmp(name, "softmax_kv_cache") == 0 ? 0 : 1;
+        if (res_get(f, row, "tokens_in_bin", &in_bin) == 0 && res_get(f, row, "p10_s", &a) == 0 &&
+            res_get(f, row, "median_s", &m) == 0 && res_get(f, row, "p90_s", &b) == 0)
+            p10[k] += in_bin * a, p50[k] += in_bin * m, p90[k] += in_bin * b;
+        else
+            spread[k] = 0;
+        if (res_get(f, row, "t_last", &tl) == 0 && tl >= t_last[k]) t_last[k] = tl, last[k] = row;
+        if (res_get(f, row, "cumulative_s", &cum) == 0 && res_get(f, row, "tokens", &T) == 0 &&
+            tl == T)
+            total[k] = cum, tokens = T;
     }
-    if (isfinite(total[0]) && isfinite(total[1]))
-        printf("\nDecode: %.0f tokens in %.3g s with softmax + KV cache, %.3g s with linear "
-               "attention's state: %.0f× faster\n",
-               tokens, total[0], total[1], total[0] / total[1]);
+    if (isfinite(total[0]) && isfinite(total[1]) && last[0] && last[1]) {
+        char a[32], b[32], per[2][128];
+        for (int k = 0; k < 2; k++)
+            time_spread(f, last[k], "", per[k], sizeof per[k]);
+        const double ratio = total[0] / total[1];
+        fprintf(out,
+                "\n## Generation (decode.csv)\n\n"
+                "- per token near t = %.0f: softmax + KV cache %s, linear attention's state "
+                "%s (median of the last bin, and its spread)\n",
+                tokens, per[0], per[1]);
+        char r[3][32];
+        fprintf(out,
+                "- %.0f tokens: %s with softmax + KV cache, %s with the state: **%s× "
+                "faster**",
+                tokens, fmt_time(total[0], a, sizeof a), fmt_time(total[1], b, sizeof b),
+                fmt_ratio(ratio, r[0], sizeof r[0]));
+        if (spread[0] && spread[1] && p50[0] > 0 && p50[1] > 0 && p10[1] > 0 && p90[1] > 0)
+            fprintf(out,
+                    " (range %s×–%s×: the per-token 10th–90th percentiles, weighted "
+                    "by the tokens of each bin, carried to the totals; slowest of one "
+                    "against fastest of the other)\n",
+                    fmt_ratio(ratio * (p10[0] / p50[0]) / (p90[1] / p50[1]), r[1], sizeof r[1]),
+                    fmt_ratio(ratio * (p90[0] / p50[0]) / (p10[1] / p50[1]), r[2], sizeof r[2]));
+        else
+            fprintf(out, "\n");
+    }
     res_close(f);
 }
 
-static void summary_accuracy(const config *c)
+static void summary_accuracy(FILE *out, const config *c)
 {
     res_file *f = load(c, "accuracy.csv", 12);
     if (!f) return;
     kn_series all[KN_MAX_SERIES];
     const size_t n_series = kn_all_series(all);
-    printf("\nAccuracy: worst relative error of the float32 kernels against the float64 "
-           "reference\n ");
-    int listed = 0;
-    for (size_t k = 0; k < n_series; k++) { /* the registry's series found in the file */
-        double worst = -1;
-        for (size_t i = 0; i < res_count(f); i++) {
-            const char *row = res_row_at(f, i);
-            char study[32], var[64], prec[16];
-            double e;
-            if (res_get_str(f, row, "study", study, sizeof study) || strcmp(study, "error_vs_n") ||
-                res_get_str(f, row, "variant", var, sizeof var) || strcmp(var, all[k].name) ||
-                res_get_str(f, row, "precision", prec, sizeof prec) || strcmp(prec, "float32"))
-                continue;
-            if (res_get(f, row, "rel_error", &e) != 0) e = INFINITY;
-            if (e > worst) worst = e;
+    fprintf(out, "\n## Numerical error (accuracy.csv)\n\n"
+                 "Relative error against the float64 reference over every N (min–max):\n\n"
+                 "| series | float32 | float64 |\n| --- | --- | --- |\n");
+    for (size_t k = 0; k < n_series; k++) {
+        char cell[2][48];
+        int any = 0;
+        for (int p = 0; p < 2; p++) {
+            double lo = INFINITY, hi = -INFINITY;
+            for (size_t i = 0; i < res_count(f); i++) {
+                const char *row = res_row_at(f, i);
+                double e;
+                if (!text_is(f, row, "study", "error_vs_n") ||
+                    !text_is(f, row, "variant", all[k].name) ||
+                    !text_is(f, row, "precision", p ? "float64" : "float32"))
+                    continue;
+                if (res_get(f, row, "rel_error", &e) != 0) e = INFINITY;
+                lo = fmin(lo, e), hi = fmax(hi, e);
+            }
+            if (hi >= lo) {
+                any = 1;
+                snprintf(cell[p], sizeof cell[p], "%.1e–%.1e", lo, hi);
+            } else {
+                snprintf(cell[p], sizeof cell[p], "-");
+            }
         }
-        if (worst >= 0) printf("%s %s %.1e", listed++ ? "," : "", all[k].name, worst);
+        if (any) fprintf(out, "| %s | %s | %s |\n", all[k].name, cell[0], cell[1]);
     }
-    printf("\n");
+    /* the other studies: the range of rel_error per (study, variant, input, compared_to) */
+    fprintf(out, "\nThe other studies (rel_error, min–max over their rows):\n\n"
+                 "| study | series | input | compared to | rel_error |\n"
+                 "| --- | --- | --- | --- | --- |\n");
+    for (size_t i = 0; i < res_count(f); i++) {
+        const char *row = res_row_at(f, i);
+        char study[32], var[64], input[32], cmp[32];
+        if (res_get_str(f, row, "study", study, sizeof study) || !strcmp(study, "error_vs_n") ||
+            res_get_str(f, row, "variant", var, sizeof var) ||
+            res_get_str(f, row, "input", input, sizeof input) ||
+            res_get_str(f, row, "compared_to", cmp, sizeof cmp))
+            continue;
+        int first = 1; /* one line per group, at its first row */
+        for (size_t j = 0; j < i && first; j++) {
+            const char *r = res_row_at(f, j);
+            first = !(text_is(f, r, "study", study) && text_is(f, r, "variant", var) &&
+                      text_is(f, r, "input", input) && text_is(f, r, "compared_to", cmp));
+        }
+        if (!first) continue;
+        double lo = INFINITY, hi = -INFINITY, e;
+        for (size_t j = i; j < res_count(f); j++) {
+            const char *r = res_row_at(f, j);
+            if (text_is(f, r, "study", study) && text_is(f, r, "variant", var) &&
+                text_is(f, r, "input", input) && text_is(f, r, "compared_to", cmp) &&
+                res_get(f, r, "rel_error", &e) == 0)
+                lo = fmin(lo, e), hi = fmax(hi, e);
+        }
+        if (hi >= lo)
+            fprintf(out, "| %s | %s | %s | %s | %.2g–%.2g |\n", study, var, input, cmp, lo, hi);
+    }
     res_close(f);
 }
 
-static void summary_params(const config *c)
+static void summary_params(FILE *out, const config *c)
 {
     res_file *f = load(c, "params.csv", 1);
     if (!f) return;
-    printf(
-        "\nParameters of the standard models: the whole model, its layers exactly, and the 12D²\n"
-        "rule for the layers (16D² per decoder layer); gap = (exact − rule) / exact\n");
-    printf("  %-16s %5s %3s %5s %6s %14s %14s %15s %7s\n", "model", "D", "H", "d_ff", "layers",
-           "total", "layers exact", "12D² rule", "gap");
+    fprintf(out, "\n## Parameters (params.csv)\n\nExact counts (no spread: they are counted). "
+                 "One encoder layer against 12D²: ");
+    const char *sep = "";
     for (size_t i = 0; i < res_count(f); i++) {
         const char *row = res_row_at(f, i);
-        char model[64], kind[32];
-        double d, h, ff, enc, dec, total, approx, gap, all;
-        if (res_get_str(f, row, "kind", kind, sizeof kind) || strcmp(kind, "standard")) continue;
-        if (res_get_str(f, row, "model", model, sizeof model) || res_get(f, row, "d_model", &d) ||
+        double d, gap;
+        if (!text_is(f, row, "kind", "sweep") || res_get(f, row, "d_model", &d) ||
+            res_get(f, row, "approx_gap", &gap) || (d != 64 && d != 512 && d != 8192))
+            continue;
+        fprintf(out, "%sgap %.3g%% at D = %.0f", sep, 100 * gap, d);
+        sep = ", ";
+    }
+    for (size_t i = 0; i < res_count(f); i++) { /* PyTorch's numbers at D = 512 */
+        const char *row = res_row_at(f, i);
+        double d, enc, dec;
+        if (text_is(f, row, "kind", "sweep") && res_get(f, row, "d_model", &d) == 0 && d == 512 &&
+            res_get(f, row, "encoder_layer", &enc) == 0 &&
+            res_get(f, row, "decoder_layer", &dec) == 0)
+            fprintf(out,
+                    ". At D = 512 (d_ff = 2048): %.0f per encoder layer, %.0f per decoder "
+                    "layer",
+                    enc, dec);
+    }
+    fprintf(out, ".\n\n| model | D | H | d_ff | layers | total | layers exact | 12D² rule | gap | "
+                 "attention | FFN | embeddings |\n"
+                 "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    for (size_t i = 0; i < res_count(f); i++) {
+        const char *row = res_row_at(f, i);
+        char model[64];
+        double d, h, ff, enc, dec, total, approx, gap, all, att, ffn, emb;
+        if (!text_is(f, row, "kind", "standard") ||
+            res_get_str(f, row, "model", model, sizeof model) || res_get(f, row, "d_model", &d) ||
             res_get(f, row, "heads", &h) || res_get(f, row, "d_ff", &ff) ||
             res_get(f, row, "encoder_layers", &enc) || res_get(f, row, "decoder_layers", &dec) ||
             res_get(f, row, "layers_exact", &total) || res_get(f, row, "layers_approx", &approx) ||
-            res_get(f, row, "approx_gap", &gap) || res_get(f, row, "total", &all))
+            res_get(f, row, "approx_gap", &gap) || res_get(f, row, "total", &all) ||
+            res_get(f, row, "attention_share", &att) || res_get(f, row, "ffn_share", &ffn) ||
+            res_get(f, row, "embedding_share", &emb))
             continue;
         char layers[32];
         snprintf(layers, sizeof layers, dec > 0 ? "%.0f+%.0f" : "%.0f", enc, dec);
-        printf("  %-16s %5.0f %3.0f %5.0f %6s %14.0f %14.0f %14.0f %6.3f%%\n", model, d, h, ff,
-               layers, all, total, approx, 100 * gap);
+        fprintf(out,
+                "| %s | %.0f | %.0f | %.0f | %s | %.0f | %.0f | %.0f | %.3f%% | %.0f%% | %.0f%% | "
+                "%.0f%% |\n",
+                model, d, h, ff, layers, all, total, approx, 100 * gap, 100 * att, 100 * ffn,
+                100 * emb);
     }
     res_close(f);
 }
 
-static void summary_block(const config *c)
+static void summary_block(FILE *out, const config *c)
 {
     res_file *f = load(c, "block.csv", 6);
     if (!f) return;
-    /* the smallest N at which attention takes over half of a softmax layer's time */
-    double first = NAN, d_model = NAN, lin_share = NAN, n_max = 0;
+    const char *softmax = la_kernel_name(LA_KERNEL_SOFTMAX),
+               *linear = la_kernel_name(LA_KERNEL_LINEAR);
+    double first = NAN, d_model = NAN, lin_lo = INFINITY, lin_hi = -INFINITY;
     for (size_t i = 0; i < res_count(f); i++) {
         const char *row = res_row_at(f, i);
-        char att[32], comp[32];
         double n, share;
-        if (!is_ok(f, row) || res_get_str(f, row, "attention", att, sizeof att) ||
-            res_get_str(f, row, "component", comp, sizeof comp) || strcmp(comp, "attention") ||
+        if (!is_ok(f, row) || !text_is(f, row, "component", "attention") ||
             res_get(f, row, "n", &n) || res_get(f, row, "share", &share))
             continue;
         res_get(f, row, "d_model", &d_model);
-        if (strcmp(att, la_kernel_name(LA_KERNEL_SOFTMAX)) == 0 && share > 0.5 && !(first <= n))
-            first = n;
-        if (strcmp(att, la_kernel_name(LA_KERNEL_LINEAR)) == 0 && n >= n_max)
-            n_max = n, lin_share = share;
+        if (text_is(f, row, "attention", softmax) && share > 0.5 && !(first <= n)) first = n;
+        if (text_is(f, row, "attention", linear))
+            lin_lo = fmin(lin_lo, share), lin_hi = fmax(lin_hi, share);
     }
+    if (!isfinite(d_model)) {
+        res_close(f);
+        return;
+    }
+    fprintf(out, "\n## One encoder layer (block.csv, D = %.0f)\n\n", d_model);
     if (isfinite(first))
-        printf("\nBlock (D = %.0f): attention is over half of a softmax encoder layer's time from "
-               "N = %.0f; with linear attention it is %.0f%% at N = %.0f\n",
-               d_model, first, 100 * lin_share, n_max);
-    else if (isfinite(d_model))
-        printf("\nBlock (D = %.0f): attention stays under half of a softmax layer's time up to the "
-               "largest N measured\n",
-               d_model);
+        fprintf(out, "- softmax attention is over half of the layer's time from N = %.0f\n", first);
+    else
+        fprintf(out, "- softmax attention stays under half of the layer's time up to the largest "
+                     "N measured\n");
+    const double ns[] = {2048, 4096, 8192};
+    int listed = 0;
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
+        for (size_t i = 0; i < res_count(f); i++) {
+            const char *row = res_row_at(f, i);
+            double n, share;
+            char t[128];
+            if (is_ok(f, row) && text_is(f, row, "attention", softmax) &&
+                text_is(f, row, "component", "attention") && res_get(f, row, "n", &n) == 0 &&
+                n == ns[k] && res_get(f, row, "share", &share) == 0)
+                fprintf(out, "%s %.0f%% at N = %.0f (%s)",
+                        listed++ ? ";"
+                                 : "- softmax attention's share, and its time with the "
+                                   "spread:",
+                        100 * share, n, time_spread(f, row, "", t, sizeof t));
+        }
+    if (listed) fprintf(out, "\n");
+    if (lin_hi >= lin_lo)
+        fprintf(out, "- with linear attention, its share is %.1f%%–%.1f%% over every N\n",
+                100 * lin_lo, 100 * lin_hi);
+    /* projections and FFN: their model FLOPs over their median time */
+    double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+    for (size_t i = 0; i < res_count(f); i++) {
+        const char *row = res_row_at(f, i);
+        double n, flops, t;
+        if (!is_ok(f, row) ||
+            !(text_is(f, row, "component", "projections") || text_is(f, row, "component", "ffn")) ||
+            res_get(f, row, "n", &n) || res_get(f, row, "model_flops", &flops) ||
+            res_get(f, row, "median_s", &t) || !(t > 0))
+            continue;
+        int k = n >= 512;
+        lo[k] = fmin(lo[k], flops / t / 1e9), hi[k] = fmax(hi[k], flops / t / 1e9);
+    }
+    if (hi[1] >= lo[1])
+        fprintf(out, "- projections and FFN run at %.0f–%.0f GFLOP/s from N = 512", lo[1], hi[1]);
+    if (hi[0] >= lo[0]) fprintf(out, " (%.0f–%.0f below)", lo[0], hi[0]);
+    if (hi[1] >= lo[1]) fprintf(out, "\n");
     res_close(f);
 }
 
 /* Lists the files of dir whose names end in one of the suffixes. */
-static void list_files(const char *dir, const char *const *suffixes)
+static void list_files(FILE *out, const char *dir, const char *const *suffixes)
 {
     DIR *d = opendir(dir);
     if (!d) return;
@@ -390,71 +906,157 @@ static void list_files(const char *dir, const char *const *suffixes)
             names[j - 1] = t;
         }
     for (size_t i = 0; i < n; i++) {
-        printf("  %s/%s\n", dir, names[i]);
+        fprintf(out, "- %s/%s\n", dir, names[i]);
         free(names[i]);
     }
 }
 
-static void summary(const config *c)
+/* The summary of the files in c->out_dir: printed, and written to its SUMMARY.md. */
+static int summary(const config *c)
 {
-    printf("\n==== Summary (from %s/) ====\n", c->out_dir);
-    summary_scaling(c);
-    summary_crossover(c);
-    summary_decode(c);
-    summary_accuracy(c);
-    summary_params(c);
-    summary_block(c);
+    txt_buffer t;
+    int rc = txt_open(&t, "results");
+    if (rc) return rc;
+    FILE *out = t.f;
+    char v[7][256];
+    const char *from = suite[0].file; /* the run's facts: from the first file present */
+    for (size_t i = 0; i < N_EXPERIMENTS; i++) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s/%s", c->out_dir, suite[i].file);
+        if (access(path, R_OK) == 0) {
+            from = suite[i].file;
+            break;
+        }
+    }
+    fprintf(out, "# Summary of %s\n\n", c->out_dir);
+    fprintf(out,
+            "Generated by `linattn results --summary` from the CSV files of this folder "
+            "(every number below is read from them by column name). Run (from %s's "
+            "metadata): commit %s, %s, %s, %s cores, %s threads, load average %s.\n",
+            from, meta_value(c, from, "git_commit", v[0], sizeof v[0]),
+            meta_value(c, from, "date", v[1], sizeof v[1]),
+            meta_value(c, from, "cpu", v[2], sizeof v[2]),
+            meta_value(c, from, "cores", v[3], sizeof v[3]),
+            meta_value(c, from, "threads", v[4], sizeof v[4]),
+            meta_value(c, from, "load_average", v[5], sizeof v[5]));
+    /* the machine check of each timing experiment, where the files have it */
+    static const char *const timed[] = {"scaling.csv", "crossover.csv", "decode.csv", "block.csv",
+                                        NULL};
+    for (const char *const *file = timed; *file; file++) {
+        meta_value(c, *file, "noisy", v[6], sizeof v[6]);
+        if (strncmp(v[6], "yes", 3) == 0)
+            fprintf(out, "\n**%s: noisy run**: %s. Its timings are not reliable.\n", *file, v[6]);
+    }
+    fprintf(out, "\nSpreads: IQR is the interquartile range of the repetitions of a point "
+                 "(where the files have q1_s and q3_s), min–max their range otherwise.\n");
+    summary_scaling(out, c);
+    summary_memory_and_rate(out, c);
+    summary_crossover(out, c);
+    summary_decode(out, c);
+    summary_block(out, c);
+    summary_accuracy(out, c);
+    summary_params(out, c);
     static const char *const csv[] = {".csv", NULL}, *const figs[] = {".png", ".svg", NULL};
-    printf("\nResults:\n");
-    list_files(c->out_dir, csv);
-    printf("Figures:\n");
-    list_files(c->plots_dir, figs);
+    fprintf(out, "\n## Files\n\n");
+    list_files(out, c->out_dir, csv);
+    list_files(out, c->plots_dir, figs);
+    fflush(out);
+    fwrite(t.buf, 1, t.len, stdout);
+    fflush(stdout);
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/SUMMARY.md", c->out_dir);
+    if ((rc = txt_finish(&t, path))) return rc;
+    printf("\n(kept as %s)\n", path);
+    return 0;
 }
+
+/* ---------------------------------------------------------------- figures */
+
+/* `linattn plot --from OUT --out PLOTS`, when the build has it. 0, or 1 when it failed. */
+static int figures(const config *c)
+{
+    const la_command *plot = la_command_find("plot");
+    if (!plot) {
+        printf("\nfigures: this build has no `linattn plot`; none drawn\n");
+        return 0;
+    }
+    char *argv[] = {"plot", "--from", (char *)c->out_dir, "--out", (char *)c->plots_dir, NULL};
+    printf("\n== linattn plot --from %s --out %s\n", c->out_dir, c->plots_dir);
+    fflush(stdout);
+    int r = plot->run(5, argv);
+    printf("== plot: %s\n", r == 0 ? "done" : "FAILED");
+    return r != 0;
+}
+
+/* ---------------------------------------------------------------- the run */
 
 int cmd_results(int argc, char **argv)
 {
-    config c = {0};
+    config c;
+    memset(&c, 0, sizeof c);
     int rc = parse(argc, argv, &c);
-    if (rc) return rc;
-    if (c.summary_only) {
-        summary(&c);
-        return 0;
-    }
-    if ((rc = make_dir(c.out_dir))) return rc;
-    const double start = res_now();
-    int failed = 0;
-    printf("linattn results: the default suite%s on %s, %d cores, %d threads (load average "
-           "%s)\n",
-           c.quick ? " (--quick sizes)" : "", res_cpu_model(), res_cores(), la_get_num_threads(),
-           res_load_average());
+    if (rc || (rc = choose_folders(&c))) return rc;
+    if (c.summary_only) return summary(&c);
+    if ((rc = make_dir(c.out_dir)) || (rc = make_dir(c.plots_dir))) return rc;
+    if (c.new_run) point_latest(&c);
+
+    /* the estimate: the selected experiments' times in the reference run */
+    double estimate = 0;
+    int total = 0;
+    for (size_t i = 0; i < N_EXPERIMENTS; i++)
+        if (c.selected[i]) estimate += c.quick ? suite[i].quick_seconds : suite[i].seconds, total++;
+    char took[32];
+    res_format_duration(estimate, took, sizeof took);
+    printf("linattn results: the default suite%s into %s/ (figures into %s/)%s\n",
+           c.quick ? " (--quick sizes)" : "", c.out_dir, c.plots_dir,
+           c.update ? ": the committed reference" : "");
+    printf("on %s, %d cores, %d threads (load average %s)\n", res_cpu_model(), res_cores(),
+           la_get_num_threads(), res_load_average());
+    printf("expected duration: about %s (the reference run's time of each of the %d "
+           "experiments, on a 2-core AMD EPYC when idle; `linattn help results` lists them)\n",
+           took, total);
     double busy = res_busy_fraction(0.5);
     if (busy > 0.2)
         printf("note: other processes keep %.0f%% of the cores busy: the timings will be\n"
                "noisier and slower than on an idle machine\n",
                100 * busy);
+    fflush(stdout);
+
+    const double start = res_now();
+    double done_estimate = 0; /* the reference time of the experiments finished */
+    int failed = 0, k = 0;
     for (size_t i = 0; i < N_EXPERIMENTS; i++) {
         if (!c.selected[i]) continue;
         args a;
         configure(i, &c, &a);
-        printf("\n== linattn");
-        for (int k = 0; k < a.argc; k++)
-            printf(" %s", a.argv[k]);
+        printf("\n== [%d/%d] linattn", ++k, total);
+        for (int j = 0; j < a.argc; j++)
+            printf(" %s", a.argv[j]);
         printf("\n");
         fflush(stdout);
+        /* the experiments after this one, rescaled by how the finished ones compared */
+        double after = 0;
+        for (size_t j = i + 1; j < N_EXPERIMENTS; j++)
+            if (c.selected[j]) after += c.quick ? suite[j].quick_seconds : suite[j].seconds;
+        if (done_estimate >= 1) after *= (res_now() - start) / done_estimate;
+        res_progress_suite(k, total, after);
         double t0 = res_now();
         /* through main.c's table, as `linattn NAME ...` would run it */
         const la_command *command = la_command_find(suite[i].command);
         int r = command ? command->run(a.argc, a.argv)
                         : cli_fail("results", "%s: no such command", suite[i].command);
-        char took[32];
+        res_progress_suite(0, 0, -1);
+        done_estimate += c.quick ? suite[i].quick_seconds : suite[i].seconds;
         res_format_duration(res_now() - t0, took, sizeof took);
         printf("== %s: %s in %s\n", suite[i].command, r == 0 ? "done" : "FAILED", took);
         fflush(stdout);
         if (r != 0) failed++;
     }
-    char took[32];
     res_format_duration(res_now() - start, took, sizeof took);
-    if (!c.no_summary) summary(&c);
-    printf("\nThe suite took %s%s.\n", took, failed ? "; some experiments FAILED (see above)" : "");
-    return failed ? 1 : 0;
+    int figures_failed = c.no_figures ? 0 : figures(&c);
+    if (!c.no_summary && (rc = summary(&c)) != 0) failed++;
+    printf("\nThe suite took %s%s%s.\n", took,
+           failed ? "; some experiments FAILED (see above)" : "",
+           figures_failed ? "; the figures FAILED" : "");
+    return failed || figures_failed ? 1 : 0;
 }

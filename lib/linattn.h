@@ -85,7 +85,8 @@
  *     la_encoder_*, la_decoder_*, la_transformer_*  stacks
  *     la_add_positional_encoding_*, la_embed_*      sinusoidal positions, token embeddings
  *   accounting
- *     la_param_counts                     exact parameter counts, as PyTorch counts them
+ *     la_param_counts                     exact parameter counts, as PyTorch (or a published
+ *                                         model's reference code: LA_MODEL_*) counts them
  *     la_layer_cost_model                 FLOPs and bytes of one layer forward
  */
 #ifndef LINATTN_H
@@ -941,7 +942,21 @@ LA_API la_status la_embed_f64(size_t vocab, size_t d, const double *table, size_
  *   decoder layer = 2 MHA + FFN + 3 LN (= 16D² + 19D when d_ff = 4D);
  *   encoder = L·encoder layer + LN (the final norm; 0 when L = 0), decoder likewise;
  *   embedding V·D (one table), learned positions P·D (0: sinusoidal, no parameters);
- *   total = encoder + decoder + embedding + positional.
+ *   total = encoder + decoder + embedding + positional + token_type + relative_position
+ *           + embedding_norm + pooler + head.
+ * The defaults (every field below learned_positions zero) are PyTorch's nn.Transformer;
+ * the rest describes the published models (`linattn params --model`):
+ *   token_types T        a segment table T·D (BERT: 2)
+ *   relative_buckets R   T5's relative position bias: R·H in the first layer of each
+ *                        stack (shared by its layers; cross-attention has none)
+ *   options              LA_MODEL_* flags:
+ *     NO_BIAS            projections, FFN and pooler without biases: MHA 4D², FFN 2·D·d_ff (T5)
+ *     RMS_NORM           every norm holds a scale only, D (T5's RMSNorm) instead of 2D
+ *     NO_FINAL_NORM      no norm after the stacks (post-LN: the original Transformer, BERT)
+ *     EMBEDDING_NORM     a norm after the embeddings, one per stack (BERT)
+ *     POOLER             BERT's pooler, a D×D linear layer with its bias
+ *     UNTIED_HEAD        an output projection V·D of its own, without bias (0: the model
+ *                        has no head, or it reuses the token table: GPT-2, T5, BERT's MLM)
  * approx_12d2 is the familiar approximation that keeps only the D² terms with
  * d_ff = 4D: 12D² per encoder layer (4D² attention + 8D² FFN) and, by the same rule,
  * 16D² per decoder layer (its cross-attention adds 4D²); approx_gap is
@@ -951,18 +966,32 @@ typedef struct {
     size_t encoder_layers, decoder_layers;
     size_t vocab;             /* 0: no embedding table */
     size_t learned_positions; /* 0: sinusoidal encoding */
+    size_t token_types;       /* 0: no segment table */
+    size_t relative_buckets;  /* 0: no relative position bias */
+    unsigned options;         /* LA_MODEL_* flags, 0 for nn.Transformer */
 } la_model_size;
 
+enum {
+    LA_MODEL_NO_BIAS = 1,
+    LA_MODEL_RMS_NORM = 2,
+    LA_MODEL_NO_FINAL_NORM = 4,
+    LA_MODEL_EMBEDDING_NORM = 8,
+    LA_MODEL_POOLER = 16,
+    LA_MODEL_UNTIED_HEAD = 32,
+};
+
 typedef struct {
-    uint64_t mha, ffn, layer_norm;
+    uint64_t mha, ffn, layer_norm; /* layer_norm: one norm, 2D (D with RMS_NORM) */
     uint64_t encoder_layer, decoder_layer;
-    uint64_t encoder, decoder, embedding, positional, total;
+    uint64_t encoder, decoder, embedding, positional;
+    uint64_t token_type, relative_position, embedding_norm, pooler, head;
+    uint64_t total;
     uint64_t approx_12d2;
     double approx_gap;
 } la_param_count;
 
-/* Returns LA_OK, LA_EINVAL (NULL, D, H or d_ff zero, H not dividing D), LA_EOVERFLOW
- * (a count beyond 2⁶⁴ − 1). */
+/* Returns LA_OK, LA_EINVAL (NULL, D, H or d_ff zero, H not dividing D, an unknown
+ * option bit), LA_EOVERFLOW (a count beyond 2⁶⁴ − 1). */
 LA_API la_status la_param_counts(const la_model_size *s, la_param_count *out);
 
 /* FLOPs and bytes of one encoder or decoder layer forward for B sequences of N tokens

@@ -173,6 +173,8 @@ const char *res_load_average(void); /* "0.12 0.30 0.25" from /proc/loadavg, or "
 /* The share of all cores busy over the next `seconds` (this process sleeping), from
  * /proc/stat; -1 when unknown. */
 double res_busy_fraction(double seconds);
+/* The commit as the header records it: "abc1234", "abc1234 (dirty)" or "unknown". */
+const char *res_git_commit(void);
 
 /* How busy the machine is, for timing experiments (busy.h). A timing experiment
  * (scaling, crossover, decode, bench, block-sweep) calls res_machine_check() once,
@@ -190,21 +192,44 @@ const bz_report *res_machine_check(void);
 
 /* ---------------------------------------------------------------- progress */
 
-/* "[scaling] point 12/40  elapsed 1m05s  remaining ~2m10s  softmax N=8192" on one
- * stderr line, rewritten in place; only when stderr is a terminal. Call a step as a
- * point starts, passing the work it stands for in any unit (predicted FLOPs, or 1 per
- * point); the remaining time extrapolates the elapsed time of the finished points'
- * work to the work still to do. */
+/* The progress line, on stderr. Call a step as a point starts, passing the work it
+ * stands for in any unit (predicted FLOPs, or 1 per point); the time left extrapolates
+ * the elapsed time of the finished points' work to the work still to do.
+ * On a terminal, one line rewritten in place as each point starts:
+ *   [2/6 crossover] point 12/40  elapsed 1m05s  left ~2m10s (suite ~6m00s)  softmax N=8192
+ * Elsewhere (a pipe or a file: `make results 2>&1 | tee log`), plain lines: one per
+ * finished point, at most one every every_s seconds (2; fast points are reported
+ * together, so the log stays short):
+ *   [2/6 crossover] 12/40 points done (last: softmax N=8192)  elapsed 1m05s  left ~2m10s ...
+ * and, while one point runs longer, a line every heartbeat_s seconds (10) from a helper
+ * thread, so a log is never silent for longer:
+ *   [2/6 crossover] point 13/40 running for 20.0s (softmax N=16384)  elapsed 1m25s ...
+ * In both cases a closing line "[crossover] 40 points in 3m15s". "2/6" and the suite's
+ * time left appear only inside `linattn results` (res_progress_suite). The helper thread
+ * reads a copy of the line's state, never the caller's res_progress. */
 typedef struct {
     const char *label;
     int total_points;
     double total_work, work_done, start_s;
     int tty;
+    FILE *out;      /* stderr (tests may point it elsewhere) */
+    double every_s; /* plain lines: at most one per every_s seconds */
+    double last_line_s;
+    int point;         /* the point running (its number), 0 before the first */
+    char what[96];     /* what it is */
+    double point_work; /* its work */
+    double point_start_s;
+    double heartbeat_s; /* plain lines: one at least this often while a point runs */
 } res_progress;
 
 void res_progress_start(res_progress *pr, const char *label, int total_points, double total_work);
 void res_progress_step(res_progress *pr, int point, double work, const char *what);
 void res_progress_end(res_progress *pr);
+
+/* Set by `linattn results` before each experiment: it is experiment k of total, and the
+ * ones after it are expected to take after_s seconds (< 0: unknown). total 0: not in a
+ * suite (the default). */
+void res_progress_suite(int k, int total, double after_s);
 
 /* "1.5s", "2m05s", "1h02m" */
 void res_format_duration(double seconds, char *buf, size_t size);

@@ -22,31 +22,47 @@ static uint64_t add(uint64_t a, uint64_t b, bool *ok)
 
 la_status la_param_counts(const la_model_size *s, la_param_count *out)
 {
+    const unsigned known = LA_MODEL_NO_BIAS | LA_MODEL_RMS_NORM | LA_MODEL_NO_FINAL_NORM |
+                           LA_MODEL_EMBEDDING_NORM | LA_MODEL_POOLER | LA_MODEL_UNTIED_HEAD;
     if (!s || !out || s->d_model == 0 || s->heads == 0 || s->d_ff == 0 ||
-        s->d_model % s->heads != 0)
+        s->d_model % s->heads != 0 || (s->options & ~known))
         return LA_EINVAL;
     bool ok = true;
-    const uint64_t D = s->d_model, F = s->d_ff;
+    const uint64_t D = s->d_model, F = s->d_ff, H = s->heads;
     const uint64_t D2 = mul(D, D, &ok);
+    const bool bias = !(s->options & LA_MODEL_NO_BIAS);
     la_param_count c;
     memset(&c, 0, sizeof c);
 
     /* multi-head attention: in_proj (3D, D) + (3D), out_proj (D, D) + (D) */
-    c.mha = add(mul(4, D2, &ok), mul(4, D, &ok), &ok);
+    c.mha = add(mul(4, D2, &ok), bias ? mul(4, D, &ok) : 0, &ok);
     /* FFN: linear1 (F, D) + (F), linear2 (D, F) + (D) */
-    c.ffn = add(add(mul(2, mul(D, F, &ok), &ok), F, &ok), D, &ok);
-    /* LayerNorm: γ and β */
-    c.layer_norm = mul(2, D, &ok);
+    c.ffn = add(mul(2, mul(D, F, &ok), &ok), bias ? add(F, D, &ok) : 0, &ok);
+    /* a norm: LayerNorm's γ and β, or RMSNorm's scale alone */
+    c.layer_norm = s->options & LA_MODEL_RMS_NORM ? D : mul(2, D, &ok);
     c.encoder_layer = add(add(c.mha, c.ffn, &ok), mul(2, c.layer_norm, &ok), &ok);
     c.decoder_layer = add(add(mul(2, c.mha, &ok), c.ffn, &ok), mul(3, c.layer_norm, &ok), &ok);
-    /* stacks: L layers and the final LayerNorm (none without layers) */
+    /* stacks: L layers and the final norm (none without layers, or post-LN) */
+    const uint64_t final_norm = s->options & LA_MODEL_NO_FINAL_NORM ? 0 : c.layer_norm;
+    const uint64_t stacks = (s->encoder_layers != 0) + (s->decoder_layers != 0);
     if (s->encoder_layers)
-        c.encoder = add(mul(s->encoder_layers, c.encoder_layer, &ok), c.layer_norm, &ok);
+        c.encoder = add(mul(s->encoder_layers, c.encoder_layer, &ok), final_norm, &ok);
     if (s->decoder_layers)
-        c.decoder = add(mul(s->decoder_layers, c.decoder_layer, &ok), c.layer_norm, &ok);
+        c.decoder = add(mul(s->decoder_layers, c.decoder_layer, &ok), final_norm, &ok);
+    /* embeddings: one token table (shared by the stacks), learned positions, segments */
     c.embedding = mul(s->vocab, D, &ok);
     c.positional = mul(s->learned_positions, D, &ok);
+    c.token_type = mul(s->token_types, D, &ok);
+    /* T5: a (buckets, H) bias table in each stack's first layer */
+    c.relative_position = mul(stacks, mul(s->relative_buckets, H, &ok), &ok);
+    if (s->options & LA_MODEL_EMBEDDING_NORM) c.embedding_norm = mul(stacks, c.layer_norm, &ok);
+    /* BERT's pooler: dense (D, D) + (D) on the first token */
+    if (s->options & LA_MODEL_POOLER) c.pooler = add(D2, bias ? D : 0, &ok);
+    /* an output projection (V, D) of its own; a tied head reuses the token table */
+    if (s->options & LA_MODEL_UNTIED_HEAD) c.head = c.embedding;
     c.total = add(add(c.encoder, c.decoder, &ok), add(c.embedding, c.positional, &ok), &ok);
+    c.total = add(c.total, add(c.token_type, c.relative_position, &ok), &ok);
+    c.total = add(c.total, add(c.embedding_norm, add(c.pooler, c.head, &ok), &ok), &ok);
     /* the D² terms only, d_ff = 4D: 12D² per encoder layer, 16D² per decoder layer */
     c.approx_12d2 = add(mul(mul(12, D2, &ok), s->encoder_layers, &ok),
                         mul(mul(16, D2, &ok), s->decoder_layers, &ok), &ok);
@@ -106,7 +122,8 @@ la_status la_layer_cost_model(const la_layer_config *c, int decoder, size_t batc
     r.residual = norms * rows * D;
     r.total = r.projections + r.attention + r.ffn + r.layer_norm + r.residual;
 
-    la_model_size size = {c->d_model, c->heads, c->d_ff, decoder ? 0 : 1, decoder ? 1 : 0, 0, 0};
+    la_model_size size = {c->d_model, c->heads, c->d_ff, decoder ? 0 : 1, decoder ? 1 : 0, 0, 0,
+                          0,          0,        0};
     la_param_count params;
     if ((st = la_param_counts(&size, &params)) != LA_OK) return st;
     r.weight_bytes = (double)(decoder ? params.decoder_layer : params.encoder_layer) * elem;

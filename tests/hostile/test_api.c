@@ -873,7 +873,7 @@ static void layers(void **state)
 static void accounting(void **state)
 {
     (void)state;
-    la_model_size s = {512, 8, 2048, 6, 6, 0, 0};
+    la_model_size s = {512, 8, 2048, 6, 6, 0, 0, 0, 0, 0};
     la_param_count pc;
     assert_int_equal(la_param_counts(NULL, &pc), LA_EINVAL);
     assert_int_equal(la_param_counts(&s, NULL), LA_EINVAL);
@@ -887,6 +887,10 @@ static void accounting(void **state)
     b = s, b.vocab = SIZE_MAX;
     EXPECT(la_param_counts(&b, &pc), LA_EOVERFLOW, &pc, sizeof pc);
     b = s, b.encoder_layers = SIZE_MAX;
+    EXPECT(la_param_counts(&b, &pc), LA_EOVERFLOW, &pc, sizeof pc);
+    b = s, b.options = 1u << 30; /* not an LA_MODEL_* flag */
+    EXPECT(la_param_counts(&b, &pc), LA_EINVAL, &pc, sizeof pc);
+    b = s, b.relative_buckets = SIZE_MAX;
     EXPECT(la_param_counts(&b, &pc), LA_EOVERFLOW, &pc, sizeof pc);
 
     la_layer_config c;

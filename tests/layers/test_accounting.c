@@ -14,7 +14,7 @@
 static void pytorch_numbers(void **state)
 {
     (void)state;
-    la_model_size s = {512, 8, 2048, 6, 6, 0, 0};
+    la_model_size s = {512, 8, 2048, 6, 6, 0, 0, 0, 0, 0};
     la_param_count c;
     assert_int_equal(la_param_counts(&s, &c), LA_OK);
     assert_int_equal(c.encoder_layer, 3152384);
@@ -45,7 +45,7 @@ static void closed_forms(void **state)
             uint64_t F = trial == 0 ? 4 * D : 1 + tu_next(&r) % 300;
             uint64_t L = tu_next(&r) % 5, L2 = tu_next(&r) % 5, V = tu_next(&r) % 1000;
             uint64_t P = tu_next(&r) % 600;
-            la_model_size s = {D, H, F, L, L2, V, P};
+            la_model_size s = {D, H, F, L, L2, V, P, 0, 0, 0};
             la_param_count c;
             assert_int_equal(la_param_counts(&s, &c), LA_OK);
             uint64_t mha = 4 * D * D + 4 * D, ffn = 2 * D * F + F + D, ln = 2 * D;
@@ -101,7 +101,7 @@ static void approximation_gap(void **state)
     (void)state;
     double previous = 1;
     for (size_t D = 64; D <= 8192; D *= 2) {
-        la_model_size s = {D, 8, 4 * D, 12, 0, 0, 0};
+        la_model_size s = {D, 8, 4 * D, 12, 0, 0, 0, 0, 0, 0};
         la_param_count c;
         assert_int_equal(la_param_counts(&s, &c), LA_OK);
         /* exact = 12·(12D² + 13D) + 2D, approx = 12·12D² */
@@ -112,11 +112,57 @@ static void approximation_gap(void **state)
     }
 }
 
+/* Each option against its closed form, for random sizes and every combination of the
+ * flags: biases off, RMSNorm, no final norm, embedding norm, pooler, untied head, and the
+ * segment and relative-position tables. */
+static void model_options(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_for("model_options");
+    for (int trial = 0; trial < 40; trial++) {
+        uint64_t D = 8 * (1 + tu_next(&r) % 64), H = 1 + tu_next(&r) % 8;
+        while (D % H)
+            H--;
+        uint64_t F = 1 + tu_next(&r) % 4096, L = tu_next(&r) % 4, L2 = tu_next(&r) % 4;
+        uint64_t V = tu_next(&r) % 50000, P = tu_next(&r) % 1024, T = tu_next(&r) % 3;
+        uint64_t R = tu_next(&r) % 64;
+        for (unsigned o = 0; o < 64; o++) {
+            la_model_size s = {D, H, F, L, L2, V, P, T, R, o};
+            la_param_count c;
+            assert_int_equal(la_param_counts(&s, &c), LA_OK);
+            const int bias = !(o & LA_MODEL_NO_BIAS);
+            uint64_t mha = 4 * D * D + (bias ? 4 * D : 0);
+            uint64_t ffn = 2 * D * F + (bias ? F + D : 0);
+            uint64_t norm = o & LA_MODEL_RMS_NORM ? D : 2 * D;
+            uint64_t fin = o & LA_MODEL_NO_FINAL_NORM ? 0 : norm;
+            uint64_t stacks = (L > 0) + (L2 > 0);
+            uint64_t enc = L ? L * (mha + ffn + 2 * norm) + fin : 0;
+            uint64_t dec = L2 ? L2 * (2 * mha + ffn + 3 * norm) + fin : 0;
+            uint64_t emb_norm = o & LA_MODEL_EMBEDDING_NORM ? stacks * norm : 0;
+            uint64_t pooler = o & LA_MODEL_POOLER ? D * D + (bias ? D : 0) : 0;
+            uint64_t head = o & LA_MODEL_UNTIED_HEAD ? V * D : 0;
+            assert_int_equal(c.layer_norm, norm);
+            assert_int_equal(c.encoder, enc);
+            assert_int_equal(c.decoder, dec);
+            assert_int_equal(c.token_type, T * D);
+            assert_int_equal(c.relative_position, stacks * R * H);
+            assert_int_equal(c.embedding_norm, emb_norm);
+            assert_int_equal(c.pooler, pooler);
+            assert_int_equal(c.head, head);
+            assert_int_equal(c.total, enc + dec + V * D + P * D + T * D + stacks * R * H +
+                                          emb_norm + pooler + head);
+        }
+    }
+    la_model_size bad = {64, 4, 256, 1, 0, 0, 0, 0, 0, 64}; /* an unknown option bit */
+    la_param_count c;
+    assert_int_equal(la_param_counts(&bad, &c), LA_EINVAL);
+}
+
 static void param_errors(void **state)
 {
     (void)state;
     la_param_count c;
-    la_model_size s = {512, 7, 2048, 6, 6, 0, 0};
+    la_model_size s = {512, 7, 2048, 6, 6, 0, 0, 0, 0, 0};
     assert_int_equal(la_param_counts(&s, &c), LA_EINVAL); /* 7 does not divide 512 */
     s.heads = 0;
     assert_int_equal(la_param_counts(&s, &c), LA_EINVAL);
@@ -126,7 +172,7 @@ static void param_errors(void **state)
     s.d_ff = 2048;
     assert_int_equal(la_param_counts(NULL, &c), LA_EINVAL);
     assert_int_equal(la_param_counts(&s, NULL), LA_EINVAL);
-    la_model_size huge = {(size_t)1 << 33, 1, 1, 1, 0, 0, 0}; /* 4·D² > 2⁶⁴ */
+    la_model_size huge = {(size_t)1 << 33, 1, 1, 1, 0, 0, 0, 0, 0, 0}; /* 4·D² > 2⁶⁴ */
     assert_int_equal(la_param_counts(&huge, &c), LA_EOVERFLOW);
 }
 
@@ -166,7 +212,7 @@ static void layer_flops(void **state)
             assert_true(lc.self_attention.flops_total == self.flops_total);
             assert_true(lc.total ==
                         lc.projections + lc.attention + lc.ffn + lc.layer_norm + lc.residual);
-            la_model_size s = {64, 4, 256, 1, 0, 0, 0};
+            la_model_size s = {64, 4, 256, 1, 0, 0, 0, 0, 0, 0};
             la_param_count pc;
             assert_int_equal(la_param_counts(&s, &pc), LA_OK);
             assert_true(lc.weight_bytes ==
@@ -200,7 +246,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(pytorch_numbers),   cmocka_unit_test(closed_forms),
         cmocka_unit_test(approximation_gap), cmocka_unit_test(param_errors),
-        cmocka_unit_test(layer_flops),
+        cmocka_unit_test(model_options),     cmocka_unit_test(layer_flops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

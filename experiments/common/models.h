@@ -1,0 +1,25 @@
+/* models.h — the published Transformers as la_model_size rows: `linattn params --model`
+ * and the params experiment (params-sweep) read them from this one table. Each row is
+ * the architecture as its reference implementation builds it (vocabulary, learned or
+ * sinusoidal positions, tied or untied head, biases, norms); tests/command/test_models.c
+ * checks every row's la_param_counts total against the published count. */
+#ifndef LA_MODELS_H
+#define LA_MODELS_H
+
+#include "linattn.h"
+
+#include <stddef.h>
+
+typedef struct {
+    const char *name;  /* "gpt2-medium": the one spelling of --model */
+    const char *about; /* one line: whose model, what the count includes */
+    la_model_size size;
+} mdl_model;
+
+/* The rows, in the order help lists them; *count is set to their number. */
+const mdl_model *mdl_all(size_t *count);
+
+/* The row named name, or NULL. */
+const mdl_model *mdl_find(const char *name);
+
+#endif

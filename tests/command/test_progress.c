@@ -1,0 +1,177 @@
+/* test_progress.c — the progress line (experiments/common/record.c): on a pipe or a file,
+ * one plain line per finished point (at most one every every_s seconds) and a closing
+ * line; on a terminal, one line rewritten in place; inside `linattn results`, the
+ * experiment's number and the suite's time left. */
+#include "../testutil.h"
+
+#include "../../experiments/common/record.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Runs three points with pr's settings into a buffer; returns the text (free it). */
+static char *three_points(int tty, double every_s)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    res_progress pr;
+    res_progress_start(&pr, "demo", 3, 6);
+    pr.out = out, pr.tty = tty, pr.every_s = every_s;
+    res_progress_step(&pr, 1, 1, "first N=16");
+    res_progress_step(&pr, 2, 2, "second N=32");
+    res_progress_step(&pr, 3, 3, "third N=64");
+    res_progress_end(&pr);
+    fclose(out);
+    return text;
+}
+
+static size_t count_lines(const char *text)
+{
+    size_t n = 0;
+    for (const char *c = text; *c; c++)
+        n += *c == '\n';
+    return n;
+}
+
+/* Not a terminal: a line for each finished point (the last one's is the closing line),
+ * plain text without control characters. */
+static void plain_lines(void **state)
+{
+    (void)state;
+    char *text = three_points(0, 0);
+    printf("%s", text);
+    assert_int_equal(count_lines(text), 3);
+    assert_non_null(strstr(text, "[demo] 1/3 points done (last: first N=16)"));
+    assert_non_null(strstr(text, "[demo] 2/3 points done (last: second N=32)"));
+    assert_non_null(strstr(text, "left ~"));
+    assert_non_null(strstr(text, "[demo] 3 points in "));
+    assert_null(strchr(text, '\r'));
+    assert_null(strchr(text, '\033'));
+    free(text);
+    /* fast points are reported together: none within every_s, the closing line only */
+    text = three_points(0, 1e9);
+    assert_int_equal(count_lines(text), 1);
+    assert_non_null(strstr(text, "[demo] 3 points in "));
+    free(text);
+}
+
+/* A terminal: the line is rewritten in place (\r, erase) for each point, one newline at
+ * the end. */
+static void terminal_line(void **state)
+{
+    (void)state;
+    char *text = three_points(1, 0);
+    assert_int_equal(count_lines(text), 1);
+    assert_non_null(strstr(text, "\r\033[K[demo] point 1/3"));
+    assert_non_null(strstr(text, "\r\033[K[demo] point 3/3"));
+    assert_non_null(strstr(text, "third N=64"));
+    free(text);
+}
+
+/* Inside a suite: "[k/K label]" and the suite's time left (this experiment's and the
+ * later ones' after_s); after the suite, neither. */
+static void inside_suite(void **state)
+{
+    (void)state;
+    res_progress_suite(2, 6, 125);
+    char *text = three_points(0, 0);
+    printf("%s", text);
+    assert_non_null(strstr(text, "[2/6 demo] 1/3 points done"));
+    assert_non_null(strstr(text, "(suite ~2m0"));
+    assert_non_null(strstr(text, "[2/6 demo] 3 points in "));
+    free(text);
+    res_progress_suite(6, 6, 0); /* the last experiment: no suite time beyond its own */
+    text = three_points(0, 0);
+    assert_null(strstr(text, "suite"));
+    free(text);
+    res_progress_suite(0, 0, -1);
+    text = three_points(0, 0);
+    assert_null(strstr(text, "/6"));
+    free(text);
+}
+
+/* The time left extrapolates the finished points' work: 10 s for 1 unit of 6 done
+ * leaves about 50 s; with 3 of 6 done after 30 s, about 30 s. */
+static void estimate(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    res_progress pr;
+    res_progress_start(&pr, "est", 3, 6);
+    pr.out = out, pr.tty = 0, pr.every_s = 0;
+    res_progress_step(&pr, 1, 1, "a");
+    pr.start_s -= 10;
+    res_progress_step(&pr, 2, 2, "b");
+    pr.start_s -= 20;
+    res_progress_step(&pr, 3, 3, "c");
+    res_progress_end(&pr);
+    fclose(out);
+    printf("%s", text);
+    assert_non_null(strstr(text, "1/3 points done (last: a)  elapsed 10.0s  left ~50.0s"));
+    assert_non_null(strstr(text, "2/3 points done (last: b)  elapsed 30.0s  left ~30.0s"));
+    free(text);
+}
+
+/* A point that runs long gets a line every heartbeat_s seconds from the helper thread,
+ * and none once the experiment has ended. */
+static void heartbeat(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    res_progress pr;
+    res_progress_start(&pr, "long", 2, 2);
+    pr.out = out, pr.tty = 0, pr.heartbeat_s = 0.2;
+    res_progress_step(&pr, 1, 1, "slow N=65536");
+    struct timespec wait = {0, 700 * 1000 * 1000};
+    nanosleep(&wait, NULL);
+    res_progress_end(&pr);
+    struct timespec after = {0, 500 * 1000 * 1000}; /* no line after the end */
+    nanosleep(&after, NULL);
+    fflush(out);
+    const size_t at_end = len;
+    fclose(out);
+    printf("%s", text);
+    assert_non_null(strstr(text, "[long] point 1/2 running for "));
+    assert_non_null(strstr(text, "(slow N=65536)"));
+    const char *closing = strstr(text, "[long] 2 points in ");
+    assert_non_null(closing);
+    assert_int_equal(strlen(closing), strcspn(closing, "\n") + 1); /* the last line */
+    assert_int_equal(at_end, strlen(text));
+    free(text);
+}
+
+/* Durations as the lines print them. */
+static void durations(void **state)
+{
+    (void)state;
+    char buf[32];
+    res_format_duration(5.25, buf, sizeof buf);
+    assert_string_equal(buf, "5.2s");
+    res_format_duration(125, buf, sizeof buf);
+    assert_string_equal(buf, "2m05s");
+    res_format_duration(3720, buf, sizeof buf);
+    assert_string_equal(buf, "1h02m");
+    res_format_duration(-1, buf, sizeof buf);
+    assert_string_equal(buf, "?");
+}
+
+int main(void)
+{
+    tu_init("test_progress");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(plain_lines),  cmocka_unit_test(terminal_line),
+        cmocka_unit_test(inside_suite), cmocka_unit_test(estimate),
+        cmocka_unit_test(heartbeat),    cmocka_unit_test(durations),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
