@@ -145,6 +145,9 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a 
 	echo "== tests/command/attend_numpy.py"; \
 	if /usr/bin/python3 tests/command/attend_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/attend_numpy.py"; fi; \
+	echo "== tests/command/attend_grad_numpy.py"; \
+	if /usr/bin/python3 tests/command/attend_grad_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: tests/command/attend_grad_numpy.py"; fi; \
 	echo "== tests/command/results_files.py"; \
 	if /usr/bin/python3 tests/command/results_files.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/results_files.py"; fi; \
