@@ -12,8 +12,7 @@ int ps_kernel_has(la_kernel kernel, ps_pass pass)
     return pass == PS_FORWARD || (info->backward_f32 && info->backward_cost);
 }
 
-la_status ps_cost(la_kernel kernel, const la_problem *p, ps_pass pass, la_dtype dtype,
-                  la_cost *out)
+la_status ps_cost(la_kernel kernel, const la_problem *p, ps_pass pass, la_dtype dtype, la_cost *out)
 {
     if (!ps_kernel_has(kernel, pass)) return LA_EINVAL;
     if (pass == PS_FORWARD) return la_attention_cost(kernel, p, dtype, out);
