@@ -3,7 +3,9 @@
  * Inputs Q (…, N, d_k), K (…, M, d_k), V (…, M, d_v) with the same leading dims, none,
  * (H,) or (B, H); the output is (…, N, d_v) in the chosen precision. Every malformed
  * input is refused with one line and exit status 2 before any output is written, and
- * the output appears atomically or not at all. */
+ * the output appears atomically or not at all. With --grad-out dO and --grad-q/-k/-v,
+ * the kernel's backward of L = Σ out ∘ dO follows, and the output and the three
+ * gradients appear together or not at all (common/outputs.h). */
 #include "commands.h"
 #include "common/cli.h"
 #include "common/kernels.h"
