@@ -58,9 +58,9 @@ static void costs(void **state)
         assert_int_equal(ps_cost(kernel, &p, PS_TRAIN, LA_FLOAT32, &got), LA_OK);
         assert_true(got.flops_total == fwd.flops_total + bwd.flops_total);
         assert_true(got.io_bytes == fwd.io_bytes + bwd.io_bytes);
-        assert_true(got.workspace_bytes ==
-                    (fwd.workspace_bytes > bwd.workspace_bytes ? fwd.workspace_bytes
-                                                               : bwd.workspace_bytes));
+        assert_true(got.workspace_bytes == (fwd.workspace_bytes > bwd.workspace_bytes
+                                                ? fwd.workspace_bytes
+                                                : bwd.workspace_bytes));
     }
     /* outside the registry, an unknown pass */
     la_problem p = small_problem(LA_KERNEL_SOFTMAX);
