@@ -195,9 +195,11 @@ test-portable: $(TEST_BIN) $(BUILD)/linattn | build/.deps-test
 	    else failed=$$((failed+1)); echo "FAILED: $$*"; fi; }; \
 	for t in $(TEST_BIN); do run qemu-x86_64 -cpu $(QEMU_CPU) $$t; done; \
 	run /usr/bin/python3 tests/command/attend_numpy.py $(BUILD)/linattn-qemu; \
+	run /usr/bin/python3 tests/command/attend_grad_numpy.py $(BUILD)/linattn-qemu; \
 	run /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn-qemu; \
 	for t in $(TEST_BIN); do run env LA_SIMD=off $$t; done; \
 	run env LA_SIMD=off /usr/bin/python3 tests/command/attend_numpy.py $(BUILD)/linattn; \
+	run env LA_SIMD=off /usr/bin/python3 tests/command/attend_grad_numpy.py $(BUILD)/linattn; \
 	run env LA_SIMD=off /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn; \
 	echo "portable test runs: $$passed passed, $$failed failed"; \
 	test $$failed -eq 0
