@@ -110,6 +110,35 @@ def grad_linear(q, k, v, d_out, feature_map, eps, causal, lengths):
     return dfq * phi_prime(q, feature_map), dfk * phi_prime(k, feature_map), dv
 
 
+def linear_dq_error(got, ref, used, opts):
+    """The error of linear attention's dQ, ‖g − ref‖ / ‖size‖, where size is what the terms
+    of dφ(q_i) = Σ_j φ(k_j) (dO_i·v_j / den_i + dden_i) add up to in absolute value
+    (times |φ′(q_i)|), elementwise: the scale of a sum's rounding. dQ cancels where the
+    output barely depends on q: a query that sees one key (out_i = v_j · A/(A + eps); the
+    causal mask's first query always does), or with relu a φ(q_i) with one nonzero entry
+    (out_i does not depend on its size): there the true dQ is ~eps and any kernel computes
+    it to rounding times the terms, which ‖ref‖ does not measure (float32 errors of 1e-4
+    of ‖dQ‖ were seen). Elsewhere ‖size‖ is a few times ‖ref‖."""
+    q, k, v, d_out = used["q"], used["k"], used["v"], used["do"]
+    b, _, n, _ = q.shape
+    m = k.shape[2]
+    mask = key_mask(n, m, opts["causal"], opts["lengths"], b).astype(np.float64)
+    seen = (visible_keys(n, m, opts["causal"], opts["lengths"], b) > 0)[:, None, :, None]
+    fq, fk = phi(q, opts["fm"]), phi(k, opts["fm"])
+    A = np.einsum("bhnd,bhmd->bhnm", fq, fk) * mask
+    den = np.where(seen, A.sum(axis=-1, keepdims=True) + opts["eps"], 1.0)
+    O = np.where(seen, (A @ v) / den, 0.0)
+    g = np.where(seen, d_out, 0.0)
+    dden = np.sum(g * O, axis=-1, keepdims=True) / den
+    terms = (np.abs(g @ np.swapaxes(v, -1, -2)) / den + np.abs(dden)) * mask
+    size = (terms @ fk) * np.abs(phi_prime(q, opts["fm"]))
+    ref = ref.reshape(got.shape)
+    if not (np.all(np.isfinite(got)) and np.all(np.isfinite(ref))):
+        return np.inf
+    diff, scale = np.linalg.norm(got - ref), np.linalg.norm(size)
+    return diff / scale if scale > 0 else diff
+
+
 def reference(variant, q, k, v, d_out, opts):
     """(out, dQ, dK, dV) in float64 for (B, H, ·, ·) inputs."""
     causal, lengths = opts["causal"], opts["lengths"]
@@ -137,8 +166,7 @@ def finite_differences(run):
             b, h, n, m, dk, dv = 2, 2, 5, 6, 3, 4
             q, k = rng.standard_normal((b, h, n, dk)), rng.standard_normal((b, h, m, dk))
             v, d_out = rng.standard_normal((b, h, m, dv)), rng.standard_normal((b, h, n, dv))
-            if variant == "hard":  # separated scores: the argmax does not move under ±h
-                q, k = np.round(q * 8) / 8, np.round(k * 8) / 8
+            # (hard: continuous scores, so no two tie and the argmax does not move under ±h)
             opts = dict(extra, causal=causal, lengths=np.array([0, 4]))
             _, *grads = reference(variant, q, k, v, d_out, opts)
             step = 1e-6
@@ -262,7 +290,10 @@ def gradient_case(run, label, variant, shape, causal, with_lengths, precision, *
             return run.fail(label, "%s is %s %s, want %s %s" % (name, got.dtype, got.shape,
                                                                precision, want))
         ref = ref.reshape(want)
-        e = rel_error(got.astype(np.float64), ref)
+        if variant == "linear" and name == "dq.npy":
+            e = linear_dq_error(got.astype(np.float64), ref, used, opts)
+        else:
+            e = rel_error(got.astype(np.float64), ref)
         if not e < TOL[precision]:
             worst = np.unravel_index(np.argmax(np.abs(got - ref)), ref.shape)
             return run.fail(label, "%s: relative error %.3g >= %g (worst at %s: %r vs %r)" % (
