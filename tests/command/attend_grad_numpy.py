@@ -9,7 +9,8 @@ references of attend_numpy.py (float64), so the reference below cannot be wrong 
 Part 1 runs every variant (softmax with both kernels, hard, linear with both feature maps
 and both causal forms) × causal × key lengths × precision over inputs of shape (N, d),
 (H, N, d) and (B, H, N, d), with M != N and d_v != d_k, and requires the output and
-‖g − ref‖ / ‖ref‖ < 1e-5 in float32 and < 1e-11 in float64 for each of dQ, dK, dV.
+‖g − ref‖ / ‖ref‖ < 1e-5 in float32 and < 1e-11 in float64 for each of dQ, dK, dV
+(linear attention's dQ: relative to the size of the terms it sums, see linear_dq_error).
 A kernel the library has no backward for yet (attend refuses it: "kernel X has no backward
 pass yet") is reported once as "SKIPPED X: no backward yet" and does not fail, but the
 refusal itself must be clean (exit 2, one line, no file written).
