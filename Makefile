@@ -148,6 +148,9 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a 
 	echo "== tests/command/attend_numpy.py"; \
 	if /usr/bin/python3 tests/command/attend_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/attend_numpy.py"; fi; \
+	echo "== tests/command/attend_grad_numpy.py"; \
+	if /usr/bin/python3 tests/command/attend_grad_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
+	else failed=$$((failed+1)); echo "FAILED: tests/command/attend_grad_numpy.py"; fi; \
 	echo "== tests/command/results_files.py"; \
 	if /usr/bin/python3 tests/command/results_files.py $(BUILD)/linattn; then passed=$$((passed+1)); \
 	else failed=$$((failed+1)); echo "FAILED: tests/command/results_files.py"; fi; \
@@ -219,9 +222,11 @@ test-portable: $(TEST_BIN) $(BUILD)/linattn | build/.deps-test
 	    else failed=$$((failed+1)); echo "FAILED: $$*"; fi; }; \
 	for t in $(TEST_BIN); do run qemu-x86_64 -cpu $(QEMU_CPU) $$t; done; \
 	run /usr/bin/python3 tests/command/attend_numpy.py $(BUILD)/linattn-qemu; \
+	run /usr/bin/python3 tests/command/attend_grad_numpy.py $(BUILD)/linattn-qemu; \
 	run /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn-qemu; \
 	for t in $(TEST_BIN); do run env LA_SIMD=off $$t; done; \
 	run env LA_SIMD=off /usr/bin/python3 tests/command/attend_numpy.py $(BUILD)/linattn; \
+	run env LA_SIMD=off /usr/bin/python3 tests/command/attend_grad_numpy.py $(BUILD)/linattn; \
 	run env LA_SIMD=off /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn; \
 	echo "portable test runs: $$passed passed, $$failed failed"; \
 	test $$failed -eq 0

@@ -3,10 +3,13 @@
  * Inputs Q (…, N, d_k), K (…, M, d_k), V (…, M, d_v) with the same leading dims, none,
  * (H,) or (B, H); the output is (…, N, d_v) in the chosen precision. Every malformed
  * input is refused with one line and exit status 2 before any output is written, and
- * the output appears atomically or not at all. */
+ * the output appears atomically or not at all. With --grad-out dO and --grad-q/-k/-v,
+ * the kernel's backward of L = Σ out ∘ dO follows, and the output and the three
+ * gradients appear together or not at all (common/outputs.h). */
 #include "commands.h"
 #include "common/cli.h"
 #include "common/kernels.h"
+#include "common/outputs.h"
 #include "common/sweep.h" /* sw_check_memory: the weights matrix within the machine's memory */
 
 #include <stdio.h>
@@ -41,11 +44,25 @@ static const char help_options[] =
     "                       machine's memory [none]\n"
     "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores];\n"
     "                       " CLI_THREADS_HELP "\n";
+static const char help_gradients[] =
+    "\n"
+    "gradients (all four flags together, or none):\n"
+    "  --grad-out DO.npy    the upstream gradient dO = dL/dY, shaped as the output Y\n"
+    "                       (…, N, d_v); float32 or float64, converted to --precision\n"
+    "  --grad-q DQ.npy, --grad-k DK.npy, --grad-v DV.npy\n"
+    "                       the gradients of L = sum(Y * dO) with respect to Q, K and V,\n"
+    "                       shaped as Q, K, V, in --precision: the forward runs, then the\n"
+    "                       kernel's backward pass (la_attention_backward_f32/_f64) with\n"
+    "                       the same masks, scale, feature map, eps and chunk. Y and the\n"
+    "                       three gradients appear together or not at all. hard: dQ = dK =\n"
+    "                       0 (the argmax is piecewise constant), dV sums dO over the\n"
+    "                       queries that chose each key. A kernel whose backward the\n"
+    "                       library does not have yet is refused (exit 2).\n";
 static const char help_end[] =
     "\n"
     "exit status: 0 done, 2 bad flags or inputs (one line on stderr: linattn: WHAT: why)\n"
     "\n"
-    "example:\n"
+    "examples:\n"
     "  linattn attend --variant linear --causal --q q.npy --k k.npy --v v.npy \\\n"
     "      --out y.npy --precision float64\n"
     "  linattn attend --variant softmax --q q.npy --k k.npy --v v.npy --out y.npy \\\n"
@@ -116,11 +133,18 @@ void cmd_attend_help(FILE *out)
              kernel_list(reads_chunk, "or", names, sizeof names), LA_DEFAULT_CHUNK);
     fputs("  --chunk C            ", out);
     cli_print_wrapped(out, text, 23);
+    fputs(help_gradients, out);
     fputs("  --kernel FORM        deprecated (until the next release): --variant FAMILY\n"
           "                       --kernel FORM, e.g. --variant softmax --kernel\n"
           "                       materialized, is --variant softmax_materialized\n\n",
           out);
     kn_print_kernels(out, NULL, NULL);
+    char none[256] = "";
+    for (int i = 0; i < LA_KERNEL_COUNT; i++)
+        if (!la_kernel_get((la_kernel)i)->backward_f32)
+            snprintf(none + strlen(none), sizeof none - strlen(none), "%s%s", none[0] ? ", " : "",
+                     la_kernel_name((la_kernel)i));
+    if (none[0]) fprintf(out, "No gradients yet (--grad-*): %s.\n", none);
     fputs(help_end, out);
 }
 
@@ -130,6 +154,7 @@ static const char *const precision_names[] = {"float32", "float64", NULL};
 typedef struct {
     const char *variant, *q, *k, *v, *out, *key_lengths, *precision, *threads, *scale, *feature_map,
         *eps, *kernel, *chunk, *save_weights;
+    const char *grad_out, *grad_q, *grad_k, *grad_v; /* all four or none */
     int causal;
 } attend_args;
 
@@ -264,6 +289,91 @@ done:
     return rc;
 }
 
+/* ---------------------------------------------------------------- gradients */
+
+/* --grad-out, --grad-q, --grad-k, --grad-v: none, or all four. */
+static int check_gradient_flags(const attend_args *a, int *wanted)
+{
+    const char *flags[][2] = {{"--grad-out", a->grad_out},
+                              {"--grad-q", a->grad_q},
+                              {"--grad-k", a->grad_k},
+                              {"--grad-v", a->grad_v}};
+    int given = 0;
+    for (int i = 0; i < 4; i++)
+        given += flags[i][1] != NULL;
+    *wanted = given == 4;
+    if (given == 0 || given == 4) return 0;
+    for (int i = 0; i < 4; i++)
+        if (!flags[i][1])
+            return cli_fail(flags[i][0],
+                            "missing: --grad-out, --grad-q, --grad-k and --grad-v go together");
+    return 0;
+}
+
+/* The kernel has a backward pass in the library (its registry row's backward slots). */
+static int check_has_backward(la_kernel kernel)
+{
+    const la_kernel_info *info = la_kernel_get(kernel);
+    if (info && info->backward_f32 && info->backward_f64) return 0;
+    return cli_fail("--grad-out", "kernel %s has no backward pass yet", la_kernel_name(kernel));
+}
+
+/* dO: read in the precision, shaped exactly as the output y. */
+static int read_grad_out(const char *path, la_dtype dtype, const la_array *y, la_array *d_out)
+{
+    char s1[160], s2[160];
+    int rc = cli_read_floats(path, dtype, d_out);
+    if (rc) return rc;
+    if (d_out->ndim != y->ndim ||
+        memcmp(d_out->shape, y->shape, (size_t)y->ndim * sizeof y->shape[0]) != 0)
+        return cli_fail(path, "shape %s differs from the output's %s",
+                        cli_shape_str(d_out, s1, sizeof s1), cli_shape_str(y, s2, sizeof s2));
+    return 0;
+}
+
+/* An empty array of like's dtype and shape (the gradients of q, k, v). */
+static int alloc_like(const la_array *like, la_array *out)
+{
+    *out = *like;
+    out->data = malloc(like->count * la_npy_dtype_size(like->dtype));
+    if (!out->data) return cli_fail("attend", "%s", la_strerror(LA_ENOMEM));
+    return 0;
+}
+
+/* The backward of L = Σ y ∘ dO into d_q, d_k, d_v (allocated here, freed by the caller),
+ * then y and the three gradients written together. */
+static int backward_and_write(const attend_args *a, la_kernel kernel, const la_problem *p,
+                              la_dtype dtype, const la_array *q, const la_array *k,
+                              const la_array *v, const la_array *y, const la_array *d_out,
+                              la_array grads[3])
+{
+    int rc;
+    if ((rc = alloc_like(q, &grads[0])) || (rc = alloc_like(k, &grads[1])) ||
+        (rc = alloc_like(v, &grads[2])))
+        return rc;
+    la_status st;
+    if (dtype == LA_FLOAT32)
+        st = la_attention_backward_f32(kernel, p, q->data, k->data, v->data, y->data, d_out->data,
+                                       grads[0].data, grads[1].data, grads[2].data);
+    else
+        st = la_attention_backward_f64(kernel, p, q->data, k->data, v->data, y->data, d_out->data,
+                                       grads[0].data, grads[1].data, grads[2].data);
+    if (st == LA_ERANGE && dtype == LA_FLOAT32)
+        return cli_fail("attend", "gradients overflow float32: use --precision float64");
+    if (st != LA_OK)
+        return cli_fail("attend", "backward of %s: %s", la_kernel_name(kernel), la_strerror(st));
+
+    out_set outs;
+    out_set_init(&outs);
+    if (!(rc = out_set_add(&outs, "--out", a->out, y)) &&
+        !(rc = out_set_add(&outs, "--grad-q", a->grad_q, &grads[0])) &&
+        !(rc = out_set_add(&outs, "--grad-k", a->grad_k, &grads[1])) &&
+        !(rc = out_set_add(&outs, "--grad-v", a->grad_v, &grads[2])))
+        rc = out_set_commit(&outs);
+    out_set_free(&outs);
+    return rc;
+}
+
 int cmd_attend(int argc, char **argv)
 {
     attend_args a;
@@ -284,9 +394,14 @@ int cmd_attend(int argc, char **argv)
         {"kernel", &a.kernel, NULL},
         {"chunk", &a.chunk, NULL},
         {"save-weights", &a.save_weights, NULL},
+        {"grad-out", &a.grad_out, NULL},
+        {"grad-q", &a.grad_q, NULL},
+        {"grad-k", &a.grad_k, NULL},
+        {"grad-v", &a.grad_v, NULL},
         {NULL, NULL, NULL},
     };
-    la_array q = {0}, k = {0}, v = {0}, y = {0}, w = {0};
+    la_array q = {0}, k = {0}, v = {0}, y = {0}, w = {0}, d_out = {0}, grads[3] = {{0}, {0}, {0}};
+    int gradients = 0;
     int64_t *key_lengths = NULL;
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
@@ -305,6 +420,11 @@ int cmd_attend(int argc, char **argv)
     if ((rc = choose_kernel(&a, &kernel))) return rc;
     if (a.save_weights && strcmp(a.save_weights, a.out) == 0)
         return cli_fail("--save-weights", "'%s' is also --out", a.save_weights);
+    if ((rc = check_gradient_flags(&a, &gradients))) return rc;
+    const char *const grad_paths[3] = {a.grad_q, a.grad_k, a.grad_v};
+    for (int i = 0; gradients && a.save_weights && i < 3; i++)
+        if (strcmp(a.save_weights, grad_paths[i]) == 0)
+            return cli_fail("--save-weights", "'%s' is also a --grad-* output", a.save_weights);
     if (a.precision &&
         (rc = cli_parse_choice("--precision", a.precision, precision_names, &precision)))
         return rc;
@@ -365,6 +485,10 @@ int cmd_attend(int argc, char **argv)
     memcpy(y.shape, q.shape, sizeof y.shape);
     y.shape[nd - 1] = d_v;
     y.count = batch * heads * n * d_v; /* fits: la_problem_check checked it */
+    /* dO checked before the kernel's backward is looked up: bad input is bad input */
+    if (gradients &&
+        ((rc = read_grad_out(a.grad_out, dtype, &y, &d_out)) || (rc = check_has_backward(kernel))))
+        goto done;
     y.data = malloc(y.count * la_npy_dtype_size(y.dtype));
     if (!y.data) {
         rc = cli_fail("attend", "%s", la_strerror(LA_ENOMEM));
@@ -391,15 +515,22 @@ int cmd_attend(int argc, char **argv)
         goto done;
     }
 
-    /* step 5: written atomically, the weights first (every input was checked above) */
+    /* step 5: written atomically, the weights first (every input was checked above);
+     * with gradients, the backward first and the four files together */
     if (a.save_weights && (rc = cli_write_npy(a.save_weights, &w))) goto done;
-    rc = cli_write_npy(a.out, &y);
+    if (gradients)
+        rc = backward_and_write(&a, kernel, &p, dtype, &q, &k, &v, &y, &d_out, grads);
+    else
+        rc = cli_write_npy(a.out, &y);
 done:
     la_array_free(&q);
     la_array_free(&k);
     la_array_free(&v);
     la_array_free(&y);
     la_array_free(&w);
+    la_array_free(&d_out);
+    for (int i = 0; i < 3; i++)
+        la_array_free(&grads[i]);
     free(key_lengths);
     return rc;
 }

@@ -75,6 +75,7 @@
  *   .npy files
  *     la_npy_read, la_npy_parse, la_npy_write, la_array_free, la_npy_dtype_size
  *     la_array_to_f32                     float16 / bfloat16 arrays widened to float32
+ *     la_npy_write_outfile                a .npy into an open la_outfile, committed later
  *   Transformer layers (PyTorch's layout and semantics)
  *     la_layer_config_init, _check        what a layer computes
  *     la_layer_tensor_key, _shape         a weight tensor's state_dict key and shape
@@ -680,6 +681,11 @@ LA_API la_status la_outfile_open(la_outfile *o, const char *path, const char **w
 LA_API la_status la_outfile_commit(la_outfile *o, const char **why);
 LA_API int la_outfile_close(la_outfile *o);
 LA_API void la_outfile_signal_cleanup(void);
+/* a as a .npy file (as la_npy_write writes it) into o, opened and not yet committed,
+ * without committing it: several files written first, then committed together, appear
+ * all or none (the command's attend with gradients). LA_EINVAL (o not open or already
+ * committed, an inconsistent array; *why says which), LA_EIO (a failed write). */
+LA_API la_status la_npy_write_outfile(la_outfile *o, const la_array *a, const char **why);
 
 /* ---------------------------------------------------------------- Transformer layers */
 

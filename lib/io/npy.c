@@ -635,6 +635,38 @@ static bool array_ok(const la_array *a, size_t *bytes)
     return a->data != NULL || *bytes == 0;
 }
 
+/* The header and data of a, appended to fd. */
+static la_status write_npy_fd(int fd, const la_array *a, const char **why)
+{
+    size_t bytes;
+    if (!array_ok(a, &bytes)) {
+        *why = "no path or an inconsistent array";
+        return LA_EINVAL;
+    }
+    char header[1024];
+    size_t header_size = format_header(a, header, sizeof header);
+    if (header_size == 0) {
+        *why = "header too long";
+        return LA_EINVAL;
+    }
+    if (!write_all(fd, header, header_size) || !write_all(fd, a->data, bytes)) {
+        *why = strerror(errno);
+        return LA_EIO;
+    }
+    return LA_OK;
+}
+
+la_status la_npy_write_outfile(la_outfile *o, const la_array *a, const char **why)
+{
+    const char *dummy;
+    if (!why) why = &dummy;
+    if (!o || o->fd < 0 || o->committed) {
+        *why = "no open output file";
+        return LA_EINVAL;
+    }
+    return write_npy_fd(o->fd, a, why);
+}
+
 la_status la_npy_write_why(const char *path, const la_array *a, const char **why)
 {
     const char *dummy;
@@ -645,8 +677,7 @@ la_status la_npy_write_why(const char *path, const la_array *a, const char **why
         return LA_EINVAL;
     }
     char header[1024];
-    size_t header_size = format_header(a, header, sizeof header);
-    if (header_size == 0) {
+    if (format_header(a, header, sizeof header) == 0) {
         *why = "header too long";
         return LA_EINVAL;
     }
@@ -657,12 +688,8 @@ la_status la_npy_write_why(const char *path, const la_array *a, const char **why
     }
     la_status st = la_outfile_open(o, path, why);
     if (st == LA_OK) {
-        if (!write_all(o->fd, header, header_size) || !write_all(o->fd, a->data, bytes)) {
-            *why = strerror(errno);
-            st = LA_EIO;
-        } else {
-            st = la_outfile_commit(o, why);
-        }
+        st = write_npy_fd(o->fd, a, why);
+        if (st == LA_OK) st = la_outfile_commit(o, why);
         int err = errno;
         if (la_outfile_close(o) != 0 && st == LA_OK) {
             err = errno;

@@ -52,7 +52,8 @@ class Checker:
         p = subprocess.run([self.binary] + args, capture_output=True, text=True, timeout=600)
         # the timing experiments' busy-machine warning is about the machine, not names
         err = "".join(l for l in p.stderr.splitlines(True)
-                      if not l.startswith("linattn: warning: the machine is busy"))
+                      if not l.startswith("linattn: warning: the machine is busy")
+                      and not l.startswith("["))  # progress lines when stderr is a pipe
         return p.returncode, p.stdout, err
 
     def check(self, label, problems):

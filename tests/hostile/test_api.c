@@ -89,6 +89,7 @@ static const char *const api_names[] = {
     "la_outfile_commit",
     "la_outfile_close",
     "la_outfile_signal_cleanup",
+    "la_npy_write_outfile",
     /* Transformer layers */
     "la_layer_config_init",
     "la_layer_config_check",
@@ -693,6 +694,29 @@ static void output_files(void **state)
     assert_int_equal(la_outfile_close(&o), 0);
     assert_int_equal(la_outfile_commit(&o, &why), LA_EINVAL);
     assert_int_equal(access(path, F_OK), -1);
+    /* la_npy_write_outfile: NULLs, a closed file, a committed one, an inconsistent array;
+     * nothing appears until the commit */
+    float data[2] = {1, 2};
+    la_array good = {LA_NPY_F32, 1, {2}, 2, data}, bad = good;
+    bad.count = 3;
+    why = NULL;
+    assert_int_equal(la_npy_write_outfile(NULL, &good, &why), LA_EINVAL);
+    assert_non_null(why);
+    assert_int_equal(la_npy_write_outfile(&o, &good, NULL), LA_EINVAL); /* closed */
+    assert_int_equal(la_outfile_open(&o, path, &why), LA_OK);
+    assert_int_equal(la_npy_write_outfile(&o, NULL, &why), LA_EINVAL);
+    assert_int_equal(la_npy_write_outfile(&o, &bad, &why), LA_EINVAL);
+    assert_int_equal(la_npy_write_outfile(&o, &good, &why), LA_OK);
+    assert_int_equal(access(path, F_OK), -1);
+    assert_int_equal(la_outfile_commit(&o, &why), LA_OK);
+    assert_int_equal(la_npy_write_outfile(&o, &good, &why), LA_EINVAL); /* committed */
+    assert_int_equal(la_outfile_close(&o), 0);
+    la_array back = {0};
+    assert_int_equal(la_npy_read(path, &back, &why), LA_OK);
+    assert_int_equal(back.count, 2);
+    assert_memory_equal(back.data, data, sizeof data);
+    la_array_free(&back);
+    unlink(path);
     la_outfile_signal_cleanup();
 }
 

@@ -1,0 +1,59 @@
+/* outputs.c — a set of .npy outputs committed together (outputs.h). */
+#include "outputs.h"
+
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void out_set_init(out_set *s)
+{
+    memset(s, 0, sizeof *s);
+}
+
+int out_set_add(out_set *s, const char *flag, const char *path, const la_array *a)
+{
+    if (s->count == OUT_SET_MAX) return cli_fail(path, "cannot write: too many outputs");
+    la_outfile *o = malloc(sizeof *o);
+    if (!o) return cli_fail(path, "cannot write: out of memory");
+    const char *why = NULL;
+    la_status st = la_outfile_open(o, path, &why);
+    if (st != LA_OK) {
+        free(o);
+        return cli_fail(path, "cannot write: %s", why ? why : la_strerror(st));
+    }
+    /* kept before the checks below, so out_set_free closes it on every path */
+    s->files[s->count] = o;
+    s->flags[s->count] = flag;
+    s->paths[s->count] = path;
+    s->count++;
+    for (size_t i = 0; i + 1 < s->count; i++)
+        if (strcmp(s->files[i]->path, o->path) == 0)
+            return cli_fail(path, "%s names the file of %s", flag, s->flags[i]);
+    if ((st = la_npy_write_outfile(o, a, &why)) != LA_OK)
+        return cli_fail(path, "cannot write: %s", why ? why : la_strerror(st));
+    return 0;
+}
+
+int out_set_commit(out_set *s)
+{
+    for (size_t i = 0; i < s->count; i++) {
+        const char *why = NULL;
+        if (la_outfile_commit(s->files[i], &why) == LA_OK) continue;
+        /* none of the set may remain: remove those already renamed */
+        for (size_t j = 0; j < i; j++)
+            unlink(s->files[j]->path);
+        return cli_fail(s->paths[i], "cannot write: %s", why ? why : "commit failed");
+    }
+    return 0;
+}
+
+void out_set_free(out_set *s)
+{
+    for (size_t i = 0; i < s->count; i++) {
+        la_outfile_close(s->files[i]);
+        free(s->files[i]);
+    }
+    s->count = 0;
+}

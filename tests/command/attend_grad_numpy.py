@@ -1,0 +1,469 @@
+#!/usr/bin/python3
+"""attend_grad_numpy.py — the gradients of `linattn attend --grad-out dO.npy --grad-q …
+--grad-k … --grad-v …` against an independent float64 NumPy backward, and their refusals.
+
+Usage: /usr/bin/python3 tests/command/attend_grad_numpy.py BUILD/linattn   (make test)
+
+Part 0 checks the NumPy backward itself against central finite differences of the forward
+references of attend_numpy.py (float64), so the reference below cannot be wrong quietly.
+Part 1 runs every variant (softmax with both kernels, hard, linear with both feature maps
+and both causal forms) × causal × key lengths × precision over inputs of shape (N, d),
+(H, N, d) and (B, H, N, d), with M != N and d_v != d_k, and requires the output and
+‖g − ref‖ / ‖ref‖ < 1e-5 in float32 and < 1e-11 in float64 for each of dQ, dK, dV
+(linear attention's dQ: relative to the size of the terms it sums, see linear_dq_error).
+A kernel the library has no backward for yet (attend refuses it: "kernel X has no backward
+pass yet") is reported once as "SKIPPED X: no backward yet" and does not fail, but the
+refusal itself must be clean (exit 2, one line, no file written).
+Part 2 feeds bad gradient flags and files: each must exit 2 with exactly one stderr line
+naming the fault, and leave no output file (Y nor gradient) and no temporary behind.
+
+The backward formulas, for L = Σ out ∘ dO (issue 12):
+  softmax  P = softmax(Q Kᵀ · scale) over the visible keys, O = P V, dP = dO Vᵀ,
+           dS = P ∘ (dP − rowsum(dO ∘ O)), dQ = dS K · scale, dK = dSᵀ Q · scale, dV = Pᵀ dO
+  hard     dQ = dK = 0; dV[j] = Σ of dO_i over the queries i whose argmax is j
+  linear   A = (φ(Q) φ(K)ᵀ) ∘ mask, den = A·1 + eps, O = A V / den;
+           dnum = dO / den, dden = −rowsum(dO ∘ O) / den, dA = (dnum Vᵀ + dden) ∘ mask,
+           dφ(Q) = dA φ(K), dφ(K) = dAᵀ φ(Q), dV = Aᵀ dnum, dQ = dφ(Q) ∘ φ′(Q), dK likewise
+           (φ′ of elu+1: 1 for x >= 0, eˣ below; of relu: 1 for x > 0); a query that sees
+           no key has a zero output and passes no gradient.
+
+Inputs are random with a printed seed; LA_TEST_SEED=N replays a run. Exits 1 on any
+failure; the last line is "attend_grad_numpy: N passed, N failed, N skipped".
+"""
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from attend_numpy import (DEFAULT_EPS, Run, key_mask, phi, ref_hard, ref_linear,  # noqa: E402
+                          ref_softmax, rel_error, to_heads, visible_keys)
+
+TOL = {"float32": 1e-5, "float64": 1e-11}
+NO_BACKWARD = "has no backward pass yet"
+
+
+# ---------------------------------------------------------------- the NumPy backward
+
+
+def grad_softmax(q, k, v, d_out, scale, causal, lengths):
+    """(dQ, dK, dV) of Σ softmax(q kᵀ · scale) v ∘ d_out; all (B, H, ·, ·) float64."""
+    b, _, n, _ = q.shape
+    m = k.shape[2]
+    mask = key_mask(n, m, causal, lengths, b)
+    scores = np.where(mask, np.einsum("bhnd,bhmd->bhnm", q, k) * scale, -np.inf)
+    row_max = scores.max(axis=-1, keepdims=True)
+    row_max = np.where(np.isfinite(row_max), row_max, 0.0)
+    e = np.where(mask, np.exp(scores - row_max), 0.0)
+    total = e.sum(axis=-1, keepdims=True)
+    P = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    O = P @ v
+    dP = d_out @ np.swapaxes(v, -1, -2)
+    D = np.sum(d_out * O, axis=-1, keepdims=True)
+    dS = P * (dP - D)
+    dq = dS @ k * scale
+    dk = np.swapaxes(dS, -1, -2) @ q * scale
+    dv = np.swapaxes(P, -1, -2) @ d_out
+    return dq, dk, dv
+
+
+def grad_hard(q, k, v, d_out, scale, causal, lengths):
+    """dQ = dK = 0; dV scatters d_out to each query's argmax key (ties: the lowest)."""
+    b, h, n, _ = q.shape
+    m = k.shape[2]
+    mask = np.broadcast_to(key_mask(n, m, causal, lengths, b), (b, h, n, m))
+    scores = np.where(mask, np.einsum("bhnd,bhmd->bhnm", q, k) * scale, -np.inf)
+    best = scores.argmax(axis=-1)
+    seen = mask.any(axis=-1)
+    dv = np.zeros_like(v)
+    for i in range(b):
+        for j in range(h):
+            np.add.at(dv[i, j], best[i, j][seen[i, j]], d_out[i, j][seen[i, j]])
+    return np.zeros_like(q), np.zeros_like(k), dv
+
+
+def phi_prime(x, feature_map):
+    if feature_map == "relu":
+        return (x > 0).astype(np.float64)
+    return np.where(x >= 0, 1.0, np.exp(np.minimum(x, 0.0)))
+
+
+def grad_linear(q, k, v, d_out, feature_map, eps, causal, lengths):
+    """(dQ, dK, dV) of Σ linear_attention(q, k, v) ∘ d_out, through the masked N×M matrix
+    A = φ(Q) φ(K)ᵀ (the same function as the prefix sums of S and z)."""
+    b, _, n, _ = q.shape
+    m = k.shape[2]
+    mask = key_mask(n, m, causal, lengths, b).astype(np.float64)
+    seen = (visible_keys(n, m, causal, lengths, b) > 0)[:, None, :, None]  # (B, 1, N, 1)
+    fq, fk = phi(q, feature_map), phi(k, feature_map)
+    A = np.einsum("bhnd,bhmd->bhnm", fq, fk) * mask
+    den = np.where(seen, A.sum(axis=-1, keepdims=True) + eps, 1.0)
+    O = np.where(seen, (A @ v) / den, 0.0)
+    g = np.where(seen, d_out, 0.0)
+    dnum = g / den
+    dden = -np.sum(g * O, axis=-1, keepdims=True) / den
+    dA = (dnum @ np.swapaxes(v, -1, -2) + dden) * mask
+    dfq = dA @ fk
+    dfk = np.swapaxes(dA, -1, -2) @ fq
+    dv = np.swapaxes(A, -1, -2) @ dnum
+    return dfq * phi_prime(q, feature_map), dfk * phi_prime(k, feature_map), dv
+
+
+def linear_dq_error(got, ref, used, opts):
+    """The error of linear attention's dQ, ‖g − ref‖ / ‖size‖, where size is what the terms
+    of dφ(q_i) = Σ_j φ(k_j) (dO_i·v_j / den_i + dden_i) add up to in absolute value
+    (times |φ′(q_i)|), elementwise: the scale of a sum's rounding. dQ cancels where the
+    output barely depends on q: a query that sees one key (out_i = v_j · A/(A + eps); the
+    causal mask's first query always does), or with relu a φ(q_i) with one nonzero entry
+    (out_i does not depend on its size): there the true dQ is ~eps and any kernel computes
+    it to rounding times the terms, which ‖ref‖ does not measure (float32 errors of 1e-4
+    of ‖dQ‖ were seen). Elsewhere ‖size‖ is a few times ‖ref‖."""
+    q, k, v, d_out = used["q"], used["k"], used["v"], used["do"]
+    b, _, n, _ = q.shape
+    m = k.shape[2]
+    mask = key_mask(n, m, opts["causal"], opts["lengths"], b).astype(np.float64)
+    seen = (visible_keys(n, m, opts["causal"], opts["lengths"], b) > 0)[:, None, :, None]
+    fq, fk = phi(q, opts["fm"]), phi(k, opts["fm"])
+    A = np.einsum("bhnd,bhmd->bhnm", fq, fk) * mask
+    den = np.where(seen, A.sum(axis=-1, keepdims=True) + opts["eps"], 1.0)
+    O = np.where(seen, (A @ v) / den, 0.0)
+    g = np.where(seen, d_out, 0.0)
+    dden = np.sum(g * O, axis=-1, keepdims=True) / den
+    terms = (np.abs(g @ np.swapaxes(v, -1, -2)) / den + np.abs(dden)) * mask
+    size = (terms @ fk) * np.abs(phi_prime(q, opts["fm"]))
+    ref = ref.reshape(got.shape)
+    if not (np.all(np.isfinite(got)) and np.all(np.isfinite(ref))):
+        return np.inf
+    diff, scale = np.linalg.norm(got - ref), np.linalg.norm(size)
+    return diff / scale if scale > 0 else diff
+
+
+def reference(variant, q, k, v, d_out, opts):
+    """(out, dQ, dK, dV) in float64 for (B, H, ·, ·) inputs."""
+    causal, lengths = opts["causal"], opts["lengths"]
+    if variant == "softmax":
+        out = ref_softmax(q, k, v, opts["scale"], causal, lengths)
+        return (out,) + grad_softmax(q, k, v, d_out, opts["scale"], causal, lengths)
+    if variant == "hard":
+        out = ref_hard(q, k, v, opts["scale"], causal, lengths)
+        return (out,) + grad_hard(q, k, v, d_out, opts["scale"], causal, lengths)
+    out = ref_linear(q, k, v, opts["fm"], opts["eps"], causal, lengths)
+    return (out,) + grad_linear(q, k, v, d_out, opts["fm"], opts["eps"], causal, lengths)
+
+
+# ---------------------------------------------------------------- part 0: finite differences
+
+
+def finite_differences(run):
+    """The NumPy backward against central differences of L = Σ forward ∘ dO, forward being
+    attend_numpy's references (float64, h = 1e-6)."""
+    rng = run.rng
+    configs = [("softmax", dict(scale=0.4)), ("hard", dict(scale=0.125)),
+               ("linear", dict(fm="elu", eps=1e-3)), ("linear", dict(fm="relu", eps=0.5))]
+    for variant, extra in configs:
+        for causal in (False, True):
+            b, h, n, m, dk, dv = 2, 2, 5, 6, 3, 4
+            q, k = rng.standard_normal((b, h, n, dk)), rng.standard_normal((b, h, m, dk))
+            v, d_out = rng.standard_normal((b, h, m, dv)), rng.standard_normal((b, h, n, dv))
+            # (hard: continuous scores, so no two tie and the argmax does not move under ±h)
+            opts = dict(extra, causal=causal, lengths=np.array([0, 4]))
+            _, *grads = reference(variant, q, k, v, d_out, opts)
+            step = 1e-6
+            worst = 0.0
+            for which, x in enumerate((q, k, v)):
+                fd = np.zeros_like(x)
+                for idx in np.ndindex(*x.shape):
+                    keep = x[idx]
+                    x[idx] = keep + step
+                    up = np.sum(reference(variant, q, k, v, d_out, opts)[0] * d_out)
+                    x[idx] = keep - step
+                    down = np.sum(reference(variant, q, k, v, d_out, opts)[0] * d_out)
+                    x[idx] = keep
+                    fd[idx] = (up - down) / (2 * step)
+                worst = max(worst, rel_error(grads[which], fd))
+            label = "finite differences %s %s causal=%d" % (variant, extra, causal)
+            if worst < 1e-6:
+                run.ok(label)
+            else:
+                run.fail(label, "NumPy backward vs central differences: relative error %.3g"
+                         % worst)
+
+
+# ---------------------------------------------------------------- part 1: the command
+
+
+OUTPUTS = ("y.npy", "dq.npy", "dk.npy", "dv.npy")
+
+
+def clear_outputs(run):
+    for name in OUTPUTS:
+        if os.path.exists(run.path(name)):
+            os.remove(run.path(name))
+
+
+def attend_grad(run, args):
+    """args + the four gradient flags (dO at do.npy)."""
+    return run.attend(args + ["--out", run.path("y.npy"), "--grad-out", run.path("do.npy"),
+                              "--grad-q", run.path("dq.npy"), "--grad-k", run.path("dk.npy"),
+                              "--grad-v", run.path("dv.npy")])
+
+
+def skipped(run, err, rc):
+    """Whether attend refused for want of a backward: then the refusal must be clean, and
+    the kernel is reported once as skipped."""
+    lines = err.splitlines()
+    if rc != 2 or len(lines) != 1 or NO_BACKWARD not in lines[0]:
+        return False
+    kernel = lines[0].split("kernel ", 1)[1].split(" ", 1)[0]
+    if kernel not in run.skipped_kernels:
+        run.skipped_kernels.add(kernel)
+        print("SKIPPED %s: no backward yet" % kernel)
+    run.skipped += 1
+    left = [name for name in os.listdir(run.dir) if name in OUTPUTS or ".tmp." in name]
+    if left:
+        run.fail("refusal of %s" % kernel, "files written: %s" % left)
+    return True
+
+
+def gradient_case(run, label, variant, shape, causal, with_lengths, precision, *,
+                  feature_map=None, kernel=None, chunk=None, scale=None, eps=None):
+    """One `linattn attend` call with gradients against the NumPy backward.
+    shape = (lead, n, m, d_k, d_v)."""
+    lead, n, m, dk, dv = shape
+    rng = run.rng
+    batch = lead[0] if len(lead) == 2 else 1
+    arrays = {"q": rng.standard_normal(lead + (n, dk)), "k": rng.standard_normal(lead + (m, dk)),
+              "v": rng.standard_normal(lead + (m, dv)),
+              "do": rng.standard_normal(lead + (n, dv))}
+    if variant == "hard":
+        # multiples of 1/8 and scale 1/8: every score is exact, so is the argmax (ties too)
+        for name in "qkv":
+            arrays[name] = np.round(arrays[name] * 8) / 8
+    used = {}
+    for name, x in arrays.items():
+        stored = x.astype(rng.choice(["float32", "float64"]))
+        np.save(run.path(name + ".npy"), stored)
+        used[name] = to_heads(stored.astype(precision).astype(np.float64))
+    # the registry's name of the kernel (--kernel is deprecated)
+    name = {("softmax", "materialized"): "softmax_materialized",
+            ("linear", "recurrent"): "linear_recurrent"}.get((variant, kernel), variant)
+    args = ["--variant", name, "--q", run.path("q.npy"), "--k", run.path("k.npy"),
+            "--v", run.path("v.npy"), "--precision", precision]
+    lengths = None
+    if with_lengths:
+        # never 1: with one visible key the output is v_j itself (softmax), or v_j up to
+        # eps (linear), so dQ is zero or ~eps: an ill-conditioned difference of O(1) terms
+        # no float32 kernel computes to 1e-5 relative (the library's own tests cover it)
+        lengths = rng.choice([0] + list(range(2, m + 1)), size=batch)
+        lengths[0] = 0 if batch > 1 else lengths[0]
+        if batch > 1:
+            lengths[-1] = m
+        np.save(run.path("lengths.npy"), lengths.astype(rng.choice(["int32", "int64"])))
+        args += ["--key-lengths", run.path("lengths.npy")]
+    if causal:
+        args.append("--causal")
+    if chunk:
+        args += ["--chunk", str(chunk)]
+    if variant == "hard":
+        scale = 0.125
+    if scale is not None:
+        args += ["--scale", repr(scale)]
+    if eps is not None:
+        args += ["--eps", repr(eps)]
+    if feature_map:
+        args += ["--feature-map", feature_map]
+    opts = dict(causal=causal, lengths=lengths,
+                scale=scale if scale is not None else 1 / np.sqrt(dk),
+                fm=feature_map or "elu", eps=DEFAULT_EPS if eps is None else eps)
+    refs = reference(variant, used["q"], used["k"], used["v"], used["do"], opts)
+    want_shapes = (lead + (n, dv), lead + (n, dk), lead + (m, dk), lead + (m, dv))
+
+    clear_outputs(run)
+    rc, _, err = attend_grad(run, args)
+    if skipped(run, err, rc):
+        return
+    if rc != 0:
+        return run.fail(label, "exit %d: %s" % (rc, err.strip()))
+    for name, ref, want in zip(OUTPUTS, refs, want_shapes):
+        got = np.load(run.path(name))
+        if got.dtype != np.dtype(precision) or got.shape != want:
+            return run.fail(label, "%s is %s %s, want %s %s" % (name, got.dtype, got.shape,
+                                                               precision, want))
+        ref = ref.reshape(want)
+        if variant == "linear" and name == "dq.npy":
+            e = linear_dq_error(got.astype(np.float64), ref, used, opts)
+        else:
+            e = rel_error(got.astype(np.float64), ref)
+        if not e < TOL[precision]:
+            worst = np.unravel_index(np.argmax(np.abs(got - ref)), ref.shape)
+            return run.fail(label, "%s: relative error %.3g >= %g (worst at %s: %r vs %r)" % (
+                name, e, TOL[precision], worst, got[worst], ref[worst]))
+    run.ok(label)
+
+
+def gradients(run):
+    # (leading dims, N, M, d_k, d_v): M != N, d_v != d_k
+    shapes = [((), 7, 11, 5, 3), ((2,), 9, 6, 4, 6), ((3, 2), 10, 13, 8, 5)]
+    for shape in shapes:
+        for causal in (False, True):
+            for with_lengths in (False, True):
+                for precision in ("float32", "float64"):
+                    tag = "%s causal=%d lengths=%d %s" % (
+                        "x".join(map(str, shape[0] + (shape[1], shape[3]))), causal,
+                        with_lengths, precision)
+                    common = (shape, causal, with_lengths, precision)
+                    gradient_case(run, "softmax " + tag, "softmax", *common)
+                    gradient_case(run, "softmax materialized scale=0.3 " + tag, "softmax",
+                                  *common, kernel="materialized", scale=0.3)
+                    gradient_case(run, "hard " + tag, "hard", *common)
+                    for fm in ("elu", "relu"):
+                        gradient_case(run, "linear %s %s" % (fm, tag), "linear", *common,
+                                      feature_map=fm)
+                    if causal:
+                        gradient_case(run, "linear recurrent eps=1e-3 " + tag, "linear",
+                                      *common, kernel="recurrent", eps=1e-3)
+                        gradient_case(run, "linear chunk=3 relu " + tag, "linear", *common,
+                                      feature_map="relu", chunk=3)
+    # longer sequences: several chunks, odd chunk sizes, the fused kernel's key blocks
+    long_shape = ((2,), 150, 140, 6, 7)
+    for precision in ("float32", "float64"):
+        for chunk in (None, 1, 17, 64, 200):
+            gradient_case(run, "linear causal long chunk=%s %s" % (chunk, precision), "linear",
+                          long_shape, True, True, precision, chunk=chunk)
+        gradient_case(run, "linear long " + precision, "linear", long_shape, False, True,
+                      precision)
+        for causal in (False, True):
+            gradient_case(run, "softmax long causal=%d %s" % (causal, precision), "softmax",
+                          long_shape, causal, True, precision)
+        gradient_case(run, "hard causal long " + precision, "hard", long_shape, True, True,
+                      precision)
+
+
+# ---------------------------------------------------------------- part 2: refusals
+
+
+def error_cases(run):
+    rng = run.rng
+    good = {}
+    for name, shape in (("q", (2, 5, 4)), ("k", (2, 6, 4)), ("v", (2, 6, 3)), ("do", (2, 5, 3))):
+        good[name] = run.path("good_" + name + ".npy")
+        np.save(good[name], rng.standard_normal(shape).astype(np.float32))
+
+    def save(name, array):
+        np.save(run.path(name), array)
+        return run.path(name)
+
+    paths = {name: run.path(name) for name in OUTPUTS}
+    base = ["--variant", "softmax", "--q", good["q"], "--k", good["k"], "--v", good["v"],
+            "--out", paths["y.npy"]]
+    grads = ["--grad-q", paths["dq.npy"], "--grad-k", paths["dk.npy"], "--grad-v",
+             paths["dv.npy"]]
+    full = base + ["--grad-out", good["do"]] + grads
+
+    def with_do(path):
+        return base + ["--grad-out", path] + grads
+
+    # (label, args, a substring of the one line; None: any reason)
+    cases = [
+        ("--grad-out alone", base + ["--grad-out", good["do"]], "go together"),
+        ("--grad-v missing", full[:-2], "--grad-v: missing"),
+        ("--grad-out missing", base + grads, "--grad-out: missing"),
+        ("--grad-q alone", base + grads[:2], "go together"),
+        ("--grad-q without a value", base + ["--grad-out", good["do"]] + grads[2:] +
+         ["--grad-q"], None),
+        ("dO rows differ", with_do(save("do_rows.npy", np.zeros((2, 4, 3), np.float32))),
+         "differs from the output's"),
+        ("dO d_v differs (d_k instead)",
+         with_do(save("do_dk.npy", np.zeros((2, 5, 4), np.float32))), "differs from the output's"),
+        ("dO heads differ", with_do(save("do_h.npy", np.zeros((3, 5, 3), np.float32))),
+         "differs from the output's"),
+        ("dO rank differs", with_do(save("do_rank.npy", np.zeros((1, 2, 5, 3), np.float32))),
+         "differs from the output's"),
+        ("dO int dtype", with_do(save("do_int.npy", np.zeros((2, 5, 3), np.int32))), "dtype"),
+        ("dO NaN", with_do(save("do_nan.npy", np.full((2, 5, 3), np.nan, np.float32))), None),
+        ("dO missing", with_do(run.path("no_such_do.npy")), "no such file"),
+        ("dO shape mismatch, linear causal",
+         ["--variant", "linear", "--causal"] + with_do(run.path("do_rows.npy"))[2:],
+         "differs from the output's"),
+    ]
+    # needing a backward (the refusal comes after it): a gradient the same file as --out,
+    # and a gradient whose folder does not exist (Y must not appear either)
+    cases += [
+        ("--grad-q is --out", base + ["--grad-out", good["do"], "--grad-q", paths["y.npy"]] +
+         grads[2:], "names the file of --out"),
+        ("--grad-v folder missing", full[:-1] + [run.path("nowhere/dv.npy")], "cannot write"),
+        ("--grad-k a directory", full[:-3] + [run.dir] + full[-2:], "cannot write"),
+    ]
+    before = set(os.listdir(run.dir))
+    for label, args, reason in cases:
+        clear_outputs(run)
+        rc, _, err = run.attend(args)
+        lines = err.splitlines()
+        after = set(os.listdir(run.dir))
+        stray = sorted(name for name in after - before)
+        problems = []
+        if rc != 2:
+            problems.append("exit %d, want 2" % rc)
+        if len(lines) != 1 or not lines[0].startswith("linattn: ") or not err.endswith("\n"):
+            problems.append("stderr %r, want one line 'linattn: ...'" % err)
+        elif reason and reason not in lines[0]:
+            if NO_BACKWARD in lines[0]:
+                run.skipped += 1  # this refusal needs the kernel's backward to be reached
+            else:
+                problems.append("stderr %r does not say %r" % (err, reason))
+        if stray or any(".tmp." in name for name in after):
+            problems.append("files written or left behind: %s" % stray)
+        if problems:
+            run.fail("error case '%s'" % label, "; ".join(problems))
+        else:
+            run.ok(label)
+
+    # a refused run leaves existing outputs exactly as they were
+    for name in OUTPUTS:
+        with open(paths[name], "wb") as f:
+            f.write(b"previous " + name.encode())
+    rc, _, _ = run.attend(with_do(run.path("do_rows.npy")))
+    kept = all(open(paths[name], "rb").read() == b"previous " + name.encode() for name in OUTPUTS)
+    if rc == 2 and kept:
+        run.ok("existing outputs kept")
+    else:
+        run.fail("existing outputs kept", "exit %d, contents kept: %s" % (rc, kept))
+    clear_outputs(run)
+
+    # the good flags do work, or are refused only for want of a backward
+    rc, _, err = run.attend(full)
+    if skipped(run, err, rc):
+        return
+    if rc == 0 and all(os.path.exists(p) for p in paths.values()):
+        run.ok("good inputs")
+    else:
+        run.fail("good inputs", "exit %d: %s" % (rc, err.strip()))
+
+
+def main():
+    if len(sys.argv) != 2:
+        print("usage: attend_grad_numpy.py BUILD/linattn", file=sys.stderr)
+        return 2
+    binary = os.path.abspath(sys.argv[1])
+    env_seed = os.environ.get("LA_TEST_SEED")
+    seed = int(env_seed) if env_seed else int.from_bytes(os.urandom(4), "little")
+    print("attend_grad_numpy: seed %d (replay with LA_TEST_SEED=%d)" % (seed, seed), flush=True)
+    workdir = tempfile.mkdtemp(prefix="attend_grad_numpy.")
+    run = Run(binary, workdir, np.random.default_rng(seed))
+    run.skipped = 0
+    run.skipped_kernels = set()
+    try:
+        finite_differences(run)
+        gradients(run)
+        error_cases(run)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print("attend_grad_numpy: %d passed, %d failed, %d skipped" % (run.passed, run.failed,
+                                                                   run.skipped))
+    return 1 if run.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

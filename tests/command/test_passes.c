@@ -1,0 +1,283 @@
+/* test_passes.c — what bench's --pass and attend's gradients stand on
+ * (experiments/common/passes.c, outputs.c):
+ *   - a pass's cost is the library's models' (forward, backward, their sum for train with
+ *     the larger workspace), and a kernel without a backward has no backward or train;
+ *   - a timed pass computes exactly what the library's call computes (bitwise), and one
+ *     the kernel does not have is refused with every array untouched;
+ *   - a set of outputs appears all or none: nothing before the commit, nothing after a
+ *     failed add or a failed commit, two outputs naming one file refused.
+ * Stated over every registry row, so the kernels' backwards are checked as they land. */
+#include "../testutil.h"
+
+#include "../../experiments/common/outputs.h"
+#include "../../experiments/common/passes.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static la_problem small_problem(la_kernel kernel)
+{
+    la_problem p;
+    la_problem_init(&p, 2, 3, 37, 29, 8, 5);
+    p.causal = la_kernel_get(kernel)->causal == LA_CAUSAL_REQUIRED;
+    return p;
+}
+
+/* Whether the row has a backward (the registry's slots, read directly). */
+static int row_has_backward(la_kernel kernel)
+{
+    const la_kernel_info *info = la_kernel_get(kernel);
+    return info->backward_f32 != NULL && info->backward_cost != NULL;
+}
+
+static void costs(void **state)
+{
+    (void)state;
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        const la_kernel kernel = (la_kernel)k;
+        const la_problem p = small_problem(kernel);
+        la_cost got, fwd, bwd;
+        assert_true(ps_kernel_has(kernel, PS_FORWARD));
+        assert_int_equal(ps_kernel_has(kernel, PS_BACKWARD), row_has_backward(kernel));
+        assert_int_equal(ps_kernel_has(kernel, PS_TRAIN), row_has_backward(kernel));
+        assert_int_equal(la_attention_cost(kernel, &p, LA_FLOAT32, &fwd), LA_OK);
+        assert_int_equal(ps_cost(kernel, &p, PS_FORWARD, LA_FLOAT32, &got), LA_OK);
+        assert_memory_equal(&got, &fwd, sizeof got);
+        if (!row_has_backward(kernel)) {
+            assert_int_equal(ps_cost(kernel, &p, PS_BACKWARD, LA_FLOAT32, &got), LA_EINVAL);
+            assert_int_equal(ps_cost(kernel, &p, PS_TRAIN, LA_FLOAT32, &got), LA_EINVAL);
+            continue;
+        }
+        assert_int_equal(la_attention_backward_cost(kernel, &p, LA_FLOAT32, &bwd), LA_OK);
+        assert_int_equal(ps_cost(kernel, &p, PS_BACKWARD, LA_FLOAT32, &got), LA_OK);
+        assert_memory_equal(&got, &bwd, sizeof got);
+        assert_int_equal(ps_cost(kernel, &p, PS_TRAIN, LA_FLOAT32, &got), LA_OK);
+        assert_true(got.flops_total == fwd.flops_total + bwd.flops_total);
+        assert_true(got.io_bytes == fwd.io_bytes + bwd.io_bytes);
+        assert_true(got.workspace_bytes == (fwd.workspace_bytes > bwd.workspace_bytes
+                                                ? fwd.workspace_bytes
+                                                : bwd.workspace_bytes));
+    }
+    /* outside the registry, an unknown pass */
+    la_problem p = small_problem(LA_KERNEL_SOFTMAX);
+    la_cost c;
+    assert_false(ps_kernel_has(LA_KERNEL_COUNT, PS_FORWARD));
+    assert_false(ps_kernel_has(LA_KERNEL_SOFTMAX, PS_COUNT));
+    assert_int_equal(ps_cost(LA_KERNEL_COUNT, &p, PS_FORWARD, LA_FLOAT32, &c), LA_EINVAL);
+    assert_int_equal(ps_cost(LA_KERNEL_SOFTMAX, &p, PS_COUNT, LA_FLOAT32, &c), LA_EINVAL);
+    assert_string_equal(ps_pass_names[PS_TRAIN], "train");
+    assert_null(ps_pass_names[PS_COUNT]);
+}
+
+static float *random_floats(tu_rng *r, size_t n)
+{
+    float *x = malloc(n * sizeof *x);
+    assert_non_null(x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)tu_normal(r);
+    return x;
+}
+
+static float *filled(size_t n, unsigned char byte)
+{
+    float *x = malloc(n * sizeof *x);
+    assert_non_null(x);
+    memset(x, byte, n * sizeof *x);
+    return x;
+}
+
+static void timed_calls(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_for("timed_calls");
+    const res_rule rule = {2, 3, 0, INFINITY};
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        const la_kernel kernel = (la_kernel)k;
+        const la_problem p = small_problem(kernel);
+        const size_t bh = p.batch * p.heads, n_q = bh * p.n_queries * p.d_k,
+                     n_k = bh * p.n_keys * p.d_k, n_v = bh * p.n_keys * p.d_v,
+                     n_o = bh * p.n_queries * p.d_v;
+        float *q = random_floats(&r, n_q), *k_ = random_floats(&r, n_k);
+        float *v = random_floats(&r, n_v), *d_out = random_floats(&r, n_o);
+        float *out = filled(n_o, 0xA5), *want_out = filled(n_o, 0);
+        float *d_q = filled(n_q, 0xA5), *d_k = filled(n_k, 0xA5), *d_v = filled(n_v, 0xA5);
+        const ps_arrays a = {q, k_, v, out, d_out, d_q, d_k, d_v};
+        res_timing t;
+
+        /* forward: the library's output, bitwise */
+        assert_int_equal(la_attention_f32(kernel, &p, q, k_, v, want_out), LA_OK);
+        assert_int_equal(ps_time(kernel, &p, PS_FORWARD, &a, &rule, &t), LA_OK);
+        assert_true(t.reps >= 2 && t.median_s >= 0);
+        assert_memory_equal(out, want_out, n_o * sizeof *out);
+
+        for (int pass = PS_BACKWARD; pass <= PS_TRAIN; pass++) {
+            memset(out, 0xA5, n_o * sizeof *out);
+            memset(d_q, 0xA5, n_q * sizeof *d_q);
+            memset(d_k, 0xA5, n_k * sizeof *d_k);
+            memset(d_v, 0xA5, n_v * sizeof *d_v);
+            if (!row_has_backward(kernel)) {
+                /* refused, nothing written */
+                assert_int_equal(ps_time(kernel, &p, (ps_pass)pass, &a, &rule, &t), LA_EINVAL);
+                float *sentinel = filled(n_q, 0xA5);
+                assert_memory_equal(d_q, sentinel, n_q * sizeof *d_q);
+                assert_memory_equal(out, sentinel, n_o * sizeof *out);
+                free(sentinel);
+                continue;
+            }
+            /* the gradients of the library's backward on the forward's output, bitwise;
+             * the output is the forward's */
+            float *want_q = filled(n_q, 0), *want_k = filled(n_k, 0), *want_v = filled(n_v, 0);
+            assert_int_equal(la_attention_backward_f32(kernel, &p, q, k_, v, want_out, d_out,
+                                                       want_q, want_k, want_v),
+                             LA_OK);
+            assert_int_equal(ps_time(kernel, &p, (ps_pass)pass, &a, &rule, &t), LA_OK);
+            assert_memory_equal(out, want_out, n_o * sizeof *out);
+            assert_memory_equal(d_q, want_q, n_q * sizeof *d_q);
+            assert_memory_equal(d_k, want_k, n_k * sizeof *d_k);
+            assert_memory_equal(d_v, want_v, n_v * sizeof *d_v);
+            free(want_q), free(want_k), free(want_v);
+        }
+        free(q), free(k_), free(v), free(d_out), free(out), free(want_out);
+        free(d_q), free(d_k), free(d_v);
+    }
+}
+
+/* ---------------------------------------------------------------- outputs */
+
+static char dir[64];
+
+static const char *in_dir(const char *name)
+{
+    static char paths[8][128];
+    static int next;
+    char *p = paths[next++ % 8];
+    snprintf(p, 128, "%s/%s", dir, name);
+    return p;
+}
+
+static int exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+/* The folder holds exactly `count` entries (no temporaries left). */
+static void assert_entries(int count)
+{
+    char command[160];
+    snprintf(command, sizeof command, "test $(ls -A %s | wc -l) -eq %d", dir, count);
+    if (system(command) != 0) {
+        snprintf(command, sizeof command, "ls -A %s", dir);
+        assert_int_equal(system(command), 0);
+        fail_msg("%s does not hold exactly %d files", dir, count);
+    }
+}
+
+static void output_sets(void **state)
+{
+    (void)state;
+    float data[6] = {1, 2, 3, 4, 5, 6};
+    const la_array a = {LA_NPY_F32, 2, {2, 3}, 6, data}, b = {LA_NPY_F32, 1, {4}, 4, data};
+    const char *pa = in_dir("a.npy"), *pb = in_dir("b.npy");
+    out_set s;
+
+    /* staged: nothing at the paths; committed: both, with their contents */
+    out_set_init(&s);
+    assert_int_equal(out_set_add(&s, "--out", pa, &a), 0);
+    assert_int_equal(out_set_add(&s, "--grad-q", pb, &b), 0);
+    assert_false(exists(pa) || exists(pb));
+    assert_int_equal(out_set_commit(&s), 0);
+    out_set_free(&s);
+    out_set_free(&s); /* twice is safe */
+    la_array back;
+    const char *why;
+    assert_int_equal(la_npy_read(pb, &back, &why), LA_OK);
+    assert_int_equal(back.count, 4);
+    assert_memory_equal(back.data, data, 4 * sizeof *data);
+    la_array_free(&back);
+    assert_entries(2);
+    unlink(pa), unlink(pb);
+
+    /* a later add fails (no such folder): after free, nothing anywhere */
+    out_set_init(&s);
+    assert_int_equal(out_set_add(&s, "--out", pa, &a), 0);
+    assert_int_equal(out_set_add(&s, "--grad-q", in_dir("missing/b.npy"), &b), 2);
+    out_set_free(&s);
+    assert_entries(0);
+
+    /* the same file twice, also through a symbolic link: refused */
+    assert_int_equal(symlink("a.npy", in_dir("link.npy")), 0);
+    out_set_init(&s);
+    assert_int_equal(out_set_add(&s, "--out", pa, &a), 0);
+    assert_int_equal(out_set_add(&s, "--grad-q", pa, &b), 2);
+    out_set_free(&s);
+    out_set_init(&s);
+    assert_int_equal(out_set_add(&s, "--out", pa, &a), 0);
+    assert_int_equal(out_set_add(&s, "--grad-q", in_dir("link.npy"), &b), 2);
+    out_set_free(&s);
+    assert_false(exists(pa));
+    unlink(in_dir("link.npy"));
+
+    /* an existing target stays as it was when the set is not committed */
+    FILE *f = fopen(pa, "w");
+    assert_non_null(f);
+    fputs("previous", f);
+    fclose(f);
+    out_set_init(&s);
+    assert_int_equal(out_set_add(&s, "--out", pa, &a), 0);
+    out_set_free(&s);
+    char text[16] = "";
+    f = fopen(pa, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(text, sizeof text, f));
+    fclose(f);
+    assert_string_equal(text, "previous");
+    unlink(pa);
+
+    /* a commit that fails after another succeeded (the second target's folder moved
+     * away): the first is removed again, so none of the set remains */
+    const char *sub = in_dir("sub"), *moved = in_dir("moved");
+    assert_int_equal(mkdir(sub, 0755), 0);
+    char pc[160];
+    snprintf(pc, sizeof pc, "%s/c.npy", sub);
+    out_set_init(&s);
+    assert_int_equal(out_set_add(&s, "--out", pa, &a), 0);
+    assert_int_equal(out_set_add(&s, "--grad-q", pc, &b), 0);
+    assert_int_equal(rename(sub, moved), 0);
+    assert_int_equal(out_set_commit(&s), 2);
+    out_set_free(&s);
+    assert_false(exists(pa));
+    char command[200];
+    snprintf(command, sizeof command, "rm -rf %s", moved);
+    assert_int_equal(system(command), 0);
+    assert_entries(0);
+}
+
+static int make_dir(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/test_passes.XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int remove_dir(void **state)
+{
+    (void)state;
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", dir);
+    return system(command) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    tu_init("test_passes");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(costs),
+        cmocka_unit_test(timed_calls),
+        cmocka_unit_test_setup_teardown(output_sets, make_dir, remove_dir),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
