@@ -68,8 +68,9 @@ static la_status backward_layout_for(const la_problem *p, la_kernel kernel, size
         const size_t rows = backward_rows(p);
         const size_t q_blocks = (N + LA_BWD_BLOCK - 1) / LA_BWD_BLOCK;
         const size_t k_blocks = (M + LA_BWD_BLOCK - 1) / LA_BWD_BLOCK;
-        if (!add_ok(dk, dv, &a) || !add_ok(a, 1, &a) || !mul_add_ok(rows, a, state, &lay->per_thread) ||
-            !mul_add_ok(2, state, dkdv, &b) || !la_mul_ok(heads, b, &lay->shared) ||
+        if (!add_ok(dk, dv, &a) || !add_ok(a, 1, &a) ||
+            !mul_add_ok(rows, a, state, &lay->per_thread) || !mul_add_ok(2, state, dkdv, &b) ||
+            !la_mul_ok(heads, b, &lay->shared) ||
             !la_mul_ok(heads, q_blocks > k_blocks ? q_blocks : k_blocks, &tasks))
             return LA_EOVERFLOW;
     } else if (kernel == LA_KERNEL_LINEAR) {
@@ -113,9 +114,8 @@ la_status la_linear_attention_backward_f32(const la_problem *p, const float *q, 
 }
 
 la_status la_linear_attention_backward_f64(const la_problem *p, const double *q, const double *k,
-                                           const double *v, const double *out,
-                                           const double *d_out, double *d_q, double *d_k,
-                                           double *d_v)
+                                           const double *v, const double *out, const double *d_out,
+                                           double *d_q, double *d_k, double *d_v)
 {
     return linear_backward_f64(p, q, k, v, out, d_out, d_q, d_k, d_v);
 }

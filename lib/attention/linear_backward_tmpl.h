@@ -30,18 +30,45 @@
     (LA_COUNT(counter, 2 * (double)(m) * (double)(n) * (double)(k)),                               \
      GEMM_SMALL(m, n, k, __VA_ARGS__))
 
-/* g (n) *= φ′(x), with phi = φ(x) (n): elu+1 1 for x >= 0, φ(x) = exp(x) below; relu 1 for
- * x > 0, else 0. One FLOP per element. */
-static void FN(times_phi_prime)(la_feature_map fm, const REAL *restrict x,
-                                const REAL *restrict phi, REAL *restrict g, size_t n)
+/* g (n) *= φ′(x), read off phi = φ(x) (n): elu+1 φ′ = 1 for x >= 0 and exp(x) = φ(x) below,
+ * i.e. min(φ(x), 1) (φ(x) >= 1 exactly when x >= 0, -0 included); relu φ′ = 1 where
+ * φ(x) > 0 (x > 0), else 0. Branch-free, so it vectorises. One FLOP per element. */
+static void FN(times_phi_prime)(la_feature_map fm, const REAL *restrict phi, REAL *restrict g,
+                                size_t n)
 {
     LA_COUNT(LA_COUNT_PHI, n);
     if (fm == LA_FEATURE_RELU) {
         for (size_t a = 0; a < n; a++)
-            g[a] = x[a] > 0 ? g[a] : 0;
+            g[a] = phi[a] > 0 ? g[a] : 0;
     } else {
+        for (size_t a = 0; a < n; a++) {
+            const REAL p = phi[a], slope = p < 1 ? p : 1; /* a select, not a branch */
+            g[a] = g[a] * slope;
+        }
+    }
+}
+
+/* y (rows, n) += s_i x (n) for every row i; s NULL: s_i = 1. */
+static void FN(rows_add)(REAL *restrict y, size_t rows, size_t n, const REAL *restrict s,
+                         const REAL *restrict x)
+{
+    for (size_t i = 0; i < rows; i++) {
+        const REAL si = s ? s[i] : 1;
+#pragma omp simd
         for (size_t a = 0; a < n; a++)
-            g[a] = x[a] >= 0 ? g[a] : g[a] * phi[a];
+            y[i * n + a] += si * x[a];
+    }
+}
+
+/* acc (n) += Σ_i w_i x_i over the rows of x (rows, n); w NULL: w_i = 1. */
+static void FN(rows_sum)(REAL *restrict acc, const REAL *restrict x, size_t rows, size_t n,
+                         const REAL *restrict w)
+{
+    for (size_t i = 0; i < rows; i++) {
+        const REAL wi = w ? w[i] : 1;
+#pragma omp simd
+        for (size_t a = 0; a < n; a++)
+            acc[a] += wi * x[i * n + a];
     }
 }
 
@@ -88,9 +115,8 @@ static la_status FN(backward_check)(const la_problem *p, const REAL *q, const RE
 
 /* Whether the largest 1/den of the call, inv_den (0 when no den is positive), passes the
  * backward's range rule for these inputs (range.c). */
-static bool FN(backward_in_range)(const la_problem *p, const REAL *q, const REAL *k,
-                                  const REAL *v, const REAL *out, const REAL *d_out,
-                                  double inv_den)
+static bool FN(backward_in_range)(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
+                                  const REAL *out, const REAL *d_out, double inv_den)
 {
     const double limit = FN(la_range_linear_backward_limit)(p, q, k, v, out, d_out);
     return (inv_den > 1 ? inv_den : 1) <= limit;
@@ -150,9 +176,7 @@ static void FN(nc_key_piece)(const FN(nc_job) * j, size_t hd, size_t piece, REAL
                    (ptrdiff_t)dk, 1);
         /* z += Σ_rows φ(K_blk) */
         LA_COUNT(LA_COUNT_KV, n * dk);
-        for (size_t r = 0; r < n; r++)
-            for (size_t a = 0; a < dk; a++)
-                z[a] += phi_k[r * dk + a];
+        FN(rows_sum)(z, phi_k, n, dk, NULL);
     }
 }
 
@@ -205,17 +229,13 @@ static void FN(nc_query_piece)(const FN(nc_job) * j, size_t hd, size_t piece, RE
                    (ptrdiff_t)dk, 1);
         /* += c_i z, then ∘ φ′(Q_blk) */
         LA_COUNT(LA_COUNT_QS, 2 * (double)n * (double)dk);
-        for (size_t i = 0; i < n; i++)
-            for (size_t a = 0; a < dk; a++)
-                dq[i * dk + a] += cc[i] * z[a];
-        FN(times_phi_prime)(j->p->feature_map, qb, phi_q, dq, n * dk);
+        FN(rows_add)(dq, n, dk, cc, z);
+        FN(times_phi_prime)(j->p->feature_map, phi_q, dq, n * dk);
         /* dSᵀ += Gᵀ φ(Q_blk): (d_v, n)·(n, d_k), Gᵀ through strides; dz += Σ_i c_i φ(q_i) */
         LA_PRODUCT(LA_COUNT_QS, dv, dk, n, 1, G, 1, (ptrdiff_t)dv, phi_q, (ptrdiff_t)dk, 1, 1, dSt,
                    (ptrdiff_t)dk, 1);
         LA_COUNT(LA_COUNT_QS, 2 * (double)n * (double)dk);
-        for (size_t i = 0; i < n; i++)
-            for (size_t a = 0; a < dk; a++)
-                dz[a] += cc[i] * phi_q[i * dk + a];
+        FN(rows_sum)(dz, phi_q, n, dk, cc);
     }
 }
 
@@ -243,10 +263,8 @@ static void FN(nc_key_block)(const FN(nc_job) * j, size_t hd, size_t blk, REAL *
     LA_PRODUCT(LA_COUNT_KV, n, dk, dv, 1, vb, (ptrdiff_t)dv, 1, dSt, (ptrdiff_t)dk, 1, 0, dk_blk,
                (ptrdiff_t)dk, 1);
     LA_COUNT(LA_COUNT_KV, (double)n * (double)dk);
-    for (size_t r = 0; r < n; r++)
-        for (size_t a = 0; a < dk; a++)
-            dk_blk[r * dk + a] += dz[a];
-    FN(times_phi_prime)(j->p->feature_map, kb, phi_k, dk_blk, n * dk);
+    FN(rows_add)(dk_blk, n, dk, NULL, dz);
+    FN(times_phi_prime)(j->p->feature_map, phi_k, dk_blk, n * dk);
     /* d_v_blk = φ(K_blk) dS: (n, d_k)·(d_k, d_v) */
     LA_PRODUCT(LA_COUNT_KV, n, dv, dk, 1, phi_k, (ptrdiff_t)dk, 1, dS, (ptrdiff_t)dv, 1, 0, dv_blk,
                (ptrdiff_t)dv, 1);
@@ -349,8 +367,8 @@ static la_status FN(linear_noncausal_backward)(const la_problem *p, const REAL *
         const size_t hd = task / j->query_pieces, piece = task % j->query_pieces;
         FN(nc_query_piece)(j, hd, piece, mine);
 #pragma omp ordered
-        FN(nc_piece_add)(j->states + hd * j->head_size + state, FN(nc_partial)(j, mine), state,
-                         piece == 0);
+        FN(nc_piece_add)
+        (j->states + hd * j->head_size + state, FN(nc_partial)(j, mine), state, piece == 0);
     }
     /* dS = (dSᵀ)ᵀ per head, for phase 3's row-major product */
 #pragma omp parallel for schedule(static) num_threads(threads)
@@ -461,8 +479,8 @@ static void FN(ch_sweep)(const FN(ch_job) * j, bool reverse, FN(ch_step) prepare
 
 /* The carried state (n elements) of one head, at a chunk: snap = the state before the
  * chunk (zero at the sweep's first chunk), then carry = snap + delta when `adds`. */
-static void FN(carry_advance)(REAL *restrict carry, REAL *restrict snap,
-                              const REAL *restrict delta, size_t n, bool first, bool adds)
+static void FN(carry_advance)(REAL *restrict carry, REAL *restrict snap, const REAL *restrict delta,
+                              size_t n, bool first, bool adds)
 {
     if (first) {
         for (size_t a = 0; a < n; a++) {
@@ -494,9 +512,7 @@ static void FN(den_prepare)(const FN(ch_job) * j, FN(ch_task) * t)
         LA_COUNT(LA_COUNT_NORMALIZE, (double)t->nk * (double)dk);
         for (size_t a = 0; a < dk; a++)
             dz[a] = 0;
-        for (size_t r = 0; r < t->nk; r++)
-            for (size_t a = 0; a < dk; a++)
-                dz[a] += t->phi_k[r * dk + a];
+        FN(rows_sum)(dz, t->phi_k, t->nk, dk, NULL);
     }
 }
 
@@ -587,9 +603,7 @@ static void FN(grad_q_prepare)(const FN(ch_job) * j, FN(ch_task) * t)
         LA_COUNT(LA_COUNT_KV, (double)nk * (double)dk);
         for (size_t a = 0; a < dk; a++)
             dz[a] = 0;
-        for (size_t r = 0; r < nk; r++)
-            for (size_t a = 0; a < dk; a++)
-                dz[a] += t->phi_k[r * dk + a];
+        FN(rows_sum)(dz, t->phi_k, nk, dk, NULL);
     }
 }
 
@@ -625,9 +639,7 @@ static void FN(grad_q_finish)(const FN(ch_job) * j, FN(ch_task) * t)
         const REAL *z = t->snap + dv * dk;
         LA_PRODUCT(LA_COUNT_QS, nq, dk, dv, 1, t->G, ldv, 1, t->snap, ldk, 1, 0, dq, ldk, 1);
         LA_COUNT(LA_COUNT_QS, 2 * (double)nq * (double)dk);
-        for (size_t i = 0; i < nq; i++)
-            for (size_t a = 0; a < dk; a++)
-                dq[i * dk + a] += t->cc[i] * z[a];
+        FN(rows_add)(dq, nq, dk, t->cc, z);
     }
     if (nk > 0) {
         /* + B φ(K_c) (nq, nk)·(nk, d_k), B = (Bᵀ)ᵀ through strides */
@@ -641,7 +653,7 @@ static void FN(grad_q_finish)(const FN(ch_job) * j, FN(ch_task) * t)
         for (size_t a = 0; a < nq * dk; a++)
             dq[a] = 0;
     }
-    FN(times_phi_prime)(j->p->feature_map, j->q + (hd * j->N + c0) * dk, t->phi_q, dq, nq * dk);
+    FN(times_phi_prime)(j->p->feature_map, t->phi_q, dq, nq * dk);
 }
 
 /* ---- sweep 3 (reverse order): d_k, d_v from the suffix sums of the gradient state */
@@ -663,9 +675,7 @@ static void FN(grad_k_prepare)(const FN(ch_job) * j, FN(ch_task) * t)
     LA_COUNT(LA_COUNT_QS, 2 * (double)nq * (double)dk);
     for (size_t a = 0; a < dk; a++)
         dz[a] = 0;
-    for (size_t i = 0; i < nq; i++)
-        for (size_t a = 0; a < dk; a++)
-            dz[a] += t->cc[i] * t->phi_q[i * dk + a];
+    FN(rows_sum)(dz, t->phi_q, nq, dk, t->cc);
 }
 
 static void FN(grad_k_advance)(const FN(ch_job) * j, FN(ch_task) * t)
@@ -682,7 +692,7 @@ static void FN(grad_k_finish)(const FN(ch_job) * j, FN(ch_task) * t)
 {
     const size_t dk = j->dk, dv = j->dv, hd = t->hd, c0 = t->c0, nk = t->nk;
     if (t->u == 0 || nk == 0) return;
-    const REAL *kc = j->k + (j->M * hd + c0) * dk, *vc = j->v + (hd * j->M + c0) * dv;
+    const REAL *vc = j->v + (hd * j->M + c0) * dv;
     REAL *dkc = j->d_k + (hd * j->M + c0) * dk, *dvc = j->d_v + (hd * j->M + c0) * dv;
     if (!t->last) {
         const REAL *dz = t->snap + dv * dk;
@@ -692,13 +702,11 @@ static void FN(grad_k_finish)(const FN(ch_job) * j, FN(ch_task) * t)
         LA_PRODUCT(LA_COUNT_KV, nk, dk, dv, 1, vc, (ptrdiff_t)dv, 1, t->snap, (ptrdiff_t)dk, 1, 1,
                    dkc, (ptrdiff_t)dk, 1);
         LA_COUNT(LA_COUNT_KV, (double)nk * (double)dk);
-        for (size_t r = 0; r < nk; r++)
-            for (size_t a = 0; a < dk; a++)
-                dkc[r * dk + a] += dz[a];
+        FN(rows_add)(dkc, nk, dk, NULL, dz);
         LA_PRODUCT(LA_COUNT_KV, nk, dv, dk, 1, t->phi_k, (ptrdiff_t)dk, 1, t->dS, (ptrdiff_t)dv, 1,
                    1, dvc, (ptrdiff_t)dv, 1);
     }
-    FN(times_phi_prime)(j->p->feature_map, kc, t->phi_k, dkc, nk * dk);
+    FN(times_phi_prime)(j->p->feature_map, t->phi_k, dkc, nk * dk);
 }
 
 /* Causal backward, chunked, C = min(p->chunk, N) tokens per chunk; three sweeps of tasks
@@ -860,13 +868,13 @@ static la_status FN(linear_recurrent_backward)(const la_problem *p, const REAL *
                     z[a] += phi_k[a];
                 }
             }
-            const REAL ct = FN(row_grad)(d_out + (hd * N + t) * dv, out + (hd * N + t) * dv,
-                                         den[t], g, dv);
+            const REAL ct =
+                FN(row_grad)(d_out + (hd * N + t) * dv, out + (hd * N + t) * dv, den[t], g, dv);
             REAL *dq = dqh + t * dk;
             LA_COUNT(LA_COUNT_QS, 2 * (double)dk * (double)dv + 2 * (double)dk);
             for (size_t a = 0; a < dk; a++)
                 dq[a] = FN(la_dot)(S + a * dv, g, dv) + ct * z[a];
-            FN(times_phi_prime)(fm, qh + t * dk, phi_q, dq, dk);
+            FN(times_phi_prime)(fm, phi_q, dq, dk);
         }
         /* pass 3: the suffix sums dS, dz backward; d_k_t, d_v_t */
         REAL *dS = S, *dz = z;
@@ -874,8 +882,8 @@ static la_status FN(linear_recurrent_backward)(const la_problem *p, const REAL *
             dS[a] = 0;
         for (size_t t = N; t-- > 0;) {
             LA_PHI(fm, qh + t * dk, phi_q, dk);
-            const REAL ct = FN(row_grad)(d_out + (hd * N + t) * dv, out + (hd * N + t) * dv,
-                                         den[t], g, dv);
+            const REAL ct =
+                FN(row_grad)(d_out + (hd * N + t) * dv, out + (hd * N + t) * dv, den[t], g, dv);
             LA_COUNT(LA_COUNT_QS, 2 * (double)dk * (double)dv + 2 * (double)dk);
             for (size_t a = 0; a < dk; a++) {
                 for (size_t c = 0; c < dv; c++)
@@ -894,7 +902,7 @@ static la_status FN(linear_recurrent_backward)(const la_problem *p, const REAL *
             for (size_t a = 0; a < dk; a++)
                 for (size_t c = 0; c < dv; c++)
                     dvt[c] += dS[a * dv + c] * phi_k[a];
-            FN(times_phi_prime)(fm, kh + t * dk, phi_k, dkt, dk);
+            FN(times_phi_prime)(fm, phi_k, dkt, dk);
         }
     }
     free(work);

@@ -140,11 +140,10 @@ static la_status backward_f64(form f, const la_problem *p0, inputs *in, grads *g
     la_status st = la_attention_f64(kernel_of(f), &p, in->x[Q], in->x[K], in->x[V], in->x[OUT]);
     if (st != LA_OK) return st;
     if (f == RECURRENT)
-        return la_linear_attention_recurrent_backward_f64(&p, in->x[Q], in->x[K], in->x[V],
-                                                          in->x[OUT], in->d_out, g->g[0], g->g[1],
-                                                          g->g[2]);
-    return la_linear_attention_backward_f64(&p, in->x[Q], in->x[K], in->x[V], in->x[OUT],
-                                            in->d_out, g->g[0], g->g[1], g->g[2]);
+        return la_linear_attention_recurrent_backward_f64(
+            &p, in->x[Q], in->x[K], in->x[V], in->x[OUT], in->d_out, g->g[0], g->g[1], g->g[2]);
+    return la_linear_attention_backward_f64(&p, in->x[Q], in->x[K], in->x[V], in->x[OUT], in->d_out,
+                                            g->g[0], g->g[1], g->g[2]);
 }
 
 /* The same in float32 (in->x32[OUT], g->g32). */
@@ -266,8 +265,8 @@ static void backward_matches_reference(void **state)
             }
         }
     }
-    printf("  worst relative error against the reference: float64 %.1e, float32 %.1e\n",
-           worst64, worst32);
+    printf("  worst relative error against the reference: float64 %.1e, float32 %.1e\n", worst64,
+           worst32);
 }
 
 /* A key a head never sees (beyond its key length, or j >= N when causal) gets zero rows,
@@ -369,8 +368,7 @@ static void reference_matches_finite_differences(void **state)
             }
         }
     }
-    printf("  worst relative error of the reference against central differences: %.1e\n",
-           worst);
+    printf("  worst relative error of the reference against central differences: %.1e\n", worst);
 }
 
 /* ---------------------------------------------------------------- forms against forms */
@@ -552,18 +550,15 @@ static la_status call(form f, bool f32, const la_problem *p, inputs *in, grads *
 {
     if (f32) {
         if (f == RECURRENT)
-            return la_linear_attention_recurrent_backward_f32(p, in->x32[Q], in->x32[K],
-                                                              in->x32[V], in->x32[OUT],
-                                                              in->d_out32, g->g32[0], g->g32[1],
-                                                              g->g32[2]);
-        return la_linear_attention_backward_f32(p, in->x32[Q], in->x32[K], in->x32[V],
-                                                in->x32[OUT], in->d_out32, g->g32[0], g->g32[1],
-                                                g->g32[2]);
+            return la_linear_attention_recurrent_backward_f32(p, in->x32[Q], in->x32[K], in->x32[V],
+                                                              in->x32[OUT], in->d_out32, g->g32[0],
+                                                              g->g32[1], g->g32[2]);
+        return la_linear_attention_backward_f32(p, in->x32[Q], in->x32[K], in->x32[V], in->x32[OUT],
+                                                in->d_out32, g->g32[0], g->g32[1], g->g32[2]);
     }
     if (f == RECURRENT)
-        return la_linear_attention_recurrent_backward_f64(p, in->x[Q], in->x[K], in->x[V],
-                                                          in->x[OUT], in->d_out, g->g[0], g->g[1],
-                                                          g->g[2]);
+        return la_linear_attention_recurrent_backward_f64(
+            p, in->x[Q], in->x[K], in->x[V], in->x[OUT], in->d_out, g->g[0], g->g[1], g->g[2]);
     return la_linear_attention_backward_f64(p, in->x[Q], in->x[K], in->x[V], in->x[OUT], in->d_out,
                                             g->g[0], g->g[1], g->g[2]);
 }
@@ -636,10 +631,9 @@ static void errors_leave_outputs_untouched(void **state)
             fill_sentinel(&in, &g);
             if (f32) {
                 float *save[3] = {g.g32[0], g.g32[1], g.g32[2]};
-                assert_int_equal(la_linear_attention_backward_f32(NULL, in.x32[Q], in.x32[K],
-                                                                  in.x32[V], in.x32[OUT],
-                                                                  in.d_out32, save[0], save[1],
-                                                                  save[2]),
+                assert_int_equal(la_linear_attention_backward_f32(
+                                     NULL, in.x32[Q], in.x32[K], in.x32[V], in.x32[OUT], in.d_out32,
+                                     save[0], save[1], save[2]),
                                  LA_EINVAL);
                 assert_int_equal(la_linear_attention_backward_f32(&p, in.x32[Q], in.x32[K],
                                                                   in.x32[V], NULL, in.d_out32,
@@ -649,20 +643,19 @@ static void errors_leave_outputs_untouched(void **state)
                                      &p, in.x32[Q], in.x32[K], in.x32[V], in.x32[OUT], NULL,
                                      save[0], save[1], save[2]),
                                  LA_EINVAL);
-                assert_int_equal(la_linear_attention_backward_f32(&p, in.x32[Q], in.x32[K],
-                                                                  in.x32[V], in.x32[OUT],
-                                                                  in.d_out32, save[0], NULL,
-                                                                  save[2]),
+                assert_int_equal(la_linear_attention_backward_f32(
+                                     &p, in.x32[Q], in.x32[K], in.x32[V], in.x32[OUT], in.d_out32,
+                                     save[0], NULL, save[2]),
                                  LA_EINVAL);
             } else {
                 assert_int_equal(la_linear_attention_backward_f64(&p, NULL, in.x[K], in.x[V],
                                                                   in.x[OUT], in.d_out, g.g[0],
                                                                   g.g[1], g.g[2]),
                                  LA_EINVAL);
-                assert_int_equal(la_linear_attention_recurrent_backward_f64(
-                                     &p, in.x[Q], in.x[K], in.x[V], in.x[OUT], in.d_out, g.g[0],
-                                     g.g[1], NULL),
-                                 LA_EINVAL);
+                assert_int_equal(
+                    la_linear_attention_recurrent_backward_f64(
+                        &p, in.x[Q], in.x[K], in.x[V], in.x[OUT], in.d_out, g.g[0], g.g[1], NULL),
+                    LA_EINVAL);
             }
             assert_true(untouched(&in, &g));
             /* bad fields: φ, eps, a key length beyond M; sizes that overflow */
@@ -715,9 +708,8 @@ static void range_rule(void **state)
     }
     for (int f = NONCAUSAL; f <= RECURRENT; f++) {
         la_problem p = problem_of((form)f, &in.p);
-        assert_int_equal(la_attention_f64(kernel_of((form)f), &p, in.x[Q], in.x[K], in.x[V],
-                                          in.x[OUT]),
-                         LA_OK);
+        assert_int_equal(
+            la_attention_f64(kernel_of((form)f), &p, in.x[Q], in.x[K], in.x[V], in.x[OUT]), LA_OK);
         tu_to_f32(in.x[OUT], in.x32[OUT], in.n[OUT]);
         fill_sentinel(&in, &g);
         assert_int_equal(call((form)f, true, &p, &in, &g), LA_ERANGE);
@@ -741,17 +733,17 @@ static void range_rule(void **state)
     in.p.eps = 0;
     for (int f = NONCAUSAL; f <= RECURRENT; f++) {
         la_problem p = problem_of((form)f, &in.p);
-        assert_int_equal(la_attention_f32(kernel_of((form)f), &p, in.x32[Q], in.x32[K],
-                                          in.x32[V], in.x32[OUT]),
-                         LA_OK);
+        assert_int_equal(
+            la_attention_f32(kernel_of((form)f), &p, in.x32[Q], in.x32[K], in.x32[V], in.x32[OUT]),
+            LA_OK);
         fill_sentinel(&in, &g);
         assert_int_equal(call((form)f, true, &p, &in, &g), LA_ERANGE);
         assert_true(untouched(&in, &g));
         /* with eps = 1e-6 the same inputs pass, finite */
         p.eps = 1e-6;
-        assert_int_equal(la_attention_f32(kernel_of((form)f), &p, in.x32[Q], in.x32[K],
-                                          in.x32[V], in.x32[OUT]),
-                         LA_OK);
+        assert_int_equal(
+            la_attention_f32(kernel_of((form)f), &p, in.x32[Q], in.x32[K], in.x32[V], in.x32[OUT]),
+            LA_OK);
         assert_int_equal(call((form)f, true, &p, &in, &g), LA_OK);
         for (int t = 0; t < 3; t++)
             assert_true(tu_all_finite_f32(g.g32[t], in.n[t]));
