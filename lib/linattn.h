@@ -263,7 +263,9 @@ typedef enum {
  * In float32 that refuses e.g. q = k = ±1e20 or scale 1e38 (softmax, hard), linear
  * attention on inputs near 1e30 (causal: near 1e18); float64 computes them. The scan lets
  * inputs holding inf or NaN through (their outputs are not finite either); non-causal
- * linear's state check may refuse them. The step API checks each token (below).
+ * linear's state check may refuse them. The step API checks each token (below). The
+ * backward passes have their own rule, stated with each (linear: beside
+ * la_linear_attention_backward_*).
  *
  * The empty row: a query that sees no key (causal mask, key lengths) gets an output row
  * of zeros, in every kernel and reference. So does, in linear attention, a query whose
@@ -355,6 +357,26 @@ LA_API la_status la_linear_attention_recurrent_f64(const la_problem *p, const do
  * Threads: the pieces, blocks and chunks are fixed, so the bits do not depend on the
  * thread count. Returns LA_OK, LA_EINVAL (NULL, bad problem), LA_EOVERFLOW, LA_ENOMEM,
  * LA_EBUDGET, LA_ERANGE; every output untouched on error.
+ * Cost (la_attention_backward_cost), what the kernels issue, per head with m visible keys
+ * (none: no work), u = min(N, m) causal, u = m non-causal; each φ counted every time it is
+ * computed (the backward recomputes φ(Q), φ(K) rather than hold them):
+ *   flops_phi        φ, and 1 per element of d_q and of the seen rows of d_k for ∘ φ′;
+ *   flops_normalize  den = φ(q)·z + eps, 2·d_k + 1 per query (causal: also the running z,
+ *                    u·d_k, and the chunks' Δz), and g, c: 3·d_v + 1 per query each time
+ *                    formed (the chunked and recurrent forms form them twice);
+ *   flops_kv         key side: S, z recomputed, 2·d_k·d_v + d_k per key (chunked: per key
+ *                    a later chunk sees), and dφ(k) = dS v + dz, d_v = dSᵀφ(k),
+ *                    4·d_k·d_v + d_k per key (chunked: the carried part of such keys);
+ *   flops_qs         query side: dφ(q) = S g + c z and dS += φ(q)gᵀ, dz += cφ(q),
+ *                    4·d_k·d_v + 4·d_k per query (chunked: per query past the first chunk);
+ *   flops_qk, flops_av  chunked only, per visible pair inside a chunk: A = φQφKᵀ,
+ *                    B·φ(K_c) and Bᵀ·φ(Q_c) 6·d_k (qk); Bᵀ = V_cGᵀ + c 2·d_v + 1 and
+ *                    AᵀG 2·d_v (av).
+ * Exact formulas beside the kernels (linear_backward.c); tests/attention/test_cost.c holds
+ * them to the kernels' own counts. workspace_bytes: non-causal per head 2 states and dS,
+ * per thread one block's operands (independent of N); chunked per head den (N) and one
+ * state, per thread one chunk's operands; recurrent den (N per head) and one state per
+ * thread.
  *   implementation lib/attention/linear_backward.c (linear_backward_tmpl.h) · reference
  *   la_ref_linear_attention_backward · cost la_attention_backward_cost · tests
  *   tests/attention/test_linear_backward.c, test_attention.c (gradient mode) */
