@@ -354,6 +354,12 @@ LA_API la_status la_linear_attention_recurrent_f64(const la_problem *p, const do
  * causal forward's rule; the non-causal backward applies it too, where the non-causal
  * forward checks its state instead. A tiny den (eps = 0 or tiny, with a query nearly
  * orthogonal to z) can refuse in float32: use float64.
+ * Accuracy: each gradient is its terms' sum up to rounding, and the terms can cancel. y_i
+ * depends on the scale of φ(q_i) only through eps, so where a query's output hardly
+ * depends on q_i — it sees one key, or d_k = 1, or relu leaves one positive feature — its
+ * d_q is about eps/den of its terms (one key: d_k too), and the kernels give it to about
+ * u·den/eps relative (u the precision's rounding: 1e-2 in float32 at eps = 1e-6, as in
+ * float32 autograd); elsewhere to a few u relative, as the tests measure.
  * Threads: the pieces, blocks and chunks are fixed, so the bits do not depend on the
  * thread count. Returns LA_OK, LA_EINVAL (NULL, bad problem), LA_EOVERFLOW, LA_ENOMEM,
  * LA_EBUDGET, LA_ERANGE; every output untouched on error.
