@@ -48,6 +48,19 @@ static void FN(times_phi_prime)(la_feature_map fm, const REAL *restrict phi, REA
     }
 }
 
+/* xt (n, m) = xᵀ, x (m, n) row-major, in 16 × 16 tiles (a plain loop writes one line of
+ * the destination per element). */
+static void FN(transpose)(const REAL *restrict x, size_t m, size_t n, REAL *restrict xt)
+{
+    for (size_t i0 = 0; i0 < m; i0 += 16)
+        for (size_t j0 = 0; j0 < n; j0 += 16) {
+            const size_t i1 = m - i0 < 16 ? m : i0 + 16, j1 = n - j0 < 16 ? n : j0 + 16;
+            for (size_t j = j0; j < j1; j++)
+                for (size_t i = i0; i < i1; i++)
+                    xt[j * m + i] = x[i * n + j];
+        }
+}
+
 /* y (rows, n) += s_i x (n) for every row i; s NULL: s_i = 1. */
 static void FN(rows_add)(REAL *restrict y, size_t rows, size_t n, const REAL *restrict s,
                          const REAL *restrict x)
@@ -375,9 +388,7 @@ static la_status FN(linear_noncausal_backward)(const la_problem *p, const REAL *
     for (size_t hd = 0; hd < j->heads; hd++) {
         const REAL *dSt = j->states + hd * j->head_size + state;
         REAL *dS = j->states + hd * j->head_size + 2 * state;
-        for (size_t c = 0; c < dv; c++)
-            for (size_t a = 0; a < dk; a++)
-                dS[a * dv + c] = dSt[c * dk + a];
+        FN(transpose)(dSt, dv, dk, dS);
     }
     /* phase 3: d_k, d_v */
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
@@ -696,9 +707,7 @@ static void FN(grad_k_finish)(const FN(ch_job) * j, FN(ch_task) * t)
     REAL *dkc = j->d_k + (hd * j->M + c0) * dk, *dvc = j->d_v + (hd * j->M + c0) * dv;
     if (!t->last) {
         const REAL *dz = t->snap + dv * dk;
-        for (size_t c = 0; c < dv; c++) /* dS = (dSᵀ)ᵀ (d_k, d_v), for the row-major product */
-            for (size_t a = 0; a < dk; a++)
-                t->dS[a * dv + c] = t->snap[c * dk + a];
+        FN(transpose)(t->snap, dv, dk, t->dS); /* dS (d_k, d_v), for the row-major product */
         LA_PRODUCT(LA_COUNT_KV, nk, dk, dv, 1, vc, (ptrdiff_t)dv, 1, t->snap, (ptrdiff_t)dk, 1, 1,
                    dkc, (ptrdiff_t)dk, 1);
         LA_COUNT(LA_COUNT_KV, (double)nk * (double)dk);
