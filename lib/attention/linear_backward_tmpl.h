@@ -207,7 +207,7 @@ static void FN(nc_piece_add)(REAL *head_state, const REAL *partial, size_t n, bo
 }
 
 /* Phase 2, one task: query piece `piece` of head hd, in blocks of LA_BWD_BLOCK queries:
- *   den_i = φ(q_i)·z + eps, g_i, c_i;  d_q_blk = (G Sᵀ… as dφ(Q_blk) = G (S)ᵀ + c zᵀ) ∘ φ′;
+ *   den_i = φ(q_i)·z + eps, g_i, c_i;  d_q_blk = (G Sᵀ + c zᵀ) ∘ φ′(Q_blk);
  *   partial [dSᵀ dz] += [Gᵀ φ(Q_blk), Σ_i c_i φ(q_i)].
  * Scratch `mine`: φ block, G (block, d_v), c (block), the partial [dSᵀ dz]. */
 static void FN(nc_query_piece)(const FN(nc_job) * j, size_t hd, size_t piece, REAL *mine)
