@@ -161,17 +161,18 @@ static void noncausal_backward_head_flops(const la_problem *p, size_t keys, la_c
 /* Causal, chunked (chunks of C; u = min(N, m) keys seen; pairs_intra the visible pairs
  * inside the chunks, la_linear_pairs_intra; carried_keys = min(m, s_last) the keys a
  * later chunk sees; later_queries = N − C the queries past the first chunk):
- *   sweep 1: φ(Q) N·d_k, φ(K) u·d_k; normalize: Δz_c carried_keys·d_k, the running
- *     z_i u·d_k, den N·(2·d_k + 1);
- *   sweep 2: φ(Q), φ(K) and φ′ on d_q, (2N + u)·d_k; g, c N·(3·d_v + 1); intra-chunk per
- *     visible pair: A, B·φ(K_c) and Bᵀ·φ(Q_c) 6·d_k (qk), Bᵀ = V_c Gᵀ 2·d_v + the c add 1
- *     and Aᵀ G 2·d_v (av); [ΔSᵀ Δz] carried_keys·(2·d_k·d_v + d_k) (kv); per later query
- *     G S_cᵀ + c z_cᵀ 2·d_k·d_v + 2·d_k (qs);
+ *   sweep 2: φ(Q), φ(K) and φ′ on d_q, (2N + u)·d_k; normalize: the running z_i u·d_k,
+ *     den N·(2·d_k + 1), g, c N·(3·d_v + 1); intra-chunk per visible pair: A, B·φ(K_c) and
+ *     Bᵀ·φ(Q_c) 6·d_k (qk), Bᵀ = V_c Gᵀ 2·d_v + the c add 1 and Aᵀ G 2·d_v (av);
+ *     [ΔSᵀ Δz] carried_keys·(2·d_k·d_v + d_k) (kv); per later query G S_cᵀ + c z_cᵀ
+ *     2·d_k·d_v + 2·d_k (qs);
  *   sweep 3: φ(K) and φ′ on d_k 2u·d_k, φ(Q) later_queries·d_k; g, c again
  *     later_queries·(3·d_v + 1); per later query [ΔdSᵀ Δdz] 2·d_k·d_v + 2·d_k (qs); per
  *     carried key V dSᵀ + dz and φ(K) dS, 4·d_k·d_v + d_k (kv).
- * The masked blocks are computed whole and their hidden entries not counted; adding a Δ
- * into the carried state joins partial sums and is not counted (la_cost). */
+ * Sweep 1, run for the range rule only when eps does not settle it, is not counted (a
+ * check, like range.c's scans). The masked blocks are computed whole and their hidden
+ * entries not counted; adding a Δ into the carried state joins partial sums and is not
+ * counted (la_cost). */
 static void chunked_backward_head_flops(const la_problem *p, size_t m, la_cost *f)
 {
     if (m == 0) return;
@@ -182,9 +183,9 @@ static void chunked_backward_head_flops(const la_problem *p, size_t m, la_cost *
     const double pairs = la_linear_pairs_intra(p, m);
     const double carried_keys = (double)(m < s_last ? m : s_last);
     const double later_queries = (double)(N - C);
-    f->flops_phi = (n + u) * dk + (2 * n + u) * dk + 2 * u * dk + later_queries * dk;
-    f->flops_normalize = carried_keys * dk + u * dk + n * (2 * dk + 1) + n * (3 * dv + 1) +
-                         later_queries * (3 * dv + 1);
+    f->flops_phi = (2 * n + u) * dk + 2 * u * dk + later_queries * dk;
+    f->flops_normalize =
+        u * dk + n * (2 * dk + 1) + n * (3 * dv + 1) + later_queries * (3 * dv + 1);
     f->flops_qk = 6 * pairs * dk;
     f->flops_av = pairs * (4 * dv + 1);
     f->flops_kv = carried_keys * (2 * dk * dv + dk) + carried_keys * (4 * dk * dv + dk);
@@ -192,19 +193,20 @@ static void chunked_backward_head_flops(const la_problem *p, size_t m, la_cost *
 }
 
 /* Causal, recurrent (u = min(N, m) keys seen):
- *   pass 1: φ(q_t) N·d_k, φ(k_t) u·d_k; z += φ(k_t) u·d_k, den N·(2·d_k + 1) (normalize);
- *   pass 2: φ N·d_k + u·d_k, φ′ N·d_k; S, z updates u·(2·d_k·d_v + d_k) (kv); g, c
- *     N·(3·d_v + 1); S g + c z N·(2·d_k·d_v + 2·d_k) (qs);
+ *   pass 2: φ N·d_k + u·d_k, φ′ N·d_k; S, z updates u·(2·d_k·d_v + d_k) (kv); den
+ *     N·(2·d_k + 1) and g, c N·(3·d_v + 1) (normalize); S g + c z N·(2·d_k·d_v + 2·d_k)
+ *     (qs);
  *   pass 3: φ N·d_k + u·d_k, φ′ u·d_k; g, c again; dS, dz updates N·(2·d_k·d_v + 2·d_k)
- *     (qs); dS v + dz and dSᵀ φ(k) u·(4·d_k·d_v + d_k) (kv). */
+ *     (qs); dS v + dz and dSᵀ φ(k) u·(4·d_k·d_v + d_k) (kv).
+ * Pass 1, the range rule's when eps does not settle it, is not counted. */
 static void recurrent_backward_head_flops(const la_problem *p, size_t m, la_cost *f)
 {
     if (m == 0) return;
     const size_t N = p->n_queries;
     const double dk = (double)p->d_k, dv = (double)p->d_v, n = (double)N;
     const double u = (double)(N < m ? N : m);
-    f->flops_phi = 3 * (n + u) * dk + (n + u) * dk;
-    f->flops_normalize = u * dk + n * (2 * dk + 1) + 2 * n * (3 * dv + 1);
+    f->flops_phi = (2 * n + u) * dk + (n + 2 * u) * dk;
+    f->flops_normalize = n * (2 * dk + 1) + 2 * n * (3 * dv + 1);
     f->flops_kv = u * (2 * dk * dv + dk) + u * (4 * dk * dv + dk);
     f->flops_qs = 2 * n * (2 * dk * dv + 2 * dk);
 }

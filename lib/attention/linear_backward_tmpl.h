@@ -126,12 +126,10 @@ static la_status FN(backward_check)(const la_problem *p, const REAL *q, const RE
     return LA_OK;
 }
 
-/* Whether the largest 1/den of the call, inv_den (0 when no den is positive), passes the
- * backward's range rule for these inputs (range.c). */
-static bool FN(backward_in_range)(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
-                                  const REAL *out, const REAL *d_out, double inv_den)
+/* Whether a bound inv_den on 1/den (over the queries whose den is not 0; 1/eps bounds
+ * them all when eps > 0) passes the range rule's limit (range.c). */
+static bool FN(inv_den_allowed)(double inv_den, double limit)
 {
-    const double limit = FN(la_range_linear_backward_limit)(p, q, k, v, out, d_out);
     return (inv_den > 1 ? inv_den : 1) <= limit;
 }
 
@@ -366,9 +364,9 @@ static la_status FN(linear_noncausal_backward)(const la_problem *p, const REAL *
     /* the range rule: den >= eps settles it when eps > 0 is large enough, else every den */
     const double limit = FN(la_range_linear_backward_limit)(p, q, k, v, out, d_out);
     const double eps_inv = (double)job.eps > 0 ? 1 / (double)job.eps : INFINITY;
-    if ((eps_inv > 1 ? eps_inv : 1) > limit) {
+    if (!FN(inv_den_allowed)(eps_inv, limit)) {
         const double inv_den = FN(noncausal_inv_den)(j, lay.threads);
-        if ((inv_den > 1 ? inv_den : 1) > limit) {
+        if (!FN(inv_den_allowed)(inv_den, limit)) {
             free(work);
             return LA_ERANGE;
         }
@@ -510,17 +508,38 @@ static void FN(carry_advance)(REAL *restrict carry, REAL *restrict snap, const R
     }
 }
 
-/* ---- sweep 1 (forward order): den_i = φ(q_i)·z_i + eps, z_i the sum of φ(k_j), j <= i */
+/* den_i = φ(q_i)·z_i + eps for the chunk's queries, into j->den: z_i = z_c + φ(k_j) of the
+ * chunk's keys j <= i, added one key at a time into z (d_k, holding z_c on entry). Sweeps 1
+ * and 2 both run it on the same values, so their den agree bit for bit; only sweep 2's is
+ * counted. */
+static void FN(chunk_dens)(const FN(ch_job) * j, const FN(ch_task) * t, REAL *restrict z,
+                           bool counted)
+{
+    const size_t dk = j->dk;
+    REAL *den = j->den + t->hd * j->N + t->c0;
+    for (size_t i = 0; i < t->nq; i++) {
+        if (i < t->nk) {
+            if (counted) LA_COUNT(LA_COUNT_NORMALIZE, dk);
+            for (size_t a = 0; a < dk; a++)
+                z[a] += t->phi_k[i * dk + a];
+        }
+        if (counted) LA_COUNT(LA_COUNT_NORMALIZE, 2 * (double)dk + 1);
+        den[i] = FN(la_dot)(t->phi_q + i * dk, z, dk) + j->eps;
+    }
+}
+
+/* ---- sweep 1, the range check's (forward order; only when eps alone does not settle the
+ * range rule; not counted, like range.c's scans): every den, carrying z alone */
 
 static void FN(den_prepare)(const FN(ch_job) * j, FN(ch_task) * t)
 {
     const size_t dk = j->dk, hd = t->hd, c0 = t->c0;
     if (t->u == 0) return;
-    LA_PHI(j->p->feature_map, j->q + (hd * j->N + c0) * dk, t->phi_q, t->nq * dk);
-    if (t->nk > 0) LA_PHI(j->p->feature_map, j->k + (hd * j->M + c0) * dk, t->phi_k, t->nk * dk);
+    FN(la_feature_map)(j->p->feature_map, j->q + (hd * j->N + c0) * dk, t->phi_q, t->nq * dk);
+    if (t->nk > 0)
+        FN(la_feature_map)(j->p->feature_map, j->k + (hd * j->M + c0) * dk, t->phi_k, t->nk * dk);
     if (t->carries) { /* Δz_c = Σ_rows φ(K_c) */
         REAL *dz = t->delta + j->dv * dk;
-        LA_COUNT(LA_COUNT_NORMALIZE, (double)t->nk * (double)dk);
         for (size_t a = 0; a < dk; a++)
             dz[a] = 0;
         FN(rows_sum)(dz, t->phi_k, t->nk, dk, NULL);
@@ -538,24 +557,12 @@ static void FN(den_advance)(const FN(ch_job) * j, FN(ch_task) * t)
 
 static void FN(den_finish)(const FN(ch_job) * j, FN(ch_task) * t)
 {
-    const size_t dk = j->dk;
-    REAL *den = j->den + t->hd * j->N + t->c0;
     if (t->u == 0) { /* sees no key: no gradient (den 0 is the empty row) */
         for (size_t i = 0; i < t->nq; i++)
-            den[i] = 0;
+            j->den[t->hd * j->N + t->c0 + i] = 0;
         return;
     }
-    /* z_i = z_c + the chunk's keys up to i, one key at a time, in the snapshot */
-    REAL *z = t->snap + j->dv * dk;
-    for (size_t i = 0; i < t->nq; i++) {
-        if (i < t->nk) {
-            LA_COUNT(LA_COUNT_NORMALIZE, dk);
-            for (size_t a = 0; a < dk; a++)
-                z[a] += t->phi_k[i * dk + a];
-        }
-        LA_COUNT(LA_COUNT_NORMALIZE, 1);
-        den[i] = LA_DOT(LA_COUNT_NORMALIZE, t->phi_q + i * dk, z, dk) + j->eps;
-    }
+    FN(chunk_dens)(j, t, t->snap + j->dv * j->dk, false);
 }
 
 /* g_i and c_i of the chunk's queries from the stored den: G (nq, d_v), and its transpose
@@ -575,22 +582,45 @@ static void FN(chunk_grads)(const FN(ch_job) * j, FN(ch_task) * t, bool gt)
 
 /* ---- sweep 2 (forward order): d_q whole; d_k, d_v their intra-chunk parts */
 
-/* φ(Q_c), G, c; φ(K_c), φKᵀ, the masked A = φ(Q_c) φKᵀ and Bᵀ, B_ij = g_i·v_j + c_i (j <= i);
- * the chunk's [ΔSᵀ Δz] = [V_cᵀ φ(K_c), Σ_rows φ(K_c)] when a later chunk sees its keys. */
+/* φ(Q_c), φ(K_c), φKᵀ, and the chunk's [ΔSᵀ Δz] = [V_cᵀ φ(K_c), Σ_rows φ(K_c)] when a later
+ * chunk sees its keys. */
 static void FN(grad_q_prepare)(const FN(ch_job) * j, FN(ch_task) * t)
 {
     const size_t dk = j->dk, dv = j->dv, C = j->C, hd = t->hd, c0 = t->c0;
     const size_t nq = t->nq, nk = t->nk;
-    const ptrdiff_t ldk = (ptrdiff_t)dk, ldc = (ptrdiff_t)C, ldv = (ptrdiff_t)dv;
+    const ptrdiff_t ldk = (ptrdiff_t)dk, ldv = (ptrdiff_t)dv;
     if (t->u == 0) return;
-    const REAL *vc = j->v + (hd * j->M + c0) * dv;
     LA_PHI(j->p->feature_map, j->q + (hd * j->N + c0) * dk, t->phi_q, nq * dk);
-    FN(chunk_grads)(j, t, nk > 0);
     if (nk == 0) return;
     LA_PHI(j->p->feature_map, j->k + (hd * j->M + c0) * dk, t->phi_k, nk * dk);
     for (size_t r = 0; r < nk; r++)
         for (size_t a = 0; a < dk; a++)
             t->phi_kt[a * C + r] = t->phi_k[r * dk + a];
+    if (t->carries) {
+        /* ΔSᵀ = V_cᵀ φ(K_c) (d_v, nk)·(nk, d_k), V_cᵀ through strides; Δz = Σ_rows φ(K_c) */
+        const REAL *vc = j->v + (hd * j->M + c0) * dv;
+        LA_PRODUCT(LA_COUNT_KV, dv, dk, nk, 1, vc, 1, ldv, t->phi_k, ldk, 1, 0, t->delta, ldk, 1);
+        REAL *dz = t->delta + dv * dk;
+        LA_COUNT(LA_COUNT_KV, (double)nk * (double)dk);
+        for (size_t a = 0; a < dk; a++)
+            dz[a] = 0;
+        FN(rows_sum)(dz, t->phi_k, nk, dk, NULL);
+    }
+}
+
+/* From the snapshot z_c: den (stored for sweep 3), G, c; the masked A = φ(Q_c) φKᵀ and Bᵀ,
+ * B_ij = g_i·v_j + c_i (key j <= query i). */
+static void FN(grad_q_blocks)(const FN(ch_job) * j, FN(ch_task) * t)
+{
+    const size_t dk = j->dk, dv = j->dv, C = j->C, nq = t->nq, nk = t->nk;
+    const ptrdiff_t ldk = (ptrdiff_t)dk, ldc = (ptrdiff_t)C, ldv = (ptrdiff_t)dv;
+    REAL *z = t->dS; /* the running z_i, in sweep 3's dS scratch */
+    for (size_t a = 0; a < dk; a++)
+        z[a] = t->snap[dv * dk + a];
+    FN(chunk_dens)(j, t, z, true);
+    FN(chunk_grads)(j, t, nk > 0);
+    if (nk == 0) return;
+    const REAL *vc = j->v + (t->hd * j->M + t->c0) * dv;
     /* A = φ(Q_c) φKᵀ (nq, d_k)·(d_k, nk); Bᵀ = V_c Gᵀ (nk, d_v)·(d_v, nq), then + c_i */
     LA_PRODUCT(LA_COUNT_QK, nq, nk, dk, 1, t->phi_q, ldk, 1, t->phi_kt, ldc, 1, 0, t->A, ldc, 1);
     LA_PRODUCT(LA_COUNT_AV, nk, nq, dv, 1, vc, ldv, 1, t->Gt, ldc, 1, 0, t->Bt, ldc, 1);
@@ -606,15 +636,6 @@ static void FN(grad_q_prepare)(const FN(ch_job) * j, FN(ch_task) * t)
         LA_COUNT(LA_COUNT_AV, nq - r);
         for (size_t i = r; i < nq; i++)
             t->Bt[r * C + i] += t->cc[i];
-    }
-    if (t->carries) {
-        /* ΔSᵀ = V_cᵀ φ(K_c) (d_v, nk)·(nk, d_k), V_cᵀ through strides; Δz = Σ_rows φ(K_c) */
-        LA_PRODUCT(LA_COUNT_KV, dv, dk, nk, 1, vc, 1, ldv, t->phi_k, ldk, 1, 0, t->delta, ldk, 1);
-        REAL *dz = t->delta + dv * dk;
-        LA_COUNT(LA_COUNT_KV, (double)nk * (double)dk);
-        for (size_t a = 0; a < dk; a++)
-            dz[a] = 0;
-        FN(rows_sum)(dz, t->phi_k, nk, dk, NULL);
     }
 }
 
@@ -645,6 +666,7 @@ static void FN(grad_q_finish)(const FN(ch_job) * j, FN(ch_task) * t)
             dq[a] = 0;
         return;
     }
+    FN(grad_q_blocks)(j, t);
     if (!t->first) {
         /* G (S_c)ᵀ (nq, d_v)·(d_v, d_k) with the snapshot's Sᵀ row-major; + c_i z_c */
         const REAL *z = t->snap + dv * dk;
@@ -718,13 +740,15 @@ static void FN(grad_k_finish)(const FN(ch_job) * j, FN(ch_task) * t)
     FN(times_phi_prime)(j->p->feature_map, t->phi_k, dkc, nk * dk);
 }
 
-/* Causal backward, chunked, C = min(p->chunk, N) tokens per chunk; three sweeps of tasks
+/* Causal backward, chunked, C = min(p->chunk, N) tokens per chunk; sweeps of tasks
  * (head, chunk), each carrying one state per head (never a state per chunk or token):
- *   1. forward order: den_i = φ(q_i)·z_i + eps for every query, stored (N per head);
- *      then the range rule on the largest 1/den (range.c), before anything is written;
- *   2. forward order, carrying [Sᵀ z]: with A = φ(Q_c)φ(K_c)ᵀ and B = G V_cᵀ + c 1ᵀ, both
- *      masked (key j <= query i), d_q_c = (G S_cᵀ + c z_cᵀ + B φ(K_c)) ∘ φ′, and the
- *      intra-chunk parts of the chunk's keys, Bᵀ φ(Q_c) and Aᵀ G;
+ *   the range rule (range.c), before anything is written: den >= eps settles it when eps
+ *      is large enough; else sweep 1 (forward order, carrying z) forms every den_i =
+ *      φ(q_i)·z_i + eps first and the rule takes the largest 1/den;
+ *   2. forward order, carrying [Sᵀ z]: den_i (as sweep 1 forms it, stored: N per head),
+ *      g_i, c_i; with A = φ(Q_c)φ(K_c)ᵀ and B = G V_cᵀ + c 1ᵀ, both masked (key j <= query
+ *      i), d_q_c = (G S_cᵀ + c z_cᵀ + B φ(K_c)) ∘ φ′, and the intra-chunk parts of the
+ *      chunk's keys, Bᵀ φ(Q_c) and Aᵀ G;
  *   3. reverse order, carrying the suffix sums [dSᵀ dz] of the later chunks' queries:
  *      d_k_c = (… + V_c dS_{>c}ᵀ + dz_{>c}) ∘ φ′, d_v_c += φ(K_c) dS_{>c}.
  * Scratch: per head the carried state and den (N); per thread one chunk's operands. */
@@ -765,10 +789,16 @@ static la_status FN(linear_chunked_backward)(const la_problem *p, const REAL *q,
         .threads = lay.threads,
         .eps = (REAL)p->eps,
     };
-    FN(ch_sweep)(&job, false, FN(den_prepare), FN(den_advance), FN(den_finish));
-    if (!FN(backward_in_range)(p, q, k, v, out, d_out, FN(largest_inv_den)(job.den, heads * N))) {
-        free(work);
-        return LA_ERANGE;
+    /* the range rule: den >= eps settles it when eps > 0 is large enough, else sweep 1 */
+    const double limit = FN(la_range_linear_backward_limit)(p, q, k, v, out, d_out);
+    const double eps_inv = (double)job.eps > 0 ? 1 / (double)job.eps : INFINITY;
+    if (!FN(inv_den_allowed)(eps_inv, limit)) {
+        FN(ch_sweep)(&job, false, FN(den_prepare), FN(den_advance), FN(den_finish));
+        const double inv_den = FN(largest_inv_den)(job.den, heads * N);
+        if (!FN(inv_den_allowed)(inv_den, limit)) {
+            free(work);
+            return LA_ERANGE;
+        }
     }
     FN(ch_sweep)(&job, false, FN(grad_q_prepare), FN(grad_q_advance), FN(grad_q_finish));
     FN(ch_sweep)(&job, true, FN(grad_k_prepare), FN(grad_k_advance), FN(grad_k_finish));
@@ -789,10 +819,11 @@ static la_status FN(linear_backward)(const la_problem *p, const REAL *q, const R
 /* ================================================================ causal, recurrent */
 
 /* Causal backward, token by token, per head (b, h) with u = min(m, N) keys seen:
- *   pass 1, t = 0 .. N−1: z += φ(k_t) (t < u), den_t = φ(q_t)·z + eps, stored (N per
- *     head); then the range rule on the largest 1/den, before anything is written;
- *   pass 2, t = 0 .. N−1: S += φ(k_t) v_tᵀ, z += φ(k_t) (t < u);
- *     d_q_t = (S g_t + c_t z) ∘ φ′(q_t);
+ *   the range rule, before anything is written: den >= eps settles it when eps is large
+ *     enough; else pass 1, t = 0 .. N−1: z += φ(k_t) (t < u), den_t = φ(q_t)·z + eps, and
+ *     the rule takes the largest 1/den;
+ *   pass 2, t = 0 .. N−1: S += φ(k_t) v_tᵀ, z += φ(k_t) (t < u); den_t (as pass 1 forms
+ *     it, stored: N per head), d_q_t = (S g_t + c_t z) ∘ φ′(q_t);
  *   pass 3, t = N−1 .. 0: dS += φ(q_t) g_tᵀ, dz += c_t φ(q_t) (the suffix sums, never a
  *     state subtracted); for t < u: d_k_t = (dS v_t + dz) ∘ φ′(k_t), d_v_t = dSᵀ φ(k_t).
  * Keys t >= u get zero rows; a head that sees no key zeros everywhere.
@@ -815,34 +846,38 @@ static la_status FN(linear_recurrent_backward)(const la_problem *p, const REAL *
     const REAL eps = (REAL)p->eps;
     REAL *den_all = work, *scratch = work + lay.shared;
 
-    /* pass 1: every den */
+    /* the range rule: den >= eps settles it when eps > 0 is large enough, else pass 1 */
+    const double limit = FN(la_range_linear_backward_limit)(p, q, k, v, out, d_out);
+    const double eps_inv = (double)eps > 0 ? 1 / (double)eps : INFINITY;
+    if (!FN(inv_den_allowed)(eps_inv, limit)) {
+        /* pass 1: every den (not counted: the check's) */
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
-    for (size_t hd = 0; hd < heads; hd++) {
-        REAL *S = scratch + (size_t)omp_get_thread_num() * lay.per_thread;
-        REAL *z = S + dk * dv, *phi_q = z + dk, *phi_k = phi_q + dk;
-        const size_t u0 = la_keys_in_length(p, hd / p->heads), u = u0 < N ? u0 : N;
-        REAL *den = den_all + hd * N;
-        for (size_t a = 0; a < dk; a++)
-            z[a] = 0;
-        for (size_t t = 0; t < N; t++) {
-            if (u == 0) {
-                den[t] = 0; /* sees no key: the empty row */
-                continue;
+        for (size_t hd = 0; hd < heads; hd++) {
+            REAL *z = scratch + (size_t)omp_get_thread_num() * lay.per_thread + dk * dv;
+            REAL *phi_q = z + dk, *phi_k = phi_q + dk;
+            const size_t u0 = la_keys_in_length(p, hd / p->heads), u = u0 < N ? u0 : N;
+            REAL *den = den_all + hd * N;
+            for (size_t a = 0; a < dk; a++)
+                z[a] = 0;
+            for (size_t t = 0; t < N; t++) {
+                if (u == 0) {
+                    den[t] = 0; /* sees no key: the empty row */
+                    continue;
+                }
+                FN(la_feature_map)(fm, q + (hd * N + t) * dk, phi_q, dk);
+                if (t < u) {
+                    FN(la_feature_map)(fm, k + (hd * M + t) * dk, phi_k, dk);
+                    for (size_t a = 0; a < dk; a++)
+                        z[a] += phi_k[a];
+                }
+                den[t] = FN(la_dot)(phi_q, z, dk) + eps;
             }
-            LA_PHI(fm, q + (hd * N + t) * dk, phi_q, dk);
-            if (t < u) {
-                LA_PHI(fm, k + (hd * M + t) * dk, phi_k, dk);
-                LA_COUNT(LA_COUNT_NORMALIZE, dk);
-                for (size_t a = 0; a < dk; a++)
-                    z[a] += phi_k[a];
-            }
-            LA_COUNT(LA_COUNT_NORMALIZE, 1);
-            den[t] = LA_DOT(LA_COUNT_NORMALIZE, phi_q, z, dk) + eps;
         }
-    }
-    if (!FN(backward_in_range)(p, q, k, v, out, d_out, FN(largest_inv_den)(den_all, heads * N))) {
-        free(work);
-        return LA_ERANGE;
+        const double inv_den = FN(largest_inv_den)(den_all, heads * N);
+        if (!FN(inv_den_allowed)(inv_den, limit)) {
+            free(work);
+            return LA_ERANGE;
+        }
     }
     /* passes 2 and 3, head by head */
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
@@ -851,7 +886,7 @@ static la_status FN(linear_recurrent_backward)(const la_problem *p, const REAL *
         REAL *z = S + dk * dv, *phi_q = z + dk, *phi_k = phi_q + dk, *g = phi_k + dk;
         const size_t u0 = la_keys_in_length(p, hd / p->heads), u = u0 < N ? u0 : N;
         const REAL *qh = q + hd * N * dk, *kh = k + hd * M * dk, *vh = v + hd * M * dv;
-        const REAL *den = den_all + hd * N;
+        REAL *den = den_all + hd * N;
         REAL *dqh = d_q + hd * N * dk, *dkh = d_k + hd * M * dk, *dvh = d_v + hd * M * dv;
         for (size_t a = u * dk; a < M * dk; a++) /* keys never seen: zero rows */
             dkh[a] = 0;
@@ -877,6 +912,9 @@ static la_status FN(linear_recurrent_backward)(const la_problem *p, const REAL *
                     z[a] += phi_k[a];
                 }
             }
+            /* den_t (as pass 1 forms it, stored for pass 3), g_t, c_t */
+            LA_COUNT(LA_COUNT_NORMALIZE, 2 * (double)dk + 1);
+            den[t] = FN(la_dot)(phi_q, z, dk) + eps;
             const REAL ct =
                 FN(row_grad)(d_out + (hd * N + t) * dv, out + (hd * N + t) * dv, den[t], g, dv);
             REAL *dq = dqh + t * dk;
