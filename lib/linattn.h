@@ -342,7 +342,8 @@ LA_API la_status la_linear_attention_recurrent_f64(const la_problem *p, const do
  *   causal: chunks of p->chunk tokens, O(N·d) scratch (the N denominators per head and
  *     one carried state, never a state per token): a forward sweep of the chunks
  *     carrying S, z for d_q, a reverse sweep carrying the suffix sums dS, dz for d_k, d_v,
- *     the intra-chunk parts as masked block products.
+ *     the intra-chunk parts as masked block products; φ(Q), φ(K) are recomputed in each
+ *     sweep rather than held.
  * la_linear_attention_recurrent_backward_*: token by token (requires p->causal, LA_EINVAL
  * otherwise), a forward pass for d_q and a reverse pass for d_k, d_v (suffix sums, no
  * state subtracted); the oracle of the chunked form's tests.
@@ -367,9 +368,9 @@ LA_API la_status la_linear_attention_recurrent_f64(const la_problem *p, const do
  * (none: no work), u = min(N, m) causal, u = m non-causal; each φ counted every time it is
  * computed (the backward recomputes φ(Q), φ(K) rather than hold them):
  *   flops_phi        φ, and 1 per element of d_q and of the seen rows of d_k for ∘ φ′;
- *   flops_normalize  den = φ(q)·z + eps, 2·d_k + 1 per query (causal: also the running z,
- *                    u·d_k, and the chunks' Δz), and g, c: 3·d_v + 1 per query each time
- *                    formed (the chunked and recurrent forms form them twice);
+ *   flops_normalize  den = φ(q)·z + eps, 2·d_k + 1 per query (chunked: also the running
+ *                    z_i, u·d_k), and g, c: 3·d_v + 1 per query each time formed (the
+ *                    chunked and recurrent forms form them twice);
  *   flops_kv         key side: S, z recomputed, 2·d_k·d_v + d_k per key (chunked: per key
  *                    a later chunk sees), and dφ(k) = dS v + dz, d_v = dSᵀφ(k),
  *                    4·d_k·d_v + d_k per key (chunked: the carried part of such keys);
@@ -378,12 +379,13 @@ LA_API la_status la_linear_attention_recurrent_f64(const la_problem *p, const do
  *   flops_qk, flops_av  chunked only, per visible pair inside a chunk: A = φQφKᵀ,
  *                    B·φ(K_c) and Bᵀ·φ(Q_c) 6·d_k (qk); Bᵀ = V_cGᵀ + c 2·d_v + 1 and
  *                    AᵀG 2·d_v (av).
- * Exact formulas beside the kernels (linear_backward.c); tests/attention/test_cost.c holds
- * them to the kernels' own counts. workspace_bytes: non-causal per head 2 states and dS,
- * per thread one block's operands (independent of N); chunked per head den (N) and one
- * state, per thread one chunk's operands; recurrent den (N per head) and one state per
- * thread.
- *   implementation lib/attention/linear_backward.c (linear_backward_tmpl.h) · reference
+ * Not counted: the pass that forms every den first for the range rule, run only when
+ * eps does not settle it (a check, like the scans). Exact formulas beside the kernels
+ * (linear_backward.c); tests/attention/test_cost.c holds them to the kernels' own counts.
+ * workspace_bytes: non-causal per head 2 states and dS, per thread one block's operands
+ * (independent of N); chunked per head den (N) and one state, per thread one chunk's operands;
+ * recurrent den (N per head) and one state per thread. implementation
+ * lib/attention/linear_backward.c (linear_backward_tmpl.h) · reference
  *   la_ref_linear_attention_backward · cost la_attention_backward_cost · tests
  *   tests/attention/test_linear_backward.c, test_attention.c (gradient mode) */
 LA_API la_status la_linear_attention_backward_f32(const la_problem *p, const float *q,
