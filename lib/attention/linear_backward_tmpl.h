@@ -20,9 +20,10 @@
  * y_i is read from out (the forward's output), never recomputed.
  *
  * FLOPs are counted into the la_cost counters as issued (core/internal.h) under the
- * backward's meaning of each field (lib/linattn.h, "backward passes"); the range pass of
- * the non-causal kernel (FN(noncausal_inv_den)) is a check, like range.c's scans, and not
- * counted. */
+ * backward's meaning of each field (lib/linattn.h, beside la_linear_attention_backward_*);
+ * the passes that form every den for the range rule when eps does not settle it
+ * (FN(noncausal_inv_den), the causal sweep 1 and pass 1) are checks, like range.c's
+ * scans, and not counted. */
 
 #define LA_PHI(fm, x, out, n) (LA_COUNT(LA_COUNT_PHI, n), FN(la_feature_map)(fm, x, out, n))
 #define LA_DOT(counter, x, y, n) (LA_COUNT(counter, 2 * (double)(n)), FN(la_dot)(x, y, n))
