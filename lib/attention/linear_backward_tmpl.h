@@ -305,7 +305,10 @@ static double FN(noncausal_inv_den)(const FN(nc_job) * j, size_t threads)
     return smallest == INFINITY ? 0 : 1 / smallest;
 }
 
-/* Non-causal backward. Tasks, each phase over fixed pieces whatever the thread count:
+/* Non-causal backward. Tasks, each phase over fixed pieces whatever the thread count
+ * (when the heads divide among the threads, each thread takes whole heads, every phase of
+ * a head in turn, with no synchronisation but the range check: the same sums in the same
+ * order):
  *   phase 1 (head, key piece of LA_BWD_PIECE keys): [Sᵀ z] of the head, pieces added in
  *     piece order (an ordered section);
  *   the range rule (range.c): with den >= eps when eps > 0, else from every den;
@@ -353,14 +356,29 @@ static la_status FN(linear_noncausal_backward)(const la_problem *p, const REAL *
     const FN(nc_job) *j = &job;
     const int threads = (int)lay.threads;
 
+    const bool whole_heads = j->heads % (size_t)threads == 0;
+
     /* phase 1: [Sᵀ z] per head */
+    if (whole_heads) {
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+        for (size_t hd = 0; hd < j->heads; hd++) {
+            REAL *mine = j->scratch + (size_t)omp_get_thread_num() * j->per_thread;
+            for (size_t piece = 0; piece < j->key_pieces; piece++) {
+                FN(nc_key_piece)(j, hd, piece, mine);
+                FN(nc_piece_add)
+                (j->states + hd * j->head_size, FN(nc_partial)(j, mine), state, piece == 0);
+            }
+        }
+    } else {
 #pragma omp parallel for ordered schedule(dynamic) num_threads(threads)
-    for (size_t task = 0; task < j->heads * j->key_pieces; task++) {
-        REAL *mine = j->scratch + (size_t)omp_get_thread_num() * j->per_thread;
-        const size_t hd = task / j->key_pieces, piece = task % j->key_pieces;
-        FN(nc_key_piece)(j, hd, piece, mine);
+        for (size_t task = 0; task < j->heads * j->key_pieces; task++) {
+            REAL *mine = j->scratch + (size_t)omp_get_thread_num() * j->per_thread;
+            const size_t hd = task / j->key_pieces, piece = task % j->key_pieces;
+            FN(nc_key_piece)(j, hd, piece, mine);
 #pragma omp ordered
-        FN(nc_piece_add)(j->states + hd * j->head_size, FN(nc_partial)(j, mine), state, piece == 0);
+            FN(nc_piece_add)
+            (j->states + hd * j->head_size, FN(nc_partial)(j, mine), state, piece == 0);
+        }
     }
     /* the range rule: den >= eps settles it when eps > 0 is large enough, else every den */
     const double limit = FN(la_range_linear_backward_limit)(p, q, k, v, out, d_out);
@@ -371,6 +389,22 @@ static la_status FN(linear_noncausal_backward)(const la_problem *p, const REAL *
             free(work);
             return LA_ERANGE;
         }
+    }
+    if (whole_heads) { /* phases 2 and 3 of each head on one thread, no synchronisation */
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+        for (size_t hd = 0; hd < j->heads; hd++) {
+            REAL *mine = j->scratch + (size_t)omp_get_thread_num() * j->per_thread;
+            REAL *dSt = j->states + hd * j->head_size + state;
+            for (size_t piece = 0; piece < j->query_pieces; piece++) {
+                FN(nc_query_piece)(j, hd, piece, mine);
+                FN(nc_piece_add)(dSt, FN(nc_partial)(j, mine), state, piece == 0);
+            }
+            FN(transpose)(dSt, dv, dk, j->states + hd * j->head_size + 2 * state);
+            for (size_t blk = 0; blk < j->key_blocks; blk++)
+                FN(nc_key_block)(j, hd, blk, mine);
+        }
+        free(work);
+        return LA_OK;
     }
     /* phase 2: d_q, and [dSᵀ dz] per head */
 #pragma omp parallel for ordered schedule(dynamic) num_threads(threads)
