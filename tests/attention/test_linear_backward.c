@@ -478,12 +478,13 @@ static void last_query_is_noncausal(void **state)
 
 /* ---------------------------------------------------------------- threads */
 
-/* 1, 2 and 3 threads give the same bits: 1 head (ordered tasks), 6 heads (whole heads per
- * thread on 2 and 3 threads), a non-causal head over several pieces. */
+/* 1, 2 and 3 threads give the same bits, across both schedules of each kernel: 1 head
+ * (ordered tasks on 2 and 3 threads), 4 heads (whole heads per thread on 2, ordered tasks
+ * over several heads on 3), a non-causal head over several pieces. */
 static void threads_bitwise(void **state)
 {
     (void)state;
-    const size_t dims[][4] = {{1, 300, 300, 32}, {6, 150, 140, 32}, {1, 1100, 1300, 64}};
+    const size_t dims[][4] = {{1, 300, 300, 32}, {4, 150, 140, 32}, {1, 1100, 1300, 64}};
     const int threads = la_get_num_threads();
     for (size_t s = 0; s < 3; s++) {
         inputs in;
