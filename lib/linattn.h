@@ -51,6 +51,8 @@
  *     la_hard_attention_f32/_f64          hard (argmax) attention
  *     la_linear_attention_f32/_f64        linear: non-causal, or causal in chunks
  *     la_linear_attention_recurrent_*     linear, causal, token by token
+ *     la_linear_attention_backward_*      linear's gradients: non-causal, or causal chunked
+ *     la_linear_attention_recurrent_backward_*  linear, causal: gradients token by token
  *     la_attention_f32/_f64               any kernel, by la_kernel
  *     la_attention_weights_f32/_f64       any kernel's N×M attention matrix (for inspection)
  *   step API (causal linear attention, one token at a time)
@@ -59,6 +61,7 @@
  *     la_linear_state_save_size, _save, _restore
  *   references (float64, plain loops)
  *     la_ref_softmax_attention, la_ref_hard_attention, la_ref_linear_attention
+ *     la_ref_linear_attention_backward    linear attention's gradients
  *     la_ref_attention                    any kernel's reference, by la_kernel
  *     la_ref_feature_map                  φ, element-wise
  *   cost model
@@ -264,7 +267,9 @@ typedef enum {
  * In float32 that refuses e.g. q = k = ±1e20 or scale 1e38 (softmax, hard), linear
  * attention on inputs near 1e30 (causal: near 1e18); float64 computes them. The scan lets
  * inputs holding inf or NaN through (their outputs are not finite either); non-causal
- * linear's state check may refuse them. The step API checks each token (below).
+ * linear's state check may refuse them. The step API checks each token (below). The
+ * backward passes have their own rule, stated with each (linear: beside
+ * la_linear_attention_backward_*).
  *
  * The empty row: a query that sees no key (causal mask, key lengths) gets an output row
  * of zeros, in every kernel and reference. So does, in linear attention, a query whose
@@ -325,6 +330,84 @@ LA_API la_status la_linear_attention_recurrent_f32(const la_problem *p, const fl
                                                    const float *k, const float *v, float *out);
 LA_API la_status la_linear_attention_recurrent_f64(const la_problem *p, const double *q,
                                                    const double *k, const double *v, double *out);
+
+/* Linear attention backward: for a loss L with d_out = ∂L/∂out given, the gradients
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out and d_out: (B,H,N,d_v) row-major;
+ *   d_q, d_k, d_v: shaped as q, k, v, written whole (zeros for a key no query sees, and
+ *   for the empty row's query: its output is constant, its gradient zero).
+ * out must be the forward's output on the same q, k, v, p (read for y_i, not recomputed).
+ * With g_i = dO_i / den_i, c_i = −(dO_i·y_i) / den_i (den_i = φ(q_i)·z + eps):
+ * dφ(q_i) = S g_i + c_i z; dS = Σ_i φ(q_i) g_iᵀ, dz = Σ_i c_i φ(q_i) (causal: over the
+ * queries i >= j of key j); dφ(k_j) = dS v_j + dz, d_v_j = dSᵀ φ(k_j); then through φ′
+ * (elu+1: 1 for x >= 0, exp(x) below; relu: 1 for x > 0, else 0).
+ * la_linear_attention_backward_* follows p->causal, as the forward:
+ *   non-causal: S, z once, then dS, dz once per head: O(N·d²) time in products of blocks,
+ *     O(d²) scratch per head;
+ *   causal: chunks of p->chunk tokens, O(N·d) scratch (the N denominators per head and
+ *     one carried state, never a state per token): a forward sweep of the chunks
+ *     carrying S, z for d_q, a reverse sweep carrying the suffix sums dS, dz for d_k, d_v,
+ *     the intra-chunk parts as masked block products; φ(Q), φ(K) are recomputed in each
+ *     sweep rather than held.
+ * la_linear_attention_recurrent_backward_*: token by token (requires p->causal, LA_EINVAL
+ * otherwise), a forward pass for d_q and a reverse pass for d_k, d_v (suffix sums, no
+ * state subtracted); the oracle of the chunked form's tests.
+ * Range (float32 never returns inf or NaN from finite inputs): with a, b, c, d, w the
+ * largest |q|, |k|, |v|, |d_out|, |out| and r = max(1, 1/den) over the queries whose den is
+ * not 0, LA_ERANGE (nothing written) when
+ *   4·d_k·d_v·max(N, M)·(a + 1)·(b + 1)·max(c, 1)·max(d, 1)·max(w, 1)·r > T/8
+ * (a bound on every value the backward forms; lib/attention/range.c). It contains the
+ * causal forward's rule; the non-causal backward applies it too, where the non-causal
+ * forward checks its state instead. A tiny den (eps = 0 or tiny, with a query nearly
+ * orthogonal to z) can refuse in float32: use float64.
+ * Accuracy: each gradient is its terms' sum up to rounding, and the terms can cancel. y_i
+ * depends on the scale of φ(q_i) only through eps, so where a query's output hardly
+ * depends on q_i — it sees one key, or d_k = 1, or relu leaves one positive feature — its
+ * d_q is about eps/den of its terms (one key: d_k too), and the kernels give it to about
+ * u·den/eps relative (u the precision's rounding: 1e-2 in float32 at eps = 1e-6, as in
+ * float32 autograd); elsewhere to a few u relative, as the tests measure.
+ * Threads: the pieces, blocks and chunks are fixed, so the bits do not depend on the
+ * thread count. Returns LA_OK, LA_EINVAL (NULL, bad problem), LA_EOVERFLOW, LA_ENOMEM,
+ * LA_EBUDGET, LA_ERANGE; every output untouched on error.
+ * Cost (la_attention_backward_cost), what the kernels issue, per head with m visible keys
+ * (none: no work), u = min(N, m) causal, u = m non-causal; each φ counted every time it is
+ * computed (the backward recomputes φ(Q), φ(K) rather than hold them):
+ *   flops_phi        φ, and 1 per element of d_q and of the seen rows of d_k for ∘ φ′;
+ *   flops_normalize  den = φ(q)·z + eps, 2·d_k + 1 per query (chunked: also the running
+ *                    z_i, u·d_k), and g, c: 3·d_v + 1 per query each time formed (the
+ *                    chunked and recurrent forms form them twice);
+ *   flops_kv         key side: S, z recomputed, 2·d_k·d_v + d_k per key (chunked: per key
+ *                    a later chunk sees), and dφ(k) = dS v + dz, d_v = dSᵀφ(k),
+ *                    4·d_k·d_v + d_k per key (chunked: the carried part of such keys);
+ *   flops_qs         query side: dφ(q) = S g + c z and dS += φ(q)gᵀ, dz += cφ(q),
+ *                    4·d_k·d_v + 4·d_k per query (chunked: per query past the first chunk);
+ *   flops_qk, flops_av  chunked only, per visible pair inside a chunk: A = φQφKᵀ,
+ *                    B·φ(K_c) and Bᵀ·φ(Q_c) 6·d_k (qk); Bᵀ = V_cGᵀ + c 2·d_v + 1 and
+ *                    AᵀG 2·d_v (av).
+ * Not counted: the pass that forms every den first for the range rule, run only when
+ * eps does not settle it (a check, like the scans). Exact formulas beside the kernels
+ * (linear_backward.c); tests/attention/test_cost.c holds them to the kernels' own counts.
+ * workspace_bytes: non-causal per head 2 states and dS, per thread one block's operands
+ * (independent of N); chunked per head den (N) and one state, per thread one chunk's operands;
+ * recurrent den (N per head) and one state per thread. implementation
+ * lib/attention/linear_backward.c (linear_backward_tmpl.h) · reference
+ *   la_ref_linear_attention_backward · cost la_attention_backward_cost · tests
+ *   tests/attention/test_linear_backward.c, test_attention.c (gradient mode) */
+LA_API la_status la_linear_attention_backward_f32(const la_problem *p, const float *q,
+                                                  const float *k, const float *v, const float *out,
+                                                  const float *d_out, float *d_q, float *d_k,
+                                                  float *d_v);
+LA_API la_status la_linear_attention_backward_f64(const la_problem *p, const double *q,
+                                                  const double *k, const double *v,
+                                                  const double *out, const double *d_out,
+                                                  double *d_q, double *d_k, double *d_v);
+LA_API la_status la_linear_attention_recurrent_backward_f32(const la_problem *p, const float *q,
+                                                            const float *k, const float *v,
+                                                            const float *out, const float *d_out,
+                                                            float *d_q, float *d_k, float *d_v);
+LA_API la_status la_linear_attention_recurrent_backward_f64(const la_problem *p, const double *q,
+                                                            const double *k, const double *v,
+                                                            const double *out, const double *d_out,
+                                                            double *d_q, double *d_k, double *d_v);
 
 /* Dispatch by kernel: the registry row's forward_f32 / forward_f64. LA_EINVAL for a
  * kernel outside the registry or a problem its causal rule refuses. */
@@ -415,6 +498,15 @@ LA_API la_status la_ref_hard_attention(const la_problem *p, const double *q, con
                                        const double *v, double *out);
 LA_API la_status la_ref_linear_attention(const la_problem *p, const double *q, const double *k,
                                          const double *v, double *out);
+/* The gradient of linear attention (follows p->causal), for la_linear_attention_backward_*
+ * and la_linear_attention_recurrent_backward_*: the forward recomputed with every prefix
+ * state materialised (out is not read, but must not be NULL), the keys' gradients summed
+ * pair by pair. Shapes and conventions as those. Returns LA_OK, LA_EINVAL, LA_EOVERFLOW,
+ * LA_ENOMEM. */
+LA_API la_status la_ref_linear_attention_backward(const la_problem *p, const double *q,
+                                                  const double *k, const double *v,
+                                                  const double *out, const double *d_out,
+                                                  double *d_q, double *d_k, double *d_v);
 /* The registry row's reference (LA_EINVAL as for la_attention_f64). */
 LA_API la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *q,
                                   const double *k, const double *v, double *out);

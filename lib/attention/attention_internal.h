@@ -34,6 +34,19 @@ bool la_range_ok_f32(la_range_kind kind, const la_problem *p, const float *q, co
 bool la_range_ok_f64(la_range_kind kind, const la_problem *p, const double *q, const double *k,
                      const double *v);
 
+/* The linear backward passes' range rule (range.c): the largest bound r on 1/den (over
+ * the queries whose den is not 0) that keeps every value they form within the element
+ * type, from one scan of q, k, v, out and d_out; +inf when one of them is not finite.
+ * A backward returns LA_ERANGE, having written nothing, when max(r, 1) exceeds it. */
+double la_range_linear_backward_limit_f32(const la_problem *p, const float *q, const float *k,
+                                          const float *v, const float *out, const float *d_out);
+double la_range_linear_backward_limit_f64(const la_problem *p, const double *q, const double *k,
+                                          const double *v, const double *out, const double *d_out);
+
+/* The backward cost functions of the linear rows (la_cost_fn; linear_backward.c). */
+la_status la_linear_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out);
+la_status la_linear_recurrent_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out);
+
 /* Bytes of one element of dtype (4 or 8). */
 static inline size_t la_dtype_size(la_dtype dtype)
 {

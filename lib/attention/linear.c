@@ -176,6 +176,24 @@ static double triangle(size_t k)
     return k % 2 == 0 ? (double)(k / 2) * ((double)k + 1) : (double)k * (double)(k / 2 + 1);
 }
 
+/* Σ_i max(0, min(i + 1, m) - s_i) over the queries i, s_i = C·floor(i/C) the start of
+ * query i's chunk: the visible pairs inside the chunks. A query i < u (u = min(N, m)) sees
+ * i - s_i + 1 keys of its chunk: over 0..u-1 that is q whole chunks of C(C+1)/2 and
+ * r(r+1)/2 (u = qC + r). A query i >= u exists only when m < N (u = m); it sees m - s_i,
+ * which is r > 0 in the chunk holding key m - 1 and nothing in later chunks. */
+double la_linear_pairs_intra(const la_problem *p, size_t m)
+{
+    const size_t N = p->n_queries, C = p->chunk < N ? p->chunk : N;
+    const size_t used = N < m ? N : m;
+    const size_t q = used / C, r = used % C;
+    double pairs_intra = (double)q * triangle(C) + triangle(r);
+    if (used < N && r > 0) {
+        const size_t s = used - r, e = N - s > C ? s + C : N;
+        pairs_intra += (double)r * (double)(e - used);
+    }
+    return pairs_intra;
+}
+
 static void chunked_head_flops(const la_problem *p, size_t m, la_cost *f)
 {
     if (m == 0) return;
@@ -185,18 +203,10 @@ static void chunked_head_flops(const la_problem *p, size_t m, la_cost *f)
     f->flops_phi = (double)(N + used) * dk;
     /* Closed forms of the per-chunk sums (query i is in the chunk starting at
      * s_i = C·floor(i/C)):
-     *   pairs_intra = Σ_i max(0, min(i + 1, m) - s_i). A query i < u sees i - s_i + 1
-     *     keys of its chunk: over 0..u-1 that is q whole chunks of C(C+1)/2 and r(r+1)/2
-     *     (u = qC + r). A query i >= u exists only when m < N (u = m); it sees m - s_i,
-     *     which is r > 0 in the chunk holding key m - 1 and nothing in later chunks;
+     *   pairs_intra = la_linear_pairs_intra;
      *   carried_queries = the queries past the first chunk, N - C;
      *   carried_keys = the visible keys of every chunk but the last, min(m, s_last). */
-    const size_t q = used / C, r = used % C;
-    double pairs_intra = (double)q * triangle(C) + triangle(r);
-    if (used < N && r > 0) {
-        const size_t s = used - r, e = N - s > C ? s + C : N;
-        pairs_intra += (double)r * (double)(e - used);
-    }
+    const double pairs_intra = la_linear_pairs_intra(p, m);
     const size_t s_last = (N - 1) / C * C;
     const double carried_queries = (double)(N - C);
     const double carried_keys = (double)(m < s_last ? m : s_last);

@@ -37,6 +37,11 @@ void la_linear_read_query_f64(const double *restrict S, const double *restrict z
 la_status la_linear_workspace_bytes(la_kernel kernel, const la_problem *p, size_t element_size,
                                     size_t *bytes);
 
+/* The visible (query, key) pairs inside the chunks of one head of the causal chunked
+ * form, for an entry with m visible keys (linear.c; the forward's and the backward's cost
+ * models count their intra-chunk products over them). */
+double la_linear_pairs_intra(const la_problem *p, size_t m);
+
 /* x·y summed in a fixed order (8 interleaved partial sums, then a fixed tree), so the
  * result never depends on the alignment of x and y nor on how the compiler vectorises. */
 float la_dot_f32(const float *x, const float *y, size_t n);

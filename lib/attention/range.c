@@ -40,6 +40,25 @@ static bool fits(la_range_kind kind, const la_problem *p, double a, double b, do
     return kind == LA_RANGE_HARD || M * (long double)c <= limit;
 }
 
+/* The linear backward passes (linear_backward_tmpl.h), with also d = max|d_out| and
+ * w = max|out|, and r >= 1 a bound on 1/den over the queries whose den is not 0: every
+ * value they form (g = dO/den, c = −(dO·y)/den, dφ(q), B = g·v + c, dS, dz, dφ(k), d_v and
+ * every partial sum of them, besides the forward's S, z, A above) is at most r·K with
+ *   K = 4·d_k·d_v·max(N, M)·(a + 1)·(b + 1)·max(c, 1)·max(d, 1)·max(w, 1)
+ * (|g| <= d·r, |c| <= d_v·d·w·r; e.g. |dφ(q_i)| <= d_v·|S|·|g| + |c|·|z| + C·|B|·|φ(k)|,
+ * with |S| <= M(b + 1)c, |z| <= M(b + 1), |B| <= d_v·d·r·(c + w): at most K·r). Returns
+ * (T/8) / K, the largest r allowed; +inf when an input is not finite (not this check's
+ * business, as above). */
+static double linear_backward_limit(const la_problem *p, double a, double b, double c, double d,
+                                    double w, double real_max)
+{
+    if (isinf(a) || isinf(b) || isinf(c) || isinf(d) || isinf(w)) return INFINITY;
+    const long double n = (long double)(p->n_queries > p->n_keys ? p->n_queries : p->n_keys);
+    const long double K = 4 * (long double)p->d_k * (long double)p->d_v * n * ((long double)a + 1) *
+                          ((long double)b + 1) * fmaxl(c, 1) * fmaxl(d, 1) * fmaxl(w, 1);
+    return (double)(((long double)real_max / 8) / K);
+}
+
 /* The scan and the check, once per precision (range_tmpl.h; core/real_f32.h explains
  * the scheme). */
 /* clang-format off */

@@ -29,3 +29,15 @@ bool FN(la_range_ok)(la_range_kind kind, const la_problem *p, const REAL *q, con
     const double c = kind == LA_RANGE_HARD ? 0 : FN(max_abs)(v, heads * p->n_keys * p->d_v);
     return fits(kind, p, a, b, c, REAL_MAX);
 }
+
+double FN(la_range_linear_backward_limit)(const la_problem *p, const REAL *q, const REAL *k,
+                                          const REAL *v, const REAL *out, const REAL *d_out)
+{
+    const size_t heads = p->batch * p->heads;
+    const double a = FN(max_abs)(q, heads * p->n_queries * p->d_k);
+    const double b = FN(max_abs)(k, heads * p->n_keys * p->d_k);
+    const double c = FN(max_abs)(v, heads * p->n_keys * p->d_v);
+    const double d = FN(max_abs)(d_out, heads * p->n_queries * p->d_v);
+    const double w = FN(max_abs)(out, heads * p->n_queries * p->d_v);
+    return linear_backward_limit(p, a, b, c, d, w, REAL_MAX);
+}

@@ -206,3 +206,126 @@ done:
     free(prefix_z);
     return st;
 }
+
+/* ---------------------------------------------------------------- linear backward */
+
+/* φ′(x), float64 reference form: elu+1 1 for x >= 0, exp(x) below; relu 1 for x > 0, else
+ * 0. */
+static double ref_phi_prime(la_feature_map fm, double x)
+{
+    if (fm == LA_FEATURE_RELU) return x > 0 ? 1 : 0;
+    return x >= 0 ? 1 : exp(x);
+}
+
+/* The gradient of linear attention, per head, from its definition and with no carried
+ * state: the prefix states S_i, z_i of every query are materialised as in
+ * la_ref_linear_attention (S_i = Σ_{visible j} φ(k_j) v_jᵀ, z_i likewise), the forward is
+ * recomputed (out is not read), and the keys' gradients are summed pair by pair:
+ *   den_i = φ(q_i)·z_i + eps, y_i = φ(q_i)ᵀS_i / den_i; for a query with a visible key
+ *   and den_i != 0 (else its gradient is zero, like its output):
+ *     g_i = d_out_i / den_i, c_i = −(d_out_i·y_i) / den_i,
+ *     dφ(q_i) = S_i g_i + c_i z_i,
+ *     for every visible key j of query i:
+ *       dφ(k_j) += (g_i·v_j + c_i) φ(q_i),  d_v_j += (φ(q_i)·φ(k_j)) g_i;
+ *   d_q = dφ(q) ∘ φ′(q), d_k = dφ(k) ∘ φ′(k).
+ * Follows p->causal. Shapes as la_backward_f64_fn. */
+la_status la_ref_linear_attention_backward(const la_problem *p, const double *q, const double *k,
+                                           const double *v, const double *out, const double *d_out,
+                                           double *d_q, double *d_k, double *d_v)
+{
+    la_status st = check(p, q, k, v, out);
+    if (st != LA_OK) return st;
+    if (!d_out || !d_q || !d_k || !d_v) return LA_EINVAL;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    /* φ(Q) (N, d_k), φ(K) (M, d_k), dφ(K) (M, d_k), g (d_v); prefix states S (M + 1, d_k,
+     * d_v), z (M + 1, d_k) as in la_ref_linear_attention */
+    size_t n_phi_q, n_phi_k, n_prefix_S, n_prefix_z, n_g;
+    if (!doubles_fit(N, dk, 1, &n_phi_q) || !doubles_fit(M, dk, 1, &n_phi_k) ||
+        !doubles_fit(M + 1, dk, dv, &n_prefix_S) || !doubles_fit(M + 1, dk, 1, &n_prefix_z) ||
+        !doubles_fit(dv, 1, 1, &n_g))
+        return LA_EOVERFLOW;
+    double *phi_q = malloc(n_phi_q * sizeof *phi_q);
+    double *phi_k = malloc(n_phi_k * sizeof *phi_k);
+    double *dphi_k = malloc(n_phi_k * sizeof *dphi_k);
+    double *prefix_S = calloc(n_prefix_S, sizeof *prefix_S);
+    double *prefix_z = calloc(n_prefix_z, sizeof *prefix_z);
+    double *g = malloc(n_g * sizeof *g);
+    if (!phi_q || !phi_k || !dphi_k || !prefix_S || !prefix_z || !g) {
+        st = LA_ENOMEM;
+        goto done;
+    }
+    for (size_t b = 0; b < p->batch; b++) {
+        for (size_t h = 0; h < p->heads; h++) {
+            const double *qh = q + HEAD(p, b, h, N, dk), *kh = k + HEAD(p, b, h, M, dk);
+            const double *vh = v + HEAD(p, b, h, M, dv), *doh = d_out + HEAD(p, b, h, N, dv);
+            double *dqh = d_q + HEAD(p, b, h, N, dk), *dkh = d_k + HEAD(p, b, h, M, dk);
+            double *dvh = d_v + HEAD(p, b, h, M, dv);
+            la_ref_feature_map(p->feature_map, qh, phi_q, N * dk);
+            la_ref_feature_map(p->feature_map, kh, phi_k, M * dk);
+            memset(dqh, 0, N * dk * sizeof *dqh);
+            memset(dphi_k, 0, M * dk * sizeof *dphi_k);
+            memset(dvh, 0, M * dv * sizeof *dvh);
+            /* prefix states: S_{j+1} = S_j + φ(k_j) v_jᵀ, z_{j+1} = z_j + φ(k_j) */
+            for (size_t j = 0; j < M; j++) {
+                const double *S0 = prefix_S + j * dk * dv, *z0 = prefix_z + j * dk;
+                double *S1 = prefix_S + (j + 1) * dk * dv, *z1 = prefix_z + (j + 1) * dk;
+                for (size_t a = 0; a < dk; a++) {
+                    z1[a] = z0[a] + phi_k[j * dk + a];
+                    for (size_t c = 0; c < dv; c++)
+                        S1[a * dv + c] = S0[a * dv + c] + phi_k[j * dk + a] * vh[j * dv + c];
+                }
+            }
+            for (size_t i = 0; i < N; i++) {
+                const size_t visible = ref_visible_keys(p, b, i);
+                const double *S = prefix_S + visible * dk * dv, *z = prefix_z + visible * dk;
+                const double *fq = phi_q + i * dk, *dO = doh + i * dv;
+                double den = p->eps;
+                for (size_t a = 0; a < dk; a++)
+                    den += fq[a] * z[a];
+                if (visible == 0 || den == 0) continue; /* the empty row: no gradient */
+                /* y_i, then g_i = dO_i / den_i and c_i = −(dO_i·y_i) / den_i */
+                double dO_y = 0;
+                for (size_t c = 0; c < dv; c++) {
+                    double num = 0;
+                    for (size_t a = 0; a < dk; a++)
+                        num += fq[a] * S[a * dv + c];
+                    dO_y += dO[c] * (num / den);
+                    g[c] = dO[c] / den;
+                }
+                const double ci = -dO_y / den;
+                /* dφ(q_i) = S_i g_i + c_i z_i, then ∘ φ′(q_i) */
+                for (size_t a = 0; a < dk; a++) {
+                    double acc = ci * z[a];
+                    for (size_t c = 0; c < dv; c++)
+                        acc += S[a * dv + c] * g[c];
+                    dqh[i * dk + a] = acc * ref_phi_prime(p->feature_map, qh[i * dk + a]);
+                }
+                /* every visible key j: dφ(k_j) += (g_i·v_j + c_i) φ(q_i),
+                 * d_v_j += (φ(q_i)·φ(k_j)) g_i */
+                for (size_t j = 0; j < visible; j++) {
+                    double gv = ci, qk = 0;
+                    for (size_t c = 0; c < dv; c++)
+                        gv += g[c] * vh[j * dv + c];
+                    for (size_t a = 0; a < dk; a++) {
+                        dphi_k[j * dk + a] += gv * fq[a];
+                        qk += fq[a] * phi_k[j * dk + a];
+                    }
+                    for (size_t c = 0; c < dv; c++)
+                        dvh[j * dv + c] += qk * g[c];
+                }
+            }
+            for (size_t j = 0; j < M; j++)
+                for (size_t a = 0; a < dk; a++)
+                    dkh[j * dk + a] =
+                        dphi_k[j * dk + a] * ref_phi_prime(p->feature_map, kh[j * dk + a]);
+        }
+    }
+done:
+    free(phi_q);
+    free(phi_k);
+    free(dphi_k);
+    free(prefix_S);
+    free(prefix_z);
+    free(g);
+    return st;
+}

@@ -66,6 +66,10 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .forward_f64 = la_linear_attention_f64,
             .reference = la_ref_linear_attention,
             .cost = la_linear_cost,
+            .backward_f32 = la_linear_attention_backward_f32,
+            .backward_f64 = la_linear_attention_backward_f64,
+            .reference_backward = la_ref_linear_attention_backward,
+            .backward_cost = la_linear_backward_cost,
         },
     [LA_KERNEL_LINEAR_RECURRENT] =
         {
@@ -80,6 +84,10 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .forward_f64 = la_linear_attention_recurrent_f64,
             .reference = la_ref_linear_attention,
             .cost = la_linear_recurrent_cost,
+            .backward_f32 = la_linear_attention_recurrent_backward_f32,
+            .backward_f64 = la_linear_attention_recurrent_backward_f64,
+            .reference_backward = la_ref_linear_attention_backward,
+            .backward_cost = la_linear_recurrent_backward_cost,
         },
 };
 

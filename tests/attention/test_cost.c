@@ -462,6 +462,144 @@ static void model_equals_kernel_counts(void **state)
     printf("  %zu kernel calls counted\n", cases);
 }
 
+/* One backward call of a linear kernel counted as it runs, against la_attention_backward_cost
+ * (the forward runs first, outside the count, for its output). The same two conventions as
+ * the forward's, taken out from what the kernel counted: the chunked backward computes the
+ * masked blocks A = φQ_c·φK_cᵀ and Bᵀ = V_c·Gᵀ whole, and every hidden entry then cost
+ * 2·d_k in A, 2·d_k in B·φK_c and 2·d_k in Bᵀ·φQ_c (qk), 2·d_v in Bᵀ and 2·d_v in Aᵀ·G
+ * (av); the joins of partial sums (LA_COUNT_COMBINE) are left out. */
+static void check_backward_counts(la_kernel kernel, la_dtype dtype, const la_problem *p, tu_rng *r)
+{
+    const size_t B = p->batch, H = p->heads, N = p->n_queries, M = p->n_keys;
+    const size_t dk = p->d_k, dv = p->d_v;
+    const size_t nq = B * H * N * dk, nk = B * H * M * dk, nv = B * H * M * dv;
+    const size_t no = B * H * N * dv;
+    double *x[6];
+    const size_t n[6] = {nq, nk, nv, no, no, 0};
+    for (int t = 0; t < 5; t++) {
+        x[t] = tu_f64(n[t]);
+        tu_fill_normal(r, x[t], n[t], 1);
+    }
+    double *g[3] = {tu_f64(nq), tu_f64(nk), tu_f64(nv)};
+    la_status st;
+    if (dtype == LA_FLOAT32) {
+        float *y[5], *g32[3] = {tu_f32(nq), tu_f32(nk), tu_f32(nv)};
+        for (int t = 0; t < 5; t++) {
+            y[t] = tu_f32(n[t]);
+            tu_to_f32(x[t], y[t], n[t]);
+        }
+        assert_int_equal(la_attention_f32(kernel, p, y[0], y[1], y[2], y[3]), LA_OK);
+        la_count_reset();
+        st = la_attention_backward_f32(kernel, p, y[0], y[1], y[2], y[3], y[4], g32[0], g32[1],
+                                       g32[2]);
+        for (int t = 0; t < 5; t++)
+            free(y[t]);
+        for (int t = 0; t < 3; t++)
+            free(g32[t]);
+    } else {
+        assert_int_equal(la_attention_f64(kernel, p, x[0], x[1], x[2], x[3]), LA_OK);
+        la_count_reset();
+        st = la_attention_backward_f64(kernel, p, x[0], x[1], x[2], x[3], x[4], g[0], g[1], g[2]);
+    }
+    assert_int_equal(st, LA_OK);
+    const double hidden = la_count_get(LA_COUNT_HIDDEN);
+    const double got[] = {
+        la_count_get(LA_COUNT_QK) - 6 * (double)dk * hidden,
+        la_count_get(LA_COUNT_SOFTMAX),
+        la_count_get(LA_COUNT_AV) - 4 * (double)dv * hidden,
+        la_count_get(LA_COUNT_PHI),
+        la_count_get(LA_COUNT_KV),
+        la_count_get(LA_COUNT_QS),
+        la_count_get(LA_COUNT_NORMALIZE),
+    };
+    la_cost model;
+    assert_int_equal(la_attention_backward_cost(kernel, p, dtype, &model), LA_OK);
+    const double want[] = {model.flops_qk,       model.flops_softmax, model.flops_av,
+                           model.flops_phi,      model.flops_kv,      model.flops_qs,
+                           model.flops_normalize};
+    const char *names[] = {"qk", "softmax", "av", "phi", "kv", "qs", "normalize"};
+    double total = 0;
+    for (size_t f = 0; f < 7; f++) {
+        total += want[f];
+        if (got[f] != want[f])
+            fail_msg("backward %s %s threads=%d B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu "
+                     "causal=%d chunk=%zu lengths=%s: flops_%s model %.17g, kernel counted "
+                     "%.17g (seed %llu)",
+                     la_kernel_name(kernel), dtype == LA_FLOAT32 ? "f32" : "f64",
+                     la_get_num_threads(), B, H, N, M, dk, dv, p->causal, p->chunk,
+                     p->key_lengths ? "yes" : "no", names[f], want[f], got[f],
+                     (unsigned long long)tu_seed());
+    }
+    assert_true(model.flops_total == total);
+    for (int t = 0; t < 5; t++)
+        free(x[t]);
+    for (int t = 0; t < 3; t++)
+        free(g[t]);
+}
+
+/* The linear backwards' model equals what they count as they run: both dtypes, one to
+ * three threads, many small shapes with every chunk size from 1 past N, key lengths, and
+ * a few with several chunks, blocks and pieces. */
+static void backward_model_equals_kernel_counts(void **state)
+{
+    (void)state;
+    if (!la_count_enabled()) fail_msg("test_cost is linked against a library without counters");
+    tu_rng r = tu_rng_for("backward_model_equals_kernel_counts");
+    const la_kernel kernels[] = {LA_KERNEL_LINEAR, LA_KERNEL_LINEAR_RECURRENT};
+    const size_t sizes[] = {1, 2, 3, 5, 8, 17, 40};
+    const size_t dims[] = {1, 3, 4, 16};
+    int64_t lengths[3];
+    const int threads = la_get_num_threads();
+    size_t cases = 0;
+    double hidden = 0;
+    for (int t = 1; t <= 3; t++) {
+        assert_int_equal(la_set_num_threads(t), LA_OK);
+        for (size_t kr = 0; kr < 2; kr++) {
+            for (size_t ni = 0; ni < 7; ni++) {
+                for (size_t mi = 0; mi < 7; mi++) {
+                    for (int causal = 0; causal <= 1; causal++) {
+                        if (kernels[kr] == LA_KERNEL_LINEAR_RECURRENT && !causal) continue;
+                        size_t B = 1 + tu_next(&r) % 3, H = 1 + tu_next(&r) % 2;
+                        la_problem p;
+                        la_problem_init(&p, B, H, sizes[ni], sizes[mi], dims[tu_next(&r) % 4],
+                                        dims[tu_next(&r) % 4]);
+                        p.causal = causal;
+                        p.chunk = 1 + tu_next(&r) % (sizes[ni] + 2);
+                        p.feature_map = tu_next(&r) % 2 ? LA_FEATURE_RELU : LA_FEATURE_ELU1;
+                        if (tu_next(&r) % 2) {
+                            for (size_t b = 0; b < B; b++)
+                                lengths[b] = (int64_t)(tu_next(&r) % (sizes[mi] + 1));
+                            p.key_lengths = lengths;
+                        }
+                        check_backward_counts(kernels[kr],
+                                              tu_next(&r) % 2 ? LA_FLOAT32 : LA_FLOAT64, &p, &r);
+                        hidden += la_count_get(LA_COUNT_HIDDEN);
+                        cases++;
+                    }
+                }
+            }
+        }
+        const size_t big[][4] = {
+            {300, 300, 64, 64}, {200, 700, 64, 32}, {700, 130, 32, 64}, {129, 1100, 16, 16}};
+        for (size_t x = 0; x < 4; x++) {
+            for (int causal = 0; causal <= 1; causal++) {
+                for (size_t kr = 0; kr < 2; kr++) {
+                    if (kernels[kr] == LA_KERNEL_LINEAR_RECURRENT && !causal) continue;
+                    la_problem p;
+                    la_problem_init(&p, 1, 2, big[x][0], big[x][1], big[x][2], big[x][3]);
+                    p.causal = causal;
+                    p.chunk = x % 2 ? 64 : 32;
+                    check_backward_counts(kernels[kr], x % 2 ? LA_FLOAT32 : LA_FLOAT64, &p, &r);
+                    cases++;
+                }
+            }
+        }
+    }
+    assert_int_equal(la_set_num_threads(threads), LA_OK);
+    assert_true(hidden > 0);
+    printf("  %zu backward calls counted\n", cases);
+}
+
 /* The causal half: softmax over N = M counts N(N+1)/2 pairs per head, and the exact
  * formulas of the header for one plain case. */
 static void closed_forms(void **state)
@@ -615,6 +753,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(model_equals_counted_loops),
         cmocka_unit_test(model_equals_kernel_counts),
+        cmocka_unit_test(backward_model_equals_kernel_counts),
         cmocka_unit_test(closed_forms),
         cmocka_unit_test(workspace_model),
         cmocka_unit_test(workspace_matches_kernels),

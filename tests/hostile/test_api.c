@@ -47,6 +47,10 @@ static const char *const api_names[] = {
     "la_attention_f64",
     "la_attention_weights_f32",
     "la_attention_weights_f64",
+    "la_linear_attention_backward_f32",
+    "la_linear_attention_backward_f64",
+    "la_linear_attention_recurrent_backward_f32",
+    "la_linear_attention_recurrent_backward_f64",
     "la_attention_backward_f32",
     "la_attention_backward_f64",
     /* step API */
@@ -64,6 +68,7 @@ static const char *const api_names[] = {
     "la_ref_hard_attention",
     "la_ref_linear_attention",
     "la_ref_attention",
+    "la_ref_linear_attention_backward",
     "la_ref_attention_backward",
     "la_ref_feature_map",
     /* cost model */
@@ -419,6 +424,48 @@ static void kernels(void **state)
             huge[i] = 1e30f;
         EXPECT(la_attention_weights_f32(LA_KERNEL_HARD, &p, huge, huge, w), LA_ERANGE, w, sizeof w);
     }
+    /* the linear backwards: NULL problem, each NULL pointer, overflowing sizes, a bad
+     * field, a budget of one byte; the recurrent one without causal */
+    la_status (*const bwd32[])(const la_problem *, const float *, const float *, const float *,
+                               const float *, const float *, float *, float *, float *) = {
+        la_linear_attention_backward_f32, la_linear_attention_recurrent_backward_f32};
+    la_status (*const bwd64[])(const la_problem *, const double *, const double *, const double *,
+                               const double *, const double *, double *, double *, double *) = {
+        la_linear_attention_backward_f64, la_linear_attention_recurrent_backward_f64};
+    float dq[64], dk[64], dv[64];
+    double dqd[64], dkd[64], dvd[64];
+    for (int i = 0; i < 2; i++) {
+        EXPECT(bwd32[i](NULL, q, k, v, o, o, dq, dk, dv), LA_EINVAL, dq, sizeof dq);
+        EXPECT(bwd32[i](&p, NULL, k, v, o, o, dq, dk, dv), LA_EINVAL, dq, sizeof dq);
+        EXPECT(bwd32[i](&p, q, NULL, v, o, o, dq, dk, dv), LA_EINVAL, dk, sizeof dk);
+        EXPECT(bwd32[i](&p, q, k, NULL, o, o, dq, dk, dv), LA_EINVAL, dv, sizeof dv);
+        EXPECT(bwd32[i](&p, q, k, v, NULL, o, dq, dk, dv), LA_EINVAL, dq, sizeof dq);
+        EXPECT(bwd32[i](&p, q, k, v, o, NULL, dq, dk, dv), LA_EINVAL, dk, sizeof dk);
+        EXPECT(bwd32[i](&p, q, k, v, o, o, NULL, dk, dv), LA_EINVAL, dk, sizeof dk);
+        EXPECT(bwd32[i](&p, q, k, v, o, o, dq, NULL, dv), LA_EINVAL, dv, sizeof dv);
+        EXPECT(bwd32[i](&p, q, k, v, o, o, dq, dk, NULL), LA_EINVAL, dq, sizeof dq);
+        EXPECT(bwd64[i](NULL, qd, kd, vd, od, od, dqd, dkd, dvd), LA_EINVAL, dqd, sizeof dqd);
+        EXPECT(bwd64[i](&p, qd, kd, vd, od, NULL, dqd, dkd, dvd), LA_EINVAL, dkd, sizeof dkd);
+        EXPECT(bwd64[i](&p, qd, kd, vd, od, od, dqd, dkd, NULL), LA_EINVAL, dqd, sizeof dqd);
+        la_problem big = p;
+        big.n_queries = SIZE_MAX / 4;
+        EXPECT(bwd32[i](&big, q, k, v, o, o, dq, dk, dv), LA_EOVERFLOW, dq, sizeof dq);
+        EXPECT(bwd64[i](&big, qd, kd, vd, od, od, dqd, dkd, dvd), LA_EOVERFLOW, dvd, sizeof dvd);
+        la_problem bad = p;
+        bad.feature_map = LA_FEATURE_COUNT;
+        EXPECT(bwd32[i](&bad, q, k, v, o, o, dq, dk, dv), LA_EINVAL, dv, sizeof dv);
+        bad = p;
+        bad.workspace_limit = 1;
+        EXPECT(bwd32[i](&bad, q, k, v, o, o, dq, dk, dv), LA_EBUDGET, dq, sizeof dq);
+        EXPECT(bwd64[i](&bad, qd, kd, vd, od, od, dqd, dkd, dvd), LA_EBUDGET, dkd, sizeof dkd);
+    }
+    EXPECT(la_linear_attention_recurrent_backward_f32(&nc, q, k, v, o, o, dq, dk, dv), LA_EINVAL,
+           dq, sizeof dq);
+    EXPECT(la_linear_attention_recurrent_backward_f64(&nc, qd, kd, vd, od, od, dqd, dkd, dvd),
+           LA_EINVAL, dqd, sizeof dqd);
+    EXPECT(la_attention_backward_f64(LA_KERNEL_LINEAR_RECURRENT, &nc, qd, kd, vd, od, od, dqd, dkd,
+                                     dvd),
+           LA_EINVAL, dqd, sizeof dqd);
     /* a budget of one byte: the materialising kernel refuses */
     la_problem tight = p;
     tight.workspace_limit = 1;
@@ -522,6 +569,22 @@ static void references(void **state)
         big.heads = SIZE_MAX / 2;
         EXPECT(refs[i](&big, q, k, v, o), LA_EOVERFLOW, o, sizeof o);
     }
+    /* the linear backward's oracle: NULL problem, each NULL pointer, overflowing sizes */
+    double d_out[4] = {0}, dq[16], dk[16], dv[16];
+    EXPECT(la_ref_linear_attention_backward(NULL, q, k, v, o, d_out, dq, dk, dv), LA_EINVAL, dq,
+           sizeof dq);
+    EXPECT(la_ref_linear_attention_backward(&p, q, NULL, v, o, d_out, dq, dk, dv), LA_EINVAL, dk,
+           sizeof dk);
+    EXPECT(la_ref_linear_attention_backward(&p, q, k, v, NULL, d_out, dq, dk, dv), LA_EINVAL, dq,
+           sizeof dq);
+    EXPECT(la_ref_linear_attention_backward(&p, q, k, v, o, NULL, dq, dk, dv), LA_EINVAL, dv,
+           sizeof dv);
+    EXPECT(la_ref_linear_attention_backward(&p, q, k, v, o, d_out, dq, NULL, dv), LA_EINVAL, dv,
+           sizeof dv);
+    la_problem big_ref = p;
+    big_ref.heads = SIZE_MAX / 2;
+    EXPECT(la_ref_linear_attention_backward(&big_ref, q, k, v, o, d_out, dq, dk, dv), LA_EOVERFLOW,
+           dq, sizeof dq);
     EXPECT(la_ref_attention(LA_KERNEL_COUNT, &p, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_ref_attention((la_kernel)-1, &p, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_ref_attention(LA_KERNEL_LINEAR_RECURRENT, &p, q, k, v, o), LA_EINVAL, o, sizeof o);
