@@ -129,8 +129,9 @@ def scaling(tmp):
                 os.unlink(os.path.join(tmp, n_))
             whole, after = csv_whole(path)
             bad += not whole
-            # a new run replaces the file only with rows; --resume keeps what it had
-            lost += after < (before if resume else 1)
+            # a new run replaces the file only with rows (a file left with none by an
+            # earlier cut-short resume may stay so); --resume keeps what it had
+            lost += after < (before if resume else min(before, 1))
         report("scaling", sig, left, bad, lost, codes)
 
 
