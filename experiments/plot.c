@@ -44,6 +44,7 @@ static const char help_text[] =
     "CPU, commit and date, read from the files' own `#` metadata and setting columns. A\n"
     "file's first line names its experiment and so its figures:\n"
     "  scaling      scaling_time, scaling_memory, scaling_gflops (with <file>_fit.csv)\n"
+    "  scaling_train  scaling_train (scaling --pass train: forward + backward)\n"
     "  crossover    crossover\n"
     "  decode       decode\n"
     "  accuracy     accuracy_error, accuracy_distance\n"
@@ -91,6 +92,7 @@ typedef struct {
 
 static const figure_kind figures[] = {
     {"scaling", {"scaling_time", "scaling_memory", "scaling_gflops", NULL}, 1, {"n", NULL}, "fit"},
+    {"scaling_train", {"scaling_train", NULL}, 0, {"n", NULL}, ""},
     {"crossover", {"crossover", NULL}, 1, {"d", NULL}, ""},
     {"decode", {"decode", NULL}, 1, {"t_first", NULL}, ""},
     {"accuracy", {"accuracy_error", "accuracy_distance", NULL}, 0, {"n", NULL}, ""},
@@ -100,7 +102,8 @@ static const figure_kind figures[] = {
 enum { N_FIGURES = sizeof figures / sizeof figures[0] };
 
 /* Files drawn with another's figure (given alone they are refused, in a folder skipped). */
-static const char *const companions[] = {"scaling_fit", "crossover_points", NULL};
+static const char *const companions[] = {"scaling_fit", "scaling_train_fit", "crossover_points",
+                                         NULL};
 
 /* The columns that are settings of a run, and how a value is shown. */
 typedef struct {

@@ -84,7 +84,13 @@ typedef struct {
     const char *args[SUITE_ARGS];
     const char *quick_args[SUITE_ARGS];
     double seconds, quick_seconds;
+    const char *name; /* its name in --only and the listings; NULL: the command's */
 } experiment;
+
+static const char *name_of(const experiment *e)
+{
+    return e->name ? e->name : e->command;
+}
 
 // clang-format off
 static const experiment suite[] = {
@@ -92,27 +98,33 @@ static const experiment suite[] = {
      {"--n", "128:65536", "--d", "64", "--heads", "1", "--max-seconds", "10", "--max-mem", "8G"},
      {"--n", "16:1024", "--d", "64", "--heads", "1", "--max-seconds", "1", "--max-mem", "8G",
       "--min-time", "0.02"},
-     55, 4},
+     55, 4, NULL},
+    {"scaling", "scaling_train.csv", " (forward + backward)",
+     {"--pass", "train", "--n", "128:16384", "--d", "64", "--heads", "1", "--max-seconds", "5",
+      "--max-mem", "8G"},
+     {"--pass", "train", "--n", "16:1024", "--d", "64", "--heads", "1", "--max-seconds", "1",
+      "--max-mem", "8G", "--min-time", "0.02"},
+     60, 4, "scaling_train"},
     {"crossover", "crossover.csv", " (d = 16..256, 4 heads)",
      {NULL},
      {"--d", "16,64", "--n", "16:1024", "--min-time", "0.02", "--bisect-steps", "2"},
-     10, 3},
+     10, 3, NULL},
     {"decode", "decode.csv", "",
      {"--tokens", "8192", "--heads", "8", "--d", "64"},
      {"--tokens", "256", "--heads", "8", "--d", "64"},
-     7, 1},
+     7, 1, NULL},
     {"accuracy", "accuracy.csv", "",
      {"--n", "16:4096"},
      {"--n", "16:256", "--fixed-n", "200"},
-     27, 2},
+     27, 2, NULL},
     {"params-sweep", "params.csv", " (D = 64..8192 and the standard models)",
      {NULL},
      {NULL},
-     0.1, 0.1},
+     0.1, 0.1, NULL},
     {"block-sweep", "block.csv", " (D = 512)",
      {"--n", "64:8192"},
      {"--n", "64:512", "--d-model", "128", "--min-time", "0.02"},
-     30, 2},
+     30, 2, NULL},
 };
 // clang-format on
 enum { N_EXPERIMENTS = sizeof suite / sizeof suite[0] };
@@ -124,7 +136,7 @@ void cmd_results_help(FILE *out)
     for (size_t i = 0; i < N_EXPERIMENTS; i++) {
         char took[32];
         res_format_duration(suite[i].seconds, took, sizeof took);
-        fprintf(out, "  %-13s %6s  linattn %s", suite[i].command, took, suite[i].command);
+        fprintf(out, "  %-13s %6s  linattn %s", name_of(&suite[i]), took, suite[i].command);
         for (const char *const *a = suite[i].args; *a; a++)
             fprintf(out, " %s", *a);
         fprintf(out, "%s\n", suite[i].note);
@@ -174,7 +186,7 @@ static int parse(int argc, char **argv, config *c)
     if (only) {
         const char *names[N_EXPERIMENTS + 1];
         for (size_t i = 0; i < N_EXPERIMENTS; i++)
-            names[i] = suite[i].command;
+            names[i] = name_of(&suite[i]);
         names[N_EXPERIMENTS] = NULL;
         int which[N_EXPERIMENTS];
         size_t count;
@@ -1048,7 +1060,7 @@ int cmd_results(int argc, char **argv)
         res_progress_suite(0, 0, -1);
         done_estimate += c.quick ? suite[i].quick_seconds : suite[i].seconds;
         res_format_duration(res_now() - t0, took, sizeof took);
-        printf("== %s: %s in %s\n", suite[i].command, r == 0 ? "done" : "FAILED", took);
+        printf("== %s: %s in %s\n", name_of(&suite[i]), r == 0 ? "done" : "FAILED", took);
         fflush(stdout);
         if (r != 0) failed++;
     }

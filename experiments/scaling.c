@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "common/inputs.h"
 #include "common/kernels.h"
+#include "common/passes.h"
 #include "common/record.h"
 #include "common/stats.h"
 #include "common/sweep.h"
@@ -22,7 +23,7 @@
 
 static const char help_text[] =
     "usage: linattn scaling [--n LIST] [--factor F] [--d LIST] [--heads LIST]\n"
-    "                       [--batch LIST] [--variant LIST] [--no-fit]\n"
+    "                       [--batch LIST] [--variant LIST] [--pass forward|train] [--no-fit]\n"
     "                       [--q Q.npy --k K.npy --v V.npy] [shared flags]\n"
     "\n"
     "Times each attention kernel on float32 self-attention inputs (N = M; random, or\n"
@@ -64,6 +65,15 @@ static const char help_text[] =
     "                     keys. An --n above the arrays' min(N, M) is refused; without\n"
     "                     --n the default lengths are clipped to it. The results' # inputs\n"
     "                     line names the files (random: the seed)\n"
+    "  --pass P           forward (default): one call is the kernel's forward; train: the\n"
+    "                     forward and then the backward (la_attention_backward_f32 of\n"
+    "                     L = sum(out * dO), dO random) timed as one call, the cost of a\n"
+    "                     training step's attention; FLOPs and workspace from both cost\n"
+    "                     models. The file's first line then names the experiment\n"
+    "                     scaling_train (plots/scaling_train.gp draws it) and # pass says\n"
+    "                     which. With train, only kernels with a backward run (by default\n"
+    "                     those of the forward's default that have one; naming one without\n"
+    "                     is refused)\n"
     "  --variant LIST     comma-separated series (--variants: deprecated), of:\n";
 static const char help_after_variants[] = SW_COMMON_HELP
     "                     (defaults: --out results/scaling.csv --max-seconds 20\n"
@@ -127,7 +137,8 @@ typedef struct {
     size_t hs[MAX_VALUES], n_hs; /* heads */
     size_t bs[MAX_VALUES], n_bs; /* batch entries */
     double factor;
-    int fit; /* fit the exponents (enough lengths, no --no-fit) */
+    int fit;      /* fit the exponents (enough lengths, no --no-fit) */
+    ps_pass pass; /* --pass: forward or train */
     sw_common common;
     in_source source;                /* random, or --q/--k/--v (common/inputs.h) */
     kn_series series[KN_MAX_SERIES]; /* every series of the registry */
@@ -203,14 +214,15 @@ static int source_of(config *c, const char *q, const char *k, const char *v, con
 static int parse(int argc, char **argv, config *c)
 {
     const char *n = NULL, *factor = NULL, *d = NULL, *heads = NULL, *batch = NULL, *list = NULL;
-    const char *q_path = NULL, *k_path = NULL, *v_path = NULL;
+    const char *q_path = NULL, *k_path = NULL, *v_path = NULL, *pass = NULL;
     int no_fit = 0;
     sw_common_text common = {0};
     const cli_flag flags[] = {
         {"n", &n, NULL},           {"factor", &factor, NULL}, {"d", &d, NULL},
         {"heads", &heads, NULL},   {"batch", &batch, NULL},   {"variant", &list, NULL},
         {"no-fit", NULL, &no_fit}, {"q", &q_path, NULL},      {"k", &k_path, NULL},
-        {"v", &v_path, NULL},      SW_COMMON_FLAGS(common),   {NULL, NULL, NULL},
+        {"v", &v_path, NULL},      {"pass", &pass, NULL},     SW_COMMON_FLAGS(common),
+        {NULL, NULL, NULL},
     };
     static const cli_alias renamed[] = {{"variants", "variant"}, {NULL, NULL}};
     int rc = cli_parse_flags_aliased(argc, argv, flags, renamed);
@@ -234,12 +246,26 @@ static int parse(int argc, char **argv, config *c)
         return rc;
     if (list && (rc = kn_parse_series_list("--variant", list, c->series, c->n_series, c->selected)))
         return rc;
+    static const char *const pass_names[] = {"forward", "train", NULL};
+    int pass_index = 0;
+    if (pass && (rc = cli_parse_choice("--pass", pass, pass_names, &pass_index))) return rc;
+    c->pass = pass_index ? PS_TRAIN : PS_FORWARD;
+    for (size_t vi = 0; c->pass == PS_TRAIN && vi < c->n_series; vi++) {
+        if (!c->selected[vi] || ps_kernel_has(c->series[vi].kernel, PS_TRAIN)) continue;
+        if (list)
+            return cli_fail("--variant", "%s has no backward pass yet (--pass train)",
+                            c->series[vi].name);
+        c->selected[vi] = 0; /* the default: the kernels that have one */
+    }
     /* the largest point's arrays, B·H·N·d floats, addressable */
     const size_t max_b = max_of(c->bs, c->n_bs), max_h = max_of(c->hs, c->n_hs);
     if ((rc = sw_check_floats("--batch", max_b, max_h, 1)) ||
         (rc = sw_check_floats("--n", max_b * max_h, c->ns[c->n_ns - 1], max_of(c->ds, c->n_ds))))
         return rc;
-    if ((rc = sw_common_finish(&common, &c->common, "results/scaling.csv", 20, 8.0 * (1 << 30))) ||
+    if ((rc = sw_common_finish(&common, &c->common,
+                               c->pass == PS_TRAIN ? "results/scaling_train.csv"
+                                                   : "results/scaling.csv",
+                               20, 8.0 * (1 << 30))) ||
         (rc = source_of(c, q_path, k_path, v_path, d, heads, batch, n != NULL)))
         return rc;
     if (c->n_ds * c->n_hs * c->n_bs > MAX_GROUPS)
@@ -415,7 +441,7 @@ static int write_fits(res_file *f, const config *c, const group *groups, size_t 
 {
     char path[4096], err[512];
     res_sibling_path(c->common.out, "fit", path, sizeof path);
-    res_file *fit = res_open(path, "scaling_fit",
+    res_file *fit = res_open(path, c->pass == PS_TRAIN ? "scaling_train_fit" : "scaling_fit",
                              "least-squares exponent of median time (and of the kernel's "
                              "memory) in N, upper half of each kernel's measured points, per "
                              "(d, heads, batch); 95% pairs-bootstrap interval, 2000 "
@@ -437,12 +463,27 @@ static int write_fits(res_file *f, const config *c, const group *groups, size_t 
 /* The inputs of one point, shared by every kernel: B·H·N·d floats each. */
 typedef struct {
     float *q, *k, *v, *out;
+    float *d_out, *d_q, *d_k, *d_v; /* --pass train */
 } inputs;
 
-static int fill_inputs(inputs *in, const in_source *source, const group *g, size_t n)
+static void free_inputs(inputs *in)
+{
+    free(in->q), free(in->k), free(in->v), free(in->out);
+    free(in->d_out), free(in->d_q), free(in->d_k), free(in->d_v);
+    *in = (inputs){0};
+}
+
+static int fill_inputs(inputs *in, const in_source *source, const group *g, size_t n, ps_pass pass)
 {
     const size_t elems = g->batch * g->heads * n * g->d;
-    free(in->q), free(in->k), free(in->v), free(in->out);
+    free_inputs(in);
+    if (pass == PS_TRAIN) {
+        in->d_out = malloc(elems * sizeof(float)), in->d_q = malloc(elems * sizeof(float));
+        in->d_k = malloc(elems * sizeof(float)), in->d_v = malloc(elems * sizeof(float));
+        if (!in->d_out || !in->d_q || !in->d_k || !in->d_v) return -1;
+        in_rng r = in_rng_for(1, "scaling d_out");
+        in_fill_normal_f32(&r, in->d_out, elems, 1.0);
+    }
     in->q = malloc(elems * sizeof(float)), in->k = malloc(elems * sizeof(float));
     in->v = malloc(elems * sizeof(float)), in->out = malloc(elems * sizeof(float));
     if (!in->q || !in->k || !in->v || !in->out) return -1;
@@ -486,7 +527,7 @@ static int measure_point(res_file *f, const config *c, const group *g, size_t n,
         p->workspace_limit =
             c->common.max_mem < (double)SIZE_MAX ? (size_t)c->common.max_mem : SIZE_MAX;
         la_cost *cost = &costs[n_run];
-        la_status st = la_attention_cost(var->kernel, p, LA_FLOAT32, cost);
+        la_status st = ps_cost(var->kernel, p, c->pass, LA_FLOAT32, cost);
         if (st != LA_OK) /* a point the model cannot count: refused, one line, exit 2 */
             return cli_fail("scaling", "%s at N = %zu: the cost model failed: %s", var->name, n,
                             la_strerror(st));
@@ -512,14 +553,15 @@ static int measure_point(res_file *f, const config *c, const group *g, size_t n,
     }
     if (n_run == 0) return 0;
 
-    if (fill_inputs(in, &c->source, g, n) != 0) {
+    if (fill_inputs(in, &c->source, g, n, c->pass) != 0) {
         fprintf(stderr, "linattn: scaling: out of memory at N = %zu\n", n);
         return 1;
     }
     res_timing t[KN_MAX_SERIES];
     la_status st[KN_MAX_SERIES];
     const res_rule rule = sw_rule(&c->common);
-    res_time_kernels(n_run, kernels, problems, in->q, in->k, in->v, in->out, &rule, t, st);
+    const ps_arrays arrays = {in->q, in->k, in->v, in->out, in->d_out, in->d_q, in->d_k, in->d_v};
+    ps_time_interleaved(n_run, kernels, problems, c->pass, &arrays, &rule, t, st);
     for (size_t i = 0; i < n_run && rc == 0; i++) {
         const kn_series *var = &c->series[which[i]];
         point_key(key, sizeof key, var->name, n, g);
@@ -553,8 +595,11 @@ int cmd_scaling(int argc, char **argv)
 
     char err[512], inputs_line[1024];
     in_source_describe(&c.source, inputs_line, sizeof inputs_line);
+    if (c.pass == PS_TRAIN)
+        snprintf(inputs_line + strlen(inputs_line), sizeof inputs_line - strlen(inputs_line),
+                 "# pass: train (forward then backward of L = sum(out * dO), one timed call)\n");
     res_meta_extra(inputs_line);
-    res_file *f = res_open(c.common.out, "scaling",
+    res_file *f = res_open(c.common.out, c.pass == PS_TRAIN ? "scaling_train" : "scaling",
                            c.source.from_files
                                ? "time and memory of each attention kernel against N (float32, "
                                  "self-attention N = M, prefixes of the arrays of # inputs; one "
@@ -585,7 +630,7 @@ int cmd_scaling(int argc, char **argv)
     res_progress pr;
     res_progress_start(&pr, "scaling", (int)(n_groups * c.n_ns), total_work);
 
-    inputs in = {NULL, NULL, NULL, NULL};
+    inputs in = {0};
     int point = 0;
     for (size_t gi = 0; gi < n_groups && rc == 0; gi++) {
         const group *g = &groups[gi];
@@ -605,7 +650,7 @@ int cmd_scaling(int argc, char **argv)
         }
     }
     res_progress_end(&pr);
-    free(in.q), free(in.k), free(in.v), free(in.out);
+    free_inputs(&in);
     if (rc == 0) {
         if (c.fit && write_fits(f, &c, groups, n_groups, argc, argv) != 0) rc = 1;
         if (!c.fit) {

@@ -1,29 +1,30 @@
 # scaling_train.gp — one training step's attention, forward + backward, against N: the
 # CPU version of Katharopoulos et al. (2020), Fig. 1. Left: time per forward+backward
-# call (median, bars min..max), log-log, with the exponent fitted over the upper half of
+# call (median, bars the interquartile range), log-log, with the exponent fitted over the upper half of
 # each curve (in log N) in the legend; right: the peak resident memory of the point
 # (VmHWM, reset before it), with its fitted exponent likewise. Every variant the file has
 # train rows for, in the order they first appear (the sweep runs fused softmax,
 # materialising softmax, linear and causal linear).
-# Reads the rows of ../results/scaling.csv whose column pass is "train" (`linattn scaling
-# --pass train`; the forward rows say "forward"); writes scaling_train.png|svg. A file
-# without such rows (or without a pass column) is reported on stderr and nothing is
-# drawn, so `make plots` still runs the other scripts.
-# Other files: gnuplot -e 'data="x/scaling.csv"; out="x/scaling_train"' scaling_train.gp
+# Reads ../results/scaling_train.csv (`linattn scaling --pass train`: its first line
+# names the experiment scaling_train, every row is a forward + backward point); writes
+# scaling_train.png|svg. A file without ok rows is reported on stderr and nothing is
+# drawn. `linattn plot` picks this script for such files (and gives formats, outputs,
+# subtitle); by hand: gnuplot -e 'data="x/scaling_train.csv"; out="x/scaling_train"'
+# scaling_train.gp
 load "style.gpi"
-if (!exists("data")) data = "../results/scaling.csv"
+if (!exists("data")) data = "../results/scaling_train.csv"
 if (!exists("out")) out = "scaling_train"
 
-names = series_where(data, "variant", "pass", "train")
+names = series(data, "variant")
 n = words(names)
 if (n == 0) {
-    print sprintf("scaling_train.gp: no pass=train rows in %s (run linattn scaling --pass train); nothing drawn", data)
+    print sprintf("scaling_train.gp: no rows in %s (run linattn scaling --pass train); nothing drawn", data)
     exit
 }
 
 # a row's value of column c when it is an ok train point of variant v, else NaN
-train(v, c) = (strcol("variant") eq v && strcol("pass") eq "train" && strcol("status") eq "ok") ? column(c) : NaN
-is_train(v) = (strcol("variant") eq v && strcol("pass") eq "train" && strcol("status") eq "ok") ? 1 : 0
+train(v, c) = (strcol("variant") eq v && strcol("status") eq "ok") ? column(c) : NaN
+is_train(v) = (strcol("variant") eq v && strcol("status") eq "ok") ? 1 : 0
 
 # least-squares slope of log(c) against log(n) over each variant's points with
 # n >= sqrt(n_min · n_max) (at least 2 such points; else no fit: slope -99)
@@ -54,12 +55,12 @@ m_label(i) = m_slope[i] > -99 ? sprintf("%s: slope %.2f", title_of(word(names, i
 t_fit(i, x) = (t_slope[i] > -99 && x >= fit_lo[i] && x <= fit_hi[i]) ? t_pref[i] * x**t_slope[i] : NaN
 MiB = 1048576.0
 
-stats data using (strcol("pass") eq "train" ? column("n") : NaN) nooutput
+stats data using (strcol("status") eq "ok" ? column("n") : NaN) nooutput
 n_lo = STATS_min * 0.8; n_hi = STATS_max * 1.25
 
-do for [fmt in "png svg"] {
+do for [fmt in formats] {
     eval term(fmt, out, 1700, 720)
-    set multiplot layout 1,2 title "Training cost of attention: forward + backward against sequence length N (float32)" font ",15"
+    set multiplot layout 1,2 title heading("Training cost of attention: forward + backward against sequence length N (float32)") font ",15"
 
     set title "time per forward + backward call" font ",13"
     set xlabel "sequence length N (tokens, N = M)"
@@ -73,8 +74,8 @@ do for [fmt in "png svg"] {
     set format y "10^{%L}"
     set key top left font ",10"
     set bars small
-    set label 1 "bars: min..max over repetitions; dotted: least-squares fit over the upper half of each curve" at graph 0.99, graph 0.03 right font ",9" tc rgb "#555555"
-    plot for [i=1:n] data using (train(word(names, i), "n")):(train(word(names, i), "median_s")):(train(word(names, i), "min_s")):(train(word(names, i), "max_s")) \
+    set label 1 "bars: interquartile range of the repetitions; dotted: least-squares fit over the upper half of each curve" at graph 0.99, graph 0.03 right font ",9" tc rgb "#555555"
+    plot for [i=1:n] data using (train(word(names, i), "n")):(train(word(names, i), "median_s")):(train(word(names, i), "q1_s")):(train(word(names, i), "q3_s")) \
              with yerrorlines lc rgb color_of(word(names, i)) pt (i + 3) ps 1.1 title t_label(i), \
          for [i=1:n] t_fit(i, x) with lines lc rgb color_of(word(names, i)) dt 3 lw 2 notitle
     unset label 1

@@ -76,3 +76,31 @@ la_status ps_time(la_kernel kernel, const la_problem *p, ps_pass pass, const ps_
         return call.status != LA_OK ? call.status : LA_ENOMEM;
     return LA_OK;
 }
+
+void ps_time_interleaved(size_t n, const la_kernel *kernels, const la_problem *p, ps_pass pass,
+                         const ps_arrays *a, const res_rule *rule, res_timing *t, la_status *status)
+{
+    pass_call calls[RES_MAX_INTERLEAVED];
+    res_body bodies[RES_MAX_INTERLEAVED] = {0};
+    void *ctxs[RES_MAX_INTERLEAVED] = {0};
+    int failed[RES_MAX_INTERLEAVED];
+    size_t idx[RES_MAX_INTERLEAVED], m = 0;
+    if (n > RES_MAX_INTERLEAVED) n = RES_MAX_INTERLEAVED;
+    for (size_t i = 0; i < n; i++) {
+        status[i] = LA_OK;
+        if (pass == PS_BACKWARD || !ps_kernel_has(kernels[i], pass)) {
+            status[i] = LA_EINVAL;
+            continue;
+        }
+        calls[m] = (pass_call){kernels[i], &p[i], pass, a, LA_OK};
+        bodies[m] = run_pass_call, ctxs[m] = &calls[m], idx[m++] = i;
+    }
+    if (m == 0) return;
+    res_timing tm[RES_MAX_INTERLEAVED];
+    const int rc = res_time_interleaved(m, bodies, ctxs, rule, tm, failed);
+    for (size_t j = 0; j < m; j++) {
+        const size_t i = idx[j];
+        status[i] = rc != 0 ? LA_ENOMEM : failed[j] == 0 ? LA_OK : calls[j].status;
+        if (status[i] == LA_OK) t[i] = tm[j];
+    }
+}

@@ -51,4 +51,14 @@ typedef struct {
 la_status ps_time(la_kernel kernel, const la_problem *p, ps_pass pass, const ps_arrays *a,
                   const res_rule *rule, res_timing *t);
 
+/* Times one call of pass for each of n kernels on the same arrays, interleaved
+ * (res_time_interleaved: round r times kernel 1, 2, ..., then round r + 1), as
+ * res_time_kernels does for the forward: the sweeps' loop. p: n problems. pass forward or
+ * train (backward alone would need each kernel's own forward output: use ps_time).
+ * status[i] is kernel i's status (LA_EINVAL for a pass it does not have, LA_ENOMEM also
+ * when the timer could not allocate); t[i] is set when it is LA_OK. */
+void ps_time_interleaved(size_t n, const la_kernel *kernels, const la_problem *p, ps_pass pass,
+                         const ps_arrays *a, const res_rule *rule, res_timing *t,
+                         la_status *status);
+
 #endif

@@ -40,26 +40,6 @@ static int parse_bytes(const char *flag, const char *s, double *out)
     return 0;
 }
 
-int sw_parse_range(const char *flag, const char *s, size_t *lo, size_t *hi)
-{
-    const char *colon = strchr(s, ':');
-    char buf[64];
-    int rc;
-    if (!colon) {
-        if ((rc = sw_parse_positive(flag, s, lo))) return rc;
-        *hi = *lo;
-        return 0;
-    }
-    size_t len = (size_t)(colon - s);
-    if (len >= sizeof buf) return cli_fail(flag, "'%s' is not a range LO:HI", s);
-    memcpy(buf, s, len);
-    buf[len] = 0;
-    if ((rc = sw_parse_positive(flag, buf, lo)) || (rc = sw_parse_positive(flag, colon + 1, hi)))
-        return rc;
-    if (*hi < *lo) return cli_fail(flag, "'%s': HI is below LO", s);
-    return 0;
-}
-
 /* text is a size >= 1, at most 2^53 (where doubles stop counting exactly: a size that
  * large is refused by the memory checks anyway; this keeps the arithmetic defined): 1
  * (into *out), 0 not a decimal, -1 too large, -2 zero. Prints nothing. */

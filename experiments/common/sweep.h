@@ -60,8 +60,7 @@ int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, dou
                      double max_mem);
 
 /* Value parsers on top of cli.h: 0, or 2 after one line. */
-int sw_parse_positive(const char *flag, const char *s, size_t *out);         /* >= 1 */
-int sw_parse_range(const char *flag, const char *s, size_t *lo, size_t *hi); /* LO:HI */
+int sw_parse_positive(const char *flag, const char *s, size_t *out); /* >= 1 */
 
 /* The one syntax of every numeric sweep flag (--n, --d, --heads, --batch, ... in every
  * subcommand): a comma-separated list whose items are each
