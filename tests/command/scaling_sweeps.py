@@ -142,6 +142,28 @@ def main():
             check(p.returncode == 0 and rows2 == rows
                   and any(m.startswith("# resumed: ") for m in meta2),
                   "--resume: the same rows, a # resumed line, nothing added")
+        # 6. --pass train: forward + backward per call, only kernels with a backward, its own
+        #    experiment name and # pass line; a kernel without a backward named: refused
+        train = os.path.join(tmp, "scaling_train.csv")
+        p = run(binary, ["scaling", "--pass", "train", "--n", "16:1024", "--d", "8", "--out",
+                         train] + FAST)
+        meta, header, rows = parse(train) if os.path.exists(train) else ([], None, [])
+        kinds = {r["variant"] for r in rows}
+        check(p.returncode == 0 and meta and meta[0].startswith("# linattn scaling_train: ")
+              and any(m.startswith("# pass: train") for m in meta)
+              and all(r["status"] == "ok" for r in rows) and "linear" in kinds,
+              "--pass train: a scaling_train file with a # pass line, every point ok (%s)"
+              % sorted(kinds))
+        # hard's argmax has no useful gradient in this library yet or has one (issue 12):
+        # either way one clean outcome, never a crash or two lines
+        p = run(binary, ["scaling", "--pass", "train", "--variant", "hard", "--n", "16", "--out",
+                         os.path.join(tmp, "t2.csv")] + FAST)
+        lines = p.stderr.strip().splitlines()
+        check((p.returncode == 2 and len(lines) == 1
+               and lines[0] == "linattn: --variant: hard has no backward pass yet (--pass train)")
+              or p.returncode == 0,
+              "--pass train --variant hard: run, or refused with one line (%d: %s)"
+              % (p.returncode, p.stderr.strip()[:120]))
     print("scaling_sweeps: %d checks failed" % len(failures) if failures
           else "scaling_sweeps: all checks passed")
     return 1 if failures else 0
