@@ -281,6 +281,49 @@ LA_API la_status la_softmax_attention_f32(const la_problem *p, const float *q, c
 LA_API la_status la_softmax_attention_f64(const la_problem *p, const double *q, const double *k,
                                           const double *v, double *out);
 
+/* Softmax attention, fused, that also returns what its backward needs:
+ *   lse: (B,H,N), lse_i = log Σ_j exp(s_ij) over the keys query i sees, s_ij = q_i·k_j ·
+ *   scale (natural log; -INFINITY for a query that sees no key).
+ * out is bitwise the output of la_softmax_attention_*; the row maximum and sum that kernel
+ * keeps give lse. Same statuses; lse NULL is LA_EINVAL. Nothing written on error.
+ *   implementation lib/attention/softmax.c (softmax_tmpl.h, softmax_avx512.c) · tests
+ *   tests/attention/test_softmax.c */
+LA_API la_status la_softmax_attention_lse_f32(const la_problem *p, const float *q, const float *k,
+                                              const float *v, float *out, float *lse);
+LA_API la_status la_softmax_attention_lse_f64(const la_problem *p, const double *q, const double *k,
+                                              const double *v, double *out, double *lse);
+
+/* Its backward (FlashAttention-2's): for a loss L with d_out = ∂L/∂out,
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out, d_out: (B,H,N,d_v),
+ *   lse: (B,H,N) from la_softmax_attention_lse_*, or NULL (then computed first, by a pass
+ *   over the scores);
+ *   d_q, d_k, d_v: shaped as q, k, v, written whole.
+ * out is the forward's output. With D_i = Σ_c d_out_ic · out_ic, per (query block, key
+ * block) of 64 × 64: S = q_blk·k_blkᵀ·scale recomputed, P = exp(S − lse) (0 where
+ * hidden), dP = d_out_blk·v_blkᵀ, dS = P ∘ (dP − D); then d_v += Pᵀ·d_out, d_k += dSᵀ·q ·
+ * scale, d_q += dS·k · scale. Never an N×M matrix: scratch per thread is two 64 × 64
+ * blocks, a key block of k and of v transposed and 64 row values, independent of N and
+ * M, plus the B·H·N log-sum-exps when lse is NULL. Each element of d_k, d_v sums its
+ * query blocks in order and each of d_q its key blocks in order, whatever the threads:
+ * with fewer (batch, head) pairs than threads the call runs d_k, d_v (over key blocks)
+ * and d_q (over query blocks) as two passes, each recomputing S and dP, else one pass per
+ * head; the bits are the same. Causal masks skip whole blocks no query sees.
+ * A query that sees no key contributes nothing; a key no query sees gets zero gradients.
+ * Returns LA_OK, LA_EINVAL (NULL pointer but lse, bad problem), LA_EOVERFLOW,
+ * LA_ENOMEM, LA_EBUDGET (scratch above p->workspace_limit), LA_ERANGE (the range rule
+ * above, and the backward's: see la_attention_backward_*). Nothing written on error.
+ *   implementation lib/attention/softmax_backward.c (softmax_backward_tmpl.h) · reference
+ *   la_ref_softmax_attention_backward · tests tests/attention/test_attention.c */
+LA_API la_status la_softmax_attention_backward_f32(const la_problem *p, const float *q,
+                                                   const float *k, const float *v, const float *out,
+                                                   const float *lse, const float *d_out, float *d_q,
+                                                   float *d_k, float *d_v);
+LA_API la_status la_softmax_attention_backward_f64(const la_problem *p, const double *q,
+                                                   const double *k, const double *v,
+                                                   const double *out, const double *lse,
+                                                   const double *d_out, double *d_q, double *d_k,
+                                                   double *d_v);
+
 /* Softmax attention, materialising: for one head at a time, the N×M score matrix,
  * its row softmax, then P·V. Holds N·M elements; refuses with LA_EBUDGET when
  * N·M·sizeof(element) exceeds p->workspace_limit. Same shapes and statuses as above.
@@ -292,6 +335,25 @@ LA_API la_status la_softmax_attention_materialized_f64(const la_problem *p, cons
                                                        const double *k, const double *v,
                                                        double *out);
 
+/* Its backward, the textbook one on the held probabilities: per head, P (N×M) as the
+ * forward forms it, d_v = Pᵀ·d_out, dP = d_out·vᵀ a block of 64 query rows at a time,
+ * dS = P ∘ (dP − rowsum(P ∘ dP)) written over P, d_q = dS·k · scale, d_k = dSᵀ·q · scale.
+ * Holds N·M elements plus 64 rows of M per thread; LA_EBUDGET when that exceeds
+ * p->workspace_limit. out is not read (the row sums come from P). Shapes and statuses as
+ * la_softmax_attention_backward_* (without lse).
+ *   implementation lib/attention/softmax_backward.c · reference
+ *   la_ref_softmax_attention_backward · tests tests/attention/test_attention.c */
+LA_API la_status la_softmax_attention_materialized_backward_f32(const la_problem *p, const float *q,
+                                                                const float *k, const float *v,
+                                                                const float *out,
+                                                                const float *d_out, float *d_q,
+                                                                float *d_k, float *d_v);
+LA_API la_status la_softmax_attention_materialized_backward_f64(const la_problem *p,
+                                                                const double *q, const double *k,
+                                                                const double *v, const double *out,
+                                                                const double *d_out, double *d_q,
+                                                                double *d_k, double *d_v);
+
 /* Hard attention: out row i = v row argmax_j (q_i·k_j · scale) over visible j, ties to
  * the lowest j. Same shapes, masks and statuses.
  *   implementation lib/attention/softmax.c (softmax_tmpl.h) · reference
@@ -300,6 +362,24 @@ LA_API la_status la_hard_attention_f32(const la_problem *p, const float *q, cons
                                        const float *v, float *out);
 LA_API la_status la_hard_attention_f64(const la_problem *p, const double *q, const double *k,
                                        const double *v, double *out);
+
+/* Its backward. The argmax is piecewise constant in q and k, so its gradient is zero
+ * almost everywhere: d_q = d_k = 0 (exactly; at a tie the forward's choice is not
+ * differentiable, and 0 is returned there too), and d_v scatters d_out: d_v_j = Σ of
+ * d_out_i over the queries i whose argmax (the forward's, bit for bit, ties to the lowest
+ * key) is j, summed in order of i. out is not read. Scratch: the forward's blocks per
+ * thread and the B·H·N chosen keys. Shapes and statuses as la_softmax_attention_backward_*
+ * (without lse).
+ *   implementation lib/attention/softmax_backward.c · reference
+ *   la_ref_hard_attention_backward · tests tests/attention/test_attention.c */
+LA_API la_status la_hard_attention_backward_f32(const la_problem *p, const float *q, const float *k,
+                                                const float *v, const float *out,
+                                                const float *d_out, float *d_q, float *d_k,
+                                                float *d_v);
+LA_API la_status la_hard_attention_backward_f64(const la_problem *p, const double *q,
+                                                const double *k, const double *v, const double *out,
+                                                const double *d_out, double *d_q, double *d_k,
+                                                double *d_v);
 
 /* Linear attention, y_i = φ(q_i)ᵀ S / (φ(q_i)ᵀ z + eps). φ is applied to the raw q and
  * k (p->scale is not used). Non-causal: S = φ(K)ᵀV (d_k×d_v) and z = Σ_j φ(k_j) once
@@ -386,6 +466,19 @@ LA_API la_status la_ref_hard_attention(const la_problem *p, const double *q, con
                                        const double *v, double *out);
 LA_API la_status la_ref_linear_attention(const la_problem *p, const double *q, const double *k,
                                          const double *v, double *out);
+/* float64 oracles of the backward passes (la_backward_f64_fn): the forward's loops, then
+ * per query i the softmax Jacobian written out: P_i, dP_ij = d_out_i·v_j, dS_ij = P_ij
+ * (dP_ij − Σ_l P_il dP_il), d_v_j += P_ij d_out_i, d_q_i += scale Σ_j dS_ij k_j, d_k_j +=
+ * scale dS_ij q_i; hard: d_q = d_k = 0, d_v_j = Σ d_out_i over the queries whose argmax
+ * (ties to the lowest j) is j. out is not read. Statuses as the forward references. */
+LA_API la_status la_ref_softmax_attention_backward(const la_problem *p, const double *q,
+                                                   const double *k, const double *v,
+                                                   const double *out, const double *d_out,
+                                                   double *d_q, double *d_k, double *d_v);
+LA_API la_status la_ref_hard_attention_backward(const la_problem *p, const double *q,
+                                                const double *k, const double *v, const double *out,
+                                                const double *d_out, double *d_q, double *d_k,
+                                                double *d_v);
 /* The registry row's reference (LA_EINVAL as for la_attention_f64). */
 LA_API la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *q,
                                   const double *k, const double *v, double *out);
