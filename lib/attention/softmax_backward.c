@@ -140,14 +140,14 @@ la_status la_softmax_attention_backward_f64(const la_problem *p, const double *q
 
 /* The registry row's backward (la_backward_f32_fn): lse computed first. */
 la_status la_softmax_row_backward_f32(const la_problem *p, const float *q, const float *k,
-                                          const float *v, const float *out, const float *d_out,
-                                          float *d_q, float *d_k, float *d_v)
+                                      const float *v, const float *out, const float *d_out,
+                                      float *d_q, float *d_k, float *d_v)
 {
     return la_softmax_attention_backward_f32(p, q, k, v, out, NULL, d_out, d_q, d_k, d_v);
 }
 la_status la_softmax_row_backward_f64(const la_problem *p, const double *q, const double *k,
-                                          const double *v, const double *out, const double *d_out,
-                                          double *d_q, double *d_k, double *d_v)
+                                      const double *v, const double *out, const double *d_out,
+                                      double *d_q, double *d_k, double *d_v)
 {
     return la_softmax_attention_backward_f64(p, q, k, v, out, NULL, d_out, d_q, d_k, d_v);
 }
@@ -245,8 +245,9 @@ la_status la_softmax_materialized_backward_cost(const la_problem *p, la_dtype dt
     la_cost_sum_heads(p, materialized_backward_head_flops, out);
     const double e = (double)la_dtype_size(dtype), m = (double)p->n_keys;
     const double bq = (double)min_size(p->n_queries, BQ_MAT);
-    out->workspace_bytes = up64((double)p->n_queries * m * e) +
-                           (double)materialized_backward_threads(p, la_threads()) * up64(bq * m * e);
+    out->workspace_bytes =
+        up64((double)p->n_queries * m * e) +
+        (double)materialized_backward_threads(p, la_threads()) * up64(bq * m * e);
     return LA_OK;
 }
 

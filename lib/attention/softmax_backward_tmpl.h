@@ -29,10 +29,11 @@ static void FN(transpose)(const REAL *x, size_t ld, size_t rows, size_t cols, RE
 /* One head's arrays and sizes, as the block functions below read them. */
 typedef struct {
     const la_problem *p;
-    size_t b;                            /* batch entry (for the masks) */
-    const REAL *qh, *kh, *vh, *oh, *gh; /* q (N, d_k), k (M, d_k), v (M, d_v), out, d_out (N, d_v) */
-    const REAL *lse;                     /* (N) */
-    REAL *dqh, *dkh, *dvh;               /* d_q (N, d_k), d_k (M, d_k), d_v (M, d_v) */
+    size_t b; /* batch entry (for the masks) */
+    const REAL *qh, *kh, *vh, *oh,
+        *gh;               /* q (N, d_k), k (M, d_k), v (M, d_v), out, d_out (N, d_v) */
+    const REAL *lse;       /* (N) */
+    REAL *dqh, *dkh, *dvh; /* d_q (N, d_k), d_k (M, d_k), d_v (M, d_v) */
 } FN(head);
 
 /* A thread's scratch: kt (d_k × BK) and vt (d_v × BK), a key block transposed; s and ds
@@ -178,8 +179,8 @@ static void FN(lse_block)(const FN(head) * hd, size_t i0, size_t rows, FN(scratc
         const size_t cols = key_end - j0 < BK ? key_end - j0 : BK;
         FN(transpose)(hd->kh + j0 * dk, dk, cols, dk, w->kt);
         /* s = q_blk · k_blkᵀ · scale, as block_backward forms it */
-        GEMM_SMALL(rows, cols, dk, 1, hd->qh + i0 * dk, (ptrdiff_t)dk, 1, w->kt, (ptrdiff_t)cols,
-                   1, 0, w->s, (ptrdiff_t)cols, 1);
+        GEMM_SMALL(rows, cols, dk, 1, hd->qh + i0 * dk, (ptrdiff_t)dk, 1, w->kt, (ptrdiff_t)cols, 1,
+                   0, w->s, (ptrdiff_t)cols, 1);
         for (size_t r = 0; r < rows; r++) {
             REAL *srow = w->s + r * cols;
             const size_t n = keys_in_block(p, hd->b, i0 + r, j0, cols);
@@ -201,8 +202,8 @@ static void FN(lse_block)(const FN(head) * hd, size_t i0, size_t rows, FN(scratc
 }
 
 /* The head (b, h) of a call. */
-static FN(head) FN(head_of)(const la_problem *p, const FN(grad_args) * a, const REAL *lse, size_t b,
-                            size_t h)
+static FN(head)
+    FN(head_of)(const la_problem *p, const FN(grad_args) * a, const REAL *lse, size_t b, size_t h)
 {
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     FN(head) hd;
@@ -482,8 +483,9 @@ static la_status FN(hard_backward)(const la_problem *p, const FN(grad_args) * a)
         for (size_t t = 0; t < q_tasks; t++) {
             const size_t bh = t / q_blocks, i0 = (t % q_blocks) * Q_BLOCK_HARD;
             const FN(head) hd = FN(head_of)(p, a, NULL, bh / p->heads, bh % p->heads);
-            FN(la_hard_argmax)(p, hd.b, hd.qh, hd.kh, i0, N - i0 < bq ? N - i0 : bq, s, best_score,
-                               best + bh * N + i0);
+            FN(la_hard_argmax)
+            (p, hd.b, hd.qh, hd.kh, i0, N - i0 < bq ? N - i0 : bq, s, best_score,
+             best + bh * N + i0);
         }
         /* d_v_j += d_out_i for each query i, in order, whose argmax is j */
 #pragma omp for schedule(dynamic)

@@ -1034,6 +1034,545 @@ static void workspace_as_cost(void **state)
     property_end();
 }
 
+/* ------------------------------------------------------------------ backward passes */
+
+static const char *const grad_names[3] = {"d_q", "d_k", "d_v"};
+
+/* Relative error of a backward against the row's reference_backward, per gradient: float64
+ * 1e-11 (the kernels sum in blocks, the oracle in one plain loop; and D_i = d_out_i·out_i
+ * where the oracle forms Σ_j P_ij dP_ij), float32 1e-5. On the large-logit inputs both
+ * times max(1, the largest |logit|), as tests/hostile/test_extremes.c holds the forwards:
+ * a logit's rounding is relative to its size, and P = exp(s − lse) inherits it. */
+#define TOL_BWD_F64 1e-11
+#define TOL_BWD_F32 1e-5
+
+static bool has_backward(const row *r)
+{
+    return r->info->backward_f64 && r->info->backward_f32 && r->info->reference_backward;
+}
+
+/* Where flat element e of gradient t (0: d_q (B,H,N,d_k), 1: d_k (B,H,M,d_k), 2: d_v
+ * (B,H,M,d_v)) is: "b=1 h=0 j=17 c=3". */
+static const char *grad_where(const la_problem *p, int t, size_t e, char *buf, size_t size)
+{
+    const size_t rows = t == 0 ? p->n_queries : p->n_keys, cols = t == 2 ? p->d_v : p->d_k;
+    const size_t c = e % cols, i = e / cols % rows, h = e / cols / rows % p->heads;
+    const size_t b = e / cols / rows / p->heads;
+    snprintf(buf, size, "b=%zu h=%zu %s=%zu c=%zu", b, h, t == 0 ? "i" : "j", i, c);
+    return buf;
+}
+
+/* The three gradients of one call, float64 and float32, and what a backward reads beyond
+ * q, k, v: d_out (fresh, from the rng of the label) and the forward's out in each
+ * precision. */
+typedef struct {
+    size_t n[3];
+    double *d_out, *out, *g64[3];
+    float *d_out32, *out32, *g32[3];
+} backward_io;
+
+static void backward_io_make(backward_io *io, const inputs *in, bool exact, const char *label)
+{
+    io->n[0] = in->nq;
+    io->n[1] = in->nk;
+    io->n[2] = in->nv;
+    io->d_out = tu_f64(in->no);
+    io->out = tu_f64(in->no);
+    io->d_out32 = tu_f32(in->no);
+    io->out32 = tu_f32(in->no);
+    for (int t = 0; t < 3; t++) {
+        io->g64[t] = tu_f64(io->n[t]);
+        io->g32[t] = tu_f32(io->n[t]);
+    }
+    tu_rng rng = tu_rng_for(label);
+    fill(&rng, exact, io->d_out, io->d_out32, in->no); /* exact rows: sums of d_out exact too */
+}
+
+static void backward_io_free(backward_io *io)
+{
+    free(io->d_out);
+    free(io->out);
+    free(io->d_out32);
+    free(io->out32);
+    for (int t = 0; t < 3; t++) {
+        free(io->g64[t]);
+        free(io->g32[t]);
+    }
+}
+
+static la_status run_backward_f64(const row *r, const la_problem *p, const inputs *in,
+                                  backward_io *io)
+{
+    return r->info->backward_f64(p, in->q, in->k, in->v, io->out, io->d_out, io->g64[0], io->g64[1],
+                                 io->g64[2]);
+}
+static la_status run_backward_f32(const row *r, const la_problem *p, const inputs *in,
+                                  backward_io *io)
+{
+    return r->info->backward_f32(p, in->q32, in->k32, in->v32, io->out32, io->d_out32, io->g32[0],
+                                 io->g32[1], io->g32[2]);
+}
+
+/* Largest |q_i·k_j · scale| over every pair of every head (masks ignored). */
+static double largest_logit(const la_problem *p, const inputs *in)
+{
+    const size_t bh = p->batch * p->heads, N = p->n_queries, M = p->n_keys, dk = p->d_k;
+    double most = 0;
+    for (size_t hd = 0; hd < bh; hd++)
+        for (size_t i = 0; i < N; i++)
+            for (size_t j = 0; j < M; j++) {
+                double s = 0;
+                for (size_t c = 0; c < dk; c++)
+                    s += in->q[(hd * N + i) * dk + c] * in->k[(hd * M + j) * dk + c];
+                most = fmax(most, fabs(s * p->scale));
+            }
+    return most;
+}
+
+/* The inputs of the property's three cases for a row:
+ *   CASE_NORMAL        the harness's inputs of the shape;
+ *   CASE_EQUAL_SCORES  every other query (i even) zero: its visible keys all have the same
+ *                      score 0 (P uniform; hard: all tied, the lowest key wins);
+ *   CASE_LARGE_LOGITS  (rows that read a scale) every key plus c times its head's first key,
+ *                      c chosen so that the largest |logit| is about 1e3 (exact rows: c =
+ *                      32, which keeps their 1/8 grid exact): logits of ±1e3 whose
+ *                      differences within a row are the normal case's, so the softmax is
+ *                      not saturated (a saturated row, P ≈ 1 on one key, has dS = P (dP − D)
+ *                      ≈ 0 made of rounding alone, which no tolerance can hold). */
+enum { CASE_NORMAL, CASE_EQUAL_SCORES, CASE_LARGE_LOGITS, N_CASES };
+static const char *const case_names[N_CASES] = {"", ", even queries 0", ", logits ±1e3"};
+
+/* Makes case c's inputs in *own from the row's (false: the case does not apply to the row);
+ * *times: the multiple of the first key added to every key (0 but for CASE_LARGE_LOGITS). */
+static bool case_inputs(const row *r, int c, const la_problem *p, const inputs *in, inputs *own,
+                        double *times_out)
+{
+    *times_out = 0;
+    if (c == CASE_LARGE_LOGITS && !(r->info->params & LA_PARAM_SCALE)) return false;
+    inputs_copy(own, in);
+    const size_t bh = p->batch * p->heads, N = p->n_queries, M = p->n_keys, dk = p->d_k;
+    if (c == CASE_EQUAL_SCORES)
+        for (size_t hd = 0; hd < bh; hd++)
+            for (size_t i = 0; i < N; i += 2)
+                for (size_t e = 0; e < dk; e++)
+                    own->q32[(hd * N + i) * dk + e] = (float)(own->q[(hd * N + i) * dk + e] = 0);
+    if (c == CASE_LARGE_LOGITS) {
+        /* largest |q_i·k_0 · scale| over the heads: c = 1e3 / it */
+        double most = 0;
+        for (size_t hd = 0; hd < bh; hd++)
+            for (size_t i = 0; i < N; i++) {
+                double s = 0;
+                for (size_t e = 0; e < dk; e++)
+                    s += in->q[(hd * N + i) * dk + e] * in->k[hd * M * dk + e];
+                most = fmax(most, fabs(s * p->scale));
+            }
+        const double times = r->tol.exact ? 32 : most > 0 ? 1000 / most : 1;
+        *times_out = times;
+        for (size_t hd = 0; hd < bh; hd++)
+            for (size_t j = 0; j < M; j++)
+                for (size_t e = 0; e < dk; e++) {
+                    const size_t at = (hd * M + j) * dk + e;
+                    own->k32[at] =
+                        (float)(own->k[at] = (float)(in->k[at] + times * in->k[hd * M * dk + e]));
+                }
+    }
+    return true;
+}
+
+/* The float32 d_q of CASE_LARGE_LOGITS, relative to the reference, with each row's error
+ * component along its head's first key removed. Why: there every key is k_j + times·k_0, so
+ * d_q_i = scale Σ_j dS_ij (k_j + times·k_0), whose second part vanishes because Σ_j dS_ij = 0.
+ * The fused backward takes D_i = d_out_i·out_i from the forward's output, whose P was
+ * rounded at the scale of the logits (|logit|·6e-8), not from its own recomputed P; their
+ * difference leaves Σ_j dS_ij ≈ |logit|·6e-8 instead of 0, which times·k_0 magnifies: the
+ * algorithm's error (FlashAttention-2 shares it), along k_0 only. Off that direction d_q must
+ * meet the tolerance like every other gradient. */
+static double large_logits_dq_error(const la_problem *p, const inputs *in, const float *dq,
+                                    const double *ref)
+{
+    const size_t bh = p->batch * p->heads, N = p->n_queries, M = p->n_keys, dk = p->d_k;
+    double err2 = 0, ref2 = 0;
+    for (size_t hd = 0; hd < bh; hd++) {
+        const double *k0 = in->k + hd * M * dk;
+        double k0k0 = 0;
+        for (size_t e = 0; e < dk; e++)
+            k0k0 += k0[e] * k0[e];
+        for (size_t i = 0; i < N; i++) {
+            const float *y = dq + (hd * N + i) * dk;
+            const double *x = ref + (hd * N + i) * dk;
+            double along = 0;
+            for (size_t e = 0; e < dk; e++)
+                along += ((double)y[e] - x[e]) * k0[e];
+            along = k0k0 > 0 ? along / k0k0 : 0;
+            for (size_t e = 0; e < dk; e++) {
+                const double d = (double)y[e] - x[e] - along * k0[e];
+                err2 += d * d;
+                ref2 += x[e] * x[e];
+            }
+        }
+    }
+    if (!isfinite(err2)) return INFINITY;
+    return ref2 > 0 ? sqrt(err2 / ref2) : sqrt(err2);
+}
+
+/* The row's backward_f64 and backward_f32 against its reference_backward, on the three
+ * cases, every gradient, with a fresh d_out. Returns the worst relative errors seen
+ * (divided by the case's tolerance factor) in worst[0] (float32) and worst[1] (float64). */
+static void backward_check_row(const row *r, double worst[2])
+{
+    const la_problem base = row_problem(r);
+    const inputs *shared = inputs_of(r, &base);
+    for (int c = 0; c < N_CASES; c++) {
+        const la_problem p = base;
+        inputs in;
+        double times;
+        if (!case_inputs(r, c, &p, shared, &in, &times)) continue;
+        char label[400], what[160], at[96];
+        snprintf(label, sizeof label, "%s backward d_out%s", r->label, case_names[c]);
+        backward_io io;
+        backward_io_make(&io, &in, r->tol.exact, label);
+        double *ref[3];
+        for (int t = 0; t < 3; t++)
+            ref[t] = tu_f64(io.n[t]);
+        const double factor = c == CASE_LARGE_LOGITS ? fmax(1, largest_logit(&p, &in)) : 1;
+        bool ok = check_status(r, "forward_f64", run_f64(r, &p, &in, io.out), LA_OK) &&
+                  check_status(r, "forward_f32", run_f32(r, &p, &in, io.out32), LA_OK) &&
+                  check_status(r, "reference_backward",
+                               r->info->reference_backward(&p, in.q, in.k, in.v, io.out, io.d_out,
+                                                           ref[0], ref[1], ref[2]),
+                               LA_OK);
+        for (int f32 = 0; ok && f32 <= 1; f32++) {
+            snprintf(what, sizeof what, "backward_%s%s", f32 ? "f32" : "f64", case_names[c]);
+            const la_status st =
+                f32 ? run_backward_f32(r, &p, &in, &io) : run_backward_f64(r, &p, &in, &io);
+            if (!check_status(r, what, st, LA_OK)) continue;
+            const double tol = (f32 ? TOL_BWD_F32 : TOL_BWD_F64) * factor;
+            for (int t = 0; t < 3; t++) {
+                size_t w = 0;
+                double err = f32 ? tu_rel_error_f32(io.g32[t], ref[t], io.n[t], &w)
+                                 : tu_rel_error_f64(io.g64[t], ref[t], io.n[t], &w);
+                if (f32 && t == 0 && c == CASE_LARGE_LOGITS) {
+                    /* float32 d_q at logits made large by a common key part: held to the
+                     * tolerance off that part's direction (large_logits_dq_error), and within
+                     * `times` tolerances along it */
+                    if (!(err < tol * (1 + times))) {
+                        row_fail(r, "%s d_q: relative error %.3e >= %.1e (times %.0f)", what, err,
+                                 tol * (1 + times), times);
+                        break;
+                    }
+                    err = large_logits_dq_error(&p, &in, io.g32[0], ref[0]);
+                }
+                if (!(err < tol)) {
+                    row_fail(r,
+                             "%s %s: relative error %.3e >= %.1e; worst element %zu (%s): %.17g "
+                             "vs reference %.17g",
+                             what, grad_names[t], err, tol, w, grad_where(&p, t, w, at, sizeof at),
+                             f32 ? (double)io.g32[t][w] : io.g64[t][w], ref[t][w]);
+                    break;
+                }
+                worst[f32 ? 0 : 1] = fmax(worst[f32 ? 0 : 1], err / factor);
+            }
+        }
+        for (int t = 0; t < 3; t++)
+            free(ref[t]);
+        backward_io_free(&io);
+        inputs_free(&in);
+    }
+}
+
+/* Every row with a backward: backward_f64 and backward_f32 against reference_backward on
+ * the harness's shapes (M != N, d_k != d_v, key lengths 0, 1 and random, causal), each
+ * also with all keys equal and, where the kernel reads a scale, with logits of ±1e3
+ * (case_inputs). Rows without a backward are counted and named. */
+static void backward_matches_reference(void **state)
+{
+    (void)state;
+    property_begin("backward_matches_reference", 1);
+    double worst[LA_KERNEL_COUNT][2] = {{0}};
+    size_t skipped = 0;
+    for (size_t ri = 0; ri < n_rows; ri++) {
+        const row *r = &rows[ri];
+        if (!has_backward(r)) {
+            skipped++;
+            continue;
+        }
+        prop.rows++;
+        backward_check_row(r, worst[r->info->kernel]);
+    }
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        const la_kernel_info *info = la_kernel_get((la_kernel)k);
+        if (info->backward_f64 && info->backward_f32 && info->reference_backward)
+            print_message("  %-22s backward, worst relative error (per logit on ±1e3): float64 "
+                          "%.1e (tolerance %.0e), float32 %.1e (tolerance %.0e)\n",
+                          info->name, worst[k][1], TOL_BWD_F64, worst[k][0], TOL_BWD_F32);
+        else
+            print_message("  %-22s no backward in the registry: its rows skipped\n", info->name);
+    }
+    print_message("  %zu rows checked, %zu skipped (no backward)\n", prop.rows, skipped);
+    property_end();
+}
+
+/* The backward's bits on 1, 2 and 3 threads are the same (both precisions), as
+ * threads_bitwise holds the forwards: the fused softmax backward runs one schedule when
+ * the (batch, head) pairs outnumber the threads and another when not. */
+static void backward_threads_bitwise(void **state)
+{
+    (void)state;
+    property_begin("backward_threads_bitwise", 0);
+    for (size_t ri = 0; ri < n_rows; ri++) {
+        const row *r = &rows[ri];
+        if (!has_backward(r)) continue;
+        prop.rows++;
+        const la_problem p = row_problem(r);
+        const inputs *in = inputs_of(r, &p);
+        backward_io io;
+        char label[400];
+        snprintf(label, sizeof label, "%s backward d_out", r->label);
+        backward_io_make(&io, in, r->tol.exact, label);
+        if (!check_status(r, "forward_f64", run_f64(r, &p, in, io.out), LA_OK) ||
+            !check_status(r, "forward_f32", run_f32(r, &p, in, io.out32), LA_OK)) {
+            backward_io_free(&io);
+            continue;
+        }
+        double *one64[3];
+        float *one32[3];
+        for (int t = 0; t < 3; t++) {
+            one64[t] = tu_f64(io.n[t]);
+            one32[t] = tu_f32(io.n[t]);
+        }
+        for (int ti = 0; ti < N_THREAD_COUNTS; ti++) {
+            const int threads = thread_counts[ti];
+            assert_int_equal(la_set_num_threads(threads), LA_OK);
+            char what[96];
+            snprintf(what, sizeof what, "backward on %d thread%s", threads, threads > 1 ? "s" : "");
+            if (!check_status(r, what, run_backward_f64(r, &p, in, &io), LA_OK) ||
+                !check_status(r, what, run_backward_f32(r, &p, in, &io), LA_OK))
+                break;
+            bool same = true;
+            for (int t = 0; t < 3 && same; t++) {
+                if (threads == 1) {
+                    memcpy(one64[t], io.g64[t], io.n[t] * sizeof *one64[t]);
+                    memcpy(one32[t], io.g32[t], io.n[t] * sizeof *one32[t]);
+                } else if (memcmp(one64[t], io.g64[t], io.n[t] * sizeof *one64[t]) != 0 ||
+                           memcmp(one32[t], io.g32[t], io.n[t] * sizeof *one32[t]) != 0) {
+                    row_fail(r, "%s: %s differs from 1 thread's", what, grad_names[t]);
+                    same = false;
+                }
+            }
+        }
+        for (int t = 0; t < 3; t++) {
+            free(one64[t]);
+            free(one32[t]);
+        }
+        backward_io_free(&io);
+    }
+    property_end();
+}
+
+/* Fills every gradient of io with the sentinel. */
+static void grads_sentinel(backward_io *io)
+{
+    for (int t = 0; t < 3; t++)
+        for (size_t e = 0; e < io->n[t]; e++) {
+            io->g64[t][e] = SENTINEL;
+            io->g32[t][e] = (float)SENTINEL;
+        }
+}
+
+/* Every gradient of io (float64 or float32) still the sentinel. */
+static bool grads_untouched(const row *r, const char *what, const backward_io *io, bool f32)
+{
+    for (int t = 0; t < 3; t++)
+        for (size_t e = 0; e < io->n[t]; e++) {
+            const double y = f32 ? (double)io->g32[t][e] : io->g64[t][e];
+            if (!(y == SENTINEL)) {
+                row_fail(r, "%s: %s element %zu written (%.17g) on error", what, grad_names[t], e,
+                         y);
+                return false;
+            }
+        }
+    return true;
+}
+
+/* The backward's errors return their status and write no gradient: no problem, each of
+ * the eight pointers NULL (out too: every backward's contract takes it), N = 0, a key
+ * length above M, scale NaN, the causal form the row's rule forbids, workspace_limit 0
+ * (where the backward allocates), d_out huge (LA_ERANGE in float32 for the rows whose
+ * range rule reads it: a backward with one must refuse rather than overflow). */
+static void backward_errors_leave_output(void **state)
+{
+    (void)state;
+    property_begin("backward_errors_leave_output", 1);
+    for (size_t ri = 0; ri < n_rows; ri++) {
+        const row *r = &rows[ri];
+        if (!has_backward(r)) continue;
+        prop.rows++;
+        const la_problem good = row_problem(r);
+        const inputs *in = inputs_of(r, &good);
+        backward_io io;
+        backward_io_make(&io, in, r->tol.exact, r->label);
+        /* out: any values of the right shape (the forward's are not needed to fail) */
+        for (size_t e = 0; e < in->no; e++)
+            io.out32[e] = (float)(io.out[e] = io.d_out[e]);
+        int64_t too_long[3];
+        for (size_t b = 0; b < good.batch; b++)
+            too_long[b] = good.key_lengths ? good.key_lengths[b] : (int64_t)good.n_keys;
+        too_long[good.batch - 1] = (int64_t)good.n_keys + 1;
+        la_cost cost;
+        const bool allocates =
+            la_attention_backward_cost(r->info->kernel, &good, LA_FLOAT64, &cost) == LA_OK &&
+            cost.workspace_bytes > 0;
+        for (int bad = 0; bad <= 12; bad++) {
+            la_problem p = good;
+            const la_problem *pp = &p;
+            const void *args[8] = {in->q, in->k, in->v, io.out, io.d_out, NULL, NULL, NULL};
+            const void *args32[8] = {in->q32, in->k32, in->v32, io.out32, io.d_out32};
+            la_status want = LA_EINVAL;
+            const char *what = "";
+            switch (bad) {
+            case 0: pp = NULL, what = "no problem (NULL)"; break;
+            case 1: args[0] = args32[0] = NULL, what = "q NULL"; break;
+            case 2: args[1] = args32[1] = NULL, what = "k NULL"; break;
+            case 3: args[2] = args32[2] = NULL, what = "v NULL"; break;
+            case 4: args[4] = args32[4] = NULL, what = "d_out NULL"; break;
+            case 5: args[5] = args32[5] = (void *)1, what = "d_q NULL"; break;
+            case 6: args[6] = args32[6] = (void *)1, what = "d_k NULL"; break;
+            case 7: args[7] = args32[7] = (void *)1, what = "d_v NULL"; break;
+            case 8: p.n_queries = 0, what = "N 0"; break;
+            case 9: p.key_lengths = too_long, what = "a key length > M"; break;
+            case 10: p.scale = NAN, what = "scale NaN"; break;
+            case 11:
+                if (!allocates) continue;
+                p.workspace_limit = 0, want = LA_EBUDGET, what = "workspace_limit 0";
+                break;
+            case 12:
+                if (r->info->causal != LA_CAUSAL_REQUIRED) continue;
+                p.causal = 0, what = "non-causal, which the kernel's rule forbids";
+                break;
+            }
+            /* the gradients: NULL where the case says (marked 1 above) */
+            double *g64[3];
+            float *g32[3];
+            for (int t = 0; t < 3; t++) {
+                g64[t] = args[5 + t] ? NULL : io.g64[t];
+                g32[t] = args32[5 + t] ? NULL : io.g32[t];
+            }
+            grads_sentinel(&io);
+            char text[128];
+            snprintf(text, sizeof text, "%s, float64", what);
+            la_status st = la_attention_backward_f64(r->info->kernel, pp, args[0], args[1], args[2],
+                                                     args[3], args[4], g64[0], g64[1], g64[2]);
+            if (check_status(r, text, st, want)) grads_untouched(r, text, &io, false);
+            snprintf(text, sizeof text, "%s, float32", what);
+            st = la_attention_backward_f32(r->info->kernel, pp, args32[0], args32[1], args32[2],
+                                           args32[3], args32[4], g32[0], g32[1], g32[2]);
+            if (check_status(r, text, st, want)) grads_untouched(r, text, &io, true);
+        }
+        /* float32: d_out of 1e37 (finite) would overflow d_v's sums: LA_ERANGE, nothing
+         * written */
+        float *huge = tu_f32(in->no);
+        for (size_t e = 0; e < in->no; e++)
+            huge[e] = 1e37f;
+        grads_sentinel(&io);
+        const la_status st = r->info->backward_f32(&good, in->q32, in->k32, in->v32, io.out32, huge,
+                                                   io.g32[0], io.g32[1], io.g32[2]);
+        if (st != LA_OK) {
+            if (check_status(r, "d_out 1e37, float32", st, LA_ERANGE))
+                grads_untouched(r, "d_out 1e37, float32", &io, true);
+        } else {
+            for (int t = 0; t < 3; t++)
+                if (!tu_all_finite_f32(io.g32[t], io.n[t])) {
+                    row_fail(r, "d_out 1e37, float32: LA_OK with a non-finite %s", grad_names[t]);
+                    break;
+                }
+        }
+        free(huge);
+        backward_io_free(&io);
+    }
+    property_end();
+}
+
+/* At workspace_limit = la_attention_backward_cost's workspace_bytes the backward runs (the
+ * same bits as without a limit), one byte less it returns LA_EBUDGET and writes nothing;
+ * both precisions, 1 and 2 threads. */
+static void backward_workspace_as_cost(void **state)
+{
+    (void)state;
+    property_begin("backward_workspace_as_cost", 0);
+    for (size_t ri = 0; ri < n_rows; ri++) {
+        const row *r = &rows[ri];
+        if (!has_backward(r)) continue;
+        prop.rows++;
+        const la_problem p = row_problem(r);
+        const inputs *in = inputs_of(r, &p);
+        backward_io io;
+        char label[400];
+        snprintf(label, sizeof label, "%s backward d_out", r->label);
+        backward_io_make(&io, in, r->tol.exact, label);
+        double *free64[3];
+        float *free32[3];
+        for (int t = 0; t < 3; t++) {
+            free64[t] = tu_f64(io.n[t]);
+            free32[t] = tu_f32(io.n[t]);
+        }
+        assert_int_equal(la_set_num_threads(1), LA_OK);
+        bool ok =
+            check_status(r, "forward_f64", run_f64(r, &p, in, io.out), LA_OK) &&
+            check_status(r, "forward_f32", run_f32(r, &p, in, io.out32), LA_OK) &&
+            check_status(r, "backward_f64, no limit", run_backward_f64(r, &p, in, &io), LA_OK) &&
+            check_status(r, "backward_f32, no limit", run_backward_f32(r, &p, in, &io), LA_OK);
+        for (int t = 0; ok && t < 3; t++) {
+            memcpy(free64[t], io.g64[t], io.n[t] * sizeof *free64[t]);
+            memcpy(free32[t], io.g32[t], io.n[t] * sizeof *free32[t]);
+        }
+        for (int threads = 1; ok && threads <= 2; threads++) {
+            assert_int_equal(la_set_num_threads(threads), LA_OK);
+            for (int f32 = 0; f32 <= 1; f32++) {
+                la_cost cost;
+                if (!check_status(r, "la_attention_backward_cost",
+                                  la_attention_backward_cost(r->info->kernel, &p,
+                                                             f32 ? LA_FLOAT32 : LA_FLOAT64, &cost),
+                                  LA_OK))
+                    continue;
+                const double bytes = cost.workspace_bytes;
+                if (!(bytes >= 1 && bytes == floor(bytes))) {
+                    row_fail(r, "backward workspace_bytes %.17g is not a positive byte count",
+                             bytes);
+                    continue;
+                }
+                la_problem at = p;
+                at.workspace_limit = (size_t)bytes;
+                char what[128];
+                snprintf(what, sizeof what, "backward_%s, %d thread%s, limit = %.0f",
+                         f32 ? "f32" : "f64", threads, threads > 1 ? "s" : "", bytes);
+                la_status st =
+                    f32 ? run_backward_f32(r, &at, in, &io) : run_backward_f64(r, &at, in, &io);
+                if (!check_status(r, what, st, LA_OK)) continue;
+                for (int t = 0; t < 3; t++)
+                    if (f32 ? memcmp(free32[t], io.g32[t], io.n[t] * sizeof(float)) != 0
+                            : memcmp(free64[t], io.g64[t], io.n[t] * sizeof(double)) != 0) {
+                        row_fail(r, "%s: %s differs from the unlimited call's", what,
+                                 grad_names[t]);
+                        break;
+                    }
+                at.workspace_limit--;
+                snprintf(what, sizeof what, "backward_%s, %d thread%s, limit = %.0f - 1",
+                         f32 ? "f32" : "f64", threads, threads > 1 ? "s" : "", bytes);
+                grads_sentinel(&io);
+                st = f32 ? run_backward_f32(r, &at, in, &io) : run_backward_f64(r, &at, in, &io);
+                if (check_status(r, what, st, LA_EBUDGET)) grads_untouched(r, what, &io, f32);
+            }
+        }
+        assert_int_equal(la_set_num_threads(0), LA_OK);
+        for (int t = 0; t < 3; t++) {
+            free(free64[t]);
+            free(free32[t]);
+        }
+        backward_io_free(&io);
+    }
+    property_end();
+}
+
 /* ------------------------------------------------------------------ gradient mode */
 
 /* L(q, k, v) = Σ out ∘ d_out, out = the row's float64 reference on (q, k, v). */
@@ -1063,8 +1602,6 @@ static void finite_differences(const row *r, const la_problem *p, inputs *in, do
         grad[e] = (l_up - l_down) / (up - down);
     }
 }
-
-static const char *const grad_names[3] = {"d_q", "d_k", "d_v"};
 
 /* The relative errors of the row's backward_f64 (err64) and backward_f32 (err32) against
  * central differences of its reference, per tensor d_q, d_k, d_v, on fresh inputs and a
@@ -1316,6 +1853,10 @@ int main(void)
         cmocka_unit_test(threads_bitwise),
         cmocka_unit_test(errors_leave_output),
         cmocka_unit_test(workspace_as_cost),
+        cmocka_unit_test(backward_matches_reference),
+        cmocka_unit_test(backward_threads_bitwise),
+        cmocka_unit_test(backward_errors_leave_output),
+        cmocka_unit_test(backward_workspace_as_cost),
         cmocka_unit_test(gradients),
         cmocka_unit_test(finite_differences_self_test),
     };
