@@ -18,9 +18,15 @@
  *   workspace_as_cost       at workspace_limit = la_attention_cost's workspace_bytes the
  *                           call runs (the same bits as unlimited), one byte less it
  *                           returns LA_EBUDGET and leaves out untouched;
- *   gradients               gradient mode: backward_f64/backward_f32 against central
- *                           differences of the float64 reference (skipped, saying so,
- *                           for rows without a backward: every row, for now);
+ *   backward_matches_reference  backward_f64 and backward_f32 against the row's
+ *                           reference_backward on the shapes above, also with a query
+ *                           whose keys all score alike and with logits of ±1e3;
+ *   backward_threads_bitwise, backward_errors_leave_output, backward_workspace_as_cost
+ *                           the forwards' properties, for the backwards;
+ *   gradients               gradient mode: reference_backward, backward_f64 and
+ *                           backward_f32 against central differences of the float64
+ *                           reference, also with equal scores and (float64) logits of ±1e3
+ *                           (skipped, saying so, for rows without a backward);
  *   finite_differences_self_test  the gradient mode's machinery against a softmax
  *                           backward written by hand, and against two broken ones.
  * They run on one thread, except threads_bitwise (1, 2, 3) and workspace_as_cost (1, 2):
@@ -1131,8 +1137,10 @@ static double largest_logit(const la_problem *p, const inputs *in)
 
 /* The inputs of the property's three cases for a row:
  *   CASE_NORMAL        the harness's inputs of the shape;
- *   CASE_EQUAL_SCORES  every other query (i even) zero: its visible keys all have the same
- *                      score 0 (P uniform; hard: all tied, the lowest key wins);
+ *   CASE_EQUAL_SCORES  the first query of every head zero: its visible keys all have the
+ *                      same score 0 (P uniform; hard: all tied, the lowest key wins). One
+ *                      query only: with most queries zero, d_k would rest on a few dS_ij,
+ *                      and float32 on a few cancellations dP_ij − D_i;
  *   CASE_LARGE_LOGITS  (rows that read a scale) every key plus c times its head's first key,
  *                      c chosen so that the largest |logit| is about 1e3 (exact rows: c =
  *                      32, which keeps their 1/8 grid exact): logits of ±1e3 whose
@@ -1140,7 +1148,7 @@ static double largest_logit(const la_problem *p, const inputs *in)
  *                      not saturated (a saturated row, P ≈ 1 on one key, has dS = P (dP − D)
  *                      ≈ 0 made of rounding alone, which no tolerance can hold). */
 enum { CASE_NORMAL, CASE_EQUAL_SCORES, CASE_LARGE_LOGITS, N_CASES };
-static const char *const case_names[N_CASES] = {"", ", even queries 0", ", logits ±1e3"};
+static const char *const case_names[N_CASES] = {"", ", query 0 zero", ", logits ±1e3"};
 
 /* Makes case c's inputs in *own from the row's (false: the case does not apply to the row);
  * *times: the multiple of the first key added to every key (0 but for CASE_LARGE_LOGITS). */
@@ -1153,9 +1161,8 @@ static bool case_inputs(const row *r, int c, const la_problem *p, const inputs *
     const size_t bh = p->batch * p->heads, N = p->n_queries, M = p->n_keys, dk = p->d_k;
     if (c == CASE_EQUAL_SCORES)
         for (size_t hd = 0; hd < bh; hd++)
-            for (size_t i = 0; i < N; i += 2)
-                for (size_t e = 0; e < dk; e++)
-                    own->q32[(hd * N + i) * dk + e] = (float)(own->q[(hd * N + i) * dk + e] = 0);
+            for (size_t e = 0; e < dk; e++)
+                own->q32[hd * N * dk + e] = (float)(own->q[hd * N * dk + e] = 0);
     if (c == CASE_LARGE_LOGITS) {
         /* largest |q_i·k_0 · scale| over the heads: c = 1e3 / it */
         double most = 0;
@@ -1575,6 +1582,11 @@ static void backward_workspace_as_cost(void **state)
 
 /* ------------------------------------------------------------------ gradient mode */
 
+/* The gradient mode's inputs: the shape's, every other query zero (equal scores), or
+ * logits of ±1e3; and the central differences' relative step (fd_step · max(1, |x|)). */
+enum { GRAD_NORMAL, GRAD_EQUAL_SCORES, GRAD_LARGE_LOGITS };
+static double fd_step = FD_STEP;
+
 /* L(q, k, v) = Σ out ∘ d_out, out = the row's float64 reference on (q, k, v). */
 static double loss(const row *r, const la_problem *p, const inputs *in, const double *d_out,
                    double *out)
@@ -1588,12 +1600,12 @@ static double loss(const row *r, const la_problem *p, const inputs *in, const do
 
 /* ∂L/∂x for every element of x, which is in->q, in->k or in->v (perturbed in place and
  * restored), by central differences: (L(x + h) − L(x − h)) / (the step actually taken),
- * h = FD_STEP · max(1, |x|). */
+ * h = fd_step · max(1, |x|) (FD_STEP, but for logits of ±1e3). */
 static void finite_differences(const row *r, const la_problem *p, inputs *in, double *x, size_t n,
                                const double *d_out, double *out, double *grad)
 {
     for (size_t e = 0; e < n; e++) {
-        const double x0 = x[e], h = FD_STEP * fmax(1.0, fabs(x0));
+        const double x0 = x[e], h = fd_step * fmax(1.0, fabs(x0));
         const double up = x[e] = x0 + h;
         const double l_up = loss(r, p, in, d_out, out);
         const double down = x[e] = x0 - h;
@@ -1603,17 +1615,33 @@ static void finite_differences(const row *r, const la_problem *p, inputs *in, do
     }
 }
 
-/* The relative errors of the row's backward_f64 (err64) and backward_f32 (err32) against
- * central differences of its reference, per tensor d_q, d_k, d_v, on fresh inputs and a
- * random d_out; NAN where the row has no such backward. false (the row failed) when a
- * call did not return LA_OK. */
-static bool gradient_errors(const row *r, double err64[3], double err32[3])
+/* The relative errors of the row's backward_f64 (err64), backward_f32 (err32) and
+ * reference_backward (err_ref) against central differences of its reference, per tensor
+ * d_q, d_k, d_v, on fresh inputs and a random d_out; NAN where the row has no such function.
+ * equal_scores: every other query (i even) zero, so that its visible keys all score 0.
+ * false (the row failed) when a call did not return LA_OK. */
+static bool gradient_errors(const row *r, int variant, double err64[3], double err32[3],
+                            double err_ref[3])
 {
     const la_problem p = row_problem(r);
     inputs in;
     char label[400];
     snprintf(label, sizeof label, "%s gradient", r->label);
     inputs_make(&in, &p, false, label); /* not the 1/8 grid: no ties, L is smooth */
+    if (variant == GRAD_LARGE_LOGITS) {
+        /* every key plus `times` its head's first key: logits of about ±1e3 (as
+         * backward_matches_reference's case), their differences unchanged */
+        inputs plain = in;
+        double times;
+        assert_true(case_inputs(r, CASE_LARGE_LOGITS, &p, &plain, &in, &times));
+        inputs_free(&plain);
+    }
+    if (variant == GRAD_EQUAL_SCORES)
+        for (size_t hd = 0; hd < p.batch * p.heads; hd++)
+            for (size_t i = 0; i < p.n_queries; i += 2)
+                for (size_t e = 0; e < p.d_k; e++)
+                    in.q32[(hd * p.n_queries + i) * p.d_k + e] =
+                        (float)(in.q[(hd * p.n_queries + i) * p.d_k + e] = 0);
     const size_t sizes[3] = {in.nq, in.nk, in.nv};
     double *xs[3] = {in.q, in.k, in.v};
     double *d_out = tu_f64(in.no), *out = tu_f64(in.no), *fd[3], *g64[3];
@@ -1625,9 +1653,19 @@ static bool gradient_errors(const row *r, double err64[3], double err32[3])
         g64[t] = tu_f64(sizes[t]);
         g32[t] = tu_f32(sizes[t]);
         finite_differences(r, &p, &in, xs[t], sizes[t], d_out, out, fd[t]);
-        err64[t] = err32[t] = NAN;
+        err64[t] = err32[t] = err_ref[t] = NAN;
     }
     bool ok = true;
+    if (r->info->reference_backward) {
+        ok &= check_status(r, "gradient mode: reference",
+                           r->info->reference(&p, in.q, in.k, in.v, out), LA_OK) &&
+              check_status(r, "reference_backward",
+                           r->info->reference_backward(&p, in.q, in.k, in.v, out, d_out, g64[0],
+                                                       g64[1], g64[2]),
+                           LA_OK);
+        for (int t = 0; ok && t < 3; t++)
+            err_ref[t] = tu_rel_error_f64(g64[t], fd[t], sizes[t], NULL);
+    }
     if (r->info->backward_f64) {
         ok &= check_status(r, "gradient mode: forward_f64", run_f64(r, &p, &in, out), LA_OK) &&
               check_status(
@@ -1637,7 +1675,7 @@ static bool gradient_errors(const row *r, double err64[3], double err32[3])
         for (int t = 0; ok && t < 3; t++)
             err64[t] = tu_rel_error_f64(g64[t], fd[t], sizes[t], NULL);
     }
-    if (r->info->backward_f32) {
+    if (r->info->backward_f32 && variant != GRAD_LARGE_LOGITS) {
         ok &= check_status(r, "gradient mode: forward_f32", run_f32(r, &p, &in, out32), LA_OK) &&
               check_status(r, "backward_f32",
                            r->info->backward_f32(&p, in.q32, in.k32, in.v32, out32, d_out32, g32[0],
@@ -1659,16 +1697,25 @@ static bool gradient_errors(const row *r, double err64[3], double err32[3])
     return ok;
 }
 
-/* Fails row r where an error is at or above its tolerance (NaN included). */
-static void check_gradient_errors(const row *r, const double err64[3], const double err32[3])
+/* Fails row r where an error is at or above its tolerance (NaN included); `what` names the
+ * inputs. */
+static void check_gradient_errors(const row *r, const char *what, const double err64[3],
+                                  const double err32[3], const double err_ref[3])
 {
     for (int t = 0; t < 3; t++) {
+        if (r->info->reference_backward && !(err_ref[t] < TOL_GRAD_F64))
+            row_fail(r,
+                     "%sreference_backward %s: relative error %.3e >= %.0e against central "
+                     "differences",
+                     what, grad_names[t], err_ref[t], TOL_GRAD_F64);
         if (r->info->backward_f64 && !(err64[t] < TOL_GRAD_F64))
-            row_fail(r, "backward_f64 %s: relative error %.3e >= %.0e against central differences",
-                     grad_names[t], err64[t], TOL_GRAD_F64);
-        if (r->info->backward_f32 && !(err32[t] < TOL_GRAD_F32))
-            row_fail(r, "backward_f32 %s: relative error %.3e >= %.0e against central differences",
-                     grad_names[t], err32[t], TOL_GRAD_F32);
+            row_fail(r,
+                     "%sbackward_f64 %s: relative error %.3e >= %.0e against central differences",
+                     what, grad_names[t], err64[t], TOL_GRAD_F64);
+        if (r->info->backward_f32 && !isnan(err32[t]) && !(err32[t] < TOL_GRAD_F32))
+            row_fail(r,
+                     "%sbackward_f32 %s: relative error %.3e >= %.0e against central differences",
+                     what, grad_names[t], err32[t], TOL_GRAD_F32);
     }
 }
 
@@ -1696,8 +1743,23 @@ static void gradients(void **state)
             continue;
         }
         prop.rows++;
-        double err64[3], err32[3];
-        if (gradient_errors(r, err64, err32)) check_gradient_errors(r, err64, err32);
+        double err64[3], err32[3], err_ref[3];
+        if (gradient_errors(r, GRAD_NORMAL, err64, err32, err_ref))
+            check_gradient_errors(r, "", err64, err32, err_ref);
+        /* a query whose visible keys all score alike: not for argmax kernels (exact rows),
+         * whose output jumps there (no derivative: central differences see the jump) */
+        if (!r->tol.exact && gradient_errors(r, GRAD_EQUAL_SCORES, err64, err32, err_ref))
+            check_gradient_errors(r, "even queries 0: ", err64, err32, err_ref);
+        /* logits of ±1e3, float64 only (float32's error there is logit-sized: held by
+         * backward_matches_reference): steps 10 times shorter, as L's curvature grows with
+         * the logits: at h = 1e-6·|x| a logit moves by about 1e-3, truncation ≈ (1e-3)²/6, and
+         * rounding (L's float64 error is about 1e-16·|logit|, divided by h) ≈ 1e-7 */
+        if (!r->tol.exact && (r->info->params & LA_PARAM_SCALE)) {
+            fd_step = FD_STEP / 10;
+            if (gradient_errors(r, GRAD_LARGE_LOGITS, err64, err32, err_ref))
+                check_gradient_errors(r, "logits ±1e3: ", err64, err32, err_ref);
+            fd_step = FD_STEP;
+        }
     }
     free(grad_rows);
     print_message("  gradient mode: %zu rows checked, %zu of %zu skipped (no backward)\n",
@@ -1797,10 +1859,10 @@ static void finite_differences_self_test(void **state)
     for (size_t ri = 0; ri < n; ri++, prop.rows++) {
         const row *r = &test_rows[ri];
         for (by_hand_bug = 0; by_hand_bug <= 2; by_hand_bug++) {
-            double err64[3], err32[3];
-            if (!gradient_errors(r, err64, err32)) continue;
+            double err64[3], err32[3], err_ref[3];
+            if (!gradient_errors(r, GRAD_NORMAL, err64, err32, err_ref)) continue;
             if (by_hand_bug == 0) {
-                check_gradient_errors(r, err64, err32);
+                check_gradient_errors(r, "", err64, err32, err_ref);
                 for (int t = 0; t < 3; t++)
                     worst = fmax(worst, err64[t]);
                 continue;
