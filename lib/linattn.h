@@ -47,8 +47,12 @@
  *     la_problem_init, la_problem_check   an attention problem: sizes, masks, parameters
  *   kernels (one registry row each; implementation, reference and tests under each)
  *     la_softmax_attention_f32/_f64       softmax, fused (online, never the N×M scores)
+ *     la_softmax_attention_lse_f32/_f64   the same, also returning each row's log-sum-exp
+ *     la_softmax_attention_backward_*     its backward (FlashAttention-2; lse given or not)
  *     la_softmax_attention_materialized_* softmax, materialising the N×M scores
+ *     la_softmax_attention_materialized_backward_*  its backward, on the held N×M matrix
  *     la_hard_attention_f32/_f64          hard (argmax) attention
+ *     la_hard_attention_backward_*        its backward (d_q = d_k = 0, d_v scattered)
  *     la_linear_attention_f32/_f64        linear: non-causal, or causal in chunks
  *     la_linear_attention_recurrent_*     linear, causal, token by token
  *     la_attention_f32/_f64               any kernel, by la_kernel
@@ -58,6 +62,7 @@
  *     la_linear_state_save_size, _save, _restore
  *   references (float64, plain loops)
  *     la_ref_softmax_attention, la_ref_hard_attention, la_ref_linear_attention
+ *     la_ref_softmax_attention_backward, la_ref_hard_attention_backward
  *     la_ref_attention                    any kernel's reference, by la_kernel
  *     la_ref_feature_map                  φ, element-wise
  *   cost model
@@ -543,7 +548,25 @@ LA_API la_status la_attention_cost(la_kernel kernel, const la_problem *p, la_dty
 
 /* ---------------------------------------------------------------- backward passes */
 
-/* Gradients through one forward call, for a loss L with d_out = ∂L/∂out given:
+/* Gradients through one forward call, for a loss L with d_out = ∂L/∂out given.
+ * The empty row, backward: a query that sees no key (its output row is zeros whatever the
+ * inputs) contributes nothing to any gradient, and its d_q row is zero; a key no query sees
+ * gets zero d_k and d_v rows. Range (LA_ERANGE, nothing written): a backward refuses what
+ * its forward refuses (the rule under "kernels"), and, with e = max|d_out|, o = max|out|
+ * and a, b, c as there, also
+ *   softmax (fused, materialising): N·d_v·e·(c + o)·max(a, b, 1)·max(|scale|, 1) > T/8
+ *                                   or N·e > T/8
+ *   hard:                           N·e > T/8
+ * (bounds on dP − D, on d_k's and d_q's sums and on d_v's sums of at most N rows of d_out:
+ * lib/attention/softmax_backward.c), so float32 never returns inf or NaN from finite inputs.
+ * Accuracy: the fused backward takes D_i = d_out_i·out_i from the forward's output, as
+ * FlashAttention-2 does; in float32 at logits of ±1e3 whose keys share a large common part
+ * (what makes logits large while their differences stay small), d_q's component along that
+ * part carries the forward's rounding of P magnified by the common part's size (the
+ * materialising backward forms D from its own P and does not: tests/attention/
+ * test_attention.c, backward_matches_reference, measures both).
+ *
+ * Shapes:
  *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out and d_out: (B, H, N, d_v),
  *   d_q, d_k, d_v: shaped as q, k, v (written whole; a key no query sees gets zeros).
  * out is the forward's output for the same inputs (the kernels that need it read it
@@ -566,9 +589,29 @@ LA_API la_status la_ref_attention_backward(la_kernel kernel, const la_problem *p
                                            const double *d_out, double *d_q, double *d_k,
                                            double *d_v);
 /* The cost of one backward call, as la_attention_cost's of a forward: the FLOP fields the
- * row's backward_cost fills (their meaning is written beside each backward), their sum
- * in flops_total, workspace_bytes, and io_bytes = q, k, v, out and d_out read, d_q, d_k,
- * d_v written once. LA_EINVAL also for a kernel without a backward. */
+ * row's backward_cost fills, their sum in flops_total, workspace_bytes, and io_bytes = q,
+ * k, v, out and d_out read, d_q, d_k, d_v written once. LA_EINVAL also for a kernel without
+ * a backward. The conventions are the forward's (visible pairs only, a multiply-add 2, the
+ * scale multiply not counted); per head with `pairs` visible pairs and `seeing` queries that
+ * see a key (N, or 0 when the key length is 0):
+ *   softmax (fused):        flops_qk 6·pairs·d_k (S = QKᵀ recomputed, d_K = dSᵀQ, d_Q = dS·K),
+ *                           flops_av 4·pairs·d_v (dP = d_out·Vᵀ, d_V = Pᵀ·d_out),
+ *                           flops_softmax 4·pairs + 2·seeing·d_v (P = exp(S − lse): subtract,
+ *                           exp; dS = P ∘ (dP − D): subtract, multiply; D = d_out·out);
+ *                           not counted: the lse pass the registry row runs first (lse NULL:
+ *                           a forward's QKᵀ and row statistics), and the recomputation of S,
+ *                           P, dP and dS in the d_q pass of the two-pass schedule (fewer
+ *                           (batch, head) pairs than threads) — work of the schedule, like
+ *                           the forward's online rescaling, not of the formula;
+ *                           workspace: per thread d_k·64 + d_v·64 + 2·64·64 + 64 elements (at
+ *                           most N, M), for min(threads, B·H·max(query, key blocks)) threads,
+ *                           and the B·H·N log-sum-exps the registry row computes;
+ *   softmax_materialized:   flops_qk and flops_av as fused, flops_softmax 9·pairs (the
+ *                           forward's softmax 5, Σ_j P∘dP 2, dS 2); workspace the N×M matrix
+ *                           and 64 rows of M per thread;
+ *   hard:                   flops_qk 2·pairs·d_k and flops_softmax 1·pairs (the argmax
+ *                           again), flops_av seeing·d_v (d_V's adds); workspace the B·H·N
+ *                           chosen keys and the forward's blocks per thread. */
 LA_API la_status la_attention_backward_cost(la_kernel kernel, const la_problem *p, la_dtype dtype,
                                             la_cost *out);
 
