@@ -664,8 +664,8 @@ typedef struct {
     la_forward_f64_fn forward_f64;
     la_forward_f64_fn reference; /* the float64 oracle (la_ref_*) */
     la_cost_fn cost;
-    la_backward_f32_fn backward_f32;       /* NULL: no backward yet */
-    la_backward_f64_fn backward_f64;       /* NULL: no backward yet */
+    la_backward_f32_fn backward_f32;       /* NULL: no backward yet. softmax: */
+    la_backward_f64_fn backward_f64;       /* la_softmax_attention_backward_*, lse NULL */
     la_backward_f64_fn reference_backward; /* the float64 oracle of the backward (la_ref_*) */
     la_cost_fn backward_cost;              /* the backward's FLOP fields and workspace */
 } la_kernel_info;
