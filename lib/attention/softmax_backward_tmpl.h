@@ -26,14 +26,14 @@ static void FN(transpose)(const REAL *x, size_t ld, size_t rows, size_t cols, RE
             xt[c * rows + r] = x[r * ld + c];
 }
 
-/* One head's arrays and sizes, as the block functions below read them. */
+/* One head's arrays, as the block functions below read them: q (N, d_k), k (M, d_k),
+ * v (M, d_v), out and d_out (N, d_v), lse (N); d_q (N, d_k), d_k (M, d_k), d_v (M, d_v). */
 typedef struct {
     const la_problem *p;
     size_t b; /* batch entry (for the masks) */
-    const REAL *qh, *kh, *vh, *oh,
-        *gh;               /* q (N, d_k), k (M, d_k), v (M, d_v), out, d_out (N, d_v) */
-    const REAL *lse;       /* (N) */
-    REAL *dqh, *dkh, *dvh; /* d_q (N, d_k), d_k (M, d_k), d_v (M, d_v) */
+    const REAL *qh, *kh, *vh, *oh, *gh;
+    const REAL *lse;
+    REAL *dqh, *dkh, *dvh;
 } FN(head);
 
 /* A thread's scratch: kt (d_k × BK) and vt (d_v × BK), a key block transposed; s and ds
