@@ -20,7 +20,9 @@
  *                           returns LA_EBUDGET and leaves out untouched;
  *   backward_matches_reference  backward_f64 and backward_f32 against the row's
  *                           reference_backward on the shapes above, also with a query
- *                           whose keys all score alike and with logits of ±1e3;
+ *                           whose keys all score alike and with logits of ±1e3 (softmax
+ *                           d_q, d_k: relative to their norm or, where they cancel to far
+ *                           below their terms, to a tenth of the terms' size: BWD_FLOOR);
  *   backward_threads_bitwise, backward_errors_leave_output, backward_workspace_as_cost
  *                           the forwards' properties, for the backwards;
  *   gradients               gradient mode: reference_backward, backward_f64 and
