@@ -47,8 +47,12 @@
  *     la_problem_init, la_problem_check   an attention problem: sizes, masks, parameters
  *   kernels (one registry row each; implementation, reference and tests under each)
  *     la_softmax_attention_f32/_f64       softmax, fused (online, never the N×M scores)
+ *     la_softmax_attention_lse_f32/_f64   the same, also returning each row's log-sum-exp
+ *     la_softmax_attention_backward_*     its backward (FlashAttention-2; lse given or not)
  *     la_softmax_attention_materialized_* softmax, materialising the N×M scores
+ *     la_softmax_attention_materialized_backward_*  its backward, on the held N×M matrix
  *     la_hard_attention_f32/_f64          hard (argmax) attention
+ *     la_hard_attention_backward_*        its backward (d_q = d_k = 0, d_v scattered)
  *     la_linear_attention_f32/_f64        linear: non-causal, or causal in chunks
  *     la_linear_attention_recurrent_*     linear, causal, token by token
  *     la_linear_attention_backward_*      linear's gradients: non-causal, or causal chunked
@@ -62,6 +66,7 @@
  *   references (float64, plain loops)
  *     la_ref_softmax_attention, la_ref_hard_attention, la_ref_linear_attention
  *     la_ref_linear_attention_backward    linear attention's gradients
+ *     la_ref_softmax_attention_backward, la_ref_hard_attention_backward
  *     la_ref_attention                    any kernel's reference, by la_kernel
  *     la_ref_feature_map                  φ, element-wise
  *   cost model
@@ -290,6 +295,49 @@ LA_API la_status la_softmax_attention_f32(const la_problem *p, const float *q, c
 LA_API la_status la_softmax_attention_f64(const la_problem *p, const double *q, const double *k,
                                           const double *v, double *out);
 
+/* Softmax attention, fused, that also returns what its backward needs:
+ *   lse: (B,H,N), lse_i = log Σ_j exp(s_ij) over the keys query i sees, s_ij = q_i·k_j ·
+ *   scale (natural log; -INFINITY for a query that sees no key).
+ * out is bitwise the output of la_softmax_attention_*; the row maximum and sum that kernel
+ * keeps give lse. Same statuses; lse NULL is LA_EINVAL. Nothing written on error.
+ *   implementation lib/attention/softmax.c (softmax_tmpl.h, softmax_avx512.c) · tests
+ *   tests/attention/test_softmax.c */
+LA_API la_status la_softmax_attention_lse_f32(const la_problem *p, const float *q, const float *k,
+                                              const float *v, float *out, float *lse);
+LA_API la_status la_softmax_attention_lse_f64(const la_problem *p, const double *q, const double *k,
+                                              const double *v, double *out, double *lse);
+
+/* Its backward (FlashAttention-2's): for a loss L with d_out = ∂L/∂out,
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out, d_out: (B,H,N,d_v),
+ *   lse: (B,H,N) from la_softmax_attention_lse_*, or NULL (then computed first, by a pass
+ *   over the scores);
+ *   d_q, d_k, d_v: shaped as q, k, v, written whole.
+ * out is the forward's output. With D_i = Σ_c d_out_ic · out_ic, per (query block, key
+ * block) of 64 × 64: S = q_blk·k_blkᵀ·scale recomputed, P = exp(S − lse) (0 where
+ * hidden), dP = d_out_blk·v_blkᵀ, dS = P ∘ (dP − D); then d_v += Pᵀ·d_out, d_k += dSᵀ·q ·
+ * scale, d_q += dS·k · scale. Never an N×M matrix: scratch per thread is two 64 × 64
+ * blocks, a key block of k and of v transposed and 64 row values, independent of N and
+ * M, plus the B·H·N log-sum-exps when lse is NULL. Each element of d_k, d_v sums its
+ * query blocks in order and each of d_q its key blocks in order, whatever the threads:
+ * with fewer (batch, head) pairs than threads the call runs d_k, d_v (over key blocks)
+ * and d_q (over query blocks) as two passes, each recomputing S and dP, else one pass per
+ * head; the bits are the same. Causal masks skip whole blocks no query sees.
+ * A query that sees no key contributes nothing; a key no query sees gets zero gradients.
+ * Returns LA_OK, LA_EINVAL (NULL pointer but lse, bad problem), LA_EOVERFLOW,
+ * LA_ENOMEM, LA_EBUDGET (scratch above p->workspace_limit), LA_ERANGE (the range rule
+ * above, and the backward's: see la_attention_backward_*). Nothing written on error.
+ *   implementation lib/attention/softmax_backward.c (softmax_backward_tmpl.h) · reference
+ *   la_ref_softmax_attention_backward · tests tests/attention/test_attention.c */
+LA_API la_status la_softmax_attention_backward_f32(const la_problem *p, const float *q,
+                                                   const float *k, const float *v, const float *out,
+                                                   const float *lse, const float *d_out, float *d_q,
+                                                   float *d_k, float *d_v);
+LA_API la_status la_softmax_attention_backward_f64(const la_problem *p, const double *q,
+                                                   const double *k, const double *v,
+                                                   const double *out, const double *lse,
+                                                   const double *d_out, double *d_q, double *d_k,
+                                                   double *d_v);
+
 /* Softmax attention, materialising: for one head at a time, the N×M score matrix,
  * its row softmax, then P·V. Holds N·M elements; refuses with LA_EBUDGET when
  * N·M·sizeof(element) exceeds p->workspace_limit. Same shapes and statuses as above.
@@ -301,6 +349,25 @@ LA_API la_status la_softmax_attention_materialized_f64(const la_problem *p, cons
                                                        const double *k, const double *v,
                                                        double *out);
 
+/* Its backward, the textbook one on the held probabilities: per head, P (N×M) as the
+ * forward forms it, d_v = Pᵀ·d_out, dP = d_out·vᵀ a block of 64 query rows at a time,
+ * dS = P ∘ (dP − rowsum(P ∘ dP)) written over P, d_q = dS·k · scale, d_k = dSᵀ·q · scale.
+ * Holds N·M elements plus 64 rows of M per thread; LA_EBUDGET when that exceeds
+ * p->workspace_limit. out is not read (the row sums come from P). Shapes and statuses as
+ * la_softmax_attention_backward_* (without lse).
+ *   implementation lib/attention/softmax_backward.c · reference
+ *   la_ref_softmax_attention_backward · tests tests/attention/test_attention.c */
+LA_API la_status la_softmax_attention_materialized_backward_f32(const la_problem *p, const float *q,
+                                                                const float *k, const float *v,
+                                                                const float *out,
+                                                                const float *d_out, float *d_q,
+                                                                float *d_k, float *d_v);
+LA_API la_status la_softmax_attention_materialized_backward_f64(const la_problem *p,
+                                                                const double *q, const double *k,
+                                                                const double *v, const double *out,
+                                                                const double *d_out, double *d_q,
+                                                                double *d_k, double *d_v);
+
 /* Hard attention: out row i = v row argmax_j (q_i·k_j · scale) over visible j, ties to
  * the lowest j. Same shapes, masks and statuses.
  *   implementation lib/attention/softmax.c (softmax_tmpl.h) · reference
@@ -309,6 +376,24 @@ LA_API la_status la_hard_attention_f32(const la_problem *p, const float *q, cons
                                        const float *v, float *out);
 LA_API la_status la_hard_attention_f64(const la_problem *p, const double *q, const double *k,
                                        const double *v, double *out);
+
+/* Its backward. The argmax is piecewise constant in q and k, so its gradient is zero
+ * almost everywhere: d_q = d_k = 0 (exactly; at a tie the forward's choice is not
+ * differentiable, and 0 is returned there too), and d_v scatters d_out: d_v_j = Σ of
+ * d_out_i over the queries i whose argmax (the forward's, bit for bit, ties to the lowest
+ * key) is j, summed in order of i. out is not read. Scratch: the forward's blocks per
+ * thread and the B·H·N chosen keys. Shapes and statuses as la_softmax_attention_backward_*
+ * (without lse).
+ *   implementation lib/attention/softmax_backward.c · reference
+ *   la_ref_hard_attention_backward · tests tests/attention/test_attention.c */
+LA_API la_status la_hard_attention_backward_f32(const la_problem *p, const float *q, const float *k,
+                                                const float *v, const float *out,
+                                                const float *d_out, float *d_q, float *d_k,
+                                                float *d_v);
+LA_API la_status la_hard_attention_backward_f64(const la_problem *p, const double *q,
+                                                const double *k, const double *v, const double *out,
+                                                const double *d_out, double *d_q, double *d_k,
+                                                double *d_v);
 
 /* Linear attention, y_i = φ(q_i)ᵀ S / (φ(q_i)ᵀ z + eps). φ is applied to the raw q and
  * k (p->scale is not used). Non-causal: S = φ(K)ᵀV (d_k×d_v) and z = Σ_j φ(k_j) once
@@ -507,6 +592,19 @@ LA_API la_status la_ref_linear_attention_backward(const la_problem *p, const dou
                                                   const double *k, const double *v,
                                                   const double *out, const double *d_out,
                                                   double *d_q, double *d_k, double *d_v);
+/* float64 oracles of the backward passes (la_backward_f64_fn): the forward's loops, then
+ * per query i the softmax Jacobian written out: P_i, dP_ij = d_out_i·v_j, dS_ij = P_ij
+ * (dP_ij − Σ_l P_il dP_il), d_v_j += P_ij d_out_i, d_q_i += scale Σ_j dS_ij k_j, d_k_j +=
+ * scale dS_ij q_i; hard: d_q = d_k = 0, d_v_j = Σ d_out_i over the queries whose argmax
+ * (ties to the lowest j) is j. out is not read. Statuses as the forward references. */
+LA_API la_status la_ref_softmax_attention_backward(const la_problem *p, const double *q,
+                                                   const double *k, const double *v,
+                                                   const double *out, const double *d_out,
+                                                   double *d_q, double *d_k, double *d_v);
+LA_API la_status la_ref_hard_attention_backward(const la_problem *p, const double *q,
+                                                const double *k, const double *v, const double *out,
+                                                const double *d_out, double *d_q, double *d_k,
+                                                double *d_v);
 /* The registry row's reference (LA_EINVAL as for la_attention_f64). */
 LA_API la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *q,
                                   const double *k, const double *v, double *out);
@@ -571,7 +669,25 @@ LA_API la_status la_attention_cost(la_kernel kernel, const la_problem *p, la_dty
 
 /* ---------------------------------------------------------------- backward passes */
 
-/* Gradients through one forward call, for a loss L with d_out = ∂L/∂out given:
+/* Gradients through one forward call, for a loss L with d_out = ∂L/∂out given.
+ * The empty row, backward: a query that sees no key (its output row is zeros whatever the
+ * inputs) contributes nothing to any gradient, and its d_q row is zero; a key no query sees
+ * gets zero d_k and d_v rows. Range (LA_ERANGE, nothing written): a backward refuses what
+ * its forward refuses (the rule under "kernels"), and, with e = max|d_out|, o = max|out|
+ * and a, b, c as there, also
+ *   softmax (fused, materialising): N·d_v·e·(c + o)·max(a, b, 1)·max(|scale|, 1) > T/8
+ *                                   or N·e > T/8
+ *   hard:                           N·e > T/8
+ * (bounds on dP − D, on d_k's and d_q's sums and on d_v's sums of at most N rows of d_out:
+ * lib/attention/softmax_backward.c), so float32 never returns inf or NaN from finite inputs.
+ * Accuracy: the fused backward takes D_i = d_out_i·out_i from the forward's output, as
+ * FlashAttention-2 does; in float32 at logits of ±1e3 whose keys share a large common part
+ * (what makes logits large while their differences stay small), d_q's component along that
+ * part carries the forward's rounding of P magnified by the common part's size (the
+ * materialising backward forms D from its own P and does not: tests/attention/
+ * test_attention.c, backward_matches_reference, measures both).
+ *
+ * Shapes:
  *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out and d_out: (B, H, N, d_v),
  *   d_q, d_k, d_v: shaped as q, k, v (written whole; a key no query sees gets zeros).
  * out is the forward's output for the same inputs (the kernels that need it read it
@@ -594,9 +710,29 @@ LA_API la_status la_ref_attention_backward(la_kernel kernel, const la_problem *p
                                            const double *d_out, double *d_q, double *d_k,
                                            double *d_v);
 /* The cost of one backward call, as la_attention_cost's of a forward: the FLOP fields the
- * row's backward_cost fills (their meaning is written beside each backward), their sum
- * in flops_total, workspace_bytes, and io_bytes = q, k, v, out and d_out read, d_q, d_k,
- * d_v written once. LA_EINVAL also for a kernel without a backward. */
+ * row's backward_cost fills, their sum in flops_total, workspace_bytes, and io_bytes = q,
+ * k, v, out and d_out read, d_q, d_k, d_v written once. LA_EINVAL also for a kernel without
+ * a backward. The conventions are the forward's (visible pairs only, a multiply-add 2, the
+ * scale multiply not counted); per head with `pairs` visible pairs and `seeing` queries that
+ * see a key (N, or 0 when the key length is 0):
+ *   softmax (fused):        flops_qk 6·pairs·d_k (S = QKᵀ recomputed, d_K = dSᵀQ, d_Q = dS·K),
+ *                           flops_av 4·pairs·d_v (dP = d_out·Vᵀ, d_V = Pᵀ·d_out),
+ *                           flops_softmax 4·pairs + 2·seeing·d_v (P = exp(S − lse): subtract,
+ *                           exp; dS = P ∘ (dP − D): subtract, multiply; D = d_out·out);
+ *                           not counted: the lse pass the registry row runs first (lse NULL:
+ *                           a forward's QKᵀ and row statistics), and the recomputation of S,
+ *                           P, dP and dS in the d_q pass of the two-pass schedule (fewer
+ *                           (batch, head) pairs than threads) — work of the schedule, like
+ *                           the forward's online rescaling, not of the formula;
+ *                           workspace: per thread d_k·64 + d_v·64 + 2·64·64 + 64 elements (at
+ *                           most N, M), for min(threads, B·H·max(query, key blocks)) threads,
+ *                           and the B·H·N log-sum-exps the registry row computes;
+ *   softmax_materialized:   flops_qk and flops_av as fused, flops_softmax 9·pairs (the
+ *                           forward's softmax 5, Σ_j P∘dP 2, dS 2); workspace the N×M matrix
+ *                           and 64 rows of M per thread;
+ *   hard:                   flops_qk 2·pairs·d_k and flops_softmax 1·pairs (the argmax
+ *                           again), flops_av seeing·d_v (d_V's adds); workspace the B·H·N
+ *                           chosen keys and the forward's blocks per thread. */
 LA_API la_status la_attention_backward_cost(la_kernel kernel, const la_problem *p, la_dtype dtype,
                                             la_cost *out);
 
@@ -649,8 +785,8 @@ typedef struct {
     la_forward_f64_fn forward_f64;
     la_forward_f64_fn reference; /* the float64 oracle (la_ref_*) */
     la_cost_fn cost;
-    la_backward_f32_fn backward_f32;       /* NULL: no backward yet */
-    la_backward_f64_fn backward_f64;       /* NULL: no backward yet */
+    la_backward_f32_fn backward_f32;       /* NULL: no backward yet. softmax: */
+    la_backward_f64_fn backward_f64;       /* la_softmax_attention_backward_*, lse NULL */
     la_backward_f64_fn reference_backward; /* the float64 oracle of the backward (la_ref_*) */
     la_cost_fn backward_cost;              /* the backward's FLOP fields and workspace */
 } la_kernel_info;

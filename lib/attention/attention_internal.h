@@ -46,6 +46,37 @@ double la_range_linear_backward_limit_f64(const la_problem *p, const double *q, 
 /* The backward cost functions of the linear rows (la_cost_fn; linear_backward.c). */
 la_status la_linear_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out);
 la_status la_linear_recurrent_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out);
+/* max |x[i]| over n elements, +inf when one is not finite (range.c): the scan above, for
+ * the backward passes' own bounds. */
+double la_max_abs_f32(const float *x, size_t n);
+double la_max_abs_f64(const double *x, size_t n);
+
+/* Hard attention's argmax over the visible keys of query rows i0 .. i0+rows-1 of one head
+ * of batch entry b, ties to the lowest key, SIZE_MAX for a row that sees none
+ * (softmax_tmpl.h): the forward's own choice, bit for bit, for the backward.
+ *   qh: (N, d_k), kh: (M, d_k); s: LA_SOFTMAX_Q_BLOCK · LA_SOFTMAX_K_BLOCK scratch,
+ *   best_score: (LA_SOFTMAX_Q_BLOCK) scratch, best_key: (rows), rows <= LA_SOFTMAX_Q_BLOCK. */
+void la_hard_argmax_f32(const la_problem *p, size_t b, const float *qh, const float *kh, size_t i0,
+                        size_t rows, float *s, float *best_score, size_t *best_key);
+void la_hard_argmax_f64(const la_problem *p, size_t b, const double *qh, const double *kh,
+                        size_t i0, size_t rows, double *s, double *best_score, size_t *best_key);
+
+/* The fused softmax row's backward (la_backward_*_fn): la_softmax_attention_backward_*
+ * with lse = NULL (softmax_backward.c). */
+la_status la_softmax_row_backward_f32(const la_problem *p, const float *q, const float *k,
+                                      const float *v, const float *out, const float *d_out,
+                                      float *d_q, float *d_k, float *d_v);
+la_status la_softmax_row_backward_f64(const la_problem *p, const double *q, const double *k,
+                                      const double *v, const double *out, const double *d_out,
+                                      double *d_q, double *d_k, double *d_v);
+
+/* The backward passes' cost functions (la_cost_fn), beside their kernels. */
+la_status la_softmax_backward_cost(const la_problem *p, la_dtype dtype,
+                                   la_cost *out); /* softmax_backward.c */
+la_status la_softmax_materialized_backward_cost(const la_problem *p, la_dtype dtype,
+                                                la_cost *out); /* softmax_backward.c */
+la_status la_hard_backward_cost(const la_problem *p, la_dtype dtype,
+                                la_cost *out); /* softmax_backward.c */
 
 /* Bytes of one element of dtype (4 or 8). */
 static inline size_t la_dtype_size(la_dtype dtype)

@@ -4,8 +4,8 @@
 
 /* max |x[i]| over n elements; +inf when one is not finite. Read through the bits, so the
  * reduction is an integer max the compiler vectorises (|x| orders like its bits with the
- * sign cleared). */
-static double FN(max_abs)(const REAL *x, size_t n)
+ * sign cleared). Also the backward passes' scan (attention_internal.h). */
+double FN(la_max_abs)(const REAL *x, size_t n)
 {
     REAL_BITS m = 0;
 #pragma omp parallel for simd reduction(max : m) num_threads(la_threads()) if (n > 65536)
@@ -24,9 +24,9 @@ bool FN(la_range_ok)(la_range_kind kind, const la_problem *p, const REAL *q, con
                      const REAL *v)
 {
     const size_t heads = p->batch * p->heads;
-    const double a = FN(max_abs)(q, heads * p->n_queries * p->d_k);
-    const double b = FN(max_abs)(k, heads * p->n_keys * p->d_k);
-    const double c = kind == LA_RANGE_HARD ? 0 : FN(max_abs)(v, heads * p->n_keys * p->d_v);
+    const double a = FN(la_max_abs)(q, heads * p->n_queries * p->d_k);
+    const double b = FN(la_max_abs)(k, heads * p->n_keys * p->d_k);
+    const double c = kind == LA_RANGE_HARD ? 0 : FN(la_max_abs)(v, heads * p->n_keys * p->d_v);
     return fits(kind, p, a, b, c, REAL_MAX);
 }
 
@@ -34,10 +34,10 @@ double FN(la_range_linear_backward_limit)(const la_problem *p, const REAL *q, co
                                           const REAL *v, const REAL *out, const REAL *d_out)
 {
     const size_t heads = p->batch * p->heads;
-    const double a = FN(max_abs)(q, heads * p->n_queries * p->d_k);
-    const double b = FN(max_abs)(k, heads * p->n_keys * p->d_k);
-    const double c = FN(max_abs)(v, heads * p->n_keys * p->d_v);
-    const double d = FN(max_abs)(d_out, heads * p->n_queries * p->d_v);
-    const double w = FN(max_abs)(out, heads * p->n_queries * p->d_v);
+    const double a = FN(la_max_abs)(q, heads * p->n_queries * p->d_k);
+    const double b = FN(la_max_abs)(k, heads * p->n_keys * p->d_k);
+    const double c = FN(la_max_abs)(v, heads * p->n_keys * p->d_v);
+    const double d = FN(la_max_abs)(d_out, heads * p->n_queries * p->d_v);
+    const double w = FN(la_max_abs)(out, heads * p->n_queries * p->d_v);
     return linear_backward_limit(p, a, b, c, d, w, REAL_MAX);
 }

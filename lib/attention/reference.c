@@ -329,3 +329,137 @@ done:
     free(g);
     return st;
 }
+
+/* ---------------------------------------------------------------- softmax and hard backward */
+
+/* Validates p and the pointers of a backward oracle (out is not read: may be NULL). */
+static la_status check_backward(const la_problem *p, const double *q, const double *k,
+                                const double *v, const double *d_out, const double *d_q,
+                                const double *d_k, const double *d_v)
+{
+    la_status st = check(p, q, k, v, d_out);
+    if (st != LA_OK) return st;
+    if (!d_q || !d_k || !d_v) return LA_EINVAL;
+    return LA_OK;
+}
+
+/* d_q, d_k, d_v = 0: (B,H,N,d_k), (B,H,M,d_k), (B,H,M,d_v). */
+static void zero_gradients(const la_problem *p, double *d_q, double *d_k, double *d_v)
+{
+    const size_t heads = p->batch * p->heads;
+    memset(d_q, 0, heads * p->n_queries * p->d_k * sizeof *d_q);
+    memset(d_k, 0, heads * p->n_keys * p->d_k * sizeof *d_k);
+    memset(d_v, 0, heads * p->n_keys * p->d_v * sizeof *d_v);
+}
+
+/* Softmax attention's gradients, per head and query i with `visible` keys (none: no
+ * gradient), materialising the query's probabilities P_i and dP_i (both (M,)):
+ *   P_ij = exp(s_ij − max_l s_il) / Σ_l exp(s_il − max_l s_il),  s_ij = q_i·k_j · scale;
+ *   dP_ij = d_out_i·v_j;  dS_ij = P_ij (dP_ij − Σ_l P_il dP_il);
+ *   d_v_j += P_ij d_out_i;  d_q_i += scale Σ_j dS_ij k_j;  d_k_j += scale dS_ij q_i. */
+la_status la_ref_softmax_attention_backward(const la_problem *p, const double *q, const double *k,
+                                            const double *v, const double *out, const double *d_out,
+                                            double *d_q, double *d_k, double *d_v)
+{
+    (void)out;
+    la_status st = check_backward(p, q, k, v, d_out, d_q, d_k, d_v);
+    if (st != LA_OK) return st;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    size_t n_row;
+    if (!doubles_fit(M, 1, 1, &n_row)) return LA_EOVERFLOW;
+    double *P = malloc(n_row * sizeof *P), *dP = malloc(n_row * sizeof *dP);
+    if (!P || !dP) {
+        free(P);
+        free(dP);
+        return LA_ENOMEM;
+    }
+    zero_gradients(p, d_q, d_k, d_v);
+    for (size_t b = 0; b < p->batch; b++) {
+        for (size_t h = 0; h < p->heads; h++) {
+            const double *qh = q + HEAD(p, b, h, N, dk), *kh = k + HEAD(p, b, h, M, dk);
+            const double *vh = v + HEAD(p, b, h, M, dv), *gh = d_out + HEAD(p, b, h, N, dv);
+            double *dqh = d_q + HEAD(p, b, h, N, dk), *dkh = d_k + HEAD(p, b, h, M, dk);
+            double *dvh = d_v + HEAD(p, b, h, M, dv);
+            for (size_t i = 0; i < N; i++) {
+                const size_t visible = ref_visible_keys(p, b, i);
+                if (visible == 0) continue;
+                /* P_i: scores, max, exp, normalise */
+                double max = -INFINITY, sum = 0;
+                for (size_t j = 0; j < visible; j++) {
+                    double s = 0;
+                    for (size_t c = 0; c < dk; c++)
+                        s += qh[i * dk + c] * kh[j * dk + c];
+                    P[j] = s * p->scale;
+                    if (P[j] > max) max = P[j];
+                }
+                for (size_t j = 0; j < visible; j++) {
+                    P[j] = exp(P[j] - max);
+                    sum += P[j];
+                }
+                for (size_t j = 0; j < visible; j++)
+                    P[j] /= sum;
+                /* dP_ij = d_out_i·v_j, the centre Σ_j P_ij dP_ij, and d_v_j += P_ij d_out_i */
+                double centre = 0;
+                for (size_t j = 0; j < visible; j++) {
+                    dP[j] = 0;
+                    for (size_t c = 0; c < dv; c++) {
+                        dP[j] += gh[i * dv + c] * vh[j * dv + c];
+                        dvh[j * dv + c] += P[j] * gh[i * dv + c];
+                    }
+                    centre += P[j] * dP[j];
+                }
+                /* dS_ij = P_ij (dP_ij − centre); d_q_i and d_k_j */
+                for (size_t j = 0; j < visible; j++) {
+                    const double ds = P[j] * (dP[j] - centre);
+                    for (size_t c = 0; c < dk; c++) {
+                        dqh[i * dk + c] += p->scale * ds * kh[j * dk + c];
+                        dkh[j * dk + c] += p->scale * ds * qh[i * dk + c];
+                    }
+                }
+            }
+        }
+    }
+    free(P);
+    free(dP);
+    return LA_OK;
+}
+
+/* Hard attention's gradients, per head: d_q = d_k = 0 (the argmax is piecewise constant),
+ * and d_v_j = Σ d_out_i over the queries i whose argmax of q_i·k_j · scale over their
+ * visible keys (ties to the lowest j) is j. */
+la_status la_ref_hard_attention_backward(const la_problem *p, const double *q, const double *k,
+                                         const double *v, const double *out, const double *d_out,
+                                         double *d_q, double *d_k, double *d_v)
+{
+    (void)out;
+    la_status st = check_backward(p, q, k, v, d_out, d_q, d_k, d_v);
+    if (st != LA_OK) return st;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    zero_gradients(p, d_q, d_k, d_v);
+    for (size_t b = 0; b < p->batch; b++) {
+        for (size_t h = 0; h < p->heads; h++) {
+            const double *qh = q + HEAD(p, b, h, N, dk), *kh = k + HEAD(p, b, h, M, dk);
+            const double *gh = d_out + HEAD(p, b, h, N, dv);
+            double *dvh = d_v + HEAD(p, b, h, M, dv);
+            for (size_t i = 0; i < N; i++) {
+                const size_t visible = ref_visible_keys(p, b, i);
+                size_t best = 0;
+                double best_score = -INFINITY;
+                for (size_t j = 0; j < visible; j++) {
+                    double s = 0;
+                    for (size_t c = 0; c < dk; c++)
+                        s += qh[i * dk + c] * kh[j * dk + c];
+                    s *= p->scale;
+                    if (j == 0 || s > best_score) { /* strict: ties keep the lowest j */
+                        best_score = s;
+                        best = j;
+                    }
+                }
+                if (visible == 0) continue;
+                for (size_t c = 0; c < dv; c++)
+                    dvh[best * dv + c] += gh[i * dv + c];
+            }
+        }
+    }
+    return LA_OK;
+}

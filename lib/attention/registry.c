@@ -25,6 +25,10 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .forward_f64 = la_softmax_attention_f64,
             .reference = la_ref_softmax_attention,
             .cost = la_softmax_cost,
+            .backward_f32 = la_softmax_row_backward_f32,
+            .backward_f64 = la_softmax_row_backward_f64,
+            .reference_backward = la_ref_softmax_attention_backward,
+            .backward_cost = la_softmax_backward_cost,
         },
     [LA_KERNEL_SOFTMAX_MATERIALIZED] =
         {
@@ -39,6 +43,10 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .forward_f64 = la_softmax_attention_materialized_f64,
             .reference = la_ref_softmax_attention,
             .cost = la_softmax_materialized_cost,
+            .backward_f32 = la_softmax_attention_materialized_backward_f32,
+            .backward_f64 = la_softmax_attention_materialized_backward_f64,
+            .reference_backward = la_ref_softmax_attention_backward,
+            .backward_cost = la_softmax_materialized_backward_cost,
         },
     [LA_KERNEL_HARD] =
         {
@@ -52,6 +60,10 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .forward_f64 = la_hard_attention_f64,
             .reference = la_ref_hard_attention,
             .cost = la_hard_cost,
+            .backward_f32 = la_hard_attention_backward_f32,
+            .backward_f64 = la_hard_attention_backward_f64,
+            .reference_backward = la_ref_hard_attention_backward,
+            .backward_cost = la_hard_backward_cost,
         },
     [LA_KERNEL_LINEAR] =
         {

@@ -62,6 +62,16 @@ static bool scale_fits(double scale, size_t elem_size)
     return elem_size == sizeof(double) || fabs(scale) <= FLT_MAX;
 }
 
+/* log, per precision: the fused kernel's log-sum-exp (FN(log_of) in softmax_tmpl.h). */
+static inline float log_of_f32(float x)
+{
+    return logf(x);
+}
+static inline double log_of_f64(double x)
+{
+    return log(x);
+}
+
 /* The order of these includes is the instantiation (core/real_f32.h). */
 /* clang-format off */
 #include "core/real_f32.h"
@@ -83,6 +93,18 @@ la_status la_softmax_attention_f64(const la_problem *p, const double *q, const d
                                    const double *v, double *out)
 {
     return softmax_attention_f64(p, q, k, v, out);
+}
+
+la_status la_softmax_attention_lse_f32(const la_problem *p, const float *q, const float *k,
+                                       const float *v, float *out, float *lse)
+{
+    return softmax_attention_lse_f32(p, q, k, v, out, lse);
+}
+
+la_status la_softmax_attention_lse_f64(const la_problem *p, const double *q, const double *k,
+                                       const double *v, double *out, double *lse)
+{
+    return softmax_attention_lse_f64(p, q, k, v, out, lse);
 }
 
 la_status la_softmax_attention_materialized_f32(const la_problem *p, const float *q, const float *k,

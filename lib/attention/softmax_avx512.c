@@ -46,6 +46,8 @@ enum {
 };
 _Static_assert(QT % 16 == 0 && 16 % NV == 0, "QT: 16, 32 or 64 queries");
 
+#define LN2 0.69314718055994531f /* lse = log2-unit statistics · ln 2 */
+
 LA_AVX512 void la_fused_simd_exp2(const float *x, float *y, size_t n)
 {
     size_t i = 0;
@@ -162,9 +164,11 @@ LA_AVX512 static inline float dot_ps(const float *x, const float *y, size_t n)
 
 /* One query row i of one head: out_i = Σ_j softmax(s)_j v_j over its visible keys.
  *   q: (d_k), kh: (M, d_k), vh: (M, d_v), o: (d_v) row-major; st: KB floats of
- *   scratch, acc: d_v floats of scratch (64-byte aligned). */
+ *   scratch, acc: d_v floats of scratch (64-byte aligned); lse: NULL, or where the row's
+ *   log Σ_j exp(s_j) goes (-inf when it sees no key). */
 LA_AVX512 static void narrow_row(const la_problem *p, size_t visible, const float *q,
-                                 const float *kh, const float *vh, float *o, float *st, float *acc)
+                                 const float *kh, const float *vh, float *o, float *st, float *acc,
+                                 float *lse)
 {
     const size_t dk = p->d_k, dv = p->d_v;
     const float scale2 = (float)(p->scale * 1.4426950408889634);
@@ -220,6 +224,8 @@ LA_AVX512 static void narrow_row(const la_problem *p, size_t visible, const floa
     const float inv = l > 0 ? 1.0f / l : 0.0f;
     for (size_t c = 0; c < dv; c++)
         o[c] = acc[c] * inv;
+    /* lse = (m + log2 l) · ln 2: m and l are in log2 units */
+    if (lse) *lse = l > 0 ? (m + log2f(l)) * LN2 : -INFINITY;
 }
 
 /* Scratch of one thread, in floats, every part 64-byte aligned (QT floats = 128 bytes):
@@ -232,19 +238,20 @@ size_t la_fused_simd_scratch_bytes(const la_problem *p)
 /* Fused softmax attention for the query rows i0 .. i0+rows-1 (rows <= QT) of one head
  * of batch entry b:
  *   qh: (N, d_k), kh: (M, d_k), vh: (M, d_v), oh: (N, d_v), row-major;
- *   scratch: la_fused_simd_scratch_bytes(p) bytes, 64-byte aligned.
+ *   scratch: la_fused_simd_scratch_bytes(p) bytes, 64-byte aligned;
+ *   lse: NULL, or (rows): each row's log Σ_j exp(s_ij) (-inf when it sees no key).
  * Lanes past `rows` compute on zero queries over the same keys as the last row and
  * are never stored. */
 LA_AVX512 void la_fused_simd_block(const la_problem *p, size_t b, const float *qh, const float *kh,
                                    const float *vh, float *oh, size_t i0, size_t rows,
-                                   float *scratch)
+                                   float *scratch, float *lse)
 {
     const size_t dk = p->d_k, dv = p->d_v;
     float *qt = scratch, *st = qt + dk * QT, *ot = st + KB * QT;
     if (rows <= NARROW_ROWS) { /* a few queries: one at a time, keys in the lanes */
         for (size_t r = 0; r < rows; r++)
             narrow_row(p, la_visible_keys(p, b, i0 + r), qh + (i0 + r) * dk, kh, vh,
-                       oh + (i0 + r) * dv, st, ot);
+                       oh + (i0 + r) * dv, st, ot, lse ? lse + r : NULL);
         return;
     }
 
@@ -364,6 +371,16 @@ LA_AVX512 void la_fused_simd_block(const la_problem *p, size_t b, const float *q
         for (size_t c = 0; c < dv; c++)
             orow[c] = ot[c * QT + r] * inv[r];
     }
+    /* lse = (m + log2 l) · ln 2 (m and l are in log2 units); -inf where no key was seen */
+    if (lse) {
+        float mx[QT], sum[QT];
+        for (int g = 0; g < NV; g++) {
+            _mm512_storeu_ps(mx + 16 * g, m[g]);
+            _mm512_storeu_ps(sum + 16 * g, l[g]);
+        }
+        for (size_t r = 0; r < rows; r++)
+            lse[r] = sum[r] > 0 ? (mx[r] + log2f(sum[r])) * LN2 : -INFINITY;
+    }
 }
 
 bool la_fused_simd_usable(const la_problem *p)
@@ -379,9 +396,11 @@ size_t la_fused_simd_scratch_bytes(const la_problem *p)
     return 0;
 }
 void la_fused_simd_block(const la_problem *p, size_t b, const float *qh, const float *kh,
-                         const float *vh, float *oh, size_t i0, size_t rows, float *scratch)
+                         const float *vh, float *oh, size_t i0, size_t rows, float *scratch,
+                         float *lse)
 {
     (void)p, (void)b, (void)qh, (void)kh, (void)vh, (void)oh, (void)i0, (void)rows, (void)scratch;
+    (void)lse;
 }
 void la_fused_simd_exp2(const float *x, float *y, size_t n)
 {

@@ -37,11 +37,12 @@ static REAL FN(row_max)(const REAL *x, size_t n)
 
 /* Fused softmax attention for the query rows i0 .. i0+rows-1 of one head (b, h):
  *   qh: (N, d_k), kh: (M, d_k), vh: (M, d_v), oh: (N, d_v), row-major;
- *   s: (Q_BLOCK · K_BLOCK) scratch, row_max and row_sum: (Q_BLOCK) scratch.
+ *   s: (Q_BLOCK · K_BLOCK) scratch, row_max and row_sum: (Q_BLOCK) scratch;
+ *   lse: NULL, or (rows): the rows' log Σ_j exp(s_ij) (-inf for a row that sees no key).
  * The output rows double as the accumulator of Σ_j exp(s_ij - m_i) v_j. */
 static void FN(fused_block)(const la_problem *p, size_t b, const REAL *qh, const REAL *kh,
                             const REAL *vh, REAL *oh, size_t i0, size_t rows, REAL *s,
-                            REAL *row_max, REAL *row_sum)
+                            REAL *row_max, REAL *row_sum, REAL *lse)
 {
     const size_t dv = p->d_v;
     REAL *acc = oh + i0 * dv;
@@ -97,16 +98,21 @@ static void FN(fused_block)(const la_problem *p, size_t b, const REAL *qh, const
                 arow[c] /= sum;
         }
     }
+    /* lse_i = m_i + log Σ_j exp(s_ij - m_i), for the backward (la_softmax_attention_lse_*) */
+    if (lse)
+        for (size_t r = 0; r < rows; r++)
+            lse[r] = row_sum[r] > 0 ? row_max[r] + FN(log_of)(row_sum[r]) : -INFINITY;
 }
 
-/* Hard attention for the query rows i0 .. i0+rows-1 of one head: out row i = v row
- * argmax_j s_ij over visible j, ties to the lowest j; zeros when no key is visible.
- *   s: (Q_BLOCK · K_BLOCK) scratch, best_score: (Q_BLOCK), best_key: (Q_BLOCK). */
-static void FN(hard_block)(const la_problem *p, size_t b, const REAL *qh, const REAL *kh,
-                           const REAL *vh, REAL *oh, size_t i0, size_t rows, REAL *s,
-                           REAL *best_score, size_t *best_key)
+/* The argmax of hard attention for the query rows i0 .. i0+rows-1 of one head of batch
+ * entry b: best_key[r] = argmax_j s_(i0+r)j over visible j, ties to the lowest j, SIZE_MAX
+ * when no key is visible. The forward (hard_block) and the backward (softmax_backward.c,
+ * which must pick the same keys, bit for bit) share it.
+ *   qh: (N, d_k), kh: (M, d_k) row-major; s: (Q_BLOCK · K_BLOCK) scratch,
+ *   best_score: (Q_BLOCK) scratch, best_key: (rows). */
+void FN(la_hard_argmax)(const la_problem *p, size_t b, const REAL *qh, const REAL *kh, size_t i0,
+                        size_t rows, REAL *s, REAL *best_score, size_t *best_key)
 {
-    const size_t dv = p->d_v;
     const size_t key_end = la_visible_keys(p, b, i0 + rows - 1);
     for (size_t r = 0; r < rows; r++) {
         best_score[r] = -INFINITY;
@@ -133,6 +139,17 @@ static void FN(hard_block)(const la_problem *p, size_t b, const REAL *qh, const 
             }
         }
     }
+}
+
+/* Hard attention for the query rows i0 .. i0+rows-1 of one head: out row i = v row
+ * argmax_j s_ij over visible j, ties to the lowest j; zeros when no key is visible.
+ *   s: (Q_BLOCK · K_BLOCK) scratch, best_score: (Q_BLOCK), best_key: (Q_BLOCK). */
+static void FN(hard_block)(const la_problem *p, size_t b, const REAL *qh, const REAL *kh,
+                           const REAL *vh, REAL *oh, size_t i0, size_t rows, REAL *s,
+                           REAL *best_score, size_t *best_key)
+{
+    const size_t dv = p->d_v;
+    FN(la_hard_argmax)(p, b, qh, kh, i0, rows, s, best_score, best_key);
     /* out_i = v_{argmax} */
     for (size_t r = 0; r < rows; r++) {
         REAL *orow = oh + (i0 + r) * dv;
@@ -147,9 +164,10 @@ static void FN(hard_block)(const la_problem *p, size_t b, const REAL *qh, const 
 typedef enum { FN(RUN_FUSED), FN(RUN_HARD) } FN(block_kind);
 
 /* Runs fused softmax or hard attention over every (b, h, query block) task, one
- * thread per task, each thread with its own slice of one scratch allocation. */
+ * thread per task, each thread with its own slice of one scratch allocation. lse: NULL,
+ * or (B,H,N) for the fused kernel's log-sum-exps. */
 static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const REAL *q,
-                                 const REAL *k, const REAL *v, REAL *out)
+                                 const REAL *k, const REAL *v, REAL *out, REAL *lse)
 {
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
@@ -198,11 +216,12 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
         REAL *oh = out + head_offset(p, tk.b, tk.h, N, dv);
         const size_t i0 = tk.q_block * q_block;
         const size_t rows = N - i0 < q_block ? N - i0 : q_block;
+        REAL *lse_rows = lse ? lse + (tk.b * p->heads + tk.h) * N + i0 : NULL;
         if (simd)
             la_fused_simd_block(p, tk.b, (const float *)qh, (const float *)kh, (const float *)vh,
-                                (float *)oh, i0, rows, (float *)mine);
+                                (float *)oh, i0, rows, (float *)mine, (float *)lse_rows);
         else if (kind == FN(RUN_FUSED))
-            FN(fused_block)(p, tk.b, qh, kh, vh, oh, i0, rows, s, row_a, (REAL *)row_b);
+            FN(fused_block)(p, tk.b, qh, kh, vh, oh, i0, rows, s, row_a, (REAL *)row_b, lse_rows);
         else
             FN(hard_block)(p, tk.b, qh, kh, vh, oh, i0, rows, s, row_a, (size_t *)row_b);
     }
@@ -215,14 +234,22 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
 static la_status FN(softmax_attention)(const la_problem *p, const REAL *q, const REAL *k,
                                        const REAL *v, REAL *out)
 {
-    return FN(run_blocked)(FN(RUN_FUSED), p, q, k, v, out);
+    return FN(run_blocked)(FN(RUN_FUSED), p, q, k, v, out, NULL);
+}
+
+/* The same, also writing lse: (B,H,N), log Σ_j exp(s_ij) per query (-inf: no key seen). */
+static la_status FN(softmax_attention_lse)(const la_problem *p, const REAL *q, const REAL *k,
+                                           const REAL *v, REAL *out, REAL *lse)
+{
+    if (!lse) return LA_EINVAL;
+    return FN(run_blocked)(FN(RUN_FUSED), p, q, k, v, out, lse);
 }
 
 /* Hard attention (contract in linattn.h), same shapes. */
 static la_status FN(hard_attention)(const la_problem *p, const REAL *q, const REAL *k,
                                     const REAL *v, REAL *out)
 {
-    return FN(run_blocked)(FN(RUN_HARD), p, q, k, v, out);
+    return FN(run_blocked)(FN(RUN_HARD), p, q, k, v, out, NULL);
 }
 
 /* Materialising softmax attention, one head at a time (q, k, v, out shaped as above):

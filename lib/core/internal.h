@@ -52,9 +52,11 @@ void la_avx512_enable(bool on);
 void la_outfile_named_only(bool on);
 size_t la_fused_simd_scratch_bytes(const la_problem *p); /* per thread */
 /* One task: query rows i0 .. i0+rows-1 (rows <= LA_FUSED_SIMD_Q_BLOCK) of one head,
- *   qh: (N, d_k), kh: (M, d_k), vh: (M, d_v), oh: (N, d_v) row-major. */
+ *   qh: (N, d_k), kh: (M, d_k), vh: (M, d_v), oh: (N, d_v) row-major; lse: NULL or (rows),
+ *   the rows' log-sum-exps (la_softmax_attention_lse_f32). */
 void la_fused_simd_block(const la_problem *p, size_t b, const float *qh, const float *kh,
-                         const float *vh, float *oh, size_t i0, size_t rows, float *scratch);
+                         const float *vh, float *oh, size_t i0, size_t rows, float *scratch,
+                         float *lse);
 /* y[i] = 2^x[i] for x[i] <= 0 with the kernel's exp2 (for its accuracy test). */
 void la_fused_simd_exp2(const float *x, float *y, size_t n);
 

@@ -18,9 +18,17 @@
  *   workspace_as_cost       at workspace_limit = la_attention_cost's workspace_bytes the
  *                           call runs (the same bits as unlimited), one byte less it
  *                           returns LA_EBUDGET and leaves out untouched;
- *   gradients               gradient mode: backward_f64/backward_f32 against central
- *                           differences of the float64 reference (skipped, saying so,
- *                           for rows without a backward: every row, for now);
+ *   backward_matches_reference  backward_f64 and backward_f32 against the row's
+ *                           reference_backward on the shapes above, also with a query
+ *                           whose keys all score alike and with logits of ±1e3 (softmax
+ *                           d_q, d_k: relative to their norm or, where they cancel to far
+ *                           below their terms, to a tenth of the terms' size: BWD_FLOOR);
+ *   backward_threads_bitwise, backward_errors_leave_output, backward_workspace_as_cost
+ *                           the forwards' properties, for the backwards;
+ *   gradients               gradient mode: reference_backward, backward_f64 and
+ *                           backward_f32 against central differences of the float64
+ *                           reference, also with equal scores and (float64) logits of ±1e3
+ *                           (skipped, saying so, for rows without a backward);
  *   finite_differences_self_test  the gradient mode's machinery against a softmax
  *                           backward written by hand, and against two broken ones.
  * They run on one thread, except threads_bitwise (1, 2, 3) and workspace_as_cost (1, 2):
@@ -1039,7 +1047,722 @@ static void workspace_as_cost(void **state)
     property_end();
 }
 
+/* ------------------------------------------------------------------ backward passes */
+
+static const char *const grad_names[3] = {"d_q", "d_k", "d_v"};
+
+/* Relative error of a backward against the row's reference_backward, per gradient: float64
+ * 1e-11 (the kernels sum in blocks, the oracle in one plain loop; and D_i = d_out_i·out_i
+ * where the oracle forms Σ_j P_ij dP_ij), float32 1e-5. On the large-logit inputs both
+ * times max(1, the largest |logit|), as tests/hostile/test_extremes.c holds the forwards:
+ * a logit's rounding is relative to its size, and P = exp(s − lse) inherits it. */
+#define TOL_BWD_F64 1e-11
+#define TOL_BWD_F32 1e-5
+
+static bool has_backward(const row *r)
+{
+    return r->info->backward_f64 && r->info->backward_f32 && r->info->reference_backward;
+}
+
+/* Where flat element e of gradient t (0: d_q (B,H,N,d_k), 1: d_k (B,H,M,d_k), 2: d_v
+ * (B,H,M,d_v)) is: "b=1 h=0 j=17 c=3". */
+static const char *grad_where(const la_problem *p, int t, size_t e, char *buf, size_t size)
+{
+    const size_t rows = t == 0 ? p->n_queries : p->n_keys, cols = t == 2 ? p->d_v : p->d_k;
+    const size_t c = e % cols, i = e / cols % rows, h = e / cols / rows % p->heads;
+    const size_t b = e / cols / rows / p->heads;
+    snprintf(buf, size, "b=%zu h=%zu %s=%zu c=%zu", b, h, t == 0 ? "i" : "j", i, c);
+    return buf;
+}
+
+/* The three gradients of one call, float64 and float32, and what a backward reads beyond
+ * q, k, v: d_out (fresh, from the rng of the label) and the forward's out in each
+ * precision. */
+typedef struct {
+    size_t n[3];
+    double *d_out, *out, *g64[3];
+    float *d_out32, *out32, *g32[3];
+} backward_io;
+
+static void backward_io_make(backward_io *io, const inputs *in, bool exact, const char *label)
+{
+    io->n[0] = in->nq;
+    io->n[1] = in->nk;
+    io->n[2] = in->nv;
+    io->d_out = tu_f64(in->no);
+    io->out = tu_f64(in->no);
+    io->d_out32 = tu_f32(in->no);
+    io->out32 = tu_f32(in->no);
+    for (int t = 0; t < 3; t++) {
+        io->g64[t] = tu_f64(io->n[t]);
+        io->g32[t] = tu_f32(io->n[t]);
+    }
+    tu_rng rng = tu_rng_for(label);
+    fill(&rng, exact, io->d_out, io->d_out32, in->no); /* exact rows: sums of d_out exact too */
+}
+
+static void backward_io_free(backward_io *io)
+{
+    free(io->d_out);
+    free(io->out);
+    free(io->d_out32);
+    free(io->out32);
+    for (int t = 0; t < 3; t++) {
+        free(io->g64[t]);
+        free(io->g32[t]);
+    }
+}
+
+static la_status run_backward_f64(const row *r, const la_problem *p, const inputs *in,
+                                  backward_io *io)
+{
+    return r->info->backward_f64(p, in->q, in->k, in->v, io->out, io->d_out, io->g64[0], io->g64[1],
+                                 io->g64[2]);
+}
+static la_status run_backward_f32(const row *r, const la_problem *p, const inputs *in,
+                                  backward_io *io)
+{
+    return r->info->backward_f32(p, in->q32, in->k32, in->v32, io->out32, io->d_out32, io->g32[0],
+                                 io->g32[1], io->g32[2]);
+}
+
+/* Largest |q_i·k_j · scale| over every pair of every head (masks ignored). */
+static double largest_logit(const la_problem *p, const inputs *in)
+{
+    const size_t bh = p->batch * p->heads, N = p->n_queries, M = p->n_keys, dk = p->d_k;
+    double most = 0;
+    for (size_t hd = 0; hd < bh; hd++)
+        for (size_t i = 0; i < N; i++)
+            for (size_t j = 0; j < M; j++) {
+                double s = 0;
+                for (size_t c = 0; c < dk; c++)
+                    s += in->q[(hd * N + i) * dk + c] * in->k[(hd * M + j) * dk + c];
+                most = fmax(most, fabs(s * p->scale));
+            }
+    return most;
+}
+
+/* The inputs of the property's three cases for a row:
+ *   CASE_NORMAL        the harness's inputs of the shape;
+ *   CASE_EQUAL_SCORES  (rows that read a scale) the first query of every head zero: its
+ *                      visible keys all have the
+ *                      same score 0 (P uniform; hard: all tied, the lowest key wins). One
+ *                      query only: with most queries zero, d_k would rest on a few dS_ij,
+ *                      and float32 on a few cancellations dP_ij − D_i;
+ *   CASE_LARGE_LOGITS  (rows that read a scale) every key plus c times its head's first key,
+ *                      c chosen so that the largest |logit| is about 1e3 (exact rows: c =
+ *                      32, which keeps their 1/8 grid exact): logits of ±1e3 whose
+ *                      differences within a row are the normal case's, so the softmax is
+ *                      not saturated (a saturated row, P ≈ 1 on one key, has dS = P (dP − D)
+ *                      ≈ 0 made of rounding alone, which no tolerance can hold). */
+enum { CASE_NORMAL, CASE_EQUAL_SCORES, CASE_LARGE_LOGITS, N_CASES };
+static const char *const case_names[N_CASES] = {"", ", query 0 zero", ", logits ±1e3"};
+
+/* Makes case c's inputs in *own from the row's (false: the case does not apply to the row);
+ * *times: the multiple of the first key added to every key (0 but for CASE_LARGE_LOGITS). */
+static bool case_inputs(const row *r, int c, const la_problem *p, const inputs *in, inputs *own,
+                        double *times_out)
+{
+    *times_out = 0;
+    /* both are about scores: rows without a scale (linear attention) have none */
+    if (c != CASE_NORMAL && !(r->info->params & LA_PARAM_SCALE)) return false;
+    inputs_copy(own, in);
+    const size_t bh = p->batch * p->heads, N = p->n_queries, M = p->n_keys, dk = p->d_k;
+    if (c == CASE_EQUAL_SCORES)
+        for (size_t hd = 0; hd < bh; hd++)
+            for (size_t e = 0; e < dk; e++)
+                own->q32[hd * N * dk + e] = (float)(own->q[hd * N * dk + e] = 0);
+    if (c == CASE_LARGE_LOGITS) {
+        /* largest |q_i·k_0 · scale| over the heads: c = 1e3 / it */
+        double most = 0;
+        for (size_t hd = 0; hd < bh; hd++)
+            for (size_t i = 0; i < N; i++) {
+                double s = 0;
+                for (size_t e = 0; e < dk; e++)
+                    s += in->q[(hd * N + i) * dk + e] * in->k[hd * M * dk + e];
+                most = fmax(most, fabs(s * p->scale));
+            }
+        const double times = r->tol.exact ? 32 : most > 0 ? 1000 / most : 1;
+        *times_out = times;
+        for (size_t hd = 0; hd < bh; hd++)
+            for (size_t j = 0; j < M; j++)
+                for (size_t e = 0; e < dk; e++) {
+                    const size_t at = (hd * M + j) * dk + e;
+                    own->k32[at] =
+                        (float)(own->k[at] = (float)(in->k[at] + times * in->k[hd * M * dk + e]));
+                }
+    }
+    return true;
+}
+
+/* The float32 d_q of CASE_LARGE_LOGITS, relative to the reference, with each row's error
+ * component along its head's first key removed. Why: there every key is k_j + times·k_0, so
+ * d_q_i = scale Σ_j dS_ij (k_j + times·k_0), whose second part vanishes because Σ_j dS_ij = 0.
+ * The fused backward takes D_i = d_out_i·out_i from the forward's output, whose P was
+ * rounded at the scale of the logits (|logit|·6e-8), not from its own recomputed P; their
+ * difference leaves Σ_j dS_ij ≈ |logit|·6e-8 instead of 0, which times·k_0 magnifies: the
+ * algorithm's error (FlashAttention-2 shares it), along k_0 only. Off that direction d_q must
+ * meet the tolerance like every other gradient. */
+static double large_logits_dq_error(const la_problem *p, const inputs *in, const float *dq,
+                                    const double *ref)
+{
+    const size_t bh = p->batch * p->heads, N = p->n_queries, M = p->n_keys, dk = p->d_k;
+    double err2 = 0, ref2 = 0;
+    for (size_t hd = 0; hd < bh; hd++) {
+        const double *k0 = in->k + hd * M * dk;
+        double k0k0 = 0;
+        for (size_t e = 0; e < dk; e++)
+            k0k0 += k0[e] * k0[e];
+        for (size_t i = 0; i < N; i++) {
+            const float *y = dq + (hd * N + i) * dk;
+            const double *x = ref + (hd * N + i) * dk;
+            double along = 0;
+            for (size_t e = 0; e < dk; e++)
+                along += ((double)y[e] - x[e]) * k0[e];
+            along = k0k0 > 0 ? along / k0k0 : 0;
+            for (size_t e = 0; e < dk; e++) {
+                const double d = (double)y[e] - x[e] - along * k0[e];
+                err2 += d * d;
+                ref2 += x[e] * x[e];
+            }
+        }
+    }
+    if (!isfinite(err2)) return INFINITY;
+    return ref2 > 0 ? sqrt(err2 / ref2) : sqrt(err2);
+}
+
+/* d_q and d_k of the softmax family are sums of dS_ij = P_ij (dP_ij − D_i) times k_j or q_i,
+ * and can cancel to far below the size of what is summed: a query that sees one key has
+ * dS = 0 exactly, which the fused backward forms as d_out_i·v_0 − d_out_i·out_i, two
+ * roundings of one dot product (its D comes from out, FlashAttention-2's choice); where
+ * most queries are such, ‖d_q‖ is small and that rounding is large beside it. So their
+ * error is taken relative to max(‖reference‖, BWD_FLOOR · Y), with Y the norm of the
+ * rounding-error bound's terms (gradient_yardsticks; dP_ij = d_out_i·v_j and D_i =
+ * d_out_i·out_i round relative to ‖d_out_i‖‖v_j‖ and ‖d_out_i‖‖out_i‖): for d_q row i,
+ * |scale| Σ_j P_ij ‖d_out_i‖ (‖v_j‖ + ‖out_i‖) ‖k_j‖, for d_k row j the same summed over i
+ * with ‖q_i‖ for ‖k_j‖. Where the gradient is not mostly cancelled ‖reference‖ is the larger, and
+ * the check is the plain relative one (the count of comparisons where the floor was the
+ * larger is printed). */
+#define BWD_FLOOR 0.1
+
+/* Linear attention's d_q and d_k cancel the same way: d_φ(q_i) = S_i·dnum_i + dden_i·z_i
+ * and d_φ(k_j) = dS_j·v_j + dz_j are differences of terms of size ‖d_out_i‖ (‖v_j‖ +
+ * ‖y_i‖) ‖φ‖ / den_i, which cancel to about eps / den of that where a query sees one key
+ * (its output does not depend on φ(q)'s scale but through eps). So the same floor, with
+ * Y for d_q row i: ‖d_out_i‖ / den_i · Σ_j ‖φ(k_j)‖ (‖v_j‖ + ‖y_i‖), and for d_k row j the
+ * same summed over the queries that see j with ‖φ(q_i)‖ for ‖φ(k_j)‖ (φ′ <= 1 for both
+ * maps). */
+static void linear_gradient_yardsticks(const la_problem *p, const inputs *in, const backward_io *io,
+                                       double y[2])
+{
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    double *fq = tu_f64(dk), *fk = tu_f64(M * dk), *kn = tu_f64(M), *vn = tu_f64(M);
+    double *per_key = tu_f64(M);
+    y[0] = y[1] = 0;
+    for (size_t hd = 0; hd < p->batch * p->heads; hd++) {
+        const double *qh = in->q + hd * N * dk, *kh = in->k + hd * M * dk;
+        const double *vh = in->v + hd * M * dv, *gh = io->d_out + hd * N * dv;
+        const double *oh = io->out + hd * N * dv;
+        la_ref_feature_map(p->feature_map, kh, fk, M * dk);
+        for (size_t j = 0; j < M; j++) {
+            kn[j] = vn[j] = per_key[j] = 0;
+            for (size_t c = 0; c < dk; c++)
+                kn[j] += fk[j * dk + c] * fk[j * dk + c];
+            for (size_t c = 0; c < dv; c++)
+                vn[j] += vh[j * dv + c] * vh[j * dv + c];
+            kn[j] = sqrt(kn[j]), vn[j] = sqrt(vn[j]);
+        }
+        for (size_t i = 0; i < N; i++) {
+            const size_t m = la_visible_keys(p, hd / p->heads, i);
+            la_ref_feature_map(p->feature_map, qh + i * dk, fq, dk);
+            double den = p->eps, qn = 0, gn = 0, yn = 0, row = 0;
+            for (size_t c = 0; c < dk; c++) {
+                qn += fq[c] * fq[c];
+                for (size_t j = 0; j < m; j++)
+                    den += fq[c] * fk[j * dk + c];
+            }
+            for (size_t c = 0; c < dv; c++)
+                gn += gh[i * dv + c] * gh[i * dv + c], yn += oh[i * dv + c] * oh[i * dv + c];
+            if (!(den > 0)) continue; /* the zero row: no gradient */
+            qn = sqrt(qn), gn = sqrt(gn), yn = sqrt(yn);
+            for (size_t j = 0; j < m; j++) {
+                const double term = gn / den * (vn[j] + yn);
+                row += term * kn[j];
+                per_key[j] += term * qn;
+            }
+            y[0] += row * row;
+        }
+        for (size_t j = 0; j < M; j++)
+            y[1] += per_key[j] * per_key[j];
+    }
+    y[0] = sqrt(y[0]);
+    y[1] = sqrt(y[1]);
+    free(fq), free(fk), free(kn), free(vn), free(per_key);
+}
+
+/* Y of d_q (y[0]) and d_k (y[1]) above, in float64 plain loops over the visible pairs. */
+static void gradient_yardsticks(const la_problem *p, const inputs *in, const backward_io *io,
+                                double y[2])
+{
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    double *P = tu_f64(M), *per_key = tu_f64(M);
+    y[0] = y[1] = 0;
+    for (size_t hd = 0; hd < p->batch * p->heads; hd++) {
+        const double *qh = in->q + hd * N * dk, *kh = in->k + hd * M * dk;
+        const double *vh = in->v + hd * M * dv, *gh = io->d_out + hd * N * dv;
+        memset(per_key, 0, M * sizeof *per_key);
+        for (size_t i = 0; i < N; i++) {
+            const size_t m = la_visible_keys(p, hd / p->heads, i);
+            double max = -INFINITY, sum = 0, row = 0, qn = 0;
+            for (size_t c = 0; c < dk; c++)
+                qn += qh[i * dk + c] * qh[i * dk + c];
+            for (size_t j = 0; j < m; j++) {
+                P[j] = 0;
+                for (size_t c = 0; c < dk; c++)
+                    P[j] += qh[i * dk + c] * kh[j * dk + c];
+                P[j] *= p->scale;
+                max = fmax(max, P[j]);
+            }
+            for (size_t j = 0; j < m; j++)
+                sum += P[j] = exp(P[j] - max);
+            for (size_t j = 0; j < m; j++)
+                P[j] /= sum;
+            /* ‖d_out_i‖ and ‖out_i‖, out_i = Σ_j P_ij v_j */
+            double gn = 0, on = 0;
+            for (size_t c = 0; c < dv; c++) {
+                double o = 0;
+                for (size_t j = 0; j < m; j++)
+                    o += P[j] * vh[j * dv + c];
+                on += o * o;
+                gn += gh[i * dv + c] * gh[i * dv + c];
+            }
+            for (size_t j = 0; j < m; j++) {
+                double kn = 0, vn = 0;
+                for (size_t c = 0; c < dk; c++)
+                    kn += kh[j * dk + c] * kh[j * dk + c];
+                for (size_t c = 0; c < dv; c++)
+                    vn += vh[j * dv + c] * vh[j * dv + c];
+                const double term = fabs(p->scale) * P[j] * sqrt(gn) * (sqrt(vn) + sqrt(on));
+                row += term * sqrt(kn);
+                per_key[j] += term * sqrt(qn);
+            }
+            y[0] += row * row;
+        }
+        for (size_t j = 0; j < M; j++)
+            y[1] += per_key[j] * per_key[j];
+    }
+    y[0] = sqrt(y[0]);
+    y[1] = sqrt(y[1]);
+    free(P);
+    free(per_key);
+}
+
+static size_t floor_used; /* comparisons where the floor exceeded the reference's norm */
+
+static double floored(double diff2, double ref2, double floor)
+{
+    if (!isfinite(diff2) || !isfinite(ref2)) return INFINITY;
+    if (sqrt(ref2) < floor) floor_used++;
+    const double den = fmax(sqrt(ref2), floor);
+    return den > 0 ? sqrt(diff2) / den : sqrt(diff2);
+}
+static double floored_error_f64(const double *y, const double *ref, size_t n, double floor)
+{
+    double d2 = 0, r2 = 0;
+    for (size_t e = 0; e < n; e++) {
+        d2 += (y[e] - ref[e]) * (y[e] - ref[e]);
+        r2 += ref[e] * ref[e];
+    }
+    return floored(d2, r2, floor);
+}
+static double floored_error_f32(const float *y, const double *ref, size_t n, double floor)
+{
+    double d2 = 0, r2 = 0;
+    for (size_t e = 0; e < n; e++) {
+        d2 += ((double)y[e] - ref[e]) * ((double)y[e] - ref[e]);
+        r2 += ref[e] * ref[e];
+    }
+    return floored(d2, r2, floor);
+}
+
+/* The row's backward_f64 and backward_f32 against its reference_backward, on the three
+ * cases, every gradient, with a fresh d_out. Returns the worst relative errors seen
+ * (divided by the case's tolerance factor) in worst[0] (float32) and worst[1] (float64). */
+static void backward_check_row(const row *r, double worst[2])
+{
+    const la_problem base = row_problem(r);
+    const inputs *shared = inputs_of(r, &base);
+    for (int c = 0; c < N_CASES; c++) {
+        const la_problem p = base;
+        inputs in;
+        double times;
+        if (!case_inputs(r, c, &p, shared, &in, &times)) continue;
+        char label[400], what[160], at[96];
+        snprintf(label, sizeof label, "%s backward d_out%s", r->label, case_names[c]);
+        backward_io io;
+        backward_io_make(&io, &in, r->tol.exact, label);
+        double *ref[3];
+        for (int t = 0; t < 3; t++)
+            ref[t] = tu_f64(io.n[t]);
+        const double factor = c == CASE_LARGE_LOGITS ? fmax(1, largest_logit(&p, &in)) : 1;
+        bool ok = check_status(r, "forward_f64", run_f64(r, &p, &in, io.out), LA_OK) &&
+                  check_status(r, "forward_f32", run_f32(r, &p, &in, io.out32), LA_OK) &&
+                  check_status(r, "reference_backward",
+                               r->info->reference_backward(&p, in.q, in.k, in.v, io.out, io.d_out,
+                                                           ref[0], ref[1], ref[2]),
+                               LA_OK);
+        double yard[2] = {-1, -1}; /* the floor's Y: softmax and linear rows */
+        if (ok && (r->info->params & LA_PARAM_SCALE) && !r->tol.exact)
+            gradient_yardsticks(&p, &in, &io, yard);
+        else if (ok && (r->info->params & LA_PARAM_FEATURE_MAP))
+            linear_gradient_yardsticks(&p, &in, &io, yard);
+        for (int f32 = 0; ok && f32 <= 1; f32++) {
+            snprintf(what, sizeof what, "backward_%s%s", f32 ? "f32" : "f64", case_names[c]);
+            const la_status st =
+                f32 ? run_backward_f32(r, &p, &in, &io) : run_backward_f64(r, &p, &in, &io);
+            if (!check_status(r, what, st, LA_OK)) continue;
+            const double tol = (f32 ? TOL_BWD_F32 : TOL_BWD_F64) * factor;
+            for (int t = 0; t < 3; t++) {
+                size_t w = 0;
+                double err = f32 ? tu_rel_error_f32(io.g32[t], ref[t], io.n[t], &w)
+                                 : tu_rel_error_f64(io.g64[t], ref[t], io.n[t], &w);
+                if (yard[0] >= 0 && t < 2) {
+                    /* d_q, d_k: relative to the larger of their norm and the floor */
+                    const double floor = BWD_FLOOR * yard[t];
+                    err = f32 ? floored_error_f32(io.g32[t], ref[t], io.n[t], floor)
+                              : floored_error_f64(io.g64[t], ref[t], io.n[t], floor);
+                }
+                if (f32 && t == 0 && c == CASE_LARGE_LOGITS) {
+                    /* float32 d_q at logits made large by a common key part: held to the
+                     * tolerance off that part's direction (large_logits_dq_error), and within
+                     * `times` tolerances along it */
+                    if (!(err < tol * (1 + times))) {
+                        row_fail(r, "%s d_q: relative error %.3e >= %.1e (times %.0f)", what, err,
+                                 tol * (1 + times), times);
+                        break;
+                    }
+                    err = large_logits_dq_error(&p, &in, io.g32[0], ref[0]);
+                }
+                if (!(err < tol)) {
+                    row_fail(r,
+                             "%s %s: relative error %.3e >= %.1e; worst element %zu (%s): %.17g "
+                             "vs reference %.17g",
+                             what, grad_names[t], err, tol, w, grad_where(&p, t, w, at, sizeof at),
+                             f32 ? (double)io.g32[t][w] : io.g64[t][w], ref[t][w]);
+                    break;
+                }
+                worst[f32 ? 0 : 1] = fmax(worst[f32 ? 0 : 1], err / factor);
+            }
+        }
+        for (int t = 0; t < 3; t++)
+            free(ref[t]);
+        backward_io_free(&io);
+        inputs_free(&in);
+    }
+}
+
+/* Every row with a backward: backward_f64 and backward_f32 against reference_backward on
+ * the harness's shapes (M != N, d_k != d_v, key lengths 0, 1 and random, causal), each
+ * also with all keys equal and, where the kernel reads a scale, with logits of ±1e3
+ * (case_inputs). Rows without a backward are counted and named. */
+static void backward_matches_reference(void **state)
+{
+    (void)state;
+    property_begin("backward_matches_reference", 1);
+    double worst[LA_KERNEL_COUNT][2] = {{0}};
+    size_t skipped = 0;
+    for (size_t ri = 0; ri < n_rows; ri++) {
+        const row *r = &rows[ri];
+        if (!has_backward(r)) {
+            skipped++;
+            continue;
+        }
+        prop.rows++;
+        backward_check_row(r, worst[r->info->kernel]);
+    }
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        const la_kernel_info *info = la_kernel_get((la_kernel)k);
+        if (info->backward_f64 && info->backward_f32 && info->reference_backward)
+            print_message("  %-22s backward, worst relative error (per logit on ±1e3): float64 "
+                          "%.1e (tolerance %.0e), float32 %.1e (tolerance %.0e)\n",
+                          info->name, worst[k][1], TOL_BWD_F64, worst[k][0], TOL_BWD_F32);
+        else
+            print_message("  %-22s no backward in the registry: its rows skipped\n", info->name);
+    }
+    print_message("  %zu rows checked, %zu skipped (no backward); d_q or d_k mostly cancelled, "
+                  "held relative to the floor: %zu comparisons\n",
+                  prop.rows, skipped, floor_used);
+    floor_used = 0;
+    property_end();
+}
+
+/* The backward's bits on 1, 2 and 3 threads are the same (both precisions), as
+ * threads_bitwise holds the forwards: the fused softmax backward runs one schedule when
+ * the (batch, head) pairs outnumber the threads and another when not. */
+static void backward_threads_bitwise(void **state)
+{
+    (void)state;
+    property_begin("backward_threads_bitwise", 0);
+    for (size_t ri = 0; ri < n_rows; ri++) {
+        const row *r = &rows[ri];
+        if (!has_backward(r)) continue;
+        prop.rows++;
+        const la_problem p = row_problem(r);
+        const inputs *in = inputs_of(r, &p);
+        backward_io io;
+        char label[400];
+        snprintf(label, sizeof label, "%s backward d_out", r->label);
+        backward_io_make(&io, in, r->tol.exact, label);
+        if (!check_status(r, "forward_f64", run_f64(r, &p, in, io.out), LA_OK) ||
+            !check_status(r, "forward_f32", run_f32(r, &p, in, io.out32), LA_OK)) {
+            backward_io_free(&io);
+            continue;
+        }
+        double *one64[3];
+        float *one32[3];
+        for (int t = 0; t < 3; t++) {
+            one64[t] = tu_f64(io.n[t]);
+            one32[t] = tu_f32(io.n[t]);
+        }
+        for (int ti = 0; ti < N_THREAD_COUNTS; ti++) {
+            const int threads = thread_counts[ti];
+            assert_int_equal(la_set_num_threads(threads), LA_OK);
+            char what[96];
+            snprintf(what, sizeof what, "backward on %d thread%s", threads, threads > 1 ? "s" : "");
+            if (!check_status(r, what, run_backward_f64(r, &p, in, &io), LA_OK) ||
+                !check_status(r, what, run_backward_f32(r, &p, in, &io), LA_OK))
+                break;
+            bool same = true;
+            for (int t = 0; t < 3 && same; t++) {
+                if (threads == 1) {
+                    memcpy(one64[t], io.g64[t], io.n[t] * sizeof *one64[t]);
+                    memcpy(one32[t], io.g32[t], io.n[t] * sizeof *one32[t]);
+                } else if (memcmp(one64[t], io.g64[t], io.n[t] * sizeof *one64[t]) != 0 ||
+                           memcmp(one32[t], io.g32[t], io.n[t] * sizeof *one32[t]) != 0) {
+                    row_fail(r, "%s: %s differs from 1 thread's", what, grad_names[t]);
+                    same = false;
+                }
+            }
+        }
+        for (int t = 0; t < 3; t++) {
+            free(one64[t]);
+            free(one32[t]);
+        }
+        backward_io_free(&io);
+    }
+    property_end();
+}
+
+/* Fills every gradient of io with the sentinel. */
+static void grads_sentinel(backward_io *io)
+{
+    for (int t = 0; t < 3; t++)
+        for (size_t e = 0; e < io->n[t]; e++) {
+            io->g64[t][e] = SENTINEL;
+            io->g32[t][e] = (float)SENTINEL;
+        }
+}
+
+/* Every gradient of io (float64 or float32) still the sentinel. */
+static bool grads_untouched(const row *r, const char *what, const backward_io *io, bool f32)
+{
+    for (int t = 0; t < 3; t++)
+        for (size_t e = 0; e < io->n[t]; e++) {
+            const double y = f32 ? (double)io->g32[t][e] : io->g64[t][e];
+            if (!(y == SENTINEL)) {
+                row_fail(r, "%s: %s element %zu written (%.17g) on error", what, grad_names[t], e,
+                         y);
+                return false;
+            }
+        }
+    return true;
+}
+
+/* The backward's errors return their status and write no gradient: no problem, each of
+ * the eight pointers NULL (out too: every backward's contract takes it), N = 0, a key
+ * length above M, scale NaN, the causal form the row's rule forbids, workspace_limit 0
+ * (where the backward allocates), d_out huge (LA_ERANGE in float32 for the rows whose
+ * range rule reads it: a backward with one must refuse rather than overflow). */
+static void backward_errors_leave_output(void **state)
+{
+    (void)state;
+    property_begin("backward_errors_leave_output", 1);
+    for (size_t ri = 0; ri < n_rows; ri++) {
+        const row *r = &rows[ri];
+        if (!has_backward(r)) continue;
+        prop.rows++;
+        const la_problem good = row_problem(r);
+        const inputs *in = inputs_of(r, &good);
+        backward_io io;
+        backward_io_make(&io, in, r->tol.exact, r->label);
+        /* out: any values of the right shape (the forward's are not needed to fail) */
+        for (size_t e = 0; e < in->no; e++)
+            io.out32[e] = (float)(io.out[e] = io.d_out[e]);
+        int64_t too_long[3];
+        for (size_t b = 0; b < good.batch; b++)
+            too_long[b] = good.key_lengths ? good.key_lengths[b] : (int64_t)good.n_keys;
+        too_long[good.batch - 1] = (int64_t)good.n_keys + 1;
+        la_cost cost;
+        const bool allocates =
+            la_attention_backward_cost(r->info->kernel, &good, LA_FLOAT64, &cost) == LA_OK &&
+            cost.workspace_bytes > 0;
+        for (int bad = 0; bad <= 12; bad++) {
+            la_problem p = good;
+            const la_problem *pp = &p;
+            const void *args[8] = {in->q, in->k, in->v, io.out, io.d_out, NULL, NULL, NULL};
+            const void *args32[8] = {in->q32, in->k32, in->v32, io.out32, io.d_out32};
+            la_status want = LA_EINVAL;
+            const char *what = "";
+            switch (bad) {
+            case 0: pp = NULL, what = "no problem (NULL)"; break;
+            case 1: args[0] = args32[0] = NULL, what = "q NULL"; break;
+            case 2: args[1] = args32[1] = NULL, what = "k NULL"; break;
+            case 3: args[2] = args32[2] = NULL, what = "v NULL"; break;
+            case 4: args[4] = args32[4] = NULL, what = "d_out NULL"; break;
+            case 5: args[5] = args32[5] = (void *)1, what = "d_q NULL"; break;
+            case 6: args[6] = args32[6] = (void *)1, what = "d_k NULL"; break;
+            case 7: args[7] = args32[7] = (void *)1, what = "d_v NULL"; break;
+            case 8: p.n_queries = 0, what = "N 0"; break;
+            case 9: p.key_lengths = too_long, what = "a key length > M"; break;
+            case 10: p.scale = NAN, what = "scale NaN"; break;
+            case 11:
+                if (!allocates) continue;
+                p.workspace_limit = 0, want = LA_EBUDGET, what = "workspace_limit 0";
+                break;
+            case 12:
+                if (r->info->causal != LA_CAUSAL_REQUIRED) continue;
+                p.causal = 0, what = "non-causal, which the kernel's rule forbids";
+                break;
+            }
+            /* the gradients: NULL where the case says (marked 1 above) */
+            double *g64[3];
+            float *g32[3];
+            for (int t = 0; t < 3; t++) {
+                g64[t] = args[5 + t] ? NULL : io.g64[t];
+                g32[t] = args32[5 + t] ? NULL : io.g32[t];
+            }
+            grads_sentinel(&io);
+            char text[128];
+            snprintf(text, sizeof text, "%s, float64", what);
+            la_status st = la_attention_backward_f64(r->info->kernel, pp, args[0], args[1], args[2],
+                                                     args[3], args[4], g64[0], g64[1], g64[2]);
+            if (check_status(r, text, st, want)) grads_untouched(r, text, &io, false);
+            snprintf(text, sizeof text, "%s, float32", what);
+            st = la_attention_backward_f32(r->info->kernel, pp, args32[0], args32[1], args32[2],
+                                           args32[3], args32[4], g32[0], g32[1], g32[2]);
+            if (check_status(r, text, st, want)) grads_untouched(r, text, &io, true);
+        }
+        /* float32: d_out of 1e37 (finite) would overflow d_v's sums: LA_ERANGE, nothing
+         * written */
+        float *huge = tu_f32(in->no);
+        for (size_t e = 0; e < in->no; e++)
+            huge[e] = 1e37f;
+        grads_sentinel(&io);
+        const la_status st = r->info->backward_f32(&good, in->q32, in->k32, in->v32, io.out32, huge,
+                                                   io.g32[0], io.g32[1], io.g32[2]);
+        if (st != LA_OK) {
+            if (check_status(r, "d_out 1e37, float32", st, LA_ERANGE))
+                grads_untouched(r, "d_out 1e37, float32", &io, true);
+        } else {
+            for (int t = 0; t < 3; t++)
+                if (!tu_all_finite_f32(io.g32[t], io.n[t])) {
+                    row_fail(r, "d_out 1e37, float32: LA_OK with a non-finite %s", grad_names[t]);
+                    break;
+                }
+        }
+        free(huge);
+        backward_io_free(&io);
+    }
+    property_end();
+}
+
+/* At workspace_limit = la_attention_backward_cost's workspace_bytes the backward runs (the
+ * same bits as without a limit), one byte less it returns LA_EBUDGET and writes nothing;
+ * both precisions, 1 and 2 threads. */
+static void backward_workspace_as_cost(void **state)
+{
+    (void)state;
+    property_begin("backward_workspace_as_cost", 0);
+    for (size_t ri = 0; ri < n_rows; ri++) {
+        const row *r = &rows[ri];
+        if (!has_backward(r)) continue;
+        prop.rows++;
+        const la_problem p = row_problem(r);
+        const inputs *in = inputs_of(r, &p);
+        backward_io io;
+        char label[400];
+        snprintf(label, sizeof label, "%s backward d_out", r->label);
+        backward_io_make(&io, in, r->tol.exact, label);
+        double *free64[3];
+        float *free32[3];
+        for (int t = 0; t < 3; t++) {
+            free64[t] = tu_f64(io.n[t]);
+            free32[t] = tu_f32(io.n[t]);
+        }
+        assert_int_equal(la_set_num_threads(1), LA_OK);
+        bool ok =
+            check_status(r, "forward_f64", run_f64(r, &p, in, io.out), LA_OK) &&
+            check_status(r, "forward_f32", run_f32(r, &p, in, io.out32), LA_OK) &&
+            check_status(r, "backward_f64, no limit", run_backward_f64(r, &p, in, &io), LA_OK) &&
+            check_status(r, "backward_f32, no limit", run_backward_f32(r, &p, in, &io), LA_OK);
+        for (int t = 0; ok && t < 3; t++) {
+            memcpy(free64[t], io.g64[t], io.n[t] * sizeof *free64[t]);
+            memcpy(free32[t], io.g32[t], io.n[t] * sizeof *free32[t]);
+        }
+        for (int threads = 1; ok && threads <= 2; threads++) {
+            assert_int_equal(la_set_num_threads(threads), LA_OK);
+            for (int f32 = 0; f32 <= 1; f32++) {
+                la_cost cost;
+                if (!check_status(r, "la_attention_backward_cost",
+                                  la_attention_backward_cost(r->info->kernel, &p,
+                                                             f32 ? LA_FLOAT32 : LA_FLOAT64, &cost),
+                                  LA_OK))
+                    continue;
+                const double bytes = cost.workspace_bytes;
+                if (!(bytes >= 1 && bytes == floor(bytes))) {
+                    row_fail(r, "backward workspace_bytes %.17g is not a positive byte count",
+                             bytes);
+                    continue;
+                }
+                la_problem at = p;
+                at.workspace_limit = (size_t)bytes;
+                char what[128];
+                snprintf(what, sizeof what, "backward_%s, %d thread%s, limit = %.0f",
+                         f32 ? "f32" : "f64", threads, threads > 1 ? "s" : "", bytes);
+                la_status st =
+                    f32 ? run_backward_f32(r, &at, in, &io) : run_backward_f64(r, &at, in, &io);
+                if (!check_status(r, what, st, LA_OK)) continue;
+                for (int t = 0; t < 3; t++)
+                    if (f32 ? memcmp(free32[t], io.g32[t], io.n[t] * sizeof(float)) != 0
+                            : memcmp(free64[t], io.g64[t], io.n[t] * sizeof(double)) != 0) {
+                        row_fail(r, "%s: %s differs from the unlimited call's", what,
+                                 grad_names[t]);
+                        break;
+                    }
+                at.workspace_limit--;
+                snprintf(what, sizeof what, "backward_%s, %d thread%s, limit = %.0f - 1",
+                         f32 ? "f32" : "f64", threads, threads > 1 ? "s" : "", bytes);
+                grads_sentinel(&io);
+                st = f32 ? run_backward_f32(r, &at, in, &io) : run_backward_f64(r, &at, in, &io);
+                if (check_status(r, what, st, LA_EBUDGET)) grads_untouched(r, what, &io, f32);
+            }
+        }
+        assert_int_equal(la_set_num_threads(0), LA_OK);
+        for (int t = 0; t < 3; t++) {
+            free(free64[t]);
+            free(free32[t]);
+        }
+        backward_io_free(&io);
+    }
+    property_end();
+}
+
 /* ------------------------------------------------------------------ gradient mode */
+
+/* The gradient mode's inputs: the shape's, every other query zero (equal scores), or
+ * logits of ±1e3; and the central differences' relative step (fd_step · max(1, |x|)). */
+enum { GRAD_NORMAL, GRAD_EQUAL_SCORES, GRAD_LARGE_LOGITS };
+static double fd_step = FD_STEP;
 
 /* L(q, k, v) = Σ out ∘ d_out, out = the row's float64 reference on (q, k, v). */
 static double loss(const row *r, const la_problem *p, const inputs *in, const double *d_out,
@@ -1054,12 +1777,12 @@ static double loss(const row *r, const la_problem *p, const inputs *in, const do
 
 /* ∂L/∂x for every element of x, which is in->q, in->k or in->v (perturbed in place and
  * restored), by central differences: (L(x + h) − L(x − h)) / (the step actually taken),
- * h = FD_STEP · max(1, |x|). */
+ * h = fd_step · max(1, |x|) (FD_STEP, but for logits of ±1e3). */
 static void finite_differences(const row *r, const la_problem *p, inputs *in, double *x, size_t n,
                                const double *d_out, double *out, double *grad)
 {
     for (size_t e = 0; e < n; e++) {
-        const double x0 = x[e], h = FD_STEP * fmax(1.0, fabs(x0));
+        const double x0 = x[e], h = fd_step * fmax(1.0, fabs(x0));
         const double up = x[e] = x0 + h;
         const double l_up = loss(r, p, in, d_out, out);
         const double down = x[e] = x0 - h;
@@ -1069,19 +1792,33 @@ static void finite_differences(const row *r, const la_problem *p, inputs *in, do
     }
 }
 
-static const char *const grad_names[3] = {"d_q", "d_k", "d_v"};
-
-/* The relative errors of the row's backward_f64 (err64) and backward_f32 (err32) against
- * central differences of its reference, per tensor d_q, d_k, d_v, on fresh inputs and a
- * random d_out; NAN where the row has no such backward. false (the row failed) when a
- * call did not return LA_OK. */
-static bool gradient_errors(const row *r, double err64[3], double err32[3])
+/* The relative errors of the row's backward_f64 (err64), backward_f32 (err32) and
+ * reference_backward (err_ref) against central differences of its reference, per tensor
+ * d_q, d_k, d_v, on fresh inputs and a random d_out; NAN where the row has no such function.
+ * equal_scores: every other query (i even) zero, so that its visible keys all score 0.
+ * false (the row failed) when a call did not return LA_OK. */
+static bool gradient_errors(const row *r, int variant, double err64[3], double err32[3],
+                            double err_ref[3])
 {
     const la_problem p = row_problem(r);
     inputs in;
     char label[400];
     snprintf(label, sizeof label, "%s gradient", r->label);
     inputs_make(&in, &p, false, label); /* not the 1/8 grid: no ties, L is smooth */
+    if (variant == GRAD_LARGE_LOGITS) {
+        /* every key plus `times` its head's first key: logits of about ±1e3 (as
+         * backward_matches_reference's case), their differences unchanged */
+        inputs plain = in;
+        double times;
+        assert_true(case_inputs(r, CASE_LARGE_LOGITS, &p, &plain, &in, &times));
+        inputs_free(&plain);
+    }
+    if (variant == GRAD_EQUAL_SCORES)
+        for (size_t hd = 0; hd < p.batch * p.heads; hd++)
+            for (size_t i = 0; i < p.n_queries; i += 2)
+                for (size_t e = 0; e < p.d_k; e++)
+                    in.q32[(hd * p.n_queries + i) * p.d_k + e] =
+                        (float)(in.q[(hd * p.n_queries + i) * p.d_k + e] = 0);
     const size_t sizes[3] = {in.nq, in.nk, in.nv};
     double *xs[3] = {in.q, in.k, in.v};
     double *d_out = tu_f64(in.no), *out = tu_f64(in.no), *fd[3], *g64[3];
@@ -1093,9 +1830,19 @@ static bool gradient_errors(const row *r, double err64[3], double err32[3])
         g64[t] = tu_f64(sizes[t]);
         g32[t] = tu_f32(sizes[t]);
         finite_differences(r, &p, &in, xs[t], sizes[t], d_out, out, fd[t]);
-        err64[t] = err32[t] = NAN;
+        err64[t] = err32[t] = err_ref[t] = NAN;
     }
     bool ok = true;
+    if (r->info->reference_backward) {
+        ok &= check_status(r, "gradient mode: reference",
+                           r->info->reference(&p, in.q, in.k, in.v, out), LA_OK) &&
+              check_status(r, "reference_backward",
+                           r->info->reference_backward(&p, in.q, in.k, in.v, out, d_out, g64[0],
+                                                       g64[1], g64[2]),
+                           LA_OK);
+        for (int t = 0; ok && t < 3; t++)
+            err_ref[t] = tu_rel_error_f64(g64[t], fd[t], sizes[t], NULL);
+    }
     if (r->info->backward_f64) {
         ok &= check_status(r, "gradient mode: forward_f64", run_f64(r, &p, &in, out), LA_OK) &&
               check_status(
@@ -1105,7 +1852,7 @@ static bool gradient_errors(const row *r, double err64[3], double err32[3])
         for (int t = 0; ok && t < 3; t++)
             err64[t] = tu_rel_error_f64(g64[t], fd[t], sizes[t], NULL);
     }
-    if (r->info->backward_f32) {
+    if (r->info->backward_f32 && variant != GRAD_LARGE_LOGITS) {
         ok &= check_status(r, "gradient mode: forward_f32", run_f32(r, &p, &in, out32), LA_OK) &&
               check_status(r, "backward_f32",
                            r->info->backward_f32(&p, in.q32, in.k32, in.v32, out32, d_out32, g32[0],
@@ -1127,16 +1874,25 @@ static bool gradient_errors(const row *r, double err64[3], double err32[3])
     return ok;
 }
 
-/* Fails row r where an error is at or above its tolerance (NaN included). */
-static void check_gradient_errors(const row *r, const double err64[3], const double err32[3])
+/* Fails row r where an error is at or above its tolerance (NaN included); `what` names the
+ * inputs. */
+static void check_gradient_errors(const row *r, const char *what, const double err64[3],
+                                  const double err32[3], const double err_ref[3])
 {
     for (int t = 0; t < 3; t++) {
+        if (r->info->reference_backward && !(err_ref[t] < TOL_GRAD_F64))
+            row_fail(r,
+                     "%sreference_backward %s: relative error %.3e >= %.0e against central "
+                     "differences",
+                     what, grad_names[t], err_ref[t], TOL_GRAD_F64);
         if (r->info->backward_f64 && !(err64[t] < TOL_GRAD_F64))
-            row_fail(r, "backward_f64 %s: relative error %.3e >= %.0e against central differences",
-                     grad_names[t], err64[t], TOL_GRAD_F64);
-        if (r->info->backward_f32 && !(err32[t] < TOL_GRAD_F32))
-            row_fail(r, "backward_f32 %s: relative error %.3e >= %.0e against central differences",
-                     grad_names[t], err32[t], TOL_GRAD_F32);
+            row_fail(r,
+                     "%sbackward_f64 %s: relative error %.3e >= %.0e against central differences",
+                     what, grad_names[t], err64[t], TOL_GRAD_F64);
+        if (r->info->backward_f32 && !isnan(err32[t]) && !(err32[t] < TOL_GRAD_F32))
+            row_fail(r,
+                     "%sbackward_f32 %s: relative error %.3e >= %.0e against central differences",
+                     what, grad_names[t], err32[t], TOL_GRAD_F32);
     }
 }
 
@@ -1164,8 +1920,27 @@ static void gradients(void **state)
             continue;
         }
         prop.rows++;
-        double err64[3], err32[3];
-        if (gradient_errors(r, err64, err32)) check_gradient_errors(r, err64, err32);
+        double err64[3], err32[3], err_ref[3];
+        if (gradient_errors(r, GRAD_NORMAL, err64, err32, err_ref))
+            check_gradient_errors(r, "", err64, err32, err_ref);
+        /* a query whose visible keys all score alike: not for argmax kernels (exact rows),
+         * whose output jumps there (no derivative: central differences see the jump), and
+         * only for rows with scores (a scale): for linear attention the zero query sits on
+         * φ's kink at 0 (relu's φ′ jumps, elu+1's φ″ does), where central differences and
+         * φ′ legitimately differ */
+        if (!r->tol.exact && (r->info->params & LA_PARAM_SCALE) &&
+            gradient_errors(r, GRAD_EQUAL_SCORES, err64, err32, err_ref))
+            check_gradient_errors(r, "even queries 0: ", err64, err32, err_ref);
+        /* logits of ±1e3, float64 only (float32's error there is logit-sized: held by
+         * backward_matches_reference): steps 10 times shorter, as L's curvature grows with
+         * the logits: at h = 1e-6·|x| a logit moves by about 1e-3, truncation ≈ (1e-3)²/6, and
+         * rounding (L's float64 error is about 1e-16·|logit|, divided by h) ≈ 1e-7 */
+        if (!r->tol.exact && (r->info->params & LA_PARAM_SCALE)) {
+            fd_step = FD_STEP / 10;
+            if (gradient_errors(r, GRAD_LARGE_LOGITS, err64, err32, err_ref))
+                check_gradient_errors(r, "logits ±1e3: ", err64, err32, err_ref);
+            fd_step = FD_STEP;
+        }
     }
     free(grad_rows);
     print_message("  gradient mode: %zu rows checked, %zu of %zu skipped (no backward)\n",
@@ -1265,10 +2040,10 @@ static void finite_differences_self_test(void **state)
     for (size_t ri = 0; ri < n; ri++, prop.rows++) {
         const row *r = &test_rows[ri];
         for (by_hand_bug = 0; by_hand_bug <= 2; by_hand_bug++) {
-            double err64[3], err32[3];
-            if (!gradient_errors(r, err64, err32)) continue;
+            double err64[3], err32[3], err_ref[3];
+            if (!gradient_errors(r, GRAD_NORMAL, err64, err32, err_ref)) continue;
             if (by_hand_bug == 0) {
-                check_gradient_errors(r, err64, err32);
+                check_gradient_errors(r, "", err64, err32, err_ref);
                 for (int t = 0; t < 3; t++)
                     worst = fmax(worst, err64[t]);
                 continue;
@@ -1321,6 +2096,10 @@ int main(void)
         cmocka_unit_test(threads_bitwise),
         cmocka_unit_test(errors_leave_output),
         cmocka_unit_test(workspace_as_cost),
+        cmocka_unit_test(backward_matches_reference),
+        cmocka_unit_test(backward_threads_bitwise),
+        cmocka_unit_test(backward_errors_leave_output),
+        cmocka_unit_test(backward_workspace_as_cost),
         cmocka_unit_test(gradients),
         cmocka_unit_test(finite_differences_self_test),
     };

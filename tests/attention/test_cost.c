@@ -7,7 +7,8 @@
  *     -DLA_COUNT_FLOPS ($(BUILD)/count/liblinattn.a), whose kernels count what they
  *     issue as they run (every product 2·m·n·k at its call, every loop's adds and
  *     divides; core/internal.h), so a change to a kernel's arithmetic shows here.
- * The model must equal the counts exactly, field by field. */
+ * The model must equal the counts exactly, field by field; the backward passes' model
+ * (la_attention_backward_cost) is held to counting loops of their formulas the same way. */
 #include "../testutil.h"
 
 #include "core/internal.h" /* the kernels' FLOP counters (la_count_*) */
@@ -322,6 +323,182 @@ static void model_equals_counted_loops(void **state)
         }
     }
     printf("  %zu shapes counted\n", cases);
+}
+
+/* ------------------------------------------------------------------ backward passes */
+
+/* The backward of softmax (fused: FlashAttention-2's formula, materialising: the
+ * textbook one) or hard attention, one head, counted: q (N, d_k), k (M, d_k), v (M, d_v),
+ * d_out (N, d_v); d_q, d_k, d_v (zeroed by the caller) shaped as q, k, v. Not counted,
+ * by the model's convention (lib/linattn.h, la_attention_backward_cost): the fused
+ * backward's lse and the forward's out it reads, both computed here first. */
+static void count_backward(const la_problem *p, size_t b, la_kernel kernel, const double *q,
+                           const double *k, const double *v, const double *d_out, double *d_q,
+                           double *d_k, double *d_v, counts *c)
+{
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    double *P = tu_f64(M), *dP = tu_f64(M);
+    for (size_t i = 0; i < N; i++) {
+        size_t vis = keys_visible(p, b);
+        if (p->causal) vis = smaller(vis, i + 1);
+        if (vis == 0) continue;
+        const double *qi = q + i * dk, *gi = d_out + i * dv;
+        /* scores: one multiply-add per (pair, feature) */
+        for (size_t j = 0; j < vis; j++) {
+            double s = 0;
+            for (size_t a = 0; a < dk; a++, c->qk += 2)
+                s += qi[a] * k[j * dk + a];
+            P[j] = s * p->scale;
+        }
+        if (kernel == LA_KERNEL_HARD) {
+            /* the argmax again, one compare per pair; d_v of the chosen key += d_out_i */
+            size_t best = 0;
+            for (size_t j = 0; j < vis; j++, c->softmax += 1)
+                if (j == 0 || P[j] > P[best]) best = j;
+            for (size_t a = 0; a < dv; a++, c->av += 1)
+                d_v[best * dv + a] += gi[a];
+            continue;
+        }
+        double max = -INFINITY, sum = 0, D = 0;
+        for (size_t j = 0; j < vis; j++)
+            max = P[j] > max ? P[j] : max;
+        if (kernel == LA_KERNEL_SOFTMAX) {
+            /* lse and out_i (not counted); P = exp(s − lse): subtract, exp; D = d_out·out */
+            for (size_t j = 0; j < vis; j++)
+                sum += exp(P[j] - max);
+            const double lse = max + log(sum);
+            for (size_t j = 0; j < vis; j++, c->softmax += 2)
+                P[j] = exp(P[j] - lse);
+            for (size_t a = 0; a < dv; a++, c->softmax += 2) {
+                double o = 0;
+                for (size_t j = 0; j < vis; j++)
+                    o += P[j] * v[j * dv + a];
+                D += gi[a] * o;
+            }
+        } else {
+            /* the forward's softmax: max, subtract, exp, sum, divide */
+            for (size_t j = 0; j < vis; j++, c->softmax += 5) {
+                P[j] = exp(P[j] - max);
+                sum += P[j];
+            }
+            for (size_t j = 0; j < vis; j++)
+                P[j] /= sum;
+        }
+        /* dP = d_out_i·v_j, and d_v_j += P_ij d_out_i: a multiply-add each per (pair, d_v) */
+        for (size_t j = 0; j < vis; j++) {
+            dP[j] = 0;
+            for (size_t a = 0; a < dv; a++, c->av += 4) {
+                dP[j] += gi[a] * v[j * dv + a];
+                d_v[j * dv + a] += P[j] * gi[a];
+            }
+        }
+        if (kernel == LA_KERNEL_SOFTMAX_MATERIALIZED) /* D = Σ_j P dP */
+            for (size_t j = 0; j < vis; j++, c->softmax += 2)
+                D += P[j] * dP[j];
+        /* dS = P ∘ (dP − D): subtract, multiply; d_k_j += dS q_i, d_q_i += dS k_j */
+        for (size_t j = 0; j < vis; j++, c->softmax += 2) {
+            const double ds = P[j] * (dP[j] - D) * p->scale;
+            for (size_t a = 0; a < dk; a++, c->qk += 4) {
+                d_k[j * dk + a] += ds * qi[a];
+                d_q[i * dk + a] += ds * k[j * dk + a];
+            }
+        }
+    }
+    free(P);
+    free(dP);
+}
+
+/* The backward's model (la_attention_backward_cost) equals the counted loops field by
+ * field, on the shapes of model_equals_counted_loops, for every row with a backward_cost
+ * that has a counting loop here (the others are named and skipped); the loops' gradients
+ * match the row's float64 oracle, so the counted algorithm is a correct one. */
+static void backward_model_equals_counted_loops(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_for("backward_model_equals_counted_loops");
+    const size_t sizes[] = {1, 2, 3, 5, 8, 17};
+    const size_t dims[] = {1, 3, 4};
+    int64_t lengths[3];
+    size_t cases = 0;
+    for (int kernel = 0; kernel < LA_KERNEL_COUNT; kernel++) {
+        const la_kernel_info *info = la_kernel_get((la_kernel)kernel);
+        if (!info->backward_cost) continue;
+        if (kernel != LA_KERNEL_SOFTMAX && kernel != LA_KERNEL_SOFTMAX_MATERIALIZED &&
+            kernel != LA_KERNEL_HARD) {
+            printf("  %s: a backward_cost without a counting loop here: skipped\n", info->name);
+            continue;
+        }
+        for (size_t ni = 0; ni < 6; ni++) {
+            for (size_t mi = 0; mi < 6; mi++) {
+                for (int causal = 0; causal <= 1; causal++) {
+                    const size_t B = 1 + tu_next(&r) % 3, H = 1 + tu_next(&r) % 2;
+                    const size_t dk = dims[tu_next(&r) % 3], dv = dims[tu_next(&r) % 3];
+                    la_problem p;
+                    la_problem_init(&p, B, H, sizes[ni], sizes[mi], dk, dv);
+                    p.causal = causal;
+                    if (tu_next(&r) % 2) {
+                        for (size_t b = 0; b < B; b++)
+                            lengths[b] = (int64_t)(tu_next(&r) % (sizes[mi] + 1));
+                        p.key_lengths = lengths;
+                    }
+                    const size_t N = p.n_queries, M = p.n_keys, nq = B * H * N * dk;
+                    const size_t nk = B * H * M * dk, nv = B * H * M * dv, no = B * H * N * dv;
+                    double *q = tu_f64(nq), *k = tu_f64(nk), *v = tu_f64(nv), *g = tu_f64(no);
+                    double *out = tu_f64(no), *grad[3], *ref[3];
+                    const size_t n[3] = {nq, nk, nv};
+                    tu_fill_normal(&r, q, nq, 1);
+                    tu_fill_normal(&r, k, nk, 1);
+                    tu_fill_normal(&r, v, nv, 1);
+                    tu_fill_normal(&r, g, no, 1);
+                    for (int t = 0; t < 3; t++) {
+                        grad[t] = tu_f64(n[t]);
+                        ref[t] = tu_f64(n[t]);
+                        memset(grad[t], 0, n[t] * sizeof *grad[t]);
+                    }
+                    counts c = {0};
+                    for (size_t hd = 0; hd < B * H; hd++)
+                        count_backward(&p, hd / H, (la_kernel)kernel, q + hd * N * dk,
+                                       k + hd * M * dk, v + hd * M * dv, g + hd * N * dv,
+                                       grad[0] + hd * N * dk, grad[1] + hd * M * dk,
+                                       grad[2] + hd * M * dv, &c);
+                    assert_int_equal(la_ref_attention(kernel, &p, q, k, v, out), LA_OK);
+                    assert_int_equal(la_ref_attention_backward(kernel, &p, q, k, v, out, g, ref[0],
+                                                               ref[1], ref[2]),
+                                     LA_OK);
+                    for (int t = 0; t < 3; t++)
+                        tu_assert_close_f64(grad[t], ref[t], n[t], 1e-12,
+                                            "%s backward counting loop, gradient %d vs oracle",
+                                            info->name, t);
+                    la_cost model;
+                    assert_int_equal(
+                        la_attention_backward_cost((la_kernel)kernel, &p, LA_FLOAT32, &model),
+                        LA_OK);
+                    const double got[] = {model.flops_qk,       model.flops_softmax, model.flops_av,
+                                          model.flops_phi,      model.flops_kv,      model.flops_qs,
+                                          model.flops_normalize};
+                    const double want[] = {c.qk, c.softmax, c.av, c.phi, c.kv, c.qs, c.normalize};
+                    const char *names[] = {"qk", "softmax", "av", "phi", "kv", "qs", "normalize"};
+                    double total = 0;
+                    for (size_t f = 0; f < 7; f++) {
+                        total += want[f];
+                        if (got[f] != want[f])
+                            fail_msg("%s backward B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu "
+                                     "causal=%d lengths=%s: flops_%s model %.17g, counted %.17g "
+                                     "(seed %llu)",
+                                     info->name, B, H, N, M, dk, dv, causal,
+                                     p.key_lengths ? "yes" : "no", names[f], got[f], want[f],
+                                     (unsigned long long)tu_seed());
+                    }
+                    assert_true(model.flops_total == total);
+                    free(q), free(k), free(v), free(g), free(out);
+                    for (int t = 0; t < 3; t++)
+                        free(grad[t]), free(ref[t]);
+                    cases++;
+                }
+            }
+        }
+    }
+    printf("  %zu backward shapes counted\n", cases);
 }
 
 /* One call of a linear kernel counted as it runs (la_count_*), against the model.
@@ -752,6 +929,7 @@ int main(void)
     tu_init("test_cost");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(model_equals_counted_loops),
+        cmocka_unit_test(backward_model_equals_counted_loops),
         cmocka_unit_test(model_equals_kernel_counts),
         cmocka_unit_test(backward_model_equals_kernel_counts),
         cmocka_unit_test(closed_forms),

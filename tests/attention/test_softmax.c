@@ -1,7 +1,8 @@
 /* test_softmax.c — what is particular to the softmax (fused and materialising) and hard
  * attention kernels: rows of weights sum to 1, huge logits stay finite, hard attention's
  * ties go to the lowest key, float32 rounding does not grow with N, la_simd_config, and
- * the vectorised exps (float32, float64, the AVX-512 kernel's exp2). What every kernel
+ * the vectorised exps (float32, float64, the AVX-512 kernel's exp2), the fused kernel's
+ * log-sum-exps and its backward given them. What every kernel
  * must hold — the float64 reference, causal masking, thread counts, error paths, the
  * workspace limit — is tests/attention/test_attention.c's, over every registry row. */
 #include "../testutil.h"
@@ -414,6 +415,132 @@ static void vexp_accuracy_f64(void **state)
         assert_true(edge[i] == 0);
 }
 
+/* ------------------------------------------------------------------ log-sum-exp and backward */
+
+/* Shapes of the lse tests: a few queries (the AVX-512 kernel's one-query-at-a-time path),
+ * partial blocks, a key length 0 (lse -inf), causal with M != N. */
+static const shape lse_shapes[] = {
+    {1, 2, 3, 70, 16, 8, 0, {0}, 0},
+    {2, 1, 100, 300, 32, 16, 1, {0, 250}, 1},
+    {1, 1, 129, 65, 64, 64, 1, {0}, 0},
+    {3, 1, 33, 40, 8, 3, 0, {40, 1, 17}, 1},
+};
+
+/* lse_i = log Σ_j exp(s_ij) over query i's visible keys, in float64 plain loops (-inf when
+ * none); per head, q (N, d_k), k (M, d_k). */
+static void lse_by_hand(const la_problem *p, const double *q, const double *k, double *lse)
+{
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k;
+    for (size_t hd = 0; hd < p->batch * p->heads; hd++) {
+        const size_t b = hd / p->heads;
+        for (size_t i = 0; i < N; i++) {
+            const size_t m = visible_keys(p, b, i);
+            double max = -INFINITY, sum = 0;
+            for (int pass = 0; pass < 2; pass++)
+                for (size_t j = 0; j < m; j++) {
+                    double s = 0;
+                    for (size_t c = 0; c < dk; c++)
+                        s += q[(hd * N + i) * dk + c] * k[(hd * M + j) * dk + c];
+                    s *= p->scale;
+                    if (pass == 0)
+                        max = fmax(max, s);
+                    else
+                        sum += exp(s - max);
+                }
+            lse[hd * N + i] = m > 0 ? max + log(sum) : -INFINITY;
+        }
+    }
+}
+
+/* la_softmax_attention_lse_*: out bit for bit la_softmax_attention_*'s, lse within
+ * 1e-12 (float64) or 1e-6 (float32) of max(1, |lse|) of the plain loops', -inf exactly
+ * where a query sees no key. */
+static void lse_forward(void **state)
+{
+    (void)state;
+    for (size_t si = 0; si < sizeof lse_shapes / sizeof *lse_shapes; si++) {
+        la_problem p;
+        problem_of(&p, &lse_shapes[si]);
+        tu_rng r = tu_rng_for("lse_forward");
+        inputs in;
+        inputs_make(&in, &p, &r, 0);
+        const size_t rows = p.batch * p.heads * p.n_queries;
+        double *out = tu_f64(in.no), *out2 = tu_f64(in.no), *lse = tu_f64(rows);
+        double *want = tu_f64(rows);
+        float *out32 = tu_f32(in.no), *out232 = tu_f32(in.no), *lse32 = tu_f32(rows);
+        lse_by_hand(&p, in.q, in.k, want);
+        assert_int_equal(la_softmax_attention_f64(&p, in.q, in.k, in.v, out), LA_OK);
+        assert_int_equal(la_softmax_attention_lse_f64(&p, in.q, in.k, in.v, out2, lse), LA_OK);
+        assert_memory_equal(out, out2, in.no * sizeof *out);
+        assert_int_equal(la_softmax_attention_f32(&p, in.q32, in.k32, in.v32, out32), LA_OK);
+        assert_int_equal(la_softmax_attention_lse_f32(&p, in.q32, in.k32, in.v32, out232, lse32),
+                         LA_OK);
+        assert_memory_equal(out32, out232, in.no * sizeof *out32);
+        for (size_t i = 0; i < rows; i++) {
+            if (isinf(want[i])) {
+                if (!(isinf(lse[i]) && lse[i] < 0 && isinf(lse32[i]) && lse32[i] < 0))
+                    fail_msg("shape %zu row %zu sees no key: lse %g, %g (float32), not -inf", si, i,
+                             lse[i], (double)lse32[i]);
+                continue;
+            }
+            const double scale = fmax(1, fabs(want[i]));
+            if (!(fabs(lse[i] - want[i]) <= 1e-12 * scale) ||
+                !(fabs(lse32[i] - want[i]) <= 1e-6 * scale))
+                fail_msg("shape %zu row %zu: lse %.17g, %.9g (float32), by hand %.17g (seed %llu)",
+                         si, i, lse[i], (double)lse32[i], want[i], (unsigned long long)tu_seed());
+        }
+        free(out), free(out2), free(lse), free(want), free(out32), free(out232), free(lse32);
+        inputs_free(&in);
+    }
+}
+
+/* The fused backward given the forward's lse against the float64 oracle (float64 1e-11,
+ * float32 1e-5 relative per gradient, as test_attention.c holds the registry row, which
+ * passes lse = NULL). */
+static void backward_given_lse(void **state)
+{
+    (void)state;
+    for (size_t si = 0; si < sizeof lse_shapes / sizeof *lse_shapes; si++) {
+        la_problem p;
+        problem_of(&p, &lse_shapes[si]);
+        tu_rng r = tu_rng_for("backward_given_lse");
+        inputs in;
+        inputs_make(&in, &p, &r, 0);
+        const size_t rows = p.batch * p.heads * p.n_queries, n[3] = {in.nq, in.nk, in.nv};
+        double *out = tu_f64(in.no), *d_out = tu_f64(in.no), *lse = tu_f64(rows);
+        float *out32 = tu_f32(in.no), *d_out32 = tu_f32(in.no), *lse32 = tu_f32(rows);
+        fill(&r, d_out, d_out32, in.no, 0);
+        double *ref[3], *g[3];
+        float *g32[3];
+        for (int t = 0; t < 3; t++) {
+            ref[t] = tu_f64(n[t]);
+            g[t] = tu_f64(n[t]);
+            g32[t] = tu_f32(n[t]);
+        }
+        assert_int_equal(la_softmax_attention_lse_f64(&p, in.q, in.k, in.v, out, lse), LA_OK);
+        assert_int_equal(la_softmax_attention_lse_f32(&p, in.q32, in.k32, in.v32, out32, lse32),
+                         LA_OK);
+        assert_int_equal(la_ref_softmax_attention_backward(&p, in.q, in.k, in.v, out, d_out, ref[0],
+                                                           ref[1], ref[2]),
+                         LA_OK);
+        assert_int_equal(la_softmax_attention_backward_f64(&p, in.q, in.k, in.v, out, lse, d_out,
+                                                           g[0], g[1], g[2]),
+                         LA_OK);
+        assert_int_equal(la_softmax_attention_backward_f32(&p, in.q32, in.k32, in.v32, out32, lse32,
+                                                           d_out32, g32[0], g32[1], g32[2]),
+                         LA_OK);
+        static const char *const names[3] = {"d_q", "d_k", "d_v"};
+        for (int t = 0; t < 3; t++) {
+            tu_assert_close_f64(g[t], ref[t], n[t], 1e-11, "shape %zu %s float64", si, names[t]);
+            tu_assert_close_f32(g32[t], ref[t], n[t], TOL_F32, "shape %zu %s float32", si,
+                                names[t]);
+            free(ref[t]), free(g[t]), free(g32[t]);
+        }
+        free(out), free(d_out), free(lse), free(out32), free(d_out32), free(lse32);
+        inputs_free(&in);
+    }
+}
+
 int main(void)
 {
     tu_init("test_softmax");
@@ -422,6 +549,7 @@ int main(void)
         cmocka_unit_test(rows_sum_to_one),      cmocka_unit_test(huge_logits),
         cmocka_unit_test(hard_ties_lowest_key), cmocka_unit_test(exp2_accuracy),
         cmocka_unit_test(error_flat_in_n),      cmocka_unit_test(simd_config_names),
+        cmocka_unit_test(lse_forward),          cmocka_unit_test(backward_given_lse),
     };
     /* float32 fused softmax has two kernels: the AVX-512 one (where the CPU has it) and
      * the BLIS-based one; every test runs against both. */

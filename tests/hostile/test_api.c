@@ -39,6 +39,14 @@ static const char *const api_names[] = {
     "la_softmax_attention_materialized_f64",
     "la_hard_attention_f32",
     "la_hard_attention_f64",
+    "la_softmax_attention_lse_f32",
+    "la_softmax_attention_lse_f64",
+    "la_softmax_attention_backward_f32",
+    "la_softmax_attention_backward_f64",
+    "la_softmax_attention_materialized_backward_f32",
+    "la_softmax_attention_materialized_backward_f64",
+    "la_hard_attention_backward_f32",
+    "la_hard_attention_backward_f64",
     "la_linear_attention_f32",
     "la_linear_attention_f64",
     "la_linear_attention_recurrent_f32",
@@ -69,6 +77,8 @@ static const char *const api_names[] = {
     "la_ref_linear_attention",
     "la_ref_attention",
     "la_ref_linear_attention_backward",
+    "la_ref_softmax_attention_backward",
+    "la_ref_hard_attention_backward",
     "la_ref_attention_backward",
     "la_ref_feature_map",
     /* cost model */
@@ -470,6 +480,131 @@ static void kernels(void **state)
     la_problem tight = p;
     tight.workspace_limit = 1;
     EXPECT(la_softmax_attention_materialized_f32(&tight, q, k, v, o), LA_EBUDGET, o, sizeof o);
+}
+
+/* The softmax and hard backward passes and the forward with log-sum-exps: a NULL problem,
+ * each pointer NULL (lse only where it may not be: the forward), overflowing sizes, a bad
+ * field, a budget of one byte, inputs float32 cannot hold (LA_ERANGE), and d_out so large
+ * that d_v's sums would overflow float32 (LA_ERANGE); each leaves every output untouched. */
+typedef la_status (*bwd32)(const la_problem *, const float *, const float *, const float *,
+                           const float *, const float *, float *, float *, float *);
+typedef la_status (*bwd64)(const la_problem *, const double *, const double *, const double *,
+                           const double *, const double *, double *, double *, double *);
+
+static la_status fused_backward_f32(const la_problem *p, const float *q, const float *k,
+                                    const float *v, const float *out, const float *d_out,
+                                    float *d_q, float *d_k, float *d_v)
+{
+    float lse[16] = {0};
+    return la_softmax_attention_backward_f32(p, q, k, v, out, lse, d_out, d_q, d_k, d_v);
+}
+static la_status fused_backward_f64(const la_problem *p, const double *q, const double *k,
+                                    const double *v, const double *out, const double *d_out,
+                                    double *d_q, double *d_k, double *d_v)
+{
+    return la_softmax_attention_backward_f64(p, q, k, v, out, NULL, d_out, d_q, d_k, d_v);
+}
+
+/* The three gradients of one call untouched (the sentinel), for float32 or float64 arrays. */
+#define EXPECT_GRADS(call, want, gq, gk, gv)                                                       \
+    do {                                                                                           \
+        fill((gq), sizeof(gq));                                                                    \
+        fill((gk), sizeof(gk));                                                                    \
+        fill((gv), sizeof(gv));                                                                    \
+        la_status st_ = (call);                                                                    \
+        if (st_ != (want))                                                                         \
+            fail_msg("%s: %s, documented %s", #call, la_strerror(st_), la_strerror(want));         \
+        if (!untouched((gq), sizeof(gq)) || !untouched((gk), sizeof(gk)) ||                        \
+            !untouched((gv), sizeof(gv)))                                                          \
+            fail_msg("%s: wrote a gradient on error", #call);                                      \
+    } while (0)
+
+static void kernel_backwards(void **state)
+{
+    (void)state;
+    /* the fused backward through its lse argument (given in float32, NULL in float64), the
+     * materialising and hard backwards, and the float64 oracles */
+    const bwd32 b32[] = {fused_backward_f32, la_softmax_attention_materialized_backward_f32,
+                         la_hard_attention_backward_f32};
+    const bwd64 b64[] = {fused_backward_f64, la_softmax_attention_materialized_backward_f64,
+                         la_hard_attention_backward_f64, la_ref_softmax_attention_backward,
+                         la_ref_hard_attention_backward};
+    la_problem p;
+    la_problem_init(&p, 1, 2, 3, 4, 2, 3);
+    p.causal = 1;
+    float q[64] = {0}, k[64] = {0}, v[64] = {0}, o[64] = {0}, g[64] = {0};
+    double qd[64] = {0}, kd[64] = {0}, vd[64] = {0}, od[64] = {0}, gd[64] = {0};
+    float gq[16], gk[16], gv[24];
+    double gqd[16], gkd[16], gvd[24];
+    la_problem big = p, bad = p, tight = p, nc = p;
+    big.n_queries = SIZE_MAX / 4;
+    bad.scale = NAN;
+    tight.workspace_limit = 1;
+    for (size_t i = 0; i < sizeof b32 / sizeof *b32; i++) {
+        EXPECT_GRADS(b32[i](NULL, q, k, v, o, g, gq, gk, gv), LA_EINVAL, gq, gk, gv);
+        EXPECT_GRADS(b32[i](&p, NULL, k, v, o, g, gq, gk, gv), LA_EINVAL, gq, gk, gv);
+        EXPECT_GRADS(b32[i](&p, q, NULL, v, o, g, gq, gk, gv), LA_EINVAL, gq, gk, gv);
+        EXPECT_GRADS(b32[i](&p, q, k, NULL, o, g, gq, gk, gv), LA_EINVAL, gq, gk, gv);
+        EXPECT_GRADS(b32[i](&p, q, k, v, o, NULL, gq, gk, gv), LA_EINVAL, gq, gk, gv);
+        EXPECT_GRADS(b32[i](&p, q, k, v, o, g, gq, gk, NULL), LA_EINVAL, gq, gk, gv);
+        fill(gk, sizeof gk), fill(gv, sizeof gv);
+        assert_int_equal(b32[i](&p, q, k, v, o, g, NULL, gk, gv), LA_EINVAL);
+        assert_true(untouched(gk, sizeof gk) && untouched(gv, sizeof gv));
+        EXPECT_GRADS(b32[i](&big, q, k, v, o, g, gq, gk, gv), LA_EOVERFLOW, gq, gk, gv);
+        EXPECT_GRADS(b32[i](&bad, q, k, v, o, g, gq, gk, gv), LA_EINVAL, gq, gk, gv);
+        EXPECT_GRADS(b32[i](&tight, q, k, v, o, g, gq, gk, gv), LA_EBUDGET, gq, gk, gv);
+    }
+    for (size_t i = 0; i < sizeof b64 / sizeof *b64; i++) {
+        EXPECT_GRADS(b64[i](NULL, qd, kd, vd, od, gd, gqd, gkd, gvd), LA_EINVAL, gqd, gkd, gvd);
+        EXPECT_GRADS(b64[i](&p, NULL, kd, vd, od, gd, gqd, gkd, gvd), LA_EINVAL, gqd, gkd, gvd);
+        EXPECT_GRADS(b64[i](&p, qd, NULL, vd, od, gd, gqd, gkd, gvd), LA_EINVAL, gqd, gkd, gvd);
+        EXPECT_GRADS(b64[i](&p, qd, kd, NULL, od, gd, gqd, gkd, gvd), LA_EINVAL, gqd, gkd, gvd);
+        EXPECT_GRADS(b64[i](&p, qd, kd, vd, od, NULL, gqd, gkd, gvd), LA_EINVAL, gqd, gkd, gvd);
+        EXPECT_GRADS(b64[i](&p, qd, kd, vd, od, gd, gqd, NULL, gvd), LA_EINVAL, gqd, gkd, gvd);
+        EXPECT_GRADS(b64[i](&big, qd, kd, vd, od, gd, gqd, gkd, gvd), LA_EOVERFLOW, gqd, gkd, gvd);
+        la_problem len = p;
+        int64_t too_long[1] = {5}; /* > M = 4 */
+        len.key_lengths = too_long;
+        EXPECT_GRADS(b64[i](&len, qd, kd, vd, od, gd, gqd, gkd, gvd), LA_EINVAL, gqd, gkd, gvd);
+        if (i < 3) /* the kernels hold a budget; the oracles ignore it */
+            EXPECT_GRADS(b64[i](&tight, qd, kd, vd, od, gd, gqd, gkd, gvd), LA_EBUDGET, gqd, gkd,
+                         gvd);
+    }
+    /* the fused backward's out is read (D = d_out·out): NULL refused; the materialising and
+     * hard backwards do not read it */
+    EXPECT_GRADS(la_softmax_attention_backward_f32(&p, q, k, v, NULL, NULL, g, gq, gk, gv),
+                 LA_EINVAL, gq, gk, gv);
+    EXPECT_GRADS(la_softmax_attention_backward_f64(&p, qd, kd, vd, NULL, NULL, gd, gqd, gkd, gvd),
+                 LA_EINVAL, gqd, gkd, gvd);
+    assert_int_equal(la_hard_attention_backward_f64(&p, qd, kd, vd, NULL, gd, gqd, gkd, gvd),
+                     LA_OK);
+    /* float32 range: q = k = 1e20 (scores overflow), and d_out = 1e38 (d_v's sums would) */
+    float huge[64];
+    for (size_t e = 0; e < 64; e++)
+        huge[e] = 1e20f;
+    for (size_t i = 0; i < sizeof b32 / sizeof *b32; i++)
+        EXPECT_GRADS(b32[i](&p, huge, huge, v, o, g, gq, gk, gv), LA_ERANGE, gq, gk, gv);
+    for (size_t e = 0; e < 64; e++)
+        huge[e] = 1e38f; /* N·1e38 > FLT_MAX / 8 */
+    for (size_t i = 0; i < sizeof b32 / sizeof *b32; i++)
+        EXPECT_GRADS(b32[i](&p, q, k, v, o, huge, gq, gk, gv), LA_ERANGE, gq, gk, gv);
+    /* the forward with lse: lse NULL, and the forward's own misuse */
+    float lse[8];
+    double lsed[8];
+    EXPECT(la_softmax_attention_lse_f32(&p, q, k, v, o, NULL), LA_EINVAL, o, sizeof o);
+    EXPECT(la_softmax_attention_lse_f64(&p, qd, kd, vd, od, NULL), LA_EINVAL, od, sizeof od);
+    EXPECT(la_softmax_attention_lse_f32(NULL, q, k, v, o, lse), LA_EINVAL, lse, sizeof lse);
+    EXPECT(la_softmax_attention_lse_f64(&p, qd, NULL, vd, od, lsed), LA_EINVAL, lsed, sizeof lsed);
+    EXPECT(la_softmax_attention_lse_f64(&big, qd, kd, vd, od, lsed), LA_EOVERFLOW, lsed,
+           sizeof lsed);
+    EXPECT(la_softmax_attention_lse_f32(&tight, q, k, v, o, lse), LA_EBUDGET, lse, sizeof lse);
+    EXPECT(la_softmax_attention_lse_f32(&p, huge, huge, v, o, lse), LA_ERANGE, lse, sizeof lse);
+    /* the dispatchers take causal = 0 too (the three rows allow both forms) */
+    nc.causal = 0;
+    for (int kn = LA_KERNEL_SOFTMAX; kn <= LA_KERNEL_HARD; kn++)
+        assert_int_equal(
+            la_attention_backward_f64((la_kernel)kn, &nc, qd, kd, vd, od, gd, gqd, gkd, gvd),
+            LA_OK);
 }
 
 /* ---------------------------------------------------------------- step API */
@@ -1000,6 +1135,7 @@ int main(void)
         cmocka_unit_test(machine),
         cmocka_unit_test(problems),
         cmocka_unit_test(kernels),
+        cmocka_unit_test(kernel_backwards),
         cmocka_unit_test(step_api),
         cmocka_unit_test(references),
         cmocka_unit_test(cost_model),
