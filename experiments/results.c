@@ -497,11 +497,14 @@ static int range_over_n(const res_file *f, const char *series, const char *colum
     return count;
 }
 
-static void summary_scaling(FILE *out, const config *c)
+/* The scaling files (forward, or --pass train): fitted exponents, and the times the README
+ * quotes at ns (n_ns of them), softmax against linear. */
+static void summary_scaling(FILE *out, const config *c, const char *title, const char *file,
+                            const char *fit_file, const double *ns, size_t n_ns)
 {
-    res_file *fit = load(c, "scaling_fit.csv", 1), *f = load(c, "scaling.csv", 1);
+    res_file *fit = load(c, fit_file, 1), *f = load(c, file, 1);
     if (!f && !fit) return;
-    fprintf(out, "\n## Time against N (scaling.csv, scaling_fit.csv)\n\n");
+    fprintf(out, "\n## %s (%s, %s)\n\n", title, file, fit_file);
     if (fit) {
         const int has_ci = res_count(fit) > 0 &&
                            res_get(fit, res_row_at(fit, 0), "exponent_ci_lo", &(double){0}) == 0;
@@ -532,15 +535,13 @@ static void summary_scaling(FILE *out, const config *c)
         }
     }
     if (f) {
-        /* the times the README quotes: N = 128, 32768, 65536, softmax against linear */
-        const double ns[] = {128, 32768, 65536};
         const char *pair[] = {la_kernel_series(LA_KERNEL_SOFTMAX, 0),
                               la_kernel_series(LA_KERNEL_LINEAR, 0)};
         fprintf(out,
                 "\nTimes quoted (median over the repetitions, and their spread):\n\n"
                 "| N | %s | %s |\n| --- | --- | --- |\n",
                 pair[0], pair[1]);
-        for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        for (size_t i = 0; i < n_ns; i++) {
             char cell[2][128];
             int measured = 0;
             for (int k = 0; k < 2; k++) {
@@ -952,8 +953,8 @@ static int summary(const config *c)
             meta_value(c, from, "threads", v[4], sizeof v[4]),
             meta_value(c, from, "load_average", v[5], sizeof v[5]));
     /* the machine check of each timing experiment, where the files have it */
-    static const char *const timed[] = {"scaling.csv", "crossover.csv", "decode.csv", "block.csv",
-                                        NULL};
+    static const char *const timed[] = {"scaling.csv", "scaling_train.csv", "crossover.csv",
+                                        "decode.csv", "block.csv", NULL};
     for (const char *const *file = timed; *file; file++) {
         meta_value(c, *file, "noisy", v[6], sizeof v[6]);
         if (strncmp(v[6], "yes", 3) == 0)
@@ -961,7 +962,11 @@ static int summary(const config *c)
     }
     fprintf(out, "\nSpreads: IQR is the interquartile range of the repetitions of a point "
                  "(where the files have q1_s and q3_s), min–max their range otherwise.\n");
-    summary_scaling(out, c);
+    /* the times the README quotes: forward at N = 128, 32768, 65536; train at 1024, 16384 */
+    static const double forward_ns[] = {128, 32768, 65536}, train_ns[] = {1024, 4096, 16384};
+    summary_scaling(out, c, "Time against N", "scaling.csv", "scaling_fit.csv", forward_ns, 3);
+    summary_scaling(out, c, "Forward + backward (training) time against N", "scaling_train.csv",
+                    "scaling_train_fit.csv", train_ns, 3);
     summary_memory_and_rate(out, c);
     summary_crossover(out, c);
     summary_decode(out, c);
