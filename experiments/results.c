@@ -954,7 +954,7 @@ static int summary(const config *c)
             meta_value(c, from, "load_average", v[5], sizeof v[5]));
     /* the machine check of each timing experiment, where the files have it */
     static const char *const timed[] = {"scaling.csv", "scaling_train.csv", "crossover.csv",
-                                        "decode.csv", "block.csv", NULL};
+                                        "decode.csv",  "block.csv",         NULL};
     for (const char *const *file = timed; *file; file++) {
         meta_value(c, *file, "noisy", v[6], sizeof v[6]);
         if (strncmp(v[6], "yes", 3) == 0)

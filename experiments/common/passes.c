@@ -2,6 +2,7 @@
 #include "passes.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 const char *const ps_pass_names[] = {"forward", "backward", "train", NULL};
 
@@ -43,16 +44,34 @@ typedef struct {
     ps_pass pass;
     const ps_arrays *a;
     la_status status;
+    float *lse; /* softmax's backward and train: the forward's log-sum-exps (B, H, N) */
 } pass_call;
+
+/* Fused softmax trains as FlashAttention-2 does: the forward keeps each row's
+ * log-sum-exp and the backward reads it (the registry's backward, given no lse, first
+ * recomputes it). The buffer for c, when its kernel and pass use one: LA_OK or LA_ENOMEM. */
+static la_status lse_for(pass_call *c)
+{
+    c->lse = NULL;
+    if (c->kernel != LA_KERNEL_SOFTMAX || c->pass == PS_FORWARD) return LA_OK;
+    const size_t rows = c->p->batch * c->p->heads * c->p->n_queries;
+    c->lse = malloc((rows ? rows : 1) * sizeof *c->lse);
+    return c->lse ? LA_OK : LA_ENOMEM;
+}
 
 static la_status forward(const pass_call *c)
 {
+    if (c->lse)
+        return la_softmax_attention_lse_f32(c->p, c->a->q, c->a->k, c->a->v, c->a->out, c->lse);
     return la_attention_f32(c->kernel, c->p, c->a->q, c->a->k, c->a->v, c->a->out);
 }
 
 static la_status backward(const pass_call *c)
 {
     const ps_arrays *a = c->a;
+    if (c->lse)
+        return la_softmax_attention_backward_f32(c->p, a->q, a->k, a->v, a->out, c->lse, a->d_out,
+                                                 a->d_q, a->d_k, a->d_v);
     return la_attention_backward_f32(c->kernel, c->p, a->q, a->k, a->v, a->out, a->d_out, a->d_q,
                                      a->d_k, a->d_v);
 }
@@ -69,12 +88,16 @@ la_status ps_time(la_kernel kernel, const la_problem *p, ps_pass pass, const ps_
                   const res_rule *rule, res_timing *t)
 {
     if (!ps_kernel_has(kernel, pass)) return LA_EINVAL;
-    pass_call call = {kernel, p, pass, a, LA_OK};
+    pass_call call = {kernel, p, pass, a, LA_OK, NULL};
+    if (lse_for(&call) != LA_OK) return LA_ENOMEM;
+    la_status st = LA_OK;
     /* the backward differentiates this forward: its output, computed once untimed */
-    if (pass == PS_BACKWARD && (call.status = forward(&call)) != LA_OK) return call.status;
+    if (pass == PS_BACKWARD && (st = call.status = forward(&call)) != LA_OK) goto done;
     if (res_time(run_pass_call, &call, rule, t) != 0)
-        return call.status != LA_OK ? call.status : LA_ENOMEM;
-    return LA_OK;
+        st = call.status != LA_OK ? call.status : LA_ENOMEM;
+done:
+    free(call.lse);
+    return st;
 }
 
 void ps_time_interleaved(size_t n, const la_kernel *kernels, const la_problem *p, ps_pass pass,
@@ -92,15 +115,20 @@ void ps_time_interleaved(size_t n, const la_kernel *kernels, const la_problem *p
             status[i] = LA_EINVAL;
             continue;
         }
-        calls[m] = (pass_call){kernels[i], &p[i], pass, a, LA_OK};
+        calls[m] = (pass_call){kernels[i], &p[i], pass, a, LA_OK, NULL};
+        if (lse_for(&calls[m]) != LA_OK) {
+            status[i] = LA_ENOMEM;
+            continue;
+        }
         bodies[m] = run_pass_call, ctxs[m] = &calls[m], idx[m++] = i;
     }
-    if (m == 0) return;
     res_timing tm[RES_MAX_INTERLEAVED];
+    if (m == 0) return;
     const int rc = res_time_interleaved(m, bodies, ctxs, rule, tm, failed);
     for (size_t j = 0; j < m; j++) {
         const size_t i = idx[j];
         status[i] = rc != 0 ? LA_ENOMEM : failed[j] == 0 ? LA_OK : calls[j].status;
         if (status[i] == LA_OK) t[i] = tm[j];
+        free(calls[j].lse);
     }
 }

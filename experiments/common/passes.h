@@ -17,6 +17,11 @@
 #include "linattn.h"
 #include "record.h"
 
+/* Fused softmax's backward and train passes train as FlashAttention-2 does: the forward
+ * (la_softmax_attention_lse_f32) keeps each row's log-sum-exp, B·H·N floats the pass
+ * allocates, and the backward reads it (la_softmax_attention_backward_f32); the registry's
+ * backward, which has no lse, would first recompute it. The other kernels run the
+ * registry's functions. */
 typedef enum { PS_FORWARD = 0, PS_BACKWARD, PS_TRAIN, PS_COUNT } ps_pass;
 
 /* "forward", "backward", "train", NULL: the spellings of --pass (cli_parse_choice). */
