@@ -43,47 +43,42 @@ void la_cost_sum_heads(const la_problem *p, la_head_flops_fn per_head, la_cost *
     }
 }
 
-la_status la_attention_cost(la_kernel kernel, const la_problem *p, la_dtype dtype, la_cost *out)
+/* One call of fn (a row's cost or backward_cost) on a checked problem: its FLOP fields,
+ * their total, its workspace, and io_bytes = the arrays read and written once, in units of
+ * their elements (forward or backward, below). */
+static la_status cost_of(const la_kernel_info *info, la_cost_fn fn, const la_problem *p,
+                         la_dtype dtype, int backward, la_cost *out)
 {
-    const la_kernel_info *info = la_kernel_get(kernel);
-    if (!out || !info || (dtype != LA_FLOAT32 && dtype != LA_FLOAT64)) return LA_EINVAL;
+    if (!out || !info || !fn || (dtype != LA_FLOAT32 && dtype != LA_FLOAT64)) return LA_EINVAL;
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!la_causal_allowed(info, p->causal)) return LA_EINVAL;
 
     la_cost c = {0};
-    st = info->cost(p, dtype, &c);
+    st = fn(p, dtype, &c);
     if (st != LA_OK) return st;
     c.flops_total = c.flops_qk + c.flops_softmax + c.flops_av + c.flops_phi + c.flops_kv +
                     c.flops_qs + c.flops_normalize;
     const double n = (double)p->n_queries, m = (double)p->n_keys;
     const double dk = (double)p->d_k, dv = (double)p->d_v;
-    c.io_bytes = (double)p->batch * (double)p->heads * (n * dk + m * dk + m * dv + n * dv) *
-                 (double)la_dtype_size(dtype);
+    /* forward: q, k, v read, out written; backward: q, k, v, out, d_out read and d_q, d_k,
+     * d_v written */
+    const double elements =
+        backward ? 2 * (n * dk + m * dk + m * dv) + 2 * n * dv : n * dk + m * dk + m * dv + n * dv;
+    c.io_bytes = (double)p->batch * (double)p->heads * elements * (double)la_dtype_size(dtype);
     *out = c;
     return LA_OK;
+}
+
+la_status la_attention_cost(la_kernel kernel, const la_problem *p, la_dtype dtype, la_cost *out)
+{
+    const la_kernel_info *info = la_kernel_get(kernel);
+    return cost_of(info, info ? info->cost : NULL, p, dtype, 0, out);
 }
 
 la_status la_attention_backward_cost(la_kernel kernel, const la_problem *p, la_dtype dtype,
                                      la_cost *out)
 {
     const la_kernel_info *info = la_kernel_get(kernel);
-    if (!out || !info || !info->backward_cost || (dtype != LA_FLOAT32 && dtype != LA_FLOAT64))
-        return LA_EINVAL;
-    la_status st = la_problem_check(p);
-    if (st != LA_OK) return st;
-    if (!la_causal_allowed(info, p->causal)) return LA_EINVAL;
-
-    la_cost c = {0};
-    st = info->backward_cost(p, dtype, &c);
-    if (st != LA_OK) return st;
-    c.flops_total = c.flops_qk + c.flops_softmax + c.flops_av + c.flops_phi + c.flops_kv +
-                    c.flops_qs + c.flops_normalize;
-    const double n = (double)p->n_queries, m = (double)p->n_keys;
-    const double dk = (double)p->d_k, dv = (double)p->d_v;
-    /* read q, k, v, out, d_out; write d_q, d_k, d_v */
-    c.io_bytes = (double)p->batch * (double)p->heads *
-                 (2 * (n * dk + m * dk + m * dv) + 2 * n * dv) * (double)la_dtype_size(dtype);
-    *out = c;
-    return LA_OK;
+    return cost_of(info, info ? info->backward_cost : NULL, p, dtype, 1, out);
 }
