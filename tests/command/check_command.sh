@@ -28,8 +28,9 @@ for f in "$dir"/experiments/*.[ch] "$dir"/experiments/*/*.[ch]; do
 done
 [ -s "$tmp/bad" ] && bad=1
 
-# 2. helpers with no caller in the command
-nm -g --defined-only "$archive" | awk 'NF == 3 && $2 ~ /[TDRBC]/ {print $3}' | sort -u \
+# 2. helpers with no caller in the command (AddressSanitizer's __odr_asan.* indicators of
+#    global variables are not helpers)
+nm -g --defined-only "$archive" | awk 'NF == 3 && $2 ~ /[TDRBC]/ && $3 !~ /^__odr_asan/ {print $3}' | sort -u \
     > "$tmp/defined"
 nm -u "$@" "$archive" | awk 'NF >= 2 {print $NF}' | sort -u > "$tmp/used"
 dead=$(comm -23 "$tmp/defined" "$tmp/used")
