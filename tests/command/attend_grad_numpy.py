@@ -10,7 +10,8 @@ Part 1 runs every variant (softmax with both kernels, hard, linear with both fea
 and both causal forms) × causal × key lengths × precision over inputs of shape (N, d),
 (H, N, d) and (B, H, N, d), with M != N and d_v != d_k, and requires the output and
 ‖g − ref‖ / ‖ref‖ < 1e-5 in float32 and < 1e-11 in float64 for each of dQ, dK, dV
-(linear attention's dQ: relative to the size of the terms it sums, see linear_dq_error).
+(linear attention's dQ and dK: relative to the size of the terms they sum, see
+linear_dq_error).
 A kernel the library has no backward for yet (attend refuses it: "kernel X has no backward
 pass yet") is reported once as "SKIPPED X: no backward yet" and does not fail, but the
 refusal itself must be clean (exit 2, one line, no file written).
@@ -111,8 +112,10 @@ def grad_linear(q, k, v, d_out, feature_map, eps, causal, lengths):
     return dfq * phi_prime(q, feature_map), dfk * phi_prime(k, feature_map), dv
 
 
-def linear_dq_error(got, ref, used, opts):
-    """The error of linear attention's dQ, ‖g − ref‖ / ‖size‖, where size is what the terms
+def linear_dq_error(got, ref, used, opts, wrt="q"):
+    """The error of linear attention's dQ (wrt "q"; dK with "k", the same argument with
+    dφ(k_j) = Σ_i φ(q_i) (dO_i·v_j / den_i + dden_i) over the queries that see j),
+    ‖g − ref‖ / ‖size‖, where size is what the terms
     of dφ(q_i) = Σ_j φ(k_j) (dO_i·v_j / den_i + dden_i) add up to in absolute value
     (times |φ′(q_i)|), elementwise: the scale of a sum's rounding. dQ cancels where the
     output barely depends on q: a query that sees one key (out_i = v_j · A/(A + eps); the
@@ -132,7 +135,10 @@ def linear_dq_error(got, ref, used, opts):
     g = np.where(seen, d_out, 0.0)
     dden = np.sum(g * O, axis=-1, keepdims=True) / den
     terms = (np.abs(g @ np.swapaxes(v, -1, -2)) / den + np.abs(dden)) * mask
-    size = (terms @ fk) * np.abs(phi_prime(q, opts["fm"]))
+    if wrt == "q":
+        size = (terms @ fk) * np.abs(phi_prime(q, opts["fm"]))
+    else:
+        size = (np.swapaxes(terms, -1, -2) @ fq) * np.abs(phi_prime(k, opts["fm"]))
     ref = ref.reshape(got.shape)
     if not (np.all(np.isfinite(got)) and np.all(np.isfinite(ref))):
         return np.inf
@@ -292,8 +298,8 @@ def gradient_case(run, label, variant, shape, causal, with_lengths, precision, *
             return run.fail(label, "%s is %s %s, want %s %s" % (name, got.dtype, got.shape,
                                                                precision, want))
         ref = ref.reshape(want)
-        if variant == "linear" and name == "dq.npy":
-            e = linear_dq_error(got.astype(np.float64), ref, used, opts)
+        if variant == "linear" and name in ("dq.npy", "dk.npy"):
+            e = linear_dq_error(got.astype(np.float64), ref, used, opts, name[1])
         else:
             e = rel_error(got.astype(np.float64), ref)
         if not e < TOL[precision]:
