@@ -128,61 +128,21 @@ $(CMD_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/libcommand.a $(BUILD)/liblinattn.a
 $(COUNTED_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/count/liblinattn.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
 
-# Every test program runs even when an earlier one fails; the verdict is the last line.
+# The Python checks of the command (tests/command/*.py), each given the command's path.
+PY_CHECKS := attend_numpy attend_grad_numpy results_files scaling_sweeps plot_figures \
+             csv_load results_folders params_models block_numpy data_numpy vocabulary
+
+# Every test runs even when an earlier one fails (scripts/run-tests); the last lines say
+# what failed and why, and the logs stay in $(BUILD)/test-logs.
 test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a | build/.deps-test build/.deps-plots
-	@passed=0; failed=0; \
-	echo "== scripts/check-exports"; \
-	if scripts/check-exports $(BUILD)/liblinattn.so; then passed=$$((passed+1)); \
-	else failed=$$((failed+1)); echo "FAILED: scripts/check-exports"; fi; \
-	echo "== scripts/check-install"; \
-	if [ "$(SANITIZE)" = 1 ]; then echo "check-install: skipped under SANITIZE=1 (it installs the plain build)"; \
-	elif scripts/check-install; then passed=$$((passed+1)); \
-	else failed=$$((failed+1)); echo "FAILED: scripts/check-install"; fi; \
-	echo "== tests/command/check_command.sh"; \
-	if tests/command/check_command.sh $(BUILD)/libcommand.a $(CMD_OBJ); then passed=$$((passed+1)); \
-	else failed=$$((failed+1)); echo "FAILED: tests/command/check_command.sh"; fi; \
-	for t in $(TEST_BIN); do \
-	    echo "== $$t"; \
-	    if $$t; then passed=$$((passed+1)); else failed=$$((failed+1)); echo "FAILED: $$t"; fi; \
-	done; \
-	echo "== tests/command/attend_numpy.py"; \
-	if /usr/bin/python3 tests/command/attend_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
-	else failed=$$((failed+1)); echo "FAILED: tests/command/attend_numpy.py"; fi; \
-	echo "== tests/command/attend_grad_numpy.py"; \
-	if /usr/bin/python3 tests/command/attend_grad_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
-	else failed=$$((failed+1)); echo "FAILED: tests/command/attend_grad_numpy.py"; fi; \
-	echo "== tests/command/results_files.py"; \
-	if /usr/bin/python3 tests/command/results_files.py $(BUILD)/linattn; then passed=$$((passed+1)); \
-	else failed=$$((failed+1)); echo "FAILED: tests/command/results_files.py"; fi; \
-	echo "== tests/command/scaling_sweeps.py"; \
-	if /usr/bin/python3 tests/command/scaling_sweeps.py $(BUILD)/linattn; then passed=$$((passed+1)); \
-	else failed=$$((failed+1)); echo "FAILED: tests/command/scaling_sweeps.py"; fi; \
-	echo "== tests/command/plot_figures.py"; \
-	if /usr/bin/python3 tests/command/plot_figures.py $(BUILD)/linattn; then passed=$$((passed+1)); \
-	else failed=$$((failed+1)); echo "FAILED: tests/command/plot_figures.py"; fi; \
-	echo "== tests/command/csv_load.py"; \
-	if /usr/bin/python3 tests/command/csv_load.py $(BUILD)/linattn; then passed=$$((passed+1)); \
-	else failed=$$((failed+1)); echo "FAILED: tests/command/csv_load.py"; fi; \
-	echo "== tests/command/results_folders.py"; \
-	if /usr/bin/python3 tests/command/results_folders.py $(BUILD)/linattn; then passed=$$((passed+1)); \
-	else failed=$$((failed+1)); echo "FAILED: tests/command/results_folders.py"; fi; \
-	echo "== tests/command/params_models.py"; \
-	if /usr/bin/python3 tests/command/params_models.py $(BUILD)/linattn; then passed=$$((passed+1)); \
-	else failed=$$((failed+1)); echo "FAILED: tests/command/params_models.py"; fi; \
-	echo "== tests/command/block_numpy.py"; \
-	if /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
-	else failed=$$((failed+1)); echo "FAILED: tests/command/block_numpy.py"; fi; \
-	echo "== tests/command/data_numpy.py"; \
-	if /usr/bin/python3 tests/command/data_numpy.py $(BUILD)/linattn; then passed=$$((passed+1)); \
-	else failed=$$((failed+1)); echo "FAILED: tests/command/data_numpy.py"; fi; \
-	echo "== tests/command/vocabulary.py"; \
-	if /usr/bin/python3 tests/command/vocabulary.py $(BUILD)/linattn; then passed=$$((passed+1)); \
-	else failed=$$((failed+1)); echo "FAILED: tests/command/vocabulary.py"; fi; \
-	echo "== tests/hostile/run.sh"; \
-	if tests/hostile/run.sh $(BUILD)/linattn; then passed=$$((passed+1)); \
-	else failed=$$((failed+1)); echo "FAILED: tests/hostile/run.sh"; fi; \
-	echo "test programs: $$passed passed, $$failed failed"; \
-	test $$failed -eq 0
+	@{ echo "scripts/check-exports $(BUILD)/liblinattn.so"; \
+	   if [ "$(SANITIZE)" = 1 ]; then \
+	       echo "echo check-install: skipped under SANITIZE=1 >&2"; \
+	   else echo scripts/check-install; fi; \
+	   echo "tests/command/check_command.sh $(BUILD)/libcommand.a $(CMD_OBJ)"; \
+	   for t in $(TEST_BIN); do echo $$t; done; \
+	   for p in $(PY_CHECKS); do echo "/usr/bin/python3 tests/command/$$p.py $(BUILD)/linattn"; done; \
+	   echo "tests/hostile/run.sh $(BUILD)/linattn"; } | scripts/run-tests $(BUILD)/test-logs
 
 # make install PREFIX=/opt/linattn: the header, both libraries, the command (with the
 # gnuplot scripts of `linattn plot` in share/linattn/plots) and a pkg-config file, so a
@@ -216,20 +176,13 @@ test-portable: $(TEST_BIN) $(BUILD)/linattn | build/.deps-test
 	@scripts/ensure-deps qemu
 	@printf '#!/bin/sh\nexec qemu-x86_64 -cpu %s "$$(dirname "$$0")/linattn" "$$@"\n' \
 	    '$(QEMU_CPU)' > $(BUILD)/linattn-qemu && chmod +x $(BUILD)/linattn-qemu
-	@passed=0; failed=0; run() { \
-	    echo "== $$*"; \
-	    if timeout $(PORTABLE_TIMEOUT) "$$@"; then passed=$$((passed+1)); \
-	    else failed=$$((failed+1)); echo "FAILED: $$*"; fi; }; \
-	for t in $(TEST_BIN); do run qemu-x86_64 -cpu $(QEMU_CPU) $$t; done; \
-	run /usr/bin/python3 tests/command/attend_numpy.py $(BUILD)/linattn-qemu; \
-	run /usr/bin/python3 tests/command/attend_grad_numpy.py $(BUILD)/linattn-qemu; \
-	run /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn-qemu; \
-	for t in $(TEST_BIN); do run env LA_SIMD=off $$t; done; \
-	run env LA_SIMD=off /usr/bin/python3 tests/command/attend_numpy.py $(BUILD)/linattn; \
-	run env LA_SIMD=off /usr/bin/python3 tests/command/attend_grad_numpy.py $(BUILD)/linattn; \
-	run env LA_SIMD=off /usr/bin/python3 tests/command/block_numpy.py $(BUILD)/linattn; \
-	echo "portable test runs: $$passed passed, $$failed failed"; \
-	test $$failed -eq 0
+	@{ for t in $(TEST_BIN); do echo "qemu-x86_64 -cpu $(QEMU_CPU) $$t"; done; \
+	   for p in attend_numpy attend_grad_numpy block_numpy; do \
+	       echo "/usr/bin/python3 tests/command/$$p.py $(BUILD)/linattn-qemu"; done; \
+	   for t in $(TEST_BIN); do echo "env LA_SIMD=off $$t"; done; \
+	   for p in attend_numpy attend_grad_numpy block_numpy; do \
+	       echo "env LA_SIMD=off /usr/bin/python3 tests/command/$$p.py $(BUILD)/linattn"; done; } | \
+	    scripts/run-tests $(BUILD)/test-logs-portable $(PORTABLE_TIMEOUT)
 
 check-torch: $(BUILD)/linattn | build/.deps-test
 	@scripts/ensure-deps torch

@@ -93,6 +93,15 @@ scaling() { "$bin" scaling --d 8 --heads 1 --reps 1 --min-time 0 "$@"; }
 # a first point that takes seconds
 long_run() { exec "$bin" scaling --n 16384 --d 64 --heads 8 --variant softmax \
     --max-seconds 1000 --reps 1 --min-time 0 --out "$1" >/dev/null 2>&1; }
+# until_locked DIR PID: wait (up to 20 s) until the run PID holds DIR's folder lock (an
+# flock on the folder), so the case tests a run under way whatever the machine's load
+until_locked() {
+    i=0
+    while flock -n "$1" true && kill -0 "$2" 2>/dev/null && [ $i -lt 400 ]; do
+        sleep 0.05
+        i=$((i + 1))
+    done
+}
 mkdir runs
 scaling --n 16:32 --variant linear --out runs/s.csv >/dev/null 2>&1
 cp runs/s.csv before.csv
@@ -100,7 +109,7 @@ cp runs/s.csv before.csv
 for sig in INT TERM KILL; do
     long_run runs/s.csv &
     pid=$!
-    sleep 0.3
+    until_locked runs $pid
     kill -$sig $pid
     wait $pid 2>/dev/null
     if cmp -s before.csv runs/s.csv && ! ls runs | grep -q '\.tmp\.'; then
@@ -111,7 +120,7 @@ done
 # two runs into one folder: the second is refused, the first unharmed
 long_run runs/s.csv &
 pid=$!
-sleep 0.2
+until_locked runs $pid
 refused concurrent_run_refused scaling --n 16 --variant linear --out runs/s.csv &&
     grep -q 'another linattn run' err.txt && ok concurrent_run_refused
 refused concurrent_resume_refused scaling --n 16 --variant linear --out runs/s.csv --resume &&
