@@ -11,6 +11,7 @@
 #include "common/kernels.h"
 #include "common/outputs.h"
 #include "common/sweep.h" /* sw_check_memory: the weights matrix within the machine's memory */
+#include "common/variants.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +134,7 @@ void cmd_attend_help(FILE *out)
              kernel_list(reads_chunk, "or", names, sizeof names), LA_DEFAULT_CHUNK);
     fputs("  --chunk C            ", out);
     cli_print_wrapped(out, text, 23);
+    vp_print_help(out, 1, 1);
     fputs(help_gradients, out);
     fputs("  --kernel FORM        deprecated (until the next release): --variant FAMILY\n"
           "                       --kernel FORM, e.g. --variant softmax --kernel\n"
@@ -156,6 +158,7 @@ typedef struct {
         *eps, *kernel, *chunk, *save_weights;
     const char *grad_out, *grad_q, *grad_k, *grad_v; /* all four or none */
     int causal;
+    vp_flags variant_params; /* --window, --proj-rank, --proj, --features, --seed */
 } attend_args;
 
 /* The deprecated --kernel FORM: the kernel of --variant's family with that form, for
@@ -398,9 +401,13 @@ int cmd_attend(int argc, char **argv)
         {"grad-q", &a.grad_q, NULL},
         {"grad-k", &a.grad_k, NULL},
         {"grad-v", &a.grad_v, NULL},
+        VP_PARAM_FLAGS(a.variant_params),
+        VP_SEED_FLAG(a.variant_params),
+        VP_PROJ_FLAG(a.variant_params),
         {NULL, NULL, NULL},
     };
     la_array q = {0}, k = {0}, v = {0}, y = {0}, w = {0}, d_out = {0}, grads[3] = {{0}, {0}, {0}};
+    vp_values variant_values = {0};
     int gradients = 0;
     int64_t *key_lengths = NULL;
     int rc = cli_parse_flags(argc, argv, flags);
@@ -437,6 +444,8 @@ int cmd_attend(int argc, char **argv)
     if (a.feature_map && la_feature_map_parse(a.feature_map, &fm) != LA_OK)
         return cli_fail("--feature-map", "'%s' is not one of elu, relu", a.feature_map);
     la_dtype dtype = precision == 0 ? LA_FLOAT32 : LA_FLOAT64;
+    if ((rc = vp_parse(&a.variant_params, la_kernel_get(kernel)->params, &variant_values)))
+        goto done;
 
     /* step 2: the inputs, converted to the precision, and their shapes */
     if ((rc = cli_read_floats(a.q, dtype, &q)) || (rc = cli_read_floats(a.k, dtype, &k)) ||
@@ -456,6 +465,7 @@ int cmd_attend(int argc, char **argv)
     p.feature_map = fm;
     p.eps = eps;
     p.chunk = chunk;
+    if ((rc = vp_apply(&variant_values, &p))) goto done;
     la_status st = la_problem_check(&p);
     if (st != LA_OK) {
         rc = cli_fail("attend", "%s", la_strerror(st));
@@ -523,6 +533,7 @@ int cmd_attend(int argc, char **argv)
     else
         rc = cli_write_npy(a.out, &y);
 done:
+    vp_free(&variant_values);
     la_array_free(&q);
     la_array_free(&k);
     la_array_free(&v);

@@ -10,6 +10,7 @@
 #include "common/passes.h" /* forward, backward, train: what one timed call is */
 #include "common/record.h" /* res_time: the one timer; the writer's metadata header */
 #include "common/sweep.h"
+#include "common/variants.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -247,6 +248,7 @@ void cmd_bench_help(FILE *out)
           out);
     fputs(help_intro, out);
     kn_print_kernels(out, NULL, NULL);
+    vp_print_help(out, 0, 1);
     fputs("A kernel whose workspace would pass the 4 GiB limit is skipped.\n", out);
     fputs(help_columns, out);
     for (size_t i = 0; i < N_GOALS; i++)
@@ -259,6 +261,7 @@ void cmd_bench_help(FILE *out)
 /* Sizes shared by every point of a run. */
 typedef struct {
     size_t heads, d_k, d_v;
+    const vp_values *variant_params; /* --window, --proj-rank, --features, --seed; NULL: defaults */
 } bench_shape;
 
 /* One measurement: what to run, then (after measure_point) what was measured. */
@@ -279,6 +282,7 @@ static la_problem problem_of(const bench_point *pt, const bench_shape *s)
 {
     la_problem p;
     la_problem_init(&p, 1, s->heads, pt->n, pt->m, s->d_k, s->d_v);
+    if (s->variant_params) vp_apply(s->variant_params, &p); /* no --proj: cannot fail */
     p.causal = pt->causal;
     return p;
 }
@@ -873,8 +877,8 @@ static int run_goals(int argc, char **argv, int reps)
     char inputs[256];
     in_source_describe(&random, inputs, sizeof inputs);
     res_meta_extra(inputs);
-    const bench_run run = {argc,       argv,      {8, 64, 64},  NULL,
-                           PS_FORWARD, {reps, 1}, FORMAT_TABLE, &random};
+    const bench_run run = {argc,       argv,      {8, 64, 64, NULL}, NULL,
+                           PS_FORWARD, {reps, 1}, FORMAT_TABLE,      &random};
     int failed = run_points(&run, points, count);
     res_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
     int met = 0, no_backward = 0;
@@ -975,7 +979,7 @@ static int bench_shape_from(const in_source *s, const char *heads_text, const ch
     if (set)
         return cli_fail(set, "set by the arrays with --q/--k/--v (heads %zu, d %zu, dv %zu)",
                         s->batch * s->heads, s->d_k, s->d_v);
-    *shape = (bench_shape){s->batch * s->heads, s->d_k, s->d_v};
+    *shape = (bench_shape){s->batch * s->heads, s->d_k, s->d_v, shape->variant_params};
     if (!n_text) {
         sizes[0] = s->n;
         *n_sizes = 1;
@@ -995,6 +999,7 @@ int cmd_bench(int argc, char **argv)
     const char *reps_text = NULL, *format_text = NULL, *pass_text = NULL;
     const char *q_path = NULL, *k_path = NULL, *v_path = NULL;
     int causal = 0, goals_flag = 0;
+    vp_flags variant_flags = {0};
     const cli_flag flags[] = {
         {"variant", &variant_text, NULL},
         {"n", &n_text, NULL},
@@ -1012,6 +1017,8 @@ int cmd_bench(int argc, char **argv)
         {"k", &k_path, NULL},
         {"v", &v_path, NULL},
         {"pass", &pass_text, NULL},
+        VP_PARAM_FLAGS(variant_flags),
+        VP_SEED_FLAG(variant_flags),
         {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
@@ -1035,11 +1042,15 @@ int cmd_bench(int argc, char **argv)
     size_t n_kernels = 0;
     int format = FORMAT_TABLE;
     size_t sizes[MAX_LIST] = {512, 2048, 8192}, n_sizes = 3, m = 0;
-    bench_shape shape = {8, 64, 0};
+    bench_shape shape = {8, 64, 0, NULL};
     if ((rc = choose_kernels(variant_text, causal, kernels, &n_kernels))) return rc;
     if (form_text && !causal)
         return cli_fail("--causal-form", "only with --causal (non-causal runs have one form)");
     if (form_text && (rc = apply_causal_form(form_text, kernels, &n_kernels))) return rc;
+    vp_values variant_params; /* no --proj here: nothing to free */
+    if ((rc = vp_parse(&variant_flags, vp_params_of(kernels, n_kernels), &variant_params)))
+        return rc;
+    shape.variant_params = &variant_params;
     if (n_text && (rc = sw_parse_sweep("--n", n_text, 2, sizes, MAX_LIST, &n_sizes))) return rc;
     if (m_text && (rc = sw_parse_positive("--m", m_text, &m))) return rc;
     if (heads_text && (rc = sw_parse_positive("--heads", heads_text, &shape.heads))) return rc;

@@ -14,6 +14,7 @@
 #include "common/record.h"
 #include "common/stats.h"
 #include "common/sweep.h"
+#include "common/variants.h"
 #include "linattn.h"
 
 #include <math.h>
@@ -109,6 +110,7 @@ void cmd_scaling_help(FILE *out)
              kn_series_names(all, n, left_out, names, sizeof names));
     fprintf(out, "%21s", "");
     cli_print_wrapped(out, text, 21);
+    vp_print_help(out, 0, 0);
     fputs(help_after_variants, out);
 }
 
@@ -144,6 +146,7 @@ typedef struct {
     kn_series series[KN_MAX_SERIES]; /* every series of the registry */
     size_t n_series;
     int selected[KN_MAX_SERIES];
+    vp_values variant_params; /* --window, --proj-rank, --proj, --features, --seed */
 } config;
 
 /* One (d, heads, batch) of the sweep: the fits and crossings are per group. */
@@ -217,11 +220,21 @@ static int parse(int argc, char **argv, config *c)
     const char *q_path = NULL, *k_path = NULL, *v_path = NULL, *pass = NULL;
     int no_fit = 0;
     sw_common_text common = {0};
+    vp_flags variant_flags = {0};
     const cli_flag flags[] = {
-        {"n", &n, NULL},           {"factor", &factor, NULL}, {"d", &d, NULL},
-        {"heads", &heads, NULL},   {"batch", &batch, NULL},   {"variant", &list, NULL},
-        {"no-fit", NULL, &no_fit}, {"q", &q_path, NULL},      {"k", &k_path, NULL},
-        {"v", &v_path, NULL},      {"pass", &pass, NULL},     SW_COMMON_FLAGS(common),
+        {"n", &n, NULL},
+        {"factor", &factor, NULL},
+        {"d", &d, NULL},
+        {"heads", &heads, NULL},
+        {"batch", &batch, NULL},
+        {"variant", &list, NULL},
+        {"no-fit", NULL, &no_fit},
+        {"q", &q_path, NULL},
+        {"k", &k_path, NULL},
+        {"v", &v_path, NULL},
+        {"pass", &pass, NULL},
+        SW_COMMON_FLAGS(common),
+        VP_PARAM_FLAGS(variant_flags),
         {NULL, NULL, NULL},
     };
     static const cli_alias renamed[] = {{"variants", "variant"}, {NULL, NULL}};
@@ -257,6 +270,12 @@ static int parse(int argc, char **argv, config *c)
                             c->series[vi].name);
         c->selected[vi] = 0; /* the default: the kernels that have one */
     }
+    la_kernel chosen[KN_MAX_SERIES];
+    size_t n_chosen = 0;
+    for (size_t vi = 0; vi < c->n_series; vi++)
+        if (c->selected[vi]) chosen[n_chosen++] = c->series[vi].kernel;
+    if ((rc = vp_parse(&variant_flags, vp_params_of(chosen, n_chosen), &c->variant_params)))
+        return rc;
     /* the largest point's arrays, B·H·N·d floats, addressable */
     const size_t max_b = max_of(c->bs, c->n_bs), max_h = max_of(c->hs, c->n_hs);
     if ((rc = sw_check_floats("--batch", max_b, max_h, 1)) ||
@@ -268,6 +287,7 @@ static int parse(int argc, char **argv, config *c)
                                20, 8.0 * (1 << 30))) ||
         (rc = source_of(c, q_path, k_path, v_path, d, heads, batch, n != NULL)))
         return rc;
+    c->variant_params.seed = c->common.seed; /* one seed: the inputs' and the variants' draws */
     if (c->n_ds * c->n_hs * c->n_bs > MAX_GROUPS)
         return cli_fail("scaling", "%zu combinations of --d, --heads and --batch: at most %d",
                         c->n_ds * c->n_hs * c->n_bs, MAX_GROUPS);
@@ -523,6 +543,7 @@ static int measure_point(res_file *f, const config *c, const group *g, size_t n,
         }
         la_problem *p = &problems[n_run];
         la_problem_init(p, g->batch, g->heads, n, n, g->d, g->d);
+        if ((rc = vp_apply(&c->variant_params, p))) return rc;
         p->causal = var->causal;
         p->workspace_limit =
             c->common.max_mem < (double)SIZE_MAX ? (size_t)c->common.max_mem : SIZE_MAX;
@@ -588,8 +609,12 @@ static int measure_point(res_file *f, const config *c, const group *g, size_t n,
 int cmd_scaling(int argc, char **argv)
 {
     config c;
+    memset(&c, 0, sizeof c);
     int rc = parse(argc, argv, &c);
-    if (rc) return rc;
+    if (rc) {
+        vp_free(&c.variant_params);
+        return rc;
+    }
     res_memory_init();
     const bz_report *busy = res_machine_check();
 
@@ -611,6 +636,7 @@ int cmd_scaling(int argc, char **argv)
     if (!f) {
         fprintf(stderr, "linattn: %s\n", err);
         in_source_close(&c.source);
+        vp_free(&c.variant_params);
         res_meta_extra(NULL);
         return 2;
     }
@@ -665,6 +691,7 @@ int cmd_scaling(int argc, char **argv)
     }
     if (res_close(f) != 0) rc = 1;
     in_source_close(&c.source);
+    vp_free(&c.variant_params);
     res_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
     return rc;
 }

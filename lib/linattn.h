@@ -223,14 +223,31 @@ typedef struct {
     double eps;                 /* linear attention: y = num / (den + eps); finite, >= 0 */
     size_t chunk;               /* causal linear attention, chunked form: tokens per chunk (>= 1) */
     size_t workspace_limit;     /* bytes of scratch a kernel may hold; above it: LA_EBUDGET */
+    /* The approximating variants' parameters (issue 13), read only by the kernels whose
+     * registry row names them (la_kernel_info.params): */
+    size_t window;        /* local softmax: query i sees keys j with |i - j| <= window
+                             (causal: i - window <= j <= i); >= 1 */
+    size_t proj_rank;     /* Linformer: k, the rows keys and values are projected to;
+                             in 1..n_keys for the kernel that reads it */
+    const double *proj_e; /* Linformer: E and F, each (proj_rank, n_keys) row-major,  */
+    const double *proj_f; /* shared by every batch entry and head; both NULL: drawn
+                             from seed (entries N(0, 1/proj_rank)). Float64 for
+                             either precision; the caller owns them */
+    size_t features;      /* FAVOR+: m, the random features per head; >= 1 */
+    uint64_t seed;        /* Linformer's drawn projections, FAVOR+'s random features:
+                             the same seed gives the same draw in both precisions */
 } la_problem;
 
 #define LA_DEFAULT_EPS 1e-6 /* as in fast-transformers */
 #define LA_DEFAULT_CHUNK 32 /* causal linear: 32 beat 64 by about 10% here (linattn bench) */
 #define LA_DEFAULT_WORKSPACE_LIMIT ((size_t)4 << 30) /* 4 GiB */
+#define LA_DEFAULT_WINDOW 64                         /* local softmax: r */
+#define LA_DEFAULT_PROJ_RANK 256 /* Linformer: k (Wang et al. 2020's main setting) */
+#define LA_DEFAULT_FEATURES 256  /* FAVOR+: m */
 
 /* Fills every field: the sizes given, no mask, scale = 1/sqrt(d_k), φ = elu+1,
- * eps = LA_DEFAULT_EPS, chunk = LA_DEFAULT_CHUNK, workspace_limit = the default.
+ * eps = LA_DEFAULT_EPS, chunk = LA_DEFAULT_CHUNK, workspace_limit = the default,
+ * window, proj_rank and features their defaults, no projections given, seed 0.
  * Adjust the fields afterwards. */
 LA_API void la_problem_init(la_problem *p, size_t batch, size_t heads, size_t n_queries,
                             size_t n_keys, size_t d_k, size_t d_v);
@@ -770,6 +787,9 @@ enum {
     LA_PARAM_FEATURE_MAP = 1u << 1, /* feature_map */
     LA_PARAM_EPS = 1u << 2,         /* eps */
     LA_PARAM_CHUNK = 1u << 3,       /* chunk, when causal */
+    LA_PARAM_WINDOW = 1u << 4,      /* window */
+    LA_PARAM_PROJ = 1u << 5,        /* proj_rank, proj_e, proj_f, seed */
+    LA_PARAM_FEATURES = 1u << 6,    /* features, seed */
 };
 
 typedef struct {

@@ -21,6 +21,11 @@ void la_problem_init(la_problem *p, size_t batch, size_t heads, size_t n_queries
     p->eps = LA_DEFAULT_EPS;
     p->chunk = LA_DEFAULT_CHUNK;
     p->workspace_limit = LA_DEFAULT_WORKSPACE_LIMIT;
+    p->window = LA_DEFAULT_WINDOW;
+    p->proj_rank = LA_DEFAULT_PROJ_RANK;
+    p->proj_e = p->proj_f = NULL;
+    p->features = LA_DEFAULT_FEATURES;
+    p->seed = 0;
 }
 
 bool la_mul_ok(size_t a, size_t b, size_t *out)
@@ -50,6 +55,8 @@ la_status la_problem_check(const la_problem *p)
     if (!(isfinite(p->eps) && p->eps >= 0)) return LA_EINVAL;
     if (!la_feature_map_ok(p->feature_map)) return LA_EINVAL;
     if (p->chunk == 0) return LA_EINVAL;
+    if (p->window == 0 || p->proj_rank == 0 || p->features == 0) return LA_EINVAL;
+    if ((p->proj_e == NULL) != (p->proj_f == NULL)) return LA_EINVAL; /* both or neither */
     if (p->key_lengths) {
         for (size_t b = 0; b < p->batch; b++)
             if (p->key_lengths[b] < 0 || (uint64_t)p->key_lengths[b] > p->n_keys) return LA_EINVAL;

@@ -1,0 +1,69 @@
+/* variants.h — the approximating kernels' parameters on the command line: one set of
+ * flags, the same in every subcommand that runs kernels (attend, bench, scaling, approx),
+ * filling the la_problem fields the registry rows read (la_kernel_info.params):
+ *   --window R          local softmax: keys within R positions of the query    [64]
+ *   --proj-rank K       Linformer: keys and values projected to K rows         [256]
+ *   --proj E.npy,F.npy  Linformer: the projections themselves, (K, M) each; without it
+ *                       they are drawn from --seed
+ *   --features M        FAVOR+: random features per head                      [256]
+ *   --seed S            Linformer's and FAVOR+'s random draws                   [0]
+ * A flag that none of the chosen kernels reads is refused, naming the kernels that read
+ * it, so a mistyped run never silently ignores a parameter. */
+#ifndef LA_VARIANTS_H
+#define LA_VARIANTS_H
+
+#include "linattn.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct {
+    const char *window, *proj_rank, *proj, *features, *seed;
+} vp_flags;
+
+/* The entries of a subcommand's cli_flag table, for the vp_flags f: the parameters;
+ * --seed, for a subcommand without a seed of its own (the sweeps' --seed seeds their
+ * random inputs and these draws alike); --proj, for attend only (its arrays fix M, which
+ * a sweep changes from point to point). */
+#define VP_PARAM_FLAGS(f)                                                                          \
+    {"window", &(f).window, NULL}, {"proj-rank", &(f).proj_rank, NULL},                            \
+    {                                                                                              \
+        "features", &(f).features, NULL                                                            \
+    }
+#define VP_SEED_FLAG(f)                                                                            \
+    {                                                                                              \
+        "seed", &(f).seed, NULL                                                                    \
+    }
+#define VP_PROJ_FLAG(f)                                                                            \
+    {                                                                                              \
+        "proj", &(f).proj, NULL                                                                    \
+    }
+
+typedef struct {
+    size_t window, proj_rank, features;
+    uint64_t seed;
+    la_array proj_e, proj_f; /* float64 (K, M), when --proj was given; else empty */
+    unsigned given;          /* the LA_PARAM_* bits whose flags were given */
+} vp_values;
+
+/* Parses the flags into *out (defaults for those not given; --proj's files read and
+ * converted to float64, their K taken as the rank). params_read: the OR of the chosen
+ * kernels' la_kernel_info.params; a flag whose bit is not in it is refused. Returns 0,
+ * or 2 after one line; *out needs vp_free either way. */
+int vp_parse(const vp_flags *f, unsigned params_read, vp_values *out);
+
+/* Puts the values into p (its sizes already set). --proj's arrays must be (K, n_keys):
+ * else one line and 2. The arrays stay owned by v. */
+int vp_apply(const vp_values *v, la_problem *p);
+
+void vp_free(vp_values *v);
+
+/* The OR of la_kernel_info.params over kernels[0..n). */
+unsigned vp_params_of(const la_kernel *kernels, size_t n);
+
+/* The help lines of the flags (with_proj, with_seed: --proj, --seed too), for the
+ * kernels of the registry that read each ("  --window R   local: ..."); none when no
+ * row reads any of them. */
+void vp_print_help(FILE *out, int with_proj, int with_seed);
+
+#endif
