@@ -33,6 +33,8 @@ static const la_command commands[] = {
      cmd_decode_help},
     {"accuracy", "experiment: kernel errors vs float64, distances between variants", cmd_accuracy,
      cmd_accuracy_help},
+    {"approx", "experiment: error against FLOPs of the approximating variants", cmd_approx,
+     cmd_approx_help},
     {"params-sweep", "experiment: exact parameters vs 12D², D sweep and standard models",
      cmd_params_sweep, cmd_params_sweep_help},
     {"block-sweep", "experiment: encoder layer time per component against N", cmd_block_sweep,

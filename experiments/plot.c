@@ -48,6 +48,7 @@ static const char help_text[] =
     "  crossover    crossover\n"
     "  decode       decode\n"
     "  accuracy     accuracy_error, accuracy_distance\n"
+    "  approx       approx\n"
     "  params       params\n"
     "  block        block\n"
     "Several files of scaling, crossover or decode (or one file holding several d, heads,\n"
@@ -96,6 +97,7 @@ static const figure_kind figures[] = {
     {"crossover", {"crossover", NULL}, 1, {"d", NULL}, ""},
     {"decode", {"decode", NULL}, 1, {"t_first", NULL}, ""},
     {"accuracy", {"accuracy_error", "accuracy_distance", NULL}, 0, {"n", NULL}, ""},
+    {"approx", {"approx", NULL}, 0, {"flops", NULL}, ""},
     {"params", {"params", NULL}, 0, {"d_model", NULL}, ""},
     {"block", {"block", NULL}, 0, {"n", NULL}, ""},
 };

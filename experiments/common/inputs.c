@@ -22,6 +22,11 @@ static double uniform(in_rng *r)
     return (double)(next(r) >> 11) * 0x1.0p-53;
 }
 
+double in_uniform(in_rng *r)
+{
+    return uniform(r);
+}
+
 in_rng in_rng_for(uint64_t seed, const char *label)
 {
     /* FNV-1a of the label, mixed with the seed */

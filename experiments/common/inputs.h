@@ -15,7 +15,8 @@ typedef struct {
 /* A generator for one purpose, derived from the run's seed and a label (so inputs do not
  * depend on which points ran before). */
 in_rng in_rng_for(uint64_t seed, const char *label);
-double in_normal(in_rng *r); /* N(0, 1) */
+double in_normal(in_rng *r);  /* N(0, 1) */
+double in_uniform(in_rng *r); /* [0, 1) */
 
 /* x[i] ~ N(0, sigma²) */
 void in_fill_normal_f32(in_rng *r, float *x, size_t n, double sigma);
