@@ -88,9 +88,10 @@ static const char help_after_variants[] = SW_COMMON_HELP
     "busy machine a warning says the timings are noisy.\n";
 
 /* The series not run unless --variant names them: their times follow those of series
- * that are run (hard's and materialised causal softmax's, softmax's). */
-static const char *const left_out_by_default[] = {"softmax_materialized_causal", "hard",
-                                                  "hard_causal", NULL};
+ * that are run (causal hard's and materialised causal softmax's, those of their
+ * non-causal forms). */
+static const char *const left_out_by_default[] = {"softmax_materialized_causal", "hard_causal",
+                                                  NULL};
 
 void cmd_scaling_help(FILE *out)
 {
@@ -105,8 +106,8 @@ void cmd_scaling_help(FILE *out)
     for (size_t i = 0; i < n; i++)
         left_out[i] = !by_default[i];
     snprintf(text, sizeof text,
-             "(default: all but %s, whose times follow those of softmax and "
-             "softmax_materialized)",
+             "(default: all but %s, whose times follow those of their non-causal "
+             "forms)",
              kn_series_names(all, n, left_out, names, sizeof names));
     fprintf(out, "%21s", "");
     cli_print_wrapped(out, text, 21);
