@@ -39,8 +39,8 @@ static la_status FN(conv1d_forward)(size_t batch, size_t n, size_t d, size_t wid
         for (size_t t = 0; t < width; t++) {
             const size_t first = t < half ? half - t : 0; /* i + t >= k/2 */
             const size_t lo = i0 > first ? i0 : first;
-            if (t >= n + half) break; /* this tap and the later ones read past x's end */
-            const size_t end = n + half - t;             /* i + t − k/2 < N */
+            if (t >= n + half) break;        /* this tap and the later ones read past x's end */
+            const size_t end = n + half - t; /* i + t − k/2 < N */
             const size_t hi = end < i1 ? end : i1;
             if (lo >= hi) continue;
             GEMM(hi - lo, d, d, 1, xs + (lo + t - half) * d, (ptrdiff_t)d, 1, w + t * d * d, 1,

@@ -45,8 +45,8 @@ la_status la_rnn_forward_f32(size_t batch, size_t n, size_t d, const float *x, c
     return rnn_forward_f32(batch, n, d, x, w_x, w_h, b, h);
 }
 
-la_status la_rnn_forward_f64(size_t batch, size_t n, size_t d, const double *x,
-                             const double *w_x, const double *w_h, const double *b, double *h)
+la_status la_rnn_forward_f64(size_t batch, size_t n, size_t d, const double *x, const double *w_x,
+                             const double *w_h, const double *b, double *h)
 {
     return rnn_forward_f64(batch, n, d, x, w_x, w_h, b, h);
 }

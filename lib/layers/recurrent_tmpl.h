@@ -29,7 +29,7 @@ static la_status FN(rnn_forward)(size_t batch, size_t n, size_t d, const REAL *x
     if (threads < 1) threads = 1;
     if (la_gemm_reserve(threads) != LA_OK) return LA_ENOMEM;
 
-    /* step 1: H = X W_xᵀ + b over all B·N rows (the part that needs no earlier step) */
+        /* step 1: H = X W_xᵀ + b over all B·N rows (the part that needs no earlier step) */
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (size_t blk = 0; blk < blocks; blk++) {
         const size_t i0 = blk * LA_SEQ_ROW_BLOCK;
@@ -38,8 +38,7 @@ static la_status FN(rnn_forward)(size_t batch, size_t n, size_t d, const REAL *x
         for (size_t i = 0; i < m; i++)
             for (size_t c = 0; c < d; c++)
                 hb[i * d + c] = b[c];
-        GEMM(m, d, d, 1, x + i0 * d, (ptrdiff_t)d, 1, w_x, 1, (ptrdiff_t)d, 1, hb, (ptrdiff_t)d,
-             1);
+        GEMM(m, d, d, 1, x + i0 * d, (ptrdiff_t)d, 1, w_x, 1, (ptrdiff_t)d, 1, hb, (ptrdiff_t)d, 1);
     }
 
     /* step 2: the recurrence, t = 0 .. N−1: H_t (B rows, row stride N·d) += H_{t−1} W_hᵀ

@@ -8,8 +8,8 @@
 
 /* h_t = tanh(W_h h_{t−1} + W_x x_t + b), h_{−1} = 0.
  *   x, h: (B, N, d); w_x, w_h: (d, d) row-major; b: (d). */
-la_status la_ref_rnn_forward(size_t batch, size_t n, size_t d, const double *x,
-                             const double *w_x, const double *w_h, const double *b, double *h)
+la_status la_ref_rnn_forward(size_t batch, size_t n, size_t d, const double *x, const double *w_x,
+                             const double *w_h, const double *b, double *h)
 {
     if (!x || !w_x || !w_h || !b || !h) return LA_EINVAL;
     la_status st = la_rnn_sizes(batch, n, d, sizeof(double));

@@ -96,7 +96,8 @@ static void rnn_scalar(void **state)
     tu_assert_close_f64(h, want, 4, TOL_F64, "scalar rnn");
     /* two sequences of two steps: the second starts again from h = 0 */
     assert_int_equal(la_rnn_forward_f64(2, 2, 1, x, &w_x, &w_h, &b, h), LA_OK);
-    const double second[2] = {tanh(w_x * x[2] + b), tanh(w_h * tanh(w_x * x[2] + b) + w_x * x[3] + b)};
+    const double second[2] = {tanh(w_x * x[2] + b),
+                              tanh(w_h * tanh(w_x * x[2] + b) + w_x * x[3] + b)};
     tu_assert_close_f64(h, want, 2, TOL_F64, "scalar rnn, first sequence");
     tu_assert_close_f64(h + 2, second, 2, TOL_F64, "scalar rnn, second sequence");
 }
@@ -144,7 +145,8 @@ static void conv_identity(void **state)
     (void)state;
     const size_t batch = 2, n = 6, d = 4, nx = batch * n * d;
     tu_rng r = tu_rng_for("conv identity");
-    double *x = tu_f64(nx), *y = tu_f64(nx), *want = tu_f64(nx), w[16] = {0}, b[4] = {1, -2, 3, 0.5};
+    double *x = tu_f64(nx), *y = tu_f64(nx), *want = tu_f64(nx), w[16] = {0},
+           b[4] = {1, -2, 3, 0.5};
     tu_fill_normal(&r, x, nx, 1.0);
     for (size_t i = 0; i < d; i++)
         w[i * d + i] = 1;
@@ -217,10 +219,14 @@ int main(void)
 {
     tu_init("test_rnn_conv");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(rnn_matches_reference), cmocka_unit_test(rnn_without_recurrence),
-        cmocka_unit_test(rnn_scalar),            cmocka_unit_test(conv_matches_reference),
-        cmocka_unit_test(conv_identity),         cmocka_unit_test(conv_shift),
-        cmocka_unit_test(same_across_threads),   cmocka_unit_test(cost_closed_forms),
+        cmocka_unit_test(rnn_matches_reference),
+        cmocka_unit_test(rnn_without_recurrence),
+        cmocka_unit_test(rnn_scalar),
+        cmocka_unit_test(conv_matches_reference),
+        cmocka_unit_test(conv_identity),
+        cmocka_unit_test(conv_shift),
+        cmocka_unit_test(same_across_threads),
+        cmocka_unit_test(cost_closed_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
