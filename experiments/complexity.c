@@ -126,12 +126,8 @@ static int parse(int argc, char **argv, config *c)
     const char *n = NULL, *d = NULL, *width = NULL, *window = NULL;
     sw_common_text common = {0};
     const cli_flag flags[] = {
-        {"n", &n, NULL},
-        {"d", &d, NULL},
-        {"kernel-width", &width, NULL},
-        {"window", &window, NULL},
-        SW_COMMON_FLAGS(common),
-        {NULL, NULL, NULL},
+        {"n", &n, NULL},           {"d", &d, NULL},         {"kernel-width", &width, NULL},
+        {"window", &window, NULL}, SW_COMMON_FLAGS(common), {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
@@ -154,8 +150,7 @@ static int parse(int argc, char **argv, config *c)
     if ((rc = sw_check_floats("--n", c->ns[c->n_ns - 1], c->d, 1)) ||
         (rc = sw_check_floats("--kernel-width", c->width, c->d, c->d)))
         return rc;
-    if ((rc = sw_common_finish(&common, &c->common, "results/complexity.csv", 10,
-                               8.0 * (1 << 30))))
+    if ((rc = sw_common_finish(&common, &c->common, "results/complexity.csv", 10, 8.0 * (1 << 30))))
         return rc;
     for (int l = 0; l < L_COUNT; l++)
         c->have[l] = 1;
@@ -221,8 +216,7 @@ static int run_layer(void *ctx)
     case L_CONVOLUTIONAL:
         return (int)la_conv1d_forward_f32(1, b->n, b->d, b->width, in->x, in->w_conv, in->b,
                                           in->out);
-    default:
-        return (int)la_attention_f32(b->kernel, &b->p, in->x, in->k, in->v, in->out);
+    default: return (int)la_attention_f32(b->kernel, &b->p, in->x, in->k, in->v, in->out);
     }
 }
 
@@ -395,18 +389,17 @@ static int write_table(res_file *f, const config *c, int argc, char **argv)
         }
         const size_t from = count / 2; /* the upper half of the curve */
         char head[512], measured[64];
-        snprintf(head, sizeof head, "%s,%zu,%zu,%zu,%d,%s,%s,%s,%g", LAYERS[l].name, c->d,
-                 c->width, c->window, la_get_num_threads(), LAYERS[l].complexity,
-                 LAYERS[l].sequential_ops, LAYERS[l].path_length, LAYERS[l].exponent);
+        snprintf(head, sizeof head, "%s,%zu,%zu,%zu,%d,%s,%s,%s,%g", LAYERS[l].name, c->d, c->width,
+                 c->window, la_get_num_threads(), LAYERS[l].complexity, LAYERS[l].sequential_ops,
+                 LAYERS[l].path_length, LAYERS[l].exponent);
         st_fit e;
         if (st_fit_loglog(n + from, t + from, count - from, ST_BOOTSTRAP_SEED, &e) != 0) {
             snprintf(measured, sizeof measured, "no fit (%zu points)", count - from);
             rc = res_row(fit, "%s,,,,,,,,%zu", head, count - from);
         } else {
-            snprintf(measured, sizeof measured, "%.2f [%.2f, %.2f]", e.exponent, e.ci_lo,
-                     e.ci_hi);
-            rc = res_row(fit, "%s,%.4f,%.4f,%.4f,%.5f,%.6e,%.0f,%.0f,%d", head, e.exponent,
-                         e.ci_lo, e.ci_hi, e.r_squared, e.prefactor, e.x_min, e.x_max, e.points);
+            snprintf(measured, sizeof measured, "%.2f [%.2f, %.2f]", e.exponent, e.ci_lo, e.ci_hi);
+            rc = res_row(fit, "%s,%.4f,%.4f,%.4f,%.5f,%.6e,%.0f,%.0f,%d", head, e.exponent, e.ci_lo,
+                         e.ci_hi, e.r_squared, e.prefactor, e.x_min, e.x_max, e.points);
         }
         printf("complexity: %-27s %-12s %-24s %-11s %s\n", LAYERS[l].name, LAYERS[l].complexity,
                measured, LAYERS[l].sequential_ops, LAYERS[l].path_length);
