@@ -152,6 +152,11 @@ static int parse(int argc, char **argv, config *c)
         return rc;
     if ((rc = sw_common_finish(&common, &c->common, "results/complexity.csv", 10, 8.0 * (1 << 30))))
         return rc;
+    /* every point holds the weights, W_x, W_h and the convolution's k·d·d floats */
+    const double weights = (2.0 + (double)c->width) * (double)c->d * (double)c->d * sizeof(float);
+    if ((rc = sw_check_memory(width ? "--kernel-width" : "--d", weights, c->common.max_mem,
+                              "--max-mem (default 8G, at most the memory here)")))
+        return rc;
     for (int l = 0; l < L_COUNT; l++)
         c->have[l] = 1;
     c->have[L_RESTRICTED] = la_kernel_parse("local", &c->local) == LA_OK;
