@@ -45,8 +45,8 @@ static const char help_text[] =
     "measured N, with a 95% bootstrap interval of e (2000 resamples, fixed seed) and R^2,\n"
     "and prints the table: complexity per layer, measured exponent [interval],\n"
     "sequential operations, maximum path length. A fit needs at least 4 points in the\n"
-    "upper half (7 lengths of N); with fewer the points are recorded and no exponent is\n"
-    "given.\n"
+    "upper half (at least 7 lengths of N); with fewer the points are recorded and no\n"
+    "exponent is given.\n"
     "\n"
     "  --n LIST           sequence lengths, " SW_SWEEP_SYNTAX "\n"
     "                     (default 128:8192), measured in increasing order\n"
@@ -60,8 +60,9 @@ static const char help_text[] =
     "\n"
     "A point predicted (from the type's previous point and its theoretical exponent) to\n"
     "take longer than --max-seconds, or to hold more than --max-mem, is recorded as\n"
-    "skipped_time or skipped_mem instead of run. Also writes <out>_fit.csv with one row\n"
-    "per layer type: the table with the fitted exponents.\n";
+    "skipped_time or skipped_mem instead of run; weights (W_x, W_h and the convolution's\n"
+    "k*d*d) beyond --max-mem are refused before anything is written. Also writes\n"
+    "<out>_fit.csv with one row per layer type: the table with the fitted exponents.\n";
 
 void cmd_complexity_help(FILE *out)
 {
