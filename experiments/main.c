@@ -39,6 +39,8 @@ static const la_command commands[] = {
      cmd_params_sweep, cmd_params_sweep_help},
     {"block-sweep", "experiment: encoder layer time per component against N", cmd_block_sweep,
      cmd_block_sweep_help},
+    {"complexity", "experiment: Vaswani et al.'s Table 1 measured, time of each layer type vs N",
+     cmd_complexity, cmd_complexity_help},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 

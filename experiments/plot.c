@@ -51,6 +51,7 @@ static const char help_text[] =
     "  approx       approx\n"
     "  params       params\n"
     "  block        block\n"
+    "  complexity   complexity (with <file>_fit.csv)\n"
     "Several files of scaling, crossover or decode (or one file holding several d, heads,\n"
     "...) are overlaid in one figure: the legend names the setting that differs (d = 32,\n"
     "d = 64). Several files of the other experiments give one figure each (block.png,\n"
@@ -100,21 +101,24 @@ static const figure_kind figures[] = {
     {"approx", {"approx", NULL}, 0, {"flops", NULL}, ""},
     {"params", {"params", NULL}, 0, {"d_model", NULL}, ""},
     {"block", {"block", NULL}, 0, {"n", NULL}, ""},
+    {"complexity", {"complexity", NULL}, 0, {"n", NULL}, "fit"},
 };
 enum { N_FIGURES = sizeof figures / sizeof figures[0] };
 
 /* Files drawn with another's figure (given alone they are refused, in a folder skipped). */
 static const char *const companions[] = {"scaling_fit", "scaling_train_fit", "crossover_points",
-                                         NULL};
+                                         "complexity_fit", NULL};
 
 /* The columns that are settings of a run, and how a value is shown. */
 typedef struct {
     const char *column, *format;
 } setting;
 static const setting settings[] = {
-    {"d", "d = %s"},           {"d_k", "d_k = %s"},   {"d_v", "d_v = %s"},   {"heads", "%s heads"},
-    {"batch", "batch %s"},     {"d_model", "D = %s"}, {"d_ff", "d_ff = %s"}, {"tokens", "T = %s"},
-    {"threads", "%s threads"}, {"precision", "%s"},   {"dtype", "%s"},
+    {"d", "d = %s"},       {"d_k", "d_k = %s"},   {"d_v", "d_v = %s"},
+    {"heads", "%s heads"}, {"batch", "batch %s"}, {"d_model", "D = %s"},
+    {"d_ff", "d_ff = %s"}, {"tokens", "T = %s"},  {"threads", "%s threads"},
+    {"precision", "%s"},   {"dtype", "%s"},       {"kernel_width", "k = %s"},
+    {"window", "r = %s"},
 };
 enum { N_SETTINGS = sizeof settings / sizeof settings[0] };
 

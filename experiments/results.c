@@ -129,6 +129,10 @@ static const experiment suite[] = {
      {"--n", "64:8192"},
      {"--n", "64:512", "--d-model", "128", "--min-time", "0.02"},
      30, 2, NULL},
+    {"complexity", "complexity.csv", " (Table 1: d = 64, N = 128..8192, k = 3, r = 64)",
+     {NULL},
+     {"--n", "16:1024", "--min-time", "0.02"},
+     15, 2, NULL},
 };
 // clang-format on
 enum { N_EXPERIMENTS = sizeof suite / sizeof suite[0] };
@@ -774,6 +778,34 @@ static void summary_accuracy(FILE *out, const config *c)
     res_close(f);
 }
 
+/* Vaswani et al.'s Table 1 with the measured exponents (complexity_fit.csv). */
+static void summary_complexity(FILE *out, const config *c)
+{
+    res_file *f = load(c, "complexity_fit.csv", 1);
+    if (!f) return;
+    fprintf(out, "\n## The complexity table, measured (complexity_fit.csv)\n\n"
+                 "Exponent of time in N over the upper half of each layer type's N, with its "
+                 "95%% bootstrap interval.\n\n"
+                 "| layer | complexity per layer | measured exponent [95%%] | sequential "
+                 "operations | maximum path length |\n| --- | --- | --- | --- | --- |\n");
+    for (size_t i = 0; i < res_count(f); i++) {
+        const char *row = res_row_at(f, i);
+        char layer[64], per[32], seq[16], path[16], measured[64] = "no fit";
+        double e, lo, hi;
+        if (res_get_str(f, row, "layer", layer, sizeof layer) ||
+            res_get_str(f, row, "complexity", per, sizeof per) ||
+            res_get_str(f, row, "sequential_ops", seq, sizeof seq) ||
+            res_get_str(f, row, "path_length", path, sizeof path))
+            continue;
+        if (res_get(f, row, "fitted_exponent", &e) == 0 &&
+            res_get(f, row, "exponent_ci_lo", &lo) == 0 &&
+            res_get(f, row, "exponent_ci_hi", &hi) == 0)
+            snprintf(measured, sizeof measured, "%.2f [%.2f, %.2f]", e, lo, hi);
+        fprintf(out, "| %s | %s | %s | %s | %s |\n", layer, per, measured, seq, path);
+    }
+    res_close(f);
+}
+
 static void summary_params(FILE *out, const config *c)
 {
     res_file *f = load(c, "params.csv", 1);
@@ -958,7 +990,8 @@ static int summary(const config *c)
             meta_value(c, from, "load_average", v[5], sizeof v[5]));
     /* the machine check of each timing experiment, where the files have it */
     static const char *const timed[] = {"scaling.csv", "scaling_train.csv", "crossover.csv",
-                                        "decode.csv",  "block.csv",         NULL};
+                                        "decode.csv",  "block.csv",         "complexity.csv",
+                                        NULL};
     for (const char *const *file = timed; *file; file++) {
         meta_value(c, *file, "noisy", v[6], sizeof v[6]);
         if (strncmp(v[6], "yes", 3) == 0)
@@ -975,6 +1008,7 @@ static int summary(const config *c)
     summary_crossover(out, c);
     summary_decode(out, c);
     summary_block(out, c);
+    summary_complexity(out, c);
     summary_accuracy(out, c);
     summary_params(out, c);
     static const char *const csv[] = {".csv", NULL}, *const figs[] = {".png", ".svg", NULL};

@@ -93,6 +93,11 @@
  *     la_encoder_layer_*, la_decoder_layer_*        one layer
  *     la_encoder_*, la_decoder_*, la_transformer_*  stacks
  *     la_add_positional_encoding_*, la_embed_*      sinusoidal positions, token embeddings
+ *   sequence layers beside attention (Vaswani et al.'s Table 1)
+ *     la_rnn_forward_f32/_f64             recurrent (Elman) layer, N sequential steps
+ *     la_conv1d_forward_f32/_f64          1-D convolution over the sequence, width k
+ *     la_ref_rnn_forward, la_ref_conv1d_forward     their float64 oracles
+ *     la_rnn_cost, la_conv1d_cost         their FLOPs
  *   accounting
  *     la_param_counts                     exact parameter counts, as PyTorch (or a published
  *                                         model's reference code: LA_MODEL_*) counts them
@@ -1186,6 +1191,63 @@ LA_API la_status la_embed_f32(size_t vocab, size_t d, const float *table, size_t
                               const int64_t *tokens, float *out);
 LA_API la_status la_embed_f64(size_t vocab, size_t d, const double *table, size_t count,
                               const int64_t *tokens, double *out);
+
+/* ---------------------------------------------------------------- sequence layers */
+
+/* The two layer types Vaswani et al. ("Attention Is All You Need", Table 1) compare
+ * self-attention with, for `linattn complexity`: per layer, the work, the operations
+ * that must run one after another, and the longest path a signal travels between two
+ * positions:
+ *   self-attention              O(N²·d)     1     1
+ *   recurrent                   O(N·d²)     N     N
+ *   convolutional (width k)     O(k·N·d²)   1     log_k(N) (a stack of dilated layers;
+ *                                                 N/k for plain ones)
+ *   restricted self-attention   O(r·N·d)    1     N/r
+ * LAYOUT. x and the output are (B, N, d) row-major: B sequences of N positions of d
+ * features, d channels in and out. Weights are row-major (out, in) matrices applied to
+ * column vectors (W x); biases (d). The output must not overlap x (the layers write it
+ * while they still read x). Both allocate nothing but BLIS's packing buffers (LA_ENOMEM
+ * when those cannot be had), and write nothing on error.
+ * Returns LA_OK, LA_EINVAL (NULL, a zero size, an even or zero width), LA_EOVERFLOW
+ * (B·N·d or the weights' elements not addressable), LA_ENOMEM. */
+
+/* Recurrent (Elman) layer: h_t = tanh(W_h h_{t−1} + W_x x_t + b), h_{−1} = 0, run as
+ * the N-step recurrence it is: W_x x_t for every t is one product over all B·N rows (it
+ * needs no earlier step); then N sequential steps of one (B, d) × (d, d) product with
+ * W_h each (a matrix–vector product when B = 1), then tanh.
+ *   x, h: (B, N, d); w_x, w_h: (d, d); b: (d). */
+LA_API la_status la_rnn_forward_f32(size_t batch, size_t n, size_t d, const float *x,
+                                    const float *w_x, const float *w_h, const float *b, float *h);
+LA_API la_status la_rnn_forward_f64(size_t batch, size_t n, size_t d, const double *x,
+                                    const double *w_x, const double *w_h, const double *b,
+                                    double *h);
+
+/* 1-D convolution over the sequence, width k (odd), 'same' zero padding: output
+ * position i sees inputs i − k/2 .. i + k/2 (those outside 0 .. N−1 are zero):
+ *   y_i = Σ_{t=0}^{k−1} W_t x_{i+t−k/2} + b.
+ *   x, y: (B, N, d); w: (k, d, d), W_t = w[t] a (d_out, d_in) matrix; b: (d).
+ * Through BLIS as k products of (rows, d) × (d, d) over shifted row ranges, per block of
+ * output rows (no im2col copy: no scratch; lib/layers/conv1d.c says why). */
+LA_API la_status la_conv1d_forward_f32(size_t batch, size_t n, size_t d, size_t width,
+                                       const float *x, const float *w, const float *b, float *y);
+LA_API la_status la_conv1d_forward_f64(size_t batch, size_t n, size_t d, size_t width,
+                                       const double *x, const double *w, const double *b,
+                                       double *y);
+
+/* The float64 oracles of the two layers: plain loops, the same arguments and statuses. */
+LA_API la_status la_ref_rnn_forward(size_t batch, size_t n, size_t d, const double *x,
+                                    const double *w_x, const double *w_h, const double *b,
+                                    double *h);
+LA_API la_status la_ref_conv1d_forward(size_t batch, size_t n, size_t d, size_t width,
+                                       const double *x, const double *w, const double *b,
+                                       double *y);
+
+/* FLOPs of one call, multiply-adds counting 2, every add and tanh 1:
+ *   recurrent      B·N·(4d² + 2d)   (W_x x_t and W_h h_{t−1}, 2d² each; + b; tanh)
+ *   convolutional  B·N·(2k·d² + d)  (k taps of 2d², the padded ones counted; + b)
+ * Returns LA_OK, or the layer's status for the same sizes (LA_EINVAL also for NULL). */
+LA_API la_status la_rnn_cost(size_t batch, size_t n, size_t d, double *flops);
+LA_API la_status la_conv1d_cost(size_t batch, size_t n, size_t d, size_t width, double *flops);
 
 /* ---------------------------------------------------------------- Accounting */
 

@@ -136,6 +136,15 @@ static const char *const api_names[] = {
     "la_add_positional_encoding_f64",
     "la_embed_f32",
     "la_embed_f64",
+    /* sequence layers */
+    "la_rnn_forward_f32",
+    "la_rnn_forward_f64",
+    "la_conv1d_forward_f32",
+    "la_conv1d_forward_f64",
+    "la_ref_rnn_forward",
+    "la_ref_conv1d_forward",
+    "la_rnn_cost",
+    "la_conv1d_cost",
     /* accounting */
     "la_param_counts",
     "la_layer_cost_model",
@@ -1090,6 +1099,73 @@ static void layers(void **state)
     EXPECT(la_embed_f64(3, 4, gd, 1, NULL, od), LA_EINVAL, od, sizeof od);
 }
 
+/* ---------------------------------------------------------------- sequence layers */
+
+/* NULL arrays, zero sizes, an even or zero width, sizes whose product overflows: each
+ * refused with its documented status, the output untouched. */
+static void sequence_layers(void **state)
+{
+    (void)state;
+    float x[24], w[48], b[4], o[24];
+    double xd[24], wd[48], bd[4], od[24];
+    for (size_t i = 0; i < 24; i++)
+        x[i] = (float)(xd[i] = 0.1 * (double)i);
+    for (size_t i = 0; i < 48; i++)
+        w[i] = (float)(wd[i] = 0.01 * (double)i);
+    for (size_t i = 0; i < 4; i++)
+        b[i] = (float)(bd[i] = 1);
+    /* recurrent: x (1, 6, 4), w_x = w, w_h = w + 16 */
+    EXPECT(la_rnn_forward_f32(1, 6, 4, NULL, w, w + 16, b, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_rnn_forward_f32(1, 6, 4, x, w, NULL, b, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_rnn_forward_f32(1, 6, 4, x, w, w + 16, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_rnn_forward_f32(0, 6, 4, x, w, w + 16, b, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_rnn_forward_f32(1, 0, 4, x, w, w + 16, b, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_rnn_forward_f32(SIZE_MAX / 2, 6, 4, x, w, w + 16, b, o), LA_EOVERFLOW, o, sizeof o);
+    EXPECT(la_rnn_forward_f32(1, 1, SIZE_MAX / 2, x, w, w + 16, b, o), LA_EOVERFLOW, o, sizeof o);
+    assert_int_equal(la_rnn_forward_f32(1, 6, 4, x, w, w + 16, b, NULL), LA_EINVAL);
+    EXPECT(la_rnn_forward_f64(1, 6, 4, xd, NULL, wd + 16, bd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_rnn_forward_f64(1, 6, 0, xd, wd, wd + 16, bd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_rnn_forward_f64(SIZE_MAX, SIZE_MAX, 4, xd, wd, wd + 16, bd, od), LA_EOVERFLOW, od,
+           sizeof od);
+    EXPECT(la_ref_rnn_forward(1, 6, 4, NULL, wd, wd + 16, bd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_ref_rnn_forward(0, 6, 4, xd, wd, wd + 16, bd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_ref_rnn_forward(1, SIZE_MAX / 4, 4, xd, wd, wd + 16, bd, od), LA_EOVERFLOW, od,
+           sizeof od);
+    /* convolutional: x (1, 6, 4), w (3, 4, 4) */
+    EXPECT(la_conv1d_forward_f32(1, 6, 4, 3, NULL, w, b, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_conv1d_forward_f32(1, 6, 4, 3, x, NULL, b, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_conv1d_forward_f32(1, 6, 4, 3, x, w, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_conv1d_forward_f32(1, 6, 4, 2, x, w, b, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_conv1d_forward_f32(1, 6, 4, 0, x, w, b, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_conv1d_forward_f32(1, 0, 4, 3, x, w, b, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_conv1d_forward_f32(SIZE_MAX / 2, 6, 4, 3, x, w, b, o), LA_EOVERFLOW, o, sizeof o);
+    EXPECT(la_conv1d_forward_f32(1, 6, 4, SIZE_MAX, x, w, b, o), LA_EOVERFLOW, o, sizeof o);
+    assert_int_equal(la_conv1d_forward_f32(1, 6, 4, 3, x, w, b, NULL), LA_EINVAL);
+    EXPECT(la_conv1d_forward_f64(1, 6, 4, 4, xd, wd, bd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_conv1d_forward_f64(0, 6, 4, 3, xd, wd, bd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_conv1d_forward_f64(1, 6, SIZE_MAX / 2, 3, xd, wd, bd, od), LA_EOVERFLOW, od,
+           sizeof od);
+    EXPECT(la_ref_conv1d_forward(1, 6, 4, 3, xd, NULL, bd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_ref_conv1d_forward(1, 6, 4, 6, xd, wd, bd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_ref_conv1d_forward(1, 6, 4, SIZE_MAX, xd, wd, bd, od), LA_EOVERFLOW, od, sizeof od);
+    /* costs: the same refusals, and NULL */
+    double flops = 7;
+    assert_int_equal(la_rnn_cost(1, 6, 4, NULL), LA_EINVAL);
+    assert_int_equal(la_rnn_cost(1, 0, 4, &flops), LA_EINVAL);
+    assert_int_equal(la_rnn_cost(SIZE_MAX, SIZE_MAX, 4, &flops), LA_EOVERFLOW);
+    assert_int_equal(la_conv1d_cost(1, 6, 4, 3, NULL), LA_EINVAL);
+    assert_int_equal(la_conv1d_cost(1, 6, 4, 8, &flops), LA_EINVAL);
+    assert_int_equal(la_conv1d_cost(1, 6, 0, 3, &flops), LA_EINVAL);
+    assert_true(flops == 7); /* untouched */
+    /* and the calls done right, so the cases above fail for the reason they name */
+    assert_int_equal(la_rnn_forward_f32(1, 6, 4, x, w, w + 16, b, o), LA_OK);
+    assert_int_equal(la_conv1d_forward_f64(1, 6, 4, 3, xd, wd, bd, od), LA_OK);
+    assert_int_equal(la_ref_conv1d_forward(1, 6, 4, 3, xd, wd, bd, od), LA_OK);
+    assert_int_equal(la_ref_rnn_forward(1, 6, 4, xd, wd, wd + 16, bd, od), LA_OK);
+    assert_int_equal(la_rnn_cost(1, 6, 4, &flops), LA_OK);
+    assert_int_equal(la_conv1d_cost(1, 6, 4, 3, &flops), LA_OK);
+}
+
 /* ---------------------------------------------------------------- accounting */
 
 static void accounting(void **state)
@@ -1143,6 +1219,7 @@ int main(void)
         cmocka_unit_test(npy),
         cmocka_unit_test(output_files),
         cmocka_unit_test(layers),
+        cmocka_unit_test(sequence_layers),
         cmocka_unit_test(accounting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
