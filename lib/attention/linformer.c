@@ -87,8 +87,7 @@ typedef struct {
     size_t proj, kp, vp, total;
 } linformer_layout;
 
-static la_status linformer_layout_for(const la_problem *p, size_t elem_size,
-                                      linformer_layout *lay)
+static la_status linformer_layout_for(const la_problem *p, size_t elem_size, linformer_layout *lay)
 {
     const size_t r = p->proj_rank;
     size_t heads, rows, a;

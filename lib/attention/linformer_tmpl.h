@@ -25,8 +25,8 @@ static la_status FN(linformer_attention)(const la_problem *p, const REAL *q, con
      * M·max|E|·max|K| (M·max|F|·max|V|), within T/8; inputs holding inf or NaN pass, as
      * the other kernels' scans let them (their outputs are not finite either) */
     double e_max = 0, f_max = 0;
-    if (p->proj_e && (!finite_max_abs(p->proj_e, r * M, &e_max) ||
-                      !finite_max_abs(p->proj_f, r * M, &f_max)))
+    if (p->proj_e &&
+        (!finite_max_abs(p->proj_e, r * M, &e_max) || !finite_max_abs(p->proj_f, r * M, &f_max)))
         return LA_EINVAL;
     if (!p->proj_e) e_max = f_max = 9 / sqrt((double)r); /* a drawn |z| is below 8.6 */
     const double k_max = FN(la_max_abs)(k, heads * M * dk);
