@@ -466,6 +466,14 @@ int cmd_attend(int argc, char **argv)
     p.eps = eps;
     p.chunk = chunk;
     if ((rc = vp_apply(&variant_values, &p))) goto done;
+    if (!vp_rank_fits(kernel, &p)) {
+        rc = variant_values.proj_e.data
+                 ? cli_fail("--proj", "K = %zu rows, must be at most M = %zu (the keys' rows)",
+                            p.proj_rank, m)
+                 : cli_fail("--proj-rank", "K = %zu must be at most M = %zu (the keys' rows)",
+                            p.proj_rank, m);
+        goto done;
+    }
     la_status st = la_problem_check(&p);
     if (st != LA_OK) {
         rc = cli_fail("attend", "%s", la_strerror(st));
