@@ -83,7 +83,8 @@ static const char help_after_variants[] = SW_COMMON_HELP
     "A point predicted (from the kernel's previous point and its theoretical exponent,\n"
     "and from the cost model's bytes) to exceed a budget is recorded as skipped_time or\n"
     "skipped_mem instead of run; a point whose N is below a kernel's --proj-rank K (the\n"
-    "keys cannot be projected to more rows than they have) as skipped_rank. Also writes <out>_fit.csv with one row per kernel and\n"
+    "keys cannot be projected to more rows than they have) as skipped_rank. Also writes "
+    "<out>_fit.csv with one row per kernel and\n"
     "(d, heads, batch): the fitted exponents, their intervals and R^2. Before the first\n"
     "point the machine's load is measured (# calibration, # noisy in the files); on a\n"
     "busy machine a warning says the timings are noisy.\n";
