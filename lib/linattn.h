@@ -536,7 +536,10 @@ LA_API la_status la_linear_attention_recurrent_backward_f64(const la_problem *p,
  * Memory: the projected K' and V' of every head, B·H·k·(d_k + d_v) elements, then the
  * fused softmax kernel's own scratch (la_softmax_attention_* on (Q, K', V')); float32 also
  * holds E and F converted to float32 (2·k·M floats), and a drawn pair is held as it is
- * drawn (float64 2·k·M doubles); all of it held against p->workspace_limit.
+ * drawn (float64 2·k·M doubles); all of it held against p->workspace_limit. A drawn pair
+ * is drawn again at every call (k·M Box–Muller pairs: a log, a cos and a sin each, not in
+ * the cost model's FLOPs): draw it once with la_linformer_projections and pass it to
+ * spare that.
  * Range: LA_ERANGE when M·max|E|·max|K| or M·max|F|·max|V| passes T/8 (bounds on the
  * projected entries), then as softmax on (Q, K', V') with M = k. E and F must be finite
  * (LA_EINVAL otherwise).

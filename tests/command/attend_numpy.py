@@ -519,6 +519,8 @@ def error_cases(run):
                                                      "--proj-rank", "3"]),
         ("linformer: --causal", lf + ["--causal", "--proj-rank", "3"]),
         ("linformer: --feature-map", lf + ["--proj-rank", "3", "--feature-map", "elu"]),
+        ("linformer: --save-weights", lf + ["--proj-rank", "3", "--save-weights",
+                                            run.path("w.npy")]),
         ("--proj-rank with softmax", full + ["--proj-rank", "3"]),
         ("--seed with linear", lin + ["--seed", "3"]),
     ]
