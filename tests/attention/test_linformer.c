@@ -154,6 +154,28 @@ static void given_equals_drawn(void **state)
     assert_int_equal(la_linformer_attention_f32(&given, x.q32, x.k32, x.v32, y32), LA_OK);
     assert_memory_equal(y64, x.out, x.no * sizeof *y64);
     assert_memory_equal(y32, x.out32, x.no * sizeof *y32);
+    /* the workspace with given projections (float64 holds no copy of them): at the cost
+     * model's bytes the call runs, one byte under it is refused */
+    for (int dtype = LA_FLOAT32; dtype <= LA_FLOAT64; dtype++) {
+        la_cost cost, drawn_cost;
+        assert_int_equal(la_attention_cost(LA_KERNEL_LINFORMER, &given, (la_dtype)dtype, &cost),
+                         LA_OK);
+        assert_int_equal(la_attention_cost(LA_KERNEL_LINFORMER, &p, (la_dtype)dtype, &drawn_cost),
+                         LA_OK);
+        const double copy = 2.0 * (double)(p.proj_rank * p.n_keys) * (dtype ? 8 : 4);
+        assert_true(drawn_cost.workspace_bytes - cost.workspace_bytes == (dtype ? copy : 0));
+        la_problem at = given;
+        at.workspace_limit = (size_t)cost.workspace_bytes;
+        la_status ok = dtype ? la_linformer_attention_f64(&at, x.q, x.k, x.v, y64)
+                             : la_linformer_attention_f32(&at, x.q32, x.k32, x.v32, y32);
+        at.workspace_limit--;
+        la_status refused = dtype ? la_linformer_attention_f64(&at, x.q, x.k, x.v, y64)
+                                  : la_linformer_attention_f32(&at, x.q32, x.k32, x.v32, y32);
+        if (ok != LA_OK || refused != LA_EBUDGET)
+            fail_msg("given projections, %s: at the model's %.0f bytes %s, one under %s",
+                     dtype ? "float64" : "float32", cost.workspace_bytes, la_strerror(ok),
+                     la_strerror(refused));
+    }
     /* another seed: another draw, another output */
     la_problem other = p;
     other.seed = p.seed + 1;
