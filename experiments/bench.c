@@ -461,13 +461,13 @@ static void measure_point(bench_point *pt, const bench_shape *s, const bench_inp
     const la_kernel kernel = pt->kernel;
     const la_problem p = problem_of(pt, s);
     pt->gflops = pt->pct_of_sgemm = pt->workspace_bytes = NAN;
-    if (!vp_rank_fits(kernel, &p)) {
-        pt->rank_above_m = 1;
+    if (!ps_kernel_has(kernel, pt->pass)) {
+        pt->no_backward = 1;
         pt->status = LA_EINVAL;
         return;
     }
-    if (!ps_kernel_has(kernel, pt->pass)) {
-        pt->no_backward = 1;
+    if (!vp_rank_fits(kernel, &p)) {
+        pt->rank_above_m = 1;
         pt->status = LA_EINVAL;
         return;
     }
