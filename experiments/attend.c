@@ -42,7 +42,7 @@ static const char help_options[] =
     "                       one-hot rows, linear φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps);\n"
     "                       hidden entries 0, a query that sees no key a zero row.\n"
     "                       Refused (one line) when its N·M·B·H elements pass the\n"
-    "                       machine's memory [none]\n"
+    "                       machine's memory, and for linformer (no matrix yet) [none]\n"
     "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores];\n"
     "                       " CLI_THREADS_HELP "\n";
 static const char help_gradients[] =
@@ -425,6 +425,8 @@ int cmd_attend(int argc, char **argv)
     size_t chunk = LA_DEFAULT_CHUNK;
     la_feature_map fm = LA_FEATURE_ELU1;
     if ((rc = choose_kernel(&a, &kernel))) return rc;
+    if (a.save_weights && kernel == LA_KERNEL_LINFORMER)
+        return cli_fail("--save-weights", "linformer has no attention matrix here yet");
     if (a.save_weights && strcmp(a.save_weights, a.out) == 0)
         return cli_fail("--save-weights", "'%s' is also --out", a.save_weights);
     if ((rc = check_gradient_flags(&a, &gradients))) return rc;
@@ -466,6 +468,14 @@ int cmd_attend(int argc, char **argv)
     p.eps = eps;
     p.chunk = chunk;
     if ((rc = vp_apply(&variant_values, &p))) goto done;
+    if (!vp_rank_fits(kernel, &p)) {
+        rc = variant_values.proj_e.data
+                 ? cli_fail("--proj", "K = %zu rows, must be at most M = %zu (the keys' rows)",
+                            p.proj_rank, m)
+                 : cli_fail("--proj-rank", "K = %zu must be at most M = %zu (the keys' rows)",
+                            p.proj_rank, m);
+        goto done;
+    }
     la_status st = la_problem_check(&p);
     if (st != LA_OK) {
         rc = cli_fail("attend", "%s", la_strerror(st));

@@ -46,8 +46,9 @@ static const char help_columns[] =
     "  d_k, d_v, heads, batch\n"
     "                   csv only (the header's shape line gives them for the table)\n"
     "  threads          OpenMP threads of the kernel; BLIS threads of the sgemm row\n"
-    "  status           csv: ok, skipped_mem (over the workspace limit) or error; the\n"
-    "                   table's note says skipped: why\n"
+    "  status           csv: ok, skipped_mem (over the workspace limit), skipped_rank\n"
+    "                   (--proj-rank K above M) or error; the table's note says\n"
+    "                   skipped: why\n"
     "  reps             timed runs (the table's runs)\n"
     "  median_s, min_s, max_s\n"
     "                   seconds per call over those runs\n"
@@ -272,6 +273,7 @@ typedef struct {
     int threads;
     ps_pass pass;     /* forward, backward or train (common/passes.h) */
     int no_backward;  /* skipped: the pass needs a backward the kernel does not have yet */
+    int rank_above_m; /* skipped: the kernel projects to K = --proj-rank rows, K > M */
     la_status status; /* LA_OK, or why the point was skipped */
     res_timing t;
     double gflops, pct_of_sgemm; /* NAN when the FLOP model has no count */
@@ -464,6 +466,11 @@ static void measure_point(bench_point *pt, const bench_shape *s, const bench_inp
         pt->status = LA_EINVAL;
         return;
     }
+    if (!vp_rank_fits(kernel, &p)) {
+        pt->rank_above_m = 1;
+        pt->status = LA_EINVAL;
+        return;
+    }
     la_cost cost;
     const int have_cost = ps_cost(kernel, &p, pt->pass, LA_FLOAT32, &cost) == LA_OK;
     const double flops = have_cost ? cost.flops_total : NAN;
@@ -535,13 +542,16 @@ static void write_bench_meta(FILE *out, const bench_shape *s, const char *m_text
 static const char *status_name(const bench_point *pt)
 {
     if (pt->no_backward) return "skipped_no_backward";
+    if (pt->rank_above_m) return "skipped_rank";
     return pt->status == LA_OK ? "ok" : pt->status == LA_EBUDGET ? "skipped_mem" : "error";
 }
 
 /* Why a point was skipped (the note). */
 static const char *skip_reason(const bench_point *pt)
 {
-    return pt->no_backward ? "no backward yet" : la_strerror(pt->status);
+    return pt->no_backward    ? "no backward yet"
+           : pt->rank_above_m ? "--proj-rank above M"
+                              : la_strerror(pt->status);
 }
 
 typedef struct {
@@ -1090,6 +1100,7 @@ int cmd_bench(int argc, char **argv)
     double worst_bytes = 0;
     for (size_t i = 0; i < count; i++) {
         const la_problem p = problem_of(&points[i], &shape);
+        if (!vp_rank_fits(points[i].kernel, &p)) continue; /* skipped_rank: nothing held */
         la_status st = la_problem_check(&p);
         la_cost cost;
         /* a kernel without the pass (no backward yet) is skipped: its forward's bytes */

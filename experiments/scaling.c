@@ -82,7 +82,9 @@ static const char help_after_variants[] = SW_COMMON_HELP
     "\n"
     "A point predicted (from the kernel's previous point and its theoretical exponent,\n"
     "and from the cost model's bytes) to exceed a budget is recorded as skipped_time or\n"
-    "skipped_mem instead of run. Also writes <out>_fit.csv with one row per kernel and\n"
+    "skipped_mem instead of run; a point whose N is below a kernel's --proj-rank K (the\n"
+    "keys cannot be projected to more rows than they have) as skipped_rank. Also writes "
+    "<out>_fit.csv with one row per kernel and\n"
     "(d, heads, batch): the fitted exponents, their intervals and R^2. Before the first\n"
     "point the machine's load is measured (# calibration, # noisy in the files); on a\n"
     "busy machine a warning says the timings are noisy.\n";
@@ -548,6 +550,10 @@ static int measure_point(res_file *f, const config *c, const group *g, size_t n,
         p->causal = var->causal;
         p->workspace_limit =
             c->common.max_mem < (double)SIZE_MAX ? (size_t)c->common.max_mem : SIZE_MAX;
+        if (!vp_rank_fits(var->kernel, p)) { /* K = --proj-rank above M = N: not run */
+            if (res_row(f, "%s,skipped_rank,0,,,,,,,,,,,,", key)) return 1;
+            continue;
+        }
         la_cost *cost = &costs[n_run];
         la_status st = ps_cost(var->kernel, p, c->pass, LA_FLOAT32, cost);
         if (st != LA_OK) /* a point the model cannot count: refused, one line, exit 2 */

@@ -57,6 +57,8 @@
  *     la_linear_attention_recurrent_*     linear, causal, token by token
  *     la_linear_attention_backward_*      linear's gradients: non-causal, or causal chunked
  *     la_linear_attention_recurrent_backward_*  linear, causal: gradients token by token
+ *     la_linformer_attention_f32/_f64     Linformer: keys, values projected to k rows, softmax
+ *     la_linformer_projections            Linformer's E, F drawn from a seed
  *     la_attention_f32/_f64               any kernel, by la_kernel
  *     la_attention_weights_f32/_f64       any kernel's N×M attention matrix (for inspection)
  *   step API (causal linear attention, one token at a time)
@@ -66,6 +68,7 @@
  *   references (float64, plain loops)
  *     la_ref_softmax_attention, la_ref_hard_attention, la_ref_linear_attention
  *     la_ref_linear_attention_backward    linear attention's gradients
+ *     la_ref_linformer_attention          Linformer
  *     la_ref_softmax_attention_backward, la_ref_hard_attention_backward
  *     la_ref_attention                    any kernel's reference, by la_kernel
  *     la_ref_feature_map                  φ, element-wise
@@ -271,6 +274,7 @@ typedef enum {
     LA_KERNEL_HARD,                 /* argmax attention */
     LA_KERNEL_LINEAR,               /* linear: non-causal, or causal chunked when p->causal */
     LA_KERNEL_LINEAR_RECURRENT,     /* linear, causal, token by token (requires p->causal) */
+    LA_KERNEL_LINFORMER,            /* keys, values projected to proj_rank rows, then softmax */
     LA_KERNEL_COUNT
 } la_kernel;
 
@@ -516,6 +520,53 @@ LA_API la_status la_linear_attention_recurrent_backward_f64(const la_problem *p,
                                                             const double *out, const double *d_out,
                                                             double *d_q, double *d_k, double *d_v);
 
+/* Linformer (Wang et al., "Linformer: Self-Attention with Linear Complexity", 2020):
+ * keys and values projected along the sequence to k = p->proj_rank rows, then softmax
+ * attention of the N queries over the k projected keys:
+ *   K' = E·K (k, d_k), V' = F·V (k, d_v), y = softmax(Q K'ᵀ · scale) V'
+ * per head, with E, F: (k, M) row-major float64, p->proj_e and p->proj_f, shared by every
+ * batch entry and head; both NULL: drawn from p->seed as la_linformer_projections draws
+ * them (entries N(0, 1/k)), the same draw in both precisions.
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major;
+ *   k = p->proj_rank in 1..M (LA_EINVAL above M: the projection would not shorten
+ *   anything, and E, F are (k, M)).
+ * Time O(B·H·k·(M + N)·d): the projections 2·k·M·(d_k + d_v) per head, then fused softmax
+ * attention with M = k (O(N·k·d), linear in N at fixed k).
+ * Non-causal only (LA_EINVAL for p->causal = 1): every projected row mixes keys from all
+ * positions along the sequence, so every output sees future keys through it, and no
+ * causal mask can be honoured once the projection has mixed them.
+ * Key lengths: the columns j >= L_b of E and F are zeroed for batch entry b, which equals
+ * projecting only the visible keys, K' = E[:, :L_b]·K[:L_b] (and V' likewise); L_b = 0
+ * gives K' = V' = 0 and an output row of zeros, as every kernel's empty row.
+ * Memory: the projected K' and V' of every head, B·H·k·(d_k + d_v) elements, then the
+ * fused softmax kernel's own scratch (la_softmax_attention_* on (Q, K', V')); float32 also
+ * holds E and F converted to float32 (2·k·M floats), and a drawn pair is held as it is
+ * drawn (float64 2·k·M doubles); all of it held against p->workspace_limit. A drawn pair
+ * is drawn again at every call (k·M Box–Muller pairs: a log, a cos and a sin each, not in
+ * the cost model's FLOPs): draw it once with la_linformer_projections and pass it to
+ * spare that.
+ * Range: LA_ERANGE when M·max|E|·max|K| or M·max|F|·max|V| passes T/8 (bounds on the
+ * projected entries), then as softmax on (Q, K', V') with M = k. E and F must be finite
+ * (LA_EINVAL otherwise).
+ * Returns LA_OK, LA_EINVAL (NULL, bad problem, causal, k > M, a non-finite projection),
+ * LA_EOVERFLOW, LA_ENOMEM, LA_EBUDGET, LA_ERANGE. Nothing written on error. No backward.
+ *   implementation lib/attention/linformer.c (linformer_tmpl.h) · reference
+ *   la_ref_linformer_attention · tests tests/attention/test_attention.c, test_linformer.c */
+LA_API la_status la_linformer_attention_f32(const la_problem *p, const float *q, const float *k,
+                                            const float *v, float *out);
+LA_API la_status la_linformer_attention_f64(const la_problem *p, const double *q, const double *k,
+                                            const double *v, double *out);
+
+/* Linformer's projections drawn from a seed: e and f, (k, m) row-major each, entries
+ * N(0, 1/k), the pair the kernels use when p->proj_e and p->proj_f are NULL (k =
+ * p->proj_rank, m = p->n_keys, seed = p->seed). The draw: splitmix64 from seed (state +=
+ * 0x9e3779b97f4a7c15, then its mix), u = (x >> 11)·2⁻⁵³; each pair of uniforms u1, u2
+ * gives by Box–Muller √(−2 ln(1 − u1))·cos(2π u2) and then ·sin(2π u2); e's entries in
+ * order, then f's, each divided by √k. The same seed gives the same matrices everywhere.
+ * Returns LA_OK, LA_EINVAL (NULL e or f, e == f, k or m 0), LA_EOVERFLOW (k·m doubles
+ * beyond size_t); nothing written on error. */
+LA_API la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, double *e, double *f);
+
 /* Dispatch by kernel: the registry row's forward_f32 / forward_f64. LA_EINVAL for a
  * kernel outside the registry or a problem its causal rule refuses. */
 LA_API la_status la_attention_f32(la_kernel kernel, const la_problem *p, const float *q,
@@ -531,6 +582,7 @@ LA_API la_status la_attention_f64(la_kernel kernel, const la_problem *p, const d
  *   hard: one-hot rows, 1 at the kernel's argmax (ties to the lowest j);
  *   linear, linear_recurrent: A_ij = φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps), z_i = Σ φ(k_j)
  *     over the keys query i sees (all visible keys, or j <= i when p->causal).
+ *   linformer: not yet (LA_EINVAL).
  * Hidden entries are exactly 0; a query that sees no key (or, in linear attention, has a
  * zero denominator) gets a zero row, so rows sum to 1 (linear: to 1 − eps/den) or 0.
  * A·V equals the kernel's output up to rounding. The caller's out holds B·H·N·M
@@ -538,8 +590,8 @@ LA_API la_status la_attention_f64(la_kernel kernel, const la_problem *p, const d
  * is linear attention's φ(K) per thread, which is. Range (LA_ERANGE, nothing written):
  * with a = max|q|, b = max|k|, softmax and hard refuse d_k·a·b·max(|scale|, 1) > T/8,
  * linear d_k·M·(a + 1)·(b + 1) > T/8. Returns LA_OK, LA_EINVAL (kernel outside the
- * registry, a problem its causal rule refuses, NULL), LA_EOVERFLOW (B·H·N·M elements
- * beyond size_t), LA_EBUDGET, LA_ENOMEM, LA_ERANGE; out untouched on error.
+ * registry or without a matrix here, a problem its causal rule refuses, NULL), LA_EOVERFLOW
+ * (B·H·N·M elements beyond size_t), LA_EBUDGET, LA_ENOMEM, LA_ERANGE; out untouched on error.
  *   implementation lib/attention/weights_matrix.c (weights_matrix_tmpl.h) · tests
  *   tests/attention/test_attention_weights.c (float64 plain loops, A·V against every
  *   kernel) */
@@ -627,6 +679,12 @@ LA_API la_status la_ref_hard_attention_backward(const la_problem *p, const doubl
                                                 const double *k, const double *v, const double *out,
                                                 const double *d_out, double *d_q, double *d_k,
                                                 double *d_v);
+/* Linformer's oracle: E and F (given, or drawn by la_linformer_projections), E·K and
+ * F·V over the visible keys, then the softmax of the scores over the k projected keys,
+ * each as plain loops. Refuses what la_linformer_attention_* refuses (causal, k > M,
+ * non-finite projections: LA_EINVAL). */
+LA_API la_status la_ref_linformer_attention(const la_problem *p, const double *q, const double *k,
+                                            const double *v, double *out);
 /* The registry row's reference (LA_EINVAL as for la_attention_f64). */
 LA_API la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *q,
                                   const double *k, const double *v, double *out);
@@ -666,7 +724,10 @@ typedef struct {
     double flops_phi;       /* linear: φ on Q and on the keys used, (N + u)·d_k */
     double flops_kv;        /* linear: S += φ(k)vᵀ and z += φ(k), 2·d_k·d_v + d_k per key:
                                u keys (non-causal, recurrent); chunked: each key a later
-                               chunk sees (ΔS_c = φK_cᵀ·V_c, Δz_c = Σ_rows φK_c) */
+                               chunk sees (ΔS_c = φK_cᵀ·V_c, Δz_c = Σ_rows φK_c).
+                               Linformer: the projections E·K and F·V over the m visible
+                               keys, 2·k·m·(d_k + d_v); its other fields are softmax's
+                               with M = k (all k projected keys seen, also when m = 0) */
     double flops_qs;        /* linear: φ(q)·S and φ(q)·z, 2·d_k·d_v + 2·d_k per query;
                                chunked: per query of a chunk after the first */
     double flops_normalize; /* linear: den + eps and d_v divides, (d_v + 1) per query */

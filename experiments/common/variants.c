@@ -142,6 +142,12 @@ int vp_apply(const vp_values *v, la_problem *p)
     return 0;
 }
 
+int vp_rank_fits(la_kernel kernel, const la_problem *p)
+{
+    const la_kernel_info *row = la_kernel_get(kernel);
+    return !row || !(row->params & LA_PARAM_PROJ) || p->proj_rank <= p->n_keys;
+}
+
 void vp_free(vp_values *v)
 {
     la_array_free(&v->proj_e);

@@ -58,6 +58,12 @@ int vp_apply(const vp_values *v, la_problem *p);
 
 void vp_free(vp_values *v);
 
+/* Whether kernel can run p's parameters: 0 when it reads the projections (LA_PARAM_PROJ)
+ * and K = p->proj_rank is above M = p->n_keys (the kernel would refuse: LA_EINVAL), else
+ * 1. attend refuses such a run with one line; bench and scaling record the point as
+ * skipped_rank, not run. */
+int vp_rank_fits(la_kernel kernel, const la_problem *p);
+
 /* The OR of la_kernel_info.params over kernels[0..n). */
 unsigned vp_params_of(const la_kernel *kernels, size_t n);
 

@@ -101,6 +101,24 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .reference_backward = la_ref_linear_attention_backward,
             .backward_cost = la_linear_recurrent_backward_cost,
         },
+    [LA_KERNEL_LINFORMER] =
+        {
+            .kernel = LA_KERNEL_LINFORMER,
+            .name = "linformer",
+            .summary = "Linformer (Wang et al. 2020): K and V projected along the sequence to k "
+                       "rows (E·K, F·V), then softmax over the k projected keys",
+            .series = {"linformer", NULL},
+            .causal = LA_CAUSAL_REFUSED,
+            .params = LA_PARAM_SCALE | LA_PARAM_PROJ,
+            .forward_f32 = la_linformer_attention_f32,
+            .forward_f64 = la_linformer_attention_f64,
+            .reference = la_ref_linformer_attention,
+            .cost = la_linformer_cost,
+            .backward_f32 = NULL, /* no backward yet */
+            .backward_f64 = NULL,
+            .reference_backward = NULL,
+            .backward_cost = NULL,
+        },
 };
 
 const la_kernel_info *la_kernel_get(la_kernel kernel)

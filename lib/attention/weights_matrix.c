@@ -37,6 +37,7 @@ static bool weights_kind_of(la_kernel kernel, weights_kind *kind)
     case LA_KERNEL_HARD: *kind = WEIGHTS_HARD; return true;
     case LA_KERNEL_LINEAR:
     case LA_KERNEL_LINEAR_RECURRENT: *kind = WEIGHTS_LINEAR; return true;
+    case LA_KERNEL_LINFORMER: break; /* not yet: its matrix would be P·F, (N, k)·(k, M) */
     case LA_KERNEL_COUNT: break;
     }
     return false;

@@ -242,6 +242,9 @@ static size_t rows_generate(const shape *shape_list, size_t n_shapes,
                     if (info->params & LA_PARAM_EPS)
                         at += (size_t)snprintf(params + at, sizeof params - at, " eps=%g",
                                                s->eps > 0 ? s->eps : LA_DEFAULT_EPS);
+                    if (info->params & LA_PARAM_PROJ)
+                        at += (size_t)snprintf(params + at, sizeof params - at, " k=%zu (drawn)",
+                                               s->m < 8 ? s->m : (size_t)8);
                     if (s->lengths_kind) {
                         size_t l = (size_t)snprintf(lengths, sizeof lengths, "{");
                         for (size_t b = 0; b < s->batch; b++)
@@ -288,6 +291,8 @@ static la_problem row_problem(const row *r)
     if (s->chunk) p.chunk = s->chunk;
     if (s->eps > 0) p.eps = s->eps;
     if (r->tol.exact) p.scale = 0.125;
+    /* Linformer: the default rank (256) is above these shapes' M; k must be in 1..M */
+    if (r->info->params & LA_PARAM_PROJ) p.proj_rank = s->m < 8 ? s->m : 8;
     return p;
 }
 

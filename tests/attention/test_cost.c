@@ -216,6 +216,42 @@ static void count_linear(const la_problem *p, size_t b, int recurrent, const dou
     free(num);
 }
 
+/* Linformer, one head of entry b: K' = E·K and V' = F·V over the visible keys, one
+ * multiply-add per (projected row, column, visible key), counted into kv; then softmax over
+ * the k projected keys, all seen (count_softmax on that problem). E and F as the kernel
+ * takes them: given, or drawn by la_linformer_projections. */
+static void count_linformer(const la_problem *p, size_t b, const double *q, const double *k,
+                            const double *v, double *out, counts *c)
+{
+    const size_t M = p->n_keys, r = p->proj_rank, dk = p->d_k, dv = p->d_v;
+    const size_t vis = keys_visible(p, b);
+    double *drawn = tu_f64(2 * r * M), *kp = tu_f64(r * dk), *vp = tu_f64(r * dv);
+    const double *e = p->proj_e, *f = p->proj_f;
+    if (!e) {
+        assert_int_equal(la_linformer_projections(r, M, p->seed, drawn, drawn + r * M), LA_OK);
+        e = drawn, f = drawn + r * M;
+    }
+    for (size_t a = 0; a < r; a++) {
+        for (size_t x = 0; x < dk; x++) {
+            kp[a * dk + x] = 0;
+            for (size_t j = 0; j < vis; j++, c->kv += 2)
+                kp[a * dk + x] += e[a * M + j] * k[j * dk + x];
+        }
+        for (size_t x = 0; x < dv; x++) {
+            vp[a * dv + x] = 0;
+            for (size_t j = 0; j < vis; j++, c->kv += 2)
+                vp[a * dv + x] += f[a * M + j] * v[j * dv + x];
+        }
+    }
+    la_problem inner;
+    la_problem_init(&inner, 1, 1, p->n_queries, r, dk, dv);
+    inner.scale = p->scale;
+    count_softmax(&inner, 0, 0, q, kp, vp, out, c);
+    free(drawn);
+    free(kp);
+    free(vp);
+}
+
 /* Runs the instrumented loops over every head, checks their output against the
  * reference and their counts against the model. */
 static void check_model(la_kernel kernel, const la_problem *p, tu_rng *r)
@@ -246,6 +282,7 @@ static void check_model(la_kernel kernel, const la_problem *p, tu_rng *r)
             case LA_KERNEL_HARD:
                 count_softmax(p, b, kernel == LA_KERNEL_HARD, qh, kh, vh, oh, &c);
                 break;
+            case LA_KERNEL_LINFORMER: count_linformer(p, b, qh, kh, vh, oh, &c); break;
             default:
                 fail_msg("%s: no counting loop here for this kernel: a new kernel's cost "
                          "function needs one (an independent count of its arithmetic)",
@@ -316,6 +353,9 @@ static void model_equals_counted_loops(void **state)
                             lengths[b] = (int64_t)(tu_next(&r) % (sizes[mi] + 1));
                         p.key_lengths = lengths;
                     }
+                    /* Linformer: k in 1..M (drawn projections) */
+                    p.proj_rank = 1 + tu_next(&r) % sizes[mi];
+                    p.seed = tu_next(&r);
                     check_model((la_kernel)kernel, &p, &r);
                     cases++;
                 }
@@ -853,6 +893,7 @@ static void workspace_matches_kernels(void **state)
                 p.causal = (int)(tu_next(&r) % 2);
                 if (!causal_allowed((la_kernel)kernel, p.causal)) p.causal = !p.causal;
                 p.chunk = 1 + tu_next(&r) % 80;
+                p.proj_rank = 1 + tu_next(&r) % M; /* Linformer: k in 1..M */
                 float *q = tu_f32(B * H * N * dk), *k = tu_f32(B * H * M * dk);
                 float *v = tu_f32(B * H * M * dv), *out = tu_f32(B * H * N * dv);
                 for (size_t x = 0; x < B * H * N * dk; x++)

@@ -8,6 +8,8 @@ Part 1 runs every variant (softmax with both kernels, hard, linear with both fea
 and both causal forms) × causal × key lengths × precision over inputs of shape (N, d),
 (H, N, d) and (B, H, N, d), with M != N and d_v != d_k, and requires
 ‖y − ref‖ / ‖ref‖ < 1e-5 in float32 and < 1e-12 in float64.
+linformer runs with given projections (--proj) and drawn ones (--proj-rank, --seed, the
+draw rewritten here from the header's description) against NumPy at the same tolerances.
 Part 2 feeds malformed files and flags: each must exit 2 with exactly one stderr line
 starting "linattn: ", and leave no output file and no temporary file behind.
 
@@ -97,6 +99,47 @@ def ref_linear(q, k, v, feature_map, eps, causal, lengths):
     num = np.einsum("bhnd,bhnde->bhne", fq, S_i)
     den = np.einsum("bhnd,bhnd->bhn", fq, z_i)[..., None]
     return np.where(idx[..., None] > 0, num / (den + eps), 0.0)
+
+
+def splitmix64(state):
+    """The next (state, value) of splitmix64, in Python integers."""
+    mask = (1 << 64) - 1
+    state = (state + 0x9E3779B97F4A7C15) & mask
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return state, z ^ (z >> 31)
+
+
+def linformer_projections(k, m, seed):
+    """E, F (k, m) as la_linformer_projections draws them (lib/linattn.h): splitmix64 from
+    seed, u = (x >> 11)·2⁻⁵³, Box–Muller √(−2 ln(1 − u1))·cos(2π u2) then ·sin(2π u2), E's
+    entries then F's, each divided by √k. Written here from the header's words."""
+    import math
+    values, state = [], seed
+    while len(values) < 2 * k * m:
+        state, x1 = splitmix64(state)
+        state, x2 = splitmix64(state)
+        u1, u2 = (x1 >> 11) * 2.0 ** -53, (x2 >> 11) * 2.0 ** -53
+        r = math.sqrt(-2.0 * math.log(1.0 - u1))
+        values += [r * math.cos(2 * math.pi * u2), r * math.sin(2 * math.pi * u2)]
+    drawn = np.array(values[:2 * k * m]) / math.sqrt(k)
+    return drawn[:k * m].reshape(k, m), drawn[k * m:].reshape(k, m)
+
+
+def ref_linformer(q, k, v, e, f, scale, lengths):
+    """softmax(q (E k)ᵀ · scale) (F v), with E's and F's columns j >= L_b zeroed for entry b
+    (projecting the visible keys only). q, k, v: (B, H, ·, ·); e, f: (K, M)."""
+    b = q.shape[0]
+    m = k.shape[2]
+    cols = np.ones((b, m))
+    if lengths is not None:
+        cols = (np.arange(m)[None, :] < np.asarray(lengths)[:, None]).astype(np.float64)
+    kp = np.einsum("am,bm,bhmd->bhad", e, cols, k)
+    vp = np.einsum("am,bm,bhmd->bhad", f, cols, v)
+    scores = np.einsum("bhnd,bhad->bhna", q, kp) * scale
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return (weights / weights.sum(axis=-1, keepdims=True)) @ vp
 
 
 def rel_error(y, ref):
@@ -252,6 +295,76 @@ def accuracy(run):
                       precision)
 
 
+def linformer(run):
+    """linformer through attend: given projections (--proj E.npy,F.npy) and drawn ones
+    (--proj-rank K --seed S, against the draw rewritten here), key lengths, both
+    precisions; the same seed gives the same bytes, another seed another output."""
+    rng = run.rng
+    shapes = [((), 7, 11, 5, 3), ((2,), 9, 6, 4, 6), ((3, 2), 10, 13, 8, 5)]
+    for lead, n, m, dk, dv in shapes:
+        batch = lead[0] if len(lead) == 2 else 1
+        q, k, v = (rng.standard_normal(lead + rows) for rows in ((n, dk), (m, dk), (m, dv)))
+        for name, x in zip("qkv", (q, k, v)):
+            np.save(run.path(name + ".npy"), x)
+        for rank in sorted({1, min(4, m), m}):
+            for given in (True, False):
+                for with_lengths in (False, True):
+                    for precision in ("float32", "float64"):
+                        label = "linformer %s k=%d %s lengths=%d %s" % (
+                            "x".join(map(str, lead + (n, m))), rank,
+                            "--proj" if given else "--proj-rank", with_lengths, precision)
+                        seed = int(rng.integers(0, 2 ** 32))
+                        args = ["--variant", "linformer", "--q", run.path("q.npy"),
+                                "--k", run.path("k.npy"), "--v", run.path("v.npy"),
+                                "--out", run.path("y.npy"), "--precision", precision]
+                        if given:
+                            e = rng.standard_normal((rank, m)) / np.sqrt(rank)
+                            f = rng.standard_normal((rank, m)) / np.sqrt(rank)
+                            np.save(run.path("e.npy"), e)
+                            np.save(run.path("f.npy"), f.astype(np.float32))
+                            f = f.astype(np.float32).astype(np.float64)
+                            args += ["--proj", run.path("e.npy") + "," + run.path("f.npy")]
+                        else:
+                            e, f = linformer_projections(rank, m, seed)
+                            args += ["--proj-rank", str(rank), "--seed", str(seed)]
+                        lengths = None
+                        if with_lengths:
+                            lengths = rng.integers(0, m + 1, size=batch)
+                            np.save(run.path("lengths.npy"), lengths)
+                            args += ["--key-lengths", run.path("lengths.npy")]
+                        used = [to_heads(x.astype(precision).astype(np.float64))
+                                for x in (q, k, v)]
+                        ref = ref_linformer(*used, e, f, 1 / np.sqrt(dk), lengths)
+                        ref = ref.reshape(lead + (n, dv))
+                        rc, _, err = run.attend(args)
+                        if rc != 0:
+                            run.fail(label, "exit %d: %s" % (rc, err.strip()))
+                            continue
+                        y = np.load(run.path("y.npy"))
+                        err_rel = rel_error(y.astype(np.float64), ref)
+                        if y.shape == ref.shape and err_rel < TOL[precision]:
+                            run.ok(label)
+                        else:
+                            run.fail(label, "shape %s (want %s), relative error %.3g" % (
+                                y.shape, ref.shape, err_rel))
+    # the seed: the same seed the same bytes, another seed another output
+    base = ["--variant", "linformer", "--q", run.path("q.npy"), "--k", run.path("k.npy"),
+            "--v", run.path("v.npy"), "--proj-rank", "5"]
+    outputs = []
+    for i, seed in enumerate(("7", "7", "8")):
+        out = run.path("seed%d.npy" % i)
+        rc, _, err = run.attend(base + ["--seed", seed, "--out", out])
+        outputs.append(open(out, "rb").read() if rc == 0 else None)
+    if outputs[0] is not None and outputs[0] == outputs[1]:
+        run.ok("linformer: the same --seed, the same output")
+    else:
+        run.fail("linformer: the same --seed, the same output", "differ or failed")
+    if outputs[2] is not None and outputs[2] != outputs[0]:
+        run.ok("linformer: another --seed, another output")
+    else:
+        run.fail("linformer: another --seed, another output", "the same or failed")
+
+
 def thread_counts(run):
     """The same input gives bitwise the same output with 1 and 2 threads (linattn.h)."""
     rng = run.rng
@@ -261,7 +374,8 @@ def thread_counts(run):
     configs = [["--variant", "softmax"], ["--variant", "softmax_materialized"],
                ["--variant", "hard"], ["--variant", "linear"],
                ["--variant", "linear", "--causal", "--chunk", "16"],
-               ["--variant", "linear_recurrent", "--causal"]]
+               ["--variant", "linear_recurrent", "--causal"],
+               ["--variant", "linformer", "--proj-rank", "16", "--seed", "3"]]
     for config in configs:
         for precision in ("float32", "float64"):
             outputs = []
@@ -384,6 +498,32 @@ def error_cases(run):
         ("key lengths scalar", full + ["--key-lengths", save("l_0d.npy", np.array(2))]),
         ("key lengths missing", full + ["--key-lengths", run.path("absent.npy")]),
     ]
+    # Linformer's parameters (the keys: M = 6)
+    lf = ["--variant", "linformer"] + full[2:]
+    proj = {name: save("proj_%s.npy" % name, np.zeros(shape))
+            for name, shape in (("3x6", (3, 6)), ("3x7", (3, 7)), ("2x6", (2, 6)),
+                                ("7x6", (7, 6)), ("vec", (6,)))}
+    cases += [
+        ("linformer: --proj-rank above M", lf + ["--proj-rank", "7"]),
+        ("linformer: default --proj-rank (256) above M", lf),
+        ("linformer: --proj-rank 0", lf + ["--proj-rank", "0"]),
+        ("linformer: --proj of the wrong width", lf + ["--proj", proj["3x7"] + "," + proj["3x7"]]),
+        ("linformer: --proj E and F differ", lf + ["--proj", proj["3x6"] + "," + proj["2x6"]]),
+        ("linformer: --proj with more rows than M", lf + ["--proj",
+                                                          proj["7x6"] + "," + proj["7x6"]]),
+        ("linformer: --proj 1-D", lf + ["--proj", proj["vec"] + "," + proj["vec"]]),
+        ("linformer: --proj one file", lf + ["--proj", proj["3x6"]]),
+        ("linformer: --proj missing file", lf + ["--proj", proj["3x6"] + "," +
+                                                 run.path("absent.npy")]),
+        ("linformer: --proj with --proj-rank", lf + ["--proj", proj["3x6"] + "," + proj["3x6"],
+                                                     "--proj-rank", "3"]),
+        ("linformer: --causal", lf + ["--causal", "--proj-rank", "3"]),
+        ("linformer: --feature-map", lf + ["--proj-rank", "3", "--feature-map", "elu"]),
+        ("linformer: --save-weights", lf + ["--proj-rank", "3", "--save-weights",
+                                            run.path("w.npy")]),
+        ("--proj-rank with softmax", full + ["--proj-rank", "3"]),
+        ("--seed with linear", lin + ["--seed", "3"]),
+    ]
     before = set(os.listdir(run.dir))
     for label, args in cases:
         if os.path.exists(out):
@@ -439,6 +579,7 @@ def main():
     run = Run(binary, workdir, np.random.default_rng(seed))
     try:
         accuracy(run)
+        linformer(run)
         thread_counts(run)
         error_cases(run)
     finally:

@@ -24,6 +24,7 @@ static la_problem small_problem(la_kernel kernel)
     la_problem p;
     la_problem_init(&p, 2, 3, 37, 29, 8, 5);
     p.causal = la_kernel_get(kernel)->causal == LA_CAUSAL_REQUIRED;
+    p.proj_rank = 16; /* Linformer: k in 1..M */
     return p;
 }
 

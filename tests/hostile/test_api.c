@@ -51,6 +51,9 @@ static const char *const api_names[] = {
     "la_linear_attention_f64",
     "la_linear_attention_recurrent_f32",
     "la_linear_attention_recurrent_f64",
+    "la_linformer_attention_f32",
+    "la_linformer_attention_f64",
+    "la_linformer_projections",
     "la_attention_f32",
     "la_attention_f64",
     "la_attention_weights_f32",
@@ -75,6 +78,7 @@ static const char *const api_names[] = {
     "la_ref_softmax_attention",
     "la_ref_hard_attention",
     "la_ref_linear_attention",
+    "la_ref_linformer_attention",
     "la_ref_attention",
     "la_ref_linear_attention_backward",
     "la_ref_softmax_attention_backward",
@@ -326,12 +330,18 @@ typedef la_status (*fwd64)(const la_problem *, const double *, const double *, c
 static void kernels(void **state)
 {
     (void)state;
-    const fwd32 f32[] = {la_softmax_attention_f32, la_softmax_attention_materialized_f32,
-                         la_hard_attention_f32, la_linear_attention_f32,
-                         la_linear_attention_recurrent_f32};
-    const fwd64 f64[] = {la_softmax_attention_f64, la_softmax_attention_materialized_f64,
-                         la_hard_attention_f64, la_linear_attention_f64,
-                         la_linear_attention_recurrent_f64};
+    const fwd32 f32[] = {la_softmax_attention_f32,
+                         la_softmax_attention_materialized_f32,
+                         la_hard_attention_f32,
+                         la_linear_attention_f32,
+                         la_linear_attention_recurrent_f32,
+                         la_linformer_attention_f32};
+    const fwd64 f64[] = {la_softmax_attention_f64,
+                         la_softmax_attention_materialized_f64,
+                         la_hard_attention_f64,
+                         la_linear_attention_f64,
+                         la_linear_attention_recurrent_f64,
+                         la_linformer_attention_f64};
     la_problem p;
     la_problem_init(&p, 1, 2, 3, 4, 2, 3);
     p.causal = 1;
@@ -356,7 +366,8 @@ static void kernels(void **state)
         la_problem bad = p;
         bad.feature_map = LA_FEATURE_COUNT;
         EXPECT(f32[i](&bad, q, k, v, o), LA_EINVAL, o, sizeof o);
-        /* through the dispatcher */
+        /* through the dispatcher (in a causal form the row accepts: its rule comes first) */
+        if (la_kernel_get((la_kernel)i)->causal == LA_CAUSAL_REFUSED) big.causal = 0;
         EXPECT(la_attention_f32((la_kernel)i, &big, q, k, v, o), LA_EOVERFLOW, o, sizeof o);
         EXPECT(la_attention_f64((la_kernel)i, NULL, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
     }
@@ -366,6 +377,35 @@ static void kernels(void **state)
     EXPECT(la_linear_attention_recurrent_f32(&nc, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_linear_attention_recurrent_f64(&nc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
     EXPECT(la_attention_f32(LA_KERNEL_LINEAR_RECURRENT, &nc, q, k, v, o), LA_EINVAL, o, sizeof o);
+    /* Linformer: causal, k > M, k = 0, one projection, a NaN in a projection */
+    la_problem lf = nc;
+    lf.proj_rank = 2;
+    lf.causal = 1;
+    EXPECT(la_linformer_attention_f32(&lf, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_attention_f64(LA_KERNEL_LINFORMER, &lf, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    lf.causal = 0;
+    lf.proj_rank = lf.n_keys + 1;
+    EXPECT(la_linformer_attention_f32(&lf, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_linformer_attention_f64(&lf, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    lf.proj_rank = 0;
+    EXPECT(la_linformer_attention_f64(&lf, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    lf.proj_rank = 2;
+    double proj[8] = {0};
+    lf.proj_e = proj;
+    EXPECT(la_linformer_attention_f32(&lf, q, k, v, o), LA_EINVAL, o, sizeof o);
+    proj[3] = NAN;
+    lf.proj_f = proj;
+    EXPECT(la_linformer_attention_f32(&lf, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_linformer_attention_f64(&lf, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    /* its seeded draw: NULL, the same array twice, a zero size, k·m overflowing */
+    double e_draw[8], f_draw[8];
+    EXPECT(la_linformer_projections(2, 4, 1, NULL, f_draw), LA_EINVAL, f_draw, sizeof f_draw);
+    EXPECT(la_linformer_projections(2, 4, 1, e_draw, NULL), LA_EINVAL, e_draw, sizeof e_draw);
+    EXPECT(la_linformer_projections(2, 4, 1, e_draw, e_draw), LA_EINVAL, e_draw, sizeof e_draw);
+    EXPECT(la_linformer_projections(0, 4, 1, e_draw, f_draw), LA_EINVAL, e_draw, sizeof e_draw);
+    EXPECT(la_linformer_projections(2, 0, 1, e_draw, f_draw), LA_EINVAL, f_draw, sizeof f_draw);
+    EXPECT(la_linformer_projections(SIZE_MAX / 2, 4, 1, e_draw, f_draw), LA_EOVERFLOW, e_draw,
+           sizeof e_draw);
     /* kernels outside the registry */
     const int bad_kernels[] = {-1, LA_KERNEL_COUNT, 1000};
     for (size_t i = 0; i < 3; i++) {
@@ -416,7 +456,7 @@ static void kernels(void **state)
             EXPECT(la_attention_weights_f64(kn, NULL, qd, kd, wd), LA_EINVAL, wd, sizeof wd);
             EXPECT(la_attention_weights_f64(kn, &p, qd, NULL, wd), LA_EINVAL, wd, sizeof wd);
             assert_int_equal(la_attention_weights_f64(kn, &p, qd, kd, NULL), LA_EINVAL);
-            if (i < 0 || i == LA_KERNEL_COUNT) {
+            if (i < 0 || i == LA_KERNEL_COUNT || i == LA_KERNEL_LINFORMER) { /* no matrix yet */
                 EXPECT(la_attention_weights_f32(kn, &p, q, k, w), LA_EINVAL, w, sizeof w);
                 EXPECT(la_attention_weights_f64(kn, &p, qd, kd, wd), LA_EINVAL, wd, sizeof wd);
                 continue;
@@ -703,8 +743,9 @@ static void references(void **state)
     double q[4] = {0}, k[4] = {0}, v[4] = {0}, o[16];
     la_status (*const refs[])(const la_problem *, const double *, const double *, const double *,
                               double *) = {la_ref_softmax_attention, la_ref_hard_attention,
-                                           la_ref_linear_attention};
-    for (size_t i = 0; i < 3; i++) {
+                                           la_ref_linear_attention, la_ref_linformer_attention};
+    p.proj_rank = 1; /* Linformer: k in 1..M */
+    for (size_t i = 0; i < 4; i++) {
         EXPECT(refs[i](NULL, q, k, v, o), LA_EINVAL, o, sizeof o);
         EXPECT(refs[i](&p, NULL, k, v, o), LA_EINVAL, o, sizeof o);
         EXPECT(refs[i](&p, q, k, NULL, o), LA_EINVAL, o, sizeof o);
@@ -732,6 +773,13 @@ static void references(void **state)
     EXPECT(la_ref_attention(LA_KERNEL_COUNT, &p, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_ref_attention((la_kernel)-1, &p, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_ref_attention(LA_KERNEL_LINEAR_RECURRENT, &p, q, k, v, o), LA_EINVAL, o, sizeof o);
+    /* Linformer's oracle refuses what its kernels refuse: causal, k > M */
+    la_problem lf = p;
+    lf.causal = 1;
+    EXPECT(la_ref_linformer_attention(&lf, q, k, v, o), LA_EINVAL, o, sizeof o);
+    lf.causal = 0;
+    lf.proj_rank = 3;
+    EXPECT(la_ref_linformer_attention(&lf, q, k, v, o), LA_EINVAL, o, sizeof o);
     /* la_ref_feature_map: n = 0 writes nothing; in place is allowed */
     double x[2] = {-1, 2};
     fill(o, sizeof o);

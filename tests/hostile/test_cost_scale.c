@@ -36,13 +36,16 @@ static void cost_every_kernel_fast(la_problem *p, const char *what)
             double t0 = now_s();
             la_status st = la_attention_cost((la_kernel)k, p, LA_FLOAT32, &c);
             double dt = now_s() - t0;
-            if (k == LA_KERNEL_LINEAR_RECURRENT && !causal) {
+            const la_causal_rule rule = la_kernel_get((la_kernel)k)->causal;
+            if ((rule == LA_CAUSAL_REQUIRED && !causal) || (rule == LA_CAUSAL_REFUSED && causal)) {
                 assert_int_equal(st, LA_EINVAL);
                 continue;
             }
             /* the chunked form's workspace C·(3·d_k + C) may not fit in size_t for a huge
              * chunk: an honest LA_EOVERFLOW, but as fast as an answer */
-            const int too_big = k == LA_KERNEL_LINEAR && causal && st == LA_EOVERFLOW;
+            /* Linformer's float32 E and F, 2·k·M elements, likewise near the limit */
+            const int too_big = ((k == LA_KERNEL_LINEAR && causal) || k == LA_KERNEL_LINFORMER) &&
+                                st == LA_EOVERFLOW;
             if (dt > SLOW_S ||
                 (!too_big && (st != LA_OK || !(c.flops_total > 0) || !isfinite(c.flops_total))))
                 fail_msg("%s, %s causal=%d: status %s, flops %g, %.3f ms", what,
@@ -78,13 +81,14 @@ static void huge_sizes_answer_at_once(void **state)
     cost_every_kernel_fast(&p, "N = 2^30, M = 2^40, H = 8, d = 64");
     /* B = 10^12 entries, no key lengths */
     la_problem_init(&p, 1000000000000ull, 8, 128, 128, 64, 64);
+    p.proj_rank = 64; /* Linformer: k in 1..M */
     cost_every_kernel_fast(&p, "B = 10^12");
 
     /* the layer model over the same sizes */
     la_layer_config cfg;
     la_layer_config_init(&cfg, 512, 8, 2048);
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {
-        if (k == LA_KERNEL_LINEAR_RECURRENT) continue;
+        if (la_kernel_get((la_kernel)k)->causal != LA_CAUSAL_ALLOWED) continue; /* no layer */
         cfg.attention = (la_kernel)k;
         for (int decoder = 0; decoder <= 1; decoder++) {
             const size_t sizes[][2] = {{1000000000000ull, 128}, {1, (size_t)1 << 40}};
@@ -170,9 +174,12 @@ static void batch_product_equals_sum(void **state)
     const size_t B = 1000;
     int64_t *lens = tu_alloc(B * sizeof *lens);
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {
-        for (int causal = (k == LA_KERNEL_LINEAR_RECURRENT); causal <= 1; causal++) {
+        const la_causal_rule rule = la_kernel_get((la_kernel)k)->causal;
+        for (int causal = rule == LA_CAUSAL_REQUIRED; causal <= (rule != LA_CAUSAL_REFUSED);
+             causal++) {
             la_problem p;
             la_problem_init(&p, B, 3, 77, 91, 16, 24);
+            p.proj_rank = 50; /* Linformer: k in 1..M */
             p.causal = causal;
             p.chunk = 10;
             la_cost a, b;

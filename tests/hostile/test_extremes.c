@@ -93,6 +93,7 @@ static void check_case(const la_kernel_info *info, int causal, la_feature_map fm
     p.feature_map = fm;
     if (x->scale != 0) p.scale = x->scale;
     if (x->relu_eps0) p.eps = 0;
+    if (info->params & LA_PARAM_PROJ) p.proj_rank = n < 8 ? n : 8; /* Linformer: k in 1..M */
     const char *fm_name =
         (info->params & LA_PARAM_FEATURE_MAP) ? (fm == LA_FEATURE_RELU ? "relu" : "elu1") : "-";
     const size_t nq = B * H * n * DK, nv = B * H * n * DV;

@@ -1,0 +1,183 @@
+/* linformer.c — Linformer attention (Wang et al. 2020) in float and double: keys and values
+ * projected along the sequence to k rows, K' = E·K and V' = F·V, then the fused softmax kernel
+ * over the k projected keys. The kernel is written once in linformer_tmpl.h and instantiated
+ * here twice (core/real_f32.h explains how); the projections' seeded draw, the public
+ * functions and the cost are written out below. */
+#include "attention/attention_internal.h"
+
+#include <float.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- the seeded draw */
+
+/* splitmix64 */
+static uint64_t next_u64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* The 2·k·m entries of E then F, as la_linformer_projections documents them, into the
+ * float64 pair (e64, f64) or the float32 pair (e32, f32) (the other pair NULL): a float32
+ * entry is the float64 entry rounded, so both precisions see the same draw. */
+static void draw_projections(size_t k, size_t m, uint64_t seed, double *e64, double *f64,
+                             float *e32, float *f32)
+{
+    const size_t count = k * m; /* the caller checked it fits */
+    const double scale = 1.0 / sqrt((double)k);
+    const double two_pi = 6.283185307179586476925286766559;
+    uint64_t state = seed;
+    double spare = 0;
+    for (size_t i = 0; i < 2 * count; i++) {
+        double z;
+        if (i % 2 == 0) {
+            /* Box–Muller: u1 in [0, 1), so 1 - u1 in (0, 1] and the log is finite */
+            const double u1 = (double)(next_u64(&state) >> 11) * 0x1.0p-53;
+            const double u2 = (double)(next_u64(&state) >> 11) * 0x1.0p-53;
+            const double r = sqrt(-2.0 * log(1.0 - u1));
+            z = r * cos(two_pi * u2);
+            spare = r * sin(two_pi * u2);
+        } else {
+            z = spare;
+        }
+        const double value = z * scale;
+        const size_t at = i < count ? i : i - count;
+        if (e64)
+            (i < count ? e64 : f64)[at] = value;
+        else
+            (i < count ? e32 : f32)[at] = (float)value;
+    }
+}
+
+la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, double *e, double *f)
+{
+    if (!e || !f || e == f || k == 0 || m == 0) return LA_EINVAL;
+    size_t count, bytes;
+    if (!la_mul_ok(k, m, &count) || !la_mul_ok(count, 2 * sizeof(double), &bytes))
+        return LA_EOVERFLOW;
+    draw_projections(k, m, seed, e, f, NULL, NULL);
+    return LA_OK;
+}
+
+/* ---------------------------------------------------------------- shared by both precisions */
+
+/* Whether every entry of x (n doubles) is finite, and max |x| into *max_abs. */
+static bool finite_max_abs(const double *x, size_t n, double *max_abs)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(x[i])) return false;
+        const double a = fabs(x[i]);
+        m = a > m ? a : m;
+    }
+    *max_abs = m;
+    return true;
+}
+
+/* What one call holds, in elements of its precision: the projections as the kernel reads
+ * them (float32: E and F converted or drawn, 2·k·M; float64: a drawn pair, 2·k·M, none when
+ * given), then K' (B, H, k, d_k) and V' (B, H, k, d_v). */
+typedef struct {
+    size_t proj, kp, vp, total;
+} linformer_layout;
+
+static la_status linformer_layout_for(const la_problem *p, size_t elem_size, linformer_layout *lay)
+{
+    const size_t r = p->proj_rank;
+    size_t heads, rows, a;
+    lay->proj = 0;
+    if (elem_size == sizeof(float) || !p->proj_e)
+        if (!la_mul_ok(r, p->n_keys, &a) || !la_mul_ok(a, 2, &lay->proj)) return LA_EOVERFLOW;
+    if (!la_mul_ok(p->batch, p->heads, &heads) || !la_mul_ok(heads, r, &rows) ||
+        !la_mul_ok(rows, p->d_k, &lay->kp) || !la_mul_ok(rows, p->d_v, &lay->vp))
+        return LA_EOVERFLOW;
+    if (lay->proj > SIZE_MAX - lay->kp || lay->proj + lay->kp > SIZE_MAX - lay->vp)
+        return LA_EOVERFLOW;
+    lay->total = lay->proj + lay->kp + lay->vp;
+    if (!la_mul_ok(lay->total, elem_size, &a)) return LA_EOVERFLOW;
+    return LA_OK;
+}
+
+/* The checks both precisions share, before anything is read but the problem: a checked
+ * problem, non-causal, k in 1..M. */
+static la_status linformer_check(const la_problem *p, const void *q, const void *k, const void *v,
+                                 const void *out)
+{
+    la_status st = la_problem_check(p);
+    if (st != LA_OK) return st;
+    if (!q || !k || !v || !out) return LA_EINVAL;
+    if (p->causal) return LA_EINVAL; /* the projection mixes every position */
+    if (p->proj_rank > p->n_keys) return LA_EINVAL;
+    return LA_OK;
+}
+
+/* The softmax problem on (Q, K', V'): the same batch, heads, queries and scale, k keys, no
+ * mask (key lengths act in the projection), the budget left after `held` bytes. */
+static la_problem inner_problem(const la_problem *p, size_t held)
+{
+    la_problem in;
+    la_problem_init(&in, p->batch, p->heads, p->n_queries, p->proj_rank, p->d_k, p->d_v);
+    in.scale = p->scale;
+    in.workspace_limit = p->workspace_limit - held;
+    return in;
+}
+
+/* The order of these includes is the instantiation (core/real_f32.h). */
+/* clang-format off */
+#include "core/real_f32.h"
+#include "attention/linformer_tmpl.h"
+#include "core/real_f64.h"
+#include "attention/linformer_tmpl.h"
+#include "core/real_undef.h"
+/* clang-format on */
+
+/* ---------------------------------------------------------------- the public kernels */
+
+la_status la_linformer_attention_f32(const la_problem *p, const float *q, const float *k,
+                                     const float *v, float *out)
+{
+    return linformer_attention_f32(p, q, k, v, out);
+}
+
+la_status la_linformer_attention_f64(const la_problem *p, const double *q, const double *k,
+                                     const double *v, double *out)
+{
+    return linformer_attention_f64(p, q, k, v, out);
+}
+
+/* ---------------------------------------------------------------- its cost (la_cost_fn) */
+
+/* One head of an entry with m visible keys: the projections E·K and F·V over the m visible
+ * keys, 2·k·m·(d_k + d_v) (flops_kv); then softmax over the k projected keys, all seen:
+ * Q·K'ᵀ 2·N·k·d_k, softmax 5·N·k, P·V' 2·N·k·d_v. */
+static void linformer_head_flops(const la_problem *p, size_t m, la_cost *f)
+{
+    const double r = (double)p->proj_rank, n = (double)p->n_queries;
+    const double dk = (double)p->d_k, dv = (double)p->d_v;
+    f->flops_kv = 2 * r * (double)m * (dk + dv);
+    f->flops_qk = 2 * n * r * dk;
+    f->flops_softmax = 5 * n * r;
+    f->flops_av = 2 * n * r * dv;
+}
+
+la_status la_linformer_cost(const la_problem *p, la_dtype dtype, la_cost *out)
+{
+    if (p->causal || p->proj_rank > p->n_keys) return LA_EINVAL;
+    linformer_layout lay;
+    const size_t elem = la_dtype_size(dtype);
+    la_status st = linformer_layout_for(p, elem, &lay);
+    if (st != LA_OK) return st;
+    la_cost_sum_heads(p, linformer_head_flops, out);
+    /* what the call holds, then the fused softmax kernel's scratch on (Q, K', V') */
+    const la_problem in = inner_problem(p, 0);
+    la_cost inner = {0};
+    if ((st = la_softmax_cost(&in, dtype, &inner)) != LA_OK) return st;
+    out->workspace_bytes = (double)lay.total * (double)elem + inner.workspace_bytes;
+    return LA_OK;
+}
