@@ -190,7 +190,7 @@ static const struct {
     double exponent;
 } time_exponents[] = {
     {"softmax", 2}, {"softmax_materialized", 2}, {"hard", 2},
-    {"linear", 1},  {"linear_recurrent", 1},
+    {"linear", 1},  {"linear_recurrent", 1},     {"local", 1}, /* at a fixed window r: O(N·r·d) */
 };
 
 double kn_time_exponent(la_kernel k, int *known)
