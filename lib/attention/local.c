@@ -26,7 +26,8 @@ enum { Q_BLOCK = LA_SOFTMAX_Q_BLOCK, K_BLOCK = LA_SOFTMAX_K_BLOCK };
 
 /* The keys query i sees, [*lo, *hi), in an entry whose key lengths leave m keys:
  * lo = max(0, i − r), hi = min(m, causal ? i + 1 : i + r + 1); empty (*lo = *hi <= m)
- * when the window starts past the last key. Both never decrease with i. i and j are compared as indices, also for N != M. */
+ * when the window starts past the last key. Both never decrease with i. i and j are compared as
+ * indices, also for N != M. */
 static void window_of(const la_problem *p, size_t m, size_t i, size_t *lo, size_t *hi)
 {
     const size_t r = p->window;
@@ -139,7 +140,7 @@ la_status la_local_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     const double heads = (double)p->batch * (double)p->heads;
     const double tasks = heads * ceil((double)p->n_queries / Q_BLOCK);
     const double threads = (double)la_threads();
-    out->workspace_bytes = (threads < tasks ? threads : tasks) *
-                           (double)per_thread_bytes(p, la_dtype_size(dtype));
+    out->workspace_bytes =
+        (threads < tasks ? threads : tasks) * (double)per_thread_bytes(p, la_dtype_size(dtype));
     return LA_OK;
 }

@@ -47,6 +47,7 @@ static void FN(local_block)(const la_problem *p, size_t m, const REAL *qh, const
          * strides) */
         GEMM(rows, cols, dk, (REAL)p->scale, qh + i0 * dk, (ptrdiff_t)dk, 1, kh + j0 * dk, 1,
              (ptrdiff_t)dk, 0, s, (ptrdiff_t)cols, 1);
+        LA_COUNT(LA_COUNT_QK, 2 * (double)rows * (double)cols * (double)dk);
 
         /* online softmax, row by row, over the row's window [lo, hi) within this block
          * (columns [a, a + n)): new row max m', rescale what was accumulated by
@@ -73,13 +74,15 @@ static void FN(local_block)(const la_problem *p, size_t m, const REAL *qh, const
                 }
                 row_sum[r] += EXP_SHIFT_SUM(srow + a, n, row_max[r]);
             }
+            LA_COUNT(LA_COUNT_HIDDEN, cols - n); /* computed, then masked (test_cost.c) */
             if (a > 0) memset(srow, 0, a * sizeof *srow);
             if (a + n < cols) memset(srow + a + n, 0, (cols - a - n) * sizeof *srow);
         }
 
         /* acc += p_blk · v_blk   (rows × d_v) */
-        GEMM_SMALL(rows, dv, cols, 1, s, (ptrdiff_t)cols, 1, vh + j0 * dv, (ptrdiff_t)dv, 1, 1,
-                   acc, (ptrdiff_t)dv, 1);
+        GEMM_SMALL(rows, dv, cols, 1, s, (ptrdiff_t)cols, 1, vh + j0 * dv, (ptrdiff_t)dv, 1, 1, acc,
+                   (ptrdiff_t)dv, 1);
+        LA_COUNT(LA_COUNT_AV, 2 * (double)rows * (double)cols * (double)dv);
     }
 
     /* out_i = acc_i / Σ_j exp(s_ij − m_i); a row that saw no key stays zero */

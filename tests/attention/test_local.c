@@ -71,7 +71,8 @@ static void every_window_matches_reference(void **state)
 {
     (void)state;
     tu_rng r = tu_rng_for("every_window_matches_reference");
-    const size_t sizes[][2] = {{1, 1}, {3, 5}, {17, 17}, {65, 40}, {130, 300}, {300, 130}, {333, 333}};
+    const size_t sizes[][2] = {{1, 1},     {3, 5},     {17, 17},  {65, 40},
+                               {130, 300}, {300, 130}, {333, 333}};
     const size_t windows[] = {1, 2, 3, 7, 31, 63, 64, 65, 100, 128, 129, 200, 400, SIZE_MAX};
     int64_t lengths[2];
     size_t cases = 0;
@@ -174,8 +175,8 @@ static void window_one_by_hand(void **state)
         for (int i = 0; i < 4; i++) {
             if (!(fabs(y[i] - expect[i]) <= 1e-12 * expect[i]) ||
                 !(fabs(y32[i] - expect[i]) <= 1e-6 * expect[i]))
-                fail_msg("causal=%d query %d: %.17g (float32 %.9g), by hand %.17g", causal, i,
-                         y[i], (double)y32[i], expect[i]);
+                fail_msg("causal=%d query %d: %.17g (float32 %.9g), by hand %.17g", causal, i, y[i],
+                         (double)y32[i], expect[i]);
         }
         assert_int_equal(la_ref_local_attention(&p, q, k, v, y), LA_OK);
         for (int i = 0; i < 4; i++)
@@ -220,8 +221,8 @@ static void window_edge_exact(void **state)
                     assert_int_equal(la_ref_local_attention(&p, q, k, v, ref), LA_OK);
                     for (size_t i = 0; i < N; i++) {
                         const size_t distance = i > j ? i - j : j - i;
-                        const bool sees = distance <= p.window && (!causal || j <= i) &&
-                                          (int64_t)j < length;
+                        const bool sees =
+                            distance <= p.window && (!causal || j <= i) && (int64_t)j < length;
                         if (sees != (y[i] > 0) || sees != (y32[i] > 0) || sees != (ref[i] > 0))
                             fail_msg("N=%zu M=%zu r=%zu causal=%d: query %zu, spike at key %zu "
                                      "(length %lld): %s it, float64 %g, float32 %g, reference "

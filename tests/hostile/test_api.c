@@ -51,6 +51,8 @@ static const char *const api_names[] = {
     "la_linear_attention_f64",
     "la_linear_attention_recurrent_f32",
     "la_linear_attention_recurrent_f64",
+    "la_local_attention_f32",
+    "la_local_attention_f64",
     "la_attention_f32",
     "la_attention_f64",
     "la_attention_weights_f32",
@@ -75,6 +77,7 @@ static const char *const api_names[] = {
     "la_ref_softmax_attention",
     "la_ref_hard_attention",
     "la_ref_linear_attention",
+    "la_ref_local_attention",
     "la_ref_attention",
     "la_ref_linear_attention_backward",
     "la_ref_softmax_attention_backward",
@@ -317,12 +320,12 @@ typedef la_status (*fwd64)(const la_problem *, const double *, const double *, c
 static void kernels(void **state)
 {
     (void)state;
-    const fwd32 f32[] = {la_softmax_attention_f32, la_softmax_attention_materialized_f32,
-                         la_hard_attention_f32, la_linear_attention_f32,
-                         la_linear_attention_recurrent_f32};
-    const fwd64 f64[] = {la_softmax_attention_f64, la_softmax_attention_materialized_f64,
-                         la_hard_attention_f64, la_linear_attention_f64,
-                         la_linear_attention_recurrent_f64};
+    const fwd32 f32[] = {
+        la_softmax_attention_f32, la_softmax_attention_materialized_f32, la_hard_attention_f32,
+        la_linear_attention_f32,  la_linear_attention_recurrent_f32,     la_local_attention_f32};
+    const fwd64 f64[] = {
+        la_softmax_attention_f64, la_softmax_attention_materialized_f64, la_hard_attention_f64,
+        la_linear_attention_f64,  la_linear_attention_recurrent_f64,     la_local_attention_f64};
     la_problem p;
     la_problem_init(&p, 1, 2, 3, 4, 2, 3);
     p.causal = 1;
@@ -357,6 +360,18 @@ static void kernels(void **state)
     EXPECT(la_linear_attention_recurrent_f32(&nc, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_linear_attention_recurrent_f64(&nc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
     EXPECT(la_attention_f32(LA_KERNEL_LINEAR_RECURRENT, &nc, q, k, v, o), LA_EINVAL, o, sizeof o);
+    /* local attention: window 0, a float32 scale beyond float, a budget below its block */
+    la_problem local = p;
+    local.window = 0;
+    EXPECT(la_local_attention_f32(&local, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_local_attention_f64(&local, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_ref_local_attention(&local, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_attention_f32(LA_KERNEL_LOCAL, &local, q, k, v, o), LA_EINVAL, o, sizeof o);
+    local = p, local.scale = 1e39;
+    EXPECT(la_local_attention_f32(&local, q, k, v, o), LA_EINVAL, o, sizeof o);
+    local = p, local.workspace_limit = 1;
+    EXPECT(la_local_attention_f32(&local, q, k, v, o), LA_EBUDGET, o, sizeof o);
+    EXPECT(la_local_attention_f64(&local, qd, kd, vd, od), LA_EBUDGET, od, sizeof od);
     /* kernels outside the registry */
     const int bad_kernels[] = {-1, LA_KERNEL_COUNT, 1000};
     for (size_t i = 0; i < 3; i++) {
@@ -694,8 +709,8 @@ static void references(void **state)
     double q[4] = {0}, k[4] = {0}, v[4] = {0}, o[16];
     la_status (*const refs[])(const la_problem *, const double *, const double *, const double *,
                               double *) = {la_ref_softmax_attention, la_ref_hard_attention,
-                                           la_ref_linear_attention};
-    for (size_t i = 0; i < 3; i++) {
+                                           la_ref_linear_attention, la_ref_local_attention};
+    for (size_t i = 0; i < 4; i++) {
         EXPECT(refs[i](NULL, q, k, v, o), LA_EINVAL, o, sizeof o);
         EXPECT(refs[i](&p, NULL, k, v, o), LA_EINVAL, o, sizeof o);
         EXPECT(refs[i](&p, q, k, NULL, o), LA_EINVAL, o, sizeof o);
