@@ -523,8 +523,10 @@ LA_API la_status la_linear_attention_recurrent_backward_f64(const la_problem *p,
  * rescaled position). With r >= max(N, M) it is softmax attention (la_softmax_attention_*)
  * up to rounding. Blocks of 64 queries walk the at most 64 + 2r keys (causal 64 + r) they
  * see together in score blocks of up to 256 keys with the fused kernel's online softmax,
- * each row masked to its window: O(N·(64 + 2r)·(d_k + d_v)) time, scratch per thread one
- * score block of 64 × min(64 + 2r, M, 256) and 2 · 64 row values, independent of N.
+ * each row masked to its window: O(N·(64 + 2r)·(d_k + d_v)) time (the entries outside a
+ * row's window are computed, then masked), scratch per thread one score block of
+ * 64 × min(64 + 2r, M, 256) (causal 64 + r) and 2 · 64 row values, independent of N
+ * (la_attention_cost gives both).
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * Returns LA_OK, LA_EINVAL (NULL, a bad problem: window 0 included), LA_EOVERFLOW,
  * LA_ENOMEM, LA_EBUDGET, LA_ERANGE (softmax's rule above). No backward yet.
