@@ -4,8 +4,9 @@
  * softmax attention; a hand-checked r = 1; the window's edge exactly (a key at distance r
  * is seen, one at r + 1 is not), also for N != M where positions are the indices
  * themselves; the pair count and the workspace of the cost model (the workspace does not
- * grow with N); window 0 refused. What every kernel must hold — causal masking, thread
- * counts, error paths, the workspace limit — is test_attention.c's, over every row. */
+ * grow with N); the same bits on 1, 2 and 3 threads at every window; window 0 refused.
+ * What every kernel must hold — causal masking, thread counts, error paths, the workspace
+ * limit — is test_attention.c's, over every row. */
 #include "../testutil.h"
 
 #include <float.h>
@@ -321,6 +322,43 @@ static void workspace_independent_of_n(void **state)
     assert_int_equal(la_set_num_threads(threads), LA_OK);
 }
 
+/* 1, 2 and 3 threads give the same bits at windows inside, at and past the blocks (the
+ * harness, test_attention.c, checks the default window). */
+static void threads_bitwise_every_window(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_for("threads_bitwise_every_window");
+    const size_t windows[] = {1, 5, 64, 100, 300};
+    const int threads = la_get_num_threads();
+    for (size_t w = 0; w < 5; w++) {
+        for (int causal = 0; causal <= 1; causal++) {
+            la_problem p;
+            la_problem_init(&p, 1, 3, 200, 170, 16, 8);
+            p.window = windows[w];
+            p.causal = causal;
+            inputs in;
+            make_inputs(&p, &r, &in);
+            float *one = tu_f32(in.no), *more = tu_f32(in.no);
+            double *one64 = tu_f64(in.no), *more64 = tu_f64(in.no);
+            assert_int_equal(la_set_num_threads(1), LA_OK);
+            assert_int_equal(la_local_attention_f32(&p, in.q32, in.k32, in.v32, one), LA_OK);
+            assert_int_equal(la_local_attention_f64(&p, in.q, in.k, in.v, one64), LA_OK);
+            for (int t = 2; t <= 3; t++) {
+                assert_int_equal(la_set_num_threads(t), LA_OK);
+                assert_int_equal(la_local_attention_f32(&p, in.q32, in.k32, in.v32, more), LA_OK);
+                assert_int_equal(la_local_attention_f64(&p, in.q, in.k, in.v, more64), LA_OK);
+                if (memcmp(one, more, in.no * sizeof *one) != 0 ||
+                    memcmp(one64, more64, in.no * sizeof *one64) != 0)
+                    fail_msg("r=%zu causal=%d: %d threads differ from 1 (seed %llu)", p.window,
+                             causal, t, (unsigned long long)tu_seed());
+            }
+            free(one), free(more), free(one64), free(more64);
+            free_inputs(&in);
+        }
+    }
+    assert_int_equal(la_set_num_threads(threads), LA_OK);
+}
+
 /* Window 0 is refused (la_problem_check), as are a float32 scale beyond float and the
  * range rule; out untouched each time. */
 static void bad_calls_refused(void **state)
@@ -360,6 +398,7 @@ int main(void)
         cmocka_unit_test(window_edge_exact),
         cmocka_unit_test(cost_counts_window_pairs),
         cmocka_unit_test(workspace_independent_of_n),
+        cmocka_unit_test(threads_bitwise_every_window),
         cmocka_unit_test(bad_calls_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
