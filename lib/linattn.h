@@ -525,8 +525,9 @@ LA_API la_status la_linear_attention_recurrent_backward_f64(const la_problem *p,
  * see together in score blocks of up to 256 keys with the fused kernel's online softmax,
  * each row masked to its window: O(N·(64 + 2r)·(d_k + d_v)) time (the entries outside a
  * row's window are computed, then masked), scratch per thread one score block of
- * 64 × min(64 + 2r, M, 256) (causal 64 + r) and 2 · 64 row values, independent of N
- * (la_attention_cost gives both).
+ * 64 × bk keys, bk = min(64 + 2r, M, 256) (causal 64 + r), that key block transposed
+ * (d_k × bk: the float32 products run on linattn's register tiles on AVX-512) and 2 · 64
+ * row values, independent of N (la_attention_cost gives both).
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * Returns LA_OK, LA_EINVAL (NULL, a bad problem: window 0 included), LA_EOVERFLOW,
  * LA_ENOMEM, LA_EBUDGET, LA_ERANGE (softmax's rule above). No backward yet.
@@ -707,8 +708,9 @@ typedef struct {
                                score block and row statistics per thread; linear what
                                the kernel's layout holds: S and z per head (non-causal) or
                                per thread (causal), φ blocks, a chunk's operands;
-                               local a 64 × min(64 + 2r, M, 256) score block (causal
-                               64 + r) and row statistics per thread */
+                               local a 64 × bk score block, bk = min(64 + 2r, M,
+                               256) (causal 64 + r), a d_k × bk key block and row
+                               statistics per thread */
     double io_bytes;        /* q, k, v read and out written once */
 } la_cost;
 

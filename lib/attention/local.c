@@ -6,8 +6,12 @@
  * block's queries together see at most Q_BLOCK + 2r consecutive keys (causal Q_BLOCK + r),
  * which the task walks in score blocks of at most K_BLOCK keys with the online softmax of
  * the fused kernel (softmax_tmpl.h), masking each row to its own window. So the time is
- * O(N·(Q_BLOCK + 2r)·d) and the scratch one score block per thread, independent of N (and
- * of r once Q_BLOCK + 2r passes K_BLOCK). Each task is computed whole by one thread with
+ * O(N·(Q_BLOCK + 2r)·d) and the scratch one score block and one key block per thread,
+ * independent of N (and of r once Q_BLOCK + 2r passes K_BLOCK). Both products of a block
+ * (scores against the key block transposed, then P·V) go through la_gemm_small_f32 in
+ * float32: AVX-512 register tiles without BLIS's packing, which these 64 × (64 + 2r) × d
+ * products would pay on every block (la_gemm_f64 in float64, through BLIS). The scale
+ * multiplies only the scores a row keeps. Each task is computed whole by one thread with
  * block sizes that do not depend on the thread count: the output is bitwise the same for
  * any thread count. The kernel itself is local_tmpl.h, included below once per precision
  * (core/real_f32.h explains how). */
@@ -49,13 +53,18 @@ static size_t key_block_of(const la_problem *p, size_t bq)
     return keys < K_BLOCK ? keys : K_BLOCK;
 }
 
-/* Scratch of one thread, in bytes: (bq) row maxima and (bq) row sums, then the bq × bk
- * score block, rounded up to a 64-byte line (each thread's slice starts on one). The
- * kernel (local_tmpl.h) and the cost model (la_local_cost) both read it here. */
+/* Scratch of one thread, in bytes: (bq) row maxima and (bq) row sums, the bq × bk score
+ * block, then a key block transposed, d_k × bk, rounded up to a 64-byte line (each
+ * thread's slice starts on one); SIZE_MAX when that does not fit in size_t (a d_k near
+ * 2⁶¹: the kernel then refuses with LA_EBUDGET or LA_ENOMEM). The kernel (local_tmpl.h) and
+ * the cost model (la_local_cost) both read it here. */
 static size_t per_thread_bytes(const la_problem *p, size_t elem)
 {
-    const size_t bq = p->n_queries < Q_BLOCK ? p->n_queries : Q_BLOCK;
-    const size_t bytes = (2 * bq + bq * key_block_of(p, bq)) * elem;
+    const size_t bq = p->n_queries < Q_BLOCK ? p->n_queries : Q_BLOCK, bk = key_block_of(p, bq);
+    size_t k_t, bytes;
+    if (!la_mul_ok(p->d_k, bk, &k_t) || k_t > SIZE_MAX - (2 * bq + bq * bk) ||
+        !la_mul_ok(k_t + 2 * bq + bq * bk, elem, &bytes) || bytes > SIZE_MAX - 63)
+        return SIZE_MAX;
     return (bytes + 63) / 64 * 64;
 }
 

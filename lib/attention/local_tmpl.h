@@ -22,13 +22,14 @@ static REAL FN(local_row_max)(const REAL *x, size_t n)
 /* Local attention for the query rows i0 .. i0+rows-1 of one head of an entry with m keys
  * in length:
  *   qh: (N, d_k), kh: (M, d_k), vh: (M, d_v), oh: (N, d_v), row-major;
- *   s: (rows · bk) scratch, bk = key_block_of(); row_max, row_sum: (rows) scratch.
+ *   s: (rows · bk) scratch, bk = key_block_of(); k_t: (d_k · bk) scratch, a key block
+ *   transposed; row_max, row_sum: (rows) scratch.
  * The block's queries see the keys [key_lo, key_hi) together (the first row's window
  * starts first, the last row's ends last); they are walked in score blocks of bk keys.
  * The output rows double as the accumulator of Σ_j exp(s_ij − m_i) v_j. */
 static void FN(local_block)(const la_problem *p, size_t m, const REAL *qh, const REAL *kh,
                             const REAL *vh, REAL *oh, size_t i0, size_t rows, size_t bk, REAL *s,
-                            REAL *row_max, REAL *row_sum)
+                            REAL *k_t, REAL *row_max, REAL *row_sum)
 {
     const size_t dk = p->d_k, dv = p->d_v;
     REAL *acc = oh + i0 * dv;
@@ -43,10 +44,14 @@ static void FN(local_block)(const la_problem *p, size_t m, const REAL *qh, const
 
     for (size_t j0 = key_lo; j0 < key_hi; j0 += bk) {
         const size_t cols = key_hi - j0 < bk ? key_hi - j0 : bk;
-        /* s = q_blk · k_blkᵀ · scale   (rows × cols scores; Kᵀ is k read with swapped
-         * strides) */
-        GEMM(rows, cols, dk, (REAL)p->scale, qh + i0 * dk, (ptrdiff_t)dk, 1, kh + j0 * dk, 1,
-             (ptrdiff_t)dk, 0, s, (ptrdiff_t)cols, 1);
+        /* k_t = k_blkᵀ (d_k × cols), so that the product below reads rows of unit stride
+         * (GEMM_SMALL's register tiles in float32 on AVX-512, where BLIS would pack) */
+        for (size_t j = 0; j < cols; j++)
+            for (size_t c = 0; c < dk; c++)
+                k_t[c * cols + j] = kh[(j0 + j) * dk + c];
+        /* s = q_blk · k_blkᵀ   (rows × cols; times scale below, on the entries kept) */
+        GEMM_SMALL(rows, cols, dk, 1, qh + i0 * dk, (ptrdiff_t)dk, 1, k_t, (ptrdiff_t)cols, 1, 0, s,
+                   (ptrdiff_t)cols, 1);
         LA_COUNT(LA_COUNT_QK, 2 * (double)rows * (double)cols * (double)dk);
 
         /* online softmax, row by row, over the row's window [lo, hi) within this block
@@ -61,6 +66,9 @@ static void FN(local_block)(const la_problem *p, size_t m, const REAL *qh, const
             const size_t e = hi > j0 ? (hi - j0 < cols ? hi - j0 : cols) : 0;
             const size_t n = e > a ? e - a : 0;
             if (n > 0) {
+                const REAL scale = (REAL)p->scale;
+                for (size_t c = a; c < a + n; c++)
+                    srow[c] *= scale;
                 const REAL block_max = FN(local_row_max)(srow + a, n);
                 if (block_max > row_max[r]) {
                     if (row_sum[r] > 0) { /* something accumulated: rescale it */
@@ -130,10 +138,10 @@ static la_status FN(local_attention)(const la_problem *p, const REAL *q, const R
         const size_t i0 = (t % q_blocks) * Q_BLOCK;
         const size_t rows = N - i0 < Q_BLOCK ? N - i0 : Q_BLOCK;
         REAL *row_max = (REAL *)(scratch + (size_t)omp_get_thread_num() * per_thread);
-        REAL *row_sum = row_max + bq, *s = row_sum + bq;
+        REAL *row_sum = row_max + bq, *s = row_sum + bq, *k_t = s + bq * bk;
         FN(local_block)
         (p, la_keys_in_length(p, b), q + bh * N * dk, k + bh * M * dk, v + bh * M * dv,
-         out + bh * N * dv, i0, rows, bk, s, row_max, row_sum);
+         out + bh * N * dv, i0, rows, bk, s, k_t, row_max, row_sum);
     }
     free(scratch);
     return LA_OK;
