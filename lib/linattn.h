@@ -59,6 +59,7 @@
  *     la_linear_attention_recurrent_backward_*  linear, causal: gradients token by token
  *     la_linformer_attention_f32/_f64     Linformer: keys, values projected to k rows, softmax
  *     la_linformer_projections            Linformer's E, F drawn from a seed
+ *     la_local_attention_f32/_f64         restricted (local) softmax: keys within r positions
  *     la_attention_f32/_f64               any kernel, by la_kernel
  *     la_attention_weights_f32/_f64       any kernel's N×M attention matrix (for inspection)
  *   step API (causal linear attention, one token at a time)
@@ -67,6 +68,7 @@
  *     la_linear_state_save_size, _save, _restore
  *   references (float64, plain loops)
  *     la_ref_softmax_attention, la_ref_hard_attention, la_ref_linear_attention
+ *     la_ref_local_attention
  *     la_ref_linear_attention_backward    linear attention's gradients
  *     la_ref_linformer_attention          Linformer
  *     la_ref_softmax_attention_backward, la_ref_hard_attention_backward
@@ -275,6 +277,7 @@ typedef enum {
     LA_KERNEL_LINEAR,               /* linear: non-causal, or causal chunked when p->causal */
     LA_KERNEL_LINEAR_RECURRENT,     /* linear, causal, token by token (requires p->causal) */
     LA_KERNEL_LINFORMER,            /* keys, values projected to proj_rank rows, then softmax */
+    LA_KERNEL_LOCAL,                /* softmax over the keys within p->window positions */
     LA_KERNEL_COUNT
 } la_kernel;
 
@@ -282,7 +285,8 @@ typedef enum {
  * precision's rounding of the float64 reference, or refuses with LA_ERANGE (writing
  * nothing), never inf or NaN from finite inputs. With T the element type's largest
  * value (FLT_MAX or DBL_MAX) and a = max|q|, b = max|k|, c = max|v| over the call:
- *   softmax, softmax_materialized:  LA_ERANGE when d_k·a·b·max(|scale|, 1) > T/8,
+ *   softmax, softmax_materialized, local:
+ *                                   LA_ERANGE when d_k·a·b·max(|scale|, 1) > T/8,
  *                                   |scale| > T/8 or M·c > T/8
  *   hard:                           LA_ERANGE when d_k·a·b·max(|scale|, 1) > T/8
  *                                   or |scale| > T/8
@@ -566,6 +570,28 @@ LA_API la_status la_linformer_attention_f64(const la_problem *p, const double *q
  * Returns LA_OK, LA_EINVAL (NULL e or f, e == f, k or m 0), LA_EOVERFLOW (k·m doubles
  * beyond size_t); nothing written on error. */
 LA_API la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, double *e, double *f);
+/* Restricted (local) softmax attention (Vaswani et al. 2017's "restricted self-attention"):
+ * query i attends with softmax(q_i·k_j · scale) to the keys j within r = p->window
+ * positions, |i − j| <= r, or when p->causal i − r <= j <= i; key lengths hide keys as in
+ * every kernel, and a query left with no key gets a zero row. Positions are the indices i
+ * and j themselves, also when N != M (query i's window is centred on key i, not on a
+ * rescaled position). With r >= max(N, M) it is softmax attention (la_softmax_attention_*)
+ * up to rounding. Blocks of 64 queries walk the at most 64 + 2r keys (causal 64 + r) they
+ * see together in score blocks of up to 256 keys with the fused kernel's online softmax,
+ * each row masked to its window: O(N·(64 + 2r)·(d_k + d_v)) time (the entries outside a
+ * row's window are computed, then masked), scratch per thread one score block of
+ * 64 × bk keys, bk = min(64 + 2r, M, 256) (causal 64 + r), that key block transposed
+ * (d_k × bk: the float32 products run on linattn's register tiles on AVX-512) and 2 · 64
+ * row values, independent of N (la_attention_cost gives both).
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
+ * Returns LA_OK, LA_EINVAL (NULL, a bad problem: window 0 included), LA_EOVERFLOW,
+ * LA_ENOMEM, LA_EBUDGET, LA_ERANGE (softmax's rule above). No backward yet.
+ *   implementation lib/attention/local.c (local_tmpl.h) · reference la_ref_local_attention
+ *   · tests tests/attention/test_attention.c, test_local.c */
+LA_API la_status la_local_attention_f32(const la_problem *p, const float *q, const float *k,
+                                        const float *v, float *out);
+LA_API la_status la_local_attention_f64(const la_problem *p, const double *q, const double *k,
+                                        const double *v, double *out);
 
 /* Dispatch by kernel: the registry row's forward_f32 / forward_f64. LA_EINVAL for a
  * kernel outside the registry or a problem its causal rule refuses. */
@@ -579,6 +605,7 @@ LA_API la_status la_attention_f64(la_kernel kernel, const la_problem *p, const d
  *   softmax, softmax_materialized: A_ij = exp(s_ij − max) / Σ_j' exp(s_ij' − max) with
  *     s = q·k · scale, over the keys query i sees (the matrix P the materialising kernel
  *     forms; the fused kernel never holds it);
+ *   local: as softmax, over the keys query i sees within its window;
  *   hard: one-hot rows, 1 at the kernel's argmax (ties to the lowest j);
  *   linear, linear_recurrent: A_ij = φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps), z_i = Σ φ(k_j)
  *     over the keys query i sees (all visible keys, or j <= i when p->causal).
@@ -657,6 +684,10 @@ LA_API la_status la_ref_hard_attention(const la_problem *p, const double *q, con
                                        const double *v, double *out);
 LA_API la_status la_ref_linear_attention(const la_problem *p, const double *q, const double *k,
                                          const double *v, double *out);
+/* Local attention's oracle: per query, each key tested against the masks and the window
+ * (|i − j| <= p->window; causal also j <= i), the softmax over those. */
+LA_API la_status la_ref_local_attention(const la_problem *p, const double *q, const double *k,
+                                        const double *v, double *out);
 /* The gradient of linear attention (follows p->causal), for la_linear_attention_backward_*
  * and la_linear_attention_recurrent_backward_*: the forward recomputed with every prefix
  * state materialised (out is not read, but must not be NULL), the keys' gradients summed
@@ -712,7 +743,11 @@ LA_API void la_ref_feature_map(la_feature_map fm, const double *x, double *out, 
  *     join partial sums (a chunk's ΔS_c into the carried state, a key block's partial z,
  *     a key piece's partial [S z]) are not counted again.
  *   m = min(M, L_b) visible keys, u = causal ? min(N, m) : m keys any query sees;
- *   chunked linear: pairs_intra the visible pairs inside each chunk. */
+ *   chunked linear: pairs_intra the visible pairs inside each chunk;
+ *   local: pairs are those inside the windows, Σ_i (min(m, i + e) − max(0, i − r))⁺ with
+ *     e = r + 1 (causal: 1), counted as softmax counts a pair (a closed form, O(1) per
+ *     entry); the entries of a score block outside a row's window are computed, then
+ *     masked, and not counted (as the chunked kernel's hidden triangle). */
 typedef struct {
     double flops_qk;        /* softmax/hard: Q·Kᵀ, 2·pairs·d_k. Causal chunked linear: the
                                intra-chunk A = φQ_c·φK_cᵀ, 2·pairs_intra·d_k */
@@ -737,7 +772,10 @@ typedef struct {
                                materialised one N×M score matrix; fused and hard a 64×256
                                score block and row statistics per thread; linear what
                                the kernel's layout holds: S and z per head (non-causal) or
-                               per thread (causal), φ blocks, a chunk's operands */
+                               per thread (causal), φ blocks, a chunk's operands;
+                               local a 64 × bk score block, bk = min(64 + 2r, M,
+                               256) (causal 64 + r), a d_k × bk key block and row
+                               statistics per thread */
     double io_bytes;        /* q, k, v read and out written once */
 } la_cost;
 

@@ -141,6 +141,67 @@ la_status la_ref_hard_attention(const la_problem *p, const double *q, const doub
     return LA_OK;
 }
 
+/* Restricted (local) softmax attention, per head: query i sees key j when the masks
+ * above let it (key lengths, causal j <= i) and |i − j| <= window, the indices i and j
+ * compared as they are (also for N != M). Written from that definition, key by key:
+ *   scores (N, M) = q kᵀ · scale over those keys, P = their row softmax, out = P v. */
+la_status la_ref_local_attention(const la_problem *p, const double *q, const double *k,
+                                 const double *v, double *out)
+{
+    la_status st = check(p, q, k, v, out);
+    if (st != LA_OK) return st;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    size_t n_row;
+    if (!doubles_fit(M, 1, 1, &n_row)) return LA_EOVERFLOW;
+    double *row = malloc(n_row * sizeof *row);
+    bool *seen = malloc(M * sizeof *seen);
+    if (!row || !seen) {
+        free(row);
+        free(seen);
+        return LA_ENOMEM;
+    }
+    for (size_t b = 0; b < p->batch; b++) {
+        for (size_t h = 0; h < p->heads; h++) {
+            const double *qh = q + HEAD(p, b, h, N, dk), *kh = k + HEAD(p, b, h, M, dk);
+            const double *vh = v + HEAD(p, b, h, M, dv);
+            double *oh = out + HEAD(p, b, h, N, dv);
+            for (size_t i = 0; i < N; i++) {
+                /* which keys query i sees, and their scores and maximum */
+                double max = -INFINITY;
+                for (size_t j = 0; j < M; j++) {
+                    const bool in_length = !p->key_lengths || (int64_t)j < p->key_lengths[b];
+                    const bool in_past = !p->causal || j <= i;
+                    const bool in_window = (i >= j ? i - j : j - i) <= p->window;
+                    seen[j] = in_length && in_past && in_window;
+                    if (!seen[j]) continue;
+                    double s = 0;
+                    for (size_t c = 0; c < dk; c++)
+                        s += qh[i * dk + c] * kh[j * dk + c];
+                    row[j] = s * p->scale;
+                    if (row[j] > max) max = row[j];
+                }
+                /* softmax over the keys seen: exp(s - max) / Σ exp(s - max) */
+                double sum = 0;
+                for (size_t j = 0; j < M; j++)
+                    if (seen[j]) {
+                        row[j] = exp(row[j] - max);
+                        sum += row[j];
+                    }
+                /* out = P v (a query that sees nothing gets zeros) */
+                for (size_t c = 0; c < dv; c++) {
+                    double acc = 0;
+                    for (size_t j = 0; j < M; j++)
+                        if (seen[j]) acc += row[j] / sum * vh[j * dv + c];
+                    oh[i * dv + c] = acc;
+                }
+            }
+        }
+    }
+    free(row);
+    free(seen);
+    return LA_OK;
+}
+
 /* Linear attention, per head, materialising φ(Q), φ(K) and every prefix state:
  *   S_i (d_k, d_v) = Σ_{visible j} φ(k_j) v_jᵀ,  z_i (d_k) = Σ_{visible j} φ(k_j),
  *   out_i = φ(q_i)ᵀ S_i / (φ(q_i)ᵀ z_i + eps), and zeros where that denominator is 0.

@@ -119,6 +119,21 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .reference_backward = NULL,
             .backward_cost = NULL,
         },
+    [LA_KERNEL_LOCAL] =
+        {
+            .kernel = LA_KERNEL_LOCAL,
+            .name = "local",
+            .summary = "restricted (local) softmax: each query attends to the keys within "
+                       "--window r positions, |i − j| <= r (causal i − r <= j <= i)",
+            .series = {"local", "local_causal"},
+            .causal = LA_CAUSAL_ALLOWED,
+            .params = LA_PARAM_SCALE | LA_PARAM_WINDOW,
+            .forward_f32 = la_local_attention_f32,
+            .forward_f64 = la_local_attention_f64,
+            .reference = la_ref_local_attention,
+            .cost = la_local_cost,
+            /* no backward yet */
+        },
 };
 
 const la_kernel_info *la_kernel_get(la_kernel kernel)

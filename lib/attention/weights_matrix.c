@@ -3,6 +3,7 @@
  * with lib/io/weights.c, the Transformer weights loader.
  *   softmax (fused and materialising): A_ij = exp(s_ij − max_j s_ij) / Σ_j exp(…),
  *     s = q·k · scale, over the visible keys;
+ *   local: as softmax, over the visible keys within the window |i − j| <= p->window;
  *   hard: one-hot rows, 1 at argmax_j s_ij over the visible keys (ties to the lowest j);
  *   linear (non-causal, chunked, recurrent): A_ij = φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps),
  *     z_i = Σ φ(k_j) over the keys query i sees, i.e. the row's numerators' sum + eps.
@@ -27,7 +28,7 @@
 enum { ROWS = 64 }; /* queries per task */
 
 /* Which normalisation a kernel's weights follow. */
-typedef enum { WEIGHTS_SOFTMAX, WEIGHTS_HARD, WEIGHTS_LINEAR } weights_kind;
+typedef enum { WEIGHTS_SOFTMAX, WEIGHTS_HARD, WEIGHTS_LINEAR, WEIGHTS_LOCAL } weights_kind;
 
 static bool weights_kind_of(la_kernel kernel, weights_kind *kind)
 {
@@ -38,9 +39,24 @@ static bool weights_kind_of(la_kernel kernel, weights_kind *kind)
     case LA_KERNEL_LINEAR:
     case LA_KERNEL_LINEAR_RECURRENT: *kind = WEIGHTS_LINEAR; return true;
     case LA_KERNEL_LINFORMER: break; /* not yet: its matrix would be P·F, (N, k)·(k, M) */
+    case LA_KERNEL_LOCAL: *kind = WEIGHTS_LOCAL; return true;
     case LA_KERNEL_COUNT: break;
     }
     return false;
+}
+
+/* The keys [*first, *end) query i of batch entry b sees: [0, la_visible_keys), and for
+ * local attention only those within its window, max(0, i − r) <= j <= i + r. */
+static void row_keys(weights_kind kind, const la_problem *p, size_t b, size_t i, size_t *first,
+                     size_t *end)
+{
+    *first = 0;
+    *end = la_visible_keys(p, b, i);
+    if (kind != WEIGHTS_LOCAL) return;
+    const size_t r = p->window;
+    *first = i > r ? i - r : 0;
+    if (r < p->n_keys && i + r + 1 < *end) *end = i + r + 1; /* i, r < M: no overflow */
+    if (*first > *end) *first = *end;                        /* empty, and never past the keys */
 }
 
 /* The range rule (linattn.h), from a = max|q|, b = max|k| in long double: every score

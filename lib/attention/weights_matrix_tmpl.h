@@ -35,18 +35,20 @@ static void FN(weights_block)(weights_kind kind, const la_problem *p, size_t b, 
     /* each row normalised over its visible keys; hidden entries exactly 0 */
     for (size_t r = 0; r < rows; r++) {
         REAL *row = w + r * M;
-        const size_t visible = la_visible_keys(p, b, i0 + r);
-        if (kind == WEIGHTS_SOFTMAX && visible > 0) {
+        size_t first, visible; /* the keys [first, visible) (first > 0: local only) */
+        row_keys(kind, p, b, i0 + r, &first, &visible);
+        if (first > 0) memset(row, 0, first * sizeof *row);
+        if ((kind == WEIGHTS_SOFTMAX || kind == WEIGHTS_LOCAL) && visible > first) {
             /* exp(s_j − max) / Σ exp(s_j − max) */
-            REAL m = row[0];
-            for (size_t j = 1; j < visible; j++)
+            REAL m = row[first];
+            for (size_t j = first + 1; j < visible; j++)
                 if (row[j] > m) m = row[j];
             double sum = 0;
-            for (size_t j = 0; j < visible; j++) {
+            for (size_t j = first; j < visible; j++) {
                 row[j] = EXP(row[j] - m);
                 sum += (double)row[j];
             }
-            for (size_t j = 0; j < visible; j++)
+            for (size_t j = first; j < visible; j++)
                 row[j] = (REAL)((double)row[j] / sum);
         } else if (kind == WEIGHTS_HARD && visible > 0) {
             /* one-hot at the first maximum (ties to the lowest j) */

@@ -153,13 +153,17 @@ static void setup_problem(const wcase *c, la_problem *p)
 {
     problem_of(c, p);
     if (c->kernel == LA_KERNEL_HARD) p->scale = 0.125;
+    if (reads(c->kernel, LA_PARAM_WINDOW)) p->window = 7; /* narrower than every shape */
 }
 
 /* ------------------------------------------------------------------ the reference */
 
-static bool visible(const la_problem *p, size_t b, size_t i, size_t j)
+/* Key j visible to query i: the masks, and for a row that reads a window (local) the
+ * window |i − j| <= p->window. */
+static bool visible(la_kernel kernel, const la_problem *p, size_t b, size_t i, size_t j)
 {
     if (p->key_lengths && (int64_t)j >= p->key_lengths[b]) return false;
+    if (reads(kernel, LA_PARAM_WINDOW) && (i > j ? i - j : j - i) > p->window) return false;
     return !p->causal || j <= i;
 }
 
@@ -185,7 +189,7 @@ static void reference_weights(la_kernel kernel, const la_problem *p, const doubl
                 for (size_t j = 0; j < M; j++) {
                     wrow[j] = 0;
                     row[j] = 0;
-                    if (!visible(p, b, i, j)) continue;
+                    if (!visible(kernel, p, b, i, j)) continue;
                     n_visible++;
                     for (size_t a = 0; a < dk; a++)
                         row[j] += kernel == LA_KERNEL_LINEAR || kernel == LA_KERNEL_LINEAR_RECURRENT
@@ -197,7 +201,8 @@ static void reference_weights(la_kernel kernel, const la_problem *p, const doubl
                 if (kernel == LA_KERNEL_HARD) {
                     size_t best = M;
                     for (size_t j = 0; j < M; j++)
-                        if (visible(p, b, i, j) && (best == M || row[j] > row[best])) best = j;
+                        if (visible(kernel, p, b, i, j) && (best == M || row[j] > row[best]))
+                            best = j;
                     wrow[best] = 1;
                 } else if (kernel == LA_KERNEL_LINEAR || kernel == LA_KERNEL_LINEAR_RECURRENT) {
                     double den = p->eps;
@@ -209,11 +214,11 @@ static void reference_weights(la_kernel kernel, const la_problem *p, const doubl
                 } else {
                     double mx = -INFINITY, sum = 0;
                     for (size_t j = 0; j < M; j++)
-                        if (visible(p, b, i, j) && row[j] > mx) mx = row[j];
+                        if (visible(kernel, p, b, i, j) && row[j] > mx) mx = row[j];
                     for (size_t j = 0; j < M; j++)
-                        if (visible(p, b, i, j)) sum += exp(row[j] - mx);
+                        if (visible(kernel, p, b, i, j)) sum += exp(row[j] - mx);
                     for (size_t j = 0; j < M; j++)
-                        if (visible(p, b, i, j)) wrow[j] = exp(row[j] - mx) / sum;
+                        if (visible(kernel, p, b, i, j)) wrow[j] = exp(row[j] - mx) / sum;
                 }
             }
         }
@@ -278,7 +283,7 @@ static void check_masked_and_rows(const wcase *c)
                 double sum64 = 0, sum32 = 0;
                 size_t n_visible = 0;
                 for (size_t j = 0; j < M; j++) {
-                    if (!visible(&p, b, i, j)) {
+                    if (!visible(c->kernel, &p, b, i, j)) {
                         if (w64[at + j] != 0 || w32[at + j] != 0 || signbit(w64[at + j]) ||
                             signbit(w32[at + j])) {
                             note_failure(c, "a hidden entry is not exactly +0");

@@ -3,7 +3,7 @@
  *     the form its kernel runs, adding to a counter per multiply-add (2), per add,
  *     compare, exp, divide (1) as it goes, and its output is checked against the
  *     float64 reference, so the counted algorithm is a correct one;
- *   - the linear kernels themselves: this program links the library built with
+ *   - the linear and local kernels themselves: this program links the library built with
  *     -DLA_COUNT_FLOPS ($(BUILD)/count/liblinattn.a), whose kernels count what they
  *     issue as they run (every product 2·m·n·k at its call, every loop's adds and
  *     divides; core/internal.h), so a change to a kernel's arithmetic shows here.
@@ -45,18 +45,24 @@ static double phi(const la_problem *p, double x, counts *c)
     return y;
 }
 
-/* Softmax and hard attention, one head: scores, softmax (or argmax), P·V.
+/* Softmax and hard attention, one head: scores, softmax (or argmax), P·V; local attention
+ * (`local`) the same over the keys of query i's window, |i − j| <= p->window.
  *   q: (N, d_k), k: (M, d_k), v: (M, d_v), out: (N, d_v) */
-static void count_softmax(const la_problem *p, size_t b, int hard, const double *q, const double *k,
-                          const double *v, double *out, counts *c)
+static void count_softmax(const la_problem *p, size_t b, int hard, int local, const double *q,
+                          const double *k, const double *v, double *out, counts *c)
 {
     const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v;
     double *row = tu_f64(p->n_keys);
     for (size_t i = 0; i < N; i++) {
-        size_t vis = keys_visible(p, b);
+        size_t vis = keys_visible(p, b), first = 0;
         if (p->causal) vis = smaller(vis, i + 1);
+        if (local) { /* the keys [first, vis) of the window */
+            first = i > p->window ? i - p->window : 0;
+            if (p->window < p->n_keys) vis = smaller(vis, i + p->window + 1);
+            if (first > vis) first = vis;
+        }
         /* scores: one multiply-add per (pair, feature) */
-        for (size_t j = 0; j < vis; j++) {
+        for (size_t j = first; j < vis; j++) {
             double s = 0;
             for (size_t a = 0; a < dk; a++, c->qk += 2)
                 s += q[i * dk + a] * k[j * dk + a];
@@ -73,20 +79,20 @@ static void count_softmax(const la_problem *p, size_t b, int hard, const double 
         }
         /* softmax: max, subtract, exp, sum, divide — one of each per pair */
         double max = -INFINITY, sum = 0;
-        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+        for (size_t j = first; j < vis; j++, c->softmax += 1)
             max = row[j] > max ? row[j] : max;
-        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+        for (size_t j = first; j < vis; j++, c->softmax += 1)
             row[j] -= max;
-        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+        for (size_t j = first; j < vis; j++, c->softmax += 1)
             row[j] = exp(row[j]);
-        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+        for (size_t j = first; j < vis; j++, c->softmax += 1)
             sum += row[j];
-        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+        for (size_t j = first; j < vis; j++, c->softmax += 1)
             row[j] /= sum;
         /* P·V: one multiply-add per (pair, output feature) */
         for (size_t a = 0; a < dv; a++) {
             double acc = 0;
-            for (size_t j = 0; j < vis; j++, c->av += 2)
+            for (size_t j = first; j < vis; j++, c->av += 2)
                 acc += row[j] * v[j * dv + a];
             out[i * dv + a] = acc;
         }
@@ -280,7 +286,9 @@ static void check_model(la_kernel kernel, const la_problem *p, tu_rng *r)
             case LA_KERNEL_SOFTMAX:
             case LA_KERNEL_SOFTMAX_MATERIALIZED:
             case LA_KERNEL_HARD:
-                count_softmax(p, b, kernel == LA_KERNEL_HARD, qh, kh, vh, oh, &c);
+            case LA_KERNEL_LOCAL:
+                count_softmax(p, b, kernel == LA_KERNEL_HARD, kernel == LA_KERNEL_LOCAL, qh, kh, vh,
+                              oh, &c);
                 break;
             case LA_KERNEL_LINFORMER: count_linformer(p, b, qh, kh, vh, oh, &c); break;
             default:
@@ -306,8 +314,8 @@ static void check_model(la_kernel kernel, const la_problem *p, tu_rng *r)
         total += want[f];
         if (got[f] != want[f]) {
             fail_msg("%s B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu causal=%d chunk=%zu "
-                     "lengths=%s: flops_%s model %.17g, counted %.17g (seed %llu)",
-                     la_kernel_name(kernel), B, H, N, M, dk, dv, p->causal, p->chunk,
+                     "window=%zu lengths=%s: flops_%s model %.17g, counted %.17g (seed %llu)",
+                     la_kernel_name(kernel), B, H, N, M, dk, dv, p->causal, p->chunk, p->window,
                      p->key_lengths ? "yes" : "no", names[f], got[f], want[f],
                      (unsigned long long)tu_seed());
         }
@@ -347,6 +355,8 @@ static void model_equals_counted_loops(void **state)
                     la_problem_init(&p, B, H, sizes[ni], sizes[mi], dk, dv);
                     p.causal = causal;
                     p.chunk = 1 + tu_next(&r) % (sizes[ni] + 2);
+                    /* local: every window from 1 past max(N, M) */
+                    p.window = 1 + tu_next(&r) % (sizes[ni] + sizes[mi]);
                     p.feature_map = tu_next(&r) % 2 ? LA_FEATURE_RELU : LA_FEATURE_ELU1;
                     if (tu_next(&r) % 2) {
                         for (size_t b = 0; b < B; b++)
@@ -817,6 +827,87 @@ static void backward_model_equals_kernel_counts(void **state)
     printf("  %zu backward calls counted\n", cases);
 }
 
+/* One call of the local kernel counted as it runs: flops_qk and flops_av of the model
+ * against the products it issued less its hidden entries (2·d_k and 2·d_v each). */
+static void check_kernel_counts_local(la_dtype dtype, const la_problem *p, tu_rng *r)
+{
+    const size_t heads = p->batch * p->heads, N = p->n_queries, M = p->n_keys;
+    const size_t nq = heads * N * p->d_k, nk = heads * M * p->d_k, nv = heads * M * p->d_v;
+    const size_t no = heads * N * p->d_v;
+    double *q = tu_f64(nq), *k = tu_f64(nk), *v = tu_f64(nv), *out = tu_f64(no);
+    tu_fill_normal(r, q, nq, 1);
+    tu_fill_normal(r, k, nk, 1);
+    tu_fill_normal(r, v, nv, 1);
+    la_count_reset();
+    if (dtype == LA_FLOAT32) {
+        float *q32 = tu_f32(nq), *k32 = tu_f32(nk), *v32 = tu_f32(nv), *o32 = tu_f32(no);
+        tu_to_f32(q, q32, nq), tu_to_f32(k, k32, nk), tu_to_f32(v, v32, nv);
+        assert_int_equal(la_local_attention_f32(p, q32, k32, v32, o32), LA_OK);
+        free(q32), free(k32), free(v32), free(o32);
+    } else {
+        assert_int_equal(la_local_attention_f64(p, q, k, v, out), LA_OK);
+    }
+    const double hidden = la_count_get(LA_COUNT_HIDDEN);
+    const double qk = la_count_get(LA_COUNT_QK) - 2 * (double)p->d_k * hidden;
+    const double av = la_count_get(LA_COUNT_AV) - 2 * (double)p->d_v * hidden;
+    la_cost model;
+    assert_int_equal(la_attention_cost(LA_KERNEL_LOCAL, p, dtype, &model), LA_OK);
+    if (qk != model.flops_qk || av != model.flops_av)
+        fail_msg("local %s threads=%d N=%zu M=%zu d_k=%zu d_v=%zu causal=%d window=%zu "
+                 "lengths=%s: model qk %.17g av %.17g, kernel counted qk %.17g av %.17g "
+                 "(seed %llu)",
+                 dtype == LA_FLOAT32 ? "f32" : "f64", la_get_num_threads(), N, M, p->d_k, p->d_v,
+                 p->causal, p->window, p->key_lengths ? "yes" : "no", model.flops_qk,
+                 model.flops_av, qk, av, (unsigned long long)tu_seed());
+    free(q), free(k), free(v), free(out);
+}
+
+/* Local attention's model against what its kernel counts as it runs: the score and P·V
+ * products it issues (2·rows·cols·d_k and 2·rows·cols·d_v per score block) less the
+ * entries of each block outside a row's window, which it counts as hidden; so its masks
+ * must leave exactly the model's closed-form pairs. Both dtypes, one to three threads,
+ * windows from 1 past max(N, M), key lengths, sizes crossing the 64-query and 256-key
+ * blocks. */
+static void local_model_equals_kernel_counts(void **state)
+{
+    (void)state;
+    if (!la_count_enabled()) fail_msg("test_cost is linked against a library without counters");
+    tu_rng r = tu_rng_for("local_model_equals_kernel_counts");
+    const size_t sizes[] = {1, 2, 5, 17, 64, 65, 130, 300};
+    const size_t windows[] = {1, 2, 7, 63, 64, 100, 129, 300, SIZE_MAX};
+    int64_t lengths[2];
+    const int threads = la_get_num_threads();
+    size_t cases = 0;
+    double hidden = 0;
+    for (int t = 1; t <= 3; t++) {
+        assert_int_equal(la_set_num_threads(t), LA_OK);
+        for (size_t ni = 0; ni < 8; ni++) {
+            for (size_t w = 0; w < 9; w++) {
+                for (int causal = 0; causal <= 1; causal++) {
+                    const size_t M = sizes[tu_next(&r) % 8];
+                    la_problem p;
+                    la_problem_init(&p, 2, 1 + tu_next(&r) % 2, sizes[ni], M, 1 + tu_next(&r) % 16,
+                                    1 + tu_next(&r) % 16);
+                    p.causal = causal;
+                    p.window = windows[w];
+                    if (tu_next(&r) % 2) {
+                        lengths[0] = (int64_t)(tu_next(&r) % (M + 1));
+                        lengths[1] = (int64_t)M;
+                        p.key_lengths = lengths;
+                    }
+                    const la_dtype dtype = tu_next(&r) % 2 ? LA_FLOAT32 : LA_FLOAT64;
+                    check_kernel_counts_local(dtype, &p, &r);
+                    hidden += la_count_get(LA_COUNT_HIDDEN);
+                    cases++;
+                }
+            }
+        }
+    }
+    assert_int_equal(la_set_num_threads(threads), LA_OK);
+    assert_true(hidden > 0); /* the correction was exercised */
+    printf("  %zu kernel calls counted\n", cases);
+}
+
 /* The causal half: softmax over N = M counts N(N+1)/2 pairs per head, and the exact
  * formulas of the header for one plain case. */
 static void closed_forms(void **state)
@@ -973,6 +1064,7 @@ int main(void)
         cmocka_unit_test(backward_model_equals_counted_loops),
         cmocka_unit_test(model_equals_kernel_counts),
         cmocka_unit_test(backward_model_equals_kernel_counts),
+        cmocka_unit_test(local_model_equals_kernel_counts),
         cmocka_unit_test(closed_forms),
         cmocka_unit_test(workspace_model),
         cmocka_unit_test(workspace_matches_kernels),

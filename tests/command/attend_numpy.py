@@ -5,7 +5,8 @@ and its handling of malformed input.
 Usage: /usr/bin/python3 tests/attend_numpy.py BUILD/linattn   (run by `make test`)
 
 Part 1 runs every variant (softmax with both kernels, hard, linear with both feature maps
-and both causal forms) × causal × key lengths × precision over inputs of shape (N, d),
+and both causal forms, local with windows from 1 past N) × causal × key lengths ×
+precision over inputs of shape (N, d),
 (H, N, d) and (B, H, N, d), with M != N and d_v != d_k, and requires
 ‖y − ref‖ / ‖ref‖ < 1e-5 in float32 and < 1e-12 in float64.
 linformer runs with given projections (--proj) and drawn ones (--proj-rank, --seed, the
@@ -56,6 +57,23 @@ def ref_softmax(q, k, v, scale, causal, lengths):
     mask = key_mask(n, m, causal, lengths, b)
     scores = np.einsum("bhnd,bhmd->bhnm", q, k) * scale
     scores = np.where(mask, scores, -np.inf)
+    row_max = scores.max(axis=-1, keepdims=True)
+    row_max = np.where(np.isfinite(row_max), row_max, 0.0)
+    weights = np.where(mask, np.exp(scores - row_max), 0.0)
+    total = weights.sum(axis=-1, keepdims=True)
+    weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
+    return weights @ v
+
+
+def ref_local(q, k, v, scale, causal, lengths, window):
+    """Restricted (local) softmax: softmax over the visible keys j with |i − j| <= window
+    (i and j compared as indices, also for M != N), written as its own window mask on the
+    score matrix; zero rows where no key is left."""
+    b, _, n, _ = q.shape
+    m = k.shape[2]
+    distance = np.abs(np.arange(n)[:, None] - np.arange(m)[None, :])  # (N, M)
+    mask = key_mask(n, m, causal, lengths, b) & (distance <= window)[None, None]
+    scores = np.where(mask, np.einsum("bhnd,bhmd->bhnm", q, k) * scale, -np.inf)
     row_max = scores.max(axis=-1, keepdims=True)
     row_max = np.where(np.isfinite(row_max), row_max, 0.0)
     weights = np.where(mask, np.exp(scores - row_max), 0.0)
@@ -187,7 +205,7 @@ def to_heads(x):
 
 def accuracy_case(run, label, variant, shape, causal, with_lengths, precision, *,
                   feature_map=None, kernel=None, chunk=None, scale=None, eps=None,
-                  file_dtypes=("float32", "float64", "float32")):
+                  window=None, file_dtypes=("float32", "float64", "float32")):
     """One `linattn attend` call against the reference. shape = (lead, n, m, d_k, d_v)."""
     lead, n, m, dk, dv = shape
     rng = run.rng
@@ -231,6 +249,8 @@ def accuracy_case(run, label, variant, shape, causal, with_lengths, precision, *
         args += ["--eps", repr(eps)]
     if feature_map:
         args += ["--feature-map", feature_map]
+    if window is not None:
+        args += ["--window", str(window)]
 
     qh, kh, vh = (to_heads(x) for x in used)
     if variant == "softmax":
@@ -238,6 +258,9 @@ def accuracy_case(run, label, variant, shape, causal, with_lengths, precision, *
                           lengths)
     elif variant == "hard":
         ref = ref_hard(qh, kh, vh, scale, causal, lengths)
+    elif variant == "local":
+        ref = ref_local(qh, kh, vh, scale if scale is not None else 1 / np.sqrt(dk), causal,
+                        lengths, 64 if window is None else window)  # LA_DEFAULT_WINDOW
     else:
         ref = ref_linear(qh, kh, vh, feature_map or "elu", DEFAULT_EPS if eps is None else eps,
                          causal, lengths)
@@ -275,6 +298,9 @@ def accuracy(run):
                     accuracy_case(run, "softmax materialized scale=0.3 " + tag, "softmax",
                                   *common, kernel="materialized", scale=0.3)
                     accuracy_case(run, "hard " + tag, "hard", *common)
+                    for window in (1, 2, shape[1], None):  # r = N; the default 64 covers every key
+                        accuracy_case(run, "local window=%s %s" % (window, tag), "local",
+                                      *common, window=window)
                     for fm in ("elu", "relu"):
                         accuracy_case(run, "linear %s %s" % (fm, tag), "linear", *common,
                                       feature_map=fm)
@@ -293,6 +319,13 @@ def accuracy(run):
                       True, precision)
         accuracy_case(run, "hard causal long " + precision, "hard", long_shape, True, True,
                       precision)
+        # windows inside and across the kernel's 64-query blocks, M < N
+        for window in (1, 5, 63, 64, 100, 150):
+            for causal in (False, True):
+                accuracy_case(run, "local long window=%d causal=%d %s" % (window, causal,
+                                                                          precision),
+                              "local", long_shape, causal, True, precision, window=window,
+                              scale=0.4)
 
 
 def linformer(run):
@@ -375,7 +408,9 @@ def thread_counts(run):
                ["--variant", "hard"], ["--variant", "linear"],
                ["--variant", "linear", "--causal", "--chunk", "16"],
                ["--variant", "linear_recurrent", "--causal"],
-               ["--variant", "linformer", "--proj-rank", "16", "--seed", "3"]]
+               ["--variant", "linformer", "--proj-rank", "16", "--seed", "3"],
+               ["--variant", "local", "--window", "20"],
+               ["--variant", "local", "--window", "7", "--causal"]]
     for config in configs:
         for precision in ("float32", "float64"):
             outputs = []
@@ -478,6 +513,10 @@ def error_cases(run):
         ("--scale with linear", lin + ["--scale", "0.5"]),
         ("--eps with softmax", full + ["--eps", "1e-3"]),
         ("--feature-map with hard", ["--variant", "hard"] + full[2:] + ["--feature-map", "elu"]),
+        ("--window 0", ["--variant", "local"] + full[2:] + ["--window", "0"]),
+        ("--window negative", ["--variant", "local"] + full[2:] + ["--window", "-3"]),
+        ("--window not a number", ["--variant", "local"] + full[2:] + ["--window", "wide"]),
+        ("--window with softmax", full + ["--window", "4"]),
         ("unknown feature map", lin + ["--feature-map", "tanh"]),
         ("unknown variant", ["--variant", "cosine"] + full[2:]),
         ("unknown precision", full + ["--precision", "float16"]),

@@ -54,6 +54,8 @@ static const char *const api_names[] = {
     "la_linformer_attention_f32",
     "la_linformer_attention_f64",
     "la_linformer_projections",
+    "la_local_attention_f32",
+    "la_local_attention_f64",
     "la_attention_f32",
     "la_attention_f64",
     "la_attention_weights_f32",
@@ -79,6 +81,7 @@ static const char *const api_names[] = {
     "la_ref_hard_attention",
     "la_ref_linear_attention",
     "la_ref_linformer_attention",
+    "la_ref_local_attention",
     "la_ref_attention",
     "la_ref_linear_attention_backward",
     "la_ref_softmax_attention_backward",
@@ -330,18 +333,14 @@ typedef la_status (*fwd64)(const la_problem *, const double *, const double *, c
 static void kernels(void **state)
 {
     (void)state;
-    const fwd32 f32[] = {la_softmax_attention_f32,
-                         la_softmax_attention_materialized_f32,
-                         la_hard_attention_f32,
-                         la_linear_attention_f32,
-                         la_linear_attention_recurrent_f32,
-                         la_linformer_attention_f32};
-    const fwd64 f64[] = {la_softmax_attention_f64,
-                         la_softmax_attention_materialized_f64,
-                         la_hard_attention_f64,
-                         la_linear_attention_f64,
-                         la_linear_attention_recurrent_f64,
-                         la_linformer_attention_f64};
+    const fwd32 f32[] = {
+        la_softmax_attention_f32, la_softmax_attention_materialized_f32, la_hard_attention_f32,
+        la_linear_attention_f32,  la_linear_attention_recurrent_f32,     la_linformer_attention_f32,
+        la_local_attention_f32};
+    const fwd64 f64[] = {
+        la_softmax_attention_f64, la_softmax_attention_materialized_f64, la_hard_attention_f64,
+        la_linear_attention_f64,  la_linear_attention_recurrent_f64,     la_linformer_attention_f64,
+        la_local_attention_f64};
     la_problem p;
     la_problem_init(&p, 1, 2, 3, 4, 2, 3);
     p.causal = 1;
@@ -406,6 +405,18 @@ static void kernels(void **state)
     EXPECT(la_linformer_projections(2, 0, 1, e_draw, f_draw), LA_EINVAL, f_draw, sizeof f_draw);
     EXPECT(la_linformer_projections(SIZE_MAX / 2, 4, 1, e_draw, f_draw), LA_EOVERFLOW, e_draw,
            sizeof e_draw);
+    /* local attention: window 0, a float32 scale beyond float, a budget below its block */
+    la_problem local = p;
+    local.window = 0;
+    EXPECT(la_local_attention_f32(&local, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_local_attention_f64(&local, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_ref_local_attention(&local, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_attention_f32(LA_KERNEL_LOCAL, &local, q, k, v, o), LA_EINVAL, o, sizeof o);
+    local = p, local.scale = 1e39;
+    EXPECT(la_local_attention_f32(&local, q, k, v, o), LA_EINVAL, o, sizeof o);
+    local = p, local.workspace_limit = 1;
+    EXPECT(la_local_attention_f32(&local, q, k, v, o), LA_EBUDGET, o, sizeof o);
+    EXPECT(la_local_attention_f64(&local, qd, kd, vd, od), LA_EBUDGET, od, sizeof od);
     /* kernels outside the registry */
     const int bad_kernels[] = {-1, LA_KERNEL_COUNT, 1000};
     for (size_t i = 0; i < 3; i++) {
@@ -743,9 +754,10 @@ static void references(void **state)
     double q[4] = {0}, k[4] = {0}, v[4] = {0}, o[16];
     la_status (*const refs[])(const la_problem *, const double *, const double *, const double *,
                               double *) = {la_ref_softmax_attention, la_ref_hard_attention,
-                                           la_ref_linear_attention, la_ref_linformer_attention};
+                                           la_ref_linear_attention, la_ref_linformer_attention,
+                                           la_ref_local_attention};
     p.proj_rank = 1; /* Linformer: k in 1..M */
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++) {
         EXPECT(refs[i](NULL, q, k, v, o), LA_EINVAL, o, sizeof o);
         EXPECT(refs[i](&p, NULL, k, v, o), LA_EINVAL, o, sizeof o);
         EXPECT(refs[i](&p, q, k, NULL, o), LA_EINVAL, o, sizeof o);

@@ -1,0 +1,155 @@
+/* local.c — restricted (local) softmax attention, float32 and float64: query i attends
+ * with softmax to the keys j within p->window = r positions, |i − j| <= r (causal:
+ * i − r <= j <= i), besides the usual masks (key lengths).
+ *
+ * Work is split into tasks of (batch entry b, head h, block of Q_BLOCK queries); a
+ * block's queries together see at most Q_BLOCK + 2r consecutive keys (causal Q_BLOCK + r),
+ * which the task walks in score blocks of at most K_BLOCK keys with the online softmax of
+ * the fused kernel (softmax_tmpl.h), masking each row to its own window. So the time is
+ * O(N·(Q_BLOCK + 2r)·d) and the scratch one score block and one key block per thread,
+ * independent of N (and of r once Q_BLOCK + 2r passes K_BLOCK). Both products of a block
+ * (scores against the key block transposed, then P·V) go through la_gemm_small_f32 in
+ * float32: AVX-512 register tiles without BLIS's packing, which these 64 × (64 + 2r) × d
+ * products would pay on every block (la_gemm_f64 in float64, through BLIS). The scale
+ * multiplies only the scores a row keeps. Each task is computed whole by one thread with
+ * block sizes that do not depend on the thread count: the output is bitwise the same for
+ * any thread count. The kernel itself is local_tmpl.h, included below once per precision
+ * (core/real_f32.h explains how). */
+#include "attention/attention_internal.h"
+#include "cpu/vexp.h"
+
+#include <float.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Queries per task and keys per score block: the fused softmax kernel's (internal.h). */
+enum { Q_BLOCK = LA_SOFTMAX_Q_BLOCK, K_BLOCK = LA_SOFTMAX_K_BLOCK };
+
+/* The keys query i sees, [*lo, *hi), in an entry whose key lengths leave m keys:
+ * lo = max(0, i − r), hi = min(m, causal ? i + 1 : i + r + 1); empty (*lo = *hi <= m)
+ * when the window starts past the last key. Both never decrease with i. i and j are compared as
+ * indices, also for N != M. */
+static void window_of(const la_problem *p, size_t m, size_t i, size_t *lo, size_t *hi)
+{
+    const size_t r = p->window;
+    *lo = i > r ? i - r : 0;
+    /* i < N and m <= M are far below SIZE_MAX / 2 (la_problem_check): i + r + 1 is
+     * formed only when r < m */
+    const size_t end = p->causal ? i + 1 : (r >= m ? m : i + r + 1);
+    *hi = end < m ? end : m;
+    if (*lo > *hi) *lo = *hi; /* empty, and never past the keys */
+}
+
+/* Keys per score block of a task whose first query block has bq queries: what a block
+ * of bq queries can see at most (bq + 2r, causal bq + r), at most M and K_BLOCK. */
+static size_t key_block_of(const la_problem *p, size_t bq)
+{
+    const size_t M = p->n_keys, r = p->window < M ? p->window : M;
+    size_t keys = bq + (p->causal ? r : 2 * r); /* r <= M < SIZE_MAX / 8: no overflow */
+    if (keys > M) keys = M;
+    return keys < K_BLOCK ? keys : K_BLOCK;
+}
+
+/* Scratch of one thread, in bytes: (bq) row maxima and (bq) row sums, the bq × bk score
+ * block, then a key block transposed, d_k × bk, rounded up to a 64-byte line (each
+ * thread's slice starts on one); SIZE_MAX when that does not fit in size_t (a d_k near
+ * 2⁶¹: the kernel then refuses with LA_EBUDGET or LA_ENOMEM). The kernel (local_tmpl.h) and
+ * the cost model (la_local_cost) both read it here. */
+static size_t per_thread_bytes(const la_problem *p, size_t elem)
+{
+    const size_t bq = p->n_queries < Q_BLOCK ? p->n_queries : Q_BLOCK, bk = key_block_of(p, bq);
+    size_t k_t, bytes;
+    if (!la_mul_ok(p->d_k, bk, &k_t) || k_t > SIZE_MAX - (2 * bq + bq * bk) ||
+        !la_mul_ok(k_t + 2 * bq + bq * bk, elem, &bytes) || bytes > SIZE_MAX - 63)
+        return SIZE_MAX;
+    return (bytes + 63) / 64 * 64;
+}
+
+/* The scale must be representable in the element type (finiteness is la_problem_check's). */
+static bool scale_fits(double scale, size_t elem_size)
+{
+    return elem_size == sizeof(double) || fabs(scale) <= FLT_MAX;
+}
+
+/* The order of these includes is the instantiation (core/real_f32.h). */
+/* clang-format off */
+#include "core/real_f32.h"
+#include "attention/local_tmpl.h"
+#include "core/real_f64.h"
+#include "attention/local_tmpl.h"
+#include "core/real_undef.h"
+/* clang-format on */
+
+/* ---------------------------------------------------------------- the public kernels */
+
+la_status la_local_attention_f32(const la_problem *p, const float *q, const float *k,
+                                 const float *v, float *out)
+{
+    return local_attention_f32(p, q, k, v, out);
+}
+
+la_status la_local_attention_f64(const la_problem *p, const double *q, const double *k,
+                                 const double *v, double *out)
+{
+    return local_attention_f64(p, q, k, v, out);
+}
+
+/* ---------------------------------------------------------------- its cost (la_cost_fn) */
+
+/* Exact integers for the closed form below: its terms reach (N + r)², beyond 2⁶⁴. */
+__extension__ typedef __int128 wide;
+
+/* Σ_{x=0}^{y-1} min(x, m) for y >= 0, and 0 for y <= 0. */
+static wide clamped_prefix(wide y, wide m)
+{
+    if (y <= 0) return 0;
+    if (y <= m + 1) return y * (y - 1) / 2;
+    return m * (m + 1) / 2 + (y - m - 1) * m;
+}
+
+/* Σ_{i=0}^{n-1} clamp(i + t, 0, m): clamp(x, 0, m) is 0 below 0, so this is a
+ * difference of two prefixes. */
+static wide clamped_sum(wide t, wide n, wide m)
+{
+    return clamped_prefix(t + n, m) - clamped_prefix(t, m);
+}
+
+/* Visible (query, key) pairs of one head of an entry with m keys in length: Σ_i (hi_i −
+ * lo_i) over the windows of window_of, in O(1). With e = 1 (causal) or r + 1, query i
+ * sees clamp(i + e, 0, m) − clamp(i − r, 0, m) keys (0 once i − r >= m), so the pairs are
+ * Σ_i clamp(i + e, 0, m) − Σ_i clamp(i − r, 0, m). r is capped at max(N, M), past which
+ * it changes nothing. Exact in 128-bit integers, rounded once to a double. */
+static double local_pairs(const la_problem *p, size_t m)
+{
+    const size_t N = p->n_queries, M = p->n_keys, cap = N > M ? N : M;
+    const wide r = (wide)(p->window < cap ? p->window : cap);
+    const wide e = p->causal ? 1 : r + 1;
+    return (double)(clamped_sum(e, (wide)N, (wide)m) - clamped_sum(-r, (wide)N, (wide)m));
+}
+
+/* One head of an entry with m keys in length, as softmax counts a visible pair: QKᵀ
+ * 2·d_k, softmax 5 (row max, subtract, exp, row sum, divide), P·V 2·d_v. The entries of a
+ * score block outside a row's window are computed and then masked: work of the blocking,
+ * not counted (like the causal chunk's hidden triangle in linear attention). */
+static void local_head_flops(const la_problem *p, size_t m, la_cost *f)
+{
+    const double pairs = local_pairs(p, m);
+    f->flops_qk = 2 * pairs * (double)p->d_k;
+    f->flops_softmax = 5 * pairs;
+    f->flops_av = 2 * pairs * (double)p->d_v;
+}
+
+la_status la_local_cost(const la_problem *p, la_dtype dtype, la_cost *out)
+{
+    la_cost_sum_heads(p, local_head_flops, out);
+    /* per thread one score block and its row statistics, for min(threads, tasks) threads */
+    const double heads = (double)p->batch * (double)p->heads;
+    const double tasks = heads * ceil((double)p->n_queries / Q_BLOCK);
+    const double threads = (double)la_threads();
+    out->workspace_bytes =
+        (threads < tasks ? threads : tasks) * (double)per_thread_bytes(p, la_dtype_size(dtype));
+    return LA_OK;
+}
