@@ -190,7 +190,7 @@ static const struct {
     double exponent;
 } time_exponents[] = {
     {"softmax", 2}, {"softmax_materialized", 2}, {"hard", 2},
-    {"linear", 1},  {"linear_recurrent", 1},
+    {"linear", 1},  {"linear_recurrent", 1},     {"favor", 1},
 };
 
 double kn_time_exponent(la_kernel k, int *known)

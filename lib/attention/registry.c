@@ -101,6 +101,21 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .reference_backward = la_ref_linear_attention_backward,
             .backward_cost = la_linear_recurrent_backward_cost,
         },
+    [LA_KERNEL_FAVOR] =
+        {
+            .kernel = LA_KERNEL_FAVOR,
+            .name = "favor",
+            .summary = "FAVOR+ (Performer, Choromanski et al. 2021): linear attention on m "
+                       "positive random features, approximating softmax at scale 1/√d_k; "
+                       "causal: token by token",
+            .series = {"favor", "favor_causal_recurrent"},
+            .causal = LA_CAUSAL_ALLOWED,
+            .params = LA_PARAM_EPS | LA_PARAM_FEATURES,
+            .forward_f32 = la_favor_attention_f32,
+            .forward_f64 = la_favor_attention_f64,
+            .reference = la_ref_favor_attention,
+            .cost = la_favor_cost,
+        },
 };
 
 const la_kernel_info *la_kernel_get(la_kernel kernel)

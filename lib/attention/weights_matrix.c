@@ -37,6 +37,7 @@ static bool weights_kind_of(la_kernel kernel, weights_kind *kind)
     case LA_KERNEL_HARD: *kind = WEIGHTS_HARD; return true;
     case LA_KERNEL_LINEAR:
     case LA_KERNEL_LINEAR_RECURRENT: *kind = WEIGHTS_LINEAR; return true;
+    case LA_KERNEL_FAVOR: /* not yet: its weights need its features */
     case LA_KERNEL_COUNT: break;
     }
     return false;
