@@ -21,9 +21,8 @@
  * P is subtracted first: ‖x‖²/2, P + ln(m)/2 or anything else much larger than the spread
  * of a row's projections never meets them in one operation, which would round them away;
  * ‖x‖²/2 enters each key's one offset g_j − μ only. Rows of phi_k at and past u: zeros. */
-static bool FN(favor_head_features)(const la_problem *p, const REAL *w, size_t hd,
-                                    const REAL *q, const REAL *k, REAL *phi_q, REAL *phi_k,
-                                    REAL *pg)
+static bool FN(favor_head_features)(const la_problem *p, const REAL *w, size_t hd, const REAL *q,
+                                    const REAL *k, REAL *phi_q, REAL *phi_k, REAL *pg)
 {
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, m = p->features;
     const size_t u = keys_used(p, hd / p->heads);

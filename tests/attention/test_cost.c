@@ -216,6 +216,100 @@ static void count_linear(const la_problem *p, size_t b, int recurrent, const dou
     free(num);
 }
 
+/* FAVOR+, one head, in the form its kernel runs: m = p->features random features (W from
+ * la_favor_features), counted as issued:
+ *   per query: the projection s·q Wᵀ (2·d_k per feature), the row max P (1 per feature),
+ *     φ = exp((proj − P) − ln(m)/2) (3 per feature);
+ *   per key some query sees (u of them): the projection, the row max P, ‖s·k‖²/2 as
+ *     (k·k)·(1/(2√d_k)) (2·d_k + 1), g = P − that (1), the max of g (1), then
+ *     o = ln(m)/2 − (g − μ) (2) and φ = exp((proj − P) − o) (3 per feature);
+ *   then linear attention on the features with d_k = m: non-causal S, z over the u keys
+ *     and every query; causal token by token, μ the running max of g (S and z rescaled
+ *     when it grows: not counted, the stabiliser's bookkeeping). */
+static void count_favor(const la_problem *p, size_t b, const double *q, const double *k,
+                        const double *v, double *out, counts *c)
+{
+    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v, m = p->features;
+    const size_t vis = keys_visible(p, b);
+    memset(out, 0, N * dv * sizeof *out);
+    if (vis == 0) return;
+    const size_t u = p->causal ? smaller(N, vis) : vis;
+    la_problem f = *p; /* linear attention on the features: d_k = m */
+    f.d_k = m;
+    double *w = tu_f64(m * dk), *phiq = tu_f64(N * m), *proj = tu_f64(u * m);
+    double *P = tu_f64(u), *g = tu_f64(u), *phik = tu_f64(m), *num = tu_f64(dv);
+    double *S = calloc(m * dv, sizeof *S), *z = calloc(m, sizeof *z);
+    assert_non_null(S);
+    assert_non_null(z);
+    assert_int_equal(la_favor_features(m, dk, p->seed, w), LA_OK);
+    const double s = pow((double)dk, -0.25), half_log_m = 0.5 * log((double)m);
+    for (size_t i = 0; i < N; i++) {
+        double max = -INFINITY;
+        for (size_t l = 0; l < m; l++, c->phi += 1) {
+            double x = 0;
+            for (size_t a = 0; a < dk; a++, c->phi += 2)
+                x += w[l * dk + a] * (s * q[i * dk + a]);
+            phiq[i * m + l] = x;
+            max = x > max ? x : max;
+        }
+        for (size_t l = 0; l < m; l++, c->phi += 3)
+            phiq[i * m + l] = exp((phiq[i * m + l] - max) - half_log_m);
+    }
+    double mu = -INFINITY;
+    for (size_t j = 0; j < u; j++) {
+        double max = -INFINITY, sq = 0;
+        for (size_t l = 0; l < m; l++, c->phi += 1) {
+            double x = 0;
+            for (size_t a = 0; a < dk; a++, c->phi += 2)
+                x += w[l * dk + a] * (s * k[j * dk + a]);
+            proj[j * m + l] = x;
+            max = x > max ? x : max;
+        }
+        for (size_t a = 0; a < dk; a++, c->phi += 2)
+            sq += k[j * dk + a] * k[j * dk + a];
+        c->phi += 2;
+        P[j] = max;
+        g[j] = max - sq * (0.5 / sqrt((double)dk));
+    }
+    if (!p->causal) {
+        for (size_t j = 0; j < u; j++, c->phi += 1)
+            mu = g[j] > mu ? g[j] : mu;
+        for (size_t j = 0; j < u; j++) {
+            const double o = half_log_m - (g[j] - mu);
+            c->phi += 2;
+            for (size_t l = 0; l < m; l++, c->phi += 3)
+                phik[l] = exp((proj[j * m + l] - P[j]) - o);
+            add_key(&f, phik, v + j * dv, S, z, c);
+        }
+        for (size_t i = 0; i < N; i++) {
+            double den = query_state(&f, phiq + i * m, S, z, num, c);
+            normalise(&f, num, den, out + i * dv, c);
+        }
+    } else {
+        for (size_t t = 0; t < N; t++) {
+            if (t < u) {
+                c->phi += 1;
+                if (t == 0 || g[t] > mu) {
+                    const double r = t == 0 ? 0 : exp(mu - g[t]);
+                    for (size_t a = 0; a < m * dv; a++)
+                        S[a] *= r;
+                    for (size_t a = 0; a < m; a++)
+                        z[a] *= r;
+                    mu = g[t];
+                }
+                const double o = half_log_m - (g[t] - mu);
+                c->phi += 2;
+                for (size_t l = 0; l < m; l++, c->phi += 3)
+                    phik[l] = exp((proj[t * m + l] - P[t]) - o);
+                add_key(&f, phik, v + t * dv, S, z, c);
+            }
+            double den = query_state(&f, phiq + t * m, S, z, num, c);
+            normalise(&f, num, den, out + t * dv, c);
+        }
+    }
+    free(w), free(phiq), free(proj), free(P), free(g), free(phik), free(num), free(S), free(z);
+}
+
 /* Runs the instrumented loops over every head, checks their output against the
  * reference and their counts against the model. */
 static void check_model(la_kernel kernel, const la_problem *p, tu_rng *r)
@@ -241,6 +335,7 @@ static void check_model(la_kernel kernel, const la_problem *p, tu_rng *r)
             case LA_KERNEL_LINEAR_RECURRENT:
                 count_linear(p, b, kernel == LA_KERNEL_LINEAR_RECURRENT, qh, kh, vh, oh, &c);
                 break;
+            case LA_KERNEL_FAVOR: count_favor(p, b, qh, kh, vh, oh, &c); break;
             case LA_KERNEL_SOFTMAX:
             case LA_KERNEL_SOFTMAX_MATERIALIZED:
             case LA_KERNEL_HARD:
@@ -311,6 +406,7 @@ static void model_equals_counted_loops(void **state)
                     p.causal = causal;
                     p.chunk = 1 + tu_next(&r) % (sizes[ni] + 2);
                     p.feature_map = tu_next(&r) % 2 ? LA_FEATURE_RELU : LA_FEATURE_ELU1;
+                    if (kernel == LA_KERNEL_FAVOR) p.features = 1 + tu_next(&r) % 9;
                     if (tu_next(&r) % 2) {
                         for (size_t b = 0; b < B; b++)
                             lengths[b] = (int64_t)(tu_next(&r) % (sizes[mi] + 1));
@@ -580,7 +676,7 @@ static void model_equals_kernel_counts(void **state)
         fail_msg("test_cost is linked against a library built without LA_COUNT_FLOPS: "
                  "the kernels count nothing (the Makefile links $(BUILD)/count/liblinattn.a)");
     tu_rng r = tu_rng_for("model_equals_kernel_counts");
-    const la_kernel kernels[] = {LA_KERNEL_LINEAR, LA_KERNEL_LINEAR_RECURRENT};
+    const la_kernel kernels[] = {LA_KERNEL_LINEAR, LA_KERNEL_LINEAR_RECURRENT, LA_KERNEL_FAVOR};
     const size_t sizes[] = {1, 2, 3, 5, 8, 17, 40};
     const size_t dims[] = {1, 3, 4, 16};
     int64_t lengths[3];
@@ -589,7 +685,7 @@ static void model_equals_kernel_counts(void **state)
     double hidden = 0, counted = 0;
     for (int t = 1; t <= 3; t++) {
         assert_int_equal(la_set_num_threads(t), LA_OK);
-        for (size_t kr = 0; kr < 2; kr++) {
+        for (size_t kr = 0; kr < 3; kr++) {
             for (size_t ni = 0; ni < 7; ni++) {
                 for (size_t mi = 0; mi < 7; mi++) {
                     for (int causal = 0; causal <= 1; causal++) {
@@ -601,6 +697,7 @@ static void model_equals_kernel_counts(void **state)
                         p.causal = causal;
                         p.chunk = 1 + tu_next(&r) % (sizes[ni] + 2);
                         p.feature_map = tu_next(&r) % 2 ? LA_FEATURE_RELU : LA_FEATURE_ELU1;
+                        if (kernels[kr] == LA_KERNEL_FAVOR) p.features = 1 + tu_next(&r) % 40;
                         if (tu_next(&r) % 2) {
                             for (size_t b = 0; b < B; b++)
                                 lengths[b] = (int64_t)(tu_next(&r) % (sizes[mi] + 1));
@@ -620,7 +717,7 @@ static void model_equals_kernel_counts(void **state)
             {300, 300, 64, 64}, {200, 700, 64, 32}, {700, 130, 32, 64}, {129, 1100, 16, 16}};
         for (size_t x = 0; x < 4; x++) {
             for (int causal = 0; causal <= 1; causal++) {
-                for (size_t kr = 0; kr < 2; kr++) {
+                for (size_t kr = 0; kr < 3; kr++) {
                     if (kernels[kr] == LA_KERNEL_LINEAR_RECURRENT && !causal) continue;
                     la_problem p;
                     la_problem_init(&p, 1, 2, big[x][0], big[x][1], big[x][2], big[x][3]);

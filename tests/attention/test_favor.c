@@ -88,8 +88,8 @@ static void features_norms_chi_distributed(void **state)
             fail_msg("d_k=%zu: mean of ‖w‖² %.4f, not d_k within %.3f (seed %llu)", dk, mean,
                      6 * se_mean, (unsigned long long)tu_seed());
         if (!(fabs(var - 2 * d) < 6 * se_var))
-            fail_msg("d_k=%zu: variance of ‖w‖² %.4f, not 2·d_k within %.3f (seed %llu)", dk,
-                     var, 6 * se_var, (unsigned long long)tu_seed());
+            fail_msg("d_k=%zu: variance of ‖w‖² %.4f, not 2·d_k within %.3f (seed %llu)", dk, var,
+                     6 * se_var, (unsigned long long)tu_seed());
         free(w);
     }
 }
@@ -176,10 +176,10 @@ static void kernels_match_reference(void **state)
         assert_int_equal(la_ref_favor_attention(&p, q, k, v, ref), LA_OK);
         assert_int_equal(la_favor_attention_f64(&p, q, k, v, y64), LA_OK);
         assert_int_equal(la_favor_attention_f32(&p, qf, kf, vf, y32), LA_OK);
-        tu_assert_close_f64(y64, ref, no, TOL_F64, "float64, shape %zu (m=%zu causal=%d)", si,
-                            s->m, s->causal);
-        tu_assert_close_f32(y32, ref, no, TOL_F32, "float32, shape %zu (m=%zu causal=%d)", si,
-                            s->m, s->causal);
+        tu_assert_close_f64(y64, ref, no, TOL_F64, "float64, shape %zu (m=%zu causal=%d)", si, s->m,
+                            s->causal);
+        tu_assert_close_f32(y32, ref, no, TOL_F32, "float32, shape %zu (m=%zu causal=%d)", si, s->m,
+                            s->causal);
         free(q), free(k), free(v), free(ref), free(y64);
         free(qf), free(kf), free(vf), free(y32);
     }
