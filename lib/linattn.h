@@ -554,7 +554,8 @@ LA_API la_status la_linear_attention_recurrent_backward_f64(const la_problem *p,
  * (B·H·(N + M)·m elements beyond size_t), LA_ENOMEM, LA_EBUDGET, LA_ERANGE: a projection
  * or ‖x‖² not finite (inputs beyond the element type, e.g. ‖k‖² past FLT_MAX, or not
  * finite); non-causal, linear attention's state rule on φ(K)ᵀV; causal, m·M·max(|v|, 1)
- * > T/8. Nothing written on error. No backward, step API or attention matrix yet.
+ * > T/8. Nothing written on error. No backward, step API or attention matrix
+ * (la_attention_weights_*: LA_EINVAL) yet.
  *   implementation lib/attention/favor.c (favor_tmpl.h; linear.c on the features) ·
  *   reference la_ref_favor_attention · tests tests/attention/test_favor.c,
  *   test_attention.c */
@@ -590,6 +591,7 @@ LA_API la_status la_attention_f64(la_kernel kernel, const la_problem *p, const d
  *   hard: one-hot rows, 1 at the kernel's argmax (ties to the lowest j);
  *   linear, linear_recurrent: A_ij = φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps), z_i = Σ φ(k_j)
  *     over the keys query i sees (all visible keys, or j <= i when p->causal).
+ *   favor: not yet (LA_EINVAL).
  * Hidden entries are exactly 0; a query that sees no key (or, in linear attention, has a
  * zero denominator) gets a zero row, so rows sum to 1 (linear: to 1 − eps/den) or 0.
  * A·V equals the kernel's output up to rounding. The caller's out holds B·H·N·M
