@@ -599,9 +599,9 @@ LA_API la_status la_attention_f64(la_kernel kernel, const la_problem *p, const d
  * is linear attention's φ(K) per thread, which is. Range (LA_ERANGE, nothing written):
  * with a = max|q|, b = max|k|, softmax and hard refuse d_k·a·b·max(|scale|, 1) > T/8,
  * linear d_k·M·(a + 1)·(b + 1) > T/8. Returns LA_OK, LA_EINVAL (kernel outside the
- * registry, a problem its causal rule refuses, NULL), LA_EOVERFLOW (B·H·N·M elements
- * beyond size_t), LA_EBUDGET, LA_ENOMEM, LA_ERANGE; out untouched on error.
- *   implementation lib/attention/weights_matrix.c (weights_matrix_tmpl.h) · tests
+ * registry or without weights, a problem its causal rule refuses, NULL), LA_EOVERFLOW (B·H·N·M
+ * elements beyond size_t), LA_EBUDGET, LA_ENOMEM, LA_ERANGE; out untouched on error. implementation
+ * lib/attention/weights_matrix.c (weights_matrix_tmpl.h) · tests
  *   tests/attention/test_attention_weights.c (float64 plain loops, A·V against every
  *   kernel) */
 LA_API la_status la_attention_weights_f32(la_kernel kernel, const la_problem *p, const float *q,
