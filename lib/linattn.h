@@ -530,10 +530,9 @@ LA_API la_status la_linear_attention_recurrent_backward_f64(const la_problem *p,
  *   keys: with g_j = max_l (W x_j)_l − ‖x_j‖²/2 the key's largest exponent, the keys
  *     query i sees lose μ_i = max of g over those keys (φ(k_j) at most 1/√m). Non-causal
  *     that is one μ per (batch entry, head), the max over its visible keys and all
- *     features; causal it is the running max over keys 0..i, kept as online softmax keeps
- *     its max (S and z scaled by exp(μ_old − μ_new) when a key raises it), so that no
- *     output depends, even through rounding, on a key it must not see — the max over all
- *     keys, as Performer takes it, would make it so.
+ *     features; causal it is the running max over keys 0..i, as online softmax keeps its
+ *     max, so that no output depends, even through rounding, on a key it must not see —
+ *     the max over all keys, as Performer takes it, would make it so.
  *   Computed as φ(k_j) ∝ exp(((W x_j)_l − P_j) + (g_j − μ)), P_j the row's max: ‖x_j‖²/2
  *   never meets the projections in one subtraction, which would round them away at large
  *   ‖x_j‖.
@@ -541,15 +540,18 @@ LA_API la_status la_linear_attention_recurrent_backward_f64(const la_problem *p,
  * Σ_j φ(q_i)·φ(k_j) · exp(−max_l (W x_i)_l + ‖x_i‖²/2 − μ_i) in terms of the φ above, not
  * on the formula's; with eps = 0 the output is exactly the formula's.
  * Then linear attention on φ(Q) (B,H,N,m) and φ(K) (B,H,M,m): non-causal
- * la_linear_attention_*'s kernel with d_k = m and φ the identity; causal the recurrent
- * form, token by token (la_linear_attention_recurrent_*'s step, with the rescaling above;
- * p->chunk is not read). Masks as linear attention.
+ * la_linear_attention_*'s kernel with d_k = m and φ the identity; causal in chunks of
+ * p->chunk tokens, each the masked intra-chunk product A = φ(Q_c)ψ(K_c)ᵀ ∘ exp(g_j − μ_i)
+ * (ψ: the keys' features by their own max) plus the carried state S, z, kept at the scale
+ * of its keys' running max and rescaled by exp(μ_old − μ_new) (at most 1) as a chunk
+ * raises it. Masks as linear attention.
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * Time O(B·H·(N + M)·m·(d_k + d_v)): the projections X Wᵀ (BLIS), m exps per row, and
  * linear attention with d_k = m. Scratch (held against p->workspace_limit, reported by
  * la_attention_cost): W in float64 (m·d_k, float32 also a float copy), φ(Q) and φ(K),
  * B·H·(N + M)·m elements, P and g of every key, 2·B·H·M, and non-causal linear
- * attention's scratch with d_k = m, causal S, z and φ(k_t) per thread, m·(d_v + 2).
+ * attention's scratch with d_k = m, causal per thread S, z and one chunk's operands,
+ * m·(d_v + 1) + C·(C + 2 + m), C = min(p->chunk, N).
  * Returns LA_OK, LA_EINVAL (NULL, bad problem: p->features 0 included), LA_EOVERFLOW
  * (B·H·(N + M)·m elements beyond size_t), LA_ENOMEM, LA_EBUDGET, LA_ERANGE: a projection
  * or ‖x‖² not finite (inputs beyond the element type, e.g. ‖k‖² past FLT_MAX, or not

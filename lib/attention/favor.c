@@ -98,7 +98,8 @@ la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *w)
 
 /* The scratch of one call: W in float64 (m·d_k, and for float32 a float copy; w_bytes),
  * then in the element type φ(Q) (B·H·N·m), φ(K) (B·H·M·m) and each key's P and g
- * (B·H·2M), and causal per thread the recurrence's S, z and φ(k_t), m·(d_v + 2)
+ * (B·H·2M), and causal per thread a chunk's S, z, A, μ_i, den_i and ψ',
+ * m·(d_v + 1) + C·(C + 2 + m) with C = min(chunk, N)
  * (scratch_elems, with own_bytes all of the above); non-causal also what linear attention
  * on the features holds (la_linear_workspace_bytes of `inner`, p with d_k = m). */
 typedef struct {
@@ -131,9 +132,15 @@ static la_status favor_layout_for(const la_problem *p, size_t elem, favor_layout
     lay->phi_k_elems = heads * p->n_keys * m;
     lay->pg_elems = heads * p->n_keys * 2;
     lay->causal_per_thread = 0;
-    if (p->causal && (!la_mul_ok(m, p->d_v + 2, &lay->causal_per_thread) ||
-                      !la_mul_ok(lay->causal_per_thread, lay->threads, &n)))
-        return LA_EOVERFLOW;
+    if (p->causal) {
+        const size_t C = p->chunk < p->n_queries ? p->chunk : p->n_queries;
+        size_t state, chunk_part;
+        if (!la_mul_ok(m, p->d_v + 1, &state) || C + 2 > SIZE_MAX - m ||
+            !la_mul_ok(C, C + 2 + m, &chunk_part) || state > SIZE_MAX - chunk_part ||
+            !la_mul_ok(state + chunk_part, lay->threads, &n))
+            return LA_EOVERFLOW;
+        lay->causal_per_thread = state + chunk_part;
+    }
     const size_t causal_elems = p->causal ? n : 0;
     if (lay->phi_q_elems > SIZE_MAX - lay->phi_k_elems ||
         lay->phi_q_elems + lay->phi_k_elems > SIZE_MAX - lay->pg_elems ||
@@ -181,23 +188,49 @@ la_status la_favor_attention_f64(const la_problem *p, const double *q, const dou
 /* ---------------------------------------------------------------- cost (la_cost_fn) */
 
 /* One head of an entry with mv visible keys, u = keys_used of them (none visible: no
- * work). The features (flops_phi), what favor_tmpl.h issues:
+ * work); what favor_tmpl.h issues.
+ * The features (flops_phi):
  *   projections: X Wᵀ, 2·m·d_k per row, for the N queries and the u keys;
  *   queries: the row max P m, exp((proj − P) − ln(m)/2) 3 per feature: 4·m per query;
- *   keys: the row max P m, ‖x‖²/2 = (k·k)/(2√d_k) 2·d_k + 1, g = P − that 1, μ's max 1,
- *     o = ln(m)/2 − (g − μ) 2 and exp((proj − P) − o) 3 per feature: 2·d_k + 4·m + 5
- *     per key;
- * then linear attention on the features with d_k = m, its φ the identity (nothing):
- * non-causal la_linear_attention's, causal the recurrent form's (la_linear_head_flops). */
+ *   keys: the row max P m, ‖x‖²/2 = (k·k)/(2√d_k) 2·d_k + 1, g = P − that 1, the max
+ *     of g 1, then non-causal o = ln(m)/2 − (g − μ) 2 and exp((proj − P) − o) 3 per
+ *     feature (2·d_k + 4·m + 5 per key), causal ψ = exp((proj − P) − ln(m)/2) 3 per
+ *     feature (2·d_k + 4·m + 3 per key).
+ * Non-causal: then linear attention on the features with d_k = m, φ the identity
+ * (la_linear_head_flops). Causal, the chunks (C = min(chunk, N), pairs_intra the
+ * visible pairs inside the chunks, la_linear_pairs_intra):
+ *   flops_qk   a_ij = φ(q_i)·ψ(k_j) 2m, times exp(g_j − μ_i) 3: (2m + 3) per pair;
+ *   flops_av   a_ij v_j 2·d_v and the row sum 1: (2·d_v + 1) per pair;
+ *   flops_qs   per query past the first chunk: φ(q)ᵀS 2·m·d_v, φ(q)·z 2m, r = exp(μ − μ_i)
+ *              2, r·den 1, r·y d_v;
+ *   flops_kv   per key a later chunk sees (min(u, s_last), s_last the last chunk's start):
+ *              ψ' = ψ·exp(g − μ') m + 2, ΔS 2·m·d_v, Δz m; and per such chunk after the
+ *              first the state rescaled, m·(d_v + 1) + 2;
+ *   flops_normalize  den + eps and d_v divides per query. */
 static void favor_head_flops(const la_problem *p, size_t mv, la_cost *f)
 {
     if (mv == 0) return;
-    la_problem inner = *p;
-    inner.d_k = p->features;
-    la_linear_head_flops(&inner, mv, p->causal, f);
-    const double n = (double)p->n_queries, dk = (double)p->d_k, m = (double)p->features;
-    const double u = (double)(p->causal && p->n_queries < mv ? p->n_queries : mv);
-    f->flops_phi = (n + u) * 2 * m * dk + n * 4 * m + u * (2 * dk + 4 * m + 5);
+    const size_t N = p->n_queries, C = p->chunk < N ? p->chunk : N;
+    const double n = (double)N, dk = (double)p->d_k, dv = (double)p->d_v;
+    const double m = (double)p->features;
+    const size_t used = p->causal && N < mv ? N : mv;
+    const double u = (double)used;
+    if (!p->causal) {
+        la_problem inner = *p;
+        inner.d_k = p->features;
+        la_linear_head_flops(&inner, mv, false, f);
+        f->flops_phi = (n + u) * 2 * m * dk + n * 4 * m + u * (2 * dk + 4 * m + 5);
+        return;
+    }
+    const double pairs = la_linear_pairs_intra(p, mv);
+    const size_t s_last = (N - 1) / C * C, carried = used < s_last ? used : s_last;
+    const double rescaled = carried > 0 ? (double)((carried + C - 1) / C - 1) : 0;
+    f->flops_phi = (n + u) * 2 * m * dk + n * 4 * m + u * (2 * dk + 4 * m + 3);
+    f->flops_qk = pairs * (2 * m + 3);
+    f->flops_av = pairs * (2 * dv + 1);
+    f->flops_qs = (double)(N - C) * (2 * m * dv + 2 * m + dv + 3);
+    f->flops_kv = (double)carried * (2 * m * dv + 2 * m + 2) + rescaled * (m * (dv + 1) + 2);
+    f->flops_normalize = n * (dv + 1);
 }
 
 la_status la_favor_cost(const la_problem *p, la_dtype dtype, la_cost *out)

@@ -66,7 +66,16 @@ static bool FN(favor_head_features)(const la_problem *p, const REAL *w, size_t h
         g[j] = mx - h;
         finite &= g[j] >= -REAL_MAX; /* false for -inf (‖x‖² beyond the type) and NaN */
     }
-    if (p->causal) return finite;
+    if (p->causal) {
+        /* causal: ψ(k_j) = exp((proj − P_j) − ln(m)/2); the chunks apply exp(g_j − μ_i) */
+        LA_COUNT(LA_COUNT_PHI, (double)u * 3 * (double)m);
+        for (size_t j = 0; j < u; j++) {
+            REAL *row = fk + j * m;
+            for (size_t l = 0; l < m; l++)
+                row[l] = EXP((row[l] - P[j]) - half_log_m);
+        }
+        return finite;
+    }
 
     /* non-causal: μ = max g over the used keys; φ(k_j) = exp((proj − P_j) − o_j) */
     LA_COUNT(LA_COUNT_PHI, (double)u * (3 + 3 * (double)m));
@@ -82,53 +91,119 @@ static bool FN(favor_head_features)(const la_problem *p, const REAL *w, size_t h
     return finite;
 }
 
-/* Causal FAVOR+ of one head, token by token, with the keys' stabiliser a running max
- * (as online softmax keeps one): μ_t = max g over the keys added so far. Per token t:
- *   if t < u: when g_t > μ, S and z are scaled by exp(μ − g_t) (at most 1) and μ = g_t;
- *     φ(k_t) = exp((proj_t − P_t) − o_t), o_t = ln(m)/2 − (g_t − μ) (at most 1/√m), then
- *     la_linear_step_head: S += φ(k_t) v_tᵀ, z += φ(k_t), y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps);
- *   else: y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps) (no key left to add).
- * Query t's output depends on keys j <= t only, bit for bit. S (m, d_v), z (m) and
- * φ(k_t) (m) in `mine`. The rescaling is the stabiliser's bookkeeping, not counted (like
- * the fused softmax's). */
+/* Causal FAVOR+ of one head in chunks of C = min(p->chunk, N) tokens. With ψ(k_j) the
+ * key's features stabilised by its own max (phi_k), g_j its largest exponent and μ_i the
+ * running max of g over keys 0..i (the keys query i sees), query i's weights are
+ *   a_ij = φ(q_i)·ψ(k_j) · exp(g_j − μ_i),  j <= i,
+ * so no output depends on a later key, not even through rounding. Per chunk [c0, c0 + nq)
+ * with keys [c0, c0 + nk) and the carried state S (m, d_v), z (m) of keys j < c0 at the
+ * scale of μ, their running max (S = Σ ψ(k_j) exp(g_j − μ) v_jᵀ):
+ *   μ_i for the chunk's queries (a running max over its keys);
+ *   carried part (c0 > 0): y_i = r_i · φ(q_i)ᵀS, den_i = r_i · φ(q_i)·z, r_i = exp(μ − μ_i);
+ *   intra-chunk: A = φ(Q_c) ψ(K_c)ᵀ (nq, nk), A_ij ·= exp(g_j − μ_i) for j <= i, 0 above;
+ *     y += A V_c, den_i += Σ_j A_ij;
+ *   y_i /= den_i + eps (0 for den_i = 0: the empty row);
+ *   state (a later chunk exists): μ' = the chunk's last μ_i, S = S·exp(μ − μ') +
+ *     ψ'ᵀ V_c, z likewise, ψ'_j = ψ(k_j) exp(g_j − μ'). Every factor is at most 1.
+ * Scratch `mine`: S, z, A (C, C), μ_i and den_i (C each), ψ' (C, m). */
 static void FN(favor_causal_head)(const la_problem *p, size_t hd, const REAL *phi_q,
                                   const REAL *phi_k, const REAL *pg, const REAL *v, REAL *out,
                                   REAL *mine)
 {
     const size_t N = p->n_queries, M = p->n_keys, dv = p->d_v, m = p->features;
-    const size_t u = keys_used(p, hd / p->heads);
-    const REAL half_log_m = (REAL)(0.5 * log((double)m)), eps = (REAL)p->eps;
-    const REAL *fq = phi_q + hd * N * m, *proj = phi_k + hd * M * m, *vh = v + hd * M * dv;
-    const REAL *P = pg + hd * 2 * M, *g = P + M;
-    REAL *yh = out + hd * N * dv, *S = mine, *z = S + m * dv, *fk = z + m;
+    const size_t u = keys_used(p, hd / p->heads), C = p->chunk < N ? p->chunk : N;
+    const ptrdiff_t lm = (ptrdiff_t)m, lv = (ptrdiff_t)dv, lc = (ptrdiff_t)C;
+    const REAL eps = (REAL)p->eps;
+    const REAL *fq = phi_q + hd * N * m, *psi = phi_k + hd * M * m, *vh = v + hd * M * dv;
+    const REAL *g = pg + hd * 2 * M + M;
+    REAL *yh = out + hd * N * dv, *S = mine, *z = S + m * dv, *A = z + m;
+    REAL *mu_i = A + C * C, *den = mu_i + C, *kt = den + C;
     if (u == 0) { /* no key visible: zero rows */
         memset(yh, 0, N * dv * sizeof *yh);
         return;
     }
-    memset(S, 0, m * (dv + 1) * sizeof *S);
-    REAL mu = g[0];
-    for (size_t t = 0; t < N; t++) {
-        if (t >= u) {
-            FN(la_linear_read_query)(S, z, fq + t * m, eps, yh + t * dv, m, dv);
-            continue;
+    REAL mu = g[0]; /* the state's scale: the running max of g over the keys it holds */
+    for (size_t c0 = 0; c0 < N; c0 += C) {
+        const size_t nq = N - c0 < C ? N - c0 : C;
+        const size_t nk = c0 < u ? (u - c0 < C ? u - c0 : C) : 0; /* nk <= nq */
+        const REAL *fqc = fq + c0 * m, *vc = vh + c0 * dv;
+        REAL *y = yh + c0 * dv;
+        /* μ_i: the running max over the chunk's keys j <= i */
+        LA_COUNT(LA_COUNT_PHI, nk);
+        REAL run = mu;
+        for (size_t i = 0; i < nq; i++) {
+            if (i < nk) run = g[c0 + i] > run ? g[c0 + i] : run;
+            mu_i[i] = run;
         }
-        LA_COUNT(LA_COUNT_PHI, 3 + 3 * (double)m); /* the max, o_t, φ(k_t) */
-        if (g[t] > mu) {
-            const REAL r = EXP(mu - g[t]);
-            for (size_t a = 0; a < m * (dv + 1); a++)
-                S[a] *= r;
-            mu = g[t];
+        /* carried part: y_i = r_i φ(q_i)ᵀS, den_i = r_i φ(q_i)·z */
+        if (c0 > 0) {
+            LA_COUNT(LA_COUNT_QS,
+                     (double)nq * (2 * (double)m * (double)dv + 2 * (double)m + (double)dv + 3));
+            GEMM(nq, dv, m, 1, fqc, lm, 1, S, lv, 1, 0, y, lv, 1);
+            for (size_t i = 0; i < nq; i++) {
+                const REAL r = EXP(mu - mu_i[i]);
+                den[i] = r * FN(la_dot)(fqc + i * m, z, m);
+                for (size_t c = 0; c < dv; c++)
+                    y[i * dv + c] *= r;
+            }
+        } else {
+            for (size_t i = 0; i < nq; i++)
+                den[i] = 0;
         }
-        const REAL o = half_log_m - (g[t] - mu);
-        for (size_t l = 0; l < m; l++)
-            fk[l] = EXP((proj[t * m + l] - P[t]) - o);
-        FN(la_linear_step_head)(S, z, fk, vh + t * dv, fq + t * m, eps, yh + t * dv, m, dv);
+        /* intra-chunk: A = φ(Q_c) ψ(K_c)ᵀ weighted by exp(g_j − μ_i), masked; y += A V_c */
+        if (nk > 0) {
+            GEMM(nq, nk, m, 1, fqc, lm, 1, psi + c0 * m, 1, lm, 0, A, lc, 1);
+            for (size_t i = 0; i < nq; i++) {
+                const size_t seen = i + 1 < nk ? i + 1 : nk;
+                LA_COUNT(LA_COUNT_QK, (double)seen * (2 * (double)m + 3));  /* a_ij */
+                LA_COUNT(LA_COUNT_AV, (double)seen * (2 * (double)dv + 1)); /* a_ij v_j, Σ */
+                REAL row = 0;
+                for (size_t j = 0; j < nk; j++) {
+                    A[i * C + j] = j < seen ? A[i * C + j] * EXP(g[c0 + j] - mu_i[i]) : 0;
+                    row += A[i * C + j];
+                }
+                den[i] += row;
+            }
+            GEMM(nq, dv, nk, 1, A, lc, 1, vc, lv, 1, c0 > 0 ? 1 : 0, y, lv, 1);
+        }
+        /* y_i /= den_i + eps */
+        LA_COUNT(LA_COUNT_NORMALIZE, (double)nq * (1 + (double)dv));
+        for (size_t i = 0; i < nq; i++) {
+            const REAL d = den[i] + eps;
+            for (size_t c = 0; c < dv; c++) /* d = 0: the empty row (linattn.h) */
+                y[i * dv + c] = d == 0 ? 0 : y[i * dv + c] / d;
+        }
+        /* the state, for a later chunk: rescaled to μ', plus this chunk's keys */
+        if (nk > 0 && c0 + C < N) {
+            const REAL mu_new = mu_i[nk - 1];
+            if (c0 > 0) {
+                LA_COUNT(LA_COUNT_KV, (double)m * ((double)dv + 1) + 2);
+                const REAL s = EXP(mu - mu_new);
+                for (size_t a = 0; a < m * (dv + 1); a++)
+                    S[a] *= s;
+            }
+            LA_COUNT(LA_COUNT_KV, (double)nk * (2 * (double)m * (double)dv + 2 * (double)m + 2));
+            for (size_t j = 0; j < nk; j++) {
+                const REAL f = EXP(g[c0 + j] - mu_new);
+                for (size_t l = 0; l < m; l++)
+                    kt[j * m + l] = psi[(c0 + j) * m + l] * f;
+            }
+            /* S (+)= ψ'ᵀ V_c (m, nk)·(nk, d_v), z (+)= Σ_j ψ'_j */
+            GEMM(m, dv, nk, 1, kt, 1, lm, vc, lv, 1, c0 > 0 ? 1 : 0, S, lv, 1);
+            for (size_t l = 0; l < m; l++) {
+                REAL sum = 0;
+                for (size_t j = 0; j < nk; j++)
+                    sum += kt[j * m + l];
+                z[l] = c0 > 0 ? z[l] + sum : sum;
+            }
+            mu = mu_new;
+        }
     }
 }
 
 /* FAVOR+ attention: W drawn from p->seed (the same for every head and both precisions),
  * the features of every head (favor_head_features, one head per task), then non-causal
- * linear attention on them with d_k = m, or causal the recurrence favor_causal_head.
+ * linear attention on them with d_k = m, or causal in chunks (favor_causal_head).
  * Scratch: favor_layout. */
 static la_status FN(favor_attention)(const la_problem *p, const REAL *q, const REAL *k,
                                      const REAL *v, REAL *out)

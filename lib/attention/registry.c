@@ -107,10 +107,10 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .name = "favor",
             .summary = "FAVOR+ (Performer, Choromanski et al. 2021): linear attention on m "
                        "positive random features, approximating softmax at scale 1/√d_k; "
-                       "causal: token by token",
-            .series = {"favor", "favor_causal_recurrent"},
+                       "causal: in chunks",
+            .series = {"favor", "favor_causal_chunked"},
             .causal = LA_CAUSAL_ALLOWED,
-            .params = LA_PARAM_EPS | LA_PARAM_FEATURES,
+            .params = LA_PARAM_EPS | LA_PARAM_FEATURES | LA_PARAM_CHUNK,
             .forward_f32 = la_favor_attention_f32,
             .forward_f64 = la_favor_attention_f64,
             .reference = la_ref_favor_attention,

@@ -222,10 +222,10 @@ static void count_linear(const la_problem *p, size_t b, int recurrent, const dou
  *     φ = exp((proj − P) − ln(m)/2) (3 per feature);
  *   per key some query sees (u of them): the projection, the row max P, ‖s·k‖²/2 as
  *     (k·k)·(1/(2√d_k)) (2·d_k + 1), g = P − that (1), the max of g (1), then
- *     o = ln(m)/2 − (g − μ) (2) and φ = exp((proj − P) − o) (3 per feature);
+ *     non-causal o = ln(m)/2 − (g − μ) (2) and φ = exp((proj − P) − o) (3 per feature),
+ *     causal ψ = exp((proj − P) − ln(m)/2) (3 per feature);
  *   then linear attention on the features with d_k = m: non-causal S, z over the u keys
- *     and every query; causal token by token, μ the running max of g (S and z rescaled
- *     when it grows: not counted, the stabiliser's bookkeeping). */
+ *     and every query; causal in chunks, as la_favor_cost's comment (favor.c) says. */
 static void count_favor(const la_problem *p, size_t b, const double *q, const double *k,
                         const double *v, double *out, counts *c)
 {
@@ -286,26 +286,75 @@ static void count_favor(const la_problem *p, size_t b, const double *q, const do
             normalise(&f, num, den, out + i * dv, c);
         }
     } else {
-        for (size_t t = 0; t < N; t++) {
-            if (t < u) {
-                c->phi += 1;
-                if (t == 0 || g[t] > mu) {
-                    const double r = t == 0 ? 0 : exp(mu - g[t]);
-                    for (size_t a = 0; a < m * dv; a++)
-                        S[a] *= r;
-                    for (size_t a = 0; a < m; a++)
-                        z[a] *= r;
-                    mu = g[t];
+        /* chunks of C: ψ(k_j) = exp((proj − P_j) − ln(m)/2); query i's weights
+         * a_ij = φ(q_i)·ψ(k_j)·exp(g_j − μ_i), μ_i the running max of g over keys <= i;
+         * the state carried at the scale of μ, the running max of the keys it holds */
+        const size_t C = smaller(p->chunk, N);
+        double *psi = tu_f64(u * m), *den = tu_f64(N), *mu_i = tu_f64(N);
+        for (size_t j = 0; j < u; j++)
+            for (size_t l = 0; l < m; l++, c->phi += 3)
+                psi[j * m + l] = exp((proj[j * m + l] - P[j]) - half_log_m);
+        mu = g[0];
+        for (size_t s0 = 0; s0 < N; s0 += C) {
+            const size_t e = smaller(s0 + C, N), ke = smaller(e, u);
+            double run = mu;
+            for (size_t i = s0; i < e; i++) {
+                if (i < ke) {
+                    run = g[i] > run ? g[i] : run;
+                    c->phi += 1;
                 }
-                const double o = half_log_m - (g[t] - mu);
-                c->phi += 2;
-                for (size_t l = 0; l < m; l++, c->phi += 3)
-                    phik[l] = exp((proj[t * m + l] - P[t]) - o);
-                add_key(&f, phik, v + t * dv, S, z, c);
+                mu_i[i] = run;
             }
-            double den = query_state(&f, phiq + t * m, S, z, num, c);
-            normalise(&f, num, den, out + t * dv, c);
+            for (size_t i = s0; i < e; i++) {
+                /* carried: r_i φ(q_i)ᵀS, r_i φ(q_i)·z */
+                den[i] = 0;
+                for (size_t x = 0; x < dv; x++)
+                    num[x] = 0;
+                if (s0 > 0) {
+                    den[i] = query_state(&f, phiq + i * m, S, z, num, c);
+                    const double r = exp(mu - mu_i[i]);
+                    c->qs += 2;
+                    den[i] *= r;
+                    c->qs += 1;
+                    for (size_t x = 0; x < dv; x++, c->qs += 1)
+                        num[x] *= r;
+                }
+                /* intra-chunk, visible pairs: a_ij v_j and the row sum */
+                for (size_t j = s0; j < smaller(i + 1, ke); j++) {
+                    double a_ij = 0;
+                    for (size_t l = 0; l < m; l++, c->qk += 2)
+                        a_ij += phiq[i * m + l] * psi[j * m + l];
+                    a_ij *= exp(g[j] - mu_i[i]);
+                    c->qk += 3;
+                    for (size_t x = 0; x < dv; x++, c->av += 2)
+                        num[x] += a_ij * v[j * dv + x];
+                    den[i] += a_ij;
+                    c->av += 1;
+                }
+                normalise(&f, num, den[i], out + i * dv, c);
+            }
+            /* the state for a later chunk: rescaled to μ', plus the chunk's keys */
+            if (s0 < ke && e < N) {
+                const double mu_new = mu_i[ke - 1];
+                if (s0 > 0) {
+                    const double r = exp(mu - mu_new);
+                    c->kv += 2;
+                    for (size_t a = 0; a < m * dv; a++, c->kv += 1)
+                        S[a] *= r;
+                    for (size_t a = 0; a < m; a++, c->kv += 1)
+                        z[a] *= r;
+                }
+                for (size_t j = s0; j < ke; j++) {
+                    const double fj = exp(g[j] - mu_new);
+                    c->kv += 2;
+                    for (size_t l = 0; l < m; l++, c->kv += 1)
+                        phik[l] = psi[j * m + l] * fj;
+                    add_key(&f, phik, v + j * dv, S, z, c);
+                }
+                mu = mu_new;
+            }
         }
+        free(psi), free(den), free(mu_i);
     }
     free(w), free(phiq), free(proj), free(P), free(g), free(phik), free(num), free(S), free(z);
 }

@@ -311,6 +311,9 @@ def accuracy(run):
                     accuracy_case(run, "favor m=13 seed=7 " + tag, "favor", *common,
                                   features=13, seed=7)
                     if causal:
+                        accuracy_case(run, "favor chunk=3 m=40 eps=1e-3 " + tag, "favor",
+                                      *common, features=40, chunk=3, eps=1e-3)
+                    if causal:
                         accuracy_case(run, "linear recurrent eps=1e-3 " + tag, "linear",
                                       *common, kernel="recurrent", eps=1e-3)
                         accuracy_case(run, "linear chunk=3 relu " + tag, "linear", *common,
@@ -325,8 +328,9 @@ def accuracy(run):
                       True, precision)
         accuracy_case(run, "hard causal long " + precision, "hard", long_shape, True, True,
                       precision)
-        accuracy_case(run, "favor causal long default m " + precision, "favor", long_shape, True,
-                      True, precision)
+        for chunk in (None, 1, 17, 200):
+            accuracy_case(run, "favor causal long chunk=%s %s" % (chunk, precision), "favor",
+                          long_shape, True, True, precision, chunk=chunk)
 
 
 def favor_towards_softmax(run):
@@ -487,7 +491,7 @@ def error_cases(run):
         ("--features 0", ["--variant", "favor"] + full[2:] + ["--features", "0"]),
         ("--features not a number", ["--variant", "favor"] + full[2:] + ["--features", "x"]),
         ("--features with linear", lin + ["--features", "8"]),
-        ("--chunk with favor", ["--variant", "favor"] + full[2:] + ["--causal", "--chunk", "8"]),
+        ("--chunk with favor, not causal", ["--variant", "favor"] + full[2:] + ["--chunk", "8"]),
         ("--save-weights with favor", ["--variant", "favor"] + full[2:] + [
             "--save-weights", run.path("w.npy")]),
         ("--scale with linear", lin + ["--scale", "0.5"]),
