@@ -536,9 +536,9 @@ LA_API la_status la_linear_attention_recurrent_backward_f64(const la_problem *p,
  *   Computed as φ(k_j) ∝ exp(((W x_j)_l − P_j) + (g_j − μ)), P_j the row's max: ‖x_j‖²/2
  *   never meets the projections in one subtraction, which would round them away at large
  *   ‖x_j‖.
- * The factors cancel in y_i except against eps: eps acts on the rescaled denominator,
- * Σ_j φ(q_i)·φ(k_j) · exp(−max_l (W x_i)_l + ‖x_i‖²/2 − μ_i) in terms of the φ above, not
- * on the formula's; with eps = 0 the output is exactly the formula's.
+ * The factors cancel in y_i except against eps, which is added to the rescaled
+ * denominator den_i · exp(‖x_i‖²/2 − max_l (W x_i)_l − μ_i), den_i = Σ_j φ(q_i)·φ(k_j)
+ * the formula's, not to den_i itself; with eps = 0 the output is exactly the formula's.
  * Then linear attention on φ(Q) (B,H,N,m) and φ(K) (B,H,M,m): non-causal
  * la_linear_attention_*'s kernel with d_k = m and φ the identity; causal in chunks of
  * p->chunk tokens, each the masked intra-chunk product A = φ(Q_c)ψ(K_c)ᵀ ∘ exp(g_j − μ_i)
@@ -601,9 +601,10 @@ LA_API la_status la_attention_f64(la_kernel kernel, const la_problem *p, const d
  * is linear attention's φ(K) per thread, which is. Range (LA_ERANGE, nothing written):
  * with a = max|q|, b = max|k|, softmax and hard refuse d_k·a·b·max(|scale|, 1) > T/8,
  * linear d_k·M·(a + 1)·(b + 1) > T/8. Returns LA_OK, LA_EINVAL (kernel outside the
- * registry or without weights, a problem its causal rule refuses, NULL), LA_EOVERFLOW (B·H·N·M
- * elements beyond size_t), LA_EBUDGET, LA_ENOMEM, LA_ERANGE; out untouched on error. implementation
- * lib/attention/weights_matrix.c (weights_matrix_tmpl.h) · tests
+ * registry or without weights, a problem its causal rule refuses, NULL), LA_EOVERFLOW
+ * (B·H·N·M elements beyond size_t), LA_EBUDGET, LA_ENOMEM, LA_ERANGE; out untouched on
+ * error.
+ *   implementation lib/attention/weights_matrix.c (weights_matrix_tmpl.h) · tests
  *   tests/attention/test_attention_weights.c (float64 plain loops, A·V against every
  *   kernel) */
 LA_API la_status la_attention_weights_f32(la_kernel kernel, const la_problem *p, const float *q,

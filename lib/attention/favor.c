@@ -1,8 +1,10 @@
 /* favor.c — FAVOR+ (Performer, Choromanski et al. 2021): softmax attention approximated
  * by linear attention on positive random features. Here: drawing the features
  * (la_favor_features), the feature map in float and double (written once in
- * favor_tmpl.h, instantiated twice below), the public kernels, and their cost. The linear
- * attention itself is linear.c's, run on the features (la_linear_attention_on_features).
+ * favor_tmpl.h, instantiated twice below), the public kernels, and their cost. Non-causal,
+ * the linear attention itself is linear.c's, run on the features
+ * (la_linear_attention_on_features); causal, favor_tmpl.h's chunks, whose keys' stabiliser
+ * is a running max (linattn.h says why).
  *
  *   φ(x) = exp(W x − ‖x‖²/2) / √m   on x = q·d_k^(−1/4) (and k·d_k^(−1/4)),
  * so that E[φ(q)·φ(k)] = exp(q·k / √d_k): softmax attention's weights at scale 1/√d_k.

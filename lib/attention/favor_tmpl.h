@@ -16,8 +16,8 @@
  *   keys (the u = keys_used rows of phi_k (M, m)): each key's largest exponent
  *     g_j = P_j − ‖x_j‖²/2, into pg: P (M) then g (M). Non-causal, μ = max g over the
  *     used keys and φ_jl = exp((proj_jl − P_j) − o_j), o_j = ln(m)/2 − (g_j − μ), at
- *     most 1/√m; causal, phi_k keeps proj: favor_causal exponentiates each key against
- *     the running max of g at its step.
+ *     most 1/√m; causal, ψ_jl = exp((proj_jl − P_j) − ln(m)/2), which favor_causal_head
+ *     weights by exp(g_j − μ_i) per query.
  * P is subtracted first: ‖x‖²/2, P + ln(m)/2 or anything else much larger than the spread
  * of a row's projections never meets them in one operation, which would round them away;
  * ‖x‖²/2 enters each key's one offset g_j − μ only. Rows of phi_k at and past u: zeros. */
