@@ -13,6 +13,7 @@
  * has m mod d_k rows. */
 #include "attention/attention_internal.h"
 #include "attention/linear_internal.h"
+#include "cpu/vexp.h"
 
 #include <float.h>
 #include <math.h>
