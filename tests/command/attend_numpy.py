@@ -335,7 +335,7 @@ def accuracy(run):
 
 def favor_towards_softmax(run):
     """favor through `linattn attend` approaches NumPy's exact softmax (scale 1/√d_k) as
-    --features grows: relative error below 3/√m on small inputs (about 4 times what
+    --features grows: relative error below 3/√m on small inputs (several times what
     test_favor.c measures at these sizes, far below a wrong answer's 1); the same --seed
     gives the same bytes, another seed another output."""
     rng = run.rng
