@@ -60,6 +60,8 @@
  *     la_linformer_attention_f32/_f64     Linformer: keys, values projected to k rows, softmax
  *     la_linformer_projections            Linformer's E, F drawn from a seed
  *     la_local_attention_f32/_f64         restricted (local) softmax: keys within r positions
+ *     la_favor_attention_f32/_f64         FAVOR+ (Performer): linear on positive random features
+ *     la_favor_features                   FAVOR+'s random features W, drawn from a seed
  *     la_attention_f32/_f64               any kernel, by la_kernel
  *     la_attention_weights_f32/_f64       any kernel's N×M attention matrix (for inspection)
  *   step API (causal linear attention, one token at a time)
@@ -69,6 +71,7 @@
  *   references (float64, plain loops)
  *     la_ref_softmax_attention, la_ref_hard_attention, la_ref_linear_attention
  *     la_ref_local_attention
+ *     la_ref_favor_attention              FAVOR+, pair by pair
  *     la_ref_linear_attention_backward    linear attention's gradients
  *     la_ref_linformer_attention          Linformer
  *     la_ref_softmax_attention_backward, la_ref_hard_attention_backward
@@ -278,6 +281,7 @@ typedef enum {
     LA_KERNEL_LINEAR_RECURRENT,     /* linear, causal, token by token (requires p->causal) */
     LA_KERNEL_LINFORMER,            /* keys, values projected to proj_rank rows, then softmax */
     LA_KERNEL_LOCAL,                /* softmax over the keys within p->window positions */
+    LA_KERNEL_FAVOR,                /* FAVOR+ (Performer): linear on positive random features */
     LA_KERNEL_COUNT
 } la_kernel;
 
@@ -593,6 +597,69 @@ LA_API la_status la_local_attention_f32(const la_problem *p, const float *q, con
 LA_API la_status la_local_attention_f64(const la_problem *p, const double *q, const double *k,
                                         const double *v, double *out);
 
+/* FAVOR+ (Performer; Choromanski et al., "Rethinking Attention with Performers", 2021):
+ * softmax attention at scale 1/√d_k approximated by linear attention on m = p->features
+ * positive random features. With s = d_k^(−1/4), x = s·q (or s·k), W (m, d_k):
+ *   φ(x) = exp(W x − ‖x‖²/2) / √m,   E[φ(q)·φ(k)] = exp(q·k / √d_k),
+ *   y_i = Σ_j φ(q_i)·φ(k_j) v_j / (Σ_j φ(q_i)·φ(k_j) + eps)   over the visible keys,
+ * so the output tends to softmax attention's as m grows (the error falls as 1/√m, Monte
+ * Carlo's rate). p->scale and p->feature_map are not read (scale 1/√d_k is built in).
+ * W is la_favor_features(m, d_k, p->seed): the same W for every batch entry and head and
+ * for both precisions (float32 rounds the float64 draw).
+ * Stabilised as Performer does, by factors that cancel between numerator and denominator:
+ *   queries: each row's exponents lose their own max over its m features (and its own
+ *     ‖x‖²/2, common to them too): φ(q_i) ∝ exp(W x_i − max_l (W x_i)_l), at most 1/√m;
+ *   keys: with g_j = max_l (W x_j)_l − ‖x_j‖²/2 the key's largest exponent, the keys
+ *     query i sees lose μ_i = max of g over those keys (φ(k_j) at most 1/√m). Non-causal
+ *     that is one μ per (batch entry, head), the max over its visible keys and all
+ *     features; causal it is the running max over keys 0..i, as online softmax keeps its
+ *     max, so that no output depends, even through rounding, on a key it must not see —
+ *     the max over all keys, as Performer takes it, would make it so.
+ *   Computed as φ(k_j) ∝ exp(((W x_j)_l − P_j) + (g_j − μ)), P_j the row's max: ‖x_j‖²/2
+ *   never meets the projections in one subtraction, which would round them away at large
+ *   ‖x_j‖.
+ * The factors cancel in y_i except against eps, which is added to the rescaled
+ * denominator den_i · exp(‖x_i‖²/2 − max_l (W x_i)_l − μ_i), den_i = Σ_j φ(q_i)·φ(k_j)
+ * the formula's, not to den_i itself; with eps = 0 the output is exactly the formula's.
+ * Then linear attention on φ(Q) (B,H,N,m) and φ(K) (B,H,M,m): non-causal
+ * la_linear_attention_*'s kernel with d_k = m and φ the identity; causal in chunks of
+ * p->chunk tokens, each the masked intra-chunk product A = φ(Q_c)ψ(K_c)ᵀ ∘ exp(g_j − μ_i)
+ * (ψ: the keys' features by their own max) plus the carried state S, z, kept at the scale
+ * of its keys' running max and rescaled by exp(μ_old − μ_new) (at most 1) as a chunk
+ * raises it. Masks as linear attention.
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
+ * Time O(B·H·(N + M)·m·(d_k + d_v)): the projections X Wᵀ (BLIS), m exps per row, and
+ * linear attention with d_k = m. Scratch (held against p->workspace_limit, reported by
+ * la_attention_cost): W in float64 (m·d_k, float32 also a float copy), φ(Q) and φ(K),
+ * B·H·(N + M)·m elements, P and g of every key, 2·B·H·M, and non-causal linear
+ * attention's scratch with d_k = m, causal per thread S, z and one chunk's operands,
+ * m·(d_v + 1) + C·(C + 2 + m), C = min(p->chunk, N).
+ * Returns LA_OK, LA_EINVAL (NULL, bad problem: p->features 0 included), LA_EOVERFLOW
+ * (B·H·(N + M)·m elements beyond size_t), LA_ENOMEM, LA_EBUDGET, LA_ERANGE: a projection
+ * or ‖x‖² not finite (inputs beyond the element type, e.g. ‖k‖² past FLT_MAX, or not
+ * finite); non-causal, linear attention's state rule on φ(K)ᵀV; causal, m·M·max(|v|, 1)
+ * > T/8. Nothing written on error. No backward, step API or attention matrix
+ * (la_attention_weights_*: LA_EINVAL) yet.
+ *   implementation lib/attention/favor.c (favor_tmpl.h; linear.c on the features) ·
+ *   reference la_ref_favor_attention · tests tests/attention/test_favor.c,
+ *   test_attention.c */
+LA_API la_status la_favor_attention_f32(const la_problem *p, const float *q, const float *k,
+                                        const float *v, float *out);
+LA_API la_status la_favor_attention_f64(const la_problem *p, const double *q, const double *k,
+                                        const double *v, double *out);
+
+/* FAVOR+'s random features: w (m, d_k) row-major, caller-owned, m·d_k doubles. Blocks of
+ * d_k rows (the last m mod d_k rows), each block the Gram–Schmidt orthonormalisation
+ * (modified, two passes) of a Gaussian block, then each row scaled to the norm of an
+ * independent Gaussian d_k-vector (a chi(d_k) norm: E‖w_l‖² = d_k). The draws: splitmix64
+ * from `seed`, each N(0, 1) by Box–Muller from two uniforms u = ((x >> 11) + 0.5)·2^−53,
+ * z = √(−2 ln u1)·cos(2π u2); per block, its r·d_k Gaussians row by row, then per row the
+ * d_k Gaussians of its norm. The same (m, d_k, seed) gives the same W (to libm's rounding
+ * of log, cos and sqrt). Returns LA_OK, LA_EINVAL (NULL w, m or d_k 0), LA_EOVERFLOW;
+ * w untouched on error.
+ *   implementation lib/attention/favor.c · tests tests/attention/test_favor.c */
+LA_API la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *w);
+
 /* Dispatch by kernel: the registry row's forward_f32 / forward_f64. LA_EINVAL for a
  * kernel outside the registry or a problem its causal rule refuses. */
 LA_API la_status la_attention_f32(la_kernel kernel, const la_problem *p, const float *q,
@@ -610,6 +677,7 @@ LA_API la_status la_attention_f64(la_kernel kernel, const la_problem *p, const d
  *   linear, linear_recurrent: A_ij = φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps), z_i = Σ φ(k_j)
  *     over the keys query i sees (all visible keys, or j <= i when p->causal).
  *   linformer: not yet (LA_EINVAL).
+ *   favor: not yet (LA_EINVAL).
  * Hidden entries are exactly 0; a query that sees no key (or, in linear attention, has a
  * zero denominator) gets a zero row, so rows sum to 1 (linear: to 1 − eps/den) or 0.
  * A·V equals the kernel's output up to rounding. The caller's out holds B·H·N·M
@@ -687,6 +755,12 @@ LA_API la_status la_ref_linear_attention(const la_problem *p, const double *q, c
 /* Local attention's oracle: per query, each key tested against the masks and the window
  * (|i − j| <= p->window; causal also j <= i), the softmax over those. */
 LA_API la_status la_ref_local_attention(const la_problem *p, const double *q, const double *k,
+                                        const double *v, double *out);
+/* FAVOR+'s oracle: W from la_favor_features, φ(Q) and φ(K) with the kernel's stabilisers
+ * (μ_i over the keys query i sees) in plain loops, then y_i = Σ_j a_ij v_j / (Σ_j a_ij +
+ * eps), a_ij = φ(q_i)·φ(k_j), pair by pair over the visible keys (zero row for none, or a
+ * zero denominator). */
+LA_API la_status la_ref_favor_attention(const la_problem *p, const double *q, const double *k,
                                         const double *v, double *out);
 /* The gradient of linear attention (follows p->causal), for la_linear_attention_backward_*
  * and la_linear_attention_recurrent_backward_*: the forward recomputed with every prefix

@@ -48,6 +48,10 @@ LA_AVX512 static void elu1_avx512(const float *x, float *out, size_t n)
 
 void la_feature_map_f32(la_feature_map fm, const float *x, float *out, size_t n)
 {
+    if (fm == LA_FEATURE_IDENTITY) {
+        if (out != x) memcpy(out, x, n * sizeof *out);
+        return;
+    }
 #if LA_HAVE_AVX512_CODE
     if (fm == LA_FEATURE_ELU1 && la_avx512_usable()) {
         elu1_avx512(x, out, n);
@@ -89,6 +93,10 @@ void la_feature_map_f32(la_feature_map fm, const float *x, float *out, size_t n)
 /* float64 is the accuracy path, not the fast one: libm's exp, one element at a time. */
 void la_feature_map_f64(la_feature_map fm, const double *x, double *out, size_t n)
 {
+    if (fm == LA_FEATURE_IDENTITY) {
+        if (out != x) memcpy(out, x, n * sizeof *out);
+        return;
+    }
     if (fm == LA_FEATURE_RELU) {
         for (size_t i = 0; i < n; i++)
             out[i] = x[i] > 0 ? x[i] : 0.0;

@@ -140,6 +140,18 @@ la_status la_linear_attention_recurrent_f64(const la_problem *p, const double *q
     return linear_attention_recurrent_f64(p, q, k, v, out);
 }
 
+la_status la_linear_attention_on_features_f32(const la_problem *p, const float *phi_q,
+                                              const float *phi_k, const float *v, float *out)
+{
+    return linear_attention_on_features_f32(p, phi_q, phi_k, v, out);
+}
+
+la_status la_linear_attention_on_features_f64(const la_problem *p, const double *phi_q,
+                                              const double *phi_k, const double *v, double *out)
+{
+    return linear_attention_on_features_f64(p, phi_q, phi_k, v, out);
+}
+
 /* ---------------------------------------------------------------- their cost (la_cost_fn) */
 
 /* Non-causal, one head of an entry with m visible keys:
@@ -240,6 +252,16 @@ static la_status layout_bytes(la_kernel kernel, const la_problem *p, la_dtype dt
     if (st != LA_OK) return st;
     out->workspace_bytes = (double)bytes;
     return LA_OK;
+}
+
+void la_linear_head_flops(const la_problem *p, size_t m, bool recurrent, la_cost *f)
+{
+    if (recurrent)
+        recurrent_head_flops(p, m, f);
+    else if (p->causal)
+        chunked_head_flops(p, m, f);
+    else
+        noncausal_head_flops(p, m, f);
 }
 
 la_status la_linear_cost(const la_problem *p, la_dtype dtype, la_cost *out)

@@ -11,6 +11,11 @@
  * for x < 0 (never elu(x) + 1, which rounds to 1 - 1 = 0 below x ≈ -17 in float32);
  * relu is max(x, 0). float32 uses expf, float64 exp. */
 void la_feature_map_f32(la_feature_map fm, const float *x, float *out, size_t n);
+/* The internal φ: the identity, for a kernel that hands the linear kernels features it
+ * computed itself (FAVOR+, favor.c, through la_linear_attention_on_features_*). Outside
+ * the public enum, so la_problem_check refuses it in any caller's problem; the feature
+ * maps copy x for it, and the kernels count no φ FLOPs for it. */
+#define LA_FEATURE_IDENTITY ((la_feature_map)LA_FEATURE_COUNT)
 void la_feature_map_f64(la_feature_map fm, const double *x, double *out, size_t n);
 
 /* One recurrent step of one head: S += φk vᵀ, z += φk, y = φqᵀS / (φqᵀz + eps), with
@@ -36,6 +41,23 @@ void la_linear_read_query_f64(const double *restrict S, const double *restrict z
  * checks against p->workspace_limit. Returns LA_OK, LA_EINVAL, LA_EOVERFLOW. */
 la_status la_linear_workspace_bytes(la_kernel kernel, const la_problem *p, size_t element_size,
                                     size_t *bytes);
+
+/* Linear attention on features already computed: p->d_k is the feature count, phi_q
+ * (B,H,N,d_k) and phi_k (B,H,M,d_k) are φ(Q) and φ(K), p->feature_map is
+ * LA_FEATURE_IDENTITY; otherwise la_linear_attention_* (non-causal, or causal chunked),
+ * its statuses and its workspace, which la_linear_workspace_bytes gives for p with any
+ * public φ. The caller has checked p but for its feature map (la_problem_check would
+ * refuse the identity), and the pointers. Rows of phi_k past the keys a head uses
+ * (la_keys_in_length; causal: also j >= N) are never read into a result. */
+la_status la_linear_attention_on_features_f32(const la_problem *p, const float *phi_q,
+                                              const float *phi_k, const float *v, float *out);
+la_status la_linear_attention_on_features_f64(const la_problem *p, const double *phi_q,
+                                              const double *phi_k, const double *v, double *out);
+
+/* The FLOP fields of linear attention (la_linear_cost, la_linear_recurrent_cost) for one
+ * head of an entry with m visible keys: the recurrent form, or non-causal or chunked per
+ * p->causal (linear.c; FAVOR+'s cost adds its features to it). */
+void la_linear_head_flops(const la_problem *p, size_t m, bool recurrent, la_cost *f);
 
 /* The visible (query, key) pairs inside the chunks of one head of the causal chunked
  * form, for an entry with m visible keys (linear.c; the forward's and the backward's cost

@@ -13,7 +13,9 @@
 /* φ, a dot product and a small product, each counting what it issues into a counter
  * under LA_COUNT_FLOPS (core/internal.h; nothing otherwise): φ 1 per element, a dot
  * product of n 2·n, an m×n×k product 2·m·n·k. */
-#define LA_PHI(fm, x, out, n) (LA_COUNT(LA_COUNT_PHI, n), FN(la_feature_map)(fm, x, out, n))
+#define LA_PHI(fm, x, out, n)                                                                      \
+    (LA_COUNT(LA_COUNT_PHI, (fm) == LA_FEATURE_IDENTITY ? 0 : (n)),                                \
+     FN(la_feature_map)(fm, x, out, n))
 #define LA_DOT(counter, x, y, n) (LA_COUNT(counter, 2 * (double)(n)), FN(la_dot)(x, y, n))
 #define LA_PRODUCT(counter, m, n, k, ...)                                                          \
     (LA_COUNT(counter, 2 * (double)(m) * (double)(n) * (double)(k)),                               \
@@ -552,6 +554,16 @@ static la_status FN(linear_attention)(const la_problem *p, const REAL *q, const 
     if (!q || !k || !v || !out) return LA_EINVAL;
     if (p->causal && !FN(la_range_ok)(LA_RANGE_LINEAR, p, q, k, v)) return LA_ERANGE;
     return p->causal ? FN(linear_chunked)(p, q, k, v, out) : FN(linear_noncausal)(p, q, k, v, out);
+}
+
+/* The same on features a caller computed (linear_internal.h): p checked but for its
+ * φ, the identity. */
+static la_status FN(linear_attention_on_features)(const la_problem *p, const REAL *phi_q,
+                                                  const REAL *phi_k, const REAL *v, REAL *out)
+{
+    if (p->causal && !FN(la_range_ok)(LA_RANGE_LINEAR, p, phi_q, phi_k, v)) return LA_ERANGE;
+    return p->causal ? FN(linear_chunked)(p, phi_q, phi_k, v, out)
+                     : FN(linear_noncausal)(p, phi_q, phi_k, v, out);
 }
 
 /* Causal linear attention, recurrent form, per head (b, h), token by token:

@@ -268,6 +268,97 @@ done:
     return st;
 }
 
+/* FAVOR+, per head (b, h), with W (m, d_k) = la_favor_features(m, d_k, seed), s =
+ * d_k^(−1/4) and the masks of ref_visible_keys:
+ *   query i: p_il = Σ_a W_la s·q_ia, φ(q_i)_l = exp(p_il − max_l' p_il') / √m (its own
+ *     ‖x‖²/2 left out: common to its features, it cancels with the max);
+ *   key j: p_jl likewise, P_j = max_l p_jl, g_j = P_j − s²·‖k_j‖²/2 (its largest exponent
+ *     p_jl − s²‖k_j‖²/2), ψ_jl = exp(p_jl − P_j) / √m;
+ *   y_i = Σ_j a_ij v_j / (Σ_j a_ij + eps) over the keys query i sees, with
+ *     a_ij = φ(q_i)·ψ_j · exp(g_j − μ_i), μ_i = max g over those keys
+ *     (= φ(q_i)·φ(k_j) with φ(k_j) = exp(p_j − s²‖k_j‖²/2 − μ_i) / √m). */
+la_status la_ref_favor_attention(const la_problem *p, const double *q, const double *k,
+                                 const double *v, double *out)
+{
+    la_status st = check(p, q, k, v, out);
+    if (st != LA_OK) return st;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, m = p->features;
+    size_t n_w, n_q, n_k;
+    if (!doubles_fit(m, dk, 1, &n_w) || !doubles_fit(N, m, 1, &n_q) || !doubles_fit(M, m, 1, &n_k))
+        return LA_EOVERFLOW;
+    double *w = malloc(n_w * sizeof *w), *phi_q = malloc(n_q * sizeof *phi_q);
+    double *psi = malloc(n_k * sizeof *psi), *num = malloc(dv * sizeof *num);
+    double *g = malloc(M * sizeof *g);
+    if (!w || !phi_q || !psi || !num || !g) {
+        st = LA_ENOMEM;
+        goto done;
+    }
+    st = la_favor_features(m, dk, p->seed, w);
+    if (st != LA_OK) goto done;
+    const double s = pow((double)dk, -0.25), root_m = sqrt((double)m);
+    for (size_t b = 0; b < p->batch; b++) {
+        for (size_t h = 0; h < p->heads; h++) {
+            const double *qh = q + HEAD(p, b, h, N, dk), *kh = k + HEAD(p, b, h, M, dk);
+            const double *vh = v + HEAD(p, b, h, M, dv);
+            double *oh = out + HEAD(p, b, h, N, dv);
+            /* φ(q_i) */
+            for (size_t i = 0; i < N; i++) {
+                double *f = phi_q + i * m, max = -INFINITY;
+                for (size_t l = 0; l < m; l++) {
+                    f[l] = 0;
+                    for (size_t a = 0; a < dk; a++)
+                        f[l] += w[l * dk + a] * (s * qh[i * dk + a]);
+                    max = f[l] > max ? f[l] : max;
+                }
+                for (size_t l = 0; l < m; l++)
+                    f[l] = exp(f[l] - max) / root_m;
+            }
+            /* ψ(k_j) and g_j */
+            for (size_t j = 0; j < M; j++) {
+                double *f = psi + j * m, sq = 0, max = -INFINITY;
+                for (size_t a = 0; a < dk; a++)
+                    sq += (s * kh[j * dk + a]) * (s * kh[j * dk + a]);
+                for (size_t l = 0; l < m; l++) {
+                    f[l] = 0;
+                    for (size_t a = 0; a < dk; a++)
+                        f[l] += w[l * dk + a] * (s * kh[j * dk + a]);
+                    max = f[l] > max ? f[l] : max;
+                }
+                for (size_t l = 0; l < m; l++)
+                    f[l] = exp(f[l] - max) / root_m;
+                g[j] = max - sq / 2;
+            }
+            /* y_i, pair by pair */
+            for (size_t i = 0; i < N; i++) {
+                const size_t vis = ref_visible_keys(p, b, i);
+                double den = 0, mu = -INFINITY;
+                for (size_t j = 0; j < vis; j++)
+                    mu = g[j] > mu ? g[j] : mu;
+                for (size_t c = 0; c < dv; c++)
+                    num[c] = 0;
+                for (size_t j = 0; j < vis; j++) {
+                    double a_ij = 0;
+                    for (size_t l = 0; l < m; l++)
+                        a_ij += phi_q[i * m + l] * psi[j * m + l];
+                    a_ij *= exp(g[j] - mu);
+                    den += a_ij;
+                    for (size_t c = 0; c < dv; c++)
+                        num[c] += a_ij * vh[j * dv + c];
+                }
+                for (size_t c = 0; c < dv; c++)
+                    oh[i * dv + c] = vis > 0 && den + p->eps != 0 ? num[c] / (den + p->eps) : 0.0;
+            }
+        }
+    }
+done:
+    free(w);
+    free(phi_q);
+    free(psi);
+    free(num);
+    free(g);
+    return st;
+}
+
 /* ---------------------------------------------------------------- linear backward */
 
 /* φ′(x), float64 reference form: elu+1 1 for x >= 0, exp(x) below; relu 1 for x > 0, else

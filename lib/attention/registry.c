@@ -134,6 +134,21 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .cost = la_local_cost,
             /* no backward yet */
         },
+    [LA_KERNEL_FAVOR] =
+        {
+            .kernel = LA_KERNEL_FAVOR,
+            .name = "favor",
+            .summary = "FAVOR+ (Performer, Choromanski et al. 2021): linear attention on m "
+                       "positive random features, approximating softmax at scale 1/√d_k; "
+                       "causal: in chunks",
+            .series = {"favor", "favor_causal_chunked"},
+            .causal = LA_CAUSAL_ALLOWED,
+            .params = LA_PARAM_EPS | LA_PARAM_FEATURES | LA_PARAM_CHUNK,
+            .forward_f32 = la_favor_attention_f32,
+            .forward_f64 = la_favor_attention_f64,
+            .reference = la_ref_favor_attention,
+            .cost = la_favor_cost,
+        },
 };
 
 const la_kernel_info *la_kernel_get(la_kernel kernel)

@@ -252,10 +252,153 @@ static void count_linformer(const la_problem *p, size_t b, const double *q, cons
     la_problem inner;
     la_problem_init(&inner, 1, 1, p->n_queries, r, dk, dv);
     inner.scale = p->scale;
-    count_softmax(&inner, 0, 0, q, kp, vp, out, c);
+    count_softmax(&inner, 0, 0, 0, q, kp, vp, out, c);
     free(drawn);
     free(kp);
     free(vp);
+}
+
+/* FAVOR+, one head, in the form its kernel runs: m = p->features random features (W from
+ * la_favor_features), counted as issued:
+ *   per query: the projection s·q Wᵀ (2·d_k per feature), the row max P (1 per feature),
+ *     φ = exp((proj − P) − ln(m)/2) (3 per feature);
+ *   per key some query sees (u of them): the projection, the row max P, ‖s·k‖²/2 as
+ *     (k·k)·(1/(2√d_k)) (2·d_k + 1), g = P − that (1), the max of g (1), then
+ *     non-causal o = ln(m)/2 − (g − μ) (2) and φ = exp((proj − P) − o) (3 per feature),
+ *     causal ψ = exp((proj − P) − ln(m)/2) (3 per feature);
+ *   then linear attention on the features with d_k = m: non-causal S, z over the u keys
+ *     and every query; causal in chunks, as la_favor_cost's comment (favor.c) says. */
+static void count_favor(const la_problem *p, size_t b, const double *q, const double *k,
+                        const double *v, double *out, counts *c)
+{
+    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v, m = p->features;
+    const size_t vis = keys_visible(p, b);
+    memset(out, 0, N * dv * sizeof *out);
+    if (vis == 0) return;
+    const size_t u = p->causal ? smaller(N, vis) : vis;
+    la_problem f = *p; /* linear attention on the features: d_k = m */
+    f.d_k = m;
+    double *w = tu_f64(m * dk), *phiq = tu_f64(N * m), *proj = tu_f64(u * m);
+    double *P = tu_f64(u), *g = tu_f64(u), *phik = tu_f64(m), *num = tu_f64(dv);
+    double *S = calloc(m * dv, sizeof *S), *z = calloc(m, sizeof *z);
+    assert_non_null(S);
+    assert_non_null(z);
+    assert_int_equal(la_favor_features(m, dk, p->seed, w), LA_OK);
+    const double s = pow((double)dk, -0.25), half_log_m = 0.5 * log((double)m);
+    for (size_t i = 0; i < N; i++) {
+        double max = -INFINITY;
+        for (size_t l = 0; l < m; l++, c->phi += 1) {
+            double x = 0;
+            for (size_t a = 0; a < dk; a++, c->phi += 2)
+                x += w[l * dk + a] * (s * q[i * dk + a]);
+            phiq[i * m + l] = x;
+            max = x > max ? x : max;
+        }
+        for (size_t l = 0; l < m; l++, c->phi += 3)
+            phiq[i * m + l] = exp((phiq[i * m + l] - max) - half_log_m);
+    }
+    double mu = -INFINITY;
+    for (size_t j = 0; j < u; j++) {
+        double max = -INFINITY, sq = 0;
+        for (size_t l = 0; l < m; l++, c->phi += 1) {
+            double x = 0;
+            for (size_t a = 0; a < dk; a++, c->phi += 2)
+                x += w[l * dk + a] * (s * k[j * dk + a]);
+            proj[j * m + l] = x;
+            max = x > max ? x : max;
+        }
+        for (size_t a = 0; a < dk; a++, c->phi += 2)
+            sq += k[j * dk + a] * k[j * dk + a];
+        c->phi += 2;
+        P[j] = max;
+        g[j] = max - sq * (0.5 / sqrt((double)dk));
+    }
+    if (!p->causal) {
+        for (size_t j = 0; j < u; j++, c->phi += 1)
+            mu = g[j] > mu ? g[j] : mu;
+        for (size_t j = 0; j < u; j++) {
+            const double o = half_log_m - (g[j] - mu);
+            c->phi += 2;
+            for (size_t l = 0; l < m; l++, c->phi += 3)
+                phik[l] = exp((proj[j * m + l] - P[j]) - o);
+            add_key(&f, phik, v + j * dv, S, z, c);
+        }
+        for (size_t i = 0; i < N; i++) {
+            double den = query_state(&f, phiq + i * m, S, z, num, c);
+            normalise(&f, num, den, out + i * dv, c);
+        }
+    } else {
+        /* chunks of C: ψ(k_j) = exp((proj − P_j) − ln(m)/2); query i's weights
+         * a_ij = φ(q_i)·ψ(k_j)·exp(g_j − μ_i), μ_i the running max of g over keys <= i;
+         * the state carried at the scale of μ, the running max of the keys it holds */
+        const size_t C = smaller(p->chunk, N);
+        double *psi = tu_f64(u * m), *den = tu_f64(N), *mu_i = tu_f64(N);
+        for (size_t j = 0; j < u; j++)
+            for (size_t l = 0; l < m; l++, c->phi += 3)
+                psi[j * m + l] = exp((proj[j * m + l] - P[j]) - half_log_m);
+        mu = g[0];
+        for (size_t s0 = 0; s0 < N; s0 += C) {
+            const size_t e = smaller(s0 + C, N), ke = smaller(e, u);
+            double run = mu;
+            for (size_t i = s0; i < e; i++) {
+                if (i < ke) {
+                    run = g[i] > run ? g[i] : run;
+                    c->phi += 1;
+                }
+                mu_i[i] = run;
+            }
+            for (size_t i = s0; i < e; i++) {
+                /* carried: r_i φ(q_i)ᵀS, r_i φ(q_i)·z */
+                den[i] = 0;
+                for (size_t x = 0; x < dv; x++)
+                    num[x] = 0;
+                if (s0 > 0) {
+                    den[i] = query_state(&f, phiq + i * m, S, z, num, c);
+                    const double r = exp(mu - mu_i[i]);
+                    c->qs += 2;
+                    den[i] *= r;
+                    c->qs += 1;
+                    for (size_t x = 0; x < dv; x++, c->qs += 1)
+                        num[x] *= r;
+                }
+                /* intra-chunk, visible pairs: a_ij v_j and the row sum */
+                for (size_t j = s0; j < smaller(i + 1, ke); j++) {
+                    double a_ij = 0;
+                    for (size_t l = 0; l < m; l++, c->qk += 2)
+                        a_ij += phiq[i * m + l] * psi[j * m + l];
+                    a_ij *= exp(g[j] - mu_i[i]);
+                    c->qk += 3;
+                    for (size_t x = 0; x < dv; x++, c->av += 2)
+                        num[x] += a_ij * v[j * dv + x];
+                    den[i] += a_ij;
+                    c->av += 1;
+                }
+                normalise(&f, num, den[i], out + i * dv, c);
+            }
+            /* the state for a later chunk: rescaled to μ', plus the chunk's keys */
+            if (s0 < ke && e < N) {
+                const double mu_new = mu_i[ke - 1];
+                if (s0 > 0) {
+                    const double r = exp(mu - mu_new);
+                    c->kv += 2;
+                    for (size_t a = 0; a < m * dv; a++, c->kv += 1)
+                        S[a] *= r;
+                    for (size_t a = 0; a < m; a++, c->kv += 1)
+                        z[a] *= r;
+                }
+                for (size_t j = s0; j < ke; j++) {
+                    const double fj = exp(g[j] - mu_new);
+                    c->kv += 2;
+                    for (size_t l = 0; l < m; l++, c->kv += 1)
+                        phik[l] = psi[j * m + l] * fj;
+                    add_key(&f, phik, v + j * dv, S, z, c);
+                }
+                mu = mu_new;
+            }
+        }
+        free(psi), free(den), free(mu_i);
+    }
+    free(w), free(phiq), free(proj), free(P), free(g), free(phik), free(num), free(S), free(z);
 }
 
 /* Runs the instrumented loops over every head, checks their output against the
@@ -283,6 +426,7 @@ static void check_model(la_kernel kernel, const la_problem *p, tu_rng *r)
             case LA_KERNEL_LINEAR_RECURRENT:
                 count_linear(p, b, kernel == LA_KERNEL_LINEAR_RECURRENT, qh, kh, vh, oh, &c);
                 break;
+            case LA_KERNEL_FAVOR: count_favor(p, b, qh, kh, vh, oh, &c); break;
             case LA_KERNEL_SOFTMAX:
             case LA_KERNEL_SOFTMAX_MATERIALIZED:
             case LA_KERNEL_HARD:
@@ -358,6 +502,7 @@ static void model_equals_counted_loops(void **state)
                     /* local: every window from 1 past max(N, M) */
                     p.window = 1 + tu_next(&r) % (sizes[ni] + sizes[mi]);
                     p.feature_map = tu_next(&r) % 2 ? LA_FEATURE_RELU : LA_FEATURE_ELU1;
+                    if (kernel == LA_KERNEL_FAVOR) p.features = 1 + tu_next(&r) % 9;
                     if (tu_next(&r) % 2) {
                         for (size_t b = 0; b < B; b++)
                             lengths[b] = (int64_t)(tu_next(&r) % (sizes[mi] + 1));
@@ -630,7 +775,7 @@ static void model_equals_kernel_counts(void **state)
         fail_msg("test_cost is linked against a library built without LA_COUNT_FLOPS: "
                  "the kernels count nothing (the Makefile links $(BUILD)/count/liblinattn.a)");
     tu_rng r = tu_rng_for("model_equals_kernel_counts");
-    const la_kernel kernels[] = {LA_KERNEL_LINEAR, LA_KERNEL_LINEAR_RECURRENT};
+    const la_kernel kernels[] = {LA_KERNEL_LINEAR, LA_KERNEL_LINEAR_RECURRENT, LA_KERNEL_FAVOR};
     const size_t sizes[] = {1, 2, 3, 5, 8, 17, 40};
     const size_t dims[] = {1, 3, 4, 16};
     int64_t lengths[3];
@@ -639,7 +784,7 @@ static void model_equals_kernel_counts(void **state)
     double hidden = 0, counted = 0;
     for (int t = 1; t <= 3; t++) {
         assert_int_equal(la_set_num_threads(t), LA_OK);
-        for (size_t kr = 0; kr < 2; kr++) {
+        for (size_t kr = 0; kr < 3; kr++) {
             for (size_t ni = 0; ni < 7; ni++) {
                 for (size_t mi = 0; mi < 7; mi++) {
                     for (int causal = 0; causal <= 1; causal++) {
@@ -651,6 +796,7 @@ static void model_equals_kernel_counts(void **state)
                         p.causal = causal;
                         p.chunk = 1 + tu_next(&r) % (sizes[ni] + 2);
                         p.feature_map = tu_next(&r) % 2 ? LA_FEATURE_RELU : LA_FEATURE_ELU1;
+                        if (kernels[kr] == LA_KERNEL_FAVOR) p.features = 1 + tu_next(&r) % 40;
                         if (tu_next(&r) % 2) {
                             for (size_t b = 0; b < B; b++)
                                 lengths[b] = (int64_t)(tu_next(&r) % (sizes[mi] + 1));
@@ -670,7 +816,7 @@ static void model_equals_kernel_counts(void **state)
             {300, 300, 64, 64}, {200, 700, 64, 32}, {700, 130, 32, 64}, {129, 1100, 16, 16}};
         for (size_t x = 0; x < 4; x++) {
             for (int causal = 0; causal <= 1; causal++) {
-                for (size_t kr = 0; kr < 2; kr++) {
+                for (size_t kr = 0; kr < 3; kr++) {
                     if (kernels[kr] == LA_KERNEL_LINEAR_RECURRENT && !causal) continue;
                     la_problem p;
                     la_problem_init(&p, 1, 2, big[x][0], big[x][1], big[x][2], big[x][3]);

@@ -5,12 +5,13 @@ and its handling of malformed input.
 Usage: /usr/bin/python3 tests/attend_numpy.py BUILD/linattn   (run by `make test`)
 
 Part 1 runs every variant (softmax with both kernels, hard, linear with both feature maps
-and both causal forms, local with windows from 1 past N) × causal × key lengths ×
-precision over inputs of shape (N, d),
-(H, N, d) and (B, H, N, d), with M != N and d_v != d_k, and requires
-‖y − ref‖ / ‖ref‖ < 1e-5 in float32 and < 1e-12 in float64.
+and both causal forms, local with windows from 1 past N, favor with --features and --seed,
+its random features drawn here exactly as la_favor_features draws them) × causal × key
+lengths × precision over inputs of shape (N, d), (H, N, d) and (B, H, N, d), with M != N
+and d_v != d_k, and requires ‖y − ref‖ / ‖ref‖ < 1e-5 in float32 and < 1e-12 in float64.
 linformer runs with given projections (--proj) and drawn ones (--proj-rank, --seed, the
-draw rewritten here from the header's description) against NumPy at the same tolerances.
+draw rewritten here from the header's description) against NumPy at the same tolerances;
+favor also approaches NumPy's exact softmax as --features grows, and follows --seed.
 Part 2 feeds malformed files and flags: each must exit 2 with exactly one stderr line
 starting "linattn: ", and leave no output file and no temporary file behind.
 
@@ -160,6 +161,70 @@ def ref_linformer(q, k, v, e, f, scale, lengths):
     return (weights / weights.sum(axis=-1, keepdims=True)) @ vp
 
 
+# FAVOR+ (lib/attention/favor.c): the random features W drawn exactly as la_favor_features
+# draws them, re-implemented here from its header contract, and the output from its formula.
+MASK64 = (1 << 64) - 1
+
+
+def favor_features(m, dk, seed):
+    """W (m, d_k): splitmix64 from seed, N(0, 1) by Box–Muller's cosine half, blocks of d_k
+    Gaussian rows (the last m mod d_k) made orthonormal by modified Gram–Schmidt twice, each
+    row then scaled to the norm of d_k fresh Gaussians."""
+    import math
+    state = seed & MASK64
+
+    def next_u64():
+        nonlocal state
+        state = (state + 0x9E3779B97F4A7C15) & MASK64
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        return z ^ (z >> 31)
+
+    def normal():
+        u1 = ((next_u64() >> 11) + 0.5) * 2.0 ** -53
+        u2 = ((next_u64() >> 11) + 0.5) * 2.0 ** -53
+        return math.sqrt(-2 * math.log(u1)) * math.cos(6.283185307179586 * u2)
+
+    w = np.zeros((m, dk))
+    for b0 in range(0, m, dk):
+        r = min(dk, m - b0)
+        block = np.array([[normal() for _ in range(dk)] for _ in range(r)])
+        for i in range(r):
+            for _ in range(2):
+                for j in range(i):
+                    block[i] -= np.dot(block[i], block[j]) * block[j]
+            block[i] /= np.linalg.norm(block[i])
+        for i in range(r):
+            block[i] *= math.sqrt(sum(normal() ** 2 for _ in range(dk)))
+        w[b0:b0 + r] = block
+    return w
+
+
+def ref_favor(q, k, v, w, eps, causal, lengths):
+    """y_i = Σ_j a_ij v_j / (Σ_j a_ij + eps) over the keys query i sees, a_ij =
+    φ(q_i)·φ(k_j) with φ(x) = exp(W x − ‖x‖²/2) / √m on x = s·q, s·k (s = d_k^(-1/4)),
+    stabilised as the kernel is: queries by their own max, keys by μ_i, the max over the
+    keys query i sees of each key's largest exponent (linattn.h)."""
+    b, h, n, dk = q.shape
+    m_keys = k.shape[2]
+    m = w.shape[0]
+    s = dk ** -0.25
+    pq = np.einsum("bhnd,ld->bhnl", s * q, w)
+    fq = np.exp(pq - pq.max(axis=-1, keepdims=True)) / np.sqrt(m)
+    pk = np.einsum("bhmd,ld->bhml", s * k, w)
+    peak = pk.max(axis=-1, keepdims=True)
+    psi = np.exp(pk - peak) / np.sqrt(m)
+    g = peak[..., 0] - 0.5 * np.sum((s * k) ** 2, axis=-1)  # (B, H, M)
+    mask = np.broadcast_to(key_mask(n, m_keys, causal, lengths, b), (b, h, n, m_keys))
+    gm = np.where(mask, g[:, :, None, :], -np.inf)
+    mu = gm.max(axis=-1, keepdims=True)
+    mu = np.where(np.isfinite(mu), mu, 0.0)
+    a = np.einsum("bhnl,bhml->bhnm", fq, psi) * np.where(mask, np.exp(gm - mu), 0.0)
+    den = a.sum(axis=-1, keepdims=True) + eps
+    return np.where(mask.any(axis=-1)[..., None], (a @ v) / den, 0.0)
+
+
 def rel_error(y, ref):
     """‖y − ref‖ / ‖ref‖ (‖y‖ when ref is zero); inf when anything is not finite."""
     if not (np.all(np.isfinite(y)) and np.all(np.isfinite(ref))):
@@ -205,7 +270,8 @@ def to_heads(x):
 
 def accuracy_case(run, label, variant, shape, causal, with_lengths, precision, *,
                   feature_map=None, kernel=None, chunk=None, scale=None, eps=None,
-                  window=None, file_dtypes=("float32", "float64", "float32")):
+                  window=None, features=None, seed=None,
+                  file_dtypes=("float32", "float64", "float32")):
     """One `linattn attend` call against the reference. shape = (lead, n, m, d_k, d_v)."""
     lead, n, m, dk, dv = shape
     rng = run.rng
@@ -251,6 +317,10 @@ def accuracy_case(run, label, variant, shape, causal, with_lengths, precision, *
         args += ["--feature-map", feature_map]
     if window is not None:
         args += ["--window", str(window)]
+    if features is not None:
+        args += ["--features", str(features)]
+    if seed is not None:
+        args += ["--seed", str(seed)]
 
     qh, kh, vh = (to_heads(x) for x in used)
     if variant == "softmax":
@@ -261,6 +331,9 @@ def accuracy_case(run, label, variant, shape, causal, with_lengths, precision, *
     elif variant == "local":
         ref = ref_local(qh, kh, vh, scale if scale is not None else 1 / np.sqrt(dk), causal,
                         lengths, 64 if window is None else window)  # LA_DEFAULT_WINDOW
+    elif variant == "favor":
+        ref = ref_favor(qh, kh, vh, favor_features(features or 256, dk, seed or 0),
+                        DEFAULT_EPS if eps is None else eps, causal, lengths)
     else:
         ref = ref_linear(qh, kh, vh, feature_map or "elu", DEFAULT_EPS if eps is None else eps,
                          causal, lengths)
@@ -304,6 +377,11 @@ def accuracy(run):
                     for fm in ("elu", "relu"):
                         accuracy_case(run, "linear %s %s" % (fm, tag), "linear", *common,
                                       feature_map=fm)
+                    accuracy_case(run, "favor m=13 seed=7 " + tag, "favor", *common,
+                                  features=13, seed=7)
+                    if causal:
+                        accuracy_case(run, "favor chunk=3 m=40 eps=1e-3 " + tag, "favor",
+                                      *common, features=40, chunk=3, eps=1e-3)
                     if causal:
                         accuracy_case(run, "linear recurrent eps=1e-3 " + tag, "linear",
                                       *common, kernel="recurrent", eps=1e-3)
@@ -326,6 +404,9 @@ def accuracy(run):
                                                                           precision),
                               "local", long_shape, causal, True, precision, window=window,
                               scale=0.4)
+        for chunk in (None, 1, 17, 200):
+            accuracy_case(run, "favor causal long chunk=%s %s" % (chunk, precision), "favor",
+                          long_shape, True, True, precision, chunk=chunk)
 
 
 def linformer(run):
@@ -398,6 +479,51 @@ def linformer(run):
         run.fail("linformer: another --seed, another output", "the same or failed")
 
 
+
+def favor_towards_softmax(run):
+    """favor through `linattn attend` approaches NumPy's exact softmax (scale 1/√d_k) as
+    --features grows: relative error below 3/√m on small inputs (several times what
+    test_favor.c measures at these sizes, far below a wrong answer's 1); the same --seed
+    gives the same bytes, another seed another output."""
+    rng = run.rng
+    q = (0.4 * rng.standard_normal((2, 40, 16))).astype(np.float64)
+    k = (0.4 * rng.standard_normal((2, 50, 16))).astype(np.float64)
+    v = rng.standard_normal((2, 50, 8)).astype(np.float64)
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        np.save(run.path("f" + name + ".npy"), x)
+    base = ["--variant", "favor", "--q", run.path("fq.npy"), "--k", run.path("fk.npy"),
+            "--v", run.path("fv.npy"), "--precision", "float64", "--eps", "0"]
+    for causal in (False, True):
+        exact = ref_softmax(to_heads(q), to_heads(k), to_heads(v), 1 / 4.0, causal, None)
+        flags = ["--causal"] if causal else []
+        for m in (64, 1024):
+            label = "favor towards softmax causal=%d m=%d" % (causal, m)
+            rc, _, err = run.attend(base + flags + ["--features", str(m), "--seed", "11",
+                                                    "--out", run.path("fy.npy")])
+            if rc != 0:
+                run.fail(label, "exit %d: %s" % (rc, err.strip()))
+                continue
+            e = rel_error(to_heads(np.load(run.path("fy.npy"))), exact)
+            if e < 3 / np.sqrt(m):
+                run.ok(label)
+            else:
+                run.fail(label, "relative error %.3g against softmax >= 3/sqrt(m) = %.3g"
+                         % (e, 3 / np.sqrt(m)))
+    outs = {}
+    for name, seed in (("a", "5"), ("b", "5"), ("c", "6")):
+        rc, _, err = run.attend(base + ["--features", "32", "--seed", seed,
+                                        "--out", run.path("fs_%s.npy" % name)])
+        outs[name] = np.load(run.path("fs_%s.npy" % name)) if rc == 0 else None
+    if any(o is None for o in outs.values()):
+        run.fail("favor seeds", "a call failed")
+    elif not np.array_equal(outs["a"], outs["b"]):
+        run.fail("favor seeds", "the same --seed gave different outputs")
+    elif rel_error(outs["c"], outs["a"]) < 1e-3:
+        run.fail("favor seeds", "another --seed gave the same output")
+    else:
+        run.ok("favor seeds")
+
+
 def thread_counts(run):
     """The same input gives bitwise the same output with 1 and 2 threads (linattn.h)."""
     rng = run.rng
@@ -410,7 +536,9 @@ def thread_counts(run):
                ["--variant", "linear_recurrent", "--causal"],
                ["--variant", "linformer", "--proj-rank", "16", "--seed", "3"],
                ["--variant", "local", "--window", "20"],
-               ["--variant", "local", "--window", "7", "--causal"]]
+               ["--variant", "local", "--window", "7", "--causal"],
+               ["--variant", "favor", "--features", "40"],
+               ["--variant", "favor", "--features", "40", "--causal"]]
     for config in configs:
         for precision in ("float32", "float64"):
             outputs = []
@@ -510,6 +638,12 @@ def error_cases(run):
         ("--chunk 0", lin + ["--causal", "--chunk", "0"]),
         ("--chunk not a number", lin + ["--causal", "--chunk", "x"]),
         ("--chunk without --causal", lin + ["--chunk", "8"]),
+        ("--features 0", ["--variant", "favor"] + full[2:] + ["--features", "0"]),
+        ("--features not a number", ["--variant", "favor"] + full[2:] + ["--features", "x"]),
+        ("--features with linear", lin + ["--features", "8"]),
+        ("--chunk with favor, not causal", ["--variant", "favor"] + full[2:] + ["--chunk", "8"]),
+        ("--save-weights with favor", ["--variant", "favor"] + full[2:] + [
+            "--save-weights", run.path("w.npy")]),
         ("--scale with linear", lin + ["--scale", "0.5"]),
         ("--eps with softmax", full + ["--eps", "1e-3"]),
         ("--feature-map with hard", ["--variant", "hard"] + full[2:] + ["--feature-map", "elu"]),
@@ -619,6 +753,7 @@ def main():
     try:
         accuracy(run)
         linformer(run)
+        favor_towards_softmax(run)
         thread_counts(run)
         error_cases(run)
     finally:

@@ -56,6 +56,9 @@ static const char *const api_names[] = {
     "la_linformer_projections",
     "la_local_attention_f32",
     "la_local_attention_f64",
+    "la_favor_attention_f32",
+    "la_favor_attention_f64",
+    "la_favor_features",
     "la_attention_f32",
     "la_attention_f64",
     "la_attention_weights_f32",
@@ -82,6 +85,7 @@ static const char *const api_names[] = {
     "la_ref_linear_attention",
     "la_ref_linformer_attention",
     "la_ref_local_attention",
+    "la_ref_favor_attention",
     "la_ref_attention",
     "la_ref_linear_attention_backward",
     "la_ref_softmax_attention_backward",
@@ -333,14 +337,22 @@ typedef la_status (*fwd64)(const la_problem *, const double *, const double *, c
 static void kernels(void **state)
 {
     (void)state;
-    const fwd32 f32[] = {
-        la_softmax_attention_f32, la_softmax_attention_materialized_f32, la_hard_attention_f32,
-        la_linear_attention_f32,  la_linear_attention_recurrent_f32,     la_linformer_attention_f32,
-        la_local_attention_f32};
-    const fwd64 f64[] = {
-        la_softmax_attention_f64, la_softmax_attention_materialized_f64, la_hard_attention_f64,
-        la_linear_attention_f64,  la_linear_attention_recurrent_f64,     la_linformer_attention_f64,
-        la_local_attention_f64};
+    const fwd32 f32[] = {la_softmax_attention_f32,
+                         la_softmax_attention_materialized_f32,
+                         la_hard_attention_f32,
+                         la_linear_attention_f32,
+                         la_linear_attention_recurrent_f32,
+                         la_linformer_attention_f32,
+                         la_local_attention_f32,
+                         la_favor_attention_f32};
+    const fwd64 f64[] = {la_softmax_attention_f64,
+                         la_softmax_attention_materialized_f64,
+                         la_hard_attention_f64,
+                         la_linear_attention_f64,
+                         la_linear_attention_recurrent_f64,
+                         la_linformer_attention_f64,
+                         la_local_attention_f64,
+                         la_favor_attention_f64};
     la_problem p;
     la_problem_init(&p, 1, 2, 3, 4, 2, 3);
     p.causal = 1;
@@ -370,6 +382,22 @@ static void kernels(void **state)
         EXPECT(la_attention_f32((la_kernel)i, &big, q, k, v, o), LA_EOVERFLOW, o, sizeof o);
         EXPECT(la_attention_f64((la_kernel)i, NULL, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
     }
+    /* FAVOR+: no features, features whose B·H·(N + M)·m overflows; la_favor_features:
+     * NULL w, m or d_k 0, m·d_k·8 overflowing, each leaving w untouched */
+    la_problem fv = p;
+    fv.features = 0;
+    EXPECT(la_favor_attention_f32(&fv, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_favor_attention_f64(&fv, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    fv.features = SIZE_MAX / 4;
+    EXPECT(la_favor_attention_f32(&fv, q, k, v, o), LA_EOVERFLOW, o, sizeof o);
+    EXPECT(la_favor_attention_f64(&fv, qd, kd, vd, od), LA_EOVERFLOW, od, sizeof od);
+    fv.features = 4;
+    fv.workspace_limit = 0;
+    EXPECT(la_favor_attention_f32(&fv, q, k, v, o), LA_EBUDGET, o, sizeof o);
+    assert_int_equal(la_favor_features(2, 2, 0, NULL), LA_EINVAL);
+    EXPECT(la_favor_features(0, 2, 0, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_favor_features(2, 0, 0, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_favor_features(SIZE_MAX / 2, 4, 0, od), LA_EOVERFLOW, od, sizeof od);
     /* recurrent without causal */
     la_problem nc = p;
     nc.causal = 0;
@@ -467,7 +495,8 @@ static void kernels(void **state)
             EXPECT(la_attention_weights_f64(kn, NULL, qd, kd, wd), LA_EINVAL, wd, sizeof wd);
             EXPECT(la_attention_weights_f64(kn, &p, qd, NULL, wd), LA_EINVAL, wd, sizeof wd);
             assert_int_equal(la_attention_weights_f64(kn, &p, qd, kd, NULL), LA_EINVAL);
-            if (i < 0 || i == LA_KERNEL_COUNT || i == LA_KERNEL_LINFORMER) { /* no matrix yet */
+            if (i < 0 || i == LA_KERNEL_COUNT || kn == LA_KERNEL_LINFORMER ||
+                kn == LA_KERNEL_FAVOR) { /* no matrix yet */
                 EXPECT(la_attention_weights_f32(kn, &p, q, k, w), LA_EINVAL, w, sizeof w);
                 EXPECT(la_attention_weights_f64(kn, &p, qd, kd, wd), LA_EINVAL, wd, sizeof wd);
                 continue;
@@ -754,8 +783,8 @@ static void references(void **state)
     double q[4] = {0}, k[4] = {0}, v[4] = {0}, o[16];
     la_status (*const refs[])(const la_problem *, const double *, const double *, const double *,
                               double *) = {la_ref_softmax_attention, la_ref_hard_attention,
-                                           la_ref_linear_attention, la_ref_linformer_attention,
-                                           la_ref_local_attention};
+                                           la_ref_linear_attention,  la_ref_linformer_attention,
+                                           la_ref_local_attention,   la_ref_favor_attention};
     p.proj_rank = 1; /* Linformer: k in 1..M */
     for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++) {
         EXPECT(refs[i](NULL, q, k, v, o), LA_EINVAL, o, sizeof o);
@@ -782,6 +811,9 @@ static void references(void **state)
     big_ref.heads = SIZE_MAX / 2;
     EXPECT(la_ref_linear_attention_backward(&big_ref, q, k, v, o, d_out, dq, dk, dv), LA_EOVERFLOW,
            dq, sizeof dq);
+    la_problem no_features = p;
+    no_features.features = 0;
+    EXPECT(la_ref_favor_attention(&no_features, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_ref_attention(LA_KERNEL_COUNT, &p, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_ref_attention((la_kernel)-1, &p, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_ref_attention(LA_KERNEL_LINEAR_RECURRENT, &p, q, k, v, o), LA_EINVAL, o, sizeof o);

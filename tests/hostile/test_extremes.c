@@ -17,8 +17,9 @@
  * the square of the power: 14 significant bits): what remains is the kernels' own
  * rounding. Logits of size L carry an absolute rounding of about L · 2⁻²⁴ into exp in
  * any float32 kernel (the scale's own rounding, log2 e), hence the tolerance
- * 1e-5 · max(1, largest logit) for the kernels that take a scale; the others (linear
- * attention) are held to 1e-5 whatever the size of their inputs. */
+ * 1e-5 · max(1, largest logit) for the kernels that take a scale, and for FAVOR+ (its
+ * features exponentiate projections as large as the logits at scale 1/√d_k); the others
+ * (linear attention) are held to 1e-5 whatever the size of their inputs. */
 #include "../testutil.h"
 
 #include "core/internal.h" /* la_avx512_enable */
@@ -113,17 +114,22 @@ static void check_case(const la_kernel_info *info, int causal, la_feature_map fm
                (double)st);
 
     /* largest |logit| of the problem: the tolerance of a kernel that exponentiates scaled
-     * scores (LA_PARAM_SCALE) grows with it; any other kernel keeps the fixed tolerance
-     * (logit stays 0), or inputs of 1e18 would make it 1e31 and pass any answer */
+     * scores (LA_PARAM_SCALE; FAVOR+, LA_PARAM_FEATURES, at its built-in scale 1/√d_k, whose
+     * random features exponentiate projections of the same size) grows with it; any other
+     * kernel keeps the fixed tolerance (logit stays 0), or inputs of 1e18 would make it
+     * 1e31 and pass any answer */
     double logit = 0;
-    const size_t scored_rows = (info->params & LA_PARAM_SCALE) ? B * H * n : 0;
+    const bool features = (info->params & LA_PARAM_FEATURES) != 0;
+    const double logit_scale = features ? 1 / sqrt((double)DK) : p.scale;
+    const size_t scored_rows =
+        (info->params & (LA_PARAM_SCALE | LA_PARAM_FEATURES)) ? B * H * n : 0;
     for (size_t i = 0; i < scored_rows; i++)
         for (size_t j = 0; j < n; j++) {
             const size_t head = i / n;
             double s = 0;
             for (size_t c = 0; c < DK; c++)
                 s += q[i * DK + c] * k[(head * n + j) * DK + c];
-            s = fabs(s * p.scale);
+            s = fabs(s * logit_scale);
             if (s > logit) logit = s;
         }
 
