@@ -9,15 +9,13 @@ Tiny sizes, one repetition: a few seconds. Exit status 1 when a check fails.
 """
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(__file__))
+import checks  # noqa: E402  (tests/command/checks.py)
+
 FAST = ["--reps", "1", "--min-time", "0", "--max-seconds", "5", "--heads", "1"]
-
-
-def run(binary, args):
-    return subprocess.run([binary] + args, capture_output=True, text=True, timeout=300)
 
 
 def parse(path):
@@ -35,16 +33,9 @@ def parse(path):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: scaling_sweeps.py BUILD/linattn", file=sys.stderr)
-        return 2
-    binary = os.path.abspath(sys.argv[1])
-    failures = []
-
-    def check(ok, what):
-        print("%s: %s" % ("ok" if ok else "FAILED", what))
-        if not ok:
-            failures.append(what)
+    binary = checks.binary_arg("scaling_sweeps.py")
+    check = checks.Checks("scaling_sweeps")
+    run = checks.run
 
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "scaling.csv")
@@ -164,9 +155,7 @@ def main():
               or p.returncode == 0,
               "--pass train --variant hard: run, or refused with one line (%d: %s)"
               % (p.returncode, p.stderr.strip()[:120]))
-    print("scaling_sweeps: %d checks failed" % len(failures) if failures
-          else "scaling_sweeps: all checks passed")
-    return 1 if failures else 0
+    return check.report()
 
 
 if __name__ == "__main__":
