@@ -13,6 +13,7 @@ bin=${1:?usage: extremes.sh path/to/linattn}
 py=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=tests/hostile/common.sh.inc
 . "$(dirname "$0")/common.sh.inc" # failed=0, fail
 
 # Inputs: q, k (B=1, H=2, N=24, d=16) as multiples of 1/8 in [-3.125, 3.125] times

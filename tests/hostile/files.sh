@@ -8,6 +8,7 @@ set -u
 bin=$(cd "$(dirname "${1:?usage: files.sh path/to/linattn}")" && pwd)/$(basename "$1")
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
+# shellcheck source=tests/hostile/common.sh.inc
 . "$(dirname "$0")/common.sh.inc" # failed=0, fail (before the cd: $0 may be relative)
 cd "$t" || exit 1
 ok() { echo "ok $1${2:+ # $2}"; }

@@ -9,6 +9,7 @@ set -u
 bin=${1:?usage: passes.sh path/to/linattn}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=tests/hostile/common.sh.inc
 . "$(dirname "$0")/common.sh.inc" # failed=0, fail, refused
 
 # ---------------------------------------------------------------- bench --pass

@@ -10,6 +10,7 @@ set -u
 bin=${1:?usage: sizes.sh path/to/linattn}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=tests/hostile/common.sh.inc
 . "$(dirname "$0")/common.sh.inc" # failed=0, fail, refused
 big=2305843009213693952   # 2^61: times 8 bytes wraps size_t
 max=18446744073709551615  # SIZE_MAX
