@@ -7,6 +7,7 @@
   seed = checks.seed("x")                 LA_TEST_SEED or a fresh one, printed for replay
   check = checks.Checks("x")              check(ok, what) prints `ok: what` or `FAILED: what`;
   return check.report()                   the last line, and the exit status (1 on a failure)
+  run = checks.Cases(binary, workdir, rng) the NumPy checks' counted cases (see Cases)
 """
 import os
 import subprocess
@@ -66,3 +67,34 @@ class Checks:
         print("%s: %d checks failed" % (self.name, len(self.failures)) if self.failures
               else "%s: all checks passed" % self.name)
         return 1 if self.failures else 0
+
+
+class Cases:
+    """The harness of the checks that count cases (the NumPy ones): ok(label) counts a pass
+    silently, fail(label, why) prints `FAIL label: why`, check(cond, label, why) does one or
+    the other; path(name) is a file in workdir; rng draws the inputs; report(name) prints
+    `NAME: P passed, F failed` and returns the exit status (1 on a failure)."""
+
+    def __init__(self, binary, workdir, rng):
+        self.binary, self.dir, self.rng = binary, workdir, rng
+        self.passed = self.failed = 0
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def ok(self, label):
+        self.passed += 1
+
+    def fail(self, label, why):
+        self.failed += 1
+        print("FAIL %s: %s" % (label, why), flush=True)
+
+    def check(self, cond, label, why):
+        if cond:
+            self.ok(label)
+        else:
+            self.fail(label, why)
+
+    def report(self, name):
+        print("%s: %d passed, %d failed" % (name, self.passed, self.failed))
+        return 1 if self.failed else 0

@@ -22,41 +22,23 @@ failure; the last line is "data_numpy: N passed, N failed".
 """
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(__file__))
+import checks  # noqa: E402  (tests/command/checks.py)
+
 DEFAULT_EPS = 1e-6  # LA_DEFAULT_EPS
 TOL = {"float32": 1e-5, "float64": 1e-12}
 
 
-class Run:
-    def __init__(self, binary, workdir, rng):
-        self.binary, self.dir, self.rng = binary, workdir, rng
-        self.passed = self.failed = 0
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
-
-    def ok(self, label):
-        self.passed += 1
-
-    def fail(self, label, why):
-        self.failed += 1
-        print("FAIL %s: %s" % (label, why), flush=True)
-
-    def check(self, cond, label, why):
-        if cond:
-            self.ok(label)
-        else:
-            self.fail(label, why)
-
+class Run(checks.Cases):
     def cmd(self, args):
-        proc = subprocess.run([self.binary] + args, capture_output=True, text=True,
-                              timeout=300, cwd=self.dir,
-                              env=dict(os.environ, LA_NUM_THREADS="2"))
+        """the command with ARGS in the work folder, on 2 threads: (exit, stdout, stderr)"""
+        proc = checks.run(self.binary, args, cwd=self.dir,
+                          env=dict(os.environ, LA_NUM_THREADS="2"))
         return proc.returncode, proc.stdout, proc.stderr
 
     def save(self, name, array):
@@ -381,13 +363,8 @@ def bad_inputs(run):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: data_numpy.py BUILD/linattn", file=sys.stderr)
-        return 2
-    binary = os.path.abspath(sys.argv[1])
-    env_seed = os.environ.get("LA_TEST_SEED")
-    seed = int(env_seed) if env_seed else int.from_bytes(os.urandom(4), "little")
-    print("data_numpy: seed %d (replay with LA_TEST_SEED=%d)" % (seed, seed), flush=True)
+    binary = checks.binary_arg("data_numpy.py")
+    seed = checks.seed("data_numpy")
     workdir = tempfile.mkdtemp(prefix="data_numpy.")
     run = Run(binary, workdir, np.random.default_rng(seed))
     try:
@@ -397,8 +374,7 @@ def main():
         bad_inputs(run)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    print("data_numpy: %d passed, %d failed" % (run.passed, run.failed))
-    return 1 if run.failed else 0
+    return run.report("data_numpy")
 
 
 if __name__ == "__main__":
