@@ -107,6 +107,27 @@ la_status la_ref_softmax_attention(const la_problem *p, const double *q, const d
     return LA_OK;
 }
 
+/* The key hard attention picks for one query: argmax_j (q_i·k_j · scale) over keys
+ * 0..visible-1, ties to the lowest j; 0 when none is visible.
+ *   q_i: (d_k), k: (visible, d_k) row-major. */
+static size_t ref_hard_argmax(const double *q_i, const double *k, size_t visible, size_t dk,
+                              double scale)
+{
+    size_t best = 0;
+    double best_score = -INFINITY;
+    for (size_t j = 0; j < visible; j++) {
+        double s = 0;
+        for (size_t c = 0; c < dk; c++)
+            s += q_i[c] * k[j * dk + c];
+        s *= scale;
+        if (j == 0 || s > best_score) { /* strict: ties keep the lowest j */
+            best_score = s;
+            best = j;
+        }
+    }
+    return best;
+}
+
 /* Hard attention, per head: out row i = v row argmax_j (q_i·k_j · scale), ties to the
  * lowest j, over visible keys; zeros when none is visible. */
 la_status la_ref_hard_attention(const la_problem *p, const double *q, const double *k,
@@ -121,18 +142,8 @@ la_status la_ref_hard_attention(const la_problem *p, const double *q, const doub
             const double *vh = v + HEAD(p, b, h, M, dv);
             double *oh = out + HEAD(p, b, h, N, dv);
             for (size_t i = 0; i < N; i++) {
-                size_t visible = ref_visible_keys(p, b, i), best = 0;
-                double best_score = -INFINITY;
-                for (size_t j = 0; j < visible; j++) {
-                    double s = 0;
-                    for (size_t c = 0; c < dk; c++)
-                        s += qh[i * dk + c] * kh[j * dk + c];
-                    s *= p->scale;
-                    if (j == 0 || s > best_score) { /* strict: ties keep the lowest j */
-                        best_score = s;
-                        best = j;
-                    }
-                }
+                size_t visible = ref_visible_keys(p, b, i);
+                size_t best = ref_hard_argmax(qh + i * dk, kh, visible, dk, p->scale);
                 for (size_t c = 0; c < dv; c++)
                     oh[i * dv + c] = visible > 0 ? vh[best * dv + c] : 0.0;
             }
@@ -444,18 +455,7 @@ la_status la_ref_hard_attention_backward(const la_problem *p, const double *q, c
             double *dvh = d_v + HEAD(p, b, h, M, dv);
             for (size_t i = 0; i < N; i++) {
                 const size_t visible = ref_visible_keys(p, b, i);
-                size_t best = 0;
-                double best_score = -INFINITY;
-                for (size_t j = 0; j < visible; j++) {
-                    double s = 0;
-                    for (size_t c = 0; c < dk; c++)
-                        s += qh[i * dk + c] * kh[j * dk + c];
-                    s *= p->scale;
-                    if (j == 0 || s > best_score) { /* strict: ties keep the lowest j */
-                        best_score = s;
-                        best = j;
-                    }
-                }
+                const size_t best = ref_hard_argmax(qh + i * dk, kh, visible, dk, p->scale);
                 if (visible == 0) continue;
                 for (size_t c = 0; c < dv; c++)
                     dvh[best * dv + c] += gh[i * dv + c];
