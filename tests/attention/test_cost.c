@@ -23,6 +23,29 @@ typedef struct {
     double qk, softmax, av, phi, kv, qs, normalize;
 } counts;
 
+/* Fails unless counted (qk, softmax, av, phi, kv, qs, normalize: la_cost's flops_* in
+ * that order) equals the model class by class; the message names the call (what, then
+ * p's sizes), the class and who counted it. Returns the model's sum of the seven. */
+static double same_as_model(const la_cost *model, const double counted[7], const char *who,
+                            const char *what, const la_problem *p)
+{
+    const double want[] = {model->flops_qk,       model->flops_softmax, model->flops_av,
+                           model->flops_phi,      model->flops_kv,      model->flops_qs,
+                           model->flops_normalize};
+    const char *names[] = {"qk", "softmax", "av", "phi", "kv", "qs", "normalize"};
+    double total = 0;
+    for (size_t f = 0; f < 7; f++) {
+        total += want[f];
+        if (counted[f] != want[f])
+            fail_msg("%s B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu causal=%d chunk=%zu "
+                     "lengths=%s: flops_%s model %.17g, %s %.17g (seed %llu)",
+                     what, p->batch, p->heads, p->n_queries, p->n_keys, p->d_k, p->d_v, p->causal,
+                     p->chunk, p->key_lengths ? "yes" : "no", names[f], want[f], who, counted[f],
+                     (unsigned long long)tu_seed());
+    }
+    return total;
+}
+
 /* Keys of entry b left visible by the key lengths. */
 static size_t keys_visible(const la_problem *p, size_t b)
 {
@@ -259,22 +282,8 @@ static void check_model(la_kernel kernel, const la_problem *p, tu_rng *r)
 
     la_cost model;
     assert_int_equal(la_attention_cost(kernel, p, LA_FLOAT32, &model), LA_OK);
-    const double got[] = {model.flops_qk,       model.flops_softmax, model.flops_av,
-                          model.flops_phi,      model.flops_kv,      model.flops_qs,
-                          model.flops_normalize};
-    const double want[] = {c.qk, c.softmax, c.av, c.phi, c.kv, c.qs, c.normalize};
-    const char *names[] = {"qk", "softmax", "av", "phi", "kv", "qs", "normalize"};
-    double total = 0;
-    for (size_t f = 0; f < 7; f++) {
-        total += want[f];
-        if (got[f] != want[f]) {
-            fail_msg("%s B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu causal=%d chunk=%zu "
-                     "lengths=%s: flops_%s model %.17g, counted %.17g (seed %llu)",
-                     la_kernel_name(kernel), B, H, N, M, dk, dv, p->causal, p->chunk,
-                     p->key_lengths ? "yes" : "no", names[f], got[f], want[f],
-                     (unsigned long long)tu_seed());
-        }
-    }
+    const double counted[] = {c.qk, c.softmax, c.av, c.phi, c.kv, c.qs, c.normalize};
+    const double total = same_as_model(&model, counted, "counted", la_kernel_name(kernel), p);
     assert_true(model.flops_total == total);
     free(q);
     free(k);
@@ -473,23 +482,12 @@ static void backward_model_equals_counted_loops(void **state)
                     assert_int_equal(
                         la_attention_backward_cost((la_kernel)kernel, &p, LA_FLOAT32, &model),
                         LA_OK);
-                    const double got[] = {model.flops_qk,       model.flops_softmax, model.flops_av,
-                                          model.flops_phi,      model.flops_kv,      model.flops_qs,
-                                          model.flops_normalize};
-                    const double want[] = {c.qk, c.softmax, c.av, c.phi, c.kv, c.qs, c.normalize};
-                    const char *names[] = {"qk", "softmax", "av", "phi", "kv", "qs", "normalize"};
-                    double total = 0;
-                    for (size_t f = 0; f < 7; f++) {
-                        total += want[f];
-                        if (got[f] != want[f])
-                            fail_msg("%s backward B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu "
-                                     "causal=%d lengths=%s: flops_%s model %.17g, counted %.17g "
-                                     "(seed %llu)",
-                                     info->name, B, H, N, M, dk, dv, causal,
-                                     p.key_lengths ? "yes" : "no", names[f], got[f], want[f],
-                                     (unsigned long long)tu_seed());
-                    }
-                    assert_true(model.flops_total == total);
+                    const double counted[] = {c.qk, c.softmax, c.av,       c.phi,
+                                              c.kv, c.qs,      c.normalize};
+                    char what[64];
+                    snprintf(what, sizeof what, "%s backward", info->name);
+                    assert_true(model.flops_total ==
+                                same_as_model(&model, counted, "counted", what, &p));
                     free(q), free(k), free(v), free(g), free(out);
                     for (int t = 0; t < 3; t++)
                         free(grad[t]), free(ref[t]);
@@ -519,23 +517,10 @@ static double compare_counts(const char *what, la_kernel kernel, la_dtype dtype,
         la_count_get(LA_COUNT_QS),
         la_count_get(LA_COUNT_NORMALIZE),
     };
-    const double want[] = {model->flops_qk,       model->flops_softmax, model->flops_av,
-                           model->flops_phi,      model->flops_kv,      model->flops_qs,
-                           model->flops_normalize};
-    const char *names[] = {"qk", "softmax", "av", "phi", "kv", "qs", "normalize"};
-    double total = 0;
-    for (size_t f = 0; f < 7; f++) {
-        total += want[f];
-        if (got[f] != want[f])
-            fail_msg("%s%s %s threads=%d B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu causal=%d "
-                     "chunk=%zu lengths=%s: flops_%s model %.17g, kernel counted %.17g "
-                     "(seed %llu)",
-                     what, la_kernel_name(kernel), dtype == LA_FLOAT32 ? "f32" : "f64",
-                     la_get_num_threads(), p->batch, p->heads, p->n_queries, p->n_keys, p->d_k,
-                     p->d_v, p->causal, p->chunk, p->key_lengths ? "yes" : "no", names[f], want[f],
-                     got[f], (unsigned long long)tu_seed());
-    }
-    return total;
+    char call[96];
+    snprintf(call, sizeof call, "%s%s %s threads=%d", what, la_kernel_name(kernel),
+             dtype == LA_FLOAT32 ? "f32" : "f64", la_get_num_threads());
+    return same_as_model(model, got, "kernel counted", call, p);
 }
 
 /* One call of a linear kernel counted as it runs (la_count_*), against the model.
