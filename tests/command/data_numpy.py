@@ -29,6 +29,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 import checks  # noqa: E402  (tests/command/checks.py)
+from attend_numpy import phi, rel_error  # noqa: E402  (the same φ and error as attend's)
 
 DEFAULT_EPS = 1e-6  # LA_DEFAULT_EPS
 TOL = {"float32": 1e-5, "float64": 1e-12}
@@ -61,12 +62,6 @@ def key_mask(b, n, m, causal, lengths):
     return visible[:, None]
 
 
-def phi(x, feature_map):
-    if feature_map == "relu":
-        return np.maximum(x, 0.0)
-    return np.where(x >= 0, x + 1.0, np.exp(np.minimum(x, 0.0)))
-
-
 def ref_weights(variant, q, k, causal, lengths, scale=None, feature_map="elu",
                 eps=DEFAULT_EPS):
     """The normalised attention matrix (B, H, N, M) in float64 from its definition."""
@@ -90,14 +85,6 @@ def ref_weights(variant, q, k, causal, lengths, scale=None, feature_map="elu",
     e = np.where(mask, np.exp(s - mx), 0.0)
     tot = e.sum(axis=-1, keepdims=True)
     return np.divide(e, tot, out=np.zeros_like(e), where=tot > 0)
-
-
-def rel_error(y, ref):
-    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(ref))):
-        return np.inf
-    norm = np.linalg.norm(ref)
-    diff = np.linalg.norm(y - ref)
-    return diff / norm if norm > 0 else diff
 
 
 # ---------------------------------------------------------------- part 1: weights
