@@ -1,13 +1,14 @@
 """checks.py — what the Python checks of `linattn` in tests/command share; imported by them
 (sys.path.insert(0, os.path.dirname(__file__)); import checks), never run alone:
 
-  binary = checks.binary_arg("x.py")      the BUILD/linattn argument, or usage and exit 2
-  proc = checks.run(binary, args)         run the command: a CompletedProcess (text)
-  checks.refused(proc)                    exit 2 and one stderr line `linattn: ...`
-  seed = checks.seed("x")                 LA_TEST_SEED or a fresh one, printed for replay
-  check = checks.Checks("x")              check(ok, what) prints `ok: what` or `FAILED: what`;
-  return check.report()                   the last line, and the exit status (1 on a failure)
-  run = checks.Cases(binary, workdir, rng) the NumPy checks' counted cases (see Cases)
+  binary = checks.binary_arg("x.py")   the BUILD/linattn argument, or usage and exit 2
+  proc = checks.run(binary, args)      run the command: a CompletedProcess (text)
+  checks.refused(proc)                 exit 2 and one stderr line `linattn: ...`
+  meta, header, rows = checks.parse_results(text)    a results file's parts
+  seed = checks.seed("x")              LA_TEST_SEED or a fresh one, printed for replay
+  check = checks.Checks("x")           check(ok, what) prints `ok: what` or `FAILED: what`;
+  return check.report()                the last line, and the exit status (1 on a failure)
+  run = checks.Cases(binary, dir, rng) the NumPy checks' counted cases (see Cases)
 """
 import os
 import subprocess
@@ -34,6 +35,20 @@ def refused(proc, start="linattn: "):
     stderr, beginning with start."""
     return (proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
             and proc.stderr.startswith(start))
+
+
+def parse_results(text):
+    """A results file's text as (its `#` lines in order, the header row as a list, the rows
+    as dicts by column name); empty lines are skipped."""
+    meta, header, rows = [], None, []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            meta.append(line)
+        elif line and header is None:
+            header = line.split(",")
+        elif line:
+            rows.append(dict(zip(header, line.split(","))))
+    return meta, header, rows
 
 
 def seed(name):

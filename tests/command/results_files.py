@@ -34,15 +34,8 @@ def run(binary, args, stdout=None):
 
 def parse(text):
     """(metadata keys in order, header row as a list, rows as dicts)"""
-    keys, header, rows = [], None, []
-    for line in text.splitlines():
-        if line.startswith("# "):
-            keys.append(line[2:].split(":", 1)[0])
-        elif line and header is None:
-            header = line.split(",")
-        elif line:
-            rows.append(dict(zip(header, line.split(","))))
-    return keys, header, rows
+    meta, header, rows = checks.parse_results(text)
+    return [m[2:].split(":", 1)[0] for m in meta if m.startswith("# ")], header, rows
 
 
 def main():

@@ -20,16 +20,8 @@ FAST = ["--reps", "1", "--min-time", "0", "--max-seconds", "5", "--heads", "1"]
 
 def parse(path):
     """(metadata lines, header as a list, rows as dicts)"""
-    meta, header, rows = [], None, []
     with open(path) as f:
-        for line in f.read().splitlines():
-            if line.startswith("#"):
-                meta.append(line)
-            elif line and header is None:
-                header = line.split(",")
-            elif line:
-                rows.append(dict(zip(header, line.split(","))))
-    return meta, header, rows
+        return checks.parse_results(f.read())
 
 
 def main():
