@@ -107,6 +107,27 @@ la_status la_ref_softmax_attention(const la_problem *p, const double *q, const d
     return LA_OK;
 }
 
+/* The key hard attention picks for one query: argmax_j (q_i·k_j · scale) over keys
+ * 0..visible-1, ties to the lowest j; 0 when none is visible.
+ *   q_i: (d_k), k: (visible, d_k) row-major. */
+static size_t ref_hard_argmax(const double *q_i, const double *k, size_t visible, size_t dk,
+                              double scale)
+{
+    size_t best = 0;
+    double best_score = -INFINITY;
+    for (size_t j = 0; j < visible; j++) {
+        double s = 0;
+        for (size_t c = 0; c < dk; c++)
+            s += q_i[c] * k[j * dk + c];
+        s *= scale;
+        if (j == 0 || s > best_score) { /* strict: ties keep the lowest j */
+            best_score = s;
+            best = j;
+        }
+    }
+    return best;
+}
+
 /* Hard attention, per head: out row i = v row argmax_j (q_i·k_j · scale), ties to the
  * lowest j, over visible keys; zeros when none is visible. */
 la_status la_ref_hard_attention(const la_problem *p, const double *q, const double *k,
@@ -121,18 +142,8 @@ la_status la_ref_hard_attention(const la_problem *p, const double *q, const doub
             const double *vh = v + HEAD(p, b, h, M, dv);
             double *oh = out + HEAD(p, b, h, N, dv);
             for (size_t i = 0; i < N; i++) {
-                size_t visible = ref_visible_keys(p, b, i), best = 0;
-                double best_score = -INFINITY;
-                for (size_t j = 0; j < visible; j++) {
-                    double s = 0;
-                    for (size_t c = 0; c < dk; c++)
-                        s += qh[i * dk + c] * kh[j * dk + c];
-                    s *= p->scale;
-                    if (j == 0 || s > best_score) { /* strict: ties keep the lowest j */
-                        best_score = s;
-                        best = j;
-                    }
-                }
+                size_t visible = ref_visible_keys(p, b, i);
+                size_t best = ref_hard_argmax(qh + i * dk, kh, visible, dk, p->scale);
                 for (size_t c = 0; c < dv; c++)
                     oh[i * dv + c] = visible > 0 ? vh[best * dv + c] : 0.0;
             }
@@ -202,6 +213,25 @@ la_status la_ref_local_attention(const la_problem *p, const double *q, const dou
     return LA_OK;
 }
 
+/* The prefix states of linear attention over one head's keys, as plain sums:
+ *   phi_k: (M, d_k), v: (M, d_v) row-major;
+ *   prefix_S: (M + 1, d_k, d_v), prefix_z: (M + 1, d_k), where entry j is the state after
+ *   keys 0..j-1: S_{j+1} = S_j + φ(k_j) v_jᵀ, z_{j+1} = z_j + φ(k_j).
+ * Entry 0 is read as given (zero: the callers calloc it) and never written. */
+static void ref_prefix_states(const double *phi_k, const double *v, size_t M, size_t dk, size_t dv,
+                              double *prefix_S, double *prefix_z)
+{
+    for (size_t j = 0; j < M; j++) {
+        const double *S0 = prefix_S + j * dk * dv, *z0 = prefix_z + j * dk;
+        double *S1 = prefix_S + (j + 1) * dk * dv, *z1 = prefix_z + (j + 1) * dk;
+        for (size_t a = 0; a < dk; a++) {
+            z1[a] = z0[a] + phi_k[j * dk + a];
+            for (size_t c = 0; c < dv; c++)
+                S1[a * dv + c] = S0[a * dv + c] + phi_k[j * dk + a] * v[j * dv + c];
+        }
+    }
+}
+
 /* Linear attention, per head, materialising φ(Q), φ(K) and every prefix state:
  *   S_i (d_k, d_v) = Σ_{visible j} φ(k_j) v_jᵀ,  z_i (d_k) = Σ_{visible j} φ(k_j),
  *   out_i = φ(q_i)ᵀ S_i / (φ(q_i)ᵀ z_i + eps), and zeros where that denominator is 0.
@@ -232,16 +262,7 @@ la_status la_ref_linear_attention(const la_problem *p, const double *q, const do
             double *oh = out + HEAD(p, b, h, N, dv);
             la_ref_feature_map(p->feature_map, q + HEAD(p, b, h, N, dk), phi_q, N * dk);
             la_ref_feature_map(p->feature_map, k + HEAD(p, b, h, M, dk), phi_k, M * dk);
-            /* prefix states: S_{j+1} = S_j + φ(k_j) v_jᵀ, z_{j+1} = z_j + φ(k_j) */
-            for (size_t j = 0; j < M; j++) {
-                const double *S0 = prefix_S + j * dk * dv, *z0 = prefix_z + j * dk;
-                double *S1 = prefix_S + (j + 1) * dk * dv, *z1 = prefix_z + (j + 1) * dk;
-                for (size_t a = 0; a < dk; a++) {
-                    z1[a] = z0[a] + phi_k[j * dk + a];
-                    for (size_t c = 0; c < dv; c++)
-                        S1[a * dv + c] = S0[a * dv + c] + phi_k[j * dk + a] * vh[j * dv + c];
-                }
-            }
+            ref_prefix_states(phi_k, vh, M, dk, dv, prefix_S, prefix_z);
             /* out_i = φ(q_i)ᵀ S / (φ(q_i)ᵀ z + eps) with the state of its visible keys */
             for (size_t i = 0; i < N; i++) {
                 size_t visible = ref_visible_keys(p, b, i);
@@ -417,16 +438,7 @@ la_status la_ref_linear_attention_backward(const la_problem *p, const double *q,
             memset(dqh, 0, N * dk * sizeof *dqh);
             memset(dphi_k, 0, M * dk * sizeof *dphi_k);
             memset(dvh, 0, M * dv * sizeof *dvh);
-            /* prefix states: S_{j+1} = S_j + φ(k_j) v_jᵀ, z_{j+1} = z_j + φ(k_j) */
-            for (size_t j = 0; j < M; j++) {
-                const double *S0 = prefix_S + j * dk * dv, *z0 = prefix_z + j * dk;
-                double *S1 = prefix_S + (j + 1) * dk * dv, *z1 = prefix_z + (j + 1) * dk;
-                for (size_t a = 0; a < dk; a++) {
-                    z1[a] = z0[a] + phi_k[j * dk + a];
-                    for (size_t c = 0; c < dv; c++)
-                        S1[a * dv + c] = S0[a * dv + c] + phi_k[j * dk + a] * vh[j * dv + c];
-                }
-            }
+            ref_prefix_states(phi_k, vh, M, dk, dv, prefix_S, prefix_z);
             for (size_t i = 0; i < N; i++) {
                 const size_t visible = ref_visible_keys(p, b, i);
                 const double *S = prefix_S + visible * dk * dv, *z = prefix_z + visible * dk;
@@ -595,18 +607,7 @@ la_status la_ref_hard_attention_backward(const la_problem *p, const double *q, c
             double *dvh = d_v + HEAD(p, b, h, M, dv);
             for (size_t i = 0; i < N; i++) {
                 const size_t visible = ref_visible_keys(p, b, i);
-                size_t best = 0;
-                double best_score = -INFINITY;
-                for (size_t j = 0; j < visible; j++) {
-                    double s = 0;
-                    for (size_t c = 0; c < dk; c++)
-                        s += qh[i * dk + c] * kh[j * dk + c];
-                    s *= p->scale;
-                    if (j == 0 || s > best_score) { /* strict: ties keep the lowest j */
-                        best_score = s;
-                        best = j;
-                    }
-                }
+                const size_t best = ref_hard_argmax(qh + i * dk, kh, visible, dk, p->scale);
                 if (visible == 0) continue;
                 for (size_t c = 0; c < dv; c++)
                     dvh[best * dv + c] += gh[i * dv + c];

@@ -23,6 +23,29 @@ typedef struct {
     double qk, softmax, av, phi, kv, qs, normalize;
 } counts;
 
+/* Fails unless counted (qk, softmax, av, phi, kv, qs, normalize: la_cost's flops_* in
+ * that order) equals the model class by class; the message names the call (what, then
+ * p's sizes), the class and who counted it. Returns the model's sum of the seven. */
+static double same_as_model(const la_cost *model, const double counted[7], const char *who,
+                            const char *what, const la_problem *p)
+{
+    const double want[] = {model->flops_qk,       model->flops_softmax, model->flops_av,
+                           model->flops_phi,      model->flops_kv,      model->flops_qs,
+                           model->flops_normalize};
+    const char *names[] = {"qk", "softmax", "av", "phi", "kv", "qs", "normalize"};
+    double total = 0;
+    for (size_t f = 0; f < 7; f++) {
+        total += want[f];
+        if (counted[f] != want[f])
+            fail_msg("%s B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu causal=%d chunk=%zu "
+                     "window=%zu lengths=%s: flops_%s model %.17g, %s %.17g (seed %llu)",
+                     what, p->batch, p->heads, p->n_queries, p->n_keys, p->d_k, p->d_v, p->causal,
+                     p->chunk, p->window, p->key_lengths ? "yes" : "no", names[f], want[f], who,
+                     counted[f], (unsigned long long)tu_seed());
+    }
+    return total;
+}
+
 /* Keys of entry b left visible by the key lengths. */
 static size_t keys_visible(const la_problem *p, size_t b)
 {
@@ -448,22 +471,8 @@ static void check_model(la_kernel kernel, const la_problem *p, tu_rng *r)
 
     la_cost model;
     assert_int_equal(la_attention_cost(kernel, p, LA_FLOAT32, &model), LA_OK);
-    const double got[] = {model.flops_qk,       model.flops_softmax, model.flops_av,
-                          model.flops_phi,      model.flops_kv,      model.flops_qs,
-                          model.flops_normalize};
-    const double want[] = {c.qk, c.softmax, c.av, c.phi, c.kv, c.qs, c.normalize};
-    const char *names[] = {"qk", "softmax", "av", "phi", "kv", "qs", "normalize"};
-    double total = 0;
-    for (size_t f = 0; f < 7; f++) {
-        total += want[f];
-        if (got[f] != want[f]) {
-            fail_msg("%s B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu causal=%d chunk=%zu "
-                     "window=%zu lengths=%s: flops_%s model %.17g, counted %.17g (seed %llu)",
-                     la_kernel_name(kernel), B, H, N, M, dk, dv, p->causal, p->chunk, p->window,
-                     p->key_lengths ? "yes" : "no", names[f], got[f], want[f],
-                     (unsigned long long)tu_seed());
-        }
-    }
+    const double counted[] = {c.qk, c.softmax, c.av, c.phi, c.kv, c.qs, c.normalize};
+    const double total = same_as_model(&model, counted, "counted", la_kernel_name(kernel), p);
     assert_true(model.flops_total == total);
     free(q);
     free(k);
@@ -668,23 +677,12 @@ static void backward_model_equals_counted_loops(void **state)
                     assert_int_equal(
                         la_attention_backward_cost((la_kernel)kernel, &p, LA_FLOAT32, &model),
                         LA_OK);
-                    const double got[] = {model.flops_qk,       model.flops_softmax, model.flops_av,
-                                          model.flops_phi,      model.flops_kv,      model.flops_qs,
-                                          model.flops_normalize};
-                    const double want[] = {c.qk, c.softmax, c.av, c.phi, c.kv, c.qs, c.normalize};
-                    const char *names[] = {"qk", "softmax", "av", "phi", "kv", "qs", "normalize"};
-                    double total = 0;
-                    for (size_t f = 0; f < 7; f++) {
-                        total += want[f];
-                        if (got[f] != want[f])
-                            fail_msg("%s backward B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu "
-                                     "causal=%d lengths=%s: flops_%s model %.17g, counted %.17g "
-                                     "(seed %llu)",
-                                     info->name, B, H, N, M, dk, dv, causal,
-                                     p.key_lengths ? "yes" : "no", names[f], got[f], want[f],
-                                     (unsigned long long)tu_seed());
-                    }
-                    assert_true(model.flops_total == total);
+                    const double counted[] = {c.qk, c.softmax, c.av,       c.phi,
+                                              c.kv, c.qs,      c.normalize};
+                    char what[64];
+                    snprintf(what, sizeof what, "%s backward", info->name);
+                    assert_true(model.flops_total ==
+                                same_as_model(&model, counted, "counted", what, &p));
                     free(q), free(k), free(v), free(g), free(out);
                     for (int t = 0; t < 3; t++)
                         free(grad[t]), free(ref[t]);
@@ -694,6 +692,30 @@ static void backward_model_equals_counted_loops(void **state)
         }
     }
     printf("  %zu backward shapes counted\n", cases);
+}
+
+/* What a linear kernel's call counted (la_count_*) against the model, flop class by flop
+ * class; fails naming the call (what: "" or "backward ") and the class that differs. The
+ * hidden entries (LA_COUNT_HIDDEN) are taken out of what was counted: qk_per_hidden flops
+ * each from qk, av_per_hidden from av. Returns the model's sum over the seven classes. */
+static double compare_counts(const char *what, la_kernel kernel, la_dtype dtype,
+                             const la_problem *p, double qk_per_hidden, double av_per_hidden,
+                             const la_cost *model)
+{
+    const double hidden = la_count_get(LA_COUNT_HIDDEN);
+    const double got[] = {
+        la_count_get(LA_COUNT_QK) - qk_per_hidden * hidden,
+        la_count_get(LA_COUNT_SOFTMAX),
+        la_count_get(LA_COUNT_AV) - av_per_hidden * hidden,
+        la_count_get(LA_COUNT_PHI),
+        la_count_get(LA_COUNT_KV),
+        la_count_get(LA_COUNT_QS),
+        la_count_get(LA_COUNT_NORMALIZE),
+    };
+    char call[96];
+    snprintf(call, sizeof call, "%s%s %s threads=%d", what, la_kernel_name(kernel),
+             dtype == LA_FLOAT32 ? "f32" : "f64", la_get_num_threads());
+    return same_as_model(model, got, "kernel counted", call, p);
 }
 
 /* One call of a linear kernel counted as it runs (la_count_*), against the model.
@@ -733,36 +755,80 @@ static void check_kernel_counts(la_kernel kernel, la_dtype dtype, const la_probl
         st = la_attention_f64(kernel, p, q, k, v, out);
     }
     assert_int_equal(st, LA_OK);
-    const double hidden = la_count_get(LA_COUNT_HIDDEN);
-    const double got[] = {
-        la_count_get(LA_COUNT_QK) - 2 * (double)dk * hidden,
-        la_count_get(LA_COUNT_SOFTMAX),
-        la_count_get(LA_COUNT_AV) - (2 * (double)dv + 1) * hidden,
-        la_count_get(LA_COUNT_PHI),
-        la_count_get(LA_COUNT_KV),
-        la_count_get(LA_COUNT_QS),
-        la_count_get(LA_COUNT_NORMALIZE),
-    };
     la_cost model;
     assert_int_equal(la_attention_cost(kernel, p, dtype, &model), LA_OK);
-    const double want[] = {model.flops_qk,       model.flops_softmax, model.flops_av,
-                           model.flops_phi,      model.flops_kv,      model.flops_qs,
-                           model.flops_normalize};
-    const char *names[] = {"qk", "softmax", "av", "phi", "kv", "qs", "normalize"};
-    for (size_t f = 0; f < 7; f++) {
-        if (got[f] != want[f])
-            fail_msg("%s %s threads=%d B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu causal=%d "
-                     "chunk=%zu lengths=%s: flops_%s model %.17g, kernel counted %.17g "
-                     "(seed %llu)",
-                     la_kernel_name(kernel), dtype == LA_FLOAT32 ? "f32" : "f64",
-                     la_get_num_threads(), B, H, N, M, dk, dv, p->causal, p->chunk,
-                     p->key_lengths ? "yes" : "no", names[f], want[f], got[f],
-                     (unsigned long long)tu_seed());
-    }
+    compare_counts("", kernel, dtype, p, 2 * (double)dk, 2 * (double)dv + 1, &model);
     free(q);
     free(k);
     free(v);
     free(out);
+}
+
+/* Runs check (one counted call against the model) on both linear kernels, one to three
+ * threads (both schedules), many small shapes with every chunk size from 1 past N, key
+ * lengths and both feature maps, and a few big enough for several chunks of 64, key
+ * blocks and pieces; the shapes and dtypes drawn from r. Adds LA_COUNT_HIDDEN of the
+ * small calls to *hidden and LA_COUNT_QK + LA_COUNT_KV of the big ones to *counted;
+ * returns the number of calls. Leaves the thread count as it found it. */
+static size_t each_linear_call(void (*check)(la_kernel, la_dtype, const la_problem *, tu_rng *),
+                               bool with_favor, tu_rng *r, double *hidden, double *counted)
+{
+    /* FAVOR+ (a forward only) when with_favor: the linear kernels on its features */
+    const la_kernel kernels[] = {LA_KERNEL_LINEAR, LA_KERNEL_LINEAR_RECURRENT, LA_KERNEL_FAVOR};
+    const size_t n_kernels = with_favor ? 3 : 2;
+    const size_t sizes[] = {1, 2, 3, 5, 8, 17, 40};
+    const size_t dims[] = {1, 3, 4, 16};
+    int64_t lengths[3];
+    const int threads = la_get_num_threads();
+    size_t cases = 0;
+    for (int t = 1; t <= 3; t++) {
+        assert_int_equal(la_set_num_threads(t), LA_OK);
+        for (size_t kr = 0; kr < n_kernels; kr++) {
+            for (size_t ni = 0; ni < 7; ni++) {
+                for (size_t mi = 0; mi < 7; mi++) {
+                    for (int causal = 0; causal <= 1; causal++) {
+                        if (kernels[kr] == LA_KERNEL_LINEAR_RECURRENT && !causal) continue;
+                        size_t B = 1 + tu_next(r) % 3, H = 1 + tu_next(r) % 2;
+                        la_problem p;
+                        la_problem_init(&p, B, H, sizes[ni], sizes[mi], dims[tu_next(r) % 4],
+                                        dims[tu_next(r) % 4]);
+                        p.causal = causal;
+                        p.chunk = 1 + tu_next(r) % (sizes[ni] + 2);
+                        p.feature_map = tu_next(r) % 2 ? LA_FEATURE_RELU : LA_FEATURE_ELU1;
+                        if (kernels[kr] == LA_KERNEL_FAVOR) p.features = 1 + tu_next(r) % 40;
+                        if (tu_next(r) % 2) {
+                            for (size_t b = 0; b < B; b++)
+                                lengths[b] = (int64_t)(tu_next(r) % (sizes[mi] + 1));
+                            p.key_lengths = lengths;
+                        }
+                        check(kernels[kr], tu_next(r) % 2 ? LA_FLOAT32 : LA_FLOAT64, &p, r);
+                        *hidden += la_count_get(LA_COUNT_HIDDEN);
+                        cases++;
+                    }
+                }
+            }
+        }
+        /* bigger: several chunks of 64 (the kernel's register-tile path in float32),
+         * N < M and N > M, and non-causal over more than one key piece */
+        const size_t big[][4] = {
+            {300, 300, 64, 64}, {200, 700, 64, 32}, {700, 130, 32, 64}, {129, 1100, 16, 16}};
+        for (size_t x = 0; x < 4; x++) {
+            for (int causal = 0; causal <= 1; causal++) {
+                for (size_t kr = 0; kr < n_kernels; kr++) {
+                    if (kernels[kr] == LA_KERNEL_LINEAR_RECURRENT && !causal) continue;
+                    la_problem p;
+                    la_problem_init(&p, 1, 2, big[x][0], big[x][1], big[x][2], big[x][3]);
+                    p.causal = causal;
+                    p.chunk = x % 2 ? 64 : 32;
+                    check(kernels[kr], x % 2 ? LA_FLOAT32 : LA_FLOAT64, &p, r);
+                    *counted += la_count_get(LA_COUNT_QK) + la_count_get(LA_COUNT_KV);
+                    cases++;
+                }
+            }
+        }
+    }
+    assert_int_equal(la_set_num_threads(threads), LA_OK);
+    return cases;
 }
 
 /* The linear kernels' model equals what they count as they run: both dtypes, one to
@@ -775,61 +841,8 @@ static void model_equals_kernel_counts(void **state)
         fail_msg("test_cost is linked against a library built without LA_COUNT_FLOPS: "
                  "the kernels count nothing (the Makefile links $(BUILD)/count/liblinattn.a)");
     tu_rng r = tu_rng_for("model_equals_kernel_counts");
-    const la_kernel kernels[] = {LA_KERNEL_LINEAR, LA_KERNEL_LINEAR_RECURRENT, LA_KERNEL_FAVOR};
-    const size_t sizes[] = {1, 2, 3, 5, 8, 17, 40};
-    const size_t dims[] = {1, 3, 4, 16};
-    int64_t lengths[3];
-    const int threads = la_get_num_threads();
-    size_t cases = 0;
     double hidden = 0, counted = 0;
-    for (int t = 1; t <= 3; t++) {
-        assert_int_equal(la_set_num_threads(t), LA_OK);
-        for (size_t kr = 0; kr < 3; kr++) {
-            for (size_t ni = 0; ni < 7; ni++) {
-                for (size_t mi = 0; mi < 7; mi++) {
-                    for (int causal = 0; causal <= 1; causal++) {
-                        if (kernels[kr] == LA_KERNEL_LINEAR_RECURRENT && !causal) continue;
-                        size_t B = 1 + tu_next(&r) % 3, H = 1 + tu_next(&r) % 2;
-                        la_problem p;
-                        la_problem_init(&p, B, H, sizes[ni], sizes[mi], dims[tu_next(&r) % 4],
-                                        dims[tu_next(&r) % 4]);
-                        p.causal = causal;
-                        p.chunk = 1 + tu_next(&r) % (sizes[ni] + 2);
-                        p.feature_map = tu_next(&r) % 2 ? LA_FEATURE_RELU : LA_FEATURE_ELU1;
-                        if (kernels[kr] == LA_KERNEL_FAVOR) p.features = 1 + tu_next(&r) % 40;
-                        if (tu_next(&r) % 2) {
-                            for (size_t b = 0; b < B; b++)
-                                lengths[b] = (int64_t)(tu_next(&r) % (sizes[mi] + 1));
-                            p.key_lengths = lengths;
-                        }
-                        check_kernel_counts(kernels[kr], tu_next(&r) % 2 ? LA_FLOAT32 : LA_FLOAT64,
-                                            &p, &r);
-                        hidden += la_count_get(LA_COUNT_HIDDEN);
-                        cases++;
-                    }
-                }
-            }
-        }
-        /* bigger: several chunks of 64 (the kernel's register-tile path in float32),
-         * N < M and N > M, and non-causal over more than one key piece */
-        const size_t big[][4] = {
-            {300, 300, 64, 64}, {200, 700, 64, 32}, {700, 130, 32, 64}, {129, 1100, 16, 16}};
-        for (size_t x = 0; x < 4; x++) {
-            for (int causal = 0; causal <= 1; causal++) {
-                for (size_t kr = 0; kr < 3; kr++) {
-                    if (kernels[kr] == LA_KERNEL_LINEAR_RECURRENT && !causal) continue;
-                    la_problem p;
-                    la_problem_init(&p, 1, 2, big[x][0], big[x][1], big[x][2], big[x][3]);
-                    p.causal = causal;
-                    p.chunk = x % 2 ? 64 : 32;
-                    check_kernel_counts(kernels[kr], x % 2 ? LA_FLOAT32 : LA_FLOAT64, &p, &r);
-                    counted += la_count_get(LA_COUNT_QK) + la_count_get(LA_COUNT_KV);
-                    cases++;
-                }
-            }
-        }
-    }
-    assert_int_equal(la_set_num_threads(threads), LA_OK);
+    const size_t cases = each_linear_call(check_kernel_counts, true, &r, &hidden, &counted);
     /* the hidden-entry correction was exercised, and the big shapes counted something */
     assert_true(hidden > 0 && counted > 0);
     printf("  %zu kernel calls counted\n", cases);
@@ -875,34 +888,10 @@ static void check_backward_counts(la_kernel kernel, la_dtype dtype, const la_pro
         st = la_attention_backward_f64(kernel, p, x[0], x[1], x[2], x[3], x[4], g[0], g[1], g[2]);
     }
     assert_int_equal(st, LA_OK);
-    const double hidden = la_count_get(LA_COUNT_HIDDEN);
-    const double got[] = {
-        la_count_get(LA_COUNT_QK) - 6 * (double)dk * hidden,
-        la_count_get(LA_COUNT_SOFTMAX),
-        la_count_get(LA_COUNT_AV) - 4 * (double)dv * hidden,
-        la_count_get(LA_COUNT_PHI),
-        la_count_get(LA_COUNT_KV),
-        la_count_get(LA_COUNT_QS),
-        la_count_get(LA_COUNT_NORMALIZE),
-    };
     la_cost model;
     assert_int_equal(la_attention_backward_cost(kernel, p, dtype, &model), LA_OK);
-    const double want[] = {model.flops_qk,       model.flops_softmax, model.flops_av,
-                           model.flops_phi,      model.flops_kv,      model.flops_qs,
-                           model.flops_normalize};
-    const char *names[] = {"qk", "softmax", "av", "phi", "kv", "qs", "normalize"};
-    double total = 0;
-    for (size_t f = 0; f < 7; f++) {
-        total += want[f];
-        if (got[f] != want[f])
-            fail_msg("backward %s %s threads=%d B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu "
-                     "causal=%d chunk=%zu lengths=%s: flops_%s model %.17g, kernel counted "
-                     "%.17g (seed %llu)",
-                     la_kernel_name(kernel), dtype == LA_FLOAT32 ? "f32" : "f64",
-                     la_get_num_threads(), B, H, N, M, dk, dv, p->causal, p->chunk,
-                     p->key_lengths ? "yes" : "no", names[f], want[f], got[f],
-                     (unsigned long long)tu_seed());
-    }
+    const double total =
+        compare_counts("backward ", kernel, dtype, p, 6 * (double)dk, 4 * (double)dv, &model);
     assert_true(model.flops_total == total);
     for (int t = 0; t < 5; t++)
         free(x[t]);
@@ -918,57 +907,8 @@ static void backward_model_equals_kernel_counts(void **state)
     (void)state;
     if (!la_count_enabled()) fail_msg("test_cost is linked against a library without counters");
     tu_rng r = tu_rng_for("backward_model_equals_kernel_counts");
-    const la_kernel kernels[] = {LA_KERNEL_LINEAR, LA_KERNEL_LINEAR_RECURRENT};
-    const size_t sizes[] = {1, 2, 3, 5, 8, 17, 40};
-    const size_t dims[] = {1, 3, 4, 16};
-    int64_t lengths[3];
-    const int threads = la_get_num_threads();
-    size_t cases = 0;
-    double hidden = 0;
-    for (int t = 1; t <= 3; t++) {
-        assert_int_equal(la_set_num_threads(t), LA_OK);
-        for (size_t kr = 0; kr < 2; kr++) {
-            for (size_t ni = 0; ni < 7; ni++) {
-                for (size_t mi = 0; mi < 7; mi++) {
-                    for (int causal = 0; causal <= 1; causal++) {
-                        if (kernels[kr] == LA_KERNEL_LINEAR_RECURRENT && !causal) continue;
-                        size_t B = 1 + tu_next(&r) % 3, H = 1 + tu_next(&r) % 2;
-                        la_problem p;
-                        la_problem_init(&p, B, H, sizes[ni], sizes[mi], dims[tu_next(&r) % 4],
-                                        dims[tu_next(&r) % 4]);
-                        p.causal = causal;
-                        p.chunk = 1 + tu_next(&r) % (sizes[ni] + 2);
-                        p.feature_map = tu_next(&r) % 2 ? LA_FEATURE_RELU : LA_FEATURE_ELU1;
-                        if (tu_next(&r) % 2) {
-                            for (size_t b = 0; b < B; b++)
-                                lengths[b] = (int64_t)(tu_next(&r) % (sizes[mi] + 1));
-                            p.key_lengths = lengths;
-                        }
-                        check_backward_counts(kernels[kr],
-                                              tu_next(&r) % 2 ? LA_FLOAT32 : LA_FLOAT64, &p, &r);
-                        hidden += la_count_get(LA_COUNT_HIDDEN);
-                        cases++;
-                    }
-                }
-            }
-        }
-        const size_t big[][4] = {
-            {300, 300, 64, 64}, {200, 700, 64, 32}, {700, 130, 32, 64}, {129, 1100, 16, 16}};
-        for (size_t x = 0; x < 4; x++) {
-            for (int causal = 0; causal <= 1; causal++) {
-                for (size_t kr = 0; kr < 2; kr++) {
-                    if (kernels[kr] == LA_KERNEL_LINEAR_RECURRENT && !causal) continue;
-                    la_problem p;
-                    la_problem_init(&p, 1, 2, big[x][0], big[x][1], big[x][2], big[x][3]);
-                    p.causal = causal;
-                    p.chunk = x % 2 ? 64 : 32;
-                    check_backward_counts(kernels[kr], x % 2 ? LA_FLOAT32 : LA_FLOAT64, &p, &r);
-                    cases++;
-                }
-            }
-        }
-    }
-    assert_int_equal(la_set_num_threads(threads), LA_OK);
+    double hidden = 0, counted = 0;
+    const size_t cases = each_linear_call(check_backward_counts, false, &r, &hidden, &counted);
     assert_true(hidden > 0);
     printf("  %zu backward calls counted\n", cases);
 }

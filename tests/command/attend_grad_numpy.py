@@ -41,6 +41,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from attend_numpy import (DEFAULT_EPS, Run, key_mask, phi, ref_hard, ref_linear,  # noqa: E402
                           ref_softmax, rel_error, to_heads, visible_keys)
+import checks  # noqa: E402  (tests/command/checks.py)
 
 TOL = {"float32": 1e-5, "float64": 1e-11}
 NO_BACKWARD = "has no backward pass yet"
@@ -449,13 +450,8 @@ def error_cases(run):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: attend_grad_numpy.py BUILD/linattn", file=sys.stderr)
-        return 2
-    binary = os.path.abspath(sys.argv[1])
-    env_seed = os.environ.get("LA_TEST_SEED")
-    seed = int(env_seed) if env_seed else int.from_bytes(os.urandom(4), "little")
-    print("attend_grad_numpy: seed %d (replay with LA_TEST_SEED=%d)" % (seed, seed), flush=True)
+    binary = checks.binary_arg("attend_grad_numpy.py")
+    seed = checks.seed("attend_grad_numpy")
     workdir = tempfile.mkdtemp(prefix="attend_grad_numpy.")
     run = Run(binary, workdir, np.random.default_rng(seed))
     run.skipped = 0

@@ -20,11 +20,13 @@ Exit status 1 when a check fails.
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+import checks  # noqa: E402  (tests/command/checks.py)
 
 # The two loads, as README.md writes them (checked to be there, word for word).
 NUMPY_LINE = ("np.genfromtxt((l for l in open(path) if l[0] != '#'), delimiter=',', "
@@ -33,20 +35,12 @@ PANDAS_LINE = "pd.read_csv(path, comment='#')"
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: csv_load.py BUILD/linattn", file=sys.stderr)
-        return 2
-    binary = os.path.abspath(sys.argv[1])
+    binary = checks.binary_arg("csv_load.py")
     readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
-    failures = []
-
-    def check(ok, what):
-        print("%s: %s" % ("ok" if ok else "FAILED", what))
-        if not ok:
-            failures.append(what)
+    check = checks.Checks("csv_load")
 
     def run(args):
-        return subprocess.run([binary] + args, capture_output=True, text=True, timeout=120)
+        return checks.run(binary, args, timeout=120)
 
     with open(readme) as f:
         text = f.read()
@@ -130,8 +124,7 @@ def main():
                            (["--plain", tmp], "a folder")):
             out = os.path.join(tmp, "never.csv")
             proc = run(["csv"] + args + ["--out", out])
-            check(proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and
-                  proc.stderr.startswith("linattn: ") and not os.path.exists(out),
+            check(checks.refused(proc) and not os.path.exists(out),
                   "csv with %s: exit 2, one line, no --out file" % what)
         with open(plain, "rb") as f:
             before = f.read()
@@ -140,9 +133,7 @@ def main():
             check(proc.returncode == 2 and f.read() == before,
                   "a failed csv leaves an existing --out file as it was")
 
-    print("csv_load: %d checks failed" % len(failures) if failures
-          else "csv_load: all checks passed")
-    return 1 if failures else 0
+    return check.report()
 
 
 if __name__ == "__main__":

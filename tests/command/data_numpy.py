@@ -22,41 +22,24 @@ failure; the last line is "data_numpy: N passed, N failed".
 """
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(__file__))
+import checks  # noqa: E402  (tests/command/checks.py)
+from attend_numpy import phi, rel_error  # noqa: E402  (the same φ and error as attend's)
+
 DEFAULT_EPS = 1e-6  # LA_DEFAULT_EPS
 TOL = {"float32": 1e-5, "float64": 1e-12}
 
 
-class Run:
-    def __init__(self, binary, workdir, rng):
-        self.binary, self.dir, self.rng = binary, workdir, rng
-        self.passed = self.failed = 0
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
-
-    def ok(self, label):
-        self.passed += 1
-
-    def fail(self, label, why):
-        self.failed += 1
-        print("FAIL %s: %s" % (label, why), flush=True)
-
-    def check(self, cond, label, why):
-        if cond:
-            self.ok(label)
-        else:
-            self.fail(label, why)
-
+class Run(checks.Cases):
     def cmd(self, args):
-        proc = subprocess.run([self.binary] + args, capture_output=True, text=True,
-                              timeout=300, cwd=self.dir,
-                              env=dict(os.environ, LA_NUM_THREADS="2"))
+        """the command with ARGS in the work folder, on 2 threads: (exit, stdout, stderr)"""
+        proc = checks.run(self.binary, args, cwd=self.dir,
+                          env=dict(os.environ, LA_NUM_THREADS="2"))
         return proc.returncode, proc.stdout, proc.stderr
 
     def save(self, name, array):
@@ -77,12 +60,6 @@ def key_mask(b, n, m, causal, lengths):
     if causal:
         visible &= j <= np.arange(n)[None, :, None]
     return visible[:, None]
-
-
-def phi(x, feature_map):
-    if feature_map == "relu":
-        return np.maximum(x, 0.0)
-    return np.where(x >= 0, x + 1.0, np.exp(np.minimum(x, 0.0)))
 
 
 def ref_weights(variant, q, k, causal, lengths, scale=None, feature_map="elu",
@@ -108,14 +85,6 @@ def ref_weights(variant, q, k, causal, lengths, scale=None, feature_map="elu",
     e = np.where(mask, np.exp(s - mx), 0.0)
     tot = e.sum(axis=-1, keepdims=True)
     return np.divide(e, tot, out=np.zeros_like(e), where=tot > 0)
-
-
-def rel_error(y, ref):
-    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(ref))):
-        return np.inf
-    norm = np.linalg.norm(ref)
-    diff = np.linalg.norm(y - ref)
-    return diff / norm if norm > 0 else diff
 
 
 # ---------------------------------------------------------------- part 1: weights
@@ -381,13 +350,8 @@ def bad_inputs(run):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: data_numpy.py BUILD/linattn", file=sys.stderr)
-        return 2
-    binary = os.path.abspath(sys.argv[1])
-    env_seed = os.environ.get("LA_TEST_SEED")
-    seed = int(env_seed) if env_seed else int.from_bytes(os.urandom(4), "little")
-    print("data_numpy: seed %d (replay with LA_TEST_SEED=%d)" % (seed, seed), flush=True)
+    binary = checks.binary_arg("data_numpy.py")
+    seed = checks.seed("data_numpy")
     workdir = tempfile.mkdtemp(prefix="data_numpy.")
     run = Run(binary, workdir, np.random.default_rng(seed))
     try:
@@ -397,8 +361,7 @@ def main():
         bad_inputs(run)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    print("data_numpy: %d passed, %d failed" % (run.passed, run.failed))
-    return 1 if run.failed else 0
+    return run.report("data_numpy")
 
 
 if __name__ == "__main__":

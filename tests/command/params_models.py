@@ -9,8 +9,10 @@ Exit status 1 when a check fails.
 """
 import json
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+import checks  # noqa: E402  (tests/command/checks.py)
 
 MODELS = {"transformer-base": 63082496, "transformer-big": 214245376, "bert-base": 109482240,
           "bert-large": 335141888, "gpt2": 124439808, "gpt2-medium": 354823168,
@@ -19,20 +21,11 @@ MODELS = {"transformer-base": 63082496, "transformer-big": 214245376, "bert-base
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: params_models.py BUILD/linattn", file=sys.stderr)
-        return 2
-    binary = os.path.abspath(sys.argv[1])
-    failures = []
-
-    def check(ok, what):
-        print("%s: %s" % ("ok" if ok else "FAILED", what))
-        if not ok:
-            failures.append(what)
+    binary = checks.binary_arg("params_models.py")
+    check = checks.Checks("params_models")
 
     def run(args):
-        return subprocess.run([binary, "params"] + args, capture_output=True, text=True,
-                              timeout=60)
+        return checks.run(binary, ["params"] + args, timeout=60)
 
     def counts(args):
         proc = run(args + ["--format", "json"])
@@ -67,7 +60,7 @@ def main():
                    "--decoder-layers", "6"])
     check(p.get("total") == 44140544, "6+6 layers: nn.Transformer's 44,140,544")
 
-    helptext = subprocess.run([binary, "help", "params"], capture_output=True, text=True).stdout
+    helptext = checks.run(binary, ["help", "params"], timeout=None).stdout
     check(all(name in helptext for name in MODELS), "help lists every model")
 
     for args, what in ((["--model", "gpt3"], "an unknown model"),
@@ -75,13 +68,10 @@ def main():
                        (["--model", "gpt2", "--heads", "7"], "heads not dividing D"),
                        (["--model", "gpt2", "--model", "bert-base"], "--model twice")):
         proc = run(args)
-        check(proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and
-              proc.stderr.startswith("linattn: ") and not proc.stdout,
+        check(checks.refused(proc) and not proc.stdout,
               "%s: exit 2, one line (%s)" % (what, proc.stderr.strip()))
 
-    print("params_models: %d checks failed" % len(failures) if failures
-          else "params_models: all checks passed")
-    return 1 if failures else 0
+    return check.report()
 
 
 if __name__ == "__main__":

@@ -20,29 +20,22 @@ import html
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(__file__))
+import checks  # noqa: E402  (tests/command/checks.py)
+
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: plot_figures.py BUILD/linattn", file=sys.stderr)
-        return 2
-    binary = os.path.abspath(sys.argv[1])
+    binary = checks.binary_arg("plot_figures.py")
     if not shutil.which("gnuplot"):
         print("plot_figures: gnuplot is missing (make deps, or apt-get install gnuplot-nox)")
         return 1
-    failures = []
-
-    def check(ok, what):
-        print("%s: %s" % ("ok" if ok else "FAILED", what))
-        if not ok:
-            failures.append(what)
+    check = checks.Checks("plot_figures")
 
     def run(args, env=None, cwd=None):
-        return subprocess.run([binary] + args, capture_output=True, text=True, timeout=300,
-                              env=env, cwd=cwd)
+        return checks.run(binary, args, env=env, cwd=cwd)
 
     def must(args):
         proc = run(args)
@@ -230,9 +223,7 @@ def main():
         proc = run(["plot", "--from", runs["64"], "--format", "gif"])
         check(proc.returncode == 2 and proc.stderr.count("\n") == 1, "--format gif is refused")
 
-    print("plot_figures: %s" % ("all checks passed" if not failures else
-                                "%d checks FAILED" % len(failures)))
-    return 1 if failures else 0
+    return check.report()
 
 
 if __name__ == "__main__":

@@ -11,9 +11,11 @@ its variant column holds series names as the experiments' files do (the series `
 help scaling` lists). Exit status 1 when a check fails.
 """
 import os
-import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+import checks  # noqa: E402  (tests/command/checks.py)
 
 # The concepts bench.csv and scaling.csv share, by scaling.csv's names.
 SHARED = ["variant", "n", "d_k", "d_v", "heads", "batch", "threads", "status", "reps",
@@ -23,7 +25,7 @@ RETIRED = ["d", "dv", "runs", "causal_form"]
 
 
 def run(binary, args, stdout=None):
-    proc = subprocess.run([binary] + args, capture_output=True, text=True, timeout=300)
+    proc = checks.run(binary, args)
     if proc.returncode != 0:
         raise SystemExit("results_files: linattn %s: exit %d: %s"
                          % (" ".join(args), proc.returncode, proc.stderr.strip()))
@@ -32,28 +34,13 @@ def run(binary, args, stdout=None):
 
 def parse(text):
     """(metadata keys in order, header row as a list, rows as dicts)"""
-    keys, header, rows = [], None, []
-    for line in text.splitlines():
-        if line.startswith("# "):
-            keys.append(line[2:].split(":", 1)[0])
-        elif line and header is None:
-            header = line.split(",")
-        elif line:
-            rows.append(dict(zip(header, line.split(","))))
-    return keys, header, rows
+    meta, header, rows = checks.parse_results(text)
+    return [m[2:].split(":", 1)[0] for m in meta if m.startswith("# ")], header, rows
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: results_files.py BUILD/linattn", file=sys.stderr)
-        return 2
-    binary = os.path.abspath(sys.argv[1])
-    failures = []
-
-    def check(ok, what):
-        print("%s: %s" % ("ok" if ok else "FAILED", what))
-        if not ok:
-            failures.append(what)
+    binary = checks.binary_arg("results_files.py")
+    check = checks.Checks("results_files")
 
     with tempfile.TemporaryDirectory() as tmp:
         scaling_csv = os.path.join(tmp, "scaling.csv")
@@ -91,9 +78,7 @@ def main():
     check(all(r.get("status") == "ok" and int(r.get("reps", "0")) >= 1 for r in b_rows),
           "every row measured: status ok, reps >= 1")
 
-    print("results_files: %d checks failed" % len(failures) if failures
-          else "results_files: all checks passed")
-    return 1 if failures else 0
+    return check.report()
 
 
 if __name__ == "__main__":

@@ -19,30 +19,23 @@ Exit status 1 when a check fails.
 """
 import os
 import re
-import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+import checks  # noqa: E402  (tests/command/checks.py)
 
 FLAGS = ["--quick", "--only", "params-sweep,decode", "--no-figures"]
 QUICK = ["--quick", "--only", "params-sweep", "--no-figures"]  # instant
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: results_folders.py BUILD/linattn", file=sys.stderr)
-        return 2
-    binary = os.path.abspath(sys.argv[1])
-    failures = []
-
-    def check(ok, what):
-        print("%s: %s" % ("ok" if ok else "FAILED", what))
-        if not ok:
-            failures.append(what)
+    binary = checks.binary_arg("results_folders.py")
+    check = checks.Checks("results_folders")
 
     with tempfile.TemporaryDirectory() as tmp:
         def run(args):
-            return subprocess.run([binary, "results"] + args, cwd=tmp, capture_output=True,
-                                  text=True, timeout=300)
+            return checks.run(binary, ["results"] + args, cwd=tmp)
 
         def snapshot():
             files = {}
@@ -54,14 +47,9 @@ def main():
                             files[os.path.join(root, n)] = f.read()
             return files
 
-        def one_line_error(proc, what):
-            check(proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and
-                  proc.stderr.startswith("linattn: "),
-                  "%s: exit 2 and one line (%s)" % (what, proc.stderr.strip()))
-
         # no run yet: --summary and --resume have nothing to read
-        one_line_error(run(["--summary"]), "--summary before any run")
-        one_line_error(run(QUICK + ["--resume"]), "--resume before any run")
+        check.refused(run(["--summary"]), "--summary before any run")
+        check.refused(run(QUICK + ["--resume"]), "--resume before any run")
 
         # the reference stand-ins
         os.makedirs(os.path.join(tmp, "results"))
@@ -102,7 +90,7 @@ def main():
                            (["--out-dir", "./results/"], "--out-dir ./results/"),
                            (["--plots-dir", "plots"], "--plots-dir plots"),
                            (["--update", "--out-dir", "elsewhere"], "--update --out-dir")):
-            one_line_error(run(QUICK + args), what)
+            check.refused(run(QUICK + args), what)
         check(snapshot() == before and not os.path.exists(os.path.join(tmp, "elsewhere")),
               "after the refusals, nothing written")
 
@@ -124,9 +112,7 @@ def main():
         check(proc.returncode == 0 and params.startswith("# linattn params:") and
               "124439808" in ref_summary, "--update rewrites results/ and its SUMMARY.md")
 
-    print("results_folders: %d checks failed" % len(failures) if failures
-          else "results_folders: all checks passed")
-    return 1 if failures else 0
+    return check.report()
 
 
 if __name__ == "__main__":

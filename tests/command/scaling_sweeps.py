@@ -9,42 +9,25 @@ Tiny sizes, one repetition: a few seconds. Exit status 1 when a check fails.
 """
 import os
 import re
-import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+import checks  # noqa: E402  (tests/command/checks.py)
 
 FAST = ["--reps", "1", "--min-time", "0", "--max-seconds", "5", "--heads", "1"]
 
 
-def run(binary, args):
-    return subprocess.run([binary] + args, capture_output=True, text=True, timeout=300)
-
-
 def parse(path):
     """(metadata lines, header as a list, rows as dicts)"""
-    meta, header, rows = [], None, []
     with open(path) as f:
-        for line in f.read().splitlines():
-            if line.startswith("#"):
-                meta.append(line)
-            elif line and header is None:
-                header = line.split(",")
-            elif line:
-                rows.append(dict(zip(header, line.split(","))))
-    return meta, header, rows
+        return checks.parse_results(f.read())
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: scaling_sweeps.py BUILD/linattn", file=sys.stderr)
-        return 2
-    binary = os.path.abspath(sys.argv[1])
-    failures = []
-
-    def check(ok, what):
-        print("%s: %s" % ("ok" if ok else "FAILED", what))
-        if not ok:
-            failures.append(what)
+    binary = checks.binary_arg("scaling_sweeps.py")
+    check = checks.Checks("scaling_sweeps")
+    run = checks.run
 
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "scaling.csv")
@@ -154,19 +137,17 @@ def main():
               and all(r["status"] == "ok" for r in rows) and "linear" in kinds,
               "--pass train: a scaling_train file with a # pass line, every point ok (%s)"
               % sorted(kinds))
-        # hard's argmax has no useful gradient in this library yet or has one (issue 12):
-        # either way one clean outcome, never a crash or two lines
+        # hard attention has a backward pass (issue 12): --pass train measures it
+        hard = os.path.join(tmp, "t2.csv")
         p = run(binary, ["scaling", "--pass", "train", "--variant", "hard", "--n", "16", "--out",
-                         os.path.join(tmp, "t2.csv")] + FAST)
-        lines = p.stderr.strip().splitlines()
-        check((p.returncode == 2 and len(lines) == 1
-               and lines[0] == "linattn: --variant: hard has no backward pass yet (--pass train)")
-              or p.returncode == 0,
-              "--pass train --variant hard: run, or refused with one line (%d: %s)"
-              % (p.returncode, p.stderr.strip()[:120]))
-    print("scaling_sweeps: %d checks failed" % len(failures) if failures
-          else "scaling_sweeps: all checks passed")
-    return 1 if failures else 0
+                         hard] + FAST)
+        meta, _, rows = parse(hard) if os.path.exists(hard) else ([], None, [])
+        check(p.returncode == 0 and any(m.startswith("# pass: train") for m in meta)
+              and rows and all(r["variant"] == "hard" and r["status"] == "ok" for r in rows),
+              "--pass train --variant hard: exit 0, a # pass line, its rows ok (%d: %s; %s)"
+              % (p.returncode, p.stderr.strip()[:120],
+                 [(r["variant"], r["status"]) for r in rows]))
+    return check.report()
 
 
 if __name__ == "__main__":

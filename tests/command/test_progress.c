@@ -11,22 +11,45 @@
 #include <string.h>
 #include <time.h>
 
+/* A progress line written into memory: capture_start() starts c->pr (label, points,
+ * work as res_progress_start) on a memory stream, as a terminal or not; the test sets
+ * any other field of c->pr, steps it and ends it; capture_text() closes the stream and
+ * returns what was written (free it). c must stay where it is until then. */
+typedef struct {
+    char *text;
+    size_t len; /* what the stream holds so far, once flushed */
+    FILE *out;
+    res_progress pr;
+} capture;
+
+static void capture_start(capture *c, const char *label, int total_points, double total_work,
+                          int tty)
+{
+    c->text = NULL;
+    c->len = 0;
+    c->out = open_memstream(&c->text, &c->len);
+    assert_non_null(c->out);
+    res_progress_start(&c->pr, label, total_points, total_work);
+    c->pr.out = c->out, c->pr.tty = tty;
+}
+
+static char *capture_text(capture *c)
+{
+    fclose(c->out);
+    return c->text;
+}
+
 /* Runs three points with pr's settings into a buffer; returns the text (free it). */
 static char *three_points(int tty, double every_s)
 {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&text, &len);
-    assert_non_null(out);
-    res_progress pr;
-    res_progress_start(&pr, "demo", 3, 6);
-    pr.out = out, pr.tty = tty, pr.every_s = every_s;
-    res_progress_step(&pr, 1, 1, "first N=16");
-    res_progress_step(&pr, 2, 2, "second N=32");
-    res_progress_step(&pr, 3, 3, "third N=64");
-    res_progress_end(&pr);
-    fclose(out);
-    return text;
+    capture c;
+    capture_start(&c, "demo", 3, 6, tty);
+    c.pr.every_s = every_s;
+    res_progress_step(&c.pr, 1, 1, "first N=16");
+    res_progress_step(&c.pr, 2, 2, "second N=32");
+    res_progress_step(&c.pr, 3, 3, "third N=64");
+    res_progress_end(&c.pr);
+    return capture_text(&c);
 }
 
 static size_t count_lines(const char *text)
@@ -99,20 +122,16 @@ static void inside_suite(void **state)
 static void estimate(void **state)
 {
     (void)state;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&text, &len);
-    assert_non_null(out);
-    res_progress pr;
-    res_progress_start(&pr, "est", 3, 6);
-    pr.out = out, pr.tty = 0, pr.every_s = 0;
-    res_progress_step(&pr, 1, 1, "a");
-    pr.start_s -= 10;
-    res_progress_step(&pr, 2, 2, "b");
-    pr.start_s -= 20;
-    res_progress_step(&pr, 3, 3, "c");
-    res_progress_end(&pr);
-    fclose(out);
+    capture c;
+    capture_start(&c, "est", 3, 6, 0);
+    c.pr.every_s = 0;
+    res_progress_step(&c.pr, 1, 1, "a");
+    c.pr.start_s -= 10;
+    res_progress_step(&c.pr, 2, 2, "b");
+    c.pr.start_s -= 20;
+    res_progress_step(&c.pr, 3, 3, "c");
+    res_progress_end(&c.pr);
+    char *text = capture_text(&c);
     printf("%s", text);
     assert_non_null(strstr(text, "1/3 points done (last: a)  elapsed 10.0s  left ~50.0s"));
     assert_non_null(strstr(text, "2/3 points done (last: b)  elapsed 30.0s  left ~30.0s"));
@@ -124,22 +143,18 @@ static void estimate(void **state)
 static void heartbeat(void **state)
 {
     (void)state;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&text, &len);
-    assert_non_null(out);
-    res_progress pr;
-    res_progress_start(&pr, "long", 2, 2);
-    pr.out = out, pr.tty = 0, pr.heartbeat_s = 0.2;
-    res_progress_step(&pr, 1, 1, "slow N=65536");
+    capture c;
+    capture_start(&c, "long", 2, 2, 0);
+    c.pr.heartbeat_s = 0.2;
+    res_progress_step(&c.pr, 1, 1, "slow N=65536");
     struct timespec wait = {0, 700 * 1000 * 1000};
     nanosleep(&wait, NULL);
-    res_progress_end(&pr);
+    res_progress_end(&c.pr);
     struct timespec after = {0, 500 * 1000 * 1000}; /* no line after the end */
     nanosleep(&after, NULL);
-    fflush(out);
-    const size_t at_end = len;
-    fclose(out);
+    fflush(c.out);
+    const size_t at_end = c.len;
+    char *text = capture_text(&c);
     printf("%s", text);
     assert_non_null(strstr(text, "[long] point 1/2 running for "));
     assert_non_null(strstr(text, "(slow N=65536)"));

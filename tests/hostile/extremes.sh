@@ -13,7 +13,8 @@ bin=${1:?usage: extremes.sh path/to/linattn}
 py=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failed=0
+# shellcheck source=tests/hostile/common.sh.inc
+. "$(dirname "$0")/common.sh.inc" # failed=0, fail
 
 # Inputs: q, k (B=1, H=2, N=24, d=16) as multiples of 1/8 in [-3.125, 3.125] times
 # a power of two (scores exact in float32), v in N(0, 1); a name and the magnitudes.
@@ -41,14 +42,11 @@ refuses() {
     rc=$?
     want="linattn: $cmd: values overflow float32: use --precision float64"
     if [ "$rc" -ne 2 ]; then
-        echo "FAIL $name: exit $rc, not 2 ($(head -c 200 "$tmp/err"))"
-        failed=1
+        fail "$name" "exit $rc, not 2 ($(head -c 200 "$tmp/err"))"
     elif [ "$(cat "$tmp/err")" != "$want" ]; then
-        echo "FAIL $name: stderr is '$(head -c 200 "$tmp/err")', not '$want'"
-        failed=1
+        fail "$name" "stderr is '$(head -c 200 "$tmp/err")', not '$want'"
     elif ls "$tmp" | grep -q '^y\.npy'; then
-        echo "FAIL $name: an output file was left"
-        failed=1
+        fail "$name" "an output file was left"
     else
         echo "ok $name"
     fi
@@ -64,16 +62,14 @@ computes() {
     "$bin" "$cmd" "$@" --out "$tmp/y.npy" 2>"$tmp/err"
     rc=$?
     if [ "$rc" -ne 0 ]; then
-        echo "FAIL $name: exit $rc ($(head -c 200 "$tmp/err"))"
-        failed=1
+        fail "$name" "exit $rc ($(head -c 200 "$tmp/err"))"
         return
     fi
     if [ "$ref" = f64 ]; then
         "$bin" "$cmd" "$@" --precision float64 --out "$tmp/y64.npy" 2>"$tmp/err"
         rc=$?
         if [ "$rc" -ne 0 ]; then
-            echo "FAIL $name: float64 exit $rc ($(head -c 200 "$tmp/err"))"
-            failed=1
+            fail "$name" "float64 exit $rc ($(head -c 200 "$tmp/err"))"
             return
         fi
     fi
@@ -98,8 +94,7 @@ else:
 EOF
 )
     if [ -n "$why" ]; then
-        echo "FAIL $name: $why"
-        failed=1
+        fail "$name" "$why"
     else
         echo "ok $name"
     fi

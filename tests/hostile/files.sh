@@ -8,13 +8,10 @@ set -u
 bin=$(cd "$(dirname "${1:?usage: files.sh path/to/linattn}")" && pwd)/$(basename "$1")
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
+# shellcheck source=tests/hostile/common.sh.inc
+. "$(dirname "$0")/common.sh.inc" # failed=0, fail (before the cd: $0 may be relative)
 cd "$t" || exit 1
-failed=0
 ok() { echo "ok $1${2:+ # $2}"; }
-fail() {
-    echo "FAIL $1: $2"
-    failed=1
-}
 is_root=$([ "$(id -u)" = 0 ] && echo 1 || echo 0)
 
 # inputs: float32 (8, 4) arrays
@@ -30,8 +27,9 @@ PY
 attend_q() { timeout 10 "$bin" attend --variant softmax --k k.npy --v v.npy "$@"; }
 attend() { attend_q --q q.npy "$@"; }
 is_npy() { [ -f "$1" ] && [ "$(head -c 6 "$1" | tail -c 5)" = NUMPY ]; }
-# exit 2 and exactly one line "linattn: ...": $1 name, then the command
-refused() {
+# is_refused NAME CMD...: CMD exits 2 and exactly one line "linattn: ..." (true), else
+# prints the FAIL line (false); says nothing on success: the caller checks more, then ok
+is_refused() {
     name=$1
     shift
     "$@" >out.txt 2>err.txt
@@ -60,23 +58,23 @@ if attend --out link_to_new.npy 2>err.txt && [ -L link_to_new.npy ] && is_npy su
     ok out_symlink_to_new_file
 else fail out_symlink_to_new_file "$(cat err.txt)"; fi
 ln -s ../missing/x.npy dangling.npy # its folder does not exist
-refused out_dangling_symlink attend --out dangling.npy && [ -L dangling.npy ] &&
+is_refused out_dangling_symlink attend --out dangling.npy && [ -L dangling.npy ] &&
     ok out_dangling_symlink
 
 if [ "$is_root" = 1 ]; then
     mknod null c 1 3
-    refused out_char_device attend --out null && [ -c null ] && ok out_char_device
+    is_refused out_char_device attend --out null && [ -c null ] && ok out_char_device
     ln -s null link_to_null
-    refused out_symlink_to_device attend --out link_to_null && [ -c null ] &&
+    is_refused out_symlink_to_device attend --out link_to_null && [ -c null ] &&
         [ -L link_to_null ] && ok out_symlink_to_device
 else
     ok out_char_device "skipped: mknod needs root"
     ok out_symlink_to_device "skipped: mknod needs root"
 fi
 mkfifo fifo
-refused out_fifo attend --out fifo && [ -p fifo ] && ok out_fifo
+is_refused out_fifo attend --out fifo && [ -p fifo ] && ok out_fifo
 mkdir outdir
-refused out_directory attend --out outdir && [ -d outdir ] && ok out_directory
+is_refused out_directory attend --out outdir && [ -d outdir ] && ok out_directory
 
 # an output that is one of its inputs: safe (read first, replaced whole), so allowed
 cp q.npy q2.npy
@@ -121,9 +119,9 @@ done
 long_run runs/s.csv &
 pid=$!
 until_locked runs $pid
-refused concurrent_run_refused scaling --n 16 --variant linear --out runs/s.csv &&
+is_refused concurrent_run_refused scaling --n 16 --variant linear --out runs/s.csv &&
     grep -q 'another linattn run' err.txt && ok concurrent_run_refused
-refused concurrent_resume_refused scaling --n 16 --variant linear --out runs/s.csv --resume &&
+is_refused concurrent_resume_refused scaling --n 16 --variant linear --out runs/s.csv --resume &&
     ok concurrent_resume_refused
 kill -TERM $pid
 wait $pid 2>/dev/null
@@ -131,10 +129,10 @@ cmp -s before.csv runs/s.csv && ok concurrent_previous_intact ||
     fail concurrent_previous_intact "runs/s.csv changed"
 
 # results into a FIFO or a directory: refused at once, with or without --resume
-refused results_into_fifo timeout 10 "$bin" scaling --n 16 --variant linear --out fifo &&
-    refused results_resume_from_fifo timeout 10 "$bin" scaling --n 16 --variant linear \
+is_refused results_into_fifo timeout 10 "$bin" scaling --n 16 --variant linear --out fifo &&
+    is_refused results_resume_from_fifo timeout 10 "$bin" scaling --n 16 --variant linear \
         --out fifo --resume && [ -p fifo ] && ok results_into_fifo
-refused results_into_directory "$bin" scaling --n 16 --variant linear --out outdir &&
+is_refused results_into_directory "$bin" scaling --n 16 --variant linear --out outdir &&
     [ -d outdir ] && ok results_into_directory
 
 # ---- class 6: whole rows
@@ -180,21 +178,21 @@ if scaling --n 16:4096 --variant linear,softmax --out full.csv --resume >/dev/nu
 else fail full_disk_then_resume "$(grep -v '^#' full.csv | wc -l) lines"; fi
 
 # ---- class 9: inputs that never end or never come, refused promptly
-refused q_dev_zero attend_q --q /dev/zero --out y9.npy && grep -q 'not a .npy file' err.txt &&
+is_refused q_dev_zero attend_q --q /dev/zero --out y9.npy && grep -q 'not a .npy file' err.txt &&
     ok q_dev_zero
-refused q_fifo_without_writer attend_q --q fifo --out y9.npy && ok q_fifo_without_writer
+is_refused q_fifo_without_writer attend_q --q fifo --out y9.npy && ok q_fifo_without_writer
 if [ "$is_root" = 1 ]; then
     mknod zero c 1 5
-    refused q_char_device_zero attend_q --q zero --out y9.npy && ok q_char_device_zero
+    is_refused q_char_device_zero attend_q --q zero --out y9.npy && ok q_char_device_zero
 else ok q_char_device_zero "skipped: mknod needs root"; fi
 # a valid header, then data that never ends: stops after the bytes the shape needs
 head -c 128 q.npy >head.npy
-refused q_endless_data sh -c "cat head.npy /dev/zero | timeout 10 '$bin' attend --variant softmax \
+is_refused q_endless_data sh -c "cat head.npy /dev/zero | timeout 10 '$bin' attend --variant softmax \
     --q /dev/stdin --k k.npy --v v.npy --out y9.npy" && grep -q 'more than 128' err.txt &&
     ok q_endless_data
 # a 2.0 header announcing 4 GiB of header text
 printf '\223NUMPY\002\000\377\377\377\377' >huge.npy
-refused q_huge_header attend_q --q huge.npy --out y9.npy && ok q_huge_header
+is_refused q_huge_header attend_q --q huge.npy --out y9.npy && ok q_huge_header
 [ -e y9.npy ] && fail q_no_output "y9.npy written"
 
 exit $failed

@@ -9,28 +9,8 @@ set -u
 bin=${1:?usage: passes.sh path/to/linattn}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failed=0
-
-fail() {
-    echo "FAIL $1: $2"
-    failed=1
-}
-
-# refused NAME ARGS...: exit 2, one line on stderr starting `linattn: `
-refused() {
-    name=$1
-    shift
-    timeout 20 "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    lines=$(wc -l <"$tmp/err")
-    if [ "$rc" -ne 2 ]; then
-        fail "$name" "exit $rc, want 2 ($(head -c 160 "$tmp/err" | tr '\n' ' '))"
-    elif [ "$lines" -ne 1 ] || ! grep -q '^linattn: ' "$tmp/err"; then
-        fail "$name" "want one line 'linattn: ...' on stderr, got $lines: $(head -c 160 "$tmp/err" | tr '\n' ' ')"
-    else
-        echo "ok $name"
-    fi
-}
+# shellcheck source=tests/hostile/common.sh.inc
+. "$(dirname "$0")/common.sh.inc" # failed=0, fail, refused
 
 # ---------------------------------------------------------------- bench --pass
 
