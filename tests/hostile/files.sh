@@ -92,10 +92,14 @@ scaling() { "$bin" scaling --d 8 --heads 1 --reps 1 --min-time 0 "$@"; }
 long_run() { exec "$bin" scaling --n 16384 --d 64 --heads 8 --variant softmax \
     --max-seconds 1000 --reps 1 --min-time 0 --out "$1" >/dev/null 2>&1; }
 # until_locked DIR PID: wait (up to 20 s) until the run PID holds DIR's folder lock (an
-# flock on the folder), so the case tests a run under way whatever the machine's load
+# flock on the folder), so the case tests a run under way whatever the machine's load.
+# It reads /proc/locks rather than trying the lock itself: a probe that took the lock
+# for an instant could make the run it waits for find the folder locked and give up.
 until_locked() {
+    inode=$(stat -c %i "$1")
     i=0
-    while flock -n "$1" true && kill -0 "$2" 2>/dev/null && [ $i -lt 400 ]; do
+    while ! grep -q "FLOCK .* $2 [0-9a-f]*:[0-9a-f]*:$inode " /proc/locks 2>/dev/null &&
+        kill -0 "$2" 2>/dev/null && [ $i -lt 400 ]; do
         sleep 0.05
         i=$((i + 1))
     done
