@@ -35,10 +35,13 @@ static const char help_text[] =
     "  --n N            sequence length (default 1024)\n"
     "  --d D            head size, d_k = d_v = D (default 64)\n"
     "  --heads H        heads (default 2)\n"
-    "  --inputs LIST    random, dominant, local (default all): random N(0, 1) q, k, v;\n"
-    "                   dominant: each query also points at 2 random keys (their\n"
-    "                   logits about 6 above the rest); local: each query also points\n"
-    "                   at the keys within 2 positions of it (logits about 3 above)\n"
+    "  --inputs LIST    random, dominant, local (default all), v always N(0, 1):\n"
+    "                   random: q, k N(0, 1); dominant: k N(0, 1), each query the sum\n"
+    "                   of 2 random keys scaled so their logits are about 12 (the rest\n"
+    "                   spread about 2): two keys hold nearly all the weight; local: k_j\n"
+    "                   a sinusoidal position code of j (|k_j|² = d) plus N(0, 1/16)\n"
+    "                   noise, q_i that code scaled to logit 12 at j = i, falling with\n"
+    "                   |i − j|: nearby keys hold most of the weight\n"
     "  --seeds S        seeds per point, --seed .. --seed + S - 1 (default 3)\n"
     "  --variant LIST   the kernels (default: all but softmax's, the reference; those\n"
     "                   with a non-causal form):\n";
@@ -217,33 +220,45 @@ fail:
     return -1;
 }
 
-/* q, k, v of one input kind and seed, (H, N, d) row-major, in both precisions.
- * dominant: q_i += (6/√d)·(k_a + k_b) for two random keys a, b: q_i·k_a·(1/√d) ≈ 6.
- * local: q_i += (3/√d)·Σ_{|j−i|≤2} k_j: the nearby keys' logits about 3 above. */
+/* q, k, v of one input kind and seed, (H, N, d) row-major, in both precisions; v is
+ * N(0, 1) in all three, and scale 1/√d throughout (logit = q·k/√d).
+ *   random:   q, k N(0, 1): logits N(0, 1), the weight spread over every key.
+ *   dominant: k N(0, 1), q_i = (12/√d)·(k_a + k_b) for two random keys a, b: their logits
+ *             about 12, any other key's N(0, 2·12²/d) (sd 2.1 at d = 64).
+ *   local:    k_j = c_j + N(0, 1/16), c_j the sinusoidal code of position j
+ *             (c_j,2l = √2 sin(ω_l j), c_j,2l+1 = √2 cos(ω_l j), ω_l = 10000^(−2l/d), so
+ *             |c_j|² = d), q_i = (12/√d)·c_i: logit 12 at j = i, falling as |i − j| grows. */
 static void fill(const config *c, buffers *b, int kind, uint64_t seed)
 {
     char label[32];
     snprintf(label, sizeof label, "approx_%s", input_names[kind]);
     in_rng r = in_rng_for(seed, label);
-    in_fill_normal_f32(&r, b->q, b->elems, 1.0);
-    in_fill_normal_f32(&r, b->k, b->elems, 1.0);
-    in_fill_normal_f32(&r, b->v, b->elems, 1.0);
     const size_t n = c->n, d = c->d;
-    const double w = (kind == 1 ? 6.0 : 3.0) / sqrt((double)d);
+    in_fill_normal_f32(&r, b->v, b->elems, 1.0);
+    if (kind == 0) {
+        in_fill_normal_f32(&r, b->q, b->elems, 1.0);
+        in_fill_normal_f32(&r, b->k, b->elems, 1.0);
+    }
+    const double w = 12.0 / sqrt((double)d); /* q·k/√d = 12 for q = w·k, |k|² = d */
     for (size_t h = 0; kind != 0 && h < c->heads; h++) {
-        float *qh = b->q + h * n * d;
-        const float *kh = b->k + h * n * d;
-        for (size_t i = 0; i < n; i++) {
-            size_t lo = i >= 2 ? i - 2 : 0, hi = i + 2 < n ? i + 2 : n - 1;
-            if (kind == 1) { /* two random keys */
-                lo = (size_t)(in_uniform(&r) * (double)n);
-                hi = (size_t)(in_uniform(&r) * (double)n);
-            }
-            for (size_t j = lo;; j = kind == 1 ? hi : j + 1) {
+        float *qh = b->q + h * n * d, *kh = b->k + h * n * d;
+        if (kind == 1) {
+            in_fill_normal_f32(&r, kh, n * d, 1.0);
+            for (size_t i = 0; i < n; i++) {
+                const size_t a = (size_t)(in_uniform(&r) * (double)n);
+                const size_t e = (size_t)(in_uniform(&r) * (double)n);
                 for (size_t x = 0; x < d; x++)
-                    qh[i * d + x] += (float)(w * kh[j * d + x]);
-                if (j == hi) break;
+                    qh[i * d + x] = (float)(w * ((double)kh[a * d + x] + (double)kh[e * d + x]));
             }
+        } else {
+            for (size_t j = 0; j < n; j++)
+                for (size_t x = 0; x < d; x++) {
+                    const double omega = pow(10000.0, -(double)(x / 2 * 2) / (double)d);
+                    const double code = sqrt(2.0) * (x % 2 ? cos(omega * (double)j)
+                                                           : sin(omega * (double)j));
+                    qh[j * d + x] = (float)(w * code);
+                    kh[j * d + x] = (float)(code + 0.25 * in_normal(&r));
+                }
         }
     }
     for (size_t i = 0; i < b->elems; i++)
