@@ -587,7 +587,10 @@ static void summary_memory_and_rate(FILE *out, const config *c)
             double rn, p;
             if (!text_is(f, row, "variant", s[k].name) || res_get(f, row, "n", &rn)) continue;
             if (!is_ok(f, row)) {
-                if (!skipped++) snprintf(skipped_at, sizeof skipped_at, "from N = %.0f", rn);
+                char why[24] = "";
+                if (res_get_str(f, row, "status", why, sizeof why) != 0) why[0] = '\0';
+                if (!skipped++) /* its status and N: "skipped_mem from N = 65536" */
+                    snprintf(skipped_at, sizeof skipped_at, "%s from N = %.0f", why, rn);
                 continue;
             }
             if (rn > n_max && res_get(f, row, "peak_rss_bytes", &p) == 0) n_max = rn, peak = p;
@@ -731,7 +734,8 @@ static void summary_accuracy(FILE *out, const config *c)
                 double e;
                 if (!text_is(f, row, "study", "error_vs_n") ||
                     !text_is(f, row, "variant", all[k].name) ||
-                    !text_is(f, row, "precision", p ? "float64" : "float32"))
+                    !text_is(f, row, "precision", p ? "float64" : "float32") ||
+                    !text_is(f, row, "status", "ok")) /* skipped: not an error of inf */
                     continue;
                 if (res_get(f, row, "rel_error", &e) != 0) e = INFINITY;
                 lo = fmin(lo, e), hi = fmax(hi, e);
