@@ -254,8 +254,8 @@ static void fill(const config *c, buffers *b, int kind, uint64_t seed)
             for (size_t j = 0; j < n; j++)
                 for (size_t x = 0; x < d; x++) {
                     const double omega = pow(10000.0, -(double)(x / 2 * 2) / (double)d);
-                    const double code = sqrt(2.0) * (x % 2 ? cos(omega * (double)j)
-                                                           : sin(omega * (double)j));
+                    const double code =
+                        sqrt(2.0) * (x % 2 ? cos(omega * (double)j) : sin(omega * (double)j));
                     qh[j * d + x] = (float)(w * code);
                     kh[j * d + x] = (float)(code + 0.25 * in_normal(&r));
                 }
