@@ -828,7 +828,9 @@ static size_t each_linear_call(void (*check)(la_kernel, la_dtype, const la_probl
                         p.causal = causal;
                         p.chunk = 1 + tu_next(r) % (sizes[ni] + 2);
                         p.feature_map = tu_next(r) % 2 ? LA_FEATURE_RELU : LA_FEATURE_ELU1;
-                        if (kernels[kr] >= LA_KERNEL_FAVOR) p.features = 1 + tu_next(r) % 40;
+                        if (kernels[kr] == LA_KERNEL_FAVOR ||
+                            kernels[kr] == LA_KERNEL_FAVOR_RECURRENT)
+                            p.features = 1 + tu_next(r) % 40;
                         if (tu_next(r) % 2) {
                             for (size_t b = 0; b < B; b++)
                                 lengths[b] = (int64_t)(tu_next(r) % (sizes[mi] + 1));
