@@ -41,7 +41,7 @@ static const char help_options[] =
     "                       Y = A·V: softmax (either kernel) its row softmax P, hard\n"
     "                       one-hot rows, linear φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps);\n"
     "                       hidden entries 0, a query that sees no key a zero row;\n"
-    "                       favor: refused, not yet.\n"
+    "                       favor, favor_recurrent: refused, not yet.\n"
     "                       Refused (one line) when its N·M·B·H elements pass the\n"
     "                       machine's memory, and for linformer (no matrix yet) [none]\n"
     "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores];\n"
@@ -449,8 +449,10 @@ int cmd_attend(int argc, char **argv)
     la_dtype dtype = precision == 0 ? LA_FLOAT32 : LA_FLOAT64;
     if ((rc = vp_parse(&a.variant_params, la_kernel_get(kernel)->params, &variant_values)))
         goto done;
-    if (a.save_weights && kernel == LA_KERNEL_FAVOR) { /* la_attention_weights_*: not yet */
-        rc = cli_fail("--save-weights", "favor has no attention matrix in the library yet");
+    if (a.save_weights && (kernel == LA_KERNEL_FAVOR || kernel == LA_KERNEL_FAVOR_RECURRENT)) {
+        /* la_attention_weights_*: not yet */
+        rc = cli_fail("--save-weights", "%s has no attention matrix in the library yet",
+                      la_kernel_name(kernel));
         goto done;
     }
 

@@ -61,6 +61,7 @@
  *     la_linformer_projections            Linformer's E, F drawn from a seed
  *     la_local_attention_f32/_f64         restricted (local) softmax: keys within r positions
  *     la_favor_attention_f32/_f64         FAVOR+ (Performer): linear on positive random features
+ *     la_favor_attention_recurrent_f32/_f64  FAVOR+, causal, token by token
  *     la_favor_features                   FAVOR+'s random features W, drawn from a seed
  *     la_attention_f32/_f64               any kernel, by la_kernel
  *     la_attention_weights_f32/_f64       any kernel's N×M attention matrix (for inspection)
@@ -282,6 +283,7 @@ typedef enum {
     LA_KERNEL_LINFORMER,            /* keys, values projected to proj_rank rows, then softmax */
     LA_KERNEL_LOCAL,                /* softmax over the keys within p->window positions */
     LA_KERNEL_FAVOR,                /* FAVOR+ (Performer): linear on positive random features */
+    LA_KERNEL_FAVOR_RECURRENT,      /* FAVOR+, causal, token by token (requires p->causal) */
     LA_KERNEL_COUNT
 } la_kernel;
 
@@ -648,6 +650,27 @@ LA_API la_status la_favor_attention_f32(const la_problem *p, const float *q, con
 LA_API la_status la_favor_attention_f64(const la_problem *p, const double *q, const double *k,
                                         const double *v, double *out);
 
+/* FAVOR+, causal, token by token (the recurrent form; p->causal required, else
+ * LA_EINVAL): the same features φ(q_i), ψ(k_j), g_j and running max μ_i as the causal
+ * chunked form above, then per token t: when key t is visible (t < N), μ' = max(μ, g_t),
+ * S (m, d_v) and z (m) rescaled by exp(μ − μ') (every key after the first; a factor of
+ * exactly 1 when g_t does not raise the max), S += ψ'_t v_tᵀ, z += ψ'_t with
+ * ψ'_t = ψ(k_t)·exp(g_t − μ'); then y_t = φ(q_t)ᵀS / (φ(q_t)·z + eps), eps at the
+ * chunked form's scale (the same outputs to rounding; eps = 0: the formula's). p->chunk is
+ * not read. Masks as linear attention.
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
+ * Time O(B·H·(N + M)·m·(d_k + d_v)). Scratch (held against p->workspace_limit, reported by
+ * la_attention_cost): as la_favor_attention_*'s but per thread S, z and one key's ψ',
+ * m·(d_v + 2). Returns as la_favor_attention_* causal. Nothing written on error. No
+ * backward, step API or attention matrix (LA_EINVAL) yet.
+ *   implementation lib/attention/favor.c (favor_tmpl.h; linear.c's per-token step) ·
+ *   reference la_ref_favor_attention · tests tests/attention/test_favor.c,
+ *   test_attention.c */
+LA_API la_status la_favor_attention_recurrent_f32(const la_problem *p, const float *q,
+                                                  const float *k, const float *v, float *out);
+LA_API la_status la_favor_attention_recurrent_f64(const la_problem *p, const double *q,
+                                                  const double *k, const double *v, double *out);
+
 /* FAVOR+'s random features: w (m, d_k) row-major, caller-owned, m·d_k doubles. Blocks of
  * d_k rows (the last m mod d_k rows), each block the Gram–Schmidt orthonormalisation
  * (modified, two passes) of a Gaussian block, then each row scaled to the norm of an
@@ -677,7 +700,7 @@ LA_API la_status la_attention_f64(la_kernel kernel, const la_problem *p, const d
  *   linear, linear_recurrent: A_ij = φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps), z_i = Σ φ(k_j)
  *     over the keys query i sees (all visible keys, or j <= i when p->causal).
  *   linformer: not yet (LA_EINVAL).
- *   favor: not yet (LA_EINVAL).
+ *   favor, favor_recurrent: not yet (LA_EINVAL).
  * Hidden entries are exactly 0; a query that sees no key (or, in linear attention, has a
  * zero denominator) gets a zero row, so rows sum to 1 (linear: to 1 − eps/den) or 0.
  * A·V equals the kernel's output up to rounding. The caller's out holds B·H·N·M

@@ -102,7 +102,8 @@ la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *w)
 /* The scratch of one call: W in float64 (m·d_k, and for float32 a float copy; w_bytes),
  * then in the element type φ(Q) (B·H·N·m), φ(K) (B·H·M·m) and each key's P and g
  * (B·H·2M), and causal per thread a chunk's S, z, A, μ_i, den_i and ψ',
- * m·(d_v + 1) + C·(C + 2 + m) with C = min(chunk, N)
+ * m·(d_v + 1) + C·(C + 2 + m) with C = min(chunk, N) (recurrent: S, z and one key's ψ',
+ * m·(d_v + 2))
  * (scratch_elems, with own_bytes all of the above); non-causal also what linear attention
  * on the features holds (la_linear_workspace_bytes of `inner`, p with d_k = m). */
 typedef struct {
@@ -112,7 +113,8 @@ typedef struct {
     size_t own_bytes, total_bytes;
 } favor_layout;
 
-static la_status favor_layout_for(const la_problem *p, size_t elem, favor_layout *lay)
+static la_status favor_layout_for(const la_problem *p, size_t elem, bool recurrent,
+                                  favor_layout *lay)
 {
     const size_t m = p->features;
     size_t heads, n, a, b, inner_bytes = 0;
@@ -139,8 +141,10 @@ static la_status favor_layout_for(const la_problem *p, size_t elem, favor_layout
         const size_t C = p->chunk < p->n_queries ? p->chunk : p->n_queries;
         size_t state, chunk_part;
         if (!la_mul_ok(m, p->d_v + 1, &state) || C + 2 > SIZE_MAX - m ||
-            !la_mul_ok(C, C + 2 + m, &chunk_part) || state > SIZE_MAX - chunk_part ||
-            !la_mul_ok(state + chunk_part, lay->threads, &n))
+            !la_mul_ok(C, C + 2 + m, &chunk_part))
+            return LA_EOVERFLOW;
+        if (recurrent) chunk_part = m; /* token by token: only ψ' of one key */
+        if (state > SIZE_MAX - chunk_part || !la_mul_ok(state + chunk_part, lay->threads, &n))
             return LA_EOVERFLOW;
         lay->causal_per_thread = state + chunk_part;
     }
@@ -179,13 +183,25 @@ static size_t keys_used(const la_problem *p, size_t b)
 la_status la_favor_attention_f32(const la_problem *p, const float *q, const float *k,
                                  const float *v, float *out)
 {
-    return favor_attention_f32(p, q, k, v, out);
+    return favor_attention_f32(p, q, k, v, out, false);
 }
 
 la_status la_favor_attention_f64(const la_problem *p, const double *q, const double *k,
                                  const double *v, double *out)
 {
-    return favor_attention_f64(p, q, k, v, out);
+    return favor_attention_f64(p, q, k, v, out, false);
+}
+
+la_status la_favor_attention_recurrent_f32(const la_problem *p, const float *q, const float *k,
+                                           const float *v, float *out)
+{
+    return favor_attention_f32(p, q, k, v, out, true);
+}
+
+la_status la_favor_attention_recurrent_f64(const la_problem *p, const double *q, const double *k,
+                                           const double *v, double *out)
+{
+    return favor_attention_f64(p, q, k, v, out, true);
 }
 
 /* ---------------------------------------------------------------- cost (la_cost_fn) */
@@ -239,9 +255,37 @@ static void favor_head_flops(const la_problem *p, size_t mv, la_cost *f)
 la_status la_favor_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
     favor_layout lay;
-    la_status st = favor_layout_for(p, la_dtype_size(dtype), &lay);
+    la_status st = favor_layout_for(p, la_dtype_size(dtype), false, &lay);
     if (st != LA_OK) return st;
     la_cost_sum_heads(p, favor_head_flops, out);
+    out->workspace_bytes = (double)lay.total_bytes;
+    return LA_OK;
+}
+
+/* The recurrent form, one head of an entry with mv visible keys, u = keys_used of them:
+ * the causal features as above (flops_phi, the running max of g included), then
+ * linear_recurrent's cost on m features (la_linear_head_flops, recurrent) with, per key,
+ * ψ' = ψ·exp(g − μ') m + 2 and, per key after the first, the state rescaled by
+ * exp(μ − μ') m·(d_v + 1) + 2 (issued whether or not the max rose: a factor of 1 then). */
+static void favor_recurrent_head_flops(const la_problem *p, size_t mv, la_cost *f)
+{
+    if (mv == 0) return;
+    const size_t N = p->n_queries, used = N < mv ? N : mv;
+    const double n = (double)N, dk = (double)p->d_k, dv = (double)p->d_v;
+    const double m = (double)p->features, u = (double)used;
+    la_problem inner = *p;
+    inner.d_k = p->features;
+    la_linear_head_flops(&inner, mv, true, f);
+    f->flops_phi = (n + u) * 2 * m * dk + n * 4 * m + u * (2 * dk + 4 * m + 3);
+    f->flops_kv += u * (m + 2) + (u - 1) * (m * (dv + 1) + 2);
+}
+
+la_status la_favor_recurrent_cost(const la_problem *p, la_dtype dtype, la_cost *out)
+{
+    favor_layout lay;
+    la_status st = favor_layout_for(p, la_dtype_size(dtype), true, &lay);
+    if (st != LA_OK) return st;
+    la_cost_sum_heads(p, favor_recurrent_head_flops, out);
     out->workspace_bytes = (double)lay.total_bytes;
     return LA_OK;
 }

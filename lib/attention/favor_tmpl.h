@@ -207,18 +207,66 @@ static void FN(favor_causal_head)(const la_problem *p, size_t hd, const REAL *ph
     }
 }
 
+/* Causal FAVOR+ of one head, token by token: the chunked form's weights
+ * a_ij = φ(q_i)·ψ(k_j)·exp(g_j − μ_i), j <= i, with the state S (m, d_v), z (m) held at
+ * the scale of μ, the running max of g over the keys it holds (S = Σ ψ(k_j) exp(g_j − μ)
+ * v_jᵀ). Token t: when its key is used (t < u), μ' = max(μ, g_t), the state rescaled by
+ * exp(μ − μ') (at most 1; exactly 1 when g_t does not raise the max), ψ'_t = ψ(k_t)
+ * exp(g_t − μ'), then la_linear_step_head (S += ψ'_t v_tᵀ, z += ψ'_t, y_t = φ(q_t)ᵀS /
+ * (φ(q_t)·z + eps)); past u only the read (la_linear_read_query). So eps meets the
+ * denominator at the chunked form's scale, μ_t = μ'. Scratch `mine`: S, z, ψ' (m). */
+static void FN(favor_recurrent_head)(const la_problem *p, size_t hd, const REAL *phi_q,
+                                     const REAL *phi_k, const REAL *pg, const REAL *v, REAL *out,
+                                     REAL *mine)
+{
+    const size_t N = p->n_queries, M = p->n_keys, dv = p->d_v, m = p->features;
+    const size_t u = keys_used(p, hd / p->heads);
+    const REAL eps = (REAL)p->eps;
+    const REAL *fq = phi_q + hd * N * m, *psi = phi_k + hd * M * m, *vh = v + hd * M * dv;
+    const REAL *g = pg + hd * 2 * M + M;
+    REAL *yh = out + hd * N * dv, *S = mine, *z = S + m * dv, *kt = z + m;
+    if (u == 0) { /* no key visible: zero rows */
+        memset(yh, 0, N * dv * sizeof *yh);
+        return;
+    }
+    for (size_t a = 0; a < m * (dv + 1); a++) /* S, then z */
+        S[a] = 0;
+    REAL mu = g[0];
+    for (size_t t = 0; t < N; t++) {
+        if (t >= u) { /* no key left to add: y_t = φ(q_t)ᵀS / (φ(q_t)·z + eps) */
+            FN(la_linear_read_query)(S, z, fq + t * m, eps, yh + t * dv, m, dv);
+            continue;
+        }
+        LA_COUNT(LA_COUNT_PHI, 1); /* the running max */
+        const REAL mu_new = g[t] > mu ? g[t] : mu;
+        if (t > 0) { /* the state to the scale of μ' */
+            LA_COUNT(LA_COUNT_KV, (double)m * ((double)dv + 1) + 2);
+            const REAL s = EXP(mu - mu_new);
+            for (size_t a = 0; a < m * (dv + 1); a++)
+                S[a] *= s;
+        }
+        LA_COUNT(LA_COUNT_KV, (double)m + 2);
+        const REAL f = EXP(g[t] - mu_new);
+        for (size_t l = 0; l < m; l++)
+            kt[l] = psi[t * m + l] * f;
+        mu = mu_new;
+        FN(la_linear_step_head)(S, z, kt, vh + t * dv, fq + t * m, eps, yh + t * dv, m, dv);
+    }
+}
+
 /* FAVOR+ attention: W drawn from p->seed (the same for every head and both precisions),
  * the features of every head (favor_head_features, one head per task), then non-causal
- * linear attention on them with d_k = m, or causal in chunks (favor_causal_head).
+ * linear attention on them with d_k = m, or causal in chunks (favor_causal_head), or,
+ * `recurrent` (p->causal required), token by token (favor_recurrent_head).
  * Scratch: favor_layout. */
 static la_status FN(favor_attention)(const la_problem *p, const REAL *q, const REAL *k,
-                                     const REAL *v, REAL *out)
+                                     const REAL *v, REAL *out, bool recurrent)
 {
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
-    if (!q || !k || !v || !out) return LA_EINVAL;
+    if (!q || !k || !v || !out || (recurrent && !p->causal)) return LA_EINVAL;
     favor_layout lay;
-    st = favor_layout_for(p, sizeof(REAL), &lay);
+    st = favor_layout_for(p, sizeof(REAL), recurrent, &lay);
     if (st != LA_OK) return st;
     if (lay.total_bytes > p->workspace_limit) return LA_EBUDGET;
     const size_t m = p->features, dk = p->d_k, heads = p->batch * p->heads;
@@ -254,6 +302,12 @@ static la_status FN(favor_attention)(const la_problem *p, const REAL *q, const R
         finite = FN(favor_head_features)(p, w, hd, q, k, phi_q, phi_k, pg) && finite;
     if (!finite) {
         st = LA_ERANGE;
+    } else if (recurrent) {
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+        for (size_t hd = 0; hd < heads; hd++)
+            FN(favor_recurrent_head)
+        (p, hd, phi_q, phi_k, pg, v, out,
+         per_thread + (size_t)omp_get_thread_num() * lay.causal_per_thread);
     } else if (p->causal) {
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
         for (size_t hd = 0; hd < heads; hd++)

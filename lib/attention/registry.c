@@ -149,6 +149,20 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .reference = la_ref_favor_attention,
             .cost = la_favor_cost,
         },
+    [LA_KERNEL_FAVOR_RECURRENT] =
+        {
+            .kernel = LA_KERNEL_FAVOR_RECURRENT,
+            .name = "favor_recurrent",
+            .summary = "FAVOR+, causal, token by token: S and z per token, rescaled as the "
+                       "keys' running max rises",
+            .series = {NULL, "favor_causal_recurrent"},
+            .causal = LA_CAUSAL_REQUIRED,
+            .params = LA_PARAM_EPS | LA_PARAM_FEATURES,
+            .forward_f32 = la_favor_attention_recurrent_f32,
+            .forward_f64 = la_favor_attention_recurrent_f64,
+            .reference = la_ref_favor_attention,
+            .cost = la_favor_recurrent_cost,
+        },
 };
 
 const la_kernel_info *la_kernel_get(la_kernel kernel)

@@ -40,7 +40,8 @@ static bool weights_kind_of(la_kernel kernel, weights_kind *kind)
     case LA_KERNEL_LINEAR_RECURRENT: *kind = WEIGHTS_LINEAR; return true;
     case LA_KERNEL_LINFORMER: break; /* not yet: its matrix would be P·F, (N, k)·(k, M) */
     case LA_KERNEL_LOCAL: *kind = WEIGHTS_LOCAL; return true;
-    case LA_KERNEL_FAVOR: break; /* not yet: its weights need its features */
+    case LA_KERNEL_FAVOR: /* not yet: its weights need its features */
+    case LA_KERNEL_FAVOR_RECURRENT: break;
     case LA_KERNEL_COUNT: break;
     }
     return false;

@@ -47,7 +47,8 @@ typedef struct {
  * skipped by the properties, checked to refuse in refuses_without_weights. */
 static bool without_weights(la_kernel kernel)
 {
-    return kernel == LA_KERNEL_FAVOR || kernel == LA_KERNEL_LINFORMER;
+    return kernel == LA_KERNEL_FAVOR || kernel == LA_KERNEL_FAVOR_RECURRENT ||
+           kernel == LA_KERNEL_LINFORMER;
 }
 
 static bool reads(la_kernel kernel, unsigned param)

@@ -290,9 +290,12 @@ static void count_linformer(const la_problem *p, size_t b, const double *q, cons
  *     non-causal o = ln(m)/2 − (g − μ) (2) and φ = exp((proj − P) − o) (3 per feature),
  *     causal ψ = exp((proj − P) − ln(m)/2) (3 per feature);
  *   then linear attention on the features with d_k = m: non-causal S, z over the u keys
- *     and every query; causal in chunks, as la_favor_cost's comment (favor.c) says. */
-static void count_favor(const la_problem *p, size_t b, const double *q, const double *k,
-                        const double *v, double *out, counts *c)
+ *     and every query; causal in chunks, as la_favor_cost's comment (favor.c) says;
+ *     recurrent (favor_recurrent) token by token: the running max (1), the state rescaled
+ *     by exp(μ − μ') for every key after the first (2 + m·(d_v + 1)), ψ' (2 + m), S and z
+ *     updated, then every query reads the state. */
+static void count_favor(const la_problem *p, size_t b, bool recurrent, const double *q,
+                        const double *k, const double *v, double *out, counts *c)
 {
     const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v, m = p->features;
     const size_t vis = keys_visible(p, b);
@@ -360,7 +363,31 @@ static void count_favor(const la_problem *p, size_t b, const double *q, const do
             for (size_t l = 0; l < m; l++, c->phi += 3)
                 psi[j * m + l] = exp((proj[j * m + l] - P[j]) - half_log_m);
         mu = g[0];
-        for (size_t s0 = 0; s0 < N; s0 += C) {
+        if (recurrent) {
+            for (size_t i = 0; i < N; i++) {
+                if (i < u) {
+                    const double mu_new = g[i] > mu ? g[i] : mu;
+                    c->phi += 1;
+                    if (i > 0) {
+                        const double r = exp(mu - mu_new);
+                        c->kv += 2;
+                        for (size_t a = 0; a < m * dv; a++, c->kv += 1)
+                            S[a] *= r;
+                        for (size_t a = 0; a < m; a++, c->kv += 1)
+                            z[a] *= r;
+                    }
+                    const double fi = exp(g[i] - mu_new);
+                    c->kv += 2;
+                    for (size_t l = 0; l < m; l++, c->kv += 1)
+                        phik[l] = psi[i * m + l] * fi;
+                    add_key(&f, phik, v + i * dv, S, z, c);
+                    mu = mu_new;
+                }
+                const double d = query_state(&f, phiq + i * m, S, z, num, c);
+                normalise(&f, num, d, out + i * dv, c);
+            }
+        }
+        for (size_t s0 = 0; !recurrent && s0 < N; s0 += C) {
             const size_t e = smaller(s0 + C, N), ke = smaller(e, u);
             double run = mu;
             for (size_t i = s0; i < e; i++) {
@@ -449,7 +476,10 @@ static void check_model(la_kernel kernel, const la_problem *p, tu_rng *r)
             case LA_KERNEL_LINEAR_RECURRENT:
                 count_linear(p, b, kernel == LA_KERNEL_LINEAR_RECURRENT, qh, kh, vh, oh, &c);
                 break;
-            case LA_KERNEL_FAVOR: count_favor(p, b, qh, kh, vh, oh, &c); break;
+            case LA_KERNEL_FAVOR:
+            case LA_KERNEL_FAVOR_RECURRENT:
+                count_favor(p, b, kernel == LA_KERNEL_FAVOR_RECURRENT, qh, kh, vh, oh, &c);
+                break;
             case LA_KERNEL_SOFTMAX:
             case LA_KERNEL_SOFTMAX_MATERIALIZED:
             case LA_KERNEL_HARD:
@@ -511,7 +541,8 @@ static void model_equals_counted_loops(void **state)
                     /* local: every window from 1 past max(N, M) */
                     p.window = 1 + tu_next(&r) % (sizes[ni] + sizes[mi]);
                     p.feature_map = tu_next(&r) % 2 ? LA_FEATURE_RELU : LA_FEATURE_ELU1;
-                    if (kernel == LA_KERNEL_FAVOR) p.features = 1 + tu_next(&r) % 9;
+                    if (kernel == LA_KERNEL_FAVOR || kernel == LA_KERNEL_FAVOR_RECURRENT)
+                        p.features = 1 + tu_next(&r) % 9;
                     if (tu_next(&r) % 2) {
                         for (size_t b = 0; b < B; b++)
                             lengths[b] = (int64_t)(tu_next(&r) % (sizes[mi] + 1));
@@ -774,8 +805,9 @@ static size_t each_linear_call(void (*check)(la_kernel, la_dtype, const la_probl
                                bool with_favor, tu_rng *r, double *hidden, double *counted)
 {
     /* FAVOR+ (a forward only) when with_favor: the linear kernels on its features */
-    const la_kernel kernels[] = {LA_KERNEL_LINEAR, LA_KERNEL_LINEAR_RECURRENT, LA_KERNEL_FAVOR};
-    const size_t n_kernels = with_favor ? 3 : 2;
+    const la_kernel kernels[] = {LA_KERNEL_LINEAR, LA_KERNEL_LINEAR_RECURRENT, LA_KERNEL_FAVOR,
+                                 LA_KERNEL_FAVOR_RECURRENT};
+    const size_t n_kernels = with_favor ? 4 : 2;
     const size_t sizes[] = {1, 2, 3, 5, 8, 17, 40};
     const size_t dims[] = {1, 3, 4, 16};
     int64_t lengths[3];
@@ -787,7 +819,8 @@ static size_t each_linear_call(void (*check)(la_kernel, la_dtype, const la_probl
             for (size_t ni = 0; ni < 7; ni++) {
                 for (size_t mi = 0; mi < 7; mi++) {
                     for (int causal = 0; causal <= 1; causal++) {
-                        if (kernels[kr] == LA_KERNEL_LINEAR_RECURRENT && !causal) continue;
+                        if (la_kernel_get(kernels[kr])->causal == LA_CAUSAL_REQUIRED && !causal)
+                            continue;
                         size_t B = 1 + tu_next(r) % 3, H = 1 + tu_next(r) % 2;
                         la_problem p;
                         la_problem_init(&p, B, H, sizes[ni], sizes[mi], dims[tu_next(r) % 4],
@@ -795,7 +828,9 @@ static size_t each_linear_call(void (*check)(la_kernel, la_dtype, const la_probl
                         p.causal = causal;
                         p.chunk = 1 + tu_next(r) % (sizes[ni] + 2);
                         p.feature_map = tu_next(r) % 2 ? LA_FEATURE_RELU : LA_FEATURE_ELU1;
-                        if (kernels[kr] == LA_KERNEL_FAVOR) p.features = 1 + tu_next(r) % 40;
+                        if (kernels[kr] == LA_KERNEL_FAVOR ||
+                            kernels[kr] == LA_KERNEL_FAVOR_RECURRENT)
+                            p.features = 1 + tu_next(r) % 40;
                         if (tu_next(r) % 2) {
                             for (size_t b = 0; b < B; b++)
                                 lengths[b] = (int64_t)(tu_next(r) % (sizes[mi] + 1));
@@ -815,7 +850,8 @@ static size_t each_linear_call(void (*check)(la_kernel, la_dtype, const la_probl
         for (size_t x = 0; x < 4; x++) {
             for (int causal = 0; causal <= 1; causal++) {
                 for (size_t kr = 0; kr < n_kernels; kr++) {
-                    if (kernels[kr] == LA_KERNEL_LINEAR_RECURRENT && !causal) continue;
+                    if (la_kernel_get(kernels[kr])->causal == LA_CAUSAL_REQUIRED && !causal)
+                        continue;
                     la_problem p;
                     la_problem_init(&p, 1, 2, big[x][0], big[x][1], big[x][2], big[x][3]);
                     p.causal = causal;

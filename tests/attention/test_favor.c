@@ -1,8 +1,10 @@
-/* test_favor.c — what is particular to FAVOR+ (la_favor_attention_*, la_favor_features):
+/* test_favor.c — what is particular to FAVOR+ (la_favor_attention_*, its recurrent form
+ * la_favor_attention_recurrent_*, la_favor_features):
  * the random features W (orthogonal within a block, chi-distributed norms, a function of
  * the seed alone), the kernels against la_ref_favor_attention at feature counts the
  * harness does not use, and the property that makes FAVOR+ what it is: its output
- * approaches exact softmax attention as m grows, at the Monte Carlo rate m^(-1/2).
+ * approaches exact softmax attention as m grows, at the Monte Carlo rate m^(-1/2); the
+ * recurrent form agrees with the chunked one where the keys' running max rises often.
  * What every kernel must hold (causal masking, threads, errors, the workspace limit) is
  * tests/attention/test_attention.c's, which runs the favor row at m = 256. */
 #include "../testutil.h"
@@ -180,6 +182,14 @@ static void kernels_match_reference(void **state)
                             s->causal);
         tu_assert_close_f32(y32, ref, no, TOL_F32, "float32, shape %zu (m=%zu causal=%d)", si, s->m,
                             s->causal);
+        if (s->causal) { /* the recurrent form, on the same shapes */
+            assert_int_equal(la_favor_attention_recurrent_f64(&p, q, k, v, y64), LA_OK);
+            assert_int_equal(la_favor_attention_recurrent_f32(&p, qf, kf, vf, y32), LA_OK);
+            tu_assert_close_f64(y64, ref, no, TOL_F64, "recurrent float64, shape %zu (m=%zu)", si,
+                                s->m);
+            tu_assert_close_f32(y32, ref, no, TOL_F32, "recurrent float32, shape %zu (m=%zu)", si,
+                                s->m);
+        }
         free(q), free(k), free(v), free(ref), free(y64);
         free(qf), free(kf), free(vf), free(y32);
     }
@@ -241,6 +251,65 @@ static void range_refused_in_float32(void **state)
         assert_true(tu_all_finite_f64(y64, 8));
         tu_assert_close_f64(y64, ref, 8, TOL_F64, "float64 at keys of 1e20, causal=%d", causal);
     }
+    /* the recurrent form likewise (causal) */
+    for (size_t x = 0; x < 8; x++)
+        y32[x] = -3.5f;
+    assert_int_equal(la_favor_attention_recurrent_f32(&p, qf, kf, vf, y32), LA_ERANGE);
+    for (size_t x = 0; x < 8; x++)
+        assert_true(y32[x] == -3.5f);
+    assert_int_equal(la_favor_attention_recurrent_f64(&p, q, k, v, y64), LA_OK);
+    assert_true(tu_all_finite_f64(y64, 8));
+    tu_assert_close_f64(y64, ref, 8, TOL_F64, "recurrent float64 at keys of 1e20");
+}
+
+/* The recurrent form against the chunked one and the reference where the keys' running
+ * max μ_i moves a lot: key norms spread over two orders of magnitude (g_j = max(W x_j) −
+ * ‖x_j‖²/2 then ranges over hundreds, so the state is rescaled by factors far below 1
+ * whenever a key raises the max), eps 0 and 1e-3 (eps meets the denominator at the
+ * chunked form's scale in both), chunk sizes 1, 3 and N. */
+static void recurrent_agrees_with_chunked(void **state)
+{
+    (void)state;
+    const size_t B = 2, H = 2, N = 37, dk = 8, dv = 5, heads = B * H;
+    const size_t nq = heads * N * dk, nv = heads * N * dv;
+    tu_rng r = tu_rng_for("recurrent_agrees_with_chunked");
+    double *q = tu_f64(nq), *k = tu_f64(nq), *v = tu_f64(nv);
+    double *ref = tu_f64(nv), *rec = tu_f64(nv), *chk = tu_f64(nv);
+    float *qf = tu_f32(nq), *kf = tu_f32(nq), *vf = tu_f32(nv), *y32 = tu_f32(nv);
+    tu_fill_normal(&r, q, nq, 1);
+    tu_fill_normal(&r, k, nq, 1);
+    tu_fill_normal(&r, v, nv, 1);
+    for (size_t j = 0; j < heads * N; j++) { /* each key's norm scaled by 0.1 .. 10 */
+        const double f = pow(10, 2 * tu_uniform(&r) - 1);
+        for (size_t a = 0; a < dk; a++)
+            k[j * dk + a] *= f;
+    }
+    tu_to_f32(q, qf, nq), tu_to_f64(qf, q, nq);
+    tu_to_f32(k, kf, nq), tu_to_f64(kf, k, nq);
+    tu_to_f32(v, vf, nv), tu_to_f64(vf, v, nv);
+    la_problem p;
+    la_problem_init(&p, B, H, N, N, dk, dv);
+    p.causal = 1;
+    p.features = 24;
+    p.seed = tu_seed();
+    const double eps[] = {0, 1e-3};
+    const size_t chunks[] = {1, 3, N};
+    for (size_t e = 0; e < 2; e++) {
+        p.eps = eps[e];
+        assert_int_equal(la_ref_favor_attention(&p, q, k, v, ref), LA_OK);
+        assert_int_equal(la_favor_attention_recurrent_f64(&p, q, k, v, rec), LA_OK);
+        assert_int_equal(la_favor_attention_recurrent_f32(&p, qf, kf, vf, y32), LA_OK);
+        tu_assert_close_f64(rec, ref, nv, TOL_F64, "recurrent float64 eps=%g", eps[e]);
+        tu_assert_close_f32(y32, ref, nv, TOL_F32, "recurrent float32 eps=%g", eps[e]);
+        for (size_t c = 0; c < 3; c++) {
+            p.chunk = chunks[c];
+            assert_int_equal(la_favor_attention_f64(&p, q, k, v, chk), LA_OK);
+            tu_assert_close_f64(rec, chk, nv, TOL_F64, "recurrent vs chunk=%zu eps=%g", chunks[c],
+                                eps[e]);
+        }
+    }
+    free(q), free(k), free(v), free(ref), free(rec), free(chk);
+    free(qf), free(kf), free(vf), free(y32);
 }
 
 /* ---------------------------------------------------------------- towards softmax */
@@ -310,6 +379,7 @@ int main(void)
         cmocka_unit_test(kernels_match_reference),
         cmocka_unit_test(output_follows_the_seed),
         cmocka_unit_test(range_refused_in_float32),
+        cmocka_unit_test(recurrent_agrees_with_chunked),
         cmocka_unit_test(approaches_softmax_at_monte_carlo_rate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

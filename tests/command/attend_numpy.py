@@ -383,6 +383,10 @@ def accuracy(run):
                         accuracy_case(run, "favor chunk=3 m=40 eps=1e-3 " + tag, "favor",
                                       *common, features=40, chunk=3, eps=1e-3)
                     if causal:
+                        accuracy_case(run, "favor recurrent m=13 eps=1e-3 " + tag, "favor",
+                                      *common, kernel="recurrent", features=13, seed=7,
+                                      eps=1e-3)
+                    if causal:
                         accuracy_case(run, "linear recurrent eps=1e-3 " + tag, "linear",
                                       *common, kernel="recurrent", eps=1e-3)
                         accuracy_case(run, "linear chunk=3 relu " + tag, "linear", *common,
@@ -407,6 +411,8 @@ def accuracy(run):
         for chunk in (None, 1, 17, 200):
             accuracy_case(run, "favor causal long chunk=%s %s" % (chunk, precision), "favor",
                           long_shape, True, True, precision, chunk=chunk)
+        accuracy_case(run, "favor recurrent causal long " + precision, "favor", long_shape,
+                      True, True, precision, kernel="recurrent")
 
 
 def linformer(run):
@@ -538,7 +544,8 @@ def thread_counts(run):
                ["--variant", "local", "--window", "20"],
                ["--variant", "local", "--window", "7", "--causal"],
                ["--variant", "favor", "--features", "40"],
-               ["--variant", "favor", "--features", "40", "--causal"]]
+               ["--variant", "favor", "--features", "40", "--causal"],
+               ["--variant", "favor_recurrent", "--features", "40", "--causal"]]
     for config in configs:
         for precision in ("float32", "float64"):
             outputs = []

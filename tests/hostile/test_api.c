@@ -58,6 +58,8 @@ static const char *const api_names[] = {
     "la_local_attention_f64",
     "la_favor_attention_f32",
     "la_favor_attention_f64",
+    "la_favor_attention_recurrent_f32",
+    "la_favor_attention_recurrent_f64",
     "la_favor_features",
     "la_attention_f32",
     "la_attention_f64",
@@ -344,7 +346,8 @@ static void kernels(void **state)
                          la_linear_attention_recurrent_f32,
                          la_linformer_attention_f32,
                          la_local_attention_f32,
-                         la_favor_attention_f32};
+                         la_favor_attention_f32,
+                         la_favor_attention_recurrent_f32};
     const fwd64 f64[] = {la_softmax_attention_f64,
                          la_softmax_attention_materialized_f64,
                          la_hard_attention_f64,
@@ -352,7 +355,8 @@ static void kernels(void **state)
                          la_linear_attention_recurrent_f64,
                          la_linformer_attention_f64,
                          la_local_attention_f64,
-                         la_favor_attention_f64};
+                         la_favor_attention_f64,
+                         la_favor_attention_recurrent_f64};
     la_problem p;
     la_problem_init(&p, 1, 2, 3, 4, 2, 3);
     p.causal = 1;
@@ -394,6 +398,23 @@ static void kernels(void **state)
     fv.features = 4;
     fv.workspace_limit = 0;
     EXPECT(la_favor_attention_f32(&fv, q, k, v, o), LA_EBUDGET, o, sizeof o);
+    /* the recurrent form: the same, and a non-causal problem */
+    fv.workspace_limit = p.workspace_limit;
+    fv.causal = 0;
+    EXPECT(la_favor_attention_recurrent_f32(&fv, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_favor_attention_recurrent_f64(&fv, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_attention_f32(LA_KERNEL_FAVOR_RECURRENT, &fv, q, k, v, o), LA_EINVAL, o, sizeof o);
+    fv.causal = 1;
+    fv.features = 0;
+    EXPECT(la_favor_attention_recurrent_f32(&fv, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_favor_attention_recurrent_f64(&fv, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    fv.features = SIZE_MAX / 4;
+    EXPECT(la_favor_attention_recurrent_f32(&fv, q, k, v, o), LA_EOVERFLOW, o, sizeof o);
+    EXPECT(la_favor_attention_recurrent_f64(&fv, qd, kd, vd, od), LA_EOVERFLOW, od, sizeof od);
+    fv.features = 4;
+    fv.workspace_limit = 0;
+    EXPECT(la_favor_attention_recurrent_f32(&fv, q, k, v, o), LA_EBUDGET, o, sizeof o);
+    EXPECT(la_favor_attention_recurrent_f64(&fv, qd, kd, vd, od), LA_EBUDGET, od, sizeof od);
     assert_int_equal(la_favor_features(2, 2, 0, NULL), LA_EINVAL);
     EXPECT(la_favor_features(0, 2, 0, od), LA_EINVAL, od, sizeof od);
     EXPECT(la_favor_features(2, 0, 0, od), LA_EINVAL, od, sizeof od);
@@ -496,7 +517,7 @@ static void kernels(void **state)
             EXPECT(la_attention_weights_f64(kn, &p, qd, NULL, wd), LA_EINVAL, wd, sizeof wd);
             assert_int_equal(la_attention_weights_f64(kn, &p, qd, kd, NULL), LA_EINVAL);
             if (i < 0 || i == LA_KERNEL_COUNT || kn == LA_KERNEL_LINFORMER ||
-                kn == LA_KERNEL_FAVOR) { /* no matrix yet */
+                kn == LA_KERNEL_FAVOR || kn == LA_KERNEL_FAVOR_RECURRENT) { /* no matrix yet */
                 EXPECT(la_attention_weights_f32(kn, &p, q, k, w), LA_EINVAL, w, sizeof w);
                 EXPECT(la_attention_weights_f64(kn, &p, qd, kd, wd), LA_EINVAL, wd, sizeof wd);
                 continue;

@@ -46,7 +46,7 @@ static void cost_every_kernel_fast(la_problem *p, const char *what)
              * la_problem_check's limit on N: an honest LA_EOVERFLOW, but as fast as an
              * answer; Linformer's float32 E and F, 2·k·M elements, likewise */
             const int too_big = ((k == LA_KERNEL_LINEAR && causal) || k == LA_KERNEL_FAVOR ||
-                                 k == LA_KERNEL_LINFORMER) &&
+                                 k == LA_KERNEL_FAVOR_RECURRENT || k == LA_KERNEL_LINFORMER) &&
                                 st == LA_EOVERFLOW;
             if (dt > SLOW_S ||
                 (!too_big && (st != LA_OK || !(c.flops_total > 0) || !isfinite(c.flops_total))))
