@@ -11,26 +11,19 @@ Exit status 1 when a check fails.
 """
 import csv
 import os
-import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import checks  # noqa: E402  (tests/command/checks.py)
+
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: approx_runs.py BUILD/linattn", file=sys.stderr)
-        return 2
-    binary = os.path.abspath(sys.argv[1])
-    failures = []
-
-    def check(ok, what):
-        print("%s: %s" % ("ok" if ok else "FAILED", what))
-        if not ok:
-            failures.append(what)
+    binary = checks.binary_arg("approx_runs.py")
+    check = checks.Checks("approx_runs")
 
     def run(args, cwd):
-        return subprocess.run([binary, "approx"] + args, capture_output=True, text=True,
-                              timeout=300, cwd=cwd)
+        return checks.run(binary, ["approx"] + args, cwd=cwd)
 
     def rows(path):
         with open(path) as f:
@@ -76,13 +69,10 @@ def main():
                             "--window without a kernel that has a window"),
                            (["--variant", "nope"], "an unknown kernel")]:
             proc = run(args + ["--out", "bad.csv"], tmp)
-            lines = proc.stderr.strip().splitlines()
-            check(proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("linattn: ")
-                  and not os.path.exists(os.path.join(tmp, "bad.csv")),
+            check(checks.refused(proc) and not os.path.exists(os.path.join(tmp, "bad.csv")),
                   "%s: exit 2, one line, no file (%s)" % (what, proc.stderr.strip()))
 
-    print("approx_runs: %d failed" % len(failures))
-    return 1 if failures else 0
+    return check.report()
 
 
 if __name__ == "__main__":

@@ -11,9 +11,11 @@ Tiny sizes, one repetition: a few seconds. Exit status 1 when a check fails.
 """
 import math
 import os
-import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import checks  # noqa: E402  (tests/command/checks.py)
 
 FAST = ["--reps", "1", "--min-time", "0", "--max-seconds", "5", "--d", "8"]
 NS = [16, 32, 64, 128, 256, 512, 1024]  # 7 lengths: a fit over the upper 4
@@ -24,35 +26,16 @@ COLUMNS = ["layer", "n", "d", "kernel_width", "window", "threads", "status", "re
            "sequential_ops", "path_length", "predicted_s"]
 
 
-def run(binary, args):
-    return subprocess.run([binary] + args, capture_output=True, text=True, timeout=300)
-
-
 def parse(path):
     """(metadata lines, header as a list, rows as dicts)"""
-    meta, header, rows = [], None, []
     with open(path) as f:
-        for line in f.read().splitlines():
-            if line.startswith("#"):
-                meta.append(line)
-            elif line and header is None:
-                header = line.split(",")
-            elif line:
-                rows.append(dict(zip(header, line.split(","))))
-    return meta, header, rows
+        return checks.parse_results(f.read())
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: complexity_runs.py BUILD/linattn", file=sys.stderr)
-        return 2
-    binary = os.path.abspath(sys.argv[1])
-    failures = []
-
-    def check(ok, what):
-        print("%s: %s" % ("ok" if ok else "FAILED", what))
-        if not ok:
-            failures.append(what)
+    binary = checks.binary_arg("complexity_runs.py")
+    check = checks.Checks("complexity_runs")
+    run = checks.run
 
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "complexity.csv")
@@ -134,11 +117,7 @@ def main():
                                          "--max-seconds", "--threads", "--seed", "--reps")),
               "linattn help complexity describes the flags")
 
-    if failures:
-        print("complexity_runs: %d check(s) failed" % len(failures))
-        return 1
-    print("complexity_runs: all checks passed")
-    return 0
+    return check.report()
 
 
 if __name__ == "__main__":
