@@ -69,6 +69,7 @@
  *     la_linear_state_create, _free, _reset, _position
  *     la_linear_step_f32/_f64             one token of every head
  *     la_linear_state_save_size, _save, _restore
+ *     la_favor_state_create               the same state API for FAVOR+'s features
  *   references (float64, plain loops)
  *     la_ref_softmax_attention, la_ref_hard_attention, la_ref_linear_attention
  *     la_ref_local_attention
@@ -640,8 +641,8 @@ LA_API la_status la_local_attention_f64(const la_problem *p, const double *q, co
  * (B·H·(N + M)·m elements beyond size_t), LA_ENOMEM, LA_EBUDGET, LA_ERANGE: a projection
  * or ‖x‖² not finite (inputs beyond the element type, e.g. ‖k‖² past FLT_MAX, or not
  * finite); non-causal, linear attention's state rule on φ(K)ᵀV; causal, m·M·max(|v|, 1)
- * > T/8. Nothing written on error. No backward, step API or attention matrix
- * (la_attention_weights_*: LA_EINVAL) yet.
+ * > T/8. Nothing written on error. The step API: la_favor_state_create. No backward or
+ * attention matrix (la_attention_weights_*: LA_EINVAL) yet.
  *   implementation lib/attention/favor.c (favor_tmpl.h; linear.c on the features) ·
  *   reference la_ref_favor_attention · tests tests/attention/test_favor.c,
  *   test_attention.c */
@@ -762,6 +763,25 @@ LA_API la_status la_linear_step_f64(la_linear_state *st, const double *q_t, cons
 LA_API size_t la_linear_state_save_size(const la_linear_state *st); /* 0 for NULL */
 LA_API la_status la_linear_state_save(const la_linear_state *st, void *buf, size_t size);
 LA_API la_status la_linear_state_restore(la_linear_state *st, const void *buf, size_t size);
+
+/* FAVOR+ (la_favor_attention_*) one token at a time: a state of `heads` heads whose
+ * tokens take FAVOR+'s m = features random features W = la_favor_features(m, d_k, seed)
+ * instead of φ, so that stepping a sequence gives la_favor_attention_recurrent_*'s
+ * outputs (to rounding, not bit for bit: the projections here are per-row dot products,
+ * the kernel's one matrix product), and with them the causal FAVOR+ kernel's. Per head it
+ * holds S (m, d_v), z (m) and μ, the keys' running max (the kernel's stabiliser): step,
+ * reset, position, save, restore and free are the functions above, at O(m·(d_k + d_v))
+ * per token and head. A step's range rule is FAVOR+'s (each key's features at most
+ * 1/√m, every rescaling at most 1): with c = max|v_t| and s, z the state's bounds, a
+ * token is refused (LA_ERANGE, state and y_t untouched) when s + c, z + 1 or
+ * m·max(s + c, z + 1) passes T/8, or when a projection or ‖s·k‖² is not finite. Restore
+ * also needs the same m and seed. Returns LA_OK, LA_EINVAL (NULL out, bad dtype, a zero
+ * size or feature count, bad eps), LA_EOVERFLOW, LA_ENOMEM; *out untouched on error.
+ *   implementation lib/attention/state.c, favor.c (favor_tmpl.h) · tests
+ *   tests/attention/test_favor.c */
+LA_API la_status la_favor_state_create(la_linear_state **out, la_dtype dtype, size_t heads,
+                                       size_t d_k, size_t d_v, size_t features, uint64_t seed,
+                                       double eps);
 
 /* ---------------------------------------------------------------- references */
 

@@ -204,6 +204,19 @@ la_status la_favor_attention_recurrent_f64(const la_problem *p, const double *q,
     return favor_attention_f64(p, q, k, v, out, true);
 }
 
+/* The step API's FAVOR+ states (state.c makes them and dispatches here). */
+la_status la_favor_step_f32(la_linear_state *st, const float *q_t, const float *k_t,
+                            const float *v_t, float *y_t)
+{
+    return favor_step_f32(st, q_t, k_t, v_t, y_t);
+}
+
+la_status la_favor_step_f64(la_linear_state *st, const double *q_t, const double *k_t,
+                            const double *v_t, double *y_t)
+{
+    return favor_step_f64(st, q_t, k_t, v_t, y_t);
+}
+
 /* ---------------------------------------------------------------- cost (la_cost_fn) */
 
 /* One head of an entry with mv visible keys, u = keys_used of them (none visible: no

@@ -324,4 +324,74 @@ static la_status FN(favor_attention)(const la_problem *p, const REAL *q, const R
     return st;
 }
 
+/* One token of a FAVOR+ state (la_favor_state_create), every head h: the features as
+ * favor_head_features forms them, one row each (proj = s·x Wᵀ, P its max; φ(q) =
+ * exp((proj − P) − ln(m)/2), ψ(k) likewise, g = P − ‖s·k‖²/2), then favor_recurrent_head's
+ * step: μ' = g at the first token, else max(μ, g) with the state rescaled by exp(μ − μ');
+ * ψ' = ψ·exp(g − μ'), S += ψ' vᵀ, z += ψ', y = φ(q)ᵀS / (φ(q)·z + eps). Every head's
+ * features are formed and checked before the state changes. The range rule: ψ' <= 1/√m
+ * and every rescaling factor <= 1, so |S| grows by at most c = max|v_t| and z by at most
+ * 1 per token, and φ(q)ᵀS by at most m·|S|: a token is refused (LA_ERANGE) when
+ * s + c, z + 1 or m·max(s + c, z + 1) passes T/8, or a projection or g is not finite.
+ *   q_t, k_t: (heads, d_k), v_t, y_t: (heads, d_v); W: (m, d_k); state layout in
+ *   linear_internal.h. */
+static la_status FN(favor_step)(la_linear_state *st, const REAL *q_t, const REAL *k_t,
+                                const REAL *v_t, REAL *y_t)
+{
+    if (!st || !q_t || !k_t || !v_t || !y_t || st->dtype != REAL_DTYPE || !st->w) return LA_EINVAL;
+    const size_t H = st->heads, dk = st->d_k, dv = st->d_v, m = st->width;
+    const REAL s = (REAL)pow((double)dk, -0.25), half_sq = (REAL)(0.5 / sqrt((double)dk));
+    const REAL half_log_m = (REAL)(0.5 * log((double)m)), eps = (REAL)st->eps;
+    const REAL *w = st->w;
+    REAL *S = st->S, *z = S + H * m * dv, *mu = z + H * m;
+    REAL *fq = st->phi, *fk = fq + H * m, *g = fk + H * m;
+
+    /* the range rule, then every head's features, before anything changes */
+    const double c = FN(la_max_abs)(v_t, H * dv), limit = (double)REAL_MAX / 8;
+    const double s_new = st->s_bound + c, z_new = st->z_bound + 1;
+    if (!(s_new <= limit && z_new <= limit && (double)m * fmax(s_new, z_new) <= limit))
+        return LA_ERANGE;
+    bool finite = true;
+    for (size_t h = 0; h < H; h++) {
+        const REAL *qh = q_t + h * dk, *kh = k_t + h * dk;
+        REAL *rq = fq + h * m, *rk = fk + h * m, pq = -REAL_MAX, pk = -REAL_MAX;
+        for (size_t l = 0; l < m; l++) {
+            rq[l] = s * FN(la_dot)(qh, w + l * dk, dk);
+            rk[l] = s * FN(la_dot)(kh, w + l * dk, dk);
+            finite &= (rq[l] < 0 ? -rq[l] : rq[l]) <= REAL_MAX; /* false for inf, NaN */
+            finite &= (rk[l] < 0 ? -rk[l] : rk[l]) <= REAL_MAX;
+            pq = rq[l] > pq ? rq[l] : pq;
+            pk = rk[l] > pk ? rk[l] : pk;
+        }
+        g[h] = pk - FN(la_dot)(kh, kh, dk) * half_sq;
+        finite &= g[h] >= -REAL_MAX; /* false for -inf (‖x‖² beyond the type) and NaN */
+        for (size_t l = 0; l < m; l++) {
+            rq[l] = FEXP((rq[l] - pq) - half_log_m);
+            rk[l] = FEXP((rk[l] - pk) - half_log_m);
+        }
+    }
+    if (!finite) return LA_ERANGE;
+
+    for (size_t h = 0; h < H; h++) {
+        REAL *Sh = S + h * m * dv, *zh = z + h * m, *kt = fk + h * m;
+        const REAL mu_new = st->position == 0 || g[h] > mu[h] ? g[h] : mu[h];
+        if (st->position > 0) { /* the state to the scale of μ' */
+            const REAL r = EXP(mu[h] - mu_new);
+            for (size_t a = 0; a < m * dv; a++)
+                Sh[a] *= r;
+            for (size_t l = 0; l < m; l++)
+                zh[l] *= r;
+        }
+        const REAL f = EXP(g[h] - mu_new);
+        for (size_t l = 0; l < m; l++)
+            kt[l] *= f;
+        mu[h] = mu_new;
+        FN(la_linear_step_head)(Sh, zh, kt, v_t + h * dv, fq + h * m, eps, y_t + h * dv, m, dv);
+    }
+    st->s_bound = s_new;
+    st->z_bound = z_new;
+    st->position++;
+    return LA_OK;
+}
+
 #undef FEXP

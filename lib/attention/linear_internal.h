@@ -35,6 +35,34 @@ void la_linear_read_query_f64(const double *restrict S, const double *restrict z
                               const double *restrict phi_q, double eps, double *restrict y,
                               size_t d_k, size_t d_v);
 
+/* The step API's state (state.c makes, steps, saves and restores it; FAVOR+'s step is
+ * favor.c's, la_favor_step_*). Linear: width = d_k, w = NULL. FAVOR+ (la_favor_state_create):
+ * width = m, fm = LA_FEATURE_IDENTITY, w = W (m, d_k) in dtype drawn from seed, and μ per
+ * head after z, the running max of the keys' largest exponents (valid once position > 0). */
+struct la_linear_state {
+    la_dtype dtype;
+    size_t heads, d_k, d_v;
+    la_feature_map fm;
+    double eps;
+    size_t position; /* tokens stepped since create or reset */
+    size_t width;    /* S's rows and z's length per head: d_k, or FAVOR+'s m */
+    size_t elements; /* S (heads, width, d_v), z (heads, width), FAVOR+ also μ (heads) */
+    void *S;         /* those elements in dtype, back to back */
+    void *phi;       /* scratch: linear φ(q_t), φ(k_t) (2·d_k); FAVOR+ heads·(2m + 1) */
+    /* Upper bounds on |S| and z over every entry of every head, kept so that a step can
+     * refuse (LA_ERANGE) before it overflows; INFINITY once an input was not finite. */
+    double s_bound, z_bound;
+    uint64_t seed; /* FAVOR+: W's seed */
+    void *w;       /* FAVOR+: W (m, d_k) row-major in dtype; NULL for linear */
+};
+
+/* One token of a FAVOR+ state (favor.c): la_linear_step_*'s contract, FAVOR+'s arithmetic
+ * (linattn.h, la_favor_state_create). */
+la_status la_favor_step_f32(la_linear_state *st, const float *q_t, const float *k_t,
+                            const float *v_t, float *y_t);
+la_status la_favor_step_f64(la_linear_state *st, const double *q_t, const double *k_t,
+                            const double *v_t, double *y_t);
+
 /* Bytes of scratch the linear kernel `kernel` (LA_KERNEL_LINEAR, non-causal or chunked
  * causal per p->causal, or LA_KERNEL_LINEAR_RECURRENT) allocates for p with elements of
  * element_size bytes at the current thread count: exactly what the kernel holds and

@@ -1,6 +1,7 @@
 /* state.c — the step API of causal linear attention: (S, z) per head, one token at a
  * time, with save and restore. The arithmetic is la_linear_step_head_*, the function
- * the recurrent kernel calls, so both give the same bits. */
+ * the recurrent kernel calls, so both give the same bits. FAVOR+'s states
+ * (la_favor_state_create) are made here too; their step is favor.c's. */
 #include "attention/linear_internal.h"
 
 #include <float.h>
@@ -8,32 +9,51 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct la_linear_state {
-    la_dtype dtype;
-    size_t heads, d_k, d_v;
-    la_feature_map fm;
-    double eps;
-    size_t position; /* tokens stepped since create or reset */
-    size_t elements; /* heads · (d_k·d_v + d_k): S of every head, then z of every head */
-    void *S;         /* (heads, d_k, d_v) then z (heads, d_k), in dtype */
-    void *phi;       /* scratch: φ(q_t), φ(k_t), 2·d_k elements of dtype */
-    /* Upper bounds on |S| and z over every entry of every head, kept so that a step can
-     * refuse (LA_ERANGE) before it overflows; INFINITY once an input was not finite. */
-    double s_bound, z_bound;
-};
-
-/* The saved image: this header, then S (heads, d_k, d_v) and z (heads, d_k) in dtype. */
-static const char save_magic[8] = {'L', 'A', 'L', 'I', 'N', 'S', 'T', '1'};
+/* The saved image: this header, then the state's elements (S, z and FAVOR+'s μ) in
+ * dtype. Version 2 added width and seed (FAVOR+). */
+static const char save_magic[8] = {'L', 'A', 'L', 'I', 'N', 'S', 'T', '2'};
 typedef struct {
     char magic[8];
     uint32_t dtype, fm;
     uint64_t heads, d_k, d_v, position;
     double eps;
+    uint64_t width, seed;
 } save_header;
 
 static size_t dtype_size(la_dtype dtype)
 {
     return dtype == LA_FLOAT32 ? 4 : 8;
+}
+
+/* A zeroed state of `width` rows per head (d_k, or FAVOR+'s m) with `extra` elements
+ * after z (FAVOR+'s μ) and `scratch` elements of scratch; sizes checked by the caller but
+ * for overflow. */
+static la_status state_alloc(la_linear_state **out, la_dtype dtype, size_t heads, size_t d_k,
+                             size_t d_v, size_t width, size_t extra, size_t scratch)
+{
+    /* elements = heads · width · (d_v + 1) + extra, and its bytes plus the header, fit */
+    size_t per_head, elements, bytes, phi_bytes;
+    if (d_v == SIZE_MAX || !la_mul_ok(width, d_v + 1, &per_head) ||
+        !la_mul_ok(heads, per_head, &elements) || elements > SIZE_MAX - extra ||
+        !la_mul_ok(elements + extra, 8, &bytes) || bytes > SIZE_MAX - sizeof(save_header) ||
+        !la_mul_ok(scratch, 8, &phi_bytes))
+        return LA_EOVERFLOW;
+    la_linear_state *st = calloc(1, sizeof *st);
+    if (!st) return LA_ENOMEM;
+    st->S = calloc(elements + extra, dtype_size(dtype));
+    st->phi = malloc(scratch * dtype_size(dtype));
+    if (!st->S || !st->phi) {
+        la_linear_state_free(st);
+        return LA_ENOMEM;
+    }
+    st->dtype = dtype;
+    st->heads = heads;
+    st->d_k = d_k;
+    st->d_v = d_v;
+    st->width = width;
+    st->elements = elements + extra;
+    *out = st;
+    return LA_OK;
 }
 
 la_status la_linear_state_create(la_linear_state **out, la_dtype dtype, size_t heads, size_t d_k,
@@ -44,27 +64,61 @@ la_status la_linear_state_create(la_linear_state **out, la_dtype dtype, size_t h
     if (heads == 0 || d_k == 0 || d_v == 0) return LA_EINVAL;
     if (!la_feature_map_ok(fm)) return LA_EINVAL;
     if (!(isfinite(eps) && eps >= 0)) return LA_EINVAL;
-    /* elements = heads · d_k · (d_v + 1), and its bytes plus the header, must fit */
-    size_t per_head, elements, bytes, phi_bytes;
-    if (d_v == SIZE_MAX || !la_mul_ok(d_k, d_v + 1, &per_head) ||
-        !la_mul_ok(heads, per_head, &elements) || !la_mul_ok(elements, 8, &bytes) ||
-        bytes > SIZE_MAX - sizeof(save_header) || !la_mul_ok(d_k, 16, &phi_bytes))
+    size_t scratch;
+    if (!la_mul_ok(d_k, 2, &scratch)) return LA_EOVERFLOW;
+    la_linear_state *st;
+    la_status s = state_alloc(&st, dtype, heads, d_k, d_v, d_k, 0, scratch);
+    if (s != LA_OK) return s;
+    st->fm = fm;
+    st->eps = eps;
+    *out = st;
+    return LA_OK;
+}
+
+la_status la_favor_state_create(la_linear_state **out, la_dtype dtype, size_t heads, size_t d_k,
+                                size_t d_v, size_t features, uint64_t seed, double eps)
+{
+    if (!out) return LA_EINVAL;
+    if (dtype != LA_FLOAT32 && dtype != LA_FLOAT64) return LA_EINVAL;
+    if (heads == 0 || d_k == 0 || d_v == 0 || features == 0) return LA_EINVAL;
+    if (!(isfinite(eps) && eps >= 0)) return LA_EINVAL;
+    /* scratch: φ(q_t) and ψ(k_t) of every head (heads·m each), then g (heads) */
+    size_t per_head, scratch, w_elems, w_bytes;
+    if (!la_mul_ok(features, 2, &per_head) || per_head == SIZE_MAX ||
+        !la_mul_ok(heads, per_head + 1, &scratch) || !la_mul_ok(features, d_k, &w_elems) ||
+        !la_mul_ok(w_elems, sizeof(double), &w_bytes))
         return LA_EOVERFLOW;
-    la_linear_state *st = calloc(1, sizeof *st);
-    if (!st) return LA_ENOMEM;
-    st->S = calloc(elements, dtype_size(dtype));
-    st->phi = malloc(2 * d_k * dtype_size(dtype));
-    if (!st->S || !st->phi) {
+    la_linear_state *st;
+    la_status s = state_alloc(&st, dtype, heads, d_k, d_v, features, heads, scratch);
+    if (s != LA_OK) return s;
+    double *w64 = malloc(w_bytes);
+    if (!w64) {
         la_linear_state_free(st);
         return LA_ENOMEM;
     }
-    st->dtype = dtype;
-    st->heads = heads;
-    st->d_k = d_k;
-    st->d_v = d_v;
-    st->fm = fm;
+    s = la_favor_features(features, d_k, seed, w64);
+    if (s == LA_OK && dtype == LA_FLOAT32) { /* the float copy of the float64 draw */
+        float *w32 = malloc(w_elems * sizeof *w32);
+        if (w32) {
+            for (size_t x = 0; x < w_elems; x++)
+                w32[x] = (float)w64[x];
+        } else {
+            s = LA_ENOMEM;
+        }
+        free(w64);
+        w64 = NULL;
+        st->w = w32;
+    } else {
+        st->w = w64;
+    }
+    if (s != LA_OK) {
+        free(w64);
+        la_linear_state_free(st);
+        return s;
+    }
+    st->fm = LA_FEATURE_IDENTITY;
     st->eps = eps;
-    st->elements = elements;
+    st->seed = seed;
     *out = st;
     return LA_OK;
 }
@@ -74,6 +128,7 @@ void la_linear_state_free(la_linear_state *st)
     if (!st) return;
     free(st->S);
     free(st->phi);
+    free(st->w);
     free(st);
 }
 
@@ -102,12 +157,14 @@ size_t la_linear_state_position(const la_linear_state *st)
 la_status la_linear_step_f32(la_linear_state *st, const float *q_t, const float *k_t,
                              const float *v_t, float *y_t)
 {
+    if (st && st->w) return la_favor_step_f32(st, q_t, k_t, v_t, y_t);
     return linear_step_f32(st, q_t, k_t, v_t, y_t);
 }
 
 la_status la_linear_step_f64(la_linear_state *st, const double *q_t, const double *k_t,
                              const double *v_t, double *y_t)
 {
+    if (st && st->w) return la_favor_step_f64(st, q_t, k_t, v_t, y_t);
     return linear_step_f64(st, q_t, k_t, v_t, y_t);
 }
 
@@ -130,14 +187,16 @@ la_status la_linear_state_save(const la_linear_state *st, void *buf, size_t size
     hdr.d_v = st->d_v;
     hdr.position = st->position;
     hdr.eps = st->eps;
+    hdr.width = st->width;
+    hdr.seed = st->seed;
     memcpy(buf, &hdr, sizeof hdr);
     memcpy((char *)buf + sizeof hdr, st->S, st->elements * dtype_size(st->dtype));
     return LA_OK;
 }
 
 /* Accepts only an image of a state with the same dtype, sizes, φ and eps (a state
- * carried on with another φ or eps would mix two formulas); the state is untouched
- * unless everything matches. */
+ * carried on with another φ or eps would mix two formulas), and for FAVOR+ the same m and
+ * seed; the state is untouched unless everything matches. */
 la_status la_linear_state_restore(la_linear_state *st, const void *buf, size_t size)
 {
     if (!st || !buf || size != la_linear_state_save_size(st)) return LA_EINVAL;
@@ -145,19 +204,18 @@ la_status la_linear_state_restore(la_linear_state *st, const void *buf, size_t s
     memcpy(&hdr, buf, sizeof hdr);
     if (memcmp(hdr.magic, save_magic, sizeof save_magic) != 0) return LA_EINVAL;
     if (hdr.dtype != (uint32_t)st->dtype || hdr.heads != st->heads || hdr.d_k != st->d_k ||
-        hdr.d_v != st->d_v || hdr.fm != (uint32_t)st->fm || hdr.eps != st->eps)
+        hdr.d_v != st->d_v || hdr.fm != (uint32_t)st->fm || hdr.eps != st->eps ||
+        hdr.width != st->width || hdr.seed != st->seed)
         return LA_EINVAL;
     memcpy(st->S, (const char *)buf + sizeof hdr, st->elements * dtype_size(st->dtype));
     st->position = (size_t)hdr.position;
-    const size_t s_elements = st->heads * st->d_k * st->d_v;
+    const size_t s_elements = st->heads * st->width * st->d_v, z_elements = st->heads * st->width;
     if (st->dtype == LA_FLOAT32) {
         st->s_bound = state_max_abs_f32(st->S, s_elements);
-        st->z_bound =
-            state_max_abs_f32((const float *)st->S + s_elements, st->elements - s_elements);
+        st->z_bound = state_max_abs_f32((const float *)st->S + s_elements, z_elements);
     } else {
         st->s_bound = state_max_abs_f64(st->S, s_elements);
-        st->z_bound =
-            state_max_abs_f64((const double *)st->S + s_elements, st->elements - s_elements);
+        st->z_bound = state_max_abs_f64((const double *)st->S + s_elements, z_elements);
     }
     return LA_OK;
 }

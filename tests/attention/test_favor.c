@@ -4,7 +4,8 @@
  * the seed alone), the kernels against la_ref_favor_attention at feature counts the
  * harness does not use, and the property that makes FAVOR+ what it is: its output
  * approaches exact softmax attention as m grows, at the Monte Carlo rate m^(-1/2); the
- * recurrent form agrees with the chunked one where the keys' running max rises often.
+ * recurrent form agrees with the chunked one where the keys' running max rises often;
+ * the step API's FAVOR+ states (la_favor_state_create) give the same outputs.
  * What every kernel must hold (causal masking, threads, errors, the workspace limit) is
  * tests/attention/test_attention.c's, which runs the favor row at m = 256. */
 #include "../testutil.h"
@@ -312,6 +313,201 @@ static void recurrent_agrees_with_chunked(void **state)
     free(qf), free(kf), free(vf), free(y32);
 }
 
+/* ---------------------------------------------------------------- the step API */
+
+/* Token t of head h of a (heads, T, d) array into x_t (heads, d). */
+static void gather_f64(const double *x, size_t heads, size_t T, size_t d, size_t t, double *x_t)
+{
+    for (size_t h = 0; h < heads; h++)
+        memcpy(x_t + h * d, x + (h * T + t) * d, d * sizeof *x);
+}
+static void gather_f32(const float *x, size_t heads, size_t T, size_t d, size_t t, float *x_t)
+{
+    for (size_t h = 0; h < heads; h++)
+        memcpy(x_t + h * d, x + (h * T + t) * d, d * sizeof *x);
+}
+
+/* Steps tokens from..to−1 of (heads, T, ·) arrays through st, the outputs into y
+ * (heads, T, d_v). */
+static void step_all_f64(la_linear_state *st, const double *q, const double *k, const double *v,
+                         double *y, size_t heads, size_t T, size_t dk, size_t dv, size_t from,
+                         size_t to)
+{
+    double *qt = tu_f64(heads * dk), *kt = tu_f64(heads * dk), *vt = tu_f64(heads * dv);
+    double *yt = tu_f64(heads * dv);
+    for (size_t t = from; t < to; t++) {
+        gather_f64(q, heads, T, dk, t, qt);
+        gather_f64(k, heads, T, dk, t, kt);
+        gather_f64(v, heads, T, dv, t, vt);
+        assert_int_equal(la_linear_step_f64(st, qt, kt, vt, yt), LA_OK);
+        for (size_t h = 0; h < heads; h++)
+            memcpy(y + (h * T + t) * dv, yt + h * dv, dv * sizeof *y);
+    }
+    free(qt), free(kt), free(vt), free(yt);
+}
+static void step_all_f32(la_linear_state *st, const float *q, const float *k, const float *v,
+                         float *y, size_t heads, size_t T, size_t dk, size_t dv)
+{
+    float *qt = tu_f32(heads * dk), *kt = tu_f32(heads * dk), *vt = tu_f32(heads * dv);
+    float *yt = tu_f32(heads * dv);
+    for (size_t t = 0; t < T; t++) {
+        gather_f32(q, heads, T, dk, t, qt);
+        gather_f32(k, heads, T, dk, t, kt);
+        gather_f32(v, heads, T, dv, t, vt);
+        assert_int_equal(la_linear_step_f32(st, qt, kt, vt, yt), LA_OK);
+        for (size_t h = 0; h < heads; h++)
+            memcpy(y + (h * T + t) * dv, yt + h * dv, dv * sizeof *y);
+    }
+    free(qt), free(kt), free(vt), free(yt);
+}
+
+/* Stepping a sequence through a FAVOR+ state gives causal FAVOR+'s outputs: against the
+ * reference (1e-12 float64, 1e-5 float32) and the recurrent kernel, where the keys'
+ * running max moves a lot (key norms over two orders of magnitude), eps 0 and 1e-3, m
+ * below, at and above d_k. */
+static void step_api_matches_kernels(void **state)
+{
+    (void)state;
+    const size_t B = 2, H = 3, T = 29, dk = 8, dv = 5, heads = B * H;
+    const size_t nq = heads * T * dk, nv = heads * T * dv;
+    tu_rng r = tu_rng_for("step_api_matches_kernels");
+    double *q = tu_f64(nq), *k = tu_f64(nq), *v = tu_f64(nv);
+    double *ref = tu_f64(nv), *rec = tu_f64(nv), *y64 = tu_f64(nv);
+    float *qf = tu_f32(nq), *kf = tu_f32(nq), *vf = tu_f32(nv), *y32 = tu_f32(nv);
+    tu_fill_normal(&r, q, nq, 1);
+    tu_fill_normal(&r, k, nq, 1);
+    tu_fill_normal(&r, v, nv, 1);
+    for (size_t j = 0; j < heads * T; j++) { /* each key's norm scaled by 0.1 .. 10 */
+        const double f = pow(10, 2 * tu_uniform(&r) - 1);
+        for (size_t a = 0; a < dk; a++)
+            k[j * dk + a] *= f;
+    }
+    tu_to_f32(q, qf, nq), tu_to_f64(qf, q, nq);
+    tu_to_f32(k, kf, nq), tu_to_f64(kf, k, nq);
+    tu_to_f32(v, vf, nv), tu_to_f64(vf, v, nv);
+    const size_t ms[] = {3, 8, 20};
+    const double eps[] = {0, 1e-3};
+    for (size_t mi = 0; mi < 3; mi++) {
+        for (size_t e = 0; e < 2; e++) {
+            la_problem p;
+            la_problem_init(&p, B, H, T, T, dk, dv);
+            p.causal = 1;
+            p.features = ms[mi];
+            p.eps = eps[e];
+            p.seed = tu_seed() + mi;
+            assert_int_equal(la_ref_favor_attention(&p, q, k, v, ref), LA_OK);
+            assert_int_equal(la_favor_attention_recurrent_f64(&p, q, k, v, rec), LA_OK);
+            la_linear_state *s64, *s32;
+            assert_int_equal(
+                la_favor_state_create(&s64, LA_FLOAT64, heads, dk, dv, p.features, p.seed, p.eps),
+                LA_OK);
+            assert_int_equal(
+                la_favor_state_create(&s32, LA_FLOAT32, heads, dk, dv, p.features, p.seed, p.eps),
+                LA_OK);
+            step_all_f64(s64, q, k, v, y64, heads, T, dk, dv, 0, T);
+            step_all_f32(s32, qf, kf, vf, y32, heads, T, dk, dv);
+            assert_int_equal(la_linear_state_position(s64), T);
+            tu_assert_close_f64(y64, ref, nv, TOL_F64, "step float64 m=%zu eps=%g", ms[mi], eps[e]);
+            tu_assert_close_f64(y64, rec, nv, TOL_F64, "step vs recurrent kernel m=%zu eps=%g",
+                                ms[mi], eps[e]);
+            tu_assert_close_f32(y32, ref, nv, TOL_F32, "step float32 m=%zu eps=%g", ms[mi], eps[e]);
+            la_linear_state_free(s64);
+            la_linear_state_free(s32);
+        }
+    }
+    free(q), free(k), free(v), free(ref), free(rec), free(y64);
+    free(qf), free(kf), free(vf), free(y32);
+}
+
+/* Save after t0 tokens, restore into a fresh state, step the rest: the same bits as one
+ * state stepped throughout (μ travels with S and z). Reset gives the first run again.
+ * Restore refuses another seed's, another m's and a linear state's image. */
+static void step_api_save_restore(void **state)
+{
+    (void)state;
+    const size_t heads = 3, T = 20, t0 = 9, dk = 6, dv = 4, m = 10;
+    const size_t nq = heads * T * dk, nv = heads * T * dv;
+    tu_rng r = tu_rng_for("step_api_save_restore");
+    double *q = tu_f64(nq), *k = tu_f64(nq), *v = tu_f64(nv);
+    double *a = tu_f64(nv), *b = tu_f64(nv), *c = tu_f64(nv);
+    tu_fill_normal(&r, q, nq, 1);
+    tu_fill_normal(&r, k, nq, 2);
+    tu_fill_normal(&r, v, nv, 1);
+    const uint64_t seed = tu_seed();
+    la_linear_state *st, *fresh, *other_seed, *other_m, *linear;
+    assert_int_equal(la_favor_state_create(&st, LA_FLOAT64, heads, dk, dv, m, seed, 1e-6), LA_OK);
+    assert_int_equal(la_favor_state_create(&fresh, LA_FLOAT64, heads, dk, dv, m, seed, 1e-6),
+                     LA_OK);
+    assert_int_equal(
+        la_favor_state_create(&other_seed, LA_FLOAT64, heads, dk, dv, m, seed + 1, 1e-6), LA_OK);
+    assert_int_equal(la_favor_state_create(&other_m, LA_FLOAT64, heads, dk, dv, m + 1, seed, 1e-6),
+                     LA_OK);
+    assert_int_equal(
+        la_linear_state_create(&linear, LA_FLOAT64, heads, dk, dv, LA_FEATURE_ELU1, 1e-6), LA_OK);
+    step_all_f64(st, q, k, v, a, heads, T, dk, dv, 0, T);
+    la_linear_state_reset(st);
+    assert_int_equal(la_linear_state_position(st), 0);
+    memset(b, 0, nv * sizeof *b);
+    step_all_f64(st, q, k, v, b, heads, T, dk, dv, 0, t0); /* the first t0 tokens */
+    const size_t size = la_linear_state_save_size(st);
+    void *img = tu_alloc(size);
+    assert_int_equal(la_linear_state_save(st, img, size), LA_OK);
+    assert_int_equal(la_linear_state_restore(fresh, img, size), LA_OK);
+    assert_int_equal(la_linear_state_position(fresh), t0);
+    for (size_t h = 0; h < heads; h++) /* after reset, the same first t0 outputs */
+        assert_memory_equal(b + h * T * dv, a + h * T * dv, t0 * dv * sizeof *a);
+    step_all_f64(fresh, q, k, v, c, heads, T, dk, dv, t0, T); /* the rest, restored */
+    for (size_t h = 0; h < heads; h++)
+        assert_memory_equal(c + (h * T + t0) * dv, a + (h * T + t0) * dv,
+                            (T - t0) * dv * sizeof *a);
+    assert_int_equal(la_linear_state_restore(other_seed, img, size), LA_EINVAL);
+    assert_int_equal(la_linear_state_restore(other_m, img, size), LA_EINVAL);
+    assert_int_equal(la_linear_state_restore(linear, img, size), LA_EINVAL);
+    const size_t lsize = la_linear_state_save_size(linear);
+    void *limg = tu_alloc(lsize);
+    assert_int_equal(la_linear_state_save(linear, limg, lsize), LA_OK);
+    assert_int_equal(la_linear_state_restore(st, limg, lsize), LA_EINVAL);
+    la_linear_state_free(st), la_linear_state_free(fresh), la_linear_state_free(other_seed);
+    la_linear_state_free(other_m), la_linear_state_free(linear);
+    free(img), free(limg);
+    free(q), free(k), free(v), free(a), free(b), free(c);
+}
+
+/* The step's range rule: float32 refuses a key beyond the type (‖k‖² past FLT_MAX) and a
+ * value past T/8 with LA_ERANGE, leaving y_t, the state and its position as they were;
+ * float64 takes the same key. A NULL argument and a float64 call on a float32 state are
+ * LA_EINVAL. */
+static void step_api_range(void **state)
+{
+    (void)state;
+    const size_t dk = 4, dv = 2, m = 8;
+    la_linear_state *s32, *s64;
+    assert_int_equal(la_favor_state_create(&s32, LA_FLOAT32, 1, dk, dv, m, tu_seed(), 1e-6), LA_OK);
+    assert_int_equal(la_favor_state_create(&s64, LA_FLOAT64, 1, dk, dv, m, tu_seed(), 1e-6), LA_OK);
+    float q[4] = {0.5f, -1, 0.25f, 1}, k[4] = {1, 2, -1, 0.5f}, v[2] = {1, -2}, y[2];
+    double qd[4], kd[4], vd[2], yd[2];
+    tu_to_f64(q, qd, 4), tu_to_f64(k, kd, 4), tu_to_f64(v, vd, 2);
+    assert_int_equal(la_linear_step_f32(s32, q, k, v, y), LA_OK);
+    const size_t size = la_linear_state_save_size(s32);
+    void *before = tu_alloc(size), *after = tu_alloc(size);
+    assert_int_equal(la_linear_state_save(s32, before, size), LA_OK);
+    float big_k[4] = {1e20f, -1e20f, 1e20f, 1e20f}, big_v[2] = {1e38f, 1};
+    y[0] = y[1] = -3.5f;
+    assert_int_equal(la_linear_step_f32(s32, q, big_k, v, y), LA_ERANGE);
+    assert_int_equal(la_linear_step_f32(s32, q, k, big_v, y), LA_ERANGE);
+    assert_true(y[0] == -3.5f && y[1] == -3.5f);
+    assert_int_equal(la_linear_state_save(s32, after, size), LA_OK);
+    assert_memory_equal(before, after, size);
+    double big_kd[4];
+    tu_to_f64(big_k, big_kd, 4);
+    assert_int_equal(la_linear_step_f64(s64, qd, big_kd, vd, yd), LA_OK);
+    assert_true(tu_all_finite_f64(yd, 2));
+    assert_int_equal(la_linear_step_f64(s64, qd, NULL, vd, yd), LA_EINVAL);
+    assert_int_equal(la_linear_step_f64(s32, qd, kd, vd, yd), LA_EINVAL);
+    la_linear_state_free(s32), la_linear_state_free(s64);
+    free(before), free(after);
+}
+
 /* ---------------------------------------------------------------- towards softmax */
 
 /* FAVOR+ is an unbiased Monte Carlo estimate of the softmax kernel, so its output's error
@@ -380,6 +576,9 @@ int main(void)
         cmocka_unit_test(output_follows_the_seed),
         cmocka_unit_test(range_refused_in_float32),
         cmocka_unit_test(recurrent_agrees_with_chunked),
+        cmocka_unit_test(step_api_matches_kernels),
+        cmocka_unit_test(step_api_save_restore),
+        cmocka_unit_test(step_api_range),
         cmocka_unit_test(approaches_softmax_at_monte_carlo_rate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

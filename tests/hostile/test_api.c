@@ -81,6 +81,7 @@ static const char *const api_names[] = {
     "la_linear_state_save_size",
     "la_linear_state_save",
     "la_linear_state_restore",
+    "la_favor_state_create",
     /* references */
     "la_ref_softmax_attention",
     "la_ref_hard_attention",
@@ -743,6 +744,21 @@ static void step_api(void **state)
            LA_EOVERFLOW, &st, sizeof st);
     assert_int_equal(la_linear_state_create(NULL, LA_FLOAT32, 1, 1, 1, LA_FEATURE_ELU1, 0),
                      LA_EINVAL);
+    EXPECT(la_favor_state_create(&st, (la_dtype)2, 1, 1, 1, 4, 0, 0), LA_EINVAL, &st, sizeof st);
+    EXPECT(la_favor_state_create(&st, LA_FLOAT32, 0, 1, 1, 4, 0, 0), LA_EINVAL, &st, sizeof st);
+    EXPECT(la_favor_state_create(&st, LA_FLOAT32, 1, 0, 1, 4, 0, 0), LA_EINVAL, &st, sizeof st);
+    EXPECT(la_favor_state_create(&st, LA_FLOAT32, 1, 1, 0, 4, 0, 0), LA_EINVAL, &st, sizeof st);
+    EXPECT(la_favor_state_create(&st, LA_FLOAT32, 1, 1, 1, 0, 0, 0), LA_EINVAL, &st, sizeof st);
+    EXPECT(la_favor_state_create(&st, LA_FLOAT32, 1, 1, 1, 4, 0, -1), LA_EINVAL, &st, sizeof st);
+    EXPECT(la_favor_state_create(&st, LA_FLOAT32, 1, 1, 1, 4, 0, INFINITY), LA_EINVAL, &st,
+           sizeof st);
+    EXPECT(la_favor_state_create(&st, LA_FLOAT64, 2, 1, 1, SIZE_MAX, 0, 0), LA_EOVERFLOW, &st,
+           sizeof st);
+    EXPECT(la_favor_state_create(&st, LA_FLOAT64, SIZE_MAX, 1, 2, 4, 0, 0), LA_EOVERFLOW, &st,
+           sizeof st);
+    EXPECT(la_favor_state_create(&st, LA_FLOAT64, 1, SIZE_MAX / 2, 2, 4, 0, 0), LA_EOVERFLOW, &st,
+           sizeof st);
+    assert_int_equal(la_favor_state_create(NULL, LA_FLOAT32, 1, 1, 1, 4, 0, 0), LA_EINVAL);
     /* NULL is fine for free, reset, position and save_size */
     la_linear_state_free(NULL);
     la_linear_state_reset(NULL);
