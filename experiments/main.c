@@ -11,7 +11,7 @@
 /* One row per subcommand; keep in the order `linattn help` should list them. */
 static const la_command commands[] = {
     {"attend", "run one attention kernel on .npy inputs", cmd_attend, cmd_attend_help},
-    {"block", "one Transformer encoder layer on .npy input, PyTorch weights", cmd_block,
+    {"block", "one Transformer encoder or decoder layer on .npy input, PyTorch weights", cmd_block,
      cmd_block_help},
     {"params", "exact parameter counts per component, as PyTorch counts them", cmd_params,
      cmd_params_help},
