@@ -47,7 +47,7 @@ static const char help_text[] =
     "  --heads H            attention heads, dividing D\n"
     "options (default in brackets):\n"
     "  --norm post|pre      LayerNorm after (post) or before (pre) each sublayer [post]\n"
-    "  --variant K          every attention's kernel, one of those below [softmax]\n"
+    "  --variant K          the kernel, one of those below (every attention's) [softmax]\n"
     "  --cross-variant K    the decoder's cross-attention kernel [--variant's]\n"
     "  --activation F       relu or gelu (exact, erf) [relu]\n"
     "  --precision P        float32 or float64 [float32]\n";
