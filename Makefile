@@ -11,7 +11,8 @@
 #                   also kept in build/bench.txt (`linattn help bench`)
 #   make fuzz       libFuzzer on the .npy parser, the weights loader and the --resume
 #                   reader, FUZZ_SECONDS (60) each
-#   make check-torch  `linattn block` against PyTorch's own TransformerEncoderLayer
+#   make check-torch  `linattn block` against PyTorch's own TransformerEncoderLayer and
+#                   TransformerDecoderLayer, `linattn model` against nn.Transformer
 #                   (installs Debian's python3-torch, about 230 packages: not in make test)
 #   make test SANITIZE=1   the unit tests under AddressSanitizer + UBSan (in build/asan)
 #   make install PREFIX=/opt/linattn   header, libraries, command and linattn.pc
@@ -131,7 +132,7 @@ $(COUNTED_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/count/liblinattn.a
 # The Python checks of the command (tests/command/*.py), each given the command's path.
 PY_CHECKS := attend_numpy attend_grad_numpy results_files scaling_sweeps plot_figures \
              csv_load results_folders params_models block_numpy data_numpy vocabulary \
-             approx_runs complexity_runs
+             approx_runs complexity_runs model_numpy
 
 # Every test runs even when an earlier one fails (scripts/run-tests); the last lines say
 # what failed and why, and the logs stay in $(BUILD)/test-logs.
@@ -189,6 +190,7 @@ test-portable: $(TEST_BIN) $(BUILD)/linattn | build/.deps-test
 check-torch: $(BUILD)/linattn | build/.deps-test
 	@scripts/ensure-deps torch
 	/usr/bin/python3 tests/command/block_torch.py $(BUILD)/linattn
+	/usr/bin/python3 tests/command/model_torch.py $(BUILD)/linattn
 
 FUZZ_SECONDS ?= 60
 # Three targets, FUZZ_SECONDS each (.ci/run gives 20: a minute in all): the .npy parser,

@@ -1,6 +1,7 @@
 /* block.c — `linattn block`: one Transformer encoder layer (nn.TransformerEncoderLayer,
- * batch_first, dropout off) on an .npy input, with PyTorch-layout weights loaded from a
- * folder of .npy files named by their state_dict keys. */
+ * batch_first, dropout off) or decoder layer (nn.TransformerDecoderLayer, over a memory)
+ * on an .npy input, with PyTorch-layout weights loaded from a folder of .npy files named
+ * by their state_dict keys. */
 #include "commands.h"
 #include "common/cli.h"
 #include "common/kernels.h"
@@ -11,6 +12,7 @@
 
 static const char help_text[] =
     "usage: linattn block --weights DIR --x X.npy --out Y.npy --heads H [options]\n"
+    "       linattn block --layer decoder --memory M.npy --weights DIR --x X.npy ...\n"
     "\n"
     "Runs one Transformer encoder layer, as torch.nn.TransformerEncoderLayer(D, H, d_ff,\n"
     "dropout=0, batch_first=True) computes it, on X and writes the output Y.\n"
@@ -18,25 +20,40 @@ static const char help_text[] =
     "  pre-LN (norm_first=True):      x = x + SelfAttn(LN1(x));  y = x + FFN(LN2(x))\n"
     "with FFN(x) = linear2(act(linear1(x))) and LayerNorm ε = 1e-5. With --variant\n"
     "linear every head uses elu+1 linear attention (the paper's linear Transformer).\n"
+    "With --layer decoder, one nn.TransformerDecoderLayer: self-attention over X (masked\n"
+    "with --causal, PyTorch's tgt_mask = generate_square_subsequent_mask(N)), then\n"
+    "cross-attention from X to the memory M (the encoder's output; never masked), then FFN:\n"
+    "  post-LN:  x = LN1(x + SelfAttn(x)); x = LN2(x + CrossAttn(x, M)); y = LN3(x + FFN(x))\n"
+    "  pre-LN:   x = x + SelfAttn(LN1(x)); x = x + CrossAttn(LN2(x), M); y = x + FFN(LN3(x))\n"
+    "(pre-LN does not normalise M). --cross-variant gives the cross-attention its own kernel.\n"
     "\n"
     "DIR holds one .npy file (float32 or float64) per tensor of the layer's state_dict:\n"
     "  self_attn.in_proj_weight (3D, D)   self_attn.in_proj_bias (3D)\n"
     "  self_attn.out_proj.weight (D, D)   self_attn.out_proj.bias (D)\n"
     "  linear1.weight (d_ff, D)  linear1.bias (d_ff)  linear2.weight (D, d_ff)  linear2.bias (D)\n"
     "  norm1.weight (D)  norm1.bias (D)  norm2.weight (D)  norm2.bias (D)\n"
+    "and for a decoder layer also\n"
+    "  multihead_attn.in_proj_weight (3D, D)   multihead_attn.in_proj_bias (3D)\n"
+    "  multihead_attn.out_proj.weight (D, D)   multihead_attn.out_proj.bias (D)\n"
+    "  norm3.weight (D)  norm3.bias (D)\n"
     "D and d_ff are read from the shapes. In Python:\n"
     "  for k, t in layer.state_dict().items(): np.save(f\"DIR/{k}.npy\", t.numpy())\n"
     "X is (N, D) or (B, N, D), float32 or float64; Y has X's shape, in --precision.\n"
+    "M is (M, D) for X (N, D), (B, M, D) for X (B, N, D): the same B and D, any M.\n"
     "\n"
     "required:\n"
     "  --weights DIR        the folder of .npy tensors\n"
     "  --x X.npy            the input\n"
     "  --out Y.npy          the output, written atomically (nothing on any error)\n"
     "  --heads H            attention heads, dividing D\n"
+    "  --memory M.npy       with --layer decoder only: what the cross-attention reads\n"
     "options (default in brackets):\n"
+    "  --layer L            encoder or decoder [encoder]\n"
     "  --norm post|pre      LayerNorm after (post) or before (pre) each sublayer [post]\n"
     "  --variant K          the kernel, one of those below [softmax]\n"
-    "  --causal             query i sees tokens j <= i (is_causal=True) [off]\n"
+    "  --cross-variant K    decoder only: the cross-attention's kernel [--variant's]\n"
+    "  --causal             query i sees tokens j <= i (is_causal=True; a decoder's\n"
+    "                       self-attention only) [off]\n"
     "  --activation F       relu or gelu (exact, erf) [relu]\n"
     "  --precision P        float32 or float64 [float32]\n";
 static const char help_feature_map[] =
@@ -51,7 +68,9 @@ static const char help_after_kernels[] =
     "linattn: WHAT: why, naming the file at fault)\n"
     "\n"
     "example:\n"
-    "  linattn block --weights layer0/ --x x.npy --out y.npy --heads 8 --precision float64\n";
+    "  linattn block --weights layer0/ --x x.npy --out y.npy --heads 8 --precision float64\n"
+    "  linattn block --layer decoder --weights dec0/ --x tgt.npy --memory mem.npy --causal \\\n"
+    "      --out y.npy --heads 8 --variant linear --cross-variant softmax\n";
 
 /* The layer kernels that read --feature-map. */
 static int reads_feature_map(la_kernel k)
@@ -70,19 +89,44 @@ void cmd_block_help(FILE *out)
     fputs(help_after_kernels, out);
 }
 
+static const char *const layer_names[] = {"encoder", "decoder", NULL};
 static const char *const norm_names[] = {"post", "pre", NULL};
 static const char *const activation_names[] = {"relu", "gelu", NULL};
 static const char *const precision_names[] = {"float32", "float64", NULL};
+
+/* A sequence input: (N, D) or (B, N, D) with no zero dimension; *batch and *rows from
+ * its shape. 0, or 2 after one line naming the file. */
+static int check_sequence(const char *path, const la_array *a, size_t D, size_t *batch,
+                          size_t *rows)
+{
+    char shape[160];
+    if (a->ndim != 2 && a->ndim != 3)
+        return cli_fail(path, "shape %s must be (N, D) or (B, N, D)",
+                        cli_shape_str(a, shape, sizeof shape));
+    if (a->shape[a->ndim - 1] != D)
+        return cli_fail(path, "shape %s: last dim must be D = %zu, the weights' d_model",
+                        cli_shape_str(a, shape, sizeof shape), D);
+    *batch = a->ndim == 3 ? a->shape[0] : 1;
+    *rows = a->shape[a->ndim - 2];
+    if (*batch == 0 || *rows == 0)
+        return cli_fail(path, "shape %s has a zero dimension",
+                        cli_shape_str(a, shape, sizeof shape));
+    return 0;
+}
 
 int cmd_block(int argc, char **argv)
 {
     const char *weights = NULL, *x_path = NULL, *out_path = NULL, *heads_text = NULL;
     const char *norm = NULL, *attention = NULL, *activation = NULL, *precision = NULL;
     const char *feature_map = NULL, *threads_text = NULL;
+    const char *layer = NULL, *memory_path = NULL, *cross_attention = NULL;
     int causal = 0;
     const cli_flag flags[] = {
         {"weights", &weights, NULL},
         {"x", &x_path, NULL},
+        {"layer", &layer, NULL},
+        {"memory", &memory_path, NULL},
+        {"cross-variant", &cross_attention, NULL},
         {"out", &out_path, NULL},
         {"heads", &heads_text, NULL},
         {"norm", &norm, NULL},
@@ -105,21 +149,30 @@ int cmd_block(int argc, char **argv)
         if (!required[i][1])
             return cli_fail(required[i][0], "required flag is missing (see linattn help block)");
     size_t heads;
-    int norm_i = 0, activation_i = 0, precision_i = 0;
-    la_kernel kernel = LA_KERNEL_SOFTMAX;
+    int norm_i = 0, activation_i = 0, precision_i = 0, decoder = 0;
+    la_kernel kernel = LA_KERNEL_SOFTMAX, cross_kernel = LA_KERNEL_COUNT; /* as --variant */
     if ((rc = cli_parse_size("--heads", heads_text, &heads))) return rc;
     if (heads < 1) return cli_fail("--heads", "must be at least 1");
+    if ((layer && (rc = cli_parse_choice("--layer", layer, layer_names, &decoder)))) return rc;
+    if (decoder && !memory_path)
+        return cli_fail("--memory", "required with --layer decoder (see linattn help block)");
+    if (!decoder && memory_path) return cli_fail("--memory", "applies to --layer decoder only");
+    if (!decoder && cross_attention)
+        return cli_fail("--cross-variant", "applies to --layer decoder only");
     if ((norm && (rc = cli_parse_choice("--norm", norm, norm_names, &norm_i))) ||
         (attention && (rc = kn_parse_kernel("--variant", attention, kn_layer_kernel, &kernel))) ||
+        (cross_attention && (rc = kn_parse_kernel("--cross-variant", cross_attention,
+                                                  kn_layer_kernel, &cross_kernel))) ||
         (activation &&
          (rc = cli_parse_choice("--activation", activation, activation_names, &activation_i))) ||
         (precision &&
          (rc = cli_parse_choice("--precision", precision, precision_names, &precision_i))))
         return rc;
     la_feature_map fm = LA_FEATURE_ELU1;
-    if (feature_map && !reads_feature_map(kernel)) {
+    if (feature_map && !reads_feature_map(kernel) &&
+        !(cross_kernel != LA_KERNEL_COUNT && reads_feature_map(cross_kernel))) {
         char names[512];
-        return cli_fail("--feature-map", "applies to --variant %s only",
+        return cli_fail("--feature-map", "applies to a --variant or --cross-variant %s only",
                         kn_kernel_names(reads_feature_map, " or ", names, sizeof names));
     }
     if (feature_map && la_feature_map_parse(feature_map, &fm) != LA_OK)
@@ -127,29 +180,27 @@ int cmd_block(int argc, char **argv)
     if ((rc = cli_parse_threads("--threads", threads_text))) return rc;
     la_dtype dtype = precision_i ? LA_FLOAT64 : LA_FLOAT32;
 
-    /* step 2: the weights (D and d_ff from their shapes), then X */
+    /* step 2: the weights (D and d_ff from their shapes), then X and the memory */
     la_layer_weights w;
     la_load_error err;
-    la_array x = {0}, y = {0};
-    la_status st = la_layer_weights_load(&w, dtype, 0, weights, "", &err);
+    la_array x = {0}, y = {0}, memory = {0};
+    la_status st = la_layer_weights_load(&w, dtype, decoder, weights, "", &err);
     if (st != LA_OK) return cli_fail(err.path[0] ? err.path : weights, "%s", err.why);
-    if ((rc = cli_read_floats(x_path, dtype, &x))) goto done;
     const size_t D = w.d_model;
-    char shape[160];
-    if (x.ndim != 2 && x.ndim != 3) {
-        rc = cli_fail(x_path, "shape %s must be (N, D) or (B, N, D)",
-                      cli_shape_str(&x, shape, sizeof shape));
+    size_t batch, n, m = 0, memory_batch;
+    if ((rc = cli_read_floats(x_path, dtype, &x)) ||
+        (rc = check_sequence(x_path, &x, D, &batch, &n)))
         goto done;
-    }
-    if (x.shape[x.ndim - 1] != D) {
-        rc = cli_fail(x_path, "shape %s: last dim must be D = %zu, the weights' d_model",
-                      cli_shape_str(&x, shape, sizeof shape), D);
+    if (decoder && ((rc = cli_read_floats(memory_path, dtype, &memory)) ||
+                    (rc = check_sequence(memory_path, &memory, D, &memory_batch, &m))))
         goto done;
-    }
-    size_t batch = x.ndim == 3 ? x.shape[0] : 1, n = x.shape[x.ndim - 2];
-    if (batch == 0 || n == 0) {
-        rc = cli_fail(x_path, "shape %s has a zero dimension",
-                      cli_shape_str(&x, shape, sizeof shape));
+    if (decoder && (memory.ndim != x.ndim || memory_batch != batch)) {
+        char x_shape[160], m_shape[160];
+        rc = cli_fail(memory_path,
+                      "shape %s does not fit X %s: (M, D) for (N, D), (B, M, D) for "
+                      "(B, N, D)",
+                      cli_shape_str(&memory, m_shape, sizeof m_shape),
+                      cli_shape_str(&x, x_shape, sizeof x_shape));
         goto done;
     }
     if (D % heads != 0) {
@@ -164,6 +215,7 @@ int cmd_block(int argc, char **argv)
     la_layer_config_init(&c, D, heads, w.d_ff);
     c.norm = norm_i ? LA_NORM_PRE : LA_NORM_POST;
     c.attention = kernel;
+    c.cross_attention = cross_kernel;
     c.activation = activation_i ? LA_ACTIVATION_GELU : LA_ACTIVATION_RELU;
     c.feature_map = fm;
     y = x;
@@ -172,7 +224,13 @@ int cmd_block(int argc, char **argv)
         rc = cli_fail("block", "%s", la_strerror(LA_ENOMEM));
         goto done;
     }
-    if (dtype == LA_FLOAT32)
+    if (decoder && dtype == LA_FLOAT32)
+        st = la_decoder_layer_f32(&c, &w, batch, n, m, x.data, memory.data, causal, NULL, NULL,
+                                  y.data);
+    else if (decoder)
+        st = la_decoder_layer_f64(&c, &w, batch, n, m, x.data, memory.data, causal, NULL, NULL,
+                                  y.data);
+    else if (dtype == LA_FLOAT32)
         st = la_encoder_layer_f32(&c, &w, batch, n, x.data, causal, NULL, y.data);
     else
         st = la_encoder_layer_f64(&c, &w, batch, n, x.data, causal, NULL, y.data);
@@ -190,6 +248,7 @@ int cmd_block(int argc, char **argv)
 done:
     la_layer_weights_free(&w);
     la_array_free(&x);
+    la_array_free(&memory);
     la_array_free(&y);
     return rc;
 }

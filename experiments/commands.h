@@ -36,6 +36,7 @@ LA_DECLARE_COMMAND(bench);
 LA_DECLARE_COMMAND(params);
 LA_DECLARE_COMMAND(flops);
 LA_DECLARE_COMMAND(block);
+LA_DECLARE_COMMAND(model);
 LA_DECLARE_COMMAND(csv);
 
 /* The subcommand named name ("params-sweep"), from main.c's table; NULL if none.

@@ -38,6 +38,7 @@ static const char help_text[] =
     "  --m M                decoder: memory tokens of the cross-attention [N]\n"
     "  --batch B            [1]\n"
     "  --variant K          the kernel, one of those below [softmax]\n"
+    "  --cross-variant K    decoder: the cross-attention's kernel [--variant's]\n"
     "  --causal             causal self-attention [off]\n"
     "  --layer L            encoder or decoder [encoder]\n"
     "  --precision P        float32 or float64: element size of the bytes [float32]\n"
@@ -103,7 +104,8 @@ static size_t add_row(row *rows, size_t n, const char *name, double flops, doubl
 int cmd_flops(int argc, char **argv)
 {
     const char *d_model = NULL, *heads = NULL, *d_ff = NULL, *n_text = NULL, *m_text = NULL;
-    const char *batch_text = NULL, *attention = NULL, *layer = NULL, *precision = NULL;
+    const char *batch_text = NULL, *attention = NULL, *cross_attention = NULL, *layer = NULL,
+               *precision = NULL;
     const char *feature_map = NULL, *chunk = NULL, *threads = NULL, *format = NULL;
     int causal = 0;
     const cli_flag flags[] = {
@@ -114,6 +116,7 @@ int cmd_flops(int argc, char **argv)
         {"m", &m_text, NULL},
         {"batch", &batch_text, NULL},
         {"variant", &attention, NULL},
+        {"cross-variant", &cross_attention, NULL},
         {"causal", NULL, &causal},
         {"layer", &layer, NULL},
         {"precision", &precision, NULL},
@@ -128,7 +131,7 @@ int cmd_flops(int argc, char **argv)
     if (rc) return rc;
     size_t D = 0, H = 0, F = 0, N = 0, M = 0, B = 1, C = LA_DEFAULT_CHUNK;
     int decoder = 0, prec = 0, fmt = 0;
-    la_kernel kernel = LA_KERNEL_SOFTMAX;
+    la_kernel kernel = LA_KERNEL_SOFTMAX, cross_kernel = LA_KERNEL_COUNT; /* as --variant */
     if ((rc = cli_parse_size_flag("flops", "--d-model", d_model, 1, 1, &D)) ||
         (rc = cli_parse_size_flag("flops", "--heads", heads, 1, 1, &H)) ||
         (rc = cli_parse_size_flag("flops", "--d-ff", d_ff, 1, 1, &F)) ||
@@ -138,6 +141,8 @@ int cmd_flops(int argc, char **argv)
         (rc = cli_parse_size_flag("flops", "--chunk", chunk, 0, 1, &C)))
         return rc;
     if ((attention && (rc = kn_parse_kernel("--variant", attention, kn_layer_kernel, &kernel))) ||
+        (cross_attention && (rc = kn_parse_kernel("--cross-variant", cross_attention,
+                                                  kn_layer_kernel, &cross_kernel))) ||
         (layer && (rc = cli_parse_choice("--layer", layer, layer_names, &decoder))) ||
         (precision && (rc = cli_parse_choice("--precision", precision, precision_names, &prec))) ||
         (format && (rc = cli_parse_choice("--format", format, format_names, &fmt))))
@@ -145,10 +150,13 @@ int cmd_flops(int argc, char **argv)
     if ((rc = cli_parse_threads("--threads", threads))) return rc;
     if (D % H != 0) return cli_fail("--heads", "%zu does not divide --d-model %zu", H, D);
     if (m_text && !decoder) return cli_fail("--m", "applies to --layer decoder only");
+    if (cross_attention && !decoder)
+        return cli_fail("--cross-variant", "applies to --layer decoder only");
     if (!m_text) M = N;
     la_layer_config c;
     la_layer_config_init(&c, D, H, F);
     c.attention = kernel;
+    c.cross_attention = cross_kernel;
     c.chunk = C;
     if (feature_map && la_feature_map_parse(feature_map, &c.feature_map) != LA_OK)
         return cli_fail("--feature-map", "'%s' is not one of elu, relu", feature_map);
@@ -186,7 +194,9 @@ int cmd_flops(int argc, char **argv)
     printf("%s layer, %s attention%s: B = %zu, N = %zu%s, D = %zu, H = %zu, d_ff = %zu, %s\n\n",
            decoder ? "decoder" : "encoder", la_kernel_name(kernel), causal ? " (causal)" : "", B, N,
            decoder ? "" : " (M = N)", D, H, F, precision_names[prec]);
-    if (decoder) printf("cross-attention over M = %zu memory tokens\n\n", M);
+    if (decoder)
+        printf("cross-attention (%s) over M = %zu memory tokens\n\n",
+               la_kernel_name(cross_kernel == LA_KERNEL_COUNT ? kernel : cross_kernel), M);
     printf("  %-28s %16s %8s\n", "component", "GFLOP", "share");
     for (size_t i = 0; i < n; i++) {
         if (rows[i].flops < 0) continue;

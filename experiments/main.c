@@ -11,8 +11,10 @@
 /* One row per subcommand; keep in the order `linattn help` should list them. */
 static const la_command commands[] = {
     {"attend", "run one attention kernel on .npy inputs", cmd_attend, cmd_attend_help},
-    {"block", "one Transformer encoder layer on .npy input, PyTorch weights", cmd_block,
+    {"block", "one Transformer encoder or decoder layer on .npy input, PyTorch weights", cmd_block,
      cmd_block_help},
+    {"model", "a whole nn.Transformer (encoder and decoder stacks) on .npy source and target",
+     cmd_model, cmd_model_help},
     {"params", "exact parameter counts per component, as PyTorch counts them", cmd_params,
      cmd_params_help},
     {"flops", "FLOPs and memory of one Transformer layer, per component", cmd_flops,

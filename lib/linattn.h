@@ -1185,7 +1185,9 @@ typedef enum { LA_ACTIVATION_RELU = 0, LA_ACTIVATION_GELU = 1 } la_activation;
  * exact one, 0.5·x·(1 + erf(x/√2)) (PyTorch's default "gelu"). */
 typedef struct {
     size_t d_model, heads, d_ff; /* D, H (dividing D), FFN inner size (all >= 1) */
-    la_kernel attention;         /* the kernel of every attention in the layer */
+    la_kernel attention;         /* the kernel of every attention in the layer, but: */
+    la_kernel cross_attention;   /* a decoder's cross-attention; LA_KERNEL_COUNT (as init
+                                    sets it) for the same kernel as `attention` */
     la_norm_order norm;
     la_activation activation;
     double norm_eps;            /* LayerNorm ε, finite and > 0 */
@@ -1197,14 +1199,15 @@ typedef struct {
 
 #define LA_DEFAULT_NORM_EPS 1e-5
 
-/* Fills every field: the sizes given, softmax attention (fused), post-LN, ReLU,
- * norm_eps = 1e-5, φ = elu+1, linear_eps = LA_DEFAULT_EPS, chunk = LA_DEFAULT_CHUNK,
+/* Fills every field: the sizes given, softmax attention (fused) everywhere
+ * (cross_attention = LA_KERNEL_COUNT: as attention), post-LN, ReLU, norm_eps = 1e-5,
+ * φ = elu+1, linear_eps = LA_DEFAULT_EPS, chunk = LA_DEFAULT_CHUNK,
  * workspace_limit = LA_DEFAULT_WORKSPACE_LIMIT. */
 LA_API void la_layer_config_init(la_layer_config *c, size_t d_model, size_t heads, size_t d_ff);
 
 /* LA_OK, or LA_EINVAL for a zero size, H not dividing D, an unknown enum, a bad ε or
  * chunk, LA_KERNEL_LINEAR_RECURRENT (use LA_KERNEL_LINEAR: its causal form is the
- * chunked one, and cross-attention is never causal). */
+ * chunked one, and cross-attention is never causal) as attention or cross_attention. */
 LA_API la_status la_layer_config_check(const la_layer_config *c);
 
 /* The tensors of one encoder or decoder layer, by PyTorch state_dict key. */

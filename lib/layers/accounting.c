@@ -107,7 +107,8 @@ la_status la_layer_cost_model(const la_layer_config *c, int decoder, size_t batc
     if (decoder) {
         /* cross-attention: Q and out over the N rows, K and V over the M memory rows */
         la_layer_attention_problem(c, batch, n, m, 0, NULL, &p);
-        if ((st = la_attention_cost(c->attention, &p, dtype, &r.cross_attention)) != LA_OK)
+        if ((st = la_attention_cost(la_layer_cross_kernel(c), &p, dtype, &r.cross_attention)) !=
+            LA_OK)
             return st;
         r.projections += 2 * projection_flops(rows, D, D) + 2 * projection_flops(B * M, D, D);
         r.attention += r.cross_attention.flops_total;

@@ -17,6 +17,7 @@ void la_layer_config_init(la_layer_config *c, size_t d_model, size_t heads, size
     c->heads = heads;
     c->d_ff = d_ff;
     c->attention = LA_KERNEL_SOFTMAX;
+    c->cross_attention = LA_KERNEL_COUNT; /* the same as attention */
     c->norm = LA_NORM_POST;
     c->activation = LA_ACTIVATION_RELU;
     c->norm_eps = LA_DEFAULT_NORM_EPS;
@@ -32,6 +33,8 @@ la_status la_layer_config_check(const la_layer_config *c)
         return LA_EINVAL;
     /* a layer runs its kernel both with and without causal masking */
     const la_kernel_info *kernel = la_kernel_get(c->attention);
+    if (!kernel || kernel->causal != LA_CAUSAL_ALLOWED) return LA_EINVAL;
+    kernel = la_kernel_get(la_layer_cross_kernel(c));
     if (!kernel || kernel->causal != LA_CAUSAL_ALLOWED) return LA_EINVAL;
     if ((c->norm != LA_NORM_POST && c->norm != LA_NORM_PRE) ||
         (c->activation != LA_ACTIVATION_RELU && c->activation != LA_ACTIVATION_GELU))
@@ -62,6 +65,11 @@ static bool sizes_ok(size_t batch, size_t rows, size_t d, size_t elem, size_t *c
     size_t bytes;
     return la_mul_ok(batch, rows, count) && la_mul_ok(*count, d, count) &&
            la_mul_ok(*count, elem, &bytes);
+}
+
+la_kernel la_layer_cross_kernel(const la_layer_config *c)
+{
+    return c->cross_attention == LA_KERNEL_COUNT ? c->attention : c->cross_attention;
 }
 
 void la_layer_attention_problem(const la_layer_config *c, size_t batch, size_t n, size_t m,

@@ -22,6 +22,10 @@ enum { LA_LAYER_ROW_BLOCK = 256 };
 bool la_layer_scratch_elements(const la_layer_config *c, size_t batch, size_t n, size_t m,
                                size_t *elements);
 
+/* The kernel of a decoder's cross-attention: c->cross_attention, or c->attention when
+ * that is LA_KERNEL_COUNT. */
+la_kernel la_layer_cross_kernel(const la_layer_config *c);
+
 /* The kernel problem of one attention of a layer: B × H heads of d_h = D/H, c's φ, ε,
  * chunk and workspace limit, the masks given. */
 void la_layer_attention_problem(const la_layer_config *c, size_t batch, size_t n, size_t m,

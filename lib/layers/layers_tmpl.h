@@ -206,17 +206,20 @@ static la_status FN(attention_sublayer)(const la_layer_config *c, const la_layer
     const size_t rows = batch * n, D = c->d_model;
     const la_layer_tensor base = cross ? LA_W_CROSS_IN_WEIGHT : LA_W_SELF_IN_WEIGHT;
     const REAL *in_w = W(base), *in_b = W(base + 1), *out_w = W(base + 2), *out_b = W(base + 3);
+    /* the attention's own configuration: cross-attention may use another kernel */
+    la_layer_config ac = *c;
+    if (cross) ac.attention = la_layer_cross_kernel(c);
     la_status st;
     if (c->norm == LA_NORM_PRE) {
         /* tmp = LN(x); tmp = MHA(tmp, kv or tmp); x += tmp */
         st = FN(layer_norm)(rows, D, x, W(norm), W(norm + 1), c->norm_eps, tmp);
         if (st == LA_OK)
-            st = FN(mha)(c, batch, n, cross ? m : n, tmp, cross ? kv : tmp, causal, lengths, in_w,
+            st = FN(mha)(&ac, batch, n, cross ? m : n, tmp, cross ? kv : tmp, causal, lengths, in_w,
                          in_b, out_w, out_b, tmp);
         if (st == LA_OK) FN(add_residual)(rows * D, tmp, x);
     } else {
         /* tmp = MHA(x, kv or x); x = LN(x + tmp) */
-        st = FN(mha)(c, batch, n, cross ? m : n, x, cross ? kv : x, causal, lengths, in_w, in_b,
+        st = FN(mha)(&ac, batch, n, cross ? m : n, x, cross ? kv : x, causal, lengths, in_w, in_b,
                      out_w, out_b, tmp);
         if (st == LA_OK) {
             FN(add_residual)(rows * D, tmp, x);

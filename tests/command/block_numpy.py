@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """block_numpy.py — `linattn block` against an independent float64 NumPy implementation of
-torch.nn.TransformerEncoderLayer(D, H, d_ff, dropout=0, batch_first=True), and its
-handling of bad weights and input.
+torch.nn.TransformerEncoderLayer(D, H, d_ff, dropout=0, batch_first=True) and of
+TransformerDecoderLayer (--layer decoder), and its handling of bad weights and input.
 
 Usage: /usr/bin/python3 tests/block_numpy.py BUILD/linattn   (run by `make test`)
 
@@ -10,9 +10,12 @@ their state_dict keys (float32 files for --precision float32, float64 for float6
 computes the layer in NumPy exactly as PyTorch's encoder layer does (post-LN, and
 pre-LN = norm_first=True; ReLU and GELU; softmax, and the paper's elu+1 linear
 attention; causal or not; H = 1, H = D and between; X of shape (N, D) and (B, N, D)),
-and requires ‖y − ref‖ / ‖ref‖ < 1e-5 in float32 and < 1e-11 in float64.
+and requires ‖y − ref‖ / ‖ref‖ < 1e-5 in float32 and < 1e-11 in float64; then the same
+for decoder layers (masked self-attention, cross-attention over a memory of another length,
+FFN; each attention softmax or linear on its own, --variant and --cross-variant).
 Part 2: a missing, misshapen or non-float weight file, X of the wrong width, heads that
-do not divide D, and an unknown flag each exit 2 with exactly one stderr line starting
+do not divide D, an unknown flag, and for a decoder a missing cross-attention tensor, a
+memory of the wrong width or batch, and --memory without --layer decoder each exit 2 with exactly one stderr line starting
 "linattn: " (naming the file at fault where there is one) and leave no output.
 
 PyTorch itself is not used here (`make check-torch` runs tests/block_torch.py against
@@ -54,7 +57,8 @@ def gelu(x):
 def attention_heads(q, k, v, kind, causal):
     """q, k, v: (B, H, N, d_h) → (B, H, N, d_h)."""
     n = q.shape[2]
-    mask = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
+    m = k.shape[2]
+    mask = np.tril(np.ones((n, m), dtype=bool)) if causal else np.ones((n, m), dtype=bool)
     if kind == "softmax":
         scores = np.einsum("bhnd,bhmd->bhnm", q, k) / math.sqrt(q.shape[-1])
         scores = np.where(mask, scores, -np.inf)
@@ -68,15 +72,19 @@ def attention_heads(q, k, v, kind, causal):
     return (a @ v) / (a.sum(axis=-1, keepdims=True) + LINEAR_EPS)
 
 
-def self_attention(x, w, heads, kind, causal):
-    """nn.MultiheadAttention(x, x, x): packed in_proj, heads, out_proj. x: (B, N, D)."""
+def self_attention(x, w, heads, kind, causal, prefix="self_attn", kv=None):
+    """nn.MultiheadAttention(x, kv, kv): packed in_proj, heads, out_proj. x: (B, N, D),
+    kv: (B, M, D), x itself when None."""
+    kv = x if kv is None else kv
     b, n, d = x.shape
-    dh = d // heads
-    qkv = x @ w["self_attn.in_proj_weight"].T + w["self_attn.in_proj_bias"]
-    q, k, v = (qkv[..., i * d:(i + 1) * d].reshape(b, n, heads, dh).transpose(0, 2, 1, 3)
-               for i in range(3))
+    m, dh = kv.shape[1], d // heads
+    w_in, b_in = w[prefix + ".in_proj_weight"], w[prefix + ".in_proj_bias"]
+    split = lambda t, rows: t.reshape(b, rows, heads, dh).transpose(0, 2, 1, 3)
+    q = split(x @ w_in[:d].T + b_in[:d], n)
+    k = split(kv @ w_in[d:2 * d].T + b_in[d:2 * d], m)
+    v = split(kv @ w_in[2 * d:].T + b_in[2 * d:], m)
     o = attention_heads(q, k, v, kind, causal).transpose(0, 2, 1, 3).reshape(b, n, d)
-    return o @ w["self_attn.out_proj.weight"].T + w["self_attn.out_proj.bias"]
+    return o @ w[prefix + ".out_proj.weight"].T + w[prefix + ".out_proj.bias"]
 
 
 def encoder_layer(x, w, heads, norm, kind, causal, activation):
@@ -93,10 +101,27 @@ def encoder_layer(x, w, heads, norm, kind, causal, activation):
     return ln2(x + ff(x))
 
 
+def decoder_layer(x, mem, w, heads, norm, kind, cross_kind, causal, activation):
+    """TransformerDecoderLayer.forward with dropout off; tgt_mask causal or None."""
+    act = gelu if activation == "gelu" else (lambda t: np.maximum(t, 0.0))
+    ff = lambda t: act(t @ w["linear1.weight"].T + w["linear1.bias"]) @ w["linear2.weight"].T \
+        + w["linear2.bias"]
+    ln = lambda t, i: layer_norm(t, w["norm%d.weight" % i], w["norm%d.bias" % i])
+    sa = lambda t: self_attention(t, w, heads, kind, causal)
+    ca = lambda t: self_attention(t, w, heads, cross_kind, False, "multihead_attn", mem)
+    if norm == "pre":
+        x = x + sa(ln(x, 1))
+        x = x + ca(ln(x, 2))
+        return x + ff(ln(x, 3))
+    x = ln(x + sa(x), 1)
+    x = ln(x + ca(x), 2)
+    return ln(x + ff(x), 3)
+
+
 # ---------------------------------------------------------------- fixtures
 
 
-def random_weights(rng, d, d_ff):
+def random_weights(rng, d, d_ff, decoder=False):
     """A state_dict in PyTorch's shapes, every tensor random (biases, γ and β too)."""
     w = {
         "self_attn.in_proj_weight": rng.normal(0, 1 / math.sqrt(d), (3 * d, d)),
@@ -112,6 +137,15 @@ def random_weights(rng, d, d_ff):
         "norm2.weight": 1 + rng.normal(0, 0.1, d),
         "norm2.bias": rng.normal(0, 0.1, d),
     }
+    if decoder:
+        w.update({
+            "multihead_attn.in_proj_weight": rng.normal(0, 1 / math.sqrt(d), (3 * d, d)),
+            "multihead_attn.in_proj_bias": rng.normal(0, 0.1, 3 * d),
+            "multihead_attn.out_proj.weight": rng.normal(0, 1 / math.sqrt(d), (d, d)),
+            "multihead_attn.out_proj.bias": rng.normal(0, 0.1, d),
+            "norm3.weight": 1 + rng.normal(0, 0.1, d),
+            "norm3.bias": rng.normal(0, 0.1, d),
+        })
     return w
 
 
@@ -184,6 +218,53 @@ def check_numerics(r, rng):
             r.passed += 1
 
 
+def check_decoder_numerics(r, rng):
+    cases = []
+    for precision in ("float32", "float64"):
+        for norm in ("post", "pre"):
+            for kind in ("softmax", "linear"):
+                for cross_kind in ("softmax", "linear"):
+                    cases.append((precision, norm, kind, cross_kind, (len(cases) // 2) % 2 == 0))
+    for i, (precision, norm, kind, cross_kind, causal) in enumerate(cases):
+        d = [8, 12, 16][i % 3]
+        heads = [1, 2, 4, d][(i // 2) % 4]
+        d_ff = [20, 32][i % 2]
+        activation = "gelu" if i % 3 == 1 else "relu"
+        batched = i % 2 == 1
+        n, m = [(1, 5), (7, 3), (33, 40), (9, 9)][i % 4]
+        dtype = np.float32 if precision == "float32" else np.float64
+        folder = os.path.join(r.tmp, "dw%d" % i)
+        w = save_weights(folder, random_weights(rng, d, d_ff, decoder=True), dtype)
+        shape, mem_shape = ((2, n, d), (2, m, d)) if batched else ((n, d), (m, d))
+        x = rng.normal(0, 1, shape).astype(dtype)
+        mem = rng.normal(0, 1, mem_shape).astype(dtype)
+        x_path, mem_path = os.path.join(r.tmp, "dx%d.npy" % i), os.path.join(r.tmp, "dm%d.npy" % i)
+        out = os.path.join(r.tmp, "dy%d.npy" % i)
+        np.save(x_path, x)
+        np.save(mem_path, mem)
+        # --cross-variant given only when it differs, so its default (--variant's) is used too
+        args = ["--layer", "decoder", "--weights", folder, "--x", x_path, "--memory", mem_path,
+                "--out", out, "--heads", str(heads), "--norm", norm, "--variant", kind,
+                "--precision", precision, "--activation", activation] + \
+            (["--causal"] if causal else []) + \
+            (["--cross-variant", cross_kind] if cross_kind != kind or i % 4 == 0 else [])
+        what = "decoder %s %s-LN self %s cross %s causal=%s H=%d D=%d shape=%s M=%d %s" % (
+            precision, norm, kind, cross_kind, causal, heads, d, shape, m, activation)
+        p = r.run(args)
+        if p.returncode != 0:
+            r.fail("%s: exit %d: %s" % (what, p.returncode, p.stderr.strip()))
+            continue
+        y = np.load(out)
+        ref = decoder_layer(x.astype(np.float64).reshape((-1, n, d)),
+                            mem.astype(np.float64).reshape((-1, m, d)), w, heads, norm, kind,
+                            cross_kind, causal, activation).reshape(shape)
+        err = np.linalg.norm(y.astype(np.float64) - ref) / np.linalg.norm(ref)
+        if y.shape != shape or y.dtype != dtype or not np.isfinite(err) or err >= TOL[precision]:
+            r.fail("%s: shape %s dtype %s relative error %.3g" % (what, y.shape, y.dtype, err))
+        else:
+            r.passed += 1
+
+
 # ---------------------------------------------------------------- part 2: refusals
 
 
@@ -225,6 +306,35 @@ def check_refusals(r, rng):
         ("bad norm", ["--weights", good, "--x", x_path, "--heads", "2", "--norm", "middle"],
          "--norm"),
     ]
+    dgood = os.path.join(r.tmp, "dgood")
+    save_weights(dgood, random_weights(rng, d, d_ff, decoder=True), np.float32)
+    dmissing = os.path.join(r.tmp, "dmissing")
+    shutil.copytree(dgood, dmissing)
+    os.remove(os.path.join(dmissing, "multihead_attn.out_proj.bias.npy"))
+    mem = os.path.join(r.tmp, "mem.npy")
+    np.save(mem, rng.normal(0, 1, (4, d)).astype(np.float32))
+    mem_wide = os.path.join(r.tmp, "mem_wide.npy")
+    np.save(mem_wide, np.zeros((4, d + 2), np.float32))
+    mem_batched = os.path.join(r.tmp, "mem_batched.npy")
+    np.save(mem_batched, np.zeros((3, 4, d), np.float32))
+    dec = lambda folder, memory: ["--layer", "decoder", "--weights", folder, "--x", x_path,
+                                  "--heads", "2"] + (["--memory", memory] if memory else [])
+    cases += [
+        ("decoder: missing cross-attention tensor", dec(dmissing, mem),
+         "multihead_attn.out_proj.bias.npy"),
+        ("decoder: encoder weights", dec(good, mem), "multihead_attn.in_proj_weight.npy"),
+        ("decoder: memory of the wrong width", dec(dgood, mem_wide), "mem_wide.npy"),
+        ("decoder: memory batched, X not", dec(dgood, mem_batched), "mem_batched.npy"),
+        ("decoder: no --memory", dec(dgood, None), "--memory"),
+        ("encoder: --memory", ["--weights", good, "--x", x_path, "--heads", "2", "--memory", mem],
+         "--memory"),
+        ("encoder: --cross-variant", ["--weights", good, "--x", x_path, "--heads", "2",
+                                      "--cross-variant", "linear"], "--cross-variant"),
+        ("decoder: bad --cross-variant", dec(dgood, mem) + ["--cross-variant", "nonesuch"],
+         "--cross-variant"),
+        ("bad --layer", ["--layer", "middle", "--weights", good, "--x", x_path, "--heads", "2"],
+         "--layer"),
+    ]
     for what, args, named in cases:
         out = os.path.join(r.tmp, "refused.npy")
         p = r.run(args + ["--out", out])
@@ -248,6 +358,7 @@ def main():
     try:
         r = Runner(os.path.abspath(sys.argv[1]), tmp)
         check_numerics(r, rng)
+        check_decoder_numerics(r, rng)
         check_refusals(r, rng)
     finally:
         shutil.rmtree(tmp)

@@ -5,7 +5,8 @@ Usage: /usr/bin/python3 tests/command/vocabulary.py BUILD/linattn   (run by `mak
 
 The kernel names come from the registry's source (lib/attention/registry.c), not from the
 command, so a command that spells a kernel its own way fails here:
-  1. attend, block, flops and bench take their kernels with --variant, and accept every
+  1. attend, block, flops and bench take their kernels with --variant (flops also with
+     --cross-variant; model's help lists the same names as block's), and accept every
      registry name they run in both spellings (softmax_materialized, softmax-materialized);
      an unknown name, or a kernel the command cannot run, exits 2 with one line;
   2. their help texts list the registry's names, never the '-' spelling; bench's table and
@@ -130,12 +131,17 @@ def kernel_names(c, kernels):
                 c.works("block --variant %s" % spelling,
                         ["block", "--variant", spelling, "--out", c.path("b.npy")] + block)
                 c.works("flops --variant %s" % spelling, ["flops", "--variant", spelling] + flops)
+                c.works("flops --cross-variant %s" % spelling,
+                        ["flops", "--layer", "decoder", "--cross-variant", spelling] + flops)
             else:
                 c.refused("block refuses %s" % spelling,
                           ["block", "--variant", spelling, "--out", c.path("b.npy")] + block,
                           "--variant: '%s' is not one of %s" % (spelling, ", ".join(layer)))
                 c.refused("flops refuses %s" % spelling, ["flops", "--variant", spelling] + flops,
                           "--variant: '%s' is not one of %s" % (spelling, ", ".join(layer)))
+                c.refused("flops --cross-variant refuses %s" % spelling,
+                          ["flops", "--layer", "decoder", "--cross-variant", spelling] + flops,
+                          "--cross-variant: '%s' is not one of %s" % (spelling, ", ".join(layer)))
         # both spellings compute the same thing
         with open(c.path("y_%s.npy" % name), "rb") as a, \
                 open(c.path("y_%s.npy" % hyphen(name)), "rb") as b:
@@ -186,7 +192,7 @@ def kernel_names(c, kernels):
 
     # help: the registry's names, never the '-' spelling
     for command, names in (("attend", [n for n, _ in kernels]), ("bench", [n for n, _ in kernels]),
-                           ("block", layer), ("flops", layer)):
+                           ("block", layer), ("flops", layer), ("model", layer)):
         rc, text, _ = c.run(["help", command])
         problems = ["exit %d" % rc] if rc else []
         listed = re.findall(r"^  ([a-z_]+)  +\S", text.split("\nkernels (--variant")[-1], re.M)

@@ -1073,6 +1073,12 @@ static void layers(void **state)
     assert_int_equal(la_layer_config_check(&b), LA_EINVAL);
     b = c, b.attention = LA_KERNEL_COUNT;
     assert_int_equal(la_layer_config_check(&b), LA_EINVAL);
+    b = c, b.cross_attention = LA_KERNEL_LINEAR_RECURRENT;
+    assert_int_equal(la_layer_config_check(&b), LA_EINVAL);
+    b = c, b.cross_attention = (la_kernel)(LA_KERNEL_COUNT + 1);
+    assert_int_equal(la_layer_config_check(&b), LA_EINVAL);
+    b = c, b.cross_attention = LA_KERNEL_LINEAR;
+    assert_int_equal(la_layer_config_check(&b), LA_OK);
     b = c, b.norm = (la_norm_order)2;
     assert_int_equal(la_layer_config_check(&b), LA_EINVAL);
     b = c, b.activation = (la_activation)-1;

@@ -183,10 +183,14 @@ static void layer_flops(void **state)
     (void)state;
     const double B = 2, N = 300, M = 200, D = 64, H = 4, F = 256;
     for (int decoder = 0; decoder <= 1; decoder++) {
-        for (int kind = 0; kind < 2; kind++) {
+        /* kinds 0, 1: softmax or linear everywhere; 2, 3: the cross-attention the other */
+        for (int kind = 0; kind < 4; kind++) {
             la_layer_config c;
             la_layer_config_init(&c, (size_t)D, (size_t)H, (size_t)F);
-            c.attention = kind ? LA_KERNEL_LINEAR : LA_KERNEL_SOFTMAX;
+            c.attention = kind % 2 ? LA_KERNEL_LINEAR : LA_KERNEL_SOFTMAX;
+            la_kernel cross_kernel = c.attention;
+            if (kind >= 2)
+                c.cross_attention = cross_kernel = kind % 2 ? LA_KERNEL_SOFTMAX : LA_KERNEL_LINEAR;
             la_layer_cost lc;
             assert_int_equal(la_layer_cost_model(&c, decoder, 2, 300, 200, 1, LA_FLOAT32, &lc),
                              LA_OK);
@@ -206,7 +210,8 @@ static void layer_flops(void **state)
             assert_int_equal(la_attention_cost(c.attention, &p, LA_FLOAT32, &self), LA_OK);
             if (decoder) {
                 la_problem_init(&p, 2, 4, 300, 200, 16, 16);
-                assert_int_equal(la_attention_cost(c.attention, &p, LA_FLOAT32, &cross), LA_OK);
+                assert_int_equal(la_attention_cost(cross_kernel, &p, LA_FLOAT32, &cross), LA_OK);
+                assert_true(lc.cross_attention.flops_total == cross.flops_total);
             }
             assert_true(lc.attention == self.flops_total + cross.flops_total);
             assert_true(lc.self_attention.flops_total == self.flops_total);

@@ -110,11 +110,14 @@ static void ref_attention_sublayer(const la_layer_config *c, const la_layer_weig
     const size_t D = c->d_model;
     la_layer_tensor base = cross ? LA_W_CROSS_IN_WEIGHT : LA_W_SELF_IN_WEIGHT;
     double *in = tu_f64(B * N * D), *t = tu_f64(B * N * D);
+    /* cross-attention runs c->cross_attention, unless that is LA_KERNEL_COUNT */
+    la_layer_config ac = *c;
+    if (cross && c->cross_attention != LA_KERNEL_COUNT) ac.attention = c->cross_attention;
     if (c->norm == LA_NORM_PRE)
         ref_layer_norm(B * N, D, x, WT(w, norm), WT(w, norm + 1), c->norm_eps, in);
     else
         memcpy(in, x, B * N * D * sizeof *in);
-    ref_mha(c, B, N, cross ? M : N, in, cross ? kv : in, causal, lengths, WT(w, base),
+    ref_mha(&ac, B, N, cross ? M : N, in, cross ? kv : in, causal, lengths, WT(w, base),
             WT(w, base + 1), WT(w, base + 2), WT(w, base + 3), t);
     for (size_t e = 0; e < B * N * D; e++)
         x[e] += t[e];
@@ -322,13 +325,14 @@ static void multi_head_attention(void **state)
 }
 
 /* One encoder (or decoder) layer case in both precisions, out != x and out == x. */
-static void check_layer(tu_rng *r, int decoder, la_kernel kernel, la_norm_order norm, size_t B,
-                        size_t N, size_t M, size_t D, size_t H, size_t F, int causal, int lengths,
-                        la_activation act)
+static void check_layer(tu_rng *r, int decoder, la_kernel kernel, la_kernel cross_kernel,
+                        la_norm_order norm, size_t B, size_t N, size_t M, size_t D, size_t H,
+                        size_t F, int causal, int lengths, la_activation act)
 {
     la_layer_config c;
     la_layer_config_init(&c, D, H, F);
     c.attention = kernel;
+    c.cross_attention = cross_kernel;
     c.norm = norm;
     c.activation = act;
     la_layer_weights w64, w32;
@@ -376,25 +380,28 @@ static void encoder_layers(void **state)
         for (int lin = 0; lin <= 1; lin++)
             for (size_t hi = 0; hi < 3; hi++)
                 for (int causal = 0; causal <= 1; causal++)
-                    check_layer(&r, 0, lin ? LA_KERNEL_LINEAR : LA_KERNEL_SOFTMAX,
+                    check_layer(&r, 0, lin ? LA_KERNEL_LINEAR : LA_KERNEL_SOFTMAX, LA_KERNEL_COUNT,
                                 (la_norm_order)norm, 2, 11, 11, 16, heads[hi], 24, causal,
                                 (int)(tu_next(&r) % 2), (la_activation)(tu_next(&r) % 2));
-    check_layer(&r, 0, LA_KERNEL_SOFTMAX, LA_NORM_POST, 1, 100, 100, 32, 4, 64, 0, 0,
-                LA_ACTIVATION_RELU);
+    check_layer(&r, 0, LA_KERNEL_SOFTMAX, LA_KERNEL_COUNT, LA_NORM_POST, 1, 100, 100, 32, 4, 64, 0,
+                0, LA_ACTIVATION_RELU);
 }
 
-/* Decoder layers: masked self-attention, cross-attention (M != N, memory lengths), FFN. */
+/* Decoder layers: masked self-attention, cross-attention (M != N, memory lengths), FFN;
+ * the cross-attention's kernel the self-attention's (LA_KERNEL_COUNT) or its own. */
 static void decoder_layers(void **state)
 {
     (void)state;
     tu_rng r = tu_rng_for("decoder_layers");
     const size_t heads[] = {1, 2, 8};
+    const la_kernel cross[] = {LA_KERNEL_COUNT, LA_KERNEL_SOFTMAX, LA_KERNEL_LINEAR};
     for (int norm = 0; norm <= 1; norm++)
         for (int lin = 0; lin <= 1; lin++)
-            for (size_t hi = 0; hi < 3; hi++)
-                check_layer(&r, 1, lin ? LA_KERNEL_LINEAR : LA_KERNEL_SOFTMAX, (la_norm_order)norm,
-                            2, 7, 10, 8, heads[hi], 12, 1, (int)(tu_next(&r) % 2),
-                            LA_ACTIVATION_RELU);
+            for (size_t ci = 0; ci < 3; ci++)
+                for (size_t hi = 0; hi < 3; hi++)
+                    check_layer(&r, 1, lin ? LA_KERNEL_LINEAR : LA_KERNEL_SOFTMAX, cross[ci],
+                                (la_norm_order)norm, 2, 7, 10, 8, heads[hi], 12, 1,
+                                (int)(tu_next(&r) % 2), LA_ACTIVATION_RELU);
 }
 
 /* Stacks as nn.Transformer: encoder layers + encoder.norm, decoder layers + decoder.norm,
