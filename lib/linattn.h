@@ -82,7 +82,7 @@
  *     la_ref_feature_map                  φ, element-wise
  *   cost model
  *     la_visible_pairs                    (query, key) pairs the masks leave visible
- *     la_attention_cost                   FLOPs, workspace and I/O bytes of one call
+ *     la_attention_cost                   FLOPs, workspace, I/O and minimum bytes of one call
  *   backward passes (d_q, d_k, d_v from d_out)
  *     la_attention_backward_f32/_f64      dispatch by la_kernel
  *     la_ref_attention_backward           the float64 oracle of any kernel's backward
@@ -901,6 +901,19 @@ typedef struct {
                                256) (causal 64 + r), a d_k × bk key block and row
                                statistics per thread */
     double io_bytes;        /* q, k, v read and out written once */
+    double bytes_min;       /* the fewest bytes the algorithm moves to and from memory:
+                               io_bytes, plus what it holds beyond registers and cache by
+                               its design, written once and read once (per head unless said;
+                               in elements of the call's type unless said):
+                               softmax, hard, local: nothing more (never the scores);
+                               softmax_materialized: the N×M scores, 2·N·M;
+                               linear (every form): S and z, 2·(d_k·d_v + d_k);
+                               linformer: K' and V', 2·k·(d_k + d_v), and E and F read once
+                               per call, 2·k·M float64;
+                               favor (both forms): S and z on m features, 2·(m·d_v + m),
+                               and W read once per call, m·d_k float64.
+                               Backward: io_bytes. `linattn roofline` divides flops_total
+                               by it: the arithmetic intensity */
 } la_cost;
 
 /* Visible (query, key) pairs of one head of batch entry b under the masks. */

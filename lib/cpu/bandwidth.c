@@ -9,8 +9,9 @@
  * main loop is 4 vaddpd with ymm memory operands (one 32-byte load each) and the index
  * update, no stores; la_triad's is vmulpd (s · a ymm load of c), vaddpd (+ a ymm load of
  * b) and one vmovupd store per 4 elements (no FMA: -std=c11 keeps contraction off), on
- * x86-64-v3 builds; the portable baseline gives the SSE2 forms of the same loops. The sum and sampled triad values are checked against their known
- * values, so a pass cannot be dropped or shortened by the compiler. */
+ * x86-64-v3 builds; the portable baseline gives the SSE2 forms of the same loops. The sum and
+ * sampled triad values are checked against their known values, so a pass cannot be dropped or
+ * shortened by the compiler. */
 #include "cpu/bandwidth.h"
 
 #include "core/internal.h"
