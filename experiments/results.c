@@ -133,6 +133,10 @@ static const experiment suite[] = {
      {NULL},
      {"--n", "16:1024", "--min-time", "0.02"},
      15, 2, NULL},
+    {"roofline", "roofline.csv", " (N = 256..16384 x4, d = 32, 64, 128, float32 and float64)",
+     {NULL},
+     {"--n", "256,1024", "--d", "64", "--min-time", "0.02"},
+     240, 8, NULL},
 };
 // clang-format on
 enum { N_EXPERIMENTS = sizeof suite / sizeof suite[0] };
@@ -993,9 +997,9 @@ static int summary(const config *c)
             meta_value(c, from, "threads", v[4], sizeof v[4]),
             meta_value(c, from, "load_average", v[5], sizeof v[5]));
     /* the machine check of each timing experiment, where the files have it */
-    static const char *const timed[] = {"scaling.csv", "scaling_train.csv", "crossover.csv",
-                                        "decode.csv",  "block.csv",         "complexity.csv",
-                                        NULL};
+    static const char *const timed[] = {
+        "scaling.csv", "scaling_train.csv", "crossover.csv", "decode.csv",
+        "block.csv",   "complexity.csv",    "roofline.csv",  NULL};
     for (const char *const *file = timed; *file; file++) {
         meta_value(c, *file, "noisy", v[6], sizeof v[6]);
         if (strncmp(v[6], "yes", 3) == 0)
