@@ -56,6 +56,12 @@ static const char help_columns[] =
     "                   (la_attention_cost, lib/attention/cost.c): the visible (query,\n"
     "                   key) pairs only, so causal softmax counts about half of non-causal\n"
     "  pct_of_sgemm     100 · gflops / the yardstick's gflops at the same thread count\n"
+    "  pct_of_peak      100 · gflops / the FMA peak at the same thread count (empty where\n"
+    "                   the AVX-512 probe does not run)\n"
+    "  pct_of_roofline  100 · gflops / min(FMA peak, intensity · triad bandwidth), the\n"
+    "                   roofline bound (linattn help roofline): intensity is FLOPs over\n"
+    "                   the cost model's minimum bytes (la_cost.bytes_min), the triad\n"
+    "                   bandwidth la_memory_bandwidth_gbs's on the same threads\n"
     "  workspace_bytes  the scratch the kernel allocates, from the cost model: a model of\n"
     "                   its allocations, not a measurement\n"
     "  sgemm_gflops     the yardstick's rate (csv only; the table's header gives it)\n"
@@ -276,8 +282,9 @@ typedef struct {
     int rank_above_m; /* skipped: the kernel projects to K = --proj-rank rows, K > M */
     la_status status; /* LA_OK, or why the point was skipped */
     res_timing t;
-    double gflops, pct_of_sgemm; /* NAN when the FLOP model has no count */
-    double workspace_bytes;      /* the cost model's; NAN when it has none */
+    double gflops, pct_of_sgemm;         /* NAN when the FLOP model has no count */
+    double pct_of_peak, pct_of_roofline; /* NAN also where there is no FMA peak */
+    double workspace_bytes;              /* the cost model's; NAN when it has none */
 } bench_point;
 
 static la_problem problem_of(const bench_point *pt, const bench_shape *s)
@@ -339,6 +346,7 @@ typedef struct {
     res_timing t;
     double gflops;
     double peak_gflops; /* the FMA peak on the same threads (NAN: not measurable here) */
+    double triad_gbs;   /* the triad bandwidth on the same threads (NAN: not measured) */
 } sgemm_result;
 
 typedef struct {
@@ -378,6 +386,8 @@ static int measure_sgemm(int threads, const timing_rule *rule, sgemm_result *out
         if (rc == 0)
             out->gflops = 2.0 * SGEMM_SIZE * SGEMM_SIZE * SGEMM_SIZE / out->t.median_s * 1e-9;
         out->peak_gflops = la_fma_peak_gflops(threads);
+        if (la_memory_bandwidth_gbs(LA_BANDWIDTH_TRIAD, threads, &out->triad_gbs) != LA_OK)
+            out->triad_gbs = NAN;
     }
     free(a);
     free(b);
@@ -461,6 +471,7 @@ static void measure_point(bench_point *pt, const bench_shape *s, const bench_inp
     const la_kernel kernel = pt->kernel;
     const la_problem p = problem_of(pt, s);
     pt->gflops = pt->pct_of_sgemm = pt->workspace_bytes = NAN;
+    pt->pct_of_peak = pt->pct_of_roofline = NAN;
     if (!ps_kernel_has(kernel, pt->pass)) {
         pt->no_backward = 1;
         pt->status = LA_EINVAL;
@@ -483,6 +494,11 @@ static void measure_point(bench_point *pt, const bench_shape *s, const bench_inp
     if (pt->status != LA_OK || !have_cost) return;
     pt->gflops = flops / pt->t.median_s * 1e-9;
     pt->pct_of_sgemm = 100.0 * pt->gflops / sgemm->gflops;
+    /* NAN propagates where the probes have no value */
+    const double roof = fmin(sgemm->peak_gflops, flops / cost.bytes_min * sgemm->triad_gbs);
+    pt->pct_of_peak = 100.0 * pt->gflops / sgemm->peak_gflops;
+    pt->pct_of_roofline =
+        isnan(sgemm->peak_gflops) || isnan(sgemm->triad_gbs) ? NAN : 100.0 * pt->gflops / roof;
 }
 
 /* ---------------------------------------------------------------- output */
@@ -494,7 +510,7 @@ static const char *const format_names[] = {"table", "csv", NULL};
  * in the experiments' files. */
 static const char CSV_COLUMNS[] =
     "variant,kernel,causal,n,m,d_k,d_v,heads,batch,threads,status,reps,median_s,min_s,max_s,"
-    "gflops,pct_of_sgemm,workspace_bytes,sgemm_gflops,note";
+    "gflops,pct_of_sgemm,pct_of_peak,pct_of_roofline,workspace_bytes,sgemm_gflops,note";
 static const char ABOUT[] = "float32 attention kernels against BLIS sgemm, one process";
 
 /* The FMA peak beside the yardstick: how far below the hardware sgemm itself runs. */
@@ -507,6 +523,13 @@ static void write_peak(FILE *out, const sgemm_result *sgemm)
                 "# fma_peak_gflops: %.1f (%d threads, 16-lane FMAs in registers; sgemm runs at "
                 "%.0f%% of it)\n",
                 sgemm->peak_gflops, sgemm->threads, 100 * sgemm->gflops / sgemm->peak_gflops);
+    if (isnan(sgemm->triad_gbs))
+        fprintf(out, "# triad_gbs: - (the bandwidth probe failed)\n");
+    else
+        fprintf(out,
+                "# triad_gbs: %.1f (%d threads, STREAM's triad, write-allocate not counted; the "
+                "roofline's memory ceiling)\n",
+                sgemm->triad_gbs, sgemm->threads);
 }
 
 /* What the pass times, for the header's # pass line. */
@@ -574,9 +597,9 @@ static res_file *start_output(const bench_run *run, const sgemm_result *sgemm, i
     if (run->format == FORMAT_TABLE) {
         res_write_meta(stdout, "bench", ABOUT, run->argc, run->argv);
         write_bench_meta(stdout, &run->shape, run->m_text, run->pass, &run->rule, sgemm);
-        printf("%-26s %-9s %7s %7s %7s %5s %10s %10s %10s %8s %12s %15s  %s\n", "variant", "causal",
-               "n", "m", "threads", "runs", "median_s", "min_s", "max_s", "gflops", "pct_of_sgemm",
-               "workspace_bytes", "note");
+        printf("%-26s %-9s %7s %7s %7s %5s %10s %10s %10s %8s %12s %11s %15s %15s  %s\n", "variant",
+               "causal", "n", "m", "threads", "runs", "median_s", "min_s", "max_s", "gflops",
+               "pct_of_sgemm", "pct_of_peak", "pct_of_roofline", "workspace_bytes", "note");
         return NULL;
     }
     char *extra = NULL, err[512];
@@ -600,13 +623,17 @@ static res_file *start_output(const bench_run *run, const sgemm_result *sgemm, i
 static int print_sgemm(res_file *csv, const sgemm_result *g)
 {
     const res_timing *t = &g->t;
+    char peak[32] = "";
+    if (!isnan(g->peak_gflops))
+        snprintf(peak, sizeof peak, csv ? "%.2f" : "%.1f", 100 * g->gflops / g->peak_gflops);
     if (csv)
-        return res_row(csv, "sgemm,,0,%d,%d,%d,%d,1,1,%d,ok,%d,%.6g,%.6g,%.6g,%.2f,100.00,,%.2f,",
+        return res_row(csv,
+                       "sgemm,,0,%d,%d,%d,%d,1,1,%d,ok,%d,%.6g,%.6g,%.6g,%.2f,100.00,%s,,,%.2f,",
                        SGEMM_SIZE, SGEMM_SIZE, SGEMM_SIZE, SGEMM_SIZE, g->threads, t->reps,
-                       t->median_s, t->min_s, t->max_s, g->gflops, g->gflops);
-    printf("%-26s %-9s %7d %7d %7d %5d %10.4g %10.4g %10.4g %8.1f %12.1f %15s  %s\n", "sgemm", "-",
-           SGEMM_SIZE, SGEMM_SIZE, g->threads, t->reps, t->median_s, t->min_s, t->max_s, g->gflops,
-           100.0, "-", "the yardstick");
+                       t->median_s, t->min_s, t->max_s, g->gflops, peak, g->gflops);
+    printf("%-26s %-9s %7d %7d %7d %5d %10.4g %10.4g %10.4g %8.1f %12.1f %11s %15s %15s  %s\n",
+           "sgemm", "-", SGEMM_SIZE, SGEMM_SIZE, g->threads, t->reps, t->median_s, t->min_s,
+           t->max_s, g->gflops, 100.0, peak[0] ? peak : "-", "-", "-", "the yardstick");
     fflush(stdout);
     return 0;
 }
@@ -619,6 +646,7 @@ static int print_point(res_file *csv, const bench_point *pt, const bench_shape *
     const int ok = pt->status == LA_OK;
     const char *time_format = csv ? "%.6g" : "%.4g", *rate_format = csv ? "%.2f" : "%.1f";
     char runs[16] = "0", median[32], min[32], max[32], gflops[32], pct[32], workspace[32];
+    char pct_peak[32], pct_roof[32];
     char note[96] = "ok";
     strcpy(median, csv ? "" : "-");
     strcpy(min, median);
@@ -626,6 +654,8 @@ static int print_point(res_file *csv, const bench_point *pt, const bench_shape *
     strcpy(gflops, median);
     strcpy(pct, median);
     strcpy(workspace, median);
+    strcpy(pct_peak, median);
+    strcpy(pct_roof, median);
     if (ok) {
         snprintf(runs, sizeof runs, "%d", pt->t.reps);
         snprintf(median, sizeof median, time_format, pt->t.median_s);
@@ -638,20 +668,23 @@ static int print_point(res_file *csv, const bench_point *pt, const bench_shape *
         snprintf(gflops, sizeof gflops, rate_format, pt->gflops);
         snprintf(pct, sizeof pct, rate_format, pt->pct_of_sgemm);
     }
+    if (!isnan(pt->pct_of_peak)) snprintf(pct_peak, sizeof pct_peak, rate_format, pt->pct_of_peak);
+    if (!isnan(pt->pct_of_roofline))
+        snprintf(pct_roof, sizeof pct_roof, rate_format, pt->pct_of_roofline);
     if (!isnan(pt->workspace_bytes))
         snprintf(workspace, sizeof workspace, "%.0f", pt->workspace_bytes);
 
     if (csv)
-        return res_row(csv, "%s,%s,%d,%zu,%zu,%zu,%zu,%zu,1,%d,%s,%s,%s,%s,%s,%s,%s,%s,%.2f,%s",
-                       la_kernel_series(pt->kernel, pt->causal), la_kernel_name(pt->kernel),
-                       pt->causal, pt->n, pt->m, s->d_k, s->d_v, s->heads, pt->threads,
-                       status_name(pt), runs, median, min, max, gflops, pct, workspace,
-                       sgemm->gflops, ok ? "" : skip_reason(pt));
+        return res_row(
+            csv, "%s,%s,%d,%zu,%zu,%zu,%zu,%zu,1,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.2f,%s",
+            la_kernel_series(pt->kernel, pt->causal), la_kernel_name(pt->kernel), pt->causal, pt->n,
+            pt->m, s->d_k, s->d_v, s->heads, pt->threads, status_name(pt), runs, median, min, max,
+            gflops, pct, pct_peak, pct_roof, workspace, sgemm->gflops, ok ? "" : skip_reason(pt));
     char label[96];
-    printf("%-26s %-9s %7zu %7zu %7d %5s %10s %10s %10s %8s %12s %15s%s%s\n",
+    printf("%-26s %-9s %7zu %7zu %7d %5s %10s %10s %10s %8s %12s %11s %15s %15s%s%s\n",
            variant_label(pt, label, sizeof label), causal_label(pt), pt->n, pt->m, pt->threads,
-           ok ? runs : "-", median, min, max, gflops, pct, workspace, ok ? "" : "  ",
-           ok ? "" : note);
+           ok ? runs : "-", median, min, max, gflops, pct, pct_peak, pct_roof, workspace,
+           ok ? "" : "  ", ok ? "" : note);
     fflush(stdout);
     return 0;
 }

@@ -112,7 +112,7 @@ typedef struct {
 
 /* The ceilings, measured once at the start. NAN where a probe has no value. */
 typedef struct {
-    double peak1[2], peak[2]; /* GFLOP/s, [dtype]: 1 thread, the run's threads */
+    double peak1[2], peak[2];          /* GFLOP/s, [dtype]: 1 thread, the run's threads */
     double read1, read, triad1, triad; /* GB/s */
 } ceilings;
 
@@ -127,9 +127,12 @@ static int parse(int argc, char **argv, config *c)
     const char *n = NULL, *d = NULL, *dtype = NULL, *heads = NULL, *variant = NULL;
     sw_common_text common = {0};
     const cli_flag flags[] = {
-        {"n", &n, NULL},          {"d", &d, NULL},
-        {"dtype", &dtype, NULL},  {"heads", &heads, NULL},
-        {"variant", &variant, NULL}, SW_COMMON_FLAGS(common),
+        {"n", &n, NULL},
+        {"d", &d, NULL},
+        {"dtype", &dtype, NULL},
+        {"heads", &heads, NULL},
+        {"variant", &variant, NULL},
+        SW_COMMON_FLAGS(common),
         {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
@@ -254,7 +257,8 @@ static int run_kernel(void *ctx)
 {
     const body_ctx *b = ctx;
     const inputs *in = b->in;
-    if (b->f64) return (int)la_attention_f64(b->kernel, &b->p, in->q64, in->k64, in->v64, in->out64);
+    if (b->f64)
+        return (int)la_attention_f64(b->kernel, &b->p, in->q64, in->k64, in->v64, in->out64);
     return (int)la_attention_f32(b->kernel, &b->p, in->q, in->k, in->v, in->out);
 }
 
@@ -423,7 +427,7 @@ static void print_summary(res_file *f, const config *c, const ceilings *m)
                 const int have = res_get(f, row, "roofline_gflops", &roof) == 0 &&
                                  res_get(f, row, "pct_of_peak", &pp) == 0 &&
                                  res_get(f, row, "pct_of_roofline", &pr) == 0;
-                const char *bound = !have                                  ? "-"
+                const char *bound = !have                                 ? "-"
                                     : intensity * m->triad < m->peak[f64] ? "memory"
                                                                           : "compute";
                 if (have)
@@ -463,8 +467,8 @@ int cmd_roofline(int argc, char **argv)
              "%d threads; intensity = flops / bytes_min (la_cost)\n",
              (unsigned long long)c.common.seed, num(b[0], 32, "%.4g", m.peak1[0]),
              num(b[1], 32, "%.4g", m.peak[0]), threads, num(b[2], 32, "%.4g", m.peak1[1]),
-             num(b[3], 32, "%.4g", m.peak[1]), threads, m.read1, m.read, threads, m.triad1,
-             m.triad, threads, threads);
+             num(b[3], 32, "%.4g", m.peak[1]), threads, m.read1, m.read, threads, m.triad1, m.triad,
+             threads, threads);
     res_meta_extra(meta);
     res_file *f = res_open(c.common.out, "roofline",
                            "achieved GFLOP/s of each kernel against its arithmetic intensity, "
@@ -499,8 +503,8 @@ int cmd_roofline(int argc, char **argv)
                 char what[64];
                 snprintf(what, sizeof what, "%s d=%zu N=%zu", dtype_name(c.dtypes[di]), c.ds[j],
                          c.ns[i]);
-                res_progress_step(&pr, ++point,
-                                  (double)c.ns[i] * (double)c.ns[i] * (double)c.ds[j], what);
+                res_progress_step(&pr, ++point, (double)c.ns[i] * (double)c.ns[i] * (double)c.ds[j],
+                                  what);
                 rc = measure_point(f, &c, &m, c.dtypes[di], c.ds[j], c.ns[i], tracks, &in);
                 if (rc == 1) fprintf(stderr, "linattn: %s: write failed\n", res_path(f));
             }
