@@ -16,7 +16,6 @@
 
 #include "core/internal.h"
 
-#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
