@@ -113,17 +113,18 @@ static const char help_columns[] =
     "B = 1, H = 8, d_k = d_v = 64, N = M; the yardstick re-measured for each thread\n"
     "count):\n";
 static const char help_ceilings[] =
-    "and against this machine's own ceilings, measured in the same run (B = 1, H = 8, the\n"
-    "point's d; float64 where it says so): the FMA peak of the dtype and threads, the\n"
-    "roofline bound min(peak, intensity * triad bandwidth) (linattn help roofline), the\n"
-    "streaming-read bandwidth for decoding (one query over t keys: the cost model's\n"
-    "minimum bytes per second), and sgemm for the FFN (la_ffn_f32, D = 512, d_ff = 2048,\n"
-    "rows = N; its two products' FLOPs):\n";
-static const char help_end[] =
     "(a goal on a backward reads the /backward rows, and a goal marked (model) the cost\n"
-    "model alone.) It prints the measurement table, one line per goal (goal, target,\n"
-    "measured, met: yes, no, or \"skipped: no backward\" while the library has no backward\n"
-    "for the kernel) and \"goals met: X of Y\".\n"
+    "model alone), and against this machine's own ceilings, measured in the same run\n"
+    "(B = 1, H = 8, the point's d; float64 where it says so): the FMA peak of the dtype\n"
+    "and threads, the roofline bound min(peak, intensity * triad bandwidth) (linattn help\n"
+    "roofline), the streaming-read bandwidth for decoding (one query over t keys: the\n"
+    "cost model's minimum bytes per second), and sgemm for the FFN (la_ffn_f32, D = 512,\n"
+    "d_ff = 2048, rows = N; its two products' FLOPs):\n";
+static const char help_end[] =
+    "It prints the measurement table (the points against the ceilings as # lines after\n"
+    "it), one line per goal (goal, target, measured, met: yes, no, or \"skipped: no\n"
+    "backward\" while the library has no backward for the kernel) and \"goals met: X of\n"
+    "Y\".\n"
     "To bound its time (a few minutes), a point that cannot take under 1 s per call even\n"
     "at the sgemm rate runs min(R, 3) times, and a warm-up of 1 s or more counts as the\n"
     "first run. `make bench` runs it and keeps the output in build/bench.txt.\n"
