@@ -11,6 +11,8 @@
 #                   also kept in build/bench.txt (`linattn help bench`)
 #   make fuzz       libFuzzer on the .npy parser, the weights loader and the --resume
 #                   reader, FUZZ_SECONDS (60) each
+#   make bench-peers  ONNX Runtime (npm's onnxruntime-node, in build/onnx) and PyTorch 1.13 on
+#                   bench's shapes, with the ratios linattn/peer (not in make test)
 #   make check-torch  `linattn block` against PyTorch's own TransformerEncoderLayer and
 #                   TransformerDecoderLayer, `linattn model` against nn.Transformer
 #                   (installs Debian's python3-torch, about 230 packages: not in make test)
@@ -74,7 +76,7 @@ TEST_UTIL := $(BUILD)/tests/testutil.o
 HEADERS := $(wildcard lib/*.h lib/*/*.h) $(wildcard experiments/*.h experiments/common/*.h) \
            $(wildcard tests/*.h)
 
-.PHONY: all deps test test-portable bench results results-update plots fuzz check-torch install format check-format clean
+.PHONY: all deps test test-portable bench bench-peers results results-update plots fuzz check-torch install format check-format clean
 .SECONDARY:
 all: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn $(BUILD)/libcommand.a
 
@@ -132,7 +134,7 @@ $(COUNTED_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/count/liblinattn.a
 # The Python checks of the command (tests/command/*.py), each given the command's path.
 PY_CHECKS := attend_numpy attend_grad_numpy results_files scaling_sweeps plot_figures \
              csv_load results_folders params_models block_numpy data_numpy vocabulary \
-             approx_runs complexity_runs model_numpy
+             approx_runs complexity_runs model_numpy roofline_runs
 
 # Every test runs even when an earlier one fails (scripts/run-tests); the last lines say
 # what failed and why, and the logs stay in $(BUILD)/test-logs.
@@ -219,6 +221,24 @@ bench: $(BUILD)/linattn
 	@mkdir -p build
 	@{ $(BUILD)/linattn bench --goals 2>&1; echo $$? > build/bench.status; } | tee build/bench.txt; \
 	exit $$(cat build/bench.status)
+
+# `make bench-peers`: the peers on bench's shapes (B = 1, H = 8, d = 64, 2 threads, N =
+# PEER_N), each printed with the ratio linattn/peer: ONNX Runtime's CPU opset-23 Attention
+# (plain and causal) and linear attention as a graph of standard ONNX operators
+# (scripts/peer_onnx.js, run with Debian's nodejs; onnxruntime-node installed from npm into
+# build/onnx, its CUDA download skipped: the CPU binaries are in the package), then PyTorch
+# 1.13 (scripts/peer_torch.py) when python3-torch is installed (make check-torch).
+PEER_N ?= 4096
+ONNXRUNTIME_VERSION ?= 1.30.0
+bench-peers: $(BUILD)/linattn
+	@scripts/ensure-deps node
+	@[ -d build/onnx/node_modules/onnxruntime-node ] || \
+	    ONNXRUNTIME_NODE_INSTALL=skip npm install --prefix build/onnx --no-audit --no-fund \
+	        onnxruntime-node@$(ONNXRUNTIME_VERSION)
+	node scripts/peer_onnx.js $(BUILD)/linattn $(PEER_N)
+	@if /usr/bin/python3 -c 'import torch' 2>/dev/null; then \
+	    /usr/bin/python3 scripts/peer_torch.py --n $(PEER_N) --linattn $(BUILD)/linattn; \
+	else echo "bench-peers: PyTorch not installed (make check-torch installs python3-torch): skipped"; fi
 
 # `make results`: the suite into a new run folder results/runs/DATE-COMMIT/ (CSV, figures,
 # SUMMARY.md; results/runs/latest points to it), never into the committed reference.

@@ -56,6 +56,12 @@ static const char help_columns[] =
     "                   (la_attention_cost, lib/attention/cost.c): the visible (query,\n"
     "                   key) pairs only, so causal softmax counts about half of non-causal\n"
     "  pct_of_sgemm     100 · gflops / the yardstick's gflops at the same thread count\n"
+    "  pct_of_peak      100 · gflops / the FMA peak at the same thread count (empty where\n"
+    "                   the AVX-512 probe does not run)\n"
+    "  pct_of_roofline  100 · gflops / min(FMA peak, intensity · triad bandwidth), the\n"
+    "                   roofline bound (linattn help roofline): intensity is FLOPs over\n"
+    "                   the cost model's minimum bytes (la_cost.bytes_min), the triad\n"
+    "                   bandwidth la_memory_bandwidth_gbs's on the same threads\n"
     "  workspace_bytes  the scratch the kernel allocates, from the cost model: a model of\n"
     "                   its allocations, not a measurement\n"
     "  sgemm_gflops     the yardstick's rate (csv only; the table's header gives it)\n"
@@ -106,12 +112,20 @@ static const char help_columns[] =
     "--goals measures the project's performance goals instead, on fixed points (float32,\n"
     "B = 1, H = 8, d_k = d_v = 64, N = M; the yardstick re-measured for each thread\n"
     "count):\n";
-static const char help_end[] =
+static const char help_ceilings[] =
     "(a goal on a backward reads the /backward rows, and a goal marked (model) the cost\n"
-    "model alone.) It prints the measurement table, one line per goal (goal, target,\n"
-    "measured, met: yes, no, or \"skipped: no backward\" while the library has no backward\n"
-    "for the kernel) and \"goals met: X of Y\".\n"
-    "To bound its time (about a minute), a point that cannot take under 1 s per call even\n"
+    "model alone), and against this machine's own ceilings, measured in the same run\n"
+    "(B = 1, H = 8, the point's d; float64 where it says so): the FMA peak of the dtype\n"
+    "and threads, the roofline bound min(peak, intensity * triad bandwidth) (linattn help\n"
+    "roofline), the streaming-read bandwidth for decoding (one query over t keys: the\n"
+    "cost model's minimum bytes per second), and sgemm for the FFN (la_ffn_f32, D = 512,\n"
+    "d_ff = 2048, rows = N; its two products' FLOPs):\n";
+static const char help_end[] =
+    "It prints the measurement table (the points against the ceilings as # lines after\n"
+    "it), one line per goal (goal, target, measured, met: yes, no, or \"skipped: no\n"
+    "backward\" while the library has no backward for the kernel) and \"goals met: X of\n"
+    "Y\".\n"
+    "To bound its time (a few minutes), a point that cannot take under 1 s per call even\n"
     "at the sgemm rate runs min(R, 3) times, and a warm-up of 1 s or more counts as the\n"
     "first run. `make bench` runs it and keeps the output in build/bench.txt.\n"
     "\n"
@@ -218,6 +232,76 @@ static const goal goals[] = {
 // clang-format on
 enum { N_GOALS = sizeof goals / sizeof goals[0] };
 
+/* ---------------------------------------------------------------- the goals against the machine */
+
+/* Issue 15's goals: each kernel against this machine's own ceilings, measured in the same
+ * process: the FMA peak of the point's dtype and threads (la_fma_peak_gflops, _f64), the
+ * roofline bound min(peak, intensity · triad bandwidth) with intensity = FLOPs over the
+ * cost model's la_cost.bytes_min, the streaming-read bandwidth (decoding), and the sgemm
+ * yardstick (the FFN). Shape B = 1, H = 8 (d as given); these points run outside the
+ * table above, on their own inputs. */
+typedef enum {
+    CG_PEAK,  /* a's rate >= target % of the FMA peak of its dtype and threads */
+    CG_ROOF,  /* a's rate >= target % of its roofline bound */
+    CG_RATIO, /* a's median / b's median <= target */
+    CG_READ,  /* a's bytes_min / median >= target % of the read bandwidth */
+    CG_SGEMM, /* a's rate (the FFN's two products) >= target % of sgemm */
+} cg_kind;
+
+/* A point: a registry series (or "ffn": la_ffn_f32 with D = d, d_ff = 4·d, rows = n), its
+ * dtype, N queries over M keys (0: M = N), head size d, threads. */
+typedef struct {
+    const char *series;
+    int f64;
+    size_t n, m, d;
+    int threads;
+} cg_point;
+
+typedef struct {
+    const char *text, *target;
+    cg_kind kind;
+    double value;
+    cg_point a, b;
+} cg_goal;
+
+// clang-format off
+static const cg_goal ceiling_goals[] = {
+    {"15. fused softmax, d=64, N=1024: rate vs FMA peak",     ">= 85%",   CG_PEAK,  85,
+        {"softmax", 0, 1024, 0, 64, 2}, {0}},
+    {"15. fused softmax, d=64, N=4096: rate vs FMA peak",     ">= 85%",   CG_PEAK,  85,
+        {"softmax", 0, 4096, 0, 64, 2}, {0}},
+    {"15. fused softmax, d=128, N=4096: rate vs FMA peak",    ">= 80%",   CG_PEAK,  80,
+        {"softmax", 0, 4096, 0, 128, 2}, {0}},
+    {"15. fused softmax, d=32, N=4096: rate vs FMA peak",     ">= 65%",   CG_PEAK,  65,
+        {"softmax", 0, 4096, 0, 32, 2}, {0}},
+    {"15. causal softmax, d=64, N=4096: rate vs FMA peak",    ">= 80%",   CG_PEAK,  80,
+        {"softmax_causal", 0, 4096, 0, 64, 2}, {0}},
+    {"15. 1 thread: fused softmax, d=64, N=4096: vs peak",    ">= 88%",   CG_PEAK,  88,
+        {"softmax", 0, 4096, 0, 64, 1}, {0}},
+    {"15. linear, N=4096: rate vs its roofline bound",        ">= 80%",   CG_ROOF,  80,
+        {"linear", 0, 4096, 0, 64, 2}, {0}},
+    {"15. linear, N=16384: rate vs its roofline bound",       ">= 80%",   CG_ROOF,  80,
+        {"linear", 0, 16384, 0, 64, 2}, {0}},
+    {"15. causal linear chunked / non-causal time, N=4096",   "<= 1.25x", CG_RATIO, 1.25,
+        {"linear_causal_chunked", 0, 4096, 0, 64, 2}, {"linear", 0, 4096, 0, 64, 2}},
+    {"15. causal linear chunked / non-causal time, N=65536",  "<= 1.25x", CG_RATIO, 1.25,
+        {"linear_causal_chunked", 0, 65536, 0, 64, 2}, {"linear", 0, 65536, 0, 64, 2}},
+    {"15. float64 fused softmax, N=4096: vs float64 peak",    ">= 75%",   CG_PEAK,  75,
+        {"softmax", 1, 4096, 0, 64, 2}, {0}},
+    {"15. float64 linear, N=4096: vs its float64 bound",      ">= 70%",   CG_ROOF,  70,
+        {"linear", 1, 4096, 0, 64, 2}, {0}},
+    {"15. decode, t=8192: bytes/s vs read bandwidth",         ">= 70%",   CG_READ,  70,
+        {"softmax", 0, 1, 8192, 64, 2}, {0}},
+    {"15. decode, t=32768: bytes/s vs read bandwidth",        ">= 70%",   CG_READ,  70,
+        {"softmax", 0, 1, 32768, 64, 2}, {0}},
+    {"15. FFN, D=512, d_ff=2048, N=512: rate vs sgemm",       ">= 85%",   CG_SGEMM, 85,
+        {"ffn", 0, 512, 0, 512, 2}, {0}},
+    {"15. FFN, D=512, d_ff=2048, N=2048: rate vs sgemm",      ">= 85%",   CG_SGEMM, 85,
+        {"ffn", 0, 2048, 0, 512, 2}, {0}},
+};
+// clang-format on
+enum { N_CEILING_GOALS = sizeof ceiling_goals / sizeof ceiling_goals[0], CG_HEADS = 8 };
+
 /* ---------------------------------------------------------------- help */
 
 /* The forms the deprecated --causal-form chooses among: the causal kernels of families
@@ -254,6 +338,9 @@ void cmd_bench_help(FILE *out)
     fputs(help_columns, out);
     for (size_t i = 0; i < N_GOALS; i++)
         fprintf(out, "  %-56s %s\n", goals[i].text, goals[i].target);
+    fputs(help_ceilings, out);
+    for (size_t i = 0; i < N_CEILING_GOALS; i++)
+        fprintf(out, "  %-56s %s\n", ceiling_goals[i].text, ceiling_goals[i].target);
     fputs(help_end, out);
 }
 
@@ -276,8 +363,9 @@ typedef struct {
     int rank_above_m; /* skipped: the kernel projects to K = --proj-rank rows, K > M */
     la_status status; /* LA_OK, or why the point was skipped */
     res_timing t;
-    double gflops, pct_of_sgemm; /* NAN when the FLOP model has no count */
-    double workspace_bytes;      /* the cost model's; NAN when it has none */
+    double gflops, pct_of_sgemm;         /* NAN when the FLOP model has no count */
+    double pct_of_peak, pct_of_roofline; /* NAN also where there is no FMA peak */
+    double workspace_bytes;              /* the cost model's; NAN when it has none */
 } bench_point;
 
 static la_problem problem_of(const bench_point *pt, const bench_shape *s)
@@ -339,6 +427,7 @@ typedef struct {
     res_timing t;
     double gflops;
     double peak_gflops; /* the FMA peak on the same threads (NAN: not measurable here) */
+    double triad_gbs;   /* the triad bandwidth on the same threads (NAN: not measured) */
 } sgemm_result;
 
 typedef struct {
@@ -378,6 +467,8 @@ static int measure_sgemm(int threads, const timing_rule *rule, sgemm_result *out
         if (rc == 0)
             out->gflops = 2.0 * SGEMM_SIZE * SGEMM_SIZE * SGEMM_SIZE / out->t.median_s * 1e-9;
         out->peak_gflops = la_fma_peak_gflops(threads);
+        if (la_memory_bandwidth_gbs(LA_BANDWIDTH_TRIAD, threads, &out->triad_gbs) != LA_OK)
+            out->triad_gbs = NAN;
     }
     free(a);
     free(b);
@@ -461,6 +552,7 @@ static void measure_point(bench_point *pt, const bench_shape *s, const bench_inp
     const la_kernel kernel = pt->kernel;
     const la_problem p = problem_of(pt, s);
     pt->gflops = pt->pct_of_sgemm = pt->workspace_bytes = NAN;
+    pt->pct_of_peak = pt->pct_of_roofline = NAN;
     if (!ps_kernel_has(kernel, pt->pass)) {
         pt->no_backward = 1;
         pt->status = LA_EINVAL;
@@ -483,6 +575,11 @@ static void measure_point(bench_point *pt, const bench_shape *s, const bench_inp
     if (pt->status != LA_OK || !have_cost) return;
     pt->gflops = flops / pt->t.median_s * 1e-9;
     pt->pct_of_sgemm = 100.0 * pt->gflops / sgemm->gflops;
+    /* NAN propagates where the probes have no value */
+    const double roof = fmin(sgemm->peak_gflops, flops / cost.bytes_min * sgemm->triad_gbs);
+    pt->pct_of_peak = 100.0 * pt->gflops / sgemm->peak_gflops;
+    pt->pct_of_roofline =
+        isnan(sgemm->peak_gflops) || isnan(sgemm->triad_gbs) ? NAN : 100.0 * pt->gflops / roof;
 }
 
 /* ---------------------------------------------------------------- output */
@@ -494,7 +591,7 @@ static const char *const format_names[] = {"table", "csv", NULL};
  * in the experiments' files. */
 static const char CSV_COLUMNS[] =
     "variant,kernel,causal,n,m,d_k,d_v,heads,batch,threads,status,reps,median_s,min_s,max_s,"
-    "gflops,pct_of_sgemm,workspace_bytes,sgemm_gflops,note";
+    "gflops,pct_of_sgemm,pct_of_peak,pct_of_roofline,workspace_bytes,sgemm_gflops,note";
 static const char ABOUT[] = "float32 attention kernels against BLIS sgemm, one process";
 
 /* The FMA peak beside the yardstick: how far below the hardware sgemm itself runs. */
@@ -507,6 +604,13 @@ static void write_peak(FILE *out, const sgemm_result *sgemm)
                 "# fma_peak_gflops: %.1f (%d threads, 16-lane FMAs in registers; sgemm runs at "
                 "%.0f%% of it)\n",
                 sgemm->peak_gflops, sgemm->threads, 100 * sgemm->gflops / sgemm->peak_gflops);
+    if (isnan(sgemm->triad_gbs))
+        fprintf(out, "# triad_gbs: - (the bandwidth probe failed)\n");
+    else
+        fprintf(out,
+                "# triad_gbs: %.1f (%d threads, STREAM's triad, write-allocate not counted; the "
+                "roofline's memory ceiling)\n",
+                sgemm->triad_gbs, sgemm->threads);
 }
 
 /* What the pass times, for the header's # pass line. */
@@ -574,9 +678,9 @@ static res_file *start_output(const bench_run *run, const sgemm_result *sgemm, i
     if (run->format == FORMAT_TABLE) {
         res_write_meta(stdout, "bench", ABOUT, run->argc, run->argv);
         write_bench_meta(stdout, &run->shape, run->m_text, run->pass, &run->rule, sgemm);
-        printf("%-26s %-9s %7s %7s %7s %5s %10s %10s %10s %8s %12s %15s  %s\n", "variant", "causal",
-               "n", "m", "threads", "runs", "median_s", "min_s", "max_s", "gflops", "pct_of_sgemm",
-               "workspace_bytes", "note");
+        printf("%-26s %-9s %7s %7s %7s %5s %10s %10s %10s %8s %12s %11s %15s %15s  %s\n", "variant",
+               "causal", "n", "m", "threads", "runs", "median_s", "min_s", "max_s", "gflops",
+               "pct_of_sgemm", "pct_of_peak", "pct_of_roofline", "workspace_bytes", "note");
         return NULL;
     }
     char *extra = NULL, err[512];
@@ -600,13 +704,17 @@ static res_file *start_output(const bench_run *run, const sgemm_result *sgemm, i
 static int print_sgemm(res_file *csv, const sgemm_result *g)
 {
     const res_timing *t = &g->t;
+    char peak[32] = "";
+    if (!isnan(g->peak_gflops))
+        snprintf(peak, sizeof peak, csv ? "%.2f" : "%.1f", 100 * g->gflops / g->peak_gflops);
     if (csv)
-        return res_row(csv, "sgemm,,0,%d,%d,%d,%d,1,1,%d,ok,%d,%.6g,%.6g,%.6g,%.2f,100.00,,%.2f,",
+        return res_row(csv,
+                       "sgemm,,0,%d,%d,%d,%d,1,1,%d,ok,%d,%.6g,%.6g,%.6g,%.2f,100.00,%s,,,%.2f,",
                        SGEMM_SIZE, SGEMM_SIZE, SGEMM_SIZE, SGEMM_SIZE, g->threads, t->reps,
-                       t->median_s, t->min_s, t->max_s, g->gflops, g->gflops);
-    printf("%-26s %-9s %7d %7d %7d %5d %10.4g %10.4g %10.4g %8.1f %12.1f %15s  %s\n", "sgemm", "-",
-           SGEMM_SIZE, SGEMM_SIZE, g->threads, t->reps, t->median_s, t->min_s, t->max_s, g->gflops,
-           100.0, "-", "the yardstick");
+                       t->median_s, t->min_s, t->max_s, g->gflops, peak, g->gflops);
+    printf("%-26s %-9s %7d %7d %7d %5d %10.4g %10.4g %10.4g %8.1f %12.1f %11s %15s %15s  %s\n",
+           "sgemm", "-", SGEMM_SIZE, SGEMM_SIZE, g->threads, t->reps, t->median_s, t->min_s,
+           t->max_s, g->gflops, 100.0, peak[0] ? peak : "-", "-", "-", "the yardstick");
     fflush(stdout);
     return 0;
 }
@@ -619,6 +727,7 @@ static int print_point(res_file *csv, const bench_point *pt, const bench_shape *
     const int ok = pt->status == LA_OK;
     const char *time_format = csv ? "%.6g" : "%.4g", *rate_format = csv ? "%.2f" : "%.1f";
     char runs[16] = "0", median[32], min[32], max[32], gflops[32], pct[32], workspace[32];
+    char pct_peak[32], pct_roof[32];
     char note[96] = "ok";
     strcpy(median, csv ? "" : "-");
     strcpy(min, median);
@@ -626,6 +735,8 @@ static int print_point(res_file *csv, const bench_point *pt, const bench_shape *
     strcpy(gflops, median);
     strcpy(pct, median);
     strcpy(workspace, median);
+    strcpy(pct_peak, median);
+    strcpy(pct_roof, median);
     if (ok) {
         snprintf(runs, sizeof runs, "%d", pt->t.reps);
         snprintf(median, sizeof median, time_format, pt->t.median_s);
@@ -638,20 +749,23 @@ static int print_point(res_file *csv, const bench_point *pt, const bench_shape *
         snprintf(gflops, sizeof gflops, rate_format, pt->gflops);
         snprintf(pct, sizeof pct, rate_format, pt->pct_of_sgemm);
     }
+    if (!isnan(pt->pct_of_peak)) snprintf(pct_peak, sizeof pct_peak, rate_format, pt->pct_of_peak);
+    if (!isnan(pt->pct_of_roofline))
+        snprintf(pct_roof, sizeof pct_roof, rate_format, pt->pct_of_roofline);
     if (!isnan(pt->workspace_bytes))
         snprintf(workspace, sizeof workspace, "%.0f", pt->workspace_bytes);
 
     if (csv)
-        return res_row(csv, "%s,%s,%d,%zu,%zu,%zu,%zu,%zu,1,%d,%s,%s,%s,%s,%s,%s,%s,%s,%.2f,%s",
-                       la_kernel_series(pt->kernel, pt->causal), la_kernel_name(pt->kernel),
-                       pt->causal, pt->n, pt->m, s->d_k, s->d_v, s->heads, pt->threads,
-                       status_name(pt), runs, median, min, max, gflops, pct, workspace,
-                       sgemm->gflops, ok ? "" : skip_reason(pt));
+        return res_row(
+            csv, "%s,%s,%d,%zu,%zu,%zu,%zu,%zu,1,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.2f,%s",
+            la_kernel_series(pt->kernel, pt->causal), la_kernel_name(pt->kernel), pt->causal, pt->n,
+            pt->m, s->d_k, s->d_v, s->heads, pt->threads, status_name(pt), runs, median, min, max,
+            gflops, pct, pct_peak, pct_roof, workspace, sgemm->gflops, ok ? "" : skip_reason(pt));
     char label[96];
-    printf("%-26s %-9s %7zu %7zu %7d %5s %10s %10s %10s %8s %12s %15s%s%s\n",
+    printf("%-26s %-9s %7zu %7zu %7d %5s %10s %10s %10s %8s %12s %11s %15s %15s%s%s\n",
            variant_label(pt, label, sizeof label), causal_label(pt), pt->n, pt->m, pt->threads,
-           ok ? runs : "-", median, min, max, gflops, pct, workspace, ok ? "" : "  ",
-           ok ? "" : note);
+           ok ? runs : "-", median, min, max, gflops, pct, pct_peak, pct_roof, workspace,
+           ok ? "" : "  ", ok ? "" : note);
     fflush(stdout);
     return 0;
 }
@@ -876,6 +990,277 @@ static int print_goal(const goal *g, const bench_point *points, size_t n, const 
     return met ? GOAL_MET : GOAL_NOT_MET;
 }
 
+/* ---------------------------------------------------------------- goals against the machine:
+ * measuring */
+
+/* The ceilings of one thread count, measured when a point first needs them. */
+typedef struct {
+    int measured;
+    double peak[2];     /* GFLOP/s: float32, float64 (NAN: no probe here) */
+    double read, triad; /* GB/s (NAN: the probe failed) */
+    double sgemm;       /* GFLOP/s (NAN: not measured) */
+} cg_ceilings;
+
+/* A point measured: status, median time, FLOPs and minimum bytes. */
+typedef struct {
+    cg_point pt;
+    la_status status;
+    res_timing t;
+    double flops, bytes_min;
+} cg_measured;
+
+static int cg_same(const cg_point *a, const cg_point *b)
+{
+    return strcmp(a->series, b->series) == 0 && a->f64 == b->f64 && a->n == b->n && a->m == b->m &&
+           a->d == b->d && a->threads == b->threads;
+}
+
+static int cg_has_b(const cg_goal *g)
+{
+    return g->kind == CG_RATIO;
+}
+
+/* The buffers of one timed call: attention (q, k, v, out in the point's dtype) or the
+ * FFN (x, w1, b1, w2, b2, out in float32). */
+typedef struct {
+    const cg_point *pt;
+    la_kernel kernel;
+    la_problem p;
+    la_layer_config layer;
+    void *q, *k, *v, *out;
+    float *w1, *b1, *w2, *b2;
+} cg_call;
+
+static int cg_run(void *ctx)
+{
+    const cg_call *c = ctx;
+    if (strcmp(c->pt->series, "ffn") == 0)
+        return (int)la_ffn_f32(&c->layer, c->pt->n, c->q, c->w1, c->b1, c->w2, c->b2, c->out);
+    if (c->pt->f64) return (int)la_attention_f64(c->kernel, &c->p, c->q, c->k, c->v, c->out);
+    return (int)la_attention_f32(c->kernel, &c->p, c->q, c->k, c->v, c->out);
+}
+
+/* Random N(0, 1) values into x (floats or doubles). */
+static void cg_fill(in_rng *r, void *x, size_t count, int f64, double sigma)
+{
+    if (!f64) {
+        in_fill_normal_f32(r, x, count, sigma);
+        return;
+    }
+    double *d = x;
+    for (size_t i = 0; i < count; i++)
+        d[i] = sigma * in_normal(r);
+}
+
+/* Measures one point on `reps` runs (the goals' rule): fills m. Returns 0, or 1 when out
+ * of memory. */
+static int cg_measure(cg_measured *m, int reps, const cg_ceilings *ceil)
+{
+    const cg_point *pt = &m->pt;
+    cg_call c = {.pt = pt};
+    m->status = LA_OK;
+    m->flops = m->bytes_min = NAN;
+    const int ffn = strcmp(pt->series, "ffn") == 0;
+    const size_t keys = pt->m ? pt->m : pt->n, e = pt->f64 ? sizeof(double) : sizeof(float);
+    size_t nq, nk, nout;
+    if (ffn) {
+        /* x (rows, D), W1 (4D, D), W2 (D, 4D): FLOPs of the two products, 4·rows·D·4D */
+        la_layer_config_init(&c.layer, pt->d, 8, 4 * pt->d);
+        nq = nout = pt->n * pt->d, nk = 4 * pt->d * pt->d;
+        m->flops = 4.0 * (double)pt->n * (double)pt->d * 4.0 * (double)pt->d;
+    } else {
+        int causal;
+        if (la_kernel_series_parse(pt->series, &c.kernel, &causal) != LA_OK) {
+            m->status = LA_EINVAL;
+            return 0;
+        }
+        la_problem_init(&c.p, 1, CG_HEADS, pt->n, keys, pt->d, pt->d);
+        c.p.causal = causal;
+        la_cost cost;
+        m->status = la_attention_cost(c.kernel, &c.p, pt->f64 ? LA_FLOAT64 : LA_FLOAT32, &cost);
+        if (m->status != LA_OK) return 0;
+        m->flops = cost.flops_total, m->bytes_min = cost.bytes_min;
+        nq = nout = CG_HEADS * pt->n * pt->d, nk = CG_HEADS * keys * pt->d;
+    }
+    c.q = malloc(nq * e), c.k = malloc(nk * e), c.v = malloc(nk * e), c.out = malloc(nout * e);
+    c.w1 = c.b1 = c.w2 = c.b2 = NULL;
+    int rc = 0;
+    if (!c.q || !c.k || !c.v || !c.out) {
+        rc = 1;
+        goto done;
+    }
+    in_rng r = in_rng_for(1, "bench ceilings");
+    cg_fill(&r, c.q, nq, pt->f64, 1.0);
+    cg_fill(&r, c.k, nk, pt->f64, ffn ? 1.0 / sqrt((double)pt->d) : 1.0);
+    cg_fill(&r, c.v, nk, pt->f64, ffn ? 1.0 / sqrt((double)pt->d) : 1.0);
+    if (ffn) {
+        /* W1 (4D, D) in k's buffer, W2 (D, 4D) in v's; zero biases */
+        c.w1 = c.k, c.w2 = c.v;
+        c.b1 = calloc(4 * pt->d, sizeof(float)), c.b2 = calloc(pt->d, sizeof(float));
+        if (!c.b1 || !c.b2) {
+            rc = 1;
+            goto done;
+        }
+    }
+    if (la_get_num_threads() != pt->threads) la_set_num_threads(pt->threads);
+    const double peak = ceil->peak[pt->f64];
+    const double predicted = isnan(peak) ? 0 : m->flops / (peak * 1e9);
+    const res_rule rule = rule_for(&(timing_rule){reps, 1}, predicted);
+    const int st = res_time(cg_run, &c, &rule, &m->t);
+    if (st < 0) rc = 1;
+    m->status = st < 0 ? LA_ENOMEM : (la_status)st;
+done:
+    free(c.q), free(c.k), free(c.v), free(c.out), free(c.b1), free(c.b2);
+    return rc;
+}
+
+/* The ceilings of `threads` threads, into c (once). The sgemm yardstick only when
+ * with_sgemm (an FFN goal reads it). Returns 0, or 1 when out of memory. */
+static int cg_ceilings_for(int threads, int reps, int with_sgemm, cg_ceilings *c)
+{
+    if (la_get_num_threads() != threads) la_set_num_threads(threads);
+    if (!c->measured) {
+        c->measured = 1;
+        c->peak[0] = la_fma_peak_gflops(threads);
+        c->peak[1] = la_fma_peak_gflops_f64(threads);
+        if (la_memory_bandwidth_gbs(LA_BANDWIDTH_READ, threads, &c->read) != LA_OK) c->read = NAN;
+        if (la_memory_bandwidth_gbs(LA_BANDWIDTH_TRIAD, threads, &c->triad) != LA_OK)
+            c->triad = NAN;
+        c->sgemm = NAN;
+    }
+    if (with_sgemm && isnan(c->sgemm)) {
+        sgemm_result g;
+        if (measure_sgemm(threads, &(timing_rule){reps, 1}, &g) != 0) return 1;
+        c->sgemm = g.gflops;
+    }
+    return 0;
+}
+
+/* A number or "-" into buf. */
+static const char *cg_num(char *buf, size_t size, const char *fmt, double x)
+{
+    if (isnan(x))
+        snprintf(buf, size, "-");
+    else
+        snprintf(buf, size, fmt, x);
+    return buf;
+}
+
+/* Measures every point the ceiling goals read (each once), printing the ceilings and one
+ * row per point. ceils[t] for t threads (1..2). Returns 0, or 1 when out of memory. */
+static int cg_measure_all(cg_measured *ms, size_t *count, cg_ceilings *ceils, int reps)
+{
+    *count = 0;
+    for (size_t i = 0; i < N_CEILING_GOALS; i++)
+        for (int which = 0; which < 1 + cg_has_b(&ceiling_goals[i]); which++) {
+            const cg_point *pt = which ? &ceiling_goals[i].b : &ceiling_goals[i].a;
+            size_t j = 0;
+            while (j < *count && !cg_same(&ms[j].pt, pt))
+                j++;
+            if (j == *count) ms[(*count)++] = (cg_measured){.pt = *pt};
+        }
+    printf("\n# against the machine (issue 15): B=1 H=%d, each point's own d; ceilings measured "
+           "here\n",
+           CG_HEADS);
+    int failed = 0;
+    for (int threads = 2; threads >= 1 && !failed; threads--) {
+        int used = 0, sgemm = 0;
+        for (size_t i = 0; i < *count; i++)
+            if (ms[i].pt.threads == threads) {
+                used = 1;
+                sgemm |= strcmp(ms[i].pt.series, "ffn") == 0;
+            }
+        if (!used) continue;
+        cg_ceilings *c = &ceils[threads];
+        if (cg_ceilings_for(threads, reps, sgemm, c) != 0) {
+            failed = 1;
+            break;
+        }
+        char b[5][32];
+        printf("# %d thread(s): FMA peak %s GFLOP/s float32, %s float64; read %s GB/s, triad %s "
+               "GB/s; sgemm %s GFLOP/s\n",
+               threads, cg_num(b[0], 32, "%.1f", c->peak[0]), cg_num(b[1], 32, "%.1f", c->peak[1]),
+               cg_num(b[2], 32, "%.1f", c->read), cg_num(b[3], 32, "%.1f", c->triad),
+               cg_num(b[4], 32, "%.1f", c->sgemm));
+        for (size_t i = 0; i < *count && !failed; i++) {
+            cg_measured *m = &ms[i];
+            if (m->pt.threads != threads) continue;
+            if (cg_measure(m, reps, c) != 0) failed = 1;
+            if (m->status == LA_OK)
+                printf("# %-22s %s N=%-6zu M=%-6zu d=%-4zu threads=%d  median %.4g s  %.1f "
+                       "GFLOP/s  %.1f GB/s (minimum bytes)\n",
+                       m->pt.series, m->pt.f64 ? "f64" : "f32", m->pt.n,
+                       m->pt.m ? m->pt.m : m->pt.n, m->pt.d, threads, m->t.median_s,
+                       m->flops / m->t.median_s * 1e-9, m->bytes_min / m->t.median_s * 1e-9);
+            else
+                printf("# %-22s %s N=%-6zu d=%-4zu threads=%d  skipped: %s\n", m->pt.series,
+                       m->pt.f64 ? "f64" : "f32", m->pt.n, m->pt.d, threads,
+                       la_strerror(m->status));
+            fflush(stdout);
+        }
+    }
+    return failed;
+}
+
+static const cg_measured *cg_find(const cg_measured *ms, size_t n, const cg_point *pt)
+{
+    for (size_t i = 0; i < n; i++)
+        if (cg_same(&ms[i].pt, pt)) return ms[i].status == LA_OK ? &ms[i] : NULL;
+    return NULL;
+}
+
+/* One ceiling goal's line; returns whether it was met. */
+static int cg_print_goal(const cg_goal *g, const cg_measured *ms, size_t n,
+                         const cg_ceilings *ceils)
+{
+    const cg_measured *a = cg_find(ms, n, &g->a), *b = cg_has_b(g) ? cg_find(ms, n, &g->b) : NULL;
+    const cg_ceilings *c = &ceils[g->a.threads];
+    char got[64];
+    int met = 0;
+    if (!a || (cg_has_b(g) && !b)) {
+        snprintf(got, sizeof got, "skipped: not measured");
+    } else {
+        const double gflops = a->flops / a->t.median_s * 1e-9;
+        const double peak = c->peak[g->a.f64];
+        double pct = NAN;
+        switch (g->kind) {
+        case CG_PEAK:
+            pct = 100 * gflops / peak;
+            snprintf(got, sizeof got, "%.1f%% (%.1f of %.1f GFLOP/s)", pct, gflops, peak);
+            break;
+        case CG_ROOF: {
+            const double roof = fmin(peak, a->flops / a->bytes_min * c->triad);
+            pct = 100 * gflops / roof;
+            snprintf(got, sizeof got, "%.1f%% (%.1f of %.1f GFLOP/s)", pct, gflops, roof);
+            break;
+        }
+        case CG_READ: {
+            const double gbs = a->bytes_min / a->t.median_s * 1e-9;
+            pct = 100 * gbs / c->read;
+            snprintf(got, sizeof got, "%.1f%% (%.1f of %.1f GB/s)", pct, gbs, c->read);
+            break;
+        }
+        case CG_SGEMM:
+            pct = 100 * gflops / c->sgemm;
+            snprintf(got, sizeof got, "%.1f%% (%.1f of %.1f GFLOP/s)", pct, gflops, c->sgemm);
+            break;
+        case CG_RATIO: {
+            const double ratio = a->t.median_s / b->t.median_s;
+            snprintf(got, sizeof got, "%.2fx (%.4g s / %.4g s)", ratio, a->t.median_s,
+                     b->t.median_s);
+            met = ratio <= g->value;
+            break;
+        }
+        }
+        if (g->kind != CG_RATIO) {
+            if (isnan(pct)) snprintf(got, sizeof got, "- (no ceiling measured here)");
+            met = !isnan(pct) && pct >= g->value;
+        }
+    }
+    printf("%-58s %-10s %-36s %s\n", g->text, g->target, got, met ? "yes" : "no");
+    return met;
+}
+
 /* The goal table; its exit status is 0 whether or not the goals are met (a benchmark is
  * not a test), 1 when something ran out of memory. */
 static int run_goals(int argc, char **argv, int reps)
@@ -890,6 +1275,10 @@ static int run_goals(int argc, char **argv, int reps)
     const bench_run run = {argc,       argv,      {8, 64, 64, NULL}, NULL,
                            PS_FORWARD, {reps, 1}, FORMAT_TABLE,      &random};
     int failed = run_points(&run, points, count);
+    cg_measured measured[2 * N_CEILING_GOALS];
+    cg_ceilings ceils[3] = {{0}};
+    size_t n_measured = 0;
+    if (!failed) failed = cg_measure_all(measured, &n_measured, ceils, reps);
     res_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
     int met = 0, no_backward = 0;
     printf("\n%-58s %-10s %-36s %s\n", "goal (2 threads unless noted)", "target", "measured",
@@ -899,11 +1288,13 @@ static int run_goals(int argc, char **argv, int reps)
         met += verdict == GOAL_MET;
         no_backward += verdict == GOAL_NO_BACKWARD;
     }
+    for (size_t i = 0; i < N_CEILING_GOALS; i++)
+        met += cg_print_goal(&ceiling_goals[i], measured, n_measured, ceils);
+    const int total = (int)(N_GOALS + N_CEILING_GOALS);
     if (no_backward)
-        printf("goals met: %d of %d (%d skipped: no backward yet)\n", met, (int)N_GOALS,
-               no_backward);
+        printf("goals met: %d of %d (%d skipped: no backward yet)\n", met, total, no_backward);
     else
-        printf("goals met: %d of %d\n", met, (int)N_GOALS);
+        printf("goals met: %d of %d\n", met, total);
     return failed;
 }
 

@@ -43,6 +43,8 @@ static const la_command commands[] = {
      cmd_block_sweep_help},
     {"complexity", "experiment: Vaswani et al.'s Table 1 measured, time of each layer type vs N",
      cmd_complexity, cmd_complexity_help},
+    {"roofline", "experiment: every kernel's GFLOP/s against the FMA peak and memory bandwidth",
+     cmd_roofline, cmd_roofline_help},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 

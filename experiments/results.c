@@ -133,6 +133,10 @@ static const experiment suite[] = {
      {NULL},
      {"--n", "16:1024", "--min-time", "0.02"},
      15, 2, NULL},
+    {"roofline", "roofline.csv", " (N = 256..16384 x4, d = 32, 64, 128, float32 and float64)",
+     {NULL},
+     {"--n", "256,1024", "--d", "64", "--min-time", "0.02"},
+     240, 8, NULL},
 };
 // clang-format on
 enum { N_EXPERIMENTS = sizeof suite / sizeof suite[0] };
@@ -810,6 +814,52 @@ static void summary_complexity(FILE *out, const config *c)
     res_close(f);
 }
 
+/* Each series on the roofline (roofline.csv): at d = 64, its largest N measured, per dtype. */
+static void summary_roofline(FILE *out, const config *c)
+{
+    res_file *f = load(c, "roofline.csv", 7);
+    if (!f) return;
+    char ceilings[512];
+    fprintf(out,
+            "\n## The roofline (roofline.csv)\n\nCeilings measured in the same process: %s. "
+            "Per series and dtype at d = 64, its largest N measured; intensity = FLOPs / the "
+            "cost model's minimum bytes, roofline = min(peak, intensity · triad bandwidth).\n\n"
+            "| series | dtype | N | GFLOP/s | FLOP/byte | bound | %% of peak | %% of roofline "
+            "|\n| --- | --- | --- | --- | --- | --- | --- | --- |\n",
+            meta_value(c, "roofline.csv", "ceilings", ceilings, sizeof ceilings));
+    for (size_t i = 0; i < res_count(f); i++) {
+        const char *row = res_row_at(f, i);
+        char variant[64], dtype[8];
+        double d, n, g, intensity, peak, bw, pp, pr;
+        if (!is_ok(f, row) || res_get(f, row, "d", &d) || d != 64 ||
+            res_get_str(f, row, "variant", variant, sizeof variant) ||
+            res_get_str(f, row, "dtype", dtype, sizeof dtype) || res_get(f, row, "n", &n) ||
+            res_get(f, row, "gflops", &g) || res_get(f, row, "intensity_flop_per_byte", &intensity))
+            continue;
+        /* only the largest N of this series and dtype */
+        int larger = 0;
+        for (size_t j = 0; j < res_count(f) && !larger; j++) {
+            const char *other = res_row_at(f, j);
+            double od, on;
+            larger = is_ok(f, other) && text_is(f, other, "variant", variant) &&
+                     text_is(f, other, "dtype", dtype) && res_get(f, other, "d", &od) == 0 &&
+                     od == 64 && res_get(f, other, "n", &on) == 0 && on > n;
+        }
+        if (larger) continue;
+        const int have = res_get(f, row, "peak_gflops", &peak) == 0 &&
+                         res_get(f, row, "bandwidth_gbs", &bw) == 0 &&
+                         res_get(f, row, "pct_of_peak", &pp) == 0 &&
+                         res_get(f, row, "pct_of_roofline", &pr) == 0;
+        if (have)
+            fprintf(out, "| %s | %s | %.0f | %.1f | %.1f | %s | %.0f%% | %.0f%% |\n", variant,
+                    dtype, n, g, intensity, intensity * bw < peak ? "memory" : "compute", pp, pr);
+        else
+            fprintf(out, "| %s | %s | %.0f | %.1f | %.1f | - | - | - |\n", variant, dtype, n, g,
+                    intensity);
+    }
+    res_close(f);
+}
+
 static void summary_params(FILE *out, const config *c)
 {
     res_file *f = load(c, "params.csv", 1);
@@ -993,9 +1043,9 @@ static int summary(const config *c)
             meta_value(c, from, "threads", v[4], sizeof v[4]),
             meta_value(c, from, "load_average", v[5], sizeof v[5]));
     /* the machine check of each timing experiment, where the files have it */
-    static const char *const timed[] = {"scaling.csv", "scaling_train.csv", "crossover.csv",
-                                        "decode.csv",  "block.csv",         "complexity.csv",
-                                        NULL};
+    static const char *const timed[] = {
+        "scaling.csv", "scaling_train.csv", "crossover.csv", "decode.csv",
+        "block.csv",   "complexity.csv",    "roofline.csv",  NULL};
     for (const char *const *file = timed; *file; file++) {
         meta_value(c, *file, "noisy", v[6], sizeof v[6]);
         if (strncmp(v[6], "yes", 3) == 0)
@@ -1013,6 +1063,7 @@ static int summary(const config *c)
     summary_decode(out, c);
     summary_block(out, c);
     summary_complexity(out, c);
+    summary_roofline(out, c);
     summary_accuracy(out, c);
     summary_params(out, c);
     static const char *const csv[] = {".csv", NULL}, *const figs[] = {".png", ".svg", NULL};

@@ -41,6 +41,8 @@
  *     la_blis_config, la_blis_version     the BLIS kernel set and release linked in
  *     la_blis_sgemm                       BLIS sgemm on BLIS's threads (bench's yardstick)
  *     la_fma_peak_gflops                  the float32 FMA peak of this CPU
+ *     la_fma_peak_gflops_f64              the float64 FMA peak of this CPU
+ *     la_memory_bandwidth_gbs             streaming read and triad bandwidth (GB/s)
  *     la_simd_config                      which float32 path runs (AVX-512 or portable)
  *   problems
  *     la_feature_map_name, _parse         φ's name <-> enum
@@ -81,7 +83,7 @@
  *     la_ref_feature_map                  φ, element-wise
  *   cost model
  *     la_visible_pairs                    (query, key) pairs the masks leave visible
- *     la_attention_cost                   FLOPs, workspace and I/O bytes of one call
+ *     la_attention_cost                   FLOPs, workspace, I/O and minimum bytes of one call
  *   backward passes (d_q, d_k, d_v from d_out)
  *     la_attention_backward_f32/_f64      dispatch by la_kernel
  *     la_ref_attention_backward           the float64 oracle of any kernel's backward
@@ -203,6 +205,31 @@ LA_API la_status la_blis_sgemm(int threads, size_t m, size_t n, size_t k, float 
  * can pass. NAN where the AVX-512 code does not run (or its result comes out wrong). Call
  * outside a parallel region. */
 LA_API double la_fma_peak_gflops(int threads);
+
+/* The float64 FMA peak of `threads` threads, as la_fma_peak_gflops: 12 independent chains
+ * of 8-lane (double) FMAs in registers, best of three runs; about half the float32 peak.
+ * NAN for threads outside 1..LA_MAX_THREADS and where the AVX-512 code does not run. */
+LA_API double la_fma_peak_gflops_f64(int threads);
+
+/* The memory bandwidth of `threads` threads (1..LA_MAX_THREADS, run on at most the online
+ * cores) in GB/s (1e9 bytes per second), the best of five passes over arrays of
+ * max(4 × the L3 cache, 64 MiB) in all (at most 1 GiB), each thread on its own contiguous
+ * slice (lib/cpu/bandwidth.c):
+ *   LA_BANDWIDTH_READ   the sum of one float64 array: its bytes, read once;
+ *   LA_BANDWIDTH_TRIAD  STREAM's triad a = b + s·c on three float64 arrays: 24 bytes per
+ *                       element (b and c read, a written), as STREAM counts; the line of a
+ *                       that an ordinary store first reads (write-allocate) is not counted,
+ *                       as the cost model's bytes (la_cost.bytes_min) do not count it.
+ * The sum and the triad's values are checked (a wrong one: LA_EIO), so the passes cannot
+ * have been dropped. Call outside a parallel region. Returns LA_OK and *gbs, LA_EINVAL
+ * (gbs NULL, kind outside the enum, threads outside 1..LA_MAX_THREADS), LA_ENOMEM (the
+ * arrays could not be allocated), LA_EIO; *gbs untouched on error. */
+typedef enum {
+    LA_BANDWIDTH_READ = 0,
+    LA_BANDWIDTH_TRIAD = 1,
+    LA_BANDWIDTH_COUNT
+} la_bandwidth_kind;
+LA_API la_status la_memory_bandwidth_gbs(la_bandwidth_kind kind, int threads, double *gbs);
 
 /* On CPUs with AVX-512 the float32 fused softmax kernel, φ and the linear kernels' block
  * products run on linattn's own register tiles (lib/attention/softmax_avx512.c,
@@ -894,6 +921,19 @@ typedef struct {
                                256) (causal 64 + r), a d_k × bk key block and row
                                statistics per thread */
     double io_bytes;        /* q, k, v read and out written once */
+    double bytes_min;       /* the fewest bytes the algorithm moves to and from memory:
+                               io_bytes, plus what it holds beyond registers and cache by
+                               its design, written once and read once (per head unless said;
+                               in elements of the call's type unless said):
+                               softmax, hard, local: nothing more (never the scores);
+                               softmax_materialized: the N×M scores, 2·N·M;
+                               linear (every form): S and z, 2·(d_k·d_v + d_k);
+                               linformer: K' and V', 2·k·(d_k + d_v), and E and F read once
+                               per call, 2·k·M float64;
+                               favor (both forms): S and z on m features, 2·(m·d_v + m),
+                               and W read once per call, m·d_k float64.
+                               Backward: io_bytes. `linattn roofline` divides flops_total
+                               by it: the arithmetic intensity */
 } la_cost;
 
 /* Visible (query, key) pairs of one head of batch entry b under the masks. */

@@ -32,6 +32,7 @@ la_status ps_cost(la_kernel kernel, const la_problem *p, ps_pass pass, la_dtype 
     sum.flops_normalize += b.flops_normalize;
     sum.flops_total += b.flops_total;
     sum.io_bytes += b.io_bytes;
+    sum.bytes_min += b.bytes_min;
     sum.workspace_bytes = fmax(f.workspace_bytes, b.workspace_bytes);
     *out = sum;
     return LA_OK;

@@ -43,9 +43,32 @@ void la_cost_sum_heads(const la_problem *p, la_head_flops_fn per_head, la_cost *
     }
 }
 
+/* The bytes a forward call of kernel must move beyond q, k, v and out (la_cost.bytes_min
+ * in lib/linattn.h says what each counts and why): what its algorithm holds outside
+ * registers and cache by design, written once and read once. A kernel not listed moves
+ * nothing more. */
+static double algorithm_bytes(la_kernel kernel, const la_problem *p, double elem)
+{
+    const double heads = (double)p->batch * (double)p->heads;
+    const double n = (double)p->n_queries, m = (double)p->n_keys;
+    const double dk = (double)p->d_k, dv = (double)p->d_v;
+    const double f = (double)p->features, rank = (double)p->proj_rank;
+    switch (kernel) {
+    case LA_KERNEL_SOFTMAX_MATERIALIZED: return heads * 2 * n * m * elem;
+    case LA_KERNEL_LINEAR:
+    case LA_KERNEL_LINEAR_RECURRENT: return heads * 2 * (dk * dv + dk) * elem;
+    case LA_KERNEL_LINFORMER:
+        return heads * 2 * rank * (dk + dv) * elem + 2 * rank * m * (double)sizeof(double);
+    case LA_KERNEL_FAVOR:
+    case LA_KERNEL_FAVOR_RECURRENT:
+        return heads * 2 * (f * dv + f) * elem + f * dk * (double)sizeof(double);
+    default: return 0;
+    }
+}
+
 /* One call of fn (a row's cost or backward_cost) on a checked problem: its FLOP fields,
- * their total, its workspace, and io_bytes = the arrays read and written once, in units of
- * their elements (forward or backward, below). */
+ * their total, its workspace, io_bytes = the arrays read and written once, in units of
+ * their elements (forward or backward, below), and bytes_min. */
 static la_status cost_of(const la_kernel_info *info, la_cost_fn fn, const la_problem *p,
                          la_dtype dtype, int backward, la_cost *out)
 {
@@ -66,6 +89,8 @@ static la_status cost_of(const la_kernel_info *info, la_cost_fn fn, const la_pro
     const double elements =
         backward ? 2 * (n * dk + m * dk + m * dv) + 2 * n * dv : n * dk + m * dk + m * dv + n * dv;
     c.io_bytes = (double)p->batch * (double)p->heads * elements * (double)la_dtype_size(dtype);
+    c.bytes_min = c.io_bytes +
+                  (backward ? 0 : algorithm_bytes(info->kernel, p, (double)la_dtype_size(dtype)));
     *out = c;
     return LA_OK;
 }

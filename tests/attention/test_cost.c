@@ -453,6 +453,51 @@ static void count_favor(const la_problem *p, size_t b, bool recurrent, const dou
 
 /* Runs the instrumented loops over every head, checks their output against the
  * reference and their counts against the model. */
+/* The bytes the algorithm of kernel moves at least, counted array by array, head by head:
+ * q, k, v read and out written once, then what the algorithm holds by design, written and
+ * read once (lib/linattn.h, la_cost.bytes_min). elem: the call's element size. */
+static double bytes_counted(la_kernel kernel, const la_problem *p, size_t elem)
+{
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    const size_t m = p->features, rank = p->proj_rank;
+    double bytes = 0;
+    switch (kernel) { /* arrays of the call, read once: float64 whatever elem */
+    case LA_KERNEL_LINFORMER: bytes += (double)(2 * rank * M * sizeof(double)); break; /* E, F */
+    case LA_KERNEL_FAVOR:
+    case LA_KERNEL_FAVOR_RECURRENT: bytes += (double)(m * dk * sizeof(double)); break; /* W */
+    default: break;
+    }
+    for (size_t b = 0; b < p->batch; b++) {
+        for (size_t h = 0; h < p->heads; h++) {
+            size_t elements = N * dk + M * dk + M * dv; /* q, k, v read */
+            elements += N * dv;                         /* out written */
+            switch (kernel) {
+            case LA_KERNEL_SOFTMAX:
+            case LA_KERNEL_HARD:
+            case LA_KERNEL_LOCAL: break; /* scores stay in blocks */
+            case LA_KERNEL_SOFTMAX_MATERIALIZED: elements += N * M + N * M; break;
+            case LA_KERNEL_LINEAR:
+            case LA_KERNEL_LINEAR_RECURRENT:
+                elements += 2 * (dk * dv) + 2 * dk; /* S, z out and back */
+                break;
+            case LA_KERNEL_LINFORMER:
+                elements += 2 * (rank * dk) + 2 * (rank * dv); /* K', V' out and back */
+                break;
+            case LA_KERNEL_FAVOR:
+            case LA_KERNEL_FAVOR_RECURRENT:
+                elements += 2 * (m * dv) + 2 * m; /* S, z on the features */
+                break;
+            default:
+                fail_msg("%s: no byte count here for this kernel: say what its algorithm must "
+                         "move (la_cost.bytes_min)",
+                         la_kernel_name(kernel));
+            }
+            bytes += (double)(elements * elem);
+        }
+    }
+    return bytes;
+}
+
 static void check_model(la_kernel kernel, const la_problem *p, tu_rng *r)
 {
     const size_t B = p->batch, H = p->heads, N = p->n_queries, M = p->n_keys;
@@ -504,6 +549,16 @@ static void check_model(la_kernel kernel, const la_problem *p, tu_rng *r)
     const double counted[] = {c.qk, c.softmax, c.av, c.phi, c.kv, c.qs, c.normalize};
     const double total = same_as_model(&model, counted, "counted", la_kernel_name(kernel), p);
     assert_true(model.flops_total == total);
+    /* the minimum bytes, in both element types */
+    for (size_t elem = 4; elem <= 8; elem += 4) {
+        la_cost typed;
+        assert_int_equal(la_attention_cost(kernel, p, elem == 4 ? LA_FLOAT32 : LA_FLOAT64, &typed),
+                         LA_OK);
+        const double want = bytes_counted(kernel, p, elem);
+        if (typed.bytes_min != want)
+            fail_msg("%s, %zu-byte elements: bytes_min %.17g, counted %.17g",
+                     la_kernel_name(kernel), elem, typed.bytes_min, want);
+    }
     free(q);
     free(k);
     free(v);
@@ -1057,6 +1112,17 @@ static void closed_forms(void **state)
     assert_true(c.flops_qs == heads * (2 * 100.0 * 16 * 8 + 2 * 100.0 * 16));
     assert_true(c.flops_normalize == heads * (100.0 * 8 + 100));
     assert_true(c.flops_qk == 0 && c.flops_softmax == 0 && c.flops_av == 0);
+    /* minimum bytes: linear adds S and z, out and back (16·8 + 16 floats per head); the
+     * materialising softmax the 100×100 scores, out and back; the fused one nothing */
+    const double io = heads * (100.0 * 16 * 2 + 100.0 * 8 * 2) * 4;
+    assert_true(c.bytes_min == io + heads * 2 * (16 * 8 + 16) * 4);
+    assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX_MATERIALIZED, &p, LA_FLOAT32, &c), LA_OK);
+    assert_true(c.bytes_min == io + heads * 2 * 100.0 * 100 * 4);
+    assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX, &p, LA_FLOAT32, &c), LA_OK);
+    assert_true(c.bytes_min == io);
+    /* a backward's minimum is its io_bytes */
+    assert_int_equal(la_attention_backward_cost(LA_KERNEL_SOFTMAX, &p, LA_FLOAT32, &c), LA_OK);
+    assert_true(c.bytes_min == c.io_bytes && c.io_bytes > 0);
 }
 
 /* Workspace: N·M elements per concurrent head for the materialising kernel; linear's

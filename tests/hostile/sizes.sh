@@ -50,6 +50,7 @@ refused block_sweep_weights_over_budget block-sweep --d-model 1000000 --heads 1 
 refused complexity_d_overflow complexity --d $big --n 16 --out "$tmp/x.csv"
 refused complexity_weights_beyond_memory complexity --d 100000 --n 16 --out "$tmp/x.csv"
 refused complexity_width_overflow complexity --kernel-width 2305843009213693953 --n 16 --out "$tmp/x.csv"
+refused roofline_heads_overflow roofline --heads $big --n 16 --d 8 --out "$tmp/x.csv"
 refused bench_beyond_memory bench --variant linear --n 100000000 --reps 1
 refused bench_scores_beyond_memory bench --variant softmax_materialized --n 1000000 --reps 1
 refused bench_heads_overflow bench --variant linear --n 16 --heads $big

@@ -26,6 +26,8 @@ static const char *const api_names[] = {
     "la_blis_version",
     "la_blis_sgemm",
     "la_fma_peak_gflops",
+    "la_fma_peak_gflops_f64",
+    "la_memory_bandwidth_gbs",
     "la_simd_config",
     /* problems */
     "la_feature_map_name",
@@ -258,6 +260,20 @@ static void machine(void **state)
     /* la_fma_peak_gflops: no thread is no peak (NAN, or NAN without AVX-512) */
     assert_true(isnan(la_fma_peak_gflops(0)));
     assert_true(isnan(la_fma_peak_gflops(-5)));
+    /* la_fma_peak_gflops_f64: the same rule */
+    assert_true(isnan(la_fma_peak_gflops_f64(0)));
+    assert_true(isnan(la_fma_peak_gflops_f64(-5)));
+    assert_true(isnan(la_fma_peak_gflops_f64(LA_MAX_THREADS + 1)));
+    /* la_memory_bandwidth_gbs: bad kind, thread count or NULL: LA_EINVAL, *gbs untouched
+     * (checked before any array is allocated, so these cost nothing) */
+    double gbs;
+    EXPECT(la_memory_bandwidth_gbs(LA_BANDWIDTH_COUNT, 1, &gbs), LA_EINVAL, &gbs, sizeof gbs);
+    EXPECT(la_memory_bandwidth_gbs((la_bandwidth_kind)-1, 1, &gbs), LA_EINVAL, &gbs, sizeof gbs);
+    EXPECT(la_memory_bandwidth_gbs(LA_BANDWIDTH_READ, 0, &gbs), LA_EINVAL, &gbs, sizeof gbs);
+    EXPECT(la_memory_bandwidth_gbs(LA_BANDWIDTH_TRIAD, -1, &gbs), LA_EINVAL, &gbs, sizeof gbs);
+    EXPECT(la_memory_bandwidth_gbs(LA_BANDWIDTH_READ, LA_MAX_THREADS + 1, &gbs), LA_EINVAL, &gbs,
+           sizeof gbs);
+    assert_int_equal(la_memory_bandwidth_gbs(LA_BANDWIDTH_READ, 1, NULL), LA_EINVAL);
     /* sgemm: threads < 1, NULL matrices: LA_EINVAL, C untouched */
     float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1}, c[4];
     EXPECT(la_blis_sgemm(0, 2, 2, 2, 1, a, 2, 1, b, 2, 1, 0, c, 2, 1), LA_EINVAL, c, sizeof c);

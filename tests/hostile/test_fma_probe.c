@@ -1,4 +1,6 @@
-/* test_fma_probe.c — la_fma_peak_gflops against a second probe written differently:
+/* test_fma_probe.c — the machine probes, each against a second measurement or a known value.
+ *
+ * la_fma_peak_gflops against a second probe written differently:
  * 12 FMA chains as 12 explicit vfmadd231ps on zmm registers in assembly, which no compiler
  * can merge. The library's probe once started its chains from two constants, GCC merged
  * them into 2 FMAs per iteration while the rate counted 12, and the peak came out about
@@ -6,8 +8,18 @@
  * On a loaded machine a probe can only come out low, so each side is the best of several
  * runs, and a disagreement is measured again (up to 5 times); one that persists but stays
  * within 0.5-1.35 is noise, not a fold, and skips (saying so). Skips too where the
- * AVX-512 code does not run. */
+ * AVX-512 code does not run.
+ *
+ * la_fma_peak_gflops_f64 against the float32 peak: 8 double lanes per FMA instead of 16, so
+ * about half (0.42-0.58); a folded float64 probe (fewer FMAs issued than counted) would be
+ * 0.75 or more. Noise (0.3-0.75 after 5 attempts) skips, saying so.
+ *
+ * The memory probes' loops (lib/cpu/bandwidth.h) against plain loops: the read probe's sum
+ * and the triad's values must be right, so neither can have been optimised away, and
+ * la_memory_bandwidth_gbs must give a finite positive rate for both kinds. */
 #include "../testutil.h"
+
+#include "cpu/bandwidth.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -109,11 +121,88 @@ static void test_fma_peak_agrees_with_assembly(void **state)
              lib, ref, ratio);
 }
 
+static void test_f64_peak_is_half_the_f32_peak(void **state)
+{
+    (void)state;
+    if (isnan(la_fma_peak_gflops(1)) || isnan(la_fma_peak_gflops_f64(1))) {
+        printf("skipped: no AVX-512 FMA probe on this run (%s)\n", la_simd_config());
+        skip();
+    }
+    double f32 = 0, f64 = 0, ratio = 0;
+    for (int attempt = 0; attempt < 5; attempt++) {
+        for (int i = 0; i < 2; i++) {
+            const double a = la_fma_peak_gflops(1), b = la_fma_peak_gflops_f64(1);
+            if (a > f32) f32 = a;
+            if (b > f64) f64 = b;
+        }
+        ratio = f64 / f32;
+        printf("FMA peak, 1 thread: float32 %.1f GFLOP/s, float64 %.1f (ratio %.2f)\n", f32, f64,
+               ratio);
+        if (ratio > 0.42 && ratio < 0.58) return;
+    }
+    if (ratio > 0.3 && ratio < 0.75) {
+        printf("skipped: float64/float32 peak ratio %.2f outside 0.42-0.58 after 5 attempts: too "
+               "noisy a machine to tell, but not a folded probe's 0.75 or more\n",
+               ratio);
+        skip();
+    }
+    fail_msg("la_fma_peak_gflops_f64(1) = %.1f GFLOP/s against la_fma_peak_gflops(1) = %.1f "
+             "(ratio %.2f: a float64 FMA does half the float32 lanes, expected about 0.5)",
+             f64, f32, ratio);
+}
+
+/* The read loop's sum and the triad's values against plain loops, on fresh random data
+ * and lengths that leave every tail size (n mod 16). */
+static void test_memory_probe_loops_compute_right(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_for("memory probe loops");
+    enum { MAXN = 4133 };
+    static double a[MAXN], b[MAXN], c[MAXN];
+    for (size_t n = 0; n < 40; n++) {
+        const size_t len = n < 33 ? n : MAXN - (n - 33) * 7;
+        tu_fill_normal(&r, b, len, 1.0);
+        tu_fill_normal(&r, c, len, 1.0);
+        long double want = 0, mag = 0;
+        for (size_t i = 0; i < len; i++)
+            want += b[i], mag += fabsl((long double)b[i]);
+        const double got = la_read_sum(b, len);
+        if (!(fabsl((long double)got - want) <= 1e-13L * (mag + 1)))
+            fail_msg("la_read_sum over %zu elements: %.17g, plain loop %.17Lg", len, got, want);
+        const double s = tu_normal(&r);
+        la_triad(a, b, c, s, len);
+        for (size_t i = 0; i < len; i++)
+            if (!(a[i] == b[i] + s * c[i]))
+                fail_msg("la_triad, %zu elements: a[%zu] = %.17g, want %.17g", len, i, a[i],
+                         b[i] + s * c[i]);
+    }
+}
+
+/* Both bandwidth kinds run, on 1 and 2 threads, and give a finite positive rate. */
+static void test_memory_bandwidth_runs(void **state)
+{
+    (void)state;
+    for (int kind = 0; kind < LA_BANDWIDTH_COUNT; kind++)
+        for (int threads = 1; threads <= 2; threads++) {
+            double gbs = -1;
+            const la_status st = la_memory_bandwidth_gbs((la_bandwidth_kind)kind, threads, &gbs);
+            if (st != LA_OK)
+                fail_msg("la_memory_bandwidth_gbs(%s, %d): %s", kind ? "triad" : "read", threads,
+                         la_strerror(st));
+            printf("memory bandwidth, %s, %d thread(s): %.1f GB/s\n", kind ? "triad" : "read",
+                   threads, gbs);
+            assert_true(isfinite(gbs) && gbs > 0);
+        }
+}
+
 int main(void)
 {
     tu_init("test_fma_probe");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fma_peak_agrees_with_assembly),
+        cmocka_unit_test(test_f64_peak_is_half_the_f32_peak),
+        cmocka_unit_test(test_memory_probe_loops_compute_right),
+        cmocka_unit_test(test_memory_bandwidth_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
