@@ -41,6 +41,10 @@ static const la_command commands[] = {
      cmd_block_sweep_help},
     {"complexity", "experiment: Vaswani et al.'s Table 1 measured, time of each layer type vs N",
      cmd_complexity, cmd_complexity_help},
+    {"dist-attend", "attend over MPI ranks, a sequence slice each (mpirun; make MPI=1)",
+     cmd_dist_attend, cmd_dist_attend_help},
+    {"dist-scaling", "experiment: distributed linear vs ring softmax against P (mpirun)",
+     cmd_dist_scaling, cmd_dist_scaling_help},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 
