@@ -8,10 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The order of these includes is the instantiation (core/real_f32.h). */
+/* clang-format off */
 #include "core/real_f32.h"
-#include "core/real_f64.h"
-#include "core/real_undef.h"
 #include "dist/ring_tmpl.h"
+#include "core/real_f64.h"
+#include "dist/ring_tmpl.h"
+#include "core/real_undef.h"
+/* clang-format on */
 
 la_status la_dist_softmax_attention_f32(MPI_Comm comm, const la_problem *p, const float *q,
                                         const float *k, const float *v, float *out,
