@@ -157,7 +157,7 @@ static void run_case(kind kd, int f64, size_t N, int skewed, size_t chunk)
         const size_t es = f64 ? 8 : 4;
         double expected = 0;
         if (!softmax) {
-            expected = (double)(heads * dk * (dv + 1) * es);
+            expected = size > 1 ? (double)(heads * dk * (dv + 1) * es) : 0;
         } else {
             size_t *counts = tu_alloc((size_t)size * sizeof *counts);
             MPI_Allgather(&n, 1, MPI_UINT64_T, counts, 1, MPI_UINT64_T, MPI_COMM_WORLD);
