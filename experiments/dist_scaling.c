@@ -62,12 +62,11 @@ void cmd_dist_scaling_help(FILE *out)
 int cmd_dist_scaling(int argc, char **argv)
 {
     (void)argc, (void)argv;
-    return cli_fail("dist-scaling",
-                    "this linattn was built without MPI: build it with make MPI=1");
+    return cli_fail("dist-scaling", "this linattn was built without MPI: build it with make MPI=1");
 }
 #else
-#include "common/record.h"
 #include "common/inputs.h"
+#include "common/record.h"
 #include "linattn_mpi.h"
 
 #include <math.h>
@@ -97,9 +96,8 @@ static la_status run_kernel(int kernel, MPI_Comm comm, const la_problem *p, cons
     pc.causal = kernel == K_EXSCAN || kernel == K_ALLGATHER || kernel == K_RING_CAUSAL;
     if (kernel == K_RING || kernel == K_RING_CAUSAL)
         return la_dist_softmax_attention_f32(comm, &pc, q, k, v, out, s);
-    return la_dist_linear_attention_f32(comm, &pc, kernel == K_ALLGATHER ? LA_DIST_ALLGATHER
-                                                                         : LA_DIST_EXSCAN,
-                                        q, k, v, out, s);
+    return la_dist_linear_attention_f32(
+        comm, &pc, kernel == K_ALLGATHER ? LA_DIST_ALLGATHER : LA_DIST_EXSCAN, q, k, v, out, s);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -228,7 +226,7 @@ static int write_model(const ds_config *c, const double *per_unit, int argc, cha
                     const double bw = links[l] * 1e9 / 8;
                     const double t =
                         model_time(kd, P, n, d, H, per_unit[kd], c->latency, bw, &comp, &comm);
-                    const double bytes = P <= 1                           ? 0
+                    const double bytes = P <= 1 ? 0
                                          : kd == K_RING || kd == K_RING_CAUSAL
                                              ? (P - 1) * H * ceil(n / P) * 2 * d * 4
                                              : H * d * (d + 1) * 4;
@@ -247,10 +245,10 @@ static int parse(int argc, char **argv, ds_config *c)
 {
     const char *n = NULL, *npr = NULL, *d = NULL, *h = NULL, *reps = NULL, *lat = NULL;
     const cli_flag flags[] = {
-        {"out", &c->out, NULL},   {"model-out", &c->model_out, NULL},
-        {"n", &n, NULL},          {"n-per-rank", &npr, NULL},
-        {"d", &d, NULL},          {"heads", &h, NULL},
-        {"reps", &reps, NULL},    {"latency", &lat, NULL},
+        {"out", &c->out, NULL}, {"model-out", &c->model_out, NULL},
+        {"n", &n, NULL},        {"n-per-rank", &npr, NULL},
+        {"d", &d, NULL},        {"heads", &h, NULL},
+        {"reps", &reps, NULL},  {"latency", &lat, NULL},
         {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
@@ -258,8 +256,10 @@ static int parse(int argc, char **argv, ds_config *c)
     struct {
         const char *flag, *text;
         size_t *out;
-    } sizes[] = {{"--n", n, &c->n_strong},     {"--n-per-rank", npr, &c->n_per_rank},
-                 {"--d", d, &c->d},            {"--heads", h, &c->heads},
+    } sizes[] = {{"--n", n, &c->n_strong},
+                 {"--n-per-rank", npr, &c->n_per_rank},
+                 {"--d", d, &c->d},
+                 {"--heads", h, &c->heads},
                  {"--reps", reps, &c->reps}};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         if (sizes[i].text && (rc = cli_parse_size(sizes[i].flag, sizes[i].text, sizes[i].out)))
@@ -275,8 +275,8 @@ static int parse(int argc, char **argv, ds_config *c)
 
 static int run(int argc, char **argv, int rank, int world)
 {
-    ds_config c = {4096, 1024, 64, 1, 5, 2e-6, "results/dist_scaling.csv",
-                   "results/dist_model.csv"};
+    ds_config c = {
+        4096, 1024, 64, 1, 5, 2e-6, "results/dist_scaling.csv", "results/dist_model.csv"};
     int rc = parse(argc, argv, &c);
     /* the flags: the same verdict on every rank (same argv); the file: rank 0's */
     res_file *f = NULL;
@@ -314,11 +314,12 @@ static int run(int argc, char **argv, int rank, int world)
                 fprintf(stderr, "dist-scaling: %s %s P=%d N=%zu: %.4g s (%.0f%% in MPI)\n",
                         mode == 0 ? "strong" : "weak", kernel_names[kd], P, n, pt.median_s,
                         pt.total_s > 0 ? 100 * pt.comm_s / pt.total_s : 0);
-                if (res_row(f, "%s,%s,%d,%zu,%zu,%zu,%zu,float32,%.6e,%.6e,%.6e,%.4f,%.0f,%.0f,%.0f,%s",
-                            mode == 0 ? "strong" : "weak", kernel_names[kd], P, n,
-                            n / (size_t)P, c.d, c.heads, pt.median_s, pt.min_s, pt.comm_s,
-                            pt.total_s > 0 ? pt.comm_s / pt.total_s : 0, pt.bytes_rank0,
-                            pt.bytes_max, pt.messages, st) != 0)
+                if (res_row(
+                        f, "%s,%s,%d,%zu,%zu,%zu,%zu,float32,%.6e,%.6e,%.6e,%.4f,%.0f,%.0f,%.0f,%s",
+                        mode == 0 ? "strong" : "weak", kernel_names[kd], P, n, n / (size_t)P, c.d,
+                        c.heads, pt.median_s, pt.min_s, pt.comm_s,
+                        pt.total_s > 0 ? pt.comm_s / pt.total_s : 0, pt.bytes_rank0, pt.bytes_max,
+                        pt.messages, st) != 0)
                     failed = 1;
                 /* the model's unit cost: from P = 1 at the strong N, the fastest
                  * repetition (the least disturbed by other processes) (per token for
