@@ -66,7 +66,11 @@ LA_API la_status la_dist_partition(size_t n, int size, int rank, size_t *offset,
  * whatever N), and each rank applies S, z to its queries. Causal (p->causal): the state
  * of the ranks before, by `scan`, seeds the chunked causal form on the slice (chunks of
  * p->chunk tokens). `scan` is read only when causal. Returns LA_OK, LA_EINVAL,
- * LA_EOVERFLOW (a message above INT_MAX elements), LA_ENOMEM; agreed on every rank.
+ * LA_EOVERFLOW (a message above INT_MAX elements), LA_ENOMEM, LA_EBUDGET, LA_ERANGE (the
+ * range rules of lib/linattn.h over the whole sequence: causal, d_k·N·(a + 1)·(b + 1)·
+ * max(c, 1) > T/8 with a, b, c the largest |q|, |k|, |v| on any rank, agreed by one more
+ * MPI_Allreduce; non-causal, the summed state checked as la_linear_attention_* checks
+ * its own); agreed on every rank. The states travel in the element type.
  *   tests tests/mpi/test_dist.c */
 LA_API la_status la_dist_linear_attention_f32(MPI_Comm comm, const la_problem *p, la_dist_scan scan,
                                               const float *q, const float *k, const float *v,

@@ -3,10 +3,12 @@
  * (lib/linattn_mpi.h; the kernels in linear_tmpl.h, once per precision). */
 #include "dist/dist_internal.h"
 
+#include "attention/attention_internal.h"
 #include "attention/linear_internal.h"
 
 #include <float.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 

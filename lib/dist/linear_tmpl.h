@@ -131,6 +131,39 @@ static void FN(sum_op)(void *in, void *inout, int *len, MPI_Datatype *type)
         b[i] += a[i];
 }
 
+/* The range rules of lib/linattn.h ("Extreme values") over the whole sequence, agreed:
+ * causal, with a, b, c the largest |q|, |k|, |v| on any rank (one MPI_Allreduce) and N
+ * the whole length, LA_ERANGE when d_k·N·(a + 1)·(b + 1)·max(c, 1) > T/8 (an input that
+ * is not finite passes, as in the library); non-causal, the summed [S z], the same on
+ * every rank after the all-reduce, refused when an entry is not finite or d_k·|entry|
+ * > T/8. */
+static la_status FN(causal_range)(MPI_Comm comm, const la_problem *p, size_t total, const REAL *q,
+                                  const REAL *k, const REAL *v, la_dist_stats *stats)
+{
+    const size_t heads = p->batch * p->heads, n = p->n_queries;
+    double mine[3] = {FN(la_max_abs)(q, heads * n * p->d_k), FN(la_max_abs)(k, heads * n * p->d_k),
+                      FN(la_max_abs)(v, heads * n * p->d_v)},
+           all[3];
+    MPI_Allreduce(mine, all, 3, MPI_DOUBLE, MPI_MAX, comm);
+    stats->agree_bytes += sizeof mine;
+    if (isinf(all[0]) || isinf(all[1]) || isinf(all[2])) return LA_OK;
+    const long double limit = (long double)REAL_MAX / 8;
+    const long double bound = (long double)p->d_k * (long double)total * ((long double)all[0] + 1) *
+                              ((long double)all[1] + 1) * fmaxl((long double)all[2], 1);
+    return bound <= limit ? LA_OK : LA_ERANGE;
+}
+
+static la_status FN(states_range)(const REAL *states, size_t count, size_t dk)
+{
+    double max = 0;
+    for (size_t a = 0; a < count; a++) {
+        const double x = fabs((double)states[a]);
+        if (!(x <= DBL_MAX)) return LA_ERANGE; /* inf or NaN */
+        max = x > max ? x : max;
+    }
+    return max * (double)dk <= (double)REAL_MAX / 8 ? LA_OK : LA_ERANGE;
+}
+
 static la_status FN(dist_linear)(MPI_Comm comm, const la_problem *p, la_dist_scan scan,
                                  const REAL *q, const REAL *k, const REAL *v, REAL *out,
                                  la_dist_stats *stats)
@@ -165,6 +198,7 @@ static la_status FN(dist_linear)(MPI_Comm comm, const la_problem *p, la_dist_sca
     if (st == LA_OK && la_gemm_reserve(1) != LA_OK) st = LA_ENOMEM;
     if (st == LA_OK && !(work = malloc(total * sizeof(REAL)))) st = LA_ENOMEM;
     st = dist_agree_status(comm, st, stats);
+    if (st == LA_OK && p->causal) st = FN(causal_range)(comm, p, lay.total, q, k, v, stats);
     if (st != LA_OK) {
         free(work);
         dist_layout_free(&lay);
@@ -205,6 +239,13 @@ static la_status FN(dist_linear)(MPI_Comm comm, const la_problem *p, la_dist_sca
     }
 
     if (!p->causal) {
+        /* the summed states are the same on every rank: so is this verdict */
+        const la_status range = FN(states_range)(states, count, dk);
+        if (range != LA_OK) {
+            free(work);
+            dist_layout_free(&lay);
+            return range;
+        }
         FN(apply_states)(&pl, q, states, out, &w);
     } else {
         REAL *prefix = states;

@@ -267,6 +267,22 @@ alone:
         la_dist_softmax_attention_f32(MPI_COMM_WORLD, &p, rank == last ? huge : qf, kf, vf, of, &s);
     expect(st == LA_ERANGE && UNTOUCHED(of), "misuse: one rank's slice refused", "status %g", st);
 
+    /* linear attention on values float32 cannot hold, on one rank only: LA_ERANGE on all
+     * (causal: the scan of every rank's largest |q|, |k|, |v|; non-causal: the summed
+     * state, 3e37 per key) */
+    other = p;
+    other.causal = 1;
+    RESET();
+    st = la_dist_linear_attention_f32(MPI_COMM_WORLD, &other, LA_DIST_EXSCAN,
+                                      rank == last ? huge : qf, kf, vf, of, &s);
+    expect(st == LA_ERANGE && UNTOUCHED(of), "misuse: causal linear out of range", "status %g", st);
+    for (int i = 0; i < 12; i++)
+        huge[i] = 3e37f;
+    RESET();
+    st = la_dist_linear_attention_f32(MPI_COMM_WORLD, &p, LA_DIST_EXSCAN, qf,
+                                      rank == last ? huge : kf, vf, of, &s);
+    expect(st == LA_ERANGE && UNTOUCHED(of), "misuse: linear state out of range", "status %g", st);
+
     /* no communicator; the partition's own misuse */
     RESET();
     st = la_dist_softmax_attention_f64(MPI_COMM_NULL, &p, q, k, v, out, &s);
