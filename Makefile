@@ -97,14 +97,16 @@ else
 LINATTN_OBJ := $(CMD_OBJ)
 LINATTN_CC := $(CC)
 endif
-# What make test adds: each test program under mpirun -np 1..4, the dist-attend check.
+# What make test adds: each test program under mpirun -np 1..4, then the Python checks
+# of dist-attend and dist-scaling (tests/mpi/*.py, mpirun inside).
 ifeq ($(SANITIZE),1)
 MPI_TEST_LINES = echo "echo MPI tests skipped under SANITIZE=1";
 else ifeq ($(HAVE_MPI),1)
 MPI_TEST_DEPS = $(MPI_TEST_BIN) $(BUILD)/mpi/linattn
 MPI_TEST_LINES = for t in $(MPI_TEST_BIN); do for np in 1 2 3 4; do \
 	       echo "$(MPIRUN) -np $$np $$t"; done; done; \
-	   echo "/usr/bin/python3 tests/mpi/dist_attend.py $(BUILD)/mpi/linattn";
+	   for p in dist_attend dist_scaling; do \
+	       echo "/usr/bin/python3 tests/mpi/$$p.py $(BUILD)/mpi/linattn"; done;
 else
 MPI_TEST_LINES = echo "echo MPI tests skipped: install libopenmpi-dev openmpi-bin or run make test MPI=1";
 endif
