@@ -102,7 +102,8 @@ endif
 ifeq ($(SANITIZE),1)
 MPI_TEST_LINES = echo "echo MPI tests skipped under SANITIZE=1";
 else ifeq ($(HAVE_MPI),1)
-MPI_TEST_DEPS = $(MPI_TEST_BIN) $(BUILD)/mpi/linattn
+# (and $(CMD_OBJ), which check_command.sh reads: with MPI=1 linattn links the mpi/ ones)
+MPI_TEST_DEPS = $(MPI_TEST_BIN) $(BUILD)/mpi/linattn $(CMD_OBJ)
 MPI_TEST_LINES = for t in $(MPI_TEST_BIN); do for np in 1 2 3 4; do \
 	       echo "$(MPIRUN) -np $$np $$t"; done; done; \
 	   for p in dist_attend dist_scaling; do \
