@@ -24,9 +24,9 @@
  * still lets the ring finish and is agreed at the end. On error nothing is written to
  * out on any rank. MPI's own failures follow comm's error handler (by default MPI
  * aborts the job). comm == MPI_COMM_NULL is LA_EINVAL at once (there is no one to agree
- * with). THREADS: the ring runs the library's fused kernel on the slice in hand with the
- * library's threads (la_set_num_threads); the linear kernels here run on the calling
- * thread (BLIS products of one thread): run one rank per core.
+ * with). THREADS: every kernel uses the library's threads (la_set_num_threads) on its
+ * rank: the ring through the fused kernel on the slice in hand, the linear kernels over
+ * the B·H heads (the same output whatever the thread count).
  *
  * BYTES. Every call fills an la_dist_stats (may be NULL): the bytes this rank handed to
  * MPI as send buffers of the data-moving calls (exact, counted by the code: for a

@@ -9,6 +9,7 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -18,12 +18,13 @@ typedef struct {
 /* states (heads, d_k·(d_v + 1)) = this slice's [S_r z_r] per head:
  *   S_r = φ(K_r)ᵀ V_r (d_k, d_v),  z_r = Σ_j φ(k_j) (d_k). */
 static void FN(local_states)(const la_problem *p, const REAL *k, const REAL *v, REAL *states,
-                             REAL *phi_k)
+                             FN(dist_scratch) * w, int threads)
 {
     const size_t heads = p->batch * p->heads, n = p->n_keys, dk = p->d_k, dv = p->d_v;
     const size_t ss = dk * (dv + 1);
+#pragma omp parallel for num_threads(threads) schedule(static)
     for (size_t h = 0; h < heads; h++) {
-        REAL *S = states + h * ss, *z = S + dk * dv;
+        REAL *S = states + h * ss, *z = S + dk * dv, *phi_k = w[omp_get_thread_num()].phi_k;
         FN(la_feature_map)(p->feature_map, k + h * n * dk, phi_k, n * dk);
         /* S = φ(K)ᵀ V: (d_k, n)·(n, d_v), φ(K)ᵀ through strides */
         GEMM(dk, dv, n, 1, phi_k, 1, (ptrdiff_t)dk, v + h * n * dv, (ptrdiff_t)dv, 1, 0, S,
@@ -52,11 +53,13 @@ static void FN(normalise_rows)(const REAL *num, const REAL *den, REAL eps, REAL 
 /* Non-causal: out = φ(Q) S / (φ(Q) z + eps) with the summed states of every rank,
  * a chunk of rows at a time (num and scores' first column as scratch). */
 static void FN(apply_states)(const la_problem *p, const REAL *q, const REAL *states, REAL *out,
-                             FN(dist_scratch) * w)
+                             FN(dist_scratch) * ws, int threads)
 {
     const size_t heads = p->batch * p->heads, n = p->n_queries, dk = p->d_k, dv = p->d_v;
     const size_t ss = dk * (dv + 1), cb = p->chunk;
+#pragma omp parallel for num_threads(threads) schedule(static)
     for (size_t h = 0; h < heads; h++) {
+        FN(dist_scratch) *w = &ws[omp_get_thread_num()];
         const REAL *S = states + h * ss, *z = S + dk * dv;
         FN(la_feature_map)(p->feature_map, q + h * n * dk, w->phi_q, n * dk);
         for (size_t i0 = 0; i0 < n; i0 += cb) {
@@ -79,11 +82,13 @@ static void FN(apply_states)(const la_problem *p, const REAL *q, const REAL *sta
  *   num = φ(Q_C) S + A V_C,  den = φ(Q_C) z + Σ_j A_ij    (S, z: the tokens before C)
  *   y = num / (den + eps);  then S += φ(K_C)ᵀ V_C, z += Σ φ(K_C) rows. */
 static void FN(causal_chunks)(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
-                              REAL *prefix, REAL *out, FN(dist_scratch) * w)
+                              REAL *prefix, REAL *out, FN(dist_scratch) * ws, int threads)
 {
     const size_t heads = p->batch * p->heads, n = p->n_queries, dk = p->d_k, dv = p->d_v;
     const size_t ss = dk * (dv + 1), cb = p->chunk;
+#pragma omp parallel for num_threads(threads) schedule(static)
     for (size_t h = 0; h < heads; h++) {
+        FN(dist_scratch) *w = &ws[omp_get_thread_num()];
         REAL *S = prefix + h * ss, *z = S + dk * dv;
         FN(la_feature_map)(p->feature_map, q + h * n * dk, w->phi_q, n * dk);
         FN(la_feature_map)(p->feature_map, k + h * n * dk, w->phi_k, n * dk);
@@ -191,23 +196,40 @@ static la_status FN(dist_linear)(MPI_Comm comm, const la_problem *p, la_dist_sca
     size_t state_elems = 0, phi = 0, total = 0;
     bool ok = la_mul_ok(dk, dv + 1, &ss) && la_mul_ok(heads, ss, &count) &&
               la_mul_ok(count, copies, &state_elems) && la_mul_ok(n, dk, &phi) && count <= INT_MAX;
-    ok = ok && state_elems <= SIZE_MAX / sizeof(REAL) - 2 * phi - cb * cb - cb * (dv + 1);
-    total = ok ? state_elems + 2 * phi + cb * cb + cb * (dv + 1) : 0;
+    /* each thread's scratch: φ(Q), φ(K) of one head, a chunk's scores and numerator and
+     * denominators; the heads are shared among the threads */
+    const int threads = (size_t)la_threads() < heads ? la_threads() : (int)heads;
+    size_t per = 0;
+    ok = ok && phi < SIZE_MAX / 8 && cb * cb < SIZE_MAX / 8 && la_mul_ok(cb, dv + 1, &per);
+    per = ok ? 2 * phi + cb * cb + per : 0;
+    size_t scratch = 0;
+    ok = ok && la_mul_ok(per, (size_t)threads, &scratch) &&
+         state_elems <= SIZE_MAX / sizeof(REAL) - scratch;
+    total = ok ? state_elems + scratch : 0;
     st = !ok ? LA_EOVERFLOW : total * sizeof(REAL) > p->workspace_limit ? LA_EBUDGET : LA_OK;
     REAL *work = NULL;
-    if (st == LA_OK && la_gemm_reserve(1) != LA_OK) st = LA_ENOMEM;
-    if (st == LA_OK && !(work = malloc(total * sizeof(REAL)))) st = LA_ENOMEM;
+    FN(dist_scratch) *ws = NULL;
+    if (st == LA_OK && la_gemm_reserve(threads) != LA_OK) st = LA_ENOMEM;
+    if (st == LA_OK) {
+        work = malloc(total * sizeof(REAL));
+        ws = malloc((size_t)threads * sizeof *ws);
+        if (!work || !ws) st = LA_ENOMEM;
+    }
     st = dist_agree_status(comm, st, stats);
     if (st == LA_OK && p->causal) st = FN(causal_range)(comm, p, lay.total, q, k, v, stats);
     if (st != LA_OK) {
         free(work);
+        free(ws);
         dist_layout_free(&lay);
         return st;
     }
     REAL *states = work; /* (copies, heads, ss) */
-    FN(dist_scratch) w = {.phi_q = work + state_elems, .phi_k = work + state_elems + phi};
-    w.scores = w.phi_k + phi;
-    w.num = w.scores + cb * cb; /* (cb, d_v), then the chunk's denominators (cb) */
+    for (int t = 0; t < threads; t++) {
+        ws[t].phi_q = work + state_elems + (size_t)t * per;
+        ws[t].phi_k = ws[t].phi_q + phi;
+        ws[t].scores = ws[t].phi_k + phi;
+        ws[t].num = ws[t].scores + cb * cb; /* (cb, d_v), then the chunk's denominators (cb) */
+    }
     la_problem pl = *p;
     pl.chunk = cb;
 
@@ -215,7 +237,7 @@ static la_status FN(dist_linear)(MPI_Comm comm, const la_problem *p, la_dist_sca
     REAL *mine = !p->causal               ? states
                  : scan == LA_DIST_EXSCAN ? states + count
                                           : states + (size_t)lay.rank * count;
-    FN(local_states)(&pl, k, v, mine, w.phi_k);
+    FN(local_states)(&pl, k, v, mine, ws, threads);
     const int c = (int)count;
     double tc = MPI_Wtime();
     if (!p->causal) {
@@ -243,10 +265,11 @@ static la_status FN(dist_linear)(MPI_Comm comm, const la_problem *p, la_dist_sca
         const la_status range = FN(states_range)(states, count, dk);
         if (range != LA_OK) {
             free(work);
+            free(ws);
             dist_layout_free(&lay);
             return range;
         }
-        FN(apply_states)(&pl, q, states, out, &w);
+        FN(apply_states)(&pl, q, states, out, ws, threads);
     } else {
         REAL *prefix = states;
         if (scan == LA_DIST_ALLGATHER) {
@@ -256,9 +279,10 @@ static la_status FN(dist_linear)(MPI_Comm comm, const la_problem *p, la_dist_sca
                 for (size_t a = 0; a < count; a++)
                     prefix[a] += states[(size_t)s * count + a];
         }
-        FN(causal_chunks)(&pl, q, k, v, prefix, out, &w);
+        FN(causal_chunks)(&pl, q, k, v, prefix, out, ws, threads);
     }
     free(work);
+    free(ws);
     dist_layout_free(&lay);
     stats->total_seconds = MPI_Wtime() - t0;
     return LA_OK;
