@@ -56,7 +56,7 @@ CFLAGS += -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) $(MARCH) -fopenmp -fPIC \
 LDLIBS = $(BLIS_LIBS) -lm
 LDFLAGS += -fopenmp $(filter -fsanitize=%,$(OPT))
 
-LIB_SRC := $(wildcard lib/*/*.c)
+LIB_SRC := $(filter-out lib/dist/%,$(wildcard lib/*/*.c)) # lib/dist/: MPI only (below)
 LIB_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
 COUNT_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/count/lib/%.o)
 # The command: main.c and one file per subcommand in experiments/, linked with the helpers
@@ -66,7 +66,7 @@ CMD_SRC := $(wildcard experiments/*.c)
 CMD_OBJ := $(CMD_SRC:experiments/%.c=$(BUILD)/experiments/%.o)
 COMMON_SRC := $(wildcard experiments/common/*.c)
 COMMON_OBJ := $(COMMON_SRC:experiments/%.c=$(BUILD)/experiments/%.o)
-TEST_SRC := $(wildcard tests/*/test_*.c)
+TEST_SRC := $(filter-out tests/mpi/%,$(wildcard tests/*/test_*.c)) # tests/mpi/: MPI only
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # Test programs that link the FLOP-counting library (-DLA_COUNT_FLOPS) instead.
 COUNTED_TEST_BIN := $(BUILD)/tests/attention/test_cost
@@ -75,10 +75,51 @@ LIB_TEST_BIN := $(filter-out $(CMD_TEST_BIN) $(COUNTED_TEST_BIN),$(TEST_BIN))
 TEST_UTIL := $(BUILD)/tests/testutil.o
 HEADERS := $(wildcard lib/*.h lib/*/*.h) $(wildcard experiments/*.h experiments/common/*.h) \
            $(wildcard tests/*.h)
+# ---- MPI, part 1 of 2: variables (issue 16; part 2, the rules, follows `make test`) ----
+# The distributed kernels (lib/dist/, header lib/linattn_mpi.h) are compiled with mpicc
+# into $(BUILD)/liblinattn_mpi.a, never into liblinattn.a/.so. `make MPI=1` installs Open
+# MPI (scripts/ensure-deps openmpi) and links $(BUILD)/linattn with mpicc, with the real
+# dist-attend and dist-scaling (experiments/dist_*.c compiled with -DLA_WITH_MPI; without
+# it they only say how to get them). `make test` runs tests/mpi/ under mpirun -np 1..4
+# when MPI=1 or mpicc exists (with $(BUILD)/mpi/linattn), else says they were skipped.
+MPI ?= 0
+MPI_HEADERS := lib/linattn_mpi.h $(wildcard lib/dist/*.h)
+HEADERS := $(filter-out $(MPI_HEADERS),$(HEADERS))
+MPICC ?= mpicc
+MPIRUN ?= mpirun --oversubscribe --allow-run-as-root --timeout 600
+HAVE_MPI := $(if $(filter 1,$(MPI)),1,$(if $(shell command -v $(MPICC) 2>/dev/null),1,))
+DIST_OBJ := $(patsubst %.c,$(BUILD)/mpi/%.o,$(wildcard lib/dist/*.c))
+DIST_CMD_SRC := $(wildcard experiments/dist_*.c)
+MPI_CMD_OBJ := $(filter-out $(DIST_CMD_SRC:experiments/%.c=$(BUILD)/experiments/%.o),$(CMD_OBJ)) \
+               $(DIST_CMD_SRC:%.c=$(BUILD)/mpi/%.o)
+MPI_TEST_BIN := $(patsubst %.c,$(BUILD)/mpi/%,$(wildcard tests/mpi/test_*.c))
+ifeq ($(MPI),1)
+LINATTN_OBJ := $(MPI_CMD_OBJ) $(BUILD)/liblinattn_mpi.a
+LINATTN_CC := $(MPICC)
+else
+LINATTN_OBJ := $(CMD_OBJ)
+LINATTN_CC := $(CC)
+endif
+# What make test adds: each test program under mpirun -np 1..4, then the Python checks
+# of dist-attend and dist-scaling (tests/mpi/*.py, mpirun inside).
+ifeq ($(SANITIZE),1)
+MPI_TEST_LINES = echo "echo MPI tests skipped under SANITIZE=1";
+else ifeq ($(HAVE_MPI),1)
+# (and $(CMD_OBJ), which check_command.sh reads: with MPI=1 linattn links the mpi/ ones)
+MPI_TEST_DEPS = $(MPI_TEST_BIN) $(BUILD)/mpi/linattn $(CMD_OBJ)
+MPI_TEST_LINES = for t in $(MPI_TEST_BIN); do for np in 1 2 3 4; do \
+	       echo "$(MPIRUN) -np $$np $$t"; done; done; \
+	   for p in dist_attend dist_scaling; do \
+	       echo "/usr/bin/python3 tests/mpi/$$p.py $(BUILD)/mpi/linattn"; done;
+else
+MPI_TEST_LINES = echo "echo MPI tests skipped: install libopenmpi-dev openmpi-bin or run make test MPI=1";
+endif
+# ---- end of MPI, part 1
 
 .PHONY: all deps test test-portable bench bench-peers results results-update plots fuzz check-torch install format check-format clean
 .SECONDARY:
-all: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn $(BUILD)/libcommand.a
+all: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn $(BUILD)/libcommand.a \
+     $(if $(filter 1,$(MPI)),$(BUILD)/liblinattn_mpi.a)
 
 # One stamp per set of packages; every object waits for it (order-only).
 build/.deps-build:
@@ -122,8 +163,8 @@ $(BUILD)/liblinattn.so: $(LIB_OBJ) lib/linattn.h
 	    -Wl,-soname,liblinattn.so -o $@ $(LIB_OBJ) $(LDLIBS)
 $(BUILD)/libcommand.a: $(COMMON_OBJ)
 	rm -f $@ && ar rcs $@ $^
-$(BUILD)/linattn: $(CMD_OBJ) $(BUILD)/libcommand.a $(BUILD)/liblinattn.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/linattn: $(LINATTN_OBJ) $(BUILD)/libcommand.a $(BUILD)/liblinattn.a $(BUILD)/.mpi-mode
+	$(LINATTN_CC) $(LDFLAGS) -o $@ $(filter-out %.mpi-mode,$^) $(LDLIBS)
 $(LIB_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/liblinattn.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
 $(CMD_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/libcommand.a $(BUILD)/liblinattn.a
@@ -138,7 +179,7 @@ PY_CHECKS := attend_numpy attend_grad_numpy results_files scaling_sweeps plot_fi
 
 # Every test runs even when an earlier one fails (scripts/run-tests); the last lines say
 # what failed and why, and the logs stay in $(BUILD)/test-logs.
-test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a | build/.deps-test build/.deps-plots
+test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a $(MPI_TEST_DEPS) | build/.deps-test build/.deps-plots
 	@{ echo "scripts/check-exports $(BUILD)/liblinattn.so"; \
 	   if [ "$(SANITIZE)" = 1 ]; then \
 	       echo "echo check-install: skipped under SANITIZE=1 >&2"; \
@@ -146,7 +187,29 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a 
 	   echo "tests/command/check_command.sh $(BUILD)/libcommand.a $(CMD_OBJ)"; \
 	   for t in $(TEST_BIN); do echo $$t; done; \
 	   for p in $(PY_CHECKS); do echo "/usr/bin/python3 tests/command/$$p.py $(BUILD)/linattn"; done; \
-	   echo "tests/hostile/run.sh $(BUILD)/linattn"; } | scripts/run-tests $(BUILD)/test-logs
+	   echo "tests/hostile/run.sh $(BUILD)/linattn"; \
+	   $(MPI_TEST_LINES) } | scripts/run-tests $(BUILD)/test-logs
+
+# ---- MPI, part 2 of 2: rules (variables in part 1) ----
+build/.deps-mpi:
+	@scripts/ensure-deps openmpi
+	@mkdir -p build && touch $@
+# lib/dist/, experiments/dist_*.c and tests/mpi/ compiled with mpicc into $(BUILD)/mpi/.
+$(BUILD)/mpi/%.o: %.c $(HEADERS) $(MPI_HEADERS) | build/.deps-build build/.deps-mpi
+	@mkdir -p $(@D)
+	$(MPICC) $(CFLAGS) -DLA_WITH_MPI -Itests -c $< -o $@
+$(BUILD)/liblinattn_mpi.a: $(DIST_OBJ)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/mpi/linattn: $(MPI_CMD_OBJ) $(BUILD)/libcommand.a $(BUILD)/liblinattn_mpi.a $(BUILD)/liblinattn.a
+	$(MPICC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(MPI_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/liblinattn_mpi.a $(BUILD)/liblinattn.a
+	$(MPICC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
+# $(BUILD)/linattn is relinked when MPI changes (the stamp holds the last MPI=).
+$(BUILD)/.mpi-mode: FORCE
+	@mkdir -p $(@D) && echo '$(MPI)' | cmp -s - $@ || echo '$(MPI)' > $@
+.PHONY: FORCE # (.SECONDARY above: a plain FORCE: would never run)
+FORCE:
+# ---- end of MPI, part 2
 
 # make install PREFIX=/opt/linattn: the header, both libraries, the command (with the
 # gnuplot scripts of `linattn plot` in share/linattn/plots) and a pkg-config file, so a

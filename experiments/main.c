@@ -45,6 +45,10 @@ static const la_command commands[] = {
      cmd_complexity, cmd_complexity_help},
     {"roofline", "experiment: every kernel's GFLOP/s against the FMA peak and memory bandwidth",
      cmd_roofline, cmd_roofline_help},
+    {"dist-attend", "attend over MPI ranks, a sequence slice each (mpirun; make MPI=1)",
+     cmd_dist_attend, cmd_dist_attend_help},
+    {"dist-scaling", "experiment: distributed linear vs ring softmax against P (mpirun)",
+     cmd_dist_scaling, cmd_dist_scaling_help},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 
