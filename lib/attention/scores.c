@@ -335,13 +335,14 @@ static void additive_head_flops(const la_problem *p, size_t m, la_cost *f)
 
 /* What a transforming kernel holds, then the fused softmax kernel's scratch. */
 static la_status transform_cost(const la_problem *p, la_dtype dtype, const transform_layout *lay,
-                                 la_cost *out)
+                                la_cost *out)
 {
     const la_problem in = inner_problem(p, 0);
     la_cost inner = {0};
     la_status st = la_softmax_cost(&in, dtype, &inner);
     if (st != LA_OK) return st;
-    out->workspace_bytes = (double)lay->total * (double)la_dtype_size(dtype) + inner.workspace_bytes;
+    out->workspace_bytes =
+        (double)lay->total * (double)la_dtype_size(dtype) + inner.workspace_bytes;
     return LA_OK;
 }
 

@@ -256,7 +256,8 @@ static la_status FN(additive_attention)(const la_problem *p, const REAL *q, cons
                        !finite_abs(p->score_v, s.n_v, &v_max, &v_sum)))
         return LA_EINVAL;
     if (!p->score_w) w_max = drawn_bound(s.sd_w), v_sum = (double)da * drawn_bound(s.sd_v);
-    const double q_max = FN(la_max_abs)(q, heads * N * dk), k_max = FN(la_max_abs)(k, heads * M * dk);
+    const double q_max = FN(la_max_abs)(q, heads * N * dk),
+                 k_max = FN(la_max_abs)(k, heads * M * dk);
     const double values_max = FN(la_max_abs)(v, heads * M * dv);
     const double limit = (double)REAL_MAX / 8;
     if (w_max > limit || v_sum > limit || (isfinite(q_max) && (double)dk * w_max * q_max > limit) ||
