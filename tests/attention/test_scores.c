@@ -23,7 +23,7 @@ typedef struct {
 } sizes;
 
 static const sizes cases[] = {
-    {1, 1, 1, 1, 1, 1},    {1, 2, 5, 3, 4, 2},   {2, 1, 17, 33, 8, 5},
+    {1, 1, 1, 1, 1, 1},    {1, 2, 5, 3, 4, 2},    {2, 1, 17, 33, 8, 5},
     {1, 1, 65, 64, 16, 3}, {2, 2, 70, 300, 3, 4}, {1, 1, 129, 257, 32, 16},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
@@ -44,7 +44,8 @@ static void arrays_make(arrays *a, const sizes *s, tu_rng *r)
     a->nv = s->B * s->H * s->M * s->dv, a->no = s->B * s->H * s->N * s->dv;
     a->q = tu_f64(a->nq), a->k = tu_f64(a->nk), a->v = tu_f64(a->nv);
     a->out = tu_f64(a->no), a->ref = tu_f64(a->no);
-    a->q32 = tu_f32(a->nq), a->k32 = tu_f32(a->nk), a->v32 = tu_f32(a->nv), a->out32 = tu_f32(a->no);
+    a->q32 = tu_f32(a->nq), a->k32 = tu_f32(a->nk), a->v32 = tu_f32(a->nv),
+    a->out32 = tu_f32(a->no);
     tu_fill_normal(r, a->q, a->nq, 1);
     tu_fill_normal(r, a->k, a->nk, 1);
     tu_fill_normal(r, a->v, a->nv, 1);
@@ -230,8 +231,8 @@ static void identities(void **state)
                 const double first = a.out[(h * s.N) * s.dv + c];
                 const double other = a.out[(h * s.N + i) * s.dv + c];
                 if (fabs(other - first) > 1e-13 * (1 + fabs(first)))
-                    fail_msg("additive, W_q = 0: head %zu row %zu differs from row 0 (%g vs %g)",
-                             h, i, other, first);
+                    fail_msg("additive, W_q = 0: head %zu row %zu differs from row 0 (%g vs %g)", h,
+                             i, other, first);
             }
     free(want), free(w), free(qu), free(ku), free(wa), free(wv);
     arrays_free(&a);
