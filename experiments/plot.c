@@ -52,6 +52,7 @@ static const char help_text[] =
     "  params       params\n"
     "  block        block\n"
     "  complexity   complexity (with <file>_fit.csv)\n"
+    "  scores       scores\n"
     "Several files of scaling, crossover or decode (or one file holding several d, heads,\n"
     "...) are overlaid in one figure: the legend names the setting that differs (d = 32,\n"
     "d = 64). Several files of the other experiments give one figure each (block.png,\n"
@@ -102,6 +103,7 @@ static const figure_kind figures[] = {
     {"params", {"params", NULL}, 0, {"d_model", NULL}, ""},
     {"block", {"block", NULL}, 0, {"n", NULL}, ""},
     {"complexity", {"complexity", NULL}, 0, {"n", NULL}, "fit"},
+    {"scores", {"scores", NULL}, 0, {"d_k", NULL}, ""},
 };
 enum { N_FIGURES = sizeof figures / sizeof figures[0] };
 

@@ -133,6 +133,10 @@ static const experiment suite[] = {
      {NULL},
      {"--n", "16:1024", "--min-time", "0.02"},
      15, 2, NULL},
+    {"scores", "scores.csv", " (N = 256, d_k = 4..1024, 5 seeds; no timing)",
+     {NULL},
+     {"--d", "4:64", "--seeds", "2"},
+     3, 0.2, NULL},
 };
 // clang-format on
 enum { N_EXPERIMENTS = sizeof suite / sizeof suite[0] };
