@@ -54,7 +54,8 @@ static const char help_text[] =
     "  --resume         keep the points already in PATH, measure only the missing ones\n"
     "\n"
     "Columns: scaling,d_k,n,seed,logit_std,entropy_mean_nats,entropy_min_nats,\n"
-    "entropy_max_nats,grad_median,grad_mean,grad_max,top_weight_mean,status. scaling is none (scale\n"
+    "entropy_max_nats,grad_median,grad_mean,grad_max,top_weight_mean,status. scaling is none "
+    "(scale\n"
     "1) or sqrt (scale 1/sqrt(d_k)). Figure: linattn plot (plots/scores.gp).\n";
 
 void cmd_scores_help(FILE *out)
@@ -80,8 +81,8 @@ static int parse(int argc, char **argv, config *c)
     const char *d = NULL, *n = NULL, *seeds = NULL, *seed = NULL;
     c->out = NULL, c->resume = 0;
     const cli_flag flags[] = {
-        {"d", &d, NULL},         {"n", &n, NULL},         {"seeds", &seeds, NULL},
-        {"seed", &seed, NULL},   {"out", &c->out, NULL},  {"resume", NULL, &c->resume},
+        {"d", &d, NULL},       {"n", &n, NULL},        {"seeds", &seeds, NULL},
+        {"seed", &seed, NULL}, {"out", &c->out, NULL}, {"resume", NULL, &c->resume},
         {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
