@@ -736,8 +736,9 @@ LA_API la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *
  * scratch comes after, within what is left), and la_attention_cost reports it.
  * Range (LA_ERANGE, nothing written): general when d_k·max|W|·max|k| > T/8, cosine never
  * before its normalised inputs, then softmax's rule on (Q, K', V) and (Q̂, K̂, V); additive
- * when d_k·max|W|·max(max|q|, max|k|) > T/8, Σ_a |v_a| > T/8 or M·max|v| > T/8 (bounds on
- * A, C, every score and the P·V sums). A drawn W counts as max|W| = 9/√(fan-in).
+ * when d_k·max|W|·max(max|q|, max|k|) > T/8, Σ_a |v_a| > T/8 (v the score weights) or
+ * M·max|V| > T/8 (V the values) (bounds on A, C, every score and the P·V sums). Drawn
+ * weights count as 9 standard deviations (a drawn |z| is below 8.6).
  * Returns LA_OK, LA_EINVAL (NULL, bad problem: score_dim 0 included; a non-finite
  * weight; additive: score_w given without score_v or the reverse), LA_EOVERFLOW,
  * LA_ENOMEM, LA_EBUDGET, LA_ERANGE. Nothing written on error. No backward or attention

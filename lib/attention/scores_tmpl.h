@@ -10,9 +10,9 @@
 
 #define EXP_SHIFT_SUM FN(la_exp_shift_sum)
 
-/* The weights as this precision reads them: the caller's (float64, given), else `own`
- * filled with them converted (float32) or drawn from p->seed. n_w, n_v: W's and v's
- * entries (v: 0 for general). */
+/* The weights as this precision reads them: the caller's (float64, given; own_count 0),
+ * else `own` (s.n_w + s.n_v elements) filled with them converted (float32) or drawn from
+ * p->seed. s: W's and v's entries (v: none for general). */
 static void FN(weights_of)(const la_problem *p, weight_shape s, size_t own_count, REAL *own,
                            const REAL **w, const REAL **v)
 {
