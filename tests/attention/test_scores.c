@@ -9,7 +9,9 @@
  *                                  (softmax, scale 1) with W = I/√d_k is scaled dot;
  *                                  cosine on unit rows is softmax; cosine ignores each
  *                                  row's length; additive with W_q = 0 gives every query
- *                                  the same row.
+ *                                  the same row;
+ *   cosine_extreme_lengths         query rows 1e300 (float64) or 1e36 (float32) times
+ *                                  longer, key rows 1e-6 times, give the unscaled output.
  * Tolerances against the float64 oracles: float64 1e-12, float32 1e-5 (as every kernel). */
 #include "../testutil.h"
 
@@ -238,6 +240,36 @@ static void identities(void **state)
     arrays_free(&a);
 }
 
+/* cosine at the ends of the range: query rows scaled by 1e36 (float32: their squares
+ * overflow float) and 1e300 (float64: past double), key rows by 1e-6, give the output of
+ * the unscaled rows, since each norm is taken in float64 after dividing by the row's
+ * largest entry. (Rows shorter than 1e-12 are divided by 1e-12, F.normalize's eps, and
+ * are not unit rows: linattn.h.) */
+static void cosine_extreme_lengths(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_for("cosine_extreme_lengths");
+    const sizes s = {1, 2, 20, 30, 16, 4};
+    arrays a;
+    arrays_make(&a, &s, &r);
+    la_problem p;
+    la_problem_init(&p, s.B, s.H, s.N, s.M, s.dk, s.dv);
+    p.scale = 6;
+    double *want = tu_f64(a.no), *q = tu_f64(a.nq), *k = tu_f64(a.nk);
+    float *q32 = tu_f32(a.nq), *k32 = tu_f32(a.nk);
+    assert_int_equal(la_cosine_attention_f64(&p, a.q, a.k, a.v, want), LA_OK);
+    for (size_t x = 0; x < a.nq; x++)
+        q[x] = a.q[x] * 1e300, q32[x] = a.q32[x] * 1e36f;
+    for (size_t x = 0; x < a.nk; x++)
+        k[x] = a.k[x] * 1e-6, k32[x] = a.k32[x] * 1e-6f;
+    assert_int_equal(la_cosine_attention_f64(&p, q, k, a.v, a.out), LA_OK);
+    tu_assert_close_f64(a.out, want, a.no, 1e-12, "cosine float64, q·1e300 and k·1e-6");
+    assert_int_equal(la_cosine_attention_f32(&p, q32, k32, a.v32, a.out32), LA_OK);
+    tu_assert_close_f32(a.out32, want, a.no, 1e-5, "cosine float32, q·1e36 and k·1e-6");
+    free(want), free(q), free(k), free(q32), free(k32);
+    arrays_free(&a);
+}
+
 int main(void)
 {
     tu_init("test_scores");
@@ -245,6 +277,7 @@ int main(void)
         cmocka_unit_test(given_weights_match_reference),
         cmocka_unit_test(drawn_weights_are_la_score_weights),
         cmocka_unit_test(identities),
+        cmocka_unit_test(cosine_extreme_lengths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
