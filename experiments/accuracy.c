@@ -71,8 +71,11 @@ static const char help_after_series[] =
 
 /* The series error_vs_n leaves out: their kernels' code is that of series it runs, with
  * the causal mask. */
-static const char *const left_out_of_error_vs_n[] = {"softmax_materialized_causal", "hard_causal",
-                                                     NULL};
+static const char *const left_out_of_error_vs_n[] = {
+    "softmax_materialized_causal", "hard_causal",
+    /* the score functions (issue 14): softmax's kernel on transformed inputs (general,
+     * cosine), or tested against their oracles in tests/ (additive) */
+    "general", "general_causal", "additive", "additive_causal", "cosine", "cosine_causal", NULL};
 
 void cmd_accuracy_help(FILE *out)
 {

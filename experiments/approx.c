@@ -103,6 +103,13 @@ static int keep_runnable(la_kernel k)
     return la_kernel_get(k)->causal != LA_CAUSAL_REQUIRED;
 }
 
+/* The score functions (issue 14) change what attention computes instead of approximating
+ * softmax: not in the default list (--variant may still name them). */
+static int is_score_function(la_kernel k)
+{
+    return k == LA_KERNEL_GENERAL || k == LA_KERNEL_ADDITIVE || k == LA_KERNEL_COSINE;
+}
+
 /* A budget list: given, or LO:HI by x4 with HI clipped to the default's top. */
 static int budget_list(const char *flag, const char *text, size_t lo, size_t hi, size_t *out,
                        size_t *count)
@@ -163,7 +170,8 @@ static int parse(int argc, char **argv, config *c)
             return rc;
     } else {
         for (int k = 0; k < LA_KERNEL_COUNT; k++) /* softmax's family is the reference */
-            if (kn_family((la_kernel)k) != LA_KERNEL_SOFTMAX && keep_runnable((la_kernel)k))
+            if (kn_family((la_kernel)k) != LA_KERNEL_SOFTMAX && keep_runnable((la_kernel)k) &&
+                !is_score_function((la_kernel)k))
                 kernels[n_kernels++] = (la_kernel)k;
     }
     memset(c->selected, 0, sizeof c->selected);

@@ -41,11 +41,29 @@ static const char help_options[] =
     "                       Y = A·V: softmax (either kernel) its row softmax P, hard\n"
     "                       one-hot rows, linear φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps);\n"
     "                       hidden entries 0, a query that sees no key a zero row;\n"
-    "                       favor, favor_recurrent: refused, not yet.\n"
+    "                       favor, favor_recurrent, general, additive, cosine:\n"
+    "                       refused, not yet.\n"
     "                       Refused (one line) when its N·M·B·H elements pass the\n"
     "                       machine's memory, and for linformer (no matrix yet) [none]\n"
     "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores];\n"
     "                       " CLI_THREADS_HELP "\n";
+static const char help_scores[] =
+    "  --score S            the score function s_ij of softmax attention (issue 14):\n"
+    "                         dot       q·k: softmax at --scale 1\n"
+    "                         scaled    q·k / sqrt(d_k): softmax at the default scale\n"
+    "                         general   q·W·k · scale, W (d_k, d_k): --variant general\n"
+    "                         additive  vᵀtanh(W_q q + W_k k), W = [W_q W_k] (d_a, 2·d_k),\n"
+    "                                   v (d_a,); no scale: --variant additive\n"
+    "                         cosine    q·k / (|q| |k|) · scale: --variant cosine; scale is\n"
+    "                                   the inverse temperature, and the default 1/sqrt(d_k)\n"
+    "                                   leaves the weights nearly uniform: pass --scale\n"
+    "                       dot and scaled run --variant softmax (or softmax_materialized\n"
+    "                       when given) and refuse --scale; the others are kernels of\n"
+    "                       their own (--variant, when given, must name it). Weights:\n"
+    "                       --score-w (and --score-v), .npy read as float64, shapes\n"
+    "                       checked; else drawn from --seed as la_score_weights draws them\n"
+    "                       (W entries N(0, 1/d_k), additive N(0, 1/(2·d_k)), v N(0, 1/d_a))\n"
+    "                       [none: --variant's own]\n";
 static const char help_gradients[] =
     "\n"
     "gradients (all four flags together, or none):\n"
@@ -68,7 +86,9 @@ static const char help_end[] =
     "  linattn attend --variant linear --causal --q q.npy --k k.npy --v v.npy \\\n"
     "      --out y.npy --precision float64\n"
     "  linattn attend --variant softmax --q q.npy --k k.npy --v v.npy --out y.npy \\\n"
-    "      --save-weights attn.npy\n";
+    "      --save-weights attn.npy\n"
+    "  linattn attend --score additive --score-w w.npy --score-v v_a.npy --q q.npy \\\n"
+    "      --k k.npy --v v.npy --out y.npy\n";
 
 /* ---------------------------------------------------------------- kernels */
 
@@ -114,10 +134,12 @@ void cmd_attend_help(FILE *out)
 {
     char names[512], text[1024];
     fputs("usage: linattn attend --variant K --q Q.npy --k K.npy --v V.npy --out Y.npy\n"
-          "                      [options]\n\n",
+          "                      [options]\n"
+          "       linattn attend --score S --q Q.npy --k K.npy --v V.npy --out Y.npy [options]\n\n",
           out);
     fputs(help_intro, out);
-    fputs("  --variant K          the kernel, one of those below\n", out);
+    fputs("  --variant K          the kernel, one of those below (or --score)\n", out);
+    fputs(help_scores, out);
     fputs(help_options, out);
     snprintf(text, sizeof text, "%s only: logits = q·k · S [1/sqrt(d_k)]",
              kernel_list(reads_scale, "and", names, sizeof names));
@@ -156,10 +178,10 @@ static const char *const precision_names[] = {"float32", "float64", NULL};
 /* The flags' texts, as given (NULL when absent). */
 typedef struct {
     const char *variant, *q, *k, *v, *out, *key_lengths, *precision, *threads, *scale, *feature_map,
-        *eps, *kernel, *chunk, *save_weights;
+        *eps, *kernel, *chunk, *save_weights, *score;
     const char *grad_out, *grad_q, *grad_k, *grad_v; /* all four or none */
     int causal;
-    vp_flags variant_params; /* --window, --proj-rank, --proj, --features, --seed */
+    vp_flags variant_params; /* --window, --proj-rank, --proj, --features, --seed, --score-* */
 } attend_args;
 
 /* The deprecated --kernel FORM: the kernel of --variant's family with that form, for
@@ -189,19 +211,52 @@ static int kernel_of_form(const char *family_text, la_kernel named, const char *
                     family_text, causal ? " --causal" : "");
 }
 
-/* The kernel from --variant (and the deprecated --kernel), and the problem's knobs
- * checked against what it reads (its LA_PARAM_* bits). */
-static int choose_kernel(const attend_args *a, la_kernel *kernel)
+/* --score S (issue 14): the score function, and the kernel that computes it. dot and scaled
+ * are softmax at scale 1 and 1/√d_k (either softmax kernel; softmax unless --variant says);
+ * general, additive and cosine are kernels of their own. */
+static const char *const score_names[] = {"dot", "scaled", "general", "additive", "cosine", NULL};
+enum { SCORE_NONE = -1, SCORE_DOT, SCORE_SCALED, SCORE_GENERAL, SCORE_ADDITIVE, SCORE_COSINE };
+
+static int choose_score(const attend_args *a, int *score, la_kernel *kernel)
+{
+    static const la_kernel own[] = {[SCORE_GENERAL] = LA_KERNEL_GENERAL,
+                                    [SCORE_ADDITIVE] = LA_KERNEL_ADDITIVE,
+                                    [SCORE_COSINE] = LA_KERNEL_COSINE};
+    int rc = cli_parse_choice("--score", a->score, score_names, score);
+    if (rc) return rc;
+    if (*score >= SCORE_GENERAL) {
+        if (a->variant && *kernel != own[*score])
+            return cli_fail("--score", "%s is the kernel %s: not with --variant %s", a->score,
+                            la_kernel_name(own[*score]), a->variant);
+        *kernel = own[*score];
+        return 0;
+    }
+    if (a->variant && *kernel != LA_KERNEL_SOFTMAX && *kernel != LA_KERNEL_SOFTMAX_MATERIALIZED)
+        return cli_fail("--score", "%s applies to --variant softmax or softmax_materialized only",
+                        a->score);
+    if (!a->variant) *kernel = LA_KERNEL_SOFTMAX;
+    if (a->scale)
+        return cli_fail("--scale", "not with --score %s, which fixes the scale (%s)", a->score,
+                        *score == SCORE_DOT ? "1" : "1/sqrt(d_k)");
+    return 0;
+}
+
+/* The kernel from --variant (and the deprecated --kernel) or --score, and the problem's
+ * knobs checked against what it reads (its LA_PARAM_* bits). */
+static int choose_kernel(const attend_args *a, la_kernel *kernel, int *score)
 {
     char names[512];
-    int rc = kn_parse_kernel("--variant", a->variant, NULL, kernel);
-    if (rc) return rc;
+    int rc = 0;
+    *score = SCORE_NONE;
+    if (a->variant && (rc = kn_parse_kernel("--variant", a->variant, NULL, kernel))) return rc;
+    if (a->kernel && !a->variant) return cli_fail("--kernel", "needs --variant FAMILY");
     if (a->kernel) {
         if ((rc = kernel_of_form(a->variant, *kernel, a->kernel, a->causal, kernel))) return rc;
         char use[128];
         snprintf(use, sizeof use, "--variant %s", la_kernel_name(*kernel));
         cli_deprecated("--kernel", use);
     }
+    if (a->score && (rc = choose_score(a, score, kernel))) return rc;
     const char *name = la_kernel_name(*kernel);
     if (!kn_allows(*kernel, a->causal))
         return cli_fail("--variant", "%s runs %s only", name,
@@ -398,6 +453,7 @@ int cmd_attend(int argc, char **argv)
         {"kernel", &a.kernel, NULL},
         {"chunk", &a.chunk, NULL},
         {"save-weights", &a.save_weights, NULL},
+        {"score", &a.score, NULL},
         {"grad-out", &a.grad_out, NULL},
         {"grad-q", &a.grad_q, NULL},
         {"grad-k", &a.grad_k, NULL},
@@ -405,6 +461,7 @@ int cmd_attend(int argc, char **argv)
         VP_PARAM_FLAGS(a.variant_params),
         VP_SEED_FLAG(a.variant_params),
         VP_PROJ_FLAG(a.variant_params),
+        VP_SCORE_FLAGS(a.variant_params),
         {NULL, NULL, NULL},
     };
     la_array q = {0}, k = {0}, v = {0}, y = {0}, w = {0}, d_out = {0}, grads[3] = {{0}, {0}, {0}};
@@ -415,8 +472,11 @@ int cmd_attend(int argc, char **argv)
     if (rc) return rc;
 
     /* step 1: the flags, all checked before any file is read */
-    const char *required[][2] = {
-        {"--variant", a.variant}, {"--q", a.q}, {"--k", a.k}, {"--v", a.v}, {"--out", a.out}};
+    const char *required[][2] = {{"--variant", a.variant ? a.variant : a.score},
+                                 {"--q", a.q},
+                                 {"--k", a.k},
+                                 {"--v", a.v},
+                                 {"--out", a.out}};
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         if (!required[i][1])
             return cli_fail(required[i][0], "required flag is missing (see linattn help attend)");
@@ -425,7 +485,8 @@ int cmd_attend(int argc, char **argv)
     double scale = 0, eps = LA_DEFAULT_EPS;
     size_t chunk = LA_DEFAULT_CHUNK;
     la_feature_map fm = LA_FEATURE_ELU1;
-    if ((rc = choose_kernel(&a, &kernel))) return rc;
+    int score = SCORE_NONE;
+    if ((rc = choose_kernel(&a, &kernel, &score))) return rc;
     if (a.save_weights && kernel == LA_KERNEL_LINFORMER)
         return cli_fail("--save-weights", "linformer has no attention matrix here yet");
     if (a.save_weights && strcmp(a.save_weights, a.out) == 0)
@@ -449,7 +510,9 @@ int cmd_attend(int argc, char **argv)
     la_dtype dtype = precision == 0 ? LA_FLOAT32 : LA_FLOAT64;
     if ((rc = vp_parse(&a.variant_params, la_kernel_get(kernel)->params, &variant_values)))
         goto done;
-    if (a.save_weights && (kernel == LA_KERNEL_FAVOR || kernel == LA_KERNEL_FAVOR_RECURRENT)) {
+    if (a.save_weights && (kernel == LA_KERNEL_FAVOR || kernel == LA_KERNEL_FAVOR_RECURRENT ||
+                           kernel == LA_KERNEL_GENERAL || kernel == LA_KERNEL_ADDITIVE ||
+                           kernel == LA_KERNEL_COSINE)) {
         /* la_attention_weights_*: not yet */
         rc = cli_fail("--save-weights", "%s has no attention matrix in the library yet",
                       la_kernel_name(kernel));
@@ -471,6 +534,7 @@ int cmd_attend(int argc, char **argv)
     p.causal = a.causal;
     p.key_lengths = key_lengths;
     if (a.scale) p.scale = scale;
+    if (score == SCORE_DOT) p.scale = 1; /* scaled: the default, 1/sqrt(d_k) */
     p.feature_map = fm;
     p.eps = eps;
     p.chunk = chunk;

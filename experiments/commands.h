@@ -27,6 +27,7 @@ LA_DECLARE_COMMAND(decode);
 LA_DECLARE_COMMAND(crossover);
 LA_DECLARE_COMMAND(accuracy);
 LA_DECLARE_COMMAND(approx);
+LA_DECLARE_COMMAND(scores);
 LA_DECLARE_COMMAND(params_sweep);
 LA_DECLARE_COMMAND(block_sweep);
 LA_DECLARE_COMMAND(complexity);

@@ -37,6 +37,8 @@ static const la_command commands[] = {
      cmd_accuracy_help},
     {"approx", "experiment: error against FLOPs of the approximating variants", cmd_approx,
      cmd_approx_help},
+    {"scores", "experiment: scaled vs unscaled dot products, weights' entropy and gradient vs d_k",
+     cmd_scores, cmd_scores_help},
     {"params-sweep", "experiment: exact parameters vs 12D², D sweep and standard models",
      cmd_params_sweep, cmd_params_sweep_help},
     {"block-sweep", "experiment: encoder layer time per component against N", cmd_block_sweep,

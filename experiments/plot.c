@@ -53,6 +53,7 @@ static const char help_text[] =
     "  block        block\n"
     "  complexity   complexity (with <file>_fit.csv)\n"
     "  roofline     roofline\n"
+    "  scores       scores\n"
     "Several files of scaling, crossover or decode (or one file holding several d, heads,\n"
     "...) are overlaid in one figure: the legend names the setting that differs (d = 32,\n"
     "d = 64). Several files of the other experiments give one figure each (block.png,\n"
@@ -104,6 +105,7 @@ static const figure_kind figures[] = {
     {"block", {"block", NULL}, 0, {"n", NULL}, ""},
     {"complexity", {"complexity", NULL}, 0, {"n", NULL}, "fit"},
     {"roofline", {"roofline", NULL}, 0, {"n", "d", "dtype", NULL}, ""},
+    {"scores", {"scores", NULL}, 0, {"d_k", NULL}, ""},
 };
 enum { N_FIGURES = sizeof figures / sizeof figures[0] };
 

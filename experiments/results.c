@@ -137,6 +137,10 @@ static const experiment suite[] = {
      {NULL},
      {"--n", "256,1024", "--d", "64", "--min-time", "0.02"},
      240, 8, NULL},
+    {"scores", "scores.csv", " (N = 256, d_k = 4..1024, 5 seeds; no timing)",
+     {NULL},
+     {"--d", "4:64", "--seeds", "2"},
+     3, 0.2, NULL},
 };
 // clang-format on
 enum { N_EXPERIMENTS = sizeof suite / sizeof suite[0] };
@@ -786,6 +790,58 @@ static void summary_accuracy(FILE *out, const config *c)
     res_close(f);
 }
 
+/* Scaled against unscaled dot products (scores.csv): per d_k and scaling, the logits' std,
+ * the mean row entropy and the median largest softmax gradient, each the mean over seeds
+ * with its min–max. */
+static void summary_scores(FILE *out, const config *c)
+{
+    res_file *f = load(c, "scores.csv", 4);
+    if (!f) return;
+    fprintf(out, "\n## Scaled vs unscaled dot products (scores.csv)\n\n"
+                 "Mean over seeds [min–max]; entropy in nats (ln N is its maximum); gradient: "
+                 "the median over rows of the softmax Jacobian's largest entry.\n\n"
+                 "| d_k | scaling | logit std | entropy (ln N) | gradient |\n"
+                 "| --- | --- | --- | --- | --- |\n");
+    double dk_seen[64];
+    size_t n_dk = 0;
+    for (size_t i = 0; i < res_count(f) && n_dk < 64; i++) {
+        double dk;
+        if (res_get(f, res_row_at(f, i), "d_k", &dk)) continue;
+        size_t j = 0;
+        while (j < n_dk && dk_seen[j] != dk)
+            j++;
+        if (j == n_dk) dk_seen[n_dk++] = dk;
+    }
+    static const char *const cols[] = {"logit_std", "entropy_mean_nats", "grad_median"};
+    for (size_t d = 0; d < n_dk; d++)
+        for (int sc = 0; sc < 2; sc++) {
+            const char *scaling = sc ? "sqrt" : "none";
+            double sum[3] = {0}, lo[3], hi[3], ln_n = NAN;
+            int count = 0;
+            for (int x = 0; x < 3; x++)
+                lo[x] = INFINITY, hi[x] = -INFINITY;
+            for (size_t i = 0; i < res_count(f); i++) {
+                const char *row = res_row_at(f, i);
+                double dk, v[3];
+                if (!text_is(f, row, "scaling", scaling) || !text_is(f, row, "status", "ok") ||
+                    res_get(f, row, "d_k", &dk) || dk != dk_seen[d] ||
+                    res_get(f, row, cols[0], &v[0]) || res_get(f, row, cols[1], &v[1]) ||
+                    res_get(f, row, cols[2], &v[2]) || res_get(f, row, "entropy_max_nats", &ln_n))
+                    continue;
+                for (int x = 0; x < 3; x++)
+                    sum[x] += v[x], lo[x] = fmin(lo[x], v[x]), hi[x] = fmax(hi[x], v[x]);
+                count++;
+            }
+            if (count == 0) continue;
+            fprintf(out,
+                    "| %.0f | %s | %.3g [%.3g–%.3g] | %.3g [%.3g–%.3g] (%.3g) | %.2e "
+                    "[%.2e–%.2e] |\n",
+                    dk_seen[d], sc ? "1/sqrt(d_k)" : "none", sum[0] / count, lo[0], hi[0],
+                    sum[1] / count, lo[1], hi[1], ln_n, sum[2] / count, lo[2], hi[2]);
+        }
+    res_close(f);
+}
+
 /* Vaswani et al.'s Table 1 with the measured exponents (complexity_fit.csv). */
 static void summary_complexity(FILE *out, const config *c)
 {
@@ -1064,6 +1120,7 @@ static int summary(const config *c)
     summary_block(out, c);
     summary_complexity(out, c);
     summary_roofline(out, c);
+    summary_scores(out, c);
     summary_accuracy(out, c);
     summary_params(out, c);
     static const char *const csv[] = {".csv", NULL}, *const figs[] = {".png", ".svg", NULL};

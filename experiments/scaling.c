@@ -91,9 +91,11 @@ static const char help_after_variants[] = SW_COMMON_HELP
 
 /* The series not run unless --variant names them: their times follow those of series
  * that are run (causal hard's and materialised causal softmax's, those of their
- * non-causal forms). */
-static const char *const left_out_by_default[] = {"softmax_materialized_causal", "hard_causal",
-                                                  NULL};
+ * non-causal forms; the score functions', softmax's plus their own O(N·M·d) scoring). */
+static const char *const left_out_by_default[] = {
+    "softmax_materialized_causal", "hard_causal",
+    /* the score functions (issue 14): softmax with other scores, quadratic like it */
+    "general", "general_causal", "additive", "additive_causal", "cosine", "cosine_causal", NULL};
 
 void cmd_scaling_help(FILE *out)
 {

@@ -65,6 +65,10 @@
  *     la_favor_attention_f32/_f64         FAVOR+ (Performer): linear on positive random features
  *     la_favor_attention_recurrent_f32/_f64  FAVOR+, causal, token by token
  *     la_favor_features                   FAVOR+'s random features W, drawn from a seed
+ *     la_general_attention_f32/_f64       softmax over general scores q·W·k (issue 14)
+ *     la_additive_attention_f32/_f64      softmax over additive scores vᵀtanh(W_q q + W_k k)
+ *     la_cosine_attention_f32/_f64        softmax over cosine similarities
+ *     la_score_weights                    the score functions' W (and v), drawn from a seed
  *     la_attention_f32/_f64               any kernel, by la_kernel
  *     la_attention_weights_f32/_f64       any kernel's N×M attention matrix (for inspection)
  *   step API (causal linear attention, one token at a time)
@@ -78,6 +82,7 @@
  *     la_ref_favor_attention              FAVOR+, pair by pair
  *     la_ref_linear_attention_backward    linear attention's gradients
  *     la_ref_linformer_attention          Linformer
+ *     la_ref_general_attention, la_ref_additive_attention, la_ref_cosine_attention
  *     la_ref_softmax_attention_backward, la_ref_hard_attention_backward
  *     la_ref_attention                    any kernel's reference, by la_kernel
  *     la_ref_feature_map                  φ, element-wise
@@ -278,6 +283,14 @@ typedef struct {
     size_t features;      /* FAVOR+: m, the random features per head; >= 1 */
     uint64_t seed;        /* Linformer's drawn projections, FAVOR+'s random features:
                              the same seed gives the same draw in both precisions */
+    /* The score functions' weights (issue 14), read only by the kernels whose registry
+     * row names them (LA_PARAM_SCORE_WEIGHTS, LA_PARAM_SCORE_DIM): */
+    size_t score_dim;      /* additive: d_a, the rows of W and the entries of v; >= 1 */
+    const double *score_w; /* general: W (d_k, d_k); additive: W = [W_q W_k] (d_a, 2·d_k),
+                              row-major; float64 for either precision, shared by every
+                              batch entry and head, owned by the caller; NULL: drawn from
+                              seed as la_score_weights draws it */
+    const double *score_v; /* additive: v (d_a); given with score_w, or both NULL */
 } la_problem;
 
 #define LA_DEFAULT_EPS 1e-6 /* as in fast-transformers */
@@ -286,10 +299,12 @@ typedef struct {
 #define LA_DEFAULT_WINDOW 64                         /* local softmax: r */
 #define LA_DEFAULT_PROJ_RANK 256 /* Linformer: k (Wang et al. 2020's main setting) */
 #define LA_DEFAULT_FEATURES 256  /* FAVOR+: m */
+#define LA_DEFAULT_SCORE_DIM 64  /* additive scores: d_a */
 
 /* Fills every field: the sizes given, no mask, scale = 1/sqrt(d_k), φ = elu+1,
  * eps = LA_DEFAULT_EPS, chunk = LA_DEFAULT_CHUNK, workspace_limit = the default,
- * window, proj_rank and features their defaults, no projections given, seed 0.
+ * window, proj_rank, features and score_dim their defaults, no projections or score
+ * weights given, seed 0.
  * Adjust the fields afterwards. */
 LA_API void la_problem_init(la_problem *p, size_t batch, size_t heads, size_t n_queries,
                             size_t n_keys, size_t d_k, size_t d_v);
@@ -312,6 +327,9 @@ typedef enum {
     LA_KERNEL_LOCAL,                /* softmax over the keys within p->window positions */
     LA_KERNEL_FAVOR,                /* FAVOR+ (Performer): linear on positive random features */
     LA_KERNEL_FAVOR_RECURRENT,      /* FAVOR+, causal, token by token (requires p->causal) */
+    LA_KERNEL_GENERAL,              /* softmax over general scores q·W·k (Luong et al. 2015) */
+    LA_KERNEL_ADDITIVE,             /* softmax over additive scores vᵀtanh(W_q q + W_k k) */
+    LA_KERNEL_COSINE,               /* softmax over cosine similarities cos(q, k) · scale */
     LA_KERNEL_COUNT
 } la_kernel;
 
@@ -711,6 +729,77 @@ LA_API la_status la_favor_attention_recurrent_f64(const la_problem *p, const dou
  *   implementation lib/attention/favor.c · tests tests/attention/test_favor.c */
 LA_API la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *w);
 
+/* SCORE FUNCTIONS (issue 14; the seed notes' list). Softmax attention is
+ * out_i = Σ_j softmax_j(s_ij) v_j over the visible keys, and the score s_ij can be:
+ *   dot        q_i·k_j                 la_softmax_attention_* with p->scale = 1
+ *   scaled     q_i·k_j / √d_k          la_softmax_attention_* with p->scale = 1/√d_k (the
+ *                                      default): no kernel of their own, no new row
+ *   general    q_iᵀ W k_j · scale      W (d_k, d_k) (Luong et al. 2015's "general")
+ *   additive   vᵀ tanh(W_q q_i + W_k k_j)  W = [W_q W_k] (d_a, 2·d_k), v (d_a), d_a =
+ *                                      p->score_dim (Bahdanau et al. 2015's "concat")
+ *   cosine     q̂_i·k̂_j · scale          x̂ = x / max(‖x‖, 1e-12) (F.normalize's eps; a zero
+ *                                      row normalises to zero)
+ * general and cosine read p->scale (general at scale 1 is Luong's form; for cosine it is
+ * the inverse temperature: scores lie in [−scale, scale], so the default 1/√d_k makes the
+ * weights nearly uniform — pass a larger one, e.g. 10 or a learned one as in Henry et
+ * al. 2020's QK-norm). additive does not read p->scale: v sets its scores' size.
+ * Weights: p->score_w and p->score_v (float64 for either precision; the caller owns
+ * them), or NULL: drawn from p->seed by la_score_weights (below), the same draw in both
+ * precisions (float32 rounds the float64 draw). Given weights must be finite (LA_EINVAL).
+ * Masks as softmax (causal, key lengths; a query that sees no key: a zero row).
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
+ * How they run:
+ *   general  K' = K Wᵀ per head (one product, the m keys in length; O(M·d_k²)), then the
+ *            fused softmax kernel on (Q, K', V): holds K' (B·H·M·d_k) and, in float32
+ *            or when drawn, W in the call's precision (d_k²);
+ *   cosine   Q̂ and K̂ normalised (each row's norm in float64, scaled by its largest
+ *            entry so it cannot overflow), then the fused softmax kernel on (Q̂, K̂, V):
+ *            holds Q̂ and K̂ (B·H·(N + M)·d_k);
+ *   additive A = Q W_qᵀ (N, d_a) and C = K W_kᵀ (M, d_a) per head, then per block of 64
+ *            queries and 256 keys s_ij = Σ_a v_a tanh(A_ia + C_ja) for the visible pairs
+ *            and the fused kernel's online softmax: O(N·M·d_a) tanh, written plainly;
+ *            holds A and C (B·H·(N + M)·d_a), W and v in the call's precision (float32,
+ *            or drawn) and per thread a 64 × 256 score block and 2 · 64 row values.
+ * All of it is held against p->workspace_limit (general and cosine: the fused kernel's
+ * scratch comes after, within what is left), and la_attention_cost reports it.
+ * Range (LA_ERANGE, nothing written): general when d_k·max|W|·max|k| > T/8, cosine never
+ * before its normalised inputs, then softmax's rule on (Q, K', V) and (Q̂, K̂, V); additive
+ * when d_k·max|W|·max(max|q|, max|k|) > T/8, Σ_a |v_a| > T/8 (v the score weights) or
+ * M·max|V| > T/8 (V the values) (bounds on A, C, every score and the P·V sums). Drawn
+ * weights count as 9 standard deviations (a drawn |z| is below 8.6).
+ * Returns LA_OK, LA_EINVAL (NULL, bad problem: score_dim 0 included; a non-finite
+ * weight; additive: score_w given without score_v or the reverse), LA_EOVERFLOW,
+ * LA_ENOMEM, LA_EBUDGET, LA_ERANGE. Nothing written on error. No backward or attention
+ * matrix (la_attention_weights_*: LA_EINVAL) yet.
+ *   implementation lib/attention/scores.c (scores_tmpl.h) · references
+ *   la_ref_general_attention, la_ref_additive_attention, la_ref_cosine_attention · tests
+ *   tests/attention/test_scores.c, test_attention.c */
+LA_API la_status la_general_attention_f32(const la_problem *p, const float *q, const float *k,
+                                          const float *v, float *out);
+LA_API la_status la_general_attention_f64(const la_problem *p, const double *q, const double *k,
+                                          const double *v, double *out);
+LA_API la_status la_additive_attention_f32(const la_problem *p, const float *q, const float *k,
+                                           const float *v, float *out);
+LA_API la_status la_additive_attention_f64(const la_problem *p, const double *q, const double *k,
+                                           const double *v, double *out);
+LA_API la_status la_cosine_attention_f32(const la_problem *p, const float *q, const float *k,
+                                         const float *v, float *out);
+LA_API la_status la_cosine_attention_f64(const la_problem *p, const double *q, const double *k,
+                                         const double *v, double *out);
+
+/* The score weights drawn from a seed, as the kernels draw them when p->score_w is NULL:
+ *   LA_KERNEL_GENERAL   w (d_k, d_k), entries N(0, 1/d_k) (so W k has k's variance);
+ *                       d_a and v are not read (v may be NULL);
+ *   LA_KERNEL_ADDITIVE  w (d_a, 2·d_k), entries N(0, 1/(2·d_k)) (so W_q q + W_k k has unit
+ *                       variance on N(0, 1) inputs), then v (d_a), entries N(0, 1/d_a).
+ * The draw: splitmix64 from seed, Box–Muller pairs as la_linformer_projections draws
+ * them (√(−2 ln(1 − u1))·cos(2π u2), then ·sin(2π u2)), w's entries in order then v's,
+ * one stream, each times its standard deviation. Returns LA_OK, LA_EINVAL (another
+ * kernel, NULL w, additive: NULL v or v == w, d_k or d_a 0), LA_EOVERFLOW; nothing
+ * written on error. */
+LA_API la_status la_score_weights(la_kernel kernel, size_t d_k, size_t d_a, uint64_t seed,
+                                  double *w, double *v);
+
 /* Dispatch by kernel: the registry row's forward_f32 / forward_f64. LA_EINVAL for a
  * kernel outside the registry or a problem its causal rule refuses. */
 LA_API la_status la_attention_f32(la_kernel kernel, const la_problem *p, const float *q,
@@ -860,6 +949,17 @@ LA_API la_status la_ref_hard_attention_backward(const la_problem *p, const doubl
  * non-finite projections: LA_EINVAL). */
 LA_API la_status la_ref_linformer_attention(const la_problem *p, const double *q, const double *k,
                                             const double *v, double *out);
+/* The score functions' oracles: per pair the score written from its formula (general
+ * Σ_a Σ_b q_a W_ab k_b · scale; additive Σ_a v_a tanh(Σ_c W_ac q_c + Σ_c W_a,d_k+c k_c);
+ * cosine q·k / (max(‖q‖, 1e-12)·max(‖k‖, 1e-12)) · scale), then the softmax over the
+ * visible keys and P·V, as plain loops; weights given or drawn by la_score_weights.
+ * Refuse what the kernels refuse (LA_EINVAL) but never LA_ERANGE. */
+LA_API la_status la_ref_general_attention(const la_problem *p, const double *q, const double *k,
+                                          const double *v, double *out);
+LA_API la_status la_ref_additive_attention(const la_problem *p, const double *q, const double *k,
+                                           const double *v, double *out);
+LA_API la_status la_ref_cosine_attention(const la_problem *p, const double *q, const double *k,
+                                         const double *v, double *out);
 /* The registry row's reference (LA_EINVAL as for la_attention_f64). */
 LA_API la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *q,
                                   const double *k, const double *v, double *out);
@@ -891,7 +991,16 @@ LA_API void la_ref_feature_map(la_feature_map fm, const double *x, double *out, 
  *   local: pairs are those inside the windows, Σ_i (min(m, i + e) − max(0, i − r))⁺ with
  *     e = r + 1 (causal: 1), counted as softmax counts a pair (a closed form, O(1) per
  *     entry); the entries of a score block outside a row's window are computed, then
- *     masked, and not counted (as the chunked kernel's hidden triangle). */
+ *     masked, and not counted (as the chunked kernel's hidden triangle);
+ *   score functions (issue 14), per head with m keys in length (none: no work) and the
+ *     softmax fields counted as softmax counts its visible pairs:
+ *     general   flops_kv 2·m·d_k² (K' = K Wᵀ), then softmax's fields;
+ *     cosine    flops_phi (N + m)·(3·d_k + 1) (per row ‖x‖: d_k multiply-adds and a
+ *               square root; x / ‖x‖: d_k divides; the largest-entry scan and rescale
+ *               that keep the norm from overflowing are not counted), then softmax's;
+ *     additive  flops_qs 2·N·d_a·d_k (A = Q W_qᵀ), flops_kv 2·m·d_a·d_k (C = K W_kᵀ),
+ *               flops_qk 4·d_a per visible pair (an add, a tanh, a multiply-add: tanh
+ *               counts 1, as exp does), flops_softmax 5 and flops_av 2·d_v per pair. */
 typedef struct {
     double flops_qk;        /* softmax/hard: Q·Kᵀ, 2·pairs·d_k. Causal chunked linear: the
                                intra-chunk A = φQ_c·φK_cᵀ, 2·pairs_intra·d_k */
@@ -1044,13 +1153,15 @@ typedef enum {
 
 /* The la_problem fields a kernel reads beyond the sizes and masks (la_kernel_info.params). */
 enum {
-    LA_PARAM_SCALE = 1u << 0,       /* scale */
-    LA_PARAM_FEATURE_MAP = 1u << 1, /* feature_map */
-    LA_PARAM_EPS = 1u << 2,         /* eps */
-    LA_PARAM_CHUNK = 1u << 3,       /* chunk, when causal */
-    LA_PARAM_WINDOW = 1u << 4,      /* window */
-    LA_PARAM_PROJ = 1u << 5,        /* proj_rank, proj_e, proj_f, seed */
-    LA_PARAM_FEATURES = 1u << 6,    /* features, seed */
+    LA_PARAM_SCALE = 1u << 0,         /* scale */
+    LA_PARAM_FEATURE_MAP = 1u << 1,   /* feature_map */
+    LA_PARAM_EPS = 1u << 2,           /* eps */
+    LA_PARAM_CHUNK = 1u << 3,         /* chunk, when causal */
+    LA_PARAM_WINDOW = 1u << 4,        /* window */
+    LA_PARAM_PROJ = 1u << 5,          /* proj_rank, proj_e, proj_f, seed */
+    LA_PARAM_FEATURES = 1u << 6,      /* features, seed */
+    LA_PARAM_SCORE_WEIGHTS = 1u << 7, /* score_w, seed (general, additive) */
+    LA_PARAM_SCORE_DIM = 1u << 8,     /* score_dim, score_v (additive) */
 };
 
 typedef struct {

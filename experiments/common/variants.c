@@ -11,15 +11,21 @@ static const struct {
     const char *flag;
     unsigned param;
     const char *help;
+    int attend_only; /* a file whose shape a sweep would change: --proj, --score-w, --score-v */
 } vp_table[] = {
     {"--window R", LA_PARAM_WINDOW,
-     "keys within R positions of the query (causal: R before it) [64]"},
-    {"--proj-rank K", LA_PARAM_PROJ,
-     "keys and values projected along the sequence to K rows [256]"},
-    {"--proj E.npy,F.npy", LA_PARAM_PROJ, "the projections, (K, M) each; else drawn from --seed"},
-    {"--features M", LA_PARAM_FEATURES, "random features per head [256]"},
-    {"--seed S", LA_PARAM_PROJ | LA_PARAM_FEATURES,
-     "the random projections' or features' draw [0]"},
+     "keys within R positions of the query (causal: R before it) [64]", 0},
+    {"--proj-rank K", LA_PARAM_PROJ, "keys and values projected along the sequence to K rows [256]",
+     0},
+    {"--proj E.npy,F.npy", LA_PARAM_PROJ, "the projections, (K, M) each; else drawn from --seed",
+     1},
+    {"--features M", LA_PARAM_FEATURES, "random features per head [256]", 0},
+    {"--score-dim A", LA_PARAM_SCORE_DIM, "d_a, the rows of W and the entries of v [64]", 0},
+    {"--score-w W.npy", LA_PARAM_SCORE_WEIGHTS,
+     "W: general (d_k, d_k), additive (d_a, 2·d_k); else drawn from --seed", 1},
+    {"--score-v v.npy", LA_PARAM_SCORE_DIM, "v (d_a,), with --score-w", 1},
+    {"--seed S", LA_PARAM_PROJ | LA_PARAM_FEATURES | LA_PARAM_SCORE_WEIGHTS,
+     "the random draw of projections, features, weights [0]", 0},
 };
 
 unsigned vp_params_of(const la_kernel *kernels, size_t n)
@@ -80,9 +86,44 @@ static int read_projections(const char *text, vp_values *out)
     return 0;
 }
 
+/* --score-dim, --score-w, --score-v: d_a >= 1; W a float64 matrix; with a kernel that reads
+ * v (additive) W and v together or neither, v a vector, and no --score-dim beside them
+ * (v's length is d_a). */
+static int read_score_weights(const vp_flags *f, unsigned params_read, vp_values *out)
+{
+    int rc;
+    char a[64];
+    if (f->score_dim && (f->score_w || f->score_v))
+        return cli_fail("--score-dim", "not with --score-w, --score-v (v's length is d_a)");
+    if (f->score_dim) {
+        if ((rc = cli_parse_size("--score-dim", f->score_dim, &out->score_dim))) return rc;
+        if (out->score_dim < 1) return cli_fail("--score-dim", "must be at least 1");
+        out->given |= LA_PARAM_SCORE_DIM;
+    }
+    if ((params_read & LA_PARAM_SCORE_DIM) && (f->score_w != NULL) != (f->score_v != NULL))
+        return cli_fail(f->score_w ? "--score-v" : "--score-w",
+                        "missing: additive scores take --score-w and --score-v together");
+    if (f->score_w) {
+        if ((rc = cli_read_floats(f->score_w, LA_FLOAT64, &out->score_w))) return rc;
+        if (out->score_w.ndim != 2 || out->score_w.count == 0)
+            return cli_fail(f->score_w, "shape %s, need a matrix: (d_k, d_k) or (d_a, 2·d_k)",
+                            cli_shape_str(&out->score_w, a, sizeof a));
+        out->given |= LA_PARAM_SCORE_WEIGHTS;
+    }
+    if (f->score_v) {
+        if ((rc = cli_read_floats(f->score_v, LA_FLOAT64, &out->score_v))) return rc;
+        if (out->score_v.ndim != 1 || out->score_v.count == 0)
+            return cli_fail(f->score_v, "shape %s, need (d_a,) with d_a >= 1",
+                            cli_shape_str(&out->score_v, a, sizeof a));
+        out->score_dim = out->score_v.shape[0];
+    }
+    return 0;
+}
+
 int vp_parse(const vp_flags *f, unsigned params_read, vp_values *out)
 {
     memset(out, 0, sizeof *out);
+    out->score_dim = LA_DEFAULT_SCORE_DIM;
     out->window = LA_DEFAULT_WINDOW;
     out->proj_rank = LA_DEFAULT_PROJ_RANK;
     out->features = LA_DEFAULT_FEATURES;
@@ -91,7 +132,12 @@ int vp_parse(const vp_flags *f, unsigned params_read, vp_values *out)
         (rc = refuse_unread("--proj-rank", f->proj_rank, LA_PARAM_PROJ, params_read)) ||
         (rc = refuse_unread("--proj", f->proj, LA_PARAM_PROJ, params_read)) ||
         (rc = refuse_unread("--features", f->features, LA_PARAM_FEATURES, params_read)) ||
-        (rc = refuse_unread("--seed", f->seed, LA_PARAM_PROJ | LA_PARAM_FEATURES, params_read)))
+        (rc = refuse_unread("--score-dim", f->score_dim, LA_PARAM_SCORE_DIM, params_read)) ||
+        (rc = refuse_unread("--score-w", f->score_w, LA_PARAM_SCORE_WEIGHTS, params_read)) ||
+        (rc = refuse_unread("--score-v", f->score_v, LA_PARAM_SCORE_DIM, params_read)) ||
+        (rc = refuse_unread("--seed", f->seed,
+                            LA_PARAM_PROJ | LA_PARAM_FEATURES | LA_PARAM_SCORE_WEIGHTS,
+                            params_read)))
         return rc;
     if (f->window) {
         if ((rc = cli_parse_size("--window", f->window, &out->window))) return rc;
@@ -115,6 +161,7 @@ int vp_parse(const vp_flags *f, unsigned params_read, vp_values *out)
         if (out->features < 1) return cli_fail("--features", "must be at least 1");
         out->given |= LA_PARAM_FEATURES;
     }
+    if ((rc = read_score_weights(f, params_read, out))) return rc;
     if (f->seed) {
         size_t seed;
         if ((rc = cli_parse_size("--seed", f->seed, &seed))) return rc;
@@ -130,6 +177,23 @@ int vp_apply(const vp_values *v, la_problem *p)
     p->features = v->features;
     p->seed = v->seed;
     p->proj_e = p->proj_f = NULL;
+    p->score_dim = v->score_dim;
+    p->score_w = p->score_v = NULL;
+    if (v->score_w.data) {
+        const int additive = v->score_v.data != NULL;
+        const size_t rows = additive ? v->score_dim : p->d_k;
+        const size_t cols = additive ? 2 * p->d_k : p->d_k;
+        char a[64];
+        if (v->score_w.shape[0] != rows || v->score_w.shape[1] != cols)
+            return additive ? cli_fail("--score-w",
+                                       "shape %s, need (d_a, 2·d_k) = (%zu, %zu) (d_a: --score-v's "
+                                       "length, d_k: Q's columns)",
+                                       cli_shape_str(&v->score_w, a, sizeof a), rows, cols)
+                            : cli_fail("--score-w", "shape %s, need (d_k, d_k) = (%zu, %zu)",
+                                       cli_shape_str(&v->score_w, a, sizeof a), rows, cols);
+        p->score_w = v->score_w.data;
+        p->score_v = v->score_v.data; /* NULL for general */
+    }
     if (v->proj_e.data) {
         if (v->proj_e.shape[1] != p->n_keys)
             return cli_fail("--proj",
@@ -152,13 +216,15 @@ void vp_free(vp_values *v)
 {
     la_array_free(&v->proj_e);
     la_array_free(&v->proj_f);
+    la_array_free(&v->score_w);
+    la_array_free(&v->score_v);
 }
 
 void vp_print_help(FILE *out, int with_proj, int with_seed)
 {
     char names[256];
     for (size_t i = 0; i < sizeof vp_table / sizeof vp_table[0]; i++) {
-        if (!with_proj && strncmp(vp_table[i].flag, "--proj ", 7) == 0) continue;
+        if (!with_proj && vp_table[i].attend_only) continue;
         if (!with_seed && strncmp(vp_table[i].flag, "--seed ", 7) == 0) continue;
         unsigned read = 0;
         for (int k = 0; k < LA_KERNEL_COUNT; k++)

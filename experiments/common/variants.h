@@ -6,7 +6,11 @@
  *   --proj E.npy,F.npy  Linformer: the projections themselves, (K, M) each; without it
  *                       they are drawn from --seed
  *   --features M        FAVOR+: random features per head                      [256]
- *   --seed S            Linformer's and FAVOR+'s random draws                   [0]
+ *   --score-dim A       additive scores: d_a, the rows of W and entries of v    [64]
+ *   --score-w W.npy     general: W (d_k, d_k); additive: W = [W_q W_k] (d_a, 2·d_k);
+ *                       without it W is drawn from --seed (la_score_weights)
+ *   --score-v v.npy     additive: v (d_a,), with --score-w
+ *   --seed S            Linformer's, FAVOR+'s and the score weights' random draws [0]
  * A flag that none of the chosen kernels reads is refused, naming the kernels that read
  * it, so a mistyped run never silently ignores a parameter. */
 #ifndef LA_VARIANTS_H
@@ -19,6 +23,7 @@
 
 typedef struct {
     const char *window, *proj_rank, *proj, *features, *seed;
+    const char *score_dim, *score_w, *score_v; /* issue 14's score functions */
 } vp_flags;
 
 /* The entries of a subcommand's cli_flag table, for the vp_flags f: the parameters;
@@ -27,8 +32,9 @@ typedef struct {
  * a sweep changes from point to point). */
 #define VP_PARAM_FLAGS(f)                                                                          \
     {"window", &(f).window, NULL}, {"proj-rank", &(f).proj_rank, NULL},                            \
+        {"features", &(f).features, NULL},                                                         \
     {                                                                                              \
-        "features", &(f).features, NULL                                                            \
+        "score-dim", &(f).score_dim, NULL                                                          \
     }
 #define VP_SEED_FLAG(f)                                                                            \
     {                                                                                              \
@@ -38,12 +44,20 @@ typedef struct {
     {                                                                                              \
         "proj", &(f).proj, NULL                                                                    \
     }
+/* --score-w, --score-v: attend only, like --proj (their arrays fix d_k). */
+#define VP_SCORE_FLAGS(f)                                                                          \
+    {"score-w", &(f).score_w, NULL},                                                               \
+    {                                                                                              \
+        "score-v", &(f).score_v, NULL                                                              \
+    }
 
 typedef struct {
     size_t window, proj_rank, features;
     uint64_t seed;
     la_array proj_e, proj_f; /* float64 (K, M), when --proj was given; else empty */
-    unsigned given;          /* the LA_PARAM_* bits whose flags were given */
+    size_t score_dim;
+    la_array score_w, score_v; /* float64, when --score-w (--score-v) was given; else empty */
+    unsigned given;            /* the LA_PARAM_* bits whose flags were given */
 } vp_values;
 
 /* Parses the flags into *out (defaults for those not given; --proj's files read and
@@ -52,7 +66,8 @@ typedef struct {
  * or 2 after one line; *out needs vp_free either way. */
 int vp_parse(const vp_flags *f, unsigned params_read, vp_values *out);
 
-/* Puts the values into p (its sizes already set). --proj's arrays must be (K, n_keys):
+/* Puts the values into p (its sizes already set). --proj's arrays must be (K, n_keys),
+ * --score-w's (d_k, d_k) without --score-v and (d_a, 2·d_k) with it (d_a its length):
  * else one line and 2. The arrays stay owned by v. */
 int vp_apply(const vp_values *v, la_problem *p);
 
@@ -67,7 +82,8 @@ int vp_rank_fits(la_kernel kernel, const la_problem *p);
 /* The OR of la_kernel_info.params over kernels[0..n). */
 unsigned vp_params_of(const la_kernel *kernels, size_t n);
 
-/* The help lines of the flags (with_proj, with_seed: --proj, --seed too), for the
+/* The help lines of the flags (with_proj, with_seed: --proj, --score-w, --score-v, --seed
+ * too), for the
  * kernels of the registry that read each ("  --window R   local: ..."); none when no
  * row reads any of them. */
 void vp_print_help(FILE *out, int with_proj, int with_seed);

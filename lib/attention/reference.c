@@ -707,3 +707,128 @@ done:
     free(row);
     return st;
 }
+
+/* ---------------------------------------------------------------- score functions (issue 14) */
+
+typedef enum { REF_GENERAL, REF_ADDITIVE, REF_COSINE } ref_score_kind;
+
+/* ‖x‖ over n entries, at least 1e-12 (F.normalize's eps), as plainly as it reads. */
+static double ref_norm(const double *x, size_t n)
+{
+    double s = 0;
+    for (size_t c = 0; c < n; c++)
+        s += x[c] * x[c];
+    s = sqrt(s);
+    return s > 1e-12 ? s : 1e-12;
+}
+
+/* The score of one (query, key) pair, from its formula:
+ *   general   Σ_a Σ_b q_a W_ab k_b · scale          W (d_k, d_k)
+ *   additive  Σ_e v_e tanh(Σ_c W_ec q_c + Σ_c W_e,d_k+c k_c)   W (d_a, 2·d_k), v (d_a)
+ *   cosine    q·k / (‖q‖ ‖k‖) · scale */
+static double ref_score(const la_problem *p, ref_score_kind kind, const double *w, const double *wv,
+                        const double *qi, const double *kj)
+{
+    const size_t dk = p->d_k;
+    double s = 0;
+    if (kind == REF_GENERAL) {
+        for (size_t a = 0; a < dk; a++)
+            for (size_t b = 0; b < dk; b++)
+                s += qi[a] * w[a * dk + b] * kj[b];
+        return s * p->scale;
+    }
+    if (kind == REF_ADDITIVE) {
+        for (size_t e = 0; e < p->score_dim; e++) {
+            double pre = 0;
+            for (size_t c = 0; c < dk; c++)
+                pre += w[e * 2 * dk + c] * qi[c] + w[e * 2 * dk + dk + c] * kj[c];
+            s += wv[e] * tanh(pre);
+        }
+        return s;
+    }
+    for (size_t c = 0; c < dk; c++)
+        s += qi[c] * kj[c];
+    return s / (ref_norm(qi, dk) * ref_norm(kj, dk)) * p->scale;
+}
+
+/* Softmax attention over the scores of kind, per head: scores (N, M) pair by pair, hidden
+ * entries skipped; P = row softmax; out = P v. Weights given (finite) or drawn. */
+static la_status ref_score_attention(const la_problem *p, ref_score_kind kind, const double *q,
+                                     const double *k, const double *v, double *out)
+{
+    la_status st = check(p, q, k, v, out);
+    if (st != LA_OK) return st;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, da = p->score_dim;
+    if (kind == REF_ADDITIVE && (p->score_w == NULL) != (p->score_v == NULL)) return LA_EINVAL;
+    size_t n_w = 0, n_v = 0, n_row;
+    if (kind == REF_GENERAL && !doubles_fit(dk, dk, 1, &n_w)) return LA_EOVERFLOW;
+    if (kind == REF_ADDITIVE && (!doubles_fit(da, dk, 2, &n_w) || !doubles_fit(da, 1, 1, &n_v)))
+        return LA_EOVERFLOW;
+    if (!doubles_fit(M, 1, 1, &n_row)) return LA_EOVERFLOW;
+    if (p->score_w && kind != REF_COSINE) {
+        for (size_t x = 0; x < n_w; x++)
+            if (!isfinite(p->score_w[x])) return LA_EINVAL;
+        for (size_t x = 0; x < n_v; x++)
+            if (!isfinite(p->score_v[x])) return LA_EINVAL;
+    }
+    const bool draw = kind != REF_COSINE && !p->score_w;
+    double *drawn = draw ? malloc((n_w + n_v) * sizeof *drawn) : NULL;
+    double *row = malloc(n_row * sizeof *row);
+    if ((draw && !drawn) || !row) {
+        free(drawn);
+        free(row);
+        return LA_ENOMEM;
+    }
+    const double *w = p->score_w, *wv = p->score_v;
+    if (draw) {
+        la_score_weights(kind == REF_GENERAL ? LA_KERNEL_GENERAL : LA_KERNEL_ADDITIVE, dk, da,
+                         p->seed, drawn, kind == REF_ADDITIVE ? drawn + n_w : NULL);
+        w = drawn, wv = drawn + n_w;
+    }
+    for (size_t b = 0; b < p->batch; b++) {
+        for (size_t h = 0; h < p->heads; h++) {
+            const double *qh = q + HEAD(p, b, h, N, dk), *kh = k + HEAD(p, b, h, M, dk);
+            const double *vh = v + HEAD(p, b, h, M, dv);
+            double *oh = out + HEAD(p, b, h, N, dv);
+            for (size_t i = 0; i < N; i++) {
+                const size_t visible = ref_visible_keys(p, b, i);
+                double max = -INFINITY, sum = 0;
+                for (size_t j = 0; j < visible; j++) {
+                    row[j] = ref_score(p, kind, w, wv, qh + i * dk, kh + j * dk);
+                    if (row[j] > max) max = row[j];
+                }
+                for (size_t j = 0; j < visible; j++) {
+                    row[j] = exp(row[j] - max);
+                    sum += row[j];
+                }
+                for (size_t c = 0; c < dv; c++) {
+                    double acc = 0;
+                    for (size_t j = 0; j < visible; j++)
+                        acc += row[j] / sum * vh[j * dv + c];
+                    oh[i * dv + c] = acc; /* no visible key: 0 */
+                }
+            }
+        }
+    }
+    free(drawn);
+    free(row);
+    return LA_OK;
+}
+
+la_status la_ref_general_attention(const la_problem *p, const double *q, const double *k,
+                                   const double *v, double *out)
+{
+    return ref_score_attention(p, REF_GENERAL, q, k, v, out);
+}
+
+la_status la_ref_additive_attention(const la_problem *p, const double *q, const double *k,
+                                    const double *v, double *out)
+{
+    return ref_score_attention(p, REF_ADDITIVE, q, k, v, out);
+}
+
+la_status la_ref_cosine_attention(const la_problem *p, const double *q, const double *k,
+                                  const double *v, double *out)
+{
+    return ref_score_attention(p, REF_COSINE, q, k, v, out);
+}

@@ -163,6 +163,49 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .reference = la_ref_favor_attention,
             .cost = la_favor_recurrent_cost,
         },
+    [LA_KERNEL_GENERAL] =
+        {
+            .kernel = LA_KERNEL_GENERAL,
+            .name = "general",
+            .summary = "softmax over general scores q·W·k · scale (Luong et al. 2015), W (d_k, "
+                       "d_k): K' = K Wᵀ, then the fused softmax kernel",
+            .series = {"general", "general_causal"},
+            .causal = LA_CAUSAL_ALLOWED,
+            .params = LA_PARAM_SCALE | LA_PARAM_SCORE_WEIGHTS,
+            .forward_f32 = la_general_attention_f32,
+            .forward_f64 = la_general_attention_f64,
+            .reference = la_ref_general_attention,
+            .cost = la_general_cost,
+            /* no backward yet */
+        },
+    [LA_KERNEL_ADDITIVE] =
+        {
+            .kernel = LA_KERNEL_ADDITIVE,
+            .name = "additive",
+            .summary = "softmax over additive scores vᵀtanh(W_q q + W_k k) (Bahdanau et al. "
+                       "2015), W (d_a, 2·d_k), v (d_a): O(N·M·d_a) tanh",
+            .series = {"additive", "additive_causal"},
+            .causal = LA_CAUSAL_ALLOWED,
+            .params = LA_PARAM_SCORE_WEIGHTS | LA_PARAM_SCORE_DIM,
+            .forward_f32 = la_additive_attention_f32,
+            .forward_f64 = la_additive_attention_f64,
+            .reference = la_ref_additive_attention,
+            .cost = la_additive_cost,
+        },
+    [LA_KERNEL_COSINE] =
+        {
+            .kernel = LA_KERNEL_COSINE,
+            .name = "cosine",
+            .summary = "softmax over cosine similarities cos(q, k) · scale (scale: the inverse "
+                       "temperature): Q, K normalised, then the fused softmax kernel",
+            .series = {"cosine", "cosine_causal"},
+            .causal = LA_CAUSAL_ALLOWED,
+            .params = LA_PARAM_SCALE,
+            .forward_f32 = la_cosine_attention_f32,
+            .forward_f64 = la_cosine_attention_f64,
+            .reference = la_ref_cosine_attention,
+            .cost = la_cosine_cost,
+        },
 };
 
 const la_kernel_info *la_kernel_get(la_kernel kernel)

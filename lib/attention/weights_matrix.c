@@ -42,6 +42,9 @@ static bool weights_kind_of(la_kernel kernel, weights_kind *kind)
     case LA_KERNEL_LOCAL: *kind = WEIGHTS_LOCAL; return true;
     case LA_KERNEL_FAVOR: /* not yet: its weights need its features */
     case LA_KERNEL_FAVOR_RECURRENT: break;
+    case LA_KERNEL_GENERAL: /* not yet: the score functions' matrices (issue 14) */
+    case LA_KERNEL_ADDITIVE:
+    case LA_KERNEL_COSINE: break;
     case LA_KERNEL_COUNT: break;
     }
     return false;

@@ -26,6 +26,8 @@ void la_problem_init(la_problem *p, size_t batch, size_t heads, size_t n_queries
     p->proj_e = p->proj_f = NULL;
     p->features = LA_DEFAULT_FEATURES;
     p->seed = 0;
+    p->score_dim = LA_DEFAULT_SCORE_DIM;
+    p->score_w = p->score_v = NULL;
 }
 
 bool la_mul_ok(size_t a, size_t b, size_t *out)
@@ -55,7 +57,8 @@ la_status la_problem_check(const la_problem *p)
     if (!(isfinite(p->eps) && p->eps >= 0)) return LA_EINVAL;
     if (!la_feature_map_ok(p->feature_map)) return LA_EINVAL;
     if (p->chunk == 0) return LA_EINVAL;
-    if (p->window == 0 || p->proj_rank == 0 || p->features == 0) return LA_EINVAL;
+    if (p->window == 0 || p->proj_rank == 0 || p->features == 0 || p->score_dim == 0)
+        return LA_EINVAL;
     if ((p->proj_e == NULL) != (p->proj_f == NULL)) return LA_EINVAL; /* both or neither */
     if (p->key_lengths) {
         for (size_t b = 0; b < p->batch; b++)

@@ -245,6 +245,9 @@ static size_t rows_generate(const shape *shape_list, size_t n_shapes,
                     if (info->params & LA_PARAM_PROJ)
                         at += (size_t)snprintf(params + at, sizeof params - at, " k=%zu (drawn)",
                                                s->m < 8 ? s->m : (size_t)8);
+                    if (info->params & LA_PARAM_SCORE_WEIGHTS)
+                        at += (size_t)snprintf(params + at, sizeof params - at, " W%s (drawn)",
+                                               info->params & LA_PARAM_SCORE_DIM ? " d_a=8" : "");
                     if (s->lengths_kind) {
                         size_t l = (size_t)snprintf(lengths, sizeof lengths, "{");
                         for (size_t b = 0; b < s->batch; b++)
@@ -293,6 +296,9 @@ static la_problem row_problem(const row *r)
     if (r->tol.exact) p.scale = 0.125;
     /* Linformer: the default rank (256) is above these shapes' M; k must be in 1..M */
     if (r->info->params & LA_PARAM_PROJ) p.proj_rank = s->m < 8 ? s->m : 8;
+    /* additive scores: d_a = 8 keeps the N·M·d_a tanh of the 1000-token shapes quick
+     * (tests/attention/test_scores.c runs the default 64 and given weights) */
+    if (r->info->params & LA_PARAM_SCORE_DIM) p.score_dim = 8;
     return p;
 }
 

@@ -48,7 +48,8 @@ typedef struct {
 static bool without_weights(la_kernel kernel)
 {
     return kernel == LA_KERNEL_FAVOR || kernel == LA_KERNEL_FAVOR_RECURRENT ||
-           kernel == LA_KERNEL_LINFORMER;
+           kernel == LA_KERNEL_LINFORMER || kernel == LA_KERNEL_GENERAL ||
+           kernel == LA_KERNEL_ADDITIVE || kernel == LA_KERNEL_COSINE;
 }
 
 static bool reads(la_kernel kernel, unsigned param)

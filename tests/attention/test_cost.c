@@ -281,6 +281,118 @@ static void count_linformer(const la_problem *p, size_t b, const double *q, cons
     free(vp);
 }
 
+/* The score functions (issue 14), one head, in the form their kernels run, with the
+ * weights given in p or drawn by la_score_weights:
+ *   general: K' = K Wᵀ over the visible keys (a multiply-add per (key, a, b)), then softmax
+ *     on (Q, K') counted as count_softmax counts it;
+ *   cosine: when some key is visible, each query and visible key normalised (‖x‖: a
+ *     multiply-add per entry and a square root; x / ‖x‖: a divide per entry), then softmax;
+ *   additive: when some key is visible, A = Q W_qᵀ (qs) and C = K W_kᵀ over the visible
+ *     keys (kv), a multiply-add per (row, e, c); per visible pair and e an add, a tanh and a
+ *     multiply-add (qk); then softmax and P·V as count_softmax counts them. */
+static const double *score_weights_of(const la_problem *p, la_kernel kernel, double *drawn)
+{
+    if (p->score_w) return p->score_w;
+    const size_t n_w = kernel == LA_KERNEL_GENERAL ? p->d_k * p->d_k : 2 * p->d_k * p->score_dim;
+    assert_int_equal(la_score_weights(kernel, p->d_k, p->score_dim, p->seed, drawn,
+                                      kernel == LA_KERNEL_ADDITIVE ? drawn + n_w : NULL),
+                     LA_OK);
+    return drawn;
+}
+
+static void count_general(const la_problem *p, size_t b, const double *q, const double *k,
+                          const double *v, double *out, counts *c)
+{
+    const size_t M = p->n_keys, dk = p->d_k, vis = keys_visible(p, b);
+    double *drawn = tu_f64(dk * dk), *kp = tu_f64(M * dk);
+    const double *w = score_weights_of(p, LA_KERNEL_GENERAL, drawn);
+    for (size_t j = 0; j < M; j++)
+        for (size_t a = 0; a < dk; a++) {
+            kp[j * dk + a] = 0;
+            if (j >= vis) continue;
+            for (size_t x = 0; x < dk; x++, c->kv += 2)
+                kp[j * dk + a] += w[a * dk + x] * k[j * dk + x];
+        }
+    count_softmax(p, b, 0, 0, q, kp, v, out, c);
+    free(drawn);
+    free(kp);
+}
+
+static void count_cosine(const la_problem *p, size_t b, const double *q, const double *k,
+                         const double *v, double *out, counts *c)
+{
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, vis = keys_visible(p, b);
+    double *qn = tu_f64(N * dk), *kn = tu_f64(M * dk);
+    memset(qn, 0, N * dk * sizeof *qn);
+    memset(kn, 0, M * dk * sizeof *kn);
+    for (size_t row = 0; vis > 0 && row < N + vis; row++) {
+        const double *x = row < N ? q + row * dk : k + (row - N) * dk;
+        double *y = row < N ? qn + row * dk : kn + (row - N) * dk;
+        double norm = 0;
+        for (size_t a = 0; a < dk; a++, c->phi += 2)
+            norm += x[a] * x[a];
+        norm = sqrt(norm);
+        c->phi += 1;
+        if (norm < 1e-12) norm = 1e-12;
+        for (size_t a = 0; a < dk; a++, c->phi += 1)
+            y[a] = x[a] / norm;
+    }
+    count_softmax(p, b, 0, 0, qn, kn, v, out, c);
+    free(qn);
+    free(kn);
+}
+
+static void count_additive(const la_problem *p, size_t b, const double *q, const double *k,
+                           const double *v, double *out, counts *c)
+{
+    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v, da = p->score_dim;
+    const size_t vis = keys_visible(p, b);
+    memset(out, 0, N * dv * sizeof *out);
+    if (vis == 0) return;
+    double *drawn = tu_f64(2 * dk * da + da), *a = tu_f64(N * da), *cm = tu_f64(vis * da);
+    double *row = tu_f64(vis);
+    const double *w = score_weights_of(p, LA_KERNEL_ADDITIVE, drawn);
+    const double *wv = p->score_w ? p->score_v : drawn + 2 * dk * da;
+    for (size_t i = 0; i < N; i++)
+        for (size_t e = 0; e < da; e++) {
+            a[i * da + e] = 0;
+            for (size_t x = 0; x < dk; x++, c->qs += 2)
+                a[i * da + e] += w[e * 2 * dk + x] * q[i * dk + x];
+        }
+    for (size_t j = 0; j < vis; j++)
+        for (size_t e = 0; e < da; e++) {
+            cm[j * da + e] = 0;
+            for (size_t x = 0; x < dk; x++, c->kv += 2)
+                cm[j * da + e] += w[e * 2 * dk + dk + x] * k[j * dk + x];
+        }
+    for (size_t i = 0; i < N; i++) {
+        const size_t seen = p->causal ? smaller(vis, i + 1) : vis;
+        double max = -INFINITY, sum = 0;
+        for (size_t j = 0; j < seen; j++) {
+            double s = 0;
+            for (size_t e = 0; e < da; e++, c->qk += 4)
+                s += wv[e] * tanh(a[i * da + e] + cm[j * da + e]);
+            row[j] = s;
+        }
+        for (size_t j = 0; j < seen; j++, c->softmax += 2) /* max, subtract */
+            max = row[j] > max ? row[j] : max;
+        for (size_t j = 0; j < seen; j++, c->softmax += 2) /* exp, sum */
+            sum += (row[j] = exp(row[j] - max));
+        for (size_t j = 0; j < seen; j++, c->softmax += 1)
+            row[j] /= sum;
+        for (size_t x = 0; x < dv; x++) {
+            double acc = 0;
+            for (size_t j = 0; j < seen; j++, c->av += 2)
+                acc += row[j] * v[j * dv + x];
+            out[i * dv + x] = acc;
+        }
+    }
+    free(drawn);
+    free(a);
+    free(cm);
+    free(row);
+}
+
 /* FAVOR+, one head, in the form its kernel runs: m = p->features random features (W from
  * la_favor_features), counted as issued:
  *   per query: the projection s·q Wᵀ (2·d_k per feature), the row max P (1 per feature),
@@ -533,6 +645,9 @@ static void check_model(la_kernel kernel, const la_problem *p, tu_rng *r)
                               oh, &c);
                 break;
             case LA_KERNEL_LINFORMER: count_linformer(p, b, qh, kh, vh, oh, &c); break;
+            case LA_KERNEL_GENERAL: count_general(p, b, qh, kh, vh, oh, &c); break;
+            case LA_KERNEL_COSINE: count_cosine(p, b, qh, kh, vh, oh, &c); break;
+            case LA_KERNEL_ADDITIVE: count_additive(p, b, qh, kh, vh, oh, &c); break;
             default:
                 fail_msg("%s: no counting loop here for this kernel: a new kernel's cost "
                          "function needs one (an independent count of its arithmetic)",
@@ -606,6 +721,7 @@ static void model_equals_counted_loops(void **state)
                     /* Linformer: k in 1..M (drawn projections) */
                     p.proj_rank = 1 + tu_next(&r) % sizes[mi];
                     p.seed = tu_next(&r);
+                    p.score_dim = 1 + tu_next(&r) % 5; /* additive: d_a, W drawn */
                     check_model((la_kernel)kernel, &p, &r);
                     cases++;
                 }

@@ -146,6 +146,56 @@ def linformer_projections(k, m, seed):
     return drawn[:k * m].reshape(k, m), drawn[k * m:].reshape(k, m)
 
 
+def score_weights(kind, dk, da, seed):
+    """W (and v) as la_score_weights draws them (lib/linattn.h): the same splitmix64 and
+    Box–Muller stream as Linformer's, W's entries then v's, general W (d_k, d_k) times
+    1/√d_k, additive W (d_a, 2·d_k) times 1/√(2·d_k) and v (d_a,) times 1/√d_a."""
+    import math
+    n_w = dk * dk if kind == "general" else da * 2 * dk
+    n_v = 0 if kind == "general" else da
+    values, state = [], seed
+    while len(values) < n_w + n_v:
+        state, x1 = splitmix64(state)
+        state, x2 = splitmix64(state)
+        u1, u2 = (x1 >> 11) * 2.0 ** -53, (x2 >> 11) * 2.0 ** -53
+        r = math.sqrt(-2.0 * math.log(1.0 - u1))
+        values += [r * math.cos(2 * math.pi * u2), r * math.sin(2 * math.pi * u2)]
+    values = np.array(values[:n_w + n_v])
+    if kind == "general":
+        return values.reshape(dk, dk) / math.sqrt(dk), None
+    return (values[:n_w].reshape(da, 2 * dk) / math.sqrt(2 * dk),
+            values[n_w:] / math.sqrt(da))
+
+
+def ref_scores(kind, q, k, v, w, wv, scale, causal, lengths):
+    """Softmax attention over the score function `kind` (issue 14), q, k, v (B, H, ·, ·):
+    dot/scaled q·k · scale; general q·W·k · scale; additive vᵀtanh(W_q q + W_k k);
+    cosine q·k / (max(|q|, 1e-12)·max(|k|, 1e-12)) · scale. Zero rows where no key is
+    visible."""
+    b, _, n, dk = q.shape
+    m = k.shape[2]
+    mask = key_mask(n, m, causal, lengths, b)
+    if kind in ("dot", "scaled"):
+        scores = np.einsum("bhnd,bhmd->bhnm", q, k) * scale
+    elif kind == "general":
+        scores = np.einsum("bhnd,de,bhme->bhnm", q, w, k) * scale
+    elif kind == "cosine":
+        qn = q / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), 1e-12)
+        kn = k / np.maximum(np.linalg.norm(k, axis=-1, keepdims=True), 1e-12)
+        scores = np.einsum("bhnd,bhmd->bhnm", qn, kn) * scale
+    else:
+        a = np.einsum("bhnd,ed->bhne", q, w[:, :dk])
+        c = np.einsum("bhmd,ed->bhme", k, w[:, dk:])
+        scores = np.tanh(a[:, :, :, None, :] + c[:, :, None, :, :]) @ wv
+    scores = np.where(mask, scores, -np.inf)
+    row_max = scores.max(axis=-1, keepdims=True)
+    row_max = np.where(np.isfinite(row_max), row_max, 0.0)
+    weights = np.where(mask, np.exp(scores - row_max), 0.0)
+    total = weights.sum(axis=-1, keepdims=True)
+    weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
+    return weights @ v
+
+
 def ref_linformer(q, k, v, e, f, scale, lengths):
     """softmax(q (E k)ᵀ · scale) (F v), with E's and F's columns j >= L_b zeroed for entry b
     (projecting the visible keys only). q, k, v: (B, H, ·, ·); e, f: (K, M)."""
@@ -530,6 +580,81 @@ def favor_towards_softmax(run):
         run.ok("favor seeds")
 
 
+def scores(run):
+    """Every --score through `linattn attend` against NumPy (issue 14): weights given as
+    .npy files (float32 and float64 files) and drawn from --seed (the draw rewritten here
+    from the header), both precisions, causal and key lengths, the three input ranks;
+    cosine at --scale 3.5, general at the default and at --scale 1."""
+    rng = run.rng
+    shapes = [((), 7, 9, 4, 3), ((2,), 5, 6, 8, 2), ((2, 3), 17, 13, 5, 4), ((1, 1), 70, 300, 3, 2)]
+    for kind in ("dot", "scaled", "general", "additive", "cosine"):
+        for si, (lead, n, m, dk, dv) in enumerate(shapes):
+            for precision in ("float32", "float64"):
+                causal = bool(rng.integers(0, 2))
+                drawn = kind in ("general", "additive") and bool(rng.integers(0, 2))
+                batch = lead[0] if len(lead) == 2 else 1
+                x = [rng.standard_normal(lead + (rows, d)) for rows, d in
+                     ((n, dk), (m, dk), (m, dv))]
+                args = ["--score", kind, "--out", run.path("y.npy"), "--precision", precision]
+                used = []
+                for name, arr in zip("qkv", x):
+                    stored = arr.astype(rng.choice(["float32", "float64"]))
+                    np.save(run.path("score_" + name + ".npy"), stored)
+                    used.append(stored.astype(precision).astype(np.float64))
+                    args += ["--" + name, run.path("score_" + name + ".npy")]
+                lengths = None
+                if rng.integers(0, 2):
+                    lengths = rng.integers(0, m + 1, size=batch)
+                    np.save(run.path("slengths.npy"), lengths.astype(np.int64))
+                    args += ["--key-lengths", run.path("slengths.npy")]
+                if causal:
+                    args.append("--causal")
+                scale = {"dot": 1.0, "scaled": 1 / np.sqrt(dk), "cosine": 3.5}.get(kind)
+                if kind == "cosine":
+                    args += ["--scale", "3.5"]
+                if kind == "general":
+                    scale = 1.0 if si % 2 else 1 / np.sqrt(dk)
+                    if si % 2:
+                        args += ["--scale", "1"]
+                w = wv = None
+                if kind in ("general", "additive"):
+                    da = int(rng.integers(1, 12))
+                    if drawn:
+                        seed = int(rng.integers(0, 1 << 40))
+                        w, wv = score_weights(kind, dk, da, seed)
+                        args += ["--seed", str(seed)]
+                        if kind == "additive":
+                            args += ["--score-dim", str(da)]
+                    else:
+                        w = rng.standard_normal((dk, dk) if kind == "general" else (da, 2 * dk))
+                        w /= np.sqrt(dk)
+                        np.save(run.path("sw.npy"), w.astype(rng.choice(["float32", "float64"])))
+                        w = np.load(run.path("sw.npy")).astype(np.float64)
+                        args += ["--score-w", run.path("sw.npy")]
+                        if kind == "additive":
+                            wv = rng.standard_normal(da)
+                            np.save(run.path("sv.npy"), wv)
+                            args += ["--score-v", run.path("sv.npy")]
+                qh, kh, vh = (to_heads(a) for a in used)
+                ref = ref_scores(kind, qh, kh, vh, w, wv, scale, causal, lengths)
+                ref = ref.reshape(lead + (n, dv))
+                label = "score %s shape %d %s causal=%d drawn=%d" % (kind, si, precision, causal,
+                                                                     drawn)
+                if os.path.exists(run.path("y.npy")):
+                    os.remove(run.path("y.npy"))
+                rc, _, err = run.attend(args)
+                if rc != 0:
+                    run.fail(label, "exit %d: %s" % (rc, err.strip()))
+                    continue
+                y = np.load(run.path("y.npy"))
+                e = rel_error(y.astype(np.float64), ref)
+                if y.dtype != np.dtype(precision) or y.shape != ref.shape or not e < TOL[precision]:
+                    run.fail(label, "%s %s, relative error %.3g (tolerance %g)" % (
+                        y.dtype, y.shape, e, TOL[precision]))
+                else:
+                    run.ok(label)
+
+
 def thread_counts(run):
     """The same input gives bitwise the same output with 1 and 2 threads (linattn.h)."""
     rng = run.rng
@@ -625,6 +750,12 @@ def error_cases(run):
     full = base + ["--q", good["q"]]
     lin = ["--variant", "linear"] + full[2:]
     v_rows = save("v_rows.npy", np.zeros((2, 7, 3), np.float32))
+    # the score functions' weights (d_k = 4): general (4, 4), additive (3, 8) with v (3,)
+    sw_general = save("sw_general.npy", rng.standard_normal((4, 4)))
+    sw_additive = save("sw_additive.npy", rng.standard_normal((3, 8)))
+    sw_bad = save("sw_bad.npy", rng.standard_normal((3, 4)))
+    sw_nan = save("sw_nan.npy", np.where(np.eye(4) > 0, np.nan, 1.0))
+    sv = save("sv.npy", rng.standard_normal(3))
     cases += [
         ("V rows differ from K", ["--variant", "softmax", "--q", good["q"], "--k", good["k"],
                                   "--v", v_rows, "--out", out]),
@@ -659,7 +790,7 @@ def error_cases(run):
         ("--window not a number", ["--variant", "local"] + full[2:] + ["--window", "wide"]),
         ("--window with softmax", full + ["--window", "4"]),
         ("unknown feature map", lin + ["--feature-map", "tanh"]),
-        ("unknown variant", ["--variant", "cosine"] + full[2:]),
+        ("unknown variant", ["--variant", "bilinear"] + full[2:]),
         ("unknown precision", full + ["--precision", "float16"]),
         ("a list where one kernel is wanted", ["--variant", "softmax,linear"] + full[2:]),
         ("recurrent without --causal", ["--variant", "linear_recurrent"] + full[2:]),
@@ -703,6 +834,32 @@ def error_cases(run):
                                             run.path("w.npy")]),
         ("--proj-rank with softmax", full + ["--proj-rank", "3"]),
         ("--seed with linear", lin + ["--seed", "3"]),
+        ("--score unknown", full[2:] + ["--score", "bilinear"]),
+        ("--score dot with --scale", full[2:] + ["--score", "dot", "--scale", "2"]),
+        ("--score scaled with --variant linear", lin + ["--score", "scaled"]),
+        ("--score general with --variant cosine", ["--variant", "cosine"] + full[2:] + [
+            "--score", "general"]),
+        ("--score-w with softmax", full + ["--score-w", sw_general]),
+        ("--score general: W (3, 4)", full[2:] + ["--score", "general", "--score-w", sw_bad]),
+        ("--score general: W a vector", full[2:] + ["--score", "general", "--score-w", sv]),
+        ("--score general: --score-v", full[2:] + ["--score", "general", "--score-w", sw_general,
+                                                  "--score-v", sv]),
+        ("--score additive: W without v", full[2:] + ["--score", "additive", "--score-w",
+                                                     sw_additive]),
+        ("--score additive: v without W", full[2:] + ["--score", "additive", "--score-v", sv]),
+        ("--score additive: W (3, 4)", full[2:] + ["--score", "additive", "--score-w", sw_bad,
+                                                  "--score-v", sv]),
+        ("--score additive: W rows not v's length", full[2:] + [
+            "--score", "additive", "--score-w", sw_general, "--score-v", sv]),
+        ("--score additive: v a matrix", full[2:] + ["--score", "additive", "--score-w",
+                                                    sw_additive, "--score-v", sw_bad]),
+        ("--score additive: --score-dim with W", full[2:] + [
+            "--score", "additive", "--score-w", sw_additive, "--score-v", sv, "--score-dim", "3"]),
+        ("--score-dim 0", full[2:] + ["--score", "additive", "--score-dim", "0"]),
+        ("--score-dim with general", full[2:] + ["--score", "general", "--score-dim", "3"]),
+        ("--score cosine: --save-weights", full[2:] + ["--score", "cosine", "--save-weights",
+                                                      run.path("w.npy")]),
+        ("--score general: a NaN in W", full[2:] + ["--score", "general", "--score-w", sw_nan]),
     ]
     before = set(os.listdir(run.dir))
     for label, args in cases:
@@ -760,6 +917,7 @@ def main():
     try:
         accuracy(run)
         linformer(run)
+        scores(run)
         favor_towards_softmax(run)
         thread_counts(run)
         error_cases(run)

@@ -71,7 +71,7 @@ static void selections(void **state)
                                           "linear-causal-chunked,linear_causal_chunked", all, n,
                                           selected),
                      2);
-    assert_int_equal(kn_parse_series_list("--variants", "linear,cosine", all, n, selected), 2);
+    assert_int_equal(kn_parse_series_list("--variants", "linear,bilinear", all, n, selected), 2);
     assert_int_equal(kn_parse_series_list("--variants", "linear,linear", all, n, selected), 2);
     assert_int_equal(kn_parse_series_list("--variants", "linear,,softmax", all, n, selected), 2);
 
@@ -107,7 +107,7 @@ static void spellings(void **state)
         assert_int_equal(kn_parse_kernel_list("--variant", twice, NULL, list, 8, &count), 2);
     }
     la_kernel k;
-    assert_int_equal(kn_parse_kernel("--variant", "cosine", NULL, &k), 2);
+    assert_int_equal(kn_parse_kernel("--variant", "bilinear", NULL, &k), 2);
     assert_int_equal(kn_parse_kernel("--variant", "softmax,linear", NULL, &k), 2);
     assert_int_equal(kn_parse_kernel("--variant", "", NULL, &k), 2);
     char names[512];
@@ -123,7 +123,8 @@ static void spellings(void **state)
     assert_int_equal(count, 2);
     assert_int_equal(list[0], LA_KERNEL_LINEAR_RECURRENT);
     assert_int_equal(list[1], LA_KERNEL_SOFTMAX);
-    assert_int_equal(kn_parse_kernel_list("--variant", "linear,cosine", NULL, list, 8, &count), 2);
+    assert_int_equal(kn_parse_kernel_list("--variant", "linear,bilinear", NULL, list, 8, &count),
+                     2);
     assert_int_equal(kn_parse_kernel_list("--variant", "linear,,hard", NULL, list, 8, &count), 2);
     assert_int_equal(
         kn_parse_kernel_list("--variant", "linear_recurrent", kn_layer_kernel, list, 8, &count), 2);

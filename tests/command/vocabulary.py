@@ -149,7 +149,7 @@ def kernel_names(c, kernels):
                     [] if a.read() == b.read() else ["outputs differ"])
 
     everything = ", ".join(name for name, _ in kernels)
-    for bad in ("cosine", "softmax__materialized", "Softmax", "softmax_", "linear-causal-chunked"):
+    for bad in ("bilinear", "softmax__materialized", "Softmax", "softmax_", "linear-causal-chunked"):
         c.refused("attend refuses %s" % bad,
                   ["attend", "--variant", bad, "--out", c.path("y.npy")] + attend,
                   "--variant: '%s' is not one of %s" % (bad, everything))
@@ -333,8 +333,8 @@ def scaling(c, kernels):
         c.works("scaling --variants", quick + ["--n", "16", "--variants", "linear", "--out",
                                                c.path("s.csv")],
                 "--variants is deprecated, use --variant")
-        c.refused("scaling --variant cosine", quick + ["--variant", "cosine", "--out",
-                                                       c.path("s.csv")], "--variant: 'cosine'")
+        c.refused("scaling --variant bilinear", quick + ["--variant", "bilinear", "--out",
+                                                       c.path("s.csv")], "--variant: 'bilinear'")
     else:
         print("vocabulary: skipped scaling --variant (its help has no '--variant LIST' yet)")
     if SWEEP_SYNTAX in text and re.search(r"^  --n LIST ", text, re.M):

@@ -63,6 +63,13 @@ static const char *const api_names[] = {
     "la_favor_attention_recurrent_f32",
     "la_favor_attention_recurrent_f64",
     "la_favor_features",
+    "la_general_attention_f32",
+    "la_general_attention_f64",
+    "la_additive_attention_f32",
+    "la_additive_attention_f64",
+    "la_cosine_attention_f32",
+    "la_cosine_attention_f64",
+    "la_score_weights",
     "la_attention_f32",
     "la_attention_f64",
     "la_attention_weights_f32",
@@ -91,6 +98,9 @@ static const char *const api_names[] = {
     "la_ref_linformer_attention",
     "la_ref_local_attention",
     "la_ref_favor_attention",
+    "la_ref_general_attention",
+    "la_ref_additive_attention",
+    "la_ref_cosine_attention",
     "la_ref_attention",
     "la_ref_linear_attention_backward",
     "la_ref_softmax_attention_backward",
@@ -364,7 +374,10 @@ static void kernels(void **state)
                          la_linformer_attention_f32,
                          la_local_attention_f32,
                          la_favor_attention_f32,
-                         la_favor_attention_recurrent_f32};
+                         la_favor_attention_recurrent_f32,
+                         la_general_attention_f32,
+                         la_additive_attention_f32,
+                         la_cosine_attention_f32};
     const fwd64 f64[] = {la_softmax_attention_f64,
                          la_softmax_attention_materialized_f64,
                          la_hard_attention_f64,
@@ -373,7 +386,10 @@ static void kernels(void **state)
                          la_linformer_attention_f64,
                          la_local_attention_f64,
                          la_favor_attention_f64,
-                         la_favor_attention_recurrent_f64};
+                         la_favor_attention_recurrent_f64,
+                         la_general_attention_f64,
+                         la_additive_attention_f64,
+                         la_cosine_attention_f64};
     la_problem p;
     la_problem_init(&p, 1, 2, 3, 4, 2, 3);
     p.causal = 1;
@@ -483,6 +499,76 @@ static void kernels(void **state)
     local = p, local.workspace_limit = 1;
     EXPECT(la_local_attention_f32(&local, q, k, v, o), LA_EBUDGET, o, sizeof o);
     EXPECT(la_local_attention_f64(&local, qd, kd, vd, od), LA_EBUDGET, od, sizeof od);
+    /* the score functions (issue 14): score_dim 0; additive with W but no v (and the
+     * reverse); a non-finite given weight; a float32 scale beyond float; W or C beyond
+     * float32 (LA_ERANGE); a budget of one byte; la_score_weights: another kernel, NULL w,
+     * additive NULL v or v == w, a zero size, sizes overflowing */
+    {
+        la_problem sc = p;
+        sc.score_dim = 0;
+        EXPECT(la_general_attention_f32(&sc, q, k, v, o), LA_EINVAL, o, sizeof o);
+        EXPECT(la_additive_attention_f32(&sc, q, k, v, o), LA_EINVAL, o, sizeof o);
+        EXPECT(la_additive_attention_f64(&sc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+        EXPECT(la_cosine_attention_f64(&sc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+        EXPECT(la_ref_additive_attention(&sc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+        double w_given[8] = {0}, v_given[2] = {0};
+        sc = p, sc.score_dim = 2, sc.score_w = w_given; /* (2, 2·d_k = 4) */
+        EXPECT(la_additive_attention_f32(&sc, q, k, v, o), LA_EINVAL, o, sizeof o);
+        EXPECT(la_additive_attention_f64(&sc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+        EXPECT(la_ref_additive_attention(&sc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+        sc.score_w = NULL, sc.score_v = v_given;
+        EXPECT(la_additive_attention_f32(&sc, q, k, v, o), LA_EINVAL, o, sizeof o);
+        sc.score_w = w_given, v_given[1] = NAN;
+        EXPECT(la_additive_attention_f64(&sc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+        EXPECT(la_ref_additive_attention(&sc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+        v_given[1] = 0, w_given[3] = INFINITY;
+        EXPECT(la_additive_attention_f32(&sc, q, k, v, o), LA_EINVAL, o, sizeof o);
+        sc = p, sc.score_w = w_given; /* general: W (2, 2), an inf in it */
+        EXPECT(la_general_attention_f32(&sc, q, k, v, o), LA_EINVAL, o, sizeof o);
+        EXPECT(la_general_attention_f64(&sc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+        EXPECT(la_ref_general_attention(&sc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+        w_given[3] = 0;
+        sc = p, sc.scale = 1e39;
+        EXPECT(la_general_attention_f32(&sc, q, k, v, o), LA_EINVAL, o, sizeof o);
+        EXPECT(la_cosine_attention_f32(&sc, q, k, v, o), LA_EINVAL, o, sizeof o);
+        float huge[64];
+        for (int i = 0; i < 64; i++)
+            huge[i] = 1e37f;
+        sc = p, sc.score_w = w_given, w_given[0] = 1e3;
+        EXPECT(la_general_attention_f32(&sc, q, huge, v, o), LA_ERANGE, o, sizeof o);
+        sc.score_dim = 2, sc.score_v = v_given;
+        EXPECT(la_additive_attention_f32(&sc, huge, k, v, o), LA_ERANGE, o, sizeof o);
+        w_given[0] = 0;
+        sc = p, sc.workspace_limit = 1;
+        EXPECT(la_general_attention_f32(&sc, q, k, v, o), LA_EBUDGET, o, sizeof o);
+        EXPECT(la_general_attention_f64(&sc, qd, kd, vd, od), LA_EBUDGET, od, sizeof od);
+        EXPECT(la_additive_attention_f32(&sc, q, k, v, o), LA_EBUDGET, o, sizeof o);
+        EXPECT(la_additive_attention_f64(&sc, qd, kd, vd, od), LA_EBUDGET, od, sizeof od);
+        EXPECT(la_cosine_attention_f32(&sc, q, k, v, o), LA_EBUDGET, o, sizeof o);
+        EXPECT(la_cosine_attention_f64(&sc, qd, kd, vd, od), LA_EBUDGET, od, sizeof od);
+        sc = p, sc.score_dim = SIZE_MAX / 4; /* d_a·2·d_k overflows */
+        EXPECT(la_additive_attention_f32(&sc, q, k, v, o), LA_EOVERFLOW, o, sizeof o);
+        EXPECT(la_additive_attention_f64(&sc, qd, kd, vd, od), LA_EOVERFLOW, od, sizeof od);
+        double w_draw[16], v_draw[4];
+        EXPECT(la_score_weights(LA_KERNEL_SOFTMAX, 2, 2, 1, w_draw, v_draw), LA_EINVAL, w_draw,
+               sizeof w_draw);
+        EXPECT(la_score_weights(LA_KERNEL_COUNT, 2, 2, 1, w_draw, v_draw), LA_EINVAL, w_draw,
+               sizeof w_draw);
+        EXPECT(la_score_weights(LA_KERNEL_GENERAL, 2, 2, 1, NULL, v_draw), LA_EINVAL, v_draw,
+               sizeof v_draw);
+        EXPECT(la_score_weights(LA_KERNEL_GENERAL, 0, 2, 1, w_draw, NULL), LA_EINVAL, w_draw,
+               sizeof w_draw);
+        EXPECT(la_score_weights(LA_KERNEL_ADDITIVE, 2, 2, 1, w_draw, NULL), LA_EINVAL, w_draw,
+               sizeof w_draw);
+        EXPECT(la_score_weights(LA_KERNEL_ADDITIVE, 2, 2, 1, w_draw, w_draw), LA_EINVAL, w_draw,
+               sizeof w_draw);
+        EXPECT(la_score_weights(LA_KERNEL_ADDITIVE, 2, 0, 1, w_draw, v_draw), LA_EINVAL, w_draw,
+               sizeof w_draw);
+        EXPECT(la_score_weights(LA_KERNEL_GENERAL, SIZE_MAX / 2, 2, 1, w_draw, NULL), LA_EOVERFLOW,
+               w_draw, sizeof w_draw);
+        EXPECT(la_score_weights(LA_KERNEL_ADDITIVE, 4, SIZE_MAX / 8, 1, w_draw, v_draw),
+               LA_EOVERFLOW, v_draw, sizeof v_draw);
+    }
     /* kernels outside the registry */
     const int bad_kernels[] = {-1, LA_KERNEL_COUNT, 1000};
     for (size_t i = 0; i < 3; i++) {
@@ -534,7 +620,9 @@ static void kernels(void **state)
             EXPECT(la_attention_weights_f64(kn, &p, qd, NULL, wd), LA_EINVAL, wd, sizeof wd);
             assert_int_equal(la_attention_weights_f64(kn, &p, qd, kd, NULL), LA_EINVAL);
             if (i < 0 || i == LA_KERNEL_COUNT || kn == LA_KERNEL_LINFORMER ||
-                kn == LA_KERNEL_FAVOR || kn == LA_KERNEL_FAVOR_RECURRENT) { /* no matrix yet */
+                kn == LA_KERNEL_FAVOR || kn == LA_KERNEL_FAVOR_RECURRENT ||
+                kn == LA_KERNEL_GENERAL || kn == LA_KERNEL_ADDITIVE ||
+                kn == LA_KERNEL_COSINE) { /* no matrix yet */
                 EXPECT(la_attention_weights_f32(kn, &p, q, k, w), LA_EINVAL, w, sizeof w);
                 EXPECT(la_attention_weights_f64(kn, &p, qd, kd, wd), LA_EINVAL, wd, sizeof wd);
                 continue;
@@ -835,9 +923,10 @@ static void references(void **state)
     la_problem_init(&p, 1, 1, 2, 2, 2, 2);
     double q[4] = {0}, k[4] = {0}, v[4] = {0}, o[16];
     la_status (*const refs[])(const la_problem *, const double *, const double *, const double *,
-                              double *) = {la_ref_softmax_attention, la_ref_hard_attention,
-                                           la_ref_linear_attention,  la_ref_linformer_attention,
-                                           la_ref_local_attention,   la_ref_favor_attention};
+                              double *) = {
+        la_ref_softmax_attention,   la_ref_hard_attention,     la_ref_linear_attention,
+        la_ref_linformer_attention, la_ref_local_attention,    la_ref_favor_attention,
+        la_ref_general_attention,   la_ref_additive_attention, la_ref_cosine_attention};
     p.proj_rank = 1; /* Linformer: k in 1..M */
     for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++) {
         EXPECT(refs[i](NULL, q, k, v, o), LA_EINVAL, o, sizeof o);

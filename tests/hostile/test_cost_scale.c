@@ -44,9 +44,12 @@ static void cost_every_kernel_fast(la_problem *p, const char *what)
             /* the chunked form's workspace C·(3·d_k + C) may not fit in size_t for a huge
              * chunk, nor FAVOR+'s features, B·H·(N + M)·m elements for m = 256, near
              * la_problem_check's limit on N: an honest LA_EOVERFLOW, but as fast as an
-             * answer; Linformer's float32 E and F, 2·k·M elements, likewise */
+             * answer; Linformer's float32 E and F, 2·k·M elements, likewise; so are the
+             * additive scores' A and C, B·H·(N + M)·d_a elements for d_a = 64, and the
+             * cosine scores' Q̂ and K̂, B·H·(N + M)·d_k */
             const int too_big = ((k == LA_KERNEL_LINEAR && causal) || k == LA_KERNEL_FAVOR ||
-                                 k == LA_KERNEL_FAVOR_RECURRENT || k == LA_KERNEL_LINFORMER) &&
+                                 k == LA_KERNEL_FAVOR_RECURRENT || k == LA_KERNEL_LINFORMER ||
+                                 k == LA_KERNEL_ADDITIVE || k == LA_KERNEL_COSINE) &&
                                 st == LA_EOVERFLOW;
             if (dt > SLOW_S ||
                 (!too_big && (st != LA_OK || !(c.flops_total > 0) || !isfinite(c.flops_total))))
