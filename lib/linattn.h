@@ -1040,7 +1040,11 @@ typedef struct {
                                linformer: K' and V', 2·k·(d_k + d_v), and E and F read once
                                per call, 2·k·M float64;
                                favor (both forms): S and z on m features, 2·(m·d_v + m),
-                               and W read once per call, m·d_k float64.
+                               and W read once per call, m·d_k float64;
+                               general: K·W, 2·M·d_k, and W read once, d_k² float64;
+                               cosine: the normalised q and k, 2·(N + M)·d_k;
+                               additive: Q·W_qᵀ and K·W_kᵀ, 2·(N + M)·d_a, and W and v
+                               read once, d_a·(2·d_k + 1) float64.
                                Backward: io_bytes. `linattn roofline` divides flops_total
                                by it: the arithmetic intensity */
 } la_cost;

@@ -62,6 +62,13 @@ static double algorithm_bytes(la_kernel kernel, const la_problem *p, double elem
     case LA_KERNEL_FAVOR:
     case LA_KERNEL_FAVOR_RECURRENT:
         return heads * 2 * (f * dv + f) * elem + f * dk * (double)sizeof(double);
+    case LA_KERNEL_GENERAL: /* K W (M, d_k) out and back; W read once, float64 */
+        return heads * 2 * m * dk * elem + dk * dk * (double)sizeof(double);
+    case LA_KERNEL_COSINE: /* the normalised q and k out and back */
+        return heads * 2 * (n + m) * dk * elem;
+    case LA_KERNEL_ADDITIVE: /* Q W_qᵀ (N, d_a), K W_kᵀ (M, d_a) out and back; W, v float64 */
+        return heads * 2 * (n + m) * (double)p->score_dim * elem +
+               (double)p->score_dim * (2 * dk + 1) * (double)sizeof(double);
     default: return 0;
     }
 }

@@ -577,6 +577,10 @@ static double bytes_counted(la_kernel kernel, const la_problem *p, size_t elem)
     case LA_KERNEL_LINFORMER: bytes += (double)(2 * rank * M * sizeof(double)); break; /* E, F */
     case LA_KERNEL_FAVOR:
     case LA_KERNEL_FAVOR_RECURRENT: bytes += (double)(m * dk * sizeof(double)); break; /* W */
+    case LA_KERNEL_GENERAL: bytes += (double)(dk * dk * sizeof(double)); break;        /* W */
+    case LA_KERNEL_ADDITIVE: /* W (d_a, 2 d_k), v */
+        bytes += (double)((p->score_dim * 2 * dk + p->score_dim) * sizeof(double));
+        break;
     default: break;
     }
     for (size_t b = 0; b < p->batch; b++) {
@@ -598,6 +602,13 @@ static double bytes_counted(la_kernel kernel, const la_problem *p, size_t elem)
             case LA_KERNEL_FAVOR:
             case LA_KERNEL_FAVOR_RECURRENT:
                 elements += 2 * (m * dv) + 2 * m; /* S, z on the features */
+                break;
+            case LA_KERNEL_GENERAL: elements += 2 * (M * dk); break; /* K W out and back */
+            case LA_KERNEL_COSINE:
+                elements += 2 * (N * dk) + 2 * (M * dk); /* normalised q, k out and back */
+                break;
+            case LA_KERNEL_ADDITIVE: /* Q W_qᵀ and K W_kᵀ out and back */
+                elements += 2 * (N * p->score_dim) + 2 * (M * p->score_dim);
                 break;
             default:
                 fail_msg("%s: no byte count here for this kernel: say what its algorithm must "
