@@ -63,6 +63,8 @@
  *     la_favor_attention_f32/_f64         FAVOR+ (Performer): linear on positive random features
  *     la_favor_attention_recurrent_f32/_f64  FAVOR+, causal, token by token
  *     la_favor_features                   FAVOR+'s random features W, drawn from a seed
+ *     la_rotary_apply_f32/_f64            rotary positions (RoPE): rotate q or k in place
+ *     la_linear_attention_rotary_f32/_f64 linear attention with rotary positions (RoFormer)
  *     la_attention_f32/_f64               any kernel, by la_kernel
  *     la_attention_weights_f32/_f64       any kernel's N×M attention matrix (for inspection)
  *   step API (causal linear attention, one token at a time)
@@ -75,6 +77,7 @@
  *     la_ref_favor_attention              FAVOR+, pair by pair
  *     la_ref_linear_attention_backward    linear attention's gradients
  *     la_ref_linformer_attention          Linformer
+ *     la_ref_linear_attention_rotary      linear attention with rotary positions
  *     la_ref_softmax_attention_backward, la_ref_hard_attention_backward
  *     la_ref_attention                    any kernel's reference, by la_kernel
  *     la_ref_feature_map                  φ, element-wise
@@ -683,6 +686,54 @@ LA_API la_status la_favor_attention_recurrent_f64(const la_problem *p, const dou
  *   implementation lib/attention/favor.c · tests tests/attention/test_favor.c */
 LA_API la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *w);
 
+/* ---- positions (issue 14): rotary position embeddings (RoPE; Su et al., "RoFormer",
+ * 2021). Pair c = (channels 2c, 2c+1) of a row at position t is rotated by the angle
+ * t·θ_c, θ_c = LA_ROTARY_BASE^(−2c/d) (the interleaved pairs of the paper; GPT-NeoX and
+ * Llama pair channel c with c + d/2 instead, a permutation of the channels):
+ *   x'[2c] = x[2c]·cos(t·θ_c) − x[2c+1]·sin(t·θ_c),  x'[2c+1] = x[2c]·sin(t·θ_c) +
+ * x[2c+1]·cos(t·θ_c). Rotated queries and keys score (R_t q)·(R_s k) = qᵀ R_{s−t} k: a function of
+ * s − t only. The angles are formed in float64 for either precision (t times θ_c, then cos and sin,
+ * rounded once). Softmax, hard and local attention take rotary positions by rotating q and
+ * k with la_rotary_apply_* before the kernel (the command's --positions rotary does so);
+ * linear attention takes them inside, la_linear_attention_rotary_* below. */
+#define LA_ROTARY_BASE 10000.0
+
+/* x: (rows, n, d) row-major, d even, rotated in place; token i of every row block is at
+ * position first_pos + i (decoding: first_pos = the tokens already cached). rows is
+ * typically B·H (q or k of every head) or B (a (B, N, D) input).
+ * Returns LA_OK, LA_EINVAL (NULL x, a size 0, d odd), LA_EOVERFLOW (rows·n·d doubles
+ * beyond size_t, first_pos + n beyond SIZE_MAX); x untouched on error.
+ *   implementation lib/attention/rotary.c (rotary_tmpl.h) · tests
+ *   tests/attention/test_positions.c */
+LA_API la_status la_rotary_apply_f32(size_t rows, size_t n, size_t d, size_t first_pos, float *x);
+LA_API la_status la_rotary_apply_f64(size_t rows, size_t n, size_t d, size_t first_pos, double *x);
+
+/* Linear attention with rotary positions, as RoFormer does it (Su et al. 2021, §3.4.2,
+ * and its linear-attention code): the rotation acts on the features, in the numerator
+ * only; the denominator keeps the unrotated features, so it stays positive:
+ *   y_i = Σ_j (R_{t_i} φ(q_i))ᵀ (R_{s_j} φ(k_j)) v_j / (Σ_j φ(q_i)ᵀ φ(k_j) + eps),
+ * t_i = q_first_pos + i, s_j = k_first_pos + j, over the keys query i sees (p->causal:
+ * j <= i by index, top-left as every kernel; key lengths). The weights of the numerator
+ * can be negative (y is no longer a convex combination of the values); a query that sees
+ * no key, or whose denominator is exactly 0, gets a zero row. Rotating q and k before φ
+ * instead would lose φ's positivity and is not what RoFormer does. p->feature_map and
+ * p->eps as linear attention; p->chunk is not read (the causal form runs token by token:
+ * S = Σ R φ(k_j) v_jᵀ and z = Σ φ(k_j) carried, O(B·H·(N + M)·d_k·d_v)).
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major; d_k even.
+ * Scratch per thread (held against p->workspace_limit): d_k·d_v + 5·d_k elements. No range
+ * check (LA_ERANGE) yet: inputs near the float32 range want float64. Not a registry row
+ * (its first positions are arguments); no backward yet.
+ * Returns LA_OK, LA_EINVAL (a bad problem, NULL, d_k odd), LA_EOVERFLOW (the last
+ * position beyond SIZE_MAX), LA_EBUDGET, LA_ENOMEM; nothing written on error.
+ *   implementation lib/attention/rotary.c (rotary_tmpl.h) · reference
+ *   la_ref_linear_attention_rotary · tests tests/attention/test_positions.c */
+LA_API la_status la_linear_attention_rotary_f32(const la_problem *p, size_t q_first_pos,
+                                                size_t k_first_pos, const float *q, const float *k,
+                                                const float *v, float *out);
+LA_API la_status la_linear_attention_rotary_f64(const la_problem *p, size_t q_first_pos,
+                                                size_t k_first_pos, const double *q,
+                                                const double *k, const double *v, double *out);
+
 /* Dispatch by kernel: the registry row's forward_f32 / forward_f64. LA_EINVAL for a
  * kernel outside the registry or a problem its causal rule refuses. */
 LA_API la_status la_attention_f32(la_kernel kernel, const la_problem *p, const float *q,
@@ -813,6 +864,14 @@ LA_API la_status la_ref_hard_attention_backward(const la_problem *p, const doubl
  * non-finite projections: LA_EINVAL). */
 LA_API la_status la_ref_linformer_attention(const la_problem *p, const double *q, const double *k,
                                             const double *v, double *out);
+/* Rotary linear attention's oracle: per pair (i, j) visible, the numerator's weight
+ * φ(q_i)ᵀ R_{s_j − t_i} φ(k_j) written with the angle of the distance itself,
+ * Σ_c (a_2c b_2c + a_2c+1 b_2c+1)·cos((s_j − t_i)θ_c) + (a_2c+1 b_2c − a_2c b_2c+1)·sin(…),
+ * a = φ(q_i), b = φ(k_j), and the denominator Σ_j φ(q_i)ᵀφ(k_j) + eps. Statuses as
+ * la_linear_attention_rotary_* (no LA_EBUDGET). */
+LA_API la_status la_ref_linear_attention_rotary(const la_problem *p, size_t q_first_pos,
+                                                size_t k_first_pos, const double *q,
+                                                const double *k, const double *v, double *out);
 /* The registry row's reference (LA_EINVAL as for la_attention_f64). */
 LA_API la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *q,
                                   const double *k, const double *v, double *out);

@@ -61,6 +61,10 @@ static const char *const api_names[] = {
     "la_favor_attention_recurrent_f32",
     "la_favor_attention_recurrent_f64",
     "la_favor_features",
+    "la_rotary_apply_f32",
+    "la_rotary_apply_f64",
+    "la_linear_attention_rotary_f32",
+    "la_linear_attention_rotary_f64",
     "la_attention_f32",
     "la_attention_f64",
     "la_attention_weights_f32",
@@ -86,6 +90,7 @@ static const char *const api_names[] = {
     "la_ref_hard_attention",
     "la_ref_linear_attention",
     "la_ref_linformer_attention",
+    "la_ref_linear_attention_rotary",
     "la_ref_local_attention",
     "la_ref_favor_attention",
     "la_ref_attention",
@@ -466,6 +471,41 @@ static void kernels(void **state)
     local = p, local.workspace_limit = 1;
     EXPECT(la_local_attention_f32(&local, q, k, v, o), LA_EBUDGET, o, sizeof o);
     EXPECT(la_local_attention_f64(&local, qd, kd, vd, od), LA_EBUDGET, od, sizeof od);
+    /* rotary positions (issue 14): NULL, a zero size, d odd, rows·n·d overflowing, the last
+     * position past SIZE_MAX, each leaving x untouched; rotary linear attention: d_k odd,
+     * NULL, the last position past SIZE_MAX, a bad problem, a budget of one byte */
+    assert_int_equal(la_rotary_apply_f32(1, 2, 2, 0, NULL), LA_EINVAL);
+    assert_int_equal(la_rotary_apply_f64(1, 2, 2, 0, NULL), LA_EINVAL);
+    EXPECT(la_rotary_apply_f32(0, 2, 2, 0, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_rotary_apply_f32(1, 0, 2, 0, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_rotary_apply_f64(1, 2, 0, 0, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_rotary_apply_f64(1, 2, 3, 0, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_rotary_apply_f32(SIZE_MAX / 2, 2, 2, 0, o), LA_EOVERFLOW, o, sizeof o);
+    EXPECT(la_rotary_apply_f64(1, 2, 2, SIZE_MAX - 1, od), LA_EOVERFLOW, od, sizeof od);
+    la_problem rl = p;
+    EXPECT(la_linear_attention_rotary_f32(NULL, 0, 0, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_linear_attention_rotary_f32(&rl, 0, 0, NULL, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_linear_attention_rotary_f64(&rl, 0, 0, qd, NULL, vd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_linear_attention_rotary_f64(&rl, 0, 0, qd, kd, NULL, od), LA_EINVAL, od, sizeof od);
+    assert_int_equal(la_linear_attention_rotary_f32(&rl, 0, 0, q, k, v, NULL), LA_EINVAL);
+    EXPECT(la_linear_attention_rotary_f32(&rl, SIZE_MAX - 1, 0, q, k, v, o), LA_EOVERFLOW, o,
+           sizeof o);
+    EXPECT(la_linear_attention_rotary_f64(&rl, 0, SIZE_MAX - 2, qd, kd, vd, od), LA_EOVERFLOW, od,
+           sizeof od);
+    rl.workspace_limit = 1;
+    EXPECT(la_linear_attention_rotary_f32(&rl, 0, 0, q, k, v, o), LA_EBUDGET, o, sizeof o);
+    EXPECT(la_linear_attention_rotary_f64(&rl, 0, 0, qd, kd, vd, od), LA_EBUDGET, od, sizeof od);
+    rl = p, rl.d_k = 3;
+    EXPECT(la_linear_attention_rotary_f32(&rl, 0, 0, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_linear_attention_rotary_f64(&rl, 0, 0, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_ref_linear_attention_rotary(&rl, 0, 0, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    rl = p, rl.feature_map = LA_FEATURE_COUNT;
+    EXPECT(la_linear_attention_rotary_f32(&rl, 0, 0, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_ref_linear_attention_rotary(&rl, 0, 0, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    rl = p;
+    EXPECT(la_ref_linear_attention_rotary(&rl, 0, 0, NULL, kd, vd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_ref_linear_attention_rotary(&rl, SIZE_MAX, 0, qd, kd, vd, od), LA_EOVERFLOW, od,
+           sizeof od);
     /* kernels outside the registry */
     const int bad_kernels[] = {-1, LA_KERNEL_COUNT, 1000};
     for (size_t i = 0; i < 3; i++) {
