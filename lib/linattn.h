@@ -63,6 +63,8 @@
  *     la_favor_attention_f32/_f64         FAVOR+ (Performer): linear on positive random features
  *     la_favor_attention_recurrent_f32/_f64  FAVOR+, causal, token by token
  *     la_favor_features                   FAVOR+'s random features W, drawn from a seed
+ *     la_relative_attention_f32/_f64      softmax with relative positions (Shaw et al. 2018)
+ *     la_relative_embeddings              its a^K, a^V drawn from a seed
  *     la_rotary_apply_f32/_f64            rotary positions (RoPE): rotate q or k in place
  *     la_linear_attention_rotary_f32/_f64 linear attention with rotary positions (RoFormer)
  *     la_attention_f32/_f64               any kernel, by la_kernel
@@ -78,6 +80,7 @@
  *     la_ref_linear_attention_backward    linear attention's gradients
  *     la_ref_linformer_attention          Linformer
  *     la_ref_linear_attention_rotary      linear attention with rotary positions
+ *     la_ref_relative_attention           softmax with relative positions
  *     la_ref_softmax_attention_backward, la_ref_hard_attention_backward
  *     la_ref_attention                    any kernel's reference, by la_kernel
  *     la_ref_feature_map                  φ, element-wise
@@ -253,6 +256,14 @@ typedef struct {
     size_t features;      /* FAVOR+: m, the random features per head; >= 1 */
     uint64_t seed;        /* Linformer's drawn projections, FAVOR+'s random features:
                              the same seed gives the same draw in both precisions */
+    /* Positional encodings (issue 14), read only by the relative kernel
+     * (LA_PARAM_RELATIVE): */
+    size_t max_distance; /* Shaw et al.'s clip distance K >= 1 */
+    const double *rel_k; /* a^K (2K+1, d_k) and a^V (2K+1, d_v) row-major, row K + δ */
+    const double *rel_v; /* for the distance δ = clip(j − i, −K, K); both NULL: drawn
+                            from seed (la_relative_embeddings). Float64 for either
+                            precision, shared by every batch entry and head; the caller
+                            owns them */
 } la_problem;
 
 #define LA_DEFAULT_EPS 1e-6 /* as in fast-transformers */
@@ -261,10 +272,13 @@ typedef struct {
 #define LA_DEFAULT_WINDOW 64                         /* local softmax: r */
 #define LA_DEFAULT_PROJ_RANK 256 /* Linformer: k (Wang et al. 2020's main setting) */
 #define LA_DEFAULT_FEATURES 256  /* FAVOR+: m */
+#define LA_DEFAULT_MAX_DISTANCE                                                                    \
+    16 /* relative positions: K (Shaw et al. 2018 found K >= 2 enough) */
 
 /* Fills every field: the sizes given, no mask, scale = 1/sqrt(d_k), φ = elu+1,
  * eps = LA_DEFAULT_EPS, chunk = LA_DEFAULT_CHUNK, workspace_limit = the default,
- * window, proj_rank and features their defaults, no projections given, seed 0.
+ * window, proj_rank and features their defaults, no projections given, seed 0,
+ * max_distance LA_DEFAULT_MAX_DISTANCE and no relative embeddings given.
  * Adjust the fields afterwards. */
 LA_API void la_problem_init(la_problem *p, size_t batch, size_t heads, size_t n_queries,
                             size_t n_keys, size_t d_k, size_t d_v);
@@ -287,6 +301,7 @@ typedef enum {
     LA_KERNEL_LOCAL,                /* softmax over the keys within p->window positions */
     LA_KERNEL_FAVOR,                /* FAVOR+ (Performer): linear on positive random features */
     LA_KERNEL_FAVOR_RECURRENT,      /* FAVOR+, causal, token by token (requires p->causal) */
+    LA_KERNEL_RELATIVE,             /* softmax with relative positions (Shaw et al. 2018) */
     LA_KERNEL_COUNT
 } la_kernel;
 
@@ -686,6 +701,40 @@ LA_API la_status la_favor_attention_recurrent_f64(const la_problem *p, const dou
  *   implementation lib/attention/favor.c · tests tests/attention/test_favor.c */
 LA_API la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *w);
 
+/* Relative position representations (Shaw, Uszkoreit and Vaswani 2018): softmax
+ * attention with learned embeddings of the clipped distance δ = clip(j − i, −K, K),
+ * K = p->max_distance, in the scores and in the values,
+ *   e_ij = q_i·(k_j + a^K_δ)·scale,   y_i = Σ_j α_ij (v_j + a^V_δ),  α_i = softmax_j(e_i),
+ * over the keys query i sees (masks as softmax; positions are the indices i and j, also
+ * for N != M; a query that sees no key gets a zero row). a^K = p->rel_k (2K+1, d_k), a^V =
+ * p->rel_v (2K+1, d_v), row K + δ, float64, or both NULL: la_relative_embeddings(K, d_k,
+ * d_v, p->seed). One table for every head, as in the paper. Each query's row is
+ * materialised (M scores); q_i·a^K_δ is formed once per distance the row meets and the
+ * weights sharing a δ summed before a^V_δ is added: O(N·M·(d_k + d_v)) time plus
+ * O(N·min(2K+1, M)·(d_k + d_v)). Scratch (held against p->workspace_limit, given by
+ * la_attention_cost): the tables in the element type (none for given float64 tables),
+ * and per thread M + 2·min(2K+1, M) elements.
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
+ * Range: softmax's rule with b = max|k| + max|a^K| and c = max|v| + max|a^V| (drawn
+ * tables: 9 for each). Returns LA_OK, LA_EINVAL (NULL, a bad problem: max_distance 0,
+ * one table only; a given table not finite; a float32 scale beyond float), LA_EOVERFLOW,
+ * LA_ENOMEM, LA_EBUDGET, LA_ERANGE. Nothing written on error. No backward or attention
+ * matrix yet.
+ *   implementation lib/attention/relative.c (relative_tmpl.h) · reference
+ *   la_ref_relative_attention · tests tests/attention/test_positions.c, test_attention.c */
+LA_API la_status la_relative_attention_f32(const la_problem *p, const float *q, const float *k,
+                                           const float *v, float *out);
+LA_API la_status la_relative_attention_f64(const la_problem *p, const double *q, const double *k,
+                                           const double *v, double *out);
+
+/* The relative kernel's drawn embeddings: a_k (2K+1, d_k) and a_v (2K+1, d_v) row-major,
+ * K = max_distance, entries N(0, 1): splitmix64 from seed, Box–Muller pairs as
+ * la_linformer_projections draws them (without its 1/√k), a_k's entries in order, then
+ * a_v's. Returns LA_OK, LA_EINVAL (NULL, a_k == a_v, a size 0), LA_EOVERFLOW; nothing
+ * written on error. */
+LA_API la_status la_relative_embeddings(size_t max_distance, size_t d_k, size_t d_v, uint64_t seed,
+                                        double *a_k, double *a_v);
+
 /* ---- positions (issue 14): rotary position embeddings (RoPE; Su et al., "RoFormer",
  * 2021). Pair c = (channels 2c, 2c+1) of a row at position t is rotated by the angle
  * t·θ_c, θ_c = LA_ROTARY_BASE^(−2c/d) (the interleaved pairs of the paper; GPT-NeoX and
@@ -751,7 +800,7 @@ LA_API la_status la_attention_f64(la_kernel kernel, const la_problem *p, const d
  *   linear, linear_recurrent: A_ij = φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps), z_i = Σ φ(k_j)
  *     over the keys query i sees (all visible keys, or j <= i when p->causal).
  *   linformer: not yet (LA_EINVAL).
- *   favor, favor_recurrent: not yet (LA_EINVAL).
+ *   favor, favor_recurrent, relative: not yet (LA_EINVAL).
  * Hidden entries are exactly 0; a query that sees no key (or, in linear attention, has a
  * zero denominator) gets a zero row, so rows sum to 1 (linear: to 1 − eps/den) or 0.
  * A·V equals the kernel's output up to rounding. The caller's out holds B·H·N·M
@@ -864,6 +913,10 @@ LA_API la_status la_ref_hard_attention_backward(const la_problem *p, const doubl
  * non-finite projections: LA_EINVAL). */
 LA_API la_status la_ref_linformer_attention(const la_problem *p, const double *q, const double *k,
                                             const double *v, double *out);
+/* The relative kernel's oracle: per query, the visible keys' scores q_i·(k_j + a^K_δ)·scale
+ * and their softmax, then Σ_j α_ij (v_j + a^V_δ), each as plain loops over j. */
+LA_API la_status la_ref_relative_attention(const la_problem *p, const double *q, const double *k,
+                                           const double *v, double *out);
 /* Rotary linear attention's oracle: per pair (i, j) visible, the numerator's weight
  * φ(q_i)ᵀ R_{s_j − t_i} φ(k_j) written with the angle of the distance itself,
  * Σ_c (a_2c b_2c + a_2c+1 b_2c+1)·cos((s_j − t_i)θ_c) + (a_2c+1 b_2c − a_2c b_2c+1)·sin(…),
@@ -1050,6 +1103,7 @@ enum {
     LA_PARAM_WINDOW = 1u << 4,      /* window */
     LA_PARAM_PROJ = 1u << 5,        /* proj_rank, proj_e, proj_f, seed */
     LA_PARAM_FEATURES = 1u << 6,    /* features, seed */
+    LA_PARAM_RELATIVE = 1u << 7,    /* max_distance, rel_k, rel_v, seed */
 };
 
 typedef struct {

@@ -18,6 +18,7 @@ la_status la_linformer_cost(const la_problem *p, la_dtype dtype, la_cost *out); 
 la_status la_local_cost(const la_problem *p, la_dtype dtype, la_cost *out);     /* local.c */
 la_status la_favor_cost(const la_problem *p, la_dtype dtype, la_cost *out);     /* favor.c */
 la_status la_favor_recurrent_cost(const la_problem *p, la_dtype dtype, la_cost *out); /* favor.c */
+la_status la_relative_cost(const la_problem *p, la_dtype dtype, la_cost *out); /* relative.c */
 
 /* The FLOPs of one head of a batch entry that leaves m keys visible (la_keys_in_length),
  * in the flops_* fields of *head (zeroed before the call). A closed form, O(1): the

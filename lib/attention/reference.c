@@ -764,3 +764,71 @@ la_status la_ref_linear_attention_rotary(const la_problem *p, size_t q_first_pos
     free(phi_q), free(phi_k), free(num);
     return LA_OK;
 }
+
+/* Softmax with relative positions (issue 14; Shaw et al. 2018), per query: the tables
+ * given or drawn (la_relative_embeddings), then for each visible key j the distance
+ * δ = clip(j − i, −K, K) and e_ij = q_i·(k_j + a^K_δ)·scale, the softmax of the row, and
+ * y_i = Σ_j α_ij (v_j + a^V_δ). */
+la_status la_ref_relative_attention(const la_problem *p, const double *q, const double *k,
+                                    const double *v, double *out)
+{
+    la_status st = check(p, q, k, v, out);
+    if (st != LA_OK) return st;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    const size_t K = p->max_distance;
+    size_t nk, nv;
+    if (K > SIZE_MAX / 4 || !doubles_fit(2 * K + 1, dk, 1, &nk) ||
+        !doubles_fit(2 * K + 1, dv, 1, &nv))
+        return LA_EOVERFLOW;
+    double *drawn_k = NULL, *drawn_v = NULL, *scores = malloc(M * sizeof *scores);
+    if (!p->rel_k) {
+        drawn_k = malloc(nk * sizeof *drawn_k), drawn_v = malloc(nv * sizeof *drawn_v);
+        if (drawn_k && drawn_v) la_relative_embeddings(K, dk, dv, p->seed, drawn_k, drawn_v);
+    }
+    if (!scores || (!p->rel_k && (!drawn_k || !drawn_v))) {
+        free(scores), free(drawn_k), free(drawn_v);
+        return LA_ENOMEM;
+    }
+    const double *a_k = p->rel_k ? p->rel_k : drawn_k, *a_v = p->rel_v ? p->rel_v : drawn_v;
+    for (size_t b = 0; b < p->batch; b++) {
+        for (size_t h = 0; h < p->heads; h++) {
+            const double *qh = q + HEAD(p, b, h, N, dk), *kh = k + HEAD(p, b, h, M, dk);
+            const double *vh = v + HEAD(p, b, h, M, dv);
+            double *oh = out + HEAD(p, b, h, N, dv);
+            for (size_t i = 0; i < N; i++) {
+                const size_t visible = ref_visible_keys(p, b, i);
+                double row_max = -INFINITY, total = 0;
+                for (size_t j = 0; j < visible; j++) {
+                    const long long delta = (long long)j - (long long)i;
+                    const long long clipped = delta < -(long long)K  ? -(long long)K
+                                              : delta > (long long)K ? (long long)K
+                                                                     : delta;
+                    const double *ak = a_k + (size_t)(clipped + (long long)K) * dk;
+                    double e = 0;
+                    for (size_t c = 0; c < dk; c++)
+                        e += qh[i * dk + c] * (kh[j * dk + c] + ak[c]);
+                    scores[j] = e * p->scale;
+                    row_max = scores[j] > row_max ? scores[j] : row_max;
+                }
+                for (size_t j = 0; j < visible; j++) {
+                    scores[j] = exp(scores[j] - row_max);
+                    total += scores[j];
+                }
+                for (size_t e = 0; e < dv; e++) {
+                    double y = 0;
+                    for (size_t j = 0; j < visible; j++) {
+                        const long long delta = (long long)j - (long long)i;
+                        const long long clipped = delta < -(long long)K  ? -(long long)K
+                                                  : delta > (long long)K ? (long long)K
+                                                                         : delta;
+                        y += scores[j] / total *
+                             (vh[j * dv + e] + a_v[(size_t)(clipped + (long long)K) * dv + e]);
+                    }
+                    oh[i * dv + e] = visible == 0 ? 0 : y;
+                }
+            }
+        }
+    }
+    free(scores), free(drawn_k), free(drawn_v);
+    return LA_OK;
+}

@@ -53,8 +53,8 @@ static void FN(rotary_linear_head)(const la_problem *p, size_t m, size_t q_first
 {
     const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v;
     const REAL eps = (REAL)p->eps;
-    REAL *S = scratch, *z = S + dk * dv, *phi_q = z + dk, *rot_q = phi_q + dk,
-         *phi_k = rot_q + dk, *rot_k = phi_k + dk;
+    REAL *S = scratch, *z = S + dk * dv, *phi_q = z + dk, *rot_q = phi_q + dk, *phi_k = rot_q + dk,
+         *rot_k = phi_k + dk;
     memset(S, 0, (dk * dv + dk) * sizeof *S);
     size_t added = 0; /* keys 0 .. added − 1 are in S and z */
     const size_t all = m;
@@ -116,9 +116,9 @@ static la_status FN(linear_attention_rotary)(const la_problem *p, size_t q_first
         REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
 #pragma omp for schedule(static)
         for (size_t bh = 0; bh < heads; bh++)
-            FN(rotary_linear_head)(p, la_keys_in_length(p, bh / p->heads), q_first_pos,
-                                   k_first_pos, q + bh * N * dk, k + bh * M * dk, v + bh * M * dv,
-                                   out + bh * N * dv, mine);
+            FN(rotary_linear_head)
+            (p, la_keys_in_length(p, bh / p->heads), q_first_pos, k_first_pos, q + bh * N * dk,
+             k + bh * M * dk, v + bh * M * dv, out + bh * N * dv, mine);
     }
     free(scratch);
     return LA_OK;

@@ -42,6 +42,7 @@ static bool weights_kind_of(la_kernel kernel, weights_kind *kind)
     case LA_KERNEL_LOCAL: *kind = WEIGHTS_LOCAL; return true;
     case LA_KERNEL_FAVOR: /* not yet: its weights need its features */
     case LA_KERNEL_FAVOR_RECURRENT: break;
+    case LA_KERNEL_RELATIVE: break; /* not yet: its weights need the a^K table */
     case LA_KERNEL_COUNT: break;
     }
     return false;

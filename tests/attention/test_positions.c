@@ -176,12 +176,12 @@ static void rotary_linear_reference(void **state)
         make_inputs(&p, &rng, &in);
         double *ref = tu_f64(in.no), *y64 = tu_f64(in.no);
         float *y32 = tu_f32(in.no);
-        assert_int_equal(la_ref_linear_attention_rotary(&p, rc->q_first, rc->k_first, in.q, in.k,
-                                                        in.v, ref),
-                         LA_OK);
-        assert_int_equal(la_linear_attention_rotary_f64(&p, rc->q_first, rc->k_first, in.q, in.k,
-                                                        in.v, y64),
-                         LA_OK);
+        assert_int_equal(
+            la_ref_linear_attention_rotary(&p, rc->q_first, rc->k_first, in.q, in.k, in.v, ref),
+            LA_OK);
+        assert_int_equal(
+            la_linear_attention_rotary_f64(&p, rc->q_first, rc->k_first, in.q, in.k, in.v, y64),
+            LA_OK);
         assert_int_equal(la_linear_attention_rotary_f32(&p, rc->q_first, rc->k_first, in.q32,
                                                         in.k32, in.v32, y32),
                          LA_OK);
