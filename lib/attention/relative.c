@@ -113,8 +113,8 @@ static bool relative_layout_for(const la_problem *p, size_t elem, relative_layou
     if (!table_sizes(p->max_distance, p->d_k, p->d_v, &rows, &nk, &nv)) return false;
     lay->tables = elem == sizeof(double) && p->rel_k ? 0 : nk + nv;
     lay->per_thread = p->n_keys + 2 * distinct_distances(p); /* M <= SIZE_MAX / 8 */
-    const double tasks = (double)p->batch * (double)p->heads *
-                         (double)((p->n_queries + Q_ROWS - 1) / Q_ROWS);
+    const double tasks =
+        (double)p->batch * (double)p->heads * (double)((p->n_queries + Q_ROWS - 1) / Q_ROWS);
     const int threads = la_threads();
     lay->threads = (double)threads < tasks ? threads : (int)tasks;
     return la_mul_ok(lay->per_thread, (size_t)lay->threads, &bytes) &&

@@ -118,9 +118,9 @@ static la_status FN(relative_attention)(const la_problem *p, const REAL *q, cons
         for (size_t task = 0; task < heads * blocks; task++) {
             const size_t bh = task / blocks, i0 = (task % blocks) * Q_ROWS;
             const size_t n_rows = N - i0 < Q_ROWS ? N - i0 : Q_ROWS;
-            FN(relative_rows)(p, la_keys_in_length(p, bh / p->heads), q + bh * N * dk,
-                              k + bh * M * dk, v + bh * M * dv, out + bh * N * dv, tk, tv, i0,
-                              n_rows, s, qa, w);
+            FN(relative_rows)
+            (p, la_keys_in_length(p, bh / p->heads), q + bh * N * dk, k + bh * M * dk,
+             v + bh * M * dv, out + bh * N * dv, tk, tv, i0, n_rows, s, qa, w);
         }
     }
     free(scratch);

@@ -117,8 +117,8 @@ static la_status FN(linear_attention_rotary)(const la_problem *p, size_t q_first
 #pragma omp for schedule(static)
         for (size_t bh = 0; bh < heads; bh++)
             FN(rotary_linear_head)
-            (p, la_keys_in_length(p, bh / p->heads), q_first_pos, k_first_pos, q + bh * N * dk,
-             k + bh * M * dk, v + bh * M * dv, out + bh * N * dv, mine);
+        (p, la_keys_in_length(p, bh / p->heads), q_first_pos, k_first_pos, q + bh * N * dk,
+         k + bh * M * dk, v + bh * M * dv, out + bh * N * dv, mine);
     }
     free(scratch);
     return LA_OK;
