@@ -232,9 +232,18 @@ static void relative_head_flops(const la_problem *p, size_t m, la_cost *f)
 la_status la_relative_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
     const size_t elem = la_dtype_size(dtype);
-    relative_layout lay;
-    if (!relative_layout_for(p, elem, &lay)) return LA_EOVERFLOW;
+    size_t rows, nk, nv;
+    if (!table_sizes(p->max_distance, p->d_k, p->d_v, &rows, &nk, &nv)) return LA_EOVERFLOW;
     la_cost_sum_heads(p, relative_head_flops, out);
-    out->workspace_bytes = (double)relative_bytes(&lay, elem);
+    /* what the kernel holds (relative_layout_for), in doubles: near la_problem_check's
+     * limit on M it passes size_t, and the kernel then refuses (LA_EOVERFLOW) */
+    relative_layout lay;
+    if (relative_layout_for(p, elem, &lay)) {
+        out->workspace_bytes = (double)relative_bytes(&lay, elem);
+    } else {
+        const double tables = elem == sizeof(double) && p->rel_k ? 0 : (double)(nk + nv);
+        const double per_thread = (double)p->n_keys + 2 * (double)distinct_distances(p);
+        out->workspace_bytes = (tables + per_thread * (double)lay.threads) * (double)elem;
+    }
     return LA_OK;
 }

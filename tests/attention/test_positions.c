@@ -9,6 +9,13 @@
  *                               causal and not, key lengths, N != M, both φ;
  *   rotary_linear_shift         the same shift invariance for rotary linear attention;
  *   rotary_linear_zero_angle    d_k = 2 with positions all 0 ... is linear attention;
+ *   relative_reference          la_relative_attention_* against la_ref_relative_attention
+ *                               at clip distances 1..100, given and drawn tables;
+ *   relative_without_positions  zero tables: softmax; constant tables: softmax on k + a,
+ *                               v + b;
+ *   relative_shift              scores depend only on j − i: the tokens moved t places
+ *                               later (after padding keys that get weight 0) give the
+ *                               same outputs;
  *   sinusoidal_matches_formula  la_add_positional_encoding_f64 on zeros against
  *                               sin/cos(pos · exp(−ln(10000)·2i/D)).
  * Tolerances: 1e-5 float32, 1e-12 float64 (relative, NaN fails); the seed is printed. */
@@ -244,6 +251,172 @@ static void rotary_linear_zero_angle(void **state)
     free_inputs(&in);
 }
 
+/* ------------------------------------------------------------------ relative */
+
+typedef struct {
+    size_t batch, heads, n, m, d_k, d_v, max_distance;
+    int causal, lengths, given;
+} rel_case;
+
+static const rel_case rel_cases[] = {
+    {1, 1, 1, 1, 1, 1, 1, 0, 0, 0},   {2, 3, 17, 17, 8, 5, 2, 0, 0, 1},
+    {2, 3, 17, 17, 8, 5, 3, 1, 0, 0}, {2, 2, 13, 29, 6, 4, 1, 0, 1, 1},
+    {2, 2, 29, 13, 6, 4, 5, 1, 1, 0}, {1, 2, 70, 70, 16, 8, 16, 1, 0, 1},
+    {3, 1, 9, 9, 4, 4, 100, 0, 1, 1}, /* K past every distance: no clipping */
+};
+
+/* Tables a^K (2K+1, d_k), a^V (2K+1, d_v) of N(0, 1) entries rounded to float32. */
+static void make_tables(tu_rng *rng, size_t K, size_t d_k, size_t d_v, double **a_k, double **a_v)
+{
+    const size_t nk = (2 * K + 1) * d_k, nv = (2 * K + 1) * d_v;
+    *a_k = tu_f64(nk), *a_v = tu_f64(nv);
+    tu_fill_normal(rng, *a_k, nk, 1);
+    tu_fill_normal(rng, *a_v, nv, 1);
+    for (size_t i = 0; i < nk; i++)
+        (*a_k)[i] = (float)(*a_k)[i];
+    for (size_t i = 0; i < nv; i++)
+        (*a_v)[i] = (float)(*a_v)[i];
+}
+
+/* Both precisions against la_ref_relative_attention at small clip distances (the
+ * harness, test_attention.c, runs the row at the default K = 16 only), with given and
+ * drawn tables; entry 1's key length 0 gives exact zero rows. */
+static void relative_reference(void **state)
+{
+    (void)state;
+    tu_rng rng = tu_rng_for("relative_reference");
+    for (size_t c = 0; c < sizeof rel_cases / sizeof rel_cases[0]; c++) {
+        const rel_case *rc = &rel_cases[c];
+        la_problem p;
+        la_problem_init(&p, rc->batch, rc->heads, rc->n, rc->m, rc->d_k, rc->d_v);
+        p.causal = rc->causal;
+        p.max_distance = rc->max_distance;
+        p.seed = 1234 + c;
+        int64_t lengths[3] = {(int64_t)rc->m, 0, (int64_t)(rc->m / 2)};
+        if (rc->lengths) p.key_lengths = lengths;
+        double *a_k = NULL, *a_v = NULL;
+        if (rc->given) {
+            make_tables(&rng, rc->max_distance, rc->d_k, rc->d_v, &a_k, &a_v);
+            p.rel_k = a_k, p.rel_v = a_v;
+        }
+        inputs in;
+        make_inputs(&p, &rng, &in);
+        double *ref = tu_f64(in.no), *y64 = tu_f64(in.no);
+        float *y32 = tu_f32(in.no);
+        assert_int_equal(la_ref_relative_attention(&p, in.q, in.k, in.v, ref), LA_OK);
+        assert_int_equal(la_relative_attention_f64(&p, in.q, in.k, in.v, y64), LA_OK);
+        assert_int_equal(la_relative_attention_f32(&p, in.q32, in.k32, in.v32, y32), LA_OK);
+        tu_assert_close_f64(y64, ref, in.no, TOL_F64, "relative float64, case %zu", c);
+        tu_assert_close_f32(y32, ref, in.no, TOL_F32, "relative float32, case %zu", c);
+        if (rc->lengths)
+            for (size_t e = 0; e < rc->heads * rc->n * rc->d_v; e++) {
+                const size_t at = rc->heads * rc->n * rc->d_v + e;
+                assert_true(y64[at] == 0 && y32[at] == 0);
+            }
+        free(ref), free(y64), free(y32), free(a_k), free(a_v);
+        free_inputs(&in);
+    }
+}
+
+/* Zero tables: softmax attention; one table row for every distance (a^K_δ = a, a^V_δ = b):
+ * softmax attention on k_j + a, v_j + b, whatever K. */
+static void relative_without_positions(void **state)
+{
+    (void)state;
+    tu_rng rng = tu_rng_for("relative_without_positions");
+    const size_t K = 2, dk = 6, dv = 4;
+    la_problem p;
+    la_problem_init(&p, 2, 2, 11, 15, dk, dv);
+    p.causal = 1;
+    p.max_distance = K;
+    inputs in;
+    make_inputs(&p, &rng, &in);
+    double *a_k = tu_f64((2 * K + 1) * dk), *a_v = tu_f64((2 * K + 1) * dv);
+    memset(a_k, 0, (2 * K + 1) * dk * sizeof *a_k);
+    memset(a_v, 0, (2 * K + 1) * dv * sizeof *a_v);
+    p.rel_k = a_k, p.rel_v = a_v;
+    double *y = tu_f64(in.no), *ref = tu_f64(in.no);
+    assert_int_equal(la_relative_attention_f64(&p, in.q, in.k, in.v, y), LA_OK);
+    assert_int_equal(la_ref_softmax_attention(&p, in.q, in.k, in.v, ref), LA_OK);
+    tu_assert_close_f64(y, ref, in.no, TOL_F64, "relative with zero tables vs softmax");
+    /* a constant row per table */
+    for (size_t r = 0; r < 2 * K + 1; r++) {
+        for (size_t c = 0; c < dk; c++)
+            a_k[r * dk + c] = 0.25 * (double)c - 0.5;
+        for (size_t c = 0; c < dv; c++)
+            a_v[r * dv + c] = 1.0 + (double)c;
+    }
+    double *k2 = tu_f64(in.nk), *v2 = tu_f64(in.nv);
+    for (size_t x = 0; x < in.nk; x++)
+        k2[x] = in.k[x] + (0.25 * (double)(x % dk) - 0.5);
+    for (size_t x = 0; x < in.nv; x++)
+        v2[x] = in.v[x] + (1.0 + (double)(x % dv));
+    assert_int_equal(la_relative_attention_f64(&p, in.q, in.k, in.v, y), LA_OK);
+    assert_int_equal(la_ref_softmax_attention(&p, in.q, k2, v2, ref), LA_OK);
+    tu_assert_close_f64(y, ref, in.no, TOL_F64, "relative with constant tables vs softmax");
+    free(y), free(ref), free(k2), free(v2), free(a_k), free(a_v);
+    free_inputs(&in);
+}
+
+/* Scores depend only on j − i: the same tokens moved t positions later, after t padding
+ * tokens whose keys score about −1e4 against every query (exp of that is exactly 0 in
+ * float64 next to the real keys), give the same outputs. Queries have q[0] >= 1 and the
+ * padding keys are (−1e4·√d_k, 0, …), so q·k_pad·scale <= −1e4 while every real score
+ * and q·a^K stay within a few hundred. Causal and not; t from 1 to past K. */
+static void relative_shift(void **state)
+{
+    (void)state;
+    tu_rng rng = tu_rng_for("relative_shift");
+    const size_t L = 13, dk = 4, dv = 3, K = 3;
+    const size_t shifts[] = {1, 2, 5};
+    for (int causal = 0; causal <= 1; causal++)
+        for (size_t si = 0; si < 3; si++) {
+            const size_t t = shifts[si], Lt = L + t;
+            double q[(13 + 5) * 4], k[(13 + 5) * 4], v[(13 + 5) * 3];
+            double a_k[7 * 4], a_v[7 * 3];
+            tu_fill_normal(&rng, q, L * dk, 1);
+            tu_fill_normal(&rng, k, L * dk, 1);
+            tu_fill_normal(&rng, v, L * dv, 1);
+            tu_fill_normal(&rng, a_k, 7 * dk, 1);
+            tu_fill_normal(&rng, a_v, 7 * dv, 1);
+            for (size_t i = 0; i < L; i++)
+                q[i * dk] = 1 + fabs(q[i * dk]);
+            la_problem p;
+            la_problem_init(&p, 1, 1, L, L, dk, dv);
+            p.causal = causal, p.max_distance = K, p.rel_k = a_k, p.rel_v = a_v;
+            double y[13 * 3];
+            assert_int_equal(la_relative_attention_f64(&p, q, k, v, y), LA_OK);
+            /* the shifted problem: t padding tokens, then the same L */
+            double qs[(13 + 5) * 4], ks[(13 + 5) * 4], vs[(13 + 5) * 3], ys[(13 + 5) * 3];
+            memset(qs, 0, sizeof qs), memset(ks, 0, sizeof ks), memset(vs, 0, sizeof vs);
+            for (size_t i = 0; i < t; i++) {
+                qs[i * dk] = 1;
+                ks[i * dk] = -1e4 * sqrt((double)dk);
+            }
+            memcpy(qs + t * dk, q, L * dk * sizeof *q);
+            memcpy(ks + t * dk, k, L * dk * sizeof *k);
+            memcpy(vs + t * dv, v, L * dv * sizeof *v);
+            la_problem ps = p;
+            ps.n_queries = ps.n_keys = Lt;
+            assert_int_equal(la_relative_attention_f64(&ps, qs, ks, vs, ys), LA_OK);
+            tu_assert_close_f64(ys + t * dv, y, L * dv, TOL_F64,
+                                "relative shifted by %zu, causal %d", t, causal);
+            float q32[(13 + 5) * 4], k32[(13 + 5) * 4], v32[(13 + 5) * 3], y32[(13 + 5) * 3];
+            tu_to_f32(qs, q32, Lt * dk), tu_to_f32(ks, k32, Lt * dk), tu_to_f32(vs, v32, Lt * dv);
+            la_problem p32 = ps;
+            p32.scale = 1; /* float32: the padding scores stay within float's range */
+            for (size_t i = 0; i < t; i++)
+                k32[i * dk] = -1e3f;
+            assert_int_equal(la_relative_attention_f32(&p32, q32, k32, v32, y32), LA_OK);
+            double ref32[13 * 3];
+            la_problem p1 = p;
+            p1.scale = 1;
+            assert_int_equal(la_ref_relative_attention(&p1, q, k, v, ref32), LA_OK);
+            tu_assert_close_f32(y32 + t * dv, ref32, L * dv, TOL_F32,
+                                "relative float32 shifted by %zu, causal %d", t, causal);
+        }
+}
+
 /* ------------------------------------------------------------------ sinusoidal */
 
 /* On zeros, x[b, pos, 2i] = sin(pos·ω_i), x[b, pos, 2i+1] = cos(pos·ω_i), ω_i =
@@ -276,9 +449,11 @@ int main(void)
 {
     tu_init("test_positions");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(rotary_matches_formula),   cmocka_unit_test(rotary_softmax_shift),
-        cmocka_unit_test(rotary_linear_reference),  cmocka_unit_test(rotary_linear_shift),
-        cmocka_unit_test(rotary_linear_zero_angle), cmocka_unit_test(sinusoidal_matches_formula),
+        cmocka_unit_test(rotary_matches_formula),     cmocka_unit_test(rotary_softmax_shift),
+        cmocka_unit_test(rotary_linear_reference),    cmocka_unit_test(rotary_linear_shift),
+        cmocka_unit_test(rotary_linear_zero_angle),   cmocka_unit_test(relative_reference),
+        cmocka_unit_test(relative_without_positions), cmocka_unit_test(relative_shift),
+        cmocka_unit_test(sinusoidal_matches_formula),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
