@@ -18,8 +18,8 @@ static const struct {
      "keys and values projected along the sequence to K rows [256]"},
     {"--proj E.npy,F.npy", LA_PARAM_PROJ, "the projections, (K, M) each; else drawn from --seed"},
     {"--features M", LA_PARAM_FEATURES, "random features per head [256]"},
-    {"--seed S", LA_PARAM_PROJ | LA_PARAM_FEATURES,
-     "the random projections' or features' draw [0]"},
+    {"--seed S", LA_PARAM_PROJ | LA_PARAM_FEATURES | LA_PARAM_RELATIVE,
+     "the random projections', features' or position embeddings' draw [0]"},
 };
 
 unsigned vp_params_of(const la_kernel *kernels, size_t n)
@@ -91,7 +91,8 @@ int vp_parse(const vp_flags *f, unsigned params_read, vp_values *out)
         (rc = refuse_unread("--proj-rank", f->proj_rank, LA_PARAM_PROJ, params_read)) ||
         (rc = refuse_unread("--proj", f->proj, LA_PARAM_PROJ, params_read)) ||
         (rc = refuse_unread("--features", f->features, LA_PARAM_FEATURES, params_read)) ||
-        (rc = refuse_unread("--seed", f->seed, LA_PARAM_PROJ | LA_PARAM_FEATURES, params_read)))
+        (rc = refuse_unread("--seed", f->seed,
+                            LA_PARAM_PROJ | LA_PARAM_FEATURES | LA_PARAM_RELATIVE, params_read)))
         return rc;
     if (f->window) {
         if ((rc = cli_parse_size("--window", f->window, &out->window))) return rc;
