@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kind_names[] = {"none", "sinusoidal", "learned", "relative", "rotary",
-                                         NULL};
+static const char *const kind_names[] = {"none",     "sinusoidal", "learned",
+                                         "relative", "rotary",     NULL};
 
 const char *pos_name(pos_kind kind)
 {
@@ -61,8 +61,7 @@ int pos_parse(const pos_flags *f, pos_values *out)
     if (f->max_distance && f->relative)
         return cli_fail("--max-distance", "not with --relative (the tables' 2K + 1 rows give K)");
     if (f->max_distance) {
-        if ((rc = cli_parse_size("--max-distance", f->max_distance, &out->max_distance)))
-            return rc;
+        if ((rc = cli_parse_size("--max-distance", f->max_distance, &out->max_distance))) return rc;
         if (out->max_distance < 1) return cli_fail("--max-distance", "must be at least 1");
         if (out->max_distance > ((size_t)1 << 30))
             return cli_fail("--max-distance", "must be at most 2^30");
@@ -97,9 +96,9 @@ int pos_add_absolute(const pos_values *v, const char *what, uint64_t seed, la_ar
     if (v->kind != POS_SINUSOIDAL && v->kind != POS_LEARNED) return 0;
     const size_t n = x->shape[x->ndim - 2], d = x->shape[x->ndim - 1], rows = x->count / (n * d);
     if (v->kind == POS_SINUSOIDAL) {
-        const la_status st =
-            x->dtype == LA_NPY_F32 ? la_add_positional_encoding_f32(rows, n, d, 0, x->data)
-                                   : la_add_positional_encoding_f64(rows, n, d, 0, x->data);
+        const la_status st = x->dtype == LA_NPY_F32
+                                 ? la_add_positional_encoding_f32(rows, n, d, 0, x->data)
+                                 : la_add_positional_encoding_f64(rows, n, d, 0, x->data);
         return st == LA_OK ? 0 : cli_fail(what, "sinusoidal positions: %s", la_strerror(st));
     }
     const double *table = v->table.data;

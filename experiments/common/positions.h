@@ -36,9 +36,9 @@ typedef struct {
 
 typedef struct {
     pos_kind kind;
-    size_t max_distance;    /* relative: K */
-    la_array table;         /* learned: (L, D) float64, when --position-table was given */
-    la_array rel_k, rel_v;  /* relative: float64 (2K+1, d_k), (2K+1, d_v), when given */
+    size_t max_distance;   /* relative: K */
+    la_array table;        /* learned: (L, D) float64, when --position-table was given */
+    la_array rel_k, rel_v; /* relative: float64 (2K+1, d_k), (2K+1, d_v), when given */
 } pos_values;
 
 /* The name of a kind ("rotary"). */
