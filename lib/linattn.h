@@ -1286,18 +1286,33 @@ typedef struct {
     double linear_eps;          /* linear attention: y = num / (den + eps) */
     size_t chunk;               /* causal linear attention: tokens per chunk */
     size_t workspace_limit;     /* handed to the kernels (la_problem.workspace_limit) */
+    /* Positions (issue 14); absolute encodings are added to the input instead
+     * (la_add_positional_encoding_*). rotary: 1 rotates each head's queries and keys in
+     * self-attention, after the projections (la_rotary_apply_*; with LA_KERNEL_LINEAR,
+     * la_linear_attention_rotary_* runs instead: RoFormer's form), positions 0..N−1; d_h =
+     * D/H even; not with FAVOR+. Self-attention is an la_mha_* call with x_q == x_kv, as
+     * the layers' self-attention sublayers make it; cross-attention is never rotated.
+     * Relative positions: attention = LA_KERNEL_RELATIVE, which reads (in every attention
+     * of the layer, as la_problem does): */
+    int rotary;          /* 0 or 1 */
+    size_t max_distance; /* K >= 1 */
+    const double *rel_k; /* (2K+1, D/H) and (2K+1, D/H), float64, shared by every head; */
+    const double *rel_v; /* both NULL: drawn from seed (la_relative_embeddings) */
+    uint64_t seed;
 } la_layer_config;
 
 #define LA_DEFAULT_NORM_EPS 1e-5
 
 /* Fills every field: the sizes given, softmax attention (fused), post-LN, ReLU,
  * norm_eps = 1e-5, φ = elu+1, linear_eps = LA_DEFAULT_EPS, chunk = LA_DEFAULT_CHUNK,
- * workspace_limit = LA_DEFAULT_WORKSPACE_LIMIT. */
+ * workspace_limit = LA_DEFAULT_WORKSPACE_LIMIT; no rotary, max_distance
+ * LA_DEFAULT_MAX_DISTANCE, no relative tables given, seed 0. */
 LA_API void la_layer_config_init(la_layer_config *c, size_t d_model, size_t heads, size_t d_ff);
 
 /* LA_OK, or LA_EINVAL for a zero size, H not dividing D, an unknown enum, a bad ε or
  * chunk, LA_KERNEL_LINEAR_RECURRENT (use LA_KERNEL_LINEAR: its causal form is the
- * chunked one, and cross-attention is never causal). */
+ * chunked one, and cross-attention is never causal), rotary not 0 or 1, rotary with D/H
+ * odd or a FAVOR+ kernel, max_distance 0, one relative table without the other. */
 LA_API la_status la_layer_config_check(const la_layer_config *c);
 
 /* The tensors of one encoder or decoder layer, by PyTorch state_dict key. */
@@ -1424,6 +1439,7 @@ LA_API la_status la_ffn_f64(const la_layer_config *c, size_t rows, const double 
  *   heads concatenated, out = concat · W_Oᵀ + b_O.
  *   x_q: (B, N, D), x_kv: (B, M, D) (x_kv = x_q for self-attention), out: (B, N, D);
  *   in_w: (3D, D), in_b: (3D), out_w: (D, D), out_b: (D); key_lengths NULL or (B,).
+ *   c->rotary: Q and K rotated (positions 0..N−1, 0..M−1) when x_kv == x_q.
  * Returns LA_OK, LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM, or the kernel's status. */
 LA_API la_status la_mha_f32(const la_layer_config *c, size_t batch, size_t n_queries, size_t n_keys,
                             const float *x_q, const float *x_kv, int causal,
