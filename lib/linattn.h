@@ -769,11 +769,12 @@ LA_API la_status la_rotary_apply_f64(size_t rows, size_t n, size_t d, size_t fir
  * p->eps as linear attention; p->chunk is not read (the causal form runs token by token:
  * S = Σ R φ(k_j) v_jᵀ and z = Σ φ(k_j) carried, O(B·H·(N + M)·d_k·d_v)).
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major; d_k even.
- * Scratch per thread (held against p->workspace_limit): d_k·d_v + 5·d_k elements. No range
- * check (LA_ERANGE) yet: inputs near the float32 range want float64. Not a registry row
- * (its first positions are arguments); no backward yet.
+ * Scratch per thread (held against p->workspace_limit): d_k·d_v + 5·d_k elements.
+ * Range: LA_ERANGE when 2·d_k·M·(a + 1)·(b + 1)·max(c, 1) > T/8 (causal linear
+ * attention's rule, twice for the rotation). Not a registry row (its first positions are
+ * arguments); no backward yet.
  * Returns LA_OK, LA_EINVAL (a bad problem, NULL, d_k odd), LA_EOVERFLOW (the last
- * position beyond SIZE_MAX), LA_EBUDGET, LA_ENOMEM; nothing written on error.
+ * position beyond SIZE_MAX), LA_EBUDGET, LA_ENOMEM, LA_ERANGE; nothing written on error.
  *   implementation lib/attention/rotary.c (rotary_tmpl.h) · reference
  *   la_ref_linear_attention_rotary · tests tests/attention/test_positions.c */
 LA_API la_status la_linear_attention_rotary_f32(const la_problem *p, size_t q_first_pos,

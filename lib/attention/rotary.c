@@ -50,6 +50,18 @@ static la_status rotary_linear_check(const la_problem *p, size_t q_first_pos, si
     return LA_OK;
 }
 
+/* Linear attention's causal bound (range.c) with a factor 2 for the rotation (a rotated
+ * pair's entries are at most √2 times the largest of the pair): every entry of S, z,
+ * R φ(q)ᵀS and φ(q)ᵀz is at most 2·d_k·M·(a + 1)·(b + 1)·max(c, 1), kept under T/8; true
+ * when an input is not finite (not this check's business). */
+static bool rotary_range_ok(const la_problem *p, double a, double b, double c, double real_max)
+{
+    if (isinf(a) || isinf(b) || isinf(c)) return true;
+    const long double bound = 2.0L * (long double)p->d_k * (long double)p->n_keys *
+                              ((long double)a + 1) * ((long double)b + 1) * fmaxl(c, 1);
+    return bound <= (long double)real_max / 8;
+}
+
 /* Scratch of one thread in elements: S (d_k × d_v), z (d_k), and four feature rows
  * (φ(q), R φ(q), φ(k), R φ(k)), d_k each; SIZE_MAX when it does not fit. */
 static size_t rotary_linear_per_thread(const la_problem *p)

@@ -101,6 +101,11 @@ static la_status FN(linear_attention_rotary)(const la_problem *p, size_t q_first
     if (st != LA_OK) return st;
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     const size_t heads = p->batch * p->heads; /* fits: la_problem_check */
+    /* the range rule (linattn.h): every entry of S, z, the numerator and the denominator
+     * within T/8 */
+    const double a = FN(la_max_abs)(q, heads * N * dk), b = FN(la_max_abs)(k, heads * M * dk);
+    const double c = FN(la_max_abs)(v, heads * M * dv);
+    if (!rotary_range_ok(p, a, b, c, (double)REAL_MAX)) return LA_ERANGE;
     int threads = la_threads();
     if ((size_t)threads > heads) threads = (int)heads;
     const size_t per_thread = rotary_linear_per_thread(p);

@@ -8,7 +8,10 @@
  *                               (which rotates by the distance, not by each position),
  *                               causal and not, key lengths, N != M, both φ;
  *   rotary_linear_shift         the same shift invariance for rotary linear attention;
- *   rotary_linear_zero_angle    d_k = 2 with positions all 0 ... is linear attention;
+ *   rotary_linear_zero_angle    one query and one key at the same position: linear
+ *                               attention;
+ *   rotary_linear_range         inputs of 1e18: float32 refuses (LA_ERANGE, output
+ *                               untouched), float64 matches its oracle;
  *   relative_reference          la_relative_attention_* against la_ref_relative_attention
  *                               at clip distances 1..100, given and drawn tables;
  *   relative_without_positions  zero tables: softmax; constant tables: softmax on k + a,
@@ -251,6 +254,36 @@ static void rotary_linear_zero_angle(void **state)
     free_inputs(&in);
 }
 
+/* Inputs near float32's limit: float32 refuses with LA_ERANGE, the output untouched;
+ * float64 computes a finite output matching its oracle. */
+static void rotary_linear_range(void **state)
+{
+    (void)state;
+    tu_rng rng = tu_rng_for("rotary_linear_range");
+    la_problem p;
+    la_problem_init(&p, 1, 2, 6, 6, 4, 3);
+    p.causal = 1;
+    inputs in;
+    make_inputs(&p, &rng, &in);
+    for (size_t i = 0; i < in.nq; i++)
+        in.q32[i] *= 1e18f, in.q[i] = in.q32[i];
+    for (size_t i = 0; i < in.nk; i++)
+        in.k32[i] *= 1e18f, in.k[i] = in.k32[i];
+    float *y32 = tu_f32(in.no);
+    for (size_t i = 0; i < in.no; i++)
+        y32[i] = -7.25f;
+    assert_int_equal(la_linear_attention_rotary_f32(&p, 0, 0, in.q32, in.k32, in.v32, y32),
+                     LA_ERANGE);
+    for (size_t i = 0; i < in.no; i++)
+        assert_true(y32[i] == -7.25f);
+    double *y = tu_f64(in.no), *ref = tu_f64(in.no);
+    assert_int_equal(la_linear_attention_rotary_f64(&p, 0, 0, in.q, in.k, in.v, y), LA_OK);
+    assert_int_equal(la_ref_linear_attention_rotary(&p, 0, 0, in.q, in.k, in.v, ref), LA_OK);
+    tu_assert_close_f64(y, ref, in.no, 1e-10, "rotary linear float64 at 1e18");
+    free(y32), free(y), free(ref);
+    free_inputs(&in);
+}
+
 /* ------------------------------------------------------------------ relative */
 
 typedef struct {
@@ -449,11 +482,11 @@ int main(void)
 {
     tu_init("test_positions");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(rotary_matches_formula),     cmocka_unit_test(rotary_softmax_shift),
-        cmocka_unit_test(rotary_linear_reference),    cmocka_unit_test(rotary_linear_shift),
-        cmocka_unit_test(rotary_linear_zero_angle),   cmocka_unit_test(relative_reference),
-        cmocka_unit_test(relative_without_positions), cmocka_unit_test(relative_shift),
-        cmocka_unit_test(sinusoidal_matches_formula),
+        cmocka_unit_test(rotary_matches_formula),   cmocka_unit_test(rotary_softmax_shift),
+        cmocka_unit_test(rotary_linear_reference),  cmocka_unit_test(rotary_linear_shift),
+        cmocka_unit_test(rotary_linear_zero_angle), cmocka_unit_test(rotary_linear_range),
+        cmocka_unit_test(relative_reference),       cmocka_unit_test(relative_without_positions),
+        cmocka_unit_test(relative_shift),           cmocka_unit_test(sinusoidal_matches_formula),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
