@@ -165,7 +165,10 @@ void vp_print_help(FILE *out, int with_proj, int with_seed)
         for (int k = 0; k < LA_KERNEL_COUNT; k++)
             read |= la_kernel_get((la_kernel)k)->params & vp_table[i].param;
         if (!read) continue;
-        fprintf(out, "  %-20s %s: %s\n", vp_table[i].flag,
-                readers(vp_table[i].param, names, sizeof names), vp_table[i].help);
+        char text[512];
+        snprintf(text, sizeof text, "%s: %s", readers(vp_table[i].param, names, sizeof names),
+                 vp_table[i].help);
+        fprintf(out, "  %-20s ", vp_table[i].flag);
+        cli_print_wrapped(out, text, 23);
     }
 }
