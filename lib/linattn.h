@@ -1293,7 +1293,7 @@ typedef struct {
      * la_linear_attention_rotary_* runs instead: RoFormer's form), positions 0..N−1; d_h =
      * D/H even; not with FAVOR+. Self-attention is an la_mha_* call with x_q == x_kv, as
      * the layers' self-attention sublayers make it; cross-attention is never rotated.
- * la_layer_cost_model does not count the rotation (O(N·D) per layer, beside O(N²·D)).
+     * la_layer_cost_model does not count the rotation (O(N·D) per layer, beside O(N²·D)).
      * Relative positions: attention = LA_KERNEL_RELATIVE, which reads (in every attention
      * of the layer, as la_problem does): */
     int rotary;          /* 0 or 1 */
