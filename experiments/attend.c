@@ -10,6 +10,7 @@
 #include "common/cli.h"
 #include "common/kernels.h"
 #include "common/outputs.h"
+#include "common/positions.h"
 #include "common/sweep.h" /* sw_check_memory: the weights matrix within the machine's memory */
 #include "common/variants.h"
 
@@ -158,6 +159,19 @@ void cmd_attend_help(FILE *out)
     fputs("  --chunk C            ", out);
     cli_print_wrapped(out, text, 23);
     vp_print_help(out, 1, 1);
+    pos_print_help(out);
+    fputs("                       In attend, absolute positions are added to Q, K and V\n"
+          "                       alike (position i to row i: a layer's input with identity\n"
+          "                       projections; learned: one table (L, d) per array, so a\n"
+          "                       given table needs d_k = d_v); rotary rotates Q and K and,\n"
+          "                       for linear and linear_recurrent, runs RoFormer's form:\n"
+          "                       R φ(q), R φ(k) in the numerator, φ(q)·φ(k) unrotated in\n"
+          "                       the denominator (la_linear_attention_rotary_*); not favor.\n"
+          "                       relative runs the relative kernel (--variant relative:\n"
+          "                       the same) in place of softmax; refused with any other.\n"
+          "                       No --save-weights for relative or rotary linear, and no\n"
+          "                       --grad-* with positions, yet\n",
+          out);
     fputs(help_gradients, out);
     fputs("  --kernel FORM        deprecated (until the next release): --variant FAMILY\n"
           "                       --kernel FORM, e.g. --variant softmax --kernel\n"
@@ -182,6 +196,7 @@ typedef struct {
     const char *grad_out, *grad_q, *grad_k, *grad_v; /* all four or none */
     int causal;
     vp_flags variant_params; /* --window, --proj-rank, --proj, --features, --seed, --score-* */
+    pos_flags positions;     /* --positions, --position-table, --max-distance, --relative */
 } attend_args;
 
 /* The deprecated --kernel FORM: the kernel of --variant's family with that form, for
@@ -275,6 +290,67 @@ static int choose_kernel(const attend_args *a, la_kernel *kernel, int *score)
     if (a->feature_map && !(params & LA_PARAM_FEATURE_MAP))
         return cli_fail("--feature-map", "applies to --variant %s only",
                         kernel_list(reads_feature_map, "or", names, sizeof names));
+    return 0;
+}
+
+/* ---------------------------------------------------------------- positions */
+
+/* Rotary positions on a linear kernel: la_linear_attention_rotary_* runs instead of the
+ * kernel (RoFormer's form: the rotation on φ(q), φ(k) in the numerator only). */
+static int rotary_linear(la_kernel kernel, const pos_values *v)
+{
+    return v->kind == POS_ROTARY &&
+           (kernel == LA_KERNEL_LINEAR || kernel == LA_KERNEL_LINEAR_RECURRENT);
+}
+
+/* --positions against the kernel: relative runs the relative kernel (--variant relative,
+ * or softmax / softmax_materialized, which it extends); --variant relative alone means
+ * --positions relative; rotary rotates q and k of the softmax-type kernels and runs
+ * inside linear attention; FAVOR+ takes neither. No gradients with positions yet. */
+static int choose_positions(attend_args *a, la_kernel *kernel, int gradients, pos_values *out)
+{
+    if (*kernel == LA_KERNEL_RELATIVE && !a->positions.positions)
+        a->positions.positions = "relative";
+    int rc = pos_parse(&a->positions, out);
+    if (rc) return rc;
+    const char *name = la_kernel_name(*kernel);
+    if (out->kind == POS_RELATIVE) {
+        if (*kernel != LA_KERNEL_RELATIVE && *kernel != LA_KERNEL_SOFTMAX &&
+            *kernel != LA_KERNEL_SOFTMAX_MATERIALIZED)
+            return cli_fail("--positions",
+                            "relative applies to softmax attention only "
+                            "(--variant softmax or relative), not %s",
+                            name);
+        *kernel = LA_KERNEL_RELATIVE;
+    } else if (*kernel == LA_KERNEL_RELATIVE) {
+        return cli_fail("--positions", "--variant relative is --positions relative, not %s",
+                        pos_name(out->kind));
+    }
+    if (out->kind == POS_ROTARY &&
+        (*kernel == LA_KERNEL_FAVOR || *kernel == LA_KERNEL_FAVOR_RECURRENT))
+        return cli_fail("--positions",
+                        "rotary does not apply to %s (its random features "
+                        "are not rotated yet)",
+                        name);
+    if (out->kind != POS_NONE && gradients)
+        return cli_fail("--grad-out", "not with --positions %s yet", pos_name(out->kind));
+    return 0;
+}
+
+/* The relative kernel's clip distance and tables (given: (2K+1, d_k) and (2K+1, d_v)). */
+static int apply_relative(const pos_values *v, la_problem *p)
+{
+    char s1[160];
+    p->max_distance = v->max_distance;
+    if (!v->rel_k.data) return 0;
+    if (v->rel_k.shape[1] != p->d_k)
+        return cli_fail("--relative", "a^K has shape %s: need (2K+1, d_k) with d_k = %zu",
+                        cli_shape_str(&v->rel_k, s1, sizeof s1), p->d_k);
+    if (v->rel_v.shape[1] != p->d_v)
+        return cli_fail("--relative", "a^V has shape %s: need (2K+1, d_v) with d_v = %zu",
+                        cli_shape_str(&v->rel_v, s1, sizeof s1), p->d_v);
+    p->rel_k = v->rel_k.data;
+    p->rel_v = v->rel_v.data;
     return 0;
 }
 
@@ -462,10 +538,12 @@ int cmd_attend(int argc, char **argv)
         VP_SEED_FLAG(a.variant_params),
         VP_PROJ_FLAG(a.variant_params),
         VP_SCORE_FLAGS(a.variant_params),
+        POS_FLAGS(a.positions),
         {NULL, NULL, NULL},
     };
     la_array q = {0}, k = {0}, v = {0}, y = {0}, w = {0}, d_out = {0}, grads[3] = {{0}, {0}, {0}};
     vp_values variant_values = {0};
+    pos_values positions = {0};
     int gradients = 0;
     int64_t *key_lengths = NULL;
     int rc = cli_parse_flags(argc, argv, flags);
@@ -508,14 +586,20 @@ int cmd_attend(int argc, char **argv)
     if (a.feature_map && la_feature_map_parse(a.feature_map, &fm) != LA_OK)
         return cli_fail("--feature-map", "'%s' is not one of elu, relu", a.feature_map);
     la_dtype dtype = precision == 0 ? LA_FLOAT32 : LA_FLOAT64;
-    if ((rc = vp_parse(&a.variant_params, la_kernel_get(kernel)->params, &variant_values)))
-        goto done;
+    if ((rc = choose_positions(&a, &kernel, gradients, &positions))) goto done;
+    /* --seed also draws a learned table that was not given */
+    const unsigned reads =
+        la_kernel_get(kernel)->params |
+        (positions.kind == POS_LEARNED && !positions.table.data ? LA_PARAM_RELATIVE : 0);
+    if ((rc = vp_parse(&a.variant_params, reads, &variant_values))) goto done;
     if (a.save_weights && (kernel == LA_KERNEL_FAVOR || kernel == LA_KERNEL_FAVOR_RECURRENT ||
                            kernel == LA_KERNEL_GENERAL || kernel == LA_KERNEL_ADDITIVE ||
-                           kernel == LA_KERNEL_COSINE)) {
+                           kernel == LA_KERNEL_COSINE || kernel == LA_KERNEL_RELATIVE ||
+                           rotary_linear(kernel, &positions))) {
         /* la_attention_weights_*: not yet */
-        rc = cli_fail("--save-weights", "%s has no attention matrix in the library yet",
-                      la_kernel_name(kernel));
+        rc = cli_fail("--save-weights", "%s%s has no attention matrix in the library yet",
+                      la_kernel_name(kernel),
+                      rotary_linear(kernel, &positions) ? " with rotary positions" : "");
         goto done;
     }
 
@@ -527,6 +611,20 @@ int cmd_attend(int argc, char **argv)
     size_t batch = nd == 4 ? q.shape[0] : 1, heads = nd >= 3 ? q.shape[nd - 3] : 1;
     size_t n = q.shape[nd - 2], d_k = q.shape[nd - 1], m = k.shape[nd - 2], d_v = v.shape[nd - 1];
     if (a.key_lengths && (rc = read_key_lengths(a.key_lengths, batch, m, &key_lengths))) goto done;
+    /* positions: absolute ones added to Q, K and V (the input of a layer whose projections
+     * are the identity), rotary ones rotating Q and K (for linear attention: inside the
+     * kernel, below); the seed is --seed's */
+    if ((rc = pos_add_absolute(&positions, "Q", variant_values.seed, &q)) ||
+        (rc = pos_add_absolute(&positions, "K", variant_values.seed, &k)) ||
+        (rc = pos_add_absolute(&positions, "V", variant_values.seed, &v)))
+        goto done;
+    if (positions.kind == POS_ROTARY && !rotary_linear(kernel, &positions) &&
+        ((rc = pos_rotate(a.q, &q)) || (rc = pos_rotate(a.k, &k))))
+        goto done;
+    if (rotary_linear(kernel, &positions) && d_k % 2 != 0) {
+        rc = cli_fail(a.q, "rotary positions rotate channel pairs: d = %zu must be even", d_k);
+        goto done;
+    }
 
     /* step 3: the problem */
     la_problem p;
@@ -539,6 +637,7 @@ int cmd_attend(int argc, char **argv)
     p.eps = eps;
     p.chunk = chunk;
     if ((rc = vp_apply(&variant_values, &p))) goto done;
+    if (kernel == LA_KERNEL_RELATIVE && (rc = apply_relative(&positions, &p))) goto done;
     if (!vp_rank_fits(kernel, &p)) {
         rc = variant_values.proj_e.data
                  ? cli_fail("--proj", "K = %zu rows, must be at most M = %zu (the keys' rows)",
@@ -585,7 +684,11 @@ int cmd_attend(int argc, char **argv)
         rc = cli_fail("attend", "%s", la_strerror(LA_ENOMEM));
         goto done;
     }
-    if (dtype == LA_FLOAT32)
+    if (rotary_linear(kernel, &positions))
+        st = dtype == LA_FLOAT32
+                 ? la_linear_attention_rotary_f32(&p, 0, 0, q.data, k.data, v.data, y.data)
+                 : la_linear_attention_rotary_f64(&p, 0, 0, q.data, k.data, v.data, y.data);
+    else if (dtype == LA_FLOAT32)
         st = la_attention_f32(kernel, &p, q.data, k.data, v.data, y.data);
     else
         st = la_attention_f64(kernel, &p, q.data, k.data, v.data, y.data);
@@ -615,6 +718,7 @@ int cmd_attend(int argc, char **argv)
         rc = cli_write_npy(a.out, &y);
 done:
     vp_free(&variant_values);
+    pos_free(&positions);
     la_array_free(&q);
     la_array_free(&k);
     la_array_free(&v);

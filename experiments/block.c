@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "common/cli.h"
 #include "common/kernels.h"
+#include "common/positions.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,12 +85,50 @@ void cmd_block_help(FILE *out)
     fputs(help_text, out);
     fprintf(out, help_feature_map, kn_kernel_names(reads_feature_map, ", ", names, sizeof names));
     fputs(help_after_feature_map, out);
+    pos_print_help(out);
+    fputs("  --seed S             learned and relative: the drawn tables' seed [0]\n"
+          "                       In block, absolute positions are added to X before the\n"
+          "                       layer; rotary rotates each head's queries and keys in the\n"
+          "                       self-attention (linear: RoFormer's form, see help attend);\n"
+          "                       relative runs the relative kernel in the self-attention\n"
+          "                       (tables (2K+1, D/H), shared by the heads)\n",
+          out);
     fputs("\n", out);
     kn_print_kernels(out, kn_layer_kernel, ", those a layer can use");
     fputs(help_after_kernels, out);
 }
 
 static const char *const layer_names[] = {"encoder", "decoder", NULL};
+/* --positions and --seed against the kernel: relative runs the relative kernel in place
+ * of softmax (--variant relative alone means it); rotary not with FAVOR+; --seed only
+ * for a drawn table (learned, relative). */
+static int block_positions(pos_flags *pf, const char *seed_text, size_t *seed, la_kernel *kernel,
+                           pos_values *pos)
+{
+    if (*kernel == LA_KERNEL_RELATIVE && !pf->positions) pf->positions = "relative";
+    int rc = pos_parse(pf, pos);
+    if (rc) return rc;
+    if (pos->kind == POS_RELATIVE) {
+        if (*kernel != LA_KERNEL_SOFTMAX && *kernel != LA_KERNEL_SOFTMAX_MATERIALIZED &&
+            *kernel != LA_KERNEL_RELATIVE)
+            return cli_fail("--positions", "relative applies to softmax attention only, not %s",
+                            la_kernel_name(*kernel));
+        *kernel = LA_KERNEL_RELATIVE;
+    } else if (*kernel == LA_KERNEL_RELATIVE) {
+        return cli_fail("--positions", "--variant relative is --positions relative, not %s",
+                        pos_name(pos->kind));
+    }
+    if (pos->kind == POS_ROTARY && (*kernel == LA_KERNEL_FAVOR))
+        return cli_fail("--positions", "rotary does not apply to favor yet");
+    const int drawn = (pos->kind == POS_LEARNED && !pos->table.data) ||
+                      (pos->kind == POS_RELATIVE && !pos->rel_k.data);
+    if (seed_text && !drawn)
+        return cli_fail("--seed", "applies to a drawn table only (--positions learned without "
+                                  "--position-table, relative without --relative)");
+    if (seed_text && (rc = cli_parse_size("--seed", seed_text, seed))) return rc;
+    return 0;
+}
+
 static const char *const norm_names[] = {"post", "pre", NULL};
 static const char *const activation_names[] = {"relu", "gelu", NULL};
 static const char *const precision_names[] = {"float32", "float64", NULL};
@@ -118,8 +157,10 @@ int cmd_block(int argc, char **argv)
 {
     const char *weights = NULL, *x_path = NULL, *out_path = NULL, *heads_text = NULL;
     const char *norm = NULL, *attention = NULL, *activation = NULL, *precision = NULL;
-    const char *feature_map = NULL, *threads_text = NULL;
+    const char *feature_map = NULL, *threads_text = NULL, *seed_text = NULL;
     const char *layer = NULL, *memory_path = NULL, *cross_attention = NULL;
+    pos_flags pf = {0};
+    pos_values pos = {0};
     int causal = 0;
     const cli_flag flags[] = {
         {"weights", &weights, NULL},
@@ -136,6 +177,8 @@ int cmd_block(int argc, char **argv)
         {"precision", &precision, NULL},
         {"feature-map", &feature_map, NULL},
         {"threads", &threads_text, NULL},
+        {"seed", &seed_text, NULL},
+        POS_FLAGS(pf),
         {NULL, NULL, NULL},
     };
     static const cli_alias renamed[] = {{"attention", "variant"}, {NULL, NULL}};
@@ -179,13 +222,21 @@ int cmd_block(int argc, char **argv)
         return cli_fail("--feature-map", "'%s' is not one of elu, relu", feature_map);
     if ((rc = cli_parse_threads("--threads", threads_text))) return rc;
     la_dtype dtype = precision_i ? LA_FLOAT64 : LA_FLOAT32;
+    size_t seed = 0;
+    if ((rc = block_positions(&pf, seed_text, &seed, &kernel, &pos))) {
+        pos_free(&pos);
+        return rc;
+    }
 
     /* step 2: the weights (D and d_ff from their shapes), then X and the memory */
     la_layer_weights w;
     la_load_error err;
     la_array x = {0}, y = {0}, memory = {0};
     la_status st = la_layer_weights_load(&w, dtype, decoder, weights, "", &err);
-    if (st != LA_OK) return cli_fail(err.path[0] ? err.path : weights, "%s", err.why);
+    if (st != LA_OK) {
+        pos_free(&pos);
+        return cli_fail(err.path[0] ? err.path : weights, "%s", err.why);
+    }
     const size_t D = w.d_model;
     size_t batch, n, m = 0, memory_batch;
     if ((rc = cli_read_floats(x_path, dtype, &x)) ||
@@ -210,6 +261,19 @@ int cmd_block(int argc, char **argv)
         goto done;
     }
 
+    /* positions: absolute ones added to X; rotary and relative in the self-attention */
+    if ((rc = pos_add_absolute(&pos, x_path, seed, &x))) goto done;
+    if (pos.kind == POS_ROTARY && (D / heads) % 2 != 0) {
+        rc = cli_fail("--positions", "rotary rotates channel pairs: D/H = %zu must be even",
+                      D / heads);
+        goto done;
+    }
+    if (pos.rel_k.data && (pos.rel_k.shape[1] != D / heads || pos.rel_v.shape[1] != D / heads)) {
+        rc = cli_fail("--relative", "a^K %zu wide, a^V %zu: both need D/H = %zu columns",
+                      pos.rel_k.shape[1], pos.rel_v.shape[1], D / heads);
+        goto done;
+    }
+
     /* step 3: the layer */
     la_layer_config c;
     la_layer_config_init(&c, D, heads, w.d_ff);
@@ -218,6 +282,11 @@ int cmd_block(int argc, char **argv)
     c.cross_attention = cross_kernel;
     c.activation = activation_i ? LA_ACTIVATION_GELU : LA_ACTIVATION_RELU;
     c.feature_map = fm;
+    c.rotary = pos.kind == POS_ROTARY;
+    c.max_distance = pos.max_distance;
+    c.rel_k = pos.rel_k.data;
+    c.rel_v = pos.rel_v.data;
+    c.seed = (uint64_t)seed;
     y = x;
     y.data = malloc(x.count * la_npy_dtype_size(x.dtype));
     if (!y.data) {
@@ -246,6 +315,7 @@ int cmd_block(int argc, char **argv)
     /* step 4: written atomically */
     rc = cli_write_npy(out_path, &y);
 done:
+    pos_free(&pos);
     la_layer_weights_free(&w);
     la_array_free(&x);
     la_array_free(&memory);

@@ -69,6 +69,10 @@
  *     la_additive_attention_f32/_f64      softmax over additive scores vᵀtanh(W_q q + W_k k)
  *     la_cosine_attention_f32/_f64        softmax over cosine similarities
  *     la_score_weights                    the score functions' W (and v), drawn from a seed
+ *     la_relative_attention_f32/_f64      softmax with relative positions (Shaw et al. 2018)
+ *     la_relative_embeddings              its a^K, a^V drawn from a seed
+ *     la_rotary_apply_f32/_f64            rotary positions (RoPE): rotate q or k in place
+ *     la_linear_attention_rotary_f32/_f64 linear attention with rotary positions (RoFormer)
  *     la_attention_f32/_f64               any kernel, by la_kernel
  *     la_attention_weights_f32/_f64       any kernel's N×M attention matrix (for inspection)
  *   step API (causal linear attention, one token at a time)
@@ -83,6 +87,8 @@
  *     la_ref_linear_attention_backward    linear attention's gradients
  *     la_ref_linformer_attention          Linformer
  *     la_ref_general_attention, la_ref_additive_attention, la_ref_cosine_attention
+ *     la_ref_linear_attention_rotary      linear attention with rotary positions
+ *     la_ref_relative_attention           softmax with relative positions
  *     la_ref_softmax_attention_backward, la_ref_hard_attention_backward
  *     la_ref_attention                    any kernel's reference, by la_kernel
  *     la_ref_feature_map                  φ, element-wise
@@ -291,6 +297,14 @@ typedef struct {
                               batch entry and head, owned by the caller; NULL: drawn from
                               seed as la_score_weights draws it */
     const double *score_v; /* additive: v (d_a); given with score_w, or both NULL */
+    /* Positional encodings (issue 14), read only by the relative kernel
+     * (LA_PARAM_RELATIVE): */
+    size_t max_distance; /* Shaw et al.'s clip distance K >= 1 */
+    const double *rel_k; /* a^K (2K+1, d_k) and a^V (2K+1, d_v) row-major, row K + δ */
+    const double *rel_v; /* for the distance δ = clip(j − i, −K, K); both NULL: drawn
+                            from seed (la_relative_embeddings). Float64 for either
+                            precision, shared by every batch entry and head; the caller
+                            owns them */
 } la_problem;
 
 #define LA_DEFAULT_EPS 1e-6 /* as in fast-transformers */
@@ -300,11 +314,14 @@ typedef struct {
 #define LA_DEFAULT_PROJ_RANK 256 /* Linformer: k (Wang et al. 2020's main setting) */
 #define LA_DEFAULT_FEATURES 256  /* FAVOR+: m */
 #define LA_DEFAULT_SCORE_DIM 64  /* additive scores: d_a */
+#define LA_DEFAULT_MAX_DISTANCE                                                                    \
+    16 /* relative positions: K (Shaw et al. 2018 found K >= 2 enough) */
 
 /* Fills every field: the sizes given, no mask, scale = 1/sqrt(d_k), φ = elu+1,
  * eps = LA_DEFAULT_EPS, chunk = LA_DEFAULT_CHUNK, workspace_limit = the default,
  * window, proj_rank, features and score_dim their defaults, no projections or score
- * weights given, seed 0.
+ * weights given, seed 0, max_distance LA_DEFAULT_MAX_DISTANCE and no relative
+ * embeddings given.
  * Adjust the fields afterwards. */
 LA_API void la_problem_init(la_problem *p, size_t batch, size_t heads, size_t n_queries,
                             size_t n_keys, size_t d_k, size_t d_v);
@@ -330,6 +347,7 @@ typedef enum {
     LA_KERNEL_GENERAL,              /* softmax over general scores q·W·k (Luong et al. 2015) */
     LA_KERNEL_ADDITIVE,             /* softmax over additive scores vᵀtanh(W_q q + W_k k) */
     LA_KERNEL_COSINE,               /* softmax over cosine similarities cos(q, k) · scale */
+    LA_KERNEL_RELATIVE,             /* softmax with relative positions (Shaw et al. 2018) */
     LA_KERNEL_COUNT
 } la_kernel;
 
@@ -799,6 +817,88 @@ LA_API la_status la_cosine_attention_f64(const la_problem *p, const double *q, c
  * written on error. */
 LA_API la_status la_score_weights(la_kernel kernel, size_t d_k, size_t d_a, uint64_t seed,
                                   double *w, double *v);
+/* Relative position representations (Shaw, Uszkoreit and Vaswani 2018): softmax
+ * attention with learned embeddings of the clipped distance δ = clip(j − i, −K, K),
+ * K = p->max_distance, in the scores and in the values,
+ *   e_ij = q_i·(k_j + a^K_δ)·scale,   y_i = Σ_j α_ij (v_j + a^V_δ),  α_i = softmax_j(e_i),
+ * over the keys query i sees (masks as softmax; positions are the indices i and j, also
+ * for N != M; a query that sees no key gets a zero row). a^K = p->rel_k (2K+1, d_k), a^V =
+ * p->rel_v (2K+1, d_v), row K + δ, float64, or both NULL: la_relative_embeddings(K, d_k,
+ * d_v, p->seed). One table for every head, as in the paper. Each query's row is
+ * materialised (M scores); q_i·a^K_δ is formed once per distance the row meets and the
+ * weights sharing a δ summed before a^V_δ is added: O(N·M·(d_k + d_v)) time plus
+ * O(N·min(2K+1, M)·(d_k + d_v)). Scratch (held against p->workspace_limit, given by
+ * la_attention_cost): the tables in the element type (none for given float64 tables),
+ * and per thread M + 2·min(2K+1, M) elements.
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
+ * Range: softmax's rule with b = max|k| + max|a^K| and c = max|v| + max|a^V| (drawn
+ * tables: 9 for each). Returns LA_OK, LA_EINVAL (NULL, a bad problem: max_distance 0,
+ * one table only; a given table not finite; a float32 scale beyond float), LA_EOVERFLOW,
+ * LA_ENOMEM, LA_EBUDGET, LA_ERANGE. Nothing written on error. No backward or attention
+ * matrix yet.
+ *   implementation lib/attention/relative.c (relative_tmpl.h) · reference
+ *   la_ref_relative_attention · tests tests/attention/test_positions.c, test_attention.c */
+LA_API la_status la_relative_attention_f32(const la_problem *p, const float *q, const float *k,
+                                           const float *v, float *out);
+LA_API la_status la_relative_attention_f64(const la_problem *p, const double *q, const double *k,
+                                           const double *v, double *out);
+
+/* The relative kernel's drawn embeddings: a_k (2K+1, d_k) and a_v (2K+1, d_v) row-major,
+ * K = max_distance, entries N(0, 1): splitmix64 from seed, Box–Muller pairs as
+ * la_linformer_projections draws them (without its 1/√k), a_k's entries in order, then
+ * a_v's. Returns LA_OK, LA_EINVAL (NULL, a_k == a_v, a size 0), LA_EOVERFLOW; nothing
+ * written on error. */
+LA_API la_status la_relative_embeddings(size_t max_distance, size_t d_k, size_t d_v, uint64_t seed,
+                                        double *a_k, double *a_v);
+
+/* ---- positions (issue 14): rotary position embeddings (RoPE; Su et al., "RoFormer",
+ * 2021). Pair c = (channels 2c, 2c+1) of a row at position t is rotated by the angle
+ * t·θ_c, θ_c = LA_ROTARY_BASE^(−2c/d) (the interleaved pairs of the paper; GPT-NeoX and
+ * Llama pair channel c with c + d/2 instead, a permutation of the channels):
+ *   x'[2c] = x[2c]·cos(t·θ_c) − x[2c+1]·sin(t·θ_c),  x'[2c+1] = x[2c]·sin(t·θ_c) +
+ * x[2c+1]·cos(t·θ_c). Rotated queries and keys score (R_t q)·(R_s k) = qᵀ R_{s−t} k: a function of
+ * s − t only. The angles are formed in float64 for either precision (t times θ_c, then cos and sin,
+ * rounded once). Softmax, hard and local attention take rotary positions by rotating q and
+ * k with la_rotary_apply_* before the kernel (the command's --positions rotary does so);
+ * linear attention takes them inside, la_linear_attention_rotary_* below. */
+#define LA_ROTARY_BASE 10000.0
+
+/* x: (rows, n, d) row-major, d even, rotated in place; token i of every row block is at
+ * position first_pos + i (decoding: first_pos = the tokens already cached). rows is
+ * typically B·H (q or k of every head) or B (a (B, N, D) input).
+ * Returns LA_OK, LA_EINVAL (NULL x, a size 0, d odd), LA_EOVERFLOW (rows·n·d doubles
+ * beyond size_t, first_pos + n beyond SIZE_MAX); x untouched on error.
+ *   implementation lib/attention/rotary.c (rotary_tmpl.h) · tests
+ *   tests/attention/test_positions.c */
+LA_API la_status la_rotary_apply_f32(size_t rows, size_t n, size_t d, size_t first_pos, float *x);
+LA_API la_status la_rotary_apply_f64(size_t rows, size_t n, size_t d, size_t first_pos, double *x);
+
+/* Linear attention with rotary positions, as RoFormer does it (Su et al. 2021, §3.4.2,
+ * and its linear-attention code): the rotation acts on the features, in the numerator
+ * only; the denominator keeps the unrotated features, so it stays positive:
+ *   y_i = Σ_j (R_{t_i} φ(q_i))ᵀ (R_{s_j} φ(k_j)) v_j / (Σ_j φ(q_i)ᵀ φ(k_j) + eps),
+ * t_i = q_first_pos + i, s_j = k_first_pos + j, over the keys query i sees (p->causal:
+ * j <= i by index, top-left as every kernel; key lengths). The weights of the numerator
+ * can be negative (y is no longer a convex combination of the values); a query that sees
+ * no key, or whose denominator is exactly 0, gets a zero row. Rotating q and k before φ
+ * instead would lose φ's positivity and is not what RoFormer does. p->feature_map and
+ * p->eps as linear attention; p->chunk is not read (the causal form runs token by token:
+ * S = Σ R φ(k_j) v_jᵀ and z = Σ φ(k_j) carried, O(B·H·(N + M)·d_k·d_v)).
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major; d_k even.
+ * Scratch per thread (held against p->workspace_limit): d_k·d_v + 5·d_k elements.
+ * Range: LA_ERANGE when 2·d_k·M·(a + 1)·(b + 1)·max(c, 1) > T/8 (causal linear
+ * attention's rule, twice for the rotation). Not a registry row (its first positions are
+ * arguments); no backward yet.
+ * Returns LA_OK, LA_EINVAL (a bad problem, NULL, d_k odd), LA_EOVERFLOW (the last
+ * position beyond SIZE_MAX), LA_EBUDGET, LA_ENOMEM, LA_ERANGE; nothing written on error.
+ *   implementation lib/attention/rotary.c (rotary_tmpl.h) · reference
+ *   la_ref_linear_attention_rotary · tests tests/attention/test_positions.c */
+LA_API la_status la_linear_attention_rotary_f32(const la_problem *p, size_t q_first_pos,
+                                                size_t k_first_pos, const float *q, const float *k,
+                                                const float *v, float *out);
+LA_API la_status la_linear_attention_rotary_f64(const la_problem *p, size_t q_first_pos,
+                                                size_t k_first_pos, const double *q,
+                                                const double *k, const double *v, double *out);
 
 /* Dispatch by kernel: the registry row's forward_f32 / forward_f64. LA_EINVAL for a
  * kernel outside the registry or a problem its causal rule refuses. */
@@ -817,7 +917,7 @@ LA_API la_status la_attention_f64(la_kernel kernel, const la_problem *p, const d
  *   linear, linear_recurrent: A_ij = φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps), z_i = Σ φ(k_j)
  *     over the keys query i sees (all visible keys, or j <= i when p->causal).
  *   linformer: not yet (LA_EINVAL).
- *   favor, favor_recurrent: not yet (LA_EINVAL).
+ *   favor, favor_recurrent, relative: not yet (LA_EINVAL).
  * Hidden entries are exactly 0; a query that sees no key (or, in linear attention, has a
  * zero denominator) gets a zero row, so rows sum to 1 (linear: to 1 − eps/den) or 0.
  * A·V equals the kernel's output up to rounding. The caller's out holds B·H·N·M
@@ -960,6 +1060,18 @@ LA_API la_status la_ref_additive_attention(const la_problem *p, const double *q,
                                            const double *v, double *out);
 LA_API la_status la_ref_cosine_attention(const la_problem *p, const double *q, const double *k,
                                          const double *v, double *out);
+/* The relative kernel's oracle: per query, the visible keys' scores q_i·(k_j + a^K_δ)·scale
+ * and their softmax, then Σ_j α_ij (v_j + a^V_δ), each as plain loops over j. */
+LA_API la_status la_ref_relative_attention(const la_problem *p, const double *q, const double *k,
+                                           const double *v, double *out);
+/* Rotary linear attention's oracle: per pair (i, j) visible, the numerator's weight
+ * φ(q_i)ᵀ R_{s_j − t_i} φ(k_j) written with the angle of the distance itself,
+ * Σ_c (a_2c b_2c + a_2c+1 b_2c+1)·cos((s_j − t_i)θ_c) + (a_2c+1 b_2c − a_2c b_2c+1)·sin(…),
+ * a = φ(q_i), b = φ(k_j), and the denominator Σ_j φ(q_i)ᵀφ(k_j) + eps. Statuses as
+ * la_linear_attention_rotary_* (no LA_EBUDGET). */
+LA_API la_status la_ref_linear_attention_rotary(const la_problem *p, size_t q_first_pos,
+                                                size_t k_first_pos, const double *q,
+                                                const double *k, const double *v, double *out);
 /* The registry row's reference (LA_EINVAL as for la_attention_f64). */
 LA_API la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *q,
                                   const double *k, const double *v, double *out);
@@ -1044,7 +1156,9 @@ typedef struct {
                                general: K·W, 2·M·d_k, and W read once, d_k² float64;
                                cosine: the normalised q and k, 2·(N + M)·d_k;
                                additive: Q·W_qᵀ and K·W_kᵀ, 2·(N + M)·d_a, and W and v
-                               read once, d_a·(2·d_k + 1) float64.
+                               read once, d_a·(2·d_k + 1) float64;
+                               relative: a^K and a^V read once per call, (2K + 1)·(d_k +
+                               d_v) float64 (each query's row of M scores stays in cache).
                                Backward: io_bytes. `linattn roofline` divides flops_total
                                by it: the arithmetic intensity */
 } la_cost;
@@ -1166,6 +1280,7 @@ enum {
     LA_PARAM_FEATURES = 1u << 6,      /* features, seed */
     LA_PARAM_SCORE_WEIGHTS = 1u << 7, /* score_w, seed (general, additive) */
     LA_PARAM_SCORE_DIM = 1u << 8,     /* score_dim, score_v (additive) */
+    LA_PARAM_RELATIVE = 1u << 9,      /* max_distance, rel_k, rel_v, seed */
 };
 
 typedef struct {
@@ -1350,6 +1465,20 @@ typedef struct {
     double linear_eps;          /* linear attention: y = num / (den + eps) */
     size_t chunk;               /* causal linear attention: tokens per chunk */
     size_t workspace_limit;     /* handed to the kernels (la_problem.workspace_limit) */
+    /* Positions (issue 14); absolute encodings are added to the input instead
+     * (la_add_positional_encoding_*). rotary: 1 rotates each head's queries and keys in
+     * self-attention, after the projections (la_rotary_apply_*; with LA_KERNEL_LINEAR,
+     * la_linear_attention_rotary_* runs instead: RoFormer's form), positions 0..N−1; d_h =
+     * D/H even; not with FAVOR+. Self-attention is an la_mha_* call with x_q == x_kv, as
+     * the layers' self-attention sublayers make it; cross-attention is never rotated.
+     * la_layer_cost_model does not count the rotation (O(N·D) per layer, beside O(N²·D)).
+     * Relative positions: attention = LA_KERNEL_RELATIVE, which reads (in every attention
+     * of the layer, as la_problem does): */
+    int rotary;          /* 0 or 1 */
+    size_t max_distance; /* K >= 1 */
+    const double *rel_k; /* (2K+1, D/H) and (2K+1, D/H), float64, shared by every head; */
+    const double *rel_v; /* both NULL: drawn from seed (la_relative_embeddings) */
+    uint64_t seed;
 } la_layer_config;
 
 #define LA_DEFAULT_NORM_EPS 1e-5
@@ -1357,12 +1486,15 @@ typedef struct {
 /* Fills every field: the sizes given, softmax attention (fused) everywhere
  * (cross_attention = LA_KERNEL_COUNT: as attention), post-LN, ReLU, norm_eps = 1e-5,
  * φ = elu+1, linear_eps = LA_DEFAULT_EPS, chunk = LA_DEFAULT_CHUNK,
- * workspace_limit = LA_DEFAULT_WORKSPACE_LIMIT. */
+ * workspace_limit = LA_DEFAULT_WORKSPACE_LIMIT; no rotary, max_distance
+ * LA_DEFAULT_MAX_DISTANCE, no relative tables given, seed 0. */
 LA_API void la_layer_config_init(la_layer_config *c, size_t d_model, size_t heads, size_t d_ff);
 
 /* LA_OK, or LA_EINVAL for a zero size, H not dividing D, an unknown enum, a bad ε or
  * chunk, LA_KERNEL_LINEAR_RECURRENT (use LA_KERNEL_LINEAR: its causal form is the
- * chunked one, and cross-attention is never causal) as attention or cross_attention. */
+ * chunked one, and cross-attention is never causal) as attention or cross_attention,
+ * rotary not 0 or 1, rotary with D/H odd or a FAVOR+ kernel, max_distance 0, one relative
+ * table without the other. */
 LA_API la_status la_layer_config_check(const la_layer_config *c);
 
 /* The tensors of one encoder or decoder layer, by PyTorch state_dict key. */
@@ -1489,6 +1621,7 @@ LA_API la_status la_ffn_f64(const la_layer_config *c, size_t rows, const double 
  *   heads concatenated, out = concat · W_Oᵀ + b_O.
  *   x_q: (B, N, D), x_kv: (B, M, D) (x_kv = x_q for self-attention), out: (B, N, D);
  *   in_w: (3D, D), in_b: (3D), out_w: (D, D), out_b: (D); key_lengths NULL or (B,).
+ *   c->rotary: Q and K rotated (positions 0..N−1, 0..M−1) when x_kv == x_q.
  * Returns LA_OK, LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM, or the kernel's status. */
 LA_API la_status la_mha_f32(const la_layer_config *c, size_t batch, size_t n_queries, size_t n_keys,
                             const float *x_q, const float *x_kv, int causal,

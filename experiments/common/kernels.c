@@ -189,11 +189,16 @@ static const struct {
     const char *kernel;
     double exponent;
 } time_exponents[] = {
-    {"softmax", 2},         {"softmax_materialized", 2}, {"hard", 2},
-    {"linear", 1},          {"linear_recurrent", 1},     {"linformer", 1}, /* at fixed k */
-    {"local", 1}, /* at a fixed window r: O(N·r·d) */
-    {"favor", 1}, /* at fixed m */
+    {"softmax", 2},
+    {"softmax_materialized", 2},
+    {"hard", 2},
+    {"linear", 1},
+    {"linear_recurrent", 1},
+    {"linformer", 1}, /* at fixed k */
+    {"local", 1},     /* at a fixed window r: O(N·r·d) */
+    {"favor", 1},     /* at fixed m */
     {"favor_recurrent", 1},
+    {"relative", 2}, /* softmax with relative positions */
 };
 
 double kn_time_exponent(la_kernel k, int *known)

@@ -24,8 +24,8 @@ static const struct {
     {"--score-w W.npy", LA_PARAM_SCORE_WEIGHTS,
      "W: general (d_k, d_k), additive (d_a, 2·d_k); else drawn from --seed", 1},
     {"--score-v v.npy", LA_PARAM_SCORE_DIM, "v (d_a,), with --score-w", 1},
-    {"--seed S", LA_PARAM_PROJ | LA_PARAM_FEATURES | LA_PARAM_SCORE_WEIGHTS,
-     "the random draw of projections, features, weights [0]", 0},
+    {"--seed S", LA_PARAM_PROJ | LA_PARAM_FEATURES | LA_PARAM_SCORE_WEIGHTS | LA_PARAM_RELATIVE,
+     "the random draw of projections, features, score weights, position embeddings [0]", 0},
 };
 
 unsigned vp_params_of(const la_kernel *kernels, size_t n)
@@ -136,7 +136,8 @@ int vp_parse(const vp_flags *f, unsigned params_read, vp_values *out)
         (rc = refuse_unread("--score-w", f->score_w, LA_PARAM_SCORE_WEIGHTS, params_read)) ||
         (rc = refuse_unread("--score-v", f->score_v, LA_PARAM_SCORE_DIM, params_read)) ||
         (rc = refuse_unread("--seed", f->seed,
-                            LA_PARAM_PROJ | LA_PARAM_FEATURES | LA_PARAM_SCORE_WEIGHTS,
+                            LA_PARAM_PROJ | LA_PARAM_FEATURES | LA_PARAM_SCORE_WEIGHTS |
+                                LA_PARAM_RELATIVE,
                             params_read)))
         return rc;
     if (f->window) {
@@ -230,7 +231,10 @@ void vp_print_help(FILE *out, int with_proj, int with_seed)
         for (int k = 0; k < LA_KERNEL_COUNT; k++)
             read |= la_kernel_get((la_kernel)k)->params & vp_table[i].param;
         if (!read) continue;
-        fprintf(out, "  %-20s %s: %s\n", vp_table[i].flag,
-                readers(vp_table[i].param, names, sizeof names), vp_table[i].help);
+        char text[512];
+        snprintf(text, sizeof text, "%s: %s", readers(vp_table[i].param, names, sizeof names),
+                 vp_table[i].help);
+        fprintf(out, "  %-20s ", vp_table[i].flag);
+        cli_print_wrapped(out, text, 23);
     }
 }

@@ -21,6 +21,7 @@ la_status la_favor_recurrent_cost(const la_problem *p, la_dtype dtype, la_cost *
 la_status la_general_cost(const la_problem *p, la_dtype dtype, la_cost *out);         /* scores.c */
 la_status la_additive_cost(const la_problem *p, la_dtype dtype, la_cost *out);        /* scores.c */
 la_status la_cosine_cost(const la_problem *p, la_dtype dtype, la_cost *out);          /* scores.c */
+la_status la_relative_cost(const la_problem *p, la_dtype dtype, la_cost *out); /* relative.c */
 
 /* The FLOPs of one head of a batch entry that leaves m keys visible (la_keys_in_length),
  * in the flops_* fields of *head (zeroed before the call). A closed form, O(1): the

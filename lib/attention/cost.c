@@ -69,6 +69,8 @@ static double algorithm_bytes(la_kernel kernel, const la_problem *p, double elem
     case LA_KERNEL_ADDITIVE: /* Q W_qᵀ (N, d_a), K W_kᵀ (M, d_a) out and back; W, v float64 */
         return heads * 2 * (n + m) * (double)p->score_dim * elem +
                (double)p->score_dim * (2 * dk + 1) * (double)sizeof(double);
+    case LA_KERNEL_RELATIVE: /* a^K and a^V read once per call, float64 */
+        return (2 * (double)p->max_distance + 1) * (dk + dv) * (double)sizeof(double);
     default: return 0;
     }
 }

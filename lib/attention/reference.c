@@ -832,3 +832,128 @@ la_status la_ref_cosine_attention(const la_problem *p, const double *q, const do
 {
     return ref_score_attention(p, REF_COSINE, q, k, v, out);
 }
+
+/* Linear attention with rotary positions (issue 14), pair by pair: with a = φ(q_i),
+ * b = φ(k_j) and δ = s_j − t_i the distance of the positions,
+ *   w_ij = Σ_c (a_2c b_2c + a_2c+1 b_2c+1) cos(δ θ_c) + (a_2c+1 b_2c − a_2c b_2c+1) sin(δ θ_c)
+ *        = (R_{t_i} a)·(R_{s_j} b),
+ *   y_i = Σ_j w_ij v_j / (Σ_j a·b + eps)   over the visible keys (zero row: none, or a
+ * zero denominator). The angle is formed from the distance, never from t_i or s_j alone,
+ * so the oracle does not share the kernel's rotation. */
+la_status la_ref_linear_attention_rotary(const la_problem *p, size_t q_first_pos,
+                                         size_t k_first_pos, const double *q, const double *k,
+                                         const double *v, double *out)
+{
+    la_status st = check(p, q, k, v, out);
+    if (st != LA_OK) return st;
+    if (p->d_k % 2 != 0) return LA_EINVAL;
+    if (q_first_pos > SIZE_MAX - p->n_queries || k_first_pos > SIZE_MAX - p->n_keys)
+        return LA_EOVERFLOW;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    double *phi_q = malloc(dk * sizeof *phi_q), *phi_k = malloc(dk * sizeof *phi_k);
+    double *num = malloc(dv * sizeof *num);
+    if (!phi_q || !phi_k || !num) {
+        free(phi_q), free(phi_k), free(num);
+        return LA_ENOMEM;
+    }
+    for (size_t b = 0; b < p->batch; b++) {
+        for (size_t h = 0; h < p->heads; h++) {
+            const double *qh = q + HEAD(p, b, h, N, dk), *kh = k + HEAD(p, b, h, M, dk);
+            const double *vh = v + HEAD(p, b, h, M, dv);
+            double *oh = out + HEAD(p, b, h, N, dv);
+            for (size_t i = 0; i < N; i++) {
+                const size_t visible = ref_visible_keys(p, b, i);
+                la_ref_feature_map(p->feature_map, qh + i * dk, phi_q, dk);
+                double den = p->eps;
+                memset(num, 0, dv * sizeof *num);
+                for (size_t j = 0; j < visible; j++) {
+                    la_ref_feature_map(p->feature_map, kh + j * dk, phi_k, dk);
+                    const double delta = (double)(k_first_pos + j) - (double)(q_first_pos + i);
+                    double w = 0;
+                    for (size_t c = 0; c < dk / 2; c++) {
+                        const double angle =
+                            delta * pow(LA_ROTARY_BASE, -2.0 * (double)c / (double)dk);
+                        const double a0 = phi_q[2 * c], a1 = phi_q[2 * c + 1];
+                        const double b0 = phi_k[2 * c], b1 = phi_k[2 * c + 1];
+                        w += (a0 * b0 + a1 * b1) * cos(angle) + (a1 * b0 - a0 * b1) * sin(angle);
+                        den += a0 * b0 + a1 * b1;
+                    }
+                    for (size_t e = 0; e < dv; e++)
+                        num[e] += w * vh[j * dv + e];
+                }
+                for (size_t e = 0; e < dv; e++)
+                    oh[i * dv + e] = visible == 0 || den == 0 ? 0 : num[e] / den;
+            }
+        }
+    }
+    free(phi_q), free(phi_k), free(num);
+    return LA_OK;
+}
+
+/* Softmax with relative positions (issue 14; Shaw et al. 2018), per query: the tables
+ * given or drawn (la_relative_embeddings), then for each visible key j the distance
+ * δ = clip(j − i, −K, K) and e_ij = q_i·(k_j + a^K_δ)·scale, the softmax of the row, and
+ * y_i = Σ_j α_ij (v_j + a^V_δ). */
+la_status la_ref_relative_attention(const la_problem *p, const double *q, const double *k,
+                                    const double *v, double *out)
+{
+    la_status st = check(p, q, k, v, out);
+    if (st != LA_OK) return st;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    const size_t K = p->max_distance;
+    size_t nk, nv;
+    if (K > SIZE_MAX / 4 || !doubles_fit(2 * K + 1, dk, 1, &nk) ||
+        !doubles_fit(2 * K + 1, dv, 1, &nv))
+        return LA_EOVERFLOW;
+    double *drawn_k = NULL, *drawn_v = NULL, *scores = malloc(M * sizeof *scores);
+    if (!p->rel_k) {
+        drawn_k = malloc(nk * sizeof *drawn_k), drawn_v = malloc(nv * sizeof *drawn_v);
+        if (drawn_k && drawn_v) la_relative_embeddings(K, dk, dv, p->seed, drawn_k, drawn_v);
+    }
+    if (!scores || (!p->rel_k && (!drawn_k || !drawn_v))) {
+        free(scores), free(drawn_k), free(drawn_v);
+        return LA_ENOMEM;
+    }
+    const double *a_k = p->rel_k ? p->rel_k : drawn_k, *a_v = p->rel_v ? p->rel_v : drawn_v;
+    for (size_t b = 0; b < p->batch; b++) {
+        for (size_t h = 0; h < p->heads; h++) {
+            const double *qh = q + HEAD(p, b, h, N, dk), *kh = k + HEAD(p, b, h, M, dk);
+            const double *vh = v + HEAD(p, b, h, M, dv);
+            double *oh = out + HEAD(p, b, h, N, dv);
+            for (size_t i = 0; i < N; i++) {
+                const size_t visible = ref_visible_keys(p, b, i);
+                double row_max = -INFINITY, total = 0;
+                for (size_t j = 0; j < visible; j++) {
+                    const long long delta = (long long)j - (long long)i;
+                    const long long clipped = delta < -(long long)K  ? -(long long)K
+                                              : delta > (long long)K ? (long long)K
+                                                                     : delta;
+                    const double *ak = a_k + (size_t)(clipped + (long long)K) * dk;
+                    double e = 0;
+                    for (size_t c = 0; c < dk; c++)
+                        e += qh[i * dk + c] * (kh[j * dk + c] + ak[c]);
+                    scores[j] = e * p->scale;
+                    row_max = scores[j] > row_max ? scores[j] : row_max;
+                }
+                for (size_t j = 0; j < visible; j++) {
+                    scores[j] = exp(scores[j] - row_max);
+                    total += scores[j];
+                }
+                for (size_t e = 0; e < dv; e++) {
+                    double y = 0;
+                    for (size_t j = 0; j < visible; j++) {
+                        const long long delta = (long long)j - (long long)i;
+                        const long long clipped = delta < -(long long)K  ? -(long long)K
+                                                  : delta > (long long)K ? (long long)K
+                                                                         : delta;
+                        y += scores[j] / total *
+                             (vh[j * dv + e] + a_v[(size_t)(clipped + (long long)K) * dv + e]);
+                    }
+                    oh[i * dv + e] = visible == 0 ? 0 : y;
+                }
+            }
+        }
+    }
+    free(scores), free(drawn_k), free(drawn_v);
+    return LA_OK;
+}

@@ -206,6 +206,22 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .reference = la_ref_cosine_attention,
             .cost = la_cosine_cost,
         },
+    [LA_KERNEL_RELATIVE] =
+        {
+            .kernel = LA_KERNEL_RELATIVE,
+            .name = "relative",
+            .summary = "softmax with relative positions (Shaw et al. 2018): embeddings of the "
+                       "distance clip(j − i, −K, K) added to the keys in the scores and to the "
+                       "values",
+            .series = {"relative", "relative_causal"},
+            .causal = LA_CAUSAL_ALLOWED,
+            .params = LA_PARAM_SCALE | LA_PARAM_RELATIVE,
+            .forward_f32 = la_relative_attention_f32,
+            .forward_f64 = la_relative_attention_f64,
+            .reference = la_ref_relative_attention,
+            .cost = la_relative_cost,
+            /* no backward yet */
+        },
 };
 
 const la_kernel_info *la_kernel_get(la_kernel kernel)

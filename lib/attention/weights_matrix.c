@@ -45,6 +45,7 @@ static bool weights_kind_of(la_kernel kernel, weights_kind *kind)
     case LA_KERNEL_GENERAL: /* not yet: the score functions' matrices (issue 14) */
     case LA_KERNEL_ADDITIVE:
     case LA_KERNEL_COSINE: break;
+    case LA_KERNEL_RELATIVE: break; /* not yet: its weights need the a^K table */
     case LA_KERNEL_COUNT: break;
     }
     return false;

@@ -24,6 +24,8 @@ void la_problem_init(la_problem *p, size_t batch, size_t heads, size_t n_queries
     p->window = LA_DEFAULT_WINDOW;
     p->proj_rank = LA_DEFAULT_PROJ_RANK;
     p->proj_e = p->proj_f = NULL;
+    p->max_distance = LA_DEFAULT_MAX_DISTANCE;
+    p->rel_k = p->rel_v = NULL;
     p->features = LA_DEFAULT_FEATURES;
     p->seed = 0;
     p->score_dim = LA_DEFAULT_SCORE_DIM;
@@ -60,6 +62,7 @@ la_status la_problem_check(const la_problem *p)
     if (p->window == 0 || p->proj_rank == 0 || p->features == 0 || p->score_dim == 0)
         return LA_EINVAL;
     if ((p->proj_e == NULL) != (p->proj_f == NULL)) return LA_EINVAL; /* both or neither */
+    if (p->max_distance == 0 || (p->rel_k == NULL) != (p->rel_v == NULL)) return LA_EINVAL;
     if (p->key_lengths) {
         for (size_t b = 0; b < p->batch; b++)
             if (p->key_lengths[b] < 0 || (uint64_t)p->key_lengths[b] > p->n_keys) return LA_EINVAL;

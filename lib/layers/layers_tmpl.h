@@ -149,8 +149,17 @@ static la_status FN(mha)(const la_layer_config *c, size_t batch, size_t n_querie
         FN(project)(rows, D, dh, x, D, in_w + w_row * D, D, in_b + w_row, dst, dh);
     }
 
-    /* step 2: attention per head, O (B, H, N, d_h) */
-    st = FN(la_attention)(c->attention, &p, q, k, v, o);
+    /* step 2: attention per head, O (B, H, N, d_h); rotary positions in self-attention:
+     * q and k rotated, or inside linear attention (RoFormer's form) */
+    const bool rotary = c->rotary && x_q == x_kv;
+    if (rotary && c->attention == LA_KERNEL_LINEAR) {
+        st = FN(la_linear_attention_rotary)(&p, 0, 0, q, k, v, o);
+    } else {
+        if (rotary && ((st = FN(la_rotary_apply)(batch * H, N, dh, 0, q)) != LA_OK ||
+                       (st = FN(la_rotary_apply)(batch * H, M, dh, 0, k)) != LA_OK))
+            goto done;
+        st = FN(la_attention)(c->attention, &p, q, k, v, o);
+    }
     if (st != LA_OK) goto done;
 
     /* step 3: out = concat_h(O_h) W_Oᵀ + b_O, per (batch entry, row block) */

@@ -49,7 +49,8 @@ static bool without_weights(la_kernel kernel)
 {
     return kernel == LA_KERNEL_FAVOR || kernel == LA_KERNEL_FAVOR_RECURRENT ||
            kernel == LA_KERNEL_LINFORMER || kernel == LA_KERNEL_GENERAL ||
-           kernel == LA_KERNEL_ADDITIVE || kernel == LA_KERNEL_COSINE;
+           kernel == LA_KERNEL_ADDITIVE || kernel == LA_KERNEL_COSINE ||
+           kernel == LA_KERNEL_RELATIVE;
 }
 
 static bool reads(la_kernel kernel, unsigned param)

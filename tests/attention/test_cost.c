@@ -123,6 +123,74 @@ static void count_softmax(const la_problem *p, size_t b, int hard, int local, co
     free(row);
 }
 
+/* Softmax with relative positions (issue 14), one head, in the form its kernel runs: per
+ * query, q·a^K_δ once for each distance δ the row meets (2·d_k each), then per pair q·k
+ * (2·d_k) plus that term (1); softmax (5 per pair); per pair α·v (2·d_v) and α summed into
+ * its distance (1); per distance the summed weight times a^V_δ (2·d_v). Tables drawn by
+ * la_relative_embeddings from p->seed. */
+static void count_relative(const la_problem *p, size_t b, const double *q, const double *k,
+                           const double *v, double *out, counts *c)
+{
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, K = p->max_distance;
+    const size_t rows = 2 * K + 1;
+    double *a_k = tu_f64(rows * dk), *a_v = tu_f64(rows * dv), *row = tu_f64(M);
+    double *qa = tu_f64(rows), *w = tu_f64(rows);
+    assert_int_equal(la_relative_embeddings(K, dk, dv, p->seed, a_k, a_v), LA_OK);
+    for (size_t i = 0; i < N; i++) {
+        size_t vis = keys_visible(p, b);
+        if (p->causal) vis = smaller(vis, i + 1);
+        for (size_t a = 0; a < dv; a++)
+            out[i * dv + a] = 0;
+        if (vis == 0) continue;
+        /* the row's distances: clip(j − i, −K, K) + K for j = 0 .. vis − 1 */
+        size_t index[64];
+        bool met[64] = {false};
+        assert_true(vis <= 64 && rows <= 64);
+        for (size_t j = 0; j < vis; j++) {
+            const double delta = (double)j - (double)i;
+            index[j] = (size_t)(fmin(fmax(delta, -(double)K), (double)K) + (double)K);
+            met[index[j]] = true;
+        }
+        for (size_t r = 0; r < rows; r++) {
+            qa[r] = w[r] = 0;
+            if (!met[r]) continue;
+            for (size_t a = 0; a < dk; a++, c->qk += 2)
+                qa[r] += q[i * dk + a] * a_k[r * dk + a];
+        }
+        for (size_t j = 0; j < vis; j++) {
+            double s = 0;
+            for (size_t a = 0; a < dk; a++, c->qk += 2)
+                s += q[i * dk + a] * k[j * dk + a];
+            s += qa[index[j]];
+            c->qk += 1;
+            row[j] = s * p->scale;
+        }
+        double max = -INFINITY, sum = 0;
+        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+            max = row[j] > max ? row[j] : max;
+        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+            row[j] -= max;
+        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+            row[j] = exp(row[j]);
+        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+            sum += row[j];
+        for (size_t j = 0; j < vis; j++, c->softmax += 1)
+            row[j] /= sum;
+        for (size_t j = 0; j < vis; j++) {
+            for (size_t a = 0; a < dv; a++, c->av += 2)
+                out[i * dv + a] += row[j] * v[j * dv + a];
+            w[index[j]] += row[j];
+            c->av += 1;
+        }
+        for (size_t r = 0; r < rows; r++) {
+            if (!met[r]) continue;
+            for (size_t a = 0; a < dv; a++, c->av += 2)
+                out[i * dv + a] += w[r] * a_v[r * dv + a];
+        }
+    }
+    free(a_k), free(a_v), free(row), free(qa), free(w);
+}
+
 /* out_i = num / (den + eps), counted: one add, d_v divides. */
 static void normalise(const la_problem *p, const double *num, double den, double *out, counts *c)
 {
@@ -603,6 +671,7 @@ static double bytes_counted(la_kernel kernel, const la_problem *p, size_t elem)
             case LA_KERNEL_FAVOR_RECURRENT:
                 elements += 2 * (m * dv) + 2 * m; /* S, z on the features */
                 break;
+            case LA_KERNEL_RELATIVE: break; /* each query's row of scores stays in cache */
             case LA_KERNEL_GENERAL: elements += 2 * (M * dk); break; /* K W out and back */
             case LA_KERNEL_COSINE:
                 elements += 2 * (N * dk) + 2 * (M * dk); /* normalised q, k out and back */
@@ -659,6 +728,7 @@ static void check_model(la_kernel kernel, const la_problem *p, tu_rng *r)
             case LA_KERNEL_GENERAL: count_general(p, b, qh, kh, vh, oh, &c); break;
             case LA_KERNEL_COSINE: count_cosine(p, b, qh, kh, vh, oh, &c); break;
             case LA_KERNEL_ADDITIVE: count_additive(p, b, qh, kh, vh, oh, &c); break;
+            case LA_KERNEL_RELATIVE: count_relative(p, b, qh, kh, vh, oh, &c); break;
             default:
                 fail_msg("%s: no counting loop here for this kernel: a new kernel's cost "
                          "function needs one (an independent count of its arithmetic)",
@@ -731,6 +801,8 @@ static void model_equals_counted_loops(void **state)
                     }
                     /* Linformer: k in 1..M (drawn projections) */
                     p.proj_rank = 1 + tu_next(&r) % sizes[mi];
+                    /* relative: every clip distance from 1 past max(N, M) */
+                    p.max_distance = 1 + tu_next(&r) % (sizes[ni] + sizes[mi]);
                     p.seed = tu_next(&r);
                     p.score_dim = 1 + tu_next(&r) % 5; /* additive: d_a, W drawn */
                     check_model((la_kernel)kernel, &p, &r);

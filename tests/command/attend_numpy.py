@@ -12,6 +12,9 @@ and d_v != d_k, and requires ‖y − ref‖ / ‖ref‖ < 1e-5 in float32 and <
 linformer runs with given projections (--proj) and drawn ones (--proj-rank, --seed, the
 draw rewritten here from the header's description) against NumPy at the same tolerances;
 favor also approaches NumPy's exact softmax as --features grows, and follows --seed.
+--positions (issue 14): sinusoidal and learned (given and drawn) added to Q, K and V,
+rotary on softmax-type kernels and inside linear attention (RoFormer's form), relative
+with given and drawn embeddings, each against NumPy at the same tolerances.
 Part 2 feeds malformed files and flags: each must exit 2 with exactly one stderr line
 starting "linattn: ", and leave no output file and no temporary file behind.
 
@@ -273,6 +276,183 @@ def ref_favor(q, k, v, w, eps, causal, lengths):
     a = np.einsum("bhnl,bhml->bhnm", fq, psi) * np.where(mask, np.exp(gm - mu), 0.0)
     den = a.sum(axis=-1, keepdims=True) + eps
     return np.where(mask.any(axis=-1)[..., None], (a @ v) / den, 0.0)
+
+
+# ---------------------------------------------------------------- positions (issue 14)
+
+
+def sinusoidal(n, d):
+    """(n, d): row pos, column c = sin(pos / 10000^(2i/d)) for c = 2i, cos for c = 2i + 1."""
+    pos, c = np.arange(n)[:, None], np.arange(d)[None, :]
+    angle = pos / 10000.0 ** ((c - c % 2) / d)
+    return np.where(c % 2 == 0, np.sin(angle), np.cos(angle))
+
+
+def rotate(x):
+    """RoPE on (..., n, d): pair (2c, 2c+1) of row i rotated by i·10000^(−2c/d)."""
+    n, d = x.shape[-2:]
+    angle = np.arange(n)[:, None] * 10000.0 ** (-2.0 * np.arange(d // 2) / d)[None, :]
+    cos, sin = np.cos(angle), np.sin(angle)
+    a, b = x[..., 0::2], x[..., 1::2]
+    out = np.empty_like(x)
+    out[..., 0::2] = a * cos - b * sin
+    out[..., 1::2] = a * sin + b * cos
+    return out
+
+
+def ref_rotary_linear(q, k, v, feature_map, eps, causal, lengths):
+    """RoFormer's linear attention: Σ_j (R φ(q_i))·(R φ(k_j)) v_j / (Σ_j φ(q_i)·φ(k_j) +
+    eps) over the visible keys, written as the full (N, M) matrices; zero rows for none."""
+    b, _, n, _ = q.shape
+    m = k.shape[2]
+    mask = key_mask(n, m, causal, lengths, b)
+    fq, fk = phi(q, feature_map), phi(k, feature_map)
+    num = np.where(mask, np.einsum("bhnd,bhmd->bhnm", rotate(fq), rotate(fk)), 0.0) @ v
+    den = np.where(mask, np.einsum("bhnd,bhmd->bhnm", fq, fk), 0.0).sum(-1, keepdims=True)
+    return np.where(mask.any(-1)[..., None], num / (den + eps), 0.0)
+
+
+def relative_embeddings(K, dk, dv, seed):
+    """a^K (2K+1, d_k), a^V (2K+1, d_v) as la_relative_embeddings draws them: the draw of
+    linformer_projections, without its 1/√k, a^K's entries then a^V's."""
+    import math
+    rows, values, state = 2 * K + 1, [], seed
+    while len(values) < rows * (dk + dv):
+        state, x1 = splitmix64(state)
+        state, x2 = splitmix64(state)
+        u1, u2 = (x1 >> 11) * 2.0 ** -53, (x2 >> 11) * 2.0 ** -53
+        r = math.sqrt(-2.0 * math.log(1.0 - u1))
+        values += [r * math.cos(2 * math.pi * u2), r * math.sin(2 * math.pi * u2)]
+    drawn = np.array(values[:rows * (dk + dv)])
+    return drawn[:rows * dk].reshape(rows, dk), drawn[rows * dk:].reshape(rows, dv)
+
+
+def learned_table(n, d, seed):
+    """The learned table attend draws for an (…, n, d) array without --position-table: per
+    entry two uniforms of splitmix64 from seed, √(−2 ln(1 − u1))·cos(2π u2)."""
+    import math
+    values, state = [], seed
+    for _ in range(n * d):
+        state, x1 = splitmix64(state)
+        state, x2 = splitmix64(state)
+        u1, u2 = (x1 >> 11) * 2.0 ** -53, (x2 >> 11) * 2.0 ** -53
+        values.append(math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2 * math.pi * u2))
+    return np.array(values).reshape(n, d)
+
+
+def ref_relative(q, k, v, a_k, a_v, scale, causal, lengths):
+    """Shaw et al.: e_ij = q_i·(k_j + a^K[clip(j − i, −K, K) + K])·scale, softmax over the
+    visible keys, y_i = Σ_j α_ij (v_j + a^V[…]); zero rows where none is visible."""
+    b, _, n, _ = q.shape
+    m = k.shape[2]
+    K = (a_k.shape[0] - 1) // 2
+    idx = np.clip(np.arange(m)[None, :] - np.arange(n)[:, None], -K, K) + K  # (N, M)
+    mask = key_mask(n, m, causal, lengths, b)
+    scores = (np.einsum("bhnd,bhmd->bhnm", q, k) + np.einsum("bhnd,nmd->bhnm", q, a_k[idx]))
+    scores = np.where(mask, scores * scale, -np.inf)
+    row_max = scores.max(axis=-1, keepdims=True)
+    row_max = np.where(np.isfinite(row_max), row_max, 0.0)
+    w = np.where(mask, np.exp(scores - row_max), 0.0)
+    total = w.sum(axis=-1, keepdims=True)
+    w = np.divide(w, total, out=np.zeros_like(w), where=total > 0)
+    return w @ v + np.einsum("bhnm,nme->bhne", w, a_v[idx])
+
+
+def positions(run):
+    """--positions through attend against NumPy: sinusoidal and learned (given and drawn)
+    added to Q, K and V; rotary on softmax and local (q, k rotated) and on linear and
+    linear_recurrent (RoFormer's form); relative with given and drawn tables at small K;
+    causal, key lengths, both precisions, 1e-5 / 1e-12."""
+    rng = run.rng
+    cases = [  # (variant, --positions, extra flags, causal)
+        ("softmax", "sinusoidal", [], False), ("linear", "sinusoidal", [], True),
+        ("softmax", "learned", ["table"], True), ("softmax", "learned", ["--seed", "11"], False),
+        ("softmax", "rotary", [], False), ("softmax_materialized", "rotary", [], True),
+        ("local", "rotary", ["--window", "2"], True),
+        ("linear", "rotary", [], False), ("linear", "rotary", ["--feature-map", "relu"], True),
+        ("linear_recurrent", "rotary", [], True),
+        ("softmax", "relative", ["given"], False), ("relative", "relative", ["given"], True),
+        ("relative", None, ["--max-distance", "3", "--seed", "5"], False),
+        ("softmax", "relative", ["--max-distance", "1"], True),
+    ]
+    for lead, n, m, dk, dv in [((2,), 7, 9, 6, 6), ((2, 2), 8, 5, 4, 4)]:
+        batch = lead[0] if len(lead) == 2 else 1
+        q, k, v = (rng.standard_normal(lead + rows) for rows in ((n, dk), (m, dk), (m, dv)))
+        for name, x in zip("qkv", (q, k, v)):
+            np.save(run.path(name + ".npy"), x)
+        for variant, kind, extra, causal in cases:
+            for with_lengths in (False, True):
+                for precision in ("float32", "float64"):
+                    label = "positions %s %s %s causal=%d lengths=%d %s %s" % (
+                        variant, kind, " ".join(extra), causal, with_lengths, precision,
+                        "x".join(map(str, lead + (n, m))))
+                    args = ["--variant", variant, "--q", run.path("q.npy"), "--k",
+                            run.path("k.npy"), "--v", run.path("v.npy"), "--out",
+                            run.path("y.npy"), "--precision", precision]
+                    if kind:
+                        args += ["--positions", kind]
+                    flags = [x for x in extra if x not in ("table", "given")]
+                    args += flags
+                    if causal:
+                        args.append("--causal")
+                    lengths = None
+                    if with_lengths:
+                        lengths = rng.integers(0, m + 1, size=batch)
+                        np.save(run.path("lengths.npy"), lengths)
+                        args += ["--key-lengths", run.path("lengths.npy")]
+                    qh, kh, vh = (to_heads(x.astype(precision).astype(np.float64))
+                                  for x in (q, k, v))
+                    scale = 1 / np.sqrt(dk)
+                    if kind == "sinusoidal":
+                        qh, kh, vh = (x + sinusoidal(x.shape[2], x.shape[3]) for x in (qh, kh, vh))
+                    elif kind == "learned" and "table" in extra:
+                        table = rng.standard_normal((max(n, m) + 2, dk))
+                        np.save(run.path("table.npy"), table)
+                        args += ["--position-table", run.path("table.npy")]
+                        qh, kh, vh = (x + table[:x.shape[2]] for x in (qh, kh, vh))
+                    elif kind == "learned":
+                        qh, kh, vh = (x + learned_table(x.shape[2], x.shape[3], 11)
+                                      for x in (qh, kh, vh))
+                    if precision == "float32" and kind in ("sinusoidal", "learned"):
+                        # attend adds the float64 encoding to the float32 inputs in float32
+                        qh, kh, vh = (x.astype(np.float32).astype(np.float64)
+                                      for x in (qh, kh, vh))
+                    if kind == "rotary" and not variant.startswith("linear"):
+                        qh, kh = rotate(qh), rotate(kh)
+                    if kind == "relative" or variant == "relative":
+                        if "given" in extra:
+                            a_k = rng.standard_normal((5, dk))
+                            a_v = rng.standard_normal((5, dv))
+                            np.save(run.path("ak.npy"), a_k)
+                            np.save(run.path("av.npy"), a_v.astype(np.float32))
+                            a_v = a_v.astype(np.float32).astype(np.float64)
+                            args += ["--relative", run.path("ak.npy") + "," + run.path("av.npy")]
+                        elif "--seed" in extra:
+                            a_k, a_v = relative_embeddings(3, dk, dv, 5)
+                        else:
+                            a_k, a_v = relative_embeddings(1, dk, dv, 0)
+                        ref = ref_relative(qh, kh, vh, a_k, a_v, scale, causal, lengths)
+                    elif kind == "rotary" and variant.startswith("linear"):
+                        fm = "relu" if "relu" in extra else "elu"
+                        ref = ref_rotary_linear(qh, kh, vh, fm, DEFAULT_EPS, causal, lengths)
+                    elif variant == "local":
+                        ref = ref_local(qh, kh, vh, scale, causal, lengths, 2)
+                    elif variant.startswith("linear"):
+                        ref = ref_linear(qh, kh, vh, "elu", DEFAULT_EPS, causal, lengths)
+                    else:
+                        ref = ref_softmax(qh, kh, vh, scale, causal, lengths)
+                    ref = ref.reshape(lead + (n, dv))
+                    rc, _, err = run.attend(args)
+                    if rc != 0:
+                        run.fail(label, "exit %d: %s" % (rc, err.strip()))
+                        continue
+                    y = np.load(run.path("y.npy"))
+                    e = rel_error(y.astype(np.float64), ref)
+                    if y.shape == ref.shape and e < TOL[precision]:
+                        run.ok(label)
+                    else:
+                        run.fail(label, "shape %s (want %s), relative error %.3g" % (
+                            y.shape, ref.shape, e))
 
 
 def rel_error(y, ref):
@@ -861,6 +1041,53 @@ def error_cases(run):
                                                       run.path("w.npy")]),
         ("--score general: a NaN in W", full[2:] + ["--score", "general", "--score-w", sw_nan]),
     ]
+    # positions (issue 14): Q, K are (2, 5, 4), V (2, 6, 3)
+    rel = ["--variant", "relative"] + full[2:]
+    cases += [
+        ("--positions unknown", full + ["--positions", "absolute"]),
+        ("--positions relative with linear", lin + ["--positions", "relative"]),
+        ("--positions rotary with favor", ["--variant", "favor"] + full[2:] + [
+            "--positions", "rotary"]),
+        ("--variant relative with --positions rotary", rel + ["--positions", "rotary"]),
+        ("--max-distance 0", rel + ["--max-distance", "0"]),
+        ("--max-distance without relative", full + ["--max-distance", "2"]),
+        ("--relative a^K of the wrong width", rel + [
+            "--relative", save("ak_w.npy", np.zeros((5, 3))) + "," + save("av_ok.npy",
+                                                                          np.zeros((5, 3)))]),
+        ("--relative a^V of the wrong width", rel + [
+            "--relative", save("ak_ok.npy", np.zeros((5, 4))) + "," + save("av_w.npy",
+                                                                           np.zeros((5, 4)))]),
+        ("--relative an even row count", rel + [
+            "--relative", save("ak_e.npy", np.zeros((4, 4))) + "," + save("av_e.npy",
+                                                                          np.zeros((4, 3)))]),
+        ("--relative one file", rel + ["--relative", save("ak_1.npy", np.zeros((5, 4)))]),
+        ("--relative with --max-distance", rel + [
+            "--relative", run.path("ak_ok.npy") + "," + run.path("av_ok.npy"),
+            "--max-distance", "2"]),
+        ("--position-table too short", full + [
+            "--positions", "learned", "--position-table", save("pt_short.npy", np.zeros((4, 4)))]),
+        ("--position-table of the wrong width", full + [
+            "--positions", "learned", "--position-table", save("pt_w.npy", np.zeros((9, 5)))]),
+        ("--position-table 1-D", full + [
+            "--positions", "learned", "--position-table", save("pt_1.npy", np.zeros(9))]),
+        ("--position-table without learned", full + [
+            "--positions", "sinusoidal", "--position-table", run.path("pt_w.npy")]),
+        ("--seed with sinusoidal", full + ["--positions", "sinusoidal", "--seed", "3"]),
+        ("--positions rotary with odd d_k", [
+            "--variant", "softmax", "--q", save("q_odd.npy", np.zeros((2, 5, 3), np.float32)),
+            "--k", save("k_odd.npy", np.zeros((2, 6, 3), np.float32)), "--v", good["v"],
+            "--out", out, "--positions", "rotary"]),
+        ("--positions rotary, linear, odd d_k", [
+            "--variant", "linear", "--q", run.path("q_odd.npy"), "--k", run.path("k_odd.npy"),
+            "--v", good["v"], "--out", out, "--positions", "rotary"]),
+        ("--save-weights with relative", rel + ["--save-weights", run.path("w.npy")]),
+        ("--save-weights with rotary linear", lin + ["--positions", "rotary", "--save-weights",
+                                                     run.path("w.npy")]),
+        ("--grad-out with --positions", full + [
+            "--positions", "rotary", "--grad-out", save("dy.npy", np.zeros((2, 5, 3))),
+            "--grad-q", run.path("gq.npy"), "--grad-k", run.path("gk.npy"),
+            "--grad-v", run.path("gv.npy")]),
+    ]
     before = set(os.listdir(run.dir))
     for label, args in cases:
         if os.path.exists(out):
@@ -919,6 +1146,7 @@ def main():
         linformer(run)
         scores(run)
         favor_towards_softmax(run)
+        positions(run)
         thread_counts(run)
         error_cases(run)
     finally:

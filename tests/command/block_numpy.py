@@ -17,6 +17,9 @@ Part 2: a missing, misshapen or non-float weight file, X of the wrong width, hea
 do not divide D, an unknown flag, and for a decoder a missing cross-attention tensor, a
 memory of the wrong width or batch, and --memory without --layer decoder each exit 2 with exactly one stderr line starting
 "linattn: " (naming the file at fault where there is one) and leave no output.
+Part 3 (issue 14): --positions sinusoidal and learned added to X, rotary in the
+self-attention (softmax: q, k rotated; linear: RoFormer's form) and relative (Shaw et al.,
+given and drawn tables) against the same NumPy layer, and their bad input refused.
 
 PyTorch itself is not used here (`make check-torch` runs tests/block_torch.py against
 it); the reference follows the formulas of torch.nn.MultiheadAttention and
@@ -347,6 +350,182 @@ def check_refusals(r, rng):
             r.passed += 1
 
 
+# ---------------------------------------------------------------- part 3: positions (issue 14)
+
+
+def splitmix64(state):
+    mask = (1 << 64) - 1
+    state = (state + 0x9E3779B97F4A7C15) & mask
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return state, z ^ (z >> 31)
+
+
+def relative_tables(K, dh, seed):
+    """a^K, a^V (2K+1, d_h) as la_relative_embeddings draws them (lib/linattn.h)."""
+    rows, values, state = 2 * K + 1, [], seed
+    while len(values) < 2 * rows * dh:
+        state, x1 = splitmix64(state)
+        state, x2 = splitmix64(state)
+        u1, u2 = (x1 >> 11) * 2.0 ** -53, (x2 >> 11) * 2.0 ** -53
+        r = math.sqrt(-2.0 * math.log(1.0 - u1))
+        values += [r * math.cos(2 * math.pi * u2), r * math.sin(2 * math.pi * u2)]
+    drawn = np.array(values[:2 * rows * dh])
+    return drawn[:rows * dh].reshape(rows, dh), drawn[rows * dh:].reshape(rows, dh)
+
+
+def rotate(x):
+    """RoPE on (..., n, d): pair (2c, 2c+1) of row i rotated by i·10000^(−2c/d)."""
+    n, d = x.shape[-2:]
+    angle = np.arange(n)[:, None] * 10000.0 ** (-2.0 * np.arange(d // 2) / d)[None, :]
+    a, b = x[..., 0::2], x[..., 1::2]
+    out = np.empty_like(x)
+    out[..., 0::2] = a * np.cos(angle) - b * np.sin(angle)
+    out[..., 1::2] = a * np.sin(angle) + b * np.cos(angle)
+    return out
+
+
+def attention_positions(q, k, v, kind, causal, positions, tables):
+    """attention_heads with rotary (softmax: q, k rotated; linear: RoFormer's numerator
+    R φ(q)·R φ(k) over the unrotated denominator) or relative positions (Shaw et al.)."""
+    n = q.shape[2]
+    mask = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
+    if positions == "rotary" and kind == "linear":
+        phi = lambda x: np.where(x >= 0, x + 1.0, np.exp(np.minimum(x, 0.0)))
+        num = np.einsum("bhnd,bhmd->bhnm", rotate(phi(q)), rotate(phi(k))) * mask
+        den = (np.einsum("bhnd,bhmd->bhnm", phi(q), phi(k)) * mask).sum(-1, keepdims=True)
+        return (num @ v) / (den + LINEAR_EPS)
+    if positions == "rotary":
+        return attention_heads(rotate(q), rotate(k), v, kind, causal)
+    a_k, a_v = tables
+    K = (a_k.shape[0] - 1) // 2
+    idx = np.clip(np.arange(n)[None, :] - np.arange(n)[:, None], -K, K) + K
+    scores = (np.einsum("bhnd,bhmd->bhnm", q, k) + np.einsum("bhnd,nmd->bhnm", q, a_k[idx]))
+    scores = np.where(mask, scores / math.sqrt(q.shape[-1]), -np.inf)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights /= weights.sum(axis=-1, keepdims=True)
+    return weights @ v + np.einsum("bhnm,nme->bhne", weights, a_v[idx])
+
+
+def encoder_layer_positions(x, w, heads, norm, kind, causal, positions, tables):
+    """encoder_layer (post-LN or pre-LN, ReLU) with positions in its self-attention."""
+    def attn(t):
+        b, n, d = t.shape
+        dh = d // heads
+        qkv = t @ w["self_attn.in_proj_weight"].T + w["self_attn.in_proj_bias"]
+        q, k, v = (qkv[..., i * d:(i + 1) * d].reshape(b, n, heads, dh).transpose(0, 2, 1, 3)
+                   for i in range(3))
+        o = attention_positions(q, k, v, kind, causal, positions, tables)
+        o = o.transpose(0, 2, 1, 3).reshape(b, n, d)
+        return o @ w["self_attn.out_proj.weight"].T + w["self_attn.out_proj.bias"]
+    ff = lambda t: np.maximum(t @ w["linear1.weight"].T + w["linear1.bias"], 0.0) \
+        @ w["linear2.weight"].T + w["linear2.bias"]
+    ln1 = lambda t: layer_norm(t, w["norm1.weight"], w["norm1.bias"])
+    ln2 = lambda t: layer_norm(t, w["norm2.weight"], w["norm2.bias"])
+    if norm == "pre":
+        x = x + attn(ln1(x))
+        return x + ff(ln2(x))
+    x = ln1(x + attn(x))
+    return ln2(x + ff(x))
+
+
+def check_positions(r, rng):
+    """--positions through block: sinusoidal and learned added to X; rotary (softmax and
+    linear) and relative (given and drawn tables) in the self-attention; bad input refused."""
+    d, d_ff, heads, n = 8, 16, 2, 11
+    dh = d // heads
+    cases = [("sinusoidal", "softmax", []), ("learned", "linear", ["table"]),
+             ("rotary", "softmax", []), ("rotary", "linear", []),
+             ("relative", "softmax", ["--max-distance", "2", "--seed", "7"]),
+             ("relative", "softmax", ["given"])]
+    for i, (positions, kind, extra) in enumerate(cases):
+        for precision in ("float32", "float64"):
+            for causal in (False, True):
+                norm = ["post", "pre"][i % 2]
+                dtype = np.float32 if precision == "float32" else np.float64
+                folder = os.path.join(r.tmp, "pw%d%s" % (i, precision))
+                w = save_weights(folder, random_weights(rng, d, d_ff), dtype)
+                x = rng.normal(0, 1, (2, n, d)).astype(dtype)
+                x_path, out = os.path.join(r.tmp, "px.npy"), os.path.join(r.tmp, "py.npy")
+                np.save(x_path, x)
+                args = ["--weights", folder, "--x", x_path, "--out", out, "--heads", str(heads),
+                        "--norm", norm, "--variant", kind, "--precision", precision,
+                        "--positions", positions] + [e for e in extra if e not in ("table", "given")]
+                if causal:
+                    args.append("--causal")
+                xb = x.astype(np.float64)
+                tables = None
+                if positions == "sinusoidal":
+                    pos, c = np.arange(n)[:, None], np.arange(d)[None, :]
+                    angle = pos / 10000.0 ** ((c - c % 2) / d)
+                    xb = xb + np.where(c % 2 == 0, np.sin(angle), np.cos(angle))
+                elif positions == "learned":
+                    table = rng.normal(0, 1, (n + 3, d))
+                    np.save(os.path.join(r.tmp, "ptable.npy"), table)
+                    args += ["--position-table", os.path.join(r.tmp, "ptable.npy")]
+                    xb = xb + table[:n]
+                elif positions == "relative" and "given" in extra:
+                    tables = (rng.normal(0, 1, (7, dh)), rng.normal(0, 1, (7, dh)))
+                    np.save(os.path.join(r.tmp, "pak.npy"), tables[0])
+                    np.save(os.path.join(r.tmp, "pav.npy"), tables[1])
+                    args += ["--relative", os.path.join(r.tmp, "pak.npy") + "," +
+                             os.path.join(r.tmp, "pav.npy")]
+                elif positions == "relative":
+                    tables = relative_tables(2, dh, 7)
+                if precision == "float32":
+                    xb = xb.astype(np.float32).astype(np.float64)
+                if positions in ("sinusoidal", "learned"):
+                    ref = encoder_layer(xb, w, heads, norm, kind, causal, "relu")
+                else:
+                    ref = encoder_layer_positions(xb, w, heads, norm, kind, causal, positions,
+                                                  tables)
+                what = "positions %s %s %s causal=%s %s" % (positions, kind, " ".join(extra),
+                                                              causal, precision)
+                p = r.run(args)
+                if p.returncode != 0:
+                    r.fail("%s: exit %d: %s" % (what, p.returncode, p.stderr.strip()))
+                    continue
+                y = np.load(out).astype(np.float64)
+                err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
+                if y.shape != ref.shape or not np.isfinite(err) or err >= TOL[precision]:
+                    r.fail("%s: relative error %.3g" % (what, err))
+                else:
+                    r.passed += 1
+    # refusals: one line, exit 2, nothing written
+    good = os.path.join(r.tmp, "pw0float32")
+    x_path = os.path.join(r.tmp, "px.npy")
+    np.save(x_path, rng.normal(0, 1, (5, d)).astype(np.float32))
+    np.save(os.path.join(r.tmp, "pbad.npy"), np.zeros((5, dh + 1)))
+    base = ["--weights", good, "--x", x_path, "--heads", "2"]
+    refusals = [
+        ("--positions relative with linear", base + ["--variant", "linear", "--positions",
+                                                      "relative"], "--positions"),
+        ("--max-distance 0", base + ["--positions", "relative", "--max-distance", "0"],
+         "--max-distance"),
+        ("--relative of the wrong width", base + [
+            "--positions", "relative", "--relative",
+            os.path.join(r.tmp, "pbad.npy") + "," + os.path.join(r.tmp, "pbad.npy")],
+         "--relative"),
+        ("--position-table too short", base + [
+            "--positions", "learned", "--position-table", os.path.join(r.tmp, "pbad.npy")],
+         "--position-table"),
+        ("rotary with odd D/H", base[:-1] + ["8", "--positions", "rotary"], "--positions"),
+        ("--seed with rotary", base + ["--positions", "rotary", "--seed", "3"], "--seed"),
+        ("unknown --positions", base + ["--positions", "alibi"], "--positions"),
+    ]
+    for what, args, named in refusals:
+        out = os.path.join(r.tmp, "prefused.npy")
+        p = r.run(args + ["--out", out])
+        lines = p.stderr.strip().split("\n")
+        leftovers = [f for f in os.listdir(r.tmp) if f.startswith("prefused.npy")]
+        if p.returncode != 2 or len(lines) != 1 or not lines[0].startswith("linattn: ") \
+                or named not in lines[0] or leftovers:
+            r.fail("%s: exit %d, stderr %r, files %s" % (what, p.returncode, p.stderr, leftovers))
+        else:
+            r.passed += 1
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -360,6 +539,7 @@ def main():
         check_numerics(r, rng)
         check_decoder_numerics(r, rng)
         check_refusals(r, rng)
+        check_positions(r, rng)
     finally:
         shutil.rmtree(tmp)
     print("block_numpy: %d passed, %d failed" % (r.passed, r.failed))

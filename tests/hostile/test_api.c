@@ -70,6 +70,13 @@ static const char *const api_names[] = {
     "la_cosine_attention_f32",
     "la_cosine_attention_f64",
     "la_score_weights",
+    "la_relative_attention_f32",
+    "la_relative_attention_f64",
+    "la_relative_embeddings",
+    "la_rotary_apply_f32",
+    "la_rotary_apply_f64",
+    "la_linear_attention_rotary_f32",
+    "la_linear_attention_rotary_f64",
     "la_attention_f32",
     "la_attention_f64",
     "la_attention_weights_f32",
@@ -96,6 +103,8 @@ static const char *const api_names[] = {
     "la_ref_hard_attention",
     "la_ref_linear_attention",
     "la_ref_linformer_attention",
+    "la_ref_linear_attention_rotary",
+    "la_ref_relative_attention",
     "la_ref_local_attention",
     "la_ref_favor_attention",
     "la_ref_general_attention",
@@ -211,9 +220,11 @@ static void every_function_has_a_case(void **state)
     (void)state;
     FILE *f = fopen("lib/linattn.h", "r");
     assert_non_null(f);
-    static char text[1 << 17];
+    static char text[1 << 19];
     size_t len = fread(text, 1, sizeof text - 1, f);
+    const int whole = feof(f); /* the header fitted: a longer one must grow text */
     fclose(f);
+    assert_true(whole);
     text[len] = '\0';
     size_t found = 0;
     int seen[N_API] = {0};
@@ -354,6 +365,14 @@ static void problems(void **state)
     assert_int_equal(la_problem_check(&q), LA_EOVERFLOW);
     q = p, q.d_v = (size_t)1 << 62;
     assert_int_equal(la_problem_check(&q), LA_EOVERFLOW);
+    /* relative positions: clip distance 0, one table without the other */
+    q = p, q.max_distance = 0;
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    const double one_table[3] = {0};
+    q = p, q.rel_k = one_table;
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    q = p, q.rel_v = one_table;
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
 }
 
 /* ---------------------------------------------------------------- kernels */
@@ -377,7 +396,8 @@ static void kernels(void **state)
                          la_favor_attention_recurrent_f32,
                          la_general_attention_f32,
                          la_additive_attention_f32,
-                         la_cosine_attention_f32};
+                         la_cosine_attention_f32,
+                         la_relative_attention_f32};
     const fwd64 f64[] = {la_softmax_attention_f64,
                          la_softmax_attention_materialized_f64,
                          la_hard_attention_f64,
@@ -389,7 +409,8 @@ static void kernels(void **state)
                          la_favor_attention_recurrent_f64,
                          la_general_attention_f64,
                          la_additive_attention_f64,
-                         la_cosine_attention_f64};
+                         la_cosine_attention_f64,
+                         la_relative_attention_f64};
     la_problem p;
     la_problem_init(&p, 1, 2, 3, 4, 2, 3);
     p.causal = 1;
@@ -569,6 +590,75 @@ static void kernels(void **state)
         EXPECT(la_score_weights(LA_KERNEL_ADDITIVE, 4, SIZE_MAX / 8, 1, w_draw, v_draw),
                LA_EOVERFLOW, v_draw, sizeof v_draw);
     }
+    /* relative positions (issue 14): max_distance 0, one table only, a NaN in a table, a
+     * float32 scale beyond float, a budget of one byte, (2K+1)·d overflowing; the draw:
+     * NULL, the same array twice, a zero size, overflowing */
+    la_problem rp = p;
+    rp.max_distance = 0;
+    EXPECT(la_relative_attention_f32(&rp, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_relative_attention_f64(&rp, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_ref_relative_attention(&rp, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_attention_f32(LA_KERNEL_RELATIVE, &rp, q, k, v, o), LA_EINVAL, o, sizeof o);
+    double table[16] = {0};
+    rp = p, rp.max_distance = 1, rp.rel_k = table;
+    EXPECT(la_relative_attention_f32(&rp, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_ref_relative_attention(&rp, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    table[5] = NAN;
+    rp.rel_v = table;
+    EXPECT(la_relative_attention_f32(&rp, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_relative_attention_f64(&rp, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    rp = p, rp.scale = 1e39;
+    EXPECT(la_relative_attention_f32(&rp, q, k, v, o), LA_EINVAL, o, sizeof o);
+    rp = p, rp.workspace_limit = 1;
+    EXPECT(la_relative_attention_f32(&rp, q, k, v, o), LA_EBUDGET, o, sizeof o);
+    EXPECT(la_relative_attention_f64(&rp, qd, kd, vd, od), LA_EBUDGET, od, sizeof od);
+    rp = p, rp.max_distance = SIZE_MAX / 2;
+    EXPECT(la_relative_attention_f32(&rp, q, k, v, o), LA_EOVERFLOW, o, sizeof o);
+    EXPECT(la_ref_relative_attention(&rp, qd, kd, vd, od), LA_EOVERFLOW, od, sizeof od);
+    double ak[8], av[8];
+    EXPECT(la_relative_embeddings(1, 2, 2, 0, NULL, av), LA_EINVAL, av, sizeof av);
+    EXPECT(la_relative_embeddings(1, 2, 2, 0, ak, NULL), LA_EINVAL, ak, sizeof ak);
+    EXPECT(la_relative_embeddings(1, 2, 2, 0, ak, ak), LA_EINVAL, ak, sizeof ak);
+    EXPECT(la_relative_embeddings(0, 2, 2, 0, ak, av), LA_EINVAL, ak, sizeof ak);
+    EXPECT(la_relative_embeddings(1, 0, 2, 0, ak, av), LA_EINVAL, av, sizeof av);
+    EXPECT(la_relative_embeddings(1, 2, 0, 0, ak, av), LA_EINVAL, ak, sizeof ak);
+    EXPECT(la_relative_embeddings(SIZE_MAX / 2, 2, 2, 0, ak, av), LA_EOVERFLOW, ak, sizeof ak);
+    EXPECT(la_relative_embeddings(2, SIZE_MAX / 2, 2, 0, ak, av), LA_EOVERFLOW, av, sizeof av);
+    /* rotary positions (issue 14): NULL, a zero size, d odd, rows·n·d overflowing, the last
+     * position past SIZE_MAX, each leaving x untouched; rotary linear attention: d_k odd,
+     * NULL, the last position past SIZE_MAX, a bad problem, a budget of one byte */
+    assert_int_equal(la_rotary_apply_f32(1, 2, 2, 0, NULL), LA_EINVAL);
+    assert_int_equal(la_rotary_apply_f64(1, 2, 2, 0, NULL), LA_EINVAL);
+    EXPECT(la_rotary_apply_f32(0, 2, 2, 0, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_rotary_apply_f32(1, 0, 2, 0, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_rotary_apply_f64(1, 2, 0, 0, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_rotary_apply_f64(1, 2, 3, 0, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_rotary_apply_f32(SIZE_MAX / 2, 2, 2, 0, o), LA_EOVERFLOW, o, sizeof o);
+    EXPECT(la_rotary_apply_f64(1, 2, 2, SIZE_MAX - 1, od), LA_EOVERFLOW, od, sizeof od);
+    la_problem rl = p;
+    EXPECT(la_linear_attention_rotary_f32(NULL, 0, 0, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_linear_attention_rotary_f32(&rl, 0, 0, NULL, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_linear_attention_rotary_f64(&rl, 0, 0, qd, NULL, vd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_linear_attention_rotary_f64(&rl, 0, 0, qd, kd, NULL, od), LA_EINVAL, od, sizeof od);
+    assert_int_equal(la_linear_attention_rotary_f32(&rl, 0, 0, q, k, v, NULL), LA_EINVAL);
+    EXPECT(la_linear_attention_rotary_f32(&rl, SIZE_MAX - 1, 0, q, k, v, o), LA_EOVERFLOW, o,
+           sizeof o);
+    EXPECT(la_linear_attention_rotary_f64(&rl, 0, SIZE_MAX - 2, qd, kd, vd, od), LA_EOVERFLOW, od,
+           sizeof od);
+    rl.workspace_limit = 1;
+    EXPECT(la_linear_attention_rotary_f32(&rl, 0, 0, q, k, v, o), LA_EBUDGET, o, sizeof o);
+    EXPECT(la_linear_attention_rotary_f64(&rl, 0, 0, qd, kd, vd, od), LA_EBUDGET, od, sizeof od);
+    rl = p, rl.d_k = 3;
+    EXPECT(la_linear_attention_rotary_f32(&rl, 0, 0, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_linear_attention_rotary_f64(&rl, 0, 0, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_ref_linear_attention_rotary(&rl, 0, 0, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    rl = p, rl.feature_map = LA_FEATURE_COUNT;
+    EXPECT(la_linear_attention_rotary_f32(&rl, 0, 0, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_ref_linear_attention_rotary(&rl, 0, 0, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    rl = p;
+    EXPECT(la_ref_linear_attention_rotary(&rl, 0, 0, NULL, kd, vd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_ref_linear_attention_rotary(&rl, SIZE_MAX, 0, qd, kd, vd, od), LA_EOVERFLOW, od,
+           sizeof od);
     /* kernels outside the registry */
     const int bad_kernels[] = {-1, LA_KERNEL_COUNT, 1000};
     for (size_t i = 0; i < 3; i++) {
@@ -621,8 +711,8 @@ static void kernels(void **state)
             assert_int_equal(la_attention_weights_f64(kn, &p, qd, kd, NULL), LA_EINVAL);
             if (i < 0 || i == LA_KERNEL_COUNT || kn == LA_KERNEL_LINFORMER ||
                 kn == LA_KERNEL_FAVOR || kn == LA_KERNEL_FAVOR_RECURRENT ||
-                kn == LA_KERNEL_GENERAL || kn == LA_KERNEL_ADDITIVE ||
-                kn == LA_KERNEL_COSINE) { /* no matrix yet */
+                kn == LA_KERNEL_GENERAL || kn == LA_KERNEL_ADDITIVE || kn == LA_KERNEL_COSINE ||
+                kn == LA_KERNEL_RELATIVE) { /* no matrix yet */
                 EXPECT(la_attention_weights_f32(kn, &p, q, k, w), LA_EINVAL, w, sizeof w);
                 EXPECT(la_attention_weights_f64(kn, &p, qd, kd, wd), LA_EINVAL, wd, sizeof wd);
                 continue;
