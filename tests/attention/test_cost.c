@@ -646,6 +646,9 @@ static double bytes_counted(la_kernel kernel, const la_problem *p, size_t elem)
     case LA_KERNEL_FAVOR:
     case LA_KERNEL_FAVOR_RECURRENT: bytes += (double)(m * dk * sizeof(double)); break; /* W */
     case LA_KERNEL_GENERAL: bytes += (double)(dk * dk * sizeof(double)); break;        /* W */
+    case LA_KERNEL_RELATIVE: /* a^K (2K+1, d_k), a^V (2K+1, d_v) */
+        bytes += (double)((2 * p->max_distance + 1) * (dk + dv) * sizeof(double));
+        break;
     case LA_KERNEL_ADDITIVE: /* W (d_a, 2 d_k), v */
         bytes += (double)((p->score_dim * 2 * dk + p->score_dim) * sizeof(double));
         break;
