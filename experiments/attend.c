@@ -33,6 +33,13 @@ static const char help_options[] =
     "\n"
     "options (default in brackets):\n"
     "  --causal             query i sees keys j <= i (top-left aligned when M != N) [off]\n"
+    "  --causal-align A     with --causal and M != N, where the diagonal sits:\n"
+    "                       top-left (query i sees j <= i: PyTorch's is_causal, the\n"
+    "                       default, so results match PyTorch's) or bottom-right (j <=\n"
+    "                       i + M - N: the last query sees every key, as decoding N new\n"
+    "                       tokens over M cached keys needs; FlashAttention >= 2.1's);\n"
+    "                       bottom-right with N > M: queries i < N - M see no key and\n"
+    "                       get zero rows [top-left]\n"
     "  --key-lengths L.npy  int32/int64 of shape (B,), or (1,) for (N, d) and (H, N, d)\n"
     "                       inputs: keys j >= L[b] are hidden; each in [0, M] [none]\n"
     "                       (a query that sees no key gets a zero row)\n"
@@ -152,11 +159,13 @@ void cmd_attend_help(FILE *out)
 }
 
 static const char *const precision_names[] = {"float32", "float64", NULL};
+/* --causal-align, by la_causal_align value */
+static const char *const align_names[] = {"top-left", "bottom-right", NULL};
 
 /* The flags' texts, as given (NULL when absent). */
 typedef struct {
     const char *variant, *q, *k, *v, *out, *key_lengths, *precision, *threads, *scale, *feature_map,
-        *eps, *kernel, *chunk, *save_weights;
+        *eps, *kernel, *chunk, *save_weights, *causal_align;
     const char *grad_out, *grad_q, *grad_k, *grad_v; /* all four or none */
     int causal;
     vp_flags variant_params; /* --window, --proj-rank, --proj, --features, --seed */
@@ -389,6 +398,7 @@ int cmd_attend(int argc, char **argv)
         {"v", &a.v, NULL},
         {"out", &a.out, NULL},
         {"causal", NULL, &a.causal},
+        {"causal-align", &a.causal_align, NULL},
         {"key-lengths", &a.key_lengths, NULL},
         {"precision", &a.precision, NULL},
         {"threads", &a.threads, NULL},
@@ -439,6 +449,12 @@ int cmd_attend(int argc, char **argv)
         (rc = cli_parse_choice("--precision", a.precision, precision_names, &precision)))
         return rc;
     if ((rc = cli_parse_threads("--threads", a.threads))) return rc;
+    int align = LA_CAUSAL_TOP_LEFT;
+    if (a.causal_align &&
+        (rc = cli_parse_choice("--causal-align", a.causal_align, align_names, &align)))
+        return rc;
+    if (a.causal_align && !a.causal)
+        return cli_fail("--causal-align", "applies with --causal only");
     if (a.scale && (rc = cli_parse_double("--scale", a.scale, &scale))) return rc;
     if (a.eps && (rc = cli_parse_double("--eps", a.eps, &eps))) return rc;
     if (eps < 0) return cli_fail("--eps", "must be >= 0");
@@ -469,6 +485,7 @@ int cmd_attend(int argc, char **argv)
     la_problem p;
     la_problem_init(&p, batch, heads, n, m, d_k, d_v);
     p.causal = a.causal;
+    p.causal_align = (la_causal_align)align;
     p.key_lengths = key_lengths;
     if (a.scale) p.scale = scale;
     p.feature_map = fm;

@@ -10,7 +10,8 @@
  * out is (B, H, N, d_v).
  *
  * MASKS. Causal: query i sees key j when j <= i (for M != N the mask is aligned as in
- * PyTorch's is_causal, top-left). Key lengths: key_lengths[b] = L hides keys j >= L of
+ * PyTorch's is_causal, top-left, unless p->causal_align asks for bottom-right: j <= i +
+ * M − N, the decoding convention). Key lengths: key_lengths[b] = L hides keys j >= L of
  * every head of batch entry b. A query that sees no key at all (L = 0) gets a zero
  * output row in every kernel, instead of the 0/0 a literal formula would give.
  *
@@ -224,6 +225,14 @@ typedef enum {
 LA_API const char *la_feature_map_name(la_feature_map fm);
 LA_API la_status la_feature_map_parse(const char *name, la_feature_map *out);
 
+/* Where the causal mask's diagonal sits when N != M (read only when p->causal = 1).
+ *   LA_CAUSAL_TOP_LEFT (the default, PyTorch's is_causal): query i sees key j <= i.
+ *   LA_CAUSAL_BOTTOM_RIGHT (FlashAttention >= 2.1's): query i sees key j <= i + (M − N),
+ *     so the last query sees every key: N new tokens over M cached keys, as decoding
+ *     with a KV cache needs. For N > M the first N − M queries see no key (the empty row).
+ * With N = M the two are the same mask. */
+typedef enum { LA_CAUSAL_TOP_LEFT = 0, LA_CAUSAL_BOTTOM_RIGHT = 1 } la_causal_align;
+
 typedef struct {
     size_t batch, heads;        /* B, H (>= 1) */
     size_t n_queries;           /* N (>= 1) */
@@ -250,6 +259,10 @@ typedef struct {
     size_t features;      /* FAVOR+: m, the random features per head; >= 1 */
     uint64_t seed;        /* Linformer's drawn projections, FAVOR+'s random features:
                              the same seed gives the same draw in both precisions */
+
+    /* Masks beyond causal and key lengths (issue 14): */
+    la_causal_align causal_align; /* with causal and N != M: top-left (j <= i, the default)
+                                     or bottom-right (j <= i + M − N) */
 } la_problem;
 
 #define LA_DEFAULT_EPS 1e-6 /* as in fast-transformers */
@@ -262,7 +275,7 @@ typedef struct {
 /* Fills every field: the sizes given, no mask, scale = 1/sqrt(d_k), φ = elu+1,
  * eps = LA_DEFAULT_EPS, chunk = LA_DEFAULT_CHUNK, workspace_limit = the default,
  * window, proj_rank and features their defaults, no projections given, seed 0.
- * Adjust the fields afterwards. */
+ * causal_align top-left. Adjust the fields afterwards. */
 LA_API void la_problem_init(la_problem *p, size_t batch, size_t heads, size_t n_queries,
                             size_t n_keys, size_t d_k, size_t d_v);
 
@@ -317,6 +330,18 @@ typedef enum {
  * denominator φ(q_i)ᵀz + eps is exactly 0 (possible only with eps = 0: relu with an
  * all-zero φ(q_i), or no visible key with a positive feature where φ(q_i) is positive):
  * such a query attends to nothing, like one that sees no key.
+ *
+ * Causal bottom-right (p->causal_align, N != M; query i sees j <= i + M − N): softmax
+ * (fused, AVX-512 included, lse, materialised), hard, local, their backward passes and
+ * the attention matrix walk the shifted diagonal themselves (local: query i's window is
+ * centred on position i + M − N). Linear and FAVOR+ causal (chunked and recurrent) and
+ * linear's backward passes, written for the top-left diagonal, run the equivalent square
+ * problem (lib/attention/align.c): q (and out, d_out) copied into rows i + M − N of an
+ * M-row problem on the same keys, zero rows elsewhere, the outputs copied back: M query
+ * rows instead of N, and B·H·M·(d_k + d_v) elements more (twice that backward) held
+ * against p->workspace_limit (LA_EBUDGET above it); la_attention_cost counts both.
+ * Linformer refuses causal in either alignment. Queries that see no key (N > M) get
+ * the empty row.
  *
  * Softmax attention, fused: online softmax over key blocks; never holds the N×M score
  * matrix, its scratch is O(threads · block · (block + d_k + d_v)), independent of N.
@@ -592,6 +617,7 @@ LA_API la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, dou
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * Returns LA_OK, LA_EINVAL (NULL, a bad problem: window 0 included), LA_EOVERFLOW,
  * LA_ENOMEM, LA_EBUDGET, LA_ERANGE (softmax's rule above). No backward yet.
+ * Causal bottom-right (p->causal_align): query i's window is centred on key i + M − N.
  *   implementation lib/attention/local.c (local_tmpl.h) · reference la_ref_local_attention
  *   · tests tests/attention/test_attention.c, test_local.c */
 LA_API la_status la_local_attention_f32(const la_problem *p, const float *q, const float *k,
@@ -876,7 +902,8 @@ typedef struct {
     double io_bytes;        /* q, k, v read and out written once */
 } la_cost;
 
-/* Visible (query, key) pairs of one head of batch entry b under the masks. */
+/* Visible (query, key) pairs of one head of batch entry b under the masks (causal in
+ * either alignment, key lengths). */
 LA_API double la_visible_pairs(const la_problem *p, size_t b);
 
 /* Fills *out for one call of `kernel` on p in dtype. Returns LA_OK, LA_EINVAL (NULL,

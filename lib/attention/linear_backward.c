@@ -110,6 +110,9 @@ la_status la_linear_attention_backward_f32(const la_problem *p, const float *q, 
                                            const float *v, const float *out, const float *d_out,
                                            float *d_q, float *d_k, float *d_v)
 {
+    if (la_causal_square(p))
+        return la_square_backward_f32(p, la_linear_attention_backward_f32, q, k, v, out, d_out, d_q,
+                                      d_k, d_v);
     return linear_backward_f32(p, q, k, v, out, d_out, d_q, d_k, d_v);
 }
 
@@ -117,6 +120,9 @@ la_status la_linear_attention_backward_f64(const la_problem *p, const double *q,
                                            const double *v, const double *out, const double *d_out,
                                            double *d_q, double *d_k, double *d_v)
 {
+    if (la_causal_square(p))
+        return la_square_backward_f64(p, la_linear_attention_backward_f64, q, k, v, out, d_out, d_q,
+                                      d_k, d_v);
     return linear_backward_f64(p, q, k, v, out, d_out, d_q, d_k, d_v);
 }
 
@@ -125,6 +131,9 @@ la_status la_linear_attention_recurrent_backward_f32(const la_problem *p, const 
                                                      const float *out, const float *d_out,
                                                      float *d_q, float *d_k, float *d_v)
 {
+    if (la_causal_square(p))
+        return la_square_backward_f32(p, la_linear_attention_recurrent_backward_f32, q, k, v, out,
+                                      d_out, d_q, d_k, d_v);
     return linear_recurrent_backward_f32(p, q, k, v, out, d_out, d_q, d_k, d_v);
 }
 
@@ -133,6 +142,9 @@ la_status la_linear_attention_recurrent_backward_f64(const la_problem *p, const 
                                                      const double *out, const double *d_out,
                                                      double *d_q, double *d_k, double *d_v)
 {
+    if (la_causal_square(p))
+        return la_square_backward_f64(p, la_linear_attention_recurrent_backward_f64, q, k, v, out,
+                                      d_out, d_q, d_k, d_v);
     return linear_recurrent_backward_f64(p, q, k, v, out, d_out, d_q, d_k, d_v);
 }
 
@@ -227,6 +239,7 @@ static la_status backward_layout_bytes(la_kernel kernel, const la_problem *p, la
 
 la_status la_linear_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
+    if (la_causal_square(p)) return la_square_cost(p, dtype, la_linear_backward_cost, true, out);
     la_cost_sum_heads(p, p->causal ? chunked_backward_head_flops : noncausal_backward_head_flops,
                       out);
     return backward_layout_bytes(LA_KERNEL_LINEAR, p, dtype, out);
@@ -234,6 +247,8 @@ la_status la_linear_backward_cost(const la_problem *p, la_dtype dtype, la_cost *
 
 la_status la_linear_recurrent_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
+    if (la_causal_square(p))
+        return la_square_cost(p, dtype, la_linear_recurrent_backward_cost, true, out);
     la_cost_sum_heads(p, recurrent_backward_head_flops, out);
     return backward_layout_bytes(LA_KERNEL_LINEAR_RECURRENT, p, dtype, out);
 }

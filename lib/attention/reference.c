@@ -36,15 +36,24 @@ static bool doubles_fit(size_t a, size_t b, size_t c, size_t *n)
     return la_mul_ok(a, b, n) && la_mul_ok(*n, c, n) && la_mul_ok(*n, sizeof(double), &bytes);
 }
 
-/* Keys query i of batch entry b sees: j < L_b (key lengths) and, when causal, j <= i.
- * Written here from the masks' definition rather than shared with the kernels, so a
- * masking bug in the kernels cannot hide in the oracle too. */
+/* Whether the causal mask lets query i see key j: j <= i (top-left), or j <= i + M − N
+ * (bottom-right), written j + N <= i + M to stay in unsigned integers. */
+static bool ref_in_past(const la_problem *p, size_t i, size_t j)
+{
+    if (!p->causal) return true;
+    if (p->causal_align == LA_CAUSAL_BOTTOM_RIGHT) return j + p->n_queries <= i + p->n_keys;
+    return j <= i;
+}
+
+/* Keys query i of batch entry b sees: j < L_b (key lengths) and, when causal,
+ * ref_in_past. Written here from the masks' definition rather than shared with the
+ * kernels, so a masking bug in the kernels cannot hide in the oracle too. */
 static size_t ref_visible_keys(const la_problem *p, size_t b, size_t i)
 {
     size_t visible = 0;
     for (size_t j = 0; j < p->n_keys; j++) {
         const bool in_length = !p->key_lengths || (int64_t)j < p->key_lengths[b];
-        const bool in_past = !p->causal || j <= i;
+        const bool in_past = ref_in_past(p, i, j);
         if (in_length && in_past) visible = j + 1;
     }
     return visible;
@@ -154,8 +163,9 @@ la_status la_ref_hard_attention(const la_problem *p, const double *q, const doub
 
 /* Restricted (local) softmax attention, per head: query i sees key j when the masks
  * above let it (key lengths, causal j <= i) and |i − j| <= window, the indices i and j
- * compared as they are (also for N != M). Written from that definition, key by key:
- *   scores (N, M) = q kᵀ · scale over those keys, P = their row softmax, out = P v. */
+ * compared as they are (also for N != M; causal bottom-right: |i + M − N − j|). Written from that
+ * definition, key by key: scores (N, M) = q kᵀ · scale over those keys, P = their row softmax, out
+ * = P v. */
 la_status la_ref_local_attention(const la_problem *p, const double *q, const double *k,
                                  const double *v, double *out)
 {
@@ -181,8 +191,17 @@ la_status la_ref_local_attention(const la_problem *p, const double *q, const dou
                 double max = -INFINITY;
                 for (size_t j = 0; j < M; j++) {
                     const bool in_length = !p->key_lengths || (int64_t)j < p->key_lengths[b];
-                    const bool in_past = !p->causal || j <= i;
-                    const bool in_window = (i >= j ? i - j : j - i) <= p->window;
+                    const bool in_past = ref_in_past(p, i, j);
+                    /* the window is centred on query i's position, i + M − N when
+                     * causal bottom-right (written without negative numbers) */
+                    const size_t pos_i = i + (p->causal && p->causal_align == LA_CAUSAL_BOTTOM_RIGHT
+                                                  ? M
+                                                  : 0),
+                                 pos_j = j + (p->causal && p->causal_align == LA_CAUSAL_BOTTOM_RIGHT
+                                                  ? N
+                                                  : 0);
+                    const bool in_window =
+                        (pos_i >= pos_j ? pos_i - pos_j : pos_j - pos_i) <= p->window;
                     seen[j] = in_length && in_past && in_window;
                     if (!seen[j]) continue;
                     double s = 0;

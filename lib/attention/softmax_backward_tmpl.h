@@ -395,8 +395,8 @@ static la_status FN(softmax_materialized_backward)(const la_problem *p, const FN
                 const size_t seen = kmax - j0 < cols ? kmax - j0 : cols;
                 memset(dvb + seen * dv, 0, (cols - seen) * dv * sizeof *dvb);
                 memset(dkb + seen * dk, 0, (cols - seen) * dk * sizeof *dkb);
-                /* the first query that sees key j0 (j0 < kmax <= N when causal) */
-                const size_t first = p->causal ? j0 : 0;
+                /* the first query that sees key j0 (< N: j0 < kmax, so some query does) */
+                const size_t first = la_first_query_seeing(p, j0);
                 GEMM(seen, dv, N - first, 1, P + first * M + j0, 1, (ptrdiff_t)M,
                      hd.gh + first * dv, (ptrdiff_t)dv, 1, 0, dvb, (ptrdiff_t)dv, 1);
             }
@@ -435,7 +435,7 @@ static la_status FN(softmax_materialized_backward)(const la_problem *p, const FN
                 const size_t j0 = t * BK_MAT, cols = M - j0 < BK_MAT ? M - j0 : BK_MAT;
                 if (j0 >= kmax) continue; /* zeroed above, as the keys past kmax */
                 const size_t seen = kmax - j0 < cols ? kmax - j0 : cols;
-                const size_t first = p->causal ? j0 : 0;
+                const size_t first = la_first_query_seeing(p, j0);
                 GEMM(seen, dk, N - first, scale, P + first * M + j0, 1, (ptrdiff_t)M,
                      hd.qh + first * dk, (ptrdiff_t)dk, 1, 0, hd.dkh + j0 * dk, (ptrdiff_t)dk, 1);
             }

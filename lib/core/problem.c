@@ -15,6 +15,7 @@ void la_problem_init(la_problem *p, size_t batch, size_t heads, size_t n_queries
     p->d_k = d_k;
     p->d_v = d_v;
     p->causal = 0;
+    p->causal_align = LA_CAUSAL_TOP_LEFT;
     p->key_lengths = NULL;
     p->scale = d_k > 0 ? 1.0 / sqrt((double)d_k) : 1.0;
     p->feature_map = LA_FEATURE_ELU1;
@@ -51,6 +52,8 @@ la_status la_problem_check(const la_problem *p)
         p->d_v == 0)
         return LA_EINVAL;
     if (p->causal != 0 && p->causal != 1) return LA_EINVAL;
+    if (p->causal_align != LA_CAUSAL_TOP_LEFT && p->causal_align != LA_CAUSAL_BOTTOM_RIGHT)
+        return LA_EINVAL;
     if (!isfinite(p->scale)) return LA_EINVAL;
     if (!(isfinite(p->eps) && p->eps >= 0)) return LA_EINVAL;
     if (!la_feature_map_ok(p->feature_map)) return LA_EINVAL;
@@ -74,20 +77,52 @@ size_t la_keys_in_length(const la_problem *p, size_t b)
     return m;
 }
 
+ptrdiff_t la_causal_offset(const la_problem *p)
+{
+    if (!p->causal || p->causal_align != LA_CAUSAL_BOTTOM_RIGHT) return 0;
+    /* N, M < SIZE_MAX / 8 (la_problem_check's array sizes): both fit in ptrdiff_t */
+    return (ptrdiff_t)p->n_keys - (ptrdiff_t)p->n_queries;
+}
+
+bool la_causal_square(const la_problem *p)
+{
+    return p && p->causal == 1 && p->causal_align == LA_CAUSAL_BOTTOM_RIGHT &&
+           p->n_queries != p->n_keys;
+}
+
 size_t la_visible_keys(const la_problem *p, size_t b, size_t i)
 {
     size_t m = la_keys_in_length(p, b);
-    if (p->causal && i + 1 < m) m = i + 1;
-    return m;
+    if (!p->causal) return m;
+    /* query i sees j <= i + o: i + o + 1 keys, none when that is <= 0 */
+    const ptrdiff_t end = (ptrdiff_t)i + la_causal_offset(p) + 1;
+    if (end <= 0) return 0;
+    return (size_t)end < m ? (size_t)end : m;
+}
+
+size_t la_first_query_seeing(const la_problem *p, size_t j)
+{
+    if (!p->causal) return 0;
+    /* j <= i + o  <=>  i >= j − o */
+    const ptrdiff_t first = (ptrdiff_t)j - la_causal_offset(p);
+    return first > 0 ? (size_t)first : 0;
+}
+
+/* Σ_{i=0}^{y-1} min(x, m) for the integers x = 0 .. y − 1, 0 for y <= 0. */
+static double clamped_prefix(double y, double m)
+{
+    if (y <= 0) return 0;
+    if (y <= m + 1) return y * (y - 1) / 2;
+    return m * (m + 1) / 2 + (y - m - 1) * m;
 }
 
 double la_visible_pairs_of(const la_problem *p, size_t m)
 {
     double n = (double)p->n_queries;
     if (!p->causal) return n * (double)m;
-    /* Σ_i min(i + 1, m): a triangle of queries 0..m-1, then full rows. */
-    double tri_rows = n < (double)m ? n : (double)m;
-    return tri_rows * (tri_rows + 1) / 2 + (n - tri_rows) * (double)m;
+    /* Σ_i clamp(i + o + 1, 0, m) = prefix(n + t) − prefix(t), t = o + 1 */
+    const double t = (double)la_causal_offset(p) + 1;
+    return clamped_prefix(n + t, (double)m) - clamped_prefix(t, (double)m);
 }
 
 double la_visible_pairs(const la_problem *p, size_t b)

@@ -33,14 +33,21 @@ TOL = {"float32": 1e-5, "float64": 1e-12}
 # ---------------------------------------------------------------- the reference
 
 
+def causal_offset(n, m, causal):
+    """The causal diagonal: query i sees keys j <= i + offset; causal True is top-left
+    (offset 0), "bottom-right" offset M − N (--causal-align bottom-right)."""
+    return m - n if causal == "bottom-right" else 0
+
+
 def visible_keys(n, m, causal, lengths, batch):
     """(B, N): how many keys (a prefix 0..count-1) query i of batch entry b sees:
-    min(M, L_b, i + 1 when causal)."""
+    min(M, L_b, max(0, i + 1 + offset) when causal)."""
     count = np.full((batch, n), m, dtype=np.int64)
     if lengths is not None:
         count = np.minimum(count, np.asarray(lengths, dtype=np.int64)[:, None])
     if causal:
-        count = np.minimum(count, np.arange(1, n + 1)[None, :])
+        ends = np.arange(1, n + 1) + causal_offset(n, m, causal)
+        count = np.minimum(count, np.maximum(ends, 0)[None, :])
     return count
 
 
@@ -72,7 +79,9 @@ def ref_local(q, k, v, scale, causal, lengths, window):
     score matrix; zero rows where no key is left."""
     b, _, n, _ = q.shape
     m = k.shape[2]
-    distance = np.abs(np.arange(n)[:, None] - np.arange(m)[None, :])  # (N, M)
+    # query i sits at position i (+ M − N causal bottom-right)
+    position = np.arange(n) + causal_offset(n, m, causal)
+    distance = np.abs(position[:, None] - np.arange(m)[None, :])  # (N, M)
     mask = key_mask(n, m, causal, lengths, b) & (distance <= window)[None, None]
     scores = np.where(mask, np.einsum("bhnd,bhmd->bhnm", q, k) * scale, -np.inf)
     row_max = scores.max(axis=-1, keepdims=True)
@@ -305,6 +314,8 @@ def accuracy_case(run, label, variant, shape, causal, with_lengths, precision, *
         args += ["--key-lengths", run.path("lengths.npy")]
     if causal:
         args.append("--causal")
+    if causal == "bottom-right":
+        args += ["--causal-align", "bottom-right"]
     if chunk:
         args += ["--chunk", str(chunk)]
     if variant == "hard":
@@ -413,6 +424,64 @@ def accuracy(run):
                           long_shape, True, True, precision, chunk=chunk)
         accuracy_case(run, "favor recurrent causal long " + precision, "favor", long_shape,
                       True, True, precision, kernel="recurrent")
+
+
+def causal_align(run):
+    """--causal-align bottom-right (query i sees keys j <= i + M − N) in every variant
+    that takes --causal: N < M (new tokens over a cache), N > M (the first N − M queries
+    see no key: zero rows), one query over M keys (decoding: it sees them all), key
+    lengths, both precisions; and --causal-align top-left is the default's output."""
+    shapes = [((), 3, 11, 5, 3), ((2,), 9, 4, 4, 6), ((2, 2), 1, 13, 8, 5),
+              ((2,), 70, 150, 6, 7)]
+    for shape in shapes:
+        for with_lengths in (False, True):
+            for precision in ("float32", "float64"):
+                tag = "bottom-right %s lengths=%d %s" % (
+                    "x".join(map(str, shape[0] + (shape[1], shape[2]))), with_lengths, precision)
+                common = (shape, "bottom-right", with_lengths, precision)
+                accuracy_case(run, "softmax " + tag, "softmax", *common)
+                accuracy_case(run, "softmax materialized " + tag, "softmax", *common,
+                              kernel="materialized")
+                accuracy_case(run, "hard " + tag, "hard", *common)
+                for window in (1, 3, None):
+                    accuracy_case(run, "local window=%s %s" % (window, tag), "local", *common,
+                                  window=window)
+                for fm in ("elu", "relu"):
+                    accuracy_case(run, "linear %s chunk=3 %s" % (fm, tag), "linear", *common,
+                                  feature_map=fm, chunk=3)
+                accuracy_case(run, "linear recurrent " + tag, "linear", *common,
+                              kernel="recurrent", eps=1e-3)
+                accuracy_case(run, "favor m=13 chunk=2 " + tag, "favor", *common, features=13,
+                              seed=3, chunk=2)
+                accuracy_case(run, "favor recurrent m=13 " + tag, "favor", *common,
+                              kernel="recurrent", features=13, seed=3)
+    # the decoding case by hand: one query over 6 keys sees all 6 (top-left: key 0 only)
+    rng = run.rng
+    q, k, v = rng.standard_normal((1, 4)), rng.standard_normal((6, 4)), rng.standard_normal((6, 2))
+    for name, x in zip("qkv", (q, k, v)):
+        np.save(run.path(name + ".npy"), x)
+    files = ["--q", run.path("q.npy"), "--k", run.path("k.npy"), "--v", run.path("v.npy"),
+             "--precision", "float64", "--variant", "softmax"]
+    outputs = {}
+    for label, extra in (("none", []), ("top-left", ["--causal"]),
+                         ("explicit top-left", ["--causal", "--causal-align", "top-left"]),
+                         ("bottom-right", ["--causal", "--causal-align", "bottom-right"])):
+        rc, _, err = run.attend(files + extra + ["--out", run.path("y.npy")])
+        if rc != 0:
+            run.fail("decoding " + label, "exit %d: %s" % (rc, err.strip()))
+            return
+        outputs[label] = np.load(run.path("y.npy"))
+    checks = (("decoding: bottom-right sees every key", outputs["bottom-right"],
+               ref_softmax(to_heads(q), to_heads(k), to_heads(v), 0.5, False, None)[0, 0]),
+              ("decoding: top-left sees key 0 only", outputs["top-left"], v[:1]),
+              ("decoding: top-left is the default", outputs["explicit top-left"],
+               outputs["top-left"]))
+    for label, y, ref in checks:
+        e = rel_error(y, ref)
+        if e < 1e-12:
+            run.ok(label)
+        else:
+            run.fail(label, "relative error %.3g" % e)
 
 
 def linformer(run):
@@ -677,6 +746,11 @@ def error_cases(run):
         ("key lengths shape", full + ["--key-lengths", save("l_2.npy", np.array([2, 3]))]),
         ("key lengths scalar", full + ["--key-lengths", save("l_0d.npy", np.array(2))]),
         ("key lengths missing", full + ["--key-lengths", run.path("absent.npy")]),
+        ("--causal-align without --causal", full + ["--causal-align", "bottom-right"]),
+        ("--causal-align unknown", full + ["--causal", "--causal-align", "middle"]),
+        ("--causal-align empty", full + ["--causal", "--causal-align", ""]),
+        ("linformer: --causal-align", ["--variant", "linformer"] + full[2:] + [
+            "--causal", "--causal-align", "bottom-right", "--proj-rank", "3"]),
     ]
     # Linformer's parameters (the keys: M = 6)
     lf = ["--variant", "linformer"] + full[2:]
@@ -759,6 +833,7 @@ def main():
     run = Run(binary, workdir, np.random.default_rng(seed))
     try:
         accuracy(run)
+        causal_align(run)
         linformer(run)
         favor_towards_softmax(run)
         thread_counts(run)

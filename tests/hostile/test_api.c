@@ -289,6 +289,7 @@ static void problems(void **state)
     assert_int_equal(la_problem_check(&p), LA_OK);
     assert_int_equal(p.key_lengths, NULL);
     assert_int_equal(p.causal, 0);
+    assert_int_equal(p.causal_align, LA_CAUSAL_TOP_LEFT);
 
     assert_int_equal(la_problem_check(NULL), LA_EINVAL);
     la_problem q = p;
@@ -302,6 +303,10 @@ static void problems(void **state)
     q = p, q.causal = 2;
     assert_int_equal(la_problem_check(&q), LA_EINVAL);
     q = p, q.causal = -1;
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    q = p, q.causal_align = (la_causal_align)2; /* checked with or without causal */
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    q = p, q.causal_align = (la_causal_align)-1, q.causal = 1;
     assert_int_equal(la_problem_check(&q), LA_EINVAL);
     q = p, q.scale = NAN;
     assert_int_equal(la_problem_check(&q), LA_EINVAL);
