@@ -9,11 +9,19 @@
  * back, i.e. q is (B, H, N, d_k) row-major, k is (B, H, M, d_k), v is (B, H, M, d_v),
  * out is (B, H, N, d_v).
  *
- * MASKS. Causal: query i sees key j when j <= i (for M != N the mask is aligned as in
+ * MASKS. A key is visible to a query when every mask given lets it (they combine).
+ * Causal: query i sees key j when j <= i (for M != N the mask is aligned as in
  * PyTorch's is_causal, top-left, unless p->causal_align asks for bottom-right: j <= i +
  * M − N, the decoding convention). Key lengths: key_lengths[b] = L hides keys j >= L of
  * every head of batch entry b. A query that sees no key at all (L = 0) gets a zero
  * output row in every kernel, instead of the 0/0 a literal formula would give.
+ * General masks (p->mask, (N, M) or (B·H, N, M), and p->key_mask, (B, M); uint8, nonzero
+ * = hidden, caller-owned, read during the call only): softmax (fused, lse, materialised),
+ * hard and their backward passes honour both, a row they hide entirely being the empty
+ * row; linear attention (every form, and its backward) honours key_mask exactly (a hidden
+ * key adds nothing to S or z, and gets zero d_k, d_v) and refuses mask (LA_EINVAL: a
+ * general mask breaks the shared state S = Σ φ(k_j)v_jᵀ); local, Linformer, FAVOR+ and
+ * la_attention_weights_* refuse either (LA_EINVAL), not yet.
  *
  * PRECISION. Every kernel comes in float32 (_f32, the fast path) and float64 (_f64).
  * The la_ref_* functions are separate float64 oracles written as plain loops.
@@ -263,6 +271,15 @@ typedef struct {
     /* Masks beyond causal and key lengths (issue 14): */
     la_causal_align causal_align; /* with causal and N != M: top-left (j <= i, the default)
                                      or bottom-right (j <= i + M − N) */
+    const uint8_t *mask;          /* NULL, or a general attention mask, nonzero = hidden
+                                     (PyTorch's boolean attn_mask: True = not allowed):
+                                     mask[i·M + j] hides key j from query i; (N, M), the
+                                     same for every batch entry and head, or with
+                                     mask_per_head (B·H, N, M), head (b, h) at b·H + h */
+    int mask_per_head;            /* 0 or 1 (1 needs a mask) */
+    const uint8_t *key_mask;      /* NULL, or (B, M), nonzero = hidden: key_mask[b·M + j]
+                                     hides key j of batch entry b from every query and
+                                     head (PyTorch's key_padding_mask, True = ignore) */
 } la_problem;
 
 #define LA_DEFAULT_EPS 1e-6 /* as in fast-transformers */
@@ -903,7 +920,8 @@ typedef struct {
 } la_cost;
 
 /* Visible (query, key) pairs of one head of batch entry b under the masks (causal in
- * either alignment, key lengths). */
+ * either alignment, key lengths; not the general masks p->mask, p->key_mask, whose hidden
+ * pairs the kernels compute and then drop: la_attention_cost counts them as visible). */
 LA_API double la_visible_pairs(const la_problem *p, size_t b);
 
 /* Fills *out for one call of `kernel` on p in dtype. Returns LA_OK, LA_EINVAL (NULL,

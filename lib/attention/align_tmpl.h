@@ -42,8 +42,8 @@ static la_status FN(square_alloc)(const la_problem *p, la_problem *sq, size_t co
  * query zero), the kernel run on the square problem, out's row i its row i + o (zeros when
  * i + o < 0: the query sees no key). */
 static la_status FN(square_forward)(const la_problem *p,
-                                    la_status (*fn)(const la_problem *, const REAL *,
-                                                    const REAL *, const REAL *, REAL *),
+                                    la_status (*fn)(const la_problem *, const REAL *, const REAL *,
+                                                    const REAL *, REAL *),
                                     const REAL *q, const REAL *k, const REAL *v, REAL *out)
 {
     la_status st = la_problem_check(p);
@@ -67,9 +67,9 @@ static la_status FN(square_forward)(const la_problem *p,
  * zero, so they add nothing to any gradient), d_k and d_v written by the kernel, d_q's
  * rows taken back as out's. */
 static la_status FN(square_backward)(const la_problem *p,
-                                     la_status (*fn)(const la_problem *, const REAL *,
+                                     la_status (*fn)(const la_problem *, const REAL *, const REAL *,
                                                      const REAL *, const REAL *, const REAL *,
-                                                     const REAL *, REAL *, REAL *, REAL *),
+                                                     REAL *, REAL *, REAL *),
                                      const REAL *q, const REAL *k, const REAL *v, const REAL *out,
                                      const REAL *d_out, REAL *d_q, REAL *d_k, REAL *d_v)
 {

@@ -56,13 +56,13 @@ double la_max_abs_f32(const float *x, size_t n);
 double la_max_abs_f64(const double *x, size_t n);
 
 /* Hard attention's argmax over the visible keys of query rows i0 .. i0+rows-1 of one head
- * of batch entry b, ties to the lowest key, SIZE_MAX for a row that sees none
- * (softmax_tmpl.h): the forward's own choice, bit for bit, for the backward.
- *   qh: (N, d_k), kh: (M, d_k); s: LA_SOFTMAX_Q_BLOCK · LA_SOFTMAX_K_BLOCK scratch,
- *   best_score: (LA_SOFTMAX_Q_BLOCK) scratch, best_key: (rows), rows <= LA_SOFTMAX_Q_BLOCK. */
-void la_hard_argmax_f32(const la_problem *p, size_t b, const float *qh, const float *kh, size_t i0,
+ * hd = b·H + h (its batch entry b = hd / H), ties to the lowest key, SIZE_MAX for a row that sees
+ * none (softmax_tmpl.h): the forward's own choice, bit for bit, for the backward. qh: (N, d_k), kh:
+ * (M, d_k); s: LA_SOFTMAX_Q_BLOCK · LA_SOFTMAX_K_BLOCK scratch, best_score: (LA_SOFTMAX_Q_BLOCK)
+ * scratch, best_key: (rows), rows <= LA_SOFTMAX_Q_BLOCK. */
+void la_hard_argmax_f32(const la_problem *p, size_t hd, const float *qh, const float *kh, size_t i0,
                         size_t rows, float *s, float *best_score, size_t *best_key);
-void la_hard_argmax_f64(const la_problem *p, size_t b, const double *qh, const double *kh,
+void la_hard_argmax_f64(const la_problem *p, size_t hd, const double *qh, const double *kh,
                         size_t i0, size_t rows, double *s, double *best_score, size_t *best_key);
 
 /* The fused softmax row's backward (la_backward_*_fn): la_softmax_attention_backward_*

@@ -9,6 +9,7 @@
 #include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Block sizes, fixed whatever the thread count (so the rounding is too). */
 #define LA_LINEAR_KEY_BLOCK 128   /* non-causal: keys per φ(K)ᵀV product */

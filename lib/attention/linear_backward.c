@@ -113,7 +113,10 @@ la_status la_linear_attention_backward_f32(const la_problem *p, const float *q, 
     if (la_causal_square(p))
         return la_square_backward_f32(p, la_linear_attention_backward_f32, q, k, v, out, d_out, d_q,
                                       d_k, d_v);
-    return linear_backward_f32(p, q, k, v, out, d_out, d_q, d_k, d_v);
+    if (p && p->mask) return LA_EINVAL; /* a general mask: refused (linattn.h) */
+    const la_status st = linear_backward_f32(p, q, k, v, out, d_out, d_q, d_k, d_v);
+    if (st == LA_OK) la_linear_hide_key_grads_f32(p, d_k); /* hidden keys: d_k = 0 */
+    return st;
 }
 
 la_status la_linear_attention_backward_f64(const la_problem *p, const double *q, const double *k,
@@ -123,7 +126,10 @@ la_status la_linear_attention_backward_f64(const la_problem *p, const double *q,
     if (la_causal_square(p))
         return la_square_backward_f64(p, la_linear_attention_backward_f64, q, k, v, out, d_out, d_q,
                                       d_k, d_v);
-    return linear_backward_f64(p, q, k, v, out, d_out, d_q, d_k, d_v);
+    if (p && p->mask) return LA_EINVAL; /* a general mask: refused (linattn.h) */
+    const la_status st = linear_backward_f64(p, q, k, v, out, d_out, d_q, d_k, d_v);
+    if (st == LA_OK) la_linear_hide_key_grads_f64(p, d_k); /* hidden keys: d_k = 0 */
+    return st;
 }
 
 la_status la_linear_attention_recurrent_backward_f32(const la_problem *p, const float *q,
@@ -134,7 +140,10 @@ la_status la_linear_attention_recurrent_backward_f32(const la_problem *p, const 
     if (la_causal_square(p))
         return la_square_backward_f32(p, la_linear_attention_recurrent_backward_f32, q, k, v, out,
                                       d_out, d_q, d_k, d_v);
-    return linear_recurrent_backward_f32(p, q, k, v, out, d_out, d_q, d_k, d_v);
+    if (p && p->mask) return LA_EINVAL; /* a general mask: refused (linattn.h) */
+    const la_status st = linear_recurrent_backward_f32(p, q, k, v, out, d_out, d_q, d_k, d_v);
+    if (st == LA_OK) la_linear_hide_key_grads_f32(p, d_k); /* hidden keys: d_k = 0 */
+    return st;
 }
 
 la_status la_linear_attention_recurrent_backward_f64(const la_problem *p, const double *q,
@@ -145,7 +154,10 @@ la_status la_linear_attention_recurrent_backward_f64(const la_problem *p, const 
     if (la_causal_square(p))
         return la_square_backward_f64(p, la_linear_attention_recurrent_backward_f64, q, k, v, out,
                                       d_out, d_q, d_k, d_v);
-    return linear_recurrent_backward_f64(p, q, k, v, out, d_out, d_q, d_k, d_v);
+    if (p && p->mask) return LA_EINVAL; /* a general mask: refused (linattn.h) */
+    const la_status st = linear_recurrent_backward_f64(p, q, k, v, out, d_out, d_q, d_k, d_v);
+    if (st == LA_OK) la_linear_hide_key_grads_f64(p, d_k); /* hidden keys: d_k = 0 */
+    return st;
 }
 
 /* ---------------------------------------------------------------- their cost (la_cost_fn) */

@@ -114,6 +114,7 @@ static la_status FN(local_attention)(const la_problem *p, const REAL *q, const R
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!q || !k || !v || !out) return LA_EINVAL;
+    if (la_has_masks(p)) return LA_EINVAL; /* general masks: not yet (linattn.h) */
     if (!scale_fits(p->scale, sizeof(REAL))) return LA_EINVAL;
     if (!FN(la_range_ok)(LA_RANGE_SOFTMAX, p, q, k, v)) return LA_ERANGE;
 

@@ -85,6 +85,7 @@ static la_status FN(attention_weights)(la_kernel kernel, const la_problem *p, co
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!la_causal_allowed(info, p->causal) || !q || !k || !out) return LA_EINVAL;
+    if (la_has_masks(p)) return LA_EINVAL; /* general masks: not yet (linattn.h) */
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, heads = p->batch * p->heads;
     size_t per_head, total, q_count, k_count;
     if (!la_mul_ok(N, M, &per_head) || !la_mul_ok(per_head, heads, &total) ||

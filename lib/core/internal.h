@@ -80,6 +80,13 @@ size_t la_visible_keys(const la_problem *p, size_t b, size_t i);
  * (key lengths not applied; may be >= N when no query sees j). */
 size_t la_first_query_seeing(const la_problem *p, size_t j);
 
+/* Whether p has a general mask (p->mask or p->key_mask): the kernels then test each
+ * (query, key) pair of the visible prefix with la_mask_hides. */
+bool la_has_masks(const la_problem *p);
+
+/* Whether p->mask or p->key_mask hides key j from query i of head hd = b·H + h. */
+bool la_mask_hides(const la_problem *p, size_t hd, size_t i, size_t j);
+
 /* la_visible_pairs for an entry whose key lengths leave m keys visible. */
 double la_visible_pairs_of(const la_problem *p, size_t m);
 

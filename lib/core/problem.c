@@ -60,6 +60,8 @@ la_status la_problem_check(const la_problem *p)
     if (p->chunk == 0) return LA_EINVAL;
     if (p->window == 0 || p->proj_rank == 0 || p->features == 0) return LA_EINVAL;
     if ((p->proj_e == NULL) != (p->proj_f == NULL)) return LA_EINVAL; /* both or neither */
+    if (p->mask_per_head != 0 && p->mask_per_head != 1) return LA_EINVAL;
+    if (p->mask_per_head && !p->mask) return LA_EINVAL;
     if (p->key_lengths) {
         for (size_t b = 0; b < p->batch; b++)
             if (p->key_lengths[b] < 0 || (uint64_t)p->key_lengths[b] > p->n_keys) return LA_EINVAL;
@@ -67,6 +69,7 @@ la_status la_problem_check(const la_problem *p)
     if (!array_fits(p, p->n_queries, p->d_k) || !array_fits(p, p->n_keys, p->d_k) ||
         !array_fits(p, p->n_keys, p->d_v) || !array_fits(p, p->n_queries, p->d_v))
         return LA_EOVERFLOW;
+    if (p->mask && !array_fits(p, p->n_queries, p->n_keys)) return LA_EOVERFLOW;
     return LA_OK;
 }
 
@@ -155,4 +158,18 @@ la_status la_feature_map_parse(const char *name, la_feature_map *out)
         return LA_OK;
     }
     return LA_EINVAL;
+}
+
+bool la_has_masks(const la_problem *p)
+{
+    return p->mask || p->key_mask;
+}
+
+bool la_mask_hides(const la_problem *p, size_t hd, size_t i, size_t j)
+{
+    const size_t M = p->n_keys;
+    if (p->key_mask && p->key_mask[(hd / p->heads) * M + j]) return true;
+    if (!p->mask) return false;
+    const size_t head = p->mask_per_head ? hd : 0;
+    return p->mask[(head * p->n_queries + i) * M + j] != 0;
 }

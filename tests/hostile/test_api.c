@@ -308,6 +308,20 @@ static void problems(void **state)
     assert_int_equal(la_problem_check(&q), LA_EINVAL);
     q = p, q.causal_align = (la_causal_align)-1, q.causal = 1;
     assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    assert_null(p.mask), assert_null(p.key_mask), assert_int_equal(p.mask_per_head, 0);
+    static const uint8_t mask[2 * 3 * 4] = {0};
+    q = p, q.mask_per_head = 1; /* per head, but no mask */
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    q = p, q.mask = mask, q.mask_per_head = 2;
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    q = p, q.mask = mask, q.mask_per_head = -1;
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    q = p, q.mask = mask, q.n_queries = 64, q.n_keys = SIZE_MAX / 64, q.d_k = q.d_v = 1;
+    assert_int_equal(la_problem_check(&q), LA_EOVERFLOW); /* B·H·N·M mask bytes */
+    q.mask = NULL;                                        /* the same sizes without a mask fit */
+    assert_int_equal(la_problem_check(&q), LA_OK);
+    q = p, q.mask = mask, q.key_mask = mask;
+    assert_int_equal(la_problem_check(&q), LA_OK);
     q = p, q.scale = NAN;
     assert_int_equal(la_problem_check(&q), LA_EINVAL);
     q = p, q.scale = INFINITY;
