@@ -1081,6 +1081,7 @@ typedef enum {
     LA_NPY_I64,     /* '<i8' */
     LA_NPY_F16,     /* '<f2': IEEE 754 half precision (NumPy's float16) */
     LA_NPY_BF16,    /* '<V2' or '|V2': bfloat16, by ml_dtypes' convention (below) */
+    LA_NPY_BOOL,    /* '|b1': NumPy's bool, one byte each, read as stored (NumPy writes 0, 1) */
 } la_npy_dtype;
 
 /* HALF PRECISION. Models store their tensors in float16 or bfloat16; linattn reads both

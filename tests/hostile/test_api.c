@@ -940,7 +940,8 @@ static void npy(void **state)
 {
     (void)state;
     assert_int_equal(la_npy_dtype_size((la_npy_dtype)-1), 0);
-    assert_int_equal(la_npy_dtype_size((la_npy_dtype)6), 0);
+    assert_int_equal(la_npy_dtype_size((la_npy_dtype)7), 0);
+    assert_int_equal(la_npy_dtype_size(LA_NPY_BOOL), 1);
     assert_int_equal(la_npy_dtype_size(LA_NPY_F16), 2);
     assert_int_equal(la_npy_dtype_size(LA_NPY_BF16), 2);
     /* la_array_to_f32: NULL, a dtype it does not widen, NULL data; the array untouched */
