@@ -11,7 +11,8 @@
 #                   also kept in build/bench.txt (`linattn help bench`)
 #   make fuzz       libFuzzer on the .npy parser, the weights loader and the --resume
 #                   reader, FUZZ_SECONDS (60) each
-#   make check-torch  `linattn block` against PyTorch's own TransformerEncoderLayer
+#   make check-torch  `linattn block` against PyTorch's own TransformerEncoderLayer, and
+#                   `linattn attend --mask` against its masked attention
 #                   (installs Debian's python3-torch, about 230 packages: not in make test)
 #   make test SANITIZE=1   the unit tests under AddressSanitizer + UBSan (in build/asan)
 #   make install PREFIX=/opt/linattn   header, libraries, command and linattn.pc
@@ -189,6 +190,7 @@ test-portable: $(TEST_BIN) $(BUILD)/linattn | build/.deps-test
 check-torch: $(BUILD)/linattn | build/.deps-test
 	@scripts/ensure-deps torch
 	/usr/bin/python3 tests/command/block_torch.py $(BUILD)/linattn
+	/usr/bin/python3 tests/command/attend_torch.py $(BUILD)/linattn
 
 FUZZ_SECONDS ?= 60
 # Three targets, FUZZ_SECONDS each (.ci/run gives 20: a minute in all): the .npy parser,
