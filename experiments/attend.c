@@ -64,7 +64,8 @@ static const char help_options[] =
     "                       hidden entries 0, a query that sees no key a zero row;\n"
     "                       favor, favor_recurrent: refused, not yet.\n"
     "                       Refused (one line) when its N·M·B·H elements pass the\n"
-    "                       machine's memory, and for linformer (no matrix yet) [none]\n"
+    "                       machine's memory, and for linformer (no matrix yet), and\n"
+    "                       with --mask or --key-padding-mask (not yet) [none]\n"
     "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores];\n"
     "                       " CLI_THREADS_HELP "\n";
 static const char help_gradients[] =
