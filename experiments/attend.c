@@ -64,8 +64,7 @@ static const char help_options[] =
     "                       hidden entries 0, a query that sees no key a zero row;\n"
     "                       favor, favor_recurrent: refused, not yet.\n"
     "                       Refused (one line) when its N·M·B·H elements pass the\n"
-    "                       machine's memory, and for linformer (no matrix yet), and\n"
-    "                       with --mask or --key-padding-mask (not yet) [none]\n"
+    "                       machine's memory, and for linformer (no matrix yet) [none]\n"
     "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores];\n"
     "                       " CLI_THREADS_HELP "\n";
 static const char help_gradients[] =
@@ -339,8 +338,6 @@ static int check_masks_allowed(const attend_args *a, la_kernel kernel)
         return cli_fail("--key-padding-mask", "applies to --variant softmax, "
                                               "softmax_materialized, hard, linear or "
                                               "linear_recurrent");
-    if (a->save_weights && (a->mask || a->key_padding_mask))
-        return cli_fail("--save-weights", "not with --mask or --key-padding-mask yet");
     return 0;
 }
 

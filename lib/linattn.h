@@ -20,8 +20,9 @@
  * hard and their backward passes honour both, a row they hide entirely being the empty
  * row; linear attention (every form, and its backward) honours key_mask exactly (a hidden
  * key adds nothing to S or z, and gets zero d_k, d_v) and refuses mask (LA_EINVAL: a
- * general mask breaks the shared state S = Σ φ(k_j)v_jᵀ); local, Linformer, FAVOR+ and
- * la_attention_weights_* refuse either (LA_EINVAL), not yet. Under a general mask the
+ * general mask breaks the shared state S = Σ φ(k_j)v_jᵀ); la_attention_weights_* as the
+ * kernels (softmax, hard both; linear the key mask); local, Linformer and FAVOR+ refuse
+ * either (LA_EINVAL), not yet. Under a general mask the
  * float32 fused kernel runs its portable path (not the AVX-512 one), testing each pair.
  *
  * PRECISION. Every kernel comes in float32 (_f32, the fast path) and float64 (_f64).

@@ -91,6 +91,17 @@ static bool takes_causal(const la_kernel_info *info)
     return info->causal != LA_CAUSAL_REFUSED;
 }
 
+/* The float32 backward's tolerance for gradient t (0 d_q, 1 d_k, 2 d_v): d_v, a plain sum,
+ * 1e-5 (times 10 past 64 keys: longer sums); d_q and d_k 1e-4: their terms cancel (softmax
+ * P ∘ (dP − D), whose logits reach ±20 here; linear where a query sees few keys: linattn.h,
+ * "Accuracy" beside la_linear_attention_backward_*), and test_attention.c measures them
+ * against a floor instead; 1e-4 is its gradient mode's float32 tolerance. */
+static double bwd_tol_f32(int t, const la_problem *p)
+{
+    if (t < 2) return 1e-4;
+    return TOL_BWD_F32 * (p->n_keys > 64 ? 10 : 1);
+}
+
 /* Every kernel, both precisions, bottom-right against its float64 reference; elements
  * the reference leaves exactly 0 (rows that see no key) exactly 0 in the kernel too. */
 static void bottom_right_matches_reference(void **state)
@@ -307,7 +318,7 @@ static void bottom_right_backward_matches_reference(void **state)
                 tu_assert_close_f64(g64[t], ref[t], n[t], TOL_BWD_F64,
                                     "%s backward bottom-right shape %zu %s float64", info->name, si,
                                     names[t]);
-                tu_assert_close_f32(g32[t], ref[t], n[t], TOL_BWD_F32 * (p.n_keys > 64 ? 10 : 1),
+                tu_assert_close_f32(g32[t], ref[t], n[t], bwd_tol_f32(t, &p),
                                     "%s backward bottom-right shape %zu %s float32", info->name, si,
                                     names[t]);
                 free(ref[t]), free(g64[t]), free(g32[t]);
@@ -555,8 +566,7 @@ static void masks_match_reference(void **state)
                         tu_assert_close_f64(g64[t], g_ref[t], n[t], TOL_BWD_F64,
                                             "%s backward mask form %zu shape %zu %s float64",
                                             info->name, fi, si, names[t]);
-                        tu_assert_close_f32(g32[t], g_ref[t], n[t],
-                                            TOL_BWD_F32 * (p.n_keys > 64 ? 10 : 1),
+                        tu_assert_close_f32(g32[t], g_ref[t], n[t], bwd_tol_f32(t, &p),
                                             "%s backward mask form %zu shape %zu %s float32",
                                             info->name, fi, si, names[t]);
                         free(g_ref[t]), free(g64[t]), free(g32[t]);
@@ -571,6 +581,70 @@ static void masks_match_reference(void **state)
     }
     printf("masks_match_reference: %zu kernel × mask × shape cases checked, %zu refused\n", checked,
            refused);
+}
+
+/* The attention matrix under masks (softmax and hard every mask, linear the key mask):
+ * A·V equals the reference output, and a hidden pair's weight is exactly 0. */
+static void masked_weights_times_v(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_for("masked_weights_times_v");
+    const la_kernel kernels[] = {LA_KERNEL_SOFTMAX, LA_KERNEL_SOFTMAX_MATERIALIZED, LA_KERNEL_HARD,
+                                 LA_KERNEL_LINEAR, LA_KERNEL_LINEAR_RECURRENT};
+    for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
+        for (size_t fi = 0; fi < N_MASK_FORMS; fi++) {
+            const mask_form *f = &mask_forms[fi];
+            const bool linear =
+                kernels[ki] == LA_KERNEL_LINEAR || kernels[ki] == LA_KERNEL_LINEAR_RECURRENT;
+            if (kernels[ki] == LA_KERNEL_LINEAR_RECURRENT && !f->causal) continue;
+            for (size_t si = 0; si < 6; si++) {
+                const shape *s = &shapes[si];
+                masks m;
+                la_problem p = masked_problem(s, f, &r, &m);
+                const size_t heads = s->batch * s->heads, N = s->n, M = s->m;
+                inputs in;
+                make_inputs(&p, &r, &in);
+                double *a = tu_f64(heads * N * M);
+                const la_status st = la_attention_weights_f64(kernels[ki], &p, in.q, in.k, a);
+                if (linear && p.mask) {
+                    assert_int_equal(st, LA_EINVAL);
+                } else {
+                    assert_int_equal(st, LA_OK);
+                    double *ref = tu_f64(in.no), *av = tu_f64(in.no);
+                    assert_int_equal(la_ref_attention(kernels[ki], &p, in.q, in.k, in.v, ref),
+                                     LA_OK);
+                    for (size_t hd = 0; hd < heads; hd++)
+                        for (size_t i = 0; i < N; i++) {
+                            for (size_t c = 0; c < s->d_v; c++) {
+                                double sum = 0;
+                                for (size_t j = 0; j < M; j++)
+                                    sum +=
+                                        a[(hd * N + i) * M + j] * in.v[(hd * M + j) * s->d_v + c];
+                                av[(hd * N + i) * s->d_v + c] = sum;
+                            }
+                            const size_t b = hd / s->heads;
+                            for (size_t j = 0; j < M; j++) {
+                                const bool hidden =
+                                    (m.key_mask && m.key_mask[b * M + j]) ||
+                                    (m.mask && m.mask[((f->per_head ? hd : 0) * N + i) * M + j]);
+                                if (hidden && a[(hd * N + i) * M + j] != 0)
+                                    fail_msg(
+                                        "%s form %zu shape %zu: hidden weight (%zu, %zu) is %g",
+                                        la_kernel_name(kernels[ki]), fi, si, i, j,
+                                        a[(hd * N + i) * M + j]);
+                            }
+                        }
+                    tu_assert_close_f64(av, ref, in.no, 1e-12,
+                                        "%s weights, mask form %zu shape %zu",
+                                        la_kernel_name(kernels[ki]), fi, si);
+                    free(ref), free(av);
+                }
+                free(a);
+                free_inputs(&in);
+                masks_free(&m);
+            }
+        }
+    }
 }
 
 /* The fused kernel's log-sum-exps under masks: -inf exactly for a wholly hidden row, the
@@ -694,6 +768,7 @@ int main(void)
         cmocka_unit_test(square_rows_count_against_the_budget),
         cmocka_unit_test(masks_match_reference),
         cmocka_unit_test(masked_lse),
+        cmocka_unit_test(masked_weights_times_v),
         cmocka_unit_test(mask_as_causal_and_empty_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

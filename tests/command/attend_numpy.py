@@ -876,8 +876,6 @@ def error_cases(run):
         ("--mask with local", ["--variant", "local"] + full[2:] + ["--mask",
                                                                   run.path("m_ok.npy")]),
         ("--mask with favor", ["--variant", "favor"] + full[2:] + ["--mask", run.path("m_ok.npy")]),
-        ("--mask with --save-weights", full + ["--mask", run.path("m_ok.npy"), "--save-weights",
-                                               run.path("w.npy")]),
         ("--key-padding-mask of shape (M,)", full + ["--key-padding-mask",
                                                      save("k_1.npy", np.zeros(6, bool))]),
         ("--key-padding-mask of shape (B, N)", full + ["--key-padding-mask",
