@@ -53,10 +53,10 @@ static const char help_options[] =
     "                       for (N, d) and (H, N, d) inputs; bool (True = ignore) or 0/-inf\n"
     "                       as --mask [none]. Masks combine with --causal and\n"
     "                       --key-lengths; a query they leave no key gets a zero row.\n"
-    "                       softmax (both kernels) and hard take both; linear and\n"
+    "                       softmax (both kernels), hard and local take both; linear and\n"
     "                       linear_recurrent take --key-padding-mask only (one state S =\n"
     "                       sum of phi(k_j) v_j^T serves every query, so a per-query mask\n"
-    "                       cannot be honoured); local, linformer and favor neither, yet\n"
+    "                       cannot be honoured); linformer and favor neither, yet\n"
     "  --precision P        float32 or float64 [float32]\n"
     "  --save-weights W.npy also write the attention matrix A (…, N, M) in --precision,\n"
     "                       Y = A·V: softmax (either kernel) its row softmax P, hard\n"
@@ -324,7 +324,7 @@ static int check_masks_allowed(const attend_args *a, la_kernel kernel)
 {
     const char *name = la_kernel_name(kernel);
     const int general = kernel == LA_KERNEL_SOFTMAX || kernel == LA_KERNEL_SOFTMAX_MATERIALIZED ||
-                        kernel == LA_KERNEL_HARD;
+                        kernel == LA_KERNEL_HARD || kernel == LA_KERNEL_LOCAL;
     const int keys = general || kernel == LA_KERNEL_LINEAR || kernel == LA_KERNEL_LINEAR_RECURRENT;
     if (a->mask && (kernel == LA_KERNEL_LINEAR || kernel == LA_KERNEL_LINEAR_RECURRENT))
         return cli_fail("--mask",
@@ -333,11 +333,15 @@ static int check_masks_allowed(const attend_args *a, la_kernel kernel)
                         "--causal can)",
                         name);
     if (a->mask && !general)
-        return cli_fail("--mask", "applies to --variant softmax, softmax_materialized or hard");
+        return cli_fail("--mask",
+                        "applies to --variant softmax, softmax_materialized, hard or "
+                        "local (%s: not yet)",
+                        name);
     if (a->key_padding_mask && !keys)
-        return cli_fail("--key-padding-mask", "applies to --variant softmax, "
-                                              "softmax_materialized, hard, linear or "
-                                              "linear_recurrent");
+        return cli_fail("--key-padding-mask",
+                        "applies to --variant softmax, softmax_materialized, hard, local, linear "
+                        "or linear_recurrent (%s: not yet)",
+                        name);
     return 0;
 }
 

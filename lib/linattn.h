@@ -17,13 +17,14 @@
  * output row in every kernel, instead of the 0/0 a literal formula would give.
  * General masks (p->mask, (N, M) or (B·H, N, M), and p->key_mask, (B, M); uint8, nonzero
  * = hidden, caller-owned, read during the call only): softmax (fused, lse, materialised),
- * hard and their backward passes honour both, a row they hide entirely being the empty
- * row; linear attention (every form, and its backward) honours key_mask exactly (a hidden
- * key adds nothing to S or z, and gets zero d_k, d_v) and refuses mask (LA_EINVAL: a
- * general mask breaks the shared state S = Σ φ(k_j)v_jᵀ); la_attention_weights_* as the
- * kernels (softmax, hard both; linear the key mask); local, Linformer and FAVOR+ refuse
- * either (LA_EINVAL), not yet. Under a general mask the
- * float32 fused kernel runs its portable path (not the AVX-512 one), testing each pair.
+ * hard, local and the backward passes of the first three honour both, a row they hide
+ * entirely being the empty row; linear attention (every form, and its backward) honours key_mask
+ * exactly (a hidden key adds nothing to S or z, and gets zero d_k, d_v) and refuses mask
+ * (LA_EINVAL: a general mask breaks the shared state S = Σ φ(k_j)v_jᵀ); la_attention_weights_* as
+ * the kernels (softmax, hard, local both; linear the key mask); Linformer and FAVOR+ refuse either
+ * (LA_EINVAL), not yet: Linformer's projection mixes the keys before any mask could hide one, and
+ * FAVOR+'s stabiliser would need the masked keys' maximum. Under a general mask the float32 fused
+ * kernel runs its portable path (not the AVX-512 one), testing each pair.
  *
  * PRECISION. Every kernel comes in float32 (_f32, the fast path) and float64 (_f64).
  * The la_ref_* functions are separate float64 oracles written as plain loops.

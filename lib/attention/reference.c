@@ -192,7 +192,6 @@ la_status la_ref_local_attention(const la_problem *p, const double *q, const dou
 {
     la_status st = check(p, q, k, v, out);
     if (st != LA_OK) return st;
-    if (p->mask || p->key_mask) return LA_EINVAL; /* general masks: not yet */
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     size_t n_row;
     if (!doubles_fit(M, 1, 1, &n_row)) return LA_EOVERFLOW;
@@ -224,7 +223,7 @@ la_status la_ref_local_attention(const la_problem *p, const double *q, const dou
                                                   : 0);
                     const bool in_window =
                         (pos_i >= pos_j ? pos_i - pos_j : pos_j - pos_i) <= p->window;
-                    seen[j] = in_length && in_past && in_window;
+                    seen[j] = in_length && in_past && in_window && ref_mask_lets(p, b, h, i, j);
                     if (!seen[j]) continue;
                     double s = 0;
                     for (size_t c = 0; c < dk; c++)

@@ -39,21 +39,21 @@ static void FN(weights_block)(weights_kind kind, const la_problem *p, size_t hd,
         size_t first, visible; /* the keys [first, visible) (first > 0: local only) */
         row_keys(kind, p, b, i0 + r, &first, &visible);
         if (first > 0) memset(row, 0, first * sizeof *row);
-        if (masked && (kind == WEIGHTS_SOFTMAX || kind == WEIGHTS_HARD)) {
+        if (masked && kind != WEIGHTS_LINEAR) {
             /* general masks: the row over its kept keys, hidden entries 0 (none kept: 0) */
             size_t best = SIZE_MAX;
-            for (size_t j = 0; j < visible; j++)
+            for (size_t j = first; j < visible; j++)
                 if (!la_mask_hides(p, hd, i0 + r, j) && (best == SIZE_MAX || row[j] > row[best]))
                     best = j;
             const REAL max = best != SIZE_MAX ? row[best] : 0; /* before row[best] changes */
             double sum = 0;
-            for (size_t j = 0; j < visible; j++) {
+            for (size_t j = first; j < visible; j++) {
                 const bool kept = best != SIZE_MAX && !la_mask_hides(p, hd, i0 + r, j);
                 row[j] = !kept ? 0 : kind == WEIGHTS_HARD ? (REAL)(j == best) : EXP(row[j] - max);
                 sum += (double)row[j];
             }
-            if (kind == WEIGHTS_SOFTMAX && sum > 0)
-                for (size_t j = 0; j < visible; j++)
+            if (kind != WEIGHTS_HARD && sum > 0)
+                for (size_t j = first; j < visible; j++)
                     row[j] = (REAL)((double)row[j] / sum);
         } else if ((kind == WEIGHTS_SOFTMAX || kind == WEIGHTS_LOCAL) && visible > first) {
             /* exp(s_j − max) / Σ exp(s_j − max) */
@@ -104,9 +104,8 @@ static la_status FN(attention_weights)(la_kernel kernel, const la_problem *p, co
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!la_causal_allowed(info, p->causal) || !q || !k || !out) return LA_EINVAL;
-    /* general masks: softmax and hard both, linear the key mask, local neither (linattn.h) */
-    if ((kind == WEIGHTS_LOCAL && la_has_masks(p)) || (kind == WEIGHTS_LINEAR && p->mask))
-        return LA_EINVAL;
+    /* general masks: softmax, hard and local both, linear the key mask (linattn.h) */
+    if (kind == WEIGHTS_LINEAR && p->mask) return LA_EINVAL;
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, heads = p->batch * p->heads;
     size_t per_head, total, q_count, k_count;
     if (!la_mul_ok(N, M, &per_head) || !la_mul_ok(per_head, heads, &total) ||

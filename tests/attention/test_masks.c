@@ -480,14 +480,15 @@ static void masks_free(masks *m)
     free(m->mask), free(m->key_mask);
 }
 
-/* Whether a kernel takes the general masks: softmax (both), hard every mask; linear and
+/* Whether a kernel takes the general masks: softmax (both), hard, local every mask; linear and
  * linear_recurrent the key mask only; the rest none (linattn.h). */
 static bool takes_mask(la_kernel kernel, const la_problem *p)
 {
     switch (kernel) {
     case LA_KERNEL_SOFTMAX:
     case LA_KERNEL_SOFTMAX_MATERIALIZED:
-    case LA_KERNEL_HARD: return true;
+    case LA_KERNEL_HARD:
+    case LA_KERNEL_LOCAL: return true;
     case LA_KERNEL_LINEAR:
     case LA_KERNEL_LINEAR_RECURRENT: return !p->mask;
     default: return !p->mask && !p->key_mask;
@@ -589,8 +590,9 @@ static void masked_weights_times_v(void **state)
 {
     (void)state;
     tu_rng r = tu_rng_for("masked_weights_times_v");
-    const la_kernel kernels[] = {LA_KERNEL_SOFTMAX, LA_KERNEL_SOFTMAX_MATERIALIZED, LA_KERNEL_HARD,
-                                 LA_KERNEL_LINEAR, LA_KERNEL_LINEAR_RECURRENT};
+    const la_kernel kernels[] = {LA_KERNEL_SOFTMAX, LA_KERNEL_SOFTMAX_MATERIALIZED,
+                                 LA_KERNEL_HARD,    LA_KERNEL_LOCAL,
+                                 LA_KERNEL_LINEAR,  LA_KERNEL_LINEAR_RECURRENT};
     for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
         for (size_t fi = 0; fi < N_MASK_FORMS; fi++) {
             const mask_form *f = &mask_forms[fi];

@@ -76,7 +76,7 @@ def ref_softmax(q, k, v, scale, causal, lengths, allowed=None):
     return weights @ v
 
 
-def ref_local(q, k, v, scale, causal, lengths, window):
+def ref_local(q, k, v, scale, causal, lengths, window, allowed=None):
     """Restricted (local) softmax: softmax over the visible keys j with |i − j| <= window
     (i and j compared as indices, also for M != N), written as its own window mask on the
     score matrix; zero rows where no key is left."""
@@ -86,6 +86,8 @@ def ref_local(q, k, v, scale, causal, lengths, window):
     position = np.arange(n) + causal_offset(n, m, causal)
     distance = np.abs(position[:, None] - np.arange(m)[None, :])  # (N, M)
     mask = key_mask(n, m, causal, lengths, b) & (distance <= window)[None, None]
+    if allowed is not None:
+        mask = mask & allowed
     scores = np.where(mask, np.einsum("bhnd,bhmd->bhnm", q, k) * scale, -np.inf)
     row_max = scores.max(axis=-1, keepdims=True)
     row_max = np.where(np.isfinite(row_max), row_max, 0.0)
@@ -495,8 +497,8 @@ def causal_align(run):
 def masks(run):
     """--mask ((N, M) or (B·H, N, M)) and --key-padding-mask ((B, M)), bool or additive
     0/-inf, with and without --causal (both alignments) and --key-lengths, against the
-    references above given the allowed pairs: softmax (both kernels), hard, and linear
-    (key padding only, every form); rows left with no key are zeros."""
+    references above given the allowed pairs: softmax (both kernels), hard, local (window
+    3), and linear (key padding only, every form); rows left with no key are zeros."""
     rng = run.rng
     cases = 0
     for lead, n, m, dk, dv in [((), 5, 7, 4, 3), ((2,), 6, 4, 3, 5), ((2, 2), 9, 12, 8, 4),
@@ -549,7 +551,7 @@ def masks(run):
                         if causal == "bottom-right":
                             args += ["--causal-align", "bottom-right"]
                         variants = [("softmax", None), ("softmax_materialized", None),
-                                    ("hard", 0.125)]
+                                    ("hard", 0.125), ("local", None)]
                         if form == "keys":
                             variants += [("linear", None)]
                             if causal:
@@ -567,6 +569,10 @@ def masks(run):
                                 if variant.startswith("softmax"):
                                     ref = ref_softmax(*used, 1 / np.sqrt(dk), causal, lengths,
                                                       allowed)
+                                elif variant == "local":
+                                    extra += ["--window", "3"]
+                                    ref = ref_local(*used, 1 / np.sqrt(dk), causal, lengths, 3,
+                                                    allowed)
                                 elif variant == "hard":
                                     if precision == "float32" or n > 10:
                                         continue  # exact only on multiples of 1/8 (accuracy)
@@ -873,8 +879,6 @@ def error_cases(run):
         ("--mask missing file", full + ["--mask", run.path("absent.npy")]),
         ("--mask with linear", lin + ["--mask", save("m_ok.npy", np.zeros((5, 6), bool))]),
         ("--mask with linear causal", lin + ["--causal", "--mask", run.path("m_ok.npy")]),
-        ("--mask with local", ["--variant", "local"] + full[2:] + ["--mask",
-                                                                  run.path("m_ok.npy")]),
         ("--mask with favor", ["--variant", "favor"] + full[2:] + ["--mask", run.path("m_ok.npy")]),
         ("--key-padding-mask of shape (M,)", full + ["--key-padding-mask",
                                                      save("k_1.npy", np.zeros(6, bool))]),
@@ -882,8 +886,8 @@ def error_cases(run):
                                                        save("k_n.npy", np.zeros((1, 5), bool))]),
         ("--key-padding-mask value 0.5", full + ["--key-padding-mask",
                                                  save("k_half.npy", np.full((1, 6), 0.5))]),
-        ("--key-padding-mask with local", ["--variant", "local"] + full[2:] + [
-            "--key-padding-mask", save("k_ok.npy", np.zeros((1, 6), bool))]),
+        ("--key-padding-mask with favor_recurrent", ["--variant", "favor_recurrent", "--causal"]
+         + full[2:] + ["--key-padding-mask", save("k_ok.npy", np.zeros((1, 6), bool))]),
         ("--key-padding-mask with favor", ["--variant", "favor"] + full[2:] + [
             "--key-padding-mask", run.path("k_ok.npy")]),
         ("--key-padding-mask with linformer", ["--variant", "linformer"] + full[2:] + ["--proj-rank", "3",
