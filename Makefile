@@ -14,7 +14,8 @@
 #   make bench-peers  ONNX Runtime (npm's onnxruntime-node, in build/onnx) and PyTorch 1.13 on
 #                   bench's shapes, with the ratios linattn/peer (not in make test)
 #   make check-torch  `linattn block` against PyTorch's own TransformerEncoderLayer and
-#                   TransformerDecoderLayer, `linattn model` against nn.Transformer
+#                   TransformerDecoderLayer, `linattn model` against nn.Transformer, and
+#                   `linattn attend --mask` against its masked attention
 #                   (installs Debian's python3-torch, about 230 packages: not in make test)
 #   make test SANITIZE=1   the unit tests under AddressSanitizer + UBSan (in build/asan)
 #   make install PREFIX=/opt/linattn   header, libraries, command and linattn.pc
@@ -256,6 +257,7 @@ check-torch: $(BUILD)/linattn | build/.deps-test
 	@scripts/ensure-deps torch
 	/usr/bin/python3 tests/command/block_torch.py $(BUILD)/linattn
 	/usr/bin/python3 tests/command/model_torch.py $(BUILD)/linattn
+	/usr/bin/python3 tests/command/attend_torch.py $(BUILD)/linattn
 
 FUZZ_SECONDS ?= 60
 # Three targets, FUZZ_SECONDS each (.ci/run gives 20: a minute in all): the .npy parser,

@@ -14,6 +14,7 @@
 #include "common/sweep.h" /* sw_check_memory: the weights matrix within the machine's memory */
 #include "common/variants.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,9 +35,29 @@ static const char help_options[] =
     "\n"
     "options (default in brackets):\n"
     "  --causal             query i sees keys j <= i (top-left aligned when M != N) [off]\n"
+    "  --causal-align A     with --causal and M != N, where the diagonal sits:\n"
+    "                       top-left (query i sees j <= i: PyTorch's is_causal, the\n"
+    "                       default, so results match PyTorch's) or bottom-right (j <=\n"
+    "                       i + M - N: the last query sees every key, as decoding N new\n"
+    "                       tokens over M cached keys needs; FlashAttention >= 2.1's);\n"
+    "                       bottom-right with N > M: queries i < N - M see no key and\n"
+    "                       get zero rows [top-left]\n"
     "  --key-lengths L.npy  int32/int64 of shape (B,), or (1,) for (N, d) and (H, N, d)\n"
     "                       inputs: keys j >= L[b] are hidden; each in [0, M] [none]\n"
     "                       (a query that sees no key gets a zero row)\n"
+    "  --mask MASK.npy      an attention mask as PyTorch's attn_mask: (N, M), the same for\n"
+    "                       every batch entry and head, or (B*H, N, M) (H, N, M for (H, N,\n"
+    "                       d) inputs); bool (True = hidden) or float32/float64 additive,\n"
+    "                       each value 0 or -inf (-inf = hidden) [none]\n"
+    "  --key-padding-mask KPM.npy\n"
+    "                       keys to ignore, as PyTorch's key_padding_mask: (B, M), (1, M)\n"
+    "                       for (N, d) and (H, N, d) inputs; bool (True = ignore) or 0/-inf\n"
+    "                       as --mask [none]. Masks combine with --causal and\n"
+    "                       --key-lengths; a query they leave no key gets a zero row.\n"
+    "                       softmax (both kernels), hard and local take both; linear and\n"
+    "                       linear_recurrent take --key-padding-mask only (one state S =\n"
+    "                       sum of phi(k_j) v_j^T serves every query, so a per-query mask\n"
+    "                       cannot be honoured); linformer and favor neither, yet\n"
     "  --precision P        float32 or float64 [float32]\n"
     "  --save-weights W.npy also write the attention matrix A (…, N, M) in --precision,\n"
     "                       Y = A·V: softmax (either kernel) its row softmax P, hard\n"
@@ -188,11 +209,13 @@ void cmd_attend_help(FILE *out)
 }
 
 static const char *const precision_names[] = {"float32", "float64", NULL};
+/* --causal-align, by la_causal_align value */
+static const char *const align_names[] = {"top-left", "bottom-right", NULL};
 
 /* The flags' texts, as given (NULL when absent). */
 typedef struct {
     const char *variant, *q, *k, *v, *out, *key_lengths, *precision, *threads, *scale, *feature_map,
-        *eps, *kernel, *chunk, *save_weights, *score;
+        *eps, *kernel, *chunk, *save_weights, *score, *causal_align, *mask, *key_padding_mask;
     const char *grad_out, *grad_q, *grad_k, *grad_v; /* all four or none */
     int causal;
     vp_flags variant_params; /* --window, --proj-rank, --proj, --features, --seed, --score-* */
@@ -424,6 +447,119 @@ done:
     return rc;
 }
 
+/* ---------------------------------------------------------------- masks */
+
+/* Which kernels take --mask and --key-padding-mask (linattn.h, la_problem.mask): a
+ * refusal before any file is read, with why. */
+static int check_masks_allowed(const attend_args *a, la_kernel kernel)
+{
+    const char *name = la_kernel_name(kernel);
+    const int general = kernel == LA_KERNEL_SOFTMAX || kernel == LA_KERNEL_SOFTMAX_MATERIALIZED ||
+                        kernel == LA_KERNEL_HARD || kernel == LA_KERNEL_LOCAL;
+    const int keys = general || kernel == LA_KERNEL_LINEAR || kernel == LA_KERNEL_LINEAR_RECURRENT;
+    if (a->mask && (kernel == LA_KERNEL_LINEAR || kernel == LA_KERNEL_LINEAR_RECURRENT))
+        return cli_fail("--mask",
+                        "%s keeps one state S = sum of phi(k_j) v_j^T for every query, "
+                        "so a per-query mask cannot be honoured (--key-padding-mask and "
+                        "--causal can)",
+                        name);
+    if (a->mask && !general)
+        return cli_fail("--mask",
+                        "applies to --variant softmax, softmax_materialized, hard or "
+                        "local (%s: not yet)",
+                        name);
+    if (a->key_padding_mask && !keys)
+        return cli_fail("--key-padding-mask",
+                        "applies to --variant softmax, softmax_materialized, hard, local, linear "
+                        "or linear_recurrent (%s: not yet)",
+                        name);
+    return 0;
+}
+
+/* A mask file: bool (True = hidden) or float32/float64 with values 0 or -inf (-inf =
+ * hidden), shaped as one of the `n_shapes` shapes given (each `ndim` long); *out gets
+ * its count bytes, 1 = hidden, and *which the index of the shape it matched. */
+static int read_mask(const char *flag, const char *path, int ndim, size_t n_shapes,
+                     const size_t shapes[][3], const char *want, uint8_t **out, size_t *which)
+{
+    la_array a;
+    char s1[160];
+    int rc = cli_read_npy(path, &a);
+    if (rc) return rc;
+    *which = n_shapes;
+    for (size_t s = 0; s < n_shapes && a.ndim == ndim; s++)
+        if (memcmp(a.shape, shapes[s], (size_t)ndim * sizeof a.shape[0]) == 0) *which = s;
+    if (a.dtype != LA_NPY_BOOL && a.dtype != LA_NPY_F32 && a.dtype != LA_NPY_F64) {
+        rc = cli_fail(flag, "dtype %s, need bool or float32/float64 (0 or -inf)",
+                      cli_dtype_name(a.dtype));
+        goto done;
+    }
+    if (*which == n_shapes) {
+        rc = cli_fail(flag, "shape %s must be %s", cli_shape_str(&a, s1, sizeof s1), want);
+        goto done;
+    }
+    uint8_t *m = malloc(a.count ? a.count : 1);
+    if (!m) {
+        rc = cli_fail(flag, "out of memory");
+        goto done;
+    }
+    for (size_t e = 0; e < a.count; e++) {
+        if (a.dtype == LA_NPY_BOOL) {
+            const uint8_t x = ((const uint8_t *)a.data)[e];
+            if (x > 1) {
+                rc = cli_fail(flag, "byte %u at index %zu is not a bool (0 or 1)", x, e);
+                free(m);
+                goto done;
+            }
+            m[e] = x;
+            continue;
+        }
+        const double x = a.dtype == LA_NPY_F32 ? (double)((const float *)a.data)[e]
+                                               : ((const double *)a.data)[e];
+        if (x != 0 && x != -INFINITY) {
+            rc = cli_fail(flag, "value %g at index %zu: an additive mask holds 0 or -inf only", x,
+                          e);
+            free(m);
+            goto done;
+        }
+        m[e] = x == -INFINITY;
+    }
+    *out = m;
+done:
+    la_array_free(&a);
+    return rc;
+}
+
+/* --mask: (N, M) or (B·H, N, M); --key-padding-mask: (B, M). */
+static int read_masks(const attend_args *a, size_t batch, size_t heads, size_t n, size_t m,
+                      uint8_t **mask, int *per_head, uint8_t **key_mask)
+{
+    char want[160];
+    size_t which;
+    int rc;
+    if (a->mask) {
+        const size_t two[][3] = {{n, m, 0}}, three[][3] = {{batch * heads, n, m}};
+        snprintf(want, sizeof want, "(N, M) = (%zu, %zu) or (B*H, N, M) = (%zu, %zu, %zu)", n, m,
+                 batch * heads, n, m);
+        la_array probe;
+        if ((rc = cli_read_npy(a->mask, &probe))) return rc;
+        const int ndim = probe.ndim == 3 ? 3 : 2;
+        la_array_free(&probe);
+        if ((rc = read_mask("--mask", a->mask, ndim, 1, ndim == 3 ? three : two, want, mask,
+                            &which)))
+            return rc;
+        *per_head = ndim == 3;
+    }
+    if (a->key_padding_mask) {
+        const size_t shape[][3] = {{batch, m, 0}};
+        snprintf(want, sizeof want, "(B, M) = (%zu, %zu)", batch, m);
+        if ((rc = read_mask("--key-padding-mask", a->key_padding_mask, 2, 1, shape, want, key_mask,
+                            &which)))
+            return rc;
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------- gradients */
 
 /* --grad-out, --grad-q, --grad-k, --grad-v: none, or all four. */
@@ -520,6 +656,9 @@ int cmd_attend(int argc, char **argv)
         {"v", &a.v, NULL},
         {"out", &a.out, NULL},
         {"causal", NULL, &a.causal},
+        {"causal-align", &a.causal_align, NULL},
+        {"mask", &a.mask, NULL},
+        {"key-padding-mask", &a.key_padding_mask, NULL},
         {"key-lengths", &a.key_lengths, NULL},
         {"precision", &a.precision, NULL},
         {"threads", &a.threads, NULL},
@@ -546,6 +685,8 @@ int cmd_attend(int argc, char **argv)
     pos_values positions = {0};
     int gradients = 0;
     int64_t *key_lengths = NULL;
+    uint8_t *mask = NULL, *key_mask = NULL;
+    int mask_per_head = 0;
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
 
@@ -565,6 +706,7 @@ int cmd_attend(int argc, char **argv)
     la_feature_map fm = LA_FEATURE_ELU1;
     int score = SCORE_NONE;
     if ((rc = choose_kernel(&a, &kernel, &score))) return rc;
+    if ((rc = check_masks_allowed(&a, kernel))) return rc;
     if (a.save_weights && kernel == LA_KERNEL_LINFORMER)
         return cli_fail("--save-weights", "linformer has no attention matrix here yet");
     if (a.save_weights && strcmp(a.save_weights, a.out) == 0)
@@ -578,6 +720,12 @@ int cmd_attend(int argc, char **argv)
         (rc = cli_parse_choice("--precision", a.precision, precision_names, &precision)))
         return rc;
     if ((rc = cli_parse_threads("--threads", a.threads))) return rc;
+    int align = LA_CAUSAL_TOP_LEFT;
+    if (a.causal_align &&
+        (rc = cli_parse_choice("--causal-align", a.causal_align, align_names, &align)))
+        return rc;
+    if (a.causal_align && !a.causal)
+        return cli_fail("--causal-align", "applies with --causal only");
     if (a.scale && (rc = cli_parse_double("--scale", a.scale, &scale))) return rc;
     if (a.eps && (rc = cli_parse_double("--eps", a.eps, &eps))) return rc;
     if (eps < 0) return cli_fail("--eps", "must be >= 0");
@@ -611,6 +759,7 @@ int cmd_attend(int argc, char **argv)
     size_t batch = nd == 4 ? q.shape[0] : 1, heads = nd >= 3 ? q.shape[nd - 3] : 1;
     size_t n = q.shape[nd - 2], d_k = q.shape[nd - 1], m = k.shape[nd - 2], d_v = v.shape[nd - 1];
     if (a.key_lengths && (rc = read_key_lengths(a.key_lengths, batch, m, &key_lengths))) goto done;
+    if ((rc = read_masks(&a, batch, heads, n, m, &mask, &mask_per_head, &key_mask))) goto done;
     /* positions: absolute ones added to Q, K and V (the input of a layer whose projections
      * are the identity), rotary ones rotating Q and K (for linear attention: inside the
      * kernel, below); the seed is --seed's */
@@ -630,7 +779,11 @@ int cmd_attend(int argc, char **argv)
     la_problem p;
     la_problem_init(&p, batch, heads, n, m, d_k, d_v);
     p.causal = a.causal;
+    p.causal_align = (la_causal_align)align;
     p.key_lengths = key_lengths;
+    p.mask = mask;
+    p.mask_per_head = mask_per_head;
+    p.key_mask = key_mask;
     if (a.scale) p.scale = scale;
     if (score == SCORE_DOT) p.scale = 1; /* scaled: the default, 1/sqrt(d_k) */
     p.feature_map = fm;
@@ -728,5 +881,7 @@ done:
     for (int i = 0; i < 3; i++)
         la_array_free(&grads[i]);
     free(key_lengths);
+    free(mask);
+    free(key_mask);
     return rc;
 }

@@ -9,10 +9,22 @@
  * back, i.e. q is (B, H, N, d_k) row-major, k is (B, H, M, d_k), v is (B, H, M, d_v),
  * out is (B, H, N, d_v).
  *
- * MASKS. Causal: query i sees key j when j <= i (for M != N the mask is aligned as in
- * PyTorch's is_causal, top-left). Key lengths: key_lengths[b] = L hides keys j >= L of
+ * MASKS. A key is visible to a query when every mask given lets it (they combine).
+ * Causal: query i sees key j when j <= i (for M != N the mask is aligned as in
+ * PyTorch's is_causal, top-left, unless p->causal_align asks for bottom-right: j <= i +
+ * M − N, the decoding convention). Key lengths: key_lengths[b] = L hides keys j >= L of
  * every head of batch entry b. A query that sees no key at all (L = 0) gets a zero
  * output row in every kernel, instead of the 0/0 a literal formula would give.
+ * General masks (p->mask, (N, M) or (B·H, N, M), and p->key_mask, (B, M); uint8, nonzero
+ * = hidden, caller-owned, read during the call only): softmax (fused, lse, materialised),
+ * hard, local and the backward passes of the first three honour both, a row they hide
+ * entirely being the empty row; linear attention (every form, and its backward) honours key_mask
+ * exactly (a hidden key adds nothing to S or z, and gets zero d_k, d_v) and refuses mask
+ * (LA_EINVAL: a general mask breaks the shared state S = Σ φ(k_j)v_jᵀ); la_attention_weights_* as
+ * the kernels (softmax, hard, local both; linear the key mask); Linformer and FAVOR+ refuse either
+ * (LA_EINVAL), not yet: Linformer's projection mixes the keys before any mask could hide one, and
+ * FAVOR+'s stabiliser would need the masked keys' maximum. Under a general mask the float32 fused
+ * kernel runs its portable path (not the AVX-512 one), testing each pair.
  *
  * PRECISION. Every kernel comes in float32 (_f32, the fast path) and float64 (_f64).
  * The la_ref_* functions are separate float64 oracles written as plain loops.
@@ -263,6 +275,14 @@ typedef enum {
 LA_API const char *la_feature_map_name(la_feature_map fm);
 LA_API la_status la_feature_map_parse(const char *name, la_feature_map *out);
 
+/* Where the causal mask's diagonal sits when N != M (read only when p->causal = 1).
+ *   LA_CAUSAL_TOP_LEFT (the default, PyTorch's is_causal): query i sees key j <= i.
+ *   LA_CAUSAL_BOTTOM_RIGHT (FlashAttention >= 2.1's): query i sees key j <= i + (M − N),
+ *     so the last query sees every key: N new tokens over M cached keys, as decoding
+ *     with a KV cache needs. For N > M the first N − M queries see no key (the empty row).
+ * With N = M the two are the same mask. */
+typedef enum { LA_CAUSAL_TOP_LEFT = 0, LA_CAUSAL_BOTTOM_RIGHT = 1 } la_causal_align;
+
 typedef struct {
     size_t batch, heads;        /* B, H (>= 1) */
     size_t n_queries;           /* N (>= 1) */
@@ -305,6 +325,19 @@ typedef struct {
                             from seed (la_relative_embeddings). Float64 for either
                             precision, shared by every batch entry and head; the caller
                             owns them */
+
+    /* Masks beyond causal and key lengths (issue 14): */
+    la_causal_align causal_align; /* with causal and N != M: top-left (j <= i, the default)
+                                     or bottom-right (j <= i + M − N) */
+    const uint8_t *mask;          /* NULL, or a general attention mask, nonzero = hidden
+                                     (PyTorch's boolean attn_mask: True = not allowed):
+                                     mask[i·M + j] hides key j from query i; (N, M), the
+                                     same for every batch entry and head, or with
+                                     mask_per_head (B·H, N, M), head (b, h) at b·H + h */
+    int mask_per_head;            /* 0 or 1 (1 needs a mask) */
+    const uint8_t *key_mask;      /* NULL, or (B, M), nonzero = hidden: key_mask[b·M + j]
+                                     hides key j of batch entry b from every query and
+                                     head (PyTorch's key_padding_mask, True = ignore) */
 } la_problem;
 
 #define LA_DEFAULT_EPS 1e-6 /* as in fast-transformers */
@@ -321,8 +354,7 @@ typedef struct {
  * eps = LA_DEFAULT_EPS, chunk = LA_DEFAULT_CHUNK, workspace_limit = the default,
  * window, proj_rank, features and score_dim their defaults, no projections or score
  * weights given, seed 0, max_distance LA_DEFAULT_MAX_DISTANCE and no relative
- * embeddings given.
- * Adjust the fields afterwards. */
+ * embeddings given, causal_align top-left. Adjust the fields afterwards. */
 LA_API void la_problem_init(la_problem *p, size_t batch, size_t heads, size_t n_queries,
                             size_t n_keys, size_t d_k, size_t d_v);
 
@@ -381,6 +413,18 @@ typedef enum {
  * denominator φ(q_i)ᵀz + eps is exactly 0 (possible only with eps = 0: relu with an
  * all-zero φ(q_i), or no visible key with a positive feature where φ(q_i) is positive):
  * such a query attends to nothing, like one that sees no key.
+ *
+ * Causal bottom-right (p->causal_align, N != M; query i sees j <= i + M − N): softmax
+ * (fused, AVX-512 included, lse, materialised), hard, local, their backward passes and
+ * the attention matrix walk the shifted diagonal themselves (local: query i's window is
+ * centred on position i + M − N). Linear and FAVOR+ causal (chunked and recurrent) and
+ * linear's backward passes, written for the top-left diagonal, run the equivalent square
+ * problem (lib/attention/align.c): q (and out, d_out) copied into rows i + M − N of an
+ * M-row problem on the same keys, zero rows elsewhere, the outputs copied back: M query
+ * rows instead of N, and B·H·M·(d_k + d_v) elements more (twice that backward) held
+ * against p->workspace_limit (LA_EBUDGET above it); la_attention_cost counts both.
+ * Linformer refuses causal in either alignment. Queries that see no key (N > M) get
+ * the empty row.
  *
  * Softmax attention, fused: online softmax over key blocks; never holds the N×M score
  * matrix, its scratch is O(threads · block · (block + d_k + d_v)), independent of N.
@@ -656,6 +700,7 @@ LA_API la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, dou
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * Returns LA_OK, LA_EINVAL (NULL, a bad problem: window 0 included), LA_EOVERFLOW,
  * LA_ENOMEM, LA_EBUDGET, LA_ERANGE (softmax's rule above). No backward yet.
+ * Causal bottom-right (p->causal_align): query i's window is centred on key i + M − N.
  *   implementation lib/attention/local.c (local_tmpl.h) · reference la_ref_local_attention
  *   · tests tests/attention/test_attention.c, test_local.c */
 LA_API la_status la_local_attention_f32(const la_problem *p, const float *q, const float *k,
@@ -764,7 +809,10 @@ LA_API la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *
  * Weights: p->score_w and p->score_v (float64 for either precision; the caller owns
  * them), or NULL: drawn from p->seed by la_score_weights (below), the same draw in both
  * precisions (float32 rounds the float64 draw). Given weights must be finite (LA_EINVAL).
- * Masks as softmax (causal, key lengths; a query that sees no key: a zero row).
+ * Masks: general and cosine take every mask softmax takes (causal in either alignment, key
+ * lengths, p->mask, p->key_mask); additive takes causal (either alignment) and key
+ * lengths and refuses p->mask and p->key_mask (LA_EINVAL: not yet). A query that sees
+ * no key gets a zero row.
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * How they run:
  *   general  K' = K Wᵀ per head (one product, the m keys in length; O(M·d_k²)), then the
@@ -821,7 +869,8 @@ LA_API la_status la_score_weights(la_kernel kernel, size_t d_k, size_t d_a, uint
  * attention with learned embeddings of the clipped distance δ = clip(j − i, −K, K),
  * K = p->max_distance, in the scores and in the values,
  *   e_ij = q_i·(k_j + a^K_δ)·scale,   y_i = Σ_j α_ij (v_j + a^V_δ),  α_i = softmax_j(e_i),
- * over the keys query i sees (masks as softmax; positions are the indices i and j, also
+ * over the keys query i sees (causal in either alignment and key lengths; p->mask and
+ * p->key_mask are refused, LA_EINVAL, not yet; positions are the indices i and j, also
  * for N != M; a query that sees no key gets a zero row). a^K = p->rel_k (2K+1, d_k), a^V =
  * p->rel_v (2K+1, d_v), row K + δ, float64, or both NULL: la_relative_embeddings(K, d_k,
  * d_v, p->seed). One table for every head, as in the paper. Each query's row is
@@ -878,7 +927,8 @@ LA_API la_status la_rotary_apply_f64(size_t rows, size_t n, size_t d, size_t fir
  * only; the denominator keeps the unrotated features, so it stays positive:
  *   y_i = Σ_j (R_{t_i} φ(q_i))ᵀ (R_{s_j} φ(k_j)) v_j / (Σ_j φ(q_i)ᵀ φ(k_j) + eps),
  * t_i = q_first_pos + i, s_j = k_first_pos + j, over the keys query i sees (p->causal:
- * j <= i by index, top-left as every kernel; key lengths). The weights of the numerator
+ * j <= i + o by index, o = 0 top-left or M − N bottom-right, p->causal_align; key
+ * lengths; p->mask and p->key_mask refused, LA_EINVAL). The weights of the numerator
  * can be negative (y is no longer a convex combination of the values); a query that sees
  * no key, or whose denominator is exactly 0, gets a zero row. Rotating q and k before φ
  * instead would lose φ's positivity and is not what RoFormer does. p->feature_map and
@@ -1163,7 +1213,9 @@ typedef struct {
                                by it: the arithmetic intensity */
 } la_cost;
 
-/* Visible (query, key) pairs of one head of batch entry b under the masks. */
+/* Visible (query, key) pairs of one head of batch entry b under the masks (causal in
+ * either alignment, key lengths; not the general masks p->mask, p->key_mask, whose hidden
+ * pairs the kernels compute and then drop: la_attention_cost counts them as visible). */
 LA_API double la_visible_pairs(const la_problem *p, size_t b);
 
 /* Fills *out for one call of `kernel` on p in dtype. Returns LA_OK, LA_EINVAL (NULL,
@@ -1326,6 +1378,7 @@ typedef enum {
     LA_NPY_I64,     /* '<i8' */
     LA_NPY_F16,     /* '<f2': IEEE 754 half precision (NumPy's float16) */
     LA_NPY_BF16,    /* '<V2' or '|V2': bfloat16, by ml_dtypes' convention (below) */
+    LA_NPY_BOOL,    /* '|b1': NumPy's bool, one byte each, read as stored (NumPy writes 0, 1) */
 } la_npy_dtype;
 
 /* HALF PRECISION. Models store their tensors in float16 or bfloat16; linattn reads both

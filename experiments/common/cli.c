@@ -279,6 +279,7 @@ const char *cli_dtype_name(la_npy_dtype dtype)
     case LA_NPY_I64: return "int64";
     case LA_NPY_F16: return "float16";
     case LA_NPY_BF16: return "bfloat16";
+    case LA_NPY_BOOL: return "bool";
     }
     return "unknown";
 }

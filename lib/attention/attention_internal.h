@@ -60,13 +60,13 @@ double la_max_abs_f32(const float *x, size_t n);
 double la_max_abs_f64(const double *x, size_t n);
 
 /* Hard attention's argmax over the visible keys of query rows i0 .. i0+rows-1 of one head
- * of batch entry b, ties to the lowest key, SIZE_MAX for a row that sees none
- * (softmax_tmpl.h): the forward's own choice, bit for bit, for the backward.
- *   qh: (N, d_k), kh: (M, d_k); s: LA_SOFTMAX_Q_BLOCK · LA_SOFTMAX_K_BLOCK scratch,
- *   best_score: (LA_SOFTMAX_Q_BLOCK) scratch, best_key: (rows), rows <= LA_SOFTMAX_Q_BLOCK. */
-void la_hard_argmax_f32(const la_problem *p, size_t b, const float *qh, const float *kh, size_t i0,
+ * hd = b·H + h (its batch entry b = hd / H), ties to the lowest key, SIZE_MAX for a row that sees
+ * none (softmax_tmpl.h): the forward's own choice, bit for bit, for the backward. qh: (N, d_k), kh:
+ * (M, d_k); s: LA_SOFTMAX_Q_BLOCK · LA_SOFTMAX_K_BLOCK scratch, best_score: (LA_SOFTMAX_Q_BLOCK)
+ * scratch, best_key: (rows), rows <= LA_SOFTMAX_Q_BLOCK. */
+void la_hard_argmax_f32(const la_problem *p, size_t hd, const float *qh, const float *kh, size_t i0,
                         size_t rows, float *s, float *best_score, size_t *best_key);
-void la_hard_argmax_f64(const la_problem *p, size_t b, const double *qh, const double *kh,
+void la_hard_argmax_f64(const la_problem *p, size_t hd, const double *qh, const double *kh,
                         size_t i0, size_t rows, double *s, double *best_score, size_t *best_key);
 
 /* The fused softmax row's backward (la_backward_*_fn): la_softmax_attention_backward_*
@@ -85,6 +85,25 @@ la_status la_softmax_materialized_backward_cost(const la_problem *p, la_dtype dt
                                                 la_cost *out); /* softmax_backward.c */
 la_status la_hard_backward_cost(const la_problem *p, la_dtype dtype,
                                 la_cost *out); /* softmax_backward.c */
+
+/* Causal bottom-right problems (la_causal_square) on the kernels written for the top-left
+ * diagonal (align.c): fn, a top-left kernel, run on the square M × M problem whose row
+ * i + M − N is query i, the outputs copied back (zero rows for queries that see no key).
+ * p already checked; pointers checked here. Statuses: fn's, and LA_EBUDGET when the
+ * padded rows alone pass p->workspace_limit (the kernel gets what remains), LA_ENOMEM. */
+la_status la_square_forward_f32(const la_problem *p, la_forward_f32_fn fn, const float *q,
+                                const float *k, const float *v, float *out);
+la_status la_square_forward_f64(const la_problem *p, la_forward_f64_fn fn, const double *q,
+                                const double *k, const double *v, double *out);
+la_status la_square_backward_f32(const la_problem *p, la_backward_f32_fn fn, const float *q,
+                                 const float *k, const float *v, const float *out,
+                                 const float *d_out, float *d_q, float *d_k, float *d_v);
+la_status la_square_backward_f64(const la_problem *p, la_backward_f64_fn fn, const double *q,
+                                 const double *k, const double *v, const double *out,
+                                 const double *d_out, double *d_q, double *d_k, double *d_v);
+/* The cost of that: cost on the square problem, plus the padded rows in workspace_bytes. */
+la_status la_square_cost(const la_problem *p, la_dtype dtype, la_cost_fn cost, bool backward,
+                         la_cost *out);
 
 /* Bytes of one element of dtype (4 or 8). */
 static inline size_t la_dtype_size(la_dtype dtype)

@@ -183,24 +183,30 @@ static size_t keys_used(const la_problem *p, size_t b)
 la_status la_favor_attention_f32(const la_problem *p, const float *q, const float *k,
                                  const float *v, float *out)
 {
+    if (la_causal_square(p)) return la_square_forward_f32(p, la_favor_attention_f32, q, k, v, out);
     return favor_attention_f32(p, q, k, v, out, false);
 }
 
 la_status la_favor_attention_f64(const la_problem *p, const double *q, const double *k,
                                  const double *v, double *out)
 {
+    if (la_causal_square(p)) return la_square_forward_f64(p, la_favor_attention_f64, q, k, v, out);
     return favor_attention_f64(p, q, k, v, out, false);
 }
 
 la_status la_favor_attention_recurrent_f32(const la_problem *p, const float *q, const float *k,
                                            const float *v, float *out)
 {
+    if (la_causal_square(p))
+        return la_square_forward_f32(p, la_favor_attention_recurrent_f32, q, k, v, out);
     return favor_attention_f32(p, q, k, v, out, true);
 }
 
 la_status la_favor_attention_recurrent_f64(const la_problem *p, const double *q, const double *k,
                                            const double *v, double *out)
 {
+    if (la_causal_square(p))
+        return la_square_forward_f64(p, la_favor_attention_recurrent_f64, q, k, v, out);
     return favor_attention_f64(p, q, k, v, out, true);
 }
 
@@ -267,6 +273,7 @@ static void favor_head_flops(const la_problem *p, size_t mv, la_cost *f)
 
 la_status la_favor_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
+    if (la_causal_square(p)) return la_square_cost(p, dtype, la_favor_cost, false, out);
     favor_layout lay;
     la_status st = favor_layout_for(p, la_dtype_size(dtype), false, &lay);
     if (st != LA_OK) return st;
@@ -295,6 +302,7 @@ static void favor_recurrent_head_flops(const la_problem *p, size_t mv, la_cost *
 
 la_status la_favor_recurrent_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
+    if (la_causal_square(p)) return la_square_cost(p, dtype, la_favor_recurrent_cost, false, out);
     favor_layout lay;
     la_status st = favor_layout_for(p, la_dtype_size(dtype), true, &lay);
     if (st != LA_OK) return st;

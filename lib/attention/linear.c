@@ -9,6 +9,7 @@
 #include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Block sizes, fixed whatever the thread count (so the rounding is too). */
 #define LA_LINEAR_KEY_BLOCK 128   /* non-causal: keys per φ(K)ᵀV product */
@@ -119,24 +120,30 @@ static void prefetch_rows(const void *x, size_t bytes)
 la_status la_linear_attention_f32(const la_problem *p, const float *q, const float *k,
                                   const float *v, float *out)
 {
+    if (la_causal_square(p)) return la_square_forward_f32(p, la_linear_attention_f32, q, k, v, out);
     return linear_attention_f32(p, q, k, v, out);
 }
 
 la_status la_linear_attention_f64(const la_problem *p, const double *q, const double *k,
                                   const double *v, double *out)
 {
+    if (la_causal_square(p)) return la_square_forward_f64(p, la_linear_attention_f64, q, k, v, out);
     return linear_attention_f64(p, q, k, v, out);
 }
 
 la_status la_linear_attention_recurrent_f32(const la_problem *p, const float *q, const float *k,
                                             const float *v, float *out)
 {
+    if (la_causal_square(p))
+        return la_square_forward_f32(p, la_linear_attention_recurrent_f32, q, k, v, out);
     return linear_attention_recurrent_f32(p, q, k, v, out);
 }
 
 la_status la_linear_attention_recurrent_f64(const la_problem *p, const double *q, const double *k,
                                             const double *v, double *out)
 {
+    if (la_causal_square(p))
+        return la_square_forward_f64(p, la_linear_attention_recurrent_f64, q, k, v, out);
     return linear_attention_recurrent_f64(p, q, k, v, out);
 }
 
@@ -266,12 +273,14 @@ void la_linear_head_flops(const la_problem *p, size_t m, bool recurrent, la_cost
 
 la_status la_linear_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
+    if (la_causal_square(p)) return la_square_cost(p, dtype, la_linear_cost, false, out);
     la_cost_sum_heads(p, p->causal ? chunked_head_flops : noncausal_head_flops, out);
     return layout_bytes(LA_KERNEL_LINEAR, p, dtype, out);
 }
 
 la_status la_linear_recurrent_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
+    if (la_causal_square(p)) return la_square_cost(p, dtype, la_linear_recurrent_cost, false, out);
     la_cost_sum_heads(p, recurrent_head_flops, out);
     return layout_bytes(LA_KERNEL_LINEAR_RECURRENT, p, dtype, out);
 }

@@ -110,14 +110,26 @@ la_status la_linear_attention_backward_f32(const la_problem *p, const float *q, 
                                            const float *v, const float *out, const float *d_out,
                                            float *d_q, float *d_k, float *d_v)
 {
-    return linear_backward_f32(p, q, k, v, out, d_out, d_q, d_k, d_v);
+    if (la_causal_square(p))
+        return la_square_backward_f32(p, la_linear_attention_backward_f32, q, k, v, out, d_out, d_q,
+                                      d_k, d_v);
+    if (p && p->mask) return LA_EINVAL; /* a general mask: refused (linattn.h) */
+    const la_status st = linear_backward_f32(p, q, k, v, out, d_out, d_q, d_k, d_v);
+    if (st == LA_OK) la_linear_hide_key_grads_f32(p, d_k); /* hidden keys: d_k = 0 */
+    return st;
 }
 
 la_status la_linear_attention_backward_f64(const la_problem *p, const double *q, const double *k,
                                            const double *v, const double *out, const double *d_out,
                                            double *d_q, double *d_k, double *d_v)
 {
-    return linear_backward_f64(p, q, k, v, out, d_out, d_q, d_k, d_v);
+    if (la_causal_square(p))
+        return la_square_backward_f64(p, la_linear_attention_backward_f64, q, k, v, out, d_out, d_q,
+                                      d_k, d_v);
+    if (p && p->mask) return LA_EINVAL; /* a general mask: refused (linattn.h) */
+    const la_status st = linear_backward_f64(p, q, k, v, out, d_out, d_q, d_k, d_v);
+    if (st == LA_OK) la_linear_hide_key_grads_f64(p, d_k); /* hidden keys: d_k = 0 */
+    return st;
 }
 
 la_status la_linear_attention_recurrent_backward_f32(const la_problem *p, const float *q,
@@ -125,7 +137,13 @@ la_status la_linear_attention_recurrent_backward_f32(const la_problem *p, const 
                                                      const float *out, const float *d_out,
                                                      float *d_q, float *d_k, float *d_v)
 {
-    return linear_recurrent_backward_f32(p, q, k, v, out, d_out, d_q, d_k, d_v);
+    if (la_causal_square(p))
+        return la_square_backward_f32(p, la_linear_attention_recurrent_backward_f32, q, k, v, out,
+                                      d_out, d_q, d_k, d_v);
+    if (p && p->mask) return LA_EINVAL; /* a general mask: refused (linattn.h) */
+    const la_status st = linear_recurrent_backward_f32(p, q, k, v, out, d_out, d_q, d_k, d_v);
+    if (st == LA_OK) la_linear_hide_key_grads_f32(p, d_k); /* hidden keys: d_k = 0 */
+    return st;
 }
 
 la_status la_linear_attention_recurrent_backward_f64(const la_problem *p, const double *q,
@@ -133,7 +151,13 @@ la_status la_linear_attention_recurrent_backward_f64(const la_problem *p, const 
                                                      const double *out, const double *d_out,
                                                      double *d_q, double *d_k, double *d_v)
 {
-    return linear_recurrent_backward_f64(p, q, k, v, out, d_out, d_q, d_k, d_v);
+    if (la_causal_square(p))
+        return la_square_backward_f64(p, la_linear_attention_recurrent_backward_f64, q, k, v, out,
+                                      d_out, d_q, d_k, d_v);
+    if (p && p->mask) return LA_EINVAL; /* a general mask: refused (linattn.h) */
+    const la_status st = linear_recurrent_backward_f64(p, q, k, v, out, d_out, d_q, d_k, d_v);
+    if (st == LA_OK) la_linear_hide_key_grads_f64(p, d_k); /* hidden keys: d_k = 0 */
+    return st;
 }
 
 /* ---------------------------------------------------------------- their cost (la_cost_fn) */
@@ -227,6 +251,7 @@ static la_status backward_layout_bytes(la_kernel kernel, const la_problem *p, la
 
 la_status la_linear_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
+    if (la_causal_square(p)) return la_square_cost(p, dtype, la_linear_backward_cost, true, out);
     la_cost_sum_heads(p, p->causal ? chunked_backward_head_flops : noncausal_backward_head_flops,
                       out);
     return backward_layout_bytes(LA_KERNEL_LINEAR, p, dtype, out);
@@ -234,6 +259,8 @@ la_status la_linear_backward_cost(const la_problem *p, la_dtype dtype, la_cost *
 
 la_status la_linear_recurrent_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
+    if (la_causal_square(p))
+        return la_square_cost(p, dtype, la_linear_recurrent_backward_cost, true, out);
     la_cost_sum_heads(p, recurrent_backward_head_flops, out);
     return backward_layout_bytes(LA_KERNEL_LINEAR_RECURRENT, p, dtype, out);
 }

@@ -183,6 +183,7 @@ static void FN(nc_key_piece)(const FN(nc_job) * j, size_t hd, size_t piece, REAL
         const REAL *kb = j->k + (hd * M + j0) * dk, *vb = j->v + (hd * M + j0) * dv;
         /* φ(K_blk) (n, d_k) */
         LA_PHI(j->p->feature_map, kb, phi_k, n * dk);
+        FN(la_linear_hide_keys)(j->p, hd, j0, phi_k, n);
         /* Sᵀ += V_blkᵀ φ(K_blk): (d_v, n)·(n, d_k), V_blkᵀ through strides */
         LA_PRODUCT(LA_COUNT_KV, dv, dk, n, 1, vb, 1, (ptrdiff_t)dv, phi_k, (ptrdiff_t)dk, 1, 1, St,
                    (ptrdiff_t)dk, 1);
@@ -271,6 +272,7 @@ static void FN(nc_key_block)(const FN(nc_job) * j, size_t hd, size_t blk, REAL *
     if (n == 0) return;
     REAL *phi_k = mine;
     LA_PHI(j->p->feature_map, kb, phi_k, n * dk);
+    FN(la_linear_hide_keys)(j->p, hd, j0, phi_k, n);
     /* dφ(K_blk) = V_blk dSᵀ + 1 dzᵀ: (n, d_v)·(d_v, d_k), straight into d_k */
     LA_PRODUCT(LA_COUNT_KV, n, dk, dv, 1, vb, (ptrdiff_t)dv, 1, dSt, (ptrdiff_t)dk, 1, 0, dk_blk,
                (ptrdiff_t)dk, 1);
@@ -628,6 +630,7 @@ static void FN(grad_q_prepare)(const FN(ch_job) * j, FN(ch_task) * t)
     LA_PHI(j->p->feature_map, j->q + (hd * j->N + c0) * dk, t->phi_q, nq * dk);
     if (nk == 0) return;
     LA_PHI(j->p->feature_map, j->k + (hd * j->M + c0) * dk, t->phi_k, nk * dk);
+    FN(la_linear_hide_keys)(j->p, hd, c0, t->phi_k, nk);
     for (size_t r = 0; r < nk; r++)
         for (size_t a = 0; a < dk; a++)
             t->phi_kt[a * C + r] = t->phi_k[r * dk + a];
@@ -732,7 +735,10 @@ static void FN(grad_k_prepare)(const FN(ch_job) * j, FN(ch_task) * t)
 {
     const size_t dk = j->dk, dv = j->dv, hd = t->hd, c0 = t->c0, nq = t->nq;
     if (t->u == 0) return;
-    if (t->nk > 0) LA_PHI(j->p->feature_map, j->k + (hd * j->M + c0) * dk, t->phi_k, t->nk * dk);
+    if (t->nk > 0) {
+        LA_PHI(j->p->feature_map, j->k + (hd * j->M + c0) * dk, t->phi_k, t->nk * dk);
+        FN(la_linear_hide_keys)(j->p, hd, c0, t->phi_k, t->nk);
+    }
     if (t->first) return;
     LA_PHI(j->p->feature_map, j->q + (hd * j->N + c0) * dk, t->phi_q, nq * dk);
     FN(chunk_grads)(j, t, false);
@@ -940,6 +946,7 @@ static la_status FN(linear_recurrent_backward)(const la_problem *p, const REAL *
             if (t < u) {
                 const REAL *vt = vh + t * dv;
                 LA_PHI(fm, kh + t * dk, phi_k, dk);
+                FN(la_linear_hide_keys)(p, hd, t, phi_k, 1);
                 LA_COUNT(LA_COUNT_KV, 2 * (double)dk * (double)dv + (double)dk);
                 for (size_t a = 0; a < dk; a++) {
                     for (size_t c = 0; c < dv; c++)
@@ -976,6 +983,7 @@ static la_status FN(linear_recurrent_backward)(const la_problem *p, const REAL *
             const REAL *vt = vh + t * dv;
             REAL *dkt = dkh + t * dk, *dvt = dvh + t * dv;
             LA_PHI(fm, kh + t * dk, phi_k, dk);
+            FN(la_linear_hide_keys)(p, hd, t, phi_k, 1);
             LA_COUNT(LA_COUNT_KV, 4 * (double)dk * (double)dv + (double)dk);
             for (size_t a = 0; a < dk; a++)
                 dkt[a] = FN(la_dot)(dS + a * dv, vt, dv) + dz[a];

@@ -94,6 +94,15 @@ double la_linear_pairs_intra(const la_problem *p, size_t m);
 
 /* x·y summed in a fixed order (8 interleaved partial sums, then a fixed tree), so the
  * result never depends on the alignment of x and y nor on how the compiler vectorises. */
+/* p->key_mask in the linear kernels: rows of phi_k (n, d_k), the features of keys
+ * j0 .. j0+n-1 of head hd = b·H + h, set to 0 where key_mask hides the key, so that it
+ * adds nothing to S, z or a chunk's A (nothing without a key mask). */
+void la_linear_hide_keys_f32(const la_problem *p, size_t hd, size_t j0, float *phi_k, size_t n);
+void la_linear_hide_keys_f64(const la_problem *p, size_t hd, size_t j0, double *phi_k, size_t n);
+/* d_k's rows (B·H, M, d_k) of the keys p->key_mask hides set to 0: such a key adds nothing,
+ * so its gradient is 0 (the chain rule through φ(k_j) would leave dφ(k_j) ∘ φ′ there). */
+void la_linear_hide_key_grads_f32(const la_problem *p, float *d_k);
+void la_linear_hide_key_grads_f64(const la_problem *p, double *d_k);
 float la_dot_f32(const float *x, const float *y, size_t n);
 double la_dot_f64(const double *x, const double *y, size_t n);
 

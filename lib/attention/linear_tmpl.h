@@ -21,6 +21,24 @@
     (LA_COUNT(counter, 2 * (double)(m) * (double)(n) * (double)(k)),                               \
      GEMM_SMALL(m, n, k, __VA_ARGS__))
 
+void FN(la_linear_hide_keys)(const la_problem *p, size_t hd, size_t j0, REAL *phi_k, size_t n)
+{
+    if (!p->key_mask) return;
+    const uint8_t *hidden = p->key_mask + (hd / p->heads) * p->n_keys + j0;
+    for (size_t j = 0; j < n; j++)
+        if (hidden[j]) memset(phi_k + j * p->d_k, 0, p->d_k * sizeof *phi_k);
+}
+
+void FN(la_linear_hide_key_grads)(const la_problem *p, REAL *d_k)
+{
+    if (!p->key_mask) return;
+    const size_t M = p->n_keys, dk = p->d_k;
+    for (size_t hd = 0; hd < p->batch * p->heads; hd++)
+        for (size_t j = 0; j < M; j++)
+            if (p->key_mask[(hd / p->heads) * M + j])
+                memset(d_k + (hd * M + j) * dk, 0, dk * sizeof *d_k);
+}
+
 /* x·y in a fixed order: 8 interleaved partial sums, a fixed tree, then the tail. */
 REAL FN(la_dot)(const REAL *x, const REAL *y, size_t n)
 {
@@ -127,6 +145,7 @@ static void FN(kv_piece)(const la_problem *p, const REAL *k, const REAL *v, REAL
         const size_t n = j_end - j0 < kb ? j_end - j0 : kb;
         /* φ(K_blk): (n, d_k) */
         LA_PHI(p->feature_map, kh + j0 * dk, phi_k, n * dk);
+        FN(la_linear_hide_keys)(p, hd, j0, phi_k, n);
         /* the next block's keys and values are on their way while this one multiplies */
         if (j0 + kb < j_end) {
             const size_t next = j_end - (j0 + kb) < kb ? j_end - (j0 + kb) : kb;
@@ -389,6 +408,7 @@ static void FN(chunk_prepare)(const FN(chunk_job) * j, size_t task, size_t next,
     if (nk > 0) {
         /* φ(K_c) (nk, d_k), then φKᵀ (d_k, nk) */
         LA_PHI(j->p->feature_map, kh + c0 * dk, phi_k, nk * dk);
+        FN(la_linear_hide_keys)(j->p, t->hd, c0, phi_k, nk);
         for (size_t jj = 0; jj < nk; jj++)
             for (size_t a = 0; a < dk; a++)
                 t->phi_kt[a * C + jj] = phi_k[jj * dk + a];
@@ -552,6 +572,7 @@ static la_status FN(linear_attention)(const la_problem *p, const REAL *q, const 
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!q || !k || !v || !out) return LA_EINVAL;
+    if (p->mask) return LA_EINVAL; /* a general mask: not with a shared state (linattn.h) */
     if (p->causal && !FN(la_range_ok)(LA_RANGE_LINEAR, p, q, k, v)) return LA_ERANGE;
     return p->causal ? FN(linear_chunked)(p, q, k, v, out) : FN(linear_noncausal)(p, q, k, v, out);
 }
@@ -577,7 +598,7 @@ static la_status FN(linear_attention_recurrent)(const la_problem *p, const REAL 
 {
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
-    if (!q || !k || !v || !out || !p->causal) return LA_EINVAL;
+    if (!q || !k || !v || !out || !p->causal || p->mask) return LA_EINVAL;
     if (!FN(la_range_ok)(LA_RANGE_LINEAR, p, q, k, v)) return LA_ERANGE;
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     const size_t heads = p->batch * p->heads;
@@ -609,6 +630,7 @@ static la_status FN(linear_attention_recurrent)(const la_problem *p, const REAL 
             if (t < m) {
                 /* S += φ(k_t) v_tᵀ, z += φ(k_t); y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps) */
                 LA_PHI(p->feature_map, kh + t * dk, phi_k, dk);
+                FN(la_linear_hide_keys)(p, hd, t, phi_k, 1);
                 FN(la_linear_step_head)(S, z, phi_k, vh + t * dv, phi_q, eps, yh + t * dv, dk, dv);
             } else {
                 /* no key left to add: y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps) */

@@ -31,10 +31,17 @@ enum { Q_BLOCK = LA_SOFTMAX_Q_BLOCK, K_BLOCK = LA_SOFTMAX_K_BLOCK };
 /* The keys query i sees, [*lo, *hi), in an entry whose key lengths leave m keys:
  * lo = max(0, i − r), hi = min(m, causal ? i + 1 : i + r + 1); empty (*lo = *hi <= m)
  * when the window starts past the last key. Both never decrease with i. i and j are compared as
- * indices, also for N != M. */
+ * indices, also for N != M; causal bottom-right, query i sits at position i + M − N
+ * (la_causal_offset), and none before position 0 sees a key. */
 static void window_of(const la_problem *p, size_t m, size_t i, size_t *lo, size_t *hi)
 {
     const size_t r = p->window;
+    const ptrdiff_t pos = (ptrdiff_t)i + la_causal_offset(p);
+    if (pos < 0) { /* bottom-right, N > M: before the first key */
+        *lo = *hi = 0;
+        return;
+    }
+    i = (size_t)pos;
     *lo = i > r ? i - r : 0;
     /* i < N and m <= M are far below SIZE_MAX / 2 (la_problem_check): i + r + 1 is
      * formed only when r < m */
@@ -126,8 +133,9 @@ static double local_pairs(const la_problem *p, size_t m)
 {
     const size_t N = p->n_queries, M = p->n_keys, cap = N > M ? N : M;
     const wide r = (wide)(p->window < cap ? p->window : cap);
+    const wide o = (wide)la_causal_offset(p); /* causal bottom-right: positions i + o */
     const wide e = p->causal ? 1 : r + 1;
-    return (double)(clamped_sum(e, (wide)N, (wide)m) - clamped_sum(-r, (wide)N, (wide)m));
+    return (double)(clamped_sum(e + o, (wide)N, (wide)m) - clamped_sum(o - r, (wide)N, (wide)m));
 }
 
 /* One head of an entry with m keys in length, as softmax counts a visible pair: QKᵀ

@@ -9,6 +9,8 @@
 
 #define EXP_SHIFT_SUM FN(la_exp_shift_sum)
 
+#include "attention/mask_tmpl.h"
+
 /* max_c x[c] over n >= 1 elements (any order is exact for max: vectorised). */
 static REAL FN(local_row_max)(const REAL *x, size_t n)
 {
@@ -19,19 +21,20 @@ static REAL FN(local_row_max)(const REAL *x, size_t n)
     return m;
 }
 
-/* Local attention for the query rows i0 .. i0+rows-1 of one head of an entry with m keys
- * in length:
+/* Local attention for the query rows i0 .. i0+rows-1 of head hd = b·H + h, an entry with
+ * m keys in length:
  *   qh: (N, d_k), kh: (M, d_k), vh: (M, d_v), oh: (N, d_v), row-major;
  *   s: (rows · bk) scratch, bk = key_block_of(); k_t: (d_k · bk) scratch, a key block
  *   transposed; row_max, row_sum: (rows) scratch.
  * The block's queries see the keys [key_lo, key_hi) together (the first row's window
  * starts first, the last row's ends last); they are walked in score blocks of bk keys.
  * The output rows double as the accumulator of Σ_j exp(s_ij − m_i) v_j. */
-static void FN(local_block)(const la_problem *p, size_t m, const REAL *qh, const REAL *kh,
-                            const REAL *vh, REAL *oh, size_t i0, size_t rows, size_t bk, REAL *s,
-                            REAL *k_t, REAL *row_max, REAL *row_sum)
+static void FN(local_block)(const la_problem *p, size_t hd, size_t m, const REAL *qh,
+                            const REAL *kh, const REAL *vh, REAL *oh, size_t i0, size_t rows,
+                            size_t bk, REAL *s, REAL *k_t, REAL *row_max, REAL *row_sum)
 {
     const size_t dk = p->d_k, dv = p->d_v;
+    const bool masked = la_has_masks(p); /* p->mask, p->key_mask: each pair tested */
     REAL *acc = oh + i0 * dv;
     size_t key_lo, key_hi, unused;
     window_of(p, m, i0, &key_lo, &unused);
@@ -64,12 +67,18 @@ static void FN(local_block)(const la_problem *p, size_t m, const REAL *qh, const
             window_of(p, m, i0 + r, &lo, &hi);
             const size_t a = lo > j0 ? (lo - j0 < cols ? lo - j0 : cols) : 0;
             const size_t e = hi > j0 ? (hi - j0 < cols ? hi - j0 : cols) : 0;
-            const size_t n = e > a ? e - a : 0;
+            size_t n = e > a ? e - a : 0;
+            REAL block_max = -INFINITY;
             if (n > 0) {
                 const REAL scale = (REAL)p->scale;
                 for (size_t c = a; c < a + n; c++)
                     srow[c] *= scale;
-                const REAL block_max = FN(local_row_max)(srow + a, n);
+                /* general masks: hidden scores -inf; a block they hide whole adds nothing */
+                block_max = masked ? FN(mask_scores)(p, hd, i0 + r, j0 + a, srow + a, n)
+                                   : FN(local_row_max)(srow + a, n);
+                if (masked && block_max == -INFINITY) n = 0;
+            }
+            if (n > 0) {
                 if (block_max > row_max[r]) {
                     if (row_sum[r] > 0) { /* something accumulated: rescale it */
                         const REAL alpha = EXP(row_max[r] - block_max);
@@ -80,7 +89,8 @@ static void FN(local_block)(const la_problem *p, size_t m, const REAL *qh, const
                     }
                     row_max[r] = block_max;
                 }
-                row_sum[r] += EXP_SHIFT_SUM(srow + a, n, row_max[r]);
+                row_sum[r] += masked ? FN(masked_exp_sum)(srow + a, n, row_max[r])
+                                     : EXP_SHIFT_SUM(srow + a, n, row_max[r]);
             }
             LA_COUNT(LA_COUNT_HIDDEN, cols - n); /* computed, then masked (test_cost.c) */
             if (a > 0) memset(srow, 0, a * sizeof *srow);
@@ -140,7 +150,7 @@ static la_status FN(local_attention)(const la_problem *p, const REAL *q, const R
         REAL *row_max = (REAL *)(scratch + (size_t)omp_get_thread_num() * per_thread);
         REAL *row_sum = row_max + bq, *s = row_sum + bq, *k_t = s + bq * bk;
         FN(local_block)
-        (p, la_keys_in_length(p, b), q + bh * N * dk, k + bh * M * dk, v + bh * M * dv,
+        (p, bh, la_keys_in_length(p, b), q + bh * N * dk, k + bh * M * dk, v + bh * M * dv,
          out + bh * N * dv, i0, rows, bk, s, k_t, row_max, row_sum);
     }
     free(scratch);

@@ -36,18 +36,42 @@ static bool doubles_fit(size_t a, size_t b, size_t c, size_t *n)
     return la_mul_ok(a, b, n) && la_mul_ok(*n, c, n) && la_mul_ok(*n, sizeof(double), &bytes);
 }
 
-/* Keys query i of batch entry b sees: j < L_b (key lengths) and, when causal, j <= i.
- * Written here from the masks' definition rather than shared with the kernels, so a
- * masking bug in the kernels cannot hide in the oracle too. */
+/* Whether the causal mask lets query i see key j: j <= i (top-left), or j <= i + M − N
+ * (bottom-right), written j + N <= i + M to stay in unsigned integers. */
+static bool ref_in_past(const la_problem *p, size_t i, size_t j)
+{
+    if (!p->causal) return true;
+    if (p->causal_align == LA_CAUSAL_BOTTOM_RIGHT) return j + p->n_queries <= i + p->n_keys;
+    return j <= i;
+}
+
+/* Keys query i of batch entry b sees: j < L_b (key lengths) and, when causal,
+ * ref_in_past. Written here from the masks' definition rather than shared with the
+ * kernels, so a masking bug in the kernels cannot hide in the oracle too. */
 static size_t ref_visible_keys(const la_problem *p, size_t b, size_t i)
 {
     size_t visible = 0;
     for (size_t j = 0; j < p->n_keys; j++) {
         const bool in_length = !p->key_lengths || (int64_t)j < p->key_lengths[b];
-        const bool in_past = !p->causal || j <= i;
+        const bool in_past = ref_in_past(p, i, j);
         if (in_length && in_past) visible = j + 1;
     }
     return visible;
+}
+
+/* Whether the general masks let query i of head (b, h) see key j: p->key_mask[b][j]
+ * and p->mask[i][j] (of head b·H + h when p->mask_per_head) both 0, or absent. Written
+ * here from the masks' definition, as ref_visible_keys is. */
+static bool ref_mask_lets(const la_problem *p, size_t b, size_t h, size_t i, size_t j)
+{
+    const size_t N = p->n_queries, M = p->n_keys;
+    if (p->key_mask && p->key_mask[b * M + j] != 0) return false;
+    if (p->mask) {
+        const uint8_t *head_mask =
+            p->mask_per_head ? p->mask + (b * p->heads + h) * N * M : p->mask;
+        if (head_mask[i * M + j] != 0) return false;
+    }
+    return true;
 }
 
 /* Element offsets of head (b, h) in the (B, H, rows, cols) arrays. */
@@ -79,20 +103,24 @@ la_status la_ref_softmax_attention(const la_problem *p, const double *q, const d
                 /* scores, and the row max over visible keys */
                 double max = -INFINITY;
                 for (size_t j = 0; j < visible; j++) {
+                    if (!ref_mask_lets(p, b, h, i, j)) { /* hidden by a general mask */
+                        row[j] = -INFINITY;
+                        continue;
+                    }
                     double s = 0;
                     for (size_t c = 0; c < dk; c++)
                         s += qh[i * dk + c] * kh[j * dk + c];
                     row[j] = s * p->scale;
                     if (row[j] > max) max = row[j];
                 }
-                /* softmax: exp(s - max) / Σ exp(s - max) */
+                /* softmax: exp(s - max) / Σ exp(s - max), hidden keys 0 */
                 double sum = 0;
                 for (size_t j = 0; j < visible; j++) {
-                    row[j] = exp(row[j] - max);
+                    row[j] = row[j] == -INFINITY ? 0 : exp(row[j] - max);
                     sum += row[j];
                 }
                 for (size_t j = 0; j < visible; j++)
-                    row[j] /= sum;
+                    row[j] = sum > 0 ? row[j] / sum : 0; /* every key hidden: zeros */
                 /* out = P v (a query that sees nothing gets zeros) */
                 for (size_t c = 0; c < dv; c++) {
                     double acc = 0;
@@ -107,20 +135,22 @@ la_status la_ref_softmax_attention(const la_problem *p, const double *q, const d
     return LA_OK;
 }
 
-/* The key hard attention picks for one query: argmax_j (q_i·k_j · scale) over keys
- * 0..visible-1, ties to the lowest j; 0 when none is visible.
+/* The key hard attention picks for query i of head (b, h): argmax_j (q_i·k_j · scale)
+ * over keys 0..visible-1 the general masks let it see, ties to the lowest j; SIZE_MAX
+ * when none is visible.
  *   q_i: (d_k), k: (visible, d_k) row-major. */
-static size_t ref_hard_argmax(const double *q_i, const double *k, size_t visible, size_t dk,
-                              double scale)
+static size_t ref_hard_argmax(const la_problem *p, size_t b, size_t h, size_t i, const double *q_i,
+                              const double *k, size_t visible, size_t dk, double scale)
 {
-    size_t best = 0;
+    size_t best = SIZE_MAX;
     double best_score = -INFINITY;
     for (size_t j = 0; j < visible; j++) {
+        if (!ref_mask_lets(p, b, h, i, j)) continue;
         double s = 0;
         for (size_t c = 0; c < dk; c++)
             s += q_i[c] * k[j * dk + c];
         s *= scale;
-        if (j == 0 || s > best_score) { /* strict: ties keep the lowest j */
+        if (best == SIZE_MAX || s > best_score) { /* strict: ties keep the lowest j */
             best_score = s;
             best = j;
         }
@@ -143,9 +173,9 @@ la_status la_ref_hard_attention(const la_problem *p, const double *q, const doub
             double *oh = out + HEAD(p, b, h, N, dv);
             for (size_t i = 0; i < N; i++) {
                 size_t visible = ref_visible_keys(p, b, i);
-                size_t best = ref_hard_argmax(qh + i * dk, kh, visible, dk, p->scale);
+                size_t best = ref_hard_argmax(p, b, h, i, qh + i * dk, kh, visible, dk, p->scale);
                 for (size_t c = 0; c < dv; c++)
-                    oh[i * dv + c] = visible > 0 ? vh[best * dv + c] : 0.0;
+                    oh[i * dv + c] = best != SIZE_MAX ? vh[best * dv + c] : 0.0;
             }
         }
     }
@@ -154,8 +184,9 @@ la_status la_ref_hard_attention(const la_problem *p, const double *q, const doub
 
 /* Restricted (local) softmax attention, per head: query i sees key j when the masks
  * above let it (key lengths, causal j <= i) and |i − j| <= window, the indices i and j
- * compared as they are (also for N != M). Written from that definition, key by key:
- *   scores (N, M) = q kᵀ · scale over those keys, P = their row softmax, out = P v. */
+ * compared as they are (also for N != M; causal bottom-right: |i + M − N − j|). Written from that
+ * definition, key by key: scores (N, M) = q kᵀ · scale over those keys, P = their row softmax, out
+ * = P v. */
 la_status la_ref_local_attention(const la_problem *p, const double *q, const double *k,
                                  const double *v, double *out)
 {
@@ -181,9 +212,18 @@ la_status la_ref_local_attention(const la_problem *p, const double *q, const dou
                 double max = -INFINITY;
                 for (size_t j = 0; j < M; j++) {
                     const bool in_length = !p->key_lengths || (int64_t)j < p->key_lengths[b];
-                    const bool in_past = !p->causal || j <= i;
-                    const bool in_window = (i >= j ? i - j : j - i) <= p->window;
-                    seen[j] = in_length && in_past && in_window;
+                    const bool in_past = ref_in_past(p, i, j);
+                    /* the window is centred on query i's position, i + M − N when
+                     * causal bottom-right (written without negative numbers) */
+                    const size_t pos_i = i + (p->causal && p->causal_align == LA_CAUSAL_BOTTOM_RIGHT
+                                                  ? M
+                                                  : 0),
+                                 pos_j = j + (p->causal && p->causal_align == LA_CAUSAL_BOTTOM_RIGHT
+                                                  ? N
+                                                  : 0);
+                    const bool in_window =
+                        (pos_i >= pos_j ? pos_i - pos_j : pos_j - pos_i) <= p->window;
+                    seen[j] = in_length && in_past && in_window && ref_mask_lets(p, b, h, i, j);
                     if (!seen[j]) continue;
                     double s = 0;
                     for (size_t c = 0; c < dk; c++)
@@ -241,6 +281,7 @@ la_status la_ref_linear_attention(const la_problem *p, const double *q, const do
 {
     la_status st = check(p, q, k, v, out);
     if (st != LA_OK) return st;
+    if (p->mask) return LA_EINVAL; /* key masks only (linattn.h) */
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     /* φ(Q) (N, d_k), φ(K) (M, d_k); prefix[j] = state after keys 0..j-1, for j = 0..M:
      * S (M + 1, d_k, d_v), z (M + 1, d_k). M + 1 fits: M·d_k·8 does (la_problem_check). */
@@ -262,6 +303,8 @@ la_status la_ref_linear_attention(const la_problem *p, const double *q, const do
             double *oh = out + HEAD(p, b, h, N, dv);
             la_ref_feature_map(p->feature_map, q + HEAD(p, b, h, N, dk), phi_q, N * dk);
             la_ref_feature_map(p->feature_map, k + HEAD(p, b, h, M, dk), phi_k, M * dk);
+            for (size_t j = 0; j < M; j++) /* a key the key mask hides adds nothing */
+                if (!ref_mask_lets(p, b, h, 0, j)) memset(phi_k + j * dk, 0, dk * sizeof *phi_k);
             ref_prefix_states(phi_k, vh, M, dk, dv, prefix_S, prefix_z);
             /* out_i = φ(q_i)ᵀ S / (φ(q_i)ᵀ z + eps) with the state of its visible keys */
             for (size_t i = 0; i < N; i++) {
@@ -303,6 +346,7 @@ la_status la_ref_favor_attention(const la_problem *p, const double *q, const dou
 {
     la_status st = check(p, q, k, v, out);
     if (st != LA_OK) return st;
+    if (p->mask || p->key_mask) return LA_EINVAL; /* general masks: not yet */
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, m = p->features;
     size_t n_w, n_q, n_k;
     if (!doubles_fit(m, dk, 1, &n_w) || !doubles_fit(N, m, 1, &n_q) || !doubles_fit(M, m, 1, &n_k))
@@ -408,6 +452,7 @@ la_status la_ref_linear_attention_backward(const la_problem *p, const double *q,
 {
     la_status st = check(p, q, k, v, out);
     if (st != LA_OK) return st;
+    if (p->mask) return LA_EINVAL; /* key masks only (linattn.h) */
     if (!d_out || !d_q || !d_k || !d_v) return LA_EINVAL;
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     /* φ(Q) (N, d_k), φ(K) (M, d_k), dφ(K) (M, d_k), g (d_v); prefix states S (M + 1, d_k,
@@ -435,6 +480,8 @@ la_status la_ref_linear_attention_backward(const la_problem *p, const double *q,
             double *dvh = d_v + HEAD(p, b, h, M, dv);
             la_ref_feature_map(p->feature_map, qh, phi_q, N * dk);
             la_ref_feature_map(p->feature_map, kh, phi_k, M * dk);
+            for (size_t j = 0; j < M; j++) /* a key the key mask hides adds nothing */
+                if (!ref_mask_lets(p, b, h, 0, j)) memset(phi_k + j * dk, 0, dk * sizeof *phi_k);
             memset(dqh, 0, N * dk * sizeof *dqh);
             memset(dphi_k, 0, M * dk * sizeof *dphi_k);
             memset(dvh, 0, M * dv * sizeof *dvh);
@@ -479,9 +526,11 @@ la_status la_ref_linear_attention_backward(const la_problem *p, const double *q,
                 }
             }
             for (size_t j = 0; j < M; j++)
-                for (size_t a = 0; a < dk; a++)
+                for (size_t a = 0; a < dk; a++) /* a hidden key: no gradient */
                     dkh[j * dk + a] =
-                        dphi_k[j * dk + a] * ref_phi_prime(p->feature_map, kh[j * dk + a]);
+                        ref_mask_lets(p, b, h, 0, j)
+                            ? dphi_k[j * dk + a] * ref_phi_prime(p->feature_map, kh[j * dk + a])
+                            : 0;
         }
     }
 done:
@@ -550,6 +599,10 @@ la_status la_ref_softmax_attention_backward(const la_problem *p, const double *q
                 /* P_i: scores, max, exp, normalise */
                 double max = -INFINITY, sum = 0;
                 for (size_t j = 0; j < visible; j++) {
+                    if (!ref_mask_lets(p, b, h, i, j)) { /* hidden by a general mask */
+                        P[j] = -INFINITY;
+                        continue;
+                    }
                     double s = 0;
                     for (size_t c = 0; c < dk; c++)
                         s += qh[i * dk + c] * kh[j * dk + c];
@@ -557,9 +610,10 @@ la_status la_ref_softmax_attention_backward(const la_problem *p, const double *q
                     if (P[j] > max) max = P[j];
                 }
                 for (size_t j = 0; j < visible; j++) {
-                    P[j] = exp(P[j] - max);
+                    P[j] = P[j] == -INFINITY ? 0 : exp(P[j] - max);
                     sum += P[j];
                 }
+                if (sum == 0) continue; /* every key hidden: no gradient */
                 for (size_t j = 0; j < visible; j++)
                     P[j] /= sum;
                 /* dP_ij = d_out_i·v_j, the centre Σ_j P_ij dP_ij, and d_v_j += P_ij d_out_i */
@@ -607,8 +661,9 @@ la_status la_ref_hard_attention_backward(const la_problem *p, const double *q, c
             double *dvh = d_v + HEAD(p, b, h, M, dv);
             for (size_t i = 0; i < N; i++) {
                 const size_t visible = ref_visible_keys(p, b, i);
-                const size_t best = ref_hard_argmax(qh + i * dk, kh, visible, dk, p->scale);
-                if (visible == 0) continue;
+                const size_t best =
+                    ref_hard_argmax(p, b, h, i, qh + i * dk, kh, visible, dk, p->scale);
+                if (best == SIZE_MAX) continue;
                 for (size_t c = 0; c < dv; c++)
                     dvh[best * dv + c] += gh[i * dv + c];
             }
@@ -627,6 +682,7 @@ la_status la_ref_linformer_attention(const la_problem *p, const double *q, const
 {
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
+    if (p->mask || p->key_mask) return LA_EINVAL; /* general masks: not yet */
     if (!q || !k || !v || !out || p->causal || p->proj_rank > p->n_keys) return LA_EINVAL;
     const size_t N = p->n_queries, M = p->n_keys, r = p->proj_rank, dk = p->d_k, dv = p->d_v;
     size_t n_proj, n_kp, n_vp, bytes;
@@ -760,6 +816,7 @@ static la_status ref_score_attention(const la_problem *p, ref_score_kind kind, c
     if (st != LA_OK) return st;
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, da = p->score_dim;
     if (kind == REF_ADDITIVE && (p->score_w == NULL) != (p->score_v == NULL)) return LA_EINVAL;
+    if (kind == REF_ADDITIVE && (p->mask || p->key_mask)) return LA_EINVAL; /* as the kernel */
     size_t n_w = 0, n_v = 0, n_row;
     if (kind == REF_GENERAL && !doubles_fit(dk, dk, 1, &n_w)) return LA_EOVERFLOW;
     if (kind == REF_ADDITIVE && (!doubles_fit(da, dk, 2, &n_w) || !doubles_fit(da, 1, 1, &n_v)))
@@ -793,18 +850,20 @@ static la_status ref_score_attention(const la_problem *p, ref_score_kind kind, c
             for (size_t i = 0; i < N; i++) {
                 const size_t visible = ref_visible_keys(p, b, i);
                 double max = -INFINITY, sum = 0;
-                for (size_t j = 0; j < visible; j++) {
-                    row[j] = ref_score(p, kind, w, wv, qh + i * dk, kh + j * dk);
+                for (size_t j = 0; j < visible; j++) { /* general masks: hidden, NaN */
+                    row[j] = ref_mask_lets(p, b, h, i, j)
+                                 ? ref_score(p, kind, w, wv, qh + i * dk, kh + j * dk)
+                                 : NAN;
                     if (row[j] > max) max = row[j];
                 }
                 for (size_t j = 0; j < visible; j++) {
-                    row[j] = exp(row[j] - max);
+                    row[j] = isnan(row[j]) ? 0 : exp(row[j] - max);
                     sum += row[j];
                 }
                 for (size_t c = 0; c < dv; c++) {
                     double acc = 0;
                     for (size_t j = 0; j < visible; j++)
-                        acc += row[j] / sum * vh[j * dv + c];
+                        acc += row[j] == 0 ? 0 : row[j] / sum * vh[j * dv + c];
                     oh[i * dv + c] = acc; /* no visible key: 0 */
                 }
             }
@@ -846,7 +905,7 @@ la_status la_ref_linear_attention_rotary(const la_problem *p, size_t q_first_pos
 {
     la_status st = check(p, q, k, v, out);
     if (st != LA_OK) return st;
-    if (p->d_k % 2 != 0) return LA_EINVAL;
+    if (p->d_k % 2 != 0 || p->mask || p->key_mask) return LA_EINVAL; /* as the kernel */
     if (q_first_pos > SIZE_MAX - p->n_queries || k_first_pos > SIZE_MAX - p->n_keys)
         return LA_EOVERFLOW;
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
@@ -899,6 +958,7 @@ la_status la_ref_relative_attention(const la_problem *p, const double *q, const 
 {
     la_status st = check(p, q, k, v, out);
     if (st != LA_OK) return st;
+    if (p->mask || p->key_mask) return LA_EINVAL; /* as the kernel */
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     const size_t K = p->max_distance;
     size_t nk, nv;

@@ -147,6 +147,7 @@ static la_status relative_check(const la_problem *p, const void *q, const void *
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!q || !k || !v || !out) return LA_EINVAL;
+    if (la_has_masks(p)) return LA_EINVAL; /* general masks: not yet (linattn.h) */
     size_t rows, nk, nv;
     if (!table_sizes(p->max_distance, p->d_k, p->d_v, &rows, &nk, &nv)) return LA_EOVERFLOW;
     if (elem == sizeof(float) && fabs(p->scale) > FLT_MAX) return LA_EINVAL;
@@ -209,19 +210,30 @@ static wide clipped_sum(wide a, wide b, wide lo, wide hi)
 }
 
 /* One head of an entry with m keys in length. Query i sees seen_i keys (m, causal
- * min(i + 1, m)) and meets the table rows clip(0 − i) .. clip(seen_i − 1 − i), that is
- * clip(m − 1 − i, −K, U) + min(i, K) + 1 distinct distances (U = K, causal 0). Counted:
- * scores q·k 2·d_k per pair, q·a^K 2·d_k per distance and the add, 1 per pair; softmax 5
- * per pair; values 2·d_v per pair, the weight summed into its distance 1 per pair, and
- * a^V 2·d_v per distance. Closed forms in 128-bit integers, rounded once. */
+ * min(i + 1, m); bottom-right la_visible_keys_of, summed row by row) and meets the table rows
+ * clip(0 − i) .. clip(seen_i − 1 − i), that is clip(m − 1 − i, −K, U) + min(i, K) + 1 distinct
+ * distances (U = K, causal 0). Counted: scores q·k 2·d_k per pair, q·a^K 2·d_k per distance and the
+ * add, 1 per pair; softmax 5 per pair; values 2·d_v per pair, the weight summed into its distance 1
+ * per pair, and a^V 2·d_v per distance. Closed forms in 128-bit integers, rounded once. */
 static void relative_head_flops(const la_problem *p, size_t m, la_cost *f)
 {
     if (m == 0) return; /* every row is zeros */
     const wide N = (wide)p->n_queries, M = (wide)m, K = (wide)p->max_distance;
-    const wide pairs =
-        !p->causal ? N * M : (N <= M ? N * (N + 1) / 2 : M * (M + 1) / 2 + (N - M) * M);
-    const wide min_i_k = N <= K + 1 ? N * (N - 1) / 2 : K * (K + 1) / 2 + (N - K - 1) * K;
-    const wide distances = clipped_sum(M - N, M - 1, -K, p->causal ? 0 : K) + min_i_k + N;
+    wide pairs, distances;
+    if (la_causal_square(p)) { /* bottom-right, N != M: row by row (a row may see none) */
+        pairs = distances = 0;
+        for (size_t i = 0; i < p->n_queries; i++) {
+            const wide seen = (wide)la_visible_keys_of(p, m, i), wi = (wide)i;
+            if (seen == 0) continue;
+            const wide hi = seen - 1 - wi < -K ? -K : seen - 1 - wi > K ? K : seen - 1 - wi;
+            pairs += seen;
+            distances += hi + (wi < K ? wi : K) + 1;
+        }
+    } else {
+        pairs = !p->causal ? N * M : (N <= M ? N * (N + 1) / 2 : M * (M + 1) / 2 + (N - M) * M);
+        const wide min_i_k = N <= K + 1 ? N * (N - 1) / 2 : K * (K + 1) / 2 + (N - K - 1) * K;
+        distances = clipped_sum(M - N, M - 1, -K, p->causal ? 0 : K) + min_i_k + N;
+    }
     const double dk = (double)p->d_k, dv = (double)p->d_v;
     const double n_pairs = (double)pairs, n_dist = (double)distances;
     f->flops_qk = n_pairs * (2 * dk + 1) + n_dist * 2 * dk;

@@ -34,8 +34,8 @@ static void FN(relative_rows)(const la_problem *p, size_t m, const REAL *qh, con
         const REAL *qi = qh + i * dk;
         REAL *yi = oh + i * dv;
         memset(yi, 0, dv * sizeof *yi);
-        const size_t seen = p->causal ? (i + 1 < m ? i + 1 : m) : m;
-        if (seen == 0) continue; /* no key: the zero row */
+        const size_t seen = la_visible_keys_of(p, m, i); /* causal: j <= i + o */
+        if (seen == 0) continue;                         /* no key: the zero row */
         /* the table rows the row meets, r_lo .. r_hi: q_i·a^K_r for each, weights 0 */
         const size_t r_lo = distance_index(i, 0, K), r_hi = distance_index(i, seen - 1, K);
         for (size_t r = r_lo; r <= r_hi; r++) {

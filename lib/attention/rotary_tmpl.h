@@ -59,8 +59,8 @@ static void FN(rotary_linear_head)(const la_problem *p, size_t m, size_t q_first
     size_t added = 0; /* keys 0 .. added − 1 are in S and z */
     const size_t all = m;
     for (size_t i = 0; i < N; i++) {
-        /* the keys query i sees: all m, or causal those j <= i */
-        const size_t seen = p->causal ? (i + 1 < all ? i + 1 : all) : all;
+        /* the keys query i sees: all m, or causal those j <= i + o (la_causal_offset) */
+        const size_t seen = la_visible_keys_of(p, all, i);
         for (; added < seen; added++) {
             /* S += R φ(k_j) v_jᵀ, z += φ(k_j) */
             FN(la_feature_map)(p->feature_map, kh + added * dk, phi_k, dk);

@@ -178,15 +178,15 @@ static void FN(additive_block)(const la_problem *p, size_t m, const REAL *a, con
         row_sum[r] = 0;
     }
     memset(acc, 0, rows * dv * sizeof *acc);
-    /* the keys the last row sees (causal: top-left aligned, j <= i) */
-    const size_t key_hi = p->causal && i0 + rows < m ? i0 + rows : m;
+    /* the keys the last row sees (causal: j <= i + o, la_causal_offset) */
+    const size_t key_hi = la_visible_keys_of(p, m, i0 + rows - 1);
 
     for (size_t j0 = 0; j0 < key_hi; j0 += bk) {
         const size_t cols = key_hi - j0 < bk ? key_hi - j0 : bk;
         for (size_t r = 0; r < rows; r++) {
             REAL *srow = s + r * cols;
             const size_t i = i0 + r;
-            const size_t seen = p->causal && i + 1 < m ? i + 1 : m;
+            const size_t seen = la_visible_keys_of(p, m, i);
             const size_t n = seen > j0 ? (seen - j0 < cols ? seen - j0 : cols) : 0;
             const REAL *ai = a + i * da;
             /* s_ij = Σ_a v_a tanh(a_ia + c_ja) over this row's visible keys of the block */
@@ -243,6 +243,7 @@ static la_status FN(additive_attention)(const la_problem *p, const REAL *q, cons
     la_status st = score_check(p, q, k, v, out);
     if (st != LA_OK) return st;
     if ((p->score_w == NULL) != (p->score_v == NULL)) return LA_EINVAL;
+    if (la_has_masks(p)) return LA_EINVAL; /* general masks: not yet (linattn.h) */
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, da = p->score_dim;
     const size_t heads = p->batch * p->heads;
     additive_layout lay;

@@ -385,7 +385,8 @@ LA_AVX512 void la_fused_simd_block(const la_problem *p, size_t b, const float *q
 
 bool la_fused_simd_usable(const la_problem *p)
 {
-    return la_avx512_usable() && p->n_keys <= INT32_MAX;
+    /* general masks (p->mask, p->key_mask): the portable kernel, which tests each pair */
+    return la_avx512_usable() && p->n_keys <= INT32_MAX && !la_has_masks(p);
 }
 
 #else /* not x86-64 with GCC or clang: the BLIS-based kernel only */

@@ -12,6 +12,8 @@
 
 /* The arguments of a backward call: q (B,H,N,d_k), k (B,H,M,d_k), v (B,H,M,d_v), out and
  * d_out (B,H,N,d_v), and the gradients d_q, d_k, d_v shaped as q, k, v. */
+#include "attention/mask_tmpl.h"
+
 typedef struct {
     const REAL *q, *k, *v, *out, *d_out;
     REAL *d_q, *d_k, *d_v;
@@ -30,7 +32,8 @@ static void FN(transpose)(const REAL *x, size_t ld, size_t rows, size_t cols, RE
  * v (M, d_v), out and d_out (N, d_v), lse (N); d_q (N, d_k), d_k (M, d_k), d_v (M, d_v). */
 typedef struct {
     const la_problem *p;
-    size_t b; /* batch entry (for the masks) */
+    size_t b;  /* batch entry (for the masks) */
+    size_t bh; /* head b·H + h (for the general masks) */
     const REAL *qh, *kh, *vh, *oh, *gh;
     const REAL *lse;
     REAL *dqh, *dkh, *dvh;
@@ -108,8 +111,20 @@ static void FN(block_backward)(const FN(head) * hd, size_t i0, size_t rows, size
     /* P = exp(s·scale − lse), dS = P ∘ (dP − D) · scale; hidden pairs 0 */
     for (size_t r = 0; r < rows; r++) {
         REAL *srow = w->s + r * cols, *dsrow = w->ds + r * cols;
-        const size_t n = keys_in_block(p, hd->b, i0 + r, j0, cols);
-        if (n > 0) {
+        size_t n = keys_in_block(p, hd->b, i0 + r, j0, cols);
+        if (n > 0 && la_has_masks(p)) { /* general masks: P = 0 where hidden */
+            for (size_t c = 0; c < n; c++)
+                srow[c] *= scale;
+            if (hd->lse[i0 + r] == -INFINITY) /* the row sees no key */
+                n = 0;
+            else {
+                (void)FN(mask_scores)(p, hd->bh, i0 + r, j0, srow, n);
+                (void)FN(masked_exp_sum)(srow, n, hd->lse[i0 + r]);
+                const REAL d = w->row[r];
+                for (size_t c = 0; c < n; c++)
+                    dsrow[c] = srow[c] * (dsrow[c] - d) * scale;
+            }
+        } else if (n > 0) {
             for (size_t c = 0; c < n; c++)
                 srow[c] *= scale;
             (void)EXP_SHIFT_SUM(srow, n, hd->lse[i0 + r]);
@@ -190,6 +205,16 @@ static void FN(lse_block)(const FN(head) * hd, size_t i0, size_t rows, FN(scratc
                 srow[c] *= scale;
                 block_max = srow[c] > block_max ? srow[c] : block_max;
             }
+            if (la_has_masks(p)) { /* general masks: the kept keys' maximum and sum */
+                block_max = FN(mask_scores)(p, hd->bh, i0 + r, j0, srow, n);
+                if (block_max == -INFINITY) continue; /* every key of the block hidden */
+                if (block_max > m[r]) {
+                    if (l[r] > 0) l[r] *= EXP(m[r] - block_max);
+                    m[r] = block_max;
+                }
+                l[r] += FN(masked_exp_sum)(srow, n, m[r]);
+                continue;
+            }
             if (block_max > m[r]) {
                 if (l[r] > 0) l[r] *= EXP(m[r] - block_max);
                 m[r] = block_max;
@@ -209,6 +234,7 @@ static FN(head)
     FN(head) hd;
     hd.p = p;
     hd.b = b;
+    hd.bh = b * p->heads + h;
     hd.qh = a->q + head_offset(p, b, h, N, dk);
     hd.kh = a->k + head_offset(p, b, h, M, dk);
     hd.vh = a->v + head_offset(p, b, h, M, dv);
@@ -369,8 +395,17 @@ static la_status FN(softmax_materialized_backward)(const la_problem *p, const FN
                          (ptrdiff_t)dk, 0, s, (ptrdiff_t)M, 1);
                 for (size_t r = 0; r < rows; r++) {
                     REAL *srow = s + r * M;
-                    const size_t n = la_visible_keys(p, b, i0 + r);
-                    if (n > 0) {
+                    size_t n = la_visible_keys(p, b, i0 + r);
+                    if (n > 0 && la_has_masks(p)) { /* general masks: hidden keys weigh 0 */
+                        const REAL max = FN(mask_scores)(p, bh, i0 + r, 0, srow, n);
+                        if (max == -INFINITY)
+                            n = 0; /* every key hidden: the empty row */
+                        else {
+                            const REAL sum = FN(masked_exp_sum)(srow, n, max);
+                            for (size_t c = 0; c < n; c++)
+                                srow[c] /= sum;
+                        }
+                    } else if (n > 0) {
                         REAL max = srow[0];
                         for (size_t c = 1; c < n; c++)
                             max = srow[c] > max ? srow[c] : max;
@@ -395,8 +430,8 @@ static la_status FN(softmax_materialized_backward)(const la_problem *p, const FN
                 const size_t seen = kmax - j0 < cols ? kmax - j0 : cols;
                 memset(dvb + seen * dv, 0, (cols - seen) * dv * sizeof *dvb);
                 memset(dkb + seen * dk, 0, (cols - seen) * dk * sizeof *dkb);
-                /* the first query that sees key j0 (j0 < kmax <= N when causal) */
-                const size_t first = p->causal ? j0 : 0;
+                /* the first query that sees key j0 (< N: j0 < kmax, so some query does) */
+                const size_t first = la_first_query_seeing(p, j0);
                 GEMM(seen, dv, N - first, 1, P + first * M + j0, 1, (ptrdiff_t)M,
                      hd.gh + first * dv, (ptrdiff_t)dv, 1, 0, dvb, (ptrdiff_t)dv, 1);
             }
@@ -435,7 +470,7 @@ static la_status FN(softmax_materialized_backward)(const la_problem *p, const FN
                 const size_t j0 = t * BK_MAT, cols = M - j0 < BK_MAT ? M - j0 : BK_MAT;
                 if (j0 >= kmax) continue; /* zeroed above, as the keys past kmax */
                 const size_t seen = kmax - j0 < cols ? kmax - j0 : cols;
-                const size_t first = p->causal ? j0 : 0;
+                const size_t first = la_first_query_seeing(p, j0);
                 GEMM(seen, dk, N - first, scale, P + first * M + j0, 1, (ptrdiff_t)M,
                      hd.qh + first * dk, (ptrdiff_t)dk, 1, 0, hd.dkh + j0 * dk, (ptrdiff_t)dk, 1);
             }
@@ -484,7 +519,7 @@ static la_status FN(hard_backward)(const la_problem *p, const FN(grad_args) * a)
             const size_t bh = t / q_blocks, i0 = (t % q_blocks) * Q_BLOCK_HARD;
             const FN(head) hd = FN(head_of)(p, a, NULL, bh / p->heads, bh % p->heads);
             FN(la_hard_argmax)
-            (p, hd.b, hd.qh, hd.kh, i0, N - i0 < bq ? N - i0 : bq, s, best_score,
+            (p, hd.bh, hd.qh, hd.kh, i0, N - i0 < bq ? N - i0 : bq, s, best_score,
              best + bh * N + i0);
         }
         /* d_v_j += d_out_i for each query i, in order, whose argmax is j */

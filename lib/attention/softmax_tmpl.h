@@ -12,6 +12,8 @@
 
 #define EXP_SHIFT_SUM FN(la_exp_shift_sum)
 
+#include "attention/mask_tmpl.h"
+
 /* Scores of one block: s (rows × cols, row-major, leading dimension cols) =
  * q[i0 .. i0+rows) · k[j0 .. j0+cols)ᵀ · scale.
  *   qh: (N, d_k) and kh: (M, d_k) row-major, one head. Kᵀ is k read with swapped
@@ -40,11 +42,12 @@ static REAL FN(row_max)(const REAL *x, size_t n)
  *   s: (Q_BLOCK · K_BLOCK) scratch, row_max and row_sum: (Q_BLOCK) scratch;
  *   lse: NULL, or (rows): the rows' log Σ_j exp(s_ij) (-inf for a row that sees no key).
  * The output rows double as the accumulator of Σ_j exp(s_ij - m_i) v_j. */
-static void FN(fused_block)(const la_problem *p, size_t b, const REAL *qh, const REAL *kh,
+static void FN(fused_block)(const la_problem *p, size_t hd, const REAL *qh, const REAL *kh,
                             const REAL *vh, REAL *oh, size_t i0, size_t rows, REAL *s,
                             REAL *row_max, REAL *row_sum, REAL *lse)
 {
-    const size_t dv = p->d_v;
+    const size_t dv = p->d_v, b = hd / p->heads;
+    const bool masked = la_has_masks(p);
     REAL *acc = oh + i0 * dv;
     /* The last row sees the most keys: blocks at or past its frontier are skipped. */
     const size_t key_end = la_visible_keys(p, b, i0 + rows - 1);
@@ -66,9 +69,13 @@ static void FN(fused_block)(const la_problem *p, size_t b, const REAL *qh, const
         for (size_t r = 0; r < rows; r++) {
             REAL *srow = s + r * cols;
             const size_t visible = la_visible_keys(p, b, i0 + r);
-            const size_t n = visible <= j0 ? 0 : (visible - j0 < cols ? visible - j0 : cols);
+            size_t n = visible <= j0 ? 0 : (visible - j0 < cols ? visible - j0 : cols);
+            /* general masks: hidden scores -inf, and a block they hide whole adds nothing */
+            const REAL block_max = n == 0   ? -INFINITY
+                                   : masked ? FN(mask_scores)(p, hd, i0 + r, j0, srow, n)
+                                            : FN(row_max)(srow, n);
+            if (masked && block_max == -INFINITY) n = 0;
             if (n > 0) {
-                const REAL block_max = FN(row_max)(srow, n);
                 if (block_max > row_max[r]) {
                     if (row_sum[r] > 0) { /* something accumulated: rescale it */
                         const REAL alpha = EXP(row_max[r] - block_max);
@@ -79,7 +86,8 @@ static void FN(fused_block)(const la_problem *p, size_t b, const REAL *qh, const
                     }
                     row_max[r] = block_max;
                 }
-                row_sum[r] += EXP_SHIFT_SUM(srow, n, row_max[r]);
+                row_sum[r] += masked ? FN(masked_exp_sum)(srow, n, row_max[r])
+                                     : EXP_SHIFT_SUM(srow, n, row_max[r]);
             }
             if (n < cols) memset(srow + n, 0, (cols - n) * sizeof *srow);
         }
@@ -110,9 +118,11 @@ static void FN(fused_block)(const la_problem *p, size_t b, const REAL *qh, const
  * which must pick the same keys, bit for bit) share it.
  *   qh: (N, d_k), kh: (M, d_k) row-major; s: (Q_BLOCK · K_BLOCK) scratch,
  *   best_score: (Q_BLOCK) scratch, best_key: (rows). */
-void FN(la_hard_argmax)(const la_problem *p, size_t b, const REAL *qh, const REAL *kh, size_t i0,
+void FN(la_hard_argmax)(const la_problem *p, size_t hd, const REAL *qh, const REAL *kh, size_t i0,
                         size_t rows, REAL *s, REAL *best_score, size_t *best_key)
 {
+    const size_t b = hd / p->heads;
+    const bool masked = la_has_masks(p);
     const size_t key_end = la_visible_keys(p, b, i0 + rows - 1);
     for (size_t r = 0; r < rows; r++) {
         best_score[r] = -INFINITY;
@@ -125,11 +135,14 @@ void FN(la_hard_argmax)(const la_problem *p, size_t b, const REAL *qh, const REA
         /* running argmax over visible keys, ties to the lowest j: the block's max
          * (vectorised), then its first occurrence; an earlier block keeps a tie (strict >) */
         for (size_t r = 0; r < rows; r++) {
-            const REAL *srow = s + r * cols;
+            REAL *srow = s + r * cols;
             const size_t visible = la_visible_keys(p, b, i0 + r);
             const size_t n = visible <= j0 ? 0 : (visible - j0 < cols ? visible - j0 : cols);
             if (n == 0) continue;
-            const REAL block_max = FN(row_max)(srow, n);
+            /* general masks: hidden scores -inf (never equal to a kept maximum) */
+            const REAL block_max =
+                masked ? FN(mask_scores)(p, hd, i0 + r, j0, srow, n) : FN(row_max)(srow, n);
+            if (masked && block_max == -INFINITY) continue; /* every key here hidden */
             if (best_key[r] == SIZE_MAX || block_max > best_score[r]) {
                 size_t c = 0; /* (c + 1 < n: stays in the row even if a score is NaN) */
                 while (c + 1 < n && !(srow[c] == block_max))
@@ -144,12 +157,12 @@ void FN(la_hard_argmax)(const la_problem *p, size_t b, const REAL *qh, const REA
 /* Hard attention for the query rows i0 .. i0+rows-1 of one head: out row i = v row
  * argmax_j s_ij over visible j, ties to the lowest j; zeros when no key is visible.
  *   s: (Q_BLOCK · K_BLOCK) scratch, best_score: (Q_BLOCK), best_key: (Q_BLOCK). */
-static void FN(hard_block)(const la_problem *p, size_t b, const REAL *qh, const REAL *kh,
+static void FN(hard_block)(const la_problem *p, size_t hd, const REAL *qh, const REAL *kh,
                            const REAL *vh, REAL *oh, size_t i0, size_t rows, REAL *s,
                            REAL *best_score, size_t *best_key)
 {
     const size_t dv = p->d_v;
-    FN(la_hard_argmax)(p, b, qh, kh, i0, rows, s, best_score, best_key);
+    FN(la_hard_argmax)(p, hd, qh, kh, i0, rows, s, best_score, best_key);
     /* out_i = v_{argmax} */
     for (size_t r = 0; r < rows; r++) {
         REAL *orow = oh + (i0 + r) * dv;
@@ -221,9 +234,10 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
             la_fused_simd_block(p, tk.b, (const float *)qh, (const float *)kh, (const float *)vh,
                                 (float *)oh, i0, rows, (float *)mine, (float *)lse_rows);
         else if (kind == FN(RUN_FUSED))
-            FN(fused_block)(p, tk.b, qh, kh, vh, oh, i0, rows, s, row_a, (REAL *)row_b, lse_rows);
-        else
-            FN(hard_block)(p, tk.b, qh, kh, vh, oh, i0, rows, s, row_a, (size_t *)row_b);
+            FN(fused_block)
+        (p, tk.b * p->heads + tk.h, qh, kh, vh, oh, i0, rows, s, row_a, (REAL *)row_b, lse_rows);
+        else FN(hard_block)(p, tk.b * p->heads + tk.h, qh, kh, vh, oh, i0, rows, s, row_a,
+                            (size_t *)row_b);
     }
     free(scratch);
     return LA_OK;
@@ -301,8 +315,17 @@ static la_status FN(softmax_attention_materialized)(const la_problem *p, const R
             /* P = softmax of each row over its visible keys: exp(s - max) / Σ exp(s - max) */
             for (size_t r = 0; r < rows; r++) {
                 REAL *srow = s + r * M;
-                const size_t n = la_visible_keys(p, b, i0 + r);
-                if (n > 0) {
+                size_t n = la_visible_keys(p, b, i0 + r);
+                if (n > 0 && la_has_masks(p)) { /* general masks: hidden keys weigh 0 */
+                    const REAL max = FN(mask_scores)(p, bh, i0 + r, 0, srow, n);
+                    if (max == -INFINITY)
+                        n = 0; /* every key hidden: the empty row */
+                    else {
+                        const REAL sum = FN(masked_exp_sum)(srow, n, max);
+                        for (size_t c = 0; c < n; c++)
+                            srow[c] /= sum;
+                    }
+                } else if (n > 0) {
                     const REAL sum = EXP_SHIFT_SUM(srow, n, FN(row_max)(srow, n));
                     for (size_t c = 0; c < n; c++)
                         srow[c] /= sum;

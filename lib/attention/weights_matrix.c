@@ -52,7 +52,8 @@ static bool weights_kind_of(la_kernel kernel, weights_kind *kind)
 }
 
 /* The keys [*first, *end) query i of batch entry b sees: [0, la_visible_keys), and for
- * local attention only those within its window, max(0, i − r) <= j <= i + r. */
+ * local attention only those within its window, max(0, i − r) <= j <= i + r (i the
+ * query's position: i + M − N when causal bottom-right, la_causal_offset). */
 static void row_keys(weights_kind kind, const la_problem *p, size_t b, size_t i, size_t *first,
                      size_t *end)
 {
@@ -60,6 +61,8 @@ static void row_keys(weights_kind kind, const la_problem *p, size_t b, size_t i,
     *end = la_visible_keys(p, b, i);
     if (kind != WEIGHTS_LOCAL) return;
     const size_t r = p->window;
+    if (*end == 0) return; /* bottom-right: a query before the first key sees none */
+    i = (size_t)((ptrdiff_t)i + la_causal_offset(p)); /* >= 0 when it sees a key */
     *first = i > r ? i - r : 0;
     if (r < p->n_keys && i + r + 1 < *end) *end = i + r + 1; /* i, r < M: no overflow */
     if (*first > *end) *first = *end;                        /* empty, and never past the keys */

@@ -12,13 +12,14 @@ static double FN(max_abs)(const REAL *x, size_t n)
     return m;
 }
 
-/* One task: the weights of query rows i0 .. i0+rows-1 of head (b, h).
+/* One task: the weights of query rows i0 .. i0+rows-1 of head hd = b·H + h.
  *   qh: (N, d_k), kh: (M, d_k), wh: (N, M) row-major, the head's slice of out;
  *   phi: (M + ROWS) · d_k scratch (linear only): φ(K), then φ(q_blk). */
-static void FN(weights_block)(weights_kind kind, const la_problem *p, size_t b, const REAL *qh,
+static void FN(weights_block)(weights_kind kind, const la_problem *p, size_t hd, const REAL *qh,
                               const REAL *kh, REAL *wh, size_t i0, size_t rows, REAL *phi)
 {
-    const size_t M = p->n_keys, dk = p->d_k;
+    const size_t M = p->n_keys, dk = p->d_k, b = hd / p->heads;
+    const bool masked = la_has_masks(p);
     REAL *w = wh + i0 * M;
     /* w = q_blk · kᵀ · scale (softmax, hard) or φ(q_blk) · φ(K)ᵀ (linear): rows × M */
     if (kind == WEIGHTS_LINEAR) {
@@ -38,7 +39,23 @@ static void FN(weights_block)(weights_kind kind, const la_problem *p, size_t b, 
         size_t first, visible; /* the keys [first, visible) (first > 0: local only) */
         row_keys(kind, p, b, i0 + r, &first, &visible);
         if (first > 0) memset(row, 0, first * sizeof *row);
-        if ((kind == WEIGHTS_SOFTMAX || kind == WEIGHTS_LOCAL) && visible > first) {
+        if (masked && kind != WEIGHTS_LINEAR) {
+            /* general masks: the row over its kept keys, hidden entries 0 (none kept: 0) */
+            size_t best = SIZE_MAX;
+            for (size_t j = first; j < visible; j++)
+                if (!la_mask_hides(p, hd, i0 + r, j) && (best == SIZE_MAX || row[j] > row[best]))
+                    best = j;
+            const REAL max = best != SIZE_MAX ? row[best] : 0; /* before row[best] changes */
+            double sum = 0;
+            for (size_t j = first; j < visible; j++) {
+                const bool kept = best != SIZE_MAX && !la_mask_hides(p, hd, i0 + r, j);
+                row[j] = !kept ? 0 : kind == WEIGHTS_HARD ? (REAL)(j == best) : EXP(row[j] - max);
+                sum += (double)row[j];
+            }
+            if (kind != WEIGHTS_HARD && sum > 0)
+                for (size_t j = first; j < visible; j++)
+                    row[j] = (REAL)((double)row[j] / sum);
+        } else if ((kind == WEIGHTS_SOFTMAX || kind == WEIGHTS_LOCAL) && visible > first) {
             /* exp(s_j − max) / Σ exp(s_j − max) */
             REAL m = row[first];
             for (size_t j = first + 1; j < visible; j++)
@@ -61,8 +78,10 @@ static void FN(weights_block)(weights_kind kind, const la_problem *p, size_t b, 
             /* numerators φ(q_i)·φ(k_j) >= 0 over (their sum + eps); a zero denominator is
              * the empty row */
             double den = p->eps;
-            for (size_t j = 0; j < visible; j++)
+            for (size_t j = 0; j < visible; j++) {
+                if (masked && la_mask_hides(p, hd, i0 + r, j)) row[j] = 0; /* key mask */
                 den += (double)row[j];
+            }
             if (den != 0) {
                 for (size_t j = 0; j < visible; j++)
                     row[j] = (REAL)((double)row[j] / den);
@@ -85,6 +104,8 @@ static la_status FN(attention_weights)(la_kernel kernel, const la_problem *p, co
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!la_causal_allowed(info, p->causal) || !q || !k || !out) return LA_EINVAL;
+    /* general masks: softmax, hard and local both, linear the key mask (linattn.h) */
+    if (kind == WEIGHTS_LINEAR && p->mask) return LA_EINVAL;
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, heads = p->batch * p->heads;
     size_t per_head, total, q_count, k_count;
     if (!la_mul_ok(N, M, &per_head) || !la_mul_ok(per_head, heads, &total) ||
@@ -121,8 +142,7 @@ static la_status FN(attention_weights)(la_kernel kernel, const la_problem *p, co
         REAL *phi =
             scratch ? scratch + (size_t)omp_get_thread_num() * (per_thread / sizeof(REAL)) : NULL;
         FN(weights_block)
-        (kind, p, head / p->heads, q + head * N * dk, k + head * M * dk, out + head * per_head, i0,
-         rows, phi);
+        (kind, p, head, q + head * N * dk, k + head * M * dk, out + head * per_head, i0, rows, phi);
     }
     free(scratch);
     return LA_OK;

@@ -63,8 +63,33 @@ void la_fused_simd_exp2(const float *x, float *y, size_t n);
 /* Keys of batch entry b that the key-length mask leaves visible: min(M, L_b). */
 size_t la_keys_in_length(const la_problem *p, size_t b);
 
-/* Number of keys visible to query i of batch entry b: min(M, L_b, causal ? i + 1 : M). */
+/* The causal diagonal's offset o: query i sees key j <= i + o. 0 without causal or
+ * top-left, M − N bottom-right (p->causal_align). */
+ptrdiff_t la_causal_offset(const la_problem *p);
+
+/* Whether p is causal with o != 0 (bottom-right, N != M): the kernels written for the
+ * top-left diagonal (linear and FAVOR+ causal, their backward) then run the equivalent
+ * square problem (lib/attention/align.c). */
+bool la_causal_square(const la_problem *p);
+
+/* Number of keys visible to query i of batch entry b: min(M, L_b, causal ? max(0, i + o
+ * + 1) : M), o = la_causal_offset(p). Never decreases with i. */
 size_t la_visible_keys(const la_problem *p, size_t b, size_t i);
+
+/* la_visible_keys for an entry whose key lengths leave m keys visible: min(m, causal ?
+ * max(0, i + o + 1) : m). */
+size_t la_visible_keys_of(const la_problem *p, size_t m, size_t i);
+
+/* The first query the causal mask lets see key j: max(0, j − o), 0 without causal
+ * (key lengths not applied; may be >= N when no query sees j). */
+size_t la_first_query_seeing(const la_problem *p, size_t j);
+
+/* Whether p has a general mask (p->mask or p->key_mask): the kernels then test each
+ * (query, key) pair of the visible prefix with la_mask_hides. */
+bool la_has_masks(const la_problem *p);
+
+/* Whether p->mask or p->key_mask hides key j from query i of head hd = b·H + h. */
+bool la_mask_hides(const la_problem *p, size_t hd, size_t i, size_t j);
 
 /* la_visible_pairs for an entry whose key lengths leave m keys visible. */
 double la_visible_pairs_of(const la_problem *p, size_t m);

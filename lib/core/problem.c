@@ -15,6 +15,7 @@ void la_problem_init(la_problem *p, size_t batch, size_t heads, size_t n_queries
     p->d_k = d_k;
     p->d_v = d_v;
     p->causal = 0;
+    p->causal_align = LA_CAUSAL_TOP_LEFT;
     p->key_lengths = NULL;
     p->scale = d_k > 0 ? 1.0 / sqrt((double)d_k) : 1.0;
     p->feature_map = LA_FEATURE_ELU1;
@@ -55,6 +56,8 @@ la_status la_problem_check(const la_problem *p)
         p->d_v == 0)
         return LA_EINVAL;
     if (p->causal != 0 && p->causal != 1) return LA_EINVAL;
+    if (p->causal_align != LA_CAUSAL_TOP_LEFT && p->causal_align != LA_CAUSAL_BOTTOM_RIGHT)
+        return LA_EINVAL;
     if (!isfinite(p->scale)) return LA_EINVAL;
     if (!(isfinite(p->eps) && p->eps >= 0)) return LA_EINVAL;
     if (!la_feature_map_ok(p->feature_map)) return LA_EINVAL;
@@ -63,6 +66,8 @@ la_status la_problem_check(const la_problem *p)
         return LA_EINVAL;
     if ((p->proj_e == NULL) != (p->proj_f == NULL)) return LA_EINVAL; /* both or neither */
     if (p->max_distance == 0 || (p->rel_k == NULL) != (p->rel_v == NULL)) return LA_EINVAL;
+    if (p->mask_per_head != 0 && p->mask_per_head != 1) return LA_EINVAL;
+    if (p->mask_per_head && !p->mask) return LA_EINVAL;
     if (p->key_lengths) {
         for (size_t b = 0; b < p->batch; b++)
             if (p->key_lengths[b] < 0 || (uint64_t)p->key_lengths[b] > p->n_keys) return LA_EINVAL;
@@ -70,6 +75,7 @@ la_status la_problem_check(const la_problem *p)
     if (!array_fits(p, p->n_queries, p->d_k) || !array_fits(p, p->n_keys, p->d_k) ||
         !array_fits(p, p->n_keys, p->d_v) || !array_fits(p, p->n_queries, p->d_v))
         return LA_EOVERFLOW;
+    if (p->mask && !array_fits(p, p->n_queries, p->n_keys)) return LA_EOVERFLOW;
     return LA_OK;
 }
 
@@ -80,20 +86,56 @@ size_t la_keys_in_length(const la_problem *p, size_t b)
     return m;
 }
 
+ptrdiff_t la_causal_offset(const la_problem *p)
+{
+    if (!p->causal || p->causal_align != LA_CAUSAL_BOTTOM_RIGHT) return 0;
+    /* N, M < SIZE_MAX / 8 (la_problem_check's array sizes): both fit in ptrdiff_t */
+    return (ptrdiff_t)p->n_keys - (ptrdiff_t)p->n_queries;
+}
+
+bool la_causal_square(const la_problem *p)
+{
+    return p && p->causal == 1 && p->causal_align == LA_CAUSAL_BOTTOM_RIGHT &&
+           p->n_queries != p->n_keys;
+}
+
 size_t la_visible_keys(const la_problem *p, size_t b, size_t i)
 {
-    size_t m = la_keys_in_length(p, b);
-    if (p->causal && i + 1 < m) m = i + 1;
-    return m;
+    return la_visible_keys_of(p, la_keys_in_length(p, b), i);
+}
+
+size_t la_visible_keys_of(const la_problem *p, size_t m, size_t i)
+{
+    if (!p->causal) return m;
+    /* query i sees j <= i + o: i + o + 1 keys, none when that is <= 0 */
+    const ptrdiff_t end = (ptrdiff_t)i + la_causal_offset(p) + 1;
+    if (end <= 0) return 0;
+    return (size_t)end < m ? (size_t)end : m;
+}
+
+size_t la_first_query_seeing(const la_problem *p, size_t j)
+{
+    if (!p->causal) return 0;
+    /* j <= i + o  <=>  i >= j − o */
+    const ptrdiff_t first = (ptrdiff_t)j - la_causal_offset(p);
+    return first > 0 ? (size_t)first : 0;
+}
+
+/* Σ_{i=0}^{y-1} min(x, m) for the integers x = 0 .. y − 1, 0 for y <= 0. */
+static double clamped_prefix(double y, double m)
+{
+    if (y <= 0) return 0;
+    if (y <= m + 1) return y * (y - 1) / 2;
+    return m * (m + 1) / 2 + (y - m - 1) * m;
 }
 
 double la_visible_pairs_of(const la_problem *p, size_t m)
 {
     double n = (double)p->n_queries;
     if (!p->causal) return n * (double)m;
-    /* Σ_i min(i + 1, m): a triangle of queries 0..m-1, then full rows. */
-    double tri_rows = n < (double)m ? n : (double)m;
-    return tri_rows * (tri_rows + 1) / 2 + (n - tri_rows) * (double)m;
+    /* Σ_i clamp(i + o + 1, 0, m) = prefix(n + t) − prefix(t), t = o + 1 */
+    const double t = (double)la_causal_offset(p) + 1;
+    return clamped_prefix(n + t, (double)m) - clamped_prefix(t, (double)m);
 }
 
 double la_visible_pairs(const la_problem *p, size_t b)
@@ -126,4 +168,18 @@ la_status la_feature_map_parse(const char *name, la_feature_map *out)
         return LA_OK;
     }
     return LA_EINVAL;
+}
+
+bool la_has_masks(const la_problem *p)
+{
+    return p->mask || p->key_mask;
+}
+
+bool la_mask_hides(const la_problem *p, size_t hd, size_t i, size_t j)
+{
+    const size_t M = p->n_keys;
+    if (p->key_mask && p->key_mask[(hd / p->heads) * M + j]) return true;
+    if (!p->mask) return false;
+    const size_t head = p->mask_per_head ? hd : 0;
+    return p->mask[(head * p->n_queries + i) * M + j] != 0;
 }

@@ -29,6 +29,7 @@ static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 size_t la_npy_dtype_size(la_npy_dtype dtype)
 {
     switch (dtype) {
+    case LA_NPY_BOOL: return 1;
     case LA_NPY_F16:
     case LA_NPY_BF16: return 2;
     case LA_NPY_F32:
@@ -101,7 +102,7 @@ static bool is_ident_char(char ch)
            ch == '_';
 }
 
-/* The dtype a descr names: '<f2', '<f4', '<f8', '<i4', '<i8', and '<V2' read as bfloat16
+/* The dtype a descr names: '<f2', '<f4', '<f8', '<i4', '<i8', '|b1', and '<V2' read as bfloat16
  * (NumPy has no bfloat16: ml_dtypes' bfloat16 arrays are saved with descr '<V2', and a
  * V2 view of their bits with '|V2'); on this little-endian host '=' (native) and '|'
  * (NumPy reads it as native) mean the same. */
@@ -110,8 +111,8 @@ static la_status parse_descr(const char *s, size_t len, la_npy_dtype *dtype, con
     static const struct {
         const char *code;
         la_npy_dtype dtype;
-    } known[] = {{"f2", LA_NPY_F16}, {"V2", LA_NPY_BF16}, {"f4", LA_NPY_F32},
-                 {"f8", LA_NPY_F64}, {"i4", LA_NPY_I32},  {"i8", LA_NPY_I64}};
+    } known[] = {{"f2", LA_NPY_F16}, {"V2", LA_NPY_BF16}, {"f4", LA_NPY_F32}, {"f8", LA_NPY_F64},
+                 {"i4", LA_NPY_I32}, {"i8", LA_NPY_I64},  {"b1", LA_NPY_BOOL}};
     if (len == 3 && (s[0] == '<' || s[0] == '=' || s[0] == '|')) {
         for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
             if (memcmp(s + 1, known[i].code, 2) == 0) {
@@ -124,7 +125,7 @@ static la_status parse_descr(const char *s, size_t len, la_npy_dtype *dtype, con
         *why = "big-endian data is not supported";
     else
         *why = "unsupported dtype (need little-endian float16, bfloat16 (V2), float32, float64, "
-               "int32 or int64)";
+               "int32, int64 or bool)";
     return LA_EDTYPE;
 }
 
@@ -568,6 +569,7 @@ static const char *descr_of(la_npy_dtype dtype)
     case LA_NPY_F64: return "<f8";
     case LA_NPY_I32: return "<i4";
     case LA_NPY_I64: return "<i8";
+    case LA_NPY_BOOL: return "|b1";
     }
     return NULL;
 }

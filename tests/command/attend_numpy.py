@@ -36,14 +36,21 @@ TOL = {"float32": 1e-5, "float64": 1e-12}
 # ---------------------------------------------------------------- the reference
 
 
+def causal_offset(n, m, causal):
+    """The causal diagonal: query i sees keys j <= i + offset; causal True is top-left
+    (offset 0), "bottom-right" offset M − N (--causal-align bottom-right)."""
+    return m - n if causal == "bottom-right" else 0
+
+
 def visible_keys(n, m, causal, lengths, batch):
     """(B, N): how many keys (a prefix 0..count-1) query i of batch entry b sees:
-    min(M, L_b, i + 1 when causal)."""
+    min(M, L_b, max(0, i + 1 + offset) when causal)."""
     count = np.full((batch, n), m, dtype=np.int64)
     if lengths is not None:
         count = np.minimum(count, np.asarray(lengths, dtype=np.int64)[:, None])
     if causal:
-        count = np.minimum(count, np.arange(1, n + 1)[None, :])
+        ends = np.arange(1, n + 1) + causal_offset(n, m, causal)
+        count = np.minimum(count, np.maximum(ends, 0)[None, :])
     return count
 
 
@@ -53,12 +60,15 @@ def key_mask(n, m, causal, lengths, batch):
     return (np.arange(m)[None, None, :] < count[:, :, None])[:, None, :, :]
 
 
-def ref_softmax(q, k, v, scale, causal, lengths):
+def ref_softmax(q, k, v, scale, causal, lengths, allowed=None):
     """softmax(q kᵀ · scale) v over visible keys; zero rows where none is visible.
-    q, k, v: (B, H, ·, ·) float64."""
+    q, k, v: (B, H, ·, ·) float64; allowed: None, or (B, H, N, M) boolean, the pairs
+    --mask and --key-padding-mask leave (combined with the other masks)."""
     b, _, n, _ = q.shape
     m = k.shape[2]
     mask = key_mask(n, m, causal, lengths, b)
+    if allowed is not None:
+        mask = mask & allowed
     scores = np.einsum("bhnd,bhmd->bhnm", q, k) * scale
     scores = np.where(mask, scores, -np.inf)
     row_max = scores.max(axis=-1, keepdims=True)
@@ -69,14 +79,18 @@ def ref_softmax(q, k, v, scale, causal, lengths):
     return weights @ v
 
 
-def ref_local(q, k, v, scale, causal, lengths, window):
+def ref_local(q, k, v, scale, causal, lengths, window, allowed=None):
     """Restricted (local) softmax: softmax over the visible keys j with |i − j| <= window
     (i and j compared as indices, also for M != N), written as its own window mask on the
     score matrix; zero rows where no key is left."""
     b, _, n, _ = q.shape
     m = k.shape[2]
-    distance = np.abs(np.arange(n)[:, None] - np.arange(m)[None, :])  # (N, M)
+    # query i sits at position i (+ M − N causal bottom-right)
+    position = np.arange(n) + causal_offset(n, m, causal)
+    distance = np.abs(position[:, None] - np.arange(m)[None, :])  # (N, M)
     mask = key_mask(n, m, causal, lengths, b) & (distance <= window)[None, None]
+    if allowed is not None:
+        mask = mask & allowed
     scores = np.where(mask, np.einsum("bhnd,bhmd->bhnm", q, k) * scale, -np.inf)
     row_max = scores.max(axis=-1, keepdims=True)
     row_max = np.where(np.isfinite(row_max), row_max, 0.0)
@@ -86,12 +100,14 @@ def ref_local(q, k, v, scale, causal, lengths, window):
     return weights @ v
 
 
-def ref_hard(q, k, v, scale, causal, lengths):
+def ref_hard(q, k, v, scale, causal, lengths, allowed=None):
     """v row of argmax_j (q·k_j · scale) over visible keys, ties to the lowest j
     (np.argmax returns the first maximum); zero rows where none is visible."""
     b, h, n, _ = q.shape
     m = k.shape[2]
     mask = np.broadcast_to(key_mask(n, m, causal, lengths, b), (b, h, n, m))
+    if allowed is not None:
+        mask = mask & allowed
     scores = np.where(mask, np.einsum("bhnd,bhmd->bhnm", q, k) * scale, -np.inf)
     best = scores.argmax(axis=-1)  # (B, H, N)
     out = np.take_along_axis(v, best[..., None], axis=2)  # (B, H, N, d_v)
@@ -104,12 +120,15 @@ def phi(x, feature_map):
     return np.where(x >= 0, x + 1.0, np.exp(np.minimum(x, 0.0)))  # elu(x) + 1
 
 
-def ref_linear(q, k, v, feature_map, eps, causal, lengths):
+def ref_linear(q, k, v, feature_map, eps, causal, lengths, keys_allowed=None):
     """φ(q_i)ᵀ S_i / (φ(q_i)ᵀ z_i + eps) with S_i, z_i the prefix sums over the keys
-    query i sees; zero rows where none is visible."""
+    query i sees; zero rows where none is visible. keys_allowed: None, or (B, M) boolean,
+    the keys --key-padding-mask leaves (an ignored key adds nothing to S or z)."""
     b, h, n, _ = q.shape
     m = k.shape[2]
     fq, fk = phi(q, feature_map), phi(k, feature_map)
+    if keys_allowed is not None:
+        fk = fk * keys_allowed[:, None, :, None]
     # prefix sums: S[:, :, j] = Σ_{t<j} φ(k_t) v_tᵀ, z[:, :, j] = Σ_{t<j} φ(k_t), j = 0..M
     outer = np.einsum("bhmd,bhme->bhmde", fk, v)
     S = np.concatenate([np.zeros_like(outer[:, :, :1]), np.cumsum(outer, axis=2)], axis=2)
@@ -535,6 +554,8 @@ def accuracy_case(run, label, variant, shape, causal, with_lengths, precision, *
         args += ["--key-lengths", run.path("lengths.npy")]
     if causal:
         args.append("--causal")
+    if causal == "bottom-right":
+        args += ["--causal-align", "bottom-right"]
     if chunk:
         args += ["--chunk", str(chunk)]
     if variant == "hard":
@@ -643,6 +664,166 @@ def accuracy(run):
                           long_shape, True, True, precision, chunk=chunk)
         accuracy_case(run, "favor recurrent causal long " + precision, "favor", long_shape,
                       True, True, precision, kernel="recurrent")
+
+
+def causal_align(run):
+    """--causal-align bottom-right (query i sees keys j <= i + M − N) in every variant
+    that takes --causal: N < M (new tokens over a cache), N > M (the first N − M queries
+    see no key: zero rows), one query over M keys (decoding: it sees them all), key
+    lengths, both precisions; and --causal-align top-left is the default's output."""
+    shapes = [((), 3, 11, 5, 3), ((2,), 9, 4, 4, 6), ((2, 2), 1, 13, 8, 5),
+              ((2,), 70, 150, 6, 7)]
+    for shape in shapes:
+        for with_lengths in (False, True):
+            for precision in ("float32", "float64"):
+                tag = "bottom-right %s lengths=%d %s" % (
+                    "x".join(map(str, shape[0] + (shape[1], shape[2]))), with_lengths, precision)
+                common = (shape, "bottom-right", with_lengths, precision)
+                accuracy_case(run, "softmax " + tag, "softmax", *common)
+                accuracy_case(run, "softmax materialized " + tag, "softmax", *common,
+                              kernel="materialized")
+                accuracy_case(run, "hard " + tag, "hard", *common)
+                for window in (1, 3, None):
+                    accuracy_case(run, "local window=%s %s" % (window, tag), "local", *common,
+                                  window=window)
+                for fm in ("elu", "relu"):
+                    accuracy_case(run, "linear %s chunk=3 %s" % (fm, tag), "linear", *common,
+                                  feature_map=fm, chunk=3)
+                accuracy_case(run, "linear recurrent " + tag, "linear", *common,
+                              kernel="recurrent", eps=1e-3)
+                accuracy_case(run, "favor m=13 chunk=2 " + tag, "favor", *common, features=13,
+                              seed=3, chunk=2)
+                accuracy_case(run, "favor recurrent m=13 " + tag, "favor", *common,
+                              kernel="recurrent", features=13, seed=3)
+    # the decoding case by hand: one query over 6 keys sees all 6 (top-left: key 0 only)
+    rng = run.rng
+    q, k, v = rng.standard_normal((1, 4)), rng.standard_normal((6, 4)), rng.standard_normal((6, 2))
+    for name, x in zip("qkv", (q, k, v)):
+        np.save(run.path(name + ".npy"), x)
+    files = ["--q", run.path("q.npy"), "--k", run.path("k.npy"), "--v", run.path("v.npy"),
+             "--precision", "float64", "--variant", "softmax"]
+    outputs = {}
+    for label, extra in (("none", []), ("top-left", ["--causal"]),
+                         ("explicit top-left", ["--causal", "--causal-align", "top-left"]),
+                         ("bottom-right", ["--causal", "--causal-align", "bottom-right"])):
+        rc, _, err = run.attend(files + extra + ["--out", run.path("y.npy")])
+        if rc != 0:
+            run.fail("decoding " + label, "exit %d: %s" % (rc, err.strip()))
+            return
+        outputs[label] = np.load(run.path("y.npy"))
+    checks = (("decoding: bottom-right sees every key", outputs["bottom-right"],
+               ref_softmax(to_heads(q), to_heads(k), to_heads(v), 0.5, False, None)[0, 0]),
+              ("decoding: top-left sees key 0 only", outputs["top-left"], v[:1]),
+              ("decoding: top-left is the default", outputs["explicit top-left"],
+               outputs["top-left"]))
+    for label, y, ref in checks:
+        e = rel_error(y, ref)
+        if e < 1e-12:
+            run.ok(label)
+        else:
+            run.fail(label, "relative error %.3g" % e)
+
+
+def masks(run):
+    """--mask ((N, M) or (B·H, N, M)) and --key-padding-mask ((B, M)), bool or additive
+    0/-inf, with and without --causal (both alignments) and --key-lengths, against the
+    references above given the allowed pairs: softmax (both kernels), hard, local (window
+    3), and linear (key padding only, every form); rows left with no key are zeros."""
+    rng = run.rng
+    cases = 0
+    for lead, n, m, dk, dv in [((), 5, 7, 4, 3), ((2,), 6, 4, 3, 5), ((2, 2), 9, 12, 8, 4),
+                               ((2, 3), 70, 140, 6, 7)]:
+        batch = lead[0] if len(lead) == 2 else 1
+        heads = lead[-1] if lead else 1
+        q = rng.standard_normal(lead + (n, dk))
+        k = rng.standard_normal(lead + (m, dk))
+        v = rng.standard_normal(lead + (m, dv))
+        for name, x in zip("qkv", (q, k, v)):
+            np.save(run.path(name + ".npy"), x)
+        qh, kh, vh = (to_heads(x) for x in (q, k, v))
+        for form in ("shared", "per-head", "keys", "both"):
+            for dtype in ("bool", "float32", "float64"):
+                for causal in (False, True, "bottom-right"):
+                    for with_lengths in (False, True):
+                        allowed = np.ones((batch, heads, n, m), dtype=bool)
+                        keys_allowed = np.ones((batch, m), dtype=bool)
+                        args = ["--q", run.path("q.npy"), "--k", run.path("k.npy"), "--v",
+                                run.path("v.npy"), "--out", run.path("y.npy")]
+
+                        def save_mask(path, hidden):
+                            if dtype == "bool":
+                                np.save(path, hidden)
+                            else:
+                                np.save(path, np.where(hidden, -np.inf, 0.0).astype(dtype))
+
+                        if form in ("shared", "per-head", "both"):
+                            shape = (n, m) if form != "per-head" else (batch * heads, n, m)
+                            hidden = rng.random(shape) < 0.3
+                            hidden[..., 1, :] = True  # a row with every key hidden
+                            save_mask(run.path("mask.npy"), hidden)
+                            args += ["--mask", run.path("mask.npy")]
+                            # head (b, h) of a per-head mask is its row b·H + h
+                            allowed &= ~hidden.reshape((batch, heads, n, m)) \
+                                if form == "per-head" else ~hidden[None, None]
+                        if form in ("keys", "both"):
+                            hidden_keys = rng.random((batch, m)) < 0.3
+                            save_mask(run.path("kpm.npy"), hidden_keys)
+                            args += ["--key-padding-mask", run.path("kpm.npy")]
+                            keys_allowed = ~hidden_keys
+                            allowed &= keys_allowed[:, None, None, :]
+                        lengths = None
+                        if with_lengths:
+                            lengths = rng.integers(0, m + 1, size=batch)
+                            np.save(run.path("lengths.npy"), lengths)
+                            args += ["--key-lengths", run.path("lengths.npy")]
+                        if causal:
+                            args.append("--causal")
+                        if causal == "bottom-right":
+                            args += ["--causal-align", "bottom-right"]
+                        variants = [("softmax", None), ("softmax_materialized", None),
+                                    ("hard", 0.125), ("local", None)]
+                        if form == "keys":
+                            variants += [("linear", None)]
+                            if causal:
+                                variants += [("linear_recurrent", None)]
+                        for variant, scale in variants:
+                            for precision in ("float32", "float64"):
+                                label = "masks %s %s %s causal=%s lengths=%d %s %s" % (
+                                    "x".join(map(str, lead + (n, m))), form, dtype, causal,
+                                    with_lengths, variant, precision)
+                                extra = ["--variant", variant, "--precision", precision]
+                                if scale:
+                                    extra += ["--scale", str(scale)]
+                                used = [to_heads(x.astype(precision).astype(np.float64))
+                                        for x in (q, k, v)]
+                                if variant.startswith("softmax"):
+                                    ref = ref_softmax(*used, 1 / np.sqrt(dk), causal, lengths,
+                                                      allowed)
+                                elif variant == "local":
+                                    extra += ["--window", "3"]
+                                    ref = ref_local(*used, 1 / np.sqrt(dk), causal, lengths, 3,
+                                                    allowed)
+                                elif variant == "hard":
+                                    if precision == "float32" or n > 10:
+                                        continue  # exact only on multiples of 1/8 (accuracy)
+                                    ref = ref_hard(*used, scale, causal, lengths, allowed)
+                                else:
+                                    ref = ref_linear(*used, "elu", DEFAULT_EPS, causal, lengths,
+                                                     keys_allowed)
+                                ref = ref.reshape(lead + (n, dv))
+                                rc, _, err = run.attend(args + extra)
+                                cases += 1
+                                if rc != 0:
+                                    run.fail(label, "exit %d: %s" % (rc, err.strip()))
+                                    continue
+                                y = np.load(run.path("y.npy")).astype(np.float64)
+                                e = rel_error(y, ref)
+                                if not e < TOL[precision]:
+                                    run.fail(label, "relative error %.3g" % e)
+                                elif np.any((ref == 0) & (y != 0)):
+                                    run.fail(label, "a hidden row is not zero")
+                                else:
+                                    run.ok(label)
 
 
 def linformer(run):
@@ -988,6 +1169,41 @@ def error_cases(run):
         ("key lengths shape", full + ["--key-lengths", save("l_2.npy", np.array([2, 3]))]),
         ("key lengths scalar", full + ["--key-lengths", save("l_0d.npy", np.array(2))]),
         ("key lengths missing", full + ["--key-lengths", run.path("absent.npy")]),
+        ("--causal-align without --causal", full + ["--causal-align", "bottom-right"]),
+        ("--causal-align unknown", full + ["--causal", "--causal-align", "middle"]),
+        ("--causal-align empty", full + ["--causal", "--causal-align", ""]),
+        ("linformer: --causal-align", ["--variant", "linformer"] + full[2:] + [
+            "--causal", "--causal-align", "bottom-right", "--proj-rank", "3"]),
+        # masks (Q (2, 5, 4), K (2, 6, 4): B = 1, H = 2, N = 5, M = 6)
+        ("--mask of shape (M, N)", full + ["--mask", save("m_t.npy", np.zeros((6, 5), bool))]),
+        ("--mask of shape (B*H + 1, N, M)", full + ["--mask", save("m_3.npy",
+                                                                   np.zeros((3, 5, 6), bool))]),
+        ("--mask 1-D", full + ["--mask", save("m_1.npy", np.zeros(6, bool))]),
+        ("--mask 4-D", full + ["--mask", save("m_4.npy", np.zeros((1, 2, 5, 6), bool))]),
+        ("--mask value 1.0", full + ["--mask", save("m_one.npy", np.eye(5, 6))]),
+        ("--mask value -1e30", full + ["--mask", save("m_big.npy", np.full((5, 6), -1e30))]),
+        ("--mask value +inf", full + ["--mask", save("m_pinf.npy", np.full((5, 6), np.inf))]),
+        ("--mask value NaN", full + ["--mask", save("m_nan.npy", np.full((5, 6), np.nan,
+                                                                        np.float32))]),
+        ("--mask int32", full + ["--mask", save("m_int.npy", np.zeros((5, 6), np.int32))]),
+        ("--mask float16", full + ["--mask", save("m_f16.npy", np.zeros((5, 6), np.float16))]),
+        ("--mask missing file", full + ["--mask", run.path("absent.npy")]),
+        ("--mask with linear", lin + ["--mask", save("m_ok.npy", np.zeros((5, 6), bool))]),
+        ("--mask with linear causal", lin + ["--causal", "--mask", run.path("m_ok.npy")]),
+        ("--mask with favor", ["--variant", "favor"] + full[2:] + ["--mask", run.path("m_ok.npy")]),
+        ("--key-padding-mask of shape (M,)", full + ["--key-padding-mask",
+                                                     save("k_1.npy", np.zeros(6, bool))]),
+        ("--key-padding-mask of shape (B, N)", full + ["--key-padding-mask",
+                                                       save("k_n.npy", np.zeros((1, 5), bool))]),
+        ("--key-padding-mask value 0.5", full + ["--key-padding-mask",
+                                                 save("k_half.npy", np.full((1, 6), 0.5))]),
+        ("--key-padding-mask with favor_recurrent", ["--variant", "favor_recurrent", "--causal"]
+         + full[2:] + ["--key-padding-mask", save("k_ok.npy", np.zeros((1, 6), bool))]),
+        ("--key-padding-mask with favor", ["--variant", "favor"] + full[2:] + [
+            "--key-padding-mask", run.path("k_ok.npy")]),
+        ("--key-padding-mask with linformer", ["--variant", "linformer"] + full[2:] + ["--proj-rank", "3",
+                                                         "--key-padding-mask",
+                                                         run.path("k_ok.npy")]),
     ]
     # Linformer's parameters (the keys: M = 6)
     lf = ["--variant", "linformer"] + full[2:]
@@ -1143,6 +1359,8 @@ def main():
     run = Run(binary, workdir, np.random.default_rng(seed))
     try:
         accuracy(run)
+        causal_align(run)
+        masks(run)
         linformer(run)
         scores(run)
         favor_towards_softmax(run)

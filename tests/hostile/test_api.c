@@ -327,6 +327,7 @@ static void problems(void **state)
     assert_int_equal(la_problem_check(&p), LA_OK);
     assert_int_equal(p.key_lengths, NULL);
     assert_int_equal(p.causal, 0);
+    assert_int_equal(p.causal_align, LA_CAUSAL_TOP_LEFT);
 
     assert_int_equal(la_problem_check(NULL), LA_EINVAL);
     la_problem q = p;
@@ -341,6 +342,24 @@ static void problems(void **state)
     assert_int_equal(la_problem_check(&q), LA_EINVAL);
     q = p, q.causal = -1;
     assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    q = p, q.causal_align = (la_causal_align)2; /* checked with or without causal */
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    q = p, q.causal_align = (la_causal_align)-1, q.causal = 1;
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    assert_null(p.mask), assert_null(p.key_mask), assert_int_equal(p.mask_per_head, 0);
+    static const uint8_t mask[2 * 3 * 4] = {0};
+    q = p, q.mask_per_head = 1; /* per head, but no mask */
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    q = p, q.mask = mask, q.mask_per_head = 2;
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    q = p, q.mask = mask, q.mask_per_head = -1;
+    assert_int_equal(la_problem_check(&q), LA_EINVAL);
+    q = p, q.mask = mask, q.n_queries = 64, q.n_keys = SIZE_MAX / 64, q.d_k = q.d_v = 1;
+    assert_int_equal(la_problem_check(&q), LA_EOVERFLOW); /* B·H·N·M mask bytes */
+    q.mask = NULL;                                        /* the same sizes without a mask fit */
+    assert_int_equal(la_problem_check(&q), LA_OK);
+    q = p, q.mask = mask, q.key_mask = mask;
+    assert_int_equal(la_problem_check(&q), LA_OK);
     q = p, q.scale = NAN;
     assert_int_equal(la_problem_check(&q), LA_EINVAL);
     q = p, q.scale = INFINITY;
@@ -1132,7 +1151,8 @@ static void npy(void **state)
 {
     (void)state;
     assert_int_equal(la_npy_dtype_size((la_npy_dtype)-1), 0);
-    assert_int_equal(la_npy_dtype_size((la_npy_dtype)6), 0);
+    assert_int_equal(la_npy_dtype_size((la_npy_dtype)7), 0);
+    assert_int_equal(la_npy_dtype_size(LA_NPY_BOOL), 1);
     assert_int_equal(la_npy_dtype_size(LA_NPY_F16), 2);
     assert_int_equal(la_npy_dtype_size(LA_NPY_BF16), 2);
     /* la_array_to_f32: NULL, a dtype it does not widen, NULL data; the array untouched */

@@ -245,8 +245,8 @@ static void writes_numpy_bytes(void **state)
     assert_int_equal(count_entries(".tmp."), 0);
 }
 
-static la_npy_dtype all_dtypes[] = {LA_NPY_F32, LA_NPY_F64, LA_NPY_I32,
-                                    LA_NPY_I64, LA_NPY_F16, LA_NPY_BF16};
+static la_npy_dtype all_dtypes[] = {LA_NPY_F32, LA_NPY_F64,  LA_NPY_I32, LA_NPY_I64,
+                                    LA_NPY_F16, LA_NPY_BF16, LA_NPY_BOOL};
 
 /* Every dtype and a range of shapes (scalar, empty, 1-D to 8-D) survive write + read. */
 static void round_trip(void **state)
@@ -386,8 +386,8 @@ static const bad_case bad_cases[] = {
      "unsupported dtype"},
     {"little uint8", 1, "{'descr': '<u1', 'fortran_order': False, 'shape': (3,), }", 3, NULL, 0,
      LA_EDTYPE, "unsupported dtype"},
-    {"bool", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", 3, NULL, 0, LA_EDTYPE,
-     "unsupported dtype"},
+    {"bool of 2 bytes", 1, "{'descr': '|b2', 'fortran_order': False, 'shape': (3,), }", 6, NULL, 0,
+     LA_EDTYPE, "unsupported dtype"},
     {"complex64", 1, "{'descr': '<c8', 'fortran_order': False, 'shape': (3,), }", 24, NULL, 0,
      LA_EDTYPE, "unsupported dtype"},
     {"void of 4 bytes", 1, "{'descr': '|V4', 'fortran_order': False, 'shape': (3,), }", 12, NULL, 0,
