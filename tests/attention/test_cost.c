@@ -135,17 +135,20 @@ static void count_relative(const la_problem *p, size_t b, const double *q, const
     const size_t rows = 2 * K + 1;
     double *a_k = tu_f64(rows * dk), *a_v = tu_f64(rows * dv), *row = tu_f64(M);
     double *qa = tu_f64(rows), *w = tu_f64(rows);
+    size_t *index = tu_alloc(M * sizeof *index);
+    bool *met = tu_alloc(rows * sizeof *met);
     assert_int_equal(la_relative_embeddings(K, dk, dv, p->seed, a_k, a_v), LA_OK);
+    /* causal: query i sees j <= i + o, o = M − N bottom-right, 0 top-left */
+    const double o = p->causal_align == LA_CAUSAL_BOTTOM_RIGHT ? (double)M - (double)N : 0;
     for (size_t i = 0; i < N; i++) {
         size_t vis = keys_visible(p, b);
-        if (p->causal) vis = smaller(vis, i + 1);
+        if (p->causal) vis = (size_t)fmin((double)vis, fmax(0, (double)i + o + 1));
         for (size_t a = 0; a < dv; a++)
             out[i * dv + a] = 0;
         if (vis == 0) continue;
         /* the row's distances: clip(j − i, −K, K) + K for j = 0 .. vis − 1 */
-        size_t index[64];
-        bool met[64] = {false};
-        assert_true(vis <= 64 && rows <= 64);
+        for (size_t r = 0; r < rows; r++)
+            met[r] = false;
         for (size_t j = 0; j < vis; j++) {
             const double delta = (double)j - (double)i;
             index[j] = (size_t)(fmin(fmax(delta, -(double)K), (double)K) + (double)K);
@@ -188,7 +191,7 @@ static void count_relative(const la_problem *p, size_t b, const double *q, const
                 out[i * dv + a] += w[r] * a_v[r * dv + a];
         }
     }
-    free(a_k), free(a_v), free(row), free(qa), free(w);
+    free(a_k), free(a_v), free(row), free(qa), free(w), free(index), free(met);
 }
 
 /* out_i = num / (den + eps), counted: one add, d_v divides. */

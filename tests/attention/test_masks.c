@@ -488,7 +488,9 @@ static bool takes_mask(la_kernel kernel, const la_problem *p)
     case LA_KERNEL_SOFTMAX:
     case LA_KERNEL_SOFTMAX_MATERIALIZED:
     case LA_KERNEL_HARD:
-    case LA_KERNEL_LOCAL: return true;
+    case LA_KERNEL_LOCAL:
+    case LA_KERNEL_GENERAL: /* both through the fused kernel */
+    case LA_KERNEL_COSINE: return true;
     case LA_KERNEL_LINEAR:
     case LA_KERNEL_LINEAR_RECURRENT: return !p->mask;
     default: return !p->mask && !p->key_mask;
