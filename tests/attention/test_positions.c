@@ -174,11 +174,15 @@ static void rotary_linear_reference(void **state)
 {
     (void)state;
     tu_rng rng = tu_rng_for("rotary_linear_reference");
-    for (size_t c = 0; c < sizeof rl_cases / sizeof rl_cases[0]; c++) {
+    /* each case, and each causal one again bottom-right aligned (j <= i + M − N) */
+    for (size_t cc = 0; cc < 2 * (sizeof rl_cases / sizeof rl_cases[0]); cc++) {
+        const size_t c = cc / 2;
         const rl_case *rc = &rl_cases[c];
+        if (cc % 2 == 1 && !rc->causal) continue;
         la_problem p;
         la_problem_init(&p, rc->batch, rc->heads, rc->n, rc->m, rc->d_k, rc->d_v);
         p.causal = rc->causal;
+        if (cc % 2 == 1) p.causal_align = LA_CAUSAL_BOTTOM_RIGHT;
         p.feature_map = rc->fm;
         int64_t lengths[3] = {(int64_t)rc->m, 0, (int64_t)(rc->m / 2)};
         if (rc->lengths) p.key_lengths = lengths;
@@ -195,8 +199,10 @@ static void rotary_linear_reference(void **state)
         assert_int_equal(la_linear_attention_rotary_f32(&p, rc->q_first, rc->k_first, in.q32,
                                                         in.k32, in.v32, y32),
                          LA_OK);
-        tu_assert_close_f64(y64, ref, in.no, TOL_F64, "rotary linear float64, case %zu", c);
-        tu_assert_close_f32(y32, ref, in.no, TOL_F32, "rotary linear float32, case %zu", c);
+        tu_assert_close_f64(y64, ref, in.no, TOL_F64, "rotary linear float64, case %zu align %zu",
+                            c, cc % 2);
+        tu_assert_close_f32(y32, ref, in.no, TOL_F32, "rotary linear float32, case %zu align %zu",
+                            c, cc % 2);
         /* entry 1 has key length 0: its rows are exact zeros */
         if (rc->lengths)
             for (size_t e = 0; e < rc->heads * rc->n * rc->d_v; e++) {
