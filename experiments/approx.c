@@ -103,11 +103,13 @@ static int keep_runnable(la_kernel k)
     return la_kernel_get(k)->causal != LA_CAUSAL_REQUIRED;
 }
 
-/* The score functions (issue 14) change what attention computes instead of approximating
- * softmax: not in the default list (--variant may still name them). */
+/* The score functions and relative positions (issue 14) change what attention computes
+ * instead of approximating softmax: not in the default list (--variant may still name
+ * them). */
 static int is_score_function(la_kernel k)
 {
-    return k == LA_KERNEL_GENERAL || k == LA_KERNEL_ADDITIVE || k == LA_KERNEL_COSINE;
+    return k == LA_KERNEL_GENERAL || k == LA_KERNEL_ADDITIVE || k == LA_KERNEL_COSINE ||
+           k == LA_KERNEL_RELATIVE;
 }
 
 /* A budget list: given, or LO:HI by x4 with HI clipped to the default's top. */

@@ -91,11 +91,14 @@ static const char help_after_variants[] = SW_COMMON_HELP
 
 /* The series not run unless --variant names them: their times follow those of series
  * that are run (causal hard's and materialised causal softmax's, those of their
- * non-causal forms; the score functions', softmax's plus their own O(N·M·d) scoring). */
+ * non-causal forms; the score functions' and relative positions', softmax's plus their
+ * own O(N·M·d) scoring, and plain loops that would take most of the suite's time). */
 static const char *const left_out_by_default[] = {
     "softmax_materialized_causal", "hard_causal",
-    /* the score functions (issue 14): softmax with other scores, quadratic like it */
-    "general", "general_causal", "additive", "additive_causal", "cosine", "cosine_causal", NULL};
+    /* the score functions and relative positions (issue 14): softmax with other scores,
+     * quadratic like it */
+    "general", "general_causal", "additive", "additive_causal", "cosine", "cosine_causal",
+    "relative", "relative_causal", NULL};
 
 void cmd_scaling_help(FILE *out)
 {
@@ -110,8 +113,9 @@ void cmd_scaling_help(FILE *out)
     for (size_t i = 0; i < n; i++)
         left_out[i] = !by_default[i];
     snprintf(text, sizeof text,
-             "(default: all but %s, whose times follow those of their non-causal "
-             "forms)",
+             "(default: all but %s: causal hard and materialised softmax follow their "
+             "non-causal forms, the score functions and relative positions are softmax "
+             "attention with their own O(N·M·d) scoring)",
              kn_series_names(all, n, left_out, names, sizeof names));
     fprintf(out, "%21s", "");
     cli_print_wrapped(out, text, 21);
