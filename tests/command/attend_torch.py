@@ -77,13 +77,14 @@ def main():
             for form in ("shared", "per-head", "keys", "both"):
                 for kind in ("bool", "float"):
                     for causal in (None, "top-left", "bottom-right"):
-                        # hidden pairs: random, but key 0 (top-left causal) and the last key
-                        # (bottom-right) always seen, so that no row is hidden whole
+                        # hidden pairs: random, but key 0 (top-left causal) and key M − N
+                        # (bottom-right: the last key row 0 sees, and every row sees it)
+                        # always seen, so that no row is hidden whole
                         shape = (n, m) if form != "per-head" else (b * h, n, m)
                         hidden = rng.random(shape) < 0.3 if form != "keys" else None
                         hidden_keys = rng.random((b, m)) < 0.3 if form in ("keys", "both") \
                             else None
-                        seen = 0 if causal != "bottom-right" else m - 1
+                        seen = 0 if causal != "bottom-right" else max(m - n, 0)
                         if hidden is not None:
                             hidden[..., seen] = False
                         if hidden_keys is not None:
