@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "common/cli.h"
 #include "common/kernels.h"
+#include "common/layer_flags.h"
 #include "common/positions.h"
 
 #include <stdio.h>
@@ -73,17 +74,12 @@ static const char help_after_kernels[] =
     "  linattn block --layer decoder --weights dec0/ --x tgt.npy --memory mem.npy --causal \\\n"
     "      --out y.npy --heads 8 --variant linear --cross-variant softmax\n";
 
-/* The layer kernels that read --feature-map. */
-static int reads_feature_map(la_kernel k)
-{
-    return kn_layer_kernel(k) && (la_kernel_get(k)->params & LA_PARAM_FEATURE_MAP);
-}
-
 void cmd_block_help(FILE *out)
 {
     char names[512];
     fputs(help_text, out);
-    fprintf(out, help_feature_map, kn_kernel_names(reads_feature_map, ", ", names, sizeof names));
+    fprintf(out, help_feature_map,
+            kn_kernel_names(lf_reads_feature_map, ", ", names, sizeof names));
     fputs(help_after_feature_map, out);
     pos_print_help(out);
     fputs("  --seed S             learned and relative: the drawn tables' seed [0]\n"
@@ -128,10 +124,6 @@ static int block_positions(pos_flags *pf, const char *seed_text, size_t *seed, l
     if (seed_text && (rc = cli_parse_size("--seed", seed_text, seed))) return rc;
     return 0;
 }
-
-static const char *const norm_names[] = {"post", "pre", NULL};
-static const char *const activation_names[] = {"relu", "gelu", NULL};
-static const char *const precision_names[] = {"float32", "float64", NULL};
 
 /* A sequence input: (N, D) or (B, N, D) with no zero dimension; *batch and *rows from
  * its shape. 0, or 2 after one line naming the file. */
@@ -192,8 +184,7 @@ int cmd_block(int argc, char **argv)
         if (!required[i][1])
             return cli_fail(required[i][0], "required flag is missing (see linattn help block)");
     size_t heads;
-    int norm_i = 0, activation_i = 0, precision_i = 0, decoder = 0;
-    la_kernel kernel = LA_KERNEL_SOFTMAX, cross_kernel = LA_KERNEL_COUNT; /* as --variant */
+    int decoder = 0;
     if ((rc = cli_parse_size("--heads", heads_text, &heads))) return rc;
     if (heads < 1) return cli_fail("--heads", "must be at least 1");
     if ((layer && (rc = cli_parse_choice("--layer", layer, layer_names, &decoder)))) return rc;
@@ -202,26 +193,12 @@ int cmd_block(int argc, char **argv)
     if (!decoder && memory_path) return cli_fail("--memory", "applies to --layer decoder only");
     if (!decoder && cross_attention)
         return cli_fail("--cross-variant", "applies to --layer decoder only");
-    if ((norm && (rc = cli_parse_choice("--norm", norm, norm_names, &norm_i))) ||
-        (attention && (rc = kn_parse_kernel("--variant", attention, kn_layer_kernel, &kernel))) ||
-        (cross_attention && (rc = kn_parse_kernel("--cross-variant", cross_attention,
-                                                  kn_layer_kernel, &cross_kernel))) ||
-        (activation &&
-         (rc = cli_parse_choice("--activation", activation, activation_names, &activation_i))) ||
-        (precision &&
-         (rc = cli_parse_choice("--precision", precision, precision_names, &precision_i))))
-        return rc;
-    la_feature_map fm = LA_FEATURE_ELU1;
-    if (feature_map && !reads_feature_map(kernel) &&
-        !(cross_kernel != LA_KERNEL_COUNT && reads_feature_map(cross_kernel))) {
-        char names[512];
-        return cli_fail("--feature-map", "applies to a --variant or --cross-variant %s only",
-                        kn_kernel_names(reads_feature_map, " or ", names, sizeof names));
-    }
-    if (feature_map && la_feature_map_parse(feature_map, &fm) != LA_OK)
-        return cli_fail("--feature-map", "'%s' is not one of elu, relu", feature_map);
-    if ((rc = cli_parse_threads("--threads", threads_text))) return rc;
-    la_dtype dtype = precision_i ? LA_FLOAT64 : LA_FLOAT32;
+    const lf_text lt = {norm,      attention,   cross_attention, activation,
+                        precision, feature_map, threads_text};
+    lf_values lv;
+    if ((rc = lf_parse(&lt, &lv))) return rc;
+    la_kernel kernel = lv.kernel;
+    const la_dtype dtype = lv.dtype;
     size_t seed = 0;
     if ((rc = block_positions(&pf, seed_text, &seed, &kernel, &pos))) {
         pos_free(&pos);
@@ -277,11 +254,11 @@ int cmd_block(int argc, char **argv)
     /* step 3: the layer */
     la_layer_config c;
     la_layer_config_init(&c, D, heads, w.d_ff);
-    c.norm = norm_i ? LA_NORM_PRE : LA_NORM_POST;
+    c.norm = lv.norm;
     c.attention = kernel;
-    c.cross_attention = cross_kernel;
-    c.activation = activation_i ? LA_ACTIVATION_GELU : LA_ACTIVATION_RELU;
-    c.feature_map = fm;
+    c.cross_attention = lv.cross_kernel;
+    c.activation = lv.activation;
+    c.feature_map = lv.feature_map;
     c.rotary = pos.kind == POS_ROTARY;
     c.max_distance = pos.max_distance;
     c.rel_k = pos.rel_k.data;

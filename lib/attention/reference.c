@@ -949,6 +949,16 @@ la_status la_ref_linear_attention_rotary(const la_problem *p, size_t q_first_pos
     return LA_OK;
 }
 
+/* The table row of the distance of key j from query i: clip(j − i, −K, K) + K. */
+static size_t ref_distance_row(size_t i, size_t j, size_t K)
+{
+    const long long delta = (long long)j - (long long)i;
+    const long long clipped = delta < -(long long)K  ? -(long long)K
+                              : delta > (long long)K ? (long long)K
+                                                     : delta;
+    return (size_t)(clipped + (long long)K);
+}
+
 /* Softmax with relative positions (issue 14; Shaw et al. 2018), per query: the tables
  * given or drawn (la_relative_embeddings), then for each visible key j the distance
  * δ = clip(j − i, −K, K) and e_ij = q_i·(k_j + a^K_δ)·scale, the softmax of the row, and
@@ -984,11 +994,7 @@ la_status la_ref_relative_attention(const la_problem *p, const double *q, const 
                 const size_t visible = ref_visible_keys(p, b, i);
                 double row_max = -INFINITY, total = 0;
                 for (size_t j = 0; j < visible; j++) {
-                    const long long delta = (long long)j - (long long)i;
-                    const long long clipped = delta < -(long long)K  ? -(long long)K
-                                              : delta > (long long)K ? (long long)K
-                                                                     : delta;
-                    const double *ak = a_k + (size_t)(clipped + (long long)K) * dk;
+                    const double *ak = a_k + ref_distance_row(i, j, K) * dk;
                     double e = 0;
                     for (size_t c = 0; c < dk; c++)
                         e += qh[i * dk + c] * (kh[j * dk + c] + ak[c]);
@@ -1002,12 +1008,8 @@ la_status la_ref_relative_attention(const la_problem *p, const double *q, const 
                 for (size_t e = 0; e < dv; e++) {
                     double y = 0;
                     for (size_t j = 0; j < visible; j++) {
-                        const long long delta = (long long)j - (long long)i;
-                        const long long clipped = delta < -(long long)K  ? -(long long)K
-                                                  : delta > (long long)K ? (long long)K
-                                                                         : delta;
                         y += scores[j] / total *
-                             (vh[j * dv + e] + a_v[(size_t)(clipped + (long long)K) * dv + e]);
+                             (vh[j * dv + e] + a_v[ref_distance_row(i, j, K) * dv + e]);
                     }
                     oh[i * dv + e] = visible == 0 ? 0 : y;
                 }
