@@ -54,10 +54,11 @@ static const char help_options[] =
     "                       for (N, d) and (H, N, d) inputs; bool (True = ignore) or 0/-inf\n"
     "                       as --mask [none]. Masks combine with --causal and\n"
     "                       --key-lengths; a query they leave no key gets a zero row.\n"
-    "                       softmax (both kernels), hard and local take both; linear and\n"
-    "                       linear_recurrent take --key-padding-mask only (one state S =\n"
-    "                       sum of phi(k_j) v_j^T serves every query, so a per-query mask\n"
-    "                       cannot be honoured); linformer and favor neither, yet\n"
+    "                       softmax (both kernels), hard, local, general and cosine take\n"
+    "                       both; linear and linear_recurrent take --key-padding-mask\n"
+    "                       only (one state S = sum of phi(k_j) v_j^T serves every query,\n"
+    "                       so a per-query mask cannot be honoured); linformer, favor,\n"
+    "                       additive, relative and rotary linear neither, yet\n"
     "  --precision P        float32 or float64 [float32]\n"
     "  --save-weights W.npy also write the attention matrix A (…, N, M) in --precision,\n"
     "                       Y = A·V: softmax (either kernel) its row softmax P, hard\n"
@@ -455,7 +456,8 @@ static int check_masks_allowed(const attend_args *a, la_kernel kernel)
 {
     const char *name = la_kernel_name(kernel);
     const int general = kernel == LA_KERNEL_SOFTMAX || kernel == LA_KERNEL_SOFTMAX_MATERIALIZED ||
-                        kernel == LA_KERNEL_HARD || kernel == LA_KERNEL_LOCAL;
+                        kernel == LA_KERNEL_HARD || kernel == LA_KERNEL_LOCAL ||
+                        kernel == LA_KERNEL_GENERAL || kernel == LA_KERNEL_COSINE;
     const int keys = general || kernel == LA_KERNEL_LINEAR || kernel == LA_KERNEL_LINEAR_RECURRENT;
     if (a->mask && (kernel == LA_KERNEL_LINEAR || kernel == LA_KERNEL_LINEAR_RECURRENT))
         return cli_fail("--mask",
@@ -465,13 +467,13 @@ static int check_masks_allowed(const attend_args *a, la_kernel kernel)
                         name);
     if (a->mask && !general)
         return cli_fail("--mask",
-                        "applies to --variant softmax, softmax_materialized, hard or "
-                        "local (%s: not yet)",
+                        "applies to --variant softmax, softmax_materialized, hard, local, "
+                        "general or cosine (%s: not yet)",
                         name);
     if (a->key_padding_mask && !keys)
         return cli_fail("--key-padding-mask",
-                        "applies to --variant softmax, softmax_materialized, hard, local, linear "
-                        "or linear_recurrent (%s: not yet)",
+                        "applies to --variant softmax, softmax_materialized, hard, local, "
+                        "general, cosine, linear or linear_recurrent (%s: not yet)",
                         name);
     return 0;
 }
@@ -735,6 +737,13 @@ int cmd_attend(int argc, char **argv)
         return cli_fail("--feature-map", "'%s' is not one of elu, relu", a.feature_map);
     la_dtype dtype = precision == 0 ? LA_FLOAT32 : LA_FLOAT64;
     if ((rc = choose_positions(&a, &kernel, gradients, &positions))) goto done;
+    if ((a.mask || a.key_padding_mask) &&
+        (kernel == LA_KERNEL_RELATIVE || rotary_linear(kernel, &positions))) {
+        rc = cli_fail(a.mask ? "--mask" : "--key-padding-mask", "%s takes no masks yet",
+                      kernel == LA_KERNEL_RELATIVE ? "--positions relative"
+                                                   : "--positions rotary with linear attention");
+        goto done;
+    }
     /* --seed also draws a learned table that was not given */
     const unsigned reads =
         la_kernel_get(kernel)->params |

@@ -781,7 +781,7 @@ def masks(run):
                         if causal == "bottom-right":
                             args += ["--causal-align", "bottom-right"]
                         variants = [("softmax", None), ("softmax_materialized", None),
-                                    ("hard", 0.125), ("local", None)]
+                                    ("hard", 0.125), ("local", None), ("cosine", 3.0)]
                         if form == "keys":
                             variants += [("linear", None)]
                             if causal:
@@ -803,6 +803,12 @@ def masks(run):
                                     extra += ["--window", "3"]
                                     ref = ref_local(*used, 1 / np.sqrt(dk), causal, lengths, 3,
                                                     allowed)
+                                elif variant == "cosine":  # the fused kernel on q̂, k̂
+                                    unit = [x / np.maximum(np.linalg.norm(x, axis=-1,
+                                                                          keepdims=True), 1e-12)
+                                            for x in used[:2]]
+                                    ref = ref_softmax(*unit, used[2], scale, causal, lengths,
+                                                      allowed)
                                 elif variant == "hard":
                                     if precision == "float32" or n > 10:
                                         continue  # exact only on multiples of 1/8 (accuracy)
