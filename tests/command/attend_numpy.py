@@ -388,7 +388,7 @@ def positions(run):
         ("softmax", "learned", ["table"], True), ("softmax", "learned", ["--seed", "11"], False),
         ("softmax", "rotary", [], False), ("softmax_materialized", "rotary", [], True),
         ("local", "rotary", ["--window", "2"], True),
-        ("linear", "rotary", [], False), ("linear", "rotary", ["--feature-map", "relu"], True),
+        ("linear", "rotary", [], False), ("linear", "rotary", ["--feature-map", "relu", "--eps", "0.1"], True),
         ("linear_recurrent", "rotary", [], True),
         ("softmax", "relative", ["given"], False), ("relative", "relative", ["given"], True),
         ("relative", None, ["--max-distance", "3", "--seed", "5"], False),
@@ -453,7 +453,11 @@ def positions(run):
                         ref = ref_relative(qh, kh, vh, a_k, a_v, scale, causal, lengths)
                     elif kind == "rotary" and variant.startswith("linear"):
                         fm = "relu" if "relu" in extra else "elu"
-                        ref = ref_rotary_linear(qh, kh, vh, fm, DEFAULT_EPS, causal, lengths)
+                        # relu: φ(q)·φ(k) can vanish, and a denominator near eps makes
+                        # the row ill-conditioned (its rotated numerator cancels): eps 0.1
+                        eps = float(extra[extra.index("--eps") + 1]) if "--eps" in extra \
+                            else DEFAULT_EPS
+                        ref = ref_rotary_linear(qh, kh, vh, fm, eps, causal, lengths)
                     elif variant == "local":
                         ref = ref_local(qh, kh, vh, scale, causal, lengths, 2)
                     elif variant.startswith("linear"):
