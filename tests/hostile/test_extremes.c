@@ -117,7 +117,8 @@ static void check_case(const la_kernel_info *info, int causal, la_feature_map fm
      * scores (LA_PARAM_SCALE; FAVOR+, LA_PARAM_FEATURES, at its built-in scale 1/√d_k, whose
      * random features exponentiate projections of the same size) grows with it; any other
      * kernel keeps the fixed tolerance (logit stays 0), or inputs of 1e18 would make it
-     * 1e31 and pass any answer */
+     * 1e31 and pass any answer. Cosine's logits are those of the normalised rows: tiny
+     * inputs at a huge scale are huge logits there */
     double logit = 0;
     const bool features = (info->params & LA_PARAM_FEATURES) != 0;
     const double logit_scale = features ? 1 / sqrt((double)DK) : p.scale;
@@ -126,9 +127,14 @@ static void check_case(const la_kernel_info *info, int causal, la_feature_map fm
     for (size_t i = 0; i < scored_rows; i++)
         for (size_t j = 0; j < n; j++) {
             const size_t head = i / n;
-            double s = 0;
-            for (size_t c = 0; c < DK; c++)
+            double s = 0, qq = 0, kk = 0;
+            for (size_t c = 0; c < DK; c++) {
                 s += q[i * DK + c] * k[(head * n + j) * DK + c];
+                qq += q[i * DK + c] * q[i * DK + c];
+                kk += k[(head * n + j) * DK + c] * k[(head * n + j) * DK + c];
+            }
+            if (info->kernel == LA_KERNEL_COSINE) /* its scores: unit rows, times the scale */
+                s /= fmax(sqrt(qq), 1e-12) * fmax(sqrt(kk), 1e-12);
             s = fabs(s * logit_scale);
             if (s > logit) logit = s;
         }
@@ -225,6 +231,7 @@ static void relu_zero_denominator_is_zero_row(void **state)
 static void step_api_every_case(void **state)
 {
     (void)state;
+    failures = 0; /* its own, not an earlier test's */
     enum { T = 12 };
     tu_rng rng = tu_rng_for("step extremes");
     for (size_t c = 0; c < N_CASES; c++) {
