@@ -106,6 +106,15 @@ static void prefetch_rows(const void *x, size_t bytes)
         __builtin_prefetch((const char *)x + off, 0, 3);
 }
 
+/* The causal chunked kernel forms A = φ(Q_c)·φ(K_c)ᵀ and A·V_c by blocks of TRI_ROWS
+ * query rows (gemm_small's tile height), each block only over the keys its rows can
+ * see: rows [i0, i0 + rows) see keys j <= i < i0 + rows, of the nk the chunk has. */
+enum { TRI_ROWS = 8 };
+static size_t tri_keys(size_t nk, size_t i0, size_t rows)
+{
+    return nk < i0 + rows ? nk : i0 + rows;
+}
+
 /* The order of these includes is the instantiation (core/real_f32.h). */
 /* clang-format off */
 #include "core/real_f32.h"

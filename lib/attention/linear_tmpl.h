@@ -364,11 +364,11 @@ typedef struct {
     REAL *phi_q, *A, *phi_kt, *Sc, *zc, *dS;
 } FN(chunk_task);
 
-/* Step 1, in any order: φ(Q_c), φKᵀ, A (masked) and the chunk's ΔS_c, Δz_c, in the
- * thread's scratch `mine`; asks for task `next`'s inputs (the thread's likely next
- * task) to be fetched meanwhile. */
+/* Step 1, in any order: φ(Q_c), φKᵀ, A (masked) and, unless in_place (chunk_advance_in_place
+ * forms them), the chunk's ΔS_c, Δz_c, in the thread's scratch `mine`; asks for task
+ * `next`'s inputs (the thread's likely next task) to be fetched meanwhile. */
 static void FN(chunk_prepare)(const FN(chunk_job) * j, size_t task, size_t next, REAL *mine,
-                              FN(chunk_task) * t)
+                              FN(chunk_task) * t, bool in_place)
 {
     const size_t N = j->N, M = j->M, dk = j->dk, dv = j->dv, C = j->C;
     const ptrdiff_t ldk = (ptrdiff_t)dk, ldc = (ptrdiff_t)C, ldv = (ptrdiff_t)dv;
@@ -412,17 +412,23 @@ static void FN(chunk_prepare)(const FN(chunk_job) * j, size_t task, size_t next,
         for (size_t jj = 0; jj < nk; jj++)
             for (size_t a = 0; a < dk; a++)
                 t->phi_kt[a * C + jj] = phi_k[jj * dk + a];
-        /* A = φ(Q_c) · φKᵀ (nq, d_k)·(d_k, nk), then the causal mask: key j > query i
-         * hidden */
-        LA_PRODUCT(LA_COUNT_QK, nq, nk, dk, 1, t->phi_q, ldk, 1, t->phi_kt, ldc, 1, 0, t->A, ldc,
-                   1);
-        for (size_t i = 0; i + 1 < nk; i++) {
-            LA_COUNT(LA_COUNT_HIDDEN, nk - i - 1);
-            for (size_t jj = i + 1; jj < nk; jj++)
-                t->A[i * C + jj] = 0;
+        /* A = φ(Q_c) · φKᵀ (nq, d_k)·(d_k, nk) by blocks of TRI_ROWS query rows, each only
+         * over the keys its rows can see (A_blk: (rows, n_blk), the triangle's blocks
+         * above the diagonal never computed), then the causal mask inside the block:
+         * key j > query i hidden */
+        for (size_t i0 = 0; i0 < nq; i0 += TRI_ROWS) {
+            const size_t rows = nq - i0 < TRI_ROWS ? nq - i0 : TRI_ROWS;
+            const size_t n = tri_keys(nk, i0, rows);
+            LA_PRODUCT(LA_COUNT_QK, rows, n, dk, 1, t->phi_q + i0 * dk, ldk, 1, t->phi_kt, ldc, 1,
+                       0, t->A + i0 * C, ldc, 1);
+            for (size_t i = i0; i < i0 + rows && i + 1 < n; i++) {
+                LA_COUNT(LA_COUNT_HIDDEN, n - i - 1);
+                for (size_t jj = i + 1; jj < n; jj++)
+                    t->A[i * C + jj] = 0;
+            }
         }
     }
-    if (t->carries) {
+    if (t->carries && !in_place) {
         /* the chunk's state: ΔS_c = φKᵀ · V_c (d_k, nk)·(nk, d_v), Δz_c = row sums of φKᵀ */
         LA_PRODUCT(LA_COUNT_KV, dk, dv, nk, 1, t->phi_kt, ldc, 1, vc, ldv, 1, 0, t->dS, ldv, 1);
         LA_COUNT(LA_COUNT_KV, dk * nk);
@@ -456,6 +462,36 @@ static void FN(chunk_advance)(const FN(chunk_job) * j, const FN(chunk_task) * t)
     }
 }
 
+/* Step 2 for the schedule that runs a head's chunks in turn on one thread, after
+ * chunk_finish read the carried state as S_c, z_c: S_{c+1} = S_c + φKᵀ·V_c, the product's
+ * sums added to the carried S at the end (gemm_small's contract), z_{c+1} = z_c + the
+ * row sums of φKᵀ. The same values as chunk_prepare's ΔS_c, Δz_c added by chunk_advance
+ * (a sum that starts from +0 never ends at −0, so starting S_0 at 0 changes no bit),
+ * without writing ΔS_c or copying S_c. */
+static void FN(chunk_advance_in_place)(const FN(chunk_job) * j, const FN(chunk_task) * t)
+{
+    const size_t dk = j->dk, dv = j->dv, C = j->C, nk = t->nk;
+    REAL *S = j->carried + t->hd * j->state_size, *z = S + dk * dv;
+    if (t->u == 0) return;
+    if (t->c0 == 0) {
+        for (size_t a = 0; a < j->state_size; a++)
+            S[a] = 0;
+    } else if (t->carries) {
+        LA_COUNT(LA_COUNT_COMBINE, j->state_size);
+    }
+    if (!t->carries) return;
+    const REAL *vc = j->v + (t->hd * j->M + t->c0) * dv;
+    LA_PRODUCT(LA_COUNT_KV, dk, dv, nk, 1, t->phi_kt, (ptrdiff_t)C, 1, vc, (ptrdiff_t)dv, 1, 1, S,
+               (ptrdiff_t)dv, 1);
+    LA_COUNT(LA_COUNT_KV, dk * nk);
+    for (size_t a = 0; a < dk; a++) {
+        REAL sum = 0;
+        for (size_t jj = 0; jj < nk; jj++)
+            sum += t->phi_kt[a * C + jj];
+        z[a] += sum;
+    }
+}
+
 /* Step 3, in any order: the chunk's outputs from S_c, z_c and A. */
 static void FN(chunk_finish)(const FN(chunk_job) * j, const FN(chunk_task) * t)
 {
@@ -471,14 +507,19 @@ static void FN(chunk_finish)(const FN(chunk_job) * j, const FN(chunk_task) * t)
     /* num = φ(Q_c) S_c + A V_c, straight into y (the first chunk has no S_c) */
     if (c0 > 0)
         LA_PRODUCT(LA_COUNT_QS, nq, dv, dk, 1, t->phi_q, ldk, 1, t->Sc, ldv, 1, 0, y, ldv, 1);
-    if (nk > 0)
-        LA_PRODUCT(LA_COUNT_AV, nq, dv, nk, 1, t->A, ldc, 1, vc, ldv, 1, c0 > 0 ? 1 : 0, y, ldv, 1);
+    for (size_t i0 = 0; nk > 0 && i0 < nq; i0 += TRI_ROWS) { /* A's blocks, as computed */
+        const size_t rows = nq - i0 < TRI_ROWS ? nq - i0 : TRI_ROWS;
+        LA_PRODUCT(LA_COUNT_AV, rows, dv, tri_keys(nk, i0, rows), 1, t->A + i0 * C, ldc, 1, vc, ldv,
+                   1, c0 > 0 ? 1 : 0, y + i0 * dv, ldv, 1);
+    }
     /* y = num / (Σ_j A[i, j] + eps + φ(q_i)·z_c): the denominators are vector work beside
      * the products, A's row sums and (after the first chunk) a dot product with z_c */
     for (size_t i = 0; i < nq; i++) {
         REAL row = 0;
-        LA_COUNT(LA_COUNT_AV, nk);
-        for (size_t jj = 0; jj < nk; jj++)
+        const size_t i0 = i - i % TRI_ROWS, rows = nq - i0 < TRI_ROWS ? nq - i0 : TRI_ROWS;
+        const size_t n = nk == 0 ? 0 : tri_keys(nk, i0, rows); /* A's columns in row i */
+        LA_COUNT(LA_COUNT_AV, n);
+        for (size_t jj = 0; jj < n; jj++)
             row += t->A[i * C + jj];
         REAL den = row + j->eps;
         LA_COUNT(LA_COUNT_NORMALIZE, 1 + dv);
@@ -546,9 +587,12 @@ static la_status FN(linear_chunked)(const la_problem *p, const REAL *q, const RE
             for (size_t c = 0; c < n_chunks; c++) {
                 const size_t task = hd * n_chunks + c;
                 FN(chunk_task) t;
-                FN(chunk_prepare)(&job, task, c + 1 < n_chunks ? task + 1 : SIZE_MAX, mine, &t);
-                FN(chunk_advance)(&job, &t);
+                FN(chunk_prepare)
+                (&job, task, c + 1 < n_chunks ? task + 1 : SIZE_MAX, mine, &t, true);
+                t.Sc = job.carried + hd * job.state_size; /* S_c, z_c: the carried state */
+                t.zc = t.Sc + job.dk * job.dv;
                 FN(chunk_finish)(&job, &t);
+                FN(chunk_advance_in_place)(&job, &t);
             }
         }
     } else {
@@ -556,7 +600,7 @@ static la_status FN(linear_chunked)(const la_problem *p, const REAL *q, const RE
         for (size_t task = 0; task < job.tasks; task++) {
             REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
             FN(chunk_task) t;
-            FN(chunk_prepare)(&job, task, task + threads, mine, &t);
+            FN(chunk_prepare)(&job, task, task + threads, mine, &t, false);
 #pragma omp ordered
             FN(chunk_advance)(&job, &t);
             FN(chunk_finish)(&job, &t);

@@ -12,17 +12,21 @@
 
 #if LA_HAVE_AVX512_CODE
 
-enum { TILE_ROWS = 8, TILE_VECS = 2 }; /* a tile: 8 rows × 32 columns, 16 accumulators */
+enum { TILE_ROWS = 8 }; /* a tile: 8 rows × 32 columns (16 accumulators) or × 16 (8) */
 
-/* C[0..8)[0..32) (+)= A[0..8)[0..k) · B[0..k)[0..32), the columns masked by m0, m1 for a
- * partial last tile (full: all 32, plain loads, which are faster than masked ones);
+/* C[0..8)[0..16·vecs) (+)= A[0..8)[0..k) · B[0..k)[0..16·vecs), vecs = 1 or 2 (a
+ * constant at every call, so each width is its own loop), the columns masked by m0, m1
+ * for a partial last tile (full: plain loads, which are faster than masked ones);
  *   A(i, p) = a[i·rsa + p·csa], B(p, c) = b[p·ldb + c], C(i, c) = c[i·ldc + c];
- *   accumulate: C += A·B, else C = A·B. */
+ *   accumulate: C += A·B, else C = A·B.
+ * The 16-column tile is for products at most 16 wide (the causal kernel's A = φ(Q_c)·φKᵀ
+ * for 16-token chunks and its triangle): the 32-column tile would issue twice its FMAs,
+ * half of them on masked-off lanes. */
 LA_AVX512 __attribute__((always_inline)) static inline void
-tile_8x32(size_t k, const float *a, ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t ldb,
-          float *c, ptrdiff_t ldc, __mmask16 m0, __mmask16 m1, bool accumulate, bool full)
+tile_8xv(size_t k, const float *a, ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t ldb,
+         float *c, ptrdiff_t ldc, __mmask16 m0, __mmask16 m1, bool accumulate, bool full, int vecs)
 {
-    __m512 acc[TILE_ROWS][TILE_VECS];
+    __m512 acc[TILE_ROWS][2];
 #pragma GCC unroll 8
     for (int i = 0; i < TILE_ROWS; i++)
         acc[i][0] = acc[i][1] = _mm512_setzero_ps();
@@ -30,22 +34,25 @@ tile_8x32(size_t k, const float *a, ptrdiff_t rsa, ptrdiff_t csa, const float *b
         const float *bp = b + (ptrdiff_t)p * ldb, *ap = a + (ptrdiff_t)p * csa;
         /* full tiles load plainly: masked loads in this loop cost about 10% here */
         const __m512 b0 = full ? _mm512_loadu_ps(bp) : _mm512_maskz_loadu_ps(m0, bp);
-        const __m512 b1 = full ? _mm512_loadu_ps(bp + 16) : _mm512_maskz_loadu_ps(m1, bp + 16);
+        const __m512 b1 = vecs == 1 ? _mm512_setzero_ps()
+                          : full    ? _mm512_loadu_ps(bp + 16)
+                                    : _mm512_maskz_loadu_ps(m1, bp + 16);
 #pragma GCC unroll 8
         for (int i = 0; i < TILE_ROWS; i++) {
             const __m512 ai = _mm512_set1_ps(ap[i * rsa]);
             acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-            acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+            if (vecs == 2) acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
         }
     }
 #pragma GCC unroll 8
     for (int i = 0; i < TILE_ROWS; i++) {
         if (accumulate) {
             acc[i][0] = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, c + i * ldc), acc[i][0]);
-            acc[i][1] = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, c + i * ldc + 16), acc[i][1]);
+            if (vecs == 2)
+                acc[i][1] = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, c + i * ldc + 16), acc[i][1]);
         }
         _mm512_mask_storeu_ps(c + i * ldc, m0, acc[i][0]);
-        _mm512_mask_storeu_ps(c + i * ldc + 16, m1, acc[i][1]);
+        if (vecs == 2) _mm512_mask_storeu_ps(c + i * ldc + 16, m1, acc[i][1]);
     }
 }
 
@@ -89,9 +96,13 @@ LA_AVX512 static void gemm_small(size_t m, size_t n, size_t k, const float *a, p
             const float *ai = a + (ptrdiff_t)i * rsa;
             float *ci = c + (ptrdiff_t)i * ldc + j0;
             if (cols == 32)
-                tile_8x32(k, ai, rsa, csa, b + j0, ldb, ci, ldc, m0, m1, accumulate, true);
+                tile_8xv(k, ai, rsa, csa, b + j0, ldb, ci, ldc, m0, m1, accumulate, true, 2);
+            else if (cols == 16)
+                tile_8xv(k, ai, rsa, csa, b + j0, ldb, ci, ldc, m0, m1, accumulate, true, 1);
+            else if (cols < 16)
+                tile_8xv(k, ai, rsa, csa, b + j0, ldb, ci, ldc, m0, m1, accumulate, false, 1);
             else
-                tile_8x32(k, ai, rsa, csa, b + j0, ldb, ci, ldc, m0, m1, accumulate, false);
+                tile_8xv(k, ai, rsa, csa, b + j0, ldb, ci, ldc, m0, m1, accumulate, false, 2);
         }
         for (; i < m; i++)
             tile_1x32(k, a + (ptrdiff_t)i * rsa, csa, b + j0, ldb, c + (ptrdiff_t)i * ldc + j0, m0,
