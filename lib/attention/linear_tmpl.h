@@ -361,7 +361,7 @@ typedef struct {
 typedef struct {
     size_t hd, c0, nq, nk, u;
     bool carries; /* a later chunk sees its keys */
-    REAL *phi_q, *A, *phi_kt, *Sc, *zc, *dS;
+    REAL *phi_q, *A, *phi_k, *phi_kt, *Sc, *zc, *dS;
 } FN(chunk_task);
 
 /* Step 1, in any order: φ(Q_c), φKᵀ, A (masked) and, unless in_place (chunk_advance_in_place
@@ -377,6 +377,7 @@ static void FN(chunk_prepare)(const FN(chunk_job) * j, size_t task, size_t next,
     t->phi_q = mine;
     t->A = t->phi_q + C * dk;
     REAL *phi_k = t->A + C * C;
+    t->phi_k = phi_k;
     t->phi_kt = phi_k + C * dk;
     /* S_c then z_c, ΔS_c then Δz_c: each pair one state_size block, like the carried one */
     t->Sc = t->phi_kt + dk * C;
@@ -483,13 +484,17 @@ static void FN(chunk_advance_in_place)(const FN(chunk_job) * j, const FN(chunk_t
     const REAL *vc = j->v + (t->hd * j->M + t->c0) * dv;
     LA_PRODUCT(LA_COUNT_KV, dk, dv, nk, 1, t->phi_kt, (ptrdiff_t)C, 1, vc, (ptrdiff_t)dv, 1, 1, S,
                (ptrdiff_t)dv, 1);
+    /* z += Σ_rows φ(K_c): per entry a the sum over jj in order from 0, as chunk_prepare's
+     * Δz_c, but with the entries in the vector lanes (φ(K_c) row by row, not φKᵀ) */
     LA_COUNT(LA_COUNT_KV, dk * nk);
-    for (size_t a = 0; a < dk; a++) {
-        REAL sum = 0;
-        for (size_t jj = 0; jj < nk; jj++)
-            sum += t->phi_kt[a * C + jj];
-        z[a] += sum;
-    }
+    REAL *dz = t->dS; /* ΔS_c's scratch is free in this schedule */
+    for (size_t a = 0; a < dk; a++)
+        dz[a] = 0;
+    for (size_t jj = 0; jj < nk; jj++)
+        for (size_t a = 0; a < dk; a++)
+            dz[a] += t->phi_k[jj * dk + a];
+    for (size_t a = 0; a < dk; a++)
+        z[a] += dz[a];
 }
 
 /* Step 3, in any order: the chunk's outputs from S_c, z_c and A. */
