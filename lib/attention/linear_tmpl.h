@@ -410,9 +410,7 @@ static void FN(chunk_prepare)(const FN(chunk_job) * j, size_t task, size_t next,
         /* φ(K_c) (nk, d_k), then φKᵀ (d_k, nk) */
         LA_PHI(j->p->feature_map, kh + c0 * dk, phi_k, nk * dk);
         FN(la_linear_hide_keys)(j->p, t->hd, c0, phi_k, nk);
-        for (size_t jj = 0; jj < nk; jj++)
-            for (size_t a = 0; a < dk; a++)
-                t->phi_kt[a * C + jj] = phi_k[jj * dk + a];
+        TRANSPOSE(nk, dk, phi_k, dk, t->phi_kt, C);
         /* A = φ(Q_c) · φKᵀ (nq, d_k)·(d_k, nk) by blocks of TRI_ROWS query rows, each only
          * over the keys its rows can see (A_blk: (rows, n_blk), the triangle's blocks
          * above the diagonal never computed), then the causal mask inside the block:

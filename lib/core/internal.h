@@ -30,6 +30,13 @@ void la_gemm_small_f32(size_t m, size_t n, size_t k, float alpha, const float *a
                        ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb, float beta,
                        float *c, ptrdiff_t rsc, ptrdiff_t csc);
 
+/* dst (cols, rows; row stride ldd) = srcᵀ, src (rows, cols; row stride lds), for the
+ * linear kernels' small blocks (transpose.c); no overlap. */
+void la_transpose_f32(size_t rows, size_t cols, const float *src, size_t lds, float *dst,
+                      size_t ldd);
+void la_transpose_f64(size_t rows, size_t cols, const double *src, size_t lds, double *dst,
+                      size_t ldd);
+
 /* Block sizes of the fused softmax and hard kernels (softmax.c), which the cost model
  * (cost.c) needs for their workspace: one place, so the two cannot drift apart. Fixed,
  * so the rounding never depends on the machine or the thread count. */

@@ -14,6 +14,8 @@
  *   GEMM        a matrix product through BLIS          la_gemm_f32
  *   GEMM_SMALL  the same for the small blocks of the   la_gemm_small_f32 (AVX-512 tiles
  *               linear kernels                         where they pay, else BLIS)
+ *   TRANSPOSE   dst = srcᵀ for a small block           la_transpose_f32 (AVX-512 16×16
+ *                                                      blocks, else loops)
  *   EXP, ERF    the libm functions                     expf, erff
  *   REAL_BITS   an unsigned integer of REAL's width    uint32_t
  *   REAL_MAX    the largest finite REAL                FLT_MAX (needs <float.h>)
@@ -29,6 +31,7 @@
 #define FN(name) name##_f32
 #define GEMM la_gemm_f32
 #define GEMM_SMALL la_gemm_small_f32
+#define TRANSPOSE la_transpose_f32
 #define EXP expf
 #define ERF erff
 #define REAL_BITS uint32_t

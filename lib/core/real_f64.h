@@ -7,6 +7,7 @@
 #define FN(name) name##_f64
 #define GEMM la_gemm_f64
 #define GEMM_SMALL la_gemm_f64
+#define TRANSPOSE la_transpose_f64
 #define EXP exp
 #define ERF erf
 #define REAL_BITS uint64_t

@@ -6,6 +6,7 @@
 #undef FN
 #undef GEMM
 #undef GEMM_SMALL
+#undef TRANSPOSE
 #undef EXP
 #undef ERF
 #undef REAL_BITS
