@@ -145,8 +145,8 @@ LA_AVX512 static inline double dot_pd(const double *x, const double *y, size_t n
         acc = _mm512_fmadd_pd(_mm512_loadu_pd(x + i), _mm512_loadu_pd(y + i), acc);
     if (i < n) {
         const __mmask8 m = first_lanes(n - i);
-        acc = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(m, x + i), _mm512_maskz_loadu_pd(m, y + i),
-                              acc);
+        acc =
+            _mm512_fmadd_pd(_mm512_maskz_loadu_pd(m, x + i), _mm512_maskz_loadu_pd(m, y + i), acc);
     }
     return _mm512_reduce_add_pd(acc);
 }
