@@ -29,6 +29,10 @@ la_status la_gemm_reserve(int threads);
 void la_gemm_small_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrdiff_t rsa,
                        ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb, float beta,
                        float *c, ptrdiff_t rsc, ptrdiff_t csc);
+/* The same with doubles (8×16 tiles), under the same conditions. */
+void la_gemm_small_f64(size_t m, size_t n, size_t k, double alpha, const double *a, ptrdiff_t rsa,
+                       ptrdiff_t csa, const double *b, ptrdiff_t rsb, ptrdiff_t csb, double beta,
+                       double *c, ptrdiff_t rsc, ptrdiff_t csc);
 
 /* Block sizes of the fused softmax and hard kernels (softmax.c), which the cost model
  * (cost.c) needs for their workspace: one place, so the two cannot drift apart. Fixed,
