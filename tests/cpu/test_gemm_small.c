@@ -134,8 +134,8 @@ static void float32_products(void **state)
             c[i] = fma_ref[i] = (float)(ref[i] = SENTINEL);
         for (size_t i = 0; i < gc.m; i++)
             for (size_t j = 0; j < gc.n; j++)
-                c[i * l.ldc + j] = fma_ref[i * l.ldc + j] = (float)(ref[i * l.ldc + j] =
-                                                                        (float)tu_normal(&r));
+                c[i * l.ldc + j] = fma_ref[i * l.ldc + j] =
+                    (float)(ref[i * l.ldc + j] = (float)tu_normal(&r));
         for (size_t i = 0; i < gc.m; i++)
             for (size_t j = 0; j < gc.n; j++) {
                 float chain = 0;
