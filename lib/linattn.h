@@ -255,12 +255,11 @@ typedef enum {
 LA_API la_status la_memory_bandwidth_gbs(la_bandwidth_kind kind, int threads, double *gbs);
 
 /* On CPUs with AVX-512 the fused softmax kernel, φ and the linear kernels' block products, in
- * float32 and float64, run on linattn's own register tiles (lib/attention/softmax_avx512.c,
- * softmax_avx512_f64.c, lib/cpu/gemm_small.c) instead of BLIS; the environment variable LA_SIMD=off
- * keeps them on the portable path (BLIS and compiler-vectorised loops), for comparisons. Results
- * agree with the float64 references either way; bits differ between the two paths. la_simd_config
- * says which path runs: "avx512", "portable (LA_SIMD=off)" or "portable (no AVX-512)". A static
- * string. */
+ * float32 and float64, run on linattn's own register tiles (lib/attention/softmax_avx512*.c,
+ * lib/cpu/gemm_small.c) instead of BLIS; the environment variable LA_SIMD=off keeps them on the
+ * portable path (BLIS and compiler-vectorised loops), for comparisons. Results agree with the
+ * float64 references either way; bits differ between the two paths. la_simd_config says which path
+ * runs: "avx512", "portable (LA_SIMD=off)" or "portable (no AVX-512)". A static string. */
 LA_API const char *la_simd_config(void);
 
 /* ---------------------------------------------------------------- problems */
