@@ -254,8 +254,8 @@ typedef enum {
 } la_bandwidth_kind;
 LA_API la_status la_memory_bandwidth_gbs(la_bandwidth_kind kind, int threads, double *gbs);
 
-/* On CPUs with AVX-512 the float32 fused softmax kernel, φ and the linear kernels' block
- * products run on linattn's own register tiles (lib/attention/softmax_avx512.c,
+/* On CPUs with AVX-512 the fused softmax kernel, φ and the linear kernels' block products, in
+ * float32 and float64, run on linattn's own register tiles (lib/attention/softmax_avx512*.c,
  * lib/cpu/gemm_small.c) instead of BLIS; the environment variable LA_SIMD=off keeps them on the
  * portable path (BLIS and compiler-vectorised loops), for comparisons. Results agree with the
  * float64 references either way; bits differ between the two paths. la_simd_config says which path

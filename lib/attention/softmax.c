@@ -5,8 +5,9 @@
  * task is computed whole by one thread, in an order and with block sizes that do not
  * depend on the thread count, so the output is bitwise the same for any thread count.
  * Every matrix product goes through la_gemm_* (BLIS, one thread per call), except in the
- * float32 fused kernel on AVX-512 CPUs, which runs softmax_avx512.c's own register
- * tiles for each task (about twice as fast: see that file). The kernels themselves are
+ * fused kernel on AVX-512 CPUs, which runs its own register tiles for each task:
+ * softmax_avx512.c in float32 (about twice as fast: see that file), softmax_avx512_f64.c
+ * in float64. The kernels themselves are
  * in softmax_tmpl.h, included below once per precision (core/real_f32.h explains how). */
 #include "attention/attention_internal.h"
 #include "attention/softmax_alloc.h"
@@ -70,6 +71,38 @@ static inline float log_of_f32(float x)
 static inline double log_of_f64(double x)
 {
     return log(x);
+}
+
+/* The AVX-512 fused kernels, per precision (FN(fused_simd_*) in softmax_tmpl.h):
+ * softmax_avx512.c (float32) and softmax_avx512_f64.c (float64), each with its own task
+ * size and scratch. */
+static inline size_t fused_simd_q_block_f32(void)
+{
+    return LA_FUSED_SIMD_Q_BLOCK;
+}
+static inline size_t fused_simd_q_block_f64(void)
+{
+    return LA_FUSED_SIMD_F64_Q_BLOCK;
+}
+static inline size_t fused_simd_scratch_bytes_f32(const la_problem *p)
+{
+    return la_fused_simd_scratch_bytes(p);
+}
+static inline size_t fused_simd_scratch_bytes_f64(const la_problem *p)
+{
+    return la_fused_simd_scratch_bytes_f64(p);
+}
+static inline void fused_simd_block_f32(const la_problem *p, size_t b, const float *qh,
+                                        const float *kh, const float *vh, float *oh, size_t i0,
+                                        size_t rows, void *scratch, float *lse)
+{
+    la_fused_simd_block(p, b, qh, kh, vh, oh, i0, rows, scratch, lse);
+}
+static inline void fused_simd_block_f64(const la_problem *p, size_t b, const double *qh,
+                                        const double *kh, const double *vh, double *oh, size_t i0,
+                                        size_t rows, void *scratch, double *lse)
+{
+    la_fused_simd_block_f64(p, b, qh, kh, vh, oh, i0, rows, scratch, lse);
 }
 
 /* The order of these includes is the instantiation (core/real_f32.h). */
@@ -174,12 +207,16 @@ static double blocked_workspace(const la_problem *p, size_t elem)
 la_status la_softmax_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
     la_cost_sum_heads(p, softmax_head_flops, out);
-    if (dtype == LA_FLOAT32 && la_fused_simd_usable(p)) {
-        /* the AVX-512 kernel: per thread qᵀ, a score block and oᵀ, 32 queries wide, tasks
-         * of 32 queries (softmax_avx512.c) */
+    if (la_fused_simd_usable(p)) {
+        /* the AVX-512 kernels: per thread qᵀ, a score block and oᵀ, a task's queries wide
+         * (softmax_avx512.c: 32 floats, softmax_avx512_f64.c: 16 doubles) */
+        const bool f32 = dtype == LA_FLOAT32;
         const double heads = (double)p->batch * (double)p->heads;
-        const double tasks = heads * ceil((double)p->n_queries / LA_FUSED_SIMD_Q_BLOCK);
-        const double per_thread = ceil((double)la_fused_simd_scratch_bytes(p) / 64) * 64;
+        const double q_block = f32 ? LA_FUSED_SIMD_Q_BLOCK : LA_FUSED_SIMD_F64_Q_BLOCK;
+        const double tasks = heads * ceil((double)p->n_queries / q_block);
+        const double scratch =
+            (double)(f32 ? la_fused_simd_scratch_bytes(p) : la_fused_simd_scratch_bytes_f64(p));
+        const double per_thread = ceil(scratch / 64) * 64;
         out->workspace_bytes = dmin((double)la_threads(), tasks) * per_thread;
     } else {
         out->workspace_bytes = blocked_workspace(p, la_dtype_size(dtype));

@@ -3,12 +3,13 @@
  * again after core/real_f64.h (the scheme is in real_f32.h), so every function below is
  * static and named FN(name), softmax_attention_f32 or softmax_attention_f64; softmax.c
  * writes out the public la_* functions. The float32 and float64 kernels are the same
- * code, differing only in the element type, the BLIS routine and the exp; the float32
- * fused kernel hands its tasks to softmax_avx512.c where the CPU has AVX-512.
+ * code, differing only in the element type, the BLIS routine and the exp; the fused
+ * kernel hands its tasks to softmax_avx512.c (float32) or softmax_avx512_f64.c (float64)
+ * where the CPU has AVX-512.
  *
  * Shared by both instantiations and defined in softmax.c before the includes: the block
  * sizes (Q_BLOCK queries × K_BLOCK keys), head_offset(), task_of(), check_pointers(),
- * scale_fits() and round_up_64(). */
+ * scale_fits(), round_up_64() and the AVX-512 kernels' FN(fused_simd_*). */
 
 #define EXP_SHIFT_SUM FN(la_exp_shift_sum)
 
@@ -190,9 +191,10 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
         return LA_ERANGE;
 
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
-    /* float32 fused on AVX-512: softmax_avx512.c's kernel, with its own task size */
-    const bool simd = REAL_IS_F32 && kind == FN(RUN_FUSED) && la_fused_simd_usable(p);
-    const size_t q_block = simd ? LA_FUSED_SIMD_Q_BLOCK : Q_BLOCK;
+    /* fused on AVX-512: softmax_avx512.c's kernel (float32) or softmax_avx512_f64.c's
+     * (float64), with its own task size */
+    const bool simd = kind == FN(RUN_FUSED) && la_fused_simd_usable(p);
+    const size_t q_block = simd ? FN(fused_simd_q_block)() : Q_BLOCK;
     const size_t bq = N < Q_BLOCK ? N : Q_BLOCK, bk = M < K_BLOCK ? M : K_BLOCK;
     const size_t q_blocks = (N + q_block - 1) / q_block;
     size_t n_tasks;
@@ -205,7 +207,7 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
     const size_t off_a = bq * sizeof(size_t);
     const size_t off_s = off_a + bq * sizeof(REAL);
     const size_t per_thread =
-        round_up_64(simd ? la_fused_simd_scratch_bytes(p) : off_s + bq * bk * sizeof(REAL));
+        round_up_64(simd ? FN(fused_simd_scratch_bytes)(p) : off_s + bq * bk * sizeof(REAL));
     int threads = la_threads();
     if ((size_t)threads > n_tasks) threads = (int)n_tasks;
     size_t scratch_bytes;
@@ -231,8 +233,7 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
         const size_t rows = N - i0 < q_block ? N - i0 : q_block;
         REAL *lse_rows = lse ? lse + (tk.b * p->heads + tk.h) * N + i0 : NULL;
         if (simd)
-            la_fused_simd_block(p, tk.b, (const float *)qh, (const float *)kh, (const float *)vh,
-                                (float *)oh, i0, rows, (float *)mine, (float *)lse_rows);
+            FN(fused_simd_block)(p, tk.b, qh, kh, vh, oh, i0, rows, mine, lse_rows);
         else if (kind == FN(RUN_FUSED))
             FN(fused_block)
         (p, tk.b * p->heads + tk.h, qh, kh, vh, oh, i0, rows, s, row_a, (REAL *)row_b, lse_rows);

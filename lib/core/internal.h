@@ -29,6 +29,10 @@ la_status la_gemm_reserve(int threads);
 void la_gemm_small_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrdiff_t rsa,
                        ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb, float beta,
                        float *c, ptrdiff_t rsc, ptrdiff_t csc);
+/* The same with doubles (8×16 tiles), under the same conditions. */
+void la_gemm_small_f64(size_t m, size_t n, size_t k, double alpha, const double *a, ptrdiff_t rsa,
+                       ptrdiff_t csa, const double *b, ptrdiff_t rsb, ptrdiff_t csb, double beta,
+                       double *c, ptrdiff_t rsc, ptrdiff_t csc);
 
 /* dst (cols, rows; row stride ldd) = srcᵀ, src (rows, cols; row stride lds), for the
  * linear kernels' small blocks (transpose.c); no overlap. */
@@ -51,7 +55,7 @@ enum {
  * la_fused_simd_usable(p); cost.c models its scratch with la_fused_simd_scratch_bytes. */
 enum { LA_FUSED_SIMD_Q_BLOCK = 32, LA_FUSED_SIMD_K_BLOCK = 128 };
 bool la_fused_simd_usable(const la_problem *p);
-/* Tests: off forces every float32 kernel onto its portable (BLIS-based) path; on
+/* Tests: off forces every kernel onto its portable (BLIS-based) path; on
  * restores the default (still off where the CPU lacks AVX-512 or LA_SIMD=off). */
 void la_avx512_enable(bool on);
 /* Tests: on makes la_outfile_open use its named fallback (target.tmp.XXXXXX, the path
@@ -66,6 +70,16 @@ void la_fused_simd_block(const la_problem *p, size_t b, const float *qh, const f
                          float *lse);
 /* y[i] = 2^x[i] for x[i] <= 0 with the kernel's exp2 (for its accuracy test). */
 void la_fused_simd_exp2(const float *x, float *y, size_t n);
+/* Its float64 twin (softmax_avx512_f64.c), run under the same conditions
+ * (la_fused_simd_usable): tasks of LA_FUSED_SIMD_F64_Q_BLOCK queries (two vectors of 8
+ * lanes), key blocks of LA_FUSED_SIMD_F64_K_BLOCK; the same contract with doubles. */
+enum { LA_FUSED_SIMD_F64_Q_BLOCK = 16, LA_FUSED_SIMD_F64_K_BLOCK = 128 };
+size_t la_fused_simd_scratch_bytes_f64(const la_problem *p); /* per thread */
+void la_fused_simd_block_f64(const la_problem *p, size_t b, const double *qh, const double *kh,
+                             const double *vh, double *oh, size_t i0, size_t rows, double *scratch,
+                             double *lse);
+/* y[i] = e^x[i] for x[i] <= 0 with that kernel's exp (for its accuracy test). */
+void la_fused_simd_exp_f64(const double *x, double *y, size_t n);
 
 /* Keys of batch entry b that the key-length mask leaves visible: min(M, L_b). */
 size_t la_keys_in_length(const la_problem *p, size_t b);

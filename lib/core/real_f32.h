@@ -9,7 +9,7 @@
  * and each of the pair defines, for the template that follows it:
  *   REAL        the element type                       float
  *   REAL_DTYPE  its la_dtype                           LA_FLOAT32
- *   REAL_IS_F32 1 in float32 (own AVX-512 paths), 0    1
+ *   REAL_IS_F32 1 in float32, 0 in float64            1
  *   FN(name)    name with the precision's suffix       name_f32
  *   GEMM        a matrix product through BLIS          la_gemm_f32
  *   GEMM_SMALL  the same for the small blocks of the   la_gemm_small_f32 (AVX-512 tiles

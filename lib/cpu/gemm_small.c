@@ -1,5 +1,5 @@
-/* gemm_small.c — float32 products of the small, oddly shaped blocks inside the linear
- * kernels, on AVX-512 register tiles; everything else goes to BLIS (gemm.c).
+/* gemm_small.c — float32 and float64 products of the small, oddly shaped blocks inside
+ * the linear kernels, on AVX-512 register tiles; everything else goes to BLIS (gemm.c).
  *
  * Why: the linear kernels multiply blocks of 32 to 256 rows with k = d_k = 64 or a key
  * block, thousands of times per call. Through BLIS each product pays a call, a packing
@@ -109,6 +109,88 @@ LA_AVX512 static void gemm_small(size_t m, size_t n, size_t k, const float *a, p
                       m1, accumulate);
     }
 }
+
+/* ---------------------------------------------------------------- float64 */
+
+/* The same tiles with 8 double lanes: 8 rows × 16 columns, 16 accumulators, per step 2
+ * vector loads of B and 8 broadcasts of A for 16 FMAs. */
+enum { TILE_COLS_F64 = 16 };
+
+/* C[0..8)[0..16) (+)= A[0..8)[0..k) · B[0..k)[0..16), as tile_8x32. */
+LA_AVX512 __attribute__((always_inline)) static inline void
+tile_8x16_f64(size_t k, const double *a, ptrdiff_t rsa, ptrdiff_t csa, const double *b,
+              ptrdiff_t ldb, double *c, ptrdiff_t ldc, __mmask8 m0, __mmask8 m1, bool accumulate,
+              bool full)
+{
+    __m512d acc[TILE_ROWS][TILE_VECS];
+#pragma GCC unroll 8
+    for (int i = 0; i < TILE_ROWS; i++)
+        acc[i][0] = acc[i][1] = _mm512_setzero_pd();
+    for (size_t p = 0; p < k; p++) {
+        const double *bp = b + (ptrdiff_t)p * ldb, *ap = a + (ptrdiff_t)p * csa;
+        const __m512d b0 = full ? _mm512_loadu_pd(bp) : _mm512_maskz_loadu_pd(m0, bp);
+        const __m512d b1 = full ? _mm512_loadu_pd(bp + 8) : _mm512_maskz_loadu_pd(m1, bp + 8);
+#pragma GCC unroll 8
+        for (int i = 0; i < TILE_ROWS; i++) {
+            const __m512d ai = _mm512_set1_pd(ap[i * rsa]);
+            acc[i][0] = _mm512_fmadd_pd(ai, b0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_pd(ai, b1, acc[i][1]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < TILE_ROWS; i++) {
+        if (accumulate) {
+            acc[i][0] = _mm512_add_pd(_mm512_maskz_loadu_pd(m0, c + i * ldc), acc[i][0]);
+            acc[i][1] = _mm512_add_pd(_mm512_maskz_loadu_pd(m1, c + i * ldc + 8), acc[i][1]);
+        }
+        _mm512_mask_storeu_pd(c + i * ldc, m0, acc[i][0]);
+        _mm512_mask_storeu_pd(c + i * ldc + 8, m1, acc[i][1]);
+    }
+}
+
+/* The same for one row (the rows past the last whole tile). */
+LA_AVX512 static inline void tile_1x16_f64(size_t k, const double *a, ptrdiff_t csa,
+                                           const double *b, ptrdiff_t ldb, double *c, __mmask8 m0,
+                                           __mmask8 m1, bool accumulate)
+{
+    __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();
+    for (size_t p = 0; p < k; p++) {
+        const double *bp = b + (ptrdiff_t)p * ldb;
+        const __m512d ai = _mm512_set1_pd(a[(ptrdiff_t)p * csa]);
+        a0 = _mm512_fmadd_pd(ai, _mm512_maskz_loadu_pd(m0, bp), a0);
+        a1 = _mm512_fmadd_pd(ai, _mm512_maskz_loadu_pd(m1, bp + 8), a1);
+    }
+    if (accumulate) {
+        a0 = _mm512_add_pd(_mm512_maskz_loadu_pd(m0, c), a0);
+        a1 = _mm512_add_pd(_mm512_maskz_loadu_pd(m1, c + 8), a1);
+    }
+    _mm512_mask_storeu_pd(c, m0, a0);
+    _mm512_mask_storeu_pd(c + 8, m1, a1);
+}
+
+/* gemm_small in float64: the same contract, 16-column tiles. */
+LA_AVX512 static void gemm_small_f64(size_t m, size_t n, size_t k, const double *a, ptrdiff_t rsa,
+                                     ptrdiff_t csa, const double *b, ptrdiff_t ldb, double *c,
+                                     ptrdiff_t ldc, bool accumulate)
+{
+    for (size_t j0 = 0; j0 < n; j0 += TILE_COLS_F64) {
+        const size_t cols = n - j0 < TILE_COLS_F64 ? n - j0 : TILE_COLS_F64;
+        const __mmask8 m0 = cols >= 8 ? 0xff : (__mmask8)((1u << cols) - 1);
+        const __mmask8 m1 = cols <= 8 ? 0 : cols == 16 ? 0xff : (__mmask8)((1u << (cols - 8)) - 1);
+        size_t i = 0;
+        for (; i + TILE_ROWS <= m; i += TILE_ROWS) {
+            const double *ai = a + (ptrdiff_t)i * rsa;
+            double *ci = c + (ptrdiff_t)i * ldc + j0;
+            if (cols == TILE_COLS_F64)
+                tile_8x16_f64(k, ai, rsa, csa, b + j0, ldb, ci, ldc, m0, m1, accumulate, true);
+            else
+                tile_8x16_f64(k, ai, rsa, csa, b + j0, ldb, ci, ldc, m0, m1, accumulate, false);
+        }
+        for (; i < m; i++)
+            tile_1x16_f64(k, a + (ptrdiff_t)i * rsa, csa, b + j0, ldb, c + (ptrdiff_t)i * ldc + j0,
+                          m0, m1, accumulate);
+    }
+}
 #endif
 
 void la_gemm_small_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrdiff_t rsa,
@@ -122,4 +204,17 @@ void la_gemm_small_f32(size_t m, size_t n, size_t k, float alpha, const float *a
     }
 #endif
     la_gemm_f32(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
+}
+
+void la_gemm_small_f64(size_t m, size_t n, size_t k, double alpha, const double *a, ptrdiff_t rsa,
+                       ptrdiff_t csa, const double *b, ptrdiff_t rsb, ptrdiff_t csb, double beta,
+                       double *c, ptrdiff_t rsc, ptrdiff_t csc)
+{
+#if LA_HAVE_AVX512_CODE
+    if (alpha == 1 && (beta == 0 || beta == 1) && csb == 1 && csc == 1 && la_avx512_usable()) {
+        if (m > 0 && n > 0) gemm_small_f64(m, n, k, a, rsa, csa, b, rsb, c, rsc, beta == 1);
+        return;
+    }
+#endif
+    la_gemm_f64(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
 }

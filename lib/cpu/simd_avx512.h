@@ -1,5 +1,5 @@
-/* simd_avx512.h — the AVX-512 building blocks shared by the hand-blocked float32 kernels
- * (softmax_avx512.c, gemm_small.c, featuremap.c). Internal, not installed.
+/* simd_avx512.h — the AVX-512 building blocks shared by the hand-blocked kernels
+ * (softmax_avx512.c, softmax_avx512_f64.c, gemm_small.c, featuremap.c). Internal, not installed.
  *
  * The library is compiled for x86-64-v3 (AVX2); the AVX-512 code is compiled per function
  * with the target attribute below and only called after la_avx512_usable() said yes,
@@ -60,6 +60,38 @@ LA_AVX512 static inline __m512 la_exp_ps(__m512 x)
     y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.0f));
     y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(y, n);
+}
+
+/* e^x for x <= 0, 8 double lanes; 0 below -746 (e^-746 is below half the smallest
+ * denormal) and for -inf. The float64 fused softmax kernel's exp (softmax_avx512_f64.c).
+ *   n = round(x / ln 2), r = x - n·ln 2 with fdlibm's two-part ln 2 (n·ln2_hi exact,
+ *   and fnmadd rounds once), |r| <= ln2/2, e^r by its Taylor series to degree 13
+ *   (truncation r¹⁴/14! < 5e-18, as la_vexp_f64 in vexp.h), e^r · 2ⁿ by vscalefpd,
+ *   rounding once into the denormals. The error does not grow with |x| (no x·log2 e
+ *   carried into the result): at most 2 ulp over [-745, 0]
+ *   (tests/attention/test_softmax.c: exp_accuracy_f64). */
+LA_AVX512 static inline __m512d la_exp_pd(__m512d x)
+{
+    x = _mm512_max_pd(x, _mm512_set1_pd(-746.0));
+    const __m512d n = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(1.4426950408889634)),
+                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512d r = _mm512_fnmadd_pd(n, _mm512_set1_pd(6.93147180369123816490e-01), x);
+    r = _mm512_fnmadd_pd(n, _mm512_set1_pd(1.90821492927058770002e-10), r);
+    __m512d y = _mm512_set1_pd(1.0 / 6227020800.0); /* 1/13! */
+    y = _mm512_fmadd_pd(y, r, _mm512_set1_pd(1.0 / 479001600.0));
+    y = _mm512_fmadd_pd(y, r, _mm512_set1_pd(1.0 / 39916800.0));
+    y = _mm512_fmadd_pd(y, r, _mm512_set1_pd(1.0 / 3628800.0));
+    y = _mm512_fmadd_pd(y, r, _mm512_set1_pd(1.0 / 362880.0));
+    y = _mm512_fmadd_pd(y, r, _mm512_set1_pd(1.0 / 40320.0));
+    y = _mm512_fmadd_pd(y, r, _mm512_set1_pd(1.0 / 5040.0));
+    y = _mm512_fmadd_pd(y, r, _mm512_set1_pd(1.0 / 720.0));
+    y = _mm512_fmadd_pd(y, r, _mm512_set1_pd(1.0 / 120.0));
+    y = _mm512_fmadd_pd(y, r, _mm512_set1_pd(1.0 / 24.0));
+    y = _mm512_fmadd_pd(y, r, _mm512_set1_pd(1.0 / 6.0));
+    y = _mm512_fmadd_pd(y, r, _mm512_set1_pd(0.5));
+    y = _mm512_fmadd_pd(y, r, _mm512_set1_pd(1.0));
+    y = _mm512_fmadd_pd(y, r, _mm512_set1_pd(1.0));
+    return _mm512_scalef_pd(y, n);
 }
 #else
 #define LA_HAVE_AVX512_CODE 0

@@ -1,8 +1,9 @@
 /* test_softmax.c — what is particular to the softmax (fused and materialising) and hard
  * attention kernels: rows of weights sum to 1, huge logits stay finite, hard attention's
  * ties go to the lowest key, float32 rounding does not grow with N, la_simd_config, and
- * the vectorised exps (float32, float64, the AVX-512 kernel's exp2), the fused kernel's
- * log-sum-exps and its backward given them. What every kernel
+ * the vectorised exps (float32, float64, the AVX-512 kernels' exp2 and float64 exp), the
+ * float64 fused kernel on the edges of its tiles, the fused kernel's log-sum-exps and its
+ * backward given them. What every kernel
  * must hold — the float64 reference, causal masking, thread counts, error paths, the
  * workspace limit — is tests/attention/test_attention.c's, over every registry row. */
 #include "../testutil.h"
@@ -116,7 +117,12 @@ static size_t visible_keys(const la_problem *p, size_t b, size_t i)
 {
     size_t m = p->n_keys;
     if (p->key_lengths && (size_t)p->key_lengths[b] < m) m = (size_t)p->key_lengths[b];
-    if (p->causal && i + 1 < m) m = i + 1;
+    if (p->causal) { /* key j <= i + o, o = M - N bottom-right, else 0 */
+        const double last = (double)i + (p->causal_align == LA_CAUSAL_BOTTOM_RIGHT
+                                             ? (double)p->n_keys - (double)p->n_queries
+                                             : 0);
+        if (last + 1 < (double)m) m = last + 1 > 0 ? (size_t)(last + 1) : 0;
+    }
     return m;
 }
 
@@ -373,6 +379,104 @@ static void exp2_accuracy(void **state)
         assert_true(out[i] == 0.0f);
 }
 
+static void lse_by_hand(const la_problem *p, const double *q, const double *k, double *lse);
+
+/* The AVX-512 float64 fused kernel's exp (softmax_avx512_f64.c), used on x <= 0: at most
+ * 2 ulp from libm's exp (ulp of the exact value, 2⁻¹⁰⁷⁴ among the denormals) densely over
+ * [-1, 0] and at random over [-745, 0]; exactly 1 at 0, exactly 0 below -746 and for
+ * -inf. Skipped, saying why, where the AVX-512 paths do not run (as exp2_accuracy). */
+static void exp_accuracy_f64(void **state)
+{
+    (void)state;
+    if (!la_avx512_usable()) {
+        print_message("exp_accuracy_f64: skipped, the AVX-512 exp does not run here (%s)\n",
+                      la_simd_config());
+        skip();
+    }
+    enum { N = 4096 };
+    static double x[N], y[N];
+    tu_rng r = tu_rng_for("exp_accuracy_f64");
+    double worst = 0, worst_at = 0;
+    for (size_t round_ = 0; round_ < 400; round_++) {
+        for (size_t i = 0; i < N; i++)
+            x[i] = round_ < 100 ? -(double)(round_ * N + i) / (100.0 * N) : -745 * tu_uniform(&r);
+        la_fused_simd_exp_f64(x, y, N);
+        for (size_t i = 0; i < N; i++) {
+            double e = exp(x[i]);
+            int ex;
+            frexp(e, &ex);
+            double ulp = ldexp(1.0, ex - 53 < -1074 ? -1074 : ex - 53);
+            double err = fabs(y[i] - e) / ulp;
+            if (!(err <= worst)) {
+                worst = err;
+                worst_at = x[i];
+            }
+        }
+    }
+    if (!(worst <= 2.0)) fail_msg("exp: %.3g ulp at x = %.17g", worst, worst_at);
+    double edge[5] = {0.0, -INFINITY, -1e4, -746.0, -800.0}, out[5];
+    la_fused_simd_exp_f64(edge, out, 5);
+    assert_true(out[0] == 1.0);
+    for (size_t i = 1; i < 5; i++)
+        assert_true(out[i] == 0.0);
+}
+
+/* The float64 fused kernel (on AVX-512: its own tiles, 16-query tasks, 8-key micro-tiles,
+ * 128-key blocks; else BLIS) against the float64 plain loops at 1e-13, on shapes that
+ * reach every edge of the tiles: 1, 2 and 3 queries (one query at a time), N and M not
+ * multiples of 16, 8 or 128, d_k and d_v not multiples of 8, causal top-left and
+ * bottom-right, key lengths (one of them 0, one M), logits up to about ±60; and its
+ * log-sum-exps against the plain loops' at 1e-13 of max(1, |lse|). */
+static void fused_f64_edges(void **state)
+{
+    (void)state;
+    typedef struct {
+        size_t batch, heads, n, m, d_k, d_v;
+        int causal; /* 0, 1 top-left, 2 bottom-right */
+        int64_t lengths[2];
+        int has_lengths;
+    } edge_shape;
+    static const edge_shape shapes[] = {
+        {1, 2, 1, 300, 16, 8, 0, {0}, 0},       {1, 1, 2, 129, 13, 5, 1, {0}, 0},
+        {2, 1, 3, 131, 8, 9, 2, {0}, 0},        {1, 2, 17, 17, 64, 64, 1, {0}, 0},
+        {2, 2, 45, 263, 13, 7, 0, {0, 200}, 1}, {2, 1, 100, 77, 24, 16, 2, {50, 77}, 1},
+        {1, 1, 129, 257, 64, 72, 1, {0}, 0},    {2, 1, 33, 40, 5, 3, 1, {33, 1}, 1},
+    };
+    tu_rng r = tu_rng_for("fused_f64_edges");
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const edge_shape *s = &shapes[si];
+        la_problem p;
+        la_problem_init(&p, s->batch, s->heads, s->n, s->m, s->d_k, s->d_v);
+        p.causal = s->causal != 0;
+        p.causal_align = s->causal == 2 ? LA_CAUSAL_BOTTOM_RIGHT : LA_CAUSAL_TOP_LEFT;
+        p.key_lengths = s->has_lengths ? s->lengths : NULL;
+        p.scale = 2.0 / sqrt((double)s->d_k); /* logits of a few tens */
+        inputs in;
+        inputs_make(&in, &p, &r, 0);
+        const size_t rows = s->batch * s->heads * s->n;
+        double *ref = tu_f64(in.no), *out = tu_f64(in.no), *lse = tu_f64(rows);
+        double *want = tu_f64(rows);
+        assert_int_equal(la_ref_attention(LA_KERNEL_SOFTMAX, &p, in.q, in.k, in.v, ref), LA_OK);
+        assert_int_equal(la_softmax_attention_lse_f64(&p, in.q, in.k, in.v, out, lse), LA_OK);
+        tu_assert_close_f64(out, ref, in.no, 1e-13, "fused float64, shape %zu", si);
+        for (size_t i = 0; i < in.no; i++) /* the rows that see no key exactly zero */
+            if (ref[i] == 0 && out[i] != 0) fail_msg("shape %zu: element %zu is %g", si, i, out[i]);
+        lse_by_hand(&p, in.q, in.k, want);
+        for (size_t i = 0; i < rows; i++) {
+            const double scale = fabs(want[i]) > 1 ? fabs(want[i]) : 1;
+            if (want[i] == -INFINITY ? lse[i] != -INFINITY
+                                     : !(fabs(lse[i] - want[i]) <= 1e-13 * scale))
+                fail_msg("shape %zu: lse[%zu] = %.17g, the plain loops give %.17g", si, i, lse[i],
+                         want[i]);
+        }
+        free(ref);
+        free(out);
+        free(lse);
+        free(want);
+        inputs_free(&in);
+    }
+}
+
 /* The float64 exp against libm's exp over [-708, 709] and over softmax's usual range
  * [-40, 0]: relative error below 1e-15 (measured against expl: 1.4e-16); 0 below -708
  * and for -inf; the sum is the sum of the values. */
@@ -550,18 +654,18 @@ int main(void)
         cmocka_unit_test(hard_ties_lowest_key), cmocka_unit_test(exp2_accuracy),
         cmocka_unit_test(error_flat_in_n),      cmocka_unit_test(simd_config_names),
         cmocka_unit_test(lse_forward),          cmocka_unit_test(backward_given_lse),
+        cmocka_unit_test(exp_accuracy_f64),     cmocka_unit_test(fused_f64_edges),
     };
-    /* float32 fused softmax has two kernels: the AVX-512 one (where the CPU has it) and
-     * the BLIS-based one; every test runs against both. */
+    /* fused softmax has two kernels per precision: the AVX-512 one (where the CPU has it)
+     * and the BLIS-based one; every test runs against both. */
     int failed = cmocka_run_group_tests_name("default kernels", tests, NULL, NULL);
     if (la_avx512_usable()) {
         la_avx512_enable(false);
-        failed += cmocka_run_group_tests_name("BLIS-based fused float32", tests, NULL, NULL);
+        failed += cmocka_run_group_tests_name("BLIS-based fused", tests, NULL, NULL);
         la_avx512_enable(true);
     } else {
-        printf(
-            "(the AVX-512 paths do not run here, %s: the BLIS-based fused float32 kernel only)\n",
-            la_simd_config());
+        printf("(the AVX-512 paths do not run here, %s: the BLIS-based fused kernels only)\n",
+               la_simd_config());
     }
     return failed != 0;
 }
