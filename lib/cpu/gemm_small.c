@@ -116,13 +116,13 @@ LA_AVX512 static void gemm_small(size_t m, size_t n, size_t k, const float *a, p
  * vector loads of B and 8 broadcasts of A for 16 FMAs. */
 enum { TILE_COLS_F64 = 16 };
 
-/* C[0..8)[0..16) (+)= A[0..8)[0..k) · B[0..k)[0..16), as tile_8x32. */
+/* C[0..8)[0..16) (+)= A[0..8)[0..k) · B[0..k)[0..16), as tile_8xv with vecs = 2. */
 LA_AVX512 __attribute__((always_inline)) static inline void
 tile_8x16_f64(size_t k, const double *a, ptrdiff_t rsa, ptrdiff_t csa, const double *b,
               ptrdiff_t ldb, double *c, ptrdiff_t ldc, __mmask8 m0, __mmask8 m1, bool accumulate,
               bool full)
 {
-    __m512d acc[TILE_ROWS][TILE_VECS];
+    __m512d acc[TILE_ROWS][2];
 #pragma GCC unroll 8
     for (int i = 0; i < TILE_ROWS; i++)
         acc[i][0] = acc[i][1] = _mm512_setzero_pd();
