@@ -18,6 +18,15 @@ void la_gemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrd
 void la_gemm_f64(size_t m, size_t n, size_t k, double alpha, const double *a, ptrdiff_t rsa,
                  ptrdiff_t csa, const double *b, ptrdiff_t rsb, ptrdiff_t csb, double beta,
                  double *c, ptrdiff_t rsc, ptrdiff_t csc);
+/* The same on `threads` of BLIS's own threads, for one large product (gemm.c): call
+ * outside any OpenMP parallel region. Each element's k terms are summed in the same
+ * order for any thread count. */
+void la_gemm_threaded_f32(int threads, size_t m, size_t n, size_t k, float alpha, const float *a,
+                          ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb,
+                          ptrdiff_t csb, float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc);
+void la_gemm_threaded_f64(int threads, size_t m, size_t n, size_t k, double alpha, const double *a,
+                          ptrdiff_t rsa, ptrdiff_t csa, const double *b, ptrdiff_t rsb,
+                          ptrdiff_t csb, double beta, double *c, ptrdiff_t rsc, ptrdiff_t csc);
 /* Makes la_gemm_* unable to fail for `threads` concurrent callers (each product then
  * takes its packing buffers from BLIS's pools, which this grows up front): every kernel
  * calls it, with the threads it will run, before it writes anything. Returns LA_OK, or

@@ -56,47 +56,60 @@ static la_status FN(layer_norm)(size_t rows, size_t d, const REAL *x, const REAL
 
 /* ---------------------------------------------------------------- FFN */
 
-/* out = act(x W1ᵀ + b1) W2ᵀ + b2, in row blocks of LA_LAYER_ROW_BLOCK, one per task:
- * each thread holds one (block, d_ff) hidden slice.
- *   x, out: (rows, D) (out may equal x: a block reads its x rows before writing them);
- *   w1: (d_ff, D), b1: (d_ff); w2: (D, d_ff), b2: (D). */
+/* out = act(x W1ᵀ + b1) W2ᵀ + b2, in chunks of la_ffn_hidden_rows(rows) rows (all of
+ * them up to LA_FFN_CHUNK_ROWS), each product one BLIS call on la_threads() of BLIS's
+ * threads: BLIS packs W1ᵀ and W2ᵀ once per chunk and shares the packed weights among
+ * its threads (row blocks of one task each, with one BLIS call per block, packed them
+ * once per block of 256 rows). BLIS splits rows and columns, never the sum over k, so
+ * every output is summed in the same order whatever the thread count.
+ *   x, out: (rows, D) (out may equal x: a chunk reads its x rows before writing them);
+ *   w1: (d_ff, D), b1: (d_ff); w2: (D, d_ff), b2: (D); scratch: one (chunk, d_ff)
+ *   hidden slice. */
 static la_status FN(ffn)(const la_layer_config *c, size_t rows, const REAL *x, const REAL *w1,
                          const REAL *b1, const REAL *w2, const REAL *b2, REAL *out)
 {
     la_status st = la_layer_config_check(c);
     if (st != LA_OK) return st;
     if (!x || !w1 || !b1 || !w2 || !b2 || !out || rows == 0) return LA_EINVAL;
-    const size_t D = c->d_model, F = c->d_ff;
-    size_t per_thread, total;
-    if (!la_mul_ok(rows, D, &total) || !la_mul_ok(LA_LAYER_ROW_BLOCK, F, &per_thread))
+    const size_t D = c->d_model, F = c->d_ff, chunk = la_ffn_hidden_rows(rows);
+    size_t total;
+    if (!la_mul_ok(rows, D, &total) || !la_mul_ok(chunk, F, &total) ||
+        !la_mul_ok(total, sizeof(REAL), &total))
         return LA_EOVERFLOW;
-    const size_t blocks = (rows + LA_LAYER_ROW_BLOCK - 1) / LA_LAYER_ROW_BLOCK;
-    const size_t threads = la_ffn_threads(rows);
-    if (!la_mul_ok(per_thread, threads, &total) || !la_mul_ok(total, sizeof(REAL), &total))
-        return LA_EOVERFLOW;
-    if (la_gemm_reserve((int)threads) != LA_OK) return LA_ENOMEM;
-    REAL *hidden = malloc(total);
-    if (!hidden) return LA_ENOMEM;
+    const int threads = la_threads();
+    if (la_gemm_reserve(threads) != LA_OK) return LA_ENOMEM;
+    REAL *h = malloc(total);
+    if (!h) return LA_ENOMEM;
     const int gelu = c->activation == LA_ACTIVATION_GELU;
 
-#pragma omp parallel for schedule(dynamic) num_threads((int)threads)
-    for (size_t blk = 0; blk < blocks; blk++) {
-        const size_t i0 = blk * LA_LAYER_ROW_BLOCK;
-        const size_t n = rows - i0 < LA_LAYER_ROW_BLOCK ? rows - i0 : LA_LAYER_ROW_BLOCK;
-        REAL *h = hidden + (size_t)omp_get_thread_num() * per_thread;
-        /* h (n, d_ff) = x_blk W1ᵀ + b1 */
-        FN(project)(n, D, F, x + i0 * D, D, w1, D, b1, h, F);
-        /* h = act(h): ReLU max(h, 0), or GELU 0.5·h·(1 + erf(h/√2)) */
-        for (size_t e = 0; e < n * F; e++) {
+    for (size_t i0 = 0; i0 < rows; i0 += chunk) {
+        const size_t n = rows - i0 < chunk ? rows - i0 : chunk;
+        REAL *y = out + i0 * D;
+        /* h (n, d_ff) = x_chunk W1ᵀ */
+        GEMM_THREADED(threads, n, F, D, 1, x + i0 * D, (ptrdiff_t)D, 1, w1, 1, (ptrdiff_t)D, 0, h,
+                      (ptrdiff_t)F, 1);
+        /* h = act(h + b1): ReLU max(h, 0), or GELU 0.5·h·(1 + erf(h/√2)) */
+#pragma omp parallel for schedule(static) num_threads(threads) if (n * F > 65536)
+        for (size_t i = 0; i < n; i++) {
+            REAL *hi = h + i * F;
             if (gelu)
-                h[e] = (REAL)0.5 * h[e] * ((REAL)1 + ERF(h[e] * (REAL)0.70710678118654752440));
+                for (size_t e = 0; e < F; e++) {
+                    const REAL t = hi[e] + b1[e];
+                    hi[e] = (REAL)0.5 * t * ((REAL)1 + ERF(t * (REAL)0.70710678118654752440));
+                }
             else
-                h[e] = h[e] > 0 ? h[e] : 0;
+                for (size_t e = 0; e < F; e++) {
+                    const REAL t = hi[e] + b1[e];
+                    hi[e] = t > 0 ? t : 0;
+                }
         }
-        /* out_blk (n, D) = h W2ᵀ + b2 */
-        FN(project)(n, F, D, h, F, w2, F, b2, out + i0 * D, D);
+        /* out_chunk (n, D) = b2 in every row, then += h W2ᵀ */
+        for (size_t i = 0; i < n; i++)
+            memcpy(y + i * D, b2, D * sizeof *y);
+        GEMM_THREADED(threads, n, D, F, 1, h, (ptrdiff_t)F, 1, w2, 1, (ptrdiff_t)F, 1, y,
+                      (ptrdiff_t)D, 1);
     }
-    free(hidden);
+    free(h);
     return LA_OK;
 }
 
