@@ -62,6 +62,15 @@ static bool scale_fits(double scale, size_t elem_size)
     return elem_size == sizeof(double) || fabs(scale) <= FLT_MAX;
 }
 
+/* The magnitude whose float32 bits (sign cleared) are `bits`, +inf when it is not finite
+ * (as la_max_abs_f32 reports it): the fused kernel's max|k| and max|v| in decoding. */
+static double la_magnitude_of_bits(uint32_t bits)
+{
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return isfinite(f) ? (double)f : INFINITY;
+}
+
 /* log, per precision: the fused kernel's log-sum-exp (FN(log_of) in softmax_tmpl.h). */
 static inline float log_of_f32(float x)
 {
@@ -176,11 +185,12 @@ la_status la_softmax_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     la_cost_sum_heads(p, softmax_head_flops, out);
     if (dtype == LA_FLOAT32 && la_fused_simd_usable(p)) {
         /* the AVX-512 kernel: per thread qᵀ, a score block and oᵀ, 32 queries wide, tasks
-         * of 32 queries (softmax_avx512.c) */
+         * of 32 queries (softmax_avx512.c); decoding (N <= 4) also stages its output */
         const double heads = (double)p->batch * (double)p->heads;
         const double tasks = heads * ceil((double)p->n_queries / LA_FUSED_SIMD_Q_BLOCK);
         const double per_thread = ceil((double)la_fused_simd_scratch_bytes(p) / 64) * 64;
-        out->workspace_bytes = dmin((double)la_threads(), tasks) * per_thread;
+        out->workspace_bytes = dmin((double)la_threads(), tasks) * per_thread +
+                               (double)round_up_64(la_fused_simd_staging_bytes(p, false));
     } else {
         out->workspace_bytes = blocked_workspace(p, la_dtype_size(dtype));
     }
