@@ -395,7 +395,8 @@ typedef enum {
  *   linear causal (chunked), linear_recurrent:
  *                                   LA_ERANGE when d_k·M·(a + 1)·(b + 1)·max(c, 1) > T/8
  * (bounds on every score, score difference, accumulator and state entry, checked by one
- * scan of a, b, c before the kernel runs: lib/attention/range.c), and
+ * scan of a, b, c before the kernel runs: lib/attention/range.c; float32 fused softmax
+ * with N <= 4 takes b and c on the kernel's own loads, before it writes out), and
  *   linear non-causal:              LA_ERANGE when an entry of S = φ(K)ᵀV or z = Σ φ(k_j)
  *                                   is not finite or d_k·|entry| > T/8, checked after S
  *                                   and z are formed, before any output is written (no
@@ -427,7 +428,10 @@ typedef enum {
  * the empty row.
  *
  * Softmax attention, fused: online softmax over key blocks; never holds the N×M score
- * matrix, its scratch is O(threads · block · (block + d_k + d_v)), independent of N.
+ * matrix, its scratch is O(threads · block · (block + d_k + d_v)), independent of N;
+ * float32 on AVX-512 with N <= 4 (decoding) adds B·H·N·d_v floats (and B·H·N for lse)
+ * where the output waits for the range check, whose max|k| and max|v| it takes while
+ * reading K and V for the kernel, so they are read once.
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * Finite for any finite input it does not refuse (logits of ±1e4 included).
  * Returns LA_OK, LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM, LA_EBUDGET, LA_ERANGE (above).
