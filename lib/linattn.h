@@ -1886,7 +1886,7 @@ LA_API la_status la_param_counts(const la_model_size *s, la_param_count *out);
  *   residual: B·N·D adds per sublayer.
  * Bytes: weight_bytes the layer's parameters; activation_bytes the scratch the layer
  * allocates at its peak (its working copy of x and one sublayer output, B·N·D each,
- * plus the larger of: Q, K, V and the heads' output, 2·B·N·D + 2·B·max(N, M)·D; the
+ * plus the larger of: Q, K, V and the heads' output, B·N·D + 3·B·max(N, M)·D; the
  * FFN's hidden rows, min(B·N, 4096)·d_ff); workspace_bytes the attention kernel's
  * (la_cost, the larger of self- and cross-attention). */
 typedef struct {

@@ -110,9 +110,10 @@ bool la_layer_scratch_elements(const la_layer_config *c, size_t batch, size_t n,
         !la_mul_ok(la_ffn_hidden_rows(batch * n), c->d_ff, &ffn))
         return false;
     sub = 2 * q; /* the layer's working copy of x and one sublayer output */
-    /* MHA: Q and the heads' output (B·N·D each), K and V (B·M·D each) */
+    /* MHA: Q (B·N·D), K and V (B·M·D each), the heads' output, which first holds each
+     * projection (B·max(N, M)·D) */
     if (q > SIZE_MAX / 4 || kv > SIZE_MAX / 4) return false;
-    size_t mha = 2 * q + 2 * kv, peak = mha > ffn ? mha : ffn;
+    size_t mha = q + 3 * kv, peak = mha > ffn ? mha : ffn;
     if (peak > SIZE_MAX - sub) return false;
     *elements = peak + sub;
     return true;
