@@ -370,7 +370,7 @@ static void multi_head_attention(void **state)
                 for (int causal = 0; causal <= 1; causal++)
                     check_mha(&r, kernels[ki], 2, 9, 6, 12, heads[hi], cross, causal,
                               (int)(tu_next(&r) % 2));
-    /* more rows than one output block (64), several row blocks per batch entry */
+    /* more rows, two batch entries: the projections over all B·rows rows at once */
     check_mha(&r, LA_KERNEL_SOFTMAX, 2, 150, 150, 16, 4, 0, 1, 1);
     check_mha(&r, LA_KERNEL_LINEAR, 1, 130, 70, 16, 2, 1, 0, 0);
 }
