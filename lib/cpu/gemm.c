@@ -1,6 +1,6 @@
 /* gemm.c — the one door to BLIS: typed gemm with strides, single-threaded per call
- * (la_blis_sgemm, the benchmark's yardstick, excepted), on the best kernels BLIS
- * has for this CPU. */
+ * (la_gemm_threaded_*, for the layers' large products, and la_blis_sgemm, the
+ * benchmark's yardstick, excepted), on the best kernels BLIS has for this CPU. */
 #include "core/internal.h"
 
 #include <blis.h>
