@@ -395,7 +395,8 @@ typedef enum {
  *   linear causal (chunked), linear_recurrent:
  *                                   LA_ERANGE when d_k·M·(a + 1)·(b + 1)·max(c, 1) > T/8
  * (bounds on every score, score difference, accumulator and state entry, checked by one
- * scan of a, b, c before the kernel runs: lib/attention/range.c), and
+ * scan of a, b, c before the kernel runs: lib/attention/range.c; float32 fused softmax
+ * with N <= 4 takes b and c on the kernel's own loads, before it writes out), and
  *   linear non-causal:              LA_ERANGE when an entry of S = φ(K)ᵀV or z = Σ φ(k_j)
  *                                   is not finite or d_k·|entry| > T/8, checked after S
  *                                   and z are formed, before any output is written (no
@@ -427,7 +428,10 @@ typedef enum {
  * the empty row.
  *
  * Softmax attention, fused: online softmax over key blocks; never holds the N×M score
- * matrix, its scratch is O(threads · block · (block + d_k + d_v)), independent of N.
+ * matrix, its scratch is O(threads · block · (block + d_k + d_v)), independent of N;
+ * float32 on AVX-512 with N <= 4 (decoding) adds B·H·N·d_v floats (and B·H·N for lse)
+ * where the output waits for the range check, whose max|k| and max|v| it takes while
+ * reading K and V for the kernel, so they are read once.
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * Finite for any finite input it does not refuse (logits of ±1e4 included).
  * Returns LA_OK, LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM, LA_EBUDGET, LA_ERANGE (above).
@@ -1882,8 +1886,8 @@ LA_API la_status la_param_counts(const la_model_size *s, la_param_count *out);
  *   residual: B·N·D adds per sublayer.
  * Bytes: weight_bytes the layer's parameters; activation_bytes the scratch the layer
  * allocates at its peak (its working copy of x and one sublayer output, B·N·D each,
- * plus the larger of: Q, K, V and the heads' output, 2·B·N·D + 2·B·max(N, M)·D; the
- * FFN's hidden rows, 64·d_ff per thread); workspace_bytes the attention kernel's
+ * plus the larger of: Q, K, V and the heads' output, B·N·D + 3·B·max(N, M)·D; the
+ * FFN's hidden rows, min(B·N, 4096)·d_ff); workspace_bytes the attention kernel's
  * (la_cost, the larger of self- and cross-attention). */
 typedef struct {
     double projections, attention, ffn, layer_norm, residual, total;

@@ -1,9 +1,10 @@
 /* range.c — will a kernel's intermediate values fit its element type? One scan of the
  * largest magnitudes of q, k and v (O((N + M)·d) per head, the same order as reading the
  * inputs once), then bounds that hold for every kernel's arithmetic, checked before the
- * kernel writes anything. A call that fails them returns LA_ERANGE (lib/linattn.h says
- * which kernels and when); one that passes cannot overflow, so it never returns inf or
- * NaN from finite inputs.
+ * kernel writes anything (float32 fused softmax with N <= 4 takes max|k| and max|v| on
+ * its own loads instead, with its output staged: la_range_fits_f32). A call that fails them returns
+ * LA_ERANGE (lib/linattn.h says which kernels and when); one that passes cannot overflow, so it
+ * never returns inf or NaN from finite inputs.
  *
  * The bounds, with a = max|q|, b = max|k|, c = max|v|, φ ≤ x + 1 for elu+1 and relu:
  *   softmax and hard: every score |q·k·scale| ≤ d_k·a·b·max(scale, 1), and the kernels

@@ -63,6 +63,15 @@ static bool scale_fits(double scale, size_t elem_size)
     return elem_size == sizeof(double) || fabs(scale) <= FLT_MAX;
 }
 
+/* The magnitude whose float32 bits (sign cleared) are `bits`, +inf when it is not finite
+ * (as la_max_abs_f32 reports it): the fused kernel's max|k| and max|v| in decoding. */
+static double la_magnitude_of_bits(uint32_t bits)
+{
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return isfinite(f) ? (double)f : INFINITY;
+}
+
 /* log, per precision: the fused kernel's log-sum-exp (FN(log_of) in softmax_tmpl.h). */
 static inline float log_of_f32(float x)
 {
@@ -94,14 +103,15 @@ static inline size_t fused_simd_scratch_bytes_f64(const la_problem *p)
 }
 static inline void fused_simd_block_f32(const la_problem *p, size_t b, const float *qh,
                                         const float *kh, const float *vh, float *oh, size_t i0,
-                                        size_t rows, void *scratch, float *lse)
+                                        size_t rows, void *scratch, float *lse, uint32_t *kv_bits)
 {
-    la_fused_simd_block(p, b, qh, kh, vh, oh, i0, rows, scratch, lse);
+    la_fused_simd_block(p, b, qh, kh, vh, oh, i0, rows, scratch, lse, kv_bits);
 }
 static inline void fused_simd_block_f64(const la_problem *p, size_t b, const double *qh,
                                         const double *kh, const double *vh, double *oh, size_t i0,
-                                        size_t rows, void *scratch, double *lse)
+                                        size_t rows, void *scratch, double *lse, uint32_t *kv_bits)
 {
+    (void)kv_bits; /* float64 decoding is not staged: NULL */
     la_fused_simd_block_f64(p, b, qh, kh, vh, oh, i0, rows, scratch, lse);
 }
 
@@ -209,7 +219,8 @@ la_status la_softmax_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     la_cost_sum_heads(p, softmax_head_flops, out);
     if (la_fused_simd_usable(p)) {
         /* the AVX-512 kernels: per thread qᵀ, a score block and oᵀ, a task's queries wide
-         * (softmax_avx512.c: 32 floats, softmax_avx512_f64.c: 16 doubles) */
+         * (softmax_avx512.c: 32 floats, softmax_avx512_f64.c: 16 doubles); float32
+         * decoding (N <= 4) also stages its output */
         const bool f32 = dtype == LA_FLOAT32;
         const double heads = (double)p->batch * (double)p->heads;
         const double q_block = f32 ? LA_FUSED_SIMD_Q_BLOCK : LA_FUSED_SIMD_F64_Q_BLOCK;
@@ -217,7 +228,9 @@ la_status la_softmax_cost(const la_problem *p, la_dtype dtype, la_cost *out)
         const double scratch =
             (double)(f32 ? la_fused_simd_scratch_bytes(p) : la_fused_simd_scratch_bytes_f64(p));
         const double per_thread = ceil(scratch / 64) * 64;
-        out->workspace_bytes = dmin((double)la_threads(), tasks) * per_thread;
+        out->workspace_bytes =
+            dmin((double)la_threads(), tasks) * per_thread +
+            (f32 ? (double)round_up_64(la_fused_simd_staging_bytes(p, false)) : 0);
     } else {
         out->workspace_bytes = blocked_workspace(p, la_dtype_size(dtype));
     }

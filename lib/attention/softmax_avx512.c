@@ -145,43 +145,84 @@ values(const float *pt, size_t keys, const float *v, size_t dv, float *ot, int c
  *   o += Σ_j p_j v_j (a broadcast weight times each value row).
  * Used for tasks of at most NARROW_ROWS queries; each query costs about what the lane
  * layout costs for 32, so beyond a few queries the lanes win. */
-enum { NARROW_ROWS = 4 };
+enum { NARROW_ROWS = LA_FUSED_SIMD_NARROW_ROWS };
 
-/* x·y over n floats, 16 lanes at a time (the tail masked), then summed across lanes. */
-LA_AVX512 static inline float dot_ps(const float *x, const float *y, size_t n)
+/* Sixteen keys' dot products at once: acc[f(t)] holds key t's 16 partial sums, and
+ * fold16 adds each vector's lanes (the tree of _mm512_reduce_add_ps: lanes i and i + 8,
+ * then i + 4, i + 2, i + 1), leaving key t's sum in lane t; f (SLOT below) is the lane
+ * order the tree leaves, an involution, so slot f(t) holds key t. Three instructions per
+ * pair and level: 45 for 16 keys, against 16 full reductions of about 8 each. */
+static const int SLOT[16] = {0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15};
+
+LA_AVX512 __attribute__((always_inline)) static inline __m512 fold16(__m512 a[16])
 {
-    __m512 acc = _mm512_setzero_ps();
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        acc = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), acc);
-    if (i < n) {
-        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        acc =
-            _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i), acc);
-    }
-    return _mm512_reduce_add_ps(acc);
+    __m512 b[8], c[4], d[2];
+    for (int i = 0; i < 8; i++) /* halves of 256 bits: lanes i and i + 8 */
+        b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[i], a[i + 8], 0x44),
+                             _mm512_shuffle_f32x4(a[i], a[i + 8], 0xEE));
+    for (int i = 0; i < 4; i++) /* blocks of 128 bits: lanes i and i + 4 */
+        c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[i], b[i + 4], 0x88),
+                             _mm512_shuffle_f32x4(b[i], b[i + 4], 0xDD));
+    for (int i = 0; i < 2; i++) /* pairs within 128 bits: lanes i and i + 2 */
+        d[i] = _mm512_add_ps(_mm512_shuffle_ps(c[i], c[i + 2], 0x44),
+                             _mm512_shuffle_ps(c[i], c[i + 2], 0xEE));
+    /* neighbours: lanes i and i + 1 */
+    return _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xDD));
+}
+
+/* |x| as bits (the sign cleared): its unsigned maximum is the largest magnitude, +inf
+ * or NaN above every finite one (as la_max_abs_f32 reads it). */
+LA_AVX512 static inline __m512i abs_bits(__m512 x)
+{
+    return _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff));
 }
 
 /* One query row i of one head: out_i = Σ_j softmax(s)_j v_j over its visible keys.
  *   q: (d_k), kh: (M, d_k), vh: (M, d_v), o: (d_v) row-major; st: KB floats of
  *   scratch, acc: d_v floats of scratch (64-byte aligned); lse: NULL, or where the row's
- *   log Σ_j exp(s_j) goes (-inf when it sees no key). */
-LA_AVX512 static void narrow_row(const la_problem *p, size_t visible, const float *q,
-                                 const float *kh, const float *vh, float *o, float *st, float *acc,
-                                 float *lse)
+ *   log Σ_j exp(s_j) goes (-inf when it sees no key); scan: NULL, or two vectors of
+ *   bits that take the largest |k| and |v| of the keys read (the range check of
+ *   decoding, on the loads the kernel makes anyway).
+ * Keys 16 at a time: sixteen dot products side by side (16 independent FMA chains), one
+ * fold16 for their sums; then o += Σ_j p_j v_j with one FMA chain per 16 value columns. */
+LA_AVX512 __attribute__((always_inline)) static inline void
+narrow_row_body(const la_problem *p, size_t visible, const float *q, const float *kh,
+                const float *vh, float *o, float *st, float *acc, float *lse, __m512i *scan)
 {
     const size_t dk = p->d_k, dv = p->d_v;
-    const float scale2 = (float)(p->scale * 1.4426950408889634);
+    const __m512 scale2 = _mm512_set1_ps((float)(p->scale * 1.4426950408889634));
+    const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
+    __m512i kmax = _mm512_setzero_si512(), vmax = _mm512_setzero_si512();
     memset(acc, 0, dv * sizeof *acc);
     float m = -INFINITY, l = 0;
     for (size_t j0 = 0; j0 < visible; j0 += KB) {
         const size_t cols = visible - j0 < KB ? visible - j0 : KB;
-        /* s_j = q·k_j · scale2, and the block maximum */
-        float bm = -INFINITY;
-        for (size_t j = 0; j < cols; j++) {
-            st[j] = dot_ps(q, kh + (j0 + j) * dk, dk) * scale2;
-            bm = st[j] > bm ? st[j] : bm;
+        /* s_j = q·k_j · scale2, 16 keys at a time, and the block maximum */
+        __m512 bmv = neg_inf;
+        for (size_t j = 0; j < cols; j += 16) {
+            const int nk = cols - j < 16 ? (int)(cols - j) : 16;
+            const float *kj = kh + (j0 + j) * dk;
+            __m512 a[16];
+#pragma GCC unroll 16
+            for (int t = 0; t < 16; t++)
+                a[t] = _mm512_setzero_ps();
+            for (size_t c = 0; c < dk; c += 16) {
+                const __mmask16 mk = dk - c >= 16 ? 0xffff : (__mmask16)((1u << (dk - c)) - 1);
+                const __m512 qc = _mm512_maskz_loadu_ps(mk, q + c);
+#pragma GCC unroll 16
+                for (int t = 0; t < 16; t++) {
+                    if (t >= nk) break;
+                    const __m512 kv = _mm512_maskz_loadu_ps(mk, kj + (size_t)t * dk + c);
+                    if (scan) kmax = _mm512_max_epu32(kmax, abs_bits(kv));
+                    a[SLOT[t]] = _mm512_fmadd_ps(qc, kv, a[SLOT[t]]);
+                }
+            }
+            const __mmask16 live = nk == 16 ? 0xffff : (__mmask16)((1u << nk) - 1);
+            const __m512 sv = _mm512_mul_ps(fold16(a), scale2);
+            _mm512_mask_storeu_ps(st + j, live, sv);
+            bmv = _mm512_mask_max_ps(bmv, live, bmv, sv);
         }
+        const float bm = _mm512_reduce_max_ps(bmv);
         /* online softmax: rescale what was accumulated when the maximum grew */
         if (bm > m) {
             if (l > 0) {
@@ -208,16 +249,38 @@ LA_AVX512 static void narrow_row(const la_problem *p, size_t visible, const floa
             bs = _mm512_add_ps(bs, _mm512_maskz_mov_ps(mk, e));
         }
         l += _mm512_reduce_add_ps(bs);
-        /* acc += Σ_j p_j v_j, columns 16 at a time (the tail masked); the block's sum
-         * formed on its own, then added */
-        for (size_t c = 0; c < dv; c += 16) {
-            const __mmask16 mk = dv - c >= 16 ? 0xffff : (__mmask16)((1u << (dv - c)) - 1);
-            __m512 sum = _mm512_setzero_ps();
-            for (size_t jj = 0; jj < cols; jj++)
-                sum = _mm512_fmadd_ps(_mm512_set1_ps(st[jj]),
-                                      _mm512_maskz_loadu_ps(mk, vh + (j0 + jj) * dv + c), sum);
-            _mm512_mask_storeu_ps(acc + c, mk,
-                                  _mm512_add_ps(_mm512_maskz_loadu_ps(mk, acc + c), sum));
+        /* acc += Σ_j p_j v_j, up to 64 columns at a time (the tail masked): the keys in
+         * order, one FMA chain per 16 columns; the block's sum formed on its own, then
+         * added */
+        for (size_t c0 = 0; c0 < dv; c0 += 64) {
+            __mmask16 mk[4];
+            int nv = 0;
+            for (; nv < 4 && c0 + 16 * (size_t)nv < dv; nv++) {
+                const size_t left = dv - c0 - 16 * (size_t)nv;
+                mk[nv] = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
+            }
+            __m512 sum[4];
+#pragma GCC unroll 4
+            for (int g = 0; g < 4; g++)
+                sum[g] = _mm512_setzero_ps();
+            for (size_t jj = 0; jj < cols; jj++) {
+                const __m512 pj = _mm512_set1_ps(st[jj]);
+                const float *vj = vh + (j0 + jj) * dv + c0;
+#pragma GCC unroll 4
+                for (int g = 0; g < 4; g++) {
+                    if (g >= nv) break;
+                    const __m512 vv = _mm512_maskz_loadu_ps(mk[g], vj + 16 * g);
+                    if (scan) vmax = _mm512_max_epu32(vmax, abs_bits(vv));
+                    sum[g] = _mm512_fmadd_ps(pj, vv, sum[g]);
+                }
+            }
+#pragma GCC unroll 4
+            for (int g = 0; g < 4; g++) {
+                if (g >= nv) break;
+                float *ac = acc + c0 + 16 * g;
+                _mm512_mask_storeu_ps(ac, mk[g],
+                                      _mm512_add_ps(_mm512_maskz_loadu_ps(mk[g], ac), sum[g]));
+            }
         }
     }
     /* out = acc / l; a row that saw no key stays zero */
@@ -226,6 +289,25 @@ LA_AVX512 static void narrow_row(const la_problem *p, size_t visible, const floa
         o[c] = acc[c] * inv;
     /* lse = (m + log2 l) · ln 2: m and l are in log2 units */
     if (lse) *lse = l > 0 ? (m + log2f(l)) * LN2 : -INFINITY;
+    if (scan) {
+        scan[0] = _mm512_max_epu32(scan[0], kmax);
+        scan[1] = _mm512_max_epu32(scan[1], vmax);
+    }
+}
+
+/* The two instances: without the scan, and with it. */
+LA_AVX512 static void narrow_row(const la_problem *p, size_t visible, const float *q,
+                                 const float *kh, const float *vh, float *o, float *st, float *acc,
+                                 float *lse)
+{
+    narrow_row_body(p, visible, q, kh, vh, o, st, acc, lse, NULL);
+}
+
+LA_AVX512 static void narrow_row_scan(const la_problem *p, size_t visible, const float *q,
+                                      const float *kh, const float *vh, float *o, float *st,
+                                      float *acc, float *lse, __m512i scan[2])
+{
+    narrow_row_body(p, visible, q, kh, vh, o, st, acc, lse, scan);
 }
 
 /* Scratch of one thread, in floats, every part 64-byte aligned (QT floats = 128 bytes):
@@ -242,17 +324,53 @@ size_t la_fused_simd_scratch_bytes(const la_problem *p)
  *   lse: NULL, or (rows): each row's log Σ_j exp(s_ij) (-inf when it sees no key).
  * Lanes past `rows` compute on zero queries over the same keys as the last row and
  * are never stored. */
+/* max |x[i]| over n floats as bits, into *bits (the sign cleared, so the unsigned order
+ * is the order of magnitudes, non-finite values above every finite one). */
+LA_AVX512 static void max_abs_bits(const float *x, size_t n, uint32_t *bits)
+{
+    __m512i m = _mm512_setzero_si512();
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        m = _mm512_max_epu32(m, abs_bits(_mm512_loadu_ps(x + i)));
+    if (i < n)
+        m = _mm512_max_epu32(
+            m, abs_bits(_mm512_maskz_loadu_ps((__mmask16)((1u << (n - i)) - 1), x + i)));
+    const uint32_t got = _mm512_reduce_max_epu32(m);
+    if (got > *bits) *bits = got;
+}
+
 LA_AVX512 void la_fused_simd_block(const la_problem *p, size_t b, const float *qh, const float *kh,
                                    const float *vh, float *oh, size_t i0, size_t rows,
-                                   float *scratch, float *lse)
+                                   float *scratch, float *lse, uint32_t *kv_bits)
 {
-    const size_t dk = p->d_k, dv = p->d_v;
+    const size_t dk = p->d_k, dv = p->d_v, M = p->n_keys;
     float *qt = scratch, *st = qt + dk * QT, *ot = st + KB * QT;
     if (rows <= NARROW_ROWS) { /* a few queries: one at a time, keys in the lanes */
-        for (size_t r = 0; r < rows; r++)
-            narrow_row(p, la_visible_keys(p, b, i0 + r), qh + (i0 + r) * dk, kh, vh,
-                       oh + (i0 + r) * dv, st, ot, lse ? lse + r : NULL);
+        size_t scanned = 0;    /* keys whose k and v the first row's pass took maxima of */
+        __m512i scan[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+        for (size_t r = 0; r < rows; r++) {
+            const size_t visible = la_visible_keys(p, b, i0 + r);
+            if (kv_bits && r == 0) {
+                narrow_row_scan(p, visible, qh + i0 * dk, kh, vh, oh + i0 * dv, st, ot, lse, scan);
+                scanned = visible;
+            } else {
+                narrow_row(p, visible, qh + (i0 + r) * dk, kh, vh, oh + (i0 + r) * dv, st, ot,
+                           lse ? lse + r : NULL);
+            }
+        }
+        if (kv_bits) { /* and the keys that pass did not read */
+            const uint32_t kb = _mm512_reduce_max_epu32(scan[0]),
+                           vb = _mm512_reduce_max_epu32(scan[1]);
+            if (kb > kv_bits[0]) kv_bits[0] = kb;
+            if (vb > kv_bits[1]) kv_bits[1] = vb;
+            max_abs_bits(kh + scanned * dk, (M - scanned) * dk, &kv_bits[0]);
+            max_abs_bits(vh + scanned * dv, (M - scanned) * dv, &kv_bits[1]);
+        }
         return;
+    }
+    if (kv_bits) { /* wider tasks read K and V once per 32 queries: a plain scan */
+        max_abs_bits(kh, M * dk, &kv_bits[0]);
+        max_abs_bits(vh, M * dv, &kv_bits[1]);
     }
 
     /* qᵀ[p][r] = q[i0 + r][p]; zero lanes past the last row */
@@ -389,6 +507,13 @@ bool la_fused_simd_usable(const la_problem *p)
     return la_avx512_usable() && p->n_keys <= INT32_MAX && !la_has_masks(p);
 }
 
+size_t la_fused_simd_staging_bytes(const la_problem *p, bool lse)
+{
+    if (!la_fused_simd_usable(p) || p->n_queries > NARROW_ROWS) return 0;
+    const size_t rows = p->batch * p->heads * p->n_queries; /* la_problem_check: no overflow */
+    return (rows * p->d_v + (lse ? rows : 0)) * sizeof(float);
+}
+
 #else /* not x86-64 with GCC or clang: the BLIS-based kernel only */
 
 size_t la_fused_simd_scratch_bytes(const la_problem *p)
@@ -398,10 +523,10 @@ size_t la_fused_simd_scratch_bytes(const la_problem *p)
 }
 void la_fused_simd_block(const la_problem *p, size_t b, const float *qh, const float *kh,
                          const float *vh, float *oh, size_t i0, size_t rows, float *scratch,
-                         float *lse)
+                         float *lse, uint32_t *kv_bits)
 {
     (void)p, (void)b, (void)qh, (void)kh, (void)vh, (void)oh, (void)i0, (void)rows, (void)scratch;
-    (void)lse;
+    (void)lse, (void)kv_bits;
 }
 void la_fused_simd_exp2(const float *x, float *y, size_t n)
 {
@@ -412,5 +537,10 @@ bool la_fused_simd_usable(const la_problem *p)
 {
     (void)p;
     return false;
+}
+size_t la_fused_simd_staging_bytes(const la_problem *p, bool lse)
+{
+    (void)p, (void)lse;
+    return 0;
 }
 #endif

@@ -187,13 +187,20 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
     if (st != LA_OK) return st;
     if (!check_pointers(q, k, v, out)) return LA_EINVAL;
     if (!scale_fits(p->scale, sizeof(REAL))) return LA_EINVAL;
-    if (!FN(la_range_ok)(kind == FN(RUN_FUSED) ? LA_RANGE_SOFTMAX : LA_RANGE_HARD, p, q, k, v))
-        return LA_ERANGE;
 
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     /* fused on AVX-512: softmax_avx512.c's kernel (float32) or softmax_avx512_f64.c's
      * (float64), with its own task size */
     const bool simd = kind == FN(RUN_FUSED) && la_fused_simd_usable(p);
+    /* Float32 decoding (at most LA_FUSED_SIMD_NARROW_ROWS queries): the kernel reads each
+     * head's K and V once, so a range scan before it would read them a second time, half
+     * the bytes of the call. The kernel takes max|k| and max|v| on its own loads instead
+     * and writes its rows to staging; out (and lse) get them once the check has passed. */
+    const size_t staging_bytes =
+        REAL_IS_F32 && simd ? la_fused_simd_staging_bytes(p, lse != NULL) : 0;
+    if (!staging_bytes &&
+        !FN(la_range_ok)(kind == FN(RUN_FUSED) ? LA_RANGE_SOFTMAX : LA_RANGE_HARD, p, q, k, v))
+        return LA_ERANGE;
     const size_t q_block = simd ? FN(fused_simd_q_block)() : Q_BLOCK;
     const size_t bq = N < Q_BLOCK ? N : Q_BLOCK, bk = M < K_BLOCK ? M : K_BLOCK;
     const size_t q_blocks = (N + q_block - 1) / q_block;
@@ -212,13 +219,21 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
     if ((size_t)threads > n_tasks) threads = (int)n_tasks;
     size_t scratch_bytes;
     if (!la_mul_ok(per_thread, (size_t)threads, &scratch_bytes) ||
-        scratch_bytes > p->workspace_limit)
+        scratch_bytes > p->workspace_limit ||
+        round_up_64(staging_bytes) > p->workspace_limit - scratch_bytes)
         return LA_EBUDGET;
     if (la_gemm_reserve(threads) != LA_OK) return LA_ENOMEM;
-    unsigned char *scratch = aligned_alloc(64, scratch_bytes);
+    unsigned char *scratch = aligned_alloc(64, scratch_bytes + round_up_64(staging_bytes));
     if (!scratch) return LA_ENOMEM;
+    /* staged rows: the output (B,H,N,d_v), then lse (B,H,N) */
+    REAL *const out_final = out, *const lse_final = lse;
+    if (staging_bytes) {
+        out = (REAL *)(scratch + scratch_bytes);
+        if (lse) lse = out + p->batch * p->heads * N * dv;
+    }
+    uint32_t k_bits = 0, v_bits = 0; /* max|k|, max|v| as bits, when staging */
 
-#pragma omp parallel for schedule(dynamic) num_threads(threads)
+#pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(max : k_bits, v_bits)
     for (size_t t = 0; t < n_tasks; t++) {
         const task tk = task_of(p, t, q_blocks);
         unsigned char *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
@@ -232,13 +247,31 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
         const size_t i0 = tk.q_block * q_block;
         const size_t rows = N - i0 < q_block ? N - i0 : q_block;
         REAL *lse_rows = lse ? lse + (tk.b * p->heads + tk.h) * N + i0 : NULL;
+        uint32_t kv_bits[2] = {0, 0};
+        if (simd) FN(fused_simd_block)
+        (p, tk.b, qh, kh, vh, oh, i0, rows, mine, lse_rows, staging_bytes ? kv_bits : NULL);
+        if (kv_bits[0] > k_bits) k_bits = kv_bits[0];
+        if (kv_bits[1] > v_bits) v_bits = kv_bits[1];
         if (simd)
-            FN(fused_simd_block)(p, tk.b, qh, kh, vh, oh, i0, rows, mine, lse_rows);
+            ;
         else if (kind == FN(RUN_FUSED))
             FN(fused_block)
         (p, tk.b * p->heads + tk.h, qh, kh, vh, oh, i0, rows, s, row_a, (REAL *)row_b, lse_rows);
         else FN(hard_block)(p, tk.b * p->heads + tk.h, qh, kh, vh, oh, i0, rows, s, row_a,
                             (size_t *)row_b);
+    }
+    if (staging_bytes) {
+        /* the range check on the maxima the kernel took; then the staged rows */
+        const size_t rows_all = p->batch * p->heads * N;
+        const bool fits =
+            la_range_fits_f32(LA_RANGE_SOFTMAX, p, FN(la_max_abs)(q, rows_all * dk),
+                              la_magnitude_of_bits(k_bits), la_magnitude_of_bits(v_bits));
+        if (fits) {
+            memcpy(out_final, out, rows_all * dv * sizeof *out);
+            if (lse) memcpy(lse_final, lse, rows_all * sizeof *lse);
+        }
+        free(scratch);
+        return fits ? LA_OK : LA_ERANGE;
     }
     free(scratch);
     return LA_OK;

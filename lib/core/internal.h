@@ -18,6 +18,15 @@ void la_gemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrd
 void la_gemm_f64(size_t m, size_t n, size_t k, double alpha, const double *a, ptrdiff_t rsa,
                  ptrdiff_t csa, const double *b, ptrdiff_t rsb, ptrdiff_t csb, double beta,
                  double *c, ptrdiff_t rsc, ptrdiff_t csc);
+/* The same on `threads` of BLIS's own threads, for one large product (gemm.c): call
+ * outside any OpenMP parallel region. Each element's k terms are summed in the same
+ * order for any thread count. */
+void la_gemm_threaded_f32(int threads, size_t m, size_t n, size_t k, float alpha, const float *a,
+                          ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb,
+                          ptrdiff_t csb, float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc);
+void la_gemm_threaded_f64(int threads, size_t m, size_t n, size_t k, double alpha, const double *a,
+                          ptrdiff_t rsa, ptrdiff_t csa, const double *b, ptrdiff_t rsb,
+                          ptrdiff_t csb, double beta, double *c, ptrdiff_t rsc, ptrdiff_t csc);
 /* Makes la_gemm_* unable to fail for `threads` concurrent callers (each product then
  * takes its packing buffers from BLIS's pools, which this grows up front): every kernel
  * calls it, with the threads it will run, before it writes anything. Returns LA_OK, or
@@ -64,10 +73,21 @@ void la_outfile_named_only(bool on);
 size_t la_fused_simd_scratch_bytes(const la_problem *p); /* per thread */
 /* One task: query rows i0 .. i0+rows-1 (rows <= LA_FUSED_SIMD_Q_BLOCK) of one head,
  *   qh: (N, d_k), kh: (M, d_k), vh: (M, d_v), oh: (N, d_v) row-major; lse: NULL or (rows),
- *   the rows' log-sum-exps (la_softmax_attention_lse_f32). */
+ *   the rows' log-sum-exps (la_softmax_attention_lse_f32); kv_bits: NULL, or two
+ *   maxima that take max|k| and max|v| over all M keys of the head, as the bits of the
+ *   magnitudes (sign cleared; a non-finite one above every finite one). Tasks of at most
+ *   LA_FUSED_SIMD_NARROW_ROWS queries (decoding) take them on the loads the kernel makes
+ *   anyway, so a call of such tasks reads K and V once instead of twice. */
+enum { LA_FUSED_SIMD_NARROW_ROWS = 4 };
 void la_fused_simd_block(const la_problem *p, size_t b, const float *qh, const float *kh,
                          const float *vh, float *oh, size_t i0, size_t rows, float *scratch,
-                         float *lse);
+                         float *lse, uint32_t *kv_bits);
+/* Bytes of the output staged by a fused float32 call of N <= LA_FUSED_SIMD_NARROW_ROWS
+ * queries that checks the range inside the kernel (B·H·N·d_v floats, then B·H·N for lse
+ * when `lse`), or 0 when the call checks before it (N larger, or no AVX-512). Part of
+ * the call's workspace, after the threads' scratch, rounded up to 64 bytes
+ * (softmax_tmpl.h; la_softmax_cost counts the same). */
+size_t la_fused_simd_staging_bytes(const la_problem *p, bool lse);
 /* y[i] = 2^x[i] for x[i] <= 0 with the kernel's exp2 (for its accuracy test). */
 void la_fused_simd_exp2(const float *x, float *y, size_t n);
 /* Its float64 twin (softmax_avx512_f64.c), run under the same conditions

@@ -12,6 +12,7 @@
  *   REAL_IS_F32 1 in float32, 0 in float64            1
  *   FN(name)    name with the precision's suffix       name_f32
  *   GEMM        a matrix product through BLIS          la_gemm_f32
+ *   GEMM_THREADED  the same on BLIS's own threads     la_gemm_threaded_f32
  *   GEMM_SMALL  the same for the small blocks of the   la_gemm_small_f32 (AVX-512 tiles
  *               linear kernels                         where they pay, else BLIS)
  *   TRANSPOSE   dst = srcᵀ for a small block           la_transpose_f32 (AVX-512 16×16
@@ -30,6 +31,7 @@
 #define REAL_IS_F32 1
 #define FN(name) name##_f32
 #define GEMM la_gemm_f32
+#define GEMM_THREADED la_gemm_threaded_f32
 #define GEMM_SMALL la_gemm_small_f32
 #define TRANSPOSE la_transpose_f32
 #define EXP expf

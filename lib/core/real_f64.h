@@ -6,6 +6,7 @@
 #define REAL_IS_F32 0
 #define FN(name) name##_f64
 #define GEMM la_gemm_f64
+#define GEMM_THREADED la_gemm_threaded_f64
 #define GEMM_SMALL la_gemm_small_f64
 #define TRANSPOSE la_transpose_f64
 #define EXP exp

@@ -5,6 +5,7 @@
 #undef REAL_IS_F32
 #undef FN
 #undef GEMM
+#undef GEMM_THREADED
 #undef GEMM_SMALL
 #undef TRANSPOSE
 #undef EXP

@@ -1,6 +1,6 @@
 /* gemm.c — the one door to BLIS: typed gemm with strides, single-threaded per call
- * (la_blis_sgemm, the benchmark's yardstick, excepted), on the best kernels BLIS
- * has for this CPU. */
+ * (la_gemm_threaded_*, for the layers' large products, and la_blis_sgemm, the
+ * benchmark's yardstick, excepted), on the best kernels BLIS has for this CPU. */
 #include "core/internal.h"
 
 #include <blis.h>
@@ -152,6 +152,35 @@ void la_gemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrd
     rntm_t rntm = single_thread();
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &alpha,
                  (float *)a, rsa, csa, (float *)b, rsb, csb, &beta, c, rsc, csc, blis_context(),
+                 &rntm);
+}
+
+/* The same products on `threads` of BLIS's own threads (its OpenMP build splits the m
+ * and n loops around the micro-kernel, never k, so every element sums its k terms in the
+ * same order whatever the thread count): for one large product whose weights BLIS
+ * should pack once for all threads (the layers' FFN). Call from outside any OpenMP
+ * parallel region, after la_gemm_reserve(threads). */
+void la_gemm_threaded_f32(int threads, size_t m, size_t n, size_t k, float alpha, const float *a,
+                          ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb,
+                          ptrdiff_t csb, float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc)
+{
+    if (m == 0 || n == 0) return;
+    rntm_t rntm = BLIS_RNTM_INITIALIZER;
+    bli_rntm_set_num_threads(threads < 1 ? 1 : threads, &rntm);
+    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &alpha,
+                 (float *)a, rsa, csa, (float *)b, rsb, csb, &beta, c, rsc, csc, blis_context(),
+                 &rntm);
+}
+
+void la_gemm_threaded_f64(int threads, size_t m, size_t n, size_t k, double alpha, const double *a,
+                          ptrdiff_t rsa, ptrdiff_t csa, const double *b, ptrdiff_t rsb,
+                          ptrdiff_t csb, double beta, double *c, ptrdiff_t rsc, ptrdiff_t csc)
+{
+    if (m == 0 || n == 0) return;
+    rntm_t rntm = BLIS_RNTM_INITIALIZER;
+    bli_rntm_set_num_threads(threads < 1 ? 1 : threads, &rntm);
+    bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &alpha,
+                 (double *)a, rsa, csa, (double *)b, rsb, csb, &beta, c, rsc, csc, blis_context(),
                  &rntm);
 }
 

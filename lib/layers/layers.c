@@ -96,12 +96,9 @@ void la_layer_attention_problem(const la_layer_config *c, size_t batch, size_t n
     p->seed = c->seed;
 }
 
-size_t la_ffn_threads(size_t rows)
+size_t la_ffn_hidden_rows(size_t rows)
 {
-    size_t blocks = (rows + LA_LAYER_ROW_BLOCK - 1) / LA_LAYER_ROW_BLOCK;
-    size_t threads = (size_t)la_threads();
-    if (threads < 1) threads = 1;
-    return threads < blocks ? threads : blocks;
+    return rows < LA_FFN_CHUNK_ROWS ? rows : LA_FFN_CHUNK_ROWS;
 }
 
 bool la_layer_scratch_elements(const la_layer_config *c, size_t batch, size_t n, size_t m,
@@ -110,13 +107,13 @@ bool la_layer_scratch_elements(const la_layer_config *c, size_t batch, size_t n,
     const size_t D = c->d_model, longer = m > n ? m : n;
     size_t q, kv, ffn, sub;
     if (!sizes_ok(batch, n, D, 1, &q) || !sizes_ok(batch, longer, D, 1, &kv) ||
-        !la_mul_ok(la_ffn_threads(batch * n), LA_LAYER_ROW_BLOCK, &ffn) ||
-        !la_mul_ok(ffn, c->d_ff, &ffn))
+        !la_mul_ok(la_ffn_hidden_rows(batch * n), c->d_ff, &ffn))
         return false;
     sub = 2 * q; /* the layer's working copy of x and one sublayer output */
-    /* MHA: Q and the heads' output (B·N·D each), K and V (B·M·D each) */
+    /* MHA: Q (B·N·D), K and V (B·M·D each), the heads' output, which first holds each
+     * projection (B·max(N, M)·D) */
     if (q > SIZE_MAX / 4 || kv > SIZE_MAX / 4) return false;
-    size_t mha = 2 * q + 2 * kv, peak = mha > ffn ? mha : ffn;
+    size_t mha = q + 3 * kv, peak = mha > ffn ? mha : ffn;
     if (peak > SIZE_MAX - sub) return false;
     *elements = peak + sub;
     return true;

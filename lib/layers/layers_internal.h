@@ -5,18 +5,17 @@
 
 #include "core/internal.h"
 
-/* Rows of a task: the FFN's row blocks (each thread holds LA_LAYER_ROW_BLOCK × d_ff
- * hidden values) and the output projection's row blocks. Fixed, so the split — and the
- * rounding — never depends on the thread count. Every BLIS call repacks the weights it
- * reads, so a block must be tall enough to pay for that: 256 rows against 64 took the
- * FFN of a D = 512 layer from 33 to 17 ms at N = 1024 and from 136 to 82 ms at
- * N = 4096 (linattn block-sweep). */
-enum { LA_LAYER_ROW_BLOCK = 256 };
+/* Rows of the FFN's hidden slice: the FFN runs in chunks of this many rows, each of its
+ * two products one threaded BLIS call (layers_tmpl.h), so BLIS packs each weight once
+ * per chunk. (Until issue 15 it ran row blocks of 256, one single-threaded BLIS call
+ * each, which packed both weights again for every block.) */
+enum { LA_FFN_CHUNK_ROWS = 4096 };
 
 /* Elements of scratch a layer forward allocates, at its peak:
- *   multi-head attention: Q (B·N·D), K and V (B·M·D each), the heads' output (B·N·D);
+ *   multi-head attention: Q (B·N·D), K and V (B·M·D each), the heads' output, which
+ *   first holds each projection's (B·rows, D) (B·max(N, M)·D);
  *   the layer: its working copy of x and one sublayer output (B·N·D each);
- *   the FFN: min(threads, row blocks) × LA_LAYER_ROW_BLOCK × d_ff hidden values.
+ *   the FFN: la_ffn_hidden_rows(B·N) × d_ff hidden values.
  * MHA and FFN run one after the other, so the peak is the larger of the two plus the
  * sublayer buffer. m = n for self-attention. false on overflow. */
 bool la_layer_scratch_elements(const la_layer_config *c, size_t batch, size_t n, size_t m,
@@ -31,7 +30,7 @@ la_kernel la_layer_cross_kernel(const la_layer_config *c);
 void la_layer_attention_problem(const la_layer_config *c, size_t batch, size_t n, size_t m,
                                 int causal, const int64_t *key_lengths, la_problem *p);
 
-/* Threads the FFN uses for `rows` rows: min(la_threads(), row blocks). */
-size_t la_ffn_threads(size_t rows);
+/* Rows of the FFN's hidden slice for `rows` rows: min(rows, LA_FFN_CHUNK_ROWS). */
+size_t la_ffn_hidden_rows(size_t rows);
 
 #endif

@@ -4,21 +4,6 @@
  * named FN(name); layers.c writes out the public la_* functions. Expects before the
  * include the helpers of layers.c (check_weights, sizes_ok) and layers_internal.h. */
 
-/* ---------------------------------------------------------------- projections */
-
-/* y (rows, n_out) = x (rows, n_in; row stride ldx) · Wᵀ + b, where W is n_out rows of
- * a row-major weight matrix with row stride ldw (so Wᵀ is read through the strides
- * rsb = 1, csb = ldw), b (n_out) or NULL; y has row stride ldy.
- *   step 1: every row of y = b;  step 2: y += x Wᵀ (BLIS, one thread). */
-static void FN(project)(size_t rows, size_t n_in, size_t n_out, const REAL *x, size_t ldx,
-                        const REAL *w, size_t ldw, const REAL *b, REAL *y, size_t ldy)
-{
-    for (size_t i = 0; i < rows; i++)
-        for (size_t c = 0; c < n_out; c++)
-            y[i * ldy + c] = b ? b[c] : 0;
-    GEMM(rows, n_out, n_in, 1, x, (ptrdiff_t)ldx, 1, w, 1, (ptrdiff_t)ldw, 1, y, (ptrdiff_t)ldy, 1);
-}
-
 /* ---------------------------------------------------------------- LayerNorm */
 
 /* out row = (x row − mean) · r · γ + β, r = 1/√(var + eps), biased variance; the mean
@@ -56,56 +41,70 @@ static la_status FN(layer_norm)(size_t rows, size_t d, const REAL *x, const REAL
 
 /* ---------------------------------------------------------------- FFN */
 
-/* out = act(x W1ᵀ + b1) W2ᵀ + b2, in row blocks of LA_LAYER_ROW_BLOCK, one per task:
- * each thread holds one (block, d_ff) hidden slice.
- *   x, out: (rows, D) (out may equal x: a block reads its x rows before writing them);
- *   w1: (d_ff, D), b1: (d_ff); w2: (D, d_ff), b2: (D). */
+/* out = act(x W1ᵀ + b1) W2ᵀ + b2, in chunks of la_ffn_hidden_rows(rows) rows (all of
+ * them up to LA_FFN_CHUNK_ROWS), each product one BLIS call on la_threads() of BLIS's
+ * threads: BLIS packs W1ᵀ and W2ᵀ once per chunk and shares the packed weights among
+ * its threads (row blocks of one task each, with one BLIS call per block, packed them
+ * once per block of 256 rows). BLIS splits rows and columns, never the sum over k, so
+ * every output is summed in the same order whatever the thread count.
+ *   x, out: (rows, D) (out may equal x: a chunk reads its x rows before writing them);
+ *   w1: (d_ff, D), b1: (d_ff); w2: (D, d_ff), b2: (D); scratch: one (chunk, d_ff)
+ *   hidden slice. */
 static la_status FN(ffn)(const la_layer_config *c, size_t rows, const REAL *x, const REAL *w1,
                          const REAL *b1, const REAL *w2, const REAL *b2, REAL *out)
 {
     la_status st = la_layer_config_check(c);
     if (st != LA_OK) return st;
     if (!x || !w1 || !b1 || !w2 || !b2 || !out || rows == 0) return LA_EINVAL;
-    const size_t D = c->d_model, F = c->d_ff;
-    size_t per_thread, total;
-    if (!la_mul_ok(rows, D, &total) || !la_mul_ok(LA_LAYER_ROW_BLOCK, F, &per_thread))
+    const size_t D = c->d_model, F = c->d_ff, chunk = la_ffn_hidden_rows(rows);
+    size_t total;
+    if (!la_mul_ok(rows, D, &total) || !la_mul_ok(chunk, F, &total) ||
+        !la_mul_ok(total, sizeof(REAL), &total))
         return LA_EOVERFLOW;
-    const size_t blocks = (rows + LA_LAYER_ROW_BLOCK - 1) / LA_LAYER_ROW_BLOCK;
-    const size_t threads = la_ffn_threads(rows);
-    if (!la_mul_ok(per_thread, threads, &total) || !la_mul_ok(total, sizeof(REAL), &total))
-        return LA_EOVERFLOW;
-    if (la_gemm_reserve((int)threads) != LA_OK) return LA_ENOMEM;
-    REAL *hidden = malloc(total);
-    if (!hidden) return LA_ENOMEM;
+    const int threads = la_threads();
+    if (la_gemm_reserve(threads) != LA_OK) return LA_ENOMEM;
+    REAL *h = malloc(total);
+    if (!h) return LA_ENOMEM;
     const int gelu = c->activation == LA_ACTIVATION_GELU;
 
-#pragma omp parallel for schedule(dynamic) num_threads((int)threads)
-    for (size_t blk = 0; blk < blocks; blk++) {
-        const size_t i0 = blk * LA_LAYER_ROW_BLOCK;
-        const size_t n = rows - i0 < LA_LAYER_ROW_BLOCK ? rows - i0 : LA_LAYER_ROW_BLOCK;
-        REAL *h = hidden + (size_t)omp_get_thread_num() * per_thread;
-        /* h (n, d_ff) = x_blk W1ᵀ + b1 */
-        FN(project)(n, D, F, x + i0 * D, D, w1, D, b1, h, F);
-        /* h = act(h): ReLU max(h, 0), or GELU 0.5·h·(1 + erf(h/√2)) */
-        for (size_t e = 0; e < n * F; e++) {
+    for (size_t i0 = 0; i0 < rows; i0 += chunk) {
+        const size_t n = rows - i0 < chunk ? rows - i0 : chunk;
+        REAL *y = out + i0 * D;
+        /* h (n, d_ff) = x_chunk W1ᵀ */
+        GEMM_THREADED(threads, n, F, D, 1, x + i0 * D, (ptrdiff_t)D, 1, w1, 1, (ptrdiff_t)D, 0, h,
+                      (ptrdiff_t)F, 1);
+        /* h = act(h + b1): ReLU max(h, 0), or GELU 0.5·h·(1 + erf(h/√2)) */
+#pragma omp parallel for schedule(static) num_threads(threads) if (n * F > 65536)
+        for (size_t i = 0; i < n; i++) {
+            REAL *hi = h + i * F;
             if (gelu)
-                h[e] = (REAL)0.5 * h[e] * ((REAL)1 + ERF(h[e] * (REAL)0.70710678118654752440));
+                for (size_t e = 0; e < F; e++) {
+                    const REAL t = hi[e] + b1[e];
+                    hi[e] = (REAL)0.5 * t * ((REAL)1 + ERF(t * (REAL)0.70710678118654752440));
+                }
             else
-                h[e] = h[e] > 0 ? h[e] : 0;
+                for (size_t e = 0; e < F; e++) {
+                    const REAL t = hi[e] + b1[e];
+                    hi[e] = t > 0 ? t : 0;
+                }
         }
-        /* out_blk (n, D) = h W2ᵀ + b2 */
-        FN(project)(n, F, D, h, F, w2, F, b2, out + i0 * D, D);
+        /* out_chunk (n, D) = b2 in every row, then += h W2ᵀ */
+        for (size_t i = 0; i < n; i++)
+            memcpy(y + i * D, b2, D * sizeof *y);
+        GEMM_THREADED(threads, n, D, F, 1, h, (ptrdiff_t)F, 1, w2, 1, (ptrdiff_t)F, 1, y,
+                      (ptrdiff_t)D, 1);
     }
-    free(hidden);
+    free(h);
     return LA_OK;
 }
 
 /* ---------------------------------------------------------------- multi-head attention */
 
-/* Q, K, V projected straight into the kernels' (B, H, rows, d_h) layout, one BLIS call
- * per (batch entry, head, which of Q K V): head h of Q is x_q W_Q[h·d_h .. (h+1)·d_h)ᵀ.
- * Then the kernel on every head; then out = Σ_h O_h W_O[:, h·d_h .. (h+1)·d_h)ᵀ + b_O,
- * per (batch entry, row block), heads summed in order.
+/* Q, K, V projected by one BLIS product each (on BLIS's threads, over all B·rows rows),
+ * then moved into the kernels' (B, H, rows, d_h) layout: head h of Q is columns
+ * h·d_h .. (h+1)·d_h of x_q W_Qᵀ.
+ * Then the kernel on every head; then out = concat_h(O_h) W_Oᵀ + b_O, one product on
+ * BLIS's threads over all B·N rows.
  *   x_q: (B, N, D), x_kv: (B, M, D), out: (B, N, D) (out may equal x_q or x_kv: both
  *   are read in full before out is written). */
 static la_status FN(mha)(const la_layer_config *c, size_t batch, size_t n_queries, size_t n_keys,
@@ -130,23 +129,34 @@ static la_status FN(mha)(const la_layer_config *c, size_t batch, size_t n_querie
     if (la_gemm_reserve(la_threads()) != LA_OK) return LA_ENOMEM;
 
     REAL *q = malloc(q_count * sizeof(REAL)), *k = malloc(kv_count * sizeof(REAL));
-    REAL *v = malloc(kv_count * sizeof(REAL)), *o = malloc(q_count * sizeof(REAL));
+    /* o: the heads' output (B,H,N,d_h), and before it each projection's (B·rows, D) */
+    REAL *v = malloc(kv_count * sizeof(REAL));
+    REAL *o = malloc((q_count > kv_count ? q_count : kv_count) * sizeof(REAL));
     if (!q || !k || !v || !o) {
         st = LA_ENOMEM;
         goto done;
     }
     const int threads = la_threads();
 
-    /* step 1: Q = x_q W_Qᵀ + b_Q, K = x_kv W_Kᵀ + b_K, V = x_kv W_Vᵀ + b_V, per head */
-    const size_t tasks = batch * H * 3;
-#pragma omp parallel for schedule(dynamic) num_threads(threads)
-    for (size_t t = 0; t < tasks; t++) {
-        const size_t part = t % 3, h = (t / 3) % H, b = t / (3 * H);
+    /* step 1: Q = x_q W_Qᵀ + b_Q, K = x_kv W_Kᵀ + b_K, V = x_kv W_Vᵀ + b_V: each one
+     * product over all B·rows rows on BLIS's threads (which packs x and the weight once;
+     * one call per head packed x again for each of the 3H products) into o as (B·rows, D),
+     * b in every row first, then its heads' columns moved into the (B, H, rows, d_h) layout */
+    for (size_t part = 0; part < 3; part++) {
         const size_t rows = part == 0 ? N : M;
-        const REAL *x = part == 0 ? x_q + b * N * D : x_kv + b * M * D;
-        REAL *dst = (part == 0 ? q : part == 1 ? k : v) + (b * H + h) * rows * dh;
-        const size_t w_row = part * D + h * dh; /* first row of this head's W slice */
-        FN(project)(rows, D, dh, x, D, in_w + w_row * D, D, in_b + w_row, dst, dh);
+        const REAL *x = part == 0 ? x_q : x_kv;
+        REAL *dst = part == 0 ? q : part == 1 ? k : v;
+        const REAL *w = in_w + part * D * D, *bias = in_b + part * D;
+        for (size_t r = 0; r < batch * rows; r++)
+            memcpy(o + r * D, bias, D * sizeof *o);
+        GEMM_THREADED(threads, batch * rows, D, D, 1, x, (ptrdiff_t)D, 1, w, 1, (ptrdiff_t)D, 1, o,
+                      (ptrdiff_t)D, 1);
+#pragma omp parallel for schedule(static) num_threads(threads) if (batch * rows * D > 65536)
+        for (size_t r = 0; r < batch * rows; r++) {
+            const size_t b = r / rows, i = r % rows;
+            for (size_t h = 0; h < H; h++)
+                memcpy(dst + ((b * H + h) * rows + i) * dh, o + r * D + h * dh, dh * sizeof *dst);
+        }
     }
 
     /* step 2: attention per head, O (B, H, N, d_h); rotary positions in self-attention:
@@ -162,24 +172,21 @@ static la_status FN(mha)(const la_layer_config *c, size_t batch, size_t n_querie
     }
     if (st != LA_OK) goto done;
 
-    /* step 3: out = concat_h(O_h) W_Oᵀ + b_O, per (batch entry, row block) */
-    const size_t blocks = (N + LA_LAYER_ROW_BLOCK - 1) / LA_LAYER_ROW_BLOCK;
-#pragma omp parallel for schedule(dynamic) num_threads(threads)
-    for (size_t t = 0; t < batch * blocks; t++) {
-        const size_t b = t / blocks, i0 = (t % blocks) * LA_LAYER_ROW_BLOCK;
-        const size_t rows = N - i0 < LA_LAYER_ROW_BLOCK ? N - i0 : LA_LAYER_ROW_BLOCK;
-        REAL *y = out + (b * N + i0) * D;
-        for (size_t h = 0; h < H; h++) {
-            /* y += O_h[i0 .. i0+rows) (rows, d_h) · W_O[:, h·d_h ..)ᵀ (d_h, D); the
-             * first head also sets the bias */
-            const REAL *oh = o + ((b * H + h) * N + i0) * dh;
-            if (h == 0)
-                FN(project)(rows, dh, D, oh, dh, out_w, D, out_b, y, D);
-            else
-                GEMM(rows, D, dh, 1, oh, (ptrdiff_t)dh, 1, out_w + h * dh, 1, (ptrdiff_t)D, 1, y,
-                     (ptrdiff_t)D, 1);
-        }
+    /* step 3: out = concat_h(O_h) W_Oᵀ + b_O: the heads' rows gathered into (B·N, D) in
+     * q's buffer (free once the attention ran), out = b_O in every row, then one product
+     * on BLIS's threads, which packs W_O once (one call per 256-row block and head packed
+     * it again for every block) */
+    REAL *cat = q;
+#pragma omp parallel for schedule(static) num_threads(threads) if (q_count > 65536)
+    for (size_t r = 0; r < batch * N; r++) {
+        const size_t b = r / N, i = r % N;
+        for (size_t h = 0; h < H; h++)
+            memcpy(cat + r * D + h * dh, o + ((b * H + h) * N + i) * dh, dh * sizeof *cat);
     }
+    for (size_t r = 0; r < batch * N; r++)
+        memcpy(out + r * D, out_b, D * sizeof *out);
+    GEMM_THREADED(threads, batch * N, D, D, 1, cat, (ptrdiff_t)D, 1, out_w, 1, (ptrdiff_t)D, 1, out,
+                  (ptrdiff_t)D, 1);
 done:
     free(q);
     free(k);

@@ -598,6 +598,68 @@ static void lse_forward(void **state)
     }
 }
 
+/* Decoding, N <= 4 queries per head (the AVX-512 kernel's narrow rows, which take the
+ * range check's max|k| and max|v| on their own loads and stage their output): against
+ * the float64 reference at d_k and d_v off the 16-lane width, d_v past 64 columns, key
+ * counts off the 16-key groups, causal and key lengths, lse included; one huge k (past
+ * what the scores may hold) among the visible keys or hidden past a key length must give
+ * LA_ERANGE with out and lse untouched. */
+static void decoding_rows(void **state)
+{
+    (void)state;
+    const shape shapes[] = {
+        {1, 3, 1, 300, 40, 80, 0, {0}, 0},
+        {2, 2, 3, 37, 64, 64, 1, {0}, 0},
+        {2, 1, 4, 200, 24, 17, 0, {150, 9}, 1},
+        {1, 2, 1, 1, 64, 64, 0, {0}, 0},
+    };
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        la_problem p;
+        problem_of(&p, &shapes[si]);
+        tu_rng r = tu_rng_for("decoding_rows");
+        inputs in;
+        inputs_make(&in, &p, &r, 0);
+        const size_t rows = p.batch * p.heads * p.n_queries;
+        double *ref = tu_f64(in.no), *want = tu_f64(rows);
+        float *out = tu_f32(in.no), *lse = tu_f32(rows), *out2 = tu_f32(in.no);
+        assert_int_equal(la_ref_attention(LA_KERNEL_SOFTMAX, &p, in.q, in.k, in.v, ref), LA_OK);
+        lse_by_hand(&p, in.q, in.k, want);
+        assert_int_equal(la_softmax_attention_f32(&p, in.q32, in.k32, in.v32, out), LA_OK);
+        tu_assert_close_f32(out, ref, in.no, TOL_F32, "decoding shape %zu", si);
+        assert_int_equal(la_softmax_attention_lse_f32(&p, in.q32, in.k32, in.v32, out2, lse),
+                         LA_OK);
+        assert_memory_equal(out, out2, in.no * sizeof *out);
+        for (size_t i = 0; i < rows; i++)
+            if (isinf(want[i]) ? !(isinf(lse[i]) && lse[i] < 0)
+                               : !(fabs(lse[i] - want[i]) <= 1e-6 * fmax(1, fabs(want[i]))))
+                fail_msg("decoding shape %zu row %zu: lse %.9g, by hand %.17g (seed %llu)", si, i,
+                         (double)lse[i], want[i], (unsigned long long)tu_seed());
+        /* a huge k: in the last head's first key (visible), or past entry 0's key length */
+        for (int where = 0; where < 2; where++) {
+            if (where == 1 && !shapes[si].has_lengths) continue;
+            const size_t at = where == 0 ? in.nk - p.n_keys * p.d_k
+                                         : ((size_t)shapes[si].lengths[0] + 1) * p.d_k - 1;
+            const float saved = in.k32[at];
+            in.k32[at] = 3e37f;
+            for (size_t i = 0; i < in.no; i++)
+                out[i] = out2[i] = (float)i;
+            for (size_t i = 0; i < rows; i++)
+                lse[i] = (float)i;
+            assert_int_equal(la_softmax_attention_f32(&p, in.q32, in.k32, in.v32, out), LA_ERANGE);
+            assert_int_equal(la_softmax_attention_lse_f32(&p, in.q32, in.k32, in.v32, out2, lse),
+                             LA_ERANGE);
+            for (size_t i = 0; i < in.no; i++)
+                if (out[i] != (float)i || out2[i] != (float)i)
+                    fail_msg("decoding shape %zu: LA_ERANGE but out written", si);
+            for (size_t i = 0; i < rows; i++)
+                if (lse[i] != (float)i) fail_msg("decoding shape %zu: lse written", si);
+            in.k32[at] = saved;
+        }
+        free(ref), free(want), free(out), free(lse), free(out2);
+        inputs_free(&in);
+    }
+}
+
 /* The fused backward given the forward's lse against the float64 oracle (float64 1e-11,
  * float32 1e-5 relative per gradient, as test_attention.c holds the registry row, which
  * passes lse = NULL). */
@@ -655,6 +717,7 @@ int main(void)
         cmocka_unit_test(error_flat_in_n),      cmocka_unit_test(simd_config_names),
         cmocka_unit_test(lse_forward),          cmocka_unit_test(backward_given_lse),
         cmocka_unit_test(exp_accuracy_f64),     cmocka_unit_test(fused_f64_edges),
+        cmocka_unit_test(decoding_rows),
     };
     /* fused softmax has two kernels per precision: the AVX-512 one (where the CPU has it)
      * and the BLIS-based one; every test runs against both. */

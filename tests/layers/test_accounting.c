@@ -225,6 +225,22 @@ static void layer_flops(void **state)
             assert_true(lc.activation_bytes > 0 && lc.workspace_bytes > 0);
         }
     }
+    /* activation bytes, exactly: with d_ff = 4096 the FFN's hidden rows (min(B·N, 4096) ×
+     * d_ff) are the peak, plus the working copy and one sublayer output (B·N·D each) */
+    {
+        la_layer_config c;
+        la_layer_config_init(&c, 16, 4, 4096);
+        la_layer_cost lc;
+        assert_int_equal(la_layer_cost_model(&c, 0, 1, 100, 0, 0, LA_FLOAT32, &lc), LA_OK);
+        assert_true(lc.activation_bytes == 4.0 * (100 * 4096 + 2 * 100 * 16));
+        assert_int_equal(la_layer_cost_model(&c, 0, 3, 2000, 0, 0, LA_FLOAT64, &lc), LA_OK);
+        assert_true(lc.activation_bytes == 8.0 * (4096 * 4096 + 2 * 6000 * 16));
+        /* a decoder over a long memory: Q (B·N·D), K and V and the projection buffer
+         * (B·max(N, M)·D each) are the peak */
+        la_layer_config_init(&c, 64, 4, 16);
+        assert_int_equal(la_layer_cost_model(&c, 1, 1, 10, 1000, 0, LA_FLOAT32, &lc), LA_OK);
+        assert_true(lc.activation_bytes == 4.0 * (10 * 64 + 3 * 1000 * 64 + 2 * 10 * 64));
+    }
     /* softmax self-attention FLOPs grow as N², linear as N */
     la_layer_config c;
     la_layer_config_init(&c, 64, 4, 256);

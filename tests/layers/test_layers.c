@@ -6,6 +6,7 @@
  * H = 1 and H = D, stacks; float32 within 1e-5, float64 within 1e-11. Also the weights:
  * Xavier init, loading from .npy files and every refusal. */
 #include "../testutil.h"
+#include "layers/layers_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -211,7 +212,7 @@ static void norm_and_ffn(void **state)
 {
     (void)state;
     tu_rng r = tu_rng_for("norm_and_ffn");
-    const size_t rows = 131, D = 24, F = 40; /* 131 rows: three FFN row blocks */
+    const size_t rows = 131, D = 24, F = 40;
     la_layer_weights w64, w32;
     random_layer(&r, D, F, 0, &w64, &w32);
     double *x64, *ref = tu_f64(rows * D), *y64 = tu_f64(rows * D);
@@ -252,6 +253,56 @@ static void norm_and_ffn(void **state)
     la_layer_weights_free(&w64);
     la_layer_weights_free(&w32);
     free(x64), free(x32), free(ref), free(y64), free(y32);
+}
+
+/* The FFN past one chunk of LA_FFN_CHUNK_ROWS rows (in place: a later chunk must still
+ * read its own x rows) against the plain loops, and bitwise the same output on 1, 2 and
+ * 3 threads at a size where BLIS packs and splits its loops (each product runs on BLIS's
+ * threads, which split rows and columns, never the sum over k). */
+static void ffn_chunks_and_threads(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_for("ffn_chunks_and_threads");
+    const int threads = la_get_num_threads();
+    for (int big = 0; big <= 1; big++) {
+        /* small: rows across two chunks; big: one chunk of products worth threading */
+        const size_t rows = big ? 700 : LA_FFN_CHUNK_ROWS + 131, D = big ? 192 : 24,
+                     F = big ? 768 : 40;
+        la_layer_weights w64, w32;
+        random_layer(&r, D, F, 0, &w64, &w32);
+        double *x64, *ref = tu_f64(rows * D), *y64 = tu_f64(rows * D);
+        float *x32, *y32 = tu_f32(rows * D), *first = tu_f32(rows * D);
+        random_input(&r, rows * D, &x64, &x32);
+        la_layer_config c;
+        la_layer_config_init(&c, D, 4, F);
+        ref_ffn(rows, D, F, 0, x64, WT(&w64, LA_W_LINEAR1_WEIGHT), WT(&w64, LA_W_LINEAR1_BIAS),
+                WT(&w64, LA_W_LINEAR2_WEIGHT), WT(&w64, LA_W_LINEAR2_BIAS), ref);
+        memcpy(y64, x64, rows * D * sizeof *y64); /* in place */
+        assert_int_equal(la_ffn_f64(&c, rows, y64, w64.tensor[LA_W_LINEAR1_WEIGHT],
+                                    w64.tensor[LA_W_LINEAR1_BIAS], w64.tensor[LA_W_LINEAR2_WEIGHT],
+                                    w64.tensor[LA_W_LINEAR2_BIAS], y64),
+                         LA_OK);
+        tu_assert_close_f64(y64, ref, rows * D, TOL_F64, "ffn f64 rows=%zu", rows);
+        for (int t = 1; t <= 3; t++) {
+            assert_int_equal(la_set_num_threads(t), LA_OK);
+            memcpy(y32, x32, rows * D * sizeof *y32); /* in place */
+            assert_int_equal(la_ffn_f32(&c, rows, y32, w32.tensor[LA_W_LINEAR1_WEIGHT],
+                                        w32.tensor[LA_W_LINEAR1_BIAS],
+                                        w32.tensor[LA_W_LINEAR2_WEIGHT],
+                                        w32.tensor[LA_W_LINEAR2_BIAS], y32),
+                             LA_OK);
+            tu_assert_close_f32(y32, ref, rows * D, TOL_F32, "ffn f32 rows=%zu threads=%d", rows,
+                                t);
+            if (t == 1)
+                memcpy(first, y32, rows * D * sizeof *first);
+            else
+                assert_memory_equal(first, y32, rows * D * sizeof *first);
+        }
+        assert_int_equal(la_set_num_threads(threads), LA_OK);
+        la_layer_weights_free(&w64);
+        la_layer_weights_free(&w32);
+        free(x64), free(x32), free(ref), free(y64), free(y32), free(first);
+    }
 }
 
 /* One MHA case in both precisions. */
@@ -319,7 +370,7 @@ static void multi_head_attention(void **state)
                 for (int causal = 0; causal <= 1; causal++)
                     check_mha(&r, kernels[ki], 2, 9, 6, 12, heads[hi], cross, causal,
                               (int)(tu_next(&r) % 2));
-    /* more rows than one output block (64), several row blocks per batch entry */
+    /* more rows, two batch entries: the projections over all B·rows rows at once */
     check_mha(&r, LA_KERNEL_SOFTMAX, 2, 150, 150, 16, 4, 0, 1, 1);
     check_mha(&r, LA_KERNEL_LINEAR, 1, 130, 70, 16, 2, 1, 0, 0);
 }
@@ -736,6 +787,7 @@ int main(void)
         cmocka_unit_test(xavier_init),
         cmocka_unit_test(load_from_npy),
         cmocka_unit_test(thread_count_independent),
+        cmocka_unit_test(ffn_chunks_and_threads),
         cmocka_unit_test(errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
