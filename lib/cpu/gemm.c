@@ -200,11 +200,8 @@ la_status la_blis_sgemm(int threads, size_t m, size_t n, size_t k, float alpha, 
     if (threads < 1 || threads > LA_MAX_THREADS || (k > 0 && (!a || !b)) || !c) return LA_EINVAL;
     if (m == 0 || n == 0) return LA_OK;
     if (la_gemm_reserve(threads) != LA_OK) return LA_ENOMEM;
-    rntm_t rntm = BLIS_RNTM_INITIALIZER;
-    bli_rntm_set_num_threads(la_thread_clamp(threads), &rntm);
-    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &alpha,
-                 (float *)a, rsa, csa, (float *)b, rsb, csb, &beta, c, rsc, csc, blis_context(),
-                 &rntm);
+    la_gemm_threaded_f32(la_thread_clamp(threads), m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta,
+                         c, rsc, csc);
     return LA_OK;
 }
 
