@@ -248,17 +248,19 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
         const size_t rows = N - i0 < q_block ? N - i0 : q_block;
         REAL *lse_rows = lse ? lse + (tk.b * p->heads + tk.h) * N + i0 : NULL;
         uint32_t kv_bits[2] = {0, 0};
-        if (simd) FN(fused_simd_block)
-        (p, tk.b, qh, kh, vh, oh, i0, rows, mine, lse_rows, staging_bytes ? kv_bits : NULL);
-        if (kv_bits[0] > k_bits) k_bits = kv_bits[0];
-        if (kv_bits[1] > v_bits) v_bits = kv_bits[1];
-        if (simd)
-            ;
-        else if (kind == FN(RUN_FUSED))
+        if (simd) {
+            FN(fused_simd_block)
+            (p, tk.b, qh, kh, vh, oh, i0, rows, mine, lse_rows, staging_bytes ? kv_bits : NULL);
+            if (kv_bits[0] > k_bits) k_bits = kv_bits[0];
+            if (kv_bits[1] > v_bits) v_bits = kv_bits[1];
+        } else if (kind == FN(RUN_FUSED)) {
             FN(fused_block)
-        (p, tk.b * p->heads + tk.h, qh, kh, vh, oh, i0, rows, s, row_a, (REAL *)row_b, lse_rows);
-        else FN(hard_block)(p, tk.b * p->heads + tk.h, qh, kh, vh, oh, i0, rows, s, row_a,
-                            (size_t *)row_b);
+            (p, tk.b * p->heads + tk.h, qh, kh, vh, oh, i0, rows, s, row_a, (REAL *)row_b,
+             lse_rows);
+        } else {
+            FN(hard_block)
+            (p, tk.b * p->heads + tk.h, qh, kh, vh, oh, i0, rows, s, row_a, (size_t *)row_b);
+        }
     }
     if (staging_bytes) {
         /* the range check on the maxima the kernel took; then the staged rows */
