@@ -24,6 +24,9 @@
 #                   then natively with LA_SIMD=off
 # Missing Debian packages are installed by scripts/ensure-deps (as root or via sudo).
 
+# Builds run on every core unless make -jN says otherwise (tests still run one at a time).
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+
 CC ?= cc
 ifeq ($(origin CC),default)
 CC := gcc
@@ -179,7 +182,15 @@ PY_CHECKS := attend_numpy attend_grad_numpy results_files scaling_sweeps plot_fi
              approx_runs complexity_runs model_numpy roofline_runs scores_runs
 
 # Every test runs even when an earlier one fails (scripts/run-tests); the last lines say
-# what failed and why, and the logs stay in $(BUILD)/test-logs.
+# what failed and why, and the logs stay in $(BUILD)/test-logs (with each one's seconds
+# in times). LA_TEST_PROFILE: full (every shape, repetition and size) for make test,
+# quick for SANITIZE=1 and test-portable; LA_TEST_PROFILE=full runs those in full too
+# (docs/testing.md: what quick keeps, and when to run the full profile).
+# OMP_WAIT_POLICY=passive: some tests run 3 threads on 2 cores, and threads that spin at
+# a barrier take the core from the one still working (the quick test_attention with
+# another process busy: 302 s active, 153 s passive); results do not depend on it.
+test: export LA_TEST_PROFILE ?= $(if $(filter 1,$(SANITIZE)),quick,full)
+test test-portable: export OMP_WAIT_POLICY ?= passive
 test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a $(MPI_TEST_DEPS) | build/.deps-test build/.deps-plots
 	@{ echo "scripts/check-exports $(BUILD)/liblinattn.so"; \
 	   if [ "$(SANITIZE)" = 1 ]; then \
@@ -241,6 +252,7 @@ install: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn
 # every registry row against its reference, took over 600 s under qemu on a busy machine).
 QEMU_CPU ?= Haswell,-pcid,-x2apic,-tsc-deadline,-hle,-invpcid,-rtm
 PORTABLE_TIMEOUT ?= 1500
+test-portable: export LA_TEST_PROFILE ?= quick
 test-portable: $(TEST_BIN) $(BUILD)/linattn | build/.deps-test
 	@scripts/ensure-deps qemu
 	@printf '#!/bin/sh\nexec qemu-x86_64 -cpu %s "$$(dirname "$$0")/linattn" "$$@"\n' \

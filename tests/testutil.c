@@ -8,6 +8,23 @@
 #include <time.h>
 
 static uint64_t run_seed;
+static int quick_profile = -1; /* -1: not read yet */
+
+int tu_quick(void)
+{
+    if (quick_profile < 0) {
+        const char *env = getenv("LA_TEST_PROFILE");
+        if (!env || !*env || strcmp(env, "full") == 0) {
+            quick_profile = 0;
+        } else if (strcmp(env, "quick") == 0) {
+            quick_profile = 1;
+        } else {
+            fprintf(stderr, "LA_TEST_PROFILE is '%s': it must be quick or full\n", env);
+            exit(2);
+        }
+    }
+    return quick_profile;
+}
 
 uint64_t tu_init(const char *program)
 {
@@ -20,8 +37,9 @@ uint64_t tu_init(const char *program)
         run_seed = ((uint64_t)ts.tv_sec * 1000003u) ^ (uint64_t)ts.tv_nsec;
         run_seed %= 1000000000000ull;
     }
-    printf("%s: seed %llu (replay with LA_TEST_SEED=%llu)\n", program, (unsigned long long)run_seed,
-           (unsigned long long)run_seed);
+    printf("%s: seed %llu (replay with LA_TEST_SEED=%llu), profile %s\n", program,
+           (unsigned long long)run_seed, (unsigned long long)run_seed,
+           tu_quick() ? "quick" : "full");
     fflush(stdout);
     return run_seed;
 }

@@ -18,6 +18,13 @@
 uint64_t tu_init(const char *program);
 uint64_t tu_seed(void);
 
+/* The test profile, from LA_TEST_PROFILE: "full" (the default: every shape, repetition
+ * and size) or "quick" (the sanitizer and emulated runs: fewer shapes and repetitions,
+ * chosen so that every kernel, causal form, SIMD path and error path is still reached;
+ * docs/testing.md lists what each quick choice stands for). Any other value ends the
+ * program with status 2 at tu_init. tu_init prints the profile beside the seed. */
+int tu_quick(void);
+
 /* A small deterministic generator (splitmix64) per test, derived from the run's seed and
  * a label, so each test's inputs do not depend on which tests ran before it. */
 typedef struct {

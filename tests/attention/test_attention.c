@@ -162,6 +162,37 @@ static shape shapes[] = {
 /* clang-format on */
 enum { N_SHAPES = sizeof shapes / sizeof shapes[0] };
 
+/* The quick profile (LA_TEST_PROFILE=quick: the sanitizer and emulated runs) keeps these
+ * shapes of the table above, each for what it stands for; every kernel, causal form and
+ * feature map still runs, on every property. The full profile's other shapes repeat
+ * these edges at other sizes (docs/testing.md compares the coverage of both profiles). */
+static const struct {
+    size_t index;
+    const char *stands_for;
+} quick_shapes[] = {
+    {0, "the smallest problem: one query, one key, d = 1"},
+    {2, "a key length 0 (queries that see no key: exact zeros), d = 16 (one vector)"},
+    {4, "d_k = 127 (a vector's remainder lanes), M = 65 past a 64-key edge, H = 3"},
+    {7, "B = 3 with key lengths {17, 0, 9}, d_v = 1, N = 129 past a 128-query block"},
+    {15, "M = 257 past the 256-key block, B·H = 6 (both linear schedules on 2, 3 threads)"},
+    {18, "a chunk (64) larger than N"},
+    {21, "a chunk (5) that does not divide N, eps = 1e-3, a key length 0 in a batch"},
+    {24, "d_k = 128, d_v = 130, chunk 64 = a 64-row AVX-512 tile pass plus one row"},
+    {25, "M = 1000: two 512-key pieces, the second cut short by key length 777"},
+    {31, "one query (decoding) over random key lengths, d_k = 64"},
+    {33, "chunk 1 (the recurrence itself), eps = 0.5"},
+};
+
+/* Whether the rows include shape si of shape_list: always, but for the main table's
+ * shapes in the quick profile. */
+static bool shape_kept(const shape *shape_list, size_t si)
+{
+    if (shape_list != shapes || !tu_quick()) return true;
+    for (size_t i = 0; i < sizeof quick_shapes / sizeof quick_shapes[0]; i++)
+        if (quick_shapes[i].index == si) return true;
+    return false;
+}
+
 /* The gradient mode's shapes: tiny (central differences cost two reference calls per
  * input element), and still N != M, a zero key length, d_k != d_v, B·H > 1, a chunk
  * that does not divide N, eps not the default. Linear attention reads eps = 0.5 in all
@@ -218,6 +249,7 @@ static size_t rows_generate(const shape *shape_list, size_t n_shapes,
                 continue;
             const int n_fm = info->params & LA_PARAM_FEATURE_MAP ? LA_FEATURE_COUNT : 1;
             for (size_t si = 0; si < n_shapes; si++) {
+                if (!shape_kept(shape_list, si)) continue;
                 for (int fm = 0; fm < n_fm; fm++, count++) {
                     if (!rows) continue;
                     row *r = &rows[count];
@@ -2103,9 +2135,12 @@ int main(void)
     shapes_draw_lengths(shapes, N_SHAPES, "shape");
     shapes_draw_lengths(grad_shapes, N_GRAD_SHAPES, "gradient shape");
     rows = registry_rows(shapes, N_SHAPES, &n_rows);
-    printf("test_attention: %zu rows: %d registry kernels × the causal forms each allows × %d "
-           "shapes × the feature maps a kernel reads\n",
-           n_rows, (int)LA_KERNEL_COUNT, (int)N_SHAPES);
+    size_t kept = 0;
+    for (size_t si = 0; si < N_SHAPES; si++)
+        kept += shape_kept(shapes, si);
+    printf("test_attention: %zu rows: %d registry kernels × the causal forms each allows × %zu "
+           "of %d shapes (profile %s) × the feature maps a kernel reads\n",
+           n_rows, (int)LA_KERNEL_COUNT, kept, (int)N_SHAPES, tu_quick() ? "quick" : "full");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matches_reference),
         cmocka_unit_test(causal_ignores_future),
