@@ -22,7 +22,7 @@
  * exactly (a hidden key adds nothing to S or z, and gets zero d_k, d_v) and refuses mask
  * (LA_EINVAL: a general mask breaks the shared state S = Σ φ(k_j)v_jᵀ); la_attention_weights_* as
  * the kernels (softmax, hard, local both; linear the key mask); Linformer and FAVOR+ refuse either
- * (LA_EINVAL), not yet: Linformer's projection mixes the keys before any mask could hide one, and
+ * (LA_EINVAL): Linformer's projection mixes the keys before any mask could hide one, and
  * FAVOR+'s stabiliser would need the masked keys' maximum. Under a general mask the float32 fused
  * kernel runs its portable path (not the AVX-512 one), testing each pair.
  *
@@ -77,7 +77,7 @@
  *     la_favor_attention_f32/_f64         FAVOR+ (Performer): linear on positive random features
  *     la_favor_attention_recurrent_f32/_f64  FAVOR+, causal, token by token
  *     la_favor_features                   FAVOR+'s random features W, drawn from a seed
- *     la_general_attention_f32/_f64       softmax over general scores q·W·k (issue 14)
+ *     la_general_attention_f32/_f64       softmax over general scores q·W·k
  *     la_additive_attention_f32/_f64      softmax over additive scores vᵀtanh(W_q q + W_k k)
  *     la_cosine_attention_f32/_f64        softmax over cosine similarities
  *     la_score_weights                    the score functions' W (and v), drawn from a seed
@@ -296,7 +296,7 @@ typedef struct {
     double eps;                 /* linear attention: y = num / (den + eps); finite, >= 0 */
     size_t chunk;               /* causal linear attention, chunked form: tokens per chunk (>= 1) */
     size_t workspace_limit;     /* bytes of scratch a kernel may hold; above it: LA_EBUDGET */
-    /* The approximating variants' parameters (issue 13), read only by the kernels whose
+    /* The approximating variants' parameters, read only by the kernels whose
      * registry row names them (la_kernel_info.params): */
     size_t window;        /* local softmax: query i sees keys j with |i - j| <= window
                              (causal: i - window <= j <= i); >= 1 */
@@ -309,7 +309,7 @@ typedef struct {
     size_t features;      /* FAVOR+: m, the random features per head; >= 1 */
     uint64_t seed;        /* Linformer's drawn projections, FAVOR+'s random features:
                              the same seed gives the same draw in both precisions */
-    /* The score functions' weights (issue 14), read only by the kernels whose registry
+    /* The score functions' weights, read only by the kernels whose registry
      * row names them (LA_PARAM_SCORE_WEIGHTS, LA_PARAM_SCORE_DIM): */
     size_t score_dim;      /* additive: d_a, the rows of W and the entries of v; >= 1 */
     const double *score_w; /* general: W (d_k, d_k); additive: W = [W_q W_k] (d_a, 2·d_k),
@@ -317,7 +317,7 @@ typedef struct {
                               batch entry and head, owned by the caller; NULL: drawn from
                               seed as la_score_weights draws it */
     const double *score_v; /* additive: v (d_a); given with score_w, or both NULL */
-    /* Positional encodings (issue 14), read only by the relative kernel
+    /* Positional encodings, read only by the relative kernel
      * (LA_PARAM_RELATIVE): */
     size_t max_distance; /* Shaw et al.'s clip distance K >= 1 */
     const double *rel_k; /* a^K (2K+1, d_k) and a^V (2K+1, d_v) row-major, row K + δ */
@@ -326,7 +326,7 @@ typedef struct {
                             precision, shared by every batch entry and head; the caller
                             owns them */
 
-    /* Masks beyond causal and key lengths (issue 14): */
+    /* Masks beyond causal and key lengths: */
     la_causal_align causal_align; /* with causal and N != M: top-left (j <= i, the default)
                                      or bottom-right (j <= i + M − N) */
     const uint8_t *mask;          /* NULL, or a general attention mask, nonzero = hidden
@@ -703,7 +703,7 @@ LA_API la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, dou
  * row values, independent of N (la_attention_cost gives both).
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * Returns LA_OK, LA_EINVAL (NULL, a bad problem: window 0 included), LA_EOVERFLOW,
- * LA_ENOMEM, LA_EBUDGET, LA_ERANGE (softmax's rule above). No backward yet.
+ * LA_ENOMEM, LA_EBUDGET, LA_ERANGE (softmax's rule above). No backward.
  * Causal bottom-right (p->causal_align): query i's window is centred on key i + M − N.
  *   implementation lib/attention/local.c (local_tmpl.h) · reference la_ref_local_attention
  *   · tests tests/attention/test_attention.c, test_local.c */
@@ -754,7 +754,7 @@ LA_API la_status la_local_attention_f64(const la_problem *p, const double *q, co
  * or ‖x‖² not finite (inputs beyond the element type, e.g. ‖k‖² past FLT_MAX, or not
  * finite); non-causal, linear attention's state rule on φ(K)ᵀV; causal, m·M·max(|v|, 1)
  * > T/8. Nothing written on error. The step API: la_favor_state_create. No backward or
- * attention matrix (la_attention_weights_*: LA_EINVAL) yet.
+ * attention matrix (la_attention_weights_*: LA_EINVAL).
  *   implementation lib/attention/favor.c (favor_tmpl.h; linear.c on the features) ·
  *   reference la_ref_favor_attention · tests tests/attention/test_favor.c,
  *   test_attention.c */
@@ -775,7 +775,7 @@ LA_API la_status la_favor_attention_f64(const la_problem *p, const double *q, co
  * Time O(B·H·(N + M)·m·(d_k + d_v)). Scratch (held against p->workspace_limit, reported by
  * la_attention_cost): as la_favor_attention_*'s but per thread S, z and one key's ψ',
  * m·(d_v + 2). Returns as la_favor_attention_* causal. Nothing written on error. No
- * backward, step API or attention matrix (LA_EINVAL) yet.
+ * backward, step API or attention matrix (LA_EINVAL).
  *   implementation lib/attention/favor.c (favor_tmpl.h; linear.c's per-token step) ·
  *   reference la_ref_favor_attention · tests tests/attention/test_favor.c,
  *   test_attention.c */
@@ -796,7 +796,7 @@ LA_API la_status la_favor_attention_recurrent_f64(const la_problem *p, const dou
  *   implementation lib/attention/favor.c · tests tests/attention/test_favor.c */
 LA_API la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *w);
 
-/* SCORE FUNCTIONS (issue 14; the seed notes' list). Softmax attention is
+/* SCORE FUNCTIONS. Softmax attention is
  * out_i = Σ_j softmax_j(s_ij) v_j over the visible keys, and the score s_ij can be:
  *   dot        q_i·k_j                 la_softmax_attention_* with p->scale = 1
  *   scaled     q_i·k_j / √d_k          la_softmax_attention_* with p->scale = 1/√d_k (the
@@ -815,7 +815,7 @@ LA_API la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *
  * precisions (float32 rounds the float64 draw). Given weights must be finite (LA_EINVAL).
  * Masks: general and cosine take every mask softmax takes (causal in either alignment, key
  * lengths, p->mask, p->key_mask); additive takes causal (either alignment) and key
- * lengths and refuses p->mask and p->key_mask (LA_EINVAL: not yet). A query that sees
+ * lengths and refuses p->mask and p->key_mask (LA_EINVAL). A query that sees
  * no key gets a zero row.
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * How they run:
@@ -840,7 +840,7 @@ LA_API la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *
  * Returns LA_OK, LA_EINVAL (NULL, bad problem: score_dim 0 included; a non-finite
  * weight; additive: score_w given without score_v or the reverse), LA_EOVERFLOW,
  * LA_ENOMEM, LA_EBUDGET, LA_ERANGE. Nothing written on error. No backward or attention
- * matrix (la_attention_weights_*: LA_EINVAL) yet.
+ * matrix (la_attention_weights_*: LA_EINVAL).
  *   implementation lib/attention/scores.c (scores_tmpl.h) · references
  *   la_ref_general_attention, la_ref_additive_attention, la_ref_cosine_attention · tests
  *   tests/attention/test_scores.c, test_attention.c */
@@ -874,7 +874,7 @@ LA_API la_status la_score_weights(la_kernel kernel, size_t d_k, size_t d_a, uint
  * K = p->max_distance, in the scores and in the values,
  *   e_ij = q_i·(k_j + a^K_δ)·scale,   y_i = Σ_j α_ij (v_j + a^V_δ),  α_i = softmax_j(e_i),
  * over the keys query i sees (causal in either alignment and key lengths; p->mask and
- * p->key_mask are refused, LA_EINVAL, not yet; positions are the indices i and j, also
+ * p->key_mask are refused, LA_EINVAL; positions are the indices i and j, also
  * for N != M; a query that sees no key gets a zero row). a^K = p->rel_k (2K+1, d_k), a^V =
  * p->rel_v (2K+1, d_v), row K + δ, float64, or both NULL: la_relative_embeddings(K, d_k,
  * d_v, p->seed). One table for every head, as in the paper. Each query's row is
@@ -888,7 +888,7 @@ LA_API la_status la_score_weights(la_kernel kernel, size_t d_k, size_t d_a, uint
  * tables: 9 for each). Returns LA_OK, LA_EINVAL (NULL, a bad problem: max_distance 0,
  * one table only; a given table not finite; a float32 scale beyond float), LA_EOVERFLOW,
  * LA_ENOMEM, LA_EBUDGET, LA_ERANGE. Nothing written on error. No backward or attention
- * matrix yet.
+ * matrix.
  *   implementation lib/attention/relative.c (relative_tmpl.h) · reference
  *   la_ref_relative_attention · tests tests/attention/test_positions.c, test_attention.c */
 LA_API la_status la_relative_attention_f32(const la_problem *p, const float *q, const float *k,
@@ -904,7 +904,7 @@ LA_API la_status la_relative_attention_f64(const la_problem *p, const double *q,
 LA_API la_status la_relative_embeddings(size_t max_distance, size_t d_k, size_t d_v, uint64_t seed,
                                         double *a_k, double *a_v);
 
-/* ---- positions (issue 14): rotary position embeddings (RoPE; Su et al., "RoFormer",
+/* ---- positions: rotary position embeddings (RoPE; Su et al., "RoFormer",
  * 2021). Pair c = (channels 2c, 2c+1) of a row at position t is rotated by the angle
  * t·θ_c, θ_c = LA_ROTARY_BASE^(−2c/d) (the interleaved pairs of the paper; GPT-NeoX and
  * Llama pair channel c with c + d/2 instead, a permutation of the channels):
@@ -942,7 +942,7 @@ LA_API la_status la_rotary_apply_f64(size_t rows, size_t n, size_t d, size_t fir
  * Scratch per thread (held against p->workspace_limit): d_k·d_v + 5·d_k elements.
  * Range: LA_ERANGE when 2·d_k·M·(a + 1)·(b + 1)·max(c, 1) > T/8 (causal linear
  * attention's rule, twice for the rotation). Not a registry row (its first positions are
- * arguments); no backward yet.
+ * arguments); no backward.
  * Returns LA_OK, LA_EINVAL (a bad problem, NULL, d_k odd), LA_EOVERFLOW (the last
  * position beyond SIZE_MAX), LA_EBUDGET, LA_ENOMEM, LA_ERANGE; nothing written on error.
  *   implementation lib/attention/rotary.c (rotary_tmpl.h) · reference
@@ -970,8 +970,8 @@ LA_API la_status la_attention_f64(la_kernel kernel, const la_problem *p, const d
  *   hard: one-hot rows, 1 at the kernel's argmax (ties to the lowest j);
  *   linear, linear_recurrent: A_ij = φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps), z_i = Σ φ(k_j)
  *     over the keys query i sees (all visible keys, or j <= i when p->causal).
- *   linformer: not yet (LA_EINVAL).
- *   favor, favor_recurrent, relative: not yet (LA_EINVAL).
+ *   linformer, favor, favor_recurrent, general, additive, cosine, relative: none
+ *     (LA_EINVAL).
  * Hidden entries are exactly 0; a query that sees no key (or, in linear attention, has a
  * zero denominator) gets a zero row, so rows sum to 1 (linear: to 1 − eps/den) or 0.
  * A·V equals the kernel's output up to rounding. The caller's out holds B·H·N·M
@@ -1158,7 +1158,7 @@ LA_API void la_ref_feature_map(la_feature_map fm, const double *x, double *out, 
  *     e = r + 1 (causal: 1), counted as softmax counts a pair (a closed form, O(1) per
  *     entry); the entries of a score block outside a row's window are computed, then
  *     masked, and not counted (as the chunked kernel's hidden triangle);
- *   score functions (issue 14), per head with m keys in length (none: no work) and the
+ *   score functions, per head with m keys in length (none: no work) and the
  *     softmax fields counted as softmax counts its visible pairs:
  *     general   flops_kv 2·m·d_k² (K' = K Wᵀ), then softmax's fields;
  *     cosine    flops_phi (N + m)·(3·d_k + 1) (per row ‖x‖: d_k multiply-adds and a
@@ -1352,7 +1352,7 @@ typedef struct {
     la_forward_f64_fn forward_f64;
     la_forward_f64_fn reference; /* the float64 oracle (la_ref_*) */
     la_cost_fn cost;
-    la_backward_f32_fn backward_f32;       /* NULL: no backward yet. softmax: */
+    la_backward_f32_fn backward_f32;       /* NULL: no backward. softmax: */
     la_backward_f64_fn backward_f64;       /* la_softmax_attention_backward_*, lse NULL */
     la_backward_f64_fn reference_backward; /* the float64 oracle of the backward (la_ref_*) */
     la_cost_fn backward_cost;              /* the backward's FLOP fields and workspace */
@@ -1477,7 +1477,7 @@ LA_API la_status la_outfile_open(la_outfile *o, const char *path, const char **w
 LA_API la_status la_outfile_commit(la_outfile *o, const char **why);
 LA_API int la_outfile_close(la_outfile *o);
 LA_API void la_outfile_signal_cleanup(void);
-/* a as a .npy file (as la_npy_write writes it) into o, opened and not yet committed,
+/* a as a .npy file (as la_npy_write writes it) into o, open and uncommitted,
  * without committing it: several files written first, then committed together, appear
  * all or none (the command's attend with gradients). LA_EINVAL (o not open or already
  * committed, an inconsistent array; *why says which), LA_EIO (a failed write). */
@@ -1522,7 +1522,7 @@ typedef struct {
     double linear_eps;          /* linear attention: y = num / (den + eps) */
     size_t chunk;               /* causal linear attention: tokens per chunk */
     size_t workspace_limit;     /* handed to the kernels (la_problem.workspace_limit) */
-    /* Positions (issue 14); absolute encodings are added to the input instead
+    /* Positions; absolute encodings are added to the input instead
      * (la_add_positional_encoding_*). rotary: 1 rotates each head's queries and keys in
      * self-attention, after the projections (la_rotary_apply_*; with LA_KERNEL_LINEAR,
      * la_linear_attention_rotary_* runs instead: RoFormer's form), positions 0..N−1; d_h =

@@ -265,7 +265,7 @@ static la_status FN(favor_attention)(const la_problem *p, const REAL *q, const R
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!q || !k || !v || !out || (recurrent && !p->causal)) return LA_EINVAL;
-    if (la_has_masks(p)) return LA_EINVAL; /* general masks: not yet (linattn.h) */
+    if (la_has_masks(p)) return LA_EINVAL; /* general masks: refused (linattn.h) */
     favor_layout lay;
     st = favor_layout_for(p, sizeof(REAL), recurrent, &lay);
     if (st != LA_OK) return st;

@@ -269,8 +269,8 @@ static void FN(apply_block)(const la_problem *p, const REAL *q, const REAL *stat
  * added in piece order.
  * Two schedules, bitwise the same: when the heads divide among the threads, each thread
  * takes whole heads, phase 1 then phase 2, with no synchronisation at all; otherwise the
- * pieces run in parallel (a head with few keys and many threads no longer runs on one
- * thread) with an ordered section for the additions, then the query blocks.
+ * pieces run in parallel (so a head with few keys does not leave the other threads
+ * idle) with an ordered section for the additions, then the query blocks.
  * Phase 2, per (head, query block of LA_LINEAR_QUERY_BLOCK):
  *   out_blk = φ(Q_blk) S / (φ(Q_blk) z + eps), zero rows when the head sees no key.
  * Phase 1 writes only scratch; between the phases every head's [S z] must be finite
@@ -502,7 +502,7 @@ static void FN(chunk_finish)(const FN(chunk_job) * j, const FN(chunk_task) * t)
     const ptrdiff_t ldk = (ptrdiff_t)dk, ldc = (ptrdiff_t)C, ldv = (ptrdiff_t)dv;
     const REAL *vc = j->v + (t->hd * j->M + c0) * dv;
     REAL *y = j->out + (t->hd * j->N + c0) * dv;
-    if (t->u == 0 || (nk == 0 && c0 == 0)) { /* nothing visible yet: zero rows */
+    if (t->u == 0 || (nk == 0 && c0 == 0)) { /* no key visible to this chunk: zero rows */
         for (size_t a = 0; a < nq * dv; a++)
             y[a] = 0;
         if (t->u == 0) return;

@@ -346,7 +346,7 @@ la_status la_ref_favor_attention(const la_problem *p, const double *q, const dou
 {
     la_status st = check(p, q, k, v, out);
     if (st != LA_OK) return st;
-    if (p->mask || p->key_mask) return LA_EINVAL; /* general masks: not yet */
+    if (p->mask || p->key_mask) return LA_EINVAL; /* general masks: refused, as the kernel */
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, m = p->features;
     size_t n_w, n_q, n_k;
     if (!doubles_fit(m, dk, 1, &n_w) || !doubles_fit(N, m, 1, &n_q) || !doubles_fit(M, m, 1, &n_k))
@@ -682,7 +682,7 @@ la_status la_ref_linformer_attention(const la_problem *p, const double *q, const
 {
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
-    if (p->mask || p->key_mask) return LA_EINVAL; /* general masks: not yet */
+    if (p->mask || p->key_mask) return LA_EINVAL; /* general masks: refused, as the kernel */
     if (!q || !k || !v || !out || p->causal || p->proj_rank > p->n_keys) return LA_EINVAL;
     const size_t N = p->n_queries, M = p->n_keys, r = p->proj_rank, dk = p->d_k, dv = p->d_v;
     size_t n_proj, n_kp, n_vp, bytes;
@@ -764,7 +764,7 @@ done:
     return st;
 }
 
-/* ---------------------------------------------------------------- score functions (issue 14) */
+/* ---------------------------------------------------------------- score functions */
 
 typedef enum { REF_GENERAL, REF_ADDITIVE, REF_COSINE } ref_score_kind;
 
@@ -892,7 +892,7 @@ la_status la_ref_cosine_attention(const la_problem *p, const double *q, const do
     return ref_score_attention(p, REF_COSINE, q, k, v, out);
 }
 
-/* Linear attention with rotary positions (issue 14), pair by pair: with a = φ(q_i),
+/* Linear attention with rotary positions, pair by pair: with a = φ(q_i),
  * b = φ(k_j) and δ = s_j − t_i the distance of the positions,
  *   w_ij = Σ_c (a_2c b_2c + a_2c+1 b_2c+1) cos(δ θ_c) + (a_2c+1 b_2c − a_2c b_2c+1) sin(δ θ_c)
  *        = (R_{t_i} a)·(R_{s_j} b),
@@ -959,7 +959,7 @@ static size_t ref_distance_row(size_t i, size_t j, size_t K)
     return (size_t)(clipped + (long long)K);
 }
 
-/* Softmax with relative positions (issue 14; Shaw et al. 2018), per query: the tables
+/* Softmax with relative positions (Shaw et al. 2018), per query: the tables
  * given or drawn (la_relative_embeddings), then for each visible key j the distance
  * δ = clip(j − i, −K, K) and e_ij = q_i·(k_j + a^K_δ)·scale, the softmax of the row, and
  * y_i = Σ_j α_ij (v_j + a^V_δ). */

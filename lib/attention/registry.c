@@ -114,7 +114,7 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .forward_f64 = la_linformer_attention_f64,
             .reference = la_ref_linformer_attention,
             .cost = la_linformer_cost,
-            .backward_f32 = NULL, /* no backward yet */
+            .backward_f32 = NULL, /* no backward */
             .backward_f64 = NULL,
             .reference_backward = NULL,
             .backward_cost = NULL,
@@ -132,7 +132,7 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .forward_f64 = la_local_attention_f64,
             .reference = la_ref_local_attention,
             .cost = la_local_cost,
-            /* no backward yet */
+            /* no backward */
         },
     [LA_KERNEL_FAVOR] =
         {
@@ -176,7 +176,7 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .forward_f64 = la_general_attention_f64,
             .reference = la_ref_general_attention,
             .cost = la_general_cost,
-            /* no backward yet */
+            /* no backward */
         },
     [LA_KERNEL_ADDITIVE] =
         {
@@ -220,7 +220,7 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .forward_f64 = la_relative_attention_f64,
             .reference = la_ref_relative_attention,
             .cost = la_relative_cost,
-            /* no backward yet */
+            /* no backward */
         },
 };
 

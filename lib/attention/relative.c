@@ -147,7 +147,7 @@ static la_status relative_check(const la_problem *p, const void *q, const void *
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!q || !k || !v || !out) return LA_EINVAL;
-    if (la_has_masks(p)) return LA_EINVAL; /* general masks: not yet (linattn.h) */
+    if (la_has_masks(p)) return LA_EINVAL; /* general masks: refused (linattn.h) */
     size_t rows, nk, nv;
     if (!table_sizes(p->max_distance, p->d_k, p->d_v, &rows, &nk, &nv)) return LA_EOVERFLOW;
     if (elem == sizeof(float) && fabs(p->scale) > FLT_MAX) return LA_EINVAL;

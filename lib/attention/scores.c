@@ -1,4 +1,4 @@
-/* scores.c — softmax attention over the seed notes' other score functions (issue 14), in
+/* scores.c — softmax attention over the score functions other than the dot product, in
  * float and double: general s = q·W·k · scale, additive s = vᵀtanh(W_q q + W_k k), cosine
  * s = cos(q, k) · scale (dot and scaled dot are the softmax kernel at scale 1 and 1/√d_k).
  * general and cosine transform their inputs (K' = K Wᵀ; Q̂, K̂ normalised) and hand them to

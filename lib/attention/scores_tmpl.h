@@ -243,7 +243,7 @@ static la_status FN(additive_attention)(const la_problem *p, const REAL *q, cons
     la_status st = score_check(p, q, k, v, out);
     if (st != LA_OK) return st;
     if ((p->score_w == NULL) != (p->score_v == NULL)) return LA_EINVAL;
-    if (la_has_masks(p)) return LA_EINVAL; /* general masks: not yet (linattn.h) */
+    if (la_has_masks(p)) return LA_EINVAL; /* general masks: refused (linattn.h) */
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, da = p->score_dim;
     const size_t heads = p->batch * p->heads;
     additive_layout lay;

@@ -127,7 +127,7 @@ void FN(la_hard_argmax)(const la_problem *p, size_t hd, const REAL *qh, const RE
     const size_t key_end = la_visible_keys(p, b, i0 + rows - 1);
     for (size_t r = 0; r < rows; r++) {
         best_score[r] = -INFINITY;
-        best_key[r] = SIZE_MAX; /* none yet */
+        best_key[r] = SIZE_MAX; /* no key seen */
     }
     for (size_t j0 = 0; j0 < key_end; j0 += K_BLOCK) {
         const size_t cols = key_end - j0 < K_BLOCK ? key_end - j0 : K_BLOCK;

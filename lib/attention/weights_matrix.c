@@ -38,14 +38,14 @@ static bool weights_kind_of(la_kernel kernel, weights_kind *kind)
     case LA_KERNEL_HARD: *kind = WEIGHTS_HARD; return true;
     case LA_KERNEL_LINEAR:
     case LA_KERNEL_LINEAR_RECURRENT: *kind = WEIGHTS_LINEAR; return true;
-    case LA_KERNEL_LINFORMER: break; /* not yet: its matrix would be P·F, (N, k)·(k, M) */
+    case LA_KERNEL_LINFORMER: break; /* none: its matrix would be P·F, (N, k)·(k, M) */
     case LA_KERNEL_LOCAL: *kind = WEIGHTS_LOCAL; return true;
-    case LA_KERNEL_FAVOR: /* not yet: its weights need its features */
+    case LA_KERNEL_FAVOR: /* none: its weights need its features */
     case LA_KERNEL_FAVOR_RECURRENT: break;
-    case LA_KERNEL_GENERAL: /* not yet: the score functions' matrices (issue 14) */
+    case LA_KERNEL_GENERAL: /* none: the score functions have no weights matrix function */
     case LA_KERNEL_ADDITIVE:
     case LA_KERNEL_COSINE: break;
-    case LA_KERNEL_RELATIVE: break; /* not yet: its weights need the a^K table */
+    case LA_KERNEL_RELATIVE: break; /* none: its weights need the a^K table */
     case LA_KERNEL_COUNT: break;
     }
     return false;
