@@ -1,4 +1,4 @@
-/* test_positions.c — positional encodings (issue 14): rotary position embeddings (RoPE),
+/* test_positions.c — positional encodings: rotary position embeddings (RoPE),
  * on their own and inside linear attention (RoFormer's form), and the sinusoidal encoding.
  *   rotary_matches_formula      la_rotary_apply_* against the rotation written out in
  *                               float64 (pair c by t·θ_c), at offsets 0 and 1000;
