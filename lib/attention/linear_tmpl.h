@@ -75,7 +75,7 @@ void FN(la_linear_step_head)(REAL *restrict S, REAL *restrict z, const REAL *res
         }
         z[a] += fk;
     }
-    /* normalise by the denominator φqᵀz + eps */
+    /* normalize by the denominator φqᵀz + eps */
     const REAL den = LA_DOT(LA_COUNT_QS, phi_q, z, d_k) + eps;
     LA_COUNT(LA_COUNT_NORMALIZE, 1 + d_v);
     if (den == 0) { /* the empty row (linattn.h) */
@@ -102,7 +102,7 @@ void FN(la_linear_read_query)(const REAL *restrict S, const REAL *restrict z,
         for (size_t c = 0; c < d_v; c++)
             y[c] += f * row[c];
     }
-    /* normalise by the denominator φqᵀz + eps */
+    /* normalize by the denominator φqᵀz + eps */
     REAL den = LA_DOT(LA_COUNT_QS, phi_q, z, d_k) + eps;
     LA_COUNT(LA_COUNT_NORMALIZE, 1 + d_v);
     for (size_t c = 0; c < d_v; c++)
@@ -268,7 +268,7 @@ static void FN(apply_block)(const la_problem *p, const REAL *q, const REAL *stat
  * piece sums straight into the head's [S z], each later one into its thread's partial,
  * added in piece order.
  * Two schedules, bitwise the same: when the heads divide among the threads, each thread
- * takes whole heads, phase 1 then phase 2, with no synchronisation at all; otherwise the
+ * takes whole heads, phase 1 then phase 2, with no synchronization at all; otherwise the
  * pieces run in parallel (so a head with few keys does not leave the other threads
  * idle) with an ordered section for the additions, then the query blocks.
  * Phase 2, per (head, query block of LA_LINEAR_QUERY_BLOCK):
@@ -550,7 +550,7 @@ static void FN(chunk_finish)(const FN(chunk_job) * j, const FN(chunk_task) * t)
  * chunk_advance, the prefix sum S_{c+1} = S_c + ΔS_c, must run in chunk order. Two
  * schedules, bitwise the same (each head's sums in the same order):
  *   heads a multiple of the threads: each thread takes whole heads, chunk after chunk,
- *     with no synchronisation;
+ *     with no synchronization;
  *   otherwise: tasks (head, chunk) in parallel, chunk_advance in an ordered section,
  *     so a single head uses every thread.
  * The carried state is one per head (bounded scratch, no per-chunk states kept).

@@ -35,7 +35,7 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .kernel = LA_KERNEL_SOFTMAX_MATERIALIZED,
             .name = "softmax_materialized",
             .summary =
-                "softmax(Q Kᵀ·scale) V, materialising: the N×M scores, their softmax, then ·V",
+                "softmax(Q Kᵀ·scale) V, materializing: the N×M scores, their softmax, then ·V",
             .series = {"softmax_materialized", "softmax_materialized_causal"},
             .causal = LA_CAUSAL_ALLOWED,
             .params = LA_PARAM_SCALE,
@@ -197,7 +197,7 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .kernel = LA_KERNEL_COSINE,
             .name = "cosine",
             .summary = "softmax over cosine similarities cos(q, k) · scale (scale: the inverse "
-                       "temperature): Q, K normalised, then the fused softmax kernel",
+                       "temperature): Q, K normalized, then the fused softmax kernel",
             .series = {"cosine", "cosine_causal"},
             .causal = LA_CAUSAL_ALLOWED,
             .params = LA_PARAM_SCALE,
