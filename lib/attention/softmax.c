@@ -65,7 +65,7 @@ static bool scale_fits(double scale, size_t elem_size)
 
 /* The magnitude whose float32 bits (sign cleared) are `bits`, +inf when it is not finite
  * (as la_max_abs_f32 reports it): the fused kernel's max|k| and max|v| in decoding. */
-static double la_magnitude_of_bits(uint32_t bits)
+static double magnitude_of_bits(uint32_t bits)
 {
     float f;
     memcpy(&f, &bits, sizeof f);

@@ -98,8 +98,8 @@ static int hard_backward_threads(const la_problem *p, int threads)
  *            d_k sums N of them times a·scale, d_q a convex combination times b·scale)
  *   both:    N·e <= T/8 (d_v sums at most N rows of d_out).
  * Non-finite values pass, as in the forward's rule. */
-static bool la_backward_fits(la_range_kind kind, const la_problem *p, double a, double b, double c,
-                             double o, double e, double real_max)
+static bool backward_fits(la_range_kind kind, const la_problem *p, double a, double b, double c,
+                          double o, double e, double real_max)
 {
     if (isinf(a) || isinf(b) || isinf(c) || isinf(o) || isinf(e)) return true;
     const long double limit = (long double)real_max / 8, N = (long double)p->n_queries;

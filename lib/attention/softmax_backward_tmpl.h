@@ -6,7 +6,7 @@
  *
  * Shared by both instantiations and defined in softmax_backward.c before the includes:
  * the block sizes, head_offset(), keys_in_block(), round_up_64(), scale_fits(),
- * la_backward_fits(), the thread counts (*_threads()) and FN(log_of). */
+ * backward_fits(), the thread counts (*_threads()) and FN(log_of). */
 
 #define EXP_SHIFT_SUM FN(la_exp_shift_sum)
 
@@ -263,7 +263,7 @@ static bool FN(backward_range_ok)(la_range_kind kind, const la_problem *p, const
     } else {
         a_ = b_ = c_ = 0;
     }
-    return la_backward_fits(kind, p, a_, b_, c_, o_, e, REAL_MAX);
+    return backward_fits(kind, p, a_, b_, c_, o_, e, REAL_MAX);
 }
 
 /* The fused backward (contract in linattn.h): lse given, or NULL (computed first). */

@@ -265,9 +265,8 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
     if (staging_bytes) {
         /* the range check on the maxima the kernel took; then the staged rows */
         const size_t rows_all = p->batch * p->heads * N;
-        const bool fits =
-            la_range_fits_f32(LA_RANGE_SOFTMAX, p, FN(la_max_abs)(q, rows_all * dk),
-                              la_magnitude_of_bits(k_bits), la_magnitude_of_bits(v_bits));
+        const bool fits = la_range_fits_f32(LA_RANGE_SOFTMAX, p, FN(la_max_abs)(q, rows_all * dk),
+                                            magnitude_of_bits(k_bits), magnitude_of_bits(v_bits));
         if (fits) {
             memcpy(out_final, out, rows_all * dv * sizeof *out);
             if (lse) memcpy(lse_final, lse, rows_all * sizeof *lse);
