@@ -16,14 +16,14 @@
  * every head of batch entry b. A query that sees no key at all (L = 0) gets a zero
  * output row in every kernel, instead of the 0/0 a literal formula would give.
  * General masks (p->mask, (N, M) or (B·H, N, M), and p->key_mask, (B, M); uint8, nonzero
- * = hidden, caller-owned, read during the call only): softmax (fused, lse, materialised),
- * hard, local and the backward passes of the first three honour both, a row they hide
- * entirely being the empty row; linear attention (every form, and its backward) honours key_mask
+ * = hidden, caller-owned, read during the call only): softmax (fused, lse, materialized),
+ * hard, local and the backward passes of the first three honor both, a row they hide
+ * entirely being the empty row; linear attention (every form, and its backward) honors key_mask
  * exactly (a hidden key adds nothing to S or z, and gets zero d_k, d_v) and refuses mask
  * (LA_EINVAL: a general mask breaks the shared state S = Σ φ(k_j)v_jᵀ); la_attention_weights_* as
  * the kernels (softmax, hard, local both; linear the key mask); Linformer and FAVOR+ refuse either
- * (LA_EINVAL), not yet: Linformer's projection mixes the keys before any mask could hide one, and
- * FAVOR+'s stabiliser would need the masked keys' maximum. Under a general mask the float32 fused
+ * (LA_EINVAL): Linformer's projection mixes the keys before any mask could hide one, and
+ * FAVOR+'s stabilizer would need the masked keys' maximum. Under a general mask the float32 fused
  * kernel runs its portable path (not the AVX-512 one), testing each pair.
  *
  * PRECISION. Every kernel comes in float32 (_f32, the fast path) and float64 (_f64).
@@ -63,7 +63,7 @@
  *     la_softmax_attention_f32/_f64       softmax, fused (online, never the N×M scores)
  *     la_softmax_attention_lse_f32/_f64   the same, also returning each row's log-sum-exp
  *     la_softmax_attention_backward_*     its backward (FlashAttention-2; lse given or not)
- *     la_softmax_attention_materialized_* softmax, materialising the N×M scores
+ *     la_softmax_attention_materialized_* softmax, materializing the N×M scores
  *     la_softmax_attention_materialized_backward_*  its backward, on the held N×M matrix
  *     la_hard_attention_f32/_f64          hard (argmax) attention
  *     la_hard_attention_backward_*        its backward (d_q = d_k = 0, d_v scattered)
@@ -77,7 +77,7 @@
  *     la_favor_attention_f32/_f64         FAVOR+ (Performer): linear on positive random features
  *     la_favor_attention_recurrent_f32/_f64  FAVOR+, causal, token by token
  *     la_favor_features                   FAVOR+'s random features W, drawn from a seed
- *     la_general_attention_f32/_f64       softmax over general scores q·W·k (issue 14)
+ *     la_general_attention_f32/_f64       softmax over general scores q·W·k
  *     la_additive_attention_f32/_f64      softmax over additive scores vᵀtanh(W_q q + W_k k)
  *     la_cosine_attention_f32/_f64        softmax over cosine similarities
  *     la_score_weights                    the score functions' W (and v), drawn from a seed
@@ -202,7 +202,7 @@ LA_API int la_get_num_threads(void);
 LA_API int la_num_threads_requested(void);
 
 /* The BLIS sub-configuration (kernel set) every matrix product runs on, e.g. "zen3", or
- * "skx (chosen by linattn)" where BLIS did not recognise the CPU and linattn chose
+ * "skx (chosen by linattn)" where BLIS did not recognize the CPU and linattn chose
  * kernels by the CPU's instruction sets (lib/cpu/gemm.c). The environment variable
  * LA_BLIS_CONFIG = native | haswell | skx overrides the choice. A static string. */
 LA_API const char *la_blis_config(void);
@@ -257,7 +257,7 @@ LA_API la_status la_memory_bandwidth_gbs(la_bandwidth_kind kind, int threads, do
 /* On CPUs with AVX-512 the fused softmax kernel, φ and the linear kernels' block products, in
  * float32 and float64, run on linattn's own register tiles (lib/attention/softmax_avx512*.c,
  * lib/cpu/gemm_small.c) instead of BLIS; the environment variable LA_SIMD=off keeps them on the
- * portable path (BLIS and compiler-vectorised loops), for comparisons. Results agree with the
+ * portable path (BLIS and compiler-vectorized loops), for comparisons. Results agree with the
  * float64 references either way; bits differ between the two paths. la_simd_config says which path
  * runs: "avx512", "portable (LA_SIMD=off)" or "portable (no AVX-512)". A static string. */
 LA_API const char *la_simd_config(void);
@@ -296,7 +296,7 @@ typedef struct {
     double eps;                 /* linear attention: y = num / (den + eps); finite, >= 0 */
     size_t chunk;               /* causal linear attention, chunked form: tokens per chunk (>= 1) */
     size_t workspace_limit;     /* bytes of scratch a kernel may hold; above it: LA_EBUDGET */
-    /* The approximating variants' parameters (issue 13), read only by the kernels whose
+    /* The approximating variants' parameters, read only by the kernels whose
      * registry row names them (la_kernel_info.params): */
     size_t window;        /* local softmax: query i sees keys j with |i - j| <= window
                              (causal: i - window <= j <= i); >= 1 */
@@ -309,7 +309,7 @@ typedef struct {
     size_t features;      /* FAVOR+: m, the random features per head; >= 1 */
     uint64_t seed;        /* Linformer's drawn projections, FAVOR+'s random features:
                              the same seed gives the same draw in both precisions */
-    /* The score functions' weights (issue 14), read only by the kernels whose registry
+    /* The score functions' weights, read only by the kernels whose registry
      * row names them (LA_PARAM_SCORE_WEIGHTS, LA_PARAM_SCORE_DIM): */
     size_t score_dim;      /* additive: d_a, the rows of W and the entries of v; >= 1 */
     const double *score_w; /* general: W (d_k, d_k); additive: W = [W_q W_k] (d_a, 2·d_k),
@@ -317,7 +317,7 @@ typedef struct {
                               batch entry and head, owned by the caller; NULL: drawn from
                               seed as la_score_weights draws it */
     const double *score_v; /* additive: v (d_a); given with score_w, or both NULL */
-    /* Positional encodings (issue 14), read only by the relative kernel
+    /* Positional encodings, read only by the relative kernel
      * (LA_PARAM_RELATIVE): */
     size_t max_distance; /* Shaw et al.'s clip distance K >= 1 */
     const double *rel_k; /* a^K (2K+1, d_k) and a^V (2K+1, d_v) row-major, row K + δ */
@@ -326,7 +326,7 @@ typedef struct {
                             precision, shared by every batch entry and head; the caller
                             owns them */
 
-    /* Masks beyond causal and key lengths (issue 14): */
+    /* Masks beyond causal and key lengths: */
     la_causal_align causal_align; /* with causal and N != M: top-left (j <= i, the default)
                                      or bottom-right (j <= i + M − N) */
     const uint8_t *mask;          /* NULL, or a general attention mask, nonzero = hidden
@@ -416,9 +416,9 @@ typedef enum {
  * such a query attends to nothing, like one that sees no key.
  *
  * Causal bottom-right (p->causal_align, N != M; query i sees j <= i + M − N): softmax
- * (fused, AVX-512 included, lse, materialised), hard, local, their backward passes and
+ * (fused, AVX-512 included, lse, materialized), hard, local, their backward passes and
  * the attention matrix walk the shifted diagonal themselves (local: query i's window is
- * centred on position i + M − N). Linear and FAVOR+ causal (chunked and recurrent) and
+ * centered on position i + M − N). Linear and FAVOR+ causal (chunked and recurrent) and
  * linear's backward passes, written for the top-left diagonal, run the equivalent square
  * problem (lib/attention/align.c): q (and out, d_out) copied into rows i + M − N of an
  * M-row problem on the same keys, zero rows elsewhere, the outputs copied back: M query
@@ -486,7 +486,7 @@ LA_API la_status la_softmax_attention_backward_f64(const la_problem *p, const do
                                                    const double *d_out, double *d_q, double *d_k,
                                                    double *d_v);
 
-/* Softmax attention, materialising: for one head at a time, the N×M score matrix,
+/* Softmax attention, materializing: for one head at a time, the N×M score matrix,
  * its row softmax, then P·V. Holds N·M elements; refuses with LA_EBUDGET when
  * N·M·sizeof(element) exceeds p->workspace_limit. Same shapes and statuses as above.
  *   implementation lib/attention/softmax.c (softmax_tmpl.h) · reference
@@ -656,7 +656,7 @@ LA_API la_status la_linear_attention_recurrent_backward_f64(const la_problem *p,
  * attention with M = k (O(N·k·d), linear in N at fixed k).
  * Non-causal only (LA_EINVAL for p->causal = 1): every projected row mixes keys from all
  * positions along the sequence, so every output sees future keys through it, and no
- * causal mask can be honoured once the projection has mixed them.
+ * causal mask can be honored once the projection has mixed them.
  * Key lengths: the columns j >= L_b of E and F are zeroed for batch entry b, which equals
  * projecting only the visible keys, K' = E[:, :L_b]·K[:L_b] (and V' likewise); L_b = 0
  * gives K' = V' = 0 and an output row of zeros, as every kernel's empty row.
@@ -692,7 +692,7 @@ LA_API la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, dou
  * query i attends with softmax(q_i·k_j · scale) to the keys j within r = p->window
  * positions, |i − j| <= r, or when p->causal i − r <= j <= i; key lengths hide keys as in
  * every kernel, and a query left with no key gets a zero row. Positions are the indices i
- * and j themselves, also when N != M (query i's window is centred on key i, not on a
+ * and j themselves, also when N != M (query i's window is centered on key i, not on a
  * rescaled position). With r >= max(N, M) it is softmax attention (la_softmax_attention_*)
  * up to rounding. Blocks of 64 queries walk the at most 64 + 2r keys (causal 64 + r) they
  * see together in score blocks of up to 256 keys with the fused kernel's online softmax,
@@ -703,8 +703,8 @@ LA_API la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, dou
  * row values, independent of N (la_attention_cost gives both).
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * Returns LA_OK, LA_EINVAL (NULL, a bad problem: window 0 included), LA_EOVERFLOW,
- * LA_ENOMEM, LA_EBUDGET, LA_ERANGE (softmax's rule above). No backward yet.
- * Causal bottom-right (p->causal_align): query i's window is centred on key i + M − N.
+ * LA_ENOMEM, LA_EBUDGET, LA_ERANGE (softmax's rule above). No backward.
+ * Causal bottom-right (p->causal_align): query i's window is centered on key i + M − N.
  *   implementation lib/attention/local.c (local_tmpl.h) · reference la_ref_local_attention
  *   · tests tests/attention/test_attention.c, test_local.c */
 LA_API la_status la_local_attention_f32(const la_problem *p, const float *q, const float *k,
@@ -721,7 +721,7 @@ LA_API la_status la_local_attention_f64(const la_problem *p, const double *q, co
  * Carlo's rate). p->scale and p->feature_map are not read (scale 1/√d_k is built in).
  * W is la_favor_features(m, d_k, p->seed): the same W for every batch entry and head and
  * for both precisions (float32 rounds the float64 draw).
- * Stabilised as Performer does, by factors that cancel between numerator and denominator:
+ * Stabilized as Performer does, by factors that cancel between numerator and denominator:
  *   queries: each row's exponents lose their own max over its m features (and its own
  *     ‖x‖²/2, common to them too): φ(q_i) ∝ exp(W x_i − max_l (W x_i)_l), at most 1/√m;
  *   keys: with g_j = max_l (W x_j)_l − ‖x_j‖²/2 the key's largest exponent, the keys
@@ -754,7 +754,7 @@ LA_API la_status la_local_attention_f64(const la_problem *p, const double *q, co
  * or ‖x‖² not finite (inputs beyond the element type, e.g. ‖k‖² past FLT_MAX, or not
  * finite); non-causal, linear attention's state rule on φ(K)ᵀV; causal, m·M·max(|v|, 1)
  * > T/8. Nothing written on error. The step API: la_favor_state_create. No backward or
- * attention matrix (la_attention_weights_*: LA_EINVAL) yet.
+ * attention matrix (la_attention_weights_*: LA_EINVAL).
  *   implementation lib/attention/favor.c (favor_tmpl.h; linear.c on the features) ·
  *   reference la_ref_favor_attention · tests tests/attention/test_favor.c,
  *   test_attention.c */
@@ -775,7 +775,7 @@ LA_API la_status la_favor_attention_f64(const la_problem *p, const double *q, co
  * Time O(B·H·(N + M)·m·(d_k + d_v)). Scratch (held against p->workspace_limit, reported by
  * la_attention_cost): as la_favor_attention_*'s but per thread S, z and one key's ψ',
  * m·(d_v + 2). Returns as la_favor_attention_* causal. Nothing written on error. No
- * backward, step API or attention matrix (LA_EINVAL) yet.
+ * backward, step API or attention matrix (LA_EINVAL).
  *   implementation lib/attention/favor.c (favor_tmpl.h; linear.c's per-token step) ·
  *   reference la_ref_favor_attention · tests tests/attention/test_favor.c,
  *   test_attention.c */
@@ -785,7 +785,7 @@ LA_API la_status la_favor_attention_recurrent_f64(const la_problem *p, const dou
                                                   const double *k, const double *v, double *out);
 
 /* FAVOR+'s random features: w (m, d_k) row-major, caller-owned, m·d_k doubles. Blocks of
- * d_k rows (the last m mod d_k rows), each block the Gram–Schmidt orthonormalisation
+ * d_k rows (the last m mod d_k rows), each block the Gram–Schmidt orthonormalization
  * (modified, two passes) of a Gaussian block, then each row scaled to the norm of an
  * independent Gaussian d_k-vector (a chi(d_k) norm: E‖w_l‖² = d_k). The draws: splitmix64
  * from `seed`, each N(0, 1) by Box–Muller from two uniforms u = ((x >> 11) + 0.5)·2^−53,
@@ -796,7 +796,7 @@ LA_API la_status la_favor_attention_recurrent_f64(const la_problem *p, const dou
  *   implementation lib/attention/favor.c · tests tests/attention/test_favor.c */
 LA_API la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *w);
 
-/* SCORE FUNCTIONS (issue 14; the seed notes' list). Softmax attention is
+/* SCORE FUNCTIONS. Softmax attention is
  * out_i = Σ_j softmax_j(s_ij) v_j over the visible keys, and the score s_ij can be:
  *   dot        q_i·k_j                 la_softmax_attention_* with p->scale = 1
  *   scaled     q_i·k_j / √d_k          la_softmax_attention_* with p->scale = 1/√d_k (the
@@ -805,7 +805,7 @@ LA_API la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *
  *   additive   vᵀ tanh(W_q q_i + W_k k_j)  W = [W_q W_k] (d_a, 2·d_k), v (d_a), d_a =
  *                                      p->score_dim (Bahdanau et al. 2015's "concat")
  *   cosine     q̂_i·k̂_j · scale          x̂ = x / max(‖x‖, 1e-12) (F.normalize's eps; a zero
- *                                      row normalises to zero)
+ *                                      row normalizes to zero)
  * general and cosine read p->scale (general at scale 1 is Luong's form; for cosine it is
  * the inverse temperature: scores lie in [−scale, scale], so the default 1/√d_k makes the
  * weights nearly uniform — pass a larger one, e.g. 10 or a learned one as in Henry et
@@ -815,14 +815,14 @@ LA_API la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *
  * precisions (float32 rounds the float64 draw). Given weights must be finite (LA_EINVAL).
  * Masks: general and cosine take every mask softmax takes (causal in either alignment, key
  * lengths, p->mask, p->key_mask); additive takes causal (either alignment) and key
- * lengths and refuses p->mask and p->key_mask (LA_EINVAL: not yet). A query that sees
+ * lengths and refuses p->mask and p->key_mask (LA_EINVAL). A query that sees
  * no key gets a zero row.
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * How they run:
  *   general  K' = K Wᵀ per head (one product, the m keys in length; O(M·d_k²)), then the
  *            fused softmax kernel on (Q, K', V): holds K' (B·H·M·d_k) and, in float32
  *            or when drawn, W in the call's precision (d_k²);
- *   cosine   Q̂ and K̂ normalised (each row's norm in float64, scaled by its largest
+ *   cosine   Q̂ and K̂ normalized (each row's norm in float64, scaled by its largest
  *            entry so it cannot overflow), then the fused softmax kernel on (Q̂, K̂, V):
  *            holds Q̂ and K̂ (B·H·(N + M)·d_k);
  *   additive A = Q W_qᵀ (N, d_a) and C = K W_kᵀ (M, d_a) per head, then per block of 64
@@ -833,14 +833,14 @@ LA_API la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *
  * All of it is held against p->workspace_limit (general and cosine: the fused kernel's
  * scratch comes after, within what is left), and la_attention_cost reports it.
  * Range (LA_ERANGE, nothing written): general when d_k·max|W|·max|k| > T/8, cosine never
- * before its normalised inputs, then softmax's rule on (Q, K', V) and (Q̂, K̂, V); additive
+ * before its normalized inputs, then softmax's rule on (Q, K', V) and (Q̂, K̂, V); additive
  * when d_k·max|W|·max(max|q|, max|k|) > T/8, Σ_a |v_a| > T/8 (v the score weights) or
  * M·max|V| > T/8 (V the values) (bounds on A, C, every score and the P·V sums). Drawn
  * weights count as 9 standard deviations (a drawn |z| is below 8.6).
  * Returns LA_OK, LA_EINVAL (NULL, bad problem: score_dim 0 included; a non-finite
  * weight; additive: score_w given without score_v or the reverse), LA_EOVERFLOW,
  * LA_ENOMEM, LA_EBUDGET, LA_ERANGE. Nothing written on error. No backward or attention
- * matrix (la_attention_weights_*: LA_EINVAL) yet.
+ * matrix (la_attention_weights_*: LA_EINVAL).
  *   implementation lib/attention/scores.c (scores_tmpl.h) · references
  *   la_ref_general_attention, la_ref_additive_attention, la_ref_cosine_attention · tests
  *   tests/attention/test_scores.c, test_attention.c */
@@ -874,11 +874,11 @@ LA_API la_status la_score_weights(la_kernel kernel, size_t d_k, size_t d_a, uint
  * K = p->max_distance, in the scores and in the values,
  *   e_ij = q_i·(k_j + a^K_δ)·scale,   y_i = Σ_j α_ij (v_j + a^V_δ),  α_i = softmax_j(e_i),
  * over the keys query i sees (causal in either alignment and key lengths; p->mask and
- * p->key_mask are refused, LA_EINVAL, not yet; positions are the indices i and j, also
+ * p->key_mask are refused, LA_EINVAL; positions are the indices i and j, also
  * for N != M; a query that sees no key gets a zero row). a^K = p->rel_k (2K+1, d_k), a^V =
  * p->rel_v (2K+1, d_v), row K + δ, float64, or both NULL: la_relative_embeddings(K, d_k,
  * d_v, p->seed). One table for every head, as in the paper. Each query's row is
- * materialised (M scores); q_i·a^K_δ is formed once per distance the row meets and the
+ * materialized (M scores); q_i·a^K_δ is formed once per distance the row meets and the
  * weights sharing a δ summed before a^V_δ is added: O(N·M·(d_k + d_v)) time plus
  * O(N·min(2K+1, M)·(d_k + d_v)). Scratch (held against p->workspace_limit, given by
  * la_attention_cost): the tables in the element type (none for given float64 tables),
@@ -888,7 +888,7 @@ LA_API la_status la_score_weights(la_kernel kernel, size_t d_k, size_t d_a, uint
  * tables: 9 for each). Returns LA_OK, LA_EINVAL (NULL, a bad problem: max_distance 0,
  * one table only; a given table not finite; a float32 scale beyond float), LA_EOVERFLOW,
  * LA_ENOMEM, LA_EBUDGET, LA_ERANGE. Nothing written on error. No backward or attention
- * matrix yet.
+ * matrix.
  *   implementation lib/attention/relative.c (relative_tmpl.h) · reference
  *   la_ref_relative_attention · tests tests/attention/test_positions.c, test_attention.c */
 LA_API la_status la_relative_attention_f32(const la_problem *p, const float *q, const float *k,
@@ -904,7 +904,7 @@ LA_API la_status la_relative_attention_f64(const la_problem *p, const double *q,
 LA_API la_status la_relative_embeddings(size_t max_distance, size_t d_k, size_t d_v, uint64_t seed,
                                         double *a_k, double *a_v);
 
-/* ---- positions (issue 14): rotary position embeddings (RoPE; Su et al., "RoFormer",
+/* ---- positions: rotary position embeddings (RoPE; Su et al., "RoFormer",
  * 2021). Pair c = (channels 2c, 2c+1) of a row at position t is rotated by the angle
  * t·θ_c, θ_c = LA_ROTARY_BASE^(−2c/d) (the interleaved pairs of the paper; GPT-NeoX and
  * Llama pair channel c with c + d/2 instead, a permutation of the channels):
@@ -942,7 +942,7 @@ LA_API la_status la_rotary_apply_f64(size_t rows, size_t n, size_t d, size_t fir
  * Scratch per thread (held against p->workspace_limit): d_k·d_v + 5·d_k elements.
  * Range: LA_ERANGE when 2·d_k·M·(a + 1)·(b + 1)·max(c, 1) > T/8 (causal linear
  * attention's rule, twice for the rotation). Not a registry row (its first positions are
- * arguments); no backward yet.
+ * arguments); no backward.
  * Returns LA_OK, LA_EINVAL (a bad problem, NULL, d_k odd), LA_EOVERFLOW (the last
  * position beyond SIZE_MAX), LA_EBUDGET, LA_ENOMEM, LA_ERANGE; nothing written on error.
  *   implementation lib/attention/rotary.c (rotary_tmpl.h) · reference
@@ -961,17 +961,17 @@ LA_API la_status la_attention_f32(la_kernel kernel, const la_problem *p, const f
 LA_API la_status la_attention_f64(la_kernel kernel, const la_problem *p, const double *q,
                                   const double *k, const double *v, double *out);
 
-/* The attention matrix: the normalised weights A with out = A·V, for inspection.
+/* The attention matrix: the normalized weights A with out = A·V, for inspection.
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), out: (B,H,N,M) row-major (v is not needed).
  *   softmax, softmax_materialized: A_ij = exp(s_ij − max) / Σ_j' exp(s_ij' − max) with
- *     s = q·k · scale, over the keys query i sees (the matrix P the materialising kernel
+ *     s = q·k · scale, over the keys query i sees (the matrix P the materializing kernel
  *     forms; the fused kernel never holds it);
  *   local: as softmax, over the keys query i sees within its window;
  *   hard: one-hot rows, 1 at the kernel's argmax (ties to the lowest j);
  *   linear, linear_recurrent: A_ij = φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps), z_i = Σ φ(k_j)
  *     over the keys query i sees (all visible keys, or j <= i when p->causal).
- *   linformer: not yet (LA_EINVAL).
- *   favor, favor_recurrent, relative: not yet (LA_EINVAL).
+ *   linformer, favor, favor_recurrent, general, additive, cosine, relative: none
+ *     (LA_EINVAL).
  * Hidden entries are exactly 0; a query that sees no key (or, in linear attention, has a
  * zero denominator) gets a zero row, so rows sum to 1 (linear: to 1 − eps/den) or 0.
  * A·V equals the kernel's output up to rounding. The caller's out holds B·H·N·M
@@ -1039,7 +1039,7 @@ LA_API la_status la_linear_state_restore(la_linear_state *st, const void *buf, s
  * instead of φ, so that stepping a sequence gives la_favor_attention_recurrent_*'s
  * outputs (to rounding, not bit for bit: the projections here are per-row dot products,
  * the kernel's one matrix product), and with them the causal FAVOR+ kernel's. Per head it
- * holds S (m, d_v), z (m) and μ, the keys' running max (the kernel's stabiliser): step,
+ * holds S (m, d_v), z (m) and μ, the keys' running max (the kernel's stabilizer): step,
  * reset, position, save, restore and free are the functions above, at O(m·(d_k + d_v))
  * per token and head. A step's range rule is FAVOR+'s (each key's features at most
  * 1/√m, every rescaling at most 1): with c = max|v_t| and s, z the state's bounds, a
@@ -1055,7 +1055,7 @@ LA_API la_status la_favor_state_create(la_linear_state **out, la_dtype dtype, si
 
 /* ---------------------------------------------------------------- references */
 
-/* float64 oracles: plain loops that materialise everything (scores, φ(K), the full
+/* float64 oracles: plain loops that materialize everything (scores, φ(K), the full
  * prefix states). Same shapes, masks and conventions as the kernels; slow on purpose.
  * la_ref_linear_attention follows p->causal. Returns LA_OK, LA_EINVAL, LA_EOVERFLOW,
  * LA_ENOMEM (they ignore workspace_limit). */
@@ -1069,7 +1069,7 @@ LA_API la_status la_ref_linear_attention(const la_problem *p, const double *q, c
  * (|i − j| <= p->window; causal also j <= i), the softmax over those. */
 LA_API la_status la_ref_local_attention(const la_problem *p, const double *q, const double *k,
                                         const double *v, double *out);
-/* FAVOR+'s oracle: W from la_favor_features, φ(Q) and φ(K) with the kernel's stabilisers
+/* FAVOR+'s oracle: W from la_favor_features, φ(Q) and φ(K) with the kernel's stabilizers
  * (μ_i over the keys query i sees) in plain loops, then y_i = Σ_j a_ij v_j / (Σ_j a_ij +
  * eps), a_ij = φ(q_i)·φ(k_j), pair by pair over the visible keys (zero row for none, or a
  * zero denominator). */
@@ -1077,7 +1077,7 @@ LA_API la_status la_ref_favor_attention(const la_problem *p, const double *q, co
                                         const double *v, double *out);
 /* The gradient of linear attention (follows p->causal), for la_linear_attention_backward_*
  * and la_linear_attention_recurrent_backward_*: the forward recomputed with every prefix
- * state materialised (out is not read, but must not be NULL), the keys' gradients summed
+ * state materialized (out is not read, but must not be NULL), the keys' gradients summed
  * pair by pair. Shapes and conventions as those. Returns LA_OK, LA_EINVAL, LA_EOVERFLOW,
  * LA_ENOMEM. */
 LA_API la_status la_ref_linear_attention_backward(const la_problem *p, const double *q,
@@ -1142,7 +1142,7 @@ LA_API void la_ref_feature_map(la_feature_map fm, const double *x, double *out, 
  * lengths shorten rows): a multiply-add is 2 FLOPs; an add, multiply, divide, compare,
  * max or exp 1; φ 1 per element. A query that sees no key costs nothing. Not counted:
  * the scale multiply, the fused kernel's online rescaling, index arithmetic — so the
- * fused and materialising softmax kernels have the same count. Two consequences for
+ * fused and materializing softmax kernels have the same count. Two consequences for
  * the linear kernels, which the cost test checks against their FLOPs counted as they
  * run (tests/attention/test_cost.c):
  *   - a block a causal kernel computes whole and then masks counts its visible entries
@@ -1158,7 +1158,7 @@ LA_API void la_ref_feature_map(la_feature_map fm, const double *x, double *out, 
  *     e = r + 1 (causal: 1), counted as softmax counts a pair (a closed form, O(1) per
  *     entry); the entries of a score block outside a row's window are computed, then
  *     masked, and not counted (as the chunked kernel's hidden triangle);
- *   score functions (issue 14), per head with m keys in length (none: no work) and the
+ *   score functions, per head with m keys in length (none: no work) and the
  *     softmax fields counted as softmax counts its visible pairs:
  *     general   flops_kv 2·m·d_k² (K' = K Wᵀ), then softmax's fields;
  *     cosine    flops_phi (N + m)·(3·d_k + 1) (per row ‖x‖: d_k multiply-adds and a
@@ -1188,7 +1188,7 @@ typedef struct {
     double flops_total;     /* the sum of the above */
     double workspace_bytes; /* scratch the kernel allocates (and holds against
                                p->workspace_limit), for the current thread count:
-                               materialised one N×M score matrix; fused and hard a 64×256
+                               materialized one N×M score matrix; fused and hard a 64×256
                                score block and row statistics per thread; linear what
                                the kernel's layout holds: S and z per head (non-causal) or
                                per thread (causal), φ blocks, a chunk's operands;
@@ -1208,7 +1208,7 @@ typedef struct {
                                favor (both forms): S and z on m features, 2·(m·d_v + m),
                                and W read once per call, m·d_k float64;
                                general: K·W, 2·M·d_k, and W read once, d_k² float64;
-                               cosine: the normalised q and k, 2·(N + M)·d_k;
+                               cosine: the normalized q and k, 2·(N + M)·d_k;
                                additive: Q·W_qᵀ and K·W_kᵀ, 2·(N + M)·d_a, and W and v
                                read once, d_a·(2·d_k + 1) float64;
                                relative: a^K and a^V read once per call, (2K + 1)·(d_k +
@@ -1236,7 +1236,7 @@ LA_API la_status la_attention_cost(la_kernel kernel, const la_problem *p, la_dty
  * gets zero d_k and d_v rows. Range (LA_ERANGE, nothing written): a backward refuses what
  * its forward refuses (the rule under "kernels"), and, with e = max|d_out|, o = max|out|
  * and a, b, c as there, also
- *   softmax (fused, materialising): N·d_v·e·(c + o)·max(a, b, 1)·max(|scale|, 1) > T/8
+ *   softmax (fused, materializing): N·d_v·e·(c + o)·max(a, b, 1)·max(|scale|, 1) > T/8
  *                                   or N·e > T/8
  *   hard:                           N·e > T/8
  * (bounds on dP − D, on d_k's and d_q's sums and on d_v's sums of at most N rows of d_out:
@@ -1245,7 +1245,7 @@ LA_API la_status la_attention_cost(la_kernel kernel, const la_problem *p, la_dty
  * FlashAttention-2 does; in float32 at logits of ±1e3 whose keys share a large common part
  * (what makes logits large while their differences stay small), d_q's component along that
  * part carries the forward's rounding of P magnified by the common part's size (the
- * materialising backward forms D from its own P and does not: tests/attention/
+ * materializing backward forms D from its own P and does not: tests/attention/
  * test_attention.c, backward_matches_reference, measures both).
  *
  * Shapes:
@@ -1265,7 +1265,7 @@ LA_API la_status la_attention_backward_f64(la_kernel kernel, const la_problem *p
                                            const double *k, const double *v, const double *out,
                                            const double *d_out, double *d_q, double *d_k,
                                            double *d_v);
-/* The row's float64 oracle of the backward (plain loops, materialising everything). */
+/* The row's float64 oracle of the backward (plain loops, materializing everything). */
 LA_API la_status la_ref_attention_backward(la_kernel kernel, const la_problem *p, const double *q,
                                            const double *k, const double *v, const double *out,
                                            const double *d_out, double *d_q, double *d_k,
@@ -1352,7 +1352,7 @@ typedef struct {
     la_forward_f64_fn forward_f64;
     la_forward_f64_fn reference; /* the float64 oracle (la_ref_*) */
     la_cost_fn cost;
-    la_backward_f32_fn backward_f32;       /* NULL: no backward yet. softmax: */
+    la_backward_f32_fn backward_f32;       /* NULL: no backward. softmax: */
     la_backward_f64_fn backward_f64;       /* la_softmax_attention_backward_*, lse NULL */
     la_backward_f64_fn reference_backward; /* the float64 oracle of the backward (la_ref_*) */
     la_cost_fn backward_cost;              /* the backward's FLOP fields and workspace */
@@ -1477,7 +1477,7 @@ LA_API la_status la_outfile_open(la_outfile *o, const char *path, const char **w
 LA_API la_status la_outfile_commit(la_outfile *o, const char **why);
 LA_API int la_outfile_close(la_outfile *o);
 LA_API void la_outfile_signal_cleanup(void);
-/* a as a .npy file (as la_npy_write writes it) into o, opened and not yet committed,
+/* a as a .npy file (as la_npy_write writes it) into o, open and uncommitted,
  * without committing it: several files written first, then committed together, appear
  * all or none (the command's attend with gradients). LA_EINVAL (o not open or already
  * committed, an inconsistent array; *why says which), LA_EIO (a failed write). */
@@ -1522,7 +1522,7 @@ typedef struct {
     double linear_eps;          /* linear attention: y = num / (den + eps) */
     size_t chunk;               /* causal linear attention: tokens per chunk */
     size_t workspace_limit;     /* handed to the kernels (la_problem.workspace_limit) */
-    /* Positions (issue 14); absolute encodings are added to the input instead
+    /* Positions; absolute encodings are added to the input instead
      * (la_add_positional_encoding_*). rotary: 1 rotates each head's queries and keys in
      * self-attention, after the projections (la_rotary_apply_*; with LA_KERNEL_LINEAR,
      * la_linear_attention_rotary_* runs instead: RoFormer's form), positions 0..N−1; d_h =
@@ -1603,7 +1603,7 @@ typedef struct {
     char why[256];   /* "no such file", "shape (4, 3), expected (12, 4)", … */
 } la_load_error;
 
-/* Allocates w and initialises it as nn.Transformer does for a fresh model: every
+/* Allocates w and initializes it as nn.Transformer does for a fresh model: every
  * matrix Xavier-uniform, U(-a, a) with a = √(6 / (fan_in + fan_out)) (in_proj_weight
  * as one (3D, D) matrix, as PyTorch does), every bias 0, every LayerNorm γ = 1, β = 0.
  * The draws come from `seed` alone (splitmix64), tensor by tensor in enum order, so a
@@ -1640,7 +1640,7 @@ typedef struct {
     size_t n_params; /* la_param_counts' encoder + decoder */
 } la_transformer_weights;
 
-/* Initialises a stack: each layer as la_layer_weights_init with seeds derived from seed
+/* Initializes a stack: each layer as la_layer_weights_init with seeds derived from seed
  * and the layer's place, final norms γ = 1, β = 0. Same statuses; also LA_EINVAL for no
  * layer at all and LA_EOVERFLOW for layer counts whose sum or arrays overflow size_t. */
 LA_API la_status la_transformer_weights_init(la_transformer_weights *w, la_dtype dtype,
@@ -1702,7 +1702,7 @@ LA_API la_status la_encoder_layer_f64(const la_layer_config *c, const la_layer_w
 
 /* Decoder layer (nn.TransformerDecoderLayer): self-attention (causal when `causal`,
  * target lengths), cross-attention over memory (never causal, memory lengths), FFN;
- * norm1, norm2, norm3 in c->norm's arrangement (pre-LN does not normalise memory).
+ * norm1, norm2, norm3 in c->norm's arrangement (pre-LN does not normalize memory).
  *   x, out: (B, N, D); memory: (B, M, D); tgt_lengths, memory_lengths NULL or (B,). */
 LA_API la_status la_decoder_layer_f32(const la_layer_config *c, const la_layer_weights *w,
                                       size_t batch, size_t n, size_t m, const float *x,

@@ -64,7 +64,7 @@ static double algorithm_bytes(la_kernel kernel, const la_problem *p, double elem
         return heads * 2 * (f * dv + f) * elem + f * dk * (double)sizeof(double);
     case LA_KERNEL_GENERAL: /* K W (M, d_k) out and back; W read once, float64 */
         return heads * 2 * m * dk * elem + dk * dk * (double)sizeof(double);
-    case LA_KERNEL_COSINE: /* the normalised q and k out and back */
+    case LA_KERNEL_COSINE: /* the normalized q and k out and back */
         return heads * 2 * (n + m) * dk * elem;
     case LA_KERNEL_ADDITIVE: /* Q W_qᵀ (N, d_a), K W_kᵀ (M, d_a) out and back; W, v float64 */
         return heads * 2 * (n + m) * (double)p->score_dim * elem +

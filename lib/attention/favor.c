@@ -3,7 +3,7 @@
  * (la_favor_features), the feature map in float and double (written once in
  * favor_tmpl.h, instantiated twice below), the public kernels, and their cost. Non-causal,
  * the linear attention itself is linear.c's, run on the features
- * (la_linear_attention_on_features); causal, favor_tmpl.h's chunks, whose keys' stabiliser
+ * (la_linear_attention_on_features); causal, favor_tmpl.h's chunks, whose keys' stabilizer
  * is a running max (linattn.h says why).
  *
  *   φ(x) = exp(W x − ‖x‖²/2) / √m   on x = q·d_k^(−1/4) (and k·d_k^(−1/4)),
@@ -43,10 +43,10 @@ static double next_normal(uint64_t *s)
 }
 
 /* Makes the r rows of x (r, d) orthonormal, in order: modified Gram–Schmidt, each row
- * orthogonalised twice against the rows before it ("twice is enough": orthogonal to
- * rounding whatever the conditioning), then normalised. A row that vanishes (probability
+ * orthogonalized twice against the rows before it ("twice is enough": orthogonal to
+ * rounding whatever the conditioning), then normalized. A row that vanishes (probability
  * 0 for Gaussian rows) is left as zeros. */
-static void orthonormalise(double *x, size_t r, size_t d)
+static void orthonormalize(double *x, size_t r, size_t d)
 {
     for (size_t i = 0; i < r; i++) {
         double *xi = x + i * d;
@@ -81,7 +81,7 @@ la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *w)
         /* a Gaussian block (r, d_k), row by row, made orthonormal */
         for (size_t x = 0; x < r * d_k; x++)
             block[x] = next_normal(&s);
-        orthonormalise(block, r, d_k);
+        orthonormalize(block, r, d_k);
         /* each row scaled to the norm of a fresh Gaussian d_k-vector: chi(d_k) */
         for (size_t i = 0; i < r; i++) {
             double sq = 0;

@@ -8,7 +8,7 @@
  *   φ(Q): (N, m), φ(K): (M, m), row-major, in the call's scratch. */
 
 /* The exponential of the feature loops (N·m + M·m of them, the features' main cost):
- * float32 the branch-free polynomial of cpu/vexp.h, which the compiler vectorises
+ * float32 the branch-free polynomial of cpu/vexp.h, which the compiler vectorizes
  * (relative error 8.2e-8, 0 below −87.3; every argument here is at most 0), float64 libm's
  * exp (the accuracy path). */
 #define FEXP(x) (REAL_IS_F32 ? (REAL)la_vexp_f32((float)(x)) : (REAL)exp((double)(x)))
@@ -98,7 +98,7 @@ static bool FN(favor_head_features)(const la_problem *p, const REAL *w, size_t h
 }
 
 /* Causal FAVOR+ of one head in chunks of C = min(p->chunk, N) tokens. With ψ(k_j) the
- * key's features stabilised by its own max (phi_k), g_j its largest exponent and μ_i the
+ * key's features stabilized by its own max (phi_k), g_j its largest exponent and μ_i the
  * running max of g over keys 0..i (the keys query i sees), query i's weights are
  *   a_ij = φ(q_i)·ψ(k_j) · exp(g_j − μ_i),  j <= i,
  * so no output depends on a later key, not even through rounding. Per chunk [c0, c0 + nq)
@@ -265,7 +265,7 @@ static la_status FN(favor_attention)(const la_problem *p, const REAL *q, const R
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!q || !k || !v || !out || (recurrent && !p->causal)) return LA_EINVAL;
-    if (la_has_masks(p)) return LA_EINVAL; /* general masks: not yet (linattn.h) */
+    if (la_has_masks(p)) return LA_EINVAL; /* general masks: refused (linattn.h) */
     favor_layout lay;
     st = favor_layout_for(p, sizeof(REAL), recurrent, &lay);
     if (st != LA_OK) return st;

@@ -8,7 +8,7 @@
  * half the time; φ(Q) and φ(K) then cost more than all the GEMMs of non-causal linear
  * attention at d = 64. On AVX-512 CPUs elu1_avx512 below computes it in float32 on 16
  * lanes (within one ulp of expf on the tests' sweep). The portable float path computes
- * exp in double precision with the branch-free polynomial of vexp.h, which the compiler vectorises,
+ * exp in double precision with the branch-free polynomial of vexp.h, which the compiler vectorizes,
  * and rounds once to float: relative error of the double result about 1.4e-16, so the float result
  * is the correctly rounded exp(x) except when exp(x) lies within ~1e-16 of a rounding boundary
  * (then it may be one ulp off) — the same as glibc's expf, which is correctly rounded up to 0.502
@@ -88,7 +88,7 @@ void la_feature_map_f32(la_feature_map fm, const float *x, float *out, size_t n)
         return;
     }
     /* Both sides computed for every element, then blended by an integer mask: no branch
-     * and no float select, so the loop vectorises (8 lanes with AVX2). Integer steps on
+     * and no float select, so the loop vectorizes (8 lanes with AVX2). Integer steps on
      * the float bits (sign-magnitude, so |x| orders like its bits):
      *   below = exp(-min(|x|, 110)), above = x + 1;
      *   φ = below when x is negative and not NaN (-0 included: exp(-0) = 1 = -0 + 1),

@@ -172,7 +172,7 @@ la_status la_linear_attention_on_features_f64(const la_problem *p, const double 
 
 /* Non-causal, one head of an entry with m visible keys:
  *   φ on N·d_k + m·d_k elements; S = φ(K)ᵀV 2·m·d_k·d_v and z = Σ φ(k_j) m·d_k;
- *   φ(Q)·S 2·N·d_k·d_v and φ(Q)·z 2·N·d_k; normalise: den + eps (N) and N·d_v divides. */
+ *   φ(Q)·S 2·N·d_k·d_v and φ(Q)·z 2·N·d_k; normalize: den + eps (N) and N·d_v divides. */
 static void noncausal_head_flops(const la_problem *p, size_t keys, la_cost *f)
 {
     const double m = (double)keys;
@@ -196,7 +196,7 @@ static void noncausal_head_flops(const la_problem *p, size_t keys, la_cost *f)
  *     key a later chunk sees; adding ΔS_c, Δz_c into the carried state joins partial sums
  *     and is not counted (lib/linattn.h, la_cost);
  *   per query of a chunk after the first (flops_qs): φQ_c·S_c 2·d_k·d_v, φ(q_i)·z_c 2·d_k;
- *   normalise (flops_normalize): + eps and d_v divides per query. */
+ *   normalize (flops_normalize): + eps and d_v divides per query. */
 /* k(k + 1)/2 as a double, exact whenever the result is below 2^53 (the halving is done
  * on the even factor, before the one rounding multiply). */
 static double triangle(size_t k)
@@ -247,7 +247,7 @@ static void chunked_head_flops(const la_problem *p, size_t m, la_cost *f)
 
 /* Causal, recurrent form, one head of an entry with m visible keys. Token t first adds its key
  * (when visible): S += φ(k_t) v_tᵀ 2·d_k·d_v, z += φ(k_t) d_k; then queries: φ(q_t)·S 2·d_k·d_v,
- * φ(q_t)·z 2·d_k; then normalises: den + eps 1, d_v divides. φ on N·d_k + u·d_k with u = min(N, m)
+ * φ(q_t)·z 2·d_k; then normalizes: den + eps 1, d_v divides. φ on N·d_k + u·d_k with u = min(N, m)
  * the keys added. */
 static void recurrent_head_flops(const la_problem *p, size_t m, la_cost *f)
 {

@@ -33,7 +33,7 @@
 
 /* g (n) *= φ′(x), read off phi = φ(x) (n): elu+1 φ′ = 1 for x >= 0 and exp(x) = φ(x) below,
  * i.e. min(φ(x), 1) (φ(x) >= 1 exactly when x >= 0, -0 included); relu φ′ = 1 where
- * φ(x) > 0 (x > 0), else 0. Branch-free, so it vectorises. One FLOP per element. */
+ * φ(x) > 0 (x > 0), else 0. Branch-free, so it vectorizes. One FLOP per element. */
 static void FN(times_phi_prime)(la_feature_map fm, const REAL *restrict phi, REAL *restrict g,
                                 size_t n)
 {
@@ -309,7 +309,7 @@ static double FN(noncausal_inv_den)(const FN(nc_job) * j, size_t threads)
 
 /* Non-causal backward. Tasks, each phase over fixed pieces whatever the thread count
  * (when the heads divide among the threads, each thread takes whole heads, every phase of
- * a head in turn, with no synchronisation but the range check: the same sums in the same
+ * a head in turn, with no synchronization but the range check: the same sums in the same
  * order):
  *   phase 1 (head, key piece of LA_BWD_PIECE keys): [Sᵀ z] of the head, pieces added in
  *     piece order (an ordered section);
@@ -392,7 +392,7 @@ static la_status FN(linear_noncausal_backward)(const la_problem *p, const REAL *
             return LA_ERANGE;
         }
     }
-    if (whole_heads) { /* phases 2 and 3 of each head on one thread, no synchronisation */
+    if (whole_heads) { /* phases 2 and 3 of each head on one thread, no synchronization */
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
         for (size_t hd = 0; hd < j->heads; hd++) {
             REAL *mine = j->scratch + (size_t)omp_get_thread_num() * j->per_thread;
@@ -490,7 +490,7 @@ typedef void (*FN(ch_step))(const FN(ch_job) *, FN(ch_task) *);
 /* One sweep over every (head, chunk): prepare in any order, advance in chunk order within
  * the head (forward, or reverse when `reverse`), finish in any order. Two schedules,
  * bitwise the same (each head's carried sums in the same order): heads a multiple of the
- * threads: whole heads per thread, no synchronisation; otherwise tasks in parallel with
+ * threads: whole heads per thread, no synchronization; otherwise tasks in parallel with
  * advance in an ordered section (as the forward's chunked kernel, linear_tmpl.h). */
 static void FN(ch_sweep)(const FN(ch_job) * j, bool reverse, FN(ch_step) prepare,
                          FN(ch_step) advance, FN(ch_step) finish)

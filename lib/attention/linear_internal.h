@@ -93,7 +93,7 @@ void la_linear_head_flops(const la_problem *p, size_t m, bool recurrent, la_cost
 double la_linear_pairs_intra(const la_problem *p, size_t m);
 
 /* x·y summed in a fixed order (8 interleaved partial sums, then a fixed tree), so the
- * result never depends on the alignment of x and y nor on how the compiler vectorises. */
+ * result never depends on the alignment of x and y nor on how the compiler vectorizes. */
 /* p->key_mask in the linear kernels: rows of phi_k (n, d_k), the features of keys
  * j0 .. j0+n-1 of head hd = b·H + h, set to 0 where key_mask hides the key, so that it
  * adds nothing to S, z or a chunk's A (nothing without a key mask). */

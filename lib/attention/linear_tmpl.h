@@ -75,7 +75,7 @@ void FN(la_linear_step_head)(REAL *restrict S, REAL *restrict z, const REAL *res
         }
         z[a] += fk;
     }
-    /* normalise by the denominator φqᵀz + eps */
+    /* normalize by the denominator φqᵀz + eps */
     const REAL den = LA_DOT(LA_COUNT_QS, phi_q, z, d_k) + eps;
     LA_COUNT(LA_COUNT_NORMALIZE, 1 + d_v);
     if (den == 0) { /* the empty row (linattn.h) */
@@ -102,7 +102,7 @@ void FN(la_linear_read_query)(const REAL *restrict S, const REAL *restrict z,
         for (size_t c = 0; c < d_v; c++)
             y[c] += f * row[c];
     }
-    /* normalise by the denominator φqᵀz + eps */
+    /* normalize by the denominator φqᵀz + eps */
     REAL den = LA_DOT(LA_COUNT_QS, phi_q, z, d_k) + eps;
     LA_COUNT(LA_COUNT_NORMALIZE, 1 + d_v);
     for (size_t c = 0; c < d_v; c++)
@@ -268,9 +268,9 @@ static void FN(apply_block)(const la_problem *p, const REAL *q, const REAL *stat
  * piece sums straight into the head's [S z], each later one into its thread's partial,
  * added in piece order.
  * Two schedules, bitwise the same: when the heads divide among the threads, each thread
- * takes whole heads, phase 1 then phase 2, with no synchronisation at all; otherwise the
- * pieces run in parallel (a head with few keys and many threads no longer runs on one
- * thread) with an ordered section for the additions, then the query blocks.
+ * takes whole heads, phase 1 then phase 2, with no synchronization at all; otherwise the
+ * pieces run in parallel (so a head with few keys does not leave the other threads
+ * idle) with an ordered section for the additions, then the query blocks.
  * Phase 2, per (head, query block of LA_LINEAR_QUERY_BLOCK):
  *   out_blk = φ(Q_blk) S / (φ(Q_blk) z + eps), zero rows when the head sees no key.
  * Phase 1 writes only scratch; between the phases every head's [S z] must be finite
@@ -502,7 +502,7 @@ static void FN(chunk_finish)(const FN(chunk_job) * j, const FN(chunk_task) * t)
     const ptrdiff_t ldk = (ptrdiff_t)dk, ldc = (ptrdiff_t)C, ldv = (ptrdiff_t)dv;
     const REAL *vc = j->v + (t->hd * j->M + c0) * dv;
     REAL *y = j->out + (t->hd * j->N + c0) * dv;
-    if (t->u == 0 || (nk == 0 && c0 == 0)) { /* nothing visible yet: zero rows */
+    if (t->u == 0 || (nk == 0 && c0 == 0)) { /* no key visible to this chunk: zero rows */
         for (size_t a = 0; a < nq * dv; a++)
             y[a] = 0;
         if (t->u == 0) return;
@@ -550,7 +550,7 @@ static void FN(chunk_finish)(const FN(chunk_job) * j, const FN(chunk_task) * t)
  * chunk_advance, the prefix sum S_{c+1} = S_c + ΔS_c, must run in chunk order. Two
  * schedules, bitwise the same (each head's sums in the same order):
  *   heads a multiple of the threads: each thread takes whole heads, chunk after chunk,
- *     with no synchronisation;
+ *     with no synchronization;
  *   otherwise: tasks (head, chunk) in parallel, chunk_advance in an ordered section,
  *     so a single head uses every thread.
  * The carried state is one per head (bounded scratch, no per-chunk states kept).

@@ -112,7 +112,7 @@ static la_status linformer_check(const la_problem *p, const void *q, const void 
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!q || !k || !v || !out) return LA_EINVAL;
-    if (la_has_masks(p)) return LA_EINVAL; /* general masks: not yet (linattn.h) */
+    if (la_has_masks(p)) return LA_EINVAL; /* general masks: refused (linattn.h) */
     if (p->causal) return LA_EINVAL;       /* the projection mixes every position */
     if (p->proj_rank > p->n_keys) return LA_EINVAL;
     return LA_OK;

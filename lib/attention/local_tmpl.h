@@ -11,7 +11,7 @@
 
 #include "attention/mask_tmpl.h"
 
-/* max_c x[c] over n >= 1 elements (any order is exact for max: vectorised). */
+/* max_c x[c] over n >= 1 elements (any order is exact for max: vectorized). */
 static REAL FN(local_row_max)(const REAL *x, size_t n)
 {
     REAL m = x[0];

@@ -19,7 +19,7 @@ static REAL FN(mask_scores)(const la_problem *p, size_t hd, size_t i, size_t j0,
 }
 
 /* srow[c] <- exp(srow[c] − shift) over the kept entries, exactly 0 over the hidden (-inf)
- * ones (the vectorised exp clamps its argument, so it would give them a tiny weight), and
+ * ones (the vectorized exp clamps its argument, so it would give them a tiny weight), and
  * their sum. shift is finite (a kept score's maximum, or a row's log-sum-exp). */
 static REAL FN(masked_exp_sum)(REAL *srow, size_t n, REAL shift)
 {

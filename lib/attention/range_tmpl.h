@@ -3,7 +3,7 @@
  * real_f32.h). Uses fits() from range.c. */
 
 /* max |x[i]| over n elements; +inf when one is not finite. Read through the bits, so the
- * reduction is an integer max the compiler vectorises (|x| orders like its bits with the
+ * reduction is an integer max the compiler vectorizes (|x| orders like its bits with the
  * sign cleared). Also the backward passes' scan (attention_internal.h). */
 double FN(la_max_abs)(const REAL *x, size_t n)
 {

@@ -1,4 +1,4 @@
-/* reference.c — float64 oracles. Plain loops that materialise everything; no blocking,
+/* reference.c — float64 oracles. Plain loops that materialize everything; no blocking,
  * no BLIS, no threads, no tuning. The tests hold the fast kernels to these. Keep them
  * obviously correct: speed belongs in softmax.c and linear.c. */
 #include "core/internal.h"
@@ -213,7 +213,7 @@ la_status la_ref_local_attention(const la_problem *p, const double *q, const dou
                 for (size_t j = 0; j < M; j++) {
                     const bool in_length = !p->key_lengths || (int64_t)j < p->key_lengths[b];
                     const bool in_past = ref_in_past(p, i, j);
-                    /* the window is centred on query i's position, i + M − N when
+                    /* the window is centered on query i's position, i + M − N when
                      * causal bottom-right (written without negative numbers) */
                     const size_t pos_i = i + (p->causal && p->causal_align == LA_CAUSAL_BOTTOM_RIGHT
                                                   ? M
@@ -272,7 +272,7 @@ static void ref_prefix_states(const double *phi_k, const double *v, size_t M, si
     }
 }
 
-/* Linear attention, per head, materialising φ(Q), φ(K) and every prefix state:
+/* Linear attention, per head, materializing φ(Q), φ(K) and every prefix state:
  *   S_i (d_k, d_v) = Σ_{visible j} φ(k_j) v_jᵀ,  z_i (d_k) = Σ_{visible j} φ(k_j),
  *   out_i = φ(q_i)ᵀ S_i / (φ(q_i)ᵀ z_i + eps), and zeros where that denominator is 0.
  * The visible keys of query i are a prefix 0..visible-1, so S_i is a prefix sum. */
@@ -346,7 +346,7 @@ la_status la_ref_favor_attention(const la_problem *p, const double *q, const dou
 {
     la_status st = check(p, q, k, v, out);
     if (st != LA_OK) return st;
-    if (p->mask || p->key_mask) return LA_EINVAL; /* general masks: not yet */
+    if (p->mask || p->key_mask) return LA_EINVAL; /* general masks: refused, as the kernel */
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, m = p->features;
     size_t n_w, n_q, n_k;
     if (!doubles_fit(m, dk, 1, &n_w) || !doubles_fit(N, m, 1, &n_q) || !doubles_fit(M, m, 1, &n_k))
@@ -435,7 +435,7 @@ static double ref_phi_prime(la_feature_map fm, double x)
 }
 
 /* The gradient of linear attention, per head, from its definition and with no carried
- * state: the prefix states S_i, z_i of every query are materialised as in
+ * state: the prefix states S_i, z_i of every query are materialized as in
  * la_ref_linear_attention (S_i = Σ_{visible j} φ(k_j) v_jᵀ, z_i likewise), the forward is
  * recomputed (out is not read), and the keys' gradients are summed pair by pair:
  *   den_i = φ(q_i)·z_i + eps, y_i = φ(q_i)ᵀS_i / den_i; for a query with a visible key
@@ -566,7 +566,7 @@ static void zero_gradients(const la_problem *p, double *d_q, double *d_k, double
 }
 
 /* Softmax attention's gradients, per head and query i with `visible` keys (none: no
- * gradient), materialising the query's probabilities P_i and dP_i (both (M,)):
+ * gradient), materializing the query's probabilities P_i and dP_i (both (M,)):
  *   P_ij = exp(s_ij − max_l s_il) / Σ_l exp(s_il − max_l s_il),  s_ij = q_i·k_j · scale;
  *   dP_ij = d_out_i·v_j;  dS_ij = P_ij (dP_ij − Σ_l P_il dP_il);
  *   d_v_j += P_ij d_out_i;  d_q_i += scale Σ_j dS_ij k_j;  d_k_j += scale dS_ij q_i. */
@@ -596,7 +596,7 @@ la_status la_ref_softmax_attention_backward(const la_problem *p, const double *q
             for (size_t i = 0; i < N; i++) {
                 const size_t visible = ref_visible_keys(p, b, i);
                 if (visible == 0) continue;
-                /* P_i: scores, max, exp, normalise */
+                /* P_i: scores, max, exp, normalize */
                 double max = -INFINITY, sum = 0;
                 for (size_t j = 0; j < visible; j++) {
                     if (!ref_mask_lets(p, b, h, i, j)) { /* hidden by a general mask */
@@ -616,19 +616,19 @@ la_status la_ref_softmax_attention_backward(const la_problem *p, const double *q
                 if (sum == 0) continue; /* every key hidden: no gradient */
                 for (size_t j = 0; j < visible; j++)
                     P[j] /= sum;
-                /* dP_ij = d_out_i·v_j, the centre Σ_j P_ij dP_ij, and d_v_j += P_ij d_out_i */
-                double centre = 0;
+                /* dP_ij = d_out_i·v_j, the center Σ_j P_ij dP_ij, and d_v_j += P_ij d_out_i */
+                double center = 0;
                 for (size_t j = 0; j < visible; j++) {
                     dP[j] = 0;
                     for (size_t c = 0; c < dv; c++) {
                         dP[j] += gh[i * dv + c] * vh[j * dv + c];
                         dvh[j * dv + c] += P[j] * gh[i * dv + c];
                     }
-                    centre += P[j] * dP[j];
+                    center += P[j] * dP[j];
                 }
-                /* dS_ij = P_ij (dP_ij − centre); d_q_i and d_k_j */
+                /* dS_ij = P_ij (dP_ij − center); d_q_i and d_k_j */
                 for (size_t j = 0; j < visible; j++) {
-                    const double ds = P[j] * (dP[j] - centre);
+                    const double ds = P[j] * (dP[j] - center);
                     for (size_t c = 0; c < dk; c++) {
                         dqh[i * dk + c] += p->scale * ds * kh[j * dk + c];
                         dkh[j * dk + c] += p->scale * ds * qh[i * dk + c];
@@ -682,7 +682,7 @@ la_status la_ref_linformer_attention(const la_problem *p, const double *q, const
 {
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
-    if (p->mask || p->key_mask) return LA_EINVAL; /* general masks: not yet */
+    if (p->mask || p->key_mask) return LA_EINVAL; /* general masks: refused, as the kernel */
     if (!q || !k || !v || !out || p->causal || p->proj_rank > p->n_keys) return LA_EINVAL;
     const size_t N = p->n_queries, M = p->n_keys, r = p->proj_rank, dk = p->d_k, dv = p->d_v;
     size_t n_proj, n_kp, n_vp, bytes;
@@ -764,7 +764,7 @@ done:
     return st;
 }
 
-/* ---------------------------------------------------------------- score functions (issue 14) */
+/* ---------------------------------------------------------------- score functions */
 
 typedef enum { REF_GENERAL, REF_ADDITIVE, REF_COSINE } ref_score_kind;
 
@@ -892,7 +892,7 @@ la_status la_ref_cosine_attention(const la_problem *p, const double *q, const do
     return ref_score_attention(p, REF_COSINE, q, k, v, out);
 }
 
-/* Linear attention with rotary positions (issue 14), pair by pair: with a = φ(q_i),
+/* Linear attention with rotary positions, pair by pair: with a = φ(q_i),
  * b = φ(k_j) and δ = s_j − t_i the distance of the positions,
  *   w_ij = Σ_c (a_2c b_2c + a_2c+1 b_2c+1) cos(δ θ_c) + (a_2c+1 b_2c − a_2c b_2c+1) sin(δ θ_c)
  *        = (R_{t_i} a)·(R_{s_j} b),
@@ -959,7 +959,7 @@ static size_t ref_distance_row(size_t i, size_t j, size_t K)
     return (size_t)(clipped + (long long)K);
 }
 
-/* Softmax with relative positions (issue 14; Shaw et al. 2018), per query: the tables
+/* Softmax with relative positions (Shaw et al. 2018), per query: the tables
  * given or drawn (la_relative_embeddings), then for each visible key j the distance
  * δ = clip(j − i, −K, K) and e_ij = q_i·(k_j + a^K_δ)·scale, the softmax of the row, and
  * y_i = Σ_j α_ij (v_j + a^V_δ). */

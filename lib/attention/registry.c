@@ -35,7 +35,7 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .kernel = LA_KERNEL_SOFTMAX_MATERIALIZED,
             .name = "softmax_materialized",
             .summary =
-                "softmax(Q Kᵀ·scale) V, materialising: the N×M scores, their softmax, then ·V",
+                "softmax(Q Kᵀ·scale) V, materializing: the N×M scores, their softmax, then ·V",
             .series = {"softmax_materialized", "softmax_materialized_causal"},
             .causal = LA_CAUSAL_ALLOWED,
             .params = LA_PARAM_SCALE,
@@ -114,7 +114,7 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .forward_f64 = la_linformer_attention_f64,
             .reference = la_ref_linformer_attention,
             .cost = la_linformer_cost,
-            .backward_f32 = NULL, /* no backward yet */
+            .backward_f32 = NULL, /* no backward */
             .backward_f64 = NULL,
             .reference_backward = NULL,
             .backward_cost = NULL,
@@ -132,7 +132,7 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .forward_f64 = la_local_attention_f64,
             .reference = la_ref_local_attention,
             .cost = la_local_cost,
-            /* no backward yet */
+            /* no backward */
         },
     [LA_KERNEL_FAVOR] =
         {
@@ -176,7 +176,7 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .forward_f64 = la_general_attention_f64,
             .reference = la_ref_general_attention,
             .cost = la_general_cost,
-            /* no backward yet */
+            /* no backward */
         },
     [LA_KERNEL_ADDITIVE] =
         {
@@ -197,7 +197,7 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .kernel = LA_KERNEL_COSINE,
             .name = "cosine",
             .summary = "softmax over cosine similarities cos(q, k) · scale (scale: the inverse "
-                       "temperature): Q, K normalised, then the fused softmax kernel",
+                       "temperature): Q, K normalized, then the fused softmax kernel",
             .series = {"cosine", "cosine_causal"},
             .causal = LA_CAUSAL_ALLOWED,
             .params = LA_PARAM_SCALE,
@@ -220,7 +220,7 @@ static const la_kernel_info registry[LA_KERNEL_COUNT] = {
             .forward_f64 = la_relative_attention_f64,
             .reference = la_ref_relative_attention,
             .cost = la_relative_cost,
-            /* no backward yet */
+            /* no backward */
         },
 };
 

@@ -5,7 +5,7 @@
  *   e_ij = q_i·(k_j + a^K_δ)·scale,   y_i = Σ_j softmax_j(e_i)_j (v_j + a^V_δ).
  *
  * Work is split into tasks of (batch entry, head, block of Q_ROWS queries), each computed
- * whole by one thread (the same bits on any thread count). A query's row is materialised
+ * whole by one thread (the same bits on any thread count). A query's row is materialized
  * (its M scores); q_i·a^K_δ is formed once per distinct δ the row meets (at most
  * min(2K + 1, M)), and the weights of the keys that share a δ are summed before a^V_δ is
  * added, so the position terms cost O(min(2K + 1, M)·d) per query beside softmax's
@@ -147,7 +147,7 @@ static la_status relative_check(const la_problem *p, const void *q, const void *
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!q || !k || !v || !out) return LA_EINVAL;
-    if (la_has_masks(p)) return LA_EINVAL; /* general masks: not yet (linattn.h) */
+    if (la_has_masks(p)) return LA_EINVAL; /* general masks: refused (linattn.h) */
     size_t rows, nk, nv;
     if (!table_sizes(p->max_distance, p->d_k, p->d_v, &rows, &nk, &nv)) return LA_EOVERFLOW;
     if (elem == sizeof(float) && fabs(p->scale) > FLT_MAX) return LA_EINVAL;

@@ -8,7 +8,7 @@
  * draw_embeddings(), table_sizes(), distinct_distances(), distance_index(),
  * relative_layout_for(), relative_bytes(), relative_check(), relative_range_ok(). */
 
-/* Σ_c x[c]·y[c] over n elements (vectorised: the order of the sum is fixed by the
+/* Σ_c x[c]·y[c] over n elements (vectorized: the order of the sum is fixed by the
  * compiled code, the same on every run and thread count). */
 static REAL FN(relative_dot)(const REAL *x, const REAL *y, size_t n)
 {

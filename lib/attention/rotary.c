@@ -45,7 +45,7 @@ static la_status rotary_linear_check(const la_problem *p, size_t q_first_pos, si
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!q || !k || !v || !out || p->d_k % 2 != 0) return LA_EINVAL;
-    if (p->mask || p->key_mask) return LA_EINVAL; /* general masks: not yet (linattn.h) */
+    if (p->mask || p->key_mask) return LA_EINVAL; /* general masks: refused (linattn.h) */
     if (q_first_pos > SIZE_MAX - p->n_queries || k_first_pos > SIZE_MAX - p->n_keys)
         return LA_EOVERFLOW;
     return LA_OK;

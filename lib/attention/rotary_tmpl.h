@@ -46,7 +46,11 @@ static la_status FN(rotary_apply)(size_t rows, size_t n, size_t d, size_t first_
  * S = Σ_j R_{s_j} φ(k_j) v_jᵀ and z = Σ_j φ(k_j) over the keys a query sees (all m, or
  * causal the keys j <= i, added token by token), then
  *   y_i = (R_{t_i} φ(q_i))ᵀ S / (φ(q_i)ᵀ z + eps),
- * a zero row where the query sees no key or the denominator is exactly 0. */
+ * a zero row where the query sees no key or the denominator is exactly 0.
+ * Accuracy: R_t is formed from rounded cos and sin, so the numerator is exact to about
+ * u·|φ(q_i)|·Σ_j |φ(k_j)||v_j| (u the unit roundoff), not to u·|y_i|. Where φ(q_i)ᵀz
+ * is 0 or tiny against Σ_j |φ(q_i)||φ(k_j)| (features with disjoint support, as elu+1
+ * gives for entries of −1e18), y_i is that rounding error over eps. */
 static void FN(rotary_linear_head)(const la_problem *p, size_t m, size_t q_first_pos,
                                    size_t k_first_pos, const REAL *qh, const REAL *kh,
                                    const REAL *vh, REAL *oh, REAL *scratch)

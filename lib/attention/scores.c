@@ -1,7 +1,7 @@
-/* scores.c — softmax attention over the seed notes' other score functions (issue 14), in
+/* scores.c — softmax attention over the score functions other than the dot product, in
  * float and double: general s = q·W·k · scale, additive s = vᵀtanh(W_q q + W_k k), cosine
  * s = cos(q, k) · scale (dot and scaled dot are the softmax kernel at scale 1 and 1/√d_k).
- * general and cosine transform their inputs (K' = K Wᵀ; Q̂, K̂ normalised) and hand them to
+ * general and cosine transform their inputs (K' = K Wᵀ; Q̂, K̂ normalized) and hand them to
  * the fused softmax kernel; additive forms A = Q W_qᵀ and C = K W_kᵀ, then scores its
  * visible pairs block by block with the fused kernel's online softmax. The kernels are
  * written once in scores_tmpl.h and instantiated here twice (core/real_f32.h explains how);
@@ -311,7 +311,7 @@ static void general_head_flops(const la_problem *p, size_t m, la_cost *f)
     f->flops_kv = 2 * (double)m * (double)p->d_k * (double)p->d_k;
 }
 
-/* cosine, one head with m keys in length: N + m rows normalised, 3·d_k + 1 each (none when
+/* cosine, one head with m keys in length: N + m rows normalized, 3·d_k + 1 each (none when
  * m = 0: no query sees a key), then softmax. */
 static void cosine_head_flops(const la_problem *p, size_t m, la_cost *f)
 {

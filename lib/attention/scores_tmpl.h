@@ -93,7 +93,7 @@ static la_status FN(general_attention)(const la_problem *p, const REAL *q, const
 
 /* y = x / max(‖x‖, NORM_EPS) for one row of n: the norm in float64, as big·‖x / big‖ with
  * big = max |x_c|, so that squaring cannot overflow or underflow; a zero row stays zero. */
-static void FN(normalise_row)(const REAL *x, REAL *y, size_t n)
+static void FN(normalize_row)(const REAL *x, REAL *y, size_t n)
 {
     double big = 0;
     for (size_t c = 0; c < n; c++) {
@@ -117,7 +117,7 @@ static void FN(normalise_row)(const REAL *x, REAL *y, size_t n)
 
 /* Cosine scores (contract in linattn.h):
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
- * Q̂ and K̂ normalised row by row (the m keys in length; the rest, and every row of a head
+ * Q̂ and K̂ normalized row by row (the m keys in length; the rest, and every row of a head
  * whose entry leaves no key, zeroed), then the fused softmax kernel once over (Q̂, K̂, V). */
 static la_status FN(cosine_attention)(const la_problem *p, const REAL *q, const REAL *k,
                                       const REAL *v, REAL *out)
@@ -143,10 +143,10 @@ static la_status FN(cosine_attention)(const la_problem *p, const REAL *q, const 
             memset(qh, 0, N * dk * sizeof *qh);
         } else {
             for (size_t i = 0; i < N; i++)
-                FN(normalise_row)(q + (bh * N + i) * dk, qh + i * dk, dk);
+                FN(normalize_row)(q + (bh * N + i) * dk, qh + i * dk, dk);
         }
         for (size_t j = 0; j < L; j++)
-            FN(normalise_row)(k + (bh * M + j) * dk, kh + j * dk, dk);
+            FN(normalize_row)(k + (bh * M + j) * dk, kh + j * dk, dk);
         if (L < M) memset(kh + L * dk, 0, (M - L) * dk * sizeof *kh);
     }
 
@@ -243,7 +243,7 @@ static la_status FN(additive_attention)(const la_problem *p, const REAL *q, cons
     la_status st = score_check(p, q, k, v, out);
     if (st != LA_OK) return st;
     if ((p->score_w == NULL) != (p->score_v == NULL)) return LA_EINVAL;
-    if (la_has_masks(p)) return LA_EINVAL; /* general masks: not yet (linattn.h) */
+    if (la_has_masks(p)) return LA_EINVAL; /* general masks: refused (linattn.h) */
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, da = p->score_dim;
     const size_t heads = p->batch * p->heads;
     additive_layout lay;

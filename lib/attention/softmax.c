@@ -1,4 +1,4 @@
-/* softmax.c — softmax attention (fused streaming, and materialising) and hard attention,
+/* softmax.c — softmax attention (fused streaming, and materializing) and hard attention,
  * float32 and float64.
  *
  * Work is split into tasks of (batch entry b, head h, block of Q_BLOCK queries); each
@@ -65,7 +65,7 @@ static bool scale_fits(double scale, size_t elem_size)
 
 /* The magnitude whose float32 bits (sign cleared) are `bits`, +inf when it is not finite
  * (as la_max_abs_f32 reports it): the fused kernel's max|k| and max|v| in decoding. */
-static double la_magnitude_of_bits(uint32_t bits)
+static double magnitude_of_bits(uint32_t bits)
 {
     float f;
     memcpy(&f, &bits, sizeof f);
@@ -176,7 +176,7 @@ la_status la_hard_attention_f64(const la_problem *p, const double *q, const doub
 
 /* ---------------------------------------------------------------- their cost (la_cost_fn) */
 
-/* Softmax (fused or materialising), one head of an entry with m visible keys: QKᵀ 2·pairs·d_k;
+/* Softmax (fused or materializing), one head of an entry with m visible keys: QKᵀ 2·pairs·d_k;
  * softmax 5 per pair (row max, subtract, exp, row sum, divide); P·V 2·pairs·d_v. */
 static void softmax_head_flops(const la_problem *p, size_t m, la_cost *f)
 {

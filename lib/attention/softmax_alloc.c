@@ -1,6 +1,6 @@
 /* softmax_alloc.c — large score-matrix allocation with a transparent-huge-page hint.
  *
- * The materialising kernel allocates its N×M matrix afresh on every call. With 4 KiB
+ * The materializing kernel allocates its N×M matrix afresh on every call. With 4 KiB
  * pages the first touch of each page is a page fault: perf put 17% of that kernel's
  * time (N = M = 4096, float32) in the kernel's fault path. madvise(MADV_HUGEPAGE) asks
  * Linux for 2 MiB pages instead; it is only a hint, and where it does not exist (or

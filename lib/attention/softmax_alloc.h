@@ -1,4 +1,4 @@
-/* softmax_alloc.h — the materialising kernel's score matrix: one large allocation per
+/* softmax_alloc.h — the materializing kernel's score matrix: one large allocation per
  * call. Internal to the library (not installed). */
 #ifndef LA_SOFTMAX_ALLOC_H
 #define LA_SOFTMAX_ALLOC_H

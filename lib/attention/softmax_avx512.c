@@ -166,7 +166,7 @@ LA_AVX512 __attribute__((always_inline)) static inline __m512 fold16(__m512 a[16
     for (int i = 0; i < 2; i++) /* pairs within 128 bits: lanes i and i + 2 */
         d[i] = _mm512_add_ps(_mm512_shuffle_ps(c[i], c[i + 2], 0x44),
                              _mm512_shuffle_ps(c[i], c[i + 2], 0xEE));
-    /* neighbours: lanes i and i + 1 */
+    /* neighbors: lanes i and i + 1 */
     return _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xDD));
 }
 

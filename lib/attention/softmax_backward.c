@@ -1,5 +1,5 @@
 /* softmax_backward.c — the backward passes of fused softmax (FlashAttention-2's), of
- * materialising softmax (the textbook one on the held N×M probabilities) and of hard
+ * materializing softmax (the textbook one on the held N×M probabilities) and of hard
  * attention, float32 and float64, with their cost functions (la_cost_fn) and range rule.
  *
  * Bitwise the same for any thread count: every element of a gradient is a sum over
@@ -19,7 +19,7 @@
 #include <string.h>
 
 /* Fused backward: blocks of BQ queries × BK keys (equal, so that both schedules cut the
- * key blocks alike: softmax_backward_tmpl.h, query_block_pass). Materialising backward:
+ * key blocks alike: softmax_backward_tmpl.h, query_block_pass). Materializing backward:
  * query blocks of BQ_MAT rows, key blocks of BK_MAT columns. Hard: the forward's query
  * blocks (its argmax must pick the same keys, with the same calls). */
 enum {
@@ -98,8 +98,8 @@ static int hard_backward_threads(const la_problem *p, int threads)
  *            d_k sums N of them times a·scale, d_q a convex combination times b·scale)
  *   both:    N·e <= T/8 (d_v sums at most N rows of d_out).
  * Non-finite values pass, as in the forward's rule. */
-static bool la_backward_fits(la_range_kind kind, const la_problem *p, double a, double b, double c,
-                             double o, double e, double real_max)
+static bool backward_fits(la_range_kind kind, const la_problem *p, double a, double b, double c,
+                          double o, double e, double real_max)
 {
     if (isinf(a) || isinf(b) || isinf(c) || isinf(o) || isinf(e)) return true;
     const long double limit = (long double)real_max / 8, N = (long double)p->n_queries;
@@ -188,12 +188,12 @@ la_status la_hard_attention_backward_f64(const la_problem *p, const double *q, c
 
 /* ---------------------------------------------------------------- their cost (la_cost_fn) */
 
-/* Softmax backward (fused or materialising), one head of an entry with m visible keys:
+/* Softmax backward (fused or materializing), one head of an entry with m visible keys:
  *   flops_qk      6·pairs·d_k: S = QKᵀ recomputed, d_K = dSᵀQ, d_Q = dS·K;
  *   flops_av      4·pairs·d_v: dP = dO·Vᵀ, d_V = Pᵀ·dO;
  *   flops_softmax fused: 4·pairs (P = exp(S − lse): subtract, exp; dS = P ∘ (dP − D):
  *                 subtract, multiply) + 2·d_v per query that sees a key (D = dO·O);
- *                 materialising: 9·pairs (the forward's softmax, 5; Σ_j P∘dP, 2; dS, 2). */
+ *                 materializing: 9·pairs (the forward's softmax, 5; Σ_j P∘dP, 2; dS, 2). */
 static void softmax_backward_head_flops(const la_problem *p, size_t m, la_cost *f)
 {
     const double pairs = la_visible_pairs_of(p, m);

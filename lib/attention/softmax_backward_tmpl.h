@@ -1,4 +1,4 @@
-/* softmax_backward_tmpl.h — the backward passes of softmax (fused and materialising) and
+/* softmax_backward_tmpl.h — the backward passes of softmax (fused and materializing) and
  * hard attention, written once for both precisions. Not an ordinary header:
  * softmax_backward.c includes it after core/real_f32.h and again after core/real_f64.h
  * (the scheme is in real_f32.h), so every function below is static and named FN(name);
@@ -6,7 +6,7 @@
  *
  * Shared by both instantiations and defined in softmax_backward.c before the includes:
  * the block sizes, head_offset(), keys_in_block(), round_up_64(), scale_fits(),
- * la_backward_fits(), the thread counts (*_threads()) and FN(log_of). */
+ * backward_fits(), the thread counts (*_threads()) and FN(log_of). */
 
 #define EXP_SHIFT_SUM FN(la_exp_shift_sum)
 
@@ -263,7 +263,7 @@ static bool FN(backward_range_ok)(la_range_kind kind, const la_problem *p, const
     } else {
         a_ = b_ = c_ = 0;
     }
-    return la_backward_fits(kind, p, a_, b_, c_, o_, e, REAL_MAX);
+    return backward_fits(kind, p, a_, b_, c_, o_, e, REAL_MAX);
 }
 
 /* The fused backward (contract in linattn.h): lse given, or NULL (computed first). */
@@ -342,7 +342,7 @@ static la_status FN(softmax_backward)(const la_problem *p, const FN(grad_args) *
     return LA_OK;
 }
 
-/* The materialising backward (contract in linattn.h), one head at a time:
+/* The materializing backward (contract in linattn.h), one head at a time:
  *   P (N × M, one matrix for the call) = row softmax of q kᵀ · scale, as the forward;
  *   d_v = Pᵀ d_out (per key block);
  *   per query block: dP = d_out_blk vᵀ (rows × M, per thread), dS = P ∘ (dP − Σ P∘dP)
@@ -454,11 +454,11 @@ static la_status FN(softmax_materialized_backward)(const la_problem *p, const FN
                     REAL *srow = s + r * M;
                     const REAL *drow = dP + r * key_end;
                     const size_t n = la_visible_keys(p, b, i0 + r);
-                    REAL centre = 0;
+                    REAL center = 0;
                     for (size_t c = 0; c < n; c++)
-                        centre += srow[c] * drow[c];
+                        center += srow[c] * drow[c];
                     for (size_t c = 0; c < n; c++)
-                        srow[c] = srow[c] * (drow[c] - centre);
+                        srow[c] = srow[c] * (drow[c] - center);
                 }
                 /* d_q_blk = dS_blk · k · scale */
                 GEMM(rows, dk, key_end, scale, s, (ptrdiff_t)M, 1, hd.kh, (ptrdiff_t)dk, 1, 0,

@@ -27,7 +27,7 @@ static void FN(block_scores)(const la_problem *p, const REAL *qh, const REAL *kh
          (ptrdiff_t)dk, 0, s, (ptrdiff_t)cols, 1);
 }
 
-/* max_c x[c] over n >= 1 elements (vectorised: `omp simd` allows the max reduction
+/* max_c x[c] over n >= 1 elements (vectorized: `omp simd` allows the max reduction
  * in any order, which is exact for max). */
 static REAL FN(row_max)(const REAL *x, size_t n)
 {
@@ -127,14 +127,14 @@ void FN(la_hard_argmax)(const la_problem *p, size_t hd, const REAL *qh, const RE
     const size_t key_end = la_visible_keys(p, b, i0 + rows - 1);
     for (size_t r = 0; r < rows; r++) {
         best_score[r] = -INFINITY;
-        best_key[r] = SIZE_MAX; /* none yet */
+        best_key[r] = SIZE_MAX; /* no key seen */
     }
     for (size_t j0 = 0; j0 < key_end; j0 += K_BLOCK) {
         const size_t cols = key_end - j0 < K_BLOCK ? key_end - j0 : K_BLOCK;
         /* s = q_blk · k_blkᵀ · scale */
         FN(block_scores)(p, qh, kh, i0, rows, j0, cols, s);
         /* running argmax over visible keys, ties to the lowest j: the block's max
-         * (vectorised), then its first occurrence; an earlier block keeps a tie (strict >) */
+         * (vectorized), then its first occurrence; an earlier block keeps a tie (strict >) */
         for (size_t r = 0; r < rows; r++) {
             REAL *srow = s + r * cols;
             const size_t visible = la_visible_keys(p, b, i0 + r);
@@ -265,9 +265,8 @@ static la_status FN(run_blocked)(FN(block_kind) kind, const la_problem *p, const
     if (staging_bytes) {
         /* the range check on the maxima the kernel took; then the staged rows */
         const size_t rows_all = p->batch * p->heads * N;
-        const bool fits =
-            la_range_fits_f32(LA_RANGE_SOFTMAX, p, FN(la_max_abs)(q, rows_all * dk),
-                              la_magnitude_of_bits(k_bits), la_magnitude_of_bits(v_bits));
+        const bool fits = la_range_fits_f32(LA_RANGE_SOFTMAX, p, FN(la_max_abs)(q, rows_all * dk),
+                                            magnitude_of_bits(k_bits), magnitude_of_bits(v_bits));
         if (fits) {
             memcpy(out_final, out, rows_all * dv * sizeof *out);
             if (lse) memcpy(lse_final, lse, rows_all * sizeof *lse);
@@ -302,7 +301,7 @@ static la_status FN(hard_attention)(const la_problem *p, const REAL *q, const RE
     return FN(run_blocked)(FN(RUN_HARD), p, q, k, v, out, NULL);
 }
 
-/* Materialising softmax attention, one head at a time (q, k, v, out shaped as above):
+/* Materializing softmax attention, one head at a time (q, k, v, out shaped as above):
  *   scores (N × M, one matrix for the whole call) = q kᵀ · scale,
  *   P = row softmax of scores over visible keys (hidden ones 0),
  *   out (N × d_v) = P v.

@@ -1,7 +1,7 @@
-/* weights_matrix.c — the attention matrix itself: the normalised weights A (B, H, N, M)
+/* weights_matrix.c — the attention matrix itself: the normalized weights A (B, H, N, M)
  * with out = A · V, for inspection (`linattn attend --save-weights`). Not to be confused
  * with lib/io/weights.c, the Transformer weights loader.
- *   softmax (fused and materialising): A_ij = exp(s_ij − max_j s_ij) / Σ_j exp(…),
+ *   softmax (fused and materializing): A_ij = exp(s_ij − max_j s_ij) / Σ_j exp(…),
  *     s = q·k · scale, over the visible keys;
  *   local: as softmax, over the visible keys within the window |i − j| <= p->window;
  *   hard: one-hot rows, 1 at argmax_j s_ij over the visible keys (ties to the lowest j);
@@ -12,7 +12,7 @@
  *
  * Work is split into tasks of (batch entry, head, block of ROWS queries), each computed
  * whole by one thread: the scores of the block are one product (la_gemm_*) written
- * straight into the output rows, then normalised row by row in place. The split does not
+ * straight into the output rows, then normalized row by row in place. The split does not
  * depend on the thread count, so the output is bitwise the same on any. The template is
  * weights_matrix_tmpl.h, included once per precision (core/real_f32.h explains how). */
 #include "attention/attention_internal.h"
@@ -27,7 +27,7 @@
 
 enum { ROWS = 64 }; /* queries per task */
 
-/* Which normalisation a kernel's weights follow. */
+/* Which normalization a kernel's weights follow. */
 typedef enum { WEIGHTS_SOFTMAX, WEIGHTS_HARD, WEIGHTS_LINEAR, WEIGHTS_LOCAL } weights_kind;
 
 static bool weights_kind_of(la_kernel kernel, weights_kind *kind)
@@ -38,14 +38,14 @@ static bool weights_kind_of(la_kernel kernel, weights_kind *kind)
     case LA_KERNEL_HARD: *kind = WEIGHTS_HARD; return true;
     case LA_KERNEL_LINEAR:
     case LA_KERNEL_LINEAR_RECURRENT: *kind = WEIGHTS_LINEAR; return true;
-    case LA_KERNEL_LINFORMER: break; /* not yet: its matrix would be P·F, (N, k)·(k, M) */
+    case LA_KERNEL_LINFORMER: break; /* none: its matrix would be P·F, (N, k)·(k, M) */
     case LA_KERNEL_LOCAL: *kind = WEIGHTS_LOCAL; return true;
-    case LA_KERNEL_FAVOR: /* not yet: its weights need its features */
+    case LA_KERNEL_FAVOR: /* none: its weights need its features */
     case LA_KERNEL_FAVOR_RECURRENT: break;
-    case LA_KERNEL_GENERAL: /* not yet: the score functions' matrices (issue 14) */
+    case LA_KERNEL_GENERAL: /* none: the score functions have no weights matrix function */
     case LA_KERNEL_ADDITIVE:
     case LA_KERNEL_COSINE: break;
-    case LA_KERNEL_RELATIVE: break; /* not yet: its weights need the a^K table */
+    case LA_KERNEL_RELATIVE: break; /* none: its weights need the a^K table */
     case LA_KERNEL_COUNT: break;
     }
     return false;

@@ -33,7 +33,7 @@ static void FN(weights_block)(weights_kind kind, const la_problem *p, size_t hd,
              w, (ptrdiff_t)M, 1);
     }
 
-    /* each row normalised over its visible keys; hidden entries exactly 0 */
+    /* each row normalized over its visible keys; hidden entries exactly 0 */
     for (size_t r = 0; r < rows; r++) {
         REAL *row = w + r * M;
         size_t first, visible; /* the keys [first, visible) (first > 0: local only) */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Each call runs on one thread: the kernels parallelise over (batch, head, block)
+/* Each call runs on one thread: the kernels parallelize over (batch, head, block)
  * themselves, which keeps the split, and so the rounding, independent of the thread
  * count. */
 static rntm_t single_thread(void)

@@ -2,7 +2,7 @@
  *
  * glibc's expf and exp are accurate but scalar (about 3.4 and 4 ns an element here); at
  * d = 64 one exp per score costs about as much as the score's 4·d GEMM flops. The paths
- * below are branch-free polynomial exps that the compiler vectorises (8 float or 4 double
+ * below are branch-free polynomial exps that the compiler vectorizes (8 float or 4 double
  * lanes with AVX2): about 0.5 ns (float) and 1.2 ns (double) an element. */
 #include "cpu/vexp.h"
 

@@ -1,4 +1,4 @@
-/* vexp.h — the exponential of softmax, vectorised: y = exp(x - shift) over a row, with
+/* vexp.h — the exponential of softmax, vectorized: y = exp(x - shift) over a row, with
  * the row's sum. Internal to the library (not installed). */
 #ifndef LA_VEXP_H
 #define LA_VEXP_H
@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 /* la_vexp_f32 and la_vexp_f64 below are exp(x) as branch-free inline code that the
- * compiler vectorises inside a loop; the softmax rows (vexp.c) and the elu+1 feature
+ * compiler vectorizes inside a loop; the softmax rows (vexp.c) and the elu+1 feature
  * map (featuremap.c) share them. */
 
 /* a·b + c: one rounding where the target has FMA, two otherwise. */
@@ -22,7 +22,7 @@
 
 /* cond ? a : b without a branch. A plain ?: becomes control flow in GCC's IR, and with
  * -ftrapping-math (the default) the float arithmetic moved into its arms then blocks
- * if-conversion, so the loop would not vectorise. */
+ * if-conversion, so the loop would not vectorize. */
 static inline float select_f32(int cond, float a, float b)
 {
     union {
@@ -135,9 +135,9 @@ static inline double la_vexp_f64(double x)
 /* x[c] = exp(x[c] - shift) for c < n, in place; returns Σ_c x[c] (summed in an order
  * fixed at compile time, so the same inputs always give the same bits).
  * float32: a polynomial exp (Cephes' expf polynomial after Cody–Waite reduction),
- * vectorised with `omp simd`; maximal relative error 8.2e-8 over [-87, 88] (tested
+ * vectorized with `omp simd`; maximal relative error 8.2e-8 over [-87, 88] (tested
  * < 2e-7 against exp() in tests/attention/test_softmax.c), exactly 0 below -87.3 and for -inf.
- * float64: the same scheme with a degree-13 Taylor polynomial, vectorised (4 lanes with
+ * float64: the same scheme with a degree-13 Taylor polynomial, vectorized (4 lanes with
  * AVX2); maximal relative error 1.4e-16 against expl over [-708, 709] (tested < 1e-15
  * against exp()), exactly 0 below -708 and for -inf.
  * Hidden explicitly: GCC exports the ifunc that target_clones makes whatever

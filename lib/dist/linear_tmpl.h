@@ -40,7 +40,7 @@ static void FN(local_states)(const la_problem *p, const REAL *k, const REAL *v, 
 
 /* out rows (rows, d_v) = num / (den + eps), a zero row where the denominator is 0 (the
  * empty row, lib/linattn.h). num (rows, d_v) holds φ(q)ᵀS (+ the intra-chunk part). */
-static void FN(normalise_rows)(const REAL *num, const REAL *den, REAL eps, REAL *y, size_t rows,
+static void FN(normalize_rows)(const REAL *num, const REAL *den, REAL eps, REAL *y, size_t rows,
                                size_t dv)
 {
     for (size_t i = 0; i < rows; i++) {
@@ -71,7 +71,7 @@ static void FN(apply_states)(const la_problem *p, const REAL *q, const REAL *sta
             /* den = φ(Q_blk) z */
             for (size_t i = 0; i < rows; i++)
                 w->scores[i] = FN(la_dot)(pq + i * dk, z, dk);
-            FN(normalise_rows)(w->num, w->scores, (REAL)p->eps, out + (h * n + i0) * dv, rows, dv);
+            FN(normalize_rows)(w->num, w->scores, (REAL)p->eps, out + (h * n + i0) * dv, rows, dv);
         }
     }
 }
@@ -115,7 +115,7 @@ static void FN(causal_chunks)(const la_problem *p, const REAL *q, const REAL *k,
                     s += A[i * rows + j];
                 d[i] = s;
             }
-            FN(normalise_rows)(w->num, d, (REAL)p->eps, out + (h * n + i0) * dv, rows, dv);
+            FN(normalize_rows)(w->num, d, (REAL)p->eps, out + (h * n + i0) * dv, rows, dv);
             /* carry: S += φ(K_C)ᵀ V_C, z += Σ φ(K_C) */
             GEMM(dk, dv, rows, 1, pk, 1, (ptrdiff_t)dk, vc, (ptrdiff_t)dv, 1, 1, S, (ptrdiff_t)dv,
                  1);

@@ -3,7 +3,7 @@
  *
  * Shapes, per rank (heads = B·H, n = this rank's slice, n_s = rank s's):
  *   q, k: (heads, n, d_k), v, out: (heads, n, d_v), row-major;
- *   a travelling slice: [K_s V_s] packed, (heads, n_s, d_k) then (heads, n_s, d_v);
+ *   a traveling slice: [K_s V_s] packed, (heads, n_s, d_k) then (heads, n_s, d_v);
  *   acc: (heads, n, d_v) and lse: (heads, n) in float64, the merged output so far. */
 
 #define MPI_REAL_T (REAL_IS_F32 ? MPI_FLOAT : MPI_DOUBLE)

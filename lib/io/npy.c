@@ -714,7 +714,7 @@ la_status la_npy_write(const char *path, const la_array *a)
 /* ---------------------------------------------------------------- widening */
 
 /* IEEE 754 binary16 bits -> float32 bits, exactly: sign, 5-bit exponent (bias 15),
- * 10-bit fraction. A subnormal (exponent 0) is renormalised: shifted until its leading
+ * 10-bit fraction. A subnormal (exponent 0) is renormalized: shifted until its leading
  * 1 reaches the implicit place, the exponent lowered by the shift. Inf and NaN keep
  * their sign and fraction (a NaN's payload moves to the top of float32's fraction, so a
  * quiet NaN stays quiet). */

@@ -61,7 +61,7 @@ void la_outfile_signal_cleanup(void)
 }
 
 /* The target path: path itself, or for a symbolic link the file it leads to (which may
- * not exist yet: a link to a file still to be written). Links are followed by hand,
+ * not exist: a link to a file still to be written). Links are followed by hand,
  * at most 40 deep, a relative one from its own folder. */
 static la_status resolve(const char *path, char *target, const char **why)
 {

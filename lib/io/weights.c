@@ -1,5 +1,5 @@
 /* weights.c — the weights of Transformer layers and stacks, in PyTorch's layout and
- * named by PyTorch's state_dict keys: the tensor table, Xavier-uniform initialisation
+ * named by PyTorch's state_dict keys: the tensor table, Xavier-uniform initialization
  * from a seed, and loading from a folder of .npy files. */
 #include "core/internal.h"
 
@@ -128,9 +128,9 @@ void la_layer_weights_free(la_layer_weights *w)
     memset(w, 0, sizeof *w);
 }
 
-/* ---------------------------------------------------------------- initialisation */
+/* ---------------------------------------------------------------- initialization */
 
-/* splitmix64: the one generator of the initialisation. */
+/* splitmix64: the one generator of the initialization. */
 static uint64_t next_u64(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);

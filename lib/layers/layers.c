@@ -44,7 +44,7 @@ la_status la_layer_config_check(const la_layer_config *c)
         !(isfinite(c->linear_eps) && c->linear_eps >= 0) || c->chunk == 0 ||
         !la_feature_map_ok(c->feature_map))
         return LA_EINVAL;
-    /* positions (issue 14) */
+    /* positions */
     if ((c->rotary != 0 && c->rotary != 1) || c->max_distance == 0 ||
         (c->rel_k == NULL) != (c->rel_v == NULL))
         return LA_EINVAL;

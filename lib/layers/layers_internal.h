@@ -7,8 +7,8 @@
 
 /* Rows of the FFN's hidden slice: the FFN runs in chunks of this many rows, each of its
  * two products one threaded BLIS call (layers_tmpl.h), so BLIS packs each weight once
- * per chunk. (Until issue 15 it ran row blocks of 256, one single-threaded BLIS call
- * each, which packed both weights again for every block.) */
+ * per chunk (row blocks with one single-threaded BLIS call each would pack both weights
+ * again for every block). */
 enum { LA_FFN_CHUNK_ROWS = 4096 };
 
 /* Elements of scratch a layer forward allocates, at its peak:

@@ -32,7 +32,7 @@ static la_status FN(layer_norm)(size_t rows, size_t d, const REAL *x, const REAL
         }
         var /= (double)d;
         double r = 1.0 / sqrt(var + eps);
-        /* normalise, scale by γ, shift by β */
+        /* normalize, scale by γ, shift by β */
         for (size_t c = 0; c < d; c++)
             yi[c] = (REAL)(((double)xi[c] - mean) * r * (double)gamma[c] + (double)beta[c]);
     }

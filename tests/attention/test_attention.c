@@ -1994,7 +1994,7 @@ static void gradients(void **state)
     print_message("  gradient mode: %zu rows checked, %zu of %zu skipped (no backward)\n",
                   prop.rows, skipped, n_grad);
     if (prop.rows == 0) {
-        print_message("gradients: SKIPPED on every row: no kernel has a backward yet\n");
+        print_message("gradients: SKIPPED on every row: no kernel has a backward\n");
         skip();
     }
     property_end();

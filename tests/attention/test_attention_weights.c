@@ -43,7 +43,7 @@ typedef struct {
     int64_t lengths[4];
 } wcase;
 
-/* Kernels whose weights la_attention_weights_* does not give yet (LA_EINVAL: lib/linattn.h):
+/* Kernels whose weights la_attention_weights_* does not give (LA_EINVAL: lib/linattn.h):
  * skipped by the properties, checked to refuse in refuses_without_weights. */
 static bool without_weights(la_kernel kernel)
 {
@@ -428,7 +428,7 @@ static void errors_leave_output(void **state)
     assert_int_equal(la_attention_weights_f32(LA_KERNEL_SOFTMAX, &p, huge, huge, w), LA_ERANGE);
     assert_int_equal(la_attention_weights_f32(LA_KERNEL_LINEAR, &p, huge, huge, w), LA_ERANGE);
     assert_int_equal(la_attention_weights_f32(LA_KERNEL_LINEAR_RECURRENT, &p, q, k, w), LA_EINVAL);
-    /* kernels without weights yet refuse */
+    /* kernels without weights refuse */
     for (int kn = 0; kn < LA_KERNEL_COUNT; kn++)
         if (without_weights((la_kernel)kn))
             assert_int_equal(la_attention_weights_f32((la_kernel)kn, &p, q, k, w), LA_EINVAL);

@@ -123,7 +123,7 @@ static void count_softmax(const la_problem *p, size_t b, int hard, int local, co
     free(row);
 }
 
-/* Softmax with relative positions (issue 14), one head, in the form its kernel runs: per
+/* Softmax with relative positions, one head, in the form its kernel runs: per
  * query, q·a^K_δ once for each distance δ the row meets (2·d_k each), then per pair q·k
  * (2·d_k) plus that term (1); softmax (5 per pair); per pair α·v (2·d_v) and α summed into
  * its distance (1); per distance the summed weight times a^V_δ (2·d_v). Tables drawn by
@@ -352,7 +352,7 @@ static void count_linformer(const la_problem *p, size_t b, const double *q, cons
     free(vp);
 }
 
-/* The score functions (issue 14), one head, in the form their kernels run, with the
+/* The score functions, one head, in the form their kernels run, with the
  * weights given in p or drawn by la_score_weights:
  *   general: K' = K Wᵀ over the visible keys (a multiply-add per (key, a, b)), then softmax
  *     on (Q, K') counted as count_softmax counts it;

@@ -519,7 +519,7 @@ static void step_api_range(void **state)
  * scale, sign or norm term converges to something else, or not at all: the error
  * levels off and the slope fails. Non-causal and causal. (Larger inputs make the
  * estimator heavy-tailed: at N(0, 0.7²) the slope measured here is -0.25 to -0.3 at these
- * m, the asymptotic rate not yet reached; at 0.4 it is -0.45 to -0.5.) */
+ * m, short of the asymptotic rate; at 0.4 it is -0.45 to -0.5.) */
 static void approaches_softmax_at_monte_carlo_rate(void **state)
 {
     (void)state;

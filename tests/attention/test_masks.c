@@ -1,10 +1,9 @@
-/* test_masks.c — the masks of issue 14. First the causal mask's alignment for N != M
- * (la_problem.causal_align), over
- * every kernel of the registry that takes a causal mask: bottom-right against the
- * float64 references (forward, backward, the attention matrix), bottom-right with M = N
- * bit for bit the top-left result, one query over t keys (decoding with a KV cache)
- * equal to attention over all t keys, the queries before the first key (N > M) exactly
- * zero rows as the empty row is everywhere, top-left still the default, and the cost
+/* test_masks.c — the masks beyond causal top-left and key lengths. First the causal mask's
+ * alignment for N != M (la_problem.causal_align), over every kernel of the registry that takes a
+ * causal mask: bottom-right against the float64 references (forward, backward, the attention
+ * matrix), bottom-right with M = N bit for bit the top-left result, one query over t keys (decoding
+ * with a KV cache) equal to attention over all t keys, the queries before the first key (N > M)
+ * exactly zero rows as the empty row is everywhere, top-left still the default, and the cost
  * model's pair count against a brute-force count. Then the general masks (p->mask, (N, M)
  * or (B·H, N, M), and p->key_mask, (B, M)): random masks with rows they hide whole, alone
  * and with causal masks and key lengths, against the float64 references in every kernel

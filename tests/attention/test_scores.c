@@ -1,4 +1,4 @@
-/* test_scores.c — the score functions (issue 14): general q·W·k, additive vᵀtanh(W_q q +
+/* test_scores.c — the score functions: general q·W·k, additive vᵀtanh(W_q q +
  * W_k k), cosine. What the registry harness (test_attention.c) does not cover:
  *   given_weights_match_reference  caller-given W (and v) against the float64 oracles, with
  *                                  d_a from 1 to 100 (the harness draws W at d_a = 8),

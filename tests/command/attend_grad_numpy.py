@@ -18,7 +18,7 @@ refusal itself must be clean (exit 2, one line, no file written).
 Part 2 feeds bad gradient flags and files: each must exit 2 with exactly one stderr line
 naming the fault, and leave no output file (Y nor gradient) and no temporary behind.
 
-The backward formulas, for L = Σ out ∘ dO (issue 12):
+The backward formulas, for L = Σ out ∘ dO:
   softmax  P = softmax(Q Kᵀ · scale) over the visible keys, O = P V, dP = dO Vᵀ,
            dS = P ∘ (dP − rowsum(dO ∘ O)), dQ = dS K · scale, dK = dSᵀ Q · scale, dV = Pᵀ dO
   hard     dQ = dK = 0; dV[j] = Σ of dO_i over the queries i whose argmax is j

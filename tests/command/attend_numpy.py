@@ -12,7 +12,7 @@ and d_v != d_k, and requires ‖y − ref‖ / ‖ref‖ < 1e-5 in float32 and <
 linformer runs with given projections (--proj) and drawn ones (--proj-rank, --seed, the
 draw rewritten here from the header's description) against NumPy at the same tolerances;
 favor also approaches NumPy's exact softmax as --features grows, and follows --seed.
---positions (issue 14): sinusoidal and learned (given and drawn) added to Q, K and V,
+--positions: sinusoidal and learned (given and drawn) added to Q, K and V,
 rotary on softmax-type kernels and inside linear attention (RoFormer's form), relative
 with given and drawn embeddings, each against NumPy at the same tolerances.
 Part 2 feeds malformed files and flags: each must exit 2 with exactly one stderr line
@@ -190,7 +190,7 @@ def score_weights(kind, dk, da, seed):
 
 
 def ref_scores(kind, q, k, v, w, wv, scale, causal, lengths):
-    """Softmax attention over the score function `kind` (issue 14), q, k, v (B, H, ·, ·):
+    """Softmax attention over the score function `kind`, q, k, v (B, H, ·, ·):
     dot/scaled q·k · scale; general q·W·k · scale; additive vᵀtanh(W_q q + W_k k);
     cosine q·k / (max(|q|, 1e-12)·max(|k|, 1e-12)) · scale. Zero rows where no key is
     visible."""
@@ -297,7 +297,7 @@ def ref_favor(q, k, v, w, eps, causal, lengths):
     return np.where(mask.any(axis=-1)[..., None], (a @ v) / den, 0.0)
 
 
-# ---------------------------------------------------------------- positions (issue 14)
+# ---------------------------------------------------------------- positions
 
 
 def sinusoidal(n, d):
@@ -952,7 +952,7 @@ def favor_towards_softmax(run):
 
 
 def scores(run):
-    """Every --score through `linattn attend` against NumPy (issue 14): weights given as
+    """Every --score through `linattn attend` against NumPy: weights given as
     .npy files (float32 and float64 files) and drawn from --seed (the draw rewritten here
     from the header), both precisions, causal and key lengths, the three input ranks;
     cosine at --scale 3.5, general at the default and at --scale 1."""
@@ -1267,7 +1267,7 @@ def error_cases(run):
                                                       run.path("w.npy")]),
         ("--score general: a NaN in W", full[2:] + ["--score", "general", "--score-w", sw_nan]),
     ]
-    # positions (issue 14): Q, K are (2, 5, 4), V (2, 6, 3)
+    # positions: Q, K are (2, 5, 4), V (2, 6, 3)
     rel = ["--variant", "relative"] + full[2:]
     cases += [
         ("--positions unknown", full + ["--positions", "absolute"]),

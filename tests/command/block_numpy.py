@@ -17,7 +17,7 @@ Part 2: a missing, misshapen or non-float weight file, X of the wrong width, hea
 do not divide D, an unknown flag, and for a decoder a missing cross-attention tensor, a
 memory of the wrong width or batch, and --memory without --layer decoder each exit 2 with exactly one stderr line starting
 "linattn: " (naming the file at fault where there is one) and leave no output.
-Part 3 (issue 14): --positions sinusoidal and learned added to X, rotary in the
+Part 3: --positions sinusoidal and learned added to X, rotary in the
 self-attention (softmax: q, k rotated; linear: RoFormer's form) and relative (Shaw et al.,
 given and drawn tables) against the same NumPy layer, and their bad input refused.
 
@@ -350,7 +350,7 @@ def check_refusals(r, rng):
             r.passed += 1
 
 
-# ---------------------------------------------------------------- part 3: positions (issue 14)
+# ---------------------------------------------------------------- part 3: positions
 
 
 def splitmix64(state):

@@ -137,7 +137,7 @@ def main():
               and all(r["status"] == "ok" for r in rows) and "linear" in kinds,
               "--pass train: a scaling_train file with a # pass line, every point ok (%s)"
               % sorted(kinds))
-        # hard attention has a backward pass (issue 12): --pass train measures it
+        # hard attention has a backward pass: --pass train measures it
         hard = os.path.join(tmp, "t2.csv")
         p = run(binary, ["scaling", "--pass", "train", "--variant", "hard", "--n", "16", "--out",
                          hard] + FAST)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# extremes.sh — no silent wrong answer at extreme values (issue 10, class 7), through
+# extremes.sh — no silent wrong answer at extreme values, through
 # `linattn attend` and `linattn block --variant linear`. Inputs near the limits of
 # float32 must either give a finite output that matches float64 (NumPy, or the command's
 # own --precision float64), or exit 2 with exactly one line

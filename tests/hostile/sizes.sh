@@ -1,6 +1,6 @@
 #!/bin/sh
-# sizes.sh — hostile sizes and thread counts through the command (issue 10, classes 1
-# and 3). Sizes whose arrays overflow, sizes beyond the memory budget, a cost model that
+# sizes.sh — hostile sizes and thread counts through the command.
+# Sizes whose arrays overflow, sizes beyond the memory budget, a cost model that
 # cannot count, thread counts outside 1..1024 (flag or LA_NUM_THREADS): each is refused
 # before anything is allocated, exit 2 and exactly one line `linattn: ...` on stderr;
 # a thread count above the cores runs on the cores, recorded as # threads_requested.

@@ -539,7 +539,7 @@ static void kernels(void **state)
     local = p, local.workspace_limit = 1;
     EXPECT(la_local_attention_f32(&local, q, k, v, o), LA_EBUDGET, o, sizeof o);
     EXPECT(la_local_attention_f64(&local, qd, kd, vd, od), LA_EBUDGET, od, sizeof od);
-    /* the score functions (issue 14): score_dim 0; additive with W but no v (and the
+    /* the score functions: score_dim 0; additive with W but no v (and the
      * reverse); a non-finite given weight; a float32 scale beyond float; W or C beyond
      * float32 (LA_ERANGE); a budget of one byte; la_score_weights: another kernel, NULL w,
      * additive NULL v or v == w, a zero size, sizes overflowing */
@@ -609,7 +609,7 @@ static void kernels(void **state)
         EXPECT(la_score_weights(LA_KERNEL_ADDITIVE, 4, SIZE_MAX / 8, 1, w_draw, v_draw),
                LA_EOVERFLOW, v_draw, sizeof v_draw);
     }
-    /* relative positions (issue 14): max_distance 0, one table only, a NaN in a table, a
+    /* relative positions: max_distance 0, one table only, a NaN in a table, a
      * float32 scale beyond float, a budget of one byte, (2K+1)·d overflowing; the draw:
      * NULL, the same array twice, a zero size, overflowing */
     la_problem rp = p;
@@ -643,7 +643,7 @@ static void kernels(void **state)
     EXPECT(la_relative_embeddings(1, 2, 0, 0, ak, av), LA_EINVAL, ak, sizeof ak);
     EXPECT(la_relative_embeddings(SIZE_MAX / 2, 2, 2, 0, ak, av), LA_EOVERFLOW, ak, sizeof ak);
     EXPECT(la_relative_embeddings(2, SIZE_MAX / 2, 2, 0, ak, av), LA_EOVERFLOW, av, sizeof av);
-    /* rotary positions (issue 14): NULL, a zero size, d odd, rows·n·d overflowing, the last
+    /* rotary positions: NULL, a zero size, d odd, rows·n·d overflowing, the last
      * position past SIZE_MAX, each leaving x untouched; rotary linear attention: d_k odd,
      * NULL, the last position past SIZE_MAX, a bad problem, a budget of one byte */
     assert_int_equal(la_rotary_apply_f32(1, 2, 2, 0, NULL), LA_EINVAL);
@@ -731,7 +731,7 @@ static void kernels(void **state)
             if (i < 0 || i == LA_KERNEL_COUNT || kn == LA_KERNEL_LINFORMER ||
                 kn == LA_KERNEL_FAVOR || kn == LA_KERNEL_FAVOR_RECURRENT ||
                 kn == LA_KERNEL_GENERAL || kn == LA_KERNEL_ADDITIVE || kn == LA_KERNEL_COSINE ||
-                kn == LA_KERNEL_RELATIVE) { /* no matrix yet */
+                kn == LA_KERNEL_RELATIVE) { /* no matrix */
                 EXPECT(la_attention_weights_f32(kn, &p, q, k, w), LA_EINVAL, w, sizeof w);
                 EXPECT(la_attention_weights_f64(kn, &p, qd, kd, wd), LA_EINVAL, wd, sizeof wd);
                 continue;

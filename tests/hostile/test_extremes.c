@@ -1,4 +1,4 @@
-/* test_extremes.c — no silent wrong answer at extreme values (issue 10, class 7).
+/* test_extremes.c — no silent wrong answer at extreme values.
  *
  * Every registry row (every kernel × the causal forms its rule allows × φ where it reads
  * one), in float32 and float64, on inputs near the limits of float32: q, k, v scaled to

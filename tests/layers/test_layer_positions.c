@@ -1,4 +1,4 @@
-/* test_layer_positions.c — positions inside a layer's self-attention (issue 14):
+/* test_layer_positions.c — positions inside a layer's self-attention:
  * la_mha_f64 / _f32 with c->rotary (softmax and linear) and with the relative kernel,
  * against the same sublayer written out here in float64: projections, then per head the
  * float64 oracle of the attention on rotated (or not) q and k, then the output projection.
