@@ -199,9 +199,11 @@ la_status la_blis_sgemm(int threads, size_t m, size_t n, size_t k, float alpha, 
 {
     if (threads < 1 || threads > LA_MAX_THREADS || (k > 0 && (!a || !b)) || !c) return LA_EINVAL;
     if (m == 0 || n == 0) return LA_OK;
+    /* packing blocks for the threads that run (at most the cores), not for the count asked
+     * for: blocks for LA_MAX_THREADS threads took 9 s to reserve under AddressSanitizer */
+    threads = la_thread_clamp(threads);
     if (la_gemm_reserve(threads) != LA_OK) return LA_ENOMEM;
-    la_gemm_threaded_f32(la_thread_clamp(threads), m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta,
-                         c, rsc, csc);
+    la_gemm_threaded_f32(threads, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
     return LA_OK;
 }
 
