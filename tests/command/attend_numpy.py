@@ -29,6 +29,9 @@ import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import grid, quick  # noqa: E402  (LA_TEST_PROFILE: the quick profile's subsets)
+
 DEFAULT_EPS = 1e-6  # LA_DEFAULT_EPS
 TOL = {"float32": 1e-5, "float64": 1e-12}
 
@@ -399,83 +402,82 @@ def positions(run):
         q, k, v = (rng.standard_normal(lead + rows) for rows in ((n, dk), (m, dk), (m, dv)))
         for name, x in zip("qkv", (q, k, v)):
             np.save(run.path(name + ".npy"), x)
-        for variant, kind, extra, causal in cases:
-            for with_lengths in (False, True):
-                for precision in ("float32", "float64"):
-                    label = "positions %s %s %s causal=%d lengths=%d %s %s" % (
-                        variant, kind, " ".join(extra), causal, with_lengths, precision,
-                        "x".join(map(str, lead + (n, m))))
-                    args = ["--variant", variant, "--q", run.path("q.npy"), "--k",
-                            run.path("k.npy"), "--v", run.path("v.npy"), "--out",
-                            run.path("y.npy"), "--precision", precision]
-                    if kind:
-                        args += ["--positions", kind]
-                    flags = [x for x in extra if x not in ("table", "given")]
-                    args += flags
-                    if causal:
-                        args.append("--causal")
-                    lengths = None
-                    if with_lengths:
-                        lengths = rng.integers(0, m + 1, size=batch)
-                        np.save(run.path("lengths.npy"), lengths)
-                        args += ["--key-lengths", run.path("lengths.npy")]
-                    qh, kh, vh = (to_heads(x.astype(precision).astype(np.float64))
-                                  for x in (q, k, v))
-                    scale = 1 / np.sqrt(dk)
-                    if kind == "sinusoidal":
-                        qh, kh, vh = (x + sinusoidal(x.shape[2], x.shape[3]) for x in (qh, kh, vh))
-                    elif kind == "learned" and "table" in extra:
-                        table = rng.standard_normal((max(n, m) + 2, dk))
-                        np.save(run.path("table.npy"), table)
-                        args += ["--position-table", run.path("table.npy")]
-                        qh, kh, vh = (x + table[:x.shape[2]] for x in (qh, kh, vh))
-                    elif kind == "learned":
-                        qh, kh, vh = (x + learned_table(x.shape[2], x.shape[3], 11)
-                                      for x in (qh, kh, vh))
-                    if precision == "float32" and kind in ("sinusoidal", "learned"):
-                        # attend adds the float64 encoding to the float32 inputs in float32
-                        qh, kh, vh = (x.astype(np.float32).astype(np.float64)
-                                      for x in (qh, kh, vh))
-                    if kind == "rotary" and not variant.startswith("linear"):
-                        qh, kh = rotate(qh), rotate(kh)
-                    if kind == "relative" or variant == "relative":
-                        if "given" in extra:
-                            a_k = rng.standard_normal((5, dk))
-                            a_v = rng.standard_normal((5, dv))
-                            np.save(run.path("ak.npy"), a_k)
-                            np.save(run.path("av.npy"), a_v.astype(np.float32))
-                            a_v = a_v.astype(np.float32).astype(np.float64)
-                            args += ["--relative", run.path("ak.npy") + "," + run.path("av.npy")]
-                        elif "--seed" in extra:
-                            a_k, a_v = relative_embeddings(3, dk, dv, 5)
-                        else:
-                            a_k, a_v = relative_embeddings(1, dk, dv, 0)
-                        ref = ref_relative(qh, kh, vh, a_k, a_v, scale, causal, lengths)
-                    elif kind == "rotary" and variant.startswith("linear"):
-                        fm = "relu" if "relu" in extra else "elu"
-                        # relu: φ(q)·φ(k) can vanish, and a denominator near eps makes
-                        # the row ill-conditioned (its rotated numerator cancels): eps 0.1
-                        eps = float(extra[extra.index("--eps") + 1]) if "--eps" in extra \
-                            else DEFAULT_EPS
-                        ref = ref_rotary_linear(qh, kh, vh, fm, eps, causal, lengths)
-                    elif variant == "local":
-                        ref = ref_local(qh, kh, vh, scale, causal, lengths, 2)
-                    elif variant.startswith("linear"):
-                        ref = ref_linear(qh, kh, vh, "elu", DEFAULT_EPS, causal, lengths)
-                    else:
-                        ref = ref_softmax(qh, kh, vh, scale, causal, lengths)
-                    ref = ref.reshape(lead + (n, dv))
-                    rc, _, err = run.attend(args)
-                    if rc != 0:
-                        run.fail(label, "exit %d: %s" % (rc, err.strip()))
-                        continue
-                    y = np.load(run.path("y.npy"))
-                    e = rel_error(y.astype(np.float64), ref)
-                    if y.shape == ref.shape and e < TOL[precision]:
-                        run.ok(label)
-                    else:
-                        run.fail(label, "shape %s (want %s), relative error %.3g" % (
-                            y.shape, ref.shape, e))
+        for (variant, kind, extra, causal), with_lengths, precision in grid(
+                cases, (False, True), ("float32", "float64")):
+            label = "positions %s %s %s causal=%d lengths=%d %s %s" % (
+                variant, kind, " ".join(extra), causal, with_lengths, precision,
+                "x".join(map(str, lead + (n, m))))
+            args = ["--variant", variant, "--q", run.path("q.npy"), "--k",
+                    run.path("k.npy"), "--v", run.path("v.npy"), "--out",
+                    run.path("y.npy"), "--precision", precision]
+            if kind:
+                args += ["--positions", kind]
+            flags = [x for x in extra if x not in ("table", "given")]
+            args += flags
+            if causal:
+                args.append("--causal")
+            lengths = None
+            if with_lengths:
+                lengths = rng.integers(0, m + 1, size=batch)
+                np.save(run.path("lengths.npy"), lengths)
+                args += ["--key-lengths", run.path("lengths.npy")]
+            qh, kh, vh = (to_heads(x.astype(precision).astype(np.float64))
+                          for x in (q, k, v))
+            scale = 1 / np.sqrt(dk)
+            if kind == "sinusoidal":
+                qh, kh, vh = (x + sinusoidal(x.shape[2], x.shape[3]) for x in (qh, kh, vh))
+            elif kind == "learned" and "table" in extra:
+                table = rng.standard_normal((max(n, m) + 2, dk))
+                np.save(run.path("table.npy"), table)
+                args += ["--position-table", run.path("table.npy")]
+                qh, kh, vh = (x + table[:x.shape[2]] for x in (qh, kh, vh))
+            elif kind == "learned":
+                qh, kh, vh = (x + learned_table(x.shape[2], x.shape[3], 11)
+                              for x in (qh, kh, vh))
+            if precision == "float32" and kind in ("sinusoidal", "learned"):
+                # attend adds the float64 encoding to the float32 inputs in float32
+                qh, kh, vh = (x.astype(np.float32).astype(np.float64)
+                              for x in (qh, kh, vh))
+            if kind == "rotary" and not variant.startswith("linear"):
+                qh, kh = rotate(qh), rotate(kh)
+            if kind == "relative" or variant == "relative":
+                if "given" in extra:
+                    a_k = rng.standard_normal((5, dk))
+                    a_v = rng.standard_normal((5, dv))
+                    np.save(run.path("ak.npy"), a_k)
+                    np.save(run.path("av.npy"), a_v.astype(np.float32))
+                    a_v = a_v.astype(np.float32).astype(np.float64)
+                    args += ["--relative", run.path("ak.npy") + "," + run.path("av.npy")]
+                elif "--seed" in extra:
+                    a_k, a_v = relative_embeddings(3, dk, dv, 5)
+                else:
+                    a_k, a_v = relative_embeddings(1, dk, dv, 0)
+                ref = ref_relative(qh, kh, vh, a_k, a_v, scale, causal, lengths)
+            elif kind == "rotary" and variant.startswith("linear"):
+                fm = "relu" if "relu" in extra else "elu"
+                # relu: φ(q)·φ(k) can vanish, and a denominator near eps makes
+                # the row ill-conditioned (its rotated numerator cancels): eps 0.1
+                eps = float(extra[extra.index("--eps") + 1]) if "--eps" in extra \
+                    else DEFAULT_EPS
+                ref = ref_rotary_linear(qh, kh, vh, fm, eps, causal, lengths)
+            elif variant == "local":
+                ref = ref_local(qh, kh, vh, scale, causal, lengths, 2)
+            elif variant.startswith("linear"):
+                ref = ref_linear(qh, kh, vh, "elu", DEFAULT_EPS, causal, lengths)
+            else:
+                ref = ref_softmax(qh, kh, vh, scale, causal, lengths)
+            ref = ref.reshape(lead + (n, dv))
+            rc, _, err = run.attend(args)
+            if rc != 0:
+                run.fail(label, "exit %d: %s" % (rc, err.strip()))
+                continue
+            y = np.load(run.path("y.npy"))
+            e = rel_error(y.astype(np.float64), ref)
+            if y.shape == ref.shape and e < TOL[precision]:
+                run.ok(label)
+            else:
+                run.fail(label, "shape %s (want %s), relative error %.3g" % (
+                    y.shape, ref.shape, e))
 
 
 def rel_error(y, ref):
@@ -614,58 +616,55 @@ def accuracy_case(run, label, variant, shape, causal, with_lengths, precision, *
 def accuracy(run):
     # (leading dims, N, M, d_k, d_v): M != N, d_v != d_k
     shapes = [((), 7, 11, 5, 3), ((2,), 9, 6, 4, 6), ((3, 2), 10, 13, 8, 5)]
-    for shape in shapes:
-        for causal in (False, True):
-            for with_lengths in (False, True):
-                for precision in ("float32", "float64"):
-                    tag = "%s causal=%d lengths=%d %s" % (
-                        "x".join(map(str, shape[0] + (shape[1], shape[3]))), causal,
-                        with_lengths, precision)
-                    common = (shape, causal, with_lengths, precision)
-                    accuracy_case(run, "softmax " + tag, "softmax", *common)
-                    accuracy_case(run, "softmax materialized scale=0.3 " + tag, "softmax",
-                                  *common, kernel="materialized", scale=0.3)
-                    accuracy_case(run, "hard " + tag, "hard", *common)
-                    for window in (1, 2, shape[1], None):  # r = N; the default 64 covers every key
-                        accuracy_case(run, "local window=%s %s" % (window, tag), "local",
-                                      *common, window=window)
-                    for fm in ("elu", "relu"):
-                        accuracy_case(run, "linear %s %s" % (fm, tag), "linear", *common,
-                                      feature_map=fm)
-                    accuracy_case(run, "favor m=13 seed=7 " + tag, "favor", *common,
-                                  features=13, seed=7)
-                    if causal:
-                        accuracy_case(run, "favor chunk=3 m=40 eps=1e-3 " + tag, "favor",
-                                      *common, features=40, chunk=3, eps=1e-3)
-                    if causal:
-                        accuracy_case(run, "favor recurrent m=13 eps=1e-3 " + tag, "favor",
-                                      *common, kernel="recurrent", features=13, seed=7,
-                                      eps=1e-3)
-                    if causal:
-                        accuracy_case(run, "linear recurrent eps=1e-3 " + tag, "linear",
-                                      *common, kernel="recurrent", eps=1e-3)
-                        accuracy_case(run, "linear chunk=3 relu " + tag, "linear", *common,
-                                      feature_map="relu", chunk=3)
+    for shape, causal, with_lengths, precision in grid(shapes, (False, True), (False, True),
+                                                       ("float32", "float64")):
+        tag = "%s causal=%d lengths=%d %s" % (
+            "x".join(map(str, shape[0] + (shape[1], shape[3]))), causal,
+            with_lengths, precision)
+        common = (shape, causal, with_lengths, precision)
+        accuracy_case(run, "softmax " + tag, "softmax", *common)
+        accuracy_case(run, "softmax materialized scale=0.3 " + tag, "softmax",
+                      *common, kernel="materialized", scale=0.3)
+        accuracy_case(run, "hard " + tag, "hard", *common)
+        for window in (1, 2, shape[1], None):  # r = N; the default 64 covers every key
+            accuracy_case(run, "local window=%s %s" % (window, tag), "local",
+                          *common, window=window)
+        for fm in ("elu", "relu"):
+            accuracy_case(run, "linear %s %s" % (fm, tag), "linear", *common,
+                          feature_map=fm)
+        accuracy_case(run, "favor m=13 seed=7 " + tag, "favor", *common,
+                      features=13, seed=7)
+        if causal:
+            accuracy_case(run, "favor chunk=3 m=40 eps=1e-3 " + tag, "favor",
+                          *common, features=40, chunk=3, eps=1e-3)
+        if causal:
+            accuracy_case(run, "favor recurrent m=13 eps=1e-3 " + tag, "favor",
+                          *common, kernel="recurrent", features=13, seed=7,
+                          eps=1e-3)
+        if causal:
+            accuracy_case(run, "linear recurrent eps=1e-3 " + tag, "linear",
+                          *common, kernel="recurrent", eps=1e-3)
+            accuracy_case(run, "linear chunk=3 relu " + tag, "linear", *common,
+                          feature_map="relu", chunk=3)
     # longer sequences: several default (64-token) chunks, and odd chunk sizes
     long_shape = ((2,), 150, 140, 6, 7)
+    for precision, chunk in grid(("float32", "float64"), (None, 1, 17, 64, 200), strength=1):
+        accuracy_case(run, "linear causal long chunk=%s %s" % (chunk, precision), "linear",
+                      long_shape, True, True, precision, chunk=chunk)
     for precision in ("float32", "float64"):
-        for chunk in (None, 1, 17, 64, 200):
-            accuracy_case(run, "linear causal long chunk=%s %s" % (chunk, precision), "linear",
-                          long_shape, True, True, precision, chunk=chunk)
         accuracy_case(run, "softmax causal long " + precision, "softmax", long_shape, True,
                       True, precision)
         accuracy_case(run, "hard causal long " + precision, "hard", long_shape, True, True,
                       precision)
-        # windows inside and across the kernel's 64-query blocks, M < N
-        for window in (1, 5, 63, 64, 100, 150):
-            for causal in (False, True):
-                accuracy_case(run, "local long window=%d causal=%d %s" % (window, causal,
-                                                                          precision),
-                              "local", long_shape, causal, True, precision, window=window,
-                              scale=0.4)
-        for chunk in (None, 1, 17, 200):
-            accuracy_case(run, "favor causal long chunk=%s %s" % (chunk, precision), "favor",
-                          long_shape, True, True, precision, chunk=chunk)
+    # windows inside and across the kernel's 64-query blocks, M < N
+    for precision, window, causal in grid(("float32", "float64"), (1, 5, 63, 64, 100, 150),
+                                          (False, True)):
+        accuracy_case(run, "local long window=%d causal=%d %s" % (window, causal, precision),
+                      "local", long_shape, causal, True, precision, window=window, scale=0.4)
+    for precision, chunk in grid(("float32", "float64"), (None, 1, 17, 200), strength=1):
+        accuracy_case(run, "favor causal long chunk=%s %s" % (chunk, precision), "favor",
+                      long_shape, True, True, precision, chunk=chunk)
+    for precision in ("float32", "float64"):
         accuracy_case(run, "favor recurrent causal long " + precision, "favor", long_shape,
                       True, True, precision, kernel="recurrent")
 
@@ -677,28 +676,26 @@ def causal_align(run):
     lengths, both precisions; and --causal-align top-left is the default's output."""
     shapes = [((), 3, 11, 5, 3), ((2,), 9, 4, 4, 6), ((2, 2), 1, 13, 8, 5),
               ((2,), 70, 150, 6, 7)]
-    for shape in shapes:
-        for with_lengths in (False, True):
-            for precision in ("float32", "float64"):
-                tag = "bottom-right %s lengths=%d %s" % (
-                    "x".join(map(str, shape[0] + (shape[1], shape[2]))), with_lengths, precision)
-                common = (shape, "bottom-right", with_lengths, precision)
-                accuracy_case(run, "softmax " + tag, "softmax", *common)
-                accuracy_case(run, "softmax materialized " + tag, "softmax", *common,
-                              kernel="materialized")
-                accuracy_case(run, "hard " + tag, "hard", *common)
-                for window in (1, 3, None):
-                    accuracy_case(run, "local window=%s %s" % (window, tag), "local", *common,
-                                  window=window)
-                for fm in ("elu", "relu"):
-                    accuracy_case(run, "linear %s chunk=3 %s" % (fm, tag), "linear", *common,
-                                  feature_map=fm, chunk=3)
-                accuracy_case(run, "linear recurrent " + tag, "linear", *common,
-                              kernel="recurrent", eps=1e-3)
-                accuracy_case(run, "favor m=13 chunk=2 " + tag, "favor", *common, features=13,
-                              seed=3, chunk=2)
-                accuracy_case(run, "favor recurrent m=13 " + tag, "favor", *common,
-                              kernel="recurrent", features=13, seed=3)
+    for shape, with_lengths, precision in grid(shapes, (False, True), ("float32", "float64")):
+        tag = "bottom-right %s lengths=%d %s" % (
+            "x".join(map(str, shape[0] + (shape[1], shape[2]))), with_lengths, precision)
+        common = (shape, "bottom-right", with_lengths, precision)
+        accuracy_case(run, "softmax " + tag, "softmax", *common)
+        accuracy_case(run, "softmax materialized " + tag, "softmax", *common,
+                      kernel="materialized")
+        accuracy_case(run, "hard " + tag, "hard", *common)
+        for window in (1, 3, None):
+            accuracy_case(run, "local window=%s %s" % (window, tag), "local", *common,
+                          window=window)
+        for fm in ("elu", "relu"):
+            accuracy_case(run, "linear %s chunk=3 %s" % (fm, tag), "linear", *common,
+                          feature_map=fm, chunk=3)
+        accuracy_case(run, "linear recurrent " + tag, "linear", *common,
+                      kernel="recurrent", eps=1e-3)
+        accuracy_case(run, "favor m=13 chunk=2 " + tag, "favor", *common, features=13,
+                      seed=3, chunk=2)
+        accuracy_case(run, "favor recurrent m=13 " + tag, "favor", *common,
+                      kernel="recurrent", features=13, seed=3)
     # the decoding case by hand: one query over 6 keys sees all 6 (top-left: key 0 only)
     rng = run.rng
     q, k, v = rng.standard_normal((1, 4)), rng.standard_normal((6, 4)), rng.standard_normal((6, 2))
@@ -745,95 +742,93 @@ def masks(run):
         for name, x in zip("qkv", (q, k, v)):
             np.save(run.path(name + ".npy"), x)
         qh, kh, vh = (to_heads(x) for x in (q, k, v))
-        for form in ("shared", "per-head", "keys", "both"):
-            for dtype in ("bool", "float32", "float64"):
-                for causal in (False, True, "bottom-right"):
-                    for with_lengths in (False, True):
-                        allowed = np.ones((batch, heads, n, m), dtype=bool)
-                        keys_allowed = np.ones((batch, m), dtype=bool)
-                        args = ["--q", run.path("q.npy"), "--k", run.path("k.npy"), "--v",
-                                run.path("v.npy"), "--out", run.path("y.npy")]
+        for form, dtype, causal, with_lengths, precision in grid(
+                ("shared", "per-head", "keys", "both"), ("bool", "float32", "float64"),
+                (False, True, "bottom-right"), (False, True), ("float32", "float64")):
+            allowed = np.ones((batch, heads, n, m), dtype=bool)
+            keys_allowed = np.ones((batch, m), dtype=bool)
+            args = ["--q", run.path("q.npy"), "--k", run.path("k.npy"), "--v",
+                    run.path("v.npy"), "--out", run.path("y.npy")]
 
-                        def save_mask(path, hidden):
-                            if dtype == "bool":
-                                np.save(path, hidden)
-                            else:
-                                np.save(path, np.where(hidden, -np.inf, 0.0).astype(dtype))
+            def save_mask(path, hidden):
+                if dtype == "bool":
+                    np.save(path, hidden)
+                else:
+                    np.save(path, np.where(hidden, -np.inf, 0.0).astype(dtype))
 
-                        if form in ("shared", "per-head", "both"):
-                            shape = (n, m) if form != "per-head" else (batch * heads, n, m)
-                            hidden = rng.random(shape) < 0.3
-                            hidden[..., 1, :] = True  # a row with every key hidden
-                            save_mask(run.path("mask.npy"), hidden)
-                            args += ["--mask", run.path("mask.npy")]
-                            # head (b, h) of a per-head mask is its row b·H + h
-                            allowed &= ~hidden.reshape((batch, heads, n, m)) \
-                                if form == "per-head" else ~hidden[None, None]
-                        if form in ("keys", "both"):
-                            hidden_keys = rng.random((batch, m)) < 0.3
-                            save_mask(run.path("kpm.npy"), hidden_keys)
-                            args += ["--key-padding-mask", run.path("kpm.npy")]
-                            keys_allowed = ~hidden_keys
-                            allowed &= keys_allowed[:, None, None, :]
-                        lengths = None
-                        if with_lengths:
-                            lengths = rng.integers(0, m + 1, size=batch)
-                            np.save(run.path("lengths.npy"), lengths)
-                            args += ["--key-lengths", run.path("lengths.npy")]
-                        if causal:
-                            args.append("--causal")
-                        if causal == "bottom-right":
-                            args += ["--causal-align", "bottom-right"]
-                        variants = [("softmax", None), ("softmax_materialized", None),
-                                    ("hard", 0.125), ("local", None), ("cosine", 3.0)]
-                        if form == "keys":
-                            variants += [("linear", None)]
-                            if causal:
-                                variants += [("linear_recurrent", None)]
-                        for variant, scale in variants:
-                            for precision in ("float32", "float64"):
-                                label = "masks %s %s %s causal=%s lengths=%d %s %s" % (
-                                    "x".join(map(str, lead + (n, m))), form, dtype, causal,
-                                    with_lengths, variant, precision)
-                                extra = ["--variant", variant, "--precision", precision]
-                                if scale:
-                                    extra += ["--scale", str(scale)]
-                                used = [to_heads(x.astype(precision).astype(np.float64))
-                                        for x in (q, k, v)]
-                                if variant.startswith("softmax"):
-                                    ref = ref_softmax(*used, 1 / np.sqrt(dk), causal, lengths,
-                                                      allowed)
-                                elif variant == "local":
-                                    extra += ["--window", "3"]
-                                    ref = ref_local(*used, 1 / np.sqrt(dk), causal, lengths, 3,
-                                                    allowed)
-                                elif variant == "cosine":  # the fused kernel on q̂, k̂
-                                    unit = [x / np.maximum(np.linalg.norm(x, axis=-1,
-                                                                          keepdims=True), 1e-12)
-                                            for x in used[:2]]
-                                    ref = ref_softmax(*unit, used[2], scale, causal, lengths,
-                                                      allowed)
-                                elif variant == "hard":
-                                    if precision == "float32" or n > 10:
-                                        continue  # exact only on multiples of 1/8 (accuracy)
-                                    ref = ref_hard(*used, scale, causal, lengths, allowed)
-                                else:
-                                    ref = ref_linear(*used, "elu", DEFAULT_EPS, causal, lengths,
-                                                     keys_allowed)
-                                ref = ref.reshape(lead + (n, dv))
-                                rc, _, err = run.attend(args + extra)
-                                cases += 1
-                                if rc != 0:
-                                    run.fail(label, "exit %d: %s" % (rc, err.strip()))
-                                    continue
-                                y = np.load(run.path("y.npy")).astype(np.float64)
-                                e = rel_error(y, ref)
-                                if not e < TOL[precision]:
-                                    run.fail(label, "relative error %.3g" % e)
-                                elif np.any((ref == 0) & (y != 0)):
-                                    run.fail(label, "a hidden row is not zero")
-                                else:
-                                    run.ok(label)
+            if form in ("shared", "per-head", "both"):
+                shape = (n, m) if form != "per-head" else (batch * heads, n, m)
+                hidden = rng.random(shape) < 0.3
+                hidden[..., 1, :] = True  # a row with every key hidden
+                save_mask(run.path("mask.npy"), hidden)
+                args += ["--mask", run.path("mask.npy")]
+                # head (b, h) of a per-head mask is its row b·H + h
+                allowed &= ~hidden.reshape((batch, heads, n, m)) \
+                    if form == "per-head" else ~hidden[None, None]
+            if form in ("keys", "both"):
+                hidden_keys = rng.random((batch, m)) < 0.3
+                save_mask(run.path("kpm.npy"), hidden_keys)
+                args += ["--key-padding-mask", run.path("kpm.npy")]
+                keys_allowed = ~hidden_keys
+                allowed &= keys_allowed[:, None, None, :]
+            lengths = None
+            if with_lengths:
+                lengths = rng.integers(0, m + 1, size=batch)
+                np.save(run.path("lengths.npy"), lengths)
+                args += ["--key-lengths", run.path("lengths.npy")]
+            if causal:
+                args.append("--causal")
+            if causal == "bottom-right":
+                args += ["--causal-align", "bottom-right"]
+            variants = [("softmax", None), ("softmax_materialized", None),
+                        ("hard", 0.125), ("local", None), ("cosine", 3.0)]
+            if form == "keys":
+                variants += [("linear", None)]
+                if causal:
+                    variants += [("linear_recurrent", None)]
+            for variant, scale in variants:
+                label = "masks %s %s %s causal=%s lengths=%d %s %s" % (
+                    "x".join(map(str, lead + (n, m))), form, dtype, causal,
+                    with_lengths, variant, precision)
+                extra = ["--variant", variant, "--precision", precision]
+                if scale:
+                    extra += ["--scale", str(scale)]
+                used = [to_heads(x.astype(precision).astype(np.float64))
+                        for x in (q, k, v)]
+                if variant.startswith("softmax"):
+                    ref = ref_softmax(*used, 1 / np.sqrt(dk), causal, lengths,
+                                      allowed)
+                elif variant == "local":
+                    extra += ["--window", "3"]
+                    ref = ref_local(*used, 1 / np.sqrt(dk), causal, lengths, 3,
+                                    allowed)
+                elif variant == "cosine":  # the fused kernel on q̂, k̂
+                    unit = [x / np.maximum(np.linalg.norm(x, axis=-1,
+                                                          keepdims=True), 1e-12)
+                            for x in used[:2]]
+                    ref = ref_softmax(*unit, used[2], scale, causal, lengths,
+                                      allowed)
+                elif variant == "hard":
+                    if precision == "float32" or n > 10:
+                        continue  # exact only on multiples of 1/8 (accuracy)
+                    ref = ref_hard(*used, scale, causal, lengths, allowed)
+                else:
+                    ref = ref_linear(*used, "elu", DEFAULT_EPS, causal, lengths,
+                                     keys_allowed)
+                ref = ref.reshape(lead + (n, dv))
+                rc, _, err = run.attend(args + extra)
+                cases += 1
+                if rc != 0:
+                    run.fail(label, "exit %d: %s" % (rc, err.strip()))
+                    continue
+                y = np.load(run.path("y.npy")).astype(np.float64)
+                e = rel_error(y, ref)
+                if not e < TOL[precision]:
+                    run.fail(label, "relative error %.3g" % e)
+                elif np.any((ref == 0) & (y != 0)):
+                    run.fail(label, "a hidden row is not zero")
+                else:
+                    run.ok(label)
 
 
 def linformer(run):

@@ -9,10 +9,50 @@
   check = checks.Checks("x")           check(ok, what) prints `ok: what` or `FAILED: what`;
   return check.report()                the last line, and the exit status (1 on a failure)
   run = checks.Cases(binary, dir, rng) the NumPy checks' counted cases (see Cases)
+  checks.quick()                       True under LA_TEST_PROFILE=quick
+  for a, b, c in checks.grid(A, B, C)  every combination (full profile), or a set in which
+                                       every pair of values of any two factors appears
+                                       (quick profile; strength=1: every value)
 """
+import itertools
 import os
 import subprocess
 import sys
+
+
+def quick():
+    """True when LA_TEST_PROFILE is quick (the sanitizer and emulated runs), False when it
+    is full or unset; any other value exits 2, as the C tests do."""
+    profile = os.environ.get("LA_TEST_PROFILE", "") or "full"
+    if profile not in ("quick", "full"):
+        print("LA_TEST_PROFILE is '%s': it must be quick or full" % profile, file=sys.stderr)
+        sys.exit(2)
+    return profile == "quick"
+
+
+def grid(*factors, strength=2):
+    """The combinations of the factors' values to test: all of them (itertools.product) in
+    the full profile; in the quick one, a covering set chosen greedily (in product order,
+    each next combination the one that covers the most value tuples not yet covered) in
+    which every value of every factor (strength 1) or every pair of values of any two
+    factors (strength 2) still appears: 3 shapes x causal x lengths x precision is 6
+    combinations of 24."""
+    if not quick():
+        return list(itertools.product(*factors))
+    # on the values' positions, so that values need not be hashable
+    everything = list(itertools.product(*(range(len(f)) for f in factors)))
+
+    def tuples(combo):
+        return {tuple((i, combo[i]) for i in idx)
+                for idx in itertools.combinations(range(len(combo)), strength)}
+
+    uncovered = set().union(*(tuples(c) for c in everything))
+    chosen = []
+    while uncovered:
+        best = max(everything, key=lambda c: len(tuples(c) & uncovered))
+        chosen.append(best)
+        uncovered -= tuples(best)
+    return [tuple(f[i] for f, i in zip(factors, c)) for c in sorted(chosen)]
 
 
 def binary_arg(script):
