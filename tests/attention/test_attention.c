@@ -293,8 +293,8 @@ static size_t rows_generate(const shape *shape_list, size_t n_shapes,
                              "%s %s%s, %sshape %zu: B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu "
                              "key_lengths=%s",
                              info->name, causal ? "causal" : "non-causal", params,
-                             shape_list == quick_shapes ? "quick " : "", si, s->batch,
-                             s->heads, s->n, s->m, s->d_k, s->d_v, lengths);
+                             shape_list == quick_shapes ? "quick " : "", si, s->batch, s->heads,
+                             s->n, s->m, s->d_k, s->d_v, lengths);
                 }
             }
         }
