@@ -186,6 +186,9 @@ PY_CHECKS := attend_numpy attend_grad_numpy results_files scaling_sweeps plot_fi
 # in times). LA_TEST_PROFILE: full (every shape, repetition and size) for make test,
 # quick for SANITIZE=1 and test-portable; LA_TEST_PROFILE=full runs those in full too
 # (docs/testing.md: what quick keeps, and when to run the full profile).
+# TEST_JOBS test programs run at a time (default: one per core; each one's output is shown
+# whole when it ends; TEST_JOBS=1 streams it as it comes).
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 # OMP_WAIT_POLICY=passive: some tests run 3 threads on 2 cores, and threads that spin at
 # a barrier take the core from the one still working (the quick test_attention with
 # another process busy: 302 s active, 153 s passive); results do not depend on it.
@@ -200,7 +203,7 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a 
 	   for t in $(TEST_BIN); do echo $$t; done; \
 	   for p in $(PY_CHECKS); do echo "/usr/bin/python3 tests/command/$$p.py $(BUILD)/linattn"; done; \
 	   echo "tests/hostile/run.sh $(BUILD)/linattn"; \
-	   $(MPI_TEST_LINES) } | scripts/run-tests $(BUILD)/test-logs
+	   $(MPI_TEST_LINES) } | scripts/run-tests $(BUILD)/test-logs 0 $(TEST_JOBS)
 
 # ---- MPI, part 2 of 2: rules (variables in part 1) ----
 build/.deps-mpi:
@@ -263,7 +266,7 @@ test-portable: $(TEST_BIN) $(BUILD)/linattn | build/.deps-test
 	   for t in $(TEST_BIN); do echo "env LA_SIMD=off $$t"; done; \
 	   for p in attend_numpy attend_grad_numpy block_numpy; do \
 	       echo "env LA_SIMD=off /usr/bin/python3 tests/command/$$p.py $(BUILD)/linattn"; done; } | \
-	    scripts/run-tests $(BUILD)/test-logs-portable $(PORTABLE_TIMEOUT)
+	    scripts/run-tests $(BUILD)/test-logs-portable $(PORTABLE_TIMEOUT) $(TEST_JOBS)
 
 check-torch: $(BUILD)/linattn | build/.deps-test
 	@scripts/ensure-deps torch
