@@ -269,33 +269,16 @@ int res_cores(void)
     return n > 0 ? (int)n : 1;
 }
 
-/* The first line a shell command prints, or "" */
-static void first_line_of(const char *cmd, char *buf, size_t size)
-{
-    buf[0] = 0;
-    FILE *p = popen(cmd, "r");
-    if (!p) return;
-    if (!fgets(buf, (int)size, p)) buf[0] = 0;
-    buf[strcspn(buf, "\n")] = 0;
-    pclose(p);
-}
-
-/* "abc1234", "abc1234 (dirty)" or "unknown" */
+/* The commit linattn was built from: "abc1234", "abc1234 (dirty)" (tracked files differed
+ * from it) or "unknown", recorded by the Makefile at build time (LA_GIT_COMMIT). git never
+ * runs here: in the folder the command runs in it would name another repository and run
+ * whatever that repository's configuration says. */
+#ifndef LA_GIT_COMMIT
+#define LA_GIT_COMMIT "unknown"
+#endif
 static const char *git_commit(void)
 {
-    static char commit[96] = "";
-    if (commit[0]) return commit;
-    char hash[64], dirty[16];
-    first_line_of("git rev-parse --short HEAD 2>/dev/null", hash, sizeof hash);
-    if (!hash[0]) {
-        snprintf(commit, sizeof commit, "unknown");
-        return commit;
-    }
-    /* dirty: tracked files differ from HEAD (untracked files are ignored) */
-    first_line_of("git status --porcelain --untracked-files=no 2>/dev/null | head -n 1", dirty,
-                  sizeof dirty);
-    snprintf(commit, sizeof commit, "%s%s", hash, dirty[0] ? " (dirty)" : "");
-    return commit;
+    return LA_GIT_COMMIT[0] ? LA_GIT_COMMIT : "unknown";
 }
 
 /* ---------------------------------------------------------------- machine check */
