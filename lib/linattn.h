@@ -1427,7 +1427,8 @@ LA_API la_status la_npy_read(const char *path, la_array *out, const char **why);
 /* Writes atomically, version 1.0 (2.0 if the header needs it) with the header padded
  * as NumPy pads it (data at a multiple of 64 bytes), through la_outfile (below): an
  * unnamed file in the same folder, written, fsync'ed, then rename(2)d over path (mode
- * 0644); a symbolic link is written through, a non-regular file refused. On
+ * 0644, or the mode of the file replaced); a symbolic link is written through, a
+ * non-regular file refused. On
  * error the temporary file is removed, no file appears at path (a file already there
  * is left as it was), and errno tells why. Returns LA_OK, LA_EINVAL (NULL or empty
  * path, an inconsistent array: unknown dtype, ndim out of range, count not the product
@@ -1457,6 +1458,7 @@ LA_API la_status la_npy_write_why(const char *path, const la_array *a, const cha
  * system lacks it, path.tmp.XXXXXX) and replace path in one rename(2) only when
  * committed, so path holds the old file or the whole new one, never a part.
  *   - A symbolic link at path is followed: its target is replaced and the link stays.
+ *   - A file replaced keeps its permission bits.
  *   - A target that exists and is not a regular file (directory, device, FIFO, socket)
  *     is refused (LA_EIO, errno EISDIR or EEXIST): never replaced.
  *   - An output that is also an input is safe: the input is read first and the new

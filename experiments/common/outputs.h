@@ -42,4 +42,13 @@ int out_set_commit(out_set *s);
 /* Closes every file; those not committed disappear. Safe after a failure and twice. */
 void out_set_free(out_set *s);
 
+/* Whether two open outputs name one file, whatever the spelling of their paths (a
+ * symbolic link, "./", "dir/../"): the same device and inode when the file exists, else
+ * the same folder (device and inode) and name. */
+int out_same_target(const la_outfile *a, const la_outfile *b);
+
+/* out_same_target of the outputs path a and path b would open (0 when either cannot be
+ * opened: writing it says why). */
+int out_paths_alias(const char *a, const char *b);
+
 #endif

@@ -319,7 +319,9 @@ struct res_file {
     int resumed_rows;
     int failed;
     int borrowed;      /* out is the caller's stream (res_open_stream): flushed, not closed */
-    la_outfile *fresh; /* a new file: unnamed until its first row, then it replaces path */
+    la_outfile *fresh; /* a new file: unnamed until its first measured row (row_measured),
+                        * then it replaces path */
+    int write_failed;  /* a write or flush failed: a new file is never published */
     int lock;          /* index in held_locks, or -1 */
     int counted;       /* in open_files */
 };
@@ -624,6 +626,7 @@ res_file *res_open(const char *path, const char *experiment, const char *about, 
     utc_now(date, sizeof date);
     const char *why = NULL;
     int fd = -1;
+    off_t resume_end = 0;
     if (kept) {
         /* appending: first cut a last line left without its newline (a row cut short) */
         fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
@@ -631,6 +634,7 @@ res_file *res_open(const char *path, const char *experiment, const char *about, 
         char c = '\n';
         while (end > 0 && pread(fd, &c, 1, end - 1) == 1 && c != '\n')
             end--;
+        resume_end = end;
         if (fd < 0 || end < 0 || ftruncate(fd, end) != 0) {
             snprintf(err, err_size, "%s: %s", path, strerror(errno));
             if (fd >= 0) close(fd);
@@ -664,6 +668,10 @@ res_file *res_open(const char *path, const char *experiment, const char *about, 
     }
     if (fflush(f->out) != 0) {
         snprintf(err, err_size, "%s: %s", path, strerror(errno));
+        f->write_failed = 1;
+        /* a `# resumed:` line cut short by a full disk is cut off again */
+        if (kept && ftruncate(fd, resume_end) != 0) { /* nothing more to do */
+        }
         goto fail;
     }
     f->counted = 1, open_files++;
@@ -720,6 +728,16 @@ int res_get(const res_file *f, const char *row, const char *column, double *out)
     return 0;
 }
 
+/* Whether row is a measured point: a file without a status column holds nothing else;
+ * otherwise any status but a skip (skipped_*), an error or not_reached. */
+static int row_measured(const res_file *f, const char *row)
+{
+    char status[64];
+    if (res_get_str(f, row, "status", status, sizeof status) != 0) return 1;
+    return strncmp(status, "skipped", 7) != 0 && strncmp(status, "error", 5) != 0 &&
+           strcmp(status, "not_reached") != 0;
+}
+
 int res_row(res_file *f, const char *fmt, ...)
 {
     char *row = NULL;
@@ -750,8 +768,11 @@ int res_row(res_file *f, const char *fmt, ...)
             }
             rc = -1;
         }
-        /* the first row makes a new file worth keeping: it now replaces the old one */
-        if (rc == 0 && f->fresh && !f->fresh->committed && la_outfile_commit(f->fresh, NULL))
+        if (rc) f->write_failed = 1;
+        /* the first measured row makes a new file worth keeping: it now replaces the old
+         * one (a run that only skipped points never replaces measurements) */
+        if (rc == 0 && f->fresh && !f->fresh->committed && row_measured(f, row) &&
+            la_outfile_commit(f->fresh, NULL))
             rc = -1;
     }
     if (rc == 0 && store_row(f, row) != 0) rc = -1;
@@ -837,12 +858,19 @@ int res_close(res_file *f)
     /* the last results file of an experiment closed: its machine check is forgotten */
     if (f->counted) open_files--;
     if (open_files == 0) machine_checked = 0;
-    /* a new file that got no row still appears where there was none (a header-only
-     * file says the run happened); it never replaces one */
+    /* a new file that got no measured row still appears where there was none (a file of
+     * skipped points, or header-only, says the run happened); it never replaces one, and
+     * never appears when any write failed (stdio forgets a failed write: ferror keeps it) */
     struct stat st;
-    if (f->out && f->fresh && !f->fresh->committed && fflush(f->out) == 0 &&
-        stat(f->fresh->path, &st) != 0 && errno == ENOENT && la_outfile_commit(f->fresh, NULL))
-        rc = -1;
+    if (f->out && f->fresh && !f->fresh->committed && !f->write_failed && !f->failed &&
+        !ferror(f->out) && fflush(f->out) == 0) {
+        if (stat(f->fresh->path, &st) != 0 && errno == ENOENT) {
+            if (la_outfile_commit(f->fresh, NULL)) rc = -1;
+        } else if (f->n_rows > 0) {
+            fprintf(stderr, "linattn: note: %s: no point was measured; the file there is kept\n",
+                    f->path);
+        }
+    }
     if (f->out && (f->borrowed ? fflush(f->out) : fclose(f->out)) != 0) rc = -1;
     if (f->fresh) { /* fclose closed its descriptor; a file that got no row vanishes */
         if (!f->out) la_outfile_close(f->fresh);
