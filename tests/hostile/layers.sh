@@ -1,0 +1,81 @@
+#!/bin/sh
+# layers.sh — float32 overflow inside a layer is refused, not written: a LayerNorm weight
+# near the float32 limit (post-LN and pre-LN), and a residual sum beyond it, make
+# `linattn block` exit 2 with attention's one line "values overflow float32: use
+# --precision float64" and leave no file, where float64 computes a finite output.
+# Usage: layers.sh build/linattn
+set -u
+bin=${1:?usage: layers.sh path/to/linattn}
+py=/usr/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=tests/hostile/common.sh.inc
+. "$(dirname "$0")/common.sh.inc" # failed=0, fail
+
+# block_inputs CASE: weights of a D = 16, H = 2, d_ff = 32 layer and X (N = 6) in $tmp:
+#   norm_huge  norm1.weight = 3e38 (γ near float32's limit)
+#   residual   x = 3e38 in one column and an attention output of 1e38 added to it
+block_inputs() {
+    rm -rf "$tmp/w" "$tmp/x.npy"
+    "$py" - "$tmp" "$1" <<'EOF'
+import math, os, sys, numpy as np
+d, case = sys.argv[1:3]
+rng = np.random.default_rng(5)
+D, F, N = 16, 32, 6
+w = {"self_attn.in_proj_weight": rng.normal(0, 1 / math.sqrt(D), (3 * D, D)),
+     "self_attn.in_proj_bias": rng.normal(0, 0.1, 3 * D),
+     "self_attn.out_proj.weight": rng.normal(0, 1 / math.sqrt(D), (D, D)),
+     "self_attn.out_proj.bias": rng.normal(0, 0.1, D),
+     "linear1.weight": rng.normal(0, 1 / math.sqrt(D), (F, D)), "linear1.bias": rng.normal(0, 0.1, F),
+     "linear2.weight": rng.normal(0, 1 / math.sqrt(F), (D, F)), "linear2.bias": rng.normal(0, 0.1, D),
+     "norm1.weight": 1 + rng.normal(0, 0.1, D), "norm1.bias": rng.normal(0, 0.1, D),
+     "norm2.weight": 1 + rng.normal(0, 0.1, D), "norm2.bias": rng.normal(0, 0.1, D)}
+x = rng.normal(0, 1, (N, D))
+if case == "norm_huge":
+    w["norm1.weight"][:] = 3e38
+elif case == "residual":
+    # attention of x is the constant out_proj.bias = 1e38: added to x = 3e38
+    w["self_attn.in_proj_weight"][:] = 0
+    w["self_attn.out_proj.weight"][:] = 0
+    w["self_attn.out_proj.bias"][:] = 1e38
+    x[:, 0] = 3e38
+os.makedirs(f"{d}/w")
+for key, a in w.items():
+    np.save(f"{d}/w/{key}.npy", a.astype(np.float32))
+np.save(f"{d}/x.npy", x.astype(np.float32))
+EOF
+}
+
+# refuses NAME ARGS...: block ARGS exits 2 with the one overflow line and writes nothing;
+# the same in float64 exits 0 with a finite output
+refuses() {
+    name=$1
+    shift
+    rm -f "$tmp/y.npy" "$tmp/y64.npy"
+    timeout 20 "$bin" block --weights "$tmp/w" --x "$tmp/x.npy" --heads 2 "$@" \
+        --out "$tmp/y.npy" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    want="linattn: block: values overflow float32: use --precision float64"
+    if [ "$rc" -ne 2 ]; then
+        fail "$name" "exit $rc, not 2 ($(head -c 200 "$tmp/err"))"
+    elif [ "$(cat "$tmp/err")" != "$want" ]; then
+        fail "$name" "stderr is '$(head -c 200 "$tmp/err")', not '$want'"
+    elif [ -e "$tmp/y.npy" ]; then
+        fail "$name" "an output file was left"
+    elif ! timeout 20 "$bin" block --weights "$tmp/w" --x "$tmp/x.npy" --heads 2 "$@" \
+        --precision float64 --out "$tmp/y64.npy" 2>"$tmp/err"; then
+        fail "$name" "float64 refused it too: $(head -c 200 "$tmp/err")"
+    elif ! "$py" -c 'import sys, numpy as np; sys.exit(not np.isfinite(np.load(sys.argv[1])).all())' \
+        "$tmp/y64.npy"; then
+        fail "$name" "float64 output not finite"
+    else
+        echo "ok $name"
+    fi
+}
+
+block_inputs norm_huge
+refuses block_post_ln_norm_weight_3e38
+refuses block_pre_ln_norm_weight_3e38 --norm pre
+block_inputs residual
+refuses block_residual_sum_overflow
+exit $failed
