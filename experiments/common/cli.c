@@ -10,17 +10,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* s into out (size > 0) with its control characters written as \n, \t, \r or \xHH
+ * (a path may hold any), cut short where out ends. */
+static void escape_into(char *out, size_t size, const char *s)
+{
+    size_t at = 0;
+    for (const unsigned char *c = (const unsigned char *)s; *c && at + 5 < size; c++) {
+        if (*c == '\n' || *c == '\t' || *c == '\r') {
+            out[at++] = '\\';
+            out[at++] = *c == '\n' ? 'n' : *c == '\t' ? 't' : 'r';
+        } else if (*c < 0x20 || *c == 0x7f) {
+            at += (size_t)snprintf(out + at, size - at, "\\x%02x", *c);
+        } else {
+            out[at++] = (char)*c;
+        }
+    }
+    out[at] = 0;
+}
+
 int cli_fail(const char *what, const char *fmt, ...)
 {
-    char why[512];
+    char why[512], shown_what[1024], shown_why[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    /* one line, whatever the message held */
-    for (char *c = why; *c; c++)
-        if (*c == '\n' || *c == '\r') *c = ' ';
-    fprintf(stderr, "linattn: %s: %s\n", what, why);
+    /* one line, whatever the subject (often a path) or the message held */
+    escape_into(shown_what, sizeof shown_what, what);
+    escape_into(shown_why, sizeof shown_why, why);
+    fprintf(stderr, "linattn: %s: %s\n", shown_what, shown_why);
     return 2;
 }
 

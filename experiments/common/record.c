@@ -441,6 +441,18 @@ static int row_complete(const res_file *f, const char *row)
     return fields == f->n_columns;
 }
 
+/* Whether a row read back by --resume is kept: an `ok` point whose median is not a
+ * finite number (a hand-edited or damaged file) is measured again. */
+static int row_trusted(const res_file *f, const char *row)
+{
+    char status[16], median[64], *end;
+    if (res_get_str(f, row, "status", status, sizeof status) != 0 || strcmp(status, "ok") != 0 ||
+        res_get_str(f, row, "median_s", median, sizeof median) != 0)
+        return 1;
+    const double m = strtod(median, &end);
+    return end != median && *end == 0 && isfinite(m) && m >= 0;
+}
+
 static int split_columns(res_file *f, const char *columns)
 {
     f->n_columns = 1;
@@ -468,11 +480,34 @@ static void utc_now(char *buf, size_t size)
     strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* s with its control characters written as \n, \t, \r or \xHH, so a metadata line
+ * stays one line whatever an argument or a path holds. keep_lines: a newline that
+ * starts another `#` line is kept (the extra metadata lines), any other is escaped. */
+static void put_escaped(FILE *out, const char *s, int keep_lines)
+{
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '\n' && keep_lines && (c[1] == '#' || c[1] == 0))
+            fputc('\n', out);
+        else if (*c == '\n')
+            fputs("\\n", out);
+        else if (*c == '\t')
+            fputs("\\t", out);
+        else if (*c == '\r')
+            fputs("\\r", out);
+        else if (*c < 0x20 || *c == 0x7f)
+            fprintf(out, "\\x%02x", *c);
+        else
+            fputc(*c, out);
+    }
+}
+
 static void write_command(FILE *out, int argc, char **argv)
 {
     fputs("build/linattn", out);
-    for (int i = 0; i < argc; i++)
-        fprintf(out, " %s", argv[i]);
+    for (int i = 0; i < argc; i++) {
+        fputc(' ', out);
+        put_escaped(out, argv[i], 0);
+    }
     fputc('\n', out);
 }
 
@@ -514,7 +549,7 @@ static int read_existing(res_file *f, const char *columns, char *err, size_t err
             seen_header = 1;
             continue;
         }
-        if (!whole || !row_complete(f, line)) continue;
+        if (!whole || !row_complete(f, line) || !row_trusted(f, line)) continue;
         if (store_row(f, line) != 0) {
             snprintf(err, err_size, "%s: out of memory", f->path);
             rc = -1;
@@ -567,7 +602,7 @@ static void write_meta(FILE *out, const char *experiment, const char *about, int
                     "includes inputs, outputs and the program"
                   : "VmHWM since the process started (clear_refs unavailable): an upper "
                     "bound, monotone over the sweep");
-    fputs(meta_extra, out);
+    put_escaped(out, meta_extra, 1);
 }
 
 void res_write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv)
@@ -589,7 +624,7 @@ res_file *res_open_stream(FILE *out, const char *experiment, const char *about, 
     f->out = out;
     f->borrowed = 1;
     write_meta(out, experiment, about, argc, argv);
-    if (extra) fputs(extra, out);
+    if (extra) put_escaped(out, extra, 1);
     fprintf(out, "%s\n", columns);
     if (fflush(out) != 0) {
         snprintf(err, err_size, "%s: %s", f->path, strerror(errno));
