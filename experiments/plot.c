@@ -702,7 +702,7 @@ static int run_gnuplot(const char *dir, const char *script, const char *setup, c
         if (!blank) {
             snprintf(last, sizeof last, "%.*s", (int)l, line);
             if (ok && strcmp(last, previous) != 0) /* a warning repeated per panel: once */
-                fprintf(stderr, "linattn: plot: note: %s: %s\n", what, last);
+                cli_line("plot: note: %s: %s", what, last);
             memcpy(previous, last, sizeof last);
         }
         line += l + (line[l] == '\n');

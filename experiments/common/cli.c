@@ -28,6 +28,17 @@ static void escape_into(char *out, size_t size, const char *s)
     out[at] = 0;
 }
 
+void cli_line(const char *fmt, ...)
+{
+    char line[1024], shown[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    escape_into(shown, sizeof shown, line);
+    fprintf(stderr, "linattn: %s\n", shown);
+}
+
 int cli_fail(const char *what, const char *fmt, ...)
 {
     char why[512], shown_what[1024], shown_why[1024];
@@ -217,7 +228,7 @@ static const cli_flag *find_flag(const cli_flag *flags, const char *name, size_t
 
 void cli_deprecated(const char *old, const char *use)
 {
-    fprintf(stderr, "linattn: warning: %s is deprecated, use %s\n", old, use);
+    cli_line("warning: %s is deprecated, use %s", old, use);
 }
 
 static const cli_alias *find_alias(const cli_alias *aliases, const char *name, size_t len)

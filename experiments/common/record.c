@@ -902,8 +902,9 @@ int res_close(res_file *f)
         if (stat(f->fresh->path, &st) != 0 && errno == ENOENT) {
             if (la_outfile_commit(f->fresh, NULL)) rc = -1;
         } else if (f->n_rows > 0) {
-            fprintf(stderr, "linattn: note: %s: no point was measured; the file there is kept\n",
-                    f->path);
+            fputs("linattn: note: ", stderr);
+            put_escaped(stderr, f->path, 0);
+            fputs(": no point was measured; the file there is kept\n", stderr);
         }
     }
     if (f->out && (f->borrowed ? fflush(f->out) : fclose(f->out)) != 0) rc = -1;
