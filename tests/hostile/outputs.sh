@@ -50,11 +50,14 @@ kept() {
 if [ "$(id -u)" = 0 ] && mkdir "$fs" && mount -t tmpfs -o size=256k tmpfs "$fs" 2>/dev/null; then
     "$bin" params-sweep --d-model 64 --out p.csv >/dev/null 2>&1
     "$bin" decode --tokens 8 --d 8 --heads 1 --out d.csv >/dev/null 2>&1
-    cp p.csv d.csv "$fs/"
+    "$bin" scaling --n 16 --d 8 --heads 1 --variant linear --out s.csv >/dev/null 2>&1
+    cp p.csv d.csv s.csv "$fs/"
     cp "$src/plots/decode.png" "$fs/decode.png"
     dd if=/dev/zero of="$fs/fill" bs=1k 2>/dev/null # full
     kept full_disk_params_sweep p.csv "$fs/p.csv" "$bin" params-sweep --d-model 64 --out "$fs/p.csv"
     kept full_disk_decode d.csv "$fs/d.csv" "$bin" decode --tokens 8 --d 8 --heads 1 --out "$fs/d.csv"
+    kept full_disk_scaling s.csv "$fs/s.csv" "$bin" scaling --n 16 --d 8 --heads 1 --variant linear \
+        --out "$fs/s.csv"
     kept full_disk_resume p.csv "$fs/p.csv" "$bin" params-sweep --d-model 64,128 --resume --out "$fs/p.csv"
     timeout 30 "$bin" params-sweep --d-model 64 --out "$fs/new.csv" >/dev/null 2>&1
     if [ -e "$fs/new.csv" ]; then
@@ -74,15 +77,15 @@ else
 fi
 
 # ---- a run that measures nothing (every point skipped) keeps the measurements there
-"$bin" scaling --n 16 --d 8 --heads 1 --variant linear --out s.csv >/dev/null 2>&1
-cp s.csv s.old
-timeout 30 "$bin" scaling --n 16 --d 8 --heads 1 --variant linear --max-mem 1 --out s.csv \
+"$bin" scaling --n 16 --d 8 --heads 1 --variant linear --out k.csv >/dev/null 2>&1
+cp k.csv k.old
+timeout 30 "$bin" scaling --n 16 --d 8 --heads 1 --variant linear --max-mem 1 --out k.csv \
     >out.txt 2>err.txt
 rc=$?
-if ! grep -q ',ok,' s.old; then
+if ! grep -q ',ok,' k.old; then
     fail skipped_run_keeps_file "the first run measured nothing: $(head -c 160 err.txt)"
-elif ! cmp -s s.old s.csv; then
-    fail skipped_run_keeps_file "exit $rc; the measured file was replaced by: $(grep -v '^#' s.csv | tail -n 1)"
+elif ! cmp -s k.old k.csv; then
+    fail skipped_run_keeps_file "exit $rc; the measured file was replaced by: $(grep -v '^#' k.csv | tail -n 1)"
 else ok skipped_run_keeps_file; fi
 
 # ---- two outputs that are one file through a symbolic link
