@@ -1,8 +1,9 @@
 #!/bin/sh
 # layers.sh — float32 overflow inside a layer is refused, not written: a LayerNorm weight
-# near the float32 limit (post-LN and pre-LN), and a residual sum beyond it, make
-# `linattn block` exit 2 with attention's one line "values overflow float32: use
-# --precision float64" and leave no file, where float64 computes a finite output.
+# near the float32 limit (post-LN and pre-LN), an input near it (post-LN) and a residual
+# sum beyond it make `linattn block` exit 2 with attention's one line "values overflow
+# float32: use --precision float64" and leave no file, where float64 computes a finite
+# output.
 # Usage: layers.sh build/linattn
 set -u
 bin=${1:?usage: layers.sh path/to/linattn}
@@ -14,6 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 # block_inputs CASE: weights of a D = 16, H = 2, d_ff = 32 layer and X (N = 6) in $tmp:
 #   norm_huge  norm1.weight = 3e38 (γ near float32's limit)
+#   input_huge x = N(0, 1) · 3e38, clipped to float32's range
 #   residual   x = 3e38 in one column and an attention output of 1e38 added to it
 block_inputs() {
     rm -rf "$tmp/w" "$tmp/x.npy"
@@ -33,6 +35,8 @@ w = {"self_attn.in_proj_weight": rng.normal(0, 1 / math.sqrt(D), (3 * D, D)),
 x = rng.normal(0, 1, (N, D))
 if case == "norm_huge":
     w["norm1.weight"][:] = 3e38
+elif case == "input_huge":
+    x = np.clip(x * 3e38, -3.4e38, 3.4e38)
 elif case == "residual":
     # attention of x is the constant out_proj.bias = 1e38: added to x = 3e38
     w["self_attn.in_proj_weight"][:] = 0
@@ -76,6 +80,8 @@ refuses() {
 block_inputs norm_huge
 refuses block_post_ln_norm_weight_3e38
 refuses block_pre_ln_norm_weight_3e38 --norm pre
+block_inputs input_huge
+refuses block_input_3e38
 block_inputs residual
 refuses block_residual_sum_overflow
 exit $failed
