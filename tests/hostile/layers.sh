@@ -84,4 +84,46 @@ block_inputs input_huge
 refuses block_input_3e38
 block_inputs residual
 refuses block_residual_sum_overflow
+
+# model: nn.Transformer's weights (one encoder and one decoder layer) whose encoder.norm
+# weight is 3e38: the memory the decoder reads overflows
+"$py" - "$tmp" <<'EOF'
+import math, os, sys, numpy as np
+d = sys.argv[1]
+rng = np.random.default_rng(3)
+D, F = 16, 32
+def layer(prefix, dec):
+    t = {"self_attn.in_proj_weight": (3 * D, D), "self_attn.in_proj_bias": (3 * D,),
+         "self_attn.out_proj.weight": (D, D), "self_attn.out_proj.bias": (D,),
+         "linear1.weight": (F, D), "linear1.bias": (F,), "linear2.weight": (D, F),
+         "linear2.bias": (D,), "norm1.weight": (D,), "norm1.bias": (D,), "norm2.weight": (D,),
+         "norm2.bias": (D,)}
+    if dec:
+        t.update({"multihead_attn.in_proj_weight": (3 * D, D),
+                  "multihead_attn.in_proj_bias": (3 * D,),
+                  "multihead_attn.out_proj.weight": (D, D),
+                  "multihead_attn.out_proj.bias": (D,), "norm3.weight": (D,), "norm3.bias": (D,)})
+    return {prefix + k: (1 + rng.normal(0, 0.1, s)) if "norm" in k and k.endswith("weight")
+            else rng.normal(0, 1 / math.sqrt(D), s) for k, s in t.items()}
+w = {**layer("encoder.layers.0.", False), **layer("decoder.layers.0.", True)}
+w["encoder.norm.weight"], w["encoder.norm.bias"] = np.full(D, 3e38), np.zeros(D)
+w["decoder.norm.weight"], w["decoder.norm.bias"] = np.ones(D), np.zeros(D)
+os.makedirs(f"{d}/mw")
+for k, a in w.items():
+    np.save(f"{d}/mw/{k}.npy", np.asarray(a, np.float32))
+np.save(f"{d}/src.npy", rng.normal(0, 1, (5, D)).astype(np.float32))
+np.save(f"{d}/tgt.npy", rng.normal(0, 1, (4, D)).astype(np.float32))
+EOF
+rm -f "$tmp/y.npy"
+timeout 20 "$bin" model --weights "$tmp/mw" --src "$tmp/src.npy" --tgt "$tmp/tgt.npy" --heads 2 \
+    --out "$tmp/y.npy" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -ne 2 ] ||
+    [ "$(cat "$tmp/err")" != "linattn: model: values overflow float32: use --precision float64" ]; then
+    fail model_encoder_norm_3e38 "exit $rc: $(head -c 200 "$tmp/err")"
+elif [ -e "$tmp/y.npy" ]; then
+    fail model_encoder_norm_3e38 "an output file was left"
+else
+    echo "ok model_encoder_norm_3e38"
+fi
 exit $failed
