@@ -140,8 +140,8 @@ la_status la_outfile_open(la_outfile *o, const char *path, const char **why)
     o->fd = named_only ? -1 : open(dir, O_TMPFILE | O_RDWR | O_APPEND | O_CLOEXEC, 0644);
     if (o->fd >= 0) {
         o->anonymous = 1;
-        /* a file replaced keeps its permissions (a private 0600 file stays private) */
-        if (exists && fchmod(o->fd, st.st_mode & 07777) != 0) {
+        /* a file replaced keeps its permission bits (a private 0600 file stays private) */
+        if (exists && fchmod(o->fd, st.st_mode & 0777) != 0) {
             int err = errno;
             la_outfile_close(o);
             errno = err;
@@ -168,7 +168,7 @@ la_status la_outfile_open(la_outfile *o, const char *path, const char **why)
     /* mkstemp makes 0600, O_TMPFILE 0644 less the umask: a new output is an ordinary
      * readable file either way, a replaced one keeps its mode; append mode so every
      * write goes to the end */
-    const mode_t mode = exists ? st.st_mode & 07777 : 0644;
+    const mode_t mode = exists ? st.st_mode & 0777 : 0644;
     if (fchmod(o->fd, mode) != 0 || fcntl(o->fd, F_SETFL, O_APPEND) != 0) {
         int err = errno;
         la_outfile_close(o);
