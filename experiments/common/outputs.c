@@ -23,7 +23,8 @@ static int target_folder(const char *path, struct stat *dir, const char **name)
     return stat(folder, dir);
 }
 
-int out_same_target(const la_outfile *a, const la_outfile *b)
+/* Whether two open outputs name one file (out_paths_alias). */
+static int out_same_target(const la_outfile *a, const la_outfile *b)
 {
     struct stat fa, fb;
     if (stat(a->path, &fa) == 0 && stat(b->path, &fb) == 0)
