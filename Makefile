@@ -150,6 +150,16 @@ $(BUILD)/count/lib/%.o: lib/%.c $(HEADERS) | build/.deps-build
 $(BUILD)/experiments/%.o: experiments/%.c $(HEADERS) | build/.deps-build
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
+# The commit the command is built from, for the `# git_commit:` line of every results file:
+# git runs here, in the sources, at build time (never where linattn runs); "(dirty)" when
+# tracked files differ from it, "unknown" outside a git checkout. The stamp rebuilds
+# record.o when it changes.
+GIT_COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null | tr -cd '0-9a-f')
+GIT_COMMIT := $(if $(GIT_COMMIT),$(GIT_COMMIT)$(if $(shell git status --porcelain --untracked-files=no 2>/dev/null | head -n 1), (dirty)),unknown)
+$(BUILD)/.git-commit: FORCE
+	@mkdir -p $(@D) && echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
+$(BUILD)/experiments/common/record.o: $(BUILD)/.git-commit
+$(BUILD)/experiments/common/record.o: CFLAGS += -DLA_GIT_COMMIT='"$(GIT_COMMIT)"'
 $(BUILD)/tests/%.o: tests/%.c $(HEADERS) | build/.deps-test
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@

@@ -714,7 +714,7 @@ int cmd_accuracy(int argc, char **argv)
     if (!rc && c.studies[3] && study_chunk(&x)) rc = 1;
     res_progress_end(&pr);
     if (rc)
-        fprintf(stderr, "linattn: accuracy: failed (out of memory or a write error)\n");
+        cli_line("accuracy: failed (out of memory or a write error)");
     else
         summarize(&x, ns, n_points);
     printf("accuracy: wrote %s\n", res_path(f));

@@ -457,7 +457,7 @@ int cmd_approx(int argc, char **argv)
         }
     }
     res_progress_end(&pr);
-    if (rc == 1) fprintf(stderr, "linattn: %s: write failed\n", c.common.out);
+    if (rc == 1) cli_line("%s: write failed", c.common.out);
     if (rc == 0) {
         summarize(&c, f);
         printf("approx: wrote %s\n", res_path(f));

@@ -711,13 +711,14 @@ int cmd_attend(int argc, char **argv)
     if ((rc = check_masks_allowed(&a, kernel))) return rc;
     if (a.save_weights && kernel == LA_KERNEL_LINFORMER)
         return cli_fail("--save-weights", "linformer has no attention matrix here yet");
-    if (a.save_weights && strcmp(a.save_weights, a.out) == 0)
-        return cli_fail("--save-weights", "'%s' is also --out", a.save_weights);
+    if (a.save_weights && out_paths_alias(a.save_weights, a.out))
+        return cli_fail("--save-weights", "'%s' is the file of --out", a.save_weights);
     if ((rc = check_gradient_flags(&a, &gradients))) return rc;
     const char *const grad_paths[3] = {a.grad_q, a.grad_k, a.grad_v};
     for (int i = 0; gradients && a.save_weights && i < 3; i++)
-        if (strcmp(a.save_weights, grad_paths[i]) == 0)
-            return cli_fail("--save-weights", "'%s' is also a --grad-* output", a.save_weights);
+        if (out_paths_alias(a.save_weights, grad_paths[i]))
+            return cli_fail("--save-weights", "'%s' is the file of a --grad-* output",
+                            a.save_weights);
     if (a.precision &&
         (rc = cli_parse_choice("--precision", a.precision, precision_names, &precision)))
         return rc;

@@ -694,7 +694,7 @@ static res_file *start_output(const bench_run *run, const sgemm_result *sgemm, i
                                             run->argv, err, sizeof err)
                           : NULL;
     if (!csv) {
-        fprintf(stderr, "linattn: bench: %s\n", extra ? err : "out of memory");
+        cli_line("bench: %s", extra ? err : "out of memory");
         *failed = 1;
     }
     free(extra);
@@ -780,7 +780,7 @@ static int run_points(const bench_run *run, bench_point *points, size_t count)
 {
     bench_inputs in;
     if (prepare_inputs(points, count, &run->shape, run->source, &in) != 0) {
-        fprintf(stderr, "linattn: bench: inputs: out of memory\n");
+        cli_line("bench: inputs: out of memory");
         return 1;
     }
     int failed = 0;
@@ -792,7 +792,7 @@ static int run_points(const bench_run *run, bench_point *points, size_t count)
             /* (the count asked for stays recorded when it was clamped to the cores) */
             if (pt->threads != la_get_num_threads()) la_set_num_threads(pt->threads);
             if (measure_sgemm(pt->threads, &run->rule, &sgemm) != 0) {
-                fprintf(stderr, "linattn: bench: sgemm yardstick: out of memory\n");
+                cli_line("bench: sgemm yardstick: out of memory");
                 failed = 1;
                 break;
             }
@@ -813,7 +813,7 @@ static int run_points(const bench_run *run, bench_point *points, size_t count)
         if (print_point(csv, pt, &run->shape, &sgemm) != 0) failed = 1;
     }
     if (res_close(csv) != 0) {
-        fprintf(stderr, "linattn: bench: standard output: write failed\n");
+        cli_line("bench: standard output: write failed");
         failed = 1;
     }
     free_inputs(&in);

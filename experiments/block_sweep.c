@@ -160,7 +160,7 @@ int cmd_block_sweep(int argc, char **argv)
     rc = 1;
     la_status st = la_layer_weights_init(&w, LA_FLOAT32, D, c.d_ff, 0, c.common.seed);
     if (st != LA_OK) {
-        fprintf(stderr, "linattn: block-sweep: weights: %s\n", la_strerror(st));
+        cli_line("block-sweep: weights: %s", la_strerror(st));
         goto done;
     }
     res_progress pr;
@@ -226,7 +226,7 @@ int cmd_block_sweep(int argc, char **argv)
             k = malloc(n * D * sizeof *k), v = malloc(n * D * sizeof *v);
             out = malloc(n * D * sizeof *out);
             if (!x || !q || !k || !v || !out) {
-                fprintf(stderr, "linattn: block-sweep: out of memory at N = %zu\n", n);
+                cli_line("block-sweep: out of memory at N = %zu", n);
                 goto done;
             }
             in_rng r = in_rng_for(c.common.seed, "block");

@@ -324,14 +324,14 @@ static int measure_point(res_file *f, const config *c, size_t n, track *tracks, 
     if (n_run == 0) return 0;
 
     if (fill_inputs(in, c, n) != 0) {
-        fprintf(stderr, "linattn: complexity: out of memory at N = %zu\n", n);
+        cli_line("complexity: out of memory at N = %zu", n);
         return 1;
     }
     res_timing t[L_COUNT];
     int status[L_COUNT];
     const res_rule rule = sw_rule(&c->common);
     if (res_time_interleaved(n_run, bodies, ctx_ptrs, &rule, t, status) != 0) {
-        fprintf(stderr, "linattn: complexity: out of memory at N = %zu\n", n);
+        cli_line("complexity: out of memory at N = %zu", n);
         return 1;
     }
     int rc = 0;
@@ -372,7 +372,7 @@ static int write_table(res_file *f, const config *c, int argc, char **argv)
                              "fixed seed",
                              FIT_COLUMNS, 1, 0, argc, argv, err, sizeof err);
     if (!fit) {
-        fprintf(stderr, "linattn: %s\n", err);
+        cli_line("%s", err);
         return -1;
     }
     printf("complexity: d = %zu, k = %zu, r = %zu\n", c->d, c->width, c->window);
@@ -414,7 +414,7 @@ static int write_table(res_file *f, const config *c, int argc, char **argv)
         printf("complexity: %-27s %-12s %-24s %-11s %s\n", LAYERS[L_RESTRICTED].name,
                LAYERS[L_RESTRICTED].complexity, "not measured (see note)",
                LAYERS[L_RESTRICTED].sequential_ops, LAYERS[L_RESTRICTED].path_length);
-    if (rc) fprintf(stderr, "linattn: %s: write failed\n", path);
+    if (rc) cli_line("%s: write failed", path);
     printf("complexity: exponents over the upper half of each type's N (fit needs >= %d "
            "points there); wrote %s and %s\n",
            ST_MIN_FIT_POINTS, res_path(f), path);
@@ -444,7 +444,7 @@ int cmd_complexity(int argc, char **argv)
                            "type and n)",
                            COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
     if (!f) {
-        fprintf(stderr, "linattn: %s\n", err);
+        cli_line("%s", err);
         res_meta_extra(NULL);
         return 2;
     }
@@ -465,7 +465,7 @@ int cmd_complexity(int argc, char **argv)
         snprintf(what, sizeof what, "N=%zu d=%zu", c.ns[i], c.d);
         res_progress_step(&pr, (int)i + 1, (double)c.ns[i] * (double)c.ns[i], what);
         rc = measure_point(f, &c, c.ns[i], tracks, &in);
-        if (rc == 1) fprintf(stderr, "linattn: %s: write failed\n", res_path(f));
+        if (rc == 1) cli_line("%s: write failed", res_path(f));
     }
     res_progress_end(&pr);
     free_inputs(&in);

@@ -356,7 +356,7 @@ int cmd_crossover(int argc, char **argv)
     r.v = malloc(n_alloc * sizeof(float)), r.out = malloc(n_alloc * sizeof(float));
     rc = 1;
     if (!r.q || !r.k || !r.v || !r.out) {
-        fprintf(stderr, "linattn: crossover: out of memory\n");
+        cli_line("crossover: out of memory");
         goto done;
     }
     /* points the memory budget cannot hold are refused by time_point's check, which

@@ -146,17 +146,41 @@ static int read_file(const char *path, meta *m, FILE *out)
     return rc;
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped; UTF-8 as it is. */
+/* The length of the well-formed UTF-8 sequence at c (1 to 4), or 0 when it is not one
+ * (a stray continuation byte, a sequence cut short, an overlong form, a surrogate, a
+ * value above U+10FFFF). */
+static int utf8_length(const unsigned char *c)
+{
+    if (c[0] < 0x80) return 1;
+    int n = c[0] >= 0xc2 && c[0] <= 0xdf   ? 2
+            : c[0] >= 0xe0 && c[0] <= 0xef ? 3
+            : c[0] >= 0xf0 && c[0] <= 0xf4 ? 4
+                                           : 0;
+    for (int i = 1; i < n; i++)
+        if ((c[i] & 0xc0) != 0x80) return 0;
+    if ((c[0] == 0xe0 && c[1] < 0xa0) || (c[0] == 0xed && c[1] >= 0xa0) ||
+        (c[0] == 0xf0 && c[1] < 0x90) || (c[0] == 0xf4 && c[1] >= 0x90))
+        return 0;
+    return n;
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped; well-formed UTF-8
+ * as it is, any other byte as U+FFFD (JSON text is UTF-8: a file's stray Latin-1 byte
+ * must not make the whole object unreadable). */
 static void json_string(FILE *out, const char *s)
 {
     fputc('"', out);
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\')
+    for (const unsigned char *c = (const unsigned char *)s; *c;) {
+        const int n = utf8_length(c);
+        if (n == 0)
+            fputs("\\ufffd", out);
+        else if (*c == '"' || *c == '\\')
             fprintf(out, "\\%c", *c);
-        else if (*c < 0x20)
+        else if (*c < 0x20 || *c == 0x7f)
             fprintf(out, "\\u%04x", *c);
         else
-            fputc(*c, out);
+            fwrite(c, 1, (size_t)n, out);
+        c += n ? n : 1;
     }
     fputc('"', out);
 }

@@ -122,7 +122,7 @@ static long generate(gen *g, int softmax, double *lat, double max_seconds)
         la_status st = softmax ? softmax_token(g, t) : linear_token(g, t);
         double t1 = res_now();
         if (st != LA_OK) {
-            fprintf(stderr, "linattn: decode: token %zu: %s\n", t, la_strerror(st));
+            cli_line("decode: token %zu: %s", t, la_strerror(st));
             return -1;
         }
         lat[t] = t1 - t0;
@@ -186,7 +186,7 @@ int cmd_decode(int argc, char **argv)
         la_status st =
             la_linear_state_create(&g.state, LA_FLOAT32, H, d, d, LA_FEATURE_ELU1, LA_DEFAULT_EPS);
         if (st != LA_OK) {
-            fprintf(stderr, "linattn: decode: %s\n", la_strerror(st));
+            cli_line("decode: %s", la_strerror(st));
             goto fail;
         }
     }
@@ -276,7 +276,7 @@ int cmd_decode(int argc, char **argv)
         printf("decode: the machine was busy (%s): these latencies are noisy\n", busy->why);
     rc = 0;
 fail:
-    if (rc) fprintf(stderr, "linattn: decode: failed\n");
+    if (rc) cli_line("decode: failed");
     if (res_close(f) != 0) rc = 1;
     la_linear_state_free(g.state);
     free(q), free(k), free(v), free(g.k_cache), free(g.v_cache), free(g.y);

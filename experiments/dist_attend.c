@@ -143,9 +143,17 @@ static int counts_of(size_t heads, size_t N, size_t d, int ranks, int *counts, i
     return 1;
 }
 
-static int run(const dist_args *a, int rank, int ranks)
+/* The flags' values (step 1), checked on every rank. */
+typedef struct {
+    int variant, precision, scan;
+    double scale, eps;
+    size_t chunk;
+    la_feature_map fm;
+} dist_opts;
+
+/* Step 1: the flags. Returns 0 or 2 (one line). */
+static int check_flags(const dist_args *a, dist_opts *o)
 {
-    /* step 1: the flags (every rank parses the same argv, so all agree) */
     if (!a->variant || !a->q || !a->k || !a->v || !a->out)
         return cli_fail(!a->variant ? "--variant"
                         : !a->q     ? "--q"
@@ -153,23 +161,31 @@ static int run(const dist_args *a, int rank, int ranks)
                         : !a->v     ? "--v"
                                     : "--out",
                         "required flag is missing (see linattn help dist-attend)");
-    int variant = 0, precision = 0, scan = 0, rc;
-    double scale = 0, eps = LA_DEFAULT_EPS;
-    size_t chunk = LA_DEFAULT_CHUNK;
-    la_feature_map fm = LA_FEATURE_ELU1;
-    if ((rc = cli_parse_choice("--variant", a->variant, variant_names, &variant))) return rc;
+    int rc;
+    *o = (dist_opts){0, 0, 0, 0, LA_DEFAULT_EPS, LA_DEFAULT_CHUNK, LA_FEATURE_ELU1};
+    if ((rc = cli_parse_choice("--variant", a->variant, variant_names, &o->variant))) return rc;
     if (a->precision &&
-        (rc = cli_parse_choice("--precision", a->precision, precision_names, &precision)))
+        (rc = cli_parse_choice("--precision", a->precision, precision_names, &o->precision)))
         return rc;
-    if (a->scan && (rc = cli_parse_choice("--scan", a->scan, scan_names, &scan))) return rc;
+    if (a->scan && (rc = cli_parse_choice("--scan", a->scan, scan_names, &o->scan))) return rc;
     if ((rc = cli_parse_threads("--threads", a->threads))) return rc;
-    if (a->scale && (rc = cli_parse_double("--scale", a->scale, &scale))) return rc;
-    if (a->eps && (rc = cli_parse_double("--eps", a->eps, &eps))) return rc;
-    if (eps < 0) return cli_fail("--eps", "must be >= 0");
-    if (a->chunk && (rc = cli_parse_size("--chunk", a->chunk, &chunk))) return rc;
-    if (chunk < 1) return cli_fail("--chunk", "must be at least 1");
-    if (a->feature_map && la_feature_map_parse(a->feature_map, &fm) != LA_OK)
+    if (a->scale && (rc = cli_parse_double("--scale", a->scale, &o->scale))) return rc;
+    if (a->eps && (rc = cli_parse_double("--eps", a->eps, &o->eps))) return rc;
+    if (o->eps < 0) return cli_fail("--eps", "must be >= 0");
+    if (a->chunk && (rc = cli_parse_size("--chunk", a->chunk, &o->chunk))) return rc;
+    if (o->chunk < 1) return cli_fail("--chunk", "must be at least 1");
+    if (a->feature_map && la_feature_map_parse(a->feature_map, &o->fm) != LA_OK)
         return cli_fail("--feature-map", "'%s' is not one of elu, relu", a->feature_map);
+    return 0;
+}
+
+static int run(const dist_args *a, const dist_opts *o, int rank, int ranks)
+{
+    int rc;
+    const int variant = o->variant, precision = o->precision, scan = o->scan;
+    const double scale = o->scale, eps = o->eps;
+    const size_t chunk = o->chunk;
+    const la_feature_map fm = o->fm;
     const la_dtype dtype = precision == 0 ? LA_FLOAT32 : LA_FLOAT64;
     const size_t es = dtype == LA_FLOAT32 ? 4 : 8;
     const MPI_Datatype mt = dtype == LA_FLOAT32 ? MPI_FLOAT : MPI_DOUBLE;
@@ -304,8 +320,17 @@ int cmd_dist_attend(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
     /* one line from rank 0: the others reach the same verdicts silently */
     if (rank != 0 && !freopen("/dev/null", "w", stderr)) fclose(stderr);
+    dist_opts o;
     int rc = cli_parse_flags(argc, argv, flags);
-    if (!rc) rc = run(&a, rank, ranks);
+    if (!rc) rc = check_flags(&a, &o);
+    /* every rank's verdict on its flags, agreed before any other collective: ranks started
+     * with different arguments (mpirun's `:`) all end, none waits in a collective */
+    int worst = 0;
+    MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (worst && !rc)
+        rc = cli_fail("dist-attend", "another rank refused its flags (the ranks were given "
+                                     "different arguments)");
+    if (!rc) rc = run(&a, &o, rank, ranks);
     MPI_Finalize();
     return rc;
 }

@@ -278,7 +278,14 @@ static int run(int argc, char **argv, int rank, int world)
     ds_config c = {
         4096, 1024, 64, 1, 5, 2e-6, "results/dist_scaling.csv", "results/dist_model.csv"};
     int rc = parse(argc, argv, &c);
-    /* the flags: the same verdict on every rank (same argv); the file: rank 0's */
+    /* the flags: every rank's verdict, agreed before any other collective (ranks started
+     * with different arguments all end, none waits); the file: rank 0's */
+    int worst = 0;
+    MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (worst && !rc)
+        return cli_fail("dist-scaling", "another rank refused its flags (the ranks were given "
+                                        "different arguments)");
+    if (rc) return rc;
     res_file *f = NULL;
     if (!rc && rank == 0) {
         char err[256];

@@ -3,6 +3,7 @@
 #include "common/cli.h"
 #include "linattn.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,14 @@ static void on_signal(int sig)
     raise(sig);
 }
 
+/* 0 when what went to standard output reached it, else 2 after one line (help or
+ * --version into a full disk or a closed pipe fails like any other write) */
+static int stdout_done(void)
+{
+    if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+    return cli_fail("standard output", "%s", strerror(errno ? errno : EIO));
+}
+
 int main(int argc, char **argv)
 {
     signal(SIGINT, on_signal);
@@ -97,29 +106,23 @@ int main(int argc, char **argv)
     if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
         if (argc < 3) {
             usage(stdout);
-            return 0;
+            return stdout_done();
         }
         const la_command *c = la_command_find(argv[2]);
-        if (!c) {
-            fprintf(stderr, "linattn: %s: unknown command (see `linattn help`)\n", argv[2]);
-            return 2;
-        }
+        if (!c) return cli_fail(argv[2], "unknown command (see `linattn help`)");
         c->help(stdout);
-        return 0;
+        return stdout_done();
     }
     if (strcmp(name, "--version") == 0) {
         printf("linattn %s\n", LA_VERSION_STRING);
-        return 0;
+        return stdout_done();
     }
     const la_command *c = la_command_find(name);
-    if (!c) {
-        fprintf(stderr, "linattn: %s: unknown command (see `linattn help`)\n", name);
-        return 2;
-    }
+    if (!c) return cli_fail(name, "unknown command (see `linattn help`)");
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             c->help(stdout);
-            return 0;
+            return stdout_done();
         }
     }
     /* LA_NUM_THREADS under the rule of --threads (linattn.h, threads) */

@@ -63,7 +63,7 @@ static int write_row(res_file *f, const char *kind, const char *name, const la_m
     la_param_count p;
     la_status st = la_param_counts(s, &p);
     if (st != LA_OK) {
-        fprintf(stderr, "linattn: params-sweep: %s: %s\n", name, la_strerror(st));
+        cli_line("params-sweep: %s: %s", name, la_strerror(st));
         return res_row(f, "%s,%s,%zu,%zu,%zu,%zu,%zu,%zu,%zu,error,,,,,,,,,,,,,,,,,", kind, name,
                        s->d_model, s->heads, s->d_ff, s->encoder_layers, s->decoder_layers,
                        s->vocab, s->learned_positions);

@@ -317,8 +317,10 @@ static int load_file(const char *path, int explicit, csv_file *f)
     if (r == 1 && !explicit) return 1; /* a folder's other CSV files */
     if (r != 0) return cli_fail("plot", "%s", err);
     if (!realpath(path, f->path)) return cli_fail("plot", "%s: %s", path, strerror(errno));
-    if (strchr(f->path, '\''))
-        return cli_fail("plot", "%s: a path with a ' is not supported", path);
+    for (const char *c = f->path; *c; c++)
+        if (*c == '\'' || (unsigned char)*c < 0x20 || *c == 0x7f)
+            return cli_fail("plot", "%s: a path with a ' or a control character is not supported",
+                            path);
     for (size_t i = 0; i < N_FIGURES; i++)
         if (strcmp(figures[i].experiment, f->experiment) == 0) f->kind = &figures[i];
     if (!f->kind) {
@@ -562,14 +564,19 @@ static void put(text *t, const char *fmt, ...)
     t->len += (size_t)n;
 }
 
-/* s as a gnuplot single-quoted string ('' for a quote); enhanced: also escape the
- * characters enhanced text gives a meaning (_ ^ { } @ & ~ \) so they show as written. */
+/* s as a gnuplot single-quoted string, the only kind whose one special character is
+ * the quote itself ('' for a quote): what a file holds stays a string. A control
+ * character (paths with one are refused before) shows as a space; enhanced: also escape
+ * the characters enhanced text gives a meaning (_ ^ { } @ & ~ \) so they show as
+ * written. */
 static void put_quoted(text *t, const char *s, int enhanced)
 {
     put(t, "'");
     for (; *s; s++) {
         if (*s == '\'')
             put(t, "''");
+        else if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            put(t, " ");
         else if (enhanced && strchr("_^{}@&~\\", *s))
             put(t, "\\%c", *s);
         else
@@ -695,7 +702,7 @@ static int run_gnuplot(const char *dir, const char *script, const char *setup, c
         if (!blank) {
             snprintf(last, sizeof last, "%.*s", (int)l, line);
             if (ok && strcmp(last, previous) != 0) /* a warning repeated per panel: once */
-                fprintf(stderr, "linattn: plot: note: %s: %s\n", what, last);
+                cli_line("plot: note: %s: %s", what, last);
             memcpy(previous, last, sizeof last);
         }
         line += l + (line[l] == '\n');
@@ -705,6 +712,21 @@ static int run_gnuplot(const char *dir, const char *script, const char *setup, c
     if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
         return cli_fail("plot", "cannot run gnuplot (install it: apt-get install gnuplot-nox)");
     return cli_fail("plot", "%s: gnuplot failed: %s", what, last[0] ? last : "no message");
+}
+
+/* Whether the figure gnuplot wrote to fd is whole: a PNG ends with its IEND chunk, an
+ * SVG with </svg> (gnuplot may exit 0 after a write failed, on a full disk). */
+static int figure_whole(int fd, int svg)
+{
+    struct stat st;
+    char tail[64];
+    if (fstat(fd, &st) != 0 || st.st_size < 12) return 0;
+    size_t n = st.st_size < (off_t)sizeof tail ? (size_t)st.st_size : sizeof tail;
+    if (pread(fd, tail, n, st.st_size - (off_t)n) != (ssize_t)n) return 0;
+    if (!svg) return memcmp(tail + n - 12, "\0\0\0\0IEND\xae\x42\x60\x82", 12) == 0;
+    while (n > 0 && strchr(" \t\r\n", tail[n - 1]))
+        n--;
+    return n >= 6 && memcmp(tail + n - 6, "</svg>", 6) == 0;
 }
 
 typedef struct {
@@ -777,6 +799,9 @@ static int render(const plot_config *c, const char *script, const char *name, gr
         const char *why = NULL;
         if (fstat(out[i].fd, &st) != 0 || st.st_size == 0)
             rc = cli_fail("plot", "%s: gnuplot wrote nothing to %s", script, path[k]);
+        else if (!figure_whole(out[i].fd, k == 1))
+            rc = cli_fail("plot", "%s: %s is incomplete (a full disk?); the old figure is kept",
+                          script, path[k]);
         else if (la_outfile_commit(&out[i], &why) != LA_OK)
             rc = cli_fail("plot", "%s: cannot write: %s", path[k], why ? why : "error");
     }

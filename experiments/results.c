@@ -310,8 +310,7 @@ static void point_latest(const config *c)
     snprintf(tmp, sizeof tmp, RUNS "/.latest.%ld", (long)getpid());
     unlink(tmp);
     if (symlink(name, tmp) != 0 || rename(tmp, LATEST) != 0) {
-        fprintf(stderr, "linattn: warning: %s: cannot point it to %s: %s\n", LATEST, name,
-                strerror(errno));
+        cli_line("warning: %s: cannot point it to %s: %s", LATEST, name, strerror(errno));
         unlink(tmp);
     }
 }

@@ -188,7 +188,7 @@ static int measure_ceilings(ceilings *m)
         (st = la_memory_bandwidth_gbs(LA_BANDWIDTH_READ, threads, &m->read)) != LA_OK ||
         (st = la_memory_bandwidth_gbs(LA_BANDWIDTH_TRIAD, 1, &m->triad1)) != LA_OK ||
         (st = la_memory_bandwidth_gbs(LA_BANDWIDTH_TRIAD, threads, &m->triad)) != LA_OK) {
-        fprintf(stderr, "linattn: roofline: the bandwidth probe failed: %s\n", la_strerror(st));
+        cli_line("roofline: the bandwidth probe failed: %s", la_strerror(st));
         return 1;
     }
     return 0;
@@ -369,14 +369,14 @@ static int measure_point(res_file *f, const config *c, const ceilings *m, int f6
     }
     if (n_run == 0) return 0;
     if (fill_inputs(in, c, f64, n, d) != 0) {
-        fprintf(stderr, "linattn: roofline: out of memory at N = %zu, d = %zu\n", n, d);
+        cli_line("roofline: out of memory at N = %zu, d = %zu", n, d);
         return 1;
     }
     res_timing t[KN_MAX_SERIES];
     int status[KN_MAX_SERIES];
     const res_rule rule = sw_rule(&c->common);
     if (res_time_interleaved(n_run, bodies, ctx_ptrs, &rule, t, status) != 0) {
-        fprintf(stderr, "linattn: roofline: out of memory at N = %zu, d = %zu\n", n, d);
+        cli_line("roofline: out of memory at N = %zu, d = %zu", n, d);
         return 1;
     }
     int rc = 0;
@@ -476,7 +476,7 @@ int cmd_roofline(int argc, char **argv)
                            "process (one row per series, dtype, n and d)",
                            COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
     if (!f) {
-        fprintf(stderr, "linattn: %s\n", err);
+        cli_line("%s", err);
         res_meta_extra(NULL);
         return 2;
     }
@@ -506,7 +506,7 @@ int cmd_roofline(int argc, char **argv)
                 res_progress_step(&pr, ++point, (double)c.ns[i] * (double)c.ns[i] * (double)c.ds[j],
                                   what);
                 rc = measure_point(f, &c, &m, c.dtypes[di], c.ds[j], c.ns[i], tracks, &in);
-                if (rc == 1) fprintf(stderr, "linattn: %s: write failed\n", res_path(f));
+                if (rc == 1) cli_line("%s: write failed", res_path(f));
             }
         }
     }

@@ -477,14 +477,14 @@ static int write_fits(res_file *f, const config *c, const group *groups, size_t 
                              "resamples, fixed seed",
                              FIT_COLUMNS, 6, 0, argc, argv, err, sizeof err);
     if (!fit) {
-        fprintf(stderr, "linattn: %s\n", err);
+        cli_line("%s", err);
         return -1;
     }
     int rc = 0;
     for (size_t gi = 0; gi < n_groups && rc == 0; gi++)
         for (size_t vi = 0; vi < c->n_series && rc == 0; vi++)
             if (c->selected[vi]) rc = fit_series(fit, f, c, &c->series[vi], &groups[gi]);
-    if (rc) fprintf(stderr, "linattn: %s: write failed\n", path);
+    if (rc) cli_line("%s: write failed", path);
     printf("scaling: wrote %s and %s\n", res_path(f), path);
     return res_close(fit) != 0 || rc ? -1 : 0;
 }
@@ -588,7 +588,7 @@ static int measure_point(res_file *f, const config *c, const group *g, size_t n,
     if (n_run == 0) return 0;
 
     if (fill_inputs(in, &c->source, g, n, c->pass) != 0) {
-        fprintf(stderr, "linattn: scaling: out of memory at N = %zu\n", n);
+        cli_line("scaling: out of memory at N = %zu", n);
         return 1;
     }
     res_timing t[KN_MAX_SERIES];
@@ -647,7 +647,7 @@ int cmd_scaling(int argc, char **argv)
                                  "variant, n, d, heads, batch)",
                            COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
     if (!f) {
-        fprintf(stderr, "linattn: %s\n", err);
+        cli_line("%s", err);
         in_source_close(&c.source);
         vp_free(&c.variant_params);
         res_meta_extra(NULL);
@@ -685,7 +685,7 @@ int cmd_scaling(int argc, char **argv)
                                   (double)g->batch,
                               what);
             rc = measure_point(f, &c, g, c.ns[i], tracks, &in);
-            if (rc == 1 && f) fprintf(stderr, "linattn: %s: write failed\n", res_path(f));
+            if (rc == 1 && f) cli_line("%s: write failed", res_path(f));
         }
     }
     res_progress_end(&pr);

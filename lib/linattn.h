@@ -1028,8 +1028,11 @@ LA_API la_status la_linear_step_f64(la_linear_state *st, const double *q_t, cons
 /* Save and restore: la_linear_state_save_size() bytes hold the whole state (a magic,
  * dtype, sizes, φ, eps, position, then S and z), in this machine's byte order. save
  * needs size >= la_linear_state_save_size(). Restore accepts only a buffer of exactly
- * that size saved from a state of the same dtype, sizes, φ and eps (LA_EINVAL
- * otherwise, and the state is left unchanged); it restores S, z and the position. */
+ * that size saved from a state of the same dtype, sizes, φ and eps, holding data a state
+ * can reach: S and z finite, z >= 0, all zero at position 0, FAVOR+'s running maximum
+ * finite and within what its features allow, and a position the next step cannot wrap
+ * (LA_EINVAL otherwise, and the state is left unchanged); it restores S, z and the
+ * position. */
 LA_API size_t la_linear_state_save_size(const la_linear_state *st); /* 0 for NULL */
 LA_API la_status la_linear_state_save(const la_linear_state *st, void *buf, size_t size);
 LA_API la_status la_linear_state_restore(la_linear_state *st, const void *buf, size_t size);
@@ -1427,7 +1430,8 @@ LA_API la_status la_npy_read(const char *path, la_array *out, const char **why);
 /* Writes atomically, version 1.0 (2.0 if the header needs it) with the header padded
  * as NumPy pads it (data at a multiple of 64 bytes), through la_outfile (below): an
  * unnamed file in the same folder, written, fsync'ed, then rename(2)d over path (mode
- * 0644); a symbolic link is written through, a non-regular file refused. On
+ * 0644, or the mode of the file replaced); a symbolic link is written through, a
+ * non-regular file refused. On
  * error the temporary file is removed, no file appears at path (a file already there
  * is left as it was), and errno tells why. Returns LA_OK, LA_EINVAL (NULL or empty
  * path, an inconsistent array: unknown dtype, ndim out of range, count not the product
@@ -1457,6 +1461,7 @@ LA_API la_status la_npy_write_why(const char *path, const la_array *a, const cha
  * system lacks it, path.tmp.XXXXXX) and replace path in one rename(2) only when
  * committed, so path holds the old file or the whole new one, never a part.
  *   - A symbolic link at path is followed: its target is replaced and the link stays.
+ *   - A file replaced keeps its permission bits.
  *   - A target that exists and is not a regular file (directory, device, FIFO, socket)
  *     is refused (LA_EIO, errno EISDIR or EEXIST): never replaced.
  *   - An output that is also an input is safe: the input is read first and the new
@@ -1657,7 +1662,8 @@ LA_API void la_transformer_weights_free(la_transformer_weights *w);
 /* LayerNorm over the last axis: y = (x − mean) / √(var + eps) · γ + β, biased variance
  * (divide by d), statistics accumulated in double.
  *   x, out: (rows, d); gamma, beta: (d). Returns LA_OK, LA_EINVAL (NULL, a zero size,
- *   rows · d overflowing, eps not finite and > 0). */
+ *   rows · d overflowing, eps not finite and > 0), LA_ERANGE (a row of finite x gave a
+ *   value beyond the element type's range, e.g. γ near its limit; out then holds it). */
 LA_API la_status la_layer_norm_f32(size_t rows, size_t d, const float *x, const float *gamma,
                                    const float *beta, double eps, float *out);
 LA_API la_status la_layer_norm_f64(size_t rows, size_t d, const double *x, const double *gamma,
@@ -1689,7 +1695,13 @@ LA_API la_status la_mha_f64(const la_layer_config *c, size_t batch, size_t n_que
                             const int64_t *key_lengths, const double *in_w, const double *in_b,
                             const double *out_w, const double *out_b, double *out);
 
-/* Encoder layer (nn.TransformerEncoderLayer): self-attention then FFN, each with its
+/* The layers and stacks below return LA_ERANGE when a value leaves the element type's
+ * range: a LayerNorm of a finite row, a residual sum of finite values, or a sublayer's
+ * output added to a finite residual is not finite (float32 with weights, inputs or sums
+ * near 3.4e38: run it in float64). The check rides on the residual adds and LayerNorms
+ * the layers do anyway; the output is then unspecified.
+ *
+ * Encoder layer (nn.TransformerEncoderLayer): self-attention then FFN, each with its
  * residual and LayerNorm (norm1, norm2) in c->norm's arrangement.
  *   x, out: (B, N, D); key_lengths NULL or (B,). w must be an encoder layer (or a
  *   decoder layer, whose cross-attention is then unused) of c's sizes and dtype. */

@@ -10,17 +10,46 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* s into out (size > 0) with its control characters written as \n, \t, \r or \xHH
+ * (a path may hold any), cut short where out ends. */
+static void escape_into(char *out, size_t size, const char *s)
+{
+    size_t at = 0;
+    for (const unsigned char *c = (const unsigned char *)s; *c && at + 5 < size; c++) {
+        if (*c == '\n' || *c == '\t' || *c == '\r') {
+            out[at++] = '\\';
+            out[at++] = *c == '\n' ? 'n' : *c == '\t' ? 't' : 'r';
+        } else if (*c < 0x20 || *c == 0x7f) {
+            at += (size_t)snprintf(out + at, size - at, "\\x%02x", *c);
+        } else {
+            out[at++] = (char)*c;
+        }
+    }
+    out[at] = 0;
+}
+
+void cli_line(const char *fmt, ...)
+{
+    char line[1024], shown[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    escape_into(shown, sizeof shown, line);
+    fprintf(stderr, "linattn: %s\n", shown);
+}
+
 int cli_fail(const char *what, const char *fmt, ...)
 {
-    char why[512];
+    char why[512], shown_what[1024], shown_why[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    /* one line, whatever the message held */
-    for (char *c = why; *c; c++)
-        if (*c == '\n' || *c == '\r') *c = ' ';
-    fprintf(stderr, "linattn: %s: %s\n", what, why);
+    /* one line, whatever the subject (often a path) or the message held */
+    escape_into(shown_what, sizeof shown_what, what);
+    escape_into(shown_why, sizeof shown_why, why);
+    fprintf(stderr, "linattn: %s: %s\n", shown_what, shown_why);
     return 2;
 }
 
@@ -199,7 +228,7 @@ static const cli_flag *find_flag(const cli_flag *flags, const char *name, size_t
 
 void cli_deprecated(const char *old, const char *use)
 {
-    fprintf(stderr, "linattn: warning: %s is deprecated, use %s\n", old, use);
+    cli_line("warning: %s is deprecated, use %s", old, use);
 }
 
 static const cli_alias *find_alias(const cli_alias *aliases, const char *name, size_t len)

@@ -26,7 +26,17 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* Prints "linattn: WHAT: <fmt, ...>" and a newline to stderr; returns 2. */
+/* Prints "linattn: <fmt, ...>" and a newline to stderr, one line: control characters
+ * (a path may hold any) written as \n, \t, \r or \xHH. Notes, warnings, and errors
+ * whose subject is already in the message. */
+void cli_line(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* Prints "linattn: WHAT: <fmt, ...>" and a newline to stderr, one line whatever WHAT or
+ * the message hold (escaped as cli_line does); returns 2. */
 int cli_fail(const char *what, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

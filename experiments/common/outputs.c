@@ -3,9 +3,50 @@
 
 #include "cli.h"
 
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* The folder and the name a resolved target path (la_outfile's path) is renamed into. */
+static int target_folder(const char *path, struct stat *dir, const char **name)
+{
+    char folder[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(folder, sizeof folder, ".");
+    else
+        snprintf(folder, sizeof folder, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    *name = slash ? slash + 1 : path;
+    return stat(folder, dir);
+}
+
+/* Whether two open outputs name one file (out_paths_alias). */
+static int out_same_target(const la_outfile *a, const la_outfile *b)
+{
+    struct stat fa, fb;
+    if (stat(a->path, &fa) == 0 && stat(b->path, &fb) == 0)
+        return fa.st_dev == fb.st_dev && fa.st_ino == fb.st_ino;
+    const char *na, *nb;
+    if (target_folder(a->path, &fa, &na) != 0 || target_folder(b->path, &fb, &nb) != 0)
+        return strcmp(a->path, b->path) == 0;
+    return fa.st_dev == fb.st_dev && fa.st_ino == fb.st_ino && strcmp(na, nb) == 0;
+}
+
+int out_paths_alias(const char *a, const char *b)
+{
+    la_outfile oa, ob;
+    int same = 0;
+    if (la_outfile_open(&oa, a, NULL) != LA_OK) return 0; /* the write itself says why */
+    if (la_outfile_open(&ob, b, NULL) == LA_OK) {
+        same = out_same_target(&oa, &ob);
+        la_outfile_close(&ob);
+    }
+    la_outfile_close(&oa);
+    return same;
+}
 
 void out_set_init(out_set *s)
 {
@@ -29,7 +70,7 @@ int out_set_add(out_set *s, const char *flag, const char *path, const la_array *
     s->paths[s->count] = path;
     s->count++;
     for (size_t i = 0; i + 1 < s->count; i++)
-        if (strcmp(s->files[i]->path, o->path) == 0)
+        if (out_same_target(s->files[i], o))
             return cli_fail(path, "%s names the file of %s", flag, s->flags[i]);
     if ((st = la_npy_write_outfile(o, a, &why)) != LA_OK)
         return cli_fail(path, "cannot write: %s", why ? why : la_strerror(st));

@@ -42,4 +42,10 @@ int out_set_commit(out_set *s);
 /* Closes every file; those not committed disappear. Safe after a failure and twice. */
 void out_set_free(out_set *s);
 
+/* Whether the outputs path a and path b would write are one file, whatever the spelling
+ * of the paths (a symbolic link, "./", "dir/../"): the same device and inode when the file
+ * exists, else the same folder (device and inode) and name. 0 when either cannot be
+ * opened (writing it says why). out_set_add compares its files the same way. */
+int out_paths_alias(const char *a, const char *b);
+
 #endif

@@ -269,33 +269,16 @@ int res_cores(void)
     return n > 0 ? (int)n : 1;
 }
 
-/* The first line a shell command prints, or "" */
-static void first_line_of(const char *cmd, char *buf, size_t size)
-{
-    buf[0] = 0;
-    FILE *p = popen(cmd, "r");
-    if (!p) return;
-    if (!fgets(buf, (int)size, p)) buf[0] = 0;
-    buf[strcspn(buf, "\n")] = 0;
-    pclose(p);
-}
-
-/* "abc1234", "abc1234 (dirty)" or "unknown" */
+/* The commit linattn was built from: "abc1234", "abc1234 (dirty)" (tracked files differed
+ * from it) or "unknown", recorded by the Makefile at build time (LA_GIT_COMMIT). git never
+ * runs here: in the folder the command runs in it would name another repository and run
+ * whatever that repository's configuration says. */
+#ifndef LA_GIT_COMMIT
+#define LA_GIT_COMMIT "unknown"
+#endif
 static const char *git_commit(void)
 {
-    static char commit[96] = "";
-    if (commit[0]) return commit;
-    char hash[64], dirty[16];
-    first_line_of("git rev-parse --short HEAD 2>/dev/null", hash, sizeof hash);
-    if (!hash[0]) {
-        snprintf(commit, sizeof commit, "unknown");
-        return commit;
-    }
-    /* dirty: tracked files differ from HEAD (untracked files are ignored) */
-    first_line_of("git status --porcelain --untracked-files=no 2>/dev/null | head -n 1", dirty,
-                  sizeof dirty);
-    snprintf(commit, sizeof commit, "%s%s", hash, dirty[0] ? " (dirty)" : "");
-    return commit;
+    return LA_GIT_COMMIT[0] ? LA_GIT_COMMIT : "unknown";
 }
 
 /* ---------------------------------------------------------------- machine check */
@@ -336,7 +319,9 @@ struct res_file {
     int resumed_rows;
     int failed;
     int borrowed;      /* out is the caller's stream (res_open_stream): flushed, not closed */
-    la_outfile *fresh; /* a new file: unnamed until its first row, then it replaces path */
+    la_outfile *fresh; /* a new file: unnamed until its first measured row (row_measured),
+                        * then it replaces path */
+    int write_failed;  /* a write or flush failed: a new file is never published */
     int lock;          /* index in held_locks, or -1 */
     int counted;       /* in open_files */
 };
@@ -456,6 +441,18 @@ static int row_complete(const res_file *f, const char *row)
     return fields == f->n_columns;
 }
 
+/* Whether a row read back by --resume is kept: an `ok` point whose median is not a
+ * finite number (a hand-edited or damaged file) is measured again. */
+static int row_trusted(const res_file *f, const char *row)
+{
+    char status[16], median[64], *end;
+    if (res_get_str(f, row, "status", status, sizeof status) != 0 || strcmp(status, "ok") != 0 ||
+        res_get_str(f, row, "median_s", median, sizeof median) != 0)
+        return 1;
+    const double m = strtod(median, &end);
+    return end != median && *end == 0 && isfinite(m) && m >= 0;
+}
+
 static int split_columns(res_file *f, const char *columns)
 {
     f->n_columns = 1;
@@ -483,11 +480,34 @@ static void utc_now(char *buf, size_t size)
     strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* s with its control characters written as \n, \t, \r or \xHH, so a metadata line
+ * stays one line whatever an argument or a path holds. keep_lines: a newline that
+ * starts another `#` line is kept (the extra metadata lines), any other is escaped. */
+static void put_escaped(FILE *out, const char *s, int keep_lines)
+{
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '\n' && keep_lines && (c[1] == '#' || c[1] == 0))
+            fputc('\n', out);
+        else if (*c == '\n')
+            fputs("\\n", out);
+        else if (*c == '\t')
+            fputs("\\t", out);
+        else if (*c == '\r')
+            fputs("\\r", out);
+        else if (*c < 0x20 || *c == 0x7f)
+            fprintf(out, "\\x%02x", *c);
+        else
+            fputc(*c, out);
+    }
+}
+
 static void write_command(FILE *out, int argc, char **argv)
 {
     fputs("build/linattn", out);
-    for (int i = 0; i < argc; i++)
-        fprintf(out, " %s", argv[i]);
+    for (int i = 0; i < argc; i++) {
+        fputc(' ', out);
+        put_escaped(out, argv[i], 0);
+    }
     fputc('\n', out);
 }
 
@@ -529,7 +549,7 @@ static int read_existing(res_file *f, const char *columns, char *err, size_t err
             seen_header = 1;
             continue;
         }
-        if (!whole || !row_complete(f, line)) continue;
+        if (!whole || !row_complete(f, line) || !row_trusted(f, line)) continue;
         if (store_row(f, line) != 0) {
             snprintf(err, err_size, "%s: out of memory", f->path);
             rc = -1;
@@ -582,7 +602,7 @@ static void write_meta(FILE *out, const char *experiment, const char *about, int
                     "includes inputs, outputs and the program"
                   : "VmHWM since the process started (clear_refs unavailable): an upper "
                     "bound, monotone over the sweep");
-    fputs(meta_extra, out);
+    put_escaped(out, meta_extra, 1);
 }
 
 void res_write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv)
@@ -604,7 +624,7 @@ res_file *res_open_stream(FILE *out, const char *experiment, const char *about, 
     f->out = out;
     f->borrowed = 1;
     write_meta(out, experiment, about, argc, argv);
-    if (extra) fputs(extra, out);
+    if (extra) put_escaped(out, extra, 1);
     fprintf(out, "%s\n", columns);
     if (fflush(out) != 0) {
         snprintf(err, err_size, "%s: %s", f->path, strerror(errno));
@@ -641,6 +661,7 @@ res_file *res_open(const char *path, const char *experiment, const char *about, 
     utc_now(date, sizeof date);
     const char *why = NULL;
     int fd = -1;
+    off_t resume_end = 0;
     if (kept) {
         /* appending: first cut a last line left without its newline (a row cut short) */
         fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
@@ -648,6 +669,7 @@ res_file *res_open(const char *path, const char *experiment, const char *about, 
         char c = '\n';
         while (end > 0 && pread(fd, &c, 1, end - 1) == 1 && c != '\n')
             end--;
+        resume_end = end;
         if (fd < 0 || end < 0 || ftruncate(fd, end) != 0) {
             snprintf(err, err_size, "%s: %s", path, strerror(errno));
             if (fd >= 0) close(fd);
@@ -681,6 +703,10 @@ res_file *res_open(const char *path, const char *experiment, const char *about, 
     }
     if (fflush(f->out) != 0) {
         snprintf(err, err_size, "%s: %s", path, strerror(errno));
+        f->write_failed = 1;
+        /* a `# resumed:` line cut short by a full disk is cut off again */
+        if (kept && ftruncate(fd, resume_end) != 0) { /* nothing more to do */
+        }
         goto fail;
     }
     f->counted = 1, open_files++;
@@ -737,6 +763,16 @@ int res_get(const res_file *f, const char *row, const char *column, double *out)
     return 0;
 }
 
+/* Whether row is a measured point: a file without a status column holds nothing else;
+ * otherwise any status but a skip (skipped_*), an error or not_reached. */
+static int row_measured(const res_file *f, const char *row)
+{
+    char status[64];
+    if (res_get_str(f, row, "status", status, sizeof status) != 0) return 1;
+    return strncmp(status, "skipped", 7) != 0 && strncmp(status, "error", 5) != 0 &&
+           strcmp(status, "not_reached") != 0;
+}
+
 int res_row(res_file *f, const char *fmt, ...)
 {
     char *row = NULL;
@@ -767,8 +803,11 @@ int res_row(res_file *f, const char *fmt, ...)
             }
             rc = -1;
         }
-        /* the first row makes a new file worth keeping: it now replaces the old one */
-        if (rc == 0 && f->fresh && !f->fresh->committed && la_outfile_commit(f->fresh, NULL))
+        if (rc) f->write_failed = 1;
+        /* the first measured row makes a new file worth keeping: it now replaces the old
+         * one (a run that only skipped points never replaces measurements) */
+        if (rc == 0 && f->fresh && !f->fresh->committed && row_measured(f, row) &&
+            la_outfile_commit(f->fresh, NULL))
             rc = -1;
     }
     if (rc == 0 && store_row(f, row) != 0) rc = -1;
@@ -854,12 +893,20 @@ int res_close(res_file *f)
     /* the last results file of an experiment closed: its machine check is forgotten */
     if (f->counted) open_files--;
     if (open_files == 0) machine_checked = 0;
-    /* a new file that got no row still appears where there was none (a header-only
-     * file says the run happened); it never replaces one */
+    /* a new file that got no measured row still appears where there was none (a file of
+     * skipped points, or header-only, says the run happened); it never replaces one, and
+     * never appears when any write failed (stdio forgets a failed write: ferror keeps it) */
     struct stat st;
-    if (f->out && f->fresh && !f->fresh->committed && fflush(f->out) == 0 &&
-        stat(f->fresh->path, &st) != 0 && errno == ENOENT && la_outfile_commit(f->fresh, NULL))
-        rc = -1;
+    if (f->out && f->fresh && !f->fresh->committed && !f->write_failed && !f->failed &&
+        !ferror(f->out) && fflush(f->out) == 0) {
+        if (stat(f->fresh->path, &st) != 0 && errno == ENOENT) {
+            if (la_outfile_commit(f->fresh, NULL)) rc = -1;
+        } else if (f->n_rows > 0) {
+            fputs("linattn: note: ", stderr);
+            put_escaped(stderr, f->path, 0);
+            fputs(": no point was measured; the file there is kept\n", stderr);
+        }
+    }
     if (f->out && (f->borrowed ? fflush(f->out) : fclose(f->out)) != 0) rc = -1;
     if (f->fresh) { /* fclose closed its descriptor; a file that got no row vanishes */
         if (!f->out) la_outfile_close(f->fresh);

@@ -96,6 +96,13 @@ static size_t sweep_item(const char *flag, const char *item, double factor, size
                             part[2]),
                    0;
     }
+    /* bounded by its number of steps, not only of distinct values: a factor just above
+     * 1 (x1.000000000000001) would round to the same value some 10^14 times */
+    const double steps = log((double)ends[1] / (double)ends[0]) / log(f);
+    if (!(steps <= SW_MAX_STEPS))
+        return cli_fail(flag, "'%s': %.3g steps from LO to HI; at most %d (a larger factor)", item,
+                        steps, SW_MAX_STEPS),
+               0;
     return sw_geometric(ends[0], ends[1], f, values, cap);
 }
 
@@ -205,8 +212,10 @@ size_t sw_geometric(size_t lo, size_t hi, double factor, size_t *out, size_t max
 {
     size_t n = 0;
     if (factor <= 1) factor = 2;
-    for (double x = (double)lo; n < max && x <= (double)hi * (1 + 1e-9) && x < 0x1p63;
-         x *= factor) {
+    double x = (double)lo;
+    for (int step = 0;
+         step <= SW_MAX_STEPS && n < max && x <= (double)hi * (1 + 1e-9) && x < 0x1p63;
+         step++, x *= factor) {
         size_t v = (size_t)llround(x);
         if (n == 0 || v != out[n - 1]) out[n++] = v;
     }

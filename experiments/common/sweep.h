@@ -75,7 +75,10 @@ int sw_parse_positive(const char *flag, const char *s, size_t *out); /* >= 1 */
  *     --n: '64:16': HI is below LO          --n: '0:8': values must be at least 1
  *     --n: '1:8:x1': 'x1' is not a factor xF with 1 < F <= 1024
  *     --n: '99999999999999999999' is too large (at most 2^53)
- *     --n: more than 64 values in '1:1000000:x1.01' */
+ *     --n: more than 64 values in '1:1000000:x1.01'
+ *     --n: '16:64:x1.000000000000001': 1.25e+15 steps from LO to HI; at most 4096 (…)
+ * A range of more than SW_MAX_STEPS multiplications is refused, whatever its values. */
+enum { SW_MAX_STEPS = 4096 };
 #define SW_SWEEP_SYNTAX "V, LO:HI (doubling) or LO:HI:xF, comma-separated"
 int sw_parse_sweep(const char *flag, const char *s, double factor, size_t *out, size_t max,
                    size_t *n);
@@ -102,7 +105,7 @@ int sw_check_memory(const char *what, double bytes, double budget, const char *b
 res_rule sw_rule(const sw_common *c);
 
 /* Geometric sweep lo, lo·f, lo·f², … up to hi (inclusive, rounded to integers, no
- * repeats). Returns the count (at most max). */
+ * repeats), at most SW_MAX_STEPS + 1 multiplications. Returns the count (at most max). */
 size_t sw_geometric(size_t lo, size_t hi, double factor, size_t *out, size_t max);
 
 #endif

@@ -194,9 +194,53 @@ la_status la_linear_state_save(const la_linear_state *st, void *buf, size_t size
     return LA_OK;
 }
 
+/* Element i of an image's data in dtype, as a double (the data need not be aligned). */
+static double image_element(const unsigned char *data, la_dtype dtype, size_t i)
+{
+    if (dtype == LA_FLOAT32) {
+        float f;
+        memcpy(&f, data + 4 * i, 4);
+        return f;
+    }
+    double d;
+    memcpy(&d, data + 8 * i, 8);
+    return d;
+}
+
+/* Whether an image's data can be a state of st's kind at position: every entry of S
+ * and z finite, z >= 0 (φ and FAVOR+'s ψ are never negative), everything 0 at position
+ * 0 (as create and reset leave it), and FAVOR+'s μ, the running max of g = max_l u·w_l
+ * − ‖u‖²/2 (u the scaled key), finite and at most max_l ‖w_l‖²/2, the largest g any key
+ * gives (a larger μ would scale every later token to 0). */
+static bool image_valid(const la_linear_state *st, const unsigned char *data, uint64_t position)
+{
+    const size_t s_n = st->heads * st->width * st->d_v, z_n = st->heads * st->width;
+    for (size_t i = 0; i < st->elements; i++) {
+        const double x = image_element(data, st->dtype, i);
+        if (!isfinite(x) || (position == 0 && x != 0)) return false;
+        if (i >= s_n && i < s_n + z_n && x < 0) return false;
+    }
+    if (!st->w || position == 0) return true;
+    double g_max = 0;
+    for (size_t l = 0; l < st->width; l++) {
+        double sq = 0;
+        for (size_t j = 0; j < st->d_k; j++) {
+            const double w = st->dtype == LA_FLOAT32
+                                 ? (double)((const float *)st->w)[l * st->d_k + j]
+                                 : ((const double *)st->w)[l * st->d_k + j];
+            sq += w * w;
+        }
+        g_max = sq / 2 > g_max ? sq / 2 : g_max;
+    }
+    for (size_t h = 0; h < st->heads; h++) /* rounding of g's terms: a margin */
+        if (image_element(data, st->dtype, s_n + z_n + h) > g_max * (1 + 1e-3) + 1e-3) return false;
+    return true;
+}
+
 /* Accepts only an image of a state with the same dtype, sizes, φ and eps (a state
  * carried on with another φ or eps would mix two formulas), and for FAVOR+ the same m and
- * seed; the state is untouched unless everything matches. */
+ * seed, whose data are a state that stepping can reach (image_valid) and whose position
+ * can still advance; the state is untouched unless everything matches. */
 la_status la_linear_state_restore(la_linear_state *st, const void *buf, size_t size)
 {
     if (!st || !buf || size != la_linear_state_save_size(st)) return LA_EINVAL;
@@ -206,6 +250,9 @@ la_status la_linear_state_restore(la_linear_state *st, const void *buf, size_t s
     if (hdr.dtype != (uint32_t)st->dtype || hdr.heads != st->heads || hdr.d_k != st->d_k ||
         hdr.d_v != st->d_v || hdr.fm != (uint32_t)st->fm || hdr.eps != st->eps ||
         hdr.width != st->width || hdr.seed != st->seed)
+        return LA_EINVAL;
+    if (hdr.position >= (uint64_t)SIZE_MAX || /* the next step would wrap it to 0 */
+        !image_valid(st, (const unsigned char *)buf + sizeof hdr, hdr.position))
         return LA_EINVAL;
     memcpy(st->S, (const char *)buf + sizeof hdr, st->elements * dtype_size(st->dtype));
     st->position = (size_t)hdr.position;

@@ -117,7 +117,8 @@ la_status la_outfile_open(la_outfile *o, const char *path, const char **why)
     if (s != LA_OK) return s;
 
     struct stat st;
-    if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    const int exists = stat(o->path, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode)) {
         errno = S_ISDIR(st.st_mode) ? EISDIR : EEXIST;
         *why = S_ISDIR(st.st_mode) ? "is a directory; refusing to replace it"
                : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "is a device; refusing to replace it"
@@ -139,6 +140,14 @@ la_status la_outfile_open(la_outfile *o, const char *path, const char **why)
     o->fd = named_only ? -1 : open(dir, O_TMPFILE | O_RDWR | O_APPEND | O_CLOEXEC, 0644);
     if (o->fd >= 0) {
         o->anonymous = 1;
+        /* a file replaced keeps its permission bits (a private 0600 file stays private) */
+        if (exists && fchmod(o->fd, st.st_mode & 0777) != 0) {
+            int err = errno;
+            la_outfile_close(o);
+            errno = err;
+            *why = strerror(err);
+            return LA_EIO;
+        }
         return LA_OK;
     }
     /* EOPNOTSUPP, EISDIR (kernel without O_TMPFILE), EINVAL: fall back to a named file;
@@ -156,9 +165,11 @@ la_status la_outfile_open(la_outfile *o, const char *path, const char **why)
         return LA_EIO;
     }
     if (o->slot >= 0) snprintf(pending_name[o->slot], sizeof pending_name[o->slot], "%s", o->tmp);
-    /* mkstemp makes 0600, O_TMPFILE 0644 less the umask: output files are ordinary
-     * readable files either way; append mode so every write goes to the end */
-    if (fchmod(o->fd, 0644) != 0 || fcntl(o->fd, F_SETFL, O_APPEND) != 0) {
+    /* mkstemp makes 0600, O_TMPFILE 0644 less the umask: a new output is an ordinary
+     * readable file either way, a replaced one keeps its mode; append mode so every
+     * write goes to the end */
+    const mode_t mode = exists ? st.st_mode & 0777 : 0644;
+    if (fchmod(o->fd, mode) != 0 || fcntl(o->fd, F_SETFL, O_APPEND) != 0) {
         int err = errno;
         la_outfile_close(o);
         errno = err;

@@ -229,7 +229,9 @@ static la_status read_tensor(const char *path, la_array *a, la_load_error *err)
     }
     if (a->dtype != LA_NPY_F32 && a->dtype != LA_NPY_F64) {
         set_error(err, path, "dtype is %s, expected a float type",
-                  a->dtype == LA_NPY_I32 ? "int32" : "int64");
+                  a->dtype == LA_NPY_I32    ? "int32"
+                  : a->dtype == LA_NPY_BOOL ? "bool"
+                                            : "int64");
         la_array_free(a);
         return LA_EDTYPE;
     }

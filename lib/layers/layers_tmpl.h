@@ -7,7 +7,8 @@
 /* ---------------------------------------------------------------- LayerNorm */
 
 /* out row = (x row − mean) · r · γ + β, r = 1/√(var + eps), biased variance; the mean
- * and variance accumulate in double.
+ * and variance accumulate in double. LA_ERANGE when a row of finite x gives a value
+ * beyond REAL's range (a huge γ or β), checked as each value is rounded to REAL.
  *   x, out: (rows, d) (out may equal x); gamma, beta: (d). */
 static la_status FN(layer_norm)(size_t rows, size_t d, const REAL *x, const REAL *gamma,
                                 const REAL *beta, double eps, REAL *out)
@@ -16,8 +17,10 @@ static la_status FN(layer_norm)(size_t rows, size_t d, const REAL *x, const REAL
     if (!x || !gamma || !beta || !out || rows == 0 || d == 0 || !la_mul_ok(rows, d, &total) ||
         !(isfinite(eps) && eps > 0))
         return LA_EINVAL;
-    int threads = la_threads();
-#pragma omp parallel for schedule(static) num_threads(threads) if (total > 65536)
+    int threads = la_threads(), overflow = 0;
+#pragma omp parallel for schedule(static) num_threads(threads) if (total > 65536)                  \
+    reduction(|                                                                                    \
+              : overflow)
     for (size_t i = 0; i < rows; i++) {
         const REAL *xi = x + i * d;
         REAL *yi = out + i * d;
@@ -32,11 +35,16 @@ static la_status FN(layer_norm)(size_t rows, size_t d, const REAL *x, const REAL
         }
         var /= (double)d;
         double r = 1.0 / sqrt(var + eps);
-        /* normalize, scale by γ, shift by β */
-        for (size_t c = 0; c < d; c++)
-            yi[c] = (REAL)(((double)xi[c] - mean) * r * (double)gamma[c] + (double)beta[c]);
+        /* normalize, scale by γ, shift by β; a finite row must stay finite */
+        int row_overflow = 0;
+        for (size_t c = 0; c < d; c++) {
+            const double y = ((double)xi[c] - mean) * r * (double)gamma[c] + (double)beta[c];
+            yi[c] = (REAL)y;
+            row_overflow |= !isfinite(yi[c]);
+        }
+        overflow |= row_overflow && isfinite(mean) && isfinite(var);
     }
-    return LA_OK;
+    return overflow ? LA_ERANGE : LA_OK;
 }
 
 /* ---------------------------------------------------------------- FFN */
@@ -197,11 +205,18 @@ done:
 
 /* ---------------------------------------------------------------- residual */
 
-/* y = x + y, n elements. */
-static void FN(add_residual)(size_t n, const REAL *x, REAL *y)
+/* y = x + y, n elements, y the residual stream and x a sublayer's output. LA_ERANGE when
+ * a finite y[i] becomes a value beyond REAL's range: the sum overflowed, or the sublayer
+ * did (its output not finite though its input was). */
+static la_status FN(add_residual)(size_t n, const REAL *x, REAL *y)
 {
-    for (size_t i = 0; i < n; i++)
-        y[i] = x[i] + y[i];
+    int overflow = 0;
+    for (size_t i = 0; i < n; i++) {
+        const REAL s = x[i] + y[i];
+        overflow |= !isfinite(s) && isfinite(y[i]);
+        y[i] = s;
+    }
+    return overflow ? LA_ERANGE : LA_OK;
 }
 
 /* ---------------------------------------------------------------- layers */
@@ -232,15 +247,13 @@ static la_status FN(attention_sublayer)(const la_layer_config *c, const la_layer
         if (st == LA_OK)
             st = FN(mha)(&ac, batch, n, cross ? m : n, tmp, cross ? kv : tmp, causal, lengths, in_w,
                          in_b, out_w, out_b, tmp);
-        if (st == LA_OK) FN(add_residual)(rows * D, tmp, x);
+        if (st == LA_OK) st = FN(add_residual)(rows * D, tmp, x);
     } else {
         /* tmp = MHA(x, kv or x); x = LN(x + tmp) */
         st = FN(mha)(&ac, batch, n, cross ? m : n, x, cross ? kv : x, causal, lengths, in_w, in_b,
                      out_w, out_b, tmp);
-        if (st == LA_OK) {
-            FN(add_residual)(rows * D, tmp, x);
-            st = FN(layer_norm)(rows, D, x, W(norm), W(norm + 1), c->norm_eps, x);
-        }
+        if (st == LA_OK) st = FN(add_residual)(rows * D, tmp, x);
+        if (st == LA_OK) st = FN(layer_norm)(rows, D, x, W(norm), W(norm + 1), c->norm_eps, x);
     }
     return st;
 }
@@ -256,13 +269,11 @@ static la_status FN(ffn_sublayer)(const la_layer_config *c, const la_layer_weigh
     if (c->norm == LA_NORM_PRE) {
         st = FN(layer_norm)(rows, D, x, W(norm), W(norm + 1), c->norm_eps, tmp);
         if (st == LA_OK) st = FN(ffn)(c, rows, tmp, w1, b1, w2, b2, tmp);
-        if (st == LA_OK) FN(add_residual)(rows * D, tmp, x);
+        if (st == LA_OK) st = FN(add_residual)(rows * D, tmp, x);
     } else {
         st = FN(ffn)(c, rows, x, w1, b1, w2, b2, tmp);
-        if (st == LA_OK) {
-            FN(add_residual)(rows * D, tmp, x);
-            st = FN(layer_norm)(rows, D, x, W(norm), W(norm + 1), c->norm_eps, x);
-        }
+        if (st == LA_OK) st = FN(add_residual)(rows * D, tmp, x);
+        if (st == LA_OK) st = FN(layer_norm)(rows, D, x, W(norm), W(norm + 1), c->norm_eps, x);
     }
     return st;
 }

@@ -68,7 +68,7 @@ def main():
               "the expected duration comes before the first experiment")
         runs = os.path.join(tmp, "results", "runs")
         folders = [d for d in os.listdir(runs) if d != "latest"] if os.path.isdir(runs) else []
-        check(len(folders) == 1 and re.fullmatch(r"\d{4}-\d\d-\d\d-\d{4}-\w+", folders[0]),
+        check(len(folders) == 1 and re.fullmatch(r"\d{4}-\d\d-\d\d-\d{4}-\w+(-dirty)?", folders[0]),
               "one run folder named DATE-COMMIT: %s" % folders)
         if folders:
             run_dir = os.path.join(runs, folders[0])

@@ -39,6 +39,9 @@ else
     echo "ok decode_beyond_memory_skipped"
 fi
 refused scaling_n_range_overflow scaling --n 1:$big --out "$tmp/s.csv"
+# a factor just above 1: some 10^15 steps from LO to HI (refused at once, not looped)
+refused scaling_factor_near_one scaling --n 16:64:x1.000000000000001 --out "$tmp/s.csv"
+refused crossover_factor_near_one crossover --n 16:64:x1.0000000000001 --out "$tmp/c.csv"
 refused scaling_batch_overflow scaling --batch $big --heads 4 --out "$tmp/s.csv"
 refused accuracy_n_range_overflow accuracy --n 1:$big --out "$tmp/a.csv"
 refused accuracy_fixed_n_overflow accuracy --fixed-n $max --out "$tmp/a.csv"
