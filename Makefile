@@ -176,7 +176,8 @@ $(COUNTED_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/count/liblinattn.a
 # The Python checks of the command (tests/command/*.py), each given the command's path.
 PY_CHECKS := attend_numpy attend_grad_numpy results_files scaling_sweeps plot_figures \
              csv_load results_folders params_models block_numpy data_numpy vocabulary \
-             approx_runs complexity_runs model_numpy roofline_runs scores_runs
+             approx_runs complexity_runs model_numpy roofline_runs scores_runs \
+             reference_guard
 
 # Every test runs even when an earlier one fails (scripts/run-tests); the last lines say
 # what failed and why, and the logs stay in $(BUILD)/test-logs.
@@ -273,7 +274,7 @@ fuzz: | build/.deps-build
 	$(FUZZ_CC) fuzz/fuzz_weights.c lib/io/weights.c lib/io/npy.c lib/io/outfile.c \
 	    lib/core/status.c lib/core/problem.c -lm -o build/fuzz/fuzz_weights
 	$(FUZZ_CC) -Iexperiments fuzz/fuzz_resume.c experiments/common/record.c \
-	    experiments/common/busy.c experiments/common/stats.c \
+	    experiments/common/busy.c experiments/common/stats.c experiments/common/reference.c \
 	    lib/io/outfile.c lib/core/status.c -lm -o build/fuzz/fuzz_resume
 	build/fuzz/fuzz_npy $(FUZZ_RUN) -dict=fuzz/npy.dict build/fuzz/corpus fuzz/seeds
 	build/fuzz/fuzz_weights $(FUZZ_RUN) -dict=fuzz/npy.dict build/fuzz/corpus_weights \

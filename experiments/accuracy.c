@@ -1,5 +1,5 @@
 /* accuracy.c — `linattn accuracy`: numerical comparison of the attention variants.
- * Four studies, one row per measurement in results/accuracy.csv:
+ * Four studies, one row per measurement in accuracy.csv:
  *   error_vs_n  each fast kernel (float32 and float64) against the float64 reference
  *               (la_ref_*) on the same inputs, as N grows;
  *   distance    how far linear attention's output is from softmax attention's, and hard
@@ -50,7 +50,7 @@ static const char help_after_series[] =
     "  --fixed-n N      N of the eps and chunk studies (default 1000)\n"
     "  --studies LIST   comma-separated subset of error_vs_n,distance,eps,chunk (default\n"
     "                   all)\n"
-    "  --out PATH       results file (default results/accuracy.csv)\n"
+    "  --out PATH       results file (default accuracy.csv)\n"
     "  --resume         keep the measurements already in PATH\n"
     "  --seed N         seed of the random inputs (default 1)\n"
     "  --q Q.npy, --k K.npy, --v V.npy\n"
@@ -194,7 +194,7 @@ static int parse(int argc, char **argv, config *c)
     if ((rc = sw_check_floats("--n", c->heads, n_max, c->d)) ||
         (rc = sw_check_floats("--n", c->heads * n_max, c->d, 2)))
         return rc;
-    if ((rc = sw_common_finish(&common, &c->common, "results/accuracy.csv", 60, 8.0 * (1 << 30))))
+    if ((rc = sw_common_finish(&common, &c->common, "accuracy.csv", 60, 8.0 * (1 << 30))))
         return rc;
     if ((rc = in_source_open(&c->source, q_path, k_path, v_path, c->common.seed))) return rc;
     if (c->source.from_files && (rc = shape_from_arrays(c, d, heads, n != NULL, fixed != NULL)))

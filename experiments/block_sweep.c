@@ -4,7 +4,7 @@
  * multi-head attention minus its attention kernel), the attention kernel, the FFN, the
  * two LayerNorms, and the rest (residual adds and copies: the layer minus the parts).
  * Shows where attention starts to dominate (N ≫ D) and how linear attention removes
- * that. Writes results/block.csv (`linattn block` runs one layer on .npy input). */
+ * that. Writes block.csv (`linattn block` runs one layer on .npy input). */
 #include "commands.h"
 #include "common/cli.h"
 #include "common/inputs.h"
@@ -42,7 +42,7 @@ static const char help_text[] =
     "  --d-model D     model width (default 512)\n"
     "  --heads H       heads (default 8)\n"
     "  --d-ff F        FFN inner size (default 4·D)\n" SW_COMMON_HELP
-    "                  (defaults: --out results/block.csv --max-seconds 10 --max-mem 8G;\n"
+    "                  (defaults: --out block.csv --max-seconds 10 --max-mem 8G;\n"
     "                  --max-seconds applies to one layer call, predicted from the\n"
     "                  previous N with exponent 2 for softmax, 1 for linear)\n";
 
@@ -91,8 +91,7 @@ static int parse(int argc, char **argv, config *c)
     if (!c->d_ff) c->d_ff = 4 * c->d;
     if ((rc = sw_check_floats("--d-ff", c->hi, c->d_ff, 1))) return rc;
     if (c->d % c->heads) return cli_fail("--heads", "must divide --d-model (%zu)", c->d);
-    if ((rc = sw_common_finish(&common, &c->common, "results/block.csv", 10, 8.0 * (1 << 30))))
-        return rc;
+    if ((rc = sw_common_finish(&common, &c->common, "block.csv", 10, 8.0 * (1 << 30)))) return rc;
     /* the weights, held for every point, within the budget before anything is allocated */
     const double D = (double)c->d, F = (double)c->d_ff;
     return sw_check_memory("--d-model", 4.0 * ((4 * D + 4) * D + 2 * D * F + F + D),

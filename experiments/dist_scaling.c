@@ -7,8 +7,8 @@
  * time against P up to 1,024 and N up to 10⁸.
  *
  * Files (rank 0 writes; each row appended and flushed as measured, record.h):
- *   --out (results/dist_scaling.csv): one row per (mode, kernel, ranks, n);
- *   --model-out (results/dist_model.csv): one row per (link, kernel, ranks, n).
+ *   --out (dist_scaling.csv): one row per (mode, kernel, ranks, n);
+ *   --model-out (dist_model.csv): one row per (link, kernel, ranks, n).
  * A call's time is the slowest rank's (each repetition starts after a barrier, its
  * per-rank times reduced by MPI_MAX), the median over the repetitions; the bytes are
  * the kernels' own counts (la_dist_stats), exact. */
@@ -38,8 +38,8 @@ static const char help_text[] =
     "Run under mpirun: mpirun -np 4 linattn dist-scaling. Float32, one thread per rank.\n"
     "\n"
     "options (default in brackets):\n"
-    "  --out FILE           the measurements [results/dist_scaling.csv]\n"
-    "  --model-out FILE     the model [results/dist_model.csv]\n"
+    "  --out FILE           the measurements [dist_scaling.csv]\n"
+    "  --model-out FILE     the model [dist_model.csv]\n"
     "  --n N                strong scaling: the sequence length [4096]\n"
     "  --n-per-rank N       weak scaling: tokens per rank [1024]\n"
     "  --d D                d_k = d_v [64]\n"
@@ -275,8 +275,7 @@ static int parse(int argc, char **argv, ds_config *c)
 
 static int run(int argc, char **argv, int rank, int world)
 {
-    ds_config c = {
-        4096, 1024, 64, 1, 5, 2e-6, "results/dist_scaling.csv", "results/dist_model.csv"};
+    ds_config c = {4096, 1024, 64, 1, 5, 2e-6, "dist_scaling.csv", "dist_model.csv"};
     int rc = parse(argc, argv, &c);
     /* the flags: the same verdict on every rank (same argv); the file: rank 0's */
     res_file *f = NULL;

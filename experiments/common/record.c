@@ -5,6 +5,7 @@
 
 #include "busy.h"
 #include "linattn.h"
+#include "reference.h"
 #include "stats.h"
 
 #include <errno.h>
@@ -630,6 +631,7 @@ res_file *res_open(const char *path, const char *experiment, const char *about, 
         snprintf(err, err_size, "%s: out of memory", path);
         goto fail;
     }
+    if (ref_guard(path, err, err_size)) goto fail;
     if ((f->lock = lock_folder(path, err, err_size)) == -2) goto fail;
 
     int kept = 0;
