@@ -73,7 +73,7 @@ static const char help_after_series[] =
  * the causal mask. */
 static const char *const left_out_of_error_vs_n[] = {
     "softmax_materialized_causal", "hard_causal",
-    /* the score functions (issue 14): softmax's kernel on transformed inputs (general,
+    /* the score functions: softmax's kernel on transformed inputs (general,
      * cosine), or tested against their oracles in tests/ (additive) */
     "general", "general_causal", "additive", "additive_causal", "cosine", "cosine_causal", NULL};
 

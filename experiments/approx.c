@@ -103,7 +103,7 @@ static int keep_runnable(la_kernel k)
     return la_kernel_get(k)->causal != LA_CAUSAL_REQUIRED;
 }
 
-/* The score functions and relative positions (issue 14) change what attention computes
+/* The score functions and relative positions change what attention computes
  * instead of approximating softmax: not in the default list (--variant may still name
  * them). */
 static int is_score_function(la_kernel k)

@@ -58,20 +58,20 @@ static const char help_options[] =
     "                       both; linear and linear_recurrent take --key-padding-mask\n"
     "                       only (one state S = sum of phi(k_j) v_j^T serves every query,\n"
     "                       so a per-query mask cannot be honoured); linformer, favor,\n"
-    "                       additive, relative and rotary linear neither, yet\n"
+    "                       additive, relative and rotary linear neither\n"
     "  --precision P        float32 or float64 [float32]\n"
     "  --save-weights W.npy also write the attention matrix A (…, N, M) in --precision,\n"
     "                       Y = A·V: softmax (either kernel) its row softmax P, hard\n"
     "                       one-hot rows, linear φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps);\n"
     "                       hidden entries 0, a query that sees no key a zero row;\n"
     "                       favor, favor_recurrent, general, additive, cosine:\n"
-    "                       refused, not yet.\n"
+    "                       refused.\n"
     "                       Refused (one line) when its N·M·B·H elements pass the\n"
-    "                       machine's memory, and for linformer (no matrix yet) [none]\n"
+    "                       machine's memory, and for linformer (it has no matrix) [none]\n"
     "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores];\n"
     "                       " CLI_THREADS_HELP "\n";
 static const char help_scores[] =
-    "  --score S            the score function s_ij of softmax attention (issue 14):\n"
+    "  --score S            the score function s_ij of softmax attention:\n"
     "                         dot       q·k: softmax at --scale 1\n"
     "                         scaled    q·k / sqrt(d_k): softmax at the default scale\n"
     "                         general   q·W·k · scale, W (d_k, d_k): --variant general\n"
@@ -100,7 +100,7 @@ static const char help_gradients[] =
     "                       three gradients appear together or not at all. hard: dQ = dK =\n"
     "                       0 (the argmax is piecewise constant), dV sums dO over the\n"
     "                       queries that chose each key. A kernel whose backward the\n"
-    "                       library does not have yet is refused (exit 2).\n";
+    "                       library does not have is refused (exit 2).\n";
 static const char help_end[] =
     "\n"
     "exit status: 0 done, 2 bad flags or inputs (one line on stderr: linattn: WHAT: why)\n"
@@ -192,7 +192,7 @@ void cmd_attend_help(FILE *out)
           "                       relative runs the relative kernel (--variant relative:\n"
           "                       the same) in place of softmax; refused with any other.\n"
           "                       No --save-weights for relative or rotary linear, and no\n"
-          "                       --grad-* with positions, yet\n",
+          "                       --grad-* with positions\n",
           out);
     fputs(help_gradients, out);
     fputs("  --kernel FORM        deprecated (until the next release): --variant FAMILY\n"
@@ -205,7 +205,7 @@ void cmd_attend_help(FILE *out)
         if (!la_kernel_get((la_kernel)i)->backward_f32)
             snprintf(none + strlen(none), sizeof none - strlen(none), "%s%s", none[0] ? ", " : "",
                      la_kernel_name((la_kernel)i));
-    if (none[0]) fprintf(out, "No gradients yet (--grad-*): %s.\n", none);
+    if (none[0]) fprintf(out, "No gradients (--grad-*): %s.\n", none);
     fputs(help_end, out);
 }
 
@@ -250,7 +250,7 @@ static int kernel_of_form(const char *family_text, la_kernel named, const char *
                     family_text, causal ? " --causal" : "");
 }
 
-/* --score S (issue 14): the score function, and the kernel that computes it. dot and scaled
+/* --score S: the score function, and the kernel that computes it. dot and scaled
  * are softmax at scale 1 and 1/√d_k (either softmax kernel; softmax unless --variant says);
  * general, additive and cosine are kernels of their own. */
 static const char *const score_names[] = {"dot", "scaled", "general", "additive", "cosine", NULL};
@@ -330,7 +330,7 @@ static int rotary_linear(la_kernel kernel, const pos_values *v)
 /* --positions against the kernel: relative runs the relative kernel (--variant relative,
  * or softmax / softmax_materialized, which it extends); --variant relative alone means
  * --positions relative; rotary rotates q and k of the softmax-type kernels and runs
- * inside linear attention; FAVOR+ takes neither. No gradients with positions yet. */
+ * inside linear attention; FAVOR+ takes neither. No gradients with positions. */
 static int choose_positions(attend_args *a, la_kernel *kernel, int gradients, pos_values *out)
 {
     if (*kernel == LA_KERNEL_RELATIVE && !a->positions.positions)
@@ -354,10 +354,10 @@ static int choose_positions(attend_args *a, la_kernel *kernel, int gradients, po
         (*kernel == LA_KERNEL_FAVOR || *kernel == LA_KERNEL_FAVOR_RECURRENT))
         return cli_fail("--positions",
                         "rotary does not apply to %s (its random features "
-                        "are not rotated yet)",
+                        "are not rotated)",
                         name);
     if (out->kind != POS_NONE && gradients)
-        return cli_fail("--grad-out", "not with --positions %s yet", pos_name(out->kind));
+        return cli_fail("--grad-out", "not with --positions %s", pos_name(out->kind));
     return 0;
 }
 
@@ -468,12 +468,12 @@ static int check_masks_allowed(const attend_args *a, la_kernel kernel)
     if (a->mask && !general)
         return cli_fail("--mask",
                         "applies to --variant softmax, softmax_materialized, hard, local, "
-                        "general or cosine (%s: not yet)",
+                        "general or cosine (not %s)",
                         name);
     if (a->key_padding_mask && !keys)
         return cli_fail("--key-padding-mask",
                         "applies to --variant softmax, softmax_materialized, hard, local, "
-                        "general, cosine, linear or linear_recurrent (%s: not yet)",
+                        "general, cosine, linear or linear_recurrent (not %s)",
                         name);
     return 0;
 }
@@ -588,7 +588,7 @@ static int check_has_backward(la_kernel kernel)
 {
     const la_kernel_info *info = la_kernel_get(kernel);
     if (info && info->backward_f32 && info->backward_f64) return 0;
-    return cli_fail("--grad-out", "kernel %s has no backward pass yet", la_kernel_name(kernel));
+    return cli_fail("--grad-out", "kernel %s has no backward pass", la_kernel_name(kernel));
 }
 
 /* dO: read in the precision, shaped exactly as the output y. */
@@ -710,7 +710,7 @@ int cmd_attend(int argc, char **argv)
     if ((rc = choose_kernel(&a, &kernel, &score))) return rc;
     if ((rc = check_masks_allowed(&a, kernel))) return rc;
     if (a.save_weights && kernel == LA_KERNEL_LINFORMER)
-        return cli_fail("--save-weights", "linformer has no attention matrix here yet");
+        return cli_fail("--save-weights", "linformer has no attention matrix");
     if (a.save_weights && strcmp(a.save_weights, a.out) == 0)
         return cli_fail("--save-weights", "'%s' is also --out", a.save_weights);
     if ((rc = check_gradient_flags(&a, &gradients))) return rc;
@@ -739,7 +739,7 @@ int cmd_attend(int argc, char **argv)
     if ((rc = choose_positions(&a, &kernel, gradients, &positions))) goto done;
     if ((a.mask || a.key_padding_mask) &&
         (kernel == LA_KERNEL_RELATIVE || rotary_linear(kernel, &positions))) {
-        rc = cli_fail(a.mask ? "--mask" : "--key-padding-mask", "%s takes no masks yet",
+        rc = cli_fail(a.mask ? "--mask" : "--key-padding-mask", "%s takes no masks",
                       kernel == LA_KERNEL_RELATIVE ? "--positions relative"
                                                    : "--positions rotary with linear attention");
         goto done;
@@ -753,8 +753,8 @@ int cmd_attend(int argc, char **argv)
                            kernel == LA_KERNEL_GENERAL || kernel == LA_KERNEL_ADDITIVE ||
                            kernel == LA_KERNEL_COSINE || kernel == LA_KERNEL_RELATIVE ||
                            rotary_linear(kernel, &positions))) {
-        /* la_attention_weights_*: not yet */
-        rc = cli_fail("--save-weights", "%s%s has no attention matrix in the library yet",
+        /* la_attention_weights_* has no matrix for it */
+        rc = cli_fail("--save-weights", "%s%s has no attention matrix in the library",
                       la_kernel_name(kernel),
                       rotary_linear(kernel, &positions) ? " with rotary positions" : "");
         goto done;

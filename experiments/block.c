@@ -115,7 +115,7 @@ static int block_positions(pos_flags *pf, const char *seed_text, size_t *seed, l
                         pos_name(pos->kind));
     }
     if (pos->kind == POS_ROTARY && (*kernel == LA_KERNEL_FAVOR))
-        return cli_fail("--positions", "rotary does not apply to favor yet");
+        return cli_fail("--positions", "rotary does not apply to favor");
     const int drawn = (pos->kind == POS_LEARNED && !pos->table.data) ||
                       (pos->kind == POS_RELATIVE && !pos->rel_k.data);
     if (seed_text && !drawn)

@@ -93,12 +93,12 @@ static const char help_after_variants[] = SW_COMMON_HELP
  * that are run (causal hard's and materialised causal softmax's, those of their
  * non-causal forms; the score functions' and relative positions', softmax's plus their
  * own O(N·M·d) scoring, and plain loops that would take most of the suite's time). */
-static const char *const left_out_by_default[] = {
-    "softmax_materialized_causal", "hard_causal",
-    /* the score functions and relative positions (issue 14): softmax with other scores,
-     * quadratic like it */
-    "general", "general_causal", "additive", "additive_causal", "cosine", "cosine_causal",
-    "relative", "relative_causal", NULL};
+static const char *const left_out_by_default[] = {"softmax_materialized_causal", "hard_causal",
+                                                  /* the score functions and relative positions:
+                                                   * softmax with other scores, quadratic like it */
+                                                  "general", "general_causal", "additive",
+                                                  "additive_causal", "cosine", "cosine_causal",
+                                                  "relative", "relative_causal", NULL};
 
 void cmd_scaling_help(FILE *out)
 {
@@ -275,7 +275,7 @@ static int parse(int argc, char **argv, config *c)
     for (size_t vi = 0; c->pass == PS_TRAIN && vi < c->n_series; vi++) {
         if (!c->selected[vi] || ps_kernel_has(c->series[vi].kernel, PS_TRAIN)) continue;
         if (list)
-            return cli_fail("--variant", "%s has no backward pass yet (--pass train)",
+            return cli_fail("--variant", "%s has no backward pass (--pass train)",
                             c->series[vi].name);
         c->selected[vi] = 0; /* the default: the kernels that have one */
     }

@@ -136,7 +136,7 @@ la_kernel kn_family(la_kernel k)
     return family;
 }
 
-/* The word of a family's own kernel among its forms. Not in the registry yet (a
+/* The word of a family's own kernel among its forms. Not in the registry (a
  * candidate field: the form's name); a family not listed calls it "default". */
 static const struct {
     const char *family, *form;

@@ -14,7 +14,10 @@
 
 static int update_allowed;
 
-void ref_allow_update(int allow) { update_allowed = allow; }
+void ref_allow_update(int allow)
+{
+    update_allowed = allow;
+}
 
 /* The repository this executable was built in (root of size bytes), or 0. */
 static int repository(char *root, size_t size)
