@@ -215,8 +215,10 @@ FORCE:
 
 # make install PREFIX=/opt/linattn: the header, both libraries, the command (with the
 # gnuplot scripts of `linattn plot` in share/linattn/plots) and a pkg-config file, so a
-# C user builds with `cc app.c $(pkg-config --cflags --libs linattn)`.
-# The static library needs BLIS and OpenMP at link time (pkg-config --static says so).
+# C user builds with `cc app.c $(pkg-config --cflags --libs linattn)` (linattn.pc carries
+# an rpath, so the program runs as built), or a static program with
+# `cc -static app.c $(pkg-config --cflags --static --libs linattn)` (BLIS and OpenMP from
+# Libs.private). scripts/check-install builds and runs both.
 PREFIX ?= /usr/local
 LA_VERSION := $(shell sed -n 's/^\#define LA_VERSION_STRING "\(.*\)"/\1/p' lib/linattn.h)
 install: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn
