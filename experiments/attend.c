@@ -733,8 +733,11 @@ int cmd_attend(int argc, char **argv)
     if (eps < 0) return cli_fail("--eps", "must be >= 0");
     if (a.chunk && (rc = cli_parse_size("--chunk", a.chunk, &chunk))) return rc;
     if (chunk < 1) return cli_fail("--chunk", "must be at least 1");
-    if (a.feature_map && la_feature_map_parse(a.feature_map, &fm) != LA_OK)
-        return cli_fail("--feature-map", "'%s' is not one of elu, relu", a.feature_map);
+    if (a.feature_map && la_feature_map_parse(a.feature_map, &fm) != LA_OK) {
+        char hint[160];
+        return cli_fail("--feature-map", "'%s' is not one of elu, relu%s", a.feature_map,
+                        cli_did_you_mean(a.feature_map, "elu, relu", hint, sizeof hint));
+    }
     la_dtype dtype = precision == 0 ? LA_FLOAT32 : LA_FLOAT64;
     if ((rc = choose_positions(&a, &kernel, gradients, &positions))) goto done;
     if ((a.mask || a.key_padding_mask) &&

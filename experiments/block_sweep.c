@@ -9,6 +9,7 @@
 #include "common/cli.h"
 #include "common/inputs.h"
 #include "common/kernels.h"
+#include "common/models.h"
 #include "common/record.h"
 #include "common/sweep.h"
 #include "linattn.h"
@@ -20,7 +21,7 @@
 
 static const char help_text[] =
     "usage: linattn block-sweep [--n LIST] [--d-model D] [--heads H] [--d-ff F]\n"
-    "                           [shared flags]\n"
+    "                           [--model NAME] [shared flags]\n"
     "\n"
     "The block experiment (`linattn block` runs one layer on .npy input). Times one\n"
     "post-LN encoder layer (B = 1, float32, Xavier-uniform weights, random N(0, 1)\n"
@@ -41,7 +42,10 @@ static const char help_text[] =
     "                  (default 64:8192)\n"
     "  --d-model D     model width (default 512)\n"
     "  --heads H       heads (default 8)\n"
-    "  --d-ff F        FFN inner size (default 4·D)\n" SW_COMMON_HELP
+    "  --d-ff F        FFN inner size (default 4·D)\n"
+    "  --model NAME    D, H and d_ff of a published model (as linattn params --model;\n"
+    "                  the flags above change one size); the layer timed is still the\n"
+    "                  post-LN encoder layer of those sizes\n" SW_COMMON_HELP
     "                  (defaults: --out block.csv --max-seconds 10 --max-mem 8G;\n"
     "                  --max-seconds applies to one layer call, predicted from the\n"
     "                  previous N with exponent 2 for softmax, 1 for linear)\n";
@@ -68,15 +72,21 @@ typedef struct {
 
 static int parse(int argc, char **argv, config *c)
 {
-    const char *n = NULL, *d = NULL, *heads = NULL, *dff = NULL;
+    const char *n = NULL, *d = NULL, *heads = NULL, *dff = NULL, *model = NULL;
     sw_common_text common = {0};
     const cli_flag flags[] = {
         {"n", &n, NULL},      {"d-model", &d, NULL},   {"heads", &heads, NULL},
-        {"d-ff", &dff, NULL}, SW_COMMON_FLAGS(common), {NULL, NULL, NULL},
+        {"d-ff", &dff, NULL}, {"model", &model, NULL}, SW_COMMON_FLAGS(common),
+        {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
     c->d = 512, c->heads = 8, c->d_ff = 0;
+    if (model) {
+        const mdl_model *preset;
+        if ((rc = mdl_parse("--model", model, &preset))) return rc;
+        c->d = preset->size.d_model, c->heads = preset->size.heads, c->d_ff = preset->size.d_ff;
+    }
     if ((rc = sw_parse_sweep("--n", n ? n : "64:8192", 2, c->ns, MAX_POINTS, &c->n_points)))
         return rc;
     sw_sort_sizes(c->ns, c->n_points); /* once a point is too slow, every larger one is */

@@ -18,6 +18,9 @@
 #include <string.h>
 
 static const char help_text[] =
+    "usage: mpirun -np P linattn dist-attend --variant softmax|linear --q Q.npy --k K.npy\n"
+    "                  --v V.npy --out Y.npy [--causal] [options]\n"
+    "\n"
     "Runs softmax (ring) or linear attention over MPI ranks, each holding a slice of the\n"
     "sequence, and writes the output `linattn attend` writes for the same flags (to\n"
     "rounding). Run under mpirun: mpirun -np P linattn dist-attend ... (P <= N).\n"
@@ -168,8 +171,11 @@ static int run(const dist_args *a, int rank, int ranks)
     if (eps < 0) return cli_fail("--eps", "must be >= 0");
     if (a->chunk && (rc = cli_parse_size("--chunk", a->chunk, &chunk))) return rc;
     if (chunk < 1) return cli_fail("--chunk", "must be at least 1");
-    if (a->feature_map && la_feature_map_parse(a->feature_map, &fm) != LA_OK)
-        return cli_fail("--feature-map", "'%s' is not one of elu, relu", a->feature_map);
+    if (a->feature_map && la_feature_map_parse(a->feature_map, &fm) != LA_OK) {
+        char hint[160];
+        return cli_fail("--feature-map", "'%s' is not one of elu, relu%s", a->feature_map,
+                        cli_did_you_mean(a->feature_map, "elu, relu", hint, sizeof hint));
+    }
     const la_dtype dtype = precision == 0 ? LA_FLOAT32 : LA_FLOAT64;
     const size_t es = dtype == LA_FLOAT32 ? 4 : 8;
     const MPI_Datatype mt = dtype == LA_FLOAT32 ? MPI_FLOAT : MPI_DOUBLE;

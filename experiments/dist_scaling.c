@@ -20,6 +20,9 @@
 #include <string.h>
 
 static const char help_text[] =
+    "usage: mpirun -np P linattn dist-scaling [--n N] [--n-per-rank N] [--d D] [--heads H]\n"
+    "                  [--reps R] [--latency S] [--out FILE] [--model-out FILE]\n"
+    "\n"
     "Times the distributed kernels of lib/linattn_mpi.h on P = 1, 2, 4, ... ranks (every\n"
     "power of two up to mpirun's -np, as sub-communicators: one run covers them all):\n"
     "linear (all-reduce of the d_k x (d_v + 1) states), linear causal by MPI_Exscan and by\n"
