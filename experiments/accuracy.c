@@ -25,7 +25,7 @@
 static const char help_text[] =
     "usage: linattn accuracy [--n LIST] [--d D] [--heads H] [--fixed-n N]\n"
     "                        [--studies LIST] [--out PATH] [--resume] [--seed N]\n"
-    "                        [--q Q.npy --k K.npy --v V.npy]\n"
+    "                        [--q Q.npy --k K.npy --v V.npy [--layout bhnd|bnhd]]\n"
     "\n"
     "Compares the attention variants numerically; relative errors are\n"
     "‖y − y_ref‖ / ‖y_ref‖ over the whole output (inf when any value is not finite).\n"
@@ -62,12 +62,14 @@ static const char help_after_series[] =
     "                   takes the first N queries and keys; an --n or --fixed-n above the\n"
     "                   arrays' min(N, M) is refused, the defaults are clipped to it. The\n"
     "                   results' # inputs line names the files (random: the seed)\n"
+    "  --layout L       bhnd: the arrays are (B, H, N, d); bnhd: (B, N, H, d), as\n"
+    "                   FlashAttention holds them, transposed on reading [bhnd]\n"
     "  --max-seconds S  skip (and record as skipped_time) an N whose float64 reference is\n"
     "                   predicted to take longer than S seconds at 1 GFLOP/s (default 60)\n"
     "  --max-mem SIZE   skip (skipped_mem) an N whose reference would hold more than SIZE\n"
     "                   bytes: its N×N scores and the inputs and outputs (default 8G)\n"
     "Inputs are N(0, 1) in float32, or --q/--k/--v (the references get the same values\n"
-    "in float64).\n";
+    "in float64). On success one line on stderr says how the inputs were read.\n";
 
 /* The series error_vs_n leaves out: their kernels' code is that of series it runs, with
  * the causal mask. */
@@ -150,7 +152,7 @@ static int shape_from_arrays(config *c, const char *d, const char *heads, int n_
 static int parse(int argc, char **argv, config *c)
 {
     const char *n = NULL, *d = NULL, *heads = NULL, *fixed = NULL, *studies = NULL;
-    const char *q_path = NULL, *k_path = NULL, *v_path = NULL;
+    const char *q_path = NULL, *k_path = NULL, *v_path = NULL, *layout_text = NULL;
     sw_common_text common = {0};
     const cli_flag flags[] = {
         {"n", &n, NULL},
@@ -166,6 +168,7 @@ static int parse(int argc, char **argv, config *c)
         {"q", &q_path, NULL},
         {"k", &k_path, NULL},
         {"v", &v_path, NULL},
+        {"layout", &layout_text, NULL},
         {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
@@ -196,7 +199,11 @@ static int parse(int argc, char **argv, config *c)
         return rc;
     if ((rc = sw_common_finish(&common, &c->common, "accuracy.csv", 60, 8.0 * (1 << 30))))
         return rc;
-    if ((rc = in_source_open(&c->source, q_path, k_path, v_path, c->common.seed))) return rc;
+    layout_kind layout;
+    if ((rc = layout_parse("--layout", layout_text, &layout))) return rc;
+    if (layout_text && !q_path) return cli_fail("--layout", "applies with --q/--k/--v only");
+    if ((rc = in_source_open_as(&c->source, layout, q_path, k_path, v_path, c->common.seed)))
+        return rc;
     if (c->source.from_files && (rc = shape_from_arrays(c, d, heads, n != NULL, fixed != NULL)))
         in_source_close(&c->source);
     return rc;
@@ -718,6 +725,15 @@ int cmd_accuracy(int argc, char **argv)
     else
         summarize(&x, ns, n_points);
     printf("accuracy: wrote %s\n", res_path(f));
+    const in_source *s = &c.source;
+    if (rc)
+        ;
+    else if (s->from_files)
+        layout_report("accuracy", s->layout, s->batch, s->heads, s->n, s->m, s->d_k, s->d_v,
+                      "float32");
+    else
+        layout_report("accuracy", LAYOUT_BHND, 1, c.heads, c.hi, c.hi, c.d, c.d,
+                      "float32 random normal");
     if (res_close(f) != 0) rc = 1;
     in_source_close(&c.source);
     res_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "common/cli.h"
 #include "common/kernels.h"
+#include "common/layout.h"
 #include "common/outputs.h"
 #include "common/positions.h"
 #include "common/sweep.h" /* sw_check_memory: the weights matrix within the machine's memory */
@@ -26,7 +27,8 @@ static const char help_intro[] =
     "'|V2': ml_dtypes' bfloat16 as np.save writes it), float32 or float64; they are\n"
     "converted to --precision (half precision exactly; computed in float32 or float64).\n"
     "The output Y is (…, N, d_v) in that precision, written atomically (a temporary\n"
-    "file, then rename): on any error no file appears.\n"
+    "file, then rename): on any error no file appears. On success one line on stderr\n"
+    "says how the inputs were read: B, H, N, M, d_k, d_v, precision and layout.\n"
     "\n"
     "required:\n";
 static const char help_options[] =
@@ -60,6 +62,12 @@ static const char help_options[] =
     "                       so a per-query mask cannot be honoured); linformer, favor,\n"
     "                       additive, relative and rotary linear neither\n"
     "  --precision P        float32 or float64 [float32]\n"
+    "  --layout L           bhnd: Q, K, V and Y are (B, H, N, d) (PyTorch's\n"
+    "                       scaled_dot_product_attention); bnhd: they are (B, N, H, d)\n"
+    "                       (FlashAttention's), read as such and transposed, the output\n"
+    "                       written (B, N, H, d_v) too; 3-D arrays are (H, N, d) or\n"
+    "                       (N, H, d). --mask, --save-weights stay (…, N, M); not with\n"
+    "                       --grad-* [bhnd]\n"
     "  --save-weights W.npy also write the attention matrix A (…, N, M) in --precision,\n"
     "                       Y = A·V: softmax (either kernel) its row softmax P, hard\n"
     "                       one-hot rows, linear φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps);\n"
@@ -216,7 +224,8 @@ static const char *const align_names[] = {"top-left", "bottom-right", NULL};
 /* The flags' texts, as given (NULL when absent). */
 typedef struct {
     const char *variant, *q, *k, *v, *out, *key_lengths, *precision, *threads, *scale, *feature_map,
-        *eps, *kernel, *chunk, *save_weights, *score, *causal_align, *mask, *key_padding_mask;
+        *eps, *kernel, *chunk, *save_weights, *score, *causal_align, *mask, *key_padding_mask,
+        *layout;
     const char *grad_out, *grad_q, *grad_k, *grad_v; /* all four or none */
     int causal;
     vp_flags variant_params; /* --window, --proj-rank, --proj, --features, --seed, --score-* */
@@ -663,6 +672,7 @@ int cmd_attend(int argc, char **argv)
         {"key-padding-mask", &a.key_padding_mask, NULL},
         {"key-lengths", &a.key_lengths, NULL},
         {"precision", &a.precision, NULL},
+        {"layout", &a.layout, NULL},
         {"threads", &a.threads, NULL},
         {"scale", &a.scale, NULL},
         {"feature-map", &a.feature_map, NULL},
@@ -722,6 +732,10 @@ int cmd_attend(int argc, char **argv)
         (rc = cli_parse_choice("--precision", a.precision, precision_names, &precision)))
         return rc;
     if ((rc = cli_parse_threads("--threads", a.threads))) return rc;
+    layout_kind layout;
+    if ((rc = layout_parse("--layout", a.layout, &layout))) return rc;
+    if (layout == LAYOUT_BNHD && gradients)
+        return cli_fail("--layout", "bnhd is not taken with --grad-*: give (B, H, N, d) arrays");
     int align = LA_CAUSAL_TOP_LEFT;
     if (a.causal_align &&
         (rc = cli_parse_choice("--causal-align", a.causal_align, align_names, &align)))
@@ -765,7 +779,9 @@ int cmd_attend(int argc, char **argv)
 
     /* step 2: the inputs, converted to the precision, and their shapes */
     if ((rc = cli_read_floats(a.q, dtype, &q)) || (rc = cli_read_floats(a.k, dtype, &k)) ||
-        (rc = cli_read_floats(a.v, dtype, &v)) || (rc = check_shapes(&a, &q, &k, &v)))
+        (rc = cli_read_floats(a.v, dtype, &v)) || (rc = layout_swap_heads(layout, a.q, &q)) ||
+        (rc = layout_swap_heads(layout, a.k, &k)) || (rc = layout_swap_heads(layout, a.v, &v)) ||
+        (rc = check_shapes(&a, &q, &k, &v)))
         goto done;
     int nd = q.ndim;
     size_t batch = nd == 4 ? q.shape[0] : 1, heads = nd >= 3 ? q.shape[nd - 3] : 1;
@@ -879,8 +895,10 @@ int cmd_attend(int argc, char **argv)
     if (a.save_weights && (rc = cli_write_npy(a.save_weights, &w))) goto done;
     if (gradients)
         rc = backward_and_write(&a, kernel, &p, dtype, &q, &k, &v, &y, &d_out, grads);
-    else
+    else if (!(rc = layout_swap_heads(layout, a.out, &y)))
         rc = cli_write_npy(a.out, &y);
+    if (!rc)
+        layout_report("attend", layout, batch, heads, n, m, d_k, d_v, precision_names[precision]);
 done:
     vp_free(&variant_values);
     pos_free(&positions);
