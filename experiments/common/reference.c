@@ -19,21 +19,23 @@ void ref_allow_update(int allow)
     update_allowed = allow;
 }
 
-/* The repository this executable was built in (root of size bytes), or 0. */
+/* The repository this executable was built in (root of size bytes), or 0: the nearest
+ * folder above the executable's that holds lib/linattn.h (build/linattn, build/asan/linattn) */
 static int repository(char *root, size_t size)
 {
     char exe[PATH_MAX], header[PATH_MAX + 32];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) return 0;
     exe[n] = 0;
-    for (int up = 0; up < 2; up++) { /* .../build/linattn -> ... */
+    for (int up = 0; up < 4; up++) {
         char *slash = strrchr(exe, '/');
         if (!slash || slash == exe) return 0;
         *slash = 0;
+        if (up == 0) continue; /* the executable's own folder is build output */
+        snprintf(header, sizeof header, "%s/lib/linattn.h", exe);
+        if (access(header, F_OK) == 0) return snprintf(root, size, "%s", exe) < (int)size;
     }
-    snprintf(header, sizeof header, "%s/lib/linattn.h", exe);
-    if (access(header, F_OK) != 0) return 0;
-    return snprintf(root, size, "%s", exe) < (int)size;
+    return 0;
 }
 
 static int same_inode(const struct stat *a, const char *path)

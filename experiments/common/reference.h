@@ -2,8 +2,8 @@
  * the figures in its plots/. Only `linattn results --update` (make results-update) writes
  * them; every other command writes to the current directory or where --out says.
  *
- * The repository is the one this command was built in: the folder above the one holding
- * the executable (build/linattn), when it has lib/linattn.h. Folders are compared by
+ * The repository is the one this command was built in: the nearest folder above the
+ * executable's (build/linattn, build/asan/linattn) that has lib/linattn.h. Folders are compared by
  * device and inode, so no spelling reaches around the guard (an absolute path, `..`, a
  * symbolic link, another current directory).
  *

@@ -37,7 +37,11 @@ def snapshot(folder):
 def main():
     binary = os.path.abspath(checks.binary_arg("reference_guard.py"))
     check = checks.Checks("reference_guard")
-    repo = os.path.dirname(os.path.dirname(binary))  # BUILD/linattn -> the repository
+    # the repository: the nearest folder above BUILD/ with lib/linattn.h (build/linattn,
+    # build/asan/linattn), as the command finds it
+    repo = os.path.dirname(os.path.dirname(binary))
+    while not os.path.isfile(os.path.join(repo, "lib", "linattn.h")) and repo != "/":
+        repo = os.path.dirname(repo)
     results = os.path.join(repo, "results")
     plots = os.path.join(repo, "plots")
     if not os.path.isfile(os.path.join(repo, "lib", "linattn.h")):
