@@ -189,7 +189,8 @@ $(COUNTED_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/count/liblinattn.a
 # The Python checks of the command (tests/command/*.py), each given the command's path.
 PY_CHECKS := attend_numpy attend_grad_numpy results_files scaling_sweeps plot_figures \
              csv_load results_folders params_models block_numpy data_numpy vocabulary \
-             approx_runs complexity_runs model_numpy roofline_runs scores_runs
+             approx_runs complexity_runs model_numpy roofline_runs scores_runs \
+             reference_guard commands_agree input_layout
 
 # Every test runs even when an earlier one fails (scripts/run-tests); the last lines say
 # what failed and why, and the logs stay in $(BUILD)/test-logs (with each one's seconds
@@ -238,8 +239,10 @@ FORCE:
 
 # make install PREFIX=/opt/linattn: the header, both libraries, the command (with the
 # gnuplot scripts of `linattn plot` in share/linattn/plots) and a pkg-config file, so a
-# C user builds with `cc app.c $(pkg-config --cflags --libs linattn)`.
-# The static library needs BLIS and OpenMP at link time (pkg-config --static says so).
+# C user builds with `cc app.c $(pkg-config --cflags --libs linattn)` (linattn.pc carries
+# an rpath, so the program runs as built), or a static program with
+# `cc -static app.c $(pkg-config --cflags --static --libs linattn)` (BLIS and OpenMP from
+# Libs.private). scripts/check-install builds and runs both.
 PREFIX ?= /usr/local
 LA_VERSION := $(shell sed -n 's/^\#define LA_VERSION_STRING "\(.*\)"/\1/p' lib/linattn.h)
 install: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn
@@ -298,7 +301,7 @@ fuzz: | build/.deps-build
 	$(FUZZ_CC) fuzz/fuzz_weights.c lib/io/weights.c lib/io/npy.c lib/io/outfile.c \
 	    lib/core/status.c lib/core/problem.c -lm -o build/fuzz/fuzz_weights
 	$(FUZZ_CC) -Iexperiments fuzz/fuzz_resume.c experiments/common/record.c \
-	    experiments/common/busy.c experiments/common/stats.c \
+	    experiments/common/busy.c experiments/common/stats.c experiments/common/reference.c \
 	    lib/io/outfile.c lib/core/status.c -lm -o build/fuzz/fuzz_resume
 	build/fuzz/fuzz_npy $(FUZZ_RUN) -dict=fuzz/npy.dict build/fuzz/corpus fuzz/seeds
 	build/fuzz/fuzz_weights $(FUZZ_RUN) -dict=fuzz/npy.dict build/fuzz/corpus_weights \

@@ -1,5 +1,5 @@
 /* accuracy.c — `linattn accuracy`: numerical comparison of the attention variants.
- * Four studies, one row per measurement in results/accuracy.csv:
+ * Four studies, one row per measurement in accuracy.csv:
  *   error_vs_n  each fast kernel (float32 and float64) against the float64 reference
  *               (la_ref_*) on the same inputs, as N grows;
  *   distance    how far linear attention's output is from softmax attention's, and hard
@@ -25,7 +25,7 @@
 static const char help_text[] =
     "usage: linattn accuracy [--n LIST] [--d D] [--heads H] [--fixed-n N]\n"
     "                        [--studies LIST] [--out PATH] [--resume] [--seed N]\n"
-    "                        [--q Q.npy --k K.npy --v V.npy]\n"
+    "                        [--q Q.npy --k K.npy --v V.npy [--layout bhnd|bnhd]]\n"
     "\n"
     "Compares the attention variants numerically; relative errors are\n"
     "‖y − y_ref‖ / ‖y_ref‖ over the whole output (inf when any value is not finite).\n"
@@ -50,7 +50,7 @@ static const char help_after_series[] =
     "  --fixed-n N      N of the eps and chunk studies (default 1000)\n"
     "  --studies LIST   comma-separated subset of error_vs_n,distance,eps,chunk (default\n"
     "                   all)\n"
-    "  --out PATH       results file (default results/accuracy.csv)\n"
+    "  --out PATH       results file (default accuracy.csv)\n"
     "  --resume         keep the measurements already in PATH\n"
     "  --seed N         seed of the random inputs (default 1)\n"
     "  --q Q.npy, --k K.npy, --v V.npy\n"
@@ -62,18 +62,20 @@ static const char help_after_series[] =
     "                   takes the first N queries and keys; an --n or --fixed-n above the\n"
     "                   arrays' min(N, M) is refused, the defaults are clipped to it. The\n"
     "                   results' # inputs line names the files (random: the seed)\n"
+    "  --layout L       bhnd: the arrays are (B, H, N, d); bnhd: (B, N, H, d), as\n"
+    "                   FlashAttention holds them, transposed on reading [bhnd]\n"
     "  --max-seconds S  skip (and record as skipped_time) an N whose float64 reference is\n"
     "                   predicted to take longer than S seconds at 1 GFLOP/s (default 60)\n"
     "  --max-mem SIZE   skip (skipped_mem) an N whose reference would hold more than SIZE\n"
     "                   bytes: its N×N scores and the inputs and outputs (default 8G)\n"
     "Inputs are N(0, 1) in float32, or --q/--k/--v (the references get the same values\n"
-    "in float64).\n";
+    "in float64). On success one line on stderr says how the inputs were read.\n";
 
 /* The series error_vs_n leaves out: their kernels' code is that of series it runs, with
  * the causal mask. */
 static const char *const left_out_of_error_vs_n[] = {
     "softmax_materialized_causal", "hard_causal",
-    /* the score functions (issue 14): softmax's kernel on transformed inputs (general,
+    /* the score functions: softmax's kernel on transformed inputs (general,
      * cosine), or tested against their oracles in tests/ (additive) */
     "general", "general_causal", "additive", "additive_causal", "cosine", "cosine_causal", NULL};
 
@@ -150,7 +152,7 @@ static int shape_from_arrays(config *c, const char *d, const char *heads, int n_
 static int parse(int argc, char **argv, config *c)
 {
     const char *n = NULL, *d = NULL, *heads = NULL, *fixed = NULL, *studies = NULL;
-    const char *q_path = NULL, *k_path = NULL, *v_path = NULL;
+    const char *q_path = NULL, *k_path = NULL, *v_path = NULL, *layout_text = NULL;
     sw_common_text common = {0};
     const cli_flag flags[] = {
         {"n", &n, NULL},
@@ -166,6 +168,7 @@ static int parse(int argc, char **argv, config *c)
         {"q", &q_path, NULL},
         {"k", &k_path, NULL},
         {"v", &v_path, NULL},
+        {"layout", &layout_text, NULL},
         {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
@@ -194,9 +197,13 @@ static int parse(int argc, char **argv, config *c)
     if ((rc = sw_check_floats("--n", c->heads, n_max, c->d)) ||
         (rc = sw_check_floats("--n", c->heads * n_max, c->d, 2)))
         return rc;
-    if ((rc = sw_common_finish(&common, &c->common, "results/accuracy.csv", 60, 8.0 * (1 << 30))))
+    if ((rc = sw_common_finish(&common, &c->common, "accuracy.csv", 60, 8.0 * (1 << 30))))
         return rc;
-    if ((rc = in_source_open(&c->source, q_path, k_path, v_path, c->common.seed))) return rc;
+    layout_kind layout;
+    if ((rc = layout_parse("--layout", layout_text, &layout))) return rc;
+    if (layout_text && !q_path) return cli_fail("--layout", "applies with --q/--k/--v only");
+    if ((rc = in_source_open_as(&c->source, layout, q_path, k_path, v_path, c->common.seed)))
+        return rc;
     if (c->source.from_files && (rc = shape_from_arrays(c, d, heads, n != NULL, fixed != NULL)))
         in_source_close(&c->source);
     return rc;
@@ -718,6 +725,15 @@ int cmd_accuracy(int argc, char **argv)
     else
         summarize(&x, ns, n_points);
     printf("accuracy: wrote %s\n", res_path(f));
+    const in_source *s = &c.source;
+    if (rc)
+        ;
+    else if (s->from_files)
+        layout_report("accuracy", s->layout, s->batch, s->heads, s->n, s->m, s->d_k, s->d_v,
+                      "float32");
+    else
+        layout_report("accuracy", LAYOUT_BHND, 1, c.heads, c.hi, c.hi, c.d, c.d,
+                      "float32 random normal");
     if (res_close(f) != 0) rc = 1;
     in_source_close(&c.source);
     res_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */

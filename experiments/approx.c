@@ -5,7 +5,7 @@
  * other kernel but softmax once, on three kinds of inputs, several seeds each; a row
  * holds the output's relative error against exact softmax attention (both in float64:
  * the approximation's error, not rounding), the FLOPs of the cost model and the float32
- * kernel's time. One row per (variant, budget, inputs, seed), in results/approx.csv;
+ * kernel's time. One row per (variant, budget, inputs, seed), in approx.csv;
  * softmax's own rows (error 0) mark the exact cost. */
 #include "commands.h"
 #include "common/cli.h"
@@ -50,7 +50,7 @@ static const char help_after_variants[] =
     "  --proj-rank LIST Linformer's ranks k (default 16:N/2 by x4)\n"
     "  --features LIST  FAVOR+'s features m (default 16:4096 by x4)\n"
     "                   (each LIST: " SW_SWEEP_SYNTAX ")\n" SW_COMMON_HELP
-    "                   (default --out results/approx.csv)\n"
+    "                   (default --out approx.csv)\n"
     "\n"
     "Columns: variant,budget_name,budget,inputs,seed,n,d,heads,rel_error,flops,\n"
     "flops_vs_softmax,median_s,q1_s,q3_s,status. budget_name is window, proj_rank,\n"
@@ -103,7 +103,7 @@ static int keep_runnable(la_kernel k)
     return la_kernel_get(k)->causal != LA_CAUSAL_REQUIRED;
 }
 
-/* The score functions and relative positions (issue 14) change what attention computes
+/* The score functions and relative positions change what attention computes
  * instead of approximating softmax: not in the default list (--variant may still name
  * them). */
 static int is_score_function(la_kernel k)
@@ -197,7 +197,7 @@ static int parse(int argc, char **argv, config *c)
         if (c->ranks[i] > c->n)
             return cli_fail("--proj-rank", "%zu is above N = %zu (k must be at most M)",
                             c->ranks[i], c->n);
-    return sw_common_finish(&common, &c->common, "results/approx.csv", 10, 8.0 * (1 << 30));
+    return sw_common_finish(&common, &c->common, "approx.csv", 10, 8.0 * (1 << 30));
 }
 
 /* ---------------------------------------------------------------- inputs */

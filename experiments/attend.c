@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "common/cli.h"
 #include "common/kernels.h"
+#include "common/layout.h"
 #include "common/outputs.h"
 #include "common/positions.h"
 #include "common/sweep.h" /* sw_check_memory: the weights matrix within the machine's memory */
@@ -26,7 +27,8 @@ static const char help_intro[] =
     "'|V2': ml_dtypes' bfloat16 as np.save writes it), float32 or float64; they are\n"
     "converted to --precision (half precision exactly; computed in float32 or float64).\n"
     "The output Y is (…, N, d_v) in that precision, written atomically (a temporary\n"
-    "file, then rename): on any error no file appears.\n"
+    "file, then rename): on any error no file appears. On success one line on stderr\n"
+    "says how the inputs were read: B, H, N, M, d_k, d_v, precision and layout.\n"
     "\n"
     "required:\n";
 static const char help_options[] =
@@ -58,20 +60,26 @@ static const char help_options[] =
     "                       both; linear and linear_recurrent take --key-padding-mask\n"
     "                       only (one state S = sum of phi(k_j) v_j^T serves every query,\n"
     "                       so a per-query mask cannot be honoured); linformer, favor,\n"
-    "                       additive, relative and rotary linear neither, yet\n"
+    "                       additive, relative and rotary linear neither\n"
     "  --precision P        float32 or float64 [float32]\n"
+    "  --layout L           bhnd: Q, K, V and Y are (B, H, N, d) (PyTorch's\n"
+    "                       scaled_dot_product_attention); bnhd: they are (B, N, H, d)\n"
+    "                       (FlashAttention's), read as such and transposed, the output\n"
+    "                       written (B, N, H, d_v) too; 3-D arrays are (H, N, d) or\n"
+    "                       (N, H, d). --mask, --save-weights stay (…, N, M); not with\n"
+    "                       --grad-* [bhnd]\n"
     "  --save-weights W.npy also write the attention matrix A (…, N, M) in --precision,\n"
     "                       Y = A·V: softmax (either kernel) its row softmax P, hard\n"
     "                       one-hot rows, linear φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps);\n"
     "                       hidden entries 0, a query that sees no key a zero row;\n"
     "                       favor, favor_recurrent, general, additive, cosine:\n"
-    "                       refused, not yet.\n"
+    "                       refused.\n"
     "                       Refused (one line) when its N·M·B·H elements pass the\n"
-    "                       machine's memory, and for linformer (no matrix yet) [none]\n"
+    "                       machine's memory, and for linformer (it has no matrix) [none]\n"
     "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores];\n"
     "                       " CLI_THREADS_HELP "\n";
 static const char help_scores[] =
-    "  --score S            the score function s_ij of softmax attention (issue 14):\n"
+    "  --score S            the score function s_ij of softmax attention:\n"
     "                         dot       q·k: softmax at --scale 1\n"
     "                         scaled    q·k / sqrt(d_k): softmax at the default scale\n"
     "                         general   q·W·k · scale, W (d_k, d_k): --variant general\n"
@@ -100,7 +108,7 @@ static const char help_gradients[] =
     "                       three gradients appear together or not at all. hard: dQ = dK =\n"
     "                       0 (the argmax is piecewise constant), dV sums dO over the\n"
     "                       queries that chose each key. A kernel whose backward the\n"
-    "                       library does not have yet is refused (exit 2).\n";
+    "                       library does not have is refused (exit 2).\n";
 static const char help_end[] =
     "\n"
     "exit status: 0 done, 2 bad flags or inputs (one line on stderr: linattn: WHAT: why)\n"
@@ -192,7 +200,7 @@ void cmd_attend_help(FILE *out)
           "                       relative runs the relative kernel (--variant relative:\n"
           "                       the same) in place of softmax; refused with any other.\n"
           "                       No --save-weights for relative or rotary linear, and no\n"
-          "                       --grad-* with positions, yet\n",
+          "                       --grad-* with positions\n",
           out);
     fputs(help_gradients, out);
     fputs("  --kernel FORM        deprecated (until the next release): --variant FAMILY\n"
@@ -205,7 +213,7 @@ void cmd_attend_help(FILE *out)
         if (!la_kernel_get((la_kernel)i)->backward_f32)
             snprintf(none + strlen(none), sizeof none - strlen(none), "%s%s", none[0] ? ", " : "",
                      la_kernel_name((la_kernel)i));
-    if (none[0]) fprintf(out, "No gradients yet (--grad-*): %s.\n", none);
+    if (none[0]) fprintf(out, "No gradients (--grad-*): %s.\n", none);
     fputs(help_end, out);
 }
 
@@ -216,7 +224,8 @@ static const char *const align_names[] = {"top-left", "bottom-right", NULL};
 /* The flags' texts, as given (NULL when absent). */
 typedef struct {
     const char *variant, *q, *k, *v, *out, *key_lengths, *precision, *threads, *scale, *feature_map,
-        *eps, *kernel, *chunk, *save_weights, *score, *causal_align, *mask, *key_padding_mask;
+        *eps, *kernel, *chunk, *save_weights, *score, *causal_align, *mask, *key_padding_mask,
+        *layout;
     const char *grad_out, *grad_q, *grad_k, *grad_v; /* all four or none */
     int causal;
     vp_flags variant_params; /* --window, --proj-rank, --proj, --features, --seed, --score-* */
@@ -250,7 +259,7 @@ static int kernel_of_form(const char *family_text, la_kernel named, const char *
                     family_text, causal ? " --causal" : "");
 }
 
-/* --score S (issue 14): the score function, and the kernel that computes it. dot and scaled
+/* --score S: the score function, and the kernel that computes it. dot and scaled
  * are softmax at scale 1 and 1/√d_k (either softmax kernel; softmax unless --variant says);
  * general, additive and cosine are kernels of their own. */
 static const char *const score_names[] = {"dot", "scaled", "general", "additive", "cosine", NULL};
@@ -330,7 +339,7 @@ static int rotary_linear(la_kernel kernel, const pos_values *v)
 /* --positions against the kernel: relative runs the relative kernel (--variant relative,
  * or softmax / softmax_materialized, which it extends); --variant relative alone means
  * --positions relative; rotary rotates q and k of the softmax-type kernels and runs
- * inside linear attention; FAVOR+ takes neither. No gradients with positions yet. */
+ * inside linear attention; FAVOR+ takes neither. No gradients with positions. */
 static int choose_positions(attend_args *a, la_kernel *kernel, int gradients, pos_values *out)
 {
     if (*kernel == LA_KERNEL_RELATIVE && !a->positions.positions)
@@ -354,10 +363,10 @@ static int choose_positions(attend_args *a, la_kernel *kernel, int gradients, po
         (*kernel == LA_KERNEL_FAVOR || *kernel == LA_KERNEL_FAVOR_RECURRENT))
         return cli_fail("--positions",
                         "rotary does not apply to %s (its random features "
-                        "are not rotated yet)",
+                        "are not rotated)",
                         name);
     if (out->kind != POS_NONE && gradients)
-        return cli_fail("--grad-out", "not with --positions %s yet", pos_name(out->kind));
+        return cli_fail("--grad-out", "not with --positions %s", pos_name(out->kind));
     return 0;
 }
 
@@ -468,12 +477,12 @@ static int check_masks_allowed(const attend_args *a, la_kernel kernel)
     if (a->mask && !general)
         return cli_fail("--mask",
                         "applies to --variant softmax, softmax_materialized, hard, local, "
-                        "general or cosine (%s: not yet)",
+                        "general or cosine (not %s)",
                         name);
     if (a->key_padding_mask && !keys)
         return cli_fail("--key-padding-mask",
                         "applies to --variant softmax, softmax_materialized, hard, local, "
-                        "general, cosine, linear or linear_recurrent (%s: not yet)",
+                        "general, cosine, linear or linear_recurrent (not %s)",
                         name);
     return 0;
 }
@@ -588,7 +597,7 @@ static int check_has_backward(la_kernel kernel)
 {
     const la_kernel_info *info = la_kernel_get(kernel);
     if (info && info->backward_f32 && info->backward_f64) return 0;
-    return cli_fail("--grad-out", "kernel %s has no backward pass yet", la_kernel_name(kernel));
+    return cli_fail("--grad-out", "kernel %s has no backward pass", la_kernel_name(kernel));
 }
 
 /* dO: read in the precision, shaped exactly as the output y. */
@@ -663,6 +672,7 @@ int cmd_attend(int argc, char **argv)
         {"key-padding-mask", &a.key_padding_mask, NULL},
         {"key-lengths", &a.key_lengths, NULL},
         {"precision", &a.precision, NULL},
+        {"layout", &a.layout, NULL},
         {"threads", &a.threads, NULL},
         {"scale", &a.scale, NULL},
         {"feature-map", &a.feature_map, NULL},
@@ -710,7 +720,7 @@ int cmd_attend(int argc, char **argv)
     if ((rc = choose_kernel(&a, &kernel, &score))) return rc;
     if ((rc = check_masks_allowed(&a, kernel))) return rc;
     if (a.save_weights && kernel == LA_KERNEL_LINFORMER)
-        return cli_fail("--save-weights", "linformer has no attention matrix here yet");
+        return cli_fail("--save-weights", "linformer has no attention matrix");
     if (a.save_weights && out_paths_alias(a.save_weights, a.out))
         return cli_fail("--save-weights", "'%s' is the file of --out", a.save_weights);
     if ((rc = check_gradient_flags(&a, &gradients))) return rc;
@@ -723,6 +733,10 @@ int cmd_attend(int argc, char **argv)
         (rc = cli_parse_choice("--precision", a.precision, precision_names, &precision)))
         return rc;
     if ((rc = cli_parse_threads("--threads", a.threads))) return rc;
+    layout_kind layout;
+    if ((rc = layout_parse("--layout", a.layout, &layout))) return rc;
+    if (layout == LAYOUT_BNHD && gradients)
+        return cli_fail("--layout", "bnhd is not taken with --grad-*: give (B, H, N, d) arrays");
     int align = LA_CAUSAL_TOP_LEFT;
     if (a.causal_align &&
         (rc = cli_parse_choice("--causal-align", a.causal_align, align_names, &align)))
@@ -734,13 +748,16 @@ int cmd_attend(int argc, char **argv)
     if (eps < 0) return cli_fail("--eps", "must be >= 0");
     if (a.chunk && (rc = cli_parse_size("--chunk", a.chunk, &chunk))) return rc;
     if (chunk < 1) return cli_fail("--chunk", "must be at least 1");
-    if (a.feature_map && la_feature_map_parse(a.feature_map, &fm) != LA_OK)
-        return cli_fail("--feature-map", "'%s' is not one of elu, relu", a.feature_map);
+    if (a.feature_map && la_feature_map_parse(a.feature_map, &fm) != LA_OK) {
+        char hint[160];
+        return cli_fail("--feature-map", "'%s' is not one of elu, relu%s", a.feature_map,
+                        cli_did_you_mean(a.feature_map, "elu, relu", hint, sizeof hint));
+    }
     la_dtype dtype = precision == 0 ? LA_FLOAT32 : LA_FLOAT64;
     if ((rc = choose_positions(&a, &kernel, gradients, &positions))) goto done;
     if ((a.mask || a.key_padding_mask) &&
         (kernel == LA_KERNEL_RELATIVE || rotary_linear(kernel, &positions))) {
-        rc = cli_fail(a.mask ? "--mask" : "--key-padding-mask", "%s takes no masks yet",
+        rc = cli_fail(a.mask ? "--mask" : "--key-padding-mask", "%s takes no masks",
                       kernel == LA_KERNEL_RELATIVE ? "--positions relative"
                                                    : "--positions rotary with linear attention");
         goto done;
@@ -754,8 +771,8 @@ int cmd_attend(int argc, char **argv)
                            kernel == LA_KERNEL_GENERAL || kernel == LA_KERNEL_ADDITIVE ||
                            kernel == LA_KERNEL_COSINE || kernel == LA_KERNEL_RELATIVE ||
                            rotary_linear(kernel, &positions))) {
-        /* la_attention_weights_*: not yet */
-        rc = cli_fail("--save-weights", "%s%s has no attention matrix in the library yet",
+        /* la_attention_weights_* has no matrix for it */
+        rc = cli_fail("--save-weights", "%s%s has no attention matrix in the library",
                       la_kernel_name(kernel),
                       rotary_linear(kernel, &positions) ? " with rotary positions" : "");
         goto done;
@@ -763,7 +780,9 @@ int cmd_attend(int argc, char **argv)
 
     /* step 2: the inputs, converted to the precision, and their shapes */
     if ((rc = cli_read_floats(a.q, dtype, &q)) || (rc = cli_read_floats(a.k, dtype, &k)) ||
-        (rc = cli_read_floats(a.v, dtype, &v)) || (rc = check_shapes(&a, &q, &k, &v)))
+        (rc = cli_read_floats(a.v, dtype, &v)) || (rc = layout_swap_heads(layout, a.q, &q)) ||
+        (rc = layout_swap_heads(layout, a.k, &k)) || (rc = layout_swap_heads(layout, a.v, &v)) ||
+        (rc = check_shapes(&a, &q, &k, &v)))
         goto done;
     int nd = q.ndim;
     size_t batch = nd == 4 ? q.shape[0] : 1, heads = nd >= 3 ? q.shape[nd - 3] : 1;
@@ -877,8 +896,10 @@ int cmd_attend(int argc, char **argv)
     if (a.save_weights && (rc = cli_write_npy(a.save_weights, &w))) goto done;
     if (gradients)
         rc = backward_and_write(&a, kernel, &p, dtype, &q, &k, &v, &y, &d_out, grads);
-    else
+    else if (!(rc = layout_swap_heads(layout, a.out, &y)))
         rc = cli_write_npy(a.out, &y);
+    if (!rc)
+        layout_report("attend", layout, batch, heads, n, m, d_k, d_v, precision_names[precision]);
 done:
     vp_free(&variant_values);
     pos_free(&positions);

@@ -98,7 +98,7 @@ static const char help_columns[] =
     "                   sum for train) and workspace_bytes its scratch (train: the larger\n"
     "                   of the two). The table names the pass after the variant\n"
     "                   (softmax/backward), the csv in a # pass line. A kernel the library\n"
-    "                   has no backward for yet is skipped (note: no backward yet; csv\n"
+    "                   has no backward for is skipped (note: no backward; csv\n"
     "                   status skipped_no_backward)\n"
     "  --threads T      threads for kernels and sgemm [LA_NUM_THREADS, else all cores]; T in\n"
     "                   1..1024; above the cores runs on the cores, noted in the header and\n"
@@ -209,7 +209,7 @@ static const goal goals[] = {
         {"linear", 4096, 1}, {0}},
     {"9. 1 thread: linear, N=16384: rate vs sgemm",           ">= 60%",    GOAL_RATE,          60,
         {"linear", 16384, 1}, {0}},
-    /* backward passes (issue 12): "series/backward" names the pass */
+    /* backward passes: "series/backward" names the pass */
     {"10. fused softmax, N=4096: backward / forward time",    "<= 2.8x",   GOAL_RATIO,         2.8,
         {"softmax/backward", 4096, 2},  {"softmax", 4096, 2}},
     {"10. fused softmax backward, N=1024: rate vs sgemm",     ">= 70%",    GOAL_RATE,          70,
@@ -234,7 +234,7 @@ enum { N_GOALS = sizeof goals / sizeof goals[0] };
 
 /* ---------------------------------------------------------------- the goals against the machine */
 
-/* Issue 15's goals: each kernel against this machine's own ceilings, measured in the same
+/* The performance goals: each kernel against this machine's own ceilings, measured in the same
  * process: the FMA peak of the point's dtype and threads (la_fma_peak_gflops, _f64), the
  * roofline bound min(peak, intensity · triad bandwidth) with intensity = FLOPs over the
  * cost model's la_cost.bytes_min, the streaming-read bandwidth (decoding), and the sgemm
@@ -359,7 +359,7 @@ typedef struct {
     size_t n, m;
     int threads;
     ps_pass pass;     /* forward, backward or train (common/passes.h) */
-    int no_backward;  /* skipped: the pass needs a backward the kernel does not have yet */
+    int no_backward;  /* skipped: the pass needs a backward the kernel does not have */
     int rank_above_m; /* skipped: the kernel projects to K = --proj-rank rows, K > M */
     la_status status; /* LA_OK, or why the point was skipped */
     res_timing t;
@@ -545,7 +545,7 @@ static int prepare_inputs(const bench_point *points, size_t count, const bench_s
 /* Times one point on the prepared inputs and fills its measured fields: GFLOP/s from the
  * FLOP model (of the point's pass: common/passes.h), its share of the yardstick, the
  * model's workspace. On the current threads. A pass the kernel does not have (no
- * backward yet) is skipped with no_backward set. */
+ * backward) is skipped with no_backward set. */
 static void measure_point(bench_point *pt, const bench_shape *s, const bench_inputs *in,
                           const timing_rule *rule, const sgemm_result *sgemm)
 {
@@ -653,7 +653,7 @@ static const char *status_name(const bench_point *pt)
 /* Why a point was skipped (the note). */
 static const char *skip_reason(const bench_point *pt)
 {
-    return pt->no_backward    ? "no backward yet"
+    return pt->no_backward    ? "no backward"
            : pt->rank_above_m ? "--proj-rank above M"
                               : la_strerror(pt->status);
 }
@@ -901,7 +901,7 @@ static int was_measured(const bench_point *pt, const goal_point *gp, char *buf, 
     return 0;
 }
 
-/* Whether a goal's point needs a backward its kernel does not have yet. */
+/* Whether a goal's point needs a backward its kernel does not have. */
 static int lacks_backward(const goal_point *gp)
 {
     const bench_point pt = point_of(gp);
@@ -922,7 +922,7 @@ static double model_workspace(const goal_point *gp, const bench_shape *s)
 enum { GOAL_NOT_MET = 0, GOAL_MET = 1, GOAL_NO_BACKWARD = 2 };
 
 /* One goal's line; returns GOAL_MET, GOAL_NOT_MET, or GOAL_NO_BACKWARD when a point it
- * reads needs a backward pass the library does not have yet (verdict "skipped: no
+ * reads needs a backward pass the library does not have (verdict "skipped: no
  * backward"). */
 static int print_goal(const goal *g, const bench_point *points, size_t n, const bench_shape *s)
 {
@@ -1159,7 +1159,7 @@ static int cg_measure_all(cg_measured *ms, size_t *count, cg_ceilings *ceils, in
                 j++;
             if (j == *count) ms[(*count)++] = (cg_measured){.pt = *pt};
         }
-    printf("\n# against the machine (issue 15): B=1 H=%d, each point's own d; ceilings measured "
+    printf("\n# against the machine: B=1 H=%d, each point's own d; ceilings measured "
            "here\n",
            CG_HEADS);
     int failed = 0;
@@ -1292,7 +1292,7 @@ static int run_goals(int argc, char **argv, int reps)
         met += cg_print_goal(&ceiling_goals[i], measured, n_measured, ceils);
     const int total = (int)(N_GOALS + N_CEILING_GOALS);
     if (no_backward)
-        printf("goals met: %d of %d (%d skipped: no backward yet)\n", met, total, no_backward);
+        printf("goals met: %d of %d (%d skipped: no backward)\n", met, total, no_backward);
     else
         printf("goals met: %d of %d\n", met, total);
     return failed;
@@ -1494,7 +1494,7 @@ int cmd_bench(int argc, char **argv)
         if (!vp_rank_fits(points[i].kernel, &p)) continue; /* skipped_rank: nothing held */
         la_status st = la_problem_check(&p);
         la_cost cost;
-        /* a kernel without the pass (no backward yet) is skipped: its forward's bytes */
+        /* a kernel without the pass (no backward) is skipped: its forward's bytes */
         const ps_pass counted =
             ps_kernel_has(points[i].kernel, points[i].pass) ? points[i].pass : PS_FORWARD;
         if (st == LA_OK) st = ps_cost(points[i].kernel, &p, counted, LA_FLOAT32, &cost);

@@ -28,6 +28,9 @@ static const char help_text[] =
     "  post-LN:  x = LN1(x + SelfAttn(x)); x = LN2(x + CrossAttn(x, M)); y = LN3(x + FFN(x))\n"
     "  pre-LN:   x = x + SelfAttn(LN1(x)); x = x + CrossAttn(LN2(x), M); y = x + FFN(LN3(x))\n"
     "(pre-LN does not normalise M). --cross-variant gives the cross-attention its own kernel.\n"
+    "X is (N, D) or (B, N, D), PyTorch's batch_first layout: the heads are split off D\n"
+    "inside the layer, so X has no head axis to lay out. On success one line on stderr\n"
+    "says how X was read: B, H, N, M, d_k = d_v = D/H, precision and layout.\n"
     "\n"
     "DIR holds one .npy file (float32 or float64) per tensor of the layer's state_dict:\n"
     "  self_attn.in_proj_weight (3D, D)   self_attn.in_proj_bias (3D)\n"
@@ -115,7 +118,7 @@ static int block_positions(pos_flags *pf, const char *seed_text, size_t *seed, l
                         pos_name(pos->kind));
     }
     if (pos->kind == POS_ROTARY && (*kernel == LA_KERNEL_FAVOR))
-        return cli_fail("--positions", "rotary does not apply to favor yet");
+        return cli_fail("--positions", "rotary does not apply to favor");
     const int drawn = (pos->kind == POS_LEARNED && !pos->table.data) ||
                       (pos->kind == POS_RELATIVE && !pos->rel_k.data);
     if (seed_text && !drawn)
@@ -289,8 +292,16 @@ int cmd_block(int argc, char **argv)
         goto done;
     }
 
-    /* step 4: written atomically */
+    /* step 4: written atomically, then how X was read: (B, N, D) rows split into heads
+     * of D/H inside the layer (the self-attention's M is N; a decoder's cross-attention
+     * reads M memory rows) */
     rc = cli_write_npy(out_path, &y);
+    if (!rc)
+        fprintf(stderr,
+                "block: input B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu, %s, layout (B, N, D) "
+                "with D = H·d split into heads inside the layer\n",
+                batch, heads, n, decoder ? m : n, D / heads, D / heads,
+                dtype == LA_FLOAT32 ? "float32" : "float64");
 done:
     pos_free(&pos);
     la_layer_weights_free(&w);

@@ -4,11 +4,12 @@
  * multi-head attention minus its attention kernel), the attention kernel, the FFN, the
  * two LayerNorms, and the rest (residual adds and copies: the layer minus the parts).
  * Shows where attention starts to dominate (N ≫ D) and how linear attention removes
- * that. Writes results/block.csv (`linattn block` runs one layer on .npy input). */
+ * that. Writes block.csv (`linattn block` runs one layer on .npy input). */
 #include "commands.h"
 #include "common/cli.h"
 #include "common/inputs.h"
 #include "common/kernels.h"
+#include "common/models.h"
 #include "common/record.h"
 #include "common/sweep.h"
 #include "linattn.h"
@@ -20,7 +21,7 @@
 
 static const char help_text[] =
     "usage: linattn block-sweep [--n LIST] [--d-model D] [--heads H] [--d-ff F]\n"
-    "                           [shared flags]\n"
+    "                           [--model NAME] [shared flags]\n"
     "\n"
     "The block experiment (`linattn block` runs one layer on .npy input). Times one\n"
     "post-LN encoder layer (B = 1, float32, Xavier-uniform weights, random N(0, 1)\n"
@@ -41,8 +42,11 @@ static const char help_text[] =
     "                  (default 64:8192)\n"
     "  --d-model D     model width (default 512)\n"
     "  --heads H       heads (default 8)\n"
-    "  --d-ff F        FFN inner size (default 4·D)\n" SW_COMMON_HELP
-    "                  (defaults: --out results/block.csv --max-seconds 10 --max-mem 8G;\n"
+    "  --d-ff F        FFN inner size (default 4·D)\n"
+    "  --model NAME    D, H and d_ff of a published model (as linattn params --model;\n"
+    "                  the flags above change one size); the layer timed is still the\n"
+    "                  post-LN encoder layer of those sizes\n" SW_COMMON_HELP
+    "                  (defaults: --out block.csv --max-seconds 10 --max-mem 8G;\n"
     "                  --max-seconds applies to one layer call, predicted from the\n"
     "                  previous N with exponent 2 for softmax, 1 for linear)\n";
 
@@ -68,15 +72,21 @@ typedef struct {
 
 static int parse(int argc, char **argv, config *c)
 {
-    const char *n = NULL, *d = NULL, *heads = NULL, *dff = NULL;
+    const char *n = NULL, *d = NULL, *heads = NULL, *dff = NULL, *model = NULL;
     sw_common_text common = {0};
     const cli_flag flags[] = {
         {"n", &n, NULL},      {"d-model", &d, NULL},   {"heads", &heads, NULL},
-        {"d-ff", &dff, NULL}, SW_COMMON_FLAGS(common), {NULL, NULL, NULL},
+        {"d-ff", &dff, NULL}, {"model", &model, NULL}, SW_COMMON_FLAGS(common),
+        {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
     c->d = 512, c->heads = 8, c->d_ff = 0;
+    if (model) {
+        const mdl_model *preset;
+        if ((rc = mdl_parse("--model", model, &preset))) return rc;
+        c->d = preset->size.d_model, c->heads = preset->size.heads, c->d_ff = preset->size.d_ff;
+    }
     if ((rc = sw_parse_sweep("--n", n ? n : "64:8192", 2, c->ns, MAX_POINTS, &c->n_points)))
         return rc;
     sw_sort_sizes(c->ns, c->n_points); /* once a point is too slow, every larger one is */
@@ -91,8 +101,7 @@ static int parse(int argc, char **argv, config *c)
     if (!c->d_ff) c->d_ff = 4 * c->d;
     if ((rc = sw_check_floats("--d-ff", c->hi, c->d_ff, 1))) return rc;
     if (c->d % c->heads) return cli_fail("--heads", "must divide --d-model (%zu)", c->d);
-    if ((rc = sw_common_finish(&common, &c->common, "results/block.csv", 10, 8.0 * (1 << 30))))
-        return rc;
+    if ((rc = sw_common_finish(&common, &c->common, "block.csv", 10, 8.0 * (1 << 30)))) return rc;
     /* the weights, held for every point, within the budget before anything is allocated */
     const double D = (double)c->d, F = (double)c->d_ff;
     return sw_check_memory("--d-model", 4.0 * ((4 * D + 4) * D + 2 * D * F + F + D),

@@ -7,8 +7,8 @@
  * and causal as its token-by-token recurrence). Then fits each type's exponent of time
  * in N over the upper half of its points (common/stats.h, as scaling does) and prints
  * the table: complexity per layer (theory), measured exponent with its 95% bootstrap
- * interval, sequential operations, maximum path length. Writes results/complexity.csv
- * (one row per layer type and N) and results/complexity_fit.csv (the table). */
+ * interval, sequential operations, maximum path length. Writes complexity.csv
+ * (one row per layer type and N) and complexity_fit.csv (the table). */
 #include "commands.h"
 #include "common/inputs.h"
 #include "common/record.h"
@@ -55,7 +55,7 @@ static const char help_text[] =
     "  --kernel-width K   the convolution's width k, odd (default 3)\n"
     "  --window R         restricted attention's window r: query i sees keys j with\n"
     "                     |i - j| <= r (default 64)\n" SW_COMMON_HELP
-    "                     (defaults: --out results/complexity.csv --max-seconds 10\n"
+    "                     (defaults: --out complexity.csv --max-seconds 10\n"
     "                     --max-mem 8G)\n"
     "\n"
     "A point predicted (from the type's previous point and its theoretical exponent) to\n"
@@ -151,7 +151,7 @@ static int parse(int argc, char **argv, config *c)
     if ((rc = sw_check_floats("--n", c->ns[c->n_ns - 1], c->d, 1)) ||
         (rc = sw_check_floats("--kernel-width", c->width, c->d, c->d)))
         return rc;
-    if ((rc = sw_common_finish(&common, &c->common, "results/complexity.csv", 10, 8.0 * (1 << 30))))
+    if ((rc = sw_common_finish(&common, &c->common, "complexity.csv", 10, 8.0 * (1 << 30))))
         return rc;
     /* every point holds the weights, W_x, W_h and the convolution's k·d·d floats */
     const double weights = (2.0 + (double)c->width) * (double)c->d * (double)c->d * sizeof(float);

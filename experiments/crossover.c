@@ -4,7 +4,7 @@
  * change) and predicted by the FLOP model (the N at which la_attention_cost's totals
  * cross), for non-causal attention (fused softmax against linear) and causal (causal
  * fused softmax against chunked causal linear). Writes every timed point to
- * results/crossover_points.csv and one row per (d, causal) to results/crossover.csv. */
+ * crossover_points.csv and one row per (d, causal) to crossover.csv. */
 #include "commands.h"
 #include "common/inputs.h"
 #include "common/record.h"
@@ -38,8 +38,7 @@ static const char help_text[] =
     "                     (default 16:16384)\n"
     "  --heads H          heads (default 4)\n"
     "  --bisect-steps K   bisection steps between the bracketing sweep points (default "
-    "4)\n" SW_COMMON_HELP
-    "                     (defaults: --out results/crossover.csv --max-seconds 10\n"
+    "4)\n" SW_COMMON_HELP "                     (defaults: --out crossover.csv --max-seconds 10\n"
     "                     --max-mem 4G; --min-time 0.1; the timed points go to\n"
     "                     <out>_points.csv, which --resume reuses)\n";
 
@@ -89,7 +88,7 @@ static int parse(int argc, char **argv, config *c)
     if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
     if (steps && (rc = cli_parse_size("--bisect-steps", steps, &c->bisect_steps))) return rc;
     if (c->bisect_steps > 30) return cli_fail("--bisect-steps", "at most 30");
-    if ((rc = sw_common_finish(&common, &c->common, "results/crossover.csv", 10, 4.0 * (1 << 30))))
+    if ((rc = sw_common_finish(&common, &c->common, "crossover.csv", 10, 4.0 * (1 << 30))))
         return rc;
     if (!common.min_time) c->common.min_time = 0.1;
     /* the arrays of the largest point of every d must be addressable */

@@ -3,7 +3,7 @@
  * (la_softmax_attention_f32 with N = 1, M = t: O(t) per token, O(T²) in total); linear
  * attention carries its recurrent state (la_linear_step_f32: O(1) per token, O(T) in
  * total). Writes per-token latency against the position t, in geometric bins, and the
- * running total, to results/decode.csv. */
+ * running total, to decode.csv. */
 #include "commands.h"
 #include "common/inputs.h"
 #include "common/record.h"
@@ -33,7 +33,7 @@ static const char help_text[] =
     "  --d D                  head size, d_k = d_v = D (default 64)\n"
     "  --heads H              heads (default 8)\n"
     "  --bins-per-doubling K  position bins per factor of two (default 4)\n" SW_COMMON_HELP
-    "                         (defaults: --out results/decode.csv --max-seconds 120\n"
+    "                         (defaults: --out decode.csv --max-seconds 120\n"
     "                         --max-mem 8G; --max-seconds bounds one whole generation:\n"
     "                         past it the rest of that variant is recorded skipped_time)\n";
 
@@ -69,8 +69,7 @@ static int parse(int argc, char **argv, config *c)
     if (bins && (rc = sw_parse_positive("--bins-per-doubling", bins, &c->bins_per_doubling)))
         return rc;
     if (c->bins_per_doubling > 64) return cli_fail("--bins-per-doubling", "at most 64");
-    if ((rc = sw_common_finish(&common, &c->common, "results/decode.csv", 120, 8.0 * (1 << 30))))
-        return rc;
+    if ((rc = sw_common_finish(&common, &c->common, "decode.csv", 120, 8.0 * (1 << 30)))) return rc;
     /* the streams (T, H, d) and the latencies (reps, T) doubles must be addressable */
     if ((rc = sw_check_floats("--tokens", c->tokens, c->heads, c->d)) ||
         (rc = sw_check_floats("--tokens", (size_t)c->common.min_reps, c->tokens, 2)))

@@ -18,6 +18,9 @@
 #include <string.h>
 
 static const char help_text[] =
+    "usage: mpirun -np P linattn dist-attend --variant softmax|linear --q Q.npy --k K.npy\n"
+    "                  --v V.npy --out Y.npy [--causal] [options]\n"
+    "\n"
     "Runs softmax (ring) or linear attention over MPI ranks, each holding a slice of the\n"
     "sequence, and writes the output `linattn attend` writes for the same flags (to\n"
     "rounding). Run under mpirun: mpirun -np P linattn dist-attend ... (P <= N).\n"
@@ -174,8 +177,11 @@ static int check_flags(const dist_args *a, dist_opts *o)
     if (o->eps < 0) return cli_fail("--eps", "must be >= 0");
     if (a->chunk && (rc = cli_parse_size("--chunk", a->chunk, &o->chunk))) return rc;
     if (o->chunk < 1) return cli_fail("--chunk", "must be at least 1");
-    if (a->feature_map && la_feature_map_parse(a->feature_map, &o->fm) != LA_OK)
-        return cli_fail("--feature-map", "'%s' is not one of elu, relu", a->feature_map);
+    if (a->feature_map && la_feature_map_parse(a->feature_map, &o->fm) != LA_OK) {
+        char hint[160];
+        return cli_fail("--feature-map", "'%s' is not one of elu, relu%s", a->feature_map,
+                        cli_did_you_mean(a->feature_map, "elu, relu", hint, sizeof hint));
+    }
     return 0;
 }
 

@@ -7,8 +7,8 @@
  * time against P up to 1,024 and N up to 10⁸.
  *
  * Files (rank 0 writes; each row appended and flushed as measured, record.h):
- *   --out (results/dist_scaling.csv): one row per (mode, kernel, ranks, n);
- *   --model-out (results/dist_model.csv): one row per (link, kernel, ranks, n).
+ *   --out (dist_scaling.csv): one row per (mode, kernel, ranks, n);
+ *   --model-out (dist_model.csv): one row per (link, kernel, ranks, n).
  * A call's time is the slowest rank's (each repetition starts after a barrier, its
  * per-rank times reduced by MPI_MAX), the median over the repetitions; the bytes are
  * the kernels' own counts (la_dist_stats), exact. */
@@ -20,6 +20,9 @@
 #include <string.h>
 
 static const char help_text[] =
+    "usage: mpirun -np P linattn dist-scaling [--n N] [--n-per-rank N] [--d D] [--heads H]\n"
+    "                  [--reps R] [--latency S] [--out FILE] [--model-out FILE]\n"
+    "\n"
     "Times the distributed kernels of lib/linattn_mpi.h on P = 1, 2, 4, ... ranks (every\n"
     "power of two up to mpirun's -np, as sub-communicators: one run covers them all):\n"
     "linear (all-reduce of the d_k x (d_v + 1) states), linear causal by MPI_Exscan and by\n"
@@ -38,8 +41,8 @@ static const char help_text[] =
     "Run under mpirun: mpirun -np 4 linattn dist-scaling. Float32, one thread per rank.\n"
     "\n"
     "options (default in brackets):\n"
-    "  --out FILE           the measurements [results/dist_scaling.csv]\n"
-    "  --model-out FILE     the model [results/dist_model.csv]\n"
+    "  --out FILE           the measurements [dist_scaling.csv]\n"
+    "  --model-out FILE     the model [dist_model.csv]\n"
     "  --n N                strong scaling: the sequence length [4096]\n"
     "  --n-per-rank N       weak scaling: tokens per rank [1024]\n"
     "  --d D                d_k = d_v [64]\n"
@@ -275,8 +278,7 @@ static int parse(int argc, char **argv, ds_config *c)
 
 static int run(int argc, char **argv, int rank, int world)
 {
-    ds_config c = {
-        4096, 1024, 64, 1, 5, 2e-6, "results/dist_scaling.csv", "results/dist_model.csv"};
+    ds_config c = {4096, 1024, 64, 1, 5, 2e-6, "dist_scaling.csv", "dist_model.csv"};
     int rc = parse(argc, argv, &c);
     /* the flags: every rank's verdict, agreed before any other collective (ranks started
      * with different arguments all end, none waits); the file: rank 0's */

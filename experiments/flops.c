@@ -3,12 +3,14 @@
 #include "commands.h"
 #include "common/cli.h"
 #include "common/kernels.h"
+#include "common/models.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static const char help_usage[] =
-    "usage: linattn flops --d-model D --heads H --d-ff F --n N [--m M] [--batch B]\n";
+    "usage: linattn flops --d-model D --heads H --d-ff F --n N [--m M] [--batch B]\n"
+    "       linattn flops --model NAME --n N [any flag below, to change one size]\n";
 static const char help_text[] =
     "                     [--layer encoder|decoder] [--precision float32|float64]\n"
     "                     [--feature-map elu|relu] [--chunk C] [--threads T]\n"
@@ -34,6 +36,8 @@ static const char help_text[] =
     "\n"
     "required:\n"
     "  --d-model D, --heads H (dividing D), --d-ff F, --n N      all >= 1\n"
+    "  or --model NAME: D, H and d_ff of a published model (as linattn params --model);\n"
+    "                       a decoder-only model (GPT-2) runs its causal self-attention\n"
     "options (default in brackets):\n"
     "  --m M                decoder: memory tokens of the cross-attention [N]\n"
     "  --batch B            [1]\n"
@@ -107,8 +111,10 @@ int cmd_flops(int argc, char **argv)
     const char *batch_text = NULL, *attention = NULL, *cross_attention = NULL, *layer = NULL,
                *precision = NULL;
     const char *feature_map = NULL, *chunk = NULL, *threads = NULL, *format = NULL;
+    const char *model = NULL;
     int causal = 0;
     const cli_flag flags[] = {
+        {"model", &model, NULL},
         {"d-model", &d_model, NULL},
         {"heads", &heads, NULL},
         {"d-ff", &d_ff, NULL},
@@ -132,9 +138,16 @@ int cmd_flops(int argc, char **argv)
     size_t D = 0, H = 0, F = 0, N = 0, M = 0, B = 1, C = LA_DEFAULT_CHUNK;
     int decoder = 0, prec = 0, fmt = 0;
     la_kernel kernel = LA_KERNEL_SOFTMAX, cross_kernel = LA_KERNEL_COUNT; /* as --variant */
-    if ((rc = cli_parse_size_flag("flops", "--d-model", d_model, 1, 1, &D)) ||
-        (rc = cli_parse_size_flag("flops", "--heads", heads, 1, 1, &H)) ||
-        (rc = cli_parse_size_flag("flops", "--d-ff", d_ff, 1, 1, &F)) ||
+    const mdl_model *preset = NULL;
+    if (model) {
+        if ((rc = mdl_parse("--model", model, &preset))) return rc;
+        D = preset->size.d_model, H = preset->size.heads, F = preset->size.d_ff;
+        if (strcmp(preset->stack, "decoder-only") == 0) causal = 1;
+    }
+    const int required = preset == NULL;
+    if ((rc = cli_parse_size_flag("flops", "--d-model", d_model, required, 1, &D)) ||
+        (rc = cli_parse_size_flag("flops", "--heads", heads, required, 1, &H)) ||
+        (rc = cli_parse_size_flag("flops", "--d-ff", d_ff, required, 1, &F)) ||
         (rc = cli_parse_size_flag("flops", "--n", n_text, 1, 1, &N)) ||
         (rc = cli_parse_size_flag("flops", "--m", m_text, 0, 1, &M)) ||
         (rc = cli_parse_size_flag("flops", "--batch", batch_text, 0, 1, &B)) ||
@@ -158,8 +171,11 @@ int cmd_flops(int argc, char **argv)
     c.attention = kernel;
     c.cross_attention = cross_kernel;
     c.chunk = C;
-    if (feature_map && la_feature_map_parse(feature_map, &c.feature_map) != LA_OK)
-        return cli_fail("--feature-map", "'%s' is not one of elu, relu", feature_map);
+    if (feature_map && la_feature_map_parse(feature_map, &c.feature_map) != LA_OK) {
+        char hint[160];
+        return cli_fail("--feature-map", "'%s' is not one of elu, relu%s", feature_map,
+                        cli_did_you_mean(feature_map, "elu, relu", hint, sizeof hint));
+    }
     la_dtype dtype = prec ? LA_FLOAT64 : LA_FLOAT32;
 
     la_layer_cost lc;
@@ -191,9 +207,14 @@ int cmd_flops(int argc, char **argv)
         }
         return 0;
     }
-    printf("%s layer, %s attention%s: B = %zu, N = %zu%s, D = %zu, H = %zu, d_ff = %zu, %s\n\n",
-           decoder ? "decoder" : "encoder", la_kernel_name(kernel), causal ? " (causal)" : "", B, N,
-           decoder ? "" : " (M = N)", D, H, F, precision_names[prec]);
+    if (preset) printf("%s (%s): %s\n", preset->name, preset->stack, preset->about);
+    const int block_only = preset && !decoder && strcmp(preset->stack, "decoder-only") == 0;
+    printf("%s, %s attention%s: B = %zu, N = %zu%s, D = %zu, H = %zu, d_ff = %zu, %s\n\n",
+           decoder      ? "decoder layer"
+           : block_only ? "decoder-only block (self-attention and FFN, no cross-attention)"
+                        : "encoder layer",
+           la_kernel_name(kernel), causal ? " (causal)" : "", B, N, decoder ? "" : " (M = N)", D, H,
+           F, precision_names[prec]);
     if (decoder)
         printf("cross-attention (%s) over M = %zu memory tokens\n\n",
                la_kernel_name(cross_kernel == LA_KERNEL_COUNT ? kernel : cross_kernel), M);

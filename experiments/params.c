@@ -131,15 +131,7 @@ int cmd_params(int argc, char **argv)
     la_model_size s = {0, 0, 0, 1, 0, 0, 0, 0, 0, 0};
     const mdl_model *preset = NULL;
     if (model) {
-        size_t n;
-        const mdl_model *all = mdl_all(&n);
-        const char *names[32];
-        for (size_t i = 0; i < n && i < 31; i++)
-            names[i] = all[i].name;
-        names[n < 31 ? n : 31] = NULL;
-        int which;
-        if ((rc = cli_parse_choice("--model", model, names, &which))) return rc;
-        preset = mdl_find(all[which].name);
+        if ((rc = mdl_parse("--model", model, &preset))) return rc;
         s = preset->size;
     }
     const int required = preset == NULL;
@@ -171,19 +163,28 @@ int cmd_params(int argc, char **argv)
             printf("\n");
         }
     } else if (fmt == FORMAT_JSON) {
-        printf("{\"model\": %s%s%s, \"d_model\": %zu, \"heads\": %zu, \"d_ff\": %zu, "
+        printf("{\"model\": %s%s%s, \"stack\": %s%s%s, \"d_model\": %zu, \"heads\": %zu, \"d_ff\": "
+               "%zu, "
                "\"encoder_layers\": %zu, \"decoder_layers\": %zu, \"vocab\": %zu, "
                "\"learned_positions\": %zu,\n \"parameters\": {",
-               preset ? "\"" : "", preset ? preset->name : "null", preset ? "\"" : "", s.d_model,
+               preset ? "\"" : "", preset ? preset->name : "null", preset ? "\"" : "",
+               preset ? "\"" : "", preset ? preset->stack : "null", preset ? "\"" : "", s.d_model,
                s.heads, s.d_ff, s.encoder_layers, s.decoder_layers, s.vocab, s.learned_positions);
         for (size_t i = 0; i < n; i++)
             printf("%s\"%s\": %" PRIu64, i ? ", " : "", rows[i].name, rows[i].count);
         printf("},\n \"approx_gap\": %.17g}\n", c.approx_gap);
     } else {
         if (preset) printf("%s: %s\n", preset->name, preset->about);
-        printf("Transformer parameters: D = %zu, H = %zu, d_ff = %zu, %zu encoder + %zu decoder "
-               "layers\n\n",
-               s.d_model, s.heads, s.d_ff, s.encoder_layers, s.decoder_layers);
+        printf("Transformer parameters: D = %zu, H = %zu, d_ff = %zu, ", s.d_model, s.heads,
+               s.d_ff);
+        if (preset && strcmp(preset->stack, "decoder-only") == 0 && s.decoder_layers == 0)
+            printf("%zu decoder-only layers (masked self-attention and FFN, no cross-attention: "
+                   "an encoder layer's parameters, counted in the encoder rows)\n\n",
+                   s.encoder_layers);
+        else if (preset && strcmp(preset->stack, "encoder-only") == 0 && s.decoder_layers == 0)
+            printf("%zu encoder layers (encoder-only)\n\n", s.encoder_layers);
+        else
+            printf("%zu encoder + %zu decoder layers\n\n", s.encoder_layers, s.decoder_layers);
         printf("  %-17s %20s   %s\n", "component", "parameters", "formula");
         for (size_t i = 0; i < n; i++)
             printf("  %-17s %20" PRIu64 "   %s\n", rows[i].name, rows[i].count, rows[i].formula);

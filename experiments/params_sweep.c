@@ -3,7 +3,7 @@
  * the exact counts of the standard models (common/models.c: the original Transformer
  * base and big, BERT-base and -large, GPT-2 small to XL, T5 small and base) with each
  * component's share, all from la_param_counts (the accounting `linattn params` prints for one
- * size). Writes results/params.csv. */
+ * size). Writes params.csv. */
 #include "commands.h"
 #include "common/cli.h"
 #include "common/models.h"
@@ -41,7 +41,7 @@ static const char help_text[] =
     "  --d-model LIST  the widths D of the 'sweep' rows (sorted; default 64:8192,96:6144):\n"
     "                  " SW_SWEEP_SYNTAX "; H is the largest\n"
     "                  divisor of D up to D/64 (D/64 for a multiple of 64)\n"
-    "  --out PATH      results file (default results/params.csv)\n"
+    "  --out PATH      results file (default params.csv)\n"
     "  --resume        accepted for `linattn results --resume`; the file is rewritten (the\n"
     "                  counts take no time)\n";
 
@@ -119,7 +119,7 @@ int cmd_params_sweep(int argc, char **argv)
         return rc;
     sw_sort_sizes(ds, n_d);
     char err[512];
-    res_file *f = res_open(out ? out : "results/params.csv", "params",
+    res_file *f = res_open(out ? out : "params.csv", "params",
                            "exact parameter counts (la_param_counts) against 12·D², per "
                            "encoder layer for a sweep of D and for the standard models",
                            COLUMNS, 3, 0, argc, argv, err, sizeof err);

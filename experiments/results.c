@@ -12,6 +12,7 @@
 #include "common/cli.h"
 #include "common/kernels.h"
 #include "common/record.h"
+#include "common/reference.h"
 #include "common/sweep.h"
 #include "common/textout.h"
 #include "linattn.h"
@@ -264,11 +265,14 @@ static int make_dir(const char *path)
     return 0;
 }
 
-/* 1 when path names the folder reference names (both existing), else 0. */
+/* 1 when path is the folder reference names here (both existing, the same device and
+ * inode) or the repository's own reference folder (reference.h), else 0. */
 static int same_folder(const char *path, const char *reference)
 {
-    char a[PATH_MAX], b[PATH_MAX];
-    return realpath(path, a) && realpath(reference, b) && strcmp(a, b) == 0;
+    struct stat a, b;
+    if (ref_is_reference_folder(path)) return 1;
+    return stat(path, &a) == 0 && stat(reference, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
 }
 
 /* A new run folder: results/runs/2026-11-23-2035-abc1234[-dirty][-2 …], created. */
@@ -319,6 +323,7 @@ static void point_latest(const config *c)
 static int choose_folders(config *c)
 {
     if (c->update) {
+        ref_allow_update(1);
         c->out_dir = REFERENCE_RESULTS;
         c->plots_dir = REFERENCE_PLOTS;
         return 0;

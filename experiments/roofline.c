@@ -6,7 +6,7 @@
  * point, and records per point the achieved GFLOP/s (the cost model's flops_total over
  * the median time), the arithmetic intensity (flops_total / bytes_min, la_cost), the
  * roofline bound min(peak, intensity × triad bandwidth), and the fractions of the peak
- * and of that bound. Writes results/roofline.csv (one row per series, dtype, N and d);
+ * and of that bound. Writes roofline.csv (one row per series, dtype, N and d);
  * plots/roofline.gp draws it. */
 #include "commands.h"
 #include "common/inputs.h"
@@ -52,7 +52,7 @@ static const char help_text[] =
     "                     those of their non-causal forms), of:\n";
 
 static const char help_tail[] =
-    "                     (defaults: --out results/roofline.csv --max-seconds 3\n"
+    "                     (defaults: --out roofline.csv --max-seconds 3\n"
     "                     --max-mem 8G)\n"
     "\n"
     "A point predicted (from the series' previous point, scaled by the FLOPs) to take\n"
@@ -170,8 +170,7 @@ static int parse(int argc, char **argv, config *c)
     /* the largest point's arrays, heads · N · d floats (and doubles), addressable */
     if ((rc = sw_check_floats(heads ? "--heads" : "--n", c->heads, c->ns[c->n_ns - 1], 2 * max_d)))
         return rc;
-    if ((rc = sw_common_finish(&common, &c->common, "results/roofline.csv", 3, 8.0 * (1 << 30))))
-        return rc;
+    if ((rc = sw_common_finish(&common, &c->common, "roofline.csv", 3, 8.0 * (1 << 30)))) return rc;
     return 0;
 }
 

@@ -4,8 +4,8 @@
  * (d, heads, batch) the exponent of time in N over the upper half of each curve with
  * its bootstrap interval and R² (theory: 2 for softmax, 1 for linear; common/stats.h),
  * and where linear attention overtakes softmax. The kernels are the registry's series
- * (common/kernels.h). Writes results/scaling.csv (long format: one row per series, N, d,
- * heads and batch) and results/scaling_fit.csv (one row per series and (d, heads,
+ * (common/kernels.h). Writes scaling.csv (long format: one row per series, N, d,
+ * heads and batch) and scaling_fit.csv (one row per series and (d, heads,
  * batch)). */
 #include "commands.h"
 #include "common/inputs.h"
@@ -77,7 +77,7 @@ static const char help_text[] =
     "                     is refused)\n"
     "  --variant LIST     comma-separated series (--variants: deprecated), of:\n";
 static const char help_after_variants[] = SW_COMMON_HELP
-    "                     (defaults: --out results/scaling.csv --max-seconds 20\n"
+    "                     (defaults: --out scaling.csv --max-seconds 20\n"
     "                     --max-mem 8G)\n"
     "\n"
     "A point predicted (from the kernel's previous point and its theoretical exponent,\n"
@@ -93,12 +93,12 @@ static const char help_after_variants[] = SW_COMMON_HELP
  * that are run (causal hard's and materialised causal softmax's, those of their
  * non-causal forms; the score functions' and relative positions', softmax's plus their
  * own O(N·M·d) scoring, and plain loops that would take most of the suite's time). */
-static const char *const left_out_by_default[] = {
-    "softmax_materialized_causal", "hard_causal",
-    /* the score functions and relative positions (issue 14): softmax with other scores,
-     * quadratic like it */
-    "general", "general_causal", "additive", "additive_causal", "cosine", "cosine_causal",
-    "relative", "relative_causal", NULL};
+static const char *const left_out_by_default[] = {"softmax_materialized_causal", "hard_causal",
+                                                  /* the score functions and relative positions:
+                                                   * softmax with other scores, quadratic like it */
+                                                  "general", "general_causal", "additive",
+                                                  "additive_causal", "cosine", "cosine_causal",
+                                                  "relative", "relative_causal", NULL};
 
 void cmd_scaling_help(FILE *out)
 {
@@ -275,7 +275,7 @@ static int parse(int argc, char **argv, config *c)
     for (size_t vi = 0; c->pass == PS_TRAIN && vi < c->n_series; vi++) {
         if (!c->selected[vi] || ps_kernel_has(c->series[vi].kernel, PS_TRAIN)) continue;
         if (list)
-            return cli_fail("--variant", "%s has no backward pass yet (--pass train)",
+            return cli_fail("--variant", "%s has no backward pass (--pass train)",
                             c->series[vi].name);
         c->selected[vi] = 0; /* the default: the kernels that have one */
     }
@@ -291,9 +291,8 @@ static int parse(int argc, char **argv, config *c)
         (rc = sw_check_floats("--n", max_b * max_h, c->ns[c->n_ns - 1], max_of(c->ds, c->n_ds))))
         return rc;
     if ((rc = sw_common_finish(&common, &c->common,
-                               c->pass == PS_TRAIN ? "results/scaling_train.csv"
-                                                   : "results/scaling.csv",
-                               20, 8.0 * (1 << 30))) ||
+                               c->pass == PS_TRAIN ? "scaling_train.csv" : "scaling.csv", 20,
+                               8.0 * (1 << 30))) ||
         (rc = source_of(c, q_path, k_path, v_path, d, heads, batch, n != NULL)))
         return rc;
     c->variant_params.seed = c->common.seed; /* one seed: the inputs' and the variants' draws */

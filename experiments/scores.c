@@ -5,7 +5,7 @@
  * entry is a_j(1 − a_j) or −a_j a_l, all near 0 for a one-hot row), so almost no gradient
  * flows back through the scores. Scaled by 1/√d_k the logits keep unit variance at every
  * d_k. For each d_k, scaling (none: scale 1; sqrt: 1/√d_k) and seed, one row of
- * results/scores.csv: the logits' standard deviation, the attention weights' mean and
+ * scores.csv: the logits' standard deviation, the attention weights' mean and
  * minimum row entropy against its maximum ln N, the Jacobian's largest entry (median, mean
  * and max over rows), and the mean largest weight. The weights come from the library
  * (la_attention_weights_f64, the softmax kernel's row softmax, float64). */
@@ -50,7 +50,7 @@ static const char help_text[] =
     "  --seeds S        draws per point, seeds S0 .. S0 + S - 1 (default 5)\n"
     "  --seed S0        the first seed (default 1)\n"
     "  --out PATH       results file (CSV with a # metadata header; default\n"
-    "                   results/scores.csv)\n"
+    "                   scores.csv)\n"
     "  --resume         keep the points already in PATH, measure only the missing ones\n"
     "\n"
     "Columns: scaling,d_k,n,seed,logit_std,entropy_mean_nats,entropy_min_nats,\n"
@@ -101,7 +101,7 @@ static int parse(int argc, char **argv, config *c)
     if (c->n > 4096) return cli_fail("--n", "at most 4096 (the N×N weights are held)");
     for (size_t i = 0; i < c->n_d; i++)
         if (c->d[i] > 16384) return cli_fail("--d", "%zu: at most 16384", c->d[i]);
-    if (!c->out) c->out = "results/scores.csv";
+    if (!c->out) c->out = "scores.csv";
     return 0;
 }
 

@@ -1,10 +1,10 @@
 # roofline.gp — every kernel on this machine's roofline: achieved GFLOP/s against
 # arithmetic intensity (FLOPs of the cost model per minimum byte moved, la_cost.bytes_min),
-# log-log, under the two ceilings measured in the same process: the FMA peak (float32
-# solid, float64 dashed) and the triad memory bandwidth (the sloped part, intensity ×
-# GB/s). One point style per kernel series (colour and shape), filled for float32 and
-# hollow for float64; every N and d of the run is a point (intensity grows with d and,
-# for the quadratic kernels, with N).
+# log-log, one panel per precision (float32 left, float64 right), each under its own
+# ceiling measured in the same process: the FMA peak and the triad memory bandwidth (the
+# sloped part, intensity × GB/s). Each kernel series has a colour and marker pair no
+# other series shares, the same in both panels (one legend, right); every N and d of the
+# run is a point (intensity grows with d and, for the quadratic kernels, with N).
 # Reads ../results/roofline.csv (`linattn roofline`); writes roofline.png|svg.
 # By hand: gnuplot -e 'data="x/roofline.csv"; out="x/roofline"' roofline.gp
 load "style.gpi"
@@ -37,49 +37,58 @@ stats data using ((strcol("status") eq "ok") ? column("gflops") : NaN) nooutput
 ylo = STATS_min / 3
 yhi = STATS_max
 if (peak32 == peak32 && peak32 > yhi) { yhi = peak32 }
-yhi = yhi * 8   # headroom for the key
+yhi = yhi * 8
 ridge32 = peak32 / bw
 ridge64 = peak64 / bw
 if (ridge32 == ridge32 && ridge32 < xlo) { xlo = ridge32 / 2 }
 if (ridge64 == ridge64 && ridge64 < xlo) { xlo = ridge64 / 2 }
 if (ridge32 == ridge32 && ridge32 > xhi) { xhi = ridge32 * 2 }
 
-# shapes: filled (float32) and hollow (float64) pairs: square, circle, triangle,
-# inverted triangle, diamond, pentagon
-filled = "5 7 9 11 13 15"
-hollow = "4 6 8 10 12 14"
-pt_of(i, f64) = 0 + word(f64 ? hollow : filled, 1 + (i - 1) % 6)
+# a colour and marker pair per series, unique: 11 colours, then the next marker
+palette = "#1f77b4 #d62728 #2ca02c #9467bd #ff7f0e #17becf #8c564b #e377c2 #7f7f7f #bcbd22 #000080"
+markers = "7 5 9 11 13 15"
+np = words(palette)
+col_of(i) = word(palette, 1 + (i - 1) % np)
+pt_of(i) = 0 + word(markers, 1 + ((i - 1) / np) % words(markers))
 
-ceil = ""
-if (peak32 == peak32) {
-    ceil = ceil . sprintf('roof(peak32, x) with lines lc rgb "black" lw 2.5 title "ceiling, float32: min(%.0f GFLOP/s, intensity × %.1f GB/s)", ', peak32, bw)
-}
-if (peak64 == peak64) {
-    ceil = ceil . sprintf('roof(peak64, x) with lines lc rgb "#555555" dt 2 lw 2 title "ceiling, float64: min(%.0f GFLOP/s, intensity × %.1f GB/s)", ', peak64, bw)
-}
-pts = ""
+pts_f32 = ""
+pts_f64 = ""
 do for [i=1:n] {
-    v = word(names, i)
-    pts = pts . sprintf('data using (okr(word(names, %d), "f32", "intensity_flop_per_byte")):(okr(word(names, %d), "f32", "gflops")) with points lc rgb color_of(word(names, %d)) pt %d ps 1.2 title title_of(word(names, %d)), ', i, i, i, pt_of(i, 0), i)
-    pts = pts . sprintf('data using (okr(word(names, %d), "f64", "intensity_flop_per_byte")):(okr(word(names, %d), "f64", "gflops")) with points lc rgb color_of(word(names, %d)) pt %d ps 1.2 notitle, ', i, i, i, pt_of(i, 1))
+    pts_f32 = pts_f32 . sprintf('data using (okr(word(names, %d), "f32", "intensity_flop_per_byte")):(okr(word(names, %d), "f32", "gflops")) with points lc rgb "%s" pt %d ps 1.2 title title_of(word(names, %d)), ', i, i, col_of(i), pt_of(i), i)
+    pts_f64 = pts_f64 . sprintf('data using (okr(word(names, %d), "f64", "intensity_flop_per_byte")):(okr(word(names, %d), "f64", "gflops")) with points lc rgb "%s" pt %d ps 1.2 notitle, ', i, i, col_of(i), pt_of(i))
 }
+ceil32 = peak32 == peak32 ? sprintf('roof(peak32, x) with lines lc rgb "black" lw 2.5 title sprintf("ceiling: min(FMA peak, intensity × %.1f GB/s triad)", bw), ') : ""
+ceil64 = peak64 == peak64 ? sprintf('roof(peak64, x) with lines lc rgb "black" lw 2.5 notitle, ') : ""
 
-set title heading("Roofline: achieved GFLOP/s against arithmetic intensity") font ",15"
 set xlabel "arithmetic intensity (FLOPs of the cost model per minimum byte moved)"
-set ylabel "achieved GFLOP/s (cost-model FLOPs / median time)"
 set logscale xy 10
 set format x "10^{%L}"
 set format y "10^{%L}"
 set xrange [xlo : xhi]
-set yrange [ylo : yhi]
+set yrange [ylo : yhi / 8 * 2]
 set samples 400
-fig_w = 1300
-fig_h = 850
-set key outside right top Left reverse font ",10" spacing 1.1
 set bmargin 5
-set label 1 "filled: float32, hollow: float64; one point per N and d; ceilings measured in the same run (FMA peak, STREAM triad)" \
-    at screen 0.99, screen 0.02 right font ",10" tc rgb "#555555"
+set tmargin 5
 
-eval png(out)
-plot @ceil @pts NaN notitle
-eval svg(out)
+do for [fmt in formats] {
+    eval term(fmt, out, 1800, 800)
+    set multiplot title heading("Roofline: achieved GFLOP/s against arithmetic intensity") font ",15"
+    set label 1 "one point per N and d; ceilings measured in the same run (FMA peak, STREAM triad); the legend holds for both panels" \
+        at screen 0.99, screen 0.02 right font ",10" tc rgb "#555555"
+    # float32
+    set lmargin at screen 0.05
+    set rmargin at screen 0.37
+    set title sprintf("float32: peak %.0f GFLOP/s, ridge %.1f FLOP/byte", peak32, ridge32) font ",12"
+    set ylabel "achieved GFLOP/s (cost-model FLOPs / median time)"
+    set key at screen 0.755, screen 0.86 left top Left reverse font ",10" spacing 1.1 width -4
+    plot @ceil32 @pts_f32 NaN notitle
+    unset label 1
+    # float64
+    set lmargin at screen 0.42
+    set rmargin at screen 0.74
+    set title sprintf("float64: peak %.0f GFLOP/s, ridge %.1f FLOP/byte", peak64, ridge64) font ",12"
+    set ylabel ""
+    plot @ceil64 @pts_f64 NaN notitle
+    unset multiplot
+    set output
+}

@@ -147,7 +147,9 @@ int cli_parse_choice(const char *flag, const char *text, const char *const *choi
         int n = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", choices[i]);
         if (n > 0 && (size_t)n < sizeof list - used) used += (size_t)n;
     }
-    return cli_fail(flag, "'%s' is not one of %s", text, list);
+    char hint[160];
+    return cli_fail(flag, "'%s' is not one of %s%s", text, list,
+                    cli_did_you_mean(text, list, hint, sizeof hint));
 }
 
 /* ---------------------------------------------------------------- lists */
@@ -219,6 +221,55 @@ void cli_print_wrapped(FILE *out, const char *text, size_t column)
 
 /* ---------------------------------------------------------------- flags */
 
+/* Edit distance between a[0..n) and b[0..m) (insert, delete, replace, swap two
+ * neighbours; '-' equals '_'), capped: anything above 3 is 3. */
+static size_t edits(const char *a, size_t n, const char *b, size_t m)
+{
+    enum { CAP = 3, MAXLEN = 64 };
+    if (n > MAXLEN || m > MAXLEN) return CAP;
+    size_t d[MAXLEN + 1][MAXLEN + 1];
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= m; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t j = 1; j <= m; j++) {
+            char x = a[i - 1] == '-' ? '_' : a[i - 1], y = b[j - 1] == '-' ? '_' : b[j - 1];
+            size_t best = d[i - 1][j - 1] + (x != y);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[n][m] < CAP ? d[n][m] : CAP;
+}
+
+const char *cli_did_you_mean(const char *word, const char *list, char *buf, size_t size)
+{
+    const char *best = NULL;
+    size_t best_len = 0, best_d = 3, ties = 0, wlen = strlen(word);
+    for (const char *p = list; *p;) {
+        p += strspn(p, ", |");
+        size_t len = strcspn(p, ", |");
+        if (!len) break;
+        size_t d = edits(word, wlen, p, len);
+        if (d < best_d)
+            best = p, best_len = len, best_d = d, ties = 1;
+        else if (d == best_d && best)
+            ties++;
+        p += len;
+    }
+    /* one clear candidate, and not a rewrite of most of a short word */
+    if (!best || ties != 1 || best_d == 0 || 2 * best_d >= wlen) {
+        if (size) buf[0] = 0;
+        return buf;
+    }
+    snprintf(buf, size, "; did you mean %.*s?", (int)best_len, best);
+    return buf;
+}
+
 static const cli_flag *find_flag(const cli_flag *flags, const char *name, size_t len)
 {
     for (const cli_flag *f = flags; f->name; f++)
@@ -265,7 +316,18 @@ int cli_parse_flags_aliased(int argc, char **argv, const cli_flag *flags, const 
         const cli_alias *alias = find_alias(aliases, name, name_len);
         const cli_flag *f = alias ? find_flag(flags, alias->now, strlen(alias->now))
                                   : find_flag(flags, name, name_len);
-        if (!f) return cli_fail(shown, "unknown flag (see linattn help %s)", command);
+        if (!f) {
+            char names[2048] = "", hint[160];
+            size_t used = 0;
+            for (const cli_flag *g = flags; g->name && used + 4 < sizeof names; g++) {
+                int k = snprintf(names + used, sizeof names - used, "--%s ", g->name);
+                if (k > 0) used += (size_t)k;
+            }
+            char typed[104];
+            snprintf(typed, sizeof typed, "--%.*s", (int)(name_len < 100 ? name_len : 100), name);
+            return cli_fail(shown, "unknown flag%s (see linattn help %s)",
+                            cli_did_you_mean(typed, names, hint, sizeof hint), command);
+        }
         if (alias && alias - aliases < 64) renamed |= 1ull << (alias - aliases);
         size_t index = (size_t)(f - flags);
         if (index < 64) {

@@ -43,6 +43,11 @@ int cli_fail(const char *what, const char *fmt, ...)
 #endif
     ;
 
+/* "; did you mean NAME?" when exactly one name of list (names separated by commas,
+ * spaces or '|') is nearest to word and within 2 edits of it ('-' and '_' alike), else
+ * "": for the end of an "unknown" message. Written into buf (size bytes), returned. */
+const char *cli_did_you_mean(const char *word, const char *list, char *buf, size_t size);
+
 /* ---------------------------------------------------------------- numbers */
 
 /* The whole of text must be the number: no spaces, no trailing characters. Errors name

@@ -111,8 +111,15 @@ static int check_arrays(const in_source *s)
 
 int in_source_open(in_source *s, const char *q, const char *k, const char *v, uint64_t seed)
 {
+    return in_source_open_as(s, LAYOUT_BHND, q, k, v, seed);
+}
+
+int in_source_open_as(in_source *s, layout_kind layout, const char *q, const char *k, const char *v,
+                      uint64_t seed)
+{
     memset(s, 0, sizeof *s);
     s->seed = seed;
+    s->layout = layout;
     if (!q && !k && !v) return 0;
     const char *flags[] = {"--q", "--k", "--v"}, *paths[] = {q, k, v};
     for (int i = 0; i < 3; i++)
@@ -125,6 +132,7 @@ int in_source_open(in_source *s, const char *q, const char *k, const char *v, ui
     for (int i = 0; i < 3 && rc == 0; i++) {
         s->path[i] = paths[i];
         rc = cli_read_floats(paths[i], LA_FLOAT32, arrays[i]);
+        if (rc == 0) rc = layout_swap_heads(layout, paths[i], arrays[i]);
     }
     if (rc == 0) rc = check_arrays(s);
     if (rc) {
@@ -159,10 +167,10 @@ void in_source_describe(const in_source *s, char *buf, size_t size)
         snprintf(buf, size, "# inputs: random (seed %llu)\n", (unsigned long long)s->seed);
     else
         snprintf(buf, size,
-                 "# inputs: %s %s %s (B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu; points take "
-                 "prefixes of N and M)\n",
-                 s->path[0], s->path[1], s->path[2], s->batch, s->heads, s->n, s->m, s->d_k,
-                 s->d_v);
+                 "# inputs: %s %s %s (B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu, layout %s; "
+                 "points take prefixes of N and M)\n",
+                 s->path[0], s->path[1], s->path[2], s->batch, s->heads, s->n, s->m, s->d_k, s->d_v,
+                 s->layout == LAYOUT_BNHD ? "bnhd" : "bhnd");
 }
 
 /* dst (heads, rows, cols) = the first rows of every head of src (heads, src_rows, cols) */

@@ -3,6 +3,7 @@
 #ifndef LA_INPUTS_H
 #define LA_INPUTS_H
 
+#include "layout.h"
 #include "linattn.h"
 
 #include <stddef.h>
@@ -44,12 +45,16 @@ typedef struct {
     la_array q, k, v;      /* files: float32 */
     size_t batch, heads;   /* files: the leading dims (1 where absent) */
     size_t n, m, d_k, d_v; /* files: query rows, key rows, head sizes */
+    layout_kind layout;    /* files: how they were read (layout.h) */
 } in_source;
 
 /* Random inputs from seed when q, k and v are all NULL; else reads and checks the three
  * files (all three are needed). Returns 0, or 2 after one line (cli.h's rule:
  * "linattn: k.npy: d_k = 8 differs from Q's d_k = 16"), with nothing held. */
 int in_source_open(in_source *s, const char *q, const char *k, const char *v, uint64_t seed);
+/* The same, the files in layout (bnhd arrays transposed to (B, H, N, d) on reading). */
+int in_source_open_as(in_source *s, layout_kind layout, const char *q, const char *k, const char *v,
+                      uint64_t seed);
 void in_source_close(in_source *s);
 
 /* The longest prefix a self-attention point (N = M) can take: min(N, M) of the arrays;

@@ -58,9 +58,10 @@ int kn_parse_series_list(const char *flag, const char *text, const kn_series *al
             for (j = 0; j < n && !(all[j].kernel == kernel && all[j].causal == causal); j++)
                 ;
         if (j == n) {
-            char names[1024];
-            return cli_fail(flag, "'%s' is not one of %s", items[i],
-                            kn_series_names(all, n, NULL, names, sizeof names));
+            char names[1024], hint[160];
+            kn_series_names(all, n, NULL, names, sizeof names);
+            return cli_fail(flag, "'%s' is not one of %s%s", items[i], names,
+                            cli_did_you_mean(items[i], names, hint, sizeof hint));
         }
         if (selected[j]) return cli_fail(flag, "'%s' given twice", items[i]);
         selected[j] = 1;
@@ -90,9 +91,10 @@ int kn_parse_kernel(const char *flag, const char *text, int (*keep)(la_kernel), 
     if (!text || !*text) return cli_fail(flag, "needs a value");
     if (strchr(text, ',')) return cli_fail(flag, "takes one kernel here, not the list '%s'", text);
     if (la_kernel_parse(text, &k) != LA_OK || (keep && !keep(k))) {
-        char names[512];
-        return cli_fail(flag, "'%s' is not one of %s", text,
-                        kn_kernel_names(keep, ", ", names, sizeof names));
+        char names[512], hint[160];
+        kn_kernel_names(keep, ", ", names, sizeof names);
+        return cli_fail(flag, "'%s' is not one of %s%s", text, names,
+                        cli_did_you_mean(text, names, hint, sizeof hint));
     }
     *out = k;
     return 0;
@@ -136,7 +138,7 @@ la_kernel kn_family(la_kernel k)
     return family;
 }
 
-/* The word of a family's own kernel among its forms. Not in the registry yet (a
+/* The word of a family's own kernel among its forms. Not in the registry (a
  * candidate field: the form's name); a family not listed calls it "default". */
 static const struct {
     const char *family, *form;

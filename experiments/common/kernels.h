@@ -1,7 +1,7 @@
 /* kernels.h — the attention kernels as the commands see them, all read from the library's
  * kernel registry (la_kernel_get): the series of the result files, the spellings of the
  * command line, and the help lines that list them. A new registry row shows up in every
- * command through these; the few facts the registry does not hold yet are the small
+ * command through these; the few facts the registry does not hold are the small
  * tables in kernels.c, each with a default for a kernel it does not name.
  *
  * Words used below:

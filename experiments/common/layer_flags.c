@@ -33,8 +33,11 @@ int lf_parse(const lf_text *t, lf_values *out)
         return cli_fail("--feature-map", "applies to a --variant or --cross-variant %s only",
                         kn_kernel_names(lf_reads_feature_map, " or ", names, sizeof names));
     }
-    if (t->feature_map && la_feature_map_parse(t->feature_map, &fm) != LA_OK)
-        return cli_fail("--feature-map", "'%s' is not one of elu, relu", t->feature_map);
+    if (t->feature_map && la_feature_map_parse(t->feature_map, &fm) != LA_OK) {
+        char hint[160];
+        return cli_fail("--feature-map", "'%s' is not one of elu, relu%s", t->feature_map,
+                        cli_did_you_mean(t->feature_map, "elu, relu", hint, sizeof hint));
+    }
     if ((rc = cli_parse_threads("--threads", t->threads))) return rc;
     out->norm = norm_i ? LA_NORM_PRE : LA_NORM_POST;
     out->kernel = kernel;

@@ -14,12 +14,18 @@ typedef struct {
     const char *name;  /* "gpt2-medium": the one spelling of --model */
     const char *about; /* one line: whose model, what the count includes */
     la_model_size size;
+    /* "encoder-decoder", "encoder-only" or "decoder-only". A decoder-only model's blocks
+     * (masked self-attention and FFN, no cross-attention) have an encoder layer's
+     * parameters, so la_model_size counts them as encoder_layers. */
+    const char *stack;
 } mdl_model;
 
 /* The rows, in the order help lists them; *count is set to their number. */
 const mdl_model *mdl_all(size_t *count);
 
-/* The row named name, or NULL. */
-const mdl_model *mdl_find(const char *name);
+/* --model NAME, the flag's one parser in every command that describes a model (params,
+ * flops, block-sweep): 0 and *out, or 2 after one line listing the names (and the
+ * nearest one when the name is a near miss). */
+int mdl_parse(const char *flag, const char *text, const mdl_model **out);
 
 #endif

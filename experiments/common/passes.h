@@ -5,7 +5,7 @@
  *   train     forward then backward as one body, the cost of a training step's attention.
  * Its FLOPs and workspace come from the library's one model: la_attention_cost for the
  * forward, la_attention_backward_cost for the backward, both for train. A kernel whose
- * registry row has no backward yet has no backward or train pass (ps_kernel_has).
+ * registry row has no backward has no backward or train pass (ps_kernel_has).
  *
  * bench --pass uses them; a sweep adopts them in a few lines (scaling --pass train):
  * ps_cost in place of la_attention_cost, ps_time in place of res_time_kernel, d_out

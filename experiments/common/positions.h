@@ -1,4 +1,4 @@
-/* positions.h — positional encodings on the command line (issue 14), one set of flags for
+/* positions.h — positional encodings on the command line, one set of flags for
  * attend and block:
  *   --positions P         none, sinusoidal, learned, relative or rotary            [none]
  *   --position-table T.npy  learned: the table (L, D), L >= the sequence; else drawn

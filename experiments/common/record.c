@@ -5,6 +5,7 @@
 
 #include "busy.h"
 #include "linattn.h"
+#include "reference.h"
 #include "stats.h"
 
 #include <errno.h>
@@ -650,6 +651,7 @@ res_file *res_open(const char *path, const char *experiment, const char *about, 
         snprintf(err, err_size, "%s: out of memory", path);
         goto fail;
     }
+    if (ref_guard(path, err, err_size)) goto fail;
     if ((f->lock = lock_folder(path, err, err_size)) == -2) goto fail;
 
     int kept = 0;
@@ -977,6 +979,7 @@ void res_progress_start(res_progress *pr, const char *label, int total_points, d
     pr->what[0] = 0;
     pr->point_work = 0;
     pr->point_start_s = pr->start_s;
+    pr->last_rate_s = 0;
     pr->heartbeat_s = 10;
 }
 
@@ -989,15 +992,25 @@ static void progress_label(const res_progress *pr, char *buf, size_t size)
         snprintf(buf, size, "[%s]", pr->label);
 }
 
-/* "elapsed 1m05s  left ~2m10s (suite ~6m00s)" after `done` units of work */
+/* "elapsed 1m05s  left ~2m10s (1m40s–2m10s) (suite ~6m00s)" after `done` units of work:
+ * the work left at the rate of all finished points, and the range to the rate of the
+ * last one when the two differ by more than a fifth */
 static void progress_times(const res_progress *pr, double done, double now, char *buf, size_t size)
 {
     double elapsed = now - pr->start_s, left = NAN;
-    char e[32], r[32] = "?", s[64] = "";
+    char e[32], r[96] = "?", s[64] = "";
     res_format_duration(elapsed, e, sizeof e);
     if (done > 0 && done <= pr->total_work) {
         left = elapsed * (pr->total_work - done) / done;
         res_format_duration(left, r, sizeof r);
+        const double other = pr->last_rate_s * (pr->total_work - done);
+        if (pr->last_rate_s > 0 && (other > 1.2 * left || left > 1.2 * other)) {
+            char lo[32], hi[32];
+            res_format_duration(other < left ? other : left, lo, sizeof lo);
+            res_format_duration(other < left ? left : other, hi, sizeof hi);
+            size_t used = strlen(r);
+            if (strcmp(lo, hi) != 0) snprintf(r + used, sizeof r - used, " (%s–%s)", lo, hi);
+        }
     }
     if (suite_total > 0 && suite_k < suite_total && suite_after_s >= 0 && isfinite(left)) {
         char t[32];
@@ -1029,7 +1042,7 @@ static void *heartbeat(void *unused)
         const double now = res_now();
         if (!beat_active || !(beat.heartbeat_s > 0) || now - beat_last_s < beat.heartbeat_s)
             continue;
-        char label[96], times[160], running[32];
+        char label[96], times[256], running[32];
         progress_label(&beat, label, sizeof label);
         progress_times(&beat, beat.work_done - beat.point_work, now, times, sizeof times);
         res_format_duration(now - beat.point_start_s, running, sizeof running);
@@ -1064,9 +1077,11 @@ static void beat_update(const res_progress *pr, int active, double last_line_s)
 
 void res_progress_step(res_progress *pr, int point, double work, const char *what)
 {
-    /* the point before this one has finished */
+    /* the point before this one has finished: its rate, for the range of the time left */
     const double done = pr->work_done, now = res_now();
-    char label[96], times[160];
+    if (pr->point > 0 && pr->point_work > 0)
+        pr->last_rate_s = (now - pr->point_start_s) / pr->point_work;
+    char label[96], times[256];
     progress_label(pr, label, sizeof label);
     progress_times(pr, done, now, times, sizeof times);
     if (pr->tty) {

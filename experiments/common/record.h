@@ -194,7 +194,9 @@ const bz_report *res_machine_check(void);
 
 /* The progress line, on stderr. Call a step as a point starts, passing the work it
  * stands for in any unit (predicted FLOPs, or 1 per point); the time left extrapolates
- * the elapsed time of the finished points' work to the work still to do.
+ * the elapsed time of the finished points' work to the work still to do. When the last
+ * finished point ran at another rate (small points pay fixed costs, so the rate changes
+ * as N grows), the range between the two estimates follows: "left ~30.0s (12.0s–30.0s)".
  * On a terminal, one line rewritten in place as each point starts:
  *   [2/6 crossover] point 12/40  elapsed 1m05s  left ~2m10s (suite ~6m00s)  softmax N=8192
  * Elsewhere (a pipe or a file: `make results 2>&1 | tee log`), plain lines: one per
@@ -219,6 +221,7 @@ typedef struct {
     char what[96];     /* what it is */
     double point_work; /* its work */
     double point_start_s;
+    double last_rate_s; /* seconds per unit of work of the last finished point (0: none) */
     double heartbeat_s; /* plain lines: one at least this often while a point runs */
 } res_progress;
 

@@ -38,7 +38,9 @@ typedef struct {
 
 /* Help text for the shared flags. */
 #define SW_COMMON_HELP                                                                             \
-    "  --out PATH         results file (CSV with a # metadata header)\n"                           \
+    "  --out PATH         results file (CSV with a # metadata header; by default in the\n"         \
+    "                     current directory, never in the repository's results/, which\n"          \
+    "                     only `linattn results --update` writes)\n"                               \
     "  --resume           keep the points already in PATH, measure only the missing ones\n"        \
     "  --max-seconds S    skip (and record as skipped) a kernel call predicted to take\n"          \
     "                     longer than S seconds\n"                                                 \

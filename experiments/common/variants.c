@@ -53,7 +53,7 @@ static const char *readers(unsigned bits, char *buf, size_t size)
         const char *sep = seen == 1 ? "" : seen == count ? " or " : ", ";
         len += (size_t)snprintf(buf + len, size - len, "%s%s", sep, row->name);
     }
-    return count ? buf : "no kernel yet";
+    return count ? buf : "no kernel";
 }
 
 static int refuse_unread(const char *flag, const char *given, unsigned bits, unsigned read)

@@ -23,7 +23,7 @@
 
 typedef struct {
     const char *window, *proj_rank, *proj, *features, *seed;
-    const char *score_dim, *score_w, *score_v; /* issue 14's score functions */
+    const char *score_dim, *score_w, *score_v; /* the score functions */
 } vp_flags;
 
 /* The entries of a subcommand's cli_flag table, for the vp_flags f: the parameters;

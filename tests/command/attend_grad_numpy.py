@@ -12,8 +12,8 @@ and both causal forms) × causal × key lengths × precision over inputs of shap
 ‖g − ref‖ / ‖ref‖ < 1e-5 in float32 and < 1e-11 in float64 for each of dQ, dK, dV
 (linear attention's dQ and dK: relative to the size of the terms they sum, see
 linear_dq_error).
-A kernel the library has no backward for yet (attend refuses it: "kernel X has no backward
-pass yet") is reported once as "SKIPPED X: no backward yet" and does not fail, but the
+A kernel the library has no backward for (attend refuses it: "kernel X has no backward
+pass") is reported once as "SKIPPED X: no backward" and does not fail, but the
 refusal itself must be clean (exit 2, one line, no file written).
 Part 2 feeds bad gradient flags and files: each must exit 2 with exactly one stderr line
 naming the fault, and leave no output file (Y nor gradient) and no temporary behind.
@@ -44,7 +44,7 @@ from attend_numpy import (DEFAULT_EPS, Run, key_mask, phi, ref_hard, ref_linear,
 import checks  # noqa: E402  (tests/command/checks.py)
 
 TOL = {"float32": 1e-5, "float64": 1e-11}
-NO_BACKWARD = "has no backward pass yet"
+NO_BACKWARD = "has no backward pass"
 
 
 # ---------------------------------------------------------------- the NumPy backward
@@ -226,7 +226,7 @@ def skipped(run, err, rc):
     kernel = lines[0].split("kernel ", 1)[1].split(" ", 1)[0]
     if kernel not in run.skipped_kernels:
         run.skipped_kernels.add(kernel)
-        print("SKIPPED %s: no backward yet" % kernel)
+        print("SKIPPED %s: no backward" % kernel)
     run.skipped += 1
     left = [name for name in os.listdir(run.dir) if name in OUTPUTS or ".tmp." in name]
     if left:

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""csv_load.py — a results file loads with the one-line loads the README shows, and
+"""csv_load.py — a results file loads with the one-line loads docs/guide.md shows, and
 `linattn csv` gives the same data to tools that cannot skip `#` lines.
 
 Usage: /usr/bin/python3 tests/command/csv_load.py BUILD/linattn   (run by `make test`)
@@ -7,7 +7,7 @@ Usage: /usr/bin/python3 tests/command/csv_load.py BUILD/linattn   (run by `make 
 Writes a results file with `linattn params-sweep` (instant: it measures nothing; every
 experiment writes through the same writer), adds the `#` lines a run can leave between
 rows (`# resumed:` after --resume, a metadata line after the header), then checks:
-  - the NumPy line of README.md (exactly as written there) gives the header's columns,
+  - the NumPy line of docs/guide.md (exactly as written there) gives the header's columns,
     every data row, numbers as numbers and text as text;
   - the pandas line, where pandas is installed (Debian's python3-pandas is not a test
     dependency: otherwise it is reported as skipped);
@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 import checks  # noqa: E402  (tests/command/checks.py)
 
-# The two loads, as README.md writes them (checked to be there, word for word).
+# The two loads, as docs/guide.md writes them (checked to be there, word for word).
 NUMPY_LINE = ("np.genfromtxt((l for l in open(path) if l[0] != '#'), delimiter=',', "
               "names=True, dtype=None, encoding=None)")
 PANDAS_LINE = "pd.read_csv(path, comment='#')"
@@ -36,16 +36,17 @@ PANDAS_LINE = "pd.read_csv(path, comment='#')"
 
 def main():
     binary = checks.binary_arg("csv_load.py")
-    readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
+    guide = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
+                         "guide.md")
     check = checks.Checks("csv_load")
 
     def run(args):
         return checks.run(binary, args, timeout=120)
 
-    with open(readme) as f:
+    with open(guide) as f:
         text = f.read()
-    check(NUMPY_LINE in text, "README.md shows the NumPy line tested here")
-    check(PANDAS_LINE in text, "README.md shows the pandas line")
+    check(NUMPY_LINE in text, "docs/guide.md shows the NumPy line tested here")
+    check(PANDAS_LINE in text, "docs/guide.md shows the pandas line")
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "params.csv")
@@ -63,7 +64,7 @@ def main():
         with open(path, "w") as f:
             f.write("\n".join(lines) + "\n")
 
-        # the NumPy line, exactly as in the README
+        # the NumPy line, exactly as in docs/guide.md
         a = eval(NUMPY_LINE, {"np": np, "path": path})
         check(list(a.dtype.names) == header, "NumPy: the columns are the header row")
         check(a.shape == (len(data),), "NumPy: every data row (%d)" % len(data))
@@ -78,7 +79,7 @@ def main():
         try:
             import pandas as pd
         except ImportError:
-            print("skipped: pandas is not installed; the README's pandas line is untested")
+            print("skipped: pandas is not installed; the guide's pandas line is untested")
         else:
             df = eval(PANDAS_LINE, {"pd": pd, "path": path})
             check(list(df.columns) == header and len(df) == len(data),

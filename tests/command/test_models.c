@@ -21,8 +21,8 @@
 
 static uint64_t total_of(const char *name)
 {
-    const mdl_model *m = mdl_find(name);
-    if (!m) fail_msg("no model %s in the table", name);
+    const mdl_model *m = NULL;
+    if (mdl_parse("--model", name, &m) != 0 || !m) fail_msg("no model %s in the table", name);
     la_param_count c;
     assert_int_equal(la_param_counts(&m->size, &c), LA_OK);
     printf("  %-16s %14llu\n", name, (unsigned long long)c.total);
@@ -71,11 +71,21 @@ static void table_rows(void **state)
         la_param_count c;
         assert_int_equal(la_param_counts(&all[i].size, &c), LA_OK);
         assert_true(all[i].about && all[i].about[0]);
-        assert_ptr_equal(mdl_find(all[i].name), &all[i]);
+        const mdl_model *found = NULL;
+        assert_int_equal(mdl_parse("--model", all[i].name, &found), 0);
+        assert_ptr_equal(found, &all[i]);
+        assert_true(strcmp(all[i].stack, "encoder-decoder") == 0 ||
+                    strcmp(all[i].stack, "encoder-only") == 0 ||
+                    strcmp(all[i].stack, "decoder-only") == 0);
+        /* only a model with decoder layers of its own counts them */
+        assert_int_equal(strcmp(all[i].stack, "encoder-decoder") == 0,
+                         all[i].size.decoder_layers > 0);
         for (size_t j = 0; j < i; j++)
             assert_true(strcmp(all[i].name, all[j].name) != 0);
     }
-    assert_null(mdl_find("gpt3"));
+    const mdl_model *none = NULL;
+    assert_int_equal(mdl_parse("--model", "gpt3", &none), 2); /* one line on stderr */
+    assert_null(none);
 }
 
 int main(void)

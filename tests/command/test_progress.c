@@ -138,6 +138,30 @@ static void estimate(void **state)
     free(text);
 }
 
+/* When the last finished point ran at another rate than all of them together, the time
+ * left comes with the range between the two: 10 s for 1 unit, then 2 s for 2 units,
+ * leaves 3 of 6 units: 12 s at the overall rate, 3 s at the last point's. A point at the
+ * overall rate adds no range. */
+static void estimate_range(void **state)
+{
+    (void)state;
+    capture c;
+    capture_start(&c, "rng", 3, 6, 0);
+    c.pr.every_s = 0;
+    res_progress_step(&c.pr, 1, 1, "a");
+    c.pr.start_s -= 10, c.pr.point_start_s -= 10;
+    res_progress_step(&c.pr, 2, 2, "b");
+    c.pr.start_s -= 2, c.pr.point_start_s -= 2;
+    res_progress_step(&c.pr, 3, 3, "c");
+    res_progress_end(&c.pr);
+    char *text = capture_text(&c);
+    printf("%s", text);
+    assert_non_null(strstr(text, "1/3 points done (last: a)  elapsed 10.0s  left ~50.0s\n"));
+    assert_non_null(
+        strstr(text, "2/3 points done (last: b)  elapsed 12.0s  left ~12.0s (3.0s–12.0s)\n"));
+    free(text);
+}
+
 /* A point that runs long gets a line every heartbeat_s seconds from the helper thread,
  * and none once the experiment has ended. */
 static void heartbeat(void **state)
@@ -184,9 +208,10 @@ int main(void)
 {
     tu_init("test_progress");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(plain_lines),  cmocka_unit_test(terminal_line),
-        cmocka_unit_test(inside_suite), cmocka_unit_test(estimate),
-        cmocka_unit_test(heartbeat),    cmocka_unit_test(durations),
+        cmocka_unit_test(plain_lines),    cmocka_unit_test(terminal_line),
+        cmocka_unit_test(inside_suite),   cmocka_unit_test(estimate),
+        cmocka_unit_test(estimate_range), cmocka_unit_test(heartbeat),
+        cmocka_unit_test(durations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,6 +54,7 @@ class Checker:
         # the timing experiments' busy-machine warning is about the machine, not names
         err = "".join(l for l in p.stderr.splitlines(True)
                       if not l.startswith("linattn: warning: the machine is busy")
+                      and not re.match(r"(attend|block|accuracy): input ", l)  # how it read
                       and not l.startswith("["))  # progress lines when stderr is a pipe
         return p.returncode, p.stdout, err
 
