@@ -200,6 +200,8 @@ PY_CHECKS := attend_numpy attend_grad_numpy results_files scaling_sweeps plot_fi
 # TEST_JOBS test programs run at a time (default: one per core; each one's output is shown
 # whole when it ends; TEST_JOBS=1 streams it as it comes).
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+# ... but these run with nothing beside them: they compare two rate measurements
+ALONE_TEST_BIN := $(BUILD)/tests/hostile/test_fma_probe
 # OMP_WAIT_POLICY=passive: some tests run 3 threads on 2 cores, and threads that spin at
 # a barrier take the core from the one still working (the quick test_attention with
 # another process busy: 302 s active, 153 s passive); results do not depend on it.
@@ -211,7 +213,8 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a 
 	       echo "echo check-install: skipped under SANITIZE=1 >&2"; \
 	   else echo scripts/check-install; fi; \
 	   echo "tests/command/check_command.sh $(BUILD)/libcommand.a $(CMD_OBJ)"; \
-	   for t in $(TEST_BIN); do echo $$t; done; \
+	   for t in $(TEST_BIN); do case " $(ALONE_TEST_BIN) " in *" $$t "*) echo "alone: $$t" ;; \
+	       *) echo $$t ;; esac; done; \
 	   for p in $(PY_CHECKS); do echo "/usr/bin/python3 tests/command/$$p.py $(BUILD)/linattn"; done; \
 	   echo "tests/hostile/run.sh $(BUILD)/linattn"; \
 	   $(MPI_TEST_LINES) } | scripts/run-tests $(BUILD)/test-logs 0 $(TEST_JOBS)
