@@ -20,15 +20,7 @@ if [ ! -x "$mpibin" ] || ! command -v mpirun >/dev/null 2>&1; then
     ok dist_scaling_ranks_disagree "skipped: no $mpibin or mpirun"
     exit 0
 fi
-python3 - <<'PY'
-import struct
-for p in ("q.npy", "k.npy", "v.npy"):
-    d = "{'descr': '<f4', 'fortran_order': False, 'shape': (8, 4), }"
-    h = d + " " * (64 - (10 + len(d) + 1) % 64) + "\n"
-    with open(p, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode())
-        f.write(struct.pack("<32f", *[(i % 7) * 0.1 for i in range(32)]))
-PY
+small_qkv
 run_mpi() { timeout -k 5 30 mpirun --oversubscribe --allow-run-as-root "$@" >out.txt 2>err.txt; }
 
 # ends NAME: the job just run (rc in $rc) ended with 2 on rank 0's one line, and no file

@@ -21,15 +21,7 @@ ok() { echo "ok $1${2:+ # $2}"; }
 mode_of() { stat -c %a "$1"; }
 
 # inputs: float32 (8, 4) arrays
-python3 - <<'PY'
-import struct
-for p in ("q.npy", "k.npy", "v.npy"):
-    d = "{'descr': '<f4', 'fortran_order': False, 'shape': (8, 4), }"
-    h = d + " " * (64 - (10 + len(d) + 1) % 64) + "\n"
-    with open(p, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode())
-        f.write(struct.pack("<32f", *[(i % 7) * 0.1 for i in range(32)]))
-PY
+small_qkv
 
 # kept NAME OLD FILE CMD...: CMD exits 2 with one `linattn:` line and FILE is OLD again
 kept() {
