@@ -79,7 +79,7 @@ LIB_TEST_BIN := $(filter-out $(CMD_TEST_BIN) $(COUNTED_TEST_BIN),$(TEST_BIN))
 TEST_UTIL := $(BUILD)/tests/testutil.o
 HEADERS := $(wildcard lib/*.h lib/*/*.h) $(wildcard experiments/*.h experiments/common/*.h) \
            $(wildcard tests/*.h)
-# ---- MPI, part 1 of 2: variables (issue 16; part 2, the rules, follows `make test`) ----
+# ---- MPI, part 1 of 2: variables (part 2, the rules, follows `make test`) ----
 # The distributed kernels (lib/dist/, header lib/linattn_mpi.h) are compiled with mpicc
 # into $(BUILD)/liblinattn_mpi.a, never into liblinattn.a/.so. `make MPI=1` installs Open
 # MPI (scripts/ensure-deps openmpi) and links $(BUILD)/linattn with mpicc, with the real
@@ -314,7 +314,7 @@ fuzz: | build/.deps-build
 # `linattn bench --goals`, shown and kept in build/bench.txt; the exit status is the
 # benchmark's, not tee's (sh has no pipefail). `make bench RUNS=5`: that many runs, kept in
 # build/bench-1.txt …, then every goal's measurements side by side and in how many runs it
-# was met (scripts/goals-tally; issue 15 asks for 4 of 5 on a quiet machine).
+# was met (scripts/goals-tally: a goal counts as met in at least 4 of 5 quiet runs).
 RUNS ?= 1
 bench: $(BUILD)/linattn
 	@mkdir -p build

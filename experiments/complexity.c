@@ -258,7 +258,7 @@ static la_status layer_at(const config *c, layer_kind l, size_t n, const inputs 
 
 /* What a sweep remembers of a type's last measured point, to predict the next. */
 typedef struct {
-    double last_n, last_s; /* last ok point (last_n = 0: none yet) */
+    double last_n, last_s; /* last ok point (last_n = 0: none so far) */
     int over_time;         /* a smaller N was already over the time budget */
 } track;
 

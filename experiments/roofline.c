@@ -263,7 +263,7 @@ static int run_kernel(void *ctx)
 
 /* What a series remembers of its last measured point (per dtype and d), to predict. */
 typedef struct {
-    double last_flops, last_s; /* last ok point (last_flops = 0: none yet) */
+    double last_flops, last_s; /* last ok point (last_flops = 0: none so far) */
     int over_time;
 } track;
 

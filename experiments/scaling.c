@@ -138,7 +138,7 @@ static const char FIT_COLUMNS[] =
 /* What a sweep remembers of a series' last measured point, to predict the next. */
 typedef struct {
     int selected;
-    double last_n, last_s; /* last ok point (last_n = 0: none yet) */
+    double last_n, last_s; /* last ok point (last_n = 0: none so far) */
     int over_time;         /* a smaller N was already over the time budget */
 } track;
 

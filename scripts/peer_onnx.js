@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// peer_onnx.js — ONNX Runtime's CPU attention as a peer of `linattn bench` (issue 15).
+// peer_onnx.js — ONNX Runtime's CPU attention as a peer of `linattn bench`.
 //
 // Usage: node scripts/peer_onnx.js BUILD/linattn [N]      (`make bench-peers` runs it)
 // Needs onnxruntime-node in build/onnx (`make bench-peers` installs it from npm:
