@@ -9,7 +9,14 @@
 
 enum { CAL_SIZE = 256, CAL_REPS = 48 };
 
-/* c += a · b, CAL_REPS times: a (S, S), b (S, S), c (S, S) row-major, S = CAL_SIZE.
+static int cal_reps = CAL_REPS;
+
+void bz_set_calibration_reps(int reps)
+{
+    cal_reps = reps >= 1 ? reps : CAL_REPS;
+}
+
+/* c += a · b, cal_reps times: a (S, S), b (S, S), c (S, S) row-major, S = CAL_SIZE.
  * c accumulates over the repetitions, so none can be skipped. Returns the seconds. */
 static double calibration_kernel(void)
 {
@@ -20,7 +27,7 @@ static double calibration_kernel(void)
         c[i] = 0;
     }
     double t0 = res_now();
-    for (int r = 0; r < CAL_REPS; r++)
+    for (int r = 0; r < cal_reps; r++)
         for (int i = 0; i < CAL_SIZE; i++)
             for (int k = 0; k < CAL_SIZE; k++) {
                 const float x = a[i * CAL_SIZE + k];
