@@ -1127,6 +1127,9 @@ static size_t each_linear_call(void (*check)(la_kernel, la_dtype, const la_probl
                     la_problem_init(&p, 1, 2, big[x][0], big[x][1], big[x][2], big[x][3]);
                     p.causal = causal;
                     p.chunk = x % 2 ? 64 : 32;
+                    /* the quick profile: FAVOR+ on 64 features, not the default 256 (the
+                     * linear kernels' blocks and chunks then run on d_k = 64) */
+                    if (tu_quick()) p.features = 64;
                     check(kernels[kr], x % 2 ? LA_FLOAT32 : LA_FLOAT64, &p, r);
                     *counted += la_count_get(LA_COUNT_QK) + la_count_get(LA_COUNT_KV);
                     cases++;
