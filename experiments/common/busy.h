@@ -38,11 +38,6 @@ typedef struct {
  * kernel twice (about 0.4 s in all). */
 void bz_measure(bz_report *r);
 
-/* The calibration kernel's repetitions: 48 by default (also for reps < 1). The tests'
- * quick profile (test_results.c) sets 2, so that sanitized and emulated runs of the same
- * check stay short; its times are then not comparable with a default run's. */
-void bz_set_calibration_reps(int reps);
-
 /* The `# calibration:` and `# noisy:` metadata lines (see above). */
 void bz_write_meta(FILE *out, const bz_report *r);
 

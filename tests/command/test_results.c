@@ -188,9 +188,6 @@ static void machine_check_in_header(void **state)
     (void)state;
     char path[256], err[256], *argv[] = {"scaling"};
     temp_path(path, sizeof path, "busy");
-    /* the quick profile: the calibration kernel 2 times instead of 48 (under the
-     * sanitizer it takes seconds); the header path is the same */
-    if (tu_quick()) bz_set_calibration_reps(2);
     const bz_report *busy = res_machine_check();
     assert_non_null(busy);
     assert_true(busy->calibration_s[0] > 0 && busy->calibration_s[1] > 0);
