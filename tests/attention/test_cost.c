@@ -1068,7 +1068,12 @@ static size_t each_linear_call(void (*check)(la_kernel, la_dtype, const la_probl
     const la_kernel kernels[] = {LA_KERNEL_LINEAR, LA_KERNEL_LINEAR_RECURRENT, LA_KERNEL_FAVOR,
                                  LA_KERNEL_FAVOR_RECURRENT};
     const size_t n_kernels = with_favor ? 4 : 2;
-    const size_t sizes[] = {1, 2, 3, 5, 8, 17, 40};
+    const size_t full_sizes[] = {1, 2, 3, 5, 8, 17, 40};
+    /* the quick profile: one token, a few, several chunks of a small chunk, more than the
+     * default chunk (32) */
+    const size_t quick_sizes[] = {1, 3, 17, 40};
+    const size_t *sizes = tu_quick() ? quick_sizes : full_sizes;
+    const size_t n_sizes = tu_quick() ? 4 : 7;
     const size_t dims[] = {1, 3, 4, 16};
     int64_t lengths[3];
     const int threads = la_get_num_threads();
@@ -1076,8 +1081,8 @@ static size_t each_linear_call(void (*check)(la_kernel, la_dtype, const la_probl
     for (int t = 1; t <= 3; t++) {
         assert_int_equal(la_set_num_threads(t), LA_OK);
         for (size_t kr = 0; kr < n_kernels; kr++) {
-            for (size_t ni = 0; ni < 7; ni++) {
-                for (size_t mi = 0; mi < 7; mi++) {
+            for (size_t ni = 0; ni < n_sizes; ni++) {
+                for (size_t mi = 0; mi < n_sizes; mi++) {
                     for (int causal = 0; causal <= 1; causal++) {
                         if (la_kernel_get(kernels[kr])->causal == LA_CAUSAL_REQUIRED && !causal)
                             continue;
@@ -1105,8 +1110,14 @@ static size_t each_linear_call(void (*check)(la_kernel, la_dtype, const la_probl
         }
         /* bigger: several chunks of 64 (the kernel's register-tile path in float32),
          * N < M and N > M, and non-causal over more than one key piece */
-        const size_t big[][4] = {
+        const size_t full_big[][4] = {
             {300, 300, 64, 64}, {200, 700, 64, 32}, {700, 130, 32, 64}, {129, 1100, 16, 16}};
+        /* the quick profile: the same four kinds, smaller: 130 queries and keys past the
+         * 128-query and 128-key blocks, 600 and 1030 keys in two and three 512-key pieces,
+         * N > M, and float32 over three chunks of 64 */
+        const size_t quick_big[][4] = {
+            {130, 130, 64, 64}, {130, 600, 64, 32}, {200, 70, 32, 64}, {129, 1030, 16, 16}};
+        const size_t(*big)[4] = tu_quick() ? quick_big : full_big;
         for (size_t x = 0; x < 4; x++) {
             for (int causal = 0; causal <= 1; causal++) {
                 for (size_t kr = 0; kr < n_kernels; kr++) {
@@ -1116,6 +1127,9 @@ static size_t each_linear_call(void (*check)(la_kernel, la_dtype, const la_probl
                     la_problem_init(&p, 1, 2, big[x][0], big[x][1], big[x][2], big[x][3]);
                     p.causal = causal;
                     p.chunk = x % 2 ? 64 : 32;
+                    /* the quick profile: FAVOR+ on 64 features, not the default 256 (the
+                     * linear kernels' blocks and chunks then run on d_k = 64) */
+                    if (tu_quick()) p.features = 64;
                     check(kernels[kr], x % 2 ? LA_FLOAT32 : LA_FLOAT64, &p, r);
                     *counted += la_count_get(LA_COUNT_QK) + la_count_get(LA_COUNT_KV);
                     cases++;
@@ -1255,18 +1269,26 @@ static void local_model_equals_kernel_counts(void **state)
     (void)state;
     if (!la_count_enabled()) fail_msg("test_cost is linked against a library without counters");
     tu_rng r = tu_rng_for("local_model_equals_kernel_counts");
-    const size_t sizes[] = {1, 2, 5, 17, 64, 65, 130, 300};
-    const size_t windows[] = {1, 2, 7, 63, 64, 100, 129, 300, SIZE_MAX};
+    const size_t full_sizes[] = {1, 2, 5, 17, 64, 65, 130, 300};
+    const size_t full_windows[] = {1, 2, 7, 63, 64, 100, 129, 300, SIZE_MAX};
+    /* the quick profile: one token, less than a block, past the 64-query block, past the
+     * 256-key block; windows 1, about the 64-query block, past the 256-key block's reach
+     * (64 + 2r; causal 64 + r) and unbounded */
+    const size_t quick_sizes[] = {1, 17, 65, 300};
+    const size_t quick_windows[] = {1, 63, 64, 100, 300, SIZE_MAX};
+    const size_t *sizes = tu_quick() ? quick_sizes : full_sizes;
+    const size_t *windows = tu_quick() ? quick_windows : full_windows;
+    const size_t n_sizes = tu_quick() ? 4 : 8, n_windows = tu_quick() ? 6 : 9;
     int64_t lengths[2];
     const int threads = la_get_num_threads();
     size_t cases = 0;
     double hidden = 0;
     for (int t = 1; t <= 3; t++) {
         assert_int_equal(la_set_num_threads(t), LA_OK);
-        for (size_t ni = 0; ni < 8; ni++) {
-            for (size_t w = 0; w < 9; w++) {
+        for (size_t ni = 0; ni < n_sizes; ni++) {
+            for (size_t w = 0; w < n_windows; w++) {
                 for (int causal = 0; causal <= 1; causal++) {
-                    const size_t M = sizes[tu_next(&r) % 8];
+                    const size_t M = sizes[tu_next(&r) % n_sizes];
                     la_problem p;
                     la_problem_init(&p, 2, 1 + tu_next(&r) % 2, sizes[ni], M, 1 + tu_next(&r) % 16,
                                     1 + tu_next(&r) % 16);
@@ -1368,7 +1390,8 @@ static void workspace_matches_kernels(void **state)
     for (int t = 1; t <= 3; t++) {
         assert_int_equal(la_set_num_threads(t), LA_OK);
         for (int kernel = 0; kernel < LA_KERNEL_COUNT; kernel++) {
-            for (int trial = 0; trial < 6; trial++) {
+            /* the quick profile: 2 random problems per kernel, thread count and dtype */
+            for (int trial = 0; trial < (tu_quick() ? 2 : 6); trial++) {
                 size_t B = 1 + tu_next(&r) % 2, H = 1 + tu_next(&r) % 3;
                 size_t N = sizes[tu_next(&r) % 6], M = sizes[tu_next(&r) % 6];
                 size_t dk = 1 + tu_next(&r) % 9, dv = 1 + tu_next(&r) % 9;

@@ -95,7 +95,11 @@ static la_status run_f64(form f, const la_problem *p0, const inputs *in, double 
 static void chunked_equals_recurrent(void **state)
 {
     (void)state;
-    const size_t shapes[][2] = {{150, 150}, {150, 140}, {97, 200}};
+    const size_t full_shapes[][2] = {{150, 150}, {150, 140}, {97, 200}};
+    /* the quick profile: N = M, N > M and N < M again, N still past the chunk of 128; and
+     * each feature map once, with and without key lengths in turn (below) */
+    const size_t quick_shapes[][2] = {{130, 130}, {130, 120}, {60, 150}};
+    const size_t(*shapes)[2] = tu_quick() ? quick_shapes : full_shapes;
     for (size_t s = 0; s < 3; s++) {
         const size_t N = shapes[s][0], M = shapes[s][1];
         inputs in;
@@ -107,6 +111,7 @@ static void chunked_equals_recurrent(void **state)
         for (int masked = 0; masked < 2; masked++) {
             in.p.key_lengths = masked ? lengths : NULL;
             for (int fm = 0; fm < 2; fm++) {
+                if (tu_quick() && (fm + masked) % 2) continue;
                 in.p.feature_map = (la_feature_map)fm;
                 assert_int_equal(run_f32(RECURRENT, &in.p, &in, rec32), LA_OK);
                 assert_int_equal(run_f64(RECURRENT, &in.p, &in, rec64), LA_OK);
@@ -609,7 +614,8 @@ static void thread_count_determinism(void **state)
 {
     (void)state;
     inputs in;
-    make_inputs(&in, "threads", 2, 3, 600, 550, 32, 24);
+    /* the quick profile: 260 queries, still three query blocks of 128 */
+    make_inputs(&in, "threads", 2, 3, tu_quick() ? 260 : 600, 550, 32, 24);
     const int64_t lengths[2] = {550, 301};
     in.p.key_lengths = lengths;
     in.p.chunk = 48;
@@ -650,9 +656,10 @@ static void thread_count_determinism(void **state)
 static void one_head_many_pieces(void **state)
 {
     (void)state;
-    /* causal: N = 1100, chunk 8: 138 chunks */
+    /* causal: N = 1100, chunk 8: 138 chunks (the quick profile: N = 300, 38 chunks) */
+    const size_t n_causal = tu_quick() ? 300 : 1100;
     inputs in;
-    make_inputs(&in, "one_head_chunks", 1, 1, 1100, 1100, 16, 12);
+    make_inputs(&in, "one_head_chunks", 1, 1, n_causal, n_causal, 16, 12);
     in.p.chunk = 8;
     float *rec32 = tu_f32(in.no), *a32 = tu_f32(in.no), *b32 = tu_f32(in.no);
     double *rec64 = tu_f64(in.no), *rec64d = tu_f64(in.no), *a64 = tu_f64(in.no);
@@ -682,14 +689,18 @@ static void one_head_many_pieces(void **state)
     free(b64);
     free_inputs(&in);
 
-    /* non-causal: M = 5000 keys, pieces [0, 512), [512, 1024), …, [4608, 5000) */
-    make_inputs(&in, "one_head_pieces", 1, 1, 300, 5000, 16, 12);
+    /* non-causal: M = 5000 keys, pieces [0, 512), [512, 1024), …, [4608, 5000); the quick
+     * profile: 130 queries (two blocks of 128) over M = 1600 keys, pieces [0, 512), …,
+     * [1536, 1600), key lengths cutting the third and the first piece short, the rest empty */
+    make_inputs(&in, "one_head_pieces", 1, 1, tu_quick() ? 130 : 300, tu_quick() ? 1600 : 5000, 16,
+                12);
     double *ref = tu_f64(in.no);
     a32 = tu_f32(in.no);
     b32 = tu_f32(in.no);
     a64 = tu_f64(in.no);
     b64 = tu_f64(in.no);
-    const int64_t lengths[] = {5000, 4100, 1000}; /* plus none */
+    const int64_t full_lengths[] = {5000, 4100, 1000}, quick_lengths[] = {1600, 1100, 500};
+    const int64_t *lengths = tu_quick() ? quick_lengths : full_lengths; /* plus none */
     for (int l = 0; l < 4; l++) {
         in.p.key_lengths = l < 3 ? &lengths[l] : NULL;
         assert_int_equal(la_ref_linear_attention(&in.p, in.q, in.k, in.v, ref), LA_OK);

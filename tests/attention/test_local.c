@@ -72,13 +72,23 @@ static void every_window_matches_reference(void **state)
 {
     (void)state;
     tu_rng r = tu_rng_for("every_window_matches_reference");
-    const size_t sizes[][2] = {{1, 1},     {3, 5},     {17, 17},  {65, 40},
-                               {130, 300}, {300, 130}, {333, 333}};
+    const size_t full_sizes[][2] = {{1, 1},     {3, 5},     {17, 17},  {65, 40},
+                                    {130, 300}, {300, 130}, {333, 333}};
+    /* The quick profile, every window and both masks on: the first four, and N < M past
+     * the 64-query and the 256-key block ({70, 257}) for the three large ones (N > M past
+     * the 64-query block is {65, 40}'s). */
+    const size_t quick_sizes[][2] = {{1, 1}, {3, 5}, {17, 17}, {65, 40}, {70, 257}};
+    const size_t(*sizes)[2] = tu_quick() ? quick_sizes : full_sizes;
+    const size_t n_sizes = tu_quick() ? 5 : 7;
     const size_t windows[] = {1, 2, 3, 7, 31, 63, 64, 65, 100, 128, 129, 200, 400, SIZE_MAX};
     int64_t lengths[2];
     size_t cases = 0;
-    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    for (size_t s = 0; s < n_sizes; s++) {
         for (size_t w = 0; w < sizeof windows / sizeof windows[0]; w++) {
+            /* the quick profile: of the windows past max(N, M) (all cover every key) only the
+             * first and SIZE_MAX */
+            const size_t big = sizes[s][0] > sizes[s][1] ? sizes[s][0] : sizes[s][1];
+            if (tu_quick() && w > 0 && windows[w - 1] > big && windows[w] != SIZE_MAX) continue;
             for (int causal = 0; causal <= 1; causal++) {
                 la_problem p;
                 la_problem_init(&p, 2, 1 + tu_next(&r) % 2, sizes[s][0], sizes[s][1],
@@ -111,8 +121,10 @@ static void wide_window_is_softmax(void **state)
     (void)state;
     tu_rng r = tu_rng_for("wide_window_is_softmax");
     const size_t sizes[][2] = {{1, 1}, {5, 3}, {64, 64}, {100, 257}, {300, 70}, {513, 513}};
+    /* the quick profile leaves out {513, 513}: past the 256-key block is {100, 257}'s */
+    const size_t n_sizes = tu_quick() ? 5 : 6;
     int64_t lengths[2];
-    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    for (size_t s = 0; s < n_sizes; s++) {
         for (int causal = 0; causal <= 1; causal++) {
             la_problem p;
             la_problem_init(&p, 2, 2, sizes[s][0], sizes[s][1], 16, 8);
@@ -185,6 +197,14 @@ static void window_one_by_hand(void **state)
     }
 }
 
+/* The spike after key j, `step` keys on; the quick profile (larger steps) never steps
+ * past the last key without trying it. */
+static size_t next_spike(size_t j, size_t step, size_t M)
+{
+    if (tu_quick() && j + 1 < M && j + step >= M) return M - 1;
+    return j + step;
+}
+
 /* The window's edge: with v zero but for one key j (v_j = 1), query i's output is
  * positive exactly when it sees j — |i − j| <= r (causal: 0 <= i − j <= r) and j within
  * the key length — and exactly 0 otherwise. Every query of every spike position, for
@@ -213,7 +233,10 @@ static void window_edge_exact(void **state)
                 tu_fill_normal(&r, q, N * 8, 0.5);
                 tu_fill_normal(&r, k, M * 8, 0.5);
                 tu_to_f32(q, q32, N * 8), tu_to_f32(k, k32, M * 8);
-                for (size_t j = 0; j < M; j += 1 + tu_next(&r) % 9) {
+                /* spikes 1 to 9 keys apart; the quick profile 1 to 80 apart, and always the
+                 * last key (past the key length when it is short) */
+                const size_t gap = tu_quick() ? 80 : 9;
+                for (size_t j = 0; j < M; j = next_spike(j, 1 + tu_next(&r) % gap, M)) {
                     memset(v, 0, M * sizeof *v);
                     v[j] = 1;
                     tu_to_f32(v, v32, M);
@@ -336,7 +359,8 @@ static void threads_bitwise_every_window(void **state)
     for (size_t w = 0; w < 5; w++) {
         for (int causal = 0; causal <= 1; causal++) {
             la_problem p;
-            la_problem_init(&p, 1, 3, 200, 170, 16, 8);
+            /* the quick profile: 130 × 100, still three 64-query blocks and 3 heads */
+            la_problem_init(&p, 1, 3, tu_quick() ? 130 : 200, tu_quick() ? 100 : 170, 16, 8);
             p.window = windows[w];
             p.causal = causal;
             inputs in;

@@ -62,14 +62,37 @@ typedef struct {
     int64_t lengths[2]; /* -1: no key lengths */
 } shape;
 
-static const shape shapes[] = {
+static const shape full_shapes[] = {
     {1, 1, 1, 1, 1, 1, 32, {-1}},        {1, 2, 1, 7, 3, 2, 32, {-1}},
     {2, 1, 3, 11, 8, 5, 2, {11, 4}},     {1, 1, 11, 3, 8, 5, 2, {-1}},
     {2, 2, 5, 9, 16, 3, 3, {0, 9}},      {1, 2, 9, 5, 4, 4, 4, {3}},
     {1, 1, 70, 300, 16, 8, 32, {-1}},    {1, 1, 300, 70, 16, 8, 32, {-1}},
     {2, 1, 40, 130, 8, 8, 7, {130, 61}}, {1, 1, 17, 17, 8, 8, 5, {-1}},
 };
-enum { N_SHAPES = sizeof shapes / sizeof shapes[0] };
+
+/* The quick profile's problems (LA_TEST_PROFILE=quick): the six small ones above (the
+ * tests that read only the first six read the same), then the large ones cut to the
+ * edges they stand for. */
+static const shape quick_shapes[] = {
+    {1, 1, 1, 1, 1, 1, 32, {-1}},
+    {1, 2, 1, 7, 3, 2, 32, {-1}},
+    {2, 1, 3, 11, 8, 5, 2, {11, 4}},
+    {1, 1, 11, 3, 8, 5, 2, {-1}},
+    {2, 2, 5, 9, 16, 3, 3, {0, 9}},
+    {1, 2, 9, 5, 4, 4, 4, {3}},
+    /* N < M: 65 queries past the 32- and 64-query blocks and three 32-query chunks, 257
+     * keys past the 128- and 256-key blocks */
+    {1, 1, 65, 257, 16, 8, 32, {-1}},
+    /* N > M: the first 80 queries see no key, a whole 64-query block of them */
+    {1, 1, 100, 20, 16, 8, 32, {-1}},
+    /* key lengths 130 and 61 about the 128-key block, chunk 7 not dividing N */
+    {2, 1, 20, 130, 8, 8, 7, {130, 61}},
+    {1, 1, 17, 17, 8, 8, 5, {-1}},
+};
+
+/* The table in use (main picks it) and its length. */
+static const shape *shapes = full_shapes;
+static size_t n_shapes = sizeof full_shapes / sizeof full_shapes[0];
 
 static la_problem problem_of(const shape *s, la_causal_align align)
 {
@@ -110,7 +133,7 @@ static void bottom_right_matches_reference(void **state)
     for (int kk = 0; kk < LA_KERNEL_COUNT; kk++) {
         const la_kernel_info *info = la_kernel_get((la_kernel)kk);
         if (!takes_causal(info)) continue;
-        for (size_t si = 0; si < N_SHAPES; si++) {
+        for (size_t si = 0; si < n_shapes; si++) {
             const la_problem p = problem_of(&shapes[si], LA_CAUSAL_BOTTOM_RIGHT);
             inputs in;
             make_inputs(&p, &r, &in);
@@ -175,7 +198,11 @@ static void square_bottom_right_is_top_left(void **state)
 {
     (void)state;
     tu_rng r = tu_rng_for("square_bottom_right_is_top_left");
-    const shape sq[] = {{2, 1, 17, 17, 8, 8, 5, {17, 6}}, {1, 2, 130, 130, 16, 4, 32, {-1}}};
+    /* the quick profile: the second on one head of d_k = 8, still past the 64-query and
+     * 128-key blocks */
+    const shape sq[] = {{2, 1, 17, 17, 8, 8, 5, {17, 6}},
+                        tu_quick() ? (shape){1, 1, 130, 130, 8, 4, 32, {-1}}
+                                   : (shape){1, 2, 130, 130, 16, 4, 32, {-1}}};
     for (int kk = 0; kk < LA_KERNEL_COUNT; kk++) {
         const la_kernel_info *info = la_kernel_get((la_kernel)kk);
         if (!takes_causal(info)) continue;
@@ -288,7 +315,7 @@ static void bottom_right_backward_matches_reference(void **state)
     for (int kk = 0; kk < LA_KERNEL_COUNT; kk++) {
         const la_kernel_info *info = la_kernel_get((la_kernel)kk);
         if (!takes_causal(info) || !info->backward_f64) continue;
-        for (size_t si = 0; si < N_SHAPES; si++) {
+        for (size_t si = 0; si < n_shapes; si++) {
             la_problem p = problem_of(&shapes[si], LA_CAUSAL_BOTTOM_RIGHT);
             p.eps = 0.5; /* linear: d_q well conditioned (test_attention.c's gradient shapes) */
             inputs in;
@@ -382,7 +409,7 @@ static void bottom_right_weights_times_v(void **state)
 static void pair_count_is_exact(void **state)
 {
     (void)state;
-    for (size_t si = 0; si < N_SHAPES; si++) {
+    for (size_t si = 0; si < n_shapes; si++) {
         const shape *s = &shapes[si];
         const la_problem p = problem_of(s, LA_CAUSAL_BOTTOM_RIGHT);
         for (size_t b = 0; b < s->batch; b++) {
@@ -510,7 +537,7 @@ static void masks_match_reference(void **state)
             if ((f->causal && info->causal == LA_CAUSAL_REFUSED) ||
                 (!f->causal && info->causal == LA_CAUSAL_REQUIRED))
                 continue;
-            for (size_t si = 0; si < N_SHAPES; si++) {
+            for (size_t si = 0; si < n_shapes; si++) {
                 masks m;
                 la_problem p = masked_problem(&shapes[si], f, &r, &m);
                 if (info->params & LA_PARAM_PROJ) p.proj_rank = p.n_keys < 3 ? p.n_keys : 3;
@@ -722,7 +749,7 @@ static void mask_as_causal_and_empty_rows(void **state)
     (void)state;
     tu_rng r = tu_rng_for("mask_as_causal_and_empty_rows");
     const la_kernel kernels[] = {LA_KERNEL_SOFTMAX, LA_KERNEL_SOFTMAX_MATERIALIZED, LA_KERNEL_HARD};
-    for (size_t si = 0; si < N_SHAPES; si++) {
+    for (size_t si = 0; si < n_shapes; si++) {
         const shape *s = &shapes[si];
         for (int align = 0; align <= 1; align++) {
             la_problem causal = problem_of(s, (la_causal_align)align);
@@ -766,6 +793,10 @@ static void mask_as_causal_and_empty_rows(void **state)
 int main(void)
 {
     tu_init("test_masks");
+    if (tu_quick()) {
+        shapes = quick_shapes;
+        n_shapes = sizeof quick_shapes / sizeof quick_shapes[0];
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reference_sees_the_bottom_right_keys),
         cmocka_unit_test(bottom_right_matches_reference),

@@ -265,8 +265,10 @@ static void ffn_chunks_and_threads(void **state)
     tu_rng r = tu_rng_for("ffn_chunks_and_threads");
     const int threads = la_get_num_threads();
     for (int big = 0; big <= 1; big++) {
-        /* small: rows across two chunks; big: one chunk of products worth threading */
-        const size_t rows = big ? 700 : LA_FFN_CHUNK_ROWS + 131, D = big ? 192 : 24,
+        /* small: rows across two chunks; big: one chunk of products worth threading (the
+         * quick profile: 300 rows, still several of BLIS's row blocks, the same D and F) */
+        const size_t big_rows = tu_quick() ? 300 : 700;
+        const size_t rows = big ? big_rows : LA_FFN_CHUNK_ROWS + 131, D = big ? 192 : 24,
                      F = big ? 768 : 40;
         la_layer_weights w64, w32;
         random_layer(&r, D, F, 0, &w64, &w32);
