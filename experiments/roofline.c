@@ -36,7 +36,7 @@ static const char help_text[] =
     "  gflops                   flops_total of the cost model / median time\n"
     "  intensity_flop_per_byte  flops_total / bytes_min: bytes_min is q, k, v read and\n"
     "                           the output written once, plus what the algorithm must\n"
-    "                           hold by design (the materialised scores, S and z, ...;\n"
+    "                           hold by design (the materialized scores, S and z, ...;\n"
     "                           lib/linattn.h, la_cost)\n"
     "  roofline_gflops          min(peak of the dtype, intensity * triad bandwidth), both\n"
     "                           on the run's threads\n"

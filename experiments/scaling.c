@@ -90,7 +90,7 @@ static const char help_after_variants[] = SW_COMMON_HELP
     "busy machine a warning says the timings are noisy.\n";
 
 /* The series not run unless --variant names them: their times follow those of series
- * that are run (causal hard's and materialised causal softmax's, those of their
+ * that are run (causal hard's and materialized causal softmax's, those of their
  * non-causal forms; the score functions' and relative positions', softmax's plus their
  * own O(N·M·d) scoring, and plain loops that would take most of the suite's time). */
 static const char *const left_out_by_default[] = {"softmax_materialized_causal", "hard_causal",
@@ -113,7 +113,7 @@ void cmd_scaling_help(FILE *out)
     for (size_t i = 0; i < n; i++)
         left_out[i] = !by_default[i];
     snprintf(text, sizeof text,
-             "(default: all but %s: causal hard and materialised softmax follow their "
+             "(default: all but %s: causal hard and materialized softmax follow their "
              "non-causal forms, the score functions and relative positions are softmax "
              "attention with their own O(N·M·d) scoring)",
              kn_series_names(all, n, left_out, names, sizeof names));

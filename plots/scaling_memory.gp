@@ -1,7 +1,7 @@
 # scaling_memory.gp — the peak resident memory of each point against N (measured,
 # VmHWM reset before the point; every variant in the CSV, in the order it first
 # appears, per group when several runs are overlaid), with the cost model's bytes for
-# the inputs and output alone (from the linear rows) and for the materialising kernel's
+# the inputs and output alone (from the linear rows) and for the materializing kernel's
 # score matrix on top of them (first group); points not measured are marked at the bottom.
 # Reads ../results/scaling.csv; writes scaling_memory.png|svg.
 # Other files: linattn plot --from x/scaling.csv, or
@@ -58,7 +58,7 @@ if (STATS_sum > 0) {
 }
 stats gfile[1] using (in_group(1) && strcol("variant") eq "softmax_materialized" ? 1 : 0) nooutput
 if (STATS_sum > 0) {
-    model = model . 'gfile[1] using (in_group(1) && strcol("variant") eq "softmax_materialized" ? column("n") : NaN):((column("io_bytes") + column("workspace_bytes")) / MiB) with lines lc rgb c_materialized dt 2 lw 1.5 title "model: materialising (with N×N scores)", '
+    model = model . 'gfile[1] using (in_group(1) && strcol("variant") eq "softmax_materialized" ? column("n") : NaN):((column("io_bytes") + column("workspace_bytes")) / MiB) with lines lc rgb c_materialized dt 2 lw 1.5 title "model: materializing (with N×N scores)", '
 }
 
 set xrange [xmin * 0.8 : xmax * 1.25]

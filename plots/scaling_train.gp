@@ -4,7 +4,7 @@
 # each curve (in log N) in the legend; right: the peak resident memory of the point
 # (VmHWM, reset before it), with its fitted exponent likewise. Every variant the file has
 # train rows for, in the order they first appear (the sweep runs fused softmax,
-# materialising softmax, linear and causal linear).
+# materializing softmax, linear and causal linear).
 # Reads ../results/scaling_train.csv (`linattn scaling --pass train`: its first line
 # names the experiment scaling_train, every row is a forward + backward point); writes
 # scaling_train.png|svg. A file without ok rows is reported on stderr and nothing is

@@ -8,7 +8,7 @@ installs it)
 
 Times, on 2 threads, B = 1, H = 8, d = 64, float32, N = 1024 and 4096:
   softmax attention written as PyTorch code usually is (QKᵀ/√d, softmax, ·V: unfused,
-  the N×N scores materialised; PyTorch 1.13 has no fused attention for the CPU),
+  the N×N scores materialized; PyTorch 1.13 has no fused attention for the CPU),
   linear attention from standard operators (elu+1, φ(K)ᵀV, the normaliser), and with
   --pass train causal linear attention from standard operators too (the prefix states
   by cumsum of the outer products φ(k_j) v_jᵀ: what autograd stores, O(N·d²) memory).

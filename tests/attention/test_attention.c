@@ -56,7 +56,7 @@
  * kernels sum in another order than the reference's plain loops: measured below 4e-15
  * here), float32 1e-5 (float32 rounding, 6e-8 per operation, over sums of up to 1000
  * terms: measured below 6e-7, and up to 1.2e-6 in the -O1 sanitizer build, where the
- * materialising kernel sums a row of exps in one chain). matches_reference prints the
+ * materializing kernel sums a row of exps in one chain). matches_reference prints the
  * worst it sees, per kernel.
  * `exact` is for kernels whose output selects rows of v (argmax): their inputs are
  * multiples of 1/8 in [-3.125, 3.125] with scale 1/8, so every score q·k·scale is exact

@@ -822,7 +822,7 @@ static void model_equals_counted_loops(void **state)
 
 /* ------------------------------------------------------------------ backward passes */
 
-/* The backward of softmax (fused: FlashAttention-2's formula, materialising: the
+/* The backward of softmax (fused: FlashAttention-2's formula, materializing: the
  * textbook one) or hard attention, one head, counted: q (N, d_k), k (M, d_k), v (M, d_v),
  * d_out (N, d_v); d_q, d_k, d_v (zeroed by the caller) shaped as q, k, v. Not counted,
  * by the model's convention (lib/linattn.h, la_attention_backward_cost): the fused
@@ -1340,7 +1340,7 @@ static void closed_forms(void **state)
     assert_true(c.flops_normalize == heads * (100.0 * 8 + 100));
     assert_true(c.flops_qk == 0 && c.flops_softmax == 0 && c.flops_av == 0);
     /* minimum bytes: linear adds S and z, out and back (16·8 + 16 floats per head); the
-     * materialising softmax the 100×100 scores, out and back; the fused one nothing */
+     * materializing softmax the 100×100 scores, out and back; the fused one nothing */
     const double io = heads * (100.0 * 16 * 2 + 100.0 * 8 * 2) * 4;
     assert_true(c.bytes_min == io + heads * 2 * (16 * 8 + 16) * 4);
     assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX_MATERIALIZED, &p, LA_FLOAT32, &c), LA_OK);
@@ -1352,7 +1352,7 @@ static void closed_forms(void **state)
     assert_true(c.bytes_min == c.io_bytes && c.io_bytes > 0);
 }
 
-/* Workspace: N·M elements per concurrent head for the materialising kernel; linear's
+/* Workspace: N·M elements per concurrent head for the materializing kernel; linear's
  * does not grow with N; the fused kernel's does not grow with N·M. */
 static void workspace_model(void **state)
 {

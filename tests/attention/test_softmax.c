@@ -1,4 +1,4 @@
-/* test_softmax.c — what is particular to the softmax (fused and materialising) and hard
+/* test_softmax.c — what is particular to the softmax (fused and materializing) and hard
  * attention kernels: rows of weights sum to 1, huge logits stay finite, hard attention's
  * ties go to the lowest key, float32 rounding does not grow with N, la_simd_config, and
  * the vectorised exps (float32, float64, the AVX-512 kernels' exp2 and float64 exp), the
@@ -265,7 +265,7 @@ static void simd_config_names(void **state)
  * 2048, d = 64 stays below 7e-7 relative error (measured 3.9e-7 on the AVX-512 path and
  * 4.3e-7 on the BLIS-based one; a running sum over all M keys in one chain, which an
  * earlier AVX-512 kernel had, gave 1.0e-6 here and 1.5e-6 at 4096, while the 1e-5 of
- * the other tests would pass it). Only the fused kernel: the materialising one sums a
+ * the other tests would pass it). Only the fused kernel: the materializing one sums a
  * whole row of M exps, vectorised (16 partial sums) at -O3 but in one chain in the -O1
  * sanitizer build, where it measures 7.9e-7. The quick profile runs N = M = 600 (the
  * same blocks: several 256-key, 128-key and 64-query ones; the N = 2048 measurement is

@@ -5,7 +5,7 @@ bfloat16 inputs, and --q/--k/--v in accuracy, bench and scaling.
 Usage: /usr/bin/python3 tests/command/data_numpy.py BUILD/linattn   (run by `make test`)
 
 Part 1, the attention matrix: `attend --save-weights W.npy` for softmax (fused and
-materialised), hard and linear (elu and relu; non-causal, chunked and recurrent causal)
+materialized), hard and linear (elu and relu; non-causal, chunked and recurrent causal)
 with key lengths and M != N, against an independent float64 NumPy computation of the
 weights (< 1e-5 in float32, < 1e-12 in float64; hard exactly), and W·V against Y.
 Part 2, half precision: float16 ('<f2') and bfloat16 ('|V2' as NumPy writes a V2 view,

@@ -800,7 +800,7 @@ static void kernels(void **state)
     EXPECT(la_attention_backward_f64(LA_KERNEL_LINEAR_RECURRENT, &nc, qd, kd, vd, od, od, dqd, dkd,
                                      dvd),
            LA_EINVAL, dqd, sizeof dqd);
-    /* a budget of one byte: the materialising kernel refuses */
+    /* a budget of one byte: the materializing kernel refuses */
     la_problem tight = p;
     tight.workspace_limit = 1;
     EXPECT(la_softmax_attention_materialized_f32(&tight, q, k, v, o), LA_EBUDGET, o, sizeof o);
@@ -847,7 +847,7 @@ static void kernel_backwards(void **state)
 {
     (void)state;
     /* the fused backward through its lse argument (given in float32, NULL in float64), the
-     * materialising and hard backwards, and the float64 oracles */
+     * materializing and hard backwards, and the float64 oracles */
     const bwd32 b32[] = {fused_backward_f32, la_softmax_attention_materialized_backward_f32,
                          la_hard_attention_backward_f32};
     const bwd64 b64[] = {fused_backward_f64, la_softmax_attention_materialized_backward_f64,
@@ -894,7 +894,7 @@ static void kernel_backwards(void **state)
             EXPECT_GRADS(b64[i](&tight, qd, kd, vd, od, gd, gqd, gkd, gvd), LA_EBUDGET, gqd, gkd,
                          gvd);
     }
-    /* the fused backward's out is read (D = d_out·out): NULL refused; the materialising and
+    /* the fused backward's out is read (D = d_out·out): NULL refused; the materializing and
      * hard backwards do not read it */
     EXPECT_GRADS(la_softmax_attention_backward_f32(&p, q, k, v, NULL, NULL, g, gq, gk, gv),
                  LA_EINVAL, gq, gk, gv);

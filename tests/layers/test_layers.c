@@ -357,7 +357,7 @@ static void check_mha(tu_rng *r, la_kernel kernel, size_t B, size_t N, size_t M,
     free(xq64), free(xkv64), free(ref), free(y64), free(xq32), free(xkv32), free(y32);
 }
 
-/* Self- and cross-attention, softmax, materialising, hard and linear, causal and key
+/* Self- and cross-attention, softmax, materializing, hard and linear, causal and key
  * lengths, H = 1, H = D and between. */
 static void multi_head_attention(void **state)
 {
