@@ -466,18 +466,7 @@ def positions(run):
                 ref = ref_linear(qh, kh, vh, "elu", DEFAULT_EPS, causal, lengths)
             else:
                 ref = ref_softmax(qh, kh, vh, scale, causal, lengths)
-            ref = ref.reshape(lead + (n, dv))
-            rc, _, err = run.attend(args)
-            if rc != 0:
-                run.fail(label, "exit %d: %s" % (rc, err.strip()))
-                continue
-            y = np.load(run.path("y.npy"))
-            e = rel_error(y.astype(np.float64), ref)
-            if y.shape == ref.shape and e < TOL[precision]:
-                run.ok(label)
-            else:
-                run.fail(label, "shape %s (want %s), relative error %.3g" % (
-                    y.shape, ref.shape, e))
+            run.attend_matches(label, args, ref.reshape(lead + (n, dv)), precision)
 
 
 def rel_error(y, ref):
@@ -514,6 +503,19 @@ class Run:
         proc = subprocess.run([self.binary, "attend"] + args, capture_output=True, text=True,
                               timeout=120)
         return proc.returncode, proc.stdout, proc.stderr
+
+    def attend_matches(self, label, args, ref, precision):
+        """attend ARGS (writing y.npy) gives ref's shape within TOL[precision]: counted."""
+        rc, _, err = self.attend(args)
+        if rc != 0:
+            self.fail(label, "exit %d: %s" % (rc, err.strip()))
+            return
+        y = np.load(self.path("y.npy"))
+        e = rel_error(y.astype(np.float64), ref)
+        if y.shape == ref.shape and e < TOL[precision]:
+            self.ok(label)
+        else:
+            self.fail(label, "shape %s (want %s), relative error %.3g" % (y.shape, ref.shape, e))
 
 
 def to_heads(x):
@@ -871,18 +873,8 @@ def linformer(run):
                         used = [to_heads(x.astype(precision).astype(np.float64))
                                 for x in (q, k, v)]
                         ref = ref_linformer(*used, e, f, 1 / np.sqrt(dk), lengths)
-                        ref = ref.reshape(lead + (n, dv))
-                        rc, _, err = run.attend(args)
-                        if rc != 0:
-                            run.fail(label, "exit %d: %s" % (rc, err.strip()))
-                            continue
-                        y = np.load(run.path("y.npy"))
-                        err_rel = rel_error(y.astype(np.float64), ref)
-                        if y.shape == ref.shape and err_rel < TOL[precision]:
-                            run.ok(label)
-                        else:
-                            run.fail(label, "shape %s (want %s), relative error %.3g" % (
-                                y.shape, ref.shape, err_rel))
+                        run.attend_matches(label, args, ref.reshape(lead + (n, dv)),
+                                           precision)
     # the seed: the same seed the same bytes, another seed another output
     base = ["--variant", "linformer", "--q", run.path("q.npy"), "--k", run.path("k.npy"),
             "--v", run.path("v.npy"), "--proj-rank", "5"]
