@@ -122,8 +122,8 @@ static void unstage_outputs(const la_problem *p, la_dtype dtype, const staged *a
 {
     for (int i = 0; i < n; i++)
         if (a[i].out && a[i].at != a[i].caller)
-            copy_rows(p, a[i].s, a[i].rows, a[i].d, dtype_size(dtype), (char *)a[i].caller,
-                      a[i].at, false);
+            copy_rows(p, a[i].s, a[i].rows, a[i].d, dtype_size(dtype), (char *)a[i].caller, a[i].at,
+                      false);
 }
 
 /* Whether a call on p takes the contiguous path: no problem, or every stride contiguous
@@ -178,8 +178,9 @@ static la_status forward(forward_kind kind, la_kernel kernel, const la_problem *
     void *block;
     s = stage_arrays(p, dtype, a, n, &kp, &block);
     if (s == LA_OK)
-        s = forward_call(kind, info, &kp, dtype, a[0].at, a[1].at, kind == CALL_WEIGHTS ? v : a[2].at,
-                         kind == CALL_WEIGHTS ? out : a[3].at, lse);
+        s = forward_call(kind, info, &kp, dtype, a[0].at, a[1].at,
+                         kind == CALL_WEIGHTS ? v : a[2].at, kind == CALL_WEIGHTS ? out : a[3].at,
+                         lse);
     if (s == LA_OK) unstage_outputs(p, dtype, a, n);
     free(block);
     return s;
@@ -197,8 +198,8 @@ la_status la_attention_lse(la_kernel kernel, const la_problem *p, la_dtype dtype
     return forward(CALL_LSE, kernel, p, dtype, q, k, v, out, lse);
 }
 
-la_status la_attention_weights(la_kernel kernel, const la_problem *p, la_dtype dtype,
-                               const void *q, const void *k, void *out)
+la_status la_attention_weights(la_kernel kernel, const la_problem *p, la_dtype dtype, const void *q,
+                               const void *k, void *out)
 {
     return forward(CALL_WEIGHTS, kernel, p, dtype, q, k, NULL, out, NULL);
 }
@@ -210,19 +211,17 @@ static la_status backward_call(const la_kernel_info *info, const la_problem *p, 
                                void *d_v)
 {
     if (lse) /* softmax only (la_attention_backward checked): the given log-sum-exps */
-        return dtype == LA_FLOAT32
-                   ? la_softmax_attention_backward_f32(p, x[0], x[1], x[2], x[3], lse, x[4], d_q,
-                                                       d_k, d_v)
-                   : la_softmax_attention_backward_f64(p, x[0], x[1], x[2], x[3], lse, x[4], d_q,
-                                                       d_k, d_v);
+        return dtype == LA_FLOAT32 ? la_softmax_attention_backward_f32(p, x[0], x[1], x[2], x[3],
+                                                                       lse, x[4], d_q, d_k, d_v)
+                                   : la_softmax_attention_backward_f64(p, x[0], x[1], x[2], x[3],
+                                                                       lse, x[4], d_q, d_k, d_v);
     return dtype == LA_FLOAT32 ? info->backward_f32(p, x[0], x[1], x[2], x[3], x[4], d_q, d_k, d_v)
                                : info->backward_f64(p, x[0], x[1], x[2], x[3], x[4], d_q, d_k, d_v);
 }
 
 la_status la_attention_backward(la_kernel kernel, const la_problem *p, la_dtype dtype,
                                 const void *q, const void *k, const void *v, const void *out,
-                                const void *lse, const void *d_out, void *d_q, void *d_k,
-                                void *d_v)
+                                const void *lse, const void *d_out, void *d_q, void *d_k, void *d_v)
 {
     const la_kernel_info *info = backward_row(kernel, p);
     if (!info || !dtype_ok(dtype)) return LA_EINVAL;
@@ -330,8 +329,7 @@ la_status la_linear_state_create(la_linear_state **st, la_kernel kernel, const l
     switch (kernel) {
     case LA_KERNEL_LINEAR:
     case LA_KERNEL_LINEAR_RECURRENT:
-        return la_linear_state_create_phi(st, dtype, heads, p->d_k, p->d_v, p->feature_map,
-                                          p->eps);
+        return la_linear_state_create_phi(st, dtype, heads, p->d_k, p->d_v, p->feature_map, p->eps);
     case LA_KERNEL_FAVOR:
     case LA_KERNEL_FAVOR_RECURRENT:
         return la_favor_state_create(st, dtype, heads, p->d_k, p->d_v, p->features, p->seed,
