@@ -485,9 +485,9 @@ enum {
 /* What a kernel offers beside its forward (la_kernel_info.caps). */
 enum {
     LA_CAP_LSE = 1u << 0,     /* each row's log-sum-exp beside the output, for its backward */
-    LA_CAP_WEIGHTS = 1u << 1, /* its N×M attention matrix (la_attention_weights_*) */
+    LA_CAP_WEIGHTS = 1u << 1, /* its N×M attention matrix (la_attention_weights) */
     LA_CAP_STEP = 1u << 2,    /* its causal form runs token by token on a constant-size state
-                                 (la_linear_state_create, la_favor_state_create) */
+                                 (la_linear_state_create) */
     LA_CAP_ROTARY = 1u << 3,  /* takes rotary positions: q and k rotated before it runs */
     LA_CAP_ROTARY_FEATURES = 1u << 4, /* ... rotated inside it instead, on φ(q) and φ(k) in
                                          the numerator only (RoFormer's linear form) */
