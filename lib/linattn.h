@@ -20,38 +20,26 @@
  * thread count: the same input gives bitwise the same output on every run and thread
  * count. Calls on different data may run concurrently. */
 /* INDEX — every function, in the order of the sections below.
- *
- *   statuses, threads, machine
- *     la_strerror                       a status's message
- *     la_set_num_threads, la_get_num_threads, la_num_threads_requested
- *     la_config                         version, BLIS release and kernel set, SIMD path
- *     la_fma_peak_gflops                the FMA peak of this CPU, per element type
- *     la_memory_bandwidth_gbs           streaming read and triad bandwidth (GB/s)
- *   problems
- *     la_feature_map_name, la_feature_map_parse    φ's name <-> enum
- *     la_problem_init, la_problem_check            sizes, masks, strides, parameters
- *   attention (any kernel of the registry, float32 or float64)
+ *   statuses, threads, machine: la_strerror; la_set_num_threads, la_get_num_threads,
+ *     la_num_threads_requested; la_config (version, BLIS, SIMD path); la_fma_peak_gflops;
+ *     la_memory_bandwidth_gbs
+ *   problems: la_feature_map_name, la_feature_map_parse; la_problem_init, la_problem_check
+ *   attention (any registry row, float32 or float64)
  *     la_attention                      the forward
  *     la_attention_lse                  the forward and each row's log-sum-exp
  *     la_attention_backward             d_q, d_k, d_v from d_out
  *     la_attention_weights              the N×M attention matrix, for inspection
- *     la_ref_attention, la_ref_attention_backward  the float64 oracles
- *     la_ref_feature_map                φ, element-wise, float64
+ *     la_ref_attention, la_ref_attention_backward, la_ref_feature_map  float64 oracles
  *     la_kernel_draw                    a kernel's tensors drawn from p->seed
  *     la_rotary_apply                   rotary positions: rotate q or k in place
  *     la_linear_attention_rotary        linear attention with rotary positions
- *   step API (causal linear attention and FAVOR+, one token at a time)
+ *   step API (causal linear attention and FAVOR+, one token at a time): la_linear_step;
  *     la_linear_state_create, _free, _reset, _position, _save_size, _save, _restore
- *     la_linear_step                    one token of every head
- *   cost model
- *     la_visible_pairs                  (query, key) pairs the masks leave visible
- *     la_attention_cost, la_attention_backward_cost   FLOPs, workspace, bytes of a call
- *   kernel registry
- *     la_kernel_get                     a kernel's row: what it takes, its functions
- *     la_kernel_name, la_kernel_parse   name <-> la_kernel
- *   .npy files
- *     la_npy_read, la_npy_parse, la_npy_write, la_array_free, la_npy_dtype_size
- *     la_array_to_f32                   float16 / bfloat16 widened to float32
+ *   cost model: la_visible_pairs, la_attention_cost, la_attention_backward_cost
+ *   kernel registry: la_kernel_get (a row: what it takes, its functions), la_kernel_name,
+ *     la_kernel_parse
+ *   .npy files: la_npy_read, la_npy_parse, la_npy_write, la_array_free, la_npy_dtype_size,
+ *     la_array_to_f32 (float16 / bfloat16 widened to float32)
  *   Transformer layers (PyTorch's layout and semantics)
  *     la_layer_config_init, la_layer_config_check
  *     la_layer_tensor_key, la_layer_tensor_shape   a weight's state_dict key and shape
@@ -61,11 +49,9 @@
  *     la_encoder_layer, la_decoder_layer           one layer
  *     la_encoder, la_decoder, la_transformer       stacks
  *     la_add_positional_encoding, la_embed         sinusoidal positions, token embeddings
- *   sequence layers (Vaswani et al.'s Table 1)
- *     la_rnn_forward, la_conv1d_forward, la_rnn_cost, la_conv1d_cost
- *   accounting
- *     la_param_counts                   exact parameter counts (PyTorch's, or LA_MODEL_*)
- *     la_layer_cost_model               FLOPs and bytes of one layer forward
+ *   sequence layers: la_rnn_forward, la_conv1d_forward, la_rnn_cost, la_conv1d_cost
+ *   accounting: la_param_counts (exact parameter counts), la_layer_cost_model (FLOPs and
+ *     bytes of one layer forward)
  */
 #ifndef LINATTN_H
 #define LINATTN_H
@@ -110,46 +96,32 @@ LA_API const char *la_strerror(la_status status);
 /* ---------------------------------------------------------------- threads, machine */
 typedef enum { LA_FLOAT32 = 0, LA_FLOAT64 = 1 } la_dtype;
 
-/* Threads used by every kernel, by one rule at every entry point (this call, the
- * environment variable LA_NUM_THREADS, the command's --threads): a count in
- * 1..LA_MAX_THREADS is accepted, anything else refused (never passed on to OpenMP or
- * BLIS); a count above the online cores runs on the cores (the output is bitwise the
- * same on any count): la_get_num_threads() gives the count run on,
- * la_num_threads_requested() the count asked for. la_set_num_threads(0) restores the
- * default: LA_NUM_THREADS when set, else omp_get_max_threads() (capped). LA_EINVAL for
- * n < 0, n > LA_MAX_THREADS, and n = 0 with LA_NUM_THREADS set but not in range (the
- * setting then stays as it was). */
+/* Threads of every kernel, one rule everywhere (this call, LA_NUM_THREADS, --threads): a
+ * count in 1..LA_MAX_THREADS is accepted, anything else refused; a count above the online
+ * cores runs on the cores (outputs are bitwise the same on any count). get gives the
+ * count run on, requested the count asked for; set(0) restores the default
+ * (LA_NUM_THREADS, else OpenMP's). LA_EINVAL for n out of range, and for 0 with
+ * LA_NUM_THREADS set but not in range (the setting then stays). */
 #define LA_MAX_THREADS 1024
 LA_API la_status la_set_num_threads(int n);
 LA_API int la_get_num_threads(void);
 LA_API int la_num_threads_requested(void);
-
-/* What was built and what runs (static strings): the library's version, the BLIS release
- * linked in ("0.9.0"), the BLIS kernel set every product runs on ("zen3", or "skx
- * (chosen by linattn)" where BLIS did not recognize the CPU; LA_BLIS_CONFIG = native |
- * haswell | skx overrides), and the SIMD path: "avx512" (the fused softmax kernel, φ
- * and the linear kernels' block products on linattn's own register tiles), "portable
- * (LA_SIMD=off)" or "portable (no AVX-512)". Results agree with the float64 references
- * on either path; bits differ between them. */
+/* What was built and runs (static strings): the version, the BLIS release, the BLIS
+ * kernel set ("zen3"; "skx (chosen by linattn)" where BLIS did not know the CPU;
+ * LA_BLIS_CONFIG = native|haswell|skx overrides), the SIMD path ("avx512": linattn's own
+ * register tiles; "portable (LA_SIMD=off)", "portable (no AVX-512)"; bits differ). */
 typedef struct {
     const char *version, *blis_version, *blis_config, *simd;
 } la_config_info;
 LA_API la_config_info la_config(void);
-
-/* The FMA peak of `threads` threads (1..LA_MAX_THREADS, run on at most the online cores)
- * in GFLOP/s for dtype: the best of three runs of 12 independent chains of FMAs on 16
- * floats or 8 doubles in registers, the rate no kernel can pass. NAN for threads or
- * dtype outside their range and where the AVX-512 code does not run. Call outside a
- * parallel region. */
+/* The FMA peak of `threads` threads in GFLOP/s for dtype: best of three runs of 12
+ * chains of register FMAs, the rate no kernel can pass. NAN for threads or dtype out of
+ * range and without AVX-512. Call outside a parallel region. */
 LA_API double la_fma_peak_gflops(la_dtype dtype, int threads);
-
-/* The memory bandwidth of `threads` threads (1..LA_MAX_THREADS, run on at most the online
- * cores) in GB/s (1e9 bytes/s), the best of five passes over max(4 × L3, 64 MiB) of
- * arrays (at most 1 GiB), each thread on its own slice (lib/cpu/bandwidth.c): READ, the
- * sum of one float64 array; TRIAD, STREAM's a = b + s·c, 24 bytes per element as STREAM
- * counts them (not the write-allocate read, as la_cost.bytes_min does not count it). The
- * results are checked (LA_EIO when wrong). Call outside a parallel region. LA_EINVAL (gbs
- * NULL, kind or threads out of range), LA_ENOMEM, LA_EIO; *gbs untouched on error. */
+/* The memory bandwidth of `threads` threads in GB/s, best of five passes over max(4 × L3,
+ * 64 MiB) (lib/cpu/bandwidth.c): READ sums one float64 array; TRIAD is STREAM's a = b +
+ * s·c at 24 bytes per element. Results checked (LA_EIO when wrong). Call outside a
+ * parallel region. LA_EINVAL (NULL, kind or threads out of range), LA_ENOMEM, LA_EIO. */
 typedef enum {
     LA_BANDWIDTH_READ = 0,
     LA_BANDWIDTH_TRIAD = 1,
@@ -167,20 +139,18 @@ typedef enum {
 /* Name ("elu", "relu"; parse also takes "elu+1") <-> enum: "unknown", LA_EINVAL. */
 LA_API const char *la_feature_map_name(la_feature_map fm);
 LA_API la_status la_feature_map_parse(const char *name, la_feature_map *out);
-
 /* Where the causal diagonal sits when N != M: top-left (the default, PyTorch's is_causal),
  * query i sees key j <= i; bottom-right (FlashAttention >= 2.1's), j <= i + (M − N): N new
  * tokens over M cached keys, as decoding needs (for N > M the first N − M queries see no
  * key). With N = M the two are the same mask. */
 typedef enum { LA_CAUSAL_TOP_LEFT = 0, LA_CAUSAL_BOTTOM_RIGHT = 1 } la_causal_align;
 
-/* Where q, k, v or out lie, in elements: row r of head (b, h) starts at b·batch + h·head
- * + r·row. All zero (la_problem_init's) is the contiguous (B, H, rows, d). A KV cache
- * (B, H, T, d) holding M <= T keys: {H·T·d, T·d, d}; PyTorch's (B, N, H, d): {N·H·d, d,
- * H·d}. la_problem_check refuses layouts where two elements share an address (row < d
- * included; LA_EINVAL) or offsets beyond size_t (LA_EOVERFLOW). la_attention, _lse,
- * _backward and _weights copy a strided array into contiguous scratch (held against
- * workspace_limit) and the outputs back: results are bitwise the contiguous call's. The
+/* Where q, k, v or out lie, in elements: row r of head (b, h) at b·batch + h·head +
+ * r·row; all zero (la_problem_init's) is contiguous (B, H, rows, d). A KV cache (B, H, T,
+ * d) holding M <= T keys: {H·T·d, T·d, d}; PyTorch's (B, N, H, d): {N·H·d, d, H·d}.
+ * la_problem_check refuses layouts where two elements share an address (LA_EINVAL) or
+ * offsets beyond size_t (LA_EOVERFLOW). la_attention* copy strided arrays into scratch
+ * (held against workspace_limit) and outputs back: bitwise the contiguous call. The
  * references and la_linear_attention_rotary refuse strides; the cost model ignores them. */
 typedef struct {
     size_t batch, head, row;
@@ -237,7 +207,6 @@ typedef struct {
  * values, no mask, nothing given (drawn from seed 0), contiguous strides. Adjust after. */
 LA_API void la_problem_init(la_problem *p, size_t batch, size_t heads, size_t n_queries,
                             size_t n_keys, size_t d_k, size_t d_v);
-
 /* LA_OK when every field is in range and every array fits in size_t; LA_EINVAL or
  * LA_EOVERFLOW otherwise. Every entry point calls it first. */
 LA_API la_status la_problem_check(const la_problem *p);
@@ -262,20 +231,17 @@ typedef enum {
 } la_kernel;
 
 /* The contract every kernel keeps (lib/attention/kernels.h has each kernel's own):
- *   Masks. A key is visible to a query when every mask given lets it: causal (query i sees
- *     key j <= i, or j <= i + M − N bottom-right), key lengths (keys j >= L_b hidden),
- *     p->mask and p->key_mask. A kernel that cannot honor a mask refuses it (LA_EINVAL):
- *     linear attention takes key_mask but not mask (it would break the shared state S),
- *     Linformer and FAVOR+ take neither, additive, relative and rotary neither general
- *     mask; Linformer refuses causal. la_kernel_get(kernel) says what each takes.
+ *   Masks. A key is visible to a query when every mask given lets it: causal, key
+ *     lengths, p->mask, p->key_mask. A kernel refuses a mask it cannot honor (LA_EINVAL;
+ *     its row's causal rule and LA_MASK_* bits say which): linear attention takes
+ *     key_mask only, Linformer and FAVOR+ neither, additive, relative and rotary neither.
  *   The empty row. A query that sees no key gets an output row of zeros in every kernel
  *     and reference (linear attention also for a zero denominator, possible at eps = 0).
- *   Range. Every kernel returns a finite output within its precision's rounding of the
- *     float64 reference, or refuses with LA_ERANGE (writing nothing), never inf or NaN
- *     from finite inputs: one scan of max|q|, |k|, |v| before the kernel runs bounds
- *     every score, sum and state entry against the element type's largest value / 8
- *     (float32 refuses e.g. q = k = ±1e20 in softmax, inputs near 1e30 in linear
- *     attention; float64 computes them).
+ *   Range. The output is finite and within its precision's rounding of the float64
+ *     reference, or the call refuses with LA_ERANGE, never inf or NaN from finite inputs:
+ *     a scan of max|q|, |k|, |v| bounds every score, sum and state entry by the element
+ *     type's largest value / 8 (float32 refuses q = k = ±1e20 in softmax, inputs near
+ *     1e30 in linear attention; float64 computes them).
  *   Statuses. LA_OK, LA_EINVAL (NULL, a bad problem, a mask or causal flag the kernel
  *     refuses, a dtype outside la_dtype), LA_EOVERFLOW, LA_ENOMEM, LA_EBUDGET, LA_ERANGE.
  *   Arrays. q, k, v, out and their gradients are dtype's type, laid out as p's strides
@@ -285,37 +251,28 @@ typedef enum {
 /* out = attention of `kernel` on q, k, v: the registry row's forward for dtype. */
 LA_API la_status la_attention(la_kernel kernel, const la_problem *p, la_dtype dtype, const void *q,
                               const void *k, const void *v, void *out);
-
-/* The same, also writing lse (B, H, N): lse_i = log Σ_j exp(s_ij) over the keys query i
- * sees (natural log; -INFINITY for a query that sees none), what the backward reads. out
- * is bitwise la_attention's. LA_EINVAL for a kernel whose row has no LA_CAP_LSE (every
- * kernel but LA_KERNEL_SOFTMAX) and for lse NULL. */
+/* The same, also writing lse (B, H, N), lse_i = ln Σ_j exp(s_ij) over the keys query i
+ * sees (-INFINITY for none), for the backward; out bitwise la_attention's. LA_EINVAL for
+ * lse NULL and a row without LA_CAP_LSE (all but LA_KERNEL_SOFTMAX). */
 LA_API la_status la_attention_lse(la_kernel kernel, const la_problem *p, la_dtype dtype,
                                   const void *q, const void *k, const void *v, void *out,
                                   void *lse);
-
-/* Gradients through one forward call, for a loss L with d_out = ∂L/∂out given:
- *   out, d_out: (B, H, N, d_v), the forward's output on the same inputs and its gradient;
- *   lse: softmax only, la_attention_lse's (then not recomputed), or NULL (computed
- *     first); every other kernel requires NULL (LA_EINVAL);
- *   d_q, d_k, d_v: laid out as q, k, v, written whole.
- * A query that sees no key contributes nothing, and a key no query sees gets zero d_k,
- * d_v. The range rule adds bounds on d_out and out (kernels.h). LA_EINVAL also for a
- * kernel without a backward (la_kernel_info.backward_f32 NULL). */
+/* Gradients through one forward call, for a loss L with d_out = ∂L/∂out given: out is
+ * the forward's output on the same inputs; lse la_attention_lse's (then not recomputed)
+ * or NULL, which every row without LA_CAP_LSE requires; d_q, d_k, d_v are written whole.
+ * A query that sees no key contributes nothing; a key no query sees gets zero d_k, d_v.
+ * The range rule adds bounds on d_out and out (kernels.h). LA_EINVAL also for a row
+ * without a backward (backward_f32 NULL). */
 LA_API la_status la_attention_backward(la_kernel kernel, const la_problem *p, la_dtype dtype,
                                        const void *q, const void *k, const void *v, const void *out,
                                        const void *lse, const void *d_out, void *d_q, void *d_k,
                                        void *d_v);
-
-/* The attention matrix A with out = A·V, for inspection: out (B, H, N, M), contiguous
- * (the caller sized it: not held against workspace_limit); v is not needed. softmax,
- * softmax_materialized, local: the row softmax over the visible keys; hard: one-hot
- * rows at the argmax; linear, linear_recurrent: φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps).
- * Hidden entries are exactly 0, the empty row a zero row. LA_EINVAL for the other
- * kernels (none of a matrix here). */
+/* The attention matrix A, out = A·V, for the rows with LA_CAP_WEIGHTS (else LA_EINVAL):
+ * out (B, H, N, M), contiguous, not held against workspace_limit; v is not read. Softmax
+ * rows: the row softmax over the visible keys; hard: one-hot rows; linear: φ(q_i)·φ(k_j)
+ * / (φ(q_i)·z_i + eps). Hidden entries are exactly 0, the empty row a zero row. */
 LA_API la_status la_attention_weights(la_kernel kernel, const la_problem *p, la_dtype dtype,
                                       const void *q, const void *k, void *out);
-
 /* The row's float64 oracles, plain loops that materialize everything; contiguous arrays
  * only (LA_EINVAL for strides); they ignore workspace_limit and never return LA_ERANGE. */
 LA_API la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *q,
@@ -324,59 +281,46 @@ LA_API la_status la_ref_attention_backward(la_kernel kernel, const la_problem *p
                                            const double *k, const double *v, const double *out,
                                            const double *d_out, double *d_q, double *d_k,
                                            double *d_v);
-
 /* φ applied element-wise, float64 reference form (out may equal x). */
 LA_API void la_ref_feature_map(la_feature_map fm, const double *x, double *out, size_t n);
-
-/* The tensors a kernel draws from p->seed when the problem gives none, float64 row-major
- * into the caller's first and second:
+/* The tensors a kernel draws from p->seed when p gives none, float64 row-major:
  *   LA_KERNEL_LINFORMER   E and F, (proj_rank, n_keys) each
  *   LA_KERNEL_FAVOR, LA_KERNEL_FAVOR_RECURRENT   W (features, d_k); second NULL
  *   LA_KERNEL_GENERAL     W (d_k, d_k); second NULL
  *   LA_KERNEL_ADDITIVE    W (score_dim, 2·d_k) and v (score_dim)
  *   LA_KERNEL_RELATIVE    a^K (2K+1, d_k) and a^V (2K+1, d_v), K = max_distance
- * LA_EINVAL (another kernel, NULL p or first, second NULL or not as the kernel has one or
- * two, first == second, a size 0), LA_EOVERFLOW; nothing written on error. */
+ * LA_EINVAL (another kernel, NULL p or first, second given or not as the kernel draws
+ * two or one, first == second, a size 0), LA_EOVERFLOW; nothing written on error. */
 LA_API la_status la_kernel_draw(la_kernel kernel, const la_problem *p, double *first,
                                 double *second);
-
-/* Rotary position embeddings (RoPE; Su et al., "RoFormer", 2021): pair c = (channels 2c,
- * 2c+1) of a row at position t is rotated by the angle t·θ_c, θ_c = LA_ROTARY_BASE^(−2c/d)
- * (the interleaved pairs of the paper), so that (R_t q)·(R_s k) = qᵀ R_{s−t} k. Angles in
- * float64 for either type. x: (rows, n, d) of dtype, d even, rotated in place; token i of
- * every row block is at position first_pos + i. Softmax, hard and local attention take
- * rotary positions by rotating q and k before la_attention. Returns LA_OK, LA_EINVAL (NULL
- * x, a size 0, d odd, bad dtype), LA_EOVERFLOW; x untouched on error. */
+/* Rotary positions (RoPE, Su et al. 2021): channels (2c, 2c+1) of a row at position t
+ * rotated by t·θ_c, θ_c = LA_ROTARY_BASE^(−2c/d), so (R_t q)·(R_s k) = qᵀ R_{s−t} k. x:
+ * (rows, n, d), d even, in place; token i at first_pos + i. Rows with LA_CAP_ROTARY take
+ * q and k so rotated. LA_EINVAL (NULL, a size 0, d odd, bad dtype), LA_EOVERFLOW. */
 #define LA_ROTARY_BASE 10000.0
 LA_API la_status la_rotary_apply(la_dtype dtype, size_t rows, size_t n, size_t d, size_t first_pos,
                                  void *x);
-
-/* Linear attention with rotary positions as RoFormer does it: the rotation acts on the
- * features in the numerator only, y_i = Σ_j (R_{t_i} φ(q_i))ᵀ (R_{s_j} φ(k_j)) v_j /
- * (Σ_j φ(q_i)ᵀ φ(k_j) + eps), t_i = q_first_pos + i, s_j = k_first_pos + j; p->causal
- * runs it token by token. d_k even; p->mask, p->key_mask refused; contiguous arrays.
- * Statuses as la_attention's. Not a registry row (its first positions are arguments). */
+/* Linear attention with rotary positions as RoFormer does it, on the features in the
+ * numerator only: y_i = Σ_j (R_{t_i} φ(q_i))ᵀ (R_{s_j} φ(k_j)) v_j / (Σ_j φ(q_i)ᵀ φ(k_j) +
+ * eps), t_i = q_first_pos + i, s_j = k_first_pos + j. d_k even; no general masks or
+ * strides. Statuses as la_attention's. */
 LA_API la_status la_linear_attention_rotary(const la_problem *p, la_dtype dtype, size_t q_first_pos,
                                             size_t k_first_pos, const void *q, const void *k,
                                             const void *v, void *out);
 
 /* ---------------------------------------------------------------- step API */
-/* Causal linear attention one token at a time (generation): per head a state S (F, d_v),
- * z (F), zero after create and reset. la_linear_state_create(&st, kernel, p, dtype): for
- *   LA_KERNEL_LINEAR (or _RECURRENT) φ = p->feature_map and F = d_k, stepping gives the
- *   recurrent kernel's outputs bit for bit; for LA_KERNEL_FAVOR (or _RECURRENT) FAVOR+'s
- *   F = p->features features drawn from p->seed and its running-max stabilizer (the
- *   recurrent kernel's outputs to rounding). It reads p->batch · p->heads heads, d_k, d_v
- *   and eps. LA_EINVAL (NULL, another kernel, a bad dtype, size, φ or eps), LA_EOVERFLOW,
- *   LA_ENOMEM; *st untouched on error; freed with la_linear_state_free.
+/* Causal attention one token at a time, for a row with LA_CAP_STEP: per head a state S
+ * (F, d_v), z (F), zero after create and reset. create reads p->batch · p->heads heads,
+ *   d_k, d_v, eps and φ (linear rows: F = d_k, the recurrent kernel's outputs bit for
+ *   bit) or p->features and p->seed (FAVOR+: its stabilized features, the recurrent
+ *   kernel's outputs to rounding); LA_EINVAL (NULL, another row, a bad dtype, size, φ
+ *   or eps), LA_EOVERFLOW, LA_ENOMEM, *st untouched on error.
  * la_linear_step: q_t, k_t (heads, d_k), v_t, y_t (heads, d_v) in the state's dtype;
- *   S += φ(k_t) v_tᵀ, z += φ(k_t), y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps). LA_EINVAL (NULL) or
- *   LA_ERANGE (the range rule per token; a state that refused a token refuses every
- *   further one of that size: reset it, or use float64), state and y_t untouched. One
- *   state is stepped by one thread at a time.
- * Save and restore: la_linear_state_save_size() bytes hold the whole state in this
- *   machine's byte order; restore takes exactly that size from a state of the same kind,
- *   dtype, sizes and parameters, holding values a state can reach (else LA_EINVAL). */
+ *   S += φ(k_t) v_tᵀ, z += φ(k_t), y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps). LA_EINVAL (NULL),
+ *   LA_ERANGE (the range rule per token: reset, or use float64); state, y_t untouched.
+ *   One thread steps a state at a time.
+ * save_size bytes hold the state in this machine's byte order; restore takes exactly
+ *   that from a state of the same kind, dtype, sizes and parameters (else LA_EINVAL). */
 typedef struct la_linear_state la_linear_state;
 LA_API la_status la_linear_state_create(la_linear_state **st, la_kernel kernel, const la_problem *p,
                                         la_dtype dtype);
@@ -390,15 +334,11 @@ LA_API la_status la_linear_state_save(const la_linear_state *st, void *buf, size
 LA_API la_status la_linear_state_restore(la_linear_state *st, const void *buf, size_t size);
 
 /* ---------------------------------------------------------------- cost model */
-/* FLOPs and memory of one call: the one model the benchmarks take GFLOP/s from
- * (lib/attention/cost.c). Every count is a total over the call's B × H heads, of the
- * arithmetic of the algorithm each kernel runs over the (query, key) pairs the masks
- * leave visible (causal counts its half, key lengths shorten rows): a multiply-add is 2
- * FLOPs; an add, multiply, divide, compare, max or exp 1; φ 1 per element. A query that
- * sees no key costs nothing. Not counted: the scale multiply, the fused kernel's online
- * rescaling, index arithmetic. Each kernel's fields are defined beside it
- * (lib/attention/kernels.h); tests/attention/test_cost.c holds the linear kernels' to the
- * FLOPs they count as they run. */
+/* FLOPs and bytes of one call, the one model the benchmarks use: totals over B × H heads
+ * of each kernel's arithmetic on the pairs the masks leave visible; a multiply-add 2, an
+ * add, multiply, divide, compare, max or exp 1, φ 1 per element; not the scale multiply,
+ * online rescaling or index arithmetic. Per-kernel definitions: lib/attention/kernels.h;
+ * tests/attention/test_cost.c holds them to the FLOPs the kernels count as they run. */
 typedef struct {
     double flops_qk;        /* scores Q·Kᵀ (chunked linear: the intra-chunk φQ·φKᵀ) */
     double flops_softmax;   /* max, exp, sums, divides (hard: the argmax compares) */
@@ -408,22 +348,17 @@ typedef struct {
     double flops_qs;        /* query-side state products (φ(q)·S, φ(q)·z) */
     double flops_normalize; /* denominators and divides of linear attention */
     double flops_total;     /* the sum of the above */
-    double workspace_bytes; /* scratch the kernel holds against p->workspace_limit, for
-                               the current thread count (strided arrays' copies are not
-                               included) */
-    double io_bytes;        /* q, k, v read and out written once (backward: q, k, v, out,
-                               d_out read, d_q, d_k, d_v written) */
-    double bytes_min;       /* the fewest bytes the algorithm moves to and from memory:
-                               io_bytes plus what it holds beyond cache by design (the
-                               materialized scores, linear attention's S and z, ...);
-                               `linattn roofline` divides flops_total by it */
+    double workspace_bytes; /* the kernel's scratch at the current thread count (not the
+                               copies of strided arrays) */
+    double io_bytes;        /* every input read and output written once */
+    double bytes_min;       /* io_bytes plus what the algorithm holds beyond cache by
+                               design (scores, S and z): `linattn roofline`'s divisor */
 } la_cost;
 
 /* Visible (query, key) pairs of one head of batch entry b under causal (either
  * alignment) and key lengths; not the general masks, whose hidden pairs the kernels
  * compute and then drop (la_attention_cost counts them as visible). */
 LA_API double la_visible_pairs(const la_problem *p, size_t b);
-
 /* Fills *out for one call of `kernel` on p in dtype. Returns LA_OK, LA_EINVAL (NULL, bad
  * kernel or dtype, a causal flag the row refuses), or what la_problem_check returns. */
 LA_API la_status la_attention_cost(la_kernel kernel, const la_problem *p, la_dtype dtype,
@@ -564,7 +499,6 @@ typedef struct {
 
 /* Bytes per element: 1, 2, 4 or 8 (0 for a value outside the enum). */
 LA_API size_t la_npy_dtype_size(la_npy_dtype dtype);
-
 /* Parses a whole .npy image (format 1.0, 2.0 or 3.0): a descr of the enum (little-endian,
  * '<', '=' or '|'), fortran_order False, up to LA_NPY_MAX_DIMS dimensions, and exactly
  * shape × item size data bytes; reads only inside [bytes, bytes + size). out->data is
@@ -574,21 +508,17 @@ LA_API size_t la_npy_dtype_size(la_npy_dtype dtype);
  * a one-line reason ("truncated header"), static or per-thread storage valid until the
  * thread's next la_npy_parse or la_npy_read. */
 LA_API la_status la_npy_parse(const void *bytes, size_t size, la_array *out, const char **why);
-
 /* la_npy_parse of a file's contents; LA_EIO when it cannot be read (*why: "no such
  * file", "permission denied", "is a directory", ...), LA_EINVAL for a NULL path or out. */
 LA_API la_status la_npy_read(const char *path, la_array *out, const char **why);
-
 /* Writes atomically (version 1.0, 2.0 when the header needs it, padded as NumPy pads):
  * an unnamed file in the same folder, written, fsync'ed, then renamed over path (mode
  * 0644, or the replaced file's); a symbolic link is written through, a non-regular file
  * refused. On error no file appears at path (one already there is left as it was) and
  * errno tells why. LA_EINVAL (NULL or empty path, an inconsistent array), LA_EIO. */
 LA_API la_status la_npy_write(const char *path, const la_array *a);
-
 /* Releases data and empties the array (safe on an empty or already-freed array). */
 LA_API void la_array_free(la_array *a);
-
 /* Widens a float16 or bfloat16 array to float32 in place, exactly (subnormals, ±0, ±inf;
  * a NaN stays a NaN of its sign): a->data becomes a new buffer the array owns, a->dtype
  * LA_NPY_F32; a float32 array is left as it is. LA_EINVAL (NULL a, another dtype, NULL
@@ -596,17 +526,13 @@ LA_API void la_array_free(la_array *a);
 LA_API la_status la_array_to_f32(la_array *a);
 
 /* ---------------------------------------------------------------- Transformer layers */
-/* The layers of a Transformer as PyTorch's nn.Transformer builds them (batch_first,
- * dropout off), over the attention kernels above.
- * LAYOUT. Activations are (B, N, D) row-major, D = d_model. Weights in PyTorch's layout:
- * a Linear layer holds W (out, in) and b (out), y = x Wᵀ + b (Wᵀ is never copied);
+/* nn.Transformer's layers (batch_first, no dropout) over the kernels above. Activations
+ * (B, N, D) row-major; a Linear layer holds W (out, in) and b (out), y = x Wᵀ + b;
  * in_proj_weight packs W_Q, W_K, W_V as (3D, D); head h is columns [h·D/H, (h+1)·D/H).
- * MASKS. `causal`: query i sees keys j <= i (PyTorch's is_causal); key lengths (NULL or
- * (B,)) hide keys j >= L_b (key_padding_mask). A query that sees no key gets zeros from
- * the attention, where PyTorch gives NaN.
- * MEMORY. Scratch is allocated and freed within the call (la_layer_cost_model gives its
- * bytes); out may equal x (not memory); on error out is untouched (layers and stacks
- * work on a copy of x). */
+ * `causal`: query i sees keys j <= i; key lengths (NULL or (B,)) hide keys j >= L_b
+ * (key_padding_mask); a query that sees no key gets zeros (PyTorch: NaN). Scratch lives
+ * within the call (la_layer_cost_model gives it); out may equal x (not memory) and is
+ * untouched on error. */
 typedef enum { LA_NORM_POST = 0, LA_NORM_PRE = 1 } la_norm_order;
 typedef enum { LA_ACTIVATION_RELU = 0, LA_ACTIVATION_GELU = 1 } la_activation;
 
@@ -640,12 +566,10 @@ typedef struct {
  * ReLU, norm_eps LA_DEFAULT_NORM_EPS, φ = elu+1, the problem's defaults for linear_eps,
  * chunk, workspace_limit and max_distance, no rotary, no tables given, seed 0. */
 LA_API void la_layer_config_init(la_layer_config *c, size_t d_model, size_t heads, size_t d_ff);
-
 /* LA_OK, or LA_EINVAL for a zero size, H not dividing D, an unknown enum, a bad ε or
  * chunk, LA_KERNEL_LINEAR_RECURRENT (LA_KERNEL_LINEAR's causal form is the chunked one),
  * rotary not 0 or 1 or with D/H odd or FAVOR+, max_distance 0, one relative table. */
 LA_API la_status la_layer_config_check(const la_layer_config *c);
-
 /* The tensors of one encoder or decoder layer, by PyTorch state_dict key. */
 typedef enum {
     LA_W_SELF_IN_WEIGHT = 0, /* self_attn.in_proj_weight        (3D, D) */
@@ -671,15 +595,11 @@ typedef enum {
 
 /* The state_dict key of a tensor ("self_attn.in_proj_weight"; "" outside the enum). */
 LA_API const char *la_layer_tensor_key(la_layer_tensor t);
-
-/* Shape of tensor t for d_model D and d_ff: *ndim 1 or 2, shape[0..ndim). Returns 0
- * for a tensor the layer does not have (decoder-only tensors of an encoder layer), else
- * its element count. */
+/* Shape of tensor t for D and d_ff: *ndim 1 or 2; its elements, 0 for a tensor the layer
+ * lacks (the decoder's in an encoder layer). */
 LA_API size_t la_layer_tensor_shape(la_layer_tensor t, size_t d_model, size_t d_ff, int decoder,
                                     size_t shape[2], int *ndim);
-
-/* The weights of one layer, owning their memory. tensor[t] points into storage (float
- * or double per dtype), NULL for a tensor the layer does not have. */
+/* One layer's weights: tensor[t] points into storage (dtype), NULL where the layer lacks t. */
 typedef struct {
     la_dtype dtype;
     size_t d_model, d_ff;
@@ -689,7 +609,7 @@ typedef struct {
     void *storage;
 } la_layer_weights;
 
-/* Why a load failed: the file refused, and a one-line reason. */
+/* Why a load failed. */
 typedef struct {
     char path[1024]; /* the .npy file that was missing, unreadable or misshapen ("" if none) */
     char why[256];   /* "no such file", "shape (4, 3), expected (12, 4)", … */
@@ -701,23 +621,17 @@ typedef struct {
  * Returns LA_OK, LA_EINVAL (zero size, bad dtype), LA_EOVERFLOW, LA_ENOMEM. */
 LA_API la_status la_layer_weights_init(la_layer_weights *w, la_dtype dtype, size_t d_model,
                                        size_t d_ff, int decoder, uint64_t seed);
-
-/* Loads one layer from the folder dir holding <prefix><key>.npy for every key of the
- * layer (prefix "" for a lone layer, "encoder.layers.0." inside a model); D and d_ff
- * come from self_attn.in_proj_weight and linear1.weight, every other tensor must have
- * exactly its shape; float16, bfloat16, float32 and float64 files are converted to dtype.
- * On error w is left empty and *err (when not NULL) names the file: LA_EIO (missing or
- * unreadable), LA_EFORMAT (not a .npy, a wrong shape, a value not finite or beyond
- * float32 for LA_FLOAT32), LA_EDTYPE, LA_EINVAL, LA_ENOMEM. */
+/* Loads <prefix><key>.npy for every key of the layer from dir (prefix "", or
+ * "encoder.layers.0." in a model); D and d_ff from in_proj_weight and linear1.weight, the
+ * other shapes exact; float16 to float64 files converted to dtype. On error w is empty,
+ * *err (when not NULL) names the file: LA_EIO, LA_EFORMAT (not a .npy, a wrong shape, a
+ * value not finite or beyond float32), LA_EDTYPE, LA_EINVAL, LA_ENOMEM. */
 LA_API la_status la_layer_weights_load(la_layer_weights *w, la_dtype dtype, int decoder,
                                        const char *dir, const char *prefix, la_load_error *err);
-
 /* Releases the storage and empties w (safe on an empty or already-freed w). */
 LA_API void la_layer_weights_free(la_layer_weights *w);
-
-/* A stack as nn.Transformer holds it: encoder.layers.{i}.*, encoder.norm.{weight,bias},
- * decoder.layers.{i}.*, decoder.norm.{weight,bias}. A side with zero layers has no
- * final norm (its pointers NULL). */
+/* A stack as nn.Transformer holds it: encoder.layers.{i}.*, encoder.norm.*, decoder...;
+ * a side with zero layers has no final norm (NULL). */
 typedef struct {
     la_dtype dtype;
     size_t d_model, d_ff;
@@ -728,20 +642,17 @@ typedef struct {
     size_t n_params; /* la_param_counts' encoder + decoder */
 } la_transformer_weights;
 
-/* Initializes a stack: each layer as la_layer_weights_init with seeds derived from seed
- * and the layer's place, final norms γ = 1, β = 0. Same statuses; also LA_EINVAL for no
- * layer at all and LA_EOVERFLOW for layer counts whose sum or arrays overflow size_t. */
+/* Each layer as la_layer_weights_init (seeds from seed and its place), final norms γ = 1,
+ * β = 0; also LA_EINVAL for no layer, LA_EOVERFLOW for counts whose arrays overflow. */
 LA_API la_status la_transformer_weights_init(la_transformer_weights *w, la_dtype dtype,
                                              size_t d_model, size_t d_ff, size_t encoder_layers,
                                              size_t decoder_layers, uint64_t seed);
-/* Loads a stack from dir (keys as in nn.Transformer's state_dict, see above); every
- * layer must agree on D and d_ff. Same statuses and *err as la_layer_weights_load, and
- * for the layer counts as la_transformer_weights_init. */
+/* Loads a stack from dir (nn.Transformer's state_dict keys), every layer of one D and
+ * d_ff; statuses and *err as la_layer_weights_load and la_transformer_weights_init. */
 LA_API la_status la_transformer_weights_load(la_transformer_weights *w, la_dtype dtype,
                                              size_t encoder_layers, size_t decoder_layers,
                                              const char *dir, la_load_error *err);
 LA_API void la_transformer_weights_free(la_transformer_weights *w);
-
 /* The functions below take their arrays' element type as dtype, after the structures
  * that describe the computation (a weights' w->dtype must equal it: LA_EINVAL). Returns
  * LA_OK, LA_EINVAL (NULL, a zero size, a bad config or dtype), LA_EOVERFLOW, LA_ENOMEM,
@@ -763,7 +674,6 @@ LA_API la_status la_mha(const la_layer_config *c, la_dtype dtype, size_t batch, 
                         size_t n_keys, const void *x_q, const void *x_kv, int causal,
                         const int64_t *key_lengths, const void *in_w, const void *in_b,
                         const void *out_w, const void *out_b, void *out);
-
 /* la_encoder_layer (nn.TransformerEncoderLayer): self-attention then FFN, each with its
  *   residual and LayerNorm in c->norm's arrangement. x, out: (B, N, D). w an encoder layer
  *   (or a decoder layer, its cross-attention unused) of c's sizes.
@@ -791,7 +701,6 @@ LA_API la_status la_transformer(const la_layer_config *c, const la_transformer_w
                                 la_dtype dtype, size_t batch, size_t n_src, size_t n_tgt,
                                 const void *src, const void *tgt, const int64_t *src_lengths,
                                 void *out);
-
 /* la_add_positional_encoding: x (B, N, D) += the sinusoidal encoding, x[b, t, 2i] +=
  *   sin(t / 10000^(2i/D)), x[b, t, 2i+1] += cos(…), t = first_pos .. first_pos + N − 1.
  * la_embed: out (count, D) row t = table (V, D) row tokens[t], each in [0, V). */
@@ -801,12 +710,10 @@ LA_API la_status la_embed(la_dtype dtype, size_t vocab, size_t d, const void *ta
                           const int64_t *tokens, void *out);
 
 /* ---------------------------------------------------------------- sequence layers */
-/* The two layer types Vaswani et al. ("Attention Is All You Need", Table 1) compare
- * self-attention with, for `linattn complexity`. x and the output are (B, N, d)
- * row-major; weights row-major (out, in) matrices applied to column vectors (W x);
- * biases (d). The output must not overlap x. Both allocate nothing but BLIS's packing
- * buffers and write nothing on error. Returns LA_OK, LA_EINVAL (NULL, a zero size, an
- * even or zero width, a bad dtype), LA_EOVERFLOW, LA_ENOMEM.
+/* The layers Vaswani et al. (Table 1) compare self-attention with (`linattn complexity`):
+ * x, the output (not overlapping x): (B, N, d); weights (out, in), applied as W x; biases
+ * (d). LA_EINVAL (NULL, a zero size, an even or zero width, a bad dtype), LA_EOVERFLOW,
+ * LA_ENOMEM; nothing written on error.
  * Recurrent (Elman): h_t = tanh(W_h h_{t−1} + W_x x_t + b), h_{−1} = 0, N sequential
  *   steps. x, h: (B, N, d); w_x, w_h: (d, d); b: (d).
  * 1-D convolution, width k (odd), 'same' zero padding: y_i = Σ_{t=0}^{k−1} W_t x_{i+t−k/2}
@@ -815,7 +722,6 @@ LA_API la_status la_rnn_forward(la_dtype dtype, size_t batch, size_t n, size_t d
                                 const void *w_x, const void *w_h, const void *b, void *h);
 LA_API la_status la_conv1d_forward(la_dtype dtype, size_t batch, size_t n, size_t d, size_t width,
                                    const void *x, const void *w, const void *b, void *y);
-
 /* FLOPs of one call, multiply-adds counting 2, every add and tanh 1:
  *   recurrent      B·N·(4d² + 2d)   (W_x x_t and W_h h_{t−1}, 2d² each; + b; tanh)
  *   convolutional  B·N·(2k·d² + d)  (k taps of 2d², the padded ones counted; + b)
@@ -824,17 +730,14 @@ LA_API la_status la_rnn_cost(size_t batch, size_t n, size_t d, double *flops);
 LA_API la_status la_conv1d_cost(size_t batch, size_t n, size_t d, size_t width, double *flops);
 
 /* ---------------------------------------------------------------- Accounting */
-/* Exact parameter counts, as PyTorch counts them (numel over parameters()): MHA 4D² + 4D,
- * FFN 2·D·d_ff + d_ff + D, LayerNorm 2D; encoder layer MHA + FFN + 2 LN, decoder layer
- * 2 MHA + FFN + 3 LN; a stack L layers and its final norm (none for L = 0); embedding
- * V·D, learned positions P·D; total the sum of every field. The defaults (fields from
- * vocab on zero) are nn.Transformer; the rest describes published models (`linattn
- * params --model`): BERT's segment table T·D, T5's relative bias R·H per stack, and the
- * LA_MODEL_* options: no biases (T5), RMS norms of D (T5), no final norm (post-LN
- * models), a norm after the embeddings per stack (BERT), BERT's pooler (D² + D), an
- * untied output head V·D. approx_12d2 keeps only the D² terms at d_ff = 4D (12D² per
- * encoder layer, 16D² per decoder layer); approx_gap = (exact − approx) / exact over the
- * layers. */
+/* Exact parameter counts as PyTorch counts them: MHA 4D² + 4D, FFN 2·D·d_ff + d_ff + D,
+ * LayerNorm 2D; encoder layer MHA + FFN + 2 LN, decoder layer 2 MHA + FFN + 3 LN; a stack
+ * L layers and its final norm; embedding V·D, learned positions P·D; total the sum. The
+ * defaults (zero from vocab on) are nn.Transformer; the rest describes published models
+ * (`linattn params --model`): segment table T·D, T5's relative bias R·H per stack, and
+ * LA_MODEL_*: no biases, RMS norms (D), no final norm, a norm after the embeddings,
+ * BERT's pooler (D² + D), an untied head V·D. approx_12d2 keeps the D² terms at d_ff =
+ * 4D; approx_gap = (exact − approx) / exact over the layers. */
 typedef struct {
     size_t d_model, heads, d_ff;
     size_t encoder_layers, decoder_layers;
@@ -867,16 +770,13 @@ typedef struct {
 /* Returns LA_OK, LA_EINVAL (NULL, D, H or d_ff zero, H not dividing D, an unknown
  * option bit), LA_EOVERFLOW (a count beyond 2⁶⁴ − 1). */
 LA_API la_status la_param_counts(const la_model_size *s, la_param_count *out);
-
-/* FLOPs and bytes of one encoder or decoder layer forward on B sequences of N tokens
- * (decoder: over M memory tokens) with c's kernel, φ, chunk; a multiply-add 2, every add,
- * multiply, max, exp, erf 1: projections 2·rows·D² each plus the bias adds; attention
- * la_attention_cost's flops_total per attention; ffn 2·B·N·D·d_ff twice, the bias adds
- * and d_ff activations per row; layer_norm 8D + 5 per row and norm; residual B·N·D adds
- * per sublayer. weight_bytes the parameters; activation_bytes the scratch at its peak
- * (the copy of x and one sublayer output, plus the larger of Q, K, V and the heads'
- * output, B·N·D + 3·B·max(N, M)·D, and the FFN's min(B·N, 4096)·d_ff hidden values);
- * workspace_bytes the attention kernel's (the larger of self- and cross-attention). */
+/* FLOPs and bytes of one encoder or decoder layer forward (B sequences of N tokens; a
+ * decoder over M memory tokens) with c's kernel; a multiply-add 2, every add, multiply,
+ * max, exp, erf 1: projections 2·rows·D² each and bias adds; attention la_attention_cost's
+ * flops_total; ffn 2·B·N·D·d_ff twice, bias adds, activations; layer_norm 8D + 5 per row
+ * and norm; residual B·N·D per sublayer. activation_bytes the scratch at its peak (x's
+ * copy, one sublayer output, and the larger of Q, K, V and the heads' output or the
+ * FFN's min(B·N, 4096)·d_ff); workspace_bytes the larger attention kernel's. */
 typedef struct {
     double projections, attention, ffn, layer_norm, residual, total;
     la_cost self_attention;  /* the self-attention kernel's own breakdown */
