@@ -334,6 +334,17 @@ static void bad_strides_refused(void **state)
     double q64[B * H * N * DK] = {0}, k64[B * H * M * DK] = {0}, v64[B * H * M * DV] = {0};
     double out64[B * H * N * DV];
     assert_int_equal(la_ref_attention(LA_KERNEL_SOFTMAX, &sp, q64, k64, v64, out64), LA_EINVAL);
+    double g64[3][B * H * M * DK];
+    assert_int_equal(la_ref_attention_backward(LA_KERNEL_SOFTMAX, &sp, q64, k64, v64, out64, out64,
+                                               g64[0], g64[1], g64[2]),
+                     LA_EINVAL);
+    /* and so does rotary linear attention, which is no registry row */
+    memset(out, SENTINEL, sizeof out);
+    assert_int_equal(la_linear_attention_rotary(&sp, LA_FLOAT32, 0, 0, q, k, v, out), LA_EINVAL);
+    for (size_t i = 0; i < sizeof out; i++)
+        assert_int_equal(((unsigned char *)out)[i], SENTINEL);
+    sp.stride_q = (la_strides){0, 0, 0};
+    assert_int_equal(la_linear_attention_rotary(&sp, LA_FLOAT32, 0, 0, q, k, v, out), LA_OK);
     /* the same layout written as its contiguous strides is the contiguous call */
     sp = p, sp.stride_q = (la_strides){H * N * DK, N * DK, DK};
     assert_int_equal(la_attention(LA_KERNEL_SOFTMAX, &sp, LA_FLOAT32, q, k, v, out), LA_OK);
