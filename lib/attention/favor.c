@@ -379,6 +379,34 @@ static void favor_causal_head(const la_problem *p, size_t hd, const REAL *phi_q,
     }
 }
 
+/* One token of a stabilized state, S (m, d_v) and z (m) held at the scale of μ, the
+ * running max of g over the keys they hold (S = Σ ψ(k_j) exp(g_j − μ) v_jᵀ): μ' = max(μ, g)
+ * (g at the first token), the state rescaled to μ' by exp(μ − μ') (at most 1; none at
+ * the first token), ψ' = ψ·exp(g − μ') into kt (may be psi), then the engine's step:
+ * S += ψ' vᵀ, z += ψ', y = φ(q)ᵀS / (φ(q)·z + eps). Returns μ'. S's entries are
+ * s_elems = m·d_v; z need not follow S. */
+static REAL stabilized_step(REAL *S, REAL *z, size_t s_elems, REAL mu, REAL g, bool first,
+                            const REAL *psi, REAL *kt, const REAL *v, const REAL *phi_q, REAL eps,
+                            REAL *y, size_t m, size_t dv)
+{
+    LA_COUNT(LA_COUNT_PHI, 1); /* the running max */
+    const REAL mu_new = first || g > mu ? g : mu;
+    if (!first) { /* the state to the scale of μ' */
+        LA_COUNT(LA_COUNT_KV, (double)m * ((double)dv + 1) + 2);
+        const REAL r = EXP(mu - mu_new);
+        for (size_t a = 0; a < s_elems; a++)
+            S[a] *= r;
+        for (size_t l = 0; l < m; l++)
+            z[l] *= r;
+    }
+    LA_COUNT(LA_COUNT_KV, (double)m + 2);
+    const REAL f = EXP(g - mu_new);
+    for (size_t l = 0; l < m; l++)
+        kt[l] = psi[l] * f;
+    FN(la_linear_step_head)(S, z, kt, v, phi_q, eps, y, m, dv);
+    return mu_new;
+}
+
 /* Causal FAVOR+ of one head, token by token: the chunked form's weights
  * a_ij = φ(q_i)·ψ(k_j)·exp(g_j − μ_i), j <= i, with the state S (m, d_v), z (m) held at
  * the scale of μ, the running max of g over the keys it holds (S = Σ ψ(k_j) exp(g_j − μ)
@@ -406,23 +434,11 @@ static void favor_recurrent_head(const la_problem *p, size_t hd, const REAL *phi
     REAL mu = g[0];
     for (size_t t = 0; t < N; t++) {
         if (t >= u) { /* no key left to add: y_t = φ(q_t)ᵀS / (φ(q_t)·z + eps) */
-            FN(la_linear_read_query)(S, z, fq + t * m, eps, yh + t * dv, m, dv);
+            FN(la_linear_read_query)(S, z, fq + t * m, fq + t * m, eps, yh + t * dv, m, dv);
             continue;
         }
-        LA_COUNT(LA_COUNT_PHI, 1); /* the running max */
-        const REAL mu_new = g[t] > mu ? g[t] : mu;
-        if (t > 0) { /* the state to the scale of μ' */
-            LA_COUNT(LA_COUNT_KV, (double)m * ((double)dv + 1) + 2);
-            const REAL s = EXP(mu - mu_new);
-            for (size_t a = 0; a < m * (dv + 1); a++)
-                S[a] *= s;
-        }
-        LA_COUNT(LA_COUNT_KV, (double)m + 2);
-        const REAL f = EXP(g[t] - mu_new);
-        for (size_t l = 0; l < m; l++)
-            kt[l] = psi[t * m + l] * f;
-        mu = mu_new;
-        FN(la_linear_step_head)(S, z, kt, vh + t * dv, fq + t * m, eps, yh + t * dv, m, dv);
+        mu = stabilized_step(S, z, m * dv, mu, g[t], t == 0, psi + t * m, kt, vh + t * dv,
+                             fq + t * m, eps, yh + t * dv, m, dv);
     }
 }
 
@@ -549,20 +565,9 @@ la_status la_favor_step_f64(la_linear_state *st, const double *q_t, const double
     if (!finite) return LA_ERANGE;
 
     for (size_t h = 0; h < H; h++) {
-        REAL *Sh = S + h * m * dv, *zh = z + h * m, *kt = fk + h * m;
-        const REAL mu_new = st->position == 0 || g[h] > mu[h] ? g[h] : mu[h];
-        if (st->position > 0) { /* the state to the scale of μ' */
-            const REAL r = EXP(mu[h] - mu_new);
-            for (size_t a = 0; a < m * dv; a++)
-                Sh[a] *= r;
-            for (size_t l = 0; l < m; l++)
-                zh[l] *= r;
-        }
-        const REAL f = EXP(g[h] - mu_new);
-        for (size_t l = 0; l < m; l++)
-            kt[l] *= f;
-        mu[h] = mu_new;
-        FN(la_linear_step_head)(Sh, zh, kt, v_t + h * dv, fq + h * m, eps, y_t + h * dv, m, dv);
+        REAL *kt = fk + h * m; /* ψ(k_t), made ψ' in place */
+        mu[h] = stabilized_step(S + h * m * dv, z + h * m, m * dv, mu[h], g[h], st->position == 0,
+                                kt, kt, v_t + h * dv, fq + h * m, eps, y_t + h * dv, m, dv);
     }
     st->s_bound = s_new;
     st->z_bound = z_new;

@@ -8,7 +8,8 @@
  *   la_linear_scan_recurrent_*  causal, token by token;
  *   la_linear_step_head_*,      one token of one head: S += φk vᵀ, z += φk, then the read
  *   la_linear_read_query_*      y = φqᵀS / (φqᵀz + eps) (the recurrent scan, the step API,
- *                               FAVOR+'s recurrent form and step);
+ *                               FAVOR+'s recurrent form and step); apart, the add
+ *   la_linear_add_key_*         S += φk vᵀ, z += φk and the read (rotary linear attention);
  *   la_linear_workspace_bytes   the scratch the scans hold.
  * Products of the small blocks go through gemm_small (lib/cpu/, AVX-512 tiles where they
  * pay). Every function's contract is in linear_internal.h.
@@ -219,29 +220,52 @@ void la_linear_step_head_f64(double *restrict S, double *restrict z, const doubl
     }
 }
 
-/* y (d_v) = φqᵀ S / (φqᵀ z + eps), S (d_k, d_v), z and φq (d_k). */
+/* S (d_k, d_v) += k_num v_tᵀ, z (d_k) += k_den: a key added without a read (k_den = k_num
+ * but in rotary linear attention, whose numerator takes the rotated φ(k)). */
 #if REAL_IS_F32
-void la_linear_read_query_f32(const float *restrict S, const float *restrict z,
-                              const float *restrict phi_q, float eps, float *restrict y, size_t d_k,
-                              size_t d_v)
+void la_linear_add_key_f32(float *restrict S, float *restrict z, const float *restrict k_num,
+                           const float *restrict k_den, const float *restrict v, size_t d_k,
+                           size_t d_v)
 #else
-void la_linear_read_query_f64(const double *restrict S, const double *restrict z,
-                              const double *restrict phi_q, double eps, double *restrict y, size_t d_k,
-                              size_t d_v)
+void la_linear_add_key_f64(double *restrict S, double *restrict z, const double *restrict k_num,
+                           const double *restrict k_den, const double *restrict v, size_t d_k,
+                           size_t d_v)
 #endif
 {
-    /* numerator: y = Σ_a φq[a] · S[a, :] */
+    LA_COUNT(LA_COUNT_KV, 2 * (double)d_k * (double)d_v + (double)d_k);
+    for (size_t a = 0; a < d_k; a++) {
+        const REAL fk = k_num[a];
+        REAL *row = S + a * d_v;
+        z[a] += k_den[a];
+        for (size_t c = 0; c < d_v; c++)
+            row[c] += fk * v[c];
+    }
+}
+
+/* y (d_v) = q_numᵀ S / (q_denᵀ z + eps), S (d_k, d_v), z, q_num and q_den (d_k): q_den = q_num
+ * = φ(q) but in rotary linear attention (the rotated φ(q) in the numerator). */
+#if REAL_IS_F32
+void la_linear_read_query_f32(const float *restrict S, const float *restrict z,
+                              const float *restrict q_num, const float *restrict q_den, float eps,
+                              float *restrict y, size_t d_k, size_t d_v)
+#else
+void la_linear_read_query_f64(const double *restrict S, const double *restrict z,
+                              const double *restrict q_num, const double *restrict q_den,
+                              double eps, double *restrict y, size_t d_k, size_t d_v)
+#endif
+{
+    /* numerator: y = Σ_a q_num[a] · S[a, :] */
     for (size_t c = 0; c < d_v; c++)
         y[c] = 0;
     LA_COUNT(LA_COUNT_QS, 2 * (double)d_k * (double)d_v);
     for (size_t a = 0; a < d_k; a++) {
-        REAL f = phi_q[a];
+        REAL f = q_num[a];
         const REAL *row = S + a * d_v;
         for (size_t c = 0; c < d_v; c++)
             y[c] += f * row[c];
     }
-    /* normalize by the denominator φqᵀz + eps */
-    REAL den = LA_DOT(LA_COUNT_QS, phi_q, z, d_k) + eps;
+    /* normalize by the denominator q_denᵀz + eps */
+    REAL den = LA_DOT(LA_COUNT_QS, q_den, z, d_k) + eps;
     LA_COUNT(LA_COUNT_NORMALIZE, 1 + d_v);
     for (size_t c = 0; c < d_v; c++)
         y[c] = den == 0 ? 0 : y[c] / den; /* den = 0: the empty row (linattn.h) */
@@ -249,7 +273,7 @@ void la_linear_read_query_f64(const double *restrict S, const double *restrict z
 
 /* The scratch layout of one call (linear_layout_for), allocated: one block of REAL. */
 static la_status workspace_alloc(const la_problem *p, la_kernel kernel, linear_layout *lay,
-                                     REAL **work)
+                                 REAL **work)
 {
     la_status st = linear_layout_for(p, kernel, (size_t)la_threads(), lay);
     if (st != LA_OK) return st;
@@ -265,8 +289,8 @@ static la_status workspace_alloc(const la_problem *p, la_kernel kernel, linear_l
  * summed straight into the head's [S z] for the first piece, into the thread's partial
  * for a later one (kv_piece_add adds it, in piece order). `mine`: the thread's scratch,
  * a φ block of `rows` rows, a block's z, the partial. */
-static void kv_piece(const la_problem *p, const REAL *k, const REAL *v, REAL *states,
-                         size_t task, size_t pieces, size_t rows, size_t kb, REAL *mine)
+static void kv_piece(const la_problem *p, const REAL *k, const REAL *v, REAL *states, size_t task,
+                     size_t pieces, size_t rows, size_t kb, REAL *mine)
 {
     const size_t M = p->n_keys, dk = p->d_k, dv = p->d_v, state_size = dk * (dv + 1);
     const size_t hd = task / pieces, j_begin = (task % pieces) * LA_LINEAR_KEY_PIECE;
@@ -308,7 +332,7 @@ static void kv_piece(const la_problem *p, const REAL *k, const REAL *v, REAL *st
 
 /* [S z] of the head += the partial of a later piece with keys (in piece order). */
 static void kv_piece_add(const la_problem *p, REAL *states, size_t task, size_t pieces,
-                             const REAL *mine, size_t rows)
+                         const REAL *mine, size_t rows)
 {
     const size_t dk = p->d_k, state_size = dk * (p->d_v + 1);
     const size_t hd = task / pieces, j_begin = (task % pieces) * LA_LINEAR_KEY_PIECE;
@@ -343,7 +367,7 @@ static bool states_in_range(const REAL *states, size_t n, size_t dk)
  * task / q_blocks, out_blk = φ(Q_blk) S / (φ(Q_blk) z + eps), zero rows when the head
  * sees no key; asks for task `next`'s queries meanwhile. `phi_q`: the thread's φ block. */
 static void apply_block(const la_problem *p, const REAL *q, const REAL *states, REAL *out,
-                            size_t task, size_t q_blocks, size_t qb, size_t next, REAL *phi_q)
+                        size_t task, size_t q_blocks, size_t qb, size_t next, REAL *phi_q)
 {
     const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v;
     const size_t hd = task / q_blocks, i0 = (task % q_blocks) * qb;
@@ -417,8 +441,8 @@ static void apply_block(const la_problem *p, const REAL *q, const REAL *states, 
  * handled in apply_block).
  * Scratch: S and z of every head, plus per thread one φ block, a partial z and a
  * partial [S z]. */
-static la_status linear_noncausal(const la_problem *p, const REAL *q, const REAL *k,
-                                      const REAL *v, REAL *out)
+static la_status linear_noncausal(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
+                                  REAL *out)
 {
     const size_t N = p->n_queries, M = p->n_keys;
     const size_t heads = p->batch * p->heads;
@@ -455,9 +479,8 @@ static la_status linear_noncausal(const la_problem *p, const REAL *q, const REAL
             REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
             for (size_t b = 0; b < q_blocks; b++) {
                 const size_t task = hd * q_blocks + b;
-                apply_block
-                (p, q, states, out, task, q_blocks, qb, b + 1 < q_blocks ? task + 1 : SIZE_MAX,
-                 mine);
+                apply_block(p, q, states, out, task, q_blocks, qb,
+                            b + 1 < q_blocks ? task + 1 : SIZE_MAX, mine);
             }
         }
     } else {
@@ -477,8 +500,8 @@ static la_status linear_noncausal(const la_problem *p, const REAL *q, const REAL
 #pragma omp parallel for schedule(dynamic) num_threads((int)threads)
         for (size_t task = 0; task < tasks; task++) {
             REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
-            apply_block
-            (p, q, states, out, task, q_blocks, qb, task + 1 < tasks ? task + 1 : SIZE_MAX, mine);
+            apply_block(p, q, states, out, task, q_blocks, qb,
+                        task + 1 < tasks ? task + 1 : SIZE_MAX, mine);
         }
     }
     free(work);
@@ -505,8 +528,8 @@ typedef struct {
 /* Step 1, in any order: φ(Q_c), φKᵀ, A (masked) and, unless in_place (chunk_advance_in_place
  * forms them), the chunk's ΔS_c, Δz_c, in the thread's scratch `mine`; asks for task
  * `next`'s inputs (the thread's likely next task) to be fetched meanwhile. */
-static void chunk_prepare(const chunk_job * j, size_t task, size_t next, REAL *mine,
-                              chunk_task * t, bool in_place)
+static void chunk_prepare(const chunk_job *j, size_t task, size_t next, REAL *mine, chunk_task *t,
+                          bool in_place)
 {
     const size_t N = j->N, M = j->M, dk = j->dk, dv = j->dv, C = j->C;
     const ptrdiff_t ldk = (ptrdiff_t)dk, ldc = (ptrdiff_t)C, ldv = (ptrdiff_t)dv;
@@ -580,7 +603,7 @@ static void chunk_prepare(const chunk_job * j, size_t task, size_t next, REAL *m
 
 /* Step 2, in chunk order within the head: S_c, z_c from the head's carried state, then
  * the carried state becomes S_{c+1}, z_{c+1}. */
-static void chunk_advance(const chunk_job * j, const chunk_task * t)
+static void chunk_advance(const chunk_job *j, const chunk_task *t)
 {
     REAL *carry = j->carried + t->hd * j->state_size;
     const size_t n = j->state_size;
@@ -605,7 +628,7 @@ static void chunk_advance(const chunk_job * j, const chunk_task * t)
  * row sums of φKᵀ. The same values as chunk_prepare's ΔS_c, Δz_c added by chunk_advance
  * (a sum that starts from +0 never ends at −0, so starting S_0 at 0 changes no bit),
  * without writing ΔS_c or copying S_c. */
-static void chunk_advance_in_place(const chunk_job * j, const chunk_task * t)
+static void chunk_advance_in_place(const chunk_job *j, const chunk_task *t)
 {
     const size_t dk = j->dk, dv = j->dv, C = j->C, nk = t->nk;
     REAL *S = j->carried + t->hd * j->state_size, *z = S + dk * dv;
@@ -634,7 +657,7 @@ static void chunk_advance_in_place(const chunk_job * j, const chunk_task * t)
 }
 
 /* Step 3, in any order: the chunk's outputs from S_c, z_c and A. */
-static void chunk_finish(const chunk_job * j, const chunk_task * t)
+static void chunk_finish(const chunk_job *j, const chunk_task *t)
 {
     const size_t dk = j->dk, dv = j->dv, C = j->C, nq = t->nq, nk = t->nk, c0 = t->c0;
     const ptrdiff_t ldk = (ptrdiff_t)dk, ldc = (ptrdiff_t)C, ldv = (ptrdiff_t)dv;
@@ -694,8 +717,8 @@ static void chunk_finish(const chunk_job * j, const chunk_task * t)
  * The carried state is one per head (bounded scratch, no per-chunk states kept).
  * Scratch: the carried [S z] of every head; per thread φ(Q_c) C·d_k, A C·C, φ(K_c)
  * C·d_k and φKᵀ d_k·C, S_c and z_c d_k(d_v + 1), ΔS_c and Δz_c d_k(d_v + 1). */
-static la_status linear_chunked(const la_problem *p, const REAL *q, const REAL *k,
-                                    const REAL *v, REAL *out)
+static la_status linear_chunked(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
+                                REAL *out)
 {
     const size_t N = p->n_queries, heads = p->batch * p->heads;
     const size_t C = p->chunk < N ? p->chunk : N, n_chunks = (N + C - 1) / C;
@@ -705,20 +728,20 @@ static la_status linear_chunked(const la_problem *p, const REAL *q, const REAL *
     if (st != LA_OK) return st;
     const size_t threads = lay.threads, per_thread = lay.per_thread;
     const chunk_job job = {p,
-                               q,
-                               k,
-                               v,
-                               out,
-                               N,
-                               p->n_keys,
-                               p->d_k,
-                               p->d_v,
-                               C,
-                               n_chunks,
-                               heads * n_chunks,
-                               p->d_k * (p->d_v + 1),
-                               work,
-                               (REAL)p->eps};
+                           q,
+                           k,
+                           v,
+                           out,
+                           N,
+                           p->n_keys,
+                           p->d_k,
+                           p->d_v,
+                           C,
+                           n_chunks,
+                           heads * n_chunks,
+                           p->d_k * (p->d_v + 1),
+                           work,
+                           (REAL)p->eps};
     REAL *scratch = work + lay.shared;
 
     if (heads % threads == 0) {
@@ -728,8 +751,7 @@ static la_status linear_chunked(const la_problem *p, const REAL *q, const REAL *
             for (size_t c = 0; c < n_chunks; c++) {
                 const size_t task = hd * n_chunks + c;
                 chunk_task t;
-                chunk_prepare
-                (&job, task, c + 1 < n_chunks ? task + 1 : SIZE_MAX, mine, &t, true);
+                chunk_prepare(&job, task, c + 1 < n_chunks ? task + 1 : SIZE_MAX, mine, &t, true);
                 t.Sc = job.carried + hd * job.state_size; /* S_c, z_c: the carried state */
                 t.zc = t.Sc + job.dk * job.dv;
                 chunk_finish(&job, &t);
@@ -756,8 +778,8 @@ static la_status linear_chunked(const la_problem *p, const REAL *q, const REAL *
 la_status la_linear_scan_f32(const la_problem *p, const float *q, const float *k, const float *v,
                              float *out)
 #else
-la_status la_linear_scan_f64(const la_problem *p, const double *q, const double *k,
-                             const double *v, double *out)
+la_status la_linear_scan_f64(const la_problem *p, const double *q, const double *k, const double *v,
+                             double *out)
 #endif
 {
     if (p->causal && !FN(la_range_ok)(LA_RANGE_LINEAR, p, q, k, v)) return LA_ERANGE;
@@ -813,7 +835,7 @@ la_status la_linear_scan_recurrent_f64(const la_problem *p, const double *q, con
                 FN(la_linear_step_head)(S, z, phi_k, vh + t * dv, phi_q, eps, yh + t * dv, dk, dv);
             } else {
                 /* no key left to add: y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps) */
-                FN(la_linear_read_query)(S, z, phi_q, eps, yh + t * dv, dk, dv);
+                FN(la_linear_read_query)(S, z, phi_q, phi_q, eps, yh + t * dv, dk, dv);
             }
         }
     }

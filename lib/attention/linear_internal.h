@@ -22,7 +22,10 @@ void la_feature_map_f64(la_feature_map fm, const double *x, double *out, size_t 
 /* One recurrent step of one head: S += φk vᵀ, z += φk, y = φqᵀS / (φqᵀz + eps), with
  * S (d_k, d_v) row-major, z, φk = φ(k_t), φq = φ(q_t) (d_k,), v and y (d_v,); no
  * argument may overlap another.
- * la_linear_read_query: only y = φqᵀS / (φqᵀz + eps), for a token with no key to add. */
+ * la_linear_read_query: only y = q_numᵀS / (q_denᵀz + eps), for a token with no key to add;
+ * la_linear_add_key: only S += k_num vᵀ, z += k_den, for a key added without a read
+ * (q_num = q_den = φ(q) and k_num = k_den = φ(k) but in rotary linear attention, whose
+ * numerator takes the rotated features). */
 void la_linear_step_head_f32(float *restrict S, float *restrict z, const float *restrict phi_k,
                              const float *restrict v, const float *restrict phi_q, float eps,
                              float *restrict y, size_t d_k, size_t d_v);
@@ -30,11 +33,17 @@ void la_linear_step_head_f64(double *restrict S, double *restrict z, const doubl
                              const double *restrict v, const double *restrict phi_q, double eps,
                              double *restrict y, size_t d_k, size_t d_v);
 void la_linear_read_query_f32(const float *restrict S, const float *restrict z,
-                              const float *restrict phi_q, float eps, float *restrict y, size_t d_k,
-                              size_t d_v);
+                              const float *restrict q_num, const float *restrict q_den, float eps,
+                              float *restrict y, size_t d_k, size_t d_v);
 void la_linear_read_query_f64(const double *restrict S, const double *restrict z,
-                              const double *restrict phi_q, double eps, double *restrict y,
-                              size_t d_k, size_t d_v);
+                              const double *restrict q_num, const double *restrict q_den,
+                              double eps, double *restrict y, size_t d_k, size_t d_v);
+void la_linear_add_key_f32(float *restrict S, float *restrict z, const float *restrict k_num,
+                           const float *restrict k_den, const float *restrict v, size_t d_k,
+                           size_t d_v);
+void la_linear_add_key_f64(double *restrict S, double *restrict z, const double *restrict k_num,
+                           const double *restrict k_den, const double *restrict v, size_t d_k,
+                           size_t d_v);
 
 /* The step API's state (state.c makes, steps, saves and restores it; FAVOR+'s step is
  * favor.c's, la_favor_step_*). Linear: width = d_k, w = NULL. FAVOR+ (la_favor_state_create):

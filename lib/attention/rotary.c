@@ -140,28 +140,17 @@ static void rotary_linear_head(const la_problem *p, size_t m, size_t q_first_pos
             /* S += R φ(k_j) v_jᵀ, z += φ(k_j) */
             FN(la_feature_map)(p->feature_map, kh + added * dk, phi_k, dk);
             rotate_row(phi_k, rot_k, dk, k_first_pos + added);
-            const REAL *vj = vh + added * dv;
-            for (size_t c = 0; c < dk; c++) {
-                z[c] += phi_k[c];
-                for (size_t e = 0; e < dv; e++)
-                    S[c * dv + e] += rot_k[c] * vj[e];
-            }
+            FN(la_linear_add_key)(S, z, rot_k, phi_k, vh + added * dv, dk, dv);
         }
         REAL *yi = oh + i * dv;
-        memset(yi, 0, dv * sizeof *yi);
-        if (seen == 0) continue;
+        if (seen == 0) {
+            memset(yi, 0, dv * sizeof *yi);
+            continue;
+        }
         /* y_i = (R φ(q_i))ᵀ S / (φ(q_i)ᵀ z + eps) */
         FN(la_feature_map)(p->feature_map, qh + i * dk, phi_q, dk);
         rotate_row(phi_q, rot_q, dk, q_first_pos + i);
-        REAL den = eps;
-        for (size_t c = 0; c < dk; c++)
-            den += phi_q[c] * z[c];
-        if (den == 0) continue;
-        for (size_t c = 0; c < dk; c++)
-            for (size_t e = 0; e < dv; e++)
-                yi[e] += rot_q[c] * S[c * dv + e];
-        for (size_t e = 0; e < dv; e++)
-            yi[e] /= den;
+        FN(la_linear_read_query)(S, z, rot_q, phi_q, eps, yi, dk, dv);
     }
 }
 
