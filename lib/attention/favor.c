@@ -108,12 +108,11 @@ la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *w)
 /* ---------------------------------------------------------------- scratch */
 
 /* The scratch of one call: W in float64 (m·d_k, and for float32 a float copy; w_bytes),
- * then in the element type φ(Q) (B·H·N·m), φ(K) (B·H·M·m) and each key's P and g
- * (B·H·2M), and causal per thread a chunk's S, z, A, μ_i, den_i and ψ',
- * m·(d_v + 1) + C·(C + 2 + m) with C = min(chunk, N) (recurrent: S, z and one key's ψ',
- * m·(d_v + 2))
- * (scratch_elems, with own_bytes all of the above); non-causal also what linear attention
- * on the features holds (la_linear_workspace_bytes of `inner`, p with d_k = m). */
+ * then in the element type φ(Q) (B·H·N·m), φ(K) (B·H·M·m) and each key's P (causal: then
+ * μ, the running max of g) and g (B·H·2M), and recurrent per thread S, z and one key's
+ * ψ', m·(d_v + 2) (scratch_elems, with own_bytes all of the above); non-causal and causal
+ * chunked also what the linear engine's scan on the features holds
+ * (la_linear_workspace_bytes of `inner`, p with d_k = m). */
 typedef struct {
     la_problem inner; /* p with d_k = m, φ the identity */
     size_t threads;   /* the threads of the per-head loops: min(threads, B·H) */
@@ -133,7 +132,7 @@ static la_status favor_layout_for(const la_problem *p, size_t elem, bool recurre
     if (st != LA_OK) return st;
     if (!la_mul_ok(p->batch, p->heads, &heads)) return LA_EOVERFLOW;
     lay->threads = (size_t)la_threads() < heads ? (size_t)la_threads() : heads;
-    if (!p->causal) {
+    if (!recurrent) {
         st = la_linear_workspace_bytes(LA_KERNEL_LINEAR, &lay->inner, elem, &inner_bytes);
         if (st != LA_OK) return st;
     }
@@ -145,18 +144,14 @@ static la_status favor_layout_for(const la_problem *p, size_t elem, bool recurre
     lay->phi_k_elems = heads * p->n_keys * m;
     lay->pg_elems = heads * p->n_keys * 2;
     lay->causal_per_thread = 0;
-    if (p->causal) {
-        const size_t C = p->chunk < p->n_queries ? p->chunk : p->n_queries;
-        size_t state, chunk_part;
-        if (!la_mul_ok(m, p->d_v + 1, &state) || C + 2 > SIZE_MAX - m ||
-            !la_mul_ok(C, C + 2 + m, &chunk_part))
+    if (recurrent) { /* token by token: S, z and ψ' of one key */
+        size_t state;
+        if (!la_mul_ok(m, p->d_v + 1, &state) || state > SIZE_MAX - m ||
+            !la_mul_ok(state + m, lay->threads, &n))
             return LA_EOVERFLOW;
-        if (recurrent) chunk_part = m; /* token by token: only ψ' of one key */
-        if (state > SIZE_MAX - chunk_part || !la_mul_ok(state + chunk_part, lay->threads, &n))
-            return LA_EOVERFLOW;
-        lay->causal_per_thread = state + chunk_part;
+        lay->causal_per_thread = state + m;
     }
-    const size_t causal_elems = p->causal ? n : 0;
+    const size_t causal_elems = recurrent ? n : 0;
     if (lay->phi_q_elems > SIZE_MAX - lay->phi_k_elems ||
         lay->phi_q_elems + lay->phi_k_elems > SIZE_MAX - lay->pg_elems ||
         lay->phi_q_elems + lay->phi_k_elems + lay->pg_elems > SIZE_MAX - causal_elems)
@@ -195,7 +190,7 @@ static size_t keys_used(const la_problem *p, size_t b)
  *   keys (the u = keys_used rows of phi_k (M, m)): each key's largest exponent
  *     g_j = P_j − ‖x_j‖²/2, into pg: P (M) then g (M). Non-causal, μ = max g over the
  *     used keys and φ_jl = exp((proj_jl − P_j) − o_j), o_j = ln(m)/2 − (g_j − μ), at
- *     most 1/√m; causal, ψ_jl = exp((proj_jl − P_j) − ln(m)/2), which favor_causal_head
+ *     most 1/√m; causal, ψ_jl = exp((proj_jl − P_j) − ln(m)/2), which the engine's stabilized scan
  *     weights by exp(g_j − μ_i) per query.
  * P is subtracted first: ‖x‖²/2, P + ln(m)/2 or anything else much larger than the spread
  * of a row's projections never meets them in one operation, which would round them away;
@@ -270,115 +265,6 @@ static bool favor_head_features(const la_problem *p, const REAL *w, size_t hd, c
     return finite;
 }
 
-/* Causal FAVOR+ of one head in chunks of C = min(p->chunk, N) tokens. With ψ(k_j) the
- * key's features stabilized by its own max (phi_k), g_j its largest exponent and μ_i the
- * running max of g over keys 0..i (the keys query i sees), query i's weights are
- *   a_ij = φ(q_i)·ψ(k_j) · exp(g_j − μ_i),  j <= i,
- * so no output depends on a later key, not even through rounding. Per chunk [c0, c0 + nq)
- * with keys [c0, c0 + nk) and the carried state S (m, d_v), z (m) of keys j < c0 at the
- * scale of μ, their running max (S = Σ ψ(k_j) exp(g_j − μ) v_jᵀ):
- *   μ_i for the chunk's queries (a running max over its keys);
- *   carried part (c0 > 0): y_i = r_i · φ(q_i)ᵀS, den_i = r_i · φ(q_i)·z, r_i = exp(μ − μ_i);
- *   intra-chunk: A = φ(Q_c) ψ(K_c)ᵀ (nq, nk), A_ij ·= exp(g_j − μ_i) for j <= i, 0 above;
- *     y += A V_c, den_i += Σ_j A_ij;
- *   y_i /= den_i + eps (0 for den_i = 0: the empty row);
- *   state (a later chunk exists): μ' = the chunk's last μ_i, S = S·exp(μ − μ') +
- *     ψ'ᵀ V_c, z likewise, ψ'_j = ψ(k_j) exp(g_j − μ'). Every factor is at most 1.
- * Scratch `mine`: S, z, A (C, C), μ_i and den_i (C each), ψ' (C, m). */
-static void favor_causal_head(const la_problem *p, size_t hd, const REAL *phi_q, const REAL *phi_k,
-                              const REAL *pg, const REAL *v, REAL *out, REAL *mine)
-{
-    const size_t N = p->n_queries, M = p->n_keys, dv = p->d_v, m = p->features;
-    const size_t u = keys_used(p, hd / p->heads), C = p->chunk < N ? p->chunk : N;
-    const ptrdiff_t lm = (ptrdiff_t)m, lv = (ptrdiff_t)dv, lc = (ptrdiff_t)C;
-    const REAL eps = (REAL)p->eps;
-    const REAL *fq = phi_q + hd * N * m, *psi = phi_k + hd * M * m, *vh = v + hd * M * dv;
-    const REAL *g = pg + hd * 2 * M + M;
-    REAL *yh = out + hd * N * dv, *S = mine, *z = S + m * dv, *A = z + m;
-    REAL *mu_i = A + C * C, *den = mu_i + C, *kt = den + C;
-    if (u == 0) { /* no key visible: zero rows */
-        memset(yh, 0, N * dv * sizeof *yh);
-        return;
-    }
-    REAL mu = g[0]; /* the state's scale: the running max of g over the keys it holds */
-    for (size_t c0 = 0; c0 < N; c0 += C) {
-        const size_t nq = N - c0 < C ? N - c0 : C;
-        const size_t nk = c0 < u ? (u - c0 < C ? u - c0 : C) : 0; /* nk <= nq */
-        const REAL *fqc = fq + c0 * m, *vc = vh + c0 * dv;
-        REAL *y = yh + c0 * dv;
-        /* μ_i: the running max over the chunk's keys j <= i */
-        LA_COUNT(LA_COUNT_PHI, nk);
-        REAL run = mu;
-        for (size_t i = 0; i < nq; i++) {
-            if (i < nk) run = g[c0 + i] > run ? g[c0 + i] : run;
-            mu_i[i] = run;
-        }
-        /* carried part: y_i = r_i φ(q_i)ᵀS, den_i = r_i φ(q_i)·z */
-        if (c0 > 0) {
-            LA_COUNT(LA_COUNT_QS,
-                     (double)nq * (2 * (double)m * (double)dv + 2 * (double)m + (double)dv + 3));
-            GEMM(nq, dv, m, 1, fqc, lm, 1, S, lv, 1, 0, y, lv, 1);
-            for (size_t i = 0; i < nq; i++) {
-                const REAL r = EXP(mu - mu_i[i]);
-                den[i] = r * FN(la_dot)(fqc + i * m, z, m);
-                for (size_t c = 0; c < dv; c++)
-                    y[i * dv + c] *= r;
-            }
-        } else {
-            for (size_t i = 0; i < nq; i++)
-                den[i] = 0;
-        }
-        /* intra-chunk: A = φ(Q_c) ψ(K_c)ᵀ weighted by exp(g_j − μ_i), masked; y += A V_c */
-        if (nk > 0) {
-            GEMM(nq, nk, m, 1, fqc, lm, 1, psi + c0 * m, 1, lm, 0, A, lc, 1);
-            for (size_t i = 0; i < nq; i++) {
-                const size_t seen = i + 1 < nk ? i + 1 : nk;
-                LA_COUNT(LA_COUNT_QK, (double)seen * (2 * (double)m + 3));  /* a_ij */
-                LA_COUNT(LA_COUNT_AV, (double)seen * (2 * (double)dv + 1)); /* a_ij v_j, Σ */
-                REAL row = 0;
-                for (size_t j = 0; j < nk; j++) {
-                    A[i * C + j] = j < seen ? A[i * C + j] * EXP(g[c0 + j] - mu_i[i]) : 0;
-                    row += A[i * C + j];
-                }
-                den[i] += row;
-            }
-            GEMM(nq, dv, nk, 1, A, lc, 1, vc, lv, 1, c0 > 0 ? 1 : 0, y, lv, 1);
-        }
-        /* y_i /= den_i + eps */
-        LA_COUNT(LA_COUNT_NORMALIZE, (double)nq * (1 + (double)dv));
-        for (size_t i = 0; i < nq; i++) {
-            const REAL d = den[i] + eps;
-            for (size_t c = 0; c < dv; c++) /* d = 0: the empty row (linattn.h) */
-                y[i * dv + c] = d == 0 ? 0 : y[i * dv + c] / d;
-        }
-        /* the state, for a later chunk: rescaled to μ', plus this chunk's keys */
-        if (nk > 0 && c0 + C < N) {
-            const REAL mu_new = mu_i[nk - 1];
-            if (c0 > 0) {
-                LA_COUNT(LA_COUNT_KV, (double)m * ((double)dv + 1) + 2);
-                const REAL s = EXP(mu - mu_new);
-                for (size_t a = 0; a < m * (dv + 1); a++)
-                    S[a] *= s;
-            }
-            LA_COUNT(LA_COUNT_KV, (double)nk * (2 * (double)m * (double)dv + 2 * (double)m + 2));
-            for (size_t j = 0; j < nk; j++) {
-                const REAL f = EXP(g[c0 + j] - mu_new);
-                for (size_t l = 0; l < m; l++)
-                    kt[j * m + l] = psi[(c0 + j) * m + l] * f;
-            }
-            /* S (+)= ψ'ᵀ V_c (m, nk)·(nk, d_v), z (+)= Σ_j ψ'_j */
-            GEMM(m, dv, nk, 1, kt, 1, lm, vc, lv, 1, c0 > 0 ? 1 : 0, S, lv, 1);
-            for (size_t l = 0; l < m; l++) {
-                REAL sum = 0;
-                for (size_t j = 0; j < nk; j++)
-                    sum += kt[j * m + l];
-                z[l] = c0 > 0 ? z[l] + sum : sum;
-            }
-            mu = mu_new;
-        }
-    }
-}
-
 /* One token of a stabilized state, S (m, d_v) and z (m) held at the scale of μ, the
  * running max of g over the keys they hold (S = Σ ψ(k_j) exp(g_j − μ) v_jᵀ): μ' = max(μ, g)
  * (g at the first token), the state rescaled to μ' by exp(μ − μ') (at most 1; none at
@@ -444,7 +330,8 @@ static void favor_recurrent_head(const la_problem *p, size_t hd, const REAL *phi
 
 /* FAVOR+ attention: W drawn from p->seed (the same for every head and both precisions),
  * the features of every head (favor_head_features, one head per task), then non-causal
- * linear attention on them with d_k = m, or causal in chunks (favor_causal_head), or,
+ * linear attention on them with d_k = m, or causal in chunks (the engine's stabilized
+ * scan, la_linear_scan_stabilized), or,
  * `recurrent` (p->causal required), token by token (favor_recurrent_head).
  * Scratch: favor_layout. */
 static la_status favor_attention(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
@@ -496,15 +383,22 @@ static la_status favor_attention(const la_problem *p, const REAL *q, const REAL 
         for (size_t hd = 0; hd < heads; hd++)
             favor_recurrent_head(p, hd, phi_q, phi_k, pg, v, out,
                                  per_thread + (size_t)omp_get_thread_num() * lay.causal_per_thread);
-    } else if (p->causal) {
-#pragma omp parallel for schedule(dynamic) num_threads(threads)
-        for (size_t hd = 0; hd < heads; hd++)
-            favor_causal_head(p, hd, phi_q, phi_k, pg, v, out,
-                              per_thread + (size_t)omp_get_thread_num() * lay.causal_per_thread);
     } else {
         la_problem inner = lay.inner;
         inner.workspace_limit = p->workspace_limit - lay.own_bytes;
-        st = FN(la_linear_scan)(&inner, phi_q, phi_k, v, out);
+        if (p->causal) {
+            /* P's slot of every head becomes μ, the running max of g over its keys */
+            for (size_t hd = 0; hd < heads; hd++) {
+                const size_t u = keys_used(p, hd / p->heads);
+                REAL *mu = pg + hd * 2 * p->n_keys, *g = mu + p->n_keys;
+                LA_COUNT(LA_COUNT_PHI, u);
+                for (size_t j = 0; j < u; j++)
+                    mu[j] = j == 0 || g[j] > mu[j - 1] ? g[j] : mu[j - 1];
+            }
+            st = FN(la_linear_scan_stabilized)(&inner, phi_q, phi_k, v, pg, out);
+        } else {
+            st = FN(la_linear_scan)(&inner, phi_q, phi_k, v, out);
+        }
     }
     free(w64);
     free(phi);

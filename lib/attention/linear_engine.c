@@ -516,6 +516,9 @@ typedef struct {
     size_t N, M, dk, dv, C, n_chunks, tasks, state_size;
     REAL *carried; /* per head: S (d_k, d_v), then z (d_k) */
     REAL eps;
+    /* the stabilizer (la_linear_scan_stabilized_*), or NULL: per head μ (M), the running
+     * max of g over keys 0..j, then g (M) */
+    const REAL *stab;
 } chunk_job;
 
 /* One task (head, chunk) between its steps: where its data and scratch are. */
@@ -524,6 +527,67 @@ typedef struct {
     bool carries; /* a later chunk sees its keys */
     REAL *phi_q, *A, *phi_k, *phi_kt, *Sc, *zc, *dS;
 } chunk_task;
+
+/* ---- the stabilizer's hooks (FAVOR+: chunk_job.stab; linear_internal.h says the math).
+ * A state holding keys 0..c−1 is kept at the scale μ_{c−1}; query i's weights are
+ * scaled by exp(g_j − μ_i). Each hook counts what FAVOR+'s cost model says it issues. */
+
+/* μ at position i of a head that uses u > 0 keys: the running max over keys 0..min(i, u−1) */
+static REAL mu_at(const chunk_job *j, size_t hd, size_t i, size_t u)
+{
+    return j->stab[hd * 2 * j->M + (i < u ? i : u - 1)];
+}
+
+/* A's rows [i0, i0 + rows) over its n computed columns: A_ij ·= exp(g_j − μ_i) where key
+ * j <= query i, 0 above (the mask); counted per visible pair as a_ij (2·d_k + 3) and
+ * its share of A·V_c and the row sum (2·d_v + 1), the hidden entries not at all. */
+static void stabilize_block(const chunk_job *j, const chunk_task *t, size_t i0, size_t rows,
+                            size_t n)
+{
+    const REAL *g = j->stab + t->hd * 2 * j->M + j->M + t->c0;
+    for (size_t i = i0; i < i0 + rows; i++) {
+        const size_t seen = i + 1 < n ? i + 1 : n;
+        const REAL mu_i = mu_at(j, t->hd, t->c0 + i, t->u);
+        LA_COUNT(LA_COUNT_QK, (double)seen * (2 * (double)j->dk + 3));
+        LA_COUNT(LA_COUNT_AV, (double)seen * (2 * (double)j->dv + 1));
+        REAL *a = t->A + i * j->C;
+        for (size_t jj = 0; jj < n; jj++)
+            a[jj] = jj < seen ? a[jj] * EXP(g[jj] - mu_i) : 0;
+    }
+}
+
+/* The chunk's keys for its state, at the scale μ' = μ of its last key: ψ'_j = ψ_j·exp(g_j − μ'),
+ * in φKᵀ's columns and, `rows_too`, in φ(K_c)'s rows. */
+static void stabilize_keys(const chunk_job *j, const chunk_task *t, bool rows_too)
+{
+    const size_t dk = j->dk, C = j->C, nk = t->nk;
+    const REAL *g = j->stab + t->hd * 2 * j->M + j->M + t->c0;
+    const REAL mu_new = mu_at(j, t->hd, t->c0 + nk - 1, t->u);
+    LA_COUNT(LA_COUNT_KV, (double)nk * ((double)dk + 2));
+    for (size_t jj = 0; jj < nk; jj++) {
+        const REAL f = EXP(g[jj] - mu_new);
+        for (size_t a = 0; a < dk; a++)
+            t->phi_kt[a * C + jj] *= f;
+        if (rows_too)
+            for (size_t a = 0; a < dk; a++)
+                t->phi_k[jj * dk + a] *= f;
+    }
+}
+
+/* r_i = exp(μ_c − μ_i): query i of chunk t (c0 > 0) reads the carried state, kept at
+ * μ_c = μ of key c0 − 1, at its own scale. */
+static REAL carried_factor(const chunk_job *j, const chunk_task *t, size_t i)
+{
+    return EXP(mu_at(j, t->hd, t->c0 - 1, t->u) - mu_at(j, t->hd, t->c0 + i, t->u));
+}
+
+/* The factor that takes a carried state from the scale before chunk t (μ of key c0 − 1)
+ * to the scale after it (μ of its last key), for a chunk after the first that carries. */
+static REAL rescale_factor(const chunk_job *j, const chunk_task *t)
+{
+    LA_COUNT(LA_COUNT_KV, (double)j->state_size + 2);
+    return EXP(mu_at(j, t->hd, t->c0 - 1, t->u) - mu_at(j, t->hd, t->c0 + t->nk - 1, t->u));
+}
 
 /* Step 1, in any order: φ(Q_c), φKᵀ, A (masked) and, unless in_place (chunk_advance_in_place
  * forms them), the chunk's ΔS_c, Δz_c, in the thread's scratch `mine`; asks for task
@@ -579,6 +643,12 @@ static void chunk_prepare(const chunk_job *j, size_t task, size_t next, REAL *mi
         for (size_t i0 = 0; i0 < nq; i0 += TRI_ROWS) {
             const size_t rows = nq - i0 < TRI_ROWS ? nq - i0 : TRI_ROWS;
             const size_t n = tri_keys(nk, i0, rows);
+            if (j->stab) { /* counted by visible pair in stabilize_block */
+                GEMM_SMALL(rows, n, dk, 1, t->phi_q + i0 * dk, ldk, 1, t->phi_kt, ldc, 1, 0,
+                           t->A + i0 * C, ldc, 1);
+                stabilize_block(j, t, i0, rows, n);
+                continue;
+            }
             LA_PRODUCT(LA_COUNT_QK, rows, n, dk, 1, t->phi_q + i0 * dk, ldk, 1, t->phi_kt, ldc, 1,
                        0, t->A + i0 * C, ldc, 1);
             for (size_t i = i0; i < i0 + rows && i + 1 < n; i++) {
@@ -590,6 +660,7 @@ static void chunk_prepare(const chunk_job *j, size_t task, size_t next, REAL *mi
     }
     if (t->carries && !in_place) {
         /* the chunk's state: ΔS_c = φKᵀ · V_c (d_k, nk)·(nk, d_v), Δz_c = row sums of φKᵀ */
+        if (j->stab) stabilize_keys(j, t, false);
         LA_PRODUCT(LA_COUNT_KV, dk, dv, nk, 1, t->phi_kt, ldc, 1, vc, ldv, 1, 0, t->dS, ldv, 1);
         LA_COUNT(LA_COUNT_KV, dk * nk);
         for (size_t a = 0; a < dk; a++) {
@@ -610,6 +681,13 @@ static void chunk_advance(const chunk_job *j, const chunk_task *t)
     if (t->u > 0 && t->c0 == 0) { /* S_0 = 0, then + ΔS_0 */
         for (size_t a = 0; a < n; a++)
             carry[a] = t->carries ? t->dS[a] : 0;
+    } else if (t->u > 0 && t->carries && j->stab) { /* S_{c+1} = S_c·s + ΔS_c */
+        const REAL s = rescale_factor(j, t);
+        LA_COUNT(LA_COUNT_COMBINE, n);
+        for (size_t a = 0; a < n; a++) {
+            t->Sc[a] = carry[a];
+            carry[a] = carry[a] * s + t->dS[a];
+        }
     } else if (t->u > 0 && t->carries) { /* one pass: read S_c, write S_{c+1} */
         LA_COUNT(LA_COUNT_COMBINE, n);
         for (size_t a = 0; a < n; a++) {
@@ -638,8 +716,14 @@ static void chunk_advance_in_place(const chunk_job *j, const chunk_task *t)
             S[a] = 0;
     } else if (t->carries) {
         LA_COUNT(LA_COUNT_COMBINE, j->state_size);
+        if (j->stab) { /* S_c, z_c to the chunk's new scale */
+            const REAL s = rescale_factor(j, t);
+            for (size_t a = 0; a < j->state_size; a++)
+                S[a] *= s;
+        }
     }
     if (!t->carries) return;
+    if (j->stab) stabilize_keys(j, t, true);
     const REAL *vc = j->v + (t->hd * j->M + t->c0) * dv;
     LA_PRODUCT(LA_COUNT_KV, dk, dv, nk, 1, t->phi_kt, (ptrdiff_t)C, 1, vc, (ptrdiff_t)dv, 1, 1, S,
                (ptrdiff_t)dv, 1);
@@ -669,12 +753,23 @@ static void chunk_finish(const chunk_job *j, const chunk_task *t)
         if (t->u == 0) return;
     }
     /* num = φ(Q_c) S_c + A V_c, straight into y (the first chunk has no S_c) */
-    if (c0 > 0)
+    if (c0 > 0) {
         LA_PRODUCT(LA_COUNT_QS, nq, dv, dk, 1, t->phi_q, ldk, 1, t->Sc, ldv, 1, 0, y, ldv, 1);
+        for (size_t i = 0; j->stab && i < nq; i++) { /* y_i = r_i φ(q_i)ᵀS_c */
+            LA_COUNT(LA_COUNT_QS, (double)dv + 3);   /* r_i, r_i·y_i, and r_i·den_i below */
+            const REAL r = carried_factor(j, t, i);
+            for (size_t c = 0; c < dv; c++)
+                y[i * dv + c] *= r;
+        }
+    }
     for (size_t i0 = 0; nk > 0 && i0 < nq; i0 += TRI_ROWS) { /* A's blocks, as computed */
         const size_t rows = nq - i0 < TRI_ROWS ? nq - i0 : TRI_ROWS;
-        LA_PRODUCT(LA_COUNT_AV, rows, dv, tri_keys(nk, i0, rows), 1, t->A + i0 * C, ldc, 1, vc, ldv,
-                   1, c0 > 0 ? 1 : 0, y + i0 * dv, ldv, 1);
+        if (j->stab) /* counted by visible pair in stabilize_block */
+            GEMM_SMALL(rows, dv, tri_keys(nk, i0, rows), 1, t->A + i0 * C, ldc, 1, vc, ldv, 1,
+                       c0 > 0 ? 1 : 0, y + i0 * dv, ldv, 1);
+        else
+            LA_PRODUCT(LA_COUNT_AV, rows, dv, tri_keys(nk, i0, rows), 1, t->A + i0 * C, ldc, 1, vc,
+                       ldv, 1, c0 > 0 ? 1 : 0, y + i0 * dv, ldv, 1);
     }
     /* y = num / (Σ_j A[i, j] + eps + φ(q_i)·z_c): the denominators are vector work beside
      * the products, A's row sums and (after the first chunk) a dot product with z_c */
@@ -682,14 +777,15 @@ static void chunk_finish(const chunk_job *j, const chunk_task *t)
         REAL row = 0;
         const size_t i0 = i - i % TRI_ROWS, rows = nq - i0 < TRI_ROWS ? nq - i0 : TRI_ROWS;
         const size_t n = nk == 0 ? 0 : tri_keys(nk, i0, rows); /* A's columns in row i */
-        LA_COUNT(LA_COUNT_AV, n);
+        if (!j->stab) LA_COUNT(LA_COUNT_AV, n);
         for (size_t jj = 0; jj < n; jj++)
             row += t->A[i * C + jj];
         REAL den = row + j->eps;
         LA_COUNT(LA_COUNT_NORMALIZE, 1 + dv);
         if (c0 > 0) {
             LA_COUNT(LA_COUNT_COMBINE, 1);
-            den += LA_DOT(LA_COUNT_QS, t->phi_q + i * dk, t->zc, dk);
+            const REAL carried = LA_DOT(LA_COUNT_QS, t->phi_q + i * dk, t->zc, dk);
+            den += j->stab ? carried_factor(j, t, i) * carried : carried;
         }
         for (size_t c = 0; c < dv; c++) /* den = 0: the empty row (linattn.h) */
             y[i * dv + c] = den == 0 ? 0 : y[i * dv + c] / den;
@@ -718,7 +814,7 @@ static void chunk_finish(const chunk_job *j, const chunk_task *t)
  * Scratch: the carried [S z] of every head; per thread φ(Q_c) C·d_k, A C·C, φ(K_c)
  * C·d_k and φKᵀ d_k·C, S_c and z_c d_k(d_v + 1), ΔS_c and Δz_c d_k(d_v + 1). */
 static la_status linear_chunked(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
-                                REAL *out)
+                                const REAL *stab, REAL *out)
 {
     const size_t N = p->n_queries, heads = p->batch * p->heads;
     const size_t C = p->chunk < N ? p->chunk : N, n_chunks = (N + C - 1) / C;
@@ -741,7 +837,8 @@ static la_status linear_chunked(const la_problem *p, const REAL *q, const REAL *
                            heads * n_chunks,
                            p->d_k * (p->d_v + 1),
                            work,
-                           (REAL)p->eps};
+                           (REAL)p->eps,
+                           stab};
     REAL *scratch = work + lay.shared;
 
     if (heads % threads == 0) {
@@ -783,7 +880,21 @@ la_status la_linear_scan_f64(const la_problem *p, const double *q, const double 
 #endif
 {
     if (p->causal && !FN(la_range_ok)(LA_RANGE_LINEAR, p, q, k, v)) return LA_ERANGE;
-    return p->causal ? linear_chunked(p, q, k, v, out) : linear_noncausal(p, q, k, v, out);
+    return p->causal ? linear_chunked(p, q, k, v, NULL, out) : linear_noncausal(p, q, k, v, out);
+}
+
+/* Causal in chunks with FAVOR+'s stabilizer (linear_internal.h). */
+#if REAL_IS_F32
+la_status la_linear_scan_stabilized_f32(const la_problem *p, const float *phi_q, const float *psi_k,
+                                        const float *v, const float *mu_g, float *out)
+#else
+la_status la_linear_scan_stabilized_f64(const la_problem *p, const double *phi_q,
+                                        const double *psi_k, const double *v, const double *mu_g,
+                                        double *out)
+#endif
+{
+    if (!p->causal) return LA_EINVAL;
+    return linear_chunked(p, phi_q, psi_k, v, mu_g, out);
 }
 
 /* Causal linear attention, recurrent form, per head (b, h), token by token:

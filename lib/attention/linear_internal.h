@@ -99,6 +99,22 @@ la_status la_linear_scan_recurrent_f32(const la_problem *p, const float *q, cons
 la_status la_linear_scan_recurrent_f64(const la_problem *p, const double *q, const double *k,
                                        const double *v, double *out);
 
+/* Causal in chunks with a stabilizer (FAVOR+, favor.c): phi_q = φ(Q) (B,H,N,d_k) and
+ * psi_k = ψ(K) (B,H,M,d_k) features already formed (p->feature_map LA_FEATURE_IDENTITY,
+ * p->d_k their count), and per head mu_g: μ (M), μ_j = max(g_0 .. g_j) over the keys the
+ * head uses, then g (M), each key's log-scale. Query i weighs key j <= i by
+ *   a_ij = φ(q_i)·ψ(k_j) · exp(g_j − μ_i),
+ * so every factor is at most 1 and no output depends on a later key: the carried S, z of
+ * keys 0..c−1 are kept at the scale μ_{c−1}, read by query i times exp(μ_{c−1} − μ_i) and
+ * rescaled by exp(μ_{c−1} − μ_{c'−1}) as a chunk adds keys c..c'−1, each ψ(k_j) then
+ * weighed by exp(g_j − μ_{c'−1}). la_linear_scan_*'s contract otherwise, but no range
+ * check (the caller's), and FLOPs counted by visible pair as FAVOR+'s cost says. */
+la_status la_linear_scan_stabilized_f32(const la_problem *p, const float *phi_q, const float *psi_k,
+                                        const float *v, const float *mu_g, float *out);
+la_status la_linear_scan_stabilized_f64(const la_problem *p, const double *phi_q,
+                                        const double *psi_k, const double *v, const double *mu_g,
+                                        double *out);
+
 /* The FLOP fields of linear attention (la_linear_cost, la_linear_recurrent_cost) for one
  * head of an entry with m visible keys: the recurrent form, or non-causal or chunked per
  * p->causal (linear.c; FAVOR+'s cost adds its features to it). */
