@@ -253,11 +253,7 @@ static la_status backward_alloc(const la_problem *p, la_kernel kernel, backward_
 {
     la_status st = backward_layout_for(p, kernel, (size_t)la_threads(), lay);
     if (st != LA_OK) return st;
-    if (lay->total > SIZE_MAX / sizeof(REAL)) return LA_EOVERFLOW;
-    if (lay->total * sizeof(REAL) > p->workspace_limit) return LA_EBUDGET;
-    if (la_gemm_reserve(la_threads()) != LA_OK) return LA_ENOMEM;
-    *work = malloc((lay->total ? lay->total : 1) * sizeof(REAL));
-    return *work ? LA_OK : LA_ENOMEM;
+    return FN(la_linear_scratch)(p, lay->total, work);
 }
 
 /* The argument checks every backward makes before anything else. */

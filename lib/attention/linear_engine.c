@@ -277,10 +277,20 @@ static la_status workspace_alloc(const la_problem *p, la_kernel kernel, linear_l
 {
     la_status st = linear_layout_for(p, kernel, (size_t)la_threads(), lay);
     if (st != LA_OK) return st;
-    if (lay->total > SIZE_MAX / sizeof(REAL)) return LA_EOVERFLOW;
-    if (lay->total * sizeof(REAL) > p->workspace_limit) return LA_EBUDGET;
+    return FN(la_linear_scratch)(p, lay->total, work);
+}
+
+/* The linear kernels' scratch (linear_internal.h). */
+#if REAL_IS_F32
+la_status la_linear_scratch_f32(const la_problem *p, size_t elements, float **work)
+#else
+la_status la_linear_scratch_f64(const la_problem *p, size_t elements, double **work)
+#endif
+{
+    if (elements > SIZE_MAX / sizeof(REAL)) return LA_EOVERFLOW;
+    if (elements * sizeof(REAL) > p->workspace_limit) return LA_EBUDGET;
     if (la_gemm_reserve(la_threads()) != LA_OK) return LA_ENOMEM;
-    *work = malloc(lay->total * sizeof(REAL));
+    *work = malloc((elements ? elements : 1) * sizeof(REAL));
     return *work ? LA_OK : LA_ENOMEM;
 }
 

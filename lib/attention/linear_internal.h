@@ -99,6 +99,13 @@ la_status la_linear_scan_recurrent_f32(const la_problem *p, const float *q, cons
 la_status la_linear_scan_recurrent_f64(const la_problem *p, const double *q, const double *k,
                                        const double *v, double *out);
 
+/* The scratch of a linear kernel's call, `elements` elements into *work (the caller frees
+ * it): LA_EOVERFLOW when the bytes do not fit size_t, LA_EBUDGET past p->workspace_limit,
+ * else gemm_small's buffers reserved for la_threads() threads (la_gemm_reserve) and the
+ * block allocated, LA_ENOMEM when either fails. */
+la_status la_linear_scratch_f32(const la_problem *p, size_t elements, float **work);
+la_status la_linear_scratch_f64(const la_problem *p, size_t elements, double **work);
+
 /* Causal in chunks with a stabilizer (FAVOR+, favor.c): phi_q = φ(Q) (B,H,N,d_k) and
  * psi_k = ψ(K) (B,H,M,d_k) features already formed (p->feature_map LA_FEATURE_IDENTITY,
  * p->d_k their count), and per head mu_g: μ (M), μ_j = max(g_0 .. g_j) over the keys the
