@@ -247,7 +247,7 @@ static REAL row_grad(const REAL *restrict d_out, const REAL *restrict y, REAL de
     return -dot / den;
 }
 
-/* The scratch of one call (linear_backward_layout), allocated: one block of REAL. */
+/* The scratch of one call (backward_layout_for), allocated: one block of REAL. */
 static la_status backward_alloc(const la_problem *p, la_kernel kernel, backward_layout *lay,
                                 REAL **work)
 {

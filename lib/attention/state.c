@@ -1,7 +1,11 @@
 /* state.c — the step API of causal linear attention: (S, z) per head, one token at a
- * time, with save and restore. The arithmetic is la_linear_step_head_*, the function
- * the recurrent kernel calls, so both give the same bits. FAVOR+'s states
- * (la_favor_state_create) are made here too; their step is favor.c's. */
+ * time, with save and restore. The arithmetic is the linear engine's la_linear_step_head_*,
+ * the function the recurrent scan calls, so both give the same bits. FAVOR+'s states
+ * (la_favor_state_create) are made here too; their step is favor.c's. Compiled once per
+ * precision (real_pass.h): la_linear_step_f32 / _f64 in REAL, the rest once.
+ *
+ *   q_t, k_t: (heads, d_k), v_t, y_t: (heads, d_v); per head S (width, d_v), z (width),
+ *   width = d_k (FAVOR+: m); the layout in linear_internal.h. */
 #include "attention/real_pass.h"
 
 #include "attention/linear_internal.h"
