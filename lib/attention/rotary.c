@@ -173,13 +173,11 @@ static la_status linear_attention_rotary(const la_problem *p, size_t q_first_pos
     int threads = la_threads();
     if ((size_t)threads > heads) threads = (int)heads;
     const size_t per_thread = rotary_linear_per_thread(p);
-    size_t bytes;
-    if (per_thread == SIZE_MAX || !la_mul_ok(per_thread, (size_t)threads, &bytes) ||
-        !la_mul_ok(bytes, sizeof(REAL), &bytes))
+    size_t elements;
+    if (per_thread == SIZE_MAX || !la_mul_ok(per_thread, (size_t)threads, &elements))
         return LA_EOVERFLOW;
-    if (bytes > p->workspace_limit) return LA_EBUDGET;
-    REAL *scratch = malloc(bytes);
-    if (!scratch) return LA_ENOMEM;
+    REAL *scratch = NULL;
+    if ((st = FN(la_linear_scratch)(p, elements, &scratch)) != LA_OK) return st;
 #pragma omp parallel num_threads(threads)
     {
         REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
