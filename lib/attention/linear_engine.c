@@ -1,18 +1,23 @@
 /* linear_engine.c — the linear attention engine: what linear attention, FAVOR+, the step
  * API and rotary linear attention share, written once and compiled once per precision
- * (real_pass.h). The feature map is the hook: the scans apply p->feature_map
- * (featuremap.c; LA_FEATURE_IDENTITY for features the caller formed, as FAVOR+ does), and
- * hide the keys p->key_mask hides.
- *   la_linear_scan_*            non-causal (S = φ(K)ᵀV once per head, then φ(Q)·S), or causal
- *                               in chunks carrying S and z (per p->causal);
- *   la_linear_scan_recurrent_*  causal, token by token;
- *   la_linear_step_head_*,      one token of one head: S += φk vᵀ, z += φk, then the read
- *   la_linear_read_query_*      y = φqᵀS / (φqᵀz + eps) (the recurrent scan, the step API,
- *                               FAVOR+'s recurrent form and step); apart, the add
- *   la_linear_add_key_*         S += φk vᵀ, z += φk and the read (rotary linear attention);
- *   la_linear_workspace_bytes   the scratch the scans hold.
- * Products of the small blocks go through gemm_small (lib/cpu/, AVX-512 tiles where they
- * pay). Every function's contract is in linear_internal.h.
+ * (real_pass.h). Two hooks say what differs: the feature map (the scans apply
+ * p->feature_map, featuremap.c; LA_FEATURE_IDENTITY for features the caller formed, as
+ * FAVOR+ does) and FAVOR+'s per-key stabilizer (the chunked scan's stab hooks).
+ *   la_linear_scan_*             non-causal (S = φ(K)ᵀV once per head, then φ(Q)·S), or
+ *                                causal in chunks carrying S and z (per p->causal);
+ *   la_linear_scan_stabilized_*  the chunked scan with FAVOR+'s stabilizer;
+ *   la_linear_scan_recurrent_*   causal, token by token;
+ *   la_linear_step_head_*        one token of one head: S += φk vᵀ, z += φk, then the read
+ *                                (the recurrent scan, the step API, FAVOR+'s recurrent
+ *                                form and step);
+ *   la_linear_read_query_*,      the read y = φqᵀS / (φqᵀz + eps) and the add S += φk vᵀ,
+ *   la_linear_add_key_*          z += φk apart (rotary linear attention; a read past the
+ *                                last key);
+ *   la_linear_workspace_bytes,   the scratch the scans hold, and the one allocation of a
+ *   la_linear_scratch_*          linear kernel's scratch (budget, gemm_small's reserve).
+ * Keys that p->key_mask hides are zeroed in φ(K). Products of the small blocks go through
+ * gemm_small (lib/cpu/, AVX-512 tiles where they pay). Every function's contract is in
+ * linear_internal.h.
  *
  * Shapes, per head (the problem holds B·H heads back to back):
  *   q: (N, d_k), k: (M, d_k), v: (M, d_v), out: (N, d_v), row-major;
