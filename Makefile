@@ -61,8 +61,15 @@ LDLIBS = $(BLIS_LIBS) -lm
 LDFLAGS += -fopenmp $(filter -fsanitize=%,$(OPT))
 
 LIB_SRC := $(filter-out lib/dist/%,$(wildcard lib/*/*.c)) # lib/dist/: MPI only (below)
-LIB_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
-COUNT_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/count/lib/%.o)
+# Kernels written once for float and double (lib/attention/real_pass.h): each is compiled
+# twice, -DLA_REAL_F32 into NAME.f32.o and -DLA_REAL_F64 into NAME.f64.o.
+TYPED_SRC := $(addprefix lib/attention/,linear.c linear_engine.c favor.c state.c rotary.c \
+             linformer.c)
+TYPED_OBJ = $(foreach t,f32 f64,$(TYPED_SRC:lib/%.c=$(1)/lib/%.$(t).o))
+LIB_OBJ := $(patsubst lib/%.c,$(BUILD)/lib/%.o,$(filter-out $(TYPED_SRC),$(LIB_SRC))) \
+           $(call TYPED_OBJ,$(BUILD))
+COUNT_OBJ := $(patsubst lib/%.c,$(BUILD)/count/lib/%.o,$(filter-out $(TYPED_SRC),$(LIB_SRC))) \
+             $(call TYPED_OBJ,$(BUILD)/count)
 # The command: main.c and one file per subcommand in experiments/, linked with the helpers
 # they share (experiments/common/: flags, the results-file writer, timers, inputs), which
 # are built once into build/libcommand.a for the command and its tests.
@@ -142,11 +149,25 @@ deps: build/.deps-build build/.deps-test build/.deps-plots
 $(BUILD)/lib/%.o: lib/%.c $(HEADERS) | build/.deps-build
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fvisibility=hidden -c $< -o $@
+# TYPED_SRC's objects, once per precision (a pattern rule per target: several targets in
+# one pattern rule would be made by one run of its recipe).
+$(BUILD)/lib/%.f32.o: lib/%.c $(HEADERS) | build/.deps-build
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DLA_REAL_F32 -fvisibility=hidden -c $< -o $@
+$(BUILD)/lib/%.f64.o: lib/%.c $(HEADERS) | build/.deps-build
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DLA_REAL_F64 -fvisibility=hidden -c $< -o $@
 # The same library with the kernels counting the FLOPs they issue (core/internal.h,
 # LA_COUNT), for the cost model's test only; never installed or benchmarked.
 $(BUILD)/count/lib/%.o: lib/%.c $(HEADERS) | build/.deps-build
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DLA_COUNT_FLOPS -fvisibility=hidden -c $< -o $@
+$(BUILD)/count/lib/%.f32.o: lib/%.c $(HEADERS) | build/.deps-build
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DLA_REAL_F32 -DLA_COUNT_FLOPS -fvisibility=hidden -c $< -o $@
+$(BUILD)/count/lib/%.f64.o: lib/%.c $(HEADERS) | build/.deps-build
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DLA_REAL_F64 -DLA_COUNT_FLOPS -fvisibility=hidden -c $< -o $@
 $(BUILD)/experiments/%.o: experiments/%.c $(HEADERS) | build/.deps-build
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
