@@ -61,10 +61,9 @@ LDLIBS = $(BLIS_LIBS) -lm
 LDFLAGS += -fopenmp $(filter -fsanitize=%,$(OPT))
 
 LIB_SRC := $(filter-out lib/dist/%,$(wildcard lib/*/*.c)) # lib/dist/: MPI only (below)
-# Kernels written once for float and double (lib/attention/real_pass.h): each is compiled
-# twice, -DLA_REAL_F32 into NAME.f32.o and -DLA_REAL_F64 into NAME.f64.o.
-TYPED_SRC := $(addprefix lib/attention/,linear.c linear_engine.c favor.c state.c rotary.c \
-             linformer.c)
+# Files written once for float and double: every lib/ file that includes core/real_typed.h
+# is compiled twice, -DLA_REAL_F32 into NAME.f32.o and -DLA_REAL_F64 into NAME.f64.o.
+TYPED_SRC := $(shell grep -l '^\#include "core/real_typed.h"' $(LIB_SRC))
 TYPED_OBJ = $(foreach t,f32 f64,$(TYPED_SRC:lib/%.c=$(1)/lib/%.$(t).o))
 LIB_OBJ := $(patsubst lib/%.c,$(BUILD)/lib/%.o,$(filter-out $(TYPED_SRC),$(LIB_SRC))) \
            $(call TYPED_OBJ,$(BUILD))

@@ -212,22 +212,26 @@ LA_API void la_problem_init(la_problem *p, size_t batch, size_t heads, size_t n_
 LA_API la_status la_problem_check(const la_problem *p);
 
 /* ---------------------------------------------------------------- attention */
-/* The kernels, one registry row each (la_kernel_get: what it accepts, its functions). */
+/* The kernels, X(id, row) in registry order; a row (la_kernel_get) lives in its kernel file. */
+#define LA_KERNEL_LIST(X)                                                                          \
+    X(LA_KERNEL_SOFTMAX, la_row_softmax) /* fused online softmax, never the N×M scores */         \
+    X(LA_KERNEL_SOFTMAX_MATERIALIZED, la_row_softmax_materialized) /* N×M scores */               \
+    X(LA_KERNEL_HARD, la_row_hard)                                 /* argmax attention */          \
+    X(LA_KERNEL_LINEAR, la_row_linear)                     /* linear: non-causal, or chunked */    \
+    X(LA_KERNEL_LINEAR_RECURRENT, la_row_linear_recurrent) /* linear, token by token */            \
+    X(LA_KERNEL_LINFORMER, la_row_linformer) /* keys, values projected to proj_rank rows */        \
+    X(LA_KERNEL_LOCAL, la_row_local)         /* softmax over the keys within p->window */          \
+    X(LA_KERNEL_FAVOR, la_row_favor)         /* FAVOR+: linear on positive random features */      \
+    X(LA_KERNEL_FAVOR_RECURRENT, la_row_favor_recurrent) /* FAVOR+, token by token */              \
+    X(LA_KERNEL_GENERAL, la_row_general)                 /* softmax over q·W·k */                \
+    X(LA_KERNEL_ADDITIVE, la_row_additive) /* softmax over vᵀtanh(W_q q + W_k k) */              \
+    X(LA_KERNEL_COSINE, la_row_cosine)     /* softmax over cos(q, k) · scale */                   \
+    X(LA_KERNEL_RELATIVE, la_row_relative) /* softmax with relative positions (Shaw et al.) */
 typedef enum {
-    LA_KERNEL_SOFTMAX = 0,          /* fused streaming softmax (online, FlashAttention-style) */
-    LA_KERNEL_SOFTMAX_MATERIALIZED, /* N×M scores, softmax, then ·V */
-    LA_KERNEL_HARD,                 /* argmax attention */
-    LA_KERNEL_LINEAR,               /* linear: non-causal, or causal chunked when p->causal */
-    LA_KERNEL_LINEAR_RECURRENT,     /* linear, causal, token by token (requires p->causal) */
-    LA_KERNEL_LINFORMER,            /* keys, values projected to proj_rank rows, then softmax */
-    LA_KERNEL_LOCAL,                /* softmax over the keys within p->window positions */
-    LA_KERNEL_FAVOR,                /* FAVOR+ (Performer): linear on positive random features */
-    LA_KERNEL_FAVOR_RECURRENT,      /* FAVOR+, causal, token by token (requires p->causal) */
-    LA_KERNEL_GENERAL,              /* softmax over general scores q·W·k (Luong et al. 2015) */
-    LA_KERNEL_ADDITIVE,             /* softmax over additive scores vᵀtanh(W_q q + W_k k) */
-    LA_KERNEL_COSINE,               /* softmax over cosine similarities cos(q, k) · scale */
-    LA_KERNEL_RELATIVE,             /* softmax with relative positions (Shaw et al. 2018) */
-    LA_KERNEL_COUNT
+#define LA_KERNEL_ENUM(id, row) id,
+    LA_KERNEL_LIST(LA_KERNEL_ENUM)
+#undef LA_KERNEL_ENUM
+        LA_KERNEL_COUNT
 } la_kernel;
 
 /* The contract every kernel keeps (lib/attention/kernels.h has each kernel's own):

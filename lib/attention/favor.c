@@ -1,6 +1,6 @@
 /* favor.c — FAVOR+ (Performer, Choromanski et al. 2021): softmax attention approximated
  * by linear attention on positive random features. Compiled once per precision
- * (real_pass.h): the features and the kernels in REAL, their public functions
+ * (core/real_typed.h): the features and the kernels in REAL, their public functions
  * (la_favor_attention_*, la_favor_attention_recurrent_*, la_favor_step_*), and (once)
  * drawing W (la_favor_features) and the cost. Non-causal, the linear attention itself is
  * the linear engine's (linear_engine.c, la_linear_scan_*); causal, the
@@ -15,7 +15,7 @@
  * W (m, d_k): blocks of d_k orthonormal rows (Gram–Schmidt of a Gaussian block), each row
  * then scaled to the norm of an independent Gaussian d_k-vector (chi(d_k)); the last block
  * has m mod d_k rows. */
-#include "attention/real_pass.h"
+#include "core/real_typed.h"
 
 #include "attention/attention_internal.h"
 #include "attention/linear_internal.h"
@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if LA_REAL_ONCE
+#if REAL_IS_F32
 /* ---------------------------------------------------------------- drawing W */
 
 /* splitmix64: the features' generator. */
@@ -103,7 +103,7 @@ la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *w)
     }
     return LA_OK;
 }
-#endif /* LA_REAL_ONCE */
+#endif /* REAL_IS_F32 */
 
 /* ---------------------------------------------------------------- scratch */
 
@@ -498,7 +498,7 @@ la_status la_favor_attention_recurrent_f64(const la_problem *p, const double *q,
     return favor_attention(p, q, k, v, out, true);
 }
 
-#if LA_REAL_ONCE
+#if REAL_IS_F32
 /* ---------------------------------------------------------------- cost (la_cost_fn) */
 
 /* One head of an entry with mv visible keys, u = keys_used of them (none visible: no
@@ -586,4 +586,47 @@ la_status la_favor_recurrent_cost(const la_problem *p, la_dtype dtype, la_cost *
     out->workspace_bytes = (double)lay.total_bytes;
     return LA_OK;
 }
-#endif /* LA_REAL_ONCE */
+#endif /* REAL_IS_F32 */
+
+/* ---------------------------------------------------------------- registry row */
+
+#if REAL_IS_F32
+const la_kernel_info la_row_favor = {
+    .kernel = LA_KERNEL_FAVOR,
+    .name = "favor",
+    .summary = "FAVOR+ (Performer, Choromanski et al. 2021): linear attention on m "
+               "positive random features, approximating softmax at scale 1/√d_k; "
+               "causal: in chunks",
+    .series = {"favor", "favor_causal_chunked"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_EPS | LA_PARAM_FEATURES | LA_PARAM_CHUNK,
+    .masks = 0,
+    .caps = LA_CAP_STEP | LA_CAP_APPROXIMATES,
+    .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
+    .time_exponent = 1,
+    .family = "random-feature",
+    .forward_f32 = la_favor_attention_f32,
+    .forward_f64 = la_favor_attention_f64,
+    .reference = la_ref_favor_attention,
+    .cost = la_favor_cost,
+};
+
+const la_kernel_info la_row_favor_recurrent = {
+    .kernel = LA_KERNEL_FAVOR_RECURRENT,
+    .name = "favor_recurrent",
+    .summary = "FAVOR+, causal, token by token: S and z per token, rescaled as the "
+               "keys' running max rises",
+    .series = {NULL, "favor_causal_recurrent"},
+    .causal = LA_CAUSAL_REQUIRED,
+    .params = LA_PARAM_EPS | LA_PARAM_FEATURES,
+    .masks = 0,
+    .caps = LA_CAP_STEP | LA_CAP_APPROXIMATES,
+    .sweep = LA_SWEEP_CAUSAL,
+    .time_exponent = 1,
+    .family = "random-feature",
+    .forward_f32 = la_favor_attention_recurrent_f32,
+    .forward_f64 = la_favor_attention_recurrent_f64,
+    .reference = la_ref_favor_attention,
+    .cost = la_favor_recurrent_cost,
+};
+#endif

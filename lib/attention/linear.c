@@ -2,14 +2,14 @@
  * S = Σ_j φ(k_j) v_jᵀ, z = Σ_j φ(k_j) over the keys query i sees. Its forward (non-causal,
  * causal in chunks, causal token by token: the checks here, the scans in linear_engine.c),
  * its backward (below, all three forms), and their cost. Compiled once per precision
- * (real_pass.h); the public la_linear_attention_*_f32 / _f64 are written out per
+ * (core/real_typed.h); the public la_linear_attention_*_f32 / _f64 are written out per
  * precision, the cost functions once.
  *
  * Shapes, per head (the problem holds B·H heads back to back):
  *   q, d_q: (N, d_k), k, d_k: (M, d_k), v, d_v: (M, d_v), out, d_out: (N, d_v), row-major;
  *   S: (d_k, d_v) row-major, z: (d_k,).
  * Visible keys of head (b, ·): m = min(M, L_b) (L_b = key_lengths[b], or M). */
-#include "attention/real_pass.h"
+#include "core/real_typed.h"
 
 #include "attention/attention_internal.h"
 #include "attention/linear_internal.h"
@@ -1171,7 +1171,7 @@ la_status la_linear_attention_recurrent_backward_f64(const la_problem *p, const 
     return st;
 }
 
-#if LA_REAL_ONCE
+#if REAL_IS_F32
 /* ---------------------------------------------------------------- their cost (la_cost_fn) */
 
 /* Non-causal, one head of an entry with m visible keys:
@@ -1402,4 +1402,53 @@ la_status la_linear_recurrent_backward_cost(const la_problem *p, la_dtype dtype,
     la_cost_sum_heads(p, recurrent_backward_head_flops, out);
     return backward_layout_bytes(LA_KERNEL_LINEAR_RECURRENT, p, dtype, out);
 }
-#endif /* LA_REAL_ONCE */
+#endif /* REAL_IS_F32 */
+
+/* ---------------------------------------------------------------- registry row */
+
+#if REAL_IS_F32
+const la_kernel_info la_row_linear = {
+    .kernel = LA_KERNEL_LINEAR,
+    .name = "linear",
+    .summary = "linear, φ(q)ᵀS / (φ(q)ᵀz + eps) (Katharopoulos et al. 2020): S = φ(K)ᵀV "
+               "once per head; causal: in chunks, carrying S and z",
+    .series = {"linear", "linear_causal_chunked"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_FEATURE_MAP | LA_PARAM_EPS | LA_PARAM_CHUNK,
+    .masks = LA_MASK_KEY,
+    .caps = LA_CAP_WEIGHTS | LA_CAP_STEP | LA_CAP_ROTARY_FEATURES | LA_CAP_APPROXIMATES,
+    .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
+    .time_exponent = 1,
+    .family = "linear",
+    .forward_f32 = la_linear_attention_f32,
+    .forward_f64 = la_linear_attention_f64,
+    .reference = la_ref_linear_attention,
+    .cost = la_linear_cost,
+    .backward_f32 = la_linear_attention_backward_f32,
+    .backward_f64 = la_linear_attention_backward_f64,
+    .reference_backward = la_ref_linear_attention_backward,
+    .backward_cost = la_linear_backward_cost,
+};
+
+const la_kernel_info la_row_linear_recurrent = {
+    .kernel = LA_KERNEL_LINEAR_RECURRENT,
+    .name = "linear_recurrent",
+    .summary = "linear, causal, token by token: S and z updated per token, as the step API does",
+    .series = {NULL, "linear_causal_recurrent"},
+    .causal = LA_CAUSAL_REQUIRED,
+    .params = LA_PARAM_FEATURE_MAP | LA_PARAM_EPS,
+    .masks = LA_MASK_KEY,
+    .caps = LA_CAP_WEIGHTS | LA_CAP_STEP | LA_CAP_ROTARY_FEATURES | LA_CAP_APPROXIMATES,
+    .sweep = LA_SWEEP_CAUSAL,
+    .time_exponent = 1,
+    .family = "linear",
+    .forward_f32 = la_linear_attention_recurrent_f32,
+    .forward_f64 = la_linear_attention_recurrent_f64,
+    .reference = la_ref_linear_attention,
+    .cost = la_linear_recurrent_cost,
+    .backward_f32 = la_linear_attention_recurrent_backward_f32,
+    .backward_f64 = la_linear_attention_recurrent_backward_f64,
+    .reference_backward = la_ref_linear_attention_backward,
+    .backward_cost = la_linear_recurrent_backward_cost,
+};
+#endif

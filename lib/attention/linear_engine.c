@@ -1,6 +1,6 @@
 /* linear_engine.c — the linear attention engine: what linear attention, FAVOR+, the step
  * API and rotary linear attention share, written once and compiled once per precision
- * (real_pass.h). Two hooks say what differs: the feature map (the scans apply
+ * (core/real_typed.h). Two hooks say what differs: the feature map (the scans apply
  * p->feature_map, featuremap.c; LA_FEATURE_IDENTITY for features the caller formed, as
  * FAVOR+ does) and FAVOR+'s per-key stabilizer (the chunked scan's stab hooks).
  *   la_linear_scan_*             non-causal (S = φ(K)ᵀV once per head, then φ(Q)·S), or
@@ -23,7 +23,7 @@
  *   q: (N, d_k), k: (M, d_k), v: (M, d_v), out: (N, d_v), row-major;
  *   S: (d_k, d_v) row-major, z: (d_k,).
  * Visible keys of head (b, ·): m = min(M, L_b) (L_b = key_lengths[b], or M). */
-#include "attention/real_pass.h"
+#include "core/real_typed.h"
 
 #include "attention/attention_internal.h"
 #include "attention/linear_internal.h"
@@ -106,7 +106,7 @@ static la_status linear_layout_for(const la_problem *p, la_kernel kernel, size_t
     return LA_OK;
 }
 
-#if LA_REAL_ONCE
+#if REAL_IS_F32
 la_status la_linear_workspace_bytes(la_kernel kernel, const la_problem *p, size_t element_size,
                                     size_t *bytes)
 {

@@ -146,7 +146,7 @@ void la_linear_hide_key_grads_f64(const la_problem *p, double *d_k);
 float la_dot_f32(const float *x, const float *y, size_t n);
 double la_dot_f64(const double *x, const double *y, size_t n);
 
-/* In a file compiled per precision (real_pass.h): φ, a dot product and a small product,
+/* In a file compiled per precision (core/real_typed.h): φ, a dot product and a small product,
  * each counting what it issues into a counter under LA_COUNT_FLOPS (core/internal.h;
  * nothing otherwise): φ 1 per element (none for the identity), a dot product of n 2·n, an
  * m×n×k product 2·m·n·k (gemm_small, lib/cpu/). */

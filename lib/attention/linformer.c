@@ -1,12 +1,12 @@
 /* linformer.c — Linformer attention (Wang et al. 2020): keys and values projected along the
  * sequence to k rows, K' = E·K and V' = F·V, then the fused softmax kernel over the k
- * projected keys. Compiled once per precision (real_pass.h): the kernel in REAL, its public
+ * projected keys. Compiled once per precision (core/real_typed.h): the kernel in REAL, its public
  * la_linformer_attention_f32 / _f64, and (once) the projections' seeded draw and the cost.
  *
  *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out: (B, H, N, d_v), row-major;
  *   E = p->proj_e, F = p->proj_f: (k, M) row-major float64, or drawn from p->seed;
  *   K' (B, H, k, d_k), V' (B, H, k, d_v) in the call's scratch. */
-#include "attention/real_pass.h"
+#include "core/real_typed.h"
 
 #include "attention/attention_internal.h"
 
@@ -60,7 +60,7 @@ static void draw_projections(size_t k, size_t m, uint64_t seed, double *e64, dou
     }
 }
 
-#if LA_REAL_ONCE
+#if REAL_IS_F32
 la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, double *e, double *f)
 {
     if (!e || !f || e == f || k == 0 || m == 0) return LA_EINVAL;
@@ -229,7 +229,7 @@ la_status la_linformer_attention_f64(const la_problem *p, const double *q, const
     return linformer_attention(p, q, k, v, out);
 }
 
-#if LA_REAL_ONCE
+#if REAL_IS_F32
 /* ---------------------------------------------------------------- its cost (la_cost_fn) */
 
 /* One head of an entry with m visible keys: the projections E·K and F·V over the m visible
@@ -260,4 +260,31 @@ la_status la_linformer_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     out->workspace_bytes = (double)lay.total * (double)elem + inner.workspace_bytes;
     return LA_OK;
 }
+#endif
+
+/* ---------------------------------------------------------------- registry row */
+
+#if REAL_IS_F32
+const la_kernel_info la_row_linformer = {
+    .kernel = LA_KERNEL_LINFORMER,
+    .name = "linformer",
+    .summary = "Linformer (Wang et al. 2020): K and V projected along the sequence to k "
+               "rows (E·K, F·V), then softmax over the k projected keys",
+    .series = {"linformer", NULL},
+    .causal = LA_CAUSAL_REFUSED,
+    .params = LA_PARAM_SCALE | LA_PARAM_PROJ,
+    .masks = 0,
+    .caps = LA_CAP_ROTARY | LA_CAP_APPROXIMATES,
+    .sweep = LA_SWEEP_PLAIN,
+    .time_exponent = 1,
+    .family = "low-rank",
+    .forward_f32 = la_linformer_attention_f32,
+    .forward_f64 = la_linformer_attention_f64,
+    .reference = la_ref_linformer_attention,
+    .cost = la_linformer_cost,
+    .backward_f32 = NULL, /* no backward */
+    .backward_f64 = NULL,
+    .reference_backward = NULL,
+    .backward_cost = NULL,
+};
 #endif

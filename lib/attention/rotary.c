@@ -6,11 +6,11 @@
  *
  * The angles are formed in float64 for either precision: position t times
  * θ_c = 10000^(−2c/d), then cos and sin, rounded once to the element type. Compiled once per
- * precision (real_pass.h).
+ * precision (core/real_typed.h).
  *
  *   x: (rows, n, d) rotated in place; q: (B, H, N, d_k), k: (B, H, M, d_k),
  *   v: (B, H, M, d_v), out: (B, H, N, d_v), row-major; per head S (d_k, d_v), z (d_k). */
-#include "attention/real_pass.h"
+#include "core/real_typed.h"
 
 #include "attention/attention_internal.h"
 #include "attention/linear_internal.h"

@@ -2,11 +2,11 @@
  * time, with save and restore. The arithmetic is the linear engine's la_linear_step_head_*,
  * the function the recurrent scan calls, so both give the same bits. FAVOR+'s states
  * (la_favor_state_create) are made here too; their step is favor.c's. Compiled once per
- * precision (real_pass.h): la_linear_step_f32 / _f64 in REAL, the rest once.
+ * precision (core/real_typed.h): la_linear_step_f32 / _f64 in REAL, the rest once.
  *
  *   q_t, k_t: (heads, d_k), v_t, y_t: (heads, d_v); per head S (width, d_v), z (width),
  *   width = d_k (FAVOR+: m); the layout in linear_internal.h. */
-#include "attention/real_pass.h"
+#include "core/real_typed.h"
 
 #include "attention/linear_internal.h"
 
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if LA_REAL_ONCE
+#if REAL_IS_F32
 /* The saved image: this header, then the state's elements (S, z and FAVOR+'s μ) in
  * dtype. Version 2 added width and seed (FAVOR+). */
 static const char save_magic[8] = {'L', 'A', 'L', 'I', 'N', 'S', 'T', '2'};
@@ -250,7 +250,7 @@ la_status la_linear_state_restore(la_linear_state *st, const void *buf, size_t s
     }
     return LA_OK;
 }
-#endif /* LA_REAL_ONCE */
+#endif /* REAL_IS_F32 */
 
 /* ---------------------------------------------------------------- one token, in REAL */
 
