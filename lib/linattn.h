@@ -226,7 +226,8 @@ LA_API la_status la_problem_check(const la_problem *p);
     X(LA_KERNEL_GENERAL, la_row_general)                 /* softmax over q·W·k */                \
     X(LA_KERNEL_ADDITIVE, la_row_additive) /* softmax over vᵀtanh(W_q q + W_k k) */              \
     X(LA_KERNEL_COSINE, la_row_cosine)     /* softmax over cos(q, k) · scale */                   \
-    X(LA_KERNEL_RELATIVE, la_row_relative) /* softmax with relative positions (Shaw et al.) */
+    X(LA_KERNEL_RELATIVE, la_row_relative) /* softmax with relative positions (Shaw et al.) */     \
+    X(LA_KERNEL_TAYLOR, la_row_taylor)     /* linear on Taylor features (Based) */
 typedef enum {
 #define LA_KERNEL_ENUM(id, row) id,
     LA_KERNEL_LIST(LA_KERNEL_ENUM)

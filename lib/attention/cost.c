@@ -98,8 +98,11 @@ static la_status cost_of(const la_kernel_info *info, la_cost_fn fn, const la_pro
     const double elements =
         backward ? 2 * (n * dk + m * dk + m * dv) + 2 * n * dv : n * dk + m * dk + m * dv + n * dv;
     c.io_bytes = (double)p->batch * (double)p->heads * elements * (double)la_dtype_size(dtype);
-    c.bytes_min = c.io_bytes +
-                  (backward ? 0 : algorithm_bytes(info->kernel, p, (double)la_dtype_size(dtype)));
+    /* bytes_min: what a forward's cost function counted beyond its inputs and outputs */
+    c.bytes_min =
+        c.io_bytes +
+        (backward ? 0
+                  : c.bytes_min + algorithm_bytes(info->kernel, p, (double)la_dtype_size(dtype)));
     *out = c;
     return LA_OK;
 }

@@ -237,6 +237,9 @@ static double query_state(const la_problem *p, const double *phiq, const double 
  *   recurrent: token t adds key t (when visible), then queries;
  *   chunked: per chunk, intra-chunk masked products plus the carried state, then the
  *     chunk's keys join the state when a later chunk needs them. */
+static void count_on_features(const la_problem *p, size_t m, int recurrent, const double *phiq,
+                              const double *phik, const double *v, double *out, counts *c);
+
 static void count_linear(const la_problem *p, size_t b, int recurrent, const double *q,
                          const double *k, const double *v, double *out, counts *c)
 {
@@ -246,15 +249,57 @@ static void count_linear(const la_problem *p, size_t b, int recurrent, const dou
     if (m == 0) return; /* nobody sees a key: zeros, no work */
     size_t used = p->causal ? smaller(N, m) : m;
     double *phiq = tu_f64(N * dk), *phik = tu_f64(used * dk);
-    double *S = calloc(dk * dv, sizeof *S), *z = calloc(dk, sizeof *z);
-    double *num = tu_f64(dv);
-    assert_non_null(S);
-    assert_non_null(z);
     for (size_t x = 0; x < N * dk; x++)
         phiq[x] = phi(p, q[x], c);
     for (size_t x = 0; x < used * dk; x++)
         phik[x] = phi(p, k[x], c);
+    count_on_features(p, m, recurrent, phiq, phik, v, out, c);
+    free(phiq);
+    free(phik);
+}
 
+/* Taylor linear attention, one head of entry b: the features φ_q = [1, σ·r·q, t·q⊗q] of the
+ * N queries and φ_k = [1, r·k, t·k⊗k] of the keys the scan reads (r = √|scale|, t =
+ * |scale|/√2), r·x and t·x d_k multiplies each and t·x_a·x_b d_k² per row, counted into
+ * phi; then linear attention on them with d_k = 1 + d_k + d_k², as count_linear's. */
+static void count_taylor(const la_problem *p, size_t b, const double *q, const double *k,
+                         const double *v, double *out, counts *c)
+{
+    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v, F = 1 + dk + dk * dk;
+    const size_t m = keys_visible(p, b);
+    memset(out, 0, N * dv * sizeof *out);
+    if (m == 0) return;
+    const size_t used = p->causal ? smaller(N, m) : m;
+    double *phiq = tu_f64(N * F), *phik = tu_f64(used * F);
+    const double r = sqrt(fabs(p->scale)), t = fabs(p->scale) / sqrt(2.0);
+    for (size_t row = 0; row < N + used; row++) {
+        const bool query = row < N;
+        const double *x = query ? q + row * dk : k + (row - N) * dk;
+        double *f = query ? phiq + row * F : phik + (row - N) * F;
+        f[0] = 1;
+        for (size_t a = 0; a < dk; a++, c->phi += 2) {
+            f[1 + a] = (query && p->scale < 0 ? -r : r) * x[a];
+            for (size_t e = 0; e < dk; e++, c->phi += 1)
+                f[1 + dk + a * dk + e] = (t * x[a]) * x[e];
+        }
+    }
+    la_problem f = *p;
+    f.d_k = F;
+    count_on_features(&f, m, 0, phiq, phik, v, out, c);
+    free(phiq);
+    free(phik);
+}
+
+/* Linear attention on features formed (phiq (N, d_k), phik (used, d_k)) for an entry with m
+ * visible keys: non-causal, recurrent, or causal in chunks of p->chunk. */
+static void count_on_features(const la_problem *p, size_t m, int recurrent, const double *phiq,
+                              const double *phik, const double *v, double *out, counts *c)
+{
+    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v;
+    double *S = calloc(dk * dv, sizeof *S), *z = calloc(dk, sizeof *z);
+    double *num = tu_f64(dv);
+    assert_non_null(S);
+    assert_non_null(z);
     if (!p->causal) {
         for (size_t j = 0; j < m; j++)
             add_key(p, phik + j * dk, v + j * dv, S, z, c);
@@ -310,8 +355,6 @@ static void count_linear(const la_problem *p, size_t b, int recurrent, const dou
                     }
         }
     }
-    free(phiq);
-    free(phik);
     free(S);
     free(z);
     free(num);
@@ -678,6 +721,9 @@ static double bytes_counted(la_kernel kernel, const la_problem *p, size_t elem)
             case LA_KERNEL_FAVOR_RECURRENT:
                 elements += 2 * (m * dv) + 2 * m; /* S, z on the features */
                 break;
+            case LA_KERNEL_TAYLOR: /* S, z on its 1 + d_k + d_k² features */
+                elements += 2 * ((1 + dk + dk * dk) * dv) + 2 * (1 + dk + dk * dk);
+                break;
             case LA_KERNEL_RELATIVE: break; /* each query's row of scores stays in cache */
             case LA_KERNEL_GENERAL: elements += 2 * (M * dk); break; /* K W out and back */
             case LA_KERNEL_COSINE:
@@ -736,6 +782,7 @@ static void check_model(la_kernel kernel, const la_problem *p, tu_rng *r)
             case LA_KERNEL_COSINE: count_cosine(p, b, qh, kh, vh, oh, &c); break;
             case LA_KERNEL_ADDITIVE: count_additive(p, b, qh, kh, vh, oh, &c); break;
             case LA_KERNEL_RELATIVE: count_relative(p, b, qh, kh, vh, oh, &c); break;
+            case LA_KERNEL_TAYLOR: count_taylor(p, b, qh, kh, vh, oh, &c); break;
             default:
                 fail_msg("%s: no counting loop here for this kernel: a new kernel's cost "
                          "function needs one (an independent count of its arithmetic)",
@@ -1049,7 +1096,10 @@ static void check_kernel_counts(la_kernel kernel, la_dtype dtype, const la_probl
     assert_int_equal(st, LA_OK);
     la_cost model;
     assert_int_equal(la_attention_cost(kernel, p, dtype, &model), LA_OK);
-    compare_counts("", kernel, dtype, p, 2 * (double)dk, 2 * (double)dv + 1, &model);
+    /* a hidden entry of a chunk's A costs a dot product of the features: d_k of them,
+     * Taylor's 1 + d_k + d_k² */
+    const double width = kernel == LA_KERNEL_TAYLOR ? (double)(1 + dk + dk * dk) : (double)dk;
+    compare_counts("", kernel, dtype, p, 2 * width, 2 * (double)dv + 1, &model);
     free(q);
     free(k);
     free(v);
@@ -1065,10 +1115,11 @@ static void check_kernel_counts(la_kernel kernel, la_dtype dtype, const la_probl
 static size_t each_linear_call(void (*check)(la_kernel, la_dtype, const la_problem *, tu_rng *),
                                bool with_favor, tu_rng *r, double *hidden, double *counted)
 {
-    /* FAVOR+ (a forward only) when with_favor: the linear kernels on its features */
+    /* FAVOR+ and Taylor (forwards only) when with_favor: the linear kernels on their
+     * features */
     const la_kernel kernels[] = {LA_KERNEL_LINEAR, LA_KERNEL_LINEAR_RECURRENT, LA_KERNEL_FAVOR,
-                                 LA_KERNEL_FAVOR_RECURRENT};
-    const size_t n_kernels = with_favor ? 4 : 2;
+                                 LA_KERNEL_FAVOR_RECURRENT, LA_KERNEL_TAYLOR};
+    const size_t n_kernels = with_favor ? 5 : 2;
     const size_t full_sizes[] = {1, 2, 3, 5, 8, 17, 40};
     /* the quick profile: one token, a few, several chunks of a small chunk, more than the
      * default chunk (32) */
