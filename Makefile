@@ -61,8 +61,13 @@ LDLIBS = $(BLIS_LIBS) -lm
 LDFLAGS += -fopenmp $(filter -fsanitize=%,$(OPT))
 
 LIB_SRC := $(filter-out lib/dist/%,$(wildcard lib/*/*.c)) # lib/dist/: MPI only (below)
-LIB_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
-COUNT_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/count/lib/%.o)
+# Files written once in REAL and compiled once per precision, into NAME_f32.o and NAME_f64.o
+# (lib/attention/real_typed.h).
+TYPED_SRC := $(addprefix lib/attention/,softmax.c engine_portable.c)
+TYPED_OBJ := $(foreach t,f32 f64,$(TYPED_SRC:lib/%.c=%_$(t).o))
+LIB_OBJ := $(patsubst %,$(BUILD)/lib/%,$(TYPED_OBJ)) \
+           $(patsubst lib/%.c,$(BUILD)/lib/%.o,$(filter-out $(TYPED_SRC),$(LIB_SRC)))
+COUNT_OBJ := $(LIB_OBJ:$(BUILD)/lib/%=$(BUILD)/count/lib/%)
 # The command: main.c and one file per subcommand in experiments/, linked with the helpers
 # they share (experiments/common/: flags, the results-file writer, timers, inputs), which
 # are built once into build/libcommand.a for the command and its tests.
@@ -142,11 +147,24 @@ deps: build/.deps-build build/.deps-test build/.deps-plots
 $(BUILD)/lib/%.o: lib/%.c $(HEADERS) | build/.deps-build
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fvisibility=hidden -c $< -o $@
+# TYPED_SRC, once per precision (and below, counting)
+$(BUILD)/lib/%_f32.o: lib/%.c $(HEADERS) | build/.deps-build
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DLA_REAL_F32 -fvisibility=hidden -c $< -o $@
+$(BUILD)/lib/%_f64.o: lib/%.c $(HEADERS) | build/.deps-build
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DLA_REAL_F64 -fvisibility=hidden -c $< -o $@
 # The same library with the kernels counting the FLOPs they issue (core/internal.h,
 # LA_COUNT), for the cost model's test only; never installed or benchmarked.
 $(BUILD)/count/lib/%.o: lib/%.c $(HEADERS) | build/.deps-build
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DLA_COUNT_FLOPS -fvisibility=hidden -c $< -o $@
+$(BUILD)/count/lib/%_f32.o: lib/%.c $(HEADERS) | build/.deps-build
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DLA_REAL_F32 -DLA_COUNT_FLOPS -fvisibility=hidden -c $< -o $@
+$(BUILD)/count/lib/%_f64.o: lib/%.c $(HEADERS) | build/.deps-build
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DLA_REAL_F64 -DLA_COUNT_FLOPS -fvisibility=hidden -c $< -o $@
 $(BUILD)/experiments/%.o: experiments/%.c $(HEADERS) | build/.deps-build
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
