@@ -27,25 +27,25 @@ void la_engine_prefix_keys(const la_engine_task *t, size_t i, size_t *lo, size_t
     *hi = la_visible_keys_of(t->p, t->m, i);
 }
 
-size_t la_engine_portable_bytes(size_t bq, size_t bk, size_t elem, size_t extra)
+size_t la_engine_portable_bytes(size_t bq, size_t bk, size_t slot, size_t elem, size_t extra)
 {
     size_t s, bytes;
     if (!la_mul_ok(bq, bk, &s) || s > SIZE_MAX / 2 || !la_mul_ok(s + bq, elem, &bytes))
         return SIZE_MAX;
-    /* bq <= LA_ENGINE_MAX_ROWS: the 8-byte slots add little */
-    if (extra > SIZE_MAX / 2 || bytes > SIZE_MAX / 2 - extra - 8 * bq - 63) return SIZE_MAX;
-    return la_round_up_64(8 * bq + bytes + extra);
+    /* bq <= LA_ENGINE_MAX_ROWS, slot <= 8: the slots add little */
+    if (extra > SIZE_MAX / 2 || bytes > SIZE_MAX / 2 - extra - slot * bq - 63) return SIZE_MAX;
+    return la_round_up_64(slot * bq + bytes + extra);
 }
 
 void la_engine_carve(la_engine_task *t)
 {
     la_engine_rows *rows = la_engine_rows_of(t);
     if (rows->s) return;
-    const size_t bq = t->e->bq, elem = t->e->elem;
+    const size_t bq = t->e->bq, elem = t->e->elem, slot = t->e->slot ? t->e->slot : elem;
     rows->stat_b = t->scratch;
-    rows->stat_a = t->scratch + 8 * bq;
-    rows->s = t->scratch + (8 + elem) * bq;
-    rows->extra = t->scratch + (8 + elem) * bq + elem * bq * t->e->bk;
+    rows->stat_a = t->scratch + slot * bq;
+    rows->s = t->scratch + (slot + elem) * bq;
+    rows->extra = t->scratch + (slot + elem) * bq + elem * bq * t->e->bk;
 }
 
 /* The tiles of one walk over the key blocks [key_lo, key_hi). */

@@ -72,6 +72,7 @@ struct la_engine {
     size_t k_block;         /* keys per block */
     size_t bq, bk;          /* the portable tiles' scratch: min(N, q_block), min(M, k_block) */
     size_t elem;            /* bytes of an element: 4 or 8 */
+    size_t slot;            /* bytes of a row sum's slot: 0 (elem), or 8 (hard's best keys) */
     size_t scratch_bytes;   /* per thread, a multiple of 64 */
     size_t staging_bytes;   /* float32 decoding (la_fused_simd_staging_bytes), else 0 */
     bool count_hidden;      /* LA_COUNT_HIDDEN the masked entries (local) */
@@ -109,11 +110,11 @@ static inline size_t la_round_up_64(size_t bytes)
 
 /* ---------------------------------------------------------------- the portable tiles */
 
-/* Their scratch, per thread: (bq) 8-byte slots (row sums, or hard attention's best keys),
- * (bq) row maxima (or best scores), the bq × bk score block (leading dimension: the block's
- * cols), then `extra` bytes of the variant's; rounded up to 64 bytes. SIZE_MAX when it does
- * not fit in size_t. */
-size_t la_engine_portable_bytes(size_t bq, size_t bk, size_t elem, size_t extra);
+/* Their scratch, per thread: (bq) slots of `slot` bytes (row sums, or hard attention's best
+ * keys: la_engine's slot, elem when 0), (bq) row maxima (or best scores), the bq × bk score
+ * block (leading dimension: the block's cols), then `extra` bytes of the variant's; rounded
+ * up to 64 bytes. SIZE_MAX when it does not fit in size_t. */
+size_t la_engine_portable_bytes(size_t bq, size_t bk, size_t slot, size_t elem, size_t extra);
 
 /* Where they are, in t->state: set by the portable begin from t->scratch, unless a caller
  * has set them (s != NULL) before. */

@@ -57,7 +57,7 @@ static la_engine portable_engine(const la_problem *p, la_engine_tiles tiles)
                    .keys = la_engine_prefix_keys};
     e.bq = p->n_queries < Q_BLOCK ? p->n_queries : Q_BLOCK;
     e.bk = p->n_keys < K_BLOCK ? p->n_keys : K_BLOCK;
-    e.scratch_bytes = la_engine_portable_bytes(e.bq, e.bk, sizeof(REAL), 0);
+    e.scratch_bytes = la_engine_portable_bytes(e.bq, e.bk, e.slot, sizeof(REAL), 0);
     return e;
 }
 
