@@ -54,6 +54,7 @@ static la_engine portable_engine(const la_problem *p, la_engine_tiles tiles)
                    .q_block = Q_BLOCK,
                    .k_block = K_BLOCK,
                    .elem = sizeof(REAL),
+                   .slot = sizeof(size_t),
                    .keys = la_engine_prefix_keys};
     e.bq = p->n_queries < Q_BLOCK ? p->n_queries : Q_BLOCK;
     e.bk = p->n_keys < K_BLOCK ? p->n_keys : K_BLOCK;
