@@ -63,7 +63,7 @@ LDFLAGS += -fopenmp $(filter -fsanitize=%,$(OPT))
 LIB_SRC := $(filter-out lib/dist/%,$(wildcard lib/*/*.c)) # lib/dist/: MPI only (below)
 # Files written once in REAL and compiled once per precision, into NAME_f32.o and NAME_f64.o
 # (lib/attention/real_typed.h).
-TYPED_SRC := $(addprefix lib/attention/,softmax.c engine_portable.c local.c scores.c)
+TYPED_SRC := $(addprefix lib/attention/,softmax.c engine_portable.c local.c scores.c relative.c)
 TYPED_OBJ := $(foreach t,f32 f64,$(TYPED_SRC:lib/%.c=%_$(t).o))
 LIB_OBJ := $(patsubst %,$(BUILD)/lib/%,$(TYPED_OBJ)) \
            $(patsubst lib/%.c,$(BUILD)/lib/%.o,$(filter-out $(TYPED_SRC),$(LIB_SRC)))
