@@ -1062,7 +1062,7 @@ la_status la_softmax_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     la_cost_sum_heads(p, softmax_head_flops, out);
     if (la_fused_simd_usable(p)) {
         /* the AVX-512 kernels: per thread qᵀ, a score block and oᵀ, a task's queries wide
-         * (softmax_avx512.c: 32 floats, softmax_avx512_f64.c: 16 doubles); float32
+         * (engine_avx512.c: 32 floats, 16 doubles); float32
          * decoding (N <= 4) also stages its output */
         const bool f32 = dtype == LA_FLOAT32;
         const double heads = (double)p->batch * (double)p->heads;
