@@ -176,10 +176,10 @@ size_t la_fused_simd_scratch_bytes(const la_problem *p)
 /* ---------------------------------------------------------------- wide tasks */
 
 /* A wide task's running statistics (in t->state): per lane the keys visible, [lo, hi)
- * (lanes past the last row copy the last row), the running maximum m (log2 units), the
- * shift u it applies (m, or 0 while m is −inf) and the running sum l. */
+ * (lanes past the last row copy the last row), the running maximum m (log2 units) and the
+ * running sum l. */
 typedef struct {
-    __m512 m[NV], u[NV], l[NV];
+    __m512 m[NV], l[NV];
     __m512i lo[NV], hi[NV];
     size_t lo_max, hi_min;
     float *qt, *st, *ot;
@@ -245,6 +245,12 @@ LA_AVX512 static void wide_scores_ps(la_engine_task *t, size_t j0, size_t cols)
 LA_AVX512 static void wide_softmax_ps(la_engine_task *t, size_t j0, size_t cols)
 {
     wide_ps *w = (wide_ps *)(void *)t->state;
+    /* the running statistics in locals: the stores into sᵀ below may not alias them */
+    float *const st = w->st;
+    __m512i lo[NV], hi[NV];
+    __m512 u[NV];
+    for (int g = 0; g < NV; g++)
+        lo[g] = w->lo[g], hi[g] = w->hi[g];
     const size_t dv = t->p->d_v;
     const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
     const int masked = j0 < w->lo_max || j0 + cols > w->hi_min;
@@ -254,11 +260,11 @@ LA_AVX512 static void wide_softmax_ps(la_engine_task *t, size_t j0, size_t cols)
     for (size_t j = 0; j < cols; j++) {
         const __m512i jj = _mm512_set1_epi32((int32_t)(j0 + j));
         for (int g = 0; g < NV; g++) {
-            float *sj = w->st + j * QT + 16 * g;
+            float *sj = st + j * QT + 16 * g;
             __m512 sv = _mm512_load_ps(sj);
             if (masked) {
                 const __mmask16 seen =
-                    _mm512_cmpgt_epi32_mask(w->hi[g], jj) & _mm512_cmpge_epi32_mask(jj, w->lo[g]);
+                    _mm512_cmpgt_epi32_mask(hi[g], jj) & _mm512_cmpge_epi32_mask(jj, lo[g]);
                 sv = _mm512_mask_mov_ps(neg_inf, seen, sv);
                 _mm512_store_ps(sj, sv);
             }
@@ -270,13 +276,13 @@ LA_AVX512 static void wide_softmax_ps(la_engine_task *t, size_t j0, size_t cols)
     for (int g = 0; g < NV; g++) {
         const __m512 n = _mm512_max_ps(w->m[g], bm[g]);
         grew |= _mm512_cmp_ps_mask(n, w->m[g], _CMP_GT_OQ);
-        w->u[g] =
+        u[g] =
             _mm512_mask_mov_ps(_mm512_setzero_ps(), _mm512_cmp_ps_mask(n, neg_inf, _CMP_NEQ_OQ), n);
         bm[g] = n; /* the new maximum */
     }
     if (grew) {
         for (int g = 0; g < NV; g++) {
-            const __m512 a = la_exp2_ps(_mm512_sub_ps(w->m[g], w->u[g]));
+            const __m512 a = la_exp2_ps(_mm512_sub_ps(w->m[g], u[g]));
             w->l[g] = _mm512_mul_ps(w->l[g], a);
             if (j0 > t->key_lo) /* the first block found nothing to rescale */
                 for (size_t c = 0; c < dv; c++) {
@@ -291,8 +297,8 @@ LA_AVX512 static void wide_softmax_ps(la_engine_task *t, size_t j0, size_t cols)
     for (int g = 0; g < NV; g++) {
         __m512 bs = _mm512_setzero_ps();
         for (size_t j = 0; j < cols; j++) {
-            float *sj = w->st + j * QT + 16 * g;
-            const __m512 e = la_exp2_ps(_mm512_sub_ps(_mm512_load_ps(sj), w->u[g]));
+            float *sj = st + j * QT + 16 * g;
+            const __m512 e = la_exp2_ps(_mm512_sub_ps(_mm512_load_ps(sj), u[g]));
             _mm512_store_ps(sj, e);
             bs = _mm512_add_ps(bs, e);
         }
@@ -674,7 +680,7 @@ size_t la_fused_simd_scratch_bytes_f64(const la_problem *p)
 
 /* wide_ps in float64 (natural units). */
 typedef struct {
-    __m512d m[ND], u[ND], l[ND];
+    __m512d m[ND], l[ND];
     __m512i lo[ND], hi[ND];
     size_t lo_max, hi_min;
     double *qt, *st, *ot;
@@ -728,6 +734,12 @@ LA_AVX512 static void wide_scores_pd(la_engine_task *t, size_t j0, size_t cols)
 LA_AVX512 static void wide_softmax_pd(la_engine_task *t, size_t j0, size_t cols)
 {
     wide_pd *w = (wide_pd *)(void *)t->state;
+    /* the running statistics in locals: the stores into sᵀ below may not alias them */
+    double *const st = w->st;
+    __m512i lo[ND], hi[ND];
+    __m512d u[ND];
+    for (int g = 0; g < ND; g++)
+        lo[g] = w->lo[g], hi[g] = w->hi[g];
     const size_t dv = t->p->d_v;
     const __m512d neg_inf = _mm512_set1_pd(-INFINITY);
     const int masked = j0 < w->lo_max || j0 + cols > w->hi_min;
@@ -737,11 +749,11 @@ LA_AVX512 static void wide_softmax_pd(la_engine_task *t, size_t j0, size_t cols)
     for (size_t j = 0; j < cols; j++) {
         const __m512i jj = _mm512_set1_epi64((int64_t)(j0 + j));
         for (int g = 0; g < ND; g++) {
-            double *sj = w->st + j * QT_D + 8 * g;
+            double *sj = st + j * QT_D + 8 * g;
             __m512d sv = _mm512_load_pd(sj);
             if (masked) {
                 const __mmask8 seen =
-                    _mm512_cmpgt_epi64_mask(w->hi[g], jj) & _mm512_cmpge_epi64_mask(jj, w->lo[g]);
+                    _mm512_cmpgt_epi64_mask(hi[g], jj) & _mm512_cmpge_epi64_mask(jj, lo[g]);
                 sv = _mm512_mask_mov_pd(neg_inf, seen, sv);
                 _mm512_store_pd(sj, sv);
             }
@@ -753,13 +765,13 @@ LA_AVX512 static void wide_softmax_pd(la_engine_task *t, size_t j0, size_t cols)
     for (int g = 0; g < ND; g++) {
         const __m512d n = _mm512_max_pd(w->m[g], bm[g]);
         grew |= _mm512_cmp_pd_mask(n, w->m[g], _CMP_GT_OQ);
-        w->u[g] =
+        u[g] =
             _mm512_mask_mov_pd(_mm512_setzero_pd(), _mm512_cmp_pd_mask(n, neg_inf, _CMP_NEQ_OQ), n);
         bm[g] = n;
     }
     if (grew) {
         for (int g = 0; g < ND; g++) {
-            const __m512d a = la_exp_pd(_mm512_sub_pd(w->m[g], w->u[g]));
+            const __m512d a = la_exp_pd(_mm512_sub_pd(w->m[g], u[g]));
             w->l[g] = _mm512_mul_pd(w->l[g], a);
             if (j0 > t->key_lo)
                 for (size_t c = 0; c < dv; c++) {
@@ -774,8 +786,8 @@ LA_AVX512 static void wide_softmax_pd(la_engine_task *t, size_t j0, size_t cols)
     for (int g = 0; g < ND; g++) {
         __m512d bs = _mm512_setzero_pd();
         for (size_t j = 0; j < cols; j++) {
-            double *sj = w->st + j * QT_D + 8 * g;
-            const __m512d e = la_exp_pd(_mm512_sub_pd(_mm512_load_pd(sj), w->u[g]));
+            double *sj = st + j * QT_D + 8 * g;
+            const __m512d e = la_exp_pd(_mm512_sub_pd(_mm512_load_pd(sj), u[g]));
             _mm512_store_pd(sj, e);
             bs = _mm512_add_pd(bs, e);
         }

@@ -350,6 +350,14 @@ la_status la_softmax_attention_materialized_f64(const la_problem *p, const doubl
 
 /* ================================================================ the backward passes */
 
+/* FlashAttention-2's backward of fused softmax (recomputing P from lse), the textbook one of
+ * materializing softmax on the held N×M probabilities, and hard attention's (the forward's
+ * argmax, then d_v only). Bitwise the same for any thread count: every element of a
+ * gradient is a sum over blocks taken in a fixed order (d_k, d_v over query blocks, d_q over
+ * key blocks, each block's product a fixed call), and the split into tasks changes only who
+ * computes a sum, never its order.
+ *   d_out: (B, H, N, d_v); d_q, d_k, d_v shaped as q, k, v. */
+
 /* Fused backward: blocks of BQ queries × BK keys (equal, so that both schedules cut the
  * key blocks alike: query_block_pass below). Materializing backward:
  * query blocks of BQ_MAT rows, key blocks of BK_MAT columns. Hard: the forward's query
@@ -679,11 +687,9 @@ static bool backward_range_ok(la_range_kind kind, const la_problem *p, const gra
 /* The fused backward (contract in linattn.h): lse given, or NULL (computed first). */
 static la_status softmax_backward(const la_problem *p, const grad_args *a, const REAL *lse_in)
 {
-    la_status st = la_problem_check(p);
+    la_status st = la_engine_check(p, a->q, a->k, a->v, a->d_out, sizeof(REAL));
     if (st != LA_OK) return st;
-    if (!a->q || !a->k || !a->v || !a->out || !a->d_out || !a->d_q || !a->d_k || !a->d_v)
-        return LA_EINVAL;
-    if (REAL_IS_F32 && fabs(p->scale) > FLT_MAX) return LA_EINVAL;
+    if (!a->out || !a->d_q || !a->d_k || !a->d_v) return LA_EINVAL;
     if (!backward_range_ok(LA_RANGE_SOFTMAX, p, a)) return LA_ERANGE;
 
     const size_t N = p->n_queries, M = p->n_keys, heads = p->batch * p->heads;
@@ -760,10 +766,9 @@ static la_status softmax_backward(const la_problem *p, const grad_args *a, const
  * Only the columns below kmax (the keys any query of the head sees) are formed. */
 static la_status softmax_materialized_backward(const la_problem *p, const grad_args *a)
 {
-    la_status st = la_problem_check(p);
+    la_status st = la_engine_check(p, a->q, a->k, a->v, a->d_out, sizeof(REAL));
     if (st != LA_OK) return st;
-    if (!a->q || !a->k || !a->v || !a->d_out || !a->d_q || !a->d_k || !a->d_v) return LA_EINVAL;
-    if (REAL_IS_F32 && fabs(p->scale) > FLT_MAX) return LA_EINVAL;
+    if (!a->d_q || !a->d_k || !a->d_v) return LA_EINVAL;
     if (!backward_range_ok(LA_RANGE_SOFTMAX, p, a)) return LA_ERANGE;
 
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
@@ -893,10 +898,9 @@ static la_status softmax_materialized_backward(const la_problem *p, const grad_a
  * into `best` (B·H·N keys), then per head d_v_j += d_out_i over its queries in order. */
 static la_status hard_backward(const la_problem *p, const grad_args *a)
 {
-    la_status st = la_problem_check(p);
+    la_status st = la_engine_check(p, a->q, a->k, a->v, a->d_out, sizeof(REAL));
     if (st != LA_OK) return st;
-    if (!a->q || !a->k || !a->v || !a->d_out || !a->d_q || !a->d_k || !a->d_v) return LA_EINVAL;
-    if (REAL_IS_F32 && fabs(p->scale) > FLT_MAX) return LA_EINVAL;
+    if (!a->d_q || !a->d_k || !a->d_v) return LA_EINVAL;
     if (!backward_range_ok(LA_RANGE_HARD, p, a)) return LA_ERANGE;
 
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
@@ -1095,8 +1099,7 @@ la_status la_hard_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     return LA_OK;
 }
 
-/* ---------------------------------------------------------------- the backward costs (la_cost_fn)
- */
+/* ---------------------------------------------------------------- the backward costs */
 
 /* Softmax backward (fused or materializing), one head of an entry with m visible keys:
  *   flops_qk      6·pairs·d_k: S = QKᵀ recomputed, d_K = dSᵀQ, d_Q = dS·K;
