@@ -44,7 +44,7 @@ typedef struct {
     size_t hi[LA_ENGINE_MAX_ROWS];
     size_t key_lo, key_hi;  /* the keys the rows see together: min lo, max hi */
     const void *q, *k, *v;  /* this head's q (N, d_k), k (M, d_k), v (M, d_v), row-major */
-    void *out;              /* this head's out (N, d_v) */
+    void *out;              /* this head's out (N, d_v); NULL: statistics and lse only (portable) */
     void *lse;              /* NULL, or the rows' log Σ_j exp(s_ij): (rows) */
     unsigned char *scratch; /* the thread's e->scratch_bytes, 64-byte aligned */
     uint32_t *kv_bits;      /* NULL, or max|k|, max|v| as bits, taken on the loads */

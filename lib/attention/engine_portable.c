@@ -43,7 +43,7 @@ static void begin(la_engine_task *t)
         row_max[r] = -INFINITY;
         row_sum[r] = 0;
     }
-    memset((REAL *)t->out + t->i0 * dv, 0, t->rows * dv * sizeof(REAL));
+    if (t->out) memset((REAL *)t->out + t->i0 * dv, 0, t->rows * dv * sizeof(REAL));
 }
 
 /* s = q_blk · k_blkᵀ · scale   (rows × cols). Kᵀ is k read with swapped strides: no copy. */
@@ -64,7 +64,7 @@ static void softmax_tile(la_engine_task *t, size_t j0, size_t cols)
     const la_problem *p = t->p;
     const la_engine_rows *w = la_engine_rows_of(t);
     REAL *s = w->s, *row_max = w->stat_a, *row_sum = w->stat_b;
-    REAL *acc = (REAL *)t->out + t->i0 * p->d_v;
+    REAL *acc = t->out ? (REAL *)t->out + t->i0 * p->d_v : NULL; /* NULL: statistics only */
     const size_t dv = p->d_v;
     const bool masked = la_has_masks(p); /* p->mask, p->key_mask: each pair tested */
     for (size_t r = 0; r < t->rows; r++) {
@@ -83,8 +83,8 @@ static void softmax_tile(la_engine_task *t, size_t j0, size_t cols)
                 if (row_sum[r] > 0) { /* something accumulated: rescale it */
                     const REAL alpha = EXP(row_max[r] - block_max);
                     row_sum[r] *= alpha;
-                    REAL *arow = acc + r * dv;
-                    for (size_t c = 0; c < dv; c++)
+                    REAL *arow = acc ? acc + r * dv : NULL;
+                    for (size_t c = 0; arow && c < dv; c++)
                         arow[c] *= alpha;
                 }
                 row_max[r] = block_max;
@@ -114,8 +114,8 @@ static void finish(la_engine_task *t)
     const la_engine_rows *w = la_engine_rows_of(t);
     const REAL *row_max = w->stat_a, *row_sum = w->stat_b;
     const size_t dv = t->p->d_v;
-    REAL *acc = (REAL *)t->out + t->i0 * dv, *lse = t->lse;
-    for (size_t r = 0; r < t->rows; r++) {
+    REAL *acc = t->out ? (REAL *)t->out + t->i0 * dv : NULL, *lse = t->lse;
+    for (size_t r = 0; acc && r < t->rows; r++) {
         if (row_sum[r] > 0) {
             REAL *arow = acc + r * dv;
             const REAL sum = row_sum[r];

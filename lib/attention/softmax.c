@@ -596,53 +596,58 @@ static void query_block_pass(const head *hd, size_t i0, size_t rows, grad_scratc
     }
 }
 
-/* lse of the query rows i0 .. i0+rows-1 of a head: the online maximum and sum of the
- * forward, over the key blocks in order. lse: (rows). */
+/* s = q_blk · k_blkᵀ · scale as block_backward forms it: k_blk transposed into kt (the
+ * task's extra), one GEMM_SMALL, then the scale. */
+static void lse_scores(la_engine_task *t, size_t j0, size_t cols)
+{
+    const size_t dk = t->p->d_k, rows = t->rows;
+    const la_engine_rows *w = la_engine_rows_of(t);
+    const REAL *qh = t->q, *kh = t->k;
+    REAL *s = w->s, *kt = w->extra;
+    transpose(kh + j0 * dk, dk, cols, dk, kt);
+    GEMM_SMALL(rows, cols, dk, 1, qh + t->i0 * dk, (ptrdiff_t)dk, 1, kt, (ptrdiff_t)cols, 1, 0, s,
+               (ptrdiff_t)cols, 1);
+    const REAL scale = (REAL)t->p->scale;
+    for (size_t x = 0; x < rows * cols; x++)
+        s[x] *= scale;
+}
+
+/* lse of the query rows i0 .. i0+rows-1 of one head (the backward's own, when the caller
+ * passes none): the engine's walk over the key blocks with the portable softmax tile and no
+ * output, on the scores block_backward forms, so that P = exp(s − lse) there sums to 1 to
+ * the last bit the forward would give. lse: (rows). */
 static void lse_block(const head *hd, size_t i0, size_t rows, grad_scratch *w, REAL *lse)
 {
     const la_problem *p = hd->p;
-    const size_t dk = p->d_k;
-    const REAL scale = (REAL)p->scale;
-    REAL *m = w->row, *l = w->ds;
-    for (size_t r = 0; r < rows; r++) {
-        m[r] = -INFINITY;
-        l[r] = 0;
-    }
-    const size_t key_end = la_visible_keys(p, hd->b, i0 + rows - 1);
-    for (size_t j0 = 0; j0 < key_end; j0 += BK) {
-        const size_t cols = key_end - j0 < BK ? key_end - j0 : BK;
-        transpose(hd->kh + j0 * dk, dk, cols, dk, w->kt);
-        /* s = q_blk · k_blkᵀ · scale, as block_backward forms it */
-        GEMM_SMALL(rows, cols, dk, 1, hd->qh + i0 * dk, (ptrdiff_t)dk, 1, w->kt, (ptrdiff_t)cols, 1,
-                   0, w->s, (ptrdiff_t)cols, 1);
-        for (size_t r = 0; r < rows; r++) {
-            REAL *srow = w->s + r * cols;
-            const size_t n = keys_in_block(p, hd->b, i0 + r, j0, cols);
-            if (n == 0) continue;
-            REAL block_max = -INFINITY;
-            for (size_t c = 0; c < n; c++) {
-                srow[c] *= scale;
-                block_max = srow[c] > block_max ? srow[c] : block_max;
-            }
-            if (la_has_masks(p)) { /* general masks: the kept keys' maximum and sum */
-                block_max = FN(mask_scores)(p, hd->bh, i0 + r, j0, srow, n);
-                if (block_max == -INFINITY) continue; /* every key of the block hidden */
-                if (block_max > m[r]) {
-                    if (l[r] > 0) l[r] *= EXP(m[r] - block_max);
-                    m[r] = block_max;
-                }
-                l[r] += FN(masked_exp_sum)(srow, n, m[r]);
-                continue;
-            }
-            if (block_max > m[r]) {
-                if (l[r] > 0) l[r] *= EXP(m[r] - block_max);
-                m[r] = block_max;
-            }
-            l[r] += EXP_SHIFT_SUM(srow, n, m[r]);
-        }
-    }
-    for (size_t r = 0; r < rows; r++)
-        lse[r] = l[r] > 0 ? m[r] + LOG(l[r]) : -INFINITY;
+    la_engine e = {.wide = PORTABLE,
+                   .q_block = BQ,
+                   .k_block = BK,
+                   .elem = sizeof(REAL),
+                   .keys = la_engine_prefix_keys};
+    e.wide.scores = lse_scores;
+    e.wide.values = NULL;
+    la_engine_task t;
+    memset(t.state, 0, sizeof t.state);
+    t.p = p;
+    t.e = &e;
+    t.b = hd->b;
+    t.hd = hd->bh;
+    t.m = la_keys_in_length(p, hd->b);
+    t.i0 = i0;
+    t.rows = rows;
+    t.q = hd->qh;
+    t.k = hd->kh;
+    t.v = NULL;
+    t.out = NULL; /* the statistics only */
+    t.lse = lse;
+    t.scratch = NULL;
+    t.kv_bits = NULL;
+    la_engine_rows *r = la_engine_rows_of(&t);
+    r->s = w->s;
+    r->stat_a = w->row; /* running maxima */
+    r->stat_b = w->ds;  /* running sums */
+    r->extra = w->kt;
+    la_engine_run_task(&t);
 }
 
 /* The head (b, h) of a call. */
