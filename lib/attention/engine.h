@@ -95,7 +95,8 @@ la_status la_engine_run(const la_engine *e, const la_problem *p, const void *q, 
                         const void *v, void *out, void *lse, size_t held);
 
 /* One task whose p, e, b, hd, m, i0, rows and head pointers are set: its keys, then its
- * tiles (engine.c; the hard backward's argmax runs the forward's this way). */
+ * tiles (engine.c). The backward passes run the forward's argmax and their own lse this
+ * way, on scratch of their own (la_engine_rows set before the call). */
 void la_engine_run_task(la_engine_task *t);
 
 /* The prefix keys of the causal mask (top-left or aligned) and the key lengths: [0,
