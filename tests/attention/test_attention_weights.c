@@ -43,14 +43,11 @@ typedef struct {
     int64_t lengths[4];
 } wcase;
 
-/* Kernels whose weights la_attention_weights_* does not give (LA_EINVAL: lib/linattn.h):
- * skipped by the properties, checked to refuse in refuses_without_weights. */
+/* Kernels whose weights la_attention_weights does not give (LA_EINVAL: their rows lack
+ * LA_CAP_WEIGHTS): skipped by the properties, checked to refuse in refuses_without_weights. */
 static bool without_weights(la_kernel kernel)
 {
-    return kernel == LA_KERNEL_FAVOR || kernel == LA_KERNEL_FAVOR_RECURRENT ||
-           kernel == LA_KERNEL_LINFORMER || kernel == LA_KERNEL_GENERAL ||
-           kernel == LA_KERNEL_ADDITIVE || kernel == LA_KERNEL_COSINE ||
-           kernel == LA_KERNEL_RELATIVE;
+    return !(la_kernel_get(kernel)->caps & LA_CAP_WEIGHTS);
 }
 
 static bool reads(la_kernel kernel, unsigned param)

@@ -517,21 +517,12 @@ static void masks_free(masks *m)
     free(m->mask), free(m->key_mask);
 }
 
-/* Whether a kernel takes the general masks: softmax (both), hard, local every mask; linear and
- * linear_recurrent the key mask only; the rest none (linattn.h). */
+/* Whether a kernel takes the masks p gives: the masks its registry row names (LA_MASK_*;
+ * test_registry holds the rows to what the kernels accept). */
 static bool takes_mask(la_kernel kernel, const la_problem *p)
 {
-    switch (kernel) {
-    case LA_KERNEL_SOFTMAX:
-    case LA_KERNEL_SOFTMAX_MATERIALIZED:
-    case LA_KERNEL_HARD:
-    case LA_KERNEL_LOCAL:
-    case LA_KERNEL_GENERAL: /* both through the fused kernel */
-    case LA_KERNEL_COSINE: return true;
-    case LA_KERNEL_LINEAR:
-    case LA_KERNEL_LINEAR_RECURRENT: return !p->mask;
-    default: return !p->mask && !p->key_mask;
-    }
+    const unsigned given = (p->mask ? LA_MASK_GENERAL : 0u) | (p->key_mask ? LA_MASK_KEY : 0u);
+    return (la_kernel_get(kernel)->masks & given) == given;
 }
 
 /* Random masks against the float64 references, forward and backward, in every kernel
