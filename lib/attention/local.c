@@ -204,3 +204,27 @@ la_status la_local_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     return LA_OK;
 }
 #endif
+
+/* ---------------------------------------------------------------- registry rows */
+
+#if REAL_IS_F32
+const la_kernel_info la_row_local = {
+    .kernel = LA_KERNEL_LOCAL,
+    .name = "local",
+    .summary = "restricted (local) softmax: each query attends to the keys within "
+               "--window r positions, |i − j| <= r (causal i − r <= j <= i)",
+    .series = {"local", "local_causal"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_SCALE | LA_PARAM_WINDOW,
+    .masks = LA_MASK_GENERAL | LA_MASK_KEY,
+    .caps = LA_CAP_WEIGHTS | LA_CAP_ROTARY | LA_CAP_APPROXIMATES,
+    .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
+    .time_exponent = 1,
+    .family = "sparse",
+    .forward_f32 = la_local_attention_f32,
+    .forward_f64 = la_local_attention_f64,
+    .reference = la_ref_local_attention,
+    .cost = la_local_cost,
+    /* no backward */
+};
+#endif

@@ -394,3 +394,28 @@ la_status la_relative_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     return LA_OK;
 }
 #endif
+
+/* ---------------------------------------------------------------- registry rows */
+
+#if REAL_IS_F32
+const la_kernel_info la_row_relative = {
+    .kernel = LA_KERNEL_RELATIVE,
+    .name = "relative",
+    .summary = "softmax with relative positions (Shaw et al. 2018): embeddings of the "
+               "distance clip(j − i, −K, K) added to the keys in the scores and to the "
+               "values",
+    .series = {"relative", "relative_causal"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_SCALE | LA_PARAM_RELATIVE,
+    .masks = 0,
+    .caps = LA_CAP_POSITIONS | LA_CAP_ROTARY,
+    .sweep = 0,
+    .time_exponent = 2,
+    .family = "position",
+    .forward_f32 = la_relative_attention_f32,
+    .forward_f64 = la_relative_attention_f64,
+    .reference = la_ref_relative_attention,
+    .cost = la_relative_cost,
+    /* no backward */
+};
+#endif

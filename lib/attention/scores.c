@@ -638,3 +638,65 @@ la_status la_additive_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     return LA_OK;
 }
 #endif
+
+/* ---------------------------------------------------------------- registry rows */
+
+#if REAL_IS_F32
+const la_kernel_info la_row_general = {
+    .kernel = LA_KERNEL_GENERAL,
+    .name = "general",
+    .summary = "softmax over general scores q·W·k · scale (Luong et al. 2015), W (d_k, "
+               "d_k): K' = K Wᵀ, then the fused softmax kernel",
+    .series = {"general", "general_causal"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_SCALE | LA_PARAM_SCORE_WEIGHTS,
+    .masks = LA_MASK_GENERAL | LA_MASK_KEY,
+    .caps = LA_CAP_ROTARY,
+    .sweep = 0,
+    .time_exponent = 2,
+    .family = "score",
+    .forward_f32 = la_general_attention_f32,
+    .forward_f64 = la_general_attention_f64,
+    .reference = la_ref_general_attention,
+    .cost = la_general_cost,
+    /* no backward */
+};
+
+const la_kernel_info la_row_additive = {
+    .kernel = LA_KERNEL_ADDITIVE,
+    .name = "additive",
+    .summary = "softmax over additive scores vᵀtanh(W_q q + W_k k) (Bahdanau et al. "
+               "2015), W (d_a, 2·d_k), v (d_a): O(N·M·d_a) tanh",
+    .series = {"additive", "additive_causal"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_SCORE_WEIGHTS | LA_PARAM_SCORE_DIM,
+    .masks = 0,
+    .caps = LA_CAP_ROTARY,
+    .sweep = 0,
+    .time_exponent = 2,
+    .family = "score",
+    .forward_f32 = la_additive_attention_f32,
+    .forward_f64 = la_additive_attention_f64,
+    .reference = la_ref_additive_attention,
+    .cost = la_additive_cost,
+};
+
+const la_kernel_info la_row_cosine = {
+    .kernel = LA_KERNEL_COSINE,
+    .name = "cosine",
+    .summary = "softmax over cosine similarities cos(q, k) · scale (scale: the inverse "
+               "temperature): Q, K normalized, then the fused softmax kernel",
+    .series = {"cosine", "cosine_causal"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_SCALE,
+    .masks = LA_MASK_GENERAL | LA_MASK_KEY,
+    .caps = LA_CAP_ROTARY,
+    .sweep = 0,
+    .time_exponent = 2,
+    .family = "score",
+    .forward_f32 = la_cosine_attention_f32,
+    .forward_f64 = la_cosine_attention_f64,
+    .reference = la_ref_cosine_attention,
+    .cost = la_cosine_cost,
+};
+#endif

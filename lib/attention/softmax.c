@@ -11,8 +11,8 @@
  * hard attention is the portable score tile followed by a running argmax. Contracts in
  * lib/linattn.h. */
 #include "attention/engine.h"
-#include "core/real_typed.h"
 #include "attention/softmax_alloc.h"
+#include "core/real_typed.h"
 #include "cpu/vexp.h"
 
 #include <float.h>
@@ -1182,4 +1182,75 @@ la_status la_hard_backward_cost(const la_problem *p, la_dtype dtype, la_cost *ou
         best + (double)hard_backward_threads(p, la_threads()) * up64((bq * bk + bq) * e);
     return LA_OK;
 }
+#endif
+
+/* ---------------------------------------------------------------- registry rows */
+
+#if REAL_IS_F32
+const la_kernel_info la_row_softmax = {
+    .kernel = LA_KERNEL_SOFTMAX,
+    .name = "softmax",
+    .summary = "softmax(Q Kᵀ·scale) V, fused: online softmax over key blocks, never the "
+               "N×M scores",
+    .series = {"softmax", "softmax_causal"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_SCALE,
+    .masks = LA_MASK_GENERAL | LA_MASK_KEY,
+    .caps = LA_CAP_LSE | LA_CAP_WEIGHTS | LA_CAP_ROTARY,
+    .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
+    .time_exponent = 2,
+    .family = "softmax",
+    .forward_f32 = la_softmax_attention_f32,
+    .forward_f64 = la_softmax_attention_f64,
+    .reference = la_ref_softmax_attention,
+    .cost = la_softmax_cost,
+    .backward_f32 = la_softmax_row_backward_f32,
+    .backward_f64 = la_softmax_row_backward_f64,
+    .reference_backward = la_ref_softmax_attention_backward,
+    .backward_cost = la_softmax_backward_cost,
+};
+
+const la_kernel_info la_row_softmax_materialized = {
+    .kernel = LA_KERNEL_SOFTMAX_MATERIALIZED,
+    .name = "softmax_materialized",
+    .summary = "softmax(Q Kᵀ·scale) V, materializing: the N×M scores, their softmax, then ·V",
+    .series = {"softmax_materialized", "softmax_materialized_causal"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_SCALE,
+    .masks = LA_MASK_GENERAL | LA_MASK_KEY,
+    .caps = LA_CAP_WEIGHTS | LA_CAP_ROTARY,
+    .sweep = LA_SWEEP_PLAIN,
+    .time_exponent = 2,
+    .family = "softmax",
+    .forward_f32 = la_softmax_attention_materialized_f32,
+    .forward_f64 = la_softmax_attention_materialized_f64,
+    .reference = la_ref_softmax_attention,
+    .cost = la_softmax_materialized_cost,
+    .backward_f32 = la_softmax_attention_materialized_backward_f32,
+    .backward_f64 = la_softmax_attention_materialized_backward_f64,
+    .reference_backward = la_ref_softmax_attention_backward,
+    .backward_cost = la_softmax_materialized_backward_cost,
+};
+
+const la_kernel_info la_row_hard = {
+    .kernel = LA_KERNEL_HARD,
+    .name = "hard",
+    .summary = "hard: the V row of the best-scoring visible key (ties: the lowest)",
+    .series = {"hard", "hard_causal"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_SCALE,
+    .masks = LA_MASK_GENERAL | LA_MASK_KEY,
+    .caps = LA_CAP_WEIGHTS | LA_CAP_ROTARY | LA_CAP_APPROXIMATES,
+    .sweep = LA_SWEEP_PLAIN,
+    .time_exponent = 2,
+    .family = "softmax",
+    .forward_f32 = la_hard_attention_f32,
+    .forward_f64 = la_hard_attention_f64,
+    .reference = la_ref_hard_attention,
+    .cost = la_hard_cost,
+    .backward_f32 = la_hard_attention_backward_f32,
+    .backward_f64 = la_hard_attention_backward_f64,
+    .reference_backward = la_ref_hard_attention_backward,
+    .backward_cost = la_hard_backward_cost,
+};
 #endif

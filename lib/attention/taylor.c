@@ -105,8 +105,8 @@ static la_status taylor_attention(const la_problem *p, const REAL *q, const REAL
     for (size_t hd = 0; hd < heads; hd++) {
         const size_t used = taylor_keys_used(p, hd / p->heads);
         /* an entry whose queries see no key: zero features, no work (its rows are zeros) */
-        const bool fq = taylor_features(q + hd * N * dk, used ? N : 0, dk, width,
-                                        s < 0 ? -r : r, t, phi_q + hd * N * width);
+        const bool fq = taylor_features(q + hd * N * dk, used ? N : 0, dk, width, s < 0 ? -r : r, t,
+                                        phi_q + hd * N * width);
         if (!used) memset(phi_q + hd * N * width, 0, N * width * sizeof(REAL));
         REAL *fk_head = phi_k + hd * M * width;
         const bool fk = taylor_features(k + hd * M * dk, used, dk, width, r, t, fk_head);

@@ -313,32 +313,13 @@ typedef la_status (*fwd64)(const la_problem *, const double *, const double *, c
 static void kernels(void **state)
 {
     (void)state;
-    const fwd32 f32[] = {la_softmax_attention_f32,
-                         la_softmax_attention_materialized_f32,
-                         la_hard_attention_f32,
-                         la_linear_attention_f32,
-                         la_linear_attention_recurrent_f32,
-                         la_linformer_attention_f32,
-                         la_local_attention_f32,
-                         la_favor_attention_f32,
-                         la_favor_attention_recurrent_f32,
-                         la_general_attention_f32,
-                         la_additive_attention_f32,
-                         la_cosine_attention_f32,
-                         la_relative_attention_f32};
-    const fwd64 f64[] = {la_softmax_attention_f64,
-                         la_softmax_attention_materialized_f64,
-                         la_hard_attention_f64,
-                         la_linear_attention_f64,
-                         la_linear_attention_recurrent_f64,
-                         la_linformer_attention_f64,
-                         la_local_attention_f64,
-                         la_favor_attention_f64,
-                         la_favor_attention_recurrent_f64,
-                         la_general_attention_f64,
-                         la_additive_attention_f64,
-                         la_cosine_attention_f64,
-                         la_relative_attention_f64};
+    /* every row's entry points, from the registry */
+    fwd32 f32[LA_KERNEL_COUNT];
+    fwd64 f64[LA_KERNEL_COUNT];
+    for (int i = 0; i < LA_KERNEL_COUNT; i++) {
+        f32[i] = la_kernel_get((la_kernel)i)->forward_f32;
+        f64[i] = la_kernel_get((la_kernel)i)->forward_f64;
+    }
     la_problem p;
     la_problem_init(&p, 1, 2, 3, 4, 2, 3);
     p.causal = 1;
@@ -649,10 +630,8 @@ static void kernels(void **state)
             EXPECT(la_attention_weights(kn, &p, LA_FLOAT64, qd, NULL, wd), LA_EINVAL, wd,
                    sizeof wd);
             assert_int_equal(la_attention_weights(kn, &p, LA_FLOAT64, qd, kd, NULL), LA_EINVAL);
-            if (i < 0 || i == LA_KERNEL_COUNT || kn == LA_KERNEL_LINFORMER ||
-                kn == LA_KERNEL_FAVOR || kn == LA_KERNEL_FAVOR_RECURRENT ||
-                kn == LA_KERNEL_GENERAL || kn == LA_KERNEL_ADDITIVE || kn == LA_KERNEL_COSINE ||
-                kn == LA_KERNEL_RELATIVE) { /* no matrix */
+            if (i < 0 || i == LA_KERNEL_COUNT ||
+                !(la_kernel_get(kn)->caps & LA_CAP_WEIGHTS)) { /* no matrix */
                 EXPECT(la_attention_weights(kn, &p, LA_FLOAT32, q, k, w), LA_EINVAL, w, sizeof w);
                 EXPECT(la_attention_weights(kn, &p, LA_FLOAT64, qd, kd, wd), LA_EINVAL, wd,
                        sizeof wd);
