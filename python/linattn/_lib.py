@@ -186,7 +186,14 @@ linear_state_save = _declare("la_linear_state_save", c_int, c_void_p, c_void_p, 
 linear_state_restore = _declare("la_linear_state_restore", c_int, c_void_p, c_void_p, c_size_t)
 param_counts = _declare("la_param_counts", c_int, POINTER(ModelSize), POINTER(ParamCount))
 
-# ---------------------------------------------------------------- statuses
+# ---------------------------------------------------------------- arrays, statuses
+
+
+def address(a) -> int:
+    """The address of a NumPy array's first element (ndarray.ctypes would build a reference
+    cycle per call)."""
+    return a.__array_interface__["data"][0]
+
 
 
 def message(status: int) -> str:

@@ -67,7 +67,7 @@ def strides_of(a: np.ndarray) -> Optional[Tuple[int, int, int]]:
     if h == 1:
         s_h = s_r * (r - 1) + d
     if b == 1:
-        s_b = max(s_h * (h - 1), s_r * (r - 1)) + d
+        s_b = s_h * (h - 1) + s_r * (r - 1) + d
     # the three axes nest without overlap: each, in order of stride, steps past the span
     # of the ones inside it
     span = d
@@ -111,35 +111,34 @@ class Call:
         p.causal_align = (_lib.CAUSAL_BOTTOM_RIGHT if causal_align == "bottom-right"
                           else _lib.CAUSAL_TOP_LEFT)
         if key_lengths is not None:
-            lengths = self.hold(np.asarray(key_lengths).reshape(-1), np.int64, "key_lengths",
-                                (batch,))
-            p.key_lengths = lengths.ctypes.data
+            p.key_lengths = self.hold(np.asarray(key_lengths).reshape(-1), np.int64,
+                                      "key_lengths", (batch,))
         if mask is not None:
             if "mask" not in v.masks:
                 raise invalid("linattn: variant %s takes no mask" % v.name)
             mk = np.asarray(mask)
             per_head = mk.ndim == 3
             shape = (batch * heads, n, m) if per_head else (n, m)
-            p.mask = self.hold(mk, np.uint8, "mask", shape).ctypes.data
+            p.mask = self.hold(mk, np.uint8, "mask", shape)
             p.mask_per_head = 1 if per_head else 0
         if key_padding_mask is not None:
             if "key_mask" not in v.masks:
                 raise invalid("linattn: variant %s takes no key_padding_mask" % v.name)
             kpm = np.asarray(key_padding_mask).reshape(batch, -1) \
                 if np.ndim(key_padding_mask) == 1 and batch == 1 else key_padding_mask
-            p.key_mask = self.hold(kpm, np.uint8, "key_padding_mask", (batch, m)).ctypes.data
+            p.key_mask = self.hold(kpm, np.uint8, "key_padding_mask", (batch, m))
         if workspace_limit is not None:
             p.workspace_limit = int(workspace_limit)
         self.set_params(params or {}, d_k, d_v, m)
 
-    def hold(self, x: Any, dtype: Any, name: str, shape: Tuple[int, ...]) -> np.ndarray:
-        """x as a C-contiguous array of dtype and the given shape (a copy only when x is not
-        one), kept alive with the call."""
+    def hold(self, x: Any, dtype: Any, name: str, shape: Tuple[int, ...]) -> int:
+        """The address of x as a C-contiguous array of dtype and the given shape (a copy
+        only when x is not one), kept alive with the call."""
         a = np.ascontiguousarray(x, dtype=dtype)
         if a.shape != tuple(shape):
             raise invalid("linattn: %s is %s, not %s" % (name, a.shape, tuple(shape)))
         self.keep.append(a)
-        return a
+        return _lib.address(a)
 
     def set_params(self, params: Dict[str, Any], d_k: int, d_v: int, m: int) -> None:
         """The variant's keyword parameters into the problem; a name that is not a parameter
@@ -172,8 +171,8 @@ class Call:
             raise invalid("linattn: give proj_e and proj_f together")
         if get("proj_e") is not None:
             rank = np.shape(params["proj_e"])[0] if np.ndim(params["proj_e"]) == 2 else -1
-            p.proj_e = self.hold(params["proj_e"], np.float64, "proj_e", (rank, m)).ctypes.data
-            p.proj_f = self.hold(params["proj_f"], np.float64, "proj_f", (rank, m)).ctypes.data
+            p.proj_e = self.hold(params["proj_e"], np.float64, "proj_e", (rank, m))
+            p.proj_f = self.hold(params["proj_f"], np.float64, "proj_f", (rank, m))
             p.proj_rank = rank
         if get("score_w") is not None:
             if "score_dim" in v.params:  # additive: W (d_a, 2·d_k), v (d_a)
@@ -181,13 +180,13 @@ class Call:
                     raise invalid("linattn: give score_w and score_v together")
                 d_a = np.shape(params["score_w"])[0] if np.ndim(params["score_w"]) == 2 else -1
                 p.score_w = self.hold(params["score_w"], np.float64, "score_w",
-                                      (d_a, 2 * d_k)).ctypes.data
+                                      (d_a, 2 * d_k))
                 p.score_v = self.hold(params["score_v"], np.float64, "score_v",
-                                      (d_a,)).ctypes.data
+                                      (d_a,))
                 p.score_dim = d_a
             else:  # general: W (d_k, d_k)
                 p.score_w = self.hold(params["score_w"], np.float64, "score_w",
-                                      (d_k, d_k)).ctypes.data
+                                      (d_k, d_k))
         elif get("score_v") is not None:
             raise invalid("linattn: give score_w and score_v together")
         if (get("rel_k") is None) != (get("rel_v") is None):
@@ -196,8 +195,8 @@ class Call:
             rows = np.shape(params["rel_k"])[0] if np.ndim(params["rel_k"]) == 2 else -1
             if rows < 3 or rows % 2 == 0:
                 raise invalid("linattn: rel_k has %d rows, not 2K + 1 >= 3" % rows)
-            p.rel_k = self.hold(params["rel_k"], np.float64, "rel_k", (rows, d_k)).ctypes.data
-            p.rel_v = self.hold(params["rel_v"], np.float64, "rel_v", (rows, d_v)).ctypes.data
+            p.rel_k = self.hold(params["rel_k"], np.float64, "rel_k", (rows, d_k))
+            p.rel_v = self.hold(params["rel_v"], np.float64, "rel_v", (rows, d_v))
             p.max_distance = (rows - 1) // 2
 
     @staticmethod

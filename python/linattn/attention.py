@@ -233,14 +233,15 @@ def _forward(call: _Prepared, out: Optional[np.ndarray], return_lse: bool,
         lse = np.empty((b, h, n), dtype=call.dtype)
         with threads_for_call(threads):
             status = _lib.attention_lse(call.variant.kernel, call.call.problem, call.la_dtype,
-                                        call.q.ctypes.data, call.k.ctypes.data,
-                                        call.v.ctypes.data, o4.ctypes.data, lse.ctypes.data)
+                                        _lib.address(call.q), _lib.address(call.k),
+                                        _lib.address(call.v), _lib.address(o4),
+                                        _lib.address(lse))
         _lib.check(status, what)
         return out, call.lse_view(lse)
     with threads_for_call(threads):
         status = _lib.attention(call.variant.kernel, call.call.problem, call.la_dtype,
-                                call.q.ctypes.data, call.k.ctypes.data, call.v.ctypes.data,
-                                o4.ctypes.data)
+                                _lib.address(call.q), _lib.address(call.k),
+                                _lib.address(call.v), _lib.address(o4))
     _lib.check(status, what)
     return out
 
@@ -310,10 +311,10 @@ def attention_backward(q: Any, k: Any, v: Any, d_out: Any, variant: VariantName 
     d_v_ = np.empty((b, h, m, d_v), dtype=call.dtype)
     with threads_for_call(threads):
         status = _lib.attention_backward(
-            call.variant.kernel, call.call.problem, call.la_dtype, call.q.ctypes.data,
-            call.k.ctypes.data, call.v.ctypes.data, o4.ctypes.data,
-            None if lse_c is None else lse_c.ctypes.data, d4.ctypes.data, d_q.ctypes.data,
-            d_k_.ctypes.data, d_v_.ctypes.data)
+            call.variant.kernel, call.call.problem, call.la_dtype, _lib.address(call.q),
+            _lib.address(call.k), _lib.address(call.v), _lib.address(o4),
+            None if lse_c is None else _lib.address(lse_c), _lib.address(d4),
+            _lib.address(d_q), _lib.address(d_k_), _lib.address(d_v_))
     _lib.check(status, what)
     return call.grad_view(d_q), call.grad_view(d_k_), call.grad_view(d_v_)
 
@@ -357,8 +358,8 @@ def attention_weights(q: Any, k: Any, variant: VariantName = "softmax", *,
     weights = np.empty((b, h, n, m), dtype=call.dtype)
     with threads_for_call(threads):
         status = _lib.attention_weights(call.variant.kernel, call.call.problem, call.la_dtype,
-                                        call.q.ctypes.data, call.k.ctypes.data,
-                                        weights.ctypes.data)
+                                        _lib.address(call.q), _lib.address(call.k),
+                                        _lib.address(weights))
     _lib.check(status, what)
     shape = {2: (n, m), 3: (h, n, m), 4: (b, h, n, m)}[call.ndim]
     return weights.reshape(shape)

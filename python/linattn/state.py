@@ -112,8 +112,8 @@ class LinearState:
             raise invalid("linattn.LinearState.step: out must be a writeable C-contiguous "
                           "%s array of shape %s" % (self.dtype, shape))
         with self._lock:
-            status = _lib.linear_step(self._handle(), q.ctypes.data, k.ctypes.data,
-                                      v.ctypes.data, out.ctypes.data)
+            status = _lib.linear_step(self._handle(), _lib.address(q), _lib.address(k),
+                                      _lib.address(v), _lib.address(out))
         _lib.check(status, "linattn.LinearState.step")
         return out
 
