@@ -9,6 +9,7 @@
  *               the float32 kernel against the float64 reference at each ε;
  *   chunk       the chunked causal linear kernel for every chunk size against the
  *               recurrent kernel and the reference: the chunk size must be invisible. */
+#include "attention/kernels.h"
 #include "commands.h"
 #include "common/inputs.h"
 #include "common/kernels.h"
@@ -445,13 +446,13 @@ static int study_error_vs_n(ctx *x, const size_t *ns, size_t n_points)
                 if (record_failure(x, &k32, st)) return -1;
                 continue;
             }
-            st = la_attention_f32(var->kernel, &p, b.q, b.k, b.v, b.y32);
+            st = la_attention(var->kernel, &p, LA_FLOAT32, b.q, b.k, b.v, b.y32);
             if (st == LA_OK) {
                 widen(b.y32, b.y64, b.elems);
                 if (record(x, &k32, b.y64, b.ref, b.elems)) return -1;
             } else if (record_failure(x, &k32, st))
                 return -1;
-            st = la_attention_f64(var->kernel, &p, b.q64, b.k64, b.v64, b.y64);
+            st = la_attention(var->kernel, &p, LA_FLOAT64, b.q64, b.k64, b.v64, b.y64);
             if (st == LA_OK) {
                 if (record(x, &k64, b.y64, b.ref, b.elems)) return -1;
             } else if (record_failure(x, &k64, st))
@@ -558,7 +559,7 @@ static int study_eps(ctx *x)
                     continue;
                 }
                 if (record(x, &vs0, b.ref, b.ref2, b.elems)) goto fail;
-                s2 = la_attention_f32(LA_KERNEL_LINEAR, &p, b.q, b.k, b.v, b.y32);
+                s2 = la_attention(LA_KERNEL_LINEAR, &p, LA_FLOAT32, b.q, b.k, b.v, b.y32);
                 if (s2 == LA_OK) {
                     widen(b.y32, b.y64, b.elems);
                     if (record(x, &f32, b.y64, b.ref, b.elems)) goto fail;
@@ -599,7 +600,7 @@ static int study_chunk(ctx *x)
                              "float32", "reference_f64"};
     la_status st = la_ref_attention(LA_KERNEL_LINEAR_RECURRENT, &p, b.q64, b.k64, b.v64, b.ref);
     if (st == LA_OK)
-        st = la_attention_f32(LA_KERNEL_LINEAR_RECURRENT, &p, b.q, b.k, b.v, recurrent);
+        st = la_attention(LA_KERNEL_LINEAR_RECURRENT, &p, LA_FLOAT32, b.q, b.k, b.v, recurrent);
     if (st != LA_OK) {
         rc = record_failure(x, &rec_key, st) ? -1 : 0;
         goto done;
@@ -613,7 +614,7 @@ static int study_chunk(ctx *x)
         vs_ref.compared_to = "reference_f64";
         if (!(done_already(x, &vs_rec) && done_already(x, &vs_ref))) {
             p.chunk = chunk;
-            st = la_attention_f32(LA_KERNEL_LINEAR, &p, b.q, b.k, b.v, b.y32);
+            st = la_attention(LA_KERNEL_LINEAR, &p, LA_FLOAT32, b.q, b.k, b.v, b.y32);
             if (st != LA_OK) {
                 if (record_failure(x, &vs_ref, st)) goto done;
             } else {

@@ -306,7 +306,7 @@ static int measure(res_file *f, const config *c, buffers *b, la_kernel k, size_t
     la_cost cost;
     const double flops =
         la_attention_cost(k, &p, LA_FLOAT32, &cost) == LA_OK ? cost.flops_total : NAN;
-    la_status st = la_attention_f64(k, &p, b->q64, b->k64, b->v64, b->y64);
+    la_status st = la_attention(k, &p, LA_FLOAT64, b->q64, b->k64, b->v64, b->y64);
     if (st != LA_OK)
         return res_row(f, "%s,%zu,%zu,%zu,nan,%.6g,%.6g,nan,nan,nan,%s", key, c->n, c->d, c->heads,
                        flops, flops / softmax_flops, la_strerror(st))
@@ -434,7 +434,7 @@ int cmd_approx(int argc, char **argv)
             const uint64_t seed = c.common.seed + s;
             fill(&c, &b, kind, seed);
             la_status st =
-                la_attention_f64(LA_KERNEL_SOFTMAX, &exact_p, b.q64, b.k64, b.v64, b.exact);
+                la_attention(LA_KERNEL_SOFTMAX, &exact_p, LA_FLOAT64, b.q64, b.k64, b.v64, b.exact);
             if (st != LA_OK) {
                 rc = cli_fail("approx", "exact softmax: %s", la_strerror(st));
                 break;

@@ -92,7 +92,7 @@ static const char help_scores[] =
     "                       when given) and refuse --scale; the others are kernels of\n"
     "                       their own (--variant, when given, must name it). Weights:\n"
     "                       --score-w (and --score-v), .npy read as float64, shapes\n"
-    "                       checked; else drawn from --seed as la_score_weights draws them\n"
+    "                       checked; else drawn from --seed as la_kernel_draw draws them\n"
     "                       (W entries N(0, 1/d_k), additive N(0, 1/(2·d_k)), v N(0, 1/d_a))\n"
     "                       [none: --variant's own]\n";
 static const char help_gradients[] =
@@ -103,7 +103,7 @@ static const char help_gradients[] =
     "  --grad-q DQ.npy, --grad-k DK.npy, --grad-v DV.npy\n"
     "                       the gradients of L = sum(Y * dO) with respect to Q, K and V,\n"
     "                       shaped as Q, K, V, in --precision: the forward runs, then the\n"
-    "                       kernel's backward pass (la_attention_backward_f32/_f64) with\n"
+    "                       kernel's backward pass (la_attention_backward/_f64) with\n"
     "                       the same masks, scale, feature map, eps and chunk. Y and the\n"
     "                       three gradients appear together or not at all. hard: dQ = dK =\n"
     "                       0 (the argmax is piecewise constant), dV sums dO over the\n"
@@ -635,11 +635,11 @@ static int backward_and_write(const attend_args *a, la_kernel kernel, const la_p
         return rc;
     la_status st;
     if (dtype == LA_FLOAT32)
-        st = la_attention_backward_f32(kernel, p, q->data, k->data, v->data, y->data, d_out->data,
-                                       grads[0].data, grads[1].data, grads[2].data);
+        st = la_attention_backward(kernel, p, LA_FLOAT32, q->data, k->data, v->data, y->data, NULL,
+                                   d_out->data, grads[0].data, grads[1].data, grads[2].data);
     else
-        st = la_attention_backward_f64(kernel, p, q->data, k->data, v->data, y->data, d_out->data,
-                                       grads[0].data, grads[1].data, grads[2].data);
+        st = la_attention_backward(kernel, p, LA_FLOAT64, q->data, k->data, v->data, y->data, NULL,
+                                   d_out->data, grads[0].data, grads[1].data, grads[2].data);
     if (st == LA_ERANGE && dtype == LA_FLOAT32)
         return cli_fail("attend", "gradients overflow float32: use --precision float64");
     if (st != LA_OK)
@@ -868,19 +868,19 @@ int cmd_attend(int argc, char **argv)
     }
     if (rotary_linear(kernel, &positions))
         st = dtype == LA_FLOAT32
-                 ? la_linear_attention_rotary_f32(&p, 0, 0, q.data, k.data, v.data, y.data)
-                 : la_linear_attention_rotary_f64(&p, 0, 0, q.data, k.data, v.data, y.data);
+                 ? la_linear_attention_rotary(&p, LA_FLOAT32, 0, 0, q.data, k.data, v.data, y.data)
+                 : la_linear_attention_rotary(&p, LA_FLOAT64, 0, 0, q.data, k.data, v.data, y.data);
     else if (dtype == LA_FLOAT32)
-        st = la_attention_f32(kernel, &p, q.data, k.data, v.data, y.data);
+        st = la_attention(kernel, &p, LA_FLOAT32, q.data, k.data, v.data, y.data);
     else
-        st = la_attention_f64(kernel, &p, q.data, k.data, v.data, y.data);
+        st = la_attention(kernel, &p, LA_FLOAT64, q.data, k.data, v.data, y.data);
     const char *failed = "attend";
     if (st == LA_OK && a.save_weights) {
         failed = "--save-weights";
         if (dtype == LA_FLOAT32)
-            st = la_attention_weights_f32(kernel, &p, q.data, k.data, w.data);
+            st = la_attention_weights(kernel, &p, LA_FLOAT32, q.data, k.data, w.data);
         else
-            st = la_attention_weights_f64(kernel, &p, q.data, k.data, w.data);
+            st = la_attention_weights(kernel, &p, LA_FLOAT64, q.data, k.data, w.data);
     }
     if (st == LA_ERANGE && dtype == LA_FLOAT32) {
         rc = cli_fail(failed, "values overflow float32: use --precision float64");

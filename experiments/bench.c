@@ -3,6 +3,7 @@
  * rates means something; and `--goals`, the issue's goal table on fixed points. The
  * kernels are the rows of the library's registry (common/kernels.h), the goals a table
  * of data (goals[] below). */
+#include "attention/kernels.h"
 #include "commands.h"
 #include "common/cli.h"
 #include "common/inputs.h"
@@ -11,6 +12,7 @@
 #include "common/record.h" /* res_time: the one timer; the writer's metadata header */
 #include "common/sweep.h"
 #include "common/variants.h"
+#include "cpu/machine.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -91,7 +93,7 @@ static const char help_columns[] =
     "                   larger --n or --m is refused. The header's # inputs line names\n"
     "                   the files (else: random, seed 1)\n"
     "  --pass P         what one timed call is [forward]: forward; backward, the kernel's\n"
-    "                   backward alone (la_attention_backward_f32, dQ, dK, dV from a random\n"
+    "                   backward alone (la_attention_backward, dQ, dK, dV from a random\n"
     "                   dO) on the forward's output computed before the timing; or train,\n"
     "                   forward then backward timed as one call. gflops counts the pass's\n"
     "                   FLOPs (la_attention_backward_cost for the backward, both models'\n"
@@ -118,7 +120,7 @@ static const char help_ceilings[] =
     "(B = 1, H = 8, the point's d; float64 where it says so): the FMA peak of the dtype\n"
     "and threads, the roofline bound min(peak, intensity * triad bandwidth) (linattn help\n"
     "roofline), the streaming-read bandwidth for decoding (one query over t keys: the\n"
-    "cost model's minimum bytes per second), and sgemm for the FFN (la_ffn_f32, D = 512,\n"
+    "cost model's minimum bytes per second), and sgemm for the FFN (la_ffn, D = 512,\n"
     "d_ff = 2048, rows = N; its two products' FLOPs):\n";
 static const char help_end[] =
     "It prints the measurement table (the points against the ceilings as # lines after\n"
@@ -248,7 +250,7 @@ typedef enum {
     CG_SGEMM, /* a's rate (the FFN's two products) >= target % of sgemm */
 } cg_kind;
 
-/* A point: a registry series (or "ffn": la_ffn_f32 with D = d, d_ff = 4·d, rows = n), its
+/* A point: a registry series (or "ffn": la_ffn with D = d, d_ff = 4·d, rows = n), its
  * dtype, N queries over M keys (0: M = N), head size d, threads. */
 typedef struct {
     const char *series;
@@ -466,7 +468,7 @@ static int measure_sgemm(int threads, const timing_rule *rule, sgemm_result *out
         rc = res_time(run_sgemm, &g, &sgemm_rule, &out->t);
         if (rc == 0)
             out->gflops = 2.0 * SGEMM_SIZE * SGEMM_SIZE * SGEMM_SIZE / out->t.median_s * 1e-9;
-        out->peak_gflops = la_fma_peak_gflops(threads);
+        out->peak_gflops = la_fma_peak_gflops(LA_FLOAT32, threads);
         if (la_memory_bandwidth_gbs(LA_BANDWIDTH_TRIAD, threads, &out->triad_gbs) != LA_OK)
             out->triad_gbs = NAN;
     }
@@ -615,10 +617,10 @@ static void write_peak(FILE *out, const sgemm_result *sgemm)
 
 /* What the pass times, for the header's # pass line. */
 static const char *const pass_about[] = {
-    "forward (la_attention_f32)",
-    "backward (la_attention_backward_f32 alone, on the forward's output computed before the "
+    "forward (la_attention)",
+    "backward (la_attention_backward alone, on the forward's output computed before the "
     "timing; FLOPs and workspace from la_attention_backward_cost)",
-    "train (la_attention_f32 then la_attention_backward_f32, timed as one call; FLOPs the sum "
+    "train (la_attention then la_attention_backward, timed as one call; FLOPs the sum "
     "of both models', workspace the larger)",
 };
 
@@ -1035,9 +1037,11 @@ static int cg_run(void *ctx)
 {
     const cg_call *c = ctx;
     if (strcmp(c->pt->series, "ffn") == 0)
-        return (int)la_ffn_f32(&c->layer, c->pt->n, c->q, c->w1, c->b1, c->w2, c->b2, c->out);
-    if (c->pt->f64) return (int)la_attention_f64(c->kernel, &c->p, c->q, c->k, c->v, c->out);
-    return (int)la_attention_f32(c->kernel, &c->p, c->q, c->k, c->v, c->out);
+        return (int)la_ffn(&c->layer, LA_FLOAT32, c->pt->n, c->q, c->w1, c->b1, c->w2, c->b2,
+                           c->out);
+    if (c->pt->f64)
+        return (int)la_attention(c->kernel, &c->p, LA_FLOAT64, c->q, c->k, c->v, c->out);
+    return (int)la_attention(c->kernel, &c->p, LA_FLOAT32, c->q, c->k, c->v, c->out);
 }
 
 /* Random N(0, 1) values into x (floats or doubles). */
@@ -1121,8 +1125,8 @@ static int cg_ceilings_for(int threads, int reps, int with_sgemm, cg_ceilings *c
     if (la_get_num_threads() != threads) la_set_num_threads(threads);
     if (!c->measured) {
         c->measured = 1;
-        c->peak[0] = la_fma_peak_gflops(threads);
-        c->peak[1] = la_fma_peak_gflops_f64(threads);
+        c->peak[0] = la_fma_peak_gflops(LA_FLOAT32, threads);
+        c->peak[1] = la_fma_peak_gflops(LA_FLOAT64, threads);
         if (la_memory_bandwidth_gbs(LA_BANDWIDTH_READ, threads, &c->read) != LA_OK) c->read = NAN;
         if (la_memory_bandwidth_gbs(LA_BANDWIDTH_TRIAD, threads, &c->triad) != LA_OK)
             c->triad = NAN;

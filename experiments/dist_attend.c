@@ -11,6 +11,7 @@
  * subcommand says how to get it and exits 2. */
 #include "commands.h"
 #include "common/cli.h"
+#include "io/outfile.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -178,10 +178,10 @@ static int parse(int argc, char **argv, config *c)
 static int measure_ceilings(ceilings *m)
 {
     const int threads = la_get_num_threads();
-    m->peak1[0] = la_fma_peak_gflops(1);
-    m->peak1[1] = la_fma_peak_gflops_f64(1);
-    m->peak[0] = threads == 1 ? m->peak1[0] : la_fma_peak_gflops(threads);
-    m->peak[1] = threads == 1 ? m->peak1[1] : la_fma_peak_gflops_f64(threads);
+    m->peak1[0] = la_fma_peak_gflops(LA_FLOAT32, 1);
+    m->peak1[1] = la_fma_peak_gflops(LA_FLOAT64, 1);
+    m->peak[0] = threads == 1 ? m->peak1[0] : la_fma_peak_gflops(LA_FLOAT32, threads);
+    m->peak[1] = threads == 1 ? m->peak1[1] : la_fma_peak_gflops(LA_FLOAT64, threads);
     la_status st;
     if ((st = la_memory_bandwidth_gbs(LA_BANDWIDTH_READ, 1, &m->read1)) != LA_OK ||
         (st = la_memory_bandwidth_gbs(LA_BANDWIDTH_READ, threads, &m->read)) != LA_OK ||
@@ -257,8 +257,9 @@ static int run_kernel(void *ctx)
     const body_ctx *b = ctx;
     const inputs *in = b->in;
     if (b->f64)
-        return (int)la_attention_f64(b->kernel, &b->p, in->q64, in->k64, in->v64, in->out64);
-    return (int)la_attention_f32(b->kernel, &b->p, in->q, in->k, in->v, in->out);
+        return (int)la_attention(b->kernel, &b->p, LA_FLOAT64, in->q64, in->k64, in->v64,
+                                 in->out64);
+    return (int)la_attention(b->kernel, &b->p, LA_FLOAT32, in->q, in->k, in->v, in->out);
 }
 
 /* What a series remembers of its last measured point (per dtype and d), to predict. */

@@ -6,6 +6,7 @@
  * (with the busy.c and stats.c it calls), lib/io/outfile.c and lib/core/status.c, with
  * stand-ins for the machine facts the metadata header records (below). */
 #include "common/record.h"
+#include "cpu/machine.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -34,8 +35,8 @@ const char *la_simd_config(void)
 {
     return "fuzz";
 }
-la_status la_attention_f32(la_kernel kernel, const la_problem *p, const float *q, const float *k,
-                           const float *v, float *out)
+la_status la_attention(la_kernel kernel, const la_problem *p, LA_FLOAT32, const float *q,
+                       const float *k, const float *v, float *out)
 {
     (void)kernel, (void)p, (void)q, (void)k, (void)v, (void)out;
     return LA_EINVAL;

@@ -1,6 +1,7 @@
 /* cli.c — one-line errors, validated numbers, long options and .npy I/O for the
  * subcommands (contract in cli.h). */
 #include "cli.h"
+#include "io/outfile.h"
 
 #include <errno.h>
 #include <limits.h>

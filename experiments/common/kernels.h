@@ -17,6 +17,7 @@
 #ifndef LA_KERNELS_H
 #define LA_KERNELS_H
 
+#include "attention/kernels.h"
 #include "linattn.h"
 
 #include <stddef.h>

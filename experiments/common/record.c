@@ -4,6 +4,7 @@
 #include "record.h"
 
 #include "busy.h"
+#include "io/outfile.h"
 #include "linattn.h"
 #include "reference.h"
 #include "stats.h"
@@ -113,7 +114,7 @@ typedef struct {
 static int run_kernel_call(void *ctx)
 {
     kernel_call *c = ctx;
-    c->status = la_attention_f32(c->kernel, c->p, c->q, c->k, c->v, c->out);
+    c->status = la_attention(c->kernel, c->p, LA_FLOAT32, c->q, c->k, c->v, c->out);
     return c->status != LA_OK;
 }
 
@@ -595,8 +596,8 @@ static void write_meta(FILE *out, const char *experiment, const char *about, int
             "noise to timings)\n",
             res_load_average());
     if (machine_checked) bz_write_meta(out, &machine);
-    fprintf(out, "# blis: %s, kernels %s\n", la_blis_version(), la_blis_config());
-    fprintf(out, "# float32 kernels: %s\n", la_simd_config());
+    fprintf(out, "# blis: %s, kernels %s\n", la_config().blis_version, la_config().blis_config);
+    fprintf(out, "# float32 kernels: %s\n", la_config().simd);
     fprintf(out, "# linattn: %s\n", LA_VERSION_STRING);
     fprintf(out, "# peak_rss: %s\n",
             reset ? "VmHWM after the point, reset before it via /proc/self/clear_refs; "

@@ -1,9 +1,9 @@
 /* registry.c — the kernel registry: one row per attention kernel, and the functions
- * that read it (names, parsing, series, dispatch). Everything else that iterates over
- * kernels — the command, the benchmark, the sweeps, the cost model, the test harness —
+ * that read it (names, parsing, series; dispatch.c calls through it). Everything else that iterates
+ * over kernels — the command, the benchmark, the sweeps, the cost model, the test harness —
  * iterates over this table.
  *
- * A new kernel: its kernel file (and its declarations in linattn.h), its float64
+ * A new kernel: its kernel file (and its declarations in attention/kernels.h), its float64
  * reference, its cost function, one enum value and one row here, and its own tests; the
  * test harness (tests/attention/test_attention.c) runs every row through its properties
  * with no edit (at most a tolerance entry). */
@@ -351,65 +351,4 @@ bool la_causal_allowed(const la_kernel_info *info, int causal)
     case LA_CAUSAL_REFUSED: return causal == 0;
     }
     return false;
-}
-
-/* The row of kernel when it accepts p's causal flag (a NULL p is the kernel's to refuse). */
-static const la_kernel_info *row_for(la_kernel kernel, const la_problem *p)
-{
-    const la_kernel_info *info = la_kernel_get(kernel);
-    if (!info || (p && !la_causal_allowed(info, p->causal))) return NULL;
-    return info;
-}
-
-la_status la_attention_f32(la_kernel kernel, const la_problem *p, const float *q, const float *k,
-                           const float *v, float *out)
-{
-    const la_kernel_info *info = row_for(kernel, p);
-    return info ? info->forward_f32(p, q, k, v, out) : LA_EINVAL;
-}
-
-la_status la_attention_f64(la_kernel kernel, const la_problem *p, const double *q, const double *k,
-                           const double *v, double *out)
-{
-    const la_kernel_info *info = row_for(kernel, p);
-    return info ? info->forward_f64(p, q, k, v, out) : LA_EINVAL;
-}
-
-la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *q, const double *k,
-                           const double *v, double *out)
-{
-    const la_kernel_info *info = row_for(kernel, p);
-    return info ? info->reference(p, q, k, v, out) : LA_EINVAL;
-}
-
-/* The row of kernel when it has a backward and accepts p's causal flag. */
-static const la_kernel_info *backward_row(la_kernel kernel, const la_problem *p)
-{
-    const la_kernel_info *info = row_for(kernel, p);
-    return info && info->backward_f32 && info->backward_f64 && info->reference_backward ? info
-                                                                                        : NULL;
-}
-
-la_status la_attention_backward_f32(la_kernel kernel, const la_problem *p, const float *q,
-                                    const float *k, const float *v, const float *out,
-                                    const float *d_out, float *d_q, float *d_k, float *d_v)
-{
-    const la_kernel_info *info = backward_row(kernel, p);
-    return info ? info->backward_f32(p, q, k, v, out, d_out, d_q, d_k, d_v) : LA_EINVAL;
-}
-
-la_status la_attention_backward_f64(la_kernel kernel, const la_problem *p, const double *q,
-                                    const double *k, const double *v, const double *out,
-                                    const double *d_out, double *d_q, double *d_k, double *d_v)
-{
-    const la_kernel_info *info = backward_row(kernel, p);
-    return info ? info->backward_f64(p, q, k, v, out, d_out, d_q, d_k, d_v) : LA_EINVAL;
-}
-
-la_status la_ref_attention_backward(la_kernel kernel, const la_problem *p, const double *q,
-                                    const double *k, const double *v, const double *out,
-                                    const double *d_out, double *d_q, double *d_k, double *d_v)
-{
-    const la_kernel_info *info = backward_row(kernel, p);
-    return info ? info->reference_backward(p, q, k, v, out, d_out, d_q, d_k, d_v) : LA_EINVAL;
 }

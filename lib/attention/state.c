@@ -56,8 +56,8 @@ static la_status state_alloc(la_linear_state **out, la_dtype dtype, size_t heads
     return LA_OK;
 }
 
-la_status la_linear_state_create(la_linear_state **out, la_dtype dtype, size_t heads, size_t d_k,
-                                 size_t d_v, la_feature_map fm, double eps)
+la_status la_linear_state_create_phi(la_linear_state **out, la_dtype dtype, size_t heads,
+                                     size_t d_k, size_t d_v, la_feature_map fm, double eps)
 {
     if (!out) return LA_EINVAL;
     if (dtype != LA_FLOAT32 && dtype != LA_FLOAT64) return LA_EINVAL;

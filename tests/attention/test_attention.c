@@ -498,9 +498,9 @@ static void property_end(void)
                  "replay with LA_TEST_SEED=%llu",
                  prop.name, prop.failures, prop.rows,
                  prop.failures > MAX_PRINTED ? "the first " MAX_PRINTED_TEXT : "each",
-                 la_simd_config(), (unsigned long long)tu_seed());
+                 la_config().simd, (unsigned long long)tu_seed());
     print_message("%s: %zu rows passed (float32 paths: %s)\n", prop.name, prop.rows,
-                  la_simd_config());
+                  la_config().simd);
 }
 
 /* Where flat output element e of p is: "b=1 h=0 i=17 c=3". */
@@ -1695,12 +1695,14 @@ static void backward_errors_leave_output(void **state)
             grads_sentinel(&io);
             char text[128];
             snprintf(text, sizeof text, "%s, float64", what);
-            la_status st = la_attention_backward_f64(r->info->kernel, pp, args[0], args[1], args[2],
-                                                     args[3], args[4], g64[0], g64[1], g64[2]);
+            la_status st =
+                la_attention_backward(r->info->kernel, pp, LA_FLOAT64, args[0], args[1], args[2],
+                                      args[3], NULL, args[4], g64[0], g64[1], g64[2]);
             if (check_status(r, text, st, want)) grads_untouched(r, text, &io, false);
             snprintf(text, sizeof text, "%s, float32", what);
-            st = la_attention_backward_f32(r->info->kernel, pp, args32[0], args32[1], args32[2],
-                                           args32[3], args32[4], g32[0], g32[1], g32[2]);
+            st = la_attention_backward(r->info->kernel, pp, LA_FLOAT32, args32[0], args32[1],
+                                       args32[2], args32[3], NULL, args32[4], g32[0], g32[1],
+                                       g32[2]);
             if (check_status(r, text, st, want)) grads_untouched(r, text, &io, true);
         }
         /* float32: d_out of 1e37 (finite) would overflow d_v's sums: LA_ERANGE, nothing
@@ -2127,7 +2129,7 @@ static void avx512_paths_off(void **state)
     (void)state;
     print_message("AVX-512 paths off: the same as the default run here (float32 paths: %s); "
                   "not run twice\n",
-                  la_simd_config());
+                  la_config().simd);
     skip();
 }
 
@@ -2158,11 +2160,11 @@ int main(void)
         cmocka_unit_test(finite_differences_self_test),
     };
     const bool avx512 = la_avx512_usable();
-    printf("== the default float32 paths: %s\n", la_simd_config());
+    printf("== the default float32 paths: %s\n", la_config().simd);
     int failed = cmocka_run_group_tests_name("default float32 paths", tests, NULL, NULL);
     if (avx512) {
         la_avx512_enable(false);
-        printf("== again with the AVX-512 paths off: %s\n", la_simd_config());
+        printf("== again with the AVX-512 paths off: %s\n", la_config().simd);
         failed += cmocka_run_group_tests_name("AVX-512 paths off", tests, NULL, NULL);
         la_avx512_enable(true);
     } else {

@@ -10,6 +10,7 @@
  * The model must equal the counts exactly, field by field; the backward passes' model
  * (la_attention_backward_cost) is held to counting loops of their formulas the same way. */
 #include "../testutil.h"
+#include "attention/kernels.h"
 
 #include "core/internal.h" /* the kernels' FLOP counters (la_count_*) */
 
@@ -1037,13 +1038,13 @@ static void check_kernel_counts(la_kernel kernel, la_dtype dtype, const la_probl
             k32[x] = (float)k[x];
         for (size_t x = 0; x < nv; x++)
             v32[x] = (float)v[x];
-        st = la_attention_f32(kernel, p, q32, k32, v32, o32);
+        st = la_attention(kernel, p, LA_FLOAT32, q32, k32, v32, o32);
         free(q32);
         free(k32);
         free(v32);
         free(o32);
     } else {
-        st = la_attention_f64(kernel, p, q, k, v, out);
+        st = la_attention(kernel, p, LA_FLOAT64, q, k, v, out);
     }
     assert_int_equal(st, LA_OK);
     la_cost model;
@@ -1184,18 +1185,19 @@ static void check_backward_counts(la_kernel kernel, la_dtype dtype, const la_pro
             y[t] = tu_f32(n[t]);
             tu_to_f32(x[t], y[t], n[t]);
         }
-        assert_int_equal(la_attention_f32(kernel, p, y[0], y[1], y[2], y[3]), LA_OK);
+        assert_int_equal(la_attention(kernel, p, LA_FLOAT32, y[0], y[1], y[2], y[3]), LA_OK);
         la_count_reset();
-        st = la_attention_backward_f32(kernel, p, y[0], y[1], y[2], y[3], y[4], g32[0], g32[1],
-                                       g32[2]);
+        st = la_attention_backward(kernel, p, LA_FLOAT32, y[0], y[1], y[2], y[3], NULL, y[4],
+                                   g32[0], g32[1], g32[2]);
         for (int t = 0; t < 5; t++)
             free(y[t]);
         for (int t = 0; t < 3; t++)
             free(g32[t]);
     } else {
-        assert_int_equal(la_attention_f64(kernel, p, x[0], x[1], x[2], x[3]), LA_OK);
+        assert_int_equal(la_attention(kernel, p, LA_FLOAT64, x[0], x[1], x[2], x[3]), LA_OK);
         la_count_reset();
-        st = la_attention_backward_f64(kernel, p, x[0], x[1], x[2], x[3], x[4], g[0], g[1], g[2]);
+        st = la_attention_backward(kernel, p, LA_FLOAT64, x[0], x[1], x[2], x[3], NULL, x[4], g[0],
+                                   g[1], g[2]);
     }
     assert_int_equal(st, LA_OK);
     la_cost model;
@@ -1419,18 +1421,19 @@ static void workspace_matches_kernels(void **state)
                     p.workspace_limit = (size_t)c.workspace_bytes;
                     la_status ok, refused;
                     if (dtype == LA_FLOAT32) {
-                        ok = la_attention_f32((la_kernel)kernel, &p, q, k, v, out);
+                        ok = la_attention((la_kernel)kernel, &p, LA_FLOAT32, q, k, v, out);
                         p.workspace_limit--;
-                        refused = la_attention_f32((la_kernel)kernel, &p, q, k, v, out);
+                        refused = la_attention((la_kernel)kernel, &p, LA_FLOAT32, q, k, v, out);
                     } else {
                         double *q64 = tu_f64(B * H * N * dk), *k64 = tu_f64(B * H * M * dk);
                         double *v64 = tu_f64(B * H * M * dv), *o64 = tu_f64(B * H * N * dv);
                         tu_to_f64(q, q64, B * H * N * dk);
                         tu_to_f64(k, k64, B * H * M * dk);
                         tu_to_f64(v, v64, B * H * M * dv);
-                        ok = la_attention_f64((la_kernel)kernel, &p, q64, k64, v64, o64);
+                        ok = la_attention((la_kernel)kernel, &p, LA_FLOAT64, q64, k64, v64, o64);
                         p.workspace_limit--;
-                        refused = la_attention_f64((la_kernel)kernel, &p, q64, k64, v64, o64);
+                        refused =
+                            la_attention((la_kernel)kernel, &p, LA_FLOAT64, q64, k64, v64, o64);
                         free(q64);
                         free(k64);
                         free(v64);
