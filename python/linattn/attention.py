@@ -261,8 +261,8 @@ def attention_backward(q: Any, k: Any, v: Any, d_out: Any, variant: VariantName 
     threads, workspace_limit, **params
         As attention's; the variant must have a backward (Variant.backward).
     d_out : array_like, shaped as attention's output
-        ∂L/∂out; copied once when it is not C-contiguous in (B, H, N, d_v) order (always
-        for layout="bnhd").
+        ∂L/∂out. The backward reads q, k, v, out and d_out as C-contiguous (B, H, ·, d)
+        arrays: each that is not (every one with layout="bnhd") is copied once.
     out : array_like, optional
         The forward's output on the same inputs; computed here when not given.
     lse : array_like, optional
@@ -298,8 +298,12 @@ def attention_backward(q: Any, k: Any, v: Any, d_out: Any, variant: VariantName 
     out = _same_type(out, "out", call.dtype)
     if out.shape != call.shaped(n, d_v):
         raise invalid("%s: out is %s, not %s" % (what, out.shape, call.shaped(n, d_v)))
-    o4, strides = readable(as_heads(out, "out", layout, call.dtype))
-    call.call.problem.stride_out = _lib.Strides(*strides)
+    # The backward runs on contiguous q, k, v and out (copied when strided): its d_out, d_q,
+    # d_k, d_v are then contiguous (B, H, ·, d) whatever the library makes of strides there.
+    o4 = np.ascontiguousarray(as_heads(out, "out", layout, call.dtype))
+    call.q, call.k, call.v = (np.ascontiguousarray(a) for a in (call.q, call.k, call.v))
+    p = call.call.problem
+    p.stride_q = p.stride_k = p.stride_v = p.stride_out = _lib.Strides(0, 0, 0)
     lse_c = None if lse is None else call.lse_contiguous(lse)
     d4 = as_heads(_same_type(d_out, "d_out", call.dtype), "d_out", layout, call.dtype)
     if d4.shape != (b, h, n, d_v):
