@@ -14,9 +14,11 @@
 #   make bench-peers  ONNX Runtime (npm's onnxruntime-node, in build/onnx) and PyTorch 1.13 on
 #                   bench's shapes, with the ratios linattn/peer (not in make test)
 #   make check-torch  `linattn block` against PyTorch's own TransformerEncoderLayer and
-#                   TransformerDecoderLayer, `linattn model` against nn.Transformer, and
-#                   `linattn attend --mask` against its masked attention
+#                   TransformerDecoderLayer, `linattn model` against nn.Transformer,
+#                   `linattn attend --mask` against its masked attention, and linattn.torch
+#                   (gradcheck, MultiheadAttention, examples/train_torch.py) against PyTorch
 #                   (installs Debian's python3-torch, about 230 packages: not in make test)
+#   make python     the Python package (python/) into a venv, offline (docs/python.md)
 #   make test SANITIZE=1   the unit tests under AddressSanitizer + UBSan (in build/asan)
 #   make install PREFIX=/opt/linattn   header, libraries, command and linattn.pc
 #   make format     clang-format every C file; make check-format checks (in .ci/run)
@@ -318,11 +320,13 @@ build/.deps-python: build/.deps-test
 	@scripts/ensure-deps venv wheel
 	@touch $@
 
-check-torch: $(BUILD)/linattn | build/.deps-test
+check-torch: $(BUILD)/linattn $(VENV)/.installed | build/.deps-test
 	@scripts/ensure-deps torch
 	/usr/bin/python3 tests/command/block_torch.py $(BUILD)/linattn
 	/usr/bin/python3 tests/command/model_torch.py $(BUILD)/linattn
 	/usr/bin/python3 tests/command/attend_torch.py $(BUILD)/linattn
+	$(VENV)/bin/python tests/python/torch_package.py
+	$(VENV)/bin/python examples/train_torch.py --check
 
 FUZZ_SECONDS ?= 60
 # Three targets, FUZZ_SECONDS each (.ci/run gives 20: a minute in all): the .npy parser,
