@@ -23,6 +23,10 @@ def invalid(what: str) -> ValueError:
 def element_type(arrays: Dict[str, Any]) -> np.dtype:
     """The one float32 or float64 type of the named arrays (NumPy arrays keep theirs; other
     sequences are read as float64 only when no array gives a type)."""
+    first = next(iter(arrays.values()))
+    if isinstance(first, np.ndarray) and first.dtype in DTYPES and all(
+            isinstance(a, np.ndarray) and a.dtype == first.dtype for a in arrays.values()):
+        return first.dtype
     types = {name: a.dtype for name, a in arrays.items() if isinstance(a, np.ndarray)}
     for name, t in types.items():
         if t not in DTYPES:

@@ -20,13 +20,27 @@ from .registry import Variant, variant as find_variant
 VariantName = Union[str, Variant]
 
 
+class _NoThreads:
+    """threads_for_call(None): nothing to set or restore."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+_NO_THREADS = _NoThreads()
+
+
+def threads_for_call(threads: Optional[int]):
+    """A context: la_set_num_threads(threads) for the body, the count asked for before
+    restored after (nothing when threads is None)."""
+    return _NO_THREADS if threads is None else _threads_set(threads)
+
+
 @contextmanager
-def threads_for_call(threads: Optional[int]) -> Iterator[None]:
-    """la_set_num_threads(threads) for the body, the count asked for before restored after
-    (nothing when threads is None)."""
-    if threads is None:
-        yield
-        return
+def _threads_set(threads: int) -> Iterator[None]:
     before = _lib.num_threads_requested()
     _lib.check(_lib.set_num_threads(int(threads)), "linattn: threads = %r" % (threads,))
     try:
@@ -48,11 +62,11 @@ class _Prepared:
         arrays = {"q": q, "k": k} if v is None else {"q": q, "k": k, "v": v}
         self.dtype = element_type(arrays)
         self.la_dtype = DTYPES[self.dtype]
-        ranks = {name: np.ndim(a) for name, a in arrays.items()}
-        if len(set(ranks.values())) != 1:
+        self.ndim = np.ndim(q)
+        if np.ndim(k) != self.ndim or (v is not None and np.ndim(v) != self.ndim):
             raise invalid("linattn: q, k, v must have the same number of dimensions (%s)"
-                          % ", ".join("%s %d" % kv for kv in ranks.items()))
-        self.ndim = ranks["q"]
+                          % ", ".join("%s %d" % (name, np.ndim(a))
+                                      for name, a in arrays.items()))
         q4 = as_heads(q, "q", layout, self.dtype)
         k4 = as_heads(k, "k", layout, self.dtype)
         v4 = k4[..., :1] if v is None else as_heads(v, "v", layout, self.dtype)

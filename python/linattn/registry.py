@@ -112,9 +112,18 @@ def variant(name: str) -> Variant:
     """
     if isinstance(name, Variant):
         return name
+    known = _BY_NAME.get(name)
+    if known is not None:
+        return known
     kernel = _lib.c_int()
     status = _lib.kernel_parse(str(name).encode(), kernel)
     if status != _lib.OK:
         raise _lib.error(status, "linattn: unknown variant %r (variants: %s)"
                          % (name, ", ".join(v.name for v in variants())))
-    return variants()[kernel.value]
+    found = variants()[kernel.value]
+    if isinstance(name, str):
+        _BY_NAME[name] = found
+    return found
+
+
+_BY_NAME: dict = {}  # the names variant() has parsed
