@@ -35,6 +35,13 @@ static const la_kernel_info *backward_row(la_kernel kernel, const la_problem *p)
                                                                                         : NULL;
 }
 
+/* Whether the row gives each row's log-sum-exp (LA_CAP_LSE): the fused softmax kernel's
+ * lse entry points (la_softmax_attention_lse_*) belong to its forward. */
+static bool has_lse(const la_kernel_info *info)
+{
+    return (info->caps & LA_CAP_LSE) && info->forward_f32 == la_softmax_attention_f32;
+}
+
 /* Whether the row's kernels read p's strides themselves. None does: every strided array
  * is packed (below). A kernel that walks strides would say so in its row. */
 static bool reads_strides(const la_kernel_info *info)
@@ -122,8 +129,8 @@ static void unstage_outputs(const la_problem *p, la_dtype dtype, const staged *a
 {
     for (int i = 0; i < n; i++)
         if (a[i].out && a[i].at != a[i].caller)
-            copy_rows(p, a[i].s, a[i].rows, a[i].d, dtype_size(dtype), (char *)a[i].caller,
-                      a[i].at, false);
+            copy_rows(p, a[i].s, a[i].rows, a[i].d, dtype_size(dtype), (char *)a[i].caller, a[i].at,
+                      false);
 }
 
 /* Whether a call on p takes the contiguous path: no problem, or every stride contiguous
@@ -161,7 +168,7 @@ static la_status forward(forward_kind kind, la_kernel kernel, const la_problem *
 {
     const la_kernel_info *info = row_for(kernel, p);
     if (!info || !dtype_ok(dtype)) return LA_EINVAL;
-    if (kind == CALL_LSE && (kernel != LA_KERNEL_SOFTMAX || !lse)) return LA_EINVAL;
+    if (kind == CALL_LSE && (!has_lse(info) || !lse)) return LA_EINVAL;
     if (all_contiguous(p) || reads_strides(info))
         return forward_call(kind, info, p, dtype, q, k, v, out, lse);
     la_status s = la_problem_check(p);
@@ -178,8 +185,9 @@ static la_status forward(forward_kind kind, la_kernel kernel, const la_problem *
     void *block;
     s = stage_arrays(p, dtype, a, n, &kp, &block);
     if (s == LA_OK)
-        s = forward_call(kind, info, &kp, dtype, a[0].at, a[1].at, kind == CALL_WEIGHTS ? v : a[2].at,
-                         kind == CALL_WEIGHTS ? out : a[3].at, lse);
+        s = forward_call(kind, info, &kp, dtype, a[0].at, a[1].at,
+                         kind == CALL_WEIGHTS ? v : a[2].at, kind == CALL_WEIGHTS ? out : a[3].at,
+                         lse);
     if (s == LA_OK) unstage_outputs(p, dtype, a, n);
     free(block);
     return s;
@@ -197,8 +205,8 @@ la_status la_attention_lse(la_kernel kernel, const la_problem *p, la_dtype dtype
     return forward(CALL_LSE, kernel, p, dtype, q, k, v, out, lse);
 }
 
-la_status la_attention_weights(la_kernel kernel, const la_problem *p, la_dtype dtype,
-                               const void *q, const void *k, void *out)
+la_status la_attention_weights(la_kernel kernel, const la_problem *p, la_dtype dtype, const void *q,
+                               const void *k, void *out)
 {
     return forward(CALL_WEIGHTS, kernel, p, dtype, q, k, NULL, out, NULL);
 }
@@ -209,24 +217,22 @@ static la_status backward_call(const la_kernel_info *info, const la_problem *p, 
                                const void *const *x, const void *lse, void *d_q, void *d_k,
                                void *d_v)
 {
-    if (lse) /* softmax only (la_attention_backward checked): the given log-sum-exps */
-        return dtype == LA_FLOAT32
-                   ? la_softmax_attention_backward_f32(p, x[0], x[1], x[2], x[3], lse, x[4], d_q,
-                                                       d_k, d_v)
-                   : la_softmax_attention_backward_f64(p, x[0], x[1], x[2], x[3], lse, x[4], d_q,
-                                                       d_k, d_v);
+    if (lse) /* a row with log-sum-exps (la_attention_backward checked): the given ones */
+        return dtype == LA_FLOAT32 ? la_softmax_attention_backward_f32(p, x[0], x[1], x[2], x[3],
+                                                                       lse, x[4], d_q, d_k, d_v)
+                                   : la_softmax_attention_backward_f64(p, x[0], x[1], x[2], x[3],
+                                                                       lse, x[4], d_q, d_k, d_v);
     return dtype == LA_FLOAT32 ? info->backward_f32(p, x[0], x[1], x[2], x[3], x[4], d_q, d_k, d_v)
                                : info->backward_f64(p, x[0], x[1], x[2], x[3], x[4], d_q, d_k, d_v);
 }
 
 la_status la_attention_backward(la_kernel kernel, const la_problem *p, la_dtype dtype,
                                 const void *q, const void *k, const void *v, const void *out,
-                                const void *lse, const void *d_out, void *d_q, void *d_k,
-                                void *d_v)
+                                const void *lse, const void *d_out, void *d_q, void *d_k, void *d_v)
 {
     const la_kernel_info *info = backward_row(kernel, p);
     if (!info || !dtype_ok(dtype)) return LA_EINVAL;
-    if (lse && kernel != LA_KERNEL_SOFTMAX) return LA_EINVAL;
+    if (lse && !has_lse(info)) return LA_EINVAL;
     if (all_contiguous(p) || reads_strides(info)) {
         const void *x[] = {q, k, v, out, d_out};
         return backward_call(info, p, dtype, x, lse, d_q, d_k, d_v);
@@ -277,28 +283,29 @@ la_status la_ref_attention_backward(la_kernel kernel, const la_problem *p, const
 
 /* ---------------------------------------------------------------- drawn tensors, positions */
 
+/* The tensors a row draws, by the parameters it reads (la_kernel_info.params). */
 la_status la_kernel_draw(la_kernel kernel, const la_problem *p, double *first, double *second)
 {
-    if (!p || !first) return LA_EINVAL;
-    switch (kernel) {
-    case LA_KERNEL_LINFORMER:
+    const la_kernel_info *info = la_kernel_get(kernel);
+    if (!info || !p || !first) return LA_EINVAL;
+    const unsigned params = info->params;
+    if (params & LA_PARAM_PROJ) {
         if (!second) return LA_EINVAL;
         return la_linformer_projections(p->proj_rank, p->n_keys, p->seed, first, second);
-    case LA_KERNEL_FAVOR:
-    case LA_KERNEL_FAVOR_RECURRENT:
+    }
+    if (params & LA_PARAM_FEATURES) {
         if (second) return LA_EINVAL;
         return la_favor_features(p->features, p->d_k, p->seed, first);
-    case LA_KERNEL_GENERAL:
-        if (second) return LA_EINVAL;
-        return la_score_weights(kernel, p->d_k, p->score_dim, p->seed, first, NULL);
-    case LA_KERNEL_ADDITIVE:
-        if (!second) return LA_EINVAL;
+    }
+    if (params & LA_PARAM_SCORE_WEIGHTS) { /* additive also draws v (LA_PARAM_SCORE_DIM) */
+        if ((second != NULL) != ((params & LA_PARAM_SCORE_DIM) != 0)) return LA_EINVAL;
         return la_score_weights(kernel, p->d_k, p->score_dim, p->seed, first, second);
-    case LA_KERNEL_RELATIVE:
+    }
+    if (params & LA_PARAM_RELATIVE) {
         if (!second) return LA_EINVAL;
         return la_relative_embeddings(p->max_distance, p->d_k, p->d_v, p->seed, first, second);
-    default: return LA_EINVAL;
     }
+    return LA_EINVAL;
 }
 
 la_status la_rotary_apply(la_dtype dtype, size_t rows, size_t n, size_t d, size_t first_pos,
@@ -321,23 +328,19 @@ la_status la_linear_attention_rotary(const la_problem *p, la_dtype dtype, size_t
 
 /* ---------------------------------------------------------------- step API */
 
+/* The state of a row that steps (LA_CAP_STEP): FAVOR+'s random features when the row
+ * reads them (LA_PARAM_FEATURES), else φ. */
 la_status la_linear_state_create(la_linear_state **st, la_kernel kernel, const la_problem *p,
                                  la_dtype dtype)
 {
-    if (!st || !p) return LA_EINVAL;
+    const la_kernel_info *info = la_kernel_get(kernel);
+    if (!st || !p || !info || !(info->caps & LA_CAP_STEP)) return LA_EINVAL;
     size_t heads;
     if (!la_mul_ok(p->batch, p->heads, &heads)) return LA_EOVERFLOW;
-    switch (kernel) {
-    case LA_KERNEL_LINEAR:
-    case LA_KERNEL_LINEAR_RECURRENT:
-        return la_linear_state_create_phi(st, dtype, heads, p->d_k, p->d_v, p->feature_map,
-                                          p->eps);
-    case LA_KERNEL_FAVOR:
-    case LA_KERNEL_FAVOR_RECURRENT:
+    if (info->params & LA_PARAM_FEATURES)
         return la_favor_state_create(st, dtype, heads, p->d_k, p->d_v, p->features, p->seed,
                                      p->eps);
-    default: return LA_EINVAL;
-    }
+    return la_linear_state_create_phi(st, dtype, heads, p->d_k, p->d_v, p->feature_map, p->eps);
 }
 
 la_status la_linear_step(la_linear_state *st, const void *q_t, const void *k_t, const void *v_t,

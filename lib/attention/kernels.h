@@ -68,9 +68,9 @@
  *   softmax_avx512.c) · reference la_ref_softmax_attention · tests
  *   tests/attention/test_attention.c, test_softmax.c */
 la_status la_softmax_attention_f32(const la_problem *p, const float *q, const float *k,
-                                          const float *v, float *out);
+                                   const float *v, float *out);
 la_status la_softmax_attention_f64(const la_problem *p, const double *q, const double *k,
-                                          const double *v, double *out);
+                                   const double *v, double *out);
 
 /* Softmax attention, fused, that also returns what its backward needs:
  *   lse: (B,H,N), lse_i = log Σ_j exp(s_ij) over the keys query i sees, s_ij = q_i·k_j ·
@@ -80,9 +80,9 @@ la_status la_softmax_attention_f64(const la_problem *p, const double *q, const d
  *   implementation lib/attention/softmax.c (softmax_tmpl.h, softmax_avx512.c) · tests
  *   tests/attention/test_softmax.c */
 la_status la_softmax_attention_lse_f32(const la_problem *p, const float *q, const float *k,
-                                              const float *v, float *out, float *lse);
+                                       const float *v, float *out, float *lse);
 la_status la_softmax_attention_lse_f64(const la_problem *p, const double *q, const double *k,
-                                              const double *v, double *out, double *lse);
+                                       const double *v, double *out, double *lse);
 
 /* Its backward (FlashAttention-2's): for a loss L with d_out = ∂L/∂out,
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out, d_out: (B,H,N,d_v),
@@ -105,26 +105,23 @@ la_status la_softmax_attention_lse_f64(const la_problem *p, const double *q, con
  * above, and the backward's: see la_attention_backward_*). Nothing written on error.
  *   implementation lib/attention/softmax_backward.c (softmax_backward_tmpl.h) · reference
  *   la_ref_softmax_attention_backward · tests tests/attention/test_attention.c */
-la_status la_softmax_attention_backward_f32(const la_problem *p, const float *q,
-                                                   const float *k, const float *v, const float *out,
-                                                   const float *lse, const float *d_out, float *d_q,
-                                                   float *d_k, float *d_v);
-la_status la_softmax_attention_backward_f64(const la_problem *p, const double *q,
-                                                   const double *k, const double *v,
-                                                   const double *out, const double *lse,
-                                                   const double *d_out, double *d_q, double *d_k,
-                                                   double *d_v);
+la_status la_softmax_attention_backward_f32(const la_problem *p, const float *q, const float *k,
+                                            const float *v, const float *out, const float *lse,
+                                            const float *d_out, float *d_q, float *d_k, float *d_v);
+la_status la_softmax_attention_backward_f64(const la_problem *p, const double *q, const double *k,
+                                            const double *v, const double *out, const double *lse,
+                                            const double *d_out, double *d_q, double *d_k,
+                                            double *d_v);
 
 /* Softmax attention, materializing: for one head at a time, the N×M score matrix,
  * its row softmax, then P·V. Holds N·M elements; refuses with LA_EBUDGET when
  * N·M·sizeof(element) exceeds p->workspace_limit. Same shapes and statuses as above.
  *   implementation lib/attention/softmax.c (softmax_tmpl.h) · reference
  *   la_ref_softmax_attention · tests tests/attention/test_attention.c, test_softmax.c */
-la_status la_softmax_attention_materialized_f32(const la_problem *p, const float *q,
-                                                       const float *k, const float *v, float *out);
+la_status la_softmax_attention_materialized_f32(const la_problem *p, const float *q, const float *k,
+                                                const float *v, float *out);
 la_status la_softmax_attention_materialized_f64(const la_problem *p, const double *q,
-                                                       const double *k, const double *v,
-                                                       double *out);
+                                                const double *k, const double *v, double *out);
 
 /* Its backward, the textbook one on the held probabilities: per head, P (N×M) as the
  * forward forms it, d_v = Pᵀ·d_out, dP = d_out·vᵀ a block of 64 query rows at a time,
@@ -135,24 +132,22 @@ la_status la_softmax_attention_materialized_f64(const la_problem *p, const doubl
  *   implementation lib/attention/softmax_backward.c · reference
  *   la_ref_softmax_attention_backward · tests tests/attention/test_attention.c */
 la_status la_softmax_attention_materialized_backward_f32(const la_problem *p, const float *q,
-                                                                const float *k, const float *v,
-                                                                const float *out,
-                                                                const float *d_out, float *d_q,
-                                                                float *d_k, float *d_v);
-la_status la_softmax_attention_materialized_backward_f64(const la_problem *p,
-                                                                const double *q, const double *k,
-                                                                const double *v, const double *out,
-                                                                const double *d_out, double *d_q,
-                                                                double *d_k, double *d_v);
+                                                         const float *k, const float *v,
+                                                         const float *out, const float *d_out,
+                                                         float *d_q, float *d_k, float *d_v);
+la_status la_softmax_attention_materialized_backward_f64(const la_problem *p, const double *q,
+                                                         const double *k, const double *v,
+                                                         const double *out, const double *d_out,
+                                                         double *d_q, double *d_k, double *d_v);
 
 /* Hard attention: out row i = v row argmax_j (q_i·k_j · scale) over visible j, ties to
  * the lowest j. Same shapes, masks and statuses.
  *   implementation lib/attention/softmax.c (softmax_tmpl.h) · reference
  *   la_ref_hard_attention · tests tests/attention/test_attention.c, test_softmax.c */
-la_status la_hard_attention_f32(const la_problem *p, const float *q, const float *k,
-                                       const float *v, float *out);
+la_status la_hard_attention_f32(const la_problem *p, const float *q, const float *k, const float *v,
+                                float *out);
 la_status la_hard_attention_f64(const la_problem *p, const double *q, const double *k,
-                                       const double *v, double *out);
+                                const double *v, double *out);
 
 /* Its backward. The argmax is piecewise constant in q and k, so its gradient is zero
  * almost everywhere: d_q = d_k = 0 (exactly; at a tie the forward's choice is not
@@ -164,13 +159,11 @@ la_status la_hard_attention_f64(const la_problem *p, const double *q, const doub
  *   implementation lib/attention/softmax_backward.c · reference
  *   la_ref_hard_attention_backward · tests tests/attention/test_attention.c */
 la_status la_hard_attention_backward_f32(const la_problem *p, const float *q, const float *k,
-                                                const float *v, const float *out,
-                                                const float *d_out, float *d_q, float *d_k,
-                                                float *d_v);
-la_status la_hard_attention_backward_f64(const la_problem *p, const double *q,
-                                                const double *k, const double *v, const double *out,
-                                                const double *d_out, double *d_q, double *d_k,
-                                                double *d_v);
+                                         const float *v, const float *out, const float *d_out,
+                                         float *d_q, float *d_k, float *d_v);
+la_status la_hard_attention_backward_f64(const la_problem *p, const double *q, const double *k,
+                                         const double *v, const double *out, const double *d_out,
+                                         double *d_q, double *d_k, double *d_v);
 
 /* Linear attention, y_i = φ(q_i)ᵀ S / (φ(q_i)ᵀ z + eps). φ is applied to the raw q and
  * k (p->scale is not used). Non-causal: S = φ(K)ᵀV (d_k×d_v) and z = Σ_j φ(k_j) once
@@ -180,18 +173,18 @@ la_status la_hard_attention_backward_f64(const la_problem *p, const double *q,
  *   implementation lib/attention/linear.c (linear_tmpl.h, featuremap.c) · reference
  *   la_ref_linear_attention · tests tests/attention/test_attention.c, test_linear.c */
 la_status la_linear_attention_f32(const la_problem *p, const float *q, const float *k,
-                                         const float *v, float *out);
+                                  const float *v, float *out);
 la_status la_linear_attention_f64(const la_problem *p, const double *q, const double *k,
-                                         const double *v, double *out);
+                                  const double *v, double *out);
 
 /* Causal linear attention, recurrent form: S and z updated token by token.
  * Requires p->causal (LA_EINVAL otherwise). Same shapes and statuses.
  *   implementation lib/attention/linear.c (linear_tmpl.h) · reference
  *   la_ref_linear_attention · tests tests/attention/test_attention.c, test_linear.c */
-la_status la_linear_attention_recurrent_f32(const la_problem *p, const float *q,
-                                                   const float *k, const float *v, float *out);
-la_status la_linear_attention_recurrent_f64(const la_problem *p, const double *q,
-                                                   const double *k, const double *v, double *out);
+la_status la_linear_attention_recurrent_f32(const la_problem *p, const float *q, const float *k,
+                                            const float *v, float *out);
+la_status la_linear_attention_recurrent_f64(const la_problem *p, const double *q, const double *k,
+                                            const double *v, double *out);
 
 /* Linear attention backward: for a loss L with d_out = ∂L/∂out given, the gradients
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out and d_out: (B,H,N,d_v) row-major;
@@ -254,22 +247,20 @@ la_status la_linear_attention_recurrent_f64(const la_problem *p, const double *q
  * lib/attention/linear_backward.c (linear_backward_tmpl.h) · reference
  *   la_ref_linear_attention_backward · cost la_attention_backward_cost · tests
  *   tests/attention/test_linear_backward.c, test_attention.c (gradient mode) */
-la_status la_linear_attention_backward_f32(const la_problem *p, const float *q,
-                                                  const float *k, const float *v, const float *out,
-                                                  const float *d_out, float *d_q, float *d_k,
-                                                  float *d_v);
-la_status la_linear_attention_backward_f64(const la_problem *p, const double *q,
-                                                  const double *k, const double *v,
-                                                  const double *out, const double *d_out,
-                                                  double *d_q, double *d_k, double *d_v);
+la_status la_linear_attention_backward_f32(const la_problem *p, const float *q, const float *k,
+                                           const float *v, const float *out, const float *d_out,
+                                           float *d_q, float *d_k, float *d_v);
+la_status la_linear_attention_backward_f64(const la_problem *p, const double *q, const double *k,
+                                           const double *v, const double *out, const double *d_out,
+                                           double *d_q, double *d_k, double *d_v);
 la_status la_linear_attention_recurrent_backward_f32(const la_problem *p, const float *q,
-                                                            const float *k, const float *v,
-                                                            const float *out, const float *d_out,
-                                                            float *d_q, float *d_k, float *d_v);
+                                                     const float *k, const float *v,
+                                                     const float *out, const float *d_out,
+                                                     float *d_q, float *d_k, float *d_v);
 la_status la_linear_attention_recurrent_backward_f64(const la_problem *p, const double *q,
-                                                            const double *k, const double *v,
-                                                            const double *out, const double *d_out,
-                                                            double *d_q, double *d_k, double *d_v);
+                                                     const double *k, const double *v,
+                                                     const double *out, const double *d_out,
+                                                     double *d_q, double *d_k, double *d_v);
 
 /* Linformer (Wang et al., "Linformer: Self-Attention with Linear Complexity", 2020):
  * keys and values projected along the sequence to k = p->proj_rank rows, then softmax
@@ -304,9 +295,9 @@ la_status la_linear_attention_recurrent_backward_f64(const la_problem *p, const 
  *   implementation lib/attention/linformer.c (linformer_tmpl.h) · reference
  *   la_ref_linformer_attention · tests tests/attention/test_attention.c, test_linformer.c */
 la_status la_linformer_attention_f32(const la_problem *p, const float *q, const float *k,
-                                            const float *v, float *out);
+                                     const float *v, float *out);
 la_status la_linformer_attention_f64(const la_problem *p, const double *q, const double *k,
-                                            const double *v, double *out);
+                                     const double *v, double *out);
 
 /* Linformer's projections drawn from a seed: e and f, (k, m) row-major each, entries
  * N(0, 1/k), the pair the kernels use when p->proj_e and p->proj_f are NULL (k =
@@ -337,9 +328,9 @@ la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, double *e,
  *   implementation lib/attention/local.c (local_tmpl.h) · reference la_ref_local_attention
  *   · tests tests/attention/test_attention.c, test_local.c */
 la_status la_local_attention_f32(const la_problem *p, const float *q, const float *k,
-                                        const float *v, float *out);
+                                 const float *v, float *out);
 la_status la_local_attention_f64(const la_problem *p, const double *q, const double *k,
-                                        const double *v, double *out);
+                                 const double *v, double *out);
 
 /* FAVOR+ (Performer; Choromanski et al., "Rethinking Attention with Performers", 2021):
  * softmax attention at scale 1/√d_k approximated by linear attention on m = p->features
@@ -388,9 +379,9 @@ la_status la_local_attention_f64(const la_problem *p, const double *q, const dou
  *   reference la_ref_favor_attention · tests tests/attention/test_favor.c,
  *   test_attention.c */
 la_status la_favor_attention_f32(const la_problem *p, const float *q, const float *k,
-                                        const float *v, float *out);
+                                 const float *v, float *out);
 la_status la_favor_attention_f64(const la_problem *p, const double *q, const double *k,
-                                        const double *v, double *out);
+                                 const double *v, double *out);
 
 /* FAVOR+, causal, token by token (the recurrent form; p->causal required, else
  * LA_EINVAL): the same features φ(q_i), ψ(k_j), g_j and running max μ_i as the causal
@@ -408,10 +399,10 @@ la_status la_favor_attention_f64(const la_problem *p, const double *q, const dou
  *   implementation lib/attention/favor.c (favor_tmpl.h; linear.c's per-token step) ·
  *   reference la_ref_favor_attention · tests tests/attention/test_favor.c,
  *   test_attention.c */
-la_status la_favor_attention_recurrent_f32(const la_problem *p, const float *q,
-                                                  const float *k, const float *v, float *out);
-la_status la_favor_attention_recurrent_f64(const la_problem *p, const double *q,
-                                                  const double *k, const double *v, double *out);
+la_status la_favor_attention_recurrent_f32(const la_problem *p, const float *q, const float *k,
+                                           const float *v, float *out);
+la_status la_favor_attention_recurrent_f64(const la_problem *p, const double *q, const double *k,
+                                           const double *v, double *out);
 
 /* FAVOR+'s random features: w (m, d_k) row-major, caller-owned, m·d_k doubles. Blocks of
  * d_k rows (the last m mod d_k rows), each block the Gram–Schmidt orthonormalization
@@ -474,17 +465,17 @@ la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *w);
  *   la_ref_general_attention, la_ref_additive_attention, la_ref_cosine_attention · tests
  *   tests/attention/test_scores.c, test_attention.c */
 la_status la_general_attention_f32(const la_problem *p, const float *q, const float *k,
-                                          const float *v, float *out);
+                                   const float *v, float *out);
 la_status la_general_attention_f64(const la_problem *p, const double *q, const double *k,
-                                          const double *v, double *out);
+                                   const double *v, double *out);
 la_status la_additive_attention_f32(const la_problem *p, const float *q, const float *k,
-                                           const float *v, float *out);
+                                    const float *v, float *out);
 la_status la_additive_attention_f64(const la_problem *p, const double *q, const double *k,
-                                           const double *v, double *out);
+                                    const double *v, double *out);
 la_status la_cosine_attention_f32(const la_problem *p, const float *q, const float *k,
-                                         const float *v, float *out);
+                                  const float *v, float *out);
 la_status la_cosine_attention_f64(const la_problem *p, const double *q, const double *k,
-                                         const double *v, double *out);
+                                  const double *v, double *out);
 
 /* The score weights drawn from a seed, as the kernels draw them when p->score_w is NULL:
  *   LA_KERNEL_GENERAL   w (d_k, d_k), entries N(0, 1/d_k) (so W k has k's variance);
@@ -496,8 +487,8 @@ la_status la_cosine_attention_f64(const la_problem *p, const double *q, const do
  * one stream, each times its standard deviation. Returns LA_OK, LA_EINVAL (another
  * kernel, NULL w, additive: NULL v or v == w, d_k or d_a 0), LA_EOVERFLOW; nothing
  * written on error. */
-la_status la_score_weights(la_kernel kernel, size_t d_k, size_t d_a, uint64_t seed,
-                                  double *w, double *v);
+la_status la_score_weights(la_kernel kernel, size_t d_k, size_t d_a, uint64_t seed, double *w,
+                           double *v);
 /* Relative position representations (Shaw, Uszkoreit and Vaswani 2018): softmax
  * attention with learned embeddings of the clipped distance δ = clip(j − i, −K, K),
  * K = p->max_distance, in the scores and in the values,
@@ -521,9 +512,9 @@ la_status la_score_weights(la_kernel kernel, size_t d_k, size_t d_a, uint64_t se
  *   implementation lib/attention/relative.c (relative_tmpl.h) · reference
  *   la_ref_relative_attention · tests tests/attention/test_positions.c, test_attention.c */
 la_status la_relative_attention_f32(const la_problem *p, const float *q, const float *k,
-                                           const float *v, float *out);
+                                    const float *v, float *out);
 la_status la_relative_attention_f64(const la_problem *p, const double *q, const double *k,
-                                           const double *v, double *out);
+                                    const double *v, double *out);
 
 /* The relative kernel's drawn embeddings: a_k (2K+1, d_k) and a_v (2K+1, d_v) row-major,
  * K = max_distance, entries N(0, 1): splitmix64 from seed, Box–Muller pairs as
@@ -531,7 +522,7 @@ la_status la_relative_attention_f64(const la_problem *p, const double *q, const 
  * a_v's. Returns LA_OK, LA_EINVAL (NULL, a_k == a_v, a size 0), LA_EOVERFLOW; nothing
  * written on error. */
 la_status la_relative_embeddings(size_t max_distance, size_t d_k, size_t d_v, uint64_t seed,
-                                        double *a_k, double *a_v);
+                                 double *a_k, double *a_v);
 
 /* ---- positions: rotary position embeddings (RoPE; Su et al., "RoFormer",
  * 2021). Pair c = (channels 2c, 2c+1) of a row at position t is rotated by the angle
@@ -576,11 +567,11 @@ la_status la_rotary_apply_f64(size_t rows, size_t n, size_t d, size_t first_pos,
  *   implementation lib/attention/rotary.c (rotary_tmpl.h) · reference
  *   la_ref_linear_attention_rotary · tests tests/attention/test_positions.c */
 la_status la_linear_attention_rotary_f32(const la_problem *p, size_t q_first_pos,
-                                                size_t k_first_pos, const float *q, const float *k,
-                                                const float *v, float *out);
+                                         size_t k_first_pos, const float *q, const float *k,
+                                         const float *v, float *out);
 la_status la_linear_attention_rotary_f64(const la_problem *p, size_t q_first_pos,
-                                                size_t k_first_pos, const double *q,
-                                                const double *k, const double *v, double *out);
+                                         size_t k_first_pos, const double *q, const double *k,
+                                         const double *v, double *out);
 
 /* The attention matrix: the normalized weights A with out = A·V, for inspection.
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), out: (B,H,N,M) row-major (v is not needed).
@@ -606,18 +597,18 @@ la_status la_linear_attention_rotary_f64(const la_problem *p, size_t q_first_pos
  *   tests/attention/test_attention_weights.c (float64 plain loops, A·V against every
  *   kernel) */
 la_status la_attention_weights_f32(la_kernel kernel, const la_problem *p, const float *q,
-                                          const float *k, float *out);
+                                   const float *k, float *out);
 la_status la_attention_weights_f64(la_kernel kernel, const la_problem *p, const double *q,
-                                          const double *k, double *out);
+                                   const double *k, double *out);
 
-/* ---------------------------------------------------------------- step API, per dtype and family */
-
+/* ---------------------------------------------------------------- step API, per dtype and family
+ */
 
 /* Creates a zeroed state; *out is owned by the caller, freed with la_linear_state_free.
  * Returns LA_OK, LA_EINVAL (NULL out, bad dtype, a zero size, bad φ or eps),
  * LA_EOVERFLOW, LA_ENOMEM; *out is untouched on error. */
 la_status la_linear_state_create_phi(la_linear_state **out, la_dtype dtype, size_t heads,
-                                        size_t d_k, size_t d_v, la_feature_map fm, double eps);
+                                     size_t d_k, size_t d_v, la_feature_map fm, double eps);
 /* One token: S += φ(k_t) v_tᵀ, z += φ(k_t), then y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps),
  * in O(d_k · d_v) per head. q_t: (heads, d_k), k_t: (heads, d_k), v_t: (heads, d_v),
  * y_t: (heads, d_v). The dtype must match the state's. Returns LA_OK, LA_EINVAL (NULL,
@@ -631,9 +622,9 @@ la_status la_linear_state_create_phi(la_linear_state **out, la_dtype dtype, size
  * (same arithmetic, same order). A state holds scratch: do not step one state from two
  * threads at once (different states are independent). */
 la_status la_linear_step_f32(la_linear_state *st, const float *q_t, const float *k_t,
-                                    const float *v_t, float *y_t);
+                             const float *v_t, float *y_t);
 la_status la_linear_step_f64(la_linear_state *st, const double *q_t, const double *k_t,
-                                    const double *v_t, double *y_t);
+                             const double *v_t, double *y_t);
 /* FAVOR+ (la_favor_attention_*) one token at a time: a state of `heads` heads whose
  * tokens take FAVOR+'s m = features random features W = la_favor_features(m, d_k, seed)
  * instead of φ, so that stepping a sequence gives la_favor_attention_recurrent_*'s
@@ -649,9 +640,8 @@ la_status la_linear_step_f64(la_linear_state *st, const double *q_t, const doubl
  * size or feature count, bad eps), LA_EOVERFLOW, LA_ENOMEM; *out untouched on error.
  *   implementation lib/attention/state.c, favor.c (favor_tmpl.h) · tests
  *   tests/attention/test_favor.c */
-la_status la_favor_state_create(la_linear_state **out, la_dtype dtype, size_t heads,
-                                       size_t d_k, size_t d_v, size_t features, uint64_t seed,
-                                       double eps);
+la_status la_favor_state_create(la_linear_state **out, la_dtype dtype, size_t heads, size_t d_k,
+                                size_t d_v, size_t features, uint64_t seed, double eps);
 
 /* ---------------------------------------------------------------- references */
 
@@ -660,72 +650,206 @@ la_status la_favor_state_create(la_linear_state **out, la_dtype dtype, size_t he
  * la_ref_linear_attention follows p->causal. Returns LA_OK, LA_EINVAL, LA_EOVERFLOW,
  * LA_ENOMEM (they ignore workspace_limit). */
 la_status la_ref_softmax_attention(const la_problem *p, const double *q, const double *k,
-                                          const double *v, double *out);
+                                   const double *v, double *out);
 la_status la_ref_hard_attention(const la_problem *p, const double *q, const double *k,
-                                       const double *v, double *out);
+                                const double *v, double *out);
 la_status la_ref_linear_attention(const la_problem *p, const double *q, const double *k,
-                                         const double *v, double *out);
+                                  const double *v, double *out);
 /* Local attention's oracle: per query, each key tested against the masks and the window
  * (|i − j| <= p->window; causal also j <= i), the softmax over those. */
 la_status la_ref_local_attention(const la_problem *p, const double *q, const double *k,
-                                        const double *v, double *out);
+                                 const double *v, double *out);
 /* FAVOR+'s oracle: W from la_favor_features, φ(Q) and φ(K) with the kernel's stabilizers
  * (μ_i over the keys query i sees) in plain loops, then y_i = Σ_j a_ij v_j / (Σ_j a_ij +
  * eps), a_ij = φ(q_i)·φ(k_j), pair by pair over the visible keys (zero row for none, or a
  * zero denominator). */
 la_status la_ref_favor_attention(const la_problem *p, const double *q, const double *k,
-                                        const double *v, double *out);
+                                 const double *v, double *out);
 /* The gradient of linear attention (follows p->causal), for la_linear_attention_backward_*
  * and la_linear_attention_recurrent_backward_*: the forward recomputed with every prefix
  * state materialized (out is not read, but must not be NULL), the keys' gradients summed
  * pair by pair. Shapes and conventions as those. Returns LA_OK, LA_EINVAL, LA_EOVERFLOW,
  * LA_ENOMEM. */
-la_status la_ref_linear_attention_backward(const la_problem *p, const double *q,
-                                                  const double *k, const double *v,
-                                                  const double *out, const double *d_out,
-                                                  double *d_q, double *d_k, double *d_v);
+la_status la_ref_linear_attention_backward(const la_problem *p, const double *q, const double *k,
+                                           const double *v, const double *out, const double *d_out,
+                                           double *d_q, double *d_k, double *d_v);
 /* float64 oracles of the backward passes (la_backward_f64_fn): the forward's loops, then
  * per query i the softmax Jacobian written out: P_i, dP_ij = d_out_i·v_j, dS_ij = P_ij
  * (dP_ij − Σ_l P_il dP_il), d_v_j += P_ij d_out_i, d_q_i += scale Σ_j dS_ij k_j, d_k_j +=
  * scale dS_ij q_i; hard: d_q = d_k = 0, d_v_j = Σ d_out_i over the queries whose argmax
  * (ties to the lowest j) is j. out is not read. Statuses as the forward references. */
-la_status la_ref_softmax_attention_backward(const la_problem *p, const double *q,
-                                                   const double *k, const double *v,
-                                                   const double *out, const double *d_out,
-                                                   double *d_q, double *d_k, double *d_v);
-la_status la_ref_hard_attention_backward(const la_problem *p, const double *q,
-                                                const double *k, const double *v, const double *out,
-                                                const double *d_out, double *d_q, double *d_k,
-                                                double *d_v);
+la_status la_ref_softmax_attention_backward(const la_problem *p, const double *q, const double *k,
+                                            const double *v, const double *out, const double *d_out,
+                                            double *d_q, double *d_k, double *d_v);
+la_status la_ref_hard_attention_backward(const la_problem *p, const double *q, const double *k,
+                                         const double *v, const double *out, const double *d_out,
+                                         double *d_q, double *d_k, double *d_v);
 /* Linformer's oracle: E and F (given, or drawn by la_linformer_projections), E·K and
  * F·V over the visible keys, then the softmax of the scores over the k projected keys,
  * each as plain loops. Refuses what la_linformer_attention_* refuses (causal, k > M,
  * non-finite projections: LA_EINVAL). */
 la_status la_ref_linformer_attention(const la_problem *p, const double *q, const double *k,
-                                            const double *v, double *out);
+                                     const double *v, double *out);
 /* The score functions' oracles: per pair the score written from its formula (general
  * Σ_a Σ_b q_a W_ab k_b · scale; additive Σ_a v_a tanh(Σ_c W_ac q_c + Σ_c W_a,d_k+c k_c);
  * cosine q·k / (max(‖q‖, 1e-12)·max(‖k‖, 1e-12)) · scale), then the softmax over the
  * visible keys and P·V, as plain loops; weights given or drawn by la_score_weights.
  * Refuse what the kernels refuse (LA_EINVAL) but never LA_ERANGE. */
 la_status la_ref_general_attention(const la_problem *p, const double *q, const double *k,
-                                          const double *v, double *out);
+                                   const double *v, double *out);
 la_status la_ref_additive_attention(const la_problem *p, const double *q, const double *k,
-                                           const double *v, double *out);
+                                    const double *v, double *out);
 la_status la_ref_cosine_attention(const la_problem *p, const double *q, const double *k,
-                                         const double *v, double *out);
+                                  const double *v, double *out);
 /* The relative kernel's oracle: per query, the visible keys' scores q_i·(k_j + a^K_δ)·scale
  * and their softmax, then Σ_j α_ij (v_j + a^V_δ), each as plain loops over j. */
 la_status la_ref_relative_attention(const la_problem *p, const double *q, const double *k,
-                                           const double *v, double *out);
+                                    const double *v, double *out);
 /* Rotary linear attention's oracle: per pair (i, j) visible, the numerator's weight
  * φ(q_i)ᵀ R_{s_j − t_i} φ(k_j) written with the angle of the distance itself,
  * Σ_c (a_2c b_2c + a_2c+1 b_2c+1)·cos((s_j − t_i)θ_c) + (a_2c+1 b_2c − a_2c b_2c+1)·sin(…),
  * a = φ(q_i), b = φ(k_j), and the denominator Σ_j φ(q_i)ᵀφ(k_j) + eps. Statuses as
  * la_linear_attention_rotary_* (no LA_EBUDGET). */
 la_status la_ref_linear_attention_rotary(const la_problem *p, size_t q_first_pos,
-                                                size_t k_first_pos, const double *q,
-                                                const double *k, const double *v, double *out);
+                                         size_t k_first_pos, const double *q, const double *k,
+                                         const double *v, double *out);
+
+/* ---------------------------------------------------------------- the cost model, per kernel */
+
+/* FLOPs and memory of one kernel call: the one model the benchmarks and experiments
+ * take GFLOP/s from (lib/attention/cost.c). Every count is a total over the call's batch × heads
+ * problems. It counts the arithmetic of the algorithm each kernel runs over the
+ * (query, key) pairs the masks leave visible only (so causal counts its half, key
+ * lengths shorten rows): a multiply-add is 2 FLOPs; an add, multiply, divide, compare,
+ * max or exp 1; φ 1 per element. A query that sees no key costs nothing. Not counted:
+ * the scale multiply, the fused kernel's online rescaling, index arithmetic — so the
+ * fused and materializing softmax kernels have the same count. Two consequences for
+ * the linear kernels, which the cost test checks against their FLOPs counted as they
+ * run (tests/attention/test_cost.c):
+ *   - a block a causal kernel computes whole and then masks counts its visible entries
+ *     only: the chunked kernel computes A = φQ_c·φK_cᵀ over the whole chunk × chunk
+ *     block, hidden upper triangle included, and that triangle is not counted;
+ *   - a sum of k terms costs k adds (k multiply-adds 2k) however the kernel splits it:
+ *     an m×n×k product counts 2·m·n·k even when it starts from zero, and the adds that
+ *     join partial sums (a chunk's ΔS_c into the carried state, a key block's partial z,
+ *     a key piece's partial [S z]) are not counted again.
+ *   m = min(M, L_b) visible keys, u = causal ? min(N, m) : m keys any query sees;
+ *   chunked linear: pairs_intra the visible pairs inside each chunk;
+ *   local: pairs are those inside the windows, Σ_i (min(m, i + e) − max(0, i − r))⁺ with
+ *     e = r + 1 (causal: 1), counted as softmax counts a pair (a closed form, O(1) per
+ *     entry); the entries of a score block outside a row's window are computed, then
+ *     masked, and not counted (as the chunked kernel's hidden triangle);
+ *   score functions, per head with m keys in length (none: no work) and the
+ *     softmax fields counted as softmax counts its visible pairs:
+ *     general   flops_kv 2·m·d_k² (K' = K Wᵀ), then softmax's fields;
+ *     cosine    flops_phi (N + m)·(3·d_k + 1) (per row ‖x‖: d_k multiply-adds and a
+ *               square root; x / ‖x‖: d_k divides; the largest-entry scan and rescale
+ *               that keep the norm from overflowing are not counted), then softmax's;
+ *     additive  flops_qs 2·N·d_a·d_k (A = Q W_qᵀ), flops_kv 2·m·d_a·d_k (C = K W_kᵀ),
+ *               flops_qk 4·d_a per visible pair (an add, a tanh, a multiply-add: tanh
+ *               counts 1, as exp does), flops_softmax 5 and flops_av 2·d_v per pair. */
+
+/* la_cost's fields, kernel by kernel (the struct is in linattn.h):
+ *   flops_qk: softmax/hard: Q·Kᵀ, 2·pairs·d_k. Causal chunked linear: the
+ *     intra-chunk A = φQ_c·φK_cᵀ, 2·pairs_intra·d_k
+ *   flops_softmax: softmax: row max, subtract, exp, row sum, divide: 5·pairs;
+ *     hard: 1 compare per pair (the argmax)
+ *   flops_av: softmax: P·V, 2·pairs·d_v. Causal chunked linear: A·V_c and
+ *     A's row sums (the denominators' intra-chunk part),
+ *     pairs_intra·(2·d_v + 1)
+ *   flops_phi: linear: φ on Q and on the keys used, (N + u)·d_k
+ *   flops_kv: linear: S += φ(k)vᵀ and z += φ(k), 2·d_k·d_v + d_k per key:
+ *     u keys (non-causal, recurrent); chunked: each key a later
+ *     chunk sees (ΔS_c = φK_cᵀ·V_c, Δz_c = Σ_rows φK_c).
+ *     Linformer: the projections E·K and F·V over the m visible
+ *     keys, 2·k·m·(d_k + d_v); its other fields are softmax's
+ *     with M = k (all k projected keys seen, also when m = 0)
+ *   flops_qs: linear: φ(q)·S and φ(q)·z, 2·d_k·d_v + 2·d_k per query;
+ *     chunked: per query of a chunk after the first
+ *   flops_normalize: linear: den + eps and d_v divides, (d_v + 1) per query
+ *   flops_total: the sum of the above
+ *   workspace_bytes: scratch the kernel allocates (and holds against
+ *     p->workspace_limit), for the current thread count:
+ *     materialized one N×M score matrix; fused and hard a 64×256
+ *     score block and row statistics per thread; linear what
+ *     the kernel's layout holds: S and z per head (non-causal) or
+ *     per thread (causal), φ blocks, a chunk's operands;
+ *     local a 64 × bk score block, bk = min(64 + 2r, M,
+ *     256) (causal 64 + r), a d_k × bk key block and row
+ *     statistics per thread
+ *   io_bytes: q, k, v read and out written once
+ *   bytes_min: the fewest bytes the algorithm moves to and from memory:
+ *     io_bytes, plus what it holds beyond registers and cache by
+ *     its design, written once and read once (per head unless said;
+ *     in elements of the call's type unless said):
+ *     softmax, hard, local: nothing more (never the scores);
+ *     softmax_materialized: the N×M scores, 2·N·M;
+ *     linear (every form): S and z, 2·(d_k·d_v + d_k);
+ *     linformer: K' and V', 2·k·(d_k + d_v), and E and F read once
+ *     per call, 2·k·M float64;
+ *     favor (both forms): S and z on m features, 2·(m·d_v + m),
+ *     and W read once per call, m·d_k float64;
+ *     general: K·W, 2·M·d_k, and W read once, d_k² float64;
+ *     cosine: the normalized q and k, 2·(N + M)·d_k;
+ *     additive: Q·W_qᵀ and K·W_kᵀ, 2·(N + M)·d_a, and W and v
+ *     read once, d_a·(2·d_k + 1) float64;
+ *     relative: a^K and a^V read once per call, (2K + 1)·(d_k +
+ *     d_v) float64 (each query's row of M scores stays in cache).
+ *     Backward: io_bytes. `linattn roofline` divides flops_total
+ *     by it: the arithmetic intensity */
+
+/* ---------------------------------------------------------------- backward passes, per kernel */
+
+/* Gradients through one forward call, for a loss L with d_out = ∂L/∂out given.
+ * The empty row, backward: a query that sees no key (its output row is zeros whatever the
+ * inputs) contributes nothing to any gradient, and its d_q row is zero; a key no query sees
+ * gets zero d_k and d_v rows. Range (LA_ERANGE, nothing written): a backward refuses what
+ * its forward refuses (the rule under "kernels"), and, with e = max|d_out|, o = max|out|
+ * and a, b, c as there, also
+ *   softmax (fused, materializing): N·d_v·e·(c + o)·max(a, b, 1)·max(|scale|, 1) > T/8
+ *                                   or N·e > T/8
+ *   hard:                           N·e > T/8
+ * (bounds on dP − D, on d_k's and d_q's sums and on d_v's sums of at most N rows of d_out:
+ * lib/attention/softmax_backward.c), so float32 never returns inf or NaN from finite inputs.
+ * Accuracy: the fused backward takes D_i = d_out_i·out_i from the forward's output, as
+ * FlashAttention-2 does; in float32 at logits of ±1e3 whose keys share a large common part
+ * (what makes logits large while their differences stay small), d_q's component along that
+ * part carries the forward's rounding of P magnified by the common part's size (the
+ * materializing backward forms D from its own P and does not: tests/attention/
+ * test_attention.c, backward_matches_reference, measures both).
+ *
+ * Shapes:
+ *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out and d_out: (B, H, N, d_v),
+ *   d_q, d_k, d_v: shaped as q, k, v (written whole; a key no query sees gets zeros).
+ * out is the forward's output for the same inputs (the kernels that need it read it
+ * instead of recomputing it). Same masks, scale, φ and eps as the forward; the float64
+ * oracles are la_ref_attention_backward's plain loops. Dispatch by kernel: the registry
+ * row's backward_f32 / backward_f64; LA_EINVAL for a kernel outside the registry, one
+ * without a backward, or a problem its causal rule refuses; otherwise the kernel's own
+ * statuses (LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM, LA_EBUDGET, LA_ERANGE), every output
+
+ * k, v, out and d_out read, d_q, d_k, d_v written once. LA_EINVAL also for a kernel without
+ * a backward. The conventions are the forward's (visible pairs only, a multiply-add 2, the
+ * scale multiply not counted); per head with `pairs` visible pairs and `seeing` queries that
+ * see a key (N, or 0 when the key length is 0):
+ *   softmax (fused):        flops_qk 6·pairs·d_k (S = QKᵀ recomputed, d_K = dSᵀQ, d_Q = dS·K),
+ *                           flops_av 4·pairs·d_v (dP = d_out·Vᵀ, d_V = Pᵀ·d_out),
+ *                           flops_softmax 4·pairs + 2·seeing·d_v (P = exp(S − lse): subtract,
+ *                           exp; dS = P ∘ (dP − D): subtract, multiply; D = d_out·out);
+ *                           not counted: the lse pass the registry row runs first (lse NULL:
+ *                           a forward's QKᵀ and row statistics), and the recomputation of S,
+ *                           P, dP and dS in the d_q pass of the two-pass schedule (fewer
+ *                           (batch, head) pairs than threads) — work of the schedule, like
+ *                           the forward's online rescaling, not of the formula;
+ *                           workspace: per thread d_k·64 + d_v·64 + 2·64·64 + 64 elements (at
+ *                           most N, M), for min(threads, B·H·max(query, key blocks)) threads,
+ *                           and the B·H·N log-sum-exps the registry row computes;
+ *   softmax_materialized:   flops_qk and flops_av as fused, flops_softmax 9·pairs (the
+ *                           forward's softmax 5, Σ_j P∘dP 2, dS 2); workspace the N×M matrix
+ *                           and 64 rows of M per thread;
+ *   hard:                   flops_qk 2·pairs·d_k and flops_softmax 1·pairs (the argmax
+ *                           again), flops_av seeing·d_v (d_V's adds); workspace the B·H·N
+ *                           chosen keys and the forward's blocks per thread. */
 
 /* ---------------------------------------------------------------- result-file series */
 

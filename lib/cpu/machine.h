@@ -23,10 +23,9 @@ const char *la_blis_version(void);
  * outside an OpenMP parallel region. Returns LA_OK, LA_EINVAL (threads outside
  * 1..LA_MAX_THREADS, a NULL matrix), LA_ENOMEM (BLIS's packing buffers could not be
  * reserved; c untouched). */
-la_status la_blis_sgemm(int threads, size_t m, size_t n, size_t k, float alpha,
-                               const float *a, ptrdiff_t rsa, ptrdiff_t csa, const float *b,
-                               ptrdiff_t rsb, ptrdiff_t csb, float beta, float *c, ptrdiff_t rsc,
-                               ptrdiff_t csc);
+la_status la_blis_sgemm(int threads, size_t m, size_t n, size_t k, float alpha, const float *a,
+                        ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb,
+                        float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc);
 
 /* The float32 FMA peak of `threads` threads (1..LA_MAX_THREADS, run on at most the
  * online cores; NAN outside) in GFLOP/s: the best of three runs of 12

@@ -10,8 +10,6 @@
  * such as "is a device; refusing to replace it". */
 la_status la_npy_write_why(const char *path, const la_array *a, const char **why);
 
-
-
 /* The one way linattn writes a file (la_npy_write, the command's results files): the
  * contents go to an unnamed file in the target's folder (O_TMPFILE; where the file
  * system lacks it, path.tmp.XXXXXX) and replace path in one rename(2) only when

@@ -56,10 +56,10 @@ la_status la_decoder_layer(const la_layer_config *c, const la_layer_weights *w, 
                            void *out)
 {
     WEIGHTS_OF(w, dtype);
-    BY_DTYPE(la_decoder_layer_f32(c, w, batch, n, m, x, memory, causal, tgt_lengths,
-                                  memory_lengths, out),
-             la_decoder_layer_f64(c, w, batch, n, m, x, memory, causal, tgt_lengths,
-                                  memory_lengths, out));
+    BY_DTYPE(la_decoder_layer_f32(c, w, batch, n, m, x, memory, causal, tgt_lengths, memory_lengths,
+                                  out),
+             la_decoder_layer_f64(c, w, batch, n, m, x, memory, causal, tgt_lengths, memory_lengths,
+                                  out));
 }
 
 la_status la_encoder(const la_layer_config *c, const la_transformer_weights *w, la_dtype dtype,
@@ -72,8 +72,9 @@ la_status la_encoder(const la_layer_config *c, const la_transformer_weights *w, 
 }
 
 la_status la_decoder(const la_layer_config *c, const la_transformer_weights *w, la_dtype dtype,
-                     size_t batch, size_t n, size_t m, const void *x, const void *memory, int causal,
-                     const int64_t *tgt_lengths, const int64_t *memory_lengths, void *out)
+                     size_t batch, size_t n, size_t m, const void *x, const void *memory,
+                     int causal, const int64_t *tgt_lengths, const int64_t *memory_lengths,
+                     void *out)
 {
     WEIGHTS_OF(w, dtype);
     BY_DTYPE(

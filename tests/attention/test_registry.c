@@ -50,14 +50,14 @@ static void masks_match_the_kernels(void **state)
         const la_kernel_info *info = la_kernel_get((la_kernel)k);
         la_problem p = small_problem(info);
         p.mask = none;
-        la_status st = la_attention_f32((la_kernel)k, &p, a.q, a.k, a.v, a.out);
+        la_status st = la_attention((la_kernel)k, &p, LA_FLOAT32, a.q, a.k, a.v, a.out);
         la_status want = info->masks & LA_MASK_GENERAL ? LA_OK : LA_EINVAL;
         if (st != want)
             fail_msg("%s with a general mask: %s, the row says %s", info->name, la_strerror(st),
                      la_strerror(want));
         p.mask = NULL;
         p.key_mask = no_key;
-        st = la_attention_f32((la_kernel)k, &p, a.q, a.k, a.v, a.out);
+        st = la_attention((la_kernel)k, &p, LA_FLOAT32, a.q, a.k, a.v, a.out);
         want = info->masks & LA_MASK_KEY ? LA_OK : LA_EINVAL;
         if (st != want)
             fail_msg("%s with a key mask: %s, the row says %s", info->name, la_strerror(st),
@@ -74,7 +74,7 @@ static void weights_match_the_kernels(void **state)
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {
         const la_kernel_info *info = la_kernel_get((la_kernel)k);
         la_problem p = small_problem(info);
-        la_status st = la_attention_weights_f32((la_kernel)k, &p, a.q, a.k, a.weights);
+        la_status st = la_attention_weights((la_kernel)k, &p, LA_FLOAT32, a.q, a.k, a.weights);
         la_status want = info->caps & LA_CAP_WEIGHTS ? LA_OK : LA_EINVAL;
         if (st != want)
             fail_msg("%s's attention matrix: %s, the row says %s", info->name, la_strerror(st),
@@ -113,8 +113,8 @@ static void time_exponent_matches_the_cost_model(void **state)
 static void sweep_and_family_are_consistent(void **state)
 {
     (void)state;
-    const char *families[] = {"softmax", "linear",   "sparse",   "low-rank",
-                              "random-feature", "score", "position"};
+    const char *families[] = {"softmax",        "linear", "sparse",  "low-rank",
+                              "random-feature", "score",  "position"};
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {
         const la_kernel_info *info = la_kernel_get((la_kernel)k);
         if ((info->sweep & LA_SWEEP_PLAIN) && !info->series[0])
@@ -124,8 +124,9 @@ static void sweep_and_family_are_consistent(void **state)
         int known = 0;
         for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
             known |= info->family && strcmp(info->family, families[f]) == 0;
-        if (!known) fail_msg("%s: family '%s' is not a documented label", info->name,
-                             info->family ? info->family : "(null)");
+        if (!known)
+            fail_msg("%s: family '%s' is not a documented label", info->name,
+                     info->family ? info->family : "(null)");
         if ((info->caps & LA_CAP_ROTARY) && (info->caps & LA_CAP_ROTARY_FEATURES))
             fail_msg("%s: rotary both before and inside the kernel", info->name);
     }
