@@ -1,6 +1,7 @@
 """_problem.py — NumPy arrays to an la_problem: shapes and layouts, element types, masks and
 the variants' parameters, each checked against the registry row of the variant that reads
-it. Every refusal is a ValueError whose text ends with la_strerror's message.
+it. Every refusal is a ValueError whose text ends with la_strerror's message (an unknown
+keyword a TypeError).
 """
 from typing import Any, Dict, Optional, Tuple
 
@@ -115,8 +116,14 @@ class Call:
         p.causal_align = (_lib.CAUSAL_BOTTOM_RIGHT if causal_align == "bottom-right"
                           else _lib.CAUSAL_TOP_LEFT)
         if key_lengths is not None:
-            p.key_lengths = self.hold(np.asarray(key_lengths).reshape(-1), np.int64,
-                                      "key_lengths", (batch,))
+            lengths = np.asarray(key_lengths).reshape(-1)
+            if lengths.dtype.kind not in "iu":
+                raise invalid("linattn: key_lengths are %s, not integers" % lengths.dtype)
+            p.key_lengths = self.hold(lengths, np.int64, "key_lengths", (batch,))
+        for name, given in (("mask", mask), ("key_padding_mask", key_padding_mask)):
+            if given is not None and np.asarray(given).dtype.kind not in "biu":
+                raise invalid("linattn: %s is %s, not bool (True = hidden)"
+                              % (name, np.asarray(given).dtype))
         if mask is not None:
             if "mask" not in v.masks:
                 raise invalid("linattn: variant %s takes no mask" % v.name)

@@ -567,6 +567,10 @@ def errors(check):
            key_lengths=[9])
     raises(check, "key lengths of another batch", ValueError, _lib.EINVAL, linattn.attention,
            q, q, q, key_lengths=[1, 2])
+    raises(check, "key lengths of floats", ValueError, _lib.EINVAL, linattn.attention, q, q, q,
+           key_lengths=[2.5])
+    raises(check, "a float mask", ValueError, _lib.EINVAL, linattn.attention, q, q, q,
+           mask=np.zeros((5, 5)))
     raises(check, "layout bnhw", ValueError, _lib.EINVAL, linattn.attention, q, q, q,
            layout="bnhw")
     raises(check, "threads 2000", ValueError, _lib.EINVAL, linattn.attention, q, q, q,
