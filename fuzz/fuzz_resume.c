@@ -6,7 +6,6 @@
  * (with the busy.c and stats.c it calls), lib/io/outfile.c and lib/core/status.c, with
  * stand-ins for the machine facts the metadata header records (below). */
 #include "common/record.h"
-#include "cpu/machine.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -23,22 +22,14 @@ int la_num_threads_requested(void)
 {
     return 1;
 }
-const char *la_blis_version(void)
+la_config_info la_config(void)
 {
-    return "fuzz";
+    return (la_config_info){"fuzz", "fuzz", "fuzz", "fuzz"};
 }
-const char *la_blis_config(void)
+la_status la_attention(la_kernel kernel, const la_problem *p, la_dtype dtype, const void *q,
+                       const void *k, const void *v, void *out)
 {
-    return "fuzz";
-}
-const char *la_simd_config(void)
-{
-    return "fuzz";
-}
-la_status la_attention(la_kernel kernel, const la_problem *p, LA_FLOAT32, const float *q,
-                       const float *k, const float *v, float *out)
-{
-    (void)kernel, (void)p, (void)q, (void)k, (void)v, (void)out;
+    (void)kernel, (void)p, (void)dtype, (void)q, (void)k, (void)v, (void)out;
     return LA_EINVAL;
 }
 

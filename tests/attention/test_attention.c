@@ -443,13 +443,14 @@ static void input_cache_free(void)
     n_cached = 0;
 }
 
+/* Every row through the public entry point (la_attention: the row's forward for dtype). */
 static la_status run_f64(const row *r, const la_problem *p, const inputs *in, double *out)
 {
-    return r->info->forward_f64(p, in->q, in->k, in->v, out);
+    return la_attention(r->info->kernel, p, LA_FLOAT64, in->q, in->k, in->v, out);
 }
 static la_status run_f32(const row *r, const la_problem *p, const inputs *in, float *out)
 {
-    return r->info->forward_f32(p, in->q32, in->k32, in->v32, out);
+    return la_attention(r->info->kernel, p, LA_FLOAT32, in->q32, in->k32, in->v32, out);
 }
 
 /* ------------------------------------------------------------------ reporting */
@@ -923,15 +924,15 @@ static void expect_error(const row *r, const bad_call *bc, const la_problem *goo
     fill_sentinel(out64, out32, in->no);
     char what[128];
     snprintf(what, sizeof what, "%.63s, float64", bc->what);
-    la_status st =
-        r->info->forward_f64(p, bc->null_arg == 1 ? NULL : in->q, bc->null_arg == 2 ? NULL : in->k,
-                             bc->null_arg == 3 ? NULL : in->v, bc->null_arg == 4 ? NULL : out64);
+    la_status st = la_attention(r->info->kernel, p, LA_FLOAT64, bc->null_arg == 1 ? NULL : in->q,
+                                bc->null_arg == 2 ? NULL : in->k, bc->null_arg == 3 ? NULL : in->v,
+                                bc->null_arg == 4 ? NULL : out64);
     if (check_status(r, what, st, bc->want) && bc->want != LA_OK)
         check_untouched(r, good, what, out64, NULL, in->no);
     snprintf(what, sizeof what, "%.63s, float32", bc->what);
-    st = r->info->forward_f32(p, bc->null_arg == 1 ? NULL : in->q32,
-                              bc->null_arg == 2 ? NULL : in->k32,
-                              bc->null_arg == 3 ? NULL : in->v32, bc->null_arg == 4 ? NULL : out32);
+    st = la_attention(r->info->kernel, p, LA_FLOAT32, bc->null_arg == 1 ? NULL : in->q32,
+                      bc->null_arg == 2 ? NULL : in->k32, bc->null_arg == 3 ? NULL : in->v32,
+                      bc->null_arg == 4 ? NULL : out32);
     if (check_status(r, what, st, bc->want) && bc->want != LA_OK)
         check_untouched(r, good, what, NULL, out32, in->no);
 }
@@ -1167,14 +1168,14 @@ static void backward_io_free(backward_io *io)
 static la_status run_backward_f64(const row *r, const la_problem *p, const inputs *in,
                                   backward_io *io)
 {
-    return r->info->backward_f64(p, in->q, in->k, in->v, io->out, io->d_out, io->g64[0], io->g64[1],
-                                 io->g64[2]);
+    return la_attention_backward(r->info->kernel, p, LA_FLOAT64, in->q, in->k, in->v, io->out, NULL,
+                                 io->d_out, io->g64[0], io->g64[1], io->g64[2]);
 }
 static la_status run_backward_f32(const row *r, const la_problem *p, const inputs *in,
                                   backward_io *io)
 {
-    return r->info->backward_f32(p, in->q32, in->k32, in->v32, io->out32, io->d_out32, io->g32[0],
-                                 io->g32[1], io->g32[2]);
+    return la_attention_backward(r->info->kernel, p, LA_FLOAT32, in->q32, in->k32, in->v32,
+                                 io->out32, NULL, io->d_out32, io->g32[0], io->g32[1], io->g32[2]);
 }
 
 /* Largest |q_i·k_j · scale| over every pair of every head (masks ignored). */
