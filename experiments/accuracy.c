@@ -9,7 +9,7 @@
  *               the float32 kernel against the float64 reference at each ε;
  *   chunk       the chunked causal linear kernel for every chunk size against the
  *               recurrent kernel and the reference: the chunk size must be invisible. */
-#include "attention/kernels.h"
+#include "attention/series.h"
 #include "commands.h"
 #include "common/inputs.h"
 #include "common/kernels.h"

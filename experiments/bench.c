@@ -3,7 +3,7 @@
  * rates means something; and `--goals`, the issue's goal table on fixed points. The
  * kernels are the rows of the library's registry (common/kernels.h), the goals a table
  * of data (goals[] below). */
-#include "attention/kernels.h"
+#include "attention/series.h"
 #include "commands.h"
 #include "common/cli.h"
 #include "common/inputs.h"

@@ -8,7 +8,7 @@
 #ifndef _XOPEN_SOURCE
 #define _XOPEN_SOURCE 700 /* realpath */
 #endif
-#include "attention/kernels.h"
+#include "attention/series.h"
 #include "commands.h"
 #include "common/cli.h"
 #include "common/kernels.h"

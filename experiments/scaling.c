@@ -7,7 +7,7 @@
  * (common/kernels.h). Writes scaling.csv (long format: one row per series, N, d,
  * heads and batch) and scaling_fit.csv (one row per series and (d, heads,
  * batch)). */
-#include "attention/kernels.h"
+#include "attention/series.h"
 #include "commands.h"
 #include "common/inputs.h"
 #include "common/kernels.h"

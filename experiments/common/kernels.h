@@ -17,7 +17,6 @@
 #ifndef LA_KERNELS_H
 #define LA_KERNELS_H
 
-#include "attention/kernels.h"
 #include "linattn.h"
 
 #include <stddef.h>

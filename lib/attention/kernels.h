@@ -102,7 +102,7 @@ la_status la_softmax_attention_lse_f64(const la_problem *p, const double *q, con
  * A query that sees no key contributes nothing; a key no query sees gets zero gradients.
  * Returns LA_OK, LA_EINVAL (NULL pointer but lse, bad problem), LA_EOVERFLOW,
  * LA_ENOMEM, LA_EBUDGET (scratch above p->workspace_limit), LA_ERANGE (the range rule
- * above, and the backward's: see la_attention_backward_*). Nothing written on error.
+ * above, and the backward's: "backward passes, per kernel" below). Nothing written on error.
  *   implementation lib/attention/softmax_backward.c (softmax_backward_tmpl.h) · reference
  *   la_ref_softmax_attention_backward · tests tests/attention/test_attention.c */
 la_status la_softmax_attention_backward_f32(const la_problem *p, const float *q, const float *k,
@@ -374,7 +374,7 @@ la_status la_local_attention_f64(const la_problem *p, const double *q, const dou
  * or ‖x‖² not finite (inputs beyond the element type, e.g. ‖k‖² past FLT_MAX, or not
  * finite); non-causal, linear attention's state rule on φ(K)ᵀV; causal, m·M·max(|v|, 1)
  * > T/8. Nothing written on error. The step API: la_favor_state_create. No backward or
- * attention matrix (la_attention_weights_*: LA_EINVAL).
+ * attention matrix (la_attention_weights: LA_EINVAL).
  *   implementation lib/attention/favor.c (favor_tmpl.h; linear.c on the features) ·
  *   reference la_ref_favor_attention · tests tests/attention/test_favor.c,
  *   test_attention.c */
@@ -460,7 +460,7 @@ la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *w);
  * Returns LA_OK, LA_EINVAL (NULL, bad problem: score_dim 0 included; a non-finite
  * weight; additive: score_w given without score_v or the reverse), LA_EOVERFLOW,
  * LA_ENOMEM, LA_EBUDGET, LA_ERANGE. Nothing written on error. No backward or attention
- * matrix (la_attention_weights_*: LA_EINVAL).
+ * matrix (la_attention_weights: LA_EINVAL).
  *   implementation lib/attention/scores.c (scores_tmpl.h) · references
  *   la_ref_general_attention, la_ref_additive_attention, la_ref_cosine_attention · tests
  *   tests/attention/test_scores.c, test_attention.c */
@@ -631,7 +631,7 @@ la_status la_linear_step_f64(la_linear_state *st, const double *q_t, const doubl
  * outputs (to rounding, not bit for bit: the projections here are per-row dot products,
  * the kernel's one matrix product), and with them the causal FAVOR+ kernel's. Per head it
  * holds S (m, d_v), z (m) and μ, the keys' running max (the kernel's stabilizer): step,
- * reset, position, save, restore and free are the functions above, at O(m·(d_k + d_v))
+ * reset, position, save, restore and free are linattn.h's step API, at O(m·(d_k + d_v))
  * per token and head. A step's range rule is FAVOR+'s (each key's features at most
  * 1/√m, every rescaling at most 1): with c = max|v_t| and s, z the state's bounds, a
  * token is refused (LA_ERANGE, state and y_t untouched) when s + c, z + 1 or
@@ -850,13 +850,5 @@ la_status la_ref_linear_attention_rotary(const la_problem *p, size_t q_first_pos
  *   hard:                   flops_qk 2·pairs·d_k and flops_softmax 1·pairs (the argmax
  *                           again), flops_av seeing·d_v (d_V's adds); workspace the B·H·N
  *                           chosen keys and the forward's blocks per thread. */
-
-/* ---------------------------------------------------------------- result-file series */
-
-/* The series name of kernel with causal 0 or 1 (NULL where its causal rule forbids it):
- * the row's series[causal], for the command's results files. */
-const char *la_kernel_series(la_kernel kernel, int causal);
-/* Series name -> kernel and causal flag. LA_EINVAL if no row has that series. */
-la_status la_kernel_series_parse(const char *series, la_kernel *kernel, int *causal);
 
 #endif /* LA_ATTENTION_KERNELS_H */

@@ -6,6 +6,7 @@
 
 /* The internal entry points the public ones dispatch to, visible to every library file. */
 #include "attention/kernels.h"
+#include "attention/series.h"
 #include "cpu/machine.h"
 #include "io/outfile.h"
 #include "layers/layers_typed.h"

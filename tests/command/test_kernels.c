@@ -4,7 +4,7 @@
  * the defaults for what the registry does not say, and help lines that name every row.
  * Each property is stated over all rows, so a new kernel is checked without an edit. */
 #include "../testutil.h"
-#include "attention/kernels.h"
+#include "attention/series.h"
 
 #include "../../experiments/common/kernels.h"
 

@@ -7,6 +7,7 @@
  * without a row here fails the suite. */
 #include "../testutil.h"
 #include "attention/kernels.h"
+#include "attention/series.h"
 #include "cpu/machine.h"
 #include "io/outfile.h"
 #include "layers/layers_typed.h"
