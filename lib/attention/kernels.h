@@ -573,33 +573,40 @@ la_status la_linear_attention_rotary_f64(const la_problem *p, size_t q_first_pos
                                          size_t k_first_pos, const double *q, const double *k,
                                          const double *v, double *out);
 
-/* The attention matrix: the normalized weights A with out = A·V, for inspection.
+/* The attention matrix: the normalized weights A with out = A·V, for inspection, one
+ * pair per normalization; the registry rows of the kernels that have one point at it
+ * (la_kernel_info.weights_f32, _f64), and la_attention_weights calls the row's, after
+ * checking the kernel's causal rule.
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), out: (B,H,N,M) row-major (v is not needed).
- *   softmax, softmax_materialized: A_ij = exp(s_ij − max) / Σ_j' exp(s_ij' − max) with
- *     s = q·k · scale, over the keys query i sees (the matrix P the materializing kernel
- *     forms; the fused kernel never holds it);
- *   local: as softmax, over the keys query i sees within its window;
- *   hard: one-hot rows, 1 at the kernel's argmax (ties to the lowest j);
- *   linear, linear_recurrent: A_ij = φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps), z_i = Σ φ(k_j)
- *     over the keys query i sees (all visible keys, or j <= i when p->causal).
- *   linformer, favor, favor_recurrent, general, additive, cosine, relative: none
- *     (LA_EINVAL).
+ *   la_softmax_weights (rows softmax, softmax_materialized): A_ij = exp(s_ij − max) /
+ *     Σ_j' exp(s_ij' − max) with s = q·k · scale, over the keys query i sees (the matrix
+ *     P the materializing kernel forms; the fused kernel never holds it);
+ *   la_local_weights (local): as softmax, over the keys query i sees within its window;
+ *   la_hard_weights (hard): one-hot rows, 1 at the kernel's argmax (ties to the lowest j);
+ *   la_linear_weights (linear, linear_recurrent): A_ij = φ(q_i)·φ(k_j) / (φ(q_i)·z_i +
+ *     eps), z_i = Σ φ(k_j) over the keys query i sees (all visible keys, or j <= i when
+ *     p->causal); the key mask only (a general mask: LA_EINVAL).
  * Hidden entries are exactly 0; a query that sees no key (or, in linear attention, has a
  * zero denominator) gets a zero row, so rows sum to 1 (linear: to 1 − eps/den) or 0.
  * A·V equals the kernel's output up to rounding. The caller's out holds B·H·N·M
  * elements (it is not held against p->workspace_limit: the caller sized it); the scratch
  * is linear attention's φ(K) per thread, which is. Range (LA_ERANGE, nothing written):
- * with a = max|q|, b = max|k|, softmax and hard refuse d_k·a·b·max(|scale|, 1) > T/8,
- * linear d_k·M·(a + 1)·(b + 1) > T/8. Returns LA_OK, LA_EINVAL (kernel outside the
- * registry or without a matrix here, a problem its causal rule refuses, NULL), LA_EOVERFLOW
- * (B·H·N·M elements beyond size_t), LA_EBUDGET, LA_ENOMEM, LA_ERANGE; out untouched on error.
+ * with a = max|q|, b = max|k|, softmax, local and hard refuse d_k·a·b·max(|scale|, 1) >
+ * T/8, linear d_k·M·(a + 1)·(b + 1) > T/8. Returns LA_OK, LA_EINVAL (a bad problem,
+ * NULL), LA_EOVERFLOW (B·H·N·M elements beyond size_t), LA_EBUDGET, LA_ENOMEM, LA_ERANGE;
+ * out untouched on error.
  *   implementation lib/attention/weights_matrix.c (weights_matrix_tmpl.h) · tests
  *   tests/attention/test_attention_weights.c (float64 plain loops, A·V against every
  *   kernel) */
-la_status la_attention_weights_f32(la_kernel kernel, const la_problem *p, const float *q,
-                                   const float *k, float *out);
-la_status la_attention_weights_f64(la_kernel kernel, const la_problem *p, const double *q,
-                                   const double *k, double *out);
+la_status la_softmax_weights_f32(const la_problem *p, const float *q, const float *k, float *out);
+la_status la_softmax_weights_f64(const la_problem *p, const double *q, const double *k,
+                                 double *out);
+la_status la_local_weights_f32(const la_problem *p, const float *q, const float *k, float *out);
+la_status la_local_weights_f64(const la_problem *p, const double *q, const double *k, double *out);
+la_status la_hard_weights_f32(const la_problem *p, const float *q, const float *k, float *out);
+la_status la_hard_weights_f64(const la_problem *p, const double *q, const double *k, double *out);
+la_status la_linear_weights_f32(const la_problem *p, const float *q, const float *k, float *out);
+la_status la_linear_weights_f64(const la_problem *p, const double *q, const double *k, double *out);
 
 /* ---------------------------------------------------------------- step API, per dtype and family
  */

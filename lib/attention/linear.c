@@ -1416,7 +1416,7 @@ const la_kernel_info la_row_linear = {
     .causal = LA_CAUSAL_ALLOWED,
     .params = LA_PARAM_FEATURE_MAP | LA_PARAM_EPS | LA_PARAM_CHUNK,
     .masks = LA_MASK_KEY,
-    .caps = LA_CAP_WEIGHTS | LA_CAP_STEP | LA_CAP_ROTARY_FEATURES | LA_CAP_APPROXIMATES,
+    .caps = LA_CAP_STEP | LA_CAP_ROTARY_FEATURES | LA_CAP_APPROXIMATES,
     .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
     .time_exponent = 1,
     .family = "linear",
@@ -1428,6 +1428,8 @@ const la_kernel_info la_row_linear = {
     .backward_f64 = la_linear_attention_backward_f64,
     .reference_backward = la_ref_linear_attention_backward,
     .backward_cost = la_linear_backward_cost,
+    .weights_f32 = la_linear_weights_f32,
+    .weights_f64 = la_linear_weights_f64,
 };
 
 const la_kernel_info la_row_linear_recurrent = {
@@ -1438,7 +1440,7 @@ const la_kernel_info la_row_linear_recurrent = {
     .causal = LA_CAUSAL_REQUIRED,
     .params = LA_PARAM_FEATURE_MAP | LA_PARAM_EPS,
     .masks = LA_MASK_KEY,
-    .caps = LA_CAP_WEIGHTS | LA_CAP_STEP | LA_CAP_ROTARY_FEATURES | LA_CAP_APPROXIMATES,
+    .caps = LA_CAP_STEP | LA_CAP_ROTARY_FEATURES | LA_CAP_APPROXIMATES,
     .sweep = LA_SWEEP_CAUSAL,
     .time_exponent = 1,
     .family = "linear",
@@ -1450,5 +1452,7 @@ const la_kernel_info la_row_linear_recurrent = {
     .backward_f64 = la_linear_attention_recurrent_backward_f64,
     .reference_backward = la_ref_linear_attention_backward,
     .backward_cost = la_linear_recurrent_backward_cost,
+    .weights_f32 = la_linear_weights_f32,
+    .weights_f64 = la_linear_weights_f64,
 };
 #endif
