@@ -554,6 +554,11 @@ la_status la_favor_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     la_status st = favor_layout_for(p, la_dtype_size(dtype), false, &lay);
     if (st != LA_OK) return st;
     la_cost_sum_heads(p, favor_head_flops, out);
+    /* bytes_min beyond q, k, v, out: S and z on the m features; W read once, float64 */
+    out->bytes_min = (double)p->batch * (double)p->heads * 2 *
+                         ((double)p->features * (double)p->d_v + (double)p->features) *
+                         (double)la_dtype_size(dtype) +
+                     (double)p->features * (double)p->d_k * (double)sizeof(double);
     out->workspace_bytes = (double)lay.total_bytes;
     return LA_OK;
 }
@@ -583,6 +588,10 @@ la_status la_favor_recurrent_cost(const la_problem *p, la_dtype dtype, la_cost *
     la_status st = favor_layout_for(p, la_dtype_size(dtype), true, &lay);
     if (st != LA_OK) return st;
     la_cost_sum_heads(p, favor_recurrent_head_flops, out);
+    out->bytes_min = (double)p->batch * (double)p->heads * 2 *
+                         ((double)p->features * (double)p->d_v + (double)p->features) *
+                         (double)la_dtype_size(dtype) +
+                     (double)p->features * (double)p->d_k * (double)sizeof(double);
     out->workspace_bytes = (double)lay.total_bytes;
     return LA_OK;
 }

@@ -1288,6 +1288,10 @@ la_status la_linear_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
     if (la_causal_square(p)) return la_square_cost(p, dtype, la_linear_cost, false, out);
     la_cost_sum_heads(p, p->causal ? chunked_head_flops : noncausal_head_flops, out);
+    /* bytes_min beyond q, k, v, out: S and z per head, out and back */
+    out->bytes_min = (double)p->batch * (double)p->heads * 2 *
+                     ((double)p->d_k * (double)p->d_v + (double)p->d_k) *
+                     (double)la_dtype_size(dtype);
     return layout_bytes(LA_KERNEL_LINEAR, p, dtype, out);
 }
 
@@ -1295,6 +1299,9 @@ la_status la_linear_recurrent_cost(const la_problem *p, la_dtype dtype, la_cost 
 {
     if (la_causal_square(p)) return la_square_cost(p, dtype, la_linear_recurrent_cost, false, out);
     la_cost_sum_heads(p, recurrent_head_flops, out);
+    out->bytes_min = (double)p->batch * (double)p->heads * 2 *
+                     ((double)p->d_k * (double)p->d_v + (double)p->d_k) *
+                     (double)la_dtype_size(dtype);
     return layout_bytes(LA_KERNEL_LINEAR_RECURRENT, p, dtype, out);
 }
 

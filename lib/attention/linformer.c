@@ -253,6 +253,10 @@ la_status la_linformer_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     la_status st = linformer_layout_for(p, elem, &lay);
     if (st != LA_OK) return st;
     la_cost_sum_heads(p, linformer_head_flops, out);
+    /* bytes_min beyond q, k, v, out: K' and V' out and back; E and F read once, float64 */
+    out->bytes_min = (double)p->batch * (double)p->heads * 2 * (double)p->proj_rank *
+                         (double)(p->d_k + p->d_v) * (double)la_dtype_size(dtype) +
+                     2 * (double)p->proj_rank * (double)p->n_keys * (double)sizeof(double);
     /* what the call holds, then the fused softmax kernel's scratch on (Q, K', V') */
     const la_problem in = inner_problem(p, 0);
     la_cost inner = {0};

@@ -380,6 +380,9 @@ la_status la_relative_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     size_t rows, nk, nv;
     if (!table_sizes(p->max_distance, p->d_k, p->d_v, &rows, &nk, &nv)) return LA_EOVERFLOW;
     la_cost_sum_heads(p, relative_head_flops, out);
+    /* bytes_min beyond q, k, v, out: a^K and a^V read once per call, float64 */
+    out->bytes_min =
+        (2 * (double)p->max_distance + 1) * (double)(p->d_k + p->d_v) * (double)sizeof(double);
     /* what the kernel holds (relative_layout_for), in doubles when it passes size_t (the
      * kernel then refuses, LA_EOVERFLOW) */
     relative_layout lay;

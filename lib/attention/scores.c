@@ -616,6 +616,10 @@ la_status la_general_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     la_status st = general_layout_for(p, la_dtype_size(dtype), &lay);
     if (st != LA_OK) return st;
     la_cost_sum_heads(p, general_head_flops, out);
+    /* bytes_min beyond q, k, v, out: K W (M, d_k) out and back; W read once, float64 */
+    out->bytes_min = (double)p->batch * (double)p->heads * 2 * (double)p->n_keys * (double)p->d_k *
+                         (double)la_dtype_size(dtype) +
+                     (double)p->d_k * (double)p->d_k * (double)sizeof(double);
     return transform_cost(p, dtype, &lay, out);
 }
 
@@ -625,6 +629,9 @@ la_status la_cosine_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     la_status st = cosine_layout_for(p, la_dtype_size(dtype), &lay);
     if (st != LA_OK) return st;
     la_cost_sum_heads(p, cosine_head_flops, out);
+    /* bytes_min beyond q, k, v, out: the normalized q and k out and back */
+    out->bytes_min = (double)p->batch * (double)p->heads * 2 * (double)(p->n_queries + p->n_keys) *
+                     (double)p->d_k * (double)la_dtype_size(dtype);
     return transform_cost(p, dtype, &lay, out);
 }
 
@@ -634,6 +641,11 @@ la_status la_additive_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     la_status st = additive_layout_for(p, la_dtype_size(dtype), &lay);
     if (st != LA_OK) return st;
     la_cost_sum_heads(p, additive_head_flops, out);
+    /* bytes_min beyond q, k, v, out: Q W_qᵀ (N, d_a), K W_kᵀ (M, d_a) out and back; W, v
+     * read once, float64 */
+    out->bytes_min = (double)p->batch * (double)p->heads * 2 * (double)(p->n_queries + p->n_keys) *
+                         (double)p->score_dim * (double)la_dtype_size(dtype) +
+                     (double)p->score_dim * (2 * (double)p->d_k + 1) * (double)sizeof(double);
     out->workspace_bytes = (double)lay.total;
     return LA_OK;
 }

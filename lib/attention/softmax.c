@@ -1092,6 +1092,9 @@ la_status la_softmax_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 la_status la_softmax_materialized_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
     la_cost_sum_heads(p, softmax_head_flops, out);
+    /* bytes_min beyond q, k, v, out: the N×M scores written and read back */
+    out->bytes_min = (double)p->batch * (double)p->heads * 2 * (double)p->n_queries *
+                     (double)p->n_keys * (double)la_dtype_size(dtype);
     /* one N×M score matrix, reused head after head */
     out->workspace_bytes = (double)p->n_queries * (double)p->n_keys * (double)la_dtype_size(dtype);
     return LA_OK;
