@@ -2,7 +2,7 @@
 """attend_numpy.py — `linattn attend` against an independent float64 NumPy implementation,
 and its handling of malformed input.
 
-Usage: /usr/bin/python3 tests/attend_numpy.py BUILD/linattn   (run by `make test`)
+Usage: /usr/bin/python3 tests/command/attend_numpy.py BUILD/linattn   (run by `make test`)
 
 Part 1 runs every variant (softmax with both kernels, hard, linear with both feature maps
 and both causal forms, local with windows from 1 past N, favor with --features and --seed,
