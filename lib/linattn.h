@@ -16,9 +16,8 @@
  * la_linear_state objects.
  * ERRORS. Every function that can fail returns an la_status (la_strerror); on error
  * nothing has been written to the outputs, nothing leaks, nothing is printed or aborts.
- * THREADS. OpenMP over (batch, head, block), split into the same pieces whatever the
- * thread count: the same input gives bitwise the same output on every run and thread
- * count. Calls on different data may run concurrently. */
+ * THREADS. OpenMP over (batch, head, block) in the same pieces on any thread count, so the
+ * same input gives bitwise the same output; calls on different data may run concurrently. */
 /* INDEX — every function, in the order of the sections below.
  *   statuses, threads, machine: la_strerror; la_set_num_threads, la_get_num_threads,
  *     la_num_threads_requested; la_config (version, BLIS, SIMD path); la_fma_peak_gflops;
@@ -150,7 +149,8 @@ typedef enum { LA_CAUSAL_TOP_LEFT = 0, LA_CAUSAL_BOTTOM_RIGHT = 1 } la_causal_al
  * d) holding M <= T keys: {H·T·d, T·d, d}; PyTorch's (B, N, H, d): {N·H·d, d, H·d}.
  * la_problem_check refuses layouts where two elements share an address (LA_EINVAL) or
  * offsets beyond size_t (LA_EOVERFLOW). la_attention* copy strided arrays into scratch
- * (held against workspace_limit) and outputs back: bitwise the contiguous call. The
+ * (held against workspace_limit) and outputs back, bitwise the contiguous call, unless the
+ * row reads them in place (reads_strides: fused float32 decoding reads a KV cache so). The
  * references and la_linear_attention_rotary refuse strides; the cost model ignores them. */
 typedef struct {
     size_t batch, head, row;
@@ -167,10 +167,9 @@ typedef struct {
     double eps;                 /* linear attention: y = num / (den + eps); finite, >= 0 */
     size_t chunk;               /* causal linear attention, chunked form: tokens per chunk (>= 1) */
     size_t workspace_limit;     /* bytes of scratch a kernel may hold; above it: LA_EBUDGET */
-    /* The variants' parameters, read only by the kernels whose registry row names them
-     * (la_kernel_info.params). Given tensors are float64 for either precision, row-major,
-     * shared by every batch entry and head, owned by the caller; NULL: drawn from seed
-     * (la_kernel_draw), the same draw in both precisions. */
+    /* The variants' parameters, read only by the kernels whose row names them (.params).
+     * Given tensors are float64 in either precision, row-major, shared by all B·H heads,
+     * owned by the caller; NULL: drawn from seed (la_kernel_draw), alike in both precisions. */
     size_t window;         /* local: query i sees keys |i − j| <= window (causal: j <= i) */
     size_t proj_rank;      /* Linformer: k, the rows keys and values are projected to */
     const double *proj_e;  /* Linformer: E and F, (proj_rank, n_keys) each, */
@@ -272,7 +271,7 @@ LA_API la_status la_attention_backward(la_kernel kernel, const la_problem *p, la
                                        const void *q, const void *k, const void *v, const void *out,
                                        const void *lse, const void *d_out, void *d_q, void *d_k,
                                        void *d_v);
-/* The attention matrix A, out = A·V, for the rows with LA_CAP_WEIGHTS (else LA_EINVAL):
+/* The attention matrix A, out = A·V, for the rows with weights_f32 (else LA_EINVAL):
  * out (B, H, N, M), contiguous, not held against workspace_limit; v is not read. Softmax
  * rows: the row softmax over the visible keys; hard: one-hot rows; linear: φ(q_i)·φ(k_j)
  * / (φ(q_i)·z_i + eps). Hidden entries are exactly 0, the empty row a zero row. */
@@ -373,17 +372,15 @@ LA_API la_status la_attention_backward_cost(la_kernel kernel, const la_problem *
                                             la_cost *out);
 
 /* ---------------------------------------------------------------- the kernel registry */
-/* One row per kernel (lib/attention/registry.c): everything the command, the benchmark,
- * the sweeps, the cost model, the plots and the tests need to know about it. A new
- * kernel is its kernel file, its reference, its cost function, one row, and its tests.
- * The function pointers are the kernels' own per-dtype entry points (internal: call them
- * through la_attention and the other generic functions, which also take strides). */
+/* One row per kernel, defined in its kernel file and listed in LA_KERNEL_LIST: all the
+ * command, sweeps, cost model, plots and tests know of it. A new kernel is its file (its
+ * functions and row), its reference and its tests. The pointers are internal per-dtype
+ * entry points: call la_attention and the other generic functions, which take strides. */
 typedef la_status (*la_forward_f32_fn)(const la_problem *p, const float *q, const float *k,
                                        const float *v, float *out);
 typedef la_status (*la_forward_f64_fn)(const la_problem *p, const double *q, const double *k,
                                        const double *v, double *out);
-/* Gradients of a loss L through one call, given d_out = ∂L/∂out: d_q, d_k, d_v shaped as
- * q, k, v (la_attention_backward). */
+/* Gradients through one call given d_out = ∂L/∂out (la_attention_backward). */
 typedef la_status (*la_backward_f32_fn)(const la_problem *p, const float *q, const float *k,
                                         const float *v, const float *out, const float *d_out,
                                         float *d_q, float *d_k, float *d_v);
@@ -393,6 +390,11 @@ typedef la_status (*la_backward_f64_fn)(const la_problem *p, const double *q, co
 /* The kernel's FLOP fields and workspace_bytes of *out for a problem la_attention_cost
  * has already checked; call la_attention_cost, which adds the totals. */
 typedef la_status (*la_cost_fn)(const la_problem *p, la_dtype dtype, la_cost *out);
+/* The attention matrix out (B, H, N, M) of q and k (la_attention_weights). */
+typedef la_status (*la_weights_f32_fn)(const la_problem *p, const float *q, const float *k,
+                                       float *out);
+typedef la_status (*la_weights_f64_fn)(const la_problem *p, const double *q, const double *k,
+                                       double *out);
 
 typedef enum {
     LA_CAUSAL_ALLOWED = 0,  /* p->causal 0 or 1 */
@@ -414,9 +416,8 @@ enum {
     LA_PARAM_RELATIVE = 1u << 9,      /* max_distance, rel_k, rel_v, seed */
 };
 
-/* The general masks a kernel honours (la_kernel_info.masks); given one it lacks, it
- * returns LA_EINVAL. Causal masking and key lengths are the causal rule's and every
- * kernel's. */
+/* The general masks a kernel honours (la_kernel_info.masks); given one it lacks: LA_EINVAL.
+ * Causal masking and key lengths are every kernel's. */
 enum {
     LA_MASK_GENERAL = 1u << 0, /* p->mask: any (query, key) pair hidden */
     LA_MASK_KEY = 1u << 1,     /* p->key_mask: keys hidden from every query */
@@ -424,14 +425,13 @@ enum {
 
 /* What a kernel offers beside its forward (la_kernel_info.caps). */
 enum {
-    LA_CAP_LSE = 1u << 0,     /* each row's log-sum-exp beside the output, for its backward */
-    LA_CAP_WEIGHTS = 1u << 1, /* its N×M attention matrix (la_attention_weights) */
-    LA_CAP_STEP = 1u << 2,    /* token by token on a constant state (la_linear_state_create) */
-    LA_CAP_ROTARY = 1u << 3,  /* takes rotary positions: q and k rotated before it runs */
-    LA_CAP_ROTARY_FEATURES = 1u << 4, /* ... rotated inside it instead, on φ(q) and φ(k) in
+    LA_CAP_LSE = 1u << 0,    /* each row's log-sum-exp beside the output, for its backward */
+    LA_CAP_STEP = 1u << 1,   /* runs causal token by token on a state (la_linear_state_create) */
+    LA_CAP_ROTARY = 1u << 2, /* takes rotary positions: q and k rotated before it runs */
+    LA_CAP_ROTARY_FEATURES = 1u << 3, /* ... rotated inside it instead, on φ(q) and φ(k) in
                                          the numerator only (RoFormer's linear form) */
-    LA_CAP_POSITIONS = 1u << 5,       /* encodes positions itself (relative) */
-    LA_CAP_APPROXIMATES = 1u << 6,    /* approximates softmax attention at the same scale:
+    LA_CAP_POSITIONS = 1u << 4,       /* encodes positions itself (relative) */
+    LA_CAP_APPROXIMATES = 1u << 5,    /* approximates softmax attention at the same scale:
                                          measured against it by approx and accuracy */
 };
 
@@ -445,9 +445,8 @@ typedef struct {
     la_kernel kernel;
     const char *name;      /* "softmax_materialized": the one spelling of the kernel */
     const char *summary;   /* one line for help texts */
-    const char *series[2]; /* its name in result files without and with causal masking
-                              ("linear", "linear_causal_chunked"); NULL where the causal
-                              rule forbids that form */
+    const char *series[2]; /* its names in result files, plain and causal ("linear",
+                              "linear_causal_chunked"); NULL where the causal rule forbids */
     la_causal_rule causal;
     unsigned params;      /* LA_PARAM_* bits: the la_problem fields it reads */
     unsigned masks;       /* LA_MASK_* bits: the general masks it honours */
@@ -456,8 +455,7 @@ typedef struct {
     double time_exponent; /* e in time ∝ N^e (self-attention, N = M, fixed d and budget) */
     const char *family;   /* its kind, grouping figures and tables: "softmax" (exact), "linear",
                              "sparse", "low-rank", "random-feature", "score", "position" */
-    int (*reads_strides)(const la_problem *p, la_dtype dtype); /* NULL, or nonzero when its
-                             forward reads p's strides itself (else la_attention* copies) */
+    int (*reads_strides)(const la_problem *, la_dtype); /* nonzero: reads p's strides itself */
     la_forward_f32_fn forward_f32;
     la_forward_f64_fn forward_f64;
     la_forward_f64_fn reference; /* the float64 oracle (la_ref_*) */
@@ -466,6 +464,8 @@ typedef struct {
     la_backward_f64_fn backward_f64;       /* la_softmax_attention_backward_*, lse NULL */
     la_backward_f64_fn reference_backward; /* the float64 oracle of the backward (la_ref_*) */
     la_cost_fn backward_cost;              /* the backward's FLOP fields and workspace */
+    la_weights_f32_fn weights_f32;         /* NULL: no attention matrix. Its N×M */
+    la_weights_f64_fn weights_f64;         /* attention matrix (la_attention_weights) */
 } la_kernel_info;
 
 /* The row of a kernel; NULL outside [0, LA_KERNEL_COUNT). Rows live for the program. */

@@ -55,7 +55,7 @@ double la_range_linear_backward_limit_f32(const la_problem *p, const float *q, c
 double la_range_linear_backward_limit_f64(const la_problem *p, const double *q, const double *k,
                                           const double *v, const double *out, const double *d_out);
 
-/* The backward cost functions of the linear rows (la_cost_fn; linear_backward.c). */
+/* The backward cost functions of the linear rows (la_cost_fn; linear.c). */
 la_status la_linear_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out);
 la_status la_linear_recurrent_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out);
 /* max |x[i]| over n elements, +inf when one is not finite (range.c): the scan above, for

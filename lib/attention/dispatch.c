@@ -156,8 +156,7 @@ static la_status forward_call(forward_kind kind, const la_kernel_info *info, con
         return f32 ? la_softmax_attention_lse_f32(p, q, k, v, out, lse)
                    : la_softmax_attention_lse_f64(p, q, k, v, out, lse);
     case CALL_WEIGHTS:
-        return f32 ? la_attention_weights_f32(info->kernel, p, q, k, out)
-                   : la_attention_weights_f64(info->kernel, p, q, k, out);
+        return f32 ? info->weights_f32(p, q, k, out) : info->weights_f64(p, q, k, out);
     }
     return LA_EINVAL;
 }
@@ -168,6 +167,7 @@ static la_status forward(forward_kind kind, la_kernel kernel, const la_problem *
     const la_kernel_info *info = row_for(kernel, p);
     if (!info || !dtype_ok(dtype)) return LA_EINVAL;
     if (kind == CALL_LSE && (!has_lse(info) || !lse)) return LA_EINVAL;
+    if (kind == CALL_WEIGHTS && !(info->weights_f32 && info->weights_f64)) return LA_EINVAL;
     if (all_contiguous(p) || (kind != CALL_WEIGHTS && reads_strides(info, p, dtype)))
         return forward_call(kind, info, p, dtype, q, k, v, out, lse);
     la_status s = la_problem_check(p);

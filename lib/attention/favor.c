@@ -133,7 +133,7 @@ static la_status favor_layout_for(const la_problem *p, size_t elem, bool recurre
     if (!la_mul_ok(p->batch, p->heads, &heads)) return LA_EOVERFLOW;
     lay->threads = (size_t)la_threads() < heads ? (size_t)la_threads() : heads;
     if (!recurrent) {
-        st = la_linear_workspace_bytes(LA_KERNEL_LINEAR, &lay->inner, elem, &inner_bytes);
+        st = la_linear_workspace_bytes(&lay->inner, false, elem, &inner_bytes);
         if (st != LA_OK) return st;
     }
     lay->inner.feature_map = LA_FEATURE_IDENTITY;

@@ -1,5 +1,5 @@
 /* kernels.h — the attention kernels' own entry points, one per kernel and element type,
- * and their float64 oracles: what the registry rows (registry.c) point at and what the
+ * and their float64 oracles: what the registry rows (in the kernel files) point at and the
  * generic entry points of linattn.h (la_attention, la_attention_backward, ...) dispatch
  * to. Internal: not installed, not exported (the library is built -fvisibility=hidden);
  * the tests and the command may include it (-Ilib) and link build/liblinattn.a.
@@ -64,8 +64,8 @@
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * Finite for any finite input it does not refuse (logits of ±1e4 included).
  * Returns LA_OK, LA_EINVAL, LA_EOVERFLOW, LA_ENOMEM, LA_EBUDGET, LA_ERANGE (above).
- *   implementation lib/attention/softmax.c (softmax_tmpl.h; float32 on AVX-512:
- *   softmax_avx512.c) · reference la_ref_softmax_attention · tests
+ *   implementation lib/attention/softmax.c (on the engine, engine.c; on AVX-512 its
+ *   tiles in engine_avx512.c) · reference la_ref_softmax_attention · tests
  *   tests/attention/test_attention.c, test_softmax.c */
 la_status la_softmax_attention_f32(const la_problem *p, const float *q, const float *k,
                                    const float *v, float *out);
@@ -77,7 +77,7 @@ la_status la_softmax_attention_f64(const la_problem *p, const double *q, const d
  *   scale (natural log; -INFINITY for a query that sees no key).
  * out is bitwise the output of la_softmax_attention_*; the row maximum and sum that kernel
  * keeps give lse. Same statuses; lse NULL is LA_EINVAL. Nothing written on error.
- *   implementation lib/attention/softmax.c (softmax_tmpl.h, softmax_avx512.c) · tests
+ *   implementation lib/attention/softmax.c (engine.c, engine_avx512.c) · tests
  *   tests/attention/test_softmax.c */
 la_status la_softmax_attention_lse_f32(const la_problem *p, const float *q, const float *k,
                                        const float *v, float *out, float *lse);
@@ -103,7 +103,7 @@ la_status la_softmax_attention_lse_f64(const la_problem *p, const double *q, con
  * Returns LA_OK, LA_EINVAL (NULL pointer but lse, bad problem), LA_EOVERFLOW,
  * LA_ENOMEM, LA_EBUDGET (scratch above p->workspace_limit), LA_ERANGE (the range rule
  * above, and the backward's: "backward passes, per kernel" below). Nothing written on error.
- *   implementation lib/attention/softmax_backward.c (softmax_backward_tmpl.h) · reference
+ *   implementation lib/attention/softmax.c · reference
  *   la_ref_softmax_attention_backward · tests tests/attention/test_attention.c */
 la_status la_softmax_attention_backward_f32(const la_problem *p, const float *q, const float *k,
                                             const float *v, const float *out, const float *lse,
@@ -116,7 +116,7 @@ la_status la_softmax_attention_backward_f64(const la_problem *p, const double *q
 /* Softmax attention, materializing: for one head at a time, the N×M score matrix,
  * its row softmax, then P·V. Holds N·M elements; refuses with LA_EBUDGET when
  * N·M·sizeof(element) exceeds p->workspace_limit. Same shapes and statuses as above.
- *   implementation lib/attention/softmax.c (softmax_tmpl.h) · reference
+ *   implementation lib/attention/softmax.c · reference
  *   la_ref_softmax_attention · tests tests/attention/test_attention.c, test_softmax.c */
 la_status la_softmax_attention_materialized_f32(const la_problem *p, const float *q, const float *k,
                                                 const float *v, float *out);
@@ -129,7 +129,7 @@ la_status la_softmax_attention_materialized_f64(const la_problem *p, const doubl
  * Holds N·M elements plus 64 rows of M per thread; LA_EBUDGET when that exceeds
  * p->workspace_limit. out is not read (the row sums come from P). Shapes and statuses as
  * la_softmax_attention_backward_* (without lse).
- *   implementation lib/attention/softmax_backward.c · reference
+ *   implementation lib/attention/softmax.c · reference
  *   la_ref_softmax_attention_backward · tests tests/attention/test_attention.c */
 la_status la_softmax_attention_materialized_backward_f32(const la_problem *p, const float *q,
                                                          const float *k, const float *v,
@@ -142,7 +142,7 @@ la_status la_softmax_attention_materialized_backward_f64(const la_problem *p, co
 
 /* Hard attention: out row i = v row argmax_j (q_i·k_j · scale) over visible j, ties to
  * the lowest j. Same shapes, masks and statuses.
- *   implementation lib/attention/softmax.c (softmax_tmpl.h) · reference
+ *   implementation lib/attention/softmax.c (engine.c) · reference
  *   la_ref_hard_attention · tests tests/attention/test_attention.c, test_softmax.c */
 la_status la_hard_attention_f32(const la_problem *p, const float *q, const float *k, const float *v,
                                 float *out);
@@ -156,7 +156,7 @@ la_status la_hard_attention_f64(const la_problem *p, const double *q, const doub
  * key) is j, summed in order of i. out is not read. Scratch: the forward's blocks per
  * thread and the B·H·N chosen keys. Shapes and statuses as la_softmax_attention_backward_*
  * (without lse).
- *   implementation lib/attention/softmax_backward.c · reference
+ *   implementation lib/attention/softmax.c · reference
  *   la_ref_hard_attention_backward · tests tests/attention/test_attention.c */
 la_status la_hard_attention_backward_f32(const la_problem *p, const float *q, const float *k,
                                          const float *v, const float *out, const float *d_out,
@@ -170,7 +170,7 @@ la_status la_hard_attention_backward_f64(const la_problem *p, const double *q, c
  * per head, then applied to every query. Causal (p->causal): the chunked form, chunks
  * of p->chunk tokens, each the masked intra-chunk product plus the carried state.
  * Key lengths hide keys from both S and z. Same shapes and statuses.
- *   implementation lib/attention/linear.c (linear_tmpl.h, featuremap.c) · reference
+ *   implementation lib/attention/linear.c (linear_engine.c, featuremap.c) · reference
  *   la_ref_linear_attention · tests tests/attention/test_attention.c, test_linear.c */
 la_status la_linear_attention_f32(const la_problem *p, const float *q, const float *k,
                                   const float *v, float *out);
@@ -179,7 +179,7 @@ la_status la_linear_attention_f64(const la_problem *p, const double *q, const do
 
 /* Causal linear attention, recurrent form: S and z updated token by token.
  * Requires p->causal (LA_EINVAL otherwise). Same shapes and statuses.
- *   implementation lib/attention/linear.c (linear_tmpl.h) · reference
+ *   implementation lib/attention/linear.c (linear_engine.c) · reference
  *   la_ref_linear_attention · tests tests/attention/test_attention.c, test_linear.c */
 la_status la_linear_attention_recurrent_f32(const la_problem *p, const float *q, const float *k,
                                             const float *v, float *out);
@@ -240,11 +240,11 @@ la_status la_linear_attention_recurrent_f64(const la_problem *p, const double *q
  *                    AᵀG 2·d_v (av).
  * Not counted: the pass that forms every den first for the range rule, run only when
  * eps does not settle it (a check, like the scans). Exact formulas beside the kernels
- * (linear_backward.c); tests/attention/test_cost.c holds them to the kernels' own counts.
+ * (linear.c); tests/attention/test_cost.c holds them to the kernels' own counts.
  * workspace_bytes: non-causal per head 2 states and dS, per thread one block's operands
  * (independent of N); chunked per head den (N) and one state, per thread one chunk's operands;
  * recurrent den (N per head) and one state per thread. implementation
- * lib/attention/linear_backward.c (linear_backward_tmpl.h) · reference
+ * lib/attention/linear.c · reference
  *   la_ref_linear_attention_backward · cost la_attention_backward_cost · tests
  *   tests/attention/test_linear_backward.c, test_attention.c (gradient mode) */
 la_status la_linear_attention_backward_f32(const la_problem *p, const float *q, const float *k,
@@ -292,7 +292,7 @@ la_status la_linear_attention_recurrent_backward_f64(const la_problem *p, const 
  * (LA_EINVAL otherwise).
  * Returns LA_OK, LA_EINVAL (NULL, bad problem, causal, k > M, a non-finite projection),
  * LA_EOVERFLOW, LA_ENOMEM, LA_EBUDGET, LA_ERANGE. Nothing written on error. No backward.
- *   implementation lib/attention/linformer.c (linformer_tmpl.h) · reference
+ *   implementation lib/attention/linformer.c · reference
  *   la_ref_linformer_attention · tests tests/attention/test_attention.c, test_linformer.c */
 la_status la_linformer_attention_f32(const la_problem *p, const float *q, const float *k,
                                      const float *v, float *out);
@@ -325,7 +325,7 @@ la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, double *e,
  * Returns LA_OK, LA_EINVAL (NULL, a bad problem: window 0 included), LA_EOVERFLOW,
  * LA_ENOMEM, LA_EBUDGET, LA_ERANGE (softmax's rule above). No backward.
  * Causal bottom-right (p->causal_align): query i's window is centered on key i + M − N.
- *   implementation lib/attention/local.c (local_tmpl.h) · reference la_ref_local_attention
+ *   implementation lib/attention/local.c (engine.c) · reference la_ref_local_attention
  *   · tests tests/attention/test_attention.c, test_local.c */
 la_status la_local_attention_f32(const la_problem *p, const float *q, const float *k,
                                  const float *v, float *out);
@@ -375,7 +375,7 @@ la_status la_local_attention_f64(const la_problem *p, const double *q, const dou
  * finite); non-causal, linear attention's state rule on φ(K)ᵀV; causal, m·M·max(|v|, 1)
  * > T/8. Nothing written on error. The step API: la_favor_state_create. No backward or
  * attention matrix (la_attention_weights: LA_EINVAL).
- *   implementation lib/attention/favor.c (favor_tmpl.h; linear.c on the features) ·
+ *   implementation lib/attention/favor.c (linear_engine.c's scans on the features) ·
  *   reference la_ref_favor_attention · tests tests/attention/test_favor.c,
  *   test_attention.c */
 la_status la_favor_attention_f32(const la_problem *p, const float *q, const float *k,
@@ -396,7 +396,7 @@ la_status la_favor_attention_f64(const la_problem *p, const double *q, const dou
  * la_attention_cost): as la_favor_attention_*'s but per thread S, z and one key's ψ',
  * m·(d_v + 2). Returns as la_favor_attention_* causal. Nothing written on error. No
  * backward, step API or attention matrix (LA_EINVAL).
- *   implementation lib/attention/favor.c (favor_tmpl.h; linear.c's per-token step) ·
+ *   implementation lib/attention/favor.c (linear_engine.c's per-token step) ·
  *   reference la_ref_favor_attention · tests tests/attention/test_favor.c,
  *   test_attention.c */
 la_status la_favor_attention_recurrent_f32(const la_problem *p, const float *q, const float *k,
@@ -461,7 +461,7 @@ la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *w);
  * weight; additive: score_w given without score_v or the reverse), LA_EOVERFLOW,
  * LA_ENOMEM, LA_EBUDGET, LA_ERANGE. Nothing written on error. No backward or attention
  * matrix (la_attention_weights: LA_EINVAL).
- *   implementation lib/attention/scores.c (scores_tmpl.h) · references
+ *   implementation lib/attention/scores.c (engine.c) · references
  *   la_ref_general_attention, la_ref_additive_attention, la_ref_cosine_attention · tests
  *   tests/attention/test_scores.c, test_attention.c */
 la_status la_general_attention_f32(const la_problem *p, const float *q, const float *k,
@@ -509,7 +509,7 @@ la_status la_score_weights(la_kernel kernel, size_t d_k, size_t d_a, uint64_t se
  * one table only; a given table not finite; a float32 scale beyond float), LA_EOVERFLOW,
  * LA_ENOMEM, LA_EBUDGET, LA_ERANGE. Nothing written on error. No backward or attention
  * matrix.
- *   implementation lib/attention/relative.c (relative_tmpl.h) · reference
+ *   implementation lib/attention/relative.c (engine.c) · reference
  *   la_ref_relative_attention · tests tests/attention/test_positions.c, test_attention.c */
 la_status la_relative_attention_f32(const la_problem *p, const float *q, const float *k,
                                     const float *v, float *out);
@@ -540,7 +540,7 @@ la_status la_relative_embeddings(size_t max_distance, size_t d_k, size_t d_v, ui
  * typically B·H (q or k of every head) or B (a (B, N, D) input).
  * Returns LA_OK, LA_EINVAL (NULL x, a size 0, d odd), LA_EOVERFLOW (rows·n·d doubles
  * beyond size_t, first_pos + n beyond SIZE_MAX); x untouched on error.
- *   implementation lib/attention/rotary.c (rotary_tmpl.h) · tests
+ *   implementation lib/attention/rotary.c · tests
  *   tests/attention/test_positions.c */
 la_status la_rotary_apply_f32(size_t rows, size_t n, size_t d, size_t first_pos, float *x);
 la_status la_rotary_apply_f64(size_t rows, size_t n, size_t d, size_t first_pos, double *x);
@@ -564,7 +564,7 @@ la_status la_rotary_apply_f64(size_t rows, size_t n, size_t d, size_t first_pos,
  * arguments); no backward.
  * Returns LA_OK, LA_EINVAL (a bad problem, NULL, d_k odd), LA_EOVERFLOW (the last
  * position beyond SIZE_MAX), LA_EBUDGET, LA_ENOMEM, LA_ERANGE; nothing written on error.
- *   implementation lib/attention/rotary.c (rotary_tmpl.h) · reference
+ *   implementation lib/attention/rotary.c · reference
  *   la_ref_linear_attention_rotary · tests tests/attention/test_positions.c */
 la_status la_linear_attention_rotary_f32(const la_problem *p, size_t q_first_pos,
                                          size_t k_first_pos, const float *q, const float *k,
@@ -573,33 +573,40 @@ la_status la_linear_attention_rotary_f64(const la_problem *p, size_t q_first_pos
                                          size_t k_first_pos, const double *q, const double *k,
                                          const double *v, double *out);
 
-/* The attention matrix: the normalized weights A with out = A·V, for inspection.
+/* The attention matrix: the normalized weights A with out = A·V, for inspection, one
+ * pair per normalization; the registry rows of the kernels that have one point at it
+ * (la_kernel_info.weights_f32, _f64), and la_attention_weights calls the row's, after
+ * checking the kernel's causal rule.
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), out: (B,H,N,M) row-major (v is not needed).
- *   softmax, softmax_materialized: A_ij = exp(s_ij − max) / Σ_j' exp(s_ij' − max) with
- *     s = q·k · scale, over the keys query i sees (the matrix P the materializing kernel
- *     forms; the fused kernel never holds it);
- *   local: as softmax, over the keys query i sees within its window;
- *   hard: one-hot rows, 1 at the kernel's argmax (ties to the lowest j);
- *   linear, linear_recurrent: A_ij = φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps), z_i = Σ φ(k_j)
- *     over the keys query i sees (all visible keys, or j <= i when p->causal).
- *   linformer, favor, favor_recurrent, general, additive, cosine, relative: none
- *     (LA_EINVAL).
+ *   la_softmax_weights (rows softmax, softmax_materialized): A_ij = exp(s_ij − max) /
+ *     Σ_j' exp(s_ij' − max) with s = q·k · scale, over the keys query i sees (the matrix
+ *     P the materializing kernel forms; the fused kernel never holds it);
+ *   la_local_weights (local): as softmax, over the keys query i sees within its window;
+ *   la_hard_weights (hard): one-hot rows, 1 at the kernel's argmax (ties to the lowest j);
+ *   la_linear_weights (linear, linear_recurrent): A_ij = φ(q_i)·φ(k_j) / (φ(q_i)·z_i +
+ *     eps), z_i = Σ φ(k_j) over the keys query i sees (all visible keys, or j <= i when
+ *     p->causal); the key mask only (a general mask: LA_EINVAL).
  * Hidden entries are exactly 0; a query that sees no key (or, in linear attention, has a
  * zero denominator) gets a zero row, so rows sum to 1 (linear: to 1 − eps/den) or 0.
  * A·V equals the kernel's output up to rounding. The caller's out holds B·H·N·M
  * elements (it is not held against p->workspace_limit: the caller sized it); the scratch
  * is linear attention's φ(K) per thread, which is. Range (LA_ERANGE, nothing written):
- * with a = max|q|, b = max|k|, softmax and hard refuse d_k·a·b·max(|scale|, 1) > T/8,
- * linear d_k·M·(a + 1)·(b + 1) > T/8. Returns LA_OK, LA_EINVAL (kernel outside the
- * registry or without a matrix here, a problem its causal rule refuses, NULL), LA_EOVERFLOW
- * (B·H·N·M elements beyond size_t), LA_EBUDGET, LA_ENOMEM, LA_ERANGE; out untouched on error.
+ * with a = max|q|, b = max|k|, softmax, local and hard refuse d_k·a·b·max(|scale|, 1) >
+ * T/8, linear d_k·M·(a + 1)·(b + 1) > T/8. Returns LA_OK, LA_EINVAL (a bad problem,
+ * NULL), LA_EOVERFLOW (B·H·N·M elements beyond size_t), LA_EBUDGET, LA_ENOMEM, LA_ERANGE;
+ * out untouched on error.
  *   implementation lib/attention/weights_matrix.c (weights_matrix_tmpl.h) · tests
  *   tests/attention/test_attention_weights.c (float64 plain loops, A·V against every
  *   kernel) */
-la_status la_attention_weights_f32(la_kernel kernel, const la_problem *p, const float *q,
-                                   const float *k, float *out);
-la_status la_attention_weights_f64(la_kernel kernel, const la_problem *p, const double *q,
-                                   const double *k, double *out);
+la_status la_softmax_weights_f32(const la_problem *p, const float *q, const float *k, float *out);
+la_status la_softmax_weights_f64(const la_problem *p, const double *q, const double *k,
+                                 double *out);
+la_status la_local_weights_f32(const la_problem *p, const float *q, const float *k, float *out);
+la_status la_local_weights_f64(const la_problem *p, const double *q, const double *k, double *out);
+la_status la_hard_weights_f32(const la_problem *p, const float *q, const float *k, float *out);
+la_status la_hard_weights_f64(const la_problem *p, const double *q, const double *k, double *out);
+la_status la_linear_weights_f32(const la_problem *p, const float *q, const float *k, float *out);
+la_status la_linear_weights_f64(const la_problem *p, const double *q, const double *k, double *out);
 
 /* ---------------------------------------------------------------- step API, per dtype and family
  */
@@ -638,7 +645,7 @@ la_status la_linear_step_f64(la_linear_state *st, const double *q_t, const doubl
  * m·max(s + c, z + 1) passes T/8, or when a projection or ‖s·k‖² is not finite. Restore
  * also needs the same m and seed. Returns LA_OK, LA_EINVAL (NULL out, bad dtype, a zero
  * size or feature count, bad eps), LA_EOVERFLOW, LA_ENOMEM; *out untouched on error.
- *   implementation lib/attention/state.c, favor.c (favor_tmpl.h) · tests
+ *   implementation lib/attention/state.c, favor.c · tests
  *   tests/attention/test_favor.c */
 la_status la_favor_state_create(la_linear_state **out, la_dtype dtype, size_t heads, size_t d_k,
                                 size_t d_v, size_t features, uint64_t seed, double eps);
@@ -810,7 +817,7 @@ la_status la_ref_linear_attention_rotary(const la_problem *p, size_t q_first_pos
  *                                   or N·e > T/8
  *   hard:                           N·e > T/8
  * (bounds on dP − D, on d_k's and d_q's sums and on d_v's sums of at most N rows of d_out:
- * lib/attention/softmax_backward.c), so float32 never returns inf or NaN from finite inputs.
+ * lib/attention/softmax.c), so float32 never returns inf or NaN from finite inputs.
  * Accuracy: the fused backward takes D_i = d_out_i·out_i from the forward's output, as
  * FlashAttention-2 does; in float32 at logits of ±1e3 whose keys share a large common part
  * (what makes logits large while their differences stay small), d_q's component along that

@@ -1265,10 +1265,10 @@ static void recurrent_head_flops(const la_problem *p, size_t m, la_cost *f)
 }
 
 /* Workspace: the layout the scans allocate (la_linear_workspace_bytes). */
-static la_status layout_bytes(la_kernel kernel, const la_problem *p, la_dtype dtype, la_cost *out)
+static la_status layout_bytes(const la_problem *p, bool recurrent, la_dtype dtype, la_cost *out)
 {
     size_t bytes = 0;
-    la_status st = la_linear_workspace_bytes(kernel, p, la_dtype_size(dtype), &bytes);
+    la_status st = la_linear_workspace_bytes(p, recurrent, la_dtype_size(dtype), &bytes);
     if (st != LA_OK) return st;
     out->workspace_bytes = (double)bytes;
     return LA_OK;
@@ -1292,7 +1292,7 @@ la_status la_linear_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     out->bytes_min = (double)p->batch * (double)p->heads * 2 *
                      ((double)p->d_k * (double)p->d_v + (double)p->d_k) *
                      (double)la_dtype_size(dtype);
-    return layout_bytes(LA_KERNEL_LINEAR, p, dtype, out);
+    return layout_bytes(p, false, dtype, out);
 }
 
 la_status la_linear_recurrent_cost(const la_problem *p, la_dtype dtype, la_cost *out)
@@ -1302,7 +1302,7 @@ la_status la_linear_recurrent_cost(const la_problem *p, la_dtype dtype, la_cost 
     out->bytes_min = (double)p->batch * (double)p->heads * 2 *
                      ((double)p->d_k * (double)p->d_v + (double)p->d_k) *
                      (double)la_dtype_size(dtype);
-    return layout_bytes(LA_KERNEL_LINEAR_RECURRENT, p, dtype, out);
+    return layout_bytes(p, true, dtype, out);
 }
 
 /* ---------------------------------------------------------------- the backward's cost */
@@ -1423,7 +1423,7 @@ const la_kernel_info la_row_linear = {
     .causal = LA_CAUSAL_ALLOWED,
     .params = LA_PARAM_FEATURE_MAP | LA_PARAM_EPS | LA_PARAM_CHUNK,
     .masks = LA_MASK_KEY,
-    .caps = LA_CAP_WEIGHTS | LA_CAP_STEP | LA_CAP_ROTARY_FEATURES | LA_CAP_APPROXIMATES,
+    .caps = LA_CAP_STEP | LA_CAP_ROTARY_FEATURES | LA_CAP_APPROXIMATES,
     .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
     .time_exponent = 1,
     .family = "linear",
@@ -1435,6 +1435,8 @@ const la_kernel_info la_row_linear = {
     .backward_f64 = la_linear_attention_backward_f64,
     .reference_backward = la_ref_linear_attention_backward,
     .backward_cost = la_linear_backward_cost,
+    .weights_f32 = la_linear_weights_f32,
+    .weights_f64 = la_linear_weights_f64,
 };
 
 const la_kernel_info la_row_linear_recurrent = {
@@ -1445,7 +1447,7 @@ const la_kernel_info la_row_linear_recurrent = {
     .causal = LA_CAUSAL_REQUIRED,
     .params = LA_PARAM_FEATURE_MAP | LA_PARAM_EPS,
     .masks = LA_MASK_KEY,
-    .caps = LA_CAP_WEIGHTS | LA_CAP_STEP | LA_CAP_ROTARY_FEATURES | LA_CAP_APPROXIMATES,
+    .caps = LA_CAP_STEP | LA_CAP_ROTARY_FEATURES | LA_CAP_APPROXIMATES,
     .sweep = LA_SWEEP_CAUSAL,
     .time_exponent = 1,
     .family = "linear",
@@ -1457,5 +1459,7 @@ const la_kernel_info la_row_linear_recurrent = {
     .backward_f64 = la_linear_attention_recurrent_backward_f64,
     .reference_backward = la_ref_linear_attention_backward,
     .backward_cost = la_linear_recurrent_backward_cost,
+    .weights_f32 = la_linear_weights_f32,
+    .weights_f64 = la_linear_weights_f64,
 };
 #endif

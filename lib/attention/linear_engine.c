@@ -54,8 +54,9 @@ typedef struct {
     size_t threads, shared, per_thread, total;
 } linear_layout;
 
-/* The one description of what each kernel allocates (the kernels carve their buffers
- * out of it, la_linear_workspace_bytes reports it):
+/* The one description of what each scan allocates (the scans carve their buffers out of
+ * it, la_linear_workspace_bytes reports it): recurrent, or non-causal or chunked per
+ * p->causal,
  *   non-causal: S and z of every head, heads·d_k·(d_v + 1); per thread a φ block of
  *     max(key block, query block) rows, a partial z and a partial [S z] of one key
  *     piece, rows·d_k + d_k + d_k·(d_v + 1) (the partial is held even when every head
@@ -66,7 +67,7 @@ typedef struct {
  *   recurrent: per thread S, z, φ(q_t), φ(k_t): d_k·(d_v + 3).
  * Tasks: non-causal max(heads·key pieces, heads·query blocks), chunked heads·chunks,
  * recurrent heads. */
-static la_status linear_layout_for(const la_problem *p, la_kernel kernel, size_t threads_max,
+static la_status linear_layout_for(const la_problem *p, bool recurrent, size_t threads_max,
                                    linear_layout *lay)
 {
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
@@ -76,7 +77,7 @@ static la_status linear_layout_for(const la_problem *p, la_kernel kernel, size_t
     tasks = heads;
     /* one head's [S z]: d_k·(d_v + 1) */
     if (!add_ok(dv, 1, &a) || !la_mul_ok(dk, a, &state)) return LA_EOVERFLOW;
-    if (kernel == LA_KERNEL_LINEAR && !p->causal) {
+    if (!recurrent && !p->causal) {
         const size_t kb = M < LA_LINEAR_KEY_BLOCK ? M : LA_LINEAR_KEY_BLOCK;
         const size_t qb = N < LA_LINEAR_QUERY_BLOCK ? N : LA_LINEAR_QUERY_BLOCK;
         const size_t rows = kb > qb ? kb : qb;
@@ -87,7 +88,7 @@ static la_status linear_layout_for(const la_problem *p, la_kernel kernel, size_t
             !la_mul_ok(b, dk, &b) || !add_ok(b, state, &lay->per_thread))
             return LA_EOVERFLOW;
         if (key_tasks > tasks) tasks = key_tasks;
-    } else if (kernel == LA_KERNEL_LINEAR) {
+    } else if (!recurrent) {
         /* per thread: φ(Q_c), A, φ(K_c) and φKᵀ, C(3·d_k + C); S_c z_c and ΔS_c Δz_c,
          * 2·d_k(d_v + 1) */
         const size_t C = p->chunk < N ? p->chunk : N;
@@ -107,16 +108,15 @@ static la_status linear_layout_for(const la_problem *p, la_kernel kernel, size_t
 }
 
 #if REAL_IS_F32
-la_status la_linear_workspace_bytes(la_kernel kernel, const la_problem *p, size_t element_size,
+la_status la_linear_workspace_bytes(const la_problem *p, bool recurrent, size_t element_size,
                                     size_t *bytes)
 {
-    if (!bytes || (kernel != LA_KERNEL_LINEAR && kernel != LA_KERNEL_LINEAR_RECURRENT))
-        return LA_EINVAL;
+    if (!bytes) return LA_EINVAL;
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
-    if (kernel == LA_KERNEL_LINEAR_RECURRENT && !p->causal) return LA_EINVAL;
+    if (recurrent && !p->causal) return LA_EINVAL;
     linear_layout lay;
-    st = linear_layout_for(p, kernel, (size_t)la_threads(), &lay);
+    st = linear_layout_for(p, recurrent, (size_t)la_threads(), &lay);
     if (st != LA_OK) return st;
     if (!la_mul_ok(lay.total, element_size, bytes)) return LA_EOVERFLOW;
     return LA_OK;
@@ -277,10 +277,10 @@ void la_linear_read_query_f64(const double *restrict S, const double *restrict z
 }
 
 /* The scratch layout of one call (linear_layout_for), allocated: one block of REAL. */
-static la_status workspace_alloc(const la_problem *p, la_kernel kernel, linear_layout *lay,
+static la_status workspace_alloc(const la_problem *p, bool recurrent, linear_layout *lay,
                                  REAL **work)
 {
-    la_status st = linear_layout_for(p, kernel, (size_t)la_threads(), lay);
+    la_status st = linear_layout_for(p, recurrent, (size_t)la_threads(), lay);
     if (st != LA_OK) return st;
     return FN(la_linear_scratch)(p, lay->total, work);
 }
@@ -469,7 +469,7 @@ static la_status linear_noncausal(const la_problem *p, const REAL *q, const REAL
     const size_t key_tasks = heads * pieces;
     linear_layout lay;
     REAL *work = NULL;
-    la_status st = workspace_alloc(p, LA_KERNEL_LINEAR, &lay, &work);
+    la_status st = workspace_alloc(p, false, &lay, &work);
     if (st != LA_OK) return st;
     const size_t threads = lay.threads, per_thread = lay.per_thread, shared = lay.shared;
     REAL *states = work, *scratch = work + shared;
@@ -835,7 +835,7 @@ static la_status linear_chunked(const la_problem *p, const REAL *q, const REAL *
     const size_t C = p->chunk < N ? p->chunk : N, n_chunks = (N + C - 1) / C;
     linear_layout lay;
     REAL *work = NULL;
-    la_status st = workspace_alloc(p, LA_KERNEL_LINEAR, &lay, &work);
+    la_status st = workspace_alloc(p, false, &lay, &work);
     if (st != LA_OK) return st;
     const size_t threads = lay.threads, per_thread = lay.per_thread;
     const chunk_job job = {p,
@@ -931,7 +931,7 @@ la_status la_linear_scan_recurrent_f64(const la_problem *p, const double *q, con
     const size_t heads = p->batch * p->heads;
     linear_layout lay;
     REAL *work = NULL;
-    la_status st = workspace_alloc(p, LA_KERNEL_LINEAR_RECURRENT, &lay, &work);
+    la_status st = workspace_alloc(p, true, &lay, &work);
     if (st != LA_OK) return st;
     const size_t threads = lay.threads, per_thread = lay.per_thread;
     const REAL eps = (REAL)p->eps;

@@ -73,11 +73,13 @@ la_status la_favor_step_f32(la_linear_state *st, const float *q_t, const float *
 la_status la_favor_step_f64(la_linear_state *st, const double *q_t, const double *k_t,
                             const double *v_t, double *y_t);
 
-/* Bytes of scratch the linear kernel `kernel` (LA_KERNEL_LINEAR, non-causal or chunked
- * causal per p->causal, or LA_KERNEL_LINEAR_RECURRENT) allocates for p with elements of
- * element_size bytes at the current thread count: exactly what the kernel holds and
- * checks against p->workspace_limit. Returns LA_OK, LA_EINVAL, LA_EOVERFLOW. */
-la_status la_linear_workspace_bytes(la_kernel kernel, const la_problem *p, size_t element_size,
+/* Bytes of scratch the engine's scans allocate for p with elements of element_size bytes
+ * at the current thread count: la_linear_scan_* (non-causal, or chunked causal per
+ * p->causal) or, recurrent, la_linear_scan_recurrent_* (p->causal required); exactly what
+ * the scan holds and checks against p->workspace_limit. The kernels on the engine (linear,
+ * linear_recurrent, FAVOR+, Taylor) report it in their cost. Returns LA_OK, LA_EINVAL,
+ * LA_EOVERFLOW. */
+la_status la_linear_workspace_bytes(const la_problem *p, bool recurrent, size_t element_size,
                                     size_t *bytes);
 
 /* The engine's scans (linear_engine.c), on p->feature_map: non-causal, or causal in chunks

@@ -217,7 +217,7 @@ const la_kernel_info la_row_local = {
     .causal = LA_CAUSAL_ALLOWED,
     .params = LA_PARAM_SCALE | LA_PARAM_WINDOW,
     .masks = LA_MASK_GENERAL | LA_MASK_KEY,
-    .caps = LA_CAP_WEIGHTS | LA_CAP_ROTARY | LA_CAP_APPROXIMATES,
+    .caps = LA_CAP_ROTARY | LA_CAP_APPROXIMATES,
     .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
     .time_exponent = 1,
     .family = "sparse",
@@ -226,5 +226,7 @@ const la_kernel_info la_row_local = {
     .reference = la_ref_local_attention,
     .cost = la_local_cost,
     /* no backward */
+    .weights_f32 = la_local_weights_f32,
+    .weights_f64 = la_local_weights_f64,
 };
 #endif

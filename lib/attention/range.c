@@ -11,12 +11,11 @@
  *     form s − max (twice a score) times log2 e (engine_avx512.c); the accumulator
  *     Σ_j exp(s_j − m) v_j ≤ M·c. Both kept under REAL_MAX / 8, and |scale| too (the
  *     AVX-512 kernel multiplies by scale · log2 e).
- *   linear, causal (chunked and recurrent; the non-causal kernel checks its state
- *     instead, linear_tmpl.h): every entry of S, z, φ(Q)S, φ(Q)z and of the chunks' A and
- *     A·V is at most
- *     d_k·M·(a + 1)·(b + 1)·max(c, 1), kept under REAL_MAX / 8.
- * Non-finite inputs are not this check's business (they give non-finite outputs, as in
- * float64): the check then passes. */
+ *   linear, causal (chunked and recurrent; the non-causal scan checks its states
+ *     instead, states_in_range in linear_engine.c): every entry of S, z, φ(Q)S, φ(Q)z and of the
+ * chunks' A and A·V is at most d_k·M·(a + 1)·(b + 1)·max(c, 1), kept under REAL_MAX / 8. Non-finite
+ * inputs are not this check's business (they give non-finite outputs, as in float64): the check
+ * then passes. */
 #include "attention/attention_internal.h"
 
 #include <float.h>
@@ -41,7 +40,7 @@ static bool fits(la_range_kind kind, const la_problem *p, double a, double b, do
     return kind == LA_RANGE_HARD || M * (long double)c <= limit;
 }
 
-/* The linear backward passes (linear_backward_tmpl.h), with also d = max|d_out| and
+/* The linear backward passes (linear.c), with also d = max|d_out| and
  * w = max|out|, and r >= 1 a bound on 1/den over the queries whose den is not 0: every
  * value they form (g = dO/den, c = −(dO·y)/den, dφ(q), B = g·v + c, dS, dz, dφ(k), d_v and
  * every partial sum of them, besides the forward's S, z, A above) is at most r·K with

@@ -1220,7 +1220,7 @@ const la_kernel_info la_row_softmax = {
     .causal = LA_CAUSAL_ALLOWED,
     .params = LA_PARAM_SCALE,
     .masks = LA_MASK_GENERAL | LA_MASK_KEY,
-    .caps = LA_CAP_LSE | LA_CAP_WEIGHTS | LA_CAP_ROTARY,
+    .caps = LA_CAP_LSE | LA_CAP_ROTARY,
     .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
     .time_exponent = 2,
     .family = "softmax",
@@ -1233,6 +1233,8 @@ const la_kernel_info la_row_softmax = {
     .backward_f64 = la_softmax_row_backward_f64,
     .reference_backward = la_ref_softmax_attention_backward,
     .backward_cost = la_softmax_backward_cost,
+    .weights_f32 = la_softmax_weights_f32,
+    .weights_f64 = la_softmax_weights_f64,
 };
 
 const la_kernel_info la_row_softmax_materialized = {
@@ -1243,7 +1245,7 @@ const la_kernel_info la_row_softmax_materialized = {
     .causal = LA_CAUSAL_ALLOWED,
     .params = LA_PARAM_SCALE,
     .masks = LA_MASK_GENERAL | LA_MASK_KEY,
-    .caps = LA_CAP_WEIGHTS | LA_CAP_ROTARY,
+    .caps = LA_CAP_ROTARY,
     .sweep = LA_SWEEP_PLAIN,
     .time_exponent = 2,
     .family = "softmax",
@@ -1255,6 +1257,8 @@ const la_kernel_info la_row_softmax_materialized = {
     .backward_f64 = la_softmax_attention_materialized_backward_f64,
     .reference_backward = la_ref_softmax_attention_backward,
     .backward_cost = la_softmax_materialized_backward_cost,
+    .weights_f32 = la_softmax_weights_f32,
+    .weights_f64 = la_softmax_weights_f64,
 };
 
 const la_kernel_info la_row_hard = {
@@ -1265,7 +1269,7 @@ const la_kernel_info la_row_hard = {
     .causal = LA_CAUSAL_ALLOWED,
     .params = LA_PARAM_SCALE,
     .masks = LA_MASK_GENERAL | LA_MASK_KEY,
-    .caps = LA_CAP_WEIGHTS | LA_CAP_ROTARY | LA_CAP_APPROXIMATES,
+    .caps = LA_CAP_ROTARY | LA_CAP_APPROXIMATES,
     .sweep = LA_SWEEP_PLAIN,
     .time_exponent = 2,
     .family = "softmax",
@@ -1277,5 +1281,7 @@ const la_kernel_info la_row_hard = {
     .backward_f64 = la_hard_attention_backward_f64,
     .reference_backward = la_ref_hard_attention_backward,
     .backward_cost = la_hard_backward_cost,
+    .weights_f32 = la_hard_weights_f32,
+    .weights_f64 = la_hard_weights_f64,
 };
 #endif

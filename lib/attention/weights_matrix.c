@@ -27,30 +27,9 @@
 
 enum { ROWS = 64 }; /* queries per task */
 
-/* Which normalization a kernel's weights follow. */
+/* Which normalization the weights follow: one public pair per kind (below), which the
+ * registry rows point at (la_kernel_info.weights_f32, _f64). */
 typedef enum { WEIGHTS_SOFTMAX, WEIGHTS_HARD, WEIGHTS_LINEAR, WEIGHTS_LOCAL } weights_kind;
-
-static bool weights_kind_of(la_kernel kernel, weights_kind *kind)
-{
-    switch (kernel) {
-    case LA_KERNEL_SOFTMAX:
-    case LA_KERNEL_SOFTMAX_MATERIALIZED: *kind = WEIGHTS_SOFTMAX; return true;
-    case LA_KERNEL_HARD: *kind = WEIGHTS_HARD; return true;
-    case LA_KERNEL_LINEAR:
-    case LA_KERNEL_LINEAR_RECURRENT: *kind = WEIGHTS_LINEAR; return true;
-    case LA_KERNEL_LINFORMER: break; /* none: its matrix would be P·F, (N, k)·(k, M) */
-    case LA_KERNEL_LOCAL: *kind = WEIGHTS_LOCAL; return true;
-    case LA_KERNEL_FAVOR: /* none: its weights need its features */
-    case LA_KERNEL_FAVOR_RECURRENT: break;
-    case LA_KERNEL_GENERAL: /* none: the score functions have no weights matrix function */
-    case LA_KERNEL_ADDITIVE:
-    case LA_KERNEL_COSINE: break;
-    case LA_KERNEL_RELATIVE: break; /* none: its weights need the a^K table */
-    case LA_KERNEL_TAYLOR: break;   /* none: its weights are 1 + s + s²/2 over their sum */
-    case LA_KERNEL_COUNT: break;
-    }
-    return false;
-}
 
 /* The keys [*first, *end) query i of batch entry b sees: [0, la_visible_keys), and for
  * local attention only those within its window, max(0, i − r) <= j <= i + r (i the
@@ -91,14 +70,42 @@ static bool weights_fit(weights_kind kind, const la_problem *p, double a, double
 #include "core/real_undef.h"
 /* clang-format on */
 
-la_status la_attention_weights_f32(la_kernel kernel, const la_problem *p, const float *q,
-                                   const float *k, float *out)
+la_status la_softmax_weights_f32(const la_problem *p, const float *q, const float *k, float *out)
 {
-    return attention_weights_f32(kernel, p, q, k, out);
+    return attention_weights_f32(WEIGHTS_SOFTMAX, p, q, k, out);
 }
 
-la_status la_attention_weights_f64(la_kernel kernel, const la_problem *p, const double *q,
-                                   const double *k, double *out)
+la_status la_softmax_weights_f64(const la_problem *p, const double *q, const double *k, double *out)
 {
-    return attention_weights_f64(kernel, p, q, k, out);
+    return attention_weights_f64(WEIGHTS_SOFTMAX, p, q, k, out);
+}
+
+la_status la_hard_weights_f32(const la_problem *p, const float *q, const float *k, float *out)
+{
+    return attention_weights_f32(WEIGHTS_HARD, p, q, k, out);
+}
+
+la_status la_hard_weights_f64(const la_problem *p, const double *q, const double *k, double *out)
+{
+    return attention_weights_f64(WEIGHTS_HARD, p, q, k, out);
+}
+
+la_status la_linear_weights_f32(const la_problem *p, const float *q, const float *k, float *out)
+{
+    return attention_weights_f32(WEIGHTS_LINEAR, p, q, k, out);
+}
+
+la_status la_linear_weights_f64(const la_problem *p, const double *q, const double *k, double *out)
+{
+    return attention_weights_f64(WEIGHTS_LINEAR, p, q, k, out);
+}
+
+la_status la_local_weights_f32(const la_problem *p, const float *q, const float *k, float *out)
+{
+    return attention_weights_f32(WEIGHTS_LOCAL, p, q, k, out);
+}
+
+la_status la_local_weights_f64(const la_problem *p, const double *q, const double *k, double *out)
+{
+    return attention_weights_f64(WEIGHTS_LOCAL, p, q, k, out);
 }

@@ -93,17 +93,15 @@ static void FN(weights_block)(weights_kind kind, const la_problem *p, size_t hd,
     }
 }
 
-/* The attention matrix (contract in linattn.h):
+/* The attention matrix of one normalization (contract in kernels.h; the kernel's causal
+ * rule is la_attention_weights's to check):
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), out: (B,H,N,M), row-major. */
-static la_status FN(attention_weights)(la_kernel kernel, const la_problem *p, const REAL *q,
+static la_status FN(attention_weights)(weights_kind kind, const la_problem *p, const REAL *q,
                                        const REAL *k, REAL *out)
 {
-    weights_kind kind;
-    const la_kernel_info *info = la_kernel_get(kernel);
-    if (!info || !weights_kind_of(kernel, &kind)) return LA_EINVAL;
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
-    if (!la_causal_allowed(info, p->causal) || !q || !k || !out) return LA_EINVAL;
+    if (!q || !k || !out) return LA_EINVAL;
     /* general masks: softmax, hard and local both, linear the key mask (linattn.h) */
     if (kind == WEIGHTS_LINEAR && p->mask) return LA_EINVAL;
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, heads = p->batch * p->heads;

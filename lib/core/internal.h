@@ -57,18 +57,20 @@ void la_transpose_f32(size_t rows, size_t cols, const float *src, size_t lds, fl
 void la_transpose_f64(size_t rows, size_t cols, const double *src, size_t lds, double *dst,
                       size_t ldd);
 
-/* Block sizes of the fused softmax and hard kernels (softmax.c), which the cost model
- * (cost.c) needs for their workspace: one place, so the two cannot drift apart. Fixed,
- * so the rounding never depends on the machine or the thread count. */
+/* Block sizes of the softmax family's portable tiles (softmax.c, local.c, scores.c,
+ * relative.c), which their cost functions need for the workspace: one place, so the two
+ * cannot drift apart. Fixed, so the rounding never depends on the machine or the thread
+ * count. */
 enum {
     LA_SOFTMAX_Q_BLOCK = 64,  /* queries per task */
     LA_SOFTMAX_K_BLOCK = 256, /* keys per score block */
 };
 
-/* The float32 fused softmax kernel for AVX-512 (softmax_avx512.c): tasks of
- * LA_FUSED_SIMD_Q_BLOCK queries (in the vector lanes), key blocks of
- * LA_FUSED_SIMD_K_BLOCK. softmax_tmpl.h runs it in place of the BLIS-based block when
- * la_fused_simd_usable(p); cost.c models its scratch with la_fused_simd_scratch_bytes. */
+/* The fused softmax kernel's AVX-512 tiles (lib/attention/engine_avx512.c, the tile sets
+ * la_engine_avx512_* of engine.h), float32: tasks of LA_FUSED_SIMD_Q_BLOCK queries (in the
+ * vector lanes), key blocks of LA_FUSED_SIMD_K_BLOCK. softmax.c runs them in place of the
+ * portable (BLIS-based) tiles when la_fused_simd_usable(p), and la_softmax_cost models
+ * their scratch with la_fused_simd_scratch_bytes. */
 enum { LA_FUSED_SIMD_Q_BLOCK = 32, LA_FUSED_SIMD_K_BLOCK = 128 };
 bool la_fused_simd_usable(const la_problem *p);
 /* Tests: off forces every kernel onto its portable (BLIS-based) path; on
@@ -78,33 +80,24 @@ void la_avx512_enable(bool on);
  * taken where the file system has no O_TMPFILE); off restores O_TMPFILE. */
 void la_outfile_named_only(bool on);
 size_t la_fused_simd_scratch_bytes(const la_problem *p); /* per thread */
-/* One task: query rows i0 .. i0+rows-1 (rows <= LA_FUSED_SIMD_Q_BLOCK) of one head,
- *   qh: (N, d_k), kh: (M, d_k), vh: (M, d_v), oh: (N, d_v) row-major; lse: NULL or (rows),
- *   the rows' log-sum-exps (la_softmax_attention_lse_f32); kv_bits: NULL, or two
- *   maxima that take max|k| and max|v| over all M keys of the head, as the bits of the
- *   magnitudes (sign cleared; a non-finite one above every finite one). Tasks of at most
- *   LA_FUSED_SIMD_NARROW_ROWS queries (decoding) take them on the loads the kernel makes
- *   anyway, so a call of such tasks reads K and V once instead of twice. */
+/* Float32 tasks of at most LA_FUSED_SIMD_NARROW_ROWS queries (decoding) take the narrow
+ * tiles, one query at a time with the keys in the lanes, which also take max|k| and max|v|
+ * on the loads they make anyway (la_engine_task.kv_bits): such a call reads K and V once
+ * instead of twice and checks the range after the fact (on the staged output, below). */
 enum { LA_FUSED_SIMD_NARROW_ROWS = 4 };
-void la_fused_simd_block(const la_problem *p, size_t b, const float *qh, const float *kh,
-                         const float *vh, float *oh, size_t i0, size_t rows, float *scratch,
-                         float *lse, uint32_t *kv_bits);
 /* Bytes of the output staged by a fused float32 call of N <= LA_FUSED_SIMD_NARROW_ROWS
  * queries that checks the range inside the kernel (B·H·N·d_v floats, then B·H·N for lse
  * when `lse`), or 0 when the call checks before it (N larger, or no AVX-512). Part of
  * the call's workspace, after the threads' scratch, rounded up to 64 bytes
- * (softmax_tmpl.h; la_softmax_cost counts the same). */
+ * (la_engine_run; la_softmax_cost counts the same). */
 size_t la_fused_simd_staging_bytes(const la_problem *p, bool lse);
 /* y[i] = 2^x[i] for x[i] <= 0 with the kernel's exp2 (for its accuracy test). */
 void la_fused_simd_exp2(const float *x, float *y, size_t n);
-/* Its float64 twin (softmax_avx512_f64.c), run under the same conditions
+/* The float64 tiles (engine_avx512.c too), run under the same conditions
  * (la_fused_simd_usable): tasks of LA_FUSED_SIMD_F64_Q_BLOCK queries (two vectors of 8
- * lanes), key blocks of LA_FUSED_SIMD_F64_K_BLOCK; the same contract with doubles. */
+ * lanes), key blocks of LA_FUSED_SIMD_F64_K_BLOCK. */
 enum { LA_FUSED_SIMD_F64_Q_BLOCK = 16, LA_FUSED_SIMD_F64_K_BLOCK = 128 };
 size_t la_fused_simd_scratch_bytes_f64(const la_problem *p); /* per thread */
-void la_fused_simd_block_f64(const la_problem *p, size_t b, const double *qh, const double *kh,
-                             const double *vh, double *oh, size_t i0, size_t rows, double *scratch,
-                             double *lse);
 /* y[i] = e^x[i] for x[i] <= 0 with that kernel's exp (for its accuracy test). */
 void la_fused_simd_exp_f64(const double *x, double *y, size_t n);
 

@@ -1,12 +1,13 @@
-/* real_f32.h — instantiate a template in float32. One of a pair with real_f64.h: every
- * float/double twin in the library is a *_tmpl.h written once and included twice,
+/* real_f32.h — instantiate a template in float32. One of a pair with real_f64.h: a
+ * float/double twin is either a whole file compiled once per precision (core/real_typed.h,
+ * which includes one of the pair) or a *_tmpl.h written once and included twice,
  *
  *     #include "core/real_f32.h"
- *     #include "attention/softmax_tmpl.h"
+ *     #include "attention/weights_matrix_tmpl.h"
  *     #include "core/real_f64.h"
- *     #include "attention/softmax_tmpl.h"
+ *     #include "attention/weights_matrix_tmpl.h"
  *
- * and each of the pair defines, for the template that follows it:
+ * and each of the pair defines, for the code that follows it:
  *   REAL        the element type                       float
  *   REAL_DTYPE  its la_dtype                           LA_FLOAT32
  *   REAL_IS_F32 1 in float32, 0 in float64            1
@@ -21,7 +22,7 @@
  *   REAL_BITS   an unsigned integer of REAL's width    uint32_t
  *   REAL_MAX    the largest finite REAL                FLT_MAX (needs <float.h>)
  * A template defines its functions static, as FN(name); the file that includes it writes
- * the public functions out in full (la_softmax_attention_f32 calling softmax_attention_f32),
+ * the public functions out in full (la_softmax_weights_f32 calling attention_weights_f32),
  * so grep, ctags and a debugger find every public name where it is defined.
  * Each of the pair undefines what the other defined: include them one after the other. */
 #include "core/real_undef.h"

@@ -40,7 +40,7 @@ double la_fma_peak_gflops_f32(int threads);
 double la_fma_peak_gflops_f64(int threads);
 
 /* On CPUs with AVX-512 the fused softmax kernel, φ and the linear kernels' block products, in
- * float32 and float64, run on linattn's own register tiles (lib/attention/softmax_avx512*.c,
+ * float32 and float64, run on linattn's own register tiles (lib/attention/engine_avx512.c,
  * lib/cpu/gemm_small.c) instead of BLIS; the environment variable LA_SIMD=off keeps them on the
  * portable path (BLIS and compiler-vectorized loops), for comparisons. Results agree with the
  * float64 references either way; bits differ between the two paths. la_simd_config says which path

@@ -1,5 +1,5 @@
 /* simd_avx512.h — the AVX-512 building blocks shared by the hand-blocked kernels
- * (softmax_avx512.c, softmax_avx512_f64.c, gemm_small.c, featuremap.c). Internal, not installed.
+ * (lib/attention/engine_avx512.c, gemm_small.c, featuremap.c). Internal, not installed.
  *
  * The library is compiled for x86-64-v3 (AVX2); the AVX-512 code is compiled per function
  * with the target attribute below and only called after la_avx512_usable() said yes,
@@ -63,7 +63,7 @@ LA_AVX512 static inline __m512 la_exp_ps(__m512 x)
 }
 
 /* e^x for x <= 0, 8 double lanes; 0 below -746 (e^-746 is below half the smallest
- * denormal) and for -inf. The float64 fused softmax kernel's exp (softmax_avx512_f64.c).
+ * denormal) and for -inf. The float64 fused softmax kernel's exp (engine_avx512.c).
  *   n = round(x / ln 2), r = x - n·ln 2 with fdlibm's two-part ln 2 (n·ln2_hi exact,
  *   and fnmadd rounds once), |r| <= ln2/2, e^r by its Taylor series to degree 13
  *   (truncation r¹⁴/14! < 5e-18, as la_vexp_f64 in vexp.h), e^r · 2ⁿ by vscalefpd,

@@ -37,7 +37,6 @@ STATUS_NAMES = ("LA_OK", "LA_EINVAL", "LA_ENOMEM", "LA_EBUDGET", "LA_EOVERFLOW",
                 "LA_EFORMAT", "LA_EDTYPE", "LA_ERANGE")
 
 FLOAT32, FLOAT64 = 0, 1  # la_dtype
-KERNEL_COUNT = 13        # LA_KERNEL_COUNT
 CAUSAL_ALLOWED, CAUSAL_REQUIRED, CAUSAL_REFUSED = 0, 1, 2  # la_causal_rule
 CAUSAL_TOP_LEFT, CAUSAL_BOTTOM_RIGHT = 0, 1                # la_causal_align
 
@@ -48,9 +47,9 @@ PARAM_BITS = {
     "score_dim": 1 << 8, "relative": 1 << 9,
 }
 MASK_BITS = {"mask": 1 << 0, "key_mask": 1 << 1}  # LA_MASK_*
-CAP_BITS = {  # LA_CAP_*
-    "lse": 1 << 0, "weights": 1 << 1, "step": 1 << 2, "rotary": 1 << 3,
-    "rotary_features": 1 << 4, "positions": 1 << 5, "approximates": 1 << 6,
+CAP_BITS = {  # LA_CAP_* (the "weights" capability is the row's weights_f32 pointer)
+    "lse": 1 << 0, "step": 1 << 1, "rotary": 1 << 2,
+    "rotary_features": 1 << 3, "positions": 1 << 4, "approximates": 1 << 5,
 }
 SWEEP_BITS = {"plain": 1 << 0, "causal": 1 << 1}  # LA_SWEEP_*
 
@@ -98,7 +97,7 @@ class Cost(Structure):
 
 
 class KernelInfo(Structure):
-    """la_kernel_info: the fields read here (a prefix; the function pointers follow)."""
+    """la_kernel_info: its fields in order (the function pointers only tested for NULL)."""
     _fields_ = [
         ("kernel", c_int), ("name", c_char_p), ("summary", c_char_p),
         ("series", c_char_p * 2), ("causal", c_int), ("params", c_uint),
@@ -107,6 +106,7 @@ class KernelInfo(Structure):
         ("forward_f32", c_void_p), ("forward_f64", c_void_p), ("reference", c_void_p),
         ("cost", c_void_p), ("backward_f32", c_void_p), ("backward_f64", c_void_p),
         ("reference_backward", c_void_p), ("backward_cost", c_void_p),
+        ("weights_f32", c_void_p), ("weights_f64", c_void_p),
     ]
 
 

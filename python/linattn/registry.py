@@ -73,6 +73,17 @@ def _bits(value: int, names: dict) -> Tuple[str, ...]:
     return tuple(name for name, bit in names.items() if value & bit)
 
 
+# The capabilities in their documented order: the LA_CAP_* bits, and "weights" for a row
+# with an attention matrix (la_kernel_info.weights_f32 set).
+_CAPABILITIES = ("lse", "weights", "step", "rotary", "rotary_features", "positions",
+                 "approximates")
+
+
+def _capabilities(info) -> Tuple[str, ...]:
+    present = set(_bits(info.caps, _lib.CAP_BITS)) | ({"weights"} if info.weights_f32 else set())
+    return tuple(name for name in _CAPABILITIES if name in present)
+
+
 def _text(b: Optional[bytes]) -> Optional[str]:
     return None if b is None else b.decode()
 
@@ -87,7 +98,8 @@ def variants() -> Tuple[Variant, ...]:
     tuple of Variant
     """
     rows = []
-    for kernel in range(_lib.KERNEL_COUNT):
+    kernel = 0
+    while _lib.kernel_get(kernel):  # NULL past the last row
         info = _lib.kernel_get(kernel).contents
         params = _bits(info.params, _lib.PARAM_BITS)
         parameters = tuple(dict.fromkeys(n for group in params for n in PARAMETER_NAMES[group]))
@@ -95,10 +107,11 @@ def variants() -> Tuple[Variant, ...]:
             name=info.name.decode(), summary=info.summary.decode(),
             family=info.family.decode(), causal=_CAUSAL_RULES[info.causal], params=params,
             parameters=parameters, masks=_bits(info.masks, _lib.MASK_BITS),
-            capabilities=_bits(info.caps, _lib.CAP_BITS),
+            capabilities=_capabilities(info),
             backward=bool(info.backward_f32), sweep=_bits(info.sweep, _lib.SWEEP_BITS),
             time_exponent=info.time_exponent,
             series=(_text(info.series[0]), _text(info.series[1])), kernel=kernel))
+        kernel += 1
     return tuple(rows)
 
 

@@ -1,4 +1,4 @@
-/* test_attention_weights.c — la_attention_weights/_f64, the N×M attention matrix,
+/* test_attention_weights.c — la_attention_weights, the N×M attention matrix,
  * for every kernel of the registry, every causal form its rule allows, key lengths
  * (one entry hiding every key), M < N and M > N, both feature maps and eps = 0:
  *   matches_reference   against a float64 reference written here as plain loops (the
@@ -43,11 +43,12 @@ typedef struct {
     int64_t lengths[4];
 } wcase;
 
-/* Kernels whose weights la_attention_weights does not give (LA_EINVAL: their rows lack
- * LA_CAP_WEIGHTS): skipped by the properties, checked to refuse in refuses_without_weights. */
+/* Kernels whose weights la_attention_weights does not give (LA_EINVAL: their rows'
+ * weights_f32 is NULL): skipped by the properties, checked to refuse in
+ * errors_leave_output. */
 static bool without_weights(la_kernel kernel)
 {
-    return !(la_kernel_get(kernel)->caps & LA_CAP_WEIGHTS);
+    return !la_kernel_get(kernel)->weights_f32;
 }
 
 static bool reads(la_kernel kernel, unsigned param)

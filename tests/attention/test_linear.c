@@ -576,8 +576,8 @@ static void step_api_errors(void **state)
 
 /* la_linear_workspace_bytes, which the kernels hold against p->workspace_limit, is what
  * la_attention_cost reports (test_attention.c holds every kernel to the cost model), for
- * every form and precision; float64 twice float32; and it refuses a kernel that is not
- * linear, a non-causal recurrent problem and a NULL result. */
+ * every form and precision; float64 twice float32; and it refuses a non-causal recurrent
+ * problem and a NULL result. */
 static void workspace_bytes_is_the_cost_model(void **state)
 {
     (void)state;
@@ -588,8 +588,9 @@ static void workspace_bytes_is_the_cost_model(void **state)
         p.causal = f != NONCAUSAL;
         la_kernel kernel = f == RECURRENT ? LA_KERNEL_LINEAR_RECURRENT : LA_KERNEL_LINEAR;
         size_t b32 = 0, b64 = 0;
-        assert_int_equal(la_linear_workspace_bytes(kernel, &p, sizeof(float), &b32), LA_OK);
-        assert_int_equal(la_linear_workspace_bytes(kernel, &p, sizeof(double), &b64), LA_OK);
+        const bool recurrent = f == RECURRENT;
+        assert_int_equal(la_linear_workspace_bytes(&p, recurrent, sizeof(float), &b32), LA_OK);
+        assert_int_equal(la_linear_workspace_bytes(&p, recurrent, sizeof(double), &b64), LA_OK);
         assert_true(b32 > 0 && b64 == 2 * b32);
         la_cost c32, c64;
         assert_int_equal(la_attention_cost(kernel, &p, LA_FLOAT32, &c32), LA_OK);
@@ -598,10 +599,8 @@ static void workspace_bytes_is_the_cost_model(void **state)
     }
     p.causal = 0;
     size_t bytes;
-    assert_int_equal(la_linear_workspace_bytes(LA_KERNEL_LINEAR_RECURRENT, &p, 4, &bytes),
-                     LA_EINVAL);
-    assert_int_equal(la_linear_workspace_bytes(LA_KERNEL_SOFTMAX, &p, 4, &bytes), LA_EINVAL);
-    assert_int_equal(la_linear_workspace_bytes(LA_KERNEL_LINEAR, &p, 4, NULL), LA_EINVAL);
+    assert_int_equal(la_linear_workspace_bytes(&p, true, 4, &bytes), LA_EINVAL);
+    assert_int_equal(la_linear_workspace_bytes(&p, false, 4, NULL), LA_EINVAL);
 }
 
 /* ---------------------------------------------------------------- threads */

@@ -26,6 +26,7 @@ static la_problem small_problem(const la_kernel_info *info)
 
 typedef struct {
     float q[2 * N * D], k[2 * N * D], v[2 * N * D], out[2 * N * D], weights[2 * N * N];
+    double qd[2 * N * D], kd[2 * N * D], weights_d[2 * N * N];
 } small_arrays;
 
 static void fill(small_arrays *a)
@@ -36,6 +37,8 @@ static void fill(small_arrays *a)
     tu_to_f32(x, a->q, 2 * N * D);
     tu_to_f32(x + 2 * N * D, a->k, 2 * N * D);
     tu_to_f32(x + 4 * N * D, a->v, 2 * N * D);
+    memcpy(a->qd, x, sizeof a->qd);
+    memcpy(a->kd, x + 2 * N * D, sizeof a->kd);
 }
 
 /* A mask that hides nothing: a kernel that honours it runs (LA_OK), one that does not
@@ -65,7 +68,8 @@ static void masks_match_the_kernels(void **state)
     }
 }
 
-/* LA_CAP_WEIGHTS: la_attention_weights_* has the row's matrix, or refuses the kernel. */
+/* weights_f32, weights_f64: set together; la_attention_weights gives the row's matrix in
+ * both precisions when they are, and refuses the kernel when they are NULL. */
 static void weights_match_the_kernels(void **state)
 {
     (void)state;
@@ -74,11 +78,17 @@ static void weights_match_the_kernels(void **state)
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {
         const la_kernel_info *info = la_kernel_get((la_kernel)k);
         la_problem p = small_problem(info);
+        if (!info->weights_f32 != !info->weights_f64)
+            fail_msg("%s: an attention matrix in one precision only", info->name);
         la_status st = la_attention_weights((la_kernel)k, &p, LA_FLOAT32, a.q, a.k, a.weights);
-        la_status want = info->caps & LA_CAP_WEIGHTS ? LA_OK : LA_EINVAL;
+        la_status want = info->weights_f32 ? LA_OK : LA_EINVAL;
         if (st != want)
             fail_msg("%s's attention matrix: %s, the row says %s", info->name, la_strerror(st),
                      la_strerror(want));
+        st = la_attention_weights((la_kernel)k, &p, LA_FLOAT64, a.qd, a.kd, a.weights_d);
+        if (st != want)
+            fail_msg("%s's float64 attention matrix: %s, the row says %s", info->name,
+                     la_strerror(st), la_strerror(want));
     }
 }
 

@@ -342,7 +342,7 @@ static void vexp_accuracy(void **state)
         assert_true(edge[i] == 0);
 }
 
-/* The AVX-512 fused kernel's exp2 (softmax_avx512.c), used on x <= 0: at most 2 ulp from
+/* The AVX-512 fused kernel's exp2 (engine_avx512.c), used on x <= 0: at most 2 ulp from
  * exp2 (ulp of the exact value, 2⁻¹⁴⁹ among the denormals) densely over [-1, 0] and at
  * random over [-150, 0]; exactly 1 at 0 (a row's largest score gets weight 1), exactly
  * 0 below -160 and for -inf (hidden keys). AVX-512 code: skipped, saying why, where the
@@ -387,7 +387,7 @@ static void exp2_accuracy(void **state)
 
 static void lse_by_hand(const la_problem *p, const double *q, const double *k, double *lse);
 
-/* The AVX-512 float64 fused kernel's exp (softmax_avx512_f64.c), used on x <= 0: at most
+/* The AVX-512 float64 fused kernel's exp (engine_avx512.c), used on x <= 0: at most
  * 2 ulp from libm's exp (ulp of the exact value, 2⁻¹⁰⁷⁴ among the denormals) densely over
  * [-1, 0] and at random over [-745, 0]; exactly 1 at 0, exactly 0 below -746 and for
  * -inf. Skipped, saying why, where the AVX-512 paths do not run (as exp2_accuracy). */

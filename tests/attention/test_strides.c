@@ -247,7 +247,7 @@ static void strided_weights_equal_contiguous(void **state)
     int rows_with_weights = 0;
     for (int kk = 0; kk < LA_KERNEL_COUNT; kk++) {
         const la_kernel_info *info = la_kernel_get((la_kernel)kk);
-        if (!(info->caps & LA_CAP_WEIGHTS)) continue;
+        if (!info->weights_f32) continue;
         rows_with_weights++;
         for (int dt = 0; dt < 2; dt++) {
             const la_dtype dtype = dt ? LA_FLOAT64 : LA_FLOAT32;

@@ -2,7 +2,7 @@
 """attend_numpy.py — `linattn attend` against an independent float64 NumPy implementation,
 and its handling of malformed input.
 
-Usage: /usr/bin/python3 tests/attend_numpy.py BUILD/linattn   (run by `make test`)
+Usage: /usr/bin/python3 tests/command/attend_numpy.py BUILD/linattn   (run by `make test`)
 
 Part 1 runs every variant (softmax with both kernels, hard, linear with both feature maps
 and both causal forms, local with windows from 1 past N, favor with --features and --seed,
@@ -80,6 +80,19 @@ def ref_softmax(q, k, v, scale, causal, lengths, allowed=None):
     total = weights.sum(axis=-1, keepdims=True)
     weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
     return weights @ v
+
+
+def ref_taylor(q, k, v, scale, eps, causal, lengths):
+    """Taylor linear attention (Based): Σ_j κ_ij v_j / (Σ_j κ_ij + eps) over the visible
+    keys, κ_ij = 1 + s + s²/2 with s = q_i·k_j · scale (the kernel of its features);
+    zero rows where none is visible."""
+    b, _, n, _ = q.shape
+    m = k.shape[2]
+    mask = key_mask(n, m, causal, lengths, b)
+    s = np.einsum("bhnd,bhmd->bhnm", q, k) * scale
+    kappa = np.where(mask, 1 + s + s * s / 2, 0.0)
+    den = kappa.sum(axis=-1, keepdims=True)
+    return np.where(mask.any(axis=-1, keepdims=True), (kappa @ v) / (den + eps), 0.0)
 
 
 def ref_local(q, k, v, scale, causal, lengths, window, allowed=None):

@@ -3,7 +3,7 @@
 torch.nn.TransformerEncoderLayer(D, H, d_ff, dropout=0, batch_first=True) and of
 TransformerDecoderLayer (--layer decoder), and its handling of bad weights and input.
 
-Usage: /usr/bin/python3 tests/block_numpy.py BUILD/linattn   (run by `make test`)
+Usage: /usr/bin/python3 tests/command/block_numpy.py BUILD/linattn   (run by `make test`)
 
 Part 1 writes random weights in PyTorch's layout to a folder of .npy files named by
 their state_dict keys (float32 files for --precision float32, float64 for float64),
@@ -21,7 +21,7 @@ Part 3: --positions sinusoidal and learned added to X, rotary in the
 self-attention (softmax: q, k rotated; linear: RoFormer's form) and relative (Shaw et al.,
 given and drawn tables) against the same NumPy layer, and their bad input refused.
 
-PyTorch itself is not used here (`make check-torch` runs tests/block_torch.py against
+PyTorch itself is not used here (`make check-torch` runs tests/command/block_torch.py against
 it); the reference follows the formulas of torch.nn.MultiheadAttention and
 TransformerEncoderLayer.forward.
 Inputs are random with a printed seed; LA_TEST_SEED=N replays a run. Exits 1 on any

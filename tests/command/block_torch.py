@@ -2,9 +2,9 @@
 """block_torch.py — `linattn block` against PyTorch's own torch.nn.TransformerEncoderLayer
 and TransformerDecoderLayer (--layer decoder).
 
-Usage: /usr/bin/python3 tests/block_torch.py BUILD/linattn   (run by `make check-torch`)
+Usage: /usr/bin/python3 tests/command/block_torch.py BUILD/linattn   (run by `make check-torch`)
 
-tests/block_numpy.py (part of `make test`) checks `linattn block` against a NumPy
+tests/command/block_numpy.py (part of `make test`) checks `linattn block` against a NumPy
 re-implementation written from PyTorch's formulas; this script closes the remaining gap
 by running PyTorch itself (Debian's python3-torch, 1.13). For each case it builds
 nn.TransformerEncoderLayer(D, H, d_ff, dropout=0, activation, batch_first=True,

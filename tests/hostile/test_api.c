@@ -630,8 +630,7 @@ static void kernels(void **state)
             EXPECT(la_attention_weights(kn, &p, LA_FLOAT64, qd, NULL, wd), LA_EINVAL, wd,
                    sizeof wd);
             assert_int_equal(la_attention_weights(kn, &p, LA_FLOAT64, qd, kd, NULL), LA_EINVAL);
-            if (i < 0 || i == LA_KERNEL_COUNT ||
-                !(la_kernel_get(kn)->caps & LA_CAP_WEIGHTS)) { /* no matrix */
+            if (i < 0 || i == LA_KERNEL_COUNT || !la_kernel_get(kn)->weights_f32) { /* no matrix */
                 EXPECT(la_attention_weights(kn, &p, LA_FLOAT32, q, k, w), LA_EINVAL, w, sizeof w);
                 EXPECT(la_attention_weights(kn, &p, LA_FLOAT64, qd, kd, wd), LA_EINVAL, wd,
                        sizeof wd);

@@ -198,6 +198,9 @@ def case_params(variant, rng, d_k, d_v, m):
         K = int(rng.integers(1, 4))
         a_k, a_v = rng.standard_normal((2 * K + 1, d_k)), rng.standard_normal((2 * K + 1, d_v))
         return dict(rel_k=a_k, rel_v=a_v), dict(a_k=a_k, a_v=a_v)
+    if variant == "taylor":
+        scale = float(rng.uniform(-1.0, 1.0))
+        return dict(scale=scale), dict(scale=scale)
     raise AssertionError(variant)
 
 
@@ -220,6 +223,8 @@ def reference(variant, q, k, v, causal, lengths, r):
                               causal, lengths)
     if variant == "cosine":
         return ref.ref_scores("cosine", q, k, v, None, None, r["scale"], causal, lengths)
+    if variant == "taylor":
+        return ref.ref_taylor(q, k, v, r["scale"], EPS, causal, lengths)
     return ref.ref_relative(q, k, v, r["a_k"], r["a_v"], 1 / math.sqrt(q.shape[-1]), causal,
                             lengths)
 
