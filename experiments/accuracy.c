@@ -14,7 +14,7 @@
 #include "common/kernels.h"
 #include "common/record.h"
 #include "common/sweep.h"
-#include "common/variants.h" /* vp_rank_fits: linformer's default rank against N */
+#include "common/variants.h" /* variants_rank_fits: linformer's default rank against N */
 #include "linattn.h"
 
 #include <math.h>
@@ -44,7 +44,7 @@ static const char help_after_series[] =
     "              N against the recurrent kernel and the reference, at N = --fixed-n\n"
     "\n"
     "  --n LIST         sequence lengths of error_vs_n and distance:\n"
-    "                   " SW_SWEEP_SYNTAX " (default 16:4096)\n"
+    "                   " SWEEP_SYNTAX " (default 16:4096)\n"
     "  --d D            head size, d_k = d_v = D (default 64)\n"
     "  --heads H        heads (default 2)\n"
     "  --fixed-n N      N of the eps and chunk studies (default 1000)\n"
@@ -81,14 +81,14 @@ static const char *const left_out_of_error_vs_n[] = {
 
 void cmd_accuracy_help(FILE *out)
 {
-    kn_series all[KN_MAX_SERIES];
-    size_t n = kn_all_series(all);
-    int selected[KN_MAX_SERIES];
+    kernels_series all[KERNELS_MAX_SERIES];
+    size_t n = kernels_all_series(all);
+    int selected[KERNELS_MAX_SERIES];
     char names[1024];
-    kn_select_all_but(all, n, left_out_of_error_vs_n, selected);
+    kernels_select_all_but(all, n, left_out_of_error_vs_n, selected);
     fputs(help_text, out);
     fprintf(out, "%14s", "");
-    cli_print_wrapped(out, kn_series_names(all, n, selected, names, sizeof names), 14);
+    cli_print_wrapped(out, kernels_series_names(all, n, selected, names, sizeof names), 14);
     fputs(help_after_series, out);
 }
 
@@ -101,8 +101,8 @@ typedef struct {
     size_t ns[MAX_POINTS], n_points, hi; /* --n, increasing; hi the largest */
     size_t d, heads, fixed_n;
     int studies[4];
-    sw_common common;
-    in_source source; /* random, or --q/--k/--v (common/inputs.h) */
+    sweep_common common;
+    inputs_source source; /* random, or --q/--k/--v (common/inputs.h) */
 } config;
 
 /* The input column: "random", or "user" for the arrays of --q/--k/--v; with those, the
@@ -117,8 +117,8 @@ static const char *const study_names[] = {"error_vs_n", "distance", "eps", "chun
 static int shape_from_arrays(config *c, const char *d, const char *heads, int n_given,
                              int fixed_given)
 {
-    const in_source *s = &c->source;
-    const size_t max_n = in_source_max_n(s);
+    const inputs_source *s = &c->source;
+    const size_t max_n = inputs_source_max_n(s);
     if (d || heads)
         return cli_fail(d ? "--d" : "--heads",
                         "set by the arrays with --q/--k/--v (d %zu, "
@@ -153,7 +153,7 @@ static int parse(int argc, char **argv, config *c)
 {
     const char *n = NULL, *d = NULL, *heads = NULL, *fixed = NULL, *studies = NULL;
     const char *q_path = NULL, *k_path = NULL, *v_path = NULL, *layout_text = NULL;
-    sw_common_text common = {0};
+    sweep_common_text common = {0};
     const cli_flag flags[] = {
         {"n", &n, NULL},
         {"d", &d, NULL},
@@ -176,13 +176,12 @@ static int parse(int argc, char **argv, config *c)
     c->d = 64, c->heads = 2, c->fixed_n = 1000;
     for (int i = 0; i < 4; i++)
         c->studies[i] = 1;
-    if ((rc = sw_parse_sweep("--n", n ? n : "16:4096", 2, c->ns, MAX_POINTS, &c->n_points)))
-        return rc;
-    sw_sort_sizes(c->ns, c->n_points); /* rows and figures go up in N */
+    if ((rc = sweep_parse("--n", n ? n : "16:4096", 2, c->ns, MAX_POINTS, &c->n_points))) return rc;
+    sweep_sort_sizes(c->ns, c->n_points); /* rows and figures go up in N */
     c->hi = c->ns[c->n_points - 1];
-    if (d && (rc = sw_parse_positive("--d", d, &c->d))) return rc;
-    if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
-    if (fixed && (rc = sw_parse_positive("--fixed-n", fixed, &c->fixed_n))) return rc;
+    if (d && (rc = sweep_parse_positive("--d", d, &c->d))) return rc;
+    if (heads && (rc = sweep_parse_positive("--heads", heads, &c->heads))) return rc;
+    if (fixed && (rc = sweep_parse_positive("--fixed-n", fixed, &c->fixed_n))) return rc;
     if (studies) {
         int which[4];
         size_t count;
@@ -194,18 +193,18 @@ static int parse(int argc, char **argv, config *c)
     }
     /* the largest problem's float64 arrays addressable (N·d·heads doubles) */
     const size_t n_max = c->hi > c->fixed_n ? c->hi : c->fixed_n;
-    if ((rc = sw_check_floats("--n", c->heads, n_max, c->d)) ||
-        (rc = sw_check_floats("--n", c->heads * n_max, c->d, 2)))
+    if ((rc = sweep_check_floats("--n", c->heads, n_max, c->d)) ||
+        (rc = sweep_check_floats("--n", c->heads * n_max, c->d, 2)))
         return rc;
-    if ((rc = sw_common_finish(&common, &c->common, "accuracy.csv", 60, 8.0 * (1 << 30))))
+    if ((rc = sweep_common_finish(&common, &c->common, "accuracy.csv", 60, 8.0 * (1 << 30))))
         return rc;
     layout_kind layout;
     if ((rc = layout_parse("--layout", layout_text, &layout))) return rc;
     if (layout_text && !q_path) return cli_fail("--layout", "applies with --q/--k/--v only");
-    if ((rc = in_source_open_as(&c->source, layout, q_path, k_path, v_path, c->common.seed)))
+    if ((rc = inputs_source_open_as(&c->source, layout, q_path, k_path, v_path, c->common.seed)))
         return rc;
     if (c->source.from_files && (rc = shape_from_arrays(c, d, heads, n != NULL, fixed != NULL)))
-        in_source_close(&c->source);
+        inputs_source_close(&c->source);
     return rc;
 }
 
@@ -222,8 +221,8 @@ typedef struct {
 
 typedef struct {
     const config *c;
-    res_file *f;
-    res_progress *pr;
+    record_file *f;
+    progress_line *pr;
     int step;
 } ctx;
 
@@ -251,8 +250,8 @@ static int record(ctx *x, const row_key *k, const double *y, const double *ref, 
 {
     char key[512];
     key_text(x, k, key, sizeof key);
-    double e = in_rel_error_f64(y, ref, n), m = max_abs_diff(y, ref, n);
-    return res_row(x->f, "%s,%.6e,%.6e,%s", key, e, m, isfinite(e) ? "ok" : "nonfinite");
+    double e = inputs_rel_error_f64(y, ref, n), m = max_abs_diff(y, ref, n);
+    return record_row(x->f, "%s,%.6e,%.6e,%s", key, e, m, isfinite(e) ? "ok" : "nonfinite");
 }
 
 static int record_failure(ctx *x, const row_key *k, la_status st)
@@ -260,14 +259,14 @@ static int record_failure(ctx *x, const row_key *k, la_status st)
     char key[512];
     key_text(x, k, key, sizeof key);
     fprintf(stderr, "\nlinattn: accuracy: %s: %s\n", key, la_strerror(st));
-    return res_row(x->f, "%s,,,error", key);
+    return record_row(x->f, "%s,,,error", key);
 }
 
 static int record_skip(ctx *x, const row_key *k, const char *status)
 {
     char key[512];
     key_text(x, k, key, sizeof key);
-    return res_row(x->f, "%s,,,%s", key, status);
+    return record_row(x->f, "%s,,,%s", key, status);
 }
 
 /* NULL when the float64 references at N fit the budgets, else the skip status:
@@ -287,7 +286,7 @@ static int done_already(ctx *x, const row_key *k)
 {
     char key[512];
     key_text(x, k, key, sizeof key);
-    return res_find(x->f, key) != NULL;
+    return record_find(x->f, key) != NULL;
 }
 
 static void widen(const float *a, double *out, size_t n)
@@ -334,20 +333,20 @@ static int buffers_alloc(buffers *b, size_t elems)
 static void fill_inputs(ctx *x, buffers *b, const char *label, int dominant)
 {
     const size_t d = x->c->d, heads = x->c->heads, n = b->elems / (heads * d);
-    in_rng r = in_rng_for(x->c->common.seed, label);
+    inputs_rng r = inputs_rng_for(x->c->common.seed, label);
     if (x->c->source.from_files) { /* prefixes of the arrays (never dominant) */
-        in_source_fill(&x->c->source, label, heads, n, n, d, d, b->q, b->k, b->v);
+        inputs_source_fill(&x->c->source, label, heads, n, n, d, d, b->q, b->k, b->v);
     } else {
-        in_fill_normal_f32(&r, b->q, b->elems, 1.0);
-        in_fill_normal_f32(&r, b->k, b->elems, 1.0);
-        in_fill_normal_f32(&r, b->v, b->elems, 1.0);
+        inputs_fill_normal_f32(&r, b->q, b->elems, 1.0);
+        inputs_fill_normal_f32(&r, b->k, b->elems, 1.0);
+        inputs_fill_normal_f32(&r, b->v, b->elems, 1.0);
     }
     if (dominant) {
         for (size_t h = 0; h < heads; h++) {
             double u[1024], norm = 0;
             size_t du = d < 1024 ? d : 1024;
             for (size_t c = 0; c < du; c++)
-                u[c] = in_normal(&r), norm += u[c] * u[c];
+                u[c] = inputs_normal(&r), norm += u[c] * u[c];
             norm = sqrt(norm);
             for (size_t c = 0; c < du; c++)
                 u[c] /= norm;
@@ -366,19 +365,19 @@ static void fill_inputs(ctx *x, buffers *b, const char *label, int dominant)
 
 /* The series of error_vs_n, from the registry. */
 typedef struct {
-    kn_series all[KN_MAX_SERIES];
-    int selected[KN_MAX_SERIES];
+    kernels_series all[KERNELS_MAX_SERIES];
+    int selected[KERNELS_MAX_SERIES];
     size_t n;
 } series_set;
 
 static void error_vs_n_series(series_set *s)
 {
-    s->n = kn_all_series(s->all);
-    kn_select_all_but(s->all, s->n, left_out_of_error_vs_n, s->selected);
+    s->n = kernels_all_series(s->all);
+    kernels_select_all_but(s->all, s->n, left_out_of_error_vs_n, s->selected);
 }
 
 /* The chunk column: the default chunk where the kernel reads it (causal), else none. */
-static size_t chunk_of(const kn_series *var)
+static size_t chunk_of(const kernels_series *var)
 {
     return var->causal && (la_kernel_get(var->kernel)->params & LA_PARAM_CHUNK) ? LA_DEFAULT_CHUNK
                                                                                 : 0;
@@ -393,7 +392,7 @@ static void problem_for(const ctx *x, la_problem *p, size_t n, int causal)
 
 static void progress(ctx *x, const char *what)
 {
-    res_progress_step(x->pr, ++x->step, 1, what);
+    progress_step(x->pr, ++x->step, 1, what);
 }
 
 /* ---------------------------------------------------------------- error_vs_n */
@@ -408,7 +407,7 @@ static int study_error_vs_n(ctx *x, const size_t *ns, size_t n_points)
         if (skip) {
             for (size_t vi = 0; vi < set.n; vi++) {
                 if (!set.selected[vi]) continue;
-                const kn_series *var = &set.all[vi];
+                const kernels_series *var = &set.all[vi];
                 row_key k = {"error_vs_n", var->name,       INPUT_NAME(x),  n,
                              var->causal,  LA_FEATURE_ELU1, LA_DEFAULT_EPS, chunk_of(var),
                              "float32",    "reference_f64"};
@@ -426,7 +425,7 @@ static int study_error_vs_n(ctx *x, const size_t *ns, size_t n_points)
         progress(x, what);
         for (size_t vi = 0; vi < set.n; vi++) {
             if (!set.selected[vi]) continue;
-            const kn_series *var = &set.all[vi];
+            const kernels_series *var = &set.all[vi];
             row_key k32 = {"error_vs_n", var->name,       INPUT_NAME(x),  n,
                            var->causal,  LA_FEATURE_ELU1, LA_DEFAULT_EPS, chunk_of(var),
                            "float32",    "reference_f64"};
@@ -435,7 +434,7 @@ static int study_error_vs_n(ctx *x, const size_t *ns, size_t n_points)
             if (done_already(x, &k32) && done_already(x, &k64)) continue;
             la_problem p;
             problem_for(x, &p, n, var->causal);
-            if (!vp_rank_fits(var->kernel, &p)) { /* linformer: K above M = N, not run */
+            if (!variants_rank_fits(var->kernel, &p)) { /* linformer: K above M = N, not run */
                 if (record_skip(x, &k32, "skipped_rank") || record_skip(x, &k64, "skipped_rank"))
                     return -1;
                 continue;
@@ -641,7 +640,7 @@ static void summarize(ctx *x, const size_t *ns, size_t n_points)
         error_vs_n_series(&set);
         for (size_t vi = 0; vi < set.n; vi++) {
             if (!set.selected[vi]) continue;
-            const kn_series *var = &set.all[vi];
+            const kernels_series *var = &set.all[vi];
             double worst = 0;
             for (size_t i = 0; i < n_points; i++) {
                 row_key k = {"error_vs_n", var->name,       INPUT_NAME(x),  ns[i],
@@ -649,9 +648,9 @@ static void summarize(ctx *x, const size_t *ns, size_t n_points)
                              "float32",    "reference_f64"};
                 char key[512];
                 key_text(x, &k, key, sizeof key);
-                const char *row = res_find(x->f, key);
+                const char *row = record_find(x->f, key);
                 double e;
-                if (row && res_get(x->f, row, "rel_error", &e) == 0 && !(e <= worst)) worst = e;
+                if (row && record_get(x->f, row, "rel_error", &e) == 0 && !(e <= worst)) worst = e;
             }
             printf("accuracy: %-24s float32 vs float64 reference: worst relative error %.2e "
                    "(N = %zu..%zu)\n",
@@ -676,11 +675,11 @@ static void summarize(ctx *x, const size_t *ns, size_t n_points)
                              la_kernel_series(LA_KERNEL_SOFTMAX, 0)};
                 char key[512];
                 key_text(x, &k, key, sizeof key);
-                const char *row = res_find(x->f, key);
-                if (!row || res_get(x->f, row, "rel_error", &e1) != 0) continue;
+                const char *row = record_find(x->f, key);
+                if (!row || record_get(x->f, row, "rel_error", &e1) != 0) continue;
                 k.variant = la_kernel_series(LA_KERNEL_HARD, 0);
                 key_text(x, &k, key, sizeof key);
-                if ((row = res_find(x->f, key))) res_get(x->f, row, "rel_error", &e2);
+                if ((row = record_find(x->f, key))) record_get(x->f, row, "rel_error", &e2);
                 printf("accuracy: %-12s inputs, N = %zu: ‖linear − softmax‖/‖softmax‖ = %.3g, "
                        "‖hard − softmax‖/‖softmax‖ = %.3g\n",
                        inputs[dom], ns[i], e1, e2);
@@ -696,36 +695,36 @@ int cmd_accuracy(int argc, char **argv)
     int rc = parse(argc, argv, &c);
     if (rc) return rc;
     char err[512], inputs[1024];
-    in_source_describe(&c.source, inputs, sizeof inputs);
-    res_meta_extra(inputs);
-    res_file *f = res_open(c.common.out, "accuracy",
-                           "relative errors of the kernels against float64 references, and "
-                           "distances between attention variants",
-                           COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
+    inputs_source_describe(&c.source, inputs, sizeof inputs);
+    record_meta_extra(inputs);
+    record_file *f = record_open(c.common.out, "accuracy",
+                                 "relative errors of the kernels against float64 references, and "
+                                 "distances between attention variants",
+                                 COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
     if (!f) {
-        in_source_close(&c.source);
-        res_meta_extra(NULL);
+        inputs_source_close(&c.source);
+        record_meta_extra(NULL);
         return cli_fail("accuracy", "%s", err);
     }
     const size_t *ns = c.ns, n_points = c.n_points;
-    res_progress pr;
+    progress_line pr;
     int total = (c.studies[0] ? (int)n_points : 0) +
                 (c.studies[1] ? (c.source.from_files ? 1 : 2) * (int)n_points : 0) +
                 (c.studies[2] ? 4 : 0) + (c.studies[3] ? 1 : 0);
-    res_progress_start(&pr, "accuracy", total, 0);
+    progress_start(&pr, "accuracy", total, 0);
     ctx x = {&c, f, &pr, 0};
     rc = 0;
     if (c.studies[0] && study_error_vs_n(&x, ns, n_points)) rc = 1;
     if (!rc && c.studies[1] && study_distance(&x, ns, n_points)) rc = 1;
     if (!rc && c.studies[2] && study_eps(&x)) rc = 1;
     if (!rc && c.studies[3] && study_chunk(&x)) rc = 1;
-    res_progress_end(&pr);
+    progress_end(&pr);
     if (rc)
         cli_line("accuracy: failed (out of memory or a write error)");
     else
         summarize(&x, ns, n_points);
-    printf("accuracy: wrote %s\n", res_path(f));
-    const in_source *s = &c.source;
+    printf("accuracy: wrote %s\n", record_path(f));
+    const inputs_source *s = &c.source;
     if (rc)
         ;
     else if (s->from_files)
@@ -734,8 +733,8 @@ int cmd_accuracy(int argc, char **argv)
     else
         layout_report("accuracy", LAYOUT_BHND, 1, c.heads, c.hi, c.hi, c.d, c.d,
                       "float32 random normal");
-    if (res_close(f) != 0) rc = 1;
-    in_source_close(&c.source);
-    res_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
+    if (record_close(f) != 0) rc = 1;
+    inputs_source_close(&c.source);
+    record_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
     return rc;
 }

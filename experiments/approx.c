@@ -49,7 +49,7 @@ static const char help_after_variants[] =
     "  --window LIST    local attention's windows r (default 4:N/2 by x4)\n"
     "  --proj-rank LIST Linformer's ranks k (default 16:N/2 by x4)\n"
     "  --features LIST  FAVOR+'s features m (default 16:4096 by x4)\n"
-    "                   (each LIST: " SW_SWEEP_SYNTAX ")\n" SW_COMMON_HELP
+    "                   (each LIST: " SWEEP_SYNTAX ")\n" SWEEP_COMMON_HELP
     "                   (default --out approx.csv)\n"
     "\n"
     "Columns: variant,budget_name,budget,inputs,seed,n,d,heads,rel_error,flops,\n"
@@ -82,7 +82,7 @@ typedef struct {
     size_t windows[MAX_BUDGETS], n_windows;
     size_t ranks[MAX_BUDGETS], n_ranks;
     size_t features[MAX_BUDGETS], n_features;
-    sw_common common;
+    sweep_common common;
 } config;
 
 /* The budget parameter of a kernel: which la_problem field its list sets. */
@@ -116,7 +116,7 @@ static int is_score_function(la_kernel k)
 static int budget_list(const char *flag, const char *text, size_t lo, size_t hi, size_t *out,
                        size_t *count)
 {
-    if (text) return sw_parse_sweep(flag, text, 4, out, MAX_BUDGETS, count);
+    if (text) return sweep_parse(flag, text, 4, out, MAX_BUDGETS, count);
     *count = 0;
     for (size_t b = lo; b <= hi && *count < MAX_BUDGETS; b *= 4)
         out[(*count)++] = b;
@@ -128,7 +128,7 @@ static int parse(int argc, char **argv, config *c)
 {
     const char *n = NULL, *d = NULL, *heads = NULL, *inputs = NULL, *seeds = NULL, *list = NULL;
     const char *window = NULL, *rank = NULL, *features = NULL;
-    sw_common_text common = {0};
+    sweep_common_text common = {0};
     const cli_flag flags[] = {
         {"n", &n, NULL},
         {"d", &d, NULL},
@@ -139,19 +139,19 @@ static int parse(int argc, char **argv, config *c)
         {"window", &window, NULL},
         {"proj-rank", &rank, NULL},
         {"features", &features, NULL},
-        SW_COMMON_FLAGS(common),
+        SWEEP_COMMON_FLAGS(common),
         {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
     c->n = 1024, c->d = 64, c->heads = 2, c->seeds = 3;
-    if ((n && (rc = sw_parse_positive("--n", n, &c->n))) ||
-        (d && (rc = sw_parse_positive("--d", d, &c->d))) ||
-        (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) ||
-        (seeds && (rc = sw_parse_positive("--seeds", seeds, &c->seeds))))
+    if ((n && (rc = sweep_parse_positive("--n", n, &c->n))) ||
+        (d && (rc = sweep_parse_positive("--d", d, &c->d))) ||
+        (heads && (rc = sweep_parse_positive("--heads", heads, &c->heads))) ||
+        (seeds && (rc = sweep_parse_positive("--seeds", seeds, &c->seeds))))
         return rc;
     if (c->seeds > 100) return cli_fail("--seeds", "at most 100");
-    if ((rc = sw_check_floats("--n", c->heads, c->n, c->d))) return rc;
+    if ((rc = sweep_check_floats("--n", c->heads, c->n, c->d))) return rc;
     if (inputs) {
         int chosen[N_INPUTS];
         size_t count;
@@ -167,12 +167,12 @@ static int parse(int argc, char **argv, config *c)
     la_kernel kernels[LA_KERNEL_COUNT];
     size_t n_kernels = 0;
     if (list) {
-        if ((rc = kn_parse_kernel_list("--variant", list, keep_runnable, kernels, LA_KERNEL_COUNT,
-                                       &n_kernels)))
+        if ((rc = kernels_parse_kernel_list("--variant", list, keep_runnable, kernels,
+                                            LA_KERNEL_COUNT, &n_kernels)))
             return rc;
     } else {
         for (int k = 0; k < LA_KERNEL_COUNT; k++) /* softmax's family is the reference */
-            if (kn_family((la_kernel)k) != LA_KERNEL_SOFTMAX && keep_runnable((la_kernel)k) &&
+            if (kernels_family((la_kernel)k) != LA_KERNEL_SOFTMAX && keep_runnable((la_kernel)k) &&
                 !is_score_function((la_kernel)k))
                 kernels[n_kernels++] = (la_kernel)k;
     }
@@ -197,7 +197,7 @@ static int parse(int argc, char **argv, config *c)
         if (c->ranks[i] > c->n)
             return cli_fail("--proj-rank", "%zu is above N = %zu (k must be at most M)",
                             c->ranks[i], c->n);
-    return sw_common_finish(&common, &c->common, "approx.csv", 10, 8.0 * (1 << 30));
+    return sweep_common_finish(&common, &c->common, "approx.csv", 10, 8.0 * (1 << 30));
 }
 
 /* ---------------------------------------------------------------- inputs */
@@ -242,21 +242,21 @@ static void fill(const config *c, buffers *b, int kind, uint64_t seed)
 {
     char label[32];
     snprintf(label, sizeof label, "approx_%s", input_names[kind]);
-    in_rng r = in_rng_for(seed, label);
+    inputs_rng r = inputs_rng_for(seed, label);
     const size_t n = c->n, d = c->d;
-    in_fill_normal_f32(&r, b->v, b->elems, 1.0);
+    inputs_fill_normal_f32(&r, b->v, b->elems, 1.0);
     if (kind == 0) {
-        in_fill_normal_f32(&r, b->q, b->elems, 1.0);
-        in_fill_normal_f32(&r, b->k, b->elems, 1.0);
+        inputs_fill_normal_f32(&r, b->q, b->elems, 1.0);
+        inputs_fill_normal_f32(&r, b->k, b->elems, 1.0);
     }
     const double w = 12.0 / sqrt((double)d); /* q·k/√d = 12 for q = w·k, |k|² = d */
     for (size_t h = 0; kind != 0 && h < c->heads; h++) {
         float *qh = b->q + h * n * d, *kh = b->k + h * n * d;
         if (kind == 1) {
-            in_fill_normal_f32(&r, kh, n * d, 1.0);
+            inputs_fill_normal_f32(&r, kh, n * d, 1.0);
             for (size_t i = 0; i < n; i++) {
-                const size_t a = (size_t)(in_uniform(&r) * (double)n);
-                const size_t e = (size_t)(in_uniform(&r) * (double)n);
+                const size_t a = (size_t)(inputs_uniform(&r) * (double)n);
+                const size_t e = (size_t)(inputs_uniform(&r) * (double)n);
                 for (size_t x = 0; x < d; x++)
                     qh[i * d + x] = (float)(w * ((double)kh[a * d + x] + (double)kh[e * d + x]));
             }
@@ -267,7 +267,7 @@ static void fill(const config *c, buffers *b, int kind, uint64_t seed)
                     const double code =
                         sqrt(2.0) * (x % 2 ? cos(omega * (double)j) : sin(omega * (double)j));
                     qh[j * d + x] = (float)(w * code);
-                    kh[j * d + x] = (float)(code + 0.25 * in_normal(&r));
+                    kh[j * d + x] = (float)(code + 0.25 * inputs_normal(&r));
                 }
         }
     }
@@ -292,15 +292,15 @@ static void problem_of(const config *c, la_kernel k, size_t budget, uint64_t see
 }
 
 /* One point: the float64 output against exact softmax, then the float32 time. */
-static int measure(res_file *f, const config *c, buffers *b, la_kernel k, size_t budget, int kind,
-                   uint64_t seed, double softmax_flops)
+static int measure(record_file *f, const config *c, buffers *b, la_kernel k, size_t budget,
+                   int kind, uint64_t seed, double softmax_flops)
 {
     const char *name = la_kernel_name(k);
     const budget_kind bk = budget_of(k);
     char key[160];
     snprintf(key, sizeof key, "%s,%s,%zu,%s,%llu", name, budget_names[bk], budget,
              input_names[kind], (unsigned long long)seed);
-    if (res_find(f, key)) return 0; /* --resume */
+    if (record_find(f, key)) return 0; /* --resume */
     la_problem p;
     problem_of(c, k, budget, seed, &p);
     la_cost cost;
@@ -308,21 +308,21 @@ static int measure(res_file *f, const config *c, buffers *b, la_kernel k, size_t
         la_attention_cost(k, &p, LA_FLOAT32, &cost) == LA_OK ? cost.flops_total : NAN;
     la_status st = la_attention_f64(k, &p, b->q64, b->k64, b->v64, b->y64);
     if (st != LA_OK)
-        return res_row(f, "%s,%zu,%zu,%zu,nan,%.6g,%.6g,nan,nan,nan,%s", key, c->n, c->d, c->heads,
-                       flops, flops / softmax_flops, la_strerror(st))
+        return record_row(f, "%s,%zu,%zu,%zu,nan,%.6g,%.6g,nan,nan,nan,%s", key, c->n, c->d,
+                          c->heads, flops, flops / softmax_flops, la_strerror(st))
                    ? 1
                    : 0;
-    const double err = in_rel_error_f64(b->y64, b->exact, b->elems);
-    res_timing t;
-    const res_rule rule = {c->common.min_reps, 1000, c->common.min_time, 1.0};
-    st = res_time_kernel(k, &p, b->q, b->k, b->v, b->out, &rule, &t);
+    const double err = inputs_rel_error_f64(b->y64, b->exact, b->elems);
+    timer_result t;
+    const timer_rule rule = {c->common.min_reps, 1000, c->common.min_time, 1.0};
+    st = timer_kernel(k, &p, b->q, b->k, b->v, b->out, &rule, &t);
     if (st != LA_OK)
-        return res_row(f, "%s,%zu,%zu,%zu,%.6g,%.6g,%.6g,nan,nan,nan,%s", key, c->n, c->d, c->heads,
-                       err, flops, flops / softmax_flops, la_strerror(st))
+        return record_row(f, "%s,%zu,%zu,%zu,%.6g,%.6g,%.6g,nan,nan,nan,%s", key, c->n, c->d,
+                          c->heads, err, flops, flops / softmax_flops, la_strerror(st))
                    ? 1
                    : 0;
-    return res_row(f, "%s,%zu,%zu,%zu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,ok", key, c->n, c->d, c->heads,
-                   err, flops, flops / softmax_flops, t.median_s, t.q1_s, t.q3_s)
+    return record_row(f, "%s,%zu,%zu,%zu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,ok", key, c->n, c->d,
+                      c->heads, err, flops, flops / softmax_flops, t.median_s, t.q1_s, t.q3_s)
                ? 1
                : 0;
 }
@@ -342,7 +342,7 @@ static const size_t *budgets_of(const config *c, la_kernel k, size_t *count)
 
 /* The summary: per input kind and variant, the smallest budget's FLOPs share at which
  * the mean error over seeds fell below 0.1, or the best mean error reached. */
-static void summarize(const config *c, res_file *f)
+static void summarize(const config *c, record_file *f)
 {
     for (int kind = 0; kind < N_INPUTS; kind++) {
         if (!c->inputs[kind]) continue;
@@ -361,10 +361,10 @@ static void summarize(const config *c, res_file *f)
                     snprintf(key, sizeof key, "%s,%s,%zu,%s,%llu", la_kernel_name((la_kernel)k),
                              budget_names[budget_of((la_kernel)k)], bs[i], input_names[kind],
                              (unsigned long long)(c->common.seed + s));
-                    const char *row = res_find(f, key);
+                    const char *row = record_find(f, key);
                     double e;
-                    if (row && res_get(f, row, "rel_error", &e) == 0 && isfinite(e))
-                        sum += e, got++, res_get(f, row, "flops_vs_softmax", &share);
+                    if (row && record_get(f, row, "rel_error", &e) == 0 && isfinite(e))
+                        sum += e, got++, record_get(f, row, "flops_vs_softmax", &share);
                 }
                 if (!got) continue;
                 const double mean = sum / (double)got;
@@ -393,17 +393,18 @@ int cmd_approx(int argc, char **argv)
     config c;
     int rc = parse(argc, argv, &c);
     if (rc) return rc;
-    res_memory_init();
-    const bz_report *busy = res_machine_check();
-    const size_t elems = c.heads * c.n * c.d; /* checked by sw_check_floats */
+    timer_memory_init();
+    const machine_report *busy = machine_check();
+    const size_t elems = c.heads * c.n * c.d; /* checked by sweep_check_floats */
     buffers b;
     if (buffers_alloc(&b, elems) != 0) return cli_fail("approx", "out of memory");
     char err[512];
-    res_file *f = res_open(c.common.out, "approx",
-                           "error against cost of the approximating variants: relative error "
-                           "of each against exact softmax (float64), FLOPs, float32 time; one "
-                           "row per variant, budget, input kind and seed",
-                           COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
+    record_file *f =
+        record_open(c.common.out, "approx",
+                    "error against cost of the approximating variants: relative error "
+                    "of each against exact softmax (float64), FLOPs, float32 time; one "
+                    "row per variant, budget, input kind and seed",
+                    COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
     if (!f) {
         buffers_free(&b);
         return cli_fail("approx", "%s", err);
@@ -418,8 +419,8 @@ int cmd_approx(int argc, char **argv)
     for (int i = 0; i < N_INPUTS; i++)
         kinds += c.inputs[i];
     points = (points + 1) * kinds * (int)c.seeds;
-    res_progress pr;
-    res_progress_start(&pr, "approx", points, points);
+    progress_line pr;
+    progress_start(&pr, "approx", points, points);
     int point = 0;
     la_problem exact_p;
     problem_of(&c, LA_KERNEL_SOFTMAX, 0, 0, &exact_p);
@@ -439,7 +440,7 @@ int cmd_approx(int argc, char **argv)
                 rc = cli_fail("approx", "exact softmax: %s", la_strerror(st));
                 break;
             }
-            res_progress_step(&pr, ++point, 1, "softmax");
+            progress_step(&pr, ++point, 1, "softmax");
             rc = measure(f, &c, &b, LA_KERNEL_SOFTMAX, 0, kind, seed, softmax_flops);
             for (int k = 0; k < LA_KERNEL_COUNT && rc == 0; k++) {
                 if (!c.selected[k]) continue;
@@ -450,22 +451,22 @@ int cmd_approx(int argc, char **argv)
                     snprintf(what, sizeof what, "%s %s %zu, %s inputs",
                              la_kernel_name((la_kernel)k), budget_names[budget_of((la_kernel)k)],
                              bs[i], input_names[kind]);
-                    res_progress_step(&pr, ++point, 1, what);
+                    progress_step(&pr, ++point, 1, what);
                     rc = measure(f, &c, &b, (la_kernel)k, bs[i], kind, seed, softmax_flops);
                 }
             }
         }
     }
-    res_progress_end(&pr);
+    progress_end(&pr);
     if (rc == 1) cli_line("%s: write failed", c.common.out);
     if (rc == 0) {
         summarize(&c, f);
-        printf("approx: wrote %s\n", res_path(f));
+        printf("approx: wrote %s\n", record_path(f));
         if (busy->noisy)
             printf("approx: the machine was busy (%s): the times are noisy (errors are not)\n",
                    busy->why);
     }
-    if (res_close(f) != 0 && rc == 0) rc = 1;
+    if (record_close(f) != 0 && rc == 0) rc = 1;
     buffers_free(&b);
     return rc;
 }

@@ -11,8 +11,8 @@
 #include "common/kernels.h"
 #include "common/layout.h"
 #include "common/outputs.h"
-#include "common/positions.h"
-#include "common/sweep.h" /* sw_check_memory: the weights matrix within the machine's memory */
+#include "common/position.h"
+#include "common/sweep.h" /* sweep_check_memory: the weights matrix within the machine's memory */
 #include "common/variants.h"
 
 #include <math.h>
@@ -143,7 +143,7 @@ static int reads_eps(la_kernel k)
 /* --chunk: the kernels that read it, run causal */
 static int reads_chunk(la_kernel k)
 {
-    return (la_kernel_get(k)->params & LA_PARAM_CHUNK) && kn_allows(k, 1);
+    return (la_kernel_get(k)->params & LA_PARAM_CHUNK) && kernels_allows(k, 1);
 }
 
 /* "softmax, softmax_materialized and hard" (or, with conjunction "or", "… or hard"):
@@ -152,7 +152,7 @@ static const char *kernel_list(int (*keep)(la_kernel), const char *conjunction, 
                                size_t size)
 {
     char names[512];
-    kn_kernel_names(keep, ", ", names, sizeof names);
+    kernels_kernel_names(keep, ", ", names, sizeof names);
     char *last = strrchr(names, ',');
     if (last)
         snprintf(buf, size, "%.*s %s %s", (int)(last - names), names, conjunction, last + 2);
@@ -188,8 +188,8 @@ void cmd_attend_help(FILE *out)
              kernel_list(reads_chunk, "or", names, sizeof names), LA_DEFAULT_CHUNK);
     fputs("  --chunk C            ", out);
     cli_print_wrapped(out, text, 23);
-    vp_print_help(out, 1, 1);
-    pos_print_help(out);
+    variants_print_help(out, 1, 1);
+    position_print_help(out);
     fputs("                       In attend, absolute positions are added to Q, K and V\n"
           "                       alike (position i to row i: a layer's input with identity\n"
           "                       projections; learned: one table (L, d) per array, so a\n"
@@ -207,7 +207,7 @@ void cmd_attend_help(FILE *out)
           "                       --kernel FORM, e.g. --variant softmax --kernel\n"
           "                       materialized, is --variant softmax_materialized\n\n",
           out);
-    kn_print_kernels(out, NULL, NULL);
+    kernels_print_kernels(out, NULL, NULL);
     char none[256] = "";
     for (int i = 0; i < LA_KERNEL_COUNT; i++)
         if (!la_kernel_get((la_kernel)i)->backward_f32)
@@ -228,8 +228,9 @@ typedef struct {
         *layout;
     const char *grad_out, *grad_q, *grad_k, *grad_v; /* all four or none */
     int causal;
-    vp_flags variant_params; /* --window, --proj-rank, --proj, --features, --seed, --score-* */
-    pos_flags positions;     /* --positions, --position-table, --max-distance, --relative */
+    variants_flags
+        variant_params;       /* --window, --proj-rank, --proj, --features, --seed, --score-* */
+    position_flags positions; /* --positions, --position-table, --max-distance, --relative */
 } attend_args;
 
 /* The deprecated --kernel FORM: the kernel of --variant's family with that form, for
@@ -238,21 +239,21 @@ static int kernel_of_form(const char *family_text, la_kernel named, const char *
                           la_kernel *kernel)
 {
     la_kernel forms[LA_KERNEL_COUNT];
-    const size_t n_forms = kn_family_kernels(kn_family(named), causal, forms);
+    const size_t n_forms = kernels_family_kernels(kernels_family(named), causal, forms);
     if (n_forms < 2)
-        return kn_family_kernels(kn_family(named), 1, forms) > 1 && !causal
+        return kernels_family_kernels(kernels_family(named), 1, forms) > 1 && !causal
                    ? cli_fail("--kernel", "applies to --variant %s with --causal only", family_text)
                    : cli_fail("--kernel", "--variant %s has a single kernel", family_text);
     char names[512];
     size_t used = 0;
     names[0] = 0;
     for (size_t i = 0; i < n_forms; i++) {
-        if (strcmp(form, kn_form(forms[i])) == 0) {
+        if (strcmp(form, kernels_form(forms[i])) == 0) {
             *kernel = forms[i];
             return 0;
         }
-        int len =
-            snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", kn_form(forms[i]));
+        int len = snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                           kernels_form(forms[i]));
         if (len > 0 && (size_t)len < sizeof names - used) used += (size_t)len;
     }
     return cli_fail("--kernel", "'%s' is not one of %s (for --variant %s%s)", form, names,
@@ -296,7 +297,7 @@ static int choose_kernel(const attend_args *a, la_kernel *kernel, int *score)
     char names[512];
     int rc = 0;
     *score = SCORE_NONE;
-    if (a->variant && (rc = kn_parse_kernel("--variant", a->variant, NULL, kernel))) return rc;
+    if (a->variant && (rc = kernels_parse_kernel("--variant", a->variant, NULL, kernel))) return rc;
     if (a->kernel && !a->variant) return cli_fail("--kernel", "needs --variant FAMILY");
     if (a->kernel) {
         if ((rc = kernel_of_form(a->variant, *kernel, a->kernel, a->causal, kernel))) return rc;
@@ -306,7 +307,7 @@ static int choose_kernel(const attend_args *a, la_kernel *kernel, int *score)
     }
     if (a->score && (rc = choose_score(a, score, kernel))) return rc;
     const char *name = la_kernel_name(*kernel);
-    if (!kn_allows(*kernel, a->causal))
+    if (!kernels_allows(*kernel, a->causal))
         return cli_fail("--variant", "%s runs %s only", name,
                         a->causal ? "without --causal" : "with --causal");
 
@@ -330,9 +331,9 @@ static int choose_kernel(const attend_args *a, la_kernel *kernel, int *score)
 
 /* Rotary positions on a linear kernel: la_linear_attention_rotary_* runs instead of the
  * kernel (RoFormer's form: the rotation on φ(q), φ(k) in the numerator only). */
-static int rotary_linear(la_kernel kernel, const pos_values *v)
+static int rotary_linear(la_kernel kernel, const position_values *v)
 {
-    return v->kind == POS_ROTARY &&
+    return v->kind == POSITION_ROTARY &&
            (kernel == LA_KERNEL_LINEAR || kernel == LA_KERNEL_LINEAR_RECURRENT);
 }
 
@@ -340,14 +341,14 @@ static int rotary_linear(la_kernel kernel, const pos_values *v)
  * or softmax / softmax_materialized, which it extends); --variant relative alone means
  * --positions relative; rotary rotates q and k of the softmax-type kernels and runs
  * inside linear attention; FAVOR+ takes neither. No gradients with positions. */
-static int choose_positions(attend_args *a, la_kernel *kernel, int gradients, pos_values *out)
+static int choose_positions(attend_args *a, la_kernel *kernel, int gradients, position_values *out)
 {
     if (*kernel == LA_KERNEL_RELATIVE && !a->positions.positions)
         a->positions.positions = "relative";
-    int rc = pos_parse(&a->positions, out);
+    int rc = position_parse(&a->positions, out);
     if (rc) return rc;
     const char *name = la_kernel_name(*kernel);
-    if (out->kind == POS_RELATIVE) {
+    if (out->kind == POSITION_RELATIVE) {
         if (*kernel != LA_KERNEL_RELATIVE && *kernel != LA_KERNEL_SOFTMAX &&
             *kernel != LA_KERNEL_SOFTMAX_MATERIALIZED)
             return cli_fail("--positions",
@@ -357,31 +358,31 @@ static int choose_positions(attend_args *a, la_kernel *kernel, int gradients, po
         *kernel = LA_KERNEL_RELATIVE;
     } else if (*kernel == LA_KERNEL_RELATIVE) {
         return cli_fail("--positions", "--variant relative is --positions relative, not %s",
-                        pos_name(out->kind));
+                        position_name(out->kind));
     }
-    if (out->kind == POS_ROTARY &&
+    if (out->kind == POSITION_ROTARY &&
         (*kernel == LA_KERNEL_FAVOR || *kernel == LA_KERNEL_FAVOR_RECURRENT))
         return cli_fail("--positions",
                         "rotary does not apply to %s (its random features "
                         "are not rotated)",
                         name);
-    if (out->kind != POS_NONE && gradients)
-        return cli_fail("--grad-out", "not with --positions %s", pos_name(out->kind));
+    if (out->kind != POSITION_NONE && gradients)
+        return cli_fail("--grad-out", "not with --positions %s", position_name(out->kind));
     return 0;
 }
 
 /* The relative kernel's clip distance and tables (given: (2K+1, d_k) and (2K+1, d_v)). */
-static int apply_relative(const pos_values *v, la_problem *p)
+static int apply_relative(const position_values *v, la_problem *p)
 {
     char s1[160];
     p->max_distance = v->max_distance;
     if (!v->rel_k.data) return 0;
     if (v->rel_k.shape[1] != p->d_k)
         return cli_fail("--relative", "a^K has shape %s: need (2K+1, d_k) with d_k = %zu",
-                        cli_shape_str(&v->rel_k, s1, sizeof s1), p->d_k);
+                        arrays_shape_str(&v->rel_k, s1, sizeof s1), p->d_k);
     if (v->rel_v.shape[1] != p->d_v)
         return cli_fail("--relative", "a^V has shape %s: need (2K+1, d_v) with d_v = %zu",
-                        cli_shape_str(&v->rel_v, s1, sizeof s1), p->d_v);
+                        arrays_shape_str(&v->rel_v, s1, sizeof s1), p->d_v);
     p->rel_k = v->rel_k.data;
     p->rel_v = v->rel_v.data;
     return 0;
@@ -396,17 +397,17 @@ static int check_shapes(const attend_args *a, const la_array *q, const la_array 
     const la_array *arrays[] = {q, k, v};
     if (q->ndim < 2 || q->ndim > 4)
         return cli_fail(a->q, "shape %s must be (N, d), (H, N, d) or (B, H, N, d)",
-                        cli_shape_str(q, s1, sizeof s1));
+                        arrays_shape_str(q, s1, sizeof s1));
     for (int i = 1; i < 3; i++) {
         if (arrays[i]->ndim != q->ndim)
             return cli_fail(paths[i], "shape %s has %d dims, Q %s has %d",
-                            cli_shape_str(arrays[i], s1, sizeof s1), arrays[i]->ndim,
-                            cli_shape_str(q, s2, sizeof s2), q->ndim);
+                            arrays_shape_str(arrays[i], s1, sizeof s1), arrays[i]->ndim,
+                            arrays_shape_str(q, s2, sizeof s2), q->ndim);
         for (int d = 0; d < q->ndim - 2; d++)
             if (arrays[i]->shape[d] != q->shape[d])
                 return cli_fail(paths[i], "leading dims of %s differ from Q's %s",
-                                cli_shape_str(arrays[i], s1, sizeof s1),
-                                cli_shape_str(q, s2, sizeof s2));
+                                arrays_shape_str(arrays[i], s1, sizeof s1),
+                                arrays_shape_str(q, s2, sizeof s2));
     }
     int r = q->ndim - 2, c = q->ndim - 1; /* rows and columns */
     if (k->shape[c] != q->shape[c])
@@ -417,7 +418,7 @@ static int check_shapes(const attend_args *a, const la_array *q, const la_array 
         for (int d = 0; d < q->ndim; d++)
             if (arrays[i]->shape[d] == 0)
                 return cli_fail(paths[i], "shape %s has a zero dimension",
-                                cli_shape_str(arrays[i], s1, sizeof s1));
+                                arrays_shape_str(arrays[i], s1, sizeof s1));
     return 0;
 }
 
@@ -426,14 +427,14 @@ static int read_key_lengths(const char *path, size_t batch, size_t n_keys, int64
 {
     la_array l;
     char s1[160];
-    int rc = cli_read_npy(path, &l);
+    int rc = arrays_read_npy(path, &l);
     if (rc) return rc;
     if (l.dtype != LA_NPY_I32 && l.dtype != LA_NPY_I64) {
-        rc = cli_fail(path, "dtype %s, need int32 or int64", cli_dtype_name(l.dtype));
+        rc = cli_fail(path, "dtype %s, need int32 or int64", arrays_dtype_name(l.dtype));
         goto done;
     }
     if (l.ndim != 1 || l.shape[0] != batch) {
-        rc = cli_fail(path, "shape %s must be (B,) = (%zu,)", cli_shape_str(&l, s1, sizeof s1),
+        rc = cli_fail(path, "shape %s must be (B,) = (%zu,)", arrays_shape_str(&l, s1, sizeof s1),
                       batch);
         goto done;
     }
@@ -495,18 +496,18 @@ static int read_mask(const char *flag, const char *path, int ndim, size_t n_shap
 {
     la_array a;
     char s1[160];
-    int rc = cli_read_npy(path, &a);
+    int rc = arrays_read_npy(path, &a);
     if (rc) return rc;
     *which = n_shapes;
     for (size_t s = 0; s < n_shapes && a.ndim == ndim; s++)
         if (memcmp(a.shape, shapes[s], (size_t)ndim * sizeof a.shape[0]) == 0) *which = s;
     if (a.dtype != LA_NPY_BOOL && a.dtype != LA_NPY_F32 && a.dtype != LA_NPY_F64) {
         rc = cli_fail(flag, "dtype %s, need bool or float32/float64 (0 or -inf)",
-                      cli_dtype_name(a.dtype));
+                      arrays_dtype_name(a.dtype));
         goto done;
     }
     if (*which == n_shapes) {
-        rc = cli_fail(flag, "shape %s must be %s", cli_shape_str(&a, s1, sizeof s1), want);
+        rc = cli_fail(flag, "shape %s must be %s", arrays_shape_str(&a, s1, sizeof s1), want);
         goto done;
     }
     uint8_t *m = malloc(a.count ? a.count : 1);
@@ -553,7 +554,7 @@ static int read_masks(const attend_args *a, size_t batch, size_t heads, size_t n
         snprintf(want, sizeof want, "(N, M) = (%zu, %zu) or (B*H, N, M) = (%zu, %zu, %zu)", n, m,
                  batch * heads, n, m);
         la_array probe;
-        if ((rc = cli_read_npy(a->mask, &probe))) return rc;
+        if ((rc = arrays_read_npy(a->mask, &probe))) return rc;
         const int ndim = probe.ndim == 3 ? 3 : 2;
         la_array_free(&probe);
         if ((rc = read_mask("--mask", a->mask, ndim, 1, ndim == 3 ? three : two, want, mask,
@@ -604,12 +605,12 @@ static int check_has_backward(la_kernel kernel)
 static int read_grad_out(const char *path, la_dtype dtype, const la_array *y, la_array *d_out)
 {
     char s1[160], s2[160];
-    int rc = cli_read_floats(path, dtype, d_out);
+    int rc = arrays_read_floats(path, dtype, d_out);
     if (rc) return rc;
     if (d_out->ndim != y->ndim ||
         memcmp(d_out->shape, y->shape, (size_t)y->ndim * sizeof y->shape[0]) != 0)
         return cli_fail(path, "shape %s differs from the output's %s",
-                        cli_shape_str(d_out, s1, sizeof s1), cli_shape_str(y, s2, sizeof s2));
+                        arrays_shape_str(d_out, s1, sizeof s1), arrays_shape_str(y, s2, sizeof s2));
     return 0;
 }
 
@@ -645,14 +646,14 @@ static int backward_and_write(const attend_args *a, la_kernel kernel, const la_p
     if (st != LA_OK)
         return cli_fail("attend", "backward of %s: %s", la_kernel_name(kernel), la_strerror(st));
 
-    out_set outs;
-    out_set_init(&outs);
-    if (!(rc = out_set_add(&outs, "--out", a->out, y)) &&
-        !(rc = out_set_add(&outs, "--grad-q", a->grad_q, &grads[0])) &&
-        !(rc = out_set_add(&outs, "--grad-k", a->grad_k, &grads[1])) &&
-        !(rc = out_set_add(&outs, "--grad-v", a->grad_v, &grads[2])))
-        rc = out_set_commit(&outs);
-    out_set_free(&outs);
+    outputs_set outs;
+    outputs_set_init(&outs);
+    if (!(rc = outputs_set_add(&outs, "--out", a->out, y)) &&
+        !(rc = outputs_set_add(&outs, "--grad-q", a->grad_q, &grads[0])) &&
+        !(rc = outputs_set_add(&outs, "--grad-k", a->grad_k, &grads[1])) &&
+        !(rc = outputs_set_add(&outs, "--grad-v", a->grad_v, &grads[2])))
+        rc = outputs_set_commit(&outs);
+    outputs_set_free(&outs);
     return rc;
 }
 
@@ -685,16 +686,16 @@ int cmd_attend(int argc, char **argv)
         {"grad-q", &a.grad_q, NULL},
         {"grad-k", &a.grad_k, NULL},
         {"grad-v", &a.grad_v, NULL},
-        VP_PARAM_FLAGS(a.variant_params),
-        VP_SEED_FLAG(a.variant_params),
-        VP_PROJ_FLAG(a.variant_params),
-        VP_SCORE_FLAGS(a.variant_params),
-        POS_FLAGS(a.positions),
+        VARIANTS_PARAM_FLAGS(a.variant_params),
+        VARIANTS_SEED_FLAG(a.variant_params),
+        VARIANTS_PROJ_FLAG(a.variant_params),
+        VARIANTS_SCORE_FLAGS(a.variant_params),
+        POSITION_FLAGS(a.positions),
         {NULL, NULL, NULL},
     };
     la_array q = {0}, k = {0}, v = {0}, y = {0}, w = {0}, d_out = {0}, grads[3] = {{0}, {0}, {0}};
-    vp_values variant_values = {0};
-    pos_values positions = {0};
+    variants_values variant_values = {0};
+    position_values positions = {0};
     int gradients = 0;
     int64_t *key_lengths = NULL;
     uint8_t *mask = NULL, *key_mask = NULL;
@@ -721,12 +722,12 @@ int cmd_attend(int argc, char **argv)
     if ((rc = check_masks_allowed(&a, kernel))) return rc;
     if (a.save_weights && kernel == LA_KERNEL_LINFORMER)
         return cli_fail("--save-weights", "linformer has no attention matrix");
-    if (a.save_weights && out_paths_alias(a.save_weights, a.out))
+    if (a.save_weights && outputs_paths_alias(a.save_weights, a.out))
         return cli_fail("--save-weights", "'%s' is the file of --out", a.save_weights);
     if ((rc = check_gradient_flags(&a, &gradients))) return rc;
     const char *const grad_paths[3] = {a.grad_q, a.grad_k, a.grad_v};
     for (int i = 0; gradients && a.save_weights && i < 3; i++)
-        if (out_paths_alias(a.save_weights, grad_paths[i]))
+        if (outputs_paths_alias(a.save_weights, grad_paths[i]))
             return cli_fail("--save-weights", "'%s' is the file of a --grad-* output",
                             a.save_weights);
     if (a.precision &&
@@ -765,8 +766,8 @@ int cmd_attend(int argc, char **argv)
     /* --seed also draws a learned table that was not given */
     const unsigned reads =
         la_kernel_get(kernel)->params |
-        (positions.kind == POS_LEARNED && !positions.table.data ? LA_PARAM_RELATIVE : 0);
-    if ((rc = vp_parse(&a.variant_params, reads, &variant_values))) goto done;
+        (positions.kind == POSITION_LEARNED && !positions.table.data ? LA_PARAM_RELATIVE : 0);
+    if ((rc = variants_parse(&a.variant_params, reads, &variant_values))) goto done;
     if (a.save_weights && (kernel == LA_KERNEL_FAVOR || kernel == LA_KERNEL_FAVOR_RECURRENT ||
                            kernel == LA_KERNEL_GENERAL || kernel == LA_KERNEL_ADDITIVE ||
                            kernel == LA_KERNEL_COSINE || kernel == LA_KERNEL_RELATIVE ||
@@ -779,8 +780,8 @@ int cmd_attend(int argc, char **argv)
     }
 
     /* step 2: the inputs, converted to the precision, and their shapes */
-    if ((rc = cli_read_floats(a.q, dtype, &q)) || (rc = cli_read_floats(a.k, dtype, &k)) ||
-        (rc = cli_read_floats(a.v, dtype, &v)) || (rc = layout_swap_heads(layout, a.q, &q)) ||
+    if ((rc = arrays_read_floats(a.q, dtype, &q)) || (rc = arrays_read_floats(a.k, dtype, &k)) ||
+        (rc = arrays_read_floats(a.v, dtype, &v)) || (rc = layout_swap_heads(layout, a.q, &q)) ||
         (rc = layout_swap_heads(layout, a.k, &k)) || (rc = layout_swap_heads(layout, a.v, &v)) ||
         (rc = check_shapes(&a, &q, &k, &v)))
         goto done;
@@ -792,12 +793,12 @@ int cmd_attend(int argc, char **argv)
     /* positions: absolute ones added to Q, K and V (the input of a layer whose projections
      * are the identity), rotary ones rotating Q and K (for linear attention: inside the
      * kernel, below); the seed is --seed's */
-    if ((rc = pos_add_absolute(&positions, "Q", variant_values.seed, &q)) ||
-        (rc = pos_add_absolute(&positions, "K", variant_values.seed, &k)) ||
-        (rc = pos_add_absolute(&positions, "V", variant_values.seed, &v)))
+    if ((rc = position_add_absolute(&positions, "Q", variant_values.seed, &q)) ||
+        (rc = position_add_absolute(&positions, "K", variant_values.seed, &k)) ||
+        (rc = position_add_absolute(&positions, "V", variant_values.seed, &v)))
         goto done;
-    if (positions.kind == POS_ROTARY && !rotary_linear(kernel, &positions) &&
-        ((rc = pos_rotate(a.q, &q)) || (rc = pos_rotate(a.k, &k))))
+    if (positions.kind == POSITION_ROTARY && !rotary_linear(kernel, &positions) &&
+        ((rc = position_rotate(a.q, &q)) || (rc = position_rotate(a.k, &k))))
         goto done;
     if (rotary_linear(kernel, &positions) && d_k % 2 != 0) {
         rc = cli_fail(a.q, "rotary positions rotate channel pairs: d = %zu must be even", d_k);
@@ -818,9 +819,9 @@ int cmd_attend(int argc, char **argv)
     p.feature_map = fm;
     p.eps = eps;
     p.chunk = chunk;
-    if ((rc = vp_apply(&variant_values, &p))) goto done;
+    if ((rc = variants_apply(&variant_values, &p))) goto done;
     if (kernel == LA_KERNEL_RELATIVE && (rc = apply_relative(&positions, &p))) goto done;
-    if (!vp_rank_fits(kernel, &p)) {
+    if (!variants_rank_fits(kernel, &p)) {
         rc = variant_values.proj_e.data
                  ? cli_fail("--proj", "K = %zu rows, must be at most M = %zu (the keys' rows)",
                             p.proj_rank, m)
@@ -839,7 +840,8 @@ int cmd_attend(int argc, char **argv)
     if (a.save_weights) {
         const double elems = (double)batch * (double)heads * (double)n * (double)m;
         const double bytes = elems * (dtype == LA_FLOAT32 ? 4.0 : 8.0);
-        if ((rc = sw_check_memory("--save-weights", bytes, sw_physical_memory(), "memory here")))
+        if ((rc = sweep_check_memory("--save-weights", bytes, machine_physical_memory(),
+                                     "memory here")))
             goto done;
         w.dtype = q.dtype;
         w.ndim = nd;
@@ -893,16 +895,16 @@ int cmd_attend(int argc, char **argv)
 
     /* step 5: written atomically, the weights first (every input was checked above);
      * with gradients, the backward first and the four files together */
-    if (a.save_weights && (rc = cli_write_npy(a.save_weights, &w))) goto done;
+    if (a.save_weights && (rc = arrays_write_npy(a.save_weights, &w))) goto done;
     if (gradients)
         rc = backward_and_write(&a, kernel, &p, dtype, &q, &k, &v, &y, &d_out, grads);
     else if (!(rc = layout_swap_heads(layout, a.out, &y)))
-        rc = cli_write_npy(a.out, &y);
+        rc = arrays_write_npy(a.out, &y);
     if (!rc)
         layout_report("attend", layout, batch, heads, n, m, d_k, d_v, precision_names[precision]);
 done:
-    vp_free(&variant_values);
-    pos_free(&positions);
+    variants_free(&variant_values);
+    position_free(&positions);
     la_array_free(&q);
     la_array_free(&k);
     la_array_free(&v);

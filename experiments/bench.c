@@ -7,8 +7,8 @@
 #include "common/cli.h"
 #include "common/inputs.h"
 #include "common/kernels.h"
-#include "common/passes.h" /* forward, backward, train: what one timed call is */
-#include "common/record.h" /* res_time: the one timer; the writer's metadata header */
+#include "common/pass.h"   /* forward, backward, train: what one timed call is */
+#include "common/record.h" /* timer_run: the one timer; the writer's metadata header */
 #include "common/sweep.h"
 #include "common/variants.h"
 
@@ -72,7 +72,7 @@ static const char help_columns[] =
     "options (default in brackets):\n"
     "  --variant LIST   comma-separated kernels, of those above [every one that runs with\n"
     "                   the --causal given]\n"
-    "  --n LIST         query counts N: " SW_SWEEP_SYNTAX "\n"
+    "  --n LIST         query counts N: " SWEEP_SYNTAX "\n"
     "                   [512,2048,8192]; a run whose buffers (inputs, outputs, kernel\n"
     "                   scratch, yardstick) exceed the machine's memory is refused before\n"
     "                   anything is allocated\n"
@@ -141,7 +141,7 @@ static const char help_end[] =
 
 /* A point a goal reads: a series of the registry (la_kernel_series_parse) at N = M, on
  * a thread count. The series may name a pass after a '/' ("softmax/backward"; forward
- * without one: common/passes.h). */
+ * without one: common/pass.h). */
 typedef struct {
     const char *series;
     size_t n;
@@ -305,18 +305,20 @@ enum { N_CEILING_GOALS = sizeof ceiling_goals / sizeof ceiling_goals[0], CG_HEAD
 /* ---------------------------------------------------------------- help */
 
 /* The forms the deprecated --causal-form chooses among: the causal kernels of families
- * with causal forms, by kn_form. Fills names (LA_KERNEL_COUNT + 1 entries,
+ * with causal forms, by kernels_form. Fills names (LA_KERNEL_COUNT + 1 entries,
  * NULL-terminated); returns the count. */
 static size_t causal_forms(const char **names)
 {
     size_t n = 0;
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {
-        if (!kn_has_causal_forms(kn_family((la_kernel)k)) || !kn_allows((la_kernel)k, 1)) continue;
+        if (!kernels_has_causal_forms(kernels_family((la_kernel)k)) ||
+            !kernels_allows((la_kernel)k, 1))
+            continue;
         size_t i = 0;
-        while (i < n && strcmp(names[i], kn_form((la_kernel)k)) != 0)
+        while (i < n && strcmp(names[i], kernels_form((la_kernel)k)) != 0)
             i++;
         if (i < n) continue; /* a word two families share: one choice */
-        names[n++] = kn_form((la_kernel)k);
+        names[n++] = kernels_form((la_kernel)k);
     }
     names[n] = NULL;
     return n;
@@ -332,8 +334,8 @@ void cmd_bench_help(FILE *out)
           "       linattn bench --goals [--reps R]\n\n",
           out);
     fputs(help_intro, out);
-    kn_print_kernels(out, NULL, NULL);
-    vp_print_help(out, 0, 1);
+    kernels_print_kernels(out, NULL, NULL);
+    variants_print_help(out, 0, 1);
     fputs("A kernel whose workspace would pass the 4 GiB limit is skipped.\n", out);
     fputs(help_columns, out);
     for (size_t i = 0; i < N_GOALS; i++)
@@ -349,7 +351,8 @@ void cmd_bench_help(FILE *out)
 /* Sizes shared by every point of a run. */
 typedef struct {
     size_t heads, d_k, d_v;
-    const vp_values *variant_params; /* --window, --proj-rank, --features, --seed; NULL: defaults */
+    const variants_values
+        *variant_params; /* --window, --proj-rank, --features, --seed; NULL: defaults */
 } bench_shape;
 
 /* One measurement: what to run, then (after measure_point) what was measured. */
@@ -358,11 +361,11 @@ typedef struct {
     int causal;
     size_t n, m;
     int threads;
-    ps_pass pass;     /* forward, backward or train (common/passes.h) */
+    pass_kind pass;   /* forward, backward or train (common/pass.h) */
     int no_backward;  /* skipped: the pass needs a backward the kernel does not have */
     int rank_above_m; /* skipped: the kernel projects to K = --proj-rank rows, K > M */
     la_status status; /* LA_OK, or why the point was skipped */
-    res_timing t;
+    timer_result t;
     double gflops, pct_of_sgemm;         /* NAN when the FLOP model has no count */
     double pct_of_peak, pct_of_roofline; /* NAN also where there is no FMA peak */
     double workspace_bytes;              /* the cost model's; NAN when it has none */
@@ -372,7 +375,7 @@ static la_problem problem_of(const bench_point *pt, const bench_shape *s)
 {
     la_problem p;
     la_problem_init(&p, 1, s->heads, pt->n, pt->m, s->d_k, s->d_v);
-    if (s->variant_params) vp_apply(s->variant_params, &p); /* no --proj: cannot fail */
+    if (s->variant_params) variants_apply(s->variant_params, &p); /* no --proj: cannot fail */
     p.causal = pt->causal;
     return p;
 }
@@ -381,8 +384,8 @@ static la_problem problem_of(const bench_point *pt, const bench_shape *s)
  * "/train" after it for those passes. In buf. */
 static const char *variant_label(const bench_point *pt, char *buf, size_t size)
 {
-    snprintf(buf, size, "%s%s%s", la_kernel_name(pt->kernel), pt->pass == PS_FORWARD ? "" : "/",
-             pt->pass == PS_FORWARD ? "" : ps_pass_names[pt->pass]);
+    snprintf(buf, size, "%s%s%s", la_kernel_name(pt->kernel), pt->pass == PASS_FORWARD ? "" : "/",
+             pt->pass == PASS_FORWARD ? "" : pass_kind_names[pt->pass]);
     return buf;
 }
 
@@ -405,17 +408,17 @@ typedef struct {
     int budgeted; /* --goals */
 } timing_rule;
 
-/* res_time's rule for a point. predicted_s is a lower bound on one call (its FLOPs at
+/* timer_run's rule for a point. predicted_s is a lower bound on one call (its FLOPs at
  * the sgemm rate): under --goals a point that cannot be faster than GOALS_SLOW_S runs
  * min(R, GOALS_SLOW_REPS) times, and a warm-up of GOALS_SLOW_S or more is kept as the
- * first run (res_rule.slow_s), so N = 16384 fused softmax (seconds per call) costs three
+ * first run (timer_rule.slow_s), so N = 16384 fused softmax (seconds per call) costs three
  * calls, not six. */
-static res_rule rule_for(const timing_rule *rule, double predicted_s)
+static timer_rule rule_for(const timing_rule *rule, double predicted_s)
 {
-    if (!rule->budgeted) return (res_rule){rule->reps, MAX_RUNS, MIN_TOTAL_S, INFINITY};
+    if (!rule->budgeted) return (timer_rule){rule->reps, MAX_RUNS, MIN_TOTAL_S, INFINITY};
     int reps = rule->reps;
     if (predicted_s >= GOALS_SLOW_S && reps > GOALS_SLOW_REPS) reps = GOALS_SLOW_REPS;
-    return (res_rule){reps, MAX_RUNS, MIN_TOTAL_S, GOALS_SLOW_S};
+    return (timer_rule){reps, MAX_RUNS, MIN_TOTAL_S, GOALS_SLOW_S};
 }
 
 /* ---------------------------------------------------------------- the yardstick */
@@ -424,7 +427,7 @@ enum { SGEMM_SIZE = 2000 };
 
 typedef struct {
     int threads;
-    res_timing t;
+    timer_result t;
     double gflops;
     double peak_gflops; /* the FMA peak on the same threads (NAN: not measurable here) */
     double triad_gbs;   /* the triad bandwidth on the same threads (NAN: not measured) */
@@ -457,13 +460,13 @@ static int measure_sgemm(int threads, const timing_rule *rule, sgemm_result *out
     float *c = malloc(count * sizeof *c);
     int rc = -1;
     if (a && b && c) {
-        in_rng r = in_rng_for(1, "bench sgemm");
-        in_fill_normal_f32(&r, a, count, 1.0);
-        in_fill_normal_f32(&r, b, count, 1.0);
+        inputs_rng r = inputs_rng_for(1, "bench sgemm");
+        inputs_fill_normal_f32(&r, a, count, 1.0);
+        inputs_fill_normal_f32(&r, b, count, 1.0);
         sgemm_call g = {threads, a, b, c};
         out->threads = threads;
-        const res_rule sgemm_rule = rule_for(rule, 0);
-        rc = res_time(run_sgemm, &g, &sgemm_rule, &out->t);
+        const timer_rule sgemm_rule = rule_for(rule, 0);
+        rc = timer_run(run_sgemm, &g, &sgemm_rule, &out->t);
         if (rc == 0)
             out->gflops = 2.0 * SGEMM_SIZE * SGEMM_SIZE * SGEMM_SIZE / out->t.median_s * 1e-9;
         out->peak_gflops = la_fma_peak_gflops(threads);
@@ -501,20 +504,20 @@ static void free_inputs(bench_inputs *in)
 /* Allocates and fills the inputs for every point (random: once, for the largest; the
  * user's arrays: run_points copies each point's prefixes). Returns 0, or -1 (no memory). */
 static int prepare_inputs(const bench_point *points, size_t count, const bench_shape *s,
-                          const in_source *source, bench_inputs *in)
+                          const inputs_source *source, bench_inputs *in)
 {
     size_t n_max = 0, m_max = 0;
     for (size_t i = 0; i < count; i++) {
         if (points[i].n > n_max) n_max = points[i].n;
         if (points[i].m > m_max) m_max = points[i].m;
     }
-    const size_t n_q = in_float_count(s->heads, n_max, s->d_k);
-    const size_t n_k = in_float_count(s->heads, m_max, s->d_k);
-    const size_t n_v = in_float_count(s->heads, m_max, s->d_v);
-    const size_t n_out = in_float_count(s->heads, n_max, s->d_v);
+    const size_t n_q = inputs_float_count(s->heads, n_max, s->d_k);
+    const size_t n_k = inputs_float_count(s->heads, m_max, s->d_k);
+    const size_t n_v = inputs_float_count(s->heads, m_max, s->d_v);
+    const size_t n_out = inputs_float_count(s->heads, n_max, s->d_v);
     int backward = 0;
     for (size_t i = 0; i < count; i++)
-        backward |= points[i].pass != PS_FORWARD;
+        backward |= points[i].pass != PASS_FORWARD;
     *in = (bench_inputs){0};
     if (!n_q || !n_k || !n_v || !n_out) return -1;
     in->q = malloc(n_q * sizeof(float));
@@ -533,17 +536,17 @@ static int prepare_inputs(const bench_point *points, size_t count, const bench_s
         return -1;
     }
     if (!source->from_files)
-        in_source_fill(source, "bench", s->heads, n_max, m_max, s->d_k, s->d_v, in->q, in->k,
-                       in->v);
+        inputs_source_fill(source, "bench", s->heads, n_max, m_max, s->d_k, s->d_v, in->q, in->k,
+                           in->v);
     if (backward) {
-        in_rng rd = in_rng_for(1, "bench d_out");
-        in_fill_normal_f32(&rd, in->d_out, n_out, 1.0);
+        inputs_rng rd = inputs_rng_for(1, "bench d_out");
+        inputs_fill_normal_f32(&rd, in->d_out, n_out, 1.0);
     }
     return 0;
 }
 
 /* Times one point on the prepared inputs and fills its measured fields: GFLOP/s from the
- * FLOP model (of the point's pass: common/passes.h), its share of the yardstick, the
+ * FLOP model (of the point's pass: common/pass.h), its share of the yardstick, the
  * model's workspace. On the current threads. A pass the kernel does not have (no
  * backward) is skipped with no_backward set. */
 static void measure_point(bench_point *pt, const bench_shape *s, const bench_inputs *in,
@@ -553,25 +556,25 @@ static void measure_point(bench_point *pt, const bench_shape *s, const bench_inp
     const la_problem p = problem_of(pt, s);
     pt->gflops = pt->pct_of_sgemm = pt->workspace_bytes = NAN;
     pt->pct_of_peak = pt->pct_of_roofline = NAN;
-    if (!ps_kernel_has(kernel, pt->pass)) {
+    if (!pass_kernel_has(kernel, pt->pass)) {
         pt->no_backward = 1;
         pt->status = LA_EINVAL;
         return;
     }
-    if (!vp_rank_fits(kernel, &p)) {
+    if (!variants_rank_fits(kernel, &p)) {
         pt->rank_above_m = 1;
         pt->status = LA_EINVAL;
         return;
     }
     la_cost cost;
-    const int have_cost = ps_cost(kernel, &p, pt->pass, LA_FLOAT32, &cost) == LA_OK;
+    const int have_cost = pass_cost(kernel, &p, pt->pass, LA_FLOAT32, &cost) == LA_OK;
     const double flops = have_cost ? cost.flops_total : NAN;
     pt->workspace_bytes = have_cost ? cost.workspace_bytes : NAN;
 
     const double predicted_s = have_cost ? flops / (sgemm->gflops * 1e9) : 0;
-    const res_rule point_rule = rule_for(rule, predicted_s);
-    const ps_arrays arrays = {in->q, in->k, in->v, in->out, in->d_out, in->d_q, in->d_k, in->d_v};
-    pt->status = ps_time(kernel, &p, pt->pass, &arrays, &point_rule, &pt->t);
+    const timer_rule point_rule = rule_for(rule, predicted_s);
+    const pass_arrays arrays = {in->q, in->k, in->v, in->out, in->d_out, in->d_q, in->d_k, in->d_v};
+    pt->status = pass_time(kernel, &p, pt->pass, &arrays, &point_rule, &pt->t);
     if (pt->status != LA_OK || !have_cost) return;
     pt->gflops = flops / pt->t.median_s * 1e-9;
     pt->pct_of_sgemm = 100.0 * pt->gflops / sgemm->gflops;
@@ -623,14 +626,14 @@ static const char *const pass_about[] = {
 };
 
 /* The # lines bench adds to the writer's: the shape, the timing rule, the yardstick. */
-static void write_bench_meta(FILE *out, const bench_shape *s, const char *m_text, ps_pass pass,
+static void write_bench_meta(FILE *out, const bench_shape *s, const char *m_text, pass_kind pass,
                              const timing_rule *rule, const sgemm_result *sgemm)
 {
     fprintf(out, "# shape: B=1 H=%zu d_k=%zu d_v=%zu M=%s\n", s->heads, s->d_k, s->d_v,
             m_text ? m_text : "N");
     if (rule->budgeted)
         fprintf(out, "# pass: forward, except the rows marked /backward or /train\n");
-    else if (pass != PS_FORWARD)
+    else if (pass != PASS_FORWARD)
         fprintf(out, "# pass: %s\n", pass_about[pass]);
     fprintf(out, "# timing: one warm-up, then >= %d runs until they total %.1f s (at most %d)%s\n",
             rule->reps, MIN_TOTAL_S, MAX_RUNS,
@@ -663,20 +666,20 @@ typedef struct {
     char **argv;
     bench_shape shape;
     const char *m_text; /* --m as given, for the header; NULL: M = N */
-    ps_pass pass;       /* --pass (the goals' points carry their own) */
+    pass_kind pass;     /* --pass (the goals' points carry their own) */
     timing_rule rule;
     out_format format;
-    const in_source *source; /* random (seed 1), or --q/--k/--v */
+    const inputs_source *source; /* random (seed 1), or --q/--k/--v */
 } bench_run;
 
 /* The header, once the first yardstick is measured: the csv's results file (returned), or
  * the table's # lines and column names. NULL for the table, or when the csv could not
  * start (then *failed is set). */
-static res_file *start_output(const bench_run *run, const sgemm_result *sgemm, int *failed)
+static record_file *start_output(const bench_run *run, const sgemm_result *sgemm, int *failed)
 {
-    res_machine_check(); /* how busy the machine is: into the header, a warning if busy */
+    machine_check(); /* how busy the machine is: into the header, a warning if busy */
     if (run->format == FORMAT_TABLE) {
-        res_write_meta(stdout, "bench", ABOUT, run->argc, run->argv);
+        record_write_meta(stdout, "bench", ABOUT, run->argc, run->argv);
         write_bench_meta(stdout, &run->shape, run->m_text, run->pass, &run->rule, sgemm);
         printf("%-26s %-9s %7s %7s %7s %5s %10s %10s %10s %8s %12s %11s %15s %15s  %s\n", "variant",
                "causal", "n", "m", "threads", "runs", "median_s", "min_s", "max_s", "gflops",
@@ -690,9 +693,9 @@ static res_file *start_output(const bench_run *run, const sgemm_result *sgemm, i
         write_bench_meta(meta, &run->shape, run->m_text, run->pass, &run->rule, sgemm);
         fclose(meta);
     }
-    res_file *csv = extra ? res_open_stream(stdout, "bench", ABOUT, CSV_COLUMNS, extra, run->argc,
-                                            run->argv, err, sizeof err)
-                          : NULL;
+    record_file *csv = extra ? record_open_stream(stdout, "bench", ABOUT, CSV_COLUMNS, extra,
+                                                  run->argc, run->argv, err, sizeof err)
+                             : NULL;
     if (!csv) {
         cli_line("bench: %s", extra ? err : "out of memory");
         *failed = 1;
@@ -701,17 +704,17 @@ static res_file *start_output(const bench_run *run, const sgemm_result *sgemm, i
     return csv;
 }
 
-static int print_sgemm(res_file *csv, const sgemm_result *g)
+static int print_sgemm(record_file *csv, const sgemm_result *g)
 {
-    const res_timing *t = &g->t;
+    const timer_result *t = &g->t;
     char peak[32] = "";
     if (!isnan(g->peak_gflops))
         snprintf(peak, sizeof peak, csv ? "%.2f" : "%.1f", 100 * g->gflops / g->peak_gflops);
     if (csv)
-        return res_row(csv,
-                       "sgemm,,0,%d,%d,%d,%d,1,1,%d,ok,%d,%.6g,%.6g,%.6g,%.2f,100.00,%s,,,%.2f,",
-                       SGEMM_SIZE, SGEMM_SIZE, SGEMM_SIZE, SGEMM_SIZE, g->threads, t->reps,
-                       t->median_s, t->min_s, t->max_s, g->gflops, peak, g->gflops);
+        return record_row(csv,
+                          "sgemm,,0,%d,%d,%d,%d,1,1,%d,ok,%d,%.6g,%.6g,%.6g,%.2f,100.00,%s,,,%.2f,",
+                          SGEMM_SIZE, SGEMM_SIZE, SGEMM_SIZE, SGEMM_SIZE, g->threads, t->reps,
+                          t->median_s, t->min_s, t->max_s, g->gflops, peak, g->gflops);
     printf("%-26s %-9s %7d %7d %7d %5d %10.4g %10.4g %10.4g %8.1f %12.1f %11s %15s %15s  %s\n",
            "sgemm", "-", SGEMM_SIZE, SGEMM_SIZE, g->threads, t->reps, t->median_s, t->min_s,
            t->max_s, g->gflops, 100.0, peak[0] ? peak : "-", "-", "-", "the yardstick");
@@ -721,7 +724,7 @@ static int print_sgemm(res_file *csv, const sgemm_result *g)
 
 /* One point's row, skipped or measured. Numbers the point does not have are empty (csv)
  * or "-" (table). Returns 0, or -1 when the csv could not be written. */
-static int print_point(res_file *csv, const bench_point *pt, const bench_shape *s,
+static int print_point(record_file *csv, const bench_point *pt, const bench_shape *s,
                        const sgemm_result *sgemm)
 {
     const int ok = pt->status == LA_OK;
@@ -756,7 +759,7 @@ static int print_point(res_file *csv, const bench_point *pt, const bench_shape *
         snprintf(workspace, sizeof workspace, "%.0f", pt->workspace_bytes);
 
     if (csv)
-        return res_row(
+        return record_row(
             csv, "%s,%s,%d,%zu,%zu,%zu,%zu,%zu,1,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.2f,%s",
             la_kernel_series(pt->kernel, pt->causal), la_kernel_name(pt->kernel), pt->causal, pt->n,
             pt->m, s->d_k, s->d_v, s->heads, pt->threads, status_name(pt), runs, median, min, max,
@@ -785,7 +788,7 @@ static int run_points(const bench_run *run, bench_point *points, size_t count)
     }
     int failed = 0;
     sgemm_result sgemm = {0};
-    res_file *csv = NULL;
+    record_file *csv = NULL;
     for (size_t i = 0; i < count; i++) {
         bench_point *pt = &points[i];
         if (i == 0 || pt->threads != sgemm.threads) {
@@ -806,13 +809,13 @@ static int run_points(const bench_run *run, bench_point *points, size_t count)
             if (print_sgemm(csv, &sgemm) != 0) failed = 1;
         }
         if (run->source->from_files) /* this point's prefixes of the arrays */
-            in_source_fill(run->source, "bench", run->shape.heads, pt->n, pt->m, run->shape.d_k,
-                           run->shape.d_v, in.q, in.k, in.v);
+            inputs_source_fill(run->source, "bench", run->shape.heads, pt->n, pt->m, run->shape.d_k,
+                               run->shape.d_v, in.q, in.k, in.v);
         measure_point(pt, &run->shape, &in, &run->rule, &sgemm);
         if (pt->status == LA_ENOMEM) failed = 1;
         if (print_point(csv, pt, &run->shape, &sgemm) != 0) failed = 1;
     }
-    if (res_close(csv) != 0) {
+    if (record_close(csv) != 0) {
         cli_line("bench: standard output: write failed");
         failed = 1;
     }
@@ -826,17 +829,17 @@ static int run_points(const bench_run *run, bench_point *points, size_t count)
  * LA_EINVAL when the registry has no such series or the pass is unknown). */
 static bench_point point_of(const goal_point *gp)
 {
-    bench_point pt = {.n = gp->n, .m = gp->n, .threads = gp->threads, .pass = PS_FORWARD};
+    bench_point pt = {.n = gp->n, .m = gp->n, .threads = gp->threads, .pass = PASS_FORWARD};
     char series[96];
     snprintf(series, sizeof series, "%s", gp->series);
     char *slash = strchr(series, '/');
     if (slash) {
         *slash = 0;
         int i = 0;
-        while (ps_pass_names[i] && strcmp(ps_pass_names[i], slash + 1) != 0)
+        while (pass_kind_names[i] && strcmp(pass_kind_names[i], slash + 1) != 0)
             i++;
-        if (!ps_pass_names[i]) pt.status = LA_EINVAL;
-        pt.pass = (ps_pass)i;
+        if (!pass_kind_names[i]) pt.status = LA_EINVAL;
+        pt.pass = (pass_kind)i;
     }
     if (la_kernel_series_parse(series, &pt.kernel, &pt.causal) != LA_OK) pt.status = LA_EINVAL;
     return pt;
@@ -905,7 +908,7 @@ static int was_measured(const bench_point *pt, const goal_point *gp, char *buf, 
 static int lacks_backward(const goal_point *gp)
 {
     const bench_point pt = point_of(gp);
-    return pt.status == LA_OK && !ps_kernel_has(pt.kernel, pt.pass);
+    return pt.status == LA_OK && !pass_kernel_has(pt.kernel, pt.pass);
 }
 
 /* The cost model's workspace of a goal's point (NAN when it has none). */
@@ -914,7 +917,7 @@ static double model_workspace(const goal_point *gp, const bench_shape *s)
     const bench_point pt = point_of(gp);
     const la_problem p = problem_of(&pt, s);
     la_cost cost;
-    if (pt.status != LA_OK || ps_cost(pt.kernel, &p, pt.pass, LA_FLOAT32, &cost) != LA_OK)
+    if (pt.status != LA_OK || pass_cost(pt.kernel, &p, pt.pass, LA_FLOAT32, &cost) != LA_OK)
         return NAN;
     return cost.workspace_bytes;
 }
@@ -1005,7 +1008,7 @@ typedef struct {
 typedef struct {
     cg_point pt;
     la_status status;
-    res_timing t;
+    timer_result t;
     double flops, bytes_min;
 } cg_measured;
 
@@ -1041,15 +1044,15 @@ static int cg_run(void *ctx)
 }
 
 /* Random N(0, 1) values into x (floats or doubles). */
-static void cg_fill(in_rng *r, void *x, size_t count, int f64, double sigma)
+static void cg_fill(inputs_rng *r, void *x, size_t count, int f64, double sigma)
 {
     if (!f64) {
-        in_fill_normal_f32(r, x, count, sigma);
+        inputs_fill_normal_f32(r, x, count, sigma);
         return;
     }
     double *d = x;
     for (size_t i = 0; i < count; i++)
-        d[i] = sigma * in_normal(r);
+        d[i] = sigma * inputs_normal(r);
 }
 
 /* Measures one point on `reps` runs (the goals' rule): fills m. Returns 0, or 1 when out
@@ -1089,7 +1092,7 @@ static int cg_measure(cg_measured *m, int reps, const cg_ceilings *ceil)
         rc = 1;
         goto done;
     }
-    in_rng r = in_rng_for(1, "bench ceilings");
+    inputs_rng r = inputs_rng_for(1, "bench ceilings");
     cg_fill(&r, c.q, nq, pt->f64, 1.0);
     cg_fill(&r, c.k, nk, pt->f64, ffn ? 1.0 / sqrt((double)pt->d) : 1.0);
     cg_fill(&r, c.v, nk, pt->f64, ffn ? 1.0 / sqrt((double)pt->d) : 1.0);
@@ -1105,8 +1108,8 @@ static int cg_measure(cg_measured *m, int reps, const cg_ceilings *ceil)
     if (la_get_num_threads() != pt->threads) la_set_num_threads(pt->threads);
     const double peak = ceil->peak[pt->f64];
     const double predicted = isnan(peak) ? 0 : m->flops / (peak * 1e9);
-    const res_rule rule = rule_for(&(timing_rule){reps, 1}, predicted);
-    const int st = res_time(cg_run, &c, &rule, &m->t);
+    const timer_rule rule = rule_for(&(timing_rule){reps, 1}, predicted);
+    const int st = timer_run(cg_run, &c, &rule, &m->t);
     if (st < 0) rc = 1;
     m->status = st < 0 ? LA_ENOMEM : (la_status)st;
 done:
@@ -1267,19 +1270,19 @@ static int run_goals(int argc, char **argv, int reps)
 {
     bench_point points[2 * N_GOALS];
     const size_t count = list_goal_points(points);
-    in_source random;
-    in_source_open(&random, NULL, NULL, NULL, 1);
+    inputs_source random;
+    inputs_source_open(&random, NULL, NULL, NULL, 1);
     char inputs[256];
-    in_source_describe(&random, inputs, sizeof inputs);
-    res_meta_extra(inputs);
-    const bench_run run = {argc,       argv,      {8, 64, 64, NULL}, NULL,
-                           PS_FORWARD, {reps, 1}, FORMAT_TABLE,      &random};
+    inputs_source_describe(&random, inputs, sizeof inputs);
+    record_meta_extra(inputs);
+    const bench_run run = {argc,         argv,      {8, 64, 64, NULL}, NULL,
+                           PASS_FORWARD, {reps, 1}, FORMAT_TABLE,      &random};
     int failed = run_points(&run, points, count);
     cg_measured measured[2 * N_CEILING_GOALS];
     cg_ceilings ceils[3] = {{0}};
     size_t n_measured = 0;
     if (!failed) failed = cg_measure_all(measured, &n_measured, ceils, reps);
-    res_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
+    record_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
     int met = 0, no_backward = 0;
     printf("\n%-58s %-10s %-36s %s\n", "goal (2 threads unless noted)", "target", "measured",
            "met");
@@ -1311,13 +1314,14 @@ static int choose_kernels(const char *variant_text, int causal, la_kernel *out, 
     *count = 0;
     if (!variant_text) {
         for (int k = 0; k < LA_KERNEL_COUNT; k++)
-            if (kn_allows((la_kernel)k, causal)) out[(*count)++] = (la_kernel)k;
+            if (kernels_allows((la_kernel)k, causal)) out[(*count)++] = (la_kernel)k;
         return 0;
     }
-    if ((rc = kn_parse_kernel_list("--variant", variant_text, NULL, out, LA_KERNEL_COUNT, count)))
+    if ((rc = kernels_parse_kernel_list("--variant", variant_text, NULL, out, LA_KERNEL_COUNT,
+                                        count)))
         return rc;
     for (size_t i = 0; i < *count; i++)
-        if (!kn_allows(out[i], causal))
+        if (!kernels_allows(out[i], causal))
             return cli_fail("--variant", "%s runs %s only", la_kernel_name(out[i]),
                             causal ? "without --causal" : "with --causal");
     return 0;
@@ -1338,17 +1342,18 @@ static int apply_causal_form(const char *form_text, la_kernel *kernels, size_t *
         return rc;
     for (int k = 0; k < LA_KERNEL_COUNT; k++)
         for (size_t i = 0; i < n_chosen; i++)
-            if (strcmp(kn_form((la_kernel)k), form_names[chosen[i]]) == 0) kept[k] = 1;
+            if (strcmp(kernels_form((la_kernel)k), form_names[chosen[i]]) == 0) kept[k] = 1;
     la_kernel named[LA_KERNEL_COUNT];
     const size_t n_named = *count;
     memcpy(named, kernels, n_named * sizeof *named);
     *count = 0;
     for (size_t i = 0; i < n_named; i++) {
-        la_kernel family = kn_family(named[i]), candidates[LA_KERNEL_COUNT];
+        la_kernel family = kernels_family(named[i]), candidates[LA_KERNEL_COUNT];
         size_t n_candidates = 1;
         candidates[0] = named[i];
-        const int forms = kn_has_causal_forms(family);
-        if (forms && named[i] == family) n_candidates = kn_family_kernels(family, 1, candidates);
+        const int forms = kernels_has_causal_forms(family);
+        if (forms && named[i] == family)
+            n_candidates = kernels_family_kernels(family, 1, candidates);
         for (size_t c = 0; c < n_candidates; c++) {
             la_kernel k = candidates[c];
             if (forms && !kept[k]) continue;
@@ -1372,7 +1377,7 @@ static int apply_causal_form(const char *form_text, la_kernel *kernels, size_t *
 /* With --q/--k/--v: the arrays set the heads (B·H), d and dv (flags that would set them
  * are refused); --n defaults to the arrays' N, and an --n above it or an --m above the
  * arrays' M is refused. Returns 0, or 2 after one line. */
-static int bench_shape_from(const in_source *s, const char *heads_text, const char *d_text,
+static int bench_shape_from(const inputs_source *s, const char *heads_text, const char *d_text,
                             const char *dv_text, const char *n_text, size_t *sizes, size_t *n_sizes,
                             const size_t *m, bench_shape *shape)
 {
@@ -1400,7 +1405,7 @@ int cmd_bench(int argc, char **argv)
     const char *reps_text = NULL, *format_text = NULL, *pass_text = NULL;
     const char *q_path = NULL, *k_path = NULL, *v_path = NULL;
     int causal = 0, goals_flag = 0;
-    vp_flags variant_flags = {0};
+    variants_flags variant_flags = {0};
     const cli_flag flags[] = {
         {"variant", &variant_text, NULL},
         {"n", &n_text, NULL},
@@ -1418,8 +1423,8 @@ int cmd_bench(int argc, char **argv)
         {"k", &k_path, NULL},
         {"v", &v_path, NULL},
         {"pass", &pass_text, NULL},
-        VP_PARAM_FLAGS(variant_flags),
-        VP_SEED_FLAG(variant_flags),
+        VARIANTS_PARAM_FLAGS(variant_flags),
+        VARIANTS_SEED_FLAG(variant_flags),
         {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
@@ -1448,27 +1453,29 @@ int cmd_bench(int argc, char **argv)
     if (form_text && !causal)
         return cli_fail("--causal-form", "only with --causal (non-causal runs have one form)");
     if (form_text && (rc = apply_causal_form(form_text, kernels, &n_kernels))) return rc;
-    vp_values variant_params; /* no --proj here: nothing to free */
-    if ((rc = vp_parse(&variant_flags, vp_params_of(kernels, n_kernels), &variant_params)))
+    variants_values variant_params; /* no --proj here: nothing to free */
+    if ((rc = variants_parse(&variant_flags, variants_params_of(kernels, n_kernels),
+                             &variant_params)))
         return rc;
     shape.variant_params = &variant_params;
-    if (n_text && (rc = sw_parse_sweep("--n", n_text, 2, sizes, MAX_LIST, &n_sizes))) return rc;
-    if (m_text && (rc = sw_parse_positive("--m", m_text, &m))) return rc;
-    if (heads_text && (rc = sw_parse_positive("--heads", heads_text, &shape.heads))) return rc;
-    if (d_text && (rc = sw_parse_positive("--d", d_text, &shape.d_k))) return rc;
+    if (n_text && (rc = sweep_parse("--n", n_text, 2, sizes, MAX_LIST, &n_sizes))) return rc;
+    if (m_text && (rc = sweep_parse_positive("--m", m_text, &m))) return rc;
+    if (heads_text && (rc = sweep_parse_positive("--heads", heads_text, &shape.heads))) return rc;
+    if (d_text && (rc = sweep_parse_positive("--d", d_text, &shape.d_k))) return rc;
     shape.d_v = shape.d_k;
-    if (dv_text && (rc = sw_parse_positive("--dv", dv_text, &shape.d_v))) return rc;
+    if (dv_text && (rc = sweep_parse_positive("--dv", dv_text, &shape.d_v))) return rc;
     if ((rc = cli_parse_threads("--threads", threads_text))) return rc;
     if (format_text && (rc = cli_parse_choice("--format", format_text, format_names, &format)))
         return rc;
-    int pass = PS_FORWARD;
-    if (pass_text && (rc = cli_parse_choice("--pass", pass_text, ps_pass_names, &pass))) return rc;
+    int pass = PASS_FORWARD;
+    if (pass_text && (rc = cli_parse_choice("--pass", pass_text, pass_kind_names, &pass)))
+        return rc;
     /* the inputs: random, or the user's arrays, which set the shape and bound N and M */
-    in_source source;
-    if ((rc = in_source_open(&source, q_path, k_path, v_path, 1))) return rc;
+    inputs_source source;
+    if ((rc = inputs_source_open(&source, q_path, k_path, v_path, 1))) return rc;
     if (source.from_files && (rc = bench_shape_from(&source, heads_text, d_text, dv_text, n_text,
                                                     sizes, &n_sizes, &m, &shape))) {
-        in_source_close(&source);
+        inputs_source_close(&source);
         return rc;
     }
 
@@ -1485,21 +1492,21 @@ int cmd_bench(int argc, char **argv)
                                    : source.from_files ? (sizes[i] < source.m ? sizes[i] : source.m)
                                                        : sizes[i],
                               .threads = la_get_num_threads(),
-                              .pass = (ps_pass)pass};
+                              .pass = (pass_kind)pass};
     /* every point a problem, and its buffers (inputs, output, the kernel's scratch, the
      * yardstick's matrices) within the machine's memory: refused before allocating */
     double worst_bytes = 0;
     for (size_t i = 0; i < count; i++) {
         const la_problem p = problem_of(&points[i], &shape);
-        if (!vp_rank_fits(points[i].kernel, &p)) continue; /* skipped_rank: nothing held */
+        if (!variants_rank_fits(points[i].kernel, &p)) continue; /* skipped_rank: nothing held */
         la_status st = la_problem_check(&p);
         la_cost cost;
         /* a kernel without the pass (no backward) is skipped: its forward's bytes */
-        const ps_pass counted =
-            ps_kernel_has(points[i].kernel, points[i].pass) ? points[i].pass : PS_FORWARD;
-        if (st == LA_OK) st = ps_cost(points[i].kernel, &p, counted, LA_FLOAT32, &cost);
+        const pass_kind counted =
+            pass_kernel_has(points[i].kernel, points[i].pass) ? points[i].pass : PASS_FORWARD;
+        if (st == LA_OK) st = pass_cost(points[i].kernel, &p, counted, LA_FLOAT32, &cost);
         if (st != LA_OK) {
-            in_source_close(&source);
+            inputs_source_close(&source);
             return cli_fail(m_text ? "--m" : "--n", "N=%zu, M=%zu with H=%zu, d=%zu, dv=%zu: %s",
                             points[i].n, points[i].m, shape.heads, shape.d_k, shape.d_v,
                             la_strerror(st));
@@ -1508,18 +1515,18 @@ int cmd_bench(int argc, char **argv)
             worst_bytes = cost.io_bytes + cost.workspace_bytes;
     }
     const double sgemm_bytes = 3.0 * SGEMM_SIZE * SGEMM_SIZE * sizeof(float);
-    if ((rc = sw_check_memory("bench", worst_bytes + sgemm_bytes, sw_physical_memory(),
-                              "memory here"))) {
-        in_source_close(&source);
+    if ((rc = sweep_check_memory("bench", worst_bytes + sgemm_bytes, machine_physical_memory(),
+                                 "memory here"))) {
+        inputs_source_close(&source);
         return rc;
     }
     char inputs[1024];
-    in_source_describe(&source, inputs, sizeof inputs);
-    res_meta_extra(inputs);
+    inputs_source_describe(&source, inputs, sizeof inputs);
+    record_meta_extra(inputs);
     const bench_run run = {
-        argc, argv, shape, m_text, (ps_pass)pass, {reps, 0}, (out_format)format, &source};
+        argc, argv, shape, m_text, (pass_kind)pass, {reps, 0}, (out_format)format, &source};
     rc = run_points(&run, points, count);
-    in_source_close(&source);
-    res_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
+    inputs_source_close(&source);
+    record_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
     return rc;
 }

@@ -48,13 +48,13 @@ static const char help_text[] =
     "upper half (at least 7 lengths of N); with fewer the points are recorded and no\n"
     "exponent is given.\n"
     "\n"
-    "  --n LIST           sequence lengths, " SW_SWEEP_SYNTAX "\n"
+    "  --n LIST           sequence lengths, " SWEEP_SYNTAX "\n"
     "                     (default 128:8192), measured in increasing order\n"
     "  --d D              features d of every layer (and the attention head size;\n"
     "                     default 64)\n"
     "  --kernel-width K   the convolution's width k, odd (default 3)\n"
     "  --window R         restricted attention's window r: query i sees keys j with\n"
-    "                     |i - j| <= r (default 64)\n" SW_COMMON_HELP
+    "                     |i - j| <= r (default 64)\n" SWEEP_COMMON_HELP
     "                     (defaults: --out complexity.csv --max-seconds 10\n"
     "                     --max-mem 8G)\n"
     "\n"
@@ -110,7 +110,7 @@ static const char FIT_COLUMNS[] =
 typedef struct {
     size_t ns[MAX_POINTS], n_ns; /* increasing */
     size_t d, width, window;
-    sw_common common;
+    sweep_common common;
     int have[L_COUNT]; /* the types this run measures */
     la_kernel local;   /* the "local" kernel, when have[L_RESTRICTED] */
 } config;
@@ -125,38 +125,42 @@ static int cmp_size(const void *a, const void *b)
 static int parse(int argc, char **argv, config *c)
 {
     const char *n = NULL, *d = NULL, *width = NULL, *window = NULL;
-    sw_common_text common = {0};
+    sweep_common_text common = {0};
     const cli_flag flags[] = {
-        {"n", &n, NULL},           {"d", &d, NULL},         {"kernel-width", &width, NULL},
-        {"window", &window, NULL}, SW_COMMON_FLAGS(common), {NULL, NULL, NULL},
+        {"n", &n, NULL},
+        {"d", &d, NULL},
+        {"kernel-width", &width, NULL},
+        {"window", &window, NULL},
+        SWEEP_COMMON_FLAGS(common),
+        {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
     c->d = 64, c->width = 3, c->window = LA_DEFAULT_WINDOW;
     if (n) {
-        if ((rc = sw_parse_sweep("--n", n, 2, c->ns, MAX_POINTS, &c->n_ns))) return rc;
+        if ((rc = sweep_parse("--n", n, 2, c->ns, MAX_POINTS, &c->n_ns))) return rc;
     } else {
-        c->n_ns = sw_geometric(128, 8192, 2, c->ns, MAX_POINTS);
+        c->n_ns = sweep_geometric(128, 8192, 2, c->ns, MAX_POINTS);
     }
     qsort(c->ns, c->n_ns, sizeof c->ns[0], cmp_size);
-    if ((d && (rc = sw_parse_positive("--d", d, &c->d))) ||
-        (width && (rc = sw_parse_positive("--kernel-width", width, &c->width))) ||
-        (window && (rc = sw_parse_positive("--window", window, &c->window))))
+    if ((d && (rc = sweep_parse_positive("--d", d, &c->d))) ||
+        (width && (rc = sweep_parse_positive("--kernel-width", width, &c->width))) ||
+        (window && (rc = sweep_parse_positive("--window", window, &c->window))))
         return rc;
     if (c->width % 2 == 0)
         return cli_fail("--kernel-width",
                         "%zu is even: the width must be odd (position i sees i - k/2 .. i + k/2)",
                         c->width);
     /* the largest point's arrays, N·d floats and k·d·d weights, addressable */
-    if ((rc = sw_check_floats("--n", c->ns[c->n_ns - 1], c->d, 1)) ||
-        (rc = sw_check_floats("--kernel-width", c->width, c->d, c->d)))
+    if ((rc = sweep_check_floats("--n", c->ns[c->n_ns - 1], c->d, 1)) ||
+        (rc = sweep_check_floats("--kernel-width", c->width, c->d, c->d)))
         return rc;
-    if ((rc = sw_common_finish(&common, &c->common, "complexity.csv", 10, 8.0 * (1 << 30))))
+    if ((rc = sweep_common_finish(&common, &c->common, "complexity.csv", 10, 8.0 * (1 << 30))))
         return rc;
     /* every point holds the weights, W_x, W_h and the convolution's k·d·d floats */
     const double weights = (2.0 + (double)c->width) * (double)c->d * (double)c->d * sizeof(float);
-    if ((rc = sw_check_memory(width ? "--kernel-width" : "--d", weights, c->common.max_mem,
-                              "--max-mem (default 8G, at most the memory here)")))
+    if ((rc = sweep_check_memory(width ? "--kernel-width" : "--d", weights, c->common.max_mem,
+                                 "--max-mem (default 8G, at most the memory here)")))
         return rc;
     for (int l = 0; l < L_COUNT; l++)
         c->have[l] = 1;
@@ -191,15 +195,15 @@ static int fill_inputs(inputs *in, const config *c, size_t n)
     in->w_conv = malloc(c->width * dd * sizeof(float)), in->b = malloc(c->d * sizeof(float));
     if (!in->x || !in->k || !in->v || !in->out || !in->w_x || !in->w_h || !in->w_conv || !in->b)
         return -1;
-    in_rng r = in_rng_for(c->common.seed, "complexity");
+    inputs_rng r = inputs_rng_for(c->common.seed, "complexity");
     const double sigma = 1.0 / sqrt((double)c->d);
-    in_fill_normal_f32(&r, in->x, nx, 1.0);
-    in_fill_normal_f32(&r, in->k, nx, 1.0);
-    in_fill_normal_f32(&r, in->v, nx, 1.0);
-    in_fill_normal_f32(&r, in->w_x, dd, sigma);
-    in_fill_normal_f32(&r, in->w_h, dd, sigma);
-    in_fill_normal_f32(&r, in->w_conv, c->width * dd, sigma);
-    in_fill_normal_f32(&r, in->b, c->d, 0.5);
+    inputs_fill_normal_f32(&r, in->x, nx, 1.0);
+    inputs_fill_normal_f32(&r, in->k, nx, 1.0);
+    inputs_fill_normal_f32(&r, in->v, nx, 1.0);
+    inputs_fill_normal_f32(&r, in->w_x, dd, sigma);
+    inputs_fill_normal_f32(&r, in->w_h, dd, sigma);
+    inputs_fill_normal_f32(&r, in->w_conv, c->width * dd, sigma);
+    inputs_fill_normal_f32(&r, in->b, c->d, 0.5);
     return 0;
 }
 
@@ -272,10 +276,10 @@ static void point_key(char *key, size_t size, const config *c, layer_kind l, siz
 /* Measures every type at one N: points already in the file (--resume) kept, points over
  * a budget recorded as skipped, the others timed together, interleaved, then recorded.
  * Returns 0, 1 (out of memory, write failed) or 2 (refused with its line). */
-static int measure_point(res_file *f, const config *c, size_t n, track *tracks, inputs *in)
+static int measure_point(record_file *f, const config *c, size_t n, track *tracks, inputs *in)
 {
     body_ctx ctxs[L_COUNT];
-    res_body bodies[L_COUNT];
+    timer_body bodies[L_COUNT];
     void *ctx_ptrs[L_COUNT];
     double flops[L_COUNT], predicted[L_COUNT];
     layer_kind which[L_COUNT];
@@ -285,11 +289,11 @@ static int measure_point(res_file *f, const config *c, size_t n, track *tracks, 
         if (!c->have[l]) continue;
         track *tr = &tracks[l];
         point_key(key, sizeof key, c, (layer_kind)l, n);
-        const char *row = res_find(f, key);
+        const char *row = record_find(f, key);
         char prior[32];
         double t_prior;
-        if (row && res_get_str(f, row, "status", prior, sizeof prior) == 0 &&
-            strcmp(prior, "ok") == 0 && res_get(f, row, "median_s", &t_prior) == 0) {
+        if (row && record_get_str(f, row, "status", prior, sizeof prior) == 0 &&
+            strcmp(prior, "ok") == 0 && record_get(f, row, "median_s", &t_prior) == 0) {
             tr->last_n = (double)n, tr->last_s = t_prior;
             continue;
         }
@@ -312,9 +316,9 @@ static int measure_point(res_file *f, const config *c, size_t n, track *tracks, 
             tr->over_time = 1;
         }
         if (status) {
-            if (res_row(f, "%s,%s,0,,,,,,%.6e,%s,%s,%s,%.4g", key, status, flops[n_run],
-                        LAYERS[l].complexity, LAYERS[l].sequential_ops, LAYERS[l].path_length,
-                        pred))
+            if (record_row(f, "%s,%s,0,,,,,,%.6e,%s,%s,%s,%.4g", key, status, flops[n_run],
+                           LAYERS[l].complexity, LAYERS[l].sequential_ops, LAYERS[l].path_length,
+                           pred))
                 return 1;
             continue;
         }
@@ -327,10 +331,10 @@ static int measure_point(res_file *f, const config *c, size_t n, track *tracks, 
         cli_line("complexity: out of memory at N = %zu", n);
         return 1;
     }
-    res_timing t[L_COUNT];
+    timer_result t[L_COUNT];
     int status[L_COUNT];
-    const res_rule rule = sw_rule(&c->common);
-    if (res_time_interleaved(n_run, bodies, ctx_ptrs, &rule, t, status) != 0) {
+    const timer_rule rule = sweep_rule(&c->common);
+    if (timer_run_interleaved(n_run, bodies, ctx_ptrs, &rule, t, status) != 0) {
         cli_line("complexity: out of memory at N = %zu", n);
         return 1;
     }
@@ -340,18 +344,18 @@ static int measure_point(res_file *f, const config *c, size_t n, track *tracks, 
         point_key(key, sizeof key, c, l, n);
         if (status[i] == LA_OK) {
             tracks[l].last_n = (double)n, tracks[l].last_s = t[i].median_s;
-            rc = res_row(f, "%s,ok,%d,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%s,%s,%s,%.4g", key, t[i].reps,
-                         t[i].median_s, t[i].min_s, t[i].max_s, t[i].q1_s, t[i].q3_s, flops[i],
-                         LAYERS[l].complexity, LAYERS[l].sequential_ops, LAYERS[l].path_length,
-                         predicted[i]);
+            rc = record_row(f, "%s,ok,%d,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%s,%s,%s,%.4g", key,
+                            t[i].reps, t[i].median_s, t[i].min_s, t[i].max_s, t[i].q1_s, t[i].q3_s,
+                            flops[i], LAYERS[l].complexity, LAYERS[l].sequential_ops,
+                            LAYERS[l].path_length, predicted[i]);
         } else {
             const int budget = status[i] == LA_EBUDGET;
             if (!budget)
                 fprintf(stderr, "\nlinattn: complexity: %s at N = %zu: %s\n", LAYERS[l].name, n,
                         la_strerror((la_status)status[i]));
-            rc = res_row(f, "%s,%s,0,,,,,,%.6e,%s,%s,%s,%.4g", key,
-                         budget ? "skipped_mem" : "error", flops[i], LAYERS[l].complexity,
-                         LAYERS[l].sequential_ops, LAYERS[l].path_length, predicted[i]);
+            rc = record_row(f, "%s,%s,0,,,,,,%.6e,%s,%s,%s,%.4g", key,
+                            budget ? "skipped_mem" : "error", flops[i], LAYERS[l].complexity,
+                            LAYERS[l].sequential_ops, LAYERS[l].path_length, predicted[i]);
         }
     }
     return rc ? 1 : 0;
@@ -361,16 +365,17 @@ static int measure_point(res_file *f, const config *c, size_t n, track *tracks, 
 
 /* Fits each type over the upper half of its ok points, prints the table and writes it to
  * the fit file. Returns 0, or -1 when the fit file could not be written. */
-static int write_table(res_file *f, const config *c, int argc, char **argv)
+static int write_table(record_file *f, const config *c, int argc, char **argv)
 {
     char path[4096], err[512];
-    res_sibling_path(c->common.out, "fit", path, sizeof path);
-    res_file *fit = res_open(path, "complexity_fit",
-                             "Vaswani et al.'s Table 1 with measured exponents: least-squares "
-                             "exponent of median time in N over the upper half of each layer "
-                             "type's points; 95% pairs-bootstrap interval, 2000 resamples, "
-                             "fixed seed",
-                             FIT_COLUMNS, 1, 0, argc, argv, err, sizeof err);
+    record_sibling_path(c->common.out, "fit", path, sizeof path);
+    record_file *fit =
+        record_open(path, "complexity_fit",
+                    "Vaswani et al.'s Table 1 with measured exponents: least-squares "
+                    "exponent of median time in N over the upper half of each layer "
+                    "type's points; 95% pairs-bootstrap interval, 2000 resamples, "
+                    "fixed seed",
+                    FIT_COLUMNS, 1, 0, argc, argv, err, sizeof err);
     if (!fit) {
         cli_line("%s", err);
         return -1;
@@ -386,10 +391,10 @@ static int write_table(res_file *f, const config *c, int argc, char **argv)
         for (size_t i = 0; i < c->n_ns; i++) {
             char key[256], status[32];
             point_key(key, sizeof key, c, (layer_kind)l, c->ns[i]);
-            const char *row = res_find(f, key);
+            const char *row = record_find(f, key);
             double s;
-            if (!row || res_get_str(f, row, "status", status, sizeof status) != 0 ||
-                strcmp(status, "ok") != 0 || res_get(f, row, "median_s", &s) != 0)
+            if (!row || record_get_str(f, row, "status", status, sizeof status) != 0 ||
+                strcmp(status, "ok") != 0 || record_get(f, row, "median_s", &s) != 0)
                 continue;
             n[count] = (double)c->ns[i], t[count++] = s;
         }
@@ -398,14 +403,14 @@ static int write_table(res_file *f, const config *c, int argc, char **argv)
         snprintf(head, sizeof head, "%s,%zu,%zu,%zu,%d,%s,%s,%s,%g", LAYERS[l].name, c->d, c->width,
                  c->window, la_get_num_threads(), LAYERS[l].complexity, LAYERS[l].sequential_ops,
                  LAYERS[l].path_length, LAYERS[l].exponent);
-        st_fit e;
-        if (st_fit_loglog(n + from, t + from, count - from, ST_BOOTSTRAP_SEED, &e) != 0) {
+        stats_fit e;
+        if (stats_fit_loglog(n + from, t + from, count - from, STATS_BOOTSTRAP_SEED, &e) != 0) {
             snprintf(measured, sizeof measured, "no fit (%zu points)", count - from);
-            rc = res_row(fit, "%s,,,,,,,,%zu", head, count - from);
+            rc = record_row(fit, "%s,,,,,,,,%zu", head, count - from);
         } else {
             snprintf(measured, sizeof measured, "%.2f [%.2f, %.2f]", e.exponent, e.ci_lo, e.ci_hi);
-            rc = res_row(fit, "%s,%.4f,%.4f,%.4f,%.5f,%.6e,%.0f,%.0f,%d", head, e.exponent, e.ci_lo,
-                         e.ci_hi, e.r_squared, e.prefactor, e.x_min, e.x_max, e.points);
+            rc = record_row(fit, "%s,%.4f,%.4f,%.4f,%.5f,%.6e,%.0f,%.0f,%d", head, e.exponent,
+                            e.ci_lo, e.ci_hi, e.r_squared, e.prefactor, e.x_min, e.x_max, e.points);
         }
         printf("complexity: %-27s %-12s %-24s %-11s %s\n", LAYERS[l].name, LAYERS[l].complexity,
                measured, LAYERS[l].sequential_ops, LAYERS[l].path_length);
@@ -417,8 +422,8 @@ static int write_table(res_file *f, const config *c, int argc, char **argv)
     if (rc) cli_line("%s: write failed", path);
     printf("complexity: exponents over the upper half of each type's N (fit needs >= %d "
            "points there); wrote %s and %s\n",
-           ST_MIN_FIT_POINTS, res_path(f), path);
-    return res_close(fit) != 0 || rc ? -1 : 0;
+           STATS_MIN_FIT_POINTS, record_path(f), path);
+    return record_close(fit) != 0 || rc ? -1 : 0;
 }
 
 int cmd_complexity(int argc, char **argv)
@@ -427,8 +432,8 @@ int cmd_complexity(int argc, char **argv)
     memset(&c, 0, sizeof c);
     int rc = parse(argc, argv, &c);
     if (rc) return rc;
-    res_memory_init();
-    const bz_report *busy = res_machine_check();
+    timer_memory_init();
+    const machine_report *busy = machine_check();
 
     char meta[512], err[512];
     snprintf(meta, sizeof meta,
@@ -437,15 +442,16 @@ int cmd_complexity(int argc, char **argv)
              c.have[L_RESTRICTED] ? ""
                                   : "# note: restricted_attention not measured: this library "
                                     "has no \"local\" kernel (la_kernel_parse)\n");
-    res_meta_extra(meta);
-    res_file *f = res_open(c.common.out, "complexity",
-                           "time of one layer of each type of Vaswani et al.'s Table 1 against "
-                           "N at fixed d (float32, one sequence, one head; one row per layer "
-                           "type and n)",
-                           COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
+    record_meta_extra(meta);
+    record_file *f =
+        record_open(c.common.out, "complexity",
+                    "time of one layer of each type of Vaswani et al.'s Table 1 against "
+                    "N at fixed d (float32, one sequence, one head; one row per layer "
+                    "type and n)",
+                    COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
     if (!f) {
         cli_line("%s", err);
-        res_meta_extra(NULL);
+        record_meta_extra(NULL);
         return 2;
     }
     if (!c.have[L_RESTRICTED])
@@ -456,25 +462,25 @@ int cmd_complexity(int argc, char **argv)
     double total_work = 0;
     for (size_t i = 0; i < c.n_ns; i++)
         total_work += (double)c.ns[i] * (double)c.ns[i];
-    res_progress pr;
-    res_progress_start(&pr, "complexity", (int)c.n_ns, total_work);
+    progress_line pr;
+    progress_start(&pr, "complexity", (int)c.n_ns, total_work);
     track tracks[L_COUNT] = {{0}};
     inputs in = {0};
     for (size_t i = 0; i < c.n_ns && rc == 0; i++) {
         char what[64];
         snprintf(what, sizeof what, "N=%zu d=%zu", c.ns[i], c.d);
-        res_progress_step(&pr, (int)i + 1, (double)c.ns[i] * (double)c.ns[i], what);
+        progress_step(&pr, (int)i + 1, (double)c.ns[i] * (double)c.ns[i], what);
         rc = measure_point(f, &c, c.ns[i], tracks, &in);
-        if (rc == 1) cli_line("%s: write failed", res_path(f));
+        if (rc == 1) cli_line("%s: write failed", record_path(f));
     }
-    res_progress_end(&pr);
+    progress_end(&pr);
     free_inputs(&in);
     if (rc == 0) {
         if (write_table(f, &c, argc, argv) != 0) rc = 1;
         if (busy->noisy)
             printf("complexity: the machine was busy (%s): these timings are noisy\n", busy->why);
     }
-    if (res_close(f) != 0) rc = 1;
-    res_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
+    if (record_close(f) != 0) rc = 1;
+    record_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
     return rc;
 }

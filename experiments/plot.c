@@ -85,7 +85,7 @@ enum { MAX_SCRIPTS = 3, MAX_INPUTS = 64, MAX_GROUPS = 32, MAX_FACTS = 16, MAX_VA
 
 /* One experiment with figures: its scripts (plots/<name>.gp), whether they overlay
  * several files, the columns that are its x axis rather than a setting, and the suffix
- * of its companion file (res_sibling_path), "" for none. */
+ * of its companion file (record_sibling_path), "" for none. */
 typedef struct {
     const char *experiment;
     const char *scripts[MAX_SCRIPTS + 1];
@@ -234,7 +234,7 @@ static int read_head(const char *path, csv_file *f, char *header, size_t header_
 static int read_settings(csv_file *f)
 {
     char err[512];
-    res_file *r = res_load(f->path, 0, err, sizeof err);
+    record_file *r = record_load(f->path, 0, err, sizeof err);
     if (!r) return cli_fail("plot", "%s", err);
     /* the index of each row's value of setting s in f->values[s], -1: none */
     for (size_t s = 0; s < N_SETTINGS; s++) {
@@ -243,9 +243,9 @@ static int read_settings(csv_file *f)
         for (const char *const *a = f->kind->axis_columns; *a; a++)
             axis |= strcmp(*a, settings[s].column) == 0;
         if (axis || !has_column(f->header, settings[s].column)) continue;
-        for (size_t i = 0; i < res_count(r); i++) {
+        for (size_t i = 0; i < record_count(r); i++) {
             char v[32];
-            if (res_get_str(r, res_row_at(r, i), settings[s].column, v, sizeof v) || !v[0] ||
+            if (record_get_str(r, record_row_at(r, i), settings[s].column, v, sizeof v) || !v[0] ||
                 strpbrk(v, " '"))
                 continue;
             int seen = 0;
@@ -257,12 +257,12 @@ static int read_settings(csv_file *f)
     }
     /* the combinations of the values that occur, in the order they first appear */
     f->n_combos = 0;
-    for (size_t i = 0; i < res_count(r); i++) {
+    for (size_t i = 0; i < record_count(r); i++) {
         unsigned char pick[N_SETTINGS] = {0};
         for (size_t s = 0; s < N_SETTINGS; s++) {
             char v[32];
             if (f->n_values[s] < 2 ||
-                res_get_str(r, res_row_at(r, i), settings[s].column, v, sizeof v))
+                record_get_str(r, record_row_at(r, i), settings[s].column, v, sizeof v))
                 continue;
             for (int k = 0; k < f->n_values[s]; k++)
                 if (strcmp(f->values[s][k], v) == 0) pick[s] = (unsigned char)k;
@@ -273,7 +273,7 @@ static int read_settings(csv_file *f)
         if (!seen && f->n_combos < MAX_GROUPS) memcpy(f->combo[f->n_combos++], pick, sizeof pick);
     }
     if (f->n_combos == 0) f->n_combos = 1; /* no rows: one group, all zeros */
-    res_close(r);
+    record_close(r);
     return 0;
 }
 
@@ -334,7 +334,7 @@ static int load_file(const char *path, int explicit, csv_file *f)
     if (!f->precision[0] && !has_column(f->header, "precision") && !has_column(f->header, "dtype"))
         precision_from_about(f->path, f->precision, sizeof f->precision);
     if (f->kind->aux_suffix[0]) {
-        res_sibling_path(f->path, f->kind->aux_suffix, f->aux, sizeof f->aux);
+        record_sibling_path(f->path, f->kind->aux_suffix, f->aux, sizeof f->aux);
         if (access(f->aux, R_OK) != 0 ||
             read_head(f->aux, NULL, f->aux_header, sizeof f->aux_header, err, sizeof err) != 0)
             f->aux[0] = 0; /* drawn without it (scaling_time: no fitted slopes) */

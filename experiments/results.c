@@ -10,9 +10,9 @@
 #endif
 #include "commands.h"
 #include "common/cli.h"
+#include "common/guard.h"
 #include "common/kernels.h"
 #include "common/record.h"
-#include "common/reference.h"
 #include "common/sweep.h"
 #include "common/textout.h"
 #include "linattn.h"
@@ -152,7 +152,7 @@ void cmd_results_help(FILE *out)
     double total = 0;
     for (size_t i = 0; i < N_EXPERIMENTS; i++) {
         char took[32];
-        res_format_duration(suite[i].seconds, took, sizeof took);
+        progress_format_duration(suite[i].seconds, took, sizeof took);
         fprintf(out, "  %-13s %6s  linattn %s", name_of(&suite[i]), took, suite[i].command);
         for (const char *const *a = suite[i].args; *a; a++)
             fprintf(out, " %s", *a);
@@ -160,7 +160,7 @@ void cmd_results_help(FILE *out)
         total += suite[i].seconds;
     }
     char took[32];
-    res_format_duration(total, took, sizeof took);
+    progress_format_duration(total, took, sizeof took);
     fprintf(out, "  %-13s %6s\n", "(all)", took);
     fputs(help_options, out);
 }
@@ -266,11 +266,11 @@ static int make_dir(const char *path)
 }
 
 /* 1 when path is the folder reference names here (both existing, the same device and
- * inode) or the repository's own reference folder (reference.h), else 0. */
+ * inode) or the repository's own reference folder (common/guard.h), else 0. */
 static int same_folder(const char *path, const char *reference)
 {
     struct stat a, b;
-    if (ref_is_reference_folder(path)) return 1;
+    if (guard_is_reference_folder(path)) return 1;
     return stat(path, &a) == 0 && stat(reference, &b) == 0 && a.st_dev == b.st_dev &&
            a.st_ino == b.st_ino;
 }
@@ -283,7 +283,7 @@ static int new_run_folder(config *c)
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(date, sizeof date, "%Y-%m-%d-%H%M", &tm);
-    snprintf(commit, sizeof commit, "%s", res_git_commit());
+    snprintf(commit, sizeof commit, "%s", record_git_commit());
     if ((space = strchr(commit, ' ')))
         snprintf(space, sizeof commit - (size_t)(space - commit), "-dirty");
     if (strcmp(commit, "unknown") == 0) snprintf(commit, sizeof commit, "nogit");
@@ -323,7 +323,7 @@ static void point_latest(const config *c)
 static int choose_folders(config *c)
 {
     if (c->update) {
-        ref_allow_update(1);
+        guard_allow_update(1);
         c->out_dir = REFERENCE_RESULTS;
         c->plots_dir = REFERENCE_PLOTS;
         return 0;
@@ -365,11 +365,11 @@ static int choose_folders(config *c)
  * the interquartile range (q1_s..q3_s) where the files have those columns, else the
  * min..max of the repetitions, and it says which. */
 
-static res_file *load(const config *c, const char *file, int n_key)
+static record_file *load(const config *c, const char *file, int n_key)
 {
     char path[PATH_MAX + 64], err[512];
     snprintf(path, sizeof path, "%s/%s", c->out_dir, file);
-    return res_load(path, n_key, err, sizeof err);
+    return record_load(path, n_key, err, sizeof err);
 }
 
 /* The value of a `# key: value` line of path, or "" (buf of size bytes). */
@@ -393,16 +393,17 @@ static const char *meta_value(const config *c, const char *file, const char *key
     return buf;
 }
 
-static int is_ok(const res_file *f, const char *row)
+static int is_ok(const record_file *f, const char *row)
 {
     char status[32];
-    return res_get_str(f, row, "status", status, sizeof status) == 0 && strcmp(status, "ok") == 0;
+    return record_get_str(f, row, "status", status, sizeof status) == 0 &&
+           strcmp(status, "ok") == 0;
 }
 
-static int text_is(const res_file *f, const char *row, const char *column, const char *value)
+static int text_is(const record_file *f, const char *row, const char *column, const char *value)
 {
     char buf[128];
-    return res_get_str(f, row, column, buf, sizeof buf) == 0 && strcmp(buf, value) == 0;
+    return record_get_str(f, row, column, buf, sizeof buf) == 0 && strcmp(buf, value) == 0;
 }
 
 /* "5.6 s", "2.3 ms", "19 µs", "850 ns" */
@@ -442,27 +443,27 @@ static const char *fmt_bytes(double b, char *buf, size_t size)
 
 /* A time and its spread from row: "<median> (IQR a–b)" from <prefix>q1_s and
  * <prefix>q3_s, else "(min–max a–b)" from <prefix>min_s and <prefix>max_s. */
-static const char *time_spread(const res_file *f, const char *row, const char *prefix, char *buf,
+static const char *time_spread(const record_file *f, const char *row, const char *prefix, char *buf,
                                size_t size)
 {
     char col[64], m[32], a[32], b[32];
     double median, lo, hi;
     snprintf(col, sizeof col, "%smedian_s", prefix);
-    if (res_get(f, row, col, &median) != 0) {
+    if (record_get(f, row, col, &median) != 0) {
         snprintf(buf, size, "-");
         return buf;
     }
     const char *kind = "IQR";
     snprintf(col, sizeof col, "%sq1_s", prefix);
-    int have = res_get(f, row, col, &lo) == 0;
+    int have = record_get(f, row, col, &lo) == 0;
     snprintf(col, sizeof col, "%sq3_s", prefix);
-    have = have && res_get(f, row, col, &hi) == 0;
+    have = have && record_get(f, row, col, &hi) == 0;
     if (!have) {
         kind = "min–max";
         snprintf(col, sizeof col, "%smin_s", prefix);
-        have = res_get(f, row, col, &lo) == 0;
+        have = record_get(f, row, col, &lo) == 0;
         snprintf(col, sizeof col, "%smax_s", prefix);
-        have = have && res_get(f, row, col, &hi) == 0;
+        have = have && record_get(f, row, col, &hi) == 0;
     }
     if (have)
         snprintf(buf, size, "%s (%s %s–%s)", fmt_time(median, m, sizeof m), kind,
@@ -473,25 +474,25 @@ static const char *time_spread(const res_file *f, const char *row, const char *p
 }
 
 /* The scaling row of series at n (the first group in the file), or NULL. */
-static const char *scaling_row(const res_file *f, const char *series, double n)
+static const char *scaling_row(const record_file *f, const char *series, double n)
 {
-    for (size_t i = 0; i < res_count(f); i++) {
-        const char *row = res_row_at(f, i);
+    for (size_t i = 0; i < record_count(f); i++) {
+        const char *row = record_row_at(f, i);
         double rn;
-        if (text_is(f, row, "variant", series) && res_get(f, row, "n", &rn) == 0 && rn == n)
+        if (text_is(f, row, "variant", series) && record_get(f, row, "n", &rn) == 0 && rn == n)
             return row;
     }
     return NULL;
 }
 
 /* The series of the registry, in registry order, that appear in f's variant column. */
-static size_t series_in(const res_file *f, kn_series *out)
+static size_t series_in(const record_file *f, kernels_series *out)
 {
-    kn_series all[KN_MAX_SERIES];
-    size_t n = kn_all_series(all), found = 0;
+    kernels_series all[KERNELS_MAX_SERIES];
+    size_t n = kernels_all_series(all), found = 0;
     for (size_t k = 0; k < n; k++)
-        for (size_t i = 0; i < res_count(f); i++)
-            if (text_is(f, res_row_at(f, i), "variant", all[k].name)) {
+        for (size_t i = 0; i < record_count(f); i++)
+            if (text_is(f, record_row_at(f, i), "variant", all[k].name)) {
                 out[found++] = all[k];
                 break;
             }
@@ -499,16 +500,16 @@ static size_t series_in(const res_file *f, kn_series *out)
 }
 
 /* min and max of column over the ok rows of series with lo <= n <= hi; count of them. */
-static int range_over_n(const res_file *f, const char *series, const char *column, double lo,
+static int range_over_n(const record_file *f, const char *series, const char *column, double lo,
                         double hi, double *min, double *max)
 {
     int count = 0;
     *min = INFINITY, *max = -INFINITY;
-    for (size_t i = 0; i < res_count(f); i++) {
-        const char *row = res_row_at(f, i);
+    for (size_t i = 0; i < record_count(f); i++) {
+        const char *row = record_row_at(f, i);
         double n, x;
-        if (!is_ok(f, row) || !text_is(f, row, "variant", series) || res_get(f, row, "n", &n) ||
-            n < lo || n > hi || res_get(f, row, column, &x))
+        if (!is_ok(f, row) || !text_is(f, row, "variant", series) || record_get(f, row, "n", &n) ||
+            n < lo || n > hi || record_get(f, row, column, &x))
             continue;
         if (x < *min) *min = x;
         if (x > *max) *max = x;
@@ -522,32 +523,32 @@ static int range_over_n(const res_file *f, const char *series, const char *colum
 static void summary_scaling(FILE *out, const config *c, const char *title, const char *file,
                             const char *fit_file, const double *ns, size_t n_ns)
 {
-    res_file *fit = load(c, fit_file, 1), *f = load(c, file, 1);
+    record_file *fit = load(c, fit_file, 1), *f = load(c, file, 1);
     if (!f && !fit) return;
     fprintf(out, "\n## %s (%s, %s)\n\n", title, file, fit_file);
     if (fit) {
-        const int has_ci = res_count(fit) > 0 &&
-                           res_get(fit, res_row_at(fit, 0), "exponent_ci_lo", &(double){0}) == 0;
+        const int has_ci = record_count(fit) > 0 && record_get(fit, record_row_at(fit, 0),
+                                                               "exponent_ci_lo", &(double){0}) == 0;
         fprintf(out, "Fitted exponent e of time ∝ N^e%s:\n\n",
                 has_ci ? ", with its bootstrap 95% interval and R²"
                        : " (this file has no interval columns: a single least-squares fit)");
         fprintf(out, "| series | e | interval | R² | theory | N range | points |\n"
                      "| --- | --- | --- | --- | --- | --- | --- |\n");
-        for (size_t i = 0; i < res_count(fit); i++) {
-            const char *row = res_row_at(fit, i);
+        for (size_t i = 0; i < record_count(fit); i++) {
+            const char *row = record_row_at(fit, i);
             char name[64] = "?", theory[16] = "", ci[48] = "-", r2[16] = "-";
             double e, t, lo, hi, r, nmin, nmax, pts;
-            res_get_str(fit, row, "variant", name, sizeof name);
-            if (res_get(fit, row, "theory_exponent", &t) == 0)
+            record_get_str(fit, row, "variant", name, sizeof name);
+            if (record_get(fit, row, "theory_exponent", &t) == 0)
                 snprintf(theory, sizeof theory, "%.0f", t);
-            if (res_get(fit, row, "exponent_ci_lo", &lo) == 0 &&
-                res_get(fit, row, "exponent_ci_hi", &hi) == 0)
+            if (record_get(fit, row, "exponent_ci_lo", &lo) == 0 &&
+                record_get(fit, row, "exponent_ci_hi", &hi) == 0)
                 snprintf(ci, sizeof ci, "%.2f–%.2f", lo, hi);
-            if (res_get(fit, row, "r_squared", &r) == 0) snprintf(r2, sizeof r2, "%.4f", r);
-            if (res_get(fit, row, "fitted_exponent", &e) == 0 &&
-                res_get(fit, row, "fit_n_min", &nmin) == 0 &&
-                res_get(fit, row, "fit_n_max", &nmax) == 0 &&
-                res_get(fit, row, "fit_points", &pts) == 0)
+            if (record_get(fit, row, "r_squared", &r) == 0) snprintf(r2, sizeof r2, "%.4f", r);
+            if (record_get(fit, row, "fitted_exponent", &e) == 0 &&
+                record_get(fit, row, "fit_n_min", &nmin) == 0 &&
+                record_get(fit, row, "fit_n_max", &nmax) == 0 &&
+                record_get(fit, row, "fit_points", &pts) == 0)
                 fprintf(out, "| %s | %.2f | %s | %s | %s | %.0f–%.0f | %.0f |\n", name, e, ci, r2,
                         theory, nmin, nmax, pts);
             else
@@ -574,15 +575,15 @@ static void summary_scaling(FILE *out, const config *c, const char *title, const
             if (measured) fprintf(out, "| %.0f | %s | %s |\n", ns[i], cell[0], cell[1]);
         }
     }
-    res_close(fit);
-    res_close(f);
+    record_close(fit);
+    record_close(f);
 }
 
 static void summary_memory_and_rate(FILE *out, const config *c)
 {
-    res_file *f = load(c, "scaling.csv", 1);
+    record_file *f = load(c, "scaling.csv", 1);
     if (!f) return;
-    kn_series s[KN_MAX_SERIES];
+    kernels_series s[KERNELS_MAX_SERIES];
     size_t n = series_in(f, s);
     fprintf(out, "\n## Memory and arithmetic rate against N (scaling.csv)\n\n"
                  "Peak resident memory at the largest N measured (VmHWM, inputs included), "
@@ -594,18 +595,18 @@ static void summary_memory_and_rate(FILE *out, const config *c)
         double n_max = -1, peak = NAN;
         int skipped = 0;
         char skipped_at[64] = "";
-        for (size_t i = 0; i < res_count(f); i++) {
-            const char *row = res_row_at(f, i);
+        for (size_t i = 0; i < record_count(f); i++) {
+            const char *row = record_row_at(f, i);
             double rn, p;
-            if (!text_is(f, row, "variant", s[k].name) || res_get(f, row, "n", &rn)) continue;
+            if (!text_is(f, row, "variant", s[k].name) || record_get(f, row, "n", &rn)) continue;
             if (!is_ok(f, row)) {
                 char why[24] = "";
-                if (res_get_str(f, row, "status", why, sizeof why) != 0) why[0] = '\0';
+                if (record_get_str(f, row, "status", why, sizeof why) != 0) why[0] = '\0';
                 if (!skipped++) /* its status and N: "skipped_mem from N = 65536" */
                     snprintf(skipped_at, sizeof skipped_at, "%s from N = %.0f", why, rn);
                 continue;
             }
-            if (rn > n_max && res_get(f, row, "peak_rss_bytes", &p) == 0) n_max = rn, peak = p;
+            if (rn > n_max && record_get(f, row, "peak_rss_bytes", &p) == 0) n_max = rn, peak = p;
         }
         char rates[3][48];
         const double lo[3] = {0, 1024, 16385}, hi[3] = {INFINITY, 16384, INFINITY};
@@ -621,59 +622,61 @@ static void summary_memory_and_rate(FILE *out, const config *c)
                 fmt_bytes(peak, mem, sizeof mem), skipped ? skipped_at : "-", rates[0], rates[1],
                 rates[2]);
     }
-    res_close(f);
+    record_close(f);
 }
 
 static void summary_crossover(FILE *out, const config *c)
 {
-    res_file *f = load(c, "crossover.csv", 4);
+    record_file *f = load(c, "crossover.csv", 4);
     if (!f) return;
     fprintf(out, "\n## Crossover (crossover.csv)\n\n"
                  "The N above which linear attention is faster than softmax: measured (with the "
                  "bracket the bisection ended in) / predicted by the FLOP model.\n\n"
                  "| d | non-causal | causal |\n| --- | --- | --- |\n");
-    for (size_t i = 0; i < res_count(f); i++) {
-        const char *row = res_row_at(f, i);
+    for (size_t i = 0; i < record_count(f); i++) {
+        const char *row = record_row_at(f, i);
         double d, causal;
-        if (res_get(f, row, "d", &d) || res_get(f, row, "causal", &causal) || causal != 0) continue;
+        if (record_get(f, row, "d", &d) || record_get(f, row, "causal", &causal) || causal != 0)
+            continue;
         char cell[2][128];
         for (int k = 0; k < 2; k++) {
             snprintf(cell[k], sizeof cell[k], "-");
-            for (size_t j = 0; j < res_count(f); j++) {
-                const char *r2 = res_row_at(f, j);
+            for (size_t j = 0; j < record_count(f); j++) {
+                const char *r2 = record_row_at(f, j);
                 double d2, c2, meas, pred, lo, hi;
                 char status[32] = "", m[64] = "-", p[32] = "-";
-                if (res_get(f, r2, "d", &d2) || res_get(f, r2, "causal", &c2) || d2 != d || c2 != k)
+                if (record_get(f, r2, "d", &d2) || record_get(f, r2, "causal", &c2) || d2 != d ||
+                    c2 != k)
                     continue;
-                res_get_str(f, r2, "status", status, sizeof status);
-                if (res_get(f, r2, "measured_crossover_n", &meas) == 0) {
-                    if (res_get(f, r2, "bracket_lo_n", &lo) == 0 &&
-                        res_get(f, r2, "bracket_hi_n", &hi) == 0)
+                record_get_str(f, r2, "status", status, sizeof status);
+                if (record_get(f, r2, "measured_crossover_n", &meas) == 0) {
+                    if (record_get(f, r2, "bracket_lo_n", &lo) == 0 &&
+                        record_get(f, r2, "bracket_hi_n", &hi) == 0)
                         snprintf(m, sizeof m, "%.0f (%.0f–%.0f)", meas, lo, hi);
                     else
                         snprintf(m, sizeof m, "%.0f", meas);
                 } else if (strcmp(status, "below_range") == 0 &&
-                           res_get(f, r2, "bracket_hi_n", &hi) == 0) {
+                           record_get(f, r2, "bracket_hi_n", &hi) == 0) {
                     snprintf(m, sizeof m, "below %.0f, the smallest N swept", hi);
                 } else if (strcmp(status, "above_range") == 0 &&
-                           res_get(f, r2, "bracket_lo_n", &lo) == 0) {
+                           record_get(f, r2, "bracket_lo_n", &lo) == 0) {
                     snprintf(m, sizeof m, "above %.0f, the largest N swept", lo);
                 } else if (status[0]) {
                     snprintf(m, sizeof m, "%s", status);
                 }
-                if (res_get(f, r2, "predicted_crossover_n", &pred) == 0)
+                if (record_get(f, r2, "predicted_crossover_n", &pred) == 0)
                     snprintf(p, sizeof p, "%.0f", pred);
                 snprintf(cell[k], sizeof cell[k], "%s / %s", m, p);
             }
         }
         fprintf(out, "| %.0f | %s | %s |\n", d, cell[0], cell[1]);
     }
-    res_close(f);
+    record_close(f);
 }
 
 static void summary_decode(FILE *out, const config *c)
 {
-    res_file *f = load(c, "decode.csv", 8);
+    record_file *f = load(c, "decode.csv", 8);
     if (!f) return;
     /* per series: the total (cumulative_s at the last token), the last bin's per-token
      * time, and the bins' 10th, 50th and 90th percentiles weighted by their tokens: the
@@ -682,20 +685,22 @@ static void summary_decode(FILE *out, const config *c)
     double tokens = 0, t_last[2] = {0, 0};
     int spread[2] = {1, 1};
     const char *last[2] = {NULL, NULL};
-    for (size_t i = 0; i < res_count(f); i++) {
-        const char *row = res_row_at(f, i);
+    for (size_t i = 0; i < record_count(f); i++) {
+        const char *row = record_row_at(f, i);
         char name[64];
         double cum, tl = -1, T, in_bin, a, m, b;
-        if (!is_ok(f, row) || res_get_str(f, row, "variant", name, sizeof name)) continue;
+        if (!is_ok(f, row) || record_get_str(f, row, "variant", name, sizeof name)) continue;
         int k = strcmp(name, "softmax_kv_cache") == 0 ? 0 : 1;
-        if (res_get(f, row, "tokens_in_bin", &in_bin) == 0 && res_get(f, row, "p10_s", &a) == 0 &&
-            res_get(f, row, "median_s", &m) == 0 && res_get(f, row, "p90_s", &b) == 0)
+        if (record_get(f, row, "tokens_in_bin", &in_bin) == 0 &&
+            record_get(f, row, "p10_s", &a) == 0 && record_get(f, row, "median_s", &m) == 0 &&
+            record_get(f, row, "p90_s", &b) == 0)
             p10[k] += in_bin * a, p50[k] += in_bin * m, p90[k] += in_bin * b;
         else
             spread[k] = 0;
-        if (res_get(f, row, "t_last", &tl) == 0 && tl >= t_last[k]) t_last[k] = tl, last[k] = row;
-        if (res_get(f, row, "cumulative_s", &cum) == 0 && res_get(f, row, "tokens", &T) == 0 &&
-            tl == T)
+        if (record_get(f, row, "t_last", &tl) == 0 && tl >= t_last[k])
+            t_last[k] = tl, last[k] = row;
+        if (record_get(f, row, "cumulative_s", &cum) == 0 &&
+            record_get(f, row, "tokens", &T) == 0 && tl == T)
             total[k] = cum, tokens = T;
     }
     if (isfinite(total[0]) && isfinite(total[1]) && last[0] && last[1]) {
@@ -724,15 +729,15 @@ static void summary_decode(FILE *out, const config *c)
         else
             fprintf(out, "\n");
     }
-    res_close(f);
+    record_close(f);
 }
 
 static void summary_accuracy(FILE *out, const config *c)
 {
-    res_file *f = load(c, "accuracy.csv", 12);
+    record_file *f = load(c, "accuracy.csv", 12);
     if (!f) return;
-    kn_series all[KN_MAX_SERIES];
-    const size_t n_series = kn_all_series(all);
+    kernels_series all[KERNELS_MAX_SERIES];
+    const size_t n_series = kernels_all_series(all);
     fprintf(out, "\n## Numerical error (accuracy.csv)\n\n"
                  "Relative error against the float64 reference over every N (min–max):\n\n"
                  "| series | float32 | float64 |\n| --- | --- | --- |\n");
@@ -741,15 +746,15 @@ static void summary_accuracy(FILE *out, const config *c)
         int any = 0;
         for (int p = 0; p < 2; p++) {
             double lo = INFINITY, hi = -INFINITY;
-            for (size_t i = 0; i < res_count(f); i++) {
-                const char *row = res_row_at(f, i);
+            for (size_t i = 0; i < record_count(f); i++) {
+                const char *row = record_row_at(f, i);
                 double e;
                 if (!text_is(f, row, "study", "error_vs_n") ||
                     !text_is(f, row, "variant", all[k].name) ||
                     !text_is(f, row, "precision", p ? "float64" : "float32") ||
                     !text_is(f, row, "status", "ok")) /* skipped: not an error of inf */
                     continue;
-                if (res_get(f, row, "rel_error", &e) != 0) e = INFINITY;
+                if (record_get(f, row, "rel_error", &e) != 0) e = INFINITY;
                 lo = fmin(lo, e), hi = fmax(hi, e);
             }
             if (hi >= lo) {
@@ -765,33 +770,33 @@ static void summary_accuracy(FILE *out, const config *c)
     fprintf(out, "\nThe other studies (rel_error, min–max over their rows):\n\n"
                  "| study | series | input | compared to | rel_error |\n"
                  "| --- | --- | --- | --- | --- |\n");
-    for (size_t i = 0; i < res_count(f); i++) {
-        const char *row = res_row_at(f, i);
+    for (size_t i = 0; i < record_count(f); i++) {
+        const char *row = record_row_at(f, i);
         char study[32], var[64], input[32], cmp[32];
-        if (res_get_str(f, row, "study", study, sizeof study) || !strcmp(study, "error_vs_n") ||
-            res_get_str(f, row, "variant", var, sizeof var) ||
-            res_get_str(f, row, "input", input, sizeof input) ||
-            res_get_str(f, row, "compared_to", cmp, sizeof cmp))
+        if (record_get_str(f, row, "study", study, sizeof study) || !strcmp(study, "error_vs_n") ||
+            record_get_str(f, row, "variant", var, sizeof var) ||
+            record_get_str(f, row, "input", input, sizeof input) ||
+            record_get_str(f, row, "compared_to", cmp, sizeof cmp))
             continue;
         int first = 1; /* one line per group, at its first row */
         for (size_t j = 0; j < i && first; j++) {
-            const char *r = res_row_at(f, j);
+            const char *r = record_row_at(f, j);
             first = !(text_is(f, r, "study", study) && text_is(f, r, "variant", var) &&
                       text_is(f, r, "input", input) && text_is(f, r, "compared_to", cmp));
         }
         if (!first) continue;
         double lo = INFINITY, hi = -INFINITY, e;
-        for (size_t j = i; j < res_count(f); j++) {
-            const char *r = res_row_at(f, j);
+        for (size_t j = i; j < record_count(f); j++) {
+            const char *r = record_row_at(f, j);
             if (text_is(f, r, "study", study) && text_is(f, r, "variant", var) &&
                 text_is(f, r, "input", input) && text_is(f, r, "compared_to", cmp) &&
-                res_get(f, r, "rel_error", &e) == 0)
+                record_get(f, r, "rel_error", &e) == 0)
                 lo = fmin(lo, e), hi = fmax(hi, e);
         }
         if (hi >= lo)
             fprintf(out, "| %s | %s | %s | %s | %.2g–%.2g |\n", study, var, input, cmp, lo, hi);
     }
-    res_close(f);
+    record_close(f);
 }
 
 /* Scaled against unscaled dot products (scores.csv): per d_k and scaling, the logits' std,
@@ -799,7 +804,7 @@ static void summary_accuracy(FILE *out, const config *c)
  * with its min–max. */
 static void summary_scores(FILE *out, const config *c)
 {
-    res_file *f = load(c, "scores.csv", 4);
+    record_file *f = load(c, "scores.csv", 4);
     if (!f) return;
     fprintf(out, "\n## Scaled vs unscaled dot products (scores.csv)\n\n"
                  "Mean over seeds [min–max]; entropy in nats (ln N is its maximum); gradient: "
@@ -808,9 +813,9 @@ static void summary_scores(FILE *out, const config *c)
                  "| --- | --- | --- | --- | --- |\n");
     double dk_seen[64];
     size_t n_dk = 0;
-    for (size_t i = 0; i < res_count(f) && n_dk < 64; i++) {
+    for (size_t i = 0; i < record_count(f) && n_dk < 64; i++) {
         double dk;
-        if (res_get(f, res_row_at(f, i), "d_k", &dk)) continue;
+        if (record_get(f, record_row_at(f, i), "d_k", &dk)) continue;
         size_t j = 0;
         while (j < n_dk && dk_seen[j] != dk)
             j++;
@@ -824,13 +829,14 @@ static void summary_scores(FILE *out, const config *c)
             int count = 0;
             for (int x = 0; x < 3; x++)
                 lo[x] = INFINITY, hi[x] = -INFINITY;
-            for (size_t i = 0; i < res_count(f); i++) {
-                const char *row = res_row_at(f, i);
+            for (size_t i = 0; i < record_count(f); i++) {
+                const char *row = record_row_at(f, i);
                 double dk, v[3];
                 if (!text_is(f, row, "scaling", scaling) || !text_is(f, row, "status", "ok") ||
-                    res_get(f, row, "d_k", &dk) || dk != dk_seen[d] ||
-                    res_get(f, row, cols[0], &v[0]) || res_get(f, row, cols[1], &v[1]) ||
-                    res_get(f, row, cols[2], &v[2]) || res_get(f, row, "entropy_max_nats", &ln_n))
+                    record_get(f, row, "d_k", &dk) || dk != dk_seen[d] ||
+                    record_get(f, row, cols[0], &v[0]) || record_get(f, row, cols[1], &v[1]) ||
+                    record_get(f, row, cols[2], &v[2]) ||
+                    record_get(f, row, "entropy_max_nats", &ln_n))
                     continue;
                 for (int x = 0; x < 3; x++)
                     sum[x] += v[x], lo[x] = fmin(lo[x], v[x]), hi[x] = fmax(hi[x], v[x]);
@@ -843,41 +849,41 @@ static void summary_scores(FILE *out, const config *c)
                     dk_seen[d], sc ? "1/sqrt(d_k)" : "none", sum[0] / count, lo[0], hi[0],
                     sum[1] / count, lo[1], hi[1], ln_n, sum[2] / count, lo[2], hi[2]);
         }
-    res_close(f);
+    record_close(f);
 }
 
 /* Vaswani et al.'s Table 1 with the measured exponents (complexity_fit.csv). */
 static void summary_complexity(FILE *out, const config *c)
 {
-    res_file *f = load(c, "complexity_fit.csv", 1);
+    record_file *f = load(c, "complexity_fit.csv", 1);
     if (!f) return;
     fprintf(out, "\n## The complexity table, measured (complexity_fit.csv)\n\n"
                  "Exponent of time in N over the upper half of each layer type's N, with its "
                  "95%% bootstrap interval.\n\n"
                  "| layer | complexity per layer | measured exponent [95%%] | sequential "
                  "operations | maximum path length |\n| --- | --- | --- | --- | --- |\n");
-    for (size_t i = 0; i < res_count(f); i++) {
-        const char *row = res_row_at(f, i);
+    for (size_t i = 0; i < record_count(f); i++) {
+        const char *row = record_row_at(f, i);
         char layer[64], per[32], seq[16], path[16], measured[64] = "no fit";
         double e, lo, hi;
-        if (res_get_str(f, row, "layer", layer, sizeof layer) ||
-            res_get_str(f, row, "complexity", per, sizeof per) ||
-            res_get_str(f, row, "sequential_ops", seq, sizeof seq) ||
-            res_get_str(f, row, "path_length", path, sizeof path))
+        if (record_get_str(f, row, "layer", layer, sizeof layer) ||
+            record_get_str(f, row, "complexity", per, sizeof per) ||
+            record_get_str(f, row, "sequential_ops", seq, sizeof seq) ||
+            record_get_str(f, row, "path_length", path, sizeof path))
             continue;
-        if (res_get(f, row, "fitted_exponent", &e) == 0 &&
-            res_get(f, row, "exponent_ci_lo", &lo) == 0 &&
-            res_get(f, row, "exponent_ci_hi", &hi) == 0)
+        if (record_get(f, row, "fitted_exponent", &e) == 0 &&
+            record_get(f, row, "exponent_ci_lo", &lo) == 0 &&
+            record_get(f, row, "exponent_ci_hi", &hi) == 0)
             snprintf(measured, sizeof measured, "%.2f [%.2f, %.2f]", e, lo, hi);
         fprintf(out, "| %s | %s | %s | %s | %s |\n", layer, per, measured, seq, path);
     }
-    res_close(f);
+    record_close(f);
 }
 
 /* Each series on the roofline (roofline.csv): at d = 64, its largest N measured, per dtype. */
 static void summary_roofline(FILE *out, const config *c)
 {
-    res_file *f = load(c, "roofline.csv", 7);
+    record_file *f = load(c, "roofline.csv", 7);
     if (!f) return;
     char ceilings[512];
     fprintf(out,
@@ -887,29 +893,30 @@ static void summary_roofline(FILE *out, const config *c)
             "| series | dtype | N | GFLOP/s | FLOP/byte | bound | %% of peak | %% of roofline "
             "|\n| --- | --- | --- | --- | --- | --- | --- | --- |\n",
             meta_value(c, "roofline.csv", "ceilings", ceilings, sizeof ceilings));
-    for (size_t i = 0; i < res_count(f); i++) {
-        const char *row = res_row_at(f, i);
+    for (size_t i = 0; i < record_count(f); i++) {
+        const char *row = record_row_at(f, i);
         char variant[64], dtype[8];
         double d, n, g, intensity, peak, bw, pp, pr;
-        if (!is_ok(f, row) || res_get(f, row, "d", &d) || d != 64 ||
-            res_get_str(f, row, "variant", variant, sizeof variant) ||
-            res_get_str(f, row, "dtype", dtype, sizeof dtype) || res_get(f, row, "n", &n) ||
-            res_get(f, row, "gflops", &g) || res_get(f, row, "intensity_flop_per_byte", &intensity))
+        if (!is_ok(f, row) || record_get(f, row, "d", &d) || d != 64 ||
+            record_get_str(f, row, "variant", variant, sizeof variant) ||
+            record_get_str(f, row, "dtype", dtype, sizeof dtype) || record_get(f, row, "n", &n) ||
+            record_get(f, row, "gflops", &g) ||
+            record_get(f, row, "intensity_flop_per_byte", &intensity))
             continue;
         /* only the largest N of this series and dtype */
         int larger = 0;
-        for (size_t j = 0; j < res_count(f) && !larger; j++) {
-            const char *other = res_row_at(f, j);
+        for (size_t j = 0; j < record_count(f) && !larger; j++) {
+            const char *other = record_row_at(f, j);
             double od, on;
             larger = is_ok(f, other) && text_is(f, other, "variant", variant) &&
-                     text_is(f, other, "dtype", dtype) && res_get(f, other, "d", &od) == 0 &&
-                     od == 64 && res_get(f, other, "n", &on) == 0 && on > n;
+                     text_is(f, other, "dtype", dtype) && record_get(f, other, "d", &od) == 0 &&
+                     od == 64 && record_get(f, other, "n", &on) == 0 && on > n;
         }
         if (larger) continue;
-        const int have = res_get(f, row, "peak_gflops", &peak) == 0 &&
-                         res_get(f, row, "bandwidth_gbs", &bw) == 0 &&
-                         res_get(f, row, "pct_of_peak", &pp) == 0 &&
-                         res_get(f, row, "pct_of_roofline", &pr) == 0;
+        const int have = record_get(f, row, "peak_gflops", &peak) == 0 &&
+                         record_get(f, row, "bandwidth_gbs", &bw) == 0 &&
+                         record_get(f, row, "pct_of_peak", &pp) == 0 &&
+                         record_get(f, row, "pct_of_roofline", &pr) == 0;
         if (have)
             fprintf(out, "| %s | %s | %.0f | %.1f | %.1f | %s | %.0f%% | %.0f%% |\n", variant,
                     dtype, n, g, intensity, intensity * bw < peak ? "memory" : "compute", pp, pr);
@@ -917,31 +924,31 @@ static void summary_roofline(FILE *out, const config *c)
             fprintf(out, "| %s | %s | %.0f | %.1f | %.1f | - | - | - |\n", variant, dtype, n, g,
                     intensity);
     }
-    res_close(f);
+    record_close(f);
 }
 
 static void summary_params(FILE *out, const config *c)
 {
-    res_file *f = load(c, "params.csv", 1);
+    record_file *f = load(c, "params.csv", 1);
     if (!f) return;
     fprintf(out, "\n## Parameters (params.csv)\n\nExact counts (no spread: they are counted). "
                  "One encoder layer against 12D²: ");
     const char *sep = "";
-    for (size_t i = 0; i < res_count(f); i++) {
-        const char *row = res_row_at(f, i);
+    for (size_t i = 0; i < record_count(f); i++) {
+        const char *row = record_row_at(f, i);
         double d, gap;
-        if (!text_is(f, row, "kind", "sweep") || res_get(f, row, "d_model", &d) ||
-            res_get(f, row, "approx_gap", &gap) || (d != 64 && d != 512 && d != 8192))
+        if (!text_is(f, row, "kind", "sweep") || record_get(f, row, "d_model", &d) ||
+            record_get(f, row, "approx_gap", &gap) || (d != 64 && d != 512 && d != 8192))
             continue;
         fprintf(out, "%sgap %.3g%% at D = %.0f", sep, 100 * gap, d);
         sep = ", ";
     }
-    for (size_t i = 0; i < res_count(f); i++) { /* PyTorch's numbers at D = 512 */
-        const char *row = res_row_at(f, i);
+    for (size_t i = 0; i < record_count(f); i++) { /* PyTorch's numbers at D = 512 */
+        const char *row = record_row_at(f, i);
         double d, enc, dec;
-        if (text_is(f, row, "kind", "sweep") && res_get(f, row, "d_model", &d) == 0 && d == 512 &&
-            res_get(f, row, "encoder_layer", &enc) == 0 &&
-            res_get(f, row, "decoder_layer", &dec) == 0)
+        if (text_is(f, row, "kind", "sweep") && record_get(f, row, "d_model", &d) == 0 &&
+            d == 512 && record_get(f, row, "encoder_layer", &enc) == 0 &&
+            record_get(f, row, "decoder_layer", &dec) == 0)
             fprintf(out,
                     ". At D = 512 (d_ff = 2048): %.0f per encoder layer, %.0f per decoder "
                     "layer",
@@ -950,18 +957,20 @@ static void summary_params(FILE *out, const config *c)
     fprintf(out, ".\n\n| model | D | H | d_ff | layers | total | layers exact | 12D² rule | gap | "
                  "attention | FFN | embeddings |\n"
                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-    for (size_t i = 0; i < res_count(f); i++) {
-        const char *row = res_row_at(f, i);
+    for (size_t i = 0; i < record_count(f); i++) {
+        const char *row = record_row_at(f, i);
         char model[64];
         double d, h, ff, enc, dec, total, approx, gap, all, att, ffn, emb;
         if (!text_is(f, row, "kind", "standard") ||
-            res_get_str(f, row, "model", model, sizeof model) || res_get(f, row, "d_model", &d) ||
-            res_get(f, row, "heads", &h) || res_get(f, row, "d_ff", &ff) ||
-            res_get(f, row, "encoder_layers", &enc) || res_get(f, row, "decoder_layers", &dec) ||
-            res_get(f, row, "layers_exact", &total) || res_get(f, row, "layers_approx", &approx) ||
-            res_get(f, row, "approx_gap", &gap) || res_get(f, row, "total", &all) ||
-            res_get(f, row, "attention_share", &att) || res_get(f, row, "ffn_share", &ffn) ||
-            res_get(f, row, "embedding_share", &emb))
+            record_get_str(f, row, "model", model, sizeof model) ||
+            record_get(f, row, "d_model", &d) || record_get(f, row, "heads", &h) ||
+            record_get(f, row, "d_ff", &ff) || record_get(f, row, "encoder_layers", &enc) ||
+            record_get(f, row, "decoder_layers", &dec) ||
+            record_get(f, row, "layers_exact", &total) ||
+            record_get(f, row, "layers_approx", &approx) ||
+            record_get(f, row, "approx_gap", &gap) || record_get(f, row, "total", &all) ||
+            record_get(f, row, "attention_share", &att) || record_get(f, row, "ffn_share", &ffn) ||
+            record_get(f, row, "embedding_share", &emb))
             continue;
         char layers[32];
         snprintf(layers, sizeof layers, dec > 0 ? "%.0f+%.0f" : "%.0f", enc, dec);
@@ -971,29 +980,29 @@ static void summary_params(FILE *out, const config *c)
                 model, d, h, ff, layers, all, total, approx, 100 * gap, 100 * att, 100 * ffn,
                 100 * emb);
     }
-    res_close(f);
+    record_close(f);
 }
 
 static void summary_block(FILE *out, const config *c)
 {
-    res_file *f = load(c, "block.csv", 6);
+    record_file *f = load(c, "block.csv", 6);
     if (!f) return;
     const char *softmax = la_kernel_name(LA_KERNEL_SOFTMAX),
                *linear = la_kernel_name(LA_KERNEL_LINEAR);
     double first = NAN, d_model = NAN, lin_lo = INFINITY, lin_hi = -INFINITY;
-    for (size_t i = 0; i < res_count(f); i++) {
-        const char *row = res_row_at(f, i);
+    for (size_t i = 0; i < record_count(f); i++) {
+        const char *row = record_row_at(f, i);
         double n, share;
         if (!is_ok(f, row) || !text_is(f, row, "component", "attention") ||
-            res_get(f, row, "n", &n) || res_get(f, row, "share", &share))
+            record_get(f, row, "n", &n) || record_get(f, row, "share", &share))
             continue;
-        res_get(f, row, "d_model", &d_model);
+        record_get(f, row, "d_model", &d_model);
         if (text_is(f, row, "attention", softmax) && share > 0.5 && !(first <= n)) first = n;
         if (text_is(f, row, "attention", linear))
             lin_lo = fmin(lin_lo, share), lin_hi = fmax(lin_hi, share);
     }
     if (!isfinite(d_model)) {
-        res_close(f);
+        record_close(f);
         return;
     }
     fprintf(out, "\n## One encoder layer (block.csv, D = %.0f)\n\n", d_model);
@@ -1005,13 +1014,13 @@ static void summary_block(FILE *out, const config *c)
     const double ns[] = {2048, 4096, 8192};
     int listed = 0;
     for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
-        for (size_t i = 0; i < res_count(f); i++) {
-            const char *row = res_row_at(f, i);
+        for (size_t i = 0; i < record_count(f); i++) {
+            const char *row = record_row_at(f, i);
             double n, share;
             char t[128];
             if (is_ok(f, row) && text_is(f, row, "attention", softmax) &&
-                text_is(f, row, "component", "attention") && res_get(f, row, "n", &n) == 0 &&
-                n == ns[k] && res_get(f, row, "share", &share) == 0)
+                text_is(f, row, "component", "attention") && record_get(f, row, "n", &n) == 0 &&
+                n == ns[k] && record_get(f, row, "share", &share) == 0)
                 fprintf(out, "%s %.0f%% at N = %.0f (%s)",
                         listed++ ? ";"
                                  : "- softmax attention's share, and its time with the "
@@ -1024,13 +1033,13 @@ static void summary_block(FILE *out, const config *c)
                 100 * lin_lo, 100 * lin_hi);
     /* projections and FFN: their model FLOPs over their median time */
     double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
-    for (size_t i = 0; i < res_count(f); i++) {
-        const char *row = res_row_at(f, i);
+    for (size_t i = 0; i < record_count(f); i++) {
+        const char *row = record_row_at(f, i);
         double n, flops, t;
         if (!is_ok(f, row) ||
             !(text_is(f, row, "component", "projections") || text_is(f, row, "component", "ffn")) ||
-            res_get(f, row, "n", &n) || res_get(f, row, "model_flops", &flops) ||
-            res_get(f, row, "median_s", &t) || !(t > 0))
+            record_get(f, row, "n", &n) || record_get(f, row, "model_flops", &flops) ||
+            record_get(f, row, "median_s", &t) || !(t > 0))
             continue;
         int k = n >= 512;
         lo[k] = fmin(lo[k], flops / t / 1e9), hi[k] = fmax(hi[k], flops / t / 1e9);
@@ -1039,7 +1048,7 @@ static void summary_block(FILE *out, const config *c)
         fprintf(out, "- projections and FFN run at %.0f–%.0f GFLOP/s from N = 512", lo[1], hi[1]);
     if (hi[0] >= lo[0]) fprintf(out, " (%.0f–%.0f below)", lo[0], hi[0]);
     if (hi[1] >= lo[1]) fprintf(out, "\n");
-    res_close(f);
+    record_close(f);
 }
 
 /* Lists the files of dir whose names end in one of the suffixes. */
@@ -1077,8 +1086,8 @@ static void list_files(FILE *out, const char *dir, const char *const *suffixes)
 /* The summary of the files in c->out_dir: printed, and written to its SUMMARY.md. */
 static int summary(const config *c)
 {
-    txt_buffer t;
-    int rc = txt_open(&t, "results");
+    textout_buffer t;
+    int rc = textout_open(&t, "results");
     if (rc) return rc;
     FILE *out = t.f;
     char v[7][256];
@@ -1136,7 +1145,7 @@ static int summary(const config *c)
     fflush(stdout);
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/SUMMARY.md", c->out_dir);
-    if ((rc = txt_finish(&t, path))) return rc;
+    if ((rc = textout_finish(&t, path))) return rc;
     printf("\n(kept as %s)\n", path);
     return 0;
 }
@@ -1177,23 +1186,23 @@ int cmd_results(int argc, char **argv)
     for (size_t i = 0; i < N_EXPERIMENTS; i++)
         if (c.selected[i]) estimate += c.quick ? suite[i].quick_seconds : suite[i].seconds, total++;
     char took[32];
-    res_format_duration(estimate, took, sizeof took);
+    progress_format_duration(estimate, took, sizeof took);
     printf("linattn results: the default suite%s into %s/ (figures into %s/)%s\n",
            c.quick ? " (--quick sizes)" : "", c.out_dir, c.plots_dir,
            c.update ? ": the committed reference" : "");
-    printf("on %s, %d cores, %d threads (load average %s)\n", res_cpu_model(), res_cores(),
-           la_get_num_threads(), res_load_average());
+    printf("on %s, %d cores, %d threads (load average %s)\n", machine_cpu_model(), machine_cores(),
+           la_get_num_threads(), machine_load_average());
     printf("expected duration: about %s (the reference run's time of each of the %d "
            "experiments, on a 2-core AMD EPYC when idle; `linattn help results` lists them)\n",
            took, total);
-    double busy = res_busy_fraction(0.5);
+    double busy = machine_busy_fraction(0.5);
     if (busy > 0.2)
         printf("note: other processes keep %.0f%% of the cores busy: the timings will be\n"
                "noisier and slower than on an idle machine\n",
                100 * busy);
     fflush(stdout);
 
-    const double start = res_now();
+    const double start = timer_now();
     double done_estimate = 0; /* the reference time of the experiments finished */
     int failed = 0, k = 0;
     for (size_t i = 0; i < N_EXPERIMENTS; i++) {
@@ -1209,21 +1218,21 @@ int cmd_results(int argc, char **argv)
         double after = 0;
         for (size_t j = i + 1; j < N_EXPERIMENTS; j++)
             if (c.selected[j]) after += c.quick ? suite[j].quick_seconds : suite[j].seconds;
-        if (done_estimate >= 1) after *= (res_now() - start) / done_estimate;
-        res_progress_suite(k, total, after);
-        double t0 = res_now();
+        if (done_estimate >= 1) after *= (timer_now() - start) / done_estimate;
+        progress_suite(k, total, after);
+        double t0 = timer_now();
         /* through main.c's table, as `linattn NAME ...` would run it */
         const la_command *command = la_command_find(suite[i].command);
         int r = command ? command->run(a.argc, a.argv)
                         : cli_fail("results", "%s: no such command", suite[i].command);
-        res_progress_suite(0, 0, -1);
+        progress_suite(0, 0, -1);
         done_estimate += c.quick ? suite[i].quick_seconds : suite[i].seconds;
-        res_format_duration(res_now() - t0, took, sizeof took);
+        progress_format_duration(timer_now() - t0, took, sizeof took);
         printf("== %s: %s in %s\n", name_of(&suite[i]), r == 0 ? "done" : "FAILED", took);
         fflush(stdout);
         if (r != 0) failed++;
     }
-    res_format_duration(res_now() - start, took, sizeof took);
+    progress_format_duration(timer_now() - start, took, sizeof took);
     int figures_failed = c.no_figures ? 0 : figures(&c);
     if (!c.no_summary && (rc = summary(&c)) != 0) failed++;
     printf("\nThe suite took %s%s%s.\n", took,

@@ -361,7 +361,7 @@ int cli_parse_flags_aliased(int argc, char **argv, const cli_flag *flags, const 
 
 /* ---------------------------------------------------------------- .npy files */
 
-const char *cli_dtype_name(la_npy_dtype dtype)
+const char *arrays_dtype_name(la_npy_dtype dtype)
 {
     switch (dtype) {
     case LA_NPY_F32: return "float32";
@@ -375,7 +375,7 @@ const char *cli_dtype_name(la_npy_dtype dtype)
     return "unknown";
 }
 
-const char *cli_shape_str(const la_array *a, char *buf, size_t size)
+const char *arrays_shape_str(const la_array *a, char *buf, size_t size)
 {
     size_t used = 0;
     int n = snprintf(buf, size, "(");
@@ -390,7 +390,7 @@ const char *cli_shape_str(const la_array *a, char *buf, size_t size)
     return buf;
 }
 
-int cli_read_npy(const char *path, la_array *out)
+int arrays_read_npy(const char *path, la_array *out)
 {
     const char *why = NULL;
     la_status st = la_npy_read(path, out, &why);
@@ -398,9 +398,9 @@ int cli_read_npy(const char *path, la_array *out)
     return 0;
 }
 
-int cli_read_floats(const char *path, la_dtype precision, la_array *out)
+int arrays_read_floats(const char *path, la_dtype precision, la_array *out)
 {
-    int rc = cli_read_npy(path, out);
+    int rc = arrays_read_npy(path, out);
     if (rc) return rc;
     if (out->dtype == LA_NPY_F16 || out->dtype == LA_NPY_BF16) {
         la_status st = la_array_to_f32(out); /* exact */
@@ -411,7 +411,7 @@ int cli_read_floats(const char *path, la_dtype precision, la_array *out)
     }
     if (out->dtype != LA_NPY_F32 && out->dtype != LA_NPY_F64) {
         rc = cli_fail(path, "dtype %s, need float16, bfloat16, float32 or float64",
-                      cli_dtype_name(out->dtype));
+                      arrays_dtype_name(out->dtype));
         goto fail;
     }
     /* every element finite, in the file's own precision */
@@ -457,7 +457,7 @@ fail:
     return rc;
 }
 
-int cli_write_npy(const char *path, const la_array *a)
+int arrays_write_npy(const char *path, const la_array *a)
 {
     const char *why = NULL;
     la_status st = la_npy_write_why(path, a, &why);

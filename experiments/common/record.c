@@ -3,9 +3,9 @@
  * See record.h for the file format and the meaning of each measurement. */
 #include "record.h"
 
-#include "busy.h"
+#include "guard.h"
 #include "linattn.h"
-#include "reference.h"
+#include "machine.h"
 #include "stats.h"
 
 #include <errno.h>
@@ -23,13 +23,13 @@
 #include <unistd.h>
 
 /* the memory probe (below) the timer calls around each warm-up */
-static int res_peak_reset(void);
-static double res_peak_rss_bytes(void);
-static double res_rss_bytes(void);
+static int peak_reset(void);
+static double read_peak_rss_bytes(void);
+static double read_rss_bytes(void);
 
 /* ---------------------------------------------------------------- timer */
 
-double res_now(void)
+double timer_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -42,14 +42,14 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-double res_median(double *x, size_t n)
+double timer_median(double *x, size_t n)
 {
     qsort(x, n, sizeof *x, cmp_double);
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
-int res_time_interleaved(size_t n, const res_body *bodies, void *const *ctxs, const res_rule *rule,
-                         res_timing *out, int *status)
+int timer_run_interleaved(size_t n, const timer_body *bodies, void *const *ctxs,
+                          const timer_rule *rule, timer_result *out, int *status)
 {
     const int min_reps = rule->min_reps < 1 ? 1 : rule->min_reps;
     const int max_reps = rule->max_reps < min_reps ? min_reps : rule->max_reps;
@@ -63,12 +63,12 @@ int res_time_interleaved(size_t n, const res_body *bodies, void *const *ctxs, co
     /* warm-up of each: page faults, caches, thread pool; kept as a sample only when slow.
      * It runs alone, so it is where each body's peak memory is measured. */
     for (size_t i = 0; i < n; i++) {
-        res_peak_reset();
-        rss[2 * i] = res_rss_bytes();
-        double t0 = res_now();
+        peak_reset();
+        rss[2 * i] = read_rss_bytes();
+        double t0 = timer_now();
         status[i] = bodies[i](ctxs[i]);
-        warm[i] = res_now() - t0;
-        rss[2 * i + 1] = res_peak_rss_bytes();
+        warm[i] = timer_now() - t0;
+        rss[2 * i + 1] = read_peak_rss_bytes();
         if (status[i] == 0 && warm[i] >= rule->slow_s) samples[i * max_reps + count[i]++] = warm[i];
     }
     /* rounds: each body still short of the rule is timed once, in order, so a drift
@@ -81,19 +81,19 @@ int res_time_interleaved(size_t n, const res_body *bodies, void *const *ctxs, co
                 (c >= min_reps && (total[i] >= rule->min_total_s || warm[i] >= rule->slow_s)))
                 continue;
             any = 1;
-            double t0 = res_now();
+            double t0 = timer_now();
             if ((status[i] = bodies[i](ctxs[i])) != 0) continue;
-            samples[i * max_reps + c] = res_now() - t0;
+            samples[i * max_reps + c] = timer_now() - t0;
             total[i] += samples[i * max_reps + c];
             count[i]++;
         }
     }
     for (size_t i = 0; i < n; i++) {
-        st_summary s;
-        if (status[i] != 0 || st_summarize(samples + i * max_reps, (size_t)count[i], &s) != 0)
+        stats_summary s;
+        if (status[i] != 0 || stats_summarize(samples + i * max_reps, (size_t)count[i], &s) != 0)
             continue;
-        out[i] =
-            (res_timing){s.median, s.min, s.max, s.q1, s.q3, count[i], rss[2 * i], rss[2 * i + 1]};
+        out[i] = (timer_result){s.median, s.min,    s.max,      s.q1,
+                                s.q3,     count[i], rss[2 * i], rss[2 * i + 1]};
     }
     rc = 0;
 done:
@@ -101,7 +101,7 @@ done:
     return rc;
 }
 
-/* One kernel call, for res_time_interleaved. */
+/* One kernel call, for timer_run_interleaved. */
 typedef struct {
     la_kernel kernel;
     const la_problem *p;
@@ -117,42 +117,42 @@ static int run_kernel_call(void *ctx)
     return c->status != LA_OK;
 }
 
-void res_time_kernels(size_t n, const la_kernel *kernels, const la_problem *p, const float *q,
-                      const float *k, const float *v, float *out, const res_rule *rule,
-                      res_timing *t, la_status *status)
+void timer_kernels(size_t n, const la_kernel *kernels, const la_problem *p, const float *q,
+                   const float *k, const float *v, float *out, const timer_rule *rule,
+                   timer_result *t, la_status *status)
 {
-    kernel_call calls[RES_MAX_INTERLEAVED];
-    res_body bodies[RES_MAX_INTERLEAVED] = {0};
-    void *ctxs[RES_MAX_INTERLEAVED] = {0};
-    int failed[RES_MAX_INTERLEAVED];
-    if (n > RES_MAX_INTERLEAVED) n = RES_MAX_INTERLEAVED;
+    kernel_call calls[TIMER_MAX_INTERLEAVED];
+    timer_body bodies[TIMER_MAX_INTERLEAVED] = {0};
+    void *ctxs[TIMER_MAX_INTERLEAVED] = {0};
+    int failed[TIMER_MAX_INTERLEAVED];
+    if (n > TIMER_MAX_INTERLEAVED) n = TIMER_MAX_INTERLEAVED;
     for (size_t i = 0; i < n; i++) {
         calls[i] = (kernel_call){kernels[i], &p[i], q, k, v, out, LA_OK};
         bodies[i] = run_kernel_call, ctxs[i] = &calls[i];
     }
-    int rc = res_time_interleaved(n, bodies, ctxs, rule, t, failed);
+    int rc = timer_run_interleaved(n, bodies, ctxs, rule, t, failed);
     for (size_t i = 0; i < n; i++)
         status[i] = rc != 0 ? LA_ENOMEM : failed[i] == 0 ? LA_OK : calls[i].status;
 }
 
-la_status res_time_kernel(la_kernel kernel, const la_problem *p, const float *q, const float *k,
-                          const float *v, float *out, const res_rule *rule, res_timing *t)
+la_status timer_kernel(la_kernel kernel, const la_problem *p, const float *q, const float *k,
+                       const float *v, float *out, const timer_rule *rule, timer_result *t)
 {
     la_status status;
-    res_time_kernels(1, &kernel, p, q, k, v, out, rule, t, &status);
+    timer_kernels(1, &kernel, p, q, k, v, out, rule, t, &status);
     return status;
 }
 
 /* ---------------------------------------------------------------- memory */
 
-void res_memory_init(void)
+void timer_memory_init(void)
 {
     /* A fixed threshold turns off glibc's growing one, which would keep freed blocks of
      * up to 32 MiB in the heap (resident) after the first large free. */
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
 }
 
-static int res_peak_reset(void)
+static int peak_reset(void)
 {
     FILE *f = fopen("/proc/self/clear_refs", "w");
     if (!f) return 0;
@@ -179,18 +179,18 @@ static double status_kb(const char *key)
     return bytes;
 }
 
-static double res_peak_rss_bytes(void)
+static double read_peak_rss_bytes(void)
 {
     return status_kb("VmHWM");
 }
-static double res_rss_bytes(void)
+static double read_rss_bytes(void)
 {
     return status_kb("VmRSS");
 }
 
 /* ---------------------------------------------------------------- machine */
 
-const char *res_cpu_model(void)
+const char *machine_cpu_model(void)
 {
     static char model[128] = "";
     if (model[0]) return model;
@@ -218,7 +218,7 @@ const char *res_cpu_model(void)
     return model;
 }
 
-const char *res_load_average(void)
+const char *machine_load_average(void)
 {
     static char load[64];
     snprintf(load, sizeof load, "unknown");
@@ -248,7 +248,7 @@ static int cpu_jiffies(double *busy, double *total)
     return 0;
 }
 
-double res_busy_fraction(double seconds)
+double machine_busy_fraction(double seconds)
 {
     double b0, t0, b1, t1;
     if (cpu_jiffies(&b0, &t0) != 0) return -1;
@@ -259,12 +259,12 @@ double res_busy_fraction(double seconds)
 }
 
 static const char *git_commit(void);
-const char *res_git_commit(void)
+const char *record_git_commit(void)
 {
     return git_commit();
 }
 
-int res_cores(void)
+int machine_cores(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
@@ -285,12 +285,12 @@ static const char *git_commit(void)
 /* ---------------------------------------------------------------- machine check */
 
 /* The check of the running timing experiment, kept while its files are open. */
-static bz_report machine;
+static machine_report machine;
 static int machine_checked, machine_warned, open_files;
 
-const bz_report *res_machine_check(void)
+const machine_report *machine_check(void)
 {
-    bz_measure(&machine);
+    machine_measure(&machine);
     machine_checked = 1, machine_warned = 0;
     return &machine;
 }
@@ -299,7 +299,7 @@ const bz_report *res_machine_check(void)
  * command refused before it measures anything prints its one error line alone). */
 static void warn_once(void)
 {
-    if (machine_checked && !machine_warned) bz_warn(&machine);
+    if (machine_checked && !machine_warned) machine_warn(&machine);
     machine_warned = 1;
 }
 
@@ -310,7 +310,7 @@ typedef struct {
     char *row; /* the whole row */
 } stored_row;
 
-struct res_file {
+struct record_file {
     FILE *out;
     char *path;
     char **columns; /* names, n_columns of them */
@@ -319,7 +319,7 @@ struct res_file {
     size_t n_rows, cap_rows;
     int resumed_rows;
     int failed;
-    int borrowed;      /* out is the caller's stream (res_open_stream): flushed, not closed */
+    int borrowed;      /* out is the caller's stream (record_open_stream): flushed, not closed */
     la_outfile *fresh; /* a new file: unnamed until its first measured row (row_measured),
                         * then it replaces path */
     int write_failed;  /* a write or flush failed: a new file is never published */
@@ -411,7 +411,7 @@ static char *key_of(const char *row, int n_key)
     return key;
 }
 
-static int store_row(res_file *f, const char *row)
+static int store_row(record_file *f, const char *row)
 {
     if (f->n_rows == f->cap_rows) {
         size_t cap = f->cap_rows ? 2 * f->cap_rows : 64;
@@ -434,7 +434,7 @@ static int store_row(res_file *f, const char *row)
 
 /* A finished row has exactly one field per column (a row cut short by a full disk or a
  * kill has fewer, or is glued to the next). */
-static int row_complete(const res_file *f, const char *row)
+static int row_complete(const record_file *f, const char *row)
 {
     int fields = 1;
     for (const char *c = row; *c; c++)
@@ -444,17 +444,17 @@ static int row_complete(const res_file *f, const char *row)
 
 /* Whether a row read back by --resume is kept: an `ok` point whose median is not a
  * finite number (a hand-edited or damaged file) is measured again. */
-static int row_trusted(const res_file *f, const char *row)
+static int row_trusted(const record_file *f, const char *row)
 {
     char status[16], median[64], *end;
-    if (res_get_str(f, row, "status", status, sizeof status) != 0 || strcmp(status, "ok") != 0 ||
-        res_get_str(f, row, "median_s", median, sizeof median) != 0)
+    if (record_get_str(f, row, "status", status, sizeof status) != 0 || strcmp(status, "ok") != 0 ||
+        record_get_str(f, row, "median_s", median, sizeof median) != 0)
         return 1;
     const double m = strtod(median, &end);
     return end != median && *end == 0 && isfinite(m) && m >= 0;
 }
 
-static int split_columns(res_file *f, const char *columns)
+static int split_columns(record_file *f, const char *columns)
 {
     f->n_columns = 1;
     for (const char *c = columns; *c; c++)
@@ -514,7 +514,7 @@ static void write_command(FILE *out, int argc, char **argv)
 
 /* Reads an existing file's rows into f. Returns 1 when they were kept, 0 when the file
  * does not exist, -1 (and err) when it exists but cannot be resumed. */
-static int read_existing(res_file *f, const char *columns, char *err, size_t err_size)
+static int read_existing(record_file *f, const char *columns, char *err, size_t err_size)
 {
     /* a FIFO would block the read, a device never end it: results are regular files */
     struct stat st;
@@ -565,7 +565,7 @@ static int read_existing(res_file *f, const char *columns, char *err, size_t err
 
 static char meta_extra[2048];
 
-void res_meta_extra(const char *lines)
+void record_meta_extra(const char *lines)
 {
     snprintf(meta_extra, sizeof meta_extra, "%s", lines ? lines : "");
 }
@@ -574,14 +574,14 @@ static void write_meta(FILE *out, const char *experiment, const char *about, int
 {
     char date[32];
     utc_now(date, sizeof date);
-    int reset = res_peak_reset();
+    int reset = peak_reset();
     fprintf(out, "# linattn %s: %s\n", experiment, about);
     fputs("# command: ", out);
     write_command(out, argc, argv);
     fprintf(out, "# date: %s\n", date);
     fprintf(out, "# git_commit: %s\n", git_commit());
-    fprintf(out, "# cpu: %s\n", res_cpu_model());
-    fprintf(out, "# cores: %d\n", res_cores());
+    fprintf(out, "# cpu: %s\n", machine_cpu_model());
+    fprintf(out, "# cores: %d\n", machine_cores());
     /* the count asked for and, when it was above the cores, the count run on (linattn.h) */
     const int threads = la_get_num_threads(), requested = la_num_threads_requested();
     fprintf(out, "# threads: %d\n", threads);
@@ -593,8 +593,8 @@ static void write_meta(FILE *out, const char *experiment, const char *about, int
     fprintf(out,
             "# load_average: %s (other processes competing for the cores add "
             "noise to timings)\n",
-            res_load_average());
-    if (machine_checked) bz_write_meta(out, &machine);
+            machine_load_average());
+    if (machine_checked) machine_write_meta(out, &machine);
     fprintf(out, "# blis: %s, kernels %s\n", la_blis_version(), la_blis_config());
     fprintf(out, "# float32 kernels: %s\n", la_simd_config());
     fprintf(out, "# linattn: %s\n", LA_VERSION_STRING);
@@ -606,20 +606,21 @@ static void write_meta(FILE *out, const char *experiment, const char *about, int
     put_escaped(out, meta_extra, 1);
 }
 
-void res_write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv)
+void record_write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv)
 {
     write_meta(out, experiment, about, argc, argv);
     warn_once(); /* bench's table: its rows follow */
 }
 
-res_file *res_open_stream(FILE *out, const char *experiment, const char *about, const char *columns,
-                          const char *extra, int argc, char **argv, char *err, size_t err_size)
+record_file *record_open_stream(FILE *out, const char *experiment, const char *about,
+                                const char *columns, const char *extra, int argc, char **argv,
+                                char *err, size_t err_size)
 {
-    res_file *f = calloc(1, sizeof *f);
+    record_file *f = calloc(1, sizeof *f);
     if (f) f->lock = -1;
     if (!f || !(f->path = dup_string("(standard output)")) || split_columns(f, columns) != 0) {
         snprintf(err, err_size, "%s: out of memory", experiment);
-        res_close(f);
+        record_close(f);
         return NULL;
     }
     f->out = out;
@@ -629,17 +630,18 @@ res_file *res_open_stream(FILE *out, const char *experiment, const char *about, 
     fprintf(out, "%s\n", columns);
     if (fflush(out) != 0) {
         snprintf(err, err_size, "%s: %s", f->path, strerror(errno));
-        res_close(f);
+        record_close(f);
         return NULL;
     }
     f->counted = 1, open_files++;
     return f;
 }
 
-res_file *res_open(const char *path, const char *experiment, const char *about, const char *columns,
-                   int n_key, int resume, int argc, char **argv, char *err, size_t err_size)
+record_file *record_open(const char *path, const char *experiment, const char *about,
+                         const char *columns, int n_key, int resume, int argc, char **argv,
+                         char *err, size_t err_size)
 {
-    res_file *f = calloc(1, sizeof *f);
+    record_file *f = calloc(1, sizeof *f);
     if (!f) {
         snprintf(err, err_size, "%s: out of memory", path);
         return NULL;
@@ -651,7 +653,7 @@ res_file *res_open(const char *path, const char *experiment, const char *about, 
         snprintf(err, err_size, "%s: out of memory", path);
         goto fail;
     }
-    if (ref_guard(path, err, err_size)) goto fail;
+    if (guard_check(path, err, err_size)) goto fail;
     if ((f->lock = lock_folder(path, err, err_size)) == -2) goto fail;
 
     int kept = 0;
@@ -714,11 +716,11 @@ res_file *res_open(const char *path, const char *experiment, const char *about, 
     f->counted = 1, open_files++;
     return f;
 fail:
-    res_close(f);
+    record_close(f);
     return NULL;
 }
 
-const char *res_find(const res_file *f, const char *key)
+const char *record_find(const record_file *f, const char *key)
 {
     for (size_t i = f->n_rows; i-- > 0;) /* the latest row of a key wins */
         if (strcmp(f->rows[i].key, key) == 0) return f->rows[i].row;
@@ -741,24 +743,25 @@ static int field(const char *row, int index, char *buf, size_t size)
     return 0;
 }
 
-static int column_index(const res_file *f, const char *column)
+static int column_index(const record_file *f, const char *column)
 {
     for (int i = 0; i < f->n_columns; i++)
         if (strcmp(f->columns[i], column) == 0) return i;
     return -1;
 }
 
-int res_get_str(const res_file *f, const char *row, const char *column, char *buf, size_t size)
+int record_get_str(const record_file *f, const char *row, const char *column, char *buf,
+                   size_t size)
 {
     int i = column_index(f, column);
     if (i < 0 || size == 0) return -1;
     return field(row, i, buf, size);
 }
 
-int res_get(const res_file *f, const char *row, const char *column, double *out)
+int record_get(const record_file *f, const char *row, const char *column, double *out)
 {
     char buf[64], *end;
-    if (res_get_str(f, row, column, buf, sizeof buf) != 0 || !buf[0]) return -1;
+    if (record_get_str(f, row, column, buf, sizeof buf) != 0 || !buf[0]) return -1;
     double x = strtod(buf, &end);
     if (*end) return -1;
     *out = x;
@@ -767,15 +770,15 @@ int res_get(const res_file *f, const char *row, const char *column, double *out)
 
 /* Whether row is a measured point: a file without a status column holds nothing else;
  * otherwise any status but a skip (skipped_*), an error or not_reached. */
-static int row_measured(const res_file *f, const char *row)
+static int row_measured(const record_file *f, const char *row)
 {
     char status[64];
-    if (res_get_str(f, row, "status", status, sizeof status) != 0) return 1;
+    if (record_get_str(f, row, "status", status, sizeof status) != 0) return 1;
     return strncmp(status, "skipped", 7) != 0 && strncmp(status, "error", 5) != 0 &&
            strcmp(status, "not_reached") != 0;
 }
 
-int res_row(res_file *f, const char *fmt, ...)
+int record_row(record_file *f, const char *fmt, ...)
 {
     char *row = NULL;
     va_list ap;
@@ -819,9 +822,9 @@ int res_row(res_file *f, const char *fmt, ...)
     return rc;
 }
 
-res_file *res_load(const char *path, int n_key, char *err, size_t err_size)
+record_file *record_load(const char *path, int n_key, char *err, size_t err_size)
 {
-    res_file *f = calloc(1, sizeof *f);
+    record_file *f = calloc(1, sizeof *f);
     FILE *in = NULL;
     char *line = NULL;
     size_t cap = 0;
@@ -859,36 +862,36 @@ res_file *res_load(const char *path, int n_key, char *err, size_t err_size)
 fail:
     free(line);
     if (in) fclose(in);
-    res_close(f);
+    record_close(f);
     return NULL;
 }
 
-size_t res_count(const res_file *f)
+size_t record_count(const record_file *f)
 {
     return f->n_rows;
 }
-const char *res_row_at(const res_file *f, size_t i)
+const char *record_row_at(const record_file *f, size_t i)
 {
     return i < f->n_rows ? f->rows[i].row : NULL;
 }
 
-const char *res_path(const res_file *f)
+const char *record_path(const record_file *f)
 {
     return f->path;
 }
-int res_resumed_rows(const res_file *f)
+int record_resumed_rows(const record_file *f)
 {
     return f->resumed_rows;
 }
 
-void res_sibling_path(const char *out, const char *suffix, char *buf, size_t size)
+void record_sibling_path(const char *out, const char *suffix, char *buf, size_t size)
 {
     size_t len = strlen(out);
     if (len > 4 && strcmp(out + len - 4, ".csv") == 0) len -= 4;
     snprintf(buf, size, "%.*s_%s.csv", (int)len, out, suffix);
 }
 
-int res_close(res_file *f)
+int record_close(record_file *f)
 {
     if (!f) return 0;
     int rc = f->failed ? -1 : 0;
@@ -933,7 +936,7 @@ int res_close(res_file *f)
 
 /* ---------------------------------------------------------------- progress */
 
-void res_format_duration(double s, char *buf, size_t size)
+void progress_format_duration(double s, char *buf, size_t size)
 {
     if (!(s >= 0) || s > 1e7)
         snprintf(buf, size, "?");
@@ -945,17 +948,17 @@ void res_format_duration(double s, char *buf, size_t size)
         snprintf(buf, size, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
 }
 
-/* the suite around the experiment (res_progress_suite) */
+/* the suite around the experiment (progress_suite) */
 static int suite_k, suite_total;
 static double suite_after_s = -1;
 
 static pthread_mutex_t beat_mu = PTHREAD_MUTEX_INITIALIZER;
 static int beat_active;
 
-void res_progress_suite(int k, int total, double after_s)
+void progress_suite(int k, int total, double after_s)
 {
     /* between experiments: the heartbeat stops (also after one that never called
-     * res_progress_end, on an error path) and reads the new values from its next one */
+     * progress_end, on an error path) and reads the new values from its next one */
     pthread_mutex_lock(&beat_mu);
     suite_k = k;
     suite_total = total;
@@ -964,13 +967,13 @@ void res_progress_suite(int k, int total, double after_s)
     pthread_mutex_unlock(&beat_mu);
 }
 
-void res_progress_start(res_progress *pr, const char *label, int total_points, double total_work)
+void progress_start(progress_line *pr, const char *label, int total_points, double total_work)
 {
     pr->label = label;
     pr->total_points = total_points;
     pr->total_work = total_work > 0 ? total_work : total_points;
     pr->work_done = 0;
-    pr->start_s = res_now();
+    pr->start_s = timer_now();
     pr->out = stderr;
     pr->tty = isatty(2);
     pr->every_s = 2;
@@ -984,7 +987,7 @@ void res_progress_start(res_progress *pr, const char *label, int total_points, d
 }
 
 /* "[2/6 scaling]" inside a suite, else "[scaling]" */
-static void progress_label(const res_progress *pr, char *buf, size_t size)
+static void progress_label(const progress_line *pr, char *buf, size_t size)
 {
     if (suite_total > 0)
         snprintf(buf, size, "[%d/%d %s]", suite_k, suite_total, pr->label);
@@ -995,26 +998,26 @@ static void progress_label(const res_progress *pr, char *buf, size_t size)
 /* "elapsed 1m05s  left ~2m10s (1m40s–2m10s) (suite ~6m00s)" after `done` units of work:
  * the work left at the rate of all finished points, and the range to the rate of the
  * last one when the two differ by more than a fifth */
-static void progress_times(const res_progress *pr, double done, double now, char *buf, size_t size)
+static void progress_times(const progress_line *pr, double done, double now, char *buf, size_t size)
 {
     double elapsed = now - pr->start_s, left = NAN;
     char e[32], r[96] = "?", s[64] = "";
-    res_format_duration(elapsed, e, sizeof e);
+    progress_format_duration(elapsed, e, sizeof e);
     if (done > 0 && done <= pr->total_work) {
         left = elapsed * (pr->total_work - done) / done;
-        res_format_duration(left, r, sizeof r);
+        progress_format_duration(left, r, sizeof r);
         const double other = pr->last_rate_s * (pr->total_work - done);
         if (pr->last_rate_s > 0 && (other > 1.2 * left || left > 1.2 * other)) {
             char lo[32], hi[32];
-            res_format_duration(other < left ? other : left, lo, sizeof lo);
-            res_format_duration(other < left ? left : other, hi, sizeof hi);
+            progress_format_duration(other < left ? other : left, lo, sizeof lo);
+            progress_format_duration(other < left ? left : other, hi, sizeof hi);
             size_t used = strlen(r);
             if (strcmp(lo, hi) != 0) snprintf(r + used, sizeof r - used, " (%s–%s)", lo, hi);
         }
     }
     if (suite_total > 0 && suite_k < suite_total && suite_after_s >= 0 && isfinite(left)) {
         char t[32];
-        res_format_duration(left + suite_after_s, t, sizeof t);
+        progress_format_duration(left + suite_after_s, t, sizeof t);
         snprintf(s, sizeof s, " (suite ~%s)", t);
     }
     snprintf(buf, size, "elapsed %s  left ~%s%s", e, r, s);
@@ -1023,7 +1026,7 @@ static void progress_times(const res_progress *pr, double done, double now, char
 /* The heartbeat: a helper thread that prints a line when a point has run heartbeat_s
  * seconds since the last line, from beat (a copy of the progress state, under beat_mu). */
 static pthread_cond_t beat_cv = PTHREAD_COND_INITIALIZER;
-static res_progress beat;
+static progress_line beat;
 static int beat_started;
 static double beat_last_s; /* when the last line was printed */
 
@@ -1039,13 +1042,13 @@ static void *heartbeat(void *unused)
         until.tv_sec += (time_t)at;
         until.tv_nsec = (long)((at - floor(at)) * 1e9);
         pthread_cond_timedwait(&beat_cv, &beat_mu, &until);
-        const double now = res_now();
+        const double now = timer_now();
         if (!beat_active || !(beat.heartbeat_s > 0) || now - beat_last_s < beat.heartbeat_s)
             continue;
         char label[96], times[256], running[32];
         progress_label(&beat, label, sizeof label);
         progress_times(&beat, beat.work_done - beat.point_work, now, times, sizeof times);
-        res_format_duration(now - beat.point_start_s, running, sizeof running);
+        progress_format_duration(now - beat.point_start_s, running, sizeof running);
         fprintf(beat.out, "%s point %d/%d running for %s (%s)  %s\n", label, beat.point,
                 beat.total_points, running, beat.what, times);
         fflush(beat.out);
@@ -1056,7 +1059,7 @@ static void *heartbeat(void *unused)
 
 /* Hands the state of pr to the heartbeat (active: a point is running), starting the
  * thread the first time; a thread that cannot start means no heartbeat, nothing else. */
-static void beat_update(const res_progress *pr, int active, double last_line_s)
+static void beat_update(const progress_line *pr, int active, double last_line_s)
 {
     pthread_mutex_lock(&beat_mu);
     beat = *pr;
@@ -1075,10 +1078,10 @@ static void beat_update(const res_progress *pr, int active, double last_line_s)
     pthread_mutex_unlock(&beat_mu);
 }
 
-void res_progress_step(res_progress *pr, int point, double work, const char *what)
+void progress_step(progress_line *pr, int point, double work, const char *what)
 {
     /* the point before this one has finished: its rate, for the range of the time left */
-    const double done = pr->work_done, now = res_now();
+    const double done = pr->work_done, now = timer_now();
     if (pr->point > 0 && pr->point_work > 0)
         pr->last_rate_s = (now - pr->point_start_s) / pr->point_work;
     char label[96], times[256];
@@ -1102,12 +1105,12 @@ void res_progress_step(res_progress *pr, int point, double work, const char *wha
     if (!pr->tty) beat_update(pr, 1, point == 1 ? now : pr->last_line_s);
 }
 
-void res_progress_end(res_progress *pr)
+void progress_end(progress_line *pr)
 {
     if (!pr->tty) beat_update(pr, 0, 0);
     char label[96], e[32];
     progress_label(pr, label, sizeof label);
-    res_format_duration(res_now() - pr->start_s, e, sizeof e);
+    progress_format_duration(timer_now() - pr->start_s, e, sizeof e);
     fprintf(pr->out, "%s%s %d points in %s\n", pr->tty ? "\r\033[K" : "", label, pr->total_points,
             e);
     fflush(pr->out);

@@ -1,5 +1,5 @@
-/* busy.c — the machine check before a timing experiment (busy.h). */
-#include "busy.h"
+/* machine.c — the machine check before a timing experiment (machine.h). */
+#include "machine.h"
 
 #include "record.h"
 
@@ -27,7 +27,7 @@ CALIBRATION_BUILD static double calibration_kernel(void)
         b[i] = (float)((i * 5) % 11) / 11.0f - 0.5f;
         c[i] = 0;
     }
-    double t0 = res_now();
+    double t0 = timer_now();
     for (int r = 0; r < CAL_REPS; r++)
         for (int i = 0; i < CAL_SIZE; i++)
             for (int k = 0; k < CAL_SIZE; k++) {
@@ -35,37 +35,37 @@ CALIBRATION_BUILD static double calibration_kernel(void)
                 for (int j = 0; j < CAL_SIZE; j++)
                     c[i * CAL_SIZE + j] += x * b[k * CAL_SIZE + j];
             }
-    double t = res_now() - t0;
+    double t = timer_now() - t0;
     /* the result is used, so the compiler keeps the loops */
     volatile float sink = c[CAL_SIZE + 1];
     (void)sink;
     return t;
 }
 
-void bz_measure(bz_report *r)
+void machine_measure(machine_report *r)
 {
     memset(r, 0, sizeof *r);
-    snprintf(r->load_average, sizeof r->load_average, "%s", res_load_average());
-    r->cores = res_cores();
-    r->busy_share = res_busy_fraction(BZ_IDLE_SAMPLE_S);
+    snprintf(r->load_average, sizeof r->load_average, "%s", machine_load_average());
+    r->cores = machine_cores();
+    r->busy_share = machine_busy_fraction(MACHINE_IDLE_SAMPLE_S);
     r->calibration_s[0] = calibration_kernel();
     r->calibration_s[1] = calibration_kernel();
     const double t0 = r->calibration_s[0], t1 = r->calibration_s[1];
     r->spread = fabs(t0 - t1) / fmin(t0, t1);
 
     size_t used = 0;
-    if (r->busy_share > BZ_MAX_BUSY_SHARE)
+    if (r->busy_share > MACHINE_MAX_BUSY_SHARE)
         used += (size_t)snprintf(r->why + used, sizeof r->why - used,
                                  "other processes kept %.0f%% of the %d cores busy",
                                  100 * r->busy_share, r->cores);
-    if (!(r->spread <= BZ_MAX_SPREAD) && used < sizeof r->why)
+    if (!(r->spread <= MACHINE_MAX_SPREAD) && used < sizeof r->why)
         snprintf(r->why + used, sizeof r->why - used,
                  "%scalibration kernel timed twice differs by %.0f%%", used ? "; " : "",
                  100 * r->spread);
     r->noisy = r->why[0] != 0;
 }
 
-void bz_write_meta(FILE *out, const bz_report *r)
+void machine_write_meta(FILE *out, const machine_report *r)
 {
     fprintf(out, "# calibration: %.4f %.4f (spread %.1f%%)\n", r->calibration_s[0],
             r->calibration_s[1], 100 * r->spread);
@@ -75,7 +75,7 @@ void bz_write_meta(FILE *out, const bz_report *r)
         fprintf(out, "# noisy: no\n");
 }
 
-void bz_warn(const bz_report *r)
+void machine_warn(const machine_report *r)
 {
     if (r->noisy)
         fprintf(stderr, "linattn: warning: the machine is busy (%s): timings are noisy\n", r->why);
