@@ -304,8 +304,8 @@ fuzz: | build/.deps-build
 	$(FUZZ_CC) fuzz/fuzz_weights.c lib/io/weights.c lib/io/npy.c lib/io/outfile.c \
 	    lib/core/status.c lib/core/problem.c -lm -o build/fuzz/fuzz_weights
 	$(FUZZ_CC) -Iexperiments fuzz/fuzz_resume.c experiments/common/record.c \
-	    experiments/common/machine.c experiments/common/stats.c experiments/common/guard.c \
-	    lib/io/outfile.c lib/core/status.c -lm -o build/fuzz/fuzz_resume
+	    experiments/common/machine.c experiments/common/timer.c experiments/common/memory.c \
+	    experiments/common/stats.c experiments/common/guard.c lib/io/outfile.c lib/core/status.c -lm -o build/fuzz/fuzz_resume
 	build/fuzz/fuzz_npy $(FUZZ_RUN) -dict=fuzz/npy.dict build/fuzz/corpus fuzz/seeds
 	build/fuzz/fuzz_weights $(FUZZ_RUN) -dict=fuzz/npy.dict build/fuzz/corpus_weights \
 	    fuzz/seeds_weights

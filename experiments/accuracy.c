@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "common/inputs.h"
 #include "common/kernels.h"
+#include "common/progress.h"
 #include "common/record.h"
 #include "common/sweep.h"
 #include "common/variants.h" /* variants_rank_fits: linformer's default rank against N */

@@ -11,9 +11,13 @@
 #include "common/cli.h"
 #include "common/inputs.h"
 #include "common/kernels.h"
+#include "common/machine.h"
+#include "common/memory.h"
+#include "common/progress.h"
 #include "common/record.h"
 #include "common/stats.h"
 #include "common/sweep.h"
+#include "common/timer.h"
 #include "linattn.h"
 
 #include <math.h>
@@ -393,7 +397,7 @@ int cmd_approx(int argc, char **argv)
     config c;
     int rc = parse(argc, argv, &c);
     if (rc) return rc;
-    timer_memory_init();
+    memory_init();
     const machine_report *busy = machine_check();
     const size_t elems = c.heads * c.n * c.d; /* checked by sweep_check_floats */
     buffers b;

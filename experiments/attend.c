@@ -10,6 +10,7 @@
 #include "common/cli.h"
 #include "common/kernels.h"
 #include "common/layout.h"
+#include "common/machine.h"
 #include "common/outputs.h"
 #include "common/position.h"
 #include "common/sweep.h" /* sweep_check_memory: the weights matrix within the machine's memory */

@@ -7,9 +7,11 @@
 #include "common/cli.h"
 #include "common/inputs.h"
 #include "common/kernels.h"
+#include "common/machine.h"
 #include "common/pass.h"   /* forward, backward, train: what one timed call is */
-#include "common/record.h" /* timer_run: the one timer; the writer's metadata header */
+#include "common/record.h" /* the writer's metadata header */
 #include "common/sweep.h"
+#include "common/timer.h" /* timer_run: the one timer */
 #include "common/variants.h"
 
 #include <math.h>

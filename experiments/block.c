@@ -6,6 +6,7 @@
 #include "common/cli.h"
 #include "common/kernels.h"
 #include "common/layer_flags.h"
+#include "common/memory.h"
 #include "common/position.h"
 
 #include <stdio.h>

@@ -9,9 +9,13 @@
 #include "common/cli.h"
 #include "common/inputs.h"
 #include "common/kernels.h"
+#include "common/machine.h"
+#include "common/memory.h"
 #include "common/models.h"
+#include "common/progress.h"
 #include "common/record.h"
 #include "common/sweep.h"
+#include "common/timer.h"
 #include "linattn.h"
 
 #include <math.h>
@@ -152,7 +156,7 @@ int cmd_block_sweep(int argc, char **argv)
     config c;
     int rc = parse(argc, argv, &c);
     if (rc) return rc;
-    timer_memory_init();
+    memory_init();
     char err[512];
     machine_check(); /* how busy the machine is: into the header, a warning if busy */
     record_file *f = record_open(c.common.out, "block",

@@ -11,9 +11,13 @@
  * (one row per layer type and N) and complexity_fit.csv (the table). */
 #include "commands.h"
 #include "common/inputs.h"
+#include "common/machine.h"
+#include "common/memory.h"
+#include "common/progress.h"
 #include "common/record.h"
 #include "common/stats.h"
 #include "common/sweep.h"
+#include "common/timer.h"
 #include "linattn.h"
 
 #include <math.h>
@@ -432,7 +436,7 @@ int cmd_complexity(int argc, char **argv)
     memset(&c, 0, sizeof c);
     int rc = parse(argc, argv, &c);
     if (rc) return rc;
-    timer_memory_init();
+    memory_init();
     const machine_report *busy = machine_check();
 
     char meta[512], err[512];

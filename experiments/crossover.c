@@ -7,9 +7,13 @@
  * crossover_points.csv and one row per (d, causal) to crossover.csv. */
 #include "commands.h"
 #include "common/inputs.h"
+#include "common/machine.h"
+#include "common/memory.h"
+#include "common/progress.h"
 #include "common/record.h"
 #include "common/stats.h"
 #include "common/sweep.h"
+#include "common/timer.h"
 #include "linattn.h"
 
 #include <math.h>
@@ -329,7 +333,7 @@ int cmd_crossover(int argc, char **argv)
     config c;
     int rc = parse(argc, argv, &c);
     if (rc) return rc;
-    timer_memory_init();
+    memory_init();
     char err[512], path[4096];
     record_sibling_path(c.common.out, "points", path, sizeof path);
     const machine_report *busy = machine_check();

@@ -6,9 +6,13 @@
  * running total, to decode.csv. */
 #include "commands.h"
 #include "common/inputs.h"
+#include "common/machine.h"
+#include "common/memory.h"
+#include "common/progress.h"
 #include "common/record.h"
 #include "common/stats.h"
 #include "common/sweep.h"
+#include "common/timer.h"
 #include "linattn.h"
 
 #include <math.h>
@@ -137,7 +141,7 @@ int cmd_decode(int argc, char **argv)
     config c;
     int rc = parse(argc, argv, &c);
     if (rc) return rc;
-    timer_memory_init();
+    memory_init();
     char err[512];
     const machine_report *busy = machine_check();
     record_file *f = record_open(c.common.out, "decode",

@@ -69,6 +69,8 @@ int cmd_dist_scaling(int argc, char **argv)
 }
 #else
 #include "common/inputs.h"
+#include "common/machine.h"
+#include "common/memory.h"
 #include "common/record.h"
 #include "linattn_mpi.h"
 
@@ -291,7 +293,7 @@ static int run(int argc, char **argv, int rank, int world)
     record_file *f = NULL;
     if (!rc && rank == 0) {
         char err[256];
-        timer_memory_init();
+        memory_init();
         machine_check();
         f = record_open(c.out, "dist_scaling",
                         "distributed attention over MPI: time per call, bytes sent per rank, "

@@ -12,6 +12,8 @@
 #include "common/cli.h"
 #include "common/guard.h"
 #include "common/kernels.h"
+#include "common/machine.h"
+#include "common/progress.h"
 #include "common/record.h"
 #include "common/sweep.h"
 #include "common/textout.h"

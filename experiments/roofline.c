@@ -11,8 +11,12 @@
 #include "commands.h"
 #include "common/inputs.h"
 #include "common/kernels.h"
+#include "common/machine.h"
+#include "common/memory.h"
+#include "common/progress.h"
 #include "common/record.h"
 #include "common/sweep.h"
+#include "common/timer.h"
 #include "common/variants.h"
 #include "linattn.h"
 
@@ -451,7 +455,7 @@ int cmd_roofline(int argc, char **argv)
     memset(&c, 0, sizeof c);
     int rc = parse(argc, argv, &c);
     if (rc) return rc;
-    timer_memory_init();
+    memory_init();
     const machine_report *busy = machine_check();
     ceilings m;
     if (measure_ceilings(&m) != 0) return 1;

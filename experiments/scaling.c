@@ -10,10 +10,14 @@
 #include "commands.h"
 #include "common/inputs.h"
 #include "common/kernels.h"
+#include "common/machine.h"
+#include "common/memory.h"
 #include "common/pass.h"
+#include "common/progress.h"
 #include "common/record.h"
 #include "common/stats.h"
 #include "common/sweep.h"
+#include "common/timer.h"
 #include "common/variants.h"
 #include "linattn.h"
 
@@ -634,7 +638,7 @@ int cmd_scaling(int argc, char **argv)
         variants_free(&c.variant_params);
         return rc;
     }
-    timer_memory_init();
+    memory_init();
     const machine_report *busy = machine_check();
 
     char err[512], inputs_line[1024];

@@ -12,8 +12,10 @@
 #include "commands.h"
 #include "common/cli.h"
 #include "common/inputs.h"
+#include "common/progress.h"
 #include "common/record.h"
 #include "common/sweep.h"
+#include "common/timer.h"
 #include "linattn.h"
 
 #include <math.h>

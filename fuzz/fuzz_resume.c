@@ -3,8 +3,8 @@
  * whole rows or refuse with a reason, and after one more row is appended the file must
  * read back (record_load) with every row whole and a newline at the end; never read out of
  * bounds, leak or crash. Built and run by `make fuzz` from experiments/common/record.c
- * (with the machine.c and stats.c it calls), lib/io/outfile.c and lib/core/status.c, with
- * stand-ins for the machine facts the metadata header records (below). */
+ * (with the machine.c, timer.c, memory.c and stats.c it calls), lib/io/outfile.c and
+ * lib/core/status.c, with stand-ins for the machine facts the metadata header records (below). */
 #include "common/record.h"
 
 #include <stdint.h>

@@ -1,5 +1,6 @@
 /* pass.c — forward, backward and train calls of a kernel: cost and timing (pass.h). */
 #include "pass.h"
+#include "timer.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -15,7 +15,7 @@
 #define LA_PASS_H
 
 #include "linattn.h"
-#include "record.h"
+#include "timer.h"
 
 /* Fused softmax's backward and train passes train as FlashAttention-2 does: the forward
  * (la_softmax_attention_lse_f32) keeps each row's log-sum-exp, B·H·N floats the pass

@@ -1,18 +1,16 @@
-/* record.c — the experiments' CSV writer, timer, memory probe, machine check and progress
- * line.
- * See record.h for the file format and the meaning of each measurement. */
+/* record.c — the experiments' results files: the CSV writer with its metadata header,
+ * --resume, folder locks, and the reader of finished files (record.h). */
+
 #include "record.h"
 
 #include "guard.h"
 #include "linattn.h"
 #include "machine.h"
-#include "stats.h"
+#include "memory.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <malloc.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,252 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-/* the memory probe (below) the timer calls around each warm-up */
-static int peak_reset(void);
-static double read_peak_rss_bytes(void);
-static double read_rss_bytes(void);
-
-/* ---------------------------------------------------------------- timer */
-
-double timer_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double timer_median(double *x, size_t n)
-{
-    qsort(x, n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
-
-int timer_run_interleaved(size_t n, const timer_body *bodies, void *const *ctxs,
-                          const timer_rule *rule, timer_result *out, int *status)
-{
-    const int min_reps = rule->min_reps < 1 ? 1 : rule->min_reps;
-    const int max_reps = rule->max_reps < min_reps ? min_reps : rule->max_reps;
-    double *samples = malloc((n ? n : 1) * (size_t)max_reps * sizeof *samples);
-    double *warm = malloc((n ? n : 1) * sizeof *warm), *total = calloc(n ? n : 1, sizeof *total);
-    double *rss = malloc((n ? n : 1) * 2 * sizeof *rss);
-    int *count = calloc(n ? n : 1, sizeof *count);
-    int rc = -1;
-    if (!samples || !warm || !total || !rss || !count) goto done;
-
-    /* warm-up of each: page faults, caches, thread pool; kept as a sample only when slow.
-     * It runs alone, so it is where each body's peak memory is measured. */
-    for (size_t i = 0; i < n; i++) {
-        peak_reset();
-        rss[2 * i] = read_rss_bytes();
-        double t0 = timer_now();
-        status[i] = bodies[i](ctxs[i]);
-        warm[i] = timer_now() - t0;
-        rss[2 * i + 1] = read_peak_rss_bytes();
-        if (status[i] == 0 && warm[i] >= rule->slow_s) samples[i * max_reps + count[i]++] = warm[i];
-    }
-    /* rounds: each body still short of the rule is timed once, in order, so a drift
-     * (another process, the clock frequency) reaches every body alike */
-    for (int any = 1; any;) {
-        any = 0;
-        for (size_t i = 0; i < n; i++) {
-            const int c = count[i];
-            if (status[i] != 0 || c >= max_reps ||
-                (c >= min_reps && (total[i] >= rule->min_total_s || warm[i] >= rule->slow_s)))
-                continue;
-            any = 1;
-            double t0 = timer_now();
-            if ((status[i] = bodies[i](ctxs[i])) != 0) continue;
-            samples[i * max_reps + c] = timer_now() - t0;
-            total[i] += samples[i * max_reps + c];
-            count[i]++;
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
-        stats_summary s;
-        if (status[i] != 0 || stats_summarize(samples + i * max_reps, (size_t)count[i], &s) != 0)
-            continue;
-        out[i] = (timer_result){s.median, s.min,    s.max,      s.q1,
-                                s.q3,     count[i], rss[2 * i], rss[2 * i + 1]};
-    }
-    rc = 0;
-done:
-    free(samples), free(warm), free(total), free(rss), free(count);
-    return rc;
-}
-
-/* One kernel call, for timer_run_interleaved. */
-typedef struct {
-    la_kernel kernel;
-    const la_problem *p;
-    const float *q, *k, *v;
-    float *out;
-    la_status status;
-} kernel_call;
-
-static int run_kernel_call(void *ctx)
-{
-    kernel_call *c = ctx;
-    c->status = la_attention_f32(c->kernel, c->p, c->q, c->k, c->v, c->out);
-    return c->status != LA_OK;
-}
-
-void timer_kernels(size_t n, const la_kernel *kernels, const la_problem *p, const float *q,
-                   const float *k, const float *v, float *out, const timer_rule *rule,
-                   timer_result *t, la_status *status)
-{
-    kernel_call calls[TIMER_MAX_INTERLEAVED];
-    timer_body bodies[TIMER_MAX_INTERLEAVED] = {0};
-    void *ctxs[TIMER_MAX_INTERLEAVED] = {0};
-    int failed[TIMER_MAX_INTERLEAVED];
-    if (n > TIMER_MAX_INTERLEAVED) n = TIMER_MAX_INTERLEAVED;
-    for (size_t i = 0; i < n; i++) {
-        calls[i] = (kernel_call){kernels[i], &p[i], q, k, v, out, LA_OK};
-        bodies[i] = run_kernel_call, ctxs[i] = &calls[i];
-    }
-    int rc = timer_run_interleaved(n, bodies, ctxs, rule, t, failed);
-    for (size_t i = 0; i < n; i++)
-        status[i] = rc != 0 ? LA_ENOMEM : failed[i] == 0 ? LA_OK : calls[i].status;
-}
-
-la_status timer_kernel(la_kernel kernel, const la_problem *p, const float *q, const float *k,
-                       const float *v, float *out, const timer_rule *rule, timer_result *t)
-{
-    la_status status;
-    timer_kernels(1, &kernel, p, q, k, v, out, rule, t, &status);
-    return status;
-}
-
-/* ---------------------------------------------------------------- memory */
-
-void timer_memory_init(void)
-{
-    /* A fixed threshold turns off glibc's growing one, which would keep freed blocks of
-     * up to 32 MiB in the heap (resident) after the first large free. */
-    mallopt(M_MMAP_THRESHOLD, 1 << 20);
-}
-
-static int peak_reset(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (!f) return 0;
-    int ok = fputs("5", f) >= 0;
-    ok = (fclose(f) == 0) && ok;
-    return ok;
-}
-
-/* A "Key:   123 kB" line of /proc/self/status, in bytes. */
-static double status_kb(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return -1;
-    char line[256];
-    size_t len = strlen(key);
-    double bytes = -1;
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, key, len) == 0 && line[len] == ':') {
-            bytes = 1024.0 * strtod(line + len + 1, NULL);
-            break;
-        }
-    }
-    fclose(f);
-    return bytes;
-}
-
-static double read_peak_rss_bytes(void)
-{
-    return status_kb("VmHWM");
-}
-static double read_rss_bytes(void)
-{
-    return status_kb("VmRSS");
-}
-
-/* ---------------------------------------------------------------- machine */
-
-const char *machine_cpu_model(void)
-{
-    static char model[128] = "";
-    if (model[0]) return model;
-    snprintf(model, sizeof model, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return model;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *colon = strchr(line, ':');
-            if (!colon) break;
-            colon++;
-            while (*colon == ' ' || *colon == '\t')
-                colon++;
-            colon[strcspn(colon, "\n")] = 0;
-            /* commas would split a CSV field elsewhere; the header is a comment, but keep
-             * the string safe to reuse */
-            for (char *c = colon; *c; c++)
-                if (*c == ',') *c = ';';
-            snprintf(model, sizeof model, "%s", colon);
-            break;
-        }
-    }
-    fclose(f);
-    return model;
-}
-
-const char *machine_load_average(void)
-{
-    static char load[64];
-    snprintf(load, sizeof load, "unknown");
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (!f) return load;
-    double a, b, c;
-    if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
-        snprintf(load, sizeof load, "%.2f %.2f %.2f", a, b, c);
-    fclose(f);
-    return load;
-}
-
-/* The cpu line of /proc/stat: busy and total jiffies. */
-static int cpu_jiffies(double *busy, double *total)
-{
-    FILE *f = fopen("/proc/stat", "r");
-    if (!f) return -1;
-    unsigned long long v[8] = {0};
-    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
-                   &v[4], &v[5], &v[6], &v[7]);
-    fclose(f);
-    if (n < 4) return -1;
-    *total = 0;
-    for (int i = 0; i < 8; i++)
-        *total += (double)v[i];
-    *busy = *total - (double)v[3] - (double)v[4]; /* minus idle and iowait */
-    return 0;
-}
-
-double machine_busy_fraction(double seconds)
-{
-    double b0, t0, b1, t1;
-    if (cpu_jiffies(&b0, &t0) != 0) return -1;
-    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
-    nanosleep(&ts, NULL);
-    if (cpu_jiffies(&b1, &t1) != 0 || t1 <= t0) return -1;
-    return (b1 - b0) / (t1 - t0);
-}
-
 static const char *git_commit(void);
 const char *record_git_commit(void)
 {
     return git_commit();
-}
-
-int machine_cores(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
 }
 
 /* The commit linattn was built from: "abc1234", "abc1234 (dirty)" (tracked files differed
@@ -282,26 +38,8 @@ static const char *git_commit(void)
     return LA_GIT_COMMIT[0] ? LA_GIT_COMMIT : "unknown";
 }
 
-/* ---------------------------------------------------------------- machine check */
-
-/* The check of the running timing experiment, kept while its files are open. */
-static machine_report machine;
-static int machine_checked, machine_warned, open_files;
-
-const machine_report *machine_check(void)
-{
-    machine_measure(&machine);
-    machine_checked = 1, machine_warned = 0;
-    return &machine;
-}
-
-/* The warning of a busy machine, once, when the experiment has its first result (so a
- * command refused before it measures anything prints its one error line alone). */
-static void warn_once(void)
-{
-    if (machine_checked && !machine_warned) machine_warn(&machine);
-    machine_warned = 1;
-}
+/* results files open in this process: the machine check lasts while one is (machine.h) */
+static int open_files;
 
 /* ---------------------------------------------------------------- CSV */
 
@@ -574,7 +312,7 @@ static void write_meta(FILE *out, const char *experiment, const char *about, int
 {
     char date[32];
     utc_now(date, sizeof date);
-    int reset = peak_reset();
+    int reset = memory_peak_reset();
     fprintf(out, "# linattn %s: %s\n", experiment, about);
     fputs("# command: ", out);
     write_command(out, argc, argv);
@@ -594,7 +332,8 @@ static void write_meta(FILE *out, const char *experiment, const char *about, int
             "# load_average: %s (other processes competing for the cores add "
             "noise to timings)\n",
             machine_load_average());
-    if (machine_checked) machine_write_meta(out, &machine);
+    const machine_report *check = machine_checked();
+    if (check) machine_write_meta(out, check);
     fprintf(out, "# blis: %s, kernels %s\n", la_blis_version(), la_blis_config());
     fprintf(out, "# float32 kernels: %s\n", la_simd_config());
     fprintf(out, "# linattn: %s\n", LA_VERSION_STRING);
@@ -609,7 +348,7 @@ static void write_meta(FILE *out, const char *experiment, const char *about, int
 void record_write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv)
 {
     write_meta(out, experiment, about, argc, argv);
-    warn_once(); /* bench's table: its rows follow */
+    machine_warn_once(); /* bench's table: its rows follow */
 }
 
 record_file *record_open_stream(FILE *out, const char *experiment, const char *about,
@@ -816,7 +555,7 @@ int record_row(record_file *f, const char *fmt, ...)
             rc = -1;
     }
     if (rc == 0 && store_row(f, row) != 0) rc = -1;
-    if (rc == 0) warn_once();
+    if (rc == 0) machine_warn_once();
     free(row);
     if (rc) f->failed = 1;
     return rc;
@@ -897,7 +636,7 @@ int record_close(record_file *f)
     int rc = f->failed ? -1 : 0;
     /* the last results file of an experiment closed: its machine check is forgotten */
     if (f->counted) open_files--;
-    if (open_files == 0) machine_checked = 0;
+    if (open_files == 0) machine_forget();
     /* a new file that got no measured row still appears where there was none (a file of
      * skipped points, or header-only, says the run happened); it never replaces one, and
      * never appears when any write failed (stdio forgets a failed write: ferror keeps it) */
@@ -932,186 +671,4 @@ int record_close(record_file *f)
     free(f->path);
     free(f);
     return rc;
-}
-
-/* ---------------------------------------------------------------- progress */
-
-void progress_format_duration(double s, char *buf, size_t size)
-{
-    if (!(s >= 0) || s > 1e7)
-        snprintf(buf, size, "?");
-    else if (s < 60)
-        snprintf(buf, size, "%.1fs", s);
-    else if (s < 3600)
-        snprintf(buf, size, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-    else
-        snprintf(buf, size, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
-}
-
-/* the suite around the experiment (progress_suite) */
-static int suite_k, suite_total;
-static double suite_after_s = -1;
-
-static pthread_mutex_t beat_mu = PTHREAD_MUTEX_INITIALIZER;
-static int beat_active;
-
-void progress_suite(int k, int total, double after_s)
-{
-    /* between experiments: the heartbeat stops (also after one that never called
-     * progress_end, on an error path) and reads the new values from its next one */
-    pthread_mutex_lock(&beat_mu);
-    suite_k = k;
-    suite_total = total;
-    suite_after_s = after_s;
-    beat_active = 0;
-    pthread_mutex_unlock(&beat_mu);
-}
-
-void progress_start(progress_line *pr, const char *label, int total_points, double total_work)
-{
-    pr->label = label;
-    pr->total_points = total_points;
-    pr->total_work = total_work > 0 ? total_work : total_points;
-    pr->work_done = 0;
-    pr->start_s = timer_now();
-    pr->out = stderr;
-    pr->tty = isatty(2);
-    pr->every_s = 2;
-    pr->last_line_s = pr->start_s;
-    pr->point = 0;
-    pr->what[0] = 0;
-    pr->point_work = 0;
-    pr->point_start_s = pr->start_s;
-    pr->last_rate_s = 0;
-    pr->heartbeat_s = 10;
-}
-
-/* "[2/6 scaling]" inside a suite, else "[scaling]" */
-static void progress_label(const progress_line *pr, char *buf, size_t size)
-{
-    if (suite_total > 0)
-        snprintf(buf, size, "[%d/%d %s]", suite_k, suite_total, pr->label);
-    else
-        snprintf(buf, size, "[%s]", pr->label);
-}
-
-/* "elapsed 1m05s  left ~2m10s (1m40s–2m10s) (suite ~6m00s)" after `done` units of work:
- * the work left at the rate of all finished points, and the range to the rate of the
- * last one when the two differ by more than a fifth */
-static void progress_times(const progress_line *pr, double done, double now, char *buf, size_t size)
-{
-    double elapsed = now - pr->start_s, left = NAN;
-    char e[32], r[96] = "?", s[64] = "";
-    progress_format_duration(elapsed, e, sizeof e);
-    if (done > 0 && done <= pr->total_work) {
-        left = elapsed * (pr->total_work - done) / done;
-        progress_format_duration(left, r, sizeof r);
-        const double other = pr->last_rate_s * (pr->total_work - done);
-        if (pr->last_rate_s > 0 && (other > 1.2 * left || left > 1.2 * other)) {
-            char lo[32], hi[32];
-            progress_format_duration(other < left ? other : left, lo, sizeof lo);
-            progress_format_duration(other < left ? left : other, hi, sizeof hi);
-            size_t used = strlen(r);
-            if (strcmp(lo, hi) != 0) snprintf(r + used, sizeof r - used, " (%s–%s)", lo, hi);
-        }
-    }
-    if (suite_total > 0 && suite_k < suite_total && suite_after_s >= 0 && isfinite(left)) {
-        char t[32];
-        progress_format_duration(left + suite_after_s, t, sizeof t);
-        snprintf(s, sizeof s, " (suite ~%s)", t);
-    }
-    snprintf(buf, size, "elapsed %s  left ~%s%s", e, r, s);
-}
-
-/* The heartbeat: a helper thread that prints a line when a point has run heartbeat_s
- * seconds since the last line, from beat (a copy of the progress state, under beat_mu). */
-static pthread_cond_t beat_cv = PTHREAD_COND_INITIALIZER;
-static progress_line beat;
-static int beat_started;
-static double beat_last_s; /* when the last line was printed */
-
-static void *heartbeat(void *unused)
-{
-    (void)unused;
-    pthread_mutex_lock(&beat_mu);
-    for (;;) {
-        double period = beat_active && beat.heartbeat_s < 2 ? beat.heartbeat_s / 2 : 1;
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        double at = (double)until.tv_nsec * 1e-9 + (period > 0.01 ? period : 0.01);
-        until.tv_sec += (time_t)at;
-        until.tv_nsec = (long)((at - floor(at)) * 1e9);
-        pthread_cond_timedwait(&beat_cv, &beat_mu, &until);
-        const double now = timer_now();
-        if (!beat_active || !(beat.heartbeat_s > 0) || now - beat_last_s < beat.heartbeat_s)
-            continue;
-        char label[96], times[256], running[32];
-        progress_label(&beat, label, sizeof label);
-        progress_times(&beat, beat.work_done - beat.point_work, now, times, sizeof times);
-        progress_format_duration(now - beat.point_start_s, running, sizeof running);
-        fprintf(beat.out, "%s point %d/%d running for %s (%s)  %s\n", label, beat.point,
-                beat.total_points, running, beat.what, times);
-        fflush(beat.out);
-        beat_last_s = now;
-    }
-    return NULL;
-}
-
-/* Hands the state of pr to the heartbeat (active: a point is running), starting the
- * thread the first time; a thread that cannot start means no heartbeat, nothing else. */
-static void beat_update(const progress_line *pr, int active, double last_line_s)
-{
-    pthread_mutex_lock(&beat_mu);
-    beat = *pr;
-    beat_active = active;
-    if (last_line_s > beat_last_s) beat_last_s = last_line_s;
-    if (active && !beat_started) {
-        pthread_t thread;
-        pthread_attr_t attr;
-        if (pthread_attr_init(&attr) == 0) {
-            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-            beat_started = pthread_create(&thread, &attr, heartbeat, NULL) == 0;
-            pthread_attr_destroy(&attr);
-        }
-    }
-    pthread_cond_signal(&beat_cv);
-    pthread_mutex_unlock(&beat_mu);
-}
-
-void progress_step(progress_line *pr, int point, double work, const char *what)
-{
-    /* the point before this one has finished: its rate, for the range of the time left */
-    const double done = pr->work_done, now = timer_now();
-    if (pr->point > 0 && pr->point_work > 0)
-        pr->last_rate_s = (now - pr->point_start_s) / pr->point_work;
-    char label[96], times[256];
-    progress_label(pr, label, sizeof label);
-    progress_times(pr, done, now, times, sizeof times);
-    if (pr->tty) {
-        fprintf(pr->out, "\r\033[K%s point %d/%d  %s  %s", label, point, pr->total_points, times,
-                what ? what : "");
-        fflush(pr->out);
-    } else if (pr->point > 0 && now - pr->last_line_s >= pr->every_s) {
-        fprintf(pr->out, "%s %d/%d points done (last: %s)  %s\n", label, pr->point,
-                pr->total_points, pr->what, times);
-        fflush(pr->out);
-        pr->last_line_s = now;
-    }
-    pr->work_done += work;
-    pr->point = point;
-    pr->point_work = work;
-    pr->point_start_s = now;
-    snprintf(pr->what, sizeof pr->what, "%s", what ? what : "");
-    if (!pr->tty) beat_update(pr, 1, point == 1 ? now : pr->last_line_s);
-}
-
-void progress_end(progress_line *pr)
-{
-    if (!pr->tty) beat_update(pr, 0, 0);
-    char label[96], e[32];
-    progress_label(pr, label, sizeof label);
-    progress_format_duration(timer_now() - pr->start_s, e, sizeof e);
-    fprintf(pr->out, "%s%s %d points in %s\n", pr->tty ? "\r\033[K" : "", label, pr->total_points,
-            e);
-    fflush(pr->out);
 }

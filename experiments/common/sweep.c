@@ -3,6 +3,8 @@
 
 #include "inputs.h"
 #include "linattn.h"
+#include "machine.h"
+#include "timer.h"
 
 #include <errno.h>
 #include <math.h>
@@ -184,12 +186,6 @@ int sweep_check_floats(const char *flag, size_t a, size_t b, size_t c)
     if (a && b && c && inputs_float_count(a, b, c) == 0)
         return cli_fail(flag, "%zu x %zu x %zu floats overflow the address space", a, b, c);
     return 0;
-}
-
-double machine_physical_memory(void)
-{
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? (double)pages * (double)page : INFINITY;
 }
 
 int sweep_check_memory(const char *what, double bytes, double budget, const char *budget_name)

@@ -5,7 +5,8 @@
 #define LA_SWEEP_H
 
 #include "cli.h"
-#include "record.h"
+#include "machine.h"
+#include "timer.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -95,7 +96,6 @@ void sweep_sort_sizes(size_t *v, size_t n);
  *     --max-mem bytes; a command without --max-mem refuses a run whose buffers exceed
  *     the machine's physical memory (sweep_check_memory with machine_physical_memory()). */
 int sweep_check_floats(const char *flag, size_t a, size_t b, size_t c);
-double machine_physical_memory(void); /* bytes of RAM; +inf when unknown */
 /* bytes > budget: "WHAT: needs 12.0 GiB, more than the 7.6 GiB of BUDGET_NAME", 2
  * (budget_name: "memory here", "--max-mem"). */
 int sweep_check_memory(const char *what, double bytes, double budget, const char *budget_name);

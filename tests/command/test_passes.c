@@ -11,6 +11,7 @@
 
 #include "../../experiments/common/outputs.h"
 #include "../../experiments/common/pass.h"
+#include "../../experiments/common/timer.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * experiment's number and the suite's time left. */
 #include "../testutil.h"
 
-#include "../../experiments/common/record.h"
+#include "../../experiments/common/progress.h"
 
 #include <stdio.h>
 #include <stdlib.h>

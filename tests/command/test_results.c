@@ -6,8 +6,11 @@
 #include "../testutil.h"
 
 #include "../../experiments/common/inputs.h"
+#include "../../experiments/common/machine.h"
+#include "../../experiments/common/memory.h"
 #include "../../experiments/common/record.h"
 #include "../../experiments/common/sweep.h"
+#include "../../experiments/common/timer.h"
 
 #include <errno.h>
 #include <math.h>
@@ -276,7 +279,7 @@ static int touch_nothing(void *ctx)
 static void peak_rss(void **state)
 {
     (void)state;
-    timer_memory_init();
+    memory_init();
     if (access("/proc/self/clear_refs", W_OK) != 0) {
         print_message("peak_rss: skipped: cannot reset VmHWM through /proc/self/clear_refs "
                       "(%s)\n",

@@ -5,8 +5,8 @@
  * (record.c) that gives the repetitions. */
 #include "../testutil.h"
 
-#include "../../experiments/common/record.h"
 #include "../../experiments/common/stats.h"
+#include "../../experiments/common/timer.h"
 
 #include <math.h>
 #include <string.h>
