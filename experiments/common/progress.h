@@ -51,5 +51,4 @@ void progress_suite(int k, int total, double after_s);
 /* "1.5s", "2m05s", "1h02m" */
 void progress_format_duration(double seconds, char *buf, size_t size);
 
-
 #endif
