@@ -120,7 +120,6 @@ typedef struct {
     int budgeted; /* --goals */
 } timing_rule;
 
-
 /* ---------------------------------------------------------------- the yardstick */
 
 enum { SGEMM_SIZE = 2000 };
@@ -132,7 +131,6 @@ typedef struct {
     double peak_gflops; /* the FMA peak on the same threads (NAN: not measurable here) */
     double triad_gbs;   /* the triad bandwidth on the same threads (NAN: not measured) */
 } sgemm_result;
-
 
 /* ---------------------------------------------------------------- kernels */
 
@@ -187,9 +185,9 @@ timer_rule bench_rule_for(const timing_rule *rule, double predicted_s);
 int bench_measure_sgemm(int threads, const timing_rule *rule, sgemm_result *out);
 void bench_free_inputs(bench_inputs *in);
 int bench_prepare_inputs(const bench_point *points, size_t count, const bench_shape *s,
-                          const inputs_source *source, bench_inputs *in);
+                         const inputs_source *source, bench_inputs *in);
 void bench_measure_point(bench_point *pt, const bench_shape *s, const bench_inputs *in,
-                          const timing_rule *rule, const sgemm_result *sgemm);
+                         const timing_rule *rule, const sgemm_result *sgemm);
 
 /* bench_output.c */
 const char *bench_skip_reason(const bench_point *pt);
@@ -206,6 +204,6 @@ int bench_run_goals(int argc, char **argv, int reps);
 /* bench_ceilings.c */
 int bench_cg_measure_all(cg_measured *ms, size_t *count, cg_ceilings *ceils, int reps);
 int bench_cg_print_goal(const cg_goal *g, const cg_measured *ms, size_t n,
-                         const cg_ceilings *ceils);
+                        const cg_ceilings *ceils);
 
 #endif

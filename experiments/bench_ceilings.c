@@ -151,7 +151,8 @@ int bench_cg_measure_all(cg_measured *ms, size_t *count, cg_ceilings *ceils, int
     *count = 0;
     for (size_t i = 0; i < N_CEILING_GOALS; i++)
         for (int which = 0; which < 1 + cg_has_b(&bench_ceiling_goals_table[i]); which++) {
-            const cg_point *pt = which ? &bench_ceiling_goals_table[i].b : &bench_ceiling_goals_table[i].a;
+            const cg_point *pt =
+                which ? &bench_ceiling_goals_table[i].b : &bench_ceiling_goals_table[i].a;
             size_t j = 0;
             while (j < *count && !cg_same(&ms[j].pt, pt))
                 j++;
@@ -208,8 +209,7 @@ static const cg_measured *cg_find(const cg_measured *ms, size_t n, const cg_poin
 }
 
 /* One ceiling goal's line; returns whether it was met. */
-int bench_cg_print_goal(const cg_goal *g, const cg_measured *ms, size_t n,
-                         const cg_ceilings *ceils)
+int bench_cg_print_goal(const cg_goal *g, const cg_measured *ms, size_t n, const cg_ceilings *ceils)
 {
     const cg_measured *a = cg_find(ms, n, &g->a), *b = cg_has_b(g) ? cg_find(ms, n, &g->b) : NULL;
     const cg_ceilings *c = &ceils[g->a.threads];

@@ -159,7 +159,9 @@ static size_t list_goal_points(bench_point *out)
     size_t n = 0;
     for (int pass_threads = 64; pass_threads >= 1; pass_threads--)
         for (size_t i = 0; i < N_GOALS; i++)
-            for (int which = 0; which < 1 + has_b(&bench_goals_table[i]) && !model_only(&bench_goals_table[i]); which++) {
+            for (int which = 0;
+                 which < 1 + has_b(&bench_goals_table[i]) && !model_only(&bench_goals_table[i]);
+                 which++) {
                 const goal_point *gp = which ? &bench_goals_table[i].b : &bench_goals_table[i].a;
                 if (gp->threads != pass_threads) continue;
                 bench_point pt = point_of(gp);
@@ -189,7 +191,8 @@ static int was_measured(const bench_point *pt, const goal_point *gp, char *buf, 
     if (!pt)
         snprintf(buf, size, "skipped: no series %s", gp->series);
     else
-        snprintf(buf, size, "skipped: %s", pt->status == LA_OK ? "no FLOP model" : bench_skip_reason(pt));
+        snprintf(buf, size, "skipped: %s",
+                 pt->status == LA_OK ? "no FLOP model" : bench_skip_reason(pt));
     return 0;
 }
 
@@ -281,7 +284,6 @@ static int print_goal(const goal *g, const bench_point *points, size_t n, const 
     printf("%-58s %-10s %-36s %s\n", g->text, g->target, got, met ? "yes" : "no");
     return met ? GOAL_MET : GOAL_NOT_MET;
 }
-
 
 /* The goal table; its exit status is 0 whether or not the goals are met (a benchmark is
  * not a test), 1 when something ran out of memory. */

@@ -103,7 +103,7 @@ void bench_free_inputs(bench_inputs *in)
 /* Allocates and fills the inputs for every point (random: once, for the largest; the
  * user's arrays: bench_run_points copies each point's prefixes). Returns 0, or -1 (no memory). */
 int bench_prepare_inputs(const bench_point *points, size_t count, const bench_shape *s,
-                          const inputs_source *source, bench_inputs *in)
+                         const inputs_source *source, bench_inputs *in)
 {
     size_t n_max = 0, m_max = 0;
     for (size_t i = 0; i < count; i++) {
@@ -149,7 +149,7 @@ int bench_prepare_inputs(const bench_point *points, size_t count, const bench_sh
  * model's workspace. On the current threads. A pass the kernel does not have (no
  * backward) is skipped with no_backward set. */
 void bench_measure_point(bench_point *pt, const bench_shape *s, const bench_inputs *in,
-                          const timing_rule *rule, const sgemm_result *sgemm)
+                         const timing_rule *rule, const sgemm_result *sgemm)
 {
     const la_kernel kernel = pt->kernel;
     const la_problem p = bench_problem_of(pt, s);

@@ -164,16 +164,17 @@ static int print_point(record_file *csv, const bench_point *pt, const bench_shap
         snprintf(workspace, sizeof workspace, "%.0f", pt->workspace_bytes);
 
     if (csv)
-        return record_row(
-            csv, "%s,%s,%d,%zu,%zu,%zu,%zu,%zu,1,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.2f,%s",
-            la_kernel_series(pt->kernel, pt->causal), la_kernel_name(pt->kernel), pt->causal, pt->n,
-            pt->m, s->d_k, s->d_v, s->heads, pt->threads, status_name(pt), runs, median, min, max,
-            gflops, pct, pct_peak, pct_roof, workspace, sgemm->gflops, ok ? "" : bench_skip_reason(pt));
+        return record_row(csv,
+                          "%s,%s,%d,%zu,%zu,%zu,%zu,%zu,1,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.2f,%s",
+                          la_kernel_series(pt->kernel, pt->causal), la_kernel_name(pt->kernel),
+                          pt->causal, pt->n, pt->m, s->d_k, s->d_v, s->heads, pt->threads,
+                          status_name(pt), runs, median, min, max, gflops, pct, pct_peak, pct_roof,
+                          workspace, sgemm->gflops, ok ? "" : bench_skip_reason(pt));
     char label[96];
     printf("%-26s %-9s %7zu %7zu %7d %5s %10s %10s %10s %8s %12s %11s %15s %15s%s%s\n",
-           bench_variant_label(pt, label, sizeof label), bench_causal_label(pt), pt->n, pt->m, pt->threads,
-           ok ? runs : "-", median, min, max, gflops, pct, pct_peak, pct_roof, workspace,
-           ok ? "" : "  ", ok ? "" : note);
+           bench_variant_label(pt, label, sizeof label), bench_causal_label(pt), pt->n, pt->m,
+           pt->threads, ok ? runs : "-", median, min, max, gflops, pct, pct_peak, pct_roof,
+           workspace, ok ? "" : "  ", ok ? "" : note);
     fflush(stdout);
     return 0;
 }
