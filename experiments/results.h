@@ -38,7 +38,8 @@
 
 enum { MAX_ARGS = 32, SUITE_ARGS = 16 };
 
-/* One experiment of the suite: a command of main.c's table (la_command_find), run with
+/* One experiment of the suite (a row of results_suite.c): a command of main.c's table
+ * (la_command_find), run with
  * args (quick_args under --quick; both NULL-terminated), then --resume when given and
  * --out DIR/file. seconds and quick_seconds: how long it took in the reference run (the
  * committed results: 2-core AMD EPYC, idle; --quick measured alike), the estimate the
@@ -50,7 +51,8 @@ typedef struct {
     const char *args[SUITE_ARGS];
     const char *quick_args[SUITE_ARGS];
     double seconds, quick_seconds;
-    const char *name; /* its name in --only and the listings; NULL: the command's */
+    const char *name;     /* its name in --only and the listings; NULL: the command's */
+    int noisy_in_summary; /* the summary reports when its file's run was noisy (# noisy) */
 } experiment;
 
 /* The suite, in the order it runs (results_suite.c, which checks the length). */
@@ -91,8 +93,8 @@ int results_range_over_n(const record_file *f, const char *series, const char *c
 int results_summary(const config *c);
 
 /* results_summary_timing.c */
-void results_summary_scaling(FILE *out, const config *c, const char *title, const char *file,
-                             const char *fit_file, const double *ns, size_t n_ns);
+void results_summary_forward_time(FILE *out, const config *c);
+void results_summary_train_time(FILE *out, const config *c);
 void results_summary_memory_and_rate(FILE *out, const config *c);
 void results_summary_crossover(FILE *out, const config *c);
 void results_summary_decode(FILE *out, const config *c);

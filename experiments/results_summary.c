@@ -206,6 +206,15 @@ static void list_files(FILE *out, const char *dir, const char *const *suffixes)
     }
 }
 
+/* The summary's sections, in the order SUMMARY.md has them: each reads its files from
+ * c->out_dir and prints nothing when they are missing. */
+static void (*const sections[])(FILE *out, const config *c) = {
+    results_summary_forward_time, results_summary_train_time, results_summary_memory_and_rate,
+    results_summary_crossover,    results_summary_decode,     results_summary_block,
+    results_summary_complexity,   results_summary_roofline,   results_summary_scores,
+    results_summary_accuracy,     results_summary_params,
+};
+
 /* The summary of the files in c->out_dir: printed, and written to its SUMMARY.md. */
 int results_summary(const config *c)
 {
@@ -234,32 +243,18 @@ int results_summary(const config *c)
             results_meta_value(c, from, "cores", v[3], sizeof v[3]),
             results_meta_value(c, from, "threads", v[4], sizeof v[4]),
             results_meta_value(c, from, "load_average", v[5], sizeof v[5]));
-    /* the machine check of each timing experiment, where the files have it */
-    static const char *const timed[] = {
-        "scaling.csv", "scaling_train.csv", "crossover.csv", "decode.csv",
-        "block.csv",   "complexity.csv",    "roofline.csv",  NULL};
-    for (const char *const *file = timed; *file; file++) {
-        results_meta_value(c, *file, "noisy", v[6], sizeof v[6]);
+    /* the machine check of the experiments whose noisy runs the summary reports */
+    for (size_t i = 0; i < N_EXPERIMENTS; i++) {
+        if (!results_suite[i].noisy_in_summary) continue;
+        const char *file = results_suite[i].file;
+        results_meta_value(c, file, "noisy", v[6], sizeof v[6]);
         if (strncmp(v[6], "yes", 3) == 0)
-            fprintf(out, "\n**%s: noisy run**: %s. Its timings are not reliable.\n", *file, v[6]);
+            fprintf(out, "\n**%s: noisy run**: %s. Its timings are not reliable.\n", file, v[6]);
     }
     fprintf(out, "\nSpreads: IQR is the interquartile range of the repetitions of a point "
                  "(where the files have q1_s and q3_s), min–max their range otherwise.\n");
-    /* the times the README quotes: forward at N = 128, 32768, 65536; train at 1024, 16384 */
-    static const double forward_ns[] = {128, 32768, 65536}, train_ns[] = {1024, 4096, 16384};
-    results_summary_scaling(out, c, "Time against N", "scaling.csv", "scaling_fit.csv", forward_ns,
-                            3);
-    results_summary_scaling(out, c, "Forward + backward (training) time against N",
-                            "scaling_train.csv", "scaling_train_fit.csv", train_ns, 3);
-    results_summary_memory_and_rate(out, c);
-    results_summary_crossover(out, c);
-    results_summary_decode(out, c);
-    results_summary_block(out, c);
-    results_summary_complexity(out, c);
-    results_summary_roofline(out, c);
-    results_summary_scores(out, c);
-    results_summary_accuracy(out, c);
-    results_summary_params(out, c);
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+        sections[i](out, c);
     static const char *const csv[] = {".csv", NULL}, *const figs[] = {".png", ".svg", NULL};
     fprintf(out, "\n## Files\n\n");
     list_files(out, c->out_dir, csv);

@@ -15,8 +15,8 @@
 
 /* The scaling files (forward, or --pass train): fitted exponents, and the times the README
  * quotes at ns (n_ns of them), softmax against linear. */
-void results_summary_scaling(FILE *out, const config *c, const char *title, const char *file,
-                             const char *fit_file, const double *ns, size_t n_ns)
+static void summary_scaling(FILE *out, const config *c, const char *title, const char *file,
+                            const char *fit_file, const double *ns, size_t n_ns)
 {
     record_file *fit = results_load(c, fit_file, 1), *f = results_load(c, file, 1);
     if (!f && !fit) return;
@@ -72,6 +72,21 @@ void results_summary_scaling(FILE *out, const config *c, const char *title, cons
     }
     record_close(fit);
     record_close(f);
+}
+
+/* The times the README quotes: forward at N = 128, 32768, 65536 (scaling.csv); forward
+ * and backward at 1024, 4096, 16384 (scaling_train.csv). */
+void results_summary_forward_time(FILE *out, const config *c)
+{
+    static const double forward_ns[] = {128, 32768, 65536};
+    summary_scaling(out, c, "Time against N", "scaling.csv", "scaling_fit.csv", forward_ns, 3);
+}
+
+void results_summary_train_time(FILE *out, const config *c)
+{
+    static const double train_ns[] = {1024, 4096, 16384};
+    summary_scaling(out, c, "Forward + backward (training) time against N", "scaling_train.csv",
+                    "scaling_train_fit.csv", train_ns, 3);
 }
 
 void results_summary_memory_and_rate(FILE *out, const config *c)
