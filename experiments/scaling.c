@@ -7,6 +7,8 @@
  * (common/kernels.h). Writes scaling.csv (long format: one row per series, N, d,
  * heads and batch) and scaling_fit.csv (one row per series and (d, heads,
  * batch)). */
+#include "scaling.h"
+
 #include "commands.h"
 #include "common/inputs.h"
 #include "common/kernels.h"
@@ -127,45 +129,9 @@ void cmd_scaling_help(FILE *out)
     fputs(help_after_variants, out);
 }
 
-enum { MAX_POINTS = 256, MAX_VALUES = 64, MAX_GROUPS = 256 };
-
 static const char COLUMNS[] =
     "variant,n,d_k,d_v,heads,batch,threads,status,reps,median_s,min_s,max_s,q1_s,q3_s,gflops,"
     "flops,workspace_bytes,io_bytes,baseline_rss_bytes,peak_rss_bytes,predicted_s";
-enum { N_KEY = 7 };
-
-static const char FIT_COLUMNS[] =
-    "variant,d_k,d_v,heads,batch,threads,theory_exponent,fitted_exponent,exponent_ci_lo,"
-    "exponent_ci_hi,r_squared,prefactor_s,fit_n_min,fit_n_max,fit_points,memory_exponent,"
-    "memory_exponent_ci_lo,memory_exponent_ci_hi,memory_r_squared,memory_fit_points";
-
-/* What a sweep remembers of a series' last measured point, to predict the next. */
-typedef struct {
-    int selected;
-    double last_n, last_s; /* last ok point (last_n = 0: none so far) */
-    int over_time;         /* a smaller N was already over the time budget */
-} track;
-
-typedef struct {
-    size_t ns[MAX_POINTS], n_ns; /* increasing */
-    size_t ds[MAX_VALUES], n_ds; /* head sizes, as given */
-    size_t hs[MAX_VALUES], n_hs; /* heads */
-    size_t bs[MAX_VALUES], n_bs; /* batch entries */
-    double factor;
-    int fit;        /* fit the exponents (enough lengths, no --no-fit) */
-    pass_kind pass; /* --pass: forward or train */
-    sweep_common common;
-    inputs_source source;                      /* random, or --q/--k/--v (common/inputs.h) */
-    kernels_series series[KERNELS_MAX_SERIES]; /* every series of the registry */
-    size_t n_series;
-    int selected[KERNELS_MAX_SERIES];
-    variants_values variant_params; /* --window, --proj-rank, --proj, --features, --seed */
-} config;
-
-/* One (d, heads, batch) of the sweep: the fits and crossings are per group. */
-typedef struct {
-    size_t d, heads, batch;
-} group;
 
 static int cmp_size(const void *a, const void *b)
 {
@@ -319,316 +285,6 @@ static int parse(int argc, char **argv, config *c)
     return 0;
 }
 
-/* The key of a point: variant,n,d_k,d_v,heads,batch,threads */
-static void point_key(char *key, size_t size, const char *name, size_t n, const group *g)
-{
-    snprintf(key, size, "%s,%zu,%zu,%zu,%zu,%zu,%d", name, n, g->d, g->d, g->heads, g->batch,
-             la_get_num_threads());
-}
-
-/* The ok points of a series in a group: N, median time, its quartiles and the memory the
- * kernel added (peak − baseline resident bytes; 0 when unknown). Returns the count. */
-typedef struct {
-    double n[MAX_POINTS], median[MAX_POINTS], q1[MAX_POINTS], q3[MAX_POINTS];
-    double memory[MAX_POINTS];
-    size_t count;
-} curve;
-
-static void read_curve(record_file *f, const config *c, const char *name, const group *g, curve *cv)
-{
-    cv->count = 0;
-    for (size_t i = 0; i < c->n_ns; i++) {
-        char key[256], status[32];
-        point_key(key, sizeof key, name, c->ns[i], g);
-        const char *row = record_find(f, key);
-        double t, q1, q3, base, peak;
-        if (!row || record_get_str(f, row, "status", status, sizeof status) != 0 ||
-            strcmp(status, "ok") != 0 || record_get(f, row, "median_s", &t) != 0)
-            continue;
-        const size_t k = cv->count++;
-        cv->n[k] = (double)c->ns[i], cv->median[k] = t;
-        /* a file from before the quartiles: the median stands in */
-        cv->q1[k] = record_get(f, row, "q1_s", &q1) == 0 ? q1 : t;
-        cv->q3[k] = record_get(f, row, "q3_s", &q3) == 0 ? q3 : t;
-        cv->memory[k] = record_get(f, row, "baseline_rss_bytes", &base) == 0 &&
-                                record_get(f, row, "peak_rss_bytes", &peak) == 0
-                            ? peak - base
-                            : 0;
-    }
-}
-
-/* "d=64 H=8 B=1" */
-static void group_label(const group *g, char *buf, size_t size)
-{
-    snprintf(buf, size, "d=%zu H=%zu B=%zu", g->d, g->heads, g->batch);
-}
-
-/* Fits one series of one group (upper half of its ok points) into the fit file, and says
- * it on stdout. */
-static int fit_series(record_file *fit, record_file *f, const config *c, const kernels_series *var,
-                      const group *g)
-{
-    curve cv;
-    read_curve(f, c, var->name, g, &cv);
-    int known;
-    const double theory = kernels_time_exponent(var->kernel, &known);
-    char theory_text[32] = "?", label[96], head[512];
-    if (known) snprintf(theory_text, sizeof theory_text, "%g", theory);
-    group_label(g, label, sizeof label);
-    snprintf(head, sizeof head, "%s,%zu,%zu,%zu,%zu,%d,%s", var->name, g->d, g->d, g->heads,
-             g->batch, la_get_num_threads(), known ? theory_text : "");
-    const size_t from = cv.count / 2; /* the upper half of the curve */
-    stats_fit t, m;
-    if (stats_fit_loglog(cv.n + from, cv.median + from, cv.count - from, STATS_BOOTSTRAP_SEED,
-                         &t) != 0) {
-        printf("scaling: %-24s %s  no exponent: %zu measured points in the upper half, a fit "
-               "needs at least %d\n",
-               var->name, label, cv.count - from, STATS_MIN_FIT_POINTS);
-        return record_row(fit, "%s,,,,,,,,%zu,,,,,", head, cv.count - from);
-    }
-    char memory[160] = "";
-    const int have_memory = stats_fit_loglog(cv.n + from, cv.memory + from, cv.count - from,
-                                             STATS_BOOTSTRAP_SEED, &m) == 0;
-    if (have_memory)
-        snprintf(memory, sizeof memory, "%.4f,%.4f,%.4f,%.4f,%d", m.exponent, m.ci_lo, m.ci_hi,
-                 m.r_squared, m.points);
-    else
-        snprintf(memory, sizeof memory, ",,,,");
-    printf("scaling: %-24s %s  time ~ N^%.2f [%.2f, %.2f] R^2 %.3f (theory %s) over N = "
-           "%.0f..%.0f (%d points)\n",
-           var->name, label, t.exponent, t.ci_lo, t.ci_hi, t.r_squared, theory_text, t.x_min,
-           t.x_max, t.points);
-    return record_row(fit, "%s,%.4f,%.4f,%.4f,%.5f,%.6e,%.0f,%.0f,%d,%s", head, t.exponent, t.ci_lo,
-                      t.ci_hi, t.r_squared, t.prefactor, t.x_min, t.x_max, t.points, memory);
-}
-
-/* Where linear attention becomes faster than softmax in one group, for the non-causal
- * and the causal pair, when both series were run: from the medians, with the two
- * measured N that bracket the crossing; then the speed-up at the largest N both
- * measured, with its range from the repetitions' quartiles. */
-static void report_crossings(record_file *f, const config *c, const group *g)
-{
-    for (int causal = 0; causal <= 1; causal++) {
-        const char *soft = la_kernel_series(LA_KERNEL_SOFTMAX, causal);
-        const char *lin = la_kernel_series(LA_KERNEL_LINEAR, causal);
-        int have = 0;
-        for (size_t vi = 0; vi < c->n_series; vi++)
-            have += c->selected[vi] &&
-                    (strcmp(c->series[vi].name, soft) == 0 || strcmp(c->series[vi].name, lin) == 0);
-        if (have < 2) continue;
-        curve a, b;
-        read_curve(f, c, soft, g, &a);
-        read_curve(f, c, lin, g, &b);
-        /* the N both measured */
-        double n[MAX_POINTS], ta[MAX_POINTS], tb[MAX_POINTS];
-        size_t count = 0, last_a = 0, last_b = 0;
-        for (size_t i = 0, j = 0; i < a.count && j < b.count;) {
-            if (a.n[i] < b.n[j])
-                i++;
-            else if (b.n[j] < a.n[i])
-                j++;
-            else {
-                n[count] = a.n[i], ta[count] = a.median[i], tb[count++] = b.median[j];
-                last_a = i++, last_b = j++;
-            }
-        }
-        stats_crossing x;
-        char label[96];
-        group_label(g, label, sizeof label);
-        if (stats_crossover(n, ta, tb, count, &x) != 0) continue;
-        if (x.where == STATS_CROSS_INSIDE)
-            printf("scaling: %s faster than %s from N ~ %.0f (%s; between the measured N = %.0f "
-                   "and %.0f)\n",
-                   lin, soft, x.n, label, x.lo, x.hi);
-        else if (x.where == STATS_CROSS_BELOW)
-            printf("scaling: %s faster than %s already at the smallest N = %.0f (%s): the "
-                   "crossing is below the measured range\n",
-                   lin, soft, x.hi, label);
-        else
-            printf("scaling: %s still slower than %s at the largest N = %.0f (%s): the crossing "
-                   "is above the measured range\n",
-                   lin, soft, x.lo, label);
-        /* the speed-up at the largest N both measured, from the repetitions' quartiles */
-        const stats_summary sa = {a.median[last_a], 0, 0, a.q1[last_a], a.q3[last_a], 0},
-                            sb = {b.median[last_b], 0, 0, b.q1[last_b], b.q3[last_b], 0};
-        stats_ratio r;
-        if (stats_speedup(&sa, &sb, &r) == 0)
-            printf("scaling: %s %.2fx as fast as %s at N = %.0f (%s; %.2fx..%.2fx from the "
-                   "interquartile ranges)\n",
-                   lin, r.ratio, soft, n[count - 1], label, r.lo, r.hi);
-    }
-}
-
-/* The groups of the sweep, d-major. Returns the count. */
-static size_t all_groups(const config *c, group *out)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < c->n_ds; i++)
-        for (size_t j = 0; j < c->n_hs; j++)
-            for (size_t k = 0; k < c->n_bs; k++)
-                out[n++] = (group){c->ds[i], c->hs[j], c->bs[k]};
-    return n;
-}
-
-/* Fits each kernel of each group and writes the fit file. */
-static int write_fits(record_file *f, const config *c, const group *groups, size_t n_groups,
-                      int argc, char **argv)
-{
-    char path[4096], err[512];
-    record_sibling_path(c->common.out, "fit", path, sizeof path);
-    record_file *fit =
-        record_open(path, c->pass == PASS_TRAIN ? "scaling_train_fit" : "scaling_fit",
-                    "least-squares exponent of median time (and of the kernel's "
-                    "memory) in N, upper half of each kernel's measured points, per "
-                    "(d, heads, batch); 95% pairs-bootstrap interval, 2000 "
-                    "resamples, fixed seed",
-                    FIT_COLUMNS, 6, 0, argc, argv, err, sizeof err);
-    if (!fit) {
-        cli_line("%s", err);
-        return -1;
-    }
-    int rc = 0;
-    for (size_t gi = 0; gi < n_groups && rc == 0; gi++)
-        for (size_t vi = 0; vi < c->n_series && rc == 0; vi++)
-            if (c->selected[vi]) rc = fit_series(fit, f, c, &c->series[vi], &groups[gi]);
-    if (rc) cli_line("%s: write failed", path);
-    printf("scaling: wrote %s and %s\n", record_path(f), path);
-    return record_close(fit) != 0 || rc ? -1 : 0;
-}
-
-/* The inputs of one point, shared by every kernel: B·H·N·d floats each. */
-typedef struct {
-    float *q, *k, *v, *out;
-    float *d_out, *d_q, *d_k, *d_v; /* --pass train */
-} inputs;
-
-static void free_inputs(inputs *in)
-{
-    free(in->q), free(in->k), free(in->v), free(in->out);
-    free(in->d_out), free(in->d_q), free(in->d_k), free(in->d_v);
-    *in = (inputs){0};
-}
-
-static int fill_inputs(inputs *in, const inputs_source *source, const group *g, size_t n,
-                       pass_kind pass)
-{
-    const size_t elems = g->batch * g->heads * n * g->d;
-    free_inputs(in);
-    if (pass == PASS_TRAIN) {
-        in->d_out = malloc(elems * sizeof(float)), in->d_q = malloc(elems * sizeof(float));
-        in->d_k = malloc(elems * sizeof(float)), in->d_v = malloc(elems * sizeof(float));
-        if (!in->d_out || !in->d_q || !in->d_k || !in->d_v) return -1;
-        inputs_rng r = inputs_rng_for(1, "scaling d_out");
-        inputs_fill_normal_f32(&r, in->d_out, elems, 1.0);
-    }
-    in->q = malloc(elems * sizeof(float)), in->k = malloc(elems * sizeof(float));
-    in->v = malloc(elems * sizeof(float)), in->out = malloc(elems * sizeof(float));
-    if (!in->q || !in->k || !in->v || !in->out) return -1;
-    inputs_source_fill(source, "scaling", g->batch * g->heads, n, n, g->d, g->d, in->q, in->k,
-                       in->v);
-    memset(in->out, 0, elems * sizeof(float));
-    return 0;
-}
-
-/* Measures every selected series at one (N, group): the points already in the file
- * (--resume) are kept, the points over a budget recorded as skipped, the others timed
- * together, interleaved, then recorded. Returns 0, 1 (out of memory, write failed) or
- * 2 (refused with its line). */
-static int measure_point(record_file *f, const config *c, const group *g, size_t n, track *tracks,
-                         inputs *in)
-{
-    la_kernel kernels[KERNELS_MAX_SERIES];
-    la_problem problems[KERNELS_MAX_SERIES];
-    la_cost costs[KERNELS_MAX_SERIES];
-    double predicted[KERNELS_MAX_SERIES];
-    size_t which[KERNELS_MAX_SERIES], n_run = 0;
-    char key[256];
-    int rc = 0;
-    for (size_t vi = 0; vi < c->n_series; vi++) {
-        if (!tracks[vi].selected) continue;
-        const kernels_series *var = &c->series[vi];
-        track *tr = &tracks[vi];
-        point_key(key, sizeof key, var->name, n, g);
-        /* a point measured already (--resume) is kept and feeds the predictions; a
-         * skipped one is tried again, under this run's budgets */
-        const char *row = record_find(f, key);
-        char prior[32];
-        double t_prior;
-        if (row && record_get_str(f, row, "status", prior, sizeof prior) == 0 &&
-            strcmp(prior, "ok") == 0 && record_get(f, row, "median_s", &t_prior) == 0) {
-            tr->last_n = (double)n, tr->last_s = t_prior;
-            continue;
-        }
-        la_problem *p = &problems[n_run];
-        la_problem_init(p, g->batch, g->heads, n, n, g->d, g->d);
-        if ((rc = variants_apply(&c->variant_params, p))) return rc;
-        p->causal = var->causal;
-        p->workspace_limit =
-            c->common.max_mem < (double)SIZE_MAX ? (size_t)c->common.max_mem : SIZE_MAX;
-        if (!variants_rank_fits(var->kernel, p)) { /* K = --proj-rank above M = N: not run */
-            if (record_row(f, "%s,skipped_rank,0,,,,,,,,,,,,", key)) return 1;
-            continue;
-        }
-        la_cost *cost = &costs[n_run];
-        la_status st = pass_cost(var->kernel, p, c->pass, LA_FLOAT32, cost);
-        if (st != LA_OK) /* a point the model cannot count: refused, one line, exit 2 */
-            return cli_fail("scaling", "%s at N = %zu: the cost model failed: %s", var->name, n,
-                            la_strerror(st));
-        /* predict: from the previous point and the theoretical exponent, or for the
-         * first point from the FLOP model at an optimistic 20 GFLOP/s */
-        const double pred =
-            tr->last_n > 0
-                ? tr->last_s * pow((double)n / tr->last_n, kernels_time_exponent(var->kernel, NULL))
-                : cost->flops_total / 20e9;
-        const char *status = NULL;
-        if (cost->io_bytes + cost->workspace_bytes > c->common.max_mem)
-            status = "skipped_mem";
-        else if (tr->over_time || pred > c->common.max_seconds) {
-            status = "skipped_time";
-            tr->over_time = 1;
-        }
-        if (status) {
-            if (record_row(f, "%s,%s,0,,,,,,,%.6e,%.0f,%.0f,,,%.4g", key, status, cost->flops_total,
-                           cost->workspace_bytes, cost->io_bytes, pred))
-                return 1;
-            continue;
-        }
-        kernels[n_run] = var->kernel, predicted[n_run] = pred, which[n_run++] = vi;
-    }
-    if (n_run == 0) return 0;
-
-    if (fill_inputs(in, &c->source, g, n, c->pass) != 0) {
-        cli_line("scaling: out of memory at N = %zu", n);
-        return 1;
-    }
-    timer_result t[KERNELS_MAX_SERIES];
-    la_status st[KERNELS_MAX_SERIES];
-    const timer_rule rule = sweep_rule(&c->common);
-    const pass_arrays arrays = {in->q, in->k, in->v, in->out, in->d_out, in->d_q, in->d_k, in->d_v};
-    pass_time_interleaved(n_run, kernels, problems, c->pass, &arrays, &rule, t, st);
-    for (size_t i = 0; i < n_run && rc == 0; i++) {
-        const kernels_series *var = &c->series[which[i]];
-        point_key(key, sizeof key, var->name, n, g);
-        const la_cost *cost = &costs[i];
-        if (st[i] == LA_OK) {
-            tracks[which[i]].last_n = (double)n, tracks[which[i]].last_s = t[i].median_s;
-            rc = record_row(
-                f, "%s,ok,%d,%.6e,%.6e,%.6e,%.6e,%.6e,%.4f,%.6e,%.0f,%.0f,%.0f,%.0f,%.4g", key,
-                t[i].reps, t[i].median_s, t[i].min_s, t[i].max_s, t[i].q1_s, t[i].q3_s,
-                cost->flops_total / t[i].median_s / 1e9, cost->flops_total, cost->workspace_bytes,
-                cost->io_bytes, t[i].baseline_rss_bytes, t[i].peak_rss_bytes, predicted[i]);
-        } else {
-            if (st[i] != LA_EBUDGET)
-                fprintf(stderr, "\nlinattn: scaling: %s at N = %zu: %s\n", var->name, n,
-                        la_strerror(st[i]));
-            rc = record_row(f, "%s,%s,0,,,,,,,%.6e,%.0f,%.0f,,,%.4g", key,
-                            st[i] == LA_EBUDGET ? "skipped_mem" : "error", cost->flops_total,
-                            cost->workspace_bytes, cost->io_bytes, predicted[i]);
-        }
-    }
-    return rc ? 1 : 0;
-}
-
 int cmd_scaling(int argc, char **argv)
 {
     config c;
@@ -665,7 +321,7 @@ int cmd_scaling(int argc, char **argv)
     }
 
     group groups[MAX_GROUPS];
-    const size_t n_groups = all_groups(&c, groups);
+    const size_t n_groups = scaling_all_groups(&c, groups);
     int n_selected = 0;
     for (size_t vi = 0; vi < c.n_series; vi++)
         n_selected += c.selected[vi];
@@ -688,27 +344,27 @@ int cmd_scaling(int argc, char **argv)
             tracks[vi].selected = c.selected[vi];
         for (size_t i = 0; i < c.n_ns && rc == 0; i++) {
             char what[128], label[96];
-            group_label(g, label, sizeof label);
+            scaling_group_label(g, label, sizeof label);
             snprintf(what, sizeof what, "N=%zu %s, %d kernels", c.ns[i], label, n_selected);
             progress_step(&pr, ++point,
                           (double)c.ns[i] * (double)c.ns[i] * (double)g->d * (double)g->heads *
                               (double)g->batch,
                           what);
-            rc = measure_point(f, &c, g, c.ns[i], tracks, &in);
+            rc = scaling_measure_point(f, &c, g, c.ns[i], tracks, &in);
             if (rc == 1 && f) cli_line("%s: write failed", record_path(f));
         }
     }
     progress_end(&pr);
-    free_inputs(&in);
+    scaling_free_inputs(&in);
     if (rc == 0) {
-        if (c.fit && write_fits(f, &c, groups, n_groups, argc, argv) != 0) rc = 1;
+        if (c.fit && scaling_write_fits(f, &c, groups, n_groups, argc, argv) != 0) rc = 1;
         if (!c.fit) {
             printf("scaling: no exponent fitted (%s)\n",
                    c.n_ns < STATS_MIN_FIT_POINTS ? "fewer than 4 lengths of N" : "--no-fit");
             printf("scaling: wrote %s\n", record_path(f));
         }
         for (size_t gi = 0; gi < n_groups; gi++)
-            report_crossings(f, &c, &groups[gi]);
+            scaling_report_crossings(f, &c, &groups[gi]);
         if (busy->noisy)
             printf("scaling: the machine was busy (%s): these timings are noisy\n", busy->why);
     }
