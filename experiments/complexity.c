@@ -9,6 +9,8 @@
  * the table: complexity per layer (theory), measured exponent with its 95% bootstrap
  * interval, sequential operations, maximum path length. Writes complexity.csv
  * (one row per layer type and N) and complexity_fit.csv (the table). */
+#include "complexity.h"
+
 #include "commands.h"
 #include "common/inputs.h"
 #include "common/machine.h"
@@ -73,24 +75,9 @@ void cmd_complexity_help(FILE *out)
     fputs(help_text, out);
 }
 
-/* ---------------------------------------------------------------- the layer types */
-
-typedef enum {
-    L_ATTENTION,
-    L_RECURRENT,
-    L_CONVOLUTIONAL,
-    L_RESTRICTED,
-    L_LINEAR,
-    L_LINEAR_RECURRENT,
-    L_COUNT
-} layer_kind;
-
 /* Table 1's row of each type (with linear attention's two forms), and the exponent of
  * time in N its complexity predicts at fixed d, k, r. */
-static const struct {
-    const char *name, *complexity, *sequential_ops, *path_length;
-    double exponent;
-} LAYERS[L_COUNT] = {
+const layer_row LAYERS[L_COUNT] = {
     [L_ATTENTION] = {"self_attention", "O(N^2*d)", "1", "1", 2},
     [L_RECURRENT] = {"recurrent", "O(N*d^2)", "N", "N", 1},
     [L_CONVOLUTIONAL] = {"convolutional", "O(k*N*d^2)", "1", "log_k(N)", 1},
@@ -99,25 +86,14 @@ static const struct {
     [L_LINEAR_RECURRENT] = {"linear_attention_recurrent", "O(N*d^2)", "N", "1", 1},
 };
 
-enum { MAX_POINTS = 64 };
-
 static const char COLUMNS[] =
     "layer,n,d,kernel_width,window,threads,status,reps,median_s,min_s,max_s,q1_s,q3_s,flops,"
     "complexity,sequential_ops,path_length,predicted_s";
-enum { N_KEY = 6 };
 
 static const char FIT_COLUMNS[] =
     "layer,d,kernel_width,window,threads,complexity,sequential_ops,path_length,theory_exponent,"
     "fitted_exponent,exponent_ci_lo,exponent_ci_hi,r_squared,prefactor_s,fit_n_min,fit_n_max,"
     "fit_points";
-
-typedef struct {
-    size_t ns[MAX_POINTS], n_ns; /* increasing */
-    size_t d, width, window;
-    sweep_common common;
-    int have[L_COUNT]; /* the types this run measures */
-    la_kernel local;   /* the "local" kernel, when have[L_RESTRICTED] */
-} config;
 
 static int cmp_size(const void *a, const void *b)
 {
@@ -172,199 +148,6 @@ static int parse(int argc, char **argv, config *c)
     return 0;
 }
 
-/* ---------------------------------------------------------------- one point */
-
-/* The inputs of one point: x (N, d), also the attention's Q; K, V (N, d); the layers'
- * weights W_x, W_h (d, d), the convolution's (k, d, d), b (d); one output (N, d). */
-typedef struct {
-    float *x, *k, *v, *out;
-    float *w_x, *w_h, *w_conv, *b;
-} inputs;
-
-static void free_inputs(inputs *in)
-{
-    free(in->x), free(in->k), free(in->v), free(in->out);
-    free(in->w_x), free(in->w_h), free(in->w_conv), free(in->b);
-    *in = (inputs){0};
-}
-
-/* Random inputs ~ N(0, 1), weights ~ N(0, 1/d) (tanh not saturated), from the seed. */
-static int fill_inputs(inputs *in, const config *c, size_t n)
-{
-    const size_t nx = n * c->d, dd = c->d * c->d;
-    free_inputs(in);
-    in->x = malloc(nx * sizeof(float)), in->k = malloc(nx * sizeof(float));
-    in->v = malloc(nx * sizeof(float)), in->out = calloc(nx, sizeof(float));
-    in->w_x = malloc(dd * sizeof(float)), in->w_h = malloc(dd * sizeof(float));
-    in->w_conv = malloc(c->width * dd * sizeof(float)), in->b = malloc(c->d * sizeof(float));
-    if (!in->x || !in->k || !in->v || !in->out || !in->w_x || !in->w_h || !in->w_conv || !in->b)
-        return -1;
-    inputs_rng r = inputs_rng_for(c->common.seed, "complexity");
-    const double sigma = 1.0 / sqrt((double)c->d);
-    inputs_fill_normal_f32(&r, in->x, nx, 1.0);
-    inputs_fill_normal_f32(&r, in->k, nx, 1.0);
-    inputs_fill_normal_f32(&r, in->v, nx, 1.0);
-    inputs_fill_normal_f32(&r, in->w_x, dd, sigma);
-    inputs_fill_normal_f32(&r, in->w_h, dd, sigma);
-    inputs_fill_normal_f32(&r, in->w_conv, c->width * dd, sigma);
-    inputs_fill_normal_f32(&r, in->b, c->d, 0.5);
-    return 0;
-}
-
-/* One layer call, the timer's body: its status (LA_OK = 0). */
-typedef struct {
-    layer_kind kind;
-    la_kernel kernel; /* the attention types */
-    la_problem p;
-    size_t n, d, width;
-    const inputs *in;
-} body_ctx;
-
-static int run_layer(void *ctx)
-{
-    const body_ctx *b = ctx;
-    const inputs *in = b->in;
-    switch (b->kind) {
-    case L_RECURRENT:
-        return (int)la_rnn_forward_f32(1, b->n, b->d, in->x, in->w_x, in->w_h, in->b, in->out);
-    case L_CONVOLUTIONAL:
-        return (int)la_conv1d_forward_f32(1, b->n, b->d, b->width, in->x, in->w_conv, in->b,
-                                          in->out);
-    default: return (int)la_attention_f32(b->kernel, &b->p, in->x, in->k, in->v, in->out);
-    }
-}
-
-/* The call of type l at N: its context (kernel, problem), FLOPs and the bytes it holds
- * (inputs, output, weights, the kernel's workspace). Returns LA_OK or the cost model's
- * status. */
-static la_status layer_at(const config *c, layer_kind l, size_t n, const inputs *in, body_ctx *ctx,
-                          double *flops, double *bytes)
-{
-    memset(ctx, 0, sizeof *ctx);
-    ctx->kind = l, ctx->n = n, ctx->d = c->d, ctx->width = c->width, ctx->in = in;
-    const double arrays = 4.0 * (double)n * (double)c->d * sizeof(float);
-    const double weights = (2.0 + (double)c->width) * (double)c->d * (double)c->d * sizeof(float);
-    *bytes = arrays + weights;
-    if (l == L_RECURRENT) return la_rnn_cost(1, n, c->d, flops);
-    if (l == L_CONVOLUTIONAL) return la_conv1d_cost(1, n, c->d, c->width, flops);
-    ctx->kernel = l == L_ATTENTION    ? LA_KERNEL_SOFTMAX
-                  : l == L_RESTRICTED ? c->local
-                  : l == L_LINEAR     ? LA_KERNEL_LINEAR
-                                      : LA_KERNEL_LINEAR_RECURRENT;
-    la_problem_init(&ctx->p, 1, 1, n, n, c->d, c->d);
-    ctx->p.causal = l == L_LINEAR_RECURRENT;
-    if (l == L_RESTRICTED) ctx->p.window = c->window;
-    ctx->p.workspace_limit =
-        c->common.max_mem < (double)SIZE_MAX ? (size_t)c->common.max_mem : SIZE_MAX;
-    la_cost cost;
-    la_status st = la_attention_cost(ctx->kernel, &ctx->p, LA_FLOAT32, &cost);
-    if (st != LA_OK) return st;
-    *flops = cost.flops_total;
-    *bytes += cost.workspace_bytes;
-    return LA_OK;
-}
-
-/* What a sweep remembers of a type's last measured point, to predict the next. */
-typedef struct {
-    double last_n, last_s; /* last ok point (last_n = 0: none so far) */
-    int over_time;         /* a smaller N was already over the time budget */
-} track;
-
-/* The key of a point: layer,n,d,kernel_width,window,threads */
-static void point_key(char *key, size_t size, const config *c, layer_kind l, size_t n)
-{
-    snprintf(key, size, "%s,%zu,%zu,%zu,%zu,%d", LAYERS[l].name, n, c->d, c->width, c->window,
-             la_get_num_threads());
-}
-
-/* Measures every type at one N: points already in the file (--resume) kept, points over
- * a budget recorded as skipped, the others timed together, interleaved, then recorded.
- * Returns 0, 1 (out of memory, write failed) or 2 (refused with its line). */
-static int measure_point(record_file *f, const config *c, size_t n, track *tracks, inputs *in)
-{
-    body_ctx ctxs[L_COUNT];
-    timer_body bodies[L_COUNT];
-    void *ctx_ptrs[L_COUNT];
-    double flops[L_COUNT], predicted[L_COUNT];
-    layer_kind which[L_COUNT];
-    size_t n_run = 0;
-    char key[256];
-    for (int l = 0; l < L_COUNT; l++) {
-        if (!c->have[l]) continue;
-        track *tr = &tracks[l];
-        point_key(key, sizeof key, c, (layer_kind)l, n);
-        const char *row = record_find(f, key);
-        char prior[32];
-        double t_prior;
-        if (row && record_get_str(f, row, "status", prior, sizeof prior) == 0 &&
-            strcmp(prior, "ok") == 0 && record_get(f, row, "median_s", &t_prior) == 0) {
-            tr->last_n = (double)n, tr->last_s = t_prior;
-            continue;
-        }
-        double bytes;
-        body_ctx *ctx = &ctxs[n_run];
-        la_status st = layer_at(c, (layer_kind)l, n, in, ctx, &flops[n_run], &bytes);
-        if (st != LA_OK)
-            return cli_fail("complexity", "%s at N = %zu: the cost model failed: %s",
-                            LAYERS[l].name, n, la_strerror(st));
-        /* predict: from the previous point and the theoretical exponent, or for the
-         * first point from the FLOP model at an optimistic 20 GFLOP/s */
-        const double pred = tr->last_n > 0
-                                ? tr->last_s * pow((double)n / tr->last_n, LAYERS[l].exponent)
-                                : flops[n_run] / 20e9;
-        const char *status = NULL;
-        if (bytes > c->common.max_mem)
-            status = "skipped_mem";
-        else if (tr->over_time || pred > c->common.max_seconds) {
-            status = "skipped_time";
-            tr->over_time = 1;
-        }
-        if (status) {
-            if (record_row(f, "%s,%s,0,,,,,,%.6e,%s,%s,%s,%.4g", key, status, flops[n_run],
-                           LAYERS[l].complexity, LAYERS[l].sequential_ops, LAYERS[l].path_length,
-                           pred))
-                return 1;
-            continue;
-        }
-        bodies[n_run] = run_layer, ctx_ptrs[n_run] = ctx;
-        predicted[n_run] = pred, which[n_run++] = (layer_kind)l;
-    }
-    if (n_run == 0) return 0;
-
-    if (fill_inputs(in, c, n) != 0) {
-        cli_line("complexity: out of memory at N = %zu", n);
-        return 1;
-    }
-    timer_result t[L_COUNT];
-    int status[L_COUNT];
-    const timer_rule rule = sweep_rule(&c->common);
-    if (timer_run_interleaved(n_run, bodies, ctx_ptrs, &rule, t, status) != 0) {
-        cli_line("complexity: out of memory at N = %zu", n);
-        return 1;
-    }
-    int rc = 0;
-    for (size_t i = 0; i < n_run && rc == 0; i++) {
-        const layer_kind l = which[i];
-        point_key(key, sizeof key, c, l, n);
-        if (status[i] == LA_OK) {
-            tracks[l].last_n = (double)n, tracks[l].last_s = t[i].median_s;
-            rc = record_row(f, "%s,ok,%d,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%s,%s,%s,%.4g", key,
-                            t[i].reps, t[i].median_s, t[i].min_s, t[i].max_s, t[i].q1_s, t[i].q3_s,
-                            flops[i], LAYERS[l].complexity, LAYERS[l].sequential_ops,
-                            LAYERS[l].path_length, predicted[i]);
-        } else {
-            const int budget = status[i] == LA_EBUDGET;
-            if (!budget)
-                fprintf(stderr, "\nlinattn: complexity: %s at N = %zu: %s\n", LAYERS[l].name, n,
-                        la_strerror((la_status)status[i]));
-            rc = record_row(f, "%s,%s,0,,,,,,%.6e,%s,%s,%s,%.4g", key,
-                            budget ? "skipped_mem" : "error", flops[i], LAYERS[l].complexity,
-                            LAYERS[l].sequential_ops, LAYERS[l].path_length, predicted[i]);
-        }
-    }
-    return rc ? 1 : 0;
-}
-
 /* ---------------------------------------------------------------- the table */
 
 /* Fits each type over the upper half of its ok points, prints the table and writes it to
@@ -394,7 +177,7 @@ static int write_table(record_file *f, const config *c, int argc, char **argv)
         size_t count = 0;
         for (size_t i = 0; i < c->n_ns; i++) {
             char key[256], status[32];
-            point_key(key, sizeof key, c, (layer_kind)l, c->ns[i]);
+            complexity_point_key(key, sizeof key, c, (layer_kind)l, c->ns[i]);
             const char *row = record_find(f, key);
             double s;
             if (!row || record_get_str(f, row, "status", status, sizeof status) != 0 ||
@@ -474,11 +257,11 @@ int cmd_complexity(int argc, char **argv)
         char what[64];
         snprintf(what, sizeof what, "N=%zu d=%zu", c.ns[i], c.d);
         progress_step(&pr, (int)i + 1, (double)c.ns[i] * (double)c.ns[i], what);
-        rc = measure_point(f, &c, c.ns[i], tracks, &in);
+        rc = complexity_measure_point(f, &c, c.ns[i], tracks, &in);
         if (rc == 1) cli_line("%s: write failed", record_path(f));
     }
     progress_end(&pr);
-    free_inputs(&in);
+    complexity_free_inputs(&in);
     if (rc == 0) {
         if (write_table(f, &c, argc, argv) != 0) rc = 1;
         if (busy->noisy)
