@@ -9,6 +9,7 @@
 #include "attend.h"
 
 #include "commands.h"
+#include "common/arrays.h"
 #include "common/cli.h"
 #include "common/kernels.h"
 #include "common/layout.h"

@@ -4,6 +4,7 @@
 #ifndef LA_ATTEND_H
 #define LA_ATTEND_H
 
+#include "common/arrays.h"
 #include "common/cli.h"
 #include "common/kernels.h"
 #include "common/layout.h"

@@ -3,6 +3,7 @@
  * on an .npy input, with PyTorch-layout weights loaded from a folder of .npy files named
  * by their state_dict keys. */
 #include "commands.h"
+#include "common/arrays.h"
 #include "common/cli.h"
 #include "common/kernels.h"
 #include "common/layer_flags.h"

@@ -10,6 +10,7 @@
  * no file appears. Built with MPI only by `make MPI=1` (-DLA_WITH_MPI); otherwise the
  * subcommand says how to get it and exits 2. */
 #include "commands.h"
+#include "common/arrays.h"
 #include "common/cli.h"
 
 #include <limits.h>

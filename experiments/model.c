@@ -3,6 +3,7 @@
  * target, with the weights of a folder of .npy files named by nn.Transformer's state_dict
  * keys; token ids are embedded first when the folder holds the embedding tables. */
 #include "commands.h"
+#include "common/arrays.h"
 #include "common/cli.h"
 #include "common/kernels.h"
 #include "common/layer_flags.h"

@@ -1,5 +1,6 @@
 /* inputs.c — seeded random inputs and error measures for the experiments. */
 #include "inputs.h"
+#include "arrays.h"
 #include "cli.h"
 
 #include <math.h>

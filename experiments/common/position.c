@@ -1,5 +1,6 @@
 /* position.c — the positional-encoding flags of attend and block (position.h). */
 #include "position.h"
+#include "arrays.h"
 #include "cli.h"
 
 #include <math.h>

@@ -1,6 +1,7 @@
 /* variants.c — the approximating kernels' flags (variants.h). */
 #include "variants.h"
 
+#include "arrays.h"
 #include "cli.h"
 
 #include <stdlib.h>
