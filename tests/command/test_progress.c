@@ -1,4 +1,4 @@
-/* test_progress.c — the progress line (experiments/common/record.c): on a pipe or a file,
+/* test_progress.c — the progress line (experiments/common/progress.c): on a pipe or a file,
  * one plain line per finished point (at most one every every_s seconds) and a closing
  * line; on a terminal, one line rewritten in place; inside `linattn results`, the
  * experiment's number and the suite's time left. */

@@ -1,8 +1,9 @@
 /* test_results.c — the experiments' measuring and recording machinery
- * (experiments/common/record.c, sweep.c, inputs.c): the CSV writer's metadata header and
- * --resume, reading results back, the machine check in the header, the timer, the
- * peak-RSS reset, the geometric sweep and the flag parsers. Linked against build/libcommand.a, the
- * helpers the command itself is built from (they are not part of the library). */
+ * (experiments/common/record.c, machine.c, timer.c, memory.c, sweep.c, inputs.c): the
+ * CSV writer's metadata header and --resume, reading results back, the machine check in
+ * the header, the timer, the peak-RSS reset, the geometric sweep and the flag parsers.
+ * Linked against build/libcommand.a, the helpers the command itself is built from (they
+ * are not part of the library). */
 #include "../testutil.h"
 
 #include "../../experiments/common/inputs.h"

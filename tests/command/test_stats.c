@@ -2,7 +2,7 @@
  * quartiles of repeated timings, the log-log fit with its bootstrap interval and R², the
  * crossing of two curves with its bracket, the speed-up range; each against values
  * worked out by hand or plain loops, and none accepting a NaN. Also the interleaved timer
- * (record.c) that gives the repetitions. */
+ * (timer.c) that gives the repetitions. */
 #include "../testutil.h"
 
 #include "../../experiments/common/stats.h"
