@@ -1342,6 +1342,34 @@ enum {
     LA_PARAM_RELATIVE = 1u << 9,      /* max_distance, rel_k, rel_v, seed */
 };
 
+/* The general masks a kernel honours (la_kernel_info.masks); given one it lacks, it
+ * returns LA_EINVAL. Causal masking and key lengths are the causal rule's and every
+ * kernel's. */
+enum {
+    LA_MASK_GENERAL = 1u << 0, /* p->mask: any (query, key) pair hidden */
+    LA_MASK_KEY = 1u << 1,     /* p->key_mask: keys hidden from every query */
+};
+
+/* What a kernel offers beside its forward (la_kernel_info.caps). */
+enum {
+    LA_CAP_LSE = 1u << 0,     /* each row's log-sum-exp beside the output, for its backward */
+    LA_CAP_WEIGHTS = 1u << 1, /* its N×M attention matrix (la_attention_weights_*) */
+    LA_CAP_STEP = 1u << 2,    /* its causal form runs token by token on a constant-size state
+                                 (la_linear_state_create, la_favor_state_create) */
+    LA_CAP_ROTARY = 1u << 3,  /* takes rotary positions: q and k rotated before it runs */
+    LA_CAP_ROTARY_FEATURES = 1u << 4, /* ... rotated inside it instead, on φ(q) and φ(k) in
+                                         the numerator only (RoFormer's linear form) */
+    LA_CAP_POSITIONS = 1u << 5,       /* encodes positions itself (relative) */
+    LA_CAP_APPROXIMATES = 1u << 6,    /* approximates softmax attention at the same scale:
+                                         measured against it by approx and accuracy */
+};
+
+/* Which of a kernel's series the commands' default sweeps run (la_kernel_info.sweep). */
+enum {
+    LA_SWEEP_PLAIN = 1u << 0,  /* the series without causal masking */
+    LA_SWEEP_CAUSAL = 1u << 1, /* the causal series */
+};
+
 typedef struct {
     la_kernel kernel;
     const char *name;      /* "softmax_materialized": the one spelling of the kernel */
@@ -1350,7 +1378,14 @@ typedef struct {
                               ("linear", "linear_causal_chunked"); NULL where the causal
                               rule forbids that form */
     la_causal_rule causal;
-    unsigned params; /* LA_PARAM_* bits */
+    unsigned params;      /* LA_PARAM_* bits: the la_problem fields it reads */
+    unsigned masks;       /* LA_MASK_* bits: the general masks it honours */
+    unsigned caps;        /* LA_CAP_* bits */
+    unsigned sweep;       /* LA_SWEEP_* bits: its series in the default sweeps */
+    double time_exponent; /* e in time ∝ N^e (self-attention, N = M, fixed d and budget) */
+    const char *family;   /* its kind, grouping figures and tables: "softmax" (exact),
+                             "linear", "sparse", "low-rank", "random-feature", "score",
+                             "position" */
     la_forward_f32_fn forward_f32;
     la_forward_f64_fn forward_f64;
     la_forward_f64_fn reference; /* the float64 oracle (la_ref_*) */

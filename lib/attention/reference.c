@@ -332,6 +332,51 @@ done:
     return st;
 }
 
+/* Taylor linear attention (Based, Arora et al. 2024), per head, from its kernel rather than
+ * its features: φ(q)·φ(k) = 1 + s + s²/2 with s = q·k · scale (the second-order Taylor
+ * series of exp(s), positive for every s), so
+ *   y_i = Σ_j κ_ij v_j / (Σ_j κ_ij + eps) over the keys query i sees (ref_visible_keys,
+ *   and the key mask), κ_ij = 1 + s_ij + s_ij²/2;
+ * a query that sees no key gets the empty row. The kernel computes the same through the
+ * 1 + d_k + d_k² features, which this oracle never forms. */
+la_status la_ref_taylor_attention(const la_problem *p, const double *q, const double *k,
+                                  const double *v, double *out)
+{
+    la_status st = check(p, q, k, v, out);
+    if (st != LA_OK) return st;
+    if (p->mask) return LA_EINVAL; /* key masks only, as linear attention */
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    double *num = malloc(dv * sizeof *num);
+    if (!num) return LA_ENOMEM;
+    for (size_t b = 0; b < p->batch; b++)
+        for (size_t h = 0; h < p->heads; h++) {
+            const double *qh = q + HEAD(p, b, h, N, dk), *kh = k + HEAD(p, b, h, M, dk);
+            const double *vh = v + HEAD(p, b, h, M, dv);
+            double *oh = out + HEAD(p, b, h, N, dv);
+            for (size_t i = 0; i < N; i++) {
+                const size_t visible = ref_visible_keys(p, b, i);
+                double den = 0;
+                size_t seen = 0;
+                memset(num, 0, dv * sizeof *num);
+                for (size_t j = 0; j < visible; j++) {
+                    if (!ref_mask_lets(p, b, h, i, j)) continue;
+                    double dot = 0;
+                    for (size_t a = 0; a < dk; a++)
+                        dot += qh[i * dk + a] * kh[j * dk + a];
+                    const double s_ij = dot * p->scale, kappa = 1 + s_ij + s_ij * s_ij / 2;
+                    den += kappa;
+                    for (size_t c = 0; c < dv; c++)
+                        num[c] += kappa * vh[j * dv + c];
+                    seen++;
+                }
+                for (size_t c = 0; c < dv; c++)
+                    oh[i * dv + c] = seen > 0 ? num[c] / (den + p->eps) : 0.0;
+            }
+        }
+    free(num);
+    return LA_OK;
+}
+
 /* FAVOR+, per head (b, h), with W (m, d_k) = la_favor_features(m, d_k, seed), s =
  * d_k^(−1/4) and the masks of ref_visible_keys:
  *   query i: p_il = Σ_a W_la s·q_ia, φ(q_i)_l = exp(p_il − max_l' p_il') / √m (its own

@@ -48,7 +48,9 @@ la_status la_layer_config_check(const la_layer_config *c)
     if ((c->rotary != 0 && c->rotary != 1) || c->max_distance == 0 ||
         (c->rel_k == NULL) != (c->rel_v == NULL))
         return LA_EINVAL;
-    if (c->rotary && ((c->d_model / c->heads) % 2 != 0 || c->attention == LA_KERNEL_FAVOR))
+    if (c->rotary &&
+        ((c->d_model / c->heads) % 2 != 0 ||
+         !(la_kernel_get(c->attention)->caps & (LA_CAP_ROTARY | LA_CAP_ROTARY_FEATURES))))
         return LA_EINVAL;
     return LA_OK;
 }

@@ -170,7 +170,7 @@ static la_status FN(mha)(const la_layer_config *c, size_t batch, size_t n_querie
     /* step 2: attention per head, O (B, H, N, d_h); rotary positions in self-attention:
      * q and k rotated, or inside linear attention (RoFormer's form) */
     const bool rotary = c->rotary && x_q == x_kv;
-    if (rotary && c->attention == LA_KERNEL_LINEAR) {
+    if (rotary && (la_kernel_get(c->attention)->caps & LA_CAP_ROTARY_FEATURES)) {
         st = FN(la_linear_attention_rotary)(&p, 0, 0, q, k, v, o);
     } else {
         if (rotary && ((st = FN(la_rotary_apply)(batch * H, N, dh, 0, q)) != LA_OK ||

@@ -1,0 +1,144 @@
+/* test_registry.c — each registry row's capabilities (la_kernel_info: masks, caps, sweep,
+ * time_exponent, family) against what its kernel does: the command, the sweeps and the
+ * tests read these fields instead of naming kernels, so a wrong bit would send a mask to
+ * a kernel that refuses it, or keep a kernel out of an experiment it runs in. */
+#include "../testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { N = 6, D = 4 };
+
+/* One small self-attention problem the kernel's causal rule accepts. */
+static la_problem small_problem(const la_kernel_info *info)
+{
+    la_problem p;
+    la_problem_init(&p, 1, 2, N, N, D, D);
+    p.causal = info->causal == LA_CAUSAL_REQUIRED;
+    p.window = 2;
+    p.proj_rank = 3;
+    p.features = 8;
+    p.score_dim = 4;
+    p.max_distance = 2;
+    return p;
+}
+
+typedef struct {
+    float q[2 * N * D], k[2 * N * D], v[2 * N * D], out[2 * N * D], weights[2 * N * N];
+} small_arrays;
+
+static void fill(small_arrays *a)
+{
+    tu_rng r = tu_rng_for("registry");
+    double x[3 * 2 * N * D];
+    tu_fill_normal(&r, x, 3 * 2 * N * D, 1.0);
+    tu_to_f32(x, a->q, 2 * N * D);
+    tu_to_f32(x + 2 * N * D, a->k, 2 * N * D);
+    tu_to_f32(x + 4 * N * D, a->v, 2 * N * D);
+}
+
+/* A mask that hides nothing: a kernel that honours it runs (LA_OK), one that does not
+ * refuses (LA_EINVAL); both before any arithmetic, so the answer is the row's. */
+static void masks_match_the_kernels(void **state)
+{
+    (void)state;
+    static small_arrays a;
+    fill(&a);
+    const uint8_t none[N * N] = {0}, no_key[N] = {0};
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        const la_kernel_info *info = la_kernel_get((la_kernel)k);
+        la_problem p = small_problem(info);
+        p.mask = none;
+        la_status st = la_attention_f32((la_kernel)k, &p, a.q, a.k, a.v, a.out);
+        la_status want = info->masks & LA_MASK_GENERAL ? LA_OK : LA_EINVAL;
+        if (st != want)
+            fail_msg("%s with a general mask: %s, the row says %s", info->name, la_strerror(st),
+                     la_strerror(want));
+        p.mask = NULL;
+        p.key_mask = no_key;
+        st = la_attention_f32((la_kernel)k, &p, a.q, a.k, a.v, a.out);
+        want = info->masks & LA_MASK_KEY ? LA_OK : LA_EINVAL;
+        if (st != want)
+            fail_msg("%s with a key mask: %s, the row says %s", info->name, la_strerror(st),
+                     la_strerror(want));
+    }
+}
+
+/* LA_CAP_WEIGHTS: la_attention_weights_* has the row's matrix, or refuses the kernel. */
+static void weights_match_the_kernels(void **state)
+{
+    (void)state;
+    static small_arrays a;
+    fill(&a);
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        const la_kernel_info *info = la_kernel_get((la_kernel)k);
+        la_problem p = small_problem(info);
+        la_status st = la_attention_weights_f32((la_kernel)k, &p, a.q, a.k, a.weights);
+        la_status want = info->caps & LA_CAP_WEIGHTS ? LA_OK : LA_EINVAL;
+        if (st != want)
+            fail_msg("%s's attention matrix: %s, the row says %s", info->name, la_strerror(st),
+                     la_strerror(want));
+    }
+}
+
+/* time_exponent: the cost model's FLOPs at 2N over N, self-attention at d = 64 and the
+ * default budgets (window, rank, features), tend to 2^e; at N = 8192 → 16384 every row
+ * is within 0.1 of e in log2. */
+static void time_exponent_matches_the_cost_model(void **state)
+{
+    (void)state;
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        const la_kernel_info *info = la_kernel_get((la_kernel)k);
+        assert_true(info->time_exponent == 1 || info->time_exponent == 2);
+        double flops[2];
+        for (int i = 0; i < 2; i++) {
+            la_problem p;
+            const size_t n = (size_t)8192 << i;
+            la_problem_init(&p, 1, 1, n, n, 64, 64);
+            p.causal = info->causal == LA_CAUSAL_REQUIRED;
+            la_cost c;
+            assert_int_equal(la_attention_cost((la_kernel)k, &p, LA_FLOAT32, &c), LA_OK);
+            flops[i] = c.flops_total;
+        }
+        const double e = log2(flops[1] / flops[0]);
+        if (!(fabs(e - info->time_exponent) < 0.1))
+            fail_msg("%s: the cost model grows as N^%.3f, the row says N^%g", info->name, e,
+                     info->time_exponent);
+    }
+}
+
+/* sweep: a default series the causal rule forbids would be a sweep that cannot run;
+ * family: one of the documented labels. */
+static void sweep_and_family_are_consistent(void **state)
+{
+    (void)state;
+    const char *families[] = {"softmax", "linear",   "sparse",   "low-rank",
+                              "random-feature", "score", "position"};
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        const la_kernel_info *info = la_kernel_get((la_kernel)k);
+        if ((info->sweep & LA_SWEEP_PLAIN) && !info->series[0])
+            fail_msg("%s: swept without causal masking, which it refuses", info->name);
+        if ((info->sweep & LA_SWEEP_CAUSAL) && !info->series[1])
+            fail_msg("%s: swept causal, which it refuses", info->name);
+        int known = 0;
+        for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+            known |= info->family && strcmp(info->family, families[f]) == 0;
+        if (!known) fail_msg("%s: family '%s' is not a documented label", info->name,
+                             info->family ? info->family : "(null)");
+        if ((info->caps & LA_CAP_ROTARY) && (info->caps & LA_CAP_ROTARY_FEATURES))
+            fail_msg("%s: rotary both before and inside the kernel", info->name);
+    }
+}
+
+int main(void)
+{
+    tu_init("test_registry");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(masks_match_the_kernels),
+        cmocka_unit_test(weights_match_the_kernels),
+        cmocka_unit_test(time_exponent_matches_the_cost_model),
+        cmocka_unit_test(sweep_and_family_are_consistent),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
