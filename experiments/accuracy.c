@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "common/inputs.h"
 #include "common/kernels.h"
+#include "common/metadata.h"
 #include "common/progress.h"
 #include "common/record.h"
 #include "common/sweep.h"
@@ -262,14 +263,14 @@ int cmd_accuracy(int argc, char **argv)
     if (rc) return rc;
     char err[512], inputs[1024];
     inputs_source_describe(&c.source, inputs, sizeof inputs);
-    record_meta_extra(inputs);
+    metadata_extra(inputs);
     record_file *f = record_open(c.common.out, "accuracy",
                                  "relative errors of the kernels against float64 references, and "
                                  "distances between attention variants",
                                  COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
     if (!f) {
         inputs_source_close(&c.source);
-        record_meta_extra(NULL);
+        metadata_extra(NULL);
         return cli_fail("accuracy", "%s", err);
     }
     const size_t *ns = c.ns, n_points = c.n_points;
@@ -301,6 +302,6 @@ int cmd_accuracy(int argc, char **argv)
                       "float32 random normal");
     if (record_close(f) != 0) rc = 1;
     inputs_source_close(&c.source);
-    record_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
+    metadata_extra(NULL); /* `linattn results` runs the next experiment in this process */
     return rc;
 }

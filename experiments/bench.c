@@ -407,11 +407,11 @@ int cmd_bench(int argc, char **argv)
     }
     char inputs[1024];
     inputs_source_describe(&source, inputs, sizeof inputs);
-    record_meta_extra(inputs);
+    metadata_extra(inputs);
     const bench_run run = {
         argc, argv, shape, m_text, (pass_kind)pass, {reps, 0}, (out_format)format, &source};
     rc = bench_run_points(&run, points, count);
     inputs_source_close(&source);
-    record_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
+    metadata_extra(NULL); /* `linattn results` runs the next experiment in this process */
     return rc;
 }

@@ -8,6 +8,7 @@
 #include "common/inputs.h"
 #include "common/kernels.h"
 #include "common/machine.h"
+#include "common/metadata.h"
 #include "common/pass.h"   /* forward, backward, train: what one timed call is */
 #include "common/record.h" /* the writer's metadata header */
 #include "common/sweep.h"

@@ -295,7 +295,7 @@ int bench_run_goals(int argc, char **argv, int reps)
     inputs_source_open(&random, NULL, NULL, NULL, 1);
     char inputs[256];
     inputs_source_describe(&random, inputs, sizeof inputs);
-    record_meta_extra(inputs);
+    metadata_extra(inputs);
     const bench_run run = {argc,         argv,      {8, 64, 64, NULL}, NULL,
                            PASS_FORWARD, {reps, 1}, FORMAT_TABLE,      &random};
     int failed = bench_run_points(&run, points, count);
@@ -303,7 +303,7 @@ int bench_run_goals(int argc, char **argv, int reps)
     cg_ceilings ceils[3] = {{0}};
     size_t n_measured = 0;
     if (!failed) failed = bench_cg_measure_all(measured, &n_measured, ceils, reps);
-    record_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
+    metadata_extra(NULL); /* `linattn results` runs the next experiment in this process */
     int met = 0, no_backward = 0;
     printf("\n%-58s %-10s %-36s %s\n", "goal (2 threads unless noted)", "target", "measured",
            "met");

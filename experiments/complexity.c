@@ -15,6 +15,7 @@
 #include "common/inputs.h"
 #include "common/machine.h"
 #include "common/memory.h"
+#include "common/metadata.h"
 #include "common/progress.h"
 #include "common/record.h"
 #include "common/stats.h"
@@ -229,7 +230,7 @@ int cmd_complexity(int argc, char **argv)
              c.have[L_RESTRICTED] ? ""
                                   : "# note: restricted_attention not measured: this library "
                                     "has no \"local\" kernel (la_kernel_parse)\n");
-    record_meta_extra(meta);
+    metadata_extra(meta);
     record_file *f =
         record_open(c.common.out, "complexity",
                     "time of one layer of each type of Vaswani et al.'s Table 1 against "
@@ -238,7 +239,7 @@ int cmd_complexity(int argc, char **argv)
                     COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
     if (!f) {
         cli_line("%s", err);
-        record_meta_extra(NULL);
+        metadata_extra(NULL);
         return 2;
     }
     if (!c.have[L_RESTRICTED])
@@ -268,6 +269,6 @@ int cmd_complexity(int argc, char **argv)
             printf("complexity: the machine was busy (%s): these timings are noisy\n", busy->why);
     }
     if (record_close(f) != 0) rc = 1;
-    record_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
+    metadata_extra(NULL); /* `linattn results` runs the next experiment in this process */
     return rc;
 }

@@ -11,6 +11,7 @@
 #include "common/guard.h"
 #include "common/kernels.h"
 #include "common/machine.h"
+#include "common/metadata.h"
 #include "common/progress.h"
 #include "common/record.h"
 #include "common/sweep.h"

@@ -54,7 +54,7 @@ static int new_run_folder(config *c)
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(date, sizeof date, "%Y-%m-%d-%H%M", &tm);
-    snprintf(commit, sizeof commit, "%s", record_git_commit());
+    snprintf(commit, sizeof commit, "%s", metadata_git_commit());
     if ((space = strchr(commit, ' ')))
         snprintf(space, sizeof commit - (size_t)(space - commit), "-dirty");
     if (strcmp(commit, "unknown") == 0) snprintf(commit, sizeof commit, "nogit");

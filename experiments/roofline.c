@@ -15,6 +15,7 @@
 #include "common/kernels.h"
 #include "common/machine.h"
 #include "common/memory.h"
+#include "common/metadata.h"
 #include "common/progress.h"
 #include "common/record.h"
 #include "common/sweep.h"
@@ -260,7 +261,7 @@ int cmd_roofline(int argc, char **argv)
              roofline_num(b[1], 32, "%.4g", m.peak[0]), threads,
              roofline_num(b[2], 32, "%.4g", m.peak1[1]), roofline_num(b[3], 32, "%.4g", m.peak[1]),
              threads, m.read1, m.read, threads, m.triad1, m.triad, threads, threads);
-    record_meta_extra(meta);
+    metadata_extra(meta);
     record_file *f =
         record_open(c.common.out, "roofline",
                     "achieved GFLOP/s of each kernel against its arithmetic intensity, "
@@ -269,7 +270,7 @@ int cmd_roofline(int argc, char **argv)
                     COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
     if (!f) {
         cli_line("%s", err);
-        record_meta_extra(NULL);
+        metadata_extra(NULL);
         return 2;
     }
     printf("roofline: FMA peak %s GFLOP/s float32, %s float64; read %.1f GB/s, triad %.1f GB/s "
@@ -311,6 +312,6 @@ int cmd_roofline(int argc, char **argv)
             printf("roofline: the machine was busy (%s): these timings are noisy\n", busy->why);
     }
     if (record_close(f) != 0) rc = 1;
-    record_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
+    metadata_extra(NULL); /* `linattn results` runs the next experiment in this process */
     return rc;
 }

@@ -14,6 +14,7 @@
 #include "common/kernels.h"
 #include "common/machine.h"
 #include "common/memory.h"
+#include "common/metadata.h"
 #include "common/pass.h"
 #include "common/progress.h"
 #include "common/record.h"
@@ -302,7 +303,7 @@ int cmd_scaling(int argc, char **argv)
     if (c.pass == PASS_TRAIN)
         snprintf(inputs_line + strlen(inputs_line), sizeof inputs_line - strlen(inputs_line),
                  "# pass: train (forward then backward of L = sum(out * dO), one timed call)\n");
-    record_meta_extra(inputs_line);
+    metadata_extra(inputs_line);
     record_file *f = record_open(
         c.common.out, c.pass == PASS_TRAIN ? "scaling_train" : "scaling",
         c.source.from_files ? "time and memory of each attention kernel against N (float32, "
@@ -316,7 +317,7 @@ int cmd_scaling(int argc, char **argv)
         cli_line("%s", err);
         inputs_source_close(&c.source);
         variants_free(&c.variant_params);
-        record_meta_extra(NULL);
+        metadata_extra(NULL);
         return 2;
     }
 
@@ -371,6 +372,6 @@ int cmd_scaling(int argc, char **argv)
     if (record_close(f) != 0) rc = 1;
     inputs_source_close(&c.source);
     variants_free(&c.variant_params);
-    record_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
+    metadata_extra(NULL); /* `linattn results` runs the next experiment in this process */
     return rc;
 }

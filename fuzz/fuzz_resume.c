@@ -3,8 +3,9 @@
  * whole rows or refuse with a reason, and after one more row is appended the file must
  * read back (record_load) with every row whole and a newline at the end; never read out of
  * bounds, leak or crash. Built and run by `make fuzz` from experiments/common/record.c
- * (with the machine.c, timer.c, memory.c and stats.c it calls), lib/io/outfile.c and
- * lib/core/status.c, with stand-ins for the machine facts the metadata header records (below). */
+ * (with the rows.c, metadata.c, lock.c, machine.c, timer.c, memory.c and stats.c it
+ * calls), lib/io/outfile.c and lib/core/status.c, with stand-ins for the machine facts
+ * the metadata header records (below). */
 #include "common/record.h"
 
 #include <stdint.h>
@@ -13,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* stand-ins: record.c writes these into headers; the kernels are never timed here */
+/* stand-ins: metadata.c writes these into headers; the kernels are never timed here */
 int la_get_num_threads(void)
 {
     return 1;

@@ -5,8 +5,10 @@
 
 #include "guard.h"
 #include "linattn.h"
+#include "lock.h"
 #include "machine.h"
-#include "memory.h"
+#include "metadata.h"
+#include "rows.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,165 +22,24 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *git_commit(void);
-const char *record_git_commit(void)
-{
-    return git_commit();
-}
-
-/* The commit linattn was built from: "abc1234", "abc1234 (dirty)" (tracked files differed
- * from it) or "unknown", recorded by the Makefile at build time (LA_GIT_COMMIT). git never
- * runs here: in the folder the command runs in it would name another repository and run
- * whatever that repository's configuration says. */
-#ifndef LA_GIT_COMMIT
-#define LA_GIT_COMMIT "unknown"
-#endif
-static const char *git_commit(void)
-{
-    return LA_GIT_COMMIT[0] ? LA_GIT_COMMIT : "unknown";
-}
-
 /* results files open in this process: the machine check lasts while one is (machine.h) */
 static int open_files;
 
 /* ---------------------------------------------------------------- CSV */
 
-typedef struct {
-    char *key; /* first n_key fields */
-    char *row; /* the whole row */
-} stored_row;
-
 struct record_file {
     FILE *out;
     char *path;
-    char **columns; /* names, n_columns of them */
-    int n_columns, n_key;
-    stored_row *rows;
-    size_t n_rows, cap_rows;
+    rows_table table; /* the header row's columns and the rows held (rows.h) */
     int resumed_rows;
     int failed;
     int borrowed;      /* out is the caller's stream (record_open_stream): flushed, not closed */
     la_outfile *fresh; /* a new file: unnamed until its first measured row (row_measured),
                         * then it replaces path */
     int write_failed;  /* a write or flush failed: a new file is never published */
-    int lock;          /* index in held_locks, or -1 */
+    int lock;          /* lock_folder's index, or -1 */
     int counted;       /* in open_files */
 };
-
-/* ---------------------------------------------------------------- folder locks */
-
-/* Two runs writing into one folder at once would race for the same files (and disturb
- * each other's timings): each results file holds an flock on its folder for as long as
- * it is open, and a second process is refused. Files of one process share the lock. */
-static struct {
-    dev_t dev;
-    ino_t ino;
-    int fd, users;
-} held_locks[8];
-
-static int lock_folder(const char *path, char *err, size_t err_size)
-{
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else
-        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        snprintf(err, err_size, "%s: %s", path, strerror(errno));
-        if (fd >= 0) close(fd);
-        return -2;
-    }
-    int free_slot = -1;
-    for (int i = 0; i < (int)(sizeof held_locks / sizeof held_locks[0]); i++) {
-        if (held_locks[i].users && held_locks[i].dev == st.st_dev &&
-            held_locks[i].ino == st.st_ino) {
-            close(fd);
-            held_locks[i].users++;
-            return i;
-        }
-        if (!held_locks[i].users && free_slot < 0) free_slot = i;
-    }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        snprintf(err, err_size,
-                 "%s: another linattn run is writing into %s (folder locked); wait for it or "
-                 "choose another folder",
-                 path, dir);
-        close(fd);
-        return -2;
-    }
-    if (free_slot < 0) { /* more folders than slots: locked until the process ends */
-        return -1;
-    }
-    held_locks[free_slot].dev = st.st_dev;
-    held_locks[free_slot].ino = st.st_ino;
-    held_locks[free_slot].fd = fd;
-    held_locks[free_slot].users = 1;
-    return free_slot;
-}
-
-static void unlock_folder(int i)
-{
-    if (i < 0 || !held_locks[i].users) return;
-    if (--held_locks[i].users == 0) close(held_locks[i].fd);
-}
-
-static char *dup_string(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
-
-/* The first n_key comma-separated fields of row, or NULL on allocation failure. */
-static char *key_of(const char *row, int n_key)
-{
-    const char *end = row;
-    for (int i = 0; i < n_key && *end; i++) {
-        end += strcspn(end, ",");
-        if (i < n_key - 1 && *end == ',') end++;
-    }
-    size_t len = (size_t)(end - row);
-    char *key = malloc(len + 1);
-    if (!key) return NULL;
-    memcpy(key, row, len);
-    key[len] = 0;
-    return key;
-}
-
-static int store_row(record_file *f, const char *row)
-{
-    if (f->n_rows == f->cap_rows) {
-        size_t cap = f->cap_rows ? 2 * f->cap_rows : 64;
-        stored_row *r = realloc(f->rows, cap * sizeof *r);
-        if (!r) return -1;
-        f->rows = r;
-        f->cap_rows = cap;
-    }
-    stored_row *s = &f->rows[f->n_rows];
-    s->row = dup_string(row);
-    s->key = key_of(row, f->n_key);
-    if (!s->row || !s->key) {
-        free(s->row);
-        free(s->key);
-        return -1;
-    }
-    f->n_rows++;
-    return 0;
-}
-
-/* A finished row has exactly one field per column (a row cut short by a full disk or a
- * kill has fewer, or is glued to the next). */
-static int row_complete(const record_file *f, const char *row)
-{
-    int fields = 1;
-    for (const char *c = row; *c; c++)
-        fields += *c == ',';
-    return fields == f->n_columns;
-}
 
 /* Whether a row read back by --resume is kept: an `ok` point whose median is not a
  * finite number (a hand-edited or damaged file) is measured again. */
@@ -190,64 +51,6 @@ static int row_trusted(const record_file *f, const char *row)
         return 1;
     const double m = strtod(median, &end);
     return end != median && *end == 0 && isfinite(m) && m >= 0;
-}
-
-static int split_columns(record_file *f, const char *columns)
-{
-    f->n_columns = 1;
-    for (const char *c = columns; *c; c++)
-        f->n_columns += *c == ',';
-    f->columns = calloc((size_t)f->n_columns, sizeof *f->columns);
-    if (!f->columns) return -1;
-    const char *start = columns;
-    for (int i = 0; i < f->n_columns; i++) {
-        size_t len = strcspn(start, ",");
-        f->columns[i] = malloc(len + 1);
-        if (!f->columns[i]) return -1;
-        memcpy(f->columns[i], start, len);
-        f->columns[i][len] = 0;
-        start += len + (start[len] == ',');
-    }
-    return 0;
-}
-
-static void utc_now(char *buf, size_t size)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-/* s with its control characters written as \n, \t, \r or \xHH, so a metadata line
- * stays one line whatever an argument or a path holds. keep_lines: a newline that
- * starts another `#` line is kept (the extra metadata lines), any other is escaped. */
-static void put_escaped(FILE *out, const char *s, int keep_lines)
-{
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '\n' && keep_lines && (c[1] == '#' || c[1] == 0))
-            fputc('\n', out);
-        else if (*c == '\n')
-            fputs("\\n", out);
-        else if (*c == '\t')
-            fputs("\\t", out);
-        else if (*c == '\r')
-            fputs("\\r", out);
-        else if (*c < 0x20 || *c == 0x7f)
-            fprintf(out, "\\x%02x", *c);
-        else
-            fputc(*c, out);
-    }
-}
-
-static void write_command(FILE *out, int argc, char **argv)
-{
-    fputs("build/linattn", out);
-    for (int i = 0; i < argc; i++) {
-        fputc(' ', out);
-        put_escaped(out, argv[i], 0);
-    }
-    fputc('\n', out);
 }
 
 /* Reads an existing file's rows into f. Returns 1 when they were kept, 0 when the file
@@ -288,8 +91,8 @@ static int read_existing(record_file *f, const char *columns, char *err, size_t 
             seen_header = 1;
             continue;
         }
-        if (!whole || !row_complete(f, line) || !row_trusted(f, line)) continue;
-        if (store_row(f, line) != 0) {
+        if (!whole || !rows_complete(&f->table, line) || !row_trusted(f, line)) continue;
+        if (rows_store(&f->table, line) != 0) {
             snprintf(err, err_size, "%s: out of memory", f->path);
             rc = -1;
             break;
@@ -301,53 +104,9 @@ static int read_existing(record_file *f, const char *columns, char *err, size_t 
     return rc;
 }
 
-static char meta_extra[2048];
-
-void record_meta_extra(const char *lines)
-{
-    snprintf(meta_extra, sizeof meta_extra, "%s", lines ? lines : "");
-}
-
-static void write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv)
-{
-    char date[32];
-    utc_now(date, sizeof date);
-    int reset = memory_peak_reset();
-    fprintf(out, "# linattn %s: %s\n", experiment, about);
-    fputs("# command: ", out);
-    write_command(out, argc, argv);
-    fprintf(out, "# date: %s\n", date);
-    fprintf(out, "# git_commit: %s\n", git_commit());
-    fprintf(out, "# cpu: %s\n", machine_cpu_model());
-    fprintf(out, "# cores: %d\n", machine_cores());
-    /* the count asked for and, when it was above the cores, the count run on (linattn.h) */
-    const int threads = la_get_num_threads(), requested = la_num_threads_requested();
-    fprintf(out, "# threads: %d\n", threads);
-    if (requested == threads)
-        fprintf(out, "# threads_requested: %d\n", requested);
-    else
-        fprintf(out, "# threads_requested: %d (clamped to the %d online cores)\n", requested,
-                threads);
-    fprintf(out,
-            "# load_average: %s (other processes competing for the cores add "
-            "noise to timings)\n",
-            machine_load_average());
-    const machine_report *check = machine_checked();
-    if (check) machine_write_meta(out, check);
-    fprintf(out, "# blis: %s, kernels %s\n", la_blis_version(), la_blis_config());
-    fprintf(out, "# float32 kernels: %s\n", la_simd_config());
-    fprintf(out, "# linattn: %s\n", LA_VERSION_STRING);
-    fprintf(out, "# peak_rss: %s\n",
-            reset ? "VmHWM after the point, reset before it via /proc/self/clear_refs; "
-                    "includes inputs, outputs and the program"
-                  : "VmHWM since the process started (clear_refs unavailable): an upper "
-                    "bound, monotone over the sweep");
-    put_escaped(out, meta_extra, 1);
-}
-
 void record_write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv)
 {
-    write_meta(out, experiment, about, argc, argv);
+    metadata_write(out, experiment, about, argc, argv);
     machine_warn_once(); /* bench's table: its rows follow */
 }
 
@@ -357,15 +116,16 @@ record_file *record_open_stream(FILE *out, const char *experiment, const char *a
 {
     record_file *f = calloc(1, sizeof *f);
     if (f) f->lock = -1;
-    if (!f || !(f->path = dup_string("(standard output)")) || split_columns(f, columns) != 0) {
+    if (!f || !(f->path = strdup("(standard output)")) ||
+        rows_split_columns(&f->table, columns) != 0) {
         snprintf(err, err_size, "%s: out of memory", experiment);
         record_close(f);
         return NULL;
     }
     f->out = out;
     f->borrowed = 1;
-    write_meta(out, experiment, about, argc, argv);
-    if (extra) put_escaped(out, extra, 1);
+    metadata_write(out, experiment, about, argc, argv);
+    if (extra) metadata_put_escaped(out, extra, 1);
     fprintf(out, "%s\n", columns);
     if (fflush(out) != 0) {
         snprintf(err, err_size, "%s: %s", f->path, strerror(errno));
@@ -385,10 +145,10 @@ record_file *record_open(const char *path, const char *experiment, const char *a
         snprintf(err, err_size, "%s: out of memory", path);
         return NULL;
     }
-    f->n_key = n_key;
+    f->table.n_key = n_key;
     f->lock = -1;
-    f->path = dup_string(path);
-    if (!f->path || split_columns(f, columns) != 0) {
+    f->path = strdup(path);
+    if (!f->path || rows_split_columns(&f->table, columns) != 0) {
         snprintf(err, err_size, "%s: out of memory", path);
         goto fail;
     }
@@ -401,7 +161,7 @@ record_file *record_open(const char *path, const char *experiment, const char *a
         if (kept < 0) goto fail;
     }
     char date[32];
-    utc_now(date, sizeof date);
+    metadata_utc_now(date, sizeof date);
     const char *why = NULL;
     int fd = -1;
     off_t resume_end = 0;
@@ -435,13 +195,13 @@ record_file *record_open(const char *path, const char *experiment, const char *a
         if (!f->fresh) close(fd);
         goto fail;
     }
-    f->resumed_rows = (int)f->n_rows;
+    f->resumed_rows = (int)f->table.n_rows;
     if (kept) {
-        fprintf(f->out, "# resumed: %s (commit %s), %d points kept: ", date, git_commit(),
+        fprintf(f->out, "# resumed: %s (commit %s), %d points kept: ", date, metadata_git_commit(),
                 f->resumed_rows);
-        write_command(f->out, argc, argv);
+        metadata_write_command(f->out, argc, argv);
     } else {
-        write_meta(f->out, experiment, about, argc, argv);
+        metadata_write(f->out, experiment, about, argc, argv);
         fprintf(f->out, "%s\n", columns);
     }
     if (fflush(f->out) != 0) {
@@ -461,50 +221,18 @@ fail:
 
 const char *record_find(const record_file *f, const char *key)
 {
-    for (size_t i = f->n_rows; i-- > 0;) /* the latest row of a key wins */
-        if (strcmp(f->rows[i].key, key) == 0) return f->rows[i].row;
-    return NULL;
-}
-
-/* Copies field `index` of row into buf; -1 when the row is shorter. */
-static int field(const char *row, int index, char *buf, size_t size)
-{
-    const char *start = row;
-    for (int i = 0; i < index; i++) {
-        start = strchr(start, ',');
-        if (!start) return -1;
-        start++;
-    }
-    size_t len = strcspn(start, ",");
-    if (len >= size) len = size - 1;
-    memcpy(buf, start, len);
-    buf[len] = 0;
-    return 0;
-}
-
-static int column_index(const record_file *f, const char *column)
-{
-    for (int i = 0; i < f->n_columns; i++)
-        if (strcmp(f->columns[i], column) == 0) return i;
-    return -1;
+    return rows_find(&f->table, key);
 }
 
 int record_get_str(const record_file *f, const char *row, const char *column, char *buf,
                    size_t size)
 {
-    int i = column_index(f, column);
-    if (i < 0 || size == 0) return -1;
-    return field(row, i, buf, size);
+    return rows_get_str(&f->table, row, column, buf, size);
 }
 
 int record_get(const record_file *f, const char *row, const char *column, double *out)
 {
-    char buf[64], *end;
-    if (record_get_str(f, row, column, buf, sizeof buf) != 0 || !buf[0]) return -1;
-    double x = strtod(buf, &end);
-    if (*end) return -1;
-    *out = x;
-    return 0;
+    return rows_get(&f->table, row, column, out);
 }
 
 /* Whether row is a measured point: a file without a status column holds nothing else;
@@ -554,7 +282,7 @@ int record_row(record_file *f, const char *fmt, ...)
             la_outfile_commit(f->fresh, NULL))
             rc = -1;
     }
-    if (rc == 0 && store_row(f, row) != 0) rc = -1;
+    if (rc == 0 && rows_store(&f->table, row) != 0) rc = -1;
     if (rc == 0) machine_warn_once();
     free(row);
     if (rc) f->failed = 1;
@@ -568,11 +296,11 @@ record_file *record_load(const char *path, int n_key, char *err, size_t err_size
     char *line = NULL;
     size_t cap = 0;
     if (f) f->lock = -1;
-    if (!f || !(f->path = dup_string(path))) {
+    if (!f || !(f->path = strdup(path))) {
         snprintf(err, err_size, "%s: out of memory", path);
         goto fail;
     }
-    f->n_key = n_key;
+    f->table.n_key = n_key;
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) { /* a FIFO would block the read */
         snprintf(err, err_size, "%s: not a regular file", path);
@@ -585,13 +313,14 @@ record_file *record_load(const char *path, int n_key, char *err, size_t err_size
     while (getline(&line, &cap, in) >= 0) {
         line[strcspn(line, "\r\n")] = 0;
         if (line[0] == '#' || line[0] == 0) continue;
-        if (f->columns && !row_complete(f, line)) continue;
-        if (!f->columns ? split_columns(f, line) != 0 : store_row(f, line) != 0) {
+        if (f->table.columns && !rows_complete(&f->table, line)) continue;
+        if (!f->table.columns ? rows_split_columns(&f->table, line) != 0
+                              : rows_store(&f->table, line) != 0) {
             snprintf(err, err_size, "%s: out of memory", path);
             goto fail;
         }
     }
-    if (!f->columns) {
+    if (!f->table.columns) {
         snprintf(err, err_size, "%s: no header row", path);
         goto fail;
     }
@@ -607,11 +336,11 @@ fail:
 
 size_t record_count(const record_file *f)
 {
-    return f->n_rows;
+    return f->table.n_rows;
 }
 const char *record_row_at(const record_file *f, size_t i)
 {
-    return i < f->n_rows ? f->rows[i].row : NULL;
+    return i < f->table.n_rows ? f->table.rows[i].row : NULL;
 }
 
 const char *record_path(const record_file *f)
@@ -645,9 +374,9 @@ int record_close(record_file *f)
         !ferror(f->out) && fflush(f->out) == 0) {
         if (stat(f->fresh->path, &st) != 0 && errno == ENOENT) {
             if (la_outfile_commit(f->fresh, NULL)) rc = -1;
-        } else if (f->n_rows > 0) {
+        } else if (f->table.n_rows > 0) {
             fputs("linattn: note: ", stderr);
-            put_escaped(stderr, f->path, 0);
+            metadata_put_escaped(stderr, f->path, 0);
             fputs(": no point was measured; the file there is kept\n", stderr);
         }
     }
@@ -658,16 +387,8 @@ int record_close(record_file *f)
         la_outfile_close(f->fresh);
         free(f->fresh);
     }
-    unlock_folder(f->lock);
-    for (size_t i = 0; i < f->n_rows; i++) {
-        free(f->rows[i].key);
-        free(f->rows[i].row);
-    }
-    free(f->rows);
-    if (f->columns)
-        for (int i = 0; i < f->n_columns; i++)
-            free(f->columns[i]);
-    free(f->columns);
+    lock_release(f->lock);
+    rows_free(&f->table);
     free(f->path);
     free(f);
     return rc;

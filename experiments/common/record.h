@@ -1,7 +1,8 @@
 /* record.h — the experiments' results files: the one CSV writer (with its `#` metadata
  * header, append-and-flush per point, --resume) and the reader of finished files.
- * Uses: machine.h (the facts and the check the header records), memory.h (whether the
- * peak_rss line can promise a reset mark), guard.h (the committed reference folders).
+ * Uses: metadata.h (the `#` lines), rows.h (the rows held), lock.h (one run per
+ * folder), machine.h (the check's warning and lifetime), guard.h (the committed
+ * reference folders).
  *
  * A results file reads:
  *   # linattn <experiment>: <one line on what it measures>
@@ -50,10 +51,6 @@ record_file *record_open_stream(FILE *out, const char *experiment, const char *a
 /* The metadata header alone (the `#` lines above, without the header row), for output
  * that is not CSV but states the same facts (bench's table). */
 void record_write_meta(FILE *out, const char *experiment, const char *about, int argc, char **argv);
-/* More `# ` lines (each ending in a newline) that every metadata header written after
- * this call adds at its end, such as "# inputs: q.npy k.npy v.npy\n" (common/inputs.h);
- * NULL or "" for none. Copied (at most 2 KiB kept). */
-void record_meta_extra(const char *lines);
 
 /* The stored row whose key (its first n_key fields, joined by commas) equals key, from
  * the resumed file or written since (the latest when there are several: a point skipped
@@ -87,8 +84,5 @@ void record_sibling_path(const char *out, const char *suffix, char *buf, size_t 
 
 /* Closes the file; returns 0, or -1 when a write failed at any point. NULL is fine. */
 int record_close(record_file *f);
-
-/* The commit as the header records it: "abc1234", "abc1234 (dirty)" or "unknown". */
-const char *record_git_commit(void);
 
 #endif

@@ -113,8 +113,8 @@ static void time_exponent_matches_the_cost_model(void **state)
 static void sweep_and_family_are_consistent(void **state)
 {
     (void)state;
-    const char *families[] = {"softmax", "linear",   "sparse",   "low-rank",
-                              "random-feature", "score", "position"};
+    const char *families[] = {"softmax",        "linear", "sparse",  "low-rank",
+                              "random-feature", "score",  "position"};
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {
         const la_kernel_info *info = la_kernel_get((la_kernel)k);
         if ((info->sweep & LA_SWEEP_PLAIN) && !info->series[0])
@@ -124,8 +124,9 @@ static void sweep_and_family_are_consistent(void **state)
         int known = 0;
         for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
             known |= info->family && strcmp(info->family, families[f]) == 0;
-        if (!known) fail_msg("%s: family '%s' is not a documented label", info->name,
-                             info->family ? info->family : "(null)");
+        if (!known)
+            fail_msg("%s: family '%s' is not a documented label", info->name,
+                     info->family ? info->family : "(null)");
         if ((info->caps & LA_CAP_ROTARY) && (info->caps & LA_CAP_ROTARY_FEATURES))
             fail_msg("%s: rotary both before and inside the kernel", info->name);
     }
