@@ -23,14 +23,19 @@
  *   timer        the one timer: a body timed by a rule, interleaved with others
  *   machine      the machine's facts (cpu, cores, load, RAM) and the busy check
  *   progress     the progress line on stderr
- *   record       the results files: the CSV writer, its metadata header, --resume
+ *   metadata     the `#` header of a results file: command, date, commit, machine
+ *   rows         a results file's rows held in memory, by key
+ *   lock         one linattn run per results folder
+ *   record       the results files: opened, appended row by row, resumed, read back
  *   sweep        the flags every sweep shares, size lists, memory budgets
  *
  * Who calls whom (each uses only files of the lines above it: no cycles):
- *   cli, guard, memory, stats           nothing of the harness
+ *   cli, guard, lock, memory, rows,
+ *   stats                               nothing of the harness
  *   timer                               memory, stats
  *   machine, pass, progress             timer
- *   record                              machine, memory, guard
+ *   metadata                            machine, memory
+ *   record                              metadata, rows, lock, machine, guard
  *   arrays, layout, kernels, models,
  *   outputs, textout                    cli
  *   inputs                              arrays, cli, layout
