@@ -96,13 +96,12 @@ static int keep_runnable(la_kernel k)
     return la_kernel_get(k)->causal != LA_CAUSAL_REQUIRED;
 }
 
-/* The score functions and relative positions change what attention computes
- * instead of approximating softmax: not in the default list (--variant may still name
- * them). */
-static int is_score_function(la_kernel k)
+/* The default list: the kernels that approximate softmax attention (LA_CAP_APPROXIMATES).
+ * Exact softmax is the reference; the score functions and relative positions change
+ * what attention computes instead (--variant may still name them). */
+static int approximates_softmax(la_kernel k)
 {
-    return k == LA_KERNEL_GENERAL || k == LA_KERNEL_ADDITIVE || k == LA_KERNEL_COSINE ||
-           k == LA_KERNEL_RELATIVE;
+    return (la_kernel_get(k)->caps & LA_CAP_APPROXIMATES) != 0;
 }
 
 /* A budget list: given, or LO:HI by x4 with HI clipped to the default's top. */
@@ -165,9 +164,8 @@ static int parse(int argc, char **argv, config *c)
                                             LA_KERNEL_COUNT, &n_kernels)))
             return rc;
     } else {
-        for (int k = 0; k < LA_KERNEL_COUNT; k++) /* softmax's family is the reference */
-            if (kernels_family((la_kernel)k) != LA_KERNEL_SOFTMAX && keep_runnable((la_kernel)k) &&
-                !is_score_function((la_kernel)k))
+        for (int k = 0; k < LA_KERNEL_COUNT; k++)
+            if (approximates_softmax((la_kernel)k) && keep_runnable((la_kernel)k))
                 kernels[n_kernels++] = (la_kernel)k;
     }
     memset(c->selected, 0, sizeof c->selected);

@@ -146,7 +146,7 @@ void approx_summarize(const config *c, record_file *f)
     for (int kind = 0; kind < N_INPUTS; kind++) {
         if (!c->inputs[kind]) continue;
         for (int k = 0; k < LA_KERNEL_COUNT; k++) {
-            if (!c->selected[k] || k == LA_KERNEL_SOFTMAX) continue;
+            if (!c->selected[k] || k == APPROX_REFERENCE) continue;
             size_t nb;
             const size_t *bs = approx_budgets_of(c, (la_kernel)k, &nb);
             double best = INFINITY, best_share = NAN;

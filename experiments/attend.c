@@ -75,7 +75,7 @@ static int choose_score(const attend_args *a, int *score, la_kernel *kernel)
         *kernel = own[*score];
         return 0;
     }
-    if (a->variant && *kernel != LA_KERNEL_SOFTMAX && *kernel != LA_KERNEL_SOFTMAX_MATERIALIZED)
+    if (a->variant && !kernels_exact_softmax(*kernel))
         return cli_fail("--score", "%s applies to --variant softmax or softmax_materialized only",
                         a->score);
     if (!a->variant) *kernel = LA_KERNEL_SOFTMAX;
@@ -185,7 +185,7 @@ int cmd_attend(int argc, char **argv)
     int score = SCORE_NONE;
     if ((rc = choose_kernel(&a, &kernel, &score))) return rc;
     if ((rc = attend_check_masks_allowed(&a, kernel))) return rc;
-    if (a.save_weights && kernel == LA_KERNEL_LINFORMER)
+    if (a.save_weights && strcmp(la_kernel_get(kernel)->family, "low-rank") == 0)
         return cli_fail("--save-weights", "linformer has no attention matrix");
     if (a.save_weights && outputs_paths_alias(a.save_weights, a.out))
         return cli_fail("--save-weights", "'%s' is the file of --out", a.save_weights);
@@ -221,11 +221,12 @@ int cmd_attend(int argc, char **argv)
     }
     la_dtype dtype = precision == 0 ? LA_FLOAT32 : LA_FLOAT64;
     if ((rc = attend_choose_positions(&a, &kernel, gradients, &positions))) goto done;
-    if ((a.mask || a.key_padding_mask) &&
-        (kernel == LA_KERNEL_RELATIVE || attend_rotary_linear(kernel, &positions))) {
+    if ((a.mask || a.key_padding_mask) && ((la_kernel_get(kernel)->caps & LA_CAP_POSITIONS) ||
+                                           attend_rotary_linear(kernel, &positions))) {
         rc = cli_fail(a.mask ? "--mask" : "--key-padding-mask", "%s takes no masks",
-                      kernel == LA_KERNEL_RELATIVE ? "--positions relative"
-                                                   : "--positions rotary with linear attention");
+                      (la_kernel_get(kernel)->caps & LA_CAP_POSITIONS)
+                          ? "--positions relative"
+                          : "--positions rotary with linear attention");
         goto done;
     }
     /* --seed also draws a learned table that was not given */
@@ -233,9 +234,7 @@ int cmd_attend(int argc, char **argv)
         la_kernel_get(kernel)->params |
         (positions.kind == POSITION_LEARNED && !positions.table.data ? LA_PARAM_RELATIVE : 0);
     if ((rc = variants_parse(&a.variant_params, reads, &variant_values))) goto done;
-    if (a.save_weights && (kernel == LA_KERNEL_FAVOR || kernel == LA_KERNEL_FAVOR_RECURRENT ||
-                           kernel == LA_KERNEL_GENERAL || kernel == LA_KERNEL_ADDITIVE ||
-                           kernel == LA_KERNEL_COSINE || kernel == LA_KERNEL_RELATIVE ||
+    if (a.save_weights && (!(la_kernel_get(kernel)->caps & LA_CAP_WEIGHTS) ||
                            attend_rotary_linear(kernel, &positions))) {
         /* la_attention_weights_* has no matrix for it */
         rc = cli_fail("--save-weights", "%s%s has no attention matrix in the library",
@@ -287,7 +286,9 @@ int cmd_attend(int argc, char **argv)
     p.eps = eps;
     p.chunk = chunk;
     if ((rc = variants_apply(&variant_values, &p))) goto done;
-    if (kernel == LA_KERNEL_RELATIVE && (rc = attend_apply_relative(&positions, &p))) goto done;
+    if ((la_kernel_get(kernel)->caps & LA_CAP_POSITIONS) &&
+        (rc = attend_apply_relative(&positions, &p)))
+        goto done;
     if (!variants_rank_fits(kernel, &p)) {
         rc = variant_values.proj_e.data
                  ? cli_fail("--proj", "K = %zu rows, must be at most M = %zu (the keys' rows)",

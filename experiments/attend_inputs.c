@@ -13,8 +13,7 @@
  * kernel (RoFormer's form: the rotation on φ(q), φ(k) in the numerator only). */
 int attend_rotary_linear(la_kernel kernel, const position_values *v)
 {
-    return v->kind == POSITION_ROTARY &&
-           (kernel == LA_KERNEL_LINEAR || kernel == LA_KERNEL_LINEAR_RECURRENT);
+    return v->kind == POSITION_ROTARY && (la_kernel_get(kernel)->caps & LA_CAP_ROTARY_FEATURES);
 }
 
 /* --positions against the kernel: relative runs the relative kernel (--variant relative,
@@ -23,25 +22,24 @@ int attend_rotary_linear(la_kernel kernel, const position_values *v)
  * inside linear attention; FAVOR+ takes neither. No gradients with positions. */
 int attend_choose_positions(attend_args *a, la_kernel *kernel, int gradients, position_values *out)
 {
-    if (*kernel == LA_KERNEL_RELATIVE && !a->positions.positions)
+    if ((la_kernel_get(*kernel)->caps & LA_CAP_POSITIONS) && !a->positions.positions)
         a->positions.positions = "relative";
     int rc = position_parse(&a->positions, out);
     if (rc) return rc;
     const char *name = la_kernel_name(*kernel);
     if (out->kind == POSITION_RELATIVE) {
-        if (*kernel != LA_KERNEL_RELATIVE && *kernel != LA_KERNEL_SOFTMAX &&
-            *kernel != LA_KERNEL_SOFTMAX_MATERIALIZED)
+        if (!(la_kernel_get(*kernel)->caps & LA_CAP_POSITIONS) && !kernels_exact_softmax(*kernel))
             return cli_fail("--positions",
                             "relative applies to softmax attention only "
                             "(--variant softmax or relative), not %s",
                             name);
         *kernel = LA_KERNEL_RELATIVE;
-    } else if (*kernel == LA_KERNEL_RELATIVE) {
+    } else if (la_kernel_get(*kernel)->caps & LA_CAP_POSITIONS) {
         return cli_fail("--positions", "--variant relative is --positions relative, not %s",
                         position_name(out->kind));
     }
     if (out->kind == POSITION_ROTARY &&
-        (*kernel == LA_KERNEL_FAVOR || *kernel == LA_KERNEL_FAVOR_RECURRENT))
+        !(la_kernel_get(*kernel)->caps & (LA_CAP_ROTARY | LA_CAP_ROTARY_FEATURES)))
         return cli_fail("--positions",
                         "rotary does not apply to %s (its random features "
                         "are not rotated)",
@@ -145,11 +143,9 @@ done:
 int attend_check_masks_allowed(const attend_args *a, la_kernel kernel)
 {
     const char *name = la_kernel_name(kernel);
-    const int general = kernel == LA_KERNEL_SOFTMAX || kernel == LA_KERNEL_SOFTMAX_MATERIALIZED ||
-                        kernel == LA_KERNEL_HARD || kernel == LA_KERNEL_LOCAL ||
-                        kernel == LA_KERNEL_GENERAL || kernel == LA_KERNEL_COSINE;
-    const int keys = general || kernel == LA_KERNEL_LINEAR || kernel == LA_KERNEL_LINEAR_RECURRENT;
-    if (a->mask && (kernel == LA_KERNEL_LINEAR || kernel == LA_KERNEL_LINEAR_RECURRENT))
+    const unsigned masks = la_kernel_get(kernel)->masks;
+    const int general = (masks & LA_MASK_GENERAL) != 0, keys = (masks & LA_MASK_KEY) != 0;
+    if (a->mask && keys && !general) /* linear attention's one state for every query */
         return cli_fail("--mask",
                         "%s keeps one state S = sum of phi(k_j) v_j^T for every query, "
                         "so a per-query mask cannot be honoured (--key-padding-mask and "

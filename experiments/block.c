@@ -106,20 +106,21 @@ static const char *const layer_names[] = {"encoder", "decoder", NULL};
 static int block_positions(position_flags *pf, const char *seed_text, size_t *seed,
                            la_kernel *kernel, position_values *pos)
 {
-    if (*kernel == LA_KERNEL_RELATIVE && !pf->positions) pf->positions = "relative";
+    if ((la_kernel_get(*kernel)->caps & LA_CAP_POSITIONS) && !pf->positions)
+        pf->positions = "relative";
     int rc = position_parse(pf, pos);
     if (rc) return rc;
     if (pos->kind == POSITION_RELATIVE) {
-        if (*kernel != LA_KERNEL_SOFTMAX && *kernel != LA_KERNEL_SOFTMAX_MATERIALIZED &&
-            *kernel != LA_KERNEL_RELATIVE)
+        if (!kernels_exact_softmax(*kernel) && !(la_kernel_get(*kernel)->caps & LA_CAP_POSITIONS))
             return cli_fail("--positions", "relative applies to softmax attention only, not %s",
                             la_kernel_name(*kernel));
         *kernel = LA_KERNEL_RELATIVE;
-    } else if (*kernel == LA_KERNEL_RELATIVE) {
+    } else if (la_kernel_get(*kernel)->caps & LA_CAP_POSITIONS) {
         return cli_fail("--positions", "--variant relative is --positions relative, not %s",
                         position_name(pos->kind));
     }
-    if (pos->kind == POSITION_ROTARY && (*kernel == LA_KERNEL_FAVOR))
+    if (pos->kind == POSITION_ROTARY &&
+        !(la_kernel_get(*kernel)->caps & (LA_CAP_ROTARY | LA_CAP_ROTARY_FEATURES)))
         return cli_fail("--positions", "rotary does not apply to favor");
     const int drawn = (pos->kind == POSITION_LEARNED && !pos->table.data) ||
                       (pos->kind == POSITION_RELATIVE && !pos->rel_k.data);

@@ -121,6 +121,12 @@ int kernels_layer_kernel(la_kernel k)
     return info && info->causal == LA_CAUSAL_ALLOWED;
 }
 
+int kernels_exact_softmax(la_kernel k)
+{
+    const la_kernel_info *info = la_kernel_get(k);
+    return info && strcmp(info->family, "softmax") == 0 && !(info->caps & LA_CAP_APPROXIMATES);
+}
+
 la_kernel kernels_family(la_kernel k)
 {
     const la_kernel_info *info = la_kernel_get(k);

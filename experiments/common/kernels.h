@@ -83,6 +83,9 @@ int kernels_layer_kernel(la_kernel k);
 
 /* The kernel's family (see above), and its form within it. */
 la_kernel kernels_family(la_kernel k);
+/* Whether k is exact softmax attention: the registry's family "softmax" without
+ * LA_CAP_APPROXIMATES (softmax, softmax_materialized; hard approximates it). */
+int kernels_exact_softmax(la_kernel k);
 const char *kernels_form(la_kernel k);
 
 /* Whether the kernel's causal rule accepts causal = 0 or 1. */

@@ -51,12 +51,13 @@ typedef struct {
 } pass_call;
 
 /* Fused softmax trains as FlashAttention-2 does: the forward keeps each row's
- * log-sum-exp and the backward reads it (the registry's backward, given no lse, first
- * recomputes it). The buffer for c, when its kernel and pass use one: LA_OK or LA_ENOMEM. */
+ * log-sum-exp (a kernel with LA_CAP_LSE) and the backward reads it (the registry's backward, given
+ * no lse, first recomputes it). The buffer for c, when its kernel and pass use one: LA_OK or
+ * LA_ENOMEM. */
 static la_status lse_for(pass_call *c)
 {
     c->lse = NULL;
-    if (c->kernel != LA_KERNEL_SOFTMAX || c->pass == PASS_FORWARD) return LA_OK;
+    if (!(la_kernel_get(c->kernel)->caps & LA_CAP_LSE) || c->pass == PASS_FORWARD) return LA_OK;
     const size_t rows = c->p->batch * c->p->heads * c->p->n_queries;
     c->lse = malloc((rows ? rows : 1) * sizeof *c->lse);
     return c->lse ? LA_OK : LA_ENOMEM;
