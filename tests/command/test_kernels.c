@@ -1,7 +1,8 @@
 /* test_kernels.c — the registry as the commands see it (experiments/common/kernels.c):
  * every series once, one spelling per kernel (the registry's; '-' for '_' accepted on
  * input), lists of kernels, families whose forms can be told apart,
- * the defaults for what the registry does not say, and help lines that name every row.
+ * the defaults for what the registry does not say, help lines that name every row, and
+ * which kernels are exact softmax.
  * Each property is stated over all rows, so a new kernel is checked without an edit. */
 #include "../testutil.h"
 
@@ -192,6 +193,43 @@ static void time_exponents(void **state)
     }
 }
 
+/* kernels_exact_softmax (the registry's family and caps): softmax is exact, and every
+ * kernel it calls exact computes softmax attention itself: its float64 reference equals
+ * softmax's on fresh random inputs (N = 40 over M = 56, d = 8, two heads; a masked,
+ * windowed or approximating kernel would differ); a kernel that approximates softmax
+ * (LA_CAP_APPROXIMATES) is never exact. */
+static void exact_softmax(void **state)
+{
+    (void)state;
+    assert_int_equal(kernels_exact_softmax(LA_KERNEL_SOFTMAX), 1);
+    assert_int_equal(kernels_exact_softmax(LA_KERNEL_COUNT), 0);
+    la_problem p;
+    la_problem_init(&p, 1, 2, 40, 56, 8, 8);
+    const size_t nq = 2 * 40 * 8, nkv = 2 * 56 * 8;
+    double *q = malloc(nq * sizeof *q), *k = malloc(nkv * sizeof *k), *v = malloc(nkv * sizeof *v),
+           *ref = malloc(nq * sizeof *ref), *out = malloc(nq * sizeof *out);
+    assert_non_null(q), assert_non_null(k), assert_non_null(v), assert_non_null(ref);
+    assert_non_null(out);
+    tu_rng r = tu_rng_for("exact_softmax");
+    tu_fill_normal(&r, q, nq, 1.0), tu_fill_normal(&r, k, nkv, 1.0),
+        tu_fill_normal(&r, v, nkv, 1.0);
+    assert_int_equal(la_ref_attention(LA_KERNEL_SOFTMAX, &p, q, k, v, ref), LA_OK);
+    int exact = 0;
+    for (int kernel = 0; kernel < LA_KERNEL_COUNT; kernel++) {
+        if (!kernels_exact_softmax((la_kernel)kernel)) continue;
+        exact++;
+        assert_false(la_kernel_get((la_kernel)kernel)->caps & LA_CAP_APPROXIMATES);
+        assert_int_equal(la_ref_attention((la_kernel)kernel, &p, q, k, v, out), LA_OK);
+        size_t worst;
+        const double err = tu_rel_error_f64(out, ref, nq, &worst);
+        if (!(err <= 1e-12))
+            fail_msg("%s called exact softmax: relative error %.3g against softmax at %zu",
+                     la_kernel_name((la_kernel)kernel), err, worst);
+    }
+    assert_true(exact >= 2); /* softmax and its materialized form */
+    free(q), free(k), free(v), free(ref), free(out);
+}
+
 /* The help lines: the heading naming --variant, then every row the filter keeps, by its
  * registry name (never the hyphen form), with the start of its summary. */
 static void help_lines(void **state)
@@ -242,6 +280,7 @@ int main(void)
         cmocka_unit_test(all_series_once), cmocka_unit_test(selections),
         cmocka_unit_test(spellings),       cmocka_unit_test(families_and_forms),
         cmocka_unit_test(time_exponents),  cmocka_unit_test(help_lines),
+        cmocka_unit_test(exact_softmax),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
