@@ -195,11 +195,11 @@ const char *bench_skip_reason(const bench_point *pt);
 int bench_run_points(const bench_run *run, bench_point *points, size_t count);
 
 /* bench_goals.c */
-/* The goal tables, their lengths checked where they are defined; the ceiling goals'
- * points have CG_HEADS heads. */
+/* The goal tables (bench_goals.c) and their lengths, checked against the tables there;
+ * the ceiling goals' points have CG_HEADS heads. */
 enum { N_GOALS = 27, N_CEILING_GOALS = 16, CG_HEADS = 8 };
-extern const goal bench_goals_table[N_GOALS];
-extern const cg_goal bench_ceiling_goals_table[N_CEILING_GOALS];
+extern const goal bench_goals_table[];
+extern const cg_goal bench_ceiling_goals_table[];
 int bench_run_goals(int argc, char **argv, int reps);
 
 /* bench_ceilings.c */

@@ -9,7 +9,7 @@
 
 /* The project's performance goals (float32, B = 1, H = 8, d_k = d_v = 64). */
 // clang-format off
-const goal bench_goals_table[N_GOALS] = {
+const goal bench_goals_table[] = {
     /* text                                                   target       kind                value
      *     a: series, N, threads                b (second point) */
     {"1. fused softmax, N=1024: rate vs sgemm",               ">= 75%",    GOAL_RATE,          75,
@@ -73,7 +73,7 @@ _Static_assert(sizeof bench_goals_table / sizeof bench_goals_table[0] == N_GOALS
                "N_GOALS (bench.h) is the length of bench_goals_table");
 
 // clang-format off
-const cg_goal bench_ceiling_goals_table[N_CEILING_GOALS] = {
+const cg_goal bench_ceiling_goals_table[] = {
     {"15. fused softmax, d=64, N=1024: rate vs FMA peak",     ">= 85%",   CG_PEAK,  85,
         {"softmax", 0, 1024, 0, 64, 2}, {0}},
     {"15. fused softmax, d=64, N=4096: rate vs FMA peak",     ">= 85%",   CG_PEAK,  85,

@@ -44,7 +44,8 @@ typedef struct {
     const char *column, *format;
 } setting;
 
-/* The lengths of plot_figures and plot_settings (plot_figures.c checks them). */
+/* The lengths of plot_figures and plot_settings (plot_figures.c checks them against
+ * the tables). */
 enum { N_FIGURES = 11, N_SETTINGS = 13 };
 
 /* ---------------------------------------------------------------- one results file */
@@ -86,10 +87,10 @@ typedef struct {
 } plot_config;
 
 /* plot_figures.c */
-extern const figure_kind plot_figures[N_FIGURES];
+extern const figure_kind plot_figures[];
 /* Files drawn with another's figure, NULL-terminated. */
 extern const char *const plot_companions[];
-extern const setting plot_settings[N_SETTINGS];
+extern const setting plot_settings[];
 
 /* plot_files.c */
 int plot_has_column(const char *header, const char *column);

@@ -2,7 +2,7 @@
  * files drawn with another's figure, and the setting columns a subtitle shows (plot.h). */
 #include "plot.h"
 
-const figure_kind plot_figures[N_FIGURES] = {
+const figure_kind plot_figures[] = {
     {"scaling", {"scaling_time", "scaling_memory", "scaling_gflops", NULL}, 1, {"n", NULL}, "fit"},
     {"scaling_train", {"scaling_train", NULL}, 0, {"n", NULL}, ""},
     {"crossover", {"crossover", NULL}, 1, {"d", NULL}, ""},
@@ -22,7 +22,7 @@ _Static_assert(sizeof plot_figures / sizeof plot_figures[0] == N_FIGURES,
 const char *const plot_companions[] = {"scaling_fit", "scaling_train_fit", "crossover_points",
                                        "complexity_fit", NULL};
 
-const setting plot_settings[N_SETTINGS] = {
+const setting plot_settings[] = {
     {"d", "d = %s"},       {"d_k", "d_k = %s"},   {"d_v", "d_v = %s"},
     {"heads", "%s heads"}, {"batch", "batch %s"}, {"d_model", "D = %s"},
     {"d_ff", "d_ff = %s"}, {"tokens", "T = %s"},  {"threads", "%s threads"},

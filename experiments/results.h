@@ -69,7 +69,7 @@ typedef struct {
 
 /* results_suite.c */
 const char *results_name_of(const experiment *e);
-extern const experiment results_suite[N_EXPERIMENTS];
+extern const experiment results_suite[];
 
 /* results_folders.c */
 int results_make_dir(const char *path);

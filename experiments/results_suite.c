@@ -10,7 +10,7 @@ const char *results_name_of(const experiment *e)
 }
 
 // clang-format off
-const experiment results_suite[N_EXPERIMENTS] = {
+const experiment results_suite[] = {
     {"scaling", "scaling.csv", "",
      {"--n", "128:65536", "--d", "64", "--heads", "1", "--max-seconds", "10", "--max-mem", "8G"},
      {"--n", "16:1024", "--d", "64", "--heads", "1", "--max-seconds", "1", "--max-mem", "8G",
