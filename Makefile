@@ -14,9 +14,11 @@
 #   make bench-peers  ONNX Runtime (npm's onnxruntime-node, in build/onnx) and PyTorch 1.13 on
 #                   bench's shapes, with the ratios linattn/peer (not in make test)
 #   make check-torch  `linattn block` against PyTorch's own TransformerEncoderLayer and
-#                   TransformerDecoderLayer, `linattn model` against nn.Transformer, and
-#                   `linattn attend --mask` against its masked attention
+#                   TransformerDecoderLayer, `linattn model` against nn.Transformer,
+#                   `linattn attend --mask` against its masked attention, and linattn.torch
+#                   (gradcheck, MultiheadAttention, examples/train_torch.py) against PyTorch
 #                   (installs Debian's python3-torch, about 230 packages: not in make test)
+#   make python     the Python package (python/) into a venv, offline (docs/python.md)
 #   make test SANITIZE=1   the unit tests under AddressSanitizer + UBSan (in build/asan)
 #   make install PREFIX=/opt/linattn   header, libraries, command and linattn.pc
 #   make format     clang-format every C file; make check-format checks (in .ci/run)
@@ -61,8 +63,14 @@ LDLIBS = $(BLIS_LIBS) -lm
 LDFLAGS += -fopenmp $(filter -fsanitize=%,$(OPT))
 
 LIB_SRC := $(filter-out lib/dist/%,$(wildcard lib/*/*.c)) # lib/dist/: MPI only (below)
-LIB_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
-COUNT_OBJ := $(LIB_SRC:lib/%.c=$(BUILD)/count/lib/%.o)
+# Files written once for float and double: every lib/ file that includes core/real_typed.h
+# is compiled twice, -DLA_REAL_F32 into NAME.f32.o and -DLA_REAL_F64 into NAME.f64.o.
+TYPED_SRC := $(shell grep -l '^\#include "core/real_typed.h"' $(LIB_SRC))
+TYPED_OBJ = $(foreach t,f32 f64,$(TYPED_SRC:lib/%.c=$(1)/lib/%.$(t).o))
+LIB_OBJ := $(patsubst lib/%.c,$(BUILD)/lib/%.o,$(filter-out $(TYPED_SRC),$(LIB_SRC))) \
+           $(call TYPED_OBJ,$(BUILD))
+COUNT_OBJ := $(patsubst lib/%.c,$(BUILD)/count/lib/%.o,$(filter-out $(TYPED_SRC),$(LIB_SRC))) \
+             $(call TYPED_OBJ,$(BUILD)/count)
 # The command: main.c and one file per subcommand in experiments/, linked with the helpers
 # they share (experiments/common/: flags, the results-file writer, timers, inputs), which
 # are built once into build/libcommand.a for the command and its tests.
@@ -120,7 +128,7 @@ MPI_TEST_LINES = echo "echo MPI tests skipped: install libopenmpi-dev openmpi-bi
 endif
 # ---- end of MPI, part 1
 
-.PHONY: all deps test test-portable bench bench-peers results results-update plots fuzz check-torch install format check-format clean
+.PHONY: all deps python test test-portable bench bench-peers results results-update plots fuzz check-torch install format check-format clean
 .SECONDARY:
 all: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn $(BUILD)/libcommand.a \
      $(if $(filter 1,$(MPI)),$(BUILD)/liblinattn_mpi.a)
@@ -142,11 +150,25 @@ deps: build/.deps-build build/.deps-test build/.deps-plots
 $(BUILD)/lib/%.o: lib/%.c $(HEADERS) | build/.deps-build
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fvisibility=hidden -c $< -o $@
+# TYPED_SRC's objects, once per precision (a pattern rule per target: several targets in
+# one pattern rule would be made by one run of its recipe).
+$(BUILD)/lib/%.f32.o: lib/%.c $(HEADERS) | build/.deps-build
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DLA_REAL_F32 -fvisibility=hidden -c $< -o $@
+$(BUILD)/lib/%.f64.o: lib/%.c $(HEADERS) | build/.deps-build
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DLA_REAL_F64 -fvisibility=hidden -c $< -o $@
 # The same library with the kernels counting the FLOPs they issue (core/internal.h,
 # LA_COUNT), for the cost model's test only; never installed or benchmarked.
 $(BUILD)/count/lib/%.o: lib/%.c $(HEADERS) | build/.deps-build
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DLA_COUNT_FLOPS -fvisibility=hidden -c $< -o $@
+$(BUILD)/count/lib/%.f32.o: lib/%.c $(HEADERS) | build/.deps-build
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DLA_REAL_F32 -DLA_COUNT_FLOPS -fvisibility=hidden -c $< -o $@
+$(BUILD)/count/lib/%.f64.o: lib/%.c $(HEADERS) | build/.deps-build
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DLA_REAL_F64 -DLA_COUNT_FLOPS -fvisibility=hidden -c $< -o $@
 $(BUILD)/experiments/%.o: experiments/%.c $(HEADERS) | build/.deps-build
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
@@ -192,6 +214,20 @@ PY_CHECKS := attend_numpy attend_grad_numpy results_files scaling_sweeps plot_fi
              approx_runs complexity_runs model_numpy roofline_runs scores_runs \
              reference_guard commands_agree input_layout
 
+# The Python package's checks (tests/python/*.py), run by the python of the venv that
+# `make python` installs the package into; skipped under SANITIZE=1 (an AddressSanitizer
+# library cannot be loaded into the uninstrumented interpreter).
+VENV ?= $(BUILD)/venv
+PY_PACKAGE_CHECKS := numpy_package
+ifeq ($(SANITIZE),1)
+PY_PACKAGE_DEPS :=
+PY_PACKAGE_LINES = echo "echo Python package checks skipped under SANITIZE=1";
+else
+PY_PACKAGE_DEPS := $(VENV)/.installed
+PY_PACKAGE_LINES = for p in $(PY_PACKAGE_CHECKS); do \
+	       echo "$(VENV)/bin/python tests/python/$$p.py $(BUILD)/linattn"; done;
+endif
+
 # Every test runs even when an earlier one fails (scripts/run-tests); the last lines say
 # what failed and why, and the logs stay in $(BUILD)/test-logs (with each one's seconds
 # in times). LA_TEST_PROFILE: full (every shape, repetition and size) for make test,
@@ -207,7 +243,8 @@ ALONE_TEST_BIN := $(BUILD)/tests/hostile/test_fma_probe
 # another process busy: 302 s active, 153 s passive); results do not depend on it.
 test: export LA_TEST_PROFILE ?= $(if $(filter 1,$(SANITIZE)),quick,full)
 test test-portable: export OMP_WAIT_POLICY ?= passive
-test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a $(MPI_TEST_DEPS) | build/.deps-test build/.deps-plots
+test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a $(MPI_TEST_DEPS) \
+      $(PY_PACKAGE_DEPS) | build/.deps-test build/.deps-plots
 	@{ echo "scripts/check-exports $(BUILD)/liblinattn.so"; \
 	   if [ "$(SANITIZE)" = 1 ]; then \
 	       echo "echo check-install: skipped under SANITIZE=1 >&2"; \
@@ -217,6 +254,7 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a 
 	       *) echo $$t ;; esac; done; \
 	   for p in $(PY_CHECKS); do echo "/usr/bin/python3 tests/command/$$p.py $(BUILD)/linattn"; done; \
 	   echo "tests/hostile/run.sh $(BUILD)/linattn"; \
+	   $(PY_PACKAGE_LINES) \
 	   $(MPI_TEST_LINES) } | scripts/run-tests $(BUILD)/test-logs 0 $(TEST_JOBS)
 
 # ---- MPI, part 2 of 2: rules (variables in part 1) ----
@@ -284,11 +322,31 @@ test-portable: $(TEST_BIN) $(BUILD)/linattn | build/.deps-test
 	       echo "env LA_SIMD=off /usr/bin/python3 tests/command/$$p.py $(BUILD)/linattn"; done; } | \
 	    scripts/run-tests $(BUILD)/test-logs-portable $(PORTABLE_TIMEOUT) $(TEST_JOBS)
 
-check-torch: $(BUILD)/linattn | build/.deps-test
+# make python: the Python package (python/) with the shared library it was built with,
+# installed offline into a venv over Debian's /usr/bin/python3 and its site packages
+# (NumPy; PyTorch once make check-torch installed it); VENV=DIR for another venv than
+# $(BUILD)/venv (docs/python.md).
+python: $(VENV)/.installed
+$(VENV)/.installed: $(BUILD)/liblinattn.so python/pyproject.toml python/README.md \
+                    $(wildcard python/linattn/*.py) python/linattn/py.typed | build/.deps-python
+	rm -rf $(BUILD)/python && mkdir -p $(BUILD)/python
+	cp -r python/pyproject.toml python/README.md python/linattn $(BUILD)/python/
+	cp $(BUILD)/liblinattn.so $(BUILD)/python/linattn/
+	[ -x $(VENV)/bin/python ] || /usr/bin/python3 -m venv --system-site-packages $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --no-index --no-build-isolation --no-deps \
+	    --force-reinstall $(BUILD)/python
+	touch $@
+build/.deps-python: build/.deps-test
+	@scripts/ensure-deps venv wheel
+	@touch $@
+
+check-torch: $(BUILD)/linattn $(VENV)/.installed | build/.deps-test
 	@scripts/ensure-deps torch
 	/usr/bin/python3 tests/command/block_torch.py $(BUILD)/linattn
 	/usr/bin/python3 tests/command/model_torch.py $(BUILD)/linattn
 	/usr/bin/python3 tests/command/attend_torch.py $(BUILD)/linattn
+	$(VENV)/bin/python tests/python/torch_package.py
+	$(VENV)/bin/python examples/train_torch.py --check
 
 FUZZ_SECONDS ?= 60
 # Three targets, FUZZ_SECONDS each (.ci/run gives 20: a minute in all): the .npy parser,

@@ -11,6 +11,7 @@
  *               recurrent kernel and the reference: the chunk size must be invisible. */
 #include "accuracy.h"
 
+#include "attention/series.h"
 #include "commands.h"
 #include "common/inputs.h"
 #include "common/kernels.h"

@@ -1,6 +1,7 @@
 /* accuracy_studies.c — the four studies of `linattn accuracy`: error against N, distances
  * between variants, eps, and chunk size (accuracy.h). */
 #include "accuracy.h"
+#include "attention/series.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -57,13 +58,13 @@ int accuracy_study_error_vs_n(ctx *x, const size_t *ns, size_t n_points)
                 if (accuracy_record_failure(x, &k32, st)) return -1;
                 continue;
             }
-            st = la_attention_f32(var->kernel, &p, b.q, b.k, b.v, b.y32);
+            st = la_attention(var->kernel, &p, LA_FLOAT32, b.q, b.k, b.v, b.y32);
             if (st == LA_OK) {
                 accuracy_widen(b.y32, b.y64, b.elems);
                 if (accuracy_record(x, &k32, b.y64, b.ref, b.elems)) return -1;
             } else if (accuracy_record_failure(x, &k32, st))
                 return -1;
-            st = la_attention_f64(var->kernel, &p, b.q64, b.k64, b.v64, b.y64);
+            st = la_attention(var->kernel, &p, LA_FLOAT64, b.q64, b.k64, b.v64, b.y64);
             if (st == LA_OK) {
                 if (accuracy_record(x, &k64, b.y64, b.ref, b.elems)) return -1;
             } else if (accuracy_record_failure(x, &k64, st))
@@ -171,7 +172,7 @@ int accuracy_study_eps(ctx *x)
                     continue;
                 }
                 if (accuracy_record(x, &vs0, b.ref, b.ref2, b.elems)) goto fail;
-                s2 = la_attention_f32(LA_KERNEL_LINEAR, &p, b.q, b.k, b.v, b.y32);
+                s2 = la_attention(LA_KERNEL_LINEAR, &p, LA_FLOAT32, b.q, b.k, b.v, b.y32);
                 if (s2 == LA_OK) {
                     accuracy_widen(b.y32, b.y64, b.elems);
                     if (accuracy_record(x, &f32, b.y64, b.ref, b.elems)) goto fail;
@@ -212,7 +213,7 @@ int accuracy_study_chunk(ctx *x)
                              "float32", "reference_f64"};
     la_status st = la_ref_attention(LA_KERNEL_LINEAR_RECURRENT, &p, b.q64, b.k64, b.v64, b.ref);
     if (st == LA_OK)
-        st = la_attention_f32(LA_KERNEL_LINEAR_RECURRENT, &p, b.q, b.k, b.v, recurrent);
+        st = la_attention(LA_KERNEL_LINEAR_RECURRENT, &p, LA_FLOAT32, b.q, b.k, b.v, recurrent);
     if (st != LA_OK) {
         rc = accuracy_record_failure(x, &rec_key, st) ? -1 : 0;
         goto done;
@@ -228,7 +229,7 @@ int accuracy_study_chunk(ctx *x)
         vs_ref.compared_to = "reference_f64";
         if (!(accuracy_done_already(x, &vs_rec) && accuracy_done_already(x, &vs_ref))) {
             p.chunk = chunk;
-            st = la_attention_f32(LA_KERNEL_LINEAR, &p, b.q, b.k, b.v, b.y32);
+            st = la_attention(LA_KERNEL_LINEAR, &p, LA_FLOAT32, b.q, b.k, b.v, b.y32);
             if (st != LA_OK) {
                 if (accuracy_record_failure(x, &vs_ref, st)) goto done;
             } else {

@@ -241,7 +241,7 @@ int cmd_approx(int argc, char **argv)
             const uint64_t seed = c.common.seed + s;
             approx_fill(&c, &b, kind, seed);
             la_status st =
-                la_attention_f64(LA_KERNEL_SOFTMAX, &exact_p, b.q64, b.k64, b.v64, b.exact);
+                la_attention(LA_KERNEL_SOFTMAX, &exact_p, LA_FLOAT64, b.q64, b.k64, b.v64, b.exact);
             if (st != LA_OK) {
                 rc = cli_fail("approx", "exact softmax: %s", la_strerror(st));
                 break;

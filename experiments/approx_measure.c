@@ -105,7 +105,7 @@ int approx_measure(record_file *f, const config *c, buffers *b, la_kernel k, siz
     la_cost cost;
     const double flops =
         la_attention_cost(k, &p, LA_FLOAT32, &cost) == LA_OK ? cost.flops_total : NAN;
-    la_status st = la_attention_f64(k, &p, b->q64, b->k64, b->v64, b->y64);
+    la_status st = la_attention(k, &p, LA_FLOAT64, b->q64, b->k64, b->v64, b->y64);
     if (st != LA_OK)
         return record_row(f, "%s,%zu,%zu,%zu,nan,%.6g,%.6g,nan,nan,nan,%s", key, c->n, c->d,
                           c->heads, flops, flops / softmax_flops, la_strerror(st))

@@ -338,19 +338,19 @@ int cmd_attend(int argc, char **argv)
     }
     if (attend_rotary_linear(kernel, &positions))
         st = dtype == LA_FLOAT32
-                 ? la_linear_attention_rotary_f32(&p, 0, 0, q.data, k.data, v.data, y.data)
-                 : la_linear_attention_rotary_f64(&p, 0, 0, q.data, k.data, v.data, y.data);
+                 ? la_linear_attention_rotary(&p, LA_FLOAT32, 0, 0, q.data, k.data, v.data, y.data)
+                 : la_linear_attention_rotary(&p, LA_FLOAT64, 0, 0, q.data, k.data, v.data, y.data);
     else if (dtype == LA_FLOAT32)
-        st = la_attention_f32(kernel, &p, q.data, k.data, v.data, y.data);
+        st = la_attention(kernel, &p, LA_FLOAT32, q.data, k.data, v.data, y.data);
     else
-        st = la_attention_f64(kernel, &p, q.data, k.data, v.data, y.data);
+        st = la_attention(kernel, &p, LA_FLOAT64, q.data, k.data, v.data, y.data);
     const char *failed = "attend";
     if (st == LA_OK && a.save_weights) {
         failed = "--save-weights";
         if (dtype == LA_FLOAT32)
-            st = la_attention_weights_f32(kernel, &p, q.data, k.data, w.data);
+            st = la_attention_weights(kernel, &p, LA_FLOAT32, q.data, k.data, w.data);
         else
-            st = la_attention_weights_f64(kernel, &p, q.data, k.data, w.data);
+            st = la_attention_weights(kernel, &p, LA_FLOAT64, q.data, k.data, w.data);
     }
     if (st == LA_ERANGE && dtype == LA_FLOAT32) {
         rc = cli_fail(failed, "values overflow float32: use --precision float64");

@@ -71,11 +71,11 @@ int attend_backward_and_write(const attend_args *a, la_kernel kernel, const la_p
         return rc;
     la_status st;
     if (dtype == LA_FLOAT32)
-        st = la_attention_backward_f32(kernel, p, q->data, k->data, v->data, y->data, d_out->data,
-                                       grads[0].data, grads[1].data, grads[2].data);
+        st = la_attention_backward(kernel, p, LA_FLOAT32, q->data, k->data, v->data, y->data, NULL,
+                                   d_out->data, grads[0].data, grads[1].data, grads[2].data);
     else
-        st = la_attention_backward_f64(kernel, p, q->data, k->data, v->data, y->data, d_out->data,
-                                       grads[0].data, grads[1].data, grads[2].data);
+        st = la_attention_backward(kernel, p, LA_FLOAT64, q->data, k->data, v->data, y->data, NULL,
+                                   d_out->data, grads[0].data, grads[1].data, grads[2].data);
     if (st == LA_ERANGE && dtype == LA_FLOAT32)
         return cli_fail("attend", "gradients overflow float32: use --precision float64");
     if (st != LA_OK)

@@ -79,7 +79,7 @@ static const char help_scores[] =
     "                       when given) and refuse --scale; the others are kernels of\n"
     "                       their own (--variant, when given, must name it). Weights:\n"
     "                       --score-w (and --score-v), .npy read as float64, shapes\n"
-    "                       checked; else drawn from --seed as la_score_weights draws them\n"
+    "                       checked; else drawn from --seed as la_kernel_draw draws them\n"
     "                       (W entries N(0, 1/d_k), additive N(0, 1/(2·d_k)), v N(0, 1/d_a))\n"
     "                       [none: --variant's own]\n";
 static const char help_gradients[] =
@@ -90,7 +90,7 @@ static const char help_gradients[] =
     "  --grad-q DQ.npy, --grad-k DK.npy, --grad-v DV.npy\n"
     "                       the gradients of L = sum(Y * dO) with respect to Q, K and V,\n"
     "                       shaped as Q, K, V, in --precision: the forward runs, then the\n"
-    "                       kernel's backward pass (la_attention_backward_f32/_f64) with\n"
+    "                       kernel's backward pass (la_attention_backward/_f64) with\n"
     "                       the same masks, scale, feature map, eps and chunk. Y and the\n"
     "                       three gradients appear together or not at all. hard: dQ = dK =\n"
     "                       0 (the argmax is piecewise constant), dV sums dO over the\n"

@@ -95,7 +95,7 @@ static const char help_columns[] =
     "                   larger --n or --m is refused. The header's # inputs line names\n"
     "                   the files (else: random, seed 1)\n"
     "  --pass P         what one timed call is [forward]: forward; backward, the kernel's\n"
-    "                   backward alone (la_attention_backward_f32, dQ, dK, dV from a random\n"
+    "                   backward alone (la_attention_backward, dQ, dK, dV from a random\n"
     "                   dO) on the forward's output computed before the timing; or train,\n"
     "                   forward then backward timed as one call. gflops counts the pass's\n"
     "                   FLOPs (la_attention_backward_cost for the backward, both models'\n"
@@ -122,7 +122,7 @@ static const char help_ceilings[] =
     "(B = 1, H = 8, the point's d; float64 where it says so): the FMA peak of the dtype\n"
     "and threads, the roofline bound min(peak, intensity * triad bandwidth) (linattn help\n"
     "roofline), the streaming-read bandwidth for decoding (one query over t keys: the\n"
-    "cost model's minimum bytes per second), and sgemm for the FFN (la_ffn_f32, D = 512,\n"
+    "cost model's minimum bytes per second), and sgemm for the FFN (la_ffn, D = 512,\n"
     "d_ff = 2048, rows = N; its two products' FLOPs):\n";
 static const char help_end[] =
     "It prints the measurement table (the points against the ceilings as # lines after\n"

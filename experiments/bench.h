@@ -67,7 +67,7 @@ typedef enum {
     CG_SGEMM, /* a's rate (the FFN's two products) >= target % of sgemm */
 } cg_kind;
 
-/* A point: a registry series (or "ffn": la_ffn_f32 with D = d, d_ff = 4·d, rows = n), its
+/* A point: a registry series (or "ffn": la_ffn with D = d, d_ff = 4·d, rows = n), its
  * dtype, N queries over M keys (0: M = N), head size d, threads. */
 typedef struct {
     const char *series;

@@ -1,5 +1,6 @@
 /* bench_ceilings.c — the goals against this machine's own ceilings measured: the FMA
  * peak, the roofline bound, the read bandwidth and the sgemm yardstick (bench.h). */
+#include "attention/series.h"
 #include "bench.h"
 
 #include <math.h>
@@ -33,9 +34,11 @@ static int cg_run(void *ctx)
 {
     const cg_call *c = ctx;
     if (strcmp(c->pt->series, "ffn") == 0)
-        return (int)la_ffn_f32(&c->layer, c->pt->n, c->q, c->w1, c->b1, c->w2, c->b2, c->out);
-    if (c->pt->f64) return (int)la_attention_f64(c->kernel, &c->p, c->q, c->k, c->v, c->out);
-    return (int)la_attention_f32(c->kernel, &c->p, c->q, c->k, c->v, c->out);
+        return (int)la_ffn(&c->layer, LA_FLOAT32, c->pt->n, c->q, c->w1, c->b1, c->w2, c->b2,
+                           c->out);
+    if (c->pt->f64)
+        return (int)la_attention(c->kernel, &c->p, LA_FLOAT64, c->q, c->k, c->v, c->out);
+    return (int)la_attention(c->kernel, &c->p, LA_FLOAT32, c->q, c->k, c->v, c->out);
 }
 
 /* Random N(0, 1) values into x (floats or doubles). */
@@ -119,8 +122,8 @@ static int cg_ceilings_for(int threads, int reps, int with_sgemm, cg_ceilings *c
     if (la_get_num_threads() != threads) la_set_num_threads(threads);
     if (!c->measured) {
         c->measured = 1;
-        c->peak[0] = la_fma_peak_gflops(threads);
-        c->peak[1] = la_fma_peak_gflops_f64(threads);
+        c->peak[0] = la_fma_peak_gflops(LA_FLOAT32, threads);
+        c->peak[1] = la_fma_peak_gflops(LA_FLOAT64, threads);
         if (la_memory_bandwidth_gbs(LA_BANDWIDTH_READ, threads, &c->read) != LA_OK) c->read = NAN;
         if (la_memory_bandwidth_gbs(LA_BANDWIDTH_TRIAD, threads, &c->triad) != LA_OK)
             c->triad = NAN;

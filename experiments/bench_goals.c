@@ -1,5 +1,6 @@
 /* bench_goals.c — `linattn bench --goals`: the goal tables, their points timed as a
  * plain run, and each goal met or not (bench.h). */
+#include "attention/series.h"
 #include "bench.h"
 
 #include <math.h>

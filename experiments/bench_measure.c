@@ -1,6 +1,7 @@
 /* bench_measure.c — a point timed: its problem, its rule, the sgemm yardstick and the
  * kernels on their inputs (bench.h). */
 #include "bench.h"
+#include "cpu/machine.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -79,7 +80,7 @@ int bench_measure_sgemm(int threads, const timing_rule *rule, sgemm_result *out)
         rc = timer_run(run_sgemm, &g, &sgemm_rule, &out->t);
         if (rc == 0)
             out->gflops = 2.0 * SGEMM_SIZE * SGEMM_SIZE * SGEMM_SIZE / out->t.median_s * 1e-9;
-        out->peak_gflops = la_fma_peak_gflops(threads);
+        out->peak_gflops = la_fma_peak_gflops(LA_FLOAT32, threads);
         if (la_memory_bandwidth_gbs(LA_BANDWIDTH_TRIAD, threads, &out->triad_gbs) != LA_OK)
             out->triad_gbs = NAN;
     }

@@ -1,4 +1,5 @@
 /* bench_output.c — the table or the CSV of a run, and the run itself (bench.h). */
+#include "attention/series.h"
 #include "bench.h"
 
 #include <math.h>
@@ -34,10 +35,10 @@ static void write_peak(FILE *out, const sgemm_result *sgemm)
 
 /* What the pass times, for the header's # pass line. */
 static const char *const pass_about[] = {
-    "forward (la_attention_f32)",
-    "backward (la_attention_backward_f32 alone, on the forward's output computed before the "
+    "forward (la_attention)",
+    "backward (la_attention_backward alone, on the forward's output computed before the "
     "timing; FLOPs and workspace from la_attention_backward_cost)",
-    "train (la_attention_f32 then la_attention_backward_f32, timed as one call; FLOPs the sum "
+    "train (la_attention then la_attention_backward, timed as one call; FLOPs the sum "
     "of both models', workspace the larger)",
 };
 

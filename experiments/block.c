@@ -277,15 +277,15 @@ int cmd_block(int argc, char **argv)
         goto done;
     }
     if (decoder && dtype == LA_FLOAT32)
-        st = la_decoder_layer_f32(&c, &w, batch, n, m, x.data, memory.data, causal, NULL, NULL,
-                                  y.data);
+        st = la_decoder_layer(&c, &w, LA_FLOAT32, batch, n, m, x.data, memory.data, causal, NULL,
+                              NULL, y.data);
     else if (decoder)
-        st = la_decoder_layer_f64(&c, &w, batch, n, m, x.data, memory.data, causal, NULL, NULL,
-                                  y.data);
+        st = la_decoder_layer(&c, &w, LA_FLOAT64, batch, n, m, x.data, memory.data, causal, NULL,
+                              NULL, y.data);
     else if (dtype == LA_FLOAT32)
-        st = la_encoder_layer_f32(&c, &w, batch, n, x.data, causal, NULL, y.data);
+        st = la_encoder_layer(&c, &w, LA_FLOAT32, batch, n, x.data, causal, NULL, y.data);
     else
-        st = la_encoder_layer_f64(&c, &w, batch, n, x.data, causal, NULL, y.data);
+        st = la_encoder_layer(&c, &w, LA_FLOAT64, batch, n, x.data, causal, NULL, y.data);
     if (st == LA_ERANGE && dtype == LA_FLOAT32) {
         rc = cli_fail("block", "values overflow float32: use --precision float64");
         goto done;

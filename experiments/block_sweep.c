@@ -1,5 +1,5 @@
 /* block_sweep.c — `linattn block-sweep`: the block experiment. A whole post-LN encoder
- * layer (la_encoder_layer_f32, Xavier-initialised weights) timed against N for softmax
+ * layer (la_encoder_layer, Xavier-initialised weights) timed against N for softmax
  * and linear attention, with the time of each component: the projections (the
  * multi-head attention minus its attention kernel), the attention kernel, the FFN, the
  * two LayerNorms, and the rest (residual adds and copies: the layer minus the parts).
@@ -31,11 +31,11 @@ static const char help_text[] =
     "post-LN encoder layer (B = 1, float32, Xavier-uniform weights, random N(0, 1)\n"
     "input) for each N of --n with softmax (fused) and with linear attention, and each\n"
     "of its components on the same sizes:\n"
-    "  projections  la_mha_f32 minus the attention kernel alone (Q, K, V, out and the\n"
+    "  projections  la_mha minus the attention kernel alone (Q, K, V, out and the\n"
     "               head reshapes)\n"
     "  attention    the kernel alone on (1, H, N, D/H) inputs\n"
-    "  ffn          la_ffn_f32 on N rows\n"
-    "  layer_norm   two la_layer_norm_f32 calls on N rows\n"
+    "  ffn          la_ffn on N rows\n"
+    "  layer_norm   two la_layer_norm calls on N rows\n"
     "  other        the layer minus all of the above (residual adds, copies; 0 when the\n"
     "               parts' separate timings add up to more)\n"
     "A row per component gives its median time, its share of the sum, the cumulative\n"
@@ -129,22 +129,25 @@ static int run_call(void *ctx)
 #define W(which) ((const float *)c->w->tensor[which])
     const size_t D = c->lc->d_model;
     switch (c->what) {
-    case 0: c->status = la_encoder_layer_f32(c->lc, c->w, 1, c->n, c->x, 0, NULL, c->out); break;
+    case 0:
+        c->status = la_encoder_layer(c->lc, c->w, LA_FLOAT32, 1, c->n, c->x, 0, NULL, c->out);
+        break;
     case 1:
-        c->status = la_mha_f32(c->lc, 1, c->n, c->n, c->x, c->x, 0, NULL, W(LA_W_SELF_IN_WEIGHT),
-                               W(LA_W_SELF_IN_BIAS), W(LA_W_SELF_OUT_WEIGHT), W(LA_W_SELF_OUT_BIAS),
-                               c->out);
+        c->status =
+            la_mha(c->lc, LA_FLOAT32, 1, c->n, c->n, c->x, c->x, 0, NULL, W(LA_W_SELF_IN_WEIGHT),
+                   W(LA_W_SELF_IN_BIAS), W(LA_W_SELF_OUT_WEIGHT), W(LA_W_SELF_OUT_BIAS), c->out);
         break;
     case 3:
-        c->status = la_ffn_f32(c->lc, c->n, c->x, W(LA_W_LINEAR1_WEIGHT), W(LA_W_LINEAR1_BIAS),
-                               W(LA_W_LINEAR2_WEIGHT), W(LA_W_LINEAR2_BIAS), c->out);
+        c->status =
+            la_ffn(c->lc, LA_FLOAT32, c->n, c->x, W(LA_W_LINEAR1_WEIGHT), W(LA_W_LINEAR1_BIAS),
+                   W(LA_W_LINEAR2_WEIGHT), W(LA_W_LINEAR2_BIAS), c->out);
         break;
     case 4:
-        c->status = la_layer_norm_f32(c->n, D, c->x, W(LA_W_NORM1_WEIGHT), W(LA_W_NORM1_BIAS),
-                                      c->lc->norm_eps, c->out);
+        c->status = la_layer_norm(LA_FLOAT32, c->n, D, c->x, W(LA_W_NORM1_WEIGHT),
+                                  W(LA_W_NORM1_BIAS), c->lc->norm_eps, c->out);
         if (c->status == LA_OK)
-            c->status = la_layer_norm_f32(c->n, D, c->x, W(LA_W_NORM2_WEIGHT), W(LA_W_NORM2_BIAS),
-                                          c->lc->norm_eps, c->out);
+            c->status = la_layer_norm(LA_FLOAT32, c->n, D, c->x, W(LA_W_NORM2_WEIGHT),
+                                      W(LA_W_NORM2_BIAS), c->lc->norm_eps, c->out);
         break;
     }
 #undef W

@@ -52,11 +52,12 @@ static int run_layer(void *ctx)
     const inputs *in = b->in;
     switch (b->kind) {
     case L_RECURRENT:
-        return (int)la_rnn_forward_f32(1, b->n, b->d, in->x, in->w_x, in->w_h, in->b, in->out);
+        return (int)la_rnn_forward(LA_FLOAT32, 1, b->n, b->d, in->x, in->w_x, in->w_h, in->b,
+                                   in->out);
     case L_CONVOLUTIONAL:
-        return (int)la_conv1d_forward_f32(1, b->n, b->d, b->width, in->x, in->w_conv, in->b,
-                                          in->out);
-    default: return (int)la_attention_f32(b->kernel, &b->p, in->x, in->k, in->v, in->out);
+        return (int)la_conv1d_forward(LA_FLOAT32, 1, b->n, b->d, b->width, in->x, in->w_conv, in->b,
+                                      in->out);
+    default: return (int)la_attention(b->kernel, &b->p, LA_FLOAT32, in->x, in->k, in->v, in->out);
     }
 }
 

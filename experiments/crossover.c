@@ -5,6 +5,7 @@
  * cross), for non-causal attention (fused softmax against linear) and causal (causal
  * fused softmax against chunked causal linear). Writes every timed point to
  * crossover_points.csv and one row per (d, causal) to crossover.csv. */
+#include "attention/series.h"
 #include "commands.h"
 #include "common/inputs.h"
 #include "common/machine.h"

@@ -1,7 +1,7 @@
 /* decode.c — `linattn decode`: autoregressive generation, one token at a time.
  * Softmax attention keeps a KV cache and attends the new query over all t cached keys
- * (la_softmax_attention_f32 with N = 1, M = t: O(t) per token, O(T²) in total); linear
- * attention carries its recurrent state (la_linear_step_f32: O(1) per token, O(T) in
+ * (la_attention with N = 1, M = t: O(t) per token, O(T²) in total); linear
+ * attention carries its recurrent state (la_linear_step: O(1) per token, O(T) in
  * total). Writes per-token latency against the position t, in geometric bins, and the
  * running total, to decode.csv. */
 #include "commands.h"
@@ -26,8 +26,8 @@ static const char help_text[] =
     "\n"
     "Generates T tokens autoregressively from random float32 q, k, v streams and times\n"
     "each token: softmax attention over a growing KV cache (the new query against all t\n"
-    "cached keys, la_softmax_attention_f32 with N = 1) against causal linear attention's\n"
-    "recurrent state (la_linear_step_f32). Each generation is repeated --reps times and\n"
+    "cached keys, la_attention with N = 1) against causal linear attention's\n"
+    "recurrent state (la_linear_step). Each generation is repeated --reps times and\n"
     "a token's latency is its median over them; rows give the median, min, max, 10th\n"
     "and 90th percentiles over the tokens of geometric bins of positions, and the\n"
     "cumulative time to generate up to the bin's last token (the last row of each\n"
@@ -106,14 +106,23 @@ static la_status softmax_token(gen *g, size_t t)
     la_problem p;
     la_problem_init(&p, 1, H, 1, g->T, d, d);
     p.key_lengths = &length;
-    return la_softmax_attention_f32(&p, g->q + t * H * d, g->k_cache, g->v_cache, g->y);
+    return la_attention(LA_KERNEL_SOFTMAX, &p, LA_FLOAT32, g->q + t * H * d, g->k_cache, g->v_cache,
+                        g->y);
+}
+
+/* A causal linear attention state of H heads of size d: φ = elu + 1, the default eps. */
+static la_status linear_state_elu(la_linear_state **state, size_t H, size_t d)
+{
+    la_problem p;
+    la_problem_init(&p, 1, H, 1, 1, d, d);
+    return la_linear_state_create(state, LA_KERNEL_LINEAR, &p, LA_FLOAT32);
 }
 
 /* Linear attention, token t: one step of the recurrence. */
 static la_status linear_token(gen *g, size_t t)
 {
     const size_t off = t * g->H * g->d;
-    return la_linear_step_f32(g->state, g->q + off, g->k + off, g->v + off, g->y);
+    return la_linear_step(g->state, g->q + off, g->k + off, g->v + off, g->y);
 }
 
 /* One generation of T tokens, timing each into lat[t]. Returns the number of tokens
@@ -188,8 +197,7 @@ int cmd_decode(int argc, char **argv)
         inputs_fill_normal_f32(&r, k, n, 1.0);
         inputs_fill_normal_f32(&r, v, n, 1.0);
         g.q = q, g.k = k, g.v = v;
-        la_status st =
-            la_linear_state_create(&g.state, LA_FLOAT32, H, d, d, LA_FEATURE_ELU1, LA_DEFAULT_EPS);
+        la_status st = linear_state_elu(&g.state, H, d);
         if (st != LA_OK) {
             cli_line("decode: %s", la_strerror(st));
             goto fail;

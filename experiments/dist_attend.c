@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "common/arrays.h"
 #include "common/cli.h"
+#include "io/outfile.h"
 
 #include <limits.h>
 #include <stdio.h>

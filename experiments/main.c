@@ -1,6 +1,7 @@
 /* main.c — `linattn COMMAND [ARGS]`: git-style dispatch and `linattn help [COMMAND]`. */
 #include "commands.h"
 #include "common/cli.h"
+#include "io/outfile.h"
 #include "linattn.h"
 
 #include <errno.h>

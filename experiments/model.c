@@ -168,8 +168,8 @@ static int embed_tokens(const char *path, const la_array *ids, const char *dir, 
         goto done;
     }
     la_status st = dtype == LA_FLOAT32
-                       ? la_embed_f32(vocab, D, table.data, ids->count, tokens, out->data)
-                       : la_embed_f64(vocab, D, table.data, ids->count, tokens, out->data);
+                       ? la_embed(LA_FLOAT32, vocab, D, table.data, ids->count, tokens, out->data)
+                       : la_embed(LA_FLOAT64, vocab, D, table.data, ids->count, tokens, out->data);
     if (st != LA_OK) {
         la_array_free(out);
         rc = cli_fail(path, "%s", la_strerror(st));
@@ -302,9 +302,11 @@ int cmd_model(int argc, char **argv)
         goto done;
     }
     if (dtype == LA_FLOAT32)
-        st = la_transformer_f32(&c, &w, batch, n_src, n_tgt, src.data, tgt.data, NULL, y.data);
+        st = la_transformer(&c, &w, LA_FLOAT32, batch, n_src, n_tgt, src.data, tgt.data, NULL,
+                            y.data);
     else
-        st = la_transformer_f64(&c, &w, batch, n_src, n_tgt, src.data, tgt.data, NULL, y.data);
+        st = la_transformer(&c, &w, LA_FLOAT64, batch, n_src, n_tgt, src.data, tgt.data, NULL,
+                            y.data);
     if (st == LA_ERANGE && dtype == LA_FLOAT32) {
         rc = cli_fail("model", "values overflow float32: use --precision float64");
         goto done;

@@ -23,6 +23,7 @@
 #include "commands.h"
 #include "common/cli.h"
 #include "common/record.h"
+#include "io/outfile.h"
 #include "linattn.h"
 
 #include <dirent.h>

@@ -1,6 +1,7 @@
 /* plot_gnuplot.c — gnuplot run on a figure: the -e assignments, the scripts' folder, the
  * outputs written whole or not at all (plot.h). */
 #include "plot.h"
+#include "io/outfile.h"
 
 #include <dirent.h>
 #include <errno.h>

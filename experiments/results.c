@@ -10,6 +10,7 @@
 #ifndef _XOPEN_SOURCE
 #define _XOPEN_SOURCE 700 /* realpath */
 #endif
+#include "attention/series.h"
 #include "commands.h"
 #include "common/cli.h"
 #include "common/guard.h"

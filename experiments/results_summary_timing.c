@@ -1,5 +1,6 @@
 /* results_summary_timing.c — the summary's sections on the timing experiments: scaling,
  * memory and rate, crossover, decode, complexity, roofline, block (results.h). */
+#include "attention/series.h"
 #include "results.h"
 
 #include <dirent.h>

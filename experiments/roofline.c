@@ -165,10 +165,10 @@ static int parse(int argc, char **argv, config *c)
 static int measure_ceilings(ceilings *m)
 {
     const int threads = la_get_num_threads();
-    m->peak1[0] = la_fma_peak_gflops(1);
-    m->peak1[1] = la_fma_peak_gflops_f64(1);
-    m->peak[0] = threads == 1 ? m->peak1[0] : la_fma_peak_gflops(threads);
-    m->peak[1] = threads == 1 ? m->peak1[1] : la_fma_peak_gflops_f64(threads);
+    m->peak1[0] = la_fma_peak_gflops(LA_FLOAT32, 1);
+    m->peak1[1] = la_fma_peak_gflops(LA_FLOAT64, 1);
+    m->peak[0] = threads == 1 ? m->peak1[0] : la_fma_peak_gflops(LA_FLOAT32, threads);
+    m->peak[1] = threads == 1 ? m->peak1[1] : la_fma_peak_gflops(LA_FLOAT64, threads);
     la_status st;
     if ((st = la_memory_bandwidth_gbs(LA_BANDWIDTH_READ, 1, &m->read1)) != LA_OK ||
         (st = la_memory_bandwidth_gbs(LA_BANDWIDTH_READ, threads, &m->read)) != LA_OK ||

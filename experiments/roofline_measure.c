@@ -54,8 +54,9 @@ static int run_kernel(void *ctx)
     const body_ctx *b = ctx;
     const inputs *in = b->in;
     if (b->f64)
-        return (int)la_attention_f64(b->kernel, &b->p, in->q64, in->k64, in->v64, in->out64);
-    return (int)la_attention_f32(b->kernel, &b->p, in->q, in->k, in->v, in->out);
+        return (int)la_attention(b->kernel, &b->p, LA_FLOAT64, in->q64, in->k64, in->v64,
+                                 in->out64);
+    return (int)la_attention(b->kernel, &b->p, LA_FLOAT32, in->q, in->k, in->v, in->out);
 }
 
 /* The key of a point: variant,kernel,dtype,n,d,heads,threads */

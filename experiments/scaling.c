@@ -74,7 +74,7 @@ static const char help_text[] =
     "                     --n the default lengths are clipped to it. The results' # inputs\n"
     "                     line names the files (random: the seed)\n"
     "  --pass P           forward (default): one call is the kernel's forward; train: the\n"
-    "                     forward and then the backward (la_attention_backward_f32 of\n"
+    "                     forward and then the backward (la_attention_backward of\n"
     "                     L = sum(out * dO), dO random) timed as one call, the cost of a\n"
     "                     training step's attention; FLOPs and workspace from both cost\n"
     "                     models. The file's first line then names the experiment\n"

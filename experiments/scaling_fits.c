@@ -1,5 +1,6 @@
 /* scaling_fits.c — the exponents of time and memory in N fitted per series and group,
  * and where linear attention overtakes softmax (scaling.h). */
+#include "attention/series.h"
 #include "scaling.h"
 
 #include <math.h>

@@ -8,7 +8,7 @@
  * scores.csv: the logits' standard deviation, the attention weights' mean and
  * minimum row entropy against its maximum ln N, the Jacobian's largest entry (median, mean
  * and max over rows), and the mean largest weight. The weights come from the library
- * (la_attention_weights_f64, the softmax kernel's row softmax, float64). */
+ * (la_attention_weights, the softmax kernel's row softmax, float64). */
 #include "commands.h"
 #include "common/cli.h"
 #include "common/inputs.h"
@@ -32,7 +32,7 @@ static const char help_text[] =
     "d_k grows, its weights' entropy falls towards 0 and its Jacobian vanishes; scaled\n"
     "(scale 1/sqrt(d_k)) the logits keep unit variance. Per d_k, scaling and seed, on N\n"
     "queries and N keys drawn N(0, 1), the attention weights A = softmax(Q Kᵀ · scale)\n"
-    "(la_attention_weights_f64, float64) give:\n"
+    "(la_attention_weights, float64) give:\n"
     "  logit_std            the standard deviation of the N² logits q·k · scale\n"
     "  entropy_mean_nats    the mean over rows of H_i = −Σ_j A_ij ln A_ij (nats)\n"
     "  entropy_min_nats     the smallest row entropy\n"
@@ -142,7 +142,7 @@ static int measure(const config *c, size_t dk, double scale, uint64_t seed, doub
     la_problem p;
     la_problem_init(&p, 1, 1, n, n, dk, 1);
     p.scale = scale;
-    la_status st = la_attention_weights_f64(LA_KERNEL_SOFTMAX, &p, q, k, a);
+    la_status st = la_attention_weights(LA_KERNEL_SOFTMAX, &p, LA_FLOAT64, q, k, a);
     if (st != LA_OK) return cli_fail("scores", "attention weights: %s", la_strerror(st)), 1;
     /* the logits' spread, from the same q and k */
     double sum = 0, sum2 = 0;

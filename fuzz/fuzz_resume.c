@@ -23,22 +23,14 @@ int la_num_threads_requested(void)
 {
     return 1;
 }
-const char *la_blis_version(void)
+la_config_info la_config(void)
 {
-    return "fuzz";
+    return (la_config_info){"fuzz", "fuzz", "fuzz", "fuzz"};
 }
-const char *la_blis_config(void)
+la_status la_attention(la_kernel kernel, const la_problem *p, la_dtype dtype, const void *q,
+                       const void *k, const void *v, void *out)
 {
-    return "fuzz";
-}
-const char *la_simd_config(void)
-{
-    return "fuzz";
-}
-la_status la_attention_f32(la_kernel kernel, const la_problem *p, const float *q, const float *k,
-                           const float *v, float *out)
-{
-    (void)kernel, (void)p, (void)q, (void)k, (void)v, (void)out;
+    (void)kernel, (void)p, (void)dtype, (void)q, (void)k, (void)v, (void)out;
     return LA_EINVAL;
 }
 

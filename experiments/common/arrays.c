@@ -1,6 +1,7 @@
 /* arrays.c — .npy arrays read and written for the subcommands, each failure reported as
  * one line (contract in arrays.h). */
 #include "arrays.h"
+#include "io/outfile.h"
 
 #include "cli.h"
 

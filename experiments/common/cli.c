@@ -1,6 +1,7 @@
 /* cli.c — one-line errors, validated numbers and long options for the subcommands
  * (contract in cli.h). */
 #include "cli.h"
+#include "io/outfile.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,5 +1,6 @@
 /* kernels.c — the registry as the commands see it (contract in kernels.h). */
 #include "kernels.h"
+#include "attention/series.h"
 
 #include "cli.h"
 

@@ -92,8 +92,8 @@ void metadata_write(FILE *out, const char *experiment, const char *about, int ar
             machine_load_average());
     const machine_report *check = machine_checked();
     if (check) machine_write_meta(out, check);
-    fprintf(out, "# blis: %s, kernels %s\n", la_blis_version(), la_blis_config());
-    fprintf(out, "# float32 kernels: %s\n", la_simd_config());
+    fprintf(out, "# blis: %s, kernels %s\n", la_config().blis_version, la_config().blis_config);
+    fprintf(out, "# float32 kernels: %s\n", la_config().simd);
     fprintf(out, "# linattn: %s\n", LA_VERSION_STRING);
     fprintf(out, "# peak_rss: %s\n",
             reset ? "VmHWM after the point, reset before it via /proc/self/clear_refs; "

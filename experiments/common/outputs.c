@@ -1,5 +1,6 @@
 /* outputs.c — a set of .npy outputs committed together (outputs.h). */
 #include "outputs.h"
+#include "io/outfile.h"
 
 #include "cli.h"
 

@@ -14,6 +14,7 @@
 #ifndef LA_OUTPUTS_H
 #define LA_OUTPUTS_H
 
+#include "io/outfile.h"
 #include "linattn.h"
 
 #include <stddef.h>

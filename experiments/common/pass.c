@@ -66,18 +66,19 @@ static la_status lse_for(pass_call *c)
 static la_status forward(const pass_call *c)
 {
     if (c->lse)
-        return la_softmax_attention_lse_f32(c->p, c->a->q, c->a->k, c->a->v, c->a->out, c->lse);
-    return la_attention_f32(c->kernel, c->p, c->a->q, c->a->k, c->a->v, c->a->out);
+        return la_attention_lse(c->kernel, c->p, LA_FLOAT32, c->a->q, c->a->k, c->a->v, c->a->out,
+                                c->lse);
+    return la_attention(c->kernel, c->p, LA_FLOAT32, c->a->q, c->a->k, c->a->v, c->a->out);
 }
 
 static la_status backward(const pass_call *c)
 {
     const pass_arrays *a = c->a;
     if (c->lse)
-        return la_softmax_attention_backward_f32(c->p, a->q, a->k, a->v, a->out, c->lse, a->d_out,
-                                                 a->d_q, a->d_k, a->d_v);
-    return la_attention_backward_f32(c->kernel, c->p, a->q, a->k, a->v, a->out, a->d_out, a->d_q,
-                                     a->d_k, a->d_v);
+        return la_attention_backward(c->kernel, c->p, LA_FLOAT32, a->q, a->k, a->v, a->out, c->lse,
+                                     a->d_out, a->d_q, a->d_k, a->d_v);
+    return la_attention_backward(c->kernel, c->p, LA_FLOAT32, a->q, a->k, a->v, a->out, NULL,
+                                 a->d_out, a->d_q, a->d_k, a->d_v);
 }
 
 static int run_pass_call(void *ctx)

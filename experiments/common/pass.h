@@ -1,6 +1,6 @@
 /* pass.h — what one timed "call" of a kernel is, for bench's --pass and the sweeps:
- *   forward   la_attention_f32: out from q, k, v;
- *   backward  la_attention_backward_f32 alone: d_q, d_k, d_v from q, k, v, the forward's
+ *   forward   la_attention: out from q, k, v;
+ *   backward  la_attention_backward alone: d_q, d_k, d_v from q, k, v, the forward's
  *             out (computed once, before the timing) and d_out;
  *   train     forward then backward as one body, the cost of a training step's attention.
  * Its FLOPs and workspace come from the library's one model: la_attention_cost for the
@@ -18,8 +18,8 @@
 #include "timer.h"
 
 /* Fused softmax's backward and train passes train as FlashAttention-2 does: the forward
- * (la_softmax_attention_lse_f32) keeps each row's log-sum-exp, B·H·N floats the pass
- * allocates, and the backward reads it (la_softmax_attention_backward_f32); the registry's
+ * (la_attention_lse) keeps each row's log-sum-exp, B·H·N floats the pass
+ * allocates, and the backward reads it (la_attention_backward); the registry's
  * backward, which has no lse, would first recompute it. The other kernels run the
  * registry's functions. */
 typedef enum { PASS_FORWARD = 0, PASS_BACKWARD, PASS_TRAIN, PASS_COUNT } pass_kind;

@@ -98,8 +98,8 @@ int position_add_absolute(const position_values *v, const char *what, uint64_t s
     const size_t n = x->shape[x->ndim - 2], d = x->shape[x->ndim - 1], rows = x->count / (n * d);
     if (v->kind == POSITION_SINUSOIDAL) {
         const la_status st = x->dtype == LA_NPY_F32
-                                 ? la_add_positional_encoding_f32(rows, n, d, 0, x->data)
-                                 : la_add_positional_encoding_f64(rows, n, d, 0, x->data);
+                                 ? la_add_positional_encoding(LA_FLOAT32, rows, n, d, 0, x->data)
+                                 : la_add_positional_encoding(LA_FLOAT64, rows, n, d, 0, x->data);
         return st == LA_OK ? 0 : cli_fail(what, "sinusoidal positions: %s", la_strerror(st));
     }
     const double *table = v->table.data;
@@ -133,8 +133,9 @@ int position_rotate(const char *what, la_array *x)
     const size_t n = x->shape[x->ndim - 2], d = x->shape[x->ndim - 1], rows = x->count / (n * d);
     if (d % 2 != 0)
         return cli_fail(what, "rotary positions rotate channel pairs: d = %zu must be even", d);
-    const la_status st = x->dtype == LA_NPY_F32 ? la_rotary_apply_f32(rows, n, d, 0, x->data)
-                                                : la_rotary_apply_f64(rows, n, d, 0, x->data);
+    const la_status st = x->dtype == LA_NPY_F32
+                             ? la_rotary_apply(LA_FLOAT32, rows, n, d, 0, x->data)
+                             : la_rotary_apply(LA_FLOAT64, rows, n, d, 0, x->data);
     return st == LA_OK ? 0 : cli_fail(what, "rotary positions: %s", la_strerror(st));
 }
 
@@ -152,7 +153,7 @@ void position_print_help(FILE *out)
           "  --max-distance K     relative: the clip distance K >= 1 [16]\n"
           "  --relative AK.npy,AV.npy  relative: a^K (2K+1, d_k) and a^V (2K+1, d_v), row\n"
           "                       K + clip(j - i, -K, K); without it drawn from\n"
-          "                       --seed (la_relative_embeddings) [drawn]\n",
+          "                       --seed (la_kernel_draw) [drawn]\n",
           out);
 }
 

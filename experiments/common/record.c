@@ -4,6 +4,7 @@
 #include "record.h"
 
 #include "guard.h"
+#include "io/outfile.h"
 #include "linattn.h"
 #include "lock.h"
 #include "machine.h"

@@ -2,6 +2,7 @@
 #include "textout.h"
 
 #include "cli.h"
+#include "io/outfile.h"
 #include "linattn.h"
 
 #include <errno.h>

@@ -92,7 +92,7 @@ typedef struct {
 static int run_kernel_call(void *ctx)
 {
     kernel_call *c = ctx;
-    c->status = la_attention_f32(c->kernel, c->p, c->q, c->k, c->v, c->out);
+    c->status = la_attention(c->kernel, c->p, LA_FLOAT32, c->q, c->k, c->v, c->out);
     return c->status != LA_OK;
 }
 

@@ -58,13 +58,13 @@ static inline int timer_run(timer_body body, void *ctx, const timer_rule *rule, 
     return status;
 }
 
-/* Times one la_attention_f32 call of kernel on the given inputs by the rule (bench's
+/* Times one la_attention call of kernel on the given inputs by the rule (bench's
  * loop). Returns the kernel's status (LA_ENOMEM also when the timer could not
  * allocate); *t is set when it is LA_OK. */
 la_status timer_kernel(la_kernel kernel, const la_problem *p, const float *q, const float *k,
                        const float *v, float *out, const timer_rule *rule, timer_result *t);
 
-/* Times one la_attention_f32 call of each kernels[i] on its problem p[i], all on the
+/* Times one la_attention call of each kernels[i] on its problem p[i], all on the
  * same inputs and output buffer, interleaved by timer_run_interleaved: the
  * kernel-timing loop of the sweeps (n <= TIMER_MAX_INTERLEAVED). status[i] is kernel
  * i's status (LA_ENOMEM when the timer could not allocate); t[i] is set when it is

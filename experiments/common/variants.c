@@ -13,7 +13,7 @@ static const struct {
     unsigned param;
     const char *help;
     int attend_only; /* a file whose shape a sweep would change: --proj, --score-w, --score-v */
-} vp_table[] = {
+} param_flags[] = {
     {"--window R", LA_PARAM_WINDOW,
      "keys within R positions of the query (causal: R before it) [64]", 0},
     {"--proj-rank K", LA_PARAM_PROJ, "keys and values projected along the sequence to K rows [256]",
@@ -225,17 +225,17 @@ void variants_free(variants_values *v)
 void variants_print_help(FILE *out, int with_proj, int with_seed)
 {
     char names[256];
-    for (size_t i = 0; i < sizeof vp_table / sizeof vp_table[0]; i++) {
-        if (!with_proj && vp_table[i].attend_only) continue;
-        if (!with_seed && strncmp(vp_table[i].flag, "--seed ", 7) == 0) continue;
+    for (size_t i = 0; i < sizeof param_flags / sizeof param_flags[0]; i++) {
+        if (!with_proj && param_flags[i].attend_only) continue;
+        if (!with_seed && strncmp(param_flags[i].flag, "--seed ", 7) == 0) continue;
         unsigned read = 0;
         for (int k = 0; k < LA_KERNEL_COUNT; k++)
-            read |= la_kernel_get((la_kernel)k)->params & vp_table[i].param;
+            read |= la_kernel_get((la_kernel)k)->params & param_flags[i].param;
         if (!read) continue;
         char text[512];
-        snprintf(text, sizeof text, "%s: %s", readers(vp_table[i].param, names, sizeof names),
-                 vp_table[i].help);
-        fprintf(out, "  %-20s ", vp_table[i].flag);
+        snprintf(text, sizeof text, "%s: %s", readers(param_flags[i].param, names, sizeof names),
+                 param_flags[i].help);
+        fprintf(out, "  %-20s ", param_flags[i].flag);
         cli_print_wrapped(out, text, 23);
     }
 }

@@ -8,7 +8,7 @@
  *   --features M        FAVOR+: random features per head                      [256]
  *   --score-dim A       additive scores: d_a, the rows of W and entries of v    [64]
  *   --score-w W.npy     general: W (d_k, d_k); additive: W = [W_q W_k] (d_a, 2·d_k);
- *                       without it W is drawn from --seed (la_score_weights)
+ *                       without it W is drawn from --seed (la_kernel_draw)
  *   --score-v v.npy     additive: v (d_a,), with --score-w
  *   --seed S            Linformer's, FAVOR+'s and the score weights' random draws [0]
  * A flag that none of the chosen kernels reads is refused, naming the kernels that read

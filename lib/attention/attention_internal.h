@@ -43,7 +43,7 @@ bool la_range_ok_f64(la_range_kind kind, const la_problem *p, const double *q, c
                      const double *v);
 /* The same check on maxima already taken, a = max|q|, b = max|k|, c = max|v| (+inf for
  * a non-finite input): for a kernel that takes them on its own loads (decoding,
- * softmax_tmpl.h) and checks before it writes its output. */
+ * engine.c) and checks before it writes its output. */
 bool la_range_fits_f32(la_range_kind kind, const la_problem *p, double a, double b, double c);
 
 /* The linear backward passes' range rule (range.c): the largest bound r on 1/den (over
@@ -65,7 +65,7 @@ double la_max_abs_f64(const double *x, size_t n);
 
 /* Hard attention's argmax over the visible keys of query rows i0 .. i0+rows-1 of one head
  * hd = b·H + h (its batch entry b = hd / H), ties to the lowest key, SIZE_MAX for a row that sees
- * none (softmax_tmpl.h): the forward's own choice, bit for bit, for the backward. qh: (N, d_k), kh:
+ * none (softmax.c): the forward's own choice, bit for bit, for the backward. qh: (N, d_k), kh:
  * (M, d_k); s: LA_SOFTMAX_Q_BLOCK · LA_SOFTMAX_K_BLOCK scratch, best_score: (LA_SOFTMAX_Q_BLOCK)
  * scratch, best_key: (rows), rows <= LA_SOFTMAX_Q_BLOCK. */
 void la_hard_argmax_f32(const la_problem *p, size_t hd, const float *qh, const float *kh, size_t i0,
@@ -74,7 +74,7 @@ void la_hard_argmax_f64(const la_problem *p, size_t hd, const double *qh, const 
                         size_t i0, size_t rows, double *s, double *best_score, size_t *best_key);
 
 /* The fused softmax row's backward (la_backward_*_fn): la_softmax_attention_backward_*
- * with lse = NULL (softmax_backward.c). */
+ * with lse = NULL (softmax.c). */
 la_status la_softmax_row_backward_f32(const la_problem *p, const float *q, const float *k,
                                       const float *v, const float *out, const float *d_out,
                                       float *d_q, float *d_k, float *d_v);
@@ -84,11 +84,10 @@ la_status la_softmax_row_backward_f64(const la_problem *p, const double *q, cons
 
 /* The backward passes' cost functions (la_cost_fn), beside their kernels. */
 la_status la_softmax_backward_cost(const la_problem *p, la_dtype dtype,
-                                   la_cost *out); /* softmax_backward.c */
+                                   la_cost *out); /* softmax.c */
 la_status la_softmax_materialized_backward_cost(const la_problem *p, la_dtype dtype,
-                                                la_cost *out); /* softmax_backward.c */
-la_status la_hard_backward_cost(const la_problem *p, la_dtype dtype,
-                                la_cost *out); /* softmax_backward.c */
+                                                la_cost *out);                      /* softmax.c */
+la_status la_hard_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out); /* softmax.c */
 
 /* Causal bottom-right problems (la_causal_square) on the kernels written for the top-left
  * diagonal (align.c): fn, a top-left kernel, run on the square M × M problem whose row

@@ -43,38 +43,6 @@ void la_cost_sum_heads(const la_problem *p, la_head_flops_fn per_head, la_cost *
     }
 }
 
-/* The bytes a forward call of kernel must move beyond q, k, v and out (la_cost.bytes_min
- * in lib/linattn.h says what each counts and why): what its algorithm holds outside
- * registers and cache by design, written once and read once. A kernel not listed moves
- * nothing more. */
-static double algorithm_bytes(la_kernel kernel, const la_problem *p, double elem)
-{
-    const double heads = (double)p->batch * (double)p->heads;
-    const double n = (double)p->n_queries, m = (double)p->n_keys;
-    const double dk = (double)p->d_k, dv = (double)p->d_v;
-    const double f = (double)p->features, rank = (double)p->proj_rank;
-    switch (kernel) {
-    case LA_KERNEL_SOFTMAX_MATERIALIZED: return heads * 2 * n * m * elem;
-    case LA_KERNEL_LINEAR:
-    case LA_KERNEL_LINEAR_RECURRENT: return heads * 2 * (dk * dv + dk) * elem;
-    case LA_KERNEL_LINFORMER:
-        return heads * 2 * rank * (dk + dv) * elem + 2 * rank * m * (double)sizeof(double);
-    case LA_KERNEL_FAVOR:
-    case LA_KERNEL_FAVOR_RECURRENT:
-        return heads * 2 * (f * dv + f) * elem + f * dk * (double)sizeof(double);
-    case LA_KERNEL_GENERAL: /* K W (M, d_k) out and back; W read once, float64 */
-        return heads * 2 * m * dk * elem + dk * dk * (double)sizeof(double);
-    case LA_KERNEL_COSINE: /* the normalized q and k out and back */
-        return heads * 2 * (n + m) * dk * elem;
-    case LA_KERNEL_ADDITIVE: /* Q W_qᵀ (N, d_a), K W_kᵀ (M, d_a) out and back; W, v float64 */
-        return heads * 2 * (n + m) * (double)p->score_dim * elem +
-               (double)p->score_dim * (2 * dk + 1) * (double)sizeof(double);
-    case LA_KERNEL_RELATIVE: /* a^K and a^V read once per call, float64 */
-        return (2 * (double)p->max_distance + 1) * (dk + dv) * (double)sizeof(double);
-    default: return 0;
-    }
-}
-
 /* One call of fn (a row's cost or backward_cost) on a checked problem: its FLOP fields,
  * their total, its workspace, io_bytes = the arrays read and written once, in units of
  * their elements (forward or backward, below), and bytes_min. */
@@ -98,8 +66,9 @@ static la_status cost_of(const la_kernel_info *info, la_cost_fn fn, const la_pro
     const double elements =
         backward ? 2 * (n * dk + m * dk + m * dv) + 2 * n * dv : n * dk + m * dk + m * dv + n * dv;
     c.io_bytes = (double)p->batch * (double)p->heads * elements * (double)la_dtype_size(dtype);
-    c.bytes_min = c.io_bytes +
-                  (backward ? 0 : algorithm_bytes(info->kernel, p, (double)la_dtype_size(dtype)));
+    /* bytes_min: the inputs and outputs, and what a forward's cost function counted beyond
+     * them (la_cost.bytes_min: what its algorithm holds outside registers and cache) */
+    c.bytes_min = c.io_bytes + (backward ? 0 : c.bytes_min);
     *out = c;
     return LA_OK;
 }

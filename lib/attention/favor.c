@@ -1,16 +1,22 @@
 /* favor.c — FAVOR+ (Performer, Choromanski et al. 2021): softmax attention approximated
- * by linear attention on positive random features. Here: drawing the features
- * (la_favor_features), the feature map in float and double (written once in
- * favor_tmpl.h, instantiated twice below), the public kernels, and their cost. Non-causal,
- * the linear attention itself is linear.c's, run on the features
- * (la_linear_attention_on_features); causal, favor_tmpl.h's chunks, whose keys' stabilizer
- * is a running max (linattn.h says why).
+ * by linear attention on positive random features. Compiled once per precision
+ * (core/real_typed.h): the features and the kernels in REAL, their public functions
+ * (la_favor_attention_*, la_favor_attention_recurrent_*, la_favor_step_*), and (once)
+ * drawing W (la_favor_features) and the cost. Non-causal, the linear attention itself is
+ * the linear engine's (linear_engine.c, la_linear_scan_*); causal, the
+ * chunks below, whose keys' stabilizer is a running max (linattn.h says why).
+ *
+ *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out: (B, H, N, d_v), row-major;
+ *   W: (m, d_k) row-major (float64 drawn, REAL used);
+ *   φ(Q): (B, H, N, m), φ(K): (B, H, M, m), row-major, in the call's scratch.
  *
  *   φ(x) = exp(W x − ‖x‖²/2) / √m   on x = q·d_k^(−1/4) (and k·d_k^(−1/4)),
  * so that E[φ(q)·φ(k)] = exp(q·k / √d_k): softmax attention's weights at scale 1/√d_k.
  * W (m, d_k): blocks of d_k orthonormal rows (Gram–Schmidt of a Gaussian block), each row
  * then scaled to the norm of an independent Gaussian d_k-vector (chi(d_k)); the last block
  * has m mod d_k rows. */
+#include "core/real_typed.h"
+
 #include "attention/attention_internal.h"
 #include "attention/linear_internal.h"
 #include "cpu/vexp.h"
@@ -22,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if REAL_IS_F32
 /* ---------------------------------------------------------------- drawing W */
 
 /* splitmix64: the features' generator. */
@@ -96,16 +103,16 @@ la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *w)
     }
     return LA_OK;
 }
+#endif /* REAL_IS_F32 */
 
 /* ---------------------------------------------------------------- scratch */
 
 /* The scratch of one call: W in float64 (m·d_k, and for float32 a float copy; w_bytes),
- * then in the element type φ(Q) (B·H·N·m), φ(K) (B·H·M·m) and each key's P and g
- * (B·H·2M), and causal per thread a chunk's S, z, A, μ_i, den_i and ψ',
- * m·(d_v + 1) + C·(C + 2 + m) with C = min(chunk, N) (recurrent: S, z and one key's ψ',
- * m·(d_v + 2))
- * (scratch_elems, with own_bytes all of the above); non-causal also what linear attention
- * on the features holds (la_linear_workspace_bytes of `inner`, p with d_k = m). */
+ * then in the element type φ(Q) (B·H·N·m), φ(K) (B·H·M·m) and each key's P (causal: then
+ * μ, the running max of g) and g (B·H·2M), and recurrent per thread S, z and one key's
+ * ψ', m·(d_v + 2) (scratch_elems, with own_bytes all of the above); non-causal and causal
+ * chunked also what the linear engine's scan on the features holds
+ * (la_linear_workspace_bytes of `inner`, p with d_k = m). */
 typedef struct {
     la_problem inner; /* p with d_k = m, φ the identity */
     size_t threads;   /* the threads of the per-head loops: min(threads, B·H) */
@@ -125,7 +132,7 @@ static la_status favor_layout_for(const la_problem *p, size_t elem, bool recurre
     if (st != LA_OK) return st;
     if (!la_mul_ok(p->batch, p->heads, &heads)) return LA_EOVERFLOW;
     lay->threads = (size_t)la_threads() < heads ? (size_t)la_threads() : heads;
-    if (!p->causal) {
+    if (!recurrent) {
         st = la_linear_workspace_bytes(LA_KERNEL_LINEAR, &lay->inner, elem, &inner_bytes);
         if (st != LA_OK) return st;
     }
@@ -137,18 +144,14 @@ static la_status favor_layout_for(const la_problem *p, size_t elem, bool recurre
     lay->phi_k_elems = heads * p->n_keys * m;
     lay->pg_elems = heads * p->n_keys * 2;
     lay->causal_per_thread = 0;
-    if (p->causal) {
-        const size_t C = p->chunk < p->n_queries ? p->chunk : p->n_queries;
-        size_t state, chunk_part;
-        if (!la_mul_ok(m, p->d_v + 1, &state) || C + 2 > SIZE_MAX - m ||
-            !la_mul_ok(C, C + 2 + m, &chunk_part))
+    if (recurrent) { /* token by token: S, z and ψ' of one key */
+        size_t state;
+        if (!la_mul_ok(m, p->d_v + 1, &state) || state > SIZE_MAX - m ||
+            !la_mul_ok(state + m, lay->threads, &n))
             return LA_EOVERFLOW;
-        if (recurrent) chunk_part = m; /* token by token: only ψ' of one key */
-        if (state > SIZE_MAX - chunk_part || !la_mul_ok(state + chunk_part, lay->threads, &n))
-            return LA_EOVERFLOW;
-        lay->causal_per_thread = state + chunk_part;
+        lay->causal_per_thread = state + m;
     }
-    const size_t causal_elems = p->causal ? n : 0;
+    const size_t causal_elems = recurrent ? n : 0;
     if (lay->phi_q_elems > SIZE_MAX - lay->phi_k_elems ||
         lay->phi_q_elems + lay->phi_k_elems > SIZE_MAX - lay->pg_elems ||
         lay->phi_q_elems + lay->phi_k_elems + lay->pg_elems > SIZE_MAX - causal_elems)
@@ -169,64 +172,337 @@ static size_t keys_used(const la_problem *p, size_t b)
     return p->causal && p->n_queries < m ? p->n_queries : m;
 }
 
-/* The order of these includes is the instantiation (core/real_f32.h). */
-/* clang-format off */
-#include "core/real_f32.h"
-#include "attention/favor_tmpl.h"
-#include "core/real_f64.h"
-#include "attention/favor_tmpl.h"
-#include "core/real_undef.h"
-/* clang-format on */
+/* ---------------------------------------------------------------- the features and the kernel, in
+ * REAL */
+
+/* The exponential of the feature loops (N·m + M·m of them, the features' main cost):
+ * float32 the branch-free polynomial of cpu/vexp.h, which the compiler vectorizes
+ * (relative error 8.2e-8, 0 below −87.3; every argument here is at most 0), float64 libm's
+ * exp (the accuracy path). */
+#define FEXP(x) (REAL_IS_F32 ? (REAL)la_vexp_f32((float)(x)) : (REAL)exp((double)(x)))
+
+/* The features of one head; false when a projection, ‖x‖² or a feature is not finite
+ * (the inputs are beyond the element type, or not finite). With s = d_k^(−1/4),
+ * proj = (s·x) Wᵀ (one product per side) and P the row's max of proj:
+ *   queries, into phi_q (N, m): φ_il = exp((proj_il − P_i) − ln(m)/2). The query's own
+ *     ‖x‖²/2 and max are common to its m features, so they cancel in y_i (they only
+ *     rescale eps);
+ *   keys (the u = keys_used rows of phi_k (M, m)): each key's largest exponent
+ *     g_j = P_j − ‖x_j‖²/2, into pg: P (M) then g (M). Non-causal, μ = max g over the
+ *     used keys and φ_jl = exp((proj_jl − P_j) − o_j), o_j = ln(m)/2 − (g_j − μ), at
+ *     most 1/√m; causal, ψ_jl = exp((proj_jl − P_j) − ln(m)/2), which the engine's stabilized scan
+ *     weights by exp(g_j − μ_i) per query.
+ * P is subtracted first: ‖x‖²/2, P + ln(m)/2 or anything else much larger than the spread
+ * of a row's projections never meets them in one operation, which would round them away;
+ * ‖x‖²/2 enters each key's one offset g_j − μ only. Rows of phi_k at and past u: zeros. */
+static bool favor_head_features(const la_problem *p, const REAL *w, size_t hd, const REAL *q,
+                                const REAL *k, REAL *phi_q, REAL *phi_k, REAL *pg)
+{
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, m = p->features;
+    const size_t u = keys_used(p, hd / p->heads);
+    const REAL s = (REAL)pow((double)dk, -0.25), half_sq = (REAL)(0.5 / sqrt((double)dk));
+    const REAL half_log_m = (REAL)(0.5 * log((double)m));
+    const REAL *qh = q + hd * N * dk, *kh = k + hd * M * dk;
+    REAL *fq = phi_q + hd * N * m, *fk = phi_k + hd * M * m;
+    REAL *P = pg + hd * 2 * M, *g = P + M;
+    bool finite = true;
+    /* rows no query reads, zeroed (linear attention's range check reads every row) */
+    memset(fk + u * m, 0, (M - u) * m * sizeof *fk);
+    if (u == 0) return true; /* no query sees a key: zero rows, no features needed */
+
+    /* queries: proj = s·Q Wᵀ (N, d_k)·(d_k, m), then per row exp((proj − P) − ln(m)/2) */
+    LA_COUNT(LA_COUNT_PHI, 2 * (double)N * (double)m * (double)dk);
+    GEMM(N, m, dk, s, qh, (ptrdiff_t)dk, 1, w, 1, (ptrdiff_t)dk, 0, fq, (ptrdiff_t)m, 1);
+    LA_COUNT(LA_COUNT_PHI, (double)N * 4 * (double)m);
+    for (size_t i = 0; i < N; i++) {
+        REAL *row = fq + i * m, mx = -REAL_MAX;
+        for (size_t l = 0; l < m; l++) {
+            finite &= (row[l] < 0 ? -row[l] : row[l]) <= REAL_MAX; /* false for inf, NaN */
+            mx = row[l] > mx ? row[l] : mx;
+        }
+        for (size_t l = 0; l < m; l++)
+            row[l] = FEXP((row[l] - mx) - half_log_m);
+    }
+
+    /* keys: proj = s·K Wᵀ (u, d_k)·(d_k, m); P_j, and g_j = P_j − s²·(k·k)/2 */
+    LA_COUNT(LA_COUNT_PHI, 2 * (double)u * (double)m * (double)dk);
+    GEMM(u, m, dk, s, kh, (ptrdiff_t)dk, 1, w, 1, (ptrdiff_t)dk, 0, fk, (ptrdiff_t)m, 1);
+    LA_COUNT(LA_COUNT_PHI, (double)u * (2 * (double)dk + 2 + (double)m));
+    for (size_t j = 0; j < u; j++) {
+        const REAL *row = fk + j * m;
+        REAL mx = -REAL_MAX;
+        for (size_t l = 0; l < m; l++) {
+            finite &= (row[l] < 0 ? -row[l] : row[l]) <= REAL_MAX; /* false for inf, NaN */
+            mx = row[l] > mx ? row[l] : mx;
+        }
+        const REAL h = FN(la_dot)(kh + j * dk, kh + j * dk, dk) * half_sq;
+        P[j] = mx;
+        g[j] = mx - h;
+        finite &= g[j] >= -REAL_MAX; /* false for -inf (‖x‖² beyond the type) and NaN */
+    }
+    if (p->causal) {
+        /* causal: ψ(k_j) = exp((proj − P_j) − ln(m)/2); the chunks apply exp(g_j − μ_i) */
+        LA_COUNT(LA_COUNT_PHI, (double)u * 3 * (double)m);
+        for (size_t j = 0; j < u; j++) {
+            REAL *row = fk + j * m;
+            for (size_t l = 0; l < m; l++)
+                row[l] = FEXP((row[l] - P[j]) - half_log_m);
+        }
+        return finite;
+    }
+
+    /* non-causal: μ = max g over the used keys; φ(k_j) = exp((proj − P_j) − o_j) */
+    LA_COUNT(LA_COUNT_PHI, (double)u * (3 + 3 * (double)m));
+    REAL mu = -REAL_MAX;
+    for (size_t j = 0; j < u; j++)
+        mu = g[j] > mu ? g[j] : mu;
+    for (size_t j = 0; j < u; j++) {
+        const REAL o = half_log_m - (g[j] - mu);
+        REAL *row = fk + j * m;
+        for (size_t l = 0; l < m; l++)
+            row[l] = FEXP((row[l] - P[j]) - o);
+    }
+    return finite;
+}
+
+/* One token of a stabilized state, S (m, d_v) and z (m) held at the scale of μ, the
+ * running max of g over the keys they hold (S = Σ ψ(k_j) exp(g_j − μ) v_jᵀ): μ' = max(μ, g)
+ * (g at the first token), the state rescaled to μ' by exp(μ − μ') (at most 1; none at
+ * the first token), ψ' = ψ·exp(g − μ') into kt (may be psi), then the engine's step:
+ * S += ψ' vᵀ, z += ψ', y = φ(q)ᵀS / (φ(q)·z + eps). Returns μ'. S's entries are
+ * s_elems = m·d_v; z need not follow S. */
+static REAL stabilized_step(REAL *S, REAL *z, size_t s_elems, REAL mu, REAL g, bool first,
+                            const REAL *psi, REAL *kt, const REAL *v, const REAL *phi_q, REAL eps,
+                            REAL *y, size_t m, size_t dv)
+{
+    LA_COUNT(LA_COUNT_PHI, 1); /* the running max */
+    const REAL mu_new = first || g > mu ? g : mu;
+    if (!first) { /* the state to the scale of μ' */
+        LA_COUNT(LA_COUNT_KV, (double)m * ((double)dv + 1) + 2);
+        const REAL r = EXP(mu - mu_new);
+        for (size_t a = 0; a < s_elems; a++)
+            S[a] *= r;
+        for (size_t l = 0; l < m; l++)
+            z[l] *= r;
+    }
+    LA_COUNT(LA_COUNT_KV, (double)m + 2);
+    const REAL f = EXP(g - mu_new);
+    for (size_t l = 0; l < m; l++)
+        kt[l] = psi[l] * f;
+    FN(la_linear_step_head)(S, z, kt, v, phi_q, eps, y, m, dv);
+    return mu_new;
+}
+
+/* Causal FAVOR+ of one head, token by token: the chunked form's weights
+ * a_ij = φ(q_i)·ψ(k_j)·exp(g_j − μ_i), j <= i, with the state S (m, d_v), z (m) held at
+ * the scale of μ, the running max of g over the keys it holds (S = Σ ψ(k_j) exp(g_j − μ)
+ * v_jᵀ). Token t: when its key is used (t < u), μ' = max(μ, g_t), the state rescaled by
+ * exp(μ − μ') (at most 1; exactly 1 when g_t does not raise the max), ψ'_t = ψ(k_t)
+ * exp(g_t − μ'), then la_linear_step_head (S += ψ'_t v_tᵀ, z += ψ'_t, y_t = φ(q_t)ᵀS /
+ * (φ(q_t)·z + eps)); past u only the read (la_linear_read_query). So eps meets the
+ * denominator at the chunked form's scale, μ_t = μ'. Scratch `mine`: S, z, ψ' (m). */
+static void favor_recurrent_head(const la_problem *p, size_t hd, const REAL *phi_q,
+                                 const REAL *phi_k, const REAL *pg, const REAL *v, REAL *out,
+                                 REAL *mine)
+{
+    const size_t N = p->n_queries, M = p->n_keys, dv = p->d_v, m = p->features;
+    const size_t u = keys_used(p, hd / p->heads);
+    const REAL eps = (REAL)p->eps;
+    const REAL *fq = phi_q + hd * N * m, *psi = phi_k + hd * M * m, *vh = v + hd * M * dv;
+    const REAL *g = pg + hd * 2 * M + M;
+    REAL *yh = out + hd * N * dv, *S = mine, *z = S + m * dv, *kt = z + m;
+    if (u == 0) { /* no key visible: zero rows */
+        memset(yh, 0, N * dv * sizeof *yh);
+        return;
+    }
+    for (size_t a = 0; a < m * (dv + 1); a++) /* S, then z */
+        S[a] = 0;
+    REAL mu = g[0];
+    for (size_t t = 0; t < N; t++) {
+        if (t >= u) { /* no key left to add: y_t = φ(q_t)ᵀS / (φ(q_t)·z + eps) */
+            FN(la_linear_read_query)(S, z, fq + t * m, fq + t * m, eps, yh + t * dv, m, dv);
+            continue;
+        }
+        mu = stabilized_step(S, z, m * dv, mu, g[t], t == 0, psi + t * m, kt, vh + t * dv,
+                             fq + t * m, eps, yh + t * dv, m, dv);
+    }
+}
+
+/* FAVOR+ attention: W drawn from p->seed (the same for every head and both precisions),
+ * the features of every head (favor_head_features, one head per task), then non-causal
+ * linear attention on them with d_k = m, or causal in chunks (the engine's stabilized
+ * scan, la_linear_scan_stabilized), or,
+ * `recurrent` (p->causal required), token by token (favor_recurrent_head).
+ * Scratch: favor_layout. */
+static la_status favor_attention(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
+                                 REAL *out, bool recurrent)
+{
+    la_status st = la_problem_check(p);
+    if (st != LA_OK) return st;
+    if (!q || !k || !v || !out || (recurrent && !p->causal)) return LA_EINVAL;
+    if (la_has_masks(p)) return LA_EINVAL; /* general masks: refused (linattn.h) */
+    favor_layout lay;
+    st = favor_layout_for(p, sizeof(REAL), recurrent, &lay);
+    if (st != LA_OK) return st;
+    if (lay.total_bytes > p->workspace_limit) return LA_EBUDGET;
+    const size_t m = p->features, dk = p->d_k, heads = p->batch * p->heads;
+    if (p->causal) {
+        /* every value the recurrence forms is at most m·M·max|v| (φ <= 1/√m, weights
+         * at most 1): refuse where that passes T/8 (and v not finite) */
+        const double c = FN(la_max_abs)(v, heads * p->n_keys * p->d_v);
+        if (!((double)m * (double)p->n_keys * (c > 1 ? c : 1) <= (double)REAL_MAX / 8))
+            return LA_ERANGE;
+    }
+    if (la_gemm_reserve(la_threads()) != LA_OK) return LA_ENOMEM;
+    double *w64 = malloc(lay.w_bytes);
+    REAL *phi = malloc(lay.scratch_elems * sizeof(REAL));
+    if (!w64 || !phi) {
+        free(w64);
+        free(phi);
+        return LA_ENOMEM;
+    }
+    la_favor_features(m, dk, p->seed, w64);
+    const REAL *w = (const REAL *)w64;
+    if (REAL_IS_F32) { /* the float copy, after the float64 draw */
+        REAL *w32 = (REAL *)(w64 + m * dk);
+        for (size_t x = 0; x < m * dk; x++)
+            w32[x] = (REAL)w64[x];
+        w = w32;
+    }
+    REAL *phi_q = phi, *phi_k = phi + lay.phi_q_elems, *pg = phi_k + lay.phi_k_elems;
+    REAL *per_thread = pg + lay.pg_elems;
+    const int threads = (int)lay.threads;
+    bool finite = true;
+#pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(&& : finite)
+    for (size_t hd = 0; hd < heads; hd++)
+        finite = favor_head_features(p, w, hd, q, k, phi_q, phi_k, pg) && finite;
+    if (!finite) {
+        st = LA_ERANGE;
+    } else if (recurrent) {
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+        for (size_t hd = 0; hd < heads; hd++)
+            favor_recurrent_head(p, hd, phi_q, phi_k, pg, v, out,
+                                 per_thread + (size_t)omp_get_thread_num() * lay.causal_per_thread);
+    } else {
+        la_problem inner = lay.inner;
+        inner.workspace_limit = p->workspace_limit - lay.own_bytes;
+        if (p->causal) {
+            /* P's slot of every head becomes μ, the running max of g over its keys */
+            for (size_t hd = 0; hd < heads; hd++) {
+                const size_t u = keys_used(p, hd / p->heads);
+                REAL *mu = pg + hd * 2 * p->n_keys, *g = mu + p->n_keys;
+                LA_COUNT(LA_COUNT_PHI, u);
+                for (size_t j = 0; j < u; j++)
+                    mu[j] = j == 0 || g[j] > mu[j - 1] ? g[j] : mu[j - 1];
+            }
+            st = FN(la_linear_scan_stabilized)(&inner, phi_q, phi_k, v, pg, out);
+        } else {
+            st = FN(la_linear_scan)(&inner, phi_q, phi_k, v, out);
+        }
+    }
+    free(w64);
+    free(phi);
+    return st;
+}
+
+/* One token of a FAVOR+ state (la_favor_state_create), every head h: the features as
+ * favor_head_features forms them, one row each (proj = s·x Wᵀ, P its max; φ(q) =
+ * exp((proj − P) − ln(m)/2), ψ(k) likewise, g = P − ‖s·k‖²/2), then favor_recurrent_head's
+ * step: μ' = g at the first token, else max(μ, g) with the state rescaled by exp(μ − μ');
+ * ψ' = ψ·exp(g − μ'), S += ψ' vᵀ, z += ψ', y = φ(q)ᵀS / (φ(q)·z + eps). Every head's
+ * features are formed and checked before the state changes. The range rule: ψ' <= 1/√m
+ * and every rescaling factor <= 1, so |S| grows by at most c = max|v_t| and z by at most
+ * 1 per token, and φ(q)ᵀS by at most m·|S|: a token is refused (LA_ERANGE) when
+ * s + c, z + 1 or m·max(s + c, z + 1) passes T/8, or a projection or g is not finite.
+ *   q_t, k_t: (heads, d_k), v_t, y_t: (heads, d_v); W: (m, d_k); state layout in
+ *   linear_internal.h. */
+#if REAL_IS_F32
+la_status la_favor_step_f32(la_linear_state *st, const float *q_t, const float *k_t,
+                            const float *v_t, float *y_t)
+#else
+la_status la_favor_step_f64(la_linear_state *st, const double *q_t, const double *k_t,
+                            const double *v_t, double *y_t)
+#endif
+{
+    if (!st || !q_t || !k_t || !v_t || !y_t || st->dtype != REAL_DTYPE || !st->w) return LA_EINVAL;
+    const size_t H = st->heads, dk = st->d_k, dv = st->d_v, m = st->width;
+    const REAL s = (REAL)pow((double)dk, -0.25), half_sq = (REAL)(0.5 / sqrt((double)dk));
+    const REAL half_log_m = (REAL)(0.5 * log((double)m)), eps = (REAL)st->eps;
+    const REAL *w = st->w;
+    REAL *S = st->S, *z = S + H * m * dv, *mu = z + H * m;
+    REAL *fq = st->phi, *fk = fq + H * m, *g = fk + H * m;
+
+    /* the range rule, then every head's features, before anything changes */
+    const double c = FN(la_max_abs)(v_t, H * dv), limit = (double)REAL_MAX / 8;
+    const double s_new = st->s_bound + c, z_new = st->z_bound + 1;
+    if (!(s_new <= limit && z_new <= limit && (double)m * fmax(s_new, z_new) <= limit))
+        return LA_ERANGE;
+    bool finite = true;
+    for (size_t h = 0; h < H; h++) {
+        const REAL *qh = q_t + h * dk, *kh = k_t + h * dk;
+        REAL *rq = fq + h * m, *rk = fk + h * m, pq = -REAL_MAX, pk = -REAL_MAX;
+        for (size_t l = 0; l < m; l++) {
+            rq[l] = s * FN(la_dot)(qh, w + l * dk, dk);
+            rk[l] = s * FN(la_dot)(kh, w + l * dk, dk);
+            finite &= (rq[l] < 0 ? -rq[l] : rq[l]) <= REAL_MAX; /* false for inf, NaN */
+            finite &= (rk[l] < 0 ? -rk[l] : rk[l]) <= REAL_MAX;
+            pq = rq[l] > pq ? rq[l] : pq;
+            pk = rk[l] > pk ? rk[l] : pk;
+        }
+        g[h] = pk - FN(la_dot)(kh, kh, dk) * half_sq;
+        finite &= g[h] >= -REAL_MAX; /* false for -inf (‖x‖² beyond the type) and NaN */
+        for (size_t l = 0; l < m; l++) {
+            rq[l] = FEXP((rq[l] - pq) - half_log_m);
+            rk[l] = FEXP((rk[l] - pk) - half_log_m);
+        }
+    }
+    if (!finite) return LA_ERANGE;
+
+    for (size_t h = 0; h < H; h++) {
+        REAL *kt = fk + h * m; /* ψ(k_t), made ψ' in place */
+        mu[h] = stabilized_step(S + h * m * dv, z + h * m, m * dv, mu[h], g[h], st->position == 0,
+                                kt, kt, v_t + h * dv, fq + h * m, eps, y_t + h * dv, m, dv);
+    }
+    st->s_bound = s_new;
+    st->z_bound = z_new;
+    st->position++;
+    return LA_OK;
+}
+
+#undef FEXP
 
 /* ---------------------------------------------------------------- the public kernels */
 
+#if REAL_IS_F32
 la_status la_favor_attention_f32(const la_problem *p, const float *q, const float *k,
                                  const float *v, float *out)
-{
-    if (la_causal_square(p)) return la_square_forward_f32(p, la_favor_attention_f32, q, k, v, out);
-    return favor_attention_f32(p, q, k, v, out, false);
-}
-
+#else
 la_status la_favor_attention_f64(const la_problem *p, const double *q, const double *k,
                                  const double *v, double *out)
+#endif
 {
-    if (la_causal_square(p)) return la_square_forward_f64(p, la_favor_attention_f64, q, k, v, out);
-    return favor_attention_f64(p, q, k, v, out, false);
+    if (la_causal_square(p)) return FN(la_square_forward)(p, FN(la_favor_attention), q, k, v, out);
+    return favor_attention(p, q, k, v, out, false);
 }
 
+#if REAL_IS_F32
 la_status la_favor_attention_recurrent_f32(const la_problem *p, const float *q, const float *k,
                                            const float *v, float *out)
-{
-    if (la_causal_square(p))
-        return la_square_forward_f32(p, la_favor_attention_recurrent_f32, q, k, v, out);
-    return favor_attention_f32(p, q, k, v, out, true);
-}
-
+#else
 la_status la_favor_attention_recurrent_f64(const la_problem *p, const double *q, const double *k,
                                            const double *v, double *out)
+#endif
 {
     if (la_causal_square(p))
-        return la_square_forward_f64(p, la_favor_attention_recurrent_f64, q, k, v, out);
-    return favor_attention_f64(p, q, k, v, out, true);
+        return FN(la_square_forward)(p, FN(la_favor_attention_recurrent), q, k, v, out);
+    return favor_attention(p, q, k, v, out, true);
 }
 
-/* The step API's FAVOR+ states (state.c makes them and dispatches here). */
-la_status la_favor_step_f32(la_linear_state *st, const float *q_t, const float *k_t,
-                            const float *v_t, float *y_t)
-{
-    return favor_step_f32(st, q_t, k_t, v_t, y_t);
-}
-
-la_status la_favor_step_f64(la_linear_state *st, const double *q_t, const double *k_t,
-                            const double *v_t, double *y_t)
-{
-    return favor_step_f64(st, q_t, k_t, v_t, y_t);
-}
-
+#if REAL_IS_F32
 /* ---------------------------------------------------------------- cost (la_cost_fn) */
 
 /* One head of an entry with mv visible keys, u = keys_used of them (none visible: no
- * work); what favor_tmpl.h issues.
+ * work); what the kernels above issue.
  * The features (flops_phi):
  *   projections: X Wᵀ, 2·m·d_k per row, for the N queries and the u keys;
  *   queries: the row max P m, exp((proj − P) − ln(m)/2) 3 per feature: 4·m per query;
@@ -278,6 +554,11 @@ la_status la_favor_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     la_status st = favor_layout_for(p, la_dtype_size(dtype), false, &lay);
     if (st != LA_OK) return st;
     la_cost_sum_heads(p, favor_head_flops, out);
+    /* bytes_min beyond q, k, v, out: S and z on the m features; W read once, float64 */
+    out->bytes_min = (double)p->batch * (double)p->heads * 2 *
+                         ((double)p->features * (double)p->d_v + (double)p->features) *
+                         (double)la_dtype_size(dtype) +
+                     (double)p->features * (double)p->d_k * (double)sizeof(double);
     out->workspace_bytes = (double)lay.total_bytes;
     return LA_OK;
 }
@@ -307,6 +588,54 @@ la_status la_favor_recurrent_cost(const la_problem *p, la_dtype dtype, la_cost *
     la_status st = favor_layout_for(p, la_dtype_size(dtype), true, &lay);
     if (st != LA_OK) return st;
     la_cost_sum_heads(p, favor_recurrent_head_flops, out);
+    out->bytes_min = (double)p->batch * (double)p->heads * 2 *
+                         ((double)p->features * (double)p->d_v + (double)p->features) *
+                         (double)la_dtype_size(dtype) +
+                     (double)p->features * (double)p->d_k * (double)sizeof(double);
     out->workspace_bytes = (double)lay.total_bytes;
     return LA_OK;
 }
+#endif /* REAL_IS_F32 */
+
+/* ---------------------------------------------------------------- registry row */
+
+#if REAL_IS_F32
+const la_kernel_info la_row_favor = {
+    .kernel = LA_KERNEL_FAVOR,
+    .name = "favor",
+    .summary = "FAVOR+ (Performer, Choromanski et al. 2021): linear attention on m "
+               "positive random features, approximating softmax at scale 1/√d_k; "
+               "causal: in chunks",
+    .series = {"favor", "favor_causal_chunked"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_EPS | LA_PARAM_FEATURES | LA_PARAM_CHUNK,
+    .masks = 0,
+    .caps = LA_CAP_STEP | LA_CAP_APPROXIMATES,
+    .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
+    .time_exponent = 1,
+    .family = "random-feature",
+    .forward_f32 = la_favor_attention_f32,
+    .forward_f64 = la_favor_attention_f64,
+    .reference = la_ref_favor_attention,
+    .cost = la_favor_cost,
+};
+
+const la_kernel_info la_row_favor_recurrent = {
+    .kernel = LA_KERNEL_FAVOR_RECURRENT,
+    .name = "favor_recurrent",
+    .summary = "FAVOR+, causal, token by token: S and z per token, rescaled as the "
+               "keys' running max rises",
+    .series = {NULL, "favor_causal_recurrent"},
+    .causal = LA_CAUSAL_REQUIRED,
+    .params = LA_PARAM_EPS | LA_PARAM_FEATURES,
+    .masks = 0,
+    .caps = LA_CAP_STEP | LA_CAP_APPROXIMATES,
+    .sweep = LA_SWEEP_CAUSAL,
+    .time_exponent = 1,
+    .family = "random-feature",
+    .forward_f32 = la_favor_attention_recurrent_f32,
+    .forward_f64 = la_favor_attention_recurrent_f64,
+    .reference = la_ref_favor_attention,
+    .cost = la_favor_recurrent_cost,
+};
+#endif

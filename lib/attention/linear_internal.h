@@ -1,7 +1,8 @@
-/* linear_internal.h — shared by linear.c, featuremap.c and state.c: the feature maps in
- * float and double, one recurrent step of one head (compiled once, so the recurrent
- * kernel and the step API give the same bits), a fixed-order dot product, and the
- * kernels' exact scratch size. */
+/* linear_internal.h — the linear family's internal interface: the feature maps in float
+ * and double (featuremap.c), the linear engine (linear_engine.c: its scans, one recurrent
+ * step of one head, compiled once so the recurrent scan, the step API and FAVOR+ give the
+ * same bits, a fixed-order dot product, the scans' exact scratch size), the step API's
+ * state (state.c) and FAVOR+'s step (favor.c). */
 #ifndef LA_LINEAR_INTERNAL_H
 #define LA_LINEAR_INTERNAL_H
 
@@ -12,7 +13,7 @@
  * relu is max(x, 0). float32 uses expf, float64 exp. */
 void la_feature_map_f32(la_feature_map fm, const float *x, float *out, size_t n);
 /* The internal φ: the identity, for a kernel that hands the linear kernels features it
- * computed itself (FAVOR+, favor.c, through la_linear_attention_on_features_*). Outside
+ * computed itself (FAVOR+, favor.c, through la_linear_scan_*). Outside
  * the public enum, so la_problem_check refuses it in any caller's problem; the feature
  * maps copy x for it, and the kernels count no φ FLOPs for it. */
 #define LA_FEATURE_IDENTITY ((la_feature_map)LA_FEATURE_COUNT)
@@ -21,7 +22,10 @@ void la_feature_map_f64(la_feature_map fm, const double *x, double *out, size_t 
 /* One recurrent step of one head: S += φk vᵀ, z += φk, y = φqᵀS / (φqᵀz + eps), with
  * S (d_k, d_v) row-major, z, φk = φ(k_t), φq = φ(q_t) (d_k,), v and y (d_v,); no
  * argument may overlap another.
- * la_linear_read_query: only y = φqᵀS / (φqᵀz + eps), for a token with no key to add. */
+ * la_linear_read_query: only y = q_numᵀS / (q_denᵀz + eps), for a token with no key to add;
+ * la_linear_add_key: only S += k_num vᵀ, z += k_den, for a key added without a read
+ * (q_num = q_den = φ(q) and k_num = k_den = φ(k) but in rotary linear attention, whose
+ * numerator takes the rotated features). */
 void la_linear_step_head_f32(float *restrict S, float *restrict z, const float *restrict phi_k,
                              const float *restrict v, const float *restrict phi_q, float eps,
                              float *restrict y, size_t d_k, size_t d_v);
@@ -29,11 +33,17 @@ void la_linear_step_head_f64(double *restrict S, double *restrict z, const doubl
                              const double *restrict v, const double *restrict phi_q, double eps,
                              double *restrict y, size_t d_k, size_t d_v);
 void la_linear_read_query_f32(const float *restrict S, const float *restrict z,
-                              const float *restrict phi_q, float eps, float *restrict y, size_t d_k,
-                              size_t d_v);
+                              const float *restrict q_num, const float *restrict q_den, float eps,
+                              float *restrict y, size_t d_k, size_t d_v);
 void la_linear_read_query_f64(const double *restrict S, const double *restrict z,
-                              const double *restrict phi_q, double eps, double *restrict y,
-                              size_t d_k, size_t d_v);
+                              const double *restrict q_num, const double *restrict q_den,
+                              double eps, double *restrict y, size_t d_k, size_t d_v);
+void la_linear_add_key_f32(float *restrict S, float *restrict z, const float *restrict k_num,
+                           const float *restrict k_den, const float *restrict v, size_t d_k,
+                           size_t d_v);
+void la_linear_add_key_f64(double *restrict S, double *restrict z, const double *restrict k_num,
+                           const double *restrict k_den, const double *restrict v, size_t d_k,
+                           size_t d_v);
 
 /* The step API's state (state.c makes, steps, saves and restores it; FAVOR+'s step is
  * favor.c's, la_favor_step_*). Linear: width = d_k, w = NULL. FAVOR+ (la_favor_state_create):
@@ -70,17 +80,47 @@ la_status la_favor_step_f64(la_linear_state *st, const double *q_t, const double
 la_status la_linear_workspace_bytes(la_kernel kernel, const la_problem *p, size_t element_size,
                                     size_t *bytes);
 
-/* Linear attention on features already computed: p->d_k is the feature count, phi_q
- * (B,H,N,d_k) and phi_k (B,H,M,d_k) are φ(Q) and φ(K), p->feature_map is
- * LA_FEATURE_IDENTITY; otherwise la_linear_attention_* (non-causal, or causal chunked),
- * its statuses and its workspace, which la_linear_workspace_bytes gives for p with any
- * public φ. The caller has checked p but for its feature map (la_problem_check would
- * refuse the identity), and the pointers. Rows of phi_k past the keys a head uses
- * (la_keys_in_length; causal: also j >= N) are never read into a result. */
-la_status la_linear_attention_on_features_f32(const la_problem *p, const float *phi_q,
-                                              const float *phi_k, const float *v, float *out);
-la_status la_linear_attention_on_features_f64(const la_problem *p, const double *phi_q,
-                                              const double *phi_k, const double *v, double *out);
+/* The engine's scans (linear_engine.c), on p->feature_map: non-causal, or causal in chunks
+ * of p->chunk carrying S and z (la_linear_scan_*), or causal token by token
+ * (la_linear_scan_recurrent_*; p->causal required). q (B,H,N,d_k), k (B,H,M,d_k),
+ * v (B,H,M,d_v), out (B,H,N,d_v). The caller has checked p (but for its feature map, which
+ * may be LA_FEATURE_IDENTITY: then q and k are the features φ(Q), φ(K) and p->d_k their
+ * count, as FAVOR+ hands them), the pointers and the absence of a general mask; the scans
+ * check the range (causal: la_range_ok; non-causal: S and z, LA_ERANGE with out untouched)
+ * and the budget (la_linear_workspace_bytes against p->workspace_limit: LA_EBUDGET).
+ * Rows of k past the keys a head uses (la_keys_in_length; causal: also j >= N) are never
+ * read into a result. Returns LA_OK, LA_ERANGE, LA_EBUDGET, LA_ENOMEM, LA_EOVERFLOW. */
+la_status la_linear_scan_f32(const la_problem *p, const float *q, const float *k, const float *v,
+                             float *out);
+la_status la_linear_scan_f64(const la_problem *p, const double *q, const double *k, const double *v,
+                             double *out);
+la_status la_linear_scan_recurrent_f32(const la_problem *p, const float *q, const float *k,
+                                       const float *v, float *out);
+la_status la_linear_scan_recurrent_f64(const la_problem *p, const double *q, const double *k,
+                                       const double *v, double *out);
+
+/* The scratch of a linear kernel's call, `elements` elements into *work (the caller frees
+ * it): LA_EOVERFLOW when the bytes do not fit size_t, LA_EBUDGET past p->workspace_limit,
+ * else gemm_small's buffers reserved for la_threads() threads (la_gemm_reserve) and the
+ * block allocated, LA_ENOMEM when either fails. */
+la_status la_linear_scratch_f32(const la_problem *p, size_t elements, float **work);
+la_status la_linear_scratch_f64(const la_problem *p, size_t elements, double **work);
+
+/* Causal in chunks with a stabilizer (FAVOR+, favor.c): phi_q = φ(Q) (B,H,N,d_k) and
+ * psi_k = ψ(K) (B,H,M,d_k) features already formed (p->feature_map LA_FEATURE_IDENTITY,
+ * p->d_k their count), and per head mu_g: μ (M), μ_j = max(g_0 .. g_j) over the keys the
+ * head uses, then g (M), each key's log-scale. Query i weighs key j <= i by
+ *   a_ij = φ(q_i)·ψ(k_j) · exp(g_j − μ_i),
+ * so every factor is at most 1 and no output depends on a later key: the carried S, z of
+ * keys 0..c−1 are kept at the scale μ_{c−1}, read by query i times exp(μ_{c−1} − μ_i) and
+ * rescaled by exp(μ_{c−1} − μ_{c'−1}) as a chunk adds keys c..c'−1, each ψ(k_j) then
+ * weighed by exp(g_j − μ_{c'−1}). la_linear_scan_*'s contract otherwise, but no range
+ * check (the caller's), and FLOPs counted by visible pair as FAVOR+'s cost says. */
+la_status la_linear_scan_stabilized_f32(const la_problem *p, const float *phi_q, const float *psi_k,
+                                        const float *v, const float *mu_g, float *out);
+la_status la_linear_scan_stabilized_f64(const la_problem *p, const double *phi_q,
+                                        const double *psi_k, const double *v, const double *mu_g,
+                                        double *out);
 
 /* The FLOP fields of linear attention (la_linear_cost, la_linear_recurrent_cost) for one
  * head of an entry with m visible keys: the recurrent form, or non-causal or chunked per
@@ -92,8 +132,6 @@ void la_linear_head_flops(const la_problem *p, size_t m, bool recurrent, la_cost
  * models count their intra-chunk products over them). */
 double la_linear_pairs_intra(const la_problem *p, size_t m);
 
-/* x·y summed in a fixed order (8 interleaved partial sums, then a fixed tree), so the
- * result never depends on the alignment of x and y nor on how the compiler vectorizes. */
 /* p->key_mask in the linear kernels: rows of phi_k (n, d_k), the features of keys
  * j0 .. j0+n-1 of head hd = b·H + h, set to 0 where key_mask hides the key, so that it
  * adds nothing to S, z or a chunk's A (nothing without a key mask). */
@@ -103,7 +141,21 @@ void la_linear_hide_keys_f64(const la_problem *p, size_t hd, size_t j0, double *
  * so its gradient is 0 (the chain rule through φ(k_j) would leave dφ(k_j) ∘ φ′ there). */
 void la_linear_hide_key_grads_f32(const la_problem *p, float *d_k);
 void la_linear_hide_key_grads_f64(const la_problem *p, double *d_k);
+/* x·y summed in a fixed order (8 interleaved partial sums, then a fixed tree), so the
+ * result never depends on the alignment of x and y nor on how the compiler vectorizes. */
 float la_dot_f32(const float *x, const float *y, size_t n);
 double la_dot_f64(const double *x, const double *y, size_t n);
+
+/* In a file compiled per precision (core/real_typed.h): φ, a dot product and a small product,
+ * each counting what it issues into a counter under LA_COUNT_FLOPS (core/internal.h;
+ * nothing otherwise): φ 1 per element (none for the identity), a dot product of n 2·n, an
+ * m×n×k product 2·m·n·k (gemm_small, lib/cpu/). */
+#define LA_PHI(fm, x, out, n)                                                                      \
+    (LA_COUNT(LA_COUNT_PHI, (fm) == LA_FEATURE_IDENTITY ? 0 : (n)),                                \
+     FN(la_feature_map)(fm, x, out, n))
+#define LA_DOT(counter, x, y, n) (LA_COUNT(counter, 2 * (double)(n)), FN(la_dot)(x, y, n))
+#define LA_PRODUCT(counter, m, n, k, ...)                                                          \
+    (LA_COUNT(counter, 2 * (double)(m) * (double)(n) * (double)(k)),                               \
+     GEMM_SMALL(m, n, k, __VA_ARGS__))
 
 #endif

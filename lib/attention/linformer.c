@@ -1,8 +1,13 @@
-/* linformer.c — Linformer attention (Wang et al. 2020) in float and double: keys and values
- * projected along the sequence to k rows, K' = E·K and V' = F·V, then the fused softmax kernel
- * over the k projected keys. The kernel is written once in linformer_tmpl.h and instantiated
- * here twice (core/real_f32.h explains how); the projections' seeded draw, the public
- * functions and the cost are written out below. */
+/* linformer.c — Linformer attention (Wang et al. 2020): keys and values projected along the
+ * sequence to k rows, K' = E·K and V' = F·V, then the fused softmax kernel over the k
+ * projected keys. Compiled once per precision (core/real_typed.h): the kernel in REAL, its public
+ * la_linformer_attention_f32 / _f64, and (once) the projections' seeded draw and the cost.
+ *
+ *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out: (B, H, N, d_v), row-major;
+ *   E = p->proj_e, F = p->proj_f: (k, M) row-major float64, or drawn from p->seed;
+ *   K' (B, H, k, d_k), V' (B, H, k, d_v) in the call's scratch. */
+#include "core/real_typed.h"
+
 #include "attention/attention_internal.h"
 
 #include <float.h>
@@ -55,6 +60,7 @@ static void draw_projections(size_t k, size_t m, uint64_t seed, double *e64, dou
     }
 }
 
+#if REAL_IS_F32
 la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, double *e, double *f)
 {
     if (!e || !f || e == f || k == 0 || m == 0) return LA_EINVAL;
@@ -64,6 +70,7 @@ la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, double *e,
     draw_projections(k, m, seed, e, f, NULL, NULL);
     return LA_OK;
 }
+#endif
 
 /* ---------------------------------------------------------------- shared by both precisions */
 
@@ -129,29 +136,100 @@ static la_problem inner_problem(const la_problem *p, size_t held)
     return in;
 }
 
-/* The order of these includes is the instantiation (core/real_f32.h). */
-/* clang-format off */
-#include "core/real_f32.h"
-#include "attention/linformer_tmpl.h"
-#include "core/real_f64.h"
-#include "attention/linformer_tmpl.h"
-#include "core/real_undef.h"
-/* clang-format on */
+/* Linformer attention (contract in linattn.h):
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major;
+ *   E = p->proj_e, F = p->proj_f: (k, M) row-major float64, or drawn from p->seed.
+ * Every head's K' = E·K and V' = F·V first, into one (B,H,k,d) pair of buffers, one BLIS
+ * product per (head, matrix) on the OpenMP threads (fixed sizes: the same bits on any
+ * thread count); then the fused softmax kernel once over (Q, K', V'), in parallel itself. */
+static la_status linformer_attention(const la_problem *p, const REAL *q, const REAL *k,
+                                     const REAL *v, REAL *out)
+{
+    la_status st = linformer_check(p, q, k, v, out);
+    if (st != LA_OK) return st;
+    const size_t M = p->n_keys, r = p->proj_rank, dk = p->d_k, dv = p->d_v;
+    const size_t heads = p->batch * p->heads; /* fits: la_problem_check */
+
+    /* the range rule: given projections finite, and the projected entries, at most
+     * M·max|E|·max|K| (M·max|F|·max|V|), within T/8; inputs holding inf or NaN pass, as
+     * the other kernels' scans let them (their outputs are not finite either) */
+    double e_max = 0, f_max = 0;
+    if (p->proj_e &&
+        (!finite_max_abs(p->proj_e, r * M, &e_max) || !finite_max_abs(p->proj_f, r * M, &f_max)))
+        return LA_EINVAL;
+    if (!p->proj_e) e_max = f_max = 9 / sqrt((double)r); /* a drawn |z| is below 8.6 */
+    const double k_max = FN(la_max_abs)(k, heads * M * dk);
+    const double v_max = FN(la_max_abs)(v, heads * M * dv);
+    const double limit = (double)REAL_MAX / 8;
+    if (e_max > limit || f_max > limit || (isfinite(k_max) && (double)M * e_max * k_max > limit) ||
+        (isfinite(v_max) && (double)M * f_max * v_max > limit))
+        return LA_ERANGE;
+
+    /* scratch: the projections as this precision reads them, then K' and V' */
+    linformer_layout lay;
+    if ((st = linformer_layout_for(p, sizeof(REAL), &lay)) != LA_OK) return st;
+    const size_t held = lay.total * sizeof(REAL);
+    if (held > p->workspace_limit) return LA_EBUDGET;
+    int threads = la_threads();
+    if ((size_t)threads > heads) threads = (int)heads;
+    if (la_gemm_reserve(threads) != LA_OK) return LA_ENOMEM;
+    REAL *scratch = aligned_alloc(64, (held + 63) / 64 * 64);
+    if (!scratch) return LA_ENOMEM;
+    REAL *kp = scratch + lay.proj, *vp = kp + lay.kp;
+
+    /* E and F as this precision reads them: the caller's (float64), converted (float32),
+     * or drawn from the seed */
+    const REAL *e, *f;
+    if (lay.proj == 0) {
+        e = (const REAL *)p->proj_e, f = (const REAL *)p->proj_f; /* float64, given */
+    } else {
+        REAL *e_own = scratch, *f_own = scratch + r * M;
+        if (!p->proj_e)
+            draw_projections(r, M, p->seed, REAL_IS_F32 ? NULL : (double *)e_own,
+                             REAL_IS_F32 ? NULL : (double *)f_own,
+                             REAL_IS_F32 ? (float *)e_own : NULL,
+                             REAL_IS_F32 ? (float *)f_own : NULL);
+        else
+            for (size_t x = 0; x < r * M; x++) {
+                e_own[x] = (REAL)p->proj_e[x];
+                f_own[x] = (REAL)p->proj_f[x];
+            }
+        e = e_own, f = f_own;
+    }
+
+    /* per head: K'_h = E[:, :L_b]·K_h[:L_b] (k × d_k), V'_h = F[:, :L_b]·V_h[:L_b]
+     * (k × d_v): the columns of E and F past the key length left out is the same as
+     * zeroing them (L_b = 0: zeros) */
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (size_t bh = 0; bh < heads; bh++) {
+        const size_t L = la_keys_in_length(p, bh / p->heads);
+        GEMM(r, dk, L, 1, e, (ptrdiff_t)M, 1, k + bh * M * dk, (ptrdiff_t)dk, 1, 0,
+             kp + bh * r * dk, (ptrdiff_t)dk, 1);
+        GEMM(r, dv, L, 1, f, (ptrdiff_t)M, 1, v + bh * M * dv, (ptrdiff_t)dv, 1, 0,
+             vp + bh * r * dv, (ptrdiff_t)dv, 1);
+    }
+
+    /* y = softmax(Q K'ᵀ · scale) V': the fused kernel, with k keys and the budget left */
+    const la_problem in = inner_problem(p, held);
+    st = FN(la_softmax_attention)(&in, q, kp, vp, out);
+    free(scratch);
+    return st;
+}
 
 /* ---------------------------------------------------------------- the public kernels */
 
+#if REAL_IS_F32
 la_status la_linformer_attention_f32(const la_problem *p, const float *q, const float *k,
                                      const float *v, float *out)
-{
-    return linformer_attention_f32(p, q, k, v, out);
-}
-
+#else
 la_status la_linformer_attention_f64(const la_problem *p, const double *q, const double *k,
                                      const double *v, double *out)
+#endif
 {
-    return linformer_attention_f64(p, q, k, v, out);
+    return linformer_attention(p, q, k, v, out);
 }
 
+#if REAL_IS_F32
 /* ---------------------------------------------------------------- its cost (la_cost_fn) */
 
 /* One head of an entry with m visible keys: the projections E·K and F·V over the m visible
@@ -175,6 +253,10 @@ la_status la_linformer_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     la_status st = linformer_layout_for(p, elem, &lay);
     if (st != LA_OK) return st;
     la_cost_sum_heads(p, linformer_head_flops, out);
+    /* bytes_min beyond q, k, v, out: K' and V' out and back; E and F read once, float64 */
+    out->bytes_min = (double)p->batch * (double)p->heads * 2 * (double)p->proj_rank *
+                         (double)(p->d_k + p->d_v) * (double)la_dtype_size(dtype) +
+                     2 * (double)p->proj_rank * (double)p->n_keys * (double)sizeof(double);
     /* what the call holds, then the fused softmax kernel's scratch on (Q, K', V') */
     const la_problem in = inner_problem(p, 0);
     la_cost inner = {0};
@@ -182,3 +264,31 @@ la_status la_linformer_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     out->workspace_bytes = (double)lay.total * (double)elem + inner.workspace_bytes;
     return LA_OK;
 }
+#endif
+
+/* ---------------------------------------------------------------- registry row */
+
+#if REAL_IS_F32
+const la_kernel_info la_row_linformer = {
+    .kernel = LA_KERNEL_LINFORMER,
+    .name = "linformer",
+    .summary = "Linformer (Wang et al. 2020): K and V projected along the sequence to k "
+               "rows (E·K, F·V), then softmax over the k projected keys",
+    .series = {"linformer", NULL},
+    .causal = LA_CAUSAL_REFUSED,
+    .params = LA_PARAM_SCALE | LA_PARAM_PROJ,
+    .masks = 0,
+    .caps = LA_CAP_ROTARY | LA_CAP_APPROXIMATES,
+    .sweep = LA_SWEEP_PLAIN,
+    .time_exponent = 1,
+    .family = "low-rank",
+    .forward_f32 = la_linformer_attention_f32,
+    .forward_f64 = la_linformer_attention_f64,
+    .reference = la_ref_linformer_attention,
+    .cost = la_linformer_cost,
+    .backward_f32 = NULL, /* no backward */
+    .backward_f64 = NULL,
+    .reference_backward = NULL,
+    .backward_cost = NULL,
+};
+#endif

@@ -1,28 +1,26 @@
-/* local.c — restricted (local) softmax attention, float32 and float64: query i attends
- * with softmax to the keys j within p->window = r positions, |i − j| <= r (causal:
- * i − r <= j <= i), besides the usual masks (key lengths).
+/* local.c — restricted (local) softmax attention, in one precision (the Makefile compiles
+ * this file twice: real_typed.h): query i attends with softmax to the keys j within
+ * p->window = r positions, |i − j| <= r (causal: i − r <= j <= i), besides the usual masks
+ * (key lengths, general masks).
  *
- * Work is split into tasks of (batch entry b, head h, block of Q_BLOCK queries); a
- * block's queries together see at most Q_BLOCK + 2r consecutive keys (causal Q_BLOCK + r),
- * which the task walks in score blocks of at most K_BLOCK keys with the online softmax of
- * the fused kernel (softmax_tmpl.h), masking each row to its own window. So the time is
- * O(N·(Q_BLOCK + 2r)·d) and the scratch one score block and one key block per thread,
- * independent of N (and of r once Q_BLOCK + 2r passes K_BLOCK). Both products of a block
- * (scores against the key block transposed, then P·V) go through la_gemm_small_f32 in
- * float32: AVX-512 register tiles without BLIS's packing, which these 64 × (64 + 2r) × d
- * products would pay on every block (la_gemm_f64 in float64, through BLIS). The scale
- * multiplies only the scores a row keeps. Each task is computed whole by one thread with
- * block sizes that do not depend on the thread count: the output is bitwise the same for
- * any thread count. The kernel itself is local_tmpl.h, included below once per precision
- * (core/real_f32.h explains how). */
-#include "attention/attention_internal.h"
-#include "cpu/vexp.h"
+ *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out: (B, H, N, d_v), row-major.
+ *
+ * It runs on the online-softmax engine (engine.h) with the portable tiles: a task of
+ * Q_BLOCK queries sees at most Q_BLOCK + 2r consecutive keys (causal Q_BLOCK + r), walked in
+ * score blocks of at most K_BLOCK keys, each row masked to its own window (the keys
+ * function below). So the time is O(N·(Q_BLOCK + 2r)·d) and the scratch one score block and
+ * one key block per thread, independent of N (and of r once Q_BLOCK + 2r passes K_BLOCK).
+ * Both products of a block (scores against the key block transposed, then P·V) go through
+ * la_gemm_small_f32 in float32: AVX-512 register tiles without BLIS's packing, which these
+ * 64 × (64 + 2r) × d products would pay on every block (la_gemm_small_f64 in float64). The
+ * tiles count what they compute (LA_COUNT, for the cost model's test). Contract in
+ * lib/linattn.h. */
+#include "attention/engine.h"
+#include "core/real_typed.h"
 
 #include <float.h>
 #include <math.h>
-#include <omp.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* Queries per task and keys per score block: the fused softmax kernel's (internal.h). */
@@ -60,50 +58,94 @@ static size_t key_block_of(const la_problem *p, size_t bq)
     return keys < K_BLOCK ? keys : K_BLOCK;
 }
 
-/* Scratch of one thread, in bytes: (bq) row maxima and (bq) row sums, the bq × bk score
- * block, then a key block transposed, d_k × bk, rounded up to a 64-byte line (each
- * thread's slice starts on one); SIZE_MAX when that does not fit in size_t (a d_k near
- * 2⁶¹: the kernel then refuses with LA_EBUDGET or LA_ENOMEM). The kernel (local_tmpl.h) and
- * the cost model (la_local_cost) both read it here. */
+/* Scratch of one thread, in bytes: the portable tiles' (engine.h) with bk = key_block_of(),
+ * then a key block transposed, d_k × bk; SIZE_MAX when that does not fit in size_t (a d_k
+ * near 2⁶¹: the kernel then refuses with LA_EBUDGET). The kernel and the cost model
+ * (la_local_cost) both read it here. */
 static size_t per_thread_bytes(const la_problem *p, size_t elem)
 {
     const size_t bq = p->n_queries < Q_BLOCK ? p->n_queries : Q_BLOCK, bk = key_block_of(p, bq);
-    size_t k_t, bytes;
-    if (!la_mul_ok(p->d_k, bk, &k_t) || k_t > SIZE_MAX - (2 * bq + bq * bk) ||
-        !la_mul_ok(k_t + 2 * bq + bq * bk, elem, &bytes) || bytes > SIZE_MAX - 63)
-        return SIZE_MAX;
-    return (bytes + 63) / 64 * 64;
+    size_t k_t;
+    if (!la_mul_ok(p->d_k, bk, &k_t) || !la_mul_ok(k_t, elem, &k_t)) return SIZE_MAX;
+    return la_engine_portable_bytes(bq, bk, elem, elem, k_t);
 }
 
-/* The scale must be representable in the element type (finiteness is la_problem_check's). */
-static bool scale_fits(double scale, size_t elem_size)
+/* The window of query i: the keys function of the engine. */
+static void window_keys(const la_engine_task *t, size_t i, size_t *lo, size_t *hi)
 {
-    return elem_size == sizeof(double) || fabs(scale) <= FLT_MAX;
+    window_of(t->p, t->m, i, lo, hi);
 }
 
-/* The order of these includes is the instantiation (core/real_f32.h). */
-/* clang-format off */
-#include "core/real_f32.h"
-#include "attention/local_tmpl.h"
-#include "core/real_f64.h"
-#include "attention/local_tmpl.h"
-#include "core/real_undef.h"
-/* clang-format on */
+/* s = q_blk · k_blkᵀ · scale   (rows × cols): k_t = k_blkᵀ (d_k × cols) first, so that the
+ * product reads rows of unit stride (GEMM_SMALL's register tiles in float32 on AVX-512, where
+ * BLIS would pack); the scale multiplies the product after it. */
+static void local_scores(la_engine_task *t, size_t j0, size_t cols)
+{
+    const size_t dk = t->p->d_k, rows = t->rows;
+    const la_engine_rows *w = la_engine_rows_of(t);
+    const REAL *qh = t->q, *kh = t->k;
+    REAL *s = w->s, *k_t = w->extra;
+    for (size_t j = 0; j < cols; j++)
+        for (size_t c = 0; c < dk; c++)
+            k_t[c * cols + j] = kh[(j0 + j) * dk + c];
+    GEMM_SMALL(rows, cols, dk, 1, qh + t->i0 * dk, (ptrdiff_t)dk, 1, k_t, (ptrdiff_t)cols, 1, 0, s,
+               (ptrdiff_t)cols, 1);
+    LA_COUNT(LA_COUNT_QK, 2 * (double)rows * (double)cols * (double)dk);
+    const REAL scale = (REAL)t->p->scale;
+    for (size_t x = 0; x < rows * cols; x++)
+        s[x] *= scale;
+}
 
-/* ---------------------------------------------------------------- the public kernels */
+/* acc += p_blk · v_blk   (rows × d_v) */
+static void local_values(la_engine_task *t, size_t j0, size_t cols)
+{
+    const size_t dv = t->p->d_v, rows = t->rows;
+    const REAL *vh = t->v;
+    GEMM_SMALL(rows, dv, cols, 1, (const REAL *)la_engine_rows_of(t)->s, (ptrdiff_t)cols, 1,
+               vh + j0 * dv, (ptrdiff_t)dv, 1, 1, (REAL *)t->out + t->i0 * dv, (ptrdiff_t)dv, 1);
+    LA_COUNT(LA_COUNT_AV, 2 * (double)rows * (double)cols * (double)dv);
+}
 
+#if REAL_IS_F32
+#define PORTABLE la_engine_portable_f32
+#else
+#define PORTABLE la_engine_portable_f64
+#endif
+
+static la_status local_attention(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
+                                 REAL *out)
+{
+    la_status st = la_engine_check(p, q, k, v, out, sizeof(REAL));
+    if (st != LA_OK) return st;
+    if (!FN(la_range_ok)(LA_RANGE_SOFTMAX, p, q, k, v)) return LA_ERANGE;
+    la_engine e = {.wide = PORTABLE,
+                   .q_block = Q_BLOCK,
+                   .elem = sizeof(REAL),
+                   .count_hidden = true,
+                   .keys = window_keys};
+    e.wide.scores = local_scores;
+    e.wide.values = local_values;
+    e.bq = p->n_queries < Q_BLOCK ? p->n_queries : Q_BLOCK;
+    e.bk = e.k_block = key_block_of(p, e.bq);
+    e.scratch_bytes = per_thread_bytes(p, sizeof(REAL));
+    return la_engine_run(&e, p, q, k, v, out, NULL, 0);
+}
+
+#if REAL_IS_F32
 la_status la_local_attention_f32(const la_problem *p, const float *q, const float *k,
                                  const float *v, float *out)
 {
-    return local_attention_f32(p, q, k, v, out);
+    return local_attention(p, q, k, v, out);
 }
-
+#else
 la_status la_local_attention_f64(const la_problem *p, const double *q, const double *k,
                                  const double *v, double *out)
 {
-    return local_attention_f64(p, q, k, v, out);
+    return local_attention(p, q, k, v, out);
 }
+#endif
 
+#if REAL_IS_F32
 /* ---------------------------------------------------------------- its cost (la_cost_fn) */
 
 /* Exact integers for the closed form below: its terms reach (N + r)², beyond 2⁶⁴. */
@@ -161,3 +203,28 @@ la_status la_local_cost(const la_problem *p, la_dtype dtype, la_cost *out)
         (threads < tasks ? threads : tasks) * (double)per_thread_bytes(p, la_dtype_size(dtype));
     return LA_OK;
 }
+#endif
+
+/* ---------------------------------------------------------------- registry rows */
+
+#if REAL_IS_F32
+const la_kernel_info la_row_local = {
+    .kernel = LA_KERNEL_LOCAL,
+    .name = "local",
+    .summary = "restricted (local) softmax: each query attends to the keys within "
+               "--window r positions, |i − j| <= r (causal i − r <= j <= i)",
+    .series = {"local", "local_causal"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_SCALE | LA_PARAM_WINDOW,
+    .masks = LA_MASK_GENERAL | LA_MASK_KEY,
+    .caps = LA_CAP_WEIGHTS | LA_CAP_ROTARY | LA_CAP_APPROXIMATES,
+    .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
+    .time_exponent = 1,
+    .family = "sparse",
+    .forward_f32 = la_local_attention_f32,
+    .forward_f64 = la_local_attention_f64,
+    .reference = la_ref_local_attention,
+    .cost = la_local_cost,
+    /* no backward */
+};
+#endif

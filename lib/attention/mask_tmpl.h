@@ -1,5 +1,5 @@
 /* mask_tmpl.h — the general masks (p->mask, p->key_mask) on a row of scores, written once
- * for both precisions: included by softmax_tmpl.h and softmax_backward_tmpl.h, once per
+ * for both precisions: included by softmax.c and engine_portable.c, each compiled once per
  * precision (the scheme is in core/real_f32.h; no include guard on purpose). */
 
 /* Scores srow[0..n) of query i of head hd (b·H + h) for the keys j0 .. j0+n-1: the ones

@@ -8,7 +8,7 @@
  *
  * The bounds, with a = max|q|, b = max|k|, c = max|v|, φ ≤ x + 1 for elu+1 and relu:
  *   softmax and hard: every score |q·k·scale| ≤ d_k·a·b·max(scale, 1), and the kernels
- *     form s − max (twice a score) times log2 e (softmax_avx512.c); the accumulator
+ *     form s − max (twice a score) times log2 e (engine_avx512.c); the accumulator
  *     Σ_j exp(s_j − m) v_j ≤ M·c. Both kept under REAL_MAX / 8, and |scale| too (the
  *     AVX-512 kernel multiplies by scale · log2 e).
  *   linear, causal (chunked and recurrent; the non-causal kernel checks its state

@@ -1,27 +1,37 @@
 /* relative.c — softmax attention with relative position representations (Shaw, Uszkoreit
- * and Vaswani, "Self-Attention with Relative Position Representations", 2018), float32
- * and float64: learned embeddings a^K, a^V of the clipped distance
- * δ = clip(j − i, −K, K), K = p->max_distance, in the scores and in the values,
+ * and Vaswani, "Self-Attention with Relative Position Representations", 2018), in one
+ * precision (the Makefile compiles this file twice: real_typed.h): learned embeddings a^K,
+ * a^V of the clipped distance δ = clip(j − i, −K, K), K = p->max_distance, in the scores and
+ * in the values,
  *   e_ij = q_i·(k_j + a^K_δ)·scale,   y_i = Σ_j softmax_j(e_i)_j (v_j + a^V_δ).
  *
- * Work is split into tasks of (batch entry, head, block of Q_ROWS queries), each computed
- * whole by one thread (the same bits on any thread count). A query's row is materialized
- * (its M scores); q_i·a^K_δ is formed once per distinct δ the row meets (at most
- * min(2K + 1, M)), and the weights of the keys that share a δ are summed before a^V_δ is
- * added, so the position terms cost O(min(2K + 1, M)·d) per query beside softmax's
- * O(M·d). Scratch: the tables in the element type (float32, or float64 when drawn), and
- * per thread one row of scores and two rows of per-distance values. The kernel is
- * relative_tmpl.h, included below once per precision (core/real_f32.h explains how). */
-#include "attention/attention_internal.h"
+ *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out: (B, H, N, d_v), row-major;
+ *   a^K = p->rel_k: (2K+1, d_k), a^V = p->rel_v: (2K+1, d_v), float64, or drawn from p->seed.
+ *
+ * It runs on the online-softmax engine (engine.h) with the portable tiles and two of its own:
+ * the score tile adds q_i·a^K_δ, formed once per distance a row meets in a key block (a block
+ * far from the diagonal meets one), and the value tile sums the weights of the keys that
+ * share a distance before adding a^V_δ; so the position terms cost O((min(2K + 1, M) + M /
+ * K_BLOCK)·d) per query beside softmax's O(M·d). Contract in lib/linattn.h. */
+#include "attention/engine.h"
+#include "core/real_typed.h"
 
 #include <float.h>
 #include <math.h>
-#include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { Q_ROWS = 64 }; /* queries per task */
+/* Queries per task and keys per block: the fused softmax kernel's portable ones. */
+enum { Q_BLOCK = LA_SOFTMAX_Q_BLOCK, K_BLOCK = LA_SOFTMAX_K_BLOCK };
+
+#if REAL_IS_F32
+#define LA_MAX_ABS la_max_abs_f32
+#define PORTABLE la_engine_portable_f32
+#else
+#define LA_MAX_ABS la_max_abs_f64
+#define PORTABLE la_engine_portable_f64
+#endif
 
 /* ---------------------------------------------------------------- the seeded draw */
 
@@ -72,24 +82,7 @@ static bool table_sizes(size_t K, size_t d_k, size_t d_v, size_t *rows, size_t *
            la_mul_ok(*nk + *nv, sizeof(double), &bytes);
 }
 
-la_status la_relative_embeddings(size_t max_distance, size_t d_k, size_t d_v, uint64_t seed,
-                                 double *a_k, double *a_v)
-{
-    if (!a_k || !a_v || a_k == a_v || max_distance == 0 || d_k == 0 || d_v == 0) return LA_EINVAL;
-    size_t rows, nk, nv;
-    if (!table_sizes(max_distance, d_k, d_v, &rows, &nk, &nv)) return LA_EOVERFLOW;
-    draw_embeddings(rows, d_k, d_v, seed, a_k, a_v, NULL, NULL);
-    return LA_OK;
-}
-
 /* ---------------------------------------------------------------- shared by both precisions */
-
-/* Distances a row meets: at most min(2K + 1, M). */
-static size_t distinct_distances(const la_problem *p)
-{
-    const size_t K = p->max_distance, M = p->n_keys;
-    return K >= M ? M : (2 * K + 1 < M ? 2 * K + 1 : M);
-}
 
 /* The table index of key j for query i: clip(j − i, −K, K) + K. */
 static size_t distance_index(size_t i, size_t j, size_t K)
@@ -99,11 +92,12 @@ static size_t distance_index(size_t i, size_t j, size_t K)
     return j + K - i;
 }
 
-/* What one call holds: the tables as the kernel reads them (none for float64 given
- * tables), then per thread M scores and two rows of distinct_distances() values; in
- * elements. Returns false when a size overflows. */
+/* What one call holds: the tables as the kernel reads them (none for float64 given tables),
+ * in elements, then per thread the engine's portable scratch (engine.h) with two rows of
+ * bk values beside it (q_i·a^K and the summed weight of each distance a row meets in a key
+ * block), in bytes, for min(threads, tasks) threads. Returns false when a size overflows. */
 typedef struct {
-    size_t tables, per_thread;
+    size_t tables, per_thread, bq, bk;
     int threads;
 } relative_layout;
 
@@ -112,18 +106,21 @@ static bool relative_layout_for(const la_problem *p, size_t elem, relative_layou
     size_t rows, nk, nv, bytes;
     if (!table_sizes(p->max_distance, p->d_k, p->d_v, &rows, &nk, &nv)) return false;
     lay->tables = elem == sizeof(double) && p->rel_k ? 0 : nk + nv;
-    lay->per_thread = p->n_keys + 2 * distinct_distances(p); /* M <= SIZE_MAX / 8 */
+    lay->bq = p->n_queries < Q_BLOCK ? p->n_queries : Q_BLOCK;
+    lay->bk = p->n_keys < K_BLOCK ? p->n_keys : K_BLOCK;
+    lay->per_thread = la_engine_portable_bytes(lay->bq, lay->bk, elem, elem, 2 * lay->bk * elem);
     const double tasks =
-        (double)p->batch * (double)p->heads * (double)((p->n_queries + Q_ROWS - 1) / Q_ROWS);
+        (double)p->batch * (double)p->heads * (double)((p->n_queries + Q_BLOCK - 1) / Q_BLOCK);
     const int threads = la_threads();
     lay->threads = (double)threads < tasks ? threads : (int)tasks;
-    return la_mul_ok(lay->per_thread, (size_t)lay->threads, &bytes) &&
-           bytes <= SIZE_MAX - lay->tables && la_mul_ok(bytes + lay->tables, elem, &bytes);
+    return lay->per_thread != SIZE_MAX && la_mul_ok(lay->tables, elem, &bytes) &&
+           la_mul_ok(lay->per_thread, (size_t)lay->threads, &bytes) &&
+           bytes <= SIZE_MAX - lay->tables * elem;
 }
 
 static size_t relative_bytes(const relative_layout *lay, size_t elem)
 {
-    return (lay->tables + lay->per_thread * (size_t)lay->threads) * elem;
+    return lay->tables * elem + lay->per_thread * (size_t)lay->threads;
 }
 
 /* Whether every entry of x (n doubles) is finite, and max |x| into *max_abs. */
@@ -144,13 +141,11 @@ static bool finite_max_abs(const double *x, size_t n, double *max_abs)
 static la_status relative_check(const la_problem *p, const void *q, const void *k, const void *v,
                                 const void *out, size_t elem, double *ak_max, double *av_max)
 {
-    la_status st = la_problem_check(p);
+    la_status st = la_engine_check(p, q, k, v, out, elem);
     if (st != LA_OK) return st;
-    if (!q || !k || !v || !out) return LA_EINVAL;
     if (la_has_masks(p)) return LA_EINVAL; /* general masks: refused (linattn.h) */
     size_t rows, nk, nv;
     if (!table_sizes(p->max_distance, p->d_k, p->d_v, &rows, &nk, &nv)) return LA_EOVERFLOW;
-    if (elem == sizeof(float) && fabs(p->scale) > FLT_MAX) return LA_EINVAL;
     *ak_max = *av_max = 9; /* a drawn |z| is below 8.6 */
     if (p->rel_k &&
         (!finite_max_abs(p->rel_k, nk, ak_max) || !finite_max_abs(p->rel_v, nv, av_max)))
@@ -169,27 +164,165 @@ static bool relative_range_ok(const la_problem *p, double a, double b, double c,
     return (long double)p->n_keys * c <= limit;
 }
 
-/* The order of these includes is the instantiation (core/real_f32.h). */
-/* clang-format off */
-#include "core/real_f32.h"
-#include "attention/relative_tmpl.h"
-#include "core/real_f64.h"
-#include "attention/relative_tmpl.h"
-#include "core/real_undef.h"
-/* clang-format on */
+/* What the relative tiles read (la_engine's ctx): a^K (2K+1, d_k), a^V (2K+1, d_v). */
+typedef struct {
+    const REAL *tk, *tv;
+} relative_ctx;
+
+/* Σ_c x[c]·y[c] over n elements (vectorized: the order of the sum is fixed by the compiled
+ * code, the same on every run and thread count). */
+static REAL dot(const REAL *x, const REAL *y, size_t n)
+{
+    REAL sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (size_t c = 0; c < n; c++)
+        sum += x[c] * y[c];
+    return sum;
+}
+
+/* Keys [0, n) of the block [j0, j0 + cols) that row r sees. */
+static size_t seen_in_block(const la_engine_task *t, size_t r, size_t j0, size_t cols)
+{
+    const size_t hi = t->hi[r];
+    return hi > j0 ? (hi - j0 < cols ? hi - j0 : cols) : 0;
+}
+
+/* e_ij = q_i·k_j · scale (the portable score tile) + q_i·a^K_δ · scale, δ = the table row of
+ * (i, j); q_i·a^K is formed once per distance the row meets in the block. */
+static void relative_scores(la_engine_task *t, size_t j0, size_t cols)
+{
+    PORTABLE.scores(t, j0, cols);
+    const la_problem *p = t->p;
+    const relative_ctx *x = t->e->ctx;
+    const size_t dk = p->d_k, K = p->max_distance;
+    const REAL scale = (REAL)p->scale, *qh = t->q;
+    const la_engine_rows *w = la_engine_rows_of(t);
+    REAL *s = w->s, *qa = w->extra;
+    for (size_t r = 0; r < t->rows; r++) {
+        const size_t i = t->i0 + r, n = seen_in_block(t, r, j0, cols);
+        if (n == 0) continue;
+        const size_t d_lo = distance_index(i, j0, K), d_hi = distance_index(i, j0 + n - 1, K);
+        for (size_t d = d_lo; d <= d_hi; d++)
+            qa[d - d_lo] = dot(qh + i * dk, x->tk + d * dk, dk) * scale;
+        REAL *srow = s + r * cols;
+        for (size_t j = 0; j < n; j++)
+            srow[j] += qa[distance_index(i, j0 + j, K) - d_lo];
+    }
+}
+
+/* acc += p_blk · v_blk (the portable value tile), + Σ_δ (Σ_{j at δ} p_ij) a^V_δ: the weights
+ * of the keys that share a distance summed before a^V_δ is added. */
+static void relative_values(la_engine_task *t, size_t j0, size_t cols)
+{
+    PORTABLE.values(t, j0, cols);
+    const la_problem *p = t->p;
+    const relative_ctx *x = t->e->ctx;
+    const size_t dv = p->d_v, K = p->max_distance;
+    const la_engine_rows *w = la_engine_rows_of(t);
+    const REAL *s = w->s;
+    REAL *wsum = (REAL *)w->extra + t->e->bk;
+    for (size_t r = 0; r < t->rows; r++) {
+        const size_t i = t->i0 + r, n = seen_in_block(t, r, j0, cols);
+        if (n == 0) continue;
+        const size_t d_lo = distance_index(i, j0, K), d_hi = distance_index(i, j0 + n - 1, K);
+        for (size_t d = d_lo; d <= d_hi; d++)
+            wsum[d - d_lo] = 0;
+        const REAL *prow = s + r * cols;
+        for (size_t j = 0; j < n; j++)
+            wsum[distance_index(i, j0 + j, K) - d_lo] += prow[j];
+        REAL *arow = (REAL *)t->out + i * dv;
+        for (size_t d = d_lo; d <= d_hi; d++) {
+            const REAL a = wsum[d - d_lo], *tr = x->tv + d * dv;
+            for (size_t c = 0; c < dv; c++)
+                arow[c] += a * tr[c];
+        }
+    }
+}
+
+/* Relative-position softmax attention (contract in linattn.h). */
+static la_status relative_attention(const la_problem *p, const REAL *q, const REAL *k,
+                                    const REAL *v, REAL *out)
+{
+    double ak_max, av_max;
+    la_status st = relative_check(p, q, k, v, out, sizeof(REAL), &ak_max, &av_max);
+    if (st != LA_OK) return st;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, K = p->max_distance;
+    const size_t heads = p->batch * p->heads; /* fits: la_problem_check */
+    /* the range rule: softmax's, with a^K beside the keys and a^V beside the values */
+    const double a = LA_MAX_ABS(q, heads * N * dk);
+    const double b = LA_MAX_ABS(k, heads * M * dk) + ak_max;
+    const double c = LA_MAX_ABS(v, heads * M * dv) + av_max;
+    if (!relative_range_ok(p, a, b, c, (double)REAL_MAX)) return LA_ERANGE;
+
+    relative_layout lay;
+    if (!relative_layout_for(p, sizeof(REAL), &lay)) return LA_EOVERFLOW;
+    if (relative_bytes(&lay, sizeof(REAL)) > p->workspace_limit) return LA_EBUDGET;
+    /* the tables as this precision reads them: the caller's (float64), converted
+     * (float32), or drawn from the seed */
+    const size_t rows = 2 * K + 1, nk = rows * dk, nv = rows * dv;
+    REAL *tables = NULL;
+    relative_ctx ctx;
+    if (lay.tables == 0) {
+        ctx.tk = (const REAL *)p->rel_k, ctx.tv = (const REAL *)p->rel_v; /* float64, given */
+    } else {
+        tables = malloc(lay.tables * sizeof(REAL));
+        if (!tables) return LA_ENOMEM;
+        REAL *k_own = tables, *v_own = tables + nk;
+        if (!p->rel_k)
+            draw_embeddings(rows, dk, dv, p->seed, REAL_IS_F32 ? NULL : (double *)k_own,
+                            REAL_IS_F32 ? NULL : (double *)v_own,
+                            REAL_IS_F32 ? (float *)k_own : NULL,
+                            REAL_IS_F32 ? (float *)v_own : NULL);
+        else {
+            for (size_t x = 0; x < nk; x++)
+                k_own[x] = (REAL)p->rel_k[x];
+            for (size_t x = 0; x < nv; x++)
+                v_own[x] = (REAL)p->rel_v[x];
+        }
+        ctx.tk = k_own, ctx.tv = v_own;
+    }
+    /* y = softmax(e) (V + a^V) on the engine, with the relative score and value tiles */
+    la_engine e = {.wide = PORTABLE,
+                   .q_block = Q_BLOCK,
+                   .k_block = K_BLOCK,
+                   .bq = lay.bq,
+                   .bk = lay.bk,
+                   .elem = sizeof(REAL),
+                   .scratch_bytes = lay.per_thread,
+                   .keys = la_engine_prefix_keys,
+                   .ctx = &ctx};
+    e.wide.scores = relative_scores;
+    e.wide.values = relative_values;
+    st = la_engine_run(&e, p, q, k, v, out, NULL, lay.tables * sizeof(REAL));
+    free(tables);
+    return st;
+}
 
 /* ---------------------------------------------------------------- the public kernels */
 
+#if REAL_IS_F32
 la_status la_relative_attention_f32(const la_problem *p, const float *q, const float *k,
                                     const float *v, float *out)
 {
-    return relative_attention_f32(p, q, k, v, out);
+    return relative_attention(p, q, k, v, out);
 }
-
+#else
 la_status la_relative_attention_f64(const la_problem *p, const double *q, const double *k,
                                     const double *v, double *out)
 {
-    return relative_attention_f64(p, q, k, v, out);
+    return relative_attention(p, q, k, v, out);
+}
+#endif
+
+#if REAL_IS_F32
+la_status la_relative_embeddings(size_t max_distance, size_t d_k, size_t d_v, uint64_t seed,
+                                 double *a_k, double *a_v)
+{
+    if (!a_k || !a_v || a_k == a_v || max_distance == 0 || d_k == 0 || d_v == 0) return LA_EINVAL;
+    size_t rows, nk, nv;
+    if (!table_sizes(max_distance, d_k, d_v, &rows, &nk, &nv)) return LA_EOVERFLOW;
+    draw_embeddings(rows, d_k, d_v, seed, a_k, a_v, NULL, NULL);
+    return LA_OK;
 }
 
 /* ---------------------------------------------------------------- its cost (la_cost_fn) */
@@ -247,15 +380,45 @@ la_status la_relative_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     size_t rows, nk, nv;
     if (!table_sizes(p->max_distance, p->d_k, p->d_v, &rows, &nk, &nv)) return LA_EOVERFLOW;
     la_cost_sum_heads(p, relative_head_flops, out);
-    /* what the kernel holds (relative_layout_for), in doubles: near la_problem_check's
-     * limit on M it passes size_t, and the kernel then refuses (LA_EOVERFLOW) */
+    /* bytes_min beyond q, k, v, out: a^K and a^V read once per call, float64 */
+    out->bytes_min =
+        (2 * (double)p->max_distance + 1) * (double)(p->d_k + p->d_v) * (double)sizeof(double);
+    /* what the kernel holds (relative_layout_for), in doubles when it passes size_t (the
+     * kernel then refuses, LA_EOVERFLOW) */
     relative_layout lay;
     if (relative_layout_for(p, elem, &lay)) {
         out->workspace_bytes = (double)relative_bytes(&lay, elem);
     } else {
         const double tables = elem == sizeof(double) && p->rel_k ? 0 : (double)(nk + nv);
-        const double per_thread = (double)p->n_keys + 2 * (double)distinct_distances(p);
-        out->workspace_bytes = (tables + per_thread * (double)lay.threads) * (double)elem;
+        const double bq = (double)lay.bq, bk = (double)lay.bk, e = (double)elem;
+        const double per_thread = ceil((bq * e * 2 + bq * bk * e + 2 * bk * e) / 64) * 64;
+        out->workspace_bytes = tables * e + per_thread * (double)lay.threads;
     }
     return LA_OK;
 }
+#endif
+
+/* ---------------------------------------------------------------- registry rows */
+
+#if REAL_IS_F32
+const la_kernel_info la_row_relative = {
+    .kernel = LA_KERNEL_RELATIVE,
+    .name = "relative",
+    .summary = "softmax with relative positions (Shaw et al. 2018): embeddings of the "
+               "distance clip(j − i, −K, K) added to the keys in the scores and to the "
+               "values",
+    .series = {"relative", "relative_causal"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_SCALE | LA_PARAM_RELATIVE,
+    .masks = 0,
+    .caps = LA_CAP_POSITIONS | LA_CAP_ROTARY,
+    .sweep = 0,
+    .time_exponent = 2,
+    .family = "position",
+    .forward_f32 = la_relative_attention_f32,
+    .forward_f64 = la_relative_attention_f64,
+    .reference = la_ref_relative_attention,
+    .cost = la_relative_cost,
+    /* no backward */
+};
+#endif

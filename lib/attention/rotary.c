@@ -5,8 +5,13 @@
  * (la_linear_attention_rotary_*).
  *
  * The angles are formed in float64 for either precision: position t times
- * θ_c = 10000^(−2c/d), then cos and sin, rounded once to the element type. The kernel is
- * written once in rotary_tmpl.h and instantiated here twice (core/real_f32.h explains how). */
+ * θ_c = 10000^(−2c/d), then cos and sin, rounded once to the element type. Compiled once per
+ * precision (core/real_typed.h).
+ *
+ *   x: (rows, n, d) rotated in place; q: (B, H, N, d_k), k: (B, H, M, d_k),
+ *   v: (B, H, M, d_v), out: (B, H, N, d_v), row-major; per head S (d_k, d_v), z (d_k). */
+#include "core/real_typed.h"
+
 #include "attention/attention_internal.h"
 #include "attention/linear_internal.h"
 
@@ -72,37 +77,140 @@ static size_t rotary_linear_per_thread(const la_problem *p)
     return s + 5 * p->d_k;
 }
 
-/* The order of these includes is the instantiation (core/real_f32.h). */
-/* clang-format off */
-#include "core/real_f32.h"
-#include "attention/rotary_tmpl.h"
-#include "core/real_f64.h"
-#include "attention/rotary_tmpl.h"
-#include "core/real_undef.h"
-/* clang-format on */
+/* x (d) of the token at position t, rotated into out (d; may equal x): pair c, channels
+ * (2c, 2c+1), by the angle t·θ_c. */
+static void rotate_row(const REAL *x, REAL *out, size_t d, size_t t)
+{
+    for (size_t c = 0; c < d / 2; c++) {
+        const double angle = (double)t * rotary_theta(c, d);
+        const REAL cs = (REAL)cos(angle), sn = (REAL)sin(angle);
+        const REAL a = x[2 * c], b = x[2 * c + 1];
+        out[2 * c] = a * cs - b * sn;
+        out[2 * c + 1] = a * sn + b * cs;
+    }
+}
+
+/* x: (rows, n, d) row-major, rotated in place; token i of every row block at position
+ * first_pos + i. The angles of a token are formed once and applied to every row block. */
+static la_status rotary_apply(size_t rows, size_t n, size_t d, size_t first_pos, REAL *x)
+{
+    la_status st = rotary_apply_check(rows, n, d, first_pos, x);
+    if (st != LA_OK) return st;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t c = 0; c < d / 2; c++) {
+            const double angle = (double)(first_pos + i) * rotary_theta(c, d);
+            const REAL cs = (REAL)cos(angle), sn = (REAL)sin(angle);
+            for (size_t r = 0; r < rows; r++) {
+                REAL *pair = x + (r * n + i) * d + 2 * c;
+                const REAL a = pair[0], b = pair[1];
+                pair[0] = a * cs - b * sn;
+                pair[1] = a * sn + b * cs;
+            }
+        }
+    }
+    return LA_OK;
+}
+
+/* One head of linear attention with rotary positions, of an entry that leaves m keys:
+ *   qh: (N, d_k), kh: (M, d_k), vh: (M, d_v), oh: (N, d_v), row-major;
+ *   scratch: rotary_linear_per_thread() elements.
+ * S = Σ_j R_{s_j} φ(k_j) v_jᵀ and z = Σ_j φ(k_j) over the keys a query sees (all m, or
+ * causal the keys j <= i, added token by token), then
+ *   y_i = (R_{t_i} φ(q_i))ᵀ S / (φ(q_i)ᵀ z + eps),
+ * a zero row where the query sees no key or the denominator is exactly 0.
+ * Accuracy: R_t is formed from rounded cos and sin, so the numerator is exact to about
+ * u·|φ(q_i)|·Σ_j |φ(k_j)||v_j| (u the unit roundoff), not to u·|y_i|. Where φ(q_i)ᵀz
+ * is 0 or tiny against Σ_j |φ(q_i)||φ(k_j)| (features with disjoint support, as elu+1
+ * gives for entries of −1e18), y_i is that rounding error over eps. */
+static void rotary_linear_head(const la_problem *p, size_t m, size_t q_first_pos,
+                               size_t k_first_pos, const REAL *qh, const REAL *kh, const REAL *vh,
+                               REAL *oh, REAL *scratch)
+{
+    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v;
+    const REAL eps = (REAL)p->eps;
+    REAL *S = scratch, *z = S + dk * dv, *phi_q = z + dk, *rot_q = phi_q + dk, *phi_k = rot_q + dk,
+         *rot_k = phi_k + dk;
+    memset(S, 0, (dk * dv + dk) * sizeof *S);
+    size_t added = 0; /* keys 0 .. added − 1 are in S and z */
+    const size_t all = m;
+    for (size_t i = 0; i < N; i++) {
+        /* the keys query i sees: all m, or causal those j <= i + o (la_causal_offset) */
+        const size_t seen = la_visible_keys_of(p, all, i);
+        for (; added < seen; added++) {
+            /* S += R φ(k_j) v_jᵀ, z += φ(k_j) */
+            FN(la_feature_map)(p->feature_map, kh + added * dk, phi_k, dk);
+            rotate_row(phi_k, rot_k, dk, k_first_pos + added);
+            FN(la_linear_add_key)(S, z, rot_k, phi_k, vh + added * dv, dk, dv);
+        }
+        REAL *yi = oh + i * dv;
+        if (seen == 0) {
+            memset(yi, 0, dv * sizeof *yi);
+            continue;
+        }
+        /* y_i = (R φ(q_i))ᵀ S / (φ(q_i)ᵀ z + eps) */
+        FN(la_feature_map)(p->feature_map, qh + i * dk, phi_q, dk);
+        rotate_row(phi_q, rot_q, dk, q_first_pos + i);
+        FN(la_linear_read_query)(S, z, rot_q, phi_q, eps, yi, dk, dv);
+    }
+}
+
+/* Linear attention with rotary positions (contract in linattn.h): one task per
+ * (batch entry, head), each computed whole by one thread (the same bits on any thread
+ * count), scratch one S, z and four feature rows per thread. */
+static la_status linear_attention_rotary(const la_problem *p, size_t q_first_pos,
+                                         size_t k_first_pos, const REAL *q, const REAL *k,
+                                         const REAL *v, REAL *out)
+{
+    la_status st = rotary_linear_check(p, q_first_pos, k_first_pos, q, k, v, out);
+    if (st != LA_OK) return st;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    const size_t heads = p->batch * p->heads; /* fits: la_problem_check */
+    /* the range rule (linattn.h): every entry of S, z, the numerator and the denominator
+     * within T/8 */
+    const double a = FN(la_max_abs)(q, heads * N * dk), b = FN(la_max_abs)(k, heads * M * dk);
+    const double c = FN(la_max_abs)(v, heads * M * dv);
+    if (!rotary_range_ok(p, a, b, c, (double)REAL_MAX)) return LA_ERANGE;
+    int threads = la_threads();
+    if ((size_t)threads > heads) threads = (int)heads;
+    const size_t per_thread = rotary_linear_per_thread(p);
+    size_t elements;
+    if (per_thread == SIZE_MAX || !la_mul_ok(per_thread, (size_t)threads, &elements))
+        return LA_EOVERFLOW;
+    REAL *scratch = NULL;
+    if ((st = FN(la_linear_scratch)(p, elements, &scratch)) != LA_OK) return st;
+#pragma omp parallel num_threads(threads)
+    {
+        REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+#pragma omp for schedule(static)
+        for (size_t bh = 0; bh < heads; bh++)
+            rotary_linear_head(p, la_keys_in_length(p, bh / p->heads), q_first_pos, k_first_pos,
+                               q + bh * N * dk, k + bh * M * dk, v + bh * M * dv, out + bh * N * dv,
+                               mine);
+    }
+    free(scratch);
+    return LA_OK;
+}
 
 /* ---------------------------------------------------------------- the public functions */
 
+#if REAL_IS_F32
 la_status la_rotary_apply_f32(size_t rows, size_t n, size_t d, size_t first_pos, float *x)
-{
-    return rotary_apply_f32(rows, n, d, first_pos, x);
-}
-
+#else
 la_status la_rotary_apply_f64(size_t rows, size_t n, size_t d, size_t first_pos, double *x)
+#endif
 {
-    return rotary_apply_f64(rows, n, d, first_pos, x);
+    return rotary_apply(rows, n, d, first_pos, x);
 }
 
+#if REAL_IS_F32
 la_status la_linear_attention_rotary_f32(const la_problem *p, size_t q_first_pos,
                                          size_t k_first_pos, const float *q, const float *k,
                                          const float *v, float *out)
-{
-    return linear_attention_rotary_f32(p, q_first_pos, k_first_pos, q, k, v, out);
-}
-
+#else
 la_status la_linear_attention_rotary_f64(const la_problem *p, size_t q_first_pos,
                                          size_t k_first_pos, const double *q, const double *k,
                                          const double *v, double *out)
+#endif
 {
-    return linear_attention_rotary_f64(p, q_first_pos, k_first_pos, q, k, v, out);
+    return linear_attention_rotary(p, q_first_pos, k_first_pos, q, k, v, out);
 }

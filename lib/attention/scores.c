@@ -1,14 +1,19 @@
-/* scores.c — softmax attention over the score functions other than the dot product, in
- * float and double: general s = q·W·k · scale, additive s = vᵀtanh(W_q q + W_k k), cosine
- * s = cos(q, k) · scale (dot and scaled dot are the softmax kernel at scale 1 and 1/√d_k).
+/* scores.c — softmax attention over the score functions other than the dot product, in one
+ * precision (the Makefile compiles this file twice: real_typed.h): general s = q·W·k · scale,
+ * additive s = vᵀtanh(W_q q + W_k k), cosine s = cos(q, k) · scale (dot and scaled dot are
+ * the softmax kernel at scale 1 and 1/√d_k).
+ *
+ *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out: (B, H, N, d_v), row-major;
+ *   general W = p->score_w: (d_k, d_k); additive W: (d_a, 2·d_k), v: (d_a); float64, or
+ *   drawn from p->seed (la_score_weights).
+ *
  * general and cosine transform their inputs (K' = K Wᵀ; Q̂, K̂ normalized) and hand them to
- * the fused softmax kernel; additive forms A = Q W_qᵀ and C = K W_kᵀ, then scores its
- * visible pairs block by block with the fused kernel's online softmax. The kernels are
- * written once in scores_tmpl.h and instantiated here twice (core/real_f32.h explains how);
- * the seeded draw of the weights, the public functions and the costs are written out below.
- * Contracts in lib/linattn.h ("SCORE FUNCTIONS"). */
-#include "attention/attention_internal.h"
-#include "cpu/vexp.h"
+ * the fused softmax kernel; additive forms A = Q W_qᵀ and C = K W_kᵀ, then runs the
+ * online-softmax engine (engine.h) with its own score tile (the tanh sums of each row's
+ * visible pairs). The seeded draw of the weights and the costs are here too. Contracts in
+ * lib/linattn.h ("SCORE FUNCTIONS"). */
+#include "attention/engine.h"
+#include "core/real_typed.h"
 
 #include <float.h>
 #include <math.h>
@@ -23,6 +28,18 @@ enum { Q_BLOCK = LA_SOFTMAX_Q_BLOCK, K_BLOCK = LA_SOFTMAX_K_BLOCK };
 
 /* cosine: x̂ = x / max(‖x‖, NORM_EPS), PyTorch's F.normalize eps */
 #define NORM_EPS 1e-12
+
+#if REAL_IS_F32
+#define LA_MAX_ABS la_max_abs_f32
+#define SOFTMAX la_softmax_attention_f32
+#define PORTABLE la_engine_portable_f32
+#define TANH tanhf
+#else
+#define LA_MAX_ABS la_max_abs_f64
+#define SOFTMAX la_softmax_attention_f64
+#define PORTABLE la_engine_portable_f64
+#define TANH tanh
+#endif
 
 /* ---------------------------------------------------------------- the seeded draw */
 
@@ -91,19 +108,6 @@ static la_status weight_counts(la_kernel kernel, size_t dk, size_t da, weight_sh
             return LA_EOVERFLOW;
     }
     *s = shape_of(kernel, dk, da);
-    return LA_OK;
-}
-
-la_status la_score_weights(la_kernel kernel, size_t d_k, size_t d_a, uint64_t seed, double *w,
-                           double *v)
-{
-    if (kernel != LA_KERNEL_GENERAL && kernel != LA_KERNEL_ADDITIVE) return LA_EINVAL;
-    if (!w || d_k == 0) return LA_EINVAL;
-    if (kernel == LA_KERNEL_ADDITIVE && (!v || v == w || d_a == 0)) return LA_EINVAL;
-    weight_shape s;
-    la_status st = weight_counts(kernel, d_k, d_a, &s);
-    if (st != LA_OK) return st;
-    draw_weights(s, seed, w, kernel == LA_KERNEL_ADDITIVE ? v : NULL, NULL, NULL);
     return LA_OK;
 }
 
@@ -206,7 +210,8 @@ static la_status additive_layout_for(const la_problem *p, size_t elem, additive_
     lay->shared = round_up_64(bytes);
     lay->bq = p->n_queries < Q_BLOCK ? p->n_queries : Q_BLOCK;
     lay->bk = p->n_keys < K_BLOCK ? p->n_keys : K_BLOCK;
-    lay->per_thread = round_up_64((lay->bq * lay->bk + 2 * lay->bq) * elem);
+    lay->per_thread = la_engine_portable_bytes(lay->bq, lay->bk, elem, elem, 0);
+    if (lay->per_thread == SIZE_MAX) return LA_EOVERFLOW;
     const size_t q_blocks = (p->n_queries + Q_BLOCK - 1) / Q_BLOCK;
     if (!la_mul_ok(heads, q_blocks, &lay->tasks)) return LA_EOVERFLOW;
     int threads = la_threads();
@@ -237,60 +242,319 @@ static la_problem inner_problem(const la_problem *p, size_t held)
     return in;
 }
 
-static inline float tanh_of_f32(float x)
+/* The weights as this precision reads them: the caller's (float64, given; own_count 0),
+ * else `own` (s.n_w + s.n_v elements) filled with them converted (float32) or drawn from
+ * p->seed. s: W's and v's entries (v: none for general). */
+static void weights_of(const la_problem *p, weight_shape s, size_t own_count, REAL *own,
+                       const REAL **w, const REAL **v)
 {
-    return tanhf(x);
-}
-static inline double tanh_of_f64(double x)
-{
-    return tanh(x);
+    if (own_count == 0) { /* float64, given: read in place */
+        *w = (const REAL *)p->score_w;
+        *v = (const REAL *)p->score_v;
+        return;
+    }
+    REAL *w_own = own, *v_own = own + s.n_w;
+    if (!p->score_w)
+        draw_weights(s, p->seed, REAL_IS_F32 ? NULL : (double *)w_own,
+                     REAL_IS_F32 ? NULL : (double *)v_own, REAL_IS_F32 ? (float *)w_own : NULL,
+                     REAL_IS_F32 ? (float *)v_own : NULL);
+    else {
+        for (size_t x = 0; x < s.n_w; x++)
+            w_own[x] = (REAL)p->score_w[x];
+        for (size_t x = 0; x < s.n_v; x++)
+            v_own[x] = (REAL)p->score_v[x];
+    }
+    *w = w_own;
+    *v = v_own;
 }
 
-/* The order of these includes is the instantiation (core/real_f32.h). */
-/* clang-format off */
-#include "core/real_f32.h"
-#include "attention/scores_tmpl.h"
-#include "core/real_f64.h"
-#include "attention/scores_tmpl.h"
-#include "core/real_undef.h"
-/* clang-format on */
+/* ---------------------------------------------------------------- general: q·W·k · scale */
+
+/* General scores (contract in linattn.h):
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major;
+ *   W = p->score_w: (d_k, d_k) row-major float64, or drawn from p->seed.
+ * q·W·k = q·k' with k' = W k, so K' = K Wᵀ per head (the m keys in length; the rows past
+ * them zeroed, hidden anyway), one BLIS product per head on the OpenMP threads, then the
+ * fused softmax kernel once over (Q, K', V) with p's masks and scale. */
+static la_status general_attention(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
+                                   REAL *out)
+{
+    la_status st = score_check(p, q, k, v, out);
+    if (st != LA_OK) return st;
+    const size_t M = p->n_keys, dk = p->d_k, heads = p->batch * p->heads;
+    transform_layout lay;
+    if ((st = general_layout_for(p, sizeof(REAL), &lay)) != LA_OK) return st;
+    const weight_shape s = shape_of(LA_KERNEL_GENERAL, dk, p->score_dim);
+
+    /* the range rule: given W finite; |k'| <= d_k·max|W|·max|k| within T/8 */
+    double w_max, w_sum;
+    if (p->score_w && !finite_abs(p->score_w, s.n_w, &w_max, &w_sum)) return LA_EINVAL;
+    if (!p->score_w) w_max = drawn_bound(s.sd_w);
+    const double k_max = LA_MAX_ABS(k, heads * M * dk);
+    const double limit = (double)REAL_MAX / 8;
+    if (w_max > limit || (isfinite(k_max) && (double)dk * w_max * k_max > limit)) return LA_ERANGE;
+
+    const size_t held = lay.total * sizeof(REAL);
+    if (held > p->workspace_limit) return LA_EBUDGET;
+    int threads = la_threads();
+    if ((size_t)threads > heads) threads = (int)heads;
+    if (la_gemm_reserve(threads) != LA_OK) return LA_ENOMEM;
+    REAL *scratch = aligned_alloc(64, (held + 63) / 64 * 64);
+    if (!scratch) return LA_ENOMEM;
+    const REAL *w, *unused;
+    weights_of(p, s, lay.first, scratch, &w, &unused);
+    REAL *kp = scratch + lay.first;
+
+    /* per head: K'_h[:L] = K_h[:L] Wᵀ (L × d_k); the hidden rows zeroed */
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (size_t bh = 0; bh < heads; bh++) {
+        const size_t L = la_keys_in_length(p, bh / p->heads);
+        GEMM(L, dk, dk, 1, k + bh * M * dk, (ptrdiff_t)dk, 1, w, 1, (ptrdiff_t)dk, 0,
+             kp + bh * M * dk, (ptrdiff_t)dk, 1);
+        if (L < M) memset(kp + (bh * M + L) * dk, 0, (M - L) * dk * sizeof *kp);
+    }
+
+    /* y = softmax(Q K'ᵀ · scale) V: the fused kernel, with the budget left */
+    const la_problem in = inner_problem(p, held);
+    st = SOFTMAX(&in, q, kp, v, out);
+    free(scratch);
+    return st;
+}
+
+/* ---------------------------------------------------------------- cosine: q̂·k̂ · scale */
+
+/* y = x / max(‖x‖, NORM_EPS) for one row of n: the norm in float64, as big·‖x / big‖ with
+ * big = max |x_c|, so that squaring cannot overflow or underflow; a zero row stays zero. */
+static void normalize_row(const REAL *x, REAL *y, size_t n)
+{
+    double big = 0;
+    for (size_t c = 0; c < n; c++) {
+        const double a = fabs((double)x[c]);
+        if (!(a <= big)) big = a; /* a NaN sticks */
+    }
+    if (big == 0) {
+        memset(y, 0, n * sizeof *y);
+        return;
+    }
+    double sum = 0;
+    for (size_t c = 0; c < n; c++) {
+        const double t = (double)x[c] / big;
+        sum += t * t;
+    }
+    double norm = big * sqrt(sum);
+    if (norm < NORM_EPS) norm = NORM_EPS;
+    for (size_t c = 0; c < n; c++)
+        y[c] = (REAL)((double)x[c] / norm);
+}
+
+/* Cosine scores (contract in linattn.h):
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
+ * Q̂ and K̂ normalized row by row (the m keys in length; the rest, and every row of a head
+ * whose entry leaves no key, zeroed), then the fused softmax kernel once over (Q̂, K̂, V). */
+static la_status cosine_attention(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
+                                  REAL *out)
+{
+    la_status st = score_check(p, q, k, v, out);
+    if (st != LA_OK) return st;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, heads = p->batch * p->heads;
+    transform_layout lay;
+    if ((st = cosine_layout_for(p, sizeof(REAL), &lay)) != LA_OK) return st;
+    const size_t held = lay.total * sizeof(REAL);
+    if (held > p->workspace_limit) return LA_EBUDGET;
+    int threads = la_threads();
+    if ((size_t)threads > heads) threads = (int)heads;
+    REAL *scratch = aligned_alloc(64, (held + 63) / 64 * 64);
+    if (!scratch) return LA_ENOMEM;
+    REAL *qn = scratch, *kn = scratch + lay.first;
+
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (size_t bh = 0; bh < heads; bh++) {
+        const size_t L = la_keys_in_length(p, bh / p->heads);
+        REAL *qh = qn + bh * N * dk, *kh = kn + bh * M * dk;
+        if (L == 0) { /* no query sees a key: rows of zeros, not read */
+            memset(qh, 0, N * dk * sizeof *qh);
+        } else {
+            for (size_t i = 0; i < N; i++)
+                normalize_row(q + (bh * N + i) * dk, qh + i * dk, dk);
+        }
+        for (size_t j = 0; j < L; j++)
+            normalize_row(k + (bh * M + j) * dk, kh + j * dk, dk);
+        if (L < M) memset(kh + L * dk, 0, (M - L) * dk * sizeof *kh);
+    }
+
+    /* y = softmax(Q̂ K̂ᵀ · scale) V: the fused kernel, with the budget left */
+    const la_problem in = inner_problem(p, held);
+    st = SOFTMAX(&in, qn, kn, v, out);
+    free(scratch);
+    return st;
+}
+
+/* ---------------------------------------------------------------- additive: vᵀtanh(A + C) */
+
+/* What the additive tiles read (la_engine's ctx): A = Q W_qᵀ (B, H, N, d_a), C = K W_kᵀ
+ * (B, H, M, d_a; the rows in length set) and v (d_a). */
+typedef struct {
+    const REAL *a, *c, *w_v;
+} additive_ctx;
+
+/* s_ij = Σ_a v_a tanh(a_ia + c_ja) over each row's visible keys of the block [j0, j0 + cols);
+ * the rest of the row is the softmax tile's to zero. */
+static void additive_scores(la_engine_task *t, size_t j0, size_t cols)
+{
+    const la_problem *p = t->p;
+    const additive_ctx *x = t->e->ctx;
+    const size_t da = p->score_dim, N = p->n_queries, M = p->n_keys;
+    const REAL *a = x->a + t->hd * N * da, *c = x->c + t->hd * M * da, *w_v = x->w_v;
+    REAL *s = la_engine_rows_of(t)->s;
+    for (size_t r = 0; r < t->rows; r++) {
+        REAL *srow = s + r * cols;
+        const size_t hi = t->hi[r];
+        const size_t n = hi > j0 ? (hi - j0 < cols ? hi - j0 : cols) : 0;
+        const REAL *ai = a + (t->i0 + r) * da;
+        for (size_t j = 0; j < n; j++) {
+            const REAL *cj = c + (j0 + j) * da;
+            REAL sum = 0;
+            for (size_t e = 0; e < da; e++)
+                sum += w_v[e] * TANH(ai[e] + cj[e]);
+            srow[j] = sum;
+        }
+    }
+}
+
+/* acc += p_blk · v_blk   (rows × d_v), the register tiles of GEMM_SMALL */
+static void additive_values(la_engine_task *t, size_t j0, size_t cols)
+{
+    const size_t dv = t->p->d_v;
+    const REAL *vh = t->v;
+    GEMM_SMALL(t->rows, dv, cols, 1, (const REAL *)la_engine_rows_of(t)->s, (ptrdiff_t)cols, 1,
+               vh + j0 * dv, (ptrdiff_t)dv, 1, 1, (REAL *)t->out + t->i0 * dv, (ptrdiff_t)dv, 1);
+}
+
+/* Additive scores (contract in linattn.h):
+ *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major;
+ *   W = p->score_w: (d_a, 2·d_k), v = p->score_v: (d_a), float64, or drawn from p->seed.
+ * First A_h = Q_h W_qᵀ and C_h = K_h W_kᵀ for every head (BLIS, W_q and W_k read in place
+ * through W's strides), then tasks (b, h, block of 64 queries), one thread each, each
+ * thread with its own slice of the scratch (additive_layout_for). */
+static la_status additive_attention(const la_problem *p, const REAL *q, const REAL *k,
+                                    const REAL *v, REAL *out)
+{
+    la_status st = score_check(p, q, k, v, out);
+    if (st != LA_OK) return st;
+    if ((p->score_w == NULL) != (p->score_v == NULL)) return LA_EINVAL;
+    if (la_has_masks(p)) return LA_EINVAL; /* general masks: refused (linattn.h) */
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, da = p->score_dim;
+    const size_t heads = p->batch * p->heads;
+    additive_layout lay;
+    if ((st = additive_layout_for(p, sizeof(REAL), &lay)) != LA_OK) return st;
+    const weight_shape s = shape_of(LA_KERNEL_ADDITIVE, dk, da);
+
+    /* the range rule: given weights finite; |A|, |C| <= d_k·max|W|·max(|q|, |k|), every
+     * |score| <= Σ|v_a|, and the P·V sums <= M·max|v|, each within T/8 */
+    double w_max, w_sum, v_max, v_sum;
+    if (p->score_w && (!finite_abs(p->score_w, s.n_w, &w_max, &w_sum) ||
+                       !finite_abs(p->score_v, s.n_v, &v_max, &v_sum)))
+        return LA_EINVAL;
+    if (!p->score_w) w_max = drawn_bound(s.sd_w), v_sum = (double)da * drawn_bound(s.sd_v);
+    const double q_max = LA_MAX_ABS(q, heads * N * dk), k_max = LA_MAX_ABS(k, heads * M * dk);
+    const double values_max = LA_MAX_ABS(v, heads * M * dv);
+    const double limit = (double)REAL_MAX / 8;
+    if (w_max > limit || v_sum > limit || (isfinite(q_max) && (double)dk * w_max * q_max > limit) ||
+        (isfinite(k_max) && (double)dk * w_max * k_max > limit) ||
+        (isfinite(values_max) && (double)M * values_max > limit))
+        return LA_ERANGE;
+
+    if (lay.total > p->workspace_limit) return LA_EBUDGET;
+    const int threads = lay.threads;
+    if (la_gemm_reserve(threads) != LA_OK) return LA_ENOMEM;
+    unsigned char *scratch = aligned_alloc(64, lay.shared);
+    if (!scratch) return LA_ENOMEM;
+    const REAL *w, *w_v;
+    weights_of(p, s, lay.w, (REAL *)scratch, &w, &w_v);
+    REAL *a = (REAL *)scratch + lay.w + lay.v, *c = a + lay.a;
+
+    /* per head: A_h = Q_h W_qᵀ (N × d_a), C_h[:L] = K_h[:L] W_kᵀ (L × d_a); W_q = W[:, :d_k]
+     * and W_k = W[:, d_k:], transposed through the strides; nothing when L = 0 */
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (size_t bh = 0; bh < heads; bh++) {
+        const size_t L = la_keys_in_length(p, bh / p->heads);
+        if (L == 0) continue;
+        GEMM(N, da, dk, 1, q + bh * N * dk, (ptrdiff_t)dk, 1, w, 1, (ptrdiff_t)(2 * dk), 0,
+             a + bh * N * da, (ptrdiff_t)da, 1);
+        GEMM(L, da, dk, 1, k + bh * M * dk, (ptrdiff_t)dk, 1, w + dk, 1, (ptrdiff_t)(2 * dk), 0,
+             c + bh * M * da, (ptrdiff_t)da, 1);
+    }
+
+    /* y = softmax(scores) V on the engine, with the additive score and value tiles */
+    const additive_ctx ctx = {a, c, w_v};
+    la_engine e = {.wide = PORTABLE,
+                   .q_block = Q_BLOCK,
+                   .k_block = K_BLOCK,
+                   .bq = lay.bq,
+                   .bk = lay.bk,
+                   .elem = sizeof(REAL),
+                   .scratch_bytes = lay.per_thread,
+                   .keys = la_engine_prefix_keys,
+                   .ctx = &ctx};
+    e.wide.scores = additive_scores;
+    e.wide.values = additive_values;
+    st = la_engine_run(&e, p, q, k, v, out, NULL, lay.shared);
+    free(scratch);
+    return st;
+}
 
 /* ---------------------------------------------------------------- the public kernels */
 
+#if REAL_IS_F32
 la_status la_general_attention_f32(const la_problem *p, const float *q, const float *k,
                                    const float *v, float *out)
 {
-    return general_attention_f32(p, q, k, v, out);
-}
-
-la_status la_general_attention_f64(const la_problem *p, const double *q, const double *k,
-                                   const double *v, double *out)
-{
-    return general_attention_f64(p, q, k, v, out);
+    return general_attention(p, q, k, v, out);
 }
 
 la_status la_additive_attention_f32(const la_problem *p, const float *q, const float *k,
                                     const float *v, float *out)
 {
-    return additive_attention_f32(p, q, k, v, out);
-}
-
-la_status la_additive_attention_f64(const la_problem *p, const double *q, const double *k,
-                                    const double *v, double *out)
-{
-    return additive_attention_f64(p, q, k, v, out);
+    return additive_attention(p, q, k, v, out);
 }
 
 la_status la_cosine_attention_f32(const la_problem *p, const float *q, const float *k,
                                   const float *v, float *out)
 {
-    return cosine_attention_f32(p, q, k, v, out);
+    return cosine_attention(p, q, k, v, out);
+}
+#else
+la_status la_general_attention_f64(const la_problem *p, const double *q, const double *k,
+                                   const double *v, double *out)
+{
+    return general_attention(p, q, k, v, out);
+}
+
+la_status la_additive_attention_f64(const la_problem *p, const double *q, const double *k,
+                                    const double *v, double *out)
+{
+    return additive_attention(p, q, k, v, out);
 }
 
 la_status la_cosine_attention_f64(const la_problem *p, const double *q, const double *k,
                                   const double *v, double *out)
 {
-    return cosine_attention_f64(p, q, k, v, out);
+    return cosine_attention(p, q, k, v, out);
+}
+#endif
+
+#if REAL_IS_F32
+la_status la_score_weights(la_kernel kernel, size_t d_k, size_t d_a, uint64_t seed, double *w,
+                           double *v)
+{
+    if (kernel != LA_KERNEL_GENERAL && kernel != LA_KERNEL_ADDITIVE) return LA_EINVAL;
+    if (!w || d_k == 0) return LA_EINVAL;
+    if (kernel == LA_KERNEL_ADDITIVE && (!v || v == w || d_a == 0)) return LA_EINVAL;
+    weight_shape s;
+    la_status st = weight_counts(kernel, d_k, d_a, &s);
+    if (st != LA_OK) return st;
+    draw_weights(s, seed, w, kernel == LA_KERNEL_ADDITIVE ? v : NULL, NULL, NULL);
+    return LA_OK;
 }
 
 /* ---------------------------------------------------------------- their costs (la_cost_fn) */
@@ -352,6 +616,10 @@ la_status la_general_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     la_status st = general_layout_for(p, la_dtype_size(dtype), &lay);
     if (st != LA_OK) return st;
     la_cost_sum_heads(p, general_head_flops, out);
+    /* bytes_min beyond q, k, v, out: K W (M, d_k) out and back; W read once, float64 */
+    out->bytes_min = (double)p->batch * (double)p->heads * 2 * (double)p->n_keys * (double)p->d_k *
+                         (double)la_dtype_size(dtype) +
+                     (double)p->d_k * (double)p->d_k * (double)sizeof(double);
     return transform_cost(p, dtype, &lay, out);
 }
 
@@ -361,6 +629,9 @@ la_status la_cosine_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     la_status st = cosine_layout_for(p, la_dtype_size(dtype), &lay);
     if (st != LA_OK) return st;
     la_cost_sum_heads(p, cosine_head_flops, out);
+    /* bytes_min beyond q, k, v, out: the normalized q and k out and back */
+    out->bytes_min = (double)p->batch * (double)p->heads * 2 * (double)(p->n_queries + p->n_keys) *
+                     (double)p->d_k * (double)la_dtype_size(dtype);
     return transform_cost(p, dtype, &lay, out);
 }
 
@@ -370,6 +641,74 @@ la_status la_additive_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     la_status st = additive_layout_for(p, la_dtype_size(dtype), &lay);
     if (st != LA_OK) return st;
     la_cost_sum_heads(p, additive_head_flops, out);
+    /* bytes_min beyond q, k, v, out: Q W_qᵀ (N, d_a), K W_kᵀ (M, d_a) out and back; W, v
+     * read once, float64 */
+    out->bytes_min = (double)p->batch * (double)p->heads * 2 * (double)(p->n_queries + p->n_keys) *
+                         (double)p->score_dim * (double)la_dtype_size(dtype) +
+                     (double)p->score_dim * (2 * (double)p->d_k + 1) * (double)sizeof(double);
     out->workspace_bytes = (double)lay.total;
     return LA_OK;
 }
+#endif
+
+/* ---------------------------------------------------------------- registry rows */
+
+#if REAL_IS_F32
+const la_kernel_info la_row_general = {
+    .kernel = LA_KERNEL_GENERAL,
+    .name = "general",
+    .summary = "softmax over general scores q·W·k · scale (Luong et al. 2015), W (d_k, "
+               "d_k): K' = K Wᵀ, then the fused softmax kernel",
+    .series = {"general", "general_causal"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_SCALE | LA_PARAM_SCORE_WEIGHTS,
+    .masks = LA_MASK_GENERAL | LA_MASK_KEY,
+    .caps = LA_CAP_ROTARY,
+    .sweep = 0,
+    .time_exponent = 2,
+    .family = "score",
+    .forward_f32 = la_general_attention_f32,
+    .forward_f64 = la_general_attention_f64,
+    .reference = la_ref_general_attention,
+    .cost = la_general_cost,
+    /* no backward */
+};
+
+const la_kernel_info la_row_additive = {
+    .kernel = LA_KERNEL_ADDITIVE,
+    .name = "additive",
+    .summary = "softmax over additive scores vᵀtanh(W_q q + W_k k) (Bahdanau et al. "
+               "2015), W (d_a, 2·d_k), v (d_a): O(N·M·d_a) tanh",
+    .series = {"additive", "additive_causal"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_SCORE_WEIGHTS | LA_PARAM_SCORE_DIM,
+    .masks = 0,
+    .caps = LA_CAP_ROTARY,
+    .sweep = 0,
+    .time_exponent = 2,
+    .family = "score",
+    .forward_f32 = la_additive_attention_f32,
+    .forward_f64 = la_additive_attention_f64,
+    .reference = la_ref_additive_attention,
+    .cost = la_additive_cost,
+};
+
+const la_kernel_info la_row_cosine = {
+    .kernel = LA_KERNEL_COSINE,
+    .name = "cosine",
+    .summary = "softmax over cosine similarities cos(q, k) · scale (scale: the inverse "
+               "temperature): Q, K normalized, then the fused softmax kernel",
+    .series = {"cosine", "cosine_causal"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_SCALE,
+    .masks = LA_MASK_GENERAL | LA_MASK_KEY,
+    .caps = LA_CAP_ROTARY,
+    .sweep = 0,
+    .time_exponent = 2,
+    .family = "score",
+    .forward_f32 = la_cosine_attention_f32,
+    .forward_f64 = la_cosine_attention_f64,
+    .reference = la_ref_cosine_attention,
+    .cost = la_cosine_cost,
+};
+#endif

@@ -1,7 +1,13 @@
 /* state.c — the step API of causal linear attention: (S, z) per head, one token at a
- * time, with save and restore. The arithmetic is la_linear_step_head_*, the function
- * the recurrent kernel calls, so both give the same bits. FAVOR+'s states
- * (la_favor_state_create) are made here too; their step is favor.c's. */
+ * time, with save and restore. The arithmetic is the linear engine's la_linear_step_head_*,
+ * the function the recurrent scan calls, so both give the same bits. FAVOR+'s states
+ * (la_favor_state_create) are made here too; their step is favor.c's. Compiled once per
+ * precision (core/real_typed.h): la_linear_step_f32 / _f64 in REAL, the rest once.
+ *
+ *   q_t, k_t: (heads, d_k), v_t, y_t: (heads, d_v); per head S (width, d_v), z (width),
+ *   width = d_k (FAVOR+: m); the layout in linear_internal.h. */
+#include "core/real_typed.h"
+
 #include "attention/linear_internal.h"
 
 #include <float.h>
@@ -9,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if REAL_IS_F32
 /* The saved image: this header, then the state's elements (S, z and FAVOR+'s μ) in
  * dtype. Version 2 added width and seed (FAVOR+). */
 static const char save_magic[8] = {'L', 'A', 'L', 'I', 'N', 'S', 'T', '2'};
@@ -56,8 +63,8 @@ static la_status state_alloc(la_linear_state **out, la_dtype dtype, size_t heads
     return LA_OK;
 }
 
-la_status la_linear_state_create(la_linear_state **out, la_dtype dtype, size_t heads, size_t d_k,
-                                 size_t d_v, la_feature_map fm, double eps)
+la_status la_linear_state_create_phi(la_linear_state **out, la_dtype dtype, size_t heads,
+                                     size_t d_k, size_t d_v, la_feature_map fm, double eps)
 {
     if (!out) return LA_EINVAL;
     if (dtype != LA_FLOAT32 && dtype != LA_FLOAT64) return LA_EINVAL;
@@ -143,29 +150,6 @@ void la_linear_state_reset(la_linear_state *st)
 size_t la_linear_state_position(const la_linear_state *st)
 {
     return st ? st->position : 0;
-}
-
-/* The order of these includes is the instantiation (core/real_f32.h). */
-/* clang-format off */
-#include "core/real_f32.h"
-#include "attention/state_tmpl.h"
-#include "core/real_f64.h"
-#include "attention/state_tmpl.h"
-#include "core/real_undef.h"
-/* clang-format on */
-
-la_status la_linear_step_f32(la_linear_state *st, const float *q_t, const float *k_t,
-                             const float *v_t, float *y_t)
-{
-    if (st && st->w) return la_favor_step_f32(st, q_t, k_t, v_t, y_t);
-    return linear_step_f32(st, q_t, k_t, v_t, y_t);
-}
-
-la_status la_linear_step_f64(la_linear_state *st, const double *q_t, const double *k_t,
-                             const double *v_t, double *y_t)
-{
-    if (st && st->w) return la_favor_step_f64(st, q_t, k_t, v_t, y_t);
-    return linear_step_f64(st, q_t, k_t, v_t, y_t);
 }
 
 size_t la_linear_state_save_size(const la_linear_state *st)
@@ -257,12 +241,90 @@ la_status la_linear_state_restore(la_linear_state *st, const void *buf, size_t s
     memcpy(st->S, (const char *)buf + sizeof hdr, st->elements * dtype_size(st->dtype));
     st->position = (size_t)hdr.position;
     const size_t s_elements = st->heads * st->width * st->d_v, z_elements = st->heads * st->width;
-    if (st->dtype == LA_FLOAT32) {
-        st->s_bound = state_max_abs_f32(st->S, s_elements);
-        st->z_bound = state_max_abs_f32((const float *)st->S + s_elements, z_elements);
-    } else {
-        st->s_bound = state_max_abs_f64(st->S, s_elements);
-        st->z_bound = state_max_abs_f64((const double *)st->S + s_elements, z_elements);
+    const unsigned char *data = (const unsigned char *)buf + sizeof hdr;
+    st->s_bound = st->z_bound = 0; /* image_valid: every entry finite */
+    for (size_t i = 0; i < s_elements + z_elements; i++) {
+        const double x = fabs(image_element(data, st->dtype, i));
+        double *bound = i < s_elements ? &st->s_bound : &st->z_bound;
+        *bound = x > *bound ? x : *bound;
     }
     return LA_OK;
+}
+#endif /* REAL_IS_F32 */
+
+/* ---------------------------------------------------------------- one token, in REAL */
+
+/* max |x[i]| over n elements, INFINITY when one is not finite. */
+static double state_max_abs(const REAL *x, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double a = fabs((double)x[i]);
+        if (!(a <= m)) m = isfinite(a) ? a : INFINITY;
+        if (isinf(m)) break;
+    }
+    return m;
+}
+
+/* The step's range check (the header's LA_ERANGE rule for the step API): with
+ * a = max|q_t|, b = max|k_t|, c = max|v_t| over every head, φ ≤ x + 1 gives
+ * |S'| ≤ s_bound + (b + 1)·c, z' ≤ z_bound + (b + 1), and every entry of φ(q)ᵀS' and
+ * φ(q)ᵀz' at most d_k·(a + 1)·max(|S'|, z'); all kept under REAL_MAX / 8. On success
+ * the new bounds are written to *s_new, *z_new; a non-finite input or state passes
+ * (its output is not finite either) and makes the bounds infinite. */
+static bool step_fits(const la_linear_state *st, const REAL *q_t, const REAL *k_t, const REAL *v_t,
+                      double *s_new, double *z_new)
+{
+    const double a = state_max_abs(q_t, st->heads * st->d_k);
+    const double b = state_max_abs(k_t, st->heads * st->d_k);
+    const double c = state_max_abs(v_t, st->heads * st->d_v);
+    const long double s = (long double)st->s_bound + ((long double)b + 1) * c;
+    const long double z = (long double)st->z_bound + ((long double)b + 1);
+    if (isinf(a) || isinf(s) || isinf(z)) {
+        *s_new = *z_new = INFINITY;
+        return true;
+    }
+    const long double limit = (long double)REAL_MAX / 8;
+    if (s > limit || z > limit || (long double)st->d_k * ((long double)a + 1) * fmaxl(s, z) > limit)
+        return false;
+    *s_new = (double)s;
+    *z_new = (double)z;
+    return true;
+}
+
+/* One token for every head h: φ(k), φ(q); S_h += φ(k) vᵀ, z_h += φ(k);
+ * y_h = φ(q)ᵀS_h / (φ(q)ᵀz_h + eps).  q_t, k_t: (heads, d_k), v_t, y_t: (heads, d_v). */
+static la_status linear_step(la_linear_state *st, const REAL *q_t, const REAL *k_t, const REAL *v_t,
+                             REAL *y_t)
+{
+    if (!st || !q_t || !k_t || !v_t || !y_t || st->dtype != REAL_DTYPE) return LA_EINVAL;
+    double s_new, z_new;
+    if (!step_fits(st, q_t, k_t, v_t, &s_new, &z_new)) return LA_ERANGE;
+    st->s_bound = s_new;
+    st->z_bound = z_new;
+    const size_t dk = st->d_k, dv = st->d_v;
+    REAL *S = st->S, *z = S + st->heads * dk * dv;
+    REAL *phi_q = st->phi, *phi_k = phi_q + dk;
+    for (size_t h = 0; h < st->heads; h++) {
+        FN(la_feature_map)(st->fm, k_t + h * dk, phi_k, dk);
+        FN(la_feature_map)(st->fm, q_t + h * dk, phi_q, dk);
+        FN(la_linear_step_head)
+        (S + h * dk * dv, z + h * dk, phi_k, v_t + h * dv, phi_q, (REAL)st->eps, y_t + h * dv, dk,
+         dv);
+    }
+    st->position++;
+    return LA_OK;
+}
+
+/* FAVOR+'s states (la_favor_state_create) step through favor.c's la_favor_step_*. */
+#if REAL_IS_F32
+la_status la_linear_step_f32(la_linear_state *st, const float *q_t, const float *k_t,
+                             const float *v_t, float *y_t)
+#else
+la_status la_linear_step_f64(la_linear_state *st, const double *q_t, const double *k_t,
+                             const double *v_t, double *y_t)
+#endif
+{
+    if (st && st->w) return FN(la_favor_step)(st, q_t, k_t, v_t, y_t);
+    return linear_step(st, q_t, k_t, v_t, y_t);
 }

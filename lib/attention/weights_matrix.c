@@ -46,6 +46,7 @@ static bool weights_kind_of(la_kernel kernel, weights_kind *kind)
     case LA_KERNEL_ADDITIVE:
     case LA_KERNEL_COSINE: break;
     case LA_KERNEL_RELATIVE: break; /* none: its weights need the a^K table */
+    case LA_KERNEL_TAYLOR: break;   /* none: its weights are 1 + s + s²/2 over their sum */
     case LA_KERNEL_COUNT: break;
     }
     return false;

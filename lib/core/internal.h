@@ -4,6 +4,13 @@
 
 #include "linattn.h"
 
+/* The internal entry points the public ones dispatch to, visible to every library file. */
+#include "attention/kernels.h"
+#include "attention/series.h"
+#include "cpu/machine.h"
+#include "io/outfile.h"
+#include "layers/layers_typed.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -137,6 +144,8 @@ double la_visible_pairs_of(const la_problem *p, size_t m);
 
 /* Overflow-checked size_t arithmetic: false when the result does not fit. */
 bool la_mul_ok(size_t a, size_t b, size_t *out);
+/* Whether strides are the contiguous layout's (all zero; problem.c). */
+bool la_strides_contiguous(const la_strides *s);
 
 /* The one check of a feature map: a value of the enum. */
 static inline bool la_feature_map_ok(la_feature_map fm)

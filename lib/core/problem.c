@@ -49,6 +49,41 @@ static bool array_fits(const la_problem *p, size_t rows, size_t cols)
            la_mul_ok(n, sizeof(double), &n);
 }
 
+bool la_strides_contiguous(const la_strides *s)
+{
+    return s->batch == 0 && s->head == 0 && s->row == 0;
+}
+
+/* A strided (B, H, rows, d) array: its elements must be addressable (the largest offset
+ * and its 8-byte size within size_t) and no two (b, h, r, c) may share one. The check
+ * for the second: the axes of extent > 1 sorted by stride, each stride at least the span
+ * of the axes below it (the columns, stride 1 and extent d, first). */
+static la_status strides_check(const la_problem *p, const la_strides *s, size_t rows, size_t d)
+{
+    if (la_strides_contiguous(s)) return LA_OK;
+    size_t stride[3] = {s->batch, s->head, s->row}, extent[3] = {p->batch, p->heads, rows};
+    for (int a = 1; a < 3; a++) /* insertion sort by stride */
+        for (int b = a; b > 0 && stride[b] < stride[b - 1]; b--) {
+            size_t t = stride[b];
+            stride[b] = stride[b - 1];
+            stride[b - 1] = t;
+            t = extent[b];
+            extent[b] = extent[b - 1];
+            extent[b - 1] = t;
+        }
+    size_t span = d; /* elements spanned by the axes below, less one, plus one */
+    for (int a = 0; a < 3; a++) {
+        if (extent[a] == 1) continue;
+        size_t reach;
+        if (!la_mul_ok(stride[a], extent[a] - 1, &reach) || reach > SIZE_MAX - span)
+            return LA_EOVERFLOW;
+        if (stride[a] < span) return LA_EINVAL;
+        span += reach;
+    }
+    size_t bytes;
+    return la_mul_ok(span, sizeof(double), &bytes) ? LA_OK : LA_EOVERFLOW;
+}
+
 la_status la_problem_check(const la_problem *p)
 {
     if (!p) return LA_EINVAL;
@@ -76,7 +111,11 @@ la_status la_problem_check(const la_problem *p)
         !array_fits(p, p->n_keys, p->d_v) || !array_fits(p, p->n_queries, p->d_v))
         return LA_EOVERFLOW;
     if (p->mask && !array_fits(p, p->n_queries, p->n_keys)) return LA_EOVERFLOW;
-    return LA_OK;
+    la_status s = strides_check(p, &p->stride_q, p->n_queries, p->d_k);
+    if (s == LA_OK) s = strides_check(p, &p->stride_k, p->n_keys, p->d_k);
+    if (s == LA_OK) s = strides_check(p, &p->stride_v, p->n_keys, p->d_v);
+    if (s == LA_OK) s = strides_check(p, &p->stride_out, p->n_queries, p->d_v);
+    return s;
 }
 
 size_t la_keys_in_length(const la_problem *p, size_t b)

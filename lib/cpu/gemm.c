@@ -189,7 +189,7 @@ const char *la_blis_version(void)
     return bli_info_get_version_str();
 }
 
-/* The sgemm yardstick of `linattn bench` (contract in linattn.h): one large product on
+/* The sgemm yardstick of `linattn bench` (contract in cpu/machine.h): one large product on
  * BLIS's own threads (its OpenMP build splits the loops around the micro-kernel), as a
  * BLAS user would call it, on the same kernels as la_gemm_f32. Inside an OpenMP parallel
  * region BLIS's region would be nested and run on one thread (or oversubscribe). */

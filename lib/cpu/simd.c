@@ -140,7 +140,7 @@ double la_fma_peak_gflops_f64(int threads)
 #endif
 }
 
-double la_fma_peak_gflops(int threads)
+double la_fma_peak_gflops_f32(int threads)
 {
 #if LA_HAVE_AVX512_CODE
     if (!la_avx512_usable() || threads < 1 || threads > LA_MAX_THREADS) return NAN;
@@ -163,4 +163,11 @@ double la_fma_peak_gflops(int threads)
     (void)threads;
     return NAN;
 #endif
+}
+
+double la_fma_peak_gflops(la_dtype dtype, int threads)
+{
+    if (dtype == LA_FLOAT32) return la_fma_peak_gflops_f32(threads);
+    if (dtype == LA_FLOAT64) return la_fma_peak_gflops_f64(threads);
+    return NAN;
 }

@@ -5,10 +5,12 @@
  *                       'shape': (2, 3), } padded with spaces, ending in '\n'
  *               data:   product(shape) elements, exactly, nothing after.
  * The parser reads only inside [bytes, bytes + size): it is fuzzed (fuzz/fuzz_npy.c).
- * This file depends on linattn.h only: the fuzz build needs npy.c, outfile.c, status.c. */
+ * This file depends on linattn.h and io/outfile.h only: the fuzz build needs npy.c, outfile.c,
+ * status.c. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
+#include "io/outfile.h"
 #include "linattn.h"
 
 #include <errno.h>

@@ -176,7 +176,7 @@ static la_status FN(mha)(const la_layer_config *c, size_t batch, size_t n_querie
         if (rotary && ((st = FN(la_rotary_apply)(batch * H, N, dh, 0, q)) != LA_OK ||
                        (st = FN(la_rotary_apply)(batch * H, M, dh, 0, k)) != LA_OK))
             goto done;
-        st = FN(la_attention)(c->attention, &p, q, k, v, o);
+        st = la_attention(c->attention, &p, REAL_DTYPE, q, k, v, o);
     }
     if (st != LA_OK) goto done;
 

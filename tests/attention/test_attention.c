@@ -443,13 +443,14 @@ static void input_cache_free(void)
     n_cached = 0;
 }
 
+/* Every row through the public entry point (la_attention: the row's forward for dtype). */
 static la_status run_f64(const row *r, const la_problem *p, const inputs *in, double *out)
 {
-    return r->info->forward_f64(p, in->q, in->k, in->v, out);
+    return la_attention(r->info->kernel, p, LA_FLOAT64, in->q, in->k, in->v, out);
 }
 static la_status run_f32(const row *r, const la_problem *p, const inputs *in, float *out)
 {
-    return r->info->forward_f32(p, in->q32, in->k32, in->v32, out);
+    return la_attention(r->info->kernel, p, LA_FLOAT32, in->q32, in->k32, in->v32, out);
 }
 
 /* ------------------------------------------------------------------ reporting */
@@ -498,9 +499,9 @@ static void property_end(void)
                  "replay with LA_TEST_SEED=%llu",
                  prop.name, prop.failures, prop.rows,
                  prop.failures > MAX_PRINTED ? "the first " MAX_PRINTED_TEXT : "each",
-                 la_simd_config(), (unsigned long long)tu_seed());
+                 la_config().simd, (unsigned long long)tu_seed());
     print_message("%s: %zu rows passed (float32 paths: %s)\n", prop.name, prop.rows,
-                  la_simd_config());
+                  la_config().simd);
 }
 
 /* Where flat output element e of p is: "b=1 h=0 i=17 c=3". */
@@ -923,15 +924,15 @@ static void expect_error(const row *r, const bad_call *bc, const la_problem *goo
     fill_sentinel(out64, out32, in->no);
     char what[128];
     snprintf(what, sizeof what, "%.63s, float64", bc->what);
-    la_status st =
-        r->info->forward_f64(p, bc->null_arg == 1 ? NULL : in->q, bc->null_arg == 2 ? NULL : in->k,
-                             bc->null_arg == 3 ? NULL : in->v, bc->null_arg == 4 ? NULL : out64);
+    la_status st = la_attention(r->info->kernel, p, LA_FLOAT64, bc->null_arg == 1 ? NULL : in->q,
+                                bc->null_arg == 2 ? NULL : in->k, bc->null_arg == 3 ? NULL : in->v,
+                                bc->null_arg == 4 ? NULL : out64);
     if (check_status(r, what, st, bc->want) && bc->want != LA_OK)
         check_untouched(r, good, what, out64, NULL, in->no);
     snprintf(what, sizeof what, "%.63s, float32", bc->what);
-    st = r->info->forward_f32(p, bc->null_arg == 1 ? NULL : in->q32,
-                              bc->null_arg == 2 ? NULL : in->k32,
-                              bc->null_arg == 3 ? NULL : in->v32, bc->null_arg == 4 ? NULL : out32);
+    st = la_attention(r->info->kernel, p, LA_FLOAT32, bc->null_arg == 1 ? NULL : in->q32,
+                      bc->null_arg == 2 ? NULL : in->k32, bc->null_arg == 3 ? NULL : in->v32,
+                      bc->null_arg == 4 ? NULL : out32);
     if (check_status(r, what, st, bc->want) && bc->want != LA_OK)
         check_untouched(r, good, what, NULL, out32, in->no);
 }
@@ -1167,14 +1168,14 @@ static void backward_io_free(backward_io *io)
 static la_status run_backward_f64(const row *r, const la_problem *p, const inputs *in,
                                   backward_io *io)
 {
-    return r->info->backward_f64(p, in->q, in->k, in->v, io->out, io->d_out, io->g64[0], io->g64[1],
-                                 io->g64[2]);
+    return la_attention_backward(r->info->kernel, p, LA_FLOAT64, in->q, in->k, in->v, io->out, NULL,
+                                 io->d_out, io->g64[0], io->g64[1], io->g64[2]);
 }
 static la_status run_backward_f32(const row *r, const la_problem *p, const inputs *in,
                                   backward_io *io)
 {
-    return r->info->backward_f32(p, in->q32, in->k32, in->v32, io->out32, io->d_out32, io->g32[0],
-                                 io->g32[1], io->g32[2]);
+    return la_attention_backward(r->info->kernel, p, LA_FLOAT32, in->q32, in->k32, in->v32,
+                                 io->out32, NULL, io->d_out32, io->g32[0], io->g32[1], io->g32[2]);
 }
 
 /* Largest |q_i·k_j · scale| over every pair of every head (masks ignored). */
@@ -1695,12 +1696,14 @@ static void backward_errors_leave_output(void **state)
             grads_sentinel(&io);
             char text[128];
             snprintf(text, sizeof text, "%s, float64", what);
-            la_status st = la_attention_backward_f64(r->info->kernel, pp, args[0], args[1], args[2],
-                                                     args[3], args[4], g64[0], g64[1], g64[2]);
+            la_status st =
+                la_attention_backward(r->info->kernel, pp, LA_FLOAT64, args[0], args[1], args[2],
+                                      args[3], NULL, args[4], g64[0], g64[1], g64[2]);
             if (check_status(r, text, st, want)) grads_untouched(r, text, &io, false);
             snprintf(text, sizeof text, "%s, float32", what);
-            st = la_attention_backward_f32(r->info->kernel, pp, args32[0], args32[1], args32[2],
-                                           args32[3], args32[4], g32[0], g32[1], g32[2]);
+            st = la_attention_backward(r->info->kernel, pp, LA_FLOAT32, args32[0], args32[1],
+                                       args32[2], args32[3], NULL, args32[4], g32[0], g32[1],
+                                       g32[2]);
             if (check_status(r, text, st, want)) grads_untouched(r, text, &io, true);
         }
         /* float32: d_out of 1e37 (finite) would overflow d_v's sums: LA_ERANGE, nothing
@@ -2127,7 +2130,7 @@ static void avx512_paths_off(void **state)
     (void)state;
     print_message("AVX-512 paths off: the same as the default run here (float32 paths: %s); "
                   "not run twice\n",
-                  la_simd_config());
+                  la_config().simd);
     skip();
 }
 
@@ -2158,11 +2161,11 @@ int main(void)
         cmocka_unit_test(finite_differences_self_test),
     };
     const bool avx512 = la_avx512_usable();
-    printf("== the default float32 paths: %s\n", la_simd_config());
+    printf("== the default float32 paths: %s\n", la_config().simd);
     int failed = cmocka_run_group_tests_name("default float32 paths", tests, NULL, NULL);
     if (avx512) {
         la_avx512_enable(false);
-        printf("== again with the AVX-512 paths off: %s\n", la_simd_config());
+        printf("== again with the AVX-512 paths off: %s\n", la_config().simd);
         failed += cmocka_run_group_tests_name("AVX-512 paths off", tests, NULL, NULL);
         la_avx512_enable(true);
     } else {

@@ -1,4 +1,4 @@
-/* test_attention_weights.c — la_attention_weights_f32/_f64, the N×M attention matrix,
+/* test_attention_weights.c — la_attention_weights/_f64, the N×M attention matrix,
  * for every kernel of the registry, every causal form its rule allows, key lengths
  * (one entry hiding every key), M < N and M > N, both feature maps and eps = 0:
  *   matches_reference   against a float64 reference written here as plain loops (the
@@ -43,14 +43,11 @@ typedef struct {
     int64_t lengths[4];
 } wcase;
 
-/* Kernels whose weights la_attention_weights_* does not give (LA_EINVAL: lib/linattn.h):
- * skipped by the properties, checked to refuse in refuses_without_weights. */
+/* Kernels whose weights la_attention_weights does not give (LA_EINVAL: their rows lack
+ * LA_CAP_WEIGHTS): skipped by the properties, checked to refuse in refuses_without_weights. */
 static bool without_weights(la_kernel kernel)
 {
-    return kernel == LA_KERNEL_FAVOR || kernel == LA_KERNEL_FAVOR_RECURRENT ||
-           kernel == LA_KERNEL_LINFORMER || kernel == LA_KERNEL_GENERAL ||
-           kernel == LA_KERNEL_ADDITIVE || kernel == LA_KERNEL_COSINE ||
-           kernel == LA_KERNEL_RELATIVE;
+    return !(la_kernel_get(kernel)->caps & LA_CAP_WEIGHTS);
 }
 
 static bool reads(la_kernel kernel, unsigned param)
@@ -256,8 +253,8 @@ static void check_matches_reference(const wcase *c)
     double *ref = tu_f64(in.nw), *w64 = tu_f64(in.nw);
     float *w32 = tu_f32(in.nw);
     reference_weights(c->kernel, &p, in.q, in.k, ref);
-    assert_int_equal(la_attention_weights_f64(c->kernel, &p, in.q, in.k, w64), LA_OK);
-    assert_int_equal(la_attention_weights_f32(c->kernel, &p, in.q32, in.k32, w32), LA_OK);
+    assert_int_equal(la_attention_weights(c->kernel, &p, LA_FLOAT64, in.q, in.k, w64), LA_OK);
+    assert_int_equal(la_attention_weights(c->kernel, &p, LA_FLOAT32, in.q32, in.k32, w32), LA_OK);
     char d[160];
     describe(c, d, sizeof d);
     if (c->kernel == LA_KERNEL_HARD) {
@@ -282,8 +279,8 @@ static void check_masked_and_rows(const wcase *c)
     setup_problem(c, &p);
     double *w64 = tu_f64(in.nw);
     float *w32 = tu_f32(in.nw);
-    assert_int_equal(la_attention_weights_f64(c->kernel, &p, in.q, in.k, w64), LA_OK);
-    assert_int_equal(la_attention_weights_f32(c->kernel, &p, in.q32, in.k32, w32), LA_OK);
+    assert_int_equal(la_attention_weights(c->kernel, &p, LA_FLOAT64, in.q, in.k, w64), LA_OK);
+    assert_int_equal(la_attention_weights(c->kernel, &p, LA_FLOAT32, in.q32, in.k32, w32), LA_OK);
     const bool linear = c->kernel == LA_KERNEL_LINEAR || c->kernel == LA_KERNEL_LINEAR_RECURRENT;
     const size_t N = p.n_queries, M = p.n_keys;
     for (size_t b = 0; b < p.batch; b++)
@@ -347,14 +344,14 @@ static void check_times_v_is_forward(const wcase *c)
     setup_problem(c, &p);
     double *w64 = tu_f64(in.nw), *av = tu_f64(in.no), *y64 = tu_f64(in.no), *w32d = tu_f64(in.nw);
     float *w32 = tu_f32(in.nw), *y32 = tu_f32(in.no);
-    assert_int_equal(la_attention_weights_f64(c->kernel, &p, in.q, in.k, w64), LA_OK);
-    assert_int_equal(la_attention_f64(c->kernel, &p, in.q, in.k, in.v, y64), LA_OK);
+    assert_int_equal(la_attention_weights(c->kernel, &p, LA_FLOAT64, in.q, in.k, w64), LA_OK);
+    assert_int_equal(la_attention(c->kernel, &p, LA_FLOAT64, in.q, in.k, in.v, y64), LA_OK);
     char d[160];
     describe(c, d, sizeof d);
     weights_times_v(&p, w64, in.v, av);
     tu_assert_close_f64(av, y64, in.no, 1e-12, "%s float64: A·V against the kernel", d);
-    assert_int_equal(la_attention_weights_f32(c->kernel, &p, in.q32, in.k32, w32), LA_OK);
-    assert_int_equal(la_attention_f32(c->kernel, &p, in.q32, in.k32, in.v32, y32), LA_OK);
+    assert_int_equal(la_attention_weights(c->kernel, &p, LA_FLOAT32, in.q32, in.k32, w32), LA_OK);
+    assert_int_equal(la_attention(c->kernel, &p, LA_FLOAT32, in.q32, in.k32, in.v32, y32), LA_OK);
     tu_to_f64(w32, w32d, in.nw);
     weights_times_v(&p, w32d, in.v, av);
     tu_assert_close_f32(y32, av, in.no, 1e-5, "%s float32: the kernel against A·V", d);
@@ -370,9 +367,9 @@ static void check_threads_bitwise(const wcase *c)
     setup_problem(c, &p);
     float *one = tu_f32(in.nw), *three = tu_f32(in.nw);
     assert_int_equal(la_set_num_threads(1), LA_OK);
-    assert_int_equal(la_attention_weights_f32(c->kernel, &p, in.q32, in.k32, one), LA_OK);
+    assert_int_equal(la_attention_weights(c->kernel, &p, LA_FLOAT32, in.q32, in.k32, one), LA_OK);
     assert_int_equal(la_set_num_threads(3), LA_OK);
-    assert_int_equal(la_attention_weights_f32(c->kernel, &p, in.q32, in.k32, three), LA_OK);
+    assert_int_equal(la_attention_weights(c->kernel, &p, LA_FLOAT32, in.q32, in.k32, three), LA_OK);
     assert_int_equal(la_set_num_threads(1), LA_OK);
     if (memcmp(one, three, in.nw * sizeof *one) != 0)
         note_failure(c, "1 and 3 threads give different bits");
@@ -420,25 +417,30 @@ static void errors_leave_output(void **state)
     memset(w, 0x5a, sizeof w);
     la_problem tight = p;
     tight.workspace_limit = 8;
-    assert_int_equal(la_attention_weights_f32(LA_KERNEL_LINEAR, &tight, q, k, w), LA_EBUDGET);
+    assert_int_equal(la_attention_weights(LA_KERNEL_LINEAR, &tight, LA_FLOAT32, q, k, w),
+                     LA_EBUDGET);
     /* softmax needs no scratch: it runs under any limit */
-    assert_int_equal(la_attention_weights_f32(LA_KERNEL_SOFTMAX, &tight, q, k, w), LA_OK);
+    assert_int_equal(la_attention_weights(LA_KERNEL_SOFTMAX, &tight, LA_FLOAT32, q, k, w), LA_OK);
     memset(w, 0x5a, sizeof w);
     float huge[8] = {1e20f, 1e20f, 1e20f, 1e20f, 1e20f, 1e20f, 1e20f, 1e20f};
-    assert_int_equal(la_attention_weights_f32(LA_KERNEL_SOFTMAX, &p, huge, huge, w), LA_ERANGE);
-    assert_int_equal(la_attention_weights_f32(LA_KERNEL_LINEAR, &p, huge, huge, w), LA_ERANGE);
-    assert_int_equal(la_attention_weights_f32(LA_KERNEL_LINEAR_RECURRENT, &p, q, k, w), LA_EINVAL);
+    assert_int_equal(la_attention_weights(LA_KERNEL_SOFTMAX, &p, LA_FLOAT32, huge, huge, w),
+                     LA_ERANGE);
+    assert_int_equal(la_attention_weights(LA_KERNEL_LINEAR, &p, LA_FLOAT32, huge, huge, w),
+                     LA_ERANGE);
+    assert_int_equal(la_attention_weights(LA_KERNEL_LINEAR_RECURRENT, &p, LA_FLOAT32, q, k, w),
+                     LA_EINVAL);
     /* kernels without weights refuse */
     for (int kn = 0; kn < LA_KERNEL_COUNT; kn++)
         if (without_weights((la_kernel)kn))
-            assert_int_equal(la_attention_weights_f32((la_kernel)kn, &p, q, k, w), LA_EINVAL);
+            assert_int_equal(la_attention_weights((la_kernel)kn, &p, LA_FLOAT32, q, k, w),
+                             LA_EINVAL);
     for (size_t i = 0; i < sizeof w; i++)
         assert_int_equal(((unsigned char *)w)[i], 0x5a);
     /* float64 computes what float32 refuses */
     double hq[8], dw[16];
     for (int i = 0; i < 8; i++)
         hq[i] = 1e20;
-    assert_int_equal(la_attention_weights_f64(LA_KERNEL_SOFTMAX, &p, hq, hq, dw), LA_OK);
+    assert_int_equal(la_attention_weights(LA_KERNEL_SOFTMAX, &p, LA_FLOAT64, hq, hq, dw), LA_OK);
     assert_true(tu_all_finite_f64(dw, 16));
 }
 

@@ -10,6 +10,7 @@
  * The model must equal the counts exactly, field by field; the backward passes' model
  * (la_attention_backward_cost) is held to counting loops of their formulas the same way. */
 #include "../testutil.h"
+#include "attention/kernels.h"
 
 #include "core/internal.h" /* the kernels' FLOP counters (la_count_*) */
 
@@ -236,6 +237,9 @@ static double query_state(const la_problem *p, const double *phiq, const double 
  *   recurrent: token t adds key t (when visible), then queries;
  *   chunked: per chunk, intra-chunk masked products plus the carried state, then the
  *     chunk's keys join the state when a later chunk needs them. */
+static void count_on_features(const la_problem *p, size_t m, int recurrent, const double *phiq,
+                              const double *phik, const double *v, double *out, counts *c);
+
 static void count_linear(const la_problem *p, size_t b, int recurrent, const double *q,
                          const double *k, const double *v, double *out, counts *c)
 {
@@ -245,15 +249,57 @@ static void count_linear(const la_problem *p, size_t b, int recurrent, const dou
     if (m == 0) return; /* nobody sees a key: zeros, no work */
     size_t used = p->causal ? smaller(N, m) : m;
     double *phiq = tu_f64(N * dk), *phik = tu_f64(used * dk);
-    double *S = calloc(dk * dv, sizeof *S), *z = calloc(dk, sizeof *z);
-    double *num = tu_f64(dv);
-    assert_non_null(S);
-    assert_non_null(z);
     for (size_t x = 0; x < N * dk; x++)
         phiq[x] = phi(p, q[x], c);
     for (size_t x = 0; x < used * dk; x++)
         phik[x] = phi(p, k[x], c);
+    count_on_features(p, m, recurrent, phiq, phik, v, out, c);
+    free(phiq);
+    free(phik);
+}
 
+/* Taylor linear attention, one head of entry b: the features φ_q = [1, σ·r·q, t·q⊗q] of the
+ * N queries and φ_k = [1, r·k, t·k⊗k] of the keys the scan reads (r = √|scale|, t =
+ * |scale|/√2), r·x and t·x d_k multiplies each and t·x_a·x_b d_k² per row, counted into
+ * phi; then linear attention on them with d_k = 1 + d_k + d_k², as count_linear's. */
+static void count_taylor(const la_problem *p, size_t b, const double *q, const double *k,
+                         const double *v, double *out, counts *c)
+{
+    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v, F = 1 + dk + dk * dk;
+    const size_t m = keys_visible(p, b);
+    memset(out, 0, N * dv * sizeof *out);
+    if (m == 0) return;
+    const size_t used = p->causal ? smaller(N, m) : m;
+    double *phiq = tu_f64(N * F), *phik = tu_f64(used * F);
+    const double r = sqrt(fabs(p->scale)), t = fabs(p->scale) / sqrt(2.0);
+    for (size_t row = 0; row < N + used; row++) {
+        const bool query = row < N;
+        const double *x = query ? q + row * dk : k + (row - N) * dk;
+        double *f = query ? phiq + row * F : phik + (row - N) * F;
+        f[0] = 1;
+        for (size_t a = 0; a < dk; a++, c->phi += 2) {
+            f[1 + a] = (query && p->scale < 0 ? -r : r) * x[a];
+            for (size_t e = 0; e < dk; e++, c->phi += 1)
+                f[1 + dk + a * dk + e] = (t * x[a]) * x[e];
+        }
+    }
+    la_problem f = *p;
+    f.d_k = F;
+    count_on_features(&f, m, 0, phiq, phik, v, out, c);
+    free(phiq);
+    free(phik);
+}
+
+/* Linear attention on features formed (phiq (N, d_k), phik (used, d_k)) for an entry with m
+ * visible keys: non-causal, recurrent, or causal in chunks of p->chunk. */
+static void count_on_features(const la_problem *p, size_t m, int recurrent, const double *phiq,
+                              const double *phik, const double *v, double *out, counts *c)
+{
+    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v;
+    double *S = calloc(dk * dv, sizeof *S), *z = calloc(dk, sizeof *z);
+    double *num = tu_f64(dv);
+    assert_non_null(S);
+    assert_non_null(z);
     if (!p->causal) {
         for (size_t j = 0; j < m; j++)
             add_key(p, phik + j * dk, v + j * dv, S, z, c);
@@ -309,8 +355,6 @@ static void count_linear(const la_problem *p, size_t b, int recurrent, const dou
                     }
         }
     }
-    free(phiq);
-    free(phik);
     free(S);
     free(z);
     free(num);
@@ -677,6 +721,9 @@ static double bytes_counted(la_kernel kernel, const la_problem *p, size_t elem)
             case LA_KERNEL_FAVOR_RECURRENT:
                 elements += 2 * (m * dv) + 2 * m; /* S, z on the features */
                 break;
+            case LA_KERNEL_TAYLOR: /* S, z on its 1 + d_k + d_k² features */
+                elements += 2 * ((1 + dk + dk * dk) * dv) + 2 * (1 + dk + dk * dk);
+                break;
             case LA_KERNEL_RELATIVE: break; /* each query's row of scores stays in cache */
             case LA_KERNEL_GENERAL: elements += 2 * (M * dk); break; /* K W out and back */
             case LA_KERNEL_COSINE:
@@ -735,6 +782,7 @@ static void check_model(la_kernel kernel, const la_problem *p, tu_rng *r)
             case LA_KERNEL_COSINE: count_cosine(p, b, qh, kh, vh, oh, &c); break;
             case LA_KERNEL_ADDITIVE: count_additive(p, b, qh, kh, vh, oh, &c); break;
             case LA_KERNEL_RELATIVE: count_relative(p, b, qh, kh, vh, oh, &c); break;
+            case LA_KERNEL_TAYLOR: count_taylor(p, b, qh, kh, vh, oh, &c); break;
             default:
                 fail_msg("%s: no counting loop here for this kernel: a new kernel's cost "
                          "function needs one (an independent count of its arithmetic)",
@@ -1037,18 +1085,21 @@ static void check_kernel_counts(la_kernel kernel, la_dtype dtype, const la_probl
             k32[x] = (float)k[x];
         for (size_t x = 0; x < nv; x++)
             v32[x] = (float)v[x];
-        st = la_attention_f32(kernel, p, q32, k32, v32, o32);
+        st = la_attention(kernel, p, LA_FLOAT32, q32, k32, v32, o32);
         free(q32);
         free(k32);
         free(v32);
         free(o32);
     } else {
-        st = la_attention_f64(kernel, p, q, k, v, out);
+        st = la_attention(kernel, p, LA_FLOAT64, q, k, v, out);
     }
     assert_int_equal(st, LA_OK);
     la_cost model;
     assert_int_equal(la_attention_cost(kernel, p, dtype, &model), LA_OK);
-    compare_counts("", kernel, dtype, p, 2 * (double)dk, 2 * (double)dv + 1, &model);
+    /* a hidden entry of a chunk's A costs a dot product of the features: d_k of them,
+     * Taylor's 1 + d_k + d_k² */
+    const double width = kernel == LA_KERNEL_TAYLOR ? (double)(1 + dk + dk * dk) : (double)dk;
+    compare_counts("", kernel, dtype, p, 2 * width, 2 * (double)dv + 1, &model);
     free(q);
     free(k);
     free(v);
@@ -1064,10 +1115,11 @@ static void check_kernel_counts(la_kernel kernel, la_dtype dtype, const la_probl
 static size_t each_linear_call(void (*check)(la_kernel, la_dtype, const la_problem *, tu_rng *),
                                bool with_favor, tu_rng *r, double *hidden, double *counted)
 {
-    /* FAVOR+ (a forward only) when with_favor: the linear kernels on its features */
+    /* FAVOR+ and Taylor (forwards only) when with_favor: the linear kernels on their
+     * features */
     const la_kernel kernels[] = {LA_KERNEL_LINEAR, LA_KERNEL_LINEAR_RECURRENT, LA_KERNEL_FAVOR,
-                                 LA_KERNEL_FAVOR_RECURRENT};
-    const size_t n_kernels = with_favor ? 4 : 2;
+                                 LA_KERNEL_FAVOR_RECURRENT, LA_KERNEL_TAYLOR};
+    const size_t n_kernels = with_favor ? 5 : 2;
     const size_t full_sizes[] = {1, 2, 3, 5, 8, 17, 40};
     /* the quick profile: one token, a few, several chunks of a small chunk, more than the
      * default chunk (32) */
@@ -1184,18 +1236,19 @@ static void check_backward_counts(la_kernel kernel, la_dtype dtype, const la_pro
             y[t] = tu_f32(n[t]);
             tu_to_f32(x[t], y[t], n[t]);
         }
-        assert_int_equal(la_attention_f32(kernel, p, y[0], y[1], y[2], y[3]), LA_OK);
+        assert_int_equal(la_attention(kernel, p, LA_FLOAT32, y[0], y[1], y[2], y[3]), LA_OK);
         la_count_reset();
-        st = la_attention_backward_f32(kernel, p, y[0], y[1], y[2], y[3], y[4], g32[0], g32[1],
-                                       g32[2]);
+        st = la_attention_backward(kernel, p, LA_FLOAT32, y[0], y[1], y[2], y[3], NULL, y[4],
+                                   g32[0], g32[1], g32[2]);
         for (int t = 0; t < 5; t++)
             free(y[t]);
         for (int t = 0; t < 3; t++)
             free(g32[t]);
     } else {
-        assert_int_equal(la_attention_f64(kernel, p, x[0], x[1], x[2], x[3]), LA_OK);
+        assert_int_equal(la_attention(kernel, p, LA_FLOAT64, x[0], x[1], x[2], x[3]), LA_OK);
         la_count_reset();
-        st = la_attention_backward_f64(kernel, p, x[0], x[1], x[2], x[3], x[4], g[0], g[1], g[2]);
+        st = la_attention_backward(kernel, p, LA_FLOAT64, x[0], x[1], x[2], x[3], NULL, x[4], g[0],
+                                   g[1], g[2]);
     }
     assert_int_equal(st, LA_OK);
     la_cost model;
@@ -1419,18 +1472,19 @@ static void workspace_matches_kernels(void **state)
                     p.workspace_limit = (size_t)c.workspace_bytes;
                     la_status ok, refused;
                     if (dtype == LA_FLOAT32) {
-                        ok = la_attention_f32((la_kernel)kernel, &p, q, k, v, out);
+                        ok = la_attention((la_kernel)kernel, &p, LA_FLOAT32, q, k, v, out);
                         p.workspace_limit--;
-                        refused = la_attention_f32((la_kernel)kernel, &p, q, k, v, out);
+                        refused = la_attention((la_kernel)kernel, &p, LA_FLOAT32, q, k, v, out);
                     } else {
                         double *q64 = tu_f64(B * H * N * dk), *k64 = tu_f64(B * H * M * dk);
                         double *v64 = tu_f64(B * H * M * dv), *o64 = tu_f64(B * H * N * dv);
                         tu_to_f64(q, q64, B * H * N * dk);
                         tu_to_f64(k, k64, B * H * M * dk);
                         tu_to_f64(v, v64, B * H * M * dv);
-                        ok = la_attention_f64((la_kernel)kernel, &p, q64, k64, v64, o64);
+                        ok = la_attention((la_kernel)kernel, &p, LA_FLOAT64, q64, k64, v64, o64);
                         p.workspace_limit--;
-                        refused = la_attention_f64((la_kernel)kernel, &p, q64, k64, v64, o64);
+                        refused =
+                            la_attention((la_kernel)kernel, &p, LA_FLOAT64, q64, k64, v64, o64);
                         free(q64);
                         free(k64);
                         free(v64);

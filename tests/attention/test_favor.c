@@ -9,6 +9,7 @@
  * What every kernel must hold (causal masking, threads, errors, the workspace limit) is
  * tests/attention/test_attention.c's, which runs the favor row at m = 256. */
 #include "../testutil.h"
+#include "attention/kernels.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -339,7 +340,7 @@ static void step_all_f64(la_linear_state *st, const double *q, const double *k, 
         gather_f64(q, heads, T, dk, t, qt);
         gather_f64(k, heads, T, dk, t, kt);
         gather_f64(v, heads, T, dv, t, vt);
-        assert_int_equal(la_linear_step_f64(st, qt, kt, vt, yt), LA_OK);
+        assert_int_equal(la_linear_step(st, qt, kt, vt, yt), LA_OK);
         for (size_t h = 0; h < heads; h++)
             memcpy(y + (h * T + t) * dv, yt + h * dv, dv * sizeof *y);
     }
@@ -354,7 +355,7 @@ static void step_all_f32(la_linear_state *st, const float *q, const float *k, co
         gather_f32(q, heads, T, dk, t, qt);
         gather_f32(k, heads, T, dk, t, kt);
         gather_f32(v, heads, T, dv, t, vt);
-        assert_int_equal(la_linear_step_f32(st, qt, kt, vt, yt), LA_OK);
+        assert_int_equal(la_linear_step(st, qt, kt, vt, yt), LA_OK);
         for (size_t h = 0; h < heads; h++)
             memcpy(y + (h * T + t) * dv, yt + h * dv, dv * sizeof *y);
     }
@@ -443,7 +444,8 @@ static void step_api_save_restore(void **state)
     assert_int_equal(la_favor_state_create(&other_m, LA_FLOAT64, heads, dk, dv, m + 1, seed, 1e-6),
                      LA_OK);
     assert_int_equal(
-        la_linear_state_create(&linear, LA_FLOAT64, heads, dk, dv, LA_FEATURE_ELU1, 1e-6), LA_OK);
+        la_linear_state_create_phi(&linear, LA_FLOAT64, heads, dk, dv, LA_FEATURE_ELU1, 1e-6),
+        LA_OK);
     step_all_f64(st, q, k, v, a, heads, T, dk, dv, 0, T);
     la_linear_state_reset(st);
     assert_int_equal(la_linear_state_position(st), 0);
@@ -487,23 +489,22 @@ static void step_api_range(void **state)
     float q[4] = {0.5f, -1, 0.25f, 1}, k[4] = {1, 2, -1, 0.5f}, v[2] = {1, -2}, y[2];
     double qd[4], kd[4], vd[2], yd[2];
     tu_to_f64(q, qd, 4), tu_to_f64(k, kd, 4), tu_to_f64(v, vd, 2);
-    assert_int_equal(la_linear_step_f32(s32, q, k, v, y), LA_OK);
+    assert_int_equal(la_linear_step(s32, q, k, v, y), LA_OK);
     const size_t size = la_linear_state_save_size(s32);
     void *before = tu_alloc(size), *after = tu_alloc(size);
     assert_int_equal(la_linear_state_save(s32, before, size), LA_OK);
     float big_k[4] = {1e20f, -1e20f, 1e20f, 1e20f}, big_v[2] = {1e38f, 1};
     y[0] = y[1] = -3.5f;
-    assert_int_equal(la_linear_step_f32(s32, q, big_k, v, y), LA_ERANGE);
-    assert_int_equal(la_linear_step_f32(s32, q, k, big_v, y), LA_ERANGE);
+    assert_int_equal(la_linear_step(s32, q, big_k, v, y), LA_ERANGE);
+    assert_int_equal(la_linear_step(s32, q, k, big_v, y), LA_ERANGE);
     assert_true(y[0] == -3.5f && y[1] == -3.5f);
     assert_int_equal(la_linear_state_save(s32, after, size), LA_OK);
     assert_memory_equal(before, after, size);
     double big_kd[4];
     tu_to_f64(big_k, big_kd, 4);
-    assert_int_equal(la_linear_step_f64(s64, qd, big_kd, vd, yd), LA_OK);
+    assert_int_equal(la_linear_step(s64, qd, big_kd, vd, yd), LA_OK);
     assert_true(tu_all_finite_f64(yd, 2));
-    assert_int_equal(la_linear_step_f64(s64, qd, NULL, vd, yd), LA_EINVAL);
-    assert_int_equal(la_linear_step_f64(s32, qd, kd, vd, yd), LA_EINVAL);
+    assert_int_equal(la_linear_step(s64, qd, NULL, vd, yd), LA_EINVAL);
     la_linear_state_free(s32), la_linear_state_free(s64);
     free(before), free(after);
 }

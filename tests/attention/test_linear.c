@@ -6,6 +6,7 @@
  * kernel must hold — the float64 reference, causal masking, thread counts, error paths,
  * the workspace limit — is tests/attention/test_attention.c's, over every registry row. */
 #include "../testutil.h"
+#include "attention/kernels.h"
 
 #include "attention/linear_internal.h"
 #include "cpu/simd_avx512.h" /* la_avx512_usable: which float32 paths exist here */
@@ -195,7 +196,7 @@ static void step_range_f32(la_linear_state *st, const inputs *in, size_t t_begin
         gather_f32(in->qf, heads, N, dk, t, q);
         gather_f32(in->kf, heads, N, dk, t, k);
         gather_f32(in->vf, heads, N, dv, t, v);
-        assert_int_equal(la_linear_step_f32(st, q, k, v, y), LA_OK);
+        assert_int_equal(la_linear_step(st, q, k, v, y), LA_OK);
         for (size_t hd = 0; hd < heads; hd++)
             memcpy(out + (hd * N + t) * dv, y + hd * dv, dv * sizeof *y);
     }
@@ -216,7 +217,7 @@ static void step_range_f64(la_linear_state *st, const inputs *in, size_t t_begin
         gather_f64(in->q, heads, N, dk, t, q);
         gather_f64(in->k, heads, N, dk, t, k);
         gather_f64(in->v, heads, N, dv, t, v);
-        assert_int_equal(la_linear_step_f64(st, q, k, v, y), LA_OK);
+        assert_int_equal(la_linear_step(st, q, k, v, y), LA_OK);
         for (size_t hd = 0; hd < heads; hd++)
             memcpy(out + (hd * N + t) * dv, y + hd * dv, dv * sizeof *y);
     }
@@ -243,9 +244,9 @@ static void step_reproduces_recurrent(void **state)
         in.p.feature_map = (la_feature_map)fm;
         in.p.eps = fm ? 1e-3 : LA_DEFAULT_EPS;
         la_linear_state *s32 = NULL, *s64 = NULL;
-        assert_int_equal(la_linear_state_create(&s32, LA_FLOAT32, B * H, dk, dv, fm, in.p.eps),
+        assert_int_equal(la_linear_state_create_phi(&s32, LA_FLOAT32, B * H, dk, dv, fm, in.p.eps),
                          LA_OK);
-        assert_int_equal(la_linear_state_create(&s64, LA_FLOAT64, B * H, dk, dv, fm, in.p.eps),
+        assert_int_equal(la_linear_state_create_phi(&s64, LA_FLOAT64, B * H, dk, dv, fm, in.p.eps),
                          LA_OK);
         assert_int_equal(la_linear_state_position(s32), 0);
         assert_int_equal(run_f32(RECURRENT, &in.p, &in, rec32), LA_OK);
@@ -290,9 +291,10 @@ static void save_restore_continues(void **state)
     for (int dt = 0; dt < 2; dt++) {
         la_linear_state *st = NULL, *fresh = NULL;
         assert_int_equal(
-            la_linear_state_create(&st, (la_dtype)dt, H, dk, dv, LA_FEATURE_ELU1, 1e-6), LA_OK);
+            la_linear_state_create_phi(&st, (la_dtype)dt, H, dk, dv, LA_FEATURE_ELU1, 1e-6), LA_OK);
         assert_int_equal(
-            la_linear_state_create(&fresh, (la_dtype)dt, H, dk, dv, LA_FEATURE_ELU1, 1e-6), LA_OK);
+            la_linear_state_create_phi(&fresh, (la_dtype)dt, H, dk, dv, LA_FEATURE_ELU1, 1e-6),
+            LA_OK);
         size_t size = la_linear_state_save_size(st);
         assert_true(size > (H * dk * dv + H * dk) * (dt ? 8 : 4));
         unsigned char *buf = tu_alloc(size);
@@ -346,7 +348,7 @@ static void restore_refuses_mismatch(void **state)
     (void)state;
     const size_t H = 2, dk = 4, dv = 3;
     la_linear_state *st = NULL;
-    assert_int_equal(la_linear_state_create(&st, LA_FLOAT32, H, dk, dv, LA_FEATURE_ELU1, 1e-6),
+    assert_int_equal(la_linear_state_create_phi(&st, LA_FLOAT32, H, dk, dv, LA_FEATURE_ELU1, 1e-6),
                      LA_OK);
     /* move it off zero */
     float q[8], k[8], v[6], y[6];
@@ -356,7 +358,7 @@ static void restore_refuses_mismatch(void **state)
     for (int i = 0; i < 6; i++)
         v[i] = (float)tu_normal(&r);
     for (int t = 0; t < 3; t++)
-        assert_int_equal(la_linear_step_f32(st, q, k, v, y), LA_OK);
+        assert_int_equal(la_linear_step(st, q, k, v, y), LA_OK);
     size_t size = la_linear_state_save_size(st);
     unsigned char *before = tu_alloc(size), *after = tu_alloc(size);
     assert_int_equal(la_linear_state_save(st, before, size), LA_OK);
@@ -378,9 +380,9 @@ static void restore_refuses_mismatch(void **state)
     };
     for (size_t o = 0; o < sizeof others / sizeof others[0]; o++) {
         la_linear_state *other = NULL;
-        assert_int_equal(la_linear_state_create(&other, others[o].dtype, others[o].heads,
-                                                others[o].dk, others[o].dv, others[o].fm,
-                                                others[o].eps),
+        assert_int_equal(la_linear_state_create_phi(&other, others[o].dtype, others[o].heads,
+                                                    others[o].dk, others[o].dv, others[o].fm,
+                                                    others[o].eps),
                          LA_OK);
         size_t osize = la_linear_state_save_size(other);
         unsigned char *obuf = tu_alloc(osize);
@@ -523,46 +525,44 @@ static void step_api_errors(void **state)
 {
     (void)state;
     la_linear_state *st = NULL;
-    assert_int_equal(la_linear_state_create(NULL, LA_FLOAT32, 1, 2, 2, LA_FEATURE_ELU1, 0),
+    assert_int_equal(la_linear_state_create_phi(NULL, LA_FLOAT32, 1, 2, 2, LA_FEATURE_ELU1, 0),
                      LA_EINVAL);
-    assert_int_equal(la_linear_state_create(&st, (la_dtype)2, 1, 2, 2, LA_FEATURE_ELU1, 0),
+    assert_int_equal(la_linear_state_create_phi(&st, (la_dtype)2, 1, 2, 2, LA_FEATURE_ELU1, 0),
                      LA_EINVAL);
-    assert_int_equal(la_linear_state_create(&st, LA_FLOAT32, 0, 2, 2, LA_FEATURE_ELU1, 0),
+    assert_int_equal(la_linear_state_create_phi(&st, LA_FLOAT32, 0, 2, 2, LA_FEATURE_ELU1, 0),
                      LA_EINVAL);
-    assert_int_equal(la_linear_state_create(&st, LA_FLOAT32, 1, 0, 2, LA_FEATURE_ELU1, 0),
+    assert_int_equal(la_linear_state_create_phi(&st, LA_FLOAT32, 1, 0, 2, LA_FEATURE_ELU1, 0),
                      LA_EINVAL);
-    assert_int_equal(la_linear_state_create(&st, LA_FLOAT32, 1, 2, 0, LA_FEATURE_ELU1, 0),
+    assert_int_equal(la_linear_state_create_phi(&st, LA_FLOAT32, 1, 2, 0, LA_FEATURE_ELU1, 0),
                      LA_EINVAL);
-    assert_int_equal(la_linear_state_create(&st, LA_FLOAT32, 1, 2, 2, (la_feature_map)9, 0),
+    assert_int_equal(la_linear_state_create_phi(&st, LA_FLOAT32, 1, 2, 2, (la_feature_map)9, 0),
                      LA_EINVAL);
-    assert_int_equal(la_linear_state_create(&st, LA_FLOAT32, 1, 2, 2, LA_FEATURE_ELU1, -1),
+    assert_int_equal(la_linear_state_create_phi(&st, LA_FLOAT32, 1, 2, 2, LA_FEATURE_ELU1, -1),
                      LA_EINVAL);
-    assert_int_equal(la_linear_state_create(&st, LA_FLOAT32, 1, 2, 2, LA_FEATURE_ELU1, NAN),
+    assert_int_equal(la_linear_state_create_phi(&st, LA_FLOAT32, 1, 2, 2, LA_FEATURE_ELU1, NAN),
                      LA_EINVAL);
     assert_int_equal(
-        la_linear_state_create(&st, LA_FLOAT32, SIZE_MAX / 2, 2, 2, LA_FEATURE_ELU1, 0),
+        la_linear_state_create_phi(&st, LA_FLOAT32, SIZE_MAX / 2, 2, 2, LA_FEATURE_ELU1, 0),
         LA_EOVERFLOW);
     assert_null(st);
-    assert_int_equal(la_linear_state_create(&st, LA_FLOAT32, 1, 2, 2, LA_FEATURE_ELU1, 0), LA_OK);
+    assert_int_equal(la_linear_state_create_phi(&st, LA_FLOAT32, 1, 2, 2, LA_FEATURE_ELU1, 0),
+                     LA_OK);
     float qf[2] = {1, 2}, kf[2] = {3, 4}, vf[2] = {5, 6}, yf[2] = {SENTINEL, SENTINEL};
     double qd[2] = {1, 2}, kd[2] = {3, 4}, vd[2] = {5, 6}, yd[2] = {SENTINEL, SENTINEL};
-    assert_int_equal(la_linear_step_f64(st, qd, kd, vd, yd), LA_EINVAL); /* wrong dtype */
-    assert_true(yd[0] == SENTINEL && yd[1] == SENTINEL);
-    assert_int_equal(la_linear_step_f32(NULL, qf, kf, vf, yf), LA_EINVAL);
-    assert_int_equal(la_linear_step_f32(st, NULL, kf, vf, yf), LA_EINVAL);
-    assert_int_equal(la_linear_step_f32(st, qf, NULL, vf, yf), LA_EINVAL);
-    assert_int_equal(la_linear_step_f32(st, qf, kf, NULL, yf), LA_EINVAL);
-    assert_int_equal(la_linear_step_f32(st, qf, kf, vf, NULL), LA_EINVAL);
+    assert_int_equal(la_linear_step(NULL, qf, kf, vf, yf), LA_EINVAL);
+    assert_int_equal(la_linear_step(st, NULL, kf, vf, yf), LA_EINVAL);
+    assert_int_equal(la_linear_step(st, qf, NULL, vf, yf), LA_EINVAL);
+    assert_int_equal(la_linear_step(st, qf, kf, NULL, yf), LA_EINVAL);
+    assert_int_equal(la_linear_step(st, qf, kf, vf, NULL), LA_EINVAL);
     assert_true(yf[0] == SENTINEL && yf[1] == SENTINEL);
     assert_int_equal(la_linear_state_position(st), 0); /* no failed step counted */
-    assert_int_equal(la_linear_step_f32(st, qf, kf, vf, yf), LA_OK);
+    assert_int_equal(la_linear_step(st, qf, kf, vf, yf), LA_OK);
     assert_int_equal(la_linear_state_position(st), 1);
     la_linear_state_free(st);
     st = NULL;
-    assert_int_equal(la_linear_state_create(&st, LA_FLOAT64, 1, 2, 2, LA_FEATURE_RELU, 0), LA_OK);
-    assert_int_equal(la_linear_step_f32(st, qf, kf, vf, yf), LA_EINVAL);
-    assert_true(yf[0] != SENTINEL); /* from the successful step above, untouched since */
-    assert_int_equal(la_linear_step_f64(st, qd, kd, vd, yd), LA_OK);
+    assert_int_equal(la_linear_state_create_phi(&st, LA_FLOAT64, 1, 2, 2, LA_FEATURE_RELU, 0),
+                     LA_OK);
+    assert_int_equal(la_linear_step(st, qd, kd, vd, yd), LA_OK);
     la_linear_state_free(st);
     /* NULL-tolerant helpers */
     la_linear_state_free(NULL);
@@ -754,7 +754,7 @@ int main(void)
         la_avx512_enable(true);
     } else {
         printf("(the AVX-512 paths do not run here, %s: the portable float32 paths only)\n",
-               la_simd_config());
+               la_config().simd);
     }
     return failed != 0;
 }

@@ -12,6 +12,7 @@
  *   - errors (NULL, bad problems, the budget, the range rule) leave every output untouched.
  * Inputs are fresh each run (seed printed by tu_init; replay with LA_TEST_SEED). */
 #include "../testutil.h"
+#include "attention/kernels.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -137,7 +138,8 @@ static la_problem problem_of(form f, const la_problem *p0)
 static la_status backward_f64(form f, const la_problem *p0, inputs *in, grads *g)
 {
     const la_problem p = problem_of(f, p0);
-    la_status st = la_attention_f64(kernel_of(f), &p, in->x[Q], in->x[K], in->x[V], in->x[OUT]);
+    la_status st =
+        la_attention(kernel_of(f), &p, LA_FLOAT64, in->x[Q], in->x[K], in->x[V], in->x[OUT]);
     if (st != LA_OK) return st;
     if (f == RECURRENT)
         return la_linear_attention_recurrent_backward_f64(
@@ -150,8 +152,8 @@ static la_status backward_f64(form f, const la_problem *p0, inputs *in, grads *g
 static la_status backward_f32(form f, const la_problem *p0, inputs *in, grads *g)
 {
     const la_problem p = problem_of(f, p0);
-    la_status st =
-        la_attention_f32(kernel_of(f), &p, in->x32[Q], in->x32[K], in->x32[V], in->x32[OUT]);
+    la_status st = la_attention(kernel_of(f), &p, LA_FLOAT32, in->x32[Q], in->x32[K], in->x32[V],
+                                in->x32[OUT]);
     if (st != LA_OK) return st;
     if (f == RECURRENT)
         return la_linear_attention_recurrent_backward_f32(&p, in->x32[Q], in->x32[K], in->x32[V],
@@ -750,7 +752,8 @@ static void range_rule(void **state)
     for (int f = NONCAUSAL; f <= RECURRENT; f++) {
         la_problem p = problem_of((form)f, &in.p);
         assert_int_equal(
-            la_attention_f64(kernel_of((form)f), &p, in.x[Q], in.x[K], in.x[V], in.x[OUT]), LA_OK);
+            la_attention(kernel_of((form)f), &p, LA_FLOAT64, in.x[Q], in.x[K], in.x[V], in.x[OUT]),
+            LA_OK);
         tu_to_f32(in.x[OUT], in.x32[OUT], in.n[OUT]);
         fill_sentinel(&in, &g);
         assert_int_equal(call((form)f, true, &p, &in, &g), LA_ERANGE);
@@ -774,17 +777,17 @@ static void range_rule(void **state)
     in.p.eps = 0;
     for (int f = NONCAUSAL; f <= RECURRENT; f++) {
         la_problem p = problem_of((form)f, &in.p);
-        assert_int_equal(
-            la_attention_f32(kernel_of((form)f), &p, in.x32[Q], in.x32[K], in.x32[V], in.x32[OUT]),
-            LA_OK);
+        assert_int_equal(la_attention(kernel_of((form)f), &p, LA_FLOAT32, in.x32[Q], in.x32[K],
+                                      in.x32[V], in.x32[OUT]),
+                         LA_OK);
         fill_sentinel(&in, &g);
         assert_int_equal(call((form)f, true, &p, &in, &g), LA_ERANGE);
         assert_true(untouched(&in, &g));
         /* with eps = 1e-6 the same inputs pass, finite */
         p.eps = 1e-6;
-        assert_int_equal(
-            la_attention_f32(kernel_of((form)f), &p, in.x32[Q], in.x32[K], in.x32[V], in.x32[OUT]),
-            LA_OK);
+        assert_int_equal(la_attention(kernel_of((form)f), &p, LA_FLOAT32, in.x32[Q], in.x32[K],
+                                      in.x32[V], in.x32[OUT]),
+                         LA_OK);
         assert_int_equal(call((form)f, true, &p, &in, &g), LA_OK);
         for (int t = 0; t < 3; t++)
             assert_true(tu_all_finite_f32(g.g32[t], in.n[t]));

@@ -5,6 +5,7 @@
  * seeded draw itself (deterministic, N(0, 1/k)); key lengths equal projecting only the visible
  * keys; and the refusals (k > M, k = 0, causal, one projection, a non-finite projection, range). */
 #include "../testutil.h"
+#include "attention/kernels.h"
 
 #include "core/internal.h"   /* la_avx512_enable */
 #include "cpu/simd_avx512.h" /* la_avx512_usable */
@@ -338,7 +339,8 @@ static void refusals(void **state)
     /* the registry and the cost model refuse what the kernel refuses */
     good.causal = 1;
     la_cost cost;
-    assert_int_equal(la_attention_f64(LA_KERNEL_LINFORMER, &good, x.q, x.k, x.v, x.out), LA_EINVAL);
+    assert_int_equal(la_attention(LA_KERNEL_LINFORMER, &good, LA_FLOAT64, x.q, x.k, x.v, x.out),
+                     LA_EINVAL);
     assert_int_equal(la_attention_cost(LA_KERNEL_LINFORMER, &good, LA_FLOAT32, &cost), LA_EINVAL);
     good.causal = 0, good.proj_rank = good.n_keys + 1;
     assert_int_equal(la_attention_cost(LA_KERNEL_LINFORMER, &good, LA_FLOAT32, &cost), LA_EINVAL);

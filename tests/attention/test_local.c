@@ -8,6 +8,7 @@
  * What every kernel must hold — causal masking, thread counts, error paths, the workspace
  * limit — is test_attention.c's, over every row. */
 #include "../testutil.h"
+#include "attention/kernels.h"
 
 #include <float.h>
 #include <math.h>

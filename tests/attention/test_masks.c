@@ -10,6 +10,7 @@
  * that takes them (forward, backward, log-sum-exps), LA_EINVAL from the rest; a mask
  * equal to the causal one gives the causal result. */
 #include "../testutil.h"
+#include "attention/kernels.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -140,9 +141,10 @@ static void bottom_right_matches_reference(void **state)
             double *ref = tu_f64(in.no), *y64 = tu_f64(in.no);
             float *y32 = tu_f32(in.no);
             assert_int_equal(la_ref_attention(info->kernel, &p, in.q, in.k, in.v, ref), LA_OK);
-            assert_int_equal(la_attention_f64(info->kernel, &p, in.q, in.k, in.v, y64), LA_OK);
-            assert_int_equal(la_attention_f32(info->kernel, &p, in.q32, in.k32, in.v32, y32),
+            assert_int_equal(la_attention(info->kernel, &p, LA_FLOAT64, in.q, in.k, in.v, y64),
                              LA_OK);
+            assert_int_equal(
+                la_attention(info->kernel, &p, LA_FLOAT32, in.q32, in.k32, in.v32, y32), LA_OK);
             const bool exact = info->kernel == LA_KERNEL_HARD;
             tu_assert_close_f64(y64, ref, in.no, exact ? 1e-300 : TOL_F64,
                                 "%s bottom-right shape %zu float64", info->name, si);
@@ -213,10 +215,14 @@ static void square_bottom_right_is_top_left(void **state)
             make_inputs(&tl, &r, &in);
             float *a = tu_f32(in.no), *b = tu_f32(in.no);
             double *a64 = tu_f64(in.no), *b64 = tu_f64(in.no);
-            assert_int_equal(la_attention_f32(info->kernel, &tl, in.q32, in.k32, in.v32, a), LA_OK);
-            assert_int_equal(la_attention_f32(info->kernel, &br, in.q32, in.k32, in.v32, b), LA_OK);
-            assert_int_equal(la_attention_f64(info->kernel, &tl, in.q, in.k, in.v, a64), LA_OK);
-            assert_int_equal(la_attention_f64(info->kernel, &br, in.q, in.k, in.v, b64), LA_OK);
+            assert_int_equal(la_attention(info->kernel, &tl, LA_FLOAT32, in.q32, in.k32, in.v32, a),
+                             LA_OK);
+            assert_int_equal(la_attention(info->kernel, &br, LA_FLOAT32, in.q32, in.k32, in.v32, b),
+                             LA_OK);
+            assert_int_equal(la_attention(info->kernel, &tl, LA_FLOAT64, in.q, in.k, in.v, a64),
+                             LA_OK);
+            assert_int_equal(la_attention(info->kernel, &br, LA_FLOAT64, in.q, in.k, in.v, b64),
+                             LA_OK);
             if (memcmp(a, b, in.no * sizeof *a) != 0 || memcmp(a64, b64, in.no * sizeof *a64) != 0)
                 fail_msg("%s shape %zu: bottom-right with M = N differs from top-left", info->name,
                          si);
@@ -253,9 +259,10 @@ static void one_query_sees_every_cached_key(void **state)
                                                   : info->kernel,
                                               &all, in.q, in.k, in.v, ref),
                              LA_OK);
-            assert_int_equal(la_attention_f64(info->kernel, &p, in.q, in.k, in.v, y64), LA_OK);
-            assert_int_equal(la_attention_f32(info->kernel, &p, in.q32, in.k32, in.v32, y32),
+            assert_int_equal(la_attention(info->kernel, &p, LA_FLOAT64, in.q, in.k, in.v, y64),
                              LA_OK);
+            assert_int_equal(
+                la_attention(info->kernel, &p, LA_FLOAT32, in.q32, in.k32, in.v32, y32), LA_OK);
             const bool exact = info->kernel == LA_KERNEL_HARD;
             tu_assert_close_f64(y64, ref, in.no, exact ? 1e-300 : TOL_F64,
                                 "%s one query over %zu keys, float64", info->name, ts[ti]);
@@ -264,7 +271,8 @@ static void one_query_sees_every_cached_key(void **state)
             /* and top-left is what it was: the query sees key 0 only */
             p.causal_align = LA_CAUSAL_TOP_LEFT;
             if (ts[ti] > 1 && info->kernel == LA_KERNEL_SOFTMAX) {
-                assert_int_equal(la_attention_f64(info->kernel, &p, in.q, in.k, in.v, y64), LA_OK);
+                assert_int_equal(la_attention(info->kernel, &p, LA_FLOAT64, in.q, in.k, in.v, y64),
+                                 LA_OK);
                 for (size_t h = 0; h < 2; h++)
                     for (size_t c = 0; c < 4; c++)
                         assert_true(y64[h * 4 + c] == in.v[h * ts[ti] * 4 + c]);
@@ -290,8 +298,9 @@ static void queries_before_the_first_key_get_zero_rows(void **state)
         make_inputs(&p, &r, &in);
         float *y32 = tu_f32(in.no);
         double *y64 = tu_f64(in.no);
-        assert_int_equal(la_attention_f32(info->kernel, &p, in.q32, in.k32, in.v32, y32), LA_OK);
-        assert_int_equal(la_attention_f64(info->kernel, &p, in.q, in.k, in.v, y64), LA_OK);
+        assert_int_equal(la_attention(info->kernel, &p, LA_FLOAT32, in.q32, in.k32, in.v32, y32),
+                         LA_OK);
+        assert_int_equal(la_attention(info->kernel, &p, LA_FLOAT64, in.q, in.k, in.v, y64), LA_OK);
         for (size_t hd = 0; hd < 2; hd++)
             for (size_t i = 0; i < s.n; i++) {
                 bool zero = true;
@@ -322,9 +331,10 @@ static void bottom_right_backward_matches_reference(void **state)
             make_inputs(&p, &r, &in);
             double *out = tu_f64(in.no);
             float *out32 = tu_f32(in.no);
-            assert_int_equal(la_attention_f64(info->kernel, &p, in.q, in.k, in.v, out), LA_OK);
-            assert_int_equal(la_attention_f32(info->kernel, &p, in.q32, in.k32, in.v32, out32),
+            assert_int_equal(la_attention(info->kernel, &p, LA_FLOAT64, in.q, in.k, in.v, out),
                              LA_OK);
+            assert_int_equal(
+                la_attention(info->kernel, &p, LA_FLOAT32, in.q32, in.k32, in.v32, out32), LA_OK);
             const size_t n[3] = {in.nq, in.nk, in.nv};
             double *ref[3], *g64[3];
             float *g32[3];
@@ -333,11 +343,12 @@ static void bottom_right_backward_matches_reference(void **state)
             assert_int_equal(la_ref_attention_backward(info->kernel, &p, in.q, in.k, in.v, out,
                                                        in.g, ref[0], ref[1], ref[2]),
                              LA_OK);
-            assert_int_equal(la_attention_backward_f64(info->kernel, &p, in.q, in.k, in.v, out,
-                                                       in.g, g64[0], g64[1], g64[2]),
+            assert_int_equal(la_attention_backward(info->kernel, &p, LA_FLOAT64, in.q, in.k, in.v,
+                                                   out, NULL, in.g, g64[0], g64[1], g64[2]),
                              LA_OK);
-            assert_int_equal(la_attention_backward_f32(info->kernel, &p, in.q32, in.k32, in.v32,
-                                                       out32, in.g32, g32[0], g32[1], g32[2]),
+            assert_int_equal(la_attention_backward(info->kernel, &p, LA_FLOAT32, in.q32, in.k32,
+                                                   in.v32, out32, NULL, in.g32, g32[0], g32[1],
+                                                   g32[2]),
                              LA_OK);
             static const char *const names[3] = {"d_q", "d_k", "d_v"};
             for (int t = 0; t < 3; t++) {
@@ -370,7 +381,7 @@ static void bottom_right_weights_times_v(void **state)
             double *a = tu_f64(heads * N * M);
             inputs in;
             make_inputs(&p, &r, &in);
-            const la_status st = la_attention_weights_f64(info->kernel, &p, in.q, in.k, a);
+            const la_status st = la_attention_weights(info->kernel, &p, LA_FLOAT64, in.q, in.k, a);
             if (st == LA_EINVAL) { /* no matrix for this kernel (documented) */
                 free(a);
                 free_inputs(&in);
@@ -506,21 +517,12 @@ static void masks_free(masks *m)
     free(m->mask), free(m->key_mask);
 }
 
-/* Whether a kernel takes the general masks: softmax (both), hard, local every mask; linear and
- * linear_recurrent the key mask only; the rest none (linattn.h). */
+/* Whether a kernel takes the masks p gives: the masks its registry row names (LA_MASK_*;
+ * test_registry holds the rows to what the kernels accept). */
 static bool takes_mask(la_kernel kernel, const la_problem *p)
 {
-    switch (kernel) {
-    case LA_KERNEL_SOFTMAX:
-    case LA_KERNEL_SOFTMAX_MATERIALIZED:
-    case LA_KERNEL_HARD:
-    case LA_KERNEL_LOCAL:
-    case LA_KERNEL_GENERAL: /* both through the fused kernel */
-    case LA_KERNEL_COSINE: return true;
-    case LA_KERNEL_LINEAR:
-    case LA_KERNEL_LINEAR_RECURRENT: return !p->mask;
-    default: return !p->mask && !p->key_mask;
-    }
+    const unsigned given = (p->mask ? LA_MASK_GENERAL : 0u) | (p->key_mask ? LA_MASK_KEY : 0u);
+    return (la_kernel_get(kernel)->masks & given) == given;
 }
 
 /* Random masks against the float64 references, forward and backward, in every kernel
@@ -549,7 +551,8 @@ static void masks_match_reference(void **state)
                 memset(y32, 0xA5, in.no * sizeof *y32);
                 if (!takes_mask(info->kernel, &p)) {
                     assert_int_equal(
-                        la_attention_f32(info->kernel, &p, in.q32, in.k32, in.v32, y32), LA_EINVAL);
+                        la_attention(info->kernel, &p, LA_FLOAT32, in.q32, in.k32, in.v32, y32),
+                        LA_EINVAL);
                     assert_int_equal(la_ref_attention(info->kernel, &p, in.q, in.k, in.v, ref),
                                      LA_EINVAL);
                     for (size_t e = 0; e < in.no * sizeof *y32; e++)
@@ -558,9 +561,10 @@ static void masks_match_reference(void **state)
                     goto next;
                 }
                 assert_int_equal(la_ref_attention(info->kernel, &p, in.q, in.k, in.v, ref), LA_OK);
-                assert_int_equal(la_attention_f64(info->kernel, &p, in.q, in.k, in.v, y64), LA_OK);
-                assert_int_equal(la_attention_f32(info->kernel, &p, in.q32, in.k32, in.v32, y32),
+                assert_int_equal(la_attention(info->kernel, &p, LA_FLOAT64, in.q, in.k, in.v, y64),
                                  LA_OK);
+                assert_int_equal(
+                    la_attention(info->kernel, &p, LA_FLOAT32, in.q32, in.k32, in.v32, y32), LA_OK);
                 const bool exact = info->kernel == LA_KERNEL_HARD;
                 tu_assert_close_f64(y64, ref, in.no, exact ? 1e-300 : TOL_F64,
                                     "%s mask form %zu shape %zu float64", info->name, fi, si);
@@ -590,12 +594,13 @@ static void masks_match_reference(void **state)
                                                                y64, in.g, g_ref[0], g_ref[1],
                                                                g_ref[2]),
                                      LA_OK);
-                    assert_int_equal(la_attention_backward_f64(info->kernel, &p, in.q, in.k, in.v,
-                                                               y64, in.g, g64[0], g64[1], g64[2]),
+                    assert_int_equal(la_attention_backward(info->kernel, &p, LA_FLOAT64, in.q, in.k,
+                                                           in.v, y64, NULL, in.g, g64[0], g64[1],
+                                                           g64[2]),
                                      LA_OK);
-                    assert_int_equal(la_attention_backward_f32(info->kernel, &p, in.q32, in.k32,
-                                                               in.v32, y32, in.g32, g32[0], g32[1],
-                                                               g32[2]),
+                    assert_int_equal(la_attention_backward(info->kernel, &p, LA_FLOAT32, in.q32,
+                                                           in.k32, in.v32, y32, NULL, in.g32,
+                                                           g32[0], g32[1], g32[2]),
                                      LA_OK);
                     static const char *const names[3] = {"d_q", "d_k", "d_v"};
                     for (int t = 0; t < 3; t++) {
@@ -642,7 +647,8 @@ static void masked_weights_times_v(void **state)
                 inputs in;
                 make_inputs(&p, &r, &in);
                 double *a = tu_f64(heads * N * M);
-                const la_status st = la_attention_weights_f64(kernels[ki], &p, in.q, in.k, a);
+                const la_status st =
+                    la_attention_weights(kernels[ki], &p, LA_FLOAT64, in.q, in.k, a);
                 if (linear && p.mask) {
                     assert_int_equal(st, LA_EINVAL);
                 } else {
@@ -764,10 +770,10 @@ static void mask_as_causal_and_empty_rows(void **state)
             make_inputs(&causal, &r, &in);
             for (size_t ki = 0; ki < 3; ki++) {
                 double *a = tu_f64(in.no), *b = tu_f64(in.no);
-                assert_int_equal(la_attention_f64(kernels[ki], &causal, in.q, in.k, in.v, a),
-                                 LA_OK);
-                assert_int_equal(la_attention_f64(kernels[ki], &masked, in.q, in.k, in.v, b),
-                                 LA_OK);
+                assert_int_equal(
+                    la_attention(kernels[ki], &causal, LA_FLOAT64, in.q, in.k, in.v, a), LA_OK);
+                assert_int_equal(
+                    la_attention(kernels[ki], &masked, LA_FLOAT64, in.q, in.k, in.v, b), LA_OK);
                 tu_assert_close_f64(b, a, in.no, kernels[ki] == LA_KERNEL_HARD ? 1e-300 : 1e-13,
                                     "%s: mask as causal (align %d) shape %zu",
                                     la_kernel_name(kernels[ki]), align, si);
@@ -777,8 +783,9 @@ static void mask_as_causal_and_empty_rows(void **state)
             memset(mask, 1, s->m);
             float *y = tu_f32(in.no);
             for (size_t ki = 0; ki < 3; ki++) {
-                assert_int_equal(la_attention_f32(kernels[ki], &masked, in.q32, in.k32, in.v32, y),
-                                 LA_OK);
+                assert_int_equal(
+                    la_attention(kernels[ki], &masked, LA_FLOAT32, in.q32, in.k32, in.v32, y),
+                    LA_OK);
                 for (size_t hd = 0; hd < s->batch * s->heads; hd++)
                     for (size_t c = 0; c < s->d_v; c++)
                         assert_true(y[hd * s->n * s->d_v + c] == 0);

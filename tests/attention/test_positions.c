@@ -19,10 +19,11 @@
  *   relative_shift              scores depend only on j − i: the tokens moved t places
  *                               later (after padding keys that get weight 0) give the
  *                               same outputs;
- *   sinusoidal_matches_formula  la_add_positional_encoding_f64 on zeros against
+ *   sinusoidal_matches_formula  la_add_positional_encoding on zeros against
  *                               sin/cos(pos · exp(−ln(10000)·2i/D)).
  * Tolerances: 1e-5 float32, 1e-12 float64 (relative, NaN fails); the seed is printed. */
 #include "../testutil.h"
+#include "attention/kernels.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -95,9 +96,9 @@ static void rotary_matches_formula(void **state)
         tu_to_f64(x32, x, count);
         rotate_by_formula(x, ref, rows, n, d, offsets[o]);
         memcpy(y, x, count * sizeof *y);
-        assert_int_equal(la_rotary_apply_f64(rows, n, d, offsets[o], y), LA_OK);
+        assert_int_equal(la_rotary_apply(LA_FLOAT64, rows, n, d, offsets[o], y), LA_OK);
         tu_assert_close_f64(y, ref, count, TOL_F64, "rotary float64, offset %zu", offsets[o]);
-        assert_int_equal(la_rotary_apply_f32(rows, n, d, offsets[o], x32), LA_OK);
+        assert_int_equal(la_rotary_apply(LA_FLOAT32, rows, n, d, offsets[o], x32), LA_OK);
         tu_assert_close_f32(x32, ref, count, 1e-6, "rotary float32, offset %zu", offsets[o]);
         free(x), free(y), free(ref), free(x32);
     }
@@ -124,14 +125,14 @@ static void rotary_softmax_shift(void **state)
         memcpy(k0, in.k, in.nk * 8), memcpy(kt, in.k, in.nk * 8);
         memcpy(q0_32, in.q32, in.nq * 4), memcpy(qt_32, in.q32, in.nq * 4);
         memcpy(k0_32, in.k32, in.nk * 4), memcpy(kt_32, in.k32, in.nk * 4);
-        assert_int_equal(la_rotary_apply_f64(bh, p.n_queries, p.d_k, 0, q0), LA_OK);
-        assert_int_equal(la_rotary_apply_f64(bh, p.n_keys, p.d_k, 0, k0), LA_OK);
-        assert_int_equal(la_rotary_apply_f64(bh, p.n_queries, p.d_k, shift, qt), LA_OK);
-        assert_int_equal(la_rotary_apply_f64(bh, p.n_keys, p.d_k, shift, kt), LA_OK);
-        assert_int_equal(la_rotary_apply_f32(bh, p.n_queries, p.d_k, 0, q0_32), LA_OK);
-        assert_int_equal(la_rotary_apply_f32(bh, p.n_keys, p.d_k, 0, k0_32), LA_OK);
-        assert_int_equal(la_rotary_apply_f32(bh, p.n_queries, p.d_k, shift, qt_32), LA_OK);
-        assert_int_equal(la_rotary_apply_f32(bh, p.n_keys, p.d_k, shift, kt_32), LA_OK);
+        assert_int_equal(la_rotary_apply(LA_FLOAT64, bh, p.n_queries, p.d_k, 0, q0), LA_OK);
+        assert_int_equal(la_rotary_apply(LA_FLOAT64, bh, p.n_keys, p.d_k, 0, k0), LA_OK);
+        assert_int_equal(la_rotary_apply(LA_FLOAT64, bh, p.n_queries, p.d_k, shift, qt), LA_OK);
+        assert_int_equal(la_rotary_apply(LA_FLOAT64, bh, p.n_keys, p.d_k, shift, kt), LA_OK);
+        assert_int_equal(la_rotary_apply(LA_FLOAT32, bh, p.n_queries, p.d_k, 0, q0_32), LA_OK);
+        assert_int_equal(la_rotary_apply(LA_FLOAT32, bh, p.n_keys, p.d_k, 0, k0_32), LA_OK);
+        assert_int_equal(la_rotary_apply(LA_FLOAT32, bh, p.n_queries, p.d_k, shift, qt_32), LA_OK);
+        assert_int_equal(la_rotary_apply(LA_FLOAT32, bh, p.n_keys, p.d_k, shift, kt_32), LA_OK);
         double *y0 = tu_f64(in.no), *yt = tu_f64(in.no);
         float *yt_32 = tu_f32(in.no);
         assert_int_equal(la_ref_softmax_attention(&p, q0, k0, in.v, y0), LA_OK);
@@ -193,11 +194,11 @@ static void rotary_linear_reference(void **state)
         assert_int_equal(
             la_ref_linear_attention_rotary(&p, rc->q_first, rc->k_first, in.q, in.k, in.v, ref),
             LA_OK);
-        assert_int_equal(
-            la_linear_attention_rotary_f64(&p, rc->q_first, rc->k_first, in.q, in.k, in.v, y64),
-            LA_OK);
-        assert_int_equal(la_linear_attention_rotary_f32(&p, rc->q_first, rc->k_first, in.q32,
-                                                        in.k32, in.v32, y32),
+        assert_int_equal(la_linear_attention_rotary(&p, LA_FLOAT64, rc->q_first, rc->k_first, in.q,
+                                                    in.k, in.v, y64),
+                         LA_OK);
+        assert_int_equal(la_linear_attention_rotary(&p, LA_FLOAT32, rc->q_first, rc->k_first,
+                                                    in.q32, in.k32, in.v32, y32),
                          LA_OK);
         tu_assert_close_f64(y64, ref, in.no, TOL_F64, "rotary linear float64, case %zu align %zu",
                             c, cc % 2);
@@ -228,14 +229,18 @@ static void rotary_linear_shift(void **state)
         make_inputs(&p, &rng, &in);
         double *y0 = tu_f64(in.no), *yt = tu_f64(in.no), *yq = tu_f64(in.no);
         float *yt32 = tu_f32(in.no);
-        assert_int_equal(la_linear_attention_rotary_f64(&p, 0, 0, in.q, in.k, in.v, y0), LA_OK);
-        assert_int_equal(la_linear_attention_rotary_f64(&p, 777, 777, in.q, in.k, in.v, yt), LA_OK);
-        assert_int_equal(la_linear_attention_rotary_f32(&p, 777, 777, in.q32, in.k32, in.v32, yt32),
+        assert_int_equal(la_linear_attention_rotary(&p, LA_FLOAT64, 0, 0, in.q, in.k, in.v, y0),
                          LA_OK);
+        assert_int_equal(la_linear_attention_rotary(&p, LA_FLOAT64, 777, 777, in.q, in.k, in.v, yt),
+                         LA_OK);
+        assert_int_equal(
+            la_linear_attention_rotary(&p, LA_FLOAT32, 777, 777, in.q32, in.k32, in.v32, yt32),
+            LA_OK);
         tu_assert_close_f64(yt, y0, in.no, TOL_F64, "rotary linear shifted, causal %d", causal);
         tu_assert_close_f32(yt32, y0, in.no, TOL_F32, "rotary linear float32 shifted, causal %d",
                             causal);
-        assert_int_equal(la_linear_attention_rotary_f64(&p, 5, 0, in.q, in.k, in.v, yq), LA_OK);
+        assert_int_equal(la_linear_attention_rotary(&p, LA_FLOAT64, 5, 0, in.q, in.k, in.v, yq),
+                         LA_OK);
         assert_true(tu_rel_error_f64(yq, y0, in.no, NULL) > 1e-3);
         free(y0), free(yt), free(yq), free(yt32);
         free_inputs(&in);
@@ -253,7 +258,8 @@ static void rotary_linear_zero_angle(void **state)
     inputs in;
     make_inputs(&p, &rng, &in);
     double *y = tu_f64(in.no), *ref = tu_f64(in.no);
-    assert_int_equal(la_linear_attention_rotary_f64(&p, 12, 12, in.q, in.k, in.v, y), LA_OK);
+    assert_int_equal(la_linear_attention_rotary(&p, LA_FLOAT64, 12, 12, in.q, in.k, in.v, y),
+                     LA_OK);
     assert_int_equal(la_ref_linear_attention(&p, in.q, in.k, in.v, ref), LA_OK);
     tu_assert_close_f64(y, ref, in.no, TOL_F64, "rotary linear at distance 0");
     free(y), free(ref);
@@ -294,12 +300,12 @@ static void rotary_linear_range(void **state)
     float *y32 = tu_f32(in.no);
     for (size_t i = 0; i < in.no; i++)
         y32[i] = -7.25f;
-    assert_int_equal(la_linear_attention_rotary_f32(&p, 0, 0, in.q32, in.k32, in.v32, y32),
+    assert_int_equal(la_linear_attention_rotary(&p, LA_FLOAT32, 0, 0, in.q32, in.k32, in.v32, y32),
                      LA_ERANGE);
     for (size_t i = 0; i < in.no; i++)
         assert_true(y32[i] == -7.25f);
     double *y = tu_f64(in.no), *ref = tu_f64(in.no);
-    assert_int_equal(la_linear_attention_rotary_f64(&p, 0, 0, in.q, in.k, in.v, y), LA_OK);
+    assert_int_equal(la_linear_attention_rotary(&p, LA_FLOAT64, 0, 0, in.q, in.k, in.v, y), LA_OK);
     assert_int_equal(la_ref_linear_attention_rotary(&p, 0, 0, in.q, in.k, in.v, ref), LA_OK);
     tu_assert_close_f64(y, ref, in.no, TOL_F64, "rotary linear float64 at 1e18");
     free(y32), free(y), free(ref);
@@ -493,7 +499,8 @@ static void sinusoidal_matches_formula(void **state)
                         const double angle = (double)(firsts[f] + pos) * omega;
                         ref[(b * n + pos) * d + c] = c % 2 == 0 ? sin(angle) : cos(angle);
                     }
-            assert_int_equal(la_add_positional_encoding_f64(batch, n, d, firsts[f], x), LA_OK);
+            assert_int_equal(la_add_positional_encoding(LA_FLOAT64, batch, n, d, firsts[f], x),
+                             LA_OK);
             tu_assert_close_f64(x, ref, count, TOL_F64, "sinusoidal, D = %zu, first %zu", d,
                                 firsts[f]);
             free(x), free(ref);

@@ -1,6 +1,7 @@
 /* test_reference.c — the float64 oracles against hand-worked cases, so the oracle the
  * other tests trust is itself checked against numbers a reader can verify. */
 #include "../testutil.h"
+#include "attention/kernels.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -50,14 +50,14 @@ static void masks_match_the_kernels(void **state)
         const la_kernel_info *info = la_kernel_get((la_kernel)k);
         la_problem p = small_problem(info);
         p.mask = none;
-        la_status st = la_attention_f32((la_kernel)k, &p, a.q, a.k, a.v, a.out);
+        la_status st = la_attention((la_kernel)k, &p, LA_FLOAT32, a.q, a.k, a.v, a.out);
         la_status want = info->masks & LA_MASK_GENERAL ? LA_OK : LA_EINVAL;
         if (st != want)
             fail_msg("%s with a general mask: %s, the row says %s", info->name, la_strerror(st),
                      la_strerror(want));
         p.mask = NULL;
         p.key_mask = no_key;
-        st = la_attention_f32((la_kernel)k, &p, a.q, a.k, a.v, a.out);
+        st = la_attention((la_kernel)k, &p, LA_FLOAT32, a.q, a.k, a.v, a.out);
         want = info->masks & LA_MASK_KEY ? LA_OK : LA_EINVAL;
         if (st != want)
             fail_msg("%s with a key mask: %s, the row says %s", info->name, la_strerror(st),
@@ -74,7 +74,7 @@ static void weights_match_the_kernels(void **state)
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {
         const la_kernel_info *info = la_kernel_get((la_kernel)k);
         la_problem p = small_problem(info);
-        la_status st = la_attention_weights_f32((la_kernel)k, &p, a.q, a.k, a.weights);
+        la_status st = la_attention_weights((la_kernel)k, &p, LA_FLOAT32, a.q, a.k, a.weights);
         la_status want = info->caps & LA_CAP_WEIGHTS ? LA_OK : LA_EINVAL;
         if (st != want)
             fail_msg("%s's attention matrix: %s, the row says %s", info->name, la_strerror(st),

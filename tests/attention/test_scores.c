@@ -14,6 +14,7 @@
  *                                  longer, key rows 1e-6 times, give the unscaled output.
  * Tolerances against the float64 oracles: float64 1e-12, float32 1e-5 (as every kernel). */
 #include "../testutil.h"
+#include "attention/kernels.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -66,8 +67,8 @@ static void arrays_free(arrays *a)
 static void check_kernel(la_kernel kernel, const la_problem *p, arrays *a, const char *what)
 {
     assert_int_equal(la_ref_attention(kernel, p, a->q, a->k, a->v, a->ref), LA_OK);
-    assert_int_equal(la_attention_f64(kernel, p, a->q, a->k, a->v, a->out), LA_OK);
-    assert_int_equal(la_attention_f32(kernel, p, a->q32, a->k32, a->v32, a->out32), LA_OK);
+    assert_int_equal(la_attention(kernel, p, LA_FLOAT64, a->q, a->k, a->v, a->out), LA_OK);
+    assert_int_equal(la_attention(kernel, p, LA_FLOAT32, a->q32, a->k32, a->v32, a->out32), LA_OK);
     tu_assert_close_f64(a->out, a->ref, a->no, 1e-12, "%s float64 %s", la_kernel_name(kernel),
                         what);
     tu_assert_close_f32(a->out32, a->ref, a->no, 1e-5, "%s float32 %s", la_kernel_name(kernel),
@@ -149,21 +150,21 @@ static void drawn_weights_are_la_score_weights(void **state)
             fail_msg("%s: drawn W has variance %g, documented 1/%g (seed %llu)",
                      la_kernel_name(kernel), var, fan_in, (unsigned long long)tu_seed());
         free(big), free(big_v);
-        assert_int_equal(la_attention_f64(kernel, &p, a.q, a.k, a.v, a.out), LA_OK);
-        assert_int_equal(la_attention_f32(kernel, &p, a.q32, a.k32, a.v32, a.out32), LA_OK);
+        assert_int_equal(la_attention(kernel, &p, LA_FLOAT64, a.q, a.k, a.v, a.out), LA_OK);
+        assert_int_equal(la_attention(kernel, &p, LA_FLOAT32, a.q32, a.k32, a.v32, a.out32), LA_OK);
         la_problem g = p;
         g.score_w = w;
         if (kernel == LA_KERNEL_ADDITIVE) g.score_v = wv;
         g.seed = p.seed + 1; /* not read when given */
-        assert_int_equal(la_attention_f64(kernel, &g, a.q, a.k, a.v, given), LA_OK);
-        assert_int_equal(la_attention_f32(kernel, &g, a.q32, a.k32, a.v32, given32), LA_OK);
+        assert_int_equal(la_attention(kernel, &g, LA_FLOAT64, a.q, a.k, a.v, given), LA_OK);
+        assert_int_equal(la_attention(kernel, &g, LA_FLOAT32, a.q32, a.k32, a.v32, given32), LA_OK);
         if (memcmp(given, a.out, a.no * sizeof *given) != 0 ||
             memcmp(given32, a.out32, a.no * sizeof *given32) != 0)
             fail_msg("%s: drawn weights differ from la_score_weights' (seed %llu)",
                      la_kernel_name(kernel), (unsigned long long)tu_seed());
         /* another seed, another draw */
         g = p, g.seed = p.seed + 1;
-        assert_int_equal(la_attention_f64(kernel, &g, a.q, a.k, a.v, given), LA_OK);
+        assert_int_equal(la_attention(kernel, &g, LA_FLOAT64, a.q, a.k, a.v, given), LA_OK);
         assert_true(memcmp(given, a.out, a.no * sizeof *given) != 0);
         free(w), free(wv), free(given), free(given32);
     }

@@ -7,8 +7,10 @@
  * must hold — the float64 reference, causal masking, thread counts, error paths, the
  * workspace limit — is tests/attention/test_attention.c's, over every registry row. */
 #include "../testutil.h"
+#include "attention/kernels.h"
 #include "attention/softmax_alloc.h" /* la_scores_alloc: the materializing kernel's buffer */
 #include "core/internal.h"           /* the AVX-512 switch and the fused kernel's exp2 */
+#include "cpu/machine.h"
 #include "cpu/simd_avx512.h"
 #include "cpu/vexp.h"
 
@@ -252,14 +254,14 @@ static void simd_config_names(void **state)
 {
     (void)state;
     if (!la_avx512_usable()) {
-        assert_true(strncmp(la_simd_config(), "portable", 8) == 0);
+        assert_true(strncmp(la_config().simd, "portable", 8) == 0);
         return;
     }
-    assert_string_equal(la_simd_config(), "avx512");
+    assert_string_equal(la_config().simd, "avx512");
     la_avx512_enable(false);
-    assert_string_equal(la_simd_config(), "portable (switched off by the caller)");
+    assert_string_equal(la_config().simd, "portable (switched off by the caller)");
     la_avx512_enable(true);
-    assert_string_equal(la_simd_config(), "avx512");
+    assert_string_equal(la_config().simd, "avx512");
 }
 
 /* Rounding must not grow with the number of keys: the float32 fused kernel at N = M =
@@ -351,7 +353,7 @@ static void exp2_accuracy(void **state)
     if (!la_avx512_usable()) {
         print_message("exp2_accuracy: skipped, the AVX-512 exp2 does not run here (float32 "
                       "paths: %s)\n",
-                      la_simd_config());
+                      la_config().simd);
         skip();
     }
     enum { N = 4096 };
@@ -394,7 +396,7 @@ static void exp_accuracy_f64(void **state)
     (void)state;
     if (!la_avx512_usable()) {
         print_message("exp_accuracy_f64: skipped, the AVX-512 exp does not run here (%s)\n",
-                      la_simd_config());
+                      la_config().simd);
         skip();
     }
     enum { N = 4096 };
@@ -750,7 +752,7 @@ int main(void)
         la_avx512_enable(true);
     } else {
         printf("(the AVX-512 paths do not run here, %s: the BLIS-based fused kernels only)\n",
-               la_simd_config());
+               la_config().simd);
     }
     return failed != 0;
 }

@@ -156,7 +156,7 @@ def splitmix64(state):
 
 
 def linformer_projections(k, m, seed):
-    """E, F (k, m) as la_linformer_projections draws them (lib/linattn.h): splitmix64 from
+    """E, F (k, m) as la_kernel_draw draws them (lib/attention/kernels.h: la_linformer_projections): splitmix64 from
     seed, u = (x >> 11)·2⁻⁵³, Box–Muller √(−2 ln(1 − u1))·cos(2π u2) then ·sin(2π u2), E's
     entries then F's, each divided by √k. Written here from the header's words."""
     import math
@@ -172,7 +172,7 @@ def linformer_projections(k, m, seed):
 
 
 def score_weights(kind, dk, da, seed):
-    """W (and v) as la_score_weights draws them (lib/linattn.h): the same splitmix64 and
+    """W (and v) as la_kernel_draw draws them (lib/attention/kernels.h: la_score_weights): the same splitmix64 and
     Box–Muller stream as Linformer's, W's entries then v's, general W (d_k, d_k) times
     1/√d_k, additive W (d_a, 2·d_k) times 1/√(2·d_k) and v (d_a,) times 1/√d_a."""
     import math

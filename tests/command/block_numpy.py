@@ -363,7 +363,7 @@ def splitmix64(state):
 
 
 def relative_tables(K, dh, seed):
-    """a^K, a^V (2K+1, d_h) as la_relative_embeddings draws them (lib/linattn.h)."""
+    """a^K, a^V (2K+1, d_h) as la_kernel_draw draws them (lib/attention/kernels.h: la_relative_embeddings)."""
     rows, values, state = 2 * K + 1, [], seed
     while len(values) < 2 * rows * dh:
         state, x1 = splitmix64(state)

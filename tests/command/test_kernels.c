@@ -5,6 +5,7 @@
  * which kernels are exact softmax.
  * Each property is stated over all rows, so a new kernel is checked without an edit. */
 #include "../testutil.h"
+#include "attention/series.h"
 
 #include "../../experiments/common/kernels.h"
 

@@ -8,6 +8,7 @@
  *     failed add or a failed commit, two outputs naming one file refused.
  * Stated over every registry row, so the kernels' backwards are checked as they land. */
 #include "../testutil.h"
+#include "attention/kernels.h"
 
 #include "../../experiments/common/outputs.h"
 #include "../../experiments/common/pass.h"
@@ -111,7 +112,7 @@ static void timed_calls(void **state)
         timer_result t;
 
         /* forward: the library's output, bitwise */
-        assert_int_equal(la_attention_f32(kernel, &p, q, k_, v, want_out), LA_OK);
+        assert_int_equal(la_attention(kernel, &p, LA_FLOAT32, q, k_, v, want_out), LA_OK);
         assert_int_equal(pass_time(kernel, &p, PASS_FORWARD, &a, &rule, &t), LA_OK);
         assert_true(t.reps >= 2 && t.median_s >= 0);
         assert_memory_equal(out, want_out, n_o * sizeof *out);
@@ -143,8 +144,8 @@ static void timed_calls(void **state)
                                  LA_OK);
                 free(lse), free(lse_out);
             } else {
-                assert_int_equal(la_attention_backward_f32(kernel, &p, q, k_, v, want_out, d_out,
-                                                           want_q, want_k, want_v),
+                assert_int_equal(la_attention_backward(kernel, &p, LA_FLOAT32, q, k_, v, want_out,
+                                                       NULL, d_out, want_q, want_k, want_v),
                                  LA_OK);
             }
             assert_int_equal(pass_time(kernel, &p, (pass_kind)pass, &a, &rule, &t), LA_OK);

@@ -3,7 +3,7 @@
 
 Usage: /usr/bin/python3 tests/command/vocabulary.py BUILD/linattn   (run by `make test`)
 
-The kernel names come from the registry's source (lib/attention/registry.c), not from the
+The kernel names come from the registry's source (lib/linattn.h, lib/attention/*.c), not from the
 command, so a command that spells a kernel its own way fails here:
   1. attend, block, flops and bench take their kernels with --variant (flops also with
      --cross-variant; model's help lists the same names as block's), and accept every
@@ -34,12 +34,26 @@ SWEEP_SYNTAX = "V, LO:HI (doubling) or LO:HI:xF, comma-separated"
 
 
 def registry():
-    """[(name, causal rule)] from lib/attention/registry.c, in registry order."""
-    with open(os.path.join(ROOT, "lib", "attention", "registry.c")) as f:
-        text = f.read()
-    rows = re.findall(r'\.name = "([a-z_]+)".*?\.causal = (LA_CAUSAL_[A-Z]+)', text, re.S)
-    if len(rows) < 5:
-        sys.exit("vocabulary: cannot read the registry's rows from registry.c")
+    """[(name, causal rule)] from the registry's source, in registry order: LA_KERNEL_LIST in
+    lib/linattn.h gives the order and each row's symbol, the kernel files under
+    lib/attention/ define the rows."""
+    with open(os.path.join(ROOT, "lib", "linattn.h")) as f:
+        order = re.findall(r"X\(LA_KERNEL_\w+, (la_row_\w+)\)", f.read())
+    defined = {}
+    folder = os.path.join(ROOT, "lib", "attention")
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".c"):
+            with open(os.path.join(folder, name)) as f:
+                for m in re.finditer(r"const la_kernel_info (la_row_\w+) = \{(.*?)\n\};",
+                                     f.read(), re.S):
+                    fields = re.search(r'\.name = "([a-z_]+)".*?\.causal = (LA_CAUSAL_[A-Z]+)',
+                                       m.group(2), re.S)
+                    if fields:
+                        defined[m.group(1)] = (fields.group(1), fields.group(2))
+    rows = [defined[row] for row in order if row in defined]
+    if len(rows) < 5 or len(rows) != len(order):
+        sys.exit("vocabulary: cannot read the registry's rows (LA_KERNEL_LIST in lib/linattn.h, "
+                 "the rows in lib/attention/*.c)")
     return rows
 
 

@@ -203,7 +203,7 @@ int main(void)
         failed += cmocka_run_group_tests_name("BLIS path", tests, NULL, NULL);
         la_avx512_enable(true);
     } else {
-        printf("(the AVX-512 tiles do not run here, %s: the BLIS path only)\n", la_simd_config());
+        printf("(the AVX-512 tiles do not run here, %s: the BLIS path only)\n", la_config().simd);
     }
     return failed != 0;
 }

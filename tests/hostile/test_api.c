@@ -6,6 +6,11 @@
  * it, and every_function_has_a_case parses lib/linattn.h so that a new public function
  * without a row here fails the suite. */
 #include "../testutil.h"
+#include "attention/kernels.h"
+#include "attention/series.h"
+#include "cpu/machine.h"
+#include "io/outfile.h"
+#include "layers/layers_typed.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,130 +22,47 @@
 
 /* Every LA_API function, by the header section whose test below misuses it. */
 static const char *const api_names[] = {
-    /* statuses and machine */
     "la_strerror",
     "la_set_num_threads",
     "la_get_num_threads",
     "la_num_threads_requested",
-    "la_blis_config",
-    "la_blis_version",
-    "la_blis_sgemm",
+    "la_config",
     "la_fma_peak_gflops",
-    "la_fma_peak_gflops_f64",
     "la_memory_bandwidth_gbs",
-    "la_simd_config",
-    /* problems */
     "la_feature_map_name",
     "la_feature_map_parse",
     "la_problem_init",
     "la_problem_check",
-    /* kernels */
-    "la_softmax_attention_f32",
-    "la_softmax_attention_f64",
-    "la_softmax_attention_materialized_f32",
-    "la_softmax_attention_materialized_f64",
-    "la_hard_attention_f32",
-    "la_hard_attention_f64",
-    "la_softmax_attention_lse_f32",
-    "la_softmax_attention_lse_f64",
-    "la_softmax_attention_backward_f32",
-    "la_softmax_attention_backward_f64",
-    "la_softmax_attention_materialized_backward_f32",
-    "la_softmax_attention_materialized_backward_f64",
-    "la_hard_attention_backward_f32",
-    "la_hard_attention_backward_f64",
-    "la_linear_attention_f32",
-    "la_linear_attention_f64",
-    "la_linear_attention_recurrent_f32",
-    "la_linear_attention_recurrent_f64",
-    "la_linformer_attention_f32",
-    "la_linformer_attention_f64",
-    "la_linformer_projections",
-    "la_local_attention_f32",
-    "la_local_attention_f64",
-    "la_favor_attention_f32",
-    "la_favor_attention_f64",
-    "la_favor_attention_recurrent_f32",
-    "la_favor_attention_recurrent_f64",
-    "la_favor_features",
-    "la_general_attention_f32",
-    "la_general_attention_f64",
-    "la_additive_attention_f32",
-    "la_additive_attention_f64",
-    "la_cosine_attention_f32",
-    "la_cosine_attention_f64",
-    "la_score_weights",
-    "la_relative_attention_f32",
-    "la_relative_attention_f64",
-    "la_relative_embeddings",
-    "la_rotary_apply_f32",
-    "la_rotary_apply_f64",
-    "la_linear_attention_rotary_f32",
-    "la_linear_attention_rotary_f64",
-    "la_attention_f32",
-    "la_attention_f64",
-    "la_attention_weights_f32",
-    "la_attention_weights_f64",
-    "la_linear_attention_backward_f32",
-    "la_linear_attention_backward_f64",
-    "la_linear_attention_recurrent_backward_f32",
-    "la_linear_attention_recurrent_backward_f64",
-    "la_attention_backward_f32",
-    "la_attention_backward_f64",
-    /* step API */
+    "la_attention",
+    "la_attention_lse",
+    "la_attention_backward",
+    "la_attention_weights",
+    "la_ref_attention",
+    "la_ref_attention_backward",
+    "la_ref_feature_map",
+    "la_kernel_draw",
+    "la_rotary_apply",
+    "la_linear_attention_rotary",
     "la_linear_state_create",
     "la_linear_state_free",
     "la_linear_state_reset",
     "la_linear_state_position",
-    "la_linear_step_f32",
-    "la_linear_step_f64",
+    "la_linear_step",
     "la_linear_state_save_size",
     "la_linear_state_save",
     "la_linear_state_restore",
-    "la_favor_state_create",
-    /* references */
-    "la_ref_softmax_attention",
-    "la_ref_hard_attention",
-    "la_ref_linear_attention",
-    "la_ref_linformer_attention",
-    "la_ref_linear_attention_rotary",
-    "la_ref_relative_attention",
-    "la_ref_local_attention",
-    "la_ref_favor_attention",
-    "la_ref_general_attention",
-    "la_ref_additive_attention",
-    "la_ref_cosine_attention",
-    "la_ref_attention",
-    "la_ref_linear_attention_backward",
-    "la_ref_softmax_attention_backward",
-    "la_ref_hard_attention_backward",
-    "la_ref_attention_backward",
-    "la_ref_feature_map",
-    /* cost model */
     "la_visible_pairs",
     "la_attention_cost",
     "la_attention_backward_cost",
-    /* kernel registry */
     "la_kernel_get",
     "la_kernel_name",
     "la_kernel_parse",
-    "la_kernel_series",
-    "la_kernel_series_parse",
-    /* .npy files */
     "la_npy_dtype_size",
     "la_npy_parse",
     "la_npy_read",
     "la_npy_write",
     "la_array_free",
-    "la_npy_write_why",
     "la_array_to_f32",
-    /* output files */
-    "la_outfile_open",
-    "la_outfile_commit",
-    "la_outfile_close",
-    "la_outfile_signal_cleanup",
-    "la_npy_write_outfile",
-    /* Transformer layers */
     "la_layer_config_init",
     "la_layer_config_check",
     "la_layer_tensor_key",
@@ -151,36 +73,20 @@ static const char *const api_names[] = {
     "la_transformer_weights_init",
     "la_transformer_weights_load",
     "la_transformer_weights_free",
-    "la_layer_norm_f32",
-    "la_layer_norm_f64",
-    "la_ffn_f32",
-    "la_ffn_f64",
-    "la_mha_f32",
-    "la_mha_f64",
-    "la_encoder_layer_f32",
-    "la_encoder_layer_f64",
-    "la_decoder_layer_f32",
-    "la_decoder_layer_f64",
-    "la_encoder_f32",
-    "la_encoder_f64",
-    "la_decoder_f32",
-    "la_decoder_f64",
-    "la_transformer_f32",
-    "la_transformer_f64",
-    "la_add_positional_encoding_f32",
-    "la_add_positional_encoding_f64",
-    "la_embed_f32",
-    "la_embed_f64",
-    /* sequence layers */
-    "la_rnn_forward_f32",
-    "la_rnn_forward_f64",
-    "la_conv1d_forward_f32",
-    "la_conv1d_forward_f64",
-    "la_ref_rnn_forward",
-    "la_ref_conv1d_forward",
+    "la_layer_norm",
+    "la_ffn",
+    "la_mha",
+    "la_encoder_layer",
+    "la_decoder_layer",
+    "la_encoder",
+    "la_decoder",
+    "la_transformer",
+    "la_add_positional_encoding",
+    "la_embed",
+    "la_rnn_forward",
+    "la_conv1d_forward",
     "la_rnn_cost",
     "la_conv1d_cost",
-    /* accounting */
     "la_param_counts",
     "la_layer_cost_model",
 };
@@ -273,18 +179,21 @@ static void machine(void **state)
     assert_int_equal(la_num_threads_requested(), requested);
     assert_true(requested >= before);
     /* la_blis_sgemm and la_fma_peak_gflops refuse counts above the cap too */
-    assert_true(isnan(la_fma_peak_gflops(LA_MAX_THREADS + 1)));
+    assert_true(isnan(la_fma_peak_gflops(LA_FLOAT32, LA_MAX_THREADS + 1)));
     assert_true(before >= 1);
-    assert_non_null(la_blis_config());
-    assert_non_null(la_blis_version());
-    assert_non_null(la_simd_config());
+    const la_config_info config = la_config();
+    assert_string_equal(config.version, LA_VERSION_STRING);
+    assert_non_null(config.blis_config);
+    assert_non_null(config.blis_version);
+    assert_non_null(config.simd);
+    assert_true(isnan(la_fma_peak_gflops((la_dtype)2, 1)));
     /* la_fma_peak_gflops: no thread is no peak (NAN, or NAN without AVX-512) */
-    assert_true(isnan(la_fma_peak_gflops(0)));
-    assert_true(isnan(la_fma_peak_gflops(-5)));
-    /* la_fma_peak_gflops_f64: the same rule */
-    assert_true(isnan(la_fma_peak_gflops_f64(0)));
-    assert_true(isnan(la_fma_peak_gflops_f64(-5)));
-    assert_true(isnan(la_fma_peak_gflops_f64(LA_MAX_THREADS + 1)));
+    assert_true(isnan(la_fma_peak_gflops(LA_FLOAT32, 0)));
+    assert_true(isnan(la_fma_peak_gflops(LA_FLOAT32, -5)));
+    /* la_fma_peak_gflops: the same rule */
+    assert_true(isnan(la_fma_peak_gflops(LA_FLOAT64, 0)));
+    assert_true(isnan(la_fma_peak_gflops(LA_FLOAT64, -5)));
+    assert_true(isnan(la_fma_peak_gflops(LA_FLOAT64, LA_MAX_THREADS + 1)));
     /* la_memory_bandwidth_gbs: bad kind, thread count or NULL: LA_EINVAL, *gbs untouched
      * (checked before any array is allocated, so these cost nothing) */
     double gbs;
@@ -404,32 +313,13 @@ typedef la_status (*fwd64)(const la_problem *, const double *, const double *, c
 static void kernels(void **state)
 {
     (void)state;
-    const fwd32 f32[] = {la_softmax_attention_f32,
-                         la_softmax_attention_materialized_f32,
-                         la_hard_attention_f32,
-                         la_linear_attention_f32,
-                         la_linear_attention_recurrent_f32,
-                         la_linformer_attention_f32,
-                         la_local_attention_f32,
-                         la_favor_attention_f32,
-                         la_favor_attention_recurrent_f32,
-                         la_general_attention_f32,
-                         la_additive_attention_f32,
-                         la_cosine_attention_f32,
-                         la_relative_attention_f32};
-    const fwd64 f64[] = {la_softmax_attention_f64,
-                         la_softmax_attention_materialized_f64,
-                         la_hard_attention_f64,
-                         la_linear_attention_f64,
-                         la_linear_attention_recurrent_f64,
-                         la_linformer_attention_f64,
-                         la_local_attention_f64,
-                         la_favor_attention_f64,
-                         la_favor_attention_recurrent_f64,
-                         la_general_attention_f64,
-                         la_additive_attention_f64,
-                         la_cosine_attention_f64,
-                         la_relative_attention_f64};
+    /* every row's entry points, from the registry */
+    fwd32 f32[LA_KERNEL_COUNT];
+    fwd64 f64[LA_KERNEL_COUNT];
+    for (int i = 0; i < LA_KERNEL_COUNT; i++) {
+        f32[i] = la_kernel_get((la_kernel)i)->forward_f32;
+        f64[i] = la_kernel_get((la_kernel)i)->forward_f64;
+    }
     la_problem p;
     la_problem_init(&p, 1, 2, 3, 4, 2, 3);
     p.causal = 1;
@@ -456,8 +346,9 @@ static void kernels(void **state)
         EXPECT(f32[i](&bad, q, k, v, o), LA_EINVAL, o, sizeof o);
         /* through the dispatcher (in a causal form the row accepts: its rule comes first) */
         if (la_kernel_get((la_kernel)i)->causal == LA_CAUSAL_REFUSED) big.causal = 0;
-        EXPECT(la_attention_f32((la_kernel)i, &big, q, k, v, o), LA_EOVERFLOW, o, sizeof o);
-        EXPECT(la_attention_f64((la_kernel)i, NULL, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+        EXPECT(la_attention((la_kernel)i, &big, LA_FLOAT32, q, k, v, o), LA_EOVERFLOW, o, sizeof o);
+        EXPECT(la_attention((la_kernel)i, NULL, LA_FLOAT64, qd, kd, vd, od), LA_EINVAL, od,
+               sizeof od);
     }
     /* FAVOR+: no features, features whose B·H·(N + M)·m overflows; la_favor_features:
      * NULL w, m or d_k 0, m·d_k·8 overflowing, each leaving w untouched */
@@ -476,7 +367,8 @@ static void kernels(void **state)
     fv.causal = 0;
     EXPECT(la_favor_attention_recurrent_f32(&fv, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_favor_attention_recurrent_f64(&fv, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
-    EXPECT(la_attention_f32(LA_KERNEL_FAVOR_RECURRENT, &fv, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_attention(LA_KERNEL_FAVOR_RECURRENT, &fv, LA_FLOAT32, q, k, v, o), LA_EINVAL, o,
+           sizeof o);
     fv.causal = 1;
     fv.features = 0;
     EXPECT(la_favor_attention_recurrent_f32(&fv, q, k, v, o), LA_EINVAL, o, sizeof o);
@@ -497,13 +389,15 @@ static void kernels(void **state)
     nc.causal = 0;
     EXPECT(la_linear_attention_recurrent_f32(&nc, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_linear_attention_recurrent_f64(&nc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
-    EXPECT(la_attention_f32(LA_KERNEL_LINEAR_RECURRENT, &nc, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_attention(LA_KERNEL_LINEAR_RECURRENT, &nc, LA_FLOAT32, q, k, v, o), LA_EINVAL, o,
+           sizeof o);
     /* Linformer: causal, k > M, k = 0, one projection, a NaN in a projection */
     la_problem lf = nc;
     lf.proj_rank = 2;
     lf.causal = 1;
     EXPECT(la_linformer_attention_f32(&lf, q, k, v, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_attention_f64(LA_KERNEL_LINFORMER, &lf, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_attention(LA_KERNEL_LINFORMER, &lf, LA_FLOAT64, qd, kd, vd, od), LA_EINVAL, od,
+           sizeof od);
     lf.causal = 0;
     lf.proj_rank = lf.n_keys + 1;
     EXPECT(la_linformer_attention_f32(&lf, q, k, v, o), LA_EINVAL, o, sizeof o);
@@ -533,7 +427,7 @@ static void kernels(void **state)
     EXPECT(la_local_attention_f32(&local, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_local_attention_f64(&local, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
     EXPECT(la_ref_local_attention(&local, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
-    EXPECT(la_attention_f32(LA_KERNEL_LOCAL, &local, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_attention(LA_KERNEL_LOCAL, &local, LA_FLOAT32, q, k, v, o), LA_EINVAL, o, sizeof o);
     local = p, local.scale = 1e39;
     EXPECT(la_local_attention_f32(&local, q, k, v, o), LA_EINVAL, o, sizeof o);
     local = p, local.workspace_limit = 1;
@@ -617,7 +511,7 @@ static void kernels(void **state)
     EXPECT(la_relative_attention_f32(&rp, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_relative_attention_f64(&rp, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
     EXPECT(la_ref_relative_attention(&rp, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
-    EXPECT(la_attention_f32(LA_KERNEL_RELATIVE, &rp, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_attention(LA_KERNEL_RELATIVE, &rp, LA_FLOAT32, q, k, v, o), LA_EINVAL, o, sizeof o);
     double table[16] = {0};
     rp = p, rp.max_distance = 1, rp.rel_k = table;
     EXPECT(la_relative_attention_f32(&rp, q, k, v, o), LA_EINVAL, o, sizeof o);
@@ -646,33 +540,38 @@ static void kernels(void **state)
     /* rotary positions: NULL, a zero size, d odd, rows·n·d overflowing, the last
      * position past SIZE_MAX, each leaving x untouched; rotary linear attention: d_k odd,
      * NULL, the last position past SIZE_MAX, a bad problem, a budget of one byte */
-    assert_int_equal(la_rotary_apply_f32(1, 2, 2, 0, NULL), LA_EINVAL);
-    assert_int_equal(la_rotary_apply_f64(1, 2, 2, 0, NULL), LA_EINVAL);
-    EXPECT(la_rotary_apply_f32(0, 2, 2, 0, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_rotary_apply_f32(1, 0, 2, 0, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_rotary_apply_f64(1, 2, 0, 0, od), LA_EINVAL, od, sizeof od);
-    EXPECT(la_rotary_apply_f64(1, 2, 3, 0, od), LA_EINVAL, od, sizeof od);
-    EXPECT(la_rotary_apply_f32(SIZE_MAX / 2, 2, 2, 0, o), LA_EOVERFLOW, o, sizeof o);
-    EXPECT(la_rotary_apply_f64(1, 2, 2, SIZE_MAX - 1, od), LA_EOVERFLOW, od, sizeof od);
+    assert_int_equal(la_rotary_apply(LA_FLOAT32, 1, 2, 2, 0, NULL), LA_EINVAL);
+    assert_int_equal(la_rotary_apply(LA_FLOAT64, 1, 2, 2, 0, NULL), LA_EINVAL);
+    EXPECT(la_rotary_apply(LA_FLOAT32, 0, 2, 2, 0, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_rotary_apply(LA_FLOAT32, 1, 0, 2, 0, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_rotary_apply(LA_FLOAT64, 1, 2, 0, 0, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_rotary_apply(LA_FLOAT64, 1, 2, 3, 0, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_rotary_apply(LA_FLOAT32, SIZE_MAX / 2, 2, 2, 0, o), LA_EOVERFLOW, o, sizeof o);
+    EXPECT(la_rotary_apply(LA_FLOAT64, 1, 2, 2, SIZE_MAX - 1, od), LA_EOVERFLOW, od, sizeof od);
     la_problem rl = p;
-    EXPECT(la_linear_attention_rotary_f32(NULL, 0, 0, q, k, v, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_linear_attention_rotary_f32(&rl, 0, 0, NULL, k, v, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_linear_attention_rotary_f64(&rl, 0, 0, qd, NULL, vd, od), LA_EINVAL, od, sizeof od);
-    EXPECT(la_linear_attention_rotary_f64(&rl, 0, 0, qd, kd, NULL, od), LA_EINVAL, od, sizeof od);
-    assert_int_equal(la_linear_attention_rotary_f32(&rl, 0, 0, q, k, v, NULL), LA_EINVAL);
-    EXPECT(la_linear_attention_rotary_f32(&rl, SIZE_MAX - 1, 0, q, k, v, o), LA_EOVERFLOW, o,
+    EXPECT(la_linear_attention_rotary(NULL, LA_FLOAT32, 0, 0, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_linear_attention_rotary(&rl, LA_FLOAT32, 0, 0, NULL, k, v, o), LA_EINVAL, o,
            sizeof o);
-    EXPECT(la_linear_attention_rotary_f64(&rl, 0, SIZE_MAX - 2, qd, kd, vd, od), LA_EOVERFLOW, od,
+    EXPECT(la_linear_attention_rotary(&rl, LA_FLOAT64, 0, 0, qd, NULL, vd, od), LA_EINVAL, od,
            sizeof od);
+    EXPECT(la_linear_attention_rotary(&rl, LA_FLOAT64, 0, 0, qd, kd, NULL, od), LA_EINVAL, od,
+           sizeof od);
+    assert_int_equal(la_linear_attention_rotary(&rl, LA_FLOAT32, 0, 0, q, k, v, NULL), LA_EINVAL);
+    EXPECT(la_linear_attention_rotary(&rl, LA_FLOAT32, SIZE_MAX - 1, 0, q, k, v, o), LA_EOVERFLOW,
+           o, sizeof o);
+    EXPECT(la_linear_attention_rotary(&rl, LA_FLOAT64, 0, SIZE_MAX - 2, qd, kd, vd, od),
+           LA_EOVERFLOW, od, sizeof od);
     rl.workspace_limit = 1;
-    EXPECT(la_linear_attention_rotary_f32(&rl, 0, 0, q, k, v, o), LA_EBUDGET, o, sizeof o);
-    EXPECT(la_linear_attention_rotary_f64(&rl, 0, 0, qd, kd, vd, od), LA_EBUDGET, od, sizeof od);
+    EXPECT(la_linear_attention_rotary(&rl, LA_FLOAT32, 0, 0, q, k, v, o), LA_EBUDGET, o, sizeof o);
+    EXPECT(la_linear_attention_rotary(&rl, LA_FLOAT64, 0, 0, qd, kd, vd, od), LA_EBUDGET, od,
+           sizeof od);
     rl = p, rl.d_k = 3;
-    EXPECT(la_linear_attention_rotary_f32(&rl, 0, 0, q, k, v, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_linear_attention_rotary_f64(&rl, 0, 0, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_linear_attention_rotary(&rl, LA_FLOAT32, 0, 0, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_linear_attention_rotary(&rl, LA_FLOAT64, 0, 0, qd, kd, vd, od), LA_EINVAL, od,
+           sizeof od);
     EXPECT(la_ref_linear_attention_rotary(&rl, 0, 0, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
     rl = p, rl.feature_map = LA_FEATURE_COUNT;
-    EXPECT(la_linear_attention_rotary_f32(&rl, 0, 0, q, k, v, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_linear_attention_rotary(&rl, LA_FLOAT32, 0, 0, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_ref_linear_attention_rotary(&rl, 0, 0, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
     rl = p;
     EXPECT(la_ref_linear_attention_rotary(&rl, 0, 0, NULL, kd, vd, od), LA_EINVAL, od, sizeof od);
@@ -681,9 +580,10 @@ static void kernels(void **state)
     /* kernels outside the registry */
     const int bad_kernels[] = {-1, LA_KERNEL_COUNT, 1000};
     for (size_t i = 0; i < 3; i++) {
-        EXPECT(la_attention_f32((la_kernel)bad_kernels[i], &p, q, k, v, o), LA_EINVAL, o, sizeof o);
-        EXPECT(la_attention_f64((la_kernel)bad_kernels[i], &p, qd, kd, vd, od), LA_EINVAL, od,
-               sizeof od);
+        EXPECT(la_attention((la_kernel)bad_kernels[i], &p, LA_FLOAT32, q, k, v, o), LA_EINVAL, o,
+               sizeof o);
+        EXPECT(la_attention((la_kernel)bad_kernels[i], &p, LA_FLOAT64, qd, kd, vd, od), LA_EINVAL,
+               od, sizeof od);
     }
     /* the backward dispatchers, the backward oracle and its cost: every kernel refuses a
      * NULL problem or NULL pointers, kernels outside the registry are refused; a row
@@ -693,14 +593,14 @@ static void kernels(void **state)
     la_cost c;
     for (int i = -1; i <= LA_KERNEL_COUNT; i++) {
         const la_kernel kn = (la_kernel)i;
-        EXPECT(la_attention_backward_f32(kn, NULL, q, k, v, o, o, gq, gk, gv), LA_EINVAL, gq,
-               sizeof gq);
-        EXPECT(la_attention_backward_f32(kn, &p, q, k, v, o, NULL, gq, gk, gv), LA_EINVAL, gq,
-               sizeof gq);
-        EXPECT(la_attention_backward_f64(kn, NULL, qd, kd, vd, od, od, gqd, gkd, gvd), LA_EINVAL,
-               gqd, sizeof gqd);
-        EXPECT(la_attention_backward_f64(kn, &p, qd, kd, vd, od, od, NULL, gkd, gvd), LA_EINVAL,
-               gkd, sizeof gkd);
+        EXPECT(la_attention_backward(kn, NULL, LA_FLOAT32, q, k, v, o, NULL, o, gq, gk, gv),
+               LA_EINVAL, gq, sizeof gq);
+        EXPECT(la_attention_backward(kn, &p, LA_FLOAT32, q, k, v, o, NULL, NULL, gq, gk, gv),
+               LA_EINVAL, gq, sizeof gq);
+        EXPECT(la_attention_backward(kn, NULL, LA_FLOAT64, qd, kd, vd, od, NULL, od, gqd, gkd, gvd),
+               LA_EINVAL, gqd, sizeof gqd);
+        EXPECT(la_attention_backward(kn, &p, LA_FLOAT64, qd, kd, vd, od, NULL, od, NULL, gkd, gvd),
+               LA_EINVAL, gkd, sizeof gkd);
         EXPECT(la_ref_attention_backward(kn, NULL, qd, kd, vd, od, od, gqd, gkd, gvd), LA_EINVAL,
                gqd, sizeof gqd);
         EXPECT(la_ref_attention_backward(kn, &p, qd, kd, vd, od, NULL, gqd, gkd, gvd), LA_EINVAL,
@@ -709,8 +609,8 @@ static void kernels(void **state)
         EXPECT(la_attention_backward_cost(kn, &p, (la_dtype)7, &c), LA_EINVAL, &c, sizeof c);
         const la_kernel_info *info = la_kernel_get(kn);
         if (!info || !info->backward_f32) {
-            EXPECT(la_attention_backward_f32(kn, &p, q, k, v, o, o, gq, gk, gv), LA_EINVAL, gq,
-                   sizeof gq);
+            EXPECT(la_attention_backward(kn, &p, LA_FLOAT32, q, k, v, o, NULL, o, gq, gk, gv),
+                   LA_EINVAL, gq, sizeof gq);
             EXPECT(la_attention_backward_cost(kn, &p, LA_FLOAT32, &c), LA_EINVAL, &c, sizeof c);
         }
     }
@@ -721,42 +621,45 @@ static void kernels(void **state)
         double wd[64];
         for (int i = -1; i <= LA_KERNEL_COUNT; i++) {
             const la_kernel kn = (la_kernel)i;
-            EXPECT(la_attention_weights_f32(kn, NULL, q, k, w), LA_EINVAL, w, sizeof w);
-            EXPECT(la_attention_weights_f32(kn, &p, NULL, k, w), LA_EINVAL, w, sizeof w);
-            EXPECT(la_attention_weights_f32(kn, &p, q, NULL, w), LA_EINVAL, w, sizeof w);
-            assert_int_equal(la_attention_weights_f32(kn, &p, q, k, NULL), LA_EINVAL);
-            EXPECT(la_attention_weights_f64(kn, NULL, qd, kd, wd), LA_EINVAL, wd, sizeof wd);
-            EXPECT(la_attention_weights_f64(kn, &p, qd, NULL, wd), LA_EINVAL, wd, sizeof wd);
-            assert_int_equal(la_attention_weights_f64(kn, &p, qd, kd, NULL), LA_EINVAL);
-            if (i < 0 || i == LA_KERNEL_COUNT || kn == LA_KERNEL_LINFORMER ||
-                kn == LA_KERNEL_FAVOR || kn == LA_KERNEL_FAVOR_RECURRENT ||
-                kn == LA_KERNEL_GENERAL || kn == LA_KERNEL_ADDITIVE || kn == LA_KERNEL_COSINE ||
-                kn == LA_KERNEL_RELATIVE) { /* no matrix */
-                EXPECT(la_attention_weights_f32(kn, &p, q, k, w), LA_EINVAL, w, sizeof w);
-                EXPECT(la_attention_weights_f64(kn, &p, qd, kd, wd), LA_EINVAL, wd, sizeof wd);
+            EXPECT(la_attention_weights(kn, NULL, LA_FLOAT32, q, k, w), LA_EINVAL, w, sizeof w);
+            EXPECT(la_attention_weights(kn, &p, LA_FLOAT32, NULL, k, w), LA_EINVAL, w, sizeof w);
+            EXPECT(la_attention_weights(kn, &p, LA_FLOAT32, q, NULL, w), LA_EINVAL, w, sizeof w);
+            assert_int_equal(la_attention_weights(kn, &p, LA_FLOAT32, q, k, NULL), LA_EINVAL);
+            EXPECT(la_attention_weights(kn, NULL, LA_FLOAT64, qd, kd, wd), LA_EINVAL, wd,
+                   sizeof wd);
+            EXPECT(la_attention_weights(kn, &p, LA_FLOAT64, qd, NULL, wd), LA_EINVAL, wd,
+                   sizeof wd);
+            assert_int_equal(la_attention_weights(kn, &p, LA_FLOAT64, qd, kd, NULL), LA_EINVAL);
+            if (i < 0 || i == LA_KERNEL_COUNT ||
+                !(la_kernel_get(kn)->caps & LA_CAP_WEIGHTS)) { /* no matrix */
+                EXPECT(la_attention_weights(kn, &p, LA_FLOAT32, q, k, w), LA_EINVAL, w, sizeof w);
+                EXPECT(la_attention_weights(kn, &p, LA_FLOAT64, qd, kd, wd), LA_EINVAL, wd,
+                       sizeof wd);
                 continue;
             }
             la_problem big = p;
             big.n_queries = SIZE_MAX / 4;
-            EXPECT(la_attention_weights_f32(kn, &big, q, k, w), LA_EOVERFLOW, w, sizeof w);
+            EXPECT(la_attention_weights(kn, &big, LA_FLOAT32, q, k, w), LA_EOVERFLOW, w, sizeof w);
             /* N·M·B·H elements beyond size_t while every input fits */
             la_problem wide = p;
             wide.n_queries = wide.n_keys = (size_t)1 << 40;
             wide.d_k = wide.d_v = 1;
-            EXPECT(la_attention_weights_f64(kn, &wide, qd, kd, wd), LA_EOVERFLOW, wd, sizeof wd);
+            EXPECT(la_attention_weights(kn, &wide, LA_FLOAT64, qd, kd, wd), LA_EOVERFLOW, wd,
+                   sizeof wd);
         }
         la_problem nc = p;
         nc.causal = 0;
-        EXPECT(la_attention_weights_f32(LA_KERNEL_LINEAR_RECURRENT, &nc, q, k, w), LA_EINVAL, w,
-               sizeof w);
+        EXPECT(la_attention_weights(LA_KERNEL_LINEAR_RECURRENT, &nc, LA_FLOAT32, q, k, w),
+               LA_EINVAL, w, sizeof w);
         la_problem tight = p;
         tight.workspace_limit = 1;
-        EXPECT(la_attention_weights_f32(LA_KERNEL_LINEAR, &tight, q, k, w), LA_EBUDGET, w,
+        EXPECT(la_attention_weights(LA_KERNEL_LINEAR, &tight, LA_FLOAT32, q, k, w), LA_EBUDGET, w,
                sizeof w);
         float huge[64];
         for (int i = 0; i < 64; i++)
             huge[i] = 1e30f;
-        EXPECT(la_attention_weights_f32(LA_KERNEL_HARD, &p, huge, huge, w), LA_ERANGE, w, sizeof w);
+        EXPECT(la_attention_weights(LA_KERNEL_HARD, &p, LA_FLOAT32, huge, huge, w), LA_ERANGE, w,
+               sizeof w);
     }
     /* the linear backwards: NULL problem, each NULL pointer, overflowing sizes, a bad
      * field, a budget of one byte; the recurrent one without causal */
@@ -797,8 +700,8 @@ static void kernels(void **state)
            dq, sizeof dq);
     EXPECT(la_linear_attention_recurrent_backward_f64(&nc, qd, kd, vd, od, od, dqd, dkd, dvd),
            LA_EINVAL, dqd, sizeof dqd);
-    EXPECT(la_attention_backward_f64(LA_KERNEL_LINEAR_RECURRENT, &nc, qd, kd, vd, od, od, dqd, dkd,
-                                     dvd),
+    EXPECT(la_attention_backward(LA_KERNEL_LINEAR_RECURRENT, &nc, LA_FLOAT64, qd, kd, vd, od, NULL,
+                                 od, dqd, dkd, dvd),
            LA_EINVAL, dqd, sizeof dqd);
     /* a budget of one byte: the materializing kernel refuses */
     la_problem tight = p;
@@ -926,9 +829,9 @@ static void kernel_backwards(void **state)
     /* the dispatchers take causal = 0 too (the three rows allow both forms) */
     nc.causal = 0;
     for (int kn = LA_KERNEL_SOFTMAX; kn <= LA_KERNEL_HARD; kn++)
-        assert_int_equal(
-            la_attention_backward_f64((la_kernel)kn, &nc, qd, kd, vd, od, gd, gqd, gkd, gvd),
-            LA_OK);
+        assert_int_equal(la_attention_backward((la_kernel)kn, &nc, LA_FLOAT64, qd, kd, vd, od, NULL,
+                                               gd, gqd, gkd, gvd),
+                         LA_OK);
 }
 
 /* ---------------------------------------------------------------- step API */
@@ -937,25 +840,25 @@ static void step_api(void **state)
 {
     (void)state;
     la_linear_state *st;
-    EXPECT(la_linear_state_create(&st, (la_dtype)2, 1, 1, 1, LA_FEATURE_ELU1, 0), LA_EINVAL, &st,
+    EXPECT(la_linear_state_create_phi(&st, (la_dtype)2, 1, 1, 1, LA_FEATURE_ELU1, 0), LA_EINVAL,
+           &st, sizeof st);
+    EXPECT(la_linear_state_create_phi(&st, LA_FLOAT32, 0, 1, 1, LA_FEATURE_ELU1, 0), LA_EINVAL, &st,
            sizeof st);
-    EXPECT(la_linear_state_create(&st, LA_FLOAT32, 0, 1, 1, LA_FEATURE_ELU1, 0), LA_EINVAL, &st,
+    EXPECT(la_linear_state_create_phi(&st, LA_FLOAT32, 1, 0, 1, LA_FEATURE_ELU1, 0), LA_EINVAL, &st,
            sizeof st);
-    EXPECT(la_linear_state_create(&st, LA_FLOAT32, 1, 0, 1, LA_FEATURE_ELU1, 0), LA_EINVAL, &st,
+    EXPECT(la_linear_state_create_phi(&st, LA_FLOAT32, 1, 1, 0, LA_FEATURE_ELU1, 0), LA_EINVAL, &st,
            sizeof st);
-    EXPECT(la_linear_state_create(&st, LA_FLOAT32, 1, 1, 0, LA_FEATURE_ELU1, 0), LA_EINVAL, &st,
-           sizeof st);
-    EXPECT(la_linear_state_create(&st, LA_FLOAT32, 1, 1, 1, LA_FEATURE_COUNT, 0), LA_EINVAL, &st,
-           sizeof st);
-    EXPECT(la_linear_state_create(&st, LA_FLOAT32, 1, 1, 1, LA_FEATURE_ELU1, -1), LA_EINVAL, &st,
-           sizeof st);
-    EXPECT(la_linear_state_create(&st, LA_FLOAT32, 1, 1, 1, LA_FEATURE_ELU1, NAN), LA_EINVAL, &st,
-           sizeof st);
-    EXPECT(la_linear_state_create(&st, LA_FLOAT64, SIZE_MAX, SIZE_MAX, 2, LA_FEATURE_ELU1, 0),
+    EXPECT(la_linear_state_create_phi(&st, LA_FLOAT32, 1, 1, 1, LA_FEATURE_COUNT, 0), LA_EINVAL,
+           &st, sizeof st);
+    EXPECT(la_linear_state_create_phi(&st, LA_FLOAT32, 1, 1, 1, LA_FEATURE_ELU1, -1), LA_EINVAL,
+           &st, sizeof st);
+    EXPECT(la_linear_state_create_phi(&st, LA_FLOAT32, 1, 1, 1, LA_FEATURE_ELU1, NAN), LA_EINVAL,
+           &st, sizeof st);
+    EXPECT(la_linear_state_create_phi(&st, LA_FLOAT64, SIZE_MAX, SIZE_MAX, 2, LA_FEATURE_ELU1, 0),
            LA_EOVERFLOW, &st, sizeof st);
-    EXPECT(la_linear_state_create(&st, LA_FLOAT64, 1, SIZE_MAX, SIZE_MAX, LA_FEATURE_ELU1, 0),
+    EXPECT(la_linear_state_create_phi(&st, LA_FLOAT64, 1, SIZE_MAX, SIZE_MAX, LA_FEATURE_ELU1, 0),
            LA_EOVERFLOW, &st, sizeof st);
-    assert_int_equal(la_linear_state_create(NULL, LA_FLOAT32, 1, 1, 1, LA_FEATURE_ELU1, 0),
+    assert_int_equal(la_linear_state_create_phi(NULL, LA_FLOAT32, 1, 1, 1, LA_FEATURE_ELU1, 0),
                      LA_EINVAL);
     EXPECT(la_favor_state_create(&st, (la_dtype)2, 1, 1, 1, 4, 0, 0), LA_EINVAL, &st, sizeof st);
     EXPECT(la_favor_state_create(&st, LA_FLOAT32, 0, 1, 1, 4, 0, 0), LA_EINVAL, &st, sizeof st);
@@ -972,6 +875,39 @@ static void step_api(void **state)
     EXPECT(la_favor_state_create(&st, LA_FLOAT64, 1, SIZE_MAX / 2, 2, 4, 0, 0), LA_EOVERFLOW, &st,
            sizeof st);
     assert_int_equal(la_favor_state_create(NULL, LA_FLOAT32, 1, 1, 1, 4, 0, 0), LA_EINVAL);
+    /* la_linear_state_create: the linear and FAVOR+ rows only, the problem's sizes */
+    la_problem sp;
+    la_problem_init(&sp, 2, 3, 1, 1, 4, 5);
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        const int stepped = k == LA_KERNEL_LINEAR || k == LA_KERNEL_LINEAR_RECURRENT ||
+                            k == LA_KERNEL_FAVOR || k == LA_KERNEL_FAVOR_RECURRENT;
+        if (!stepped)
+            EXPECT(la_linear_state_create(&st, (la_kernel)k, &sp, LA_FLOAT32), LA_EINVAL, &st,
+                   sizeof st);
+    }
+    EXPECT(la_linear_state_create(&st, LA_KERNEL_COUNT, &sp, LA_FLOAT32), LA_EINVAL, &st,
+           sizeof st);
+    EXPECT(la_linear_state_create(&st, LA_KERNEL_LINEAR, NULL, LA_FLOAT32), LA_EINVAL, &st,
+           sizeof st);
+    EXPECT(la_linear_state_create(&st, LA_KERNEL_FAVOR, &sp, (la_dtype)2), LA_EINVAL, &st,
+           sizeof st);
+    assert_int_equal(la_linear_state_create(NULL, LA_KERNEL_LINEAR, &sp, LA_FLOAT32), LA_EINVAL);
+    la_problem bad = sp;
+    bad.batch = SIZE_MAX, bad.heads = 2;
+    EXPECT(la_linear_state_create(&st, LA_KERNEL_LINEAR, &bad, LA_FLOAT32), LA_EOVERFLOW, &st,
+           sizeof st);
+    bad = sp, bad.eps = NAN;
+    EXPECT(la_linear_state_create(&st, LA_KERNEL_FAVOR, &bad, LA_FLOAT64), LA_EINVAL, &st,
+           sizeof st);
+    for (int k = 0; k < 4; k++) { /* each stepped row makes a state of B·H heads */
+        const la_kernel row[] = {LA_KERNEL_LINEAR, LA_KERNEL_LINEAR_RECURRENT, LA_KERNEL_FAVOR,
+                                 LA_KERNEL_FAVOR_RECURRENT};
+        assert_int_equal(la_linear_state_create(&st, row[k], &sp, LA_FLOAT64), LA_OK);
+        double q_t[6 * 4] = {0}, k_t[6 * 4] = {0}, v_t[6 * 5] = {0}, y_t[6 * 5];
+        assert_int_equal(la_linear_step(st, q_t, k_t, v_t, y_t), LA_OK);
+        assert_int_equal(la_linear_state_position(st), 1);
+        la_linear_state_free(st);
+    }
     /* NULL is fine for free, reset, position and save_size */
     la_linear_state_free(NULL);
     la_linear_state_reset(NULL);
@@ -979,22 +915,20 @@ static void step_api(void **state)
     assert_int_equal(la_linear_state_save_size(NULL), 0);
 
     la_linear_state *s32, *s64;
-    assert_int_equal(la_linear_state_create(&s32, LA_FLOAT32, 2, 3, 4, LA_FEATURE_ELU1, 1e-6),
+    assert_int_equal(la_linear_state_create_phi(&s32, LA_FLOAT32, 2, 3, 4, LA_FEATURE_ELU1, 1e-6),
                      LA_OK);
-    assert_int_equal(la_linear_state_create(&s64, LA_FLOAT64, 2, 3, 4, LA_FEATURE_ELU1, 1e-6),
+    assert_int_equal(la_linear_state_create_phi(&s64, LA_FLOAT64, 2, 3, 4, LA_FEATURE_ELU1, 1e-6),
                      LA_OK);
     float q[6] = {0}, k[6] = {0}, v[8] = {0}, y[8];
     double qd[6] = {0}, kd[6] = {0}, vd[8] = {0}, yd[8];
-    /* dtype mismatch, NULL vectors, NULL state */
-    EXPECT(la_linear_step_f32(s64, q, k, v, y), LA_EINVAL, y, sizeof y);
-    EXPECT(la_linear_step_f64(s32, qd, kd, vd, yd), LA_EINVAL, yd, sizeof yd);
-    EXPECT(la_linear_step_f32(NULL, q, k, v, y), LA_EINVAL, y, sizeof y);
-    EXPECT(la_linear_step_f32(s32, NULL, k, v, y), LA_EINVAL, y, sizeof y);
-    EXPECT(la_linear_step_f64(s64, qd, NULL, vd, yd), LA_EINVAL, yd, sizeof yd);
-    EXPECT(la_linear_step_f64(s64, qd, kd, NULL, yd), LA_EINVAL, yd, sizeof yd);
-    assert_int_equal(la_linear_step_f32(s32, q, k, v, NULL), LA_EINVAL);
+    /* NULL vectors, NULL state (the step takes its dtype from the state) */
+    EXPECT(la_linear_step(NULL, q, k, v, y), LA_EINVAL, y, sizeof y);
+    EXPECT(la_linear_step(s32, NULL, k, v, y), LA_EINVAL, y, sizeof y);
+    EXPECT(la_linear_step(s64, qd, NULL, vd, yd), LA_EINVAL, yd, sizeof yd);
+    EXPECT(la_linear_step(s64, qd, kd, NULL, yd), LA_EINVAL, yd, sizeof yd);
+    assert_int_equal(la_linear_step(s32, q, k, v, NULL), LA_EINVAL);
     assert_int_equal(la_linear_state_position(s32), 0); /* the refusals did not step */
-    assert_int_equal(la_linear_step_f32(s32, q, k, v, y), LA_OK);
+    assert_int_equal(la_linear_step(s32, q, k, v, y), LA_OK);
     assert_int_equal(la_linear_state_position(s32), 1);
 
     /* save: NULL, too small; restore: wrong size, another dtype, garbage */
@@ -1362,91 +1296,102 @@ static void layers(void **state)
     /* the sublayers: NULL pointers, zero sizes, bad config, out untouched */
     float x[64] = {0}, g[64] = {0}, o[64];
     double xd[64] = {0}, gd[64] = {0}, od[64];
-    EXPECT(la_layer_norm_f32(2, 4, NULL, g, g, 1e-5, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_layer_norm_f32(2, 0, x, g, g, 1e-5, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_layer_norm_f32(2, 4, x, g, g, -1, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_layer_norm_f64(2, 4, xd, NULL, gd, 1e-5, od), LA_EINVAL, od, sizeof od);
-    EXPECT(la_layer_norm_f64(2, 4, xd, gd, gd, NAN, od), LA_EINVAL, od, sizeof od);
-    EXPECT(la_ffn_f32(NULL, 2, x, g, g, g, g, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_ffn_f32(&b, 2, x, g, g, g, g, o), LA_EINVAL, o, sizeof o); /* b: chunk 0 */
-    EXPECT(la_ffn_f64(&c, 2, xd, gd, NULL, gd, gd, od), LA_EINVAL, od, sizeof od);
-    EXPECT(la_ffn_f64(&c, SIZE_MAX, xd, gd, gd, gd, gd, od), LA_EOVERFLOW, od, sizeof od);
-    EXPECT(la_mha_f32(&c, 1, 2, 2, x, x, 0, NULL, g, g, g, NULL, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_mha_f32(&c, 0, 2, 2, x, x, 0, NULL, g, g, g, g, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_mha_f64(&c, SIZE_MAX, 2, 2, xd, xd, 0, NULL, gd, gd, gd, gd, od), LA_EOVERFLOW, od,
+    EXPECT(la_layer_norm(LA_FLOAT32, 2, 4, NULL, g, g, 1e-5, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_layer_norm(LA_FLOAT32, 2, 0, x, g, g, 1e-5, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_layer_norm(LA_FLOAT32, 2, 4, x, g, g, -1, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_layer_norm(LA_FLOAT64, 2, 4, xd, NULL, gd, 1e-5, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_layer_norm(LA_FLOAT64, 2, 4, xd, gd, gd, NAN, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_ffn(NULL, LA_FLOAT32, 2, x, g, g, g, g, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_ffn(&b, LA_FLOAT32, 2, x, g, g, g, g, o), LA_EINVAL, o, sizeof o); /* b: chunk 0 */
+    EXPECT(la_ffn(&c, LA_FLOAT64, 2, xd, gd, NULL, gd, gd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_ffn(&c, LA_FLOAT64, SIZE_MAX, xd, gd, gd, gd, gd, od), LA_EOVERFLOW, od, sizeof od);
+    EXPECT(la_mha(&c, LA_FLOAT32, 1, 2, 2, x, x, 0, NULL, g, g, g, NULL, o), LA_EINVAL, o,
+           sizeof o);
+    EXPECT(la_mha(&c, LA_FLOAT32, 0, 2, 2, x, x, 0, NULL, g, g, g, g, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_mha(&c, LA_FLOAT64, SIZE_MAX, 2, 2, xd, xd, 0, NULL, gd, gd, gd, gd, od),
+           LA_EOVERFLOW, od, sizeof od);
+    EXPECT(la_mha(&c, LA_FLOAT64, 1, 2, 2, xd, xd, 2, NULL, gd, gd, gd, gd, od), LA_EINVAL, od,
            sizeof od);
-    EXPECT(la_mha_f64(&c, 1, 2, 2, xd, xd, 2, NULL, gd, gd, gd, gd, od), LA_EINVAL, od, sizeof od);
 
     la_layer_weights enc, dec;
     assert_int_equal(la_layer_weights_init(&enc, LA_FLOAT32, 4, 8, 0, 1), LA_OK);
     assert_int_equal(la_layer_weights_init(&dec, LA_FLOAT64, 4, 8, 1, 1), LA_OK);
     int64_t bad_len[1] = {3}; /* > n = 2 */
-    EXPECT(la_encoder_layer_f32(&c, NULL, 1, 2, x, 0, NULL, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_encoder_layer_f32(&c, &enc, 1, 2, x, 0, bad_len, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_encoder_layer_f64(&c, &enc, 1, 2, xd, 0, NULL, od), LA_EINVAL, od, sizeof od);
-    EXPECT(la_decoder_layer_f32(&c, &enc, 1, 2, 2, x, x, 1, NULL, NULL, o), LA_EINVAL, o,
+    EXPECT(la_encoder_layer(&c, NULL, LA_FLOAT32, 1, 2, x, 0, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_encoder_layer(&c, &enc, LA_FLOAT32, 1, 2, x, 0, bad_len, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_encoder_layer(&c, &enc, LA_FLOAT64, 1, 2, xd, 0, NULL, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_decoder_layer(&c, &enc, LA_FLOAT32, 1, 2, 2, x, x, 1, NULL, NULL, o), LA_EINVAL, o,
            sizeof o); /* an encoder layer, and float64 weights below */
-    EXPECT(la_decoder_layer_f32(&c, &dec, 1, 2, 2, x, x, 1, NULL, NULL, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_decoder_layer_f64(&c, &dec, 1, 2, 2, xd, NULL, 1, NULL, NULL, od), LA_EINVAL, od,
-           sizeof od);
-    EXPECT(la_decoder_layer_f64(&c, &dec, 1, 2, 2, xd, xd, 1, NULL, bad_len, od), LA_EINVAL, od,
-           sizeof od);
+    EXPECT(la_decoder_layer(&c, &dec, LA_FLOAT32, 1, 2, 2, x, x, 1, NULL, NULL, o), LA_EINVAL, o,
+           sizeof o);
+    EXPECT(la_decoder_layer(&c, &dec, LA_FLOAT64, 1, 2, 2, xd, NULL, 1, NULL, NULL, od), LA_EINVAL,
+           od, sizeof od);
+    EXPECT(la_decoder_layer(&c, &dec, LA_FLOAT64, 1, 2, 2, xd, xd, 1, NULL, bad_len, od), LA_EINVAL,
+           od, sizeof od);
     la_layer_config c8l = c;
     c8l.d_model = 8;
-    EXPECT(la_encoder_layer_f32(&c8l, &enc, 1, 2, x, 0, NULL, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_mha_f32(&c, 1, 2, 2, x, x, 0, bad_len, g, g, g, g, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_mha_f32(&c, 1, 0, 2, x, x, 0, NULL, g, g, g, g, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_encoder_layer(&c8l, &enc, LA_FLOAT32, 1, 2, x, 0, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_mha(&c, LA_FLOAT32, 1, 2, 2, x, x, 0, bad_len, g, g, g, g, o), LA_EINVAL, o,
+           sizeof o);
+    EXPECT(la_mha(&c, LA_FLOAT32, 1, 0, 2, x, x, 0, NULL, g, g, g, g, o), LA_EINVAL, o, sizeof o);
     la_layer_weights_free(&enc);
     la_layer_weights_free(&dec);
 
     la_transformer_weights t32, t64;
     assert_int_equal(la_transformer_weights_init(&t32, LA_FLOAT32, 4, 8, 1, 1, 1), LA_OK);
     assert_int_equal(la_transformer_weights_init(&t64, LA_FLOAT64, 4, 8, 1, 1, 1), LA_OK);
-    EXPECT(la_encoder_f32(&c, NULL, 1, 2, x, 0, NULL, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_encoder_f64(&c, &t32, 1, 2, xd, 0, NULL, od), LA_EINVAL, od, sizeof od);
-    EXPECT(la_decoder_f32(&c, &t32, 1, 2, 2, x, NULL, 1, NULL, NULL, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_decoder_f64(&c, &t32, 1, 2, 2, xd, xd, 1, NULL, NULL, od), LA_EINVAL, od, sizeof od);
-    EXPECT(la_transformer_f32(&c, &t64, 1, 2, 2, x, x, NULL, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_transformer_f64(&c, &t64, 1, 2, 2, xd, NULL, NULL, od), LA_EINVAL, od, sizeof od);
-    EXPECT(la_transformer_f64(NULL, &t64, 1, 2, 2, xd, xd, NULL, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_encoder(&c, NULL, LA_FLOAT32, 1, 2, x, 0, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_encoder(&c, &t32, LA_FLOAT64, 1, 2, xd, 0, NULL, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_decoder(&c, &t32, LA_FLOAT32, 1, 2, 2, x, NULL, 1, NULL, NULL, o), LA_EINVAL, o,
+           sizeof o);
+    EXPECT(la_decoder(&c, &t32, LA_FLOAT64, 1, 2, 2, xd, xd, 1, NULL, NULL, od), LA_EINVAL, od,
+           sizeof od);
+    EXPECT(la_transformer(&c, &t64, LA_FLOAT32, 1, 2, 2, x, x, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_transformer(&c, &t64, LA_FLOAT64, 1, 2, 2, xd, NULL, NULL, od), LA_EINVAL, od,
+           sizeof od);
+    EXPECT(la_transformer(NULL, &t64, LA_FLOAT64, 1, 2, 2, xd, xd, NULL, od), LA_EINVAL, od,
+           sizeof od);
     /* weights of other sizes than the config's, a stack without a decoder side */
     la_layer_config c8 = c;
     c8.d_model = 8;
-    EXPECT(la_encoder_f32(&c8, &t32, 1, 2, x, 0, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_encoder(&c8, &t32, LA_FLOAT32, 1, 2, x, 0, NULL, o), LA_EINVAL, o, sizeof o);
     la_transformer_weights enc_only;
     assert_int_equal(la_transformer_weights_init(&enc_only, LA_FLOAT32, 4, 8, 1, 0, 1), LA_OK);
-    EXPECT(la_decoder_f32(&c, &enc_only, 1, 2, 2, x, x, 1, NULL, NULL, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_transformer_f32(&c, &enc_only, 1, 2, 2, x, x, NULL, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_encoder_f32(&c, &t32, 1, 2, x, 2, NULL, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_encoder_f32(&c, &t32, 0, 2, x, 0, NULL, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_encoder_f32(&c, &t32, SIZE_MAX, 2, x, 0, NULL, o), LA_EOVERFLOW, o, sizeof o);
+    EXPECT(la_decoder(&c, &enc_only, LA_FLOAT32, 1, 2, 2, x, x, 1, NULL, NULL, o), LA_EINVAL, o,
+           sizeof o);
+    EXPECT(la_transformer(&c, &enc_only, LA_FLOAT32, 1, 2, 2, x, x, NULL, o), LA_EINVAL, o,
+           sizeof o);
+    EXPECT(la_encoder(&c, &t32, LA_FLOAT32, 1, 2, x, 2, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_encoder(&c, &t32, LA_FLOAT32, 0, 2, x, 0, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_encoder(&c, &t32, LA_FLOAT32, SIZE_MAX, 2, x, 0, NULL, o), LA_EOVERFLOW, o, sizeof o);
     la_transformer_weights_free(&enc_only);
     la_transformer_weights_free(&t32);
     la_transformer_weights_free(&t64);
 
     /* positions: in place, so x itself must be untouched on error */
-    EXPECT(la_add_positional_encoding_f32(1, 2, 0, 0, o), LA_EINVAL, o, sizeof o);
-    assert_int_equal(la_add_positional_encoding_f32(1, 2, 4, 0, NULL), LA_EINVAL);
+    EXPECT(la_add_positional_encoding(LA_FLOAT32, 1, 2, 0, 0, o), LA_EINVAL, o, sizeof o);
+    assert_int_equal(la_add_positional_encoding(LA_FLOAT32, 1, 2, 4, 0, NULL), LA_EINVAL);
     fill(od, sizeof od);
-    assert_int_equal(la_add_positional_encoding_f64(SIZE_MAX, SIZE_MAX, 4, 0, od), LA_EINVAL);
+    assert_int_equal(la_add_positional_encoding(LA_FLOAT64, SIZE_MAX, SIZE_MAX, 4, 0, od),
+                     LA_EINVAL);
     assert_true(untouched(od, sizeof od));
     /* embeddings: tokens outside [0, V), NULL table */
     const int64_t tokens[3] = {0, 2, 1};
-    EXPECT(la_embed_f32(2, 4, g, 3, tokens, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_embed_f32(3, 4, NULL, 3, tokens, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_embed_f32(3, SIZE_MAX / 2, g, 3, tokens, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_embed_f32(3, 4, g, SIZE_MAX / 2, tokens, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_embed_f32(0, 4, g, 3, tokens, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_embed(LA_FLOAT32, 2, 4, g, 3, tokens, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_embed(LA_FLOAT32, 3, 4, NULL, 3, tokens, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_embed(LA_FLOAT32, 3, SIZE_MAX / 2, g, 3, tokens, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_embed(LA_FLOAT32, 3, 4, g, SIZE_MAX / 2, tokens, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_embed(LA_FLOAT32, 0, 4, g, 3, tokens, o), LA_EINVAL, o, sizeof o);
     fill(o, sizeof o);
     /* positions first_pos .. first_pos + N - 1 would wrap past SIZE_MAX */
-    assert_int_equal(la_add_positional_encoding_f32(1, 2, 4, SIZE_MAX, o), LA_EINVAL);
+    assert_int_equal(la_add_positional_encoding(LA_FLOAT32, 1, 2, 4, SIZE_MAX, o), LA_EINVAL);
     assert_true(untouched(o, sizeof o));
-    assert_int_equal(la_add_positional_encoding_f32(1, 2, 4, SIZE_MAX - 1, o), LA_EINVAL);
+    assert_int_equal(la_add_positional_encoding(LA_FLOAT32, 1, 2, 4, SIZE_MAX - 1, o), LA_EINVAL);
     assert_true(untouched(o, sizeof o));
-    EXPECT(la_layer_norm_f32(SIZE_MAX / 2, 4, x, g, g, 1e-5, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_layer_norm(LA_FLOAT32, SIZE_MAX / 2, 4, x, g, g, 1e-5, o), LA_EINVAL, o, sizeof o);
     const int64_t negative[1] = {-1};
-    EXPECT(la_embed_f64(3, 4, gd, 1, negative, od), LA_EINVAL, od, sizeof od);
-    EXPECT(la_embed_f64(3, 4, gd, 1, NULL, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_embed(LA_FLOAT64, 3, 4, gd, 1, negative, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_embed(LA_FLOAT64, 3, 4, gd, 1, NULL, od), LA_EINVAL, od, sizeof od);
 }
 
 /* ---------------------------------------------------------------- sequence layers */
@@ -1465,35 +1410,39 @@ static void sequence_layers(void **state)
     for (size_t i = 0; i < 4; i++)
         b[i] = (float)(bd[i] = 1);
     /* recurrent: x (1, 6, 4), w_x = w, w_h = w + 16 */
-    EXPECT(la_rnn_forward_f32(1, 6, 4, NULL, w, w + 16, b, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_rnn_forward_f32(1, 6, 4, x, w, NULL, b, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_rnn_forward_f32(1, 6, 4, x, w, w + 16, NULL, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_rnn_forward_f32(0, 6, 4, x, w, w + 16, b, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_rnn_forward_f32(1, 0, 4, x, w, w + 16, b, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_rnn_forward_f32(SIZE_MAX / 2, 6, 4, x, w, w + 16, b, o), LA_EOVERFLOW, o, sizeof o);
-    EXPECT(la_rnn_forward_f32(1, 1, SIZE_MAX / 2, x, w, w + 16, b, o), LA_EOVERFLOW, o, sizeof o);
-    assert_int_equal(la_rnn_forward_f32(1, 6, 4, x, w, w + 16, b, NULL), LA_EINVAL);
-    EXPECT(la_rnn_forward_f64(1, 6, 4, xd, NULL, wd + 16, bd, od), LA_EINVAL, od, sizeof od);
-    EXPECT(la_rnn_forward_f64(1, 6, 0, xd, wd, wd + 16, bd, od), LA_EINVAL, od, sizeof od);
-    EXPECT(la_rnn_forward_f64(SIZE_MAX, SIZE_MAX, 4, xd, wd, wd + 16, bd, od), LA_EOVERFLOW, od,
+    EXPECT(la_rnn_forward(LA_FLOAT32, 1, 6, 4, NULL, w, w + 16, b, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_rnn_forward(LA_FLOAT32, 1, 6, 4, x, w, NULL, b, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_rnn_forward(LA_FLOAT32, 1, 6, 4, x, w, w + 16, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_rnn_forward(LA_FLOAT32, 0, 6, 4, x, w, w + 16, b, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_rnn_forward(LA_FLOAT32, 1, 0, 4, x, w, w + 16, b, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_rnn_forward(LA_FLOAT32, SIZE_MAX / 2, 6, 4, x, w, w + 16, b, o), LA_EOVERFLOW, o,
+           sizeof o);
+    EXPECT(la_rnn_forward(LA_FLOAT32, 1, 1, SIZE_MAX / 2, x, w, w + 16, b, o), LA_EOVERFLOW, o,
+           sizeof o);
+    assert_int_equal(la_rnn_forward(LA_FLOAT32, 1, 6, 4, x, w, w + 16, b, NULL), LA_EINVAL);
+    EXPECT(la_rnn_forward(LA_FLOAT64, 1, 6, 4, xd, NULL, wd + 16, bd, od), LA_EINVAL, od,
            sizeof od);
+    EXPECT(la_rnn_forward(LA_FLOAT64, 1, 6, 0, xd, wd, wd + 16, bd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_rnn_forward(LA_FLOAT64, SIZE_MAX, SIZE_MAX, 4, xd, wd, wd + 16, bd, od), LA_EOVERFLOW,
+           od, sizeof od);
     EXPECT(la_ref_rnn_forward(1, 6, 4, NULL, wd, wd + 16, bd, od), LA_EINVAL, od, sizeof od);
     EXPECT(la_ref_rnn_forward(0, 6, 4, xd, wd, wd + 16, bd, od), LA_EINVAL, od, sizeof od);
     EXPECT(la_ref_rnn_forward(1, SIZE_MAX / 4, 4, xd, wd, wd + 16, bd, od), LA_EOVERFLOW, od,
            sizeof od);
     /* convolutional: x (1, 6, 4), w (3, 4, 4) */
-    EXPECT(la_conv1d_forward_f32(1, 6, 4, 3, NULL, w, b, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_conv1d_forward_f32(1, 6, 4, 3, x, NULL, b, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_conv1d_forward_f32(1, 6, 4, 3, x, w, NULL, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_conv1d_forward_f32(1, 6, 4, 2, x, w, b, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_conv1d_forward_f32(1, 6, 4, 0, x, w, b, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_conv1d_forward_f32(1, 0, 4, 3, x, w, b, o), LA_EINVAL, o, sizeof o);
-    EXPECT(la_conv1d_forward_f32(SIZE_MAX / 2, 6, 4, 3, x, w, b, o), LA_EOVERFLOW, o, sizeof o);
-    EXPECT(la_conv1d_forward_f32(1, 6, 4, SIZE_MAX, x, w, b, o), LA_EOVERFLOW, o, sizeof o);
-    assert_int_equal(la_conv1d_forward_f32(1, 6, 4, 3, x, w, b, NULL), LA_EINVAL);
-    EXPECT(la_conv1d_forward_f64(1, 6, 4, 4, xd, wd, bd, od), LA_EINVAL, od, sizeof od);
-    EXPECT(la_conv1d_forward_f64(0, 6, 4, 3, xd, wd, bd, od), LA_EINVAL, od, sizeof od);
-    EXPECT(la_conv1d_forward_f64(1, 6, SIZE_MAX / 2, 3, xd, wd, bd, od), LA_EOVERFLOW, od,
+    EXPECT(la_conv1d_forward(LA_FLOAT32, 1, 6, 4, 3, NULL, w, b, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_conv1d_forward(LA_FLOAT32, 1, 6, 4, 3, x, NULL, b, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_conv1d_forward(LA_FLOAT32, 1, 6, 4, 3, x, w, NULL, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_conv1d_forward(LA_FLOAT32, 1, 6, 4, 2, x, w, b, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_conv1d_forward(LA_FLOAT32, 1, 6, 4, 0, x, w, b, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_conv1d_forward(LA_FLOAT32, 1, 0, 4, 3, x, w, b, o), LA_EINVAL, o, sizeof o);
+    EXPECT(la_conv1d_forward(LA_FLOAT32, SIZE_MAX / 2, 6, 4, 3, x, w, b, o), LA_EOVERFLOW, o,
+           sizeof o);
+    EXPECT(la_conv1d_forward(LA_FLOAT32, 1, 6, 4, SIZE_MAX, x, w, b, o), LA_EOVERFLOW, o, sizeof o);
+    assert_int_equal(la_conv1d_forward(LA_FLOAT32, 1, 6, 4, 3, x, w, b, NULL), LA_EINVAL);
+    EXPECT(la_conv1d_forward(LA_FLOAT64, 1, 6, 4, 4, xd, wd, bd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_conv1d_forward(LA_FLOAT64, 0, 6, 4, 3, xd, wd, bd, od), LA_EINVAL, od, sizeof od);
+    EXPECT(la_conv1d_forward(LA_FLOAT64, 1, 6, SIZE_MAX / 2, 3, xd, wd, bd, od), LA_EOVERFLOW, od,
            sizeof od);
     EXPECT(la_ref_conv1d_forward(1, 6, 4, 3, xd, NULL, bd, od), LA_EINVAL, od, sizeof od);
     EXPECT(la_ref_conv1d_forward(1, 6, 4, 6, xd, wd, bd, od), LA_EINVAL, od, sizeof od);
@@ -1508,8 +1457,8 @@ static void sequence_layers(void **state)
     assert_int_equal(la_conv1d_cost(1, 6, 0, 3, &flops), LA_EINVAL);
     assert_true(flops == 7); /* untouched */
     /* and the calls done right, so the cases above fail for the reason they name */
-    assert_int_equal(la_rnn_forward_f32(1, 6, 4, x, w, w + 16, b, o), LA_OK);
-    assert_int_equal(la_conv1d_forward_f64(1, 6, 4, 3, xd, wd, bd, od), LA_OK);
+    assert_int_equal(la_rnn_forward(LA_FLOAT32, 1, 6, 4, x, w, w + 16, b, o), LA_OK);
+    assert_int_equal(la_conv1d_forward(LA_FLOAT64, 1, 6, 4, 3, xd, wd, bd, od), LA_OK);
     assert_int_equal(la_ref_conv1d_forward(1, 6, 4, 3, xd, wd, bd, od), LA_OK);
     assert_int_equal(la_ref_rnn_forward(1, 6, 4, xd, wd, wd + 16, bd, od), LA_OK);
     assert_int_equal(la_rnn_cost(1, 6, 4, &flops), LA_OK);

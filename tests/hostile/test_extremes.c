@@ -21,6 +21,7 @@
  * features exponentiate projections as large as the logits at scale 1/√d_k); the others
  * (linear attention) are held to 1e-5 whatever the size of their inputs. */
 #include "../testutil.h"
+#include "attention/kernels.h"
 
 #include "core/internal.h" /* la_avx512_enable */
 #include "cpu/simd_avx512.h"
@@ -240,8 +241,8 @@ static void step_api_every_case(void **state)
         const la_feature_map fm = x->relu_eps0 ? LA_FEATURE_RELU : LA_FEATURE_ELU1;
         const double eps = x->relu_eps0 ? 0 : LA_DEFAULT_EPS;
         la_linear_state *s32, *s64;
-        assert_int_equal(la_linear_state_create(&s32, LA_FLOAT32, H, DK, DV, fm, eps), LA_OK);
-        assert_int_equal(la_linear_state_create(&s64, LA_FLOAT64, H, DK, DV, fm, eps), LA_OK);
+        assert_int_equal(la_linear_state_create_phi(&s32, LA_FLOAT32, H, DK, DV, fm, eps), LA_OK);
+        assert_int_equal(la_linear_state_create_phi(&s64, LA_FLOAT64, H, DK, DV, fm, eps), LA_OK);
         const size_t image = la_linear_state_save_size(s32);
         unsigned char *before = tu_alloc(image), *after = tu_alloc(image);
         bool refused = false;
@@ -254,12 +255,12 @@ static void step_api_every_case(void **state)
             tu_to_f32(q, q32, H * DK);
             tu_to_f32(k, k32, H * DK);
             tu_to_f32(v, v32, H * DV);
-            assert_int_equal(la_linear_step_f64(s64, q, k, v, y64), LA_OK);
+            assert_int_equal(la_linear_step(s64, q, k, v, y64), LA_OK);
             assert_true(tu_all_finite_f64(y64, H * DV));
             for (size_t i = 0; i < H * DV; i++)
                 y32[i] = -7.25f;
             assert_int_equal(la_linear_state_save(s32, before, image), LA_OK);
-            const la_status st = la_linear_step_f32(s32, q32, k32, v32, y32);
+            const la_status st = la_linear_step(s32, q32, k32, v32, y32);
             if (st == LA_ERANGE) {
                 assert_int_equal(la_linear_state_save(s32, after, image), LA_OK);
                 assert_memory_equal(before, after, image);

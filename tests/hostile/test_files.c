@@ -6,6 +6,7 @@
 #define _XOPEN_SOURCE 700 /* mknod, S_IFCHR */
 #define _DEFAULT_SOURCE   /* makedev */
 #include "../testutil.h"
+#include "io/outfile.h"
 
 #include "core/internal.h" /* la_outfile_named_only */
 

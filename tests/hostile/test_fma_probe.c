@@ -11,7 +11,7 @@
  * AVX-512 code does not run. The quick profile (LA_TEST_PROFILE=quick) calls each probe
  * once per attempt instead of twice: the same probes, comparisons and bounds.
  *
- * la_fma_peak_gflops_f64 against the float32 peak: 8 double lanes per FMA instead of 16, so
+ * la_fma_peak_gflops against the float32 peak: 8 double lanes per FMA instead of 16, so
  * about half (0.42-0.58); a folded float64 probe (fewer FMAs issued than counted) would be
  * 0.75 or more. Noise (0.3-0.75 after 5 attempts) skips, saying so.
  *
@@ -90,14 +90,14 @@ static void test_fma_peak_agrees_with_assembly(void **state)
 {
     (void)state;
     __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx512f") || isnan(la_fma_peak_gflops(1))) {
-        printf("skipped: no AVX-512 FMA probe on this run (%s)\n", la_simd_config());
+    if (!__builtin_cpu_supports("avx512f") || isnan(la_fma_peak_gflops(LA_FLOAT32, 1))) {
+        printf("skipped: no AVX-512 FMA probe on this run (%s)\n", la_config().simd);
         skip();
     }
     double lib = 0, ref = 0, ratio = 0;
     for (int attempt = 0; attempt < 5; attempt++) {
         for (int i = 0; i < (tu_quick() ? 1 : 2); i++) {
-            const double l = la_fma_peak_gflops(1), r = asm_probe_gflops(20000000);
+            const double l = la_fma_peak_gflops(LA_FLOAT32, 1), r = asm_probe_gflops(20000000);
             if (l > lib) lib = l;
             if (r > ref) ref = r;
         }
@@ -117,7 +117,8 @@ static void test_fma_peak_agrees_with_assembly(void **state)
                ratio);
         skip();
     }
-    fail_msg("la_fma_peak_gflops(1) = %.1f GFLOP/s but 12 FMA chains in assembly run at %.1f "
+    fail_msg("la_fma_peak_gflops(LA_FLOAT32, 1) = %.1f GFLOP/s but 12 FMA chains in assembly run "
+             "at %.1f "
              "(ratio %.2f: outside 0.5-1.35, a folded or broken probe)",
              lib, ref, ratio);
 }
@@ -125,14 +126,15 @@ static void test_fma_peak_agrees_with_assembly(void **state)
 static void test_f64_peak_is_half_the_f32_peak(void **state)
 {
     (void)state;
-    if (isnan(la_fma_peak_gflops(1)) || isnan(la_fma_peak_gflops_f64(1))) {
-        printf("skipped: no AVX-512 FMA probe on this run (%s)\n", la_simd_config());
+    if (isnan(la_fma_peak_gflops(LA_FLOAT32, 1)) || isnan(la_fma_peak_gflops(LA_FLOAT64, 1))) {
+        printf("skipped: no AVX-512 FMA probe on this run (%s)\n", la_config().simd);
         skip();
     }
     double f32 = 0, f64 = 0, ratio = 0;
     for (int attempt = 0; attempt < 5; attempt++) {
         for (int i = 0; i < (tu_quick() ? 1 : 2); i++) {
-            const double a = la_fma_peak_gflops(1), b = la_fma_peak_gflops_f64(1);
+            const double a = la_fma_peak_gflops(LA_FLOAT32, 1),
+                         b = la_fma_peak_gflops(LA_FLOAT64, 1);
             if (a > f32) f32 = a;
             if (b > f64) f64 = b;
         }
@@ -147,7 +149,8 @@ static void test_f64_peak_is_half_the_f32_peak(void **state)
                ratio);
         skip();
     }
-    fail_msg("la_fma_peak_gflops_f64(1) = %.1f GFLOP/s against la_fma_peak_gflops(1) = %.1f "
+    fail_msg("la_fma_peak_gflops(LA_FLOAT64, 1) = %.1f GFLOP/s against "
+             "la_fma_peak_gflops(LA_FLOAT32, 1) = %.1f "
              "(ratio %.2f: a float64 FMA does half the float32 lanes, expected about 0.5)",
              f64, f32, ratio);
 }

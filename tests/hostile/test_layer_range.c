@@ -22,13 +22,13 @@ static void layer_norm_gamma_huge(void **state)
     tu_to_f32(x, xf, N * D);
     for (int c = 0; c < D; c++)
         g[c] = 3e38, gf[c] = 3e38f;
-    assert_int_equal(la_layer_norm_f32(N, D, xf, gf, bf, 1e-5, yf), LA_ERANGE);
-    assert_int_equal(la_layer_norm_f64(N, D, x, g, b, 1e-5, y), LA_OK);
+    assert_int_equal(la_layer_norm(LA_FLOAT32, N, D, xf, gf, bf, 1e-5, yf), LA_ERANGE);
+    assert_int_equal(la_layer_norm(LA_FLOAT64, N, D, x, g, b, 1e-5, y), LA_OK);
     assert_true(tu_all_finite_f64(y, N * D));
     /* a γ that fits: LA_OK, finite */
     for (int c = 0; c < D; c++)
         gf[c] = 1.5f;
-    assert_int_equal(la_layer_norm_f32(N, D, xf, gf, bf, 1e-5, yf), LA_OK);
+    assert_int_equal(la_layer_norm(LA_FLOAT32, N, D, xf, gf, bf, 1e-5, yf), LA_OK);
     assert_true(tu_all_finite_f32(yf, N * D));
 }
 
@@ -55,8 +55,8 @@ static void encoder_pair(const char *label, int pre_ln, void (*edit)(la_layer_we
         if (n) tu_to_f32(w64.tensor[t], w32.tensor[t], n);
     }
     tu_to_f32(x, xf, N * D);
-    *s32 = la_encoder_layer_f32(&c, &w32, 1, N, xf, 0, NULL, yf);
-    *s64 = la_encoder_layer_f64(&c, &w64, 1, N, x, 0, NULL, y);
+    *s32 = la_encoder_layer(&c, &w32, LA_FLOAT32, 1, N, xf, 0, NULL, yf);
+    *s64 = la_encoder_layer(&c, &w64, LA_FLOAT64, 1, N, x, 0, NULL, y);
     *finite64 = tu_all_finite_f64(y, N * D);
     la_layer_weights_free(&w64);
     la_layer_weights_free(&w32);

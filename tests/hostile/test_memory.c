@@ -9,6 +9,8 @@
  * the call is made. AddressSanitizer reserves terabytes of address space, so under
  * SANITIZE=1 the cases are skipped (and say so). */
 #include "../testutil.h"
+#include "attention/kernels.h"
+#include "cpu/machine.h"
 
 #include <omp.h>
 #include <stdio.h>
@@ -78,9 +80,9 @@ typedef enum { SOFTMAX_MAT, SOFTMAX_F64, LINEAR, FFN, MHA, ENCODER, SGEMM, N_CAS
 static const char *const names[N_CASES] = {"la_softmax_attention_materialized_f32",
                                            "la_softmax_attention_f64",
                                            "la_linear_attention_f32",
-                                           "la_ffn_f32",
-                                           "la_mha_f32",
-                                           "la_encoder_layer_f32",
+                                           "la_ffn",
+                                           "la_mha",
+                                           "la_encoder_layer",
                                            "la_blis_sgemm"};
 
 /* In the child: one call under the limit; the exit status says how it went. */
@@ -120,9 +122,9 @@ static int run_case(which w)
     switch (w) {
     case SOFTMAX_MAT: st = la_softmax_attention_materialized_f32(&p, a, a, a, out); break;
     case LINEAR: st = la_linear_attention_f32(&p, a, a, a, out); break;
-    case FFN: st = la_ffn_f32(&c, B * N, a, wts, wts, wts, wts, out); break;
-    case MHA: st = la_mha_f32(&c, B, N, N, a, a, 0, NULL, wts, wts, wts, wts, out); break;
-    case ENCODER: st = la_encoder_layer_f32(&c, &lw, B, N, a, 0, NULL, out); break;
+    case FFN: st = la_ffn(&c, LA_FLOAT32, B * N, a, wts, wts, wts, wts, out); break;
+    case MHA: st = la_mha(&c, LA_FLOAT32, B, N, N, a, a, 0, NULL, wts, wts, wts, wts, out); break;
+    case ENCODER: st = la_encoder_layer(&c, &lw, LA_FLOAT32, B, N, a, 0, NULL, out); break;
     case SGEMM: /* large enough for BLIS's packed path (small products skip packing) */
         st = la_blis_sgemm(la_get_num_threads(), S, S, S, 1, a, (ptrdiff_t)S, 1, a, (ptrdiff_t)S, 1,
                            0, out, (ptrdiff_t)S, 1);

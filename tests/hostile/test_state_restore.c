@@ -5,6 +5,7 @@
  * the state as it was (its saved image unchanged); the untouched image restores. States
  * are stepped on fresh random tokens (seed printed, LA_TEST_SEED replays). */
 #include "../testutil.h"
+#include "attention/kernels.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -31,7 +32,8 @@ static la_linear_state *stepped(la_dtype dtype, int favor, const char *label, un
         assert_int_equal(la_favor_state_create(&st, dtype, H, DK, DV, M, 7, 1e-6), LA_OK);
     else
         assert_int_equal(
-            la_linear_state_create(&st, dtype, H, DK, DV, LA_FEATURE_ELU1, LA_DEFAULT_EPS), LA_OK);
+            la_linear_state_create_phi(&st, dtype, H, DK, DV, LA_FEATURE_ELU1, LA_DEFAULT_EPS),
+            LA_OK);
     tu_rng r = tu_rng_for(label);
     double q[H * DK], k[H * DK], v[H * DV], y[H * DV];
     float qf[H * DK], kf[H * DK], vf[H * DV], yf[H * DV];
@@ -41,9 +43,9 @@ static la_linear_state *stepped(la_dtype dtype, int favor, const char *label, un
         tu_fill_normal(&r, v, H * DV, 1);
         if (dtype == LA_FLOAT32) {
             tu_to_f32(q, qf, H * DK), tu_to_f32(k, kf, H * DK), tu_to_f32(v, vf, H * DV);
-            assert_int_equal(la_linear_step_f32(st, qf, kf, vf, yf), LA_OK);
+            assert_int_equal(la_linear_step(st, qf, kf, vf, yf), LA_OK);
         } else {
-            assert_int_equal(la_linear_step_f64(st, q, k, v, y), LA_OK);
+            assert_int_equal(la_linear_step(st, q, k, v, y), LA_OK);
         }
     }
     *n = la_linear_state_save_size(st);

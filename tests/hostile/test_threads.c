@@ -4,6 +4,8 @@
  * cores, the count asked for kept; LA_NUM_THREADS follows the same rule; BLIS's
  * yardstick refuses what la_set_num_threads refuses and runs a huge count on the cores. */
 #include "../testutil.h"
+#include "attention/kernels.h"
+#include "cpu/machine.h"
 
 #include <omp.h>
 #include <stdlib.h>

@@ -1,10 +1,11 @@
 /* test_layer_positions.c — positions inside a layer's self-attention:
- * la_mha_f64 / _f32 with c->rotary (softmax and linear) and with the relative kernel,
+ * la_mha / _f32 with c->rotary (softmax and linear) and with the relative kernel,
  * against the same sublayer written out here in float64: projections, then per head the
  * float64 oracle of the attention on rotated (or not) q and k, then the output projection.
  * Cross-attention (x_kv != x_q) is never rotated. 1e-12 float64, 1e-5 float32; seed
  * printed. */
 #include "../testutil.h"
+#include "attention/kernels.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -98,12 +99,12 @@ static void check(const char *what, la_kernel kernel, int rotary, int causal, tu
     c.seed = 99;
     assert_int_equal(la_layer_config_check(&c), LA_OK);
     reference(&c, x, in_w, in_b, out_w, out_b, causal, ref);
-    assert_int_equal(la_mha_f64(&c, B, N, N, x, x, causal, NULL, in_w, in_b, out_w, out_b, y),
-                     LA_OK);
-    tu_assert_close_f64(y, ref, B * N * D, 1e-12, "%s causal %d float64", what, causal);
     assert_int_equal(
-        la_mha_f32(&c, B, N, N, x32, x32, causal, NULL, in_w32, in_b32, out_w32, out_b32, y32),
-        LA_OK);
+        la_mha(&c, LA_FLOAT64, B, N, N, x, x, causal, NULL, in_w, in_b, out_w, out_b, y), LA_OK);
+    tu_assert_close_f64(y, ref, B * N * D, 1e-12, "%s causal %d float64", what, causal);
+    assert_int_equal(la_mha(&c, LA_FLOAT32, B, N, N, x32, x32, causal, NULL, in_w32, in_b32,
+                            out_w32, out_b32, y32),
+                     LA_OK);
     tu_assert_close_f32(y32, ref, B * N * D, 1e-5, "%s causal %d float32", what, causal);
     if (rotary) {
         /* cross-attention (a copy of x as x_kv): no rotation, the plain sublayer */
@@ -113,7 +114,8 @@ static void check(const char *what, la_kernel kernel, int rotary, int causal, tu
         plain.rotary = 0;
         reference(&plain, x, in_w, in_b, out_w, out_b, causal, ref);
         assert_int_equal(
-            la_mha_f64(&c, B, N, N, x, x_kv, causal, NULL, in_w, in_b, out_w, out_b, y), LA_OK);
+            la_mha(&c, LA_FLOAT64, B, N, N, x, x_kv, causal, NULL, in_w, in_b, out_w, out_b, y),
+            LA_OK);
         tu_assert_close_f64(y, ref, B * N * D, 1e-12, "%s cross-attention, causal %d", what,
                             causal);
     }

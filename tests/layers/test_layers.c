@@ -222,13 +222,13 @@ static void norm_and_ffn(void **state)
         x64[e] = (double)(x32[e] = (float)(3 + 2 * x32[e]));
 
     ref_layer_norm(rows, D, x64, WT(&w64, LA_W_NORM1_WEIGHT), WT(&w64, LA_W_NORM1_BIAS), 1e-5, ref);
-    assert_int_equal(la_layer_norm_f64(rows, D, x64, w64.tensor[LA_W_NORM1_WEIGHT],
-                                       w64.tensor[LA_W_NORM1_BIAS], 1e-5, y64),
+    assert_int_equal(la_layer_norm(LA_FLOAT64, rows, D, x64, w64.tensor[LA_W_NORM1_WEIGHT],
+                                   w64.tensor[LA_W_NORM1_BIAS], 1e-5, y64),
                      LA_OK);
     tu_assert_close_f64(y64, ref, rows * D, TOL_F64, "layer_norm f64");
     memcpy(y32, x32, rows * D * sizeof *y32); /* in place */
-    assert_int_equal(la_layer_norm_f32(rows, D, y32, w32.tensor[LA_W_NORM1_WEIGHT],
-                                       w32.tensor[LA_W_NORM1_BIAS], 1e-5, y32),
+    assert_int_equal(la_layer_norm(LA_FLOAT32, rows, D, y32, w32.tensor[LA_W_NORM1_WEIGHT],
+                                   w32.tensor[LA_W_NORM1_BIAS], 1e-5, y32),
                      LA_OK);
     tu_assert_close_f32(y32, ref, rows * D, TOL_F32, "layer_norm f32");
 
@@ -238,15 +238,15 @@ static void norm_and_ffn(void **state)
         c.activation = (la_activation)act;
         ref_ffn(rows, D, F, act, x64, WT(&w64, LA_W_LINEAR1_WEIGHT), WT(&w64, LA_W_LINEAR1_BIAS),
                 WT(&w64, LA_W_LINEAR2_WEIGHT), WT(&w64, LA_W_LINEAR2_BIAS), ref);
-        assert_int_equal(la_ffn_f64(&c, rows, x64, w64.tensor[LA_W_LINEAR1_WEIGHT],
-                                    w64.tensor[LA_W_LINEAR1_BIAS], w64.tensor[LA_W_LINEAR2_WEIGHT],
-                                    w64.tensor[LA_W_LINEAR2_BIAS], y64),
+        assert_int_equal(la_ffn(&c, LA_FLOAT64, rows, x64, w64.tensor[LA_W_LINEAR1_WEIGHT],
+                                w64.tensor[LA_W_LINEAR1_BIAS], w64.tensor[LA_W_LINEAR2_WEIGHT],
+                                w64.tensor[LA_W_LINEAR2_BIAS], y64),
                          LA_OK);
         tu_assert_close_f64(y64, ref, rows * D, TOL_F64, "ffn f64 act=%d", act);
         memcpy(y32, x32, rows * D * sizeof *y32);
-        assert_int_equal(la_ffn_f32(&c, rows, y32, w32.tensor[LA_W_LINEAR1_WEIGHT],
-                                    w32.tensor[LA_W_LINEAR1_BIAS], w32.tensor[LA_W_LINEAR2_WEIGHT],
-                                    w32.tensor[LA_W_LINEAR2_BIAS], y32),
+        assert_int_equal(la_ffn(&c, LA_FLOAT32, rows, y32, w32.tensor[LA_W_LINEAR1_WEIGHT],
+                                w32.tensor[LA_W_LINEAR1_BIAS], w32.tensor[LA_W_LINEAR2_WEIGHT],
+                                w32.tensor[LA_W_LINEAR2_BIAS], y32),
                          LA_OK);
         tu_assert_close_f32(y32, ref, rows * D, TOL_F32, "ffn f32 act=%d", act);
     }
@@ -280,18 +280,17 @@ static void ffn_chunks_and_threads(void **state)
         ref_ffn(rows, D, F, 0, x64, WT(&w64, LA_W_LINEAR1_WEIGHT), WT(&w64, LA_W_LINEAR1_BIAS),
                 WT(&w64, LA_W_LINEAR2_WEIGHT), WT(&w64, LA_W_LINEAR2_BIAS), ref);
         memcpy(y64, x64, rows * D * sizeof *y64); /* in place */
-        assert_int_equal(la_ffn_f64(&c, rows, y64, w64.tensor[LA_W_LINEAR1_WEIGHT],
-                                    w64.tensor[LA_W_LINEAR1_BIAS], w64.tensor[LA_W_LINEAR2_WEIGHT],
-                                    w64.tensor[LA_W_LINEAR2_BIAS], y64),
+        assert_int_equal(la_ffn(&c, LA_FLOAT64, rows, y64, w64.tensor[LA_W_LINEAR1_WEIGHT],
+                                w64.tensor[LA_W_LINEAR1_BIAS], w64.tensor[LA_W_LINEAR2_WEIGHT],
+                                w64.tensor[LA_W_LINEAR2_BIAS], y64),
                          LA_OK);
         tu_assert_close_f64(y64, ref, rows * D, TOL_F64, "ffn f64 rows=%zu", rows);
         for (int t = 1; t <= 3; t++) {
             assert_int_equal(la_set_num_threads(t), LA_OK);
             memcpy(y32, x32, rows * D * sizeof *y32); /* in place */
-            assert_int_equal(la_ffn_f32(&c, rows, y32, w32.tensor[LA_W_LINEAR1_WEIGHT],
-                                        w32.tensor[LA_W_LINEAR1_BIAS],
-                                        w32.tensor[LA_W_LINEAR2_WEIGHT],
-                                        w32.tensor[LA_W_LINEAR2_BIAS], y32),
+            assert_int_equal(la_ffn(&c, LA_FLOAT32, rows, y32, w32.tensor[LA_W_LINEAR1_WEIGHT],
+                                    w32.tensor[LA_W_LINEAR1_BIAS], w32.tensor[LA_W_LINEAR2_WEIGHT],
+                                    w32.tensor[LA_W_LINEAR2_BIAS], y32),
                              LA_OK);
             tu_assert_close_f32(y32, ref, rows * D, TOL_F32, "ffn f32 rows=%zu threads=%d", rows,
                                 t);
@@ -330,17 +329,15 @@ static void check_mha(tu_rng *r, la_kernel kernel, size_t B, size_t N, size_t M,
     const float *kv32 = cross ? xkv32 : xq32;
     ref_mha(&c, B, N, M, xq64, kv64, causal, kl, WT(&w64, base), WT(&w64, base + 1),
             WT(&w64, base + 2), WT(&w64, base + 3), ref);
-    assert_int_equal(la_mha_f64(&c, B, N, M, xq64, kv64, causal, kl, w64.tensor[base],
-                                w64.tensor[base + 1], w64.tensor[base + 2], w64.tensor[base + 3],
-                                y64),
+    assert_int_equal(la_mha(&c, LA_FLOAT64, B, N, M, xq64, kv64, causal, kl, w64.tensor[base],
+                            w64.tensor[base + 1], w64.tensor[base + 2], w64.tensor[base + 3], y64),
                      LA_OK);
     tu_assert_close_f64(y64, ref, B * N * D, TOL_F64,
                         "mha f64 %s B=%zu N=%zu M=%zu D=%zu H=%zu "
                         "cross=%d causal=%d lengths=%d",
                         la_kernel_name(kernel), B, N, M, D, H, cross, causal, lengths);
-    assert_int_equal(la_mha_f32(&c, B, N, M, xq32, kv32, causal, kl, w32.tensor[base],
-                                w32.tensor[base + 1], w32.tensor[base + 2], w32.tensor[base + 3],
-                                y32),
+    assert_int_equal(la_mha(&c, LA_FLOAT32, B, N, M, xq32, kv32, causal, kl, w32.tensor[base],
+                            w32.tensor[base + 1], w32.tensor[base + 2], w32.tensor[base + 3], y32),
                      LA_OK);
     /* hard attention's argmax is discontinuous: float32 rounding of the projections can
      * flip a near tie, so its float32 layer is only run here (the kernel's own tests
@@ -406,15 +403,15 @@ static void check_layer(tu_rng *r, int decoder, la_kernel kernel, la_kernel cros
     const char *what = decoder ? "decoder" : "encoder";
     const char *arr = norm == LA_NORM_PRE ? "pre-LN" : "post-LN";
 
-    la_status st = decoder
-                       ? la_decoder_layer_f64(&c, &w64, B, N, M, x64, m64, causal, NULL, kl, y64)
-                       : la_encoder_layer_f64(&c, &w64, B, N, x64, causal, kl, y64);
+    la_status st =
+        decoder ? la_decoder_layer(&c, &w64, LA_FLOAT64, B, N, M, x64, m64, causal, NULL, kl, y64)
+                : la_encoder_layer(&c, &w64, LA_FLOAT64, B, N, x64, causal, kl, y64);
     assert_int_equal(st, LA_OK);
     tu_assert_close_f64(y64, ref, B * N * D, TOL_F64, "%s f64 %s %s H=%zu causal=%d lengths=%d",
                         what, arr, kind_name(&c), H, causal, lengths);
     memcpy(y32, x32, B * N * D * sizeof *y32); /* in place */
-    st = decoder ? la_decoder_layer_f32(&c, &w32, B, N, M, y32, m32, causal, NULL, kl, y32)
-                 : la_encoder_layer_f32(&c, &w32, B, N, y32, causal, kl, y32);
+    st = decoder ? la_decoder_layer(&c, &w32, LA_FLOAT32, B, N, M, y32, m32, causal, NULL, kl, y32)
+                 : la_encoder_layer(&c, &w32, LA_FLOAT32, B, N, y32, causal, kl, y32);
     assert_int_equal(st, LA_OK);
     tu_assert_close_f32(y32, ref, B * N * D, TOL_F32, "%s f32 %s %s H=%zu causal=%d lengths=%d",
                         what, arr, kind_name(&c), H, causal, lengths);
@@ -491,10 +488,10 @@ static void stacks(void **state)
             ref_decoder_layer(&c, &tw.decoder[l], B, N, M, ref, mem, 1, len);
         ref_layer_norm(B * N, D, ref, tw.decoder_norm[0], tw.decoder_norm[1], 1e-5, ref);
 
-        assert_int_equal(la_transformer_f64(&c, &tw, B, M, N, src, tgt, len, y), LA_OK);
+        assert_int_equal(la_transformer(&c, &tw, LA_FLOAT64, B, M, N, src, tgt, len, y), LA_OK);
         tu_assert_close_f64(y, ref, B * N * D, TOL_F64, "transformer norm=%d", norm);
         double *enc = tu_f64(B * M * D);
-        assert_int_equal(la_encoder_f64(&c, &tw, B, M, src, 0, len, enc), LA_OK);
+        assert_int_equal(la_encoder(&c, &tw, LA_FLOAT64, B, M, src, 0, len, enc), LA_OK);
         tu_assert_close_f64(enc, mem, B * M * D, TOL_F64, "encoder stack norm=%d", norm);
         assert_int_equal(tw.n_params, 2 * (4 * D * D + 4 * D + 2 * D * F + F + D + 4 * D) + 2 * D +
                                           3 * (8 * D * D + 8 * D + 2 * D * F + F + D + 6 * D) +
@@ -512,8 +509,8 @@ static void positions_and_embeddings(void **state)
     const size_t B = 2, N = 5, D = 6;
     double x[2 * 5 * 6] = {0};
     float xf[2 * 5 * 6] = {0};
-    assert_int_equal(la_add_positional_encoding_f64(B, N, D, 3, x), LA_OK);
-    assert_int_equal(la_add_positional_encoding_f32(B, N, D, 3, xf), LA_OK);
+    assert_int_equal(la_add_positional_encoding(LA_FLOAT64, B, N, D, 3, x), LA_OK);
+    assert_int_equal(la_add_positional_encoding(LA_FLOAT32, B, N, D, 3, xf), LA_OK);
     for (size_t b = 0; b < B; b++)
         for (size_t pos = 0; pos < N; pos++)
             for (size_t i = 0; 2 * i < D; i++) {
@@ -524,12 +521,12 @@ static void positions_and_embeddings(void **state)
             }
     double table[4 * 3] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, out[3 * 3];
     int64_t tokens[3] = {2, 0, 3};
-    assert_int_equal(la_embed_f64(4, 3, table, 3, tokens, out), LA_OK);
+    assert_int_equal(la_embed(LA_FLOAT64, 4, 3, table, 3, tokens, out), LA_OK);
     assert_true(out[0] == 6 && out[3] == 0 && out[8] == 11);
     tokens[1] = 4;
-    assert_int_equal(la_embed_f64(4, 3, table, 3, tokens, out), LA_EINVAL);
+    assert_int_equal(la_embed(LA_FLOAT64, 4, 3, table, 3, tokens, out), LA_EINVAL);
     tokens[1] = -1;
-    assert_int_equal(la_embed_f64(4, 3, table, 3, tokens, out), LA_EINVAL);
+    assert_int_equal(la_embed(LA_FLOAT64, 4, 3, table, 3, tokens, out), LA_EINVAL);
 }
 
 /* Xavier-uniform: inside ±√(6/(fan_in + fan_out)), spread over it, deterministic per seed;
@@ -729,7 +726,7 @@ static void thread_count_independent(void **state)
         for (int t = 1; t <= 3; t++) {
             assert_int_equal(la_set_num_threads(t), LA_OK);
             float *y = t == 1 ? first : again;
-            assert_int_equal(la_encoder_layer_f32(&c, &w32, B, N, x32, 1, NULL, y), LA_OK);
+            assert_int_equal(la_encoder_layer(&c, &w32, LA_FLOAT32, B, N, x32, 1, NULL, y), LA_OK);
             if (t > 1) assert_memory_equal(first, again, B * N * D * sizeof *first);
         }
     }
@@ -758,18 +755,19 @@ static void errors(void **state)
     for (size_t e = 0; e < 72; e++)
         y[e] = 5;
     /* a float32 weight set to the float64 layer, a decoder call on encoder weights */
-    assert_int_equal(la_encoder_layer_f64(&c, &w32, 2, 3, x, 0, NULL, y), LA_EINVAL);
-    assert_int_equal(la_decoder_layer_f64(&c, &w, 2, 3, 3, x, x, 1, NULL, NULL, y), LA_EINVAL);
+    assert_int_equal(la_encoder_layer(&c, &w32, LA_FLOAT64, 2, 3, x, 0, NULL, y), LA_EINVAL);
+    assert_int_equal(la_decoder_layer(&c, &w, LA_FLOAT64, 2, 3, 3, x, x, 1, NULL, NULL, y),
+                     LA_EINVAL);
     c.d_ff = 9; /* sizes disagree with the weights */
-    assert_int_equal(la_encoder_layer_f64(&c, &w, 2, 3, x, 0, NULL, y), LA_EINVAL);
+    assert_int_equal(la_encoder_layer(&c, &w, LA_FLOAT64, 2, 3, x, 0, NULL, y), LA_EINVAL);
     c.d_ff = 8;
-    assert_int_equal(la_encoder_layer_f64(&c, &w, 0, 3, x, 0, NULL, y), LA_EINVAL);
-    assert_int_equal(la_encoder_layer_f64(&c, &w, 2, 3, NULL, 0, NULL, y), LA_EINVAL);
+    assert_int_equal(la_encoder_layer(&c, &w, LA_FLOAT64, 0, 3, x, 0, NULL, y), LA_EINVAL);
+    assert_int_equal(la_encoder_layer(&c, &w, LA_FLOAT64, 2, 3, NULL, 0, NULL, y), LA_EINVAL);
     int64_t bad_len[2] = {3, 4}; /* 4 > N */
-    assert_int_equal(la_encoder_layer_f64(&c, &w, 2, 3, x, 0, bad_len, y), LA_EINVAL);
+    assert_int_equal(la_encoder_layer(&c, &w, LA_FLOAT64, 2, 3, x, 0, bad_len, y), LA_EINVAL);
     for (size_t e = 0; e < 72; e++)
         assert_true(y[e] == 5);
-    assert_int_equal(la_layer_norm_f64(2, 12, x, x, x, 0, y), LA_EINVAL);
+    assert_int_equal(la_layer_norm(LA_FLOAT64, 2, 12, x, x, x, 0, y), LA_EINVAL);
     la_layer_weights_free(&w);
     la_layer_weights_free(&w32);
     assert_int_equal(la_layer_weights_init(&w32, LA_FLOAT32, 0, 8, 0, 1), LA_EINVAL);

@@ -6,6 +6,7 @@
  * weights is x + b, a width-3 one with the identity in its first tap shifts x down one
  * row); bitwise the same output with 1 and 2 threads; the FLOP closed forms. */
 #include "../testutil.h"
+#include "layers/layers_typed.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -38,7 +39,7 @@ static void rnn_case(size_t batch, size_t n, size_t d)
     fill_layer(&r, d, x, nx, w, 2 * nw, b);
     const double *w_x = w, *w_h = w + nw;
     assert_int_equal(la_ref_rnn_forward(batch, n, d, x, w_x, w_h, b, ref), LA_OK);
-    assert_int_equal(la_rnn_forward_f64(batch, n, d, x, w_x, w_h, b, h64), LA_OK);
+    assert_int_equal(la_rnn_forward(LA_FLOAT64, batch, n, d, x, w_x, w_h, b, h64), LA_OK);
     tu_assert_close_f64(h64, ref, nx, TOL_F64, "rnn f64 B=%zu N=%zu d=%zu", batch, n, d);
 
     float *x32 = tu_f32(nx), *w32 = tu_f32(2 * nw), *b32 = tu_f32(d), *h32 = tu_f32(nx);
@@ -46,7 +47,7 @@ static void rnn_case(size_t batch, size_t n, size_t d)
     /* the reference on the float32-rounded inputs: the comparison measures the kernel */
     tu_to_f64(x32, x, nx), tu_to_f64(w32, w, 2 * nw), tu_to_f64(b32, b, d);
     assert_int_equal(la_ref_rnn_forward(batch, n, d, x, w_x, w_h, b, ref), LA_OK);
-    assert_int_equal(la_rnn_forward_f32(batch, n, d, x32, w32, w32 + nw, b32, h32), LA_OK);
+    assert_int_equal(la_rnn_forward(LA_FLOAT32, batch, n, d, x32, w32, w32 + nw, b32, h32), LA_OK);
     tu_assert_close_f32(h32, ref, nx, TOL_F32, "rnn f32 B=%zu N=%zu d=%zu", batch, n, d);
     free(x), free(w), free(b), free(ref), free(h64), free(x32), free(w32), free(b32), free(h32);
 }
@@ -77,7 +78,7 @@ static void rnn_without_recurrence(void **state)
                 acc += w_x[i * d + j] * x[row * d + j];
             want[row * d + i] = tanh(acc);
         }
-    assert_int_equal(la_rnn_forward_f64(batch, n, d, x, w_x, zero, b, h), LA_OK);
+    assert_int_equal(la_rnn_forward(LA_FLOAT64, batch, n, d, x, w_x, zero, b, h), LA_OK);
     tu_assert_close_f64(h, want, nx, TOL_F64, "rnn with W_h = 0");
     assert_int_equal(la_ref_rnn_forward(batch, n, d, x, w_x, zero, b, h), LA_OK);
     tu_assert_close_f64(h, want, nx, TOL_F64, "reference rnn with W_h = 0");
@@ -92,10 +93,10 @@ static void rnn_scalar(void **state)
     double want[4], h[4], prev = 0;
     for (int t = 0; t < 4; t++)
         want[t] = prev = tanh(w_h * prev + w_x * x[t] + b);
-    assert_int_equal(la_rnn_forward_f64(1, 4, 1, x, &w_x, &w_h, &b, h), LA_OK);
+    assert_int_equal(la_rnn_forward(LA_FLOAT64, 1, 4, 1, x, &w_x, &w_h, &b, h), LA_OK);
     tu_assert_close_f64(h, want, 4, TOL_F64, "scalar rnn");
     /* two sequences of two steps: the second starts again from h = 0 */
-    assert_int_equal(la_rnn_forward_f64(2, 2, 1, x, &w_x, &w_h, &b, h), LA_OK);
+    assert_int_equal(la_rnn_forward(LA_FLOAT64, 2, 2, 1, x, &w_x, &w_h, &b, h), LA_OK);
     const double second[2] = {tanh(w_x * x[2] + b),
                               tanh(w_h * tanh(w_x * x[2] + b) + w_x * x[3] + b)};
     tu_assert_close_f64(h, want, 2, TOL_F64, "scalar rnn, first sequence");
@@ -113,7 +114,7 @@ static void conv_case(size_t batch, size_t n, size_t d, size_t width)
     double *x = tu_f64(nx), *w = tu_f64(nw), *b = tu_f64(d), *ref = tu_f64(nx), *y64 = tu_f64(nx);
     fill_layer(&r, d, x, nx, w, nw, b);
     assert_int_equal(la_ref_conv1d_forward(batch, n, d, width, x, w, b, ref), LA_OK);
-    assert_int_equal(la_conv1d_forward_f64(batch, n, d, width, x, w, b, y64), LA_OK);
+    assert_int_equal(la_conv1d_forward(LA_FLOAT64, batch, n, d, width, x, w, b, y64), LA_OK);
     tu_assert_close_f64(y64, ref, nx, TOL_F64, "conv f64 B=%zu N=%zu d=%zu k=%zu", batch, n, d,
                         width);
 
@@ -121,7 +122,7 @@ static void conv_case(size_t batch, size_t n, size_t d, size_t width)
     tu_to_f32(x, x32, nx), tu_to_f32(w, w32, nw), tu_to_f32(b, b32, d);
     tu_to_f64(x32, x, nx), tu_to_f64(w32, w, nw), tu_to_f64(b32, b, d);
     assert_int_equal(la_ref_conv1d_forward(batch, n, d, width, x, w, b, ref), LA_OK);
-    assert_int_equal(la_conv1d_forward_f32(batch, n, d, width, x32, w32, b32, y32), LA_OK);
+    assert_int_equal(la_conv1d_forward(LA_FLOAT32, batch, n, d, width, x32, w32, b32, y32), LA_OK);
     tu_assert_close_f32(y32, ref, nx, TOL_F32, "conv f32 B=%zu N=%zu d=%zu k=%zu", batch, n, d,
                         width);
     free(x), free(w), free(b), free(ref), free(y64), free(x32), free(w32), free(b32), free(y32);
@@ -152,7 +153,7 @@ static void conv_identity(void **state)
         w[i * d + i] = 1;
     for (size_t e = 0; e < nx; e++)
         want[e] = x[e] + b[e % d];
-    assert_int_equal(la_conv1d_forward_f64(batch, n, d, 1, x, w, b, y), LA_OK);
+    assert_int_equal(la_conv1d_forward(LA_FLOAT64, batch, n, d, 1, x, w, b, y), LA_OK);
     tu_assert_close_f64(y, want, nx, TOL_F64, "k = 1 identity convolution");
     free(x), free(y), free(want);
 }
@@ -171,7 +172,7 @@ static void conv_shift(void **state)
         for (size_t i = 0; i < n; i++)
             for (size_t c = 0; c < d; c++)
                 want[(s * n + i) * d + c] = i == 0 ? 0 : x[(s * n + i - 1) * d + c];
-    assert_int_equal(la_conv1d_forward_f64(batch, n, d, 3, x, w, b, y), LA_OK);
+    assert_int_equal(la_conv1d_forward(LA_FLOAT64, batch, n, d, 3, x, w, b, y), LA_OK);
     tu_assert_close_f64(y, want, nx, TOL_F64, "k = 3, first tap identity: shift by one");
     assert_int_equal(la_ref_conv1d_forward(batch, n, d, 3, x, w, b, y), LA_OK);
     tu_assert_close_f64(y, want, nx, TOL_F64, "reference: shift by one");
@@ -191,13 +192,15 @@ static void same_across_threads(void **state)
     float *one = tu_f32(nx), *two = tu_f32(nx);
     tu_to_f32(x, x32, nx), tu_to_f32(w, w32, k * d * d), tu_to_f32(b, b32, d);
     assert_int_equal(la_set_num_threads(1), LA_OK);
-    assert_int_equal(la_conv1d_forward_f32(batch, n, d, k, x32, w32, b32, one), LA_OK);
+    assert_int_equal(la_conv1d_forward(LA_FLOAT32, batch, n, d, k, x32, w32, b32, one), LA_OK);
     assert_int_equal(la_set_num_threads(2), LA_OK);
-    assert_int_equal(la_conv1d_forward_f32(batch, n, d, k, x32, w32, b32, two), LA_OK);
+    assert_int_equal(la_conv1d_forward(LA_FLOAT32, batch, n, d, k, x32, w32, b32, two), LA_OK);
     assert_memory_equal(one, two, nx * sizeof *one);
-    assert_int_equal(la_rnn_forward_f32(batch, n, d, x32, w32, w32 + d * d, b32, two), LA_OK);
+    assert_int_equal(la_rnn_forward(LA_FLOAT32, batch, n, d, x32, w32, w32 + d * d, b32, two),
+                     LA_OK);
     assert_int_equal(la_set_num_threads(1), LA_OK);
-    assert_int_equal(la_rnn_forward_f32(batch, n, d, x32, w32, w32 + d * d, b32, one), LA_OK);
+    assert_int_equal(la_rnn_forward(LA_FLOAT32, batch, n, d, x32, w32, w32 + d * d, b32, one),
+                     LA_OK);
     assert_memory_equal(one, two, nx * sizeof *one);
     assert_int_equal(la_set_num_threads(0), LA_OK); /* the default again */
     free(x), free(w), free(b), free(x32), free(w32), free(b32), free(one), free(two);

@@ -7,6 +7,7 @@
  * sends, exactly; and misuse: every rank returns the same status, nothing written, none
  * hangs. Plain C (not cmocka: every rank must reach every collective); the exit status is
  * the verdict, rank 0 prints "FAIL name: why" per failure. */
+#include "attention/kernels.h"
 #include "linattn_mpi.h"
 
 #include <math.h>

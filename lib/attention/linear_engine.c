@@ -1,27 +1,151 @@
-/* linear_tmpl.h — linear attention written once for float and double. Not an ordinary
- * header: linear.c includes it after core/real_f32.h and again after core/real_f64.h
- * (the scheme is in real_f32.h). The kernels are static, FN(linear_attention) and
- * FN(linear_attention_recurrent); linear.c writes out the public la_* functions. The
- * per-head step and the fixed-order dot product (FN(la_linear_step_head), FN(la_dot), …)
- * are library-internal and shared with state.c (linear_internal.h).
+/* linear_engine.c — the linear attention engine: what linear attention, FAVOR+, the step
+ * API and rotary linear attention share, written once and compiled once per precision
+ * (core/real_typed.h). Two hooks say what differs: the feature map (the scans apply
+ * p->feature_map, featuremap.c; LA_FEATURE_IDENTITY for features the caller formed, as
+ * FAVOR+ does) and FAVOR+'s per-key stabilizer (the chunked scan's stab hooks).
+ *   la_linear_scan_*             non-causal (S = φ(K)ᵀV once per head, then φ(Q)·S), or
+ *                                causal in chunks carrying S and z (per p->causal);
+ *   la_linear_scan_stabilized_*  the chunked scan with FAVOR+'s stabilizer;
+ *   la_linear_scan_recurrent_*   causal, token by token;
+ *   la_linear_step_head_*        one token of one head: S += φk vᵀ, z += φk, then the read
+ *                                (the recurrent scan, the step API, FAVOR+'s recurrent
+ *                                form and step);
+ *   la_linear_read_query_*,      the read y = φqᵀS / (φqᵀz + eps) and the add S += φk vᵀ,
+ *   la_linear_add_key_*          z += φk apart (rotary linear attention; a read past the
+ *                                last key);
+ *   la_linear_workspace_bytes,   the scratch the scans hold, and the one allocation of a
+ *   la_linear_scratch_*          linear kernel's scratch (budget, gemm_small's reserve).
+ * Keys that p->key_mask hides are zeroed in φ(K). Products of the small blocks go through
+ * gemm_small (lib/cpu/, AVX-512 tiles where they pay). Every function's contract is in
+ * linear_internal.h.
  *
  * Shapes, per head (the problem holds B·H heads back to back):
  *   q: (N, d_k), k: (M, d_k), v: (M, d_v), out: (N, d_v), row-major;
  *   S: (d_k, d_v) row-major, z: (d_k,).
  * Visible keys of head (b, ·): m = min(M, L_b) (L_b = key_lengths[b], or M). */
+#include "core/real_typed.h"
 
-/* φ, a dot product and a small product, each counting what it issues into a counter
- * under LA_COUNT_FLOPS (core/internal.h; nothing otherwise): φ 1 per element, a dot
- * product of n 2·n, an m×n×k product 2·m·n·k. */
-#define LA_PHI(fm, x, out, n)                                                                      \
-    (LA_COUNT(LA_COUNT_PHI, (fm) == LA_FEATURE_IDENTITY ? 0 : (n)),                                \
-     FN(la_feature_map)(fm, x, out, n))
-#define LA_DOT(counter, x, y, n) (LA_COUNT(counter, 2 * (double)(n)), FN(la_dot)(x, y, n))
-#define LA_PRODUCT(counter, m, n, k, ...)                                                          \
-    (LA_COUNT(counter, 2 * (double)(m) * (double)(n) * (double)(k)),                               \
-     GEMM_SMALL(m, n, k, __VA_ARGS__))
+#include "attention/attention_internal.h"
+#include "attention/linear_internal.h"
 
-void FN(la_linear_hide_keys)(const la_problem *p, size_t hd, size_t j0, REAL *phi_k, size_t n)
+#include <float.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Block sizes, fixed whatever the thread count (so the rounding is too). */
+#define LA_LINEAR_KEY_BLOCK 128   /* non-causal: keys per φ(K)ᵀV product */
+#define LA_LINEAR_QUERY_BLOCK 128 /* non-causal: queries per φ(Q)·S product and task */
+#define LA_LINEAR_KEY_PIECE 512   /* non-causal: keys per phase-1 task (whole key blocks) */
+
+/* a + b without overflow: false when it does not fit. */
+static bool add_ok(size_t a, size_t b, size_t *out)
+{
+    if (a > SIZE_MAX - b) return false;
+    *out = a + b;
+    return true;
+}
+
+/* Scratch of one call, in elements: `shared` once, then `per_thread` for each of
+ * `threads` threads (at most one thread per independent piece of work). */
+typedef struct {
+    size_t threads, shared, per_thread, total;
+} linear_layout;
+
+/* The one description of what each kernel allocates (the kernels carve their buffers
+ * out of it, la_linear_workspace_bytes reports it):
+ *   non-causal: S and z of every head, heads·d_k·(d_v + 1); per thread a φ block of
+ *     max(key block, query block) rows, a partial z and a partial [S z] of one key
+ *     piece, rows·d_k + d_k + d_k·(d_v + 1) (the partial is held even when every head
+ *     fits in one piece, so the scratch does not depend on M);
+ *   chunked (C = min(chunk, N)): the carried S and z of every head, heads·d_k·(d_v + 1);
+ *     per thread φ(Q_c), A, φ(K_c) and φ(K_c)ᵀ, C(3·d_k + C), the snapshot S_c, z_c
+ *     and the chunk's ΔS_c, Δz_c, 2·d_k·(d_v + 1);
+ *   recurrent: per thread S, z, φ(q_t), φ(k_t): d_k·(d_v + 3).
+ * Tasks: non-causal max(heads·key pieces, heads·query blocks), chunked heads·chunks,
+ * recurrent heads. */
+static la_status linear_layout_for(const la_problem *p, la_kernel kernel, size_t threads_max,
+                                   linear_layout *lay)
+{
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    size_t heads, tasks, state, a, b, c;
+    if (!la_mul_ok(p->batch, p->heads, &heads)) return LA_EOVERFLOW;
+    lay->shared = 0;
+    tasks = heads;
+    /* one head's [S z]: d_k·(d_v + 1) */
+    if (!add_ok(dv, 1, &a) || !la_mul_ok(dk, a, &state)) return LA_EOVERFLOW;
+    if (kernel == LA_KERNEL_LINEAR && !p->causal) {
+        const size_t kb = M < LA_LINEAR_KEY_BLOCK ? M : LA_LINEAR_KEY_BLOCK;
+        const size_t qb = N < LA_LINEAR_QUERY_BLOCK ? N : LA_LINEAR_QUERY_BLOCK;
+        const size_t rows = kb > qb ? kb : qb;
+        const size_t pieces = (M + LA_LINEAR_KEY_PIECE - 1) / LA_LINEAR_KEY_PIECE;
+        size_t key_tasks;
+        if (!la_mul_ok(heads, (N + qb - 1) / qb, &tasks) || !la_mul_ok(heads, pieces, &key_tasks) ||
+            !la_mul_ok(heads, state, &lay->shared) || !add_ok(rows, 1, &b) ||
+            !la_mul_ok(b, dk, &b) || !add_ok(b, state, &lay->per_thread))
+            return LA_EOVERFLOW;
+        if (key_tasks > tasks) tasks = key_tasks;
+    } else if (kernel == LA_KERNEL_LINEAR) {
+        /* per thread: φ(Q_c), A, φ(K_c) and φKᵀ, C(3·d_k + C); S_c z_c and ΔS_c Δz_c,
+         * 2·d_k(d_v + 1) */
+        const size_t C = p->chunk < N ? p->chunk : N;
+        size_t rows, total;
+        if (!la_mul_ok(dk, 3, &rows) || !add_ok(rows, C, &rows) || !la_mul_ok(C, rows, &total) ||
+            !la_mul_ok(2, state, &c) || !add_ok(total, c, &lay->per_thread) ||
+            !la_mul_ok(heads, state, &lay->shared) || !la_mul_ok(heads, (N + C - 1) / C, &tasks))
+            return LA_EOVERFLOW;
+    } else {
+        if (!add_ok(dv, 3, &a) || !la_mul_ok(dk, a, &lay->per_thread)) return LA_EOVERFLOW;
+    }
+    if (threads_max < 1) threads_max = 1;
+    lay->threads = threads_max < tasks ? threads_max : tasks;
+    if (!la_mul_ok(lay->threads, lay->per_thread, &a) || !add_ok(a, lay->shared, &lay->total))
+        return LA_EOVERFLOW;
+    return LA_OK;
+}
+
+#if REAL_IS_F32
+la_status la_linear_workspace_bytes(la_kernel kernel, const la_problem *p, size_t element_size,
+                                    size_t *bytes)
+{
+    if (!bytes || (kernel != LA_KERNEL_LINEAR && kernel != LA_KERNEL_LINEAR_RECURRENT))
+        return LA_EINVAL;
+    la_status st = la_problem_check(p);
+    if (st != LA_OK) return st;
+    if (kernel == LA_KERNEL_LINEAR_RECURRENT && !p->causal) return LA_EINVAL;
+    linear_layout lay;
+    st = linear_layout_for(p, kernel, (size_t)la_threads(), &lay);
+    if (st != LA_OK) return st;
+    if (!la_mul_ok(lay.total, element_size, bytes)) return LA_EOVERFLOW;
+    return LA_OK;
+}
+#endif
+
+/* Asks for `bytes` bytes from x into the cache, one request per 64-byte line: the
+ * linear kernels stream their inputs once, and a block's loads otherwise wait for
+ * memory between bursts of arithmetic. */
+static void prefetch_rows(const void *x, size_t bytes)
+{
+    for (size_t off = 0; off < bytes; off += 64)
+        __builtin_prefetch((const char *)x + off, 0, 3);
+}
+
+/* The causal chunked kernel forms A = φ(Q_c)·φ(K_c)ᵀ and A·V_c by blocks of TRI_ROWS
+ * query rows (gemm_small's tile height), each block only over the keys its rows can
+ * see: rows [i0, i0 + rows) see keys j <= i < i0 + rows, of the nk the chunk has. */
+enum { TRI_ROWS = 8 };
+static size_t tri_keys(size_t nk, size_t i0, size_t rows)
+{
+    return nk < i0 + rows ? nk : i0 + rows;
+}
+
+#if REAL_IS_F32
+void la_linear_hide_keys_f32(const la_problem *p, size_t hd, size_t j0, float *phi_k, size_t n)
+#else
+void la_linear_hide_keys_f64(const la_problem *p, size_t hd, size_t j0, double *phi_k, size_t n)
+#endif
 {
     if (!p->key_mask) return;
     const uint8_t *hidden = p->key_mask + (hd / p->heads) * p->n_keys + j0;
@@ -29,7 +153,11 @@ void FN(la_linear_hide_keys)(const la_problem *p, size_t hd, size_t j0, REAL *ph
         if (hidden[j]) memset(phi_k + j * p->d_k, 0, p->d_k * sizeof *phi_k);
 }
 
-void FN(la_linear_hide_key_grads)(const la_problem *p, REAL *d_k)
+#if REAL_IS_F32
+void la_linear_hide_key_grads_f32(const la_problem *p, float *d_k)
+#else
+void la_linear_hide_key_grads_f64(const la_problem *p, double *d_k)
+#endif
 {
     if (!p->key_mask) return;
     const size_t M = p->n_keys, dk = p->d_k;
@@ -40,7 +168,11 @@ void FN(la_linear_hide_key_grads)(const la_problem *p, REAL *d_k)
 }
 
 /* x·y in a fixed order: 8 interleaved partial sums, a fixed tree, then the tail. */
-REAL FN(la_dot)(const REAL *x, const REAL *y, size_t n)
+#if REAL_IS_F32
+float la_dot_f32(const float *x, const float *y, size_t n)
+#else
+double la_dot_f64(const double *x, const double *y, size_t n)
+#endif
 {
     REAL acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     size_t i = 0;
@@ -57,9 +189,15 @@ REAL FN(la_dot)(const REAL *x, const REAL *y, size_t n)
  *   S (d_k, d_v) += φk vᵀ,  z (d_k) += φk,  y (d_v) = φqᵀ S / (φqᵀ z + eps)
  * with the updated S and z. Row a of S is updated and at once added into y, so S is
  * read once per token (the same values and order as updating first, then reading). */
-void FN(la_linear_step_head)(REAL *restrict S, REAL *restrict z, const REAL *restrict phi_k,
-                             const REAL *restrict v, const REAL *restrict phi_q, REAL eps,
-                             REAL *restrict y, size_t d_k, size_t d_v)
+#if REAL_IS_F32
+void la_linear_step_head_f32(float *restrict S, float *restrict z, const float *restrict phi_k,
+                             const float *restrict v, const float *restrict phi_q, float eps,
+                             float *restrict y, size_t d_k, size_t d_v)
+#else
+void la_linear_step_head_f64(double *restrict S, double *restrict z, const double *restrict phi_k,
+                             const double *restrict v, const double *restrict phi_q, double eps,
+                             double *restrict y, size_t d_k, size_t d_v)
+#endif
 {
     for (size_t c = 0; c < d_v; c++)
         y[c] = 0;
@@ -87,38 +225,77 @@ void FN(la_linear_step_head)(REAL *restrict S, REAL *restrict z, const REAL *res
     }
 }
 
-/* y (d_v) = φqᵀ S / (φqᵀ z + eps), S (d_k, d_v), z and φq (d_k). */
-void FN(la_linear_read_query)(const REAL *restrict S, const REAL *restrict z,
-                              const REAL *restrict phi_q, REAL eps, REAL *restrict y, size_t d_k,
-                              size_t d_v)
+/* S (d_k, d_v) += k_num v_tᵀ, z (d_k) += k_den: a key added without a read (k_den = k_num
+ * but in rotary linear attention, whose numerator takes the rotated φ(k)). */
+#if REAL_IS_F32
+void la_linear_add_key_f32(float *restrict S, float *restrict z, const float *restrict k_num,
+                           const float *restrict k_den, const float *restrict v, size_t d_k,
+                           size_t d_v)
+#else
+void la_linear_add_key_f64(double *restrict S, double *restrict z, const double *restrict k_num,
+                           const double *restrict k_den, const double *restrict v, size_t d_k,
+                           size_t d_v)
+#endif
 {
-    /* numerator: y = Σ_a φq[a] · S[a, :] */
+    LA_COUNT(LA_COUNT_KV, 2 * (double)d_k * (double)d_v + (double)d_k);
+    for (size_t a = 0; a < d_k; a++) {
+        const REAL fk = k_num[a];
+        REAL *row = S + a * d_v;
+        z[a] += k_den[a];
+        for (size_t c = 0; c < d_v; c++)
+            row[c] += fk * v[c];
+    }
+}
+
+/* y (d_v) = q_numᵀ S / (q_denᵀ z + eps), S (d_k, d_v), z, q_num and q_den (d_k): q_den = q_num
+ * = φ(q) but in rotary linear attention (the rotated φ(q) in the numerator). */
+#if REAL_IS_F32
+void la_linear_read_query_f32(const float *restrict S, const float *restrict z,
+                              const float *restrict q_num, const float *restrict q_den, float eps,
+                              float *restrict y, size_t d_k, size_t d_v)
+#else
+void la_linear_read_query_f64(const double *restrict S, const double *restrict z,
+                              const double *restrict q_num, const double *restrict q_den,
+                              double eps, double *restrict y, size_t d_k, size_t d_v)
+#endif
+{
+    /* numerator: y = Σ_a q_num[a] · S[a, :] */
     for (size_t c = 0; c < d_v; c++)
         y[c] = 0;
     LA_COUNT(LA_COUNT_QS, 2 * (double)d_k * (double)d_v);
     for (size_t a = 0; a < d_k; a++) {
-        REAL f = phi_q[a];
+        REAL f = q_num[a];
         const REAL *row = S + a * d_v;
         for (size_t c = 0; c < d_v; c++)
             y[c] += f * row[c];
     }
-    /* normalize by the denominator φqᵀz + eps */
-    REAL den = LA_DOT(LA_COUNT_QS, phi_q, z, d_k) + eps;
+    /* normalize by the denominator q_denᵀz + eps */
+    REAL den = LA_DOT(LA_COUNT_QS, q_den, z, d_k) + eps;
     LA_COUNT(LA_COUNT_NORMALIZE, 1 + d_v);
     for (size_t c = 0; c < d_v; c++)
         y[c] = den == 0 ? 0 : y[c] / den; /* den = 0: the empty row (linattn.h) */
 }
 
 /* The scratch layout of one call (linear_layout_for), allocated: one block of REAL. */
-static la_status FN(workspace_alloc)(const la_problem *p, la_kernel kernel, linear_layout *lay,
-                                     REAL **work)
+static la_status workspace_alloc(const la_problem *p, la_kernel kernel, linear_layout *lay,
+                                 REAL **work)
 {
     la_status st = linear_layout_for(p, kernel, (size_t)la_threads(), lay);
     if (st != LA_OK) return st;
-    if (lay->total > SIZE_MAX / sizeof(REAL)) return LA_EOVERFLOW;
-    if (lay->total * sizeof(REAL) > p->workspace_limit) return LA_EBUDGET;
+    return FN(la_linear_scratch)(p, lay->total, work);
+}
+
+/* The linear kernels' scratch (linear_internal.h). */
+#if REAL_IS_F32
+la_status la_linear_scratch_f32(const la_problem *p, size_t elements, float **work)
+#else
+la_status la_linear_scratch_f64(const la_problem *p, size_t elements, double **work)
+#endif
+{
+    if (elements > SIZE_MAX / sizeof(REAL)) return LA_EOVERFLOW;
+    if (elements * sizeof(REAL) > p->workspace_limit) return LA_EBUDGET;
     if (la_gemm_reserve(la_threads()) != LA_OK) return LA_ENOMEM;
-    *work = malloc(lay->total * sizeof(REAL));
+    *work = malloc((elements ? elements : 1) * sizeof(REAL));
     return *work ? LA_OK : LA_ENOMEM;
 }
 
@@ -127,8 +304,8 @@ static la_status FN(workspace_alloc)(const la_problem *p, la_kernel kernel, line
  * summed straight into the head's [S z] for the first piece, into the thread's partial
  * for a later one (kv_piece_add adds it, in piece order). `mine`: the thread's scratch,
  * a φ block of `rows` rows, a block's z, the partial. */
-static void FN(kv_piece)(const la_problem *p, const REAL *k, const REAL *v, REAL *states,
-                         size_t task, size_t pieces, size_t rows, size_t kb, REAL *mine)
+static void kv_piece(const la_problem *p, const REAL *k, const REAL *v, REAL *states, size_t task,
+                     size_t pieces, size_t rows, size_t kb, REAL *mine)
 {
     const size_t M = p->n_keys, dk = p->d_k, dv = p->d_v, state_size = dk * (dv + 1);
     const size_t hd = task / pieces, j_begin = (task % pieces) * LA_LINEAR_KEY_PIECE;
@@ -169,8 +346,8 @@ static void FN(kv_piece)(const la_problem *p, const REAL *k, const REAL *v, REAL
 }
 
 /* [S z] of the head += the partial of a later piece with keys (in piece order). */
-static void FN(kv_piece_add)(const la_problem *p, REAL *states, size_t task, size_t pieces,
-                             const REAL *mine, size_t rows)
+static void kv_piece_add(const la_problem *p, REAL *states, size_t task, size_t pieces,
+                         const REAL *mine, size_t rows)
 {
     const size_t dk = p->d_k, state_size = dk * (p->d_v + 1);
     const size_t hd = task / pieces, j_begin = (task % pieces) * LA_LINEAR_KEY_PIECE;
@@ -189,7 +366,7 @@ static void FN(kv_piece_add)(const la_problem *p, REAL *states, size_t task, siz
 
 /* Whether every head's [S z] (states: heads × state_size) is finite with d_k·max|entry|
  * within LIMIT: then φ(q)·S and φ(q)·z stay within LIMIT for any φ(q) <= 1. */
-static bool FN(states_in_range)(const REAL *states, size_t n, size_t dk)
+static bool states_in_range(const REAL *states, size_t n, size_t dk)
 {
     double max = 0;
     bool finite = true;
@@ -204,8 +381,8 @@ static bool FN(states_in_range)(const REAL *states, size_t n, size_t dk)
 /* Non-causal phase 2, one task: query block task % q_blocks (of qb rows) of head
  * task / q_blocks, out_blk = φ(Q_blk) S / (φ(Q_blk) z + eps), zero rows when the head
  * sees no key; asks for task `next`'s queries meanwhile. `phi_q`: the thread's φ block. */
-static void FN(apply_block)(const la_problem *p, const REAL *q, const REAL *states, REAL *out,
-                            size_t task, size_t q_blocks, size_t qb, size_t next, REAL *phi_q)
+static void apply_block(const la_problem *p, const REAL *q, const REAL *states, REAL *out,
+                        size_t task, size_t q_blocks, size_t qb, size_t next, REAL *phi_q)
 {
     const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v;
     const size_t hd = task / q_blocks, i0 = (task % q_blocks) * qb;
@@ -279,8 +456,8 @@ static void FN(apply_block)(const la_problem *p, const REAL *q, const REAL *stat
  * handled in apply_block).
  * Scratch: S and z of every head, plus per thread one φ block, a partial z and a
  * partial [S z]. */
-static la_status FN(linear_noncausal)(const la_problem *p, const REAL *q, const REAL *k,
-                                      const REAL *v, REAL *out)
+static la_status linear_noncausal(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
+                                  REAL *out)
 {
     const size_t N = p->n_queries, M = p->n_keys;
     const size_t heads = p->batch * p->heads;
@@ -292,7 +469,7 @@ static la_status FN(linear_noncausal)(const la_problem *p, const REAL *q, const 
     const size_t key_tasks = heads * pieces;
     linear_layout lay;
     REAL *work = NULL;
-    la_status st = FN(workspace_alloc)(p, LA_KERNEL_LINEAR, &lay, &work);
+    la_status st = workspace_alloc(p, LA_KERNEL_LINEAR, &lay, &work);
     if (st != LA_OK) return st;
     const size_t threads = lay.threads, per_thread = lay.per_thread, shared = lay.shared;
     REAL *states = work, *scratch = work + shared;
@@ -304,11 +481,11 @@ static la_status FN(linear_noncausal)(const la_problem *p, const REAL *q, const 
         for (size_t hd = 0; hd < heads; hd++) {
             REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
             for (size_t pc = 0; pc < pieces; pc++) {
-                FN(kv_piece)(p, k, v, states, hd * pieces + pc, pieces, rows, kb, mine);
-                FN(kv_piece_add)(p, states, hd * pieces + pc, pieces, mine, rows);
+                kv_piece(p, k, v, states, hd * pieces + pc, pieces, rows, kb, mine);
+                kv_piece_add(p, states, hd * pieces + pc, pieces, mine, rows);
             }
         }
-        if (!FN(states_in_range)(states, heads * p->d_k * (p->d_v + 1), p->d_k)) {
+        if (!states_in_range(states, heads * p->d_k * (p->d_v + 1), p->d_k)) {
             free(work);
             return LA_ERANGE;
         }
@@ -317,9 +494,8 @@ static la_status FN(linear_noncausal)(const la_problem *p, const REAL *q, const 
             REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
             for (size_t b = 0; b < q_blocks; b++) {
                 const size_t task = hd * q_blocks + b;
-                FN(apply_block)
-                (p, q, states, out, task, q_blocks, qb, b + 1 < q_blocks ? task + 1 : SIZE_MAX,
-                 mine);
+                apply_block(p, q, states, out, task, q_blocks, qb,
+                            b + 1 < q_blocks ? task + 1 : SIZE_MAX, mine);
             }
         }
     } else {
@@ -327,11 +503,11 @@ static la_status FN(linear_noncausal)(const la_problem *p, const REAL *q, const 
 #pragma omp parallel for ordered schedule(dynamic) num_threads((int)threads)
         for (size_t task = 0; task < key_tasks; task++) {
             REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
-            FN(kv_piece)(p, k, v, states, task, pieces, rows, kb, mine);
+            kv_piece(p, k, v, states, task, pieces, rows, kb, mine);
 #pragma omp ordered
-            FN(kv_piece_add)(p, states, task, pieces, mine, rows);
+            kv_piece_add(p, states, task, pieces, mine, rows);
         }
-        if (!FN(states_in_range)(states, heads * p->d_k * (p->d_v + 1), p->d_k)) {
+        if (!states_in_range(states, heads * p->d_k * (p->d_v + 1), p->d_k)) {
             free(work);
             return LA_ERANGE;
         }
@@ -339,8 +515,8 @@ static la_status FN(linear_noncausal)(const la_problem *p, const REAL *q, const 
 #pragma omp parallel for schedule(dynamic) num_threads((int)threads)
         for (size_t task = 0; task < tasks; task++) {
             REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
-            FN(apply_block)
-            (p, q, states, out, task, q_blocks, qb, task + 1 < tasks ? task + 1 : SIZE_MAX, mine);
+            apply_block(p, q, states, out, task, q_blocks, qb,
+                        task + 1 < tasks ? task + 1 : SIZE_MAX, mine);
         }
     }
     free(work);
@@ -355,20 +531,84 @@ typedef struct {
     size_t N, M, dk, dv, C, n_chunks, tasks, state_size;
     REAL *carried; /* per head: S (d_k, d_v), then z (d_k) */
     REAL eps;
-} FN(chunk_job);
+    /* the stabilizer (la_linear_scan_stabilized_*), or NULL: per head μ (M), the running
+     * max of g over keys 0..j, then g (M) */
+    const REAL *stab;
+} chunk_job;
 
 /* One task (head, chunk) between its steps: where its data and scratch are. */
 typedef struct {
     size_t hd, c0, nq, nk, u;
     bool carries; /* a later chunk sees its keys */
     REAL *phi_q, *A, *phi_k, *phi_kt, *Sc, *zc, *dS;
-} FN(chunk_task);
+} chunk_task;
+
+/* ---- the stabilizer's hooks (FAVOR+: chunk_job.stab; linear_internal.h says the math).
+ * A state holding keys 0..c−1 is kept at the scale μ_{c−1}; query i's weights are
+ * scaled by exp(g_j − μ_i). Each hook counts what FAVOR+'s cost model says it issues. */
+
+/* μ at position i of a head that uses u > 0 keys: the running max over keys 0..min(i, u−1) */
+static REAL mu_at(const chunk_job *j, size_t hd, size_t i, size_t u)
+{
+    return j->stab[hd * 2 * j->M + (i < u ? i : u - 1)];
+}
+
+/* A's rows [i0, i0 + rows) over its n computed columns: A_ij ·= exp(g_j − μ_i) where key
+ * j <= query i, 0 above (the mask); counted per visible pair as a_ij (2·d_k + 3) and
+ * its share of A·V_c and the row sum (2·d_v + 1), the hidden entries not at all. */
+static void stabilize_block(const chunk_job *j, const chunk_task *t, size_t i0, size_t rows,
+                            size_t n)
+{
+    const REAL *g = j->stab + t->hd * 2 * j->M + j->M + t->c0;
+    for (size_t i = i0; i < i0 + rows; i++) {
+        const size_t seen = i + 1 < n ? i + 1 : n;
+        const REAL mu_i = mu_at(j, t->hd, t->c0 + i, t->u);
+        LA_COUNT(LA_COUNT_QK, (double)seen * (2 * (double)j->dk + 3));
+        LA_COUNT(LA_COUNT_AV, (double)seen * (2 * (double)j->dv + 1));
+        REAL *a = t->A + i * j->C;
+        for (size_t jj = 0; jj < n; jj++)
+            a[jj] = jj < seen ? a[jj] * EXP(g[jj] - mu_i) : 0;
+    }
+}
+
+/* The chunk's keys for its state, at the scale μ' = μ of its last key: ψ'_j = ψ_j·exp(g_j − μ'),
+ * in φKᵀ's columns and, `rows_too`, in φ(K_c)'s rows. */
+static void stabilize_keys(const chunk_job *j, const chunk_task *t, bool rows_too)
+{
+    const size_t dk = j->dk, C = j->C, nk = t->nk;
+    const REAL *g = j->stab + t->hd * 2 * j->M + j->M + t->c0;
+    const REAL mu_new = mu_at(j, t->hd, t->c0 + nk - 1, t->u);
+    LA_COUNT(LA_COUNT_KV, (double)nk * ((double)dk + 2));
+    for (size_t jj = 0; jj < nk; jj++) {
+        const REAL f = EXP(g[jj] - mu_new);
+        for (size_t a = 0; a < dk; a++)
+            t->phi_kt[a * C + jj] *= f;
+        if (rows_too)
+            for (size_t a = 0; a < dk; a++)
+                t->phi_k[jj * dk + a] *= f;
+    }
+}
+
+/* r_i = exp(μ_c − μ_i): query i of chunk t (c0 > 0) reads the carried state, kept at
+ * μ_c = μ of key c0 − 1, at its own scale. */
+static REAL carried_factor(const chunk_job *j, const chunk_task *t, size_t i)
+{
+    return EXP(mu_at(j, t->hd, t->c0 - 1, t->u) - mu_at(j, t->hd, t->c0 + i, t->u));
+}
+
+/* The factor that takes a carried state from the scale before chunk t (μ of key c0 − 1)
+ * to the scale after it (μ of its last key), for a chunk after the first that carries. */
+static REAL rescale_factor(const chunk_job *j, const chunk_task *t)
+{
+    LA_COUNT(LA_COUNT_KV, (double)j->state_size + 2);
+    return EXP(mu_at(j, t->hd, t->c0 - 1, t->u) - mu_at(j, t->hd, t->c0 + t->nk - 1, t->u));
+}
 
 /* Step 1, in any order: φ(Q_c), φKᵀ, A (masked) and, unless in_place (chunk_advance_in_place
  * forms them), the chunk's ΔS_c, Δz_c, in the thread's scratch `mine`; asks for task
  * `next`'s inputs (the thread's likely next task) to be fetched meanwhile. */
-static void FN(chunk_prepare)(const FN(chunk_job) * j, size_t task, size_t next, REAL *mine,
-                              FN(chunk_task) * t, bool in_place)
+static void chunk_prepare(const chunk_job *j, size_t task, size_t next, REAL *mine, chunk_task *t,
+                          bool in_place)
 {
     const size_t N = j->N, M = j->M, dk = j->dk, dv = j->dv, C = j->C;
     const ptrdiff_t ldk = (ptrdiff_t)dk, ldc = (ptrdiff_t)C, ldv = (ptrdiff_t)dv;
@@ -418,6 +658,12 @@ static void FN(chunk_prepare)(const FN(chunk_job) * j, size_t task, size_t next,
         for (size_t i0 = 0; i0 < nq; i0 += TRI_ROWS) {
             const size_t rows = nq - i0 < TRI_ROWS ? nq - i0 : TRI_ROWS;
             const size_t n = tri_keys(nk, i0, rows);
+            if (j->stab) { /* counted by visible pair in stabilize_block */
+                GEMM_SMALL(rows, n, dk, 1, t->phi_q + i0 * dk, ldk, 1, t->phi_kt, ldc, 1, 0,
+                           t->A + i0 * C, ldc, 1);
+                stabilize_block(j, t, i0, rows, n);
+                continue;
+            }
             LA_PRODUCT(LA_COUNT_QK, rows, n, dk, 1, t->phi_q + i0 * dk, ldk, 1, t->phi_kt, ldc, 1,
                        0, t->A + i0 * C, ldc, 1);
             for (size_t i = i0; i < i0 + rows && i + 1 < n; i++) {
@@ -429,6 +675,7 @@ static void FN(chunk_prepare)(const FN(chunk_job) * j, size_t task, size_t next,
     }
     if (t->carries && !in_place) {
         /* the chunk's state: ΔS_c = φKᵀ · V_c (d_k, nk)·(nk, d_v), Δz_c = row sums of φKᵀ */
+        if (j->stab) stabilize_keys(j, t, false);
         LA_PRODUCT(LA_COUNT_KV, dk, dv, nk, 1, t->phi_kt, ldc, 1, vc, ldv, 1, 0, t->dS, ldv, 1);
         LA_COUNT(LA_COUNT_KV, dk * nk);
         for (size_t a = 0; a < dk; a++) {
@@ -442,13 +689,20 @@ static void FN(chunk_prepare)(const FN(chunk_job) * j, size_t task, size_t next,
 
 /* Step 2, in chunk order within the head: S_c, z_c from the head's carried state, then
  * the carried state becomes S_{c+1}, z_{c+1}. */
-static void FN(chunk_advance)(const FN(chunk_job) * j, const FN(chunk_task) * t)
+static void chunk_advance(const chunk_job *j, const chunk_task *t)
 {
     REAL *carry = j->carried + t->hd * j->state_size;
     const size_t n = j->state_size;
     if (t->u > 0 && t->c0 == 0) { /* S_0 = 0, then + ΔS_0 */
         for (size_t a = 0; a < n; a++)
             carry[a] = t->carries ? t->dS[a] : 0;
+    } else if (t->u > 0 && t->carries && j->stab) { /* S_{c+1} = S_c·s + ΔS_c */
+        const REAL s = rescale_factor(j, t);
+        LA_COUNT(LA_COUNT_COMBINE, n);
+        for (size_t a = 0; a < n; a++) {
+            t->Sc[a] = carry[a];
+            carry[a] = carry[a] * s + t->dS[a];
+        }
     } else if (t->u > 0 && t->carries) { /* one pass: read S_c, write S_{c+1} */
         LA_COUNT(LA_COUNT_COMBINE, n);
         for (size_t a = 0; a < n; a++) {
@@ -467,7 +721,7 @@ static void FN(chunk_advance)(const FN(chunk_job) * j, const FN(chunk_task) * t)
  * row sums of φKᵀ. The same values as chunk_prepare's ΔS_c, Δz_c added by chunk_advance
  * (a sum that starts from +0 never ends at −0, so starting S_0 at 0 changes no bit),
  * without writing ΔS_c or copying S_c. */
-static void FN(chunk_advance_in_place)(const FN(chunk_job) * j, const FN(chunk_task) * t)
+static void chunk_advance_in_place(const chunk_job *j, const chunk_task *t)
 {
     const size_t dk = j->dk, dv = j->dv, C = j->C, nk = t->nk;
     REAL *S = j->carried + t->hd * j->state_size, *z = S + dk * dv;
@@ -477,8 +731,14 @@ static void FN(chunk_advance_in_place)(const FN(chunk_job) * j, const FN(chunk_t
             S[a] = 0;
     } else if (t->carries) {
         LA_COUNT(LA_COUNT_COMBINE, j->state_size);
+        if (j->stab) { /* S_c, z_c to the chunk's new scale */
+            const REAL s = rescale_factor(j, t);
+            for (size_t a = 0; a < j->state_size; a++)
+                S[a] *= s;
+        }
     }
     if (!t->carries) return;
+    if (j->stab) stabilize_keys(j, t, true);
     const REAL *vc = j->v + (t->hd * j->M + t->c0) * dv;
     LA_PRODUCT(LA_COUNT_KV, dk, dv, nk, 1, t->phi_kt, (ptrdiff_t)C, 1, vc, (ptrdiff_t)dv, 1, 1, S,
                (ptrdiff_t)dv, 1);
@@ -496,7 +756,7 @@ static void FN(chunk_advance_in_place)(const FN(chunk_job) * j, const FN(chunk_t
 }
 
 /* Step 3, in any order: the chunk's outputs from S_c, z_c and A. */
-static void FN(chunk_finish)(const FN(chunk_job) * j, const FN(chunk_task) * t)
+static void chunk_finish(const chunk_job *j, const chunk_task *t)
 {
     const size_t dk = j->dk, dv = j->dv, C = j->C, nq = t->nq, nk = t->nk, c0 = t->c0;
     const ptrdiff_t ldk = (ptrdiff_t)dk, ldc = (ptrdiff_t)C, ldv = (ptrdiff_t)dv;
@@ -508,12 +768,23 @@ static void FN(chunk_finish)(const FN(chunk_job) * j, const FN(chunk_task) * t)
         if (t->u == 0) return;
     }
     /* num = φ(Q_c) S_c + A V_c, straight into y (the first chunk has no S_c) */
-    if (c0 > 0)
+    if (c0 > 0) {
         LA_PRODUCT(LA_COUNT_QS, nq, dv, dk, 1, t->phi_q, ldk, 1, t->Sc, ldv, 1, 0, y, ldv, 1);
+        for (size_t i = 0; j->stab && i < nq; i++) { /* y_i = r_i φ(q_i)ᵀS_c */
+            LA_COUNT(LA_COUNT_QS, (double)dv + 3);   /* r_i, r_i·y_i, and r_i·den_i below */
+            const REAL r = carried_factor(j, t, i);
+            for (size_t c = 0; c < dv; c++)
+                y[i * dv + c] *= r;
+        }
+    }
     for (size_t i0 = 0; nk > 0 && i0 < nq; i0 += TRI_ROWS) { /* A's blocks, as computed */
         const size_t rows = nq - i0 < TRI_ROWS ? nq - i0 : TRI_ROWS;
-        LA_PRODUCT(LA_COUNT_AV, rows, dv, tri_keys(nk, i0, rows), 1, t->A + i0 * C, ldc, 1, vc, ldv,
-                   1, c0 > 0 ? 1 : 0, y + i0 * dv, ldv, 1);
+        if (j->stab) /* counted by visible pair in stabilize_block */
+            GEMM_SMALL(rows, dv, tri_keys(nk, i0, rows), 1, t->A + i0 * C, ldc, 1, vc, ldv, 1,
+                       c0 > 0 ? 1 : 0, y + i0 * dv, ldv, 1);
+        else
+            LA_PRODUCT(LA_COUNT_AV, rows, dv, tri_keys(nk, i0, rows), 1, t->A + i0 * C, ldc, 1, vc,
+                       ldv, 1, c0 > 0 ? 1 : 0, y + i0 * dv, ldv, 1);
     }
     /* y = num / (Σ_j A[i, j] + eps + φ(q_i)·z_c): the denominators are vector work beside
      * the products, A's row sums and (after the first chunk) a dot product with z_c */
@@ -521,14 +792,15 @@ static void FN(chunk_finish)(const FN(chunk_job) * j, const FN(chunk_task) * t)
         REAL row = 0;
         const size_t i0 = i - i % TRI_ROWS, rows = nq - i0 < TRI_ROWS ? nq - i0 : TRI_ROWS;
         const size_t n = nk == 0 ? 0 : tri_keys(nk, i0, rows); /* A's columns in row i */
-        LA_COUNT(LA_COUNT_AV, n);
+        if (!j->stab) LA_COUNT(LA_COUNT_AV, n);
         for (size_t jj = 0; jj < n; jj++)
             row += t->A[i * C + jj];
         REAL den = row + j->eps;
         LA_COUNT(LA_COUNT_NORMALIZE, 1 + dv);
         if (c0 > 0) {
             LA_COUNT(LA_COUNT_COMBINE, 1);
-            den += LA_DOT(LA_COUNT_QS, t->phi_q + i * dk, t->zc, dk);
+            const REAL carried = LA_DOT(LA_COUNT_QS, t->phi_q + i * dk, t->zc, dk);
+            den += j->stab ? carried_factor(j, t, i) * carried : carried;
         }
         for (size_t c = 0; c < dv; c++) /* den = 0: the empty row (linattn.h) */
             y[i * dv + c] = den == 0 ? 0 : y[i * dv + c] / den;
@@ -556,31 +828,32 @@ static void FN(chunk_finish)(const FN(chunk_job) * j, const FN(chunk_task) * t)
  * The carried state is one per head (bounded scratch, no per-chunk states kept).
  * Scratch: the carried [S z] of every head; per thread φ(Q_c) C·d_k, A C·C, φ(K_c)
  * C·d_k and φKᵀ d_k·C, S_c and z_c d_k(d_v + 1), ΔS_c and Δz_c d_k(d_v + 1). */
-static la_status FN(linear_chunked)(const la_problem *p, const REAL *q, const REAL *k,
-                                    const REAL *v, REAL *out)
+static la_status linear_chunked(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
+                                const REAL *stab, REAL *out)
 {
     const size_t N = p->n_queries, heads = p->batch * p->heads;
     const size_t C = p->chunk < N ? p->chunk : N, n_chunks = (N + C - 1) / C;
     linear_layout lay;
     REAL *work = NULL;
-    la_status st = FN(workspace_alloc)(p, LA_KERNEL_LINEAR, &lay, &work);
+    la_status st = workspace_alloc(p, LA_KERNEL_LINEAR, &lay, &work);
     if (st != LA_OK) return st;
     const size_t threads = lay.threads, per_thread = lay.per_thread;
-    const FN(chunk_job) job = {p,
-                               q,
-                               k,
-                               v,
-                               out,
-                               N,
-                               p->n_keys,
-                               p->d_k,
-                               p->d_v,
-                               C,
-                               n_chunks,
-                               heads * n_chunks,
-                               p->d_k * (p->d_v + 1),
-                               work,
-                               (REAL)p->eps};
+    const chunk_job job = {p,
+                           q,
+                           k,
+                           v,
+                           out,
+                           N,
+                           p->n_keys,
+                           p->d_k,
+                           p->d_v,
+                           C,
+                           n_chunks,
+                           heads * n_chunks,
+                           p->d_k * (p->d_v + 1),
+                           work,
+                           (REAL)p->eps,
+                           stab};
     REAL *scratch = work + lay.shared;
 
     if (heads % threads == 0) {
@@ -589,49 +862,54 @@ static la_status FN(linear_chunked)(const la_problem *p, const REAL *q, const RE
             REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
             for (size_t c = 0; c < n_chunks; c++) {
                 const size_t task = hd * n_chunks + c;
-                FN(chunk_task) t;
-                FN(chunk_prepare)
-                (&job, task, c + 1 < n_chunks ? task + 1 : SIZE_MAX, mine, &t, true);
+                chunk_task t;
+                chunk_prepare(&job, task, c + 1 < n_chunks ? task + 1 : SIZE_MAX, mine, &t, true);
                 t.Sc = job.carried + hd * job.state_size; /* S_c, z_c: the carried state */
                 t.zc = t.Sc + job.dk * job.dv;
-                FN(chunk_finish)(&job, &t);
-                FN(chunk_advance_in_place)(&job, &t);
+                chunk_finish(&job, &t);
+                chunk_advance_in_place(&job, &t);
             }
         }
     } else {
 #pragma omp parallel for ordered schedule(dynamic) num_threads((int)threads)
         for (size_t task = 0; task < job.tasks; task++) {
             REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
-            FN(chunk_task) t;
-            FN(chunk_prepare)(&job, task, task + threads, mine, &t, false);
+            chunk_task t;
+            chunk_prepare(&job, task, task + threads, mine, &t, false);
 #pragma omp ordered
-            FN(chunk_advance)(&job, &t);
-            FN(chunk_finish)(&job, &t);
+            chunk_advance(&job, &t);
+            chunk_finish(&job, &t);
         }
     }
     free(work);
     return LA_OK;
 }
 
-static la_status FN(linear_attention)(const la_problem *p, const REAL *q, const REAL *k,
-                                      const REAL *v, REAL *out)
+/* Non-causal, or causal in chunks (p->causal), on p->feature_map (linear_internal.h). */
+#if REAL_IS_F32
+la_status la_linear_scan_f32(const la_problem *p, const float *q, const float *k, const float *v,
+                             float *out)
+#else
+la_status la_linear_scan_f64(const la_problem *p, const double *q, const double *k, const double *v,
+                             double *out)
+#endif
 {
-    la_status st = la_problem_check(p);
-    if (st != LA_OK) return st;
-    if (!q || !k || !v || !out) return LA_EINVAL;
-    if (p->mask) return LA_EINVAL; /* a general mask: not with a shared state (linattn.h) */
     if (p->causal && !FN(la_range_ok)(LA_RANGE_LINEAR, p, q, k, v)) return LA_ERANGE;
-    return p->causal ? FN(linear_chunked)(p, q, k, v, out) : FN(linear_noncausal)(p, q, k, v, out);
+    return p->causal ? linear_chunked(p, q, k, v, NULL, out) : linear_noncausal(p, q, k, v, out);
 }
 
-/* The same on features a caller computed (linear_internal.h): p checked but for its
- * φ, the identity. */
-static la_status FN(linear_attention_on_features)(const la_problem *p, const REAL *phi_q,
-                                                  const REAL *phi_k, const REAL *v, REAL *out)
+/* Causal in chunks with FAVOR+'s stabilizer (linear_internal.h). */
+#if REAL_IS_F32
+la_status la_linear_scan_stabilized_f32(const la_problem *p, const float *phi_q, const float *psi_k,
+                                        const float *v, const float *mu_g, float *out)
+#else
+la_status la_linear_scan_stabilized_f64(const la_problem *p, const double *phi_q,
+                                        const double *psi_k, const double *v, const double *mu_g,
+                                        double *out)
+#endif
 {
-    if (p->causal && !FN(la_range_ok)(LA_RANGE_LINEAR, p, phi_q, phi_k, v)) return LA_ERANGE;
-    return p->causal ? FN(linear_chunked)(p, phi_q, phi_k, v, out)
-                     : FN(linear_noncausal)(p, phi_q, phi_k, v, out);
+    if (!p->causal) return LA_EINVAL;
+    return linear_chunked(p, phi_q, psi_k, v, mu_g, out);
 }
 
 /* Causal linear attention, recurrent form, per head (b, h), token by token:
@@ -640,18 +918,20 @@ static la_status FN(linear_attention_on_features)(const la_problem *p, const REA
  * runs la_linear_step_head_*, the function la_linear_step_* runs, so stepping the step
  * API through a sequence reproduces this bit for bit.
  * Scratch per thread: S, z, φ(q_t), φ(k_t). */
-static la_status FN(linear_attention_recurrent)(const la_problem *p, const REAL *q, const REAL *k,
-                                                const REAL *v, REAL *out)
+#if REAL_IS_F32
+la_status la_linear_scan_recurrent_f32(const la_problem *p, const float *q, const float *k,
+                                       const float *v, float *out)
+#else
+la_status la_linear_scan_recurrent_f64(const la_problem *p, const double *q, const double *k,
+                                       const double *v, double *out)
+#endif
 {
-    la_status st = la_problem_check(p);
-    if (st != LA_OK) return st;
-    if (!q || !k || !v || !out || !p->causal || p->mask) return LA_EINVAL;
     if (!FN(la_range_ok)(LA_RANGE_LINEAR, p, q, k, v)) return LA_ERANGE;
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     const size_t heads = p->batch * p->heads;
     linear_layout lay;
     REAL *work = NULL;
-    st = FN(workspace_alloc)(p, LA_KERNEL_LINEAR_RECURRENT, &lay, &work);
+    la_status st = workspace_alloc(p, LA_KERNEL_LINEAR_RECURRENT, &lay, &work);
     if (st != LA_OK) return st;
     const size_t threads = lay.threads, per_thread = lay.per_thread;
     const REAL eps = (REAL)p->eps;
@@ -681,7 +961,7 @@ static la_status FN(linear_attention_recurrent)(const la_problem *p, const REAL 
                 FN(la_linear_step_head)(S, z, phi_k, vh + t * dv, phi_q, eps, yh + t * dv, dk, dv);
             } else {
                 /* no key left to add: y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps) */
-                FN(la_linear_read_query)(S, z, phi_q, eps, yh + t * dv, dk, dv);
+                FN(la_linear_read_query)(S, z, phi_q, phi_q, eps, yh + t * dv, dk, dv);
             }
         }
     }
@@ -690,6 +970,3 @@ static la_status FN(linear_attention_recurrent)(const la_problem *p, const REAL 
 }
 
 #undef LIMIT
-#undef LA_PHI
-#undef LA_DOT
-#undef LA_PRODUCT

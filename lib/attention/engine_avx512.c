@@ -1,0 +1,992 @@
+/* engine_avx512.c — the AVX-512 tiles of the online-softmax engine (engine.h): the score
+ * tile, the exp/rescale tile and the P·V tile, in float32 and float64, for the fused
+ * softmax kernel's dot-product scores.
+ *
+ * Why not BLIS here: a task multiplies a block of 32 queries by one block of keys at a time,
+ * products of k = d_k = 64. Through BLIS each such product costs a call (about 1 µs), a
+ * repacking of the key block for every query block, and BLIS's small-matrix path: the
+ * portable tiles (engine_portable.c) reach 0.45 of sgemm's rate here. These tiles compute
+ * the two block products with their own register-blocked loops instead.
+ *
+ * The layout that makes it simple (the wide tiles): the task's queries live in the vector
+ * lanes (float32: two registers of 16; float64: two of 8). Then
+ *   scores:  sᵀ[j][r] = Σ_p qᵀ[p][r] · k[j][p]  — a column of qᵀ times a broadcast key
+ *            element: k and v are read in place, row-major, never transposed or packed;
+ *            only the task's query rows are transposed once, into qᵀ (d_k × QT).
+ *   softmax: every step is per query, so per lane: the running maximum, the rescaling
+ *            and the row sums are vertical vector operations, with no horizontal
+ *            reductions and no scalar loop over rows.
+ *   values:  oᵀ[c][r] += Σ_j v[j][c] · pᵀ[j][r] — a broadcast value element times a
+ *            row of pᵀ.
+ * Both products are micro-tiles of MT keys (or value columns) × QT queries: 16
+ * accumulators, per step 2 vector loads + 8 broadcasts for 16 FMAs. In float32, 64
+ * queries (4 keys per tile, key blocks of 64) were measured no faster at N = 4096 and
+ * slower at N = 32768 with one head (0.89-0.99 s against 0.76-0.82 s), so QT = 32; float64
+ * keeps the same bytes of scratch per task with QT = 16.
+ *
+ * float32: exp is exp2 with log2(e) folded into the scale: scores are kept as
+ * s₂ = q·k · scale · log2(e), and exp(s - m) = 2^(s₂ - m₂). float64 stays in natural units
+ * (s = q·k · scale, exp by la_exp_pd): folding log2 e into the scale adds a rounding of
+ * relative size 2⁻⁵³ to s, an absolute error of |s|·1e-16 in the exponent, 1e-12 at logits
+ * of 1e4, above the float64 tests' tolerance.
+ *
+ * Tasks of a few queries (decoding's single query, the tail of N) would leave most lanes
+ * empty; they run one query at a time with the keys in the lanes instead (the narrow tiles,
+ * below each wide set). */
+#include "attention/engine.h"
+#include "cpu/simd_avx512.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if LA_HAVE_AVX512_CODE
+
+/* ================================================================ float32 */
+
+enum {
+    QT = LA_FUSED_SIMD_Q_BLOCK, /* queries per task, in the lanes of NV vectors */
+    NV = QT / 16,               /* vectors of 16 queries */
+    KB = LA_FUSED_SIMD_K_BLOCK, /* keys per block: sᵀ is KB × QT floats */
+    MT = 16 / NV,               /* keys (scores) or value columns (PV) per micro-tile */
+};
+_Static_assert(QT % 16 == 0 && 16 % NV == 0, "QT: 16, 32 or 64 queries");
+
+#define LN2 0.69314718055994531f /* lse = log2-unit statistics · ln 2 */
+#define LOG2E 1.4426950408889634
+
+LA_AVX512 void la_fused_simd_exp2(const float *x, float *y, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, la_exp2_ps(_mm512_loadu_ps(x + i)));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, m, la_exp2_ps(_mm512_maskz_loadu_ps(m, x + i)));
+    }
+}
+
+/* Scores of `keys` keys (MT, or 1 for a block's tail) for the task's QT queries:
+ *   st[t][r] = Σ_p qt[p][r] · k[t][p] · scale2, t < keys, r < QT;
+ *   qt: (d_k, QT), k: `keys` rows of d_k at stride dk, st: (keys, QT).
+ * MT·NV = 16 accumulators; per step NV vector loads and MT broadcasts for 16 FMAs. */
+LA_AVX512 __attribute__((always_inline)) static inline void
+scores_ps(const float *qt, const float *k, size_t dk, __m512 scale2, float *st, int keys)
+{
+    __m512 acc[MT][NV];
+#pragma GCC unroll 16
+    for (int t = 0; t < MT; t++)
+#pragma GCC unroll 4
+        for (int g = 0; g < NV; g++)
+            acc[t][g] = _mm512_setzero_ps();
+    for (size_t p = 0; p < dk; p++) {
+        __m512 q[NV];
+#pragma GCC unroll 4
+        for (int g = 0; g < NV; g++)
+            q[g] = _mm512_load_ps(qt + p * QT + 16 * g);
+#pragma GCC unroll 16
+        for (int t = 0; t < MT; t++) {
+            if (t >= keys) break;
+            const __m512 kb = _mm512_set1_ps(k[(size_t)t * dk + p]);
+#pragma GCC unroll 4
+            for (int g = 0; g < NV; g++)
+                acc[t][g] = _mm512_fmadd_ps(q[g], kb, acc[t][g]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int t = 0; t < MT; t++) {
+        if (t >= keys) break;
+#pragma GCC unroll 4
+        for (int g = 0; g < NV; g++)
+            _mm512_store_ps(st + t * QT + 16 * g, _mm512_mul_ps(acc[t][g], scale2));
+    }
+}
+
+/* Values of `cols_v` columns (MT, or 1 for the tail of d_v) for the task's QT queries:
+ *   ot[t][r] += Σ_j v[j][t] · pt[j][r], t < cols_v, j < keys,
+ * the block's sum formed on its own and then added, so rounding grows with the block
+ * (at most KB terms) and the number of blocks, not with all M keys in one chain;
+ *   v: `keys` rows at stride dv (already offset to the first column), pt: (keys, QT),
+ *   ot: (cols_v, QT). */
+LA_AVX512 __attribute__((always_inline)) static inline void
+values_ps(const float *pt, size_t keys, const float *v, size_t dv, float *ot, int cols_v)
+{
+    __m512 acc[MT][NV];
+#pragma GCC unroll 16
+    for (int t = 0; t < MT; t++)
+#pragma GCC unroll 4
+        for (int g = 0; g < NV; g++)
+            acc[t][g] = _mm512_setzero_ps();
+    for (size_t j = 0; j < keys; j++) {
+        __m512 pj[NV];
+#pragma GCC unroll 4
+        for (int g = 0; g < NV; g++)
+            pj[g] = _mm512_load_ps(pt + j * QT + 16 * g);
+        const float *vj = v + j * dv;
+#pragma GCC unroll 16
+        for (int t = 0; t < MT; t++) {
+            if (t >= cols_v) break;
+            const __m512 vb = _mm512_set1_ps(vj[t]);
+#pragma GCC unroll 4
+            for (int g = 0; g < NV; g++)
+                acc[t][g] = _mm512_fmadd_ps(pj[g], vb, acc[t][g]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int t = 0; t < MT; t++) {
+        if (t >= cols_v) break;
+#pragma GCC unroll 4
+        for (int g = 0; g < NV; g++) {
+            float *o = ot + t * QT + 16 * g;
+            _mm512_store_ps(o, _mm512_add_ps(_mm512_load_ps(o), acc[t][g]));
+        }
+    }
+}
+
+/* |x| as bits (the sign cleared): its unsigned maximum is the largest magnitude, +inf
+ * or NaN above every finite one (as la_max_abs_f32 reads it). */
+LA_AVX512 static inline __m512i abs_bits(__m512 x)
+{
+    return _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff));
+}
+
+/* max |x[i]| over n floats as bits, into *bits (the sign cleared, so the unsigned order
+ * is the order of magnitudes, non-finite values above every finite one). */
+LA_AVX512 static void max_abs_bits(const float *x, size_t n, uint32_t *bits)
+{
+    __m512i m = _mm512_setzero_si512();
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        m = _mm512_max_epu32(m, abs_bits(_mm512_loadu_ps(x + i)));
+    if (i < n)
+        m = _mm512_max_epu32(
+            m, abs_bits(_mm512_maskz_loadu_ps((__mmask16)((1u << (n - i)) - 1), x + i)));
+    const uint32_t got = _mm512_reduce_max_epu32(m);
+    if (got > *bits) *bits = got;
+}
+
+/* Scratch of one thread, in floats, every part 64-byte aligned (QT floats = 128 bytes):
+ * qᵀ (d_k × QT), then sᵀ/pᵀ (KB × QT), then oᵀ (d_v × QT). The narrow tiles use sᵀ's
+ * first KB floats for a row's weights and oᵀ's first d_v for its accumulator. */
+size_t la_fused_simd_scratch_bytes(const la_problem *p)
+{
+    return (p->d_k + KB + p->d_v) * QT * sizeof(float);
+}
+
+/* ---------------------------------------------------------------- wide tasks */
+
+/* A wide task's running statistics (in t->state): per lane the keys visible, [lo, hi)
+ * (lanes past the last row copy the last row), the running maximum m (log2 units) and the
+ * running sum l. */
+typedef struct {
+    __m512 m[NV], l[NV];
+    __m512i lo[NV], hi[NV];
+    size_t lo_max, hi_min;
+    float *qt, *st, *ot;
+} wide_ps;
+_Static_assert(sizeof(wide_ps) <= LA_ENGINE_STATE_BYTES, "the state fits");
+
+/* qᵀ[p][r] = q[i0 + r][p], zero lanes past the last row; oᵀ = 0; statistics zeroed. */
+LA_AVX512 static void wide_begin_ps(la_engine_task *t)
+{
+    wide_ps *w = (wide_ps *)(void *)t->state;
+    const la_problem *p = t->p;
+    const size_t dk = p->d_k, dv = p->d_v, M = p->n_keys, rows = t->rows;
+    const float *qh = t->q;
+    w->qt = (float *)(void *)t->scratch;
+    w->st = w->qt + dk * QT;
+    w->ot = w->st + KB * QT;
+    if (t->kv_bits) { /* wide tasks read K and V once per QT queries: a plain scan */
+        max_abs_bits(t->k, M * dk, &t->kv_bits[0]);
+        max_abs_bits(t->v, M * dv, &t->kv_bits[1]);
+    }
+    for (size_t c = 0; c < dk; c++)
+        for (size_t r = 0; r < QT; r++)
+            w->qt[c * QT + r] = r < rows ? qh[(t->i0 + r) * dk + c] : 0.0f;
+    memset(w->ot, 0, dv * QT * sizeof *w->ot);
+    int32_t lo[QT], hi[QT]; /* M <= INT32_MAX: la_fused_simd_usable() */
+    w->lo_max = 0;
+    w->hi_min = SIZE_MAX;
+    for (size_t r = 0; r < QT; r++) {
+        const size_t from = r < rows ? r : rows - 1;
+        lo[r] = (int32_t)t->lo[from];
+        hi[r] = (int32_t)t->hi[from];
+        if (t->lo[from] > w->lo_max) w->lo_max = t->lo[from];
+        if (t->hi[from] < w->hi_min) w->hi_min = t->hi[from];
+    }
+    for (int g = 0; g < NV; g++) {
+        w->lo[g] = _mm512_loadu_si512(lo + 16 * g);
+        w->hi[g] = _mm512_loadu_si512(hi + 16 * g);
+        w->m[g] = _mm512_set1_ps(-INFINITY);
+        w->l[g] = _mm512_setzero_ps();
+    }
+}
+
+/* sᵀ = (k_blk · qᵀ) · scale2 */
+LA_AVX512 static void wide_scores_ps(la_engine_task *t, size_t j0, size_t cols)
+{
+    wide_ps *w = (wide_ps *)(void *)t->state;
+    const size_t dk = t->p->d_k;
+    const float *kb = (const float *)t->k + j0 * dk;
+    const __m512 scale2 = _mm512_set1_ps((float)(t->p->scale * LOG2E));
+    size_t c = 0;
+    for (; c + MT <= cols; c += MT)
+        scores_ps(w->qt, kb + c * dk, dk, scale2, w->st + c * QT, MT);
+    for (; c < cols; c++)
+        scores_ps(w->qt, kb + c * dk, dk, scale2, w->st + c * QT, 1);
+}
+
+/* Hidden keys −inf (only in blocks that reach outside some lane's keys) and the block
+ * maximum per lane; then the online softmax: new maxima, and where one grew, the sum and the
+ * accumulator rescaled by 2^(m_old − m_new) (a lane that has seen no visible key keeps −inf
+ * and shifts by 0 instead, so it never computes −inf − −inf); then pᵀ = 2^(sᵀ − m) in place
+ * and the row sums: the block's own sum, then added (as in values_ps, so the rounding does
+ * not grow with M). */
+LA_AVX512 static void wide_softmax_ps(la_engine_task *t, size_t j0, size_t cols)
+{
+    wide_ps *w = (wide_ps *)(void *)t->state;
+    /* the running statistics in locals: the stores into sᵀ below may not alias them */
+    float *const st = w->st;
+    __m512i lo[NV], hi[NV];
+    __m512 u[NV];
+    for (int g = 0; g < NV; g++)
+        lo[g] = w->lo[g], hi[g] = w->hi[g];
+    const size_t dv = t->p->d_v;
+    const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
+    const int masked = j0 < w->lo_max || j0 + cols > w->hi_min;
+    __m512 bm[NV];
+    for (int g = 0; g < NV; g++)
+        bm[g] = neg_inf;
+    for (size_t j = 0; j < cols; j++) {
+        const __m512i jj = _mm512_set1_epi32((int32_t)(j0 + j));
+        for (int g = 0; g < NV; g++) {
+            float *sj = st + j * QT + 16 * g;
+            __m512 sv = _mm512_load_ps(sj);
+            if (masked) {
+                const __mmask16 seen =
+                    _mm512_cmpgt_epi32_mask(hi[g], jj) & _mm512_cmpge_epi32_mask(jj, lo[g]);
+                sv = _mm512_mask_mov_ps(neg_inf, seen, sv);
+                _mm512_store_ps(sj, sv);
+            }
+            bm[g] = _mm512_max_ps(bm[g], sv);
+        }
+    }
+
+    __mmask16 grew = 0;
+    for (int g = 0; g < NV; g++) {
+        const __m512 n = _mm512_max_ps(w->m[g], bm[g]);
+        grew |= _mm512_cmp_ps_mask(n, w->m[g], _CMP_GT_OQ);
+        u[g] =
+            _mm512_mask_mov_ps(_mm512_setzero_ps(), _mm512_cmp_ps_mask(n, neg_inf, _CMP_NEQ_OQ), n);
+        bm[g] = n; /* the new maximum */
+    }
+    if (grew) {
+        for (int g = 0; g < NV; g++) {
+            const __m512 a = la_exp2_ps(_mm512_sub_ps(w->m[g], u[g]));
+            w->l[g] = _mm512_mul_ps(w->l[g], a);
+            if (j0 > t->key_lo) /* the first block found nothing to rescale */
+                for (size_t c = 0; c < dv; c++) {
+                    float *o = w->ot + c * QT + 16 * g;
+                    _mm512_store_ps(o, _mm512_mul_ps(_mm512_load_ps(o), a));
+                }
+        }
+    }
+    for (int g = 0; g < NV; g++)
+        w->m[g] = bm[g];
+
+    for (int g = 0; g < NV; g++) {
+        __m512 bs = _mm512_setzero_ps();
+        for (size_t j = 0; j < cols; j++) {
+            float *sj = st + j * QT + 16 * g;
+            const __m512 e = la_exp2_ps(_mm512_sub_ps(_mm512_load_ps(sj), u[g]));
+            _mm512_store_ps(sj, e);
+            bs = _mm512_add_ps(bs, e);
+        }
+        w->l[g] = _mm512_add_ps(w->l[g], bs);
+    }
+}
+
+/* oᵀ += v_blkᵀ · pᵀ */
+LA_AVX512 static void wide_values_ps(la_engine_task *t, size_t j0, size_t cols)
+{
+    wide_ps *w = (wide_ps *)(void *)t->state;
+    const size_t dv = t->p->d_v;
+    const float *vb = (const float *)t->v + j0 * dv;
+    size_t c = 0;
+    for (; c + MT <= dv; c += MT)
+        values_ps(w->st, cols, vb + c, dv, w->ot + c * QT, MT);
+    for (; c < dv; c++)
+        values_ps(w->st, cols, vb + c, dv, w->ot + c * QT, 1);
+}
+
+/* out[i0 + r][c] = oᵀ[c][r] / l[r], a row that saw no key stays zero; lse = (m + log2 l) ·
+ * ln 2 (m and l are in log2 units), −inf where no key was seen. */
+LA_AVX512 static void wide_finish_ps(la_engine_task *t)
+{
+    wide_ps *w = (wide_ps *)(void *)t->state;
+    const size_t dv = t->p->d_v, rows = t->rows;
+    float inv[QT];
+    for (int g = 0; g < NV; g++)
+        _mm512_storeu_ps(inv + 16 * g, w->l[g]);
+    for (size_t r = 0; r < rows; r++)
+        inv[r] = inv[r] > 0 ? 1.0f / inv[r] : 0.0f;
+    for (size_t r = 0; r < rows; r++) {
+        float *orow = (float *)t->out + (t->i0 + r) * dv;
+        for (size_t c = 0; c < dv; c++)
+            orow[c] = w->ot[c * QT + r] * inv[r];
+    }
+    if (t->lse) {
+        float mx[QT], sum[QT], *lse = t->lse;
+        for (int g = 0; g < NV; g++) {
+            _mm512_storeu_ps(mx + 16 * g, w->m[g]);
+            _mm512_storeu_ps(sum + 16 * g, w->l[g]);
+        }
+        for (size_t r = 0; r < rows; r++)
+            lse[r] = sum[r] > 0 ? (mx[r] + log2f(sum[r])) * LN2 : -INFINITY;
+    }
+}
+
+const la_engine_tiles la_engine_avx512_wide_f32 = {wide_begin_ps, wide_scores_ps, wide_softmax_ps,
+                                                   wide_values_ps, wide_finish_ps};
+
+/* ---------------------------------------------------------------- narrow tasks */
+
+/* A task of a few queries (decode: one query against the whole cache) would use 1 of the
+ * 32 lanes above. Each such query runs alone instead, keys in the lanes:
+ *   s_j = q·k_j · scale2 for a block of keys (one vector dot product per key),
+ *   online softmax over the block (horizontal maximum and sum),
+ *   o += Σ_j p_j v_j (a broadcast weight times each value row).
+ * Used for tasks of at most LA_FUSED_SIMD_NARROW_ROWS queries; each query costs about
+ * what the lane layout costs for 32, so beyond a few queries the lanes win. With
+ * t->kv_bits (float32 decoding: la_engine_run's staging) the tiles also take max|k| and
+ * max|v| on the loads they make anyway, so the call reads K and V once instead of twice. */
+
+/* Sixteen keys' dot products at once: acc[f(t)] holds key t's 16 partial sums, and
+ * fold16 adds each vector's lanes (the tree of _mm512_reduce_add_ps: lanes i and i + 8,
+ * then i + 4, i + 2, i + 1), leaving key t's sum in lane t; f (SLOT below) is the lane
+ * order the tree leaves, an involution, so slot f(t) holds key t. Three instructions per
+ * pair and level: 45 for 16 keys, against 16 full reductions of about 8 each. */
+static const int SLOT[16] = {0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15};
+
+LA_AVX512 __attribute__((always_inline)) static inline __m512 fold16(__m512 a[16])
+{
+    __m512 b[8], c[4], d[2];
+    for (int i = 0; i < 8; i++) /* halves of 256 bits: lanes i and i + 8 */
+        b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[i], a[i + 8], 0x44),
+                             _mm512_shuffle_f32x4(a[i], a[i + 8], 0xEE));
+    for (int i = 0; i < 4; i++) /* blocks of 128 bits: lanes i and i + 4 */
+        c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[i], b[i + 4], 0x88),
+                             _mm512_shuffle_f32x4(b[i], b[i + 4], 0xDD));
+    for (int i = 0; i < 2; i++) /* pairs within 128 bits: lanes i and i + 2 */
+        d[i] = _mm512_add_ps(_mm512_shuffle_ps(c[i], c[i + 2], 0x44),
+                             _mm512_shuffle_ps(c[i], c[i + 2], 0xEE));
+    /* neighbors: lanes i and i + 1 */
+    return _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xDD));
+}
+
+/* A narrow row's running statistics (in t->state): the maximum m and sum l (log2 units),
+ * the block's maximum, and the largest |k|, |v| bits taken so far. */
+typedef struct {
+    __m512i kmax, vmax;
+    float m, l, block_max;
+    float *st, *acc; /* KB weights, d_v accumulators */
+} narrow_ps;
+_Static_assert(sizeof(narrow_ps) <= LA_ENGINE_STATE_BYTES, "the state fits");
+
+LA_AVX512 static void narrow_begin_ps(la_engine_task *t)
+{
+    narrow_ps *w = (narrow_ps *)(void *)t->state;
+    const size_t dk = t->p->d_k;
+    w->st = (float *)(void *)t->scratch + dk * QT;
+    w->acc = w->st + KB * QT;
+    memset(w->acc, 0, t->p->d_v * sizeof *w->acc);
+    w->m = -INFINITY;
+    w->l = 0;
+    w->kmax = w->vmax = _mm512_setzero_si512();
+}
+
+/* s_j = q·k_j · scale2, 16 keys at a time: sixteen dot products side by side (16
+ * independent FMA chains), one fold16 for their sums; and the block maximum. */
+LA_AVX512 __attribute__((always_inline)) static inline void
+narrow_scores_body(la_engine_task *t, size_t j0, size_t cols, bool scan)
+{
+    narrow_ps *w = (narrow_ps *)(void *)t->state;
+    const size_t dk = t->p->d_k;
+    const float *q = (const float *)t->q + t->i0 * dk, *kh = t->k;
+    const __m512 scale2 = _mm512_set1_ps((float)(t->p->scale * LOG2E));
+    __m512i kmax = w->kmax;
+    __m512 bmv = _mm512_set1_ps(-INFINITY);
+    for (size_t j = 0; j < cols; j += 16) {
+        const int nk = cols - j < 16 ? (int)(cols - j) : 16;
+        const float *kj = kh + (j0 + j) * dk;
+        __m512 a[16];
+#pragma GCC unroll 16
+        for (int c = 0; c < 16; c++)
+            a[c] = _mm512_setzero_ps();
+        for (size_t c = 0; c < dk; c += 16) {
+            const __mmask16 mk = dk - c >= 16 ? 0xffff : (__mmask16)((1u << (dk - c)) - 1);
+            const __m512 qc = _mm512_maskz_loadu_ps(mk, q + c);
+#pragma GCC unroll 16
+            for (int x = 0; x < 16; x++) {
+                if (x >= nk) break;
+                const __m512 kv = _mm512_maskz_loadu_ps(mk, kj + (size_t)x * dk + c);
+                if (scan) kmax = _mm512_max_epu32(kmax, abs_bits(kv));
+                a[SLOT[x]] = _mm512_fmadd_ps(qc, kv, a[SLOT[x]]);
+            }
+        }
+        const __mmask16 live = nk == 16 ? 0xffff : (__mmask16)((1u << nk) - 1);
+        const __m512 sv = _mm512_mul_ps(fold16(a), scale2);
+        _mm512_mask_storeu_ps(w->st + j, live, sv);
+        bmv = _mm512_mask_max_ps(bmv, live, bmv, sv);
+    }
+    w->block_max = _mm512_reduce_max_ps(bmv);
+    w->kmax = kmax;
+}
+
+LA_AVX512 static void narrow_scores_ps(la_engine_task *t, size_t j0, size_t cols)
+{
+    if (t->kv_bits)
+        narrow_scores_body(t, j0, cols, true);
+    else
+        narrow_scores_body(t, j0, cols, false);
+}
+
+/* online softmax: rescale what was accumulated when the maximum grew; p_j = 2^(s_j − m),
+ * 16 at a time; the block's sum, then added */
+LA_AVX512 static void narrow_softmax_ps(la_engine_task *t, size_t j0, size_t cols)
+{
+    (void)j0;
+    narrow_ps *w = (narrow_ps *)(void *)t->state;
+    const size_t dv = t->p->d_v;
+    if (w->block_max > w->m) {
+        if (w->l > 0) {
+            const float a = exp2f(w->m - w->block_max);
+            w->l *= a;
+            for (size_t c = 0; c < dv; c++)
+                w->acc[c] *= a;
+        }
+        w->m = w->block_max;
+    }
+    const __m512 mv = _mm512_set1_ps(w->m);
+    __m512 bs = _mm512_setzero_ps();
+    float *st = w->st;
+    size_t j = 0;
+    for (; j + 16 <= cols; j += 16) {
+        const __m512 e = la_exp2_ps(_mm512_sub_ps(_mm512_loadu_ps(st + j), mv));
+        _mm512_storeu_ps(st + j, e);
+        bs = _mm512_add_ps(bs, e);
+    }
+    if (j < cols) {
+        const __mmask16 mk = (__mmask16)((1u << (cols - j)) - 1);
+        const __m512 e = la_exp2_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, st + j), mv));
+        _mm512_mask_storeu_ps(st + j, mk, e);
+        bs = _mm512_add_ps(bs, _mm512_maskz_mov_ps(mk, e));
+    }
+    w->l += _mm512_reduce_add_ps(bs);
+}
+
+/* acc += Σ_j p_j v_j, up to 64 columns at a time (the tail masked): the keys in order, one
+ * FMA chain per 16 columns; the block's sum formed on its own, then added */
+LA_AVX512 __attribute__((always_inline)) static inline void
+narrow_values_body(la_engine_task *t, size_t j0, size_t cols, bool scan)
+{
+    narrow_ps *w = (narrow_ps *)(void *)t->state;
+    const size_t dv = t->p->d_v;
+    const float *vh = t->v, *st = w->st;
+    __m512i vmax = w->vmax;
+    for (size_t c0 = 0; c0 < dv; c0 += 64) {
+        __mmask16 mk[4];
+        int nv = 0;
+        for (; nv < 4 && c0 + 16 * (size_t)nv < dv; nv++) {
+            const size_t left = dv - c0 - 16 * (size_t)nv;
+            mk[nv] = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
+        }
+        __m512 sum[4];
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; g++)
+            sum[g] = _mm512_setzero_ps();
+        for (size_t jj = 0; jj < cols; jj++) {
+            const __m512 pj = _mm512_set1_ps(st[jj]);
+            const float *vj = vh + (j0 + jj) * dv + c0;
+#pragma GCC unroll 4
+            for (int g = 0; g < 4; g++) {
+                if (g >= nv) break;
+                const __m512 vv = _mm512_maskz_loadu_ps(mk[g], vj + 16 * g);
+                if (scan) vmax = _mm512_max_epu32(vmax, abs_bits(vv));
+                sum[g] = _mm512_fmadd_ps(pj, vv, sum[g]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; g++) {
+            if (g >= nv) break;
+            float *ac = w->acc + c0 + 16 * g;
+            _mm512_mask_storeu_ps(ac, mk[g],
+                                  _mm512_add_ps(_mm512_maskz_loadu_ps(mk[g], ac), sum[g]));
+        }
+    }
+    w->vmax = vmax;
+}
+
+LA_AVX512 static void narrow_values_ps(la_engine_task *t, size_t j0, size_t cols)
+{
+    if (t->kv_bits)
+        narrow_values_body(t, j0, cols, true);
+    else
+        narrow_values_body(t, j0, cols, false);
+}
+
+/* out = acc / l, a row that saw no key stays zero; lse = (m + log2 l) · ln 2; and with
+ * kv_bits the maxima taken, then those of the keys past the row's (never read). */
+LA_AVX512 static void narrow_finish_ps(la_engine_task *t)
+{
+    narrow_ps *w = (narrow_ps *)(void *)t->state;
+    const size_t dk = t->p->d_k, dv = t->p->d_v, M = t->p->n_keys;
+    float *o = (float *)t->out + t->i0 * dv;
+    const float inv = w->l > 0 ? 1.0f / w->l : 0.0f;
+    for (size_t c = 0; c < dv; c++)
+        o[c] = w->acc[c] * inv;
+    if (t->lse) *(float *)t->lse = w->l > 0 ? (w->m + log2f(w->l)) * LN2 : -INFINITY;
+    if (t->kv_bits) {
+        const uint32_t kb = _mm512_reduce_max_epu32(w->kmax), vb = _mm512_reduce_max_epu32(w->vmax);
+        if (kb > t->kv_bits[0]) t->kv_bits[0] = kb;
+        if (vb > t->kv_bits[1]) t->kv_bits[1] = vb;
+        const size_t read = t->key_hi; /* the row read keys [0, key_hi) */
+        max_abs_bits((const float *)t->k + read * dk, (M - read) * dk, &t->kv_bits[0]);
+        max_abs_bits((const float *)t->v + read * dv, (M - read) * dv, &t->kv_bits[1]);
+    }
+}
+
+const la_engine_tiles la_engine_avx512_narrow_f32 = {
+    narrow_begin_ps, narrow_scores_ps, narrow_softmax_ps, narrow_values_ps, narrow_finish_ps};
+
+bool la_fused_simd_usable(const la_problem *p)
+{
+    /* general masks (p->mask, p->key_mask): the portable tiles, which test each pair */
+    return la_avx512_usable() && p->n_keys <= INT32_MAX && !la_has_masks(p);
+}
+
+size_t la_fused_simd_staging_bytes(const la_problem *p, bool lse)
+{
+    if (!la_fused_simd_usable(p) || p->n_queries > LA_FUSED_SIMD_NARROW_ROWS) return 0;
+    const size_t rows = p->batch * p->heads * p->n_queries; /* la_problem_check: no overflow */
+    return (rows * p->d_v + (lse ? rows : 0)) * sizeof(float);
+}
+
+/* ================================================================ float64 */
+
+/* The float64 tiles: the same design, with QT_D = 16 queries (ND = 2 registers of 8
+ * lanes), MT_D = 8: the same 2 vector loads + 8 broadcasts per 16 FMAs, and the same bytes
+ * of scratch (qᵀ, sᵀ, oᵀ) per task; the exponent in natural units (the top of the file). */
+enum {
+    QT_D = LA_FUSED_SIMD_F64_Q_BLOCK,
+    ND = QT_D / 8,
+    KB_D = LA_FUSED_SIMD_F64_K_BLOCK,
+    MT_D = 16 / ND,
+};
+_Static_assert(QT_D % 8 == 0 && 16 % ND == 0, "QT_D: 8, 16 or 32 queries");
+
+/* All-ones mask for the first n (< 8) lanes. */
+static inline __mmask8 first_lanes(size_t n)
+{
+    return (__mmask8)((1u << n) - 1);
+}
+
+LA_AVX512 void la_fused_simd_exp_f64(const double *x, double *y, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm512_storeu_pd(y + i, la_exp_pd(_mm512_loadu_pd(x + i)));
+    if (i < n) {
+        const __mmask8 m = first_lanes(n - i);
+        _mm512_mask_storeu_pd(y + i, m, la_exp_pd(_mm512_maskz_loadu_pd(m, x + i)));
+    }
+}
+
+/* scores_ps in float64: st[t][r] = (Σ_p qt[p][r] · k[t][p]) · scale. */
+LA_AVX512 __attribute__((always_inline)) static inline void
+scores_pd(const double *qt, const double *k, size_t dk, __m512d scale, double *st, int keys)
+{
+    __m512d acc[MT_D][ND];
+#pragma GCC unroll 16
+    for (int t = 0; t < MT_D; t++)
+#pragma GCC unroll 4
+        for (int g = 0; g < ND; g++)
+            acc[t][g] = _mm512_setzero_pd();
+    for (size_t p = 0; p < dk; p++) {
+        __m512d q[ND];
+#pragma GCC unroll 4
+        for (int g = 0; g < ND; g++)
+            q[g] = _mm512_load_pd(qt + p * QT_D + 8 * g);
+#pragma GCC unroll 16
+        for (int t = 0; t < MT_D; t++) {
+            if (t >= keys) break;
+            const __m512d kb = _mm512_set1_pd(k[(size_t)t * dk + p]);
+#pragma GCC unroll 4
+            for (int g = 0; g < ND; g++)
+                acc[t][g] = _mm512_fmadd_pd(q[g], kb, acc[t][g]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int t = 0; t < MT_D; t++) {
+        if (t >= keys) break;
+#pragma GCC unroll 4
+        for (int g = 0; g < ND; g++)
+            _mm512_store_pd(st + t * QT_D + 8 * g, _mm512_mul_pd(acc[t][g], scale));
+    }
+}
+
+/* values_ps in float64: ot[t][r] += Σ_j v[j][t] · pt[j][r], the block's sum then added. */
+LA_AVX512 __attribute__((always_inline)) static inline void
+values_pd(const double *pt, size_t keys, const double *v, size_t dv, double *ot, int cols_v)
+{
+    __m512d acc[MT_D][ND];
+#pragma GCC unroll 16
+    for (int t = 0; t < MT_D; t++)
+#pragma GCC unroll 4
+        for (int g = 0; g < ND; g++)
+            acc[t][g] = _mm512_setzero_pd();
+    for (size_t j = 0; j < keys; j++) {
+        __m512d pj[ND];
+#pragma GCC unroll 4
+        for (int g = 0; g < ND; g++)
+            pj[g] = _mm512_load_pd(pt + j * QT_D + 8 * g);
+        const double *vj = v + j * dv;
+#pragma GCC unroll 16
+        for (int t = 0; t < MT_D; t++) {
+            if (t >= cols_v) break;
+            const __m512d vb = _mm512_set1_pd(vj[t]);
+#pragma GCC unroll 4
+            for (int g = 0; g < ND; g++)
+                acc[t][g] = _mm512_fmadd_pd(pj[g], vb, acc[t][g]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int t = 0; t < MT_D; t++) {
+        if (t >= cols_v) break;
+#pragma GCC unroll 4
+        for (int g = 0; g < ND; g++) {
+            double *o = ot + t * QT_D + 8 * g;
+            _mm512_store_pd(o, _mm512_add_pd(_mm512_load_pd(o), acc[t][g]));
+        }
+    }
+}
+
+/* Scratch of one thread, in doubles, every part 64-byte aligned (QT_D doubles = 128
+ * bytes): qᵀ (d_k × QT_D), then sᵀ/pᵀ (KB_D × QT_D), then oᵀ (d_v × QT_D). */
+size_t la_fused_simd_scratch_bytes_f64(const la_problem *p)
+{
+    return (p->d_k + KB_D + p->d_v) * QT_D * sizeof(double);
+}
+
+/* wide_ps in float64 (natural units). */
+typedef struct {
+    __m512d m[ND], l[ND];
+    __m512i lo[ND], hi[ND];
+    size_t lo_max, hi_min;
+    double *qt, *st, *ot;
+} wide_pd;
+_Static_assert(sizeof(wide_pd) <= LA_ENGINE_STATE_BYTES, "the state fits");
+
+LA_AVX512 static void wide_begin_pd(la_engine_task *t)
+{
+    wide_pd *w = (wide_pd *)(void *)t->state;
+    const size_t dk = t->p->d_k, dv = t->p->d_v, rows = t->rows;
+    const double *qh = t->q;
+    w->qt = (double *)(void *)t->scratch;
+    w->st = w->qt + dk * QT_D;
+    w->ot = w->st + KB_D * QT_D;
+    for (size_t c = 0; c < dk; c++)
+        for (size_t r = 0; r < QT_D; r++)
+            w->qt[c * QT_D + r] = r < rows ? qh[(t->i0 + r) * dk + c] : 0.0;
+    memset(w->ot, 0, dv * QT_D * sizeof *w->ot);
+    int64_t lo[QT_D], hi[QT_D];
+    w->lo_max = 0;
+    w->hi_min = SIZE_MAX;
+    for (size_t r = 0; r < QT_D; r++) {
+        const size_t from = r < rows ? r : rows - 1;
+        lo[r] = (int64_t)t->lo[from];
+        hi[r] = (int64_t)t->hi[from];
+        if (t->lo[from] > w->lo_max) w->lo_max = t->lo[from];
+        if (t->hi[from] < w->hi_min) w->hi_min = t->hi[from];
+    }
+    for (int g = 0; g < ND; g++) {
+        w->lo[g] = _mm512_loadu_si512(lo + 8 * g);
+        w->hi[g] = _mm512_loadu_si512(hi + 8 * g);
+        w->m[g] = _mm512_set1_pd(-INFINITY);
+        w->l[g] = _mm512_setzero_pd();
+    }
+}
+
+LA_AVX512 static void wide_scores_pd(la_engine_task *t, size_t j0, size_t cols)
+{
+    wide_pd *w = (wide_pd *)(void *)t->state;
+    const size_t dk = t->p->d_k;
+    const double *kb = (const double *)t->k + j0 * dk;
+    const __m512d scale = _mm512_set1_pd(t->p->scale);
+    size_t c = 0;
+    for (; c + MT_D <= cols; c += MT_D)
+        scores_pd(w->qt, kb + c * dk, dk, scale, w->st + c * QT_D, MT_D);
+    for (; c < cols; c++)
+        scores_pd(w->qt, kb + c * dk, dk, scale, w->st + c * QT_D, 1);
+}
+
+/* wide_softmax_ps in float64, exp(s − m) in natural units. */
+LA_AVX512 static void wide_softmax_pd(la_engine_task *t, size_t j0, size_t cols)
+{
+    wide_pd *w = (wide_pd *)(void *)t->state;
+    /* the running statistics in locals: the stores into sᵀ below may not alias them */
+    double *const st = w->st;
+    __m512i lo[ND], hi[ND];
+    __m512d u[ND];
+    for (int g = 0; g < ND; g++)
+        lo[g] = w->lo[g], hi[g] = w->hi[g];
+    const size_t dv = t->p->d_v;
+    const __m512d neg_inf = _mm512_set1_pd(-INFINITY);
+    const int masked = j0 < w->lo_max || j0 + cols > w->hi_min;
+    __m512d bm[ND];
+    for (int g = 0; g < ND; g++)
+        bm[g] = neg_inf;
+    for (size_t j = 0; j < cols; j++) {
+        const __m512i jj = _mm512_set1_epi64((int64_t)(j0 + j));
+        for (int g = 0; g < ND; g++) {
+            double *sj = st + j * QT_D + 8 * g;
+            __m512d sv = _mm512_load_pd(sj);
+            if (masked) {
+                const __mmask8 seen =
+                    _mm512_cmpgt_epi64_mask(hi[g], jj) & _mm512_cmpge_epi64_mask(jj, lo[g]);
+                sv = _mm512_mask_mov_pd(neg_inf, seen, sv);
+                _mm512_store_pd(sj, sv);
+            }
+            bm[g] = _mm512_max_pd(bm[g], sv);
+        }
+    }
+
+    unsigned grew = 0;
+    for (int g = 0; g < ND; g++) {
+        const __m512d n = _mm512_max_pd(w->m[g], bm[g]);
+        grew |= _mm512_cmp_pd_mask(n, w->m[g], _CMP_GT_OQ);
+        u[g] =
+            _mm512_mask_mov_pd(_mm512_setzero_pd(), _mm512_cmp_pd_mask(n, neg_inf, _CMP_NEQ_OQ), n);
+        bm[g] = n;
+    }
+    if (grew) {
+        for (int g = 0; g < ND; g++) {
+            const __m512d a = la_exp_pd(_mm512_sub_pd(w->m[g], u[g]));
+            w->l[g] = _mm512_mul_pd(w->l[g], a);
+            if (j0 > t->key_lo)
+                for (size_t c = 0; c < dv; c++) {
+                    double *o = w->ot + c * QT_D + 8 * g;
+                    _mm512_store_pd(o, _mm512_mul_pd(_mm512_load_pd(o), a));
+                }
+        }
+    }
+    for (int g = 0; g < ND; g++)
+        w->m[g] = bm[g];
+
+    for (int g = 0; g < ND; g++) {
+        __m512d bs = _mm512_setzero_pd();
+        for (size_t j = 0; j < cols; j++) {
+            double *sj = st + j * QT_D + 8 * g;
+            const __m512d e = la_exp_pd(_mm512_sub_pd(_mm512_load_pd(sj), u[g]));
+            _mm512_store_pd(sj, e);
+            bs = _mm512_add_pd(bs, e);
+        }
+        w->l[g] = _mm512_add_pd(w->l[g], bs);
+    }
+}
+
+LA_AVX512 static void wide_values_pd(la_engine_task *t, size_t j0, size_t cols)
+{
+    wide_pd *w = (wide_pd *)(void *)t->state;
+    const size_t dv = t->p->d_v;
+    const double *vb = (const double *)t->v + j0 * dv;
+    size_t c = 0;
+    for (; c + MT_D <= dv; c += MT_D)
+        values_pd(w->st, cols, vb + c, dv, w->ot + c * QT_D, MT_D);
+    for (; c < dv; c++)
+        values_pd(w->st, cols, vb + c, dv, w->ot + c * QT_D, 1);
+}
+
+/* out = oᵀ / l (zero where no key was seen); lse = m + log l, −inf where none was. */
+LA_AVX512 static void wide_finish_pd(la_engine_task *t)
+{
+    wide_pd *w = (wide_pd *)(void *)t->state;
+    const size_t dv = t->p->d_v, rows = t->rows;
+    double inv[QT_D];
+    for (int g = 0; g < ND; g++)
+        _mm512_storeu_pd(inv + 8 * g, w->l[g]);
+    for (size_t r = 0; r < rows; r++)
+        inv[r] = inv[r] > 0 ? 1.0 / inv[r] : 0.0;
+    for (size_t r = 0; r < rows; r++) {
+        double *orow = (double *)t->out + (t->i0 + r) * dv;
+        for (size_t c = 0; c < dv; c++)
+            orow[c] = w->ot[c * QT_D + r] * inv[r];
+    }
+    if (t->lse) {
+        double mx[QT_D], sum[QT_D], *lse = t->lse;
+        for (int g = 0; g < ND; g++) {
+            _mm512_storeu_pd(mx + 8 * g, w->m[g]);
+            _mm512_storeu_pd(sum + 8 * g, w->l[g]);
+        }
+        for (size_t r = 0; r < rows; r++)
+            lse[r] = sum[r] > 0 ? mx[r] + log(sum[r]) : -INFINITY;
+    }
+}
+
+const la_engine_tiles la_engine_avx512_wide_f64 = {wide_begin_pd, wide_scores_pd, wide_softmax_pd,
+                                                   wide_values_pd, wide_finish_pd};
+
+/* The narrow float64 tiles (LA_FUSED_SIMD_F64_NARROW_ROWS queries or fewer, 2 of 16 lanes
+ * against 4 of 32 in float32): one query at a time, keys in the lanes, without the scan. */
+
+/* x·y over n doubles, 8 lanes at a time (the tail masked), then summed across lanes. */
+LA_AVX512 static inline double dot_pd(const double *x, const double *y, size_t n)
+{
+    __m512d acc = _mm512_setzero_pd();
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        acc = _mm512_fmadd_pd(_mm512_loadu_pd(x + i), _mm512_loadu_pd(y + i), acc);
+    if (i < n) {
+        const __mmask8 m = first_lanes(n - i);
+        acc =
+            _mm512_fmadd_pd(_mm512_maskz_loadu_pd(m, x + i), _mm512_maskz_loadu_pd(m, y + i), acc);
+    }
+    return _mm512_reduce_add_pd(acc);
+}
+
+typedef struct {
+    double m, l, block_max;
+    double *st, *acc;
+} narrow_pd;
+_Static_assert(sizeof(narrow_pd) <= LA_ENGINE_STATE_BYTES, "the state fits");
+
+LA_AVX512 static void narrow_begin_pd(la_engine_task *t)
+{
+    narrow_pd *w = (narrow_pd *)(void *)t->state;
+    w->st = (double *)(void *)t->scratch + t->p->d_k * QT_D;
+    w->acc = w->st + KB_D * QT_D;
+    memset(w->acc, 0, t->p->d_v * sizeof *w->acc);
+    w->m = -INFINITY;
+    w->l = 0;
+}
+
+/* s_j = q·k_j · scale, and the block maximum */
+LA_AVX512 static void narrow_scores_pd(la_engine_task *t, size_t j0, size_t cols)
+{
+    narrow_pd *w = (narrow_pd *)(void *)t->state;
+    const size_t dk = t->p->d_k;
+    const double *q = (const double *)t->q + t->i0 * dk, *kh = t->k;
+    const double scale = t->p->scale;
+    double bm = -INFINITY;
+    for (size_t j = 0; j < cols; j++) {
+        w->st[j] = dot_pd(q, kh + (j0 + j) * dk, dk) * scale;
+        bm = w->st[j] > bm ? w->st[j] : bm;
+    }
+    w->block_max = bm;
+}
+
+/* online softmax: rescale when the maximum grew; p_j = exp(s_j − m), 8 at a time; the
+ * block's sum, then added */
+LA_AVX512 static void narrow_softmax_pd(la_engine_task *t, size_t j0, size_t cols)
+{
+    (void)j0;
+    narrow_pd *w = (narrow_pd *)(void *)t->state;
+    const size_t dv = t->p->d_v;
+    if (w->block_max > w->m) {
+        if (w->l > 0) {
+            const double a = exp(w->m - w->block_max);
+            w->l *= a;
+            for (size_t c = 0; c < dv; c++)
+                w->acc[c] *= a;
+        }
+        w->m = w->block_max;
+    }
+    double *st = w->st;
+    const __m512d mv = _mm512_set1_pd(w->m);
+    __m512d bs = _mm512_setzero_pd();
+    size_t j = 0;
+    for (; j + 8 <= cols; j += 8) {
+        const __m512d e = la_exp_pd(_mm512_sub_pd(_mm512_loadu_pd(st + j), mv));
+        _mm512_storeu_pd(st + j, e);
+        bs = _mm512_add_pd(bs, e);
+    }
+    if (j < cols) {
+        const __mmask8 mk = first_lanes(cols - j);
+        const __m512d e = la_exp_pd(_mm512_sub_pd(_mm512_maskz_loadu_pd(mk, st + j), mv));
+        _mm512_mask_storeu_pd(st + j, mk, e);
+        bs = _mm512_add_pd(bs, _mm512_maskz_mov_pd(mk, e));
+    }
+    w->l += _mm512_reduce_add_pd(bs);
+}
+
+/* acc += Σ_j p_j v_j, columns 8 at a time (the tail masked); the block's sum formed on its
+ * own, then added */
+LA_AVX512 static void narrow_values_pd(la_engine_task *t, size_t j0, size_t cols)
+{
+    narrow_pd *w = (narrow_pd *)(void *)t->state;
+    const size_t dv = t->p->d_v;
+    const double *vh = t->v;
+    for (size_t c = 0; c < dv; c += 8) {
+        const __mmask8 mk = dv - c >= 8 ? 0xff : first_lanes(dv - c);
+        __m512d sum = _mm512_setzero_pd();
+        for (size_t jj = 0; jj < cols; jj++)
+            sum = _mm512_fmadd_pd(_mm512_set1_pd(w->st[jj]),
+                                  _mm512_maskz_loadu_pd(mk, vh + (j0 + jj) * dv + c), sum);
+        _mm512_mask_storeu_pd(w->acc + c, mk,
+                              _mm512_add_pd(_mm512_maskz_loadu_pd(mk, w->acc + c), sum));
+    }
+}
+
+/* out = acc / l (zero when no key was seen); lse = m + log l */
+LA_AVX512 static void narrow_finish_pd(la_engine_task *t)
+{
+    narrow_pd *w = (narrow_pd *)(void *)t->state;
+    const size_t dv = t->p->d_v;
+    double *o = (double *)t->out + t->i0 * dv;
+    const double inv = w->l > 0 ? 1.0 / w->l : 0.0;
+    for (size_t c = 0; c < dv; c++)
+        o[c] = w->acc[c] * inv;
+    if (t->lse) *(double *)t->lse = w->l > 0 ? w->m + log(w->l) : -INFINITY;
+}
+
+const la_engine_tiles la_engine_avx512_narrow_f64 = {
+    narrow_begin_pd, narrow_scores_pd, narrow_softmax_pd, narrow_values_pd, narrow_finish_pd};
+
+#else /* not x86-64 with GCC or clang: la_fused_simd_usable() is false, never called */
+
+const la_engine_tiles la_engine_avx512_wide_f32 = {0};
+const la_engine_tiles la_engine_avx512_narrow_f32 = {0};
+const la_engine_tiles la_engine_avx512_wide_f64 = {0};
+const la_engine_tiles la_engine_avx512_narrow_f64 = {0};
+
+size_t la_fused_simd_scratch_bytes(const la_problem *p)
+{
+    (void)p;
+    return 0;
+}
+size_t la_fused_simd_scratch_bytes_f64(const la_problem *p)
+{
+    (void)p;
+    return 0;
+}
+void la_fused_simd_exp2(const float *x, float *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = exp2f(x[i]);
+}
+void la_fused_simd_exp_f64(const double *x, double *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = exp(x[i]);
+}
+bool la_fused_simd_usable(const la_problem *p)
+{
+    (void)p;
+    return false;
+}
+size_t la_fused_simd_staging_bytes(const la_problem *p, bool lse)
+{
+    (void)p, (void)lse;
+    return 0;
+}
+#endif

@@ -1,0 +1,201 @@
+/* taylor.c — Taylor linear attention (the feature map of Based, Arora et al. 2024): linear
+ * attention on the features of the second-order Taylor series of exp,
+ *   φ_q(x) = [1, σ·r·x, t·(x ⊗ x)],  φ_k(x) = [1, r·x, t·(x ⊗ x)],
+ *   r = √|scale|, t = |scale|/√2, σ = the sign of scale,
+ * so that φ_q(q)·φ_k(k) = 1 + s + s²/2 with s = q·k·scale: exp(s) to second order, and
+ * ((s + 1)² + 1)/2 > 0 for every s, so a query that sees a key never has a zero
+ * denominator. The features are formed here; the linear engine (linear_engine.c,
+ * la_linear_scan_*) runs non-causal or causal-in-chunks linear attention on them, with
+ * the key mask and key lengths as linear attention honours them. Compiled once per
+ * precision (core/real_typed.h).
+ *
+ *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out: (B, H, N, d_v), row-major;
+ *   φ(Q): (B, H, N, F), φ(K): (B, H, M, F) in the call's scratch, F = 1 + d_k + d_k²
+ *   (d_k = 64: F = 4161; Based projects q and k to d_k = 16 first: F = 273).
+ *
+ * Range: a feature is at most max(1, r·a, t·a²) for a = max|x|; features that are not
+ * finite are refused (LA_ERANGE, nothing written), then the engine's range rule holds for
+ * the scan on the features (linear attention's, with d_k = F). */
+#include "core/real_typed.h"
+
+#include "attention/attention_internal.h"
+#include "attention/linear_internal.h"
+
+#include <float.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The kernel's entry points and its reference (reference.c), named by its registry row. */
+la_status la_taylor_attention_f32(const la_problem *p, const float *q, const float *k,
+                                  const float *v, float *out);
+la_status la_taylor_attention_f64(const la_problem *p, const double *q, const double *k,
+                                  const double *v, double *out);
+la_status la_ref_taylor_attention(const la_problem *p, const double *q, const double *k,
+                                  const double *v, double *out);
+la_status la_taylor_cost(const la_problem *p, la_dtype dtype, la_cost *out);
+
+/* F = 1 + d_k + d_k², false when it or the features' element counts overflow. */
+static bool taylor_width(size_t dk, size_t *width)
+{
+    size_t sq;
+    if (!la_mul_ok(dk, dk, &sq) || sq > SIZE_MAX - 1 - dk) return false;
+    *width = 1 + dk + sq;
+    return true;
+}
+
+/* The keys of entry b whose features the scans read: the visible ones (key lengths),
+ * and causal, only those a query can see (j < N). */
+static size_t taylor_keys_used(const la_problem *p, size_t b)
+{
+    const size_t m = la_keys_in_length(p, b);
+    return p->causal && p->n_queries < m ? p->n_queries : m;
+}
+
+/* The features of `rows` rows of x (rows, d_k) into phi (rows, F), with the linear part's
+ * sign; false when one is not finite. Counted: r·x and t·x, d_k each, and t·x_a·x_b,
+ * d_k², per row. */
+static bool taylor_features(const REAL *x, size_t rows, size_t dk, size_t width, REAL r, REAL t,
+                            REAL *restrict phi)
+{
+    bool finite = true;
+    LA_COUNT(LA_COUNT_PHI, (double)rows * (double)(2 * dk + dk * dk));
+    for (size_t i = 0; i < rows; i++) {
+        const REAL *xi = x + i * dk;
+        REAL *f = phi + i * width;
+        f[0] = 1;
+        for (size_t a = 0; a < dk; a++)
+            f[1 + a] = r * xi[a];
+        REAL *quad = f + 1 + dk;
+        for (size_t a = 0; a < dk; a++) {
+            const REAL ta = t * xi[a];
+            for (size_t c = 0; c < dk; c++)
+                quad[a * dk + c] = ta * xi[c];
+        }
+        for (size_t e = 0; e < width; e++) /* false for inf and NaN */
+            finite &= (f[e] < 0 ? -f[e] : f[e]) <= REAL_MAX;
+    }
+    return finite;
+}
+
+static la_status taylor_attention(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
+                                  REAL *out)
+{
+    la_status st = la_problem_check(p);
+    if (st != LA_OK) return st;
+    if (!q || !k || !v || !out) return LA_EINVAL;
+    if (p->mask) return LA_EINVAL; /* a general mask: not with a shared state (linattn.h) */
+    if (!(fabs(p->scale) <= REAL_MAX)) return LA_EINVAL; /* a scale the type cannot hold */
+    const size_t heads = p->batch * p->heads, N = p->n_queries, M = p->n_keys, dk = p->d_k;
+    size_t width, rows, elems, bytes;
+    if (!taylor_width(dk, &width) || !la_mul_ok(heads, N + M, &rows) ||
+        !la_mul_ok(rows, width, &elems) || !la_mul_ok(elems, sizeof(REAL), &bytes))
+        return LA_EOVERFLOW;
+    if (bytes > p->workspace_limit) return LA_EBUDGET;
+    REAL *phi = malloc(bytes ? bytes : 1);
+    if (!phi) return LA_ENOMEM;
+    REAL *phi_q = phi, *phi_k = phi + heads * N * width;
+
+    const double s = p->scale;
+    const REAL r = (REAL)sqrt(fabs(s)), t = (REAL)(fabs(s) / sqrt(2.0));
+    bool finite = true;
+    const int threads = la_threads();
+#pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(&& : finite)
+    for (size_t hd = 0; hd < heads; hd++) {
+        const size_t used = taylor_keys_used(p, hd / p->heads);
+        /* an entry whose queries see no key: zero features, no work (its rows are zeros) */
+        const bool fq = taylor_features(q + hd * N * dk, used ? N : 0, dk, width, s < 0 ? -r : r, t,
+                                        phi_q + hd * N * width);
+        if (!used) memset(phi_q + hd * N * width, 0, N * width * sizeof(REAL));
+        REAL *fk_head = phi_k + hd * M * width;
+        const bool fk = taylor_features(k + hd * M * dk, used, dk, width, r, t, fk_head);
+        /* the keys no query reads: zero features (the engine's range scan reads every row) */
+        memset(fk_head + used * width, 0, (M - used) * width * sizeof(REAL));
+        finite = fq && fk && finite;
+    }
+    if (finite) {
+        la_problem inner = *p; /* linear attention on the features */
+        inner.d_k = width;
+        inner.feature_map = LA_FEATURE_IDENTITY;
+        inner.workspace_limit = p->workspace_limit - bytes;
+        st = FN(la_linear_scan)(&inner, phi_q, phi_k, v, out);
+    } else {
+        st = LA_ERANGE;
+    }
+    free(phi);
+    return st;
+}
+
+#if REAL_IS_F32
+la_status la_taylor_attention_f32(const la_problem *p, const float *q, const float *k,
+                                  const float *v, float *out)
+#else
+la_status la_taylor_attention_f64(const la_problem *p, const double *q, const double *k,
+                                  const double *v, double *out)
+#endif
+{
+    if (la_causal_square(p)) return FN(la_square_forward)(p, FN(la_taylor_attention), q, k, v, out);
+    return taylor_attention(p, q, k, v, out);
+}
+
+#if REAL_IS_F32
+/* ---------------------------------------------------------------- cost (la_cost_fn) */
+
+/* One head of an entry with m visible keys: the features of the N queries and of the u
+ * keys the scan reads (taylor_keys_used), 2·d_k + d_k² each; then linear attention on
+ * them with d_k = F and φ the identity (la_linear_head_flops). */
+static void taylor_head_flops(const la_problem *p, size_t m, la_cost *f)
+{
+    if (m == 0) return; /* no key seen: zeros, and the features are not formed */
+    la_problem inner = *p;
+    taylor_width(p->d_k, &inner.d_k); /* la_taylor_cost checked that it fits */
+    la_linear_head_flops(&inner, m, false, f);
+    const double dk = (double)p->d_k;
+    const double used = (double)(p->causal && p->n_queries < m ? p->n_queries : m);
+    f->flops_phi = ((double)p->n_queries + used) * (2 * dk + dk * dk);
+}
+
+/* workspace_bytes: the features, then what the scan holds for F features; bytes_min beyond
+ * the inputs and outputs: S and z on F features per head, 2·(F·d_v + F), as linear
+ * attention's on d_k. */
+la_status la_taylor_cost(const la_problem *p, la_dtype dtype, la_cost *out)
+{
+    if (la_causal_square(p)) return la_square_cost(p, dtype, la_taylor_cost, false, out);
+    size_t width, scan_bytes;
+    if (!taylor_width(p->d_k, &width)) return LA_EOVERFLOW;
+    la_cost_sum_heads(p, taylor_head_flops, out);
+    la_problem inner = *p;
+    inner.d_k = width;
+    inner.feature_map = LA_FEATURE_ELU1; /* the scan's layout does not depend on φ */
+    const size_t elem = la_dtype_size(dtype);
+    la_status st = la_linear_workspace_bytes(LA_KERNEL_LINEAR, &inner, elem, &scan_bytes);
+    if (st != LA_OK) return st;
+    const double heads = (double)p->batch * (double)p->heads, f = (double)width;
+    out->workspace_bytes =
+        heads * (double)(p->n_queries + p->n_keys) * f * (double)elem + (double)scan_bytes;
+    out->bytes_min = heads * 2 * (f * (double)p->d_v + f) * (double)elem;
+    return LA_OK;
+}
+
+/* ---------------------------------------------------------------- registry row */
+
+const la_kernel_info la_row_taylor = {
+    .kernel = LA_KERNEL_TAYLOR,
+    .name = "taylor",
+    .summary = "Taylor linear attention (Based, Arora et al. 2024): linear on the features "
+               "[1, x, x⊗x/√2] of exp's second-order series, 1 + s + s²/2; causal: in chunks",
+    .series = {"taylor", "taylor_causal_chunked"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_SCALE | LA_PARAM_EPS | LA_PARAM_CHUNK,
+    .masks = LA_MASK_KEY,
+    .caps = LA_CAP_ROTARY | LA_CAP_APPROXIMATES,
+    .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
+    .time_exponent = 1,
+    .family = "linear",
+    .forward_f32 = la_taylor_attention_f32,
+    .forward_f64 = la_taylor_attention_f64,
+    .reference = la_ref_taylor_attention,
+    .cost = la_taylor_cost,
+};
+#endif
