@@ -25,8 +25,9 @@ static const char help_text[] =
     "                      [shared flags]\n"
     "\n"
     "Generates T tokens autoregressively from random float32 q, k, v streams and times\n"
-    "each token: softmax attention over a growing KV cache (the new query against all t\n"
-    "cached keys, la_attention with N = 1) against causal linear attention's\n"
+    "each token: softmax attention over a growing KV cache (the new query against the t\n"
+    "keys written so far, la_attention with N = 1 and M = t reading the cache in place\n"
+    "through its strides) against causal linear attention's\n"
     "recurrent state (la_linear_step). Each generation is repeated --reps times and\n"
     "a token's latency is its median over them; rows give the median, min, max, 10th\n"
     "and 90th percentiles over the tokens of geometric bins of positions, and the\n"
@@ -94,7 +95,8 @@ typedef struct {
 } gen;
 
 /* Softmax with a KV cache, token t (0-based): append k_t, v_t to the cache, then the
- * one query against the t + 1 cached keys (key_lengths hides the unused capacity). */
+ * one query against the t + 1 keys written so far: M = t + 1, the cache's T-row slots
+ * given by its strides, read in place. */
 static la_status softmax_token(gen *g, size_t t)
 {
     const size_t H = g->H, d = g->d;
@@ -102,10 +104,9 @@ static la_status softmax_token(gen *g, size_t t)
         memcpy(g->k_cache + (h * g->T + t) * d, g->k + (t * H + h) * d, d * sizeof(float));
         memcpy(g->v_cache + (h * g->T + t) * d, g->v + (t * H + h) * d, d * sizeof(float));
     }
-    int64_t length = (int64_t)t + 1;
     la_problem p;
-    la_problem_init(&p, 1, H, 1, g->T, d, d);
-    p.key_lengths = &length;
+    la_problem_init(&p, 1, H, 1, t + 1, d, d);
+    p.stride_k = p.stride_v = (la_strides){H * g->T * d, g->T * d, d};
     return la_attention(LA_KERNEL_SOFTMAX, &p, LA_FLOAT32, g->q + t * H * d, g->k_cache, g->v_cache,
                         g->y);
 }

@@ -426,8 +426,7 @@ enum {
 enum {
     LA_CAP_LSE = 1u << 0,     /* each row's log-sum-exp beside the output, for its backward */
     LA_CAP_WEIGHTS = 1u << 1, /* its N×M attention matrix (la_attention_weights) */
-    LA_CAP_STEP = 1u << 2,    /* its causal form runs token by token on a constant-size state
-                                 (la_linear_state_create) */
+    LA_CAP_STEP = 1u << 2,    /* token by token on a constant state (la_linear_state_create) */
     LA_CAP_ROTARY = 1u << 3,  /* takes rotary positions: q and k rotated before it runs */
     LA_CAP_ROTARY_FEATURES = 1u << 4, /* ... rotated inside it instead, on φ(q) and φ(k) in
                                          the numerator only (RoFormer's linear form) */
@@ -455,9 +454,10 @@ typedef struct {
     unsigned caps;        /* LA_CAP_* bits */
     unsigned sweep;       /* LA_SWEEP_* bits: its series in the default sweeps */
     double time_exponent; /* e in time ∝ N^e (self-attention, N = M, fixed d and budget) */
-    const char *family;   /* its kind, grouping figures and tables: "softmax" (exact),
-                             "linear", "sparse", "low-rank", "random-feature", "score",
-                             "position" */
+    const char *family;   /* its kind, grouping figures and tables: "softmax" (exact), "linear",
+                             "sparse", "low-rank", "random-feature", "score", "position" */
+    int (*reads_strides)(const la_problem *p, la_dtype dtype); /* NULL, or nonzero when its
+                             forward reads p's strides itself (else la_attention* copies) */
     la_forward_f32_fn forward_f32;
     la_forward_f64_fn forward_f64;
     la_forward_f64_fn reference; /* the float64 oracle (la_ref_*) */

@@ -42,12 +42,11 @@ static bool has_lse(const la_kernel_info *info)
     return (info->caps & LA_CAP_LSE) && info->forward_f32 == la_softmax_attention_f32;
 }
 
-/* Whether the row's kernels read p's strides themselves. None does: every strided array
- * is packed (below). A kernel that walks strides would say so in its row. */
-static bool reads_strides(const la_kernel_info *info)
+/* Whether the row's forward reads this call's strides itself (la_kernel_info.reads_strides),
+ * so nothing is copied. */
+static bool reads_strides(const la_kernel_info *info, const la_problem *p, la_dtype dtype)
 {
-    (void)info;
-    return false;
+    return info->reads_strides && info->reads_strides(p, dtype);
 }
 
 /* ---------------------------------------------------------------- strided arrays */
@@ -169,7 +168,7 @@ static la_status forward(forward_kind kind, la_kernel kernel, const la_problem *
     const la_kernel_info *info = row_for(kernel, p);
     if (!info || !dtype_ok(dtype)) return LA_EINVAL;
     if (kind == CALL_LSE && (!has_lse(info) || !lse)) return LA_EINVAL;
-    if (all_contiguous(p) || reads_strides(info))
+    if (all_contiguous(p) || (kind != CALL_WEIGHTS && reads_strides(info, p, dtype)))
         return forward_call(kind, info, p, dtype, q, k, v, out, lse);
     la_status s = la_problem_check(p);
     if (s != LA_OK) return s;
@@ -233,7 +232,7 @@ la_status la_attention_backward(la_kernel kernel, const la_problem *p, la_dtype 
     const la_kernel_info *info = backward_row(kernel, p);
     if (!info || !dtype_ok(dtype)) return LA_EINVAL;
     if (lse && !has_lse(info)) return LA_EINVAL;
-    if (all_contiguous(p) || reads_strides(info)) {
+    if (all_contiguous(p)) {
         const void *x[] = {q, k, v, out, d_out};
         return backward_call(info, p, dtype, x, lse, d_q, d_k, d_v);
     }

@@ -116,6 +116,16 @@ static double magnitude_of_bits(uint32_t bits)
     return isfinite(f) ? (double)f : INFINITY;
 }
 
+/* Element offset of head hd's first row in a (B, H, rows, d) array laid out as *s (all zero:
+ * contiguous). The tiles read rows d apart: a kernel whose row says it reads strides
+ * (la_kernel_info.reads_strides) takes only layouts whose rows are contiguous. */
+static size_t head_offset(const la_problem *p, const la_strides *s, size_t hd, size_t rows,
+                          size_t d)
+{
+    if (la_strides_contiguous(s)) return hd * rows * d;
+    return hd / p->heads * s->batch + hd % p->heads * s->head;
+}
+
 la_status la_engine_run(const la_engine *e, const la_problem *p, const void *q, const void *k,
                         const void *v, void *out, void *lse, size_t held)
 {
@@ -153,10 +163,11 @@ la_status la_engine_run(const la_engine *e, const la_problem *p, const void *q, 
         t.m = la_keys_in_length(p, t.b);
         t.i0 = q_block * e->q_block;
         t.rows = N - t.i0 < e->q_block ? N - t.i0 : e->q_block;
-        t.q = (const unsigned char *)q + t.hd * N * dk * elem;
-        t.k = (const unsigned char *)k + t.hd * M * dk * elem;
-        t.v = (const unsigned char *)v + t.hd * M * dv * elem;
-        t.out = (unsigned char *)out + t.hd * N * dv * elem;
+        t.q = (const unsigned char *)q + head_offset(p, &p->stride_q, t.hd, N, dk) * elem;
+        t.k = (const unsigned char *)k + head_offset(p, &p->stride_k, t.hd, M, dk) * elem;
+        t.v = (const unsigned char *)v + head_offset(p, &p->stride_v, t.hd, M, dv) * elem;
+        t.out = (unsigned char *)out +
+                (staging ? t.hd * N * dv : head_offset(p, &p->stride_out, t.hd, N, dv)) * elem;
         t.lse = lse ? (unsigned char *)lse + (t.hd * N + t.i0) * elem : NULL;
         t.scratch = scratch + (size_t)omp_get_thread_num() * e->scratch_bytes;
         uint32_t kv_bits[2] = {0, 0};

@@ -1187,6 +1187,27 @@ la_status la_hard_backward_cost(const la_problem *p, la_dtype dtype, la_cost *ou
 }
 #endif
 
+/* ---------------------------------------------------------------- strides */
+
+#if REAL_IS_F32
+/* The rows' contiguous: a (B, H, rows, d) layout whose rows lie d elements apart. */
+static bool rows_contiguous(const la_strides *s, size_t d)
+{
+    return la_strides_contiguous(s) || s->row == d;
+}
+
+/* Fused float32 decoding (N <= LA_FUSED_SIMD_NARROW_ROWS on AVX-512: the output staged,
+ * the range taken on the tiles' loads) reads k and v in place when their rows are
+ * contiguous, whatever their batch and head strides: a KV cache of capacity T holding
+ * M = the keys written so far, as `linattn decode` passes it. q and out contiguous. */
+static int fused_reads_strides(const la_problem *p, la_dtype dtype)
+{
+    return dtype == LA_FLOAT32 && la_fused_simd_staging_bytes(p, false) > 0 &&
+           la_strides_contiguous(&p->stride_q) && la_strides_contiguous(&p->stride_out) &&
+           rows_contiguous(&p->stride_k, p->d_k) && rows_contiguous(&p->stride_v, p->d_v);
+}
+#endif
+
 /* ---------------------------------------------------------------- registry rows */
 
 #if REAL_IS_F32
@@ -1203,6 +1224,7 @@ const la_kernel_info la_row_softmax = {
     .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
     .time_exponent = 2,
     .family = "softmax",
+    .reads_strides = fused_reads_strides,
     .forward_f32 = la_softmax_attention_f32,
     .forward_f64 = la_softmax_attention_f64,
     .reference = la_ref_softmax_attention,

@@ -103,7 +103,7 @@ class KernelInfo(Structure):
         ("kernel", c_int), ("name", c_char_p), ("summary", c_char_p),
         ("series", c_char_p * 2), ("causal", c_int), ("params", c_uint),
         ("masks", c_uint), ("caps", c_uint), ("sweep", c_uint),
-        ("time_exponent", c_double), ("family", c_char_p),
+        ("time_exponent", c_double), ("family", c_char_p), ("reads_strides", c_void_p),
         ("forward_f32", c_void_p), ("forward_f64", c_void_p), ("reference", c_void_p),
         ("cost", c_void_p), ("backward_f32", c_void_p), ("backward_f64", c_void_p),
         ("reference_backward", c_void_p), ("backward_cost", c_void_p),

@@ -8,6 +8,7 @@
 #include "../testutil.h"
 #include "attention/kernels.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,6 +277,68 @@ static void strided_weights_equal_contiguous(void **state)
 }
 
 /* Layouts la_problem_check refuses, and a budget the copies pass: the output untouched. */
+/* Decoding against a KV cache read in place: fused softmax in float32 with N <= 4 queries
+ * (the path whose row says it reads strides, where AVX-512 runs) on keys and values in
+ * T-row slots holding M, no copy — the call runs with the workspace limit at the
+ * contiguous call's workspace, which the copies would pass — bitwise the contiguous call,
+ * log-sum-exps too, and the slots past M never read (NaN there would show). */
+static void decoding_reads_the_cache_in_place(void **state)
+{
+    (void)state;
+    const la_kernel_info *row = la_kernel_get(LA_KERNEL_SOFTMAX);
+    tu_rng r = tu_rng_for("decoding_reads_the_cache_in_place");
+    for (size_t n = 1; n <= 4; n += 3) {
+        la_problem p;
+        la_problem_init(&p, B, H, n, M, DK, DV);
+        if (!row->reads_strides) fail_msg("softmax's row reads no strides");
+        const size_t nq = (size_t)B * H * n * DK, no = (size_t)B * H * n * DV;
+        const size_t nk = (size_t)B * H * M * DK, nv = (size_t)B * H * M * DV;
+        float *q = tu_f32(nq), *k = tu_f32(nk), *v = tu_f32(nv);
+        float *kc = tu_f32((size_t)B * H * T * DK), *vc = tu_f32((size_t)B * H * T * DV);
+        float *want = tu_f32(no), *got = tu_f32(no), *lse_want = tu_f32(B * H * n);
+        float *lse_got = tu_f32(B * H * n);
+        double *x = tu_f64(nk + nv + nq);
+        tu_fill_normal(&r, x, nk + nv + nq, 1);
+        tu_to_f32(x, k, nk);
+        tu_to_f32(x + nk, v, nv);
+        tu_to_f32(x + nk + nv, q, nq);
+        for (size_t e = 0; e < (size_t)B * H * T * DK; e++)
+            kc[e] = NAN;
+        for (size_t e = 0; e < (size_t)B * H * T * DV; e++)
+            vc[e] = NAN;
+        const la_strides sk = {(size_t)H * T * DK, (size_t)T * DK, DK};
+        const la_strides sv = {(size_t)H * T * DV, (size_t)T * DV, DV};
+        scatter(k, kc, sk, M, DK, sizeof(float));
+        scatter(v, vc, sv, M, DV, sizeof(float));
+        la_cost c;
+        assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX, &p, LA_FLOAT32, &c), LA_OK);
+        assert_int_equal(la_attention(LA_KERNEL_SOFTMAX, &p, LA_FLOAT32, q, k, v, want), LA_OK);
+        assert_int_equal(
+            la_attention_lse(LA_KERNEL_SOFTMAX, &p, LA_FLOAT32, q, k, v, want, lse_want), LA_OK);
+        la_problem sp = p;
+        sp.stride_k = sk;
+        sp.stride_v = sv;
+        sp.workspace_limit = (size_t)c.workspace_bytes;
+        if (row->reads_strides(&sp, LA_FLOAT32)) {
+            assert_int_equal(la_attention(LA_KERNEL_SOFTMAX, &sp, LA_FLOAT32, q, kc, vc, got),
+                             LA_OK);
+            assert_memory_equal(got, want, no * sizeof(float));
+            sp.workspace_limit = p.workspace_limit; /* the log-sum-exps are staged too */
+            assert_int_equal(
+                la_attention_lse(LA_KERNEL_SOFTMAX, &sp, LA_FLOAT32, q, kc, vc, got, lse_got),
+                LA_OK);
+            assert_memory_equal(got, want, no * sizeof(float));
+            assert_memory_equal(lse_got, lse_want, (size_t)B * H * n * sizeof(float));
+        } else {
+            printf("  N = %zu: fused float32 decoding does not run here (no AVX-512): the "
+                   "layout is copied\n",
+                   n);
+        }
+        free(q), free(k), free(v), free(kc), free(vc), free(want), free(got);
+        free(lse_want), free(lse_got), free(x);
+    }
+}
+
 static void bad_strides_refused(void **state)
 {
     (void)state;
@@ -408,6 +471,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(strided_calls_equal_contiguous),
         cmocka_unit_test(strided_weights_equal_contiguous),
+        cmocka_unit_test(decoding_reads_the_cache_in_place),
         cmocka_unit_test(bad_strides_refused),
         cmocka_unit_test(kernel_draw_is_the_rows_draw),
     };
