@@ -175,13 +175,13 @@ $(BUILD)/experiments/%.o: experiments/%.c $(HEADERS) | build/.deps-build
 # The commit the command is built from, for the `# git_commit:` line of every results file:
 # git runs here, in the sources, at build time (never where linattn runs); "(dirty)" when
 # tracked files differ from it, "unknown" outside a git checkout. The stamp rebuilds
-# record.o when it changes.
+# metadata.o when it changes.
 GIT_COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null | tr -cd '0-9a-f')
 GIT_COMMIT := $(if $(GIT_COMMIT),$(GIT_COMMIT)$(if $(shell git status --porcelain --untracked-files=no 2>/dev/null | head -n 1), (dirty)),unknown)
 $(BUILD)/.git-commit: FORCE
 	@mkdir -p $(@D) && echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
-$(BUILD)/experiments/common/record.o: $(BUILD)/.git-commit
-$(BUILD)/experiments/common/record.o: CFLAGS += -DLA_GIT_COMMIT='"$(GIT_COMMIT)"'
+$(BUILD)/experiments/common/metadata.o: $(BUILD)/.git-commit
+$(BUILD)/experiments/common/metadata.o: CFLAGS += -DLA_GIT_COMMIT='"$(GIT_COMMIT)"'
 $(BUILD)/tests/%.o: tests/%.c $(HEADERS) | build/.deps-test
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
@@ -362,8 +362,9 @@ fuzz: | build/.deps-build
 	$(FUZZ_CC) fuzz/fuzz_weights.c lib/io/weights.c lib/io/npy.c lib/io/outfile.c \
 	    lib/core/status.c lib/core/problem.c -lm -o build/fuzz/fuzz_weights
 	$(FUZZ_CC) -Iexperiments fuzz/fuzz_resume.c experiments/common/record.c \
-	    experiments/common/busy.c experiments/common/stats.c experiments/common/reference.c \
-	    lib/io/outfile.c lib/core/status.c -lm -o build/fuzz/fuzz_resume
+	    experiments/common/rows.c experiments/common/metadata.c experiments/common/lock.c \
+	    experiments/common/machine.c experiments/common/timer.c experiments/common/memory.c \
+	    experiments/common/stats.c experiments/common/guard.c lib/io/outfile.c lib/core/status.c -lm -o build/fuzz/fuzz_resume
 	build/fuzz/fuzz_npy $(FUZZ_RUN) -dict=fuzz/npy.dict build/fuzz/corpus fuzz/seeds
 	build/fuzz/fuzz_weights $(FUZZ_RUN) -dict=fuzz/npy.dict build/fuzz/corpus_weights \
 	    fuzz/seeds_weights

@@ -9,13 +9,17 @@
  *               the float32 kernel against the float64 reference at each ε;
  *   chunk       the chunked causal linear kernel for every chunk size against the
  *               recurrent kernel and the reference: the chunk size must be invisible. */
+#include "accuracy.h"
+
 #include "attention/series.h"
 #include "commands.h"
 #include "common/inputs.h"
 #include "common/kernels.h"
+#include "common/metadata.h"
+#include "common/progress.h"
 #include "common/record.h"
 #include "common/sweep.h"
-#include "common/variants.h" /* vp_rank_fits: linformer's default rank against N */
+#include "common/variants.h" /* variants_rank_fits: linformer's default rank against N */
 #include "linattn.h"
 
 #include <math.h>
@@ -45,7 +49,7 @@ static const char help_after_series[] =
     "              N against the recurrent kernel and the reference, at N = --fixed-n\n"
     "\n"
     "  --n LIST         sequence lengths of error_vs_n and distance:\n"
-    "                   " SW_SWEEP_SYNTAX " (default 16:4096)\n"
+    "                   " SWEEP_SYNTAX " (default 16:4096)\n"
     "  --d D            head size, d_k = d_v = D (default 64)\n"
     "  --heads H        heads (default 2)\n"
     "  --fixed-n N      N of the eps and chunk studies (default 1000)\n"
@@ -74,7 +78,7 @@ static const char help_after_series[] =
 
 /* The series error_vs_n leaves out: their kernels' code is that of series it runs, with
  * the causal mask. */
-static const char *const left_out_of_error_vs_n[] = {
+const char *const accuracy_left_out_of_error_vs_n[] = {
     "softmax_materialized_causal", "hard_causal",
     /* the score functions: softmax's kernel on transformed inputs (general,
      * cosine), or tested against their oracles in tests/ (additive) */
@@ -82,34 +86,20 @@ static const char *const left_out_of_error_vs_n[] = {
 
 void cmd_accuracy_help(FILE *out)
 {
-    kn_series all[KN_MAX_SERIES];
-    size_t n = kn_all_series(all);
-    int selected[KN_MAX_SERIES];
+    kernels_series all[KERNELS_MAX_SERIES];
+    size_t n = kernels_all_series(all);
+    int selected[KERNELS_MAX_SERIES];
     char names[1024];
-    kn_select_all_but(all, n, left_out_of_error_vs_n, selected);
+    kernels_select_all_but(all, n, accuracy_left_out_of_error_vs_n, selected);
     fputs(help_text, out);
     fprintf(out, "%14s", "");
-    cli_print_wrapped(out, kn_series_names(all, n, selected, names, sizeof names), 14);
+    cli_print_wrapped(out, kernels_series_names(all, n, selected, names, sizeof names), 14);
     fputs(help_after_series, out);
 }
 
 static const char COLUMNS[] =
     "study,variant,input,n,d,heads,causal,feature_map,eps,chunk,precision,compared_to,"
     "rel_error,max_abs_error,status";
-enum { N_KEY = 12, MAX_POINTS = 64 };
-
-typedef struct {
-    size_t ns[MAX_POINTS], n_points, hi; /* --n, increasing; hi the largest */
-    size_t d, heads, fixed_n;
-    int studies[4];
-    sw_common common;
-    in_source source; /* random, or --q/--k/--v (common/inputs.h) */
-} config;
-
-/* The input column: "random", or "user" for the arrays of --q/--k/--v; with those, the
- * distance study has no dominant_key inputs (N_DOMINANT 0). */
-#define INPUT_NAME(x) ((x)->c->source.from_files ? "user" : "random")
-#define N_DOMINANT(x) ((x)->c->source.from_files ? 0 : 1)
 
 static const char *const study_names[] = {"error_vs_n", "distance", "eps", "chunk", NULL};
 
@@ -118,8 +108,8 @@ static const char *const study_names[] = {"error_vs_n", "distance", "eps", "chun
 static int shape_from_arrays(config *c, const char *d, const char *heads, int n_given,
                              int fixed_given)
 {
-    const in_source *s = &c->source;
-    const size_t max_n = in_source_max_n(s);
+    const inputs_source *s = &c->source;
+    const size_t max_n = inputs_source_max_n(s);
     if (d || heads)
         return cli_fail(d ? "--d" : "--heads",
                         "set by the arrays with --q/--k/--v (d %zu, "
@@ -154,7 +144,7 @@ static int parse(int argc, char **argv, config *c)
 {
     const char *n = NULL, *d = NULL, *heads = NULL, *fixed = NULL, *studies = NULL;
     const char *q_path = NULL, *k_path = NULL, *v_path = NULL, *layout_text = NULL;
-    sw_common_text common = {0};
+    sweep_common_text common = {0};
     const cli_flag flags[] = {
         {"n", &n, NULL},
         {"d", &d, NULL},
@@ -177,13 +167,12 @@ static int parse(int argc, char **argv, config *c)
     c->d = 64, c->heads = 2, c->fixed_n = 1000;
     for (int i = 0; i < 4; i++)
         c->studies[i] = 1;
-    if ((rc = sw_parse_sweep("--n", n ? n : "16:4096", 2, c->ns, MAX_POINTS, &c->n_points)))
-        return rc;
-    sw_sort_sizes(c->ns, c->n_points); /* rows and figures go up in N */
+    if ((rc = sweep_parse("--n", n ? n : "16:4096", 2, c->ns, MAX_POINTS, &c->n_points))) return rc;
+    sweep_sort_sizes(c->ns, c->n_points); /* rows and figures go up in N */
     c->hi = c->ns[c->n_points - 1];
-    if (d && (rc = sw_parse_positive("--d", d, &c->d))) return rc;
-    if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
-    if (fixed && (rc = sw_parse_positive("--fixed-n", fixed, &c->fixed_n))) return rc;
+    if (d && (rc = sweep_parse_positive("--d", d, &c->d))) return rc;
+    if (heads && (rc = sweep_parse_positive("--heads", heads, &c->heads))) return rc;
+    if (fixed && (rc = sweep_parse_positive("--fixed-n", fixed, &c->fixed_n))) return rc;
     if (studies) {
         int which[4];
         size_t count;
@@ -195,441 +184,18 @@ static int parse(int argc, char **argv, config *c)
     }
     /* the largest problem's float64 arrays addressable (N·d·heads doubles) */
     const size_t n_max = c->hi > c->fixed_n ? c->hi : c->fixed_n;
-    if ((rc = sw_check_floats("--n", c->heads, n_max, c->d)) ||
-        (rc = sw_check_floats("--n", c->heads * n_max, c->d, 2)))
+    if ((rc = sweep_check_floats("--n", c->heads, n_max, c->d)) ||
+        (rc = sweep_check_floats("--n", c->heads * n_max, c->d, 2)))
         return rc;
-    if ((rc = sw_common_finish(&common, &c->common, "accuracy.csv", 60, 8.0 * (1 << 30))))
+    if ((rc = sweep_common_finish(&common, &c->common, "accuracy.csv", 60, 8.0 * (1 << 30))))
         return rc;
     layout_kind layout;
     if ((rc = layout_parse("--layout", layout_text, &layout))) return rc;
     if (layout_text && !q_path) return cli_fail("--layout", "applies with --q/--k/--v only");
-    if ((rc = in_source_open_as(&c->source, layout, q_path, k_path, v_path, c->common.seed)))
+    if ((rc = inputs_source_open_as(&c->source, layout, q_path, k_path, v_path, c->common.seed)))
         return rc;
     if (c->source.from_files && (rc = shape_from_arrays(c, d, heads, n != NULL, fixed != NULL)))
-        in_source_close(&c->source);
-    return rc;
-}
-
-/* One comparison's row. */
-typedef struct {
-    const char *study, *variant, *input;
-    size_t n;
-    int causal;
-    la_feature_map fm;
-    double eps;
-    size_t chunk; /* 0: not applicable */
-    const char *precision, *compared_to;
-} row_key;
-
-typedef struct {
-    const config *c;
-    res_file *f;
-    res_progress *pr;
-    int step;
-} ctx;
-
-static void key_text(const ctx *x, const row_key *k, char *buf, size_t size)
-{
-    char chunk[32] = "";
-    if (k->chunk) snprintf(chunk, sizeof chunk, "%zu", k->chunk);
-    snprintf(buf, size, "%s,%s,%s,%zu,%zu,%zu,%d,%s,%g,%s,%s,%s", k->study, k->variant, k->input,
-             k->n, x->c->d, x->c->heads, k->causal, la_feature_map_name(k->fm), k->eps, chunk,
-             k->precision, k->compared_to);
-}
-
-static double max_abs_diff(const double *a, const double *b, size_t n)
-{
-    double m = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs(a[i] - b[i]);
-        if (!(d <= m)) m = d; /* NaN propagates */
-    }
-    return m;
-}
-
-/* Writes one comparison of y (float64 values) against ref. */
-static int record(ctx *x, const row_key *k, const double *y, const double *ref, size_t n)
-{
-    char key[512];
-    key_text(x, k, key, sizeof key);
-    double e = in_rel_error_f64(y, ref, n), m = max_abs_diff(y, ref, n);
-    return res_row(x->f, "%s,%.6e,%.6e,%s", key, e, m, isfinite(e) ? "ok" : "nonfinite");
-}
-
-static int record_failure(ctx *x, const row_key *k, la_status st)
-{
-    char key[512];
-    key_text(x, k, key, sizeof key);
-    fprintf(stderr, "\nlinattn: accuracy: %s: %s\n", key, la_strerror(st));
-    return res_row(x->f, "%s,,,error", key);
-}
-
-static int record_skip(ctx *x, const row_key *k, const char *status)
-{
-    char key[512];
-    key_text(x, k, key, sizeof key);
-    return res_row(x->f, "%s,,,%s", key, status);
-}
-
-/* NULL when the float64 references at N fit the budgets, else the skip status:
- * the softmax reference's N×N scores and ten arrays of the problem's size, and its
- * 4·N²·d FLOPs per head at 1 GFLOP/s (plain loops). */
-static const char *over_budget(const ctx *x, size_t n)
-{
-    const double N = (double)n, d = (double)x->c->d, H = (double)x->c->heads;
-    double bytes = 8 * N * N + 10 * 8 * H * N * d;
-    double seconds = 4 * N * N * d * H / 1e9;
-    if (bytes > x->c->common.max_mem) return "skipped_mem";
-    if (seconds > x->c->common.max_seconds) return "skipped_time";
-    return NULL;
-}
-
-static int done_already(ctx *x, const row_key *k)
-{
-    char key[512];
-    key_text(x, k, key, sizeof key);
-    return res_find(x->f, key) != NULL;
-}
-
-static void widen(const float *a, double *out, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        out[i] = a[i];
-}
-
-/* Inputs of one problem in both precisions: the float64 copies hold exactly the
- * float32 values, so a float32 kernel's error is its own arithmetic. */
-typedef struct {
-    size_t n, elems;
-    float *q, *k, *v, *y32;
-    double *q64, *k64, *v64, *y64, *ref, *ref2;
-} buffers;
-
-static void buffers_free(buffers *b)
-{
-    free(b->q), free(b->k), free(b->v), free(b->y32);
-    free(b->q64), free(b->k64), free(b->v64), free(b->y64), free(b->ref), free(b->ref2);
-    memset(b, 0, sizeof *b);
-}
-
-static int buffers_alloc(buffers *b, size_t elems)
-{
-    memset(b, 0, sizeof *b);
-    b->elems = elems;
-    b->q = malloc(elems * sizeof(float)), b->k = malloc(elems * sizeof(float));
-    b->v = malloc(elems * sizeof(float)), b->y32 = malloc(elems * sizeof(float));
-    b->q64 = malloc(elems * sizeof(double)), b->k64 = malloc(elems * sizeof(double));
-    b->v64 = malloc(elems * sizeof(double)), b->y64 = malloc(elems * sizeof(double));
-    b->ref = malloc(elems * sizeof(double)), b->ref2 = malloc(elems * sizeof(double));
-    if (!b->q || !b->k || !b->v || !b->y32 || !b->q64 || !b->k64 || !b->v64 || !b->y64 || !b->ref ||
-        !b->ref2) {
-        buffers_free(b);
-        return -1;
-    }
-    return 0;
-}
-
-/* Random N(0, 1) inputs; with dominant, one key (j = 0) aligned with a direction u that
- * every query shares: q_i = g_i + 2·√d·u, k_0 = 8·u (|u| = 1), so q_i·k_0·scale ≈ 16
- * while the other logits are O(1). */
-static void fill_inputs(ctx *x, buffers *b, const char *label, int dominant)
-{
-    const size_t d = x->c->d, heads = x->c->heads, n = b->elems / (heads * d);
-    in_rng r = in_rng_for(x->c->common.seed, label);
-    if (x->c->source.from_files) { /* prefixes of the arrays (never dominant) */
-        in_source_fill(&x->c->source, label, heads, n, n, d, d, b->q, b->k, b->v);
-    } else {
-        in_fill_normal_f32(&r, b->q, b->elems, 1.0);
-        in_fill_normal_f32(&r, b->k, b->elems, 1.0);
-        in_fill_normal_f32(&r, b->v, b->elems, 1.0);
-    }
-    if (dominant) {
-        for (size_t h = 0; h < heads; h++) {
-            double u[1024], norm = 0;
-            size_t du = d < 1024 ? d : 1024;
-            for (size_t c = 0; c < du; c++)
-                u[c] = in_normal(&r), norm += u[c] * u[c];
-            norm = sqrt(norm);
-            for (size_t c = 0; c < du; c++)
-                u[c] /= norm;
-            float *qh = b->q + h * n * d, *kh = b->k + h * n * d;
-            for (size_t i = 0; i < n; i++)
-                for (size_t c = 0; c < du; c++)
-                    qh[i * d + c] += (float)(2 * sqrt((double)d) * u[c]);
-            for (size_t c = 0; c < du; c++)
-                kh[c] = (float)(8 * u[c]);
-        }
-    }
-    widen(b->q, b->q64, b->elems);
-    widen(b->k, b->k64, b->elems);
-    widen(b->v, b->v64, b->elems);
-}
-
-/* The series of error_vs_n, from the registry. */
-typedef struct {
-    kn_series all[KN_MAX_SERIES];
-    int selected[KN_MAX_SERIES];
-    size_t n;
-} series_set;
-
-static void error_vs_n_series(series_set *s)
-{
-    s->n = kn_all_series(s->all);
-    kn_select_all_but(s->all, s->n, left_out_of_error_vs_n, s->selected);
-}
-
-/* The chunk column: the default chunk where the kernel reads it (causal), else none. */
-static size_t chunk_of(const kn_series *var)
-{
-    return var->causal && (la_kernel_get(var->kernel)->params & LA_PARAM_CHUNK) ? LA_DEFAULT_CHUNK
-                                                                                : 0;
-}
-
-static void problem_for(const ctx *x, la_problem *p, size_t n, int causal)
-{
-    la_problem_init(p, 1, x->c->heads, n, n, x->c->d, x->c->d);
-    p->causal = causal;
-    p->workspace_limit = (size_t)8 << 30;
-}
-
-static void progress(ctx *x, const char *what)
-{
-    res_progress_step(x->pr, ++x->step, 1, what);
-}
-
-/* ---------------------------------------------------------------- error_vs_n */
-
-static int study_error_vs_n(ctx *x, const size_t *ns, size_t n_points)
-{
-    series_set set;
-    error_vs_n_series(&set);
-    for (size_t pi = 0; pi < n_points; pi++) {
-        const size_t n = ns[pi];
-        const char *skip = over_budget(x, n);
-        if (skip) {
-            for (size_t vi = 0; vi < set.n; vi++) {
-                if (!set.selected[vi]) continue;
-                const kn_series *var = &set.all[vi];
-                row_key k = {"error_vs_n", var->name,       INPUT_NAME(x),  n,
-                             var->causal,  LA_FEATURE_ELU1, LA_DEFAULT_EPS, chunk_of(var),
-                             "float32",    "reference_f64"};
-                if (record_skip(x, &k, skip)) return -1;
-                k.precision = "float64";
-                if (record_skip(x, &k, skip)) return -1;
-            }
-            continue;
-        }
-        buffers b;
-        if (buffers_alloc(&b, x->c->heads * n * x->c->d)) return -1;
-        fill_inputs(x, &b, "error_vs_n", 0);
-        char what[64];
-        snprintf(what, sizeof what, "error_vs_n N=%zu", n);
-        progress(x, what);
-        for (size_t vi = 0; vi < set.n; vi++) {
-            if (!set.selected[vi]) continue;
-            const kn_series *var = &set.all[vi];
-            row_key k32 = {"error_vs_n", var->name,       INPUT_NAME(x),  n,
-                           var->causal,  LA_FEATURE_ELU1, LA_DEFAULT_EPS, chunk_of(var),
-                           "float32",    "reference_f64"};
-            row_key k64 = k32;
-            k64.precision = "float64";
-            if (done_already(x, &k32) && done_already(x, &k64)) continue;
-            la_problem p;
-            problem_for(x, &p, n, var->causal);
-            if (!vp_rank_fits(var->kernel, &p)) { /* linformer: K above M = N, not run */
-                if (record_skip(x, &k32, "skipped_rank") || record_skip(x, &k64, "skipped_rank"))
-                    return -1;
-                continue;
-            }
-            la_status st = la_ref_attention(var->kernel, &p, b.q64, b.k64, b.v64, b.ref);
-            if (st != LA_OK) {
-                if (record_failure(x, &k32, st)) return -1;
-                continue;
-            }
-            st = la_attention(var->kernel, &p, LA_FLOAT32, b.q, b.k, b.v, b.y32);
-            if (st == LA_OK) {
-                widen(b.y32, b.y64, b.elems);
-                if (record(x, &k32, b.y64, b.ref, b.elems)) return -1;
-            } else if (record_failure(x, &k32, st))
-                return -1;
-            st = la_attention(var->kernel, &p, LA_FLOAT64, b.q64, b.k64, b.v64, b.y64);
-            if (st == LA_OK) {
-                if (record(x, &k64, b.y64, b.ref, b.elems)) return -1;
-            } else if (record_failure(x, &k64, st))
-                return -1;
-        }
-        buffers_free(&b);
-    }
-    return 0;
-}
-
-/* ---------------------------------------------------------------- distance */
-
-/* The three attentions compared, by name: softmax, linear and hard (their references,
- * float64), a deliberate comparison of these kernels rather than a sweep of the registry. */
-static int study_distance(ctx *x, const size_t *ns, size_t n_points)
-{
-    const char *const inputs[] = {INPUT_NAME(x), "dominant_key"};
-    const char *softmax = la_kernel_series(LA_KERNEL_SOFTMAX, 0);
-    const char *linear = la_kernel_series(LA_KERNEL_LINEAR, 0);
-    const char *hard_name = la_kernel_series(LA_KERNEL_HARD, 0);
-    for (size_t pi = 0; pi < n_points; pi++) {
-        const size_t n = ns[pi];
-        for (int dom = 0; dom <= N_DOMINANT(x); dom++) {
-            row_key lin = {"distance",      linear,         inputs[dom], n,         0,
-                           LA_FEATURE_ELU1, LA_DEFAULT_EPS, 0,           "float64", softmax};
-            row_key hard = lin, lin_hard = lin;
-            hard.variant = hard_name;
-            lin_hard.compared_to = hard_name;
-            if (done_already(x, &lin) && done_already(x, &hard) && done_already(x, &lin_hard))
-                continue;
-            const char *skip = over_budget(x, n);
-            if (skip) {
-                if (record_skip(x, &lin, skip) || record_skip(x, &hard, skip) ||
-                    record_skip(x, &lin_hard, skip))
-                    return -1;
-                continue;
-            }
-            char what[64];
-            snprintf(what, sizeof what, "distance %s N=%zu", inputs[dom], n);
-            progress(x, what);
-            buffers b;
-            if (buffers_alloc(&b, x->c->heads * n * x->c->d)) return -1;
-            fill_inputs(x, &b, dom ? "distance_dominant" : "distance_random", dom);
-            la_problem p;
-            problem_for(x, &p, n, 0);
-            /* ref = softmax, ref2 = hard, y64 = linear (all float64 references) */
-            la_status st = la_ref_attention(LA_KERNEL_SOFTMAX, &p, b.q64, b.k64, b.v64, b.ref);
-            if (st == LA_OK) st = la_ref_attention(LA_KERNEL_HARD, &p, b.q64, b.k64, b.v64, b.ref2);
-            if (st == LA_OK)
-                st = la_ref_attention(LA_KERNEL_LINEAR, &p, b.q64, b.k64, b.v64, b.y64);
-            if (st != LA_OK) {
-                int rc = record_failure(x, &lin, st);
-                buffers_free(&b);
-                if (rc) return -1;
-                continue;
-            }
-            int rc = record(x, &lin, b.y64, b.ref, b.elems) ||
-                     record(x, &hard, b.ref2, b.ref, b.elems) ||
-                     record(x, &lin_hard, b.y64, b.ref2, b.elems);
-            buffers_free(&b);
-            if (rc) return -1;
-        }
-    }
-    return 0;
-}
-
-/* ---------------------------------------------------------------- eps */
-
-static int study_eps(ctx *x)
-{
-    static const double eps_values[] = {0, 1e-12, 1e-9, 1e-6, 1e-4, 1e-2, 1e-1, 1, 10};
-    const size_t n = x->c->fixed_n;
-    buffers b;
-    if (buffers_alloc(&b, x->c->heads * n * x->c->d)) return -1;
-    fill_inputs(x, &b, "eps", 0);
-    for (int fmi = 0; fmi <= 1; fmi++) {
-        la_feature_map fm = fmi ? LA_FEATURE_RELU : LA_FEATURE_ELU1;
-        for (int causal = 0; causal <= 1; causal++) {
-            char what[64];
-            snprintf(what, sizeof what, "eps %s %s", la_feature_map_name(fm),
-                     causal ? "causal" : "non-causal");
-            progress(x, what);
-            const char *name = la_kernel_series(LA_KERNEL_LINEAR, causal);
-            la_problem p;
-            problem_for(x, &p, n, causal);
-            p.feature_map = fm;
-            p.eps = 0;
-            /* ref2 = the float64 reference at ε = 0 */
-            la_status st = la_ref_attention(LA_KERNEL_LINEAR, &p, b.q64, b.k64, b.v64, b.ref2);
-            for (size_t e = 0; e < sizeof eps_values / sizeof eps_values[0]; e++) {
-                row_key vs0 = {"eps",     name,   INPUT_NAME(x), n,
-                               causal,    fm,     eps_values[e], causal ? LA_DEFAULT_CHUNK : 0,
-                               "float64", "eps_0"};
-                row_key f32 = vs0;
-                f32.precision = "float32";
-                f32.compared_to = "reference_f64";
-                if (done_already(x, &vs0) && done_already(x, &f32)) continue;
-                p.eps = eps_values[e];
-                la_status s2 =
-                    st == LA_OK ? la_ref_attention(LA_KERNEL_LINEAR, &p, b.q64, b.k64, b.v64, b.ref)
-                                : st;
-                if (s2 != LA_OK) {
-                    if (record_failure(x, &vs0, s2)) goto fail;
-                    continue;
-                }
-                if (record(x, &vs0, b.ref, b.ref2, b.elems)) goto fail;
-                s2 = la_attention(LA_KERNEL_LINEAR, &p, LA_FLOAT32, b.q, b.k, b.v, b.y32);
-                if (s2 == LA_OK) {
-                    widen(b.y32, b.y64, b.elems);
-                    if (record(x, &f32, b.y64, b.ref, b.elems)) goto fail;
-                } else if (record_failure(x, &f32, s2))
-                    goto fail;
-            }
-        }
-    }
-    buffers_free(&b);
-    return 0;
-fail:
-    buffers_free(&b);
-    return -1;
-}
-
-/* ---------------------------------------------------------------- chunk */
-
-/* The chunked causal form of linear attention against its recurrent kernel: a named pair
- * (the two causal forms of linear attention in the registry). */
-static int study_chunk(ctx *x)
-{
-    const char *chunked = la_kernel_series(LA_KERNEL_LINEAR, 1);
-    const char *recurrent_name = la_kernel_series(LA_KERNEL_LINEAR_RECURRENT, 1);
-    const size_t n = x->c->fixed_n;
-    buffers b;
-    if (buffers_alloc(&b, x->c->heads * n * x->c->d)) return -1;
-    fill_inputs(x, &b, "chunk", 0);
-    float *recurrent = malloc(b.elems * sizeof *recurrent);
-    double *recurrent64 = malloc(b.elems * sizeof *recurrent64);
-    int rc = -1;
-    if (!recurrent || !recurrent64) goto done;
-    progress(x, "chunk sizes");
-    la_problem p;
-    problem_for(x, &p, n, 1);
-    /* the recurrent kernel against the reference: the line the chunked forms sit on */
-    const row_key rec_key = {"chunk",   recurrent_name,  INPUT_NAME(x),  n,
-                             1,         LA_FEATURE_ELU1, LA_DEFAULT_EPS, 0,
-                             "float32", "reference_f64"};
-    la_status st = la_ref_attention(LA_KERNEL_LINEAR_RECURRENT, &p, b.q64, b.k64, b.v64, b.ref);
-    if (st == LA_OK)
-        st = la_attention(LA_KERNEL_LINEAR_RECURRENT, &p, LA_FLOAT32, b.q, b.k, b.v, recurrent);
-    if (st != LA_OK) {
-        rc = record_failure(x, &rec_key, st) ? -1 : 0;
-        goto done;
-    }
-    widen(recurrent, recurrent64, b.elems);
-    if (!done_already(x, &rec_key) && record(x, &rec_key, recurrent64, b.ref, b.elems)) goto done;
-    for (size_t chunk = 1;; chunk = chunk * 2 > n ? n : chunk * 2) {
-        row_key vs_rec = {"chunk", chunked,   INPUT_NAME(x),  n, 1, LA_FEATURE_ELU1, LA_DEFAULT_EPS,
-                          chunk,   "float32", "recurrent_f32"};
-        row_key vs_ref = vs_rec;
-        vs_ref.compared_to = "reference_f64";
-        if (!(done_already(x, &vs_rec) && done_already(x, &vs_ref))) {
-            p.chunk = chunk;
-            st = la_attention(LA_KERNEL_LINEAR, &p, LA_FLOAT32, b.q, b.k, b.v, b.y32);
-            if (st != LA_OK) {
-                if (record_failure(x, &vs_ref, st)) goto done;
-            } else {
-                widen(b.y32, b.y64, b.elems);
-                if (record(x, &vs_rec, b.y64, recurrent64, b.elems) ||
-                    record(x, &vs_ref, b.y64, b.ref, b.elems))
-                    goto done;
-            }
-        }
-        if (chunk == n) break;
-    }
-    rc = 0;
-done:
-    free(recurrent), free(recurrent64);
-    buffers_free(&b);
+        inputs_source_close(&c->source);
     return rc;
 }
 
@@ -639,20 +205,20 @@ static void summarize(ctx *x, const size_t *ns, size_t n_points)
 {
     if (x->c->studies[0]) {
         series_set set;
-        error_vs_n_series(&set);
+        accuracy_error_vs_n_series(&set);
         for (size_t vi = 0; vi < set.n; vi++) {
             if (!set.selected[vi]) continue;
-            const kn_series *var = &set.all[vi];
+            const kernels_series *var = &set.all[vi];
             double worst = 0;
             for (size_t i = 0; i < n_points; i++) {
                 row_key k = {"error_vs_n", var->name,       INPUT_NAME(x),  ns[i],
-                             var->causal,  LA_FEATURE_ELU1, LA_DEFAULT_EPS, chunk_of(var),
+                             var->causal,  LA_FEATURE_ELU1, LA_DEFAULT_EPS, accuracy_chunk_of(var),
                              "float32",    "reference_f64"};
                 char key[512];
-                key_text(x, &k, key, sizeof key);
-                const char *row = res_find(x->f, key);
+                accuracy_key_text(x, &k, key, sizeof key);
+                const char *row = record_find(x->f, key);
                 double e;
-                if (row && res_get(x->f, row, "rel_error", &e) == 0 && !(e <= worst)) worst = e;
+                if (row && record_get(x->f, row, "rel_error", &e) == 0 && !(e <= worst)) worst = e;
             }
             printf("accuracy: %-24s float32 vs float64 reference: worst relative error %.2e "
                    "(N = %zu..%zu)\n",
@@ -676,12 +242,12 @@ static void summarize(ctx *x, const size_t *ns, size_t n_points)
                              "float64",
                              la_kernel_series(LA_KERNEL_SOFTMAX, 0)};
                 char key[512];
-                key_text(x, &k, key, sizeof key);
-                const char *row = res_find(x->f, key);
-                if (!row || res_get(x->f, row, "rel_error", &e1) != 0) continue;
+                accuracy_key_text(x, &k, key, sizeof key);
+                const char *row = record_find(x->f, key);
+                if (!row || record_get(x->f, row, "rel_error", &e1) != 0) continue;
                 k.variant = la_kernel_series(LA_KERNEL_HARD, 0);
-                key_text(x, &k, key, sizeof key);
-                if ((row = res_find(x->f, key))) res_get(x->f, row, "rel_error", &e2);
+                accuracy_key_text(x, &k, key, sizeof key);
+                if ((row = record_find(x->f, key))) record_get(x->f, row, "rel_error", &e2);
                 printf("accuracy: %-12s inputs, N = %zu: ‖linear − softmax‖/‖softmax‖ = %.3g, "
                        "‖hard − softmax‖/‖softmax‖ = %.3g\n",
                        inputs[dom], ns[i], e1, e2);
@@ -697,36 +263,36 @@ int cmd_accuracy(int argc, char **argv)
     int rc = parse(argc, argv, &c);
     if (rc) return rc;
     char err[512], inputs[1024];
-    in_source_describe(&c.source, inputs, sizeof inputs);
-    res_meta_extra(inputs);
-    res_file *f = res_open(c.common.out, "accuracy",
-                           "relative errors of the kernels against float64 references, and "
-                           "distances between attention variants",
-                           COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
+    inputs_source_describe(&c.source, inputs, sizeof inputs);
+    metadata_extra(inputs);
+    record_file *f = record_open(c.common.out, "accuracy",
+                                 "relative errors of the kernels against float64 references, and "
+                                 "distances between attention variants",
+                                 COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
     if (!f) {
-        in_source_close(&c.source);
-        res_meta_extra(NULL);
+        inputs_source_close(&c.source);
+        metadata_extra(NULL);
         return cli_fail("accuracy", "%s", err);
     }
     const size_t *ns = c.ns, n_points = c.n_points;
-    res_progress pr;
+    progress_line pr;
     int total = (c.studies[0] ? (int)n_points : 0) +
                 (c.studies[1] ? (c.source.from_files ? 1 : 2) * (int)n_points : 0) +
                 (c.studies[2] ? 4 : 0) + (c.studies[3] ? 1 : 0);
-    res_progress_start(&pr, "accuracy", total, 0);
+    progress_start(&pr, "accuracy", total, 0);
     ctx x = {&c, f, &pr, 0};
     rc = 0;
-    if (c.studies[0] && study_error_vs_n(&x, ns, n_points)) rc = 1;
-    if (!rc && c.studies[1] && study_distance(&x, ns, n_points)) rc = 1;
-    if (!rc && c.studies[2] && study_eps(&x)) rc = 1;
-    if (!rc && c.studies[3] && study_chunk(&x)) rc = 1;
-    res_progress_end(&pr);
+    if (c.studies[0] && accuracy_study_error_vs_n(&x, ns, n_points)) rc = 1;
+    if (!rc && c.studies[1] && accuracy_study_distance(&x, ns, n_points)) rc = 1;
+    if (!rc && c.studies[2] && accuracy_study_eps(&x)) rc = 1;
+    if (!rc && c.studies[3] && accuracy_study_chunk(&x)) rc = 1;
+    progress_end(&pr);
     if (rc)
         cli_line("accuracy: failed (out of memory or a write error)");
     else
         summarize(&x, ns, n_points);
-    printf("accuracy: wrote %s\n", res_path(f));
-    const in_source *s = &c.source;
+    printf("accuracy: wrote %s\n", record_path(f));
+    const inputs_source *s = &c.source;
     if (rc)
         ;
     else if (s->from_files)
@@ -735,8 +301,8 @@ int cmd_accuracy(int argc, char **argv)
     else
         layout_report("accuracy", LAYOUT_BHND, 1, c.heads, c.hi, c.hi, c.d, c.d,
                       "float32 random normal");
-    if (res_close(f) != 0) rc = 1;
-    in_source_close(&c.source);
-    res_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
+    if (record_close(f) != 0) rc = 1;
+    inputs_source_close(&c.source);
+    metadata_extra(NULL); /* `linattn results` runs the next experiment in this process */
     return rc;
 }

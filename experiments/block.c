@@ -3,10 +3,12 @@
  * on an .npy input, with PyTorch-layout weights loaded from a folder of .npy files named
  * by their state_dict keys. */
 #include "commands.h"
+#include "common/arrays.h"
 #include "common/cli.h"
 #include "common/kernels.h"
 #include "common/layer_flags.h"
-#include "common/positions.h"
+#include "common/memory.h"
+#include "common/position.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,9 +84,9 @@ void cmd_block_help(FILE *out)
     char names[512];
     fputs(help_text, out);
     fprintf(out, help_feature_map,
-            kn_kernel_names(lf_reads_feature_map, ", ", names, sizeof names));
+            kernels_kernel_names(layer_flags_reads_feature_map, ", ", names, sizeof names));
     fputs(help_after_feature_map, out);
-    pos_print_help(out);
+    position_print_help(out);
     fputs("  --seed S             learned and relative: the drawn tables' seed [0]\n"
           "                       In block, absolute positions are added to X before the\n"
           "                       layer; rotary rotates each head's queries and keys in the\n"
@@ -93,7 +95,7 @@ void cmd_block_help(FILE *out)
           "                       (tables (2K+1, D/H), shared by the heads)\n",
           out);
     fputs("\n", out);
-    kn_print_kernels(out, kn_layer_kernel, ", those a layer can use");
+    kernels_print_kernels(out, kernels_layer_kernel, ", those a layer can use");
     fputs(help_after_kernels, out);
 }
 
@@ -101,26 +103,27 @@ static const char *const layer_names[] = {"encoder", "decoder", NULL};
 /* --positions and --seed against the kernel: relative runs the relative kernel in place
  * of softmax (--variant relative alone means it); rotary not with FAVOR+; --seed only
  * for a drawn table (learned, relative). */
-static int block_positions(pos_flags *pf, const char *seed_text, size_t *seed, la_kernel *kernel,
-                           pos_values *pos)
+static int block_positions(position_flags *pf, const char *seed_text, size_t *seed,
+                           la_kernel *kernel, position_values *pos)
 {
-    if (*kernel == LA_KERNEL_RELATIVE && !pf->positions) pf->positions = "relative";
-    int rc = pos_parse(pf, pos);
+    if ((la_kernel_get(*kernel)->caps & LA_CAP_POSITIONS) && !pf->positions)
+        pf->positions = "relative";
+    int rc = position_parse(pf, pos);
     if (rc) return rc;
-    if (pos->kind == POS_RELATIVE) {
-        if (*kernel != LA_KERNEL_SOFTMAX && *kernel != LA_KERNEL_SOFTMAX_MATERIALIZED &&
-            *kernel != LA_KERNEL_RELATIVE)
+    if (pos->kind == POSITION_RELATIVE) {
+        if (!kernels_exact_softmax(*kernel) && !(la_kernel_get(*kernel)->caps & LA_CAP_POSITIONS))
             return cli_fail("--positions", "relative applies to softmax attention only, not %s",
                             la_kernel_name(*kernel));
         *kernel = LA_KERNEL_RELATIVE;
-    } else if (*kernel == LA_KERNEL_RELATIVE) {
+    } else if (la_kernel_get(*kernel)->caps & LA_CAP_POSITIONS) {
         return cli_fail("--positions", "--variant relative is --positions relative, not %s",
-                        pos_name(pos->kind));
+                        position_name(pos->kind));
     }
-    if (pos->kind == POS_ROTARY && (*kernel == LA_KERNEL_FAVOR))
+    if (pos->kind == POSITION_ROTARY &&
+        !(la_kernel_get(*kernel)->caps & (LA_CAP_ROTARY | LA_CAP_ROTARY_FEATURES)))
         return cli_fail("--positions", "rotary does not apply to favor");
-    const int drawn = (pos->kind == POS_LEARNED && !pos->table.data) ||
-                      (pos->kind == POS_RELATIVE && !pos->rel_k.data);
+    const int drawn = (pos->kind == POSITION_LEARNED && !pos->table.data) ||
+                      (pos->kind == POSITION_RELATIVE && !pos->rel_k.data);
     if (seed_text && !drawn)
         return cli_fail("--seed", "applies to a drawn table only (--positions learned without "
                                   "--position-table, relative without --relative)");
@@ -136,15 +139,15 @@ static int check_sequence(const char *path, const la_array *a, size_t D, size_t 
     char shape[160];
     if (a->ndim != 2 && a->ndim != 3)
         return cli_fail(path, "shape %s must be (N, D) or (B, N, D)",
-                        cli_shape_str(a, shape, sizeof shape));
+                        arrays_shape_str(a, shape, sizeof shape));
     if (a->shape[a->ndim - 1] != D)
         return cli_fail(path, "shape %s: last dim must be D = %zu, the weights' d_model",
-                        cli_shape_str(a, shape, sizeof shape), D);
+                        arrays_shape_str(a, shape, sizeof shape), D);
     *batch = a->ndim == 3 ? a->shape[0] : 1;
     *rows = a->shape[a->ndim - 2];
     if (*batch == 0 || *rows == 0)
         return cli_fail(path, "shape %s has a zero dimension",
-                        cli_shape_str(a, shape, sizeof shape));
+                        arrays_shape_str(a, shape, sizeof shape));
     return 0;
 }
 
@@ -154,8 +157,8 @@ int cmd_block(int argc, char **argv)
     const char *norm = NULL, *attention = NULL, *activation = NULL, *precision = NULL;
     const char *feature_map = NULL, *threads_text = NULL, *seed_text = NULL;
     const char *layer = NULL, *memory_path = NULL, *cross_attention = NULL;
-    pos_flags pf = {0};
-    pos_values pos = {0};
+    position_flags pf = {0};
+    position_values pos = {0};
     int causal = 0;
     const cli_flag flags[] = {
         {"weights", &weights, NULL},
@@ -173,7 +176,7 @@ int cmd_block(int argc, char **argv)
         {"feature-map", &feature_map, NULL},
         {"threads", &threads_text, NULL},
         {"seed", &seed_text, NULL},
-        POS_FLAGS(pf),
+        POSITION_FLAGS(pf),
         {NULL, NULL, NULL},
     };
     static const cli_alias renamed[] = {{"attention", "variant"}, {NULL, NULL}};
@@ -196,15 +199,15 @@ int cmd_block(int argc, char **argv)
     if (!decoder && memory_path) return cli_fail("--memory", "applies to --layer decoder only");
     if (!decoder && cross_attention)
         return cli_fail("--cross-variant", "applies to --layer decoder only");
-    const lf_text lt = {norm,      attention,   cross_attention, activation,
-                        precision, feature_map, threads_text};
-    lf_values lv;
-    if ((rc = lf_parse(&lt, &lv))) return rc;
+    const layer_flags_text lt = {norm,      attention,   cross_attention, activation,
+                                 precision, feature_map, threads_text};
+    layer_flags_values lv;
+    if ((rc = layer_flags_parse(&lt, &lv))) return rc;
     la_kernel kernel = lv.kernel;
     const la_dtype dtype = lv.dtype;
     size_t seed = 0;
     if ((rc = block_positions(&pf, seed_text, &seed, &kernel, &pos))) {
-        pos_free(&pos);
+        position_free(&pos);
         return rc;
     }
 
@@ -214,15 +217,15 @@ int cmd_block(int argc, char **argv)
     la_array x = {0}, y = {0}, memory = {0};
     la_status st = la_layer_weights_load(&w, dtype, decoder, weights, "", &err);
     if (st != LA_OK) {
-        pos_free(&pos);
+        position_free(&pos);
         return cli_fail(err.path[0] ? err.path : weights, "%s", err.why);
     }
     const size_t D = w.d_model;
     size_t batch, n, m = 0, memory_batch;
-    if ((rc = cli_read_floats(x_path, dtype, &x)) ||
+    if ((rc = arrays_read_floats(x_path, dtype, &x)) ||
         (rc = check_sequence(x_path, &x, D, &batch, &n)))
         goto done;
-    if (decoder && ((rc = cli_read_floats(memory_path, dtype, &memory)) ||
+    if (decoder && ((rc = arrays_read_floats(memory_path, dtype, &memory)) ||
                     (rc = check_sequence(memory_path, &memory, D, &memory_batch, &m))))
         goto done;
     if (decoder && (memory.ndim != x.ndim || memory_batch != batch)) {
@@ -230,8 +233,8 @@ int cmd_block(int argc, char **argv)
         rc = cli_fail(memory_path,
                       "shape %s does not fit X %s: (M, D) for (N, D), (B, M, D) for "
                       "(B, N, D)",
-                      cli_shape_str(&memory, m_shape, sizeof m_shape),
-                      cli_shape_str(&x, x_shape, sizeof x_shape));
+                      arrays_shape_str(&memory, m_shape, sizeof m_shape),
+                      arrays_shape_str(&x, x_shape, sizeof x_shape));
         goto done;
     }
     if (D % heads != 0) {
@@ -242,8 +245,8 @@ int cmd_block(int argc, char **argv)
     }
 
     /* positions: absolute ones added to X; rotary and relative in the self-attention */
-    if ((rc = pos_add_absolute(&pos, x_path, seed, &x))) goto done;
-    if (pos.kind == POS_ROTARY && (D / heads) % 2 != 0) {
+    if ((rc = position_add_absolute(&pos, x_path, seed, &x))) goto done;
+    if (pos.kind == POSITION_ROTARY && (D / heads) % 2 != 0) {
         rc = cli_fail("--positions", "rotary rotates channel pairs: D/H = %zu must be even",
                       D / heads);
         goto done;
@@ -262,7 +265,7 @@ int cmd_block(int argc, char **argv)
     c.cross_attention = lv.cross_kernel;
     c.activation = lv.activation;
     c.feature_map = lv.feature_map;
-    c.rotary = pos.kind == POS_ROTARY;
+    c.rotary = pos.kind == POSITION_ROTARY;
     c.max_distance = pos.max_distance;
     c.rel_k = pos.rel_k.data;
     c.rel_v = pos.rel_v.data;
@@ -295,7 +298,7 @@ int cmd_block(int argc, char **argv)
     /* step 4: written atomically, then how X was read: (B, N, D) rows split into heads
      * of D/H inside the layer (the self-attention's M is N; a decoder's cross-attention
      * reads M memory rows) */
-    rc = cli_write_npy(out_path, &y);
+    rc = arrays_write_npy(out_path, &y);
     if (!rc)
         fprintf(stderr,
                 "block: input B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu, %s, layout (B, N, D) "
@@ -303,7 +306,7 @@ int cmd_block(int argc, char **argv)
                 batch, heads, n, decoder ? m : n, D / heads, D / heads,
                 dtype == LA_FLOAT32 ? "float32" : "float64");
 done:
-    pos_free(&pos);
+    position_free(&pos);
     la_layer_weights_free(&w);
     la_array_free(&x);
     la_array_free(&memory);

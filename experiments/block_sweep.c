@@ -9,9 +9,13 @@
 #include "common/cli.h"
 #include "common/inputs.h"
 #include "common/kernels.h"
+#include "common/machine.h"
+#include "common/memory.h"
 #include "common/models.h"
+#include "common/progress.h"
 #include "common/record.h"
 #include "common/sweep.h"
+#include "common/timer.h"
 #include "linattn.h"
 
 #include <math.h>
@@ -38,14 +42,14 @@ static const char help_text[] =
     "share below it (for stacked plots) and the FLOP model's count\n"
     "(la_layer_cost_model). The last row of each N, component 'layer', is the whole layer.\n"
     "\n"
-    "  --n LIST        sequence lengths: " SW_SWEEP_SYNTAX "\n"
+    "  --n LIST        sequence lengths: " SWEEP_SYNTAX "\n"
     "                  (default 64:8192)\n"
     "  --d-model D     model width (default 512)\n"
     "  --heads H       heads (default 8)\n"
     "  --d-ff F        FFN inner size (default 4·D)\n"
     "  --model NAME    D, H and d_ff of a published model (as linattn params --model;\n"
     "                  the flags above change one size); the layer timed is still the\n"
-    "                  post-LN encoder layer of those sizes\n" SW_COMMON_HELP
+    "                  post-LN encoder layer of those sizes\n" SWEEP_COMMON_HELP
     "                  (defaults: --out block.csv --max-seconds 10 --max-mem 8G;\n"
     "                  --max-seconds applies to one layer call, predicted from the\n"
     "                  previous N with exponent 2 for softmax, 1 for linear)\n";
@@ -67,50 +71,50 @@ static const char *const components[N_COMPONENTS] = {"attention", "projections",
 typedef struct {
     size_t ns[MAX_POINTS], n_points, hi; /* --n, increasing; hi the largest */
     size_t d, heads, d_ff;
-    sw_common common;
+    sweep_common common;
 } config;
 
 static int parse(int argc, char **argv, config *c)
 {
     const char *n = NULL, *d = NULL, *heads = NULL, *dff = NULL, *model = NULL;
-    sw_common_text common = {0};
+    sweep_common_text common = {0};
     const cli_flag flags[] = {
         {"n", &n, NULL},      {"d-model", &d, NULL},   {"heads", &heads, NULL},
-        {"d-ff", &dff, NULL}, {"model", &model, NULL}, SW_COMMON_FLAGS(common),
+        {"d-ff", &dff, NULL}, {"model", &model, NULL}, SWEEP_COMMON_FLAGS(common),
         {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
     c->d = 512, c->heads = 8, c->d_ff = 0;
     if (model) {
-        const mdl_model *preset;
-        if ((rc = mdl_parse("--model", model, &preset))) return rc;
+        const models_entry *preset;
+        if ((rc = models_parse("--model", model, &preset))) return rc;
         c->d = preset->size.d_model, c->heads = preset->size.heads, c->d_ff = preset->size.d_ff;
     }
-    if ((rc = sw_parse_sweep("--n", n ? n : "64:8192", 2, c->ns, MAX_POINTS, &c->n_points)))
-        return rc;
-    sw_sort_sizes(c->ns, c->n_points); /* once a point is too slow, every larger one is */
+    if ((rc = sweep_parse("--n", n ? n : "64:8192", 2, c->ns, MAX_POINTS, &c->n_points))) return rc;
+    sweep_sort_sizes(c->ns, c->n_points); /* once a point is too slow, every larger one is */
     c->hi = c->ns[c->n_points - 1];
-    if (d && (rc = sw_parse_positive("--d-model", d, &c->d))) return rc;
-    if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
-    if (dff && (rc = sw_parse_positive("--d-ff", dff, &c->d_ff))) return rc;
+    if (d && (rc = sweep_parse_positive("--d-model", d, &c->d))) return rc;
+    if (heads && (rc = sweep_parse_positive("--heads", heads, &c->heads))) return rc;
+    if (dff && (rc = sweep_parse_positive("--d-ff", dff, &c->d_ff))) return rc;
     /* the largest point's arrays addressable: 5 of (N, D), the FFN's (N, d_ff) */
-    if ((rc = sw_check_floats("--d-model", c->d, 4, 1)) ||
-        (rc = sw_check_floats("--n", c->hi, c->d, 5)))
+    if ((rc = sweep_check_floats("--d-model", c->d, 4, 1)) ||
+        (rc = sweep_check_floats("--n", c->hi, c->d, 5)))
         return rc;
     if (!c->d_ff) c->d_ff = 4 * c->d;
-    if ((rc = sw_check_floats("--d-ff", c->hi, c->d_ff, 1))) return rc;
+    if ((rc = sweep_check_floats("--d-ff", c->hi, c->d_ff, 1))) return rc;
     if (c->d % c->heads) return cli_fail("--heads", "must divide --d-model (%zu)", c->d);
-    if ((rc = sw_common_finish(&common, &c->common, "block.csv", 10, 8.0 * (1 << 30)))) return rc;
+    if ((rc = sweep_common_finish(&common, &c->common, "block.csv", 10, 8.0 * (1 << 30))))
+        return rc;
     /* the weights, held for every point, within the budget before anything is allocated */
     const double D = (double)c->d, F = (double)c->d_ff;
-    return sw_check_memory("--d-model", 4.0 * ((4 * D + 4) * D + 2 * D * F + F + D),
-                           c->common.max_mem, "--max-mem");
+    return sweep_check_memory("--d-model", 4.0 * ((4 * D + 4) * D + 2 * D * F + F + D),
+                              c->common.max_mem, "--max-mem");
 }
 
 /* What one timed call needs. */
 typedef struct {
-    int what; /* 0 layer, 1 mha, 3 ffn, 4 layer norms (2, the kernel: res_time_kernel) */
+    int what; /* 0 layer, 1 mha, 3 ffn, 4 layer norms (2, the kernel: timer_kernel) */
     const la_layer_config *lc;
     const la_layer_weights *w;
     size_t n;
@@ -155,13 +159,13 @@ int cmd_block_sweep(int argc, char **argv)
     config c;
     int rc = parse(argc, argv, &c);
     if (rc) return rc;
-    res_memory_init();
+    memory_init();
     char err[512];
-    res_machine_check(); /* how busy the machine is: into the header, a warning if busy */
-    res_file *f = res_open(c.common.out, "block",
-                           "time per component of one post-LN encoder layer against N, "
-                           "softmax and linear attention (float32, B = 1)",
-                           COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
+    machine_check(); /* how busy the machine is: into the header, a warning if busy */
+    record_file *f = record_open(c.common.out, "block",
+                                 "time per component of one post-LN encoder layer against N, "
+                                 "softmax and linear attention (float32, B = 1)",
+                                 COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
     if (!f) return cli_fail("block-sweep", "%s", err);
 
     const size_t D = c.d, H = c.heads, dh = D / H;
@@ -175,11 +179,11 @@ int cmd_block_sweep(int argc, char **argv)
         cli_line("block-sweep: weights: %s", la_strerror(st));
         goto done;
     }
-    res_progress pr;
+    progress_line pr;
     double total_work = 0;
     for (size_t i = 0; i < n_points; i++)
         total_work += 2.0 * (double)ns[i] * (double)ns[i];
-    res_progress_start(&pr, "block", (int)(2 * n_points), total_work);
+    progress_start(&pr, "block", (int)(2 * n_points), total_work);
     int point = 0;
 
     /* the pair compared, by name: fused softmax and linear attention */
@@ -192,12 +196,12 @@ int cmd_block_sweep(int argc, char **argv)
             const size_t n = ns[pi];
             char what[64], key0[256];
             snprintf(what, sizeof what, "%s N=%zu", att, n);
-            res_progress_step(&pr, ++point, (double)n * (double)n, what);
+            progress_step(&pr, ++point, (double)n * (double)n, what);
             snprintf(key0, sizeof key0, "%s,%zu,%zu,%zu,%zu,%d,layer", att, n, D, H, c.d_ff,
                      threads);
-            const char *row = res_find(f, key0);
+            const char *row = record_find(f, key0);
             double t_prior;
-            if (row && res_get(f, row, "median_s", &t_prior) == 0) {
+            if (row && record_get(f, row, "median_s", &t_prior) == 0) {
                 /* --resume: measured already; it still feeds the prediction (a skipped
                  * point is tried again under this run's budgets) */
                 last_n = (double)n, last_s = t_prior;
@@ -215,9 +219,9 @@ int cmd_block_sweep(int argc, char **argv)
                               la_strerror(st));
                 goto done;
             }
-            double predicted =
-                last_n > 0 ? last_s * pow((double)n / last_n, kn_time_exponent(kernels[lin], NULL))
-                           : cost.total / 20e9;
+            double predicted = last_n > 0 ? last_s * pow((double)n / last_n,
+                                                         kernels_time_exponent(kernels[lin], NULL))
+                                          : cost.total / 20e9;
             double bytes = cost.weight_bytes + cost.activation_bytes + cost.workspace_bytes +
                            4.0 * (double)n * (double)D * 5;
             const char *skip = bytes > c.common.max_mem                     ? "skipped_mem"
@@ -226,8 +230,8 @@ int cmd_block_sweep(int argc, char **argv)
             if (skip) {
                 if (strcmp(skip, "skipped_time") == 0) over = 1;
                 for (int ci = 0; ci <= N_COMPONENTS; ci++)
-                    if (res_row(f, "%s,%zu,%zu,%zu,%zu,%d,%s,%s,,,,,,", att, n, D, H, c.d_ff,
-                                threads, ci < N_COMPONENTS ? components[ci] : "layer", skip))
+                    if (record_row(f, "%s,%zu,%zu,%zu,%zu,%d,%s,%s,,,,,,", att, n, D, H, c.d_ff,
+                                   threads, ci < N_COMPONENTS ? components[ci] : "layer", skip))
                         goto done;
                 continue;
             }
@@ -241,24 +245,24 @@ int cmd_block_sweep(int argc, char **argv)
                 cli_line("block-sweep: out of memory at N = %zu", n);
                 goto done;
             }
-            in_rng r = in_rng_for(c.common.seed, "block");
-            in_fill_normal_f32(&r, x, n * D, 1.0);
-            in_fill_normal_f32(&r, q, n * D, 1.0);
-            in_fill_normal_f32(&r, k, n * D, 1.0);
-            in_fill_normal_f32(&r, v, n * D, 1.0);
+            inputs_rng r = inputs_rng_for(c.common.seed, "block");
+            inputs_fill_normal_f32(&r, x, n * D, 1.0);
+            inputs_fill_normal_f32(&r, q, n * D, 1.0);
+            inputs_fill_normal_f32(&r, k, n * D, 1.0);
+            inputs_fill_normal_f32(&r, v, n * D, 1.0);
             la_problem p;
             la_problem_init(&p, 1, H, n, n, dh, dh);
             p.workspace_limit = lc.workspace_limit;
 
             /* time: layer, mha, kernel, ffn, norms */
-            const res_rule rule = sw_rule(&c.common);
-            res_timing t[5];
+            const timer_rule rule = sweep_rule(&c.common);
+            timer_result t[5];
             for (int what_i = 0; what_i < 5; what_i++) {
                 call cl = {what_i, &lc, &w, n, x, out, LA_OK};
                 la_status ts;
                 if (what_i == 2) /* the kernel alone */
-                    ts = res_time_kernel(lc.attention, &p, q, k, v, out, &rule, &t[2]);
-                else if (res_time(run_call, &cl, &rule, &t[what_i]) == 0)
+                    ts = timer_kernel(lc.attention, &p, q, k, v, out, &rule, &t[2]);
+                else if (timer_run(run_call, &cl, &rule, &t[what_i]) == 0)
                     ts = LA_OK;
                 else
                     ts = cl.status != LA_OK ? cl.status : LA_ENOMEM;
@@ -276,7 +280,7 @@ int cmd_block_sweep(int argc, char **argv)
             double parts[N_COMPONENTS] = {attention, projections, ffn, norms, other};
             double flops[N_COMPONENTS] = {cost.attention, cost.projections, cost.ffn,
                                           cost.layer_norm, cost.residual};
-            const res_timing *timing[N_COMPONENTS] = {&t[2], NULL, &t[3], &t[4], NULL};
+            const timer_result *timing[N_COMPONENTS] = {&t[2], NULL, &t[3], &t[4], NULL};
             double sum = 0, below = 0;
             for (int ci = 0; ci < N_COMPONENTS; ci++)
                 sum += parts[ci];
@@ -286,23 +290,23 @@ int cmd_block_sweep(int argc, char **argv)
                     snprintf(mn, sizeof mn, "%.6e", timing[ci]->min_s);
                     snprintf(mx, sizeof mx, "%.6e", timing[ci]->max_s);
                 }
-                if (res_row(f, "%s,%zu,%zu,%zu,%zu,%d,%s,ok,%.6e,%s,%s,%.5f,%.5f,%.6e", att, n, D,
-                            H, c.d_ff, threads, components[ci], parts[ci], mn, mx, parts[ci] / sum,
-                            below / sum, flops[ci]))
+                if (record_row(f, "%s,%zu,%zu,%zu,%zu,%d,%s,ok,%.6e,%s,%s,%.5f,%.5f,%.6e", att, n,
+                               D, H, c.d_ff, threads, components[ci], parts[ci], mn, mx,
+                               parts[ci] / sum, below / sum, flops[ci]))
                     goto done;
                 below += parts[ci];
             }
-            if (res_row(f, "%s,%zu,%zu,%zu,%zu,%d,layer,ok,%.6e,%.6e,%.6e,1,0,%.6e", att, n, D, H,
-                        c.d_ff, threads, layer, t[0].min_s, t[0].max_s, cost.total))
+            if (record_row(f, "%s,%zu,%zu,%zu,%zu,%d,layer,ok,%.6e,%.6e,%.6e,1,0,%.6e", att, n, D,
+                           H, c.d_ff, threads, layer, t[0].min_s, t[0].max_s, cost.total))
                 goto done;
         }
     }
-    res_progress_end(&pr);
-    printf("block-sweep: wrote %s\n", res_path(f));
+    progress_end(&pr);
+    printf("block-sweep: wrote %s\n", record_path(f));
     rc = 0;
 done:
     free(x), free(q), free(k), free(v), free(out);
     la_layer_weights_free(&w);
-    if (res_close(f) != 0) rc = 1;
+    if (record_close(f) != 0) rc = 1;
     return rc;
 }

@@ -8,9 +8,13 @@
 #include "attention/series.h"
 #include "commands.h"
 #include "common/inputs.h"
+#include "common/machine.h"
+#include "common/memory.h"
+#include "common/progress.h"
 #include "common/record.h"
 #include "common/stats.h"
 #include "common/sweep.h"
+#include "common/timer.h"
 #include "linattn.h"
 
 #include <math.h>
@@ -33,13 +37,14 @@ static const char help_text[] =
     "Non-causal compares the fused softmax kernel with linear attention; causal compares\n"
     "the causal fused softmax kernel with the chunked causal linear kernel.\n"
     "\n"
-    "  --d LIST           head sizes: " SW_SWEEP_SYNTAX "\n"
+    "  --d LIST           head sizes: " SWEEP_SYNTAX "\n"
     "                     (default 16:256, i.e. 16,32,64,128,256)\n"
-    "  --n LIST           sequence lengths: " SW_SWEEP_SYNTAX "\n"
+    "  --n LIST           sequence lengths: " SWEEP_SYNTAX "\n"
     "                     (default 16:16384)\n"
     "  --heads H          heads (default 4)\n"
     "  --bisect-steps K   bisection steps between the bracketing sweep points (default "
-    "4)\n" SW_COMMON_HELP "                     (defaults: --out crossover.csv --max-seconds 10\n"
+    "4)\n" SWEEP_COMMON_HELP
+    "                     (defaults: --out crossover.csv --max-seconds 10\n"
     "                     --max-mem 4G; --min-time 0.1; the timed points go to\n"
     "                     <out>_points.csv, which --resume reuses)\n";
 
@@ -64,37 +69,40 @@ typedef struct {
     size_t d[MAX_D], n_d;
     size_t ns[MAX_POINTS], n_points, hi; /* --n, increasing; hi the largest */
     size_t heads, bisect_steps;
-    sw_common common;
+    sweep_common common;
 } config;
 
 static int parse(int argc, char **argv, config *c)
 {
     const char *d = NULL, *n = NULL, *heads = NULL, *steps = NULL;
-    sw_common_text common = {0};
+    sweep_common_text common = {0};
     const cli_flag flags[] = {
-        {"d", &d, NULL},         {"n", &n, NULL},
-        {"heads", &heads, NULL}, {"bisect-steps", &steps, NULL},
-        SW_COMMON_FLAGS(common), {NULL, NULL, NULL},
+        {"d", &d, NULL},
+        {"n", &n, NULL},
+        {"heads", &heads, NULL},
+        {"bisect-steps", &steps, NULL},
+        SWEEP_COMMON_FLAGS(common),
+        {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
     static const size_t default_d[] = {16, 32, 64, 128, 256};
     memcpy(c->d, default_d, sizeof default_d);
     c->n_d = 5, c->heads = 4, c->bisect_steps = 4;
-    if (d && (rc = sw_parse_sweep("--d", d, 2, c->d, MAX_D, &c->n_d))) return rc;
-    if ((rc = sw_parse_sweep("--n", n ? n : "16:16384", 2, c->ns, MAX_POINTS, &c->n_points)))
+    if (d && (rc = sweep_parse("--d", d, 2, c->d, MAX_D, &c->n_d))) return rc;
+    if ((rc = sweep_parse("--n", n ? n : "16:16384", 2, c->ns, MAX_POINTS, &c->n_points)))
         return rc;
-    sw_sort_sizes(c->ns, c->n_points); /* the search goes up in N */
+    sweep_sort_sizes(c->ns, c->n_points); /* the search goes up in N */
     c->hi = c->ns[c->n_points - 1];
-    if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
+    if (heads && (rc = sweep_parse_positive("--heads", heads, &c->heads))) return rc;
     if (steps && (rc = cli_parse_size("--bisect-steps", steps, &c->bisect_steps))) return rc;
     if (c->bisect_steps > 30) return cli_fail("--bisect-steps", "at most 30");
-    if ((rc = sw_common_finish(&common, &c->common, "crossover.csv", 10, 4.0 * (1 << 30))))
+    if ((rc = sweep_common_finish(&common, &c->common, "crossover.csv", 10, 4.0 * (1 << 30))))
         return rc;
     if (!common.min_time) c->common.min_time = 0.1;
     /* the arrays of the largest point of every d must be addressable */
     for (size_t i = 0; i < c->n_d; i++)
-        if ((rc = sw_check_floats("--n", c->heads, c->hi, c->d[i]))) return rc;
+        if ((rc = sweep_check_floats("--n", c->heads, c->hi, c->d[i]))) return rc;
     return 0;
 }
 
@@ -158,8 +166,8 @@ typedef struct {
 
 typedef struct {
     const config *c;
-    res_file *points;
-    res_progress *pr;
+    record_file *points;
+    progress_line *pr;
     int point_no;
     float *q, *k, *v, *out; /* sized for the largest N and d */
 } runner;
@@ -172,14 +180,14 @@ static int time_point(runner *r, size_t d, int causal, size_t n, const char *sta
     snprintf(key, sizeof key, "%zu,%d,%zu,%zu,%d", d, causal, n, c->heads, la_get_num_threads());
     snprintf(what, sizeof what, "d=%zu %s N=%zu (%s)", d, causal ? "causal" : "non-causal", n,
              stage);
-    res_progress_step(r->pr, ++r->point_no, 1, what);
+    progress_step(r->pr, ++r->point_no, 1, what);
     pt->n = (double)n;
     pt->ok = 0;
-    const char *row = res_find(r->points, key);
+    const char *row = record_find(r->points, key);
     char prior[32];
-    if (row && res_get_str(r->points, row, "status", prior, sizeof prior) == 0 &&
-        strcmp(prior, "ok") == 0 && res_get(r->points, row, "softmax_min_s", &pt->soft) == 0 &&
-        res_get(r->points, row, "linear_min_s", &pt->lin) == 0) {
+    if (row && record_get_str(r->points, row, "status", prior, sizeof prior) == 0 &&
+        strcmp(prior, "ok") == 0 && record_get(r->points, row, "softmax_min_s", &pt->soft) == 0 &&
+        record_get(r->points, row, "linear_min_s", &pt->lin) == 0) {
         pt->ok = 1; /* --resume: measured already (a skipped point is tried again) */
         return 0;
     }
@@ -194,24 +202,24 @@ static int time_point(runner *r, size_t d, int causal, size_t n, const char *sta
                         la_strerror(st));
     /* budget: the softmax call is the slower; an optimistic 20 GFLOP/s */
     const char *status = "ok";
-    res_timing ts = {0}, tl = {0};
+    timer_result ts = {0}, tl = {0};
     if (cost.io_bytes + cost.workspace_bytes > c->common.max_mem)
         status = "skipped_mem";
     else if (fs / 20e9 > c->common.max_seconds)
         status = "skipped_time";
     else {
         size_t elems = c->heads * n * d;
-        in_rng g = in_rng_for(c->common.seed, "crossover");
-        in_fill_normal_f32(&g, r->q, elems, 1.0);
-        in_fill_normal_f32(&g, r->k, elems, 1.0);
-        in_fill_normal_f32(&g, r->v, elems, 1.0);
+        inputs_rng g = inputs_rng_for(c->common.seed, "crossover");
+        inputs_fill_normal_f32(&g, r->q, elems, 1.0);
+        inputs_fill_normal_f32(&g, r->k, elems, 1.0);
+        inputs_fill_normal_f32(&g, r->v, elems, 1.0);
         /* both kernels' repetitions interleaved, so a drift reaches both alike */
-        const res_rule rule = sw_rule(&c->common);
+        const timer_rule rule = sweep_rule(&c->common);
         const la_kernel pair[2] = {softmax_kernel, linear_kernel};
         const la_problem problems[2] = {p, p};
-        res_timing t[2];
+        timer_result t[2];
         la_status sts[2];
-        res_time_kernels(2, pair, problems, r->q, r->k, r->v, r->out, &rule, t, sts);
+        timer_kernels(2, pair, problems, r->q, r->k, r->v, r->out, &rule, t, sts);
         st = sts[0] != LA_OK ? sts[0] : sts[1];
         ts = t[0], tl = t[1];
         if (st != LA_OK) {
@@ -222,11 +230,11 @@ static int time_point(runner *r, size_t d, int causal, size_t n, const char *sta
         }
     }
     if (pt->ok)
-        return res_row(r->points,
-                       "%s,%s,ok,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.5f,%.6e,%.6e",
-                       key, stage, ts.median_s, ts.min_s, ts.max_s, ts.q1_s, ts.q3_s, tl.median_s,
-                       tl.min_s, tl.max_s, tl.q1_s, tl.q3_s, ts.min_s / tl.min_s, fs, fl);
-    return res_row(r->points, "%s,%s,%s,,,,,,,,,,,,%.6e,%.6e", key, stage, status, fs, fl);
+        return record_row(
+            r->points, "%s,%s,ok,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.5f,%.6e,%.6e",
+            key, stage, ts.median_s, ts.min_s, ts.max_s, ts.q1_s, ts.q3_s, tl.median_s, tl.min_s,
+            tl.max_s, tl.q1_s, tl.q3_s, ts.min_s / tl.min_s, fs, fl);
+    return record_row(r->points, "%s,%s,%s,,,,,,,,,,,,%.6e,%.6e", key, stage, status, fs, fl);
 }
 
 /* log(t_softmax / t_linear): positive when linear is faster */
@@ -236,7 +244,7 @@ static double margin(const point *p)
 }
 
 /* Measures one (d, causal): sweep, bisect, interpolate. Writes the summary row. */
-static int measure(runner *r, res_file *f, size_t d, int causal)
+static int measure(runner *r, record_file *f, size_t d, int causal)
 {
     const config *c = r->c;
     const size_t *ns = c->ns, n_points = c->n_points;
@@ -291,8 +299,9 @@ static int measure(runner *r, res_file *f, size_t d, int causal)
         /* log-linear interpolation of the margin to zero between the bracket (stats.h) */
         const double n2[2] = {below.n, above.n}, soft2[2] = {below.soft, above.soft},
                      lin2[2] = {below.lin, above.lin};
-        st_crossing x;
-        if (st_crossover(n2, soft2, lin2, 2, &x) == 0 && x.where == ST_CROSS_INSIDE) measured = x.n;
+        stats_crossing x;
+        if (stats_crossover(n2, soft2, lin2, 2, &x) == 0 && x.where == STATS_CROSS_INSIDE)
+            measured = x.n;
     }
     char pred_text[32] = "", meas_text[32] = "", lo_text[32] = "", hi_text[32] = "";
     if (isfinite(predicted) && predicted > 0)
@@ -314,10 +323,10 @@ static int measure(runner *r, res_file *f, size_t d, int causal)
     printf("crossover: d = %3zu %-10s measured N = %-8s (%s)  predicted by FLOPs N = %s\n", d,
            causal ? "causal" : "non-causal", meas_text[0] ? meas_text : "-", where,
            pred_text[0] ? pred_text : "-");
-    return res_row(f, "%zu,%d,%zu,%d,%s,%s,%s,%s,%s,%s,%s", d, causal, c->heads,
-                   la_get_num_threads(), status, meas_text, lo_text, hi_text, pred_text,
-                   la_kernel_series(softmax_kernel, causal),
-                   la_kernel_series(linear_kernel, causal));
+    return record_row(f, "%zu,%d,%zu,%d,%s,%s,%s,%s,%s,%s,%s", d, causal, c->heads,
+                      la_get_num_threads(), status, meas_text, lo_text, hi_text, pred_text,
+                      la_kernel_series(softmax_kernel, causal),
+                      la_kernel_series(linear_kernel, causal));
 }
 
 int cmd_crossover(int argc, char **argv)
@@ -325,23 +334,23 @@ int cmd_crossover(int argc, char **argv)
     config c;
     int rc = parse(argc, argv, &c);
     if (rc) return rc;
-    res_memory_init();
+    memory_init();
     char err[512], path[4096];
-    res_sibling_path(c.common.out, "points", path, sizeof path);
-    const bz_report *busy = res_machine_check();
+    record_sibling_path(c.common.out, "points", path, sizeof path);
+    const machine_report *busy = machine_check();
     runner r = {&c, NULL, NULL, 0, NULL, NULL, NULL, NULL};
-    res_file *f = NULL;
-    r.points = res_open(path, "crossover_points",
-                        "both kernels timed at each N of the crossover search (float32, "
-                        "N = M, random normal inputs)",
-                        POINT_COLUMNS, POINT_KEY, c.common.resume, argc, argv, err, sizeof err);
+    record_file *f = NULL;
+    r.points = record_open(path, "crossover_points",
+                           "both kernels timed at each N of the crossover search (float32, "
+                           "N = M, random normal inputs)",
+                           POINT_COLUMNS, POINT_KEY, c.common.resume, argc, argv, err, sizeof err);
     if (!r.points) return cli_fail("crossover", "%s", err);
-    f = res_open(c.common.out, "crossover",
-                 "N above which linear attention is faster than softmax attention, measured "
-                 "and predicted by the FLOP model",
-                 COLUMNS, 4, 0, argc, argv, err, sizeof err);
+    f = record_open(c.common.out, "crossover",
+                    "N above which linear attention is faster than softmax attention, measured "
+                    "and predicted by the FLOP model",
+                    COLUMNS, 4, 0, argc, argv, err, sizeof err);
     if (!f) {
-        res_close(r.points);
+        record_close(r.points);
         return cli_fail("crossover", "%s", err);
     }
 
@@ -361,8 +370,8 @@ int cmd_crossover(int argc, char **argv)
     }
     /* points the memory budget cannot hold are refused by time_point's check, which
      * uses the same 4 arrays of heads·N·d floats */
-    res_progress pr;
-    res_progress_start(&pr, "crossover", (int)(c.n_d * 2 * 12), 0);
+    progress_line pr;
+    progress_start(&pr, "crossover", (int)(c.n_d * 2 * 12), 0);
     r.pr = &pr;
     for (int causal = 0; causal <= 1; causal++)
         for (size_t i = 0; i < c.n_d; i++)
@@ -370,14 +379,14 @@ int cmd_crossover(int argc, char **argv)
                 rc = rc == 2 ? 2 : 1; /* 2: refused with its line; else the file's error */
                 goto done;
             }
-    res_progress_end(&pr);
-    printf("crossover: wrote %s and %s\n", res_path(f), res_path(r.points));
+    progress_end(&pr);
+    printf("crossover: wrote %s and %s\n", record_path(f), record_path(r.points));
     if (busy->noisy)
         printf("crossover: the machine was busy (%s): these crossovers are noisy\n", busy->why);
     rc = 0;
 done:
     free(r.q), free(r.k), free(r.v), free(r.out);
-    if (res_close(f) != 0) rc = 1;
-    if (res_close(r.points) != 0) rc = 1;
+    if (record_close(f) != 0) rc = 1;
+    if (record_close(r.points) != 0) rc = 1;
     return rc;
 }

@@ -259,8 +259,8 @@ int cmd_csv(int argc, char **argv)
     if (!plain == !meta_path)
         return cli_fail("csv", "give one of --plain FILE and --meta FILE (see linattn help csv)");
     const char *path = plain ? plain : meta_path;
-    txt_buffer t;
-    if ((rc = txt_open(&t, "csv"))) return rc;
+    textout_buffer t;
+    if ((rc = textout_open(&t, "csv"))) return rc;
     meta m = {0};
     rc = read_file(path, &m, plain ? t.f : NULL);
     if (rc == 0 && meta_path && m.n == 0)
@@ -268,8 +268,8 @@ int cmd_csv(int argc, char **argv)
     if (rc == 0 && meta_path) write_json(t.f, path, &m);
     meta_free(&m);
     if (rc) {
-        txt_discard(&t);
+        textout_discard(&t);
         return rc;
     }
-    return txt_finish(&t, out);
+    return textout_finish(&t, out);
 }

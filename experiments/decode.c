@@ -6,9 +6,13 @@
  * running total, to decode.csv. */
 #include "commands.h"
 #include "common/inputs.h"
+#include "common/machine.h"
+#include "common/memory.h"
+#include "common/progress.h"
 #include "common/record.h"
 #include "common/stats.h"
 #include "common/sweep.h"
+#include "common/timer.h"
 #include "linattn.h"
 
 #include <math.h>
@@ -33,7 +37,7 @@ static const char help_text[] =
     "  --tokens T             tokens to generate (default 8192)\n"
     "  --d D                  head size, d_k = d_v = D (default 64)\n"
     "  --heads H              heads (default 8)\n"
-    "  --bins-per-doubling K  position bins per factor of two (default 4)\n" SW_COMMON_HELP
+    "  --bins-per-doubling K  position bins per factor of two (default 4)\n" SWEEP_COMMON_HELP
     "                         (defaults: --out decode.csv --max-seconds 120\n"
     "                         --max-mem 8G; --max-seconds bounds one whole generation:\n"
     "                         past it the rest of that variant is recorded skipped_time)\n";
@@ -50,30 +54,32 @@ enum { N_KEY = 8 };
 
 typedef struct {
     size_t tokens, d, heads, bins_per_doubling;
-    sw_common common;
+    sweep_common common;
 } config;
 
 static int parse(int argc, char **argv, config *c)
 {
     const char *tokens = NULL, *d = NULL, *heads = NULL, *bins = NULL;
-    sw_common_text common = {0};
+    sweep_common_text common = {0};
     const cli_flag flags[] = {
-        {"tokens", &tokens, NULL},          {"d", &d, NULL},         {"heads", &heads, NULL},
-        {"bins-per-doubling", &bins, NULL}, SW_COMMON_FLAGS(common), {NULL, NULL, NULL},
+        {"tokens", &tokens, NULL},  {"d", &d, NULL},
+        {"heads", &heads, NULL},    {"bins-per-doubling", &bins, NULL},
+        SWEEP_COMMON_FLAGS(common), {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
     c->tokens = 8192, c->d = 64, c->heads = 8, c->bins_per_doubling = 4;
-    if (tokens && (rc = sw_parse_positive("--tokens", tokens, &c->tokens))) return rc;
-    if (d && (rc = sw_parse_positive("--d", d, &c->d))) return rc;
-    if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
-    if (bins && (rc = sw_parse_positive("--bins-per-doubling", bins, &c->bins_per_doubling)))
+    if (tokens && (rc = sweep_parse_positive("--tokens", tokens, &c->tokens))) return rc;
+    if (d && (rc = sweep_parse_positive("--d", d, &c->d))) return rc;
+    if (heads && (rc = sweep_parse_positive("--heads", heads, &c->heads))) return rc;
+    if (bins && (rc = sweep_parse_positive("--bins-per-doubling", bins, &c->bins_per_doubling)))
         return rc;
     if (c->bins_per_doubling > 64) return cli_fail("--bins-per-doubling", "at most 64");
-    if ((rc = sw_common_finish(&common, &c->common, "decode.csv", 120, 8.0 * (1 << 30)))) return rc;
+    if ((rc = sweep_common_finish(&common, &c->common, "decode.csv", 120, 8.0 * (1 << 30))))
+        return rc;
     /* the streams (T, H, d) and the latencies (reps, T) doubles must be addressable */
-    if ((rc = sw_check_floats("--tokens", c->tokens, c->heads, c->d)) ||
-        (rc = sw_check_floats("--tokens", (size_t)c->common.min_reps, c->tokens, 2)))
+    if ((rc = sweep_check_floats("--tokens", c->tokens, c->heads, c->d)) ||
+        (rc = sweep_check_floats("--tokens", (size_t)c->common.min_reps, c->tokens, 2)))
         return rc;
     return 0;
 }
@@ -125,11 +131,11 @@ static la_status linear_token(gen *g, size_t t)
 static long generate(gen *g, int softmax, double *lat, double max_seconds)
 {
     if (!softmax) la_linear_state_reset(g->state);
-    double start = res_now();
+    double start = timer_now();
     for (size_t t = 0; t < g->T; t++) {
-        double t0 = res_now();
+        double t0 = timer_now();
         la_status st = softmax ? softmax_token(g, t) : linear_token(g, t);
-        double t1 = res_now();
+        double t1 = timer_now();
         if (st != LA_OK) {
             cli_line("decode: token %zu: %s", t, la_strerror(st));
             return -1;
@@ -145,13 +151,13 @@ int cmd_decode(int argc, char **argv)
     config c;
     int rc = parse(argc, argv, &c);
     if (rc) return rc;
-    res_memory_init();
+    memory_init();
     char err[512];
-    const bz_report *busy = res_machine_check();
-    res_file *f = res_open(c.common.out, "decode",
-                           "per-token latency of autoregressive generation against the "
-                           "position t: softmax with a KV cache vs linear attention's state",
-                           COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
+    const machine_report *busy = machine_check();
+    record_file *f = record_open(c.common.out, "decode",
+                                 "per-token latency of autoregressive generation against the "
+                                 "position t: softmax with a KV cache vs linear attention's state",
+                                 COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
     if (!f) return cli_fail("decode", "%s", err);
 
     const size_t T = c.tokens, H = c.heads, d = c.d;
@@ -187,10 +193,10 @@ int cmd_decode(int argc, char **argv)
         g.k_cache = malloc(n * sizeof *g.k_cache), g.v_cache = malloc(n * sizeof *g.v_cache);
         g.y = malloc(H * d * sizeof *g.y);
         if (!q || !k || !v || !g.k_cache || !g.v_cache || !g.y) goto fail;
-        in_rng r = in_rng_for(c.common.seed, "decode");
-        in_fill_normal_f32(&r, q, n, 1.0);
-        in_fill_normal_f32(&r, k, n, 1.0);
-        in_fill_normal_f32(&r, v, n, 1.0);
+        inputs_rng r = inputs_rng_for(c.common.seed, "decode");
+        inputs_fill_normal_f32(&r, q, n, 1.0);
+        inputs_fill_normal_f32(&r, k, n, 1.0);
+        inputs_fill_normal_f32(&r, v, n, 1.0);
         g.q = q, g.k = k, g.v = v;
         la_status st = linear_state_elu(&g.state, H, d);
         if (st != LA_OK) {
@@ -199,17 +205,17 @@ int cmd_decode(int argc, char **argv)
         }
     }
 
-    res_progress pr;
-    res_progress_start(&pr, "decode", 2 * reps, 0);
+    progress_line pr;
+    progress_start(&pr, "decode", 2 * reps, 0);
     double totals[2] = {NAN, NAN};
-    st_summary whole[2]; /* the totals of the tokens' medians and quartiles */
+    stats_summary whole[2]; /* the totals of the tokens' medians and quartiles */
     for (int softmax = 1; softmax >= 0; softmax--) {
         const char *name = softmax ? "softmax_kv_cache" : "linear_recurrent_state";
         char key0[256];
         snprintf(key0, sizeof key0, "%s,%zu,%zu,%zu,%zu,%d,1,1", name, T, d, d, H, threads);
-        if (res_find(f, key0)) { /* --resume: this variant is in the file already */
+        if (record_find(f, key0)) { /* --resume: this variant is in the file already */
             for (int r = 0; r < reps; r++)
-                res_progress_step(&pr, softmax ? r + 1 : reps + r + 1, 1, name);
+                progress_step(&pr, softmax ? r + 1 : reps + r + 1, 1, name);
             continue;
         }
         /* generate reps times; a token's latency is the median over the generations */
@@ -218,20 +224,20 @@ int cmd_decode(int argc, char **argv)
         for (int r = 0; r < reps && mem_ok; r++) {
             char what[96];
             snprintf(what, sizeof what, "%s generation %d/%d", name, r + 1, reps);
-            res_progress_step(&pr, (softmax ? 0 : reps) + r + 1, 1, what);
+            progress_step(&pr, (softmax ? 0 : reps) + r + 1, 1, what);
             long got = generate(&g, softmax, lat + (size_t)r * T, c.common.max_seconds);
             if (got < 0) goto fail;
             reps_run++;
             if (got < done) done = got;
             if (got < (long)T) break; /* over budget: no more repetitions */
         }
-        whole[softmax] = (st_summary){0, 0, 0, 0, 0, (size_t)reps_run};
+        whole[softmax] = (stats_summary){0, 0, 0, 0, 0, (size_t)reps_run};
         for (size_t t = 0; t < (size_t)done; t++) {
             int n = 0;
             for (int r = 0; r < reps_run; r++)
                 scratch[n++] = lat[(size_t)r * T + t];
-            st_summary s = {0};
-            st_summarize(scratch, (size_t)n, &s);
+            stats_summary s = {0};
+            stats_summarize(scratch, (size_t)n, &s);
             tok[t] = s.median;
             whole[softmax].median += s.median;
             whole[softmax].q1 += s.q1, whole[softmax].q3 += s.q3;
@@ -252,40 +258,40 @@ int cmd_decode(int argc, char **argv)
                     if (tok[t] < mn) mn = tok[t];
                     if (tok[t] > mx) mx = tok[t];
                 }
-                double med = res_median(scratch, count); /* sorts scratch */
+                double med = timer_median(scratch, count); /* sorts scratch */
                 double p10 = scratch[(size_t)floor(0.1 * (double)(count - 1))];
                 double p90 = scratch[(size_t)ceil(0.9 * (double)(count - 1))];
-                if (res_row(f, "%s,ok,%zu,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e", key, count, med, mn, mx,
-                            p10, p90, cumulative))
+                if (record_row(f, "%s,ok,%zu,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e", key, count, med, mn,
+                               mx, p10, p90, cumulative))
                     goto fail;
-            } else if (res_row(f, "%s,%s,%zu,,,,,,", key, mem_ok ? "skipped_time" : "skipped_mem",
-                               count)) {
+            } else if (record_row(f, "%s,%s,%zu,,,,,,", key,
+                                  mem_ok ? "skipped_time" : "skipped_mem", count)) {
                 goto fail;
             }
             first = last + 1;
         }
         if ((size_t)done == T) totals[softmax] = cumulative;
     }
-    res_progress_end(&pr);
+    progress_end(&pr);
 
-    st_ratio speedup;
+    stats_ratio speedup;
     if (isfinite(totals[0]) && isfinite(totals[1]) &&
-        st_speedup(&whole[1], &whole[0], &speedup) == 0)
+        stats_speedup(&whole[1], &whole[0], &speedup) == 0)
         /* the range: the totals of the tokens' quartiles over the generations */
         printf("decode: %zu tokens, %zu heads of d = %zu: softmax with KV cache %.3f s, linear "
                "state %.3f s, %.1fx faster (%.1fx..%.1fx from the interquartile ranges of %zu "
                "generations)\n",
                T, H, d, totals[1], totals[0], speedup.ratio, speedup.lo, speedup.hi,
                whole[1].n < whole[0].n ? whole[1].n : whole[0].n);
-    else if (res_resumed_rows(f) == 0)
-        printf("decode: a generation did not finish within the budget (see %s)\n", res_path(f));
-    printf("decode: wrote %s\n", res_path(f));
+    else if (record_resumed_rows(f) == 0)
+        printf("decode: a generation did not finish within the budget (see %s)\n", record_path(f));
+    printf("decode: wrote %s\n", record_path(f));
     if (busy->noisy)
         printf("decode: the machine was busy (%s): these latencies are noisy\n", busy->why);
     rc = 0;
 fail:
     if (rc) cli_line("decode: failed");
-    if (res_close(f) != 0) rc = 1;
+    if (record_close(f) != 0) rc = 1;
     la_linear_state_free(g.state);
     free(q), free(k), free(v), free(g.k_cache), free(g.v_cache), free(g.y);
     free(bin_end), free(lat), free(tok), free(scratch);

@@ -10,6 +10,7 @@
  * no file appears. Built with MPI only by `make MPI=1` (-DLA_WITH_MPI); otherwise the
  * subcommand says how to get it and exits 2. */
 #include "commands.h"
+#include "common/arrays.h"
 #include "common/cli.h"
 #include "io/outfile.h"
 
@@ -83,25 +84,25 @@ static int read_inputs(const dist_args *a, la_dtype dtype, int ranks, la_array *
 {
     char s1[160], s2[160];
     int rc;
-    if ((rc = cli_read_floats(a->q, dtype, q)) || (rc = cli_read_floats(a->k, dtype, k)) ||
-        (rc = cli_read_floats(a->v, dtype, v)))
+    if ((rc = arrays_read_floats(a->q, dtype, q)) || (rc = arrays_read_floats(a->k, dtype, k)) ||
+        (rc = arrays_read_floats(a->v, dtype, v)))
         return rc;
     const int nd = q->ndim;
     if (nd < 2 || nd > 4)
         return cli_fail(a->q, "shape %s must be (N, d), (H, N, d) or (B, H, N, d)",
-                        cli_shape_str(q, s1, sizeof s1));
+                        arrays_shape_str(q, s1, sizeof s1));
     const char *paths[] = {a->k, a->v};
     const la_array *arrays[] = {k, v};
     for (int i = 0; i < 2; i++) {
         if (arrays[i]->ndim != nd)
             return cli_fail(paths[i], "shape %s has %d dims, Q %s has %d",
-                            cli_shape_str(arrays[i], s1, sizeof s1), arrays[i]->ndim,
-                            cli_shape_str(q, s2, sizeof s2), nd);
+                            arrays_shape_str(arrays[i], s1, sizeof s1), arrays[i]->ndim,
+                            arrays_shape_str(q, s2, sizeof s2), nd);
         for (int d = 0; d < nd - 1; d++)
             if (arrays[i]->shape[d] != q->shape[d])
                 return cli_fail(paths[i], "shape %s: leading dims and N must be Q's %s",
-                                cli_shape_str(arrays[i], s1, sizeof s1),
-                                cli_shape_str(q, s2, sizeof s2));
+                                arrays_shape_str(arrays[i], s1, sizeof s1),
+                                arrays_shape_str(q, s2, sizeof s2));
     }
     if (k->shape[nd - 1] != q->shape[nd - 1])
         return cli_fail(a->k, "d_k = %zu differs from Q's d_k = %zu", k->shape[nd - 1],
@@ -288,7 +289,7 @@ static int run(const dist_args *a, const dist_opts *o, int rank, int ranks)
                 rc = cli_fail("dist-attend", "%s", la_strerror(LA_ENOMEM));
             } else {
                 pack(y.data, packed, bh, N, dv, es, ranks, 1);
-                rc = cli_write_npy(a->out, &y);
+                rc = arrays_write_npy(a->out, &y);
             }
         }
         MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);

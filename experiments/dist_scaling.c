@@ -69,6 +69,8 @@ int cmd_dist_scaling(int argc, char **argv)
 }
 #else
 #include "common/inputs.h"
+#include "common/machine.h"
+#include "common/memory.h"
 #include "common/record.h"
 #include "linattn_mpi.h"
 
@@ -129,10 +131,10 @@ static ds_point measure(const ds_config *c, int kernel, MPI_Comm comm, size_t n)
         pt.status = LA_ENOMEM;
         goto done;
     }
-    in_rng g = in_rng_for((uint64_t)rank + 1, "dist-scaling");
-    in_fill_normal_f32(&g, q, H * mine * d, 1);
-    in_fill_normal_f32(&g, k, H * mine * d, 1);
-    in_fill_normal_f32(&g, v, H * mine * d, 1);
+    inputs_rng g = inputs_rng_for((uint64_t)rank + 1, "dist-scaling");
+    inputs_fill_normal_f32(&g, q, H * mine * d, 1);
+    inputs_fill_normal_f32(&g, k, H * mine * d, 1);
+    inputs_fill_normal_f32(&g, v, H * mine * d, 1);
     la_problem p;
     la_problem_init(&p, 1, H, mine, mine, d, d);
     la_dist_stats s;
@@ -208,12 +210,12 @@ static double model_time(int kernel, double P, double n, double d, double H, dou
 static int write_model(const ds_config *c, const double *per_unit, int argc, char **argv)
 {
     char err[256];
-    res_file *f = res_open(c->model_out, "dist_model",
-                           "predicted time per call: measured compute per rank + modelled "
-                           "communication (linattn help dist-scaling)",
-                           "link_gbit_s,latency_s,kernel,ranks,n,d,heads,compute_s,comm_s,"
-                           "time_s,comm_share,bytes_sent_per_rank,unit_cost_s",
-                           5, 0, argc, argv, err, sizeof err);
+    record_file *f = record_open(c->model_out, "dist_model",
+                                 "predicted time per call: measured compute per rank + modelled "
+                                 "communication (linattn help dist-scaling)",
+                                 "link_gbit_s,latency_s,kernel,ranks,n,d,heads,compute_s,comm_s,"
+                                 "time_s,comm_share,bytes_sent_per_rank,unit_cost_s",
+                                 5, 0, argc, argv, err, sizeof err);
     if (!f) return cli_fail(c->model_out, "%s", err);
     static const double links[] = {10, 100};
     static const double ns[] = {1e4, 1e5, 1e6, 1e7, 1e8};
@@ -233,13 +235,13 @@ static int write_model(const ds_config *c, const double *per_unit, int argc, cha
                                          : kd == K_RING || kd == K_RING_CAUSAL
                                              ? (P - 1) * H * ceil(n / P) * 2 * d * 4
                                              : H * d * (d + 1) * 4;
-                    rc |= res_row(f, "%g,%g,%s,%.0f,%.0f,%zu,%zu,%.6e,%.6e,%.6e,%.4f,%.0f,%.6e",
-                                  links[l], c->latency, kernel_names[kd], P, n, c->d, c->heads,
-                                  comp, comm, t, t > 0 ? (t - comp > 0 ? t - comp : 0) / t : 0,
-                                  bytes, per_unit[kd]);
+                    rc |= record_row(f, "%g,%g,%s,%.0f,%.0f,%zu,%zu,%.6e,%.6e,%.6e,%.4f,%.0f,%.6e",
+                                     links[l], c->latency, kernel_names[kd], P, n, c->d, c->heads,
+                                     comp, comm, t, t > 0 ? (t - comp > 0 ? t - comp : 0) / t : 0,
+                                     bytes, per_unit[kd]);
                 }
             }
-    return res_close(f) != 0 || rc ? cli_fail(c->model_out, "cannot write") : 0;
+    return record_close(f) != 0 || rc ? cli_fail(c->model_out, "cannot write") : 0;
 }
 
 /* ---------------------------------------------------------------- the command */
@@ -288,17 +290,17 @@ static int run(int argc, char **argv, int rank, int world)
         return cli_fail("dist-scaling", "another rank refused its flags (the ranks were given "
                                         "different arguments)");
     if (rc) return rc;
-    res_file *f = NULL;
+    record_file *f = NULL;
     if (!rc && rank == 0) {
         char err[256];
-        res_memory_init();
-        res_machine_check();
-        f = res_open(c.out, "dist_scaling",
-                     "distributed attention over MPI: time per call, bytes sent per rank, "
-                     "share of time in MPI, against ranks",
-                     "mode,kernel,ranks,n,n_per_rank,d,heads,precision,median_s,min_s,comm_s,"
-                     "comm_share,bytes_sent_per_rank,bytes_sent_max,messages,status",
-                     4, 0, argc, argv, err, sizeof err);
+        memory_init();
+        machine_check();
+        f = record_open(c.out, "dist_scaling",
+                        "distributed attention over MPI: time per call, bytes sent per rank, "
+                        "share of time in MPI, against ranks",
+                        "mode,kernel,ranks,n,n_per_rank,d,heads,precision,median_s,min_s,comm_s,"
+                        "comm_share,bytes_sent_per_rank,bytes_sent_max,messages,status",
+                        4, 0, argc, argv, err, sizeof err);
         if (!f) rc = cli_fail(c.out, "%s", err);
     }
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -323,7 +325,7 @@ static int run(int argc, char **argv, int rank, int world)
                 fprintf(stderr, "dist-scaling: %s %s P=%d N=%zu: %.4g s (%.0f%% in MPI)\n",
                         mode == 0 ? "strong" : "weak", kernel_names[kd], P, n, pt.median_s,
                         pt.total_s > 0 ? 100 * pt.comm_s / pt.total_s : 0);
-                if (res_row(
+                if (record_row(
                         f, "%s,%s,%d,%zu,%zu,%zu,%zu,float32,%.6e,%.6e,%.6e,%.4f,%.0f,%.0f,%.0f,%s",
                         mode == 0 ? "strong" : "weak", kernel_names[kd], P, n, n / (size_t)P, c.d,
                         c.heads, pt.median_s, pt.min_s, pt.comm_s,
@@ -346,7 +348,7 @@ static int run(int argc, char **argv, int rank, int world)
         MPI_Barrier(MPI_COMM_WORLD);
     }
     if (rank == 0) {
-        if (res_close(f) != 0) failed = 1;
+        if (record_close(f) != 0) failed = 1;
         /* causal ring: the model's pair cost is the non-causal one (same kernel) */
         if (!failed && (rc = write_model(&c, per_unit, argc, argv)) == 0)
             fprintf(stderr, "dist-scaling: wrote %s and %s\n", c.out, c.model_out);

@@ -66,10 +66,10 @@ void cmd_flops_help(FILE *out)
     char names[512];
     fputs(help_usage, out);
     fprintf(out, "                     [--variant %s] [--causal]\n",
-            kn_kernel_names(kn_layer_kernel, "|", names, sizeof names));
+            kernels_kernel_names(kernels_layer_kernel, "|", names, sizeof names));
     fputs(help_text, out);
     fputs("\n", out);
-    kn_print_kernels(out, kn_layer_kernel, ", those a layer can use");
+    kernels_print_kernels(out, kernels_layer_kernel, ", those a layer can use");
     fputs(help_after_kernels, out);
 }
 
@@ -138,9 +138,9 @@ int cmd_flops(int argc, char **argv)
     size_t D = 0, H = 0, F = 0, N = 0, M = 0, B = 1, C = LA_DEFAULT_CHUNK;
     int decoder = 0, prec = 0, fmt = 0;
     la_kernel kernel = LA_KERNEL_SOFTMAX, cross_kernel = LA_KERNEL_COUNT; /* as --variant */
-    const mdl_model *preset = NULL;
+    const models_entry *preset = NULL;
     if (model) {
-        if ((rc = mdl_parse("--model", model, &preset))) return rc;
+        if ((rc = models_parse("--model", model, &preset))) return rc;
         D = preset->size.d_model, H = preset->size.heads, F = preset->size.d_ff;
         if (strcmp(preset->stack, "decoder-only") == 0) causal = 1;
     }
@@ -153,9 +153,10 @@ int cmd_flops(int argc, char **argv)
         (rc = cli_parse_size_flag("flops", "--batch", batch_text, 0, 1, &B)) ||
         (rc = cli_parse_size_flag("flops", "--chunk", chunk, 0, 1, &C)))
         return rc;
-    if ((attention && (rc = kn_parse_kernel("--variant", attention, kn_layer_kernel, &kernel))) ||
-        (cross_attention && (rc = kn_parse_kernel("--cross-variant", cross_attention,
-                                                  kn_layer_kernel, &cross_kernel))) ||
+    if ((attention &&
+         (rc = kernels_parse_kernel("--variant", attention, kernels_layer_kernel, &kernel))) ||
+        (cross_attention && (rc = kernels_parse_kernel("--cross-variant", cross_attention,
+                                                       kernels_layer_kernel, &cross_kernel))) ||
         (layer && (rc = cli_parse_choice("--layer", layer, layer_names, &decoder))) ||
         (precision && (rc = cli_parse_choice("--precision", precision, precision_names, &prec))) ||
         (format && (rc = cli_parse_choice("--format", format, format_names, &fmt))))

@@ -3,6 +3,7 @@
  * target, with the weights of a folder of .npy files named by nn.Transformer's state_dict
  * keys; token ids are embedded first when the folder holds the embedding tables. */
 #include "commands.h"
+#include "common/arrays.h"
 #include "common/cli.h"
 #include "common/kernels.h"
 #include "common/layer_flags.h"
@@ -70,10 +71,10 @@ void cmd_model_help(FILE *out)
     char names[512];
     fputs(help_text, out);
     fprintf(out, help_feature_map,
-            kn_kernel_names(lf_reads_feature_map, ", ", names, sizeof names));
+            kernels_kernel_names(layer_flags_reads_feature_map, ", ", names, sizeof names));
     fputs(help_after_feature_map, out);
     fputs("\n", out);
-    kn_print_kernels(out, kn_layer_kernel, ", those a layer can use");
+    kernels_print_kernels(out, kernels_layer_kernel, ", those a layer can use");
     fputs(help_after_kernels, out);
 }
 
@@ -127,19 +128,19 @@ static int embed_tokens(const char *path, const la_array *ids, const char *dir, 
     snprintf(table_path, sizeof table_path, "%s/%s_embedding.weight.npy", dir, side);
     if (ids->ndim != 1 && ids->ndim != 2)
         return cli_fail(path, "token ids of shape %s: must be (N) or (B, N)",
-                        cli_shape_str(ids, shape, sizeof shape));
+                        arrays_shape_str(ids, shape, sizeof shape));
     if (ids->count == 0)
         return cli_fail(path, "shape %s has a zero dimension",
-                        cli_shape_str(ids, shape, sizeof shape));
+                        arrays_shape_str(ids, shape, sizeof shape));
     if (access(table_path, F_OK) != 0)
         return cli_fail(table_path, "no such file: token ids in %s need this (V, D) table", path);
     la_array table = {0};
     int64_t *tokens = NULL;
-    int rc = cli_read_floats(table_path, dtype, &table);
+    int rc = arrays_read_floats(table_path, dtype, &table);
     if (rc) return rc;
     if (table.ndim != 2 || table.shape[0] == 0 || table.shape[1] != D) {
         rc = cli_fail(table_path, "shape %s, expected (V, %zu): V >= 1 rows of D = %zu",
-                      cli_shape_str(&table, shape, sizeof shape), D, D);
+                      arrays_shape_str(&table, shape, sizeof shape), D, D);
         goto done;
     }
     const size_t vocab = table.shape[0];
@@ -185,24 +186,24 @@ static int read_sequence(const char *path, const char *dir, const char *side, la
                          size_t D, la_array *out, size_t *batch, size_t *rows)
 {
     la_array raw = {0};
-    int rc = cli_read_npy(path, &raw);
+    int rc = arrays_read_npy(path, &raw);
     if (rc) return rc;
     if (raw.dtype == LA_NPY_I32 || raw.dtype == LA_NPY_I64)
         rc = embed_tokens(path, &raw, dir, side, dtype, D, out);
     else
-        rc = cli_read_floats(path, dtype, out);
+        rc = arrays_read_floats(path, dtype, out);
     la_array_free(&raw);
     if (rc) return rc;
     char shape[160];
     if (out->ndim != 2 && out->ndim != 3)
         rc = cli_fail(path, "shape %s must be (N, D) or (B, N, D)",
-                      cli_shape_str(out, shape, sizeof shape));
+                      arrays_shape_str(out, shape, sizeof shape));
     else if (out->shape[out->ndim - 1] != D)
         rc = cli_fail(path, "shape %s: last dim must be D = %zu, the weights' d_model",
-                      cli_shape_str(out, shape, sizeof shape), D);
+                      arrays_shape_str(out, shape, sizeof shape), D);
     else if (out->count == 0)
         rc = cli_fail(path, "shape %s has a zero dimension",
-                      cli_shape_str(out, shape, sizeof shape));
+                      arrays_shape_str(out, shape, sizeof shape));
     if (rc) {
         la_array_free(out);
         return rc;
@@ -247,10 +248,10 @@ int cmd_model(int argc, char **argv)
     size_t heads;
     if ((rc = cli_parse_size("--heads", heads_text, &heads))) return rc;
     if (heads < 1) return cli_fail("--heads", "must be at least 1");
-    const lf_text lt = {norm,      attention,   cross_attention, activation,
-                        precision, feature_map, threads_text};
-    lf_values lv;
-    if ((rc = lf_parse(&lt, &lv))) return rc;
+    const layer_flags_text lt = {norm,      attention,   cross_attention, activation,
+                                 precision, feature_map, threads_text};
+    layer_flags_values lv;
+    if ((rc = layer_flags_parse(&lt, &lv))) return rc;
     la_kernel kernel = lv.kernel;
     const la_dtype dtype = lv.dtype;
 
@@ -277,8 +278,8 @@ int cmd_model(int argc, char **argv)
         rc = cli_fail(tgt_path,
                       "shape %s does not fit the source's %s: both batched (B, ·, D) "
                       "with the same B, or neither",
-                      cli_shape_str(&tgt, t_shape, sizeof t_shape),
-                      cli_shape_str(&src, s_shape, sizeof s_shape));
+                      arrays_shape_str(&tgt, t_shape, sizeof t_shape),
+                      arrays_shape_str(&src, s_shape, sizeof s_shape));
         goto done;
     }
     if (D % heads != 0) {
@@ -316,7 +317,7 @@ int cmd_model(int argc, char **argv)
     }
 
     /* step 5: written atomically */
-    rc = cli_write_npy(out_path, &y);
+    rc = arrays_write_npy(out_path, &y);
 done:
     la_transformer_weights_free(&w);
     la_array_free(&src);

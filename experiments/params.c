@@ -66,7 +66,7 @@ static const char help_text[] =
 void cmd_params_help(FILE *out)
 {
     size_t n;
-    const mdl_model *m = mdl_all(&n);
+    const models_entry *m = models_all(&n);
     char list[4096] = "";
     size_t used = 0;
     for (size_t i = 0; i < n && used < sizeof list; i++)
@@ -129,9 +129,9 @@ int cmd_params(int argc, char **argv)
     if (rc) return rc;
     /* one encoder layer by default: the unit of the 12·D² rule */
     la_model_size s = {0, 0, 0, 1, 0, 0, 0, 0, 0, 0};
-    const mdl_model *preset = NULL;
+    const models_entry *preset = NULL;
     if (model) {
-        if ((rc = mdl_parse("--model", model, &preset))) return rc;
+        if ((rc = models_parse("--model", model, &preset))) return rc;
         s = preset->size;
     }
     const int required = preset == NULL;

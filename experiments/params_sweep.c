@@ -39,7 +39,7 @@ static const char help_text[] =
     "pooler (0.5%) is in none of them.\n"
     "\n"
     "  --d-model LIST  the widths D of the 'sweep' rows (sorted; default 64:8192,96:6144):\n"
-    "                  " SW_SWEEP_SYNTAX "; H is the largest\n"
+    "                  " SWEEP_SYNTAX "; H is the largest\n"
     "                  divisor of D up to D/64 (D/64 for a multiple of 64)\n"
     "  --out PATH      results file (default params.csv)\n"
     "  --resume        accepted for `linattn results --resume`; the file is rewritten (the\n"
@@ -57,16 +57,16 @@ static const char COLUMNS[] =
     "embedding_share";
 
 /* One row: the counts of s, and the layer totals to compare with the approximation. */
-static int write_row(res_file *f, const char *kind, const char *name, const la_model_size *s,
+static int write_row(record_file *f, const char *kind, const char *name, const la_model_size *s,
                      int per_layer)
 {
     la_param_count p;
     la_status st = la_param_counts(s, &p);
     if (st != LA_OK) {
         cli_line("params-sweep: %s: %s", name, la_strerror(st));
-        return res_row(f, "%s,%s,%zu,%zu,%zu,%zu,%zu,%zu,%zu,error,,,,,,,,,,,,,,,,,", kind, name,
-                       s->d_model, s->heads, s->d_ff, s->encoder_layers, s->decoder_layers,
-                       s->vocab, s->learned_positions);
+        return record_row(f, "%s,%s,%zu,%zu,%zu,%zu,%zu,%zu,%zu,error,,,,,,,,,,,,,,,,,", kind, name,
+                          s->d_model, s->heads, s->d_ff, s->encoder_layers, s->decoder_layers,
+                          s->vocab, s->learned_positions);
     }
     double exact, approx, gap;
     if (per_layer) { /* one bare encoder layer against 12D² */
@@ -90,17 +90,17 @@ static int write_row(res_file *f, const char *kind, const char *name, const la_m
                   : (double)(p.encoder + p.decoder) - attention - ffn + (double)p.embedding_norm;
     double embed =
         per_layer ? 0 : (double)(p.embedding + p.positional + p.token_type + p.relative_position);
-    return res_row(f,
-                   "%s,%s,%zu,%zu,%zu,%zu,%zu,%zu,%zu,ok,%llu,%llu,%llu,%llu,%llu,%llu,%llu,"
-                   "%llu,%llu,%llu,%.0f,%.0f,%.6e,%.6f,%.6f,%.6e,%.6f",
-                   kind, name, s->d_model, s->heads, s->d_ff, s->encoder_layers, s->decoder_layers,
-                   s->vocab, s->learned_positions, (unsigned long long)p.mha,
-                   (unsigned long long)p.ffn, (unsigned long long)p.layer_norm,
-                   (unsigned long long)p.encoder_layer, (unsigned long long)p.decoder_layer,
-                   (unsigned long long)p.encoder, (unsigned long long)p.decoder,
-                   (unsigned long long)p.embedding, (unsigned long long)p.positional,
-                   (unsigned long long)p.total, exact, approx, gap, attention / total, ffn / total,
-                   norms / total, embed / total);
+    return record_row(f,
+                      "%s,%s,%zu,%zu,%zu,%zu,%zu,%zu,%zu,ok,%llu,%llu,%llu,%llu,%llu,%llu,%llu,"
+                      "%llu,%llu,%llu,%.0f,%.0f,%.6e,%.6f,%.6f,%.6e,%.6f",
+                      kind, name, s->d_model, s->heads, s->d_ff, s->encoder_layers,
+                      s->decoder_layers, s->vocab, s->learned_positions, (unsigned long long)p.mha,
+                      (unsigned long long)p.ffn, (unsigned long long)p.layer_norm,
+                      (unsigned long long)p.encoder_layer, (unsigned long long)p.decoder_layer,
+                      (unsigned long long)p.encoder, (unsigned long long)p.decoder,
+                      (unsigned long long)p.embedding, (unsigned long long)p.positional,
+                      (unsigned long long)p.total, exact, approx, gap, attention / total,
+                      ffn / total, norms / total, embed / total);
 }
 
 int cmd_params_sweep(int argc, char **argv)
@@ -115,14 +115,14 @@ int cmd_params_sweep(int argc, char **argv)
     if (rc) return rc;
     /* the sweep: D = 64·{1, 1.5, 2, 3, 4, …} up to 8192 by default */
     size_t ds[256], n_d;
-    if ((rc = sw_parse_sweep("--d-model", d_text ? d_text : "64:8192,96:6144", 2, ds, 256, &n_d)))
+    if ((rc = sweep_parse("--d-model", d_text ? d_text : "64:8192,96:6144", 2, ds, 256, &n_d)))
         return rc;
-    sw_sort_sizes(ds, n_d);
+    sweep_sort_sizes(ds, n_d);
     char err[512];
-    res_file *f = res_open(out ? out : "params.csv", "params",
-                           "exact parameter counts (la_param_counts) against 12·D², per "
-                           "encoder layer for a sweep of D and for the standard models",
-                           COLUMNS, 3, 0, argc, argv, err, sizeof err);
+    record_file *f = record_open(out ? out : "params.csv", "params",
+                                 "exact parameter counts (la_param_counts) against 12·D², per "
+                                 "encoder layer for a sweep of D and for the standard models",
+                                 COLUMNS, 3, 0, argc, argv, err, sizeof err);
     if (!f) return cli_fail("params-sweep", "%s", err);
 
     for (size_t i = 0; i < n_d; i++) {
@@ -136,9 +136,9 @@ int cmd_params_sweep(int argc, char **argv)
         if (write_row(f, "sweep", name, &s, 1)) rc = 1;
     }
     size_t n_models;
-    const mdl_model *models = mdl_all(&n_models);
+    const models_entry *models = models_all(&n_models);
     for (size_t i = 0; i < n_models; i++) {
-        const mdl_model *m = &models[i];
+        const models_entry *m = &models[i];
         if (write_row(f, "standard", m->name, &m->size, 0)) rc = 1;
         la_param_count p;
         if (la_param_counts(&m->size, &p) == LA_OK)
@@ -147,7 +147,7 @@ int cmd_params_sweep(int argc, char **argv)
                    (unsigned long long)(p.encoder + p.decoder), (unsigned long long)p.approx_12d2,
                    100 * p.approx_gap);
     }
-    printf("params: wrote %s\n", res_path(f));
-    if (res_close(f) != 0) rc = 1;
+    printf("params: wrote %s\n", record_path(f));
+    if (record_close(f) != 0) rc = 1;
     return rc ? 1 : 0;
 }

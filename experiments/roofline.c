@@ -8,11 +8,18 @@
  * roofline bound min(peak, intensity × triad bandwidth), and the fractions of the peak
  * and of that bound. Writes roofline.csv (one row per series, dtype, N and d);
  * plots/roofline.gp draws it. */
+#include "roofline.h"
+
 #include "commands.h"
 #include "common/inputs.h"
 #include "common/kernels.h"
+#include "common/machine.h"
+#include "common/memory.h"
+#include "common/metadata.h"
+#include "common/progress.h"
 #include "common/record.h"
 #include "common/sweep.h"
+#include "common/timer.h"
 #include "common/variants.h"
 #include "linattn.h"
 
@@ -42,7 +49,7 @@ static const char help_text[] =
     "                           on the run's threads\n"
     "  pct_of_peak, pct_of_roofline   gflops as a percentage of each\n"
     "\n"
-    "  --n LIST           sequence lengths, " SW_SWEEP_SYNTAX "\n"
+    "  --n LIST           sequence lengths, " SWEEP_SYNTAX "\n"
     "                     (default 256:16384:x4; the full sweep is --n 256:65536)\n"
     "  --d LIST           head sizes (default 32,64,128)\n"
     "  --dtype LIST       f32, f64 or f32,f64 (default f32,f64)\n"
@@ -67,10 +74,10 @@ static const char *const left_out_by_default[] = {"softmax_materialized_causal",
 void cmd_roofline_help(FILE *out)
 {
     fputs(help_text, out);
-    kn_series all[KN_MAX_SERIES];
-    const size_t n = kn_all_series(all);
+    kernels_series all[KERNELS_MAX_SERIES];
+    const size_t n = kernels_all_series(all);
     char names[2048];
-    kn_series_names(all, n, NULL, names, sizeof names);
+    kernels_series_names(all, n, NULL, names, sizeof names);
     /* the list wrapped at 88 columns under the flag's text */
     const char *s = names;
     while (*s) {
@@ -85,38 +92,16 @@ void cmd_roofline_help(FILE *out)
         while (*s == ' ')
             s++;
     }
-    fputs(SW_COMMON_HELP, out);
+    fputs(SWEEP_COMMON_HELP, out);
     fputs(help_tail, out);
 }
-
-/* ---------------------------------------------------------------- settings */
-
-enum { MAX_POINTS = 64, MAX_DS = 16 };
 
 static const char COLUMNS[] =
     "variant,kernel,dtype,n,d,heads,threads,status,reps,median_s,min_s,max_s,q1_s,q3_s,flops,"
     "bytes_min,intensity_flop_per_byte,gflops,peak_gflops,bandwidth_gbs,roofline_gflops,"
     "pct_of_peak,pct_of_roofline";
-enum { N_KEY = 7 };
 
-typedef struct {
-    size_t ns[MAX_POINTS], n_ns;
-    size_t ds[MAX_DS], n_ds;
-    int dtypes[2], n_dtypes; /* 0 float32, 1 float64 */
-    size_t heads;
-    kn_series series[KN_MAX_SERIES];
-    size_t n_series;
-    int selected[KN_MAX_SERIES];
-    sw_common common;
-} config;
-
-/* The ceilings, measured once at the start. NAN where a probe has no value. */
-typedef struct {
-    double peak1[2], peak[2];          /* GFLOP/s, [dtype]: 1 thread, the run's threads */
-    double read1, read, triad1, triad; /* GB/s */
-} ceilings;
-
-static const char *dtype_name(int f64)
+const char *roofline_dtype_name(int f64)
 {
     return f64 ? "f64" : "f32";
 }
@@ -125,31 +110,31 @@ static const char *dtype_name(int f64)
 static int parse(int argc, char **argv, config *c)
 {
     const char *n = NULL, *d = NULL, *dtype = NULL, *heads = NULL, *variant = NULL;
-    sw_common_text common = {0};
+    sweep_common_text common = {0};
     const cli_flag flags[] = {
         {"n", &n, NULL},
         {"d", &d, NULL},
         {"dtype", &dtype, NULL},
         {"heads", &heads, NULL},
         {"variant", &variant, NULL},
-        SW_COMMON_FLAGS(common),
+        SWEEP_COMMON_FLAGS(common),
         {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
     if (n) {
-        if ((rc = sw_parse_sweep("--n", n, 2, c->ns, MAX_POINTS, &c->n_ns))) return rc;
+        if ((rc = sweep_parse("--n", n, 2, c->ns, MAX_POINTS, &c->n_ns))) return rc;
     } else {
-        c->n_ns = sw_geometric(256, 16384, 4, c->ns, MAX_POINTS);
+        c->n_ns = sweep_geometric(256, 16384, 4, c->ns, MAX_POINTS);
     }
-    sw_sort_sizes(c->ns, c->n_ns);
+    sweep_sort_sizes(c->ns, c->n_ns);
     if (d) {
-        if ((rc = sw_parse_sweep("--d", d, 2, c->ds, MAX_DS, &c->n_ds))) return rc;
+        if ((rc = sweep_parse("--d", d, 2, c->ds, MAX_DS, &c->n_ds))) return rc;
     } else {
         c->ds[0] = 32, c->ds[1] = 64, c->ds[2] = 128, c->n_ds = 3;
     }
     c->heads = 1;
-    if (heads && (rc = sw_parse_positive("--heads", heads, &c->heads))) return rc;
+    if (heads && (rc = sweep_parse_positive("--heads", heads, &c->heads))) return rc;
     c->dtypes[0] = 0, c->dtypes[1] = 1, c->n_dtypes = 2;
     if (dtype) {
         if (strcmp(dtype, "f32") == 0)
@@ -159,18 +144,20 @@ static int parse(int argc, char **argv, config *c)
         else if (strcmp(dtype, "f32,f64") != 0 && strcmp(dtype, "f64,f32") != 0)
             return cli_fail("--dtype", "'%s' is not f32, f64 or f32,f64", dtype);
     }
-    c->n_series = kn_all_series(c->series);
-    kn_select_all_but(c->series, c->n_series, left_out_by_default, c->selected);
+    c->n_series = kernels_all_series(c->series);
+    kernels_select_all_but(c->series, c->n_series, left_out_by_default, c->selected);
     if (variant &&
-        (rc = kn_parse_series_list("--variant", variant, c->series, c->n_series, c->selected)))
+        (rc = kernels_parse_series_list("--variant", variant, c->series, c->n_series, c->selected)))
         return rc;
     size_t max_d = 0;
     for (size_t i = 0; i < c->n_ds; i++)
         if (c->ds[i] > max_d) max_d = c->ds[i];
     /* the largest point's arrays, heads · N · d floats (and doubles), addressable */
-    if ((rc = sw_check_floats(heads ? "--heads" : "--n", c->heads, c->ns[c->n_ns - 1], 2 * max_d)))
+    if ((rc = sweep_check_floats(heads ? "--heads" : "--n", c->heads, c->ns[c->n_ns - 1],
+                                 2 * max_d)))
         return rc;
-    if ((rc = sw_common_finish(&common, &c->common, "roofline.csv", 3, 8.0 * (1 << 30)))) return rc;
+    if ((rc = sweep_common_finish(&common, &c->common, "roofline.csv", 3, 8.0 * (1 << 30))))
+        return rc;
     return 0;
 }
 
@@ -194,7 +181,7 @@ static int measure_ceilings(ceilings *m)
 }
 
 /* x with fmt into buf, or "" when x is not finite (a column without a value). */
-static const char *num(char *buf, size_t size, const char *fmt, double x)
+const char *roofline_num(char *buf, size_t size, const char *fmt, double x)
 {
     if (isfinite(x))
         snprintf(buf, size, fmt, x);
@@ -203,206 +190,11 @@ static const char *num(char *buf, size_t size, const char *fmt, double x)
     return buf;
 }
 
-/* ---------------------------------------------------------------- one point */
-
-typedef struct {
-    float *q, *k, *v, *out;
-    double *q64, *k64, *v64, *out64;
-} inputs;
-
-static void free_inputs(inputs *in)
-{
-    free(in->q), free(in->k), free(in->v), free(in->out);
-    free(in->q64), free(in->k64), free(in->v64), free(in->out64);
-    *in = (inputs){0};
-}
-
-/* Random q, k, v ~ N(0, 1) of (heads, n, d), in the dtype asked, from the seed. */
-static int fill_inputs(inputs *in, const config *c, int f64, size_t n, size_t d)
-{
-    const size_t count = c->heads * n * d;
-    free_inputs(in);
-    in_rng r = in_rng_for(c->common.seed, "roofline");
-    if (!f64) {
-        in->q = malloc(count * sizeof(float)), in->k = malloc(count * sizeof(float));
-        in->v = malloc(count * sizeof(float)), in->out = calloc(count, sizeof(float));
-        if (!in->q || !in->k || !in->v || !in->out) return -1;
-        in_fill_normal_f32(&r, in->q, count, 1.0);
-        in_fill_normal_f32(&r, in->k, count, 1.0);
-        in_fill_normal_f32(&r, in->v, count, 1.0);
-        return 0;
-    }
-    in->q64 = malloc(count * sizeof(double)), in->k64 = malloc(count * sizeof(double));
-    in->v64 = malloc(count * sizeof(double)), in->out64 = calloc(count, sizeof(double));
-    if (!in->q64 || !in->k64 || !in->v64 || !in->out64) return -1;
-    for (size_t i = 0; i < count; i++)
-        in->q64[i] = in_normal(&r);
-    for (size_t i = 0; i < count; i++)
-        in->k64[i] = in_normal(&r);
-    for (size_t i = 0; i < count; i++)
-        in->v64[i] = in_normal(&r);
-    return 0;
-}
-
-/* One kernel call, the timer's body: its status (LA_OK = 0). */
-typedef struct {
-    la_kernel kernel;
-    int f64;
-    la_problem p;
-    const inputs *in;
-} body_ctx;
-
-static int run_kernel(void *ctx)
-{
-    const body_ctx *b = ctx;
-    const inputs *in = b->in;
-    if (b->f64)
-        return (int)la_attention(b->kernel, &b->p, LA_FLOAT64, in->q64, in->k64, in->v64,
-                                 in->out64);
-    return (int)la_attention(b->kernel, &b->p, LA_FLOAT32, in->q, in->k, in->v, in->out);
-}
-
-/* What a series remembers of its last measured point (per dtype and d), to predict. */
-typedef struct {
-    double last_flops, last_s; /* last ok point (last_flops = 0: none so far) */
-    int over_time;
-} track;
-
-/* The key of a point: variant,kernel,dtype,n,d,heads,threads */
-static void point_key(char *key, size_t size, const kn_series *s, int f64, size_t n, size_t d,
-                      size_t heads)
-{
-    snprintf(key, size, "%s,%s,%s,%zu,%zu,%zu,%d", s->name, la_kernel_name(s->kernel),
-             dtype_name(f64), n, d, heads, la_get_num_threads());
-}
-
-/* The row's derived columns from its FLOPs, minimum bytes and median time. */
-static int write_ok(res_file *f, const char *key, const res_timing *t, const la_cost *cost,
-                    const ceilings *m, int f64)
-{
-    const double gflops = cost->flops_total / t->median_s * 1e-9;
-    const double intensity = cost->flops_total / cost->bytes_min;
-    const double peak = m->peak[f64], bw = m->triad;
-    const double roof = isfinite(peak) ? fmin(peak, intensity * bw) : NAN;
-    char b[4][32];
-    return res_row(f, "%s,ok,%d,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.5g,%.5g,%s,%.5g,%s,%s,%s", key,
-                   t->reps, t->median_s, t->min_s, t->max_s, t->q1_s, t->q3_s, cost->flops_total,
-                   cost->bytes_min, intensity, gflops, num(b[0], 32, "%.5g", peak), bw,
-                   num(b[1], 32, "%.5g", roof), num(b[2], 32, "%.4g", 100 * gflops / peak),
-                   num(b[3], 32, "%.4g", 100 * gflops / roof));
-}
-
-/* A row not measured: its status, and the model's columns. */
-static int write_skipped(res_file *f, const char *key, const char *status, const la_cost *cost,
-                         const ceilings *m, int f64)
-{
-    char b[2][32];
-    if (!cost)
-        return res_row(f, "%s,%s,0,,,,,,,,,,%s,%.5g,,,", key, status,
-                       num(b[0], 32, "%.5g", m->peak[f64]), m->triad);
-    const double intensity = cost->flops_total / cost->bytes_min;
-    const double roof = isfinite(m->peak[f64]) ? fmin(m->peak[f64], intensity * m->triad) : NAN;
-    return res_row(f, "%s,%s,0,,,,,,%.6e,%.6e,%.6e,,%s,%.5g,%s,,", key, status, cost->flops_total,
-                   cost->bytes_min, intensity, num(b[0], 32, "%.5g", m->peak[f64]), m->triad,
-                   num(b[1], 32, "%.5g", roof));
-}
-
-/* Measures every selected series at one (dtype, d, N): points in the file (--resume)
- * kept, points over a budget recorded as skipped, the others timed together,
- * interleaved. Returns 0, 1 (out of memory, write failed) or 2 (refused, one line). */
-static int measure_point(res_file *f, const config *c, const ceilings *m, int f64, size_t d,
-                         size_t n, track *tracks, inputs *in)
-{
-    body_ctx ctxs[KN_MAX_SERIES];
-    res_body bodies[KN_MAX_SERIES];
-    void *ctx_ptrs[KN_MAX_SERIES];
-    la_cost costs[KN_MAX_SERIES];
-    size_t which[KN_MAX_SERIES], n_run = 0;
-    char key[256];
-    for (size_t s = 0; s < c->n_series; s++) {
-        if (!c->selected[s]) continue;
-        const kn_series *ser = &c->series[s];
-        track *tr = &tracks[s];
-        point_key(key, sizeof key, ser, f64, n, d, c->heads);
-        const char *row = res_find(f, key);
-        char prior[32];
-        double t_prior, flops_prior;
-        if (row && res_get_str(f, row, "status", prior, sizeof prior) == 0 &&
-            strcmp(prior, "ok") == 0 && res_get(f, row, "median_s", &t_prior) == 0 &&
-            res_get(f, row, "flops", &flops_prior) == 0) {
-            tr->last_flops = flops_prior, tr->last_s = t_prior;
-            continue;
-        }
-        body_ctx *ctx = &ctxs[n_run];
-        ctx->kernel = ser->kernel, ctx->f64 = f64, ctx->in = in;
-        la_problem_init(&ctx->p, 1, c->heads, n, n, d, d);
-        ctx->p.causal = ser->causal;
-        ctx->p.workspace_limit =
-            c->common.max_mem < (double)SIZE_MAX ? (size_t)c->common.max_mem : SIZE_MAX;
-        if (!vp_rank_fits(ser->kernel, &ctx->p)) {
-            if (write_skipped(f, key, "skipped_rank", NULL, m, f64)) return 1;
-            continue;
-        }
-        la_cost *cost = &costs[n_run];
-        la_status st = la_attention_cost(ser->kernel, &ctx->p, f64 ? LA_FLOAT64 : LA_FLOAT32, cost);
-        if (st != LA_OK)
-            return cli_fail("roofline", "%s at N = %zu: the cost model failed: %s", ser->name, n,
-                            la_strerror(st));
-        /* predict from the series' previous point, scaled by the FLOPs; the first point
-         * from the model at an optimistic 20 GFLOP/s */
-        const double pred = tr->last_flops > 0 ? tr->last_s * cost->flops_total / tr->last_flops
-                                               : cost->flops_total / 20e9;
-        const double elem = f64 ? sizeof(double) : sizeof(float);
-        const double bytes = 4.0 * (double)(c->heads * n * d) * elem + cost->workspace_bytes;
-        const char *status = NULL;
-        if (bytes > c->common.max_mem)
-            status = "skipped_mem";
-        else if (tr->over_time || pred > c->common.max_seconds) {
-            status = "skipped_time";
-            tr->over_time = 1;
-        }
-        if (status) {
-            if (write_skipped(f, key, status, cost, m, f64)) return 1;
-            continue;
-        }
-        bodies[n_run] = run_kernel, ctx_ptrs[n_run] = ctx, which[n_run++] = s;
-    }
-    if (n_run == 0) return 0;
-    if (fill_inputs(in, c, f64, n, d) != 0) {
-        cli_line("roofline: out of memory at N = %zu, d = %zu", n, d);
-        return 1;
-    }
-    res_timing t[KN_MAX_SERIES];
-    int status[KN_MAX_SERIES];
-    const res_rule rule = sw_rule(&c->common);
-    if (res_time_interleaved(n_run, bodies, ctx_ptrs, &rule, t, status) != 0) {
-        cli_line("roofline: out of memory at N = %zu, d = %zu", n, d);
-        return 1;
-    }
-    int rc = 0;
-    for (size_t i = 0; i < n_run && rc == 0; i++) {
-        const kn_series *ser = &c->series[which[i]];
-        point_key(key, sizeof key, ser, f64, n, d, c->heads);
-        if (status[i] == LA_OK) {
-            tracks[which[i]].last_flops = costs[i].flops_total;
-            tracks[which[i]].last_s = t[i].median_s;
-            rc = write_ok(f, key, &t[i], &costs[i], m, f64);
-        } else {
-            const int budget = status[i] == LA_EBUDGET;
-            if (!budget)
-                fprintf(stderr, "\nlinattn: roofline: %s %s at N = %zu, d = %zu: %s\n", ser->name,
-                        dtype_name(f64), n, d, la_strerror((la_status)status[i]));
-            rc = write_skipped(f, key, budget ? "skipped_mem" : "error", &costs[i], m, f64);
-        }
-    }
-    return rc ? 1 : 0;
-}
-
 /* ---------------------------------------------------------------- the summary */
 
 /* Per series and dtype, at d = 64 (or the first d) and the largest N measured: achieved
  * rate, intensity, which ceiling bounds it, and the two fractions. */
-static void print_summary(res_file *f, const config *c, const ceilings *m)
+static void print_summary(record_file *f, const config *c, const ceilings *m)
 {
     size_t d = c->ds[0];
     for (size_t i = 0; i < c->n_ds; i++)
@@ -417,27 +209,27 @@ static void print_summary(res_file *f, const config *c, const ceilings *m)
             if (!c->selected[s]) continue;
             for (size_t i = c->n_ns; i-- > 0;) {
                 char key[256], st[32];
-                point_key(key, sizeof key, &c->series[s], f64, c->ns[i], d, c->heads);
-                const char *row = res_find(f, key);
+                roofline_point_key(key, sizeof key, &c->series[s], f64, c->ns[i], d, c->heads);
+                const char *row = record_find(f, key);
                 double g, intensity, roof, pp, pr;
-                if (!row || res_get_str(f, row, "status", st, sizeof st) || strcmp(st, "ok") ||
-                    res_get(f, row, "gflops", &g) ||
-                    res_get(f, row, "intensity_flop_per_byte", &intensity))
+                if (!row || record_get_str(f, row, "status", st, sizeof st) || strcmp(st, "ok") ||
+                    record_get(f, row, "gflops", &g) ||
+                    record_get(f, row, "intensity_flop_per_byte", &intensity))
                     continue;
-                const int have = res_get(f, row, "roofline_gflops", &roof) == 0 &&
-                                 res_get(f, row, "pct_of_peak", &pp) == 0 &&
-                                 res_get(f, row, "pct_of_roofline", &pr) == 0;
+                const int have = record_get(f, row, "roofline_gflops", &roof) == 0 &&
+                                 record_get(f, row, "pct_of_peak", &pp) == 0 &&
+                                 record_get(f, row, "pct_of_roofline", &pr) == 0;
                 const char *bound = !have                                 ? "-"
                                     : intensity * m->triad < m->peak[f64] ? "memory"
                                                                           : "compute";
                 if (have)
                     printf("roofline: %-28s %-5s %7zu %10.1f %12.2f %8s %10.1f %7.1f %7.1f\n",
-                           c->series[s].name, dtype_name(f64), c->ns[i], g, intensity, bound, roof,
-                           pp, pr);
+                           c->series[s].name, roofline_dtype_name(f64), c->ns[i], g, intensity,
+                           bound, roof, pp, pr);
                 else
                     printf("roofline: %-28s %-5s %7zu %10.1f %12.2f %8s %10s %7s %7s\n",
-                           c->series[s].name, dtype_name(f64), c->ns[i], g, intensity, bound, "-",
-                           "-", "-");
+                           c->series[s].name, roofline_dtype_name(f64), c->ns[i], g, intensity,
+                           bound, "-", "-", "-");
                 break;
             }
         }
@@ -450,8 +242,8 @@ int cmd_roofline(int argc, char **argv)
     memset(&c, 0, sizeof c);
     int rc = parse(argc, argv, &c);
     if (rc) return rc;
-    res_memory_init();
-    const bz_report *busy = res_machine_check();
+    memory_init();
+    const machine_report *busy = machine_check();
     ceilings m;
     if (measure_ceilings(&m) != 0) return 1;
     const int threads = la_get_num_threads();
@@ -465,25 +257,26 @@ int cmd_roofline(int argc, char **argv)
              "counted)\n"
              "# roofline: min(peak of the row's dtype, intensity * triad bandwidth), both on "
              "%d threads; intensity = flops / bytes_min (la_cost)\n",
-             (unsigned long long)c.common.seed, num(b[0], 32, "%.4g", m.peak1[0]),
-             num(b[1], 32, "%.4g", m.peak[0]), threads, num(b[2], 32, "%.4g", m.peak1[1]),
-             num(b[3], 32, "%.4g", m.peak[1]), threads, m.read1, m.read, threads, m.triad1, m.triad,
-             threads, threads);
-    res_meta_extra(meta);
-    res_file *f = res_open(c.common.out, "roofline",
-                           "achieved GFLOP/s of each kernel against its arithmetic intensity, "
-                           "under the FMA peak and the triad bandwidth measured in the same "
-                           "process (one row per series, dtype, n and d)",
-                           COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
+             (unsigned long long)c.common.seed, roofline_num(b[0], 32, "%.4g", m.peak1[0]),
+             roofline_num(b[1], 32, "%.4g", m.peak[0]), threads,
+             roofline_num(b[2], 32, "%.4g", m.peak1[1]), roofline_num(b[3], 32, "%.4g", m.peak[1]),
+             threads, m.read1, m.read, threads, m.triad1, m.triad, threads, threads);
+    metadata_extra(meta);
+    record_file *f =
+        record_open(c.common.out, "roofline",
+                    "achieved GFLOP/s of each kernel against its arithmetic intensity, "
+                    "under the FMA peak and the triad bandwidth measured in the same "
+                    "process (one row per series, dtype, n and d)",
+                    COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
     if (!f) {
         cli_line("%s", err);
-        res_meta_extra(NULL);
+        metadata_extra(NULL);
         return 2;
     }
     printf("roofline: FMA peak %s GFLOP/s float32, %s float64; read %.1f GB/s, triad %.1f GB/s "
            "(%d threads)\n",
-           num(b[4], 32, "%.1f", m.peak[0]), num(b[5], 32, "%.1f", m.peak[1]), m.read, m.triad,
-           threads);
+           roofline_num(b[4], 32, "%.1f", m.peak[0]), roofline_num(b[5], 32, "%.1f", m.peak[1]),
+           m.read, m.triad, threads);
 
     /* progress is weighted by the quadratic kernels' N²·d, which dominate */
     double total_work = 0;
@@ -492,33 +285,33 @@ int cmd_roofline(int argc, char **argv)
         for (size_t j = 0; j < c.n_ds; j++)
             for (size_t i = 0; i < c.n_ns; i++, points++)
                 total_work += (double)c.ns[i] * (double)c.ns[i] * (double)c.ds[j];
-    res_progress pr;
-    res_progress_start(&pr, "roofline", points, total_work);
+    progress_line pr;
+    progress_start(&pr, "roofline", points, total_work);
     inputs in = {0};
     int point = 0;
     for (int di = 0; di < c.n_dtypes && rc == 0; di++) {
         for (size_t j = 0; j < c.n_ds && rc == 0; j++) {
-            track tracks[KN_MAX_SERIES] = {{0}};
+            track tracks[KERNELS_MAX_SERIES] = {{0}};
             for (size_t i = 0; i < c.n_ns && rc == 0; i++) {
                 char what[64];
-                snprintf(what, sizeof what, "%s d=%zu N=%zu", dtype_name(c.dtypes[di]), c.ds[j],
-                         c.ns[i]);
-                res_progress_step(&pr, ++point, (double)c.ns[i] * (double)c.ns[i] * (double)c.ds[j],
-                                  what);
-                rc = measure_point(f, &c, &m, c.dtypes[di], c.ds[j], c.ns[i], tracks, &in);
-                if (rc == 1) cli_line("%s: write failed", res_path(f));
+                snprintf(what, sizeof what, "%s d=%zu N=%zu", roofline_dtype_name(c.dtypes[di]),
+                         c.ds[j], c.ns[i]);
+                progress_step(&pr, ++point, (double)c.ns[i] * (double)c.ns[i] * (double)c.ds[j],
+                              what);
+                rc = roofline_measure_point(f, &c, &m, c.dtypes[di], c.ds[j], c.ns[i], tracks, &in);
+                if (rc == 1) cli_line("%s: write failed", record_path(f));
             }
         }
     }
-    res_progress_end(&pr);
-    free_inputs(&in);
+    progress_end(&pr);
+    roofline_free_inputs(&in);
     if (rc == 0) {
         print_summary(f, &c, &m);
-        printf("roofline: wrote %s\n", res_path(f));
+        printf("roofline: wrote %s\n", record_path(f));
         if (busy->noisy)
             printf("roofline: the machine was busy (%s): these timings are noisy\n", busy->why);
     }
-    if (res_close(f) != 0) rc = 1;
-    res_meta_extra(NULL); /* `linattn results` runs the next experiment in this process */
+    if (record_close(f) != 0) rc = 1;
+    metadata_extra(NULL); /* `linattn results` runs the next experiment in this process */
     return rc;
 }

@@ -12,8 +12,10 @@
 #include "commands.h"
 #include "common/cli.h"
 #include "common/inputs.h"
+#include "common/progress.h"
 #include "common/record.h"
 #include "common/sweep.h"
+#include "common/timer.h"
 #include "linattn.h"
 
 #include <math.h>
@@ -45,7 +47,7 @@ static const char help_text[] =
     "                       saturated rows\n"
     "  top_weight_mean      the mean over rows of max_j A_ij\n"
     "\n"
-    "  --d LIST         head sizes d_k (default 4:1024; " SW_SWEEP_SYNTAX ")\n"
+    "  --d LIST         head sizes d_k (default 4:1024; " SWEEP_SYNTAX ")\n"
     "  --n N            queries and keys per draw (default 256)\n"
     "  --seeds S        draws per point, seeds S0 .. S0 + S - 1 (default 5)\n"
     "  --seed S0        the first seed (default 1)\n"
@@ -88,9 +90,9 @@ static int parse(int argc, char **argv, config *c)
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
     c->n = 256, c->seeds = 5, c->seed = 1;
-    if ((rc = sw_parse_sweep("--d", d ? d : "4:1024", 2, c->d, MAX_D, &c->n_d)) ||
-        (n && (rc = sw_parse_positive("--n", n, &c->n))) ||
-        (seeds && (rc = sw_parse_positive("--seeds", seeds, &c->seeds))))
+    if ((rc = sweep_parse("--d", d ? d : "4:1024", 2, c->d, MAX_D, &c->n_d)) ||
+        (n && (rc = sweep_parse_positive("--n", n, &c->n))) ||
+        (seeds && (rc = sweep_parse_positive("--seeds", seeds, &c->seeds))))
         return rc;
     if (seed) {
         size_t s;
@@ -132,11 +134,11 @@ static int measure(const config *c, size_t dk, double scale, uint64_t seed, doub
                    double *a, double *g_rows, measures *m)
 {
     const size_t n = c->n;
-    in_rng r = in_rng_for(seed, "scores");
+    inputs_rng r = inputs_rng_for(seed, "scores");
     for (size_t x = 0; x < n * dk; x++)
-        q[x] = in_normal(&r);
+        q[x] = inputs_normal(&r);
     for (size_t x = 0; x < n * dk; x++)
-        k[x] = in_normal(&r);
+        k[x] = inputs_normal(&r);
     la_problem p;
     la_problem_init(&p, 1, 1, n, n, dk, 1);
     p.scale = scale;
@@ -170,7 +172,7 @@ static int measure(const config *c, size_t dk, double scale, uint64_t seed, doub
         m->grad_max = fmax(m->grad_max, g);
         m->top_mean += top / (double)n;
     }
-    m->grad_median = res_median(g_rows, n);
+    m->grad_median = timer_median(g_rows, n);
     return 0;
 }
 
@@ -185,22 +187,22 @@ int cmd_scores(int argc, char **argv)
     double *q = malloc(c.n * dk_max * sizeof *q), *k = malloc(c.n * dk_max * sizeof *k);
     double *a = malloc(c.n * c.n * sizeof *a), *g_rows = malloc(c.n * sizeof *g_rows);
     char err[512];
-    res_file *f = NULL;
+    record_file *f = NULL;
     if (!q || !k || !a || !g_rows) {
         rc = cli_fail("scores", "out of memory");
         goto done;
     }
-    f = res_open(c.out, "scores",
-                 "scaled against unscaled dot-product attention on N(0, 1) inputs: the "
-                 "weights' entropy and the softmax Jacobian's largest entry against d_k",
-                 COLUMNS, N_KEY, c.resume, argc, argv, err, sizeof err);
+    f = record_open(c.out, "scores",
+                    "scaled against unscaled dot-product attention on N(0, 1) inputs: the "
+                    "weights' entropy and the softmax Jacobian's largest entry against d_k",
+                    COLUMNS, N_KEY, c.resume, argc, argv, err, sizeof err);
     if (!f) {
         rc = cli_fail("scores", "%s", err);
         goto done;
     }
     const int points = (int)(c.n_d * 2 * c.seeds);
-    res_progress pr;
-    res_progress_start(&pr, "scores", points, points);
+    progress_line pr;
+    progress_start(&pr, "scores", points, points);
     int point = 0;
     for (size_t di = 0; di < c.n_d && rc == 0; di++) {
         const size_t dk = c.d[di];
@@ -213,20 +215,20 @@ int cmd_scores(int argc, char **argv)
                          (unsigned long long)seed);
                 snprintf(what, sizeof what, "%s d_k=%zu seed %llu", scalings[sc], dk,
                          (unsigned long long)seed);
-                res_progress_step(&pr, ++point, 1, what);
-                if (res_find(f, key)) continue;
+                progress_step(&pr, ++point, 1, what);
+                if (record_find(f, key)) continue;
                 measures m;
                 if ((rc = measure(&c, dk, scale, seed, q, k, a, g_rows, &m)) != 0) break;
-                if (res_row(f, "%s,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,ok", key,
-                            m.logit_std, m.entropy_mean, m.entropy_min, log((double)c.n),
-                            m.grad_median, m.grad_mean, m.grad_max, m.top_mean) != 0) {
+                if (record_row(f, "%s,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,ok", key,
+                               m.logit_std, m.entropy_mean, m.entropy_min, log((double)c.n),
+                               m.grad_median, m.grad_mean, m.grad_max, m.top_mean) != 0) {
                     rc = cli_fail(c.out, "write failed");
                     break;
                 }
             }
         }
     }
-    res_progress_end(&pr);
+    progress_end(&pr);
     if (rc == 0) {
         /* the summary: per d_k and scaling, the mean over seeds of the entropy and of the
          * Jacobian's mean largest entry */
@@ -242,12 +244,12 @@ int cmd_scores(int argc, char **argv)
                     char key[128];
                     snprintf(key, sizeof key, "%s,%zu,%zu,%llu", scalings[sc], c.d[di], c.n,
                              (unsigned long long)(c.seed + s));
-                    const char *row = res_find(f, key);
+                    const char *row = record_find(f, key);
                     double v[4];
-                    if (!row || res_get(f, row, "logit_std", &v[0]) ||
-                        res_get(f, row, "entropy_mean_nats", &v[1]) ||
-                        res_get(f, row, "grad_median", &v[2]) ||
-                        res_get(f, row, "top_weight_mean", &v[3]))
+                    if (!row || record_get(f, row, "logit_std", &v[0]) ||
+                        record_get(f, row, "entropy_mean_nats", &v[1]) ||
+                        record_get(f, row, "grad_median", &v[2]) ||
+                        record_get(f, row, "top_weight_mean", &v[3]))
                         continue;
                     for (int x = 0; x < 4; x++)
                         sum[x] += v[x];
@@ -257,10 +259,10 @@ int cmd_scores(int argc, char **argv)
                     printf("  %6zu  %-7s %10.3g %13.3g %12.3g %10.3g\n", c.d[di], scalings[sc],
                            sum[0] / count, sum[1] / count, sum[2] / count, sum[3] / count);
             }
-        printf("scores: wrote %s\n", res_path(f));
+        printf("scores: wrote %s\n", record_path(f));
     }
 done:
-    if (res_close(f) != 0 && rc == 0) rc = 1;
+    if (record_close(f) != 0 && rc == 0) rc = 1;
     free(q), free(k), free(a), free(g_rows);
     return rc;
 }

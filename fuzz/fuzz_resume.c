@@ -1,10 +1,11 @@
 /* fuzz_resume.c — libFuzzer target for the CSV reader behind --resume: the input is an
- * existing results file (columns a,b,c, key a,b). res_open(..., resume) must keep only
+ * existing results file (columns a,b,c, key a,b). record_open(..., resume) must keep only
  * whole rows or refuse with a reason, and after one more row is appended the file must
- * read back (res_load) with every row whole and a newline at the end; never read out of
+ * read back (record_load) with every row whole and a newline at the end; never read out of
  * bounds, leak or crash. Built and run by `make fuzz` from experiments/common/record.c
- * (with the busy.c and stats.c it calls), lib/io/outfile.c and lib/core/status.c, with
- * stand-ins for the machine facts the metadata header records (below). */
+ * (with the rows.c, metadata.c, lock.c, machine.c, timer.c, memory.c and stats.c it
+ * calls), lib/io/outfile.c and lib/core/status.c, with stand-ins for the machine facts
+ * the metadata header records (below). */
 #include "common/record.h"
 
 #include <stdint.h>
@@ -13,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* stand-ins: record.c writes these into headers; the kernels are never timed here */
+/* stand-ins: metadata.c writes these into headers; the kernels are never timed here */
 int la_get_num_threads(void)
 {
     return 1;
@@ -36,10 +37,10 @@ la_status la_attention(la_kernel kernel, const la_problem *p, la_dtype dtype, co
 static char path[64];
 
 /* Every row of f has three fields. */
-static void check_rows(const res_file *f)
+static void check_rows(const record_file *f)
 {
-    for (size_t i = 0; i < res_count(f); i++) {
-        const char *row = res_row_at(f, i);
+    for (size_t i = 0; i < record_count(f); i++) {
+        const char *row = record_row_at(f, i);
         int commas = 0;
         for (const char *c = row; *c; c++)
             commas += *c == ',';
@@ -68,24 +69,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!in || (size && fwrite(data, 1, size, in) != size) || fclose(in) != 0) abort();
 
     char err[512] = "", *argv[] = {"fuzz"};
-    res_file *f = res_open(path, "fuzz", "fuzzing", "a,b,c", 2, 1, 1, argv, err, sizeof err);
+    record_file *f = record_open(path, "fuzz", "fuzzing", "a,b,c", 2, 1, 1, argv, err, sizeof err);
     if (!f) {
         if (!err[0]) abort(); /* a refusal says why */
         return 0;
     }
     check_rows(f);
-    size_t kept = res_count(f);
-    (void)res_find(f, "x,y");
-    if (res_row(f, "x,y,%d", 1) != 0) abort();
-    if (res_close(f) != 0) abort();
+    size_t kept = record_count(f);
+    (void)record_find(f, "x,y");
+    if (record_row(f, "x,y,%d", 1) != 0) abort();
+    if (record_close(f) != 0) abort();
 
     /* read back: the kept rows, the new one, every row whole, a final newline */
-    f = res_load(path, 2, err, sizeof err);
+    f = record_load(path, 2, err, sizeof err);
     if (!f) abort();
     check_rows(f);
-    const char *last = res_count(f) ? res_row_at(f, res_count(f) - 1) : NULL;
-    if (res_count(f) < kept + 1 || !last || strcmp(last, "x,y,1") != 0) abort();
-    res_close(f);
+    const char *last = record_count(f) ? record_row_at(f, record_count(f) - 1) : NULL;
+    if (record_count(f) < kept + 1 || !last || strcmp(last, "x,y,1") != 0) abort();
+    record_close(f);
     FILE *back = fopen(path, "rb");
     if (!back || fseek(back, -1, SEEK_END) != 0 || fgetc(back) != '\n') abort();
     fclose(back);

@@ -1,5 +1,5 @@
 /* cli.h — what every `linattn` subcommand shares: one-line errors, validated numbers,
- * long options, and .npy input/output that reports its own errors.
+ * long options (arrays.h: the .npy files).
  *
  * The rule for errors: a subcommand prints exactly one line to stderr,
  *     linattn: WHAT: why
@@ -135,27 +135,5 @@ typedef struct {
  * one cli_deprecated line per old name used, printed once parsing has succeeded (a
  * parsing error stays the only line; a later error of the command follows the warning). */
 int cli_parse_flags_aliased(int argc, char **argv, const cli_flag *flags, const cli_alias *aliases);
-
-/* ---------------------------------------------------------------- .npy files */
-
-/* Reads path; on failure "linattn: PATH: <why>" (from la_npy_read). */
-int cli_read_npy(const char *path, la_array *out);
-
-/* Reads a float16, bfloat16 ('<V2', see linattn.h), float32 or float64 array and
- * converts it to precision (in place when it is already that dtype; the half types
- * widened exactly by la_array_to_f32 first). Refuses other dtypes ("PATH: dtype int32,
- * need float16, bfloat16, float32 or float64") and any element that is NaN, infinite, or beyond
- * float32's range when converting. On failure *out is empty. */
-int cli_read_floats(const char *path, la_dtype precision, la_array *out);
-
-/* Writes a atomically (la_npy_write); on failure "linattn: PATH: cannot write: <reason>"
- * and no file at path. */
-int cli_write_npy(const char *path, const la_array *a);
-
-/* "(2, 3, 4)" (or "()") into buf of size bytes; returns buf. */
-const char *cli_shape_str(const la_array *a, char *buf, size_t size);
-
-/* "float32", "float64", "int32", "int64", "float16", "bfloat16". */
-const char *cli_dtype_name(la_npy_dtype dtype);
 
 #endif

@@ -1,5 +1,6 @@
 /* inputs.c — seeded random inputs and error measures for the experiments. */
 #include "inputs.h"
+#include "arrays.h"
 #include "cli.h"
 
 #include <math.h>
@@ -8,7 +9,7 @@
 #include <string.h>
 
 /* splitmix64 */
-static uint64_t next(in_rng *r)
+static uint64_t next(inputs_rng *r)
 {
     uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -17,41 +18,41 @@ static uint64_t next(in_rng *r)
 }
 
 /* [0, 1) */
-static double uniform(in_rng *r)
+static double uniform(inputs_rng *r)
 {
     return (double)(next(r) >> 11) * 0x1.0p-53;
 }
 
-double in_uniform(in_rng *r)
+double inputs_uniform(inputs_rng *r)
 {
     return uniform(r);
 }
 
-in_rng in_rng_for(uint64_t seed, const char *label)
+inputs_rng inputs_rng_for(uint64_t seed, const char *label)
 {
     /* FNV-1a of the label, mixed with the seed */
     uint64_t h = 1469598103934665603ull;
     for (const char *c = label; c && *c; c++)
         h = (h ^ (unsigned char)*c) * 1099511628211ull;
-    in_rng r = {seed ^ h};
+    inputs_rng r = {seed ^ h};
     next(&r);
     return r;
 }
 
-double in_normal(in_rng *r)
+double inputs_normal(inputs_rng *r)
 {
     /* Box–Muller; 1 - u keeps the log argument in (0, 1] */
     double u = 1.0 - uniform(r), w = uniform(r);
     return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * w);
 }
 
-void in_fill_normal_f32(in_rng *r, float *x, size_t n, double sigma)
+void inputs_fill_normal_f32(inputs_rng *r, float *x, size_t n, double sigma)
 {
     for (size_t i = 0; i < n; i++)
-        x[i] = (float)(sigma * in_normal(r));
+        x[i] = (float)(sigma * inputs_normal(r));
 }
 
-size_t in_float_count(size_t a, size_t b, size_t c)
+size_t inputs_float_count(size_t a, size_t b, size_t c)
 {
     /* a·b·c·sizeof(float) must fit, so that the caller's malloc size does */
     const size_t max = SIZE_MAX / sizeof(float);
@@ -60,7 +61,7 @@ size_t in_float_count(size_t a, size_t b, size_t c)
     return a * b * c;
 }
 
-double in_rel_error_f64(const double *y, const double *ref, size_t n)
+double inputs_rel_error_f64(const double *y, const double *ref, size_t n)
 {
     double diff2 = 0, ref2 = 0, y2 = 0;
     for (size_t i = 0; i < n; i++) {
@@ -77,23 +78,23 @@ double in_rel_error_f64(const double *y, const double *ref, size_t n)
 
 /* Q, K, V agree as attend requires: rank 2..4, the same leading dims, a shared d_k, V's
  * rows K's, no zero size. Returns 0 or 2. */
-static int check_arrays(const in_source *s)
+static int check_arrays(const inputs_source *s)
 {
     char s1[160], s2[160];
     const la_array *arrays[] = {&s->q, &s->k, &s->v}, *q = &s->q;
     if (q->ndim < 2 || q->ndim > 4)
         return cli_fail(s->path[0], "shape %s must be (N, d), (H, N, d) or (B, H, N, d)",
-                        cli_shape_str(q, s1, sizeof s1));
+                        arrays_shape_str(q, s1, sizeof s1));
     for (int i = 1; i < 3; i++) {
         if (arrays[i]->ndim != q->ndim)
             return cli_fail(s->path[i], "shape %s has %d dims, Q %s has %d",
-                            cli_shape_str(arrays[i], s1, sizeof s1), arrays[i]->ndim,
-                            cli_shape_str(q, s2, sizeof s2), q->ndim);
+                            arrays_shape_str(arrays[i], s1, sizeof s1), arrays[i]->ndim,
+                            arrays_shape_str(q, s2, sizeof s2), q->ndim);
         for (int d = 0; d < q->ndim - 2; d++)
             if (arrays[i]->shape[d] != q->shape[d])
                 return cli_fail(s->path[i], "leading dims of %s differ from Q's %s",
-                                cli_shape_str(arrays[i], s1, sizeof s1),
-                                cli_shape_str(q, s2, sizeof s2));
+                                arrays_shape_str(arrays[i], s1, sizeof s1),
+                                arrays_shape_str(q, s2, sizeof s2));
     }
     const int r = q->ndim - 2, c = q->ndim - 1;
     if (s->k.shape[c] != q->shape[c])
@@ -105,17 +106,17 @@ static int check_arrays(const in_source *s)
         for (int d = 0; d < q->ndim; d++)
             if (arrays[i]->shape[d] == 0)
                 return cli_fail(s->path[i], "shape %s has a zero dimension",
-                                cli_shape_str(arrays[i], s1, sizeof s1));
+                                arrays_shape_str(arrays[i], s1, sizeof s1));
     return 0;
 }
 
-int in_source_open(in_source *s, const char *q, const char *k, const char *v, uint64_t seed)
+int inputs_source_open(inputs_source *s, const char *q, const char *k, const char *v, uint64_t seed)
 {
-    return in_source_open_as(s, LAYOUT_BHND, q, k, v, seed);
+    return inputs_source_open_as(s, LAYOUT_BHND, q, k, v, seed);
 }
 
-int in_source_open_as(in_source *s, layout_kind layout, const char *q, const char *k, const char *v,
-                      uint64_t seed)
+int inputs_source_open_as(inputs_source *s, layout_kind layout, const char *q, const char *k,
+                          const char *v, uint64_t seed)
 {
     memset(s, 0, sizeof *s);
     s->seed = seed;
@@ -131,12 +132,12 @@ int in_source_open_as(in_source *s, layout_kind layout, const char *q, const cha
     int rc = 0;
     for (int i = 0; i < 3 && rc == 0; i++) {
         s->path[i] = paths[i];
-        rc = cli_read_floats(paths[i], LA_FLOAT32, arrays[i]);
+        rc = arrays_read_floats(paths[i], LA_FLOAT32, arrays[i]);
         if (rc == 0) rc = layout_swap_heads(layout, paths[i], arrays[i]);
     }
     if (rc == 0) rc = check_arrays(s);
     if (rc) {
-        in_source_close(s);
+        inputs_source_close(s);
         return rc;
     }
     const int nd = s->q.ndim;
@@ -147,7 +148,7 @@ int in_source_open_as(in_source *s, layout_kind layout, const char *q, const cha
     return 0;
 }
 
-void in_source_close(in_source *s)
+void inputs_source_close(inputs_source *s)
 {
     la_array_free(&s->q);
     la_array_free(&s->k);
@@ -155,13 +156,13 @@ void in_source_close(in_source *s)
     memset(s, 0, sizeof *s);
 }
 
-size_t in_source_max_n(const in_source *s)
+size_t inputs_source_max_n(const inputs_source *s)
 {
     if (!s->from_files) return SIZE_MAX;
     return s->n < s->m ? s->n : s->m;
 }
 
-void in_source_describe(const in_source *s, char *buf, size_t size)
+void inputs_source_describe(const inputs_source *s, char *buf, size_t size)
 {
     if (!s->from_files)
         snprintf(buf, size, "# inputs: random (seed %llu)\n", (unsigned long long)s->seed);
@@ -181,14 +182,14 @@ static void copy_prefix(float *dst, const float *src, size_t heads, size_t rows,
         memcpy(dst + h * rows * cols, src + h * src_rows * cols, rows * cols * sizeof *dst);
 }
 
-int in_source_fill(const in_source *s, const char *label, size_t heads, size_t n, size_t m,
-                   size_t d_k, size_t d_v, float *q, float *k, float *v)
+int inputs_source_fill(const inputs_source *s, const char *label, size_t heads, size_t n, size_t m,
+                       size_t d_k, size_t d_v, float *q, float *k, float *v)
 {
     if (!s->from_files) {
-        in_rng r = in_rng_for(s->seed, label);
-        in_fill_normal_f32(&r, q, heads * n * d_k, 1.0);
-        in_fill_normal_f32(&r, k, heads * m * d_k, 1.0);
-        in_fill_normal_f32(&r, v, heads * m * d_v, 1.0);
+        inputs_rng r = inputs_rng_for(s->seed, label);
+        inputs_fill_normal_f32(&r, q, heads * n * d_k, 1.0);
+        inputs_fill_normal_f32(&r, k, heads * m * d_k, 1.0);
+        inputs_fill_normal_f32(&r, v, heads * m * d_v, 1.0);
         return 0;
     }
     if (heads != s->batch * s->heads || d_k != s->d_k || d_v != s->d_v || n > s->n || m > s->m)

@@ -8,18 +8,19 @@
 
 /* ---------------------------------------------------------------- series */
 
-size_t kn_all_series(kn_series *out)
+size_t kernels_all_series(kernels_series *out)
 {
     size_t n = 0;
     for (int k = 0; k < LA_KERNEL_COUNT; k++)
         for (int causal = 0; causal <= 1; causal++) {
             const char *name = la_kernel_series((la_kernel)k, causal);
-            if (name) out[n++] = (kn_series){(la_kernel)k, causal, name};
+            if (name) out[n++] = (kernels_series){(la_kernel)k, causal, name};
         }
     return n;
 }
 
-void kn_select_all_but(const kn_series *all, size_t n, const char *const *left_out, int *selected)
+void kernels_select_all_but(const kernels_series *all, size_t n, const char *const *left_out,
+                            int *selected)
 {
     for (size_t i = 0; i < n; i++) {
         selected[i] = 1;
@@ -28,8 +29,8 @@ void kn_select_all_but(const kn_series *all, size_t n, const char *const *left_o
     }
 }
 
-const char *kn_series_names(const kn_series *all, size_t n, const int *selected, char *buf,
-                            size_t size)
+const char *kernels_series_names(const kernels_series *all, size_t n, const int *selected,
+                                 char *buf, size_t size)
 {
     size_t used = 0;
     buf[0] = 0;
@@ -42,12 +43,12 @@ const char *kn_series_names(const kn_series *all, size_t n, const int *selected,
     return buf;
 }
 
-int kn_parse_series_list(const char *flag, const char *text, const kn_series *all, size_t n,
-                         int *selected)
+int kernels_parse_series_list(const char *flag, const char *text, const kernels_series *all,
+                              size_t n, int *selected)
 {
-    char buf[1024], *items[KN_MAX_SERIES];
+    char buf[1024], *items[KERNELS_MAX_SERIES];
     size_t count;
-    int rc = cli_split_list(flag, text, buf, sizeof buf, items, KN_MAX_SERIES, &count);
+    int rc = cli_split_list(flag, text, buf, sizeof buf, items, KERNELS_MAX_SERIES, &count);
     if (rc) return rc;
     memset(selected, 0, n * sizeof *selected);
     for (size_t i = 0; i < count; i++) {
@@ -60,7 +61,7 @@ int kn_parse_series_list(const char *flag, const char *text, const kn_series *al
                 ;
         if (j == n) {
             char names[1024], hint[160];
-            kn_series_names(all, n, NULL, names, sizeof names);
+            kernels_series_names(all, n, NULL, names, sizeof names);
             return cli_fail(flag, "'%s' is not one of %s%s", items[i], names,
                             cli_did_you_mean(items[i], names, hint, sizeof hint));
         }
@@ -72,7 +73,7 @@ int kn_parse_series_list(const char *flag, const char *text, const kn_series *al
 
 /* ---------------------------------------------------------------- names */
 
-const char *kn_kernel_names(int (*keep)(la_kernel), const char *sep, char *buf, size_t size)
+const char *kernels_kernel_names(int (*keep)(la_kernel), const char *sep, char *buf, size_t size)
 {
     size_t used = 0;
     buf[0] = 0;
@@ -86,14 +87,14 @@ const char *kn_kernel_names(int (*keep)(la_kernel), const char *sep, char *buf, 
     return buf;
 }
 
-int kn_parse_kernel(const char *flag, const char *text, int (*keep)(la_kernel), la_kernel *out)
+int kernels_parse_kernel(const char *flag, const char *text, int (*keep)(la_kernel), la_kernel *out)
 {
     la_kernel k;
     if (!text || !*text) return cli_fail(flag, "needs a value");
     if (strchr(text, ',')) return cli_fail(flag, "takes one kernel here, not the list '%s'", text);
     if (la_kernel_parse(text, &k) != LA_OK || (keep && !keep(k))) {
         char names[512], hint[160];
-        kn_kernel_names(keep, ", ", names, sizeof names);
+        kernels_kernel_names(keep, ", ", names, sizeof names);
         return cli_fail(flag, "'%s' is not one of %s%s", text, names,
                         cli_did_you_mean(text, names, hint, sizeof hint));
     }
@@ -101,13 +102,13 @@ int kn_parse_kernel(const char *flag, const char *text, int (*keep)(la_kernel), 
     return 0;
 }
 
-int kn_parse_kernel_list(const char *flag, const char *text, int (*keep)(la_kernel), la_kernel *out,
-                         size_t max, size_t *count)
+int kernels_parse_kernel_list(const char *flag, const char *text, int (*keep)(la_kernel),
+                              la_kernel *out, size_t max, size_t *count)
 {
     char buf[1024], *items[64];
     int rc = cli_split_list(flag, text, buf, sizeof buf, items, max < 64 ? max : 64, count);
     for (size_t i = 0; !rc && i < *count; i++) {
-        rc = kn_parse_kernel(flag, items[i], keep, &out[i]);
+        rc = kernels_parse_kernel(flag, items[i], keep, &out[i]);
         for (size_t j = 0; !rc && j < i; j++)
             if (out[j] == out[i])
                 rc = cli_fail(flag, "'%s' given twice (%s)", items[i], la_kernel_name(out[i]));
@@ -115,13 +116,19 @@ int kn_parse_kernel_list(const char *flag, const char *text, int (*keep)(la_kern
     return rc;
 }
 
-int kn_layer_kernel(la_kernel k)
+int kernels_layer_kernel(la_kernel k)
 {
     const la_kernel_info *info = la_kernel_get(k);
     return info && info->causal == LA_CAUSAL_ALLOWED;
 }
 
-la_kernel kn_family(la_kernel k)
+int kernels_exact_softmax(la_kernel k)
+{
+    const la_kernel_info *info = la_kernel_get(k);
+    return info && strcmp(info->family, "softmax") == 0 && !(info->caps & LA_CAP_APPROXIMATES);
+}
+
+la_kernel kernels_family(la_kernel k)
 {
     const la_kernel_info *info = la_kernel_get(k);
     if (!info) return k;
@@ -148,37 +155,37 @@ static const struct {
     {"linear", "chunked"}, /* causal: the chunked form */
 };
 
-const char *kn_form(la_kernel k)
+const char *kernels_form(la_kernel k)
 {
     const la_kernel_info *info = la_kernel_get(k);
     if (!info) return "unknown";
-    la_kernel family = kn_family(k);
+    la_kernel family = kernels_family(k);
     if (family != k) return info->name + strlen(la_kernel_get(family)->name) + 1;
     for (size_t i = 0; i < sizeof own_forms / sizeof own_forms[0]; i++)
         if (strcmp(own_forms[i].family, info->name) == 0) return own_forms[i].form;
     return "default";
 }
 
-int kn_allows(la_kernel k, int causal)
+int kernels_allows(la_kernel k, int causal)
 {
     const la_kernel_info *info = la_kernel_get(k);
     if (!info) return 0;
     return causal ? info->causal != LA_CAUSAL_REFUSED : info->causal != LA_CAUSAL_REQUIRED;
 }
 
-size_t kn_family_kernels(la_kernel family, int causal, la_kernel *out)
+size_t kernels_family_kernels(la_kernel family, int causal, la_kernel *out)
 {
     size_t n = 0;
     for (int k = 0; k < LA_KERNEL_COUNT; k++)
-        if (kn_family((la_kernel)k) == family && kn_allows((la_kernel)k, causal))
+        if (kernels_family((la_kernel)k) == family && kernels_allows((la_kernel)k, causal))
             out[n++] = (la_kernel)k;
     return n;
 }
 
-int kn_has_causal_forms(la_kernel family)
+int kernels_has_causal_forms(la_kernel family)
 {
     for (int k = 0; k < LA_KERNEL_COUNT; k++)
-        if (kn_family((la_kernel)k) == family &&
+        if (kernels_family((la_kernel)k) == family &&
             la_kernel_get((la_kernel)k)->causal == LA_CAUSAL_REQUIRED)
             return 1;
     return 0;
@@ -204,7 +211,7 @@ static const struct {
     {"relative", 2}, /* softmax with relative positions */
 };
 
-double kn_time_exponent(la_kernel k, int *known)
+double kernels_time_exponent(la_kernel k, int *known)
 {
     const char *name = la_kernel_name(k);
     for (size_t i = 0; i < sizeof time_exponents / sizeof time_exponents[0]; i++)
@@ -218,7 +225,7 @@ double kn_time_exponent(la_kernel k, int *known)
 
 /* ---------------------------------------------------------------- help */
 
-void kn_print_kernels(FILE *out, int (*keep)(la_kernel), const char *note)
+void kernels_print_kernels(FILE *out, int (*keep)(la_kernel), const char *note)
 {
     int width = 0;
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {

@@ -28,29 +28,30 @@ typedef struct {
     la_kernel kernel;
     int causal;
     const char *name; /* la_kernel_series(kernel, causal) */
-} kn_series;
+} kernels_series;
 
-enum { KN_MAX_SERIES = 2 * LA_KERNEL_COUNT };
+enum { KERNELS_MAX_SERIES = 2 * LA_KERNEL_COUNT };
 
 /* Every series the registry allows, kernel by kernel in registry order, the non-causal
  * one first: softmax, softmax_causal, softmax_materialized, …, linear_causal_recurrent.
- * Fills out (KN_MAX_SERIES entries) and returns the count. */
-size_t kn_all_series(kn_series *out);
+ * Fills out (KERNELS_MAX_SERIES entries) and returns the count. */
+size_t kernels_all_series(kernels_series *out);
 
 /* selected[i] = 1 for every series of all[0..n) except those named in left_out
  * (NULL-terminated): a command's default selection, so a new kernel is in it. */
-void kn_select_all_but(const kn_series *all, size_t n, const char *const *left_out, int *selected);
+void kernels_select_all_but(const kernels_series *all, size_t n, const char *const *left_out,
+                            int *selected);
 
 /* A list of series names, each one of all[0..n) ('-' may stand for '_') and none twice.
  * selected[i] becomes 1 for the series named, 0 for the others. Returns 0, or 2 after
  * one line ("--variant: 'foo' is not one of softmax, softmax_causal, …"). */
-int kn_parse_series_list(const char *flag, const char *text, const kn_series *all, size_t n,
-                         int *selected);
+int kernels_parse_series_list(const char *flag, const char *text, const kernels_series *all,
+                              size_t n, int *selected);
 
 /* "softmax, softmax_causal, …, linear_causal_recurrent" (the names of all[0..n) with
  * selected[i] set, or all of them when selected is NULL) into buf; returns buf. */
-const char *kn_series_names(const kn_series *all, size_t n, const int *selected, char *buf,
-                            size_t size);
+const char *kernels_series_names(const kernels_series *all, size_t n, const int *selected,
+                                 char *buf, size_t size);
 
 /* ---------------------------------------------------------------- names */
 
@@ -61,39 +62,43 @@ const char *kn_series_names(const kn_series *all, size_t n, const int *selected,
 
 /* The names of the kernels for which keep(k) is nonzero (all when keep is NULL), in
  * registry order, joined by sep ("softmax|hard|linear"). Into buf; returns buf. */
-const char *kn_kernel_names(int (*keep)(la_kernel), const char *sep, char *buf, size_t size);
+const char *kernels_kernel_names(int (*keep)(la_kernel), const char *sep, char *buf, size_t size);
 
 /* text names one kernel (either spelling) for which keep(k) is nonzero (any when keep is
  * NULL): *out receives it. Else one line and 2: "--variant: 'x' is not one of softmax,
  * softmax_materialized, hard, linear", or, for a list where one kernel is wanted,
  * "--variant: takes one kernel here, not the list 'softmax,linear'". */
-int kn_parse_kernel(const char *flag, const char *text, int (*keep)(la_kernel), la_kernel *out);
+int kernels_parse_kernel(const char *flag, const char *text, int (*keep)(la_kernel),
+                         la_kernel *out);
 
-/* A comma-separated list of kernels, each as kn_parse_kernel reads it and none twice
+/* A comma-separated list of kernels, each as kernels_parse_kernel reads it and none twice
  * (in either spelling): out[0..*count) in the order given, at most max. 0, or 2 after
  * one line. */
-int kn_parse_kernel_list(const char *flag, const char *text, int (*keep)(la_kernel), la_kernel *out,
-                         size_t max, size_t *count);
+int kernels_parse_kernel_list(const char *flag, const char *text, int (*keep)(la_kernel),
+                              la_kernel *out, size_t max, size_t *count);
 
 /* A kernel a Transformer layer can use: it runs both with and without causal masking
  * (LA_CAUSAL_ALLOWED; la_layer_config_check's rule). */
-int kn_layer_kernel(la_kernel k);
+int kernels_layer_kernel(la_kernel k);
 
 /* The kernel's family (see above), and its form within it. */
-la_kernel kn_family(la_kernel k);
-const char *kn_form(la_kernel k);
+la_kernel kernels_family(la_kernel k);
+/* Whether k is exact softmax attention: the registry's family "softmax" without
+ * LA_CAP_APPROXIMATES (softmax, softmax_materialized; hard approximates it). */
+int kernels_exact_softmax(la_kernel k);
+const char *kernels_form(la_kernel k);
 
 /* Whether the kernel's causal rule accepts causal = 0 or 1. */
-int kn_allows(la_kernel k, int causal);
+int kernels_allows(la_kernel k, int causal);
 
 /* The family's kernels that accept causal (0 or 1), in registry order, into out
  * (LA_KERNEL_COUNT entries); returns the count. */
-size_t kn_family_kernels(la_kernel family, int causal, la_kernel *out);
+size_t kernels_family_kernels(la_kernel family, int causal, la_kernel *out);
 
 /* Whether the family has a kernel that runs only causal (LA_CAUSAL_REQUIRED): then its
  * causal runs come in forms (linear: chunked and recurrent), as the deprecated bench
  * --causal-form chooses them. */
-int kn_has_causal_forms(la_kernel family);
+int kernels_has_causal_forms(la_kernel family);
 
 /* ---------------------------------------------------------------- facts the registry lacks */
 
@@ -101,7 +106,7 @@ int kn_has_causal_forms(la_kernel family);
  * kernels that visit every (query, key) pair, 1 for the linear ones. A table keyed by
  * registry name; a kernel not in it gets 2 and *known = 0 (known may be NULL): the
  * sweeps predict its larger sizes as quadratic, so they skip sooner rather than later. */
-double kn_time_exponent(la_kernel k, int *known);
+double kernels_time_exponent(la_kernel k, int *known);
 
 /* ---------------------------------------------------------------- help */
 
@@ -111,6 +116,6 @@ double kn_time_exponent(la_kernel k, int *known);
  * "  <name padded> <summary>", with "(causal only)" or "(non-causal only)" where its
  * causal rule says so, the summary wrapped at 88 columns under itself. note (may be
  * NULL) follows "registry": ", those a layer can use". */
-void kn_print_kernels(FILE *out, int (*keep)(la_kernel), const char *note);
+void kernels_print_kernels(FILE *out, int (*keep)(la_kernel), const char *note);
 
 #endif

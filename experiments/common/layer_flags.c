@@ -8,30 +8,32 @@ static const char *const norm_names[] = {"post", "pre", NULL};
 static const char *const activation_names[] = {"relu", "gelu", NULL};
 static const char *const precision_names[] = {"float32", "float64", NULL};
 
-int lf_reads_feature_map(la_kernel k)
+int layer_flags_reads_feature_map(la_kernel k)
 {
-    return kn_layer_kernel(k) && (la_kernel_get(k)->params & LA_PARAM_FEATURE_MAP);
+    return kernels_layer_kernel(k) && (la_kernel_get(k)->params & LA_PARAM_FEATURE_MAP);
 }
 
-int lf_parse(const lf_text *t, lf_values *out)
+int layer_flags_parse(const layer_flags_text *t, layer_flags_values *out)
 {
     int rc, norm_i = 0, activation_i = 0, precision_i = 0;
     la_kernel kernel = LA_KERNEL_SOFTMAX, cross_kernel = LA_KERNEL_COUNT; /* as --variant */
     if ((t->norm && (rc = cli_parse_choice("--norm", t->norm, norm_names, &norm_i))) ||
-        (t->variant && (rc = kn_parse_kernel("--variant", t->variant, kn_layer_kernel, &kernel))) ||
-        (t->cross_variant && (rc = kn_parse_kernel("--cross-variant", t->cross_variant,
-                                                   kn_layer_kernel, &cross_kernel))) ||
+        (t->variant &&
+         (rc = kernels_parse_kernel("--variant", t->variant, kernels_layer_kernel, &kernel))) ||
+        (t->cross_variant && (rc = kernels_parse_kernel("--cross-variant", t->cross_variant,
+                                                        kernels_layer_kernel, &cross_kernel))) ||
         (t->activation &&
          (rc = cli_parse_choice("--activation", t->activation, activation_names, &activation_i))) ||
         (t->precision &&
          (rc = cli_parse_choice("--precision", t->precision, precision_names, &precision_i))))
         return rc;
     la_feature_map fm = LA_FEATURE_ELU1;
-    if (t->feature_map && !lf_reads_feature_map(kernel) &&
-        !(cross_kernel != LA_KERNEL_COUNT && lf_reads_feature_map(cross_kernel))) {
+    if (t->feature_map && !layer_flags_reads_feature_map(kernel) &&
+        !(cross_kernel != LA_KERNEL_COUNT && layer_flags_reads_feature_map(cross_kernel))) {
         char names[512];
-        return cli_fail("--feature-map", "applies to a --variant or --cross-variant %s only",
-                        kn_kernel_names(lf_reads_feature_map, " or ", names, sizeof names));
+        return cli_fail(
+            "--feature-map", "applies to a --variant or --cross-variant %s only",
+            kernels_kernel_names(layer_flags_reads_feature_map, " or ", names, sizeof names));
     }
     if (t->feature_map && la_feature_map_parse(t->feature_map, &fm) != LA_OK) {
         char hint[160];

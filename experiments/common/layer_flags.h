@@ -10,7 +10,7 @@
 typedef struct {
     const char *norm, *variant, *cross_variant, *activation, *precision, *feature_map;
     const char *threads;
-} lf_text;
+} layer_flags_text;
 
 /* What they say; absent flags give post-LN, softmax (the cross kernel LA_KERNEL_COUNT:
  * the same as --variant), ReLU, float32, elu+1, the default threads. */
@@ -20,13 +20,13 @@ typedef struct {
     la_activation activation;
     la_dtype dtype;
     la_feature_map feature_map;
-} lf_values;
+} layer_flags_values;
 
 /* Parses and checks t into *out (the thread count is set, cli_parse_threads). A
  * --feature-map no chosen kernel reads is refused. Returns 0, or 2 after one line. */
-int lf_parse(const lf_text *t, lf_values *out);
+int layer_flags_parse(const layer_flags_text *t, layer_flags_values *out);
 
 /* The layer kernels that read --feature-map (for help texts). */
-int lf_reads_feature_map(la_kernel k);
+int layer_flags_reads_feature_map(la_kernel k);
 
 #endif

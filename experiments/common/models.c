@@ -27,7 +27,7 @@ enum {
 
 // clang-format off
 /*                                         D     H  d_ff   enc dec  vocab  pos  types buckets options */
-static const mdl_model models[] = {
+static const models_entry models[] = {
     {"transformer-base", "Vaswani et al. 2017 base: 6+6 post-LN layers, shared 37000 BPE, sinusoidal",
      {512,   8,  2048,  6,  6, 37000,    0, 0,  0, POST_LN}, "encoder-decoder"},
     {"transformer-big", "Vaswani et al. 2017 big: 6+6 post-LN layers, shared 37000 BPE, sinusoidal",
@@ -51,14 +51,14 @@ static const mdl_model models[] = {
 };
 // clang-format on
 
-const mdl_model *mdl_all(size_t *count)
+const models_entry *models_all(size_t *count)
 {
     *count = sizeof models / sizeof models[0];
     return models;
 }
 
 /* The row named name, or NULL. */
-static const mdl_model *mdl_find(const char *name)
+static const models_entry *find_model(const char *name)
 {
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++)
         if (strcmp(models[i].name, name) == 0) return &models[i];
@@ -66,7 +66,7 @@ static const mdl_model *mdl_find(const char *name)
 }
 
 /* The names, comma-separated. */
-static const char *mdl_names(void)
+static const char *model_names(void)
 {
     static char list[512];
     if (!list[0]) {
@@ -80,14 +80,14 @@ static const char *mdl_names(void)
     return list;
 }
 
-int mdl_parse(const char *flag, const char *text, const mdl_model **out)
+int models_parse(const char *flag, const char *text, const models_entry **out)
 {
     if (!text || !*text) return cli_fail(flag, "needs a value");
-    const mdl_model *m = mdl_find(text);
+    const models_entry *m = find_model(text);
     if (!m) {
         char hint[160];
-        return cli_fail(flag, "'%s' is not one of %s%s", text, mdl_names(),
-                        cli_did_you_mean(text, mdl_names(), hint, sizeof hint));
+        return cli_fail(flag, "'%s' is not one of %s%s", text, model_names(),
+                        cli_did_you_mean(text, model_names(), hint, sizeof hint));
     }
     *out = m;
     return 0;

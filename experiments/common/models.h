@@ -18,14 +18,14 @@ typedef struct {
      * (masked self-attention and FFN, no cross-attention) have an encoder layer's
      * parameters, so la_model_size counts them as encoder_layers. */
     const char *stack;
-} mdl_model;
+} models_entry;
 
 /* The rows, in the order help lists them; *count is set to their number. */
-const mdl_model *mdl_all(size_t *count);
+const models_entry *models_all(size_t *count);
 
 /* --model NAME, the flag's one parser in every command that describes a model (params,
  * flops, block-sweep): 0 and *out, or 2 after one line listing the names (and the
  * nearest one when the name is a near miss). */
-int mdl_parse(const char *flag, const char *text, const mdl_model **out);
+int models_parse(const char *flag, const char *text, const models_entry **out);
 
 #endif

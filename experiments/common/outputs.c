@@ -24,8 +24,8 @@ static int target_folder(const char *path, struct stat *dir, const char **name)
     return stat(folder, dir);
 }
 
-/* Whether two open outputs name one file (out_paths_alias). */
-static int out_same_target(const la_outfile *a, const la_outfile *b)
+/* Whether two open outputs name one file (outputs_paths_alias). */
+static int same_target(const la_outfile *a, const la_outfile *b)
 {
     struct stat fa, fb;
     if (stat(a->path, &fa) == 0 && stat(b->path, &fb) == 0)
@@ -36,27 +36,27 @@ static int out_same_target(const la_outfile *a, const la_outfile *b)
     return fa.st_dev == fb.st_dev && fa.st_ino == fb.st_ino && strcmp(na, nb) == 0;
 }
 
-int out_paths_alias(const char *a, const char *b)
+int outputs_paths_alias(const char *a, const char *b)
 {
     la_outfile oa, ob;
     int same = 0;
     if (la_outfile_open(&oa, a, NULL) != LA_OK) return 0; /* the write itself says why */
     if (la_outfile_open(&ob, b, NULL) == LA_OK) {
-        same = out_same_target(&oa, &ob);
+        same = same_target(&oa, &ob);
         la_outfile_close(&ob);
     }
     la_outfile_close(&oa);
     return same;
 }
 
-void out_set_init(out_set *s)
+void outputs_set_init(outputs_set *s)
 {
     memset(s, 0, sizeof *s);
 }
 
-int out_set_add(out_set *s, const char *flag, const char *path, const la_array *a)
+int outputs_set_add(outputs_set *s, const char *flag, const char *path, const la_array *a)
 {
-    if (s->count == OUT_SET_MAX) return cli_fail(path, "cannot write: too many outputs");
+    if (s->count == OUTPUTS_SET_MAX) return cli_fail(path, "cannot write: too many outputs");
     la_outfile *o = malloc(sizeof *o);
     if (!o) return cli_fail(path, "cannot write: out of memory");
     const char *why = NULL;
@@ -65,20 +65,20 @@ int out_set_add(out_set *s, const char *flag, const char *path, const la_array *
         free(o);
         return cli_fail(path, "cannot write: %s", why ? why : la_strerror(st));
     }
-    /* kept before the checks below, so out_set_free closes it on every path */
+    /* kept before the checks below, so outputs_set_free closes it on every path */
     s->files[s->count] = o;
     s->flags[s->count] = flag;
     s->paths[s->count] = path;
     s->count++;
     for (size_t i = 0; i + 1 < s->count; i++)
-        if (out_same_target(s->files[i], o))
+        if (same_target(s->files[i], o))
             return cli_fail(path, "%s names the file of %s", flag, s->flags[i]);
     if ((st = la_npy_write_outfile(o, a, &why)) != LA_OK)
         return cli_fail(path, "cannot write: %s", why ? why : la_strerror(st));
     return 0;
 }
 
-int out_set_commit(out_set *s)
+int outputs_set_commit(outputs_set *s)
 {
     for (size_t i = 0; i < s->count; i++) {
         const char *why = NULL;
@@ -91,7 +91,7 @@ int out_set_commit(out_set *s)
     return 0;
 }
 
-void out_set_free(out_set *s)
+void outputs_set_free(outputs_set *s)
 {
     for (size_t i = 0; i < s->count; i++) {
         la_outfile_close(s->files[i]);

@@ -6,11 +6,10 @@
  * succeeded (a rare I/O error: the data are already on disk) removes the files already
  * renamed, so still none of the outputs is left; a target they replaced is gone then.
  *
- *     out_set outs;
- *     out_set_init(&outs);
- *     if ((rc = out_set_add(&outs, "--out", path, &y)) || … || (rc = out_set_commit(&outs)))
- *         …
- *     out_set_free(&outs);
+ *     outputs_set outs;
+ *     outputs_set_init(&outs);
+ *     if ((rc = outputs_set_add(&outs, "--out", path, &y)) || … || (rc =
+ * outputs_set_commit(&outs))) … outputs_set_free(&outs);
  */
 #ifndef LA_OUTPUTS_H
 #define LA_OUTPUTS_H
@@ -20,33 +19,33 @@
 
 #include <stddef.h>
 
-enum { OUT_SET_MAX = 8 };
+enum { OUTPUTS_SET_MAX = 8 };
 
 typedef struct {
     size_t count;
-    la_outfile *files[OUT_SET_MAX];
-    const char *flags[OUT_SET_MAX]; /* the flag that named each file, for messages */
-    const char *paths[OUT_SET_MAX]; /* the path as given, for messages */
-} out_set;
+    la_outfile *files[OUTPUTS_SET_MAX];
+    const char *flags[OUTPUTS_SET_MAX]; /* the flag that named each file, for messages */
+    const char *paths[OUTPUTS_SET_MAX]; /* the path as given, for messages */
+} outputs_set;
 
-void out_set_init(out_set *s);
+void outputs_set_init(outputs_set *s);
 
 /* Writes a to a temporary for path (named by flag). Refuses, with one line and 2: a
- * target that cannot be written ("PATH: cannot write: why", as cli_write_npy), the same
+ * target that cannot be written ("PATH: cannot write: why", as arrays_write_npy), the same
  * file as an earlier output of the set ("PATH: --grad-q names the file of --out"),
- * more than OUT_SET_MAX files. */
-int out_set_add(out_set *s, const char *flag, const char *path, const la_array *a);
+ * more than OUTPUTS_SET_MAX files. */
+int outputs_set_add(outputs_set *s, const char *flag, const char *path, const la_array *a);
 
 /* Gives every file its name. Returns 0, or 2 after one line (then no output remains). */
-int out_set_commit(out_set *s);
+int outputs_set_commit(outputs_set *s);
 
 /* Closes every file; those not committed disappear. Safe after a failure and twice. */
-void out_set_free(out_set *s);
+void outputs_set_free(outputs_set *s);
 
 /* Whether the outputs path a and path b would write are one file, whatever the spelling
  * of the paths (a symbolic link, "./", "dir/../"): the same device and inode when the file
  * exists, else the same folder (device and inode) and name. 0 when either cannot be
- * opened (writing it says why). out_set_add compares its files the same way. */
-int out_paths_alias(const char *a, const char *b);
+ * opened (writing it says why). outputs_set_add compares its files the same way. */
+int outputs_paths_alias(const char *a, const char *b);
 
 #endif

@@ -20,7 +20,7 @@ static int positive(double v)
 /* ---------------------------------------------------------------- spread */
 
 /* The p-quantile (0 <= p <= 1) of sorted[0..n), n >= 1, type 7. */
-static double st_quantile_sorted(const double *sorted, size_t n, double p)
+static double quantile_sorted(const double *sorted, size_t n, double p)
 {
     double h = p * (double)(n - 1);
     size_t i = (size_t)floor(h);
@@ -28,7 +28,7 @@ static double st_quantile_sorted(const double *sorted, size_t n, double p)
     return sorted[i] + (h - (double)i) * (sorted[i + 1] - sorted[i]);
 }
 
-int st_summarize(double *x, size_t n, st_summary *out)
+int stats_summarize(double *x, size_t n, stats_summary *out)
 {
     if (n == 0) return -1;
     for (size_t i = 0; i < n; i++)
@@ -37,9 +37,9 @@ int st_summarize(double *x, size_t n, st_summary *out)
     out->n = n;
     out->min = x[0];
     out->max = x[n - 1];
-    out->median = st_quantile_sorted(x, n, 0.5);
-    out->q1 = st_quantile_sorted(x, n, 0.25);
-    out->q3 = st_quantile_sorted(x, n, 0.75);
+    out->median = quantile_sorted(x, n, 0.5);
+    out->q1 = quantile_sorted(x, n, 0.25);
+    out->q3 = quantile_sorted(x, n, 0.75);
     return 0;
 }
 
@@ -77,11 +77,11 @@ static int least_squares(const double *lx, const double *ly, const size_t *idx, 
     return 0;
 }
 
-int st_fit_loglog(const double *x, const double *y, size_t n, uint64_t seed, st_fit *out)
+int stats_fit_loglog(const double *x, const double *y, size_t n, uint64_t seed, stats_fit *out)
 {
     double *lx = malloc((n ? n : 1) * sizeof *lx), *ly = malloc((n ? n : 1) * sizeof *ly);
     size_t *idx = malloc((n ? n : 1) * sizeof *idx);
-    double *slopes = malloc(ST_BOOTSTRAP_RESAMPLES * sizeof *slopes);
+    double *slopes = malloc(STATS_BOOTSTRAP_RESAMPLES * sizeof *slopes);
     int rc = -1;
     if (!lx || !ly || !idx || !slopes) goto done;
 
@@ -95,7 +95,8 @@ int st_fit_loglog(const double *x, const double *y, size_t n, uint64_t seed, st_
         if (x[i] > x_max) x_max = x[i];
     }
     double slope, intercept;
-    if (m < ST_MIN_FIT_POINTS || least_squares(lx, ly, NULL, m, &slope, &intercept) != 0) goto done;
+    if (m < STATS_MIN_FIT_POINTS || least_squares(lx, ly, NULL, m, &slope, &intercept) != 0)
+        goto done;
 
     /* R² = 1 − residual / total sum of squares, in log-log space */
     double my = 0, ss_res = 0, ss_tot = 0;
@@ -113,7 +114,7 @@ int st_fit_loglog(const double *x, const double *y, size_t n, uint64_t seed, st_
      * are all equal has no slope and is drawn again (at most 100 times each) */
     uint64_t s = seed;
     int drawn = 0;
-    for (int b = 0; b < ST_BOOTSTRAP_RESAMPLES; b++) {
+    for (int b = 0; b < STATS_BOOTSTRAP_RESAMPLES; b++) {
         for (int attempt = 0; attempt < 100; attempt++) {
             for (size_t j = 0; j < m; j++)
                 idx[j] = (size_t)(next_u64(&s) % m);
@@ -130,8 +131,8 @@ int st_fit_loglog(const double *x, const double *y, size_t n, uint64_t seed, st_
     out->exponent = slope;
     out->prefactor = exp(intercept);
     out->r_squared = r2;
-    out->ci_lo = st_quantile_sorted(slopes, (size_t)drawn, 0.025);
-    out->ci_hi = st_quantile_sorted(slopes, (size_t)drawn, 0.975);
+    out->ci_lo = quantile_sorted(slopes, (size_t)drawn, 0.025);
+    out->ci_hi = quantile_sorted(slopes, (size_t)drawn, 0.975);
     out->x_min = x_min, out->x_max = x_max;
     out->points = (int)m;
     out->resamples = drawn;
@@ -143,7 +144,8 @@ done:
 
 /* ---------------------------------------------------------------- crossing */
 
-int st_crossover(const double *n, const double *a, const double *b, size_t count, st_crossing *out)
+int stats_crossover(const double *n, const double *a, const double *b, size_t count,
+                    stats_crossing *out)
 {
     if (count == 0) return -1;
     for (size_t i = 0; i < count; i++)
@@ -155,23 +157,23 @@ int st_crossover(const double *n, const double *a, const double *b, size_t count
         if (!(MARGIN(i) > 0)) continue;
         if (i + 1 < count && !(MARGIN(i + 1) > 0)) continue; /* a single win: noise */
         if (i == 0) {
-            *out = (st_crossing){ST_CROSS_BELOW, NAN, NAN, n[0]};
+            *out = (stats_crossing){STATS_CROSS_BELOW, NAN, NAN, n[0]};
             return 0;
         }
         /* log-linear interpolation of the margin to zero between the bracketing points */
         double m0 = MARGIN(i - 1), m1 = MARGIN(i), x0 = log(n[i - 1]), x1 = log(n[i]);
         double x = m1 > m0 ? x0 + (0 - m0) * (x1 - x0) / (m1 - m0) : 0.5 * (x0 + x1);
-        *out = (st_crossing){ST_CROSS_INSIDE, exp(x), n[i - 1], n[i]};
+        *out = (stats_crossing){STATS_CROSS_INSIDE, exp(x), n[i - 1], n[i]};
         return 0;
     }
 #undef MARGIN
-    *out = (st_crossing){ST_CROSS_ABOVE, NAN, n[count - 1], NAN};
+    *out = (stats_crossing){STATS_CROSS_ABOVE, NAN, n[count - 1], NAN};
     return 0;
 }
 
 /* ---------------------------------------------------------------- ratio */
 
-int st_speedup(const st_summary *a, const st_summary *b, st_ratio *out)
+int stats_speedup(const stats_summary *a, const stats_summary *b, stats_ratio *out)
 {
     if (!positive(a->median) || !positive(a->q1) || !positive(a->q3) || !positive(b->median) ||
         !positive(b->q1) || !positive(b->q3))

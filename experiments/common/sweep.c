@@ -3,6 +3,8 @@
 
 #include "inputs.h"
 #include "linattn.h"
+#include "machine.h"
+#include "timer.h"
 
 #include <errno.h>
 #include <math.h>
@@ -12,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int sw_parse_positive(const char *flag, const char *s, size_t *out)
+int sweep_parse_positive(const char *flag, const char *s, size_t *out)
 {
     int rc = cli_parse_size(flag, s, out);
     if (rc) return rc;
@@ -99,15 +101,14 @@ static size_t sweep_item(const char *flag, const char *item, double factor, size
     /* bounded by its number of steps, not only of distinct values: a factor just above
      * 1 (x1.000000000000001) would round to the same value some 10^14 times */
     const double steps = log((double)ends[1] / (double)ends[0]) / log(f);
-    if (!(steps <= SW_MAX_STEPS))
+    if (!(steps <= SWEEP_MAX_STEPS))
         return cli_fail(flag, "'%s': %.3g steps from LO to HI; at most %d (a larger factor)", item,
-                        steps, SW_MAX_STEPS),
+                        steps, SWEEP_MAX_STEPS),
                0;
-    return sw_geometric(ends[0], ends[1], f, values, cap);
+    return sweep_geometric(ends[0], ends[1], f, values, cap);
 }
 
-int sw_parse_sweep(const char *flag, const char *s, double factor, size_t *out, size_t max,
-                   size_t *n)
+int sweep_parse(const char *flag, const char *s, double factor, size_t *out, size_t max, size_t *n)
 {
     char buf[2048], *items[256];
     size_t count;
@@ -132,7 +133,7 @@ int sw_parse_sweep(const char *flag, const char *s, double factor, size_t *out, 
     return 0;
 }
 
-void sw_sort_sizes(size_t *v, size_t n)
+void sweep_sort_sizes(size_t *v, size_t n)
 {
     for (size_t i = 1; i < n; i++) /* insertion sort: at most 256 values */
         for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
@@ -142,8 +143,8 @@ void sw_sort_sizes(size_t *v, size_t n)
         }
 }
 
-int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, double max_seconds,
-                     double max_mem)
+int sweep_common_finish(const sweep_common_text *t, sweep_common *c, const char *out,
+                        double max_seconds, double max_mem)
 {
     size_t sz;
     int rc;
@@ -161,7 +162,7 @@ int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, dou
     }
     if (t->max_mem && (rc = parse_bytes("--max-mem", t->max_mem, &c->max_mem))) return rc;
     /* no budget beyond the machine: a point that cannot fit is skipped, not allocated */
-    if (c->max_mem > sw_physical_memory()) c->max_mem = sw_physical_memory();
+    if (c->max_mem > machine_physical_memory()) c->max_mem = machine_physical_memory();
     if ((rc = cli_parse_threads("--threads", t->threads))) return rc;
     c->threads = t->threads ? la_num_threads_requested() : 0;
     if (t->seed) {
@@ -169,7 +170,7 @@ int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, dou
         c->seed = sz;
     }
     if (t->reps) {
-        if ((rc = sw_parse_positive("--reps", t->reps, &sz))) return rc;
+        if ((rc = sweep_parse_positive("--reps", t->reps, &sz))) return rc;
         if (sz > 1000) return cli_fail("--reps", "at most 1000");
         c->min_reps = (int)sz;
     }
@@ -180,20 +181,14 @@ int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, dou
     return 0;
 }
 
-int sw_check_floats(const char *flag, size_t a, size_t b, size_t c)
+int sweep_check_floats(const char *flag, size_t a, size_t b, size_t c)
 {
-    if (a && b && c && in_float_count(a, b, c) == 0)
+    if (a && b && c && inputs_float_count(a, b, c) == 0)
         return cli_fail(flag, "%zu x %zu x %zu floats overflow the address space", a, b, c);
     return 0;
 }
 
-double sw_physical_memory(void)
-{
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? (double)pages * (double)page : INFINITY;
-}
-
-int sw_check_memory(const char *what, double bytes, double budget, const char *budget_name)
+int sweep_check_memory(const char *what, double bytes, double budget, const char *budget_name)
 {
     if (!(bytes <= budget)) {
         const double gib = 1024.0 * 1024 * 1024;
@@ -203,18 +198,18 @@ int sw_check_memory(const char *what, double bytes, double budget, const char *b
     return 0;
 }
 
-res_rule sw_rule(const sw_common *c)
+timer_rule sweep_rule(const sweep_common *c)
 {
-    return (res_rule){c->min_reps, 1000, c->min_time, 1.0};
+    return (timer_rule){c->min_reps, 1000, c->min_time, 1.0};
 }
 
-size_t sw_geometric(size_t lo, size_t hi, double factor, size_t *out, size_t max)
+size_t sweep_geometric(size_t lo, size_t hi, double factor, size_t *out, size_t max)
 {
     size_t n = 0;
     if (factor <= 1) factor = 2;
     double x = (double)lo;
     for (int step = 0;
-         step <= SW_MAX_STEPS && n < max && x <= (double)hi * (1 + 1e-9) && x < 0x1p63;
+         step <= SWEEP_MAX_STEPS && n < max && x <= (double)hi * (1 + 1e-9) && x < 0x1p63;
          step++, x *= factor) {
         size_t v = (size_t)llround(x);
         if (n == 0 || v != out[n - 1]) out[n++] = v;

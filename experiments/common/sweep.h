@@ -5,7 +5,8 @@
 #define LA_SWEEP_H
 
 #include "cli.h"
-#include "record.h"
+#include "machine.h"
+#include "timer.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -19,17 +20,17 @@ typedef struct {
     uint64_t seed;      /* --seed N */
     int min_reps;       /* --reps N: at least N timed repetitions per point */
     double min_time;    /* --min-time S: repeat a fast point until it took S in total */
-} sw_common;
+} sweep_common;
 
-/* The shared flags' texts, filled by cli_parse_flags through SW_COMMON_FLAGS. */
+/* The shared flags' texts, filled by cli_parse_flags through SWEEP_COMMON_FLAGS. */
 typedef struct {
     const char *out, *max_seconds, *max_mem, *threads, *seed, *reps, *min_time;
     int resume;
-} sw_common_text;
+} sweep_common_text;
 
-/* Entries for a cli_flag table: {..., SW_COMMON_FLAGS(text), {NULL, NULL, NULL}} */
+/* Entries for a cli_flag table: {..., SWEEP_COMMON_FLAGS(text), {NULL, NULL, NULL}} */
 // clang-format off
-#define SW_COMMON_FLAGS(t)                                                                 \
+#define SWEEP_COMMON_FLAGS(t)                                                                 \
     {"out", &(t).out, NULL}, {"resume", NULL, &(t).resume},                                \
     {"max-seconds", &(t).max_seconds, NULL}, {"max-mem", &(t).max_mem, NULL},              \
     {"threads", &(t).threads, NULL}, {"seed", &(t).seed, NULL},                            \
@@ -37,7 +38,7 @@ typedef struct {
 // clang-format on
 
 /* Help text for the shared flags. */
-#define SW_COMMON_HELP                                                                             \
+#define SWEEP_COMMON_HELP                                                                          \
     "  --out PATH         results file (CSV with a # metadata header; by default in the\n"         \
     "                     current directory, never in the repository's results/, which\n"          \
     "                     only `linattn results --update` writes)\n"                               \
@@ -56,13 +57,13 @@ typedef struct {
 /* Converts the texts given (defaults for the others: out, max_seconds, max_mem as
  * passed, seed 1, 3 repetitions, 0.2 s) and applies --threads. --max-mem takes a byte
  * count with an optional suffix K, M or G (powers of 1024) and B: 8G, 512M, 1000000;
- * the budget is at most the machine's physical memory (sw_physical_memory).
+ * the budget is at most the machine's physical memory (machine_physical_memory).
  * Returns 0 or 2. */
-int sw_common_finish(const sw_common_text *t, sw_common *c, const char *out, double max_seconds,
-                     double max_mem);
+int sweep_common_finish(const sweep_common_text *t, sweep_common *c, const char *out,
+                        double max_seconds, double max_mem);
 
 /* Value parsers on top of cli.h: 0, or 2 after one line. */
-int sw_parse_positive(const char *flag, const char *s, size_t *out); /* >= 1 */
+int sweep_parse_positive(const char *flag, const char *s, size_t *out); /* >= 1 */
 
 /* The one syntax of every numeric sweep flag (--n, --d, --heads, --batch, ... in every
  * subcommand): a comma-separated list whose items are each
@@ -79,35 +80,33 @@ int sw_parse_positive(const char *flag, const char *s, size_t *out); /* >= 1 */
  *     --n: '99999999999999999999' is too large (at most 2^53)
  *     --n: more than 64 values in '1:1000000:x1.01'
  *     --n: '16:64:x1.000000000000001': 1.25e+15 steps from LO to HI; at most 4096 (…)
- * A range of more than SW_MAX_STEPS multiplications is refused, whatever its values. */
-enum { SW_MAX_STEPS = 4096 };
-#define SW_SWEEP_SYNTAX "V, LO:HI (doubling) or LO:HI:xF, comma-separated"
-int sw_parse_sweep(const char *flag, const char *s, double factor, size_t *out, size_t max,
-                   size_t *n);
+ * A range of more than SWEEP_MAX_STEPS multiplications is refused, whatever its values. */
+enum { SWEEP_MAX_STEPS = 4096 };
+#define SWEEP_SYNTAX "V, LO:HI (doubling) or LO:HI:xF, comma-separated"
+int sweep_parse(const char *flag, const char *s, double factor, size_t *out, size_t max, size_t *n);
 /* A sweep that searches N upwards (a crossover, a budget that skips every larger point
  * once one is too slow) takes its values in increasing order: sorts v[0..n). */
-void sw_sort_sizes(size_t *v, size_t n);
+void sweep_sort_sizes(size_t *v, size_t n);
 
 /* Sizes and memory, checked before anything is allocated (the rule of every command):
- *   - a size whose arrays cannot be addressed is refused: sw_check_floats fails, with
- *     one line naming flag, when `a × b × c` floats (in_float_count, the one
+ *   - a size whose arrays cannot be addressed is refused: sweep_check_floats fails, with
+ *     one line naming flag, when `a × b × c` floats (inputs_float_count, the one
  *     overflow-checked size) or their bytes overflow size_t;
  *   - a sweep skips, and records as skipped_mem, a point predicted to hold more than
  *     --max-mem bytes; a command without --max-mem refuses a run whose buffers exceed
- *     the machine's physical memory (sw_check_memory with sw_physical_memory()). */
-int sw_check_floats(const char *flag, size_t a, size_t b, size_t c);
-double sw_physical_memory(void); /* bytes of RAM; +inf when unknown */
+ *     the machine's physical memory (sweep_check_memory with machine_physical_memory()). */
+int sweep_check_floats(const char *flag, size_t a, size_t b, size_t c);
 /* bytes > budget: "WHAT: needs 12.0 GiB, more than the 7.6 GiB of BUDGET_NAME", 2
  * (budget_name: "memory here", "--max-mem"). */
-int sw_check_memory(const char *what, double bytes, double budget, const char *budget_name);
+int sweep_check_memory(const char *what, double bytes, double budget, const char *budget_name);
 
-/* The repetition rule of a sweep's points (for res_time, res_time_kernel): at least
+/* The repetition rule of a sweep's points (for timer_run, timer_kernel): at least
  * c->min_reps, until they took c->min_time together (at most 1000); a warm-up slower
  * than 1 s counts as the first repetition. */
-res_rule sw_rule(const sw_common *c);
+timer_rule sweep_rule(const sweep_common *c);
 
 /* Geometric sweep lo, lo·f, lo·f², … up to hi (inclusive, rounded to integers, no
- * repeats), at most SW_MAX_STEPS + 1 multiplications. Returns the count (at most max). */
-size_t sw_geometric(size_t lo, size_t hi, double factor, size_t *out, size_t max);
+ * repeats), at most SWEEP_MAX_STEPS + 1 multiplications. Returns the count (at most max). */
+size_t sweep_geometric(size_t lo, size_t hi, double factor, size_t *out, size_t max);
 
 #endif

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int txt_open(txt_buffer *t, const char *what)
+int textout_open(textout_buffer *t, const char *what)
 {
     t->buf = NULL;
     t->len = 0;
@@ -18,7 +18,7 @@ int txt_open(txt_buffer *t, const char *what)
     return t->f ? 0 : cli_fail(what, "out of memory");
 }
 
-void txt_discard(txt_buffer *t)
+void textout_discard(textout_buffer *t)
 {
     if (t->f) fclose(t->f);
     free(t->buf);
@@ -39,12 +39,12 @@ static int write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
-int txt_finish(txt_buffer *t, const char *path)
+int textout_finish(textout_buffer *t, const char *path)
 {
     const char *shown = path && strcmp(path, "-") != 0 ? path : "(standard output)";
     if (fclose(t->f) != 0) {
         t->f = NULL;
-        txt_discard(t);
+        textout_discard(t);
         return cli_fail(shown, "out of memory");
     }
     t->f = NULL;
@@ -67,6 +67,6 @@ int txt_finish(txt_buffer *t, const char *path)
             rc = cli_fail(path, "cannot write: %s", strerror(errno));
         }
     }
-    txt_discard(t);
+    textout_discard(t);
     return rc;
 }

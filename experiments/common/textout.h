@@ -12,16 +12,16 @@ typedef struct {
     FILE *f; /* write into it with fprintf; open_memstream's */
     char *buf;
     size_t len;
-} txt_buffer;
+} textout_buffer;
 
 /* Opens an empty buffer; returns 0, or 2 after "linattn: WHAT: out of memory". */
-int txt_open(txt_buffer *t, const char *what);
+int textout_open(textout_buffer *t, const char *what);
 
 /* Writes the buffer to path (standard output when path is NULL or "-") and frees it.
  * Returns 0, or 2 after one line "linattn: PATH: cannot write: why" (nothing at path). */
-int txt_finish(txt_buffer *t, const char *path);
+int textout_finish(textout_buffer *t, const char *path);
 
 /* Frees the buffer without writing it (on an error path). */
-void txt_discard(txt_buffer *t);
+void textout_discard(textout_buffer *t);
 
 #endif

@@ -1,6 +1,7 @@
 /* variants.c — the approximating kernels' flags (variants.h). */
 #include "variants.h"
 
+#include "arrays.h"
 #include "cli.h"
 
 #include <stdlib.h>
@@ -12,7 +13,7 @@ static const struct {
     unsigned param;
     const char *help;
     int attend_only; /* a file whose shape a sweep would change: --proj, --score-w, --score-v */
-} vp_table[] = {
+} param_flags[] = {
     {"--window R", LA_PARAM_WINDOW,
      "keys within R positions of the query (causal: R before it) [64]", 0},
     {"--proj-rank K", LA_PARAM_PROJ, "keys and values projected along the sequence to K rows [256]",
@@ -28,7 +29,7 @@ static const struct {
      "the random draw of projections, features, score weights, position embeddings [0]", 0},
 };
 
-unsigned vp_params_of(const la_kernel *kernels, size_t n)
+unsigned variants_params_of(const la_kernel *kernels, size_t n)
 {
     unsigned params = 0;
     for (size_t i = 0; i < n; i++) {
@@ -64,32 +65,32 @@ static int refuse_unread(const char *flag, const char *given, unsigned bits, uns
 }
 
 /* --proj E.npy,F.npy: both read as float64 matrices of the same shape. */
-static int read_projections(const char *text, vp_values *out)
+static int read_projections(const char *text, variants_values *out)
 {
     const char *comma = strchr(text, ',');
     if (!comma || comma == text || !comma[1] || strchr(comma + 1, ','))
         return cli_fail("--proj", "'%s' is not E.npy,F.npy (two files)", text);
     char e_path[4096];
     snprintf(e_path, sizeof e_path, "%.*s", (int)(comma - text), text);
-    int rc = cli_read_floats(e_path, LA_FLOAT64, &out->proj_e);
-    if (!rc) rc = cli_read_floats(comma + 1, LA_FLOAT64, &out->proj_f);
+    int rc = arrays_read_floats(e_path, LA_FLOAT64, &out->proj_e);
+    if (!rc) rc = arrays_read_floats(comma + 1, LA_FLOAT64, &out->proj_f);
     if (rc) return rc;
     char a[64], b[64];
     if (out->proj_e.ndim != 2 || out->proj_e.shape[0] == 0 || out->proj_e.shape[1] == 0)
         return cli_fail("--proj", "%s has shape %s, need (K, M) with K, M >= 1", e_path,
-                        cli_shape_str(&out->proj_e, a, sizeof a));
+                        arrays_shape_str(&out->proj_e, a, sizeof a));
     if (out->proj_f.ndim != 2 || out->proj_f.shape[0] != out->proj_e.shape[0] ||
         out->proj_f.shape[1] != out->proj_e.shape[1])
         return cli_fail("--proj", "%s has shape %s, E has %s: need the same (K, M)", comma + 1,
-                        cli_shape_str(&out->proj_f, a, sizeof a),
-                        cli_shape_str(&out->proj_e, b, sizeof b));
+                        arrays_shape_str(&out->proj_f, a, sizeof a),
+                        arrays_shape_str(&out->proj_e, b, sizeof b));
     return 0;
 }
 
 /* --score-dim, --score-w, --score-v: d_a >= 1; W a float64 matrix; with a kernel that reads
  * v (additive) W and v together or neither, v a vector, and no --score-dim beside them
  * (v's length is d_a). */
-static int read_score_weights(const vp_flags *f, unsigned params_read, vp_values *out)
+static int read_score_weights(const variants_flags *f, unsigned params_read, variants_values *out)
 {
     int rc;
     char a[64];
@@ -104,23 +105,23 @@ static int read_score_weights(const vp_flags *f, unsigned params_read, vp_values
         return cli_fail(f->score_w ? "--score-v" : "--score-w",
                         "missing: additive scores take --score-w and --score-v together");
     if (f->score_w) {
-        if ((rc = cli_read_floats(f->score_w, LA_FLOAT64, &out->score_w))) return rc;
+        if ((rc = arrays_read_floats(f->score_w, LA_FLOAT64, &out->score_w))) return rc;
         if (out->score_w.ndim != 2 || out->score_w.count == 0)
             return cli_fail(f->score_w, "shape %s, need a matrix: (d_k, d_k) or (d_a, 2·d_k)",
-                            cli_shape_str(&out->score_w, a, sizeof a));
+                            arrays_shape_str(&out->score_w, a, sizeof a));
         out->given |= LA_PARAM_SCORE_WEIGHTS;
     }
     if (f->score_v) {
-        if ((rc = cli_read_floats(f->score_v, LA_FLOAT64, &out->score_v))) return rc;
+        if ((rc = arrays_read_floats(f->score_v, LA_FLOAT64, &out->score_v))) return rc;
         if (out->score_v.ndim != 1 || out->score_v.count == 0)
             return cli_fail(f->score_v, "shape %s, need (d_a,) with d_a >= 1",
-                            cli_shape_str(&out->score_v, a, sizeof a));
+                            arrays_shape_str(&out->score_v, a, sizeof a));
         out->score_dim = out->score_v.shape[0];
     }
     return 0;
 }
 
-int vp_parse(const vp_flags *f, unsigned params_read, vp_values *out)
+int variants_parse(const variants_flags *f, unsigned params_read, variants_values *out)
 {
     memset(out, 0, sizeof *out);
     out->score_dim = LA_DEFAULT_SCORE_DIM;
@@ -171,7 +172,7 @@ int vp_parse(const vp_flags *f, unsigned params_read, vp_values *out)
     return 0;
 }
 
-int vp_apply(const vp_values *v, la_problem *p)
+int variants_apply(const variants_values *v, la_problem *p)
 {
     p->window = v->window;
     p->proj_rank = v->proj_rank;
@@ -189,9 +190,9 @@ int vp_apply(const vp_values *v, la_problem *p)
             return additive ? cli_fail("--score-w",
                                        "shape %s, need (d_a, 2·d_k) = (%zu, %zu) (d_a: --score-v's "
                                        "length, d_k: Q's columns)",
-                                       cli_shape_str(&v->score_w, a, sizeof a), rows, cols)
+                                       arrays_shape_str(&v->score_w, a, sizeof a), rows, cols)
                             : cli_fail("--score-w", "shape %s, need (d_k, d_k) = (%zu, %zu)",
-                                       cli_shape_str(&v->score_w, a, sizeof a), rows, cols);
+                                       arrays_shape_str(&v->score_w, a, sizeof a), rows, cols);
         p->score_w = v->score_w.data;
         p->score_v = v->score_v.data; /* NULL for general */
     }
@@ -207,13 +208,13 @@ int vp_apply(const vp_values *v, la_problem *p)
     return 0;
 }
 
-int vp_rank_fits(la_kernel kernel, const la_problem *p)
+int variants_rank_fits(la_kernel kernel, const la_problem *p)
 {
     const la_kernel_info *row = la_kernel_get(kernel);
     return !row || !(row->params & LA_PARAM_PROJ) || p->proj_rank <= p->n_keys;
 }
 
-void vp_free(vp_values *v)
+void variants_free(variants_values *v)
 {
     la_array_free(&v->proj_e);
     la_array_free(&v->proj_f);
@@ -221,20 +222,20 @@ void vp_free(vp_values *v)
     la_array_free(&v->score_v);
 }
 
-void vp_print_help(FILE *out, int with_proj, int with_seed)
+void variants_print_help(FILE *out, int with_proj, int with_seed)
 {
     char names[256];
-    for (size_t i = 0; i < sizeof vp_table / sizeof vp_table[0]; i++) {
-        if (!with_proj && vp_table[i].attend_only) continue;
-        if (!with_seed && strncmp(vp_table[i].flag, "--seed ", 7) == 0) continue;
+    for (size_t i = 0; i < sizeof param_flags / sizeof param_flags[0]; i++) {
+        if (!with_proj && param_flags[i].attend_only) continue;
+        if (!with_seed && strncmp(param_flags[i].flag, "--seed ", 7) == 0) continue;
         unsigned read = 0;
         for (int k = 0; k < LA_KERNEL_COUNT; k++)
-            read |= la_kernel_get((la_kernel)k)->params & vp_table[i].param;
+            read |= la_kernel_get((la_kernel)k)->params & param_flags[i].param;
         if (!read) continue;
         char text[512];
-        snprintf(text, sizeof text, "%s: %s", readers(vp_table[i].param, names, sizeof names),
-                 vp_table[i].help);
-        fprintf(out, "  %-20s ", vp_table[i].flag);
+        snprintf(text, sizeof text, "%s: %s", readers(param_flags[i].param, names, sizeof names),
+                 param_flags[i].help);
+        fprintf(out, "  %-20s ", param_flags[i].flag);
         cli_print_wrapped(out, text, 23);
     }
 }

@@ -24,28 +24,28 @@
 typedef struct {
     const char *window, *proj_rank, *proj, *features, *seed;
     const char *score_dim, *score_w, *score_v; /* the score functions */
-} vp_flags;
+} variants_flags;
 
-/* The entries of a subcommand's cli_flag table, for the vp_flags f: the parameters;
+/* The entries of a subcommand's cli_flag table, for the variants_flags f: the parameters;
  * --seed, for a subcommand without a seed of its own (the sweeps' --seed seeds their
  * random inputs and these draws alike); --proj, for attend only (its arrays fix M, which
  * a sweep changes from point to point). */
-#define VP_PARAM_FLAGS(f)                                                                          \
+#define VARIANTS_PARAM_FLAGS(f)                                                                    \
     {"window", &(f).window, NULL}, {"proj-rank", &(f).proj_rank, NULL},                            \
         {"features", &(f).features, NULL},                                                         \
     {                                                                                              \
         "score-dim", &(f).score_dim, NULL                                                          \
     }
-#define VP_SEED_FLAG(f)                                                                            \
+#define VARIANTS_SEED_FLAG(f)                                                                      \
     {                                                                                              \
         "seed", &(f).seed, NULL                                                                    \
     }
-#define VP_PROJ_FLAG(f)                                                                            \
+#define VARIANTS_PROJ_FLAG(f)                                                                      \
     {                                                                                              \
         "proj", &(f).proj, NULL                                                                    \
     }
 /* --score-w, --score-v: attend only, like --proj (their arrays fix d_k). */
-#define VP_SCORE_FLAGS(f)                                                                          \
+#define VARIANTS_SCORE_FLAGS(f)                                                                    \
     {"score-w", &(f).score_w, NULL},                                                               \
     {                                                                                              \
         "score-v", &(f).score_v, NULL                                                              \
@@ -58,34 +58,34 @@ typedef struct {
     size_t score_dim;
     la_array score_w, score_v; /* float64, when --score-w (--score-v) was given; else empty */
     unsigned given;            /* the LA_PARAM_* bits whose flags were given */
-} vp_values;
+} variants_values;
 
 /* Parses the flags into *out (defaults for those not given; --proj's files read and
  * converted to float64, their K taken as the rank). params_read: the OR of the chosen
  * kernels' la_kernel_info.params; a flag whose bit is not in it is refused. Returns 0,
- * or 2 after one line; *out needs vp_free either way. */
-int vp_parse(const vp_flags *f, unsigned params_read, vp_values *out);
+ * or 2 after one line; *out needs variants_free either way. */
+int variants_parse(const variants_flags *f, unsigned params_read, variants_values *out);
 
 /* Puts the values into p (its sizes already set). --proj's arrays must be (K, n_keys),
  * --score-w's (d_k, d_k) without --score-v and (d_a, 2·d_k) with it (d_a its length):
  * else one line and 2. The arrays stay owned by v. */
-int vp_apply(const vp_values *v, la_problem *p);
+int variants_apply(const variants_values *v, la_problem *p);
 
-void vp_free(vp_values *v);
+void variants_free(variants_values *v);
 
 /* Whether kernel can run p's parameters: 0 when it reads the projections (LA_PARAM_PROJ)
  * and K = p->proj_rank is above M = p->n_keys (the kernel would refuse: LA_EINVAL), else
  * 1. attend refuses such a run with one line; bench and scaling record the point as
  * skipped_rank, not run. */
-int vp_rank_fits(la_kernel kernel, const la_problem *p);
+int variants_rank_fits(la_kernel kernel, const la_problem *p);
 
 /* The OR of la_kernel_info.params over kernels[0..n). */
-unsigned vp_params_of(const la_kernel *kernels, size_t n);
+unsigned variants_params_of(const la_kernel *kernels, size_t n);
 
 /* The help lines of the flags (with_proj, with_seed: --proj, --score-w, --score-v, --seed
  * too), for the
  * kernels of the registry that read each ("  --window R   local: ..."); none when no
  * row reads any of them. */
-void vp_print_help(FILE *out, int with_proj, int with_seed);
+void variants_print_help(FILE *out, int with_proj, int with_seed);
 
 #endif

@@ -21,8 +21,8 @@
 
 static uint64_t total_of(const char *name)
 {
-    const mdl_model *m = NULL;
-    if (mdl_parse("--model", name, &m) != 0 || !m) fail_msg("no model %s in the table", name);
+    const models_entry *m = NULL;
+    if (models_parse("--model", name, &m) != 0 || !m) fail_msg("no model %s in the table", name);
     la_param_count c;
     assert_int_equal(la_param_counts(&m->size, &c), LA_OK);
     printf("  %-16s %14llu\n", name, (unsigned long long)c.total);
@@ -65,14 +65,14 @@ static void table_rows(void **state)
 {
     (void)state;
     size_t n;
-    const mdl_model *all = mdl_all(&n);
+    const models_entry *all = models_all(&n);
     assert_true(n >= 10);
     for (size_t i = 0; i < n; i++) {
         la_param_count c;
         assert_int_equal(la_param_counts(&all[i].size, &c), LA_OK);
         assert_true(all[i].about && all[i].about[0]);
-        const mdl_model *found = NULL;
-        assert_int_equal(mdl_parse("--model", all[i].name, &found), 0);
+        const models_entry *found = NULL;
+        assert_int_equal(models_parse("--model", all[i].name, &found), 0);
         assert_ptr_equal(found, &all[i]);
         assert_true(strcmp(all[i].stack, "encoder-decoder") == 0 ||
                     strcmp(all[i].stack, "encoder-only") == 0 ||
@@ -83,8 +83,8 @@ static void table_rows(void **state)
         for (size_t j = 0; j < i; j++)
             assert_true(strcmp(all[i].name, all[j].name) != 0);
     }
-    const mdl_model *none = NULL;
-    assert_int_equal(mdl_parse("--model", "gpt3", &none), 2); /* one line on stderr */
+    const models_entry *none = NULL;
+    assert_int_equal(models_parse("--model", "gpt3", &none), 2); /* one line on stderr */
     assert_null(none);
 }
 

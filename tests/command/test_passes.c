@@ -1,5 +1,5 @@
 /* test_passes.c — what bench's --pass and attend's gradients stand on
- * (experiments/common/passes.c, outputs.c):
+ * (experiments/common/pass.c, outputs.c):
  *   - a pass's cost is the library's models' (forward, backward, their sum for train with
  *     the larger workspace), and a kernel without a backward has no backward or train;
  *   - a timed pass computes exactly what the library's call computes (bitwise), and one
@@ -11,7 +11,8 @@
 #include "attention/kernels.h"
 
 #include "../../experiments/common/outputs.h"
-#include "../../experiments/common/passes.h"
+#include "../../experiments/common/pass.h"
+#include "../../experiments/common/timer.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -43,21 +44,21 @@ static void costs(void **state)
         const la_kernel kernel = (la_kernel)k;
         const la_problem p = small_problem(kernel);
         la_cost got, fwd, bwd;
-        assert_true(ps_kernel_has(kernel, PS_FORWARD));
-        assert_int_equal(ps_kernel_has(kernel, PS_BACKWARD), row_has_backward(kernel));
-        assert_int_equal(ps_kernel_has(kernel, PS_TRAIN), row_has_backward(kernel));
+        assert_true(pass_kernel_has(kernel, PASS_FORWARD));
+        assert_int_equal(pass_kernel_has(kernel, PASS_BACKWARD), row_has_backward(kernel));
+        assert_int_equal(pass_kernel_has(kernel, PASS_TRAIN), row_has_backward(kernel));
         assert_int_equal(la_attention_cost(kernel, &p, LA_FLOAT32, &fwd), LA_OK);
-        assert_int_equal(ps_cost(kernel, &p, PS_FORWARD, LA_FLOAT32, &got), LA_OK);
+        assert_int_equal(pass_cost(kernel, &p, PASS_FORWARD, LA_FLOAT32, &got), LA_OK);
         assert_memory_equal(&got, &fwd, sizeof got);
         if (!row_has_backward(kernel)) {
-            assert_int_equal(ps_cost(kernel, &p, PS_BACKWARD, LA_FLOAT32, &got), LA_EINVAL);
-            assert_int_equal(ps_cost(kernel, &p, PS_TRAIN, LA_FLOAT32, &got), LA_EINVAL);
+            assert_int_equal(pass_cost(kernel, &p, PASS_BACKWARD, LA_FLOAT32, &got), LA_EINVAL);
+            assert_int_equal(pass_cost(kernel, &p, PASS_TRAIN, LA_FLOAT32, &got), LA_EINVAL);
             continue;
         }
         assert_int_equal(la_attention_backward_cost(kernel, &p, LA_FLOAT32, &bwd), LA_OK);
-        assert_int_equal(ps_cost(kernel, &p, PS_BACKWARD, LA_FLOAT32, &got), LA_OK);
+        assert_int_equal(pass_cost(kernel, &p, PASS_BACKWARD, LA_FLOAT32, &got), LA_OK);
         assert_memory_equal(&got, &bwd, sizeof got);
-        assert_int_equal(ps_cost(kernel, &p, PS_TRAIN, LA_FLOAT32, &got), LA_OK);
+        assert_int_equal(pass_cost(kernel, &p, PASS_TRAIN, LA_FLOAT32, &got), LA_OK);
         assert_true(got.flops_total == fwd.flops_total + bwd.flops_total);
         assert_true(got.io_bytes == fwd.io_bytes + bwd.io_bytes);
         assert_true(got.workspace_bytes == (fwd.workspace_bytes > bwd.workspace_bytes
@@ -67,12 +68,12 @@ static void costs(void **state)
     /* outside the registry, an unknown pass */
     la_problem p = small_problem(LA_KERNEL_SOFTMAX);
     la_cost c;
-    assert_false(ps_kernel_has(LA_KERNEL_COUNT, PS_FORWARD));
-    assert_false(ps_kernel_has(LA_KERNEL_SOFTMAX, PS_COUNT));
-    assert_int_equal(ps_cost(LA_KERNEL_COUNT, &p, PS_FORWARD, LA_FLOAT32, &c), LA_EINVAL);
-    assert_int_equal(ps_cost(LA_KERNEL_SOFTMAX, &p, PS_COUNT, LA_FLOAT32, &c), LA_EINVAL);
-    assert_string_equal(ps_pass_names[PS_TRAIN], "train");
-    assert_null(ps_pass_names[PS_COUNT]);
+    assert_false(pass_kernel_has(LA_KERNEL_COUNT, PASS_FORWARD));
+    assert_false(pass_kernel_has(LA_KERNEL_SOFTMAX, PASS_COUNT));
+    assert_int_equal(pass_cost(LA_KERNEL_COUNT, &p, PASS_FORWARD, LA_FLOAT32, &c), LA_EINVAL);
+    assert_int_equal(pass_cost(LA_KERNEL_SOFTMAX, &p, PASS_COUNT, LA_FLOAT32, &c), LA_EINVAL);
+    assert_string_equal(pass_kind_names[PASS_TRAIN], "train");
+    assert_null(pass_kind_names[PASS_COUNT]);
 }
 
 static float *random_floats(tu_rng *r, size_t n)
@@ -96,7 +97,7 @@ static void timed_calls(void **state)
 {
     (void)state;
     tu_rng r = tu_rng_for("timed_calls");
-    const res_rule rule = {2, 3, 0, INFINITY};
+    const timer_rule rule = {2, 3, 0, INFINITY};
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {
         const la_kernel kernel = (la_kernel)k;
         const la_problem p = small_problem(kernel);
@@ -107,23 +108,23 @@ static void timed_calls(void **state)
         float *v = random_floats(&r, n_v), *d_out = random_floats(&r, n_o);
         float *out = filled(n_o, 0xA5), *want_out = filled(n_o, 0);
         float *d_q = filled(n_q, 0xA5), *d_k = filled(n_k, 0xA5), *d_v = filled(n_v, 0xA5);
-        const ps_arrays a = {q, k_, v, out, d_out, d_q, d_k, d_v};
-        res_timing t;
+        const pass_arrays a = {q, k_, v, out, d_out, d_q, d_k, d_v};
+        timer_result t;
 
         /* forward: the library's output, bitwise */
         assert_int_equal(la_attention(kernel, &p, LA_FLOAT32, q, k_, v, want_out), LA_OK);
-        assert_int_equal(ps_time(kernel, &p, PS_FORWARD, &a, &rule, &t), LA_OK);
+        assert_int_equal(pass_time(kernel, &p, PASS_FORWARD, &a, &rule, &t), LA_OK);
         assert_true(t.reps >= 2 && t.median_s >= 0);
         assert_memory_equal(out, want_out, n_o * sizeof *out);
 
-        for (int pass = PS_BACKWARD; pass <= PS_TRAIN; pass++) {
+        for (int pass = PASS_BACKWARD; pass <= PASS_TRAIN; pass++) {
             memset(out, 0xA5, n_o * sizeof *out);
             memset(d_q, 0xA5, n_q * sizeof *d_q);
             memset(d_k, 0xA5, n_k * sizeof *d_k);
             memset(d_v, 0xA5, n_v * sizeof *d_v);
             if (!row_has_backward(kernel)) {
                 /* refused, nothing written */
-                assert_int_equal(ps_time(kernel, &p, (ps_pass)pass, &a, &rule, &t), LA_EINVAL);
+                assert_int_equal(pass_time(kernel, &p, (pass_kind)pass, &a, &rule, &t), LA_EINVAL);
                 float *sentinel = filled(n_q, 0xA5);
                 assert_memory_equal(d_q, sentinel, n_q * sizeof *d_q);
                 assert_memory_equal(out, sentinel, n_o * sizeof *out);
@@ -134,7 +135,7 @@ static void timed_calls(void **state)
              * the output is the forward's */
             float *want_q = filled(n_q, 0), *want_k = filled(n_k, 0), *want_v = filled(n_v, 0);
             if (kernel == LA_KERNEL_SOFTMAX) {
-                /* fused softmax trains with the forward's log-sum-exp (passes.h) */
+                /* fused softmax trains with the forward's log-sum-exp (pass.h) */
                 float *lse = filled(bh * p.n_queries, 0), *lse_out = filled(n_o, 0);
                 assert_int_equal(la_softmax_attention_lse_f32(&p, q, k_, v, lse_out, lse), LA_OK);
                 assert_memory_equal(lse_out, want_out, n_o * sizeof *out);
@@ -147,7 +148,7 @@ static void timed_calls(void **state)
                                                        NULL, d_out, want_q, want_k, want_v),
                                  LA_OK);
             }
-            assert_int_equal(ps_time(kernel, &p, (ps_pass)pass, &a, &rule, &t), LA_OK);
+            assert_int_equal(pass_time(kernel, &p, (pass_kind)pass, &a, &rule, &t), LA_OK);
             assert_memory_equal(out, want_out, n_o * sizeof *out);
             assert_memory_equal(d_q, want_q, n_q * sizeof *d_q);
             assert_memory_equal(d_k, want_k, n_k * sizeof *d_k);
@@ -195,16 +196,16 @@ static void output_sets(void **state)
     float data[6] = {1, 2, 3, 4, 5, 6};
     const la_array a = {LA_NPY_F32, 2, {2, 3}, 6, data}, b = {LA_NPY_F32, 1, {4}, 4, data};
     const char *pa = in_dir("a.npy"), *pb = in_dir("b.npy");
-    out_set s;
+    outputs_set s;
 
     /* staged: nothing at the paths; committed: both, with their contents */
-    out_set_init(&s);
-    assert_int_equal(out_set_add(&s, "--out", pa, &a), 0);
-    assert_int_equal(out_set_add(&s, "--grad-q", pb, &b), 0);
+    outputs_set_init(&s);
+    assert_int_equal(outputs_set_add(&s, "--out", pa, &a), 0);
+    assert_int_equal(outputs_set_add(&s, "--grad-q", pb, &b), 0);
     assert_false(exists(pa) || exists(pb));
-    assert_int_equal(out_set_commit(&s), 0);
-    out_set_free(&s);
-    out_set_free(&s); /* twice is safe */
+    assert_int_equal(outputs_set_commit(&s), 0);
+    outputs_set_free(&s);
+    outputs_set_free(&s); /* twice is safe */
     la_array back;
     const char *why;
     assert_int_equal(la_npy_read(pb, &back, &why), LA_OK);
@@ -215,22 +216,22 @@ static void output_sets(void **state)
     unlink(pa), unlink(pb);
 
     /* a later add fails (no such folder): after free, nothing anywhere */
-    out_set_init(&s);
-    assert_int_equal(out_set_add(&s, "--out", pa, &a), 0);
-    assert_int_equal(out_set_add(&s, "--grad-q", in_dir("missing/b.npy"), &b), 2);
-    out_set_free(&s);
+    outputs_set_init(&s);
+    assert_int_equal(outputs_set_add(&s, "--out", pa, &a), 0);
+    assert_int_equal(outputs_set_add(&s, "--grad-q", in_dir("missing/b.npy"), &b), 2);
+    outputs_set_free(&s);
     assert_entries(0);
 
     /* the same file twice, also through a symbolic link: refused */
     assert_int_equal(symlink("a.npy", in_dir("link.npy")), 0);
-    out_set_init(&s);
-    assert_int_equal(out_set_add(&s, "--out", pa, &a), 0);
-    assert_int_equal(out_set_add(&s, "--grad-q", pa, &b), 2);
-    out_set_free(&s);
-    out_set_init(&s);
-    assert_int_equal(out_set_add(&s, "--out", pa, &a), 0);
-    assert_int_equal(out_set_add(&s, "--grad-q", in_dir("link.npy"), &b), 2);
-    out_set_free(&s);
+    outputs_set_init(&s);
+    assert_int_equal(outputs_set_add(&s, "--out", pa, &a), 0);
+    assert_int_equal(outputs_set_add(&s, "--grad-q", pa, &b), 2);
+    outputs_set_free(&s);
+    outputs_set_init(&s);
+    assert_int_equal(outputs_set_add(&s, "--out", pa, &a), 0);
+    assert_int_equal(outputs_set_add(&s, "--grad-q", in_dir("link.npy"), &b), 2);
+    outputs_set_free(&s);
     assert_false(exists(pa));
     unlink(in_dir("link.npy"));
 
@@ -239,9 +240,9 @@ static void output_sets(void **state)
     assert_non_null(f);
     fputs("previous", f);
     fclose(f);
-    out_set_init(&s);
-    assert_int_equal(out_set_add(&s, "--out", pa, &a), 0);
-    out_set_free(&s);
+    outputs_set_init(&s);
+    assert_int_equal(outputs_set_add(&s, "--out", pa, &a), 0);
+    outputs_set_free(&s);
     char text[16] = "";
     f = fopen(pa, "r");
     assert_non_null(f);
@@ -256,12 +257,12 @@ static void output_sets(void **state)
     assert_int_equal(mkdir(sub, 0755), 0);
     char pc[160];
     snprintf(pc, sizeof pc, "%s/c.npy", sub);
-    out_set_init(&s);
-    assert_int_equal(out_set_add(&s, "--out", pa, &a), 0);
-    assert_int_equal(out_set_add(&s, "--grad-q", pc, &b), 0);
+    outputs_set_init(&s);
+    assert_int_equal(outputs_set_add(&s, "--out", pa, &a), 0);
+    assert_int_equal(outputs_set_add(&s, "--grad-q", pc, &b), 0);
     assert_int_equal(rename(sub, moved), 0);
-    assert_int_equal(out_set_commit(&s), 2);
-    out_set_free(&s);
+    assert_int_equal(outputs_set_commit(&s), 2);
+    outputs_set_free(&s);
     assert_false(exists(pa));
     char command[200];
     snprintf(command, sizeof command, "rm -rf %s", moved);

@@ -1,10 +1,10 @@
-/* test_progress.c — the progress line (experiments/common/record.c): on a pipe or a file,
+/* test_progress.c — the progress line (experiments/common/progress.c): on a pipe or a file,
  * one plain line per finished point (at most one every every_s seconds) and a closing
  * line; on a terminal, one line rewritten in place; inside `linattn results`, the
  * experiment's number and the suite's time left. */
 #include "../testutil.h"
 
-#include "../../experiments/common/record.h"
+#include "../../experiments/common/progress.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,14 +12,14 @@
 #include <time.h>
 
 /* A progress line written into memory: capture_start() starts c->pr (label, points,
- * work as res_progress_start) on a memory stream, as a terminal or not; the test sets
+ * work as progress_start) on a memory stream, as a terminal or not; the test sets
  * any other field of c->pr, steps it and ends it; capture_text() closes the stream and
  * returns what was written (free it). c must stay where it is until then. */
 typedef struct {
     char *text;
     size_t len; /* what the stream holds so far, once flushed */
     FILE *out;
-    res_progress pr;
+    progress_line pr;
 } capture;
 
 static void capture_start(capture *c, const char *label, int total_points, double total_work,
@@ -29,7 +29,7 @@ static void capture_start(capture *c, const char *label, int total_points, doubl
     c->len = 0;
     c->out = open_memstream(&c->text, &c->len);
     assert_non_null(c->out);
-    res_progress_start(&c->pr, label, total_points, total_work);
+    progress_start(&c->pr, label, total_points, total_work);
     c->pr.out = c->out, c->pr.tty = tty;
 }
 
@@ -45,10 +45,10 @@ static char *three_points(int tty, double every_s)
     capture c;
     capture_start(&c, "demo", 3, 6, tty);
     c.pr.every_s = every_s;
-    res_progress_step(&c.pr, 1, 1, "first N=16");
-    res_progress_step(&c.pr, 2, 2, "second N=32");
-    res_progress_step(&c.pr, 3, 3, "third N=64");
-    res_progress_end(&c.pr);
+    progress_step(&c.pr, 1, 1, "first N=16");
+    progress_step(&c.pr, 2, 2, "second N=32");
+    progress_step(&c.pr, 3, 3, "third N=64");
+    progress_end(&c.pr);
     return capture_text(&c);
 }
 
@@ -100,18 +100,18 @@ static void terminal_line(void **state)
 static void inside_suite(void **state)
 {
     (void)state;
-    res_progress_suite(2, 6, 125);
+    progress_suite(2, 6, 125);
     char *text = three_points(0, 0);
     printf("%s", text);
     assert_non_null(strstr(text, "[2/6 demo] 1/3 points done"));
     assert_non_null(strstr(text, "(suite ~2m0"));
     assert_non_null(strstr(text, "[2/6 demo] 3 points in "));
     free(text);
-    res_progress_suite(6, 6, 0); /* the last experiment: no suite time beyond its own */
+    progress_suite(6, 6, 0); /* the last experiment: no suite time beyond its own */
     text = three_points(0, 0);
     assert_null(strstr(text, "suite"));
     free(text);
-    res_progress_suite(0, 0, -1);
+    progress_suite(0, 0, -1);
     text = three_points(0, 0);
     assert_null(strstr(text, "/6"));
     free(text);
@@ -125,12 +125,12 @@ static void estimate(void **state)
     capture c;
     capture_start(&c, "est", 3, 6, 0);
     c.pr.every_s = 0;
-    res_progress_step(&c.pr, 1, 1, "a");
+    progress_step(&c.pr, 1, 1, "a");
     c.pr.start_s -= 10;
-    res_progress_step(&c.pr, 2, 2, "b");
+    progress_step(&c.pr, 2, 2, "b");
     c.pr.start_s -= 20;
-    res_progress_step(&c.pr, 3, 3, "c");
-    res_progress_end(&c.pr);
+    progress_step(&c.pr, 3, 3, "c");
+    progress_end(&c.pr);
     char *text = capture_text(&c);
     printf("%s", text);
     assert_non_null(strstr(text, "1/3 points done (last: a)  elapsed 10.0s  left ~50.0s"));
@@ -148,12 +148,12 @@ static void estimate_range(void **state)
     capture c;
     capture_start(&c, "rng", 3, 6, 0);
     c.pr.every_s = 0;
-    res_progress_step(&c.pr, 1, 1, "a");
+    progress_step(&c.pr, 1, 1, "a");
     c.pr.start_s -= 10, c.pr.point_start_s -= 10;
-    res_progress_step(&c.pr, 2, 2, "b");
+    progress_step(&c.pr, 2, 2, "b");
     c.pr.start_s -= 2, c.pr.point_start_s -= 2;
-    res_progress_step(&c.pr, 3, 3, "c");
-    res_progress_end(&c.pr);
+    progress_step(&c.pr, 3, 3, "c");
+    progress_end(&c.pr);
     char *text = capture_text(&c);
     printf("%s", text);
     assert_non_null(strstr(text, "1/3 points done (last: a)  elapsed 10.0s  left ~50.0s\n"));
@@ -170,10 +170,10 @@ static void heartbeat(void **state)
     capture c;
     capture_start(&c, "long", 2, 2, 0);
     c.pr.heartbeat_s = 0.2;
-    res_progress_step(&c.pr, 1, 1, "slow N=65536");
+    progress_step(&c.pr, 1, 1, "slow N=65536");
     struct timespec wait = {0, 700 * 1000 * 1000};
     nanosleep(&wait, NULL);
-    res_progress_end(&c.pr);
+    progress_end(&c.pr);
     struct timespec after = {0, 500 * 1000 * 1000}; /* no line after the end */
     nanosleep(&after, NULL);
     fflush(c.out);
@@ -194,13 +194,13 @@ static void durations(void **state)
 {
     (void)state;
     char buf[32];
-    res_format_duration(5.25, buf, sizeof buf);
+    progress_format_duration(5.25, buf, sizeof buf);
     assert_string_equal(buf, "5.2s");
-    res_format_duration(125, buf, sizeof buf);
+    progress_format_duration(125, buf, sizeof buf);
     assert_string_equal(buf, "2m05s");
-    res_format_duration(3720, buf, sizeof buf);
+    progress_format_duration(3720, buf, sizeof buf);
     assert_string_equal(buf, "1h02m");
-    res_format_duration(-1, buf, sizeof buf);
+    progress_format_duration(-1, buf, sizeof buf);
     assert_string_equal(buf, "?");
 }
 

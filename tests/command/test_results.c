@@ -1,13 +1,17 @@
 /* test_results.c — the experiments' measuring and recording machinery
- * (experiments/common/record.c, sweep.c, inputs.c): the CSV writer's metadata header and
- * --resume, reading results back, the machine check in the header, the timer, the
- * peak-RSS reset, the geometric sweep and the flag parsers. Linked against build/libcommand.a, the
- * helpers the command itself is built from (they are not part of the library). */
+ * (experiments/common/record.c, machine.c, timer.c, memory.c, sweep.c, inputs.c): the
+ * CSV writer's metadata header and --resume, reading results back, the machine check in
+ * the header, the timer, the peak-RSS reset, the geometric sweep and the flag parsers.
+ * Linked against build/libcommand.a, the helpers the command itself is built from (they
+ * are not part of the library). */
 #include "../testutil.h"
 
 #include "../../experiments/common/inputs.h"
+#include "../../experiments/common/machine.h"
+#include "../../experiments/common/memory.h"
 #include "../../experiments/common/record.h"
 #include "../../experiments/common/sweep.h"
+#include "../../experiments/common/timer.h"
 
 #include <errno.h>
 #include <math.h>
@@ -42,12 +46,12 @@ static void header_and_rows(void **state)
     char path[256], err[256];
     temp_path(path, sizeof path, "header");
     char *argv[] = {"scaling", "--n", "4:8"};
-    res_file *f = res_open(path, "scaling", "a test", "variant,n,status,median_s", 2, 0, 3, argv,
-                           err, sizeof err);
+    record_file *f = record_open(path, "scaling", "a test", "variant,n,status,median_s", 2, 0, 3,
+                                 argv, err, sizeof err);
     assert_non_null(f);
-    assert_int_equal(res_row(f, "softmax,4,ok,%.3f", 1.5), 0);
-    assert_int_equal(res_row(f, "linear,4,skipped_time,"), 0);
-    assert_int_equal(res_close(f), 0);
+    assert_int_equal(record_row(f, "softmax,4,ok,%.3f", 1.5), 0);
+    assert_int_equal(record_row(f, "linear,4,skipped_time,"), 0);
+    assert_int_equal(record_close(f), 0);
     char *text = slurp(path);
     const char *required[] = {"# linattn scaling: a test\n",
                               "# command: build/linattn scaling --n 4:8\n",
@@ -87,20 +91,20 @@ static void stream_file_same_header(void **state)
     (void)state;
     char path[256], err[256], *argv[] = {"bench", "--format", "csv"};
     temp_path(path, sizeof path, "stream");
-    res_file *f = res_open(path, "bench", "t", "variant,n", 1, 0, 3, argv, err, sizeof err);
+    record_file *f = record_open(path, "bench", "t", "variant,n", 1, 0, 3, argv, err, sizeof err);
     assert_non_null(f);
-    assert_int_equal(res_close(f), 0);
+    assert_int_equal(record_close(f), 0);
     char *file_text = slurp(path);
 
     char *text = NULL;
     size_t size = 0;
     FILE *out = open_memstream(&text, &size);
     assert_non_null(out);
-    f = res_open_stream(out, "bench", "a test", "variant,n,median_s",
-                        "# shape: B=1\n# sgemm_gflops: 1.0\n", 3, argv, err, sizeof err);
+    f = record_open_stream(out, "bench", "a test", "variant,n,median_s",
+                           "# shape: B=1\n# sgemm_gflops: 1.0\n", 3, argv, err, sizeof err);
     assert_non_null(f);
-    assert_int_equal(res_row(f, "softmax,4,%.3f", 0.5), 0);
-    assert_int_equal(res_close(f), 0);
+    assert_int_equal(record_row(f, "softmax,4,%.3f", 0.5), 0);
+    assert_int_equal(record_close(f), 0);
     assert_int_equal(fputs("still open\n", out) >= 0, 1);
     fclose(out);
 
@@ -117,14 +121,14 @@ static void stream_file_same_header(void **state)
     unlink(path);
 
     char sibling[256];
-    res_sibling_path("results/scaling.csv", "fit", sibling, sizeof sibling);
+    record_sibling_path("results/scaling.csv", "fit", sibling, sizeof sibling);
     assert_string_equal(sibling, "results/scaling_fit.csv");
-    res_sibling_path("out", "points", sibling, sizeof sibling);
+    record_sibling_path("out", "points", sibling, sizeof sibling);
     assert_string_equal(sibling, "out_points.csv");
 }
 
 /* --resume keeps the rows, appends after a comment, and the latest row of a key wins;
- * res_load reads the same rows back. */
+ * record_load reads the same rows back. */
 static void resume_and_load(void **state)
 {
     (void)state;
@@ -132,55 +136,57 @@ static void resume_and_load(void **state)
     temp_path(path, sizeof path, "resume");
     char *argv[] = {"scaling"};
     const char *columns = "variant,n,status,median_s";
-    res_file *f = res_open(path, "scaling", "t", columns, 2, 0, 1, argv, err, sizeof err);
+    record_file *f = record_open(path, "scaling", "t", columns, 2, 0, 1, argv, err, sizeof err);
     assert_non_null(f);
-    res_row(f, "softmax,4,ok,0.25");
-    res_row(f, "softmax,8,skipped_time,");
-    assert_int_equal(res_close(f), 0);
+    record_row(f, "softmax,4,ok,0.25");
+    record_row(f, "softmax,8,skipped_time,");
+    assert_int_equal(record_close(f), 0);
 
-    f = res_open(path, "scaling", "t", columns, 2, 1, 1, argv, err, sizeof err);
+    f = record_open(path, "scaling", "t", columns, 2, 1, 1, argv, err, sizeof err);
     assert_non_null(f);
-    assert_int_equal(res_resumed_rows(f), 2);
-    const char *row = res_find(f, "softmax,4");
+    assert_int_equal(record_resumed_rows(f), 2);
+    const char *row = record_find(f, "softmax,4");
     assert_non_null(row);
     double t = 0;
-    assert_int_equal(res_get(f, row, "median_s", &t), 0);
+    assert_int_equal(record_get(f, row, "median_s", &t), 0);
     assert_true(t == 0.25);
-    assert_int_equal(res_get(f, row, "nope", &t), -1);
-    row = res_find(f, "softmax,8");
+    assert_int_equal(record_get(f, row, "nope", &t), -1);
+    row = record_find(f, "softmax,8");
     assert_non_null(row);
-    assert_int_equal(res_get(f, row, "median_s", &t), -1); /* empty field */
-    assert_null(res_find(f, "softmax,16"));
-    assert_int_equal(res_row(f, "softmax,8,ok,1.0"), 0); /* measured after all */
+    assert_int_equal(record_get(f, row, "median_s", &t), -1); /* empty field */
+    assert_null(record_find(f, "softmax,16"));
+    assert_int_equal(record_row(f, "softmax,8,ok,1.0"), 0); /* measured after all */
     char status[16];
-    assert_int_equal(res_get_str(f, res_find(f, "softmax,8"), "status", status, sizeof status), 0);
+    assert_int_equal(
+        record_get_str(f, record_find(f, "softmax,8"), "status", status, sizeof status), 0);
     assert_string_equal(status, "ok");
-    assert_int_equal(res_close(f), 0);
+    assert_int_equal(record_close(f), 0);
 
     char *text = slurp(path);
     assert_non_null(strstr(text, "\n# resumed: "));
     assert_non_null(strstr(text, "softmax,8,skipped_time,\n# resumed: "));
     free(text);
 
-    f = res_load(path, 2, err, sizeof err);
+    f = record_load(path, 2, err, sizeof err);
     assert_non_null(f);
-    assert_int_equal(res_count(f), 3);
-    assert_string_equal(res_row_at(f, 0), "softmax,4,ok,0.25");
-    assert_int_equal(res_get_str(f, res_find(f, "softmax,8"), "status", status, sizeof status), 0);
+    assert_int_equal(record_count(f), 3);
+    assert_string_equal(record_row_at(f, 0), "softmax,4,ok,0.25");
+    assert_int_equal(
+        record_get_str(f, record_find(f, "softmax,8"), "status", status, sizeof status), 0);
     assert_string_equal(status, "ok");
-    res_close(f);
+    record_close(f);
 
     /* a file with other columns is refused, not silently mixed */
-    f = res_open(path, "scaling", "t", "variant,n,status", 2, 1, 1, argv, err, sizeof err);
+    f = record_open(path, "scaling", "t", "variant,n,status", 2, 1, 1, argv, err, sizeof err);
     assert_null(f);
     assert_non_null(strstr(err, "columns differ"));
     unlink(path);
-    assert_null(res_load(path, 2, err, sizeof err));
+    assert_null(record_load(path, 2, err, sizeof err));
 }
 
 /* The timer runs at least min_reps timed repetitions and orders its statistics; a body
  * that fails stops it with its value. */
-/* A timing experiment's machine check (res_machine_check) is written into the header of
+/* A timing experiment's machine check (machine_check) is written into the header of
  * the files opened after it, as the plots read it; once its last file is closed it is
  * forgotten, so a later experiment that times nothing carries no such lines. */
 static void machine_check_in_header(void **state)
@@ -188,15 +194,15 @@ static void machine_check_in_header(void **state)
     (void)state;
     char path[256], err[256], *argv[] = {"scaling"};
     temp_path(path, sizeof path, "busy");
-    const bz_report *busy = res_machine_check();
+    const machine_report *busy = machine_check();
     assert_non_null(busy);
     assert_true(busy->calibration_s[0] > 0 && busy->calibration_s[1] > 0);
     assert_true(busy->spread >= 0 && !isnan(busy->spread));
     assert_int_equal(busy->noisy, busy->why[0] != 0);
-    res_file *f = res_open(path, "scaling", "t", "variant,n", 1, 0, 1, argv, err, sizeof err);
+    record_file *f = record_open(path, "scaling", "t", "variant,n", 1, 0, 1, argv, err, sizeof err);
     assert_non_null(f);
-    assert_int_equal(res_row(f, "linear,4"), 0);
-    assert_int_equal(res_close(f), 0);
+    assert_int_equal(record_row(f, "linear,4"), 0);
+    assert_int_equal(record_close(f), 0);
     char *text = slurp(path);
     char expected[256];
     snprintf(expected, sizeof expected, "\n# calibration: %.4f %.4f (spread %.1f%%)\n# noisy: %s",
@@ -208,10 +214,10 @@ static void machine_check_in_header(void **state)
     assert_true(strstr(text, "# load_average: ") < strstr(text, "# calibration: "));
     free(text);
 
-    f = res_open(path, "accuracy", "t", "variant,n", 1, 0, 1, argv, err, sizeof err);
+    f = record_open(path, "accuracy", "t", "variant,n", 1, 0, 1, argv, err, sizeof err);
     assert_non_null(f);
-    assert_int_equal(res_row(f, "linear,4"), 0);
-    assert_int_equal(res_close(f), 0);
+    assert_int_equal(record_row(f, "linear,4"), 0);
+    assert_int_equal(record_close(f), 0);
     text = slurp(path);
     assert_null(strstr(text, "# calibration:"));
     assert_null(strstr(text, "# noisy:"));
@@ -234,17 +240,17 @@ static void timer(void **state)
 {
     (void)state;
     int calls = 0;
-    res_timing t;
-    assert_int_equal(res_time(count_calls, &calls, &(res_rule){5, 1000, 0, 1.0}, &t), 0);
+    timer_result t;
+    assert_int_equal(timer_run(count_calls, &calls, &(timer_rule){5, 1000, 0, 1.0}, &t), 0);
     assert_int_equal(t.reps, 5);
     assert_int_equal(calls, 6); /* the warm-up is not timed */
     assert_true(t.min_s <= t.median_s && t.median_s <= t.max_s && t.min_s >= 0);
     calls = 0;
-    assert_int_equal(res_time(count_calls, &calls, &(res_rule){1, 50, 10.0, 1.0}, &t), 0);
+    assert_int_equal(timer_run(count_calls, &calls, &(timer_rule){1, 50, 10.0, 1.0}, &t), 0);
     assert_int_equal(t.reps, 50); /* min_total_s not reached: capped by max_reps */
     calls = 0;
-    assert_int_equal(res_time(fail_third, &calls, &(res_rule){5, 10, 0, 1.0}, &t), 7);
-    double a = res_now(), b = res_now();
+    assert_int_equal(timer_run(fail_third, &calls, &(timer_rule){5, 10, 0, 1.0}, &t), 7);
+    double a = timer_now(), b = timer_now();
     assert_true(b >= a);
 }
 
@@ -274,19 +280,19 @@ static int touch_nothing(void *ctx)
 static void peak_rss(void **state)
 {
     (void)state;
-    res_memory_init();
+    memory_init();
     if (access("/proc/self/clear_refs", W_OK) != 0) {
         print_message("peak_rss: skipped: cannot reset VmHWM through /proc/self/clear_refs "
                       "(%s)\n",
                       strerror(errno));
         skip();
     }
-    const res_rule once = {1, 1, 0, INFINITY};
-    res_timing big, small;
-    assert_int_equal(res_time(touch_64_mib, NULL, &once, &big), 0);
+    const timer_rule once = {1, 1, 0, INFINITY};
+    timer_result big, small;
+    assert_int_equal(timer_run(touch_64_mib, NULL, &once, &big), 0);
     assert_true(big.baseline_rss_bytes > 0);
     assert_true(big.peak_rss_bytes >= big.baseline_rss_bytes + 60.0 * (1 << 20));
-    assert_int_equal(res_time(touch_nothing, NULL, &once, &small), 0);
+    assert_int_equal(timer_run(touch_nothing, NULL, &once, &small), 0);
     assert_true(small.baseline_rss_bytes > 0);
 #ifndef __SANITIZE_ADDRESS__ /* ASan keeps freed memory resident in its quarantine */
     assert_true(small.peak_rss_bytes < big.peak_rss_bytes - 32.0 * (1 << 20));
@@ -297,13 +303,13 @@ static void sweeps_and_flags(void **state)
 {
     (void)state;
     size_t ns[64];
-    assert_int_equal(sw_geometric(128, 65536, 2, ns, 64), 10);
+    assert_int_equal(sweep_geometric(128, 65536, 2, ns, 64), 10);
     assert_int_equal(ns[0], 128);
     assert_int_equal(ns[9], 65536);
-    assert_int_equal(sw_geometric(16, 1000, 2, ns, 64), 6); /* 16 .. 512 */
+    assert_int_equal(sweep_geometric(16, 1000, 2, ns, 64), 6); /* 16 .. 512 */
     assert_int_equal(ns[5], 512);
-    assert_int_equal(sw_geometric(10, 10, 2, ns, 64), 1);
-    assert_int_equal(sw_geometric(1, 4, 1.1, ns, 64), 4); /* 1, 2, 3, 4: no repeats */
+    assert_int_equal(sweep_geometric(10, 10, 2, ns, 64), 1);
+    assert_int_equal(sweep_geometric(1, 4, 1.1, ns, 64), 4); /* 1, 2, 3, 4: no repeats */
 
     /* --max-mem's sizes, through the shared flags as a command passes them */
     const struct {
@@ -318,9 +324,9 @@ static void sweeps_and_flags(void **state)
                  {"0", 0},
                  {"8T", 0}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        sw_common_text text = {.max_mem = sizes[i].text};
-        sw_common common;
-        int rc = sw_common_finish(&text, &common, "out.csv", 1, 1);
+        sweep_common_text text = {.max_mem = sizes[i].text};
+        sweep_common common;
+        int rc = sweep_common_finish(&text, &common, "out.csv", 1, 1);
         if (sizes[i].bytes == 0) {
             if (rc != 2) fail_msg("--max-mem %s accepted", sizes[i].text);
         } else if (rc != 0 || common.max_mem != sizes[i].bytes) {
@@ -328,7 +334,7 @@ static void sweeps_and_flags(void **state)
         }
     }
     size_t n = 0;
-    /* lists and ranges of sizes: sw_parse_sweep, tested in test_sweep.c */
+    /* lists and ranges of sizes: sweep_parse, tested in test_sweep.c */
 
     /* the one list parser, and choices from it */
     char buf[16], *items[4];
@@ -352,15 +358,15 @@ static void rel_error_nan(void **state)
 {
     (void)state;
     double ref[3] = {1, 2, 3}, y[3] = {1, 2, 3};
-    assert_true(in_rel_error_f64(y, ref, 3) == 0);
+    assert_true(inputs_rel_error_f64(y, ref, 3) == 0);
     y[0] = 2;
-    assert_true(fabs(in_rel_error_f64(y, ref, 3) - 1 / sqrt(14.0)) < 1e-15);
+    assert_true(fabs(inputs_rel_error_f64(y, ref, 3) - 1 / sqrt(14.0)) < 1e-15);
     y[1] = NAN;
-    assert_true(isinf(in_rel_error_f64(y, ref, 3)));
+    assert_true(isinf(inputs_rel_error_f64(y, ref, 3)));
     y[1] = 2, y[2] = INFINITY;
-    assert_true(isinf(in_rel_error_f64(y, ref, 3)));
+    assert_true(isinf(inputs_rel_error_f64(y, ref, 3)));
     ref[0] = ref[1] = ref[2] = 0, y[2] = 0; /* ref all zero: ‖y‖ */
-    assert_true(fabs(in_rel_error_f64(y, ref, 3) - sqrt(8.0)) < 1e-15);
+    assert_true(fabs(inputs_rel_error_f64(y, ref, 3) - sqrt(8.0)) < 1e-15);
 }
 
 int main(void)

@@ -2,11 +2,11 @@
  * quartiles of repeated timings, the log-log fit with its bootstrap interval and R², the
  * crossing of two curves with its bracket, the speed-up range; each against values
  * worked out by hand or plain loops, and none accepting a NaN. Also the interleaved timer
- * (record.c) that gives the repetitions. */
+ * (timer.c) that gives the repetitions. */
 #include "../testutil.h"
 
-#include "../../experiments/common/record.h"
 #include "../../experiments/common/stats.h"
+#include "../../experiments/common/timer.h"
 
 #include <math.h>
 #include <string.h>
@@ -18,18 +18,18 @@ static void summary_quartiles(void **state)
 {
     (void)state;
     double x[] = {4, 1, 3, 2};
-    st_summary s;
-    assert_int_equal(st_summarize(x, 4, &s), 0);
+    stats_summary s;
+    assert_int_equal(stats_summarize(x, 4, &s), 0);
     assert_true(s.min == 1 && s.max == 4 && s.median == 2.5 && s.q1 == 1.75 && s.q3 == 3.25);
     assert_true(x[0] == 1 && x[3] == 4);
     double one[] = {5};
-    assert_int_equal(st_summarize(one, 1, &s), 0);
+    assert_int_equal(stats_summarize(one, 1, &s), 0);
     assert_true(s.min == 5 && s.q1 == 5 && s.median == 5 && s.q3 == 5 && s.max == 5);
     double nan_in[] = {1, NAN, 3};
-    st_summary untouched = {-1, -1, -1, -1, -1, 99};
+    stats_summary untouched = {-1, -1, -1, -1, -1, 99};
     s = untouched;
-    assert_int_equal(st_summarize(nan_in, 3, &s), -1);
-    assert_int_equal(st_summarize(x, 0, &s), -1);
+    assert_int_equal(stats_summarize(nan_in, 3, &s), -1);
+    assert_int_equal(stats_summarize(x, 0, &s), -1);
     assert_memory_equal(&s, &untouched, sizeof s);
 
     /* against a plain-loop reference on random data: rank h = p·(n−1) by counting */
@@ -43,7 +43,7 @@ static void summary_quartiles(void **state)
             double t = sorted[j];
             sorted[j] = sorted[j - 1], sorted[j - 1] = t;
         }
-    assert_int_equal(st_summarize(y, 37, &s), 0);
+    assert_int_equal(stats_summarize(y, 37, &s), 0);
     assert_true(s.q1 == sorted[9] && s.median == sorted[18] && s.q3 == sorted[27]);
 }
 
@@ -59,15 +59,15 @@ static void fit_exact_power_law(void **state)
         x[i] = 128.0 * pow(2, i);
         y[i] = a * pow(x[i], e);
     }
-    st_fit f;
-    assert_int_equal(st_fit_loglog(x, y, 10, ST_BOOTSTRAP_SEED, &f), 0);
+    stats_fit f;
+    assert_int_equal(stats_fit_loglog(x, y, 10, STATS_BOOTSTRAP_SEED, &f), 0);
     assert_true(fabs(f.exponent - e) < 1e-12);
     assert_true(fabs(f.prefactor - a) < 1e-9 * a);
     assert_true(fabs(f.r_squared - 1) < 1e-12);
     assert_true(f.ci_lo <= f.exponent + 1e-12 && f.exponent <= f.ci_hi + 1e-12);
     assert_true(f.ci_hi - f.ci_lo < 1e-9);
     assert_int_equal(f.points, 10);
-    assert_int_equal(f.resamples, ST_BOOTSTRAP_RESAMPLES);
+    assert_int_equal(f.resamples, STATS_BOOTSTRAP_RESAMPLES);
     assert_true(f.x_min == 128 && f.x_max == 128.0 * 512);
 }
 
@@ -99,9 +99,9 @@ static void fit_noisy_data(void **state)
         x[i] = 100.0 * pow(1.3, i);
         y[i] = 1e-6 * x[i] * x[i] * exp(0.2 * tu_normal(&r));
     }
-    st_fit f, again;
-    assert_int_equal(st_fit_loglog(x, y, 24, ST_BOOTSTRAP_SEED, &f), 0);
-    assert_int_equal(st_fit_loglog(x, y, 24, ST_BOOTSTRAP_SEED, &again), 0);
+    stats_fit f, again;
+    assert_int_equal(stats_fit_loglog(x, y, 24, STATS_BOOTSTRAP_SEED, &f), 0);
+    assert_int_equal(stats_fit_loglog(x, y, 24, STATS_BOOTSTRAP_SEED, &again), 0);
     assert_true(f.ci_lo == again.ci_lo && f.ci_hi == again.ci_hi);
     assert_true(f.r_squared < 1 && f.r_squared > 0.9);
     assert_true(f.ci_lo < f.exponent && f.exponent < f.ci_hi);
@@ -113,33 +113,33 @@ static void fit_noisy_data(void **state)
     assert_true(width > 1e-3); /* wider than the exact law's */
 }
 
-/* Fewer than ST_MIN_FIT_POINTS usable points, or x all equal: refused, out untouched.
+/* Fewer than STATS_MIN_FIT_POINTS usable points, or x all equal: refused, out untouched.
  * NaN, infinite, zero and negative points are not usable: they never pass as data. */
 static void fit_refusals(void **state)
 {
     (void)state;
     const double x[] = {1, 2, 4, 8, 16, 32}, y[] = {1, 2, 4, 8, 16, 32};
-    st_fit f, untouched;
+    stats_fit f, untouched;
     memset(&untouched, 0x5a, sizeof untouched);
     f = untouched;
-    assert_int_equal(st_fit_loglog(x, y, 3, 1, &f), -1);
+    assert_int_equal(stats_fit_loglog(x, y, 3, 1, &f), -1);
     assert_memory_equal(&f, &untouched, sizeof f);
-    assert_int_equal(st_fit_loglog(x, y, 4, 1, &f), 0);
+    assert_int_equal(stats_fit_loglog(x, y, 4, 1, &f), 0);
     assert_int_equal(f.points, 4);
 
     /* 6 points of which 3 have NaN, inf or 0: 3 usable, refused */
     const double y_bad[] = {1, NAN, 4, INFINITY, 16, 0};
     f = untouched;
-    assert_int_equal(st_fit_loglog(x, y_bad, 6, 1, &f), -1);
+    assert_int_equal(stats_fit_loglog(x, y_bad, 6, 1, &f), -1);
     assert_memory_equal(&f, &untouched, sizeof f);
     const double x_bad[] = {NAN, 2, 4, 8, -16, 32};
-    assert_int_equal(st_fit_loglog(x_bad, y, 6, 1, &f), 0);
+    assert_int_equal(stats_fit_loglog(x_bad, y, 6, 1, &f), 0);
     assert_int_equal(f.points, 4); /* the NaN and negative x skipped */
     assert_false(isnan(f.exponent) || isnan(f.ci_lo) || isnan(f.ci_hi) || isnan(f.r_squared));
 
     const double same_x[] = {8, 8, 8, 8, 8};
     f = untouched;
-    assert_int_equal(st_fit_loglog(same_x, y, 5, 1, &f), -1);
+    assert_int_equal(stats_fit_loglog(same_x, y, 5, 1, &f), -1);
     assert_memory_equal(&f, &untouched, sizeof f);
 }
 
@@ -155,37 +155,37 @@ static void crossings(void **state)
         a[i] = 1e-9 * n[i] * n[i];
         b[i] = 1e-6 * n[i];
     }
-    st_crossing x;
-    assert_int_equal(st_crossover(n, a, b, 6, &x), 0);
-    assert_int_equal(x.where, ST_CROSS_INSIDE);
+    stats_crossing x;
+    assert_int_equal(stats_crossover(n, a, b, 6, &x), 0);
+    assert_int_equal(x.where, STATS_CROSS_INSIDE);
     assert_true(fabs(x.n - 1000) < 1e-9 * 1000);
     assert_true(x.lo == 512 && x.hi == 1024);
 
     for (int i = 0; i < 6; i++)
         b[i] = 1e-8 * n[i]; /* crossing at N = 10 */
-    assert_int_equal(st_crossover(n, a, b, 6, &x), 0);
-    assert_int_equal(x.where, ST_CROSS_BELOW);
+    assert_int_equal(stats_crossover(n, a, b, 6, &x), 0);
+    assert_int_equal(x.where, STATS_CROSS_BELOW);
     assert_true(x.hi == 128 && isnan(x.lo) && isnan(x.n));
 
     for (int i = 0; i < 6; i++)
         b[i] = 1e-4 * n[i]; /* crossing at N = 100000 */
-    assert_int_equal(st_crossover(n, a, b, 6, &x), 0);
-    assert_int_equal(x.where, ST_CROSS_ABOVE);
+    assert_int_equal(stats_crossover(n, a, b, 6, &x), 0);
+    assert_int_equal(x.where, STATS_CROSS_ABOVE);
     assert_true(x.lo == 4096 && isnan(x.hi) && isnan(x.n));
 
     /* a single win (noise at N = 256) is not the crossing; the lasting one at 2048 is */
     const double a2[] = {1, 3, 1, 1, 3, 3}, b2[] = {2, 2, 2, 2, 2, 2};
-    assert_int_equal(st_crossover(n, a2, b2, 6, &x), 0);
-    assert_int_equal(x.where, ST_CROSS_INSIDE);
+    assert_int_equal(stats_crossover(n, a2, b2, 6, &x), 0);
+    assert_int_equal(x.where, STATS_CROSS_INSIDE);
     assert_true(x.lo == 1024 && x.hi == 2048);
 
     /* NaN or a non-positive time, or N not increasing: refused */
     const double a_nan[] = {1, 3, NAN, 1, 3, 3}, a_zero[] = {1, 3, 0, 1, 3, 3};
     const double n_down[] = {1, 2, 4, 3, 5, 6};
-    assert_int_equal(st_crossover(n, a_nan, b2, 6, &x), -1);
-    assert_int_equal(st_crossover(n, a_zero, b2, 6, &x), -1);
-    assert_int_equal(st_crossover(n_down, a2, b2, 6, &x), -1);
-    assert_int_equal(st_crossover(n, a2, b2, 0, &x), -1);
+    assert_int_equal(stats_crossover(n, a_nan, b2, 6, &x), -1);
+    assert_int_equal(stats_crossover(n, a_zero, b2, 6, &x), -1);
+    assert_int_equal(stats_crossover(n_down, a2, b2, 6, &x), -1);
+    assert_int_equal(stats_crossover(n, a2, b2, 0, &x), -1);
 }
 
 /* The speed-up a/b: the ratio of the medians, the interquartile ranges' extremes as its
@@ -194,18 +194,18 @@ static void speedups(void **state)
 {
     (void)state;
     double a[] = {6, 2, 4, 5, 3}, b[] = {2, 1, 1.5};
-    st_summary sa, sb;
-    assert_int_equal(st_summarize(a, 5, &sa), 0); /* q1 3, median 4, q3 5 */
-    assert_int_equal(st_summarize(b, 3, &sb), 0); /* q1 1.25, median 1.5, q3 1.75 */
-    st_ratio r;
-    assert_int_equal(st_speedup(&sa, &sb, &r), 0);
+    stats_summary sa, sb;
+    assert_int_equal(stats_summarize(a, 5, &sa), 0); /* q1 3, median 4, q3 5 */
+    assert_int_equal(stats_summarize(b, 3, &sb), 0); /* q1 1.25, median 1.5, q3 1.75 */
+    stats_ratio r;
+    assert_int_equal(stats_speedup(&sa, &sb, &r), 0);
     assert_true(fabs(r.ratio - 4 / 1.5) < 1e-15 && fabs(r.lo - 3 / 1.75) < 1e-15 &&
                 fabs(r.hi - 5 / 1.25) < 1e-15);
     assert_true(r.lo <= r.ratio && r.ratio <= r.hi);
-    st_summary nan_q = sa, zero_median = sb;
+    stats_summary nan_q = sa, zero_median = sb;
     nan_q.q3 = NAN, zero_median.median = 0;
-    assert_int_equal(st_speedup(&nan_q, &sb, &r), -1);
-    assert_int_equal(st_speedup(&sa, &zero_median, &r), -1);
+    assert_int_equal(stats_speedup(&nan_q, &sb, &r), -1);
+    assert_int_equal(stats_speedup(&sa, &zero_median, &r), -1);
 }
 
 /* The interleaved timer: after one warm-up of each body, rounds call each body still
@@ -228,12 +228,12 @@ static void interleaved_timer(void **state)
     (void)state;
     int log[64], n_log = 0;
     logged bodies[3] = {{1, 0, 0, log, &n_log}, {2, 0, 0, log, &n_log}, {3, 0, 3, log, &n_log}};
-    res_body fns[3] = {log_call, log_call, log_call};
+    timer_body fns[3] = {log_call, log_call, log_call};
     void *ctxs[3] = {&bodies[0], &bodies[1], &bodies[2]};
-    res_timing t[3];
+    timer_result t[3];
     int status[3];
     assert_int_equal(
-        res_time_interleaved(3, fns, ctxs, &(res_rule){4, 1000, 0, INFINITY}, t, status), 0);
+        timer_run_interleaved(3, fns, ctxs, &(timer_rule){4, 1000, 0, INFINITY}, t, status), 0);
     /* warm-ups 1 2 3; rounds 1 2 3 twice (3 fails at its third call); then 1 2 twice */
     const int expected[] = {1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 1, 2};
     assert_int_equal(n_log, sizeof expected / sizeof expected[0]);

@@ -1,4 +1,4 @@
-/* test_sweep.c — sw_parse_sweep (experiments/common/sweep.c), the one syntax of every
+/* test_sweep.c — sweep_parse (experiments/common/sweep.c), the one syntax of every
  * numeric sweep flag: values, LO:HI ranges (the caller's factor, doubling by default),
  * LO:HI:xF ranges, comma-separated, in the order given without repeats; and its errors,
  * each exit status 2 with exactly the one line documented in sweep.h. The expected
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* sw_parse_sweep("--n", text, factor, out, max, n) with stderr captured into err (the
+/* sweep_parse("--n", text, factor, out, max, n) with stderr captured into err (the
  * empty string when nothing was printed). Returns its status. */
 static int parse_captured(const char *text, double factor, size_t *out, size_t max, size_t *n,
                           char *err, size_t err_size)
@@ -23,7 +23,7 @@ static int parse_captured(const char *text, double factor, size_t *out, size_t m
     const int saved = dup(2);
     assert_true(saved >= 0);
     assert_true(dup2(fileno(capture), 2) >= 0);
-    const int rc = sw_parse_sweep("--n", text, factor, out, max, n);
+    const int rc = sweep_parse("--n", text, factor, out, max, n);
     fflush(stderr);
     assert_true(dup2(saved, 2) >= 0);
     close(saved);
@@ -111,7 +111,7 @@ static void factors(void **state)
 }
 
 /* A value given twice, by a list or by overlapping ranges, is kept once, where it first
- * appears; the rest keep the order given; sw_sort_sizes then orders a search's values. */
+ * appears; the rest keep the order given; sweep_sort_sizes then orders a search's values. */
 static void dedup_and_order(void **state)
 {
     (void)state;
@@ -122,11 +122,11 @@ static void dedup_and_order(void **state)
     EXPECT("8:8,8", 0, 8);
 
     size_t v[] = {1024, 16, 512, 32, 1, 2048};
-    sw_sort_sizes(v, 6);
+    sweep_sort_sizes(v, 6);
     const size_t sorted[] = {1, 16, 32, 512, 1024, 2048};
     for (size_t i = 0; i < 6; i++)
         assert_int_equal(v[i], sorted[i]);
-    sw_sort_sizes(v, 0); /* nothing to do */
+    sweep_sort_sizes(v, 0); /* nothing to do */
 }
 
 /* Every malformed text: status 2 and exactly its one line. */

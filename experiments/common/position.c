@@ -1,5 +1,6 @@
-/* positions.c — the positional-encoding flags of attend and block (positions.h). */
-#include "positions.h"
+/* position.c — the positional-encoding flags of attend and block (position.h). */
+#include "position.h"
+#include "arrays.h"
 #include "cli.h"
 
 #include <math.h>
@@ -9,24 +10,24 @@
 static const char *const kind_names[] = {"none",     "sinusoidal", "learned",
                                          "relative", "rotary",     NULL};
 
-const char *pos_name(pos_kind kind)
+const char *position_name(position_kind kind)
 {
-    return (unsigned)kind <= POS_ROTARY ? kind_names[kind] : "unknown";
+    return (unsigned)kind <= POSITION_ROTARY ? kind_names[kind] : "unknown";
 }
 
 /* A 2-D float64 table from path: "PATH: shape … must be (rows, cols)" when not 2-D. */
 static int read_table(const char *path, const char *form, la_array *out)
 {
     char s1[160];
-    int rc = cli_read_floats(path, LA_FLOAT64, out);
+    int rc = arrays_read_floats(path, LA_FLOAT64, out);
     if (rc) return rc;
     if (out->ndim != 2)
-        return cli_fail(path, "shape %s must be %s", cli_shape_str(out, s1, sizeof s1), form);
+        return cli_fail(path, "shape %s must be %s", arrays_shape_str(out, s1, sizeof s1), form);
     return 0;
 }
 
 /* --relative AK.npy,AV.npy: two tables of the same odd row count 2K + 1 >= 3. */
-static int read_relative(const char *text, pos_values *out)
+static int read_relative(const char *text, position_values *out)
 {
     char buf[4096], *items[3];
     size_t n = 0;
@@ -44,19 +45,19 @@ static int read_relative(const char *text, pos_values *out)
     return 0;
 }
 
-int pos_parse(const pos_flags *f, pos_values *out)
+int position_parse(const position_flags *f, position_values *out)
 {
     memset(out, 0, sizeof *out);
-    out->max_distance = POS_DEFAULT_MAX_DISTANCE;
-    int rc, kind = POS_NONE;
+    out->max_distance = POSITION_DEFAULT_MAX_DISTANCE;
+    int rc, kind = POSITION_NONE;
     if (f->positions && (rc = cli_parse_choice("--positions", f->positions, kind_names, &kind)))
         return rc;
-    out->kind = (pos_kind)kind;
-    if (f->table && out->kind != POS_LEARNED)
+    out->kind = (position_kind)kind;
+    if (f->table && out->kind != POSITION_LEARNED)
         return cli_fail("--position-table", "applies to --positions learned only");
-    if (f->max_distance && out->kind != POS_RELATIVE)
+    if (f->max_distance && out->kind != POSITION_RELATIVE)
         return cli_fail("--max-distance", "applies to --positions relative only");
-    if (f->relative && out->kind != POS_RELATIVE)
+    if (f->relative && out->kind != POSITION_RELATIVE)
         return cli_fail("--relative", "applies to --positions relative only");
     if (f->max_distance && f->relative)
         return cli_fail("--max-distance", "not with --relative (the tables' 2K + 1 rows give K)");
@@ -91,11 +92,11 @@ static double drawn_entry(uint64_t *state)
     return sqrt(-2.0 * log(1.0 - u1)) * cos(6.283185307179586476925286766559 * u2);
 }
 
-int pos_add_absolute(const pos_values *v, const char *what, uint64_t seed, la_array *x)
+int position_add_absolute(const position_values *v, const char *what, uint64_t seed, la_array *x)
 {
-    if (v->kind != POS_SINUSOIDAL && v->kind != POS_LEARNED) return 0;
+    if (v->kind != POSITION_SINUSOIDAL && v->kind != POSITION_LEARNED) return 0;
     const size_t n = x->shape[x->ndim - 2], d = x->shape[x->ndim - 1], rows = x->count / (n * d);
-    if (v->kind == POS_SINUSOIDAL) {
+    if (v->kind == POSITION_SINUSOIDAL) {
         const la_status st = x->dtype == LA_NPY_F32
                                  ? la_add_positional_encoding(LA_FLOAT32, rows, n, d, 0, x->data)
                                  : la_add_positional_encoding(LA_FLOAT64, rows, n, d, 0, x->data);
@@ -107,7 +108,7 @@ int pos_add_absolute(const pos_values *v, const char *what, uint64_t seed, la_ar
         char s1[160];
         if (v->table.shape[0] < n || v->table.shape[1] != d)
             return cli_fail("--position-table", "shape %s must be (L, %zu) with L >= %zu for %s",
-                            cli_shape_str(&v->table, s1, sizeof s1), d, n, what);
+                            arrays_shape_str(&v->table, s1, sizeof s1), d, n, what);
     } else {
         drawn = malloc(n * d * sizeof *drawn);
         if (!drawn) return cli_fail(what, "%s", la_strerror(LA_ENOMEM));
@@ -127,7 +128,7 @@ int pos_add_absolute(const pos_values *v, const char *what, uint64_t seed, la_ar
     return 0;
 }
 
-int pos_rotate(const char *what, la_array *x)
+int position_rotate(const char *what, la_array *x)
 {
     const size_t n = x->shape[x->ndim - 2], d = x->shape[x->ndim - 1], rows = x->count / (n * d);
     if (d % 2 != 0)
@@ -138,7 +139,7 @@ int pos_rotate(const char *what, la_array *x)
     return st == LA_OK ? 0 : cli_fail(what, "rotary positions: %s", la_strerror(st));
 }
 
-void pos_print_help(FILE *out)
+void position_print_help(FILE *out)
 {
     fputs("  --positions P        none, sinusoidal, learned, relative or rotary [none]:\n"
           "                       sinusoidal (Vaswani et al.) and learned are added to the\n"
@@ -156,7 +157,7 @@ void pos_print_help(FILE *out)
           out);
 }
 
-void pos_free(pos_values *v)
+void position_free(position_values *v)
 {
     la_array_free(&v->table);
     la_array_free(&v->rel_k);

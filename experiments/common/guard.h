@@ -1,4 +1,4 @@
-/* reference.h — the committed reference: the CSV files in the repository's results/ and
+/* guard.h — the committed reference: the CSV files in the repository's results/ and
  * the figures in its plots/. Only `linattn results --update` (make results-update) writes
  * them; every other command writes to the current directory or where --out says.
  *
@@ -8,21 +8,21 @@
  * symbolic link, another current directory).
  *
  *     char err[512];
- *     if (ref_guard(path, err, sizeof err)) { fprintf(stderr, "linattn: %s\n", err); … }
+ *     if (guard_check(path, err, sizeof err)) { fprintf(stderr, "linattn: %s\n", err); … }
  */
-#ifndef LA_REFERENCE_H
-#define LA_REFERENCE_H
+#ifndef LA_GUARD_H
+#define LA_GUARD_H
 
 #include <stddef.h>
 
 /* `linattn results --update` turns this on for the experiments it runs. */
-void ref_allow_update(int allow);
+void guard_allow_update(int allow);
 
 /* 1 when folder (existing) is the repository's results/ or plots/, else 0. */
-int ref_is_reference_folder(const char *folder);
+int guard_is_reference_folder(const char *folder);
 
 /* 0 when a results file may be written at path; else 1 with err holding
  * "PATH: the committed reference (FOLDER) is written only by make results-update: ...". */
-int ref_guard(const char *path, char *err, size_t err_size);
+int guard_check(const char *path, char *err, size_t err_size);
 
 #endif

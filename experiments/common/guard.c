@@ -1,9 +1,9 @@
-/* reference.c — which folders hold the committed reference, and the guard around them.
- * See reference.h. */
+/* guard.c — which folders hold the committed reference, and the guard around them.
+ * See guard.h. */
 #ifndef _XOPEN_SOURCE
 #define _XOPEN_SOURCE 700 /* realpath */
 #endif
-#include "reference.h"
+#include "guard.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -14,7 +14,7 @@
 
 static int update_allowed;
 
-void ref_allow_update(int allow)
+void guard_allow_update(int allow)
 {
     update_allowed = allow;
 }
@@ -58,13 +58,13 @@ static const char *reference_name(const char *folder, char *root, size_t size)
     return NULL;
 }
 
-int ref_is_reference_folder(const char *folder)
+int guard_is_reference_folder(const char *folder)
 {
     char root[PATH_MAX];
     return reference_name(folder, root, sizeof root) != NULL;
 }
 
-int ref_guard(const char *path, char *err, size_t err_size)
+int guard_check(const char *path, char *err, size_t err_size)
 {
     if (update_allowed) return 0;
     /* the folder the file lands in: through a symbolic link when path is one */

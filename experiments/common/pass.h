@@ -1,42 +1,42 @@
-/* passes.h — what one timed "call" of a kernel is, for bench's --pass and the sweeps:
+/* pass.h — what one timed "call" of a kernel is, for bench's --pass and the sweeps:
  *   forward   la_attention: out from q, k, v;
  *   backward  la_attention_backward alone: d_q, d_k, d_v from q, k, v, the forward's
  *             out (computed once, before the timing) and d_out;
  *   train     forward then backward as one body, the cost of a training step's attention.
  * Its FLOPs and workspace come from the library's one model: la_attention_cost for the
  * forward, la_attention_backward_cost for the backward, both for train. A kernel whose
- * registry row has no backward has no backward or train pass (ps_kernel_has).
+ * registry row has no backward has no backward or train pass (pass_kernel_has).
  *
  * bench --pass uses them; a sweep adopts them in a few lines (scaling --pass train):
- * ps_cost in place of la_attention_cost, ps_time in place of res_time_kernel, d_out
- * (random), d_q, d_k, d_v allocated beside q, k, v and out when pass != PS_FORWARD, and
+ * pass_cost in place of la_attention_cost, pass_time in place of timer_kernel, d_out
+ * (random), d_q, d_k, d_v allocated beside q, k, v and out when pass != PASS_FORWARD, and
  * a column pass (forward|train) in its CSV, which plots/scaling_train.gp reads. */
-#ifndef LA_PASSES_H
-#define LA_PASSES_H
+#ifndef LA_PASS_H
+#define LA_PASS_H
 
 #include "linattn.h"
-#include "record.h"
+#include "timer.h"
 
 /* Fused softmax's backward and train passes train as FlashAttention-2 does: the forward
  * (la_attention_lse) keeps each row's log-sum-exp, B·H·N floats the pass
  * allocates, and the backward reads it (la_attention_backward); the registry's
  * backward, which has no lse, would first recompute it. The other kernels run the
  * registry's functions. */
-typedef enum { PS_FORWARD = 0, PS_BACKWARD, PS_TRAIN, PS_COUNT } ps_pass;
+typedef enum { PASS_FORWARD = 0, PASS_BACKWARD, PASS_TRAIN, PASS_COUNT } pass_kind;
 
 /* "forward", "backward", "train", NULL: the spellings of --pass (cli_parse_choice). */
-extern const char *const ps_pass_names[];
+extern const char *const pass_kind_names[];
 
 /* Whether kernel can run pass: every kernel runs forward; backward and train need the
  * registry row's backward (backward_f32 and backward_cost). */
-int ps_kernel_has(la_kernel kernel, ps_pass pass);
+int pass_kernel_has(la_kernel kernel, pass_kind pass);
 
 /* The cost of one call of pass. forward: la_attention_cost's. backward: the backward's.
  * train: the sums of the two's FLOP fields, flops_total and io_bytes, and the larger
  * workspace_bytes (the two calls hold their scratch one after the other). The statuses of
  * the library's cost functions (LA_EINVAL for a pass the kernel does not have). */
-la_status ps_cost(la_kernel kernel, const la_problem *p, ps_pass pass, la_dtype dtype,
-                  la_cost *out);
+la_status pass_cost(la_kernel kernel, const la_problem *p, pass_kind pass, la_dtype dtype,
+                    la_cost *out);
 
 /* The float32 arrays of one call, shaped as p says ((B, H, N, d_k) and so on, linattn.h).
  * forward reads q, k, v and writes out; backward also reads d_out and writes d_q, d_k,
@@ -47,23 +47,23 @@ typedef struct {
     float *out;
     const float *d_out;
     float *d_q, *d_k, *d_v;
-} ps_arrays;
+} pass_arrays;
 
-/* Times one call of pass of kernel by the rule (res_time): the one loop of bench and the
- * sweeps, as res_time_kernel is for the forward. Returns the library's status (LA_EINVAL
+/* Times one call of pass of kernel by the rule (timer_run): the one loop of bench and the
+ * sweeps, as timer_kernel is for the forward. Returns the library's status (LA_EINVAL
  * for a pass the kernel does not have, LA_ENOMEM also when the timer could not
  * allocate); *t is set when it is LA_OK. */
-la_status ps_time(la_kernel kernel, const la_problem *p, ps_pass pass, const ps_arrays *a,
-                  const res_rule *rule, res_timing *t);
+la_status pass_time(la_kernel kernel, const la_problem *p, pass_kind pass, const pass_arrays *a,
+                    const timer_rule *rule, timer_result *t);
 
 /* Times one call of pass for each of n kernels on the same arrays, interleaved
- * (res_time_interleaved: round r times kernel 1, 2, ..., then round r + 1), as
- * res_time_kernels does for the forward: the sweeps' loop. p: n problems. pass forward or
- * train (backward alone would need each kernel's own forward output: use ps_time).
+ * (timer_run_interleaved: round r times kernel 1, 2, ..., then round r + 1), as
+ * timer_kernels does for the forward: the sweeps' loop. p: n problems. pass forward or
+ * train (backward alone would need each kernel's own forward output: use pass_time).
  * status[i] is kernel i's status (LA_EINVAL for a pass it does not have, LA_ENOMEM also
  * when the timer could not allocate); t[i] is set when it is LA_OK. */
-void ps_time_interleaved(size_t n, const la_kernel *kernels, const la_problem *p, ps_pass pass,
-                         const ps_arrays *a, const res_rule *rule, res_timing *t,
-                         la_status *status);
+void pass_time_interleaved(size_t n, const la_kernel *kernels, const la_problem *p, pass_kind pass,
+                           const pass_arrays *a, const timer_rule *rule, timer_result *t,
+                           la_status *status);
 
 #endif
