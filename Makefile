@@ -246,6 +246,7 @@ test test-portable: export OMP_WAIT_POLICY ?= passive
 test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a $(MPI_TEST_DEPS) \
       $(PY_PACKAGE_DEPS) | build/.deps-test build/.deps-plots
 	@{ echo "scripts/check-exports $(BUILD)/liblinattn.so"; \
+	   echo "scripts/check-architecture"; \
 	   if [ "$(SANITIZE)" = 1 ]; then \
 	       echo "echo check-install: skipped under SANITIZE=1 >&2"; \
 	   else echo scripts/check-install; fi; \
