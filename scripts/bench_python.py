@@ -4,8 +4,9 @@ PyTorch's own operators: the numbers of `make bench-python` (docs/performance.md
 Usage: build/venv/bin/python scripts/bench_python.py [--threads T] [--n N] [--out FILE.csv]
 
 One process, one thread count T for linattn and PyTorch (default: linattn's, every core),
-float32, B = 1, N = 4,096 in (b) and (c) (--n: another multiple of 64). Every comparison alternates its contenders run by run and takes the
-median of each, so both see the same machine:
+float32, B = 1, N = 4,096 in (b) and (c) (--n: another multiple of 64). Every comparison
+alternates its contenders run by run and takes the median of each, so both see the same
+machine:
   (a) call overhead, softmax, H = 1, N = 64, d = 64, on one thread: linattn.attention's
       median time minus the bare C call's (goal: under 20 us). One thread, because with
       two on a busy 2-core machine the difference swung between 70 and 580 us from run
@@ -22,8 +23,10 @@ median of each, so both see the same machine:
       pair's outputs and gradients are compared (norm-wise relative error at most 1e-3):
       a mismatch exits 1. Skipped when torch is not installed.
 The bare C call is la_attention through ctypes on a problem and arrays prepared once
-(examples/call_overhead.py's method): the kernel and ctypes' own call (about a
-microsecond), none of the package's checking, conversion or output allocation.
+(examples/call_overhead.py's method): the kernel and ctypes' own call, none of the
+package's checking, conversion or output allocation. It differs from a C program's call
+only by ctypes' call, so (a) is what the package adds over ctypes, and (b) compares with
+the kernel itself, in the same process, on the same arrays and threads.
 The table is printed and written with the machine (lscpu's model name, cores), date,
 commit and load average to FILE.csv (default build/bench-python.csv).
 """
