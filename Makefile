@@ -8,7 +8,9 @@
 #   make plots      re-render plots/ from the CSV in results/ (RESULTS=DIR: DIR's figures
 #                   into DIR; `linattn help plot`)
 #   make bench      the benchmark goal table: kernels against BLIS sgemm in one process,
-#                   also kept in build/bench.txt (`linattn help bench`)
+#                   also kept in build/bench.txt (`linattn help bench`); make bench-python
+#                   (separate, about two minutes): the Python call against the C call and
+#                   linattn.torch against PyTorch's ops, into build/bench-python.csv
 #   make fuzz       libFuzzer on the .npy parser, the weights loader and the --resume
 #                   reader, FUZZ_SECONDS (60) each
 #   make bench-peers  ONNX Runtime (npm's onnxruntime-node, in build/onnx) and PyTorch 1.13 on
@@ -128,7 +130,7 @@ MPI_TEST_LINES = echo "echo MPI tests skipped: install libopenmpi-dev openmpi-bi
 endif
 # ---- end of MPI, part 1
 
-.PHONY: all deps python test test-portable bench bench-peers results results-update plots fuzz check-torch install format check-format clean
+.PHONY: all deps python test test-portable bench bench-peers bench-python results results-update plots fuzz check-torch install format check-format clean
 .SECONDARY:
 all: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn $(BUILD)/libcommand.a \
      $(if $(filter 1,$(MPI)),$(BUILD)/liblinattn_mpi.a)
@@ -406,6 +408,15 @@ bench-peers: $(BUILD)/linattn
 	@if /usr/bin/python3 -c 'import torch' 2>/dev/null; then \
 	    /usr/bin/python3 scripts/peer_torch.py --n $(PEER_N) --linattn $(BUILD)/linattn; \
 	else echo "bench-peers: PyTorch not installed (make check-torch installs python3-torch): skipped"; fi
+
+# `make bench-python`: the Python package's costs in one process (scripts/bench_python.py,
+# docs/performance.md): linattn.attention against the bare la_attention call (overhead at
+# N = 64, ratio at N = 4096) and linattn.torch's forward+backward against PyTorch's own
+# operators on the same threads; the table is kept in $(BUILD)/bench-python.csv. About two
+# minutes on 2 cores, so not part of make bench. Without PyTorch its part is skipped.
+bench-python: $(VENV)/.installed
+	@scripts/ensure-deps torch || echo "bench-python: no PyTorch: its part will be skipped"
+	$(VENV)/bin/python scripts/bench_python.py --out $(BUILD)/bench-python.csv
 
 # `make results`: the suite into a new run folder results/runs/DATE-COMMIT/ (CSV, figures,
 # SUMMARY.md; results/runs/latest points to it), never into the committed reference.
