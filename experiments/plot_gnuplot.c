@@ -48,6 +48,27 @@ static void put(text *t, const char *fmt, ...)
     t->len += (size_t)n;
 }
 
+/* The registry's series by the panel a figure groups them in (scaling_time.gp):
+ * series_quadratic, the rows whose time grows as N² (softmax, its score functions, hard);
+ * series_linear, the rows of the "linear" family; the rest are approximations of softmax.
+ * Names from the registry, never from a file. */
+static void put_series_families(text *t)
+{
+    const char *var[2] = {"series_quadratic", "series_linear"};
+    for (int group = 0; group < 2; group++) {
+        put(t, "%s = '", var[group]);
+        for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+            const la_kernel_info *row = la_kernel_get((la_kernel)k);
+            const int in = group == 0
+                               ? row->time_exponent == 2
+                               : row->time_exponent != 2 && strcmp(row->family, "linear") == 0;
+            for (int causal = 0; in && causal < 2; causal++)
+                if (row->series[causal]) put(t, " %s", row->series[causal]);
+        }
+        put(t, " '; ");
+    }
+}
+
 /* s as a gnuplot single-quoted string, the only kind whose one special character is
  * the quote itself ('' for a quote): what a file holds stays a string. A control
  * character (paths with one are refused before) shows as a space; enhanced: also escape
@@ -254,6 +275,7 @@ int plot_render(const plot_config *c, const char *script, const char *name, grou
     put(&t, "; fits = ");
     put_quoted(&t, g[0].file->aux, 0);
     put(&t, "; ngroups = %zu; ", n);
+    put_series_families(&t);
     const char *field[5][MAX_GROUPS] = {{0}}; /* gcc cannot see that n >= 1 */
     for (size_t i = 0; i < n; i++) {
         field[0][i] = g[i].file->path;

@@ -4,8 +4,9 @@
 # exponent fitted over the upper half of each curve in the legend, N and N² guides, and
 # the points not measured marked at the bottom. The kernels are drawn in panels side by
 # side, at most 6 series to a panel: the quadratic ones (softmax and its score
-# functions, hard), the linear-attention forms, the approximations (local, Linformer,
-# FAVOR+); each panel's legend sits below its data, and every panel has the same axes.
+# functions, hard), the linear-attention family (linear, Taylor), the approximations
+# (local, Linformer, FAVOR+), by the registry's rows; each panel's legend sits below its
+# data, and every panel has the same axes.
 # Reads ../results/scaling.csv and ../results/scaling_fit.csv; writes scaling_time.png|svg.
 # Other files: linattn plot --from x/scaling.csv, or
 #   gnuplot -e 'data="x/scaling.csv"; fits="x/scaling_fit.csv"; out="x/scaling_time"' scaling_time.gp
@@ -44,8 +45,11 @@ array nmin[ngroups * n]
 array nmax[ngroups * n]
 # the panels: each variant's family (1 quadratic, 2 linear attention, 3 approximations),
 # then at most per_panel variants (6 series with the overlaid groups) to a panel
-family(v) = strstrt(v, "linear") == 1 ? 2 : \
-            (strstrt(v, "local") == 1 || strstrt(v, "linformer") == 1 || strstrt(v, "favor") == 1) ? 3 : 1
+# (linattn plot passes the registry's lists, series_quadratic and series_linear; these
+# defaults serve a run by hand)
+if (!exists("series_quadratic")) series_quadratic = " softmax softmax_causal softmax_materialized softmax_materialized_causal hard hard_causal general general_causal additive additive_causal cosine cosine_causal relative relative_causal "
+if (!exists("series_linear")) series_linear = " linear linear_causal_chunked linear_causal_recurrent taylor taylor_causal_chunked "
+family(v) = strstrt(series_linear, " ".v." ") > 0 ? 2 : (strstrt(series_quadratic, " ".v." ") > 0 ? 1 : 3)
 per_panel = int(6 / ngroups) > 0 ? int(6 / ngroups) : 1
 array panel_of[n]
 npanels = 0
