@@ -191,36 +191,13 @@ int kernels_has_causal_forms(la_kernel family)
     return 0;
 }
 
-/* ---------------------------------------------------------------- facts the registry lacks */
-
-/* Exponent of time in N. A candidate registry field (or derivable from each row's cost
- * function); until then, by name. */
-static const struct {
-    const char *kernel;
-    double exponent;
-} time_exponents[] = {
-    {"softmax", 2},
-    {"softmax_materialized", 2},
-    {"hard", 2},
-    {"linear", 1},
-    {"linear_recurrent", 1},
-    {"linformer", 1}, /* at fixed k */
-    {"local", 1},     /* at a fixed window r: O(N·r·d) */
-    {"favor", 1},     /* at fixed m */
-    {"favor_recurrent", 1},
-    {"relative", 2}, /* softmax with relative positions */
-};
+/* ---------------------------------------------------------------- time */
 
 double kernels_time_exponent(la_kernel k, int *known)
 {
-    const char *name = la_kernel_name(k);
-    for (size_t i = 0; i < sizeof time_exponents / sizeof time_exponents[0]; i++)
-        if (strcmp(time_exponents[i].kernel, name) == 0) {
-            if (known) *known = 1;
-            return time_exponents[i].exponent;
-        }
-    if (known) *known = 0;
-    return 2;
+    const la_kernel_info *row = la_kernel_get(k);
+    if (known) *known = row != NULL;
+    return row ? row->time_exponent : 2;
 }
 
 /* ---------------------------------------------------------------- help */

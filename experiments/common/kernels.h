@@ -102,10 +102,10 @@ int kernels_has_causal_forms(la_kernel family);
 
 /* ---------------------------------------------------------------- facts the registry lacks */
 
-/* The exponent e of a kernel's time in N (self-attention, N = M, fixed d): 2 for the
- * kernels that visit every (query, key) pair, 1 for the linear ones. A table keyed by
- * registry name; a kernel not in it gets 2 and *known = 0 (known may be NULL): the
- * sweeps predict its larger sizes as quadratic, so they skip sooner rather than later. */
+/* The exponent e of a kernel's time in N (self-attention, N = M, fixed d): its registry
+ * row's time_exponent (2 for the kernels that visit every (query, key) pair, 1 for the
+ * linear ones). Outside the registry: 2 and *known = 0 (known may be NULL), so the sweeps
+ * predict larger sizes as quadratic and skip sooner rather than later. */
 double kernels_time_exponent(la_kernel k, int *known);
 
 /* ---------------------------------------------------------------- help */
