@@ -4,6 +4,7 @@
 #include "core/internal.h"
 
 #include <blis.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -144,15 +145,58 @@ la_status la_gemm_reserve(int threads)
     return st;
 }
 
+/* c = alpha a b + beta c on BLIS, as bli_sgemm_ex, on rntm's threads. */
+static void sgemm_blis(rntm_t *rntm, size_t m, size_t n, size_t k, float alpha, const float *a,
+                       ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb,
+                       float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc)
+{
+    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &alpha,
+                 (float *)a, rsa, csa, (float *)b, rsb, csb, &beta, c, rsc, csc, blis_context(),
+                 rntm);
+}
+
+/* The same, past a bug of BLIS before 1.0 (Debian's 0.9.0 has it): its haswell "sup"
+ * kernels (small products; zen3 and skx use them too) for an edge of 2 columns load 4
+ * floats of a row of C where 2 exist when beta != 0 (github.com/flame/blis/issues/635).
+ * Past every row of C but the last lies more of C; past the last one may lie an
+ * unmapped page: it crashed here under AddressSanitizer, and could in a caller's array
+ * that ends at a page. So when the kernels' row of C (a row of a row-stored C, a column
+ * of a column-stored one, which BLIS transposes) has such an edge, the last one is
+ * computed apart with beta = 0 (no load of C) into a buffer, 256 columns at a time, and
+ * added as the kernel adds it, fma(beta, c, alpha·ab): the same bits. */
+static void sgemm(rntm_t *rntm, size_t m, size_t n, size_t k, float alpha, const float *a,
+                  ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb,
+                  float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc)
+{
+    if (m == 0 || n == 0) return;
+    if (beta != 0 && csc != 1 && rsc == 1) { /* column-stored C: the transposed product */
+        sgemm(rntm, n, m, k, alpha, b, csb, rsb, a, csa, rsa, beta, c, csc, rsc);
+        return;
+    }
+    if (beta == 0 || csc != 1 || (n % 4 != 2 && n % 4 != 3)) {
+        sgemm_blis(rntm, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
+        return;
+    }
+    if (m > 1) sgemm_blis(rntm, m - 1, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
+    const float *a_last = a + (ptrdiff_t)(m - 1) * rsa;
+    float *c_last = c + (ptrdiff_t)(m - 1) * rsc;
+    enum { COLS = 256 };
+    float ab[COLS];
+    for (size_t j0 = 0; j0 < n; j0 += COLS) {
+        const size_t cols = n - j0 < COLS ? n - j0 : COLS;
+        sgemm_blis(rntm, 1, cols, k, alpha, a_last, rsa, csa, b + (ptrdiff_t)j0 * csb, rsb, csb,
+                   0.0f, ab, (ptrdiff_t)cols, 1);
+        for (size_t j = 0; j < cols; j++)
+            c_last[j0 + j] = fmaf(beta, c_last[j0 + j], ab[j]);
+    }
+}
+
 void la_gemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrdiff_t rsa,
                  ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb, float beta, float *c,
                  ptrdiff_t rsc, ptrdiff_t csc)
 {
-    if (m == 0 || n == 0) return;
     rntm_t rntm = single_thread();
-    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &alpha,
-                 (float *)a, rsa, csa, (float *)b, rsb, csb, &beta, c, rsc, csc, blis_context(),
-                 &rntm);
+    sgemm(&rntm, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
 }
 
 /* The same products on `threads` of BLIS's own threads (its OpenMP build splits the m
@@ -164,12 +208,9 @@ void la_gemm_threaded_f32(int threads, size_t m, size_t n, size_t k, float alpha
                           ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb,
                           ptrdiff_t csb, float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc)
 {
-    if (m == 0 || n == 0) return;
     rntm_t rntm = BLIS_RNTM_INITIALIZER;
     bli_rntm_set_num_threads(threads < 1 ? 1 : threads, &rntm);
-    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &alpha,
-                 (float *)a, rsa, csa, (float *)b, rsb, csb, &beta, c, rsc, csc, blis_context(),
-                 &rntm);
+    sgemm(&rntm, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
 }
 
 void la_gemm_threaded_f64(int threads, size_t m, size_t n, size_t k, double alpha, const double *a,
