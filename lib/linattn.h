@@ -23,15 +23,11 @@
  *     la_num_threads_requested; la_config (version, BLIS, SIMD path); la_fma_peak_gflops;
  *     la_memory_bandwidth_gbs
  *   problems: la_feature_map_name, la_feature_map_parse; la_problem_init, la_problem_check
- *   attention (any registry row, float32 or float64)
- *     la_attention                      the forward
- *     la_attention_lse                  the forward and each row's log-sum-exp
- *     la_attention_backward             d_q, d_k, d_v from d_out
- *     la_attention_weights              the N×M attention matrix, for inspection
- *     la_ref_attention, la_ref_attention_backward, la_ref_feature_map  float64 oracles
- *     la_kernel_draw                    a kernel's tensors drawn from p->seed
- *     la_rotary_apply                   rotary positions: rotate q or k in place
- *     la_linear_attention_rotary        linear attention with rotary positions
+ *   attention (any registry row, float32 or float64): la_attention (the forward),
+ *     la_attention_lse (and each row's log-sum-exp), la_attention_backward (d_q, d_k, d_v
+ *     from d_out), la_attention_weights (the N×M matrix); float64 oracles la_ref_attention,
+ *     la_ref_attention_backward, la_ref_feature_map; la_kernel_draw (a kernel's tensors
+ *     drawn from p->seed); la_rotary_apply, la_linear_attention_rotary (rotary positions)
  *   step API (causal linear attention and FAVOR+, one token at a time): la_linear_step;
  *     la_linear_state_create, _free, _reset, _position, _save_size, _save, _restore
  *   cost model: la_visible_pairs, la_attention_cost, la_attention_backward_cost
@@ -39,15 +35,12 @@
  *     la_kernel_parse
  *   .npy files: la_npy_read, la_npy_parse, la_npy_write, la_array_free, la_npy_dtype_size,
  *     la_array_to_f32 (float16 / bfloat16 widened to float32)
- *   Transformer layers (PyTorch's layout and semantics)
- *     la_layer_config_init, la_layer_config_check
- *     la_layer_tensor_key, la_layer_tensor_shape   a weight's state_dict key and shape
- *     la_layer_weights_init, _load, _free          one layer's weights
- *     la_transformer_weights_init, _load, _free    a stack's weights
- *     la_layer_norm, la_ffn, la_mha                the sublayers
- *     la_encoder_layer, la_decoder_layer           one layer
- *     la_encoder, la_decoder, la_transformer       stacks
- *     la_add_positional_encoding, la_embed         sinusoidal positions, token embeddings
+ *   Transformer layers (PyTorch's layout and semantics): la_layer_config_init, _check;
+ *     la_layer_tensor_key, _shape (a weight's state_dict key and shape); weights of a layer
+ *     la_layer_weights_init, _load, _free, of a stack la_transformer_weights_init, _load,
+ *     _free; sublayers la_layer_norm, la_ffn, la_mha; layers la_encoder_layer,
+ *     la_decoder_layer; stacks la_encoder, la_decoder, la_transformer; positions and
+ *     tokens la_add_positional_encoding, la_embed
  *   sequence layers: la_rnn_forward, la_conv1d_forward, la_rnn_cost, la_conv1d_cost
  *   accounting: la_param_counts (exact parameter counts), la_layer_cost_model (FLOPs and
  *     bytes of one layer forward)
@@ -236,28 +229,25 @@ typedef enum {
 
 /* The contract every kernel keeps (lib/attention/kernels.h has each kernel's own):
  *   Masks. A key is visible to a query when every mask given lets it: causal, key
- *     lengths, p->mask, p->key_mask. A kernel refuses a mask it cannot honor (LA_EINVAL;
- *     its row's causal rule and LA_MASK_* bits say which): linear attention takes
- *     key_mask only, Linformer and FAVOR+ neither, additive, relative and rotary neither.
+ *     lengths, p->mask, p->key_mask. A kernel refuses a mask it cannot honor (LA_EINVAL):
+ *     its row's causal rule and LA_MASK_* bits say which.
  *   The empty row. A query that sees no key gets an output row of zeros in every kernel
  *     and reference (linear attention also for a zero denominator, possible at eps = 0).
  *   Range. The output is finite and within its precision's rounding of the float64
  *     reference, or the call refuses with LA_ERANGE, never inf or NaN from finite inputs:
  *     a scan of max|q|, |k|, |v| bounds every score, sum and state entry by the element
- *     type's largest value / 8 (float32 refuses q = k = ±1e20 in softmax, inputs near
- *     1e30 in linear attention; float64 computes them).
+ *     type's largest value / 8 (float32 refuses q = k = ±1e20 in softmax: use float64).
  *   Statuses. LA_OK, LA_EINVAL (NULL, a bad problem, a mask or causal flag the kernel
  *     refuses, a dtype outside la_dtype), LA_EOVERFLOW, LA_ENOMEM, LA_EBUDGET, LA_ERANGE.
- *   Arrays. q, k, v, out and their gradients are dtype's type, laid out as p's strides
- *     say (d_q as q, ...); lse and the attention matrix are contiguous. Outputs must not
- *     overlap inputs. */
+ *   Arrays. q, k, v, out and their gradients are dtype's, laid out as p's strides say (d_q
+ *     as q); lse and the attention matrix contiguous; outputs must not overlap inputs. */
 
 /* out = attention of `kernel` on q, k, v: the registry row's forward for dtype. */
 LA_API la_status la_attention(la_kernel kernel, const la_problem *p, la_dtype dtype, const void *q,
                               const void *k, const void *v, void *out);
 /* The same, also writing lse (B, H, N), lse_i = ln Σ_j exp(s_ij) over the keys query i
  * sees (-INFINITY for none), for the backward; out bitwise la_attention's. LA_EINVAL for
- * lse NULL and a row without LA_CAP_LSE (all but LA_KERNEL_SOFTMAX). */
+ * lse NULL and a row without LA_CAP_LSE. */
 LA_API la_status la_attention_lse(la_kernel kernel, const la_problem *p, la_dtype dtype,
                                   const void *q, const void *k, const void *v, void *out,
                                   void *lse);
@@ -265,16 +255,15 @@ LA_API la_status la_attention_lse(la_kernel kernel, const la_problem *p, la_dtyp
  * the forward's output on the same inputs; lse la_attention_lse's (then not recomputed)
  * or NULL, which every row without LA_CAP_LSE requires; d_q, d_k, d_v are written whole.
  * A query that sees no key contributes nothing; a key no query sees gets zero d_k, d_v.
- * The range rule adds bounds on d_out and out (kernels.h). LA_EINVAL also for a row
- * without a backward (backward_f32 NULL). */
+ * The range rule adds bounds on d_out and out (kernels.h). LA_EINVAL also without a
+ * backward. */
 LA_API la_status la_attention_backward(la_kernel kernel, const la_problem *p, la_dtype dtype,
                                        const void *q, const void *k, const void *v, const void *out,
                                        const void *lse, const void *d_out, void *d_q, void *d_k,
                                        void *d_v);
 /* The attention matrix A, out = A·V, for the rows with weights_f32 (else LA_EINVAL):
- * out (B, H, N, M), contiguous, not held against workspace_limit; v is not read. Softmax
- * rows: the row softmax over the visible keys; hard: one-hot rows; linear: φ(q_i)·φ(k_j)
- * / (φ(q_i)·z_i + eps). Hidden entries are exactly 0, the empty row a zero row. */
+ * out (B, H, N, M), contiguous, not held against workspace_limit; v is not read. Hidden
+ * entries are exactly 0, the empty row a zero row (each row's form: kernels.h). */
 LA_API la_status la_attention_weights(la_kernel kernel, const la_problem *p, la_dtype dtype,
                                       const void *q, const void *k, void *out);
 /* The row's float64 oracles, plain loops that materialize everything; contiguous arrays
@@ -289,12 +278,11 @@ LA_API la_status la_ref_attention_backward(la_kernel kernel, const la_problem *p
 LA_API void la_ref_feature_map(la_feature_map fm, const double *x, double *out, size_t n);
 /* The tensors a kernel draws from p->seed when p gives none, float64 row-major:
  *   LA_KERNEL_LINFORMER   E and F, (proj_rank, n_keys) each
- *   LA_KERNEL_FAVOR, LA_KERNEL_FAVOR_RECURRENT   W (features, d_k); second NULL
- *   LA_KERNEL_GENERAL     W (d_k, d_k); second NULL
+ *   LA_KERNEL_FAVOR, _FAVOR_RECURRENT W (features, d_k); LA_KERNEL_GENERAL W (d_k, d_k)
  *   LA_KERNEL_ADDITIVE    W (score_dim, 2·d_k) and v (score_dim)
  *   LA_KERNEL_RELATIVE    a^K (2K+1, d_k) and a^V (2K+1, d_v), K = max_distance
- * LA_EINVAL (another kernel, NULL p or first, second given or not as the kernel draws
- * two or one, first == second, a size 0), LA_EOVERFLOW; nothing written on error. */
+ * LA_EINVAL (another kernel, NULL p or first, second NULL iff one is drawn, first ==
+ * second, a size 0), LA_EOVERFLOW; nothing written on error. */
 LA_API la_status la_kernel_draw(la_kernel kernel, const la_problem *p, double *first,
                                 double *second);
 /* Rotary positions (RoPE, Su et al. 2021): channels (2c, 2c+1) of a row at position t
@@ -387,6 +375,17 @@ typedef la_status (*la_backward_f32_fn)(const la_problem *p, const float *q, con
 typedef la_status (*la_backward_f64_fn)(const la_problem *p, const double *q, const double *k,
                                         const double *v, const double *out, const double *d_out,
                                         double *d_q, double *d_k, double *d_v);
+typedef la_status (*la_lse_f32_fn)(const la_problem *p, const float *q, const float *k,
+                                   const float *v, float *out, float *lse);
+typedef la_status (*la_lse_f64_fn)(const la_problem *p, const double *q, const double *k,
+                                   const double *v, double *out, double *lse);
+typedef la_status (*la_backward_lse_f32_fn)(const la_problem *p, const float *q, const float *k,
+                                            const float *v, const float *out, const float *lse,
+                                            const float *d_out, float *d_q, float *d_k, float *d_v);
+typedef la_status (*la_backward_lse_f64_fn)(const la_problem *p, const double *q, const double *k,
+                                            const double *v, const double *out, const double *lse,
+                                            const double *d_out, double *d_q, double *d_k,
+                                            double *d_v);
 /* The kernel's FLOP fields and workspace_bytes of *out for a problem la_attention_cost
  * has already checked; call la_attention_cost, which adds the totals. */
 typedef la_status (*la_cost_fn)(const la_problem *p, la_dtype dtype, la_cost *out);
@@ -460,12 +459,16 @@ typedef struct {
     la_forward_f64_fn forward_f64;
     la_forward_f64_fn reference; /* the float64 oracle (la_ref_*) */
     la_cost_fn cost;
-    la_backward_f32_fn backward_f32;       /* NULL: no backward. softmax: */
-    la_backward_f64_fn backward_f64;       /* la_softmax_attention_backward_*, lse NULL */
-    la_backward_f64_fn reference_backward; /* the float64 oracle of the backward (la_ref_*) */
-    la_cost_fn backward_cost;              /* the backward's FLOP fields and workspace */
-    la_weights_f32_fn weights_f32;         /* NULL: no attention matrix. Its N×M */
-    la_weights_f64_fn weights_f64;         /* attention matrix (la_attention_weights) */
+    la_backward_f32_fn backward_f32;         /* NULL: no backward. softmax: */
+    la_backward_f64_fn backward_f64;         /* la_softmax_attention_backward_*, lse NULL */
+    la_backward_f64_fn reference_backward;   /* the float64 oracle of the backward (la_ref_*) */
+    la_cost_fn backward_cost;                /* the backward's FLOP fields and workspace */
+    la_weights_f32_fn weights_f32;           /* NULL: no attention matrix. Its N×M */
+    la_weights_f64_fn weights_f64;           /* attention matrix (la_attention_weights) */
+    la_lse_f32_fn lse_f32;                   /* NULL without LA_CAP_LSE, else the forward */
+    la_lse_f64_fn lse_f64;                   /* with lse (la_attention_lse) and the */
+    la_backward_lse_f32_fn backward_lse_f32; /* backward reading it */
+    la_backward_lse_f64_fn backward_lse_f64;
 } la_kernel_info;
 
 /* The row of a kernel; NULL outside [0, LA_KERNEL_COUNT). Rows live for the program. */
@@ -479,7 +482,6 @@ LA_API la_status la_kernel_parse(const char *name, la_kernel *out);
 /* An n-dimensional array read from or written to a NumPy .npy file (C order,
  * little-endian). data is owned by the array: la_array_free releases it. */
 #define LA_NPY_MAX_DIMS 8
-
 typedef enum {
     LA_NPY_F32 = 0, /* '<f4' */
     LA_NPY_F64,     /* '<f8' */
@@ -522,8 +524,7 @@ LA_API la_status la_npy_read(const char *path, la_array *out, const char **why);
  * refused. On error no file appears at path (one already there is left as it was) and
  * errno tells why. LA_EINVAL (NULL or empty path, an inconsistent array), LA_EIO. */
 LA_API la_status la_npy_write(const char *path, const la_array *a);
-/* Releases data and empties the array (safe on an empty or already-freed array). */
-LA_API void la_array_free(la_array *a);
+LA_API void la_array_free(la_array *a); /* releases data, empties a; safe on an empty a */
 /* Widens a float16 or bfloat16 array to float32 in place, exactly (subnormals, ±0, ±inf;
  * a NaN stays a NaN of its sign): a->data becomes a new buffer the array owns, a->dtype
  * LA_NPY_F32; a float32 array is left as it is. LA_EINVAL (NULL a, another dtype, NULL
@@ -633,8 +634,7 @@ LA_API la_status la_layer_weights_init(la_layer_weights *w, la_dtype dtype, size
  * value not finite or beyond float32), LA_EDTYPE, LA_EINVAL, LA_ENOMEM. */
 LA_API la_status la_layer_weights_load(la_layer_weights *w, la_dtype dtype, int decoder,
                                        const char *dir, const char *prefix, la_load_error *err);
-/* Releases the storage and empties w (safe on an empty or already-freed w). */
-LA_API void la_layer_weights_free(la_layer_weights *w);
+LA_API void la_layer_weights_free(la_layer_weights *w); /* empties w; safe on an empty w */
 /* A stack as nn.Transformer holds it: encoder.layers.{i}.*, encoder.norm.*, decoder...;
  * a side with zero layers has no final norm (NULL). */
 typedef struct {

@@ -35,11 +35,11 @@ static const la_kernel_info *backward_row(la_kernel kernel, const la_problem *p)
                                                                                         : NULL;
 }
 
-/* Whether the row gives each row's log-sum-exp (LA_CAP_LSE): the fused softmax kernel's
- * lse entry points (la_softmax_attention_lse_*) belong to its forward. */
+/* Whether the row gives each row's log-sum-exp (LA_CAP_LSE) and its lse entry points. */
 static bool has_lse(const la_kernel_info *info)
 {
-    return (info->caps & LA_CAP_LSE) && info->forward_f32 == la_softmax_attention_f32;
+    return (info->caps & LA_CAP_LSE) && info->lse_f32 && info->lse_f64 && info->backward_lse_f32 &&
+           info->backward_lse_f64;
 }
 
 /* Whether the row's forward reads this call's strides itself (la_kernel_info.reads_strides),
@@ -153,8 +153,7 @@ static la_status forward_call(forward_kind kind, const la_kernel_info *info, con
     case CALL_FORWARD:
         return f32 ? info->forward_f32(p, q, k, v, out) : info->forward_f64(p, q, k, v, out);
     case CALL_LSE:
-        return f32 ? la_softmax_attention_lse_f32(p, q, k, v, out, lse)
-                   : la_softmax_attention_lse_f64(p, q, k, v, out, lse);
+        return f32 ? info->lse_f32(p, q, k, v, out, lse) : info->lse_f64(p, q, k, v, out, lse);
     case CALL_WEIGHTS:
         return f32 ? info->weights_f32(p, q, k, out) : info->weights_f64(p, q, k, out);
     }
@@ -217,10 +216,9 @@ static la_status backward_call(const la_kernel_info *info, const la_problem *p, 
                                void *d_v)
 {
     if (lse) /* a row with log-sum-exps (la_attention_backward checked): the given ones */
-        return dtype == LA_FLOAT32 ? la_softmax_attention_backward_f32(p, x[0], x[1], x[2], x[3],
-                                                                       lse, x[4], d_q, d_k, d_v)
-                                   : la_softmax_attention_backward_f64(p, x[0], x[1], x[2], x[3],
-                                                                       lse, x[4], d_q, d_k, d_v);
+        return dtype == LA_FLOAT32
+                   ? info->backward_lse_f32(p, x[0], x[1], x[2], x[3], lse, x[4], d_q, d_k, d_v)
+                   : info->backward_lse_f64(p, x[0], x[1], x[2], x[3], lse, x[4], d_q, d_k, d_v);
     return dtype == LA_FLOAT32 ? info->backward_f32(p, x[0], x[1], x[2], x[3], x[4], d_q, d_k, d_v)
                                : info->backward_f64(p, x[0], x[1], x[2], x[3], x[4], d_q, d_k, d_v);
 }

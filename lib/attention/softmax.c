@@ -1235,6 +1235,10 @@ const la_kernel_info la_row_softmax = {
     .backward_cost = la_softmax_backward_cost,
     .weights_f32 = la_softmax_weights_f32,
     .weights_f64 = la_softmax_weights_f64,
+    .lse_f32 = la_softmax_attention_lse_f32,
+    .lse_f64 = la_softmax_attention_lse_f64,
+    .backward_lse_f32 = la_softmax_attention_backward_f32,
+    .backward_lse_f64 = la_softmax_attention_backward_f64,
 };
 
 const la_kernel_info la_row_softmax_materialized = {

@@ -107,6 +107,8 @@ class KernelInfo(Structure):
         ("cost", c_void_p), ("backward_f32", c_void_p), ("backward_f64", c_void_p),
         ("reference_backward", c_void_p), ("backward_cost", c_void_p),
         ("weights_f32", c_void_p), ("weights_f64", c_void_p),
+        ("lse_f32", c_void_p), ("lse_f64", c_void_p),
+        ("backward_lse_f32", c_void_p), ("backward_lse_f64", c_void_p),
     ]
 
 

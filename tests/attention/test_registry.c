@@ -92,6 +92,37 @@ static void weights_match_the_kernels(void **state)
     }
 }
 
+/* LA_CAP_LSE: the row's four lse entry points set exactly when the bit is; la_attention_lse
+ * then gives la_attention's output bitwise and a finite lse for every row that sees a key,
+ * and refuses the kernel otherwise. */
+static void lse_matches_the_kernels(void **state)
+{
+    (void)state;
+    static small_arrays a;
+    fill(&a);
+    static float out[2 * N * D], lse[2 * N];
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        const la_kernel_info *info = la_kernel_get((la_kernel)k);
+        la_problem p = small_problem(info);
+        const int bit = (info->caps & LA_CAP_LSE) != 0;
+        const int set =
+            !!info->lse_f32 + !!info->lse_f64 + !!info->backward_lse_f32 + !!info->backward_lse_f64;
+        if (set != 4 * bit)
+            fail_msg("%s: LA_CAP_LSE %d with %d of its 4 lse entry points", info->name, bit, set);
+        la_status st = la_attention_lse((la_kernel)k, &p, LA_FLOAT32, a.q, a.k, a.v, out, lse);
+        la_status want = bit ? LA_OK : LA_EINVAL;
+        if (st != want)
+            fail_msg("%s with lse: %s, the row says %s", info->name, la_strerror(st),
+                     la_strerror(want));
+        if (!bit) continue;
+        assert_int_equal(la_attention((la_kernel)k, &p, LA_FLOAT32, a.q, a.k, a.v, a.out), LA_OK);
+        if (memcmp(out, a.out, sizeof out) != 0)
+            fail_msg("%s: la_attention_lse's output is not la_attention's", info->name);
+        for (size_t i = 0; i < 2 * N; i++)
+            if (!isfinite(lse[i])) fail_msg("%s: lse[%zu] = %g", info->name, i, (double)lse[i]);
+    }
+}
+
 /* time_exponent: the cost model's FLOPs at 2N over N, self-attention at d = 64 and the
  * default budgets (window, rank, features), tend to 2^e; at N = 8192 → 16384 every row
  * is within 0.1 of e in log2. */
@@ -148,6 +179,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(masks_match_the_kernels),
         cmocka_unit_test(weights_match_the_kernels),
+        cmocka_unit_test(lse_matches_the_kernels),
         cmocka_unit_test(time_exponent_matches_the_cost_model),
         cmocka_unit_test(sweep_and_family_are_consistent),
     };
