@@ -64,19 +64,25 @@ e_lo = STATS_min / 2; e_hi = STATS_max * 4
 stats data using ((strcol("status") eq "ok") ? column("flops") : NaN) nooutput
 f_lo = STATS_min / 2; f_hi = (STATS_max > soft_flops ? STATS_max : soft_flops) * 4   # room for the last label
 
-note1 = "Error: RMS(y − y_{softmax}) / RMS(v), both in float64; softmax's output rows are weighted averages of v's rows, so 1 is an error as large as a typical value. " . \
-        "Labels: each point's budget (r: window, k: Linformer rank, m: FAVOR+ features); Linformer's projections are random, not learned."
-note2 = "On random inputs FAVOR+ stays above linear attention and the local windows of its cost, and more features barely lower its error: its positive random features " . \
-        "estimate exp(q·k/√d) with relative variance"
-note3 = "(exp(‖q + k‖^2/√d) − 1)/m, about exp(2√d)/m for N(0, 1) queries and keys, far more than m ≤ 4096 features average away; " . \
-        "with q and k scaled down (‖q + k‖^2/√d small) the variance is small and the error falls as m^{−1/2}."
+# the notes under the panels, one line each (short enough for a one-panel figure)
+notes = "Error: RMS(y − y_{softmax}) / RMS(v), both in float64; softmax's output rows are weighted averages of v's rows,|" . \
+        "so 1 is an error as large as a typical value. Labels: each point's budget (r: window, k: Linformer rank, m: FAVOR+ features).|" . \
+        "On random inputs FAVOR+ stays above linear attention and the local windows of its cost, and more features barely lower its error:|" . \
+        "its positive random features estimate exp(q·k/√d) with relative variance (exp(‖q + k‖^2/√d) − 1)/m, about exp(2√d)/m|" . \
+        "for N(0, 1) q and k, far more than m ≤ 4096 features average away; with q and k scaled down (‖q + k‖^2/√d small)|" . \
+        "the variance is small and the error falls as m^{−1/2}. Linformer's projections are random, not learned."
+n_notes = 6
+fig_w = 600 * words(kinds) + 300 < 1100 ? 1100 : 600 * words(kinds) + 300
 
 do for [fmt in formats] {
-    eval term(fmt, out, 600 * words(kinds) + 300, 700)
-    set bmargin 8
-    set label 2 note1 at screen 0.5, screen 0.07 center font ",10" tc rgb "#555555"
-    set label 3 note2 at screen 0.5, screen 0.043 center font ",10" tc rgb "#555555"
-    set label 4 note3 at screen 0.5, screen 0.016 center font ",10" tc rgb "#555555"
+    eval term(fmt, out, fig_w, 820)
+    set bmargin 11
+    rest = notes
+    do for [i = 1:n_notes] {
+        line = i < n_notes ? rest[1:strstrt(rest, "|") - 1] : rest
+        rest = i < n_notes ? rest[strstrt(rest, "|") + 1:] : ""
+        set label (10 + i) line at screen 0.5, screen 0.018 + (n_notes - i) * 0.022 center font ",10" tc rgb "#555555"
+    }
     set multiplot layout 1, words(kinds) title heading("Error against cost: approximating softmax attention") font ",15"
     do for [kind in kinds] {
         set title kind_title(kind) font ",12"
@@ -100,8 +106,6 @@ do for [fmt in formats] {
         unset label 1
     }
     unset multiplot
-    unset label 2
-    unset label 3
-    unset label 4
+    do for [i = 1:n_notes] { unset label (10 + i) }
     set output
 }
