@@ -20,7 +20,9 @@ no file.
 Inputs are random with a printed seed; LA_TEST_SEED=N replays a run. Exits 1 on any
 failure; the last line is "data_numpy: N passed, N failed".
 """
+import html
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -266,6 +268,18 @@ def accuracy_distance(run, rows, text, q, k, v):
     r = got.get("linformer", {})
     run.check(r.get("status") == "skipped_rank" and r.get("budget") == "256",
               "accuracy distance linformer: rank 256 above N = 64, skipped", r)
+    # the figure: the scale on the axis, each variant's budget in its legend title
+    if not shutil.which("gnuplot"):
+        run.check(False, "gnuplot is missing (make deps, or apt-get install gnuplot-nox)", "")
+        return
+    rc, out, err = run.cmd(["plot", "--from", "acc.csv", "--out", "fig", "--format", "svg"])
+    svg = run.path(os.path.join("fig", "accuracy_distance.svg"))
+    text = re.sub(r"<[^>]*>", "", html.unescape(open(svg, encoding="utf-8").read())) \
+        if rc == 0 and os.path.exists(svg) else ""
+    run.check(all(t in text for t in ("RMS(v)", "local (r = 64)", "favor (m = 256)",
+                                      "linformer (k = 256)", "your arrays")),
+              "accuracy_distance.svg: the scale, the budgets and the inputs named",
+              "exit %d: %s" % (rc, err.strip()[-200:]))
 
 
 def experiments(run):
