@@ -13,7 +13,7 @@
 # with a relative variance of (exp(‖q + k‖²/√d) − 1)/m (Choromanski et al. 2021, lemma 2),
 # exp(2√d)/m for N(0, 1) queries and keys. Measured with linattn approx --q/--k/--v at
 # N = 1024, d = 64, q and k N(0, s²) (docs/experiments.md): FAVOR+ at m = 256 has error
-# 0.015 at s = 0.5, 0.22 at s = 1 and 0.33 at s = 1.25, and falls as m^(−1/2) only at the
+# 0.014 at s = 0.5, 0.22 at s = 1 and 0.36 at s = 1.25, and falls as m^(−1/2) only at the
 # small s.
 # Reads ../results/approx.csv (`linattn approx`); writes approx.png|svg.
 # By hand: gnuplot -e 'data="x/approx.csv"; out="x/approx"' approx.gp
