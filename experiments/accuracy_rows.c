@@ -189,6 +189,7 @@ void accuracy_problem_for(const ctx *x, la_problem *p, size_t n, int causal)
 {
     la_problem_init(p, 1, x->c->heads, n, n, x->c->d, x->c->d);
     p->causal = causal;
+    p->seed = x->c->common.seed; /* FAVOR+'s features, Linformer's projections */
     p->workspace_limit = (size_t)8 << 30;
 }
 

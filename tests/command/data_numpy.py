@@ -252,7 +252,7 @@ def accuracy_distance(run, rows, text, q, k, v):
             "linear": ("none", 0, ref_linear(qh, kh, vh, "elu", DEFAULT_EPS, False, None)),
             "taylor": ("none", 0, ref_taylor(qh, kh, vh, scale, DEFAULT_EPS, False, None)),
             "local": ("window", 64, ref_local(qh, kh, vh, scale, False, None, 64)),
-            "favor": ("features", 256, ref_favor(qh, kh, vh, favor_features(256, dk, 0),
+            "favor": ("features", 256, ref_favor(qh, kh, vh, favor_features(256, dk, 1),
                                                  DEFAULT_EPS, False, None))}
     rms_v = np.sqrt(np.mean(vh ** 2))
     run.check(set(got) == set(want) | {"linformer"},
