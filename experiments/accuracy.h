@@ -4,6 +4,7 @@
 #ifndef LA_ACCURACY_H
 #define LA_ACCURACY_H
 
+#include "attention/series.h"
 #include "common/inputs.h"
 #include "common/kernels.h"
 #include "common/progress.h"
@@ -71,6 +72,8 @@ extern const char *const accuracy_left_out_of_error_vs_n[];
 /* accuracy_rows.c */
 void accuracy_key_text(const ctx *x, const row_key *k, char *buf, size_t size);
 int accuracy_record(ctx *x, const row_key *k, const double *y, const double *ref, size_t n);
+int accuracy_record_vs_v(ctx *x, const row_key *k, const double *y, const double *ref,
+                         const double *v, size_t n);
 int accuracy_record_failure(ctx *x, const row_key *k, la_status st);
 int accuracy_record_skip(ctx *x, const row_key *k, const char *status);
 const char *accuracy_over_budget(const ctx *x, size_t n);
@@ -87,6 +90,7 @@ void accuracy_progress(ctx *x, const char *what);
 /* accuracy_studies.c */
 int accuracy_study_error_vs_n(ctx *x, const size_t *ns, size_t n_points);
 int accuracy_study_distance(ctx *x, const size_t *ns, size_t n_points);
+size_t accuracy_approximating(la_kernel *out);
 int accuracy_study_eps(ctx *x);
 int accuracy_study_chunk(ctx *x);
 

@@ -26,13 +26,51 @@ static double max_abs_diff(const double *a, const double *b, size_t n)
     return m;
 }
 
-/* Writes one comparison of y (float64 values) against ref. */
+/* The error_scale column of a row: distances from softmax are on v's scale, the other
+ * comparisons on the reference output's. */
+static const char *scale_of(const row_key *k)
+{
+    return strcmp(k->study, "distance") == 0 ? "rms_v" : "norm_ref";
+}
+
+/* The budget columns of a row: its kernel's budget (common/kernels.h) in the default
+ * problem every study runs, "none,0" for a kernel without one. */
+static void budget_text(const ctx *x, const row_key *k, char *buf, size_t size)
+{
+    la_kernel kernel;
+    int causal;
+    kernels_budget b = BUDGET_NONE;
+    la_problem p;
+    accuracy_problem_for(x, &p, k->n, k->causal);
+    if (la_kernel_series_parse(k->variant, &kernel, &causal) == LA_OK)
+        b = kernels_budget_of(kernel);
+    const size_t *field = kernels_budget_field(&p, b);
+    snprintf(buf, size, "%s,%zu", kernels_budget_names[b], field ? *field : 0);
+}
+
+static int write_row(ctx *x, const row_key *k, double e, double m, const char *status)
+{
+    char key[512], budget[64];
+    accuracy_key_text(x, k, key, sizeof key);
+    budget_text(x, k, budget, sizeof budget);
+    if (isnan(e) && isnan(m)) /* not measured: no error columns */
+        return record_row(x->f, "%s,,%s,,%s,%s", key, scale_of(k), budget, status);
+    return record_row(x->f, "%s,%.6e,%s,%.6e,%s,%s", key, e, scale_of(k), m, budget, status);
+}
+
+/* Writes one comparison of y (float64 values) against ref: ‖y − ref‖ / ‖ref‖. */
 int accuracy_record(ctx *x, const row_key *k, const double *y, const double *ref, size_t n)
 {
-    char key[512];
-    accuracy_key_text(x, k, key, sizeof key);
     double e = inputs_rel_error_f64(y, ref, n), m = max_abs_diff(y, ref, n);
-    return record_row(x->f, "%s,%.6e,%.6e,%s", key, e, m, isfinite(e) ? "ok" : "nonfinite");
+    return write_row(x, k, e, m, isfinite(e) ? "ok" : "nonfinite");
+}
+
+/* The same with the error RMS(y − ref) / RMS(v), v of n values too (d_k = d_v, N = M). */
+int accuracy_record_vs_v(ctx *x, const row_key *k, const double *y, const double *ref,
+                         const double *v, size_t n)
+{
+    double e = inputs_rms_error_vs_v(y, ref, n, v, n), m = max_abs_diff(y, ref, n);
+    return write_row(x, k, e, m, isfinite(e) ? "ok" : "nonfinite");
 }
 
 int accuracy_record_failure(ctx *x, const row_key *k, la_status st)
@@ -40,14 +78,12 @@ int accuracy_record_failure(ctx *x, const row_key *k, la_status st)
     char key[512];
     accuracy_key_text(x, k, key, sizeof key);
     fprintf(stderr, "\nlinattn: accuracy: %s: %s\n", key, la_strerror(st));
-    return record_row(x->f, "%s,,,error", key);
+    return write_row(x, k, NAN, NAN, "error");
 }
 
 int accuracy_record_skip(ctx *x, const row_key *k, const char *status)
 {
-    char key[512];
-    accuracy_key_text(x, k, key, sizeof key);
-    return record_row(x->f, "%s,,,%s", key, status);
+    return write_row(x, k, NAN, NAN, status);
 }
 
 /* NULL when the float64 references at N fit the budgets, else the skip status:
@@ -153,6 +189,7 @@ void accuracy_problem_for(const ctx *x, la_problem *p, size_t n, int causal)
 {
     la_problem_init(p, 1, x->c->heads, n, n, x->c->d, x->c->d);
     p->causal = causal;
+    p->seed = x->c->common.seed; /* FAVOR+'s features, Linformer's projections */
     p->workspace_limit = (size_t)8 << 30;
 }
 

@@ -77,30 +77,55 @@ int accuracy_study_error_vs_n(ctx *x, const size_t *ns, size_t n_points)
 
 /* ---------------------------------------------------------------- distance */
 
-/* The three attentions compared, by name: softmax, linear and hard (their references,
- * float64), a deliberate comparison of these kernels rather than a sweep of the registry. */
+/* The kernels the distance study compares with softmax: those the registry marks as
+ * approximating softmax attention (LA_CAP_APPROXIMATES) that run without a causal mask,
+ * in registry order, into out (LA_KERNEL_COUNT entries); returns the count. */
+size_t accuracy_approximating(la_kernel *out)
+{
+    size_t n = 0;
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        const la_kernel_info *row = la_kernel_get((la_kernel)k);
+        if ((row->caps & LA_CAP_APPROXIMATES) && row->causal != LA_CAUSAL_REQUIRED &&
+            !kernels_exact_softmax((la_kernel)k))
+            out[n++] = (la_kernel)k;
+    }
+    return n;
+}
+
+/* Each approximating kernel (float64, at the default budget) against exact softmax (its
+ * float64 reference) on the same inputs: RMS(y − y_softmax) / RMS(v). */
 int accuracy_study_distance(ctx *x, const size_t *ns, size_t n_points)
 {
     const char *const inputs[] = {INPUT_NAME(x), "dominant_key"};
     const char *softmax = la_kernel_series(LA_KERNEL_SOFTMAX, 0);
-    const char *linear = la_kernel_series(LA_KERNEL_LINEAR, 0);
-    const char *hard_name = la_kernel_series(LA_KERNEL_HARD, 0);
+    la_kernel kernels[LA_KERNEL_COUNT];
+    const size_t n_kernels = accuracy_approximating(kernels);
     for (size_t pi = 0; pi < n_points; pi++) {
         const size_t n = ns[pi];
         for (int dom = 0; dom <= N_DOMINANT(x); dom++) {
-            row_key lin = {"distance",      linear,         inputs[dom], n,         0,
-                           LA_FEATURE_ELU1, LA_DEFAULT_EPS, 0,           "float64", softmax};
-            row_key hard = lin, lin_hard = lin;
-            hard.variant = hard_name;
-            lin_hard.compared_to = hard_name;
-            if (accuracy_done_already(x, &lin) && accuracy_done_already(x, &hard) &&
-                accuracy_done_already(x, &lin_hard))
-                continue;
+            row_key keys[LA_KERNEL_COUNT];
+            int all_done = 1;
+            for (size_t i = 0; i < n_kernels; i++) {
+                const row_key k = {"distance",
+                                   la_kernel_series(kernels[i], 0),
+                                   inputs[dom],
+                                   n,
+                                   0,
+                                   LA_FEATURE_ELU1,
+                                   LA_DEFAULT_EPS,
+                                   0,
+                                   "float64",
+                                   softmax};
+                keys[i] = k;
+                all_done &= accuracy_done_already(x, &keys[i]);
+            }
+            if (all_done) continue;
             const char *skip = accuracy_over_budget(x, n);
             if (skip) {
-                if (accuracy_record_skip(x, &lin, skip) || accuracy_record_skip(x, &hard, skip) ||
-                    accuracy_record_skip(x, &lin_hard, skip))
-                    return -1;
+                for (size_t i = 0; i < n_kernels; i++)
+                    if (!accuracy_done_already(x, &keys[i]) &&
+                        accuracy_record_skip(x, &keys[i], skip))
+                        return -1;
                 continue;
             }
             char what[64];
@@ -111,20 +136,20 @@ int accuracy_study_distance(ctx *x, const size_t *ns, size_t n_points)
             accuracy_fill_inputs(x, &b, dom ? "distance_dominant" : "distance_random", dom);
             la_problem p;
             accuracy_problem_for(x, &p, n, 0);
-            /* ref = softmax, ref2 = hard, y64 = linear (all float64 references) */
             la_status st = la_ref_attention(LA_KERNEL_SOFTMAX, &p, b.q64, b.k64, b.v64, b.ref);
-            if (st == LA_OK) st = la_ref_attention(LA_KERNEL_HARD, &p, b.q64, b.k64, b.v64, b.ref2);
-            if (st == LA_OK)
-                st = la_ref_attention(LA_KERNEL_LINEAR, &p, b.q64, b.k64, b.v64, b.y64);
-            if (st != LA_OK) {
-                int rc = accuracy_record_failure(x, &lin, st);
-                accuracy_buffers_free(&b);
-                if (rc) return -1;
-                continue;
+            int rc = 0;
+            for (size_t i = 0; i < n_kernels && rc == 0; i++) {
+                if (accuracy_done_already(x, &keys[i])) continue;
+                if (!variants_rank_fits(kernels[i], &p)) { /* linformer: K above M = N */
+                    rc = accuracy_record_skip(x, &keys[i], "skipped_rank");
+                    continue;
+                }
+                la_status s2 = st == LA_OK ? la_attention(kernels[i], &p, LA_FLOAT64, b.q64, b.k64,
+                                                          b.v64, b.y64)
+                                           : st;
+                rc = s2 == LA_OK ? accuracy_record_vs_v(x, &keys[i], b.y64, b.ref, b.v64, b.elems)
+                                 : accuracy_record_failure(x, &keys[i], s2);
             }
-            int rc = accuracy_record(x, &lin, b.y64, b.ref, b.elems) ||
-                     accuracy_record(x, &hard, b.ref2, b.ref, b.elems) ||
-                     accuracy_record(x, &lin_hard, b.y64, b.ref2, b.elems);
             accuracy_buffers_free(&b);
             if (rc) return -1;
         }

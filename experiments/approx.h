@@ -1,5 +1,6 @@
 /* approx.h — what the files of `linattn approx` share: the configuration, a kernel's
- * budget parameter and the inputs of a run (approx.c, approx_measure.c). */
+ * budget parameter (common/kernels.h) and the inputs of a run (approx.c,
+ * approx_measure.c). */
 #ifndef LA_APPROX_H
 #define LA_APPROX_H
 
@@ -22,13 +23,16 @@
 
 enum { N_KEY = 5, MAX_BUDGETS = 32, N_INPUTS = 3 };
 
-/* The exact attention every error is measured against: its rows are written at every
- * point (cmd_approx), so the summary leaves it out. */
-#define APPROX_REFERENCE LA_KERNEL_SOFTMAX
+/* What the error column holds, as the results' # error line and the help say it. */
+#define APPROX_ERROR_TEXT                                                                          \
+    "RMS(y - y_softmax) / RMS(v), y_softmax exact softmax attention (float64 both): each "         \
+    "output row of softmax attention is a weighted average of v's rows, so 1 is an error "         \
+    "as large as a typical value"
 
 typedef struct {
-    size_t n, d, heads, seeds;
-    int inputs[N_INPUTS];
+    size_t n, d, dv, heads, seeds; /* d = d_k; dv = d_v (d with random inputs) */
+    int inputs[N_INPUTS];          /* with --q/--k/--v: inputs[0] only, named "user" */
+    inputs_source source;          /* random, or the arrays of --q/--k/--v */
     int selected[LA_KERNEL_COUNT];
     size_t windows[MAX_BUDGETS], n_windows;
     size_t ranks[MAX_BUDGETS], n_ranks;
@@ -36,23 +40,21 @@ typedef struct {
     sweep_common common;
 } config;
 
-/* The budget parameter of a kernel: which la_problem field its list sets. */
-typedef enum { BUDGET_NONE, BUDGET_WINDOW, BUDGET_PROJ, BUDGET_FEATURES } budget_kind;
-
+/* q and k of elems (heads × N × d_k) values, v and the outputs of v_elems (heads × N × d_v) */
 typedef struct {
     float *q, *k, *v, *out;
     double *q64, *k64, *v64, *y64, *exact;
-    size_t elems;
+    size_t elems, v_elems;
 } buffers;
 
 /* approx.c */
 extern const char *const approx_input_names[];
-extern const char *const approx_budget_names[];
-budget_kind approx_budget_of(la_kernel k);
+/* The inputs column: approx_input_names[kind], or "user" for the arrays of --q/--k/--v. */
+const char *approx_input_name(const config *c, int kind);
 
 /* approx_measure.c */
 void approx_buffers_free(buffers *b);
-int approx_buffers_alloc(buffers *b, size_t elems);
+int approx_buffers_alloc(buffers *b, size_t elems, size_t v_elems);
 void approx_fill(const config *c, buffers *b, int kind, uint64_t seed);
 void approx_problem_of(const config *c, la_kernel k, size_t budget, uint64_t seed, la_problem *p);
 int approx_measure(record_file *f, const config *c, buffers *b, la_kernel k, size_t budget,

@@ -31,7 +31,8 @@ static const char help_text[] =
     "  pre-LN:   x = x + SelfAttn(LN1(x)); x = x + CrossAttn(LN2(x), M); y = x + FFN(LN3(x))\n"
     "(pre-LN does not normalise M). --cross-variant gives the cross-attention its own kernel.\n"
     "X is (N, D) or (B, N, D), PyTorch's batch_first layout: the heads are split off D\n"
-    "inside the layer, so X has no head axis to lay out. On success one line on stderr\n"
+    "inside the layer, so X has no head axis to lay out (--layout, which attend and\n"
+    "accuracy take, is refused here with that reason). On success one line on stderr\n"
     "says how X was read: B, H, N, M, d_k = d_v = D/H, precision and layout.\n"
     "\n"
     "DIR holds one .npy file (float32 or float64) per tensor of the layer's state_dict:\n"
@@ -156,7 +157,7 @@ int cmd_block(int argc, char **argv)
     const char *weights = NULL, *x_path = NULL, *out_path = NULL, *heads_text = NULL;
     const char *norm = NULL, *attention = NULL, *activation = NULL, *precision = NULL;
     const char *feature_map = NULL, *threads_text = NULL, *seed_text = NULL;
-    const char *layer = NULL, *memory_path = NULL, *cross_attention = NULL;
+    const char *layer = NULL, *memory_path = NULL, *cross_attention = NULL, *layout = NULL;
     position_flags pf = {0};
     position_values pos = {0};
     int causal = 0;
@@ -176,6 +177,7 @@ int cmd_block(int argc, char **argv)
         {"feature-map", &feature_map, NULL},
         {"threads", &threads_text, NULL},
         {"seed", &seed_text, NULL},
+        {"layout", &layout, NULL},
         POSITION_FLAGS(pf),
         {NULL, NULL, NULL},
     };
@@ -184,6 +186,9 @@ int cmd_block(int argc, char **argv)
     if (rc) return rc;
 
     /* step 1: the flags, all checked before any file is read */
+    if (layout)
+        return cli_fail("--layout", "X is (N, D) or (B, N, D): its heads are split off D inside "
+                                    "the layer, so there is no head axis to lay out");
     const char *required[][2] = {
         {"--weights", weights}, {"--x", x_path}, {"--out", out_path}, {"--heads", heads_text}};
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)

@@ -11,6 +11,7 @@
 #include "common/kernels.h"
 #include "common/machine.h"
 #include "common/memory.h"
+#include "common/metadata.h"
 #include "common/models.h"
 #include "common/progress.h"
 #include "common/record.h"
@@ -71,6 +72,7 @@ static const char *const components[N_COMPONENTS] = {"attention", "projections",
 typedef struct {
     size_t ns[MAX_POINTS], n_points, hi; /* --n, increasing; hi the largest */
     size_t d, heads, d_ff;
+    const models_entry *preset; /* --model, or NULL */
     sweep_common common;
 } config;
 
@@ -85,10 +87,11 @@ static int parse(int argc, char **argv, config *c)
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
-    c->d = 512, c->heads = 8, c->d_ff = 0;
+    c->d = 512, c->heads = 8, c->d_ff = 0, c->preset = NULL;
     if (model) {
         const models_entry *preset;
         if ((rc = models_parse("--model", model, &preset))) return rc;
+        c->preset = preset;
         c->d = preset->size.d_model, c->heads = preset->size.heads, c->d_ff = preset->size.d_ff;
     }
     if ((rc = sweep_parse("--n", n ? n : "64:8192", 2, c->ns, MAX_POINTS, &c->n_points))) return rc;
@@ -162,11 +165,24 @@ int cmd_block_sweep(int argc, char **argv)
     memory_init();
     char err[512];
     machine_check(); /* how busy the machine is: into the header, a warning if busy */
+    /* --model: which model's sizes, its stack, and what is timed of it */
+    char model_line[512] = "";
+    if (c.preset)
+        snprintf(model_line, sizeof model_line,
+                 "# model: %s (%s): D = %zu, H = %zu, d_ff = %zu, timed as one post-LN encoder "
+                 "layer of these sizes%s\n",
+                 c.preset->name, c.preset->stack, c.d, c.heads, c.d_ff,
+                 strcmp(c.preset->stack, "decoder-only") == 0
+                     ? " (its own blocks are causal and pre-LN: the sizes, not the block)"
+                     : "");
+    metadata_extra(model_line);
     record_file *f = record_open(c.common.out, "block",
                                  "time per component of one post-LN encoder layer against N, "
                                  "softmax and linear attention (float32, B = 1)",
                                  COLUMNS, N_KEY, c.common.resume, argc, argv, err, sizeof err);
+    metadata_extra(NULL);
     if (!f) return cli_fail("block-sweep", "%s", err);
+    if (model_line[0]) printf("block-sweep: %s", model_line + 2);
 
     const size_t D = c.d, H = c.heads, dh = D / H;
     const int threads = la_get_num_threads();

@@ -57,6 +57,7 @@ static const char help_text[] =
     "  complexity   complexity (with <file>_fit.csv)\n"
     "  roofline     roofline\n"
     "  scores       scores\n"
+    "  dist_scaling dist_scaling (with the dist_model.csv beside it)\n"
     "Several files of scaling, crossover or decode (or one file holding several d, heads,\n"
     "...) are overlaid in one figure: the legend names the setting that differs (d = 32,\n"
     "d = 64). Several files of the other experiments give one figure each (block.png,\n"

@@ -14,13 +14,14 @@ const figure_kind plot_figures[] = {
     {"complexity", {"complexity", NULL}, 0, {"n", NULL}, "fit"},
     {"roofline", {"roofline", NULL}, 0, {"n", "d", "dtype", NULL}, ""},
     {"scores", {"scores", NULL}, 0, {"d_k", NULL}, ""},
+    {"dist_scaling", {"dist_scaling", NULL}, 0, {"ranks", "n", NULL}, ""},
 };
 _Static_assert(sizeof plot_figures / sizeof plot_figures[0] == N_FIGURES,
                "N_FIGURES (plot.h) is the length of plot_figures");
 
 /* Files drawn with another's figure (given alone they are refused, in a folder skipped). */
-const char *const plot_companions[] = {"scaling_fit", "scaling_train_fit", "crossover_points",
-                                       "complexity_fit", NULL};
+const char *const plot_companions[] = {"scaling_fit",    "scaling_train_fit", "crossover_points",
+                                       "complexity_fit", "dist_model",        NULL};
 
 const setting plot_settings[] = {
     {"d", "d = %s"},       {"d_k", "d_k = %s"},   {"d_v", "d_v = %s"},

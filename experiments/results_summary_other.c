@@ -47,13 +47,15 @@ void results_summary_accuracy(FILE *out, const config *c)
         }
         if (any) fprintf(out, "| %s | %s | %s |\n", all[k].name, cell[0], cell[1]);
     }
-    /* the other studies: the range of rel_error per (study, variant, input, compared_to) */
-    fprintf(out, "\nThe other studies (rel_error, min–max over their rows):\n\n"
-                 "| study | series | input | compared to | rel_error |\n"
-                 "| --- | --- | --- | --- | --- |\n");
+    /* the other studies: the range of rel_error per (study, variant, input, compared_to),
+     * on its error_scale (distance: RMS(y − y_softmax) / RMS(v)) */
+    fprintf(out, "\nThe other studies (rel_error, min–max over their rows; scale rms_v: "
+                 "RMS(y − y_softmax) / RMS(v), norm_ref: ‖y − y_ref‖ / ‖y_ref‖):\n\n"
+                 "| study | series | input | compared to | rel_error | scale |\n"
+                 "| --- | --- | --- | --- | --- | --- |\n");
     for (size_t i = 0; i < record_count(f); i++) {
         const char *row = record_row_at(f, i);
-        char study[32], var[64], input[32], cmp[32];
+        char study[32], var[64], input[32], cmp[32], scale[16];
         if (record_get_str(f, row, "study", study, sizeof study) || !strcmp(study, "error_vs_n") ||
             record_get_str(f, row, "variant", var, sizeof var) ||
             record_get_str(f, row, "input", input, sizeof input) ||
@@ -75,8 +77,11 @@ void results_summary_accuracy(FILE *out, const config *c)
                 results_text_is(f, r, "compared_to", cmp) && record_get(f, r, "rel_error", &e) == 0)
                 lo = fmin(lo, e), hi = fmax(hi, e);
         }
+        if (record_get_str(f, row, "error_scale", scale, sizeof scale))
+            snprintf(scale, sizeof scale, "-");
         if (hi >= lo)
-            fprintf(out, "| %s | %s | %s | %s | %.2g–%.2g |\n", study, var, input, cmp, lo, hi);
+            fprintf(out, "| %s | %s | %s | %s | %.2g–%.2g | %s |\n", study, var, input, cmp, lo, hi,
+                    scale);
     }
     record_close(f);
 }

@@ -14,7 +14,7 @@
 //                   φ(K)ᵀV (Transpose, MatMul), z = ReduceSum φ(K), φ(Q)·[S | z], Div;
 // then runs `linattn bench` on the same shapes (--format csv, --threads 2: the next
 // process, back to back) and prints linattn's median / ONNX Runtime's for each: the
-// issue's goals are softmax <= 0.5x and causal softmax <= 0.2x.
+// goals are softmax <= 0.5x and causal softmax <= 0.2x.
 // Each graph is first checked at N = 8 against a float64 plain-loop reference (exit 1 when
 // one does not compute its attention). The graphs are written here as ONNX protobuf bytes (the few message fields they need),
 // so the script needs no package beyond onnxruntime-node.

@@ -74,6 +74,19 @@ double inputs_rel_error_f64(const double *y, const double *ref, size_t n)
     return ref2 == 0 ? sqrt(y2) : sqrt(diff2 / ref2);
 }
 
+double inputs_rms_error_vs_v(const double *y, const double *ref, size_t n, const double *v,
+                             size_t n_v)
+{
+    double diff2 = 0, v2 = 0;
+    for (size_t i = 0; i < n; i++)
+        diff2 += (y[i] - ref[i]) * (y[i] - ref[i]);
+    for (size_t i = 0; i < n_v; i++)
+        v2 += v[i] * v[i];
+    if (!isfinite(diff2) || !isfinite(v2)) return INFINITY;
+    const double rms = n ? sqrt(diff2 / (double)n) : 0, rms_v = n_v ? sqrt(v2 / (double)n_v) : 0;
+    return rms_v == 0 ? rms : rms / rms_v;
+}
+
 /* ---------------------------------------------------------------- input sources */
 
 /* Q, K, V agree as attend requires: rank 2..4, the same leading dims, a shared d_k, V's

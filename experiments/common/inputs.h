@@ -30,6 +30,14 @@ size_t inputs_float_count(size_t a, size_t b, size_t c);
  * or infinite, so a broken kernel never looks accurate. */
 double inputs_rel_error_f64(const double *y, const double *ref, size_t n);
 
+/* RMS(y − ref) / RMS(v) in float64, y and ref of n elements, v of n_v: the error of an
+ * approximation against exact attention on a scale that does not shrink as the output
+ * does (each output row of softmax attention is a weighted average of V's rows, so the
+ * RMS of V is the size of a typical value; ‖y_softmax‖ falls as the weights spread).
+ * RMS(y − ref) itself when v is all zero; +inf when any element is NaN or infinite. */
+double inputs_rms_error_vs_v(const double *y, const double *ref, size_t n, const double *v,
+                             size_t n_v);
+
 /* ---------------------------------------------------------------- input sources */
 
 /* Where an experiment's q, k, v come from (accuracy, bench, scaling): random N(0, 1)

@@ -128,6 +128,29 @@ int kernels_exact_softmax(la_kernel k)
     return info && strcmp(info->family, "softmax") == 0 && !(info->caps & LA_CAP_APPROXIMATES);
 }
 
+const char *const kernels_budget_names[] = {"none", "window", "proj_rank", "features"};
+
+kernels_budget kernels_budget_of(la_kernel k)
+{
+    const la_kernel_info *info = la_kernel_get(k);
+    const unsigned params = info ? info->params : 0;
+    if (params & LA_PARAM_WINDOW) return BUDGET_WINDOW;
+    if (params & LA_PARAM_PROJ) return BUDGET_PROJ;
+    if (params & LA_PARAM_FEATURES) return BUDGET_FEATURES;
+    return BUDGET_NONE;
+}
+
+size_t *kernels_budget_field(la_problem *p, kernels_budget b)
+{
+    switch (b) {
+    case BUDGET_WINDOW: return &p->window;
+    case BUDGET_PROJ: return &p->proj_rank;
+    case BUDGET_FEATURES: return &p->features;
+    case BUDGET_NONE: break;
+    }
+    return NULL;
+}
+
 la_kernel kernels_family(la_kernel k)
 {
     const la_kernel_info *info = la_kernel_get(k);

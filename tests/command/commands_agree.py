@@ -87,6 +87,16 @@ def main():
     check(t5.get("stack") == "encoder-decoder", "params JSON: t5-small encoder-decoder")
     check("decoder-only" in run("flops", "--model", "gpt2", "--n", "8").stdout,
           "flops --model gpt2 says decoder-only")
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = run("block-sweep", "--model", "gpt2", "--n", "16", "--reps", "1", "--min-time",
+                   "0", "--out", "g.csv", cwd=tmp)
+        said = [l for l in proc.stdout.splitlines() if l.startswith("block-sweep: model: ")]
+        head = [l for l in open(os.path.join(tmp, "g.csv")) if l.startswith("# model: ")] \
+            if proc.returncode == 0 else []
+        check(len(said) == 1 and "gpt2 (decoder-only)" in said[0] and "encoder layer" in said[0]
+              and len(head) == 1 and head[0][2:].strip() == said[0][len("block-sweep: "):],
+              "block-sweep --model gpt2 says decoder-only, and that an encoder layer of its "
+              "sizes is timed, on stdout and in # model (%s)" % said)
 
     # 4. did you mean
     for args, wanted in ((["scaling", "--wndow", "3"], "did you mean --window?"),

@@ -20,7 +20,9 @@ no file.
 Inputs are random with a printed seed; LA_TEST_SEED=N replays a run. Exits 1 on any
 failure; the last line is "data_numpy: N passed, N failed".
 """
+import html
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -30,6 +32,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 import checks  # noqa: E402  (tests/command/checks.py)
 from attend_numpy import phi, rel_error  # noqa: E402  (the same φ and error as attend's)
+from attend_numpy import (favor_features, ref_favor, ref_hard, ref_linear,  # noqa: E402
+                          ref_local, ref_softmax, ref_taylor)
 
 DEFAULT_EPS = 1e-6  # LA_DEFAULT_EPS
 TOL = {"float32": 1e-5, "float64": 1e-12}
@@ -229,6 +233,55 @@ def meta(text, key):
     return None
 
 
+def accuracy_distance(run, rows, text, q, k, v):
+    """accuracy's distance study on the user's arrays: every approximating variant at its
+    default budget against softmax, RMS(y − y_softmax) / RMS(v) as NumPy computes it on
+    the first N = 64 queries and keys (the values as read: float32)."""
+    if not rows:
+        return
+    header = rows[0]
+    got = {r[header.index("variant")]: dict(zip(header, r)) for r in rows[1:]
+           if r[header.index("study")] == "distance" and r[header.index("n")] == "64"}
+    run.check((meta(text, "error") or "").startswith("# error: rel_error is ||y - y_ref||"),
+              "accuracy: the # error line says which scale each row uses", meta(text, "error"))
+    n, dk = 64, q.shape[-1]
+    qh, kh, vh = (x.astype(np.float32).astype(np.float64)[None, :, :n] for x in (q, k, v))
+    scale = 1 / np.sqrt(dk)
+    exact = ref_softmax(qh, kh, vh, scale, False, None)
+    want = {"hard": ("none", 0, ref_hard(qh, kh, vh, scale, False, None)),
+            "linear": ("none", 0, ref_linear(qh, kh, vh, "elu", DEFAULT_EPS, False, None)),
+            "taylor": ("none", 0, ref_taylor(qh, kh, vh, scale, DEFAULT_EPS, False, None)),
+            "local": ("window", 64, ref_local(qh, kh, vh, scale, False, None, 64)),
+            "favor": ("features", 256, ref_favor(qh, kh, vh, favor_features(256, dk, 1),
+                                                 DEFAULT_EPS, False, None))}
+    rms_v = np.sqrt(np.mean(vh ** 2))
+    run.check(set(got) == set(want) | {"linformer"},
+              "accuracy distance: every approximating variant", sorted(got))
+    for name, (budget_name, budget, y) in want.items():
+        r = got.get(name, {})
+        expect = np.sqrt(np.mean((y - exact) ** 2)) / rms_v
+        ok = (r.get("status") == "ok" and r.get("error_scale") == "rms_v" and
+              (r.get("budget_name"), r.get("budget")) == (budget_name, str(budget)) and
+              abs(float(r["rel_error"]) - expect) <= 1e-5 * expect + 1e-15)
+        run.check(ok, "accuracy distance %s: RMS(y - y_softmax) / RMS(v)" % name,
+                  "row %s, NumPy %.6g" % (r, expect))
+    r = got.get("linformer", {})
+    run.check(r.get("status") == "skipped_rank" and r.get("budget") == "256",
+              "accuracy distance linformer: rank 256 above N = 64, skipped", r)
+    # the figure: the scale on the axis, each variant's budget in its legend title
+    if not shutil.which("gnuplot"):
+        run.check(False, "gnuplot is missing (make deps, or apt-get install gnuplot-nox)", "")
+        return
+    rc, out, err = run.cmd(["plot", "--from", "acc.csv", "--out", "fig", "--format", "svg"])
+    svg = run.path(os.path.join("fig", "accuracy_distance.svg"))
+    text = re.sub(r"<[^>]*>", "", html.unescape(open(svg, encoding="utf-8").read())) \
+        if rc == 0 and os.path.exists(svg) else ""
+    run.check(all(t in text for t in ("RMS(v)", "local (r = 64)", "favor (m = 256)",
+                                      "linformer (k = 256)", "your arrays")),
+              "accuracy_distance.svg: the scale, the budgets and the inputs named",
+              "exit %d: %s" % (rc, err.strip()[-200:]))
+
+
 def experiments(run):
     rng = run.rng
     q = rng.standard_normal((2, 96, 16)).astype(np.float16)
@@ -249,6 +302,7 @@ def experiments(run):
               and ns <= {16, 32, 40, 64}, "accuracy --q/--k/--v",
               "exit %d, inputs %s, column %s, N %s: %s" % (rc, meta(text, "inputs"), inputs,
                                                            sorted(ns), err.strip()))
+    accuracy_distance(run, rows, text, q, k, v)
 
     rc, out, err = run.cmd(["bench", "--variant", "softmax,linear", "--n", "32,96", "--reps",
                             "1", "--format", "csv"] + files)

@@ -10,8 +10,9 @@
      H = 256 heads of N = 4 tokens (the trap is visible), and as H = 4, N = 256 with bnhd;
   4. accuracy --layout bnhd reads the same arrays as the default layout does their
      transposes (the same errors, the # inputs line says which layout);
-  5. a bad --layout value, --layout bnhd with --grad-*, and accuracy --layout without
-     --q are refused with one line; a failed run prints no layout line.
+  5. a bad --layout value, --layout bnhd with --grad-*, accuracy --layout without --q and
+     block --layout (its X has no head axis) are refused with one line saying why; a
+     failed run prints no layout line.
 Fresh random inputs (seed printed; LA_TEST_SEED replays); small arrays: about a second.
 
 Usage: /usr/bin/python3 tests/command/input_layout.py BUILD/linattn   (run by `make test`)
@@ -158,6 +159,11 @@ def main():
                                             "--grad-k", "gk.npy", "--grad-v", "gv.npy"]),
                       "--layout bnhd with --grad-*")
         check.refused(run("accuracy", "--layout", "bnhd"), "accuracy --layout without --q")
+        proc = run("block", "--layout", "bnhd", "--weights", "w", "--x", "x.npy", "--out",
+                   "by.npy", "--heads", "2")
+        check.refused(proc, "block --layout: X has no head axis")
+        check("no head axis" in proc.stderr and "unknown flag" not in proc.stderr,
+              "block --layout says why (%s)" % proc.stderr.strip())
         proc = run("attend", "--variant", "softmax", "--q", "n_q.npy", "--k", "a_n.npy",
                    "--v", "n_v.npy", "--out", "bad.npy", "--layout", "bnhd")
         check.refused(proc, "attend --layout bnhd with shapes that disagree")

@@ -196,8 +196,44 @@ def main():
         os.makedirs(os.path.dirname(broken))
         with open(broken, "w") as f:
             f.write("# linattn scaling: made up\nkernel,size\nsoftmax,64\n")
+        # dist-scaling's two files (as mpirun -np P linattn dist-scaling writes them)
+        dist = os.path.join(tmp, "dist")
+        os.makedirs(dist)
+        with open(os.path.join(dist, "dist_scaling.csv"), "w") as f:
+            f.write("# linattn dist_scaling: made up\n# cpu: test\n"
+                    "mode,kernel,ranks,n,n_per_rank,d,heads,precision,median_s,min_s,comm_s,"
+                    "comm_share,bytes_sent_per_rank,bytes_sent_max,messages,status\n")
+            for kernel, t in (("linear", 1e-3), ("softmax_ring", 2e-2)):
+                for p in (1, 2, 4):
+                    f.write("strong,%s,%d,4096,%d,64,1,float32,%g,%g,0,0,0,0,0,ok\n"
+                            % (kernel, p, 4096 // p, t / p, t / p))
+        with open(os.path.join(dist, "dist_model.csv"), "w") as f:
+            f.write("# linattn dist_model: made up\n"
+                    "link_gbit_s,latency_s,kernel,ranks,n,d,heads,compute_s,comm_s,time_s,"
+                    "comm_share,bytes_sent_per_rank,unit_cost_s\n")
+            for link in (10, 100):
+                for kernel, t in (("linear", 1e-3), ("softmax_ring", 2e-2)):
+                    for n in (4096, 1000000, 100000000):
+                        for p in (1, 4, 16, 64):
+                            f.write("%d,2e-06,%s,%d,%d,64,1,%g,0,%g,0,0,0\n"
+                                    % (link, kernel, p, n, t * n / 4096 / p, t * n / 4096 / p))
+        proc = run(["plot", "--from", os.path.join(dist, "dist_scaling.csv"), "--format", "svg"])
+        check(proc.returncode == 0 and figures(dist) == ["dist_model.csv", "dist_scaling.csv",
+                                                         "dist_scaling.svg"],
+              "plot --from dist_scaling.csv: its figure, with the dist_model.csv beside it (%s: %s)"
+              % (figures(dist), proc.stderr.strip()[-200:]))
+        if os.path.exists(os.path.join(dist, "dist_scaling.svg")):
+            text = svg_text(os.path.join(dist, "dist_scaling.svg"))
+            check("strong scaling, N = 4096" in text and "softmax ring" in text,
+                  "dist_scaling.svg: both panels and the kernels' names")
+        lone = os.path.join(tmp, "lone")
+        os.makedirs(lone)
+        shutil.copy(os.path.join(dist, "dist_scaling.csv"), lone)
+
         no_gnuplot = dict(os.environ, PATH="/nonexistent")
         cases = [
+            ("dist_scaling.csv without its dist_model.csv",
+             [os.path.join(lone, "dist_scaling.csv")], None),
             ("a missing file", [os.path.join(tmp, "missing.csv")], None),
             ("a CSV that is not linattn's", [plain], None),
             ("a kind with no figure (bench)", [bench], None),

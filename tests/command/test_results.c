@@ -369,6 +369,26 @@ static void rel_error_nan(void **state)
     assert_true(fabs(inputs_rel_error_f64(y, ref, 3) - sqrt(8.0)) < 1e-15);
 }
 
+/* RMS(y − ref) / RMS(v): v may have another length than y (N ≠ M), a smaller ref does not
+ * make the error larger, NaN and inf are never small. */
+static void rms_error_vs_v(void **state)
+{
+    (void)state;
+    double ref[2] = {0.01, -0.01}, y[2] = {0.11, -0.01}, v[4] = {1, -1, 1, -1};
+    const double want = sqrt(0.1 * 0.1 / 2) / 1.0; /* RMS diff 0.0707, RMS(v) 1 */
+    assert_true(fabs(inputs_rms_error_vs_v(y, ref, 2, v, 4) - want) < 1e-15);
+    ref[0] = 1e-6, y[0] = 0.1 + 1e-6; /* the same difference on a tinier output */
+    assert_true(fabs(inputs_rms_error_vs_v(y, ref, 2, v, 4) - want) < 1e-15);
+    v[0] = v[1] = v[2] = v[3] = 2;
+    assert_true(fabs(inputs_rms_error_vs_v(y, ref, 2, v, 4) - want / 2) < 1e-15);
+    v[0] = v[1] = v[2] = v[3] = 0; /* V all zero: the RMS difference itself */
+    assert_true(fabs(inputs_rms_error_vs_v(y, ref, 2, v, 4) - want) < 1e-15);
+    y[1] = NAN;
+    assert_true(isinf(inputs_rms_error_vs_v(y, ref, 2, v, 4)));
+    y[1] = 0, v[3] = INFINITY;
+    assert_true(isinf(inputs_rms_error_vs_v(y, ref, 2, v, 4)));
+}
+
 int main(void)
 {
     tu_init("test_results");
@@ -380,6 +400,7 @@ int main(void)
         cmocka_unit_test(peak_rss),
         cmocka_unit_test(sweeps_and_flags),
         cmocka_unit_test(rel_error_nan),
+        cmocka_unit_test(rms_error_vs_v),
         cmocka_unit_test(stream_file_same_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
