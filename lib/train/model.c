@@ -60,7 +60,8 @@ bool la_train_saved_counts(const la_train_config *c, size_t batch, size_t *layer
     if (!la_mul_ok(batch, c->seq_len, &rows) || !la_mul_ok(rows, c->d_model, &rd) ||
         !la_mul_ok(rows, c->d_ff, &rf) || rd > SIZE_MAX / 8 || rows > SIZE_MAX / 4)
         return false;
-    if ((la_kernel_get(c->attention)->caps & LA_CAP_LSE) && !mul3(batch, c->heads, c->seq_len, &lse))
+    if ((la_kernel_get(c->attention)->caps & LA_CAP_LSE) &&
+        !mul3(batch, c->heads, c->seq_len, &lse))
         return false;
     sum = 8 * rd; /* four activations, Q, K, V, O */
     if (sum > SIZE_MAX - rf || sum + rf > SIZE_MAX - lse) return false;
@@ -73,11 +74,12 @@ bool la_train_saved_counts(const la_train_config *c, size_t batch, size_t *layer
 
 la_status la_train_config_check(const la_train_config *c)
 {
-    if (!c || c->vocab == 0 || c->d_model == 0 || c->heads == 0 || c->d_ff == 0 ||
-        c->layers == 0 || c->seq_len == 0 || c->d_model % c->heads != 0)
+    if (!c || c->vocab == 0 || c->d_model == 0 || c->heads == 0 || c->d_ff == 0 || c->layers == 0 ||
+        c->seq_len == 0 || c->d_model % c->heads != 0)
         return LA_EINVAL;
     if ((c->dtype != LA_FLOAT32 && c->dtype != LA_FLOAT64) || (c->pre_ln != 0 && c->pre_ln != 1) ||
-        (c->gelu != 0 && c->gelu != 1) || (c->learned_positions != 0 && c->learned_positions != 1) ||
+        (c->gelu != 0 && c->gelu != 1) ||
+        (c->learned_positions != 0 && c->learned_positions != 1) ||
         (c->tie_head != 0 && c->tie_head != 1) || !(isfinite(c->ln_eps) && c->ln_eps > 0))
         return LA_EINVAL;
     if (c->vocab > INT32_MAX) return LA_EINVAL; /* tokens are int32 */
@@ -102,8 +104,7 @@ size_t la_train_saved_bytes(const la_train_config *c, size_t batch)
     const size_t elem = c->dtype == LA_FLOAT32 ? sizeof(float) : sizeof(double);
     if (!la_mul_ok(lr, c->layers, &real) || real > SIZE_MAX - fr ||
         !la_mul_ok(real + fr, elem, &real) || !la_mul_ok(ld, c->layers, &dbl) ||
-        dbl > SIZE_MAX - fd || !la_mul_ok(dbl + fd, sizeof(double), &dbl) ||
-        real > SIZE_MAX - dbl)
+        dbl > SIZE_MAX - fd || !la_mul_ok(dbl + fd, sizeof(double), &dbl) || real > SIZE_MAX - dbl)
         return 0;
     total = real + dbl;
     return total;
@@ -189,10 +190,18 @@ static void init_model(la_train_model *m, uint64_t seed)
 /* ---------------------------------------------------------------- the list */
 
 static const char *const layer_keys[LA_TRAIN_LAYER_TENSORS] = {
-    "self_attn.in_proj_weight",  "self_attn.in_proj_bias", "self_attn.out_proj.weight",
-    "self_attn.out_proj.bias",   "linear1.weight",         "linear1.bias",
-    "linear2.weight",            "linear2.bias",           "norm1.weight",
-    "norm1.bias",                "norm2.weight",           "norm2.bias",
+    "self_attn.in_proj_weight",
+    "self_attn.in_proj_bias",
+    "self_attn.out_proj.weight",
+    "self_attn.out_proj.bias",
+    "linear1.weight",
+    "linear1.bias",
+    "linear2.weight",
+    "linear2.bias",
+    "norm1.weight",
+    "norm1.bias",
+    "norm2.weight",
+    "norm2.bias",
 };
 
 #define KEY_SIZE 64 /* "layers.{i}.self_attn.out_proj.weight" with i up to 20 digits fits */
@@ -244,7 +253,7 @@ la_status la_train_model_create(la_train_model **out, const la_train_config *c, 
     for (size_t i = 0; i < L; i++)
         for (int t = 0; t < LA_TRAIN_LAYER_TENSORS; t++) {
             snprintf(key, sizeof key, "layers.%zu.%s", i, layer_keys[t]);
-            const size_t rows = t == LA_TRAIN_IN_W || t == LA_TRAIN_IN_B ? 3 * D
+            const size_t rows = t == LA_TRAIN_IN_W || t == LA_TRAIN_IN_B   ? 3 * D
                                 : t == LA_TRAIN_L1_W || t == LA_TRAIN_L1_B ? F
                                                                            : D;
             const int matrix = t == LA_TRAIN_IN_W || t == LA_TRAIN_OUT_W || t == LA_TRAIN_L1_W ||
@@ -264,8 +273,7 @@ la_status la_train_model_create(la_train_model **out, const la_train_config *c, 
     m->count = n;
 
     /* storage: every parameter, then every gradient, each tensor 64-byte aligned */
-    const size_t elem = c->dtype == LA_FLOAT32 ? sizeof(float) : sizeof(double),
-                 align = 64 / elem;
+    const size_t elem = c->dtype == LA_FLOAT32 ? sizeof(float) : sizeof(double), align = 64 / elem;
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         size_t padded = (m->list[i].numel + align - 1) / align * align;
@@ -323,9 +331,8 @@ size_t la_train_model_param_count(const la_train_model *m)
 
 /* ---------------------------------------------------------------- the passes */
 
-static la_status run(la_train_model *m, size_t batch, const int32_t *tokens,
-                     const int32_t *targets, int backward, double *loss, size_t *correct,
-                     size_t *scored)
+static la_status run(la_train_model *m, size_t batch, const int32_t *tokens, const int32_t *targets,
+                     int backward, double *loss, size_t *correct, size_t *scored)
 {
     if (!m || !tokens || !targets || batch == 0) return LA_EINVAL;
     size_t rows;

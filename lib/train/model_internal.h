@@ -30,8 +30,8 @@ struct la_train_model {
     la_train_config c;
     la_train_tensor *list; /* count entries */
     size_t count;
-    char *keys;        /* the keys' text, list[i].key pointing into it */
-    void *storage;     /* n_params parameters, then n_params gradients */
+    char *keys;    /* the keys' text, list[i].key pointing into it */
+    void *storage; /* n_params parameters, then n_params gradients */
     size_t n_params;
     /* indices into list (LA_TRAIN_NONE where the model lacks the tensor) */
     size_t embedding, positions, layer0, norm, head_w, head_b;

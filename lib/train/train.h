@@ -2,7 +2,7 @@
  * float32 and float64, for training in C (`linattn train`). Internal: the command links
  * the static library and includes this header; nothing here is exported by the shared
  * library or declared in linattn.h. The layers' own forward and backward passes are in
- * train/layers.h; the optimiser, tasks and checkpoints work on la_train_tensor lists.
+ * train/train_layers.h; the optimiser, tasks and checkpoints work on la_train_tensor lists.
  *
  * THE MODEL, for tokens t (B, N) (N = seq_len), as PyTorch computes it with
  *
