@@ -308,11 +308,13 @@ static void remove_folder(const char *dir)
     rmdir(dir);
 }
 
-/* Whether dir may be replaced: absent, an empty folder or a checkpoint. */
-static la_status replaceable(const char *dir, int *exists, const char **why)
+la_status la_train_checkpoint_replaceable(const char *dir, int *exists, const char **why)
 {
     struct stat st;
+    int dummy;
+    if (!exists) exists = &dummy;
     *exists = 0;
+    if (!dir || !*dir) return fail(why, LA_EINVAL, "no folder named");
     if (stat(dir, &st) != 0) {
         if (errno == ENOENT) return LA_OK;
         return fail(why, LA_EIO, "%s: %s", dir, strerror(errno));
@@ -373,7 +375,7 @@ la_status la_train_checkpoint_save(const char *dir, la_train_model *m, const la_
     for (size_t n = strlen(target); n > 1 && target[n - 1] == '/'; n--)
         target[n - 1] = 0;
     int exists;
-    la_status st = replaceable(target, &exists, why);
+    la_status st = la_train_checkpoint_replaceable(target, &exists, why);
     if (st) return st;
     snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", target);
     if (!mkdtemp(tmp))

@@ -49,6 +49,11 @@ const char *la_train_checkpoint_get(const la_train_checkpoint_state *s, const ch
 la_status la_train_checkpoint_save(const char *dir, la_train_model *m, const la_train_adamw *o,
                                    const la_train_checkpoint_state *s, const char **why);
 
+/* LA_OK when la_train_checkpoint_save may write dir: absent, an empty folder or a
+ * checkpoint (*exists, when not NULL, says whether it exists); else LA_EIO and *why, as
+ * save refuses it. A command checks its target with it before a run. */
+la_status la_train_checkpoint_replaceable(const char *dir, int *exists, const char **why);
+
 /* Reads checkpoint.txt alone: the model's configuration (attention tensors NULL: drawn from
  * its seed), AdamW's hyperparameters and the state. LA_EIO (no such folder or file),
  * LA_EFORMAT (not a checkpoint of this format, a line or value malformed), *why one line. */
