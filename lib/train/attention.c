@@ -144,9 +144,8 @@ la_status la_train_mha_forward_f64(la_kernel kernel, const la_problem *p, const 
 la_status la_train_mha_backward_f64(la_kernel kernel, const la_problem *p, const double *x,
                                     const double *in_w, const double *out_w, const double *q,
                                     const double *k, const double *v, const double *o,
-                                    const double *lse, const double *dy, double *dx,
-                                    double *d_in_w, double *d_in_b, double *d_out_w,
-                                    double *d_out_b)
+                                    const double *lse, const double *dy, double *dx, double *d_in_w,
+                                    double *d_in_b, double *d_out_w, double *d_out_b)
 {
     return backward(kernel, p, x, in_w, out_w, q, k, v, o, lse, dy, dx, d_in_w, d_in_b, d_out_w,
                     d_out_b);

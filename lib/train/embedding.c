@@ -81,8 +81,8 @@ la_status la_train_embedding_forward_f64(size_t batch, size_t n, size_t vocab, s
     return forward(batch, n, vocab, d, tokens, table, pos, x);
 }
 la_status la_train_embedding_backward_f64(size_t batch, size_t n, size_t vocab, size_t d,
-                                          const int32_t *tokens, const double *dx,
-                                          double *d_table, double *d_pos)
+                                          const int32_t *tokens, const double *dx, double *d_table,
+                                          double *d_pos)
 {
     return backward(batch, n, vocab, d, tokens, dx, d_table, d_pos);
 }

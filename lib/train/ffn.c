@@ -97,8 +97,8 @@ la_status la_train_activation_forward_f32(size_t n, int gelu, const float *pre, 
 {
     return act_forward(n, gelu, pre, out);
 }
-la_status la_train_activation_backward_f32(size_t n, int gelu, const float *pre,
-                                           const float *d_out, float *d_pre)
+la_status la_train_activation_backward_f32(size_t n, int gelu, const float *pre, const float *d_out,
+                                           float *d_pre)
 {
     return act_backward(n, gelu, pre, d_out, d_pre);
 }

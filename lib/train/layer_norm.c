@@ -86,9 +86,9 @@ static la_status backward(size_t rows, size_t d, const REAL *x, const REAL *gamm
 }
 
 #if REAL_IS_F32
-la_status la_train_layer_norm_forward_f32(size_t rows, size_t d, const float *x,
-                                          const float *gamma, const float *beta, double eps,
-                                          float *y, double *mean, double *rstd)
+la_status la_train_layer_norm_forward_f32(size_t rows, size_t d, const float *x, const float *gamma,
+                                          const float *beta, double eps, float *y, double *mean,
+                                          double *rstd)
 {
     return forward(rows, d, x, gamma, beta, eps, y, mean, rstd);
 }

@@ -39,9 +39,9 @@ la_status la_train_dense_backward_f64(size_t rows, size_t in, size_t out, const 
  * (mean, rstd: (rows) doubles). Backward, with g = dy ∘ γ: dx = r · (g − mean(g) − x̂ ·
  * mean(g ∘ x̂)), dγ += Σ_rows dy ∘ x̂, dβ += Σ_rows dy. x, y, dx, dy: (rows, d); y may
  * equal x, dx may equal dy. LA_EINVAL also for eps not finite and > 0. */
-la_status la_train_layer_norm_forward_f32(size_t rows, size_t d, const float *x,
-                                          const float *gamma, const float *beta, double eps,
-                                          float *y, double *mean, double *rstd);
+la_status la_train_layer_norm_forward_f32(size_t rows, size_t d, const float *x, const float *gamma,
+                                          const float *beta, double eps, float *y, double *mean,
+                                          double *rstd);
 la_status la_train_layer_norm_forward_f64(size_t rows, size_t d, const double *x,
                                           const double *gamma, const double *beta, double eps,
                                           double *y, double *mean, double *rstd);
@@ -59,8 +59,8 @@ la_status la_train_layer_norm_backward_f64(size_t rows, size_t d, const double *
  * x·φ(x)). Backward: d_pre = d_out ∘ act′(pre) (d_pre may equal d_out). */
 la_status la_train_activation_forward_f32(size_t n, int gelu, const float *pre, float *out);
 la_status la_train_activation_forward_f64(size_t n, int gelu, const double *pre, double *out);
-la_status la_train_activation_backward_f32(size_t n, int gelu, const float *pre,
-                                           const float *d_out, float *d_pre);
+la_status la_train_activation_backward_f32(size_t n, int gelu, const float *pre, const float *d_out,
+                                           float *d_pre);
 la_status la_train_activation_backward_f64(size_t n, int gelu, const double *pre,
                                            const double *d_out, double *d_pre);
 
@@ -112,9 +112,8 @@ la_status la_train_mha_backward_f32(la_kernel kernel, const la_problem *p, const
 la_status la_train_mha_backward_f64(la_kernel kernel, const la_problem *p, const double *x,
                                     const double *in_w, const double *out_w, const double *q,
                                     const double *k, const double *v, const double *o,
-                                    const double *lse, const double *dy, double *dx,
-                                    double *d_in_w, double *d_in_b, double *d_out_w,
-                                    double *d_out_b);
+                                    const double *lse, const double *dy, double *dx, double *d_in_w,
+                                    double *d_in_b, double *d_out_w, double *d_out_b);
 
 /* Token embedding and positions: x[b, t] = table[tokens[b, t]] + P[t], P = pos (n, d)
  * (learned) or, pos NULL, the sinusoidal table (la_add_positional_encoding's). tokens
@@ -130,8 +129,8 @@ la_status la_train_embedding_backward_f32(size_t batch, size_t n, size_t vocab, 
                                           const int32_t *tokens, const float *dx, float *d_table,
                                           float *d_pos);
 la_status la_train_embedding_backward_f64(size_t batch, size_t n, size_t vocab, size_t d,
-                                          const int32_t *tokens, const double *dx,
-                                          double *d_table, double *d_pos);
+                                          const int32_t *tokens, const double *dx, double *d_table,
+                                          double *d_pos);
 
 /* Softmax cross-entropy over the vocabulary, forward and backward in one pass, stable
  * (logits shifted by their row maximum, the sums in double). logits (rows, vocab) are
@@ -166,8 +165,8 @@ void la_train_ref_ffn_forward(size_t rows, size_t d, size_t d_ff, int gelu, cons
                               const double *b2, double *y);
 void la_train_ref_ffn_backward(size_t rows, size_t d, size_t d_ff, int gelu, const double *x,
                                const double *w1, const double *b1, const double *w2,
-                               const double *dy, double *dx, double *dw1, double *db1,
-                               double *dw2, double *db2);
+                               const double *dy, double *dx, double *dw1, double *db1, double *dw2,
+                               double *db2);
 la_status la_train_ref_mha_forward(la_kernel kernel, const la_problem *p, const double *x,
                                    const double *in_w, const double *in_b, const double *out_w,
                                    const double *out_b, double *y);
