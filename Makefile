@@ -17,7 +17,8 @@
 #                   bench's shapes, with the ratios linattn/peer (not in make test)
 #   make check-torch  `linattn block` against PyTorch's own TransformerEncoderLayer and
 #                   TransformerDecoderLayer, `linattn model` against nn.Transformer,
-#                   `linattn attend --mask` against its masked attention, and linattn.torch
+#                   `linattn attend --mask` against its masked attention, `linattn train`'s
+#                   loss, gradients and AdamW step against PyTorch's, and linattn.torch
 #                   (gradcheck, MultiheadAttention, examples/train_torch.py) against PyTorch
 #                   (installs Debian's python3-torch, about 230 packages: not in make test)
 #   make python     the Python package (python/) into a venv, offline (docs/python.md)
@@ -348,6 +349,7 @@ check-torch: $(BUILD)/linattn $(VENV)/.installed | build/.deps-test
 	/usr/bin/python3 tests/command/block_torch.py $(BUILD)/linattn
 	/usr/bin/python3 tests/command/model_torch.py $(BUILD)/linattn
 	/usr/bin/python3 tests/command/attend_torch.py $(BUILD)/linattn
+	/usr/bin/python3 scripts/check_torch_train.py $(BUILD)/linattn
 	$(VENV)/bin/python tests/python/torch_package.py
 	$(VENV)/bin/python examples/train_torch.py --check
 

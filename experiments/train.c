@@ -240,7 +240,7 @@ static int parse_optim(const char **t, train_settings *s)
         (rc = not_read("--min-lr", t[TRAIN_MIN_LR], "--schedule cosine")))
         return rc;
     s->adamw = la_train_adamw_defaults();
-    if ((rc = parse_positive("--lr", t[TRAIN_LR], &sc->lr)) ||
+    if ((rc = cli_parse_double("--lr", t[TRAIN_LR], &sc->lr)) ||
         (rc = parse_size_min("--warmup", t[TRAIN_WARMUP], 0, &sc->warmup)) ||
         (rc = parse_size_min("--step-every", t[TRAIN_STEP_EVERY], 1, &sc->every)) ||
         (rc = parse_positive("--gamma", t[TRAIN_GAMMA], &sc->gamma)) ||
@@ -249,6 +249,7 @@ static int parse_optim(const char **t, train_settings *s)
         (rc = cli_parse_double("--weight-decay", t[TRAIN_WEIGHT_DECAY], &s->adamw.weight_decay)) ||
         (rc = cli_parse_double("--clip", t[TRAIN_CLIP], &s->clip)))
         return rc;
+    if (sc->lr < 0) return cli_fail("--lr", "must be at least 0");
     if (sc->gamma > 1) return cli_fail("--gamma", "must be in (0, 1]");
     if (!(sc->floor >= 0 && sc->floor <= sc->lr))
         return cli_fail("--min-lr", "must be in [0, --lr]");

@@ -39,7 +39,7 @@ static const char help_text[] =
     "training:\n"
     "  --batch B            sequences per step [16]\n"
     "  --steps S            optimiser steps in all (with --resume: the checkpoint's) [2000]\n"
-    "  --lr LR              the peak learning rate [0.003]\n"
+    "  --lr LR              the peak learning rate (0: the weights stay) [0.003]\n"
     "  --warmup W           steps of linear warm-up from lr/W to lr [50]\n"
     "  --schedule S         constant, step (×--gamma [0.5] every --step-every [100] steps)\n"
     "                       or cosine (to --min-lr [0] at step S) after the warm-up [constant]\n"

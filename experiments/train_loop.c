@@ -231,7 +231,7 @@ static int loop(run *r, record_file *log)
             break;
         }
         const double after = timer_now(), elapsed = r->elapsed_before + (after - start);
-        if (log && record_row(log, "%zu,%.6g,%.6g,%.6g,%.3f,%.1f", r->ck.step,
+        if (log && record_row(log, "%zu,%.12g,%.12g,%.6g,%.3f,%.1f", r->ck.step,
                               loss_sum / (double)since_steps, eval_loss, accuracy, elapsed,
                               tokens_per_step * (double)since_steps / (after - since_s)) != 0) {
             progress_abort(&pr);
