@@ -63,8 +63,8 @@ static const char help_after_kernels[] =
     "(one line on stderr: linattn: WHAT: why; the last checkpoint is kept), 130 stopped by\n"
     "a signal after writing the checkpoint\n"
     "\n"
-    "example (the copy task, softmax: about 40 s on 2 cores of the machine this was written\n"
-    "on; the held-out accuracy passes 0.9):\n"
+    "example (the copy task with the defaults: 74 s on this machine's 2 cores shared with\n"
+    "other jobs, 26 s of CPU time; the held-out accuracy reaches 0.98 at step 2000):\n"
     "  linattn train --task copy --attention softmax --log copy.csv --checkpoint copy.ckpt\n";
 
 void cmd_train_help(FILE *out)
