@@ -280,6 +280,7 @@ int cmd_train(int argc, char **argv)
     flags[TRAIN_RECORDED + 6] = (cli_flag){NULL, NULL, NULL};
     int rc = cli_parse_flags(argc, argv, flags);
     if (!rc && s->resume) rc = merge_checkpoint(s->resume, text, &steps, &eval_every, ck);
+    if (!rc && s->resume && !s->checkpoint) s->checkpoint = s->resume; /* carries on there */
     for (int i = 0; i < TRAIN_RECORDED; i++)
         if (!text[i]) text[i] = defaults[i];
     if (!rc) rc = cli_parse_threads("--threads", threads);

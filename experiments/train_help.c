@@ -54,9 +54,9 @@ static const char help_text[] =
     "                       row), eval_loss, eval_accuracy, elapsed_s, tokens_per_s\n"
     "  --checkpoint DIR     the model, AdamW's state, the step and the batches' generator:\n"
     "                       a folder of .npy files named by PyTorch's keys, replaced whole\n"
-    "  --resume DIR         continue DIR's run; its settings apply, a flag that differs\n"
-    "                       from them is refused (but --steps, --eval-every, --log,\n"
-    "                       --checkpoint, --threads)\n";
+    "  --resume DIR         continue DIR's run, checkpointing into DIR (or --checkpoint's);\n"
+    "                       its settings apply, a flag that differs from them is refused\n"
+    "                       (but --steps, --eval-every, --log, --checkpoint, --threads)\n";
 static const char help_after_kernels[] =
     "\n"
     "exit status: 0 done, 2 bad flags, data or checkpoint, or a loss that is not finite\n"
