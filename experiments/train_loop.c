@@ -76,21 +76,31 @@ static void run_free(run *r)
     free(r->targets);
 }
 
-/* The checkpoint, with the settings (nothing without --checkpoint): NULL, or why not. */
-static const char *save(run *r, double elapsed)
+/* The settings a checkpoint records into r->ck: -1, or the flag whose value cannot be
+ * stored (a newline in it, or too long: checked before the run). */
+static int record_settings(run *r, double elapsed)
 {
-    if (!r->s->checkpoint) return NULL;
     la_train_checkpoint_state *ck = &r->ck;
     char value[64];
     ck->n_settings = 0;
     for (int i = 0; i < TRAIN_RECORDED; i++)
-        la_train_checkpoint_set(ck, train_recorded_flags[i], r->s->recorded[i]);
+        if (la_train_checkpoint_set(ck, train_recorded_flags[i], r->s->recorded[i]) != LA_OK)
+            return i;
     snprintf(value, sizeof value, "%zu", r->s->steps);
     la_train_checkpoint_set(ck, "steps", value);
     snprintf(value, sizeof value, "%zu", r->s->eval_every);
     la_train_checkpoint_set(ck, "eval-every", value);
     snprintf(value, sizeof value, "%.3f", elapsed);
     la_train_checkpoint_set(ck, "elapsed_s", value);
+    return -1;
+}
+
+/* The checkpoint, with the settings (nothing without --checkpoint): NULL, or why not. */
+static const char *save(run *r, double elapsed)
+{
+    if (!r->s->checkpoint) return NULL;
+    la_train_checkpoint_state *ck = &r->ck;
+    record_settings(r, elapsed);
     const char *why = NULL;
     if (la_train_checkpoint_save(r->s->checkpoint, r->model, &r->adamw, ck, &why) != LA_OK)
         return why;
@@ -147,6 +157,10 @@ static int setup(run *r)
     r->ck.rng = la_train_rng_make(s->seed);
     if (s->checkpoint && la_train_checkpoint_replaceable(s->checkpoint, NULL, &why) != LA_OK)
         return cli_fail("--checkpoint", "%s", why);
+    int bad = s->checkpoint ? record_settings(r, 0) : -1;
+    if (bad >= 0)
+        return cli_fail("--checkpoint", "cannot record --%s's value '%s' (a newline, or too long)",
+                        train_recorded_flags[bad], s->recorded[bad]);
     if (s->resume) {
         if ((st = la_train_checkpoint_load(s->resume, r->model, &r->adamw, &r->ck, &why)))
             return cli_fail("--resume", "%s", why);

@@ -102,7 +102,13 @@ else
     fail resume_damaged_text "the good run failed: $(head -c 200 err.txt)"
 fi
 
-# a control character in --data's path: the error stays one line
+# a control character in --data's path: the error stays one line; a file of that name
+# cannot be recorded in a checkpoint (its text is one line per setting): refused before
+# the run
 train_refused data_path_newline --task text --data "$(printf 'a\nb.txt')"
+nl_name=$(printf 'a\nb.txt')
+i=0
+while [ $i -lt 40 ]; do echo "some text to learn from, line $i" >>"$nl_name"; i=$((i + 1)); done
+train_refused data_path_newline_checkpoint --task text --data "$nl_name"
 
 exit $failed
