@@ -134,8 +134,8 @@ void la_train_ref_ffn_forward(size_t rows, size_t d, size_t d_ff, int gelu, cons
 
 void la_train_ref_ffn_backward(size_t rows, size_t d, size_t d_ff, int gelu, const double *x,
                                const double *w1, const double *b1, const double *w2,
-                               const double *dy, double *dx, double *dw1, double *db1,
-                               double *dw2, double *db2)
+                               const double *dy, double *dx, double *dw1, double *db1, double *dw2,
+                               double *db2)
 {
     for (size_t r = 0; r < rows; r++) {
         const double *xr = x + r * d, *g = dy + r * d;

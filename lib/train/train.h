@@ -68,8 +68,8 @@
  *                    kernel has LA_CAP_LSE; linear1's pre-activation (R·d_ff); mean and
  *                    1/σ of norm1 and norm2 (4·R doubles)
  *     final norm     its input (R·D) and output (R·D), mean and 1/σ (2·R doubles)
- *     head           nothing: the cross-entropy turns logits into their gradient in place,
- *                    in blocks of rows (R·V at most, scratch of the call)
+ *     head           nothing: the logits (R, V) are scratch of the call, which the
+ *                    cross-entropy turns into their gradient in place
  * la_train_saved_bytes gives the total.
  *
  * THREADS. Every product runs on BLIS's threads summing each element's terms in one order,
@@ -94,8 +94,9 @@ typedef struct {
     la_kernel attention;          /* a registry row with a backward that allows causal = 1 */
     la_problem attention_params;  /* its parameters (feature_map, eps, chunk, window, features,
                                      seed, workspace_limit, ...), copied into every call's
-                                     problem; sizes, scale, causal, masks, key lengths and
-                                     strides are the model's own (ignored here) */
+                                     problem; sizes, scale, causal and its alignment, masks,
+                                     key lengths and strides are the model's own (ignored
+                                     here) */
     int pre_ln;                   /* 1: norm_first=True (pre-LN); 0: post-LN */
     int gelu;                     /* 0: ReLU; 1: exact GELU */
     int learned_positions;        /* 0: sinusoidal (fixed); 1: pos_embedding.weight (N, D) */

@@ -120,20 +120,26 @@ static void dense(void **state)
             const size_t R = shapes[si][0], I = shapes[si][1], O = shapes[si][2];
             float *x32, *w32, *b32, *dy32, *g0_32, *gb0_32;
             double *b = draw(&r, O, 1, &b32);
-            dense_ctx c = {R, I, O, draw(&r, R * I, 1, &x32), draw(&r, O * I, 1, &w32),
-                           bias ? b : NULL, draw(&r, R * O, 1, &dy32)};
+            dense_ctx c = {R,
+                           I,
+                           O,
+                           draw(&r, R * I, 1, &x32),
+                           draw(&r, O * I, 1, &w32),
+                           bias ? b : NULL,
+                           draw(&r, R * O, 1, &dy32)};
             /* gradients start from g0 (they are added to) */
             double *g0 = draw(&r, O * I, 1, &g0_32), *gb0 = draw(&r, O, 1, &gb0_32);
             double *y = tu_f64(R * O), *y_ref = tu_f64(R * O), *dx = tu_f64(R * I),
                    *dx_ref = tu_f64(R * I), *dw = copy64(g0, O * I), *dw_ref = copy64(g0, O * I),
                    *db = copy64(gb0, O), *db_ref = copy64(gb0, O);
             la_train_ref_dense_forward(R, I, O, c.x, c.w, c.b, y_ref);
-            la_train_ref_dense_backward(R, I, O, c.x, c.w, c.dy, dx_ref, dw_ref, bias ? db_ref : NULL);
+            la_train_ref_dense_backward(R, I, O, c.x, c.w, c.dy, dx_ref, dw_ref,
+                                        bias ? db_ref : NULL);
             /* float64 */
             assert_int_equal(la_train_dense_forward_f64(R, I, O, c.x, c.w, c.b, y), LA_OK);
-            assert_int_equal(la_train_dense_backward_f64(R, I, O, c.x, c.w, c.dy, dx, dw,
-                                                         bias ? db : NULL),
-                             LA_OK);
+            assert_int_equal(
+                la_train_dense_backward_f64(R, I, O, c.x, c.w, c.dy, dx, dw, bias ? db : NULL),
+                LA_OK);
             tu_assert_close_f64(y, y_ref, R * O, TOL_F64, "dense f64 y");
             tu_assert_close_f64(dx, dx_ref, R * I, TOL_F64, "dense f64 dx");
             tu_assert_close_f64(dw, dw_ref, O * I, TOL_F64, "dense f64 dw");
@@ -189,21 +195,25 @@ static void layer_norm(void **state)
     for (size_t si = 0; si < 3; si++) {
         const size_t R = shapes[si][0], d = shapes[si][1];
         float *x32, *g32, *b32, *dy32, *dg32, *db32;
-        ln_ctx c = {R, d, draw(&r, R * d, 2, &x32), draw(&r, d, 1, &g32), draw(&r, d, 1, &b32),
-                    draw(&r, R * d, 1, &dy32), 1e-5};
+        ln_ctx c = {R,
+                    d,
+                    draw(&r, R * d, 2, &x32),
+                    draw(&r, d, 1, &g32),
+                    draw(&r, d, 1, &b32),
+                    draw(&r, R * d, 1, &dy32),
+                    1e-5};
         double *dg0 = draw(&r, d, 1, &dg32), *db0 = draw(&r, d, 1, &db32);
         double *y = tu_f64(R * d), *y_ref = tu_f64(R * d), *dx = tu_f64(R * d),
                *dx_ref = tu_f64(R * d), *dg = copy64(dg0, d), *dg_ref = copy64(dg0, d),
-               *db = copy64(db0, d), *db_ref = copy64(db0, d), *mean = tu_f64(R),
-               *rstd = tu_f64(R);
+               *db = copy64(db0, d), *db_ref = copy64(db0, d), *mean = tu_f64(R), *rstd = tu_f64(R);
         la_train_ref_layer_norm_forward(R, d, c.x, c.gamma, c.beta, c.eps, y_ref);
         la_train_ref_layer_norm_backward(R, d, c.x, c.gamma, c.eps, c.dy, dx_ref, dg_ref, db_ref);
         assert_int_equal(
             la_train_layer_norm_forward_f64(R, d, c.x, c.gamma, c.beta, c.eps, y, mean, rstd),
             LA_OK);
-        assert_int_equal(la_train_layer_norm_backward_f64(R, d, c.x, c.gamma, mean, rstd, c.dy, dx,
-                                                          dg, db),
-                         LA_OK);
+        assert_int_equal(
+            la_train_layer_norm_backward_f64(R, d, c.x, c.gamma, mean, rstd, c.dy, dx, dg, db),
+            LA_OK);
         tu_assert_close_f64(y, y_ref, R * d, TOL_F64, "layer norm f64 y");
         tu_assert_close_f64(dx, dx_ref, R * d, TOL_F64, "layer norm f64 dx");
         tu_assert_close_f64(dg, dg_ref, d, TOL_F64, "layer norm f64 dgamma");
@@ -213,9 +223,9 @@ static void layer_norm(void **state)
             la_train_layer_norm_forward_f32(R, d, x32, g32, b32, c.eps, y32, mean, rstd), LA_OK);
         /* dx may be dy: in place */
         memcpy(dx32, dy32, R * d * sizeof *dx32);
-        assert_int_equal(la_train_layer_norm_backward_f32(R, d, x32, g32, mean, rstd, dx32, dx32,
-                                                          dg32, db32),
-                         LA_OK);
+        assert_int_equal(
+            la_train_layer_norm_backward_f32(R, d, x32, g32, mean, rstd, dx32, dx32, dg32, db32),
+            LA_OK);
         tu_assert_close_f32(y32, y_ref, R * d, TOL_F32, "layer norm f32 y");
         tu_assert_close_f32(dx32, dx_ref, R * d, TOL_F32, "layer norm f32 dx (in place)");
         tu_assert_close_f32(dg32, dg_ref, d, TOL_F32, "layer norm f32 dgamma");
@@ -455,10 +465,10 @@ static void mha(void **state)
                                                           c.out_w, c.out_b, s, s + n, s + 2 * n,
                                                           s + 3 * n, lse ? s + 4 * n : NULL, y),
                                  LA_OK);
-                assert_int_equal(la_train_mha_backward_f64(
-                                     c.kernel, &c.p, c.x, c.in_w, c.out_w, s, s + n, s + 2 * n,
-                                     s + 3 * n, lse ? s + 4 * n : NULL, c.dy, dx, g[0], g[1], g[2],
-                                     g[3]),
+                assert_int_equal(la_train_mha_backward_f64(c.kernel, &c.p, c.x, c.in_w, c.out_w, s,
+                                                           s + n, s + 2 * n, s + 3 * n,
+                                                           lse ? s + 4 * n : NULL, c.dy, dx, g[0],
+                                                           g[1], g[2], g[3]),
                                  LA_OK);
                 static const char *const names[4] = {"d_in_w", "d_in_b", "d_out_w", "d_out_b"};
                 const char *kn = la_kernel_name(c.kernel);
@@ -467,10 +477,9 @@ static void mha(void **state)
                 for (int t = 0; t < 4; t++)
                     tu_assert_close_f64(g[t], g_ref[t], gn[t], TOL_F64, "mha %s f64 %s", kn,
                                         names[t]);
-                assert_int_equal(la_train_mha_forward_f32(c.kernel, &c.p, f[0], f[1], f[2], f[3],
-                                                          f[4], s32, s32 + n, s32 + 2 * n,
-                                                          s32 + 3 * n, lse ? s32 + 4 * n : NULL,
-                                                          y32),
+                assert_int_equal(la_train_mha_forward_f32(
+                                     c.kernel, &c.p, f[0], f[1], f[2], f[3], f[4], s32, s32 + n,
+                                     s32 + 2 * n, s32 + 3 * n, lse ? s32 + 4 * n : NULL, y32),
                                  LA_OK);
                 assert_int_equal(la_train_mha_backward_f32(c.kernel, &c.p, f[0], f[1], f[3], s32,
                                                            s32 + n, s32 + 2 * n, s32 + 3 * n,
@@ -543,8 +552,7 @@ static void embedding(void **state)
         assert_int_equal(
             la_train_embedding_backward_f32(B, N, V, d, tok, dx32, dt32, learned ? dp32 : NULL),
             LA_OK);
-        tu_assert_close_f32(x32, x_ref, B * N * d, TOL_F32, "embedding f32 x, learned %d",
-                            learned);
+        tu_assert_close_f32(x32, x_ref, B * N * d, TOL_F32, "embedding f32 x, learned %d", learned);
         tu_assert_close_f32(dt32, dt_ref, V * d, TOL_F32, "embedding f32 d_table");
         tu_assert_close_f32(dp32, dp_ref, N * d, TOL_F32, "embedding f32 d_pos");
         free(table), free(pos), free(dx), free(dt0), free(dp0), free(x), free(x_ref), free(dt);
@@ -565,9 +573,9 @@ static double ce_loss(void *p)
 {
     ce_ctx *c = p;
     double *g = tu_f64(c->rows * c->vocab);
-    const double l = la_train_ref_cross_entropy(c->rows, c->vocab, c->logits, c->targets, c->scale,
-                                                g) *
-                     c->scale;
+    const double l =
+        la_train_ref_cross_entropy(c->rows, c->vocab, c->logits, c->targets, c->scale, g) *
+        c->scale;
     free(g);
     return l;
 }
@@ -689,16 +697,16 @@ static void errors(void **state)
     assert_int_equal(la_train_mha_forward_f64(LA_KERNEL_LINFORMER, &p, x, big, big, big, big, q, q,
                                               q, q, NULL, y),
                      LA_EINVAL);
-    assert_int_equal(la_train_mha_forward_f64(LA_KERNEL_LINEAR, &p, x, big, big, big, big, q, q, q,
-                                              q, q, y),
-                     LA_EINVAL);
-    assert_int_equal(la_train_mha_forward_f64(LA_KERNEL_SOFTMAX, &p, x, big, big, big, big, q, q,
-                                              q, q, NULL, y),
-                     LA_EINVAL);
+    assert_int_equal(
+        la_train_mha_forward_f64(LA_KERNEL_LINEAR, &p, x, big, big, big, big, q, q, q, q, q, y),
+        LA_EINVAL);
+    assert_int_equal(
+        la_train_mha_forward_f64(LA_KERNEL_SOFTMAX, &p, x, big, big, big, big, q, q, q, q, NULL, y),
+        LA_EINVAL);
     p.n_keys = 1;
-    assert_int_equal(la_train_mha_forward_f64(LA_KERNEL_LINEAR, &p, x, big, big, big, big, q, q, q,
-                                              q, NULL, y),
-                     LA_EINVAL);
+    assert_int_equal(
+        la_train_mha_forward_f64(LA_KERNEL_LINEAR, &p, x, big, big, big, big, q, q, q, q, NULL, y),
+        LA_EINVAL);
 }
 
 int main(void)

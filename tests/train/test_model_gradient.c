@@ -4,6 +4,8 @@
  *     softmax and linear attention, pre-LN and post-LN, ReLU and GELU, sinusoidal and
  *     learned positions, tied and untied heads, some targets not scored;
  *   - float32 against float64 on the same parameters (loss and every gradient);
+ *   - the loss against the library's inference layers (la_encoder_layer, causal), which
+ *     share no code with lib/train: the model is train.h's definition;
  *   - the same bits on 1 and 2 threads (a model large enough to run threaded);
  *   - evaluate's loss is forward_backward's, and leaves the gradients alone; loss,
  *     correct and scored against a direct count; no target scored gives zero gradients;
@@ -167,6 +169,108 @@ static void float32_matches_float64(void **state)
                                 t64[i].numel, TOL_F32, "%s: %s", v->name, t64[i].key);
         la_train_model_free(m64);
         la_train_model_free(m32);
+    }
+}
+
+/* ---------------------------------------------------------------- the definition */
+
+/* The tensor of m whose key is `key` (NULL if none). */
+static la_train_tensor *find(la_train_model *m, const char *key)
+{
+    size_t count;
+    la_train_tensor *t = tensors(m, &count);
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(t[i].key, key) == 0) return &t[i];
+    return NULL;
+}
+
+/* The loss of train.h's definition through the library's inference layers (la_embed,
+ * la_add_positional_encoding, la_encoder_layer with a causal mask, la_layer_norm), an
+ * implementation of nn.TransformerEncoderLayer that shares no code with lib/train, then
+ * the head and the cross-entropy as plain loops. */
+static double loss_by_layers(la_train_model *m, size_t batch, const int32_t *tok,
+                             const int32_t *tgt)
+{
+    const la_train_config *c = la_train_model_config(m);
+    const size_t N = c->seq_len, D = c->d_model, V = c->vocab, R = batch * N;
+    la_layer_config lc;
+    la_layer_config_init(&lc, D, c->heads, c->d_ff);
+    lc.attention = c->attention;
+    lc.norm = c->pre_ln ? LA_NORM_PRE : LA_NORM_POST;
+    lc.activation = c->gelu ? LA_ACTIVATION_GELU : LA_ACTIVATION_RELU;
+    lc.norm_eps = c->ln_eps;
+    lc.feature_map = c->attention_params.feature_map;
+    lc.linear_eps = c->attention_params.eps;
+    lc.chunk = c->attention_params.chunk;
+    int64_t *tok64 = tu_alloc(R * sizeof *tok64);
+    for (size_t i = 0; i < R; i++)
+        tok64[i] = tok[i];
+    double *x = tu_f64(R * D), *logits = tu_f64(V);
+    const double *table = find(m, "embedding.weight")->data;
+    assert_int_equal(la_embed(LA_FLOAT64, V, D, table, R, tok64, x), LA_OK);
+    la_train_tensor *pos = find(m, "pos_embedding.weight");
+    if (pos)
+        for (size_t i = 0; i < R; i++)
+            for (size_t e = 0; e < D; e++)
+                x[i * D + e] += ((double *)pos->data)[(i % N) * D + e];
+    else
+        assert_int_equal(la_add_positional_encoding(LA_FLOAT64, batch, N, D, 0, x), LA_OK);
+    for (size_t l = 0; l < c->layers; l++) {
+        la_layer_weights w;
+        assert_int_equal(la_layer_weights_init(&w, LA_FLOAT64, D, c->d_ff, 0, 0), LA_OK);
+        for (int t = 0; t < LA_W_COUNT; t++) {
+            if (!w.tensor[t]) continue;
+            char key[128];
+            snprintf(key, sizeof key, "layers.%zu.%s", l, la_layer_tensor_key((la_layer_tensor)t));
+            la_train_tensor *src = find(m, key);
+            assert_non_null(src);
+            memcpy(w.tensor[t], src->data, src->numel * sizeof(double));
+        }
+        assert_int_equal(la_encoder_layer(&lc, &w, LA_FLOAT64, batch, N, x, 1, NULL, x), LA_OK);
+        la_layer_weights_free(&w);
+    }
+    assert_int_equal(la_layer_norm(LA_FLOAT64, R, D, x, find(m, "norm.weight")->data,
+                                   find(m, "norm.bias")->data, c->ln_eps, x),
+                     LA_OK);
+    la_train_tensor *hw = find(m, "head.weight");
+    const double *head = hw ? hw->data : table, *hb = find(m, "head.bias")->data;
+    double total = 0;
+    size_t scored = 0;
+    for (size_t i = 0; i < R; i++) {
+        if (tgt[i] < 0) continue;
+        double top = -INFINITY, z = 0;
+        for (size_t v = 0; v < V; v++) {
+            double s = hb[v];
+            for (size_t e = 0; e < D; e++)
+                s += x[i * D + e] * head[v * D + e];
+            logits[v] = s;
+            top = fmax(top, s);
+        }
+        for (size_t v = 0; v < V; v++)
+            z += exp(logits[v] - top);
+        total += top + log(z) - logits[tgt[i]];
+        scored++;
+    }
+    free(tok64), free(x), free(logits);
+    return scored ? total / (double)scored : 0;
+}
+
+/* The model's loss is the definition's (train.h, THE MODEL) in every variant. */
+static void forward_matches_the_layers(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_for("model_layers");
+    for (size_t vi = 0; vi < N_VARIANTS; vi++) {
+        const variant *v = &variants[vi];
+        la_train_config c = tiny_config(v, LA_FLOAT64);
+        c.seq_len = 40; /* causal linear attention in two chunks of 32 */
+        la_train_model *m = create(&c, tu_next(&r));
+        const size_t batch = 3, rows = batch * c.seq_len;
+        int32_t tok[120], tgt[120];
+        draw_batch(&r, rows, c.vocab, tok, tgt);
+        const double want = loss_by_layers(m, batch, tok, tgt), got = eval_loss(m, batch, tok, tgt);
+        tu_assert_close_f64(&got, &want, 1, 1e-12, "%s: loss against la_encoder_layer", v->name);
+        la_train_model_free(m);
     }
 }
 
@@ -459,6 +563,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gradient_matches_finite_differences),
         cmocka_unit_test(float32_matches_float64),
+        cmocka_unit_test(forward_matches_the_layers),
         cmocka_unit_test(threads_bitwise),
         cmocka_unit_test(evaluate_is_the_forward),
         cmocka_unit_test(loss_by_hand),
