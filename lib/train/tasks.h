@@ -19,7 +19,8 @@
  *           0..(N-2K)/2-1 with probability ∝ (g + 1)^(a - 1) (a = power_a, 0.01 in
  *           Zoology: short gaps are the most likely); the target at a query is its
  *           value, and only queries are scored. Every other position after the pairs is
- *           a uniformly random token of 0..V-1. N must be even and 4K ≤ N.
+ *           a uniformly random token of 0..V-1. N must be even and 4K ≤ N (Zoology's
+ *           asserts; its third, V > N, is not required here).
  *   text    byte-level language modelling on a file (vocabulary 256): training windows of
  *           seq_len + 1 bytes at uniformly random offsets in the file's first part; the
  *           last eval_fraction of the file is held out and evaluated in consecutive
