@@ -2,10 +2,10 @@
 """train_runs.py — `linattn train` end to end on a tiny model: a run stopped half-way
 (--steps S/2, then --resume to S) ends with the very weights, moments and generator of the
 uninterrupted run, byte for byte, and so does one stopped by SIGINT (exit 130 after its
-checkpoint) and resumed, and (full profile) a recall run in float64 with learned
-positions and a tied head, and a run on 2 threads against 1; the log's `#` metadata lines and one row per evaluation, kept
-across --resume; the loss falls on the copy task; a checkpoint of another shape refused
-and left as it was; a loss that is not finite stops the run with exit 2 and one line,
+checkpoint) and resumed, and (full profile) a recall run in float64 with learned positions
+and a tied head; 2 threads give the bits of 1 (full profile); the log's `#` metadata lines
+and one row per evaluation, kept across --resume; the loss falls on the copy task; a
+checkpoint of another shape refused and left as it was; a loss that is not finite stops the run with exit 2 and one line,
 the checkpoint already in the folder untouched; the text task's data file refused when
 missing, empty or too short.
 
