@@ -17,7 +17,8 @@
 #                   bench's shapes, with the ratios linattn/peer (not in make test)
 #   make check-torch  `linattn block` against PyTorch's own TransformerEncoderLayer and
 #                   TransformerDecoderLayer, `linattn model` against nn.Transformer,
-#                   `linattn attend --mask` against its masked attention, and linattn.torch
+#                   `linattn attend --mask` against its masked attention, `linattn train`'s
+#                   loss, gradients and AdamW step against PyTorch's, and linattn.torch
 #                   (gradcheck, MultiheadAttention, examples/train_torch.py) against PyTorch
 #                   (installs Debian's python3-torch, about 230 packages: not in make test)
 #   make python     the Python package (python/) into a venv, offline (docs/python.md)
@@ -214,7 +215,7 @@ $(COUNTED_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/count/liblinattn.a
 PY_CHECKS := attend_numpy attend_grad_numpy results_files scaling_sweeps plot_figures \
              csv_load results_folders params_models block_numpy data_numpy vocabulary \
              approx_runs complexity_runs model_numpy roofline_runs scores_runs \
-             reference_guard commands_agree input_layout
+             reference_guard commands_agree input_layout train_runs
 
 # The Python package's checks (tests/python/*.py), run by the python of the venv that
 # `make python` installs the package into; skipped under SANITIZE=1 (an AddressSanitizer
@@ -348,6 +349,7 @@ check-torch: $(BUILD)/linattn $(VENV)/.installed | build/.deps-test
 	/usr/bin/python3 tests/command/block_torch.py $(BUILD)/linattn
 	/usr/bin/python3 tests/command/model_torch.py $(BUILD)/linattn
 	/usr/bin/python3 tests/command/attend_torch.py $(BUILD)/linattn
+	/usr/bin/python3 scripts/check_torch_train.py $(BUILD)/linattn
 	$(VENV)/bin/python tests/python/torch_package.py
 	$(VENV)/bin/python examples/train_torch.py --check
 

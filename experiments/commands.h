@@ -40,6 +40,7 @@ LA_DECLARE_COMMAND(flops);
 LA_DECLARE_COMMAND(block);
 LA_DECLARE_COMMAND(model);
 LA_DECLARE_COMMAND(csv);
+LA_DECLARE_COMMAND(train);
 LA_DECLARE_COMMAND(dist_attend);  /* MPI (make MPI=1): dist_attend.c */
 LA_DECLARE_COMMAND(dist_scaling); /* MPI (make MPI=1): dist_scaling.c */
 

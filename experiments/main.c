@@ -21,6 +21,8 @@ static const la_command commands[] = {
      cmd_params_help},
     {"flops", "FLOPs and memory of one Transformer layer, per component", cmd_flops,
      cmd_flops_help},
+    {"train", "train a small causal Transformer in C: copy, MQAR recall or a text file", cmd_train,
+     cmd_train_help},
     {"csv", "a results file without its # lines (--plain), or its metadata as JSON (--meta)",
      cmd_csv, cmd_csv_help},
     {"bench", "time the kernels against BLIS sgemm and the FMA peak (make bench)", cmd_bench,
