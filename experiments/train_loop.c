@@ -214,6 +214,7 @@ static int loop(run *r, record_file *log)
     size_t since_steps = 0;
     progress_line pr;
     progress_start(&pr, "train", (int)(s->steps - first), 0);
+    pr.unit = "step";
     int rc = 0;
     while (r->ck.step < s->steps && !stop_signal) {
         double loss = NAN;

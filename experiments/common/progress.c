@@ -44,6 +44,7 @@ void progress_suite(int k, int total, double after_s)
 void progress_start(progress_line *pr, const char *label, int total_points, double total_work)
 {
     pr->label = label;
+    pr->unit = "point";
     pr->total_points = total_points;
     pr->total_work = total_work > 0 ? total_work : total_points;
     pr->work_done = 0;
@@ -123,7 +124,7 @@ static void *heartbeat(void *unused)
         progress_label(&beat, label, sizeof label);
         progress_times(&beat, beat.work_done - beat.point_work, now, times, sizeof times);
         progress_format_duration(now - beat.point_start_s, running, sizeof running);
-        fprintf(beat.out, "%s point %d/%d running for %s (%s)  %s\n", label, beat.point,
+        fprintf(beat.out, "%s %s %d/%d running for %s (%s)  %s\n", label, beat.unit, beat.point,
                 beat.total_points, running, beat.what, times);
         fflush(beat.out);
         beat_last_s = now;
@@ -162,12 +163,12 @@ void progress_step(progress_line *pr, int point, double work, const char *what)
     progress_label(pr, label, sizeof label);
     progress_times(pr, done, now, times, sizeof times);
     if (pr->tty) {
-        fprintf(pr->out, "\r\033[K%s point %d/%d  %s  %s", label, point, pr->total_points, times,
-                what ? what : "");
+        fprintf(pr->out, "\r\033[K%s %s %d/%d  %s  %s", label, pr->unit, point, pr->total_points,
+                times, what ? what : "");
         fflush(pr->out);
     } else if (pr->point > 0 && now - pr->last_line_s >= pr->every_s) {
-        fprintf(pr->out, "%s %d/%d points done (last: %s)  %s\n", label, pr->point,
-                pr->total_points, pr->what, times);
+        fprintf(pr->out, "%s %d/%d %ss done (last: %s)  %s\n", label, pr->point, pr->total_points,
+                pr->unit, pr->what, times);
         fflush(pr->out);
         pr->last_line_s = now;
     }
@@ -185,7 +186,7 @@ void progress_end(progress_line *pr)
     char label[96], e[32];
     progress_label(pr, label, sizeof label);
     progress_format_duration(timer_now() - pr->start_s, e, sizeof e);
-    fprintf(pr->out, "%s%s %d points in %s\n", pr->tty ? "\r\033[K" : "", label, pr->total_points,
-            e);
+    fprintf(pr->out, "%s%s %d %ss in %s\n", pr->tty ? "\r\033[K" : "", label, pr->total_points,
+            pr->unit, e);
     fflush(pr->out);
 }

@@ -25,6 +25,7 @@
  * reads a copy of the line's state, never the caller's progress_line. */
 typedef struct {
     const char *label;
+    const char *unit; /* what a point is, singular: "point" (progress_start's), "step" */
     int total_points;
     double total_work, work_done, start_s;
     int tty;
