@@ -1064,3 +1064,89 @@ la_status la_ref_relative_attention(const la_problem *p, const double *q, const 
     free(scores), free(drawn_k), free(drawn_v);
     return LA_OK;
 }
+
+/* ---------------------------------------------------------------- Taylor, local, FAVOR+ backward */
+
+/* The gradient of y_i = Σ_j κ_ij v_j / (Σ_j κ_ij + eps) through the weights of one query,
+ * den_i = Σ_j κ_ij + eps over its keys: with g_i = d_out_i / den_i and c_i = −(d_out_i·y_i) /
+ * den_i, ∂L/∂κ_ij = g_i·v_j + c_i and ∂L/∂v_j += κ_ij g_i (den_i != 0). The callers add
+ * κ's own chain rule. */
+
+/* Taylor attention's gradient, per head and query i with its visible keys (ref_visible_keys
+ * and the key mask; none: no gradient), from the definition, pair by pair, never the
+ * features: κ_ij = 1 + s_ij + s_ij²/2, s_ij = q_i·k_j · scale, y_i as la_ref_taylor_attention;
+ *   dκ_ij = g_i·v_j + c_i,  d_v_j += κ_ij g_i,
+ *   d_q_i += dκ_ij (1 + s_ij)·scale·k_j,  d_k_j += dκ_ij (1 + s_ij)·scale·q_i.
+ * out is not read. */
+la_status la_ref_taylor_attention_backward(const la_problem *p, const double *q, const double *k,
+                                           const double *v, const double *out, const double *d_out,
+                                           double *d_q, double *d_k, double *d_v)
+{
+    (void)out;
+    la_status st = check_backward(p, q, k, v, d_out, d_q, d_k, d_v);
+    if (st != LA_OK) return st;
+    if (p->mask) return LA_EINVAL; /* key masks only, as the kernel */
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    size_t n_row, n_y;
+    if (!doubles_fit(M, 1, 1, &n_row) || !doubles_fit(dv, 2, 1, &n_y)) return LA_EOVERFLOW;
+    double *kappa = malloc(n_row * sizeof *kappa), *score = malloc(n_row * sizeof *score);
+    double *y = malloc(n_y * sizeof *y);
+    if (!kappa || !score || !y) {
+        st = LA_ENOMEM;
+        goto done;
+    }
+    zero_gradients(p, d_q, d_k, d_v);
+    double *g = y + dv;
+    for (size_t b = 0; b < p->batch; b++)
+        for (size_t h = 0; h < p->heads; h++) {
+            const double *qh = q + HEAD(p, b, h, N, dk), *kh = k + HEAD(p, b, h, M, dk);
+            const double *vh = v + HEAD(p, b, h, M, dv), *gh = d_out + HEAD(p, b, h, N, dv);
+            double *dqh = d_q + HEAD(p, b, h, N, dk), *dkh = d_k + HEAD(p, b, h, M, dk);
+            double *dvh = d_v + HEAD(p, b, h, M, dv);
+            for (size_t i = 0; i < N; i++) {
+                const size_t visible = ref_visible_keys(p, b, i);
+                double den = p->eps;
+                size_t seen = 0;
+                memset(y, 0, dv * sizeof *y);
+                for (size_t j = 0; j < visible; j++) {
+                    kappa[j] = 0; /* hidden by the key mask: no weight */
+                    if (!ref_mask_lets(p, b, h, i, j)) continue;
+                    double dot = 0;
+                    for (size_t a = 0; a < dk; a++)
+                        dot += qh[i * dk + a] * kh[j * dk + a];
+                    score[j] = dot * p->scale;
+                    kappa[j] = 1 + score[j] + score[j] * score[j] / 2;
+                    den += kappa[j];
+                    for (size_t c = 0; c < dv; c++)
+                        y[c] += kappa[j] * vh[j * dv + c];
+                    seen++;
+                }
+                if (seen == 0 || den == 0) continue; /* the empty row: no gradient */
+                double dO_y = 0;
+                for (size_t c = 0; c < dv; c++) {
+                    y[c] /= den;
+                    dO_y += gh[i * dv + c] * y[c];
+                    g[c] = gh[i * dv + c] / den;
+                }
+                const double ci = -dO_y / den;
+                for (size_t j = 0; j < visible; j++) {
+                    if (!ref_mask_lets(p, b, h, i, j)) continue;
+                    double dkappa = ci;
+                    for (size_t c = 0; c < dv; c++) {
+                        dkappa += g[c] * vh[j * dv + c];
+                        dvh[j * dv + c] += kappa[j] * g[c];
+                    }
+                    const double ds = dkappa * (1 + score[j]) * p->scale;
+                    for (size_t a = 0; a < dk; a++) {
+                        dqh[i * dk + a] += ds * kh[j * dk + a];
+                        dkh[j * dk + a] += ds * qh[i * dk + a];
+                    }
+                }
+            }
+        }
+done:
+    free(kappa);
+    free(score);
+    free(y);
+    return st;
+}
