@@ -323,7 +323,7 @@ la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, double *e,
  * row values, independent of N (la_attention_cost gives both).
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * Returns LA_OK, LA_EINVAL (NULL, a bad problem: window 0 included), LA_EOVERFLOW,
- * LA_ENOMEM, LA_EBUDGET, LA_ERANGE (softmax's rule above). No backward.
+ * LA_ENOMEM, LA_EBUDGET, LA_ERANGE (softmax's rule above).
  * Causal bottom-right (p->causal_align): query i's window is centered on key i + M − N.
  *   implementation lib/attention/local.c (engine.c) · reference la_ref_local_attention
  *   · tests tests/attention/test_attention.c, test_local.c */
@@ -331,6 +331,21 @@ la_status la_local_attention_f32(const la_problem *p, const float *q, const floa
                                  const float *v, float *out);
 la_status la_local_attention_f64(const la_problem *p, const double *q, const double *k,
                                  const double *v, double *out);
+/* Its backward: the fused softmax backward (la_softmax_attention_backward_*, lse computed
+ * first) over each query's window: blocks of 64 queries × 64 keys, the ones no query of
+ * the block sees skipped, so O(N·(64 + 2r)·(d_k + d_v)) time (the entries outside a row's
+ * window masked); scratch, range rule (softmax's, "backward passes, per kernel" below)
+ * and statuses as that one. Every mask the forward takes. out is the forward's output
+ * (D_i = d_out_i·out_i).
+ *   implementation lib/attention/local.c (softmax.c's blocks) · reference
+ *   la_ref_local_attention_backward · tests tests/attention/test_attention.c,
+ *   test_local.c */
+la_status la_local_attention_backward_f32(const la_problem *p, const float *q, const float *k,
+                                          const float *v, const float *out, const float *d_out,
+                                          float *d_q, float *d_k, float *d_v);
+la_status la_local_attention_backward_f64(const la_problem *p, const double *q, const double *k,
+                                          const double *v, const double *out, const double *d_out,
+                                          double *d_q, double *d_k, double *d_v);
 
 /* FAVOR+ (Performer; Choromanski et al., "Rethinking Attention with Performers", 2021):
  * softmax attention at scale 1/√d_k approximated by linear attention on m = p->features
@@ -666,6 +681,11 @@ la_status la_ref_linear_attention(const la_problem *p, const double *q, const do
  * (|i − j| <= p->window; causal also j <= i), the softmax over those. */
 la_status la_ref_local_attention(const la_problem *p, const double *q, const double *k,
                                  const double *v, double *out);
+/* Local attention's gradient: per query the keys its window and the masks leave, the
+ * softmax Jacobian as la_ref_softmax_attention_backward writes it. */
+la_status la_ref_local_attention_backward(const la_problem *p, const double *q, const double *k,
+                                          const double *v, const double *out, const double *d_out,
+                                          double *d_q, double *d_k, double *d_v);
 /* FAVOR+'s oracle: W from la_favor_features, φ(Q) and φ(K) with the kernel's stabilizers
  * (μ_i over the keys query i sees) in plain loops, then y_i = Σ_j a_ij v_j / (Σ_j a_ij +
  * eps), a_ij = φ(q_i)·φ(k_j), pair by pair over the visible keys (zero row for none, or a

@@ -187,6 +187,19 @@ la_status la_ref_hard_attention(const la_problem *p, const double *q, const doub
  * compared as they are (also for N != M; causal bottom-right: |i + M − N − j|). Written from that
  * definition, key by key: scores (N, M) = q kᵀ · scale over those keys, P = their row softmax, out
  * = P v. */
+static bool ref_local_sees(const la_problem *p, size_t b, size_t h, size_t i, size_t j)
+{
+    const size_t N = p->n_queries, M = p->n_keys;
+    const bool in_length = !p->key_lengths || (int64_t)j < p->key_lengths[b];
+    const bool in_past = ref_in_past(p, i, j);
+    /* the window is centered on query i's position, i + M − N when causal bottom-right
+     * (written without negative numbers) */
+    const bool bottom_right = p->causal && p->causal_align == LA_CAUSAL_BOTTOM_RIGHT;
+    const size_t pos_i = i + (bottom_right ? M : 0), pos_j = j + (bottom_right ? N : 0);
+    const bool in_window = (pos_i >= pos_j ? pos_i - pos_j : pos_j - pos_i) <= p->window;
+    return in_length && in_past && in_window && ref_mask_lets(p, b, h, i, j);
+}
+
 la_status la_ref_local_attention(const la_problem *p, const double *q, const double *k,
                                  const double *v, double *out)
 {
@@ -211,19 +224,7 @@ la_status la_ref_local_attention(const la_problem *p, const double *q, const dou
                 /* which keys query i sees, and their scores and maximum */
                 double max = -INFINITY;
                 for (size_t j = 0; j < M; j++) {
-                    const bool in_length = !p->key_lengths || (int64_t)j < p->key_lengths[b];
-                    const bool in_past = ref_in_past(p, i, j);
-                    /* the window is centered on query i's position, i + M − N when
-                     * causal bottom-right (written without negative numbers) */
-                    const size_t pos_i = i + (p->causal && p->causal_align == LA_CAUSAL_BOTTOM_RIGHT
-                                                  ? M
-                                                  : 0),
-                                 pos_j = j + (p->causal && p->causal_align == LA_CAUSAL_BOTTOM_RIGHT
-                                                  ? N
-                                                  : 0);
-                    const bool in_window =
-                        (pos_i >= pos_j ? pos_i - pos_j : pos_j - pos_i) <= p->window;
-                    seen[j] = in_length && in_past && in_window && ref_mask_lets(p, b, h, i, j);
+                    seen[j] = ref_local_sees(p, b, h, i, j);
                     if (!seen[j]) continue;
                     double s = 0;
                     for (size_t c = 0; c < dk; c++)
@@ -1065,7 +1066,8 @@ la_status la_ref_relative_attention(const la_problem *p, const double *q, const 
     return LA_OK;
 }
 
-/* ---------------------------------------------------------------- Taylor, local, FAVOR+ backward */
+/* ---------------------------------------------------------------- Taylor, local, FAVOR+ backward
+ */
 
 /* The gradient of y_i = Σ_j κ_ij v_j / (Σ_j κ_ij + eps) through the weights of one query,
  * den_i = Σ_j κ_ij + eps over its keys: with g_i = d_out_i / den_i and c_i = −(d_out_i·y_i) /
@@ -1148,5 +1150,78 @@ done:
     free(kappa);
     free(score);
     free(y);
+    return st;
+}
+
+/* Local attention's gradient, per head and query i over the keys it sees (ref_local_sees:
+ * the masks, causal, key lengths and |i − j| <= window; none: no gradient), the softmax
+ * Jacobian written out as la_ref_softmax_attention_backward writes it:
+ *   P_ij = softmax_j(s_ij), dP_ij = d_out_i·v_j, dS_ij = P_ij (dP_ij − Σ_l P_il dP_il);
+ *   d_v_j += P_ij d_out_i, d_q_i += scale Σ_j dS_ij k_j, d_k_j += scale dS_ij q_i.
+ * out is not read. */
+la_status la_ref_local_attention_backward(const la_problem *p, const double *q, const double *k,
+                                          const double *v, const double *out, const double *d_out,
+                                          double *d_q, double *d_k, double *d_v)
+{
+    (void)out;
+    la_status st = check_backward(p, q, k, v, d_out, d_q, d_k, d_v);
+    if (st != LA_OK) return st;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    size_t n_row;
+    if (!doubles_fit(M, 1, 1, &n_row)) return LA_EOVERFLOW;
+    double *P = malloc(n_row * sizeof *P), *dP = malloc(n_row * sizeof *dP);
+    bool *seen = malloc(M * sizeof *seen);
+    if (!P || !dP || !seen) {
+        st = LA_ENOMEM;
+        goto done;
+    }
+    zero_gradients(p, d_q, d_k, d_v);
+    for (size_t b = 0; b < p->batch; b++)
+        for (size_t h = 0; h < p->heads; h++) {
+            const double *qh = q + HEAD(p, b, h, N, dk), *kh = k + HEAD(p, b, h, M, dk);
+            const double *vh = v + HEAD(p, b, h, M, dv), *gh = d_out + HEAD(p, b, h, N, dv);
+            double *dqh = d_q + HEAD(p, b, h, N, dk), *dkh = d_k + HEAD(p, b, h, M, dk);
+            double *dvh = d_v + HEAD(p, b, h, M, dv);
+            for (size_t i = 0; i < N; i++) {
+                /* P_i over the keys seen: scores, max, exp, normalize */
+                double max = -INFINITY, sum = 0, center = 0;
+                for (size_t j = 0; j < M; j++) {
+                    seen[j] = ref_local_sees(p, b, h, i, j);
+                    if (!seen[j]) continue;
+                    double s = 0;
+                    for (size_t c = 0; c < dk; c++)
+                        s += qh[i * dk + c] * kh[j * dk + c];
+                    P[j] = s * p->scale;
+                    if (P[j] > max) max = P[j];
+                }
+                for (size_t j = 0; j < M; j++)
+                    if (seen[j]) sum += P[j] = exp(P[j] - max);
+                if (sum == 0) continue; /* no key seen: no gradient */
+                /* P_ij, dP_ij = d_out_i·v_j, d_v_j += P_ij d_out_i, center = Σ_j P_ij dP_ij */
+                for (size_t j = 0; j < M; j++) {
+                    if (!seen[j]) continue;
+                    P[j] /= sum;
+                    dP[j] = 0;
+                    for (size_t c = 0; c < dv; c++) {
+                        dP[j] += gh[i * dv + c] * vh[j * dv + c];
+                        dvh[j * dv + c] += P[j] * gh[i * dv + c];
+                    }
+                    center += P[j] * dP[j];
+                }
+                /* dS_ij = P_ij (dP_ij − center); d_q_i and d_k_j */
+                for (size_t j = 0; j < M; j++) {
+                    if (!seen[j]) continue;
+                    const double ds = P[j] * (dP[j] - center);
+                    for (size_t c = 0; c < dk; c++) {
+                        dqh[i * dk + c] += p->scale * ds * kh[j * dk + c];
+                        dkh[j * dk + c] += p->scale * ds * qh[i * dk + c];
+                    }
+                }
+            }
+        }
+done:
+    free(P);
+    free(dP);
+    free(seen);
     return st;
 }
