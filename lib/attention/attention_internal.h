@@ -19,6 +19,7 @@ la_status la_local_cost(const la_problem *p, la_dtype dtype, la_cost *out);     
 la_status la_local_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out);  /* local.c */
 la_status la_favor_cost(const la_problem *p, la_dtype dtype, la_cost *out);           /* favor.c */
 la_status la_favor_recurrent_cost(const la_problem *p, la_dtype dtype, la_cost *out); /* favor.c */
+la_status la_favor_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out);  /* favor.c */
 la_status la_general_cost(const la_problem *p, la_dtype dtype, la_cost *out);         /* scores.c */
 la_status la_additive_cost(const la_problem *p, la_dtype dtype, la_cost *out);        /* scores.c */
 la_status la_cosine_cost(const la_problem *p, la_dtype dtype, la_cost *out);          /* scores.c */

@@ -388,8 +388,8 @@ la_status la_local_attention_backward_f64(const la_problem *p, const double *q, 
  * (B·H·(N + M)·m elements beyond size_t), LA_ENOMEM, LA_EBUDGET, LA_ERANGE: a projection
  * or ‖x‖² not finite (inputs beyond the element type, e.g. ‖k‖² past FLT_MAX, or not
  * finite); non-causal, linear attention's state rule on φ(K)ᵀV; causal, m·M·max(|v|, 1)
- * > T/8. Nothing written on error. The step API: la_favor_state_create. No backward or
- * attention matrix (la_attention_weights: LA_EINVAL).
+ * > T/8. Nothing written on error. The step API: la_favor_state_create. No attention
+ * matrix (la_attention_weights: LA_EINVAL); the backward below.
  *   implementation lib/attention/favor.c (linear_engine.c's scans on the features) ·
  *   reference la_ref_favor_attention · tests tests/attention/test_favor.c,
  *   test_attention.c */
@@ -397,6 +397,29 @@ la_status la_favor_attention_f32(const la_problem *p, const float *q, const floa
                                  const float *v, float *out);
 la_status la_favor_attention_f64(const la_problem *p, const double *q, const double *k,
                                  const double *v, double *out);
+
+/* Its backward, d_q, d_k, d_v with W fixed (the draw of p->seed), non-causal or causal (the
+ * chunked form's; the recurrent row's too: the same function to rounding). The forward's
+ * weights a_ij = φ(q_i)·ψ(k_j)·exp(g_j − μ_i) are linear attention's on the features
+ * φ̃_i = φ(q_i)·exp(G − μ_i) and ψ̃_j = ψ(k_j)·exp(g_j − G), G = max g over the head's keys
+ * (non-causal μ_i = G: φ̃, ψ̃ the non-causal forward's own features); so: those features,
+ * la_linear_attention_backward_*'s passes on them (dφ̃, dψ̃, d_v), then the chain rule
+ * through exp, the rows' maxima P and the stabilizers μ_i = g_{j*} (the gradient of the
+ * function the forward computes, eps's rescaling included; at a tie of two maxima, the
+ * first's). Scratch (held against p->workspace_limit, la_attention_backward_cost): W, the
+ * features and their gradients, 2·B·H·(N + M)·m elements, 3·B·H·M more, then the linear
+ * backward's with d_k = m. Range (LA_ERANGE, nothing written): the forward's feature rule,
+ * causal exp(G − μ_i) > T^(1/4) (keys' largest exponents g spread by more than ln(T)/4 ≈ 22
+ * in float32 within a head), and the linear backward's rule on the features. Statuses as
+ * la_favor_attention_*.
+ *   implementation lib/attention/favor.c · reference la_ref_favor_attention_backward ·
+ *   tests tests/attention/test_attention.c, test_favor.c */
+la_status la_favor_attention_backward_f32(const la_problem *p, const float *q, const float *k,
+                                          const float *v, const float *out, const float *d_out,
+                                          float *d_q, float *d_k, float *d_v);
+la_status la_favor_attention_backward_f64(const la_problem *p, const double *q, const double *k,
+                                          const double *v, const double *out, const double *d_out,
+                                          double *d_q, double *d_k, double *d_v);
 
 /* FAVOR+, causal, token by token (the recurrent form; p->causal required, else
  * LA_EINVAL): the same features φ(q_i), ψ(k_j), g_j and running max μ_i as the causal
@@ -409,8 +432,8 @@ la_status la_favor_attention_f64(const la_problem *p, const double *q, const dou
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * Time O(B·H·(N + M)·m·(d_k + d_v)). Scratch (held against p->workspace_limit, reported by
  * la_attention_cost): as la_favor_attention_*'s but per thread S, z and one key's ψ',
- * m·(d_v + 2). Returns as la_favor_attention_* causal. Nothing written on error. No
- * backward, step API or attention matrix (LA_EINVAL).
+ * m·(d_v + 2). Returns as la_favor_attention_* causal. Nothing written on error. Its
+ * backward is la_favor_attention_backward_*; no attention matrix (LA_EINVAL).
  *   implementation lib/attention/favor.c (linear_engine.c's per-token step) ·
  *   reference la_ref_favor_attention · tests tests/attention/test_favor.c,
  *   test_attention.c */
@@ -692,6 +715,16 @@ la_status la_ref_local_attention_backward(const la_problem *p, const double *q, 
  * zero denominator). */
 la_status la_ref_favor_attention(const la_problem *p, const double *q, const double *k,
                                  const double *v, double *out);
+/* FAVOR+'s gradient, per head, W and the stabilizers as la_ref_favor_attention forms them,
+ * pair by pair: with a_ij = Σ_l π_ijl, π_ijl = exp(p_il − P_i + p_jl − ‖x_j‖²/2 − μ_i) / m
+ * (p = s·x Wᵀ, P the row's max), dA_ij = g_i·v_j + c_i (g, c as linear attention's), d_v_j +=
+ * a_ij g_i, dp_il += dA_ij π_ijl, dp_jl += dA_ij π_ijl, dP_i −= dA_ij a_ij, dμ_i −= dA_ij a_ij,
+ * dx_j −= dA_ij a_ij x_j; then dg_{j*} += dμ_i (j* the first key of the largest g query i
+ * sees), dP_j += dg_j, dx_j −= dg_j x_j; dp_{l*} += dP (l* the row's first max); d_q = s·dp W,
+ * d_k = s·(dp W + dx). out is not read. */
+la_status la_ref_favor_attention_backward(const la_problem *p, const double *q, const double *k,
+                                          const double *v, const double *out, const double *d_out,
+                                          double *d_q, double *d_k, double *d_v);
 /* The gradient of linear attention (follows p->causal), for la_linear_attention_backward_*
  * and la_linear_attention_recurrent_backward_*: the forward recomputed with every prefix
  * state materialized (out is not read, but must not be NULL), the keys' gradients summed

@@ -1225,3 +1225,145 @@ done:
     free(seen);
     return st;
 }
+
+/* FAVOR+'s gradient (contract in kernels.h): the forward's quantities as
+ * la_ref_favor_attention forms them, per head: p (N or M, m) the projections s·x Wᵀ, P
+ * their row maxima and argmaxima, g_j = P_j − ‖x_j‖²/2, μ_i and j*(i) over the keys query i
+ * sees; then pair by pair the terms π_ijl of a_ij and their chain rule. */
+la_status la_ref_favor_attention_backward(const la_problem *p, const double *q, const double *k,
+                                          const double *v, const double *out, const double *d_out,
+                                          double *d_q, double *d_k, double *d_v)
+{
+    (void)out;
+    la_status st = check_backward(p, q, k, v, d_out, d_q, d_k, d_v);
+    if (st != LA_OK) return st;
+    if (p->mask || p->key_mask) return LA_EINVAL; /* general masks: refused, as the kernel */
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, m = p->features;
+    const size_t R = N + M; /* the rows: the N queries, then the M keys */
+    size_t n_w, n_p, n_a;
+    if (!doubles_fit(m, dk, 1, &n_w) || !doubles_fit(R, m, 1, &n_p) || !doubles_fit(M, 1, 1, &n_a))
+        return LA_EOVERFLOW;
+    double *w = malloc(n_w * sizeof *w), *proj = malloc(n_p * sizeof *proj);
+    double *dproj = malloc(n_p * sizeof *dproj), *P = malloc(R * sizeof *P);
+    double *dP = malloc(R * sizeof *dP), *g = malloc(M * sizeof *g), *dg = malloc(M * sizeof *dg);
+    double *a = malloc(n_a * sizeof *a), *y = malloc(2 * dv * sizeof *y);
+    double *dx = malloc(M * sizeof *dx); /* per key, the coefficient of x_j in dx_j */
+    size_t *top = malloc(R * sizeof *top);
+    if (!w || !proj || !dproj || !P || !dP || !g || !dg || !a || !y || !dx || !top) {
+        st = LA_ENOMEM;
+        goto done;
+    }
+    st = la_favor_features(m, dk, p->seed, w);
+    if (st != LA_OK) goto done;
+    zero_gradients(p, d_q, d_k, d_v);
+    const double s = pow((double)dk, -0.25);
+    for (size_t b = 0; b < p->batch; b++)
+        for (size_t h = 0; h < p->heads; h++) {
+            const double *qh = q + HEAD(p, b, h, N, dk), *kh = k + HEAD(p, b, h, M, dk);
+            const double *vh = v + HEAD(p, b, h, M, dv), *gh = d_out + HEAD(p, b, h, N, dv);
+            double *dqh = d_q + HEAD(p, b, h, N, dk), *dkh = d_k + HEAD(p, b, h, M, dk);
+            double *dvh = d_v + HEAD(p, b, h, M, dv);
+            /* p, P and its argmax per row; g per key */
+            for (size_t r = 0; r < R; r++) {
+                const double *x = r < N ? qh + r * dk : kh + (r - N) * dk;
+                P[r] = -INFINITY;
+                for (size_t l = 0; l < m; l++) {
+                    double acc = 0;
+                    for (size_t c = 0; c < dk; c++)
+                        acc += w[l * dk + c] * (s * x[c]);
+                    proj[r * m + l] = acc;
+                    if (acc > P[r]) {
+                        P[r] = acc;
+                        top[r] = l;
+                    }
+                }
+                if (r >= N) {
+                    double sq = 0;
+                    for (size_t c = 0; c < dk; c++)
+                        sq += (s * x[c]) * (s * x[c]);
+                    g[r - N] = P[r] - sq / 2;
+                }
+            }
+            memset(dproj, 0, R * m * sizeof *dproj);
+            memset(dP, 0, R * sizeof *dP);
+            memset(dg, 0, M * sizeof *dg);
+            memset(dx, 0, M * sizeof *dx);
+            for (size_t i = 0; i < N; i++) {
+                const size_t vis = ref_visible_keys(p, b, i);
+                if (vis == 0) continue; /* the empty row: no gradient */
+                size_t star = 0;
+                for (size_t j = 1; j < vis; j++)
+                    star = g[j] > g[star] ? j : star;
+                const double mu = g[star];
+                /* a_ij = Σ_l π_ijl, y_i, den_i */
+                double den = p->eps;
+                memset(y, 0, dv * sizeof *y);
+                for (size_t j = 0; j < vis; j++) {
+                    a[j] = 0;
+                    for (size_t l = 0; l < m; l++)
+                        a[j] += exp(proj[i * m + l] - P[i] + proj[(N + j) * m + l] -
+                                    (P[N + j] - g[j]) - mu) /
+                                (double)m;
+                    den += a[j];
+                    for (size_t c = 0; c < dv; c++)
+                        y[c] += a[j] * vh[j * dv + c];
+                }
+                if (den == 0) continue;
+                double *gi = y + dv, dO_y = 0;
+                for (size_t c = 0; c < dv; c++) {
+                    y[c] /= den;
+                    dO_y += gh[i * dv + c] * y[c];
+                    gi[c] = gh[i * dv + c] / den;
+                }
+                const double ci = -dO_y / den;
+                for (size_t j = 0; j < vis; j++) {
+                    double dA = ci;
+                    for (size_t c = 0; c < dv; c++) {
+                        dA += gi[c] * vh[j * dv + c];
+                        dvh[j * dv + c] += a[j] * gi[c];
+                    }
+                    for (size_t l = 0; l < m; l++) {
+                        const double pi = exp(proj[i * m + l] - P[i] + proj[(N + j) * m + l] -
+                                              (P[N + j] - g[j]) - mu) /
+                                          (double)m;
+                        dproj[i * m + l] += dA * pi;
+                        dproj[(N + j) * m + l] += dA * pi;
+                    }
+                    dP[i] -= dA * a[j];
+                    dg[star] -= dA * a[j]; /* through μ_i = g_{j*} */
+                    dx[j] -= dA * a[j];    /* through −‖x_j‖²/2 */
+                }
+            }
+            /* g_j = P_j − ‖x_j‖²/2; then P = max_l p through its argmax */
+            for (size_t j = 0; j < M; j++) {
+                dP[N + j] += dg[j];
+                dx[j] -= dg[j];
+            }
+            for (size_t r = 0; r < R; r++)
+                dproj[r * m + top[r]] += dP[r];
+            /* d_x = dp W (+ the keys' direct term), d_q = s·d_x, d_k = s·d_x */
+            for (size_t r = 0; r < R; r++) {
+                double *dst = r < N ? dqh + r * dk : dkh + (r - N) * dk;
+                for (size_t c = 0; c < dk; c++) {
+                    double acc = 0;
+                    for (size_t l = 0; l < m; l++)
+                        acc += dproj[r * m + l] * w[l * dk + c];
+                    if (r >= N) acc += dx[r - N] * (s * kh[(r - N) * dk + c]);
+                    dst[c] = s * acc;
+                }
+            }
+        }
+done:
+    free(w);
+    free(proj);
+    free(dproj);
+    free(P);
+    free(dP);
+    free(g);
+    free(dg);
+    free(a);
+    free(y);
+    free(dx);
+    free(top);
+    return st;
+}
