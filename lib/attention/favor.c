@@ -166,7 +166,7 @@ static la_status favor_layout_for(const la_problem *p, size_t elem, bool recurre
 
 /* The backward's scratch (favor_backward): W in float64 (and float32's copy) *w_bytes, then
  * *elems elements: φ̃(Q), ψ̃(K) and their gradients 2·B·H·(N + M)·m, P and g 2·B·H·M, dg
- * B·H·M. Checks p (la_problem_check, also of p with d_k = m). */
+ * B·H·M, d_v B·H·M·d_v. Checks p (la_problem_check, also of p with d_k = m). */
 static la_status favor_backward_bytes(const la_problem *p, size_t elem, size_t *w_bytes,
                                       size_t *elems)
 {
@@ -177,8 +177,9 @@ static la_status favor_backward_bytes(const la_problem *p, size_t elem, size_t *
     size_t rows, feat, keys, bytes;
     if (!la_mul_ok(p->batch * p->heads, p->n_queries + p->n_keys, &rows) ||
         !la_mul_ok(rows, 2 * p->features, &feat) ||
-        !la_mul_ok(p->batch * p->heads, 3 * p->n_keys, &keys) || feat > SIZE_MAX - keys ||
-        !la_mul_ok(feat + keys, elem, &bytes) || bytes > SIZE_MAX - *w_bytes)
+        !la_mul_ok(p->batch * p->heads, p->n_keys * (3 + p->d_v), &keys) ||
+        feat > SIZE_MAX - keys || !la_mul_ok(feat + keys, elem, &bytes) ||
+        bytes > SIZE_MAX - *w_bytes)
         return LA_EOVERFLOW;
     *elems = feat + keys;
     return LA_OK;
@@ -527,22 +528,27 @@ static size_t row_argmax(const REAL *row, size_t m)
  * Counted (flops_phi): the argmax m per row; per query du and t 2m, the max's and dg's adds
  * 2; per key du and T 2m, the max's add 1, s²·(T + dg) 2, the last term 2·d_k; the
  * products 2·m·d_k per row. dg: (M) scratch. */
-static void favor_head_grads(const la_problem *p, const REAL *w, size_t hd, const REAL *k,
-                             const REAL *phi_q, const REAL *phi_k, REAL *dq_f, REAL *dk_f,
-                             const REAL *pg, REAL *dg, REAL *d_q, REAL *d_k)
+static double row_abs_sum(const REAL *x, size_t n)
+{
+    double sum = 0;
+    for (size_t e = 0; e < n; e++)
+        sum += fabs((double)x[e]);
+    return sum;
+}
+
+/* Pass 1 of a head's chain rule (in dq_f, dk_f and dg; nothing of the outputs written):
+ * returns a bound on every entry of its d_q and d_k, with c = max|W| and b the head's
+ * max|k|: s·c·Σ_l |du_l| per row, plus |coef_j|·b for a key (+inf for a value not finite). */
+static double favor_head_du(const la_problem *p, size_t hd, const REAL *phi_q, const REAL *phi_k,
+                            REAL *dq_f, REAL *dk_f, const REAL *pg, REAL *dg, double c, double b)
 {
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, m = p->features;
     const size_t u = keys_used(p, hd / p->heads);
     const REAL s = (REAL)pow((double)dk, -0.25), s2 = s * s;
-    const REAL *g = pg + hd * 2 * M + M, *kh = k + hd * M * dk;
+    const REAL *g = pg + hd * 2 * M + M;
     const REAL *fq = phi_q + hd * N * m, *fk = phi_k + hd * M * m;
     REAL *uq = dq_f + hd * N * m, *uk = dk_f + hd * M * m;
-    REAL *dqh = d_q + hd * N * dk, *dkh = d_k + hd * M * dk;
-    memset(dkh + u * dk, 0, (M - u) * dk * sizeof *dkh); /* keys no query sees */
-    if (u == 0) {
-        memset(dqh, 0, N * dk * sizeof *dqh);
-        return;
-    }
+    if (u == 0) return 0;
     for (size_t j = 0; j < u; j++)
         dg[j] = 0;
     size_t best = 0; /* j*(i): the first key of the largest g among those query i sees */
@@ -574,6 +580,33 @@ static void favor_head_grads(const la_problem *p, const REAL *w, size_t hd, cons
         du[top] += dg[j];
         dg[j] = s2 * (t + dg[j]); /* the coefficient of k_j, below */
     }
+    double bound = 0, x;
+    for (size_t i = 0; i < N; i++) {
+        x = (double)s * c * row_abs_sum(uq + i * m, m);
+        bound = x > bound || x != x ? x : bound; /* a NaN stays */
+    }
+    for (size_t j = 0; j < u; j++) {
+        x = (double)s * c * row_abs_sum(uk + j * m, m) + fabs((double)dg[j]) * b;
+        bound = x > bound || x != x ? x : bound;
+    }
+    return bound;
+}
+
+/* Pass 2: d_q = s·dU W, d_k = s·dU W − coef_j k_j (zero rows where no key is seen). */
+static void favor_head_grads(const la_problem *p, const REAL *w, size_t hd, const REAL *k,
+                             const REAL *dq_f, const REAL *dk_f, const REAL *dg, REAL *d_q,
+                             REAL *d_k)
+{
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, m = p->features;
+    const size_t u = keys_used(p, hd / p->heads);
+    const REAL s = (REAL)pow((double)dk, -0.25);
+    const REAL *kh = k + hd * M * dk, *uq = dq_f + hd * N * m, *uk = dk_f + hd * M * m;
+    REAL *dqh = d_q + hd * N * dk, *dkh = d_k + hd * M * dk;
+    memset(dkh + u * dk, 0, (M - u) * dk * sizeof *dkh); /* keys no query sees */
+    if (u == 0) {
+        memset(dqh, 0, N * dk * sizeof *dqh);
+        return;
+    }
     /* d_q = s·dU W: (N, m)·(m, d_k); d_k likewise over the u keys, then − coef_j k_j */
     LA_COUNT(LA_COUNT_PHI, 2 * ((double)N + (double)u) * (double)m * (double)dk);
     GEMM(N, dk, m, s, uq, (ptrdiff_t)m, 1, w, (ptrdiff_t)dk, 1, 0, dqh, (ptrdiff_t)dk, 1);
@@ -593,8 +626,10 @@ static void favor_head_grads(const la_problem *p, const REAL *w, size_t hd, cons
  * where the forward refuses a feature, where exp(G − μ_i) passes T^(1/4) (keys whose
  * largest exponents g spread by more than ln(T)/4, 22 in float32: an early query's keys
  * would underflow against G), and by the linear backward's rule on the features.
- * Scratch: W, φ̃(Q), ψ̃(K) and their gradients, 2·B·H·(N + M)·m, P and g, 2·B·H·M, dg
- * B·H·M; then the linear backward's with d_k = m. */
+ * Before any output is written, the chain rule's values are bounded (favor_head_du): d_v
+ * waits in scratch for that. Scratch: W, φ̃(Q), ψ̃(K) and their gradients,
+ * 2·B·H·(N + M)·m, P and g, 2·B·H·M, dg B·H·M, d_v B·H·M·d_v; then the linear backward's
+ * with d_k = m. */
 static la_status favor_backward(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
                                 const REAL *out, const REAL *d_out, REAL *d_q, REAL *d_k, REAL *d_v)
 {
@@ -619,6 +654,7 @@ static la_status favor_backward(const la_problem *p, const REAL *q, const REAL *
     const REAL *w = favor_draw_w(p, w64);
     REAL *phi_q = work, *phi_k = phi_q + heads * N * m, *dq_f = phi_k + heads * M * m;
     REAL *dk_f = dq_f + heads * N * m, *pg = dk_f + heads * M * m, *dg = pg + heads * 2 * M;
+    REAL *dv_own = dg + heads * M;
     const int threads = (int)(heads < (size_t)la_threads() ? heads : (size_t)la_threads());
     const double scale_max = pow((double)REAL_MAX, 0.25);
     bool finite = true;
@@ -626,6 +662,8 @@ static la_status favor_backward(const la_problem *p, const REAL *q, const REAL *
     for (size_t hd = 0; hd < heads; hd++) {
         bool ok = favor_head_features(p, w, hd, q, k, phi_q, phi_k, pg, true);
         const size_t u = keys_used(p, hd / p->heads);
+        if (u == 0) /* no key seen: no features formed; zeros for the range rule's scan */
+            memset(phi_q + hd * N * m, 0, N * m * sizeof *phi_q);
         if (ok && p->causal && u > 0) { /* φ̃_i = φ̂_i·exp(G − μ_i), μ_i the running max */
             const REAL *g = pg + hd * 2 * M + M;
             REAL big = g[0], mu = g[0];
@@ -649,12 +687,25 @@ static la_status favor_backward(const la_problem *p, const REAL *q, const REAL *
         inner.d_k = m;
         inner.feature_map = LA_FEATURE_IDENTITY;
         inner.workspace_limit = p->workspace_limit - bytes;
-        st = FN(la_linear_backward_features)(&inner, phi_q, phi_k, v, out, d_out, dq_f, dk_f, d_v);
+        st = FN(la_linear_backward_features)(&inner, phi_q, phi_k, v, out, d_out, dq_f, dk_f,
+                                             dv_own);
+    }
+    if (st == LA_OK) { /* the chain rule, bounded first */
+        const double c = FN(la_max_abs)(w, m * p->d_k);
+        const double b = FN(la_max_abs)(k, heads * M * p->d_k), limit = (double)REAL_MAX / 8;
+        double bound = 0;
+#pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(max : bound)
+        for (size_t hd = 0; hd < heads; hd++) {
+            const double x = favor_head_du(p, hd, phi_q, phi_k, dq_f, dk_f, pg, dg + hd * M, c, b);
+            bound = x <= limit ? fmax(bound, x) : INFINITY; /* NaN too */
+        }
+        if (!(bound <= limit)) st = LA_ERANGE;
     }
     if (st == LA_OK) {
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
         for (size_t hd = 0; hd < heads; hd++)
-            favor_head_grads(p, w, hd, k, phi_q, phi_k, dq_f, dk_f, pg, dg + hd * M, d_q, d_k);
+            favor_head_grads(p, w, hd, k, dq_f, dk_f, dg + hd * M, d_q, d_k);
+        memcpy(d_v, dv_own, heads * M * p->d_v * sizeof *d_v);
     }
     free(w64);
     free(work);

@@ -407,11 +407,12 @@ la_status la_favor_attention_f64(const la_problem *p, const double *q, const dou
  * through exp, the rows' maxima P and the stabilizers μ_i = g_{j*} (the gradient of the
  * function the forward computes, eps's rescaling included; at a tie of two maxima, the
  * first's). Scratch (held against p->workspace_limit, la_attention_backward_cost): W, the
- * features and their gradients, 2·B·H·(N + M)·m elements, 3·B·H·M more, then the linear
- * backward's with d_k = m. Range (LA_ERANGE, nothing written): the forward's feature rule,
- * causal exp(G − μ_i) > T^(1/4) (keys' largest exponents g spread by more than ln(T)/4 ≈ 22
- * in float32 within a head), and the linear backward's rule on the features. Statuses as
- * la_favor_attention_*.
+ * features and their gradients, 2·B·H·(N + M)·m elements, B·H·M·(3 + d_v) more (d_v waits
+ * there for the last check), then the linear backward's with d_k = m. Range (LA_ERANGE,
+ * nothing written): the forward's feature rule, causal exp(G − μ_i) > T^(1/4) (keys'
+ * largest exponents g spread by more than ln(T)/4 ≈ 22 in float32 within a head), the
+ * linear backward's rule on the features, and a bound on the chain rule's d_q and d_k
+ * entries past T/8. Statuses as la_favor_attention_*.
  *   implementation lib/attention/favor.c · reference la_ref_favor_attention_backward ·
  *   tests tests/attention/test_attention.c, test_favor.c */
 la_status la_favor_attention_backward_f32(const la_problem *p, const float *q, const float *k,

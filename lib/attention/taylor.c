@@ -151,6 +151,17 @@ la_status la_taylor_attention_f64(const la_problem *p, const double *q, const do
 
 /* ---------------------------------------------------------------- backward */
 
+/* The backward's scratch in elements: φ(Q), φ(K) and their gradients, 2·B·H·(N + M)·F,
+ * and d_v, B·H·M·d_v; false when it overflows. */
+static bool taylor_backward_elems(const la_problem *p, size_t width, size_t *elems)
+{
+    size_t heads, rows, feat, dv;
+    return la_mul_ok(p->batch, p->heads, &heads) &&
+           la_mul_ok(heads, p->n_queries + p->n_keys, &rows) && la_mul_ok(rows, width, &feat) &&
+           feat <= SIZE_MAX / 2 && la_mul_ok(heads * p->n_keys, p->d_v, &dv) &&
+           dv <= SIZE_MAX - 2 * feat && (*elems = 2 * feat + dv, true);
+}
+
 /* The gradient of one row x (d_k) from its features' gradient G (F): with f = [1, ρ·x,
  * t·x⊗x] (ρ = σ·r for a query, r for a key),
  *   dx_a = ρ·G_lin,a + t·Σ_c (G_quad,ac + G_quad,ca)·x_c.
@@ -168,10 +179,28 @@ static void taylor_row_grad(const REAL *restrict x, const REAL *restrict G, size
     }
 }
 
+/* A bound on the gradient taylor_row_grad forms from the rows of G (rows, F): each entry
+ * is at most (|ρ| + 2·t·a)·Σ_e |G_e| of its row, a = max|x|; +inf or NaN when a value is
+ * not finite. */
+static double taylor_grad_bound(const REAL *G, size_t rows, size_t width, double rho, double t,
+                                double a)
+{
+    double bound = 0;
+    for (size_t i = 0; i < rows; i++) {
+        double sum = 0;
+        for (size_t e = 0; e < width; e++)
+            sum += fabs((double)G[i * width + e]);
+        bound = sum > bound || sum != sum ? sum : bound; /* a NaN stays */
+    }
+    return (fabs(rho) + 2 * t * a) * bound;
+}
+
 /* Taylor attention's backward: the features as the forward forms them, linear attention's
  * backward on them (la_linear_backward_features: dφ(Q), dφ(K), d_v), then each row's
- * gradient through its features (taylor_row_grad). Scratch: φ(Q), φ(K) and their
- * gradients, 2·B·H·(N + M)·F elements, then the linear backward's on F features. */
+ * gradient through its features (taylor_row_grad), bounded before any output is written
+ * (taylor_grad_bound against T/8; d_v waits in scratch). Scratch: φ(Q), φ(K) and their
+ * gradients, 2·B·H·(N + M)·F elements, d_v B·H·M·d_v, then the linear backward's on F
+ * features. */
 static la_status taylor_backward(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
                                  const REAL *out, const REAL *d_out, REAL *d_q, REAL *d_k,
                                  REAL *d_v)
@@ -182,15 +211,16 @@ static la_status taylor_backward(const la_problem *p, const REAL *q, const REAL 
     if (p->mask) return LA_EINVAL; /* a general mask: refused, as the forward */
     if (!(fabs(p->scale) <= REAL_MAX)) return LA_EINVAL;
     const size_t heads = p->batch * p->heads, N = p->n_queries, M = p->n_keys, dk = p->d_k;
-    size_t width, rows, elems, bytes;
-    if (!taylor_width(dk, &width) || !la_mul_ok(heads, N + M, &rows) ||
-        !la_mul_ok(rows, 2 * width, &elems) || !la_mul_ok(elems, sizeof(REAL), &bytes))
+    size_t width, elems, bytes;
+    if (!taylor_width(dk, &width) || !taylor_backward_elems(p, width, &elems) ||
+        !la_mul_ok(elems, sizeof(REAL), &bytes))
         return LA_EOVERFLOW;
     if (bytes > p->workspace_limit) return LA_EBUDGET;
     REAL *phi = malloc(bytes ? bytes : 1);
     if (!phi) return LA_ENOMEM;
     REAL *phi_q = phi, *phi_k = phi_q + heads * N * width;
     REAL *dphi_q = phi_k + heads * M * width, *dphi_k = dphi_q + heads * N * width;
+    REAL *dv_own = dphi_k + heads * M * width;
 
     const double s = p->scale;
     const REAL r = (REAL)sqrt(fabs(s)), t = (REAL)(fabs(s) / sqrt(2.0)), rq = s < 0 ? -r : r;
@@ -215,8 +245,23 @@ static la_status taylor_backward(const la_problem *p, const REAL *q, const REAL 
     inner.d_k = width;
     inner.feature_map = LA_FEATURE_IDENTITY;
     inner.workspace_limit = p->workspace_limit - bytes;
-    st = FN(la_linear_backward_features)(&inner, phi_q, phi_k, v, out, d_out, dphi_q, dphi_k, d_v);
+    st = FN(la_linear_backward_features)(&inner, phi_q, phi_k, v, out, d_out, dphi_q, dphi_k,
+                                         dv_own);
+    if (st == LA_OK) { /* the chain rule's values bounded before any output is written */
+        const double aq = FN(la_max_abs)(q, heads * N * dk), ak = FN(la_max_abs)(k, heads * M * dk);
+        double bound = 0;
+#pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(max : bound)
+        for (size_t hd = 0; hd < heads; hd++) {
+            const size_t used = taylor_keys_used(p, hd / p->heads);
+            const double x =
+                fmax(taylor_grad_bound(dphi_q + hd * N * width, used ? N : 0, width, rq, t, aq),
+                     taylor_grad_bound(dphi_k + hd * M * width, used, width, r, t, ak));
+            bound = x <= (double)REAL_MAX / 8 ? fmax(bound, x) : INFINITY; /* NaN too */
+        }
+        if (!(bound <= (double)REAL_MAX / 8)) st = LA_ERANGE;
+    }
     if (st == LA_OK) {
+        memcpy(d_v, dv_own, heads * M * p->d_v * sizeof(REAL));
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
         for (size_t hd = 0; hd < heads; hd++) {
             const size_t used = taylor_keys_used(p, hd / p->heads);
@@ -308,8 +353,8 @@ static void taylor_backward_head_flops(const la_problem *p, size_t m, la_cost *f
     f->flops_phi = ((double)p->n_queries + used) * ((2 * dk + dk * dk) + (3 * dk * dk + 3 * dk));
 }
 
-/* workspace_bytes: φ(Q), φ(K) and their gradients, then the linear backward's scratch on F
- * features. */
+/* workspace_bytes: taylor_backward_elems (φ(Q), φ(K), their gradients, d_v), then the
+ * linear backward's scratch on F features. */
 la_status la_taylor_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
     if (la_causal_square(p)) return la_square_cost(p, dtype, la_taylor_backward_cost, true, out);
@@ -321,9 +366,9 @@ la_status la_taylor_backward_cost(const la_problem *p, la_dtype dtype, la_cost *
     const size_t elem = la_dtype_size(dtype);
     la_status st = la_linear_backward_workspace_bytes(&inner, elem, &scan_bytes);
     if (st != LA_OK) return st;
-    const double heads = (double)p->batch * (double)p->heads, f = (double)width;
-    out->workspace_bytes =
-        heads * (double)(p->n_queries + p->n_keys) * 2 * f * (double)elem + (double)scan_bytes;
+    size_t elems;
+    if (!taylor_backward_elems(p, width, &elems)) return LA_EOVERFLOW;
+    out->workspace_bytes = (double)elems * (double)elem + (double)scan_bytes;
     return LA_OK;
 }
 
