@@ -69,8 +69,13 @@ typedef struct {
 } tolerance;
 
 static const tolerance default_tolerance = {LA_KERNEL_COUNT, 1e-5, 1e-12, false};
+/* Taylor's float32 products run over its F = 1 + d_k + d_k² features (16,513 at d_k = 128),
+ * whose rounding grows as √F·6e-8 ≈ 8e-6: measured up to 7.1e-6 forward and 8.2e-6 backward
+ * (d_v, Σ_i κ_ij g_i) at d_k = 127, 128; 2e-5 for both (the backward takes the larger of
+ * this and its own 1e-5). */
 static const tolerance tolerances[] = {
     {LA_KERNEL_HARD, 0, 0, true},
+    {LA_KERNEL_TAYLOR, 2e-5, 1e-12, false},
 };
 
 static tolerance tolerance_of(la_kernel kernel)
@@ -1556,7 +1561,7 @@ static void backward_check_row(const row *r, double worst[2])
             const la_status st =
                 f32 ? run_backward_f32(r, &p, &in, &io) : run_backward_f64(r, &p, &in, &io);
             if (!check_status(r, what, st, LA_OK)) continue;
-            const double tol = (f32 ? TOL_BWD_F32 : TOL_BWD_F64) * factor;
+            const double tol = (f32 ? fmax(TOL_BWD_F32, r->tol.f32) : TOL_BWD_F64) * factor;
             for (int t = 0; t < 3; t++) {
                 size_t w = 0;
                 double err = f32 ? tu_rel_error_f32(io.g32[t], ref[t], io.n[t], &w)
@@ -1620,7 +1625,8 @@ static void backward_matches_reference(void **state)
         if (info->backward_f64 && info->backward_f32 && info->reference_backward)
             print_message("  %-22s backward, worst relative error (per logit on ±1e3): float64 "
                           "%.1e (tolerance %.0e), float32 %.1e (tolerance %.0e)\n",
-                          info->name, worst[k][1], TOL_BWD_F64, worst[k][0], TOL_BWD_F32);
+                          info->name, worst[k][1], TOL_BWD_F64, worst[k][0],
+                          fmax(TOL_BWD_F32, tolerance_of((la_kernel)k).f32));
         else
             print_message("  %-22s no backward in the registry: its rows skipped\n", info->name);
     }
