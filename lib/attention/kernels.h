@@ -867,9 +867,15 @@ la_status la_ref_linear_attention_rotary(const la_problem *p, size_t q_first_pos
  * gets zero d_k and d_v rows. Range (LA_ERANGE, nothing written): a backward refuses what
  * its forward refuses (the rule under "kernels"), and, with e = max|d_out|, o = max|out|
  * and a, b, c as there, also
- *   softmax (fused, materializing): N·d_v·e·(c + o)·max(a, b, 1)·max(|scale|, 1) > T/8
+ *   softmax (fused, materializing), local:
+ *                                   N·d_v·e·(c + o)·max(a, b, 1)·max(|scale|, 1) > T/8
  *                                   or N·e > T/8
  *   hard:                           N·e > T/8
+ *   taylor, favor:                  linear attention's backward rule on their features
+ *                                   (beside la_linear_attention_backward_*), then a bound
+ *                                   on the chain rule's d_q, d_k past T/8 (taylor.c,
+ *                                   favor.c; FAVOR+ also its stabilizers' spread, beside
+ *                                   la_favor_attention_backward_*)
  * (bounds on dP − D, on d_k's and d_q's sums and on d_v's sums of at most N rows of d_out:
  * lib/attention/softmax.c), so float32 never returns inf or NaN from finite inputs.
  * Accuracy: the fused backward takes D_i = d_out_i·out_i from the forward's output, as
@@ -910,6 +916,16 @@ la_status la_ref_linear_attention_rotary(const la_problem *p, size_t q_first_pos
  *                           and 64 rows of M per thread;
  *   hard:                   flops_qk 2·pairs·d_k and flops_softmax 1·pairs (the argmax
  *                           again), flops_av seeing·d_v (d_V's adds); workspace the B·H·N
- *                           chosen keys and the forward's blocks per thread. */
+ *                           chosen keys and the forward's blocks per thread;
+ *   local:                  softmax (fused)'s over the window's pairs (la_cost's local
+ *                           pairs) and the queries whose window holds a key; the fused
+ *                           backward's workspace;
+ *   taylor, favor:          linear attention's backward (non-causal or chunked, with
+ *                           d_k = the feature count, φ the identity: flops_phi 0 there),
+ *                           and in flops_phi the features as their forwards form them and
+ *                           the chain rule from the features' gradients (taylor: 3·d_k² +
+ *                           3·d_k per row; favor: favor.c's favor_backward_head_flops);
+ *                           workspace their features, the features' gradients, d_v and
+ *                           the linear backward's. */
 
 #endif /* LA_ATTENTION_KERNELS_H */

@@ -15,7 +15,17 @@
  *
  * Range: a feature is at most max(1, r·a, t·a²) for a = max|x|; features that are not
  * finite are refused (LA_ERANGE, nothing written), then the engine's range rule holds for
- * the scan on the features (linear attention's, with d_k = F). */
+ * the scan on the features (linear attention's, with d_k = F).
+ *
+ * Backward (la_taylor_attention_backward_*, non-causal and causal, the key mask and key
+ * lengths as the forward): the features, linear attention's backward on them
+ * (la_linear_backward_features), then per row dx_a = ρ·G_lin,a + t·Σ_c (G_quad,ac +
+ * G_quad,ca)·x_c from the features' gradient G (ρ = σ·r for a query, r for a key). Its
+ * range rule: the features' and linear attention's backward rule on them, then
+ * (|ρ| + 2·t·a)·Σ_e |G_e| per row at most T/8, checked before any output is written.
+ * Scratch: φ(Q), φ(K) and their gradients, 2·B·H·(N + M)·F elements, d_v, then the linear
+ * backward's. Oracle: la_ref_taylor_attention_backward (reference.c), pair by pair from
+ * κ = 1 + s + s²/2. */
 #include "core/real_typed.h"
 
 #include "attention/attention_internal.h"
