@@ -121,124 +121,121 @@ static void lse_matches_the_kernels(void **state)
             fail_msg("%s: la_attention_lse's output is not la_attention's", info->name);
         for (size_t i = 0; i < 2 * N; i++)
             if (!isfinite(lse[i])) fail_msg("%s: lse[%zu] = %g", info->name, i, (double)lse[i]);
+    }
+}
 
-        /* backward_f32, backward_f64, reference_backward, backward_cost: set together; where they
-         * are, la_attention_backward runs in both precisions, la_ref_attention_backward and
-         * la_attention_backward_cost answer, each gradient written finite; where they are NULL,
-         * each refuses the kernel. */
-        static void backward_matches_the_kernels(void **state)
-        {
-            (void)state;
-            static small_arrays a;
-            static float g[3][2 * N * D];
-            static double gd[3][2 * N * D], vd[2 * N * D], outd[2 * N * D];
-            fill(&a);
+/* backward_f32, backward_f64, reference_backward, backward_cost: set together; where they
+ * are, la_attention_backward runs in both precisions, la_ref_attention_backward and
+ * la_attention_backward_cost answer, each gradient written finite; where they are NULL,
+ * each refuses the kernel. */
+static void backward_matches_the_kernels(void **state)
+{
+    (void)state;
+    static small_arrays a;
+    static float g[3][2 * N * D];
+    static double gd[3][2 * N * D], vd[2 * N * D], outd[2 * N * D];
+    fill(&a);
+    for (size_t x = 0; x < 2 * N * D; x++)
+        vd[x] = a.v[x];
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        const la_kernel_info *info = la_kernel_get((la_kernel)k);
+        la_problem p = small_problem(info);
+        const bool has = info->backward_f32 != NULL;
+        if (has != (info->backward_f64 != NULL) || has != (info->reference_backward != NULL) ||
+            has != (info->backward_cost != NULL))
+            fail_msg("%s: backward_f32, backward_f64, reference_backward and backward_cost not "
+                     "set together",
+                     info->name);
+        const la_status want = has ? LA_OK : LA_EINVAL;
+        la_cost c;
+        la_status st = la_attention_backward_cost((la_kernel)k, &p, LA_FLOAT32, &c);
+        if (st != want)
+            fail_msg("%s's backward cost: %s, the row says %s", info->name, la_strerror(st),
+                     la_strerror(want));
+        assert_int_equal(la_attention((la_kernel)k, &p, LA_FLOAT32, a.q, a.k, a.v, a.out), LA_OK);
+        st = la_attention_backward((la_kernel)k, &p, LA_FLOAT32, a.q, a.k, a.v, a.out, NULL, a.out,
+                                   g[0], g[1], g[2]);
+        if (st != want)
+            fail_msg("%s's backward: %s, the row says %s", info->name, la_strerror(st),
+                     la_strerror(want));
+        assert_int_equal(la_attention((la_kernel)k, &p, LA_FLOAT64, a.qd, a.kd, vd, outd), LA_OK);
+        st = la_attention_backward((la_kernel)k, &p, LA_FLOAT64, a.qd, a.kd, vd, outd, NULL, outd,
+                                   gd[0], gd[1], gd[2]);
+        if (st != want)
+            fail_msg("%s's float64 backward: %s, the row says %s", info->name, la_strerror(st),
+                     la_strerror(want));
+        st = la_ref_attention_backward((la_kernel)k, &p, a.qd, a.kd, vd, outd, outd, gd[0], gd[1],
+                                       gd[2]);
+        if (st != want)
+            fail_msg("%s's backward oracle: %s, the row says %s", info->name, la_strerror(st),
+                     la_strerror(want));
+        for (int t = 0; has && t < 3; t++)
             for (size_t x = 0; x < 2 * N * D; x++)
-                vd[x] = a.v[x];
-            for (int k = 0; k < LA_KERNEL_COUNT; k++) {
-                const la_kernel_info *info = la_kernel_get((la_kernel)k);
-                la_problem p = small_problem(info);
-                const bool has = info->backward_f32 != NULL;
-                if (has != (info->backward_f64 != NULL) ||
-                    has != (info->reference_backward != NULL) ||
-                    has != (info->backward_cost != NULL))
-                    fail_msg(
-                        "%s: backward_f32, backward_f64, reference_backward and backward_cost not "
-                        "set together",
-                        info->name);
-                const la_status want = has ? LA_OK : LA_EINVAL;
-                la_cost c;
-                la_status st = la_attention_backward_cost((la_kernel)k, &p, LA_FLOAT32, &c);
-                if (st != want)
-                    fail_msg("%s's backward cost: %s, the row says %s", info->name, la_strerror(st),
-                             la_strerror(want));
-                assert_int_equal(la_attention((la_kernel)k, &p, LA_FLOAT32, a.q, a.k, a.v, a.out),
-                                 LA_OK);
-                st = la_attention_backward((la_kernel)k, &p, LA_FLOAT32, a.q, a.k, a.v, a.out, NULL,
-                                           a.out, g[0], g[1], g[2]);
-                if (st != want)
-                    fail_msg("%s's backward: %s, the row says %s", info->name, la_strerror(st),
-                             la_strerror(want));
-                assert_int_equal(la_attention((la_kernel)k, &p, LA_FLOAT64, a.qd, a.kd, vd, outd),
-                                 LA_OK);
-                st = la_attention_backward((la_kernel)k, &p, LA_FLOAT64, a.qd, a.kd, vd, outd, NULL,
-                                           outd, gd[0], gd[1], gd[2]);
-                if (st != want)
-                    fail_msg("%s's float64 backward: %s, the row says %s", info->name,
-                             la_strerror(st), la_strerror(want));
-                st = la_ref_attention_backward((la_kernel)k, &p, a.qd, a.kd, vd, outd, outd, gd[0],
-                                               gd[1], gd[2]);
-                if (st != want)
-                    fail_msg("%s's backward oracle: %s, the row says %s", info->name,
-                             la_strerror(st), la_strerror(want));
-                for (int t = 0; has && t < 3; t++)
-                    for (size_t x = 0; x < 2 * N * D; x++)
-                        if (!isfinite(g[t][x]) || !isfinite(gd[t][x]))
-                            fail_msg("%s's backward: gradient %d entry %zu not finite", info->name,
-                                     t, x);
-            }
-        }
+                if (!isfinite(g[t][x]) || !isfinite(gd[t][x]))
+                    fail_msg("%s's backward: gradient %d entry %zu not finite", info->name, t, x);
+    }
+}
 
-        /* time_exponent: the cost model's FLOPs at 2N over N, self-attention at d = 64 and the
-         * default budgets (window, rank, features), tend to 2^e; at N = 8192 → 16384 every row
-         * is within 0.1 of e in log2. */
-        static void time_exponent_matches_the_cost_model(void **state)
-        {
-            (void)state;
-            for (int k = 0; k < LA_KERNEL_COUNT; k++) {
-                const la_kernel_info *info = la_kernel_get((la_kernel)k);
-                assert_true(info->time_exponent == 1 || info->time_exponent == 2);
-                double flops[2];
-                for (int i = 0; i < 2; i++) {
-                    la_problem p;
-                    const size_t n = (size_t)8192 << i;
-                    la_problem_init(&p, 1, 1, n, n, 64, 64);
-                    p.causal = info->causal == LA_CAUSAL_REQUIRED;
-                    la_cost c;
-                    assert_int_equal(la_attention_cost((la_kernel)k, &p, LA_FLOAT32, &c), LA_OK);
-                    flops[i] = c.flops_total;
-                }
-                const double e = log2(flops[1] / flops[0]);
-                if (!(fabs(e - info->time_exponent) < 0.1))
-                    fail_msg("%s: the cost model grows as N^%.3f, the row says N^%g", info->name, e,
-                             info->time_exponent);
-            }
+/* time_exponent: the cost model's FLOPs at 2N over N, self-attention at d = 64 and the
+ * default budgets (window, rank, features), tend to 2^e; at N = 8192 → 16384 every row
+ * is within 0.1 of e in log2. */
+static void time_exponent_matches_the_cost_model(void **state)
+{
+    (void)state;
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        const la_kernel_info *info = la_kernel_get((la_kernel)k);
+        assert_true(info->time_exponent == 1 || info->time_exponent == 2);
+        double flops[2];
+        for (int i = 0; i < 2; i++) {
+            la_problem p;
+            const size_t n = (size_t)8192 << i;
+            la_problem_init(&p, 1, 1, n, n, 64, 64);
+            p.causal = info->causal == LA_CAUSAL_REQUIRED;
+            la_cost c;
+            assert_int_equal(la_attention_cost((la_kernel)k, &p, LA_FLOAT32, &c), LA_OK);
+            flops[i] = c.flops_total;
         }
+        const double e = log2(flops[1] / flops[0]);
+        if (!(fabs(e - info->time_exponent) < 0.1))
+            fail_msg("%s: the cost model grows as N^%.3f, the row says N^%g", info->name, e,
+                     info->time_exponent);
+    }
+}
 
-        /* sweep: a default series the causal rule forbids would be a sweep that cannot run;
-         * family: one of the documented labels. */
-        static void sweep_and_family_are_consistent(void **state)
-        {
-            (void)state;
-            const char *families[] = {"softmax",        "linear", "sparse",  "low-rank",
-                                      "random-feature", "score",  "position"};
-            for (int k = 0; k < LA_KERNEL_COUNT; k++) {
-                const la_kernel_info *info = la_kernel_get((la_kernel)k);
-                if ((info->sweep & LA_SWEEP_PLAIN) && !info->series[0])
-                    fail_msg("%s: swept without causal masking, which it refuses", info->name);
-                if ((info->sweep & LA_SWEEP_CAUSAL) && !info->series[1])
-                    fail_msg("%s: swept causal, which it refuses", info->name);
-                int known = 0;
-                for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
-                    known |= info->family && strcmp(info->family, families[f]) == 0;
-                if (!known)
-                    fail_msg("%s: family '%s' is not a documented label", info->name,
-                             info->family ? info->family : "(null)");
-                if ((info->caps & LA_CAP_ROTARY) && (info->caps & LA_CAP_ROTARY_FEATURES))
-                    fail_msg("%s: rotary both before and inside the kernel", info->name);
-            }
-        }
+/* sweep: a default series the causal rule forbids would be a sweep that cannot run;
+ * family: one of the documented labels. */
+static void sweep_and_family_are_consistent(void **state)
+{
+    (void)state;
+    const char *families[] = {"softmax",        "linear", "sparse",  "low-rank",
+                              "random-feature", "score",  "position"};
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        const la_kernel_info *info = la_kernel_get((la_kernel)k);
+        if ((info->sweep & LA_SWEEP_PLAIN) && !info->series[0])
+            fail_msg("%s: swept without causal masking, which it refuses", info->name);
+        if ((info->sweep & LA_SWEEP_CAUSAL) && !info->series[1])
+            fail_msg("%s: swept causal, which it refuses", info->name);
+        int known = 0;
+        for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+            known |= info->family && strcmp(info->family, families[f]) == 0;
+        if (!known)
+            fail_msg("%s: family '%s' is not a documented label", info->name,
+                     info->family ? info->family : "(null)");
+        if ((info->caps & LA_CAP_ROTARY) && (info->caps & LA_CAP_ROTARY_FEATURES))
+            fail_msg("%s: rotary both before and inside the kernel", info->name);
+    }
+}
 
-        int main(void)
-        {
-            tu_init("test_registry");
-            const struct CMUnitTest tests[] = {
-                cmocka_unit_test(masks_match_the_kernels),
-                cmocka_unit_test(weights_match_the_kernels),
-                cmocka_unit_test(lse_matches_the_kernels),
-                cmocka_unit_test(backward_matches_the_kernels),
-                cmocka_unit_test(time_exponent_matches_the_cost_model),
-                cmocka_unit_test(sweep_and_family_are_consistent),
-            };
-            return cmocka_run_group_tests(tests, NULL, NULL);
-        }
+int main(void)
+{
+    tu_init("test_registry");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(masks_match_the_kernels),
+        cmocka_unit_test(weights_match_the_kernels),
+        cmocka_unit_test(lse_matches_the_kernels),
+        cmocka_unit_test(backward_matches_the_kernels),
+        cmocka_unit_test(time_exponent_matches_the_cost_model),
+        cmocka_unit_test(sweep_and_family_are_consistent),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
