@@ -14,6 +14,7 @@
  * lib/linattn.h ("SCORE FUNCTIONS"). */
 #include "attention/engine.h"
 #include "core/real_typed.h"
+#include "cpu/vtanh.h"
 
 #include <float.h>
 #include <math.h>
@@ -34,13 +35,15 @@ enum { Q_BLOCK = LA_SOFTMAX_Q_BLOCK, K_BLOCK = LA_SOFTMAX_K_BLOCK };
 #define LA_MAX_ABS_SEEN la_max_abs_seen_f32
 #define SOFTMAX la_softmax_attention_f32
 #define PORTABLE la_engine_portable_f32
-#define TANH tanhf
+#define TANH_DOT_FN la_tanh_dot_f32_fn
+#define TANH_DOT_FOR la_tanh_dot_f32_for
 #else
 #define LA_MAX_ABS la_max_abs_f64
 #define LA_MAX_ABS_SEEN la_max_abs_seen_f64
 #define SOFTMAX la_softmax_attention_f64
 #define PORTABLE la_engine_portable_f64
-#define TANH tanh
+#define TANH_DOT_FN la_tanh_dot_f64_fn
+#define TANH_DOT_FOR la_tanh_dot_f64_for
 #endif
 
 /* ---------------------------------------------------------------- the seeded draw */
@@ -394,13 +397,16 @@ static la_status cosine_attention(const la_problem *p, const REAL *q, const REAL
 /* ---------------------------------------------------------------- additive: vᵀtanh(A + C) */
 
 /* What the additive tiles read (la_engine's ctx): A = Q W_qᵀ (B, H, N, d_a), C = K W_kᵀ
- * (B, H, M, d_a; the rows in length set) and v (d_a). */
+ * (B, H, M, d_a; the rows of the keys seen set), v (d_a), and Σ_a v_a tanh(a + c) on the
+ * SIMD path of this call (cpu/vtanh.h). */
 typedef struct {
     const REAL *a, *c, *w_v;
+    TANH_DOT_FN tanh_dot;
 } additive_ctx;
 
-/* s_ij = Σ_a v_a tanh(a_ia + c_ja) over each row's visible keys of the block [j0, j0 + cols);
- * the rest of the row is the softmax tile's to zero. */
+/* s_ij = Σ_a v_a tanh(a_ia + c_ja) over each row's visible keys of the block [j0, j0 + cols),
+ * d_a lanes at a time (the vectorized tanh); the rest of the row is the softmax tile's to
+ * zero. */
 static void additive_scores(la_engine_task *t, size_t j0, size_t cols)
 {
     const la_problem *p = t->p;
@@ -413,13 +419,8 @@ static void additive_scores(la_engine_task *t, size_t j0, size_t cols)
         const size_t hi = t->hi[r];
         const size_t n = hi > j0 ? (hi - j0 < cols ? hi - j0 : cols) : 0;
         const REAL *ai = a + (t->i0 + r) * da;
-        for (size_t j = 0; j < n; j++) {
-            const REAL *cj = c + (j0 + j) * da;
-            REAL sum = 0;
-            for (size_t e = 0; e < da; e++)
-                sum += w_v[e] * TANH(ai[e] + cj[e]);
-            srow[j] = sum;
-        }
+        for (size_t j = 0; j < n; j++)
+            srow[j] = x->tanh_dot(ai, c + (j0 + j) * da, w_v, da);
     }
 }
 
@@ -490,7 +491,7 @@ static la_status additive_attention(const la_problem *p, const REAL *q, const RE
     }
 
     /* y = softmax(scores) V on the engine, with the additive score and value tiles */
-    const additive_ctx ctx = {a, c, w_v};
+    const additive_ctx ctx = {a, c, w_v, TANH_DOT_FOR()};
     la_engine e = {.wide = PORTABLE,
                    .q_block = Q_BLOCK,
                    .k_block = K_BLOCK,
