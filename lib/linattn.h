@@ -355,8 +355,8 @@ typedef struct {
     double workspace_bytes; /* the kernel's scratch at the current thread count (not the
                                copies of strided arrays) */
     double io_bytes;        /* every input read and output written once */
-    double bytes_min;       /* io_bytes plus what the algorithm holds beyond cache by
-                               design (scores, S and z): `linattn roofline`'s divisor */
+    double bytes_min;       /* io_bytes (forward: k, v of the keys seen) plus what the algorithm
+                               holds beyond cache (scores, S, z): `linattn roofline`'s divisor */
 } la_cost;
 
 /* Visible (query, key) pairs of one head of batch entry b under causal (either

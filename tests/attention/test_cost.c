@@ -718,8 +718,9 @@ static double bytes_counted(la_kernel kernel, const la_problem *p, size_t elem)
     }
     for (size_t b = 0; b < p->batch; b++) {
         for (size_t h = 0; h < p->heads; h++) {
-            size_t elements = N * dk + M * dk + M * dv; /* q, k, v read */
-            elements += N * dv;                         /* out written */
+            /* q read, and k, v of the keys some query sees */
+            size_t elements = N * dk + keys_seen(p, b) * (dk + dv);
+            elements += N * dv; /* out written */
             switch (kernel) {
             case LA_KERNEL_SOFTMAX:
             case LA_KERNEL_HARD:
