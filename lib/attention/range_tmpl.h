@@ -65,8 +65,8 @@ double FN(la_range_linear_backward_limit)(const la_problem *p, const REAL *q, co
 {
     const size_t heads = p->batch * p->heads;
     const double a = FN(la_max_abs)(q, heads * p->n_queries * p->d_k);
-    const double b = FN(la_max_abs)(k, heads * p->n_keys * p->d_k);
-    const double c = FN(la_max_abs)(v, heads * p->n_keys * p->d_v);
+    const double b = FN(la_max_abs_seen)(p, k, p->d_k);
+    const double c = FN(la_max_abs_seen)(p, v, p->d_v);
     const double d = FN(la_max_abs)(d_out, heads * p->n_queries * p->d_v);
     const double w = FN(la_max_abs)(out, heads * p->n_queries * p->d_v);
     return linear_backward_limit(p, a, b, c, d, w, REAL_MAX);

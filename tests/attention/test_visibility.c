@@ -6,7 +6,9 @@
  *                                whose unseen keys and values (rows past what the last
  *                                query sees, counted here) are then overwritten with
  *                                values past the range rule's bound, then with NaN: the
- *                                call still answers LA_OK with the same bits;
+ *                                call still answers LA_OK with the same bits; the backward
+ *                                passes too (d_q, and d_k, d_v of every key, the same
+ *                                bits: zeros for the unseen);
  *   hidden_blocks_add_nothing    softmax (fused and materialized), hard, local, general and
  *                                cosine under a general mask or key mask that hides whole
  *                                key blocks (and rows): equal to the float64 reference
@@ -122,6 +124,16 @@ static void unseen_keys_are_never_read(void **state)
                              dt == LA_FLOAT32 ? "f32" : "f64", si, la_strerror(st0),
                              (unsigned long long)tu_seed());
                 void *k2 = tu_alloc(nk * es), *v2 = tu_alloc(nv * es);
+                /* the backward on clean inputs: d_out drawn, out the forward's */
+                const bool bwd = row->backward_f32 != NULL;
+                void *d_out = bwd ? fill(&r, no, dt) : NULL;
+                unsigned char *g_want = bwd ? tu_alloc((nq + nk + nv) * es) : NULL;
+                unsigned char *g_got = bwd ? tu_alloc((nq + nk + nv) * es) : NULL;
+                if (bwd)
+                    assert_int_equal(la_attention_backward(kr, &p, dt, q, k, v, want, NULL, d_out,
+                                                           g_want, g_want + nq * es,
+                                                           g_want + (nq + nk) * es),
+                                     LA_OK);
                 for (int what = 0; what < 2; what++) {
                     memcpy(k2, k, nk * es);
                     memcpy(v2, v, nv * es);
@@ -146,9 +158,22 @@ static void unseen_keys_are_never_read(void **state)
                                      st == LA_OK ? ", output changed" : "",
                                      (unsigned long long)tu_seed());
                         checked++;
+                        if (!bwd) continue;
+                        memset(g_got, 0xA5, (nq + nk + nv) * es);
+                        const la_status sb =
+                            la_attention_backward(kr, &p, dt, q, k2, v2, want, NULL, d_out, g_got,
+                                                  g_got + nq * es, g_got + (nq + nk) * es);
+                        if (sb != LA_OK || memcmp(g_want, g_got, (nq + nk + nv) * es) != 0)
+                            fail_msg("%s %s shape %zu threads %d: backward, unseen keys %s: "
+                                     "%s%s (seed %llu)",
+                                     row->name, dt == LA_FLOAT32 ? "f32" : "f64", si, t,
+                                     what == 0 ? "huge" : "NaN", la_strerror(sb),
+                                     sb == LA_OK ? ", gradients changed" : "",
+                                     (unsigned long long)tu_seed());
+                        checked++;
                     }
                 }
-                free(k2), free(v2);
+                free(k2), free(v2), free(d_out), free(g_want), free(g_got);
             }
             free(q), free(k), free(v), free(want), free(got);
         }
