@@ -122,8 +122,9 @@ static const char help_ceilings[] =
     "(B = 1, H = 8, the point's d; float64 where it says so): the FMA peak of the dtype\n"
     "and threads, the roofline bound min(peak, intensity * triad bandwidth) (linattn help\n"
     "roofline), the streaming-read bandwidth for decoding (one query over t keys: the\n"
-    "cost model's minimum bytes per second), and sgemm for the FFN (la_ffn, D = 512,\n"
-    "d_ff = 2048, rows = N; its two products' FLOPs):\n";
+    "cost model's minimum bytes per second), sgemm for the FFN (la_ffn, D = 512,\n"
+    "d_ff = 2048, rows = N; its two products' FLOPs), and one query seeing one key (key\n"
+    "length 1) of 8192 against one query over M = 1:\n";
 static const char help_end[] =
     "It prints the measurement table (the points against the ceilings as # lines after\n"
     "it), one line per goal (goal, target, measured, met: yes, no, or \"skipped: no\n"

@@ -11,7 +11,7 @@
 static int cg_same(const cg_point *a, const cg_point *b)
 {
     return strcmp(a->series, b->series) == 0 && a->f64 == b->f64 && a->n == b->n && a->m == b->m &&
-           a->d == b->d && a->threads == b->threads;
+           a->d == b->d && a->threads == b->threads && a->length == b->length;
 }
 
 static int cg_has_b(const cg_goal *g)
@@ -26,6 +26,7 @@ typedef struct {
     la_kernel kernel;
     la_problem p;
     la_layer_config layer;
+    int64_t length; /* the key length of the batch entry, when the point has one */
     void *q, *k, *v, *out;
     float *w1, *b1, *w2, *b2;
 } cg_call;
@@ -77,6 +78,8 @@ static int cg_measure(cg_measured *m, int reps, const cg_ceilings *ceil)
         }
         la_problem_init(&c.p, 1, CG_HEADS, pt->n, keys, pt->d, pt->d);
         c.p.causal = causal;
+        c.length = (int64_t)pt->length;
+        if (pt->length) c.p.key_lengths = &c.length;
         la_cost cost;
         m->status = la_attention_cost(c.kernel, &c.p, pt->f64 ? LA_FLOAT64 : LA_FLOAT32, &cost);
         if (m->status != LA_OK) return 0;
@@ -188,11 +191,13 @@ int bench_cg_measure_all(cg_measured *ms, size_t *count, cg_ceilings *ceils, int
             cg_measured *m = &ms[i];
             if (m->pt.threads != threads) continue;
             if (cg_measure(m, reps, c) != 0) failed = 1;
+            char length[32] = "";
+            if (m->pt.length) snprintf(length, sizeof length, " L=%zu", m->pt.length);
             if (m->status == LA_OK)
-                printf("# %-22s %s N=%-6zu M=%-6zu d=%-4zu threads=%d  median %.4g s  %.1f "
+                printf("# %-22s %s N=%-6zu M=%-6zu%s d=%-4zu threads=%d  median %.4g s  %.1f "
                        "GFLOP/s  %.1f GB/s (minimum bytes)\n",
                        m->pt.series, m->pt.f64 ? "f64" : "f32", m->pt.n,
-                       m->pt.m ? m->pt.m : m->pt.n, m->pt.d, threads, m->t.median_s,
+                       m->pt.m ? m->pt.m : m->pt.n, length, m->pt.d, threads, m->t.median_s,
                        m->flops / m->t.median_s * 1e-9, m->bytes_min / m->t.median_s * 1e-9);
             else
                 printf("# %-22s %s N=%-6zu d=%-4zu threads=%d  skipped: %s\n", m->pt.series,

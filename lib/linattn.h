@@ -235,7 +235,7 @@ typedef enum {
  *     and reference (linear attention also for a zero denominator, possible at eps = 0).
  *   Range. The output is finite and within its precision's rounding of the float64
  *     reference, or the call refuses with LA_ERANGE, never inf or NaN from finite inputs:
- *     a scan of max|q|, |k|, |v| bounds every score, sum and state entry by the element
+ *     max|q|, |k|, |v| (the keys some query sees) bound every score, sum and state by the
  *     type's largest value / 8 (float32 refuses q = k = ±1e20 in softmax: use float64).
  *   Statuses. LA_OK, LA_EINVAL (NULL, a bad problem, a mask or causal flag the kernel
  *     refuses, a dtype outside la_dtype), LA_EOVERFLOW, LA_ENOMEM, LA_EBUDGET, LA_ERANGE.
@@ -343,13 +343,13 @@ typedef struct {
     double workspace_bytes; /* the kernel's scratch at the current thread count (not the
                                copies of strided arrays) */
     double io_bytes;        /* every input read and output written once */
-    double bytes_min;       /* io_bytes plus what the algorithm holds beyond cache by
-                               design (scores, S and z): `linattn roofline`'s divisor */
+    double bytes_min;       /* io_bytes (forward: k, v of the keys seen) plus what the algorithm
+                               holds beyond cache (scores, S, z): `linattn roofline`'s divisor */
 } la_cost;
 
 /* Visible (query, key) pairs of one head of batch entry b under causal (either
- * alignment) and key lengths; not the general masks, whose hidden pairs the kernels
- * compute and then drop (la_attention_cost counts them as visible). */
+ * alignment) and key lengths; not the general masks (la_attention_cost counts their
+ * hidden pairs as visible; the kernels skip only key blocks a mask hides whole). */
 LA_API double la_visible_pairs(const la_problem *p, size_t b);
 /* Fills *out for one call of `kernel` on p in dtype. Returns LA_OK, LA_EINVAL (NULL, bad
  * kernel or dtype, a causal flag the row refuses), or what la_problem_check returns. */

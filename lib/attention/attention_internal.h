@@ -34,8 +34,16 @@ typedef void (*la_head_flops_fn)(const la_problem *p, size_t m, la_cost *head);
  * (cost.c): O(1) without key lengths (every entry sees M keys), O(batch) with them. */
 void la_cost_sum_heads(const la_problem *p, la_head_flops_fn per_head, la_cost *c);
 
+/* Keys of batch entry b that some query sees under causal (either alignment) and key
+ * lengths: [0, la_keys_seen), those the last query sees (range.c). Every kernel reads at
+ * most these; the range check scans only these. */
+size_t la_keys_seen(const la_problem *p, size_t b);
+/* The largest la_keys_seen over the batch entries: O(1) without key lengths. */
+size_t la_keys_seen_max(const la_problem *p);
+
 /* Whether the values of a kernel of this family on (q, k, v) stay within its element
- * type (range.c: one scan of max |q|, |k|, |v|, and the bounds it documents). The
+ * type (range.c: one scan of max |q| and of max |k|, |v| over the keys seen, and the
+ * bounds it documents). The
  * kernels call it after checking p and the pointers, before writing anything, and
  * return LA_ERANGE when it is false. */
 typedef enum { LA_RANGE_SOFTMAX, LA_RANGE_HARD, LA_RANGE_LINEAR } la_range_kind;
@@ -43,8 +51,8 @@ bool la_range_ok_f32(la_range_kind kind, const la_problem *p, const float *q, co
                      const float *v);
 bool la_range_ok_f64(la_range_kind kind, const la_problem *p, const double *q, const double *k,
                      const double *v);
-/* The same check on maxima already taken, a = max|q|, b = max|k|, c = max|v| (+inf for
- * a non-finite input): for a kernel that takes them on its own loads (decoding,
+/* The same check on maxima already taken, a = max|q|, b = max|k|, c = max|v| over the
+ * keys seen (+inf for a non-finite input): for a kernel that takes them on its own loads (decoding,
  * engine.c) and checks before it writes its output. */
 bool la_range_fits_f32(la_range_kind kind, const la_problem *p, double a, double b, double c);
 
@@ -64,6 +72,9 @@ la_status la_linear_recurrent_backward_cost(const la_problem *p, la_dtype dtype,
  * the backward passes' own bounds. */
 double la_max_abs_f32(const float *x, size_t n);
 double la_max_abs_f64(const double *x, size_t n);
+/* The same over the keys seen (la_keys_seen) of a contiguous (B, H, M, d) array. */
+double la_max_abs_seen_f32(const la_problem *p, const float *x, size_t d);
+double la_max_abs_seen_f64(const la_problem *p, const double *x, size_t d);
 
 /* Hard attention's argmax over the visible keys of query rows i0 .. i0+rows-1 of one head
  * hd = b·H + h (its batch entry b = hd / H), ties to the lowest key, SIZE_MAX for a row that sees

@@ -65,10 +65,21 @@ static la_status cost_of(const la_kernel_info *info, la_cost_fn fn, const la_pro
      * d_v written */
     const double elements =
         backward ? 2 * (n * dk + m * dk + m * dv) + 2 * n * dv : n * dk + m * dk + m * dv + n * dv;
-    c.io_bytes = (double)p->batch * (double)p->heads * elements * (double)la_dtype_size(dtype);
-    /* bytes_min: the inputs and outputs, and what a forward's cost function counted beyond
-     * them (la_cost.bytes_min: what its algorithm holds outside registers and cache) */
-    c.bytes_min = c.io_bytes + (backward ? 0 : c.bytes_min);
+    const double elem = (double)la_dtype_size(dtype);
+    c.io_bytes = (double)p->batch * (double)p->heads * elements * elem;
+    /* bytes_min: the inputs and outputs (a forward reads k and v of the keys seen only,
+     * la_keys_seen: u_b rows per head of entry b), and what a forward's cost function
+     * counted beyond them (la_cost.bytes_min: what its algorithm holds outside registers
+     * and cache) */
+    if (backward) {
+        c.bytes_min = c.io_bytes;
+    } else {
+        double seen = p->key_lengths ? 0 : (double)p->batch * (double)la_keys_seen(p, 0);
+        for (size_t b = 0; p->key_lengths && b < p->batch; b++)
+            seen += (double)la_keys_seen(p, b);
+        c.bytes_min +=
+            (double)p->heads * elem * ((double)p->batch * (n * dk + n * dv) + seen * (dk + dv));
+    }
     *out = c;
     return LA_OK;
 }

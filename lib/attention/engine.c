@@ -48,13 +48,46 @@ void la_engine_carve(la_engine_task *t)
     rows->extra = t->scratch + (slot + elem) * bq + elem * bq * t->e->bk;
 }
 
-/* The tiles of one walk over the key blocks [key_lo, key_hi). */
+/* Whether the general masks (p->mask, p->key_mask) hide from every row of the task each
+ * key of the block [j0, j0 + cols) within the row's [lo, hi): the block then adds nothing
+ * (every weight 0), and the walk skips it. A byte scan, stopped at the first row that sees
+ * a key: far cheaper than the block's products. */
+static bool block_hidden(const la_engine_task *t, size_t j0, size_t cols)
+{
+    const la_problem *p = t->p;
+    const size_t M = p->n_keys;
+    const uint8_t *km = p->key_mask ? p->key_mask + t->b * M : NULL;
+    const uint8_t *mask =
+        p->mask ? p->mask + (p->mask_per_head ? t->hd : 0) * p->n_queries * M : NULL;
+    for (size_t r = 0; r < t->rows; r++) {
+        const size_t a = t->lo[r] > j0 ? t->lo[r] : j0;
+        const size_t e = t->hi[r] < j0 + cols ? t->hi[r] : j0 + cols;
+        const uint8_t *mr = mask ? mask + (t->i0 + r) * M : NULL;
+        unsigned hidden = 1;
+        if (km && mr)
+            for (size_t j = a; j < e; j++)
+                hidden &= (km[j] | mr[j]) != 0;
+        else if (km || mr)
+            for (size_t j = a; j < e; j++)
+                hidden &= (km ? km : mr)[j] != 0;
+        else
+            hidden = a >= e;
+        if (!hidden) return false;
+    }
+    return true;
+}
+
+/* The tiles of one walk over the key blocks [key_lo, key_hi); under general masks, the
+ * blocks they hide whole are skipped. */
 static void walk(const la_engine_tiles *tiles, la_engine_task *t)
 {
     const size_t kb = t->e->k_block;
+    const bool masked = la_has_masks(t->p);
     if (tiles->begin) tiles->begin(t);
     for (size_t j0 = t->key_lo; j0 < t->key_hi; j0 += kb) {
         const size_t cols = t->key_hi - j0 < kb ? t->key_hi - j0 : kb;
+        if (masked && block_hidden(t, j0, cols)) continue;
+        LA_COUNT(LA_COUNT_ENGINE_PAIRS, t->rows * cols);
         /* s = q_blk · k_blkᵀ · scale */
         if (tiles->scores) tiles->scores(t, j0, cols);
         /* online softmax: new row max, rescale what was accumulated, p = exp(s − max) */
@@ -76,12 +109,14 @@ void la_engine_run_task(la_engine_task *t)
         if (t->hi[r] > t->key_hi) t->key_hi = t->hi[r];
     }
     if (t->key_lo > t->key_hi) t->key_lo = t->key_hi;
+    t->kv_hi = t->key_hi;
     if (t->rows > e->narrow_rows) {
         walk(&e->wide, t);
         return;
     }
     /* a few queries (decoding): one at a time, each its own walk; the first row takes the
-     * maxima of k and v when asked (its finish scans the keys it did not read) */
+     * maxima of k and v when asked (its finish scans the keys the task sees that it did not
+     * read) */
     la_engine_task row;
     for (size_t r = 0; r < t->rows; r++) {
         row = *t;

@@ -48,6 +48,8 @@ typedef struct {
     void *lse;              /* NULL, or the rows' log Σ_j exp(s_ij): (rows) */
     unsigned char *scratch; /* the thread's e->scratch_bytes, 64-byte aligned */
     uint32_t *kv_bits;      /* NULL, or max|k|, max|v| as bits, taken on the loads */
+    size_t kv_hi;           /* with kv_bits: the maxima cover keys [0, kv_hi), the task's key_hi
+                               (the keys seen, la_keys_seen: the range check's) */
     _Alignas(64) unsigned char state[LA_ENGINE_STATE_BYTES]; /* the tiles' own, zeroed */
 } la_engine_task;
 

@@ -191,14 +191,14 @@ LA_AVX512 static void wide_begin_ps(la_engine_task *t)
 {
     wide_ps *w = (wide_ps *)(void *)t->state;
     const la_problem *p = t->p;
-    const size_t dk = p->d_k, dv = p->d_v, M = p->n_keys, rows = t->rows;
+    const size_t dk = p->d_k, dv = p->d_v, rows = t->rows;
     const float *qh = t->q;
     w->qt = (float *)(void *)t->scratch;
     w->st = w->qt + dk * QT;
     w->ot = w->st + KB * QT;
     if (t->kv_bits) { /* wide tasks read K and V once per QT queries: a plain scan */
-        max_abs_bits(t->k, M * dk, &t->kv_bits[0]);
-        max_abs_bits(t->v, M * dv, &t->kv_bits[1]);
+        max_abs_bits(t->k, t->kv_hi * dk, &t->kv_bits[0]);
+        max_abs_bits(t->v, t->kv_hi * dv, &t->kv_bits[1]);
     }
     for (size_t c = 0; c < dk; c++)
         for (size_t r = 0; r < QT; r++)
@@ -536,11 +536,12 @@ LA_AVX512 static void narrow_values_ps(la_engine_task *t, size_t j0, size_t cols
 }
 
 /* out = acc / l, a row that saw no key stays zero; lse = (m + log2 l) · ln 2; and with
- * kv_bits the maxima taken, then those of the keys past the row's (never read). */
+ * kv_bits the maxima taken, then those of the keys the task sees past the row's (which it
+ * did not read). */
 LA_AVX512 static void narrow_finish_ps(la_engine_task *t)
 {
     narrow_ps *w = (narrow_ps *)(void *)t->state;
-    const size_t dk = t->p->d_k, dv = t->p->d_v, M = t->p->n_keys;
+    const size_t dk = t->p->d_k, dv = t->p->d_v;
     float *o = (float *)t->out + t->i0 * dv;
     const float inv = w->l > 0 ? 1.0f / w->l : 0.0f;
     for (size_t c = 0; c < dv; c++)
@@ -551,8 +552,10 @@ LA_AVX512 static void narrow_finish_ps(la_engine_task *t)
         if (kb > t->kv_bits[0]) t->kv_bits[0] = kb;
         if (vb > t->kv_bits[1]) t->kv_bits[1] = vb;
         const size_t read = t->key_hi; /* the row read keys [0, key_hi) */
-        max_abs_bits((const float *)t->k + read * dk, (M - read) * dk, &t->kv_bits[0]);
-        max_abs_bits((const float *)t->v + read * dv, (M - read) * dv, &t->kv_bits[1]);
+        if (t->kv_hi > read) {
+            max_abs_bits((const float *)t->k + read * dk, (t->kv_hi - read) * dk, &t->kv_bits[0]);
+            max_abs_bits((const float *)t->v + read * dv, (t->kv_hi - read) * dv, &t->kv_bits[1]);
+        }
     }
 }
 

@@ -7,6 +7,7 @@
  * sign cleared). Also the backward passes' scan (attention_internal.h). */
 double FN(la_max_abs)(const REAL *x, size_t n)
 {
+    LA_COUNT(LA_COUNT_RANGE_READ, n);
     REAL_BITS m = 0;
 #pragma omp parallel for simd reduction(max : m) num_threads(la_threads()) if (n > 65536)
     for (size_t i = 0; i < n; i++) {
@@ -20,13 +21,35 @@ double FN(la_max_abs)(const REAL *x, size_t n)
     return isfinite(f) ? (double)f : INFINITY;
 }
 
+double FN(la_max_abs_seen)(const la_problem *p, const REAL *x, size_t d)
+{
+    const size_t M = p->n_keys, H = p->heads;
+    double m = 0;
+    for (size_t b = 0; b < p->batch;) {
+        /* a run of entries whose every key is seen: their heads in one scan */
+        size_t e = b;
+        while (e < p->batch && la_keys_seen(p, e) == M)
+            e++;
+        if (e > b) {
+            m = fmax(m, FN(la_max_abs)(x + b * H * M * d, (e - b) * H * M * d));
+            b = e;
+            continue;
+        }
+        const size_t seen = la_keys_seen(p, b);
+        for (size_t h = 0; seen > 0 && h < H; h++)
+            m = fmax(m, FN(la_max_abs)(x + (b * H + h) * M * d, seen * d));
+        b++;
+    }
+    return m;
+}
+
 bool FN(la_range_ok)(la_range_kind kind, const la_problem *p, const REAL *q, const REAL *k,
                      const REAL *v)
 {
     const size_t heads = p->batch * p->heads;
     const double a = FN(la_max_abs)(q, heads * p->n_queries * p->d_k);
-    const double b = FN(la_max_abs)(k, heads * p->n_keys * p->d_k);
-    const double c = kind == LA_RANGE_HARD ? 0 : FN(la_max_abs)(v, heads * p->n_keys * p->d_v);
+    const double b = FN(la_max_abs_seen)(p, k, p->d_k);
+    const double c = kind == LA_RANGE_HARD ? 0 : FN(la_max_abs_seen)(p, v, p->d_v);
     return fits(kind, p, a, b, c, REAL_MAX);
 }
 
@@ -42,8 +65,8 @@ double FN(la_range_linear_backward_limit)(const la_problem *p, const REAL *q, co
 {
     const size_t heads = p->batch * p->heads;
     const double a = FN(la_max_abs)(q, heads * p->n_queries * p->d_k);
-    const double b = FN(la_max_abs)(k, heads * p->n_keys * p->d_k);
-    const double c = FN(la_max_abs)(v, heads * p->n_keys * p->d_v);
+    const double b = FN(la_max_abs_seen)(p, k, p->d_k);
+    const double c = FN(la_max_abs_seen)(p, v, p->d_v);
     const double d = FN(la_max_abs)(d_out, heads * p->n_queries * p->d_v);
     const double w = FN(la_max_abs)(out, heads * p->n_queries * p->d_v);
     return linear_backward_limit(p, a, b, c, d, w, REAL_MAX);

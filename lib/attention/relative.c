@@ -27,9 +27,11 @@ enum { Q_BLOCK = LA_SOFTMAX_Q_BLOCK, K_BLOCK = LA_SOFTMAX_K_BLOCK };
 
 #if REAL_IS_F32
 #define LA_MAX_ABS la_max_abs_f32
+#define LA_MAX_ABS_SEEN la_max_abs_seen_f32
 #define PORTABLE la_engine_portable_f32
 #else
 #define LA_MAX_ABS la_max_abs_f64
+#define LA_MAX_ABS_SEEN la_max_abs_seen_f64
 #define PORTABLE la_engine_portable_f64
 #endif
 
@@ -154,14 +156,15 @@ static la_status relative_check(const la_problem *p, const void *q, const void *
 }
 
 /* softmax's range rule (range.c) with the keys' magnitude b + max|a^K| and the values'
- * c + max|a^V|: every score, score difference and accumulator within T/8. */
+ * c + max|a^V| (over the keys seen, la_keys_seen): every score, score difference and
+ * accumulator within T/8. */
 static bool relative_range_ok(const la_problem *p, double a, double b, double c, double real_max)
 {
     if (isinf(a) || isinf(b) || isinf(c)) return true;
     const long double limit = (long double)real_max / 8;
     const long double scale = fmaxl(fabsl((long double)p->scale), 1);
     if (scale > limit || (long double)p->d_k * a * b * scale > limit) return false;
-    return (long double)p->n_keys * c <= limit;
+    return (long double)la_keys_seen_max(p) * c <= limit;
 }
 
 /* What the relative tiles read (la_engine's ctx): a^K (2K+1, d_k), a^V (2K+1, d_v). */
@@ -246,12 +249,12 @@ static la_status relative_attention(const la_problem *p, const REAL *q, const RE
     double ak_max, av_max;
     la_status st = relative_check(p, q, k, v, out, sizeof(REAL), &ak_max, &av_max);
     if (st != LA_OK) return st;
-    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, K = p->max_distance;
+    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v, K = p->max_distance;
     const size_t heads = p->batch * p->heads; /* fits: la_problem_check */
     /* the range rule: softmax's, with a^K beside the keys and a^V beside the values */
     const double a = LA_MAX_ABS(q, heads * N * dk);
-    const double b = LA_MAX_ABS(k, heads * M * dk) + ak_max;
-    const double c = LA_MAX_ABS(v, heads * M * dv) + av_max;
+    const double b = LA_MAX_ABS_SEEN(p, k, dk) + ak_max;
+    const double c = LA_MAX_ABS_SEEN(p, v, dv) + av_max;
     if (!relative_range_ok(p, a, b, c, (double)REAL_MAX)) return LA_ERANGE;
 
     relative_layout lay;

@@ -14,6 +14,7 @@
  * lib/linattn.h ("SCORE FUNCTIONS"). */
 #include "attention/engine.h"
 #include "core/real_typed.h"
+#include "cpu/vtanh.h"
 
 #include <float.h>
 #include <math.h>
@@ -31,14 +32,18 @@ enum { Q_BLOCK = LA_SOFTMAX_Q_BLOCK, K_BLOCK = LA_SOFTMAX_K_BLOCK };
 
 #if REAL_IS_F32
 #define LA_MAX_ABS la_max_abs_f32
+#define LA_MAX_ABS_SEEN la_max_abs_seen_f32
 #define SOFTMAX la_softmax_attention_f32
 #define PORTABLE la_engine_portable_f32
-#define TANH tanhf
+#define TANH_DOT_FN la_tanh_dot_f32_fn
+#define TANH_DOT_FOR la_tanh_dot_f32_for
 #else
 #define LA_MAX_ABS la_max_abs_f64
+#define LA_MAX_ABS_SEEN la_max_abs_seen_f64
 #define SOFTMAX la_softmax_attention_f64
 #define PORTABLE la_engine_portable_f64
-#define TANH tanh
+#define TANH_DOT_FN la_tanh_dot_f64_fn
+#define TANH_DOT_FOR la_tanh_dot_f64_for
 #endif
 
 /* ---------------------------------------------------------------- the seeded draw */
@@ -273,9 +278,10 @@ static void weights_of(const la_problem *p, weight_shape s, size_t own_count, RE
 /* General scores (contract in linattn.h):
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major;
  *   W = p->score_w: (d_k, d_k) row-major float64, or drawn from p->seed.
- * q·W·k = q·k' with k' = W k, so K' = K Wᵀ per head (the m keys in length; the rows past
- * them zeroed, hidden anyway), one BLIS product per head on the OpenMP threads, then the
- * fused softmax kernel once over (Q, K', V) with p's masks and scale. */
+ * q·W·k = q·k' with k' = W k, so K' = K Wᵀ per head (the keys some query sees,
+ * la_keys_seen; the rows past them are never read), one BLIS product per head on the
+ * OpenMP threads, then the fused softmax kernel once over (Q, K', V) with p's masks and
+ * scale. */
 static la_status general_attention(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
                                    REAL *out)
 {
@@ -290,7 +296,7 @@ static la_status general_attention(const la_problem *p, const REAL *q, const REA
     double w_max, w_sum;
     if (p->score_w && !finite_abs(p->score_w, s.n_w, &w_max, &w_sum)) return LA_EINVAL;
     if (!p->score_w) w_max = drawn_bound(s.sd_w);
-    const double k_max = LA_MAX_ABS(k, heads * M * dk);
+    const double k_max = LA_MAX_ABS_SEEN(p, k, dk);
     const double limit = (double)REAL_MAX / 8;
     if (w_max > limit || (isfinite(k_max) && (double)dk * w_max * k_max > limit)) return LA_ERANGE;
 
@@ -305,13 +311,12 @@ static la_status general_attention(const la_problem *p, const REAL *q, const REA
     weights_of(p, s, lay.first, scratch, &w, &unused);
     REAL *kp = scratch + lay.first;
 
-    /* per head: K'_h[:L] = K_h[:L] Wᵀ (L × d_k); the hidden rows zeroed */
+    /* per head: K'_h[:u] = K_h[:u] Wᵀ (u × d_k), u the keys seen */
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (size_t bh = 0; bh < heads; bh++) {
-        const size_t L = la_keys_in_length(p, bh / p->heads);
-        GEMM(L, dk, dk, 1, k + bh * M * dk, (ptrdiff_t)dk, 1, w, 1, (ptrdiff_t)dk, 0,
+        const size_t u = la_keys_seen(p, bh / p->heads);
+        GEMM(u, dk, dk, 1, k + bh * M * dk, (ptrdiff_t)dk, 1, w, 1, (ptrdiff_t)dk, 0,
              kp + bh * M * dk, (ptrdiff_t)dk, 1);
-        if (L < M) memset(kp + (bh * M + L) * dk, 0, (M - L) * dk * sizeof *kp);
     }
 
     /* y = softmax(Q K'ᵀ · scale) V: the fused kernel, with the budget left */
@@ -349,8 +354,9 @@ static void normalize_row(const REAL *x, REAL *y, size_t n)
 
 /* Cosine scores (contract in linattn.h):
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
- * Q̂ and K̂ normalized row by row (the m keys in length; the rest, and every row of a head
- * whose entry leaves no key, zeroed), then the fused softmax kernel once over (Q̂, K̂, V). */
+ * Q̂ and K̂ normalized row by row (the keys some query sees, la_keys_seen; the rows past
+ * them are never read, and a head whose queries see no key gets rows of zeros), then the
+ * fused softmax kernel once over (Q̂, K̂, V). */
 static la_status cosine_attention(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
                                   REAL *out)
 {
@@ -369,17 +375,16 @@ static la_status cosine_attention(const la_problem *p, const REAL *q, const REAL
 
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (size_t bh = 0; bh < heads; bh++) {
-        const size_t L = la_keys_in_length(p, bh / p->heads);
+        const size_t u = la_keys_seen(p, bh / p->heads);
         REAL *qh = qn + bh * N * dk, *kh = kn + bh * M * dk;
-        if (L == 0) { /* no query sees a key: rows of zeros, not read */
+        if (u == 0) { /* no query sees a key: rows of zeros, not read */
             memset(qh, 0, N * dk * sizeof *qh);
         } else {
             for (size_t i = 0; i < N; i++)
                 normalize_row(q + (bh * N + i) * dk, qh + i * dk, dk);
         }
-        for (size_t j = 0; j < L; j++)
+        for (size_t j = 0; j < u; j++)
             normalize_row(k + (bh * M + j) * dk, kh + j * dk, dk);
-        if (L < M) memset(kh + L * dk, 0, (M - L) * dk * sizeof *kh);
     }
 
     /* y = softmax(Q̂ K̂ᵀ · scale) V: the fused kernel, with the budget left */
@@ -392,13 +397,16 @@ static la_status cosine_attention(const la_problem *p, const REAL *q, const REAL
 /* ---------------------------------------------------------------- additive: vᵀtanh(A + C) */
 
 /* What the additive tiles read (la_engine's ctx): A = Q W_qᵀ (B, H, N, d_a), C = K W_kᵀ
- * (B, H, M, d_a; the rows in length set) and v (d_a). */
+ * (B, H, M, d_a; the rows of the keys seen set), v (d_a), and Σ_a v_a tanh(a + c) on the
+ * SIMD path of this call (cpu/vtanh.h). */
 typedef struct {
     const REAL *a, *c, *w_v;
+    TANH_DOT_FN tanh_dot;
 } additive_ctx;
 
-/* s_ij = Σ_a v_a tanh(a_ia + c_ja) over each row's visible keys of the block [j0, j0 + cols);
- * the rest of the row is the softmax tile's to zero. */
+/* s_ij = Σ_a v_a tanh(a_ia + c_ja) over each row's visible keys of the block [j0, j0 + cols),
+ * d_a lanes at a time (the vectorized tanh); the rest of the row is the softmax tile's to
+ * zero. */
 static void additive_scores(la_engine_task *t, size_t j0, size_t cols)
 {
     const la_problem *p = t->p;
@@ -411,13 +419,8 @@ static void additive_scores(la_engine_task *t, size_t j0, size_t cols)
         const size_t hi = t->hi[r];
         const size_t n = hi > j0 ? (hi - j0 < cols ? hi - j0 : cols) : 0;
         const REAL *ai = a + (t->i0 + r) * da;
-        for (size_t j = 0; j < n; j++) {
-            const REAL *cj = c + (j0 + j) * da;
-            REAL sum = 0;
-            for (size_t e = 0; e < da; e++)
-                sum += w_v[e] * TANH(ai[e] + cj[e]);
-            srow[j] = sum;
-        }
+        for (size_t j = 0; j < n; j++)
+            srow[j] = x->tanh_dot(ai, c + (j0 + j) * da, w_v, da);
     }
 }
 
@@ -450,18 +453,19 @@ static la_status additive_attention(const la_problem *p, const REAL *q, const RE
     const weight_shape s = shape_of(LA_KERNEL_ADDITIVE, dk, da);
 
     /* the range rule: given weights finite; |A|, |C| <= d_k·max|W|·max(|q|, |k|), every
-     * |score| <= Σ|v_a|, and the P·V sums <= M·max|v|, each within T/8 */
+     * |score| <= Σ|v_a|, and the P·V sums <= u·max|v| (u keys seen, la_keys_seen_max; k and
+     * v over those), each within T/8 */
     double w_max, w_sum, v_max, v_sum;
     if (p->score_w && (!finite_abs(p->score_w, s.n_w, &w_max, &w_sum) ||
                        !finite_abs(p->score_v, s.n_v, &v_max, &v_sum)))
         return LA_EINVAL;
     if (!p->score_w) w_max = drawn_bound(s.sd_w), v_sum = (double)da * drawn_bound(s.sd_v);
-    const double q_max = LA_MAX_ABS(q, heads * N * dk), k_max = LA_MAX_ABS(k, heads * M * dk);
-    const double values_max = LA_MAX_ABS(v, heads * M * dv);
+    const double q_max = LA_MAX_ABS(q, heads * N * dk), k_max = LA_MAX_ABS_SEEN(p, k, dk);
+    const double values_max = LA_MAX_ABS_SEEN(p, v, dv);
     const double limit = (double)REAL_MAX / 8;
     if (w_max > limit || v_sum > limit || (isfinite(q_max) && (double)dk * w_max * q_max > limit) ||
         (isfinite(k_max) && (double)dk * w_max * k_max > limit) ||
-        (isfinite(values_max) && (double)M * values_max > limit))
+        (isfinite(values_max) && (double)la_keys_seen_max(p) * values_max > limit))
         return LA_ERANGE;
 
     if (lay.total > p->workspace_limit) return LA_EBUDGET;
@@ -473,20 +477,21 @@ static la_status additive_attention(const la_problem *p, const REAL *q, const RE
     weights_of(p, s, lay.w, (REAL *)scratch, &w, &w_v);
     REAL *a = (REAL *)scratch + lay.w + lay.v, *c = a + lay.a;
 
-    /* per head: A_h = Q_h W_qᵀ (N × d_a), C_h[:L] = K_h[:L] W_kᵀ (L × d_a); W_q = W[:, :d_k]
-     * and W_k = W[:, d_k:], transposed through the strides; nothing when L = 0 */
+    /* per head: A_h = Q_h W_qᵀ (N × d_a), C_h[:u] = K_h[:u] W_kᵀ (u × d_a), u the keys seen
+     * (la_keys_seen); W_q = W[:, :d_k] and W_k = W[:, d_k:], transposed through the
+     * strides; nothing when u = 0 */
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (size_t bh = 0; bh < heads; bh++) {
-        const size_t L = la_keys_in_length(p, bh / p->heads);
-        if (L == 0) continue;
+        const size_t u = la_keys_seen(p, bh / p->heads);
+        if (u == 0) continue;
         GEMM(N, da, dk, 1, q + bh * N * dk, (ptrdiff_t)dk, 1, w, 1, (ptrdiff_t)(2 * dk), 0,
              a + bh * N * da, (ptrdiff_t)da, 1);
-        GEMM(L, da, dk, 1, k + bh * M * dk, (ptrdiff_t)dk, 1, w + dk, 1, (ptrdiff_t)(2 * dk), 0,
+        GEMM(u, da, dk, 1, k + bh * M * dk, (ptrdiff_t)dk, 1, w + dk, 1, (ptrdiff_t)(2 * dk), 0,
              c + bh * M * da, (ptrdiff_t)da, 1);
     }
 
     /* y = softmax(scores) V on the engine, with the additive score and value tiles */
-    const additive_ctx ctx = {a, c, w_v};
+    const additive_ctx ctx = {a, c, w_v, TANH_DOT_FOR()};
     la_engine e = {.wide = PORTABLE,
                    .q_block = Q_BLOCK,
                    .k_block = K_BLOCK,
@@ -568,30 +573,41 @@ static void softmax_fields(const la_problem *p, size_t m, la_cost *f)
     f->flops_av = 2 * pairs * (double)p->d_v;
 }
 
-/* general, one head with m keys in length: K' = K Wᵀ over them, 2·m·d_k², then softmax. */
+/* The keys some query of a head with m keys in length sees (la_keys_seen): the last
+ * query's. */
+static double keys_seen_of(const la_problem *p, size_t m)
+{
+    return (double)la_visible_keys_of(p, m, p->n_queries - 1);
+}
+
+/* general, one head with m keys in length: K' = K Wᵀ over the u keys seen, 2·u·d_k², then
+ * softmax. */
 static void general_head_flops(const la_problem *p, size_t m, la_cost *f)
 {
     softmax_fields(p, m, f);
-    f->flops_kv = 2 * (double)m * (double)p->d_k * (double)p->d_k;
+    f->flops_kv = 2 * keys_seen_of(p, m) * (double)p->d_k * (double)p->d_k;
 }
 
-/* cosine, one head with m keys in length: N + m rows normalized, 3·d_k + 1 each (none when
- * m = 0: no query sees a key), then softmax. */
+/* cosine, one head with m keys in length: N + u rows normalized (u keys seen), 3·d_k + 1
+ * each (none when u = 0: no query sees a key), then softmax. */
 static void cosine_head_flops(const la_problem *p, size_t m, la_cost *f)
 {
     softmax_fields(p, m, f);
-    if (m > 0) f->flops_phi = ((double)p->n_queries + (double)m) * (3 * (double)p->d_k + 1);
+    const double u = keys_seen_of(p, m);
+    if (u > 0) f->flops_phi = ((double)p->n_queries + u) * (3 * (double)p->d_k + 1);
 }
 
-/* additive, one head with m keys in length (none: no work): A = Q W_qᵀ 2·N·d_a·d_k, C = K
- * W_kᵀ 2·m·d_a·d_k, scores 4·d_a per visible pair, softmax 5 and P·V 2·d_v per pair. */
+/* additive, one head with m keys in length and u keys seen (none: no work): A = Q W_qᵀ
+ * 2·N·d_a·d_k, C = K W_kᵀ 2·u·d_a·d_k, scores 4·d_a per visible pair, softmax 5 and P·V
+ * 2·d_v per pair. */
 static void additive_head_flops(const la_problem *p, size_t m, la_cost *f)
 {
-    if (m == 0) return;
+    const double u = keys_seen_of(p, m);
+    if (u == 0) return;
     const double pairs = la_visible_pairs_of(p, m), da = (double)p->score_dim;
     const double dk = (double)p->d_k;
     f->flops_qs = 2 * (double)p->n_queries * da * dk;
-    f->flops_kv = 2 * (double)m * da * dk;
+    f->flops_kv = 2 * u * da * dk;
     f->flops_qk = 4 * pairs * da;
     f->flops_softmax = 5 * pairs;
     f->flops_av = 2 * pairs * (double)p->d_v;

@@ -752,8 +752,8 @@ static bool backward_range_ok(la_range_kind kind, const la_problem *p, const gra
     double a_, b_, c_, o_ = 0;
     if (kind == LA_RANGE_SOFTMAX) {
         a_ = FN(la_max_abs)(a->q, heads * p->n_queries * p->d_k);
-        b_ = FN(la_max_abs)(a->k, heads * p->n_keys * p->d_k);
-        c_ = FN(la_max_abs)(a->v, heads * p->n_keys * p->d_v);
+        b_ = FN(la_max_abs_seen)(p, a->k, p->d_k); /* the keys some query sees */
+        c_ = FN(la_max_abs_seen)(p, a->v, p->d_v);
         if (a->out) o_ = FN(la_max_abs)(a->out, heads * p->n_queries * p->d_v);
     } else {
         a_ = b_ = c_ = 0;

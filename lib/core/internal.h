@@ -165,11 +165,14 @@ typedef enum {
     LA_COUNT_KV,
     LA_COUNT_QS,
     LA_COUNT_NORMALIZE,
-    LA_COUNT_COMBINE, /* adds that join two partial sums (a chunk's ΔS_c into the carried
-                         state, a block's partial z, a key piece's partial [S z]): not in
-                         the model (lib/linattn.h, la_cost) */
-    LA_COUNT_HIDDEN,  /* entries of a computed block that a mask then zeroes (not FLOPs:
-                         the causal chunk's A above its diagonal) */
+    LA_COUNT_COMBINE,      /* adds that join two partial sums (a chunk's ΔS_c into the carried
+                              state, a block's partial z, a key piece's partial [S z]): not in
+                              the model (lib/linattn.h, la_cost) */
+    LA_COUNT_HIDDEN,       /* entries of a computed block that a mask then zeroes (not FLOPs:
+                              the causal chunk's A above its diagonal) */
+    LA_COUNT_ENGINE_PAIRS, /* (query, key) entries of the key blocks the online-softmax
+                              engine hands its tiles (not FLOPs: its work's extent) */
+    LA_COUNT_RANGE_READ,   /* elements the range scans read (la_max_abs) */
     LA_COUNTERS
 } la_counter;
 void la_count_add(la_counter c, double n);

@@ -60,6 +60,21 @@ static size_t smaller(size_t a, size_t b)
     return a < b ? a : b;
 }
 
+/* Keys of entry b that some query sees: those in length, and under causal masking the
+ * keys the last query reaches, j <= N − 1 + o (o = M − N bottom-right, else 0). The
+ * transforming kernels (general, cosine, additive) transform these only. */
+static size_t keys_seen(const la_problem *p, size_t b)
+{
+    const size_t vis = keys_visible(p, b);
+    if (!p->causal) return vis;
+    const size_t N = p->n_queries, M = p->n_keys;
+    if (p->causal_align != LA_CAUSAL_BOTTOM_RIGHT || M <= N) {
+        const size_t reach = p->causal_align == LA_CAUSAL_BOTTOM_RIGHT ? M : N;
+        return smaller(vis, reach);
+    }
+    return vis; /* bottom-right with M > N: the last query reaches every key */
+}
+
 /* φ of one element, counted. */
 static double phi(const la_problem *p, double x, counts *c)
 {
@@ -418,7 +433,7 @@ static const double *score_weights_of(const la_problem *p, la_kernel kernel, dou
 static void count_general(const la_problem *p, size_t b, const double *q, const double *k,
                           const double *v, double *out, counts *c)
 {
-    const size_t M = p->n_keys, dk = p->d_k, vis = keys_visible(p, b);
+    const size_t M = p->n_keys, dk = p->d_k, vis = keys_seen(p, b);
     double *drawn = tu_f64(dk * dk), *kp = tu_f64(M * dk);
     const double *w = score_weights_of(p, LA_KERNEL_GENERAL, drawn);
     for (size_t j = 0; j < M; j++)
@@ -436,7 +451,7 @@ static void count_general(const la_problem *p, size_t b, const double *q, const 
 static void count_cosine(const la_problem *p, size_t b, const double *q, const double *k,
                          const double *v, double *out, counts *c)
 {
-    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, vis = keys_visible(p, b);
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, vis = keys_seen(p, b);
     double *qn = tu_f64(N * dk), *kn = tu_f64(M * dk);
     memset(qn, 0, N * dk * sizeof *qn);
     memset(kn, 0, M * dk * sizeof *kn);
@@ -474,7 +489,7 @@ static void count_additive(const la_problem *p, size_t b, const double *q, const
             for (size_t x = 0; x < dk; x++, c->qs += 2)
                 a[i * da + e] += w[e * 2 * dk + x] * q[i * dk + x];
         }
-    for (size_t j = 0; j < vis; j++)
+    for (size_t j = 0; j < keys_seen(p, b); j++)
         for (size_t e = 0; e < da; e++) {
             cm[j * da + e] = 0;
             for (size_t x = 0; x < dk; x++, c->kv += 2)
@@ -703,8 +718,9 @@ static double bytes_counted(la_kernel kernel, const la_problem *p, size_t elem)
     }
     for (size_t b = 0; b < p->batch; b++) {
         for (size_t h = 0; h < p->heads; h++) {
-            size_t elements = N * dk + M * dk + M * dv; /* q, k, v read */
-            elements += N * dv;                         /* out written */
+            /* q read, and k, v of the keys some query sees */
+            size_t elements = N * dk + keys_seen(p, b) * (dk + dv);
+            elements += N * dv; /* out written */
             switch (kernel) {
             case LA_KERNEL_SOFTMAX:
             case LA_KERNEL_HARD:
@@ -1378,6 +1394,159 @@ static void local_model_equals_kernel_counts(void **state)
     printf("  %zu kernel calls counted\n", cases);
 }
 
+/* What one forward call of kernel does on (q, k, v) (float64 inputs, converted for
+ * float32): the engine's block entries and the range scans' reads, and the call's QK
+ * and KV FLOPs as counted (local counts its QK; every other kernel leaves it 0). */
+typedef struct {
+    double pairs, range_read, qk, kv;
+} work;
+
+static work work_of(la_kernel kernel, la_dtype dtype, const la_problem *p, const double *q,
+                    const double *k, const double *v)
+{
+    const size_t heads = p->batch * p->heads, nq = heads * p->n_queries * p->d_k;
+    const size_t nk = heads * p->n_keys * p->d_k, nv = heads * p->n_keys * p->d_v;
+    const size_t no = heads * p->n_queries * p->d_v;
+    la_count_reset();
+    if (dtype == LA_FLOAT32) {
+        float *q32 = tu_f32(nq), *k32 = tu_f32(nk), *v32 = tu_f32(nv), *o32 = tu_f32(no);
+        tu_to_f32(q, q32, nq), tu_to_f32(k, k32, nk), tu_to_f32(v, v32, nv);
+        const la_status st = la_attention(kernel, p, LA_FLOAT32, q32, k32, v32, o32);
+        if (st != LA_OK) fail_msg("%s f32: %s", la_kernel_name(kernel), la_strerror(st));
+        free(q32), free(k32), free(v32), free(o32);
+    } else {
+        double *out = tu_f64(no);
+        const la_status st = la_attention(kernel, p, LA_FLOAT64, q, k, v, out);
+        if (st != LA_OK) fail_msg("%s f64: %s", la_kernel_name(kernel), la_strerror(st));
+        free(out);
+    }
+    return (work){la_count_get(LA_COUNT_ENGINE_PAIRS), la_count_get(LA_COUNT_RANGE_READ),
+                  la_count_get(LA_COUNT_QK), la_count_get(LA_COUNT_KV)};
+}
+
+/* The rows [0, m_cut) of each head of x (B·H heads of m rows of d) into a new array. */
+static double *cut_rows(const double *x, size_t heads, size_t m, size_t m_cut, size_t d)
+{
+    double *y = tu_f64(heads * m_cut * d);
+    for (size_t hd = 0; hd < heads; hd++)
+        memcpy(y + hd * m_cut * d, x + hd * m * d, m_cut * d * sizeof *y);
+    return y;
+}
+
+/* The work follows the keys a query sees: a call whose key array holds keys no query sees
+ * (past every key length, past the causal reach of top-left N < M) does the work of the
+ * call on the keys seen alone (the array cut to them): the same engine block entries, the
+ * same range reads, the same counted FLOPs. And a general mask or key mask that hides
+ * every key past 256 from every query costs the engine what key lengths of 256 cost: the
+ * blocks it hides whole are skipped, not computed and dropped. Every kernel on the
+ * online-softmax engine and the materialized one, both dtypes. */
+static void engine_work_follows_visibility(void **state)
+{
+    (void)state;
+    if (!la_count_enabled()) fail_msg("test_cost is linked against a library without counters");
+    tu_rng r = tu_rng_for("engine_work_follows_visibility");
+    const la_kernel kernels[] = {LA_KERNEL_SOFTMAX,  LA_KERNEL_SOFTMAX_MATERIALIZED,
+                                 LA_KERNEL_HARD,     LA_KERNEL_LOCAL,
+                                 LA_KERNEL_GENERAL,  LA_KERNEL_COSINE,
+                                 LA_KERNEL_ADDITIVE, LA_KERNEL_RELATIVE};
+    const size_t n_kernels = sizeof kernels / sizeof kernels[0];
+    /* B = 2, H = 2; N, M, d; causal; key lengths (-1: none); seen: the largest count of
+     * keys some query sees, the cut array's M */
+    const struct {
+        size_t N, M, d;
+        int causal;
+        int64_t lengths[2];
+        size_t seen;
+    } cases[] = {
+        {1, 3000, 64, 0, {1, 1}, 1},   /* decoding: one key of 3000 */
+        {5, 700, 16, 0, {3, 0}, 3},    /* key lengths, one of them 0 */
+        {70, 700, 8, 1, {-1, 0}, 70},  /* causal top-left, N < M: keys past N unseen */
+        {40, 900, 8, 1, {300, 20}, 40} /* both */
+    };
+    size_t calls = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        la_problem p, cut;
+        la_problem_init(&p, 2, 2, cases[c].N, cases[c].M, cases[c].d, cases[c].d);
+        p.causal = cases[c].causal;
+        p.window = 16;
+        if (cases[c].lengths[0] >= 0) p.key_lengths = cases[c].lengths;
+        cut = p;
+        cut.n_keys = cases[c].seen;
+        int64_t cut_lengths[2]; /* key lengths within the cut array: the same keys */
+        for (size_t b = 0; b < 2; b++)
+            cut_lengths[b] = cases[c].lengths[b] < (int64_t)cut.n_keys ? cases[c].lengths[b]
+                                                                       : (int64_t)cut.n_keys;
+        if (p.key_lengths) cut.key_lengths = cut_lengths;
+        const size_t heads = 4, d = cases[c].d, N = cases[c].N, M = cases[c].M;
+        double *q = tu_f64(heads * N * d), *k = tu_f64(heads * M * d), *v = tu_f64(heads * M * d);
+        tu_fill_normal(&r, q, heads * N * d, 1);
+        tu_fill_normal(&r, k, heads * M * d, 1);
+        tu_fill_normal(&r, v, heads * M * d, 1);
+        double *kc = cut_rows(k, heads, M, cut.n_keys, d),
+               *vc = cut_rows(v, heads, M, cut.n_keys, d);
+        for (size_t ki = 0; ki < n_kernels; ki++)
+            for (int dt = 0; dt < 2; dt++) {
+                const la_dtype dtype = dt ? LA_FLOAT64 : LA_FLOAT32;
+                const work big = work_of(kernels[ki], dtype, &p, q, k, v);
+                const work small = work_of(kernels[ki], dtype, &cut, q, kc, vc);
+                if (big.pairs != small.pairs || big.range_read != small.range_read ||
+                    big.qk != small.qk || big.kv != small.kv)
+                    fail_msg("%s %s case %zu (M = %zu, %zu keys seen): engine entries %.17g, "
+                             "range reads %.17g, qk %.17g, kv %.17g; on the keys seen alone "
+                             "%.17g, %.17g, %.17g, %.17g",
+                             la_kernel_name(kernels[ki]), dt ? "f64" : "f32", c, M, cut.n_keys,
+                             big.pairs, big.range_read, big.qk, big.kv, small.pairs,
+                             small.range_read, small.qk, small.kv);
+                calls++;
+            }
+        free(q), free(k), free(v), free(kc), free(vc);
+    }
+    /* a mask hiding keys [256, M) from every query against key lengths of 256 */
+    const size_t N = 70, M = 1100, d = 8, heads = 4;
+    double *q = tu_f64(heads * N * d), *k = tu_f64(heads * M * d), *v = tu_f64(heads * M * d);
+    tu_fill_normal(&r, q, heads * N * d, 1);
+    tu_fill_normal(&r, k, heads * M * d, 1);
+    tu_fill_normal(&r, v, heads * M * d, 1);
+    uint8_t *mask = tu_alloc(N * M), *key_mask = tu_alloc(2 * M);
+    for (size_t i = 0; i < N; i++)
+        for (size_t j = 0; j < M; j++)
+            mask[i * M + j] = j >= 256;
+    for (size_t b = 0; b < 2; b++)
+        for (size_t j = 0; j < M; j++)
+            key_mask[b * M + j] = j >= 256;
+    const int64_t lengths[2] = {256, 256};
+    const la_kernel masked_kernels[] = {LA_KERNEL_SOFTMAX, LA_KERNEL_HARD, LA_KERNEL_LOCAL,
+                                        LA_KERNEL_GENERAL, LA_KERNEL_COSINE};
+    for (size_t ki = 0; ki < sizeof masked_kernels / sizeof masked_kernels[0]; ki++)
+        for (int which = 0; which < 2; which++) {
+            la_problem p, lengthened;
+            la_problem_init(&p, 2, 2, N, M, d, d);
+            p.window = 600; /* local: windows reaching past key 256 */
+            lengthened = p;
+            lengthened.key_lengths = lengths;
+            if (which == 0)
+                p.mask = mask;
+            else
+                p.key_mask = key_mask;
+            /* the portable tiles (which a mask takes) for both */
+            lengthened.key_mask = key_mask;
+            memset(key_mask, 0, 2 * M);
+            const work by_length = work_of(masked_kernels[ki], LA_FLOAT32, &lengthened, q, k, v);
+            for (size_t b = 0; b < 2; b++)
+                for (size_t j = 0; j < M; j++)
+                    key_mask[b * M + j] = j >= 256;
+            const work by_mask = work_of(masked_kernels[ki], LA_FLOAT32, &p, q, k, v);
+            if (by_mask.pairs != by_length.pairs)
+                fail_msg("%s: a %s hiding keys past 256: the engine's blocks cover %.17g "
+                         "entries, key lengths of 256 %.17g",
+                         la_kernel_name(masked_kernels[ki]), which ? "key mask" : "mask",
+                         by_mask.pairs, by_length.pairs);
+            calls++;
+        }
+    free(q), free(k), free(v), free(mask), free(key_mask);
+    printf("  %zu calls' work compared\n", calls);
+}
+
 /* The causal half: softmax over N = M counts N(N+1)/2 pairs per head, and the exact
  * formulas of the header for one plain case. */
 static void closed_forms(void **state)
@@ -1548,6 +1717,7 @@ int main(void)
         cmocka_unit_test(model_equals_kernel_counts),
         cmocka_unit_test(backward_model_equals_kernel_counts),
         cmocka_unit_test(local_model_equals_kernel_counts),
+        cmocka_unit_test(engine_work_follows_visibility),
         cmocka_unit_test(closed_forms),
         cmocka_unit_test(workspace_model),
         cmocka_unit_test(workspace_matches_kernels),

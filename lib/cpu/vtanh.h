@@ -1,0 +1,71 @@
+/* vtanh.h — tanh vectorized, for the additive scores' Σ_a v_a tanh(A_ia + C_ja). Internal
+ * to the library (not installed). */
+#ifndef LA_VTANH_H
+#define LA_VTANH_H
+
+#include "cpu/vexp.h"
+
+/* la_vtanh_f32 and la_vtanh_f64 are tanh(x) as branch-free inline code the compiler
+ * vectorizes inside a loop, after Cephes' tanhf and tanh, on a = |x| with x's sign put
+ * back (so tanh(−0) = −0):
+ *   a < 0.625: a + a·s·P(s), s = a² (float32: P of degree 4; float64: a rational P/Q of
+ *     degrees 2 and 3), no cancellation near 0;
+ *   a >= 0.625: 1 − 2 / (exp(2a) + 1), exp by la_vexp (clamped, so a large |x| or an
+ *     infinite one gives ±1 exactly);
+ *   NaN in, NaN out.
+ * Within 1 ulp of libm's tanh on every input tests/attention/test_vtanh.c draws over the
+ * whole range (it holds float32 to 2 ulp, float64 to 3). */
+static inline float la_vtanh_f32(float x)
+{
+    union {
+        float f;
+        uint32_t u;
+    } ux = {x}, ua, ur;
+    ua.u = ux.u & 0x7fffffffu;
+    const float a = ua.f, s = a * a;
+    float poly = -5.70498872745e-3f;
+    poly = MULADD_F32(poly, s, 2.06390887954e-2f);
+    poly = MULADD_F32(poly, s, -5.37397155531e-2f);
+    poly = MULADD_F32(poly, s, 1.33314422036e-1f);
+    poly = MULADD_F32(poly, s, -3.33332819422e-1f);
+    const float small = MULADD_F32(poly * s, a, a);
+    const float large = 1.0f - 2.0f / (la_vexp_f32(2.0f * a) + 1.0f);
+    ur.f = select_f32(a < 0.625f, small, large);
+    ur.u |= ux.u & 0x80000000u;
+    return select_f32(x != x, x, ur.f);
+}
+
+static inline double la_vtanh_f64(double x)
+{
+    union {
+        double f;
+        uint64_t u;
+    } ux = {x}, ua, ur;
+    ua.u = ux.u & 0x7fffffffffffffffull;
+    const double a = ua.f, s = a * a;
+    double p = -9.64399179425052238628e-1;
+    p = MULADD_F64(p, s, -9.92877231001918586564e1);
+    p = MULADD_F64(p, s, -1.61468768441708447952e3);
+    double q = s + 1.12811678491632931402e2;
+    q = MULADD_F64(q, s, 2.23548839060100448583e3);
+    q = MULADD_F64(q, s, 4.84406305325125486048e3);
+    const double small = MULADD_F64(s * (p / q), a, a);
+    const double large = 1.0 - 2.0 / (la_vexp_f64(2.0 * a) + 1.0);
+    ur.f = select_f64(a < 0.625, small, large);
+    ur.u |= ux.u & 0x8000000000000000ull;
+    return select_f64(x != x, x, ur.f);
+}
+
+/* Σ_e w[e]·tanh(a[e] + c[e]) over n elements, and y[e] = tanh(x[e]): the AVX-512 build
+ * (16 float, 8 double lanes) where la_avx512_usable(), else the portable one (the
+ * compiler's vectors for the library's target); the sum's order is fixed per path, so a
+ * path always gives the same bits. la_tanh_dot_*_for() picks the path once per call of a
+ * kernel. Hidden explicitly, as vexp.h's. */
+typedef float (*la_tanh_dot_f32_fn)(const float *a, const float *c, const float *w, size_t n);
+typedef double (*la_tanh_dot_f64_fn)(const double *a, const double *c, const double *w, size_t n);
+__attribute__((visibility("hidden"))) la_tanh_dot_f32_fn la_tanh_dot_f32_for(void);
+__attribute__((visibility("hidden"))) la_tanh_dot_f64_fn la_tanh_dot_f64_for(void);
+__attribute__((visibility("hidden"))) void la_vtanh_row_f32(const float *x, float *y, size_t n);
+__attribute__((visibility("hidden"))) void la_vtanh_row_f64(const double *x, double *y, size_t n);
+
+#endif

@@ -1,0 +1,224 @@
+/* test_vtanh.c — the vectorized tanh of the additive scores (lib/cpu/vtanh.c), both paths
+ * (AVX-512 where the CPU has it, and the portable loops, forced with la_avx512_enable):
+ *   ulps_over_the_range  float32: a stride through every bit pattern (every 61st; the quick
+ *                        profile every 997th) against libm's tanh in double rounded to
+ *                        float, at most 2 ulp; float64: random bit patterns and uniform
+ *                        draws in [-40, 40] against tanhl rounded to double, at most 3 ulp;
+ *   special_values       ±0 keep their sign, ±inf and |x| past 9.1 (float32) or 19.1
+ *                        (float64) give ±1 exactly, NaN gives NaN, subnormals themselves,
+ *                        the neighbours of the 0.625 switch within the bound;
+ *   tanh_dot             Σ w·tanh(a + c) against the float64 sum of libm's tanh, n from 1
+ *                        to 100 (tails off the vector width), relative to Σ|w|: float32
+ *                        1e-6, float64 1e-14. */
+#include "../testutil.h"
+#include "core/internal.h" /* la_avx512_enable */
+#include "cpu/simd_avx512.h"
+#include "cpu/vtanh.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { BATCH = 4096 };
+
+/* Distance in units in the last place between two finite values of one type: the
+ * distance of their bits in the order of the values. */
+static double ulps_f32(float a, float b)
+{
+    int32_t ia, ib;
+    memcpy(&ia, &a, 4), memcpy(&ib, &b, 4);
+    const int64_t oa = ia < 0 ? (int64_t)INT32_MIN - ia : ia;
+    const int64_t ob = ib < 0 ? (int64_t)INT32_MIN - ib : ib;
+    return fabs((double)(oa - ob));
+}
+
+static double ulps_f64(double a, double b)
+{
+    int64_t ia, ib;
+    memcpy(&ia, &a, 8), memcpy(&ib, &b, 8);
+    const long double oa = ia < 0 ? (long double)INT64_MIN - ia : ia;
+    const long double ob = ib < 0 ? (long double)INT64_MIN - ib : ib;
+    return (double)fabsl(oa - ob);
+}
+
+/* The worst ulp distance over n inputs on the current path; fails on a NaN where libm
+ * gives none (or the reverse). */
+static double worst_f32(const float *x, size_t n, float *y, float *where)
+{
+    la_vtanh_row_f32(x, y, n);
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        const float want = (float)tanh((double)x[i]);
+        if (isnan(want) != isnan(y[i]))
+            fail_msg("tanhf(%a): %a, libm %a", (double)x[i], (double)y[i], (double)want);
+        if (isnan(want)) continue;
+        const double u = ulps_f32(y[i], want);
+        if (u > worst) worst = u, *where = x[i];
+    }
+    return worst;
+}
+
+static double worst_f64(const double *x, size_t n, double *y, double *where)
+{
+    la_vtanh_row_f64(x, y, n);
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double want = (double)tanhl((long double)x[i]);
+        if (isnan(want) != isnan(y[i])) fail_msg("tanh(%a): %a, libm %a", x[i], y[i], want);
+        if (isnan(want)) continue;
+        const double u = ulps_f64(y[i], want);
+        if (u > worst) worst = u, *where = x[i];
+    }
+    return worst;
+}
+
+static void ulps_over_the_range(void **state)
+{
+    (void)state;
+    const bool avx512 = la_avx512_usable();
+    float *x = tu_f32(BATCH), *y = tu_f32(BATCH);
+    double *xd = tu_f64(BATCH), *yd = tu_f64(BATCH);
+    tu_rng r = tu_rng_for("ulps_over_the_range");
+    for (int path = 0; path < 1 + avx512; path++) {
+        la_avx512_enable(path == 1); /* 0: portable; 1: AVX-512 (when the CPU has it) */
+        const uint64_t stride = tu_quick() ? 997 : 61;
+        double worst = 0;
+        float at = 0;
+        size_t fill = 0, count = 0;
+        for (uint64_t bits = 0; bits < ((uint64_t)1 << 32); bits += stride) {
+            const uint32_t b = (uint32_t)bits;
+            memcpy(&x[fill++], &b, 4);
+            if (fill == BATCH) {
+                float where = 0;
+                const double w = worst_f32(x, fill, y, &where);
+                if (w > worst) worst = w, at = where;
+                count += fill, fill = 0;
+            }
+        }
+        if (fill) {
+            float where = 0;
+            const double w = worst_f32(x, fill, y, &where);
+            if (w > worst) worst = w, at = where;
+        }
+        printf("  float32 %s: %zu inputs, worst %.0f ulp at %a\n", path ? "avx512" : "portable",
+               count + fill, worst, (double)at);
+        if (worst > 2)
+            fail_msg("float32 %s: %.0f ulp at %a", path ? "avx512" : "portable", worst, (double)at);
+        double worst_d = 0, at_d = 0;
+        const size_t rounds = tu_quick() ? 64 : 512;
+        for (size_t round = 0; round < rounds; round++) {
+            for (size_t i = 0; i < BATCH; i++) {
+                if (round % 2 == 0) {
+                    const uint64_t b = tu_next(&r);
+                    memcpy(&xd[i], &b, 8);
+                } else {
+                    xd[i] = (tu_uniform(&r) * 2 - 1) * 40 * pow(10, -(double)(round % 14));
+                }
+            }
+            double where = 0;
+            const double w = worst_f64(xd, BATCH, yd, &where);
+            if (w > worst_d) worst_d = w, at_d = where;
+        }
+        printf("  float64 %s: %zu inputs, worst %.0f ulp at %a\n", path ? "avx512" : "portable",
+               rounds * BATCH, worst_d, at_d);
+        if (worst_d > 3)
+            fail_msg("float64 %s: %.0f ulp at %a", path ? "avx512" : "portable", worst_d, at_d);
+    }
+    la_avx512_enable(true);
+    free(x), free(y), free(xd), free(yd);
+}
+
+static void special_values(void **state)
+{
+    (void)state;
+    const bool avx512 = la_avx512_usable();
+    for (int path = 0; path < 1 + avx512; path++) {
+        la_avx512_enable(path == 1);
+        const float xs[] = {0.0f,       -0.0f,
+                            INFINITY,   -INFINITY,
+                            1e30f,      -1e30f,
+                            9.1f,       -9.1f,
+                            3.4e38f,    0x1p-149f,
+                            -0x1p-149f, 0x1p-127f,
+                            1e-30f,     nextafterf(0.625f, 0),
+                            0.625f,     nextafterf(0.625f, 1),
+                            NAN};
+        const float want[] = {0.0f,   -0.0f, 1.0f, -1.0f,     1.0f,       -1.0f,
+                              1.0f,   -1.0f, 1.0f, 0x1p-149f, -0x1p-149f, 0x1p-127f,
+                              1e-30f, NAN,   NAN,  NAN,       NAN};
+        const size_t n = sizeof xs / sizeof xs[0];
+        float y[sizeof xs / sizeof xs[0]];
+        la_vtanh_row_f32(xs, y, n);
+        for (size_t i = 0; i < n; i++) {
+            if (isnan(xs[i])) {
+                if (!isnan(y[i])) fail_msg("tanhf(NaN) = %a", (double)y[i]);
+            } else if (isnan(want[i])) { /* the switch: within the bound */
+                if (ulps_f32(y[i], (float)tanh((double)xs[i])) > 2)
+                    fail_msg("tanhf(%a) = %a", (double)xs[i], (double)y[i]);
+            } else if (memcmp(&y[i], &want[i], 4) != 0) {
+                fail_msg("%s tanhf(%a) = %a, want %a", path ? "avx512" : "portable", (double)xs[i],
+                         (double)y[i], (double)want[i]);
+            }
+        }
+        const double xd[] = {0.0,  -0.0,  INFINITY,  -INFINITY,  1e300,  -1e300,
+                             19.1, -19.1, 0x1p-1074, -0x1p-1074, 1e-300, NAN};
+        const double wd[] = {0.0, -0.0, 1.0,       -1.0,       1.0,    -1.0,
+                             1.0, -1.0, 0x1p-1074, -0x1p-1074, 1e-300, NAN};
+        const size_t nd = sizeof xd / sizeof xd[0];
+        double yd[sizeof xd / sizeof xd[0]];
+        la_vtanh_row_f64(xd, yd, nd);
+        for (size_t i = 0; i < nd; i++) {
+            if (isnan(xd[i])) {
+                if (!isnan(yd[i])) fail_msg("tanh(NaN) = %a", yd[i]);
+            } else if (memcmp(&yd[i], &wd[i], 8) != 0) {
+                fail_msg("%s tanh(%a) = %a, want %a", path ? "avx512" : "portable", xd[i], yd[i],
+                         wd[i]);
+            }
+        }
+    }
+    la_avx512_enable(true);
+}
+
+static void tanh_dot(void **state)
+{
+    (void)state;
+    const bool avx512 = la_avx512_usable();
+    tu_rng r = tu_rng_for("tanh_dot");
+    double a[100], c[100], w[100];
+    float a32[100], c32[100], w32[100];
+    for (int path = 0; path < 1 + avx512; path++) {
+        la_avx512_enable(path == 1);
+        const la_tanh_dot_f32_fn dot32 = la_tanh_dot_f32_for();
+        const la_tanh_dot_f64_fn dot64 = la_tanh_dot_f64_for();
+        for (size_t n = 1; n <= 100; n++) {
+            tu_fill_normal(&r, a, n, 2), tu_fill_normal(&r, c, n, 2), tu_fill_normal(&r, w, n, 1);
+            tu_to_f32(a, a32, n), tu_to_f32(c, c32, n), tu_to_f32(w, w32, n);
+            double want = 0, want32 = 0, scale = 0;
+            for (size_t e = 0; e < n; e++) {
+                want += w[e] * tanh(a[e] + c[e]);
+                want32 += (double)w32[e] * tanh((double)(a32[e] + c32[e]));
+                scale += fabs(w[e]);
+            }
+            const double got = dot64(a, c, w, n), got32 = (double)dot32(a32, c32, w32, n);
+            if (!(fabs(got - want) <= 1e-14 * scale))
+                fail_msg("%s float64 n=%zu: %.17g, want %.17g", path ? "avx512" : "portable", n,
+                         got, want);
+            if (!(fabs(got32 - want32) <= 1e-6 * scale))
+                fail_msg("%s float32 n=%zu: %.9g, want %.9g", path ? "avx512" : "portable", n,
+                         got32, want32);
+        }
+    }
+    la_avx512_enable(true);
+}
+
+int main(void)
+{
+    tu_init("test_vtanh");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(ulps_over_the_range),
+        cmocka_unit_test(special_values),
+        cmocka_unit_test(tanh_dot),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
