@@ -370,10 +370,11 @@ static la_status favor_attention(const la_problem *p, const REAL *q, const REAL 
     if (lay.total_bytes > p->workspace_limit) return LA_EBUDGET;
     const size_t m = p->features, dk = p->d_k, heads = p->batch * p->heads;
     if (p->causal) {
-        /* every value the recurrence forms is at most m·M·max|v| (φ <= 1/√m, weights
-         * at most 1): refuse where that passes T/8 (and v not finite) */
-        const double c = FN(la_max_abs)(v, heads * p->n_keys * p->d_v);
-        if (!((double)m * (double)p->n_keys * (c > 1 ? c : 1) <= (double)REAL_MAX / 8))
+        /* every value the recurrence forms is at most m·M'·max|v| over the M' keys some
+         * query sees (φ <= 1/√m, weights at most 1): refuse where that passes T/8 (and
+         * such a v not finite) */
+        const double c = FN(la_max_abs_seen)(p, v, p->d_v);
+        if (!((double)m * (double)la_keys_seen_max(p) * (c > 1 ? c : 1) <= (double)REAL_MAX / 8))
             return LA_ERANGE;
     }
     if (la_gemm_reserve(la_threads()) != LA_OK) return LA_ENOMEM;

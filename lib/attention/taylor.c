@@ -258,7 +258,7 @@ static la_status taylor_backward(const la_problem *p, const REAL *q, const REAL 
     st = FN(la_linear_backward_features)(&inner, phi_q, phi_k, v, out, d_out, dphi_q, dphi_k,
                                          dv_own);
     if (st == LA_OK) { /* the chain rule's values bounded before any output is written */
-        const double aq = FN(la_max_abs)(q, heads * N * dk), ak = FN(la_max_abs)(k, heads * M * dk);
+        const double aq = FN(la_max_abs)(q, heads * N * dk), ak = FN(la_max_abs_seen)(p, k, dk);
         double bound = 0;
 #pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(max : bound)
         for (size_t hd = 0; hd < heads; hd++) {
