@@ -22,6 +22,11 @@
 
 #define TOL_F64 1e-11
 #define TOL_F32 1e-5
+/* The recurrent form's float32 gradients sum one rank-1 term per token in order, and d_k
+ * cancels between them: over 25 random seeds the worst error was 2.7e-6, but seed
+ * 785956141765 reached 1.25e-5 (recurrent elu d_k, relative to its largest element). A
+ * wrong term costs 1e-1 or more. */
+#define TOL_F32_RECURRENT 4e-5
 #define TOL_FD 1e-6
 #define FD_STEP 1e-5
 
@@ -231,8 +236,8 @@ static void problem_for(const shape *s, const char *label, inputs *in)
 
 /* ---------------------------------------------------------------- against the reference */
 
-/* Every form, φ and shape: backward_f64 within 1e-11 and backward_f32 within 1e-5 of the
- * reference, per gradient. */
+/* Every form, φ and shape: backward_f64 within 1e-11 and backward_f32 within 1e-5 (the
+ * recurrent form 4e-5) of the reference, per gradient. */
 static void backward_matches_reference(void **state)
 {
     (void)state;
@@ -259,7 +264,8 @@ static void backward_matches_reference(void **state)
                     tu_assert_close_f64(got.g[t], ref.g[t], in.n[t], TOL_F64,
                                         "f64 %s %s %s shape %zu", form_name[f],
                                         la_feature_map_name(fm), grad_name[t], si);
-                    tu_assert_close_f32(got.g32[t], ref.g[t], in.n[t], TOL_F32,
+                    tu_assert_close_f32(got.g32[t], ref.g[t], in.n[t],
+                                        f == RECURRENT ? TOL_F32_RECURRENT : TOL_F32,
                                         "f32 %s %s %s shape %zu", form_name[f],
                                         la_feature_map_name(fm), grad_name[t], si);
                 }
