@@ -16,8 +16,10 @@ la_status la_linear_recurrent_cost(const la_problem *p, la_dtype dtype,
                                    la_cost *out);                               /* linear.c */
 la_status la_linformer_cost(const la_problem *p, la_dtype dtype, la_cost *out); /* linformer.c */
 la_status la_local_cost(const la_problem *p, la_dtype dtype, la_cost *out);     /* local.c */
-la_status la_favor_cost(const la_problem *p, la_dtype dtype, la_cost *out);     /* favor.c */
+la_status la_local_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out);  /* local.c */
+la_status la_favor_cost(const la_problem *p, la_dtype dtype, la_cost *out);           /* favor.c */
 la_status la_favor_recurrent_cost(const la_problem *p, la_dtype dtype, la_cost *out); /* favor.c */
+la_status la_favor_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out);  /* favor.c */
 la_status la_general_cost(const la_problem *p, la_dtype dtype, la_cost *out);         /* scores.c */
 la_status la_additive_cost(const la_problem *p, la_dtype dtype, la_cost *out);        /* scores.c */
 la_status la_cosine_cost(const la_problem *p, la_dtype dtype, la_cost *out);          /* scores.c */
@@ -81,6 +83,20 @@ la_status la_softmax_row_backward_f32(const la_problem *p, const float *q, const
 la_status la_softmax_row_backward_f64(const la_problem *p, const double *q, const double *k,
                                       const double *v, const double *out, const double *d_out,
                                       double *d_q, double *d_k, double *d_v);
+
+/* The keys query i sees, [*lo, *hi), in an entry whose key lengths leave m keys; both never
+ * decrease with i (local attention's window: local.c). */
+typedef void (*la_key_range_fn)(const la_problem *p, size_t m, size_t i, size_t *lo, size_t *hi);
+/* The fused softmax backward (lse computed first) over the keys `keys` gives each query,
+ * beside the causal mask, key lengths and general masks: la_softmax_attention_backward_*'s
+ * blocks, schedules, range rule and scratch (softmax.c), the blocks no query of a block
+ * sees skipped. Local attention's backward. */
+la_status la_softmax_range_backward_f32(const la_problem *p, la_key_range_fn keys, const float *q,
+                                        const float *k, const float *v, const float *out,
+                                        const float *d_out, float *d_q, float *d_k, float *d_v);
+la_status la_softmax_range_backward_f64(const la_problem *p, la_key_range_fn keys, const double *q,
+                                        const double *k, const double *v, const double *out,
+                                        const double *d_out, double *d_q, double *d_k, double *d_v);
 
 /* The backward passes' cost functions (la_cost_fn), beside their kernels. */
 la_status la_softmax_backward_cost(const la_problem *p, la_dtype dtype,

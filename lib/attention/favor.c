@@ -164,6 +164,27 @@ static la_status favor_layout_for(const la_problem *p, size_t elem, bool recurre
     return LA_OK;
 }
 
+/* The backward's scratch (favor_backward): W in float64 (and float32's copy) *w_bytes, then
+ * *elems elements: φ̃(Q), ψ̃(K) and their gradients 2·B·H·(N + M)·m, P and g 2·B·H·M, dg
+ * B·H·M, d_v B·H·M·d_v. Checks p (la_problem_check, also of p with d_k = m). */
+static la_status favor_backward_bytes(const la_problem *p, size_t elem, size_t *w_bytes,
+                                      size_t *elems)
+{
+    favor_layout lay;
+    la_status st = favor_layout_for(p, elem, true, &lay); /* checks; W's bytes */
+    if (st != LA_OK) return st;
+    *w_bytes = lay.w_bytes;
+    size_t rows, feat, keys, bytes;
+    if (!la_mul_ok(p->batch * p->heads, p->n_queries + p->n_keys, &rows) ||
+        !la_mul_ok(rows, 2 * p->features, &feat) ||
+        !la_mul_ok(p->batch * p->heads, p->n_keys * (3 + p->d_v), &keys) ||
+        feat > SIZE_MAX - keys || !la_mul_ok(feat + keys, elem, &bytes) ||
+        bytes > SIZE_MAX - *w_bytes)
+        return LA_EOVERFLOW;
+    *elems = feat + keys;
+    return LA_OK;
+}
+
 /* Keys head (b, ·) turns into features: the visible ones, and causal only those some
  * query sees (j < N). */
 static size_t keys_used(const la_problem *p, size_t b)
@@ -194,9 +215,11 @@ static size_t keys_used(const la_problem *p, size_t b)
  *     weights by exp(g_j − μ_i) per query.
  * P is subtracted first: ‖x‖²/2, P + ln(m)/2 or anything else much larger than the spread
  * of a row's projections never meets them in one operation, which would round them away;
- * ‖x‖²/2 enters each key's one offset g_j − μ only. Rows of phi_k at and past u: zeros. */
+ * ‖x‖²/2 enters each key's one offset g_j − μ only. Rows of phi_k at and past u: zeros.
+ * shared_max: the keys by the non-causal form (μ the max over the used keys) whatever
+ * p->causal (the backward's, favor_backward). */
 static bool favor_head_features(const la_problem *p, const REAL *w, size_t hd, const REAL *q,
-                                const REAL *k, REAL *phi_q, REAL *phi_k, REAL *pg)
+                                const REAL *k, REAL *phi_q, REAL *phi_k, REAL *pg, bool shared_max)
 {
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, m = p->features;
     const size_t u = keys_used(p, hd / p->heads);
@@ -240,7 +263,7 @@ static bool favor_head_features(const la_problem *p, const REAL *w, size_t hd, c
         g[j] = mx - h;
         finite &= g[j] >= -REAL_MAX; /* false for -inf (‖x‖² beyond the type) and NaN */
     }
-    if (p->causal) {
+    if (p->causal && !shared_max) {
         /* causal: ψ(k_j) = exp((proj − P_j) − ln(m)/2); the chunks apply exp(g_j − μ_i) */
         LA_COUNT(LA_COUNT_PHI, (double)u * 3 * (double)m);
         for (size_t j = 0; j < u; j++) {
@@ -375,7 +398,7 @@ static la_status favor_attention(const la_problem *p, const REAL *q, const REAL 
     bool finite = true;
 #pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(&& : finite)
     for (size_t hd = 0; hd < heads; hd++)
-        finite = favor_head_features(p, w, hd, q, k, phi_q, phi_k, pg) && finite;
+        finite = favor_head_features(p, w, hd, q, k, phi_q, phi_k, pg, false) && finite;
     if (!finite) {
         st = LA_ERANGE;
     } else if (recurrent) {
@@ -467,6 +490,242 @@ la_status la_favor_step_f64(la_linear_state *st, const double *q_t, const double
     st->z_bound = z_new;
     st->position++;
     return LA_OK;
+}
+
+/* ---------------------------------------------------------------- backward */
+
+/* W (m, d_k) in REAL into w64's block (favor_attention's layout: float64, then float32's
+ * copy after it); returns the REAL one. */
+static const REAL *favor_draw_w(const la_problem *p, double *w64)
+{
+    const size_t m = p->features, dk = p->d_k;
+    la_favor_features(m, dk, p->seed, w64);
+    if (!REAL_IS_F32) return (const REAL *)w64;
+    REAL *w32 = (REAL *)(w64 + m * dk);
+    for (size_t x = 0; x < m * dk; x++)
+        w32[x] = (REAL)w64[x];
+    return w32;
+}
+
+/* The index of the largest of row[0..m) (the first on ties); m compares, counted. */
+static size_t row_argmax(const REAL *row, size_t m)
+{
+    LA_COUNT(LA_COUNT_PHI, m);
+    size_t best = 0;
+    for (size_t l = 1; l < m; l++)
+        best = row[l] > row[best] ? l : best;
+    return best;
+}
+
+/* The chain rule of one head, from the features' gradients the linear backward left in
+ * dq_f (N, m) and dk_f (M, m) (each overwritten with du = ∂L/∂p, p = s·x Wᵀ), into d_q,
+ * d_k. With φ̃_il = φ̂_il·exp(G − μ_i) and ψ̃_jl = exp(p_jl − ‖x_j‖²/2 − ln(m)/2 − G)
+ * (G = max g, a gauge that cancels), μ_i = g_{j*(i)}:
+ *   query:  du_il = dφ̃_il φ̃_il, t_i = Σ_l du_il, du_{i,l*} −= t_i (P_i = max_l p_il),
+ *           dg_{j*(i)} −= t_i (through μ_i);
+ *   key:    du_jl = dψ̃_jl ψ̃_jl, T_j = Σ_l du_jl, du_{j,l*} += dg_j (g_j = P_j − ‖x_j‖²/2);
+ *   d_q = s·dU W,  d_k = s·dU W − s²·(T_j + dg_j)·k_j.
+ * Counted (flops_phi): the argmax m per row; per query du and t 2m, the max's and dg's adds
+ * 2; per key du and T 2m, the max's add 1, s²·(T + dg) 2, the last term 2·d_k; the
+ * products 2·m·d_k per row. dg: (M) scratch. */
+static double row_abs_sum(const REAL *x, size_t n)
+{
+    double sum = 0;
+    for (size_t e = 0; e < n; e++)
+        sum += fabs((double)x[e]);
+    return sum;
+}
+
+/* Pass 1 of a head's chain rule (in dq_f, dk_f and dg; nothing of the outputs written):
+ * returns a bound on every entry of its d_q and d_k, with c = max|W| and b the head's
+ * max|k|: s·c·Σ_l |du_l| per row, plus |coef_j|·b for a key (+inf for a value not finite). */
+static double favor_head_du(const la_problem *p, size_t hd, const REAL *phi_q, const REAL *phi_k,
+                            REAL *dq_f, REAL *dk_f, const REAL *pg, REAL *dg, double c, double b)
+{
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, m = p->features;
+    const size_t u = keys_used(p, hd / p->heads);
+    const REAL s = (REAL)pow((double)dk, -0.25), s2 = s * s;
+    const REAL *g = pg + hd * 2 * M + M;
+    const REAL *fq = phi_q + hd * N * m, *fk = phi_k + hd * M * m;
+    REAL *uq = dq_f + hd * N * m, *uk = dk_f + hd * M * m;
+    if (u == 0) return 0;
+    for (size_t j = 0; j < u; j++)
+        dg[j] = 0;
+    size_t best = 0; /* j*(i): the first key of the largest g among those query i sees */
+    if (!p->causal)
+        for (size_t j = 1; j < u; j++)
+            best = g[j] > g[best] ? j : best;
+    LA_COUNT(LA_COUNT_PHI, (double)N * (2 * (double)m + 2));
+    for (size_t i = 0; i < N; i++) {
+        if (p->causal && i < u && g[i] > g[best]) best = i;
+        const REAL *row = fq + i * m;
+        REAL *du = uq + i * m, t = 0;
+        const size_t top = row_argmax(row, m);
+        for (size_t l = 0; l < m; l++) {
+            du[l] *= row[l];
+            t += du[l];
+        }
+        du[top] -= t;
+        dg[best] -= t;
+    }
+    LA_COUNT(LA_COUNT_PHI, (double)u * (2 * (double)m + 3 + 2 * (double)dk));
+    for (size_t j = 0; j < u; j++) {
+        const REAL *row = fk + j * m;
+        REAL *du = uk + j * m, t = 0;
+        const size_t top = row_argmax(row, m);
+        for (size_t l = 0; l < m; l++) {
+            du[l] *= row[l];
+            t += du[l];
+        }
+        du[top] += dg[j];
+        dg[j] = s2 * (t + dg[j]); /* the coefficient of k_j, below */
+    }
+    double bound = 0, x;
+    for (size_t i = 0; i < N; i++) {
+        x = (double)s * c * row_abs_sum(uq + i * m, m);
+        bound = x > bound || x != x ? x : bound; /* a NaN stays */
+    }
+    for (size_t j = 0; j < u; j++) {
+        x = (double)s * c * row_abs_sum(uk + j * m, m) + fabs((double)dg[j]) * b;
+        bound = x > bound || x != x ? x : bound;
+    }
+    return bound;
+}
+
+/* Pass 2: d_q = s·dU W, d_k = s·dU W − coef_j k_j (zero rows where no key is seen). */
+static void favor_head_grads(const la_problem *p, const REAL *w, size_t hd, const REAL *k,
+                             const REAL *dq_f, const REAL *dk_f, const REAL *dg, REAL *d_q,
+                             REAL *d_k)
+{
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, m = p->features;
+    const size_t u = keys_used(p, hd / p->heads);
+    const REAL s = (REAL)pow((double)dk, -0.25);
+    const REAL *kh = k + hd * M * dk, *uq = dq_f + hd * N * m, *uk = dk_f + hd * M * m;
+    REAL *dqh = d_q + hd * N * dk, *dkh = d_k + hd * M * dk;
+    memset(dkh + u * dk, 0, (M - u) * dk * sizeof *dkh); /* keys no query sees */
+    if (u == 0) {
+        memset(dqh, 0, N * dk * sizeof *dqh);
+        return;
+    }
+    /* d_q = s·dU W: (N, m)·(m, d_k); d_k likewise over the u keys, then − coef_j k_j */
+    LA_COUNT(LA_COUNT_PHI, 2 * ((double)N + (double)u) * (double)m * (double)dk);
+    GEMM(N, dk, m, s, uq, (ptrdiff_t)m, 1, w, (ptrdiff_t)dk, 1, 0, dqh, (ptrdiff_t)dk, 1);
+    GEMM(u, dk, m, s, uk, (ptrdiff_t)m, 1, w, (ptrdiff_t)dk, 1, 0, dkh, (ptrdiff_t)dk, 1);
+    for (size_t j = 0; j < u; j++)
+        for (size_t a = 0; a < dk; a++)
+            dkh[j * dk + a] -= dg[j] * kh[j * dk + a];
+}
+
+/* FAVOR+'s backward (non-causal, or causal in chunks: the same function to rounding as
+ * the recurrent form). The forward's weights a_ij = φ̂(q_i)·ψ(k_j)·exp(g_j − μ_i) are
+ * linear attention's on φ̃_i = φ̂(q_i)·exp(G − μ_i) and ψ̃_j = ψ(k_j)·exp(g_j − G), G the
+ * max of g over the head's used keys (non-causal: μ_i = G, φ̃ = φ̂, and ψ̃ the forward's
+ * own φ(k)); causal μ_i is the running max. So: the features (favor_head_features, keys
+ * by G), φ̃ scaled by exp(G − μ_i), linear attention's backward on them
+ * (la_linear_backward_features: dφ̃, dψ̃, d_v), then favor_head_grads. Range: LA_ERANGE
+ * where the forward refuses a feature, where exp(G − μ_i) passes T^(1/4) (keys whose
+ * largest exponents g spread by more than ln(T)/4, 22 in float32: an early query's keys
+ * would underflow against G), and by the linear backward's rule on the features.
+ * Before any output is written, the chain rule's values are bounded (favor_head_du): d_v
+ * waits in scratch for that. Scratch: W, φ̃(Q), ψ̃(K) and their gradients,
+ * 2·B·H·(N + M)·m, P and g, 2·B·H·M, dg B·H·M, d_v B·H·M·d_v; then the linear backward's
+ * with d_k = m. */
+static la_status favor_backward(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
+                                const REAL *out, const REAL *d_out, REAL *d_q, REAL *d_k, REAL *d_v)
+{
+    size_t w_bytes, elems;
+    la_status st = la_problem_check(p);
+    if (st != LA_OK) return st;
+    st = favor_backward_bytes(p, sizeof(REAL), &w_bytes, &elems);
+    if (st != LA_OK) return st;
+    if (!q || !k || !v || !out || !d_out || !d_q || !d_k || !d_v) return LA_EINVAL;
+    if (la_has_masks(p)) return LA_EINVAL; /* general masks: refused, as the forward */
+    const size_t bytes = w_bytes + elems * sizeof(REAL);
+    if (bytes > p->workspace_limit) return LA_EBUDGET;
+    const size_t N = p->n_queries, M = p->n_keys, m = p->features, heads = p->batch * p->heads;
+    if (la_gemm_reserve(la_threads()) != LA_OK) return LA_ENOMEM;
+    double *w64 = malloc(w_bytes);
+    REAL *work = malloc(elems * sizeof(REAL));
+    if (!w64 || !work) {
+        free(w64);
+        free(work);
+        return LA_ENOMEM;
+    }
+    const REAL *w = favor_draw_w(p, w64);
+    REAL *phi_q = work, *phi_k = phi_q + heads * N * m, *dq_f = phi_k + heads * M * m;
+    REAL *dk_f = dq_f + heads * N * m, *pg = dk_f + heads * M * m, *dg = pg + heads * 2 * M;
+    REAL *dv_own = dg + heads * M;
+    const int threads = (int)(heads < (size_t)la_threads() ? heads : (size_t)la_threads());
+    const double scale_max = pow((double)REAL_MAX, 0.25);
+    bool finite = true;
+#pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(&& : finite)
+    for (size_t hd = 0; hd < heads; hd++) {
+        bool ok = favor_head_features(p, w, hd, q, k, phi_q, phi_k, pg, true);
+        const size_t u = keys_used(p, hd / p->heads);
+        if (u == 0) /* no key seen: no features formed; zeros for the range rule's scan */
+            memset(phi_q + hd * N * m, 0, N * m * sizeof *phi_q);
+        if (ok && p->causal && u > 0) { /* φ̃_i = φ̂_i·exp(G − μ_i), μ_i the running max */
+            const REAL *g = pg + hd * 2 * M + M;
+            REAL big = g[0], mu = g[0];
+            for (size_t j = 1; j < u; j++)
+                big = g[j] > big ? g[j] : big;
+            LA_COUNT(LA_COUNT_PHI, (double)u + (double)N * (2 + (double)m));
+            for (size_t i = 0; i < N; i++) {
+                mu = i < u && g[i] > mu ? g[i] : mu;
+                const REAL f = EXP(big - mu);
+                ok &= (double)f <= scale_max;
+                REAL *row = phi_q + (hd * N + i) * m;
+                for (size_t l = 0; l < m; l++)
+                    row[l] *= f;
+            }
+        }
+        finite = ok && finite;
+    }
+    st = LA_ERANGE;
+    if (finite) {
+        la_problem inner = *p; /* linear attention on the features */
+        inner.d_k = m;
+        inner.feature_map = LA_FEATURE_IDENTITY;
+        inner.workspace_limit = p->workspace_limit - bytes;
+        st = FN(la_linear_backward_features)(&inner, phi_q, phi_k, v, out, d_out, dq_f, dk_f,
+                                             dv_own);
+    }
+    if (st == LA_OK) { /* the chain rule, bounded first */
+        const double c = FN(la_max_abs)(w, m * p->d_k);
+        const double b = FN(la_max_abs)(k, heads * M * p->d_k), limit = (double)REAL_MAX / 8;
+        double bound = 0;
+#pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(max : bound)
+        for (size_t hd = 0; hd < heads; hd++) {
+            const double x = favor_head_du(p, hd, phi_q, phi_k, dq_f, dk_f, pg, dg + hd * M, c, b);
+            bound = x <= limit ? fmax(bound, x) : INFINITY; /* NaN too */
+        }
+        if (!(bound <= limit)) st = LA_ERANGE;
+    }
+    if (st == LA_OK) {
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+        for (size_t hd = 0; hd < heads; hd++)
+            favor_head_grads(p, w, hd, k, dq_f, dk_f, dg + hd * M, d_q, d_k);
+        memcpy(d_v, dv_own, heads * M * p->d_v * sizeof *d_v);
+    }
+    free(w64);
+    free(work);
+    return st;
+}
+
+#if REAL_IS_F32
+la_status la_favor_attention_backward_f32(const la_problem *p, const float *q, const float *k,
+                                          const float *v, const float *out, const float *d_out,
+                                          float *d_q, float *d_k, float *d_v)
+#else
+la_status la_favor_attention_backward_f64(const la_problem *p, const double *q, const double *k,
+                                          const double *v, const double *out, const double *d_out,
+                                          double *d_q, double *d_k, double *d_v)
+#endif
+{
+    if (la_causal_square(p))
+        return FN(la_square_backward)(p, FN(la_favor_attention_backward), q, k, v, out, d_out, d_q,
+                                      d_k, d_v);
+    return favor_backward(p, q, k, v, out, d_out, d_q, d_k, d_v);
 }
 
 #undef FEXP
@@ -563,6 +822,45 @@ la_status la_favor_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     return LA_OK;
 }
 
+/* The backward (favor_backward), one head of an entry with mv visible keys, u = keys_used
+ * of them (none visible: no work), all in flops_phi but linear attention's backward:
+ *   the features as the non-causal forward forms them (above; causal too: the keys by
+ *     their max G), causal then G u, exp(G − μ_i) 2 and φ̃ = φ̂·that m per query;
+ *   linear attention's backward on them, d_k = m, φ the identity
+ *     (la_linear_backward_head_flops);
+ *   the chain rule (favor_head_grads): the argmax m per row, per query 2m + 2, per key
+ *     2m + 3 + 2·d_k, the products d_q = s·dU W and d_k's 2·m·d_k per row. */
+static void favor_backward_head_flops(const la_problem *p, size_t mv, la_cost *f)
+{
+    if (mv == 0) return;
+    const size_t N = p->n_queries, used = p->causal && N < mv ? N : mv;
+    const double n = (double)N, dk = (double)p->d_k, m = (double)p->features, u = (double)used;
+    la_problem inner = *p;
+    inner.d_k = p->features;
+    inner.feature_map = LA_FEATURE_IDENTITY;
+    la_linear_backward_head_flops(&inner, mv, f);
+    f->flops_phi = (n + u) * 2 * m * dk + n * 4 * m + u * (2 * dk + 4 * m + 5);
+    if (p->causal) f->flops_phi += u + n * (2 + m);
+    f->flops_phi += (n + u) * m + n * (2 * m + 2) + u * (2 * m + 3 + 2 * dk) + 2 * (n + u) * m * dk;
+}
+
+/* workspace_bytes: favor_backward_bytes, then linear attention's backward on m features. */
+la_status la_favor_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out)
+{
+    if (la_causal_square(p)) return la_square_cost(p, dtype, la_favor_backward_cost, true, out);
+    const size_t elem = la_dtype_size(dtype);
+    size_t w_bytes, elems, lin_bytes;
+    la_status st = favor_backward_bytes(p, elem, &w_bytes, &elems);
+    if (st != LA_OK) return st;
+    la_problem inner = *p;
+    inner.d_k = p->features;
+    st = la_linear_backward_workspace_bytes(&inner, elem, &lin_bytes);
+    if (st != LA_OK) return st;
+    la_cost_sum_heads(p, favor_backward_head_flops, out);
+    out->workspace_bytes = (double)w_bytes + (double)elems * (double)elem + (double)lin_bytes;
+    return LA_OK;
+}
+
 /* The recurrent form, one head of an entry with mv visible keys, u = keys_used of them:
  * the causal features as above (flops_phi, the running max of g included), then
  * linear_recurrent's cost on m features (la_linear_head_flops, recurrent) with, per key,
@@ -618,6 +916,10 @@ const la_kernel_info la_row_favor = {
     .forward_f64 = la_favor_attention_f64,
     .reference = la_ref_favor_attention,
     .cost = la_favor_cost,
+    .backward_f32 = la_favor_attention_backward_f32,
+    .backward_f64 = la_favor_attention_backward_f64,
+    .reference_backward = la_ref_favor_attention_backward,
+    .backward_cost = la_favor_backward_cost,
 };
 
 const la_kernel_info la_row_favor_recurrent = {
@@ -637,5 +939,10 @@ const la_kernel_info la_row_favor_recurrent = {
     .forward_f64 = la_favor_attention_recurrent_f64,
     .reference = la_ref_favor_attention,
     .cost = la_favor_recurrent_cost,
+    /* the chunked form's backward: the same function, to rounding */
+    .backward_f32 = la_favor_attention_backward_f32,
+    .backward_f64 = la_favor_attention_backward_f64,
+    .reference_backward = la_ref_favor_attention_backward,
+    .backward_cost = la_favor_backward_cost,
 };
 #endif

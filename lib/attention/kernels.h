@@ -323,7 +323,7 @@ la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, double *e,
  * row values, independent of N (la_attention_cost gives both).
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * Returns LA_OK, LA_EINVAL (NULL, a bad problem: window 0 included), LA_EOVERFLOW,
- * LA_ENOMEM, LA_EBUDGET, LA_ERANGE (softmax's rule above). No backward.
+ * LA_ENOMEM, LA_EBUDGET, LA_ERANGE (softmax's rule above).
  * Causal bottom-right (p->causal_align): query i's window is centered on key i + M − N.
  *   implementation lib/attention/local.c (engine.c) · reference la_ref_local_attention
  *   · tests tests/attention/test_attention.c, test_local.c */
@@ -331,6 +331,21 @@ la_status la_local_attention_f32(const la_problem *p, const float *q, const floa
                                  const float *v, float *out);
 la_status la_local_attention_f64(const la_problem *p, const double *q, const double *k,
                                  const double *v, double *out);
+/* Its backward: the fused softmax backward (la_softmax_attention_backward_*, lse computed
+ * first) over each query's window: blocks of 64 queries × 64 keys, the ones no query of
+ * the block sees skipped, so O(N·(64 + 2r)·(d_k + d_v)) time (the entries outside a row's
+ * window masked); scratch, range rule (softmax's, "backward passes, per kernel" below)
+ * and statuses as that one. Every mask the forward takes. out is the forward's output
+ * (D_i = d_out_i·out_i).
+ *   implementation lib/attention/local.c (softmax.c's blocks) · reference
+ *   la_ref_local_attention_backward · tests tests/attention/test_attention.c,
+ *   test_local.c */
+la_status la_local_attention_backward_f32(const la_problem *p, const float *q, const float *k,
+                                          const float *v, const float *out, const float *d_out,
+                                          float *d_q, float *d_k, float *d_v);
+la_status la_local_attention_backward_f64(const la_problem *p, const double *q, const double *k,
+                                          const double *v, const double *out, const double *d_out,
+                                          double *d_q, double *d_k, double *d_v);
 
 /* FAVOR+ (Performer; Choromanski et al., "Rethinking Attention with Performers", 2021):
  * softmax attention at scale 1/√d_k approximated by linear attention on m = p->features
@@ -373,8 +388,8 @@ la_status la_local_attention_f64(const la_problem *p, const double *q, const dou
  * (B·H·(N + M)·m elements beyond size_t), LA_ENOMEM, LA_EBUDGET, LA_ERANGE: a projection
  * or ‖x‖² not finite (inputs beyond the element type, e.g. ‖k‖² past FLT_MAX, or not
  * finite); non-causal, linear attention's state rule on φ(K)ᵀV; causal, m·M·max(|v|, 1)
- * > T/8. Nothing written on error. The step API: la_favor_state_create. No backward or
- * attention matrix (la_attention_weights: LA_EINVAL).
+ * > T/8. Nothing written on error. The step API: la_favor_state_create. No attention
+ * matrix (la_attention_weights: LA_EINVAL); the backward below.
  *   implementation lib/attention/favor.c (linear_engine.c's scans on the features) ·
  *   reference la_ref_favor_attention · tests tests/attention/test_favor.c,
  *   test_attention.c */
@@ -382,6 +397,30 @@ la_status la_favor_attention_f32(const la_problem *p, const float *q, const floa
                                  const float *v, float *out);
 la_status la_favor_attention_f64(const la_problem *p, const double *q, const double *k,
                                  const double *v, double *out);
+
+/* Its backward, d_q, d_k, d_v with W fixed (the draw of p->seed), non-causal or causal (the
+ * chunked form's; the recurrent row's too: the same function to rounding). The forward's
+ * weights a_ij = φ(q_i)·ψ(k_j)·exp(g_j − μ_i) are linear attention's on the features
+ * φ̃_i = φ(q_i)·exp(G − μ_i) and ψ̃_j = ψ(k_j)·exp(g_j − G), G = max g over the head's keys
+ * (non-causal μ_i = G: φ̃, ψ̃ the non-causal forward's own features); so: those features,
+ * la_linear_attention_backward_*'s passes on them (dφ̃, dψ̃, d_v), then the chain rule
+ * through exp, the rows' maxima P and the stabilizers μ_i = g_{j*} (the gradient of the
+ * function the forward computes, eps's rescaling included; at a tie of two maxima, the
+ * first's). Scratch (held against p->workspace_limit, la_attention_backward_cost): W, the
+ * features and their gradients, 2·B·H·(N + M)·m elements, B·H·M·(3 + d_v) more (d_v waits
+ * there for the last check), then the linear backward's with d_k = m. Range (LA_ERANGE,
+ * nothing written): the forward's feature rule, causal exp(G − μ_i) > T^(1/4) (keys'
+ * largest exponents g spread by more than ln(T)/4 ≈ 22 in float32 within a head), the
+ * linear backward's rule on the features, and a bound on the chain rule's d_q and d_k
+ * entries past T/8. Statuses as la_favor_attention_*.
+ *   implementation lib/attention/favor.c · reference la_ref_favor_attention_backward ·
+ *   tests tests/attention/test_attention.c, test_favor.c */
+la_status la_favor_attention_backward_f32(const la_problem *p, const float *q, const float *k,
+                                          const float *v, const float *out, const float *d_out,
+                                          float *d_q, float *d_k, float *d_v);
+la_status la_favor_attention_backward_f64(const la_problem *p, const double *q, const double *k,
+                                          const double *v, const double *out, const double *d_out,
+                                          double *d_q, double *d_k, double *d_v);
 
 /* FAVOR+, causal, token by token (the recurrent form; p->causal required, else
  * LA_EINVAL): the same features φ(q_i), ψ(k_j), g_j and running max μ_i as the causal
@@ -394,8 +433,8 @@ la_status la_favor_attention_f64(const la_problem *p, const double *q, const dou
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * Time O(B·H·(N + M)·m·(d_k + d_v)). Scratch (held against p->workspace_limit, reported by
  * la_attention_cost): as la_favor_attention_*'s but per thread S, z and one key's ψ',
- * m·(d_v + 2). Returns as la_favor_attention_* causal. Nothing written on error. No
- * backward, step API or attention matrix (LA_EINVAL).
+ * m·(d_v + 2). Returns as la_favor_attention_* causal. Nothing written on error. Its
+ * backward is la_favor_attention_backward_*; no attention matrix (LA_EINVAL).
  *   implementation lib/attention/favor.c (linear_engine.c's per-token step) ·
  *   reference la_ref_favor_attention · tests tests/attention/test_favor.c,
  *   test_attention.c */
@@ -666,12 +705,27 @@ la_status la_ref_linear_attention(const la_problem *p, const double *q, const do
  * (|i − j| <= p->window; causal also j <= i), the softmax over those. */
 la_status la_ref_local_attention(const la_problem *p, const double *q, const double *k,
                                  const double *v, double *out);
+/* Local attention's gradient: per query the keys its window and the masks leave, the
+ * softmax Jacobian as la_ref_softmax_attention_backward writes it. */
+la_status la_ref_local_attention_backward(const la_problem *p, const double *q, const double *k,
+                                          const double *v, const double *out, const double *d_out,
+                                          double *d_q, double *d_k, double *d_v);
 /* FAVOR+'s oracle: W from la_favor_features, φ(Q) and φ(K) with the kernel's stabilizers
  * (μ_i over the keys query i sees) in plain loops, then y_i = Σ_j a_ij v_j / (Σ_j a_ij +
  * eps), a_ij = φ(q_i)·φ(k_j), pair by pair over the visible keys (zero row for none, or a
  * zero denominator). */
 la_status la_ref_favor_attention(const la_problem *p, const double *q, const double *k,
                                  const double *v, double *out);
+/* FAVOR+'s gradient, per head, W and the stabilizers as la_ref_favor_attention forms them,
+ * pair by pair: with a_ij = Σ_l π_ijl, π_ijl = exp(p_il − P_i + p_jl − ‖x_j‖²/2 − μ_i) / m
+ * (p = s·x Wᵀ, P the row's max), dA_ij = g_i·v_j + c_i (g, c as linear attention's), d_v_j +=
+ * a_ij g_i, dp_il += dA_ij π_ijl, dp_jl += dA_ij π_ijl, dP_i −= dA_ij a_ij, dμ_i −= dA_ij a_ij,
+ * dx_j −= dA_ij a_ij x_j; then dg_{j*} += dμ_i (j* the first key of the largest g query i
+ * sees), dP_j += dg_j, dx_j −= dg_j x_j; dp_{l*} += dP (l* the row's first max); d_q = s·dp W,
+ * d_k = s·(dp W + dx). out is not read. */
+la_status la_ref_favor_attention_backward(const la_problem *p, const double *q, const double *k,
+                                          const double *v, const double *out, const double *d_out,
+                                          double *d_q, double *d_k, double *d_v);
 /* The gradient of linear attention (follows p->causal), for la_linear_attention_backward_*
  * and la_linear_attention_recurrent_backward_*: the forward recomputed with every prefix
  * state materialized (out is not read, but must not be NULL), the keys' gradients summed
@@ -813,9 +867,15 @@ la_status la_ref_linear_attention_rotary(const la_problem *p, size_t q_first_pos
  * gets zero d_k and d_v rows. Range (LA_ERANGE, nothing written): a backward refuses what
  * its forward refuses (the rule under "kernels"), and, with e = max|d_out|, o = max|out|
  * and a, b, c as there, also
- *   softmax (fused, materializing): N·d_v·e·(c + o)·max(a, b, 1)·max(|scale|, 1) > T/8
+ *   softmax (fused, materializing), local:
+ *                                   N·d_v·e·(c + o)·max(a, b, 1)·max(|scale|, 1) > T/8
  *                                   or N·e > T/8
  *   hard:                           N·e > T/8
+ *   taylor, favor:                  linear attention's backward rule on their features
+ *                                   (beside la_linear_attention_backward_*), then a bound
+ *                                   on the chain rule's d_q, d_k past T/8 (taylor.c,
+ *                                   favor.c; FAVOR+ also its stabilizers' spread, beside
+ *                                   la_favor_attention_backward_*)
  * (bounds on dP − D, on d_k's and d_q's sums and on d_v's sums of at most N rows of d_out:
  * lib/attention/softmax.c), so float32 never returns inf or NaN from finite inputs.
  * Accuracy: the fused backward takes D_i = d_out_i·out_i from the forward's output, as
@@ -856,6 +916,16 @@ la_status la_ref_linear_attention_rotary(const la_problem *p, size_t q_first_pos
  *                           and 64 rows of M per thread;
  *   hard:                   flops_qk 2·pairs·d_k and flops_softmax 1·pairs (the argmax
  *                           again), flops_av seeing·d_v (d_V's adds); workspace the B·H·N
- *                           chosen keys and the forward's blocks per thread. */
+ *                           chosen keys and the forward's blocks per thread;
+ *   local:                  softmax (fused)'s over the window's pairs (la_cost's local
+ *                           pairs) and the queries whose window holds a key; the fused
+ *                           backward's workspace;
+ *   taylor, favor:          linear attention's backward (non-causal or chunked, with
+ *                           d_k = the feature count, φ the identity: flops_phi 0 there),
+ *                           and in flops_phi the features as their forwards form them and
+ *                           the chain rule from the features' gradients (taylor: 3·d_k² +
+ *                           3·d_k per row; favor: favor.c's favor_backward_head_flops);
+ *                           workspace their features, the features' gradients, d_v and
+ *                           the linear backward's. */
 
 #endif /* LA_ATTENTION_KERNELS_H */

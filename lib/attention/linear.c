@@ -178,9 +178,11 @@ static la_status backward_layout_for(const la_problem *p, la_kernel kernel, size
 
 /* g (n) *= φ′(x), read off phi = φ(x) (n): elu+1 φ′ = 1 for x >= 0 and exp(x) = φ(x) below,
  * i.e. min(φ(x), 1) (φ(x) >= 1 exactly when x >= 0, -0 included); relu φ′ = 1 where
- * φ(x) > 0 (x > 0), else 0. Branch-free, so it vectorizes. One FLOP per element. */
+ * φ(x) > 0 (x > 0), else 0. Branch-free, so it vectorizes. One FLOP per element; none for
+ * the identity (la_linear_backward_features: the caller applies its own map's chain rule). */
 static void times_phi_prime(la_feature_map fm, const REAL *restrict phi, REAL *restrict g, size_t n)
 {
+    if (fm == LA_FEATURE_IDENTITY) return; /* features formed by the caller: φ′ = 1 */
     LA_COUNT(LA_COUNT_PHI, n);
     if (fm == LA_FEATURE_RELU) {
         for (size_t a = 0; a < n; a++)
@@ -1150,6 +1152,25 @@ la_status la_linear_attention_backward_f64(const la_problem *p, const double *q,
     return st;
 }
 
+/* The backward on features the caller formed (linear_internal.h): p checked by the caller,
+ * p->feature_map LA_FEATURE_IDENTITY, no general mask. */
+#if REAL_IS_F32
+la_status la_linear_backward_features_f32(const la_problem *p, const float *phi_q,
+                                          const float *phi_k, const float *v, const float *out,
+                                          const float *d_out, float *d_phi_q, float *d_phi_k,
+                                          float *d_v)
+#else
+la_status la_linear_backward_features_f64(const la_problem *p, const double *phi_q,
+                                          const double *phi_k, const double *v, const double *out,
+                                          const double *d_out, double *d_phi_q, double *d_phi_k,
+                                          double *d_v)
+#endif
+{
+    return p->causal
+               ? linear_chunked_backward(p, phi_q, phi_k, v, out, d_out, d_phi_q, d_phi_k, d_v)
+               : linear_noncausal_backward(p, phi_q, phi_k, v, out, d_out, d_phi_q, d_phi_k, d_v);
+}
+
 #if REAL_IS_F32
 la_status la_linear_attention_recurrent_backward_f32(const la_problem *p, const float *q,
                                                      const float *k, const float *v,
@@ -1392,6 +1413,21 @@ static la_status backward_layout_bytes(la_kernel kernel, const la_problem *p, la
     if (!la_mul_ok(lay.total, la_dtype_size(dtype), &bytes)) return LA_EOVERFLOW;
     out->workspace_bytes = (double)bytes;
     return LA_OK;
+}
+
+void la_linear_backward_head_flops(const la_problem *p, size_t m, la_cost *f)
+{
+    (p->causal ? chunked_backward_head_flops : noncausal_backward_head_flops)(p, m, f);
+    if (p->feature_map == LA_FEATURE_IDENTITY) f->flops_phi = 0; /* the caller's features */
+}
+
+la_status la_linear_backward_workspace_bytes(const la_problem *p, size_t element_size,
+                                             size_t *bytes)
+{
+    backward_layout lay;
+    la_status st = backward_layout_for(p, LA_KERNEL_LINEAR, (size_t)la_threads(), &lay);
+    if (st != LA_OK) return st;
+    return la_mul_ok(lay.total, element_size, bytes) ? LA_OK : LA_EOVERFLOW;
 }
 
 la_status la_linear_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out)

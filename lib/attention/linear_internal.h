@@ -124,6 +124,29 @@ la_status la_linear_scan_stabilized_f64(const la_problem *p, const double *phi_q
                                         const double *psi_k, const double *v, const double *mu_g,
                                         double *out);
 
+/* The backward of linear attention (non-causal, or causal in chunks, per p->causal) on
+ * features the caller formed (Taylor, FAVOR+): phi_q = φ(Q) (B,H,N,d_k), phi_k = φ(K)
+ * (B,H,M,d_k), p->feature_map LA_FEATURE_IDENTITY and p->d_k the feature count, p and the
+ * pointers checked by the caller, no general mask. Writes d_phi_q = ∂L/∂φ(Q), d_phi_k =
+ * ∂L/∂φ(K) (zero rows for keys the head does not see; a key the key mask hides gets
+ * dS v + dz, which the caller zeroes) and d_v, la_linear_attention_backward_*'s
+ * arithmetic, range rule (on the features) and budget (la_linear_backward_workspace_bytes
+ * against p->workspace_limit). Returns LA_OK, LA_ERANGE, LA_EBUDGET, LA_ENOMEM,
+ * LA_EOVERFLOW; nothing written on error. */
+la_status la_linear_backward_features_f32(const la_problem *p, const float *phi_q,
+                                          const float *phi_k, const float *v, const float *out,
+                                          const float *d_out, float *d_phi_q, float *d_phi_k,
+                                          float *d_v);
+la_status la_linear_backward_features_f64(const la_problem *p, const double *phi_q,
+                                          const double *phi_k, const double *v, const double *out,
+                                          const double *d_out, double *d_phi_q, double *d_phi_k,
+                                          double *d_v);
+/* Its FLOP fields for one head of an entry with m visible keys (the backward's meaning,
+ * kernels.h; flops_phi 0 for LA_FEATURE_IDENTITY) and its scratch in bytes. */
+void la_linear_backward_head_flops(const la_problem *p, size_t m, la_cost *f);
+la_status la_linear_backward_workspace_bytes(const la_problem *p, size_t element_size,
+                                             size_t *bytes);
+
 /* The FLOP fields of linear attention (la_linear_cost, la_linear_recurrent_cost) for one
  * head of an entry with m visible keys: the recurrent form, or non-causal or chunked per
  * p->causal (linear.c; FAVOR+'s cost adds its features to it). */

@@ -145,6 +145,29 @@ la_status la_local_attention_f64(const la_problem *p, const double *q, const dou
 }
 #endif
 
+/* ---------------------------------------------------------------- backward */
+
+/* FlashAttention-2's backward, as the fused softmax kernel's (softmax.c), over each query's
+ * window (window_of): lse of every query first, on the same windows, then blocks of 64
+ * queries × 64 keys recomputing P = exp(s − lse) and dS = P ∘ (dP − D), D_i = d_out_i·out_i,
+ * the blocks no query of a block sees skipped. The range rule and the scratch are the
+ * fused backward's (kernels.h). */
+#if REAL_IS_F32
+la_status la_local_attention_backward_f32(const la_problem *p, const float *q, const float *k,
+                                          const float *v, const float *out, const float *d_out,
+                                          float *d_q, float *d_k, float *d_v)
+{
+    return la_softmax_range_backward_f32(p, window_of, q, k, v, out, d_out, d_q, d_k, d_v);
+}
+#else
+la_status la_local_attention_backward_f64(const la_problem *p, const double *q, const double *k,
+                                          const double *v, const double *out, const double *d_out,
+                                          double *d_q, double *d_k, double *d_v)
+{
+    return la_softmax_range_backward_f64(p, window_of, q, k, v, out, d_out, d_q, d_k, d_v);
+}
+#endif
+
 #if REAL_IS_F32
 /* ---------------------------------------------------------------- its cost (la_cost_fn) */
 
@@ -192,6 +215,43 @@ static void local_head_flops(const la_problem *p, size_t m, la_cost *f)
     f->flops_av = 2 * pairs * (double)p->d_v;
 }
 
+/* Queries of one head that see a key (a window that is not empty), in an entry with m keys
+ * in length: query i at position i + o (o = M − N causal bottom-right, else 0) sees one
+ * when 0 <= i + o and i + o − r < m, so the count is that of i in
+ * [max(0, −o), min(N, m + r − o)). */
+static double local_seeing(const la_problem *p, size_t m)
+{
+    if (m == 0) return 0;
+    const size_t N = p->n_queries, M = p->n_keys, cap = N > M ? N : M;
+    const wide r = (wide)(p->window < cap ? p->window : cap), o = (wide)la_causal_offset(p);
+    const wide first = o < 0 ? -o : 0, end = (wide)m + r - o < (wide)N ? (wide)m + r - o : (wide)N;
+    return end > first ? (double)(end - first) : 0;
+}
+
+/* The backward, one head of an entry with m keys in length, as softmax's backward counts
+ * (softmax.c) over the window's pairs: flops_qk 6·pairs·d_k (S recomputed, dSᵀQ, dS·K),
+ * flops_av 4·pairs·d_v (dP, PᵀdO), flops_softmax 4·pairs (P, dS) + 2·d_v per query that
+ * sees a key (D = dO·O). */
+static void local_backward_head_flops(const la_problem *p, size_t m, la_cost *f)
+{
+    const double pairs = local_pairs(p, m);
+    f->flops_qk = 6 * pairs * (double)p->d_k;
+    f->flops_av = 4 * pairs * (double)p->d_v;
+    f->flops_softmax = 4 * pairs + 2 * local_seeing(p, m) * (double)p->d_v;
+}
+
+/* The fused softmax backward's scratch (la_softmax_backward_cost: its blocks per thread
+ * and the B·H·N log-sum-exps), the window's FLOPs. */
+la_status la_local_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out)
+{
+    la_cost fused = {0};
+    la_status st = la_softmax_backward_cost(p, dtype, &fused);
+    if (st != LA_OK) return st;
+    la_cost_sum_heads(p, local_backward_head_flops, out);
+    out->workspace_bytes = fused.workspace_bytes;
+    return LA_OK;
+}
+
 la_status la_local_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
     la_cost_sum_heads(p, local_head_flops, out);
@@ -225,7 +285,10 @@ const la_kernel_info la_row_local = {
     .forward_f64 = la_local_attention_f64,
     .reference = la_ref_local_attention,
     .cost = la_local_cost,
-    /* no backward */
+    .backward_f32 = la_local_attention_backward_f32,
+    .backward_f64 = la_local_attention_backward_f64,
+    .reference_backward = la_ref_local_attention_backward,
+    .backward_cost = la_local_backward_cost,
     .weights_f32 = la_local_weights_f32,
     .weights_f64 = la_local_weights_f64,
 };

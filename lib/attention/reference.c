@@ -187,6 +187,19 @@ la_status la_ref_hard_attention(const la_problem *p, const double *q, const doub
  * compared as they are (also for N != M; causal bottom-right: |i + M − N − j|). Written from that
  * definition, key by key: scores (N, M) = q kᵀ · scale over those keys, P = their row softmax, out
  * = P v. */
+static bool ref_local_sees(const la_problem *p, size_t b, size_t h, size_t i, size_t j)
+{
+    const size_t N = p->n_queries, M = p->n_keys;
+    const bool in_length = !p->key_lengths || (int64_t)j < p->key_lengths[b];
+    const bool in_past = ref_in_past(p, i, j);
+    /* the window is centered on query i's position, i + M − N when causal bottom-right
+     * (written without negative numbers) */
+    const bool bottom_right = p->causal && p->causal_align == LA_CAUSAL_BOTTOM_RIGHT;
+    const size_t pos_i = i + (bottom_right ? M : 0), pos_j = j + (bottom_right ? N : 0);
+    const bool in_window = (pos_i >= pos_j ? pos_i - pos_j : pos_j - pos_i) <= p->window;
+    return in_length && in_past && in_window && ref_mask_lets(p, b, h, i, j);
+}
+
 la_status la_ref_local_attention(const la_problem *p, const double *q, const double *k,
                                  const double *v, double *out)
 {
@@ -211,19 +224,7 @@ la_status la_ref_local_attention(const la_problem *p, const double *q, const dou
                 /* which keys query i sees, and their scores and maximum */
                 double max = -INFINITY;
                 for (size_t j = 0; j < M; j++) {
-                    const bool in_length = !p->key_lengths || (int64_t)j < p->key_lengths[b];
-                    const bool in_past = ref_in_past(p, i, j);
-                    /* the window is centered on query i's position, i + M − N when
-                     * causal bottom-right (written without negative numbers) */
-                    const size_t pos_i = i + (p->causal && p->causal_align == LA_CAUSAL_BOTTOM_RIGHT
-                                                  ? M
-                                                  : 0),
-                                 pos_j = j + (p->causal && p->causal_align == LA_CAUSAL_BOTTOM_RIGHT
-                                                  ? N
-                                                  : 0);
-                    const bool in_window =
-                        (pos_i >= pos_j ? pos_i - pos_j : pos_j - pos_i) <= p->window;
-                    seen[j] = in_length && in_past && in_window && ref_mask_lets(p, b, h, i, j);
+                    seen[j] = ref_local_sees(p, b, h, i, j);
                     if (!seen[j]) continue;
                     double s = 0;
                     for (size_t c = 0; c < dk; c++)
@@ -1063,4 +1064,306 @@ la_status la_ref_relative_attention(const la_problem *p, const double *q, const 
     }
     free(scores), free(drawn_k), free(drawn_v);
     return LA_OK;
+}
+
+/* ---------------------------------------------------------------- Taylor, local, FAVOR+ backward
+ */
+
+/* The gradient of y_i = Σ_j κ_ij v_j / (Σ_j κ_ij + eps) through the weights of one query,
+ * den_i = Σ_j κ_ij + eps over its keys: with g_i = d_out_i / den_i and c_i = −(d_out_i·y_i) /
+ * den_i, ∂L/∂κ_ij = g_i·v_j + c_i and ∂L/∂v_j += κ_ij g_i (den_i != 0). The callers add
+ * κ's own chain rule. */
+
+/* Taylor attention's gradient, per head and query i with its visible keys (ref_visible_keys
+ * and the key mask; none: no gradient), from the definition, pair by pair, never the
+ * features: κ_ij = 1 + s_ij + s_ij²/2, s_ij = q_i·k_j · scale, y_i as la_ref_taylor_attention;
+ *   dκ_ij = g_i·v_j + c_i,  d_v_j += κ_ij g_i,
+ *   d_q_i += dκ_ij (1 + s_ij)·scale·k_j,  d_k_j += dκ_ij (1 + s_ij)·scale·q_i.
+ * out is not read. */
+la_status la_ref_taylor_attention_backward(const la_problem *p, const double *q, const double *k,
+                                           const double *v, const double *out, const double *d_out,
+                                           double *d_q, double *d_k, double *d_v)
+{
+    (void)out;
+    la_status st = check_backward(p, q, k, v, d_out, d_q, d_k, d_v);
+    if (st != LA_OK) return st;
+    if (p->mask) return LA_EINVAL; /* key masks only, as the kernel */
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    size_t n_row, n_y;
+    if (!doubles_fit(M, 1, 1, &n_row) || !doubles_fit(dv, 2, 1, &n_y)) return LA_EOVERFLOW;
+    double *kappa = malloc(n_row * sizeof *kappa), *score = malloc(n_row * sizeof *score);
+    double *y = malloc(n_y * sizeof *y);
+    if (!kappa || !score || !y) {
+        st = LA_ENOMEM;
+        goto done;
+    }
+    zero_gradients(p, d_q, d_k, d_v);
+    double *g = y + dv;
+    for (size_t b = 0; b < p->batch; b++)
+        for (size_t h = 0; h < p->heads; h++) {
+            const double *qh = q + HEAD(p, b, h, N, dk), *kh = k + HEAD(p, b, h, M, dk);
+            const double *vh = v + HEAD(p, b, h, M, dv), *gh = d_out + HEAD(p, b, h, N, dv);
+            double *dqh = d_q + HEAD(p, b, h, N, dk), *dkh = d_k + HEAD(p, b, h, M, dk);
+            double *dvh = d_v + HEAD(p, b, h, M, dv);
+            for (size_t i = 0; i < N; i++) {
+                const size_t visible = ref_visible_keys(p, b, i);
+                double den = p->eps;
+                size_t seen = 0;
+                memset(y, 0, dv * sizeof *y);
+                for (size_t j = 0; j < visible; j++) {
+                    kappa[j] = 0; /* hidden by the key mask: no weight */
+                    if (!ref_mask_lets(p, b, h, i, j)) continue;
+                    double dot = 0;
+                    for (size_t a = 0; a < dk; a++)
+                        dot += qh[i * dk + a] * kh[j * dk + a];
+                    score[j] = dot * p->scale;
+                    kappa[j] = 1 + score[j] + score[j] * score[j] / 2;
+                    den += kappa[j];
+                    for (size_t c = 0; c < dv; c++)
+                        y[c] += kappa[j] * vh[j * dv + c];
+                    seen++;
+                }
+                if (seen == 0 || den == 0) continue; /* the empty row: no gradient */
+                double dO_y = 0;
+                for (size_t c = 0; c < dv; c++) {
+                    y[c] /= den;
+                    dO_y += gh[i * dv + c] * y[c];
+                    g[c] = gh[i * dv + c] / den;
+                }
+                const double ci = -dO_y / den;
+                for (size_t j = 0; j < visible; j++) {
+                    if (!ref_mask_lets(p, b, h, i, j)) continue;
+                    double dkappa = ci;
+                    for (size_t c = 0; c < dv; c++) {
+                        dkappa += g[c] * vh[j * dv + c];
+                        dvh[j * dv + c] += kappa[j] * g[c];
+                    }
+                    const double ds = dkappa * (1 + score[j]) * p->scale;
+                    for (size_t a = 0; a < dk; a++) {
+                        dqh[i * dk + a] += ds * kh[j * dk + a];
+                        dkh[j * dk + a] += ds * qh[i * dk + a];
+                    }
+                }
+            }
+        }
+done:
+    free(kappa);
+    free(score);
+    free(y);
+    return st;
+}
+
+/* Local attention's gradient, per head and query i over the keys it sees (ref_local_sees:
+ * the masks, causal, key lengths and |i − j| <= window; none: no gradient), the softmax
+ * Jacobian written out as la_ref_softmax_attention_backward writes it:
+ *   P_ij = softmax_j(s_ij), dP_ij = d_out_i·v_j, dS_ij = P_ij (dP_ij − Σ_l P_il dP_il);
+ *   d_v_j += P_ij d_out_i, d_q_i += scale Σ_j dS_ij k_j, d_k_j += scale dS_ij q_i.
+ * out is not read. */
+la_status la_ref_local_attention_backward(const la_problem *p, const double *q, const double *k,
+                                          const double *v, const double *out, const double *d_out,
+                                          double *d_q, double *d_k, double *d_v)
+{
+    (void)out;
+    la_status st = check_backward(p, q, k, v, d_out, d_q, d_k, d_v);
+    if (st != LA_OK) return st;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    size_t n_row;
+    if (!doubles_fit(M, 1, 1, &n_row)) return LA_EOVERFLOW;
+    double *P = malloc(n_row * sizeof *P), *dP = malloc(n_row * sizeof *dP);
+    bool *seen = malloc(M * sizeof *seen);
+    if (!P || !dP || !seen) {
+        st = LA_ENOMEM;
+        goto done;
+    }
+    zero_gradients(p, d_q, d_k, d_v);
+    for (size_t b = 0; b < p->batch; b++)
+        for (size_t h = 0; h < p->heads; h++) {
+            const double *qh = q + HEAD(p, b, h, N, dk), *kh = k + HEAD(p, b, h, M, dk);
+            const double *vh = v + HEAD(p, b, h, M, dv), *gh = d_out + HEAD(p, b, h, N, dv);
+            double *dqh = d_q + HEAD(p, b, h, N, dk), *dkh = d_k + HEAD(p, b, h, M, dk);
+            double *dvh = d_v + HEAD(p, b, h, M, dv);
+            for (size_t i = 0; i < N; i++) {
+                /* P_i over the keys seen: scores, max, exp, normalize */
+                double max = -INFINITY, sum = 0, center = 0;
+                for (size_t j = 0; j < M; j++) {
+                    seen[j] = ref_local_sees(p, b, h, i, j);
+                    if (!seen[j]) continue;
+                    double s = 0;
+                    for (size_t c = 0; c < dk; c++)
+                        s += qh[i * dk + c] * kh[j * dk + c];
+                    P[j] = s * p->scale;
+                    if (P[j] > max) max = P[j];
+                }
+                for (size_t j = 0; j < M; j++)
+                    if (seen[j]) sum += P[j] = exp(P[j] - max);
+                if (sum == 0) continue; /* no key seen: no gradient */
+                /* P_ij, dP_ij = d_out_i·v_j, d_v_j += P_ij d_out_i, center = Σ_j P_ij dP_ij */
+                for (size_t j = 0; j < M; j++) {
+                    if (!seen[j]) continue;
+                    P[j] /= sum;
+                    dP[j] = 0;
+                    for (size_t c = 0; c < dv; c++) {
+                        dP[j] += gh[i * dv + c] * vh[j * dv + c];
+                        dvh[j * dv + c] += P[j] * gh[i * dv + c];
+                    }
+                    center += P[j] * dP[j];
+                }
+                /* dS_ij = P_ij (dP_ij − center); d_q_i and d_k_j */
+                for (size_t j = 0; j < M; j++) {
+                    if (!seen[j]) continue;
+                    const double ds = P[j] * (dP[j] - center);
+                    for (size_t c = 0; c < dk; c++) {
+                        dqh[i * dk + c] += p->scale * ds * kh[j * dk + c];
+                        dkh[j * dk + c] += p->scale * ds * qh[i * dk + c];
+                    }
+                }
+            }
+        }
+done:
+    free(P);
+    free(dP);
+    free(seen);
+    return st;
+}
+
+/* FAVOR+'s gradient (contract in kernels.h): the forward's quantities as
+ * la_ref_favor_attention forms them, per head: p (N or M, m) the projections s·x Wᵀ, P
+ * their row maxima and argmaxima, g_j = P_j − ‖x_j‖²/2, μ_i and j*(i) over the keys query i
+ * sees; then pair by pair the terms π_ijl of a_ij and their chain rule. */
+la_status la_ref_favor_attention_backward(const la_problem *p, const double *q, const double *k,
+                                          const double *v, const double *out, const double *d_out,
+                                          double *d_q, double *d_k, double *d_v)
+{
+    (void)out;
+    la_status st = check_backward(p, q, k, v, d_out, d_q, d_k, d_v);
+    if (st != LA_OK) return st;
+    if (p->mask || p->key_mask) return LA_EINVAL; /* general masks: refused, as the kernel */
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, m = p->features;
+    const size_t R = N + M; /* the rows: the N queries, then the M keys */
+    size_t n_w, n_p, n_a;
+    if (!doubles_fit(m, dk, 1, &n_w) || !doubles_fit(R, m, 1, &n_p) || !doubles_fit(M, 1, 1, &n_a))
+        return LA_EOVERFLOW;
+    double *w = malloc(n_w * sizeof *w), *proj = malloc(n_p * sizeof *proj);
+    double *dproj = malloc(n_p * sizeof *dproj), *P = malloc(R * sizeof *P);
+    double *dP = malloc(R * sizeof *dP), *g = malloc(M * sizeof *g), *dg = malloc(M * sizeof *dg);
+    double *a = malloc(n_a * sizeof *a), *y = malloc(2 * dv * sizeof *y);
+    double *dx = malloc(M * sizeof *dx); /* per key, the coefficient of x_j in dx_j */
+    size_t *top = malloc(R * sizeof *top);
+    if (!w || !proj || !dproj || !P || !dP || !g || !dg || !a || !y || !dx || !top) {
+        st = LA_ENOMEM;
+        goto done;
+    }
+    st = la_favor_features(m, dk, p->seed, w);
+    if (st != LA_OK) goto done;
+    zero_gradients(p, d_q, d_k, d_v);
+    const double s = pow((double)dk, -0.25);
+    for (size_t b = 0; b < p->batch; b++)
+        for (size_t h = 0; h < p->heads; h++) {
+            const double *qh = q + HEAD(p, b, h, N, dk), *kh = k + HEAD(p, b, h, M, dk);
+            const double *vh = v + HEAD(p, b, h, M, dv), *gh = d_out + HEAD(p, b, h, N, dv);
+            double *dqh = d_q + HEAD(p, b, h, N, dk), *dkh = d_k + HEAD(p, b, h, M, dk);
+            double *dvh = d_v + HEAD(p, b, h, M, dv);
+            /* p, P and its argmax per row; g per key */
+            for (size_t r = 0; r < R; r++) {
+                const double *x = r < N ? qh + r * dk : kh + (r - N) * dk;
+                P[r] = -INFINITY;
+                for (size_t l = 0; l < m; l++) {
+                    double acc = 0;
+                    for (size_t c = 0; c < dk; c++)
+                        acc += w[l * dk + c] * (s * x[c]);
+                    proj[r * m + l] = acc;
+                    if (acc > P[r]) {
+                        P[r] = acc;
+                        top[r] = l;
+                    }
+                }
+                if (r >= N) {
+                    double sq = 0;
+                    for (size_t c = 0; c < dk; c++)
+                        sq += (s * x[c]) * (s * x[c]);
+                    g[r - N] = P[r] - sq / 2;
+                }
+            }
+            memset(dproj, 0, R * m * sizeof *dproj);
+            memset(dP, 0, R * sizeof *dP);
+            memset(dg, 0, M * sizeof *dg);
+            memset(dx, 0, M * sizeof *dx);
+            for (size_t i = 0; i < N; i++) {
+                const size_t vis = ref_visible_keys(p, b, i);
+                if (vis == 0) continue; /* the empty row: no gradient */
+                size_t star = 0;
+                for (size_t j = 1; j < vis; j++)
+                    star = g[j] > g[star] ? j : star;
+                const double mu = g[star];
+                /* a_ij = Σ_l π_ijl, y_i, den_i */
+                double den = p->eps;
+                memset(y, 0, dv * sizeof *y);
+                for (size_t j = 0; j < vis; j++) {
+                    a[j] = 0;
+                    for (size_t l = 0; l < m; l++)
+                        a[j] += exp(proj[i * m + l] - P[i] + proj[(N + j) * m + l] -
+                                    (P[N + j] - g[j]) - mu) /
+                                (double)m;
+                    den += a[j];
+                    for (size_t c = 0; c < dv; c++)
+                        y[c] += a[j] * vh[j * dv + c];
+                }
+                if (den == 0) continue;
+                double *gi = y + dv, dO_y = 0;
+                for (size_t c = 0; c < dv; c++) {
+                    y[c] /= den;
+                    dO_y += gh[i * dv + c] * y[c];
+                    gi[c] = gh[i * dv + c] / den;
+                }
+                const double ci = -dO_y / den;
+                for (size_t j = 0; j < vis; j++) {
+                    double dA = ci;
+                    for (size_t c = 0; c < dv; c++) {
+                        dA += gi[c] * vh[j * dv + c];
+                        dvh[j * dv + c] += a[j] * gi[c];
+                    }
+                    for (size_t l = 0; l < m; l++) {
+                        const double pi = exp(proj[i * m + l] - P[i] + proj[(N + j) * m + l] -
+                                              (P[N + j] - g[j]) - mu) /
+                                          (double)m;
+                        dproj[i * m + l] += dA * pi;
+                        dproj[(N + j) * m + l] += dA * pi;
+                    }
+                    dP[i] -= dA * a[j];
+                    dg[star] -= dA * a[j]; /* through μ_i = g_{j*} */
+                    dx[j] -= dA * a[j];    /* through −‖x_j‖²/2 */
+                }
+            }
+            /* g_j = P_j − ‖x_j‖²/2; then P = max_l p through its argmax */
+            for (size_t j = 0; j < M; j++) {
+                dP[N + j] += dg[j];
+                dx[j] -= dg[j];
+            }
+            for (size_t r = 0; r < R; r++)
+                dproj[r * m + top[r]] += dP[r];
+            /* d_x = dp W (+ the keys' direct term), d_q = s·d_x, d_k = s·d_x */
+            for (size_t r = 0; r < R; r++) {
+                double *dst = r < N ? dqh + r * dk : dkh + (r - N) * dk;
+                for (size_t c = 0; c < dk; c++) {
+                    double acc = 0;
+                    for (size_t l = 0; l < m; l++)
+                        acc += dproj[r * m + l] * w[l * dk + c];
+                    if (r >= N) acc += dx[r - N] * (s * kh[(r - N) * dk + c]);
+                    dst[c] = s * acc;
+                }
+            }
+        }
+done:
+    free(w);
+    free(proj);
+    free(dproj);
+    free(P);
+    free(dP);
+    free(g);
+    free(dg);
+    free(a);
+    free(y);
+    free(dx);
+    free(top);
+    return st;
 }

@@ -378,13 +378,6 @@ static size_t head_offset(const la_problem *p, size_t b, size_t h, size_t rows, 
     return ((b * p->heads + h) * rows) * cols;
 }
 
-/* Keys of the block j0 .. j0+cols-1 that query i of batch entry b sees (a prefix). */
-static size_t keys_in_block(const la_problem *p, size_t b, size_t i, size_t j0, size_t cols)
-{
-    const size_t visible = la_visible_keys(p, b, i);
-    return visible <= j0 ? 0 : (visible - j0 < cols ? visible - j0 : cols);
-}
-
 static size_t min_size(size_t a, size_t b)
 {
     return a < b ? a : b;
@@ -437,6 +430,7 @@ static bool backward_fits(la_range_kind kind, const la_problem *p, double a, dou
 typedef struct {
     const REAL *q, *k, *v, *out, *d_out;
     REAL *d_q, *d_k, *d_v;
+    la_key_range_fn keys; /* the fused backward's keys per query: NULL the prefix */
 } grad_args;
 
 /* xt (cols × rows, row-major) = x (rows × cols, leading dimension ld)ᵀ: a key block of k or v
@@ -452,12 +446,55 @@ static void transpose(const REAL *x, size_t ld, size_t rows, size_t cols, REAL *
  * v (M, d_v), out and d_out (N, d_v), lse (N); d_q (N, d_k), d_k (M, d_k), d_v (M, d_v). */
 typedef struct {
     const la_problem *p;
-    size_t b;  /* batch entry (for the masks) */
-    size_t bh; /* head b·H + h (for the general masks) */
+    size_t b;             /* batch entry (for the masks) */
+    size_t bh;            /* head b·H + h (for the general masks) */
+    size_t m;             /* keys the key lengths leave entry b (la_keys_in_length) */
+    la_key_range_fn keys; /* the keys a query sees: NULL the prefix (causal, key lengths) */
     const REAL *qh, *kh, *vh, *oh, *gh;
     const REAL *lse;
     REAL *dqh, *dkh, *dvh;
 } head;
+
+/* The keys query i of a head sees, [*lo, *hi): the prefix of the causal mask and the key
+ * lengths, or the head's keys function (local attention's window). Both never decrease
+ * with i. */
+static void row_keys(const head *hd, size_t i, size_t *lo, size_t *hi)
+{
+    if (hd->keys) {
+        hd->keys(hd->p, hd->m, i, lo, hi);
+        return;
+    }
+    *lo = 0;
+    *hi = la_visible_keys_of(hd->p, hd->m, i);
+}
+
+/* The keys of the block j0 .. j0+cols-1 that query i sees: block columns [*c0, *c1). */
+static void keys_in_block(const head *hd, size_t i, size_t j0, size_t cols, size_t *c0, size_t *c1)
+{
+    size_t lo, hi;
+    row_keys(hd, i, &lo, &hi);
+    *c1 = hi <= j0 ? 0 : (hi - j0 < cols ? hi - j0 : cols);
+    *c0 = lo <= j0 ? 0 : (lo - j0 < *c1 ? lo - j0 : *c1);
+}
+
+/* Whether no query of the block i0 .. i0+rows-1 sees a key of the block j0 .. j0+cols-1
+ * (its first query's keys start past the block, or its last query's end before it). */
+static bool block_unseen(const head *hd, size_t i0, size_t rows, size_t j0, size_t cols)
+{
+    size_t lo, hi;
+    row_keys(hd, i0, &lo, &hi);
+    if (lo >= j0 + cols) return true;
+    row_keys(hd, i0 + rows - 1, &lo, &hi);
+    return hi <= j0;
+}
+
+/* The end of the keys any query of the head sees: its last query's hi. */
+static size_t head_key_end(const head *hd)
+{
+    size_t lo, hi;
+    row_keys(hd, hd->p->n_queries - 1, &lo, &hi);
+    return hi;
+}
 
 /* A thread's scratch: kt (d_k × BK) and vt (d_v × BK), a key block transposed; s and ds
  * (BQ × BK): the block's P and dS; row (BQ): D of the block's queries (or, in the lse pass,
@@ -530,15 +567,19 @@ static void block_backward(const head *hd, size_t i0, size_t rows, size_t j0, si
                w->ds, (ptrdiff_t)cols, 1);
     /* P = exp(s·scale − lse), dS = P ∘ (dP − D) · scale; hidden pairs 0 */
     for (size_t r = 0; r < rows; r++) {
-        REAL *srow = w->s + r * cols, *dsrow = w->ds + r * cols;
-        size_t n = keys_in_block(p, hd->b, i0 + r, j0, cols);
+        size_t c0, c1;
+        keys_in_block(hd, i0 + r, j0, cols, &c0, &c1);
+        for (size_t c = 0; c < c0; c++) /* before the row's first key: hidden */
+            w->s[r * cols + c] = w->ds[r * cols + c] = 0;
+        REAL *srow = w->s + r * cols + c0, *dsrow = w->ds + r * cols + c0;
+        size_t n = c1 - c0;
         if (n > 0 && la_has_masks(p)) { /* general masks: P = 0 where hidden */
             for (size_t c = 0; c < n; c++)
                 srow[c] *= scale;
             if (hd->lse[i0 + r] == -INFINITY) /* the row sees no key */
                 n = 0;
             else {
-                (void)FN(mask_scores)(p, hd->bh, i0 + r, j0, srow, n);
+                (void)FN(mask_scores)(p, hd->bh, i0 + r, j0 + c0, srow, n);
                 (void)FN(masked_exp_sum)(srow, n, hd->lse[i0 + r]);
                 const REAL d = w->row[r];
                 for (size_t c = 0; c < n; c++)
@@ -552,7 +593,7 @@ static void block_backward(const head *hd, size_t i0, size_t rows, size_t j0, si
             for (size_t c = 0; c < n; c++)
                 dsrow[c] = srow[c] * (dsrow[c] - d) * scale;
         }
-        for (size_t c = n; c < cols; c++)
+        for (size_t c = n; c < cols - c0; c++)
             srow[c] = dsrow[c] = 0;
     }
     if (kv) {
@@ -575,7 +616,7 @@ static void key_block_pass(const head *hd, size_t j0, size_t cols, grad_scratch 
     load_keys(hd, j0, cols, w);
     for (size_t i0 = 0; i0 < N; i0 += BQ) {
         const size_t rows = N - i0 < BQ ? N - i0 : BQ;
-        if (la_visible_keys(p, hd->b, i0 + rows - 1) <= j0) continue; /* no row sees the block */
+        if (block_unseen(hd, i0, rows, j0, cols)) continue; /* no row sees the block */
         row_dots(hd, i0, rows, w);
         block_backward(hd, i0, rows, j0, cols, w, true, also_q);
     }
@@ -584,13 +625,15 @@ static void key_block_pass(const head *hd, size_t j0, size_t cols, grad_scratch 
 /* d_q of the query block i0 (rows queries) of a head: its key blocks in order. */
 static void query_block_pass(const head *hd, size_t i0, size_t rows, grad_scratch *w)
 {
-    const size_t key_end = la_visible_keys(hd->p, hd->b, i0 + rows - 1);
+    size_t lo, key_end;
+    row_keys(hd, i0 + rows - 1, &lo, &key_end);
     /* key blocks cut as the one-pass schedule cuts them (at the head's last visible key),
-     * so both schedules make the same calls */
-    const size_t head_end = la_visible_keys(hd->p, hd->b, hd->p->n_queries - 1);
+     * so both schedules make the same calls, and skipped as it skips them */
+    const size_t head_end = head_key_end(hd);
     row_dots(hd, i0, rows, w);
     for (size_t j0 = 0; j0 < key_end; j0 += BK) {
         const size_t cols = head_end - j0 < BK ? head_end - j0 : BK;
+        if (block_unseen(hd, i0, rows, j0, cols)) continue;
         load_keys(hd, j0, cols, w);
         block_backward(hd, i0, rows, j0, cols, w, false, true);
     }
@@ -612,6 +655,12 @@ static void lse_scores(la_engine_task *t, size_t j0, size_t cols)
         s[x] *= scale;
 }
 
+/* The engine's keys function on a head's keys function (e->ctx: the head). */
+static void head_range_keys(const la_engine_task *t, size_t i, size_t *lo, size_t *hi)
+{
+    row_keys((const head *)t->e->ctx, i, lo, hi);
+}
+
 /* lse of the query rows i0 .. i0+rows-1 of one head (the backward's own, when the caller
  * passes none): the engine's walk over the key blocks with the portable softmax tile and no
  * output, on the scores block_backward forms, so that P = exp(s − lse) there sums to 1 to
@@ -623,7 +672,8 @@ static void lse_block(const head *hd, size_t i0, size_t rows, grad_scratch *w, R
                    .q_block = BQ,
                    .k_block = BK,
                    .elem = sizeof(REAL),
-                   .keys = la_engine_prefix_keys};
+                   .keys = hd->keys ? head_range_keys : la_engine_prefix_keys,
+                   .ctx = hd};
     e.wide.scores = lse_scores;
     e.wide.values = NULL;
     la_engine_task t;
@@ -632,7 +682,7 @@ static void lse_block(const head *hd, size_t i0, size_t rows, grad_scratch *w, R
     t.e = &e;
     t.b = hd->b;
     t.hd = hd->bh;
-    t.m = la_keys_in_length(p, hd->b);
+    t.m = hd->m;
     t.i0 = i0;
     t.rows = rows;
     t.q = hd->qh;
@@ -658,6 +708,8 @@ static head head_of(const la_problem *p, const grad_args *a, const REAL *lse, si
     hd.p = p;
     hd.b = b;
     hd.bh = b * p->heads + h;
+    hd.m = la_keys_in_length(p, b);
+    hd.keys = a->keys;
     hd.qh = a->q + head_offset(p, b, h, N, dk);
     hd.kh = a->k + head_offset(p, b, h, M, dk);
     hd.vh = a->v + head_offset(p, b, h, M, dv);
@@ -736,7 +788,7 @@ static la_status softmax_backward(const la_problem *p, const grad_args *a, const
 #pragma omp for schedule(dynamic)
             for (size_t bh = 0; bh < heads; bh++) {
                 const head hd = head_of(p, a, lse, bh / p->heads, bh % p->heads);
-                const size_t key_end = la_visible_keys(p, hd.b, N - 1);
+                const size_t key_end = head_key_end(&hd);
                 for (size_t j0 = 0; j0 < key_end; j0 += BK)
                     key_block_pass(&hd, j0, key_end - j0 < BK ? key_end - j0 : BK, &w, true);
             }
@@ -745,7 +797,7 @@ static la_status softmax_backward(const la_problem *p, const grad_args *a, const
             for (size_t t = 0; t < k_tasks; t++) {
                 const size_t bh = t / k_blocks, j0 = (t % k_blocks) * BK;
                 const head hd = head_of(p, a, lse, bh / p->heads, bh % p->heads);
-                const size_t key_end = la_visible_keys(p, hd.b, N - 1);
+                const size_t key_end = head_key_end(&hd);
                 if (j0 < key_end)
                     key_block_pass(&hd, j0, key_end - j0 < BK ? key_end - j0 : BK, &w, false);
             }
@@ -962,8 +1014,17 @@ la_status la_softmax_attention_backward_f32(const la_problem *p, const float *q,
                                             const float *v, const float *out, const float *lse,
                                             const float *d_out, float *d_q, float *d_k, float *d_v)
 {
-    const grad_args a = {q, k, v, out, d_out, d_q, d_k, d_v};
+    const grad_args a = {q, k, v, out, d_out, d_q, d_k, d_v, NULL};
     return softmax_backward(p, &a, lse);
+}
+
+/* The fused backward over the keys a keys function gives each query (attention_internal.h). */
+la_status la_softmax_range_backward_f32(const la_problem *p, la_key_range_fn keys, const float *q,
+                                        const float *k, const float *v, const float *out,
+                                        const float *d_out, float *d_q, float *d_k, float *d_v)
+{
+    const grad_args a = {q, k, v, out, d_out, d_q, d_k, d_v, keys};
+    return softmax_backward(p, &a, NULL);
 }
 
 /* The registry row's backward (la_backward_f32_fn): lse computed first. */
@@ -979,7 +1040,7 @@ la_status la_softmax_attention_materialized_backward_f32(const la_problem *p, co
                                                          const float *out, const float *d_out,
                                                          float *d_q, float *d_k, float *d_v)
 {
-    const grad_args a = {q, k, v, out, d_out, d_q, d_k, d_v};
+    const grad_args a = {q, k, v, out, d_out, d_q, d_k, d_v, NULL};
     return softmax_materialized_backward(p, &a);
 }
 
@@ -987,7 +1048,7 @@ la_status la_hard_attention_backward_f32(const la_problem *p, const float *q, co
                                          const float *v, const float *out, const float *d_out,
                                          float *d_q, float *d_k, float *d_v)
 {
-    const grad_args a = {q, k, v, out, d_out, d_q, d_k, d_v};
+    const grad_args a = {q, k, v, out, d_out, d_q, d_k, d_v, NULL};
     return hard_backward(p, &a);
 }
 #else
@@ -996,8 +1057,16 @@ la_status la_softmax_attention_backward_f64(const la_problem *p, const double *q
                                             const double *d_out, double *d_q, double *d_k,
                                             double *d_v)
 {
-    const grad_args a = {q, k, v, out, d_out, d_q, d_k, d_v};
+    const grad_args a = {q, k, v, out, d_out, d_q, d_k, d_v, NULL};
     return softmax_backward(p, &a, lse);
+}
+
+la_status la_softmax_range_backward_f64(const la_problem *p, la_key_range_fn keys, const double *q,
+                                        const double *k, const double *v, const double *out,
+                                        const double *d_out, double *d_q, double *d_k, double *d_v)
+{
+    const grad_args a = {q, k, v, out, d_out, d_q, d_k, d_v, keys};
+    return softmax_backward(p, &a, NULL);
 }
 
 la_status la_softmax_row_backward_f64(const la_problem *p, const double *q, const double *k,
@@ -1012,7 +1081,7 @@ la_status la_softmax_attention_materialized_backward_f64(const la_problem *p, co
                                                          const double *out, const double *d_out,
                                                          double *d_q, double *d_k, double *d_v)
 {
-    const grad_args a = {q, k, v, out, d_out, d_q, d_k, d_v};
+    const grad_args a = {q, k, v, out, d_out, d_q, d_k, d_v, NULL};
     return softmax_materialized_backward(p, &a);
 }
 
@@ -1020,7 +1089,7 @@ la_status la_hard_attention_backward_f64(const la_problem *p, const double *q, c
                                          const double *v, const double *out, const double *d_out,
                                          double *d_q, double *d_k, double *d_v)
 {
-    const grad_args a = {q, k, v, out, d_out, d_q, d_k, d_v};
+    const grad_args a = {q, k, v, out, d_out, d_q, d_k, d_v, NULL};
     return hard_backward(p, &a);
 }
 #endif

@@ -15,7 +15,17 @@
  *
  * Range: a feature is at most max(1, r·a, t·a²) for a = max|x|; features that are not
  * finite are refused (LA_ERANGE, nothing written), then the engine's range rule holds for
- * the scan on the features (linear attention's, with d_k = F). */
+ * the scan on the features (linear attention's, with d_k = F).
+ *
+ * Backward (la_taylor_attention_backward_*, non-causal and causal, the key mask and key
+ * lengths as the forward): the features, linear attention's backward on them
+ * (la_linear_backward_features), then per row dx_a = ρ·G_lin,a + t·Σ_c (G_quad,ac +
+ * G_quad,ca)·x_c from the features' gradient G (ρ = σ·r for a query, r for a key). Its
+ * range rule: the features' and linear attention's backward rule on them, then
+ * (|ρ| + 2·t·a)·Σ_e |G_e| per row at most T/8, checked before any output is written.
+ * Scratch: φ(Q), φ(K) and their gradients, 2·B·H·(N + M)·F elements, d_v, then the linear
+ * backward's. Oracle: la_ref_taylor_attention_backward (reference.c), pair by pair from
+ * κ = 1 + s + s²/2. */
 #include "core/real_typed.h"
 
 #include "attention/attention_internal.h"
@@ -35,6 +45,16 @@ la_status la_taylor_attention_f64(const la_problem *p, const double *q, const do
 la_status la_ref_taylor_attention(const la_problem *p, const double *q, const double *k,
                                   const double *v, double *out);
 la_status la_taylor_cost(const la_problem *p, la_dtype dtype, la_cost *out);
+la_status la_taylor_attention_backward_f32(const la_problem *p, const float *q, const float *k,
+                                           const float *v, const float *out, const float *d_out,
+                                           float *d_q, float *d_k, float *d_v);
+la_status la_taylor_attention_backward_f64(const la_problem *p, const double *q, const double *k,
+                                           const double *v, const double *out, const double *d_out,
+                                           double *d_q, double *d_k, double *d_v);
+la_status la_ref_taylor_attention_backward(const la_problem *p, const double *q, const double *k,
+                                           const double *v, const double *out, const double *d_out,
+                                           double *d_q, double *d_k, double *d_v);
+la_status la_taylor_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out);
 
 /* F = 1 + d_k + d_k², false when it or the features' element counts overflow. */
 static bool taylor_width(size_t dk, size_t *width)
@@ -139,6 +159,154 @@ la_status la_taylor_attention_f64(const la_problem *p, const double *q, const do
     return taylor_attention(p, q, k, v, out);
 }
 
+/* ---------------------------------------------------------------- backward */
+
+/* The backward's scratch in elements: φ(Q), φ(K) and their gradients, 2·B·H·(N + M)·F,
+ * and d_v, B·H·M·d_v; false when it overflows. */
+static bool taylor_backward_elems(const la_problem *p, size_t width, size_t *elems)
+{
+    size_t heads, rows, feat, dv;
+    return la_mul_ok(p->batch, p->heads, &heads) &&
+           la_mul_ok(heads, p->n_queries + p->n_keys, &rows) && la_mul_ok(rows, width, &feat) &&
+           feat <= SIZE_MAX / 2 && la_mul_ok(heads * p->n_keys, p->d_v, &dv) &&
+           dv <= SIZE_MAX - 2 * feat && (*elems = 2 * feat + dv, true);
+}
+
+/* The gradient of one row x (d_k) from its features' gradient G (F): with f = [1, ρ·x,
+ * t·x⊗x] (ρ = σ·r for a query, r for a key),
+ *   dx_a = ρ·G_lin,a + t·Σ_c (G_quad,ac + G_quad,ca)·x_c.
+ * Counted: 3·d_k² (the pair's add, then a multiply-add) + 3·d_k per row. */
+static void taylor_row_grad(const REAL *restrict x, const REAL *restrict G, size_t dk, REAL rho,
+                            REAL t, REAL *restrict dx)
+{
+    LA_COUNT(LA_COUNT_PHI, 3 * (double)dk * (double)dk + 3 * (double)dk);
+    const REAL *lin = G + 1, *quad = G + 1 + dk;
+    for (size_t a = 0; a < dk; a++) {
+        REAL acc = 0;
+        for (size_t c = 0; c < dk; c++)
+            acc += (quad[a * dk + c] + quad[c * dk + a]) * x[c];
+        dx[a] = rho * lin[a] + t * acc;
+    }
+}
+
+/* A bound on the gradient taylor_row_grad forms from the rows of G (rows, F): each entry
+ * is at most (|ρ| + 2·t·a)·Σ_e |G_e| of its row, a = max|x|; +inf or NaN when a value is
+ * not finite. */
+static double taylor_grad_bound(const REAL *G, size_t rows, size_t width, double rho, double t,
+                                double a)
+{
+    double bound = 0;
+    for (size_t i = 0; i < rows; i++) {
+        double sum = 0;
+        for (size_t e = 0; e < width; e++)
+            sum += fabs((double)G[i * width + e]);
+        bound = sum > bound || sum != sum ? sum : bound; /* a NaN stays */
+    }
+    return (fabs(rho) + 2 * t * a) * bound;
+}
+
+/* Taylor attention's backward: the features as the forward forms them, linear attention's
+ * backward on them (la_linear_backward_features: dφ(Q), dφ(K), d_v), then each row's
+ * gradient through its features (taylor_row_grad), bounded before any output is written
+ * (taylor_grad_bound against T/8; d_v waits in scratch). Scratch: φ(Q), φ(K) and their
+ * gradients, 2·B·H·(N + M)·F elements, d_v B·H·M·d_v, then the linear backward's on F
+ * features. */
+static la_status taylor_backward(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
+                                 const REAL *out, const REAL *d_out, REAL *d_q, REAL *d_k,
+                                 REAL *d_v)
+{
+    la_status st = la_problem_check(p);
+    if (st != LA_OK) return st;
+    if (!q || !k || !v || !out || !d_out || !d_q || !d_k || !d_v) return LA_EINVAL;
+    if (p->mask) return LA_EINVAL; /* a general mask: refused, as the forward */
+    if (!(fabs(p->scale) <= REAL_MAX)) return LA_EINVAL;
+    const size_t heads = p->batch * p->heads, N = p->n_queries, M = p->n_keys, dk = p->d_k;
+    size_t width, elems, bytes;
+    if (!taylor_width(dk, &width) || !taylor_backward_elems(p, width, &elems) ||
+        !la_mul_ok(elems, sizeof(REAL), &bytes))
+        return LA_EOVERFLOW;
+    if (bytes > p->workspace_limit) return LA_EBUDGET;
+    REAL *phi = malloc(bytes ? bytes : 1);
+    if (!phi) return LA_ENOMEM;
+    REAL *phi_q = phi, *phi_k = phi_q + heads * N * width;
+    REAL *dphi_q = phi_k + heads * M * width, *dphi_k = dphi_q + heads * N * width;
+    REAL *dv_own = dphi_k + heads * M * width;
+
+    const double s = p->scale;
+    const REAL r = (REAL)sqrt(fabs(s)), t = (REAL)(fabs(s) / sqrt(2.0)), rq = s < 0 ? -r : r;
+    bool finite = true;
+    const int threads = la_threads();
+#pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(&& : finite)
+    for (size_t hd = 0; hd < heads; hd++) { /* the forward's features (taylor_attention) */
+        const size_t used = taylor_keys_used(p, hd / p->heads);
+        const bool fq = taylor_features(q + hd * N * dk, used ? N : 0, dk, width, rq, t,
+                                        phi_q + hd * N * width);
+        if (!used) memset(phi_q + hd * N * width, 0, N * width * sizeof(REAL));
+        REAL *fk_head = phi_k + hd * M * width;
+        const bool fk = taylor_features(k + hd * M * dk, used, dk, width, r, t, fk_head);
+        memset(fk_head + used * width, 0, (M - used) * width * sizeof(REAL));
+        finite = fq && fk && finite;
+    }
+    if (!finite) {
+        free(phi);
+        return LA_ERANGE;
+    }
+    la_problem inner = *p; /* linear attention on the features */
+    inner.d_k = width;
+    inner.feature_map = LA_FEATURE_IDENTITY;
+    inner.workspace_limit = p->workspace_limit - bytes;
+    st = FN(la_linear_backward_features)(&inner, phi_q, phi_k, v, out, d_out, dphi_q, dphi_k,
+                                         dv_own);
+    if (st == LA_OK) { /* the chain rule's values bounded before any output is written */
+        const double aq = FN(la_max_abs)(q, heads * N * dk), ak = FN(la_max_abs)(k, heads * M * dk);
+        double bound = 0;
+#pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(max : bound)
+        for (size_t hd = 0; hd < heads; hd++) {
+            const size_t used = taylor_keys_used(p, hd / p->heads);
+            const double x =
+                fmax(taylor_grad_bound(dphi_q + hd * N * width, used ? N : 0, width, rq, t, aq),
+                     taylor_grad_bound(dphi_k + hd * M * width, used, width, r, t, ak));
+            bound = x <= (double)REAL_MAX / 8 ? fmax(bound, x) : INFINITY; /* NaN too */
+        }
+        if (!(bound <= (double)REAL_MAX / 8)) st = LA_ERANGE;
+    }
+    if (st == LA_OK) {
+        memcpy(d_v, dv_own, heads * M * p->d_v * sizeof(REAL));
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+        for (size_t hd = 0; hd < heads; hd++) {
+            const size_t used = taylor_keys_used(p, hd / p->heads);
+            REAL *dq = d_q + hd * N * dk, *dkh = d_k + hd * M * dk;
+            if (!used) memset(dq, 0, N * dk * sizeof(REAL)); /* the empty rows */
+            for (size_t i = 0; used && i < N; i++)
+                taylor_row_grad(q + (hd * N + i) * dk, dphi_q + (hd * N + i) * width, dk, rq, t,
+                                dq + i * dk);
+            for (size_t j = 0; j < used; j++)
+                taylor_row_grad(k + (hd * M + j) * dk, dphi_k + (hd * M + j) * width, dk, r, t,
+                                dkh + j * dk);
+            memset(dkh + used * dk, 0, (M - used) * dk * sizeof(REAL)); /* keys no query sees */
+        }
+        FN(la_linear_hide_key_grads)(p, d_k); /* keys the key mask hides: 0 */
+    }
+    free(phi);
+    return st;
+}
+
+#if REAL_IS_F32
+la_status la_taylor_attention_backward_f32(const la_problem *p, const float *q, const float *k,
+                                           const float *v, const float *out, const float *d_out,
+                                           float *d_q, float *d_k, float *d_v)
+#else
+la_status la_taylor_attention_backward_f64(const la_problem *p, const double *q, const double *k,
+                                           const double *v, const double *out, const double *d_out,
+                                           double *d_q, double *d_k, double *d_v)
+#endif
+{
+    if (la_causal_square(p))
+        return FN(la_square_backward)(p, FN(la_taylor_attention_backward), q, k, v, out, d_out, d_q,
+                                      d_k, d_v);
+    return taylor_backward(p, q, k, v, out, d_out, d_q, d_k, d_v);
+}
+
 #if REAL_IS_F32
 /* ---------------------------------------------------------------- cost (la_cost_fn) */
 
@@ -178,6 +346,42 @@ la_status la_taylor_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     return LA_OK;
 }
 
+/* The backward, one head of an entry with m visible keys: the features of the N queries
+ * and the u keys, 2·d_k + d_k² each (as the forward); linear attention's backward on them
+ * (la_linear_backward_head_flops with d_k = F, φ the identity); each of those rows'
+ * gradient through its features, 3·d_k² + 3·d_k (taylor_row_grad); all of φ in
+ * flops_phi. */
+static void taylor_backward_head_flops(const la_problem *p, size_t m, la_cost *f)
+{
+    if (m == 0) return;
+    la_problem inner = *p;
+    taylor_width(p->d_k, &inner.d_k); /* la_taylor_backward_cost checked that it fits */
+    inner.feature_map = LA_FEATURE_IDENTITY;
+    la_linear_backward_head_flops(&inner, m, f);
+    const double dk = (double)p->d_k;
+    const double used = (double)(p->causal && p->n_queries < m ? p->n_queries : m);
+    f->flops_phi = ((double)p->n_queries + used) * ((2 * dk + dk * dk) + (3 * dk * dk + 3 * dk));
+}
+
+/* workspace_bytes: taylor_backward_elems (φ(Q), φ(K), their gradients, d_v), then the
+ * linear backward's scratch on F features. */
+la_status la_taylor_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out)
+{
+    if (la_causal_square(p)) return la_square_cost(p, dtype, la_taylor_backward_cost, true, out);
+    size_t width, scan_bytes;
+    if (!taylor_width(p->d_k, &width)) return LA_EOVERFLOW;
+    la_cost_sum_heads(p, taylor_backward_head_flops, out);
+    la_problem inner = *p;
+    inner.d_k = width;
+    const size_t elem = la_dtype_size(dtype);
+    la_status st = la_linear_backward_workspace_bytes(&inner, elem, &scan_bytes);
+    if (st != LA_OK) return st;
+    size_t elems;
+    if (!taylor_backward_elems(p, width, &elems)) return LA_EOVERFLOW;
+    out->workspace_bytes = (double)elems * (double)elem + (double)scan_bytes;
+    return LA_OK;
+}
+
 /* ---------------------------------------------------------------- registry row */
 
 const la_kernel_info la_row_taylor = {
@@ -197,5 +401,9 @@ const la_kernel_info la_row_taylor = {
     .forward_f64 = la_taylor_attention_f64,
     .reference = la_ref_taylor_attention,
     .cost = la_taylor_cost,
+    .backward_f32 = la_taylor_attention_backward_f32,
+    .backward_f64 = la_taylor_attention_backward_f64,
+    .reference_backward = la_ref_taylor_attention_backward,
+    .backward_cost = la_taylor_backward_cost,
 };
 #endif

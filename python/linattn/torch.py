@@ -9,10 +9,10 @@ a model can use in place of its own.
     mha = lt.MultiheadAttention(512, 8)                      # nn.MultiheadAttention's keys
 
 CPU tensors of float32 or float64; the variants with a backward (linattn.variants(),
-Variant.backward: softmax, softmax_materialized, hard, linear, linear_recurrent) train,
-the others run where no gradient is needed (torch.no_grad(), or inputs without
-requires_grad). Written for the classic autograd.Function form, which PyTorch 1.13
-(Debian's python3-torch) and later take.
+Variant.backward: softmax, softmax_materialized, hard, local, linear, linear_recurrent,
+favor, favor_recurrent, taylor) train, the others run where no gradient is needed
+(torch.no_grad(), or inputs without requires_grad). Written for the classic
+autograd.Function form, which PyTorch 1.13 (Debian's python3-torch) and later take.
 """
 from typing import Any, Optional, Tuple
 

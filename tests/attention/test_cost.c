@@ -871,9 +871,10 @@ static void model_equals_counted_loops(void **state)
 /* ------------------------------------------------------------------ backward passes */
 
 /* The backward of softmax (fused: FlashAttention-2's formula, materializing: the
- * textbook one) or hard attention, one head, counted: q (N, d_k), k (M, d_k), v (M, d_v),
- * d_out (N, d_v); d_q, d_k, d_v (zeroed by the caller) shaped as q, k, v. Not counted,
- * by the model's convention (lib/linattn.h, la_attention_backward_cost): the fused
+ * textbook one), of local attention (the fused formula over the keys [first, vis) of query
+ * i's window, |i − j| <= p->window) or of hard attention, one head, counted: q (N, d_k), k (M,
+ * d_k), v (M, d_v), d_out (N, d_v); d_q, d_k, d_v (zeroed by the caller) shaped as q, k, v. Not
+ * counted, by the model's convention (lib/linattn.h, la_attention_backward_cost): the fused
  * backward's lse and the forward's out it reads, both computed here first. */
 static void count_backward(const la_problem *p, size_t b, la_kernel kernel, const double *q,
                            const double *k, const double *v, const double *d_out, double *d_q,
@@ -884,10 +885,16 @@ static void count_backward(const la_problem *p, size_t b, la_kernel kernel, cons
     for (size_t i = 0; i < N; i++) {
         size_t vis = keys_visible(p, b);
         if (p->causal) vis = smaller(vis, i + 1);
-        if (vis == 0) continue;
+        size_t first = 0;
+        if (kernel == LA_KERNEL_LOCAL) { /* the keys [first, vis) of the window */
+            first = i > p->window ? i - p->window : 0;
+            if (p->window < p->n_keys) vis = smaller(vis, i + p->window + 1);
+            if (first > vis) first = vis;
+        }
+        if (vis == first) continue;
         const double *qi = q + i * dk, *gi = d_out + i * dv;
         /* scores: one multiply-add per (pair, feature) */
-        for (size_t j = 0; j < vis; j++) {
+        for (size_t j = first; j < vis; j++) {
             double s = 0;
             for (size_t a = 0; a < dk; a++, c->qk += 2)
                 s += qi[a] * k[j * dk + a];
@@ -896,39 +903,39 @@ static void count_backward(const la_problem *p, size_t b, la_kernel kernel, cons
         if (kernel == LA_KERNEL_HARD) {
             /* the argmax again, one compare per pair; d_v of the chosen key += d_out_i */
             size_t best = 0;
-            for (size_t j = 0; j < vis; j++, c->softmax += 1)
+            for (size_t j = first; j < vis; j++, c->softmax += 1)
                 if (j == 0 || P[j] > P[best]) best = j;
             for (size_t a = 0; a < dv; a++, c->av += 1)
                 d_v[best * dv + a] += gi[a];
             continue;
         }
         double max = -INFINITY, sum = 0, D = 0;
-        for (size_t j = 0; j < vis; j++)
+        for (size_t j = first; j < vis; j++)
             max = P[j] > max ? P[j] : max;
-        if (kernel == LA_KERNEL_SOFTMAX) {
+        if (kernel == LA_KERNEL_SOFTMAX || kernel == LA_KERNEL_LOCAL) {
             /* lse and out_i (not counted); P = exp(s − lse): subtract, exp; D = d_out·out */
-            for (size_t j = 0; j < vis; j++)
+            for (size_t j = first; j < vis; j++)
                 sum += exp(P[j] - max);
             const double lse = max + log(sum);
-            for (size_t j = 0; j < vis; j++, c->softmax += 2)
+            for (size_t j = first; j < vis; j++, c->softmax += 2)
                 P[j] = exp(P[j] - lse);
             for (size_t a = 0; a < dv; a++, c->softmax += 2) {
                 double o = 0;
-                for (size_t j = 0; j < vis; j++)
+                for (size_t j = first; j < vis; j++)
                     o += P[j] * v[j * dv + a];
                 D += gi[a] * o;
             }
         } else {
             /* the forward's softmax: max, subtract, exp, sum, divide */
-            for (size_t j = 0; j < vis; j++, c->softmax += 5) {
+            for (size_t j = first; j < vis; j++, c->softmax += 5) {
                 P[j] = exp(P[j] - max);
                 sum += P[j];
             }
-            for (size_t j = 0; j < vis; j++)
+            for (size_t j = first; j < vis; j++)
                 P[j] /= sum;
         }
         /* dP = d_out_i·v_j, and d_v_j += P_ij d_out_i: a multiply-add each per (pair, d_v) */
-        for (size_t j = 0; j < vis; j++) {
+        for (size_t j = first; j < vis; j++) {
             dP[j] = 0;
             for (size_t a = 0; a < dv; a++, c->av += 4) {
                 dP[j] += gi[a] * v[j * dv + a];
@@ -936,10 +943,10 @@ static void count_backward(const la_problem *p, size_t b, la_kernel kernel, cons
             }
         }
         if (kernel == LA_KERNEL_SOFTMAX_MATERIALIZED) /* D = Σ_j P dP */
-            for (size_t j = 0; j < vis; j++, c->softmax += 2)
+            for (size_t j = first; j < vis; j++, c->softmax += 2)
                 D += P[j] * dP[j];
         /* dS = P ∘ (dP − D): subtract, multiply; d_k_j += dS q_i, d_q_i += dS k_j */
-        for (size_t j = 0; j < vis; j++, c->softmax += 2) {
+        for (size_t j = first; j < vis; j++, c->softmax += 2) {
             const double ds = P[j] * (dP[j] - D) * p->scale;
             for (size_t a = 0; a < dk; a++, c->qk += 4) {
                 d_k[j * dk + a] += ds * qi[a];
@@ -967,7 +974,7 @@ static void backward_model_equals_counted_loops(void **state)
         const la_kernel_info *info = la_kernel_get((la_kernel)kernel);
         if (!info->backward_cost) continue;
         if (kernel != LA_KERNEL_SOFTMAX && kernel != LA_KERNEL_SOFTMAX_MATERIALIZED &&
-            kernel != LA_KERNEL_HARD) {
+            kernel != LA_KERNEL_HARD && kernel != LA_KERNEL_LOCAL) {
             printf("  %s: a backward_cost without a counting loop here: skipped\n", info->name);
             continue;
         }
@@ -979,6 +986,7 @@ static void backward_model_equals_counted_loops(void **state)
                     la_problem p;
                     la_problem_init(&p, B, H, sizes[ni], sizes[mi], dk, dv);
                     p.causal = causal;
+                    p.window = 1 + tu_next(&r) % 18; /* local: 1 past N and M */
                     if (tu_next(&r) % 2) {
                         for (size_t b = 0; b < B; b++)
                             lengths[b] = (int64_t)(tu_next(&r) % (sizes[mi] + 1));
@@ -1115,8 +1123,7 @@ static void check_kernel_counts(la_kernel kernel, la_dtype dtype, const la_probl
 static size_t each_linear_call(void (*check)(la_kernel, la_dtype, const la_problem *, tu_rng *),
                                bool with_favor, tu_rng *r, double *hidden, double *counted)
 {
-    /* FAVOR+ and Taylor (forwards only) when with_favor: the linear kernels on their
-     * features */
+    /* FAVOR+ and Taylor when with_favor: the linear kernels on their features */
     const la_kernel kernels[] = {LA_KERNEL_LINEAR, LA_KERNEL_LINEAR_RECURRENT, LA_KERNEL_FAVOR,
                                  LA_KERNEL_FAVOR_RECURRENT, LA_KERNEL_TAYLOR};
     const size_t n_kernels = with_favor ? 5 : 2;
@@ -1253,8 +1260,14 @@ static void check_backward_counts(la_kernel kernel, la_dtype dtype, const la_pro
     assert_int_equal(st, LA_OK);
     la_cost model;
     assert_int_equal(la_attention_backward_cost(kernel, p, dtype, &model), LA_OK);
+    /* a hidden entry's dot products run over the features: d_k of them, FAVOR+'s m,
+     * Taylor's 1 + d_k + d_k² */
+    const double width = kernel == LA_KERNEL_TAYLOR ? (double)(1 + dk + dk * dk)
+                         : kernel == LA_KERNEL_FAVOR || kernel == LA_KERNEL_FAVOR_RECURRENT
+                             ? (double)p->features
+                             : (double)dk;
     const double total =
-        compare_counts("backward ", kernel, dtype, p, 6 * (double)dk, 4 * (double)dv, &model);
+        compare_counts("backward ", kernel, dtype, p, 6 * width, 4 * (double)dv, &model);
     assert_true(model.flops_total == total);
     for (int t = 0; t < 5; t++)
         free(x[t]);
@@ -1262,16 +1275,16 @@ static void check_backward_counts(la_kernel kernel, la_dtype dtype, const la_pro
         free(g[t]);
 }
 
-/* The linear backwards' model equals what they count as they run: both dtypes, one to
- * three threads, many small shapes with every chunk size from 1 past N, key lengths, and
- * a few with several chunks, blocks and pieces. */
+/* The linear backwards' model equals what they count as they run (linear, and FAVOR+ and
+ * Taylor on their features): both dtypes, one to three threads, many small shapes with every chunk
+ * size from 1 past N, key lengths, and a few with several chunks, blocks and pieces. */
 static void backward_model_equals_kernel_counts(void **state)
 {
     (void)state;
     if (!la_count_enabled()) fail_msg("test_cost is linked against a library without counters");
     tu_rng r = tu_rng_for("backward_model_equals_kernel_counts");
     double hidden = 0, counted = 0;
-    const size_t cases = each_linear_call(check_backward_counts, false, &r, &hidden, &counted);
+    const size_t cases = each_linear_call(check_backward_counts, true, &r, &hidden, &counted);
     assert_true(hidden > 0);
     printf("  %zu backward calls counted\n", cases);
 }

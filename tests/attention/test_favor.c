@@ -5,7 +5,8 @@
  * harness does not use, and the property that makes FAVOR+ what it is: its output
  * approaches exact softmax attention as m grows, at the Monte Carlo rate m^(-1/2); the
  * recurrent form agrees with the chunked one where the keys' running max rises often;
- * the step API's FAVOR+ states (la_favor_state_create) give the same outputs.
+ * the step API's FAVOR+ states (la_favor_state_create) give the same outputs; the backward
+ * through the keys' stabilizers, where eps makes them matter and float32 must refuse.
  * What every kernel must hold (causal masking, threads, errors, the workspace limit) is
  * tests/attention/test_attention.c's, which runs the favor row at m = 256. */
 #include "../testutil.h"
@@ -262,6 +263,105 @@ static void range_refused_in_float32(void **state)
     assert_int_equal(la_favor_attention_recurrent_f64(&p, q, k, v, y64), LA_OK);
     assert_true(tu_all_finite_f64(y64, 8));
     tu_assert_close_f64(y64, ref, 8, TOL_F64, "recurrent float64 at keys of 1e20");
+}
+
+/* L = Σ out ∘ d_out of the float64 reference (central differences' function). */
+static double ref_loss(const la_problem *p, const double *q, const double *k, const double *v,
+                       const double *d_out, double *out, size_t no)
+{
+    assert_int_equal(la_ref_favor_attention(p, q, k, v, out), LA_OK);
+    double loss = 0;
+    for (size_t x = 0; x < no; x++)
+        loss += out[x] * d_out[x];
+    return loss;
+}
+
+/* The backward where the keys' stabilizer matters: key 0 six times longer than the others
+ * (its largest exponent g_0 about 30 below theirs) and eps = 1e-3, so that eps meets each
+ * query's denominator at the scale of its μ_i and the gradient through μ_i and the rows'
+ * maxima is not negligible. Causal, the backward writes query i's features scaled by
+ * exp(G − μ_i) (G the largest g): float32 refuses past 2^32 (LA_ERANGE, nothing written),
+ * float64 computes; non-causal, both compute. Each against la_ref_favor_attention_backward
+ * (float64 1e-11, float32 1e-5 relative), and that oracle against central differences of
+ * la_ref_favor_attention (1e-6; h = 1e-5·max(1, |x|)). */
+static void backward_through_the_stabilizers(void **state)
+{
+    (void)state;
+    const size_t B = 1, H = 2, N = 6, M = 6, dk = 4, dv = 3;
+    const size_t nq = B * H * N * dk, nk = B * H * M * dk, nv = B * H * M * dv, no = B * H * N * dv;
+    la_problem p;
+    la_problem_init(&p, B, H, N, M, dk, dv);
+    p.features = 8;
+    p.eps = 1e-3;
+    p.seed = tu_seed();
+    tu_rng r = tu_rng_for("backward_through_the_stabilizers");
+    double *x[4] = {tu_f64(nq), tu_f64(nk), tu_f64(nv), tu_f64(no)};
+    float *y[4] = {tu_f32(nq), tu_f32(nk), tu_f32(nv), tu_f32(no)};
+    const size_t n[4] = {nq, nk, nv, no};
+    for (int t = 0; t < 4; t++)
+        tu_fill_normal(&r, x[t], n[t], 1);
+    for (size_t hd = 0; hd < B * H; hd++) /* key 0 of each head: g_0 far below the others' */
+        for (size_t a = 0; a < dk; a++)
+            x[1][hd * M * dk + a] *= 6;
+    for (int t = 0; t < 4; t++)
+        tu_to_f32(x[t], y[t], n[t]), tu_to_f64(y[t], x[t], n[t]);
+    double *out = tu_f64(no), *ref[3], *g64[3], *fd[3];
+    float *out32 = tu_f32(no), *g32[3];
+    for (int t = 0; t < 3; t++)
+        ref[t] = tu_f64(n[t]), g64[t] = tu_f64(n[t]), fd[t] = tu_f64(n[t]), g32[t] = tu_f32(n[t]);
+    for (int causal = 0; causal <= 1; causal++) {
+        p.causal = causal;
+        assert_int_equal(la_ref_favor_attention(&p, x[0], x[1], x[2], out), LA_OK);
+        assert_int_equal(la_ref_attention_backward(LA_KERNEL_FAVOR, &p, x[0], x[1], x[2], out, x[3],
+                                                   ref[0], ref[1], ref[2]),
+                         LA_OK);
+        /* the oracle against central differences */
+        double *scratch = tu_f64(no);
+        for (int t = 0; t < 3; t++)
+            for (size_t e = 0; e < n[t]; e++) {
+                const double keep = x[t][e], h = 1e-5 * fmax(1, fabs(keep));
+                x[t][e] = keep + h;
+                const double up = ref_loss(&p, x[0], x[1], x[2], x[3], scratch, no);
+                x[t][e] = keep - h;
+                const double down = ref_loss(&p, x[0], x[1], x[2], x[3], scratch, no);
+                x[t][e] = keep;
+                fd[t][e] = (up - down) / (2 * h);
+            }
+        free(scratch);
+        for (int t = 0; t < 3; t++)
+            tu_assert_close_f64(ref[t], fd[t], n[t], 1e-6,
+                                "oracle gradient %d vs central differences, causal=%d", t, causal);
+        /* float64 */
+        assert_int_equal(la_favor_attention_f64(&p, x[0], x[1], x[2], out), LA_OK);
+        assert_int_equal(la_favor_attention_backward_f64(&p, x[0], x[1], x[2], out, x[3], g64[0],
+                                                         g64[1], g64[2]),
+                         LA_OK);
+        for (int t = 0; t < 3; t++)
+            tu_assert_close_f64(g64[t], ref[t], n[t], 1e-11, "float64 gradient %d, causal=%d", t,
+                                causal);
+        /* float32: computed non-causal, refused causal with nothing written */
+        assert_int_equal(la_favor_attention_f32(&p, y[0], y[1], y[2], out32), LA_OK);
+        for (int t = 0; t < 3; t++)
+            for (size_t e = 0; e < n[t]; e++)
+                g32[t][e] = -3.5f;
+        const la_status st = la_favor_attention_backward_f32(&p, y[0], y[1], y[2], out32, y[3],
+                                                             g32[0], g32[1], g32[2]);
+        if (causal) {
+            assert_int_equal(st, LA_ERANGE);
+            for (int t = 0; t < 3; t++)
+                for (size_t e = 0; e < n[t]; e++)
+                    assert_true(g32[t][e] == -3.5f);
+        } else {
+            assert_int_equal(st, LA_OK);
+            for (int t = 0; t < 3; t++)
+                tu_assert_close_f32(g32[t], ref[t], n[t], 1e-5, "float32 gradient %d", t);
+        }
+    }
+    for (int t = 0; t < 4; t++)
+        free(x[t]), free(y[t]);
+    for (int t = 0; t < 3; t++)
+        free(ref[t]), free(g64[t]), free(fd[t]), free(g32[t]);
+    free(out), free(out32);
 }
 
 /* The recurrent form against the chunked one and the reference where the keys' running
@@ -577,6 +677,7 @@ int main(void)
         cmocka_unit_test(output_follows_the_seed),
         cmocka_unit_test(range_refused_in_float32),
         cmocka_unit_test(recurrent_agrees_with_chunked),
+        cmocka_unit_test(backward_through_the_stabilizers),
         cmocka_unit_test(step_api_matches_kernels),
         cmocka_unit_test(step_api_save_restore),
         cmocka_unit_test(step_api_range),

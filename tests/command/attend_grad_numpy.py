@@ -6,12 +6,13 @@ Usage: /usr/bin/python3 tests/command/attend_grad_numpy.py BUILD/linattn   (make
 
 Part 0 checks the NumPy backward itself against central finite differences of the forward
 references of attend_numpy.py (float64), so the reference below cannot be wrong quietly.
-Part 1 runs every variant (softmax with both kernels, hard, linear with both feature maps
-and both causal forms) × causal × key lengths × precision over inputs of shape (N, d),
+Part 1 runs every variant (softmax with both kernels, hard, local, linear with both feature
+maps and both causal forms, Taylor, FAVOR+ in both causal forms) × causal × key lengths ×
+precision over inputs of shape (N, d),
 (H, N, d) and (B, H, N, d), with M != N and d_v != d_k, and requires the output and
 ‖g − ref‖ / ‖ref‖ < 1e-5 in float32 and < 1e-11 in float64 for each of dQ, dK, dV
-(linear attention's dQ and dK: relative to the size of the terms they sum, see
-linear_dq_error).
+(linear attention's, Taylor's and FAVOR+'s dQ and dK: relative to the size of the terms
+they sum, see linear_dq_error and term_error).
 A kernel the library has no backward for (attend refuses it: "kernel X has no backward
 pass") is reported once as "SKIPPED X: no backward" and does not fail, but the
 refusal itself must be clean (exit 2, one line, no file written).
@@ -27,6 +28,10 @@ The backward formulas, for L = Σ out ∘ dO:
            dφ(Q) = dA φ(K), dφ(K) = dAᵀ φ(Q), dV = Aᵀ dnum, dQ = dφ(Q) ∘ φ′(Q), dK likewise
            (φ′ of elu+1: 1 for x >= 0, eˣ below; of relu: 1 for x > 0); a query that sees
            no key has a zero output and passes no gradient.
+  local    softmax's over the keys within the window
+  taylor   linear's with A = 1 + S + S²/2 (S = Q Kᵀ · scale): dS = dA ∘ (1 + S) · scale
+  favor    linear's with A_ij = Σ_l π_ijl, W fixed, through exp, the rows' maxima and the
+           keys' stabilizer μ_i (grad_favor).
 
 Inputs are random with a printed seed; LA_TEST_SEED=N replays a run. Exits 1 on any
 failure; the last line is "attend_grad_numpy: N passed, N failed, N skipped".
@@ -39,8 +44,9 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from attend_numpy import (DEFAULT_EPS, Run, key_mask, phi, ref_hard, ref_linear,  # noqa: E402
-                          ref_softmax, rel_error, to_heads, visible_keys)
+from attend_numpy import (DEFAULT_EPS, Run, causal_offset, favor_features,  # noqa: E402
+                          key_mask, phi, ref_favor, ref_hard, ref_linear, ref_local,
+                          ref_softmax, ref_taylor, rel_error, to_heads, visible_keys)
 import checks  # noqa: E402  (tests/command/checks.py)
 
 TOL = {"float32": 1e-5, "float64": 1e-11}
@@ -50,11 +56,21 @@ NO_BACKWARD = "has no backward pass"
 # ---------------------------------------------------------------- the NumPy backward
 
 
-def grad_softmax(q, k, v, d_out, scale, causal, lengths):
-    """(dQ, dK, dV) of Σ softmax(q kᵀ · scale) v ∘ d_out; all (B, H, ·, ·) float64."""
+def window_mask(n, m, causal, window):
+    """(N, M) boolean: |position_i − j| <= window, query i at position i (+ M − N causal
+    bottom-right), local attention's window."""
+    position = np.arange(n) + causal_offset(n, m, causal)
+    return np.abs(position[:, None] - np.arange(m)[None, :]) <= window
+
+
+def grad_softmax(q, k, v, d_out, scale, causal, lengths, window=None):
+    """(dQ, dK, dV) of Σ softmax(q kᵀ · scale) v ∘ d_out; all (B, H, ·, ·) float64; window:
+    local attention's, the keys within it only."""
     b, _, n, _ = q.shape
     m = k.shape[2]
     mask = key_mask(n, m, causal, lengths, b)
+    if window is not None:
+        mask = mask & window_mask(n, m, causal, window)[None, None]
     scores = np.where(mask, np.einsum("bhnd,bhmd->bhnm", q, k) * scale, -np.inf)
     row_max = scores.max(axis=-1, keepdims=True)
     row_max = np.where(np.isfinite(row_max), row_max, 0.0)
@@ -113,6 +129,96 @@ def grad_linear(q, k, v, d_out, feature_map, eps, causal, lengths):
     return dfq * phi_prime(q, feature_map), dfk * phi_prime(k, feature_map), dv
 
 
+def grad_weighted(A, v, d_out, mask, eps):
+    """The part every normalized-weights backward shares, y = A v / (A·1 + eps) with A
+    (B, H, N, M) the weights (0 where hidden): (dA, dV, the terms' sizes |dnum Vᵀ| + |dden|),
+    dA = (dnum Vᵀ + dden) ∘ mask, dnum = dO / den, dden = −rowsum(dO ∘ y) / den; a query
+    that sees no key passes no gradient."""
+    seen = mask.any(axis=-1, keepdims=True)
+    den = np.where(seen, A.sum(axis=-1, keepdims=True) + eps, 1.0)
+    O = np.where(seen, (A @ v) / den, 0.0)
+    g = np.where(seen, d_out, 0.0)
+    dnum = g / den
+    dden = -np.sum(g * O, axis=-1, keepdims=True) / den
+    dA = (dnum @ np.swapaxes(v, -1, -2) + dden) * mask
+    terms = (np.abs(dnum @ np.swapaxes(v, -1, -2)) + np.abs(dden)) * mask
+    return dA, np.swapaxes(A, -1, -2) @ dnum, terms
+
+
+def grad_taylor(q, k, v, d_out, scale, eps, causal, lengths):
+    """(dQ, dK, dV, size_q, size_k) of Taylor attention, κ = 1 + s + s²/2 with s = q·k ·
+    scale: dκ from grad_weighted, dS = dκ ∘ (1 + s) · scale, dQ = dS K, dK = dSᵀ Q; sizes:
+    what the terms of dQ and dK add up to in absolute value."""
+    b, _, n, _ = q.shape
+    mask = np.broadcast_to(key_mask(n, k.shape[2], causal, lengths, b),
+                           q.shape[:2] + (n, k.shape[2]))
+    s = np.einsum("bhnd,bhmd->bhnm", q, k) * scale
+    kappa = np.where(mask, 1 + s + s * s / 2, 0.0)
+    dkappa, dv, terms = grad_weighted(kappa, v, d_out, mask, eps)
+    dS = dkappa * (1 + s) * scale
+    size = terms * np.abs(1 + s) * abs(scale)
+    return (dS @ k, np.swapaxes(dS, -1, -2) @ q, dv, size @ np.abs(k),
+            np.swapaxes(size, -1, -2) @ np.abs(q))
+
+
+def grad_favor(q, k, v, d_out, w, eps, causal, lengths):
+    """(dQ, dK, dV, size_q, size_k) of FAVOR+ with W fixed, the stabilizers as ref_favor's
+    (the function the kernel computes): with p = s·x Wᵀ, P its row max, g_j = P_j −
+    ‖s·k_j‖²/2, μ_i = g_{j*(i)} the largest g query i sees (the first), the terms
+    π_ijl = exp(p_il − P_i + p_jl − P_j + g_j − μ_i) / m of a_ij = Σ_l π_ijl:
+      dp_il = Σ_j dA_ij π_ijl, dp_jl = Σ_i dA_ij π_ijl, dP_i = dμ_i = −Σ_j dA_ij a_ij,
+      dg_{j*(i)} += dμ_i, the key's ‖x_j‖²/2: −Σ_i dA_ij a_ij − dg_j times x_j,
+      dP_j = dg_j, then each row's dP onto its argmax; dQ = s·dp_q W, dK = s·(dp_k W + c_j x_j)."""
+    b, h, n, dk = q.shape
+    mk, m = k.shape[2], w.shape[0]
+    s = dk ** -0.25
+    mask = np.broadcast_to(key_mask(n, mk, causal, lengths, b), (b, h, n, mk))
+    pq, pk = np.einsum("bhnd,ld->bhnl", s * q, w), np.einsum("bhmd,ld->bhml", s * k, w)
+    Pq, Pk = pq.max(axis=-1), pk.max(axis=-1)
+    g = Pk - 0.5 * np.sum((s * k) ** 2, axis=-1)
+    gm = np.where(mask, g[:, :, None, :], -np.inf)
+    star = gm.argmax(axis=-1)  # (B, H, N): j*(i), the first of the largest
+    mu = np.where(mask.any(axis=-1), gm.max(axis=-1), 0.0)
+    expo = (pq - Pq[..., None])[:, :, :, None, :] + (pk - Pk[..., None] + g[..., None])[
+        :, :, None, :, :] - mu[..., None, None]
+    pi = np.where(mask[..., None], np.exp(expo) / m, 0.0)  # (B, H, N, M, m)
+    a = pi.sum(axis=-1)
+    dA, dv, terms = grad_weighted(a, v, d_out, mask, eps)
+    dpq = np.einsum("bhnj,bhnjl->bhnl", dA, pi)
+    dpk = np.einsum("bhnj,bhnjl->bhjl", dA, pi)
+    dmu = -np.sum(dA * a, axis=-1)  # (B, H, N): dP_i too
+    coef = -np.sum(dA * a, axis=-2)  # (B, H, M): on x_j
+    dg = np.zeros_like(g)
+    for bi in range(b):
+        for hi in range(h):
+            np.add.at(dg[bi, hi], star[bi, hi], dmu[bi, hi])
+    coef -= dg
+    np.put_along_axis(dpq, pq.argmax(axis=-1)[..., None],
+                      np.take_along_axis(dpq, pq.argmax(axis=-1)[..., None], -1) + dmu[..., None],
+                      axis=-1)
+    np.put_along_axis(dpk, pk.argmax(axis=-1)[..., None],
+                      np.take_along_axis(dpk, pk.argmax(axis=-1)[..., None], -1) + dg[..., None],
+                      axis=-1)
+    dq = s * (dpq @ w)
+    dkk = s * (dpk @ w + coef[..., None] * (s * k))
+    wmax = np.abs(w).max(axis=0)  # (d_k,)
+    size = terms * a
+    size_q = 2 * s * size.sum(axis=-1)[..., None] * wmax
+    size_k = s * np.swapaxes(size, -1, -2).sum(axis=-1)[..., None] * (2 * wmax + s * np.abs(k))
+    return dq, dkk, dv, size_q, size_k
+
+
+def term_error(got, ref, size):
+    """‖got − ref‖ / ‖size‖, size what the gradient's terms add up to in absolute value
+    (0 where no query sees a key: then any nonzero is inf)."""
+    ref = ref.reshape(got.shape)
+    if not (np.all(np.isfinite(got)) and np.all(np.isfinite(ref))):
+        return np.inf
+    scale = np.linalg.norm(size)
+    diff = np.linalg.norm(got - ref)
+    return diff / scale if scale > 0 else (0.0 if diff == 0 else np.inf)
+
+
 def linear_dq_error(got, ref, used, opts, wrt="q"):
     """The error of linear attention's dQ (wrt "q"; dK with "k", the same argument with
     dφ(k_j) = Σ_i φ(q_i) (dO_i·v_j / den_i + dden_i) over the queries that see j),
@@ -148,8 +254,19 @@ def linear_dq_error(got, ref, used, opts, wrt="q"):
 
 
 def reference(variant, q, k, v, d_out, opts):
-    """(out, dQ, dK, dV) in float64 for (B, H, ·, ·) inputs."""
+    """(out, dQ, dK, dV) in float64 for (B, H, ·, ·) inputs; Taylor and FAVOR+ also the sizes
+    of dQ's and dK's terms (their errors are taken relative to those: term_error)."""
     causal, lengths = opts["causal"], opts["lengths"]
+    if variant == "local":
+        out = ref_local(q, k, v, opts["scale"], causal, lengths, opts["window"])
+        return (out,) + grad_softmax(q, k, v, d_out, opts["scale"], causal, lengths,
+                                     opts["window"])
+    if variant == "taylor":
+        out = ref_taylor(q, k, v, opts["scale"], opts["eps"], causal, lengths)
+        return (out,) + grad_taylor(q, k, v, d_out, opts["scale"], opts["eps"], causal, lengths)
+    if variant == "favor":
+        out = ref_favor(q, k, v, opts["w"], opts["eps"], causal, lengths)
+        return (out,) + grad_favor(q, k, v, d_out, opts["w"], opts["eps"], causal, lengths)
     if variant == "softmax":
         out = ref_softmax(q, k, v, opts["scale"], causal, lengths)
         return (out,) + grad_softmax(q, k, v, d_out, opts["scale"], causal, lengths)
@@ -168,7 +285,9 @@ def finite_differences(run):
     attend_numpy's references (float64, h = 1e-6)."""
     rng = run.rng
     configs = [("softmax", dict(scale=0.4)), ("hard", dict(scale=0.125)),
-               ("linear", dict(fm="elu", eps=1e-3)), ("linear", dict(fm="relu", eps=0.5))]
+               ("linear", dict(fm="elu", eps=1e-3)), ("linear", dict(fm="relu", eps=0.5)),
+               ("local", dict(scale=0.4, window=1)), ("taylor", dict(scale=0.4, eps=1e-3)),
+               ("favor", dict(w=favor_features(5, 3, 11), eps=0.5))]
     for variant, extra in configs:
         for causal in (False, True):
             b, h, n, m, dk, dv = 2, 2, 5, 6, 3, 4
@@ -176,7 +295,7 @@ def finite_differences(run):
             v, d_out = rng.standard_normal((b, h, m, dv)), rng.standard_normal((b, h, n, dv))
             # (hard: continuous scores, so no two tie and the argmax does not move under ±h)
             opts = dict(extra, causal=causal, lengths=np.array([0, 4]))
-            _, *grads = reference(variant, q, k, v, d_out, opts)
+            grads = reference(variant, q, k, v, d_out, opts)[1:4]
             step = 1e-6
             worst = 0.0
             for which, x in enumerate((q, k, v)):
@@ -190,7 +309,8 @@ def finite_differences(run):
                     x[idx] = keep
                     fd[idx] = (up - down) / (2 * step)
                 worst = max(worst, rel_error(grads[which], fd))
-            label = "finite differences %s %s causal=%d" % (variant, extra, causal)
+            label = "finite differences %s %s causal=%d" % (
+                variant, {x: extra[x] for x in extra if x != "w"}, causal)
             if worst < 1e-6:
                 run.ok(label)
             else:
@@ -235,7 +355,8 @@ def skipped(run, err, rc):
 
 
 def gradient_case(run, label, variant, shape, causal, with_lengths, precision, *,
-                  feature_map=None, kernel=None, chunk=None, scale=None, eps=None):
+                  feature_map=None, kernel=None, chunk=None, scale=None, eps=None,
+                  window=None, features=None):
     """One `linattn attend` call with gradients against the NumPy backward.
     shape = (lead, n, m, d_k, d_v)."""
     lead, n, m, dk, dv = shape
@@ -255,7 +376,8 @@ def gradient_case(run, label, variant, shape, causal, with_lengths, precision, *
         used[name] = to_heads(stored.astype(precision).astype(np.float64))
     # the registry's name of the kernel (--kernel is deprecated)
     name = {("softmax", "materialized"): "softmax_materialized",
-            ("linear", "recurrent"): "linear_recurrent"}.get((variant, kernel), variant)
+            ("linear", "recurrent"): "linear_recurrent",
+            ("favor", "recurrent"): "favor_recurrent"}.get((variant, kernel), variant)
     args = ["--variant", name, "--q", run.path("q.npy"), "--k", run.path("k.npy"),
             "--v", run.path("v.npy"), "--precision", precision]
     lengths = None
@@ -281,9 +403,14 @@ def gradient_case(run, label, variant, shape, causal, with_lengths, precision, *
         args += ["--eps", repr(eps)]
     if feature_map:
         args += ["--feature-map", feature_map]
+    if window is not None:
+        args += ["--window", str(window)]
+    if features is not None:
+        args += ["--features", str(features), "--seed", "5"]
     opts = dict(causal=causal, lengths=lengths,
                 scale=scale if scale is not None else 1 / np.sqrt(dk),
-                fm=feature_map or "elu", eps=DEFAULT_EPS if eps is None else eps)
+                fm=feature_map or "elu", eps=DEFAULT_EPS if eps is None else eps,
+                window=window, w=favor_features(features, dk, 5) if features else None)
     refs = reference(variant, used["q"], used["k"], used["v"], used["do"], opts)
     want_shapes = (lead + (n, dv), lead + (n, dk), lead + (m, dk), lead + (m, dv))
 
@@ -301,6 +428,8 @@ def gradient_case(run, label, variant, shape, causal, with_lengths, precision, *
         ref = ref.reshape(want)
         if variant == "linear" and name in ("dq.npy", "dk.npy"):
             e = linear_dq_error(got.astype(np.float64), ref, used, opts, name[1])
+        elif variant in ("taylor", "favor") and name in ("dq.npy", "dk.npy"):
+            e = term_error(got.astype(np.float64), ref, refs[4 if name == "dq.npy" else 5])
         else:
             e = rel_error(got.astype(np.float64), ref)
         if not e < TOL[precision]:
@@ -328,7 +457,13 @@ def gradients(run):
                     for fm in ("elu", "relu"):
                         gradient_case(run, "linear %s %s" % (fm, tag), "linear", *common,
                                       feature_map=fm)
+                    gradient_case(run, "local window=2 " + tag, "local", *common, window=2)
+                    gradient_case(run, "taylor scale=0.3 " + tag, "taylor", *common, scale=0.3)
+                    gradient_case(run, "favor m=6 eps=0.5 " + tag, "favor", *common,
+                                  features=6, eps=0.5)
                     if causal:
+                        gradient_case(run, "favor recurrent m=6 eps=0.5 " + tag, "favor",
+                                      *common, kernel="recurrent", features=6, eps=0.5)
                         gradient_case(run, "linear recurrent eps=1e-3 " + tag, "linear",
                                       *common, kernel="recurrent", eps=1e-3)
                         gradient_case(run, "linear chunk=3 relu " + tag, "linear", *common,

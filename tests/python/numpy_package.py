@@ -479,7 +479,7 @@ def cost(check):
     check(c64["io_bytes"] == 2 * c["io_bytes"] == 8 * (n * d_k + m * d_k + m * d_v + n * d_v),
           "io_bytes: q, k, v, out once, 4 or 8 bytes each")
     raises(check, "cost of a backward that does not exist", ValueError, _lib.EINVAL,
-           linattn.cost, "favor", 8, backward=True)
+           linattn.cost, "linformer", 8, backward=True)
     check(linattn.cost("softmax", 16, backward=True)["flops_total"] > 0, "backward cost")
     D, F = 512, 2048
     p = linattn.params(D, 8, F, encoder_layers=6, decoder_layers=6)
@@ -594,7 +594,7 @@ def errors(check):
     raises(check, "float32 scores past the range (LA_ERANGE)", FloatingPointError, _lib.ERANGE,
            linattn.attention, big, big, big)
     raises(check, "backward of a variant without one", ValueError, _lib.EINVAL,
-           linattn.attention_backward, q, q, q, q, "local")
+           linattn.attention_backward, q, q, q, q, "cosine")
     raises(check, "d_out of another shape", ValueError, _lib.EINVAL,
            linattn.attention_backward, q, q, q, q[:, :4])
     raises(check, "return_lse of linear", ValueError, _lib.EINVAL, linattn.attention, q, q, q,
