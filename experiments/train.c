@@ -20,11 +20,37 @@
 #include <string.h>
 
 const char *const train_recorded_flags[TRAIN_RECORDED] = {
-    "task",    "data",         "pairs",    "vocab",     "copy-length", "attention",
-    "window",  "proj-rank",    "features", "score-dim", "feature-map", "layers",
-    "d-model", "heads",        "d-ff",     "seq-len",   "norm",        "activation",
-    "batch",   "lr",           "warmup",   "schedule",  "step-every",  "gamma",
-    "min-lr",  "weight-decay", "clip",     "seed",      "precision",
+    [TRAIN_TASK] = "task",
+    [TRAIN_DATA] = "data",
+    [TRAIN_PAIRS] = "pairs",
+    [TRAIN_VOCAB] = "vocab",
+    [TRAIN_COPY_LENGTH] = "copy-length",
+    [TRAIN_ATTENTION] = "attention",
+    [TRAIN_WINDOW] = "window",
+    [TRAIN_PROJ_RANK] = "proj-rank",
+    [TRAIN_FEATURES] = "features",
+    [TRAIN_SCORE_DIM] = "score-dim",
+    [TRAIN_FEATURE_MAP] = "feature-map",
+    [TRAIN_LAYERS] = "layers",
+    [TRAIN_D_MODEL] = "d-model",
+    [TRAIN_HEADS] = "heads",
+    [TRAIN_D_FF] = "d-ff",
+    [TRAIN_SEQ_LEN] = "seq-len",
+    [TRAIN_NORM] = "norm",
+    [TRAIN_ACTIVATION] = "activation",
+    [TRAIN_POSITIONS] = "positions",
+    [TRAIN_HEAD] = "head",
+    [TRAIN_BATCH] = "batch",
+    [TRAIN_LR] = "lr",
+    [TRAIN_WARMUP] = "warmup",
+    [TRAIN_SCHEDULE] = "schedule",
+    [TRAIN_STEP_EVERY] = "step-every",
+    [TRAIN_GAMMA] = "gamma",
+    [TRAIN_MIN_LR] = "min-lr",
+    [TRAIN_WEIGHT_DECAY] = "weight-decay",
+    [TRAIN_CLIP] = "clip",
+    [TRAIN_SEED] = "seed",
+    [TRAIN_PRECISION] = "precision",
 };
 
 /* The defaults ("" : absent, nothing applies), indexed as the flags; small enough that the
@@ -48,6 +74,8 @@ static const char *const defaults[TRAIN_RECORDED] = {
     [TRAIN_SEQ_LEN] = "64",
     [TRAIN_NORM] = "pre",
     [TRAIN_ACTIVATION] = "relu",
+    [TRAIN_POSITIONS] = "sinusoidal",
+    [TRAIN_HEAD] = "separate",
     [TRAIN_BATCH] = "16",
     [TRAIN_LR] = "0.003",
     [TRAIN_WARMUP] = "50",
@@ -157,12 +185,16 @@ static int parse_model(const char **t, train_settings *s)
     static const char *const norms[] = {"post", "pre", NULL};
     static const char *const activations[] = {"relu", "gelu", NULL};
     static const char *const precisions[] = {"float32", "float64", NULL};
-    int task, rc, pre, gelu, f64;
+    static const char *const positions[] = {"sinusoidal", "learned", NULL};
+    static const char *const heads[] = {"separate", "tied", NULL};
+    int task, rc, pre, gelu, f64, learned, tied;
     size_t n[6];
     if ((rc = cli_parse_choice("--task", t[TRAIN_TASK], tasks, &task)) ||
         (rc = cli_parse_choice("--norm", t[TRAIN_NORM], norms, &pre)) ||
         (rc = cli_parse_choice("--activation", t[TRAIN_ACTIVATION], activations, &gelu)) ||
-        (rc = cli_parse_choice("--precision", t[TRAIN_PRECISION], precisions, &f64)))
+        (rc = cli_parse_choice("--precision", t[TRAIN_PRECISION], precisions, &f64)) ||
+        (rc = cli_parse_choice("--positions", t[TRAIN_POSITIONS], positions, &learned)) ||
+        (rc = cli_parse_choice("--head", t[TRAIN_HEAD], heads, &tied)))
         return rc;
     const char *const size_flags[6] = {"--layers", "--d-model", "--heads",
                                        "--d-ff",   "--seq-len", "--batch"};
@@ -221,6 +253,8 @@ static int parse_model(const char **t, train_settings *s)
     s->model.dtype = f64 ? LA_FLOAT64 : LA_FLOAT32;
     s->model.pre_ln = pre;
     s->model.gelu = gelu;
+    s->model.learned_positions = learned;
+    s->model.tie_head = tied;
     return 0;
 }
 

@@ -5,7 +5,8 @@ weights after one AdamW step (with gradient clipping).
 
 Usage: /usr/bin/python3 scripts/check_torch_train.py BUILD/linattn   (run by `make check-torch`)
 
-For each case (float32 and float64; softmax and linear attention; pre-LN and post-LN) two
+For each case (float32 and float64; softmax and linear attention; pre-LN and post-LN; and
+softmax pre-LN with learned positions and the head tied to the embedding) two
 runs of `linattn train --task copy --steps 1` on a small model:
   A  --lr 0 --clip 0: its checkpoint holds the initial weights (a rate of 0 leaves them)
      and AdamW's first moment m = (1 − β₁)·g, so g = m / (1 − β₁); its log's train_loss
@@ -18,7 +19,9 @@ mask) — for linear attention the same layer with its attention computed by sta
 φ(x) = elu(x) + 1, y_i = Σ_{j<=i} φ(q_i)·φ(k_j) v_j / (Σ_{j<=i} φ(q_i)·φ(k_j) + 1e-6) —
 then nn.LayerNorm and nn.Linear; loads A's weights; rebuilds the copy task's batch from the
 seed (the generator of lib/train/tasks.c, in Python); and runs cross_entropy, backward,
-clip_grad_norm_ and torch.optim.AdamW. Relative errors (‖a − b‖ / ‖b‖ per tensor) must be
+clip_grad_norm_ and torch.optim.AdamW (in float32 on linattn's gradients, once those are
+compared: Adam's first step lr·g/(|g| + ε) magnifies the float32 rounding of a gradient
+near ε; in float64 on PyTorch's own). Relative errors (‖a − b‖ / ‖b‖ per tensor) must be
 below 1e-4 in float32 and 1e-10 in float64. Exits 1 on any failure.
 """
 import math
@@ -101,7 +104,7 @@ class LinearAttentionLayer(nn.TransformerEncoderLayer):
 
 
 class Model(nn.Module):
-    def __init__(self, attention, pre_ln, dtype):
+    def __init__(self, attention, pre_ln, learned, tied, dtype):
         super().__init__()
         layer = LinearAttentionLayer if attention == "linear" else nn.TransformerEncoderLayer
         self.embedding = nn.Embedding(V_COPY, D)
@@ -110,6 +113,10 @@ class Model(nn.Module):
              for _ in range(L)])
         self.norm = nn.LayerNorm(D, eps=1e-5)
         self.head = nn.Linear(D, V_COPY)
+        if tied:
+            self.head.weight = self.embedding.weight
+        if learned:
+            self.pos_embedding = nn.Embedding(N, D)
         t = torch.arange(N, dtype=torch.float64)[:, None]
         i = torch.arange(0, D, 2, dtype=torch.float64)
         pos = torch.zeros(N, D, dtype=torch.float64)
@@ -119,7 +126,8 @@ class Model(nn.Module):
         self.to(dtype)
 
     def forward(self, tokens):
-        x = self.embedding(tokens) + self.positions
+        x = self.embedding(tokens) + (self.pos_embedding.weight if hasattr(self, "pos_embedding")
+                                      else self.positions)
         mask = torch.full((N, N), float("-inf"), dtype=x.dtype).triu(1)
         for layer in self.layers:
             x = layer(x, src_mask=mask)
@@ -146,24 +154,27 @@ def train_run(binary, tmp, name, flags):
     return ck, loss
 
 
-def check_case(binary, tmp, precision, attention, norm, seed):
+def check_case(binary, tmp, precision, attention, norm, seed, learned=False, tied=False):
     dtype = torch.float32 if precision == "float32" else torch.float64
     tol = TOL[precision]
     flags = ["--task", "copy", "--attention", attention, "--norm", norm, "--precision",
              precision, "--d-model", str(D), "--heads", str(H), "--d-ff", str(FF), "--layers",
              str(L), "--seq-len", str(N), "--batch", str(B), "--seed", str(seed), "--warmup",
-             "0", "--threads", "1"]
-    tag = "%s %s %s-LN" % (precision, attention, norm)
+             "0", "--threads", "1", "--positions", "learned" if learned else "sinusoidal",
+             "--head", "tied" if tied else "separate"]
+    tag = "%s %s %s-LN%s%s" % (precision, attention, norm, " learned" if learned else "",
+                               " tied" if tied else "")
     a, loss_a = train_run(binary, tmp, tag.replace(" ", "_") + "_a",
                           flags + ["--lr", "0", "--clip", "0"])
     b, _ = train_run(binary, tmp, tag.replace(" ", "_") + "_b",
                      flags + ["--lr", "0.01", "--clip", "0.5", "--weight-decay", "0.1"])
-    model = Model(attention, norm == "pre", dtype)
+    model = Model(attention, norm == "pre", learned, tied, dtype)
     model.train()
+    # the parameters (a tied head.weight is embedding.weight: one file, one parameter)
     state = {k: torch.tensor(np.load(os.path.join(a, k + ".npy")))
-             for k in model.state_dict() if k != "positions"}
+             for k, _ in model.named_parameters()}
     missing = model.load_state_dict(state, strict=False).missing_keys
-    assert missing == ["positions"], missing
+    assert set(missing) <= {"positions", "head.weight"}, missing
     tokens, targets = copy_batch(seed, B, N)
     logits = model(tokens)
     loss = F.cross_entropy(logits.reshape(-1, V_COPY), targets.reshape(-1), ignore_index=-1)
@@ -179,6 +190,12 @@ def check_case(binary, tmp, precision, attention, norm, seed):
         worst = max(worst, e)
         if not e < tol:
             failures.append("gradient of %s: %.1e" % (k, e))
+        if precision == "float32":
+            # Adam's first step moves θ by lr·g/(|g| + ε): for an element whose gradient is
+            # near ε = 1e-8 (a ReLU unit that hardly fires) a float32 rounding of g moves
+            # θ by a visible part of lr. The step is compared on linattn's gradients,
+            # which the lines above compared with PyTorch's; in float64 on PyTorch's own.
+            t.grad = torch.tensor(g, dtype=dtype)
     torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
     opt = torch.optim.AdamW(model.parameters(), lr=0.01, betas=(0.9, 0.999), eps=1e-8,
                             weight_decay=0.1)
@@ -223,6 +240,11 @@ def main():
                         passed += 1
                     else:
                         failed += 1
+            # learned positions and a head tied to the embedding
+            if check_case(binary, tmp, precision, "softmax", "pre", seed, True, True):
+                passed += 1
+            else:
+                failed += 1
     print("check_torch_train: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

@@ -2,9 +2,10 @@
 """train_runs.py — `linattn train` end to end on a tiny model: a run stopped half-way
 (--steps S/2, then --resume to S) ends with the very weights, moments and generator of the
 uninterrupted run, byte for byte, and so does one stopped by SIGINT (exit 130 after its
-checkpoint) and resumed; the log's `#` metadata lines and one row per evaluation, kept
-across --resume; the loss falls on the copy task; a checkpoint of another shape refused
-and left as it was; a loss that is not finite stops the run with exit 2 and one line,
+checkpoint) and resumed, and (full profile) a recall run in float64 with learned positions
+and a tied head; 2 threads give the bits of 1 (full profile); the log's `#` metadata lines
+and one row per evaluation, kept across --resume; the loss falls on the copy task; a
+checkpoint of another shape refused and left as it was; a loss that is not finite stops the run with exit 2 and one line,
 the checkpoint already in the folder untouched; the text task's data file refused when
 missing, empty or too short.
 
@@ -101,7 +102,7 @@ def main():
             proc.send_signal(signal.SIGINT)
             _, err = proc.communicate(timeout=60)
             check(proc.returncode == 130, "%s: SIGINT: exit %s, want 130 (%s)"
-                  % (attention, proc.returncode, err[-200:]))
+                  % (attention, proc.returncode, err.strip()[-200:]))
             with open(os.path.join(stopped, "checkpoint.txt")) as f:
                 step = int([l.split()[1] for l in f if l.startswith("step ")][0])
             check(step >= 5, "%s: the checkpoint at SIGINT is at step %d" % (attention, step))
@@ -123,6 +124,27 @@ def main():
                       "%s: --resume with %s %s refused: %s" % (attention, flag, value,
                                                               p.stderr.strip()))
             check(folder_bytes(half) == before, "%s: the refused runs left it as it was" % attention)
+
+    if not checks.quick():
+        # recall in float64 with learned positions and a tied head: resumed = straight; and
+        # 2 threads give the bits of 1
+        base = TINY[:-6] + ["--task", "recall", "--pairs", "3", "--vocab",
+                            "20", "--precision", "float64", "--positions", "learned", "--head",
+                            "tied", "--eval-every", "4", "--seed", str(seed)]
+        with tempfile.TemporaryDirectory() as tmp:
+            whole, half, two = (os.path.join(tmp, n) for n in ("whole", "half", "two"))
+            p1 = run(binary, ["train", "--steps", "8", "--checkpoint", whole, "--threads", "1"]
+                     + base)
+            p2 = run(binary, ["train", "--steps", "4", "--checkpoint", half, "--threads", "1"]
+                     + base)
+            p3 = run(binary, ["train", "--resume", half, "--steps", "8", "--threads", "1"])
+            ok = all(p.returncode == 0 for p in (p1, p2, p3))
+            why = same_folders(whole, half) if ok else (p1.stderr + p2.stderr + p3.stderr)[-300:]
+            check(why == "", "recall, float64, learned, tied: 4 + 4 resumed = 8 steps %s" % why)
+            p = run(binary, ["train", "--steps", "8", "--checkpoint", two, "--threads", "2"]
+                    + base)
+            why = same_folders(whole, two) if p.returncode == 0 else p.stderr[-300:]
+            check(why == "", "2 threads give the bits of 1 %s" % why)
 
     with tempfile.TemporaryDirectory() as tmp:
         # the loss falls on the copy task
