@@ -614,8 +614,26 @@ static void key_block_pass(const head *hd, size_t j0, size_t cols, grad_scratch 
     const la_problem *p = hd->p;
     const size_t N = p->n_queries;
     load_keys(hd, j0, cols, w);
-    for (size_t i0 = 0; i0 < N; i0 += BQ) {
+    /* the first query block whose last row's keys end past j0 (hi never decreases, so the
+     * blocks before it see nothing of this one): by bisection, so that a window's key
+     * block costs O(log N) beyond the blocks that see it */
+    size_t first = 0, end = (N + BQ - 1) / BQ;
+    while (first < end) {
+        const size_t mid = first + (end - first) / 2, last = N - mid * BQ < BQ ? N : (mid + 1) * BQ;
+        size_t lo, hi;
+        row_keys(hd, last - 1, &lo, &hi);
+        if (hi <= j0)
+            first = mid + 1;
+        else
+            end = mid;
+    }
+    for (size_t i0 = first * BQ; i0 < N; i0 += BQ) {
         const size_t rows = N - i0 < BQ ? N - i0 : BQ;
+        size_t lo, hi;
+        row_keys(hd, i0, &lo, &hi);
+        if (lo >= j0 + cols)
+            break; /* this block's keys start past the key block, and so
+                      do every later block's (lo never decreases) */
         if (block_unseen(hd, i0, rows, j0, cols)) continue; /* no row sees the block */
         row_dots(hd, i0, rows, w);
         block_backward(hd, i0, rows, j0, cols, w, true, also_q);
@@ -631,7 +649,9 @@ static void query_block_pass(const head *hd, size_t i0, size_t rows, grad_scratc
      * so both schedules make the same calls, and skipped as it skips them */
     const size_t head_end = head_key_end(hd);
     row_dots(hd, i0, rows, w);
-    for (size_t j0 = 0; j0 < key_end; j0 += BK) {
+    size_t first, hi;
+    row_keys(hd, i0, &first, &hi); /* blocks ending at or before the first row's lo: unseen */
+    for (size_t j0 = first / BK * BK; j0 < key_end; j0 += BK) {
         const size_t cols = head_end - j0 < BK ? head_end - j0 : BK;
         if (block_unseen(hd, i0, rows, j0, cols)) continue;
         load_keys(hd, j0, cols, w);

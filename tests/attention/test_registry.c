@@ -1,10 +1,11 @@
 /* test_registry.c — each registry row's capabilities (la_kernel_info: masks, caps, sweep,
- * time_exponent, family) against what its kernel does: the command, the sweeps and the
- * tests read these fields instead of naming kernels, so a wrong bit would send a mask to
- * a kernel that refuses it, or keep a kernel out of an experiment it runs in. */
+ * time_exponent, family, the backward's slots) against what its kernel does: the command, the
+ * sweeps and the tests read these fields instead of naming kernels, so a wrong bit would send a
+ * mask to a kernel that refuses it, or keep a kernel out of an experiment it runs in. */
 #include "../testutil.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -92,6 +93,58 @@ static void weights_match_the_kernels(void **state)
     }
 }
 
+/* backward_f32, backward_f64, reference_backward, backward_cost: set together; where they
+ * are, la_attention_backward runs in both precisions, la_ref_attention_backward and
+ * la_attention_backward_cost answer, each gradient written finite; where they are NULL,
+ * each refuses the kernel. */
+static void backward_matches_the_kernels(void **state)
+{
+    (void)state;
+    static small_arrays a;
+    static float g[3][2 * N * D];
+    static double gd[3][2 * N * D], vd[2 * N * D], outd[2 * N * D];
+    fill(&a);
+    for (size_t x = 0; x < 2 * N * D; x++)
+        vd[x] = a.v[x];
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        const la_kernel_info *info = la_kernel_get((la_kernel)k);
+        la_problem p = small_problem(info);
+        const bool has = info->backward_f32 != NULL;
+        if (has != (info->backward_f64 != NULL) || has != (info->reference_backward != NULL) ||
+            has != (info->backward_cost != NULL))
+            fail_msg("%s: backward_f32, backward_f64, reference_backward and backward_cost not "
+                     "set together",
+                     info->name);
+        const la_status want = has ? LA_OK : LA_EINVAL;
+        la_cost c;
+        la_status st = la_attention_backward_cost((la_kernel)k, &p, LA_FLOAT32, &c);
+        if (st != want)
+            fail_msg("%s's backward cost: %s, the row says %s", info->name, la_strerror(st),
+                     la_strerror(want));
+        assert_int_equal(la_attention((la_kernel)k, &p, LA_FLOAT32, a.q, a.k, a.v, a.out), LA_OK);
+        st = la_attention_backward((la_kernel)k, &p, LA_FLOAT32, a.q, a.k, a.v, a.out, NULL, a.out,
+                                   g[0], g[1], g[2]);
+        if (st != want)
+            fail_msg("%s's backward: %s, the row says %s", info->name, la_strerror(st),
+                     la_strerror(want));
+        assert_int_equal(la_attention((la_kernel)k, &p, LA_FLOAT64, a.qd, a.kd, vd, outd), LA_OK);
+        st = la_attention_backward((la_kernel)k, &p, LA_FLOAT64, a.qd, a.kd, vd, outd, NULL, outd,
+                                   gd[0], gd[1], gd[2]);
+        if (st != want)
+            fail_msg("%s's float64 backward: %s, the row says %s", info->name, la_strerror(st),
+                     la_strerror(want));
+        st = la_ref_attention_backward((la_kernel)k, &p, a.qd, a.kd, vd, outd, outd, gd[0], gd[1],
+                                       gd[2]);
+        if (st != want)
+            fail_msg("%s's backward oracle: %s, the row says %s", info->name, la_strerror(st),
+                     la_strerror(want));
+        for (int t = 0; has && t < 3; t++)
+            for (size_t x = 0; x < 2 * N * D; x++)
+                if (!isfinite(g[t][x]) || !isfinite(gd[t][x]))
+                    fail_msg("%s's backward: gradient %d entry %zu not finite", info->name, t, x);
+    }
+}
+
 /* time_exponent: the cost model's FLOPs at 2N over N, self-attention at d = 64 and the
  * default budgets (window, rank, features), tend to 2^e; at N = 8192 → 16384 every row
  * is within 0.1 of e in log2. */
@@ -148,6 +201,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(masks_match_the_kernels),
         cmocka_unit_test(weights_match_the_kernels),
+        cmocka_unit_test(backward_matches_the_kernels),
         cmocka_unit_test(time_exponent_matches_the_cost_model),
         cmocka_unit_test(sweep_and_family_are_consistent),
     };
