@@ -21,7 +21,7 @@ static const char help_text[] =
     "Multi-query associative recall as Zoology (Arora et al. 2023) generates it: K\n"
     "key-value pairs (keys from one half of the vocabulary, values from the other), then\n"
     "the keys queried again at power-law gaps; only the answers are scored (`linattn help\n"
-    "train`). A two-layer decoder-only Transformer (heads of 16, d_ff = 2·D) is trained from\n"
+    "train`). A two-layer decoder-only Transformer (heads of 8, d_ff = 2·D) is trained from\n"
     "the same seed for each attention variant and point, and its final accuracy on 4\n"
     "held-out batches goes to PATH. Two studies share one point:\n"
     "  pairs   accuracy against K at a fixed width D\n"
@@ -54,7 +54,7 @@ void cmd_recall_help(FILE *out)
 
 static const char COLUMNS[] = "study,variant,seq_len,pairs,width,head_dim,vocab,batch,steps,"
                               "eval_loss,eval_accuracy,elapsed_s,status";
-enum { N_KEY = 5, MAX_POINTS = 8, HEAD_DIM = 16 };
+enum { N_KEY = 5, MAX_POINTS = 8, HEAD_DIM = 8 };
 
 /* One point of the studies: N, K, D and which study it belongs to. */
 typedef struct {

@@ -32,7 +32,8 @@ do for [fmt in formats] {
 
     set title "held-out loss (cross-entropy on the copy, nats)" font ",12"
     set ylabel "loss"
-    set logscale y 10
+    set logscale y 2
+    set format y "%g"
     set yrange [l_lo : l_hi]
     plot for [i=1:words(names)] data using (ok(word(names, i), "step")):(ok(word(names, i), "eval_loss")) \
          with linespoints lc rgb color_of(word(names, i)) pt 0 + word(pts, 1 + (i - 1) % 6) ps 0.7 \
@@ -41,6 +42,7 @@ do for [fmt in formats] {
     set title "held-out copy accuracy" font ",12"
     set ylabel "share of copied symbols predicted right"
     unset logscale y
+    set format y "%g"
     set yrange [0 : 1.02]
     set key outside right top Left reverse font ",10" spacing 1.1
     plot for [i=1:words(names)] data using (ok(word(names, i), "step")):(ok(word(names, i), "eval_accuracy")) \
