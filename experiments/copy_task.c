@@ -74,9 +74,9 @@ int cmd_copy_task(int argc, char **argv)
     const char *steps = NULL, *variants = NULL, *seed = NULL, *threads = NULL, *out = NULL;
     int full = 0, resume = 0;
     const cli_flag flags[] = {
-        {"full", NULL, &full},         {"steps", &steps, NULL},     {"variants", &variants, NULL},
-        {"seed", &seed, NULL},         {"threads", &threads, NULL}, {"out", &out, NULL},
-        {"resume", NULL, &resume},     {NULL, NULL, NULL},
+        {"full", NULL, &full},     {"steps", &steps, NULL},     {"variants", &variants, NULL},
+        {"seed", &seed, NULL},     {"threads", &threads, NULL}, {"out", &out, NULL},
+        {"resume", NULL, &resume}, {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;

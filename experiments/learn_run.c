@@ -34,7 +34,8 @@ int learn_parse_variants(const char *text, unsigned default_off, int use[LEARN_V
     for (size_t i = 0; i < LEARN_VARIANTS; i++)
         use[i] = text ? 0 : !(default_off >> i & 1);
     if (!text) return 0;
-    int rc = cli_parse_choice_list("--variants", text, learn_variant_names, idx, LEARN_VARIANTS, &n);
+    int rc =
+        cli_parse_choice_list("--variants", text, learn_variant_names, idx, LEARN_VARIANTS, &n);
     if (rc) return rc;
     for (size_t i = 0; i < n; i++)
         use[idx[i]] = 1;
@@ -99,15 +100,16 @@ static la_status step(const learn_setup *s, run *r, la_train_rng *rng, size_t t,
 {
     la_status st = la_train_task_batch(r->task, rng, s->batch, r->tokens, r->targets);
     if (!st)
-        st = la_train_forward_backward(r->model, s->batch, r->tokens, r->targets, loss, NULL,
-                                       NULL);
+        st = la_train_forward_backward(r->model, s->batch, r->tokens, r->targets, loss, NULL, NULL);
     if (!st && !isfinite(*loss)) st = LA_ERANGE;
     if (!st && s->clip > 0) {
         double norm;
         st = la_train_clip_grad_norm(r->list, r->count, s->model.dtype, s->clip, &norm);
         if (!st && !isfinite(norm)) st = LA_ERANGE;
     }
-    if (!st) st = la_train_adamw_step(&r->adamw, r->list, r->count, la_train_schedule_lr(&s->schedule, t));
+    if (!st)
+        st = la_train_adamw_step(&r->adamw, r->list, r->count,
+                                 la_train_schedule_lr(&s->schedule, t));
     return st;
 }
 

@@ -34,8 +34,8 @@ static int body_step(void *ctx)
 {
     bench_state *b = ctx;
     double loss, norm;
-    la_status st = la_train_forward_backward(b->model, b->batch, b->tokens, b->targets, &loss,
-                                             NULL, NULL);
+    la_status st =
+        la_train_forward_backward(b->model, b->batch, b->tokens, b->targets, &loss, NULL, NULL);
     if (!st) st = la_train_clip_grad_norm(b->list, b->count, LA_FLOAT32, b->s->clip, &norm);
     if (!st) st = la_train_adamw_step(&b->adamw, b->list, b->count, 1e-4);
     return (int)st;
@@ -45,10 +45,10 @@ static int body_attention(void *ctx)
 {
     bench_state *b = ctx;
     const int has_lse = (la_kernel_get(b->c.attention)->caps & LA_CAP_LSE) != 0;
-    la_status st = has_lse ? la_attention_lse(b->c.attention, &b->p, LA_FLOAT32, b->q, b->k,
-                                              b->v, b->o, b->lse)
-                           : la_attention(b->c.attention, &b->p, LA_FLOAT32, b->q, b->k, b->v,
-                                          b->o);
+    la_status st =
+        has_lse
+            ? la_attention_lse(b->c.attention, &b->p, LA_FLOAT32, b->q, b->k, b->v, b->o, b->lse)
+            : la_attention(b->c.attention, &b->p, LA_FLOAT32, b->q, b->k, b->v, b->o);
     if (!st)
         st = la_attention_backward(b->c.attention, &b->p, LA_FLOAT32, b->q, b->k, b->v, b->o,
                                    has_lse ? b->lse : NULL, b->dy, b->dq, b->dk, b->dv);
@@ -71,11 +71,11 @@ static int body_ffn(void *ctx)
 {
     bench_state *b = ctx;
     const size_t r = b->rows, d = b->c.d_model, f = b->c.d_ff;
-    la_status st = la_train_ffn_forward_f32(r, d, f, b->c.gelu, b->x, b->w1, b->b, b->w2, b->b,
-                                            b->pre, b->y);
+    la_status st =
+        la_train_ffn_forward_f32(r, d, f, b->c.gelu, b->x, b->w1, b->b, b->w2, b->b, b->pre, b->y);
     if (!st)
-        st = la_train_ffn_backward_f32(r, d, f, b->c.gelu, b->x, b->w1, b->w2, b->pre, b->dy,
-                                       b->dx, b->dw1, b->db, b->dw2, b->db);
+        st = la_train_ffn_backward_f32(r, d, f, b->c.gelu, b->x, b->w1, b->w2, b->pre, b->dy, b->dx,
+                                       b->dw1, b->db, b->dw2, b->db);
     return (int)st;
 }
 
@@ -83,11 +83,11 @@ static int body_norm(void *ctx)
 {
     bench_state *b = ctx;
     const size_t r = b->rows, d = b->c.d_model;
-    la_status st = la_train_layer_norm_forward_f32(r, d, b->x, b->gamma, b->beta, b->c.ln_eps,
-                                                   b->y, b->mean, b->rstd);
+    la_status st = la_train_layer_norm_forward_f32(r, d, b->x, b->gamma, b->beta, b->c.ln_eps, b->y,
+                                                   b->mean, b->rstd);
     if (!st)
-        st = la_train_layer_norm_backward_f32(r, d, b->x, b->gamma, b->mean, b->rstd, b->dy,
-                                              b->dx, b->dw1, b->db);
+        st = la_train_layer_norm_backward_f32(r, d, b->x, b->gamma, b->mean, b->rstd, b->dy, b->dx,
+                                              b->dw1, b->db);
     return (int)st;
 }
 
@@ -97,16 +97,15 @@ static int body_head(void *ctx)
     const size_t r = b->rows, d = b->c.d_model, vocab = b->c.vocab, n = b->c.seq_len;
     double loss;
     size_t correct, scored;
-    la_status st = la_train_embedding_forward_f32(b->batch, n, vocab, d, b->tokens, b->w1, NULL,
-                                                  b->x);
+    la_status st =
+        la_train_embedding_forward_f32(b->batch, n, vocab, d, b->tokens, b->w1, NULL, b->x);
     if (!st) st = la_train_dense_forward_f32(r, d, vocab, b->x, b->w2, b->b, b->y);
     if (!st)
         st = la_train_cross_entropy_f32(r, vocab, b->y, b->targets, 1.0 / (double)r, &loss,
                                         &correct, &scored);
     if (!st) st = la_train_dense_backward_f32(r, d, vocab, b->x, b->w2, b->y, b->dx, b->dw2, b->db);
     if (!st)
-        st = la_train_embedding_backward_f32(b->batch, n, vocab, d, b->tokens, b->dx, b->dw1,
-                                             NULL);
+        st = la_train_embedding_backward_f32(b->batch, n, vocab, d, b->tokens, b->dx, b->dw1, NULL);
     return (int)st;
 }
 
@@ -124,10 +123,10 @@ static void state_free(bench_state *b)
     la_train_task_free(b->task);
     la_train_model_free(b->model);
     la_train_adamw_free(&b->adamw);
-    void *arrays[] = {b->tokens, b->targets, b->x,  b->y,  b->dx, b->dy,  b->w1,    b->w2,
-                      b->dw1,    b->dw2,     b->b,  b->db, b->pre, b->q,  b->k,     b->v,
-                      b->o,      b->lse,     b->dq, b->dk, b->dv, b->gamma, b->beta, b->mean,
-                      b->rstd};
+    void *arrays[] = {b->tokens, b->targets, b->x,    b->y,   b->dx, b->dy,  b->w1,
+                      b->w2,     b->dw1,     b->dw2,  b->b,   b->db, b->pre, b->q,
+                      b->k,      b->v,       b->o,    b->lse, b->dq, b->dk,  b->dv,
+                      b->gamma,  b->beta,    b->mean, b->rstd};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         free(arrays[i]);
 }
@@ -191,9 +190,8 @@ int learn_measure_speed(const learn_setup *s, double min_s, const char *what, le
         return cli_fail(what, "cannot set up: %s", why ? why : la_strerror(st));
     }
     const timer_rule rule = {3, 100000, min_s, INFINITY};
-    const timer_body bodies[] = {body_step, body_attention, body_projections,
-                                 body_ffn,  body_norm,      body_head,
-                                 body_optimizer};
+    const timer_body bodies[] = {body_step, body_attention, body_projections, body_ffn,
+                                 body_norm, body_head,      body_optimizer};
     enum { N_BODIES = sizeof bodies / sizeof bodies[0] };
     void *ctxs[N_BODIES];
     timer_result t[N_BODIES];

@@ -21,7 +21,7 @@ static const char help_text[] =
     "Multi-query associative recall as Zoology (Arora et al. 2023) generates it: K\n"
     "key-value pairs (keys from one half of the vocabulary, values from the other), then\n"
     "the keys queried again at power-law gaps; only the answers are scored (`linattn help\n"
-    "train`). A two-layer decoder-only Transformer (heads of 8, d_ff = 2·D) is trained from\n"
+    "train`). A two-layer decoder-only Transformer (heads of 16, d_ff = 2·D) is trained from\n"
     "the same seed for each attention variant and point, and its final accuracy on 4\n"
     "held-out batches goes to PATH. Two studies share one point:\n"
     "  pairs   accuracy against K at a fixed width D\n"
@@ -54,7 +54,7 @@ void cmd_recall_help(FILE *out)
 
 static const char COLUMNS[] = "study,variant,seq_len,pairs,width,head_dim,vocab,batch,steps,"
                               "eval_loss,eval_accuracy,elapsed_s,status";
-enum { N_KEY = 5, MAX_POINTS = 8, HEAD_DIM = 8 };
+enum { N_KEY = 5, MAX_POINTS = 8, HEAD_DIM = 16 };
 
 /* One point of the studies: N, K, D and which study it belongs to. */
 typedef struct {
@@ -66,13 +66,19 @@ typedef struct {
 static size_t points_of(int full, point *p)
 {
     if (full) {
-        const point q[] = {{"both", 64, 4, 64},    {"pairs", 128, 8, 64}, {"pairs", 256, 16, 64},
-                           {"width", 64, 4, 128},  {"width", 64, 4, 256}};
+        const point q[] = {{"both", 64, 4, 64},
+                           {"pairs", 128, 8, 64},
+                           {"pairs", 256, 16, 64},
+                           {"width", 64, 4, 128},
+                           {"width", 64, 4, 256}};
         memcpy(p, q, sizeof q);
         return sizeof q / sizeof q[0];
     }
-    const point q[] = {{"both", 32, 4, 32},   {"pairs", 32, 2, 32}, {"pairs", 32, 8, 32},
-                       {"width", 32, 4, 16},  {"width", 32, 4, 64}};
+    const point q[] = {{"both", 32, 4, 32},
+                       {"pairs", 32, 2, 32},
+                       {"pairs", 32, 8, 32},
+                       {"width", 32, 4, 16},
+                       {"width", 32, 4, 64}};
     memcpy(p, q, sizeof q);
     return sizeof q / sizeof q[0];
 }
@@ -127,8 +133,8 @@ int cmd_recall(int argc, char **argv)
                 continue;
             }
             learn_setup s;
-            learn_setup_init(&s, LA_TRAIN_TASK_RECALL, 2, p->width, p->width / HEAD_DIM,
-                             p->seq_len, batch, n_steps, &v[i]);
+            learn_setup_init(&s, LA_TRAIN_TASK_RECALL, 2, p->width, p->width / HEAD_DIM, p->seq_len,
+                             batch, n_steps, &v[i]);
             s.task.pairs = p->pairs, s.task.vocab = vocab;
             if (full) s.schedule.lr = 0.001;
             s.seed = seed_v;

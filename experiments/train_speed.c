@@ -4,6 +4,7 @@
  * step's time goes, each layer kind timed alone on the step's shapes (learn_speed.c). */
 #include "commands.h"
 #include "common/cli.h"
+#include "common/machine.h"
 #include "common/progress.h"
 #include "common/record.h"
 #include "common/sweep.h"
@@ -58,9 +59,10 @@ int cmd_train_speed(int argc, char **argv)
                *min_time = NULL;
     int resume = 0;
     const cli_flag flags[] = {
-        {"n", &n_text, NULL},      {"tokens", &tokens, NULL},     {"variants", &variants, NULL},
-        {"threads", &threads, NULL}, {"min-time", &min_time, NULL}, {"out", &out, NULL},
-        {"resume", NULL, &resume}, {NULL, NULL, NULL},
+        {"n", &n_text, NULL},          {"tokens", &tokens, NULL},
+        {"variants", &variants, NULL}, {"threads", &threads, NULL},
+        {"min-time", &min_time, NULL}, {"out", &out, NULL},
+        {"resume", NULL, &resume},     {NULL, NULL, NULL},
     };
     int rc = cli_parse_flags(argc, argv, flags);
     if (rc) return rc;
@@ -82,6 +84,7 @@ int cmd_train_speed(int argc, char **argv)
     learn_variant v[LEARN_VARIANTS];
     learn_variants(64, 64, v);
     char err[512];
+    machine_check(); /* how busy the machine is: into the header, a warning if busy */
     record_file *f = record_open(out, "train_speed",
                                  "training throughput of a small causal Transformer per attention "
                                  "variant against N, and where a step's time goes",
@@ -108,12 +111,13 @@ int cmd_train_speed(int argc, char **argv)
             if ((rc = learn_measure_speed(&s, min_s, key, &sp))) break;
             const double other = sp.step_s - sp.attention_s - sp.projections_s - sp.ffn_s -
                                  sp.norms_s - sp.head_s - sp.optimizer_s;
-            if (record_row(f, "%s,%zu,%zu,%zu,%zu,%.1f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.4f,"
+            if (record_row(f,
+                           "%s,%zu,%zu,%zu,%zu,%.1f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.4f,"
                            "%.3f,ok",
                            key, s.batch, s.model.d_model, s.model.heads, s.model.layers,
                            (double)n_tokens / sp.step_s, sp.step_s, sp.attention_s,
-                           sp.projections_s, sp.ffn_s, sp.norms_s, sp.head_s, sp.optimizer_s,
-                           other, sp.attention_s / sp.step_s, sp.gemm_gflops) != 0) {
+                           sp.projections_s, sp.ffn_s, sp.norms_s, sp.head_s, sp.optimizer_s, other,
+                           sp.attention_s / sp.step_s, sp.gemm_gflops) != 0) {
                 rc = cli_fail(out, "a write failed");
                 break;
             }

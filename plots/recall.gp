@@ -49,7 +49,7 @@ do for [fmt in formats] {
          title title_of(word(names, i))
 
     set title sprintf("against the width D, K = %d pairs", k_fixed) font ",12"
-    set xlabel "model width D (heads of 8)"
+    set xlabel "model width D (heads of 16)"
     set xrange [w_lo : w_hi]
     plot for [i=1:words(names)] data using (rk(word(names, i), "width", "width")):(rk(word(names, i), "width", "eval_accuracy")) \
          smooth unique with linespoints lc rgb color_of(word(names, i)) pt 0 + word(pts, 1 + (i - 1) % 6) ps 1 \
