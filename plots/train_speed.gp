@@ -10,8 +10,11 @@ load "style.gpi"
 if (!exists("data")) data = "../results/train_speed.csv"
 if (!exists("out")) out = "train_speed"
 
-names = series(data, "variant")
-if (words(names) == 0) {
+present = series(data, "variant")
+# every variant the learning experiments know, in their order: the colours (style.gpi's
+# palette, by position in names) are the same in copy_task, recall and train_speed
+names = "softmax linear_elu linear_relu taylor favor local"
+if (words(present) == 0) {
     print sprintf("train_speed.gp: no rows in %s (run linattn train-speed); nothing drawn", data)
     exit
 }
@@ -20,6 +23,9 @@ n_lo = STATS_min / 1.3; n_hi = STATS_max * 1.3
 stats data using (strcol("status") eq "ok" ? column("n") * column("sequences") : NaN) nooutput
 n_tokens = STATS_max
 pts = "7 5 9 13 11 15"
+# the point type of variant v: its position in names, so it too is the same in each figure
+pos_in(v, s, i) = i > words(s) ? 1 : word(s, i) eq v ? i : pos_in(v, s, i + 1)
+pt_of(v) = 0 + word(pts, pos_in(v, names, 1))
 
 do for [fmt in formats] {
     eval term(fmt, out, 1500, 620)
@@ -34,17 +40,17 @@ do for [fmt in formats] {
     set ylabel "tokens/s"
     set logscale y 10
     set yrange [*:*]
-    plot for [i=1:words(names)] data using (ok(word(names, i), "n")):(ok(word(names, i), "tokens_per_s")) \
-         with linespoints lc rgb color_of(word(names, i)) pt 0 + word(pts, 1 + (i - 1) % 6) ps 1 \
-         title title_of(word(names, i))
+    plot for [i=1:words(present)] data using (ok(word(present, i), "n")):(ok(word(present, i), "tokens_per_s")) \
+         with linespoints lc rgb color_of(word(present, i)) pt pt_of(word(present, i)) ps 1 \
+         title title_of(word(present, i))
 
     set title "share of the step in the attention kernel" font ",12"
     set ylabel "attention kernel time / step time"
     unset logscale y
     set yrange [0 : 1]
-    plot for [i=1:words(names)] data using (ok(word(names, i), "n")):(ok(word(names, i), "attention_share")) \
-         with linespoints lc rgb color_of(word(names, i)) pt 0 + word(pts, 1 + (i - 1) % 6) ps 1 \
-         title title_of(word(names, i))
+    plot for [i=1:words(present)] data using (ok(word(present, i), "n")):(ok(word(present, i), "attention_share")) \
+         with linespoints lc rgb color_of(word(present, i)) pt pt_of(word(present, i)) ps 1 \
+         title title_of(word(present, i))
     unset multiplot
     set output
 }
