@@ -66,9 +66,9 @@ const experiment results_suite[] = {
      {"--threads", "1"},
      {"--threads", "1", "--steps", "60"},
      75, 8, NULL, 0},
-    {"train-speed", "train_speed.csv", " (2048 tokens per step)",
-     {"--n", "64:512", "--tokens", "2048", "--min-time", "0.2"},
-     {"--n", "64,128", "--tokens", "512", "--min-time", "0.02"},
+    {"train-speed", "train_speed.csv", " (2048 tokens per step; 1 thread)",
+     {"--n", "64:512", "--tokens", "2048", "--min-time", "0.2", "--threads", "1"},
+     {"--n", "64,128", "--tokens", "512", "--min-time", "0.02", "--threads", "1"},
      40, 4, NULL, 1},
 };
 // clang-format on
