@@ -103,7 +103,7 @@ def main():
     tokens, targets = ctt.copy_batch(0, B, N)
     models = {}
     for name, kind in VARIANTS:
-        m = ctt.Model(kind, True, torch.float32)
+        m = ctt.Model(kind, True, False, False, torch.float32)  # pre-LN, sinusoidal, untied
         m.train()
         models[name] = (m, torch.optim.AdamW(m.parameters(), lr=1e-4, weight_decay=0.01))
     ours = {name: [] for name, _ in VARIANTS}
