@@ -1,7 +1,7 @@
 /* copy_task.c — `linattn copy-task`: Katharopoulos et al. (2020, §4.1.1)'s sequence
  * duplication task, trained in C per attention variant (learn.h), the held-out loss and
  * copy accuracy against the step: does linear attention learn what softmax learns, and
- * how much slower. The default is scaled down to run in about a minute on two cores;
+ * how much slower. The default is scaled down to run in about 90 s on one thread;
  * --full is the paper's size. */
 #include "commands.h"
 #include "common/cli.h"
@@ -23,7 +23,7 @@ static const char help_text[] =
     "of `linattn train`), and every --eval-every steps the held-out loss and accuracy (the\n"
     "copied symbols predicted right) on 4 batches it never trains on go to PATH.\n"
     "\n"
-    "default (scaled down, about a minute on 2 cores): sequences of N = 64 (L <= 31),\n"
+    "default (scaled down, about 90 s on one thread): sequences of N = 64 (L <= 31),\n"
     "  2 layers, D = 32, 4 heads, d_ff = 64, batch 16, 1500 steps, lr 0.003 constant after\n"
     "  50 warm-up steps, evaluated every 100 steps; FAVOR+ with m = 32 features\n"
     "--full (the paper's task: N = 128, 4 layers, 8 heads, batch 64): D = 256, d_ff = 1024,\n"

@@ -5,7 +5,6 @@
 #include "common/cli.h"
 #include "common/inputs.h"
 #include "common/timer.h"
-#include "train/model_internal.h"
 #include "train/train_layers.h"
 
 #include <math.h>
@@ -176,8 +175,21 @@ static la_status state_make(bench_state *b, const learn_setup *s, const char **w
         inputs_fill_normal_f32(&g, *rows_arrays[i], big, 0.5);
     for (size_t i = 0; i < sizeof w_arrays / sizeof w_arrays[0]; i++)
         inputs_fill_normal_f32(&g, *w_arrays[i], weights, 1.0 / sqrt((double)d));
-    la_train_attention_problem(&b->c, s->batch, &b->p);
-    return LA_OK;
+    /* the model's attention problem (train.h): its kernel's parameters, B sequences, H
+     * heads of D/H, causal, scale 1/√(D/H), contiguous, no mask */
+    const size_t dh = d / b->c.heads;
+    la_problem_init(&b->p, s->batch, b->c.heads, s->task.seq_len, s->task.seq_len, dh, dh);
+    const la_problem sized = b->p;
+    b->p = b->c.attention_params;
+    b->p.batch = sized.batch, b->p.heads = sized.heads;
+    b->p.n_queries = sized.n_queries, b->p.n_keys = sized.n_keys;
+    b->p.d_k = sized.d_k, b->p.d_v = sized.d_v, b->p.scale = sized.scale;
+    b->p.key_lengths = NULL, b->p.mask = NULL, b->p.mask_per_head = 0, b->p.key_mask = NULL;
+    b->p.stride_q = sized.stride_q, b->p.stride_k = sized.stride_k;
+    b->p.stride_v = sized.stride_v, b->p.stride_out = sized.stride_out;
+    b->p.causal = 1;
+    b->p.causal_align = LA_CAUSAL_TOP_LEFT;
+    return la_problem_check(&b->p);
 }
 
 int learn_measure_speed(const learn_setup *s, double min_s, const char *what, learn_speed *out)

@@ -3,7 +3,7 @@
  * against the number of key-value pairs K at a fixed width and against the width at a
  * fixed K: where a fixed-size state (linear, Taylor, FAVOR+) or a window (local) stops
  * being enough and softmax, which sees every key, still recalls. The default is scaled
- * down to run in about a minute on two cores; --full is Zoology's grid. */
+ * down to run in about three minutes on one thread; --full is Zoology's grid. */
 #include "commands.h"
 #include "common/cli.h"
 #include "common/progress.h"
@@ -27,7 +27,7 @@ static const char help_text[] =
     "  pairs   accuracy against K at a fixed width D\n"
     "  width   accuracy against D at a fixed K\n"
     "\n"
-    "default (scaled down, about a minute and a half on 2 cores): vocabulary 64, N = 32;\n"
+    "default (scaled down, about three minutes on one thread): vocabulary 64, N = 32;\n"
     "  pairs: K = 2, 4, 8 at D = 32; width: D = 16, 32, 64 at K = 4; batch 32, 600 steps,\n"
     "  lr 0.003 constant after 50 warm-up steps; FAVOR+ m = 32, local window 8\n"
     "--full (Zoology's grid): vocabulary 8192; pairs: (N, K) = (64, 4), (128, 8),\n"
