@@ -13,6 +13,8 @@
 #                   linattn.torch against PyTorch's ops, into build/bench-python.csv
 #   make fuzz       libFuzzer on the .npy parser, the weights loader and the --resume
 #                   reader, FUZZ_SECONDS (60) each
+#   make bench-train  one training step of the copy model against PyTorch 1.13's on the same
+#                   threads, and where the step goes (scripts/bench_train_torch.py)
 #   make bench-peers  ONNX Runtime (npm's onnxruntime-node, in build/onnx) and PyTorch 1.13 on
 #                   bench's shapes, with the ratios linattn/peer (not in make test)
 #   make check-torch  `linattn block` against PyTorch's own TransformerEncoderLayer and
@@ -131,7 +133,7 @@ MPI_TEST_LINES = echo "echo MPI tests skipped: install libopenmpi-dev openmpi-bi
 endif
 # ---- end of MPI, part 1
 
-.PHONY: all deps python test test-portable bench bench-peers bench-python results results-update plots fuzz check-torch install format check-format clean
+.PHONY: all deps python test test-portable bench bench-train bench-peers bench-python results results-update plots fuzz check-torch install format check-format clean
 .SECONDARY:
 all: $(BUILD)/liblinattn.a $(BUILD)/liblinattn.so $(BUILD)/linattn $(BUILD)/libcommand.a \
      $(if $(filter 1,$(MPI)),$(BUILD)/liblinattn_mpi.a)
@@ -215,7 +217,7 @@ $(COUNTED_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/count/liblinattn.a
 PY_CHECKS := attend_numpy attend_grad_numpy results_files scaling_sweeps plot_figures \
              csv_load results_folders params_models block_numpy data_numpy vocabulary \
              approx_runs complexity_runs model_numpy roofline_runs scores_runs \
-             reference_guard commands_agree input_layout train_runs
+             reference_guard commands_agree input_layout train_runs learn_runs
 
 # The Python package's checks (tests/python/*.py), run by the python of the venv that
 # `make python` installs the package into; skipped under SANITIZE=1 (an AddressSanitizer
@@ -410,6 +412,12 @@ bench-peers: $(BUILD)/linattn
 	@if /usr/bin/python3 -c 'import torch' 2>/dev/null; then \
 	    /usr/bin/python3 scripts/peer_torch.py --n $(PEER_N) --linattn $(BUILD)/linattn; \
 	else echo "bench-peers: PyTorch not installed (make check-torch installs python3-torch): skipped"; fi
+
+# `make bench-train`: the copy model's training step in linattn and in PyTorch 1.13 on the
+# same threads, alternating (scripts/bench_train_torch.py; about a minute on 2 cores).
+bench-train: $(BUILD)/linattn
+	@scripts/ensure-deps torch
+	/usr/bin/python3 scripts/bench_train_torch.py $(BUILD)/linattn --threads 2
 
 # `make bench-python`: the Python package's costs in one process (scripts/bench_python.py,
 # docs/performance.md): linattn.attention against the bare la_attention call (overhead at

@@ -41,6 +41,9 @@ LA_DECLARE_COMMAND(block);
 LA_DECLARE_COMMAND(model);
 LA_DECLARE_COMMAND(csv);
 LA_DECLARE_COMMAND(train);
+LA_DECLARE_COMMAND(copy_task);
+LA_DECLARE_COMMAND(recall);
+LA_DECLARE_COMMAND(train_speed);
 LA_DECLARE_COMMAND(dist_attend);  /* MPI (make MPI=1): dist_attend.c */
 LA_DECLARE_COMMAND(dist_scaling); /* MPI (make MPI=1): dist_scaling.c */
 

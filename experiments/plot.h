@@ -46,7 +46,7 @@ typedef struct {
 
 /* The lengths of plot_figures and plot_settings (plot_figures.c checks them against
  * the tables). */
-enum { N_FIGURES = 12, N_SETTINGS = 13 };
+enum { N_FIGURES = 15, N_SETTINGS = 13 };
 
 /* ---------------------------------------------------------------- one results file */
 

@@ -15,6 +15,9 @@ const figure_kind plot_figures[] = {
     {"roofline", {"roofline", NULL}, 0, {"n", "d", "dtype", NULL}, ""},
     {"scores", {"scores", NULL}, 0, {"d_k", NULL}, ""},
     {"dist_scaling", {"dist_scaling", NULL}, 0, {"ranks", "n", NULL}, ""},
+    {"copy_task", {"copy_task", NULL}, 0, {"step", NULL}, ""},
+    {"recall", {"recall", NULL}, 0, {"pairs", "width", NULL}, ""},
+    {"train_speed", {"train_speed", NULL}, 0, {"n", NULL}, ""},
 };
 _Static_assert(sizeof plot_figures / sizeof plot_figures[0] == N_FIGURES,
                "N_FIGURES (plot.h) is the length of plot_figures");

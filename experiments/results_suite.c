@@ -58,6 +58,18 @@ const experiment results_suite[] = {
      {NULL},
      {"--d", "4:64", "--seeds", "2"},
      3, 0.2, NULL, 0},
+    {"copy-task", "copy_task.csv", " (scaled down: N = 64, 2 layers, D = 32; 1 thread)",
+     {"--threads", "1"},
+     {"--threads", "1", "--steps", "100"},
+     90, 4, NULL, 0},
+    {"recall", "recall.csv", " (scaled down: N = 32, K = 2..8, D = 16..64; 1 thread)",
+     {"--threads", "1"},
+     {"--threads", "1", "--steps", "60"},
+     180, 17, NULL, 0},
+    {"train-speed", "train_speed.csv", " (2048 tokens per step; 1 thread)",
+     {"--n", "64:512", "--tokens", "2048", "--min-time", "0.2", "--threads", "1"},
+     {"--n", "64,128", "--tokens", "512", "--min-time", "0.02", "--threads", "1"},
+     40, 3, NULL, 1},
 };
 // clang-format on
 _Static_assert(sizeof results_suite / sizeof results_suite[0] == N_EXPERIMENTS,

@@ -3,7 +3,8 @@
 #   1. experiments/ takes from the library only lib/linattn.h (and lib/linattn_mpi.h, the
 #      MPI build's) and the internal headers the library keeps for its command alone
 #      (io/outfile.h, cpu/machine.h, attention/series.h, and train/'s train.h, optim.h,
-#      tasks.h, checkpoint.h for `linattn train`: not exported): every #include "X"
+#      tasks.h, checkpoint.h for `linattn train`, train_layers.h for train-speed's layer
+#      timings: not exported): every #include "X"
 #      in experiments/ names one of them or a file inside experiments/ (no core/internal.h,
 #      no kernel's own entry points);
 #   2. no dead helpers: every function build/libcommand.a exports is called by a command
@@ -27,6 +28,7 @@ for f in "$dir"/experiments/*.[ch] "$dir"/experiments/*/*.[ch]; do
         case "$inc" in linattn.h | linattn_mpi.h) continue ;; esac # the public headers
         case "$inc" in io/outfile.h | cpu/machine.h | attention/series.h) continue ;; esac
         case "$inc" in train/train.h | train/optim.h | train/tasks.h | train/checkpoint.h) continue ;; esac
+        case "$inc" in train/train_layers.h) continue ;; esac
         [ -e "$(dirname "$f")/$inc" ] && continue
         echo "check_command: ${f#$dir/} includes \"$inc\": only linattn.h and the command's" \
              "headers (io/outfile.h, cpu/machine.h, attention/series.h) may come from lib/"
