@@ -329,6 +329,14 @@ static void queries_before_the_first_key_get_zero_rows(void **state)
     }
 }
 
+static double norm2(const double *x, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += x[i] * x[i];
+    return sqrt(s);
+}
+
 /* The backward passes bottom-right against their float64 oracles. */
 static void bottom_right_backward_matches_reference(void **state)
 {
@@ -368,9 +376,30 @@ static void bottom_right_backward_matches_reference(void **state)
                 tu_assert_close_f64(g64[t], ref[t], n[t], TOL_BWD_F64,
                                     "%s backward bottom-right shape %zu %s float64", info->name, si,
                                     names[t]);
-                tu_assert_close_f32(g32[t], ref[t], n[t], bwd_tol_f32(t, &p),
-                                    "%s backward bottom-right shape %zu %s float32", info->name, si,
-                                    names[t]);
+                if (t < 2 && p.n_queries == 1 && p.n_keys == 1) {
+                    /* one query, one key: d_q and d_k are all cancellation (0 for softmax;
+                     * FAVOR+ and linear attention leave eps's terms), so float32's error is
+                     * taken against test_attention's yardstick, BWD_FLOOR · |scale| ·
+                     * ‖d_out‖ (‖v‖ + ‖out‖) ‖k‖ (‖q‖ for d_k), where that is the larger */
+                    double diff = 0, norm = 0, y = 0;
+                    for (size_t e = 0; e < n[t]; e++)
+                        diff += pow(g32[t][e] - ref[t][e], 2), norm += ref[t][e] * ref[t][e];
+                    const double *other = t == 0 ? in.k : in.q;
+                    for (size_t h = 0; h < p.batch * p.heads; h++)
+                        y += fabs(p.scale) * norm2(in.g + h * p.d_v, p.d_v) *
+                             (norm2(in.v + h * p.d_v, p.d_v) + norm2(out + h * p.d_v, p.d_v)) *
+                             norm2(other + h * p.d_k, p.d_k);
+                    const double err = sqrt(diff) / fmax(sqrt(norm), 0.1 * y);
+                    if (!(err < bwd_tol_f32(t, &p)))
+                        fail_msg("%s backward bottom-right shape %zu %s float32: error %.3g "
+                                 "against max(‖ref‖ %.3g, 0.1·yardstick %.3g) (seed %llu)",
+                                 info->name, si, names[t], err, sqrt(norm), 0.1 * y,
+                                 (unsigned long long)tu_seed());
+                } else {
+                    tu_assert_close_f32(g32[t], ref[t], n[t], bwd_tol_f32(t, &p),
+                                        "%s backward bottom-right shape %zu %s float32", info->name,
+                                        si, names[t]);
+                }
                 free(ref[t]), free(g64[t]), free(g32[t]);
             }
             free(out), free(out32);
