@@ -62,11 +62,12 @@ static inline float la_vexp_f32(float x)
     poly = MULADD_F32(poly, r, 1.6666665459e-1f);
     poly = MULADD_F32(poly, r, 5.0000001201e-1f);
     float er = MULADD_F32(poly, r * r, r) + 1.0f;
-    /* 2ⁿ: n in [-126, 127], so n + 127 is a normal biased exponent */
+    /* 2ⁿ: n in [-126, 127], so n + 127 is a normal biased exponent (shifted unsigned: a
+     * NaN x makes n anything, and its lane is NaN either way) */
     union {
-        int32_t i;
+        uint32_t u;
         float f;
-    } two_n = {.i = ((int32_t)n + 127) << 23};
+    } two_n = {.u = ((uint32_t)(int32_t)n + 127u) << 23};
     float result = er * two_n.f;
     return select_f32(x < lo, 0.0f, result);
 }
