@@ -716,11 +716,10 @@ static void chunk_advance(const chunk_job *j, const chunk_task *t)
 }
 
 /* Step 2 for the schedule that runs a head's chunks in turn on one thread, after
- * chunk_finish read the carried state as S_c, z_c: S_{c+1} = S_c + φKᵀ·V_c, the product's
- * sums added to the carried S at the end (gemm_small's contract), z_{c+1} = z_c + the
- * row sums of φKᵀ. The same values as chunk_prepare's ΔS_c, Δz_c added by chunk_advance
- * (a sum that starts from +0 never ends at −0, so starting S_0 at 0 changes no bit),
- * without writing ΔS_c or copying S_c. */
+ * chunk_finish read the carried state as S_c, z_c: S_{c+1} = S_c + ΔS_c, z_{c+1} = z_c + Δz_c,
+ * with ΔS_c = φKᵀ·V_c and Δz_c the row sums of φKᵀ formed in the thread's scratch. The
+ * same values as chunk_prepare's ΔS_c, Δz_c added by chunk_advance (a sum that starts
+ * from +0 never ends at −0, so starting S_0 at 0 changes no bit), without copying S_c. */
 static void chunk_advance_in_place(const chunk_job *j, const chunk_task *t)
 {
     const size_t dk = j->dk, dv = j->dv, C = j->C, nk = t->nk;
@@ -740,12 +739,18 @@ static void chunk_advance_in_place(const chunk_job *j, const chunk_task *t)
     if (!t->carries) return;
     if (j->stab) stabilize_keys(j, t, true);
     const REAL *vc = j->v + (t->hd * j->M + t->c0) * dv;
-    LA_PRODUCT(LA_COUNT_KV, dk, dv, nk, 1, t->phi_kt, (ptrdiff_t)C, 1, vc, (ptrdiff_t)dv, 1, 1, S,
+    /* ΔS_c = φKᵀ·V_c with beta = 0, as chunk_prepare forms it, then S += ΔS_c: the same
+     * product of the same shape, so the same bits by construction. Beta = 1 into S would
+     * rest on the product adding its sums to C at the end with the kernel's bits, which
+     * BLIS's haswell configuration does not keep when gemm.c computes a last row apart */
+    REAL *dS = t->dS, *dz = dS + dk * dv;
+    LA_PRODUCT(LA_COUNT_KV, dk, dv, nk, 1, t->phi_kt, (ptrdiff_t)C, 1, vc, (ptrdiff_t)dv, 1, 0, dS,
                (ptrdiff_t)dv, 1);
+    for (size_t a = 0; a < dk * dv; a++) /* counted with the rescale above */
+        S[a] += dS[a];
     /* z += Σ_rows φ(K_c): per entry a the sum over jj in order from 0, as chunk_prepare's
      * Δz_c, but with the entries in the vector lanes (φ(K_c) row by row, not φKᵀ) */
     LA_COUNT(LA_COUNT_KV, dk * nk);
-    REAL *dz = t->dS; /* ΔS_c's scratch is free in this schedule */
     for (size_t a = 0; a < dk; a++)
         dz[a] = 0;
     for (size_t jj = 0; jj < nk; jj++)

@@ -841,10 +841,14 @@ static double ref_score(const la_problem *p, ref_score_kind kind, const double *
     }
     if (kind == REF_ADDITIVE) {
         for (size_t e = 0; e < p->score_dim; e++) {
-            double pre = 0;
-            for (size_t c = 0; c < dk; c++)
-                pre += w[e * 2 * dk + c] * qi[c] + w[e * 2 * dk + dk + c] * kj[c];
-            s += wv[e] * tanh(pre);
+            /* W_q q and W_k k summed apart, then added: one sum over both would round
+             * W_k k away under a W_q q of 1e30 that cancels to 0 */
+            double pre_q = 0, pre_k = 0;
+            for (size_t c = 0; c < dk; c++) {
+                pre_q += w[e * 2 * dk + c] * qi[c];
+                pre_k += w[e * 2 * dk + dk + c] * kj[c];
+            }
+            s += wv[e] * tanh(pre_q + pre_k);
         }
         return s;
     }

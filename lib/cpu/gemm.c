@@ -163,7 +163,10 @@ static void sgemm_blis(rntm_t *rntm, size_t m, size_t n, size_t k, float alpha, 
  * that ends at a page. So when the kernels' row of C (a row of a row-stored C, a column
  * of a column-stored one, which BLIS transposes) has such an edge, the last one is
  * computed apart with beta = 0 (no load of C) into a buffer, 256 columns at a time, and
- * added as the kernel adds it, fma(beta, c, alpha·ab): the same bits. */
+ * added as the kernel adds it, fma(beta, c, alpha·ab). That is the kernel's bits only
+ * where BLIS's one-row product sums in the order of its many-row one: zen3's does,
+ * haswell's (a CPU without AVX-512) does not, so a caller that needs a beta != 0 product
+ * to equal a beta = 0 one plus an add forms the latter itself (linear_engine.c). */
 static void sgemm(rntm_t *rntm, size_t m, size_t n, size_t k, float alpha, const float *a,
                   ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb,
                   float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc)

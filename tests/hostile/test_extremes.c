@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { B = 1, H = 2, DK = 16, DV = 8 };
+enum { B = 1, H = 2, DK = 16, DV = 8, DA = 32 }; /* DA: additive's d_a */
 
 /* One extreme case: magnitudes of q, k, v (powers of two near the named value), the
  * scale, φ and eps where the row reads them, signs forced negative, and whether float32
@@ -85,6 +85,19 @@ static void report(const char *kernel, int causal, const char *fm, const char *w
     failures++;
 }
 
+/* ‖y − ref‖ / max(‖ref‖, floor), NaN or inf in y: inf (floor 0: tu_rel_error_f32). */
+static double error_above_floor(const float *y, const double *ref, size_t n, double floor)
+{
+    if (floor == 0) return tu_rel_error_f32(y, ref, n, NULL);
+    double diff2 = 0, ref2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(y[i])) return INFINITY;
+        diff2 += ((double)y[i] - ref[i]) * ((double)y[i] - ref[i]);
+        ref2 += ref[i] * ref[i];
+    }
+    return sqrt(diff2) / fmax(sqrt(ref2), floor);
+}
+
 /* One row on one case at N queries (= M keys): float64 then float32. */
 static void check_case(const la_kernel_info *info, int causal, la_feature_map fm, const extreme *x,
                        size_t n, bool *refused_any)
@@ -96,6 +109,21 @@ static void check_case(const la_kernel_info *info, int causal, la_feature_map fm
     if (x->scale != 0) p.scale = x->scale;
     if (x->relu_eps0) p.eps = 0;
     if (info->params & LA_PARAM_PROJ) p.proj_rank = n < 8 ? n : 8; /* Linformer: k in 1..M */
+    /* score weights on a grid, as the inputs (general: W (d_k, d_k); additive: W (d_a,
+     * 2·d_k) and v (d_a)): drawn ones are float64 that float32 rounds, and at inputs of
+     * 1e18 additive's tanh(W_q q + W_k k) turns on the sign of a sum of terms of 1e19,
+     * which that rounding flips (seed 4: 1.3e-4). W = u/8 and v = u/64 with u in −4..4:
+     * Q W_qᵀ, K W_kᵀ, their sum and q W k are then exact in float32 too */
+    double w_grid[2 * DK * DK > DA * 2 * DK ? 2 * DK * DK : DA * 2 * DK], v_grid[DA];
+    if (info->params & LA_PARAM_SCORE_WEIGHTS) {
+        tu_rng wr = tu_rng_for("score weights");
+        for (size_t i = 0; i < sizeof w_grid / sizeof *w_grid; i++)
+            w_grid[i] = (double)((int)(tu_uniform(&wr) * 9) - 4) / 8;
+        for (size_t i = 0; i < DA; i++)
+            v_grid[i] = (double)((int)(tu_uniform(&wr) * 9) - 4) / 64;
+        p.score_w = w_grid;
+        if (info->params & LA_PARAM_SCORE_DIM) p.score_dim = DA, p.score_v = v_grid;
+    }
     const char *fm_name =
         (info->params & LA_PARAM_FEATURE_MAP) ? (fm == LA_FEATURE_RELU ? "relu" : "elu1") : "-";
     const size_t nq = B * H * n * DK, nv = B * H * n * DV;
@@ -163,7 +191,14 @@ static void check_case(const la_kernel_info *info, int causal, la_feature_map fm
     } else if (st != LA_OK) {
         report(info->name, causal, fm_name, "float32", n, x->name, "status", (double)st);
     } else {
-        err = tu_rel_error_f32(y32, ref, nv, NULL);
+        /* relative to max(‖ref‖, √n·FLT_MIN/eps) for the rows dividing by a denominator
+         * plus eps: an output below FLT_MIN/eps has a numerator below FLT_MIN, whose
+         * gradual underflow rounds at 2⁻¹⁵⁰ absolute, more than 1e-5 of it (FAVOR+ on
+         * logits of 1e4 at seed 7: outputs of 1e-37, numerators of 1e-43, off by 0.7%);
+         * FLT_MIN/eps · 1e-5 holds 170 such roundings per element */
+        const double floor_ =
+            (info->params & LA_PARAM_EPS) && p.eps > 0 ? sqrt((double)nv) * FLT_MIN / p.eps : 0;
+        err = error_above_floor(y32, ref, nv, floor_);
         if (!(err < 1e-5 * fmax(1, logit)))
             report(info->name, causal, fm_name, "float32", n, x->name,
                    "LA_OK with rel error (NaN/inf count as inf)", err);
