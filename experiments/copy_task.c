@@ -71,23 +71,13 @@ static int write_point(void *ctx, const learn_point *pt)
 
 int cmd_copy_task(int argc, char **argv)
 {
-    const char *steps = NULL, *variants = NULL, *seed = NULL, *threads = NULL, *out = NULL;
-    int full = 0, resume = 0;
-    const cli_flag flags[] = {
-        {"full", NULL, &full},     {"steps", &steps, NULL},     {"variants", &variants, NULL},
-        {"seed", &seed, NULL},     {"threads", &threads, NULL}, {"out", &out, NULL},
-        {"resume", NULL, &resume}, {NULL, NULL, NULL},
-    };
-    int rc = cli_parse_flags(argc, argv, flags);
+    learn_options o;
+    int rc =
+        learn_parse_options(argc, argv, "copy-task", 1500, 10000, 1u << 5, "copy_task.csv", &o);
     if (rc) return rc;
-    if ((rc = cli_parse_threads("--threads", threads))) return rc;
-    int use[LEARN_VARIANTS];
-    if ((rc = learn_parse_variants(variants, 1u << 5, use))) return rc;
-    size_t n_steps = full ? 10000 : 1500, seed_v = 0;
-    if ((rc = cli_parse_size_flag("copy-task", "--steps", steps, 0, 1, &n_steps)) ||
-        (seed && (rc = cli_parse_size("--seed", seed, &seed_v))))
-        return rc;
-    if (!out) out = "copy_task.csv";
+    const int full = o.full, resume = o.resume, *use = o.use;
+    const size_t n_steps = o.steps, seed_v = o.seed;
+    const char *out = o.out;
     learn_variant v[LEARN_VARIANTS];
     learn_variants(full ? 64 : 32, full ? 32 : 8, v);
     char err[512];

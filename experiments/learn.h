@@ -34,6 +34,21 @@ extern const char *const learn_variant_names[LEARN_VARIANTS + 1];
  * default_off) into use[i] = 1 for the variants chosen. 0, or 2 after one line. */
 int learn_parse_variants(const char *text, unsigned default_off, int use[LEARN_VARIANTS]);
 
+/* The flags copy-task and recall share: --full, --steps S (default quick_steps, or
+ * full_steps with --full), --variants LIST (learn_parse_variants with default_off),
+ * --seed S, --threads T (applied), --out PATH (default default_out), --resume. */
+typedef struct {
+    int full, resume;
+    size_t steps, seed;
+    int use[LEARN_VARIANTS];
+    const char *out;
+} learn_options;
+
+/* Parses argv into *o for the command `what`. 0, or 2 after one line. */
+int learn_parse_options(int argc, char **argv, const char *what, size_t quick_steps,
+                        size_t full_steps, unsigned default_off, const char *default_out,
+                        learn_options *o);
+
 /* One run: the task, the model (vocab is the task's), the optimiser and the evaluation. */
 typedef struct {
     la_train_task_config task;

@@ -42,6 +42,29 @@ int learn_parse_variants(const char *text, unsigned default_off, int use[LEARN_V
     return 0;
 }
 
+int learn_parse_options(int argc, char **argv, const char *what, size_t quick_steps,
+                        size_t full_steps, unsigned default_off, const char *default_out,
+                        learn_options *o)
+{
+    const char *steps = NULL, *variants = NULL, *seed = NULL, *threads = NULL;
+    *o = (learn_options){.out = NULL};
+    const cli_flag flags[] = {
+        {"full", NULL, &o->full},     {"steps", &steps, NULL},     {"variants", &variants, NULL},
+        {"seed", &seed, NULL},        {"threads", &threads, NULL}, {"out", &o->out, NULL},
+        {"resume", NULL, &o->resume}, {NULL, NULL, NULL},
+    };
+    int rc = cli_parse_flags(argc, argv, flags);
+    if (rc || (rc = cli_parse_threads("--threads", threads)) ||
+        (rc = learn_parse_variants(variants, default_off, o->use)))
+        return rc;
+    o->steps = o->full ? full_steps : quick_steps;
+    if ((rc = cli_parse_size_flag(what, "--steps", steps, 0, 1, &o->steps)) ||
+        (seed && (rc = cli_parse_size("--seed", seed, &o->seed))))
+        return rc;
+    if (!o->out) o->out = default_out;
+    return 0;
+}
+
 void learn_setup_init(learn_setup *s, la_train_task_kind task, size_t layers, size_t d_model,
                       size_t heads, size_t seq_len, size_t batch, size_t steps,
                       const learn_variant *v)
