@@ -111,7 +111,7 @@ static const char help_end[] =
 /* ---------------------------------------------------------------- kernels */
 
 /* --variant names one kernel of the registry (common/kernels.h); which flags apply
- * follows the kernel's params. The deprecated --kernel FORM (one release more) picks a
+ * follows the kernel's params. The deprecated --kernel FORM picks a
  * kernel of --variant's family by its form: --variant softmax --kernel materialized is
  * softmax_materialized. */
 
@@ -190,7 +190,7 @@ void cmd_attend_help(FILE *out)
           "                       --grad-* with positions\n",
           out);
     fputs(help_gradients, out);
-    fputs("  --kernel FORM        deprecated (until the next release): --variant FAMILY\n"
+    fputs("  --kernel FORM        deprecated: --variant FAMILY\n"
           "                       --kernel FORM, e.g. --variant softmax --kernel\n"
           "                       materialized, is --variant softmax_materialized\n\n",
           out);

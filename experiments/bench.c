@@ -109,7 +109,7 @@ static const char help_columns[] =
     "                   recorded as threads_requested\n"
     "  --reps R         at least R timed runs per point, 1 <= R <= 1000 [5]\n"
     "  --format F       table or csv [table]; rows are printed as they are measured\n"
-    "  --causal-form F  deprecated (until the next release): with --causal, a variant\n"
+    "  --causal-form F  deprecated: with --causal, a variant\n"
     "                   linear ran as chunked and recurrent; name the kernels instead:\n"
     "                   --variant linear,linear_recurrent\n"
     "\n"

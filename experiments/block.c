@@ -46,6 +46,9 @@ static const char help_text[] =
     "  norm3.weight (D)  norm3.bias (D)\n"
     "D and d_ff are read from the shapes. In Python:\n"
     "  for k, t in layer.state_dict().items(): np.save(f\"DIR/{k}.npy\", t.numpy())\n"
+    "With --prefix P the files are DIR/P<key>.npy: layer i of a `linattn train`\n"
+    "checkpoint is --weights CKPT --prefix layers.i. (with --causal, and --norm pre\n"
+    "unless it was trained post-LN), and of a model's stack --prefix encoder.layers.i.\n"
     "X is (N, D) or (B, N, D), float32 or float64; Y has X's shape, in --precision.\n"
     "M is (M, D) for X (N, D), (B, M, D) for X (B, N, D): the same B and D, any M.\n"
     "\n"
@@ -56,12 +59,13 @@ static const char help_text[] =
     "  --heads H            attention heads, dividing D\n"
     "  --memory M.npy       with --layer decoder only: what the cross-attention reads\n"
     "options (default in brackets):\n"
+    "  --prefix P           the tensors' file names start with P [none]\n"
     "  --layer L            encoder or decoder [encoder]\n"
     "  --norm post|pre      LayerNorm after (post) or before (pre) each sublayer [post]\n"
     "  --variant K          the kernel, one of those below [softmax]\n"
     "  --cross-variant K    decoder only: the cross-attention's kernel [--variant's]\n"
-    "  --causal             query i sees tokens j <= i (is_causal=True; a decoder's\n"
-    "                       self-attention only) [off]\n"
+    "  --causal             query i sees tokens j <= i (is_causal=True; in a decoder\n"
+    "                       layer its self-attention only) [off]\n"
     "  --activation F       relu or gelu (exact, erf) [relu]\n"
     "  --precision P        float32 or float64 [float32]\n";
 static const char help_feature_map[] =
@@ -69,7 +73,7 @@ static const char help_feature_map[] =
 static const char help_after_feature_map[] =
     "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores];\n"
     "                       " CLI_THREADS_HELP "\n"
-    "  --attention A        deprecated (until the next release): use --variant A\n";
+    "  --attention A        deprecated spelling of --variant A\n";
 static const char help_after_kernels[] =
     "\n"
     "exit status: 0 done, 2 bad flags, input or weights (one line on stderr:\n"
@@ -158,11 +162,13 @@ int cmd_block(int argc, char **argv)
     const char *norm = NULL, *attention = NULL, *activation = NULL, *precision = NULL;
     const char *feature_map = NULL, *threads_text = NULL, *seed_text = NULL;
     const char *layer = NULL, *memory_path = NULL, *cross_attention = NULL, *layout = NULL;
+    const char *prefix = "";
     position_flags pf = {0};
     position_values pos = {0};
     int causal = 0;
     const cli_flag flags[] = {
         {"weights", &weights, NULL},
+        {"prefix", &prefix, NULL},
         {"x", &x_path, NULL},
         {"layer", &layer, NULL},
         {"memory", &memory_path, NULL},
@@ -220,7 +226,7 @@ int cmd_block(int argc, char **argv)
     la_layer_weights w;
     la_load_error err;
     la_array x = {0}, y = {0}, memory = {0};
-    la_status st = la_layer_weights_load(&w, dtype, decoder, weights, "", &err);
+    la_status st = la_layer_weights_load(&w, dtype, decoder, weights, prefix, &err);
     if (st != LA_OK) {
         position_free(&pos);
         return cli_fail(err.path[0] ? err.path : weights, "%s", err.why);

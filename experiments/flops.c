@@ -53,7 +53,7 @@ static const char help_text[] =
     "  --format FMT         table or csv (header component,flops,bytes; one row per\n"
     "                       component, FLOP rows with bytes empty and memory rows with\n"
     "                       flops empty) [table]\n"
-    "  --attention A        deprecated (until the next release): use --variant A\n";
+    "  --attention A        deprecated spelling of --variant A\n";
 static const char help_after_kernels[] =
     "\n"
     "exit status: 0 done, 2 bad flags (one line on stderr: linattn: WHAT: why)\n"

@@ -21,7 +21,9 @@ then nn.LayerNorm and nn.Linear; loads A's weights; rebuilds the copy task's bat
 seed (the generator of lib/train/tasks.c, in Python); and runs cross_entropy, backward,
 clip_grad_norm_ and torch.optim.AdamW (in float32 on linattn's gradients, once those are
 compared: Adam's first step lr·g/(|g| + ε) magnifies the float32 rounding of a gradient
-near ε; in float64 on PyTorch's own). Relative errors (‖a − b‖ / ‖b‖ per tensor) must be
+near ε; in float64 on PyTorch's own). And every layer of A's checkpoint, loaded by
+`linattn block --prefix layers.i.`, against the same PyTorch layer on a random input.
+Relative errors (‖a − b‖ / ‖b‖ per tensor) must be
 below 1e-4 in float32 and 1e-10 in float64. Exits 1 on any failure.
 """
 import math
@@ -175,11 +177,31 @@ def check_case(binary, tmp, precision, attention, norm, seed, learned=False, tie
              for k, _ in model.named_parameters()}
     missing = model.load_state_dict(state, strict=False).missing_keys
     assert set(missing) <= {"positions", "head.weight"}, missing
+    failures = []
+    # every layer of the checkpoint through `linattn block --prefix layers.i.` on a random
+    # input against the same PyTorch layer (the check of loading a layer from a checkpoint)
+    x = np.random.default_rng(seed).standard_normal((B, N, D)).astype(
+        np.float32 if precision == "float32" else np.float64)
+    mask = torch.full((N, N), float("-inf"), dtype=dtype).triu(1)
+    x_path, y_path = os.path.join(tmp, "x.npy"), os.path.join(tmp, "y.npy")
+    np.save(x_path, x)
+    for i, layer in enumerate(model.layers):
+        p = subprocess.run([binary, "block", "--weights", a, "--prefix", "layers.%d." % i,
+                            "--x", x_path, "--out", y_path, "--heads", str(H), "--norm", norm,
+                            "--causal", "--variant", attention, "--precision", precision,
+                            "--threads", "1"], capture_output=True, text=True)
+        if p.returncode != 0:
+            failures.append("block --prefix layers.%d.: %s" % (i, p.stderr.strip()))
+            continue
+        with torch.no_grad():
+            want = layer(torch.tensor(x), src_mask=mask).double().numpy()
+        e = rel(np.load(y_path), want)
+        if not e < tol:
+            failures.append("block --prefix layers.%d.: %.1e" % (i, e))
     tokens, targets = copy_batch(seed, B, N)
     logits = model(tokens)
     loss = F.cross_entropy(logits.reshape(-1, V_COPY), targets.reshape(-1), ignore_index=-1)
     loss.backward()
-    failures = []
     e = abs(loss_a - loss.item()) / abs(loss.item())
     if not e < tol:
         failures.append("loss %.12g, PyTorch %.12g (%.1e)" % (loss_a, loss.item(), e))
