@@ -515,12 +515,13 @@ static la_status FN(add_positional_encoding)(size_t batch, size_t n, size_t d, s
     if (!x || batch == 0 || n == 0 || d == 0 || !sizes_ok(batch, n, d, sizeof(REAL), &count) ||
         first_pos > SIZE_MAX - n) /* the last position first_pos + N - 1 must not wrap */
         return LA_EINVAL;
-    for (size_t pos = 0; pos < n; pos++) {
-        for (size_t c = 0; c < d; c++) {
-            /* feature c pairs with frequency index i = c/2: angle pos / 10000^(2i/D) */
-            double angle =
-                (double)(first_pos + pos) / pow(10000.0, (double)(c - c % 2) / (double)d);
-            double pe = c % 2 == 0 ? sin(angle) : cos(angle);
+    for (size_t c = 0; c < d; c++) {
+        /* feature c pairs with frequency index i = c/2: angle pos / 10000^(2i/D), the
+         * power once per feature */
+        const double denom = pow(10000.0, (double)(c - c % 2) / (double)d);
+        for (size_t pos = 0; pos < n; pos++) {
+            const double angle = (double)(first_pos + pos) / denom;
+            const double pe = c % 2 == 0 ? sin(angle) : cos(angle);
             for (size_t b = 0; b < batch; b++)
                 x[(b * n + pos) * d + c] += (REAL)pe;
         }

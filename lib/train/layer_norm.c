@@ -4,8 +4,9 @@
  *   forward   x̂ = (x − μ)·r, r = 1/√(var + eps) (biased variance), y = x̂ ∘ γ + β
  *   backward  g = dy ∘ γ, dx = r·(g − mean(g) − x̂ ∘ mean(g ∘ x̂)),
  *             dγ += Σ_rows dy ∘ x̂, dβ += Σ_rows dy
- * Row statistics in double; rows in parallel, the sums over rows in row order on one
- * thread (the bits do not depend on the thread count). */
+ * Row statistics in double, each row's sums in the vector lanes (an order fixed by the
+ * build); rows in parallel, the sums over rows in row order on one thread (the bits do
+ * not depend on the thread count). */
 #include "core/real_typed.h"
 
 #include "core/internal.h"
@@ -30,9 +31,11 @@ static la_status forward(size_t rows, size_t d, const REAL *x, const REAL *gamma
         const REAL *xi = x + i * d;
         REAL *yi = y + i * d;
         double mu = 0, var = 0;
+#pragma omp simd reduction(+ : mu)
         for (size_t c = 0; c < d; c++)
             mu += (double)xi[c];
         mu /= (double)d;
+#pragma omp simd reduction(+ : var)
         for (size_t c = 0; c < d; c++) {
             const double dev = (double)xi[c] - mu;
             var += dev * dev;
@@ -70,6 +73,7 @@ static la_status backward(size_t rows, size_t d, const REAL *x, const REAL *gamm
         REAL *dxi = dx + i * d;
         const double mu = mean[i], r = rstd[i];
         double mean_g = 0, mean_gx = 0;
+#pragma omp simd reduction(+ : mean_g, mean_gx)
         for (size_t c = 0; c < d; c++) {
             const double g = (double)gi[c] * (double)gamma[c];
             mean_g += g;
