@@ -297,6 +297,18 @@ la_status la_train_model_create(la_train_model **out, const la_train_config *c, 
         m->list[i].grad = base + (total + off) * elem;
         off += (m->list[i].numel + align - 1) / align * align;
     }
+    if (!c->learned_positions) {
+        size_t cells;
+        if (!la_mul_ok(c->seq_len, c->d_model, &cells) || !(m->sinusoid = calloc(cells, elem))) {
+            la_train_model_free(m);
+            return LA_ENOMEM;
+        }
+        st = la_add_positional_encoding(c->dtype, 1, c->seq_len, c->d_model, 0, m->sinusoid);
+        if (st != LA_OK) {
+            la_train_model_free(m);
+            return st;
+        }
+    }
     init_model(m, seed);
     *out = m;
     return LA_OK;
@@ -306,6 +318,7 @@ void la_train_model_free(la_train_model *m)
 {
     if (!m) return;
     free(m->storage);
+    free(m->sinusoid);
     free(m->keys);
     free(m->list);
     free(m);

@@ -33,6 +33,9 @@ struct la_train_model {
     char *keys;    /* the keys' text, list[i].key pointing into it */
     void *storage; /* n_params parameters, then n_params gradients */
     size_t n_params;
+    /* the sinusoidal table (seq_len, D) in the model's type, formed once at creation as
+     * la_add_positional_encoding forms it (NULL with learned positions) */
+    void *sinusoid;
     /* indices into list (LA_TRAIN_NONE where the model lacks the tensor) */
     size_t embedding, positions, layer0, norm, head_w, head_b;
 };

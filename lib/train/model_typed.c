@@ -190,8 +190,8 @@ static la_status run(la_train_model *m, size_t batch, const int32_t *tokens, con
                     *head_b = &m->list[m->head_b];
     la_train_tensor *pos = m->positions == LA_TRAIN_NONE ? NULL : &m->list[m->positions];
     la_train_tensor *head_w = m->head_w == LA_TRAIN_NONE ? emb : &m->list[m->head_w];
-    st = FN(la_train_embedding_forward)(batch, N, V, D, tokens, DATA(emb), pos ? DATA(pos) : NULL,
-                                        layer[0].x);
+    st = FN(la_train_embedding_forward)(batch, N, V, D, tokens, DATA(emb),
+                                        pos ? DATA(pos) : (const REAL *)m->sinusoid, layer[0].x);
     for (size_t i = 0; i < L && st == LA_OK; i++)
         st = layer_forward(m, i, &p, &layer[i], i + 1 < L ? layer[i + 1].x : fin, tmp);
     if (st == LA_OK)
