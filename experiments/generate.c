@@ -164,7 +164,8 @@ static int run(gen *g, double temperature, uint64_t seed, double *seconds)
     const la_train_config *c = la_train_model_config(g->m);
     const size_t V = c->vocab, total = g->n_prompt + g->n_new - 1; /* the tokens fed */
     if (c->learned_positions && total > c->seq_len)
-        return cli_fail("--tokens", "%zu after %zu prompt tokens need %zu positions; the "
+        return cli_fail("--tokens",
+                        "%zu after %zu prompt tokens need %zu positions; the "
                         "checkpoint's learned positions end at --seq-len %zu",
                         g->n_new, g->n_prompt, total, c->seq_len);
     la_train_decoder *d = NULL;
@@ -216,16 +217,19 @@ int cmd_generate(int argc, char **argv)
     const char *dir = NULL, *prompt = NULL, *tokens = NULL, *temperature = NULL, *seed = NULL,
                *threads = NULL;
     const cli_flag flags[] = {
-        {"checkpoint", &dir, NULL}, {"prompt", &prompt, NULL}, {"tokens", &tokens, NULL},
-        {"temperature", &temperature, NULL}, {"seed", &seed, NULL}, {"threads", &threads, NULL},
+        {"checkpoint", &dir, NULL}, {"prompt", &prompt, NULL},
+        {"tokens", &tokens, NULL},  {"temperature", &temperature, NULL},
+        {"seed", &seed, NULL},      {"threads", &threads, NULL},
         {NULL, NULL, NULL},
     };
     gen g = {0};
     double temp = 0, seconds = 0;
     size_t seed_value = 0;
     int rc = cli_parse_flags(argc, argv, flags);
-    if (!rc && !dir) rc = cli_fail("--checkpoint", "required flag is missing (see linattn help generate)");
-    if (!rc && !prompt) rc = cli_fail("--prompt", "required flag is missing (see linattn help generate)");
+    if (!rc && !dir)
+        rc = cli_fail("--checkpoint", "required flag is missing (see linattn help generate)");
+    if (!rc && !prompt)
+        rc = cli_fail("--prompt", "required flag is missing (see linattn help generate)");
     if (!rc) rc = cli_parse_size_flag("generate", "--tokens", tokens, 1, 1, &g.n_new);
     if (!rc && temperature && !(rc = cli_parse_double("--temperature", temperature, &temp)) &&
         temp < 0)

@@ -48,14 +48,13 @@ static la_status add(size_t n, const REAL *a, const REAL *b, REAL *out)
 }
 
 /* tmp = attn(a) of layer i for the token at d->position. */
-static la_status attend(la_train_decoder *d, size_t i, const REAL *a, REAL *qkv, REAL *o,
-                        REAL *tmp)
+static la_status attend(la_train_decoder *d, size_t i, const REAL *a, REAL *qkv, REAL *o, REAL *tmp)
 {
     const la_train_model *m = d->m;
     const la_train_config *c = &m->c;
     const size_t D = c->d_model, H = c->heads, dh = D / H, t = d->position;
-    la_status st = FN(la_train_dense_forward)(1, D, 3 * D, a, LW(LA_TRAIN_IN_W), LW(LA_TRAIN_IN_B),
-                                              qkv);
+    la_status st =
+        FN(la_train_dense_forward)(1, D, 3 * D, a, LW(LA_TRAIN_IN_W), LW(LA_TRAIN_IN_B), qkv);
     if (st != LA_OK) return st;
     if (d->state) {
         st = la_linear_step(d->state[i], qkv, qkv + D, qkv + 2 * D, o);
@@ -145,8 +144,8 @@ static la_status step(la_train_decoder *d, int32_t token, REAL *logits)
         st = FN(la_train_layer_norm_forward)(1, D, x, DATA(norm), DATA(norm + 1), c->ln_eps, y,
                                              &mean, &rstd);
     if (st == LA_OK)
-        st = FN(la_train_dense_forward)(1, D, c->vocab, y, DATA(head_w),
-                                        DATA(&m->list[m->head_b]), logits);
+        st = FN(la_train_dense_forward)(1, D, c->vocab, y, DATA(head_w), DATA(&m->list[m->head_b]),
+                                        logits);
     for (size_t j = 0; j < c->vocab && st == LA_OK; j++)
         if (!isfinite(logits[j])) st = LA_ERANGE;
     return st;
@@ -166,8 +165,7 @@ la_status la_train_decoder_step_f64(la_train_decoder *d, int32_t token, double *
 
 /* ---------------------------------------------------------------- the dtype-free part */
 #if REAL_IS_F32
-la_status la_train_decoder_create(la_train_decoder **out, const la_train_model *m,
-                                  size_t capacity)
+la_status la_train_decoder_create(la_train_decoder **out, const la_train_model *m, size_t capacity)
 {
     if (!out) return LA_EINVAL;
     *out = NULL;
@@ -228,11 +226,9 @@ size_t la_train_decoder_position(const la_train_decoder *d)
 la_status la_train_decoder_step(la_train_decoder *d, int32_t token, void *logits)
 {
     if (!d || !logits) return LA_EINVAL;
-    if (token < 0 || (size_t)token >= d->m->c.vocab || d->position >= d->capacity)
-        return LA_EINVAL;
-    const la_status st = d->m->c.dtype == LA_FLOAT32
-                             ? la_train_decoder_step_f32(d, token, logits)
-                             : la_train_decoder_step_f64(d, token, logits);
+    if (token < 0 || (size_t)token >= d->m->c.vocab || d->position >= d->capacity) return LA_EINVAL;
+    const la_status st = d->m->c.dtype == LA_FLOAT32 ? la_train_decoder_step_f32(d, token, logits)
+                                                     : la_train_decoder_step_f64(d, token, logits);
     if (st == LA_OK) d->position++;
     return st;
 }

@@ -77,8 +77,9 @@ static void decode_matches(la_train_model *m, const int32_t *tokens, size_t n, c
     for (size_t t = 0; t < n; t++) {
         assert_int_equal(la_train_decoder_position(d), t);
         const la_status st = la_train_decoder_step(d, tokens[t], logits);
-        if (st != LA_OK) fail_msg("%s: token %zu: %s (seed %llu)", what, t, la_strerror(st),
-                                  (unsigned long long)tu_seed());
+        if (st != LA_OK)
+            fail_msg("%s: token %zu: %s (seed %llu)", what, t, la_strerror(st),
+                     (unsigned long long)tu_seed());
         if (c->dtype == LA_FLOAT32)
             tu_assert_close_f32((const float *)logits, ref + t * V, V, tol, "%s: position %zu",
                                 what, t);
