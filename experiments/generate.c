@@ -3,8 +3,11 @@
  * each next token the most likely one (or sampled with --temperature) and fed back. The
  * tokens go to stdout (bytes for the text task, ids for copy and recall), one summary line
  * with the rate to stderr; no file is written. */
+#include "train.h"
+
 #include "commands.h"
 #include "common/cli.h"
+#include "common/kernels.h"
 #include "common/timer.h"
 #include "linattn.h"
 #include "train/checkpoint.h"
@@ -20,13 +23,13 @@
 
 static const char help_text[] =
     "usage: linattn generate --checkpoint DIR --prompt TEXT --tokens N\n"
-    "                        [--temperature T [--seed S]] [--threads T]\n"
+    "                        [--temperature T [--seed S]] [--precision P] [--threads T]\n"
     "\n"
-    "Loads the model of a `linattn train` checkpoint (in its precision) and generates N\n"
-    "tokens after the prompt, one at a time: kernels that run token by token on a state\n"
-    "(linear, favor and their recurrent forms) carry it from token to token, O(1) each;\n"
-    "the others keep each layer's keys and values and run the new query over them, O(t)\n"
-    "at position t. The logits are those of the model's forward on the same tokens.\n"
+    "Loads the model of a `linattn train` checkpoint and generates N tokens after the\n"
+    "prompt, one at a time: kernels that run token by token on a state (below) carry it\n"
+    "from token to token, O(1) each; the others keep each layer's keys and values and run\n"
+    "the new query over them, O(t) at position t. The logits are those of the model's\n"
+    "forward on the same tokens.\n"
     "\n"
     "  --checkpoint DIR     a folder `linattn train --checkpoint` wrote\n"
     "  --prompt TEXT        the text task: the prompt's bytes; copy and recall: token ids\n"
@@ -37,11 +40,16 @@ static const char help_text[] =
     "  --temperature T      0: the most likely token (greedy, first of ties); T > 0:\n"
     "                       sampled from softmax(logits / T) [0]\n"
     "  --seed S             the sampling's generator, with --temperature [0]\n"
-    "  --threads T          OpenMP threads [LA_NUM_THREADS, else all cores];\n"
-    "                       " CLI_THREADS_HELP "\n"
+    "  --precision P        float32 or float64: the parameters converted to it\n"
+    "                       [the checkpoint's]\n"
+    "  --threads T          OpenMP threads, 1..1024 (above the cores runs on the cores)\n"
+    "                       [LA_NUM_THREADS, else 1: one token's products are too small\n"
+    "                       to share]\n"
     "\n"
     "output: the N tokens on stdout, then a newline: the text task's as bytes, the others'\n"
     "as ids separated by spaces; on stderr one line: the tokens, seconds and tokens/s\n"
+    "\n";
+static const char help_after_kernels[] =
     "\n"
     "exit status: 0 done, 2 bad flags, a checkpoint that cannot be read, a prompt token\n"
     "outside the vocabulary, too many tokens for learned positions, or a value that is not\n"
@@ -50,9 +58,19 @@ static const char help_text[] =
     "example (after the example of `linattn help train`: 5 symbols, the separator, the copy):\n"
     "  linattn generate --checkpoint copy.ckpt --prompt \"3 1 4 1 5 11\" --tokens 5\n";
 
+/* A kernel a model can use that runs token by token on a state. */
+static int stepped(la_kernel k)
+{
+    return train_kernel(k) && (la_kernel_get(k)->caps & LA_CAP_STEP);
+}
+
 void cmd_generate_help(FILE *out)
 {
+    char names[512];
     fputs(help_text, out);
+    fputs("kernels decoded on their state (the registry's rows with a step API):\n  ", out);
+    cli_print_wrapped(out, kernels_kernel_names(stepped, ", ", names, sizeof names), 2);
+    fputs(help_after_kernels, out);
 }
 
 typedef struct {
@@ -99,6 +117,33 @@ static int load(const char *dir, gen *g)
         rc = cli_fail("--checkpoint", "%s", why);
     free(ck);
     return rc;
+}
+
+/* g's model in the other precision, its parameters converted (float64 to float32 rounds to
+ * nearest). 0, or 2 after one line. */
+static int convert(gen *g)
+{
+    la_train_config c = *la_train_model_config(g->m);
+    c.dtype = c.dtype == LA_FLOAT32 ? LA_FLOAT64 : LA_FLOAT32;
+    la_train_model *to = NULL;
+    la_train_tensor *a, *b;
+    size_t na, nb;
+    la_status st = la_train_model_create(&to, &c, 0);
+    if (!st) st = la_train_model_tensors(g->m, &a, &na);
+    if (!st) st = la_train_model_tensors(to, &b, &nb);
+    if (st) {
+        la_train_model_free(to);
+        return cli_fail("--precision", "%s", la_strerror(st));
+    }
+    for (size_t i = 0; i < na; i++)
+        for (size_t e = 0; e < a[i].numel; e++)
+            if (c.dtype == LA_FLOAT64)
+                ((double *)b[i].data)[e] = ((const float *)a[i].data)[e];
+            else
+                ((float *)b[i].data)[e] = (float)((const double *)a[i].data)[e];
+    la_train_model_free(g->m);
+    g->m = to;
+    return 0;
 }
 
 /* The prompt's tokens into g->tokens (room for n_new more). 0, or 2 after one line. */
@@ -215,12 +260,13 @@ static int print(const gen *g)
 int cmd_generate(int argc, char **argv)
 {
     const char *dir = NULL, *prompt = NULL, *tokens = NULL, *temperature = NULL, *seed = NULL,
-               *threads = NULL;
+               *threads = NULL, *precision = NULL;
+    static const char *const precisions[] = {"float32", "float64", NULL};
+    int f64 = 0;
     const cli_flag flags[] = {
-        {"checkpoint", &dir, NULL}, {"prompt", &prompt, NULL},
-        {"tokens", &tokens, NULL},  {"temperature", &temperature, NULL},
-        {"seed", &seed, NULL},      {"threads", &threads, NULL},
-        {NULL, NULL, NULL},
+        {"checkpoint", &dir, NULL},          {"prompt", &prompt, NULL}, {"tokens", &tokens, NULL},
+        {"temperature", &temperature, NULL}, {"seed", &seed, NULL},     {"threads", &threads, NULL},
+        {"precision", &precision, NULL},     {NULL, NULL, NULL},
     };
     gen g = {0};
     double temp = 0, seconds = 0;
@@ -237,7 +283,11 @@ int cmd_generate(int argc, char **argv)
     if (!rc && seed && !temperature) rc = cli_fail("--seed", "only --temperature reads it");
     if (!rc && seed) rc = cli_parse_size("--seed", seed, &seed_value);
     if (!rc) rc = cli_parse_threads("--threads", threads);
+    if (!rc && !threads && !getenv("LA_NUM_THREADS")) la_set_num_threads(1);
+    if (!rc && precision) rc = cli_parse_choice("--precision", precision, precisions, &f64);
     if (!rc) rc = load(dir, &g);
+    if (!rc && precision && f64 != (la_train_model_config(g.m)->dtype == LA_FLOAT64))
+        rc = convert(&g);
     if (!rc) rc = parse_prompt(prompt, &g);
     if (!rc) rc = run(&g, temp, (uint64_t)seed_value, &seconds);
     if (!rc) rc = print(&g);

@@ -2,11 +2,12 @@
 """generate_runs.py — `linattn generate` end to end on checkpoints of tiny `linattn train`
 runs: greedy decoding prints N token ids below the vocabulary and exits 0 with one summary
 line (tokens/s) on stderr; it is deterministic, and continuing a prompt extended by the first
-k generated tokens gives the rest; sampling with --temperature repeats with its --seed; the
-text task prints N bytes; a linear-attention checkpoint decodes on its recurrent state;
-learned positions take the prompt and N - 1 more up to --seq-len and refuse one more. The
-hostile cases exit 2 with one line: bad flags, a missing checkpoint or a folder that is none,
-a prompt token outside the vocabulary, --tokens 0. No run writes a file.
+k generated tokens gives the rest; sampling with --temperature repeats with its --seed;
+--precision float64 runs a float32 checkpoint; the text task prints N bytes; a
+linear-attention checkpoint decodes on its recurrent state; learned positions take the
+prompt and N - 1 more up to --seq-len and refuse one more. The hostile cases exit 2 with
+one line: bad flags, a missing checkpoint or a folder that is none, a prompt token outside
+the vocabulary, --tokens 0. No run writes a file.
 
 Usage: /usr/bin/python3 tests/command/generate_runs.py BUILD/linattn   (run by `make test`)
 
@@ -95,6 +96,12 @@ def main():
               and len(ids(sampled[0]) or []) == 30,
               "copy: sampling with --seed 7 repeats (%s)" % sampled[0].stderr.strip())
 
+        # another precision: the parameters converted
+        p = run(binary, ["generate", "--checkpoint", copy, "--prompt", text, "--tokens", "5",
+                         "--precision", "float64"])
+        check(p.returncode == 0 and len(ids(p) or []) == 5,
+              "copy: --precision float64 runs (%s)" % p.stderr.strip())
+
         # linear attention: the recurrent state
         p = run(binary, ["generate", "--checkpoint", linear, "--prompt", text, "--tokens", "5"])
         check(p.returncode == 0 and len(ids(p) or []) == 5 and "recurrent state" in p.stderr,
@@ -131,6 +138,7 @@ def main():
                 (base + ["--tokens", "3", "--seed", "1"], "--seed without --temperature"),
                 (base + ["--tokens", "3", "--temperature", "-1"], "--temperature -1"),
                 (base + ["--tokens", "3", "--threads", "0"], "--threads 0"),
+                (base + ["--tokens", "3", "--precision", "half"], "--precision half"),
                 (["generate", "--checkpoint", os.path.join(tmp, "missing"), "--prompt", text,
                   "--tokens", "3"], "a missing checkpoint"),
                 (["generate", "--checkpoint", empty, "--prompt", text, "--tokens", "3"],
