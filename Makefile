@@ -217,7 +217,8 @@ $(COUNTED_TEST_BIN): %: %.o $(TEST_UTIL) $(BUILD)/count/liblinattn.a
 PY_CHECKS := attend_numpy attend_grad_numpy results_files scaling_sweeps plot_figures \
              csv_load results_folders params_models block_numpy data_numpy vocabulary \
              approx_runs complexity_runs model_numpy roofline_runs scores_runs \
-             reference_guard commands_agree input_layout train_runs learn_runs
+             reference_guard commands_agree input_layout train_runs learn_runs \
+             generate_runs
 
 # The Python package's checks (tests/python/*.py), run by the python of the venv that
 # `make python` installs the package into; skipped under SANITIZE=1 (an AddressSanitizer

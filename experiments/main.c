@@ -23,6 +23,8 @@ static const la_command commands[] = {
      cmd_flops_help},
     {"train", "train a small causal Transformer in C: copy, MQAR recall or a text file", cmd_train,
      cmd_train_help},
+    {"generate", "tokens from a `linattn train` checkpoint, decoded one at a time", cmd_generate,
+     cmd_generate_help},
     {"csv", "a results file without its # lines (--plain), or its metadata as JSON (--meta)",
      cmd_csv, cmd_csv_help},
     {"bench", "time the kernels against BLIS sgemm and the FMA peak (make bench)", cmd_bench,

@@ -345,7 +345,7 @@ size_t la_train_model_param_count(const la_train_model *m)
 /* ---------------------------------------------------------------- the passes */
 
 static la_status run(la_train_model *m, size_t batch, const int32_t *tokens, const int32_t *targets,
-                     int backward, double *loss, size_t *correct, size_t *scored)
+                     int backward, double *loss, size_t *correct, size_t *scored, void *logits)
 {
     if (!m || !tokens || !targets || batch == 0) return LA_EINVAL;
     size_t rows;
@@ -354,20 +354,35 @@ static la_status run(la_train_model *m, size_t batch, const int32_t *tokens, con
         if (tokens[r] < 0 || (size_t)tokens[r] >= m->c.vocab ||
             (targets[r] >= 0 && (size_t)targets[r] >= m->c.vocab))
             return LA_EINVAL;
-    return m->c.dtype == LA_FLOAT32
-               ? la_train_run_f32(m, batch, tokens, targets, backward, loss, correct, scored)
-               : la_train_run_f64(m, batch, tokens, targets, backward, loss, correct, scored);
+    return m->c.dtype == LA_FLOAT32 ? la_train_run_f32(m, batch, tokens, targets, backward, loss,
+                                                       correct, scored, logits)
+                                    : la_train_run_f64(m, batch, tokens, targets, backward, loss,
+                                                       correct, scored, logits);
 }
 
 la_status la_train_forward_backward(la_train_model *m, size_t batch, const int32_t *tokens,
                                     const int32_t *targets, double *loss, size_t *correct,
                                     size_t *scored)
 {
-    return run(m, batch, tokens, targets, 1, loss, correct, scored);
+    return run(m, batch, tokens, targets, 1, loss, correct, scored, NULL);
 }
 
 la_status la_train_evaluate(la_train_model *m, size_t batch, const int32_t *tokens,
                             const int32_t *targets, double *loss, size_t *correct, size_t *scored)
 {
-    return run(m, batch, tokens, targets, 0, loss, correct, scored);
+    return run(m, batch, tokens, targets, 0, loss, correct, scored, NULL);
+}
+
+la_status la_train_logits(la_train_model *m, size_t batch, const int32_t *tokens, void *logits)
+{
+    size_t rows;
+    if (!m || !tokens || !logits || batch == 0) return LA_EINVAL;
+    if (!la_mul_ok(batch, m->c.seq_len, &rows)) return LA_EOVERFLOW;
+    int32_t *none = malloc(rows * sizeof *none); /* no target scored */
+    if (!none) return LA_ENOMEM;
+    for (size_t r = 0; r < rows; r++)
+        none[r] = -1;
+    la_status st = run(m, batch, tokens, none, 0, NULL, NULL, NULL, logits);
+    free(none);
+    return st;
 }

@@ -55,12 +55,17 @@ void la_train_attention_problem(const la_train_config *c, size_t batch, la_probl
 bool la_train_saved_counts(const la_train_config *c, size_t batch, size_t *layer_real,
                            size_t *layer_double, size_t *final_real, size_t *final_double);
 
-/* The forward (and, with backward, the backward) pass of train.h per type. */
+/* The forward (and, with backward, the backward) pass of train.h per type; logits (R, V),
+ * when not NULL, receives the forward's logits. */
 la_status la_train_run_f32(la_train_model *m, size_t batch, const int32_t *tokens,
                            const int32_t *targets, int backward, double *loss, size_t *correct,
-                           size_t *scored);
+                           size_t *scored, float *logits);
 la_status la_train_run_f64(la_train_model *m, size_t batch, const int32_t *tokens,
                            const int32_t *targets, int backward, double *loss, size_t *correct,
-                           size_t *scored);
+                           size_t *scored, double *logits);
+
+/* One token of la_train_decoder_step per type (decode.c). */
+la_status la_train_decoder_step_f32(la_train_decoder *d, int32_t token, float *logits);
+la_status la_train_decoder_step_f64(la_train_decoder *d, int32_t token, double *logits);
 
 #endif

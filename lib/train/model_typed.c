@@ -140,7 +140,7 @@ static la_status layer_backward(la_train_model *m, size_t i, const la_problem *p
 #undef LG
 
 static la_status run(la_train_model *m, size_t batch, const int32_t *tokens, const int32_t *targets,
-                     int backward, double *loss, size_t *correct, size_t *scored)
+                     int backward, double *loss, size_t *correct, size_t *scored, REAL *logits_out)
 {
     const la_train_config *c = &m->c;
     const size_t L = c->layers, D = c->d_model, V = c->vocab, H = c->heads, N = c->seq_len;
@@ -199,6 +199,7 @@ static la_status run(la_train_model *m, size_t batch, const int32_t *tokens, con
                                              mean_f, rstd_f);
     if (st == LA_OK)
         st = FN(la_train_dense_forward)(R, D, V, y, DATA(head_w), DATA(head_b), logits);
+    if (st == LA_OK && logits_out) memcpy(logits_out, logits, rv * sizeof *logits);
     size_t count = 0, right = 0;
     for (size_t i = 0; i < R; i++)
         count += targets[i] >= 0;
@@ -239,15 +240,15 @@ done:
 #if REAL_IS_F32
 la_status la_train_run_f32(la_train_model *m, size_t batch, const int32_t *tokens,
                            const int32_t *targets, int backward, double *loss, size_t *correct,
-                           size_t *scored)
+                           size_t *scored, float *logits)
 {
-    return run(m, batch, tokens, targets, backward, loss, correct, scored);
+    return run(m, batch, tokens, targets, backward, loss, correct, scored, logits);
 }
 #else
 la_status la_train_run_f64(la_train_model *m, size_t batch, const int32_t *tokens,
                            const int32_t *targets, int backward, double *loss, size_t *correct,
-                           size_t *scored)
+                           size_t *scored, double *logits)
 {
-    return run(m, batch, tokens, targets, backward, loss, correct, scored);
+    return run(m, batch, tokens, targets, backward, loss, correct, scored, logits);
 }
 #endif

@@ -153,6 +153,30 @@ la_status la_train_forward_backward(la_train_model *m, size_t batch, const int32
 /* The forward alone (gradients untouched): the same loss, correct and scored. */
 la_status la_train_evaluate(la_train_model *m, size_t batch, const int32_t *tokens,
                             const int32_t *targets, double *loss, size_t *correct, size_t *scored);
+/* The forward's logits: logits (batch, seq_len, V) of the model's dtype, for tokens
+ * (batch, seq_len) in [0, V). LA_EINVAL (NULL, batch 0, a token out of range), and the
+ * forward's other statuses. */
+la_status la_train_logits(la_train_model *m, size_t batch, const int32_t *tokens, void *logits);
+
+/* DECODING, one token at a time (decode.c): the logits of token t from tokens 0 .. t,
+ * those of la_train_logits's row t for the same tokens (to rounding). A kernel with
+ * LA_CAP_STEP carries its recurrent state per layer (la_linear_step: O(1) per token);
+ * any other keeps a KV cache per layer, 2·capacity·D elements, and runs the new query over
+ * the cached keys (O(t) per token).
+ * create: a decoder for up to `capacity` tokens of m (which must outlive it and not change
+ *   while it decodes). LA_EINVAL (NULL, capacity 0 or, with learned positions, beyond
+ *   seq_len), LA_EOVERFLOW, LA_ENOMEM, the step state's statuses; *d NULL on error.
+ * step: feeds token (in [0, V)) at position la_train_decoder_position(d) and writes its
+ *   logits (V elements of the model's dtype); the position advances. LA_EINVAL (NULL, a
+ *   token out of range, the capacity reached: nothing changed), the kernel's statuses
+ *   and LA_ERANGE for a value not finite (then the position stays, the caches may hold
+ *   part of the token: free the decoder). */
+typedef struct la_train_decoder la_train_decoder; /* opaque */
+la_status la_train_decoder_create(la_train_decoder **d, const la_train_model *m, size_t capacity);
+void la_train_decoder_free(la_train_decoder *d); /* NULL is fine */
+size_t la_train_decoder_position(const la_train_decoder *d);
+la_status la_train_decoder_step(la_train_decoder *d, int32_t token, void *logits);
+
 /* Bytes the forward keeps for the backward (SAVED STATE above) for a batch of c; 0 when c
  * is not valid or the count passes size_t. */
 size_t la_train_saved_bytes(const la_train_config *c, size_t batch);
