@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "common/cli.h"
+#include "common/guard.h"
 #include "common/kernels.h"
 #include "common/layer_flags.h"
 #include "common/variants.h"
@@ -315,6 +316,9 @@ int cmd_train(int argc, char **argv)
     int rc = cli_parse_flags(argc, argv, flags);
     if (!rc && s->resume) rc = merge_checkpoint(s->resume, text, &steps, &eval_every, ck);
     if (!rc && s->resume && !s->checkpoint) s->checkpoint = s->resume; /* carries on there */
+    char guard_err[PATH_MAX + 256];
+    if (!rc && s->checkpoint && guard_check(s->checkpoint, guard_err, sizeof guard_err))
+        rc = cli_fail("--checkpoint", "%s", guard_err);
     for (int i = 0; i < TRAIN_RECORDED; i++)
         if (!text[i]) text[i] = defaults[i];
     if (!rc) rc = cli_parse_threads("--threads", threads);

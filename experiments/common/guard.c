@@ -82,7 +82,7 @@ int guard_check(const char *path, char *err, size_t err_size)
     if (!name) return 0;
     snprintf(err, err_size,
              "%s: %s/%s/ holds the committed reference, written only by `linattn results "
-             "--update` (make results-update): give --out a path elsewhere",
+             "--update` (make results-update): give a path elsewhere",
              path, root, name);
     return 1;
 }

@@ -72,13 +72,16 @@ static void progress_label(const progress_line *pr, char *buf, size_t size)
 
 /* "elapsed 1m05s  left ~2m10s (1m40s–2m10s) (suite ~6m00s)" after `done` units of work:
  * the work left at the rate of all finished points, and the range to the rate of the
- * last one when the two differ by more than a fifth */
+ * last one when the two differ by more than a fifth. "left ~?" until a hundredth of the
+ * work is done: the first points of a sweep are its smallest, whose overheads make the
+ * time per unit of work many times the large points' (a scaling sweep's first two
+ * points of ten foretold 71 hours for a run of six minutes) */
 static void progress_times(const progress_line *pr, double done, double now, char *buf, size_t size)
 {
     double elapsed = now - pr->start_s, left = NAN;
     char e[32], r[96] = "?", s[64] = "";
     progress_format_duration(elapsed, e, sizeof e);
-    if (done > 0 && done <= pr->total_work) {
+    if (done > 0 && done <= pr->total_work && done >= 0.01 * pr->total_work) {
         left = elapsed * (pr->total_work - done) / done;
         progress_format_duration(left, r, sizeof r);
         const double other = pr->last_rate_s * (pr->total_work - done);

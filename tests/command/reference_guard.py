@@ -7,8 +7,9 @@ reference (this repository's results/ and plots/), whatever the spelling:
   - --out into results/ is refused (exit 2, one line, nothing written) spelt relative, as
     an absolute path from another directory, through `..`, and through a symbolic link;
   - `linattn results --out-dir` and `--plots-dir` naming the repository's folders are
-    refused from / too (the guard compares folders, not spellings).
-Only params-sweep (a closed form, no timing): well under a second per run.
+    refused from / too (the guard compares folders, not spellings);
+  - `linattn train --log` and `--checkpoint` into results/ are refused.
+Only params-sweep (a closed form, no timing) and refused runs: well under a second each.
 
 Usage: /usr/bin/python3 tests/command/reference_guard.py BUILD/linattn   (run by `make test`)
 Exit status 1 when a check fails.
@@ -70,6 +71,16 @@ def main():
             check("committed reference" in proc.stderr,
                   "--out into results/, %s: the line says why (%s)" % (where, proc.stderr.strip()))
         check(not os.path.exists(os.path.join(results, "new.csv")), "no new file in results/")
+
+        # train's log and checkpoint folder, and block's output, into results/
+        tiny = ["train", "--task", "copy", "--steps", "1", "--d-model", "8", "--heads", "1",
+                "--d-ff", "8", "--layers", "1", "--seq-len", "8", "--batch", "2", "--threads",
+                "1"]
+        for flag, name in (("--log", "train.csv"), ("--checkpoint", "ckpt")):
+            proc = checks.run(binary, tiny + [flag, os.path.join(results, name)], cwd="/")
+            check.refused(proc, "train %s into results/" % flag)
+            check(not os.path.exists(os.path.join(results, name)),
+                  "train %s into results/: nothing written" % flag)
 
         # the suite's own folders, from another directory
         quick = ["results", "--quick", "--only", "params-sweep", "--no-figures"]

@@ -138,6 +138,27 @@ static void estimate(void **state)
     free(text);
 }
 
+/* Before a hundredth of the work is done the time left is not guessed: 1 unit of 200,
+ * then 2 of 200 (1%) gives the estimate. */
+static void estimate_waits(void **state)
+{
+    (void)state;
+    capture c;
+    capture_start(&c, "wait", 3, 200, 0);
+    c.pr.every_s = 0;
+    progress_step(&c.pr, 1, 1, "a");
+    c.pr.start_s -= 10;
+    progress_step(&c.pr, 2, 1, "b");
+    c.pr.start_s -= 10;
+    progress_step(&c.pr, 3, 198, "c");
+    progress_end(&c.pr);
+    char *text = capture_text(&c);
+    printf("%s", text);
+    assert_non_null(strstr(text, "1/3 points done (last: a)  elapsed 10.0s  left ~?\n"));
+    assert_non_null(strstr(text, "2/3 points done (last: b)  elapsed 20.0s  left ~33m00s"));
+    free(text);
+}
+
 /* When the last finished point ran at another rate than all of them together, the time
  * left comes with the range between the two: 10 s for 1 unit, then 2 s for 2 units,
  * leaves 3 of 6 units: 12 s at the overall rate, 3 s at the last point's. A point at the
@@ -210,6 +231,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(plain_lines),    cmocka_unit_test(terminal_line),
         cmocka_unit_test(inside_suite),   cmocka_unit_test(estimate),
+        cmocka_unit_test(estimate_waits),
         cmocka_unit_test(estimate_range), cmocka_unit_test(heartbeat),
         cmocka_unit_test(durations),
     };
