@@ -36,17 +36,6 @@ struct la_train_decoder {
 #define DATA(t) ((const REAL *)(t)->data)
 #define LW(t) DATA(la_train_layer_tensor(m, i, (t)))
 
-/* out = a + b over n elements; LA_ERANGE when a sum is not finite. */
-static la_status add(size_t n, const REAL *a, const REAL *b, REAL *out)
-{
-    int bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        out[i] = a[i] + b[i];
-        bad |= !isfinite(out[i]);
-    }
-    return bad ? LA_ERANGE : LA_OK;
-}
-
 /* tmp = attn(a) of layer i for the token at d->position. */
 static la_status attend(la_train_decoder *d, size_t i, const REAL *a, REAL *qkv, REAL *o, REAL *tmp)
 {
@@ -92,24 +81,24 @@ static la_status layer(la_train_decoder *d, size_t i, REAL *x)
         st = FN(la_train_layer_norm_forward)(1, D, x, LW(LA_TRAIN_N1_W), LW(LA_TRAIN_N1_B), eps, a,
                                              &mean, &rstd);
         if (st == LA_OK) st = attend(d, i, a, qkv, o, tmp);
-        if (st == LA_OK) st = add(D, x, tmp, s);
+        if (st == LA_OK) st = FN(la_train_add)(D, x, tmp, s);
         if (st == LA_OK)
             st = FN(la_train_layer_norm_forward)(1, D, s, LW(LA_TRAIN_N2_W), LW(LA_TRAIN_N2_B), eps,
                                                  a, &mean, &rstd);
         if (st == LA_OK)
             st = FN(la_train_ffn_forward)(1, D, F, c->gelu, a, LW(LA_TRAIN_L1_W), LW(LA_TRAIN_L1_B),
                                           LW(LA_TRAIN_L2_W), LW(LA_TRAIN_L2_B), pre, tmp);
-        if (st == LA_OK) st = add(D, s, tmp, x);
+        if (st == LA_OK) st = FN(la_train_add)(D, s, tmp, x);
     } else {
         st = attend(d, i, x, qkv, o, tmp);
-        if (st == LA_OK) st = add(D, x, tmp, s);
+        if (st == LA_OK) st = FN(la_train_add)(D, x, tmp, s);
         if (st == LA_OK)
             st = FN(la_train_layer_norm_forward)(1, D, s, LW(LA_TRAIN_N1_W), LW(LA_TRAIN_N1_B), eps,
                                                  a, &mean, &rstd);
         if (st == LA_OK)
             st = FN(la_train_ffn_forward)(1, D, F, c->gelu, a, LW(LA_TRAIN_L1_W), LW(LA_TRAIN_L1_B),
                                           LW(LA_TRAIN_L2_W), LW(LA_TRAIN_L2_B), pre, tmp);
-        if (st == LA_OK) st = add(D, a, tmp, s);
+        if (st == LA_OK) st = FN(la_train_add)(D, a, tmp, s);
         if (st == LA_OK)
             st = FN(la_train_layer_norm_forward)(1, D, s, LW(LA_TRAIN_N2_W), LW(LA_TRAIN_N2_B), eps,
                                                  x, &mean, &rstd);

@@ -64,6 +64,11 @@ la_status la_train_run_f64(la_train_model *m, size_t batch, const int32_t *token
                            const int32_t *targets, int backward, double *loss, size_t *correct,
                            size_t *scored, double *logits);
 
+/* out = a + b over n elements, the residual sums of the forward and backward (model_typed.c,
+ * per type; decode.c's too); LA_ERANGE when a sum is not finite. */
+la_status la_train_add_f32(size_t n, const float *a, const float *b, float *out);
+la_status la_train_add_f64(size_t n, const double *a, const double *b, double *out);
+
 /* One token of la_train_decoder_step per type (decode.c). */
 la_status la_train_decoder_step_f32(la_train_decoder *d, int32_t token, float *logits);
 la_status la_train_decoder_step_f64(la_train_decoder *d, int32_t token, double *logits);

@@ -25,8 +25,8 @@ typedef struct {
 #define DATA(t) ((REAL *)(t)->data)
 #define GRAD(t) ((REAL *)(t)->grad)
 
-/* out = a + b over n elements; LA_ERANGE when a sum is not finite. */
-static la_status add(size_t n, const REAL *a, const REAL *b, REAL *out)
+/* The residual sums (model_internal.h). */
+la_status FN(la_train_add)(size_t n, const REAL *a, const REAL *b, REAL *out)
 {
     int bad = 0;
     for (size_t i = 0; i < n; i++) {
@@ -54,7 +54,7 @@ static la_status layer_forward(la_train_model *m, size_t i, const la_problem *p,
             st = FN(la_train_mha_forward)(c->attention, p, s->s1, LW(LA_TRAIN_IN_W),
                                           LW(LA_TRAIN_IN_B), LW(LA_TRAIN_OUT_W), LW(LA_TRAIN_OUT_B),
                                           s->q, s->k, s->v, s->o, s->lse, tmp);
-        if (st == LA_OK) st = add(R * D, s->x, tmp, s->s2);
+        if (st == LA_OK) st = FN(la_train_add)(R * D, s->x, tmp, s->s2);
         if (st == LA_OK)
             st = FN(la_train_layer_norm_forward)(R, D, s->s2, LW(LA_TRAIN_N2_W), LW(LA_TRAIN_N2_B),
                                                  eps, s->s3, s->mean2, s->rstd2);
@@ -62,12 +62,12 @@ static la_status layer_forward(la_train_model *m, size_t i, const la_problem *p,
             st = FN(la_train_ffn_forward)(R, D, F, c->gelu, s->s3, LW(LA_TRAIN_L1_W),
                                           LW(LA_TRAIN_L1_B), LW(LA_TRAIN_L2_W), LW(LA_TRAIN_L2_B),
                                           s->pre, tmp);
-        if (st == LA_OK) st = add(R * D, s->s2, tmp, next);
+        if (st == LA_OK) st = FN(la_train_add)(R * D, s->s2, tmp, next);
     } else {
         st = FN(la_train_mha_forward)(c->attention, p, s->x, LW(LA_TRAIN_IN_W), LW(LA_TRAIN_IN_B),
                                       LW(LA_TRAIN_OUT_W), LW(LA_TRAIN_OUT_B), s->q, s->k, s->v,
                                       s->o, s->lse, tmp);
-        if (st == LA_OK) st = add(R * D, s->x, tmp, s->s1);
+        if (st == LA_OK) st = FN(la_train_add)(R * D, s->x, tmp, s->s1);
         if (st == LA_OK)
             st = FN(la_train_layer_norm_forward)(R, D, s->s1, LW(LA_TRAIN_N1_W), LW(LA_TRAIN_N1_B),
                                                  eps, s->s2, s->mean1, s->rstd1);
@@ -75,7 +75,7 @@ static la_status layer_forward(la_train_model *m, size_t i, const la_problem *p,
             st = FN(la_train_ffn_forward)(R, D, F, c->gelu, s->s2, LW(LA_TRAIN_L1_W),
                                           LW(LA_TRAIN_L1_B), LW(LA_TRAIN_L2_W), LW(LA_TRAIN_L2_B),
                                           s->pre, tmp);
-        if (st == LA_OK) st = add(R * D, s->s2, tmp, s->s3);
+        if (st == LA_OK) st = FN(la_train_add)(R * D, s->s2, tmp, s->s3);
         if (st == LA_OK)
             st = FN(la_train_layer_norm_forward)(R, D, s->s3, LW(LA_TRAIN_N2_W), LW(LA_TRAIN_N2_B),
                                                  eps, next, s->mean2, s->rstd2);
@@ -99,7 +99,7 @@ static la_status layer_backward(la_train_model *m, size_t i, const la_problem *p
             st =
                 FN(la_train_layer_norm_backward)(R, D, s->s2, LW(LA_TRAIN_N2_W), s->mean2, s->rstd2,
                                                  tmp, tmp2, LG(LA_TRAIN_N2_W), LG(LA_TRAIN_N2_B));
-        if (st == LA_OK) st = add(R * D, dstream, tmp2, dstream);
+        if (st == LA_OK) st = FN(la_train_add)(R * D, dstream, tmp2, dstream);
         /* s = x + attn(a), a = norm1(x): dx = ds + norm1ᵀ(attnᵀ(ds)) */
         if (st == LA_OK)
             st = FN(la_train_mha_backward)(c->attention, p, s->s1, LW(LA_TRAIN_IN_W),
@@ -109,7 +109,7 @@ static la_status layer_backward(la_train_model *m, size_t i, const la_problem *p
         if (st == LA_OK)
             st = FN(la_train_layer_norm_backward)(R, D, s->x, LW(LA_TRAIN_N1_W), s->mean1, s->rstd1,
                                                   tmp, tmp2, LG(LA_TRAIN_N1_W), LG(LA_TRAIN_N1_B));
-        if (st == LA_OK) st = add(R * D, dstream, tmp2, dstream);
+        if (st == LA_OK) st = FN(la_train_add)(R * D, dstream, tmp2, dstream);
     } else {
         /* next = norm2(s'): ds' */
         st = FN(la_train_layer_norm_backward)(R, D, s->s3, LW(LA_TRAIN_N2_W), s->mean2, s->rstd2,
@@ -119,7 +119,7 @@ static la_status layer_backward(la_train_model *m, size_t i, const la_problem *p
             st = FN(la_train_ffn_backward)(R, D, F, c->gelu, s->s2, LW(LA_TRAIN_L1_W),
                                            LW(LA_TRAIN_L2_W), s->pre, tmp, tmp2, LG(LA_TRAIN_L1_W),
                                            LG(LA_TRAIN_L1_B), LG(LA_TRAIN_L2_W), LG(LA_TRAIN_L2_B));
-        if (st == LA_OK) st = add(R * D, tmp, tmp2, tmp);
+        if (st == LA_OK) st = FN(la_train_add)(R * D, tmp, tmp2, tmp);
         /* u = norm1(s): ds */
         if (st == LA_OK)
             st = FN(la_train_layer_norm_backward)(R, D, s->s1, LW(LA_TRAIN_N1_W), s->mean1,
@@ -131,7 +131,7 @@ static la_status layer_backward(la_train_model *m, size_t i, const la_problem *p
                                            LW(LA_TRAIN_OUT_W), s->q, s->k, s->v, s->o, s->lse,
                                            dstream, tmp, LG(LA_TRAIN_IN_W), LG(LA_TRAIN_IN_B),
                                            LG(LA_TRAIN_OUT_W), LG(LA_TRAIN_OUT_B));
-        if (st == LA_OK) st = add(R * D, dstream, tmp, dstream);
+        if (st == LA_OK) st = FN(la_train_add)(R * D, dstream, tmp, dstream);
     }
     return st;
 }

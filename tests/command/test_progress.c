@@ -231,9 +231,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(plain_lines),    cmocka_unit_test(terminal_line),
         cmocka_unit_test(inside_suite),   cmocka_unit_test(estimate),
-        cmocka_unit_test(estimate_waits),
-        cmocka_unit_test(estimate_range), cmocka_unit_test(heartbeat),
-        cmocka_unit_test(durations),
+        cmocka_unit_test(estimate_waits), cmocka_unit_test(estimate_range),
+        cmocka_unit_test(heartbeat),      cmocka_unit_test(durations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
