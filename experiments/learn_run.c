@@ -98,25 +98,8 @@ typedef struct {
 
 static la_status evaluate(const learn_setup *s, run *r, double *loss, double *accuracy)
 {
-    size_t n = la_train_task_eval_batches(r->task, s->batch, s->eval_batches);
-    double sum = 0;
-    size_t right = 0, all = 0;
-    for (size_t i = 0; i < n; i++) {
-        double l;
-        size_t correct, scored;
-        la_status st =
-            la_train_task_eval_batch(r->task, s->seed, i, s->batch, r->tokens, r->targets);
-        if (!st)
-            st =
-                la_train_evaluate(r->model, s->batch, r->tokens, r->targets, &l, &correct, &scored);
-        if (st) return st;
-        sum += l * (double)scored;
-        right += correct;
-        all += scored;
-    }
-    *loss = all ? sum / (double)all : NAN;
-    *accuracy = all ? (double)right / (double)all : NAN;
-    return LA_OK;
+    return la_train_task_evaluate(r->task, r->model, s->seed, s->batch, s->eval_batches, r->tokens,
+                                  r->targets, loss, accuracy);
 }
 
 static la_status step(const learn_setup *s, run *r, la_train_rng *rng, size_t t, double *loss)

@@ -359,3 +359,25 @@ la_status la_train_task_eval_batch(const la_train_task *t, uint64_t seed, size_t
     }
     return LA_OK;
 }
+
+la_status la_train_task_evaluate(const la_train_task *t, la_train_model *m, uint64_t seed,
+                                 size_t batch, size_t wanted, int32_t *tokens, int32_t *targets,
+                                 double *loss, double *accuracy)
+{
+    const size_t n = la_train_task_eval_batches(t, batch, wanted);
+    double sum = 0;
+    size_t right = 0, all = 0;
+    for (size_t i = 0; i < n; i++) {
+        double l;
+        size_t correct, scored;
+        la_status st = la_train_task_eval_batch(t, seed, i, batch, tokens, targets);
+        if (st == LA_OK) st = la_train_evaluate(m, batch, tokens, targets, &l, &correct, &scored);
+        if (st != LA_OK) return st;
+        sum += l * (double)scored;
+        right += correct;
+        all += scored;
+    }
+    *loss = all ? sum / (double)all : NAN;
+    *accuracy = all ? (double)right / (double)all : NAN;
+    return LA_OK;
+}

@@ -29,6 +29,7 @@
 #define LA_TRAIN_TASKS_H
 
 #include "linattn.h"
+#include "train/train.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -96,5 +97,12 @@ la_status la_train_task_batch(const la_train_task *t, la_train_rng *r, size_t ba
 size_t la_train_task_eval_batches(const la_train_task *t, size_t batch, size_t wanted);
 la_status la_train_task_eval_batch(const la_train_task *t, uint64_t seed, size_t index,
                                    size_t batch, int32_t *tokens, int32_t *targets);
+
+/* m on that evaluation set: *loss the mean cross-entropy over its scored tokens, *accuracy
+ * the share of them predicted right (both NaN when none is scored); tokens, targets
+ * (batch, seq_len) are the caller's scratch. The first status that is not LA_OK. */
+la_status la_train_task_evaluate(const la_train_task *t, la_train_model *m, uint64_t seed,
+                                 size_t batch, size_t wanted, int32_t *tokens, int32_t *targets,
+                                 double *loss, double *accuracy);
 
 #endif
