@@ -208,10 +208,8 @@ static int lacks_backward(const goal_point *gp)
     return pt.status == LA_OK && !pass_kernel_has(pt.kernel, pt.pass);
 }
 
-/* The cost model's workspace of a goal's point (NAN when it has none), as the bench
- * calls it: a backward whose row keeps its forward's log-sum-exps (LA_CAP_LSE) is given
- * them, so the B·H·N of them (rounded up to 64 bytes) that the model counts for a caller
- * without them (la_attention_backward_cost) are not in its workspace. */
+/* The cost model's workspace of a goal's point as the bench calls it (pass_cost; NAN when
+ * it has none). */
 static double model_workspace(const goal_point *gp, const bench_shape *s)
 {
     const bench_point pt = point_of(gp);
@@ -219,10 +217,7 @@ static double model_workspace(const goal_point *gp, const bench_shape *s)
     la_cost cost;
     if (pt.status != LA_OK || pass_cost(pt.kernel, &p, pt.pass, LA_FLOAT32, &cost) != LA_OK)
         return NAN;
-    double lse = 0;
-    if (pt.pass == PASS_BACKWARD && (la_kernel_get(pt.kernel)->caps & LA_CAP_LSE))
-        lse = ceil((double)p.batch * (double)p.heads * (double)p.n_queries * 4 / 64) * 64;
-    return cost.workspace_bytes - lse;
+    return cost.workspace_bytes;
 }
 
 enum { GOAL_NOT_MET = 0, GOAL_MET = 1, GOAL_NO_BACKWARD = 2 };

@@ -14,15 +14,28 @@ int pass_kernel_has(la_kernel kernel, pass_kind pass)
     return pass == PASS_FORWARD || (info->backward_f32 && info->backward_cost);
 }
 
+/* The backward's cost as pass_run calls it: a kernel with LA_CAP_LSE is given the
+ * forward's log-sum-exps (lse_for, below), so the B·H·N of them, rounded up to 64 bytes,
+ * that la_attention_backward_cost counts for a caller without them are not workspace. */
+static la_status backward_cost(la_kernel kernel, const la_problem *p, la_dtype dtype, la_cost *out)
+{
+    const la_status st = la_attention_backward_cost(kernel, p, dtype, out);
+    if (st == LA_OK && (la_kernel_get(kernel)->caps & LA_CAP_LSE))
+        out->workspace_bytes -= ceil((double)p->batch * (double)p->heads * (double)p->n_queries *
+                                     (dtype == LA_FLOAT32 ? 4.0 : 8.0) / 64) *
+                                64;
+    return st;
+}
+
 la_status pass_cost(la_kernel kernel, const la_problem *p, pass_kind pass, la_dtype dtype,
                     la_cost *out)
 {
     if (!pass_kernel_has(kernel, pass)) return LA_EINVAL;
     if (pass == PASS_FORWARD) return la_attention_cost(kernel, p, dtype, out);
-    if (pass == PASS_BACKWARD) return la_attention_backward_cost(kernel, p, dtype, out);
+    if (pass == PASS_BACKWARD) return backward_cost(kernel, p, dtype, out);
     la_cost f, b;
     la_status st = la_attention_cost(kernel, p, dtype, &f);
-    if (st == LA_OK) st = la_attention_backward_cost(kernel, p, dtype, &b);
+    if (st == LA_OK) st = backward_cost(kernel, p, dtype, &b);
     if (st != LA_OK) return st;
     la_cost sum = f;
     sum.flops_qk += b.flops_qk;
