@@ -299,9 +299,10 @@ la_status la_train_model_create(la_train_model **out, const la_train_config *c, 
     }
     if (!c->learned_positions) {
         size_t cells;
-        if (!la_mul_ok(c->seq_len, c->d_model, &cells) || !(m->sinusoid = calloc(cells, elem))) {
+        const bool fits = la_mul_ok(c->seq_len, c->d_model, &cells);
+        if (!fits || !(m->sinusoid = calloc(cells, elem))) {
             la_train_model_free(m);
-            return LA_ENOMEM;
+            return fits ? LA_ENOMEM : LA_EOVERFLOW;
         }
         st = la_add_positional_encoding(c->dtype, 1, c->seq_len, c->d_model, 0, m->sinusoid);
         if (st != LA_OK) {
