@@ -22,6 +22,9 @@ static bool sizes_ok(size_t rows, size_t in, size_t out)
            la_mul_ok(n, sizeof(REAL), &n);
 }
 
+/* The rows from which the forward multiplies by a transposed copy of W (below). */
+enum { TRANSPOSE_ROWS = 64 };
+
 static la_status forward(size_t rows, size_t in, size_t out, const REAL *x, const REAL *w,
                          const REAL *b, REAL *y)
 {
@@ -29,21 +32,28 @@ static la_status forward(size_t rows, size_t in, size_t out, const REAL *x, cons
     if (!sizes_ok(rows, in, out)) return LA_EOVERFLOW;
     const int threads = la_threads();
     if (la_gemm_reserve(threads) != LA_OK) return LA_ENOMEM;
-    /* Wᵀ (in, out) row-stored: BLIS's small-product kernels for a row-stored B (its "rv"
-     * kernels) run this product faster than those for W read through transposed strides
-     * (its "rd" dot-product kernels): on the copy model of docs/performance.md (Zen 4,
-     * zen3 kernels, 1 thread) the projections and FFN, forward and backward, went from
-     * 5.7 to 4.8 ms a step. The copy is out·in elements against rows·out·in
-     * multiply-adds */
-    REAL *wt = malloc(in * out * sizeof *wt);
-    if (!wt) return LA_ENOMEM;
-    TRANSPOSE(out, in, w, in, wt, out);
+    /* Wᵀ (in, out) row-stored, for products of TRANSPOSE_ROWS rows or more: BLIS's
+     * small-product kernels for a row-stored B (its "rv" kernels) run them faster than
+     * those for W read through transposed strides (its "rd" dot-product kernels): on the
+     * copy model of docs/performance.md (Zen 4, zen3 kernels, 1 thread) the projections and
+     * FFN, forward and backward, went from 5.7 to 4.8 ms a step. The copy is out·in
+     * elements against rows·out·in multiply-adds, so fewer rows (one token of the
+     * decoder, decode.c) read W in place. */
+    REAL *wt = NULL;
+    if (rows >= TRANSPOSE_ROWS) {
+        if (!(wt = malloc(in * out * sizeof *wt))) return LA_ENOMEM;
+        TRANSPOSE(out, in, w, in, wt, out);
+    }
     if (b)
         for (size_t r = 0; r < rows; r++)
             memcpy(y + r * out, b, out * sizeof *y);
     /* y (rows, out) = x (rows, in) · Wᵀ (in, out) [+ y] */
-    GEMM_THREADED(threads, rows, out, in, 1, x, (ptrdiff_t)in, 1, wt, (ptrdiff_t)out, 1, b ? 1 : 0,
-                  y, (ptrdiff_t)out, 1);
+    if (wt)
+        GEMM_THREADED(threads, rows, out, in, 1, x, (ptrdiff_t)in, 1, wt, (ptrdiff_t)out, 1,
+                      b ? 1 : 0, y, (ptrdiff_t)out, 1);
+    else
+        GEMM_THREADED(threads, rows, out, in, 1, x, (ptrdiff_t)in, 1, w, 1, (ptrdiff_t)in,
+                      b ? 1 : 0, y, (ptrdiff_t)out, 1);
     free(wt);
     return LA_OK;
 }
