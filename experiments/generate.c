@@ -75,7 +75,6 @@ void cmd_generate_help(FILE *out)
 
 typedef struct {
     la_train_model *m;
-    la_train_adamw adamw;
     int text; /* the text task: bytes */
     int32_t *tokens;
     size_t n_prompt, n_new;
@@ -85,7 +84,6 @@ typedef struct {
 
 static void gen_free(gen *g)
 {
-    la_train_adamw_free(&g->adamw);
     la_train_model_free(g->m);
     free(g->tokens);
     free(g->logits);
@@ -107,13 +105,9 @@ static int load(const char *dir, gen *g)
         rc = cli_fail("--checkpoint", "%s: not a checkpoint of linattn train (no setting task)",
                       dir);
     if (!rc) g->text = strcmp(task, la_train_task_name(LA_TRAIN_TASK_TEXT)) == 0;
-    la_train_tensor *list;
-    size_t count;
-    if (!rc && ((st = la_train_model_create(&g->m, &c, 0)) ||
-                (st = la_train_model_tensors(g->m, &list, &count)) ||
-                (st = la_train_adamw_init(&g->adamw, &oc, c.dtype, list, count))))
+    if (!rc && (st = la_train_model_create(&g->m, &c, 0)))
         rc = cli_fail("--checkpoint", "%s: cannot make its model: %s", dir, la_strerror(st));
-    if (!rc && la_train_checkpoint_load(dir, g->m, &g->adamw, ck, &why))
+    if (!rc && la_train_checkpoint_load(dir, g->m, NULL, ck, &why))
         rc = cli_fail("--checkpoint", "%s", why);
     free(ck);
     return rc;

@@ -529,7 +529,7 @@ done:
 la_status la_train_checkpoint_load(const char *dir, la_train_model *m, la_train_adamw *o,
                                    la_train_checkpoint_state *s, const char **why)
 {
-    if (!dir || !m || !o || !s) return fail(why, LA_EINVAL, "NULL argument");
+    if (!dir || !m || !s) return fail(why, LA_EINVAL, "NULL argument");
     la_train_config c;
     la_train_adamw_config oc;
     la_train_checkpoint_state *read = malloc(sizeof *read);
@@ -554,7 +554,7 @@ la_status la_train_checkpoint_load(const char *dir, la_train_model *m, la_train_
     la_train_tensor *list;
     size_t count;
     la_train_model_tensors(m, &list, &count);
-    if (o->count != count || o->dtype != mine->dtype) {
+    if (o && (o->count != count || o->dtype != mine->dtype)) {
         free(read);
         return fail(why, LA_EINVAL, "the optimiser's state is not the model's");
     }
@@ -566,8 +566,9 @@ la_status la_train_checkpoint_load(const char *dir, la_train_model *m, la_train_
     }
     const la_npy_dtype want = mine->dtype == LA_FLOAT64 ? LA_NPY_F64 : LA_NPY_F32;
     char path[PATH_MAX];
+    const int parts = o ? 3 : 1; /* the weights, then AdamW's two moments */
     for (size_t i = 0; i < count && !st; i++)
-        for (int p = 0; p < 3 && !st; p++) {
+        for (int p = 0; p < parts && !st; p++) {
             la_array *a = &arrays[3 * i + (size_t)p];
             if (!tensor_path(path, sizeof path, dir, prefixes[p], list[i].key)) {
                 st = fail(why, LA_EINVAL, "%s: the path is too long", dir);
@@ -591,10 +592,11 @@ la_status la_train_checkpoint_load(const char *dir, la_train_model *m, la_train_
         const size_t es = mine->dtype == LA_FLOAT64 ? sizeof(double) : sizeof(float);
         for (size_t i = 0; i < count; i++) {
             memcpy(list[i].data, arrays[3 * i].data, list[i].numel * es);
+            if (!o) continue;
             memcpy(o->exp_avg[i], arrays[3 * i + 1].data, list[i].numel * es);
             memcpy(o->exp_avg_sq[i], arrays[3 * i + 2].data, list[i].numel * es);
         }
-        o->step = read->step;
+        if (o) o->step = read->step;
         *s = *read;
     }
     for (size_t i = 0; i < 3 * count; i++)

@@ -60,7 +60,8 @@ la_status la_train_checkpoint_replaceable(const char *dir, int *exists, const ch
 la_status la_train_checkpoint_read(const char *dir, la_train_config *c, la_train_adamw_config *oc,
                                    la_train_checkpoint_state *s, const char **why);
 
-/* Loads dir into m and o (made for m's tensors) and *s. Refused, with m and o unchanged:
+/* Loads dir into m and o (made for m's tensors) and *s; o NULL: the weights alone (the
+ * optimiser's moments neither read nor checked: generation). Refused, with m and o unchanged:
  * a configuration other than m's (LA_EINVAL; *why names the first field that differs, as
  * "d_model: 64 in the checkpoint, 32 here"), a tensor file missing, of another dtype or
  * shape (LA_EFORMAT, *why names the file), and checkpoint.txt's own errors (above). */
