@@ -179,19 +179,21 @@ static int parse_prompt(const char *text, gen *g)
     return 0;
 }
 
-/* The next token from the scores (V doubles): the first largest, or sampled at temperature. */
-static int32_t choose(const double *s, size_t V, double temperature, la_train_rng *rng)
+/* The next token from the scores (V doubles): the first largest, or sampled at temperature
+ * (the scores become their weights exp((s − max) / T) in place). */
+static int32_t choose(double *s, size_t V, double temperature, la_train_rng *rng)
 {
     size_t best = 0;
     for (size_t j = 1; j < V; j++)
         if (s[j] > s[best]) best = j;
     if (temperature == 0) return (int32_t)best;
+    const double top = s[best];
     double sum = 0;
     for (size_t j = 0; j < V; j++)
-        sum += exp((s[j] - s[best]) / temperature);
+        sum += s[j] = exp((s[j] - top) / temperature);
     double u = la_train_rng_uniform(rng) * sum;
     for (size_t j = 0; j < V; j++) {
-        u -= exp((s[j] - s[best]) / temperature);
+        u -= s[j];
         if (u < 0) return (int32_t)j;
     }
     return (int32_t)best;
