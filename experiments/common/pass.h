@@ -4,7 +4,8 @@
  *             out (computed once, before the timing) and d_out;
  *   train     forward then backward as one body, the cost of a training step's attention.
  * Its FLOPs and workspace come from the library's one model: la_attention_cost for the
- * forward, la_attention_backward_cost for the backward, both for train. A kernel whose
+ * forward, la_attention_backward_cost for the backward (less the log-sum-exps a row with
+ * LA_CAP_LSE is given here, which that model counts as workspace), both for train. A kernel whose
  * registry row has no backward has no backward or train pass (pass_kernel_has).
  *
  * bench --pass uses them; a sweep adopts them in a few lines (scaling --pass train):
