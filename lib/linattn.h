@@ -27,7 +27,7 @@
  *     la_attention_lse (and each row's log-sum-exp), la_attention_backward (d_q, d_k, d_v
  *     from d_out), la_attention_weights (the N×M matrix); float64 oracles la_ref_attention,
  *     la_ref_attention_backward, la_ref_feature_map; la_kernel_draw (a kernel's tensors
- *     drawn from p->seed); la_rotary_apply, la_linear_attention_rotary (rotary positions)
+ *     drawn from a seed); la_rotary_apply, la_linear_attention_rotary (rotary positions)
  *   step API (causal linear attention and FAVOR+, one token at a time): la_linear_step;
  *     la_linear_state_create, _free, _reset, _position, _save_size, _save, _restore
  *   cost model: la_visible_pairs, la_attention_cost, la_attention_backward_cost
@@ -149,6 +149,72 @@ typedef struct {
     size_t batch, head, row;
 } la_strides;
 
+#define LA_DEFAULT_EPS 1e-6 /* as in fast-transformers */
+#define LA_DEFAULT_CHUNK 32 /* causal linear: 32 beat 64 by about 10% here (linattn bench) */
+#define LA_DEFAULT_WORKSPACE_LIMIT ((size_t)4 << 30) /* 4 GiB */
+#define LA_DEFAULT_WINDOW 64                         /* local softmax: r */
+#define LA_DEFAULT_PROJ_RANK 256   /* Linformer: k (Wang et al. 2020's main setting) */
+#define LA_DEFAULT_FEATURES 256    /* FAVOR+: m */
+#define LA_DEFAULT_SCORE_DIM 64    /* additive scores: d_a */
+#define LA_DEFAULT_MAX_DISTANCE 16 /* relative: K (Shaw et al. 2018 found K >= 2 enough) */
+
+/* A variant's own parameters sit in its block, one kind per block; a row reads the kinds
+ * its .params bits name. p->params chains the blocks given (head.next the next one, NULL
+ * ends); a kind not in the chain takes its LA_*_PARAMS_INIT defaults, so one chain serves
+ * every kernel. la_problem_check refuses (LA_EINVAL) an unknown kind, a kind given twice,
+ * a size of 0 and one tensor of a pair. Tensors are float64 in either precision,
+ * row-major, shared by all B·H heads, owned by the caller; NULL: drawn from the block's
+ * seed (la_kernel_draw), alike in both precisions. */
+typedef enum {
+    LA_PARAMS_LOCAL = 1, /* la_local_params (LA_PARAM_WINDOW) */
+    LA_PARAMS_LINFORMER, /* la_linformer_params (LA_PARAM_PROJ) */
+    LA_PARAMS_FAVOR,     /* la_favor_params (LA_PARAM_FEATURES) */
+    LA_PARAMS_SCORE,     /* la_score_params (LA_PARAM_SCORE_WEIGHTS, _SCORE_DIM) */
+    LA_PARAMS_RELATIVE,  /* la_relative_params (LA_PARAM_RELATIVE) */
+    LA_PARAMS_END        /* kinds are [1, LA_PARAMS_END) */
+} la_params_kind;
+typedef struct la_params {
+    la_params_kind kind;
+    const struct la_params *next;
+} la_params;
+typedef struct {
+    la_params head;
+    size_t window; /* local: query i sees keys |i − j| <= window (causal: j <= i) */
+} la_local_params;
+typedef struct {
+    la_params head;
+    size_t proj_rank;     /* Linformer: k, the rows keys and values are projected to */
+    const double *proj_e; /* E and F, (proj_rank, n_keys) each, given together */
+    const double *proj_f; /*   or both NULL */
+    uint64_t seed;
+} la_linformer_params;
+typedef struct {
+    la_params head;
+    size_t features; /* FAVOR+: m, the random features per head */
+    uint64_t seed;
+} la_favor_params;
+typedef struct {
+    la_params head;
+    size_t score_dim;      /* additive: d_a, the rows of W and the entries of v */
+    const double *score_w; /* general: W (d_k, d_k); additive: W = [W_q W_k] (d_a, 2·d_k) */
+    const double *score_v; /* additive: v (d_a); given with score_w, or both NULL */
+    uint64_t seed;
+} la_score_params;
+typedef struct {
+    la_params head;
+    size_t max_distance; /* Shaw et al.'s clip distance K */
+    const double *rel_k; /* a^K (2K+1, d_k) and a^V (2K+1, d_v), row K + δ for */
+    const double *rel_v; /*   δ = clip(j − i, −K, K); given together or both NULL */
+    uint64_t seed;
+} la_relative_params;
+/* clang-format off */
+#define LA_LOCAL_PARAMS_INIT {{LA_PARAMS_LOCAL, NULL}, LA_DEFAULT_WINDOW}
+#define LA_LINFORMER_PARAMS_INIT {{LA_PARAMS_LINFORMER, NULL}, LA_DEFAULT_PROJ_RANK, NULL, NULL, 0}
+#define LA_FAVOR_PARAMS_INIT {{LA_PARAMS_FAVOR, NULL}, LA_DEFAULT_FEATURES, 0}
+#define LA_SCORE_PARAMS_INIT {{LA_PARAMS_SCORE, NULL}, LA_DEFAULT_SCORE_DIM, NULL, NULL, 0}
+#define LA_RELATIVE_PARAMS_INIT {{LA_PARAMS_RELATIVE, NULL}, LA_DEFAULT_MAX_DISTANCE, NULL, NULL, 0}
+/* clang-format on */
+
 typedef struct {
     size_t batch, heads;        /* B, H (>= 1) */
     size_t n_queries, n_keys;   /* N, M (>= 1) */
@@ -160,21 +226,8 @@ typedef struct {
     double eps;                 /* linear attention: y = num / (den + eps); finite, >= 0 */
     size_t chunk;               /* causal linear attention, chunked form: tokens per chunk (>= 1) */
     size_t workspace_limit;     /* bytes of scratch a kernel may hold; above it: LA_EBUDGET */
-    /* The variants' parameters, read only by the kernels whose row names them (.params).
-     * Given tensors are float64 in either precision, row-major, shared by all B·H heads,
-     * owned by the caller; NULL: drawn from seed (la_kernel_draw), alike in both precisions. */
-    size_t window;         /* local: query i sees keys |i − j| <= window (causal: j <= i) */
-    size_t proj_rank;      /* Linformer: k, the rows keys and values are projected to */
-    const double *proj_e;  /* Linformer: E and F, (proj_rank, n_keys) each, */
-    const double *proj_f;  /*   given together or both NULL */
-    size_t features;       /* FAVOR+: m, the random features per head */
-    uint64_t seed;         /* every drawn tensor */
-    size_t score_dim;      /* additive: d_a, the rows of W and the entries of v */
-    const double *score_w; /* general: W (d_k, d_k); additive: W = [W_q W_k] (d_a, 2·d_k) */
-    const double *score_v; /* additive: v (d_a); given with score_w, or both NULL */
-    size_t max_distance;   /* relative: Shaw et al.'s clip distance K */
-    const double *rel_k;   /* relative: a^K (2K+1, d_k) and a^V (2K+1, d_v), row K + δ for */
-    const double *rel_v;   /*   δ = clip(j − i, −K, K); given together or both NULL */
+    const la_params *params;    /* the variants' parameter blocks (below), chained; NULL:
+                                   every block's defaults */
     /* Masks beyond causal and key lengths: */
     la_causal_align causal_align; /* with causal and N != M: top-left or bottom-right */
     const uint8_t *mask;          /* NULL, or (N, M), nonzero = hidden (PyTorch's boolean
@@ -186,17 +239,8 @@ typedef struct {
     la_strides stride_q, stride_k, stride_v, stride_out; /* all zero: contiguous */
 } la_problem;
 
-#define LA_DEFAULT_EPS 1e-6 /* as in fast-transformers */
-#define LA_DEFAULT_CHUNK 32 /* causal linear: 32 beat 64 by about 10% here (linattn bench) */
-#define LA_DEFAULT_WORKSPACE_LIMIT ((size_t)4 << 30) /* 4 GiB */
-#define LA_DEFAULT_WINDOW 64                         /* local softmax: r */
-#define LA_DEFAULT_PROJ_RANK 256   /* Linformer: k (Wang et al. 2020's main setting) */
-#define LA_DEFAULT_FEATURES 256    /* FAVOR+: m */
-#define LA_DEFAULT_SCORE_DIM 64    /* additive scores: d_a */
-#define LA_DEFAULT_MAX_DISTANCE 16 /* relative: K (Shaw et al. 2018 found K >= 2 enough) */
-
-/* Fills every field: the sizes given, scale = 1/sqrt(d_k), φ = elu+1, the LA_DEFAULT_*
- * values, no mask, nothing given (drawn from seed 0), contiguous strides. Adjust after. */
+/* Fills every field: the sizes given, scale = 1/sqrt(d_k), φ = elu+1, eps, chunk and
+ * workspace_limit's defaults, no mask, no parameter block, contiguous strides. */
 LA_API void la_problem_init(la_problem *p, size_t batch, size_t heads, size_t n_queries,
                             size_t n_keys, size_t d_k, size_t d_v);
 /* LA_OK when every field is in range and every array fits in size_t; LA_EINVAL or
@@ -276,7 +320,7 @@ LA_API la_status la_ref_attention_backward(la_kernel kernel, const la_problem *p
                                            double *d_v);
 /* φ applied element-wise, float64 reference form (out may equal x). */
 LA_API void la_ref_feature_map(la_feature_map fm, const double *x, double *out, size_t n);
-/* The tensors a kernel draws from p->seed when p gives none, float64 row-major:
+/* The tensors a kernel draws from its block's seed when the block gives none (float64):
  *   LA_KERNEL_LINFORMER   E and F, (proj_rank, n_keys) each
  *   LA_KERNEL_FAVOR, _FAVOR_RECURRENT W (features, d_k); LA_KERNEL_GENERAL W (d_k, d_k)
  *   LA_KERNEL_ADDITIVE    W (score_dim, 2·d_k) and v (score_dim)
@@ -304,7 +348,7 @@ LA_API la_status la_linear_attention_rotary(const la_problem *p, la_dtype dtype,
 /* Causal attention one token at a time, for a row with LA_CAP_STEP: per head a state S
  * (F, d_v), z (F), zero after create and reset. create reads p->batch · p->heads heads,
  *   d_k, d_v, eps and φ (linear rows: F = d_k, the recurrent kernel's outputs bit for
- *   bit) or p->features and p->seed (FAVOR+: its stabilized features, the recurrent
+ *   bit) or its la_favor_params (FAVOR+: its stabilized features, the recurrent
  *   kernel's outputs to rounding); LA_EINVAL (NULL, another row, a bad dtype, size, φ
  *   or eps), LA_EOVERFLOW, LA_ENOMEM, *st untouched on error.
  * la_linear_step: q_t, k_t (heads, d_k), v_t, y_t (heads, d_v) in the state's dtype;
@@ -401,18 +445,18 @@ typedef enum {
     LA_CAUSAL_REFUSED = 2,  /* p->causal must be 0 */
 } la_causal_rule;
 
-/* The la_problem fields a kernel reads beyond the sizes and masks (la_kernel_info.params). */
+/* The la_problem fields and parameter blocks a kernel reads beyond the sizes and masks. */
 enum {
     LA_PARAM_SCALE = 1u << 0,         /* scale */
     LA_PARAM_FEATURE_MAP = 1u << 1,   /* feature_map */
     LA_PARAM_EPS = 1u << 2,           /* eps */
     LA_PARAM_CHUNK = 1u << 3,         /* chunk, when causal */
-    LA_PARAM_WINDOW = 1u << 4,        /* window */
-    LA_PARAM_PROJ = 1u << 5,          /* proj_rank, proj_e, proj_f, seed */
-    LA_PARAM_FEATURES = 1u << 6,      /* features, seed */
-    LA_PARAM_SCORE_WEIGHTS = 1u << 7, /* score_w, seed (general, additive) */
-    LA_PARAM_SCORE_DIM = 1u << 8,     /* score_dim, score_v (additive) */
-    LA_PARAM_RELATIVE = 1u << 9,      /* max_distance, rel_k, rel_v, seed */
+    LA_PARAM_WINDOW = 1u << 4,        /* la_local_params */
+    LA_PARAM_PROJ = 1u << 5,          /* la_linformer_params */
+    LA_PARAM_FEATURES = 1u << 6,      /* la_favor_params */
+    LA_PARAM_SCORE_WEIGHTS = 1u << 7, /* la_score_params: score_w, seed (general, additive) */
+    LA_PARAM_SCORE_DIM = 1u << 8,     /* ... score_dim, score_v (additive) */
+    LA_PARAM_RELATIVE = 1u << 9,      /* la_relative_params */
 };
 
 /* The general masks a kernel honours (la_kernel_info.masks); given one it lacks: LA_EINVAL.
@@ -448,6 +492,7 @@ typedef struct {
                               "linear_causal_chunked"); NULL where the causal rule forbids */
     la_causal_rule causal;
     unsigned params;      /* LA_PARAM_* bits: the la_problem fields it reads */
+    la_params_kind block; /* the parameter block it reads (0: none) */
     unsigned masks;       /* LA_MASK_* bits: the general masks it honours */
     unsigned caps;        /* LA_CAP_* bits */
     unsigned sweep;       /* LA_SWEEP_* bits: its series in the default sweeps */
@@ -558,23 +603,20 @@ typedef struct {
     /* rotary: 1 rotates each head's queries and keys in self-attention after the
      * projections (positions 0..N−1; d_h = D/H even; with LA_KERNEL_LINEAR RoFormer's
      * form, la_linear_attention_rotary; not with FAVOR+; not counted by the cost model).
-     * Relative positions (attention LA_KERNEL_RELATIVE) read max_distance, rel_k, rel_v
-     * ((2K+1, D/H) each, or both NULL: drawn from seed) as la_problem does. */
+     * params: the attention's parameter blocks (la_problem.params), d_k = d_v = D/H. */
     int rotary;
-    size_t max_distance;
-    const double *rel_k, *rel_v;
-    uint64_t seed;
+    const la_params *params;
 } la_layer_config;
 
 #define LA_DEFAULT_NORM_EPS 1e-5
 
 /* Fills every field: the sizes given, softmax attention (fused) everywhere, post-LN,
  * ReLU, norm_eps LA_DEFAULT_NORM_EPS, φ = elu+1, the problem's defaults for linear_eps,
- * chunk, workspace_limit and max_distance, no rotary, no tables given, seed 0. */
+ * chunk and workspace_limit, no rotary, no parameter blocks. */
 LA_API void la_layer_config_init(la_layer_config *c, size_t d_model, size_t heads, size_t d_ff);
 /* LA_OK, or LA_EINVAL for a zero size, H not dividing D, an unknown enum, a bad ε or
  * chunk, LA_KERNEL_LINEAR_RECURRENT (LA_KERNEL_LINEAR's causal form is the chunked one),
- * rotary not 0 or 1 or with D/H odd or FAVOR+, max_distance 0, one relative table. */
+ * rotary not 0 or 1 or with D/H odd or FAVOR+, a block la_problem_check refuses. */
 LA_API la_status la_layer_config_check(const la_layer_config *c);
 /* The tensors of one encoder or decoder layer, by PyTorch state_dict key. */
 typedef enum {

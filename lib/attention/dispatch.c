@@ -284,23 +284,27 @@ la_status la_ref_attention_backward(la_kernel kernel, const la_problem *p, const
 la_status la_kernel_draw(la_kernel kernel, const la_problem *p, double *first, double *second)
 {
     const la_kernel_info *info = la_kernel_get(kernel);
-    if (!info || !p || !first) return LA_EINVAL;
+    if (!info || !p || !first || la_params_check(p->params) != LA_OK) return LA_EINVAL;
     const unsigned params = info->params;
     if (params & LA_PARAM_PROJ) {
+        const la_linformer_params lp = la_linformer_params_of(p);
         if (!second) return LA_EINVAL;
-        return la_linformer_projections(p->proj_rank, p->n_keys, p->seed, first, second);
+        return la_linformer_projections(lp.proj_rank, p->n_keys, lp.seed, first, second);
     }
     if (params & LA_PARAM_FEATURES) {
         if (second) return LA_EINVAL;
-        return la_favor_features(p->features, p->d_k, p->seed, first);
+        return la_favor_features(la_favor_params_of(p).features, p->d_k, la_favor_params_of(p).seed,
+                                 first);
     }
     if (params & LA_PARAM_SCORE_WEIGHTS) { /* additive also draws v (LA_PARAM_SCORE_DIM) */
         if ((second != NULL) != ((params & LA_PARAM_SCORE_DIM) != 0)) return LA_EINVAL;
-        return la_score_weights(kernel, p->d_k, p->score_dim, p->seed, first, second);
+        return la_score_weights(kernel, p->d_k, la_score_params_of(p).score_dim,
+                                la_score_params_of(p).seed, first, second);
     }
     if (params & LA_PARAM_RELATIVE) {
+        const la_relative_params rp = la_relative_params_of(p);
         if (!second) return LA_EINVAL;
-        return la_relative_embeddings(p->max_distance, p->d_k, p->d_v, p->seed, first, second);
+        return la_relative_embeddings(rp.max_distance, p->d_k, p->d_v, rp.seed, first, second);
     }
     return LA_EINVAL;
 }
@@ -332,11 +336,14 @@ la_status la_linear_state_create(la_linear_state **st, la_kernel kernel, const l
 {
     const la_kernel_info *info = la_kernel_get(kernel);
     if (!st || !p || !info || !(info->caps & LA_CAP_STEP)) return LA_EINVAL;
+    if (la_params_check(p->params) != LA_OK) return LA_EINVAL;
     size_t heads;
     if (!la_mul_ok(p->batch, p->heads, &heads)) return LA_EOVERFLOW;
-    if (info->params & LA_PARAM_FEATURES)
-        return la_favor_state_create(st, dtype, heads, p->d_k, p->d_v, p->features, p->seed,
+    if (info->params & LA_PARAM_FEATURES) {
+        const la_favor_params fp = la_favor_params_of(p);
+        return la_favor_state_create(st, dtype, heads, p->d_k, p->d_v, fp.features, fp.seed,
                                      p->eps);
+    }
     return la_linear_state_create_phi(st, dtype, heads, p->d_k, p->d_v, p->feature_map, p->eps);
 }
 

@@ -123,7 +123,8 @@ typedef struct {
 static la_status favor_layout_for(const la_problem *p, size_t elem, bool recurrent,
                                   favor_layout *lay)
 {
-    const size_t m = p->features;
+    const la_favor_params favor = la_favor_params_of(p);
+    const size_t m = favor.features;
     size_t heads, n, a, b, inner_bytes = 0;
     lay->inner = *p;
     lay->inner.d_k = m;
@@ -170,13 +171,14 @@ static la_status favor_layout_for(const la_problem *p, size_t elem, bool recurre
 static la_status favor_backward_bytes(const la_problem *p, size_t elem, size_t *w_bytes,
                                       size_t *elems)
 {
+    const la_favor_params favor = la_favor_params_of(p);
     favor_layout lay;
     la_status st = favor_layout_for(p, elem, true, &lay); /* checks; W's bytes */
     if (st != LA_OK) return st;
     *w_bytes = lay.w_bytes;
     size_t rows, feat, keys, bytes;
     if (!la_mul_ok(p->batch * p->heads, p->n_queries + p->n_keys, &rows) ||
-        !la_mul_ok(rows, 2 * p->features, &feat) ||
+        !la_mul_ok(rows, 2 * favor.features, &feat) ||
         !la_mul_ok(p->batch * p->heads, p->n_keys * (3 + p->d_v), &keys) ||
         feat > SIZE_MAX - keys || !la_mul_ok(feat + keys, elem, &bytes) ||
         bytes > SIZE_MAX - *w_bytes)
@@ -221,7 +223,8 @@ static size_t keys_used(const la_problem *p, size_t b)
 static bool favor_head_features(const la_problem *p, const REAL *w, size_t hd, const REAL *q,
                                 const REAL *k, REAL *phi_q, REAL *phi_k, REAL *pg, bool shared_max)
 {
-    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, m = p->features;
+    const la_favor_params favor = la_favor_params_of(p);
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, m = favor.features;
     const size_t u = keys_used(p, hd / p->heads);
     const REAL s = (REAL)pow((double)dk, -0.25), half_sq = (REAL)(0.5 / sqrt((double)dk));
     const REAL half_log_m = (REAL)(0.5 * log((double)m));
@@ -328,7 +331,8 @@ static void favor_recurrent_head(const la_problem *p, size_t hd, const REAL *phi
                                  const REAL *phi_k, const REAL *pg, const REAL *v, REAL *out,
                                  REAL *mine)
 {
-    const size_t N = p->n_queries, M = p->n_keys, dv = p->d_v, m = p->features;
+    const la_favor_params favor = la_favor_params_of(p);
+    const size_t N = p->n_queries, M = p->n_keys, dv = p->d_v, m = favor.features;
     const size_t u = keys_used(p, hd / p->heads);
     const REAL eps = (REAL)p->eps;
     const REAL *fq = phi_q + hd * N * m, *psi = phi_k + hd * M * m, *vh = v + hd * M * dv;
@@ -360,6 +364,7 @@ static void favor_recurrent_head(const la_problem *p, size_t hd, const REAL *phi
 static la_status favor_attention(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
                                  REAL *out, bool recurrent)
 {
+    const la_favor_params favor = la_favor_params_of(p);
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!q || !k || !v || !out || (recurrent && !p->causal)) return LA_EINVAL;
@@ -368,7 +373,7 @@ static la_status favor_attention(const la_problem *p, const REAL *q, const REAL 
     st = favor_layout_for(p, sizeof(REAL), recurrent, &lay);
     if (st != LA_OK) return st;
     if (lay.total_bytes > p->workspace_limit) return LA_EBUDGET;
-    const size_t m = p->features, dk = p->d_k, heads = p->batch * p->heads;
+    const size_t m = favor.features, dk = p->d_k, heads = p->batch * p->heads;
     if (p->causal) {
         /* every value the recurrence forms is at most m·M'·max|v| over the M' keys some
          * query sees (φ <= 1/√m, weights at most 1): refuse where that passes T/8 (and
@@ -385,7 +390,7 @@ static la_status favor_attention(const la_problem *p, const REAL *q, const REAL 
         free(phi);
         return LA_ENOMEM;
     }
-    la_favor_features(m, dk, p->seed, w64);
+    la_favor_features(m, dk, favor.seed, w64);
     const REAL *w = (const REAL *)w64;
     if (REAL_IS_F32) { /* the float copy, after the float64 draw */
         REAL *w32 = (REAL *)(w64 + m * dk);
@@ -499,8 +504,9 @@ la_status la_favor_step_f64(la_linear_state *st, const double *q_t, const double
  * copy after it); returns the REAL one. */
 static const REAL *favor_draw_w(const la_problem *p, double *w64)
 {
-    const size_t m = p->features, dk = p->d_k;
-    la_favor_features(m, dk, p->seed, w64);
+    const la_favor_params favor = la_favor_params_of(p);
+    const size_t m = favor.features, dk = p->d_k;
+    la_favor_features(m, dk, favor.seed, w64);
     if (!REAL_IS_F32) return (const REAL *)w64;
     REAL *w32 = (REAL *)(w64 + m * dk);
     for (size_t x = 0; x < m * dk; x++)
@@ -543,7 +549,8 @@ static double row_abs_sum(const REAL *x, size_t n)
 static double favor_head_du(const la_problem *p, size_t hd, const REAL *phi_q, const REAL *phi_k,
                             REAL *dq_f, REAL *dk_f, const REAL *pg, REAL *dg, double c, double b)
 {
-    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, m = p->features;
+    const la_favor_params favor = la_favor_params_of(p);
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, m = favor.features;
     const size_t u = keys_used(p, hd / p->heads);
     const REAL s = (REAL)pow((double)dk, -0.25), s2 = s * s;
     const REAL *g = pg + hd * 2 * M + M;
@@ -598,7 +605,8 @@ static void favor_head_grads(const la_problem *p, const REAL *w, size_t hd, cons
                              const REAL *dq_f, const REAL *dk_f, const REAL *dg, REAL *d_q,
                              REAL *d_k)
 {
-    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, m = p->features;
+    const la_favor_params favor = la_favor_params_of(p);
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, m = favor.features;
     const size_t u = keys_used(p, hd / p->heads);
     const REAL s = (REAL)pow((double)dk, -0.25);
     const REAL *kh = k + hd * M * dk, *uq = dq_f + hd * N * m, *uk = dk_f + hd * M * m;
@@ -634,6 +642,7 @@ static void favor_head_grads(const la_problem *p, const REAL *w, size_t hd, cons
 static la_status favor_backward(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
                                 const REAL *out, const REAL *d_out, REAL *d_q, REAL *d_k, REAL *d_v)
 {
+    const la_favor_params favor = la_favor_params_of(p);
     size_t w_bytes, elems;
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
@@ -643,7 +652,7 @@ static la_status favor_backward(const la_problem *p, const REAL *q, const REAL *
     if (la_has_masks(p)) return LA_EINVAL; /* general masks: refused, as the forward */
     const size_t bytes = w_bytes + elems * sizeof(REAL);
     if (bytes > p->workspace_limit) return LA_EBUDGET;
-    const size_t N = p->n_queries, M = p->n_keys, m = p->features, heads = p->batch * p->heads;
+    const size_t N = p->n_queries, M = p->n_keys, m = favor.features, heads = p->batch * p->heads;
     if (la_gemm_reserve(la_threads()) != LA_OK) return LA_ENOMEM;
     double *w64 = malloc(w_bytes);
     REAL *work = malloc(elems * sizeof(REAL));
@@ -783,15 +792,16 @@ la_status la_favor_attention_recurrent_f64(const la_problem *p, const double *q,
  *   flops_normalize  den + eps and d_v divides per query. */
 static void favor_head_flops(const la_problem *p, size_t mv, la_cost *f)
 {
+    const la_favor_params favor = la_favor_params_of(p);
     if (mv == 0) return;
     const size_t N = p->n_queries, C = p->chunk < N ? p->chunk : N;
     const double n = (double)N, dk = (double)p->d_k, dv = (double)p->d_v;
-    const double m = (double)p->features;
+    const double m = (double)favor.features;
     const size_t used = p->causal && N < mv ? N : mv;
     const double u = (double)used;
     if (!p->causal) {
         la_problem inner = *p;
-        inner.d_k = p->features;
+        inner.d_k = favor.features;
         la_linear_head_flops(&inner, mv, false, f);
         f->flops_phi = (n + u) * 2 * m * dk + n * 4 * m + u * (2 * dk + 4 * m + 5);
         return;
@@ -809,6 +819,7 @@ static void favor_head_flops(const la_problem *p, size_t mv, la_cost *f)
 
 la_status la_favor_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
+    const la_favor_params favor = la_favor_params_of(p);
     if (la_causal_square(p)) return la_square_cost(p, dtype, la_favor_cost, false, out);
     favor_layout lay;
     la_status st = favor_layout_for(p, la_dtype_size(dtype), false, &lay);
@@ -816,9 +827,9 @@ la_status la_favor_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     la_cost_sum_heads(p, favor_head_flops, out);
     /* bytes_min beyond q, k, v, out: S and z on the m features; W read once, float64 */
     out->bytes_min = (double)p->batch * (double)p->heads * 2 *
-                         ((double)p->features * (double)p->d_v + (double)p->features) *
+                         ((double)favor.features * (double)p->d_v + (double)favor.features) *
                          (double)la_dtype_size(dtype) +
-                     (double)p->features * (double)p->d_k * (double)sizeof(double);
+                     (double)favor.features * (double)p->d_k * (double)sizeof(double);
     out->workspace_bytes = (double)lay.total_bytes;
     return LA_OK;
 }
@@ -833,11 +844,12 @@ la_status la_favor_cost(const la_problem *p, la_dtype dtype, la_cost *out)
  *     2m + 3 + 2·d_k, the products d_q = s·dU W and d_k's 2·m·d_k per row. */
 static void favor_backward_head_flops(const la_problem *p, size_t mv, la_cost *f)
 {
+    const la_favor_params favor = la_favor_params_of(p);
     if (mv == 0) return;
     const size_t N = p->n_queries, used = p->causal && N < mv ? N : mv;
-    const double n = (double)N, dk = (double)p->d_k, m = (double)p->features, u = (double)used;
+    const double n = (double)N, dk = (double)p->d_k, m = (double)favor.features, u = (double)used;
     la_problem inner = *p;
-    inner.d_k = p->features;
+    inner.d_k = favor.features;
     inner.feature_map = LA_FEATURE_IDENTITY;
     la_linear_backward_head_flops(&inner, mv, f);
     f->flops_phi = (n + u) * 2 * m * dk + n * 4 * m + u * (2 * dk + 4 * m + 5);
@@ -848,13 +860,14 @@ static void favor_backward_head_flops(const la_problem *p, size_t mv, la_cost *f
 /* workspace_bytes: favor_backward_bytes, then linear attention's backward on m features. */
 la_status la_favor_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
+    const la_favor_params favor = la_favor_params_of(p);
     if (la_causal_square(p)) return la_square_cost(p, dtype, la_favor_backward_cost, true, out);
     const size_t elem = la_dtype_size(dtype);
     size_t w_bytes, elems, lin_bytes;
     la_status st = favor_backward_bytes(p, elem, &w_bytes, &elems);
     if (st != LA_OK) return st;
     la_problem inner = *p;
-    inner.d_k = p->features;
+    inner.d_k = favor.features;
     st = la_linear_backward_workspace_bytes(&inner, elem, &lin_bytes);
     if (st != LA_OK) return st;
     la_cost_sum_heads(p, favor_backward_head_flops, out);
@@ -869,12 +882,13 @@ la_status la_favor_backward_cost(const la_problem *p, la_dtype dtype, la_cost *o
  * exp(μ − μ') m·(d_v + 1) + 2 (issued whether or not the max rose: a factor of 1 then). */
 static void favor_recurrent_head_flops(const la_problem *p, size_t mv, la_cost *f)
 {
+    const la_favor_params favor = la_favor_params_of(p);
     if (mv == 0) return;
     const size_t N = p->n_queries, used = N < mv ? N : mv;
     const double n = (double)N, dk = (double)p->d_k, dv = (double)p->d_v;
-    const double m = (double)p->features, u = (double)used;
+    const double m = (double)favor.features, u = (double)used;
     la_problem inner = *p;
-    inner.d_k = p->features;
+    inner.d_k = favor.features;
     la_linear_head_flops(&inner, mv, true, f);
     f->flops_phi = (n + u) * 2 * m * dk + n * 4 * m + u * (2 * dk + 4 * m + 3);
     f->flops_kv += u * (m + 2) + (u - 1) * (m * (dv + 1) + 2);
@@ -882,15 +896,16 @@ static void favor_recurrent_head_flops(const la_problem *p, size_t mv, la_cost *
 
 la_status la_favor_recurrent_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
+    const la_favor_params favor = la_favor_params_of(p);
     if (la_causal_square(p)) return la_square_cost(p, dtype, la_favor_recurrent_cost, false, out);
     favor_layout lay;
     la_status st = favor_layout_for(p, la_dtype_size(dtype), true, &lay);
     if (st != LA_OK) return st;
     la_cost_sum_heads(p, favor_recurrent_head_flops, out);
     out->bytes_min = (double)p->batch * (double)p->heads * 2 *
-                         ((double)p->features * (double)p->d_v + (double)p->features) *
+                         ((double)favor.features * (double)p->d_v + (double)favor.features) *
                          (double)la_dtype_size(dtype) +
-                     (double)p->features * (double)p->d_k * (double)sizeof(double);
+                     (double)favor.features * (double)p->d_k * (double)sizeof(double);
     out->workspace_bytes = (double)lay.total_bytes;
     return LA_OK;
 }
@@ -908,6 +923,7 @@ const la_kernel_info la_row_favor = {
     .series = {"favor", "favor_causal_chunked"},
     .causal = LA_CAUSAL_ALLOWED,
     .params = LA_PARAM_EPS | LA_PARAM_FEATURES | LA_PARAM_CHUNK,
+    .block = LA_PARAMS_FAVOR,
     .masks = 0,
     .caps = LA_CAP_STEP | LA_CAP_APPROXIMATES,
     .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
@@ -931,6 +947,7 @@ const la_kernel_info la_row_favor_recurrent = {
     .series = {NULL, "favor_causal_recurrent"},
     .causal = LA_CAUSAL_REQUIRED,
     .params = LA_PARAM_EPS | LA_PARAM_FEATURES,
+    .block = LA_PARAMS_FAVOR,
     .masks = 0,
     .caps = LA_CAP_STEP | LA_CAP_APPROXIMATES,
     .sweep = LA_SWEEP_CAUSAL,

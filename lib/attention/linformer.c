@@ -96,10 +96,11 @@ typedef struct {
 
 static la_status linformer_layout_for(const la_problem *p, size_t elem_size, linformer_layout *lay)
 {
-    const size_t r = p->proj_rank;
+    const la_linformer_params linformer = la_linformer_params_of(p);
+    const size_t r = linformer.proj_rank;
     size_t heads, rows, a;
     lay->proj = 0;
-    if (elem_size == sizeof(float) || !p->proj_e)
+    if (elem_size == sizeof(float) || !linformer.proj_e)
         if (!la_mul_ok(r, p->n_keys, &a) || !la_mul_ok(a, 2, &lay->proj)) return LA_EOVERFLOW;
     if (!la_mul_ok(p->batch, p->heads, &heads) || !la_mul_ok(heads, r, &rows) ||
         !la_mul_ok(rows, p->d_k, &lay->kp) || !la_mul_ok(rows, p->d_v, &lay->vp))
@@ -116,12 +117,13 @@ static la_status linformer_layout_for(const la_problem *p, size_t elem_size, lin
 static la_status linformer_check(const la_problem *p, const void *q, const void *k, const void *v,
                                  const void *out)
 {
+    const la_linformer_params linformer = la_linformer_params_of(p);
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (!q || !k || !v || !out) return LA_EINVAL;
     if (la_has_masks(p)) return LA_EINVAL; /* general masks: refused (linattn.h) */
     if (p->causal) return LA_EINVAL;       /* the projection mixes every position */
-    if (p->proj_rank > p->n_keys) return LA_EINVAL;
+    if (linformer.proj_rank > p->n_keys) return LA_EINVAL;
     return LA_OK;
 }
 
@@ -129,8 +131,9 @@ static la_status linformer_check(const la_problem *p, const void *q, const void 
  * mask (key lengths act in the projection), the budget left after `held` bytes. */
 static la_problem inner_problem(const la_problem *p, size_t held)
 {
+    const la_linformer_params linformer = la_linformer_params_of(p);
     la_problem in;
-    la_problem_init(&in, p->batch, p->heads, p->n_queries, p->proj_rank, p->d_k, p->d_v);
+    la_problem_init(&in, p->batch, p->heads, p->n_queries, linformer.proj_rank, p->d_k, p->d_v);
     in.scale = p->scale;
     in.workspace_limit = p->workspace_limit - held;
     return in;
@@ -145,19 +148,20 @@ static la_problem inner_problem(const la_problem *p, size_t held)
 static la_status linformer_attention(const la_problem *p, const REAL *q, const REAL *k,
                                      const REAL *v, REAL *out)
 {
+    const la_linformer_params linformer = la_linformer_params_of(p);
     la_status st = linformer_check(p, q, k, v, out);
     if (st != LA_OK) return st;
-    const size_t M = p->n_keys, r = p->proj_rank, dk = p->d_k, dv = p->d_v;
+    const size_t M = p->n_keys, r = linformer.proj_rank, dk = p->d_k, dv = p->d_v;
     const size_t heads = p->batch * p->heads; /* fits: la_problem_check */
 
     /* the range rule: given projections finite, and the projected entries, at most
      * M·max|E|·max|K| (M·max|F|·max|V|), within T/8; inputs holding inf or NaN pass, as
      * the other kernels' scans let them (their outputs are not finite either) */
     double e_max = 0, f_max = 0;
-    if (p->proj_e &&
-        (!finite_max_abs(p->proj_e, r * M, &e_max) || !finite_max_abs(p->proj_f, r * M, &f_max)))
+    if (linformer.proj_e && (!finite_max_abs(linformer.proj_e, r * M, &e_max) ||
+                             !finite_max_abs(linformer.proj_f, r * M, &f_max)))
         return LA_EINVAL;
-    if (!p->proj_e) e_max = f_max = 9 / sqrt((double)r); /* a drawn |z| is below 8.6 */
+    if (!linformer.proj_e) e_max = f_max = 9 / sqrt((double)r); /* a drawn |z| is below 8.6 */
     const double k_max = FN(la_max_abs)(k, heads * M * dk);
     const double v_max = FN(la_max_abs)(v, heads * M * dv);
     const double limit = (double)REAL_MAX / 8;
@@ -181,18 +185,18 @@ static la_status linformer_attention(const la_problem *p, const REAL *q, const R
      * or drawn from the seed */
     const REAL *e, *f;
     if (lay.proj == 0) {
-        e = (const REAL *)p->proj_e, f = (const REAL *)p->proj_f; /* float64, given */
+        e = (const REAL *)linformer.proj_e, f = (const REAL *)linformer.proj_f; /* float64, given */
     } else {
         REAL *e_own = scratch, *f_own = scratch + r * M;
-        if (!p->proj_e)
-            draw_projections(r, M, p->seed, REAL_IS_F32 ? NULL : (double *)e_own,
+        if (!linformer.proj_e)
+            draw_projections(r, M, linformer.seed, REAL_IS_F32 ? NULL : (double *)e_own,
                              REAL_IS_F32 ? NULL : (double *)f_own,
                              REAL_IS_F32 ? (float *)e_own : NULL,
                              REAL_IS_F32 ? (float *)f_own : NULL);
         else
             for (size_t x = 0; x < r * M; x++) {
-                e_own[x] = (REAL)p->proj_e[x];
-                f_own[x] = (REAL)p->proj_f[x];
+                e_own[x] = (REAL)linformer.proj_e[x];
+                f_own[x] = (REAL)linformer.proj_f[x];
             }
         e = e_own, f = f_own;
     }
@@ -237,7 +241,8 @@ la_status la_linformer_attention_f64(const la_problem *p, const double *q, const
  * Q·K'ᵀ 2·N·k·d_k, softmax 5·N·k, P·V' 2·N·k·d_v. */
 static void linformer_head_flops(const la_problem *p, size_t m, la_cost *f)
 {
-    const double r = (double)p->proj_rank, n = (double)p->n_queries;
+    const la_linformer_params linformer = la_linformer_params_of(p);
+    const double r = (double)linformer.proj_rank, n = (double)p->n_queries;
     const double dk = (double)p->d_k, dv = (double)p->d_v;
     f->flops_kv = 2 * r * (double)m * (dk + dv);
     f->flops_qk = 2 * n * r * dk;
@@ -247,16 +252,17 @@ static void linformer_head_flops(const la_problem *p, size_t m, la_cost *f)
 
 la_status la_linformer_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
-    if (p->causal || p->proj_rank > p->n_keys) return LA_EINVAL;
+    const la_linformer_params linformer = la_linformer_params_of(p);
+    if (p->causal || linformer.proj_rank > p->n_keys) return LA_EINVAL;
     linformer_layout lay;
     const size_t elem = la_dtype_size(dtype);
     la_status st = linformer_layout_for(p, elem, &lay);
     if (st != LA_OK) return st;
     la_cost_sum_heads(p, linformer_head_flops, out);
     /* bytes_min beyond q, k, v, out: K' and V' out and back; E and F read once, float64 */
-    out->bytes_min = (double)p->batch * (double)p->heads * 2 * (double)p->proj_rank *
+    out->bytes_min = (double)p->batch * (double)p->heads * 2 * (double)linformer.proj_rank *
                          (double)(p->d_k + p->d_v) * (double)la_dtype_size(dtype) +
-                     2 * (double)p->proj_rank * (double)p->n_keys * (double)sizeof(double);
+                     2 * (double)linformer.proj_rank * (double)p->n_keys * (double)sizeof(double);
     /* what the call holds, then the fused softmax kernel's scratch on (Q, K', V') */
     const la_problem in = inner_problem(p, 0);
     la_cost inner = {0};
@@ -277,6 +283,7 @@ const la_kernel_info la_row_linformer = {
     .series = {"linformer", NULL},
     .causal = LA_CAUSAL_REFUSED,
     .params = LA_PARAM_SCALE | LA_PARAM_PROJ,
+    .block = LA_PARAMS_LINFORMER,
     .masks = 0,
     .caps = LA_CAP_ROTARY | LA_CAP_APPROXIMATES,
     .sweep = LA_SWEEP_PLAIN,

@@ -33,7 +33,8 @@ enum { Q_BLOCK = LA_SOFTMAX_Q_BLOCK, K_BLOCK = LA_SOFTMAX_K_BLOCK };
  * (la_causal_offset), and none before position 0 sees a key. */
 static void window_of(const la_problem *p, size_t m, size_t i, size_t *lo, size_t *hi)
 {
-    const size_t r = p->window;
+    const la_local_params local = la_local_params_of(p);
+    const size_t r = local.window;
     const ptrdiff_t pos = (ptrdiff_t)i + la_causal_offset(p);
     if (pos < 0) { /* bottom-right, N > M: before the first key */
         *lo = *hi = 0;
@@ -52,7 +53,8 @@ static void window_of(const la_problem *p, size_t m, size_t i, size_t *lo, size_
  * of bq queries can see at most (bq + 2r, causal bq + r), at most M and K_BLOCK. */
 static size_t key_block_of(const la_problem *p, size_t bq)
 {
-    const size_t M = p->n_keys, r = p->window < M ? p->window : M;
+    const la_local_params local = la_local_params_of(p);
+    const size_t M = p->n_keys, r = local.window < M ? local.window : M;
     size_t keys = bq + (p->causal ? r : 2 * r); /* r <= M < SIZE_MAX / 8: no overflow */
     if (keys > M) keys = M;
     return keys < K_BLOCK ? keys : K_BLOCK;
@@ -196,8 +198,9 @@ static wide clamped_sum(wide t, wide n, wide m)
  * it changes nothing. Exact in 128-bit integers, rounded once to a double. */
 static double local_pairs(const la_problem *p, size_t m)
 {
+    const la_local_params local = la_local_params_of(p);
     const size_t N = p->n_queries, M = p->n_keys, cap = N > M ? N : M;
-    const wide r = (wide)(p->window < cap ? p->window : cap);
+    const wide r = (wide)(local.window < cap ? local.window : cap);
     const wide o = (wide)la_causal_offset(p); /* causal bottom-right: positions i + o */
     const wide e = p->causal ? 1 : r + 1;
     return (double)(clamped_sum(e + o, (wide)N, (wide)m) - clamped_sum(o - r, (wide)N, (wide)m));
@@ -221,9 +224,10 @@ static void local_head_flops(const la_problem *p, size_t m, la_cost *f)
  * [max(0, −o), min(N, m + r − o)). */
 static double local_seeing(const la_problem *p, size_t m)
 {
+    const la_local_params local = la_local_params_of(p);
     if (m == 0) return 0;
     const size_t N = p->n_queries, M = p->n_keys, cap = N > M ? N : M;
-    const wide r = (wide)(p->window < cap ? p->window : cap), o = (wide)la_causal_offset(p);
+    const wide r = (wide)(local.window < cap ? local.window : cap), o = (wide)la_causal_offset(p);
     const wide first = o < 0 ? -o : 0, end = (wide)m + r - o < (wide)N ? (wide)m + r - o : (wide)N;
     return end > first ? (double)(end - first) : 0;
 }
@@ -276,6 +280,7 @@ const la_kernel_info la_row_local = {
     .series = {"local", "local_causal"},
     .causal = LA_CAUSAL_ALLOWED,
     .params = LA_PARAM_SCALE | LA_PARAM_WINDOW,
+    .block = LA_PARAMS_LOCAL,
     .masks = LA_MASK_GENERAL | LA_MASK_KEY,
     .caps = LA_CAP_ROTARY | LA_CAP_APPROXIMATES,
     .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,

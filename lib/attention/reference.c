@@ -189,6 +189,7 @@ la_status la_ref_hard_attention(const la_problem *p, const double *q, const doub
  * = P v. */
 static bool ref_local_sees(const la_problem *p, size_t b, size_t h, size_t i, size_t j)
 {
+    const la_local_params local = la_local_params_of(p);
     const size_t N = p->n_queries, M = p->n_keys;
     const bool in_length = !p->key_lengths || (int64_t)j < p->key_lengths[b];
     const bool in_past = ref_in_past(p, i, j);
@@ -196,7 +197,7 @@ static bool ref_local_sees(const la_problem *p, size_t b, size_t h, size_t i, si
      * (written without negative numbers) */
     const bool bottom_right = p->causal && p->causal_align == LA_CAUSAL_BOTTOM_RIGHT;
     const size_t pos_i = i + (bottom_right ? M : 0), pos_j = j + (bottom_right ? N : 0);
-    const bool in_window = (pos_i >= pos_j ? pos_i - pos_j : pos_j - pos_i) <= p->window;
+    const bool in_window = (pos_i >= pos_j ? pos_i - pos_j : pos_j - pos_i) <= local.window;
     return in_length && in_past && in_window && ref_mask_lets(p, b, h, i, j);
 }
 
@@ -390,10 +391,11 @@ la_status la_ref_taylor_attention(const la_problem *p, const double *q, const do
 la_status la_ref_favor_attention(const la_problem *p, const double *q, const double *k,
                                  const double *v, double *out)
 {
+    const la_favor_params favor = la_favor_params_of(p);
     la_status st = check(p, q, k, v, out);
     if (st != LA_OK) return st;
     if (p->mask || p->key_mask) return LA_EINVAL; /* general masks: refused, as the kernel */
-    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, m = p->features;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, m = favor.features;
     size_t n_w, n_q, n_k;
     if (!doubles_fit(m, dk, 1, &n_w) || !doubles_fit(N, m, 1, &n_q) || !doubles_fit(M, m, 1, &n_k))
         return LA_EOVERFLOW;
@@ -404,7 +406,7 @@ la_status la_ref_favor_attention(const la_problem *p, const double *q, const dou
         st = LA_ENOMEM;
         goto done;
     }
-    st = la_favor_features(m, dk, p->seed, w);
+    st = la_favor_features(m, dk, favor.seed, w);
     if (st != LA_OK) goto done;
     const double s = pow((double)dk, -0.25), root_m = sqrt((double)m);
     for (size_t b = 0; b < p->batch; b++) {
@@ -726,29 +728,30 @@ la_status la_ref_hard_attention_backward(const la_problem *p, const double *q, c
 la_status la_ref_linformer_attention(const la_problem *p, const double *q, const double *k,
                                      const double *v, double *out)
 {
+    const la_linformer_params linformer = la_linformer_params_of(p);
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     if (p->mask || p->key_mask) return LA_EINVAL; /* general masks: refused, as the kernel */
-    if (!q || !k || !v || !out || p->causal || p->proj_rank > p->n_keys) return LA_EINVAL;
-    const size_t N = p->n_queries, M = p->n_keys, r = p->proj_rank, dk = p->d_k, dv = p->d_v;
+    if (!q || !k || !v || !out || p->causal || linformer.proj_rank > p->n_keys) return LA_EINVAL;
+    const size_t N = p->n_queries, M = p->n_keys, r = linformer.proj_rank, dk = p->d_k, dv = p->d_v;
     size_t n_proj, n_kp, n_vp, bytes;
     if (!la_mul_ok(r, M, &n_proj) || !la_mul_ok(n_proj, 2 * sizeof(double), &bytes) ||
         !la_mul_ok(r, dk, &n_kp) || !la_mul_ok(r, dv, &n_vp))
         return LA_EOVERFLOW;
-    if (p->proj_e)
+    if (linformer.proj_e)
         for (size_t x = 0; x < n_proj; x++)
-            if (!isfinite(p->proj_e[x]) || !isfinite(p->proj_f[x])) return LA_EINVAL;
+            if (!isfinite(linformer.proj_e[x]) || !isfinite(linformer.proj_f[x])) return LA_EINVAL;
 
-    double *drawn = p->proj_e ? NULL : malloc(2 * n_proj * sizeof *drawn);
+    double *drawn = linformer.proj_e ? NULL : malloc(2 * n_proj * sizeof *drawn);
     double *kp = malloc(n_kp * sizeof *kp), *vp = malloc(n_vp * sizeof *vp);
     double *row = malloc(r * sizeof *row);
-    if ((!p->proj_e && !drawn) || !kp || !vp || !row) {
+    if ((!linformer.proj_e && !drawn) || !kp || !vp || !row) {
         st = LA_ENOMEM;
         goto done;
     }
-    const double *e = p->proj_e, *f = p->proj_f;
+    const double *e = linformer.proj_e, *f = linformer.proj_f;
     if (!e) {
-        la_linformer_projections(r, M, p->seed, drawn, drawn + n_proj);
+        la_linformer_projections(r, M, linformer.seed, drawn, drawn + n_proj);
         e = drawn, f = drawn + n_proj;
     }
 
@@ -831,6 +834,7 @@ static double ref_norm(const double *x, size_t n)
 static double ref_score(const la_problem *p, ref_score_kind kind, const double *w, const double *wv,
                         const double *qi, const double *kj)
 {
+    const la_score_params score = la_score_params_of(p);
     const size_t dk = p->d_k;
     double s = 0;
     if (kind == REF_GENERAL) {
@@ -840,7 +844,7 @@ static double ref_score(const la_problem *p, ref_score_kind kind, const double *
         return s * p->scale;
     }
     if (kind == REF_ADDITIVE) {
-        for (size_t e = 0; e < p->score_dim; e++) {
+        for (size_t e = 0; e < score.score_dim; e++) {
             /* W_q q and W_k k summed apart, then added: one sum over both would round
              * W_k k away under a W_q q of 1e30 that cancels to 0 */
             double pre_q = 0, pre_k = 0;
@@ -862,23 +866,25 @@ static double ref_score(const la_problem *p, ref_score_kind kind, const double *
 static la_status ref_score_attention(const la_problem *p, ref_score_kind kind, const double *q,
                                      const double *k, const double *v, double *out)
 {
+    const la_score_params score = la_score_params_of(p);
     la_status st = check(p, q, k, v, out);
     if (st != LA_OK) return st;
-    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, da = p->score_dim;
-    if (kind == REF_ADDITIVE && (p->score_w == NULL) != (p->score_v == NULL)) return LA_EINVAL;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, da = score.score_dim;
+    if (kind == REF_ADDITIVE && (score.score_w == NULL) != (score.score_v == NULL))
+        return LA_EINVAL;
     if (kind == REF_ADDITIVE && (p->mask || p->key_mask)) return LA_EINVAL; /* as the kernel */
     size_t n_w = 0, n_v = 0, n_row;
     if (kind == REF_GENERAL && !doubles_fit(dk, dk, 1, &n_w)) return LA_EOVERFLOW;
     if (kind == REF_ADDITIVE && (!doubles_fit(da, dk, 2, &n_w) || !doubles_fit(da, 1, 1, &n_v)))
         return LA_EOVERFLOW;
     if (!doubles_fit(M, 1, 1, &n_row)) return LA_EOVERFLOW;
-    if (p->score_w && kind != REF_COSINE) {
+    if (score.score_w && kind != REF_COSINE) {
         for (size_t x = 0; x < n_w; x++)
-            if (!isfinite(p->score_w[x])) return LA_EINVAL;
+            if (!isfinite(score.score_w[x])) return LA_EINVAL;
         for (size_t x = 0; x < n_v; x++)
-            if (!isfinite(p->score_v[x])) return LA_EINVAL;
+            if (!isfinite(score.score_v[x])) return LA_EINVAL;
     }
-    const bool draw = kind != REF_COSINE && !p->score_w;
+    const bool draw = kind != REF_COSINE && !score.score_w;
     double *drawn = draw ? malloc((n_w + n_v) * sizeof *drawn) : NULL;
     double *row = malloc(n_row * sizeof *row);
     if ((draw && !drawn) || !row) {
@@ -886,10 +892,10 @@ static la_status ref_score_attention(const la_problem *p, ref_score_kind kind, c
         free(row);
         return LA_ENOMEM;
     }
-    const double *w = p->score_w, *wv = p->score_v;
+    const double *w = score.score_w, *wv = score.score_v;
     if (draw) {
         la_score_weights(kind == REF_GENERAL ? LA_KERNEL_GENERAL : LA_KERNEL_ADDITIVE, dk, da,
-                         p->seed, drawn, kind == REF_ADDITIVE ? drawn + n_w : NULL);
+                         score.seed, drawn, kind == REF_ADDITIVE ? drawn + n_w : NULL);
         w = drawn, wv = drawn + n_w;
     }
     for (size_t b = 0; b < p->batch; b++) {
@@ -1016,25 +1022,27 @@ static size_t ref_distance_row(size_t i, size_t j, size_t K)
 la_status la_ref_relative_attention(const la_problem *p, const double *q, const double *k,
                                     const double *v, double *out)
 {
+    const la_relative_params relative = la_relative_params_of(p);
     la_status st = check(p, q, k, v, out);
     if (st != LA_OK) return st;
     if (p->mask || p->key_mask) return LA_EINVAL; /* as the kernel */
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
-    const size_t K = p->max_distance;
+    const size_t K = relative.max_distance;
     size_t nk, nv;
     if (K > SIZE_MAX / 4 || !doubles_fit(2 * K + 1, dk, 1, &nk) ||
         !doubles_fit(2 * K + 1, dv, 1, &nv))
         return LA_EOVERFLOW;
     double *drawn_k = NULL, *drawn_v = NULL, *scores = malloc(M * sizeof *scores);
-    if (!p->rel_k) {
+    if (!relative.rel_k) {
         drawn_k = malloc(nk * sizeof *drawn_k), drawn_v = malloc(nv * sizeof *drawn_v);
-        if (drawn_k && drawn_v) la_relative_embeddings(K, dk, dv, p->seed, drawn_k, drawn_v);
+        if (drawn_k && drawn_v) la_relative_embeddings(K, dk, dv, relative.seed, drawn_k, drawn_v);
     }
-    if (!scores || (!p->rel_k && (!drawn_k || !drawn_v))) {
+    if (!scores || (!relative.rel_k && (!drawn_k || !drawn_v))) {
         free(scores), free(drawn_k), free(drawn_v);
         return LA_ENOMEM;
     }
-    const double *a_k = p->rel_k ? p->rel_k : drawn_k, *a_v = p->rel_v ? p->rel_v : drawn_v;
+    const double *a_k = relative.rel_k ? relative.rel_k : drawn_k,
+                 *a_v = relative.rel_v ? relative.rel_v : drawn_v;
     for (size_t b = 0; b < p->batch; b++) {
         for (size_t h = 0; h < p->heads; h++) {
             const double *qh = q + HEAD(p, b, h, N, dk), *kh = k + HEAD(p, b, h, M, dk);
@@ -1238,11 +1246,12 @@ la_status la_ref_favor_attention_backward(const la_problem *p, const double *q, 
                                           const double *v, const double *out, const double *d_out,
                                           double *d_q, double *d_k, double *d_v)
 {
+    const la_favor_params favor = la_favor_params_of(p);
     (void)out;
     la_status st = check_backward(p, q, k, v, d_out, d_q, d_k, d_v);
     if (st != LA_OK) return st;
     if (p->mask || p->key_mask) return LA_EINVAL; /* general masks: refused, as the kernel */
-    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, m = p->features;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, m = favor.features;
     const size_t R = N + M; /* the rows: the N queries, then the M keys */
     size_t n_w, n_p, n_a;
     if (!doubles_fit(m, dk, 1, &n_w) || !doubles_fit(R, m, 1, &n_p) || !doubles_fit(M, 1, 1, &n_a))
@@ -1257,7 +1266,7 @@ la_status la_ref_favor_attention_backward(const la_problem *p, const double *q, 
         st = LA_ENOMEM;
         goto done;
     }
-    st = la_favor_features(m, dk, p->seed, w);
+    st = la_favor_features(m, dk, favor.seed, w);
     if (st != LA_OK) goto done;
     zero_gradients(p, d_q, d_k, d_v);
     const double s = pow((double)dk, -0.25);

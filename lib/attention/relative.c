@@ -105,9 +105,10 @@ typedef struct {
 
 static bool relative_layout_for(const la_problem *p, size_t elem, relative_layout *lay)
 {
+    const la_relative_params relative = la_relative_params_of(p);
     size_t rows, nk, nv, bytes;
-    if (!table_sizes(p->max_distance, p->d_k, p->d_v, &rows, &nk, &nv)) return false;
-    lay->tables = elem == sizeof(double) && p->rel_k ? 0 : nk + nv;
+    if (!table_sizes(relative.max_distance, p->d_k, p->d_v, &rows, &nk, &nv)) return false;
+    lay->tables = elem == sizeof(double) && relative.rel_k ? 0 : nk + nv;
     lay->bq = p->n_queries < Q_BLOCK ? p->n_queries : Q_BLOCK;
     lay->bk = p->n_keys < K_BLOCK ? p->n_keys : K_BLOCK;
     lay->per_thread = la_engine_portable_bytes(lay->bq, lay->bk, elem, elem, 2 * lay->bk * elem);
@@ -143,14 +144,15 @@ static bool finite_max_abs(const double *x, size_t n, double *max_abs)
 static la_status relative_check(const la_problem *p, const void *q, const void *k, const void *v,
                                 const void *out, size_t elem, double *ak_max, double *av_max)
 {
+    const la_relative_params relative = la_relative_params_of(p);
     la_status st = la_engine_check(p, q, k, v, out, elem);
     if (st != LA_OK) return st;
     if (la_has_masks(p)) return LA_EINVAL; /* general masks: refused (linattn.h) */
     size_t rows, nk, nv;
-    if (!table_sizes(p->max_distance, p->d_k, p->d_v, &rows, &nk, &nv)) return LA_EOVERFLOW;
+    if (!table_sizes(relative.max_distance, p->d_k, p->d_v, &rows, &nk, &nv)) return LA_EOVERFLOW;
     *ak_max = *av_max = 9; /* a drawn |z| is below 8.6 */
-    if (p->rel_k &&
-        (!finite_max_abs(p->rel_k, nk, ak_max) || !finite_max_abs(p->rel_v, nv, av_max)))
+    if (relative.rel_k && (!finite_max_abs(relative.rel_k, nk, ak_max) ||
+                           !finite_max_abs(relative.rel_v, nv, av_max)))
         return LA_EINVAL;
     return LA_OK;
 }
@@ -167,9 +169,10 @@ static bool relative_range_ok(const la_problem *p, double a, double b, double c,
     return (long double)la_keys_seen_max(p) * c <= limit;
 }
 
-/* What the relative tiles read (la_engine's ctx): a^K (2K+1, d_k), a^V (2K+1, d_v). */
+/* What the relative tiles read (la_engine's ctx): a^K (2K+1, d_k), a^V (2K+1, d_v), K. */
 typedef struct {
     const REAL *tk, *tv;
+    size_t max_distance;
 } relative_ctx;
 
 /* Σ_c x[c]·y[c] over n elements (vectorized: the order of the sum is fixed by the compiled
@@ -197,7 +200,7 @@ static void relative_scores(la_engine_task *t, size_t j0, size_t cols)
     PORTABLE.scores(t, j0, cols);
     const la_problem *p = t->p;
     const relative_ctx *x = t->e->ctx;
-    const size_t dk = p->d_k, K = p->max_distance;
+    const size_t dk = p->d_k, K = x->max_distance;
     const REAL scale = (REAL)p->scale, *qh = t->q;
     const la_engine_rows *w = la_engine_rows_of(t);
     REAL *s = w->s, *qa = w->extra;
@@ -220,7 +223,7 @@ static void relative_values(la_engine_task *t, size_t j0, size_t cols)
     PORTABLE.values(t, j0, cols);
     const la_problem *p = t->p;
     const relative_ctx *x = t->e->ctx;
-    const size_t dv = p->d_v, K = p->max_distance;
+    const size_t dv = p->d_v, K = x->max_distance;
     const la_engine_rows *w = la_engine_rows_of(t);
     const REAL *s = w->s;
     REAL *wsum = (REAL *)w->extra + t->e->bk;
@@ -246,10 +249,11 @@ static void relative_values(la_engine_task *t, size_t j0, size_t cols)
 static la_status relative_attention(const la_problem *p, const REAL *q, const REAL *k,
                                     const REAL *v, REAL *out)
 {
+    const la_relative_params relative = la_relative_params_of(p);
     double ak_max, av_max;
     la_status st = relative_check(p, q, k, v, out, sizeof(REAL), &ak_max, &av_max);
     if (st != LA_OK) return st;
-    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v, K = p->max_distance;
+    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v, K = relative.max_distance;
     const size_t heads = p->batch * p->heads; /* fits: la_problem_check */
     /* the range rule: softmax's, with a^K beside the keys and a^V beside the values */
     const double a = LA_MAX_ABS(q, heads * N * dk);
@@ -265,22 +269,24 @@ static la_status relative_attention(const la_problem *p, const REAL *q, const RE
     const size_t rows = 2 * K + 1, nk = rows * dk, nv = rows * dv;
     REAL *tables = NULL;
     relative_ctx ctx;
+    ctx.max_distance = K;
     if (lay.tables == 0) {
-        ctx.tk = (const REAL *)p->rel_k, ctx.tv = (const REAL *)p->rel_v; /* float64, given */
+        ctx.tk = (const REAL *)relative.rel_k,
+        ctx.tv = (const REAL *)relative.rel_v; /* float64, given */
     } else {
         tables = malloc(lay.tables * sizeof(REAL));
         if (!tables) return LA_ENOMEM;
         REAL *k_own = tables, *v_own = tables + nk;
-        if (!p->rel_k)
-            draw_embeddings(rows, dk, dv, p->seed, REAL_IS_F32 ? NULL : (double *)k_own,
+        if (!relative.rel_k)
+            draw_embeddings(rows, dk, dv, relative.seed, REAL_IS_F32 ? NULL : (double *)k_own,
                             REAL_IS_F32 ? NULL : (double *)v_own,
                             REAL_IS_F32 ? (float *)k_own : NULL,
                             REAL_IS_F32 ? (float *)v_own : NULL);
         else {
             for (size_t x = 0; x < nk; x++)
-                k_own[x] = (REAL)p->rel_k[x];
+                k_own[x] = (REAL)relative.rel_k[x];
             for (size_t x = 0; x < nv; x++)
-                v_own[x] = (REAL)p->rel_v[x];
+                v_own[x] = (REAL)relative.rel_v[x];
         }
         ctx.tk = k_own, ctx.tv = v_own;
     }
@@ -353,8 +359,9 @@ static wide clipped_sum(wide a, wide b, wide lo, wide hi)
  * per pair, and a^V 2·d_v per distance. Closed forms in 128-bit integers, rounded once. */
 static void relative_head_flops(const la_problem *p, size_t m, la_cost *f)
 {
+    const la_relative_params relative = la_relative_params_of(p);
     if (m == 0) return; /* every row is zeros */
-    const wide N = (wide)p->n_queries, M = (wide)m, K = (wide)p->max_distance;
+    const wide N = (wide)p->n_queries, M = (wide)m, K = (wide)relative.max_distance;
     wide pairs, distances;
     if (la_causal_square(p)) { /* bottom-right, N != M: row by row (a row may see none) */
         pairs = distances = 0;
@@ -379,20 +386,21 @@ static void relative_head_flops(const la_problem *p, size_t m, la_cost *f)
 
 la_status la_relative_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
+    const la_relative_params relative = la_relative_params_of(p);
     const size_t elem = la_dtype_size(dtype);
     size_t rows, nk, nv;
-    if (!table_sizes(p->max_distance, p->d_k, p->d_v, &rows, &nk, &nv)) return LA_EOVERFLOW;
+    if (!table_sizes(relative.max_distance, p->d_k, p->d_v, &rows, &nk, &nv)) return LA_EOVERFLOW;
     la_cost_sum_heads(p, relative_head_flops, out);
     /* bytes_min beyond q, k, v, out: a^K and a^V read once per call, float64 */
-    out->bytes_min =
-        (2 * (double)p->max_distance + 1) * (double)(p->d_k + p->d_v) * (double)sizeof(double);
+    out->bytes_min = (2 * (double)relative.max_distance + 1) * (double)(p->d_k + p->d_v) *
+                     (double)sizeof(double);
     /* what the kernel holds (relative_layout_for), in doubles when it passes size_t (the
      * kernel then refuses, LA_EOVERFLOW) */
     relative_layout lay;
     if (relative_layout_for(p, elem, &lay)) {
         out->workspace_bytes = (double)relative_bytes(&lay, elem);
     } else {
-        const double tables = elem == sizeof(double) && p->rel_k ? 0 : (double)(nk + nv);
+        const double tables = elem == sizeof(double) && relative.rel_k ? 0 : (double)(nk + nv);
         const double bq = (double)lay.bq, bk = (double)lay.bk, e = (double)elem;
         const double per_thread = ceil((bq * e * 2 + bq * bk * e + 2 * bk * e) / 64) * 64;
         out->workspace_bytes = tables * e + per_thread * (double)lay.threads;
@@ -413,6 +421,7 @@ const la_kernel_info la_row_relative = {
     .series = {"relative", "relative_causal"},
     .causal = LA_CAUSAL_ALLOWED,
     .params = LA_PARAM_SCALE | LA_PARAM_RELATIVE,
+    .block = LA_PARAMS_RELATIVE,
     .masks = 0,
     .caps = LA_CAP_POSITIONS | LA_CAP_ROTARY,
     .sweep = 0,

@@ -157,10 +157,11 @@ typedef struct {
 
 static la_status general_layout_for(const la_problem *p, size_t elem, transform_layout *lay)
 {
+    const la_score_params score = la_score_params_of(p);
     weight_shape s;
-    la_status st = weight_counts(LA_KERNEL_GENERAL, p->d_k, p->score_dim, &s);
+    la_status st = weight_counts(LA_KERNEL_GENERAL, p->d_k, score.score_dim, &s);
     if (st != LA_OK) return st;
-    lay->first = elem == sizeof(float) || !p->score_w ? s.n_w : 0;
+    lay->first = elem == sizeof(float) || !score.score_w ? s.n_w : 0;
     lay->second = p->batch * p->heads * p->n_keys * p->d_k; /* fits: la_problem_check */
     if (lay->first > SIZE_MAX - lay->second) return LA_EOVERFLOW;
     lay->total = lay->first + lay->second;
@@ -193,13 +194,14 @@ typedef struct {
 
 static la_status additive_layout_for(const la_problem *p, size_t elem, additive_layout *lay)
 {
+    const la_score_params score = la_score_params_of(p);
     weight_shape s;
-    la_status st = weight_counts(LA_KERNEL_ADDITIVE, p->d_k, p->score_dim, &s);
+    la_status st = weight_counts(LA_KERNEL_ADDITIVE, p->d_k, score.score_dim, &s);
     if (st != LA_OK) return st;
-    const bool own = elem == sizeof(float) || !p->score_w;
+    const bool own = elem == sizeof(float) || !score.score_w;
     lay->w = own ? s.n_w : 0;
     lay->v = own ? s.n_v : 0;
-    const size_t heads = p->batch * p->heads, da = p->score_dim;
+    const size_t heads = p->batch * p->heads, da = score.score_dim;
     size_t rows_a, rows_c, elems, bytes;
     if (!la_mul_ok(heads, p->n_queries, &rows_a) || !la_mul_ok(rows_a, da, &lay->a) ||
         !la_mul_ok(heads, p->n_keys, &rows_c) || !la_mul_ok(rows_c, da, &lay->c))
@@ -253,21 +255,22 @@ static la_problem inner_problem(const la_problem *p, size_t held)
 static void weights_of(const la_problem *p, weight_shape s, size_t own_count, REAL *own,
                        const REAL **w, const REAL **v)
 {
+    const la_score_params score = la_score_params_of(p);
     if (own_count == 0) { /* float64, given: read in place */
-        *w = (const REAL *)p->score_w;
-        *v = (const REAL *)p->score_v;
+        *w = (const REAL *)score.score_w;
+        *v = (const REAL *)score.score_v;
         return;
     }
     REAL *w_own = own, *v_own = own + s.n_w;
-    if (!p->score_w)
-        draw_weights(s, p->seed, REAL_IS_F32 ? NULL : (double *)w_own,
+    if (!score.score_w)
+        draw_weights(s, score.seed, REAL_IS_F32 ? NULL : (double *)w_own,
                      REAL_IS_F32 ? NULL : (double *)v_own, REAL_IS_F32 ? (float *)w_own : NULL,
                      REAL_IS_F32 ? (float *)v_own : NULL);
     else {
         for (size_t x = 0; x < s.n_w; x++)
-            w_own[x] = (REAL)p->score_w[x];
+            w_own[x] = (REAL)score.score_w[x];
         for (size_t x = 0; x < s.n_v; x++)
-            v_own[x] = (REAL)p->score_v[x];
+            v_own[x] = (REAL)score.score_v[x];
     }
     *w = w_own;
     *v = v_own;
@@ -285,17 +288,18 @@ static void weights_of(const la_problem *p, weight_shape s, size_t own_count, RE
 static la_status general_attention(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
                                    REAL *out)
 {
+    const la_score_params score = la_score_params_of(p);
     la_status st = score_check(p, q, k, v, out);
     if (st != LA_OK) return st;
     const size_t M = p->n_keys, dk = p->d_k, heads = p->batch * p->heads;
     transform_layout lay;
     if ((st = general_layout_for(p, sizeof(REAL), &lay)) != LA_OK) return st;
-    const weight_shape s = shape_of(LA_KERNEL_GENERAL, dk, p->score_dim);
+    const weight_shape s = shape_of(LA_KERNEL_GENERAL, dk, score.score_dim);
 
     /* the range rule: given W finite; |k'| <= d_k·max|W|·max|k| within T/8 */
     double w_max, w_sum;
-    if (p->score_w && !finite_abs(p->score_w, s.n_w, &w_max, &w_sum)) return LA_EINVAL;
-    if (!p->score_w) w_max = drawn_bound(s.sd_w);
+    if (score.score_w && !finite_abs(score.score_w, s.n_w, &w_max, &w_sum)) return LA_EINVAL;
+    if (!score.score_w) w_max = drawn_bound(s.sd_w);
     const double k_max = LA_MAX_ABS_SEEN(p, k, dk);
     const double limit = (double)REAL_MAX / 8;
     if (w_max > limit || (isfinite(k_max) && (double)dk * w_max * k_max > limit)) return LA_ERANGE;
@@ -402,6 +406,7 @@ static la_status cosine_attention(const la_problem *p, const REAL *q, const REAL
 typedef struct {
     const REAL *a, *c, *w_v;
     TANH_DOT_FN tanh_dot;
+    size_t score_dim; /* d_a */
 } additive_ctx;
 
 /* s_ij = Σ_a v_a tanh(a_ia + c_ja) over each row's visible keys of the block [j0, j0 + cols),
@@ -411,7 +416,7 @@ static void additive_scores(la_engine_task *t, size_t j0, size_t cols)
 {
     const la_problem *p = t->p;
     const additive_ctx *x = t->e->ctx;
-    const size_t da = p->score_dim, N = p->n_queries, M = p->n_keys;
+    const size_t da = x->score_dim, N = p->n_queries, M = p->n_keys;
     const REAL *a = x->a + t->hd * N * da, *c = x->c + t->hd * M * da, *w_v = x->w_v;
     REAL *s = la_engine_rows_of(t)->s;
     for (size_t r = 0; r < t->rows; r++) {
@@ -442,11 +447,12 @@ static void additive_values(la_engine_task *t, size_t j0, size_t cols)
 static la_status additive_attention(const la_problem *p, const REAL *q, const REAL *k,
                                     const REAL *v, REAL *out)
 {
+    const la_score_params score = la_score_params_of(p);
     la_status st = score_check(p, q, k, v, out);
     if (st != LA_OK) return st;
-    if ((p->score_w == NULL) != (p->score_v == NULL)) return LA_EINVAL;
+    if ((score.score_w == NULL) != (score.score_v == NULL)) return LA_EINVAL;
     if (la_has_masks(p)) return LA_EINVAL; /* general masks: refused (linattn.h) */
-    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, da = p->score_dim;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, da = score.score_dim;
     const size_t heads = p->batch * p->heads;
     additive_layout lay;
     if ((st = additive_layout_for(p, sizeof(REAL), &lay)) != LA_OK) return st;
@@ -456,10 +462,10 @@ static la_status additive_attention(const la_problem *p, const REAL *q, const RE
      * |score| <= Σ|v_a|, and the P·V sums <= u·max|v| (u keys seen, la_keys_seen_max; k and
      * v over those), each within T/8 */
     double w_max, w_sum, v_max, v_sum;
-    if (p->score_w && (!finite_abs(p->score_w, s.n_w, &w_max, &w_sum) ||
-                       !finite_abs(p->score_v, s.n_v, &v_max, &v_sum)))
+    if (score.score_w && (!finite_abs(score.score_w, s.n_w, &w_max, &w_sum) ||
+                          !finite_abs(score.score_v, s.n_v, &v_max, &v_sum)))
         return LA_EINVAL;
-    if (!p->score_w) w_max = drawn_bound(s.sd_w), v_sum = (double)da * drawn_bound(s.sd_v);
+    if (!score.score_w) w_max = drawn_bound(s.sd_w), v_sum = (double)da * drawn_bound(s.sd_v);
     const double q_max = LA_MAX_ABS(q, heads * N * dk), k_max = LA_MAX_ABS_SEEN(p, k, dk);
     const double values_max = LA_MAX_ABS_SEEN(p, v, dv);
     const double limit = (double)REAL_MAX / 8;
@@ -491,7 +497,7 @@ static la_status additive_attention(const la_problem *p, const REAL *q, const RE
     }
 
     /* y = softmax(scores) V on the engine, with the additive score and value tiles */
-    const additive_ctx ctx = {a, c, w_v, TANH_DOT_FOR()};
+    const additive_ctx ctx = {a, c, w_v, TANH_DOT_FOR(), da};
     la_engine e = {.wide = PORTABLE,
                    .q_block = Q_BLOCK,
                    .k_block = K_BLOCK,
@@ -602,9 +608,10 @@ static void cosine_head_flops(const la_problem *p, size_t m, la_cost *f)
  * 2·d_v per pair. */
 static void additive_head_flops(const la_problem *p, size_t m, la_cost *f)
 {
+    const la_score_params score = la_score_params_of(p);
     const double u = keys_seen_of(p, m);
     if (u == 0) return;
-    const double pairs = la_visible_pairs_of(p, m), da = (double)p->score_dim;
+    const double pairs = la_visible_pairs_of(p, m), da = (double)score.score_dim;
     const double dk = (double)p->d_k;
     f->flops_qs = 2 * (double)p->n_queries * da * dk;
     f->flops_kv = 2 * u * da * dk;
@@ -653,6 +660,7 @@ la_status la_cosine_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 
 la_status la_additive_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
+    const la_score_params score = la_score_params_of(p);
     additive_layout lay;
     la_status st = additive_layout_for(p, la_dtype_size(dtype), &lay);
     if (st != LA_OK) return st;
@@ -660,8 +668,8 @@ la_status la_additive_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     /* bytes_min beyond q, k, v, out: Q W_qᵀ (N, d_a), K W_kᵀ (M, d_a) out and back; W, v
      * read once, float64 */
     out->bytes_min = (double)p->batch * (double)p->heads * 2 * (double)(p->n_queries + p->n_keys) *
-                         (double)p->score_dim * (double)la_dtype_size(dtype) +
-                     (double)p->score_dim * (2 * (double)p->d_k + 1) * (double)sizeof(double);
+                         (double)score.score_dim * (double)la_dtype_size(dtype) +
+                     (double)score.score_dim * (2 * (double)p->d_k + 1) * (double)sizeof(double);
     out->workspace_bytes = (double)lay.total;
     return LA_OK;
 }
@@ -678,6 +686,7 @@ const la_kernel_info la_row_general = {
     .series = {"general", "general_causal"},
     .causal = LA_CAUSAL_ALLOWED,
     .params = LA_PARAM_SCALE | LA_PARAM_SCORE_WEIGHTS,
+    .block = LA_PARAMS_SCORE,
     .masks = LA_MASK_GENERAL | LA_MASK_KEY,
     .caps = LA_CAP_ROTARY,
     .sweep = 0,
@@ -698,6 +707,7 @@ const la_kernel_info la_row_additive = {
     .series = {"additive", "additive_causal"},
     .causal = LA_CAUSAL_ALLOWED,
     .params = LA_PARAM_SCORE_WEIGHTS | LA_PARAM_SCORE_DIM,
+    .block = LA_PARAMS_SCORE,
     .masks = 0,
     .caps = LA_CAP_ROTARY,
     .sweep = 0,

@@ -37,10 +37,11 @@ typedef enum { WEIGHTS_SOFTMAX, WEIGHTS_HARD, WEIGHTS_LINEAR, WEIGHTS_LOCAL } we
 static void row_keys(weights_kind kind, const la_problem *p, size_t b, size_t i, size_t *first,
                      size_t *end)
 {
+    const la_local_params local = la_local_params_of(p);
     *first = 0;
     *end = la_visible_keys(p, b, i);
     if (kind != WEIGHTS_LOCAL) return;
-    const size_t r = p->window;
+    const size_t r = local.window;
     if (*end == 0) return; /* bottom-right: a query before the first key sees none */
     i = (size_t)((ptrdiff_t)i + la_causal_offset(p)); /* >= 0 when it sees a key */
     *first = i > r ? i - r : 0;

@@ -101,6 +101,18 @@ size_t la_fused_simd_scratch_bytes_f64(const la_problem *p); /* per thread */
 /* y[i] = e^x[i] for x[i] <= 0 with that kernel's exp (for its accuracy test). */
 void la_fused_simd_exp_f64(const double *x, double *y, size_t n);
 
+/* The parameter blocks p->params chains (linattn.h), each kind's block by value: the one
+ * given, or its LA_*_PARAMS_INIT defaults. la_params_check: the chain's rules (kinds
+ * known, each once, sizes >= 1, tensors in pairs); la_problem_check and
+ * la_layer_config_check call it. */
+const la_params *la_params_find(const la_params *chain, la_params_kind kind);
+la_status la_params_check(const la_params *chain);
+la_local_params la_local_params_of(const la_problem *p);
+la_linformer_params la_linformer_params_of(const la_problem *p);
+la_favor_params la_favor_params_of(const la_problem *p);
+la_score_params la_score_params_of(const la_problem *p);
+la_relative_params la_relative_params_of(const la_problem *p);
+
 /* Keys of batch entry b that the key-length mask leaves visible: min(M, L_b). */
 size_t la_keys_in_length(const la_problem *p, size_t b);
 

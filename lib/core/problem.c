@@ -22,15 +22,7 @@ void la_problem_init(la_problem *p, size_t batch, size_t heads, size_t n_queries
     p->eps = LA_DEFAULT_EPS;
     p->chunk = LA_DEFAULT_CHUNK;
     p->workspace_limit = LA_DEFAULT_WORKSPACE_LIMIT;
-    p->window = LA_DEFAULT_WINDOW;
-    p->proj_rank = LA_DEFAULT_PROJ_RANK;
-    p->proj_e = p->proj_f = NULL;
-    p->max_distance = LA_DEFAULT_MAX_DISTANCE;
-    p->rel_k = p->rel_v = NULL;
-    p->features = LA_DEFAULT_FEATURES;
-    p->seed = 0;
-    p->score_dim = LA_DEFAULT_SCORE_DIM;
-    p->score_w = p->score_v = NULL;
+    p->params = NULL;
 }
 
 bool la_mul_ok(size_t a, size_t b, size_t *out)
@@ -84,6 +76,83 @@ static la_status strides_check(const la_problem *p, const la_strides *s, size_t 
     return la_mul_ok(span, sizeof(double), &bytes) ? LA_OK : LA_EOVERFLOW;
 }
 
+/* ---------------------------------------------------------------- parameter blocks */
+
+const la_params *la_params_find(const la_params *chain, la_params_kind kind)
+{
+    for (int n = 0; chain && n < LA_PARAMS_END; chain = chain->next, n++)
+        if (chain->kind == kind) return chain;
+    return NULL;
+}
+
+static bool block_ok(const la_params *b)
+{
+    switch (b->kind) {
+    case LA_PARAMS_LOCAL: return ((const la_local_params *)b)->window >= 1;
+    case LA_PARAMS_LINFORMER: {
+        const la_linformer_params *x = (const la_linformer_params *)b;
+        return x->proj_rank >= 1 && (x->proj_e == NULL) == (x->proj_f == NULL);
+    }
+    case LA_PARAMS_FAVOR: return ((const la_favor_params *)b)->features >= 1;
+    case LA_PARAMS_SCORE: return ((const la_score_params *)b)->score_dim >= 1;
+    case LA_PARAMS_RELATIVE: {
+        const la_relative_params *x = (const la_relative_params *)b;
+        return x->max_distance >= 1 && (x->rel_k == NULL) == (x->rel_v == NULL);
+    }
+    default: return false;
+    }
+}
+
+/* At most one block per kind, so a chain longer than the kinds is refused (and a cycle
+ * with it) before any block past them is read. */
+la_status la_params_check(const la_params *chain)
+{
+    unsigned seen = 0;
+    for (int n = 0; chain; chain = chain->next, n++) {
+        if (n >= LA_PARAMS_END - 1 || chain->kind < 1 || chain->kind >= LA_PARAMS_END)
+            return LA_EINVAL;
+        const unsigned bit = 1u << chain->kind;
+        if ((seen & bit) || !block_ok(chain)) return LA_EINVAL;
+        seen |= bit;
+    }
+    return LA_OK;
+}
+
+la_local_params la_local_params_of(const la_problem *p)
+{
+    static const la_local_params defaults = LA_LOCAL_PARAMS_INIT;
+    const la_params *b = la_params_find(p->params, LA_PARAMS_LOCAL);
+    return b ? *(const la_local_params *)b : defaults;
+}
+
+la_linformer_params la_linformer_params_of(const la_problem *p)
+{
+    static const la_linformer_params defaults = LA_LINFORMER_PARAMS_INIT;
+    const la_params *b = la_params_find(p->params, LA_PARAMS_LINFORMER);
+    return b ? *(const la_linformer_params *)b : defaults;
+}
+
+la_favor_params la_favor_params_of(const la_problem *p)
+{
+    static const la_favor_params defaults = LA_FAVOR_PARAMS_INIT;
+    const la_params *b = la_params_find(p->params, LA_PARAMS_FAVOR);
+    return b ? *(const la_favor_params *)b : defaults;
+}
+
+la_score_params la_score_params_of(const la_problem *p)
+{
+    static const la_score_params defaults = LA_SCORE_PARAMS_INIT;
+    const la_params *b = la_params_find(p->params, LA_PARAMS_SCORE);
+    return b ? *(const la_score_params *)b : defaults;
+}
+
+la_relative_params la_relative_params_of(const la_problem *p)
+{
+    static const la_relative_params defaults = LA_RELATIVE_PARAMS_INIT;
+    const la_params *b = la_params_find(p->params, LA_PARAMS_RELATIVE);
+    return b ? *(const la_relative_params *)b : defaults;
+}
+
 la_status la_problem_check(const la_problem *p)
 {
     if (!p) return LA_EINVAL;
@@ -97,10 +166,7 @@ la_status la_problem_check(const la_problem *p)
     if (!(isfinite(p->eps) && p->eps >= 0)) return LA_EINVAL;
     if (!la_feature_map_ok(p->feature_map)) return LA_EINVAL;
     if (p->chunk == 0) return LA_EINVAL;
-    if (p->window == 0 || p->proj_rank == 0 || p->features == 0 || p->score_dim == 0)
-        return LA_EINVAL;
-    if ((p->proj_e == NULL) != (p->proj_f == NULL)) return LA_EINVAL; /* both or neither */
-    if (p->max_distance == 0 || (p->rel_k == NULL) != (p->rel_v == NULL)) return LA_EINVAL;
+    if (la_params_check(p->params) != LA_OK) return LA_EINVAL;
     if (p->mask_per_head != 0 && p->mask_per_head != 1) return LA_EINVAL;
     if (p->mask_per_head && !p->mask) return LA_EINVAL;
     if (p->key_lengths) {

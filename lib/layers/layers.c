@@ -25,7 +25,7 @@ void la_layer_config_init(la_layer_config *c, size_t d_model, size_t heads, size
     c->linear_eps = LA_DEFAULT_EPS;
     c->chunk = LA_DEFAULT_CHUNK;
     c->workspace_limit = LA_DEFAULT_WORKSPACE_LIMIT;
-    c->max_distance = LA_DEFAULT_MAX_DISTANCE;
+    c->params = NULL;
 }
 
 la_status la_layer_config_check(const la_layer_config *c)
@@ -45,8 +45,7 @@ la_status la_layer_config_check(const la_layer_config *c)
         !la_feature_map_ok(c->feature_map))
         return LA_EINVAL;
     /* positions */
-    if ((c->rotary != 0 && c->rotary != 1) || c->max_distance == 0 ||
-        (c->rel_k == NULL) != (c->rel_v == NULL))
+    if ((c->rotary != 0 && c->rotary != 1) || la_params_check(c->params) != LA_OK)
         return LA_EINVAL;
     if (c->rotary &&
         ((c->d_model / c->heads) % 2 != 0 ||
@@ -92,10 +91,7 @@ void la_layer_attention_problem(const la_layer_config *c, size_t batch, size_t n
     p->eps = c->linear_eps;
     p->chunk = c->chunk;
     p->workspace_limit = c->workspace_limit;
-    p->max_distance = c->max_distance;
-    p->rel_k = c->rel_k;
-    p->rel_v = c->rel_v;
-    p->seed = c->seed;
+    p->params = c->params;
 }
 
 size_t la_ffn_hidden_rows(size_t rows)

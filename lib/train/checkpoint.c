@@ -65,7 +65,8 @@ const char *la_train_checkpoint_get(const la_train_checkpoint_state *s, const ch
 
 /* One field of la_train_config and la_train_adamw_config: its name in checkpoint.txt, how
  * it is written and read. */
-typedef enum { F_SIZE, F_INT, F_DOUBLE, F_U64, F_DTYPE, F_KERNEL, F_FEATURE } field_kind;
+/* F_SEEDS: the seed of every la_train_blocks block, one value (la_train_blocks_init's). */
+typedef enum { F_SIZE, F_INT, F_DOUBLE, F_DTYPE, F_KERNEL, F_FEATURE, F_SEEDS } field_kind;
 typedef struct {
     const char *name;
     field_kind kind;
@@ -88,12 +89,12 @@ static const field config_fields[] = {
     CFG("feature_map", F_FEATURE, attention_params.feature_map),
     CFG("attention_eps", F_DOUBLE, attention_params.eps),
     CFG("chunk", F_SIZE, attention_params.chunk),
-    CFG("window", F_SIZE, attention_params.window),
-    CFG("proj_rank", F_SIZE, attention_params.proj_rank),
-    CFG("features", F_SIZE, attention_params.features),
-    CFG("attention_seed", F_U64, attention_params.seed),
-    CFG("score_dim", F_SIZE, attention_params.score_dim),
-    CFG("max_distance", F_SIZE, attention_params.max_distance),
+    CFG("window", F_SIZE, attention_blocks.local.window),
+    CFG("proj_rank", F_SIZE, attention_blocks.linformer.proj_rank),
+    CFG("features", F_SIZE, attention_blocks.favor.features),
+    CFG("attention_seed", F_SEEDS, attention_blocks),
+    CFG("score_dim", F_SIZE, attention_blocks.score.score_dim),
+    CFG("max_distance", F_SIZE, attention_blocks.relative.max_distance),
     CFG("pre_ln", F_INT, pre_ln),
     CFG("gelu", F_INT, gelu),
     CFG("learned_positions", F_INT, learned_positions),
@@ -125,7 +126,9 @@ static void field_format(const field *f, const void *base, char *buf, size_t siz
     case F_SIZE: snprintf(buf, size, "%zu", *(const size_t *)at); return;
     case F_INT: snprintf(buf, size, "%d", *(const int *)at); return;
     case F_DOUBLE: snprintf(buf, size, "%.17g", *(const double *)at); return;
-    case F_U64: snprintf(buf, size, "%" PRIu64, *(const uint64_t *)at); return;
+    case F_SEEDS:
+        snprintf(buf, size, "%" PRIu64, ((const la_train_blocks *)(const void *)at)->favor.seed);
+        return;
     case F_DTYPE:
         snprintf(buf, size, "%s", *(const la_dtype *)at == LA_FLOAT64 ? "float64" : "float32");
         return;
@@ -157,7 +160,12 @@ static int field_parse(const field *f, void *base, const char *text)
         if (!parse_u64(text, &u) || u > SIZE_MAX) return 0;
         *(size_t *)at = (size_t)u;
         return 1;
-    case F_U64: return parse_u64(text, (uint64_t *)at);
+    case F_SEEDS: {
+        la_train_blocks *b = (la_train_blocks *)(void *)at;
+        if (!parse_u64(text, &u)) return 0;
+        b->linformer.seed = b->favor.seed = b->score.seed = b->relative.seed = u;
+        return 1;
+    }
     case F_INT:
         if (strcmp(text, "0") && strcmp(text, "1")) return 0;
         *(int *)at = text[0] - '0';
