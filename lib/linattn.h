@@ -166,6 +166,7 @@ typedef struct {
  * row-major, shared by all B·H heads, owned by the caller; NULL: drawn from the block's
  * seed (la_kernel_draw), alike in both precisions. */
 typedef enum {
+    LA_PARAMS_NONE = 0,  /* no block (la_kernel_info.block) */
     LA_PARAMS_LOCAL = 1, /* la_local_params (LA_PARAM_WINDOW) */
     LA_PARAMS_LINFORMER, /* la_linformer_params (LA_PARAM_PROJ) */
     LA_PARAMS_FAVOR,     /* la_favor_params (LA_PARAM_FEATURES) */
@@ -256,7 +257,7 @@ LA_API la_status la_problem_check(const la_problem *p);
     X(LA_KERNEL_LINEAR, la_row_linear)                     /* linear: non-causal, or chunked */    \
     X(LA_KERNEL_LINEAR_RECURRENT, la_row_linear_recurrent) /* linear, token by token */            \
     X(LA_KERNEL_LINFORMER, la_row_linformer) /* keys, values projected to proj_rank rows */        \
-    X(LA_KERNEL_LOCAL, la_row_local)         /* softmax over the keys within p->window */          \
+    X(LA_KERNEL_LOCAL, la_row_local)         /* softmax over the keys within window */          \
     X(LA_KERNEL_FAVOR, la_row_favor)         /* FAVOR+: linear on positive random features */      \
     X(LA_KERNEL_FAVOR_RECURRENT, la_row_favor_recurrent) /* FAVOR+, token by token */              \
     X(LA_KERNEL_GENERAL, la_row_general)                 /* softmax over q·W·k */                \
@@ -305,7 +306,7 @@ LA_API la_status la_attention_backward(la_kernel kernel, const la_problem *p, la
                                        const void *q, const void *k, const void *v, const void *out,
                                        const void *lse, const void *d_out, void *d_q, void *d_k,
                                        void *d_v);
-/* The attention matrix A, out = A·V, for the rows with weights_f32 (else LA_EINVAL):
+/* The attention matrix A, out = A·V, for the rows with LA_CAP_WEIGHTS (else LA_EINVAL):
  * out (B, H, N, M), contiguous, not held against workspace_limit; v is not read. Hidden
  * entries are exactly 0, the empty row a zero row (each row's form: kernels.h). */
 LA_API la_status la_attention_weights(la_kernel kernel, const la_problem *p, la_dtype dtype,
@@ -406,39 +407,7 @@ LA_API la_status la_attention_backward_cost(la_kernel kernel, const la_problem *
 /* ---------------------------------------------------------------- the kernel registry */
 /* One row per kernel, defined in its kernel file and listed in LA_KERNEL_LIST: all the
  * command, sweeps, cost model, plots and tests know of it. A new kernel is its file (its
- * functions and row), its reference and its tests. The pointers are internal per-dtype
- * entry points: call la_attention and the other generic functions, which take strides. */
-typedef la_status (*la_forward_f32_fn)(const la_problem *p, const float *q, const float *k,
-                                       const float *v, float *out);
-typedef la_status (*la_forward_f64_fn)(const la_problem *p, const double *q, const double *k,
-                                       const double *v, double *out);
-/* Gradients through one call given d_out = ∂L/∂out (la_attention_backward). */
-typedef la_status (*la_backward_f32_fn)(const la_problem *p, const float *q, const float *k,
-                                        const float *v, const float *out, const float *d_out,
-                                        float *d_q, float *d_k, float *d_v);
-typedef la_status (*la_backward_f64_fn)(const la_problem *p, const double *q, const double *k,
-                                        const double *v, const double *out, const double *d_out,
-                                        double *d_q, double *d_k, double *d_v);
-typedef la_status (*la_lse_f32_fn)(const la_problem *p, const float *q, const float *k,
-                                   const float *v, float *out, float *lse);
-typedef la_status (*la_lse_f64_fn)(const la_problem *p, const double *q, const double *k,
-                                   const double *v, double *out, double *lse);
-typedef la_status (*la_backward_lse_f32_fn)(const la_problem *p, const float *q, const float *k,
-                                            const float *v, const float *out, const float *lse,
-                                            const float *d_out, float *d_q, float *d_k, float *d_v);
-typedef la_status (*la_backward_lse_f64_fn)(const la_problem *p, const double *q, const double *k,
-                                            const double *v, const double *out, const double *lse,
-                                            const double *d_out, double *d_q, double *d_k,
-                                            double *d_v);
-/* The kernel's FLOP fields and workspace_bytes of *out for a problem la_attention_cost
- * has already checked; call la_attention_cost, which adds the totals. */
-typedef la_status (*la_cost_fn)(const la_problem *p, la_dtype dtype, la_cost *out);
-/* The attention matrix out (B, H, N, M) of q and k (la_attention_weights). */
-typedef la_status (*la_weights_f32_fn)(const la_problem *p, const float *q, const float *k,
-                                       float *out);
-typedef la_status (*la_weights_f64_fn)(const la_problem *p, const double *q, const double *k,
-                                       double *out);
-
+ * functions and row), its reference and its tests. */
 typedef enum {
     LA_CAUSAL_ALLOWED = 0,  /* p->causal 0 or 1 */
     LA_CAUSAL_REQUIRED = 1, /* p->causal must be 1 */
@@ -476,6 +445,8 @@ enum {
     LA_CAP_POSITIONS = 1u << 4,       /* encodes positions itself (relative) */
     LA_CAP_APPROXIMATES = 1u << 5,    /* approximates softmax attention at the same scale:
                                          measured against it by approx and accuracy */
+    LA_CAP_BACKWARD = 1u << 6,        /* has a backward (la_attention_backward) */
+    LA_CAP_WEIGHTS = 1u << 7,         /* gives its attention matrix (la_attention_weights) */
 };
 
 /* Which of a kernel's series the commands' default sweeps run (la_kernel_info.sweep). */
@@ -492,28 +463,15 @@ typedef struct {
                               "linear_causal_chunked"); NULL where the causal rule forbids */
     la_causal_rule causal;
     unsigned params;      /* LA_PARAM_* bits: the la_problem fields it reads */
-    la_params_kind block; /* the parameter block it reads (0: none) */
+    la_params_kind block; /* the parameter block it reads */
     unsigned masks;       /* LA_MASK_* bits: the general masks it honours */
     unsigned caps;        /* LA_CAP_* bits */
     unsigned sweep;       /* LA_SWEEP_* bits: its series in the default sweeps */
     double time_exponent; /* e in time ∝ N^e (self-attention, N = M, fixed d and budget) */
     const char *family;   /* its kind, grouping figures and tables: "softmax" (exact), "linear",
                              "sparse", "low-rank", "random-feature", "score", "position" */
-    int (*reads_strides)(const la_problem *, la_dtype); /* nonzero: reads p's strides itself */
-    la_forward_f32_fn forward_f32;
-    la_forward_f64_fn forward_f64;
-    la_forward_f64_fn reference; /* the float64 oracle (la_ref_*) */
-    la_cost_fn cost;
-    la_backward_f32_fn backward_f32;         /* NULL: no backward. softmax: */
-    la_backward_f64_fn backward_f64;         /* la_softmax_attention_backward_*, lse NULL */
-    la_backward_f64_fn reference_backward;   /* the float64 oracle of the backward (la_ref_*) */
-    la_cost_fn backward_cost;                /* the backward's FLOP fields and workspace */
-    la_weights_f32_fn weights_f32;           /* NULL: no attention matrix. Its N×M */
-    la_weights_f64_fn weights_f64;           /* attention matrix (la_attention_weights) */
-    la_lse_f32_fn lse_f32;                   /* NULL without LA_CAP_LSE, else the forward */
-    la_lse_f64_fn lse_f64;                   /* with lse (la_attention_lse) and the */
-    la_backward_lse_f32_fn backward_lse_f32; /* backward reading it */
-    la_backward_lse_f64_fn backward_lse_f64;
+    const struct la_kernel_fns *fns; /* its per-dtype entry points, internal
+                                        (lib/attention/row.h): call the generic functions */
 } la_kernel_info;
 
 /* The row of a kernel; NULL outside [0, LA_KERNEL_COUNT). Rows live for the program. */

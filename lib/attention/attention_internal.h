@@ -3,6 +3,7 @@
 #ifndef LA_ATTENTION_INTERNAL_H
 #define LA_ATTENTION_INTERNAL_H
 
+#include "attention/row.h"
 #include "core/internal.h"
 
 /* The cost functions of the registry rows (la_cost_fn), each beside its kernel: the

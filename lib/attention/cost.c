@@ -87,12 +87,12 @@ static la_status cost_of(const la_kernel_info *info, la_cost_fn fn, const la_pro
 la_status la_attention_cost(la_kernel kernel, const la_problem *p, la_dtype dtype, la_cost *out)
 {
     const la_kernel_info *info = la_kernel_get(kernel);
-    return cost_of(info, info ? info->cost : NULL, p, dtype, 0, out);
+    return cost_of(info, info ? info->fns->cost : NULL, p, dtype, 0, out);
 }
 
 la_status la_attention_backward_cost(la_kernel kernel, const la_problem *p, la_dtype dtype,
                                      la_cost *out)
 {
     const la_kernel_info *info = la_kernel_get(kernel);
-    return cost_of(info, info ? info->backward_cost : NULL, p, dtype, 1, out);
+    return cost_of(info, info ? info->fns->backward_cost : NULL, p, dtype, 1, out);
 }

@@ -31,22 +31,21 @@ static const la_kernel_info *row_for(la_kernel kernel, const la_problem *p)
 static const la_kernel_info *backward_row(la_kernel kernel, const la_problem *p)
 {
     const la_kernel_info *info = row_for(kernel, p);
-    return info && info->backward_f32 && info->backward_f64 && info->reference_backward ? info
-                                                                                        : NULL;
+    return info && (info->caps & LA_CAP_BACKWARD) ? info : NULL;
 }
 
 /* Whether the row gives each row's log-sum-exp (LA_CAP_LSE) and its lse entry points. */
 static bool has_lse(const la_kernel_info *info)
 {
-    return (info->caps & LA_CAP_LSE) && info->lse_f32 && info->lse_f64 && info->backward_lse_f32 &&
-           info->backward_lse_f64;
+    return (info->caps & LA_CAP_LSE) && info->fns->lse_f32 && info->fns->lse_f64 &&
+           info->fns->backward_lse_f32 && info->fns->backward_lse_f64;
 }
 
-/* Whether the row's forward reads this call's strides itself (la_kernel_info.reads_strides),
+/* Whether the row's forward reads this call's strides itself (la_kernel_fns.reads_strides),
  * so nothing is copied. */
 static bool reads_strides(const la_kernel_info *info, const la_problem *p, la_dtype dtype)
 {
-    return info->reads_strides && info->reads_strides(p, dtype);
+    return info->fns->reads_strides && info->fns->reads_strides(p, dtype);
 }
 
 /* ---------------------------------------------------------------- strided arrays */
@@ -151,11 +150,13 @@ static la_status forward_call(forward_kind kind, const la_kernel_info *info, con
     const bool f32 = dtype == LA_FLOAT32;
     switch (kind) {
     case CALL_FORWARD:
-        return f32 ? info->forward_f32(p, q, k, v, out) : info->forward_f64(p, q, k, v, out);
+        return f32 ? info->fns->forward_f32(p, q, k, v, out)
+                   : info->fns->forward_f64(p, q, k, v, out);
     case CALL_LSE:
-        return f32 ? info->lse_f32(p, q, k, v, out, lse) : info->lse_f64(p, q, k, v, out, lse);
+        return f32 ? info->fns->lse_f32(p, q, k, v, out, lse)
+                   : info->fns->lse_f64(p, q, k, v, out, lse);
     case CALL_WEIGHTS:
-        return f32 ? info->weights_f32(p, q, k, out) : info->weights_f64(p, q, k, out);
+        return f32 ? info->fns->weights_f32(p, q, k, out) : info->fns->weights_f64(p, q, k, out);
     }
     return LA_EINVAL;
 }
@@ -166,7 +167,7 @@ static la_status forward(forward_kind kind, la_kernel kernel, const la_problem *
     const la_kernel_info *info = row_for(kernel, p);
     if (!info || !dtype_ok(dtype)) return LA_EINVAL;
     if (kind == CALL_LSE && (!has_lse(info) || !lse)) return LA_EINVAL;
-    if (kind == CALL_WEIGHTS && !(info->weights_f32 && info->weights_f64)) return LA_EINVAL;
+    if (kind == CALL_WEIGHTS && !(info->caps & LA_CAP_WEIGHTS)) return LA_EINVAL;
     if (all_contiguous(p) || (kind != CALL_WEIGHTS && reads_strides(info, p, dtype)))
         return forward_call(kind, info, p, dtype, q, k, v, out, lse);
     la_status s = la_problem_check(p);
@@ -216,11 +217,13 @@ static la_status backward_call(const la_kernel_info *info, const la_problem *p, 
                                void *d_v)
 {
     if (lse) /* a row with log-sum-exps (la_attention_backward checked): the given ones */
-        return dtype == LA_FLOAT32
-                   ? info->backward_lse_f32(p, x[0], x[1], x[2], x[3], lse, x[4], d_q, d_k, d_v)
-                   : info->backward_lse_f64(p, x[0], x[1], x[2], x[3], lse, x[4], d_q, d_k, d_v);
-    return dtype == LA_FLOAT32 ? info->backward_f32(p, x[0], x[1], x[2], x[3], x[4], d_q, d_k, d_v)
-                               : info->backward_f64(p, x[0], x[1], x[2], x[3], x[4], d_q, d_k, d_v);
+        return dtype == LA_FLOAT32 ? info->fns->backward_lse_f32(p, x[0], x[1], x[2], x[3], lse,
+                                                                 x[4], d_q, d_k, d_v)
+                                   : info->fns->backward_lse_f64(p, x[0], x[1], x[2], x[3], lse,
+                                                                 x[4], d_q, d_k, d_v);
+    return dtype == LA_FLOAT32
+               ? info->fns->backward_f32(p, x[0], x[1], x[2], x[3], x[4], d_q, d_k, d_v)
+               : info->fns->backward_f64(p, x[0], x[1], x[2], x[3], x[4], d_q, d_k, d_v);
 }
 
 la_status la_attention_backward(la_kernel kernel, const la_problem *p, la_dtype dtype,
@@ -266,7 +269,7 @@ la_status la_ref_attention(la_kernel kernel, const la_problem *p, const double *
 {
     const la_kernel_info *info = row_for(kernel, p);
     if (!info || !all_contiguous(p)) return LA_EINVAL;
-    return info->reference(p, q, k, v, out);
+    return info->fns->reference(p, q, k, v, out);
 }
 
 la_status la_ref_attention_backward(la_kernel kernel, const la_problem *p, const double *q,
@@ -275,7 +278,7 @@ la_status la_ref_attention_backward(la_kernel kernel, const la_problem *p, const
 {
     const la_kernel_info *info = backward_row(kernel, p);
     if (!info || !all_contiguous(p)) return LA_EINVAL;
-    return info->reference_backward(p, q, k, v, out, d_out, d_q, d_k, d_v);
+    return info->fns->reference_backward(p, q, k, v, out, d_out, d_q, d_k, d_v);
 }
 
 /* ---------------------------------------------------------------- drawn tensors, positions */

@@ -355,7 +355,7 @@ static void favor_recurrent_head(const la_problem *p, size_t hd, const REAL *phi
     }
 }
 
-/* FAVOR+ attention: W drawn from p->seed (the same for every head and both precisions),
+/* FAVOR+ attention: W drawn from seed (the same for every head and both precisions),
  * the features of every head (favor_head_features, one head per task), then non-causal
  * linear attention on them with d_k = m, or causal in chunks (the engine's stabilized
  * scan, la_linear_scan_stabilized), or,
@@ -914,6 +914,17 @@ la_status la_favor_recurrent_cost(const la_problem *p, la_dtype dtype, la_cost *
 /* ---------------------------------------------------------------- registry row */
 
 #if REAL_IS_F32
+static const la_kernel_fns favor_fns = {
+    .forward_f32 = la_favor_attention_f32,
+    .forward_f64 = la_favor_attention_f64,
+    .reference = la_ref_favor_attention,
+    .cost = la_favor_cost,
+    .backward_f32 = la_favor_attention_backward_f32,
+    .backward_f64 = la_favor_attention_backward_f64,
+    .reference_backward = la_ref_favor_attention_backward,
+    .backward_cost = la_favor_backward_cost,
+};
+
 const la_kernel_info la_row_favor = {
     .kernel = LA_KERNEL_FAVOR,
     .name = "favor",
@@ -925,14 +936,18 @@ const la_kernel_info la_row_favor = {
     .params = LA_PARAM_EPS | LA_PARAM_FEATURES | LA_PARAM_CHUNK,
     .block = LA_PARAMS_FAVOR,
     .masks = 0,
-    .caps = LA_CAP_STEP | LA_CAP_APPROXIMATES,
+    .caps = LA_CAP_STEP | LA_CAP_APPROXIMATES | LA_CAP_BACKWARD,
     .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
     .time_exponent = 1,
     .family = "random-feature",
-    .forward_f32 = la_favor_attention_f32,
-    .forward_f64 = la_favor_attention_f64,
+    .fns = &favor_fns,
+};
+
+static const la_kernel_fns favor_recurrent_fns = {
+    .forward_f32 = la_favor_attention_recurrent_f32,
+    .forward_f64 = la_favor_attention_recurrent_f64,
     .reference = la_ref_favor_attention,
-    .cost = la_favor_cost,
+    .cost = la_favor_recurrent_cost,
     .backward_f32 = la_favor_attention_backward_f32,
     .backward_f64 = la_favor_attention_backward_f64,
     .reference_backward = la_ref_favor_attention_backward,
@@ -949,18 +964,11 @@ const la_kernel_info la_row_favor_recurrent = {
     .params = LA_PARAM_EPS | LA_PARAM_FEATURES,
     .block = LA_PARAMS_FAVOR,
     .masks = 0,
-    .caps = LA_CAP_STEP | LA_CAP_APPROXIMATES,
+    .caps = LA_CAP_STEP | LA_CAP_APPROXIMATES | LA_CAP_BACKWARD,
     .sweep = LA_SWEEP_CAUSAL,
     .time_exponent = 1,
     .family = "random-feature",
-    .forward_f32 = la_favor_attention_recurrent_f32,
-    .forward_f64 = la_favor_attention_recurrent_f64,
-    .reference = la_ref_favor_attention,
-    .cost = la_favor_recurrent_cost,
     /* the chunked form's backward: the same function, to rounding */
-    .backward_f32 = la_favor_attention_backward_f32,
-    .backward_f64 = la_favor_attention_backward_f64,
-    .reference_backward = la_ref_favor_attention_backward,
-    .backward_cost = la_favor_backward_cost,
+    .fns = &favor_recurrent_fns,
 };
 #endif

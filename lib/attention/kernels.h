@@ -263,14 +263,14 @@ la_status la_linear_attention_recurrent_backward_f64(const la_problem *p, const 
                                                      double *d_q, double *d_k, double *d_v);
 
 /* Linformer (Wang et al., "Linformer: Self-Attention with Linear Complexity", 2020):
- * keys and values projected along the sequence to k = p->proj_rank rows, then softmax
+ * keys and values projected along the sequence to k = proj_rank rows, then softmax
  * attention of the N queries over the k projected keys:
  *   K' = E·K (k, d_k), V' = F·V (k, d_v), y = softmax(Q K'ᵀ · scale) V'
- * per head, with E, F: (k, M) row-major float64, p->proj_e and p->proj_f, shared by every
- * batch entry and head; both NULL: drawn from p->seed as la_linformer_projections draws
+ * per head, with E, F: (k, M) row-major float64, proj_e and proj_f, shared by every
+ * batch entry and head; both NULL: drawn from seed as la_linformer_projections draws
  * them (entries N(0, 1/k)), the same draw in both precisions.
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major;
- *   k = p->proj_rank in 1..M (LA_EINVAL above M: the projection would not shorten
+ *   k = proj_rank in 1..M (LA_EINVAL above M: the projection would not shorten
  *   anything, and E, F are (k, M)).
  * Time O(B·H·k·(M + N)·d): the projections 2·k·M·(d_k + d_v) per head, then fused softmax
  * attention with M = k (O(N·k·d), linear in N at fixed k).
@@ -300,8 +300,8 @@ la_status la_linformer_attention_f64(const la_problem *p, const double *q, const
                                      const double *v, double *out);
 
 /* Linformer's projections drawn from a seed: e and f, (k, m) row-major each, entries
- * N(0, 1/k), the pair the kernels use when p->proj_e and p->proj_f are NULL (k =
- * p->proj_rank, m = p->n_keys, seed = p->seed). The draw: splitmix64 from seed (state +=
+ * N(0, 1/k), the pair the kernels use when proj_e and proj_f are NULL (k =
+ * proj_rank, m = p->n_keys, seed = seed). The draw: splitmix64 from seed (state +=
  * 0x9e3779b97f4a7c15, then its mix), u = (x >> 11)·2⁻⁵³; each pair of uniforms u1, u2
  * gives by Box–Muller √(−2 ln(1 − u1))·cos(2π u2) and then ·sin(2π u2); e's entries in
  * order, then f's, each divided by √k. The same seed gives the same matrices everywhere.
@@ -309,7 +309,7 @@ la_status la_linformer_attention_f64(const la_problem *p, const double *q, const
  * beyond size_t); nothing written on error. */
 la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, double *e, double *f);
 /* Restricted (local) softmax attention (Vaswani et al. 2017's "restricted self-attention"):
- * query i attends with softmax(q_i·k_j · scale) to the keys j within r = p->window
+ * query i attends with softmax(q_i·k_j · scale) to the keys j within r = window
  * positions, |i − j| <= r, or when p->causal i − r <= j <= i; key lengths hide keys as in
  * every kernel, and a query left with no key gets a zero row. Positions are the indices i
  * and j themselves, also when N != M (query i's window is centered on key i, not on a
@@ -348,13 +348,13 @@ la_status la_local_attention_backward_f64(const la_problem *p, const double *q, 
                                           double *d_q, double *d_k, double *d_v);
 
 /* FAVOR+ (Performer; Choromanski et al., "Rethinking Attention with Performers", 2021):
- * softmax attention at scale 1/√d_k approximated by linear attention on m = p->features
+ * softmax attention at scale 1/√d_k approximated by linear attention on m = features
  * positive random features. With s = d_k^(−1/4), x = s·q (or s·k), W (m, d_k):
  *   φ(x) = exp(W x − ‖x‖²/2) / √m,   E[φ(q)·φ(k)] = exp(q·k / √d_k),
  *   y_i = Σ_j φ(q_i)·φ(k_j) v_j / (Σ_j φ(q_i)·φ(k_j) + eps)   over the visible keys,
  * so the output tends to softmax attention's as m grows (the error falls as 1/√m, Monte
  * Carlo's rate). p->scale and p->feature_map are not read (scale 1/√d_k is built in).
- * W is la_favor_features(m, d_k, p->seed): the same W for every batch entry and head and
+ * W is la_favor_features(m, d_k, seed): the same W for every batch entry and head and
  * for both precisions (float32 rounds the float64 draw).
  * Stabilized as Performer does, by factors that cancel between numerator and denominator:
  *   queries: each row's exponents lose their own max over its m features (and its own
@@ -384,7 +384,7 @@ la_status la_local_attention_backward_f64(const la_problem *p, const double *q, 
  * B·H·(N + M)·m elements, P and g of every key, 2·B·H·M, and non-causal linear
  * attention's scratch with d_k = m, causal per thread S, z and one chunk's operands,
  * m·(d_v + 1) + C·(C + 2 + m), C = min(p->chunk, N).
- * Returns LA_OK, LA_EINVAL (NULL, bad problem: p->features 0 included), LA_EOVERFLOW
+ * Returns LA_OK, LA_EINVAL (NULL, bad problem: features 0 included), LA_EOVERFLOW
  * (B·H·(N + M)·m elements beyond size_t), LA_ENOMEM, LA_EBUDGET, LA_ERANGE: a projection
  * or ‖x‖² not finite (inputs beyond the element type, e.g. ‖k‖² past FLT_MAX, or not
  * finite); non-causal, linear attention's state rule on φ(K)ᵀV; causal, m·M·max(|v|, 1)
@@ -398,7 +398,7 @@ la_status la_favor_attention_f32(const la_problem *p, const float *q, const floa
 la_status la_favor_attention_f64(const la_problem *p, const double *q, const double *k,
                                  const double *v, double *out);
 
-/* Its backward, d_q, d_k, d_v with W fixed (the draw of p->seed), non-causal or causal (the
+/* Its backward, d_q, d_k, d_v with W fixed (the draw of seed), non-causal or causal (the
  * chunked form's; the recurrent row's too: the same function to rounding). The forward's
  * weights a_ij = φ(q_i)·ψ(k_j)·exp(g_j − μ_i) are linear attention's on the features
  * φ̃_i = φ(q_i)·exp(G − μ_i) and ψ̃_j = ψ(k_j)·exp(g_j − G), G = max g over the head's keys
@@ -462,15 +462,15 @@ la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *w);
  *                                      default): no kernel of their own, no new row
  *   general    q_iᵀ W k_j · scale      W (d_k, d_k) (Luong et al. 2015's "general")
  *   additive   vᵀ tanh(W_q q_i + W_k k_j)  W = [W_q W_k] (d_a, 2·d_k), v (d_a), d_a =
- *                                      p->score_dim (Bahdanau et al. 2015's "concat")
+ *                                      score_dim (Bahdanau et al. 2015's "concat")
  *   cosine     q̂_i·k̂_j · scale          x̂ = x / max(‖x‖, 1e-12) (F.normalize's eps; a zero
  *                                      row normalizes to zero)
  * general and cosine read p->scale (general at scale 1 is Luong's form; for cosine it is
  * the inverse temperature: scores lie in [−scale, scale], so the default 1/√d_k makes the
  * weights nearly uniform — pass a larger one, e.g. 10 or a learned one as in Henry et
  * al. 2020's QK-norm). additive does not read p->scale: v sets its scores' size.
- * Weights: p->score_w and p->score_v (float64 for either precision; the caller owns
- * them), or NULL: drawn from p->seed by la_score_weights (below), the same draw in both
+ * Weights: score_w and score_v (float64 for either precision; the caller owns
+ * them), or NULL: drawn from seed by la_score_weights (below), the same draw in both
  * precisions (float32 rounds the float64 draw). Given weights must be finite (LA_EINVAL).
  * Masks: general and cosine take every mask softmax takes (causal in either alignment, key
  * lengths, p->mask, p->key_mask); additive takes causal (either alignment) and key
@@ -516,7 +516,7 @@ la_status la_cosine_attention_f32(const la_problem *p, const float *q, const flo
 la_status la_cosine_attention_f64(const la_problem *p, const double *q, const double *k,
                                   const double *v, double *out);
 
-/* The score weights drawn from a seed, as the kernels draw them when p->score_w is NULL:
+/* The score weights drawn from a seed, as the kernels draw them when score_w is NULL:
  *   LA_KERNEL_GENERAL   w (d_k, d_k), entries N(0, 1/d_k) (so W k has k's variance);
  *                       d_a and v are not read (v may be NULL);
  *   LA_KERNEL_ADDITIVE  w (d_a, 2·d_k), entries N(0, 1/(2·d_k)) (so W_q q + W_k k has unit
@@ -530,13 +530,13 @@ la_status la_score_weights(la_kernel kernel, size_t d_k, size_t d_a, uint64_t se
                            double *v);
 /* Relative position representations (Shaw, Uszkoreit and Vaswani 2018): softmax
  * attention with learned embeddings of the clipped distance δ = clip(j − i, −K, K),
- * K = p->max_distance, in the scores and in the values,
+ * K = max_distance, in the scores and in the values,
  *   e_ij = q_i·(k_j + a^K_δ)·scale,   y_i = Σ_j α_ij (v_j + a^V_δ),  α_i = softmax_j(e_i),
  * over the keys query i sees (causal in either alignment and key lengths; p->mask and
  * p->key_mask are refused, LA_EINVAL; positions are the indices i and j, also
- * for N != M; a query that sees no key gets a zero row). a^K = p->rel_k (2K+1, d_k), a^V =
- * p->rel_v (2K+1, d_v), row K + δ, float64, or both NULL: la_relative_embeddings(K, d_k,
- * d_v, p->seed). One table for every head, as in the paper. Each query's row is
+ * for N != M; a query that sees no key gets a zero row). a^K = rel_k (2K+1, d_k), a^V =
+ * rel_v (2K+1, d_v), row K + δ, float64, or both NULL: la_relative_embeddings(K, d_k,
+ * d_v, seed). One table for every head, as in the paper. Each query's row is
  * materialized (M scores); q_i·a^K_δ is formed once per distance the row meets and the
  * weights sharing a δ summed before a^V_δ is added: O(N·M·(d_k + d_v)) time plus
  * O(N·min(2K+1, M)·(d_k + d_v)). Scratch (held against p->workspace_limit, given by
@@ -702,7 +702,7 @@ la_status la_ref_hard_attention(const la_problem *p, const double *q, const doub
 la_status la_ref_linear_attention(const la_problem *p, const double *q, const double *k,
                                   const double *v, double *out);
 /* Local attention's oracle: per query, each key tested against the masks and the window
- * (|i − j| <= p->window; causal also j <= i), the softmax over those. */
+ * (|i − j| <= window; causal also j <= i), the softmax over those. */
 la_status la_ref_local_attention(const la_problem *p, const double *q, const double *k,
                                  const double *v, double *out);
 /* Local attention's gradient: per query the keys its window and the masks leave, the

@@ -1450,19 +1450,7 @@ la_status la_linear_recurrent_backward_cost(const la_problem *p, la_dtype dtype,
 /* ---------------------------------------------------------------- registry row */
 
 #if REAL_IS_F32
-const la_kernel_info la_row_linear = {
-    .kernel = LA_KERNEL_LINEAR,
-    .name = "linear",
-    .summary = "linear, φ(q)ᵀS / (φ(q)ᵀz + eps) (Katharopoulos et al. 2020): S = φ(K)ᵀV "
-               "once per head; causal: in chunks, carrying S and z",
-    .series = {"linear", "linear_causal_chunked"},
-    .causal = LA_CAUSAL_ALLOWED,
-    .params = LA_PARAM_FEATURE_MAP | LA_PARAM_EPS | LA_PARAM_CHUNK,
-    .masks = LA_MASK_KEY,
-    .caps = LA_CAP_STEP | LA_CAP_ROTARY_FEATURES | LA_CAP_APPROXIMATES,
-    .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
-    .time_exponent = 1,
-    .family = "linear",
+static const la_kernel_fns linear_fns = {
     .forward_f32 = la_linear_attention_f32,
     .forward_f64 = la_linear_attention_f64,
     .reference = la_ref_linear_attention,
@@ -1475,18 +1463,24 @@ const la_kernel_info la_row_linear = {
     .weights_f64 = la_linear_weights_f64,
 };
 
-const la_kernel_info la_row_linear_recurrent = {
-    .kernel = LA_KERNEL_LINEAR_RECURRENT,
-    .name = "linear_recurrent",
-    .summary = "linear, causal, token by token: S and z updated per token, as the step API does",
-    .series = {NULL, "linear_causal_recurrent"},
-    .causal = LA_CAUSAL_REQUIRED,
-    .params = LA_PARAM_FEATURE_MAP | LA_PARAM_EPS,
+const la_kernel_info la_row_linear = {
+    .kernel = LA_KERNEL_LINEAR,
+    .name = "linear",
+    .summary = "linear, φ(q)ᵀS / (φ(q)ᵀz + eps) (Katharopoulos et al. 2020): S = φ(K)ᵀV "
+               "once per head; causal: in chunks, carrying S and z",
+    .series = {"linear", "linear_causal_chunked"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_FEATURE_MAP | LA_PARAM_EPS | LA_PARAM_CHUNK,
     .masks = LA_MASK_KEY,
-    .caps = LA_CAP_STEP | LA_CAP_ROTARY_FEATURES | LA_CAP_APPROXIMATES,
-    .sweep = LA_SWEEP_CAUSAL,
+    .caps = LA_CAP_STEP | LA_CAP_ROTARY_FEATURES | LA_CAP_APPROXIMATES | LA_CAP_BACKWARD |
+            LA_CAP_WEIGHTS,
+    .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
     .time_exponent = 1,
     .family = "linear",
+    .fns = &linear_fns,
+};
+
+static const la_kernel_fns linear_recurrent_fns = {
     .forward_f32 = la_linear_attention_recurrent_f32,
     .forward_f64 = la_linear_attention_recurrent_f64,
     .reference = la_ref_linear_attention,
@@ -1497,5 +1491,21 @@ const la_kernel_info la_row_linear_recurrent = {
     .backward_cost = la_linear_recurrent_backward_cost,
     .weights_f32 = la_linear_weights_f32,
     .weights_f64 = la_linear_weights_f64,
+};
+
+const la_kernel_info la_row_linear_recurrent = {
+    .kernel = LA_KERNEL_LINEAR_RECURRENT,
+    .name = "linear_recurrent",
+    .summary = "linear, causal, token by token: S and z updated per token, as the step API does",
+    .series = {NULL, "linear_causal_recurrent"},
+    .causal = LA_CAUSAL_REQUIRED,
+    .params = LA_PARAM_FEATURE_MAP | LA_PARAM_EPS,
+    .masks = LA_MASK_KEY,
+    .caps = LA_CAP_STEP | LA_CAP_ROTARY_FEATURES | LA_CAP_APPROXIMATES | LA_CAP_BACKWARD |
+            LA_CAP_WEIGHTS,
+    .sweep = LA_SWEEP_CAUSAL,
+    .time_exponent = 1,
+    .family = "linear",
+    .fns = &linear_recurrent_fns,
 };
 #endif

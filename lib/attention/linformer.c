@@ -4,7 +4,7 @@
  * la_linformer_attention_f32 / _f64, and (once) the projections' seeded draw and the cost.
  *
  *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out: (B, H, N, d_v), row-major;
- *   E = p->proj_e, F = p->proj_f: (k, M) row-major float64, or drawn from p->seed;
+ *   E = proj_e, F = proj_f: (k, M) row-major float64, or drawn from seed;
  *   K' (B, H, k, d_k), V' (B, H, k, d_v) in the call's scratch. */
 #include "core/real_typed.h"
 
@@ -141,7 +141,7 @@ static la_problem inner_problem(const la_problem *p, size_t held)
 
 /* Linformer attention (contract in linattn.h):
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major;
- *   E = p->proj_e, F = p->proj_f: (k, M) row-major float64, or drawn from p->seed.
+ *   E = proj_e, F = proj_f: (k, M) row-major float64, or drawn from seed.
  * Every head's K' = E·K and V' = F·V first, into one (B,H,k,d) pair of buffers, one BLIS
  * product per (head, matrix) on the OpenMP threads (fixed sizes: the same bits on any
  * thread count); then the fused softmax kernel once over (Q, K', V'), in parallel itself. */
@@ -275,6 +275,17 @@ la_status la_linformer_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 /* ---------------------------------------------------------------- registry row */
 
 #if REAL_IS_F32
+static const la_kernel_fns linformer_fns = {
+    .forward_f32 = la_linformer_attention_f32,
+    .forward_f64 = la_linformer_attention_f64,
+    .reference = la_ref_linformer_attention,
+    .cost = la_linformer_cost,
+    .backward_f32 = NULL, /* no backward */
+    .backward_f64 = NULL,
+    .reference_backward = NULL,
+    .backward_cost = NULL,
+};
+
 const la_kernel_info la_row_linformer = {
     .kernel = LA_KERNEL_LINFORMER,
     .name = "linformer",
@@ -285,17 +296,10 @@ const la_kernel_info la_row_linformer = {
     .params = LA_PARAM_SCALE | LA_PARAM_PROJ,
     .block = LA_PARAMS_LINFORMER,
     .masks = 0,
-    .caps = LA_CAP_ROTARY | LA_CAP_APPROXIMATES,
+    .caps = LA_CAP_ROTARY | LA_CAP_APPROXIMATES | LA_CAP_BACKWARD,
     .sweep = LA_SWEEP_PLAIN,
     .time_exponent = 1,
     .family = "low-rank",
-    .forward_f32 = la_linformer_attention_f32,
-    .forward_f64 = la_linformer_attention_f64,
-    .reference = la_ref_linformer_attention,
-    .cost = la_linformer_cost,
-    .backward_f32 = NULL, /* no backward */
-    .backward_f64 = NULL,
-    .reference_backward = NULL,
-    .backward_cost = NULL,
+    .fns = &linformer_fns,
 };
 #endif

@@ -1,6 +1,6 @@
 /* local.c — restricted (local) softmax attention, in one precision (the Makefile compiles
  * this file twice: real_typed.h): query i attends with softmax to the keys j within
- * p->window = r positions, |i − j| <= r (causal: i − r <= j <= i), besides the usual masks
+ * window = r positions, |i − j| <= r (causal: i − r <= j <= i), besides the usual masks
  * (key lengths, general masks).
  *
  *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out: (B, H, N, d_v), row-major.
@@ -272,20 +272,7 @@ la_status la_local_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 /* ---------------------------------------------------------------- registry rows */
 
 #if REAL_IS_F32
-const la_kernel_info la_row_local = {
-    .kernel = LA_KERNEL_LOCAL,
-    .name = "local",
-    .summary = "restricted (local) softmax: each query attends to the keys within "
-               "--window r positions, |i − j| <= r (causal i − r <= j <= i)",
-    .series = {"local", "local_causal"},
-    .causal = LA_CAUSAL_ALLOWED,
-    .params = LA_PARAM_SCALE | LA_PARAM_WINDOW,
-    .block = LA_PARAMS_LOCAL,
-    .masks = LA_MASK_GENERAL | LA_MASK_KEY,
-    .caps = LA_CAP_ROTARY | LA_CAP_APPROXIMATES,
-    .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
-    .time_exponent = 1,
-    .family = "sparse",
+static const la_kernel_fns local_fns = {
     .forward_f32 = la_local_attention_f32,
     .forward_f64 = la_local_attention_f64,
     .reference = la_ref_local_attention,
@@ -296,5 +283,22 @@ const la_kernel_info la_row_local = {
     .backward_cost = la_local_backward_cost,
     .weights_f32 = la_local_weights_f32,
     .weights_f64 = la_local_weights_f64,
+};
+
+const la_kernel_info la_row_local = {
+    .kernel = LA_KERNEL_LOCAL,
+    .name = "local",
+    .summary = "restricted (local) softmax: each query attends to the keys within "
+               "--window r positions, |i − j| <= r (causal i − r <= j <= i)",
+    .series = {"local", "local_causal"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_SCALE | LA_PARAM_WINDOW,
+    .block = LA_PARAMS_LOCAL,
+    .masks = LA_MASK_GENERAL | LA_MASK_KEY,
+    .caps = LA_CAP_ROTARY | LA_CAP_APPROXIMATES | LA_CAP_BACKWARD | LA_CAP_WEIGHTS,
+    .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
+    .time_exponent = 1,
+    .family = "sparse",
+    .fns = &local_fns,
 };
 #endif

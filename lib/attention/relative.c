@@ -1,12 +1,13 @@
 /* relative.c — softmax attention with relative position representations (Shaw, Uszkoreit
  * and Vaswani, "Self-Attention with Relative Position Representations", 2018), in one
  * precision (the Makefile compiles this file twice: real_typed.h): learned embeddings a^K,
- * a^V of the clipped distance δ = clip(j − i, −K, K), K = p->max_distance, in the scores and
+ * a^V of the clipped distance δ = clip(j − i, −K, K), K = max_distance, in the scores and
  * in the values,
  *   e_ij = q_i·(k_j + a^K_δ)·scale,   y_i = Σ_j softmax_j(e_i)_j (v_j + a^V_δ).
  *
  *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out: (B, H, N, d_v), row-major;
- *   a^K = p->rel_k: (2K+1, d_k), a^V = p->rel_v: (2K+1, d_v), float64, or drawn from p->seed.
+ *   la_relative_params: a^K = rel_k: (2K+1, d_k), a^V = rel_v: (2K+1, d_v), float64, or
+ *   drawn from its seed.
  *
  * It runs on the online-softmax engine (engine.h) with the portable tiles and two of its own:
  * the score tile adds q_i·a^K_δ, formed once per distance a row meets in a key block (a block
@@ -412,6 +413,13 @@ la_status la_relative_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 /* ---------------------------------------------------------------- registry rows */
 
 #if REAL_IS_F32
+static const la_kernel_fns relative_fns = {
+    .forward_f32 = la_relative_attention_f32,
+    .forward_f64 = la_relative_attention_f64,
+    .reference = la_ref_relative_attention,
+    .cost = la_relative_cost,
+};
+
 const la_kernel_info la_row_relative = {
     .kernel = LA_KERNEL_RELATIVE,
     .name = "relative",
@@ -427,10 +435,7 @@ const la_kernel_info la_row_relative = {
     .sweep = 0,
     .time_exponent = 2,
     .family = "position",
-    .forward_f32 = la_relative_attention_f32,
-    .forward_f64 = la_relative_attention_f64,
-    .reference = la_ref_relative_attention,
-    .cost = la_relative_cost,
     /* no backward */
+    .fns = &relative_fns,
 };
 #endif

@@ -4,8 +4,8 @@
  * the softmax kernel at scale 1 and 1/√d_k).
  *
  *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out: (B, H, N, d_v), row-major;
- *   general W = p->score_w: (d_k, d_k); additive W: (d_a, 2·d_k), v: (d_a); float64, or
- *   drawn from p->seed (la_score_weights).
+ *   general W = score_w: (d_k, d_k); additive W: (d_a, 2·d_k), v: (d_a); float64, or
+ *   drawn from seed (la_score_weights).
  *
  * general and cosine transform their inputs (K' = K Wᵀ; Q̂, K̂ normalized) and hand them to
  * the fused softmax kernel; additive forms A = Q W_qᵀ and C = K W_kᵀ, then runs the
@@ -251,7 +251,7 @@ static la_problem inner_problem(const la_problem *p, size_t held)
 
 /* The weights as this precision reads them: the caller's (float64, given; own_count 0),
  * else `own` (s.n_w + s.n_v elements) filled with them converted (float32) or drawn from
- * p->seed. s: W's and v's entries (v: none for general). */
+ * seed. s: W's and v's entries (v: none for general). */
 static void weights_of(const la_problem *p, weight_shape s, size_t own_count, REAL *own,
                        const REAL **w, const REAL **v)
 {
@@ -280,7 +280,7 @@ static void weights_of(const la_problem *p, weight_shape s, size_t own_count, RE
 
 /* General scores (contract in linattn.h):
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major;
- *   W = p->score_w: (d_k, d_k) row-major float64, or drawn from p->seed.
+ *   W = score_w: (d_k, d_k) row-major float64, or drawn from seed.
  * q·W·k = q·k' with k' = W k, so K' = K Wᵀ per head (the keys some query sees,
  * la_keys_seen; the rows past them are never read), one BLIS product per head on the
  * OpenMP threads, then the fused softmax kernel once over (Q, K', V) with p's masks and
@@ -440,7 +440,7 @@ static void additive_values(la_engine_task *t, size_t j0, size_t cols)
 
 /* Additive scores (contract in linattn.h):
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major;
- *   W = p->score_w: (d_a, 2·d_k), v = p->score_v: (d_a), float64, or drawn from p->seed.
+ *   W = score_w: (d_a, 2·d_k), v = score_v: (d_a), float64, or drawn from seed.
  * First A_h = Q_h W_qᵀ and C_h = K_h W_kᵀ for every head (BLIS, W_q and W_k read in place
  * through W's strides), then tasks (b, h, block of 64 queries), one thread each, each
  * thread with its own slice of the scratch (additive_layout_for). */
@@ -678,6 +678,13 @@ la_status la_additive_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 /* ---------------------------------------------------------------- registry rows */
 
 #if REAL_IS_F32
+static const la_kernel_fns general_fns = {
+    .forward_f32 = la_general_attention_f32,
+    .forward_f64 = la_general_attention_f64,
+    .reference = la_ref_general_attention,
+    .cost = la_general_cost,
+};
+
 const la_kernel_info la_row_general = {
     .kernel = LA_KERNEL_GENERAL,
     .name = "general",
@@ -692,11 +699,15 @@ const la_kernel_info la_row_general = {
     .sweep = 0,
     .time_exponent = 2,
     .family = "score",
-    .forward_f32 = la_general_attention_f32,
-    .forward_f64 = la_general_attention_f64,
-    .reference = la_ref_general_attention,
-    .cost = la_general_cost,
     /* no backward */
+    .fns = &general_fns,
+};
+
+static const la_kernel_fns additive_fns = {
+    .forward_f32 = la_additive_attention_f32,
+    .forward_f64 = la_additive_attention_f64,
+    .reference = la_ref_additive_attention,
+    .cost = la_additive_cost,
 };
 
 const la_kernel_info la_row_additive = {
@@ -713,10 +724,14 @@ const la_kernel_info la_row_additive = {
     .sweep = 0,
     .time_exponent = 2,
     .family = "score",
-    .forward_f32 = la_additive_attention_f32,
-    .forward_f64 = la_additive_attention_f64,
-    .reference = la_ref_additive_attention,
-    .cost = la_additive_cost,
+    .fns = &additive_fns,
+};
+
+static const la_kernel_fns cosine_fns = {
+    .forward_f32 = la_cosine_attention_f32,
+    .forward_f64 = la_cosine_attention_f64,
+    .reference = la_ref_cosine_attention,
+    .cost = la_cosine_cost,
 };
 
 const la_kernel_info la_row_cosine = {
@@ -732,9 +747,6 @@ const la_kernel_info la_row_cosine = {
     .sweep = 0,
     .time_exponent = 2,
     .family = "score",
-    .forward_f32 = la_cosine_attention_f32,
-    .forward_f64 = la_cosine_attention_f64,
-    .reference = la_ref_cosine_attention,
-    .cost = la_cosine_cost,
+    .fns = &cosine_fns,
 };
 #endif

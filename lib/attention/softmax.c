@@ -1300,19 +1300,7 @@ static int fused_reads_strides(const la_problem *p, la_dtype dtype)
 /* ---------------------------------------------------------------- registry rows */
 
 #if REAL_IS_F32
-const la_kernel_info la_row_softmax = {
-    .kernel = LA_KERNEL_SOFTMAX,
-    .name = "softmax",
-    .summary = "softmax(Q Kᵀ·scale) V, fused: online softmax over key blocks, never the "
-               "N×M scores",
-    .series = {"softmax", "softmax_causal"},
-    .causal = LA_CAUSAL_ALLOWED,
-    .params = LA_PARAM_SCALE,
-    .masks = LA_MASK_GENERAL | LA_MASK_KEY,
-    .caps = LA_CAP_LSE | LA_CAP_ROTARY,
-    .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
-    .time_exponent = 2,
-    .family = "softmax",
+static const la_kernel_fns softmax_fns = {
     .reads_strides = fused_reads_strides,
     .forward_f32 = la_softmax_attention_f32,
     .forward_f64 = la_softmax_attention_f64,
@@ -1330,18 +1318,23 @@ const la_kernel_info la_row_softmax = {
     .backward_lse_f64 = la_softmax_attention_backward_f64,
 };
 
-const la_kernel_info la_row_softmax_materialized = {
-    .kernel = LA_KERNEL_SOFTMAX_MATERIALIZED,
-    .name = "softmax_materialized",
-    .summary = "softmax(Q Kᵀ·scale) V, materializing: the N×M scores, their softmax, then ·V",
-    .series = {"softmax_materialized", "softmax_materialized_causal"},
+const la_kernel_info la_row_softmax = {
+    .kernel = LA_KERNEL_SOFTMAX,
+    .name = "softmax",
+    .summary = "softmax(Q Kᵀ·scale) V, fused: online softmax over key blocks, never the "
+               "N×M scores",
+    .series = {"softmax", "softmax_causal"},
     .causal = LA_CAUSAL_ALLOWED,
     .params = LA_PARAM_SCALE,
     .masks = LA_MASK_GENERAL | LA_MASK_KEY,
-    .caps = LA_CAP_ROTARY,
-    .sweep = LA_SWEEP_PLAIN,
+    .caps = LA_CAP_LSE | LA_CAP_ROTARY | LA_CAP_BACKWARD | LA_CAP_WEIGHTS,
+    .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
     .time_exponent = 2,
     .family = "softmax",
+    .fns = &softmax_fns,
+};
+
+static const la_kernel_fns softmax_materialized_fns = {
     .forward_f32 = la_softmax_attention_materialized_f32,
     .forward_f64 = la_softmax_attention_materialized_f64,
     .reference = la_ref_softmax_attention,
@@ -1354,18 +1347,22 @@ const la_kernel_info la_row_softmax_materialized = {
     .weights_f64 = la_softmax_weights_f64,
 };
 
-const la_kernel_info la_row_hard = {
-    .kernel = LA_KERNEL_HARD,
-    .name = "hard",
-    .summary = "hard: the V row of the best-scoring visible key (ties: the lowest)",
-    .series = {"hard", "hard_causal"},
+const la_kernel_info la_row_softmax_materialized = {
+    .kernel = LA_KERNEL_SOFTMAX_MATERIALIZED,
+    .name = "softmax_materialized",
+    .summary = "softmax(Q Kᵀ·scale) V, materializing: the N×M scores, their softmax, then ·V",
+    .series = {"softmax_materialized", "softmax_materialized_causal"},
     .causal = LA_CAUSAL_ALLOWED,
     .params = LA_PARAM_SCALE,
     .masks = LA_MASK_GENERAL | LA_MASK_KEY,
-    .caps = LA_CAP_ROTARY | LA_CAP_APPROXIMATES,
+    .caps = LA_CAP_ROTARY | LA_CAP_BACKWARD | LA_CAP_WEIGHTS,
     .sweep = LA_SWEEP_PLAIN,
     .time_exponent = 2,
     .family = "softmax",
+    .fns = &softmax_materialized_fns,
+};
+
+static const la_kernel_fns hard_fns = {
     .forward_f32 = la_hard_attention_f32,
     .forward_f64 = la_hard_attention_f64,
     .reference = la_ref_hard_attention,
@@ -1376,5 +1373,20 @@ const la_kernel_info la_row_hard = {
     .backward_cost = la_hard_backward_cost,
     .weights_f32 = la_hard_weights_f32,
     .weights_f64 = la_hard_weights_f64,
+};
+
+const la_kernel_info la_row_hard = {
+    .kernel = LA_KERNEL_HARD,
+    .name = "hard",
+    .summary = "hard: the V row of the best-scoring visible key (ties: the lowest)",
+    .series = {"hard", "hard_causal"},
+    .causal = LA_CAUSAL_ALLOWED,
+    .params = LA_PARAM_SCALE,
+    .masks = LA_MASK_GENERAL | LA_MASK_KEY,
+    .caps = LA_CAP_ROTARY | LA_CAP_APPROXIMATES | LA_CAP_BACKWARD | LA_CAP_WEIGHTS,
+    .sweep = LA_SWEEP_PLAIN,
+    .time_exponent = 2,
+    .family = "softmax",
+    .fns = &hard_fns,
 };
 #endif

@@ -384,6 +384,17 @@ la_status la_taylor_backward_cost(const la_problem *p, la_dtype dtype, la_cost *
 
 /* ---------------------------------------------------------------- registry row */
 
+static const la_kernel_fns taylor_fns = {
+    .forward_f32 = la_taylor_attention_f32,
+    .forward_f64 = la_taylor_attention_f64,
+    .reference = la_ref_taylor_attention,
+    .cost = la_taylor_cost,
+    .backward_f32 = la_taylor_attention_backward_f32,
+    .backward_f64 = la_taylor_attention_backward_f64,
+    .reference_backward = la_ref_taylor_attention_backward,
+    .backward_cost = la_taylor_backward_cost,
+};
+
 const la_kernel_info la_row_taylor = {
     .kernel = LA_KERNEL_TAYLOR,
     .name = "taylor",
@@ -393,17 +404,10 @@ const la_kernel_info la_row_taylor = {
     .causal = LA_CAUSAL_ALLOWED,
     .params = LA_PARAM_SCALE | LA_PARAM_EPS | LA_PARAM_CHUNK,
     .masks = LA_MASK_KEY,
-    .caps = LA_CAP_ROTARY | LA_CAP_APPROXIMATES,
+    .caps = LA_CAP_ROTARY | LA_CAP_APPROXIMATES | LA_CAP_BACKWARD,
     .sweep = LA_SWEEP_PLAIN | LA_SWEEP_CAUSAL,
     .time_exponent = 1,
     .family = "linear",
-    .forward_f32 = la_taylor_attention_f32,
-    .forward_f64 = la_taylor_attention_f64,
-    .reference = la_ref_taylor_attention,
-    .cost = la_taylor_cost,
-    .backward_f32 = la_taylor_attention_backward_f32,
-    .backward_f64 = la_taylor_attention_backward_f64,
-    .reference_backward = la_ref_taylor_attention_backward,
-    .backward_cost = la_taylor_backward_cost,
+    .fns = &taylor_fns,
 };
 #endif

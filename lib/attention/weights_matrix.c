@@ -3,7 +3,7 @@
  * with lib/io/weights.c, the Transformer weights loader.
  *   softmax (fused and materializing): A_ij = exp(s_ij − max_j s_ij) / Σ_j exp(…),
  *     s = q·k · scale, over the visible keys;
- *   local: as softmax, over the visible keys within the window |i − j| <= p->window;
+ *   local: as softmax, over the visible keys within the window |i − j| <= window;
  *   hard: one-hot rows, 1 at argmax_j s_ij over the visible keys (ties to the lowest j);
  *   linear (non-causal, chunked, recurrent): A_ij = φ(q_i)·φ(k_j) / (φ(q_i)·z_i + eps),
  *     z_i = Σ φ(k_j) over the keys query i sees, i.e. the row's numerators' sum + eps.

@@ -22,7 +22,7 @@ static la_status check(la_kernel kernel, const la_problem *p, size_t *rd)
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
     const la_kernel_info *row = la_kernel_get(kernel);
-    if (!row || !row->backward_f32 || p->n_queries != p->n_keys || p->d_k != p->d_v)
+    if (!row || !(row->caps & LA_CAP_BACKWARD) || p->n_queries != p->n_keys || p->d_k != p->d_v)
         return LA_EINVAL;
     size_t n;
     if (!la_mul_ok(p->batch, p->heads, &n) || !la_mul_ok(n, p->n_queries, &n) ||

@@ -113,8 +113,7 @@ la_status la_train_config_check(const la_train_config *c)
         return LA_EINVAL;
     if (c->vocab > INT32_MAX) return LA_EINVAL; /* tokens are int32 */
     const la_kernel_info *row = la_kernel_get(c->attention);
-    if (!row || !row->backward_f32 || !row->backward_f64 || !la_causal_allowed(row, 1))
-        return LA_EINVAL;
+    if (!row || !(row->caps & LA_CAP_BACKWARD) || !la_causal_allowed(row, 1)) return LA_EINVAL;
     size_t n;
     if (!la_mul_ok(c->vocab, c->d_model, &n) || !mul3(3, c->d_model, c->d_model, &n) ||
         !la_mul_ok(c->d_ff, c->d_model, &n) || !la_mul_ok(c->seq_len, c->d_model, &n))
