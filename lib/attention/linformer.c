@@ -280,10 +280,6 @@ static const la_kernel_fns linformer_fns = {
     .forward_f64 = la_linformer_attention_f64,
     .reference = la_ref_linformer_attention,
     .cost = la_linformer_cost,
-    .backward_f32 = NULL, /* no backward */
-    .backward_f64 = NULL,
-    .reference_backward = NULL,
-    .backward_cost = NULL,
 };
 
 const la_kernel_info la_row_linformer = {
@@ -296,7 +292,7 @@ const la_kernel_info la_row_linformer = {
     .params = LA_PARAM_SCALE | LA_PARAM_PROJ,
     .block = LA_PARAMS_LINFORMER,
     .masks = 0,
-    .caps = LA_CAP_ROTARY | LA_CAP_APPROXIMATES | LA_CAP_BACKWARD,
+    .caps = LA_CAP_ROTARY | LA_CAP_APPROXIMATES, /* no backward */
     .sweep = LA_SWEEP_PLAIN,
     .time_exponent = 1,
     .family = "low-rank",

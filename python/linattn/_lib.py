@@ -47,10 +47,12 @@ PARAM_BITS = {
     "score_dim": 1 << 8, "relative": 1 << 9,
 }
 MASK_BITS = {"mask": 1 << 0, "key_mask": 1 << 1}  # LA_MASK_*
-CAP_BITS = {  # LA_CAP_* (the "weights" capability is the row's weights_f32 pointer)
+CAP_BITS = {  # LA_CAP_* but LA_CAP_BACKWARD (Variant.backward)
     "lse": 1 << 0, "step": 1 << 1, "rotary": 1 << 2,
     "rotary_features": 1 << 3, "positions": 1 << 4, "approximates": 1 << 5,
+    "weights": 1 << 7,
 }
+CAP_BACKWARD = 1 << 6
 SWEEP_BITS = {"plain": 1 << 0, "causal": 1 << 1}  # LA_SWEEP_*
 
 # ---------------------------------------------------------------- structures
@@ -72,14 +74,7 @@ class Problem(Structure):
         ("feature_map", c_int),
         ("eps", c_double),
         ("chunk", c_size_t), ("workspace_limit", c_size_t),
-        ("window", c_size_t), ("proj_rank", c_size_t),
-        ("proj_e", c_void_p), ("proj_f", c_void_p),  # const double *
-        ("features", c_size_t),
-        ("seed", c_uint64),
-        ("score_dim", c_size_t),
-        ("score_w", c_void_p), ("score_v", c_void_p),
-        ("max_distance", c_size_t),
-        ("rel_k", c_void_p), ("rel_v", c_void_p),
+        ("params", c_void_p),  # const la_params *: the variant's block
         ("causal_align", c_int),
         ("mask", c_void_p),  # const uint8_t *
         ("mask_per_head", c_int),
@@ -87,6 +82,35 @@ class Problem(Structure):
         ("stride_q", Strides), ("stride_k", Strides), ("stride_v", Strides),
         ("stride_out", Strides),
     ]
+
+
+class Params(Structure):
+    """la_params: the head of every parameter block."""
+    _fields_ = [("kind", c_int), ("next", c_void_p)]
+
+
+# The parameter blocks by la_params_kind: (structure, its LA_*_PARAMS_INIT values).
+PARAMS_LOCAL, PARAMS_LINFORMER, PARAMS_FAVOR, PARAMS_SCORE, PARAMS_RELATIVE = range(1, 6)
+
+
+def _block(name: str, fields) -> type:
+    return type(name, (Structure,), {"_fields_": [("head", Params)] + fields})
+
+
+BLOCKS = {
+    PARAMS_LOCAL: (_block("LocalParams", [("window", c_size_t)]), {"window": 64}),
+    PARAMS_LINFORMER: (_block("LinformerParams", [
+        ("proj_rank", c_size_t), ("proj_e", c_void_p), ("proj_f", c_void_p),
+        ("seed", c_uint64)]), {"proj_rank": 256}),
+    PARAMS_FAVOR: (_block("FavorParams", [("features", c_size_t), ("seed", c_uint64)]),
+                   {"features": 256}),
+    PARAMS_SCORE: (_block("ScoreParams", [
+        ("score_dim", c_size_t), ("score_w", c_void_p), ("score_v", c_void_p),
+        ("seed", c_uint64)]), {"score_dim": 64}),
+    PARAMS_RELATIVE: (_block("RelativeParams", [
+        ("max_distance", c_size_t), ("rel_k", c_void_p), ("rel_v", c_void_p),
+        ("seed", c_uint64)]), {"max_distance": 16}),
+}
 
 
 class Cost(Structure):
@@ -97,18 +121,12 @@ class Cost(Structure):
 
 
 class KernelInfo(Structure):
-    """la_kernel_info: its fields in order (the function pointers only tested for NULL)."""
+    """la_kernel_info: its fields in order (fns, the internal entry points, not used)."""
     _fields_ = [
         ("kernel", c_int), ("name", c_char_p), ("summary", c_char_p),
-        ("series", c_char_p * 2), ("causal", c_int), ("params", c_uint),
+        ("series", c_char_p * 2), ("causal", c_int), ("params", c_uint), ("block", c_int),
         ("masks", c_uint), ("caps", c_uint), ("sweep", c_uint),
-        ("time_exponent", c_double), ("family", c_char_p), ("reads_strides", c_void_p),
-        ("forward_f32", c_void_p), ("forward_f64", c_void_p), ("reference", c_void_p),
-        ("cost", c_void_p), ("backward_f32", c_void_p), ("backward_f64", c_void_p),
-        ("reference_backward", c_void_p), ("backward_cost", c_void_p),
-        ("weights_f32", c_void_p), ("weights_f64", c_void_p),
-        ("lse_f32", c_void_p), ("lse_f64", c_void_p),
-        ("backward_lse_f32", c_void_p), ("backward_lse_f64", c_void_p),
+        ("time_exponent", c_double), ("family", c_char_p), ("fns", c_void_p),
     ]
 
 

@@ -3,6 +3,7 @@ the variants' parameters, each checked against the registry row of the variant t
 it. Every refusal is a ValueError whose text ends with la_strerror's message (an unknown
 keyword a TypeError).
 """
+import ctypes
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
@@ -173,30 +174,45 @@ class Call:
         for name in ("eps",):
             if get(name) is not None:
                 setattr(p, name, float(params[name]))
-        for name in ("chunk", "window", "features", "seed", "score_dim", "max_distance",
-                     "proj_rank"):
+        if get("chunk") is not None:
+            p.chunk = self.count("chunk", params["chunk"])
+        if v.block:
+            self.set_block(params, d_k, d_v, m)
+
+    def set_block(self, params: Dict[str, Any], d_k: int, d_v: int, m: int) -> None:
+        """The variant's parameter block (la_kernel_info.block): its defaults, the values
+        given, and p->params pointing at it (kept alive with the call)."""
+        structure, defaults = _lib.BLOCKS[self.variant.block]
+        b = structure()
+        b.head.kind = self.variant.block
+        for name, value in defaults.items():
+            setattr(b, name, value)
+        self.keep.append(b)
+        self.problem.params = ctypes.addressof(b)
+        get = params.get
+        for name in ("window", "features", "seed", "score_dim", "max_distance", "proj_rank"):
             if get(name) is not None:
-                setattr(p, name, self.count(name, params[name]))
+                setattr(b, name, self.count(name, params[name]))
         # given tensors: float64, their sizes set from their shapes
         if (get("proj_e") is None) != (get("proj_f") is None):
             raise invalid("linattn: give proj_e and proj_f together")
         if get("proj_e") is not None:
             rank = np.shape(params["proj_e"])[0] if np.ndim(params["proj_e"]) == 2 else -1
-            p.proj_e = self.hold(params["proj_e"], np.float64, "proj_e", (rank, m))
-            p.proj_f = self.hold(params["proj_f"], np.float64, "proj_f", (rank, m))
-            p.proj_rank = rank
+            b.proj_e = self.hold(params["proj_e"], np.float64, "proj_e", (rank, m))
+            b.proj_f = self.hold(params["proj_f"], np.float64, "proj_f", (rank, m))
+            b.proj_rank = rank
         if get("score_w") is not None:
-            if "score_dim" in v.params:  # additive: W (d_a, 2·d_k), v (d_a)
+            if "score_dim" in self.variant.params:  # additive: W (d_a, 2·d_k), v (d_a)
                 if get("score_v") is None:
                     raise invalid("linattn: give score_w and score_v together")
                 d_a = np.shape(params["score_w"])[0] if np.ndim(params["score_w"]) == 2 else -1
-                p.score_w = self.hold(params["score_w"], np.float64, "score_w",
+                b.score_w = self.hold(params["score_w"], np.float64, "score_w",
                                       (d_a, 2 * d_k))
-                p.score_v = self.hold(params["score_v"], np.float64, "score_v",
+                b.score_v = self.hold(params["score_v"], np.float64, "score_v",
                                       (d_a,))
-                p.score_dim = d_a
+                b.score_dim = d_a
             else:  # general: W (d_k, d_k)
-                p.score_w = self.hold(params["score_w"], np.float64, "score_w",
+                b.score_w = self.hold(params["score_w"], np.float64, "score_w",
                                       (d_k, d_k))
         elif get("score_v") is not None:
             raise invalid("linattn: give score_w and score_v together")
@@ -206,9 +222,9 @@ class Call:
             rows = np.shape(params["rel_k"])[0] if np.ndim(params["rel_k"]) == 2 else -1
             if rows < 3 or rows % 2 == 0:
                 raise invalid("linattn: rel_k has %d rows, not 2K + 1 >= 3" % rows)
-            p.rel_k = self.hold(params["rel_k"], np.float64, "rel_k", (rows, d_k))
-            p.rel_v = self.hold(params["rel_v"], np.float64, "rel_v", (rows, d_v))
-            p.max_distance = (rows - 1) // 2
+            b.rel_k = self.hold(params["rel_k"], np.float64, "rel_k", (rows, d_k))
+            b.rel_v = self.hold(params["rel_v"], np.float64, "rel_v", (rows, d_v))
+            b.max_distance = (rows - 1) // 2
 
     @staticmethod
     def count(name: str, value: Any) -> int:

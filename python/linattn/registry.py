@@ -67,20 +67,20 @@ class Variant:
     time_exponent: float
     series: Tuple[Optional[str], Optional[str]]
     kernel: int  # the la_kernel value
+    block: int  # the la_params_kind of the parameter block it reads (0: none)
 
 
 def _bits(value: int, names: dict) -> Tuple[str, ...]:
     return tuple(name for name, bit in names.items() if value & bit)
 
 
-# The capabilities in their documented order: the LA_CAP_* bits, and "weights" for a row
-# with an attention matrix (la_kernel_info.weights_f32 set).
+# The capabilities in their documented order (LA_CAP_* bits).
 _CAPABILITIES = ("lse", "weights", "step", "rotary", "rotary_features", "positions",
                  "approximates")
 
 
 def _capabilities(info) -> Tuple[str, ...]:
-    present = set(_bits(info.caps, _lib.CAP_BITS)) | ({"weights"} if info.weights_f32 else set())
+    present = set(_bits(info.caps, _lib.CAP_BITS))
     return tuple(name for name in _CAPABILITIES if name in present)
 
 
@@ -108,9 +108,10 @@ def variants() -> Tuple[Variant, ...]:
             family=info.family.decode(), causal=_CAUSAL_RULES[info.causal], params=params,
             parameters=parameters, masks=_bits(info.masks, _lib.MASK_BITS),
             capabilities=_capabilities(info),
-            backward=bool(info.backward_f32), sweep=_bits(info.sweep, _lib.SWEEP_BITS),
+            backward=bool(info.caps & _lib.CAP_BACKWARD), sweep=_bits(info.sweep, _lib.SWEEP_BITS),
             time_exponent=info.time_exponent,
-            series=(_text(info.series[0]), _text(info.series[1])), kernel=kernel))
+            series=(_text(info.series[0]), _text(info.series[1])), kernel=kernel,
+            block=info.block))
         kernel += 1
     return tuple(rows)
 

@@ -86,9 +86,7 @@ def layout(check):
           "la_problem_init writes nothing past ctypes' la_problem (%d bytes)" % size)
     want = dict(batch=2, heads=3, n_queries=5, n_keys=7, d_k=8, d_v=4, causal=0,
                 key_lengths=None, scale=1 / math.sqrt(8), feature_map=0, eps=EPS, chunk=32,
-                workspace_limit=4 << 30, window=64, proj_rank=256, proj_e=None, proj_f=None,
-                features=256, seed=0, score_dim=64, score_w=None, score_v=None,
-                max_distance=16, rel_k=None, rel_v=None, causal_align=0, mask=None,
+                workspace_limit=4 << 30, params=None, causal_align=0, mask=None,
                 mask_per_head=0, key_mask=None)
     got = {name: getattr(p, name) for name in want}
     bad = {n: (got[n], want[n]) for n in want if got[n] != want[n]}
@@ -98,6 +96,33 @@ def layout(check):
                for s in ("stride_q", "stride_k", "stride_v", "stride_out")]
     check(strides == [(0, 0, 0)] * 4, "the four la_strides read back zero: %s" % strides)
     check(_lib.problem_check(p) == _lib.OK, "la_problem_check accepts the problem")
+
+    # each parameter block's defaults as the package sets them (BLOCKS) are the library's:
+    # the block given gives the bits of no block at all
+    rng = np.random.default_rng(1)
+    for v in linattn.variants():
+        if not v.block:
+            continue
+        n, d = 260, 4  # Linformer's default rank (256) needs n >= 256 keys
+        q, k, w = (rng.standard_normal((n, d)) for _ in range(3))
+        outs = []
+        for give in (False, True):
+            p = _lib.Problem()
+            _lib.problem_init(p, 1, 1, n, n, d, d)
+            p.causal = 1 if v.causal == "required" else 0
+            structure, defaults = _lib.BLOCKS[v.block]
+            b = structure()
+            b.head.kind = v.block
+            for name, value in defaults.items():
+                setattr(b, name, value)
+            if give:
+                p.params = ctypes.addressof(b)
+            out = np.zeros((n, d))
+            status = _lib.attention(v.kernel, p, _lib.FLOAT64, _lib.address(q), _lib.address(k),
+                                    _lib.address(w), _lib.address(out))
+            outs.append((status, out))
+        check(outs[0][0] == outs[1][0] == _lib.OK and np.array_equal(outs[0][1], outs[1][1]),
+              "%s: the package's default block gives the library's defaults' bits" % v.name)
 
     size = ctypes.sizeof(_lib.Cost)
     buf = (ctypes.c_uint8 * (size + 64))(*([0xA5] * (size + 64)))
