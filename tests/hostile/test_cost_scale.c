@@ -25,6 +25,25 @@ static double now_s(void)
  * N = 2^40 queries or B = 10^12 entries takes minutes. */
 #define SLOW_S 0.02
 
+/* Whether kernel k holds scratch per token beyond q, k and v (FAVOR+'s and Taylor's
+ * features, Linformer's E and F, the score functions' projections): its workspace grows
+ * with N at a size every kernel runs. Such a workspace may pass size_t near
+ * la_problem_check's limit on N, where LA_EOVERFLOW is the honest answer. Read off the
+ * cost model itself, so a new kernel needs no entry here. */
+static int workspace_per_token(la_kernel k)
+{
+    double w[2];
+    for (int i = 0; i < 2; i++) {
+        la_problem p;
+        la_problem_init(&p, 1, 1, (size_t)1024 << i, (size_t)1024 << i, 8, 8);
+        p.causal = la_kernel_get(k)->causal == LA_CAUSAL_REQUIRED;
+        la_cost c;
+        assert_int_equal(la_attention_cost(k, &p, LA_FLOAT32, &c), LA_OK);
+        w[i] = c.workspace_bytes;
+    }
+    return w[1] > w[0];
+}
+
 /* Every kernel (in each causal form it allows) on p, timed; each call must succeed
  * with finite, positive totals. */
 static void cost_every_kernel_fast(la_problem *p, const char *what)
@@ -42,18 +61,12 @@ static void cost_every_kernel_fast(la_problem *p, const char *what)
                 continue;
             }
             /* a chunked causal form's workspace C·(3·d_k + C) may not fit in size_t for a
-             * huge chunk (the rows that read a chunk), nor FAVOR+'s and Taylor's features,
-             * B·H·(N + M)·m elements for m = 256 (Taylor: m = 1 + d_k + d_k²), near
-             * la_problem_check's limit on N: an honest LA_EOVERFLOW, but as fast as an answer;
-             * Linformer's float32 E and F, 2·k·M elements, likewise; so are the additive scores' A
-             * and C, B·H·(N + M)·d_a elements for d_a = 64, and the cosine scores' Q̂ and K̂, B·H·(N
-             * + M)·d_k */
+             * huge chunk (the rows that read a chunk), nor the scratch per token of the
+             * kernels that hold one (workspace_per_token), near la_problem_check's limit on
+             * N: an honest LA_EOVERFLOW, but as fast as an answer */
             const int chunked = causal && (la_kernel_get((la_kernel)k)->params & LA_PARAM_CHUNK);
             const int too_big =
-                (chunked || k == LA_KERNEL_FAVOR || k == LA_KERNEL_FAVOR_RECURRENT ||
-                 k == LA_KERNEL_TAYLOR || k == LA_KERNEL_LINFORMER || k == LA_KERNEL_ADDITIVE ||
-                 k == LA_KERNEL_COSINE) &&
-                st == LA_EOVERFLOW;
+                (chunked || workspace_per_token((la_kernel)k)) && st == LA_EOVERFLOW;
             if (dt > SLOW_S ||
                 (!too_big && (st != LA_OK || !(c.flops_total > 0) || !isfinite(c.flops_total))))
                 fail_msg("%s, %s causal=%d: status %s, flops %g, %.3f ms", what,
@@ -106,9 +119,9 @@ static void huge_sizes_answer_at_once(void **state)
                 la_status st = la_layer_cost_model(&cfg, decoder, sizes[s][0], sizes[s][1],
                                                    sizes[s][1], decoder, LA_FLOAT32, &lc);
                 double dt = now_s() - t0;
-                /* Taylor's features, B·H·N·(1 + d_h + d_h²) elements, pass size_t at
-                 * B = 10^12: an honest overflow, answered as fast */
-                const int overflow_ok = k == LA_KERNEL_TAYLOR && st == LA_EOVERFLOW;
+                /* scratch per token (Taylor's features, B·H·N·(1 + d_h + d_h²) elements) may
+                 * pass size_t at B = 10^12: an honest overflow, answered as fast */
+                const int overflow_ok = workspace_per_token((la_kernel)k) && st == LA_EOVERFLOW;
                 if ((!overflow_ok && (st != LA_OK || !(lc.total > 0))) || dt > SLOW_S)
                     fail_msg("layer model %s decoder=%d B=%zu N=%zu: %s, %.3f ms",
                              la_kernel_name((la_kernel)k), decoder, sizes[s][0], sizes[s][1],
