@@ -303,7 +303,8 @@ int cmd_accuracy(int argc, char **argv)
                 (c.studies[1] ? (c.source.from_files ? 1 : 2) * (int)n_points : 0) +
                 (c.studies[2] ? 4 : 0) + (c.studies[3] ? 1 : 0);
     progress_start(&pr, "accuracy", total, 0);
-    ctx x = {&c, f, &pr, 0};
+    ctx x = {.c = &c, .f = f, .pr = &pr};
+    variants_defaults(&x.variants, c.common.seed); /* FAVOR+'s features, Linformer's E, F */
     rc = 0;
     if (c.studies[0] && accuracy_study_error_vs_n(&x, ns, n_points)) rc = 1;
     if (!rc && c.studies[1] && accuracy_study_distance(&x, ns, n_points)) rc = 1;

@@ -10,7 +10,7 @@
 #include "common/progress.h"
 #include "common/record.h"
 #include "common/sweep.h"
-#include "common/variants.h" /* variants_rank_fits: linformer's default rank against N */
+#include "common/variants.h" /* the kernels' blocks; variants_rank_fits */
 #include "linattn.h"
 
 #include <math.h>
@@ -49,6 +49,8 @@ typedef struct {
     record_file *f;
     progress_line *pr;
     int step;
+    variants_values variants; /* every problem's parameter blocks: the defaults, the draws
+                                 from --seed (accuracy_problem_for points into them) */
 } ctx;
 
 /* Inputs of one problem in both precisions: the float64 copies hold exactly the
@@ -84,7 +86,7 @@ int accuracy_buffers_alloc(buffers *b, size_t elems);
 void accuracy_fill_inputs(ctx *x, buffers *b, const char *label, int dominant);
 void accuracy_error_vs_n_series(series_set *s);
 size_t accuracy_chunk_of(const kernels_series *var);
-void accuracy_problem_for(const ctx *x, la_problem *p, size_t n, int causal);
+void accuracy_problem_for(ctx *x, la_problem *p, size_t n, int causal);
 void accuracy_progress(ctx *x, const char *what);
 
 /* accuracy_studies.c */

@@ -35,16 +35,14 @@ static const char *scale_of(const row_key *k)
 
 /* The budget columns of a row: its kernel's budget (common/kernels.h) in the default
  * problem every study runs, "none,0" for a kernel without one. */
-static void budget_text(const ctx *x, const row_key *k, char *buf, size_t size)
+static void budget_text(ctx *x, const row_key *k, char *buf, size_t size)
 {
     la_kernel kernel;
     int causal;
     kernels_budget b = BUDGET_NONE;
-    la_problem p;
-    accuracy_problem_for(x, &p, k->n, k->causal);
     if (la_kernel_series_parse(k->variant, &kernel, &causal) == LA_OK)
         b = kernels_budget_of(kernel);
-    const size_t *field = kernels_budget_field(&p, b);
+    const size_t *field = variants_budget_field(&x->variants, b);
     snprintf(buf, size, "%s,%zu", kernels_budget_names[b], field ? *field : 0);
 }
 
@@ -185,11 +183,11 @@ size_t accuracy_chunk_of(const kernels_series *var)
                                                                                 : 0;
 }
 
-void accuracy_problem_for(const ctx *x, la_problem *p, size_t n, int causal)
+void accuracy_problem_for(ctx *x, la_problem *p, size_t n, int causal)
 {
     la_problem_init(p, 1, x->c->heads, n, n, x->c->d, x->c->d);
     p->causal = causal;
-    p->seed = x->c->common.seed; /* FAVOR+'s features, Linformer's projections */
+    (void)variants_apply(&x->variants, p); /* no arrays: cannot fail */
     p->workspace_limit = (size_t)8 << 30;
 }
 

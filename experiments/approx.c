@@ -297,8 +297,9 @@ int cmd_approx(int argc, char **argv)
     progress_line pr;
     progress_start(&pr, "approx", points, points);
     int point = 0;
+    variants_values exact_blocks; /* none read: softmax */
     la_problem exact_p;
-    approx_problem_of(&c, LA_KERNEL_SOFTMAX, 0, 0, &exact_p);
+    approx_problem_of(&c, LA_KERNEL_SOFTMAX, 0, 0, &exact_blocks, &exact_p);
     la_cost exact_cost;
     const double softmax_flops =
         la_attention_cost(LA_KERNEL_SOFTMAX, &exact_p, LA_FLOAT32, &exact_cost) == LA_OK

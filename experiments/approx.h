@@ -14,6 +14,7 @@
 #include "common/stats.h"
 #include "common/sweep.h"
 #include "common/timer.h"
+#include "common/variants.h"
 #include "linattn.h"
 
 #include <math.h>
@@ -56,7 +57,9 @@ const char *approx_input_name(const config *c, int kind);
 void approx_buffers_free(buffers *b);
 int approx_buffers_alloc(buffers *b, size_t elems, size_t v_elems);
 void approx_fill(const config *c, buffers *b, int kind, uint64_t seed);
-void approx_problem_of(const config *c, la_kernel k, size_t budget, uint64_t seed, la_problem *p);
+/* k's problem at its budget, its draws from seed: p->params points into *blocks. */
+void approx_problem_of(const config *c, la_kernel k, size_t budget, uint64_t seed,
+                       variants_values *blocks, la_problem *p);
 int approx_measure(record_file *f, const config *c, buffers *b, la_kernel k, size_t budget,
                    int kind, uint64_t seed, double softmax_flops);
 const size_t *approx_budgets_of(const config *c, la_kernel k, size_t *count);

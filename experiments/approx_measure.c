@@ -83,12 +83,14 @@ void approx_fill(const config *c, buffers *b, int kind, uint64_t seed)
 
 /* ---------------------------------------------------------------- points */
 
-void approx_problem_of(const config *c, la_kernel k, size_t budget, uint64_t seed, la_problem *p)
+void approx_problem_of(const config *c, la_kernel k, size_t budget, uint64_t seed,
+                       variants_values *blocks, la_problem *p)
 {
     la_problem_init(p, 1, c->heads, c->n, c->n, c->d, c->dv);
-    p->seed = seed;
-    size_t *field = kernels_budget_field(p, kernels_budget_of(k));
+    variants_defaults(blocks, seed);
+    size_t *field = variants_budget_field(blocks, kernels_budget_of(k));
     if (field) *field = budget;
+    (void)variants_apply(blocks, p); /* no arrays: cannot fail */
     p->workspace_limit =
         c->common.max_mem < (double)SIZE_MAX ? (size_t)c->common.max_mem : SIZE_MAX;
 }
@@ -102,8 +104,9 @@ int approx_measure(record_file *f, const config *c, buffers *b, la_kernel k, siz
     snprintf(key, sizeof key, "%s,%s,%zu,%s,%llu", name, kernels_budget_names[kernels_budget_of(k)],
              budget, approx_input_name(c, kind), (unsigned long long)seed);
     if (record_find(f, key)) return 0; /* --resume */
+    variants_values blocks;
     la_problem p;
-    approx_problem_of(c, k, budget, seed, &p);
+    approx_problem_of(c, k, budget, seed, &blocks, &p);
     la_cost cost;
     const double flops =
         la_attention_cost(k, &p, LA_FLOAT32, &cost) == LA_OK ? cost.flops_total : NAN;

@@ -42,7 +42,7 @@ const char *attend_kernel_list(int (*keep)(la_kernel), const char *conjunction, 
 /* attend_inputs.c */
 int attend_rotary_linear(la_kernel kernel, const position_values *v);
 int attend_choose_positions(attend_args *a, la_kernel *kernel, int gradients, position_values *out);
-int attend_apply_relative(const position_values *v, la_problem *p);
+int attend_apply_relative(const position_values *v, const la_problem *p, la_relative_params *out);
 int attend_check_shapes(const attend_args *a, const la_array *q, const la_array *k,
                         const la_array *v);
 int attend_read_key_lengths(const char *path, size_t batch, size_t n_keys, int64_t **out);

@@ -49,11 +49,12 @@ int attend_choose_positions(attend_args *a, la_kernel *kernel, int gradients, po
     return 0;
 }
 
-/* The relative kernel's clip distance and tables (given: (2K+1, d_k) and (2K+1, d_v)). */
-int attend_apply_relative(const position_values *v, la_problem *p)
+/* The relative kernel's clip distance and tables (given: (2K+1, d_k) and (2K+1, d_v),
+ * d_k and d_v p's) into its block *out; the tables stay owned by v. */
+int attend_apply_relative(const position_values *v, const la_problem *p, la_relative_params *out)
 {
     char s1[160];
-    p->max_distance = v->max_distance;
+    out->max_distance = v->max_distance;
     if (!v->rel_k.data) return 0;
     if (v->rel_k.shape[1] != p->d_k)
         return cli_fail("--relative", "a^K has shape %s: need (2K+1, d_k) with d_k = %zu",
@@ -61,8 +62,8 @@ int attend_apply_relative(const position_values *v, la_problem *p)
     if (v->rel_v.shape[1] != p->d_v)
         return cli_fail("--relative", "a^V has shape %s: need (2K+1, d_v) with d_v = %zu",
                         arrays_shape_str(&v->rel_v, s1, sizeof s1), p->d_v);
-    p->rel_k = v->rel_k.data;
-    p->rel_v = v->rel_v.data;
+    out->rel_k = v->rel_k.data;
+    out->rel_v = v->rel_v.data;
     return 0;
 }
 

@@ -90,8 +90,8 @@ typedef struct {
 /* Sizes shared by every point of a run. */
 typedef struct {
     size_t heads, d_k, d_v;
-    const variants_values
-        *variant_params; /* --window, --proj-rank, --features, --seed; NULL: defaults */
+    variants_values *variant_params; /* --window, --proj-rank, --features, --seed; NULL:
+                                        defaults; a point's problem points into it */
 } bench_shape;
 
 /* One measurement: what to run, then (after bench_measure_point) what was measured. */

@@ -9,6 +9,7 @@
 #include "common/layer_flags.h"
 #include "common/memory.h"
 #include "common/position.h"
+#include "common/variants.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -277,10 +278,12 @@ int cmd_block(int argc, char **argv)
     c.activation = lv.activation;
     c.feature_map = lv.feature_map;
     c.rotary = pos.kind == POSITION_ROTARY;
-    c.max_distance = pos.max_distance;
-    c.rel_k = pos.rel_k.data;
-    c.rel_v = pos.rel_v.data;
-    c.seed = (uint64_t)seed;
+    variants_values blocks; /* the attention's: the defaults, --seed's draws, positions */
+    variants_defaults(&blocks, (uint64_t)seed);
+    blocks.relative.max_distance = pos.max_distance;
+    blocks.relative.rel_k = pos.rel_k.data;
+    blocks.relative.rel_v = pos.rel_v.data;
+    c.params = variants_chain(&blocks); /* points into blocks */
     y = x;
     y.data = malloc(x.count * la_npy_dtype_size(x.dtype));
     if (!y.data) {

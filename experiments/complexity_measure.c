@@ -42,6 +42,7 @@ typedef struct {
     layer_kind kind;
     la_kernel kernel; /* the attention types */
     la_problem p;
+    la_local_params local; /* the restricted type's window: p.params points at it */
     size_t n, d, width;
     const inputs *in;
 } body_ctx;
@@ -80,7 +81,11 @@ static la_status layer_at(const config *c, layer_kind l, size_t n, const inputs 
                                       : LA_KERNEL_LINEAR_RECURRENT;
     la_problem_init(&ctx->p, 1, 1, n, n, c->d, c->d);
     ctx->p.causal = l == L_LINEAR_RECURRENT;
-    if (l == L_RESTRICTED) ctx->p.window = c->window;
+    if (l == L_RESTRICTED) {
+        ctx->local = (la_local_params)LA_LOCAL_PARAMS_INIT;
+        ctx->local.window = c->window;
+        ctx->p.params = &ctx->local.head;
+    }
     ctx->p.workspace_limit =
         c->common.max_mem < (double)SIZE_MAX ? (size_t)c->common.max_mem : SIZE_MAX;
     la_cost cost;

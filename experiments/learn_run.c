@@ -77,8 +77,8 @@ void learn_setup_init(learn_setup *s, la_train_task_kind task, size_t layers, si
     s->model.attention = v->kernel;
     la_problem *p = &s->model.attention_params;
     p->feature_map = v->feature_map;
-    if (v->features) p->features = v->features;
-    if (v->window) p->window = v->window;
+    if (v->features) s->model.attention_blocks.favor.features = v->features;
+    if (v->window) s->model.attention_blocks.local.window = v->window;
     s->batch = batch, s->steps = steps, s->eval_every = steps, s->eval_batches = 4;
     s->schedule = (la_train_schedule){
         .kind = LA_TRAIN_SCHEDULE_CONSTANT, .lr = 0.003, .warmup = 50, .every = 100, .gamma = 0.5};

@@ -69,7 +69,7 @@ int scaling_write_fits(record_file *f, const config *c, const group *groups, siz
 
 /* scaling_measure.c */
 void scaling_free_inputs(inputs *in);
-int scaling_measure_point(record_file *f, const config *c, const group *g, size_t n, track *tracks,
+int scaling_measure_point(record_file *f, config *c, const group *g, size_t n, track *tracks,
                           inputs *in);
 
 #endif

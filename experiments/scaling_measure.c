@@ -38,8 +38,8 @@ static int fill_inputs(inputs *in, const inputs_source *source, const group *g, 
 /* Measures every selected series at one (N, group): the points already in the file
  * (--resume) are kept, the points over a budget recorded as skipped, the others timed
  * together, interleaved, then recorded. Returns 0, 1 (out of memory, write failed) or
- * 2 (refused with its line). */
-int scaling_measure_point(record_file *f, const config *c, const group *g, size_t n, track *tracks,
+ * 2 (refused with its line). The problems point into c->variant_params (variants_apply). */
+int scaling_measure_point(record_file *f, config *c, const group *g, size_t n, track *tracks,
                           inputs *in)
 {
     la_kernel kernels[KERNELS_MAX_SERIES];

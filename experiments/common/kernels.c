@@ -140,17 +140,6 @@ kernels_budget kernels_budget_of(la_kernel k)
     return BUDGET_NONE;
 }
 
-size_t *kernels_budget_field(la_problem *p, kernels_budget b)
-{
-    switch (b) {
-    case BUDGET_WINDOW: return &p->window;
-    case BUDGET_PROJ: return &p->proj_rank;
-    case BUDGET_FEATURES: return &p->features;
-    case BUDGET_NONE: break;
-    }
-    return NULL;
-}
-
 la_kernel kernels_family(la_kernel k)
 {
     const la_kernel_info *info = la_kernel_get(k);

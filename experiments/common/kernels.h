@@ -88,15 +88,15 @@ la_kernel kernels_family(la_kernel k);
 int kernels_exact_softmax(la_kernel k);
 const char *kernels_form(la_kernel k);
 
-/* A kernel's budget: the one la_problem field among window (LA_PARAM_WINDOW), proj_rank
- * (LA_PARAM_PROJ) and features (LA_PARAM_FEATURES) its row's params say it reads, the
- * quantity an approximation trades against its cost. kernels_budget_names[b] is its name
- * in result files ("window", "proj_rank", "features"; "none" for a kernel without one),
- * kernels_budget_field its field in p (NULL for none). */
+/* A kernel's budget: the one parameter-block field among window (LA_PARAM_WINDOW, in
+ * la_local_params), proj_rank (LA_PARAM_PROJ, la_linformer_params) and features
+ * (LA_PARAM_FEATURES, la_favor_params) its row's params say it reads, the quantity an
+ * approximation trades against its cost. kernels_budget_names[b] is its name in result
+ * files ("window", "proj_rank", "features"; "none" for a kernel without one);
+ * variants_budget_field (common/variants.h) its field among a command's blocks. */
 typedef enum { BUDGET_NONE, BUDGET_WINDOW, BUDGET_PROJ, BUDGET_FEATURES } kernels_budget;
 extern const char *const kernels_budget_names[];
 kernels_budget kernels_budget_of(la_kernel k);
-size_t *kernels_budget_field(la_problem *p, kernels_budget b);
 
 /* Whether the kernel's causal rule accepts causal = 0 or 1. */
 int kernels_allows(la_kernel k, int causal);

@@ -97,8 +97,8 @@ static int read_score_weights(const variants_flags *f, unsigned params_read, var
     if (f->score_dim && (f->score_w || f->score_v))
         return cli_fail("--score-dim", "not with --score-w, --score-v (v's length is d_a)");
     if (f->score_dim) {
-        if ((rc = cli_parse_size("--score-dim", f->score_dim, &out->score_dim))) return rc;
-        if (out->score_dim < 1) return cli_fail("--score-dim", "must be at least 1");
+        if ((rc = cli_parse_size("--score-dim", f->score_dim, &out->score.score_dim))) return rc;
+        if (out->score.score_dim < 1) return cli_fail("--score-dim", "must be at least 1");
         out->given |= LA_PARAM_SCORE_DIM;
     }
     if ((params_read & LA_PARAM_SCORE_DIM) && (f->score_w != NULL) != (f->score_v != NULL))
@@ -116,18 +116,30 @@ static int read_score_weights(const variants_flags *f, unsigned params_read, var
         if (out->score_v.ndim != 1 || out->score_v.count == 0)
             return cli_fail(f->score_v, "shape %s, need (d_a,) with d_a >= 1",
                             arrays_shape_str(&out->score_v, a, sizeof a));
-        out->score_dim = out->score_v.shape[0];
+        out->score.score_dim = out->score_v.shape[0];
     }
     return 0;
 }
 
+void variants_defaults(variants_values *out, uint64_t seed)
+{
+    const la_local_params local = LA_LOCAL_PARAMS_INIT;
+    const la_linformer_params linformer = LA_LINFORMER_PARAMS_INIT;
+    const la_favor_params favor = LA_FAVOR_PARAMS_INIT;
+    const la_score_params score = LA_SCORE_PARAMS_INIT;
+    const la_relative_params relative = LA_RELATIVE_PARAMS_INIT;
+    memset(out, 0, sizeof *out);
+    out->local = local;
+    out->linformer = linformer;
+    out->favor = favor;
+    out->score = score;
+    out->relative = relative;
+    out->seed = seed;
+}
+
 int variants_parse(const variants_flags *f, unsigned params_read, variants_values *out)
 {
-    memset(out, 0, sizeof *out);
-    out->score_dim = LA_DEFAULT_SCORE_DIM;
-    out->window = LA_DEFAULT_WINDOW;
-    out->proj_rank = LA_DEFAULT_PROJ_RANK;
-    out->features = LA_DEFAULT_FEATURES;
+    variants_defaults(out, 0);
     int rc;
     if ((rc = refuse_unread("--window", f->window, LA_PARAM_WINDOW, params_read)) ||
         (rc = refuse_unread("--proj-rank", f->proj_rank, LA_PARAM_PROJ, params_read)) ||
@@ -142,25 +154,26 @@ int variants_parse(const variants_flags *f, unsigned params_read, variants_value
                             params_read)))
         return rc;
     if (f->window) {
-        if ((rc = cli_parse_size("--window", f->window, &out->window))) return rc;
-        if (out->window < 1) return cli_fail("--window", "must be at least 1");
+        if ((rc = cli_parse_size("--window", f->window, &out->local.window))) return rc;
+        if (out->local.window < 1) return cli_fail("--window", "must be at least 1");
         out->given |= LA_PARAM_WINDOW;
     }
     if (f->proj_rank && f->proj)
         return cli_fail("--proj-rank", "not with --proj (the projections' rows are the rank)");
     if (f->proj_rank) {
-        if ((rc = cli_parse_size("--proj-rank", f->proj_rank, &out->proj_rank))) return rc;
-        if (out->proj_rank < 1) return cli_fail("--proj-rank", "must be at least 1");
+        if ((rc = cli_parse_size("--proj-rank", f->proj_rank, &out->linformer.proj_rank)))
+            return rc;
+        if (out->linformer.proj_rank < 1) return cli_fail("--proj-rank", "must be at least 1");
         out->given |= LA_PARAM_PROJ;
     }
     if (f->proj) {
         if ((rc = read_projections(f->proj, out))) return rc;
-        out->proj_rank = out->proj_e.shape[0];
+        out->linformer.proj_rank = out->proj_e.shape[0];
         out->given |= LA_PARAM_PROJ;
     }
     if (f->features) {
-        if ((rc = cli_parse_size("--features", f->features, &out->features))) return rc;
-        if (out->features < 1) return cli_fail("--features", "must be at least 1");
+        if ((rc = cli_parse_size("--features", f->features, &out->favor.features))) return rc;
+        if (out->favor.features < 1) return cli_fail("--features", "must be at least 1");
         out->given |= LA_PARAM_FEATURES;
     }
     if ((rc = read_score_weights(f, params_read, out))) return rc;
@@ -172,18 +185,13 @@ int variants_parse(const variants_flags *f, unsigned params_read, variants_value
     return 0;
 }
 
-int variants_apply(const variants_values *v, la_problem *p)
+int variants_apply(variants_values *v, la_problem *p)
 {
-    p->window = v->window;
-    p->proj_rank = v->proj_rank;
-    p->features = v->features;
-    p->seed = v->seed;
-    p->proj_e = p->proj_f = NULL;
-    p->score_dim = v->score_dim;
-    p->score_w = p->score_v = NULL;
+    v->linformer.proj_e = v->linformer.proj_f = NULL;
+    v->score.score_w = v->score.score_v = NULL;
     if (v->score_w.data) {
         const int additive = v->score_v.data != NULL;
-        const size_t rows = additive ? v->score_dim : p->d_k;
+        const size_t rows = additive ? v->score.score_dim : p->d_k;
         const size_t cols = additive ? 2 * p->d_k : p->d_k;
         char a[64];
         if (v->score_w.shape[0] != rows || v->score_w.shape[1] != cols)
@@ -193,8 +201,8 @@ int variants_apply(const variants_values *v, la_problem *p)
                                        arrays_shape_str(&v->score_w, a, sizeof a), rows, cols)
                             : cli_fail("--score-w", "shape %s, need (d_k, d_k) = (%zu, %zu)",
                                        arrays_shape_str(&v->score_w, a, sizeof a), rows, cols);
-        p->score_w = v->score_w.data;
-        p->score_v = v->score_v.data; /* NULL for general */
+        v->score.score_w = v->score_w.data;
+        v->score.score_v = v->score_v.data; /* NULL for general */
     }
     if (v->proj_e.data) {
         if (v->proj_e.shape[1] != p->n_keys)
@@ -202,16 +210,49 @@ int variants_apply(const variants_values *v, la_problem *p)
                             "the projections have %zu columns, the keys %zu rows: "
                             "need (K, M) with M = %zu",
                             v->proj_e.shape[1], p->n_keys, p->n_keys);
-        p->proj_e = v->proj_e.data;
-        p->proj_f = v->proj_f.data;
+        v->linformer.proj_e = v->proj_e.data;
+        v->linformer.proj_f = v->proj_f.data;
     }
+    p->params = variants_chain(v);
     return 0;
+}
+
+const la_params *variants_chain(variants_values *v)
+{
+    v->linformer.seed = v->favor.seed = v->score.seed = v->relative.seed = v->seed;
+    v->local.head.next = &v->linformer.head;
+    v->linformer.head.next = &v->favor.head;
+    v->favor.head.next = &v->score.head;
+    v->score.head.next = &v->relative.head;
+    v->relative.head.next = NULL;
+    return &v->local.head;
+}
+
+size_t *variants_budget_field(variants_values *v, kernels_budget b)
+{
+    switch (b) {
+    case BUDGET_WINDOW: return &v->local.window;
+    case BUDGET_PROJ: return &v->linformer.proj_rank;
+    case BUDGET_FEATURES: return &v->favor.features;
+    case BUDGET_NONE: break;
+    }
+    return NULL;
+}
+
+/* K of p's la_linformer_params: the chain's block, or the default (a chain holds each
+ * kind at most once: no more links are followed than there are kinds). */
+static size_t proj_rank_of(const la_problem *p)
+{
+    const la_params *b = p->params;
+    for (int n = 1; b && n < LA_PARAMS_END; b = b->next, n++)
+        if (b->kind == LA_PARAMS_LINFORMER) return ((const la_linformer_params *)b)->proj_rank;
+    return LA_DEFAULT_PROJ_RANK;
 }
 
 int variants_rank_fits(la_kernel kernel, const la_problem *p)
 {
     const la_kernel_info *row = la_kernel_get(kernel);
-    return !row || !(row->params & LA_PARAM_PROJ) || p->proj_rank <= p->n_keys;
+    return !row || !(row->params & LA_PARAM_PROJ) || proj_rank_of(p) <= p->n_keys;
 }
 
 void variants_free(variants_values *v)

@@ -1,6 +1,6 @@
 /* variants.h — the approximating kernels' parameters on the command line: one set of
  * flags, the same in every subcommand that runs kernels (attend, bench, scaling, approx),
- * filling the la_problem fields the registry rows read (la_kernel_info.params):
+ * filling the parameter blocks the registry rows read (la_kernel_info.block, .params):
  *   --window R          local softmax: keys within R positions of the query    [64]
  *   --proj-rank K       Linformer: keys and values projected to K rows         [256]
  *   --proj E.npy,F.npy  Linformer: the projections themselves, (K, M) each; without it
@@ -16,6 +16,7 @@
 #ifndef LA_VARIANTS_H
 #define LA_VARIANTS_H
 
+#include "kernels.h"
 #include "linattn.h"
 
 #include <stdint.h>
@@ -51,14 +52,26 @@ typedef struct {
         "score-v", &(f).score_v, NULL                                                              \
     }
 
+/* The values of the flags: one parameter block of each kind (linattn.h), by value, with
+ * the defaults where a flag was not given. variants_apply links the blocks into one chain
+ * (head.next) and points p->params at it: the chain points into *v, so v must outlive
+ * every use of p and must not be copied (or moved) after variants_apply; apply again to
+ * a copy before using it. One chain serves every kernel (each reads its own block). */
 typedef struct {
-    size_t window, proj_rank, features;
-    uint64_t seed;
-    la_array proj_e, proj_f; /* float64 (K, M), when --proj was given; else empty */
-    size_t score_dim;
-    la_array score_w, score_v; /* float64, when --score-w (--score-v) was given; else empty */
-    unsigned given;            /* the LA_PARAM_* bits whose flags were given */
+    la_local_params local;
+    la_linformer_params linformer; /* proj_e, proj_f: set by variants_apply from proj_e, _f */
+    la_favor_params favor;
+    la_score_params score;       /* score_w, score_v: set by variants_apply from score_w, _v */
+    la_relative_params relative; /* the defaults; attend sets its --positions relative */
+    uint64_t seed;               /* --seed: variants_apply gives it to every block (their seeds) */
+    la_array proj_e, proj_f;     /* float64 (K, M), when --proj was given; else empty */
+    la_array score_w, score_v;   /* float64, when --score-w (--score-v) was given; else empty */
+    unsigned given;              /* the LA_PARAM_* bits whose flags were given */
 } variants_values;
+
+/* Every block's defaults (LA_*_PARAMS_INIT), seed for every draw, nothing given, no
+ * arrays (variants_free has nothing to free). */
+void variants_defaults(variants_values *out, uint64_t seed);
 
 /* Parses the flags into *out (defaults for those not given; --proj's files read and
  * converted to float64, their K taken as the rank). params_read: the OR of the chosen
@@ -66,17 +79,27 @@ typedef struct {
  * or 2 after one line; *out needs variants_free either way. */
 int variants_parse(const variants_flags *f, unsigned params_read, variants_values *out);
 
-/* Puts the values into p (its sizes already set). --proj's arrays must be (K, n_keys),
- * --score-w's (d_k, d_k) without --score-v and (d_a, 2·d_k) with it (d_a its length):
- * else one line and 2. The arrays stay owned by v. */
-int variants_apply(const variants_values *v, la_problem *p);
+/* Points p->params (its sizes already set) at v's blocks, chained, each block's seed
+ * v->seed. --proj's arrays must be (K, n_keys), --score-w's (d_k, d_k) without --score-v
+ * and (d_a, 2·d_k) with it (d_a its length): else one line and 2 (p->params untouched).
+ * The chain and the arrays stay owned by v (see variants_values). */
+int variants_apply(variants_values *v, la_problem *p);
+
+/* Links v's blocks into one chain, each block's seed v->seed, and returns its head (a
+ * la_layer_config's params; variants_apply calls it). The arrays of the flags are put in
+ * by variants_apply only. The chain points into *v, as variants_apply's does. */
+const la_params *variants_chain(variants_values *v);
+
+/* The budget field of a kernel's block in v (common/kernels.h: local.window,
+ * linformer.proj_rank, favor.features), NULL for BUDGET_NONE. */
+size_t *variants_budget_field(variants_values *v, kernels_budget b);
 
 void variants_free(variants_values *v);
 
 /* Whether kernel can run p's parameters: 0 when it reads the projections (LA_PARAM_PROJ)
- * and K = p->proj_rank is above M = p->n_keys (the kernel would refuse: LA_EINVAL), else
- * 1. attend refuses such a run with one line; bench and scaling record the point as
- * skipped_rank, not run. */
+ * and K, the rank of p's la_linformer_params (its default when p->params has none), is
+ * above M = p->n_keys (the kernel would refuse: LA_EINVAL), else 1. attend refuses such a
+ * run with one line; bench and scaling record the point as skipped_rank, not run. */
 int variants_rank_fits(la_kernel kernel, const la_problem *p);
 
 /* The OR of la_kernel_info.params over kernels[0..n). */
