@@ -234,8 +234,8 @@ int cmd_attend(int argc, char **argv)
         la_kernel_get(kernel)->params |
         (positions.kind == POSITION_LEARNED && !positions.table.data ? LA_PARAM_RELATIVE : 0);
     if ((rc = variants_parse(&a.variant_params, reads, &variant_values))) goto done;
-    if (a.save_weights &&
-        (!la_kernel_get(kernel)->weights_f32 || attend_rotary_linear(kernel, &positions))) {
+    if (a.save_weights && (!(la_kernel_get(kernel)->caps & LA_CAP_WEIGHTS) ||
+                           attend_rotary_linear(kernel, &positions))) {
         /* la_attention_weights_* has no matrix for it */
         rc = cli_fail("--save-weights", "%s%s has no attention matrix in the library",
                       la_kernel_name(kernel),

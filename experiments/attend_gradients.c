@@ -32,7 +32,7 @@ int attend_check_gradient_flags(const attend_args *a, int *wanted)
 int attend_check_has_backward(la_kernel kernel)
 {
     const la_kernel_info *info = la_kernel_get(kernel);
-    if (info && info->backward_f32 && info->backward_f64) return 0;
+    if (info && (info->caps & LA_CAP_BACKWARD)) return 0;
     return cli_fail("--grad-out", "kernel %s has no backward pass", la_kernel_name(kernel));
 }
 

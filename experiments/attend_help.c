@@ -197,7 +197,7 @@ void cmd_attend_help(FILE *out)
     kernels_print_kernels(out, NULL, NULL);
     char none[256] = "";
     for (int i = 0; i < LA_KERNEL_COUNT; i++)
-        if (!la_kernel_get((la_kernel)i)->backward_f32)
+        if (!(la_kernel_get((la_kernel)i)->caps & LA_CAP_BACKWARD))
             snprintf(none + strlen(none), sizeof none - strlen(none), "%s%s", none[0] ? ", " : "",
                      la_kernel_name((la_kernel)i));
     if (none[0]) fprintf(out, "No gradients (--grad-*): %s.\n", none);

@@ -159,8 +159,7 @@ static int not_read(const char *flag, const char *text, const char *by)
 int train_kernel(la_kernel k)
 {
     const la_kernel_info *row = la_kernel_get(k);
-    return kernels_layer_kernel(k) && kernels_allows(k, 1) && row->backward_f32 &&
-           row->backward_f64;
+    return kernels_layer_kernel(k) && kernels_allows(k, 1) && (row->caps & LA_CAP_BACKWARD);
 }
 
 static int parse_size_min(const char *flag, const char *text, size_t min, size_t *out)

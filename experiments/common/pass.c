@@ -11,7 +11,7 @@ int pass_kernel_has(la_kernel kernel, pass_kind pass)
 {
     const la_kernel_info *info = la_kernel_get(kernel);
     if (!info || pass < PASS_FORWARD || pass >= PASS_COUNT) return 0;
-    return pass == PASS_FORWARD || (info->backward_f32 && info->backward_cost);
+    return pass == PASS_FORWARD || (info->caps & LA_CAP_BACKWARD);
 }
 
 /* The backward's cost as pass_run calls it: a kernel with LA_CAP_LSE is given the

@@ -29,7 +29,7 @@ typedef enum { PASS_FORWARD = 0, PASS_BACKWARD, PASS_TRAIN, PASS_COUNT } pass_ki
 extern const char *const pass_kind_names[];
 
 /* Whether kernel can run pass: every kernel runs forward; backward and train need the
- * registry row's backward (backward_f32 and backward_cost). */
+ * registry row's backward (LA_CAP_BACKWARD). */
 int pass_kernel_has(la_kernel kernel, pass_kind pass);
 
 /* The cost of one call of pass. forward: la_attention_cost's. backward: the backward's.

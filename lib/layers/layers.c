@@ -45,8 +45,7 @@ la_status la_layer_config_check(const la_layer_config *c)
         !la_feature_map_ok(c->feature_map))
         return LA_EINVAL;
     /* positions */
-    if ((c->rotary != 0 && c->rotary != 1) || la_params_check(c->params) != LA_OK)
-        return LA_EINVAL;
+    if ((c->rotary != 0 && c->rotary != 1) || la_params_check(c->params) != LA_OK) return LA_EINVAL;
     if (c->rotary &&
         ((c->d_model / c->heads) % 2 != 0 ||
          !(la_kernel_get(c->attention)->caps & (LA_CAP_ROTARY | LA_CAP_ROTARY_FEATURES))))
