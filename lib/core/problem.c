@@ -121,35 +121,35 @@ la_status la_params_check(const la_params *chain)
 la_local_params la_local_params_of(const la_problem *p)
 {
     static const la_local_params defaults = LA_LOCAL_PARAMS_INIT;
-    const la_params *b = la_params_find(p->params, LA_PARAMS_LOCAL);
+    const la_params *b = la_params_find(p ? p->params : NULL, LA_PARAMS_LOCAL);
     return b ? *(const la_local_params *)b : defaults;
 }
 
 la_linformer_params la_linformer_params_of(const la_problem *p)
 {
     static const la_linformer_params defaults = LA_LINFORMER_PARAMS_INIT;
-    const la_params *b = la_params_find(p->params, LA_PARAMS_LINFORMER);
+    const la_params *b = la_params_find(p ? p->params : NULL, LA_PARAMS_LINFORMER);
     return b ? *(const la_linformer_params *)b : defaults;
 }
 
 la_favor_params la_favor_params_of(const la_problem *p)
 {
     static const la_favor_params defaults = LA_FAVOR_PARAMS_INIT;
-    const la_params *b = la_params_find(p->params, LA_PARAMS_FAVOR);
+    const la_params *b = la_params_find(p ? p->params : NULL, LA_PARAMS_FAVOR);
     return b ? *(const la_favor_params *)b : defaults;
 }
 
 la_score_params la_score_params_of(const la_problem *p)
 {
     static const la_score_params defaults = LA_SCORE_PARAMS_INIT;
-    const la_params *b = la_params_find(p->params, LA_PARAMS_SCORE);
+    const la_params *b = la_params_find(p ? p->params : NULL, LA_PARAMS_SCORE);
     return b ? *(const la_score_params *)b : defaults;
 }
 
 la_relative_params la_relative_params_of(const la_problem *p)
 {
     static const la_relative_params defaults = LA_RELATIVE_PARAMS_INIT;
-    const la_params *b = la_params_find(p->params, LA_PARAMS_RELATIVE);
+    const la_params *b = la_params_find(p ? p->params : NULL, LA_PARAMS_RELATIVE);
     return b ? *(const la_relative_params *)b : defaults;
 }
 
