@@ -323,6 +323,19 @@ static row *registry_rows(const shape *shape_list, size_t n_shapes, size_t *n_ro
 
 /* The problem of a row: its shape, causal form, key lengths (pointing into the shape
  * table), φ, chunk, eps, and scale 1/8 for exact rows. */
+/* The blocks row_problem points at (static: its problem is returned by value). Linformer:
+ * the default rank (256) is above these shapes' M; k must be in 1..M, so k = min(M, 8).
+ * Additive scores: d_a = 8 keeps the N·M·d_a tanh of the 1000-token shapes quick
+ * (tests/attention/test_scores.c runs the default 64 and given weights). */
+#define RANK(k)                                                                                    \
+    {                                                                                              \
+        {LA_PARAMS_LINFORMER, NULL}, (k), NULL, NULL, 0                                            \
+    }
+static const la_linformer_params rank_up_to_8[8] = {RANK(1), RANK(2), RANK(3), RANK(4),
+                                                    RANK(5), RANK(6), RANK(7), RANK(8)};
+#undef RANK
+static const la_score_params score_dim_8 = {{LA_PARAMS_SCORE, NULL}, 8, NULL, NULL, 0};
+
 static la_problem row_problem(const row *r)
 {
     const shape *s = r->s;
@@ -334,11 +347,8 @@ static la_problem row_problem(const row *r)
     if (s->chunk) p.chunk = s->chunk;
     if (s->eps > 0) p.eps = s->eps;
     if (r->tol.exact) p.scale = 0.125;
-    /* Linformer: the default rank (256) is above these shapes' M; k must be in 1..M */
-    if (r->info->params & LA_PARAM_PROJ) p.proj_rank = s->m < 8 ? s->m : 8;
-    /* additive scores: d_a = 8 keeps the N·M·d_a tanh of the 1000-token shapes quick
-     * (tests/attention/test_scores.c runs the default 64 and given weights) */
-    if (r->info->params & LA_PARAM_SCORE_DIM) p.score_dim = 8;
+    if (r->info->params & LA_PARAM_PROJ) p.params = &rank_up_to_8[(s->m < 8 ? s->m : 8) - 1].head;
+    if (r->info->params & LA_PARAM_SCORE_DIM) p.params = &score_dim_8.head;
     return p;
 }
 
@@ -1393,7 +1403,8 @@ static void linear_gradient_yardsticks(const la_problem *p, const inputs *in, co
 static void favor_gradient_yardsticks(const row *r, const la_problem *p, const inputs *in,
                                       const backward_io *io, double y[2])
 {
-    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, m = p->features;
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v,
+                 m = la_favor_params_of(p).features;
     double *w = tu_f64(m * dk), *pq = tu_f64(m), *pk = tu_f64(M * m), *g = tu_f64(M);
     double *Pk = tu_f64(M), *per_key = tu_f64(M), *a = tu_f64(M);
     assert_int_equal(la_kernel_draw(r->info->kernel, p, w, NULL), LA_OK);
@@ -1640,8 +1651,9 @@ enum { ORACLE_TERMS_MAX = 50000000 };
 static int oracle_too_slow(const row *r)
 {
     const la_problem p = row_problem(r);
-    const double terms = (double)(p.batch * p.heads) * (double)p.n_queries * (double)p.n_keys *
-                         (r->info->params & LA_PARAM_FEATURES ? (double)p.features : 1);
+    const double terms =
+        (double)(p.batch * p.heads) * (double)p.n_queries * (double)p.n_keys *
+        (r->info->params & LA_PARAM_FEATURES ? (double)la_favor_params_of(&p).features : 1);
     return terms > ORACLE_TERMS_MAX;
 }
 

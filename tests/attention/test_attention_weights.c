@@ -157,21 +157,24 @@ static void free_inputs(inputs *in)
     free(in->q), free(in->k), free(in->v), free(in->q32), free(in->k32), free(in->v32);
 }
 
+/* The window of a row that reads one (local): narrower than every shape. */
+static const la_local_params narrow = {{LA_PARAMS_LOCAL, NULL}, 7};
+
 static void setup_problem(const wcase *c, la_problem *p)
 {
     problem_of(c, p);
     if (c->kernel == LA_KERNEL_HARD) p->scale = 0.125;
-    if (reads(c->kernel, LA_PARAM_WINDOW)) p->window = 7; /* narrower than every shape */
+    if (reads(c->kernel, LA_PARAM_WINDOW)) p->params = &narrow.head;
 }
 
 /* ------------------------------------------------------------------ the reference */
 
 /* Key j visible to query i: the masks, and for a row that reads a window (local) the
- * window |i − j| <= p->window. */
+ * window |i − j| <= narrow.window (setup_problem's block). */
 static bool visible(la_kernel kernel, const la_problem *p, size_t b, size_t i, size_t j)
 {
     if (p->key_lengths && (int64_t)j >= p->key_lengths[b]) return false;
-    if (reads(kernel, LA_PARAM_WINDOW) && (i > j ? i - j : j - i) > p->window) return false;
+    if (reads(kernel, LA_PARAM_WINDOW) && (i > j ? i - j : j - i) > narrow.window) return false;
     return !p->causal || j <= i;
 }
 

@@ -41,10 +41,31 @@ static double same_as_model(const la_cost *model, const double counted[7], const
             fail_msg("%s B=%zu H=%zu N=%zu M=%zu d_k=%zu d_v=%zu causal=%d chunk=%zu "
                      "window=%zu lengths=%s: flops_%s model %.17g, %s %.17g (seed %llu)",
                      what, p->batch, p->heads, p->n_queries, p->n_keys, p->d_k, p->d_v, p->causal,
-                     p->chunk, p->window, p->key_lengths ? "yes" : "no", names[f], want[f], who,
-                     counted[f], (unsigned long long)tu_seed());
+                     p->chunk, la_local_params_of(p).window, p->key_lengths ? "yes" : "no",
+                     names[f], want[f], who, counted[f], (unsigned long long)tu_seed());
     }
     return total;
+}
+
+/* One block of each kind, chained from p->params by blocks_attach (defaults, each kernel
+ * reading its own); the test sets a field of the kind it varies. */
+typedef struct {
+    la_local_params local;
+    la_linformer_params linformer;
+    la_favor_params favor;
+    la_score_params score;
+    la_relative_params relative;
+} blocks;
+
+static void blocks_attach(blocks *b, la_problem *p)
+{
+    *b = (blocks){LA_LOCAL_PARAMS_INIT, LA_LINFORMER_PARAMS_INIT, LA_FAVOR_PARAMS_INIT,
+                  LA_SCORE_PARAMS_INIT, LA_RELATIVE_PARAMS_INIT};
+    b->local.head.next = &b->linformer.head;
+    b->linformer.head.next = &b->favor.head;
+    b->favor.head.next = &b->score.head;
+    b->score.head.next = &b->relative.head;
+    p->params = &b->local.head;
 }
 
 /* Keys of entry b left visible by the key lengths. */
@@ -85,19 +106,20 @@ static double phi(const la_problem *p, double x, counts *c)
 }
 
 /* Softmax and hard attention, one head: scores, softmax (or argmax), P·V; local attention
- * (`local`) the same over the keys of query i's window, |i − j| <= p->window.
+ * (`local`) the same over the keys of query i's window, |i − j| <= r (its la_local_params).
  *   q: (N, d_k), k: (M, d_k), v: (M, d_v), out: (N, d_v) */
 static void count_softmax(const la_problem *p, size_t b, int hard, int local, const double *q,
                           const double *k, const double *v, double *out, counts *c)
 {
     const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v;
+    const size_t window = la_local_params_of(p).window;
     double *row = tu_f64(p->n_keys);
     for (size_t i = 0; i < N; i++) {
         size_t vis = keys_visible(p, b), first = 0;
         if (p->causal) vis = smaller(vis, i + 1);
         if (local) { /* the keys [first, vis) of the window */
-            first = i > p->window ? i - p->window : 0;
-            if (p->window < p->n_keys) vis = smaller(vis, i + p->window + 1);
+            first = i > window ? i - window : 0;
+            if (window < p->n_keys) vis = smaller(vis, i + window + 1);
             if (first > vis) first = vis;
         }
         /* scores: one multiply-add per (pair, feature) */
@@ -143,17 +165,18 @@ static void count_softmax(const la_problem *p, size_t b, int hard, int local, co
  * query, q·a^K_δ once for each distance δ the row meets (2·d_k each), then per pair q·k
  * (2·d_k) plus that term (1); softmax (5 per pair); per pair α·v (2·d_v) and α summed into
  * its distance (1); per distance the summed weight times a^V_δ (2·d_v). Tables drawn by
- * la_relative_embeddings from p->seed. */
+ * la_relative_embeddings from the block's seed. */
 static void count_relative(const la_problem *p, size_t b, const double *q, const double *k,
                            const double *v, double *out, counts *c)
 {
-    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, K = p->max_distance;
+    const la_relative_params rel = la_relative_params_of(p);
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v, K = rel.max_distance;
     const size_t rows = 2 * K + 1;
     double *a_k = tu_f64(rows * dk), *a_v = tu_f64(rows * dv), *row = tu_f64(M);
     double *qa = tu_f64(rows), *w = tu_f64(rows);
     size_t *index = tu_alloc(M * sizeof *index);
     bool *met = tu_alloc(rows * sizeof *met);
-    assert_int_equal(la_relative_embeddings(K, dk, dv, p->seed, a_k, a_v), LA_OK);
+    assert_int_equal(la_relative_embeddings(K, dk, dv, rel.seed, a_k, a_v), LA_OK);
     /* causal: query i sees j <= i + o, o = M − N bottom-right, 0 top-left */
     const double o = p->causal_align == LA_CAUSAL_BOTTOM_RIGHT ? (double)M - (double)N : 0;
     for (size_t i = 0; i < N; i++) {
@@ -382,12 +405,13 @@ static void count_on_features(const la_problem *p, size_t m, int recurrent, cons
 static void count_linformer(const la_problem *p, size_t b, const double *q, const double *k,
                             const double *v, double *out, counts *c)
 {
-    const size_t M = p->n_keys, r = p->proj_rank, dk = p->d_k, dv = p->d_v;
+    const la_linformer_params lin = la_linformer_params_of(p);
+    const size_t M = p->n_keys, r = lin.proj_rank, dk = p->d_k, dv = p->d_v;
     const size_t vis = keys_visible(p, b);
     double *drawn = tu_f64(2 * r * M), *kp = tu_f64(r * dk), *vp = tu_f64(r * dv);
-    const double *e = p->proj_e, *f = p->proj_f;
+    const double *e = lin.proj_e, *f = lin.proj_f;
     if (!e) {
-        assert_int_equal(la_linformer_projections(r, M, p->seed, drawn, drawn + r * M), LA_OK);
+        assert_int_equal(la_linformer_projections(r, M, lin.seed, drawn, drawn + r * M), LA_OK);
         e = drawn, f = drawn + r * M;
     }
     for (size_t a = 0; a < r; a++) {
@@ -422,9 +446,10 @@ static void count_linformer(const la_problem *p, size_t b, const double *q, cons
  *     multiply-add (qk); then softmax and P·V as count_softmax counts them. */
 static const double *score_weights_of(const la_problem *p, la_kernel kernel, double *drawn)
 {
-    if (p->score_w) return p->score_w;
-    const size_t n_w = kernel == LA_KERNEL_GENERAL ? p->d_k * p->d_k : 2 * p->d_k * p->score_dim;
-    assert_int_equal(la_score_weights(kernel, p->d_k, p->score_dim, p->seed, drawn,
+    const la_score_params score = la_score_params_of(p);
+    if (score.score_w) return score.score_w;
+    const size_t n_w = kernel == LA_KERNEL_GENERAL ? p->d_k * p->d_k : 2 * p->d_k * score.score_dim;
+    assert_int_equal(la_score_weights(kernel, p->d_k, score.score_dim, score.seed, drawn,
                                       kernel == LA_KERNEL_ADDITIVE ? drawn + n_w : NULL),
                      LA_OK);
     return drawn;
@@ -475,14 +500,15 @@ static void count_cosine(const la_problem *p, size_t b, const double *q, const d
 static void count_additive(const la_problem *p, size_t b, const double *q, const double *k,
                            const double *v, double *out, counts *c)
 {
-    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v, da = p->score_dim;
+    const la_score_params score = la_score_params_of(p);
+    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v, da = score.score_dim;
     const size_t vis = keys_visible(p, b);
     memset(out, 0, N * dv * sizeof *out);
     if (vis == 0) return;
     double *drawn = tu_f64(2 * dk * da + da), *a = tu_f64(N * da), *cm = tu_f64(vis * da);
     double *row = tu_f64(vis);
     const double *w = score_weights_of(p, LA_KERNEL_ADDITIVE, drawn);
-    const double *wv = p->score_w ? p->score_v : drawn + 2 * dk * da;
+    const double *wv = score.score_w ? score.score_v : drawn + 2 * dk * da;
     for (size_t i = 0; i < N; i++)
         for (size_t e = 0; e < da; e++) {
             a[i * da + e] = 0;
@@ -523,7 +549,7 @@ static void count_additive(const la_problem *p, size_t b, const double *q, const
     free(row);
 }
 
-/* FAVOR+, one head, in the form its kernel runs: m = p->features random features (W from
+/* FAVOR+, one head, in the form its kernel runs: m random features (its la_favor_params) (W from
  * la_favor_features), counted as issued:
  *   per query: the projection s·q Wᵀ (2·d_k per feature), the row max P (1 per feature),
  *     φ = exp((proj − P) − ln(m)/2) (3 per feature);
@@ -539,7 +565,8 @@ static void count_additive(const la_problem *p, size_t b, const double *q, const
 static void count_favor(const la_problem *p, size_t b, bool recurrent, const double *q,
                         const double *k, const double *v, double *out, counts *c)
 {
-    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v, m = p->features;
+    const la_favor_params favor = la_favor_params_of(p);
+    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v, m = favor.features;
     const size_t vis = keys_visible(p, b);
     memset(out, 0, N * dv * sizeof *out);
     if (vis == 0) return;
@@ -551,7 +578,7 @@ static void count_favor(const la_problem *p, size_t b, bool recurrent, const dou
     double *S = calloc(m * dv, sizeof *S), *z = calloc(m, sizeof *z);
     assert_non_null(S);
     assert_non_null(z);
-    assert_int_equal(la_favor_features(m, dk, p->seed, w), LA_OK);
+    assert_int_equal(la_favor_features(m, dk, favor.seed, w), LA_OK);
     const double s = pow((double)dk, -0.25), half_log_m = 0.5 * log((double)m);
     for (size_t i = 0; i < N; i++) {
         double max = -INFINITY;
@@ -701,7 +728,7 @@ static void count_favor(const la_problem *p, size_t b, bool recurrent, const dou
 static double bytes_counted(la_kernel kernel, const la_problem *p, size_t elem)
 {
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
-    const size_t m = p->features, rank = p->proj_rank;
+    const size_t m = la_favor_params_of(p).features, rank = la_linformer_params_of(p).proj_rank;
     double bytes = 0;
     switch (kernel) { /* arrays of the call, read once: float64 whatever elem */
     case LA_KERNEL_LINFORMER: bytes += (double)(2 * rank * M * sizeof(double)); break; /* E, F */
@@ -709,10 +736,11 @@ static double bytes_counted(la_kernel kernel, const la_problem *p, size_t elem)
     case LA_KERNEL_FAVOR_RECURRENT: bytes += (double)(m * dk * sizeof(double)); break; /* W */
     case LA_KERNEL_GENERAL: bytes += (double)(dk * dk * sizeof(double)); break;        /* W */
     case LA_KERNEL_RELATIVE: /* a^K (2K+1, d_k), a^V (2K+1, d_v) */
-        bytes += (double)((2 * p->max_distance + 1) * (dk + dv) * sizeof(double));
+        bytes +=
+            (double)((2 * la_relative_params_of(p).max_distance + 1) * (dk + dv) * sizeof(double));
         break;
     case LA_KERNEL_ADDITIVE: /* W (d_a, 2 d_k), v */
-        bytes += (double)((p->score_dim * 2 * dk + p->score_dim) * sizeof(double));
+        bytes += (double)((la_score_params_of(p).score_dim * (2 * dk + 1)) * sizeof(double));
         break;
     default: break;
     }
@@ -746,7 +774,8 @@ static double bytes_counted(la_kernel kernel, const la_problem *p, size_t elem)
                 elements += 2 * (N * dk) + 2 * (M * dk); /* normalised q, k out and back */
                 break;
             case LA_KERNEL_ADDITIVE: /* Q W_qᵀ and K W_kᵀ out and back */
-                elements += 2 * (N * p->score_dim) + 2 * (M * p->score_dim);
+                elements += 2 * (N * la_score_params_of(p).score_dim) +
+                            2 * (M * la_score_params_of(p).score_dim);
                 break;
             default:
                 fail_msg("%s: no byte count here for this kernel: say what its algorithm must "
@@ -856,25 +885,28 @@ static void model_equals_counted_loops(void **state)
                     size_t B = 1 + tu_next(&r) % 3, H = 1 + tu_next(&r) % 2;
                     size_t dk = dims[tu_next(&r) % 3], dv = dims[tu_next(&r) % 3];
                     la_problem p;
+                    blocks bl;
                     la_problem_init(&p, B, H, sizes[ni], sizes[mi], dk, dv);
+                    blocks_attach(&bl, &p);
                     p.causal = causal;
                     p.chunk = 1 + tu_next(&r) % (sizes[ni] + 2);
                     /* local: every window from 1 past max(N, M) */
-                    p.window = 1 + tu_next(&r) % (sizes[ni] + sizes[mi]);
+                    bl.local.window = 1 + tu_next(&r) % (sizes[ni] + sizes[mi]);
                     p.feature_map = tu_next(&r) % 2 ? LA_FEATURE_RELU : LA_FEATURE_ELU1;
                     if (kernel == LA_KERNEL_FAVOR || kernel == LA_KERNEL_FAVOR_RECURRENT)
-                        p.features = 1 + tu_next(&r) % 9;
+                        bl.favor.features = 1 + tu_next(&r) % 9;
                     if (tu_next(&r) % 2) {
                         for (size_t b = 0; b < B; b++)
                             lengths[b] = (int64_t)(tu_next(&r) % (sizes[mi] + 1));
                         p.key_lengths = lengths;
                     }
                     /* Linformer: k in 1..M (drawn projections) */
-                    p.proj_rank = 1 + tu_next(&r) % sizes[mi];
+                    bl.linformer.proj_rank = 1 + tu_next(&r) % sizes[mi];
                     /* relative: every clip distance from 1 past max(N, M) */
-                    p.max_distance = 1 + tu_next(&r) % (sizes[ni] + sizes[mi]);
-                    p.seed = tu_next(&r);
-                    p.score_dim = 1 + tu_next(&r) % 5; /* additive: d_a, W drawn */
+                    bl.relative.max_distance = 1 + tu_next(&r) % (sizes[ni] + sizes[mi]);
+                    bl.linformer.seed = bl.favor.seed = bl.score.seed = bl.relative.seed =
+                        tu_next(&r);                          /* every drawn tensor */
+                    bl.score.score_dim = 1 + tu_next(&r) % 5; /* additive: d_a, W drawn */
                     check_model((la_kernel)kernel, &p, &r);
                     cases++;
                 }
@@ -888,23 +920,24 @@ static void model_equals_counted_loops(void **state)
 
 /* The backward of softmax (fused: FlashAttention-2's formula, materializing: the
  * textbook one), of local attention (the fused formula over the keys [first, vis) of query
- * i's window, |i − j| <= p->window) or of hard attention, one head, counted: q (N, d_k), k (M,
- * d_k), v (M, d_v), d_out (N, d_v); d_q, d_k, d_v (zeroed by the caller) shaped as q, k, v. Not
- * counted, by the model's convention (lib/linattn.h, la_attention_backward_cost): the fused
- * backward's lse and the forward's out it reads, both computed here first. */
+ * i's window, |i − j| <= r, its la_local_params) or of hard attention, one head, counted: q (N,
+ * d_k), k (M, d_k), v (M, d_v), d_out (N, d_v); d_q, d_k, d_v (zeroed by the caller) shaped as q,
+ * k, v. Not counted, by the model's convention (lib/linattn.h, la_attention_backward_cost): the
+ * fused backward's lse and the forward's out it reads, both computed here first. */
 static void count_backward(const la_problem *p, size_t b, la_kernel kernel, const double *q,
                            const double *k, const double *v, const double *d_out, double *d_q,
                            double *d_k, double *d_v, counts *c)
 {
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    const size_t window = la_local_params_of(p).window;
     double *P = tu_f64(M), *dP = tu_f64(M);
     for (size_t i = 0; i < N; i++) {
         size_t vis = keys_visible(p, b);
         if (p->causal) vis = smaller(vis, i + 1);
         size_t first = 0;
         if (kernel == LA_KERNEL_LOCAL) { /* the keys [first, vis) of the window */
-            first = i > p->window ? i - p->window : 0;
-            if (p->window < p->n_keys) vis = smaller(vis, i + p->window + 1);
+            first = i > window ? i - window : 0;
+            if (window < p->n_keys) vis = smaller(vis, i + window + 1);
             if (first > vis) first = vis;
         }
         if (vis == first) continue;
@@ -1000,9 +1033,11 @@ static void backward_model_equals_counted_loops(void **state)
                     const size_t B = 1 + tu_next(&r) % 3, H = 1 + tu_next(&r) % 2;
                     const size_t dk = dims[tu_next(&r) % 3], dv = dims[tu_next(&r) % 3];
                     la_problem p;
+                    blocks bl;
                     la_problem_init(&p, B, H, sizes[ni], sizes[mi], dk, dv);
+                    blocks_attach(&bl, &p);
                     p.causal = causal;
-                    p.window = 1 + tu_next(&r) % 18; /* local: 1 past N and M */
+                    bl.local.window = 1 + tu_next(&r) % 18; /* local: 1 past N and M */
                     if (tu_next(&r) % 2) {
                         for (size_t b = 0; b < B; b++)
                             lengths[b] = (int64_t)(tu_next(&r) % (sizes[mi] + 1));
@@ -1163,14 +1198,16 @@ static size_t each_linear_call(void (*check)(la_kernel, la_dtype, const la_probl
                             continue;
                         size_t B = 1 + tu_next(r) % 3, H = 1 + tu_next(r) % 2;
                         la_problem p;
+                        blocks bl;
                         la_problem_init(&p, B, H, sizes[ni], sizes[mi], dims[tu_next(r) % 4],
                                         dims[tu_next(r) % 4]);
+                        blocks_attach(&bl, &p);
                         p.causal = causal;
                         p.chunk = 1 + tu_next(r) % (sizes[ni] + 2);
                         p.feature_map = tu_next(r) % 2 ? LA_FEATURE_RELU : LA_FEATURE_ELU1;
                         if (kernels[kr] == LA_KERNEL_FAVOR ||
                             kernels[kr] == LA_KERNEL_FAVOR_RECURRENT)
-                            p.features = 1 + tu_next(r) % 40;
+                            bl.favor.features = 1 + tu_next(r) % 40;
                         if (tu_next(r) % 2) {
                             for (size_t b = 0; b < B; b++)
                                 lengths[b] = (int64_t)(tu_next(r) % (sizes[mi] + 1));
@@ -1199,12 +1236,14 @@ static size_t each_linear_call(void (*check)(la_kernel, la_dtype, const la_probl
                     if (la_kernel_get(kernels[kr])->causal == LA_CAUSAL_REQUIRED && !causal)
                         continue;
                     la_problem p;
+                    blocks bl;
                     la_problem_init(&p, 1, 2, big[x][0], big[x][1], big[x][2], big[x][3]);
+                    blocks_attach(&bl, &p);
                     p.causal = causal;
                     p.chunk = x % 2 ? 64 : 32;
                     /* the quick profile: FAVOR+ on 64 features, not the default 256 (the
                      * linear kernels' blocks and chunks then run on d_k = 64) */
-                    if (tu_quick()) p.features = 64;
+                    if (tu_quick()) bl.favor.features = 64;
                     check(kernels[kr], x % 2 ? LA_FLOAT32 : LA_FLOAT64, &p, r);
                     *counted += la_count_get(LA_COUNT_QK) + la_count_get(LA_COUNT_KV);
                     cases++;
@@ -1280,7 +1319,7 @@ static void check_backward_counts(la_kernel kernel, la_dtype dtype, const la_pro
      * Taylor's 1 + d_k + d_k² */
     const double width = kernel == LA_KERNEL_TAYLOR ? (double)(1 + dk + dk * dk)
                          : kernel == LA_KERNEL_FAVOR || kernel == LA_KERNEL_FAVOR_RECURRENT
-                             ? (double)p->features
+                             ? (double)la_favor_params_of(p).features
                              : (double)dk;
     const double total =
         compare_counts("backward ", kernel, dtype, p, 6 * width, 4 * (double)dv, &model);
@@ -1335,8 +1374,8 @@ static void check_kernel_counts_local(la_dtype dtype, const la_problem *p, tu_rn
                  "lengths=%s: model qk %.17g av %.17g, kernel counted qk %.17g av %.17g "
                  "(seed %llu)",
                  dtype == LA_FLOAT32 ? "f32" : "f64", la_get_num_threads(), N, M, p->d_k, p->d_v,
-                 p->causal, p->window, p->key_lengths ? "yes" : "no", model.flops_qk,
-                 model.flops_av, qk, av, (unsigned long long)tu_seed());
+                 p->causal, la_local_params_of(p).window, p->key_lengths ? "yes" : "no",
+                 model.flops_qk, model.flops_av, qk, av, (unsigned long long)tu_seed());
     free(q), free(k), free(v), free(out);
 }
 
@@ -1372,10 +1411,12 @@ static void local_model_equals_kernel_counts(void **state)
                 for (int causal = 0; causal <= 1; causal++) {
                     const size_t M = sizes[tu_next(&r) % n_sizes];
                     la_problem p;
+                    blocks bl;
                     la_problem_init(&p, 2, 1 + tu_next(&r) % 2, sizes[ni], M, 1 + tu_next(&r) % 16,
                                     1 + tu_next(&r) % 16);
+                    blocks_attach(&bl, &p);
                     p.causal = causal;
-                    p.window = windows[w];
+                    bl.local.window = windows[w];
                     if (tu_next(&r) % 2) {
                         lengths[0] = (int64_t)(tu_next(&r) % (M + 1));
                         lengths[1] = (int64_t)M;
@@ -1466,9 +1507,11 @@ static void engine_work_follows_visibility(void **state)
     size_t calls = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         la_problem p, cut;
+        blocks bl;
         la_problem_init(&p, 2, 2, cases[c].N, cases[c].M, cases[c].d, cases[c].d);
+        blocks_attach(&bl, &p);
         p.causal = cases[c].causal;
-        p.window = 16;
+        bl.local.window = 16;
         if (cases[c].lengths[0] >= 0) p.key_lengths = cases[c].lengths;
         cut = p;
         cut.n_keys = cases[c].seen;
@@ -1520,8 +1563,10 @@ static void engine_work_follows_visibility(void **state)
     for (size_t ki = 0; ki < sizeof masked_kernels / sizeof masked_kernels[0]; ki++)
         for (int which = 0; which < 2; which++) {
             la_problem p, lengthened;
+            blocks bl;
             la_problem_init(&p, 2, 2, N, M, d, d);
-            p.window = 600; /* local: windows reaching past key 256 */
+            blocks_attach(&bl, &p);
+            bl.local.window = 600; /* local: windows reaching past key 256 */
             lengthened = p;
             lengthened.key_lengths = lengths;
             if (which == 0)
@@ -1631,11 +1676,13 @@ static void workspace_matches_kernels(void **state)
                 size_t N = sizes[tu_next(&r) % 6], M = sizes[tu_next(&r) % 6];
                 size_t dk = 1 + tu_next(&r) % 9, dv = 1 + tu_next(&r) % 9;
                 la_problem p;
+                blocks bl;
                 la_problem_init(&p, B, H, N, M, dk, dv);
+                blocks_attach(&bl, &p);
                 p.causal = (int)(tu_next(&r) % 2);
                 if (!causal_allowed((la_kernel)kernel, p.causal)) p.causal = !p.causal;
                 p.chunk = 1 + tu_next(&r) % 80;
-                p.proj_rank = 1 + tu_next(&r) % M; /* Linformer: k in 1..M */
+                bl.linformer.proj_rank = 1 + tu_next(&r) % M; /* Linformer: k in 1..M */
                 float *q = tu_f32(B * H * N * dk), *k = tu_f32(B * H * M * dk);
                 float *v = tu_f32(B * H * M * dv), *out = tu_f32(B * H * N * dv);
                 for (size_t x = 0; x < B * H * N * dk; x++)

@@ -158,11 +158,13 @@ static void kernels_match_reference(void **state)
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const fshape *s = &shapes[si];
         la_problem p;
+        la_favor_params favor = LA_FAVOR_PARAMS_INIT;
         la_problem_init(&p, s->B, s->H, s->N, s->M, s->dk, s->dv);
-        p.features = s->m;
+        p.params = &favor.head;
+        favor.features = s->m;
         p.causal = s->causal;
         p.chunk = s->chunk;
-        p.seed = tu_seed() + si;
+        favor.seed = tu_seed() + si;
         if (s->lengths[0] >= 0) p.key_lengths = s->lengths;
         const size_t nq = s->B * s->H * s->N * s->dk, nk = s->B * s->H * s->M * s->dk;
         const size_t nv = s->B * s->H * s->M * s->dv, no = s->B * s->H * s->N * s->dv;
@@ -204,8 +206,10 @@ static void output_follows_the_seed(void **state)
 {
     (void)state;
     la_problem p;
+    la_favor_params favor = LA_FAVOR_PARAMS_INIT;
     la_problem_init(&p, 1, 2, 30, 30, 8, 8);
-    p.features = 32;
+    p.params = &favor.head;
+    favor.features = 32;
     const size_t n = 2 * 30 * 8;
     tu_rng r = tu_rng_for("output_follows_the_seed");
     double *q = tu_f64(n), *k = tu_f64(n), *v = tu_f64(n);
@@ -213,10 +217,10 @@ static void output_follows_the_seed(void **state)
     tu_fill_normal(&r, q, n, 0.5);
     tu_fill_normal(&r, k, n, 0.5);
     tu_fill_normal(&r, v, n, 1);
-    p.seed = 1;
+    favor.seed = 1;
     assert_int_equal(la_favor_attention_f64(&p, q, k, v, a), LA_OK);
     assert_int_equal(la_favor_attention_f64(&p, q, k, v, b), LA_OK);
-    p.seed = 2;
+    favor.seed = 2;
     assert_int_equal(la_favor_attention_f64(&p, q, k, v, c), LA_OK);
     assert_memory_equal(a, b, n * sizeof *a);
     assert_true(tu_rel_error_f64(c, a, n, NULL) > 1e-3);
@@ -229,8 +233,10 @@ static void range_refused_in_float32(void **state)
 {
     (void)state;
     la_problem p;
+    la_favor_params favor = LA_FAVOR_PARAMS_INIT;
     la_problem_init(&p, 1, 1, 4, 4, 4, 2);
-    p.features = 8;
+    p.params = &favor.head;
+    favor.features = 8;
     const size_t n = 16;
     double q[16], k[16], v[8], y64[8], ref[8];
     float qf[16], kf[16], vf[8], y32[8];
@@ -291,10 +297,12 @@ static void backward_through_the_stabilizers(void **state)
     const size_t B = 1, H = 2, N = 6, M = 6, dk = 4, dv = 3;
     const size_t nq = B * H * N * dk, nk = B * H * M * dk, nv = B * H * M * dv, no = B * H * N * dv;
     la_problem p;
+    la_favor_params favor = LA_FAVOR_PARAMS_INIT;
     la_problem_init(&p, B, H, N, M, dk, dv);
-    p.features = 8;
+    p.params = &favor.head;
+    favor.features = 8;
     p.eps = 1e-3;
-    p.seed = tu_seed();
+    favor.seed = tu_seed();
     tu_rng r = tu_rng_for("backward_through_the_stabilizers");
     double *x[4] = {tu_f64(nq), tu_f64(nk), tu_f64(nv), tu_f64(no)};
     float *y[4] = {tu_f32(nq), tu_f32(nk), tu_f32(nv), tu_f32(no)};
@@ -394,10 +402,12 @@ static void recurrent_agrees_with_chunked(void **state)
     tu_to_f32(k, kf, nq), tu_to_f64(kf, k, nq);
     tu_to_f32(v, vf, nv), tu_to_f64(vf, v, nv);
     la_problem p;
+    la_favor_params favor = LA_FAVOR_PARAMS_INIT;
     la_problem_init(&p, B, H, N, N, dk, dv);
+    p.params = &favor.head;
     p.causal = 1;
-    p.features = 24;
-    p.seed = tu_seed();
+    favor.features = 24;
+    favor.seed = tu_seed();
     const double eps[] = {0, 1e-3};
     const size_t chunks[] = {1, 3, N};
     for (size_t e = 0; e < 2; e++) {
@@ -495,20 +505,22 @@ static void step_api_matches_kernels(void **state)
     for (size_t mi = 0; mi < 3; mi++) {
         for (size_t e = 0; e < 2; e++) {
             la_problem p;
+            la_favor_params favor = LA_FAVOR_PARAMS_INIT;
             la_problem_init(&p, B, H, T, T, dk, dv);
+            p.params = &favor.head;
             p.causal = 1;
-            p.features = ms[mi];
+            favor.features = ms[mi];
             p.eps = eps[e];
-            p.seed = tu_seed() + mi;
+            favor.seed = tu_seed() + mi;
             assert_int_equal(la_ref_favor_attention(&p, q, k, v, ref), LA_OK);
             assert_int_equal(la_favor_attention_recurrent_f64(&p, q, k, v, rec), LA_OK);
             la_linear_state *s64, *s32;
-            assert_int_equal(
-                la_favor_state_create(&s64, LA_FLOAT64, heads, dk, dv, p.features, p.seed, p.eps),
-                LA_OK);
-            assert_int_equal(
-                la_favor_state_create(&s32, LA_FLOAT32, heads, dk, dv, p.features, p.seed, p.eps),
-                LA_OK);
+            assert_int_equal(la_favor_state_create(&s64, LA_FLOAT64, heads, dk, dv, favor.features,
+                                                   favor.seed, p.eps),
+                             LA_OK);
+            assert_int_equal(la_favor_state_create(&s32, LA_FLOAT32, heads, dk, dv, favor.features,
+                                                   favor.seed, p.eps),
+                             LA_OK);
             step_all_f64(s64, q, k, v, y64, heads, T, dk, dv, 0, T);
             step_all_f32(s32, qf, kf, vf, y32, heads, T, dk, dv);
             assert_int_equal(la_linear_state_position(s64), T);
@@ -639,16 +651,18 @@ static void approaches_softmax_at_monte_carlo_rate(void **state)
     tu_fill_normal(&r, v, n, 1);
     for (int causal = 0; causal <= 1; causal++) {
         la_problem p;
+        la_favor_params favor = LA_FAVOR_PARAMS_INIT;
         la_problem_init(&p, 1, 1, N, N, D, D);
+        p.params = &favor.head;
         p.causal = causal;
         p.eps = 0;
         assert_int_equal(la_ref_softmax_attention(&p, q, k, v, exact), LA_OK);
         double err[NM], sx = 0, sy = 0, sxx = 0, sxy = 0;
         for (size_t mi = 0; mi < NM; mi++) {
-            p.features = ms[mi];
+            favor.features = ms[mi];
             err[mi] = 0;
             for (uint64_t s = 0; s < SEEDS; s++) {
-                p.seed = tu_seed() * 1000 + s;
+                favor.seed = tu_seed() * 1000 + s;
                 assert_int_equal(la_favor_attention_f64(&p, q, k, v, y), LA_OK);
                 err[mi] += tu_rel_error_f64(y, exact, n, NULL) / SEEDS;
             }

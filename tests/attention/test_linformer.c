@@ -76,13 +76,15 @@ static void matches_reference(void **state)
                 la_problem p;
                 la_problem_init(&p, shapes[s].batch, shapes[s].heads, shapes[s].n, shapes[s].m,
                                 shapes[s].dk, shapes[s].dv);
-                p.proj_rank = shapes[s].rank;
-                p.seed = tu_next(&r);
+                la_linformer_params lin = LA_LINFORMER_PARAMS_INIT;
+                p.params = &lin.head;
+                lin.proj_rank = shapes[s].rank;
+                lin.seed = tu_next(&r);
                 double *e = NULL;
                 if (given) {
-                    e = tu_f64(2 * p.proj_rank * p.n_keys);
-                    tu_fill_normal(&r, e, 2 * p.proj_rank * p.n_keys, 0.3);
-                    p.proj_e = e, p.proj_f = e + p.proj_rank * p.n_keys;
+                    e = tu_f64(2 * lin.proj_rank * p.n_keys);
+                    tu_fill_normal(&r, e, 2 * lin.proj_rank * p.n_keys, 0.3);
+                    lin.proj_e = e, lin.proj_f = e + lin.proj_rank * p.n_keys;
                 }
                 if (with_lengths) {
                     for (size_t b = 0; b < p.batch; b++)
@@ -91,7 +93,7 @@ static void matches_reference(void **state)
                     p.key_lengths = lengths;
                 }
                 char what[160];
-                snprintf(what, sizeof what, "shape %zu, k=%zu, %s projections%s", s, p.proj_rank,
+                snprintf(what, sizeof what, "shape %zu, k=%zu, %s projections%s", s, lin.proj_rank,
                          given ? "given" : "drawn", with_lengths ? ", key lengths" : "");
                 check_against_reference(&p, &r, what);
                 free(e);
@@ -111,12 +113,14 @@ static void identity_is_softmax(void **state)
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
         la_problem p;
         la_problem_init(&p, 2, 2, 33, ms[i], 8, 5);
-        p.proj_rank = ms[i];
+        la_linformer_params lin = LA_LINFORMER_PARAMS_INIT;
+        p.params = &lin.head;
+        lin.proj_rank = ms[i];
         double *eye = tu_f64(ms[i] * ms[i]);
         memset(eye, 0, ms[i] * ms[i] * sizeof *eye);
         for (size_t j = 0; j < ms[i]; j++)
             eye[j * ms[i] + j] = 1;
-        p.proj_e = p.proj_f = eye;
+        lin.proj_e = lin.proj_f = eye;
         io x = io_make(&p, &r);
         float *soft32 = tu_f32(x.no);
         assert_int_equal(la_softmax_attention_f64(&p, x.q, x.k, x.v, x.ref), LA_OK);
@@ -139,18 +143,22 @@ static void given_equals_drawn(void **state)
     tu_rng r = tu_rng_for("given_equals_drawn");
     la_problem p;
     la_problem_init(&p, 2, 3, 40, 90, 8, 6);
-    p.proj_rank = 20;
-    p.seed = tu_next(&r);
+    la_linformer_params lin = LA_LINFORMER_PARAMS_INIT;
+    p.params = &lin.head;
+    lin.proj_rank = 20;
+    lin.seed = tu_next(&r);
     io x = io_make(&p, &r);
-    double *ef = tu_f64(2 * p.proj_rank * p.n_keys), *y64 = tu_f64(x.no);
+    double *ef = tu_f64(2 * lin.proj_rank * p.n_keys), *y64 = tu_f64(x.no);
     float *y32 = tu_f32(x.no);
-    assert_int_equal(
-        la_linformer_projections(p.proj_rank, p.n_keys, p.seed, ef, ef + p.proj_rank * p.n_keys),
-        LA_OK);
+    assert_int_equal(la_linformer_projections(lin.proj_rank, p.n_keys, lin.seed, ef,
+                                              ef + lin.proj_rank * p.n_keys),
+                     LA_OK);
     assert_int_equal(la_linformer_attention_f64(&p, x.q, x.k, x.v, x.out), LA_OK);
     assert_int_equal(la_linformer_attention_f32(&p, x.q32, x.k32, x.v32, x.out32), LA_OK);
     la_problem given = p;
-    given.proj_e = ef, given.proj_f = ef + p.proj_rank * p.n_keys;
+    la_linformer_params given_lin = lin;
+    given_lin.proj_e = ef, given_lin.proj_f = ef + lin.proj_rank * p.n_keys;
+    given.params = &given_lin.head;
     assert_int_equal(la_linformer_attention_f64(&given, x.q, x.k, x.v, y64), LA_OK);
     assert_int_equal(la_linformer_attention_f32(&given, x.q32, x.k32, x.v32, y32), LA_OK);
     assert_memory_equal(y64, x.out, x.no * sizeof *y64);
@@ -163,7 +171,7 @@ static void given_equals_drawn(void **state)
                          LA_OK);
         assert_int_equal(la_attention_cost(LA_KERNEL_LINFORMER, &p, (la_dtype)dtype, &drawn_cost),
                          LA_OK);
-        const double copy = 2.0 * (double)(p.proj_rank * p.n_keys) * (dtype ? 8 : 4);
+        const double copy = 2.0 * (double)(lin.proj_rank * p.n_keys) * (dtype ? 8 : 4);
         assert_true(drawn_cost.workspace_bytes - cost.workspace_bytes == (dtype ? copy : 0));
         la_problem at = given;
         at.workspace_limit = (size_t)cost.workspace_bytes;
@@ -179,7 +187,9 @@ static void given_equals_drawn(void **state)
     }
     /* another seed: another draw, another output */
     la_problem other = p;
-    other.seed = p.seed + 1;
+    la_linformer_params other_lin = lin;
+    other_lin.seed = lin.seed + 1;
+    other.params = &other_lin.head;
     assert_int_equal(la_linformer_attention_f64(&other, x.q, x.k, x.v, y64), LA_OK);
     assert_true(tu_rel_error_f64(y64, x.out, x.no, NULL) > 1e-3);
     free(ef), free(y64), free(y32);
@@ -233,18 +243,22 @@ static void key_lengths_project_visible_keys(void **state)
     const size_t M = 50, L = 23, rank = 10;
     la_problem p;
     la_problem_init(&p, 1, 2, 19, M, 6, 4);
-    p.proj_rank = rank;
+    la_linformer_params lin = LA_LINFORMER_PARAMS_INIT;
+    p.params = &lin.head;
+    lin.proj_rank = rank;
     const int64_t length = (int64_t)L;
     p.key_lengths = &length;
     double *ef = tu_f64(2 * rank * M);
     tu_fill_normal(&r, ef, 2 * rank * M, 0.3);
-    p.proj_e = ef, p.proj_f = ef + rank * M;
+    lin.proj_e = ef, lin.proj_f = ef + rank * M;
     io x = io_make(&p, &r);
     assert_int_equal(la_linformer_attention_f64(&p, x.q, x.k, x.v, x.out), LA_OK);
     /* the truncated problem: the first L keys of each head, the first L columns */
     la_problem t;
     la_problem_init(&t, 1, 2, 19, L, 6, 4);
-    t.proj_rank = rank;
+    la_linformer_params t_lin = LA_LINFORMER_PARAMS_INIT;
+    t.params = &t_lin.head;
+    t_lin.proj_rank = rank;
     double *et = tu_f64(2 * rank * L), *kt = tu_f64(2 * L * 6), *vt = tu_f64(2 * L * 4);
     for (size_t a = 0; a < 2 * rank; a++)
         memcpy(et + a * L, ef + a * M, L * sizeof *et);
@@ -252,7 +266,7 @@ static void key_lengths_project_visible_keys(void **state)
         memcpy(kt + h * L * 6, x.k + h * M * 6, L * 6 * sizeof *kt);
         memcpy(vt + h * L * 4, x.v + h * M * 4, L * 4 * sizeof *vt);
     }
-    t.proj_e = et, t.proj_f = et + rank * L;
+    t_lin.proj_e = et, t_lin.proj_f = et + rank * L;
     assert_int_equal(la_ref_linformer_attention(&t, x.q, kt, vt, x.ref), LA_OK);
     tu_assert_close_f64(x.out, x.ref, x.no, 1e-12, "key length %zu of %zu", L, M);
     free(ef), free(et), free(kt), free(vt);
@@ -262,6 +276,7 @@ static void key_lengths_project_visible_keys(void **state)
 typedef struct {
     const char *what;
     la_problem p;
+    la_linformer_params lin; /* p.params, set once the cases are in place */
     la_status want;
     bool reference_too; /* the reference refuses it too */
 } refusal;
@@ -274,7 +289,9 @@ static void refusals(void **state)
     tu_rng r = tu_rng_for("refusals");
     la_problem good;
     la_problem_init(&good, 1, 2, 8, 12, 4, 3);
-    good.proj_rank = 5;
+    la_linformer_params good_lin = LA_LINFORMER_PARAMS_INIT;
+    good.params = &good_lin.head;
+    good_lin.proj_rank = 5;
     io x = io_make(&good, &r);
     /* projections of the good shape (k, M) = (5, 12): finite, one NaN, huge */
     double e_ok[5 * 12], e_nan[5 * 12], e_huge[5 * 12];
@@ -285,21 +302,23 @@ static void refusals(void **state)
     size_t n = 0;
 #define CASE(text, field, value, status, ref)                                                      \
     do {                                                                                           \
-        cases[n] = (refusal){(text), good, (status), (ref)};                                       \
-        cases[n++].p.field = (value);                                                              \
+        cases[n] = (refusal){(text), good, good_lin, (status), (ref)};                             \
+        cases[n++].field = (value);                                                                \
     } while (0)
-    CASE("k > M", proj_rank, 13, LA_EINVAL, true);
-    CASE("k = 0", proj_rank, 0, LA_EINVAL, true);
-    CASE("causal", causal, 1, LA_EINVAL, true);
-    CASE("E given, F NULL", proj_e, e_ok, LA_EINVAL, true);
-    CASE("F given, E NULL", proj_f, e_ok, LA_EINVAL, true);
-    CASE("workspace_limit 0", workspace_limit, 0, LA_EBUDGET, false);
-    CASE("a NaN in E", proj_e, e_nan, LA_EINVAL, true);
-    cases[n - 1].p.proj_f = e_ok;
+    CASE("k > M", lin.proj_rank, 13, LA_EINVAL, true);
+    CASE("k = 0", lin.proj_rank, 0, LA_EINVAL, true);
+    CASE("causal", p.causal, 1, LA_EINVAL, true);
+    CASE("E given, F NULL", lin.proj_e, e_ok, LA_EINVAL, true);
+    CASE("F given, E NULL", lin.proj_f, e_ok, LA_EINVAL, true);
+    CASE("workspace_limit 0", p.workspace_limit, 0, LA_EBUDGET, false);
+    CASE("a NaN in E", lin.proj_e, e_nan, LA_EINVAL, true);
+    cases[n - 1].lin.proj_f = e_ok;
     /* float32 only: every projected entry within 12·1e37·max|K|, beyond FLT_MAX/8 */
-    CASE("E and F of 1e37 (the range rule)", proj_e, e_huge, LA_ERANGE, false);
-    cases[n - 1].p.proj_f = e_huge;
+    CASE("E and F of 1e37 (the range rule)", lin.proj_e, e_huge, LA_ERANGE, false);
+    cases[n - 1].lin.proj_f = e_huge;
 #undef CASE
+    for (size_t c = 0; c < n; c++)
+        cases[c].p.params = &cases[c].lin.head;
 
     for (size_t c = 0; c < n; c++) {
         for (size_t i = 0; i < x.no; i++)
@@ -334,7 +353,7 @@ static void refusals(void **state)
     assert_int_equal(la_ref_linformer_attention(&good, x.q, x.k, x.v, NULL), LA_EINVAL);
     /* the good problem runs (each refusal was about its one change); k = M too */
     assert_int_equal(la_linformer_attention_f32(&good, x.q32, x.k32, x.v32, x.out32), LA_OK);
-    good.proj_rank = good.n_keys;
+    good_lin.proj_rank = good.n_keys;
     assert_int_equal(la_linformer_attention_f64(&good, x.q, x.k, x.v, x.out), LA_OK);
     /* the registry and the cost model refuse what the kernel refuses */
     good.causal = 1;
@@ -342,7 +361,7 @@ static void refusals(void **state)
     assert_int_equal(la_attention(LA_KERNEL_LINFORMER, &good, LA_FLOAT64, x.q, x.k, x.v, x.out),
                      LA_EINVAL);
     assert_int_equal(la_attention_cost(LA_KERNEL_LINFORMER, &good, LA_FLOAT32, &cost), LA_EINVAL);
-    good.causal = 0, good.proj_rank = good.n_keys + 1;
+    good.causal = 0, good_lin.proj_rank = good.n_keys + 1;
     assert_int_equal(la_attention_cost(LA_KERNEL_LINFORMER, &good, LA_FLOAT32, &cost), LA_EINVAL);
     io_free(&x);
 }

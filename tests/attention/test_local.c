@@ -92,9 +92,11 @@ static void every_window_matches_reference(void **state)
             if (tu_quick() && w > 0 && windows[w - 1] > big && windows[w] != SIZE_MAX) continue;
             for (int causal = 0; causal <= 1; causal++) {
                 la_problem p;
+                la_local_params local = LA_LOCAL_PARAMS_INIT;
                 la_problem_init(&p, 2, 1 + tu_next(&r) % 2, sizes[s][0], sizes[s][1],
                                 1 + tu_next(&r) % 24, 1 + tu_next(&r) % 24);
-                p.window = windows[w];
+                p.params = &local.head;
+                local.window = windows[w];
                 p.causal = causal;
                 if (tu_next(&r) % 2) {
                     lengths[0] = (int64_t)(tu_next(&r) % (p.n_keys + 1));
@@ -105,7 +107,7 @@ static void every_window_matches_reference(void **state)
                 make_inputs(&p, &r, &in);
                 char what[160];
                 snprintf(what, sizeof what, "N=%zu M=%zu d_k=%zu d_v=%zu r=%zu causal=%d%s",
-                         p.n_queries, p.n_keys, p.d_k, p.d_v, p.window, causal,
+                         p.n_queries, p.n_keys, p.d_k, p.d_v, local.window, causal,
                          p.key_lengths ? " key lengths" : "");
                 check_against_reference(&p, &in, what);
                 free_inputs(&in);
@@ -128,7 +130,9 @@ static void wide_window_is_softmax(void **state)
     for (size_t s = 0; s < n_sizes; s++) {
         for (int causal = 0; causal <= 1; causal++) {
             la_problem p;
+            la_local_params local = LA_LOCAL_PARAMS_INIT;
             la_problem_init(&p, 2, 2, sizes[s][0], sizes[s][1], 16, 8);
+            p.params = &local.head;
             p.causal = causal;
             lengths[0] = (int64_t)(tu_next(&r) % (p.n_keys + 1)), lengths[1] = (int64_t)p.n_keys;
             p.key_lengths = tu_next(&r) % 2 ? lengths : NULL;
@@ -143,15 +147,15 @@ static void wide_window_is_softmax(void **state)
             const size_t big = p.n_queries > p.n_keys ? p.n_queries : p.n_keys;
             const size_t windows[] = {big, big + 1, 10 * big, SIZE_MAX};
             for (size_t w = 0; w < 4; w++) {
-                p.window = windows[w];
+                local.window = windows[w];
                 assert_int_equal(la_local_attention_f64(&p, in.q, in.k, in.v, loc64), LA_OK);
                 assert_int_equal(la_local_attention_f32(&p, in.q32, in.k32, in.v32, loc32), LA_OK);
                 tu_assert_close_f64(loc64, soft64, in.no, TOL_F64,
                                     "float64 N=%zu M=%zu causal=%d r=%zu vs softmax", p.n_queries,
-                                    p.n_keys, causal, p.window);
+                                    p.n_keys, causal, local.window);
                 tu_assert_close_f32(loc32, soft32_wide, in.no, TOL_F32,
                                     "float32 N=%zu M=%zu causal=%d r=%zu vs softmax", p.n_queries,
-                                    p.n_keys, causal, p.window);
+                                    p.n_keys, causal, local.window);
             }
             free(soft64), free(loc64), free(soft32), free(loc32), free(soft32_wide);
             free_inputs(&in);
@@ -165,8 +169,10 @@ static void window_one_by_hand(void **state)
 {
     (void)state;
     la_problem p;
+    la_local_params local = LA_LOCAL_PARAMS_INIT;
     la_problem_init(&p, 1, 1, 4, 4, 1, 1);
-    p.window = 1;
+    p.params = &local.head;
+    local.window = 1;
     p.scale = 1;
     const double q[] = {1, 1, 1, 1}, k[] = {log(1), log(2), log(3), log(4)};
     const double v[] = {1, 10, 100, 1000};
@@ -221,8 +227,10 @@ static void window_edge_exact(void **state)
         for (size_t w = 0; w < 6; w++) {
             for (int causal = 0; causal <= 1; causal++) {
                 la_problem p;
+                la_local_params local = LA_LOCAL_PARAMS_INIT;
                 la_problem_init(&p, 1, 1, sizes[s][0], sizes[s][1], 8, 1);
-                p.window = windows[w];
+                p.params = &local.head;
+                local.window = windows[w];
                 p.causal = causal;
                 int64_t length = (int64_t)(p.n_keys - tu_next(&r) % 10);
                 p.key_lengths = &length;
@@ -247,12 +255,12 @@ static void window_edge_exact(void **state)
                     for (size_t i = 0; i < N; i++) {
                         const size_t distance = i > j ? i - j : j - i;
                         const bool sees =
-                            distance <= p.window && (!causal || j <= i) && (int64_t)j < length;
+                            distance <= local.window && (!causal || j <= i) && (int64_t)j < length;
                         if (sees != (y[i] > 0) || sees != (y32[i] > 0) || sees != (ref[i] > 0))
                             fail_msg("N=%zu M=%zu r=%zu causal=%d: query %zu, spike at key %zu "
                                      "(length %lld): %s it, float64 %g, float32 %g, reference "
                                      "%g",
-                                     N, M, p.window, causal, i, j, (long long)length,
+                                     N, M, local.window, causal, i, j, (long long)length,
                                      sees ? "sees" : "does not see", y[i], (double)y32[i], ref[i]);
                         if (!sees && (y[i] != 0 || y32[i] != 0 || ref[i] != 0))
                             fail_msg("query %zu, key %zu outside: not an exact 0", i, j);
@@ -276,28 +284,33 @@ static void cost_counts_window_pairs(void **state)
     tu_rng r = tu_rng_for("cost_counts_window_pairs");
     for (int trial = 0; trial < 300; trial++) {
         la_problem p;
+        la_local_params local = LA_LOCAL_PARAMS_INIT;
         const size_t N = 1 + tu_next(&r) % 200, M = 1 + tu_next(&r) % 200;
         la_problem_init(&p, 1, 1, N, M, 3, 5);
+        p.params = &local.head;
         p.causal = (int)(tu_next(&r) % 2);
-        p.window = trial % 10 == 0 ? SIZE_MAX : 1 + tu_next(&r) % 250;
+        local.window = trial % 10 == 0 ? SIZE_MAX : 1 + tu_next(&r) % 250;
         int64_t length = (int64_t)(tu_next(&r) % (M + 1));
         if (trial % 2) p.key_lengths = &length;
         const size_t m = p.key_lengths ? (size_t)length : M;
         double pairs = 0;
         for (size_t i = 0; i < N; i++)
             for (size_t j = 0; j < m; j++)
-                pairs += (i > j ? i - j : j - i) <= p.window && (!p.causal || j <= i);
+                pairs += (i > j ? i - j : j - i) <= local.window && (!p.causal || j <= i);
         la_cost c;
         assert_int_equal(la_attention_cost(LA_KERNEL_LOCAL, &p, LA_FLOAT32, &c), LA_OK);
         if (c.flops_qk != 2 * 3 * pairs || c.flops_softmax != 5 * pairs ||
             c.flops_av != 2 * 5 * pairs || c.flops_total != (6 + 5 + 10) * pairs)
             fail_msg("N=%zu M=%zu m=%zu r=%zu causal=%d: model qk %g softmax %g av %g, counted "
                      "%g pairs",
-                     N, M, m, p.window, p.causal, c.flops_qk, c.flops_softmax, c.flops_av, pairs);
+                     N, M, m, local.window, p.causal, c.flops_qk, c.flops_softmax, c.flops_av,
+                     pairs);
     }
     la_problem p;
+    la_local_params local = LA_LOCAL_PARAMS_INIT;
     la_problem_init(&p, 1, 1, 100000, 100000, 1, 1);
-    p.window = 64;
+    p.params = &local.head;
+    local.window = 64;
     la_cost c;
     assert_int_equal(la_attention_cost(LA_KERNEL_LOCAL, &p, LA_FLOAT64, &c), LA_OK);
     assert_true(c.flops_softmax == 5 * (100000.0 * 129 - 64 * 65));
@@ -306,7 +319,8 @@ static void cost_counts_window_pairs(void **state)
     assert_true(c.flops_softmax == 5 * (100000.0 * 65 - 64 * 65 / 2));
     /* N far beyond what a loop would count: still exact */
     la_problem_init(&p, 1, 1, (size_t)1 << 40, (size_t)1 << 40, 1, 1);
-    p.window = 1000;
+    p.params = &local.head;
+    local.window = 1000;
     assert_int_equal(la_attention_cost(LA_KERNEL_LOCAL, &p, LA_FLOAT64, &c), LA_OK);
     assert_true(c.flops_softmax == 5 * (1099511627776.0 * 2001 - 1000.0 * 1001));
 }
@@ -322,10 +336,12 @@ static void workspace_independent_of_n(void **state)
         assert_int_equal(la_set_num_threads(t), LA_OK);
         for (int causal = 0; causal <= 1; causal++) {
             la_problem p;
+            la_local_params local = LA_LOCAL_PARAMS_INIT;
             la_cost small, big;
             la_problem_init(&p, 1, 4, 1024, 1024, 64, 64);
+            p.params = &local.head;
             p.causal = causal;
-            p.window = 32;
+            local.window = 32;
             assert_int_equal(la_attention_cost(LA_KERNEL_LOCAL, &p, LA_FLOAT32, &small), LA_OK);
             p.n_queries = p.n_keys = 65536;
             assert_int_equal(la_attention_cost(LA_KERNEL_LOCAL, &p, LA_FLOAT32, &big), LA_OK);
@@ -337,9 +353,9 @@ static void workspace_independent_of_n(void **state)
             const double per_thread = (2 * 64 + 64 * bk + 64 * bk) * 4.0;
             assert_true(small.workspace_bytes == la_get_num_threads() * per_thread);
             /* windows past the key block: the block stays 256 keys */
-            p.window = 1000;
+            local.window = 1000;
             assert_int_equal(la_attention_cost(LA_KERNEL_LOCAL, &p, LA_FLOAT32, &big), LA_OK);
-            p.window = 100000;
+            local.window = 100000;
             assert_int_equal(la_attention_cost(LA_KERNEL_LOCAL, &p, LA_FLOAT32, &small), LA_OK);
             assert_true(big.workspace_bytes == small.workspace_bytes);
             assert_true(big.workspace_bytes ==
@@ -360,9 +376,11 @@ static void threads_bitwise_every_window(void **state)
     for (size_t w = 0; w < 5; w++) {
         for (int causal = 0; causal <= 1; causal++) {
             la_problem p;
+            la_local_params local = LA_LOCAL_PARAMS_INIT;
             /* the quick profile: 130 × 100, still three 64-query blocks and 3 heads */
             la_problem_init(&p, 1, 3, tu_quick() ? 130 : 200, tu_quick() ? 100 : 170, 16, 8);
-            p.window = windows[w];
+            p.params = &local.head;
+            local.window = windows[w];
             p.causal = causal;
             inputs in;
             make_inputs(&p, &r, &in);
@@ -377,7 +395,7 @@ static void threads_bitwise_every_window(void **state)
                 assert_int_equal(la_local_attention_f64(&p, in.q, in.k, in.v, more64), LA_OK);
                 if (memcmp(one, more, in.no * sizeof *one) != 0 ||
                     memcmp(one64, more64, in.no * sizeof *one64) != 0)
-                    fail_msg("r=%zu causal=%d: %d threads differ from 1 (seed %llu)", p.window,
+                    fail_msg("r=%zu causal=%d: %d threads differ from 1 (seed %llu)", local.window,
                              causal, t, (unsigned long long)tu_seed());
             }
             free(one), free(more), free(one64), free(more64);
@@ -393,19 +411,21 @@ static void bad_calls_refused(void **state)
 {
     (void)state;
     la_problem p;
+    la_local_params local = LA_LOCAL_PARAMS_INIT;
     la_problem_init(&p, 1, 1, 3, 3, 2, 2);
+    p.params = &local.head;
     float q[6] = {1, 2, 3, 4, 5, 6}, k[6] = {1, 0, 0, 1, 1, 1}, v[6] = {1, 2, 3, 4, 5, 6};
     double qd[6] = {0}, kd[6] = {0}, vd[6] = {0};
     float y[6], untouched[6];
     double yd[6];
     memset(y, 0x5a, sizeof y), memcpy(untouched, y, sizeof y);
-    p.window = 0;
+    local.window = 0;
     assert_int_equal(la_local_attention_f32(&p, q, k, v, y), LA_EINVAL);
     assert_int_equal(la_local_attention_f64(&p, qd, kd, vd, yd), LA_EINVAL);
     assert_int_equal(la_ref_local_attention(&p, qd, kd, vd, yd), LA_EINVAL);
     la_cost c;
     assert_int_equal(la_attention_cost(LA_KERNEL_LOCAL, &p, LA_FLOAT32, &c), LA_EINVAL);
-    p.window = 1;
+    local.window = 1;
     p.scale = 1e39;
     assert_int_equal(la_local_attention_f32(&p, q, k, v, y), LA_EINVAL);
     p.scale = 1;

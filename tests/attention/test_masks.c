@@ -95,6 +95,10 @@ static const shape quick_shapes[] = {
 static const shape *shapes = full_shapes;
 static size_t n_shapes = sizeof full_shapes / sizeof full_shapes[0];
 
+/* Every problem's window (local) and features (FAVOR+): the blocks problem_of chains. */
+static const la_favor_params favor16 = {{LA_PARAMS_FAVOR, NULL}, 16, 0};
+static const la_local_params window5 = {{LA_PARAMS_LOCAL, &favor16.head}, 5};
+
 static la_problem problem_of(const shape *s, la_causal_align align)
 {
     la_problem p;
@@ -104,8 +108,7 @@ static la_problem problem_of(const shape *s, la_causal_align align)
     p.key_lengths = s->lengths[0] >= 0 ? s->lengths : NULL;
     p.scale = 0.125;
     p.chunk = s->chunk;
-    p.window = 5;
-    p.features = 16;
+    p.params = &window5.head;
     return p;
 }
 
@@ -258,7 +261,9 @@ static void one_query_sees_every_cached_key(void **state)
         for (size_t ti = 0; ti < sizeof ts / sizeof ts[0]; ti++) {
             const shape s = {1, 2, 1, ts[ti], 8, 4, 32, {-1}};
             la_problem p = problem_of(&s, LA_CAUSAL_BOTTOM_RIGHT);
-            p.window = ts[ti]; /* local: a window over every key */
+            /* local: a window over every key */
+            const la_local_params wide = {{LA_PARAMS_LOCAL, &favor16.head}, ts[ti]};
+            p.params = &wide.head;
             la_problem all = p;
             all.causal = 0;
             inputs in;
@@ -584,7 +589,10 @@ static void masks_match_reference(void **state)
             for (size_t si = 0; si < n_shapes; si++) {
                 masks m;
                 la_problem p = masked_problem(&shapes[si], f, &r, &m);
-                if (info->params & LA_PARAM_PROJ) p.proj_rank = p.n_keys < 3 ? p.n_keys : 3;
+                /* Linformer: k = 3, within M */
+                const la_linformer_params rank3 = {
+                    {LA_PARAMS_LINFORMER, p.params}, p.n_keys < 3 ? p.n_keys : 3, NULL, NULL, 0};
+                if (info->params & LA_PARAM_PROJ) p.params = &rank3.head;
                 p.eps = 0.5;
                 inputs in;
                 make_inputs(&p, &r, &in);

@@ -349,16 +349,18 @@ static void relative_reference(void **state)
     for (size_t c = 0; c < sizeof rel_cases / sizeof rel_cases[0]; c++) {
         const rel_case *rc = &rel_cases[c];
         la_problem p;
+        la_relative_params relative = LA_RELATIVE_PARAMS_INIT;
         la_problem_init(&p, rc->batch, rc->heads, rc->n, rc->m, rc->d_k, rc->d_v);
+        p.params = &relative.head;
         p.causal = rc->causal;
-        p.max_distance = rc->max_distance;
-        p.seed = 1234 + c;
+        relative.max_distance = rc->max_distance;
+        relative.seed = 1234 + c;
         int64_t lengths[3] = {(int64_t)rc->m, 0, (int64_t)(rc->m / 2)};
         if (rc->lengths) p.key_lengths = lengths;
         double *a_k = NULL, *a_v = NULL;
         if (rc->given) {
             make_tables(&rng, rc->max_distance, rc->d_k, rc->d_v, &a_k, &a_v);
-            p.rel_k = a_k, p.rel_v = a_v;
+            relative.rel_k = a_k, relative.rel_v = a_v;
         }
         inputs in;
         make_inputs(&p, &rng, &in);
@@ -387,15 +389,17 @@ static void relative_without_positions(void **state)
     tu_rng rng = tu_rng_for("relative_without_positions");
     const size_t K = 2, dk = 6, dv = 4;
     la_problem p;
+    la_relative_params relative = LA_RELATIVE_PARAMS_INIT;
     la_problem_init(&p, 2, 2, 11, 15, dk, dv);
+    p.params = &relative.head;
     p.causal = 1;
-    p.max_distance = K;
+    relative.max_distance = K;
     inputs in;
     make_inputs(&p, &rng, &in);
     double *a_k = tu_f64((2 * K + 1) * dk), *a_v = tu_f64((2 * K + 1) * dv);
     memset(a_k, 0, (2 * K + 1) * dk * sizeof *a_k);
     memset(a_v, 0, (2 * K + 1) * dv * sizeof *a_v);
-    p.rel_k = a_k, p.rel_v = a_v;
+    relative.rel_k = a_k, relative.rel_v = a_v;
     double *y = tu_f64(in.no), *ref = tu_f64(in.no);
     assert_int_equal(la_relative_attention_f64(&p, in.q, in.k, in.v, y), LA_OK);
     assert_int_equal(la_ref_softmax_attention(&p, in.q, in.k, in.v, ref), LA_OK);
@@ -443,8 +447,11 @@ static void relative_shift(void **state)
             for (size_t i = 0; i < L; i++)
                 q[i * dk] = 1 + fabs(q[i * dk]);
             la_problem p;
+            la_relative_params relative = LA_RELATIVE_PARAMS_INIT;
             la_problem_init(&p, 1, 1, L, L, dk, dv);
-            p.causal = causal, p.max_distance = K, p.rel_k = a_k, p.rel_v = a_v;
+            p.params = &relative.head;
+            p.causal = causal, relative.max_distance = K, relative.rel_k = a_k,
+            relative.rel_v = a_v;
             double y[13 * 3];
             assert_int_equal(la_relative_attention_f64(&p, q, k, v, y), LA_OK);
             /* the shifted problem: t padding tokens, then the same L */

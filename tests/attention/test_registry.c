@@ -11,17 +11,20 @@
 
 enum { N = 6, D = 4 };
 
+/* The variants' sizes within M: one block of each kind, chained (each row reads its own). */
+static const la_relative_params relative = {{LA_PARAMS_RELATIVE, NULL}, 2, NULL, NULL, 0};
+static const la_score_params score = {{LA_PARAMS_SCORE, &relative.head}, 4, NULL, NULL, 0};
+static const la_favor_params favor = {{LA_PARAMS_FAVOR, &score.head}, 8, 0};
+static const la_linformer_params linformer = {{LA_PARAMS_LINFORMER, &favor.head}, 3, NULL, NULL, 0};
+static const la_local_params local = {{LA_PARAMS_LOCAL, &linformer.head}, 2};
+
 /* One small self-attention problem the kernel's causal rule accepts. */
 static la_problem small_problem(const la_kernel_info *info)
 {
     la_problem p;
     la_problem_init(&p, 1, 2, N, N, D, D);
     p.causal = info->causal == LA_CAUSAL_REQUIRED;
-    p.window = 2;
-    p.proj_rank = 3;
-    p.features = 8;
-    p.score_dim = 4;
-    p.max_distance = 2;
+    p.params = &local.head;
     return p;
 }
 
@@ -226,6 +229,34 @@ static void sweep_and_family_are_consistent(void **state)
     }
 }
 
+/* .block names the parameter block the row's .params bits read: LA_PARAM_WINDOW the local
+ * block, _PROJ Linformer's, _FEATURES FAVOR+'s, _SCORE_WEIGHTS the score block, _RELATIVE the
+ * relative one; a row reading none of them names none (0). */
+static void block_matches_the_params(void **state)
+{
+    (void)state;
+    static const struct {
+        unsigned bit;
+        la_params_kind kind;
+    } reads[] = {{LA_PARAM_WINDOW, LA_PARAMS_LOCAL},
+                 {LA_PARAM_PROJ, LA_PARAMS_LINFORMER},
+                 {LA_PARAM_FEATURES, LA_PARAMS_FAVOR},
+                 {LA_PARAM_SCORE_WEIGHTS, LA_PARAMS_SCORE},
+                 {LA_PARAM_RELATIVE, LA_PARAMS_RELATIVE}};
+    for (int k = 0; k < LA_KERNEL_COUNT; k++) {
+        const la_kernel_info *info = la_kernel_get((la_kernel)k);
+        int want = 0, found = 0;
+        for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++)
+            if (info->params & reads[i].bit) want = (int)reads[i].kind, found++;
+        if (found > 1) fail_msg("%s reads %d kinds of block", info->name, found);
+        if ((info->params & LA_PARAM_SCORE_DIM) && !(info->params & LA_PARAM_SCORE_WEIGHTS))
+            fail_msg("%s: LA_PARAM_SCORE_DIM without LA_PARAM_SCORE_WEIGHTS", info->name);
+        if ((int)info->block != want)
+            fail_msg("%s: .block %d, its .params bits (0x%x) read block %d", info->name,
+                     (int)info->block, info->params, want);
+    }
+}
+
 int main(void)
 {
     tu_init("test_registry");
@@ -236,6 +267,7 @@ int main(void)
         cmocka_unit_test(backward_matches_the_kernels),
         cmocka_unit_test(time_exponent_matches_the_cost_model),
         cmocka_unit_test(sweep_and_family_are_consistent),
+        cmocka_unit_test(block_matches_the_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -90,8 +90,10 @@ static void given_weights_match_reference(void **state)
             for (int causal = 0; causal <= 1; causal++) {
                 la_problem p;
                 la_problem_init(&p, s->B, s->H, s->N, s->M, s->dk, s->dv);
+                la_score_params score = LA_SCORE_PARAMS_INIT;
+                p.params = &score.head;
                 p.causal = causal;
-                p.score_dim = dims[tu_next(&r) % 4];
+                score.score_dim = dims[tu_next(&r) % 4];
                 p.scale = kernel == LA_KERNEL_COSINE ? 4.0 : 1 / sqrt((double)s->dk);
                 if (tu_next(&r) % 2) {
                     for (size_t b = 0; b < s->B; b++)
@@ -99,15 +101,15 @@ static void given_weights_match_reference(void **state)
                     p.key_lengths = lengths;
                 }
                 const size_t n_w =
-                    kernel == LA_KERNEL_GENERAL ? s->dk * s->dk : 2 * s->dk * p.score_dim;
-                double *w = tu_f64(n_w), *wv = tu_f64(p.score_dim);
+                    kernel == LA_KERNEL_GENERAL ? s->dk * s->dk : 2 * s->dk * score.score_dim;
+                double *w = tu_f64(n_w), *wv = tu_f64(score.score_dim);
                 tu_fill_normal(&r, w, n_w, 1 / sqrt((double)s->dk));
-                tu_fill_normal(&r, wv, p.score_dim, 1);
-                if (kernel != LA_KERNEL_COSINE) p.score_w = w;
-                if (kernel == LA_KERNEL_ADDITIVE) p.score_v = wv;
+                tu_fill_normal(&r, wv, score.score_dim, 1);
+                if (kernel != LA_KERNEL_COSINE) score.score_w = w;
+                if (kernel == LA_KERNEL_ADDITIVE) score.score_v = wv;
                 char what[128];
                 snprintf(what, sizeof what, "case %zu causal=%d d_a=%zu lengths=%s", c, causal,
-                         p.score_dim, p.key_lengths ? "yes" : "no");
+                         score.score_dim, p.key_lengths ? "yes" : "no");
                 check_kernel(kernel, &p, &a, what);
                 free(w), free(wv);
             }
@@ -127,12 +129,14 @@ static void drawn_weights_are_la_score_weights(void **state)
         const la_kernel kernel = score_kernels[kk]; /* general, additive */
         la_problem p;
         la_problem_init(&p, s.B, s.H, s.N, s.M, s.dk, s.dv);
-        p.score_dim = 9;
-        p.seed = tu_next(&r);
-        const size_t n_w = kernel == LA_KERNEL_GENERAL ? s.dk * s.dk : 2 * s.dk * p.score_dim;
-        double *w = tu_f64(n_w), *wv = tu_f64(p.score_dim), *given = tu_f64(a.no);
+        la_score_params score = LA_SCORE_PARAMS_INIT;
+        p.params = &score.head;
+        score.score_dim = 9;
+        score.seed = tu_next(&r);
+        const size_t n_w = kernel == LA_KERNEL_GENERAL ? s.dk * s.dk : 2 * s.dk * score.score_dim;
+        double *w = tu_f64(n_w), *wv = tu_f64(score.score_dim), *given = tu_f64(a.no);
         float *given32 = tu_f32(a.no);
-        assert_int_equal(la_score_weights(kernel, s.dk, p.score_dim, p.seed, w, wv), LA_OK);
+        assert_int_equal(la_score_weights(kernel, s.dk, score.score_dim, score.seed, w, wv), LA_OK);
         /* the documented distribution: W's entries have variance 1/fan-in, checked on a
          * draw for d_k = 64 (n = 4096 or 1152 entries): n·var·fan_in is χ²(n), so
          * var·fan_in − 1 has standard deviation √(2/n) and a bound of 5 of them fails a
@@ -141,7 +145,7 @@ static void drawn_weights_are_la_score_weights(void **state)
         const size_t big_dk = 64;
         const size_t n_big = kernel == LA_KERNEL_GENERAL ? big_dk * big_dk : 2 * big_dk * 9;
         double *big = tu_f64(n_big), *big_v = tu_f64(9);
-        assert_int_equal(la_score_weights(kernel, big_dk, 9, p.seed, big, big_v), LA_OK);
+        assert_int_equal(la_score_weights(kernel, big_dk, 9, score.seed, big, big_v), LA_OK);
         double var = 0;
         for (size_t x = 0; x < n_big; x++)
             var += big[x] * big[x] / (double)n_big;
@@ -153,9 +157,11 @@ static void drawn_weights_are_la_score_weights(void **state)
         assert_int_equal(la_attention(kernel, &p, LA_FLOAT64, a.q, a.k, a.v, a.out), LA_OK);
         assert_int_equal(la_attention(kernel, &p, LA_FLOAT32, a.q32, a.k32, a.v32, a.out32), LA_OK);
         la_problem g = p;
-        g.score_w = w;
-        if (kernel == LA_KERNEL_ADDITIVE) g.score_v = wv;
-        g.seed = p.seed + 1; /* not read when given */
+        la_score_params g_score = score;
+        g.params = &g_score.head;
+        g_score.score_w = w;
+        if (kernel == LA_KERNEL_ADDITIVE) g_score.score_v = wv;
+        g_score.seed = score.seed + 1; /* not read when given */
         assert_int_equal(la_attention(kernel, &g, LA_FLOAT64, a.q, a.k, a.v, given), LA_OK);
         assert_int_equal(la_attention(kernel, &g, LA_FLOAT32, a.q32, a.k32, a.v32, given32), LA_OK);
         if (memcmp(given, a.out, a.no * sizeof *given) != 0 ||
@@ -163,7 +169,7 @@ static void drawn_weights_are_la_score_weights(void **state)
             fail_msg("%s: drawn weights differ from la_score_weights' (seed %llu)",
                      la_kernel_name(kernel), (unsigned long long)tu_seed());
         /* another seed, another draw */
-        g = p, g.seed = p.seed + 1;
+        g_score = score, g_score.seed = score.seed + 1;
         assert_int_equal(la_attention(kernel, &g, LA_FLOAT64, a.q, a.k, a.v, given), LA_OK);
         assert_true(memcmp(given, a.out, a.no * sizeof *given) != 0);
         free(w), free(wv), free(given), free(given32);
@@ -188,7 +194,9 @@ static void identities(void **state)
     for (size_t x = 0; x < s.dk; x++)
         w[x * s.dk + x] = 1;
     la_problem g = p;
-    g.score_w = w;
+    la_score_params g_score = LA_SCORE_PARAMS_INIT;
+    g.params = &g_score.head;
+    g_score.score_w = w;
     assert_int_equal(la_softmax_attention_f64(&p, a.q, a.k, a.v, want), LA_OK);
     assert_int_equal(la_general_attention_f64(&g, a.q, a.k, a.v, a.out), LA_OK);
     tu_assert_close_f64(a.out, want, a.no, 1e-12, "general W = I vs softmax");
@@ -228,14 +236,16 @@ static void identities(void **state)
     /* additive, W_q = 0: the scores do not depend on the query, so non-causal every query
      * of a head gets the same row */
     la_problem ad = p;
+    la_score_params ad_score = LA_SCORE_PARAMS_INIT;
+    ad.params = &ad_score.head;
     ad.causal = 0;
-    ad.score_dim = 5;
+    ad_score.score_dim = 5;
     double *wa = tu_f64(2 * s.dk * 5), *wv = tu_f64(5);
     tu_fill_normal(&r, wa, 2 * s.dk * 5, 1);
     tu_fill_normal(&r, wv, 5, 1);
     for (size_t e = 0; e < 5; e++)
         memset(wa + e * 2 * s.dk, 0, s.dk * sizeof *wa);
-    ad.score_w = wa, ad.score_v = wv;
+    ad_score.score_w = wa, ad_score.score_v = wv;
     assert_int_equal(la_additive_attention_f64(&ad, a.q, a.k, a.v, a.out), LA_OK);
     for (size_t h = 0; h < s.H; h++)
         for (size_t i = 1; i < s.N; i++)

@@ -16,18 +16,20 @@
 enum { B = 2, H = 3, N = 5, M = 7, T = 10, DK = 4, DV = 3 };
 #define SENTINEL 0xA5
 
+/* The variants' sizes within M: one block of each kind, chained (each row reads its own). */
+static const la_relative_params relative = {{LA_PARAMS_RELATIVE, NULL}, 2, NULL, NULL, 7};
+static const la_score_params score = {{LA_PARAMS_SCORE, &relative.head}, 4, NULL, NULL, 7};
+static const la_favor_params favor = {{LA_PARAMS_FAVOR, &score.head}, 8, 7};
+static const la_linformer_params linformer = {{LA_PARAMS_LINFORMER, &favor.head}, 3, NULL, NULL, 7};
+static const la_local_params local = {{LA_PARAMS_LOCAL, &linformer.head}, 2};
+
 /* One small problem the row's causal rule accepts, its variants' sizes within M. */
 static la_problem small_problem(const la_kernel_info *info)
 {
     la_problem p;
     la_problem_init(&p, B, H, N, M, DK, DV);
     p.causal = info->causal == LA_CAUSAL_REQUIRED;
-    p.window = 2;
-    p.proj_rank = 3;
-    p.features = 8;
-    p.score_dim = 4;
-    p.max_distance = 2;
-    p.seed = 7;
+    p.params = &local.head;
     return p;
 }
 
@@ -428,20 +430,23 @@ static void kernel_draw_is_the_rows_draw(void **state)
         la_status st;
         size_t n1 = 0, n2 = 0;
         if (prm & LA_PARAM_PROJ) {
-            st = la_linformer_projections(p.proj_rank, p.n_keys, p.seed, want1, want2);
-            n1 = n2 = p.proj_rank * p.n_keys;
+            st = la_linformer_projections(linformer.proj_rank, p.n_keys, linformer.seed, want1,
+                                          want2);
+            n1 = n2 = linformer.proj_rank * p.n_keys;
         } else if (prm & LA_PARAM_FEATURES) {
-            st = la_favor_features(p.features, p.d_k, p.seed, want1);
-            n1 = p.features * p.d_k;
+            st = la_favor_features(favor.features, p.d_k, favor.seed, want1);
+            n1 = favor.features * p.d_k;
         } else if (prm & LA_PARAM_SCORE_WEIGHTS) {
             const int additive = (prm & LA_PARAM_SCORE_DIM) != 0;
-            st = la_score_weights(kernel, p.d_k, p.score_dim, p.seed, want1,
+            st = la_score_weights(kernel, p.d_k, score.score_dim, score.seed, want1,
                                   additive ? want2 : NULL);
-            n1 = additive ? p.score_dim * 2 * p.d_k : p.d_k * p.d_k;
-            n2 = additive ? p.score_dim : 0;
+            n1 = additive ? score.score_dim * 2 * p.d_k : p.d_k * p.d_k;
+            n2 = additive ? score.score_dim : 0;
         } else if (prm & LA_PARAM_RELATIVE) {
-            st = la_relative_embeddings(p.max_distance, p.d_k, p.d_v, p.seed, want1, want2);
-            n1 = (2 * p.max_distance + 1) * p.d_k, n2 = (2 * p.max_distance + 1) * p.d_v;
+            st = la_relative_embeddings(relative.max_distance, p.d_k, p.d_v, relative.seed, want1,
+                                        want2);
+            n1 = (2 * relative.max_distance + 1) * p.d_k,
+            n2 = (2 * relative.max_distance + 1) * p.d_v;
         } else {
             assert_int_equal(la_kernel_draw(kernel, &p, first, second), LA_EINVAL);
             assert_int_equal(la_kernel_draw(kernel, &p, first, NULL), LA_EINVAL);

@@ -198,10 +198,12 @@ static void hidden_blocks_add_nothing(void **state)
     for (int which = 0; which < 2; which++) {
         for (int causal = 0; causal < 2; causal++) {
             la_problem p;
+            la_local_params local = LA_LOCAL_PARAMS_INIT;
             la_problem_init(&p, B, H, N, M, dk, dv);
+            p.params = &local.head;
             p.causal = causal;
             p.causal_align = LA_CAUSAL_BOTTOM_RIGHT;
-            p.window = 300;
+            local.window = 300;
             uint8_t *mask = tu_alloc(which == 0 ? N * M : B * M);
             if (which == 0) {
                 for (size_t i = 0; i < N; i++)

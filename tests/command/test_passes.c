@@ -21,12 +21,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Linformer: k in 1..M (static: small_problem returns its problem by value). */
+static const la_linformer_params rank16 = {{LA_PARAMS_LINFORMER, NULL}, 16, NULL, NULL, 0};
+
 static la_problem small_problem(la_kernel kernel)
 {
     la_problem p;
     la_problem_init(&p, 2, 3, 37, 29, 8, 5);
     p.causal = la_kernel_get(kernel)->causal == LA_CAUSAL_REQUIRED;
-    p.proj_rank = 16; /* Linformer: k in 1..M */
+    p.params = &rank16.head;
     return p;
 }
 

@@ -13,6 +13,7 @@
 #include "layers/layers_typed.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,13 +295,255 @@ static void problems(void **state)
     q = p, q.d_v = (size_t)1 << 62;
     assert_int_equal(la_problem_check(&q), LA_EOVERFLOW);
     /* relative positions: clip distance 0, one table without the other */
-    q = p, q.max_distance = 0;
+    la_relative_params rel = LA_RELATIVE_PARAMS_INIT;
+    q = p, q.params = &rel.head;
+    assert_int_equal(la_problem_check(&q), LA_OK);
+    rel.max_distance = 0;
     assert_int_equal(la_problem_check(&q), LA_EINVAL);
     const double one_table[3] = {0};
-    q = p, q.rel_k = one_table;
+    rel = (la_relative_params)LA_RELATIVE_PARAMS_INIT, rel.rel_k = one_table;
     assert_int_equal(la_problem_check(&q), LA_EINVAL);
-    q = p, q.rel_v = one_table;
+    rel = (la_relative_params)LA_RELATIVE_PARAMS_INIT, rel.rel_v = one_table;
     assert_int_equal(la_problem_check(&q), LA_EINVAL);
+}
+
+/* ---------------------------------------------------------------- parameter chains */
+
+/* One block of each kind, chained local → Linformer → FAVOR+ → scores → relative, each
+ * off its defaults (sizes that fit N = M = CHAIN_N, seeds other than 0). */
+typedef struct {
+    la_local_params local;
+    la_linformer_params linformer;
+    la_favor_params favor;
+    la_score_params score;
+    la_relative_params relative;
+} chain_blocks;
+
+static void chain_blocks_init(chain_blocks *b)
+{
+    *b = (chain_blocks){LA_LOCAL_PARAMS_INIT, LA_LINFORMER_PARAMS_INIT, LA_FAVOR_PARAMS_INIT,
+                        LA_SCORE_PARAMS_INIT, LA_RELATIVE_PARAMS_INIT};
+    b->local.window = 3;
+    b->linformer.proj_rank = 5, b->linformer.seed = 11;
+    b->favor.features = 7, b->favor.seed = 12;
+    b->score.score_dim = 3, b->score.seed = 13;
+    b->relative.max_distance = 2, b->relative.seed = 14;
+    b->local.head.next = &b->linformer.head;
+    b->linformer.head.next = &b->favor.head;
+    b->favor.head.next = &b->score.head;
+    b->score.head.next = &b->relative.head;
+}
+
+/* The block of `kind` in b (NULL for none). */
+static la_params *chain_block(chain_blocks *b, la_params_kind kind)
+{
+    switch (kind) {
+    case LA_PARAMS_LOCAL: return &b->local.head;
+    case LA_PARAMS_LINFORMER: return &b->linformer.head;
+    case LA_PARAMS_FAVOR: return &b->favor.head;
+    case LA_PARAMS_SCORE: return &b->score.head;
+    case LA_PARAMS_RELATIVE: return &b->relative.head;
+    default: return NULL;
+    }
+}
+
+/* N = M = 260: Linformer's default rank (256) fits, so every row runs on its defaults. */
+enum { CHAIN_N = 260, CHAIN_D = 4, CHAIN_ELEMENTS = 2 * CHAIN_N * CHAIN_D };
+
+typedef struct {
+    float q[CHAIN_ELEMENTS], k[CHAIN_ELEMENTS], v[CHAIN_ELEMENTS];
+    double qd[CHAIN_ELEMENTS], kd[CHAIN_ELEMENTS], vd[CHAIN_ELEMENTS];
+} chain_inputs;
+
+/* Row kk's problem (causal as its rule allows) on params. */
+static la_problem chain_problem(int kk, const la_params *params)
+{
+    la_problem p;
+    la_problem_init(&p, 1, 2, CHAIN_N, CHAIN_N, CHAIN_D, CHAIN_D);
+    p.causal = la_kernel_get((la_kernel)kk)->causal == LA_CAUSAL_REQUIRED;
+    p.params = params;
+    return p;
+}
+
+/* Row kk on params in both precisions, out (float32) and outd (float64). */
+static void chain_run(int kk, const la_params *params, const chain_inputs *in, float *out,
+                      double *outd)
+{
+    const la_problem p = chain_problem(kk, params);
+    const la_kernel kernel = (la_kernel)kk;
+    la_status st = la_attention(kernel, &p, LA_FLOAT32, in->q, in->k, in->v, out);
+    if (st != LA_OK) fail_msg("%s, float32: %s", la_kernel_name(kernel), la_strerror(st));
+    st = la_attention(kernel, &p, LA_FLOAT64, in->qd, in->kd, in->vd, outd);
+    if (st != LA_OK) fail_msg("%s, float64: %s", la_kernel_name(kernel), la_strerror(st));
+}
+
+static bool same_bits(const float *a, const double *ad, const float *b, const double *bd)
+{
+    return memcmp(a, b, CHAIN_ELEMENTS * sizeof *a) == 0 &&
+           memcmp(ad, bd, CHAIN_ELEMENTS * sizeof *ad) == 0;
+}
+
+/* la_problem.params' rules: each bad chain is refused (LA_EINVAL) by la_problem_check and,
+ * output untouched, by la_attention for every row; a block of a kind the row does not read
+ * leaves its bits those of the defaults; the chain of all five gives each row the bits of
+ * its block alone (which differ from the defaults'). */
+static void parameter_chains(void **state)
+{
+    (void)state;
+    static chain_inputs in;
+    tu_rng r = tu_rng_for("parameter_chains");
+    double x[CHAIN_ELEMENTS];
+    tu_fill_normal(&r, x, CHAIN_ELEMENTS, 1), tu_to_f32(x, in.q, CHAIN_ELEMENTS);
+    tu_fill_normal(&r, x, CHAIN_ELEMENTS, 1), tu_to_f32(x, in.k, CHAIN_ELEMENTS);
+    tu_fill_normal(&r, x, CHAIN_ELEMENTS, 1), tu_to_f32(x, in.v, CHAIN_ELEMENTS);
+    tu_to_f64(in.q, in.qd, CHAIN_ELEMENTS), tu_to_f64(in.k, in.kd, CHAIN_ELEMENTS);
+    tu_to_f64(in.v, in.vd, CHAIN_ELEMENTS);
+    static float out[CHAIN_ELEMENTS], want[CHAIN_ELEMENTS];
+    static double outd[CHAIN_ELEMENTS], wantd[CHAIN_ELEMENTS];
+
+    /* the bad chains, each a change to the good chain of five (or to one block alone) */
+    enum {
+        KIND_0,
+        KIND_END,
+        KIND_TWICE,
+        SIX_BLOCKS,
+        SELF_CYCLE,
+        TWO_BLOCK_CYCLE,
+        FIVE_BLOCK_CYCLE,
+        WINDOW_0,
+        PROJ_RANK_0,
+        FEATURES_0,
+        SCORE_DIM_0,
+        MAX_DISTANCE_0,
+        PROJ_E_ALONE,
+        PROJ_F_ALONE,
+        REL_K_ALONE,
+        REL_V_ALONE,
+        N_BAD
+    };
+    static const char *const bad_name[N_BAD] = {"kind 0",
+                                                "kind LA_PARAMS_END",
+                                                "local twice (three blocks)",
+                                                "six blocks (local twice)",
+                                                "a block its own next",
+                                                "a two-block cycle",
+                                                "a five-block cycle",
+                                                "window 0",
+                                                "proj_rank 0",
+                                                "features 0",
+                                                "score_dim 0",
+                                                "max_distance 0",
+                                                "proj_e without proj_f",
+                                                "proj_f without proj_e",
+                                                "rel_k without rel_v",
+                                                "rel_v without rel_k"};
+    const double table[2 * 5 * CHAIN_N] = {0};
+    chain_blocks good;
+    chain_blocks_init(&good);
+    la_problem p = chain_problem(LA_KERNEL_SOFTMAX, &good.local.head);
+    assert_int_equal(la_problem_check(&p), LA_OK);
+    for (int bad = 0; bad < N_BAD; bad++) {
+        chain_blocks b;
+        chain_blocks_init(&b);
+        la_local_params second_local = LA_LOCAL_PARAMS_INIT;
+        const la_params *chain = &b.local.head;
+        switch (bad) {
+        case KIND_0: b.favor.head.kind = (la_params_kind)0; break;
+        case KIND_END: b.favor.head.kind = LA_PARAMS_END; break;
+        case KIND_TWICE: b.linformer.head.next = &second_local.head; break;
+        case SIX_BLOCKS: b.relative.head.next = &second_local.head; break;
+        case SELF_CYCLE: b.local.head.next = &b.local.head; break;
+        case TWO_BLOCK_CYCLE: b.linformer.head.next = &b.local.head; break;
+        case FIVE_BLOCK_CYCLE: b.relative.head.next = &b.local.head; break;
+        case WINDOW_0: b.local.window = 0; break;
+        case PROJ_RANK_0: b.linformer.proj_rank = 0; break;
+        case FEATURES_0: b.favor.features = 0; break;
+        case SCORE_DIM_0: b.score.score_dim = 0; break;
+        case MAX_DISTANCE_0: b.relative.max_distance = 0; break;
+        case PROJ_E_ALONE: b.linformer.proj_e = table; break;
+        case PROJ_F_ALONE: b.linformer.proj_f = table; break;
+        case REL_K_ALONE: b.relative.rel_k = table; break;
+        case REL_V_ALONE: b.relative.rel_v = table; break;
+        }
+        for (int kk = 0; kk < LA_KERNEL_COUNT; kk++) {
+            const la_kernel kernel = (la_kernel)kk;
+            p = chain_problem(kk, chain);
+            la_status st = la_problem_check(&p);
+            if (st != LA_EINVAL)
+                fail_msg("%s in the chain of five: la_problem_check %s", bad_name[bad],
+                         la_strerror(st));
+            EXPECT(la_attention(kernel, &p, LA_FLOAT32, in.q, in.k, in.v, out), LA_EINVAL, out,
+                   sizeof out);
+            EXPECT(la_attention(kernel, &p, LA_FLOAT64, in.qd, in.kd, in.vd, outd), LA_EINVAL, outd,
+                   sizeof outd);
+        }
+        /* the self cycle and the bad sizes and pairs on a block alone too */
+        la_params *alone = NULL;
+        switch (bad) {
+        case SELF_CYCLE: alone = &b.local.head; break;
+        case WINDOW_0: alone = &b.local.head; break;
+        case PROJ_RANK_0:
+        case PROJ_E_ALONE:
+        case PROJ_F_ALONE: alone = &b.linformer.head; break;
+        case FEATURES_0: alone = &b.favor.head; break;
+        case SCORE_DIM_0: alone = &b.score.head; break;
+        case MAX_DISTANCE_0:
+        case REL_K_ALONE:
+        case REL_V_ALONE: alone = &b.relative.head; break;
+        default: break;
+        }
+        if (alone) {
+            if (bad != SELF_CYCLE) alone->next = NULL;
+            p = chain_problem(LA_KERNEL_SOFTMAX, alone);
+            if (la_problem_check(&p) != LA_EINVAL)
+                fail_msg("%s in a block alone: not refused", bad_name[bad]);
+            EXPECT(la_attention(LA_KERNEL_SOFTMAX, &p, LA_FLOAT32, in.q, in.k, in.v, out),
+                   LA_EINVAL, out, sizeof out);
+        }
+    }
+
+    /* the good chains: per row, its block alone, the other four, all five, none */
+    for (int kk = 0; kk < LA_KERNEL_COUNT; kk++) {
+        const la_kernel_info *info = la_kernel_get((la_kernel)kk);
+        chain_run(kk, NULL, &in, want, wantd); /* the defaults */
+        /* every block but the row's own, chained in order */
+        chain_blocks others;
+        chain_blocks_init(&others);
+        la_params *list[LA_PARAMS_END], *first = NULL, *last = NULL;
+        size_t n = 0;
+        for (int kind = 1; kind < LA_PARAMS_END; kind++)
+            if (kind != (int)info->block) list[n++] = chain_block(&others, (la_params_kind)kind);
+        for (size_t i = 0; i < n; i++) {
+            list[i]->next = NULL;
+            if (last)
+                last->next = list[i];
+            else
+                first = list[i];
+            last = list[i];
+        }
+        chain_run(kk, first, &in, out, outd);
+        if (!same_bits(out, outd, want, wantd))
+            fail_msg("%s: blocks of kinds it does not read change its output", info->name);
+        if (info->block == 0) continue;
+        /* its block alone: other bits than the defaults (the block is read) */
+        chain_blocks own;
+        chain_blocks_init(&own);
+        la_params *alone = chain_block(&own, info->block);
+        alone->next = NULL;
+        chain_run(kk, alone, &in, want, wantd);
+        if (same_bits(out, outd, want, wantd))
+            fail_msg("%s: its block alone gives the defaults' bits", info->name);
+        /* all five, its block first, in the middle or last: the bits of its block alone */
+        chain_blocks all;
+        chain_blocks_init(&all);
+        chain_run(kk, &all.local.head, &in, out, outd);
+        if (!same_bits(out, outd, want, wantd))
+            fail_msg("%s: the chain of five differs from its block alone", info->name);
+        all.relative.head.next = &all.local.head, all.local.head.next = NULL;
+        chain_run(kk, &all.linformer.head, &in, out, outd); /* local last */
+        if (!same_bits(out, outd, want, wantd))
+            fail_msg("%s: the chain of five reordered differs from its block alone", info->name);
+    }
 }
 
 /* ---------------------------------------------------------------- kernels */
@@ -353,13 +596,15 @@ static void kernels(void **state)
     /* FAVOR+: no features, features whose B·H·(N + M)·m overflows; la_favor_features:
      * NULL w, m or d_k 0, m·d_k·8 overflowing, each leaving w untouched */
     la_problem fv = p;
-    fv.features = 0;
+    la_favor_params fvb = LA_FAVOR_PARAMS_INIT;
+    fv.params = &fvb.head;
+    fvb.features = 0;
     EXPECT(la_favor_attention_f32(&fv, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_favor_attention_f64(&fv, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
-    fv.features = SIZE_MAX / 4;
+    fvb.features = SIZE_MAX / 4;
     EXPECT(la_favor_attention_f32(&fv, q, k, v, o), LA_EOVERFLOW, o, sizeof o);
     EXPECT(la_favor_attention_f64(&fv, qd, kd, vd, od), LA_EOVERFLOW, od, sizeof od);
-    fv.features = 4;
+    fvb.features = 4;
     fv.workspace_limit = 0;
     EXPECT(la_favor_attention_f32(&fv, q, k, v, o), LA_EBUDGET, o, sizeof o);
     /* the recurrent form: the same, and a non-causal problem */
@@ -370,13 +615,13 @@ static void kernels(void **state)
     EXPECT(la_attention(LA_KERNEL_FAVOR_RECURRENT, &fv, LA_FLOAT32, q, k, v, o), LA_EINVAL, o,
            sizeof o);
     fv.causal = 1;
-    fv.features = 0;
+    fvb.features = 0;
     EXPECT(la_favor_attention_recurrent_f32(&fv, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_favor_attention_recurrent_f64(&fv, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
-    fv.features = SIZE_MAX / 4;
+    fvb.features = SIZE_MAX / 4;
     EXPECT(la_favor_attention_recurrent_f32(&fv, q, k, v, o), LA_EOVERFLOW, o, sizeof o);
     EXPECT(la_favor_attention_recurrent_f64(&fv, qd, kd, vd, od), LA_EOVERFLOW, od, sizeof od);
-    fv.features = 4;
+    fvb.features = 4;
     fv.workspace_limit = 0;
     EXPECT(la_favor_attention_recurrent_f32(&fv, q, k, v, o), LA_EBUDGET, o, sizeof o);
     EXPECT(la_favor_attention_recurrent_f64(&fv, qd, kd, vd, od), LA_EBUDGET, od, sizeof od);
@@ -393,23 +638,25 @@ static void kernels(void **state)
            sizeof o);
     /* Linformer: causal, k > M, k = 0, one projection, a NaN in a projection */
     la_problem lf = nc;
-    lf.proj_rank = 2;
+    la_linformer_params lfb = LA_LINFORMER_PARAMS_INIT;
+    lf.params = &lfb.head;
+    lfb.proj_rank = 2;
     lf.causal = 1;
     EXPECT(la_linformer_attention_f32(&lf, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_attention(LA_KERNEL_LINFORMER, &lf, LA_FLOAT64, qd, kd, vd, od), LA_EINVAL, od,
            sizeof od);
     lf.causal = 0;
-    lf.proj_rank = lf.n_keys + 1;
+    lfb.proj_rank = lf.n_keys + 1;
     EXPECT(la_linformer_attention_f32(&lf, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_linformer_attention_f64(&lf, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
-    lf.proj_rank = 0;
+    lfb.proj_rank = 0;
     EXPECT(la_linformer_attention_f64(&lf, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
-    lf.proj_rank = 2;
+    lfb.proj_rank = 2;
     double proj[8] = {0};
-    lf.proj_e = proj;
+    lfb.proj_e = proj;
     EXPECT(la_linformer_attention_f32(&lf, q, k, v, o), LA_EINVAL, o, sizeof o);
     proj[3] = NAN;
-    lf.proj_f = proj;
+    lfb.proj_f = proj;
     EXPECT(la_linformer_attention_f32(&lf, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_linformer_attention_f64(&lf, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
     /* its seeded draw: NULL, the same array twice, a zero size, k·m overflowing */
@@ -423,7 +670,9 @@ static void kernels(void **state)
            sizeof e_draw);
     /* local attention: window 0, a float32 scale beyond float, a budget below its block */
     la_problem local = p;
-    local.window = 0;
+    la_local_params localb = LA_LOCAL_PARAMS_INIT;
+    local.params = &localb.head;
+    localb.window = 0;
     EXPECT(la_local_attention_f32(&local, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_local_attention_f64(&local, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
     EXPECT(la_ref_local_attention(&local, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
@@ -439,25 +688,29 @@ static void kernels(void **state)
      * additive NULL v or v == w, a zero size, sizes overflowing */
     {
         la_problem sc = p;
-        sc.score_dim = 0;
+        la_score_params scb = LA_SCORE_PARAMS_INIT;
+        sc.params = &scb.head;
+        scb.score_dim = 0;
         EXPECT(la_general_attention_f32(&sc, q, k, v, o), LA_EINVAL, o, sizeof o);
         EXPECT(la_additive_attention_f32(&sc, q, k, v, o), LA_EINVAL, o, sizeof o);
         EXPECT(la_additive_attention_f64(&sc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
         EXPECT(la_cosine_attention_f64(&sc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
         EXPECT(la_ref_additive_attention(&sc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
         double w_given[8] = {0}, v_given[2] = {0};
-        sc = p, sc.score_dim = 2, sc.score_w = w_given; /* (2, 2·d_k = 4) */
+        sc = p, scb = (la_score_params)LA_SCORE_PARAMS_INIT, sc.params = &scb.head,
+        scb.score_dim = 2, scb.score_w = w_given; /* (2, 2·d_k = 4) */
         EXPECT(la_additive_attention_f32(&sc, q, k, v, o), LA_EINVAL, o, sizeof o);
         EXPECT(la_additive_attention_f64(&sc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
         EXPECT(la_ref_additive_attention(&sc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
-        sc.score_w = NULL, sc.score_v = v_given;
+        scb.score_w = NULL, scb.score_v = v_given;
         EXPECT(la_additive_attention_f32(&sc, q, k, v, o), LA_EINVAL, o, sizeof o);
-        sc.score_w = w_given, v_given[1] = NAN;
+        scb.score_w = w_given, v_given[1] = NAN;
         EXPECT(la_additive_attention_f64(&sc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
         EXPECT(la_ref_additive_attention(&sc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
         v_given[1] = 0, w_given[3] = INFINITY;
         EXPECT(la_additive_attention_f32(&sc, q, k, v, o), LA_EINVAL, o, sizeof o);
-        sc = p, sc.score_w = w_given; /* general: W (2, 2), an inf in it */
+        sc = p, scb = (la_score_params)LA_SCORE_PARAMS_INIT, sc.params = &scb.head,
+        scb.score_w = w_given; /* general: W (2, 2), an inf in it */
         EXPECT(la_general_attention_f32(&sc, q, k, v, o), LA_EINVAL, o, sizeof o);
         EXPECT(la_general_attention_f64(&sc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
         EXPECT(la_ref_general_attention(&sc, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
@@ -468,9 +721,10 @@ static void kernels(void **state)
         float huge[64];
         for (int i = 0; i < 64; i++)
             huge[i] = 1e37f;
-        sc = p, sc.score_w = w_given, w_given[0] = 1e3;
+        sc = p, scb = (la_score_params)LA_SCORE_PARAMS_INIT, sc.params = &scb.head,
+        scb.score_w = w_given, w_given[0] = 1e3;
         EXPECT(la_general_attention_f32(&sc, q, huge, v, o), LA_ERANGE, o, sizeof o);
-        sc.score_dim = 2, sc.score_v = v_given;
+        scb.score_dim = 2, scb.score_v = v_given;
         EXPECT(la_additive_attention_f32(&sc, huge, k, v, o), LA_ERANGE, o, sizeof o);
         w_given[0] = 0;
         sc = p, sc.workspace_limit = 1;
@@ -480,7 +734,8 @@ static void kernels(void **state)
         EXPECT(la_additive_attention_f64(&sc, qd, kd, vd, od), LA_EBUDGET, od, sizeof od);
         EXPECT(la_cosine_attention_f32(&sc, q, k, v, o), LA_EBUDGET, o, sizeof o);
         EXPECT(la_cosine_attention_f64(&sc, qd, kd, vd, od), LA_EBUDGET, od, sizeof od);
-        sc = p, sc.score_dim = SIZE_MAX / 4; /* d_a·2·d_k overflows */
+        sc = p, scb = (la_score_params)LA_SCORE_PARAMS_INIT, sc.params = &scb.head,
+        scb.score_dim = SIZE_MAX / 4; /* d_a·2·d_k overflows */
         EXPECT(la_additive_attention_f32(&sc, q, k, v, o), LA_EOVERFLOW, o, sizeof o);
         EXPECT(la_additive_attention_f64(&sc, qd, kd, vd, od), LA_EOVERFLOW, od, sizeof od);
         double w_draw[16], v_draw[4];
@@ -507,17 +762,20 @@ static void kernels(void **state)
      * float32 scale beyond float, a budget of one byte, (2K+1)·d overflowing; the draw:
      * NULL, the same array twice, a zero size, overflowing */
     la_problem rp = p;
-    rp.max_distance = 0;
+    la_relative_params rpb = LA_RELATIVE_PARAMS_INIT;
+    rp.params = &rpb.head;
+    rpb.max_distance = 0;
     EXPECT(la_relative_attention_f32(&rp, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_relative_attention_f64(&rp, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
     EXPECT(la_ref_relative_attention(&rp, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
     EXPECT(la_attention(LA_KERNEL_RELATIVE, &rp, LA_FLOAT32, q, k, v, o), LA_EINVAL, o, sizeof o);
     double table[16] = {0};
-    rp = p, rp.max_distance = 1, rp.rel_k = table;
+    rp = p, rpb = (la_relative_params)LA_RELATIVE_PARAMS_INIT, rp.params = &rpb.head,
+    rpb.max_distance = 1, rpb.rel_k = table;
     EXPECT(la_relative_attention_f32(&rp, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_ref_relative_attention(&rp, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
     table[5] = NAN;
-    rp.rel_v = table;
+    rpb.rel_v = table;
     EXPECT(la_relative_attention_f32(&rp, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_relative_attention_f64(&rp, qd, kd, vd, od), LA_EINVAL, od, sizeof od);
     rp = p, rp.scale = 1e39;
@@ -525,7 +783,8 @@ static void kernels(void **state)
     rp = p, rp.workspace_limit = 1;
     EXPECT(la_relative_attention_f32(&rp, q, k, v, o), LA_EBUDGET, o, sizeof o);
     EXPECT(la_relative_attention_f64(&rp, qd, kd, vd, od), LA_EBUDGET, od, sizeof od);
-    rp = p, rp.max_distance = SIZE_MAX / 2;
+    rp = p, rpb = (la_relative_params)LA_RELATIVE_PARAMS_INIT, rp.params = &rpb.head,
+    rpb.max_distance = SIZE_MAX / 2;
     EXPECT(la_relative_attention_f32(&rp, q, k, v, o), LA_EOVERFLOW, o, sizeof o);
     EXPECT(la_ref_relative_attention(&rp, qd, kd, vd, od), LA_EOVERFLOW, od, sizeof od);
     double ak[8], av[8];
@@ -969,7 +1228,9 @@ static void references(void **state)
         la_ref_softmax_attention,   la_ref_hard_attention,     la_ref_linear_attention,
         la_ref_linformer_attention, la_ref_local_attention,    la_ref_favor_attention,
         la_ref_general_attention,   la_ref_additive_attention, la_ref_cosine_attention};
-    p.proj_rank = 1; /* Linformer: k in 1..M */
+    la_linformer_params rank1 = LA_LINFORMER_PARAMS_INIT;
+    rank1.proj_rank = 1; /* Linformer: k in 1..M */
+    p.params = &rank1.head;
     for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++) {
         EXPECT(refs[i](NULL, q, k, v, o), LA_EINVAL, o, sizeof o);
         EXPECT(refs[i](&p, NULL, k, v, o), LA_EINVAL, o, sizeof o);
@@ -996,7 +1257,9 @@ static void references(void **state)
     EXPECT(la_ref_linear_attention_backward(&big_ref, q, k, v, o, d_out, dq, dk, dv), LA_EOVERFLOW,
            dq, sizeof dq);
     la_problem no_features = p;
-    no_features.features = 0;
+    la_favor_params zero_features = LA_FAVOR_PARAMS_INIT;
+    zero_features.features = 0;
+    no_features.params = &zero_features.head;
     EXPECT(la_ref_favor_attention(&no_features, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_ref_attention(LA_KERNEL_COUNT, &p, q, k, v, o), LA_EINVAL, o, sizeof o);
     EXPECT(la_ref_attention((la_kernel)-1, &p, q, k, v, o), LA_EINVAL, o, sizeof o);
@@ -1006,7 +1269,9 @@ static void references(void **state)
     lf.causal = 1;
     EXPECT(la_ref_linformer_attention(&lf, q, k, v, o), LA_EINVAL, o, sizeof o);
     lf.causal = 0;
-    lf.proj_rank = 3;
+    la_linformer_params rank3 = LA_LINFORMER_PARAMS_INIT;
+    rank3.proj_rank = 3;
+    lf.params = &rank3.head;
     EXPECT(la_ref_linformer_attention(&lf, q, k, v, o), LA_EINVAL, o, sizeof o);
     /* la_ref_feature_map: n = 0 writes nothing; in place is allowed */
     double x[2] = {-1, 2};
@@ -1508,6 +1773,7 @@ int main(void)
         cmocka_unit_test(every_function_has_a_case),
         cmocka_unit_test(machine),
         cmocka_unit_test(problems),
+        cmocka_unit_test(parameter_chains),
         cmocka_unit_test(kernels),
         cmocka_unit_test(kernel_backwards),
         cmocka_unit_test(step_api),

@@ -96,13 +96,15 @@ static void huge_sizes_answer_at_once(void **state)
     }
     /* N = 2^40 with a typical head size, M != N both ways */
     la_problem p;
+    la_linformer_params lin = LA_LINFORMER_PARAMS_INIT;
     la_problem_init(&p, 1, 8, (size_t)1 << 40, (size_t)1 << 30, 64, 64);
     cost_every_kernel_fast(&p, "N = 2^40, M = 2^30, H = 8, d = 64");
     la_problem_init(&p, 1, 8, (size_t)1 << 30, (size_t)1 << 40, 64, 64);
     cost_every_kernel_fast(&p, "N = 2^30, M = 2^40, H = 8, d = 64");
     /* B = 10^12 entries, no key lengths */
     la_problem_init(&p, 1000000000000ull, 8, 128, 128, 64, 64);
-    p.proj_rank = 64; /* Linformer: k in 1..M */
+    lin.proj_rank = 64; /* Linformer: k in 1..M */
+    p.params = &lin.head;
     cost_every_kernel_fast(&p, "B = 10^12");
 
     /* the layer model over the same sizes */
@@ -203,7 +205,9 @@ static void batch_product_equals_sum(void **state)
              causal++) {
             la_problem p;
             la_problem_init(&p, B, 3, 77, 91, 16, 24);
-            p.proj_rank = 50; /* Linformer: k in 1..M */
+            la_linformer_params lin = LA_LINFORMER_PARAMS_INIT;
+            lin.proj_rank = 50; /* Linformer: k in 1..M */
+            p.params = &lin.head;
             p.causal = causal;
             p.chunk = 10;
             la_cost a, b;

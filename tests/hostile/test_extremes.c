@@ -108,7 +108,10 @@ static void check_case(const la_kernel_info *info, int causal, la_feature_map fm
     p.feature_map = fm;
     if (x->scale != 0) p.scale = x->scale;
     if (x->relu_eps0) p.eps = 0;
-    if (info->params & LA_PARAM_PROJ) p.proj_rank = n < 8 ? n : 8; /* Linformer: k in 1..M */
+    la_linformer_params lin = LA_LINFORMER_PARAMS_INIT;
+    la_score_params score = LA_SCORE_PARAMS_INIT;
+    lin.proj_rank = n < 8 ? n : 8; /* Linformer: k in 1..M */
+    if (info->params & LA_PARAM_PROJ) p.params = &lin.head;
     /* score weights on a grid, as the inputs (general: W (d_k, d_k); additive: W (d_a,
      * 2·d_k) and v (d_a)): drawn ones are float64 that float32 rounds, and at inputs of
      * 1e18 additive's tanh(W_q q + W_k k) turns on the sign of a sum of terms of 1e19,
@@ -121,8 +124,9 @@ static void check_case(const la_kernel_info *info, int causal, la_feature_map fm
             w_grid[i] = (double)((int)(tu_uniform(&wr) * 9) - 4) / 8;
         for (size_t i = 0; i < DA; i++)
             v_grid[i] = (double)((int)(tu_uniform(&wr) * 9) - 4) / 64;
-        p.score_w = w_grid;
-        if (info->params & LA_PARAM_SCORE_DIM) p.score_dim = DA, p.score_v = v_grid;
+        score.score_w = w_grid;
+        if (info->params & LA_PARAM_SCORE_DIM) score.score_dim = DA, score.score_v = v_grid;
+        p.params = &score.head;
     }
     const char *fm_name =
         (info->params & LA_PARAM_FEATURE_MAP) ? (fm == LA_FEATURE_RELU ? "relu" : "elu1") : "-";

@@ -48,8 +48,7 @@ static void reference(const la_layer_config *c, const double *x, const double *i
     p.causal = causal;
     p.feature_map = c->feature_map;
     p.eps = c->linear_eps;
-    p.max_distance = c->max_distance;
-    p.rel_k = c->rel_k, p.rel_v = c->rel_v, p.seed = c->seed;
+    p.params = c->params; /* the relative block (K, tables or their seed) */
     if (c->rotary && c->attention == LA_KERNEL_LINEAR) {
         assert_int_equal(la_ref_linear_attention_rotary(&p, 0, 0, heads[0], heads[1], heads[2], o),
                          LA_OK);
@@ -95,8 +94,10 @@ static void check(const char *what, la_kernel kernel, int rotary, int causal, tu
     la_layer_config_init(&c, D, H, 16);
     c.attention = kernel;
     c.rotary = rotary;
-    c.max_distance = 2;
-    c.seed = 99;
+    la_relative_params relative = LA_RELATIVE_PARAMS_INIT;
+    relative.max_distance = 2;
+    relative.seed = 99;
+    c.params = &relative.head;
     assert_int_equal(la_layer_config_check(&c), LA_OK);
     reference(&c, x, in_w, in_b, out_w, out_b, causal, ref);
     assert_int_equal(
@@ -134,7 +135,8 @@ static void positions_in_self_attention(void **state)
     }
 }
 
-/* The configuration's rules: rotary 0 or 1, d_h even, not FAVOR+; K >= 1; both tables. */
+/* The configuration's rules: rotary 0 or 1, d_h even, not FAVOR+; K >= 1; both tables; a
+ * parameter chain la_problem_check would refuse (an unknown kind, a kind twice, a cycle). */
 static void config_rules(void **state)
 {
     (void)state;
@@ -148,14 +150,32 @@ static void config_rules(void **state)
     c.rotary = 1, c.attention = LA_KERNEL_FAVOR;
     assert_int_equal(la_layer_config_check(&c), LA_EINVAL);
     la_layer_config_init(&c, 8, 2, 8);
-    c.max_distance = 0;
-    assert_int_equal(la_layer_config_check(&c), LA_EINVAL);
-    const double table[20] = {0};
-    la_layer_config_init(&c, 8, 2, 8);
-    c.rel_k = table;
-    assert_int_equal(la_layer_config_check(&c), LA_EINVAL);
-    c.rel_v = table;
+    la_relative_params relative = LA_RELATIVE_PARAMS_INIT;
+    c.params = &relative.head;
     assert_int_equal(la_layer_config_check(&c), LA_OK);
+    relative.max_distance = 0;
+    assert_int_equal(la_layer_config_check(&c), LA_EINVAL);
+    relative.max_distance = LA_DEFAULT_MAX_DISTANCE;
+    const double table[20] = {0};
+    relative.rel_k = table;
+    assert_int_equal(la_layer_config_check(&c), LA_EINVAL);
+    relative.rel_v = table;
+    assert_int_equal(la_layer_config_check(&c), LA_OK);
+    /* the chain's rules: an unknown kind, a kind twice, a block that is its own next */
+    la_local_params local = LA_LOCAL_PARAMS_INIT;
+    local.head.next = &relative.head;
+    c.params = &local.head;
+    assert_int_equal(la_layer_config_check(&c), LA_OK);
+    local.head.kind = (la_params_kind)0;
+    assert_int_equal(la_layer_config_check(&c), LA_EINVAL);
+    local.head.kind = LA_PARAMS_END;
+    assert_int_equal(la_layer_config_check(&c), LA_EINVAL);
+    local.head.kind = LA_PARAMS_RELATIVE; /* relative twice */
+    assert_int_equal(la_layer_config_check(&c), LA_EINVAL);
+    local.head.kind = LA_PARAMS_LOCAL, local.head.next = &local.head;
+    assert_int_equal(la_layer_config_check(&c), LA_EINVAL);
+    local.head.next = NULL, local.window = 0;
+    assert_int_equal(la_layer_config_check(&c), LA_EINVAL);
 }
 
 int main(void)
