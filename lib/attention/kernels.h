@@ -10,6 +10,7 @@
 #ifndef LA_ATTENTION_KERNELS_H
 #define LA_ATTENTION_KERNELS_H
 
+#include "attention/row.h"
 #include "linattn.h"
 
 /* Extreme values: every kernel below either returns a finite output within its

@@ -39,6 +39,7 @@
  *
  * Replay a failure with LA_TEST_SEED=<the printed seed>. */
 #include "../testutil.h"
+#include "attention/row.h" /* the rows' entry points */
 
 #include "core/internal.h"   /* la_avx512_enable: the portable float32 paths */
 #include "cpu/simd_avx512.h" /* la_avx512_usable */
@@ -656,17 +657,18 @@ static size_t n_refs;
 static const double *reference_of(const row *r, const la_problem *p, const inputs *in)
 {
     for (size_t c = 0; c < n_refs; c++)
-        if (ref_cache[c].reference == r->info->reference && ref_cache[c].s == r->s &&
+        if (ref_cache[c].reference == r->info->fns->reference && ref_cache[c].s == r->s &&
             ref_cache[c].causal == r->causal && ref_cache[c].fm == r->fm &&
             ref_cache[c].exact == r->tol.exact)
             return ref_cache[c].out;
     double *out = tu_f64(in->no);
-    if (!check_status(r, "reference", r->info->reference(p, in->q, in->k, in->v, out), LA_OK)) {
+    if (!check_status(r, "reference", r->info->fns->reference(p, in->q, in->k, in->v, out),
+                      LA_OK)) {
         free(out);
         return NULL;
     }
     if (!ref_cache) ref_cache = tu_alloc(n_rows * sizeof *ref_cache); /* at most one a row */
-    ref_cache[n_refs].reference = r->info->reference;
+    ref_cache[n_refs].reference = r->info->fns->reference;
     ref_cache[n_refs].s = r->s;
     ref_cache[n_refs].causal = r->causal;
     ref_cache[n_refs].fm = r->fm;
@@ -1049,7 +1051,7 @@ static void errors_leave_output(void **state)
             huge.scale = 1e300;
             fill_sentinel(out64, out32, in->no);
             if (check_status(r, "scale 1e300, float32",
-                             r->info->forward_f32(&huge, in->q32, in->k32, in->v32, out32),
+                             r->info->fns->forward_f32(&huge, in->q32, in->k32, in->v32, out32),
                              LA_EINVAL))
                 check_untouched(r, &good, "scale 1e300, float32", NULL, out32, in->no);
         }
@@ -1150,7 +1152,8 @@ static const char *const grad_names[3] = {"d_q", "d_k", "d_v"};
 
 static bool has_backward(const row *r)
 {
-    return r->info->backward_f64 && r->info->backward_f32 && r->info->reference_backward;
+    return r->info->fns->backward_f64 && r->info->fns->backward_f32 &&
+           r->info->fns->reference_backward;
 }
 
 /* Where flat element e of gradient t (0: d_q (B,H,N,d_k), 1: d_k (B,H,M,d_k), 2: d_v
@@ -1585,8 +1588,8 @@ static void backward_check_row(const row *r, double worst[2])
         bool ok = check_status(r, "forward_f64", run_f64(r, &p, &in, io.out), LA_OK) &&
                   check_status(r, "forward_f32", run_f32(r, &p, &in, io.out32), LA_OK) &&
                   check_status(r, "reference_backward",
-                               r->info->reference_backward(&p, in.q, in.k, in.v, io.out, io.d_out,
-                                                           ref[0], ref[1], ref[2]),
+                               r->info->fns->reference_backward(&p, in.q, in.k, in.v, io.out,
+                                                                io.d_out, ref[0], ref[1], ref[2]),
                                LA_OK);
         double yard[2] = {-1, -1}; /* the floor's Y: softmax and linear rows */
         if (ok && (r->info->params & LA_PARAM_SCALE) && !r->tol.exact)
@@ -1678,7 +1681,7 @@ static void backward_matches_reference(void **state)
     }
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {
         const la_kernel_info *info = la_kernel_get((la_kernel)k);
-        if (info->backward_f64 && info->backward_f32 && info->reference_backward)
+        if (info->fns->backward_f64 && info->fns->backward_f32 && info->fns->reference_backward)
             print_message("  %-22s backward, worst relative error (per logit on ±1e3): float64 "
                           "%.1e (tolerance %.0e), float32 %.1e (tolerance %.0e)\n",
                           info->name, worst[k][1], TOL_BWD_F64, worst[k][0],
@@ -1858,8 +1861,8 @@ static void backward_errors_leave_output(void **state)
         for (size_t e = 0; e < in->no; e++)
             huge[e] = 1e37f;
         grads_sentinel(&io);
-        const la_status st = r->info->backward_f32(&good, in->q32, in->k32, in->v32, io.out32, huge,
-                                                   io.g32[0], io.g32[1], io.g32[2]);
+        const la_status st = r->info->fns->backward_f32(&good, in->q32, in->k32, in->v32, io.out32,
+                                                        huge, io.g32[0], io.g32[1], io.g32[2]);
         if (st != LA_OK) {
             if (check_status(r, "d_out 1e37, float32", st, LA_ERANGE))
                 grads_untouched(r, "d_out 1e37, float32", &io, true);
@@ -1968,7 +1971,7 @@ static double fd_step = FD_STEP;
 static double loss(const row *r, const la_problem *p, const inputs *in, const double *d_out,
                    double *out)
 {
-    if (r->info->reference(p, in->q, in->k, in->v, out) != LA_OK) return NAN;
+    if (r->info->fns->reference(p, in->q, in->k, in->v, out) != LA_OK) return NAN;
     double sum = 0;
     for (size_t e = 0; e < in->no; e++)
         sum += out[e] * d_out[e];
@@ -2033,30 +2036,30 @@ static bool gradient_errors(const row *r, int variant, double err64[3], double e
         err64[t] = err32[t] = err_ref[t] = NAN;
     }
     bool ok = true;
-    if (r->info->reference_backward) {
+    if (r->info->fns->reference_backward) {
         ok &= check_status(r, "gradient mode: reference",
-                           r->info->reference(&p, in.q, in.k, in.v, out), LA_OK) &&
+                           r->info->fns->reference(&p, in.q, in.k, in.v, out), LA_OK) &&
               check_status(r, "reference_backward",
-                           r->info->reference_backward(&p, in.q, in.k, in.v, out, d_out, g64[0],
-                                                       g64[1], g64[2]),
+                           r->info->fns->reference_backward(&p, in.q, in.k, in.v, out, d_out,
+                                                            g64[0], g64[1], g64[2]),
                            LA_OK);
         for (int t = 0; ok && t < 3; t++)
             err_ref[t] = tu_rel_error_f64(g64[t], fd[t], sizes[t], NULL);
     }
-    if (r->info->backward_f64) {
+    if (r->info->fns->backward_f64) {
         ok &= check_status(r, "gradient mode: forward_f64", run_f64(r, &p, &in, out), LA_OK) &&
-              check_status(
-                  r, "backward_f64",
-                  r->info->backward_f64(&p, in.q, in.k, in.v, out, d_out, g64[0], g64[1], g64[2]),
-                  LA_OK);
+              check_status(r, "backward_f64",
+                           r->info->fns->backward_f64(&p, in.q, in.k, in.v, out, d_out, g64[0],
+                                                      g64[1], g64[2]),
+                           LA_OK);
         for (int t = 0; ok && t < 3; t++)
             err64[t] = tu_rel_error_f64(g64[t], fd[t], sizes[t], NULL);
     }
-    if (r->info->backward_f32 && variant != GRAD_LARGE_LOGITS) {
+    if (r->info->fns->backward_f32 && variant != GRAD_LARGE_LOGITS) {
         ok &= check_status(r, "gradient mode: forward_f32", run_f32(r, &p, &in, out32), LA_OK) &&
               check_status(r, "backward_f32",
-                           r->info->backward_f32(&p, in.q32, in.k32, in.v32, out32, d_out32, g32[0],
-                                                 g32[1], g32[2]),
+                           r->info->fns->backward_f32(&p, in.q32, in.k32, in.v32, out32, d_out32,
+                                                      g32[0], g32[1], g32[2]),
                            LA_OK);
         for (int t = 0; ok && t < 3; t++)
             err32[t] = tu_rel_error_f32(g32[t], fd[t], sizes[t], NULL);
@@ -2080,16 +2083,16 @@ static void check_gradient_errors(const row *r, const char *what, const double e
                                   const double err32[3], const double err_ref[3])
 {
     for (int t = 0; t < 3; t++) {
-        if (r->info->reference_backward && !(err_ref[t] < TOL_GRAD_F64))
+        if (r->info->fns->reference_backward && !(err_ref[t] < TOL_GRAD_F64))
             row_fail(r,
                      "%sreference_backward %s: relative error %.3e >= %.0e against central "
                      "differences",
                      what, grad_names[t], err_ref[t], TOL_GRAD_F64);
-        if (r->info->backward_f64 && !(err64[t] < TOL_GRAD_F64))
+        if (r->info->fns->backward_f64 && !(err64[t] < TOL_GRAD_F64))
             row_fail(r,
                      "%sbackward_f64 %s: relative error %.3e >= %.0e against central differences",
                      what, grad_names[t], err64[t], TOL_GRAD_F64);
-        if (r->info->backward_f32 && !isnan(err32[t]) && !(err32[t] < TOL_GRAD_F32))
+        if (r->info->fns->backward_f32 && !isnan(err32[t]) && !(err32[t] < TOL_GRAD_F32))
             row_fail(r,
                      "%sbackward_f32 %s: relative error %.3e >= %.0e against central differences",
                      what, grad_names[t], err32[t], TOL_GRAD_F32);
@@ -2109,7 +2112,7 @@ static void gradients(void **state)
     size_t skipped = 0;
     for (size_t ri = 0; ri < n_grad; ri++) {
         const row *r = &grad_rows[ri];
-        if (!r->info->backward_f64 && !r->info->backward_f32) {
+        if (!r->info->fns->backward_f64 && !r->info->fns->backward_f32) {
             /* one line per kernel and form, at its first row */
             if (ri == 0 || grad_rows[ri - 1].info != r->info ||
                 grad_rows[ri - 1].causal != r->causal)
@@ -2236,7 +2239,9 @@ static void finite_differences_self_test(void **state)
     (void)state;
     property_begin("finite_differences_self_test", 1);
     la_kernel_info by_hand = *la_kernel_get(LA_KERNEL_SOFTMAX);
-    by_hand.backward_f64 = softmax_backward_by_hand;
+    la_kernel_fns fns_by_hand = *by_hand.fns;
+    fns_by_hand.backward_f64 = softmax_backward_by_hand;
+    by_hand.fns = &fns_by_hand;
     const la_kernel_info *infos[1] = {&by_hand};
     const size_t n = rows_generate(grad_shapes, N_GRAD_SHAPES, infos, 1, NULL);
     row *test_rows = tu_alloc(n * sizeof *test_rows);

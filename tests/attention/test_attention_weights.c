@@ -12,6 +12,7 @@
  *   threads_bitwise     1 and 3 threads give the same bits.
  * Replay a failure with LA_TEST_SEED=<the printed seed>. */
 #include "../testutil.h"
+#include "attention/row.h" /* the rows' entry points */
 
 #include <math.h>
 #include <stdbool.h>
@@ -48,7 +49,7 @@ typedef struct {
  * errors_leave_output. */
 static bool without_weights(la_kernel kernel)
 {
-    return !la_kernel_get(kernel)->weights_f32;
+    return !la_kernel_get(kernel)->fns->weights_f32;
 }
 
 static bool reads(la_kernel kernel, unsigned param)

@@ -349,7 +349,7 @@ static void bottom_right_backward_matches_reference(void **state)
     tu_rng r = tu_rng_for("bottom_right_backward_matches_reference");
     for (int kk = 0; kk < LA_KERNEL_COUNT; kk++) {
         const la_kernel_info *info = la_kernel_get((la_kernel)kk);
-        if (!takes_causal(info) || !info->backward_f64) continue;
+        if (!takes_causal(info) || !info->fns->backward_f64) continue;
         for (size_t si = 0; si < n_shapes; si++) {
             la_problem p = problem_of(&shapes[si], LA_CAUSAL_BOTTOM_RIGHT);
             p.eps = 0.5; /* linear: d_q well conditioned (test_attention.c's gradient shapes) */
@@ -634,7 +634,7 @@ static void masks_match_reference(void **state)
                                      (unsigned long long)tu_seed());
                 }
                 checked++;
-                if (info->backward_f64) {
+                if (info->fns->backward_f64) {
                     const size_t n[3] = {in.nq, in.nk, in.nv};
                     double *g_ref[3], *g64[3];
                     float *g32[3];

@@ -3,6 +3,7 @@
  * sweeps and the tests read these fields instead of naming kernels, so a wrong bit would send a
  * mask to a kernel that refuses it, or keep a kernel out of an experiment it runs in. */
 #include "../testutil.h"
+#include "attention/row.h" /* the rows' entry points */
 
 #include <math.h>
 #include <stdbool.h>
@@ -82,10 +83,12 @@ static void weights_match_the_kernels(void **state)
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {
         const la_kernel_info *info = la_kernel_get((la_kernel)k);
         la_problem p = small_problem(info);
-        if (!info->weights_f32 != !info->weights_f64)
-            fail_msg("%s: an attention matrix in one precision only", info->name);
+        if (!info->fns->weights_f32 != !info->fns->weights_f64 ||
+            !info->fns->weights_f32 != !(info->caps & LA_CAP_WEIGHTS))
+            fail_msg("%s: weights_f32, weights_f64 and LA_CAP_WEIGHTS not set together",
+                     info->name);
         la_status st = la_attention_weights((la_kernel)k, &p, LA_FLOAT32, a.q, a.k, a.weights);
-        la_status want = info->weights_f32 ? LA_OK : LA_EINVAL;
+        la_status want = info->fns->weights_f32 ? LA_OK : LA_EINVAL;
         if (st != want)
             fail_msg("%s's attention matrix: %s, the row says %s", info->name, la_strerror(st),
                      la_strerror(want));
@@ -109,8 +112,8 @@ static void lse_matches_the_kernels(void **state)
         const la_kernel_info *info = la_kernel_get((la_kernel)k);
         la_problem p = small_problem(info);
         const int bit = (info->caps & LA_CAP_LSE) != 0;
-        const int set =
-            !!info->lse_f32 + !!info->lse_f64 + !!info->backward_lse_f32 + !!info->backward_lse_f64;
+        const int set = !!info->fns->lse_f32 + !!info->fns->lse_f64 +
+                        !!info->fns->backward_lse_f32 + !!info->fns->backward_lse_f64;
         if (set != 4 * bit)
             fail_msg("%s: LA_CAP_LSE %d with %d of its 4 lse entry points", info->name, bit, set);
         la_status st = la_attention_lse((la_kernel)k, &p, LA_FLOAT32, a.q, a.k, a.v, out, lse);
@@ -143,11 +146,12 @@ static void backward_matches_the_kernels(void **state)
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {
         const la_kernel_info *info = la_kernel_get((la_kernel)k);
         la_problem p = small_problem(info);
-        const bool has = info->backward_f32 != NULL;
-        if (has != (info->backward_f64 != NULL) || has != (info->reference_backward != NULL) ||
-            has != (info->backward_cost != NULL))
-            fail_msg("%s: backward_f32, backward_f64, reference_backward and backward_cost not "
-                     "set together",
+        const bool has = info->fns->backward_f32 != NULL;
+        if (has != (info->fns->backward_f64 != NULL) ||
+            has != (info->fns->reference_backward != NULL) ||
+            has != (info->fns->backward_cost != NULL) || has != !!(info->caps & LA_CAP_BACKWARD))
+            fail_msg("%s: backward_f32, backward_f64, reference_backward, backward_cost and "
+                     "LA_CAP_BACKWARD not set together",
                      info->name);
         const la_status want = has ? LA_OK : LA_EINVAL;
         la_cost c;

@@ -178,7 +178,7 @@ static void strided_calls_equal_contiguous(void **state)
             assert_int_equal(la_attention(kernel, &p, dtype, q, k, v, want), LA_OK);
             /* the backward's contiguous gradients, for the rows that have one */
             void *want_dq = NULL, *want_dk = NULL, *want_dv = NULL;
-            if (info->backward_f32) {
+            if (info->fns->backward_f32) {
                 want_dq = tu_alloc((size_t)B * H * N * DK * es);
                 want_dk = tu_alloc((size_t)B * H * M * DK * es);
                 want_dv = tu_alloc((size_t)B * H * M * DV * es);
@@ -213,7 +213,7 @@ static void strided_calls_equal_contiguous(void **state)
                     free(want_lse), free(got_lse), free(lse_out);
                     lses++;
                 }
-                if (info->backward_f32) { /* gradients laid out as q, k, v; d_out as out */
+                if (info->fns->backward_f32) { /* gradients laid out as q, k, v; d_out as out */
                     placed pout = place((layout)l, 0, N, DV, want, es);
                     placed pdo = place((layout)l, 0, N, DV, d_out, es);
                     placed pdq = place((layout)l, 0, N, DK, NULL, es);
@@ -249,7 +249,7 @@ static void strided_weights_equal_contiguous(void **state)
     int rows_with_weights = 0;
     for (int kk = 0; kk < LA_KERNEL_COUNT; kk++) {
         const la_kernel_info *info = la_kernel_get((la_kernel)kk);
-        if (!info->weights_f32) continue;
+        if (!info->fns->weights_f32) continue;
         rows_with_weights++;
         for (int dt = 0; dt < 2; dt++) {
             const la_dtype dtype = dt ? LA_FLOAT64 : LA_FLOAT32;
@@ -292,7 +292,7 @@ static void decoding_reads_the_cache_in_place(void **state)
     for (size_t n = 1; n <= 4; n += 3) {
         la_problem p;
         la_problem_init(&p, B, H, n, M, DK, DV);
-        if (!row->reads_strides) fail_msg("softmax's row reads no strides");
+        if (!row->fns->reads_strides) fail_msg("softmax's row reads no strides");
         const size_t nq = (size_t)B * H * n * DK, no = (size_t)B * H * n * DV;
         const size_t nk = (size_t)B * H * M * DK, nv = (size_t)B * H * M * DV;
         float *q = tu_f32(nq), *k = tu_f32(nk), *v = tu_f32(nv);
@@ -321,7 +321,7 @@ static void decoding_reads_the_cache_in_place(void **state)
         sp.stride_k = sk;
         sp.stride_v = sv;
         sp.workspace_limit = (size_t)c.workspace_bytes;
-        if (row->reads_strides(&sp, LA_FLOAT32)) {
+        if (row->fns->reads_strides(&sp, LA_FLOAT32)) {
             assert_int_equal(la_attention(LA_KERNEL_SOFTMAX, &sp, LA_FLOAT32, q, kc, vc, got),
                              LA_OK);
             assert_memory_equal(got, want, no * sizeof(float));

@@ -113,7 +113,7 @@ static void unseen_keys_are_never_read(void **state)
             unsigned char *want = tu_alloc(no * es), *got = tu_alloc(no * es);
             for (la_kernel kr = 0; kr < LA_KERNEL_COUNT; kr++) {
                 const la_kernel_info *row = la_kernel_get(kr);
-                if (!row->forward_f32) continue;
+                if (!row->fns->forward_f32) continue;
                 assert_int_equal(la_set_num_threads(1), LA_OK);
                 memset(want, 0, no * es);
                 const la_status st0 = la_attention(kr, &p, dt, q, k, v, want);
@@ -124,7 +124,7 @@ static void unseen_keys_are_never_read(void **state)
                              (unsigned long long)tu_seed());
                 void *k2 = tu_alloc(nk * es), *v2 = tu_alloc(nv * es);
                 /* the backward on clean inputs: d_out drawn, out the forward's */
-                const bool bwd = row->backward_f32 != NULL;
+                const bool bwd = row->fns->backward_f32 != NULL;
                 void *d_out = bwd ? fill(&r, no, dt) : NULL;
                 unsigned char *g_want = bwd ? tu_alloc((nq + nk + nv) * es) : NULL;
                 unsigned char *g_got = bwd ? tu_alloc((nq + nk + nv) * es) : NULL;

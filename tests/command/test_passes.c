@@ -37,7 +37,7 @@ static la_problem small_problem(la_kernel kernel)
 static int row_has_backward(la_kernel kernel)
 {
     const la_kernel_info *info = la_kernel_get(kernel);
-    return info->backward_f32 != NULL && info->backward_cost != NULL;
+    return info->fns->backward_f32 != NULL && info->fns->backward_cost != NULL;
 }
 
 static void costs(void **state)

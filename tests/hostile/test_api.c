@@ -560,8 +560,8 @@ static void kernels(void **state)
     fwd32 f32[LA_KERNEL_COUNT];
     fwd64 f64[LA_KERNEL_COUNT];
     for (int i = 0; i < LA_KERNEL_COUNT; i++) {
-        f32[i] = la_kernel_get((la_kernel)i)->forward_f32;
-        f64[i] = la_kernel_get((la_kernel)i)->forward_f64;
+        f32[i] = la_kernel_get((la_kernel)i)->fns->forward_f32;
+        f64[i] = la_kernel_get((la_kernel)i)->fns->forward_f64;
     }
     la_problem p;
     la_problem_init(&p, 1, 2, 3, 4, 2, 3);
@@ -867,7 +867,7 @@ static void kernels(void **state)
         EXPECT(la_attention_backward_cost(kn, NULL, LA_FLOAT32, &c), LA_EINVAL, &c, sizeof c);
         EXPECT(la_attention_backward_cost(kn, &p, (la_dtype)7, &c), LA_EINVAL, &c, sizeof c);
         const la_kernel_info *info = la_kernel_get(kn);
-        if (!info || !info->backward_f32) {
+        if (!info || !info->fns->backward_f32) {
             EXPECT(la_attention_backward(kn, &p, LA_FLOAT32, q, k, v, o, NULL, o, gq, gk, gv),
                    LA_EINVAL, gq, sizeof gq);
             EXPECT(la_attention_backward_cost(kn, &p, LA_FLOAT32, &c), LA_EINVAL, &c, sizeof c);
@@ -889,7 +889,8 @@ static void kernels(void **state)
             EXPECT(la_attention_weights(kn, &p, LA_FLOAT64, qd, NULL, wd), LA_EINVAL, wd,
                    sizeof wd);
             assert_int_equal(la_attention_weights(kn, &p, LA_FLOAT64, qd, kd, NULL), LA_EINVAL);
-            if (i < 0 || i == LA_KERNEL_COUNT || !la_kernel_get(kn)->weights_f32) { /* no matrix */
+            if (i < 0 || i == LA_KERNEL_COUNT ||
+                !la_kernel_get(kn)->fns->weights_f32) { /* no matrix */
                 EXPECT(la_attention_weights(kn, &p, LA_FLOAT32, q, k, w), LA_EINVAL, w, sizeof w);
                 EXPECT(la_attention_weights(kn, &p, LA_FLOAT64, qd, kd, wd), LA_EINVAL, wd,
                        sizeof wd);

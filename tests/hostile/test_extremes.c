@@ -141,7 +141,7 @@ static void check_case(const la_kernel_info *info, int causal, la_feature_map fm
     tu_to_f32(q, q32, nq), tu_to_f32(k, k32, nq), tu_to_f32(v, v32, nv);
 
     /* the oracle: finite on every case */
-    la_status st = info->reference(&p, q, k, v, ref);
+    la_status st = info->fns->reference(&p, q, k, v, ref);
     if (st != LA_OK || !tu_all_finite_f64(ref, nv))
         report(info->name, causal, fm_name, "reference", n, x->name, "not finite, or status",
                (double)st);
@@ -173,7 +173,7 @@ static void check_case(const la_kernel_info *info, int causal, la_feature_map fm
         }
 
     /* float64: always computed, within 1e-12 · max(1, logit) */
-    st = info->forward_f64(&p, q, k, v, y64);
+    st = info->fns->forward_f64(&p, q, k, v, y64);
     double err = tu_rel_error_f64(y64, ref, nv, NULL);
     if (st != LA_OK)
         report(info->name, causal, fm_name, "float64", n, x->name, "refused: status", (double)st);
@@ -183,7 +183,7 @@ static void check_case(const la_kernel_info *info, int causal, la_feature_map fm
     /* float32: right, or refused with the output untouched */
     for (size_t i = 0; i < nv; i++)
         sentinel[i] = y32[i] = (float)(0.5 + (double)i);
-    st = info->forward_f32(&p, q32, k32, v32, y32);
+    st = info->fns->forward_f32(&p, q32, k32, v32, y32);
     if (st == LA_ERANGE) {
         *refused_any = true;
         if (memcmp(y32, sentinel, nv * sizeof *y32) != 0)
