@@ -257,7 +257,7 @@ LA_API la_status la_problem_check(const la_problem *p);
     X(LA_KERNEL_LINEAR, la_row_linear)                     /* linear: non-causal, or chunked */    \
     X(LA_KERNEL_LINEAR_RECURRENT, la_row_linear_recurrent) /* linear, token by token */            \
     X(LA_KERNEL_LINFORMER, la_row_linformer) /* keys, values projected to proj_rank rows */        \
-    X(LA_KERNEL_LOCAL, la_row_local)         /* softmax over the keys within window */          \
+    X(LA_KERNEL_LOCAL, la_row_local)         /* softmax over the keys within window */             \
     X(LA_KERNEL_FAVOR, la_row_favor)         /* FAVOR+: linear on positive random features */      \
     X(LA_KERNEL_FAVOR_RECURRENT, la_row_favor_recurrent) /* FAVOR+, token by token */              \
     X(LA_KERNEL_GENERAL, la_row_general)                 /* softmax over q·W·k */                \
