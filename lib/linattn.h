@@ -227,7 +227,7 @@ typedef struct {
     double eps;                 /* linear attention: y = num / (den + eps); finite, >= 0 */
     size_t chunk;               /* causal linear attention, chunked form: tokens per chunk (>= 1) */
     size_t workspace_limit;     /* bytes of scratch a kernel may hold; above it: LA_EBUDGET */
-    const la_params *params;    /* the variants' parameter blocks (below), chained; NULL:
+    const la_params *params;    /* the variants' parameter blocks (above), chained; NULL:
                                    every block's defaults */
     /* Masks beyond causal and key lengths: */
     la_causal_align causal_align; /* with causal and N != M: top-left or bottom-right */
