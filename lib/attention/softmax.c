@@ -2,8 +2,9 @@
  * hard attention (argmax), their backward passes and their costs, in one precision: the
  * Makefile compiles this file twice (core/real_typed.h), la_*_f32 and la_*_f64.
  *
- *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out: (B, H, N, d_v), row-major;
- *   lse: (B, H, N), log Σ_j exp(s_ij) per query (−inf: no key seen).
+ *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out: (B, H, N, d_v), row-major
+ *   (the fused forward: laid out as p's strides say); lse: (B, H, N), log Σ_j exp(s_ij) per
+ *   query (−inf: no key seen).
  *
  * The fused and hard kernels run on the engine (engine.h): tasks of (b, h, block of
  * queries), bitwise the same on any thread count. The fused kernel takes the AVX-512 tiles
@@ -220,6 +221,8 @@ static void hard_argmax(const la_problem *p, size_t hd, const REAL *qh, const RE
     t.k = kh;
     t.v = NULL;
     t.out = NULL;
+    t.ldq = t.ldk = p->d_k; /* the backward's contiguous rows */
+    t.ldv = t.ldo = p->d_v;
     t.lse = NULL;
     t.scratch = NULL;
     t.kv_bits = NULL;
@@ -708,7 +711,9 @@ static void lse_block(const head *hd, size_t i0, size_t rows, grad_scratch *w, R
     t.q = hd->qh;
     t.k = hd->kh;
     t.v = NULL;
-    t.out = NULL; /* the statistics only */
+    t.out = NULL;           /* the statistics only */
+    t.ldq = t.ldk = p->d_k; /* the backward's contiguous rows */
+    t.ldv = t.ldo = p->d_v;
     t.lse = lse;
     t.scratch = NULL;
     t.kv_bits = NULL;
