@@ -1284,21 +1284,14 @@ la_status la_hard_backward_cost(const la_problem *p, la_dtype dtype, la_cost *ou
 /* ---------------------------------------------------------------- strides */
 
 #if REAL_IS_F32
-/* The rows' contiguous: a (B, H, rows, d) layout whose rows lie d elements apart. */
-static bool rows_contiguous(const la_strides *s, size_t d)
-{
-    return la_strides_contiguous(s) || s->row == d;
-}
-
-/* Fused float32 decoding (N <= LA_FUSED_SIMD_NARROW_ROWS on AVX-512: the output staged,
- * the range taken on the tiles' loads) reads k and v in place when their rows are
- * contiguous, whatever their batch and head strides: a KV cache of capacity T holding
- * M = the keys written so far, as `linattn decode` passes it. q and out contiguous. */
+/* The fused forward reads any valid layout of q, k, v and out in place, in both element
+ * types: the engine offsets each head by its batch and head strides and every tile reads
+ * rows at their row stride (la_engine_task's ldq ... ldo), the range scan too. Its backward
+ * takes contiguous arrays (la_attention_backward copies). */
 static int fused_reads_strides(const la_problem *p, la_dtype dtype)
 {
-    return dtype == LA_FLOAT32 && la_fused_simd_staging_bytes(p, false) > 0 &&
-           la_strides_contiguous(&p->stride_q) && la_strides_contiguous(&p->stride_out) &&
-           rows_contiguous(&p->stride_k, p->d_k) && rows_contiguous(&p->stride_v, p->d_v);
+    (void)dtype;
+    return la_problem_check(p) == LA_OK;
 }
 #endif
 
