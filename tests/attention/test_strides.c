@@ -34,9 +34,11 @@ static la_problem small_problem(const la_kernel_info *info)
     return p;
 }
 
-/* The layouts under test, per array of `rows` rows of d elements. */
-typedef enum { LAYOUT_KV_CACHE, LAYOUT_TORCH, LAYOUT_COUNT } layout;
-static const char *const layout_name[] = {"KV cache (B, H, T, d)", "PyTorch (B, N, H, d)"};
+/* The layouts under test, per array of `rows` rows of d elements (rows padded past d: the
+ * in-place test's only). */
+typedef enum { LAYOUT_KV_CACHE, LAYOUT_TORCH, LAYOUT_COUNT, LAYOUT_PADDED = LAYOUT_COUNT } layout;
+static const char *const layout_name[] = {"KV cache (B, H, T, d)", "PyTorch (B, N, H, d)",
+                                          "rows padded to d + 3"};
 
 /* The strides of an array of `rows` rows of d, and its elements in that layout. The KV
  * cache holds keys and values (rows = M) in T-row slots; queries and outputs stay
@@ -290,18 +292,15 @@ static void strided_weights_equal_contiguous(void **state)
  * The gaps of q, k and v hold NaN (a tile that reads one spoils the output) or, in a
  * second round, a huge finite value (a range scan that reads one refuses the call). */
 enum { IP_DK = 20, IP_DV = 12, IP_PAD = 3 };
-typedef enum { IP_KV_CACHE, IP_TORCH, IP_PADDED, IP_LAYOUTS } ip_layout;
-static const char *const ip_layout_name[] = {"KV cache (B, H, T, d)", "PyTorch (B, N, H, d)",
-                                             "rows padded to d + 3"};
 
 /* The strides of an array of `rows` rows (in `slots` row slots) of d, and its elements. */
-static la_strides ip_strides(ip_layout l, int is_key_side, size_t slots, size_t d, size_t *elements)
+static la_strides ip_strides(layout l, int is_key_side, size_t slots, size_t d, size_t *elements)
 {
     switch (l) {
-    case IP_KV_CACHE:
+    case LAYOUT_KV_CACHE:
         *elements = (size_t)B * H * slots * d;
         return is_key_side ? (la_strides){H * slots * d, slots * d, d} : (la_strides){0, 0, 0};
-    case IP_TORCH:
+    case LAYOUT_TORCH:
         *elements = (size_t)B * slots * H * d;
         return (la_strides){slots * H * d, d, H * d};
     default:
@@ -311,7 +310,7 @@ static la_strides ip_strides(ip_layout l, int is_key_side, size_t slots, size_t 
 }
 
 /* A contiguous array placed in layout l, every other element `gap`. */
-static placed ip_place(ip_layout l, int is_key_side, size_t rows, size_t slots, size_t d,
+static placed ip_place(layout l, int is_key_side, size_t rows, size_t slots, size_t d,
                        const void *contiguous, la_dtype dtype, double gap)
 {
     const size_t es = dtype == LA_FLOAT32 ? sizeof(float) : sizeof(double);
@@ -377,17 +376,17 @@ static void softmax_reads_strides_in_place(void **state)
                         LA_OK);
                     assert_memory_equal(lse_out, want, no * es);
                     free(lse_out);
-                    for (int l = 0; l < IP_LAYOUTS; l++)
+                    for (int l = 0; l <= LAYOUT_PADDED; l++)
                         for (int g = 0; g < 2; g++) {
                             const double gap = g == 0 ? NAN : dt ? 1e300 : 1e30;
-                            placed pq = ip_place((ip_layout)l, 0, n, n, IP_DK, q, dtype, gap);
-                            placed pk = ip_place((ip_layout)l, 1, m, slots, IP_DK, k, dtype, gap);
-                            placed pv = ip_place((ip_layout)l, 1, m, slots, IP_DV, v, dtype, gap);
-                            placed po = place(l == IP_KV_CACHE ? LAYOUT_KV_CACHE : LAYOUT_TORCH, 0,
-                                              n, IP_DV, NULL, es);
-                            if (l == IP_PADDED) { /* out's rows padded as well */
+                            placed pq = ip_place((layout)l, 0, n, n, IP_DK, q, dtype, gap);
+                            placed pk = ip_place((layout)l, 1, m, slots, IP_DK, k, dtype, gap);
+                            placed pv = ip_place((layout)l, 1, m, slots, IP_DV, v, dtype, gap);
+                            placed po = place(l == LAYOUT_KV_CACHE ? LAYOUT_KV_CACHE : LAYOUT_TORCH,
+                                              0, n, IP_DV, NULL, es);
+                            if (l == LAYOUT_PADDED) { /* out's rows padded as well */
                                 free(po.x);
-                                po = ip_place(IP_PADDED, 0, n, n, IP_DV, want, dtype, 0);
+                                po = ip_place(LAYOUT_PADDED, 0, n, n, IP_DV, want, dtype, 0);
                                 memset(po.x, SENTINEL, po.elements * es);
                             }
                             la_problem sp = p;
@@ -395,7 +394,7 @@ static void softmax_reads_strides_in_place(void **state)
                             sp.stride_out = po.s;
                             assert_int_equal(la_problem_check(&sp), LA_OK);
                             if (!row->fns->reads_strides(&sp, dtype))
-                                fail_msg("%s, %s: softmax copies the layout", ip_layout_name[l],
+                                fail_msg("%s, %s: softmax copies the layout", layout_name[l],
                                          dt ? "float64" : "float32");
                             /* a copy of k alone would pass the contiguous call's workspace */
                             sp.workspace_limit = (size_t)c.workspace_bytes;
@@ -403,21 +402,19 @@ static void softmax_reads_strides_in_place(void **state)
                                 la_attention(LA_KERNEL_SOFTMAX, &sp, dtype, pq.x, pk.x, pv.x, po.x);
                             if (st != LA_OK)
                                 fail_msg("%s, %s, N = %zu, masks %d, AVX-512 %s, gaps %g: %s",
-                                         ip_layout_name[l], dt ? "float64" : "float32", n, mc,
+                                         layout_name[l], dt ? "float64" : "float32", n, mc,
                                          simd ? "on" : "off", gap, la_strerror(st));
                             char what[160];
-                            snprintf(what, sizeof what,
-                                     "%s, N = %zu, masks %d, AVX-512 %s, gaps %g",
-                                     ip_layout_name[l], n, mc, simd ? "on" : "off", gap);
-                            assert_same(&po, want, es, what, "softmax in place", LAYOUT_TORCH,
-                                        dtype);
+                            snprintf(what, sizeof what, "N = %zu, masks %d, AVX-512 %s, gaps %g", n,
+                                     mc, simd ? "on" : "off", gap);
+                            assert_same(&po, want, es, what, "softmax in place", (layout)l, dtype);
                             /* the log-sum-exps: float32 decoding stages them with out */
                             sp.workspace_limit += (size_t)B * H * n * es + 64;
                             memset(po.x, SENTINEL, po.elements * es);
                             assert_int_equal(la_attention_lse(LA_KERNEL_SOFTMAX, &sp, dtype, pq.x,
                                                               pk.x, pv.x, po.x, lse_got),
                                              LA_OK);
-                            assert_same(&po, want, es, what, "softmax lse in place", LAYOUT_TORCH,
+                            assert_same(&po, want, es, what, "softmax lse in place", (layout)l,
                                         dtype);
                             assert_memory_equal(lse_got, lse_want, (size_t)B * H * n * es);
                             free(pq.x), free(pk.x), free(pv.x), free(po.x);
