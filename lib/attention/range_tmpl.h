@@ -78,7 +78,7 @@ static REAL_BITS FN(head_bits)(const la_problem *p, const la_strides *s, const R
 
 /* max |x| over a (B, H, rows, d) array laid out as *s (not all zero): every row, or with
  * `seen` the keys seen of each entry (la_keys_seen); +inf when one is not finite. Above
- * 2^18 elements the threads take a head each. */
+ * 2^18 elements the threads share the heads. */
 static double FN(max_abs_strided)(const la_problem *p, const la_strides *s, const REAL *x,
                                   size_t rows, size_t d, bool seen)
 {
@@ -86,7 +86,8 @@ static double FN(max_abs_strided)(const la_problem *p, const la_strides *s, cons
     const int threads = heads > 1 && heads * rows * d > ((size_t)1 << 18) ? la_threads() : 1;
     REAL_BITS m = 0;
     size_t read = 0;
-#pragma omp parallel for schedule(static) reduction(max : m) reduction(+ : read) num_threads(threads)
+#pragma omp parallel for schedule(static) reduction(max : m) reduction(+ : read) num_threads(threads) \
+    if (threads > 1)
     for (size_t hd = 0; hd < heads; hd++) {
         const size_t n = seen ? la_keys_seen(p, hd / p->heads) : rows;
         const REAL_BITS mh = FN(head_bits)(p, s, x, hd, n, d);
