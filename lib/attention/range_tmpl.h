@@ -77,12 +77,21 @@ static REAL_BITS FN(head_bits)(const la_problem *p, const la_strides *s, const R
 }
 
 /* max |x| over a (B, H, rows, d) array laid out as *s (not all zero): every row, or with
- * `seen` the keys seen of each entry (la_keys_seen); +inf when one is not finite. Above
- * 2^18 elements the threads share the heads. */
+ * `seen` the keys seen of each entry (la_keys_seen); +inf when one is not finite. One scan
+ * per entry for PyTorch's (B, N, H, d), else per head; above 2^18 elements the threads
+ * share the heads (la_max_abs: the scan). */
 static double FN(max_abs_strided)(const la_problem *p, const la_strides *s, const REAL *x,
                                   size_t rows, size_t d, bool seen)
 {
-    const size_t heads = p->batch * p->heads;
+    const size_t H = p->heads, heads = p->batch * H;
+    if (H > 1 && s->head == d && s->row == H * d) {
+        double m = 0; /* PyTorch's (B, N, H, d): an entry's first n rows lie back to back */
+        for (size_t b = 0; b < p->batch; b++) {
+            const size_t n = seen ? la_keys_seen(p, b) : rows;
+            m = fmax(m, FN(la_max_abs)(x + b * s->batch, n * H * d));
+        }
+        return m;
+    }
     const int threads = heads > 1 && heads * rows * d > ((size_t)1 << 18) ? la_threads() : 1;
     REAL_BITS m = 0;
     size_t read = 0;

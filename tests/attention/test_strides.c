@@ -9,6 +9,7 @@
 #include "attention/kernels.h"
 #include "core/internal.h" /* la_avx512_enable */
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,7 +291,8 @@ static void strided_weights_equal_contiguous(void **state)
  * runs with the workspace limit at the contiguous call's workspace, which a copy would
  * pass, and must give bitwise the contiguous call's out and lse, out's gaps untouched.
  * The gaps of q, k and v hold NaN (a tile that reads one spoils the output) or, in a
- * second round, a huge finite value (a range scan that reads one refuses the call). */
+ * second round, half the type's largest value (a range scan that reads one refuses the
+ * call: LA_ERANGE). */
 enum { IP_DK = 20, IP_DV = 12, IP_PAD = 3 };
 
 /* The strides of an array of `rows` rows (in `slots` row slots) of d, and its elements. */
@@ -378,7 +380,7 @@ static void softmax_reads_strides_in_place(void **state)
                     free(lse_out);
                     for (int l = 0; l <= LAYOUT_PADDED; l++)
                         for (int g = 0; g < 2; g++) {
-                            const double gap = g == 0 ? NAN : dt ? 1e300 : 1e30;
+                            const double gap = g == 0 ? NAN : dt ? DBL_MAX / 2 : FLT_MAX / 2;
                             placed pq = ip_place((layout)l, 0, n, n, IP_DK, q, dtype, gap);
                             placed pk = ip_place((layout)l, 1, m, slots, IP_DK, k, dtype, gap);
                             placed pv = ip_place((layout)l, 1, m, slots, IP_DV, v, dtype, gap);
