@@ -42,16 +42,16 @@ typedef struct {
     size_t i0, rows;               /* rows <= e->q_block */
     size_t lo[LA_ENGINE_MAX_ROWS]; /* keys query i0 + r sees: [lo[r], hi[r]) */
     size_t hi[LA_ENGINE_MAX_ROWS];
-    size_t key_lo, key_hi; /* the keys the rows see together: min lo, max hi */
-    const void *q, *k, *v; /* this head's q (N, d_k), k (M, d_k), v (M, d_v): rows of d */
-    void *out;             /* this head's out (N, d_v); NULL: statistics and lse only (portable) */
-    size_t ldq, ldk, ldv, ldo; /* row strides in elements: row r of q at q + r·ldq, of k at
-                                  k + r·ldk ...; d_k, d_k, d_v, d_v for contiguous rows */
-    void *lse;                 /* NULL, or the rows' log Σ_j exp(s_ij): (rows) */
-    unsigned char *scratch;    /* the thread's e->scratch_bytes, 64-byte aligned */
-    uint32_t *kv_bits;         /* NULL, or max|k|, max|v| as bits, taken on the loads */
-    size_t kv_hi;              /* with kv_bits: the maxima cover keys [0, kv_hi), the task's key_hi
-                                  (the keys seen, la_keys_seen: the range check's) */
+    size_t key_lo, key_hi;  /* the keys the rows see together: min lo, max hi */
+    const void *q, *k, *v;  /* this head's q (N, d_k), k (M, d_k), v (M, d_v): rows of d */
+    void *out;              /* this head's out (N, d_v); NULL: statistics and lse only (portable) */
+    size_t ldq, ldk;        /* row strides in elements (row r of q at q + r·ldq, ...): d_k, */
+    size_t ldv, ldo;        /* d_k, d_v, d_v for contiguous rows */
+    void *lse;              /* NULL, or the rows' log Σ_j exp(s_ij): (rows) */
+    unsigned char *scratch; /* the thread's e->scratch_bytes, 64-byte aligned */
+    uint32_t *kv_bits;      /* NULL, or max|k|, max|v| as bits, taken on the loads */
+    size_t kv_hi;           /* with kv_bits: the maxima cover keys [0, kv_hi), the task's key_hi
+                               (the keys seen, la_keys_seen: the range check's) */
     _Alignas(64) unsigned char state[LA_ENGINE_STATE_BYTES]; /* the tiles' own, zeroed */
 } la_engine_task;
 
@@ -100,8 +100,8 @@ la_status la_engine_run(const la_engine *e, const la_problem *p, const void *q, 
                         const void *v, void *out, void *lse, size_t held);
 
 /* One task whose p, e, b, hd, m, i0, rows, head pointers and row strides are set: its
- * keys, then its tiles (engine.c). The backward passes run the forward's argmax and their own lse
- * this way, on scratch of their own (la_engine_rows set before the call). */
+ * keys, then its tiles (engine.c). The backward passes run the forward's argmax and their
+ * own lse this way, on scratch of their own (la_engine_rows set before the call). */
 void la_engine_run_task(la_engine_task *t);
 
 /* The prefix keys of the causal mask (top-left or aligned) and the key lengths: [0,
