@@ -42,9 +42,9 @@ size_t la_keys_seen(const la_problem *p, size_t b);
 /* The largest la_keys_seen over the batch entries: O(1) without key lengths. */
 size_t la_keys_seen_max(const la_problem *p);
 
-/* Whether the values of a kernel of this family on (q, k, v) stay within its element
- * type (range.c: one scan of max |q| and of max |k|, |v| over the keys seen, and the
- * bounds it documents). The
+/* Whether the values of a kernel of this family on (q, k, v), laid out as p's strides say,
+ * stay within its element type (range.c: one scan of max |q| and of max |k|, |v| over the
+ * keys seen, and the bounds it documents). The
  * kernels call it after checking p and the pointers, before writing anything, and
  * return LA_ERANGE when it is false. */
 typedef enum { LA_RANGE_SOFTMAX, LA_RANGE_HARD, LA_RANGE_LINEAR } la_range_kind;
@@ -76,6 +76,11 @@ double la_max_abs_f64(const double *x, size_t n);
 /* The same over the keys seen (la_keys_seen) of a contiguous (B, H, M, d) array. */
 double la_max_abs_seen_f32(const la_problem *p, const float *x, size_t d);
 double la_max_abs_seen_f64(const la_problem *p, const double *x, size_t d);
+/* max |x| over a (B, H, rows, d) array laid out as *s (all zero: contiguous, la_max_abs). */
+double la_max_abs_layout_f32(const la_problem *p, const la_strides *s, const float *x, size_t rows,
+                             size_t d);
+double la_max_abs_layout_f64(const la_problem *p, const la_strides *s, const double *x, size_t rows,
+                             size_t d);
 
 /* Hard attention's argmax over the visible keys of query rows i0 .. i0+rows-1 of one head
  * hd = b·H + h (its batch entry b = hd / H), ties to the lowest key, SIZE_MAX for a row that sees

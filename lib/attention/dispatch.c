@@ -1,8 +1,9 @@
 /* dispatch.c — the generic attention entry points of linattn.h: one function per
  * operation, the kernel and the element type as arguments, dispatched to the registry
  * row's per-dtype function (kernels.h). Arrays laid out with strides (la_strides) are
- * copied into contiguous scratch first and the outputs copied back, so a kernel only
- * ever sees the contiguous (B, H, rows, d) layout. */
+ * copied into contiguous scratch first and the outputs copied back, so a kernel sees the
+ * contiguous (B, H, rows, d) layout, unless its row reads the strides itself
+ * (la_kernel_fns.reads_strides: the fused softmax forward). */
 #include "attention/attention_internal.h"
 #include "attention/linear_internal.h"
 

@@ -152,13 +152,36 @@ static double magnitude_of_bits(uint32_t bits)
 }
 
 /* Element offset of head hd's first row in a (B, H, rows, d) array laid out as *s (all zero:
- * contiguous). The tiles read rows d apart: a kernel whose row says it reads strides
- * (la_kernel_info.reads_strides) takes only layouts whose rows are contiguous. */
+ * contiguous). */
 static size_t head_offset(const la_problem *p, const la_strides *s, size_t hd, size_t rows,
                           size_t d)
 {
     if (la_strides_contiguous(s)) return hd * rows * d;
     return hd / p->heads * s->batch + hd % p->heads * s->head;
+}
+
+/* The elements between a head's rows in that array: d when contiguous, and when it has one
+ * row (whose row stride la_problem_check lets be anything: no other row is read). */
+static size_t row_stride(const la_strides *s, size_t rows, size_t d)
+{
+    return la_strides_contiguous(s) || rows == 1 ? d : s->row;
+}
+
+/* Copies the staged output (B, H, N, d_v) into out laid out as p->stride_out. */
+static void unstage(const la_problem *p, const unsigned char *staged, unsigned char *out,
+                    size_t elem)
+{
+    const size_t N = p->n_queries, dv = p->d_v, heads = p->batch * p->heads;
+    if (la_strides_contiguous(&p->stride_out)) {
+        memcpy(out, staged, heads * N * dv * elem);
+        return;
+    }
+    const size_t ld = row_stride(&p->stride_out, N, dv);
+    for (size_t hd = 0; hd < heads; hd++) {
+        unsigned char *oh = out + head_offset(p, &p->stride_out, hd, N, dv) * elem;
+        for (size_t i = 0; i < N; i++)
+            memcpy(oh + i * ld * elem, staged + (hd * N + i) * dv * elem, dv * elem);
+    }
 }
 
 la_status la_engine_run(const la_engine *e, const la_problem *p, const void *q, const void *k,
@@ -203,6 +226,10 @@ la_status la_engine_run(const la_engine *e, const la_problem *p, const void *q, 
         t.v = (const unsigned char *)v + head_offset(p, &p->stride_v, t.hd, M, dv) * elem;
         t.out = (unsigned char *)out +
                 (staging ? t.hd * N * dv : head_offset(p, &p->stride_out, t.hd, N, dv)) * elem;
+        t.ldq = row_stride(&p->stride_q, N, dk);
+        t.ldk = row_stride(&p->stride_k, M, dk);
+        t.ldv = row_stride(&p->stride_v, M, dv);
+        t.ldo = staging ? dv : row_stride(&p->stride_out, N, dv);
         t.lse = lse ? (unsigned char *)lse + (t.hd * N + t.i0) * elem : NULL;
         t.scratch = scratch + (size_t)omp_get_thread_num() * e->scratch_bytes;
         uint32_t kv_bits[2] = {0, 0};
@@ -215,9 +242,10 @@ la_status la_engine_run(const la_engine *e, const la_problem *p, const void *q, 
     if (staging) {
         /* the range check on the maxima the tiles took; then the staged rows */
         const size_t rows_all = p->batch * p->heads * N;
-        if (la_range_fits_f32(LA_RANGE_SOFTMAX, p, la_max_abs_f32(q, rows_all * dk),
-                              magnitude_of_bits(k_bits), magnitude_of_bits(v_bits))) {
-            memcpy(out_final, out, rows_all * dv * sizeof(float));
+        const double q_max = la_max_abs_layout_f32(p, &p->stride_q, q, N, dk);
+        if (la_range_fits_f32(LA_RANGE_SOFTMAX, p, q_max, magnitude_of_bits(k_bits),
+                              magnitude_of_bits(v_bits))) {
+            unstage(p, out, out_final, sizeof(float));
             if (lse) memcpy(lse_final, lse, rows_all * sizeof(float));
         } else {
             st = LA_ERANGE;

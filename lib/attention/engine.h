@@ -43,8 +43,10 @@ typedef struct {
     size_t lo[LA_ENGINE_MAX_ROWS]; /* keys query i0 + r sees: [lo[r], hi[r]) */
     size_t hi[LA_ENGINE_MAX_ROWS];
     size_t key_lo, key_hi;  /* the keys the rows see together: min lo, max hi */
-    const void *q, *k, *v;  /* this head's q (N, d_k), k (M, d_k), v (M, d_v), row-major */
+    const void *q, *k, *v;  /* this head's q (N, d_k), k (M, d_k), v (M, d_v): rows of d */
     void *out;              /* this head's out (N, d_v); NULL: statistics and lse only (portable) */
+    size_t ldq, ldk;        /* row strides in elements (row r of q at q + r·ldq, ...): d_k, */
+    size_t ldv, ldo;        /* d_k, d_v, d_v for contiguous rows */
     void *lse;              /* NULL, or the rows' log Σ_j exp(s_ij): (rows) */
     unsigned char *scratch; /* the thread's e->scratch_bytes, 64-byte aligned */
     uint32_t *kv_bits;      /* NULL, or max|k|, max|v| as bits, taken on the loads */
@@ -87,7 +89,8 @@ struct la_engine {
 la_status la_engine_check(const la_problem *p, const void *q, const void *k, const void *v,
                           const void *out, size_t elem);
 
-/* Runs every task of p over (q, k, v) into out (and lse: NULL or (B, H, N)) on min(threads,
+/* Runs every task of p over (q, k, v) into out (and lse: NULL or (B, H, N)), the four laid
+ * out as p's strides say (each task gets its head's rows and their stride), on min(threads,
  * tasks) threads, each with its own e->scratch_bytes; `held` bytes of p->workspace_limit are
  * the caller's already. The range check is the caller's, except with e->staging_bytes
  * (float32 decoding), where the tiles take max|k| and max|v| on their loads and the range
@@ -96,9 +99,9 @@ la_status la_engine_check(const la_problem *p, const void *q, const void *k, con
 la_status la_engine_run(const la_engine *e, const la_problem *p, const void *q, const void *k,
                         const void *v, void *out, void *lse, size_t held);
 
-/* One task whose p, e, b, hd, m, i0, rows and head pointers are set: its keys, then its
- * tiles (engine.c). The backward passes run the forward's argmax and their own lse this
- * way, on scratch of their own (la_engine_rows set before the call). */
+/* One task whose p, e, b, hd, m, i0, rows, head pointers and row strides are set: its
+ * keys, then its tiles (engine.c). The backward passes run the forward's argmax and their
+ * own lse this way, on scratch of their own (la_engine_rows set before the call). */
 void la_engine_run_task(la_engine_task *t);
 
 /* The prefix keys of the causal mask (top-left or aligned) and the key lengths: [0,
@@ -138,7 +141,8 @@ void la_engine_carve(la_engine_task *t);
 
 /* The portable set: begin (row statistics zeroed), scores (la_gemm: s = q_blk · k_blkᵀ ·
  * scale), softmax (row by row over [lo[r], hi[r]) and the general masks), values (la_gemm:
- * acc += p · v_blk, the output rows being the accumulator), finish (acc / Σ, lse). */
+ * acc += p · v_blk, the output rows being the accumulator), finish (acc / Σ, lse); rows of
+ * q, k, v and out at the task's strides ldq, ldk, ldv, ldo. */
 extern const la_engine_tiles la_engine_portable_f32;
 extern const la_engine_tiles la_engine_portable_f64;
 

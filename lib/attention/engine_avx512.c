@@ -68,10 +68,12 @@ LA_AVX512 void la_fused_simd_exp2(const float *x, float *y, size_t n)
 
 /* Scores of `keys` keys (MT, or 1 for a block's tail) for the task's QT queries:
  *   st[t][r] = Σ_p qt[p][r] · k[t][p] · scale2, t < keys, r < QT;
- *   qt: (d_k, QT), k: `keys` rows of d_k at stride dk, st: (keys, QT).
+ *   qt: (d_k, QT), k: `keys` rows of d_k at stride ldk, st: (keys, QT).
  * MT·NV = 16 accumulators; per step NV vector loads and MT broadcasts for 16 FMAs. */
-LA_AVX512 __attribute__((always_inline)) static inline void
-scores_ps(const float *qt, const float *k, size_t dk, __m512 scale2, float *st, int keys)
+LA_AVX512 __attribute__((always_inline)) static inline void scores_ps(const float *qt,
+                                                                      const float *k, size_t dk,
+                                                                      size_t ldk, __m512 scale2,
+                                                                      float *st, int keys)
 {
     __m512 acc[MT][NV];
 #pragma GCC unroll 16
@@ -87,7 +89,7 @@ scores_ps(const float *qt, const float *k, size_t dk, __m512 scale2, float *st, 
 #pragma GCC unroll 16
         for (int t = 0; t < MT; t++) {
             if (t >= keys) break;
-            const __m512 kb = _mm512_set1_ps(k[(size_t)t * dk + p]);
+            const __m512 kb = _mm512_set1_ps(k[(size_t)t * ldk + p]);
 #pragma GCC unroll 4
             for (int g = 0; g < NV; g++)
                 acc[t][g] = _mm512_fmadd_ps(q[g], kb, acc[t][g]);
@@ -106,10 +108,10 @@ scores_ps(const float *qt, const float *k, size_t dk, __m512 scale2, float *st, 
  *   ot[t][r] += Σ_j v[j][t] · pt[j][r], t < cols_v, j < keys,
  * the block's sum formed on its own and then added, so rounding grows with the block
  * (at most KB terms) and the number of blocks, not with all M keys in one chain;
- *   v: `keys` rows at stride dv (already offset to the first column), pt: (keys, QT),
+ *   v: `keys` rows at stride ldv (already offset to the first column), pt: (keys, QT),
  *   ot: (cols_v, QT). */
 LA_AVX512 __attribute__((always_inline)) static inline void
-values_ps(const float *pt, size_t keys, const float *v, size_t dv, float *ot, int cols_v)
+values_ps(const float *pt, size_t keys, const float *v, size_t ldv, float *ot, int cols_v)
 {
     __m512 acc[MT][NV];
 #pragma GCC unroll 16
@@ -122,7 +124,7 @@ values_ps(const float *pt, size_t keys, const float *v, size_t dv, float *ot, in
 #pragma GCC unroll 4
         for (int g = 0; g < NV; g++)
             pj[g] = _mm512_load_ps(pt + j * QT + 16 * g);
-        const float *vj = v + j * dv;
+        const float *vj = v + j * ldv;
 #pragma GCC unroll 16
         for (int t = 0; t < MT; t++) {
             if (t >= cols_v) break;
@@ -165,6 +167,17 @@ LA_AVX512 static void max_abs_bits(const float *x, size_t n, uint32_t *bits)
     if (got > *bits) *bits = got;
 }
 
+/* The same over n rows of d floats at stride ld: one scan when they lie d apart. */
+LA_AVX512 static void max_abs_rows(const float *x, size_t n, size_t d, size_t ld, uint32_t *bits)
+{
+    if (ld == d) {
+        max_abs_bits(x, n * d, bits);
+        return;
+    }
+    for (size_t r = 0; r < n; r++)
+        max_abs_bits(x + r * ld, d, bits);
+}
+
 /* Scratch of one thread, in floats, every part 64-byte aligned (QT floats = 128 bytes):
  * qᵀ (d_k × QT), then sᵀ/pᵀ (KB × QT), then oᵀ (d_v × QT). The narrow tiles use sᵀ's
  * first KB floats for a row's weights and oᵀ's first d_v for its accumulator. */
@@ -186,23 +199,24 @@ typedef struct {
 } wide_ps;
 _Static_assert(sizeof(wide_ps) <= LA_ENGINE_STATE_BYTES, "the state fits");
 
-/* qᵀ[p][r] = q[i0 + r][p], zero lanes past the last row; oᵀ = 0; statistics zeroed. */
+/* qᵀ[p][r] = q[i0 + r][p] (q: rows of d_k at stride ldq), zero lanes past the last row;
+ * oᵀ = 0; statistics zeroed. */
 LA_AVX512 static void wide_begin_ps(la_engine_task *t)
 {
     wide_ps *w = (wide_ps *)(void *)t->state;
     const la_problem *p = t->p;
-    const size_t dk = p->d_k, dv = p->d_v, rows = t->rows;
+    const size_t dk = p->d_k, dv = p->d_v, rows = t->rows, ldq = t->ldq;
     const float *qh = t->q;
     w->qt = (float *)(void *)t->scratch;
     w->st = w->qt + dk * QT;
     w->ot = w->st + KB * QT;
     if (t->kv_bits) { /* wide tasks read K and V once per QT queries: a plain scan */
-        max_abs_bits(t->k, t->kv_hi * dk, &t->kv_bits[0]);
-        max_abs_bits(t->v, t->kv_hi * dv, &t->kv_bits[1]);
+        max_abs_rows(t->k, t->kv_hi, dk, t->ldk, &t->kv_bits[0]);
+        max_abs_rows(t->v, t->kv_hi, dv, t->ldv, &t->kv_bits[1]);
     }
     for (size_t c = 0; c < dk; c++)
         for (size_t r = 0; r < QT; r++)
-            w->qt[c * QT + r] = r < rows ? qh[(t->i0 + r) * dk + c] : 0.0f;
+            w->qt[c * QT + r] = r < rows ? qh[(t->i0 + r) * ldq + c] : 0.0f;
     memset(w->ot, 0, dv * QT * sizeof *w->ot);
     int32_t lo[QT], hi[QT]; /* M <= INT32_MAX: la_fused_simd_usable() */
     w->lo_max = 0;
@@ -222,18 +236,18 @@ LA_AVX512 static void wide_begin_ps(la_engine_task *t)
     }
 }
 
-/* sᵀ = (k_blk · qᵀ) · scale2 */
+/* sᵀ = (k_blk · qᵀ) · scale2; k_blk: cols rows of d_k at stride ldk */
 LA_AVX512 static void wide_scores_ps(la_engine_task *t, size_t j0, size_t cols)
 {
     wide_ps *w = (wide_ps *)(void *)t->state;
-    const size_t dk = t->p->d_k;
-    const float *kb = (const float *)t->k + j0 * dk;
+    const size_t dk = t->p->d_k, ldk = t->ldk;
+    const float *kb = (const float *)t->k + j0 * ldk;
     const __m512 scale2 = _mm512_set1_ps((float)(t->p->scale * LOG2E));
     size_t c = 0;
     for (; c + MT <= cols; c += MT)
-        scores_ps(w->qt, kb + c * dk, dk, scale2, w->st + c * QT, MT);
+        scores_ps(w->qt, kb + c * ldk, dk, ldk, scale2, w->st + c * QT, MT);
     for (; c < cols; c++)
-        scores_ps(w->qt, kb + c * dk, dk, scale2, w->st + c * QT, 1);
+        scores_ps(w->qt, kb + c * ldk, dk, ldk, scale2, w->st + c * QT, 1);
 }
 
 /* Hidden keys −inf (only in blocks that reach outside some lane's keys) and the block
@@ -306,32 +320,33 @@ LA_AVX512 static void wide_softmax_ps(la_engine_task *t, size_t j0, size_t cols)
     }
 }
 
-/* oᵀ += v_blkᵀ · pᵀ */
+/* oᵀ += v_blkᵀ · pᵀ; v_blk: cols rows of d_v at stride ldv */
 LA_AVX512 static void wide_values_ps(la_engine_task *t, size_t j0, size_t cols)
 {
     wide_ps *w = (wide_ps *)(void *)t->state;
-    const size_t dv = t->p->d_v;
-    const float *vb = (const float *)t->v + j0 * dv;
+    const size_t dv = t->p->d_v, ldv = t->ldv;
+    const float *vb = (const float *)t->v + j0 * ldv;
     size_t c = 0;
     for (; c + MT <= dv; c += MT)
-        values_ps(w->st, cols, vb + c, dv, w->ot + c * QT, MT);
+        values_ps(w->st, cols, vb + c, ldv, w->ot + c * QT, MT);
     for (; c < dv; c++)
-        values_ps(w->st, cols, vb + c, dv, w->ot + c * QT, 1);
+        values_ps(w->st, cols, vb + c, ldv, w->ot + c * QT, 1);
 }
 
-/* out[i0 + r][c] = oᵀ[c][r] / l[r], a row that saw no key stays zero; lse = (m + log2 l) ·
- * ln 2 (m and l are in log2 units), −inf where no key was seen. */
+/* out[i0 + r][c] = oᵀ[c][r] / l[r] (out: rows of d_v at stride ldo), a row that saw no key
+ * stays zero; lse = (m + log2 l) · ln 2 (m and l are in log2 units), −inf where no key was
+ * seen. */
 LA_AVX512 static void wide_finish_ps(la_engine_task *t)
 {
     wide_ps *w = (wide_ps *)(void *)t->state;
-    const size_t dv = t->p->d_v, rows = t->rows;
+    const size_t dv = t->p->d_v, rows = t->rows, ldo = t->ldo;
     float inv[QT];
     for (int g = 0; g < NV; g++)
         _mm512_storeu_ps(inv + 16 * g, w->l[g]);
     for (size_t r = 0; r < rows; r++)
         inv[r] = inv[r] > 0 ? 1.0f / inv[r] : 0.0f;
     for (size_t r = 0; r < rows; r++) {
-        float *orow = (float *)t->out + (t->i0 + r) * dv;
+        float *orow = (float *)t->out + (t->i0 + r) * ldo;
         for (size_t c = 0; c < dv; c++)
             orow[c] = w->ot[c * QT + r] * inv[r];
     }
@@ -406,19 +421,20 @@ LA_AVX512 static void narrow_begin_ps(la_engine_task *t)
 }
 
 /* s_j = q·k_j · scale2, 16 keys at a time: sixteen dot products side by side (16
- * independent FMA chains), one fold16 for their sums; and the block maximum. */
+ * independent FMA chains), one fold16 for their sums; and the block maximum. q: the row
+ * i0 (stride ldq), k: rows of d_k at stride ldk. */
 LA_AVX512 __attribute__((always_inline)) static inline void
 narrow_scores_body(la_engine_task *t, size_t j0, size_t cols, bool scan)
 {
     narrow_ps *w = (narrow_ps *)(void *)t->state;
-    const size_t dk = t->p->d_k;
-    const float *q = (const float *)t->q + t->i0 * dk, *kh = t->k;
+    const size_t dk = t->p->d_k, ldk = t->ldk;
+    const float *q = (const float *)t->q + t->i0 * t->ldq, *kh = t->k;
     const __m512 scale2 = _mm512_set1_ps((float)(t->p->scale * LOG2E));
     __m512i kmax = w->kmax;
     __m512 bmv = _mm512_set1_ps(-INFINITY);
     for (size_t j = 0; j < cols; j += 16) {
         const int nk = cols - j < 16 ? (int)(cols - j) : 16;
-        const float *kj = kh + (j0 + j) * dk;
+        const float *kj = kh + (j0 + j) * ldk;
         __m512 a[16];
 #pragma GCC unroll 16
         for (int c = 0; c < 16; c++)
@@ -429,7 +445,7 @@ narrow_scores_body(la_engine_task *t, size_t j0, size_t cols, bool scan)
 #pragma GCC unroll 16
             for (int x = 0; x < 16; x++) {
                 if (x >= nk) break;
-                const __m512 kv = _mm512_maskz_loadu_ps(mk, kj + (size_t)x * dk + c);
+                const __m512 kv = _mm512_maskz_loadu_ps(mk, kj + (size_t)x * ldk + c);
                 if (scan) kmax = _mm512_max_epu32(kmax, abs_bits(kv));
                 a[SLOT[x]] = _mm512_fmadd_ps(qc, kv, a[SLOT[x]]);
             }
@@ -486,12 +502,13 @@ LA_AVX512 static void narrow_softmax_ps(la_engine_task *t, size_t j0, size_t col
 }
 
 /* acc += Σ_j p_j v_j, up to 64 columns at a time (the tail masked): the keys in order, one
- * FMA chain per 16 columns; the block's sum formed on its own, then added */
+ * FMA chain per 16 columns; the block's sum formed on its own, then added. v: rows of d_v
+ * at stride ldv. */
 LA_AVX512 __attribute__((always_inline)) static inline void
 narrow_values_body(la_engine_task *t, size_t j0, size_t cols, bool scan)
 {
     narrow_ps *w = (narrow_ps *)(void *)t->state;
-    const size_t dv = t->p->d_v;
+    const size_t dv = t->p->d_v, ldv = t->ldv;
     const float *vh = t->v, *st = w->st;
     __m512i vmax = w->vmax;
     for (size_t c0 = 0; c0 < dv; c0 += 64) {
@@ -507,7 +524,7 @@ narrow_values_body(la_engine_task *t, size_t j0, size_t cols, bool scan)
             sum[g] = _mm512_setzero_ps();
         for (size_t jj = 0; jj < cols; jj++) {
             const __m512 pj = _mm512_set1_ps(st[jj]);
-            const float *vj = vh + (j0 + jj) * dv + c0;
+            const float *vj = vh + (j0 + jj) * ldv + c0;
 #pragma GCC unroll 4
             for (int g = 0; g < 4; g++) {
                 if (g >= nv) break;
@@ -535,14 +552,14 @@ LA_AVX512 static void narrow_values_ps(la_engine_task *t, size_t j0, size_t cols
         narrow_values_body(t, j0, cols, false);
 }
 
-/* out = acc / l, a row that saw no key stays zero; lse = (m + log2 l) · ln 2; and with
- * kv_bits the maxima taken, then those of the keys the task sees past the row's (which it
- * did not read). */
+/* out = acc / l (out: the row i0, stride ldo), a row that saw no key stays zero; lse =
+ * (m + log2 l) · ln 2; and with kv_bits the maxima taken, then those of the keys the task
+ * sees past the row's (which it did not read). */
 LA_AVX512 static void narrow_finish_ps(la_engine_task *t)
 {
     narrow_ps *w = (narrow_ps *)(void *)t->state;
-    const size_t dk = t->p->d_k, dv = t->p->d_v;
-    float *o = (float *)t->out + t->i0 * dv;
+    const size_t dk = t->p->d_k, dv = t->p->d_v, ldk = t->ldk, ldv = t->ldv;
+    float *o = (float *)t->out + t->i0 * t->ldo;
     const float inv = w->l > 0 ? 1.0f / w->l : 0.0f;
     for (size_t c = 0; c < dv; c++)
         o[c] = w->acc[c] * inv;
@@ -553,8 +570,10 @@ LA_AVX512 static void narrow_finish_ps(la_engine_task *t)
         if (vb > t->kv_bits[1]) t->kv_bits[1] = vb;
         const size_t read = t->key_hi; /* the row read keys [0, key_hi) */
         if (t->kv_hi > read) {
-            max_abs_bits((const float *)t->k + read * dk, (t->kv_hi - read) * dk, &t->kv_bits[0]);
-            max_abs_bits((const float *)t->v + read * dv, (t->kv_hi - read) * dv, &t->kv_bits[1]);
+            max_abs_rows((const float *)t->k + read * ldk, t->kv_hi - read, dk, ldk,
+                         &t->kv_bits[0]);
+            max_abs_rows((const float *)t->v + read * ldv, t->kv_hi - read, dv, ldv,
+                         &t->kv_bits[1]);
         }
     }
 }
@@ -605,9 +624,12 @@ LA_AVX512 void la_fused_simd_exp_f64(const double *x, double *y, size_t n)
     }
 }
 
-/* scores_ps in float64: st[t][r] = (Σ_p qt[p][r] · k[t][p]) · scale. */
-LA_AVX512 __attribute__((always_inline)) static inline void
-scores_pd(const double *qt, const double *k, size_t dk, __m512d scale, double *st, int keys)
+/* scores_ps in float64: st[t][r] = (Σ_p qt[p][r] · k[t][p]) · scale; k: `keys` rows of d_k
+ * at stride ldk. */
+LA_AVX512 __attribute__((always_inline)) static inline void scores_pd(const double *qt,
+                                                                      const double *k, size_t dk,
+                                                                      size_t ldk, __m512d scale,
+                                                                      double *st, int keys)
 {
     __m512d acc[MT_D][ND];
 #pragma GCC unroll 16
@@ -623,7 +645,7 @@ scores_pd(const double *qt, const double *k, size_t dk, __m512d scale, double *s
 #pragma GCC unroll 16
         for (int t = 0; t < MT_D; t++) {
             if (t >= keys) break;
-            const __m512d kb = _mm512_set1_pd(k[(size_t)t * dk + p]);
+            const __m512d kb = _mm512_set1_pd(k[(size_t)t * ldk + p]);
 #pragma GCC unroll 4
             for (int g = 0; g < ND; g++)
                 acc[t][g] = _mm512_fmadd_pd(q[g], kb, acc[t][g]);
@@ -638,9 +660,10 @@ scores_pd(const double *qt, const double *k, size_t dk, __m512d scale, double *s
     }
 }
 
-/* values_ps in float64: ot[t][r] += Σ_j v[j][t] · pt[j][r], the block's sum then added. */
+/* values_ps in float64: ot[t][r] += Σ_j v[j][t] · pt[j][r], the block's sum then added; v:
+ * `keys` rows at stride ldv. */
 LA_AVX512 __attribute__((always_inline)) static inline void
-values_pd(const double *pt, size_t keys, const double *v, size_t dv, double *ot, int cols_v)
+values_pd(const double *pt, size_t keys, const double *v, size_t ldv, double *ot, int cols_v)
 {
     __m512d acc[MT_D][ND];
 #pragma GCC unroll 16
@@ -653,7 +676,7 @@ values_pd(const double *pt, size_t keys, const double *v, size_t dv, double *ot,
 #pragma GCC unroll 4
         for (int g = 0; g < ND; g++)
             pj[g] = _mm512_load_pd(pt + j * QT_D + 8 * g);
-        const double *vj = v + j * dv;
+        const double *vj = v + j * ldv;
 #pragma GCC unroll 16
         for (int t = 0; t < MT_D; t++) {
             if (t >= cols_v) break;
@@ -690,17 +713,18 @@ typedef struct {
 } wide_pd;
 _Static_assert(sizeof(wide_pd) <= LA_ENGINE_STATE_BYTES, "the state fits");
 
+/* wide_begin_ps in float64: qᵀ from q's rows (stride ldq), without the scan. */
 LA_AVX512 static void wide_begin_pd(la_engine_task *t)
 {
     wide_pd *w = (wide_pd *)(void *)t->state;
-    const size_t dk = t->p->d_k, dv = t->p->d_v, rows = t->rows;
+    const size_t dk = t->p->d_k, dv = t->p->d_v, rows = t->rows, ldq = t->ldq;
     const double *qh = t->q;
     w->qt = (double *)(void *)t->scratch;
     w->st = w->qt + dk * QT_D;
     w->ot = w->st + KB_D * QT_D;
     for (size_t c = 0; c < dk; c++)
         for (size_t r = 0; r < QT_D; r++)
-            w->qt[c * QT_D + r] = r < rows ? qh[(t->i0 + r) * dk + c] : 0.0;
+            w->qt[c * QT_D + r] = r < rows ? qh[(t->i0 + r) * ldq + c] : 0.0;
     memset(w->ot, 0, dv * QT_D * sizeof *w->ot);
     int64_t lo[QT_D], hi[QT_D];
     w->lo_max = 0;
@@ -720,17 +744,18 @@ LA_AVX512 static void wide_begin_pd(la_engine_task *t)
     }
 }
 
+/* sᵀ = (k_blk · qᵀ) · scale; k_blk: cols rows of d_k at stride ldk */
 LA_AVX512 static void wide_scores_pd(la_engine_task *t, size_t j0, size_t cols)
 {
     wide_pd *w = (wide_pd *)(void *)t->state;
-    const size_t dk = t->p->d_k;
-    const double *kb = (const double *)t->k + j0 * dk;
+    const size_t dk = t->p->d_k, ldk = t->ldk;
+    const double *kb = (const double *)t->k + j0 * ldk;
     const __m512d scale = _mm512_set1_pd(t->p->scale);
     size_t c = 0;
     for (; c + MT_D <= cols; c += MT_D)
-        scores_pd(w->qt, kb + c * dk, dk, scale, w->st + c * QT_D, MT_D);
+        scores_pd(w->qt, kb + c * ldk, dk, ldk, scale, w->st + c * QT_D, MT_D);
     for (; c < cols; c++)
-        scores_pd(w->qt, kb + c * dk, dk, scale, w->st + c * QT_D, 1);
+        scores_pd(w->qt, kb + c * ldk, dk, ldk, scale, w->st + c * QT_D, 1);
 }
 
 /* wide_softmax_ps in float64, exp(s − m) in natural units. */
@@ -798,30 +823,32 @@ LA_AVX512 static void wide_softmax_pd(la_engine_task *t, size_t j0, size_t cols)
     }
 }
 
+/* oᵀ += v_blkᵀ · pᵀ; v_blk: cols rows of d_v at stride ldv */
 LA_AVX512 static void wide_values_pd(la_engine_task *t, size_t j0, size_t cols)
 {
     wide_pd *w = (wide_pd *)(void *)t->state;
-    const size_t dv = t->p->d_v;
-    const double *vb = (const double *)t->v + j0 * dv;
+    const size_t dv = t->p->d_v, ldv = t->ldv;
+    const double *vb = (const double *)t->v + j0 * ldv;
     size_t c = 0;
     for (; c + MT_D <= dv; c += MT_D)
-        values_pd(w->st, cols, vb + c, dv, w->ot + c * QT_D, MT_D);
+        values_pd(w->st, cols, vb + c, ldv, w->ot + c * QT_D, MT_D);
     for (; c < dv; c++)
-        values_pd(w->st, cols, vb + c, dv, w->ot + c * QT_D, 1);
+        values_pd(w->st, cols, vb + c, ldv, w->ot + c * QT_D, 1);
 }
 
-/* out = oᵀ / l (zero where no key was seen); lse = m + log l, −inf where none was. */
+/* out = oᵀ / l (out: rows of d_v at stride ldo; zero where no key was seen); lse = m + log
+ * l, −inf where none was. */
 LA_AVX512 static void wide_finish_pd(la_engine_task *t)
 {
     wide_pd *w = (wide_pd *)(void *)t->state;
-    const size_t dv = t->p->d_v, rows = t->rows;
+    const size_t dv = t->p->d_v, rows = t->rows, ldo = t->ldo;
     double inv[QT_D];
     for (int g = 0; g < ND; g++)
         _mm512_storeu_pd(inv + 8 * g, w->l[g]);
     for (size_t r = 0; r < rows; r++)
         inv[r] = inv[r] > 0 ? 1.0 / inv[r] : 0.0;
     for (size_t r = 0; r < rows; r++) {
-        double *orow = (double *)t->out + (t->i0 + r) * dv;
+        double *orow = (double *)t->out + (t->i0 + r) * ldo;
         for (size_t c = 0; c < dv; c++)
             orow[c] = w->ot[c * QT_D + r] * inv[r];
     }
@@ -873,16 +900,17 @@ LA_AVX512 static void narrow_begin_pd(la_engine_task *t)
     w->l = 0;
 }
 
-/* s_j = q·k_j · scale, and the block maximum */
+/* s_j = q·k_j · scale, and the block maximum; q: the row i0 (stride ldq), k: rows of d_k at
+ * stride ldk */
 LA_AVX512 static void narrow_scores_pd(la_engine_task *t, size_t j0, size_t cols)
 {
     narrow_pd *w = (narrow_pd *)(void *)t->state;
-    const size_t dk = t->p->d_k;
-    const double *q = (const double *)t->q + t->i0 * dk, *kh = t->k;
+    const size_t dk = t->p->d_k, ldk = t->ldk;
+    const double *q = (const double *)t->q + t->i0 * t->ldq, *kh = t->k;
     const double scale = t->p->scale;
     double bm = -INFINITY;
     for (size_t j = 0; j < cols; j++) {
-        w->st[j] = dot_pd(q, kh + (j0 + j) * dk, dk) * scale;
+        w->st[j] = dot_pd(q, kh + (j0 + j) * ldk, dk) * scale;
         bm = w->st[j] > bm ? w->st[j] : bm;
     }
     w->block_max = bm;
@@ -923,29 +951,29 @@ LA_AVX512 static void narrow_softmax_pd(la_engine_task *t, size_t j0, size_t col
 }
 
 /* acc += Σ_j p_j v_j, columns 8 at a time (the tail masked); the block's sum formed on its
- * own, then added */
+ * own, then added; v: rows of d_v at stride ldv */
 LA_AVX512 static void narrow_values_pd(la_engine_task *t, size_t j0, size_t cols)
 {
     narrow_pd *w = (narrow_pd *)(void *)t->state;
-    const size_t dv = t->p->d_v;
+    const size_t dv = t->p->d_v, ldv = t->ldv;
     const double *vh = t->v;
     for (size_t c = 0; c < dv; c += 8) {
         const __mmask8 mk = dv - c >= 8 ? 0xff : first_lanes(dv - c);
         __m512d sum = _mm512_setzero_pd();
         for (size_t jj = 0; jj < cols; jj++)
             sum = _mm512_fmadd_pd(_mm512_set1_pd(w->st[jj]),
-                                  _mm512_maskz_loadu_pd(mk, vh + (j0 + jj) * dv + c), sum);
+                                  _mm512_maskz_loadu_pd(mk, vh + (j0 + jj) * ldv + c), sum);
         _mm512_mask_storeu_pd(w->acc + c, mk,
                               _mm512_add_pd(_mm512_maskz_loadu_pd(mk, w->acc + c), sum));
     }
 }
 
-/* out = acc / l (zero when no key was seen); lse = m + log l */
+/* out = acc / l (out: the row i0, stride ldo; zero when no key was seen); lse = m + log l */
 LA_AVX512 static void narrow_finish_pd(la_engine_task *t)
 {
     narrow_pd *w = (narrow_pd *)(void *)t->state;
     const size_t dv = t->p->d_v;
-    double *o = (double *)t->out + t->i0 * dv;
+    double *o = (double *)t->out + t->i0 * t->ldo;
     const double inv = w->l > 0 ? 1.0 / w->l : 0.0;
     for (size_t c = 0; c < dv; c++)
         o[c] = w->acc[c] * inv;

@@ -1,9 +1,11 @@
 /* engine_portable.c — the portable tiles of the online-softmax engine (engine.h), in one
  * precision (compiled twice: real_typed.h). A task's rows are rows of scores:
  *   s: (rows × cols) for the key block [j0, j0 + cols), leading dimension cols;
- *   row_max, row_sum: (rows); the output rows (this head's out, rows i0 .. i0+rows-1, d_v
- *   wide) double as the accumulator of Σ_j exp(s_ij − m_i) v_j.
- * Both block products go through la_gemm_* (BLIS, one thread per call). */
+ *   row_max, row_sum: (rows); the output rows (this head's out, rows i0 .. i0+rows-1 of d_v
+ *   at stride ldo) double as the accumulator of Σ_j exp(s_ij − m_i) v_j.
+ * q, k, v: rows of d_k, d_k, d_v at the task's strides ldq, ldk, ldv (la_engine_task).
+ * Both block products go through la_gemm_* (BLIS, one thread per call), which take those
+ * strides as leading dimensions: nothing is copied. */
 #include "attention/engine.h"
 #include "core/real_typed.h"
 #include "cpu/vexp.h"
@@ -38,21 +40,28 @@ static void begin(la_engine_task *t)
     la_engine_carve(t);
     const la_engine_rows *w = la_engine_rows_of(t);
     REAL *row_max = w->stat_a, *row_sum = w->stat_b;
-    const size_t dv = t->p->d_v;
+    const size_t dv = t->p->d_v, ldo = t->ldo;
     for (size_t r = 0; r < t->rows; r++) {
         row_max[r] = -INFINITY;
         row_sum[r] = 0;
     }
-    if (t->out) memset((REAL *)t->out + t->i0 * dv, 0, t->rows * dv * sizeof(REAL));
+    if (!t->out) return;
+    REAL *acc = (REAL *)t->out + t->i0 * ldo;
+    if (ldo == dv)
+        memset(acc, 0, t->rows * dv * sizeof(REAL));
+    else
+        for (size_t r = 0; r < t->rows; r++)
+            memset(acc + r * ldo, 0, dv * sizeof(REAL));
 }
 
-/* s = q_blk · k_blkᵀ · scale   (rows × cols). Kᵀ is k read with swapped strides: no copy. */
+/* s = q_blk · k_blkᵀ · scale   (rows × cols); q_blk: rows of d_k at stride ldq, k_blk: cols
+ * rows of d_k at stride ldk. Kᵀ is k read with swapped strides: no copy. */
 static void dot_scores(la_engine_task *t, size_t j0, size_t cols)
 {
-    const size_t dk = t->p->d_k;
+    const size_t dk = t->p->d_k, ldq = t->ldq, ldk = t->ldk;
     const REAL *qh = t->q, *kh = t->k;
-    GEMM(t->rows, cols, dk, (REAL)t->p->scale, qh + t->i0 * dk, (ptrdiff_t)dk, 1, kh + j0 * dk, 1,
-         (ptrdiff_t)dk, 0, (REAL *)la_engine_rows_of(t)->s, (ptrdiff_t)cols, 1);
+    GEMM(t->rows, cols, dk, (REAL)t->p->scale, qh + t->i0 * ldq, (ptrdiff_t)ldq, 1, kh + j0 * ldk,
+         1, (ptrdiff_t)ldk, 0, (REAL *)la_engine_rows_of(t)->s, (ptrdiff_t)cols, 1);
 }
 
 /* Online softmax, row by row, over the row's keys [lo, hi) within this block (columns
@@ -64,8 +73,8 @@ static void softmax_tile(la_engine_task *t, size_t j0, size_t cols)
     const la_problem *p = t->p;
     const la_engine_rows *w = la_engine_rows_of(t);
     REAL *s = w->s, *row_max = w->stat_a, *row_sum = w->stat_b;
-    REAL *acc = t->out ? (REAL *)t->out + t->i0 * p->d_v : NULL; /* NULL: statistics only */
-    const size_t dv = p->d_v;
+    const size_t dv = p->d_v, ldo = t->ldo;
+    REAL *acc = t->out ? (REAL *)t->out + t->i0 * ldo : NULL; /* NULL: statistics only */
     const bool masked = la_has_masks(p); /* p->mask, p->key_mask: each pair tested */
     for (size_t r = 0; r < t->rows; r++) {
         REAL *srow = s + r * cols;
@@ -83,7 +92,7 @@ static void softmax_tile(la_engine_task *t, size_t j0, size_t cols)
                 if (row_sum[r] > 0) { /* something accumulated: rescale it */
                     const REAL alpha = EXP(row_max[r] - block_max);
                     row_sum[r] *= alpha;
-                    REAL *arow = acc ? acc + r * dv : NULL;
+                    REAL *arow = acc ? acc + r * ldo : NULL;
                     for (size_t c = 0; arow && c < dv; c++)
                         arow[c] *= alpha;
                 }
@@ -98,13 +107,14 @@ static void softmax_tile(la_engine_task *t, size_t j0, size_t cols)
     }
 }
 
-/* acc += p_blk · v_blk   (rows × d_v) */
+/* acc += p_blk · v_blk   (rows × d_v); v_blk: cols rows of d_v at stride ldv, acc: rows of
+ * d_v at stride ldo */
 static void values(la_engine_task *t, size_t j0, size_t cols)
 {
-    const size_t dv = t->p->d_v;
+    const size_t dv = t->p->d_v, ldv = t->ldv, ldo = t->ldo;
     const REAL *vh = t->v;
     GEMM(t->rows, dv, cols, 1, (const REAL *)la_engine_rows_of(t)->s, (ptrdiff_t)cols, 1,
-         vh + j0 * dv, (ptrdiff_t)dv, 1, 1, (REAL *)t->out + t->i0 * dv, (ptrdiff_t)dv, 1);
+         vh + j0 * ldv, (ptrdiff_t)ldv, 1, 1, (REAL *)t->out + t->i0 * ldo, (ptrdiff_t)ldo, 1);
 }
 
 /* out_i = acc_i / Σ_j exp(s_ij − m_i), a row that saw no key stays zero; lse_i = m_i + log
@@ -113,11 +123,11 @@ static void finish(la_engine_task *t)
 {
     const la_engine_rows *w = la_engine_rows_of(t);
     const REAL *row_max = w->stat_a, *row_sum = w->stat_b;
-    const size_t dv = t->p->d_v;
-    REAL *acc = t->out ? (REAL *)t->out + t->i0 * dv : NULL, *lse = t->lse;
+    const size_t dv = t->p->d_v, ldo = t->ldo;
+    REAL *acc = t->out ? (REAL *)t->out + t->i0 * ldo : NULL, *lse = t->lse;
     for (size_t r = 0; acc && r < t->rows; r++) {
         if (row_sum[r] > 0) {
-            REAL *arow = acc + r * dv;
+            REAL *arow = acc + r * ldo;
             const REAL sum = row_sum[r];
             for (size_t c = 0; c < dv; c++)
                 arow[c] /= sum;

@@ -2,8 +2,9 @@
  * hard attention (argmax), their backward passes and their costs, in one precision: the
  * Makefile compiles this file twice (core/real_typed.h), la_*_f32 and la_*_f64.
  *
- *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out: (B, H, N, d_v), row-major;
- *   lse: (B, H, N), log Σ_j exp(s_ij) per query (−inf: no key seen).
+ *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out: (B, H, N, d_v), row-major
+ *   (the fused forward: laid out as p's strides say); lse: (B, H, N), log Σ_j exp(s_ij) per
+ *   query (−inf: no key seen).
  *
  * The fused and hard kernels run on the engine (engine.h): tasks of (b, h, block of
  * queries), bitwise the same on any thread count. The fused kernel takes the AVX-512 tiles
@@ -220,6 +221,8 @@ static void hard_argmax(const la_problem *p, size_t hd, const REAL *qh, const RE
     t.k = kh;
     t.v = NULL;
     t.out = NULL;
+    t.ldq = t.ldk = p->d_k; /* the backward's contiguous rows */
+    t.ldv = t.ldo = p->d_v;
     t.lse = NULL;
     t.scratch = NULL;
     t.kv_bits = NULL;
@@ -708,7 +711,9 @@ static void lse_block(const head *hd, size_t i0, size_t rows, grad_scratch *w, R
     t.q = hd->qh;
     t.k = hd->kh;
     t.v = NULL;
-    t.out = NULL; /* the statistics only */
+    t.out = NULL;           /* the statistics only */
+    t.ldq = t.ldk = p->d_k; /* the backward's contiguous rows */
+    t.ldv = t.ldo = p->d_v;
     t.lse = lse;
     t.scratch = NULL;
     t.kv_bits = NULL;
@@ -1279,21 +1284,14 @@ la_status la_hard_backward_cost(const la_problem *p, la_dtype dtype, la_cost *ou
 /* ---------------------------------------------------------------- strides */
 
 #if REAL_IS_F32
-/* The rows' contiguous: a (B, H, rows, d) layout whose rows lie d elements apart. */
-static bool rows_contiguous(const la_strides *s, size_t d)
-{
-    return la_strides_contiguous(s) || s->row == d;
-}
-
-/* Fused float32 decoding (N <= LA_FUSED_SIMD_NARROW_ROWS on AVX-512: the output staged,
- * the range taken on the tiles' loads) reads k and v in place when their rows are
- * contiguous, whatever their batch and head strides: a KV cache of capacity T holding
- * M = the keys written so far, as `linattn decode` passes it. q and out contiguous. */
+/* The fused forward reads any valid layout of q, k, v and out in place, in both element
+ * types: the engine offsets each head by its batch and head strides and every tile reads
+ * rows at their row stride (la_engine_task's ldq ... ldo), the range scan too. Its backward
+ * takes contiguous arrays (la_attention_backward copies). */
 static int fused_reads_strides(const la_problem *p, la_dtype dtype)
 {
-    return dtype == LA_FLOAT32 && la_fused_simd_staging_bytes(p, false) > 0 &&
-           la_strides_contiguous(&p->stride_q) && la_strides_contiguous(&p->stride_out) &&
-           rows_contiguous(&p->stride_k, p->d_k) && rows_contiguous(&p->stride_v, p->d_v);
+    (void)dtype;
+    return la_problem_check(p) == LA_OK;
 }
 #endif
 

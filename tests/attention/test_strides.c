@@ -7,7 +7,9 @@
  * with the output untouched. Also: la_kernel_draw gives each row's own draw. */
 #include "../testutil.h"
 #include "attention/kernels.h"
+#include "core/internal.h" /* la_avx512_enable */
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,9 +35,11 @@ static la_problem small_problem(const la_kernel_info *info)
     return p;
 }
 
-/* The layouts under test, per array of `rows` rows of d elements. */
-typedef enum { LAYOUT_KV_CACHE, LAYOUT_TORCH, LAYOUT_COUNT } layout;
-static const char *const layout_name[] = {"KV cache (B, H, T, d)", "PyTorch (B, N, H, d)"};
+/* The layouts under test, per array of `rows` rows of d elements (rows padded past d: the
+ * in-place test's only). */
+typedef enum { LAYOUT_KV_CACHE, LAYOUT_TORCH, LAYOUT_COUNT, LAYOUT_PADDED = LAYOUT_COUNT } layout;
+static const char *const layout_name[] = {"KV cache (B, H, T, d)", "PyTorch (B, N, H, d)",
+                                          "rows padded to d + 3"};
 
 /* The strides of an array of `rows` rows of d, and its elements in that layout. The KV
  * cache holds keys and values (rows = M) in T-row slots; queries and outputs stay
@@ -278,69 +282,157 @@ static void strided_weights_equal_contiguous(void **state)
     free_inputs(&in);
 }
 
-/* Layouts la_problem_check refuses, and a budget the copies pass: the output untouched. */
-/* Decoding against a KV cache read in place: fused softmax in float32 with N <= 4 queries
- * (the path whose row says it reads strides, where AVX-512 runs) on keys and values in
- * T-row slots holding M, no copy — the call runs with the workspace limit at the
- * contiguous call's workspace, which the copies would pass — bitwise the contiguous call,
- * log-sum-exps too, and the slots past M never read (NaN there would show). */
-static void decoding_reads_the_cache_in_place(void **state)
+/* The fused softmax forward reads every valid layout in place (its row's reads_strides):
+ * float32 and float64, with AVX-512 and on the portable tiles (la_avx512_enable(false)),
+ * decoding (N = 1, 3: the narrow tiles) and longer (N = 34, 37, 70: the wide tiles and
+ * their tails, several portable query blocks), keys and values in T-row slots holding M,
+ * q, k, v and out as a KV cache (B, H, T, d), PyTorch's (B, N, H, d) (keys in (B, T, H, d))
+ * and rows padded past d; causal (both alignments), key lengths, general masks. Each call
+ * runs with the workspace limit at the contiguous call's workspace, which a copy would
+ * pass, and must give bitwise the contiguous call's out and lse, out's gaps untouched.
+ * The gaps of q, k and v hold NaN (a tile that reads one spoils the output) or, in a
+ * second round, half the type's largest value (a range scan that reads one refuses the
+ * call: LA_ERANGE). */
+enum { IP_DK = 20, IP_DV = 12, IP_PAD = 3 };
+
+/* The strides of an array of `rows` rows (in `slots` row slots) of d, and its elements. */
+static la_strides ip_strides(layout l, int is_key_side, size_t slots, size_t d, size_t *elements)
 {
-    (void)state;
-    const la_kernel_info *row = la_kernel_get(LA_KERNEL_SOFTMAX);
-    tu_rng r = tu_rng_for("decoding_reads_the_cache_in_place");
-    for (size_t n = 1; n <= 4; n += 3) {
-        la_problem p;
-        la_problem_init(&p, B, H, n, M, DK, DV);
-        if (!row->fns->reads_strides) fail_msg("softmax's row reads no strides");
-        const size_t nq = (size_t)B * H * n * DK, no = (size_t)B * H * n * DV;
-        const size_t nk = (size_t)B * H * M * DK, nv = (size_t)B * H * M * DV;
-        float *q = tu_f32(nq), *k = tu_f32(nk), *v = tu_f32(nv);
-        float *kc = tu_f32((size_t)B * H * T * DK), *vc = tu_f32((size_t)B * H * T * DV);
-        float *want = tu_f32(no), *got = tu_f32(no), *lse_want = tu_f32(B * H * n);
-        float *lse_got = tu_f32(B * H * n);
-        double *x = tu_f64(nk + nv + nq);
-        tu_fill_normal(&r, x, nk + nv + nq, 1);
-        tu_to_f32(x, k, nk);
-        tu_to_f32(x + nk, v, nv);
-        tu_to_f32(x + nk + nv, q, nq);
-        for (size_t e = 0; e < (size_t)B * H * T * DK; e++)
-            kc[e] = NAN;
-        for (size_t e = 0; e < (size_t)B * H * T * DV; e++)
-            vc[e] = NAN;
-        const la_strides sk = {(size_t)H * T * DK, (size_t)T * DK, DK};
-        const la_strides sv = {(size_t)H * T * DV, (size_t)T * DV, DV};
-        scatter(k, kc, sk, M, DK, sizeof(float));
-        scatter(v, vc, sv, M, DV, sizeof(float));
-        la_cost c;
-        assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX, &p, LA_FLOAT32, &c), LA_OK);
-        assert_int_equal(la_attention(LA_KERNEL_SOFTMAX, &p, LA_FLOAT32, q, k, v, want), LA_OK);
-        assert_int_equal(
-            la_attention_lse(LA_KERNEL_SOFTMAX, &p, LA_FLOAT32, q, k, v, want, lse_want), LA_OK);
-        la_problem sp = p;
-        sp.stride_k = sk;
-        sp.stride_v = sv;
-        sp.workspace_limit = (size_t)c.workspace_bytes;
-        if (row->fns->reads_strides(&sp, LA_FLOAT32)) {
-            assert_int_equal(la_attention(LA_KERNEL_SOFTMAX, &sp, LA_FLOAT32, q, kc, vc, got),
-                             LA_OK);
-            assert_memory_equal(got, want, no * sizeof(float));
-            sp.workspace_limit = p.workspace_limit; /* the log-sum-exps are staged too */
-            assert_int_equal(
-                la_attention_lse(LA_KERNEL_SOFTMAX, &sp, LA_FLOAT32, q, kc, vc, got, lse_got),
-                LA_OK);
-            assert_memory_equal(got, want, no * sizeof(float));
-            assert_memory_equal(lse_got, lse_want, (size_t)B * H * n * sizeof(float));
-        } else {
-            printf("  N = %zu: fused float32 decoding does not run here (no AVX-512): the "
-                   "layout is copied\n",
-                   n);
-        }
-        free(q), free(k), free(v), free(kc), free(vc), free(want), free(got);
-        free(lse_want), free(lse_got), free(x);
+    switch (l) {
+    case LAYOUT_KV_CACHE:
+        *elements = (size_t)B * H * slots * d;
+        return is_key_side ? (la_strides){H * slots * d, slots * d, d} : (la_strides){0, 0, 0};
+    case LAYOUT_TORCH:
+        *elements = (size_t)B * slots * H * d;
+        return (la_strides){slots * H * d, d, H * d};
+    default:
+        *elements = (size_t)B * H * slots * (d + IP_PAD);
+        return (la_strides){H * slots * (d + IP_PAD), slots * (d + IP_PAD), d + IP_PAD};
     }
 }
 
+/* A contiguous array placed in layout l, every other element `gap`. */
+static placed ip_place(layout l, int is_key_side, size_t rows, size_t slots, size_t d,
+                       const void *contiguous, la_dtype dtype, double gap)
+{
+    const size_t es = dtype == LA_FLOAT32 ? sizeof(float) : sizeof(double);
+    placed a = {.rows = rows, .d = d};
+    a.s = ip_strides(l, is_key_side, slots, d, &a.elements);
+    a.x = tu_alloc(a.elements * es);
+    for (size_t e = 0; e < a.elements; e++)
+        if (dtype == LA_FLOAT32)
+            ((float *)a.x)[e] = (float)gap;
+        else
+            ((double *)a.x)[e] = gap;
+    scatter(contiguous, a.x, a.s, rows, d, es);
+    return a;
+}
+
+static void softmax_reads_strides_in_place(void **state)
+{
+    (void)state;
+    const la_kernel_info *row = la_kernel_get(LA_KERNEL_SOFTMAX);
+    if (!row->fns->reads_strides) fail_msg("softmax's row reads no strides");
+    const size_t m = tu_quick() ? 150 : 300, slots = m + 20; /* keys, cache rows */
+    const size_t ns[] = {1, 3, 34, 37, 70};
+    const int64_t lengths[B] = {(int64_t)m, (int64_t)m - 37};
+    tu_rng r = tu_rng_for("softmax_reads_strides_in_place");
+    int calls = 0;
+    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+        const size_t n = ns[ni];
+        const size_t nq = (size_t)B * H * n * IP_DK, no = (size_t)B * H * n * IP_DV;
+        const size_t nk = (size_t)B * H * m * IP_DK, nv = (size_t)B * H * m * IP_DV;
+        double *x64 = tu_f64(nq + nk + nv);
+        float *x32 = tu_f32(nq + nk + nv);
+        tu_fill_normal(&r, x64, nq + nk + nv, 1);
+        tu_to_f32(x64, x32, nq + nk + nv);
+        uint8_t *mask = tu_alloc(n * m), *key_mask = tu_alloc((size_t)B * m);
+        for (size_t e = 0; e < n * m; e++)
+            mask[e] = tu_uniform(&r) < 0.2;
+        for (size_t e = 0; e < (size_t)B * m; e++)
+            key_mask[e] = tu_uniform(&r) < 0.1;
+        for (int dt = 0; dt < 2; dt++) {
+            const la_dtype dtype = dt ? LA_FLOAT64 : LA_FLOAT32;
+            const size_t es = dt ? sizeof(double) : sizeof(float);
+            const unsigned char *x = dt ? (const void *)x64 : (const void *)x32;
+            const void *q = x, *k = x + nq * es, *v = x + (nq + nk) * es;
+            void *want = tu_alloc(no * es), *lse_want = tu_alloc((size_t)B * H * n * es);
+            void *lse_got = tu_alloc((size_t)B * H * n * es);
+            for (int simd = 0; simd < 2; simd++) {
+                la_avx512_enable(simd == 1);
+                for (int mc = 0; mc < 6; mc++) {
+                    la_problem p;
+                    la_problem_init(&p, B, H, n, m, IP_DK, IP_DV);
+                    p.causal = mc == 1 || mc == 2 || mc == 4;
+                    p.causal_align = mc == 1 ? LA_CAUSAL_TOP_LEFT : LA_CAUSAL_BOTTOM_RIGHT;
+                    p.key_lengths = mc == 3 || mc == 4 ? lengths : NULL;
+                    p.mask = mc == 5 ? mask : NULL;
+                    p.key_mask = mc == 5 ? key_mask : NULL;
+                    la_cost c;
+                    assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX, &p, dtype, &c), LA_OK);
+                    assert_int_equal(la_attention(LA_KERNEL_SOFTMAX, &p, dtype, q, k, v, want),
+                                     LA_OK);
+                    void *lse_out = tu_alloc(no * es);
+                    assert_int_equal(
+                        la_attention_lse(LA_KERNEL_SOFTMAX, &p, dtype, q, k, v, lse_out, lse_want),
+                        LA_OK);
+                    assert_memory_equal(lse_out, want, no * es);
+                    free(lse_out);
+                    for (int l = 0; l <= LAYOUT_PADDED; l++)
+                        for (int g = 0; g < 2; g++) {
+                            const double gap = g == 0 ? NAN : dt ? DBL_MAX / 2 : FLT_MAX / 2;
+                            placed pq = ip_place((layout)l, 0, n, n, IP_DK, q, dtype, gap);
+                            placed pk = ip_place((layout)l, 1, m, slots, IP_DK, k, dtype, gap);
+                            placed pv = ip_place((layout)l, 1, m, slots, IP_DV, v, dtype, gap);
+                            placed po = place(l == LAYOUT_KV_CACHE ? LAYOUT_KV_CACHE : LAYOUT_TORCH,
+                                              0, n, IP_DV, NULL, es);
+                            if (l == LAYOUT_PADDED) { /* out's rows padded as well */
+                                free(po.x);
+                                po = ip_place(LAYOUT_PADDED, 0, n, n, IP_DV, want, dtype, 0);
+                                memset(po.x, SENTINEL, po.elements * es);
+                            }
+                            la_problem sp = p;
+                            sp.stride_q = pq.s, sp.stride_k = pk.s, sp.stride_v = pv.s;
+                            sp.stride_out = po.s;
+                            assert_int_equal(la_problem_check(&sp), LA_OK);
+                            if (!row->fns->reads_strides(&sp, dtype))
+                                fail_msg("%s, %s: softmax copies the layout", layout_name[l],
+                                         dt ? "float64" : "float32");
+                            /* a copy of k alone would pass the contiguous call's workspace */
+                            sp.workspace_limit = (size_t)c.workspace_bytes;
+                            const la_status st =
+                                la_attention(LA_KERNEL_SOFTMAX, &sp, dtype, pq.x, pk.x, pv.x, po.x);
+                            if (st != LA_OK)
+                                fail_msg("%s, %s, N = %zu, masks %d, AVX-512 %s, gaps %g: %s",
+                                         layout_name[l], dt ? "float64" : "float32", n, mc,
+                                         simd ? "on" : "off", gap, la_strerror(st));
+                            char what[160];
+                            snprintf(what, sizeof what, "N = %zu, masks %d, AVX-512 %s, gaps %g", n,
+                                     mc, simd ? "on" : "off", gap);
+                            assert_same(&po, want, es, what, "softmax in place", (layout)l, dtype);
+                            /* the log-sum-exps: float32 decoding stages them with out */
+                            sp.workspace_limit += (size_t)B * H * n * es + 64;
+                            memset(po.x, SENTINEL, po.elements * es);
+                            assert_int_equal(la_attention_lse(LA_KERNEL_SOFTMAX, &sp, dtype, pq.x,
+                                                              pk.x, pv.x, po.x, lse_got),
+                                             LA_OK);
+                            assert_same(&po, want, es, what, "softmax lse in place", (layout)l,
+                                        dtype);
+                            assert_memory_equal(lse_got, lse_want, (size_t)B * H * n * es);
+                            free(pq.x), free(pk.x), free(pv.x), free(po.x);
+                            calls++;
+                        }
+                }
+            }
+            free(want), free(lse_want), free(lse_got);
+        }
+        free(x64), free(x32), free(mask), free(key_mask);
+    }
+    la_avx512_enable(true);
+    printf("  %d strided layouts read in place, bitwise the contiguous calls\n", calls);
+}
+
+/* Layouts la_problem_check refuses, and a budget the copies pass: the output untouched. */
 static void bad_strides_refused(void **state)
 {
     (void)state;
@@ -380,19 +472,25 @@ static void bad_strides_refused(void **state)
     assert_int_equal(la_problem_check(&sp), LA_EINVAL);
     sp = p, sp.stride_out = (la_strides){H * N * DV, DV, DV};
     assert_int_equal(la_problem_check(&sp), LA_EINVAL);
-    /* a layout that is fine: its copy and the kernel's own scratch share the budget, so
-     * one byte less than both is LA_EBUDGET (output untouched), both exactly runs */
+    /* a layout that is fine, for a row that copies it (the materializing softmax): its copy
+     * and the kernel's own scratch share the budget, so one byte less than both is
+     * LA_EBUDGET (output untouched), both exactly runs; the fused softmax reads it in
+     * place within its own workspace */
     sp = p;
     sp.stride_q = (la_strides){N * H * DK, DK, H * DK};
     la_cost cost;
-    assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX, &p, LA_FLOAT32, &cost), LA_OK);
+    const la_kernel copies = LA_KERNEL_SOFTMAX_MATERIALIZED;
+    assert_int_equal(la_attention_cost(copies, &p, LA_FLOAT32, &cost), LA_OK);
     const size_t both = (size_t)cost.workspace_bytes + sizeof q;
     sp.workspace_limit = both - 1;
     memset(out, SENTINEL, sizeof out);
-    assert_int_equal(la_attention(LA_KERNEL_SOFTMAX, &sp, LA_FLOAT32, q, k, v, out), LA_EBUDGET);
+    assert_int_equal(la_attention(copies, &sp, LA_FLOAT32, q, k, v, out), LA_EBUDGET);
     for (size_t i = 0; i < sizeof out; i++)
         assert_int_equal(((unsigned char *)out)[i], SENTINEL);
     sp.workspace_limit = both;
+    assert_int_equal(la_attention(copies, &sp, LA_FLOAT32, q, k, v, out), LA_OK);
+    assert_int_equal(la_attention_cost(LA_KERNEL_SOFTMAX, &p, LA_FLOAT32, &cost), LA_OK);
+    sp.workspace_limit = (size_t)cost.workspace_bytes;
     assert_int_equal(la_attention(LA_KERNEL_SOFTMAX, &sp, LA_FLOAT32, q, k, v, out), LA_OK);
     /* the references take contiguous arrays only */
     sp.workspace_limit = p.workspace_limit;
@@ -476,7 +574,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(strided_calls_equal_contiguous),
         cmocka_unit_test(strided_weights_equal_contiguous),
-        cmocka_unit_test(decoding_reads_the_cache_in_place),
+        cmocka_unit_test(softmax_reads_strides_in_place),
         cmocka_unit_test(bad_strides_refused),
         cmocka_unit_test(kernel_draw_is_the_rows_draw),
     };
