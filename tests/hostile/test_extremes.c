@@ -146,7 +146,9 @@ static void check_case(const la_kernel_info *info, int causal, la_feature_map fm
         report(info->name, causal, fm_name, "reference", n, x->name, "not finite, or status",
                (double)st);
 
-    /* largest |logit| of the problem: the tolerance of a kernel that exponentiates scaled
+    /* largest logit of the problem, taken as Σ_c |q_c k_c| · scale (what its rounding
+     * scales with, however much its terms cancel): the tolerance of a kernel that
+     * exponentiates scaled
      * scores (LA_PARAM_SCALE; FAVOR+, LA_PARAM_FEATURES, at its built-in scale 1/√d_k, whose
      * random features exponentiate projections of the same size) grows with it; any other
      * kernel keeps the fixed tolerance (logit stays 0), or inputs of 1e18 would make it
@@ -162,7 +164,7 @@ static void check_case(const la_kernel_info *info, int causal, la_feature_map fm
             const size_t head = i / n;
             double s = 0, qq = 0, kk = 0;
             for (size_t c = 0; c < DK; c++) {
-                s += q[i * DK + c] * k[(head * n + j) * DK + c];
+                s += fabs(q[i * DK + c] * k[(head * n + j) * DK + c]);
                 qq += q[i * DK + c] * q[i * DK + c];
                 kk += k[(head * n + j) * DK + c] * k[(head * n + j) * DK + c];
             }
@@ -171,6 +173,13 @@ static void check_case(const la_kernel_info *info, int causal, la_feature_map fm
             s = fabs(s * logit_scale);
             if (s > logit) logit = s;
         }
+
+    /* A linear-attention row that reads the scale forms features of the scaled q and k
+     * whose products carry the logit's powers with their signs (Taylor's 1 + s + s²/2
+     * through x⊗x): its numerator and denominator are sums over those features that cancel
+     * to s²/2 from terms of logit², so its rounding grows with logit² (float32 keeps no
+     * digit at logits of 1e4 there: it is held to being finite). */
+    if ((info->params & LA_PARAM_SCALE) && strcmp(info->family, "linear") == 0) logit *= logit;
 
     /* float64: always computed, within 1e-12 · max(1, logit) */
     st = info->fns->forward_f64(&p, q, k, v, y64);
