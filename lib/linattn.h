@@ -143,7 +143,7 @@ typedef enum { LA_CAUSAL_TOP_LEFT = 0, LA_CAUSAL_BOTTOM_RIGHT = 1 } la_causal_al
  * la_problem_check refuses layouts where two elements share an address (LA_EINVAL) or
  * offsets beyond size_t (LA_EOVERFLOW). la_attention* copy strided arrays into scratch
  * (held against workspace_limit) and outputs back, bitwise the contiguous call, unless the
- * row reads them in place (reads_strides: LA_KERNEL_SOFTMAX's forward and lse read all). The
+ * kernel reads them in place (LA_KERNEL_SOFTMAX's forward and lse read every layout). The
  * references and la_linear_attention_rotary refuse strides; the cost model ignores them. */
 typedef struct {
     size_t batch, head, row;
