@@ -170,9 +170,12 @@ static void config_rules(void **state)
     assert_int_equal(la_layer_config_check(&c), LA_EINVAL);
     local.head.kind = LA_PARAMS_END;
     assert_int_equal(la_layer_config_check(&c), LA_EINVAL);
-    local.head.kind = LA_PARAMS_RELATIVE; /* relative twice */
+    local.head.kind = LA_PARAMS_LOCAL;
+    la_relative_params again = LA_RELATIVE_PARAMS_INIT; /* relative twice */
+    again.head.next = &local.head;
+    c.params = &again.head;
     assert_int_equal(la_layer_config_check(&c), LA_EINVAL);
-    local.head.kind = LA_PARAMS_LOCAL, local.head.next = &local.head;
+    c.params = &local.head, local.head.next = &local.head;
     assert_int_equal(la_layer_config_check(&c), LA_EINVAL);
     local.head.next = NULL, local.window = 0;
     assert_int_equal(la_layer_config_check(&c), LA_EINVAL);
