@@ -286,15 +286,15 @@ int cmd_attend(int argc, char **argv)
     p.eps = eps;
     p.chunk = chunk;
     if ((la_kernel_get(kernel)->caps & LA_CAP_POSITIONS) &&
-        (rc = attend_apply_relative(&positions, &p, &variant_values.relative)))
+        (rc = attend_apply_relative(&positions, &p, &variant_values.blocks.relative)))
         goto done;
     if ((rc = variants_apply(&variant_values, &p))) goto done; /* p->params: its blocks */
     if (!variants_rank_fits(kernel, &p)) {
         rc = variant_values.proj_e.data
                  ? cli_fail("--proj", "K = %zu rows, must be at most M = %zu (the keys' rows)",
-                            variant_values.linformer.proj_rank, m)
+                            variant_values.blocks.linformer.proj_rank, m)
                  : cli_fail("--proj-rank", "K = %zu must be at most M = %zu (the keys' rows)",
-                            variant_values.linformer.proj_rank, m);
+                            variant_values.blocks.linformer.proj_rank, m);
         goto done;
     }
     la_status st = la_problem_check(&p);

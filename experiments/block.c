@@ -280,9 +280,9 @@ int cmd_block(int argc, char **argv)
     c.rotary = pos.kind == POSITION_ROTARY;
     variants_values blocks; /* the attention's: the defaults, --seed's draws, positions */
     variants_defaults(&blocks, (uint64_t)seed);
-    blocks.relative.max_distance = pos.max_distance;
-    blocks.relative.rel_k = pos.rel_k.data;
-    blocks.relative.rel_v = pos.rel_v.data;
+    blocks.blocks.relative.max_distance = pos.max_distance;
+    blocks.blocks.relative.rel_k = pos.rel_k.data;
+    blocks.blocks.relative.rel_v = pos.rel_v.data;
     c.params = variants_chain(&blocks); /* points into blocks */
     y = x;
     y.data = malloc(x.count * la_npy_dtype_size(x.dtype));

@@ -189,7 +189,7 @@ static la_status state_make(bench_state *b, const learn_setup *s, const char **w
     b->p.stride_v = sized.stride_v, b->p.stride_out = sized.stride_out;
     b->p.causal = 1;
     b->p.causal_align = LA_CAUSAL_TOP_LEFT;
-    b->p.params = la_train_block(&b->c.attention_blocks, la_kernel_get(b->c.attention)->block);
+    b->p.params = la_blocks_get(&b->c.attention_blocks, la_kernel_get(b->c.attention)->block);
     return la_problem_check(&b->p);
 }
 

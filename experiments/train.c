@@ -241,9 +241,10 @@ static int parse_model(const char **t, train_settings *s)
     if (rc) return rc;
     la_train_config_init(&s->model, 1, n[1], n[2], n[3], n[0], n[4]);
     la_problem *p = &s->model.attention_params;
-    la_train_blocks *b = &s->model.attention_blocks; /* the seeds: --seed, below */
-    b->local.window = vv.local.window, b->linformer.proj_rank = vv.linformer.proj_rank;
-    b->favor.features = vv.favor.features, b->score.score_dim = vv.score.score_dim;
+    la_blocks *b = &s->model.attention_blocks; /* the seeds: --seed, below */
+    b->local.window = vv.blocks.local.window,
+    b->linformer.proj_rank = vv.blocks.linformer.proj_rank;
+    b->favor.features = vv.blocks.favor.features, b->score.score_dim = vv.blocks.score.score_dim;
     if (given(t[TRAIN_FEATURE_MAP])) {
         if (!(row->params & LA_PARAM_FEATURE_MAP))
             return cli_fail("--feature-map", "--attention %s has no feature map", row->name);
@@ -333,7 +334,7 @@ int cmd_train(int argc, char **argv)
         size_t v;
         if ((rc = cli_parse_size("--seed", text[TRAIN_SEED], &v)) == 0) seed = v;
         s->seed = seed;
-        la_train_blocks *b = &s->model.attention_blocks; /* every drawn tensor */
+        la_blocks *b = &s->model.attention_blocks; /* every drawn tensor */
         b->linformer.seed = b->favor.seed = b->score.seed = b->relative.seed = seed;
     }
     if (!rc) {

@@ -97,8 +97,9 @@ static int read_score_weights(const variants_flags *f, unsigned params_read, var
     if (f->score_dim && (f->score_w || f->score_v))
         return cli_fail("--score-dim", "not with --score-w, --score-v (v's length is d_a)");
     if (f->score_dim) {
-        if ((rc = cli_parse_size("--score-dim", f->score_dim, &out->score.score_dim))) return rc;
-        if (out->score.score_dim < 1) return cli_fail("--score-dim", "must be at least 1");
+        if ((rc = cli_parse_size("--score-dim", f->score_dim, &out->blocks.score.score_dim)))
+            return rc;
+        if (out->blocks.score.score_dim < 1) return cli_fail("--score-dim", "must be at least 1");
         out->given |= LA_PARAM_SCORE_DIM;
     }
     if ((params_read & LA_PARAM_SCORE_DIM) && (f->score_w != NULL) != (f->score_v != NULL))
@@ -116,24 +117,15 @@ static int read_score_weights(const variants_flags *f, unsigned params_read, var
         if (out->score_v.ndim != 1 || out->score_v.count == 0)
             return cli_fail(f->score_v, "shape %s, need (d_a,) with d_a >= 1",
                             arrays_shape_str(&out->score_v, a, sizeof a));
-        out->score.score_dim = out->score_v.shape[0];
+        out->blocks.score.score_dim = out->score_v.shape[0];
     }
     return 0;
 }
 
 void variants_defaults(variants_values *out, uint64_t seed)
 {
-    const la_local_params local = LA_LOCAL_PARAMS_INIT;
-    const la_linformer_params linformer = LA_LINFORMER_PARAMS_INIT;
-    const la_favor_params favor = LA_FAVOR_PARAMS_INIT;
-    const la_score_params score = LA_SCORE_PARAMS_INIT;
-    const la_relative_params relative = LA_RELATIVE_PARAMS_INIT;
     memset(out, 0, sizeof *out);
-    out->local = local;
-    out->linformer = linformer;
-    out->favor = favor;
-    out->score = score;
-    out->relative = relative;
+    la_blocks_init(&out->blocks, seed);
     out->seed = seed;
 }
 
@@ -154,26 +146,28 @@ int variants_parse(const variants_flags *f, unsigned params_read, variants_value
                             params_read)))
         return rc;
     if (f->window) {
-        if ((rc = cli_parse_size("--window", f->window, &out->local.window))) return rc;
-        if (out->local.window < 1) return cli_fail("--window", "must be at least 1");
+        if ((rc = cli_parse_size("--window", f->window, &out->blocks.local.window))) return rc;
+        if (out->blocks.local.window < 1) return cli_fail("--window", "must be at least 1");
         out->given |= LA_PARAM_WINDOW;
     }
     if (f->proj_rank && f->proj)
         return cli_fail("--proj-rank", "not with --proj (the projections' rows are the rank)");
     if (f->proj_rank) {
-        if ((rc = cli_parse_size("--proj-rank", f->proj_rank, &out->linformer.proj_rank)))
+        if ((rc = cli_parse_size("--proj-rank", f->proj_rank, &out->blocks.linformer.proj_rank)))
             return rc;
-        if (out->linformer.proj_rank < 1) return cli_fail("--proj-rank", "must be at least 1");
+        if (out->blocks.linformer.proj_rank < 1)
+            return cli_fail("--proj-rank", "must be at least 1");
         out->given |= LA_PARAM_PROJ;
     }
     if (f->proj) {
         if ((rc = read_projections(f->proj, out))) return rc;
-        out->linformer.proj_rank = out->proj_e.shape[0];
+        out->blocks.linformer.proj_rank = out->proj_e.shape[0];
         out->given |= LA_PARAM_PROJ;
     }
     if (f->features) {
-        if ((rc = cli_parse_size("--features", f->features, &out->favor.features))) return rc;
-        if (out->favor.features < 1) return cli_fail("--features", "must be at least 1");
+        if ((rc = cli_parse_size("--features", f->features, &out->blocks.favor.features)))
+            return rc;
+        if (out->blocks.favor.features < 1) return cli_fail("--features", "must be at least 1");
         out->given |= LA_PARAM_FEATURES;
     }
     if ((rc = read_score_weights(f, params_read, out))) return rc;
@@ -187,11 +181,11 @@ int variants_parse(const variants_flags *f, unsigned params_read, variants_value
 
 int variants_apply(variants_values *v, la_problem *p)
 {
-    v->linformer.proj_e = v->linformer.proj_f = NULL;
-    v->score.score_w = v->score.score_v = NULL;
+    v->blocks.linformer.proj_e = v->blocks.linformer.proj_f = NULL;
+    v->blocks.score.score_w = v->blocks.score.score_v = NULL;
     if (v->score_w.data) {
         const int additive = v->score_v.data != NULL;
-        const size_t rows = additive ? v->score.score_dim : p->d_k;
+        const size_t rows = additive ? v->blocks.score.score_dim : p->d_k;
         const size_t cols = additive ? 2 * p->d_k : p->d_k;
         char a[64];
         if (v->score_w.shape[0] != rows || v->score_w.shape[1] != cols)
@@ -201,8 +195,8 @@ int variants_apply(variants_values *v, la_problem *p)
                                        arrays_shape_str(&v->score_w, a, sizeof a), rows, cols)
                             : cli_fail("--score-w", "shape %s, need (d_k, d_k) = (%zu, %zu)",
                                        arrays_shape_str(&v->score_w, a, sizeof a), rows, cols);
-        v->score.score_w = v->score_w.data;
-        v->score.score_v = v->score_v.data; /* NULL for general */
+        v->blocks.score.score_w = v->score_w.data;
+        v->blocks.score.score_v = v->score_v.data; /* NULL for general */
     }
     if (v->proj_e.data) {
         if (v->proj_e.shape[1] != p->n_keys)
@@ -210,8 +204,8 @@ int variants_apply(variants_values *v, la_problem *p)
                             "the projections have %zu columns, the keys %zu rows: "
                             "need (K, M) with M = %zu",
                             v->proj_e.shape[1], p->n_keys, p->n_keys);
-        v->linformer.proj_e = v->proj_e.data;
-        v->linformer.proj_f = v->proj_f.data;
+        v->blocks.linformer.proj_e = v->proj_e.data;
+        v->blocks.linformer.proj_f = v->proj_f.data;
     }
     p->params = variants_chain(v);
     return 0;
@@ -219,21 +213,17 @@ int variants_apply(variants_values *v, la_problem *p)
 
 const la_params *variants_chain(variants_values *v)
 {
-    v->linformer.seed = v->favor.seed = v->score.seed = v->relative.seed = v->seed;
-    v->local.head.next = &v->linformer.head;
-    v->linformer.head.next = &v->favor.head;
-    v->favor.head.next = &v->score.head;
-    v->score.head.next = &v->relative.head;
-    v->relative.head.next = NULL;
-    return &v->local.head;
+    la_blocks *b = &v->blocks;
+    b->linformer.seed = b->favor.seed = b->score.seed = b->relative.seed = v->seed;
+    return la_blocks_chain(b);
 }
 
 size_t *variants_budget_field(variants_values *v, kernels_budget b)
 {
     switch (b) {
-    case BUDGET_WINDOW: return &v->local.window;
-    case BUDGET_PROJ: return &v->linformer.proj_rank;
-    case BUDGET_FEATURES: return &v->favor.features;
+    case BUDGET_WINDOW: return &v->blocks.local.window;
+    case BUDGET_PROJ: return &v->blocks.linformer.proj_rank;
+    case BUDGET_FEATURES: return &v->blocks.favor.features;
     case BUDGET_NONE: break;
     }
     return NULL;

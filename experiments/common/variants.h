@@ -16,6 +16,7 @@
 #ifndef LA_VARIANTS_H
 #define LA_VARIANTS_H
 
+#include "core/blocks.h"
 #include "kernels.h"
 #include "linattn.h"
 
@@ -58,15 +59,13 @@ typedef struct {
  * every use of p and must not be copied (or moved) after variants_apply; apply again to
  * a copy before using it. One chain serves every kernel (each reads its own block). */
 typedef struct {
-    la_local_params local;
-    la_linformer_params linformer; /* proj_e, proj_f: set by variants_apply from proj_e, _f */
-    la_favor_params favor;
-    la_score_params score;       /* score_w, score_v: set by variants_apply from score_w, _v */
-    la_relative_params relative; /* the defaults; attend sets its --positions relative */
-    uint64_t seed;               /* --seed: variants_apply gives it to every block (their seeds) */
-    la_array proj_e, proj_f;     /* float64 (K, M), when --proj was given; else empty */
-    la_array score_w, score_v;   /* float64, when --score-w (--score-v) was given; else empty */
-    unsigned given;              /* the LA_PARAM_* bits whose flags were given */
+    la_blocks blocks;          /* linformer's proj_e, proj_f and score's score_w, score_v:
+                                  set by variants_apply from the arrays below; relative: the
+                                  defaults, attend sets its --positions relative */
+    uint64_t seed;             /* --seed: variants_apply gives it to every block (their seeds) */
+    la_array proj_e, proj_f;   /* float64 (K, M), when --proj was given; else empty */
+    la_array score_w, score_v; /* float64, when --score-w (--score-v) was given; else empty */
+    unsigned given;            /* the LA_PARAM_* bits whose flags were given */
 } variants_values;
 
 /* Every block's defaults (LA_*_PARAMS_INIT), seed for every draw, nothing given, no

@@ -1,4 +1,5 @@
 /* problem.c — la_problem defaults and validation, feature-map names, masks. */
+#include "core/blocks.h"
 #include "core/internal.h"
 
 #include <math.h>
@@ -151,6 +152,37 @@ la_relative_params la_relative_params_of(const la_problem *p)
     static const la_relative_params defaults = LA_RELATIVE_PARAMS_INIT;
     const la_params *b = la_params_find(p ? p->params : NULL, LA_PARAMS_RELATIVE);
     return b ? *(const la_relative_params *)b : defaults;
+}
+
+void la_blocks_init(la_blocks *b, uint64_t seed)
+{
+    static const la_blocks defaults = {LA_LOCAL_PARAMS_INIT, LA_LINFORMER_PARAMS_INIT,
+                                       LA_FAVOR_PARAMS_INIT, LA_SCORE_PARAMS_INIT,
+                                       LA_RELATIVE_PARAMS_INIT};
+    *b = defaults;
+    b->linformer.seed = b->favor.seed = b->score.seed = b->relative.seed = seed;
+}
+
+const la_params *la_blocks_get(const la_blocks *b, la_params_kind kind)
+{
+    switch (kind) {
+    case LA_PARAMS_LOCAL: return &b->local.head;
+    case LA_PARAMS_LINFORMER: return &b->linformer.head;
+    case LA_PARAMS_FAVOR: return &b->favor.head;
+    case LA_PARAMS_SCORE: return &b->score.head;
+    case LA_PARAMS_RELATIVE: return &b->relative.head;
+    default: return NULL;
+    }
+}
+
+const la_params *la_blocks_chain(la_blocks *b)
+{
+    b->local.head.next = &b->linformer.head;
+    b->linformer.head.next = &b->favor.head;
+    b->favor.head.next = &b->score.head;
+    b->score.head.next = &b->relative.head;
+    b->relative.head.next = NULL;
+    return &b->local.head;
 }
 
 la_status la_problem_check(const la_problem *p)

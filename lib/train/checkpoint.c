@@ -65,7 +65,7 @@ const char *la_train_checkpoint_get(const la_train_checkpoint_state *s, const ch
 
 /* One field of la_train_config and la_train_adamw_config: its name in checkpoint.txt, how
  * it is written and read. */
-/* F_SEEDS: the seed of every la_train_blocks block, one value (la_train_blocks_init's). */
+/* F_SEEDS: the seed of every la_blocks block, one value (la_blocks_init's). */
 typedef enum { F_SIZE, F_INT, F_DOUBLE, F_DTYPE, F_KERNEL, F_FEATURE, F_SEEDS } field_kind;
 typedef struct {
     const char *name;
@@ -127,7 +127,7 @@ static void field_format(const field *f, const void *base, char *buf, size_t siz
     case F_INT: snprintf(buf, size, "%d", *(const int *)at); return;
     case F_DOUBLE: snprintf(buf, size, "%.17g", *(const double *)at); return;
     case F_SEEDS:
-        snprintf(buf, size, "%" PRIu64, ((const la_train_blocks *)(const void *)at)->favor.seed);
+        snprintf(buf, size, "%" PRIu64, ((const la_blocks *)(const void *)at)->favor.seed);
         return;
     case F_DTYPE:
         snprintf(buf, size, "%s", *(const la_dtype *)at == LA_FLOAT64 ? "float64" : "float32");
@@ -161,7 +161,7 @@ static int field_parse(const field *f, void *base, const char *text)
         *(size_t *)at = (size_t)u;
         return 1;
     case F_SEEDS: {
-        la_train_blocks *b = (la_train_blocks *)(void *)at;
+        la_blocks *b = (la_blocks *)(void *)at;
         if (!parse_u64(text, &u)) return 0;
         b->linformer.seed = b->favor.seed = b->score.seed = b->relative.seed = u;
         return 1;

@@ -22,36 +22,9 @@ void la_train_config_init(la_train_config *c, size_t vocab, size_t d_model, size
     c->seq_len = seq_len;
     c->attention = LA_KERNEL_SOFTMAX;
     la_problem_init(&c->attention_params, 1, 1, 1, 1, 1, 1);
-    la_train_blocks_init(&c->attention_blocks, 0);
+    la_blocks_init(&c->attention_blocks, 0);
     c->pre_ln = 1;
     c->ln_eps = LA_DEFAULT_NORM_EPS;
-}
-
-void la_train_blocks_init(la_train_blocks *b, uint64_t seed)
-{
-    const la_local_params local = LA_LOCAL_PARAMS_INIT;
-    const la_linformer_params linformer = LA_LINFORMER_PARAMS_INIT;
-    const la_favor_params favor = LA_FAVOR_PARAMS_INIT;
-    const la_score_params score = LA_SCORE_PARAMS_INIT;
-    const la_relative_params relative = LA_RELATIVE_PARAMS_INIT;
-    b->local = local;
-    b->linformer = linformer;
-    b->favor = favor;
-    b->score = score;
-    b->relative = relative;
-    b->linformer.seed = b->favor.seed = b->score.seed = b->relative.seed = seed;
-}
-
-const la_params *la_train_block(const la_train_blocks *b, la_params_kind kind)
-{
-    switch (kind) {
-    case LA_PARAMS_LOCAL: return &b->local.head;
-    case LA_PARAMS_LINFORMER: return &b->linformer.head;
-    case LA_PARAMS_FAVOR: return &b->favor.head;
-    case LA_PARAMS_SCORE: return &b->score.head;
-    case LA_PARAMS_RELATIVE: return &b->relative.head;
-    default: return NULL;
-    }
 }
 
 void la_train_attention_problem(const la_train_config *c, size_t batch, la_problem *p)
@@ -69,7 +42,7 @@ void la_train_attention_problem(const la_train_config *c, size_t batch, la_probl
     p->mask = NULL;
     p->mask_per_head = 0;
     p->key_mask = NULL;
-    p->params = la_train_block(&c->attention_blocks, la_kernel_get(c->attention)->block);
+    p->params = la_blocks_get(&c->attention_blocks, la_kernel_get(c->attention)->block);
     memset(&p->stride_q, 0, sizeof p->stride_q);
     memset(&p->stride_k, 0, sizeof p->stride_k);
     memset(&p->stride_v, 0, sizeof p->stride_v);

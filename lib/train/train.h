@@ -82,23 +82,11 @@
 #ifndef LA_TRAIN_H
 #define LA_TRAIN_H
 
+#include "core/blocks.h"
 #include "linattn.h"
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* One parameter block of each kind, by value (linattn.h): a copy stays valid, since no
- * block points at another. la_train_blocks_init gives each its defaults and seed. */
-typedef struct {
-    la_local_params local;
-    la_linformer_params linformer;
-    la_favor_params favor;
-    la_score_params score;
-    la_relative_params relative;
-} la_train_blocks;
-void la_train_blocks_init(la_train_blocks *b, uint64_t seed);
-/* The block of `kind` in b (NULL for LA_PARAMS_NONE or an unknown kind). */
-const la_params *la_train_block(const la_train_blocks *b, la_params_kind kind);
 
 typedef struct {
     la_dtype dtype;               /* LA_FLOAT32 or LA_FLOAT64: parameters, gradients, activations */
@@ -109,13 +97,13 @@ typedef struct {
                                      ...), copied into every call's problem; sizes, scale,
                                      causal and its alignment, masks, key lengths, strides and
                                      params are the model's own (ignored here) */
-    la_train_blocks attention_blocks; /* the kernel's block (la_kernel_info.block) is its
-                                         problem's params */
-    int pre_ln;                       /* 1: norm_first=True (pre-LN); 0: post-LN */
-    int gelu;                         /* 0: ReLU; 1: exact GELU */
-    int learned_positions;            /* 0: sinusoidal (fixed); 1: pos_embedding.weight (N, D) */
-    int tie_head;                     /* 1: head.weight is embedding.weight */
-    double ln_eps;                    /* every LayerNorm's ε (finite, > 0) */
+    la_blocks attention_blocks;   /* the kernel's block (la_kernel_info.block) is its
+                                     problem's params */
+    int pre_ln;                   /* 1: norm_first=True (pre-LN); 0: post-LN */
+    int gelu;                     /* 0: ReLU; 1: exact GELU */
+    int learned_positions;        /* 0: sinusoidal (fixed); 1: pos_embedding.weight (N, D) */
+    int tie_head;                 /* 1: head.weight is embedding.weight */
+    double ln_eps;                /* every LayerNorm's ε (finite, > 0) */
 } la_train_config;
 
 /* Fills every field: the sizes given, float32, LA_KERNEL_SOFTMAX, attention_params from

@@ -11,6 +11,7 @@
  * (la_attention_backward_cost) is held to counting loops of their formulas the same way. */
 #include "../testutil.h"
 #include "attention/kernels.h"
+#include "core/blocks.h"
 
 #include "core/internal.h" /* the kernels' FLOP counters (la_count_*) */
 
@@ -47,25 +48,12 @@ static double same_as_model(const la_cost *model, const double counted[7], const
     return total;
 }
 
-/* One block of each kind, chained from p->params by blocks_attach (defaults, each kernel
- * reading its own); the test sets a field of the kind it varies. */
-typedef struct {
-    la_local_params local;
-    la_linformer_params linformer;
-    la_favor_params favor;
-    la_score_params score;
-    la_relative_params relative;
-} blocks;
-
-static void blocks_attach(blocks *b, la_problem *p)
+/* One block of each kind (core/blocks.h), at their defaults and chained from p->params,
+ * each kernel reading its own; the test sets a field of the kind it varies. */
+static void blocks_attach(la_blocks *b, la_problem *p)
 {
-    *b = (blocks){LA_LOCAL_PARAMS_INIT, LA_LINFORMER_PARAMS_INIT, LA_FAVOR_PARAMS_INIT,
-                  LA_SCORE_PARAMS_INIT, LA_RELATIVE_PARAMS_INIT};
-    b->local.head.next = &b->linformer.head;
-    b->linformer.head.next = &b->favor.head;
-    b->favor.head.next = &b->score.head;
-    b->score.head.next = &b->relative.head;
-    p->params = &b->local.head;
+    la_blocks_init(b, 0);
+    p->params = la_blocks_chain(b);
 }
 
 /* Keys of entry b left visible by the key lengths. */
@@ -885,7 +873,7 @@ static void model_equals_counted_loops(void **state)
                     size_t B = 1 + tu_next(&r) % 3, H = 1 + tu_next(&r) % 2;
                     size_t dk = dims[tu_next(&r) % 3], dv = dims[tu_next(&r) % 3];
                     la_problem p;
-                    blocks bl;
+                    la_blocks bl;
                     la_problem_init(&p, B, H, sizes[ni], sizes[mi], dk, dv);
                     blocks_attach(&bl, &p);
                     p.causal = causal;
@@ -1033,7 +1021,7 @@ static void backward_model_equals_counted_loops(void **state)
                     const size_t B = 1 + tu_next(&r) % 3, H = 1 + tu_next(&r) % 2;
                     const size_t dk = dims[tu_next(&r) % 3], dv = dims[tu_next(&r) % 3];
                     la_problem p;
-                    blocks bl;
+                    la_blocks bl;
                     la_problem_init(&p, B, H, sizes[ni], sizes[mi], dk, dv);
                     blocks_attach(&bl, &p);
                     p.causal = causal;
@@ -1198,7 +1186,7 @@ static size_t each_linear_call(void (*check)(la_kernel, la_dtype, const la_probl
                             continue;
                         size_t B = 1 + tu_next(r) % 3, H = 1 + tu_next(r) % 2;
                         la_problem p;
-                        blocks bl;
+                        la_blocks bl;
                         la_problem_init(&p, B, H, sizes[ni], sizes[mi], dims[tu_next(r) % 4],
                                         dims[tu_next(r) % 4]);
                         blocks_attach(&bl, &p);
@@ -1236,7 +1224,7 @@ static size_t each_linear_call(void (*check)(la_kernel, la_dtype, const la_probl
                     if (la_kernel_get(kernels[kr])->causal == LA_CAUSAL_REQUIRED && !causal)
                         continue;
                     la_problem p;
-                    blocks bl;
+                    la_blocks bl;
                     la_problem_init(&p, 1, 2, big[x][0], big[x][1], big[x][2], big[x][3]);
                     blocks_attach(&bl, &p);
                     p.causal = causal;
@@ -1411,7 +1399,7 @@ static void local_model_equals_kernel_counts(void **state)
                 for (int causal = 0; causal <= 1; causal++) {
                     const size_t M = sizes[tu_next(&r) % n_sizes];
                     la_problem p;
-                    blocks bl;
+                    la_blocks bl;
                     la_problem_init(&p, 2, 1 + tu_next(&r) % 2, sizes[ni], M, 1 + tu_next(&r) % 16,
                                     1 + tu_next(&r) % 16);
                     blocks_attach(&bl, &p);
@@ -1507,7 +1495,7 @@ static void engine_work_follows_visibility(void **state)
     size_t calls = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         la_problem p, cut;
-        blocks bl;
+        la_blocks bl;
         la_problem_init(&p, 2, 2, cases[c].N, cases[c].M, cases[c].d, cases[c].d);
         blocks_attach(&bl, &p);
         p.causal = cases[c].causal;
@@ -1563,7 +1551,7 @@ static void engine_work_follows_visibility(void **state)
     for (size_t ki = 0; ki < sizeof masked_kernels / sizeof masked_kernels[0]; ki++)
         for (int which = 0; which < 2; which++) {
             la_problem p, lengthened;
-            blocks bl;
+            la_blocks bl;
             la_problem_init(&p, 2, 2, N, M, d, d);
             blocks_attach(&bl, &p);
             bl.local.window = 600; /* local: windows reaching past key 256 */
@@ -1676,7 +1664,7 @@ static void workspace_matches_kernels(void **state)
                 size_t N = sizes[tu_next(&r) % 6], M = sizes[tu_next(&r) % 6];
                 size_t dk = 1 + tu_next(&r) % 9, dv = 1 + tu_next(&r) % 9;
                 la_problem p;
-                blocks bl;
+                la_blocks bl;
                 la_problem_init(&p, B, H, N, M, dk, dv);
                 blocks_attach(&bl, &p);
                 p.causal = (int)(tu_next(&r) % 2);

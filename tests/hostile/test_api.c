@@ -8,6 +8,7 @@
 #include "../testutil.h"
 #include "attention/kernels.h"
 #include "attention/series.h"
+#include "core/blocks.h"
 #include "cpu/machine.h"
 #include "io/outfile.h"
 #include "layers/layers_typed.h"
@@ -309,42 +310,23 @@ static void problems(void **state)
 
 /* ---------------------------------------------------------------- parameter chains */
 
-/* One block of each kind, chained local → Linformer → FAVOR+ → scores → relative, each
- * off its defaults (sizes that fit N = M = CHAIN_N, seeds other than 0). */
-typedef struct {
-    la_local_params local;
-    la_linformer_params linformer;
-    la_favor_params favor;
-    la_score_params score;
-    la_relative_params relative;
-} chain_blocks;
-
-static void chain_blocks_init(chain_blocks *b)
+/* One block of each kind (core/blocks.h), chained local → Linformer → FAVOR+ → scores →
+ * relative, each off its defaults (sizes that fit N = M = CHAIN_N, seeds other than 0). */
+static void chain_blocks_init(la_blocks *b)
 {
-    *b = (chain_blocks){LA_LOCAL_PARAMS_INIT, LA_LINFORMER_PARAMS_INIT, LA_FAVOR_PARAMS_INIT,
-                        LA_SCORE_PARAMS_INIT, LA_RELATIVE_PARAMS_INIT};
+    la_blocks_init(b, 0);
     b->local.window = 3;
     b->linformer.proj_rank = 5, b->linformer.seed = 11;
     b->favor.features = 7, b->favor.seed = 12;
     b->score.score_dim = 3, b->score.seed = 13;
     b->relative.max_distance = 2, b->relative.seed = 14;
-    b->local.head.next = &b->linformer.head;
-    b->linformer.head.next = &b->favor.head;
-    b->favor.head.next = &b->score.head;
-    b->score.head.next = &b->relative.head;
+    la_blocks_chain(b);
 }
 
-/* The block of `kind` in b (NULL for none). */
-static la_params *chain_block(chain_blocks *b, la_params_kind kind)
+/* The block of `kind` in b, to relink (NULL for none). */
+static la_params *chain_block(la_blocks *b, la_params_kind kind)
 {
-    switch (kind) {
-    case LA_PARAMS_LOCAL: return &b->local.head;
-    case LA_PARAMS_LINFORMER: return &b->linformer.head;
-    case LA_PARAMS_FAVOR: return &b->favor.head;
-    case LA_PARAMS_SCORE: return &b->score.head;
-    case LA_PARAMS_RELATIVE: return &b->relative.head;
-    default: return NULL;
-    }
+    return (la_params *)la_blocks_get(b, kind); /* b is the caller's, not const */
 }
 
 /* N = M = 260: Linformer's default rank (256) fits, so every row runs on its defaults. */
@@ -438,12 +420,12 @@ static void parameter_chains(void **state)
                                                 "rel_k without rel_v",
                                                 "rel_v without rel_k"};
     const double table[2 * 5 * CHAIN_N] = {0};
-    chain_blocks good;
+    la_blocks good;
     chain_blocks_init(&good);
     la_problem p = chain_problem(LA_KERNEL_SOFTMAX, &good.local.head);
     assert_int_equal(la_problem_check(&p), LA_OK);
     for (int bad = 0; bad < N_BAD; bad++) {
-        chain_blocks b;
+        la_blocks b;
         chain_blocks_init(&b);
         la_local_params second_local = LA_LOCAL_PARAMS_INIT;
         const la_params *chain = &b.local.head;
@@ -507,7 +489,7 @@ static void parameter_chains(void **state)
         const la_kernel_info *info = la_kernel_get((la_kernel)kk);
         chain_run(kk, NULL, &in, want, wantd); /* the defaults */
         /* every block but the row's own, chained in order */
-        chain_blocks others;
+        la_blocks others;
         chain_blocks_init(&others);
         la_params *list[LA_PARAMS_END], *first = NULL, *last = NULL;
         size_t n = 0;
@@ -526,7 +508,7 @@ static void parameter_chains(void **state)
             fail_msg("%s: blocks of kinds it does not read change its output", info->name);
         if (info->block == 0) continue;
         /* its block alone: other bits than the defaults (the block is read) */
-        chain_blocks own;
+        la_blocks own;
         chain_blocks_init(&own);
         la_params *alone = chain_block(&own, info->block);
         alone->next = NULL;
@@ -534,7 +516,7 @@ static void parameter_chains(void **state)
         if (same_bits(out, outd, want, wantd))
             fail_msg("%s: its block alone gives the defaults' bits", info->name);
         /* all five, its block first, in the middle or last: the bits of its block alone */
-        chain_blocks all;
+        la_blocks all;
         chain_blocks_init(&all);
         chain_run(kk, &all.local.head, &in, out, outd);
         if (!same_bits(out, outd, want, wantd))

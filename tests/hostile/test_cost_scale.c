@@ -66,7 +66,7 @@ static void cost_every_kernel_fast(la_problem *p, const char *what)
              * N: an honest LA_EOVERFLOW, but as fast as an answer */
             const int chunked = causal && (la_kernel_get((la_kernel)k)->params & LA_PARAM_CHUNK);
             const int too_big =
-                (chunked || workspace_per_token((la_kernel)k)) && st == LA_EOVERFLOW;
+                st == LA_EOVERFLOW && (chunked || workspace_per_token((la_kernel)k));
             if (dt > SLOW_S ||
                 (!too_big && (st != LA_OK || !(c.flops_total > 0) || !isfinite(c.flops_total))))
                 fail_msg("%s, %s causal=%d: status %s, flops %g, %.3f ms", what,
@@ -123,7 +123,7 @@ static void huge_sizes_answer_at_once(void **state)
                 double dt = now_s() - t0;
                 /* scratch per token (Taylor's features, B·H·N·(1 + d_h + d_h²) elements) may
                  * pass size_t at B = 10^12: an honest overflow, answered as fast */
-                const int overflow_ok = workspace_per_token((la_kernel)k) && st == LA_EOVERFLOW;
+                const int overflow_ok = st == LA_EOVERFLOW && workspace_per_token((la_kernel)k);
                 if ((!overflow_ok && (st != LA_OK || !(lc.total > 0))) || dt > SLOW_S)
                     fail_msg("layer model %s decoder=%d B=%zu N=%zu: %s, %.3f ms",
                              la_kernel_name((la_kernel)k), decoder, sizes[s][0], sizes[s][1],

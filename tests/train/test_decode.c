@@ -39,9 +39,9 @@ static la_train_config tiny_config(la_kernel k, const arrangement *a, la_dtype d
     la_train_config_init(&c, 7, 8, 2, 16, 2, n);
     c.dtype = dtype;
     c.attention = k;
-    la_train_blocks_init(&c.attention_blocks, seed); /* every block's seed */
-    c.attention_blocks.local.window = 2;             /* local: the window bites within N */
-    c.attention_blocks.favor.features = 16;          /* FAVOR+: a few features keep it quick */
+    la_blocks_init(&c.attention_blocks, seed); /* every block's seed */
+    c.attention_blocks.local.window = 2;       /* local: the window bites within N */
+    c.attention_blocks.favor.features = 16;    /* FAVOR+: a few features keep it quick */
     c.pre_ln = a->pre_ln;
     c.gelu = a->gelu;
     c.learned_positions = a->learned;
