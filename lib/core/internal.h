@@ -105,13 +105,48 @@ void la_fused_simd_exp_f64(const double *x, double *y, size_t n);
  * given, or its LA_*_PARAMS_INIT defaults. la_params_check: the chain's rules (kinds
  * known, each once, sizes >= 1, tensors in pairs); la_problem_check and
  * la_layer_config_check call it. */
-const la_params *la_params_find(const la_params *chain, la_params_kind kind);
 la_status la_params_check(const la_params *chain);
-la_local_params la_local_params_of(const la_problem *p);
-la_linformer_params la_linformer_params_of(const la_problem *p);
-la_favor_params la_favor_params_of(const la_problem *p);
-la_score_params la_score_params_of(const la_problem *p);
-la_relative_params la_relative_params_of(const la_problem *p);
+/* Inline: the kernels' keys functions read their block once per query row. */
+static inline const la_params *la_params_find(const la_params *chain, la_params_kind kind)
+{
+    for (int n = 0; chain && n < LA_PARAMS_END; chain = chain->next, n++)
+        if (chain->kind == kind) return chain;
+    return NULL;
+}
+static inline la_local_params la_local_params_of(const la_problem *p)
+{
+    static const la_local_params defaults = LA_LOCAL_PARAMS_INIT;
+    const la_params *b = la_params_find(p ? p->params : NULL, LA_PARAMS_LOCAL);
+    return b ? *(const la_local_params *)b : defaults;
+}
+
+static inline la_linformer_params la_linformer_params_of(const la_problem *p)
+{
+    static const la_linformer_params defaults = LA_LINFORMER_PARAMS_INIT;
+    const la_params *b = la_params_find(p ? p->params : NULL, LA_PARAMS_LINFORMER);
+    return b ? *(const la_linformer_params *)b : defaults;
+}
+
+static inline la_favor_params la_favor_params_of(const la_problem *p)
+{
+    static const la_favor_params defaults = LA_FAVOR_PARAMS_INIT;
+    const la_params *b = la_params_find(p ? p->params : NULL, LA_PARAMS_FAVOR);
+    return b ? *(const la_favor_params *)b : defaults;
+}
+
+static inline la_score_params la_score_params_of(const la_problem *p)
+{
+    static const la_score_params defaults = LA_SCORE_PARAMS_INIT;
+    const la_params *b = la_params_find(p ? p->params : NULL, LA_PARAMS_SCORE);
+    return b ? *(const la_score_params *)b : defaults;
+}
+
+static inline la_relative_params la_relative_params_of(const la_problem *p)
+{
+    static const la_relative_params defaults = LA_RELATIVE_PARAMS_INIT;
+    const la_params *b = la_params_find(p ? p->params : NULL, LA_PARAMS_RELATIVE);
+    return b ? *(const la_relative_params *)b : defaults;
+}
 
 /* Keys of batch entry b that the key-length mask leaves visible: min(M, L_b). */
 size_t la_keys_in_length(const la_problem *p, size_t b);

@@ -79,13 +79,6 @@ static la_status strides_check(const la_problem *p, const la_strides *s, size_t 
 
 /* ---------------------------------------------------------------- parameter blocks */
 
-const la_params *la_params_find(const la_params *chain, la_params_kind kind)
-{
-    for (int n = 0; chain && n < LA_PARAMS_END; chain = chain->next, n++)
-        if (chain->kind == kind) return chain;
-    return NULL;
-}
-
 static bool block_ok(const la_params *b)
 {
     switch (b->kind) {
@@ -117,41 +110,6 @@ la_status la_params_check(const la_params *chain)
         seen |= bit;
     }
     return LA_OK;
-}
-
-la_local_params la_local_params_of(const la_problem *p)
-{
-    static const la_local_params defaults = LA_LOCAL_PARAMS_INIT;
-    const la_params *b = la_params_find(p ? p->params : NULL, LA_PARAMS_LOCAL);
-    return b ? *(const la_local_params *)b : defaults;
-}
-
-la_linformer_params la_linformer_params_of(const la_problem *p)
-{
-    static const la_linformer_params defaults = LA_LINFORMER_PARAMS_INIT;
-    const la_params *b = la_params_find(p ? p->params : NULL, LA_PARAMS_LINFORMER);
-    return b ? *(const la_linformer_params *)b : defaults;
-}
-
-la_favor_params la_favor_params_of(const la_problem *p)
-{
-    static const la_favor_params defaults = LA_FAVOR_PARAMS_INIT;
-    const la_params *b = la_params_find(p ? p->params : NULL, LA_PARAMS_FAVOR);
-    return b ? *(const la_favor_params *)b : defaults;
-}
-
-la_score_params la_score_params_of(const la_problem *p)
-{
-    static const la_score_params defaults = LA_SCORE_PARAMS_INIT;
-    const la_params *b = la_params_find(p ? p->params : NULL, LA_PARAMS_SCORE);
-    return b ? *(const la_score_params *)b : defaults;
-}
-
-la_relative_params la_relative_params_of(const la_problem *p)
-{
-    static const la_relative_params defaults = LA_RELATIVE_PARAMS_INIT;
-    const la_params *b = la_params_find(p ? p->params : NULL, LA_PARAMS_RELATIVE);
-    return b ? *(const la_relative_params *)b : defaults;
 }
 
 void la_blocks_init(la_blocks *b, uint64_t seed)
