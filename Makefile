@@ -89,7 +89,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 COUNTED_TEST_BIN := $(BUILD)/tests/attention/test_cost
 CMD_TEST_BIN := $(filter $(BUILD)/tests/command/%,$(TEST_BIN))
 LIB_TEST_BIN := $(filter-out $(CMD_TEST_BIN) $(COUNTED_TEST_BIN),$(TEST_BIN))
-TEST_UTIL := $(BUILD)/tests/testutil.o
+TEST_UTIL := $(BUILD)/tests/testutil.o $(BUILD)/tests/yardsticks.o
 HEADERS := $(wildcard lib/*.h lib/*/*.h) $(wildcard experiments/*.h experiments/common/*.h) \
            $(wildcard tests/*.h)
 # ---- MPI, part 1 of 2: variables (part 2, the rules, follows `make test`) ----

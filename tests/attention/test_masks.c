@@ -10,6 +10,7 @@
  * that takes them (forward, backward, log-sum-exps), LA_EINVAL from the rest; a mask
  * equal to the causal one gives the causal result. */
 #include "../testutil.h"
+#include "../yardsticks.h"
 #include "attention/kernels.h"
 
 #include <math.h>
@@ -334,51 +335,6 @@ static void queries_before_the_first_key_get_zero_rows(void **state)
     }
 }
 
-static double norm2(const double *x, size_t n)
-{
-    double s = 0;
-    for (size_t i = 0; i < n; i++)
-        s += x[i] * x[i];
-    return sqrt(s);
-}
-
-/* d_q and d_k of the softmax family cancel: a query that sees one key has dS = 0 exactly,
- * which the kernel and the reference each round to about 1e-17 of the terms, of either
- * sign. So their error is taken against max(‖reference‖, 0.1·Y) (test_attention.c's
- * BWD_FLOOR), Y an upper bound of the summed terms' size (its gradient_yardsticks with
- * P_ij <= 1): for d_q row i, |scale| ‖d_out_i‖ (max_j ‖v_j‖ + ‖out_i‖) max_j ‖k_j‖; for d_k
- * row j, |scale| Σ_i ‖d_out_i‖ (‖v_j‖ + ‖out_i‖) ‖q_i‖ (over the head's keys and queries).
- * A wrong gradient is wrong by about Y, far past the tolerances' 1e-11 and 1e-4 of it. */
-static double softmax_grad_floor(const la_problem *p, const inputs *in, const double *out, int t)
-{
-    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
-    double y = 0;
-    for (size_t hd = 0; hd < p->batch * p->heads; hd++) {
-        const double *qh = in->q + hd * N * dk, *kh = in->k + hd * M * dk;
-        const double *vh = in->v + hd * M * dv, *gh = in->g + hd * N * dv, *oh = out + hd * N * dv;
-        double vmax = 0, kmax = 0;
-        for (size_t j = 0; j < M; j++)
-            vmax = fmax(vmax, norm2(vh + j * dv, dv)), kmax = fmax(kmax, norm2(kh + j * dk, dk));
-        if (t == 0) {
-            for (size_t i = 0; i < N; i++) {
-                const double row = fabs(p->scale) * norm2(gh + i * dv, dv) *
-                                   (vmax + norm2(oh + i * dv, dv)) * kmax;
-                y += row * row;
-            }
-        } else {
-            for (size_t j = 0; j < M; j++) {
-                double row = 0;
-                for (size_t i = 0; i < N; i++)
-                    row += fabs(p->scale) * norm2(gh + i * dv, dv) *
-                           (norm2(vh + j * dv, dv) + norm2(oh + i * dv, dv)) *
-                           norm2(qh + i * dk, dk);
-                y += row * row;
-            }
-        }
-    }
-    return 0.1 * sqrt(y);
-}
-
 /* ‖got − ref‖ / max(‖ref‖, floor) over n elements (got in float64 or float32). */
 static double floored_error(const double *got64, const float *got32, const double *ref, size_t n,
                             double floor)
@@ -426,33 +382,27 @@ static void bottom_right_backward_matches_reference(void **state)
                                                    g32[2]),
                              LA_OK);
             static const char *const names[3] = {"d_q", "d_k", "d_v"};
+            double yard[2];
+            const tu_backward bw = {in.q, in.k, in.v, out, in.g};
+            tu_gradient_yardsticks(info, &p, &bw, yard);
             for (int t = 0; t < 3; t++) {
-                tu_assert_close_f64(g64[t], ref[t], n[t], TOL_BWD_F64,
-                                    "%s backward bottom-right shape %zu %s float64", info->name, si,
-                                    names[t]);
-                if (t < 2 && p.n_queries == 1 && p.n_keys == 1) {
-                    /* one query, one key: d_q and d_k are all cancellation (0 for softmax;
-                     * FAVOR+ and linear attention leave eps's terms), so float32's error is
-                     * taken against test_attention's yardstick, BWD_FLOOR · |scale| ·
-                     * ‖d_out‖ (‖v‖ + ‖out‖) ‖k‖ (‖q‖ for d_k), where that is the larger */
-                    double diff = 0, norm = 0, y = 0;
-                    for (size_t e = 0; e < n[t]; e++)
-                        diff += pow(g32[t][e] - ref[t][e], 2), norm += ref[t][e] * ref[t][e];
-                    const double *other = t == 0 ? in.k : in.q;
-                    for (size_t h = 0; h < p.batch * p.heads; h++)
-                        y += fabs(p.scale) * norm2(in.g + h * p.d_v, p.d_v) *
-                             (norm2(in.v + h * p.d_v, p.d_v) + norm2(out + h * p.d_v, p.d_v)) *
-                             norm2(other + h * p.d_k, p.d_k);
-                    const double err = diff == 0 ? 0 : sqrt(diff) / fmax(sqrt(norm), 0.1 * y);
-                    if (!(err < bwd_tol_f32(t, &p)))
-                        fail_msg("%s backward bottom-right shape %zu %s float32: error %.3g "
-                                 "against max(‖ref‖ %.3g, 0.1·yardstick %.3g) (seed %llu)",
-                                 info->name, si, names[t], err, sqrt(norm), 0.1 * y,
+                if (t < 2) {
+                    /* d_q, d_k: against max(‖ref‖, the cancellation floor) */
+                    const double floor = TU_BWD_FLOOR * yard[t];
+                    const double e64 = floored_error(g64[t], NULL, ref[t], n[t], floor);
+                    const double e32 = floored_error(NULL, g32[t], ref[t], n[t], floor);
+                    if (!(e64 < TOL_BWD_F64) || !(e32 < bwd_tol_f32(t, &p)))
+                        fail_msg("%s backward bottom-right shape %zu %s: error %.3g (float64), "
+                                 "%.3g (float32) against max(‖ref‖, floor %.3g) (seed %llu)",
+                                 info->name, si, names[t], e64, e32, floor,
                                  (unsigned long long)tu_seed());
                 } else {
+                    tu_assert_close_f64(g64[t], ref[t], n[t], TOL_BWD_F64,
+                                        "%s backward bottom-right shape %zu d_v float64",
+                                        info->name, si);
                     tu_assert_close_f32(g32[t], ref[t], n[t], bwd_tol_f32(t, &p),
-                                        "%s backward bottom-right shape %zu %s float32", info->name,
-                                        si, names[t]);
+                                        "%s backward bottom-right shape %zu d_v float32",
+                                        info->name, si);
                 }
                 free(ref[t]), free(g64[t]), free(g32[t]);
             }
@@ -702,10 +652,13 @@ static void masks_match_reference(void **state)
                                                            g32[0], g32[1], g32[2]),
                                      LA_OK);
                     static const char *const names[3] = {"d_q", "d_k", "d_v"};
+                    double yard[2];
+                    const tu_backward bw = {in.q, in.k, in.v, y64, in.g};
+                    tu_gradient_yardsticks(info, &p, &bw, yard);
                     for (int t = 0; t < 3; t++) {
-                        if (t < 2 && (info->params & LA_PARAM_SCALE)) {
-                            /* softmax family: d_q, d_k against the cancellation floor */
-                            const double floor = softmax_grad_floor(&p, &in, y64, t);
+                        if (t < 2) {
+                            /* d_q, d_k: against max(‖ref‖, the cancellation floor) */
+                            const double floor = TU_BWD_FLOOR * yard[t];
                             const double e64 = floored_error(g64[t], NULL, g_ref[t], n[t], floor);
                             const double e32 = floored_error(NULL, g32[t], g_ref[t], n[t], floor);
                             if (!(e64 < TOL_BWD_F64) || !(e32 < bwd_tol_f32(t, &p)))

@@ -1,0 +1,230 @@
+/* yardsticks.c — how large the terms are that a backward pass's d_q and d_k sum, so that
+ * a gradient which cancels to far below them is held to their rounding, not its own norm
+ * (yardsticks.h). Plain float64 loops over the visible pairs. */
+#include "yardsticks.h"
+
+#include "core/internal.h" /* la_visible_keys, la_favor_params_of */
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* d_q and d_k of the softmax family are sums of dS_ij = P_ij (dP_ij − D_i) times k_j or q_i,
+ * and can cancel to far below the size of what is summed: a query that sees one key has
+ * dS = 0 exactly, which the fused backward forms as d_out_i·v_0 − d_out_i·out_i, two
+ * roundings of one dot product (its D comes from out, FlashAttention-2's choice); where
+ * most queries are such, ‖d_q‖ is small and that rounding is large beside it. So their
+ * error is taken relative to max(‖reference‖, TU_BWD_FLOOR · Y), with Y the norm of the
+ * rounding-error bound's terms (softmax_yardsticks; dP_ij = d_out_i·v_j and D_i =
+ * d_out_i·out_i round relative to ‖d_out_i‖‖v_j‖ and ‖d_out_i‖‖out_i‖): for d_q row i,
+ * |scale| Σ_j P_ij ‖d_out_i‖ (‖v_j‖ + ‖out_i‖) ‖k_j‖, for d_k row j the same summed over i
+ * with ‖q_i‖ for ‖k_j‖. Where the gradient is not mostly cancelled ‖reference‖ is the larger, and
+ * the check is the plain relative one (the count of comparisons where the floor was the
+ * larger is printed). */
+/* Linear attention's d_q and d_k cancel the same way: d_φ(q_i) = S_i·dnum_i + dden_i·z_i
+ * and d_φ(k_j) = dS_j·v_j + dz_j are differences of terms of size ‖d_out_i‖ (‖v_j‖ +
+ * ‖y_i‖) ‖φ‖ / den_i, which cancel to about eps / den of that where a query sees one key
+ * (its output does not depend on φ(q)'s scale but through eps). So the same floor, with
+ * Y for d_q row i: ‖d_out_i‖ / den_i · Σ_j ‖φ(k_j)‖ (‖v_j‖ + ‖y_i‖), and for d_k row j the
+ * same summed over the queries that see j with ‖φ(q_i)‖ for ‖φ(k_j)‖ (φ′ <= 1 for both
+ * maps). */
+static void linear_yardsticks(const la_problem *p, const tu_backward *b, double y[2])
+{
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    double *fq = tu_f64(dk), *fk = tu_f64(M * dk), *kn = tu_f64(M), *vn = tu_f64(M);
+    double *per_key = tu_f64(M);
+    y[0] = y[1] = 0;
+    for (size_t hd = 0; hd < p->batch * p->heads; hd++) {
+        const double *qh = b->q + hd * N * dk, *kh = b->k + hd * M * dk;
+        const double *vh = b->v + hd * M * dv, *gh = b->d_out + hd * N * dv;
+        const double *oh = b->out + hd * N * dv;
+        la_ref_feature_map(p->feature_map, kh, fk, M * dk);
+        for (size_t j = 0; j < M; j++) {
+            kn[j] = vn[j] = per_key[j] = 0;
+            for (size_t c = 0; c < dk; c++)
+                kn[j] += fk[j * dk + c] * fk[j * dk + c];
+            for (size_t c = 0; c < dv; c++)
+                vn[j] += vh[j * dv + c] * vh[j * dv + c];
+            kn[j] = sqrt(kn[j]), vn[j] = sqrt(vn[j]);
+        }
+        for (size_t i = 0; i < N; i++) {
+            const size_t m = la_visible_keys(p, hd / p->heads, i);
+            la_ref_feature_map(p->feature_map, qh + i * dk, fq, dk);
+            double den = p->eps, qn = 0, gn = 0, yn = 0, row = 0;
+            for (size_t c = 0; c < dk; c++) {
+                qn += fq[c] * fq[c];
+                for (size_t j = 0; j < m; j++)
+                    den += fq[c] * fk[j * dk + c];
+            }
+            for (size_t c = 0; c < dv; c++)
+                gn += gh[i * dv + c] * gh[i * dv + c], yn += oh[i * dv + c] * oh[i * dv + c];
+            if (!(den > 0)) continue; /* the zero row: no gradient */
+            qn = sqrt(qn), gn = sqrt(gn), yn = sqrt(yn);
+            for (size_t j = 0; j < m; j++) {
+                const double term = gn / den * (vn[j] + yn);
+                row += term * kn[j];
+                per_key[j] += term * qn;
+            }
+            y[0] += row * row;
+        }
+        for (size_t j = 0; j < M; j++)
+            y[1] += per_key[j] * per_key[j];
+    }
+    y[0] = sqrt(y[0]);
+    y[1] = sqrt(y[1]);
+    free(fq), free(fk), free(kn), free(vn), free(per_key);
+}
+
+/* FAVOR+'s d_q and d_k cancel as linear attention's do (its weights a_ij =
+ * φ(q_i)·φ(k_j), with the stabilizers of la_ref_favor_attention): the terms of d_q row i are
+ * ‖d_out_i‖ / den_i · (‖v_j‖ + ‖y_i‖) · a_ij times the size of ∂ log a_ij / ∂q_i, at most
+ * 2·s·w (s = d_k^(−1/4), w the largest row norm of W), and of d_k row j the same over the
+ * queries that see j times s·(2·w + s·‖k_j‖). So the same floor, with those Y. */
+static void favor_yardsticks(la_kernel kernel, const la_problem *p, const tu_backward *b,
+                             double y[2])
+{
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v,
+                 m = la_favor_params_of(p).features;
+    double *w = tu_f64(m * dk), *pq = tu_f64(m), *pk = tu_f64(M * m), *g = tu_f64(M);
+    double *Pk = tu_f64(M), *per_key = tu_f64(M), *a = tu_f64(M);
+    assert_int_equal(la_kernel_draw(kernel, p, w, NULL), LA_OK);
+    const double s = pow((double)dk, -0.25);
+    double wn = 0;
+    for (size_t l = 0; l < m; l++) {
+        double n2 = 0;
+        for (size_t c = 0; c < dk; c++)
+            n2 += w[l * dk + c] * w[l * dk + c];
+        wn = fmax(wn, sqrt(n2));
+    }
+    y[0] = y[1] = 0;
+    for (size_t hd = 0; hd < p->batch * p->heads; hd++) {
+        const double *qh = b->q + hd * N * dk, *kh = b->k + hd * M * dk;
+        const double *vh = b->v + hd * M * dv, *gh = b->d_out + hd * N * dv;
+        const double *oh = b->out + hd * N * dv;
+        for (size_t j = 0; j < M; j++) { /* the keys' projections, P_j and g_j */
+            double sq = 0;
+            Pk[j] = -INFINITY;
+            for (size_t l = 0; l < m; l++) {
+                pk[j * m + l] = 0;
+                for (size_t c = 0; c < dk; c++)
+                    pk[j * m + l] += w[l * dk + c] * s * kh[j * dk + c];
+                Pk[j] = fmax(Pk[j], pk[j * m + l]);
+            }
+            for (size_t c = 0; c < dk; c++)
+                sq += s * kh[j * dk + c] * s * kh[j * dk + c];
+            g[j] = Pk[j] - sq / 2;
+            per_key[j] = 0;
+        }
+        for (size_t i = 0; i < N; i++) {
+            const size_t vis = la_visible_keys(p, hd / p->heads, i);
+            if (vis == 0) continue;
+            double Pq = -INFINITY, mu = -INFINITY, den = p->eps, gn = 0, yn = 0, row = 0;
+            for (size_t l = 0; l < m; l++) {
+                pq[l] = 0;
+                for (size_t c = 0; c < dk; c++)
+                    pq[l] += w[l * dk + c] * s * qh[i * dk + c];
+                Pq = fmax(Pq, pq[l]);
+            }
+            for (size_t j = 0; j < vis; j++)
+                mu = fmax(mu, g[j]);
+            for (size_t j = 0; j < vis; j++) {
+                a[j] = 0;
+                for (size_t l = 0; l < m; l++)
+                    a[j] += exp(pq[l] - Pq + pk[j * m + l] - (Pk[j] - g[j]) - mu) / (double)m;
+                den += a[j];
+            }
+            for (size_t c = 0; c < dv; c++)
+                gn += gh[i * dv + c] * gh[i * dv + c], yn += oh[i * dv + c] * oh[i * dv + c];
+            if (!(den > 0)) continue;
+            gn = sqrt(gn), yn = sqrt(yn);
+            for (size_t j = 0; j < vis; j++) {
+                double vn = 0, kn = 0;
+                for (size_t c = 0; c < dv; c++)
+                    vn += vh[j * dv + c] * vh[j * dv + c];
+                for (size_t c = 0; c < dk; c++)
+                    kn += kh[j * dk + c] * kh[j * dk + c];
+                const double term = gn / den * (sqrt(vn) + yn) * a[j];
+                row += term * 2 * s * wn;
+                per_key[j] += term * s * (2 * wn + s * sqrt(kn));
+            }
+            y[0] += row * row;
+        }
+        for (size_t j = 0; j < M; j++)
+            y[1] += per_key[j] * per_key[j];
+    }
+    y[0] = sqrt(y[0]);
+    y[1] = sqrt(y[1]);
+    free(w), free(pq), free(pk), free(g), free(Pk), free(per_key), free(a);
+}
+
+/* Y of d_q (y[0]) and d_k (y[1]) of the softmax family, in float64 plain loops over the
+ * visible pairs. */
+static void softmax_yardsticks(const la_problem *p, const tu_backward *b, double y[2])
+{
+    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
+    double *P = tu_f64(M), *per_key = tu_f64(M);
+    y[0] = y[1] = 0;
+    for (size_t hd = 0; hd < p->batch * p->heads; hd++) {
+        const double *qh = b->q + hd * N * dk, *kh = b->k + hd * M * dk;
+        const double *vh = b->v + hd * M * dv, *gh = b->d_out + hd * N * dv;
+        memset(per_key, 0, M * sizeof *per_key);
+        for (size_t i = 0; i < N; i++) {
+            const size_t m = la_visible_keys(p, hd / p->heads, i);
+            double max = -INFINITY, sum = 0, row = 0, qn = 0;
+            for (size_t c = 0; c < dk; c++)
+                qn += qh[i * dk + c] * qh[i * dk + c];
+            for (size_t j = 0; j < m; j++) {
+                P[j] = 0;
+                for (size_t c = 0; c < dk; c++)
+                    P[j] += qh[i * dk + c] * kh[j * dk + c];
+                P[j] *= p->scale;
+                max = fmax(max, P[j]);
+            }
+            for (size_t j = 0; j < m; j++)
+                sum += P[j] = exp(P[j] - max);
+            for (size_t j = 0; j < m; j++)
+                P[j] /= sum;
+            /* ‖d_out_i‖ and ‖out_i‖, out_i = Σ_j P_ij v_j */
+            double gn = 0, on = 0;
+            for (size_t c = 0; c < dv; c++) {
+                double o = 0;
+                for (size_t j = 0; j < m; j++)
+                    o += P[j] * vh[j * dv + c];
+                on += o * o;
+                gn += gh[i * dv + c] * gh[i * dv + c];
+            }
+            for (size_t j = 0; j < m; j++) {
+                double kn = 0, vn = 0;
+                for (size_t c = 0; c < dk; c++)
+                    kn += kh[j * dk + c] * kh[j * dk + c];
+                for (size_t c = 0; c < dv; c++)
+                    vn += vh[j * dv + c] * vh[j * dv + c];
+                const double term = fabs(p->scale) * P[j] * sqrt(gn) * (sqrt(vn) + sqrt(on));
+                row += term * sqrt(kn);
+                per_key[j] += term * sqrt(qn);
+            }
+            y[0] += row * row;
+        }
+        for (size_t j = 0; j < M; j++)
+            y[1] += per_key[j] * per_key[j];
+    }
+    y[0] = sqrt(y[0]);
+    y[1] = sqrt(y[1]);
+    free(P);
+    free(per_key);
+}
+
+bool tu_gradient_yardsticks(const la_kernel_info *info, const la_problem *p, const tu_backward *b,
+                            double y[2])
+{
+    y[0] = y[1] = -1;
+    if (info->params & LA_PARAM_SCALE)
+        softmax_yardsticks(p, b, y);
+    else if (info->params & LA_PARAM_FEATURE_MAP)
+        linear_yardsticks(p, b, y);
+    else if (info->params & LA_PARAM_FEATURES)
+        favor_yardsticks(info->kernel, p, b, y);
+    else
+        return false;
+    return true;
+}

@@ -1,0 +1,31 @@
+/* yardsticks.h — the floor under a backward pass's d_q and d_k errors.
+ *
+ * d_q and d_k are sums of terms that can cancel to far below the terms' size: a softmax
+ * query that sees one key has dS = 0 exactly, and a linear or FAVOR+ query that sees one
+ * key leaves only eps's part. There the kernel's and the reference's roundings, each of
+ * order u times the terms, are large beside the gradient's own norm. So d_q and d_k are
+ * held to ‖got − ref‖ / max(‖ref‖, TU_BWD_FLOOR · Y), with Y the norm of the terms'
+ * sizes (yardsticks.c gives Y per family). A wrong gradient is wrong by about Y, far past
+ * the tolerances' 1e-11 and 1e-4 of it; where the gradient does not cancel, ‖ref‖ is the
+ * larger and the check is the plain relative one. */
+#ifndef LA_TEST_YARDSTICKS_H
+#define LA_TEST_YARDSTICKS_H
+
+#include <stdbool.h>
+
+#include "testutil.h"
+
+#define TU_BWD_FLOOR 0.1
+
+/* One backward call's float64 tensors, each in the contiguous (B,H,rows,d) layout. */
+typedef struct {
+    const double *q, *k, *v, *out, *d_out;
+} tu_backward;
+
+/* Y of d_q (y[0]) and d_k (y[1]) for the row's family: softmax (LA_PARAM_SCALE), linear
+ * (LA_PARAM_FEATURE_MAP) or FAVOR+ (LA_PARAM_FEATURES); false, with y = {-1, -1}, for a
+ * row of none of them. */
+bool tu_gradient_yardsticks(const la_kernel_info *info, const la_problem *p, const tu_backward *b,
+                            double y[2]);
+
+#endif
