@@ -7,7 +7,7 @@
  * chunks below, whose keys' stabilizer is a running max (linattn.h says why).
  *
  *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out: (B, H, N, d_v), row-major;
- *   W: (m, d_k) row-major (float64 drawn, REAL used);
+ *   W: (m, d_k) row-major (float64 drawn, REAL used), and s·Wᵀ (d_k, m) for the projections;
  *   φ(Q): (B, H, N, m), φ(K): (B, H, M, m), row-major, in the call's scratch.
  *
  *   φ(x) = exp(W x − ‖x‖²/2) / √m   on x = q·d_k^(−1/4) (and k·d_k^(−1/4)),
@@ -107,7 +107,8 @@ la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *w)
 
 /* ---------------------------------------------------------------- scratch */
 
-/* The scratch of one call: W in float64 (m·d_k, and for float32 a float copy; w_bytes),
+/* The scratch of one call: W in float64 (m·d_k), for float32 a float copy, and s·Wᵀ
+ * (d_k, m) in the element type (w_bytes; favor_draw_w),
  * then in the element type φ(Q) (B·H·N·m), φ(K) (B·H·M·m) and each key's P (causal: then
  * μ, the running max of g) and g (B·H·2M), and recurrent per thread S, z and one key's
  * ψ', m·(d_v + 2) (scratch_elems, with own_bytes all of the above); non-causal and causal
@@ -138,7 +139,7 @@ static la_status favor_layout_for(const la_problem *p, size_t elem, bool recurre
         if (st != LA_OK) return st;
     }
     lay->inner.feature_map = LA_FEATURE_IDENTITY;
-    if (!la_mul_ok(m, p->d_k, &n) || !la_mul_ok(n, sizeof(double) + (elem == 4 ? 4 : 0), &a))
+    if (!la_mul_ok(m, p->d_k, &n) || !la_mul_ok(n, sizeof(double) + (elem == 4 ? 4 : 0) + elem, &a))
         return LA_EOVERFLOW;
     lay->w_bytes = a;
     lay->phi_q_elems = heads * p->n_queries * m; /* fit: checked above */
@@ -165,7 +166,7 @@ static la_status favor_layout_for(const la_problem *p, size_t elem, bool recurre
     return LA_OK;
 }
 
-/* The backward's scratch (favor_backward): W in float64 (and float32's copy) *w_bytes, then
+/* The backward's scratch (favor_backward): W as the forward's (favor_draw_w) *w_bytes, then
  * *elems elements: φ̃(Q), ψ̃(K) and their gradients 2·B·H·(N + M)·m, P and g 2·B·H·M, dg
  * B·H·M, d_v B·H·M·d_v. Checks p (la_problem_check, also of p with d_k = m). */
 static la_status favor_backward_bytes(const la_problem *p, size_t elem, size_t *w_bytes,
@@ -204,6 +205,45 @@ static size_t keys_used(const la_problem *p, size_t b)
  * exp (the accuracy path). */
 #define FEXP(x) (REAL_IS_F32 ? (REAL)la_vexp_f32((float)(x)) : (REAL)exp((double)(x)))
 
+/* W (m, d_k) drawn into w64's block (favor_layout's w_bytes): the float64 draw, for
+ * float32 its float copy after it, then s·Wᵀ (d_k, m), s = d_k^(−1/4), in REAL, the
+ * projections' B operand (row-major: the register tiles read it as vectors); *wt points
+ * at it. Returns W in REAL (the backward's chain rule reads it). */
+static const REAL *favor_draw_w(const la_problem *p, double *w64, const REAL **wt)
+{
+    const la_favor_params favor = la_favor_params_of(p);
+    const size_t m = favor.features, dk = p->d_k;
+    const double s = pow((double)dk, -0.25);
+    la_favor_features(m, dk, favor.seed, w64);
+    REAL *w = (REAL *)w64, *t = (REAL *)(w64 + m * dk);
+    if (REAL_IS_F32) {
+        for (size_t x = 0; x < m * dk; x++)
+            t[x] = (REAL)w64[x];
+        w = t;
+        t += m * dk;
+    }
+    for (size_t l = 0; l < m; l++)
+        for (size_t c = 0; c < dk; c++)
+            t[c * m + l] = (REAL)(s * w64[l * dk + c]);
+    *wt = t;
+    return w;
+}
+
+/* The largest of a row's n >= 1 projections into *max; false when one is not finite.
+ * Vectorized (`omp simd`: a max in any order is exact): Σ x·0 is 0 for finite rows and
+ * NaN where an entry is ±inf or NaN, which the compiler may not fold (x·0 is not 0 there). */
+static bool row_max_finite(const REAL *row, size_t n, REAL *max)
+{
+    REAL mx = -REAL_MAX, zero = 0;
+#pragma omp simd reduction(max : mx) reduction(+ : zero)
+    for (size_t l = 0; l < n; l++) {
+        mx = row[l] > mx ? row[l] : mx;
+        zero += row[l] * 0;
+    }
+    *max = mx;
+    return zero == 0;
+}
+
 /* The features of one head; false when a projection, ‖x‖² or a feature is not finite
  * (the inputs are beyond the element type, or not finite). With s = d_k^(−1/4),
  * proj = (s·x) Wᵀ (one product per side) and P the row's max of proj:
@@ -220,13 +260,13 @@ static size_t keys_used(const la_problem *p, size_t b)
  * ‖x‖²/2 enters each key's one offset g_j − μ only. Rows of phi_k at and past u: zeros.
  * shared_max: the keys by the non-causal form (μ the max over the used keys) whatever
  * p->causal (the backward's, favor_backward). */
-static bool favor_head_features(const la_problem *p, const REAL *w, size_t hd, const REAL *q,
+static bool favor_head_features(const la_problem *p, const REAL *wt, size_t hd, const REAL *q,
                                 const REAL *k, REAL *phi_q, REAL *phi_k, REAL *pg, bool shared_max)
 {
     const la_favor_params favor = la_favor_params_of(p);
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, m = favor.features;
     const size_t u = keys_used(p, hd / p->heads);
-    const REAL s = (REAL)pow((double)dk, -0.25), half_sq = (REAL)(0.5 / sqrt((double)dk));
+    const REAL half_sq = (REAL)(0.5 / sqrt((double)dk)); /* s²/2, s = d_k^(−1/4) */
     const REAL half_log_m = (REAL)(0.5 * log((double)m));
     const REAL *qh = q + hd * N * dk, *kh = k + hd * M * dk;
     REAL *fq = phi_q + hd * N * m, *fk = phi_k + hd * M * m;
@@ -236,31 +276,24 @@ static bool favor_head_features(const la_problem *p, const REAL *w, size_t hd, c
     memset(fk + u * m, 0, (M - u) * m * sizeof *fk);
     if (u == 0) return true; /* no query sees a key: zero rows, no features needed */
 
-    /* queries: proj = s·Q Wᵀ (N, d_k)·(d_k, m), then per row exp((proj − P) − ln(m)/2) */
+    /* queries: proj = Q (s·Wᵀ) (N, d_k)·(d_k, m), then per row exp((proj − P) − ln(m)/2) */
     LA_COUNT(LA_COUNT_PHI, 2 * (double)N * (double)m * (double)dk);
-    GEMM(N, m, dk, s, qh, (ptrdiff_t)dk, 1, w, 1, (ptrdiff_t)dk, 0, fq, (ptrdiff_t)m, 1);
+    GEMM_SMALL(N, m, dk, 1, qh, (ptrdiff_t)dk, 1, wt, (ptrdiff_t)m, 1, 0, fq, (ptrdiff_t)m, 1);
     LA_COUNT(LA_COUNT_PHI, (double)N * 4 * (double)m);
     for (size_t i = 0; i < N; i++) {
-        REAL *row = fq + i * m, mx = -REAL_MAX;
-        for (size_t l = 0; l < m; l++) {
-            finite &= (row[l] < 0 ? -row[l] : row[l]) <= REAL_MAX; /* false for inf, NaN */
-            mx = row[l] > mx ? row[l] : mx;
-        }
+        REAL *row = fq + i * m, mx;
+        finite &= row_max_finite(row, m, &mx);
         for (size_t l = 0; l < m; l++)
             row[l] = FEXP((row[l] - mx) - half_log_m);
     }
 
-    /* keys: proj = s·K Wᵀ (u, d_k)·(d_k, m); P_j, and g_j = P_j − s²·(k·k)/2 */
+    /* keys: proj = K (s·Wᵀ) (u, d_k)·(d_k, m); P_j, and g_j = P_j − s²·(k·k)/2 */
     LA_COUNT(LA_COUNT_PHI, 2 * (double)u * (double)m * (double)dk);
-    GEMM(u, m, dk, s, kh, (ptrdiff_t)dk, 1, w, 1, (ptrdiff_t)dk, 0, fk, (ptrdiff_t)m, 1);
+    GEMM_SMALL(u, m, dk, 1, kh, (ptrdiff_t)dk, 1, wt, (ptrdiff_t)m, 1, 0, fk, (ptrdiff_t)m, 1);
     LA_COUNT(LA_COUNT_PHI, (double)u * (2 * (double)dk + 2 + (double)m));
     for (size_t j = 0; j < u; j++) {
-        const REAL *row = fk + j * m;
-        REAL mx = -REAL_MAX;
-        for (size_t l = 0; l < m; l++) {
-            finite &= (row[l] < 0 ? -row[l] : row[l]) <= REAL_MAX; /* false for inf, NaN */
-            mx = row[l] > mx ? row[l] : mx;
-        }
+        REAL mx;
+        finite &= row_max_finite(fk + j * m, m, &mx);
         const REAL h = FN(la_dot)(kh + j * dk, kh + j * dk, dk) * half_sq;
         P[j] = mx;
         g[j] = mx - h;
@@ -373,7 +406,7 @@ static la_status favor_attention(const la_problem *p, const REAL *q, const REAL 
     st = favor_layout_for(p, sizeof(REAL), recurrent, &lay);
     if (st != LA_OK) return st;
     if (lay.total_bytes > p->workspace_limit) return LA_EBUDGET;
-    const size_t m = favor.features, dk = p->d_k, heads = p->batch * p->heads;
+    const size_t m = favor.features, heads = p->batch * p->heads;
     if (p->causal) {
         /* every value the recurrence forms is at most m·M'·max|v| over the M' keys some
          * query sees (φ <= 1/√m, weights at most 1): refuse where that passes T/8 (and
@@ -390,21 +423,15 @@ static la_status favor_attention(const la_problem *p, const REAL *q, const REAL 
         free(phi);
         return LA_ENOMEM;
     }
-    la_favor_features(m, dk, favor.seed, w64);
-    const REAL *w = (const REAL *)w64;
-    if (REAL_IS_F32) { /* the float copy, after the float64 draw */
-        REAL *w32 = (REAL *)(w64 + m * dk);
-        for (size_t x = 0; x < m * dk; x++)
-            w32[x] = (REAL)w64[x];
-        w = w32;
-    }
+    const REAL *wt;
+    favor_draw_w(p, w64, &wt);
     REAL *phi_q = phi, *phi_k = phi + lay.phi_q_elems, *pg = phi_k + lay.phi_k_elems;
     REAL *per_thread = pg + lay.pg_elems;
     const int threads = (int)lay.threads;
     bool finite = true;
 #pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(&& : finite)
     for (size_t hd = 0; hd < heads; hd++)
-        finite = favor_head_features(p, w, hd, q, k, phi_q, phi_k, pg, false) && finite;
+        finite = favor_head_features(p, wt, hd, q, k, phi_q, phi_k, pg, false) && finite;
     if (!finite) {
         st = LA_ERANGE;
     } else if (recurrent) {
@@ -499,20 +526,6 @@ la_status la_favor_step_f64(la_linear_state *st, const double *q_t, const double
 }
 
 /* ---------------------------------------------------------------- backward */
-
-/* W (m, d_k) in REAL into w64's block (favor_attention's layout: float64, then float32's
- * copy after it); returns the REAL one. */
-static const REAL *favor_draw_w(const la_problem *p, double *w64)
-{
-    const la_favor_params favor = la_favor_params_of(p);
-    const size_t m = favor.features, dk = p->d_k;
-    la_favor_features(m, dk, favor.seed, w64);
-    if (!REAL_IS_F32) return (const REAL *)w64;
-    REAL *w32 = (REAL *)(w64 + m * dk);
-    for (size_t x = 0; x < m * dk; x++)
-        w32[x] = (REAL)w64[x];
-    return w32;
-}
 
 /* The index of the largest of row[0..m) (the first on ties); m compares, counted. */
 static size_t row_argmax(const REAL *row, size_t m)
@@ -661,7 +674,8 @@ static la_status favor_backward(const la_problem *p, const REAL *q, const REAL *
         free(work);
         return LA_ENOMEM;
     }
-    const REAL *w = favor_draw_w(p, w64);
+    const REAL *wt;
+    const REAL *w = favor_draw_w(p, w64, &wt);
     REAL *phi_q = work, *phi_k = phi_q + heads * N * m, *dq_f = phi_k + heads * M * m;
     REAL *dk_f = dq_f + heads * N * m, *pg = dk_f + heads * M * m, *dg = pg + heads * 2 * M;
     REAL *dv_own = dg + heads * M;
@@ -670,7 +684,7 @@ static la_status favor_backward(const la_problem *p, const REAL *q, const REAL *
     bool finite = true;
 #pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(&& : finite)
     for (size_t hd = 0; hd < heads; hd++) {
-        bool ok = favor_head_features(p, w, hd, q, k, phi_q, phi_k, pg, true);
+        bool ok = favor_head_features(p, wt, hd, q, k, phi_q, phi_k, pg, true);
         const size_t u = keys_used(p, hd / p->heads);
         if (u == 0) /* no key seen: no features formed; zeros for the range rule's scan */
             memset(phi_q + hd * N * m, 0, N * m * sizeof *phi_q);

@@ -2,8 +2,8 @@
  *
  * Every registry row (every kernel × the causal forms its rule allows × φ where it reads
  * one), in float32 and float64, on inputs near the limits of float32: q, k, v scaled to
- * 1e18, 1e20, 1e30, scale 1e38, logits of ±1e4, relu with eps = 0 and all-negative
- * queries or keys. Each call must either
+ * 1e18, 1e20, 1e30, q or k alone 1e38 (2.7e38, below FLT_MAX), scale 1e38, logits of
+ * ±1e4, relu with eps = 0 and all-negative queries or keys. Each call must either
  *   return LA_OK with a finite output within tolerance of the float64 reference (itself
  *   finite, computed on the same float32-rounded inputs), or
  *   return LA_ERANGE with the output untouched (every bit of a sentinel kept);
@@ -51,6 +51,9 @@ static const extreme cases[] = {
     {"inputs 1e30", 1e30, 1e30, 1e30, 0, false, false, false, false},
     {"q, k 1e20 (q·k overflows), scale 1e-40", 1e20, 1e20, 1, 1e-40, false, false, false, false},
     {"q 1e30 alone", 1e30, 1, 1, 0, false, false, false, false},
+    /* 2.7e38 at most: finite in float32, its products with anything above 1 are not */
+    {"q 1e38 alone", 1e38, 1, 1, 0, false, false, false, false},
+    {"k 1e38 alone", 1, 1e38, 1, 0, false, false, false, false},
     {"scale 1e38", 1, 1, 1, 1e38, false, false, false, false},
     {"q, k 1e-20, scale 3e38 (scale · log2 e overflows)", 1e-20, 1e-20, 1, 3e38, false, false,
      false, false},
