@@ -339,7 +339,7 @@ int cmd_bench(int argc, char **argv)
     if (form_text && !causal)
         return cli_fail("--causal-form", "only with --causal (non-causal runs have one form)");
     if (form_text && (rc = apply_causal_form(form_text, kernels, &n_kernels))) return rc;
-    variants_values variant_params; /* no --proj here: nothing to free */
+    variants_values variant_params; /* no --proj here; the held E, F: variants_free */
     if ((rc = variants_parse(&variant_flags, variants_params_of(kernels, n_kernels),
                              &variant_params)))
         return rc;
@@ -413,6 +413,7 @@ int cmd_bench(int argc, char **argv)
         argc, argv, shape, m_text, (pass_kind)pass, {reps, 0}, (out_format)format, &source};
     rc = bench_run_points(&run, points, count);
     inputs_source_close(&source);
+    variants_free(&variant_params);
     metadata_extra(NULL); /* `linattn results` runs the next experiment in this process */
     return rc;
 }

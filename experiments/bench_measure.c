@@ -153,7 +153,7 @@ void bench_measure_point(bench_point *pt, const bench_shape *s, const bench_inpu
                          const timing_rule *rule, const sgemm_result *sgemm)
 {
     const la_kernel kernel = pt->kernel;
-    const la_problem p = bench_problem_of(pt, s);
+    la_problem p = bench_problem_of(pt, s);
     pt->gflops = pt->pct_of_sgemm = pt->workspace_bytes = NAN;
     pt->pct_of_peak = pt->pct_of_roofline = NAN;
     if (!pass_kernel_has(kernel, pt->pass)) {
@@ -173,6 +173,10 @@ void bench_measure_point(bench_point *pt, const bench_shape *s, const bench_inpu
 
     const double predicted_s = have_cost ? flops / (sgemm->gflops * 1e9) : 0;
     const timer_rule point_rule = bench_rule_for(rule, predicted_s);
+    if (s->variant_params && variants_hold_draws(s->variant_params, kernel, &p)) {
+        pt->status = LA_ENOMEM; /* Linformer's E, F, drawn once per shape: no room */
+        return;
+    }
     const pass_arrays arrays = {in->q, in->k, in->v, in->out, in->d_out, in->d_q, in->d_k, in->d_v};
     pt->status = pass_time(kernel, &p, pt->pass, &arrays, &point_rule, &pt->t);
     if (pt->status != LA_OK || !have_cost) return;

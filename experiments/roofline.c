@@ -288,6 +288,8 @@ int cmd_roofline(int argc, char **argv)
     progress_line pr;
     progress_start(&pr, "roofline", points, total_work);
     inputs in = {0};
+    variants_values held; /* the blocks' defaults, holding Linformer's E, F per shape */
+    variants_defaults(&held, 0);
     int point = 0;
     for (int di = 0; di < c.n_dtypes && rc == 0; di++) {
         for (size_t j = 0; j < c.n_ds && rc == 0; j++) {
@@ -298,13 +300,15 @@ int cmd_roofline(int argc, char **argv)
                          c.ds[j], c.ns[i]);
                 progress_step(&pr, ++point, (double)c.ns[i] * (double)c.ns[i] * (double)c.ds[j],
                               what);
-                rc = roofline_measure_point(f, &c, &m, c.dtypes[di], c.ds[j], c.ns[i], tracks, &in);
+                rc = roofline_measure_point(f, &c, &m, c.dtypes[di], c.ds[j], c.ns[i], tracks, &in,
+                                            &held);
                 if (rc == 1) cli_line("%s: write failed", record_path(f));
             }
         }
     }
     progress_end(&pr);
     roofline_free_inputs(&in);
+    variants_free(&held);
     if (rc == 0) {
         print_summary(f, &c, &m);
         printf("roofline: wrote %s\n", record_path(f));

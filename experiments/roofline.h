@@ -63,7 +63,9 @@ const char *roofline_num(char *buf, size_t size, const char *fmt, double x);
 void roofline_free_inputs(inputs *in);
 void roofline_point_key(char *key, size_t size, const kernels_series *s, int f64, size_t n,
                         size_t d, size_t heads);
+/* held: the blocks' defaults (variants_defaults, seed 0, as a call without blocks),
+ * holding Linformer's E and F per shape (variants_hold_draws). */
 int roofline_measure_point(record_file *f, const config *c, const ceilings *m, int f64, size_t d,
-                           size_t n, track *tracks, inputs *in);
+                           size_t n, track *tracks, inputs *in, variants_values *held);
 
 #endif

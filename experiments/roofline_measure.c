@@ -104,7 +104,7 @@ static int write_skipped(record_file *f, const char *key, const char *status, co
  * kept, points over a budget recorded as skipped, the others timed together,
  * interleaved. Returns 0, 1 (out of memory, write failed) or 2 (refused, one line). */
 int roofline_measure_point(record_file *f, const config *c, const ceilings *m, int f64, size_t d,
-                           size_t n, track *tracks, inputs *in)
+                           size_t n, track *tracks, inputs *in, variants_values *held)
 {
     body_ctx ctxs[KERNELS_MAX_SERIES];
     timer_body bodies[KERNELS_MAX_SERIES];
@@ -129,6 +129,7 @@ int roofline_measure_point(record_file *f, const config *c, const ceilings *m, i
         body_ctx *ctx = &ctxs[n_run];
         ctx->kernel = ser->kernel, ctx->f64 = f64, ctx->in = in;
         la_problem_init(&ctx->p, 1, c->heads, n, n, d, d);
+        (void)variants_apply(held, &ctx->p); /* no arrays: cannot fail */
         ctx->p.causal = ser->causal;
         ctx->p.workspace_limit =
             c->common.max_mem < (double)SIZE_MAX ? (size_t)c->common.max_mem : SIZE_MAX;
@@ -158,6 +159,7 @@ int roofline_measure_point(record_file *f, const config *c, const ceilings *m, i
             if (write_skipped(f, key, status, cost, m, f64)) return 1;
             continue;
         }
+        if (variants_hold_draws(held, ser->kernel, &ctx->p)) return 2; /* its line said why */
         bodies[n_run] = run_kernel, ctx_ptrs[n_run] = ctx, which[n_run++] = s;
     }
     if (n_run == 0) return 0;

@@ -98,6 +98,7 @@ int scaling_measure_point(record_file *f, config *c, const group *g, size_t n, t
                 return 1;
             continue;
         }
+        if (variants_hold_draws(&c->variant_params, var->kernel, p)) return 2; /* its line */
         kernels[n_run] = var->kernel, predicted[n_run] = pred, which[n_run++] = vi;
     }
     if (n_run == 0) return 0;

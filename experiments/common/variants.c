@@ -206,8 +206,42 @@ int variants_apply(variants_values *v, la_problem *p)
                             v->proj_e.shape[1], p->n_keys, p->n_keys);
         v->blocks.linformer.proj_e = v->proj_e.data;
         v->blocks.linformer.proj_f = v->proj_f.data;
+    } else { /* the held draw where it fits this shape (variants_hold_draws), else none */
+        const int held = v->held_e && v->held_keys == p->n_keys &&
+                         v->held_rank == v->blocks.linformer.proj_rank && v->held_seed == v->seed;
+        v->blocks.linformer.proj_e = held ? v->held_e : NULL;
+        v->blocks.linformer.proj_f = held ? v->held_f : NULL;
     }
     p->params = variants_chain(v);
+    return 0;
+}
+
+int variants_hold_draws(variants_values *v, la_kernel kernel, const la_problem *p)
+{
+    const la_kernel_info *info = la_kernel_get(kernel);
+    if (!info || !(info->params & LA_PARAM_PROJ) || v->proj_e.data) return 0;
+    const size_t rank = v->blocks.linformer.proj_rank, keys = p->n_keys;
+    if (!(v->held_e && v->held_keys == keys && v->held_rank == rank && v->held_seed == v->seed)) {
+        free(v->held_e), free(v->held_f);
+        v->held_e = v->held_f = NULL;
+        v->held_rank = v->held_keys = 0;
+        la_problem drawn = *p;
+        v->blocks.linformer.proj_e = v->blocks.linformer.proj_f = NULL;
+        drawn.params = variants_chain(v);
+        double *e =
+            rank <= SIZE_MAX / sizeof(double) / keys ? malloc(rank * keys * sizeof *e) : NULL;
+        double *f = e ? malloc(rank * keys * sizeof *f) : NULL;
+        const la_status st = f ? la_kernel_draw(kernel, &drawn, e, f) : LA_ENOMEM;
+        if (st != LA_OK) {
+            free(e), free(f);
+            cli_line("Linformer's projections E, F (%zu, %zu): %s", rank, keys, la_strerror(st));
+            return 1;
+        }
+        v->held_e = e, v->held_f = f;
+        v->held_rank = rank, v->held_keys = keys, v->held_seed = v->seed;
+    }
+    v->blocks.linformer.proj_e = v->held_e;
+    v->blocks.linformer.proj_f = v->held_f;
     return 0;
 }
 
@@ -251,6 +285,8 @@ void variants_free(variants_values *v)
     la_array_free(&v->proj_f);
     la_array_free(&v->score_w);
     la_array_free(&v->score_v);
+    free(v->held_e), free(v->held_f);
+    v->held_e = v->held_f = NULL;
 }
 
 void variants_print_help(FILE *out, int with_proj, int with_seed)

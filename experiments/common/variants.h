@@ -66,6 +66,11 @@ typedef struct {
     la_array proj_e, proj_f;   /* float64 (K, M), when --proj was given; else empty */
     la_array score_w, score_v; /* float64, when --score-w (--score-v) was given; else empty */
     unsigned given;            /* the LA_PARAM_* bits whose flags were given */
+    /* Linformer's E and F drawn once for one shape (variants_hold_draws), (held_rank,
+     * held_keys) each from held_seed; NULL when none */
+    double *held_e, *held_f;
+    size_t held_rank, held_keys;
+    uint64_t held_seed;
 } variants_values;
 
 /* Every block's defaults (LA_*_PARAMS_INIT), seed for every draw, nothing given, no
@@ -83,6 +88,15 @@ int variants_parse(const variants_flags *f, unsigned params_read, variants_value
  * and (d_a, 2·d_k) with it (d_a its length): else one line and 2 (p->params untouched).
  * The chain and the arrays stay owned by v (see variants_values). */
 int variants_apply(variants_values *v, la_problem *p);
+
+/* For a timed kernel that reads Linformer's projections (LA_PARAM_PROJ) and was given
+ * none (--proj): draws E and F for p's rank, n_keys and seed once (la_kernel_draw, the
+ * draw the kernel makes itself on each call without them: the same bits), holds them in
+ * v, reused while that shape stays, and points v's Linformer block (p's chain, after
+ * variants_apply) at them. So a timing measures the kernel as a model runs it, with E
+ * and F it keeps (they are a Linformer layer's parameters), not a Box–Muller draw of
+ * 2·k·M entries per call. Returns 0, or 1 out of memory (one line). */
+int variants_hold_draws(variants_values *v, la_kernel kernel, const la_problem *p);
 
 /* Links v's blocks into one chain, each block's seed v->seed, and returns its head (a
  * la_layer_config's params; variants_apply calls it). The arrays of the flags are put in

@@ -19,10 +19,11 @@
 
 /* ---------------------------------------------------------------- the seeded draw */
 
-/* splitmix64 */
-static uint64_t next_u64(uint64_t *state)
+/* splitmix64's output for the state it has after `calls` steps from seed: the state only
+ * adds a constant per step, so any draw can be formed on its own (and in parallel). */
+static uint64_t splitmix_at(uint64_t seed, uint64_t calls)
 {
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    uint64_t z = seed + calls * 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
@@ -30,33 +31,31 @@ static uint64_t next_u64(uint64_t *state)
 
 /* The 2·k·m entries of E then F, as la_linformer_projections documents them, into the
  * float64 pair (e64, f64) or the float32 pair (e32, f32) (the other pair NULL): a float32
- * entry is the float64 entry rounded, so both precisions see the same draw. */
+ * entry is the float64 entry rounded, so both precisions see the same draw. Entries 2i
+ * and 2i + 1 of the sequence E‖F are Box–Muller's pair from splitmix64's draws 2i + 1 and
+ * 2i + 2 after seed; each pair is formed on its own, so the threads split them and the
+ * bits do not depend on the thread count. */
 static void draw_projections(size_t k, size_t m, uint64_t seed, double *e64, double *f64,
                              float *e32, float *f32)
 {
     const size_t count = k * m; /* the caller checked it fits */
     const double scale = 1.0 / sqrt((double)k);
     const double two_pi = 6.283185307179586476925286766559;
-    uint64_t state = seed;
-    double spare = 0;
-    for (size_t i = 0; i < 2 * count; i++) {
-        double z;
-        if (i % 2 == 0) {
-            /* Box–Muller: u1 in [0, 1), so 1 - u1 in (0, 1] and the log is finite */
-            const double u1 = (double)(next_u64(&state) >> 11) * 0x1.0p-53;
-            const double u2 = (double)(next_u64(&state) >> 11) * 0x1.0p-53;
-            const double r = sqrt(-2.0 * log(1.0 - u1));
-            z = r * cos(two_pi * u2);
-            spare = r * sin(two_pi * u2);
-        } else {
-            z = spare;
+#pragma omp parallel for schedule(static) num_threads(la_threads()) if (count >= 4096)
+    for (size_t pair = 0; pair < count; pair++) {
+        /* Box–Muller: u1 in [0, 1), so 1 - u1 in (0, 1] and the log is finite */
+        const double u1 = (double)(splitmix_at(seed, 2 * (uint64_t)pair + 1) >> 11) * 0x1.0p-53;
+        const double u2 = (double)(splitmix_at(seed, 2 * (uint64_t)pair + 2) >> 11) * 0x1.0p-53;
+        const double r = sqrt(-2.0 * log(1.0 - u1));
+        const double z[2] = {r * cos(two_pi * u2), r * sin(two_pi * u2)};
+        for (size_t h = 0; h < 2; h++) {
+            const size_t i = 2 * pair + h, at = i < count ? i : i - count;
+            const double value = z[h] * scale;
+            if (e64)
+                (i < count ? e64 : f64)[at] = value;
+            else
+                (i < count ? e32 : f32)[at] = (float)value;
         }
-        const double value = z * scale;
-        const size_t at = i < count ? i : i - count;
-        if (e64)
-            (i < count ? e64 : f64)[at] = value;
-        else
-            (i < count ? e32 : f32)[at] = (float)value;
     }
 }
 
@@ -74,17 +73,20 @@ la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, double *e,
 
 /* ---------------------------------------------------------------- shared by both precisions */
 
-/* Whether every entry of x (n doubles) is finite, and max |x| into *max_abs. */
+/* Whether every entry of x (n doubles) is finite, and max |x| into *max_abs. Vectorized
+ * (`omp simd`: a max in any order is exact); Σ x·0 is 0 for finite entries and NaN where
+ * one is ±inf or NaN. */
 static bool finite_max_abs(const double *x, size_t n, double *max_abs)
 {
-    double m = 0;
+    double m = 0, zero = 0;
+#pragma omp simd reduction(max : m) reduction(+ : zero)
     for (size_t i = 0; i < n; i++) {
-        if (!isfinite(x[i])) return false;
         const double a = fabs(x[i]);
         m = a > m ? a : m;
+        zero += x[i] * 0;
     }
     *max_abs = m;
-    return true;
+    return zero == 0;
 }
 
 /* What one call holds, in elements of its precision: the projections as the kernel reads
@@ -194,6 +196,7 @@ static la_status linformer_attention(const la_problem *p, const REAL *q, const R
                              REAL_IS_F32 ? (float *)e_own : NULL,
                              REAL_IS_F32 ? (float *)f_own : NULL);
         else
+#pragma omp parallel for simd schedule(static) num_threads(la_threads()) if (r * M >= 65536)
             for (size_t x = 0; x < r * M; x++) {
                 e_own[x] = (REAL)linformer.proj_e[x];
                 f_own[x] = (REAL)linformer.proj_f[x];
@@ -204,13 +207,23 @@ static la_status linformer_attention(const la_problem *p, const REAL *q, const R
     /* per head: K'_h = E[:, :L_b]·K_h[:L_b] (k × d_k), V'_h = F[:, :L_b]·V_h[:L_b]
      * (k × d_v): the columns of E and F past the key length left out is the same as
      * zeroing them (L_b = 0: zeros) */
+    if (heads >= (size_t)la_threads()) { /* a head per thread */
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (size_t bh = 0; bh < heads; bh++) {
-        const size_t L = la_keys_in_length(p, bh / p->heads);
-        GEMM(r, dk, L, 1, e, (ptrdiff_t)M, 1, k + bh * M * dk, (ptrdiff_t)dk, 1, 0,
-             kp + bh * r * dk, (ptrdiff_t)dk, 1);
-        GEMM(r, dv, L, 1, f, (ptrdiff_t)M, 1, v + bh * M * dv, (ptrdiff_t)dv, 1, 0,
-             vp + bh * r * dv, (ptrdiff_t)dv, 1);
+        for (size_t bh = 0; bh < heads; bh++) {
+            const size_t L = la_keys_in_length(p, bh / p->heads);
+            GEMM(r, dk, L, 1, e, (ptrdiff_t)M, 1, k + bh * M * dk, (ptrdiff_t)dk, 1, 0,
+                 kp + bh * r * dk, (ptrdiff_t)dk, 1);
+            GEMM(r, dv, L, 1, f, (ptrdiff_t)M, 1, v + bh * M * dv, (ptrdiff_t)dv, 1, 0,
+                 vp + bh * r * dv, (ptrdiff_t)dv, 1);
+        }
+    } else { /* fewer heads than threads: each product on all of them */
+        for (size_t bh = 0; bh < heads; bh++) {
+            const size_t L = la_keys_in_length(p, bh / p->heads);
+            GEMM_THREADED(la_threads(), r, dk, L, 1, e, (ptrdiff_t)M, 1, k + bh * M * dk,
+                          (ptrdiff_t)dk, 1, 0, kp + bh * r * dk, (ptrdiff_t)dk, 1);
+            GEMM_THREADED(la_threads(), r, dv, L, 1, f, (ptrdiff_t)M, 1, v + bh * M * dv,
+                          (ptrdiff_t)dv, 1, 0, vp + bh * r * dv, (ptrdiff_t)dv, 1);
+        }
     }
 
     /* y = softmax(Q K'ᵀ · scale) V': the fused kernel, with k keys and the budget left */
