@@ -244,6 +244,102 @@ static bool row_max_finite(const REAL *row, size_t n, REAL *max)
     return zero == 0;
 }
 
+enum { FEATURE_ROWS = 128 }; /* rows per task of favor_features */
+
+/* Query rows [i0, i1) of head hd: proj = Q (s·Wᵀ) (one product), then per row
+ * exp((proj − P) − ln(m)/2). False when a projection is not finite. */
+static bool query_rows(const la_problem *p, const REAL *wt, size_t hd, const REAL *q, REAL *phi_q,
+                       size_t i0, size_t i1)
+{
+    const size_t N = p->n_queries, dk = p->d_k, m = la_favor_params_of(p).features;
+    const REAL half_log_m = (REAL)(0.5 * log((double)m));
+    REAL *fq = phi_q + (hd * N + i0) * m;
+    bool finite = true;
+    LA_COUNT(LA_COUNT_PHI, 2 * (double)(i1 - i0) * (double)m * (double)dk);
+    GEMM_SMALL(i1 - i0, m, dk, 1, q + (hd * N + i0) * dk, (ptrdiff_t)dk, 1, wt, (ptrdiff_t)m, 1, 0,
+               fq, (ptrdiff_t)m, 1);
+    LA_COUNT(LA_COUNT_PHI, (double)(i1 - i0) * 4 * (double)m);
+    for (size_t i = 0; i < i1 - i0; i++) {
+        REAL *row = fq + i * m, mx;
+        finite &= row_max_finite(row, m, &mx);
+        for (size_t l = 0; l < m; l++)
+            row[l] = FEXP((row[l] - mx) - half_log_m);
+    }
+    return finite;
+}
+
+/* Key rows [j0, j1) of head hd: the rows at and past u = keys_used zeroed; below u,
+ * proj = K (s·Wᵀ), P_j its max and g_j = P_j − s²·(k·k)/2 into pg, and with `psi` the
+ * causal ψ_jl = exp((proj_jl − P_j) − ln(m)/2) (else proj stays for key_features_at).
+ * False when a projection or g is not finite. */
+static bool key_rows(const la_problem *p, const REAL *wt, size_t hd, const REAL *k, REAL *phi_k,
+                     REAL *pg, size_t j0, size_t j1, bool psi)
+{
+    const size_t M = p->n_keys, dk = p->d_k, m = la_favor_params_of(p).features;
+    const size_t u = keys_used(p, hd / p->heads), hi = j1 < u ? j1 : u;
+    const REAL half_sq = (REAL)(0.5 / sqrt((double)dk)); /* s²/2, s = d_k^(−1/4) */
+    const REAL half_log_m = (REAL)(0.5 * log((double)m));
+    const REAL *kh = k + hd * M * dk;
+    REAL *fk = phi_k + hd * M * m, *P = pg + hd * 2 * M, *g = P + M;
+    bool finite = true;
+    /* rows no query reads, zeroed (linear attention's range check reads every row) */
+    if (j1 > hi)
+        memset(fk + (j0 > hi ? j0 : hi) * m, 0, (j1 - (j0 > hi ? j0 : hi)) * m * sizeof *fk);
+    if (j0 >= hi) return true;
+    LA_COUNT(LA_COUNT_PHI, 2 * (double)(hi - j0) * (double)m * (double)dk);
+    GEMM_SMALL(hi - j0, m, dk, 1, kh + j0 * dk, (ptrdiff_t)dk, 1, wt, (ptrdiff_t)m, 1, 0,
+               fk + j0 * m, (ptrdiff_t)m, 1);
+    LA_COUNT(LA_COUNT_PHI, (double)(hi - j0) * (2 * (double)dk + 2 + (double)m));
+    for (size_t j = j0; j < hi; j++) {
+        REAL mx;
+        finite &= row_max_finite(fk + j * m, m, &mx);
+        const REAL h = FN(la_dot)(kh + j * dk, kh + j * dk, dk) * half_sq;
+        P[j] = mx;
+        g[j] = mx - h;
+        finite &= g[j] >= -REAL_MAX; /* false for -inf (‖x‖² beyond the type) and NaN */
+    }
+    if (psi) {
+        LA_COUNT(LA_COUNT_PHI, (double)(hi - j0) * 3 * (double)m);
+        for (size_t j = j0; j < hi; j++) {
+            REAL *row = fk + j * m;
+            for (size_t l = 0; l < m; l++)
+                row[l] = FEXP((row[l] - P[j]) - half_log_m);
+        }
+    }
+    return finite;
+}
+
+/* μ = max g over head hd's u used keys (u >= 1), counted. */
+static REAL keys_mu(const la_problem *p, size_t hd, const REAL *pg)
+{
+    const size_t M = p->n_keys, u = keys_used(p, hd / p->heads);
+    const REAL *g = pg + hd * 2 * M + M;
+    LA_COUNT(LA_COUNT_PHI, 3 * (double)u);
+    REAL mu = -REAL_MAX;
+    for (size_t j = 0; j < u; j++)
+        mu = g[j] > mu ? g[j] : mu;
+    return mu;
+}
+
+/* Non-causal key features of rows [j0, j1) (below u) of head hd from their projections:
+ * φ_jl = exp((proj_jl − P_j) − o_j), o_j = ln(m)/2 − (g_j − μ). */
+static void key_features_at(const la_problem *p, size_t hd, REAL *phi_k, const REAL *pg, size_t j0,
+                            size_t j1, REAL mu)
+{
+    const size_t M = p->n_keys, m = la_favor_params_of(p).features;
+    const size_t u = keys_used(p, hd / p->heads), hi = j1 < u ? j1 : u;
+    const REAL half_log_m = (REAL)(0.5 * log((double)m));
+    const REAL *P = pg + hd * 2 * M, *g = P + M;
+    if (j0 >= hi) return;
+    LA_COUNT(LA_COUNT_PHI, (double)(hi - j0) * 3 * (double)m);
+    for (size_t j = j0; j < hi; j++) {
+        const REAL o = half_log_m - (g[j] - mu);
+        REAL *row = phi_k + (hd * M + j) * m;
+        for (size_t l = 0; l < m; l++)
+            row[l] = FEXP((row[l] - P[j]) - o);
+    }
+}
+
 /* The features of one head; false when a projection, ‖x‖² or a feature is not finite
  * (the inputs are beyond the element type, or not finite). With s = d_k^(−1/4),
  * proj = (s·x) Wᵀ (one product per side) and P the row's max of proj:
@@ -253,73 +349,57 @@ static bool row_max_finite(const REAL *row, size_t n, REAL *max)
  *   keys (the u = keys_used rows of phi_k (M, m)): each key's largest exponent
  *     g_j = P_j − ‖x_j‖²/2, into pg: P (M) then g (M). Non-causal, μ = max g over the
  *     used keys and φ_jl = exp((proj_jl − P_j) − o_j), o_j = ln(m)/2 − (g_j − μ), at
- *     most 1/√m; causal, ψ_jl = exp((proj_jl − P_j) − ln(m)/2), which the engine's stabilized scan
- *     weights by exp(g_j − μ_i) per query.
+ *     most 1/√m; causal, ψ_jl = exp((proj_jl − P_j) − ln(m)/2), which the engine's
+ *     stabilized scan weights by exp(g_j − μ_i) per query.
  * P is subtracted first: ‖x‖²/2, P + ln(m)/2 or anything else much larger than the spread
  * of a row's projections never meets them in one operation, which would round them away;
- * ‖x‖²/2 enters each key's one offset g_j − μ only. Rows of phi_k at and past u: zeros.
- * shared_max: the keys by the non-causal form (μ the max over the used keys) whatever
- * p->causal (the backward's, favor_backward). */
+ * ‖x‖²/2 enters each key's one offset g_j − μ only. Rows of phi_k at and past u: zeros
+ * (u = 0: no feature formed). shared_max: the keys by the non-causal form (μ the max over
+ * the used keys) whatever p->causal (the backward's, favor_backward). Every row is formed
+ * by the row functions above, so favor_features gives the same bits. */
 static bool favor_head_features(const la_problem *p, const REAL *wt, size_t hd, const REAL *q,
                                 const REAL *k, REAL *phi_q, REAL *phi_k, REAL *pg, bool shared_max)
 {
-    const la_favor_params favor = la_favor_params_of(p);
-    const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, m = favor.features;
-    const size_t u = keys_used(p, hd / p->heads);
-    const REAL half_sq = (REAL)(0.5 / sqrt((double)dk)); /* s²/2, s = d_k^(−1/4) */
-    const REAL half_log_m = (REAL)(0.5 * log((double)m));
-    const REAL *qh = q + hd * N * dk, *kh = k + hd * M * dk;
-    REAL *fq = phi_q + hd * N * m, *fk = phi_k + hd * M * m;
-    REAL *P = pg + hd * 2 * M, *g = P + M;
+    const bool psi = p->causal && !shared_max;
+    bool finite = key_rows(p, wt, hd, k, phi_k, pg, 0, p->n_keys, psi);
+    if (keys_used(p, hd / p->heads) == 0) return finite; /* no query sees a key */
+    finite = query_rows(p, wt, hd, q, phi_q, 0, p->n_queries) && finite;
+    if (!psi) key_features_at(p, hd, phi_k, pg, 0, p->n_keys, keys_mu(p, hd, pg));
+    return finite;
+}
+
+/* favor_head_features for every head, in tasks of FEATURE_ROWS rows of one head and side
+ * on `threads` threads (one head is enough to fill them), non-causal keys finished once
+ * every key's g is known: the same bits as favor_head_features head by head. */
+static bool favor_features(const la_problem *p, const REAL *wt, const REAL *q, const REAL *k,
+                           REAL *phi_q, REAL *phi_k, REAL *pg, int threads)
+{
+    const size_t heads = p->batch * p->heads, N = p->n_queries, M = p->n_keys;
+    const size_t qb = (N + FEATURE_ROWS - 1) / FEATURE_ROWS,
+                 kb = (M + FEATURE_ROWS - 1) / FEATURE_ROWS;
+    const bool psi = p->causal;
     bool finite = true;
-    /* rows no query reads, zeroed (linear attention's range check reads every row) */
-    memset(fk + u * m, 0, (M - u) * m * sizeof *fk);
-    if (u == 0) return true; /* no query sees a key: zero rows, no features needed */
-
-    /* queries: proj = Q (s·Wᵀ) (N, d_k)·(d_k, m), then per row exp((proj − P) − ln(m)/2) */
-    LA_COUNT(LA_COUNT_PHI, 2 * (double)N * (double)m * (double)dk);
-    GEMM_SMALL(N, m, dk, 1, qh, (ptrdiff_t)dk, 1, wt, (ptrdiff_t)m, 1, 0, fq, (ptrdiff_t)m, 1);
-    LA_COUNT(LA_COUNT_PHI, (double)N * 4 * (double)m);
-    for (size_t i = 0; i < N; i++) {
-        REAL *row = fq + i * m, mx;
-        finite &= row_max_finite(row, m, &mx);
-        for (size_t l = 0; l < m; l++)
-            row[l] = FEXP((row[l] - mx) - half_log_m);
-    }
-
-    /* keys: proj = K (s·Wᵀ) (u, d_k)·(d_k, m); P_j, and g_j = P_j − s²·(k·k)/2 */
-    LA_COUNT(LA_COUNT_PHI, 2 * (double)u * (double)m * (double)dk);
-    GEMM_SMALL(u, m, dk, 1, kh, (ptrdiff_t)dk, 1, wt, (ptrdiff_t)m, 1, 0, fk, (ptrdiff_t)m, 1);
-    LA_COUNT(LA_COUNT_PHI, (double)u * (2 * (double)dk + 2 + (double)m));
-    for (size_t j = 0; j < u; j++) {
-        REAL mx;
-        finite &= row_max_finite(fk + j * m, m, &mx);
-        const REAL h = FN(la_dot)(kh + j * dk, kh + j * dk, dk) * half_sq;
-        P[j] = mx;
-        g[j] = mx - h;
-        finite &= g[j] >= -REAL_MAX; /* false for -inf (‖x‖² beyond the type) and NaN */
-    }
-    if (p->causal && !shared_max) {
-        /* causal: ψ(k_j) = exp((proj − P_j) − ln(m)/2); the chunks apply exp(g_j − μ_i) */
-        LA_COUNT(LA_COUNT_PHI, (double)u * 3 * (double)m);
-        for (size_t j = 0; j < u; j++) {
-            REAL *row = fk + j * m;
-            for (size_t l = 0; l < m; l++)
-                row[l] = FEXP((row[l] - P[j]) - half_log_m);
+#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(threads) reduction(&& : finite)
+    for (size_t hd = 0; hd < heads; hd++)
+        for (size_t t = 0; t < qb + kb; t++) {
+            if (t >= qb) {
+                const size_t j0 = (t - qb) * FEATURE_ROWS,
+                             j1 = j0 + FEATURE_ROWS < M ? j0 + FEATURE_ROWS : M;
+                finite = key_rows(p, wt, hd, k, phi_k, pg, j0, j1, psi) && finite;
+            } else if (keys_used(p, hd / p->heads) > 0) {
+                const size_t i0 = t * FEATURE_ROWS,
+                             i1 = i0 + FEATURE_ROWS < N ? i0 + FEATURE_ROWS : N;
+                finite = query_rows(p, wt, hd, q, phi_q, i0, i1) && finite;
+            }
         }
-        return finite;
-    }
-
-    /* non-causal: μ = max g over the used keys; φ(k_j) = exp((proj − P_j) − o_j) */
-    LA_COUNT(LA_COUNT_PHI, (double)u * (3 + 3 * (double)m));
-    REAL mu = -REAL_MAX;
-    for (size_t j = 0; j < u; j++)
-        mu = g[j] > mu ? g[j] : mu;
-    for (size_t j = 0; j < u; j++) {
-        const REAL o = half_log_m - (g[j] - mu);
-        REAL *row = fk + j * m;
-        for (size_t l = 0; l < m; l++)
-            row[l] = FEXP((row[l] - P[j]) - o);
+    if (psi || !finite) return finite;
+    for (size_t hd = 0; hd < heads; hd++) {
+        if (keys_used(p, hd / p->heads) == 0) continue;
+        const REAL mu = keys_mu(p, hd, pg);
+#pragma omp parallel for schedule(static) num_threads(threads)
+        for (size_t b = 0; b < kb; b++)
+            key_features_at(p, hd, phi_k, pg, b * FEATURE_ROWS,
+                            (b + 1) * FEATURE_ROWS < M ? (b + 1) * FEATURE_ROWS : M, mu);
     }
     return finite;
 }
@@ -389,8 +469,8 @@ static void favor_recurrent_head(const la_problem *p, size_t hd, const REAL *phi
 }
 
 /* FAVOR+ attention: W drawn from seed (the same for every head and both precisions),
- * the features of every head (favor_head_features, one head per task), then non-causal
- * linear attention on them with d_k = m, or causal in chunks (the engine's stabilized
+ * the features of every head (favor_features: tasks of FEATURE_ROWS rows of one head), then
+ * non-causal linear attention on them with d_k = m, or causal in chunks (the engine's stabilized
  * scan, la_linear_scan_stabilized), or,
  * `recurrent` (p->causal required), token by token (favor_recurrent_head).
  * Scratch: favor_layout. */
@@ -428,10 +508,7 @@ static la_status favor_attention(const la_problem *p, const REAL *q, const REAL 
     REAL *phi_q = phi, *phi_k = phi + lay.phi_q_elems, *pg = phi_k + lay.phi_k_elems;
     REAL *per_thread = pg + lay.pg_elems;
     const int threads = (int)lay.threads;
-    bool finite = true;
-#pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(&& : finite)
-    for (size_t hd = 0; hd < heads; hd++)
-        finite = favor_head_features(p, wt, hd, q, k, phi_q, phi_k, pg, false) && finite;
+    const bool finite = favor_features(p, wt, q, k, phi_q, phi_k, pg, la_threads());
     if (!finite) {
         st = LA_ERANGE;
     } else if (recurrent) {
