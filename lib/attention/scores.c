@@ -8,7 +8,7 @@
  *   drawn from seed (la_score_weights).
  *
  * general and cosine transform their inputs (K' = K Wᵀ; Q̂, K̂ normalized) and hand them to
- * the fused softmax kernel; additive forms A = Q W_qᵀ and C = K W_kᵀ, then runs the
+ * the fused softmax kernel; additive forms A = Q W_qᵀ and Cᵀ = W_k Kᵀ, then runs the
  * online-softmax engine (engine.h) with its own score tile (the tanh sums of each row's
  * visible pairs). The seeded draw of the weights and the costs are here too. Contracts in
  * lib/linattn.h ("SCORE FUNCTIONS"). */
@@ -35,15 +35,15 @@ enum { Q_BLOCK = LA_SOFTMAX_Q_BLOCK, K_BLOCK = LA_SOFTMAX_K_BLOCK };
 #define LA_MAX_ABS_SEEN la_max_abs_seen_f32
 #define SOFTMAX la_softmax_attention_f32
 #define PORTABLE la_engine_portable_f32
-#define TANH_DOT_FN la_tanh_dot_f32_fn
-#define TANH_DOT_FOR la_tanh_dot_f32_for
+#define TANH_SCORES_FN la_tanh_scores_f32_fn
+#define TANH_SCORES_FOR la_tanh_scores_f32_for
 #else
 #define LA_MAX_ABS la_max_abs_f64
 #define LA_MAX_ABS_SEEN la_max_abs_seen_f64
 #define SOFTMAX la_softmax_attention_f64
 #define PORTABLE la_engine_portable_f64
-#define TANH_DOT_FN la_tanh_dot_f64_fn
-#define TANH_DOT_FOR la_tanh_dot_f64_for
+#define TANH_SCORES_FN la_tanh_scores_f64_fn
+#define TANH_SCORES_FOR la_tanh_scores_f64_for
 #endif
 
 /* ---------------------------------------------------------------- the seeded draw */
@@ -181,7 +181,7 @@ static la_status cosine_layout_for(const la_problem *p, size_t elem, transform_l
 }
 
 /* What an additive call holds, in bytes: W and v as the call reads them (float32: converted
- * or drawn; float64: drawn; none when given), A (B, H, N, d_a) and C (B, H, M, d_a), all
+ * or drawn; float64: drawn; none when given), A (B, H, N, d_a) and Cᵀ (B, H, d_a, M), all
  * rounded up to a 64-byte line; then per thread a bq × bk score block and bq row maxima and
  * sums (bq = min(N, 64), bk = min(M, 256)), rounded up to a line, for min(threads, tasks)
  * threads. The kernel and la_additive_cost both read it here. */
@@ -400,32 +400,30 @@ static la_status cosine_attention(const la_problem *p, const REAL *q, const REAL
 
 /* ---------------------------------------------------------------- additive: vᵀtanh(A + C) */
 
-/* What the additive tiles read (la_engine's ctx): A = Q W_qᵀ (B, H, N, d_a), C = K W_kᵀ
- * (B, H, M, d_a; the rows of the keys seen set), v (d_a), and Σ_a v_a tanh(a + c) on the
+/* What the additive tiles read (la_engine's ctx): A = Q W_qᵀ (B, H, N, d_a), Cᵀ = W_k Kᵀ
+ * (B, H, d_a, M; the columns of the keys seen set), v (d_a), and a query's scores on the
  * SIMD path of this call (cpu/vtanh.h). */
 typedef struct {
-    const REAL *a, *c, *w_v;
-    TANH_DOT_FN tanh_dot;
+    const REAL *a, *ct, *w_v;
+    TANH_SCORES_FN tanh_scores;
     size_t score_dim; /* d_a */
 } additive_ctx;
 
 /* s_ij = Σ_a v_a tanh(a_ia + c_ja) over each row's visible keys of the block [j0, j0 + cols),
- * d_a lanes at a time (the vectorized tanh); the rest of the row is the softmax tile's to
- * zero. */
+ * the keys in the vector lanes (Cᵀ's rows), summed over a; the rest of the row is the
+ * softmax tile's to zero. */
 static void additive_scores(la_engine_task *t, size_t j0, size_t cols)
 {
     const la_problem *p = t->p;
     const additive_ctx *x = t->e->ctx;
     const size_t da = x->score_dim, N = p->n_queries, M = p->n_keys;
-    const REAL *a = x->a + t->hd * N * da, *c = x->c + t->hd * M * da, *w_v = x->w_v;
+    const REAL *a = x->a + t->hd * N * da, *ct = x->ct + t->hd * da * M, *w_v = x->w_v;
     REAL *s = la_engine_rows_of(t)->s;
     for (size_t r = 0; r < t->rows; r++) {
         REAL *srow = s + r * cols;
         const size_t hi = t->hi[r];
         const size_t n = hi > j0 ? (hi - j0 < cols ? hi - j0 : cols) : 0;
-        const REAL *ai = a + (t->i0 + r) * da;
-        for (size_t j = 0; j < n; j++)
-            srow[j] = x->tanh_dot(ai, c + (j0 + j) * da, w_v, da);
+        if (n > 0) x->tanh_scores(a + (t->i0 + r) * da, ct + j0, M, w_v, da, srow, n);
     }
 }
 
@@ -483,21 +481,21 @@ static la_status additive_attention(const la_problem *p, const REAL *q, const RE
     weights_of(p, s, lay.w, (REAL *)scratch, &w, &w_v);
     REAL *a = (REAL *)scratch + lay.w + lay.v, *c = a + lay.a;
 
-    /* per head: A_h = Q_h W_qᵀ (N × d_a), C_h[:u] = K_h[:u] W_kᵀ (u × d_a), u the keys seen
-     * (la_keys_seen); W_q = W[:, :d_k] and W_k = W[:, d_k:], transposed through the
-     * strides; nothing when u = 0 */
+    /* per head: A_h = Q_h W_qᵀ (N × d_a), C_hᵀ[:, :u] = W_k K_h[:u]ᵀ (d_a × u, row stride
+     * M), u the keys seen (la_keys_seen); W_q = W[:, :d_k] and W_k = W[:, d_k:], read
+     * through the strides; nothing when u = 0 */
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (size_t bh = 0; bh < heads; bh++) {
         const size_t u = la_keys_seen(p, bh / p->heads);
         if (u == 0) continue;
         GEMM(N, da, dk, 1, q + bh * N * dk, (ptrdiff_t)dk, 1, w, 1, (ptrdiff_t)(2 * dk), 0,
              a + bh * N * da, (ptrdiff_t)da, 1);
-        GEMM(u, da, dk, 1, k + bh * M * dk, (ptrdiff_t)dk, 1, w + dk, 1, (ptrdiff_t)(2 * dk), 0,
-             c + bh * M * da, (ptrdiff_t)da, 1);
+        GEMM(da, u, dk, 1, w + dk, (ptrdiff_t)(2 * dk), 1, k + bh * M * dk, 1, (ptrdiff_t)dk, 0,
+             c + bh * da * M, (ptrdiff_t)M, 1);
     }
 
     /* y = softmax(scores) V on the engine, with the additive score and value tiles */
-    const additive_ctx ctx = {a, c, w_v, TANH_DOT_FOR(), da};
+    const additive_ctx ctx = {a, c, w_v, TANH_SCORES_FOR(), da};
     la_engine e = {.wide = PORTABLE,
                    .q_block = Q_BLOCK,
                    .k_block = K_BLOCK,

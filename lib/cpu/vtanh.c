@@ -8,47 +8,41 @@
 #include "cpu/vtanh.h"
 #include "cpu/simd_avx512.h"
 
-static float tanh_dot_f32(const float *a, const float *c, const float *w, size_t n)
+/* s[j] = Σ_a w[a]·tanh(x[a] + ct[a·ldc + j]), j < n: the keys in the lanes, each score
+ * summed over a in order (vtanh.h). As a macro so each build below compiles its own. */
+#define TANH_SCORES(T, TANH, MULADD)                                                               \
+    for (size_t j = 0; j < n; j++)                                                                 \
+        s[j] = 0;                                                                                  \
+    for (size_t a = 0; a < da; a++) {                                                              \
+        const T xa = x[a], wa = w[a], *cr = ct + a * ldc;                                          \
+        _Pragma("omp simd") for (size_t j = 0; j < n; j++) s[j] =                                  \
+            MULADD(wa, TANH(xa + cr[j]), s[j]);                                                    \
+    }
+
+static void tanh_scores_f32(const float *x, const float *ct, size_t ldc, const float *w, size_t da,
+                            float *s, size_t n)
 {
-    float sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (size_t e = 0; e < n; e++)
-        sum += w[e] * la_vtanh_f32(a[e] + c[e]);
-    return sum;
+    TANH_SCORES(float, la_vtanh_f32, MULADD_F32)
 }
 
-static double tanh_dot_f64(const double *a, const double *c, const double *w, size_t n)
+static void tanh_scores_f64(const double *x, const double *ct, size_t ldc, const double *w,
+                            size_t da, double *s, size_t n)
 {
-    double sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (size_t e = 0; e < n; e++)
-        sum += w[e] * la_vtanh_f64(a[e] + c[e]);
-    return sum;
+    TANH_SCORES(double, la_vtanh_f64, MULADD_F64)
 }
 
 #ifdef LA_HAVE_AVX512_CODE
 /* the same loops with 16 float (8 double) lanes */
 #define LA_AVX512_LOOPS __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
 
-LA_AVX512_LOOPS static float tanh_dot_f32_avx512(const float *a, const float *c, const float *w,
-                                                 size_t n)
-{
-    float sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (size_t e = 0; e < n; e++)
-        sum += w[e] * la_vtanh_f32(a[e] + c[e]);
-    return sum;
-}
+LA_AVX512_LOOPS static void tanh_scores_f32_avx512(const float *x, const float *ct, size_t ldc,
+                                                   const float *w, size_t da, float *s, size_t n){
+    TANH_SCORES(float, la_vtanh_f32, MULADD_F32)}
 
-LA_AVX512_LOOPS static double tanh_dot_f64_avx512(const double *a, const double *c, const double *w,
-                                                  size_t n)
-{
-    double sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (size_t e = 0; e < n; e++)
-        sum += w[e] * la_vtanh_f64(a[e] + c[e]);
-    return sum;
-}
+LA_AVX512_LOOPS
+    static void tanh_scores_f64_avx512(const double *x, const double *ct, size_t ldc,
+                                       const double *w, size_t da, double *s,
+                                       size_t n){TANH_SCORES(double, la_vtanh_f64, MULADD_F64)}
 
 LA_AVX512_LOOPS static void row_f32_avx512(const float *x, float *y, size_t n)
 {
@@ -65,20 +59,20 @@ LA_AVX512_LOOPS static void row_f64_avx512(const double *x, double *y, size_t n)
 }
 #endif
 
-la_tanh_dot_f32_fn la_tanh_dot_f32_for(void)
+la_tanh_scores_f32_fn la_tanh_scores_f32_for(void)
 {
 #ifdef LA_HAVE_AVX512_CODE
-    if (la_avx512_usable()) return tanh_dot_f32_avx512;
+    if (la_avx512_usable()) return tanh_scores_f32_avx512;
 #endif
-    return tanh_dot_f32;
+    return tanh_scores_f32;
 }
 
-la_tanh_dot_f64_fn la_tanh_dot_f64_for(void)
+la_tanh_scores_f64_fn la_tanh_scores_f64_for(void)
 {
 #ifdef LA_HAVE_AVX512_CODE
-    if (la_avx512_usable()) return tanh_dot_f64_avx512;
+    if (la_avx512_usable()) return tanh_scores_f64_avx512;
 #endif
-    return tanh_dot_f64;
+    return tanh_scores_f64;
 }
 
 void la_vtanh_row_f32(const float *x, float *y, size_t n)

@@ -56,15 +56,20 @@ static inline double la_vtanh_f64(double x)
     return select_f64(x != x, x, ur.f);
 }
 
-/* Σ_e w[e]·tanh(a[e] + c[e]) over n elements, and y[e] = tanh(x[e]): the AVX-512 build
- * (16 float, 8 double lanes) where la_avx512_usable(), else the portable one (the
- * compiler's vectors for the library's target); the sum's order is fixed per path, so a
- * path always gives the same bits. la_tanh_dot_*_for() picks the path once per call of a
- * kernel. Hidden explicitly, as vexp.h's. */
-typedef float (*la_tanh_dot_f32_fn)(const float *a, const float *c, const float *w, size_t n);
-typedef double (*la_tanh_dot_f64_fn)(const double *a, const double *c, const double *w, size_t n);
-__attribute__((visibility("hidden"))) la_tanh_dot_f32_fn la_tanh_dot_f32_for(void);
-__attribute__((visibility("hidden"))) la_tanh_dot_f64_fn la_tanh_dot_f64_for(void);
+/* One query's additive scores against n keys, C held transposed (d_a rows of stride ldc,
+ * the keys along each row): s[j] = Σ_a w[a]·tanh(x[a] + ct[a·ldc + j]) for j < n, the
+ * keys in the vector lanes and each score summed over a in order (no sum across lanes);
+ * and y[e] = tanh(x[e]). The AVX-512 build (16 float, 8 double lanes) where
+ * la_avx512_usable(), else the portable one (the compiler's vectors for the library's
+ * target); the order of every sum is fixed, so a path always gives the same bits.
+ * la_tanh_scores_*_for() picks the path once per call of a kernel. Hidden explicitly, as
+ * vexp.h's. */
+typedef void (*la_tanh_scores_f32_fn)(const float *x, const float *ct, size_t ldc, const float *w,
+                                      size_t da, float *s, size_t n);
+typedef void (*la_tanh_scores_f64_fn)(const double *x, const double *ct, size_t ldc,
+                                      const double *w, size_t da, double *s, size_t n);
+__attribute__((visibility("hidden"))) la_tanh_scores_f32_fn la_tanh_scores_f32_for(void);
+__attribute__((visibility("hidden"))) la_tanh_scores_f64_fn la_tanh_scores_f64_for(void);
 __attribute__((visibility("hidden"))) void la_vtanh_row_f32(const float *x, float *y, size_t n);
 __attribute__((visibility("hidden"))) void la_vtanh_row_f64(const double *x, double *y, size_t n);
 

@@ -7,9 +7,10 @@
  *   special_values       ±0 keep their sign, ±inf and |x| past 9.1 (float32) or 19.1
  *                        (float64) give ±1 exactly, NaN gives NaN, subnormals themselves,
  *                        the neighbours of the 0.625 switch within the bound;
- *   tanh_dot             Σ w·tanh(a + c) against the float64 sum of libm's tanh, n from 1
- *                        to 100 (tails off the vector width), relative to Σ|w|: float32
- *                        1e-6, float64 1e-14. */
+ *   tanh_scores          s_j = Σ_a w_a·tanh(x_a + Cᵀ_aj) against the float64 sums of libm's
+ *                        tanh, n from 1 to 100 keys (tails off the vector width), d_a 1 to
+ *                        7, Cᵀ's rows strided, relative to Σ|w|: float32 1e-6, float64
+ *                        1e-14. */
 #include "../testutil.h"
 #include "core/internal.h" /* la_avx512_enable */
 #include "cpu/simd_avx512.h"
@@ -180,33 +181,39 @@ static void special_values(void **state)
     la_avx512_enable(true);
 }
 
-static void tanh_dot(void **state)
+static void tanh_scores(void **state)
 {
     (void)state;
     const bool avx512 = la_avx512_usable();
-    tu_rng r = tu_rng_for("tanh_dot");
-    double a[100], c[100], w[100];
-    float a32[100], c32[100], w32[100];
+    tu_rng r = tu_rng_for("tanh_scores");
+    enum { NMAX = 100, DA = 7, LDC = 101 };
+    double x[DA], ct[DA * LDC], w[DA], s[NMAX];
+    float x32[DA], ct32[DA * LDC], w32[DA], s32[NMAX];
     for (int path = 0; path < 1 + avx512; path++) {
         la_avx512_enable(path == 1);
-        const la_tanh_dot_f32_fn dot32 = la_tanh_dot_f32_for();
-        const la_tanh_dot_f64_fn dot64 = la_tanh_dot_f64_for();
-        for (size_t n = 1; n <= 100; n++) {
-            tu_fill_normal(&r, a, n, 2), tu_fill_normal(&r, c, n, 2), tu_fill_normal(&r, w, n, 1);
-            tu_to_f32(a, a32, n), tu_to_f32(c, c32, n), tu_to_f32(w, w32, n);
-            double want = 0, want32 = 0, scale = 0;
-            for (size_t e = 0; e < n; e++) {
-                want += w[e] * tanh(a[e] + c[e]);
-                want32 += (double)w32[e] * tanh((double)(a32[e] + c32[e]));
-                scale += fabs(w[e]);
+        const la_tanh_scores_f32_fn scores32 = la_tanh_scores_f32_for();
+        const la_tanh_scores_f64_fn scores64 = la_tanh_scores_f64_for();
+        for (size_t n = 1; n <= NMAX; n++) {
+            const size_t da = 1 + n % DA; /* 1 .. 7 rows of Cᵀ */
+            tu_fill_normal(&r, x, da, 2), tu_fill_normal(&r, ct, da * LDC, 2);
+            tu_fill_normal(&r, w, da, 1);
+            tu_to_f32(x, x32, da), tu_to_f32(ct, ct32, da * LDC), tu_to_f32(w, w32, da);
+            scores64(x, ct, LDC, w, da, s, n);
+            scores32(x32, ct32, LDC, w32, da, s32, n);
+            for (size_t j = 0; j < n; j++) {
+                double want = 0, want32 = 0, scale = 0;
+                for (size_t a = 0; a < da; a++) {
+                    want += w[a] * tanh(x[a] + ct[a * LDC + j]);
+                    want32 += (double)w32[a] * tanh((double)(x32[a] + ct32[a * LDC + j]));
+                    scale += fabs(w[a]);
+                }
+                if (!(fabs(s[j] - want) <= 1e-14 * scale))
+                    fail_msg("%s float64 n=%zu d_a=%zu key %zu: %.17g, want %.17g",
+                             path ? "avx512" : "portable", n, da, j, s[j], want);
+                if (!(fabs((double)s32[j] - want32) <= 1e-6 * scale))
+                    fail_msg("%s float32 n=%zu d_a=%zu key %zu: %.9g, want %.9g",
+                             path ? "avx512" : "portable", n, da, j, (double)s32[j], want32);
             }
-            const double got = dot64(a, c, w, n), got32 = (double)dot32(a32, c32, w32, n);
-            if (!(fabs(got - want) <= 1e-14 * scale))
-                fail_msg("%s float64 n=%zu: %.17g, want %.17g", path ? "avx512" : "portable", n,
-                         got, want);
-            if (!(fabs(got32 - want32) <= 1e-6 * scale))
-                fail_msg("%s float32 n=%zu: %.9g, want %.9g", path ? "avx512" : "portable", n,
-                         got32, want32);
         }
     }
     la_avx512_enable(true);
@@ -218,7 +225,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(ulps_over_the_range),
         cmocka_unit_test(special_values),
-        cmocka_unit_test(tanh_dot),
+        cmocka_unit_test(tanh_scores),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
