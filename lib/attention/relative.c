@@ -194,6 +194,18 @@ static size_t seen_in_block(const la_engine_task *t, size_t r, size_t j0, size_t
     return hi > j0 ? (hi - j0 < cols ? hi - j0 : cols) : 0;
 }
 
+/* Where the keys [j0, j0 + n) of query i fall: [0, *left) at distance −K (index 0),
+ * [*left, *right) inside the window (index j0 + j + K − i, one each, in order) and
+ * [*right, n) at +K (index 2K), in block offsets. */
+static void segments(size_t i, size_t j0, size_t n, size_t K, size_t *left, size_t *right)
+{
+    const size_t lo = i >= K ? i - K + 1 : 0; /* the first key past distance −K */
+    const size_t hi = i + K;                  /* the first key at distance +K */
+    *left = lo <= j0 ? 0 : lo - j0 < n ? lo - j0 : n;
+    *right = hi <= j0 ? 0 : hi - j0 < n ? hi - j0 : n;
+    if (*right < *left) *right = *left; /* K = 0: key i is at index 0 */
+}
+
 /* e_ij = q_i·k_j · scale (the portable score tile) + q_i·a^K_δ · scale, δ = the table row of
  * (i, j); q_i·a^K is formed once per distance the row meets in the block. */
 static void relative_scores(la_engine_task *t, size_t j0, size_t cols)
@@ -212,8 +224,21 @@ static void relative_scores(la_engine_task *t, size_t j0, size_t cols)
         for (size_t d = d_lo; d <= d_hi; d++)
             qa[d - d_lo] = dot(qh + i * dk, x->tk + d * dk, dk) * scale;
         REAL *srow = s + r * cols;
-        for (size_t j = 0; j < n; j++)
-            srow[j] += qa[distance_index(i, j0 + j, K) - d_lo];
+        size_t left, right;
+        segments(i, j0, n, K, &left, &right);
+        const size_t base = j0 + K - d_lo; /* key j in the window: qa[j + base − i] */
+        if (left > 0) {                    /* d_lo = 0 then */
+            const REAL at = qa[0];
+            for (size_t j = 0; j < left; j++)
+                srow[j] += at;
+        }
+        for (size_t j = left; j < right; j++)
+            srow[j] += qa[j + base - i];
+        if (right < n) {
+            const REAL at = qa[2 * K - d_lo];
+            for (size_t j = right; j < n; j++)
+                srow[j] += at;
+        }
     }
 }
 
@@ -235,8 +260,20 @@ static void relative_values(la_engine_task *t, size_t j0, size_t cols)
         for (size_t d = d_lo; d <= d_hi; d++)
             wsum[d - d_lo] = 0;
         const REAL *prow = s + r * cols;
-        for (size_t j = 0; j < n; j++)
-            wsum[distance_index(i, j0 + j, K) - d_lo] += prow[j];
+        size_t left, right;
+        segments(i, j0, n, K, &left, &right);
+        REAL sum_lo = 0, sum_hi = 0;
+#pragma omp simd reduction(+ : sum_lo)
+        for (size_t j = 0; j < left; j++)
+            sum_lo += prow[j];
+        const size_t base = j0 + K - d_lo; /* key j in the window: wsum[j + base − i] */
+        for (size_t j = left; j < right; j++)
+            wsum[j + base - i] += prow[j];
+#pragma omp simd reduction(+ : sum_hi)
+        for (size_t j = right; j < n; j++)
+            sum_hi += prow[j];
+        if (left > 0) wsum[0] += sum_lo; /* d_lo = 0 then */
+        if (right < n) wsum[2 * K - d_lo] += sum_hi;
         REAL *arow = (REAL *)t->out + i * dv;
         for (size_t d = d_lo; d <= d_hi; d++) {
             const REAL a = wsum[d - d_lo], *tr = x->tv + d * dv;
