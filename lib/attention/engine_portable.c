@@ -4,9 +4,9 @@
  *   row_max, row_sum: (rows); the output rows (this head's out, rows i0 .. i0+rows-1 of d_v
  *   at stride ldo) double as the accumulator of Σ_j exp(s_ij − m_i) v_j.
  * q, k, v: rows of d_k, d_k, d_v at the task's strides ldq, ldk, ldv (la_engine_task).
- * QKᵀ goes through la_gemm_* (BLIS, one thread per call; Kᵀ is K read with swapped
- * strides), P·V through la_gemm_small_* (gemm_small.c's register tiles where the CPU has
- * AVX-512, else BLIS); both take those strides as leading dimensions: nothing is copied. */
+ * Q·Kᵀ goes through la_gemm_small_abt_* and P·V through la_gemm_small_* (gemm_small.c's
+ * register tiles where the CPU has AVX-512, Kᵀ formed 32 keys at a time; else BLIS, Kᵀ
+ * read with swapped strides); both take those strides as leading dimensions. */
 #include "attention/engine.h"
 #include "core/real_typed.h"
 #include "cpu/vexp.h"
@@ -56,13 +56,13 @@ static void begin(la_engine_task *t)
 }
 
 /* s = q_blk · k_blkᵀ · scale   (rows × cols); q_blk: rows of d_k at stride ldq, k_blk: cols
- * rows of d_k at stride ldk. Kᵀ is k read with swapped strides: no copy. */
+ * rows of d_k at stride ldk (la_gemm_small_abt: register tiles on 32-key panels of Kᵀ). */
 static void dot_scores(la_engine_task *t, size_t j0, size_t cols)
 {
     const size_t dk = t->p->d_k, ldq = t->ldq, ldk = t->ldk;
     const REAL *qh = t->q, *kh = t->k;
-    GEMM(t->rows, cols, dk, (REAL)t->p->scale, qh + t->i0 * ldq, (ptrdiff_t)ldq, 1, kh + j0 * ldk,
-         1, (ptrdiff_t)ldk, 0, (REAL *)la_engine_rows_of(t)->s, (ptrdiff_t)cols, 1);
+    GEMM_SMALL_ABT(t->rows, cols, dk, (REAL)t->p->scale, qh + t->i0 * ldq, (ptrdiff_t)ldq,
+                   kh + j0 * ldk, (ptrdiff_t)ldk, (REAL *)la_engine_rows_of(t)->s, (ptrdiff_t)cols);
 }
 
 /* Online softmax, row by row, over the row's keys [lo, hi) within this block (columns

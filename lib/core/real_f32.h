@@ -34,6 +34,7 @@
 #define GEMM la_gemm_f32
 #define GEMM_THREADED la_gemm_threaded_f32
 #define GEMM_SMALL la_gemm_small_f32
+#define GEMM_SMALL_ABT la_gemm_small_abt_f32
 #define TRANSPOSE la_transpose_f32
 #define EXP expf
 #define ERF erff

@@ -8,6 +8,7 @@
 #define GEMM la_gemm_f64
 #define GEMM_THREADED la_gemm_threaded_f64
 #define GEMM_SMALL la_gemm_small_f64
+#define GEMM_SMALL_ABT la_gemm_small_abt_f64
 #define TRANSPOSE la_transpose_f64
 #define EXP exp
 #define ERF erf

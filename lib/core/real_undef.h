@@ -7,6 +7,7 @@
 #undef GEMM
 #undef GEMM_THREADED
 #undef GEMM_SMALL
+#undef GEMM_SMALL_ABT
 #undef TRANSPOSE
 #undef EXP
 #undef ERF

@@ -1,5 +1,6 @@
 /* test_gemm_small.c — la_gemm_small_f32 and la_gemm_small_f64 (lib/cpu/gemm_small.c), the
- * products of the linear kernels' small blocks, against plain loops on random shapes that
+ * products of the linear kernels' small blocks (and la_gemm_small_abt_*, the portable
+ * engine's Q·Kᵀ: products_with_bt), against plain loops on random shapes that
  * reach every edge of their register tiles (8 rows × 32 floats or 16 doubles): m, n, k
  * from 0 or 1 past two tiles, A read row-major and transposed through its strides, B and C
  * with leading dimensions wider than n, C = A·B and C += A·B.
@@ -188,6 +189,67 @@ static void other_alpha_beta_f64(void **state)
     tu_assert_close_f64(c, ref, M * N, 1e-14, "alpha 2, beta 0.5");
 }
 
+/* la_gemm_small_abt_f32 and _f64: C = alpha·A·Bᵀ, A (m × k), B (n × k), both row-major
+ * with leading dimensions past k, C's padding untouched; k up to 300, past the float32
+ * panel's 256 (BLIS beyond it). On the tiles the float32 result equals alpha times one FMA
+ * chain per element, bit for bit; everywhere it matches float64 plain loops to 1e-6
+ * (float32) or 1e-14 (float64), relative to Σ|alpha·a·b| per element. */
+static void products_with_bt(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_for("products_with_bt");
+    const int tiles = la_avx512_usable();
+    for (int round_ = 0; round_ < ROUNDS / 3; round_++) {
+        const size_t m = (size_t)(tu_uniform(&r) * 20), n = (size_t)(tu_uniform(&r) * 70);
+        const size_t k =
+            round_ % 10 == 9 ? 257 + (size_t)(tu_uniform(&r) * 44) : (size_t)(tu_uniform(&r) * 70);
+        const size_t lda = k + PAD, ldb = k + PAD, ldc = n + PAD;
+        const double alpha = round_ % 2 ? 0.125 : 1.0;
+        double *a = tu_f64((m + 1) * lda), *b = tu_f64((n + 1) * ldb);
+        double *c = tu_f64((m + 1) * ldc);
+        float *a32 = tu_f32((m + 1) * lda), *b32 = tu_f32((n + 1) * ldb);
+        float *c32 = tu_f32((m + 1) * ldc);
+        tu_fill_normal(&r, a, (m + 1) * lda, 1), tu_fill_normal(&r, b, (n + 1) * ldb, 1);
+        tu_to_f32(a, a32, (m + 1) * lda), tu_to_f32(b, b32, (n + 1) * ldb);
+        tu_to_f64(a32, a, (m + 1) * lda), tu_to_f64(b32, b, (n + 1) * ldb);
+        for (size_t e = 0; e < (m + 1) * ldc; e++)
+            c[e] = SENTINEL, c32[e] = (float)SENTINEL;
+        la_gemm_small_abt_f64(m, n, k, alpha, a, (ptrdiff_t)lda, b, (ptrdiff_t)ldb, c,
+                              (ptrdiff_t)ldc);
+        la_gemm_small_abt_f32(m, n, k, (float)alpha, a32, (ptrdiff_t)lda, b32, (ptrdiff_t)ldb, c32,
+                              (ptrdiff_t)ldc);
+        for (size_t i = 0; i <= m; i++)
+            for (size_t j = 0; j < ldc; j++) {
+                const size_t e = i * ldc + j;
+                if (i == m || j >= n) { /* outside the block */
+                    if (c[e] != SENTINEL || c32[e] != (float)SENTINEL)
+                        fail_msg("round %d (m %zu n %zu k %zu): C[%zu] outside the block written",
+                                 round_, m, n, k, e);
+                    continue;
+                }
+                double exact = 0, mag = 0;
+                float chain = 0;
+                for (size_t p = 0; p < k; p++) {
+                    exact += a[i * lda + p] * b[j * ldb + p];
+                    mag += fabs(a[i * lda + p] * b[j * ldb + p]);
+                    chain = fmaf(a32[i * lda + p], b32[j * ldb + p], chain);
+                }
+                exact *= alpha, mag *= alpha;
+                if (!(fabs(c[e] - exact) <= 1e-14 * mag))
+                    fail_msg("round %d (m %zu n %zu k %zu) float64 C[%zu][%zu] = %.17g, want %.17g",
+                             round_, m, n, k, i, j, c[e], exact);
+                if (!(fabs((double)c32[e] - exact) <= 1e-6 * mag))
+                    fail_msg("round %d (m %zu n %zu k %zu) float32 C[%zu][%zu] = %.9g, want %.9g",
+                             round_, m, n, k, i, j, (double)c32[e], exact);
+                if (tiles && k <= 256 && !(c32[e] == (float)alpha * chain))
+                    fail_msg("round %d (m %zu n %zu k %zu): C[%zu][%zu] = %.9g, alpha times one "
+                             "FMA chain gives %.9g",
+                             round_, m, n, k, i, j, (double)c32[e], (double)((float)alpha * chain));
+            }
+        free(a), free(b), free(c), free(a32), free(b32), free(c32);
+    }
+}
+
 int main(void)
 {
     tu_init("test_gemm_small");
@@ -195,6 +257,7 @@ int main(void)
         cmocka_unit_test(float64_products),
         cmocka_unit_test(float32_products),
         cmocka_unit_test(other_alpha_beta_f64),
+        cmocka_unit_test(products_with_bt),
     };
     /* the AVX-512 tiles where the CPU has them, and the BLIS path the others take */
     int failed = cmocka_run_group_tests_name("default path", tests, NULL, NULL);
