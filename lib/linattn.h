@@ -163,8 +163,8 @@ typedef struct {
  * ends); a kind not in the chain takes its LA_*_PARAMS_INIT defaults, so one chain serves
  * every kernel. la_problem_check refuses (LA_EINVAL) an unknown kind, a kind given twice,
  * a size of 0 and one tensor of a pair. Tensors are float64 in either precision,
- * row-major, shared by all B·H heads, owned by the caller; NULL: drawn from the block's
- * seed (la_kernel_draw), alike in both precisions. */
+ * row-major, shared by all B·H heads, owned by the caller; NULL: drawn from the seed on
+ * every call, alike in both precisions (la_kernel_draw draws them once, to keep). */
 typedef enum {
     LA_PARAMS_NONE = 0,  /* no block (la_kernel_info.block) */
     LA_PARAMS_LOCAL = 1, /* la_local_params (LA_PARAM_WINDOW) */
