@@ -279,14 +279,22 @@ int variants_rank_fits(la_kernel kernel, const la_problem *p)
     return !row || !(row->params & LA_PARAM_PROJ) || proj_rank_of(p) <= p->n_keys;
 }
 
+void variants_release_draws(variants_values *v)
+{
+    free(v->held_e), free(v->held_f);
+    v->held_e = v->held_f = NULL;
+    v->held_rank = v->held_keys = 0;
+    v->blocks.linformer.proj_e = v->proj_e.data;
+    v->blocks.linformer.proj_f = v->proj_f.data;
+}
+
 void variants_free(variants_values *v)
 {
     la_array_free(&v->proj_e);
     la_array_free(&v->proj_f);
     la_array_free(&v->score_w);
     la_array_free(&v->score_v);
-    free(v->held_e), free(v->held_f);
-    v->held_e = v->held_f = NULL;
+    variants_release_draws(v);
 }
 
 void variants_print_help(FILE *out, int with_proj, int with_seed)

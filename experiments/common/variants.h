@@ -97,6 +97,9 @@ int variants_apply(variants_values *v, la_problem *p);
  * and F it keeps (they are a Linformer layer's parameters), not a Box–Muller draw of
  * 2·k·M entries per call. Returns 0, or 1 out of memory (one line). */
 int variants_hold_draws(variants_values *v, la_kernel kernel, const la_problem *p);
+/* Frees what variants_hold_draws holds and points v's Linformer block back at --proj's
+ * arrays (or none): where a measurement must not count their memory. */
+void variants_release_draws(variants_values *v);
 
 /* Links v's blocks into one chain, each block's seed v->seed, and returns its head (a
  * la_layer_config's params; variants_apply calls it). The arrays of the flags are put in
