@@ -79,7 +79,7 @@ static size_t taylor_keys_used(const la_problem *p, size_t b)
 static bool taylor_features(const REAL *x, size_t rows, size_t dk, size_t width, REAL r, REAL t,
                             REAL *restrict phi)
 {
-    bool finite = true;
+    REAL zero = 0; /* Σ f·0: 0 while every feature is finite, NaN from an inf or a NaN */
     LA_COUNT(LA_COUNT_PHI, (double)rows * (double)(2 * dk + dk * dk));
     for (size_t i = 0; i < rows; i++) {
         const REAL *xi = x + i * dk;
@@ -93,11 +93,14 @@ static bool taylor_features(const REAL *x, size_t rows, size_t dk, size_t width,
             for (size_t c = 0; c < dk; c++)
                 quad[a * dk + c] = ta * xi[c];
         }
-        for (size_t e = 0; e < width; e++) /* false for inf and NaN */
-            finite &= (f[e] < 0 ? -f[e] : f[e]) <= REAL_MAX;
+#pragma omp simd reduction(+ : zero)
+        for (size_t e = 0; e < width; e++)
+            zero += f[e] * 0;
     }
-    return finite;
+    return zero == 0;
 }
+
+enum { FEATURE_ROWS = 64 }; /* rows per task of the features */
 
 static la_status taylor_attention(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
                                   REAL *out)
@@ -121,19 +124,26 @@ static la_status taylor_attention(const la_problem *p, const REAL *q, const REAL
     const REAL r = (REAL)sqrt(fabs(s)), t = (REAL)(fabs(s) / sqrt(2.0));
     bool finite = true;
     const int threads = la_threads();
-#pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(&& : finite)
-    for (size_t hd = 0; hd < heads; hd++) {
-        const size_t used = taylor_keys_used(p, hd / p->heads);
-        /* an entry whose queries see no key: zero features, no work (its rows are zeros) */
-        const bool fq = taylor_features(q + hd * N * dk, used ? N : 0, dk, width, s < 0 ? -r : r, t,
-                                        phi_q + hd * N * width);
-        if (!used) memset(phi_q + hd * N * width, 0, N * width * sizeof(REAL));
-        REAL *fk_head = phi_k + hd * M * width;
-        const bool fk = taylor_features(k + hd * M * dk, used, dk, width, r, t, fk_head);
-        /* the keys no query reads: zero features (the engine's range scan reads every row) */
-        memset(fk_head + used * width, 0, (M - used) * width * sizeof(REAL));
-        finite = fq && fk && finite;
-    }
+    /* tasks of FEATURE_ROWS rows of one head and side, so that one head fills the threads */
+    const size_t qb = (N + FEATURE_ROWS - 1) / FEATURE_ROWS,
+                 kb = (M + FEATURE_ROWS - 1) / FEATURE_ROWS;
+#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(threads) reduction(&& : finite)
+    for (size_t hd = 0; hd < heads; hd++)
+        for (size_t task = 0; task < qb + kb; task++) {
+            const size_t used = taylor_keys_used(p, hd / p->heads);
+            const bool queries = task < qb;
+            const size_t rows = queries ? N : M, i0 = (queries ? task : task - qb) * FEATURE_ROWS;
+            const size_t i1 = i0 + FEATURE_ROWS < rows ? i0 + FEATURE_ROWS : rows;
+            const REAL *x = (queries ? q + hd * N * dk : k + hd * M * dk) + i0 * dk;
+            REAL *f = (queries ? phi_q + hd * N * width : phi_k + hd * M * width) + i0 * width;
+            /* queries of an entry that sees no key, and keys no query reads: zero features
+             * (their rows are zeros; the engine's range scan reads every row) */
+            const size_t formed =
+                queries ? (used ? i1 - i0 : 0) : (used > i0 ? (used < i1 ? used : i1) - i0 : 0);
+            finite =
+                taylor_features(x, formed, dk, width, queries && s < 0 ? -r : r, t, f) && finite;
+            memset(f + formed * width, 0, (i1 - i0 - formed) * width * sizeof(REAL));
+        }
     if (finite) {
         la_problem inner = *p; /* linear attention on the features */
         inner.d_k = width;
