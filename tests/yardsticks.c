@@ -9,6 +9,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* ‖x‖ over n elements, summed in order. */
+static double norm2(const double *x, size_t n)
+{
+    double s = 0;
+    for (size_t c = 0; c < n; c++)
+        s += x[c] * x[c];
+    return sqrt(s);
+}
+
+/* ‖row j‖ of x (rows of n) into out[j], for j < rows: the keys' and values' norms, once
+ * per head. */
+static void row_norms(const double *x, size_t rows, size_t n, double *out)
+{
+    for (size_t j = 0; j < rows; j++)
+        out[j] = norm2(x + j * n, n);
+}
+
 /* d_q and d_k of the softmax family are sums of dS_ij = P_ij (dP_ij − D_i) times k_j or q_i,
  * and can cancel to far below the size of what is summed: a query that sees one key has
  * dS = 0 exactly, which the fused backward forms as d_out_i·v_0 − d_out_i·out_i, two
@@ -19,9 +36,9 @@
  * d_out_i·out_i round relative to ‖d_out_i‖‖v_j‖ and ‖d_out_i‖‖out_i‖): for d_q row i,
  * |scale| Σ_j P_ij ‖d_out_i‖ (‖v_j‖ + ‖out_i‖) ‖k_j‖, for d_k row j the same summed over i
  * with ‖q_i‖ for ‖k_j‖. Where the gradient is not mostly cancelled ‖reference‖ is the larger, and
- * the check is the plain relative one (the count of comparisons where the floor was the
- * larger is printed). */
-/* Linear attention's d_q and d_k cancel the same way: d_φ(q_i) = S_i·dnum_i + dden_i·z_i
+ * the check is the plain relative one.
+ *
+ * Linear attention's d_q and d_k cancel the same way: d_φ(q_i) = S_i·dnum_i + dden_i·z_i
  * and d_φ(k_j) = dS_j·v_j + dz_j are differences of terms of size ‖d_out_i‖ (‖v_j‖ +
  * ‖y_i‖) ‖φ‖ / den_i, which cancel to about eps / den of that where a query sees one key
  * (its output does not depend on φ(q)'s scale but through eps). So the same floor, with
@@ -39,27 +56,19 @@ static void linear_yardsticks(const la_problem *p, const tu_backward *b, double 
         const double *vh = b->v + hd * M * dv, *gh = b->d_out + hd * N * dv;
         const double *oh = b->out + hd * N * dv;
         la_ref_feature_map(p->feature_map, kh, fk, M * dk);
-        for (size_t j = 0; j < M; j++) {
-            kn[j] = vn[j] = per_key[j] = 0;
-            for (size_t c = 0; c < dk; c++)
-                kn[j] += fk[j * dk + c] * fk[j * dk + c];
-            for (size_t c = 0; c < dv; c++)
-                vn[j] += vh[j * dv + c] * vh[j * dv + c];
-            kn[j] = sqrt(kn[j]), vn[j] = sqrt(vn[j]);
-        }
+        row_norms(fk, M, dk, kn);
+        row_norms(vh, M, dv, vn);
+        memset(per_key, 0, M * sizeof *per_key);
         for (size_t i = 0; i < N; i++) {
             const size_t m = la_visible_keys(p, hd / p->heads, i);
             la_ref_feature_map(p->feature_map, qh + i * dk, fq, dk);
-            double den = p->eps, qn = 0, gn = 0, yn = 0, row = 0;
-            for (size_t c = 0; c < dk; c++) {
-                qn += fq[c] * fq[c];
+            double den = p->eps, row = 0;
+            for (size_t c = 0; c < dk; c++)
                 for (size_t j = 0; j < m; j++)
                     den += fq[c] * fk[j * dk + c];
-            }
-            for (size_t c = 0; c < dv; c++)
-                gn += gh[i * dv + c] * gh[i * dv + c], yn += oh[i * dv + c] * oh[i * dv + c];
             if (!(den > 0)) continue; /* the zero row: no gradient */
-            qn = sqrt(qn), gn = sqrt(gn), yn = sqrt(yn);
+            const double qn = norm2(fq, dk), gn = norm2(gh + i * dv, dv);
+            const double yn = norm2(oh + i * dv, dv);
             for (size_t j = 0; j < m; j++) {
                 const double term = gn / den * (vn[j] + yn);
                 row += term * kn[j];
@@ -87,20 +96,19 @@ static void favor_yardsticks(la_kernel kernel, const la_problem *p, const tu_bac
                  m = la_favor_params_of(p).features;
     double *w = tu_f64(m * dk), *pq = tu_f64(m), *pk = tu_f64(M * m), *g = tu_f64(M);
     double *Pk = tu_f64(M), *per_key = tu_f64(M), *a = tu_f64(M);
+    double *kn = tu_f64(M), *vn = tu_f64(M);
     assert_int_equal(la_kernel_draw(kernel, p, w, NULL), LA_OK);
     const double s = pow((double)dk, -0.25);
     double wn = 0;
-    for (size_t l = 0; l < m; l++) {
-        double n2 = 0;
-        for (size_t c = 0; c < dk; c++)
-            n2 += w[l * dk + c] * w[l * dk + c];
-        wn = fmax(wn, sqrt(n2));
-    }
+    for (size_t l = 0; l < m; l++)
+        wn = fmax(wn, norm2(w + l * dk, dk));
     y[0] = y[1] = 0;
     for (size_t hd = 0; hd < p->batch * p->heads; hd++) {
         const double *qh = b->q + hd * N * dk, *kh = b->k + hd * M * dk;
         const double *vh = b->v + hd * M * dv, *gh = b->d_out + hd * N * dv;
         const double *oh = b->out + hd * N * dv;
+        row_norms(kh, M, dk, kn);
+        row_norms(vh, M, dv, vn);
         for (size_t j = 0; j < M; j++) { /* the keys' projections, P_j and g_j */
             double sq = 0;
             Pk[j] = -INFINITY;
@@ -118,7 +126,7 @@ static void favor_yardsticks(la_kernel kernel, const la_problem *p, const tu_bac
         for (size_t i = 0; i < N; i++) {
             const size_t vis = la_visible_keys(p, hd / p->heads, i);
             if (vis == 0) continue;
-            double Pq = -INFINITY, mu = -INFINITY, den = p->eps, gn = 0, yn = 0, row = 0;
+            double Pq = -INFINITY, mu = -INFINITY, den = p->eps, row = 0;
             for (size_t l = 0; l < m; l++) {
                 pq[l] = 0;
                 for (size_t c = 0; c < dk; c++)
@@ -133,19 +141,12 @@ static void favor_yardsticks(la_kernel kernel, const la_problem *p, const tu_bac
                     a[j] += exp(pq[l] - Pq + pk[j * m + l] - (Pk[j] - g[j]) - mu) / (double)m;
                 den += a[j];
             }
-            for (size_t c = 0; c < dv; c++)
-                gn += gh[i * dv + c] * gh[i * dv + c], yn += oh[i * dv + c] * oh[i * dv + c];
             if (!(den > 0)) continue;
-            gn = sqrt(gn), yn = sqrt(yn);
+            const double gn = norm2(gh + i * dv, dv), yn = norm2(oh + i * dv, dv);
             for (size_t j = 0; j < vis; j++) {
-                double vn = 0, kn = 0;
-                for (size_t c = 0; c < dv; c++)
-                    vn += vh[j * dv + c] * vh[j * dv + c];
-                for (size_t c = 0; c < dk; c++)
-                    kn += kh[j * dk + c] * kh[j * dk + c];
-                const double term = gn / den * (sqrt(vn) + yn) * a[j];
+                const double term = gn / den * (vn[j] + yn) * a[j];
                 row += term * 2 * s * wn;
-                per_key[j] += term * s * (2 * wn + s * sqrt(kn));
+                per_key[j] += term * s * (2 * wn + s * kn[j]);
             }
             y[0] += row * row;
         }
@@ -154,7 +155,7 @@ static void favor_yardsticks(la_kernel kernel, const la_problem *p, const tu_bac
     }
     y[0] = sqrt(y[0]);
     y[1] = sqrt(y[1]);
-    free(w), free(pq), free(pk), free(g), free(Pk), free(per_key), free(a);
+    free(w), free(pq), free(pk), free(g), free(Pk), free(per_key), free(a), free(kn), free(vn);
 }
 
 /* Y of d_q (y[0]) and d_k (y[1]) of the softmax family, in float64 plain loops over the
@@ -162,17 +163,18 @@ static void favor_yardsticks(la_kernel kernel, const la_problem *p, const tu_bac
 static void softmax_yardsticks(const la_problem *p, const tu_backward *b, double y[2])
 {
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
-    double *P = tu_f64(M), *per_key = tu_f64(M);
+    double *P = tu_f64(M), *per_key = tu_f64(M), *kn = tu_f64(M), *vn = tu_f64(M);
     y[0] = y[1] = 0;
     for (size_t hd = 0; hd < p->batch * p->heads; hd++) {
         const double *qh = b->q + hd * N * dk, *kh = b->k + hd * M * dk;
         const double *vh = b->v + hd * M * dv, *gh = b->d_out + hd * N * dv;
         memset(per_key, 0, M * sizeof *per_key);
+        row_norms(kh, M, dk, kn);
+        row_norms(vh, M, dv, vn);
         for (size_t i = 0; i < N; i++) {
             const size_t m = la_visible_keys(p, hd / p->heads, i);
-            double max = -INFINITY, sum = 0, row = 0, qn = 0;
-            for (size_t c = 0; c < dk; c++)
-                qn += qh[i * dk + c] * qh[i * dk + c];
+            double max = -INFINITY, sum = 0, row = 0;
+            const double qn = norm2(qh + i * dk, dk), gn = norm2(gh + i * dv, dv);
             for (size_t j = 0; j < m; j++) {
                 P[j] = 0;
                 for (size_t c = 0; c < dk; c++)
@@ -184,24 +186,19 @@ static void softmax_yardsticks(const la_problem *p, const tu_backward *b, double
                 sum += P[j] = exp(P[j] - max);
             for (size_t j = 0; j < m; j++)
                 P[j] /= sum;
-            /* ‖d_out_i‖ and ‖out_i‖, out_i = Σ_j P_ij v_j */
-            double gn = 0, on = 0;
+            /* ‖out_i‖, out_i = Σ_j P_ij v_j */
+            double on = 0;
             for (size_t c = 0; c < dv; c++) {
                 double o = 0;
                 for (size_t j = 0; j < m; j++)
                     o += P[j] * vh[j * dv + c];
                 on += o * o;
-                gn += gh[i * dv + c] * gh[i * dv + c];
             }
+            on = sqrt(on);
             for (size_t j = 0; j < m; j++) {
-                double kn = 0, vn = 0;
-                for (size_t c = 0; c < dk; c++)
-                    kn += kh[j * dk + c] * kh[j * dk + c];
-                for (size_t c = 0; c < dv; c++)
-                    vn += vh[j * dv + c] * vh[j * dv + c];
-                const double term = fabs(p->scale) * P[j] * sqrt(gn) * (sqrt(vn) + sqrt(on));
-                row += term * sqrt(kn);
-                per_key[j] += term * sqrt(qn);
+                const double term = fabs(p->scale) * P[j] * gn * (vn[j] + on);
+                row += term * kn[j];
+                per_key[j] += term * qn;
             }
             y[0] += row * row;
         }
@@ -210,8 +207,7 @@ static void softmax_yardsticks(const la_problem *p, const tu_backward *b, double
     }
     y[0] = sqrt(y[0]);
     y[1] = sqrt(y[1]);
-    free(P);
-    free(per_key);
+    free(P), free(per_key), free(kn), free(vn);
 }
 
 bool tu_gradient_yardsticks(const la_kernel_info *info, const la_problem *p, const tu_backward *b,
@@ -227,4 +223,46 @@ bool tu_gradient_yardsticks(const la_kernel_info *info, const la_problem *p, con
     else
         return false;
     return true;
+}
+
+/* The comparisons where the floor exceeded the reference's norm, since the last
+ * tu_floor_uses_reset. */
+static size_t floor_uses;
+
+size_t tu_floor_uses(void)
+{
+    return floor_uses;
+}
+
+void tu_floor_uses_reset(void)
+{
+    floor_uses = 0;
+}
+
+static double floored(double diff2, double ref2, double floor)
+{
+    if (!isfinite(diff2) || !isfinite(ref2)) return INFINITY;
+    if (sqrt(ref2) < floor) floor_uses++;
+    const double den = fmax(sqrt(ref2), floor);
+    return den > 0 ? sqrt(diff2) / den : sqrt(diff2);
+}
+
+double tu_floored_error_f64(const double *y, const double *ref, size_t n, double floor)
+{
+    double d2 = 0, r2 = 0;
+    for (size_t e = 0; e < n; e++) {
+        d2 += (y[e] - ref[e]) * (y[e] - ref[e]);
+        r2 += ref[e] * ref[e];
+    }
+    return floored(d2, r2, floor);
+}
+
+double tu_floored_error_f32(const float *y, const double *ref, size_t n, double floor)
+{
+    double d2 = 0, r2 = 0;
+    for (size_t e = 0; e < n; e++) {
+        d2 += ((double)y[e] - ref[e]) * ((double)y[e] - ref[e]);
+        r2 += ref[e] * ref[e];
+    }
+    return floored(d2, r2, floor);
 }

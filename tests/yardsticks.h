@@ -28,4 +28,12 @@ typedef struct {
 bool tu_gradient_yardsticks(const la_kernel_info *info, const la_problem *p, const tu_backward *b,
                             double y[2]);
 
+/* ‖y − ref‖ / max(‖ref‖, floor) over n elements (the plain ‖y − ref‖ where both are 0);
+ * +inf where y or ref holds an inf or a NaN. A comparison where floor exceeds ‖ref‖ is
+ * counted (tu_floor_uses, back to 0 with tu_floor_uses_reset). */
+double tu_floored_error_f64(const double *y, const double *ref, size_t n, double floor);
+double tu_floored_error_f32(const float *y, const double *ref, size_t n, double floor);
+size_t tu_floor_uses(void);
+void tu_floor_uses_reset(void);
+
 #endif

@@ -1330,34 +1330,6 @@ static double large_logits_dq_error(const la_problem *p, const inputs *in, const
     return ref2 > 0 ? sqrt(err2 / ref2) : sqrt(err2);
 }
 
-static size_t floor_used; /* comparisons where the floor exceeded the reference's norm */
-
-static double floored(double diff2, double ref2, double floor)
-{
-    if (!isfinite(diff2) || !isfinite(ref2)) return INFINITY;
-    if (sqrt(ref2) < floor) floor_used++;
-    const double den = fmax(sqrt(ref2), floor);
-    return den > 0 ? sqrt(diff2) / den : sqrt(diff2);
-}
-static double floored_error_f64(const double *y, const double *ref, size_t n, double floor)
-{
-    double d2 = 0, r2 = 0;
-    for (size_t e = 0; e < n; e++) {
-        d2 += (y[e] - ref[e]) * (y[e] - ref[e]);
-        r2 += ref[e] * ref[e];
-    }
-    return floored(d2, r2, floor);
-}
-static double floored_error_f32(const float *y, const double *ref, size_t n, double floor)
-{
-    double d2 = 0, r2 = 0;
-    for (size_t e = 0; e < n; e++) {
-        d2 += ((double)y[e] - ref[e]) * ((double)y[e] - ref[e]);
-        r2 += ref[e] * ref[e];
-    }
-    return floored(d2, r2, floor);
-}
-
 /* The row's backward_f64 and backward_f32 against its reference_backward, on the three
  * cases, every gradient, with a fresh d_out. Returns the worst relative errors seen
  * (divided by the case's tolerance factor) in worst[0] (float32) and worst[1] (float64). */
@@ -1400,8 +1372,8 @@ static void backward_check_row(const row *r, double worst[2])
                 if (yard[0] >= 0 && t < 2) {
                     /* d_q, d_k: relative to the larger of their norm and the floor */
                     const double floor = TU_BWD_FLOOR * yard[t];
-                    err = f32 ? floored_error_f32(io.g32[t], ref[t], io.n[t], floor)
-                              : floored_error_f64(io.g64[t], ref[t], io.n[t], floor);
+                    err = f32 ? tu_floored_error_f32(io.g32[t], ref[t], io.n[t], floor)
+                              : tu_floored_error_f64(io.g64[t], ref[t], io.n[t], floor);
                 }
                 if (f32 && t == 0 && c == CASE_LARGE_LOGITS) {
                     /* float32 d_q at logits made large by a common key part: held to the
@@ -1481,8 +1453,8 @@ static void backward_matches_reference(void **state)
     print_message("  %zu rows checked, %zu skipped (no backward), %zu left to smaller shapes "
                   "(an oracle of more than %d terms); d_q or d_k mostly cancelled, held "
                   "relative to the floor: %zu comparisons\n",
-                  prop.rows, skipped, slow, ORACLE_TERMS_MAX, floor_used);
-    floor_used = 0;
+                  prop.rows, skipped, slow, ORACLE_TERMS_MAX, tu_floor_uses());
+    tu_floor_uses_reset();
     property_end();
 }
 

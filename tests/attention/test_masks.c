@@ -335,16 +335,45 @@ static void queries_before_the_first_key_get_zero_rows(void **state)
     }
 }
 
-/* ‖got − ref‖ / max(‖ref‖, floor) over n elements (got in float64 or float32). */
-static double floored_error(const double *got64, const float *got32, const double *ref, size_t n,
-                            double floor)
+/* One case's backward in both precisions (given its forward's outputs) against the row's
+ * float64 oracle: d_q and d_k against max(‖ref‖, the cancellation floor) (yardsticks.h),
+ * d_v relative to its norm. `what` names the case in a failure. */
+static void backward_matches(const la_kernel_info *info, const la_problem *p, const inputs *in,
+                             const double *out, const float *out32, const char *what)
 {
-    double diff = 0, norm = 0;
-    for (size_t e = 0; e < n; e++) {
-        const double g = got64 ? got64[e] : (double)got32[e];
-        diff += (g - ref[e]) * (g - ref[e]), norm += ref[e] * ref[e];
+    static const char *const names[3] = {"d_q", "d_k", "d_v"};
+    const size_t n[3] = {in->nq, in->nk, in->nv};
+    double *ref[3], *g64[3];
+    float *g32[3];
+    for (int t = 0; t < 3; t++)
+        ref[t] = tu_f64(n[t]), g64[t] = tu_f64(n[t]), g32[t] = tu_f32(n[t]);
+    assert_int_equal(la_ref_attention_backward(info->kernel, p, in->q, in->k, in->v, out, in->g,
+                                               ref[0], ref[1], ref[2]),
+                     LA_OK);
+    assert_int_equal(la_attention_backward(info->kernel, p, LA_FLOAT64, in->q, in->k, in->v, out,
+                                           NULL, in->g, g64[0], g64[1], g64[2]),
+                     LA_OK);
+    assert_int_equal(la_attention_backward(info->kernel, p, LA_FLOAT32, in->q32, in->k32, in->v32,
+                                           out32, NULL, in->g32, g32[0], g32[1], g32[2]),
+                     LA_OK);
+    double yard[2];
+    const tu_backward bw = {in->q, in->k, in->v, out, in->g};
+    tu_gradient_yardsticks(info, p, &bw, yard);
+    for (int t = 0; t < 2; t++) {
+        const double floor = TU_BWD_FLOOR * yard[t];
+        const double e64 = tu_floored_error_f64(g64[t], ref[t], n[t], floor);
+        const double e32 = tu_floored_error_f32(g32[t], ref[t], n[t], floor);
+        if (!(e64 < TOL_BWD_F64) || !(e32 < bwd_tol_f32(t, p)))
+            fail_msg("%s backward %s %s: error %.3g (float64), %.3g (float32) against "
+                     "max(‖ref‖, floor %.3g) (seed %llu)",
+                     info->name, what, names[t], e64, e32, floor, (unsigned long long)tu_seed());
     }
-    return diff == 0 ? 0 : sqrt(diff) / fmax(sqrt(norm), floor); /* NaN never < tol */
+    tu_assert_close_f64(g64[2], ref[2], n[2], TOL_BWD_F64, "%s backward %s d_v float64", info->name,
+                        what);
+    tu_assert_close_f32(g32[2], ref[2], n[2], bwd_tol_f32(2, p), "%s backward %s d_v float32",
+                        info->name, what);
+    for (int t = 0; t < 3; t++)
+        free(ref[t]), free(g64[t]), free(g32[t]);
 }
 
 /* The backward passes bottom-right against their float64 oracles. */
@@ -366,46 +395,9 @@ static void bottom_right_backward_matches_reference(void **state)
                              LA_OK);
             assert_int_equal(
                 la_attention(info->kernel, &p, LA_FLOAT32, in.q32, in.k32, in.v32, out32), LA_OK);
-            const size_t n[3] = {in.nq, in.nk, in.nv};
-            double *ref[3], *g64[3];
-            float *g32[3];
-            for (int t = 0; t < 3; t++)
-                ref[t] = tu_f64(n[t]), g64[t] = tu_f64(n[t]), g32[t] = tu_f32(n[t]);
-            assert_int_equal(la_ref_attention_backward(info->kernel, &p, in.q, in.k, in.v, out,
-                                                       in.g, ref[0], ref[1], ref[2]),
-                             LA_OK);
-            assert_int_equal(la_attention_backward(info->kernel, &p, LA_FLOAT64, in.q, in.k, in.v,
-                                                   out, NULL, in.g, g64[0], g64[1], g64[2]),
-                             LA_OK);
-            assert_int_equal(la_attention_backward(info->kernel, &p, LA_FLOAT32, in.q32, in.k32,
-                                                   in.v32, out32, NULL, in.g32, g32[0], g32[1],
-                                                   g32[2]),
-                             LA_OK);
-            static const char *const names[3] = {"d_q", "d_k", "d_v"};
-            double yard[2];
-            const tu_backward bw = {in.q, in.k, in.v, out, in.g};
-            tu_gradient_yardsticks(info, &p, &bw, yard);
-            for (int t = 0; t < 3; t++) {
-                if (t < 2) {
-                    /* d_q, d_k: against max(‖ref‖, the cancellation floor) */
-                    const double floor = TU_BWD_FLOOR * yard[t];
-                    const double e64 = floored_error(g64[t], NULL, ref[t], n[t], floor);
-                    const double e32 = floored_error(NULL, g32[t], ref[t], n[t], floor);
-                    if (!(e64 < TOL_BWD_F64) || !(e32 < bwd_tol_f32(t, &p)))
-                        fail_msg("%s backward bottom-right shape %zu %s: error %.3g (float64), "
-                                 "%.3g (float32) against max(‖ref‖, floor %.3g) (seed %llu)",
-                                 info->name, si, names[t], e64, e32, floor,
-                                 (unsigned long long)tu_seed());
-                } else {
-                    tu_assert_close_f64(g64[t], ref[t], n[t], TOL_BWD_F64,
-                                        "%s backward bottom-right shape %zu d_v float64",
-                                        info->name, si);
-                    tu_assert_close_f32(g32[t], ref[t], n[t], bwd_tol_f32(t, &p),
-                                        "%s backward bottom-right shape %zu d_v float32",
-                                        info->name, si);
-                }
-                free(ref[t]), free(g64[t]), free(g32[t]);
-            }
+            char what[64];
+            snprintf(what, sizeof what, "bottom-right shape %zu", si);
+            backward_matches(info, &p, &in, out, out32, what);
             free(out), free(out32);
             free_inputs(&in);
         }
@@ -634,49 +626,9 @@ static void masks_match_reference(void **state)
                 }
                 checked++;
                 if (info->fns->backward_f64) {
-                    const size_t n[3] = {in.nq, in.nk, in.nv};
-                    double *g_ref[3], *g64[3];
-                    float *g32[3];
-                    for (int t = 0; t < 3; t++)
-                        g_ref[t] = tu_f64(n[t]), g64[t] = tu_f64(n[t]), g32[t] = tu_f32(n[t]);
-                    assert_int_equal(la_ref_attention_backward(info->kernel, &p, in.q, in.k, in.v,
-                                                               y64, in.g, g_ref[0], g_ref[1],
-                                                               g_ref[2]),
-                                     LA_OK);
-                    assert_int_equal(la_attention_backward(info->kernel, &p, LA_FLOAT64, in.q, in.k,
-                                                           in.v, y64, NULL, in.g, g64[0], g64[1],
-                                                           g64[2]),
-                                     LA_OK);
-                    assert_int_equal(la_attention_backward(info->kernel, &p, LA_FLOAT32, in.q32,
-                                                           in.k32, in.v32, y32, NULL, in.g32,
-                                                           g32[0], g32[1], g32[2]),
-                                     LA_OK);
-                    static const char *const names[3] = {"d_q", "d_k", "d_v"};
-                    double yard[2];
-                    const tu_backward bw = {in.q, in.k, in.v, y64, in.g};
-                    tu_gradient_yardsticks(info, &p, &bw, yard);
-                    for (int t = 0; t < 3; t++) {
-                        if (t < 2) {
-                            /* d_q, d_k: against max(‖ref‖, the cancellation floor) */
-                            const double floor = TU_BWD_FLOOR * yard[t];
-                            const double e64 = floored_error(g64[t], NULL, g_ref[t], n[t], floor);
-                            const double e32 = floored_error(NULL, g32[t], g_ref[t], n[t], floor);
-                            if (!(e64 < TOL_BWD_F64) || !(e32 < bwd_tol_f32(t, &p)))
-                                fail_msg("%s backward mask form %zu shape %zu %s: error %.3g "
-                                         "(float64), %.3g (float32) against max(‖ref‖, floor "
-                                         "%.3g) (seed %llu)",
-                                         info->name, fi, si, names[t], e64, e32, floor,
-                                         (unsigned long long)tu_seed());
-                        } else {
-                            tu_assert_close_f64(g64[t], g_ref[t], n[t], TOL_BWD_F64,
-                                                "%s backward mask form %zu shape %zu %s float64",
-                                                info->name, fi, si, names[t]);
-                            tu_assert_close_f32(g32[t], g_ref[t], n[t], bwd_tol_f32(t, &p),
-                                                "%s backward mask form %zu shape %zu %s float32",
-                                                info->name, fi, si, names[t]);
-                        }
-                        free(g_ref[t]), free(g64[t]), free(g32[t]);
-                    }
+                    char what[64];
+                    snprintf(what, sizeof what, "mask form %zu shape %zu", fi, si);
+                    backward_matches(info, &p, &in, y64, y32, what);
                 }
             next:
                 free(ref), free(y64), free(y32);
