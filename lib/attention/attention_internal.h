@@ -73,6 +73,21 @@ la_status la_linear_recurrent_backward_cost(const la_problem *p, la_dtype dtype,
  * the backward passes' own bounds. */
 double la_max_abs_f32(const float *x, size_t n);
 double la_max_abs_f64(const double *x, size_t n);
+/* Whether all n doubles of a caller's tensor are finite (Linformer's E and F, relative
+ * positions' a^K and a^V), max |x| into *max_abs; not a range scan (not counted as one).
+ * Vectorized: Σ x·0 is 0 for finite entries and NaN from an inf or a NaN. */
+static inline bool la_finite_max_abs(const double *x, size_t n, double *max_abs)
+{
+    double m = 0, zero = 0;
+#pragma omp simd reduction(max : m) reduction(+ : zero)
+    for (size_t i = 0; i < n; i++) {
+        const double a = x[i] < 0 ? -x[i] : x[i];
+        m = a > m ? a : m;
+        zero += x[i] * 0;
+    }
+    *max_abs = m;
+    return zero == 0;
+}
 /* The same over the keys seen (la_keys_seen) of a contiguous (B, H, M, d) array. */
 double la_max_abs_seen_f32(const la_problem *p, const float *x, size_t d);
 double la_max_abs_seen_f64(const la_problem *p, const double *x, size_t d);

@@ -73,22 +73,6 @@ la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, double *e,
 
 /* ---------------------------------------------------------------- shared by both precisions */
 
-/* Whether every entry of x (n doubles) is finite, and max |x| into *max_abs. Vectorized
- * (`omp simd`: a max in any order is exact); Σ x·0 is 0 for finite entries and NaN where
- * one is ±inf or NaN. */
-static bool finite_max_abs(const double *x, size_t n, double *max_abs)
-{
-    double m = 0, zero = 0;
-#pragma omp simd reduction(max : m) reduction(+ : zero)
-    for (size_t i = 0; i < n; i++) {
-        const double a = fabs(x[i]);
-        m = a > m ? a : m;
-        zero += x[i] * 0;
-    }
-    *max_abs = m;
-    return zero == 0;
-}
-
 /* What one call holds, in elements of its precision: the projections as the kernel reads
  * them (float32: E and F converted or drawn, 2·k·M; float64: a drawn pair, 2·k·M, none when
  * given), then K' (B, H, k, d_k) and V' (B, H, k, d_v). */
@@ -160,8 +144,8 @@ static la_status linformer_attention(const la_problem *p, const REAL *q, const R
      * M·max|E|·max|K| (M·max|F|·max|V|), within T/8; inputs holding inf or NaN pass, as
      * the other kernels' scans let them (their outputs are not finite either) */
     double e_max = 0, f_max = 0;
-    if (linformer.proj_e && (!finite_max_abs(linformer.proj_e, r * M, &e_max) ||
-                             !finite_max_abs(linformer.proj_f, r * M, &f_max)))
+    if (linformer.proj_e && (!la_finite_max_abs(linformer.proj_e, r * M, &e_max) ||
+                             !la_finite_max_abs(linformer.proj_f, r * M, &f_max)))
         return LA_EINVAL;
     if (!linformer.proj_e) e_max = f_max = 9 / sqrt((double)r); /* a drawn |z| is below 8.6 */
     const double k_max = FN(la_max_abs)(k, heads * M * dk);

@@ -127,18 +127,6 @@ static size_t relative_bytes(const relative_layout *lay, size_t elem)
     return lay->tables * elem + lay->per_thread * (size_t)lay->threads;
 }
 
-/* Whether every entry of x (n doubles) is finite, and max |x| into *max_abs. */
-static bool finite_max_abs(const double *x, size_t n, double *max_abs)
-{
-    double m = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(x[i])) return false;
-        m = fabs(x[i]) > m ? fabs(x[i]) : m;
-    }
-    *max_abs = m;
-    return true;
-}
-
 /* The checks both precisions share: a checked problem, the pointers, tables that fit, a
  * float32 scale float32 holds, given tables finite (their max |entry| into *ak_max,
  * *av_max; drawn: a bound on a drawn |z|). */
@@ -152,8 +140,8 @@ static la_status relative_check(const la_problem *p, const void *q, const void *
     size_t rows, nk, nv;
     if (!table_sizes(relative.max_distance, p->d_k, p->d_v, &rows, &nk, &nv)) return LA_EOVERFLOW;
     *ak_max = *av_max = 9; /* a drawn |z| is below 8.6 */
-    if (relative.rel_k && (!finite_max_abs(relative.rel_k, nk, ak_max) ||
-                           !finite_max_abs(relative.rel_v, nv, av_max)))
+    if (relative.rel_k && (!la_finite_max_abs(relative.rel_k, nk, ak_max) ||
+                           !la_finite_max_abs(relative.rel_v, nv, av_max)))
         return LA_EINVAL;
     return LA_OK;
 }
