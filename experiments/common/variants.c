@@ -4,6 +4,7 @@
 #include "arrays.h"
 #include "cli.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,6 +180,13 @@ int variants_parse(const variants_flags *f, unsigned params_read, variants_value
     return 0;
 }
 
+/* Whether v holds Linformer's E and F drawn for keys rows, at v's rank and seed. */
+static bool held_fits(const variants_values *v, size_t keys)
+{
+    return v->held_e && v->held_keys == keys && v->held_rank == v->blocks.linformer.proj_rank &&
+           v->held_seed == v->seed;
+}
+
 int variants_apply(variants_values *v, la_problem *p)
 {
     v->blocks.linformer.proj_e = v->blocks.linformer.proj_f = NULL;
@@ -206,11 +214,9 @@ int variants_apply(variants_values *v, la_problem *p)
                             v->proj_e.shape[1], p->n_keys, p->n_keys);
         v->blocks.linformer.proj_e = v->proj_e.data;
         v->blocks.linformer.proj_f = v->proj_f.data;
-    } else { /* the held draw where it fits this shape (variants_hold_draws), else none */
-        const int held = v->held_e && v->held_keys == p->n_keys &&
-                         v->held_rank == v->blocks.linformer.proj_rank && v->held_seed == v->seed;
-        v->blocks.linformer.proj_e = held ? v->held_e : NULL;
-        v->blocks.linformer.proj_f = held ? v->held_f : NULL;
+    } else if (held_fits(v, p->n_keys)) { /* the draw variants_hold_draws keeps */
+        v->blocks.linformer.proj_e = v->held_e;
+        v->blocks.linformer.proj_f = v->held_f;
     }
     p->params = variants_chain(v);
     return 0;
@@ -221,12 +227,9 @@ int variants_hold_draws(variants_values *v, la_kernel kernel, const la_problem *
     const la_kernel_info *info = la_kernel_get(kernel);
     if (!info || !(info->params & LA_PARAM_PROJ) || v->proj_e.data) return 0;
     const size_t rank = v->blocks.linformer.proj_rank, keys = p->n_keys;
-    if (!(v->held_e && v->held_keys == keys && v->held_rank == rank && v->held_seed == v->seed)) {
-        free(v->held_e), free(v->held_f);
-        v->held_e = v->held_f = NULL;
-        v->held_rank = v->held_keys = 0;
+    if (!held_fits(v, keys)) {
+        variants_release_draws(v); /* and the block's E, F back to none */
         la_problem drawn = *p;
-        v->blocks.linformer.proj_e = v->blocks.linformer.proj_f = NULL;
         drawn.params = variants_chain(v);
         double *e =
             rank <= SIZE_MAX / sizeof(double) / keys ? malloc(rank * keys * sizeof *e) : NULL;
