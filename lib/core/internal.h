@@ -51,7 +51,7 @@ void la_gemm_small_f64(size_t m, size_t n, size_t k, double alpha, const double 
                        double *c, ptrdiff_t rsc, ptrdiff_t csc);
 
 /* C (m×n, row stride ldc) = alpha · A (m×k, row stride lda) · Bᵀ, B (n×k, row stride ldb):
- * the portable engine's Q·Kᵀ. float32 with AVX-512 and k <= 256: B transposed 32 rows at a
+ * the portable engine's Q·Kᵀ. float32 with AVX-512 and 1 <= k <= 256: B transposed 32 rows at a
  * time into a panel for gemm_small's register tiles, alpha applied to each finished
  * element; otherwise (and float64) BLIS with B read through swapped strides. */
 void la_gemm_small_abt_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrdiff_t lda,

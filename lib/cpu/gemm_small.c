@@ -227,18 +227,18 @@ void la_gemm_small_abt_f32(size_t m, size_t n, size_t k, float alpha, const floa
                            const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc)
 {
 #if LA_HAVE_AVX512_CODE
-    if (k <= ABT_MAX_K && la_avx512_usable()) {
+    if (k > 0 && k <= ABT_MAX_K && la_avx512_usable()) {
         /* each 32 rows of B transposed once into a (k × 32) panel, which every 8-row tile
          * of A then reads as gemm_small's B; alpha applied to the finished block */
         _Alignas(64) float panel[ABT_MAX_K * 32];
         for (size_t j0 = 0; j0 < n; j0 += 32) {
             const size_t cols = n - j0 < 32 ? n - j0 : 32;
             la_transpose_f32(cols, k, b + (ptrdiff_t)j0 * ldb, (size_t)ldb, panel, 32);
-            if (m > 0 && k > 0) gemm_small(m, cols, k, a, lda, 1, panel, 32, c + j0, ldc, false);
+            gemm_small(m, cols, k, a, lda, 1, panel, 32, c + j0, ldc, false);
             for (size_t i = 0; i < m; i++) {
                 float *ci = c + (ptrdiff_t)i * ldc + j0;
                 for (size_t x = 0; x < cols; x++)
-                    ci[x] = k > 0 ? alpha * ci[x] : 0;
+                    ci[x] *= alpha;
             }
         }
         return;

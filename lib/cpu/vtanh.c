@@ -9,26 +9,46 @@
 #include "cpu/simd_avx512.h"
 
 /* s[j] = Σ_a w[a]·tanh(x[a] + ct[a·ldc + j]), j < n: the keys in the lanes, each score
- * summed over a in order (vtanh.h). As a macro so each build below compiles its own. */
-#define TANH_SCORES(T, TANH, MULADD)                                                               \
-    for (size_t j = 0; j < n; j++)                                                                 \
-        s[j] = 0;                                                                                  \
-    for (size_t a = 0; a < da; a++) {                                                              \
-        const T xa = x[a], wa = w[a], *cr = ct + a * ldc;                                          \
-        _Pragma("omp simd") for (size_t j = 0; j < n; j++) s[j] =                                  \
-            MULADD(wa, TANH(xa + cr[j]), s[j]);                                                    \
+ * summed over a in order (vtanh.h). Inlined into each build below, which vectorizes it
+ * for its own target. */
+__attribute__((always_inline)) static inline void scores_f32(const float *x, const float *ct,
+                                                             size_t ldc, const float *w, size_t da,
+                                                             float *s, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        s[j] = 0;
+    for (size_t a = 0; a < da; a++) {
+        const float xa = x[a], wa = w[a], *cr = ct + a * ldc;
+#pragma omp simd
+        for (size_t j = 0; j < n; j++)
+            s[j] = MULADD_F32(wa, la_vtanh_f32(xa + cr[j]), s[j]);
     }
+}
+
+__attribute__((always_inline)) static inline void scores_f64(const double *x, const double *ct,
+                                                             size_t ldc, const double *w, size_t da,
+                                                             double *s, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        s[j] = 0;
+    for (size_t a = 0; a < da; a++) {
+        const double xa = x[a], wa = w[a], *cr = ct + a * ldc;
+#pragma omp simd
+        for (size_t j = 0; j < n; j++)
+            s[j] = MULADD_F64(wa, la_vtanh_f64(xa + cr[j]), s[j]);
+    }
+}
 
 static void tanh_scores_f32(const float *x, const float *ct, size_t ldc, const float *w, size_t da,
                             float *s, size_t n)
 {
-    TANH_SCORES(float, la_vtanh_f32, MULADD_F32)
+    scores_f32(x, ct, ldc, w, da, s, n);
 }
 
 static void tanh_scores_f64(const double *x, const double *ct, size_t ldc, const double *w,
                             size_t da, double *s, size_t n)
 {
-    TANH_SCORES(double, la_vtanh_f64, MULADD_F64)
+    scores_f64(x, ct, ldc, w, da, s, n);
 }
 
 #ifdef LA_HAVE_AVX512_CODE
@@ -36,13 +56,16 @@ static void tanh_scores_f64(const double *x, const double *ct, size_t ldc, const
 #define LA_AVX512_LOOPS __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
 
 LA_AVX512_LOOPS static void tanh_scores_f32_avx512(const float *x, const float *ct, size_t ldc,
-                                                   const float *w, size_t da, float *s, size_t n){
-    TANH_SCORES(float, la_vtanh_f32, MULADD_F32)}
+                                                   const float *w, size_t da, float *s, size_t n)
+{
+    scores_f32(x, ct, ldc, w, da, s, n);
+}
 
-LA_AVX512_LOOPS
-    static void tanh_scores_f64_avx512(const double *x, const double *ct, size_t ldc,
-                                       const double *w, size_t da, double *s,
-                                       size_t n){TANH_SCORES(double, la_vtanh_f64, MULADD_F64)}
+LA_AVX512_LOOPS static void tanh_scores_f64_avx512(const double *x, const double *ct, size_t ldc,
+                                                   const double *w, size_t da, double *s, size_t n)
+{
+    scores_f64(x, ct, ldc, w, da, s, n);
+}
 
 LA_AVX512_LOOPS static void row_f32_avx512(const float *x, float *y, size_t n)
 {
