@@ -98,10 +98,10 @@ typedef enum { LA_FLOAT32 = 0, LA_FLOAT64 = 1 } la_dtype;
 LA_API la_status la_set_num_threads(int n);
 LA_API int la_get_num_threads(void);
 LA_API int la_num_threads_requested(void);
-/* What was built and runs (static strings): the version, the BLIS release, the BLIS
- * kernel set ("zen3"; "skx (chosen by linattn)" where BLIS did not know the CPU;
- * LA_BLIS_CONFIG = native|haswell|skx overrides), the SIMD path ("avx512": linattn's own
- * register tiles; "portable (LA_SIMD=off)", "portable (no AVX-512)"; bits differ). */
+/* What was built and runs (static strings): version, BLIS release, BLIS kernels ("zen3";
+ * "skx (chosen by linattn)" where BLIS did not know the CPU; LA_BLIS_CONFIG=native|haswell|skx
+ * forces), SIMD path ("avx512, tile 8x32 (timed fastest)": own tiles, their shape timed at first
+ * use or LA_TILE=8x32|12x32|6x64|4x64, same bits; "portable (LA_SIMD=off|no AVX-512)"). */
 typedef struct {
     const char *version, *blis_version, *blis_config, *simd;
 } la_config_info;

@@ -7,6 +7,6 @@ la_config_info la_config(void)
         .version = LA_VERSION_STRING,
         .blis_version = la_blis_version(),
         .blis_config = la_blis_config(),
-        .simd = la_simd_config(),
+        .simd = la_gemm_small_config(),
     };
 }

@@ -10,6 +10,14 @@
 #include "core/internal.h"
 #include "cpu/simd_avx512.h"
 
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #if LA_HAVE_AVX512_CODE
 
 enum { TILE_ROWS = 8 }; /* a tile: 8 rows × 32 columns (16 accumulators) or × 16 (8) */
@@ -110,6 +118,251 @@ LA_AVX512 static void gemm_small(size_t m, size_t n, size_t k, const float *a, p
     }
 }
 
+/* ---------------------------------------------------------------- tile shapes */
+
+/* The register tile that suits a CPU depends on its FMA units: Zen 4 runs 512-bit FMAs on
+ * two 256-bit pipes, one vector FMA a cycle, for which 8 rows × 32 columns (16
+ * accumulators, 10 loads per 16 FMAs) is enough; a core with two 512-bit FMA ports and a
+ * 4-cycle latency needs at least 8 FMAs in flight and gains from fewer loads per FMA. So
+ * the full tiles come in several shapes (rows × 16·vecs columns), every one the same FMA
+ * chain per element (bitwise the same result: the contract above), and the one this CPU
+ * runs fastest is chosen once per process (la_gemm_small_tile). Each shape's edges (its
+ * last rows and a partial last column strip) fall to smaller tiles of the same chains. */
+
+/* C[0..R)[0..16·V) (+)= A[0..R)[0..k) · B[0..k)[0..16·V), whole columns, R and V
+ * constants at every call: R·V accumulators, per step V vector loads and R broadcasts. */
+LA_AVX512 __attribute__((always_inline)) static inline void
+tile_rv(size_t k, const float *a, ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t ldb,
+        float *c, ptrdiff_t ldc, bool accumulate, int R, int V)
+{
+    __m512 acc[16][4];
+#pragma GCC unroll 16
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < V; v++)
+            acc[i][v] = _mm512_setzero_ps();
+    for (size_t p = 0; p < k; p++) {
+        const float *bp = b + (ptrdiff_t)p * ldb, *ap = a + (ptrdiff_t)p * csa;
+        __m512 bv[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < V; v++)
+            bv[v] = _mm512_loadu_ps(bp + 16 * v);
+#pragma GCC unroll 16
+        for (int i = 0; i < R; i++) {
+            const __m512 ai = _mm512_set1_ps(ap[i * rsa]);
+#pragma GCC unroll 4
+            for (int v = 0; v < V; v++)
+                acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < V; v++) {
+            float *ci = c + i * ldc + 16 * v;
+            _mm512_storeu_ps(ci, accumulate ? _mm512_add_ps(_mm512_loadu_ps(ci), acc[i][v])
+                                            : acc[i][v]);
+        }
+}
+
+/* C (m × 16·V·strips) (+)= A·B in whole column strips: tiles of R rows, then the rows
+ * left in tiles of 8, 4, 2 and 1 (as many as fit). */
+LA_AVX512 __attribute__((always_inline)) static inline void
+strips_rv(size_t m, size_t strips, size_t k, const float *a, ptrdiff_t rsa, ptrdiff_t csa,
+          const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, bool accumulate, int R, int V)
+{
+    for (size_t s = 0; s < strips; s++) {
+        const float *bs = b + s * 16 * (size_t)V;
+        float *cs = c + s * 16 * (size_t)V;
+        size_t i = 0;
+        for (; i + (size_t)R <= m; i += (size_t)R)
+            tile_rv(k, a + (ptrdiff_t)i * rsa, rsa, csa, bs, ldb, cs + (ptrdiff_t)i * ldc, ldc,
+                    accumulate, R, V);
+        for (; R > 8 && i + 8 <= m; i += 8)
+            tile_rv(k, a + (ptrdiff_t)i * rsa, rsa, csa, bs, ldb, cs + (ptrdiff_t)i * ldc, ldc,
+                    accumulate, 8, V);
+        for (; R > 4 && i + 4 <= m; i += 4)
+            tile_rv(k, a + (ptrdiff_t)i * rsa, rsa, csa, bs, ldb, cs + (ptrdiff_t)i * ldc, ldc,
+                    accumulate, 4, V);
+        for (; i + 2 <= m; i += 2)
+            tile_rv(k, a + (ptrdiff_t)i * rsa, rsa, csa, bs, ldb, cs + (ptrdiff_t)i * ldc, ldc,
+                    accumulate, 2, V);
+        for (; i < m; i++)
+            tile_rv(k, a + (ptrdiff_t)i * rsa, rsa, csa, bs, ldb, cs + (ptrdiff_t)i * ldc, ldc,
+                    accumulate, 1, V);
+    }
+}
+
+typedef void strips_fn(size_t m, size_t strips, size_t k, const float *a, ptrdiff_t rsa,
+                       ptrdiff_t csa, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc,
+                       bool accumulate);
+
+#define LA_STRIPS(R, V)                                                                            \
+    LA_AVX512 static void strips_##R##x##V(                                                        \
+        size_t m, size_t strips, size_t k, const float *a, ptrdiff_t rsa, ptrdiff_t csa,           \
+        const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, bool accumulate)                   \
+    {                                                                                              \
+        strips_rv(m, strips, k, a, rsa, csa, b, ldb, c, ldc, accumulate, R, V);                    \
+    }
+LA_STRIPS(12, 2)
+LA_STRIPS(6, 4)
+LA_STRIPS(4, 4)
+#undef LA_STRIPS
+#endif
+
+/* The float32 tile shapes, the first the default (NULL: gemm_small's own 8 × 32 loop). */
+typedef struct {
+    const char *name; /* rows × columns */
+    int vecs;         /* columns / 16 */
+#if LA_HAVE_AVX512_CODE
+    strips_fn *strips;
+#endif
+} tile_shape;
+
+#if LA_HAVE_AVX512_CODE
+#define LA_SHAPE(name, vecs, fn)                                                                   \
+    {                                                                                              \
+        name, vecs, fn                                                                             \
+    }
+#else
+#define LA_SHAPE(name, vecs, fn)                                                                   \
+    {                                                                                              \
+        name, vecs                                                                                 \
+    }
+#endif
+static const tile_shape shapes[] = {
+    LA_SHAPE("8x32", 2, NULL),
+    LA_SHAPE("12x32", 2, strips_12x2),
+    LA_SHAPE("6x64", 4, strips_6x4),
+    LA_SHAPE("4x64", 4, strips_4x4),
+};
+#undef LA_SHAPE
+enum { SHAPES = sizeof shapes / sizeof shapes[0] };
+
+static pthread_once_t shape_once = PTHREAD_ONCE_INIT;
+static int shape_chosen;    /* index into shapes, set once by choose_shape */
+static char shape_text[96]; /* "avx512, tile 8x32 (…)", set with it */
+
+#if LA_HAVE_AVX512_CODE
+/* gemm_small on the tile shape `shape`: its whole column strips, then the columns left
+ * on the 8 × 32 tiles. Bitwise the same result for every shape. */
+LA_AVX512 static void gemm_small_on(int shape, size_t m, size_t n, size_t k, const float *a,
+                                    ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t ldb,
+                                    float *c, ptrdiff_t ldc, bool accumulate)
+{
+    const tile_shape *t = &shapes[shape];
+    const size_t width = 16 * (size_t)t->vecs, strips = t->strips ? n / width : 0;
+    if (strips > 0) t->strips(m, strips, k, a, rsa, csa, b, ldb, c, ldc, accumulate);
+    if (n > strips * width)
+        gemm_small(m, n - strips * width, k, a, rsa, csa, b + strips * width, ldb,
+                   c + strips * width, ldc, accumulate);
+}
+
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The calibration: the two products that dominate the linear kernels at d = 64, the
+ * read φ(Q_blk)·S (128 × 64 · 64 × 64, A row-major) and the state update S +=
+ * φ(K_blk)ᵀV_blk (64 × 128 · 128 × 64, A through transposed strides), on data in L1/L2.
+ * Each shape is timed in 7 interleaved rounds of 16 pairs, keeping its fastest round (the
+ * least disturbed by other processes); about 10 ms in all. The default stays unless a
+ * shape beats it by 3%, so noise does not move the choice between equals. Returns the
+ * index, or 0 when the buffers cannot be had. */
+LA_AVX512 static int fastest_shape(void)
+{
+    enum { D = 64, ROWS = 128, ROUNDS = 7, PAIRS = 16 };
+    float *buf = malloc((size_t)(3 * ROWS * D) * sizeof *buf);
+    if (!buf) return 0;
+    float *x = buf, *y = buf + ROWS * D, *out = buf + 2 * ROWS * D;
+    /* the sizes as the kernels pass them, not constants the compiler would fold into a
+     * copy of gemm_small of its own */
+    static volatile size_t sizes[2] = {ROWS, D};
+    const size_t rows = sizes[0], d = sizes[1];
+    for (size_t i = 0; i < (size_t)(2 * ROWS * D); i++)
+        buf[i] = (float)(i % 13) * 0.01f + 0.5f;
+    double best[SHAPES];
+    for (int s = 0; s < SHAPES; s++)
+        best[s] = HUGE_VAL;
+    for (int r = 0; r < ROUNDS; r++)
+        for (int s = 0; s < SHAPES; s++) {
+            const double t0 = seconds();
+            for (int i = 0; i < PAIRS; i++) {
+                gemm_small_on(s, rows, d, d, x, (ptrdiff_t)d, 1, y, (ptrdiff_t)d, out, (ptrdiff_t)d,
+                              false);
+                gemm_small_on(s, d, d, rows, x, 1, (ptrdiff_t)d, y, (ptrdiff_t)d, out, (ptrdiff_t)d,
+                              true);
+            }
+            const double t = seconds() - t0;
+            best[s] = t < best[s] ? t : best[s];
+        }
+    free(buf);
+    int chosen = 0;
+    for (int s = 1; s < SHAPES; s++)
+        if (best[s] < 0.97 * best[0] && best[s] < best[chosen]) chosen = s;
+    return chosen;
+}
+#endif
+
+/* LA_TILE=name forces a shape (tests, comparisons); otherwise the fastest by timing. */
+static void choose_shape(void)
+{
+    const char *how = "timed fastest";
+    shape_chosen = 0;
+#if LA_HAVE_AVX512_CODE
+    if (la_avx512_present()) {
+        const char *env = getenv("LA_TILE");
+        int forced = -1;
+        for (int s = 0; env && s < SHAPES; s++)
+            if (strcmp(env, shapes[s].name) == 0) forced = s;
+        if (forced >= 0) {
+            shape_chosen = forced;
+            how = "LA_TILE";
+        } else {
+            shape_chosen = fastest_shape();
+            if (env) how = "timed fastest; LA_TILE names no shape";
+        }
+        snprintf(shape_text, sizeof shape_text, "avx512, tile %s (%s)", shapes[shape_chosen].name,
+                 how);
+        return;
+    }
+#endif
+    (void)how;
+    snprintf(shape_text, sizeof shape_text, "%s", la_simd_config());
+}
+
+static _Atomic int shape_override = -1; /* la_gemm_small_use_shape */
+
+int la_gemm_small_shape(void)
+{
+    const int forced = shape_override;
+    if (forced >= 0) return forced;
+    pthread_once(&shape_once, choose_shape);
+    return shape_chosen;
+}
+
+void la_gemm_small_use_shape(int shape)
+{
+    shape_override = shape >= 0 && shape < SHAPES ? shape : -1;
+}
+
+const char *la_gemm_small_config(void)
+{
+    pthread_once(&shape_once, choose_shape);
+    return la_avx512_usable() ? shape_text : la_simd_config();
+}
+
+int la_gemm_small_shapes(const char **names, int max)
+{
+    for (int s = 0; s < SHAPES && s < max; s++)
+        names[s] = shapes[s].name;
+    return SHAPES;
+}
+
+#if LA_HAVE_AVX512_CODE
 /* ---------------------------------------------------------------- float64 */
 
 /* The same tiles with 8 double lanes: 8 rows × 16 columns, 16 accumulators, per step 2
@@ -199,7 +452,8 @@ void la_gemm_small_f32(size_t m, size_t n, size_t k, float alpha, const float *a
 {
 #if LA_HAVE_AVX512_CODE
     if (alpha == 1 && (beta == 0 || beta == 1) && csb == 1 && csc == 1 && la_avx512_usable()) {
-        if (m > 0 && n > 0) gemm_small(m, n, k, a, rsa, csa, b, rsb, c, rsc, beta == 1);
+        if (m > 0 && n > 0)
+            gemm_small_on(la_gemm_small_shape(), m, n, k, a, rsa, csa, b, rsb, c, rsc, beta == 1);
         return;
     }
 #endif
@@ -234,7 +488,8 @@ void la_gemm_small_abt_f32(size_t m, size_t n, size_t k, float alpha, const floa
         for (size_t j0 = 0; j0 < n; j0 += 32) {
             const size_t cols = n - j0 < 32 ? n - j0 : 32;
             la_transpose_f32(cols, k, b + (ptrdiff_t)j0 * ldb, (size_t)ldb, panel, 32);
-            gemm_small(m, cols, k, a, lda, 1, panel, 32, c + j0, ldc, false);
+            gemm_small_on(la_gemm_small_shape(), m, cols, k, a, lda, 1, panel, 32, c + j0, ldc,
+                          false);
             for (size_t i = 0; i < m; i++) {
                 float *ci = c + (ptrdiff_t)i * ldc + j0;
                 for (size_t x = 0; x < cols; x++)

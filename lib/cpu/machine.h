@@ -47,4 +47,17 @@ double la_fma_peak_gflops_f64(int threads);
  * runs: "avx512", "portable (LA_SIMD=off)" or "portable (no AVX-512)". A static string. */
 const char *la_simd_config(void);
 
+/* The float32 small products' register tile (gemm_small.c): the shapes 8x32, 12x32, 6x64
+ * and 4x64 give bitwise the same products; the one this CPU runs fastest is timed once per
+ * process at first use (about 10 ms), or forced by LA_TILE=name. la_gemm_small_shape is
+ * its index in la_gemm_small_shapes' names (which returns how many there are);
+ * la_gemm_small_config says what runs, for la_config().simd: "avx512, tile 8x32 (timed
+ * fastest)", "avx512, tile 6x64 (LA_TILE)", or la_simd_config() where the tiles do not
+ * run. Static strings; thread-safe. */
+int la_gemm_small_shape(void);
+/* Runs every later product on shape index `shape` (tests); -1 goes back to the choice. */
+void la_gemm_small_use_shape(int shape);
+int la_gemm_small_shapes(const char **names, int max);
+const char *la_gemm_small_config(void);
+
 #endif /* LA_CPU_MACHINE_H */

@@ -33,6 +33,12 @@ bool la_avx512_usable(void)
     return cpu_ok && !env_off && enabled;
 }
 
+bool la_avx512_present(void)
+{
+    pthread_once(&detect_once, detect);
+    return cpu_ok && !env_off;
+}
+
 void la_avx512_enable(bool on)
 {
     enabled = on;

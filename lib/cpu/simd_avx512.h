@@ -13,6 +13,9 @@
  * environment does not say LA_SIMD=off, and the tests have not switched them off
  * (la_avx512_enable). Decided once, cheap to ask. */
 bool la_avx512_usable(void);
+/* Whether they can: the CPU has them and LA_SIMD is not off (whatever la_avx512_enable
+ * says). */
+bool la_avx512_present(void);
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define LA_HAVE_AVX512_CODE 1

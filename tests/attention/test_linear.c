@@ -648,6 +648,36 @@ static void thread_count_determinism(void **state)
     free_inputs(&in);
 }
 
+/* The float32 small products' tile shapes (8x32, 12x32, 6x64, 4x64: la_gemm_small_shapes)
+ * are one FMA chain per element each, so the non-causal and chunked kernels give the
+ * same bits on every shape; d_k = 64, d_v = 72 reaches the wide shapes' strips and the
+ * columns past them. */
+static void same_bits_on_every_tile_shape(void **state)
+{
+    (void)state;
+    if (!la_avx512_usable()) {
+        printf("  (no AVX-512 tiles here)\n");
+        return;
+    }
+    inputs in;
+    make_inputs(&in, "tile_shapes", 1, 2, 300, 290, 64, 72);
+    in.p.chunk = 40;
+    const char *names[8];
+    const int shapes = la_gemm_small_shapes(names, 8);
+    float *first = tu_f32(in.no), *y = tu_f32(in.no);
+    for (int f = NONCAUSAL; f <= CHUNKED; f++)
+        for (int s = 0; s < shapes; s++) {
+            la_gemm_small_use_shape(s);
+            assert_int_equal(run_f32((form)f, &in.p, &in, s == 0 ? first : y), LA_OK);
+            if (s > 0 && memcmp(first, y, in.no * sizeof(float)) != 0)
+                fail_msg("form %d: tile %s differs from tile %s", f, names[s], names[0]);
+        }
+    la_gemm_small_use_shape(-1);
+    free(first);
+    free(y);
+    free_inputs(&in);
+}
+
 /* One head (B = H = 1) split within itself: the chunked form over many chunks equals
  * the recurrence, the non-causal form over many key pieces (M = 5000: ten pieces of 512
  * keys, with key lengths cutting the last pieces short or empty) equals the oracle, and
@@ -743,6 +773,7 @@ int main(void)
         cmocka_unit_test(workspace_bytes_is_the_cost_model),
         cmocka_unit_test(thread_count_determinism),
         cmocka_unit_test(one_head_many_pieces),
+        cmocka_unit_test(same_bits_on_every_tile_shape),
     };
     /* float32 φ and the linear kernels' block products have two paths: AVX-512 (where
      * the CPU has it) and portable (BLIS); every test runs against both. */

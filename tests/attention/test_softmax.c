@@ -249,7 +249,9 @@ static void hard_ties_lowest_key(void **state)
         assert_true(out[i] == 5 && out32[i] == 5);
 }
 
-/* la_simd_config names the path the float32 kernels run on, and follows the switch. */
+/* la_config().simd names the path the float32 kernels run on and the small products'
+ * tile shape ("avx512, tile 8x32 (timed fastest)"; LA_TILE forces one), and follows the
+ * switch. */
 static void simd_config_names(void **state)
 {
     (void)state;
@@ -257,11 +259,16 @@ static void simd_config_names(void **state)
         assert_true(strncmp(la_config().simd, "portable", 8) == 0);
         return;
     }
-    assert_string_equal(la_config().simd, "avx512");
+    const char *names[8], *on = la_config().simd;
+    const int shapes = la_gemm_small_shapes(names, 8), chosen = la_gemm_small_shape();
+    assert_true(chosen >= 0 && chosen < shapes);
+    char want[64];
+    snprintf(want, sizeof want, "avx512, tile %s (", names[chosen]);
+    if (strncmp(on, want, strlen(want)) != 0) fail_msg("la_config().simd = \"%s\"", on);
     la_avx512_enable(false);
     assert_string_equal(la_config().simd, "portable (switched off by the caller)");
     la_avx512_enable(true);
-    assert_string_equal(la_config().simd, "avx512");
+    assert_string_equal(la_config().simd, on);
 }
 
 /* Rounding must not grow with the number of keys: the float32 fused kernel at N = M =

@@ -259,9 +259,25 @@ int main(void)
         cmocka_unit_test(other_alpha_beta_f64),
         cmocka_unit_test(products_with_bt),
     };
+    const struct CMUnitTest shape_tests[] = {
+        cmocka_unit_test(float32_products),
+        cmocka_unit_test(products_with_bt),
+    };
     /* the AVX-512 tiles where the CPU has them, and the BLIS path the others take */
     int failed = cmocka_run_group_tests_name("default path", tests, NULL, NULL);
     if (la_avx512_usable()) {
+        /* every float32 tile shape (bitwise the same products: the FMA-chain checks) */
+        const char *names[8];
+        const int shapes = la_gemm_small_shapes(names, 8);
+        printf("float32 tiles: %s\n", la_config().simd);
+        for (int s = 0; s < shapes; s++) {
+            char group[64];
+            snprintf(group, sizeof group, "float32 tile %s", names[s]);
+            la_gemm_small_use_shape(s);
+            printf("%s\n", group);
+            failed += cmocka_run_group_tests_name(group, shape_tests, NULL, NULL);
+        }
+        la_gemm_small_use_shape(-1);
         la_avx512_enable(false);
         failed += cmocka_run_group_tests_name("BLIS path", tests, NULL, NULL);
         la_avx512_enable(true);
