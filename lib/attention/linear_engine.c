@@ -27,6 +27,7 @@
 
 #include "attention/attention_internal.h"
 #include "attention/linear_internal.h"
+#include "cpu/simd_avx512.h"
 
 #include <float.h>
 #include <math.h>
@@ -739,15 +740,22 @@ static void chunk_advance_in_place(const chunk_job *j, const chunk_task *t)
     if (!t->carries) return;
     if (j->stab) stabilize_keys(j, t, true);
     const REAL *vc = j->v + (t->hd * j->M + t->c0) * dv;
-    /* ΔS_c = φKᵀ·V_c with beta = 0, as chunk_prepare forms it, then S += ΔS_c: the same
-     * product of the same shape, so the same bits by construction. Beta = 1 into S would
-     * rest on the product adding its sums to C at the end with the kernel's bits, which
-     * BLIS's haswell configuration does not keep when gemm.c computes a last row apart */
+    /* S += ΔS_c, ΔS_c = φKᵀ·V_c, with the bits of forming ΔS_c (beta = 0, as chunk_prepare
+     * does) and adding it. gemm_small's tiles add each finished FMA chain to C at the end,
+     * so there the product goes straight into S (beta = 1: one pass over S fewer, 2–5% of
+     * the chunked kernel's time at d = 64); BLIS's haswell configuration does not keep
+     * those bits when gemm.c computes a last row apart, so elsewhere ΔS_c is formed in the
+     * scratch and added. */
     REAL *dS = t->dS, *dz = dS + dk * dv;
-    LA_PRODUCT(LA_COUNT_KV, dk, dv, nk, 1, t->phi_kt, (ptrdiff_t)C, 1, vc, (ptrdiff_t)dv, 1, 0, dS,
-               (ptrdiff_t)dv, 1);
-    for (size_t a = 0; a < dk * dv; a++) /* counted with the rescale above */
-        S[a] += dS[a];
+    if (la_avx512_usable()) {
+        LA_PRODUCT(LA_COUNT_KV, dk, dv, nk, 1, t->phi_kt, (ptrdiff_t)C, 1, vc, (ptrdiff_t)dv, 1, 1,
+                   S, (ptrdiff_t)dv, 1);
+    } else {
+        LA_PRODUCT(LA_COUNT_KV, dk, dv, nk, 1, t->phi_kt, (ptrdiff_t)C, 1, vc, (ptrdiff_t)dv, 1, 0,
+                   dS, (ptrdiff_t)dv, 1);
+        for (size_t a = 0; a < dk * dv; a++) /* counted with the rescale above */
+            S[a] += dS[a];
+    }
     /* z += Σ_rows φ(K_c): per entry a the sum over jj in order from 0, as chunk_prepare's
      * Δz_c, but with the entries in the vector lanes (φ(K_c) row by row, not φKᵀ) */
     LA_COUNT(LA_COUNT_KV, dk * nk);
