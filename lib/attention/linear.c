@@ -576,6 +576,8 @@ static la_status linear_noncausal_backward(const la_problem *p, const REAL *q, c
 
 /* ================================================================ causal, chunked */
 
+enum { TRI = LA_LINEAR_TRI_ROWS }; /* the blocks the mask cuts (linear_internal.h) */
+
 /* What every chunk task of a causal backward shares. Per head: the carried state
  * (`carried`, state = d_v·d_k + d_k: Sᵀ and z in sweep 2, dSᵀ and dz in sweep 3, z alone in
  * sweep 1) and the denominators den (N). */
@@ -795,13 +797,25 @@ static void grad_q_blocks(const ch_job *j, ch_task *t)
     chunk_grads(j, t, nk > 0);
     if (nk == 0) return;
     const REAL *vc = j->v + (t->hd * j->M + t->c0) * dv;
-    /* A = φ(Q_c) φKᵀ (nq, d_k)·(d_k, nk); Bᵀ = V_c Gᵀ (nk, d_v)·(d_v, nq), then + c_i */
-    LA_PRODUCT(LA_COUNT_QK, nq, nk, dk, 1, t->phi_q, ldk, 1, t->phi_kt, ldc, 1, 0, t->A, ldc, 1);
-    LA_PRODUCT(LA_COUNT_AV, nk, nq, dv, 1, vc, ldv, 1, t->Gt, ldc, 1, 0, t->Bt, ldc, 1);
-    /* the causal mask: key j > query i hidden, in A (row i) and Bᵀ (row j) */
+    /* by blocks of TRI rows (linear_internal.h), each over the part of the chunk it sees:
+     * A = φ(Q_c) φKᵀ (nq, d_k)·(d_k, nk), query rows [i0, i0 + rows) over keys j < i0 + rows;
+     * Bᵀ = V_c Gᵀ (nk, d_v)·(d_v, nq), key rows [r0, r0 + keys) over queries i >= r0 */
+    for (size_t i0 = 0; i0 < nq; i0 += TRI) {
+        const size_t rows = nq - i0 < TRI ? nq - i0 : TRI;
+        LA_PRODUCT(LA_COUNT_QK, rows, la_linear_tri_keys(nk, i0, rows), dk, 1, t->phi_q + i0 * dk,
+                   ldk, 1, t->phi_kt, ldc, 1, 0, t->A + i0 * C, ldc, 1);
+    }
+    for (size_t r0 = 0; r0 < nk; r0 += TRI) {
+        const size_t keys = nk - r0 < TRI ? nk - r0 : TRI;
+        LA_PRODUCT(LA_COUNT_AV, keys, nq - r0, dv, 1, vc + r0 * dv, ldv, 1, t->Gt + r0, ldc, 1, 0,
+                   t->Bt + r0 * C + r0, ldc, 1);
+    }
+    /* the causal mask inside the diagonal blocks (the only hidden entries formed): key
+     * j > query i hidden, in A (row i) and Bᵀ (row j) */
     for (size_t i = 0; i + 1 < nk; i++) {
-        LA_COUNT(LA_COUNT_HIDDEN, nk - i - 1);
-        for (size_t r = i + 1; r < nk; r++) {
+        const size_t end = (i / TRI + 1) * TRI < nk ? (i / TRI + 1) * TRI : nk;
+        LA_COUNT(LA_COUNT_HIDDEN, end - i - 1);
+        for (size_t r = i + 1; r < end; r++) {
             t->A[i * C + r] = 0;
             t->Bt[r * C + i] = 0;
         }
@@ -848,13 +862,23 @@ static void grad_q_finish(const ch_job *j, ch_task *t)
         rows_add(dq, nq, dk, t->cc, z);
     }
     if (nk > 0) {
-        /* + B φ(K_c) (nq, nk)·(nk, d_k), B = (Bᵀ)ᵀ through strides */
-        LA_PRODUCT(LA_COUNT_QK, nq, dk, nk, 1, t->Bt, 1, ldc, t->phi_k, ldk, 1, t->first ? 0 : 1,
-                   dq, ldk, 1);
+        /* + B φ(K_c) (nq, nk)·(nk, d_k), B = (Bᵀ)ᵀ through strides: query rows [i0, i0 +
+         * rows) over the keys j < i0 + rows they see (B's formed part) */
+        for (size_t i0 = 0; i0 < nq; i0 += TRI) {
+            const size_t rows = nq - i0 < TRI ? nq - i0 : TRI;
+            LA_PRODUCT(LA_COUNT_QK, rows, dk, la_linear_tri_keys(nk, i0, rows), 1, t->Bt + i0, 1,
+                       ldc, t->phi_k, ldk, 1, t->first ? 0 : 1, dq + i0 * dk, ldk, 1);
+        }
+        /* dφ(K_c) intra = Bᵀ φ(Q_c) (nk, nq)·(nq, d_k); d_v_c intra = Aᵀ G (nk, nq)·(nq, d_v):
+         * key rows [r0, r0 + keys) over the queries i >= r0 that see them */
         REAL *dkc = j->d_k + (hd * M + c0) * dk, *dvc = j->d_v + (hd * M + c0) * dv;
-        /* dφ(K_c) intra = Bᵀ φ(Q_c) (nk, nq)·(nq, d_k); d_v_c intra = Aᵀ G (nk, nq)·(nq, d_v) */
-        LA_PRODUCT(LA_COUNT_QK, nk, dk, nq, 1, t->Bt, ldc, 1, t->phi_q, ldk, 1, 0, dkc, ldk, 1);
-        LA_PRODUCT(LA_COUNT_AV, nk, dv, nq, 1, t->A, 1, ldc, t->G, ldv, 1, 0, dvc, ldv, 1);
+        for (size_t r0 = 0; r0 < nk; r0 += TRI) {
+            const size_t keys = nk - r0 < TRI ? nk - r0 : TRI;
+            LA_PRODUCT(LA_COUNT_QK, keys, dk, nq - r0, 1, t->Bt + r0 * C + r0, ldc, 1,
+                       t->phi_q + r0 * dk, ldk, 1, 0, dkc + r0 * dk, ldk, 1);
+            LA_PRODUCT(LA_COUNT_AV, keys, dv, nq - r0, 1, t->A + r0 * C + r0, 1, ldc,
+                       t->G + r0 * dv, ldv, 1, 0, dvc + r0 * dv, ldv, 1);
+        }
     } else if (t->first) {
         for (size_t a = 0; a < nq * dk; a++)
             dq[a] = 0;
@@ -1360,9 +1384,9 @@ static void noncausal_backward_head_flops(const la_problem *p, size_t keys, la_c
  *     later_queries·(3·d_v + 1); per later query [ΔdSᵀ Δdz] 2·d_k·d_v + 2·d_k (qs); per
  *     carried key V dSᵀ + dz and φ(K) dS, 4·d_k·d_v + d_k (kv).
  * Sweep 1, run for the range rule only when eps does not settle it, is not counted (a
- * check, like range.c's scans). The masked blocks are computed whole and their hidden
- * entries not counted; adding a Δ into the carried state joins partial sums and is not
- * counted (la_cost). */
+ * check, like range.c's scans). The masked products are formed by blocks of 8 rows
+ * (linear_internal.h) and the hidden entries inside the diagonal blocks not counted;
+ * adding a Δ into the carried state joins partial sums and is not counted (la_cost). */
 static void chunked_backward_head_flops(const la_problem *p, size_t m, la_cost *f)
 {
     if (m == 0) return;

@@ -133,15 +133,6 @@ static void prefetch_rows(const void *x, size_t bytes)
         __builtin_prefetch((const char *)x + off, 0, 3);
 }
 
-/* The causal chunked kernel forms A = φ(Q_c)·φ(K_c)ᵀ and A·V_c by blocks of TRI_ROWS
- * query rows (gemm_small's tile height), each block only over the keys its rows can
- * see: rows [i0, i0 + rows) see keys j <= i < i0 + rows, of the nk the chunk has. */
-enum { TRI_ROWS = 8 };
-static size_t tri_keys(size_t nk, size_t i0, size_t rows)
-{
-    return nk < i0 + rows ? nk : i0 + rows;
-}
-
 #if REAL_IS_F32
 void la_linear_hide_keys_f32(const la_problem *p, size_t hd, size_t j0, float *phi_k, size_t n)
 #else
@@ -652,13 +643,13 @@ static void chunk_prepare(const chunk_job *j, size_t task, size_t next, REAL *mi
         LA_PHI(j->p->feature_map, kh + c0 * dk, phi_k, nk * dk);
         FN(la_linear_hide_keys)(j->p, t->hd, c0, phi_k, nk);
         TRANSPOSE(nk, dk, phi_k, dk, t->phi_kt, C);
-        /* A = φ(Q_c) · φKᵀ (nq, d_k)·(d_k, nk) by blocks of TRI_ROWS query rows, each only
-         * over the keys its rows can see (A_blk: (rows, n_blk), the triangle's blocks
-         * above the diagonal never computed), then the causal mask inside the block:
-         * key j > query i hidden */
-        for (size_t i0 = 0; i0 < nq; i0 += TRI_ROWS) {
-            const size_t rows = nq - i0 < TRI_ROWS ? nq - i0 : TRI_ROWS;
-            const size_t n = tri_keys(nk, i0, rows);
+        /* A = φ(Q_c) · φKᵀ (nq, d_k)·(d_k, nk) by blocks of LA_LINEAR_TRI_ROWS query rows, each
+         * only over the keys its rows can see (A_blk: (rows, n_blk), the triangle's blocks above
+         * the diagonal never computed), then the causal mask inside the block: key j > query i
+         * hidden */
+        for (size_t i0 = 0; i0 < nq; i0 += LA_LINEAR_TRI_ROWS) {
+            const size_t rows = nq - i0 < LA_LINEAR_TRI_ROWS ? nq - i0 : LA_LINEAR_TRI_ROWS;
+            const size_t n = la_linear_tri_keys(nk, i0, rows);
             if (j->stab) { /* counted by visible pair in stabilize_block */
                 GEMM_SMALL(rows, n, dk, 1, t->phi_q + i0 * dk, ldk, 1, t->phi_kt, ldc, 1, 0,
                            t->A + i0 * C, ldc, 1);
@@ -790,21 +781,22 @@ static void chunk_finish(const chunk_job *j, const chunk_task *t)
                 y[i * dv + c] *= r;
         }
     }
-    for (size_t i0 = 0; nk > 0 && i0 < nq; i0 += TRI_ROWS) { /* A's blocks, as computed */
-        const size_t rows = nq - i0 < TRI_ROWS ? nq - i0 : TRI_ROWS;
+    for (size_t i0 = 0; nk > 0 && i0 < nq; i0 += LA_LINEAR_TRI_ROWS) { /* A's blocks, as computed */
+        const size_t rows = nq - i0 < LA_LINEAR_TRI_ROWS ? nq - i0 : LA_LINEAR_TRI_ROWS;
         if (j->stab) /* counted by visible pair in stabilize_block */
-            GEMM_SMALL(rows, dv, tri_keys(nk, i0, rows), 1, t->A + i0 * C, ldc, 1, vc, ldv, 1,
-                       c0 > 0 ? 1 : 0, y + i0 * dv, ldv, 1);
-        else
-            LA_PRODUCT(LA_COUNT_AV, rows, dv, tri_keys(nk, i0, rows), 1, t->A + i0 * C, ldc, 1, vc,
+            GEMM_SMALL(rows, dv, la_linear_tri_keys(nk, i0, rows), 1, t->A + i0 * C, ldc, 1, vc,
                        ldv, 1, c0 > 0 ? 1 : 0, y + i0 * dv, ldv, 1);
+        else
+            LA_PRODUCT(LA_COUNT_AV, rows, dv, la_linear_tri_keys(nk, i0, rows), 1, t->A + i0 * C,
+                       ldc, 1, vc, ldv, 1, c0 > 0 ? 1 : 0, y + i0 * dv, ldv, 1);
     }
     /* y = num / (Σ_j A[i, j] + eps + φ(q_i)·z_c): the denominators are vector work beside
      * the products, A's row sums and (after the first chunk) a dot product with z_c */
     for (size_t i = 0; i < nq; i++) {
         REAL row = 0;
-        const size_t i0 = i - i % TRI_ROWS, rows = nq - i0 < TRI_ROWS ? nq - i0 : TRI_ROWS;
-        const size_t n = nk == 0 ? 0 : tri_keys(nk, i0, rows); /* A's columns in row i */
+        const size_t i0 = i - i % LA_LINEAR_TRI_ROWS,
+                     rows = nq - i0 < LA_LINEAR_TRI_ROWS ? nq - i0 : LA_LINEAR_TRI_ROWS;
+        const size_t n = nk == 0 ? 0 : la_linear_tri_keys(nk, i0, rows); /* A's columns in row i */
         if (!j->stab) LA_COUNT(LA_COUNT_AV, n);
         for (size_t jj = 0; jj < n; jj++)
             row += t->A[i * C + jj];

@@ -171,6 +171,18 @@ void la_linear_hide_key_grads_f64(const la_problem *p, double *d_k);
 float la_dot_f32(const float *x, const float *y, size_t n);
 double la_dot_f64(const double *x, const double *y, size_t n);
 
+/* The causal chunked kernels (forward and backward) form the products a chunk's mask cuts,
+ * A = φ(Q_c)·φ(K_c)ᵀ and the others A and B enter, by blocks of LA_LINEAR_TRI_ROWS rows
+ * (gemm_small's tile height), each over the part of the chunk its rows can see: query
+ * rows [i0, i0 + rows) see keys j <= i < i0 + rows of the nk the chunk has
+ * (la_linear_tri_keys); key rows [r0, r0 + rows) are seen by queries i >= r0. The mask
+ * then zeroes what a block holds above the diagonal; nothing outside the blocks is formed. */
+#define LA_LINEAR_TRI_ROWS 8
+static inline size_t la_linear_tri_keys(size_t nk, size_t i0, size_t rows)
+{
+    return nk < i0 + rows ? nk : i0 + rows;
+}
+
 /* In a file compiled per precision (core/real_typed.h): φ, a dot product and a small product,
  * each counting what it issues into a counter under LA_COUNT_FLOPS (core/internal.h;
  * nothing otherwise): φ 1 per element (none for the identity), a dot product of n 2·n, an

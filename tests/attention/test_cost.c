@@ -1262,10 +1262,10 @@ static void model_equals_kernel_counts(void **state)
 
 /* One backward call of a linear kernel counted as it runs, against la_attention_backward_cost
  * (the forward runs first, outside the count, for its output). The same two conventions as
- * the forward's, taken out from what the kernel counted: the chunked backward computes the
- * masked blocks A = φQ_c·φK_cᵀ and Bᵀ = V_c·Gᵀ whole, and every hidden entry then cost
- * 2·d_k in A, 2·d_k in B·φK_c and 2·d_k in Bᵀ·φQ_c (qk), 2·d_v in Bᵀ and 2·d_v in Aᵀ·G
- * (av); the joins of partial sums (LA_COUNT_COMBINE) are left out. */
+ * the forward's, taken out from what the kernel counted: the chunked backward forms the
+ * masked A = φQ_c·φK_cᵀ and Bᵀ = V_c·Gᵀ by blocks, the diagonal ones whole, and every
+ * hidden entry of those then cost 2·d_k in A, 2·d_k in B·φK_c and 2·d_k in Bᵀ·φQ_c (qk),
+ * 2·d_v in Bᵀ and 2·d_v in Aᵀ·G (av); the joins of partial sums (LA_COUNT_COMBINE) are left out. */
 static void check_backward_counts(la_kernel kernel, la_dtype dtype, const la_problem *p, tu_rng *r)
 {
     const size_t B = p->batch, H = p->heads, N = p->n_queries, M = p->n_keys;
