@@ -589,12 +589,7 @@ static void block_backward(const head *hd, size_t i0, size_t rows, size_t j0, si
                     dsrow[c] = srow[c] * (dsrow[c] - d) * scale;
             }
         } else if (n > 0) {
-            for (size_t c = 0; c < n; c++)
-                srow[c] *= scale;
-            (void)EXP_SHIFT_SUM(srow, n, hd->lse[i0 + r]);
-            const REAL d = w->row[r];
-            for (size_t c = 0; c < n; c++)
-                dsrow[c] = srow[c] * (dsrow[c] - d) * scale;
+            FN(la_softmax_grad_row)(srow, dsrow, n, scale, hd->lse[i0 + r], w->row[r]);
         }
         for (size_t c = n; c < cols - c0; c++)
             srow[c] = dsrow[c] = 0;

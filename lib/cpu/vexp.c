@@ -39,3 +39,27 @@ double la_exp_shift_sum_f64(double *x, size_t n, double shift)
     }
     return sum;
 }
+
+LA_VEXP_CLONES
+void la_softmax_grad_row_f32(float *s, float *ds, size_t n, float scale, float shift, float d)
+{
+#pragma omp simd
+    for (size_t c = 0; c < n; c++) {
+        const float t = s[c] * scale; /* rounded, then shifted: exactly the forward's steps */
+        const float e = la_vexp_f32(t - shift);
+        s[c] = e;
+        ds[c] = e * (ds[c] - d) * scale;
+    }
+}
+
+LA_VEXP_CLONES
+void la_softmax_grad_row_f64(double *s, double *ds, size_t n, double scale, double shift, double d)
+{
+#pragma omp simd
+    for (size_t c = 0; c < n; c++) {
+        const double t = s[c] * scale;
+        const double e = la_vexp_f64(t - shift);
+        s[c] = e;
+        ds[c] = e * (ds[c] - d) * scale;
+    }
+}

@@ -147,4 +147,12 @@ __attribute__((visibility("hidden"))) float la_exp_shift_sum_f32(float *x, size_
 __attribute__((visibility("hidden"))) double la_exp_shift_sum_f64(double *x, size_t n,
                                                                   double shift);
 
+/* One row of the softmax backward's block, in one pass: s[c] = P = exp(s[c]·scale − shift)
+ * (the product rounded, then the shift subtracted, then la_exp_shift_sum's exp: the bits
+ * of those three steps apart) and ds[c] = P·(ds[c] − d)·scale (dS from dP), c < n. */
+__attribute__((visibility("hidden"))) void
+la_softmax_grad_row_f32(float *s, float *ds, size_t n, float scale, float shift, float d);
+__attribute__((visibility("hidden"))) void
+la_softmax_grad_row_f64(double *s, double *ds, size_t n, double scale, double shift, double d);
+
 #endif
