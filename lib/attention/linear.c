@@ -195,17 +195,10 @@ static void times_phi_prime(la_feature_map fm, const REAL *restrict phi, REAL *r
     }
 }
 
-/* xt (n, m) = xᵀ, x (m, n) row-major, in 16 × 16 tiles (a plain loop writes one line of
- * the destination per element). */
+/* xt (n, m) = xᵀ, x (m, n), both row-major: the blocked transpose (TRANSPOSE, lib/cpu/). */
 static void transpose(const REAL *restrict x, size_t m, size_t n, REAL *restrict xt)
 {
-    for (size_t i0 = 0; i0 < m; i0 += 16)
-        for (size_t j0 = 0; j0 < n; j0 += 16) {
-            const size_t i1 = m - i0 < 16 ? m : i0 + 16, j1 = n - j0 < 16 ? n : j0 + 16;
-            for (size_t j = j0; j < j1; j++)
-                for (size_t i = i0; i < i1; i++)
-                    xt[j * m + i] = x[i * n + j];
-        }
+    TRANSPOSE(m, n, x, n, xt, m);
 }
 
 /* y (rows, n) += s_i x (n) for every row i; s NULL: s_i = 1. */
