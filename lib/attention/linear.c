@@ -130,9 +130,10 @@ typedef struct {
  *   non-causal: per head [Sᵀ z], [dSᵀ dz] and dS, heads·(2·state + d_k·d_v); per thread a
  *     φ block, G and c of rows = min(128, max(N, M)) queries, and one partial state,
  *     rows·(d_k + d_v + 1) + state. Independent of N and M beyond 128.
- *   chunked (C = min(chunk, N)): per head the carried state and den, heads·(state + N);
+ *   chunked (C = min(chunk, N)): per head the carried state, den and c,
+ *     heads·(state + 2·N);
  *     per thread φ(Q_c), φ(K_c), φKᵀ, A, Bᵀ, G, Gᵀ, c, C·(3·d_k + 2·C + 2·d_v + 1), the
- *     snapshot, the chunk's Δ and dS, 2·state + d_k·d_v. Linear in N: N per head.
+ *     snapshot, the chunk's Δ and dS, 2·state + d_k·d_v. Linear in N: 2·N per head.
  *   recurrent: den of every head, heads·N; per thread S (or dS), z (or dz), φ(q_t),
  *     φ(k_t), g_t: d_k·d_v + 3·d_k + d_v.
  * Tasks: non-causal heads·max(query blocks, key blocks), chunked heads·chunks, recurrent
@@ -161,7 +162,7 @@ static la_status backward_layout_for(const la_problem *p, la_kernel kernel, size
         if (!mul_add_ok(3, dk, 1, &width) || !mul_add_ok(2, C, width, &width) ||
             !mul_add_ok(2, dv, width, &width) || !la_mul_ok(C, width, &a) ||
             !mul_add_ok(2, state, dkdv, &b) || !add_ok(a, b, &lay->per_thread) ||
-            !add_ok(state, N, &b) || !la_mul_ok(heads, b, &lay->shared) ||
+            !mul_add_ok(2, N, state, &b) || !la_mul_ok(heads, b, &lay->shared) ||
             !la_mul_ok(heads, (N + C - 1) / C, &tasks))
             return LA_EOVERFLOW;
     } else {
@@ -573,13 +574,13 @@ enum { TRI = LA_LINEAR_TRI_ROWS }; /* the blocks the mask cuts (linear_internal.
 
 /* What every chunk task of a causal backward shares. Per head: the carried state
  * (`carried`, state = d_v·d_k + d_k: Sᵀ and z in sweep 2, dSᵀ and dz in sweep 3, z alone in
- * sweep 1) and the denominators den (N). */
+ * sweep 1), the denominators den (N) and the c_i (N) sweep 2 forms for sweep 3. */
 typedef struct {
     const la_problem *p;
     const REAL *q, *k, *v, *out, *d_out;
     REAL *d_q, *d_k, *d_v;
     size_t N, M, dk, dv, C, n_chunks, heads, tasks, state;
-    REAL *carried, *den, *scratch;
+    REAL *carried, *den, *c, *scratch; /* den and c: N per head */
     size_t per_thread, threads;
     REAL eps;
 } ch_job;
@@ -733,18 +734,32 @@ static void den_finish(const ch_job *j, ch_task *t)
     chunk_dens(j, t, t->snap + j->dv * j->dk, false);
 }
 
-/* g_i and c_i of the chunk's queries from the stored den: G (nq, d_v), and its transpose
- * Gᵀ (d_v, C) when gt. */
-static void chunk_grads(const ch_job *j, ch_task *t, bool gt)
+/* g_i and c_i of the chunk's queries from the stored den: G (nq, d_v) and its transpose
+ * Gᵀ (d_v, C), c into t->cc and (for sweep 3) j->c. */
+static void chunk_grads(const ch_job *j, ch_task *t)
 {
-    const size_t dv = j->dv, C = j->C;
+    const size_t dv = j->dv, C = j->C, at = t->hd * j->N + t->c0;
     for (size_t i = 0; i < t->nq; i++) {
-        const size_t row = (t->hd * j->N + t->c0 + i) * dv;
-        t->cc[i] = row_grad(j->d_out + row, j->out + row, j->den[t->hd * j->N + t->c0 + i],
-                            t->G + i * dv, dv);
-        if (gt)
-            for (size_t c = 0; c < dv; c++)
-                t->Gt[c * C + i] = t->G[i * dv + c];
+        const size_t row = (at + i) * dv;
+        t->cc[i] = j->c[at + i] =
+            row_grad(j->d_out + row, j->out + row, j->den[at + i], t->G + i * dv, dv);
+        for (size_t c = 0; c < dv; c++)
+            t->Gt[c * C + i] = t->G[i * dv + c];
+    }
+}
+
+/* Sweep 3's G (nq, d_v) and c of the chunk's queries, from sweep 2's den and c: g_i =
+ * d_out_i / den_i, as row_grad forms it (the same bits), without c's dot product again. */
+static void chunk_grads_again(const ch_job *j, ch_task *t)
+{
+    const size_t dv = j->dv, at = t->hd * j->N + t->c0;
+    for (size_t i = 0; i < t->nq; i++) {
+        const REAL den = j->den[at + i], *d_out = j->d_out + (at + i) * dv;
+        REAL *g = t->G + i * dv;
+        LA_COUNT(LA_COUNT_NORMALIZE, dv);
+        t->cc[i] = j->c[at + i];
+        for (size_t c = 0; c < dv; c++)
+            g[c] = den == 0 ? 0 : d_out[c] / den;
     }
 }
 
@@ -787,7 +802,7 @@ static void grad_q_blocks(const ch_job *j, ch_task *t)
     for (size_t a = 0; a < dk; a++)
         z[a] = t->snap[dv * dk + a];
     chunk_dens(j, t, z, true);
-    chunk_grads(j, t, nk > 0);
+    chunk_grads(j, t);
     if (nk == 0) return;
     const REAL *vc = j->v + (t->hd * j->M + t->c0) * dv;
     /* by blocks of TRI rows (linear_internal.h), each over the part of the chunk it sees:
@@ -893,7 +908,7 @@ static void grad_k_prepare(const ch_job *j, ch_task *t)
     }
     if (t->first) return;
     LA_PHI(j->p->feature_map, j->q + (hd * j->N + c0) * dk, t->phi_q, nq * dk);
-    chunk_grads(j, t, false);
+    chunk_grads_again(j, t);
     /* ΔdSᵀ = Gᵀ φ(Q_c) (d_v, nq)·(nq, d_k), Gᵀ through strides; Δdz = Σ_i c_i φ(q_i) */
     LA_PRODUCT(LA_COUNT_QS, dv, dk, nq, 1, t->G, 1, (ptrdiff_t)dv, t->phi_q, (ptrdiff_t)dk, 1, 0,
                t->delta, (ptrdiff_t)dk, 1);
@@ -976,6 +991,7 @@ static la_status linear_chunked_backward(const la_problem *p, const REAL *q, con
         .state = state,
         .carried = work,
         .den = work + heads * state,
+        .c = work + heads * (state + N),
         .scratch = work + lay.shared,
         .per_thread = lay.per_thread,
         .threads = lay.threads,
@@ -1373,8 +1389,8 @@ static void noncausal_backward_head_flops(const la_problem *p, size_t keys, la_c
  *     Bᵀ·φ(Q_c) 6·d_k (qk), Bᵀ = V_c Gᵀ 2·d_v + the c add 1 and Aᵀ G 2·d_v (av);
  *     [ΔSᵀ Δz] carried_keys·(2·d_k·d_v + d_k) (kv); per later query G S_cᵀ + c z_cᵀ
  *     2·d_k·d_v + 2·d_k (qs);
- *   sweep 3: φ(K) and φ′ on d_k 2u·d_k, φ(Q) later_queries·d_k; g, c again
- *     later_queries·(3·d_v + 1); per later query [ΔdSᵀ Δdz] 2·d_k·d_v + 2·d_k (qs); per
+ *   sweep 3: φ(K) and φ′ on d_k 2u·d_k, φ(Q) later_queries·d_k; g again (c kept from
+ *     sweep 2) later_queries·d_v; per later query [ΔdSᵀ Δdz] 2·d_k·d_v + 2·d_k (qs); per
  *     carried key V dSᵀ + dz and φ(K) dS, 4·d_k·d_v + d_k (kv).
  * Sweep 1, run for the range rule only when eps does not settle it, is not counted (a
  * check, like range.c's scans). The masked products are formed by blocks of 8 rows
@@ -1391,8 +1407,7 @@ static void chunked_backward_head_flops(const la_problem *p, size_t m, la_cost *
     const double carried_keys = (double)(m < s_last ? m : s_last);
     const double later_queries = (double)(N - C);
     f->flops_phi = (2 * n + u) * dk + 2 * u * dk + later_queries * dk;
-    f->flops_normalize =
-        u * dk + n * (2 * dk + 1) + n * (3 * dv + 1) + later_queries * (3 * dv + 1);
+    f->flops_normalize = u * dk + n * (2 * dk + 1) + n * (3 * dv + 1) + later_queries * dv;
     f->flops_qk = 6 * pairs * dk;
     f->flops_av = pairs * (4 * dv + 1);
     f->flops_kv = carried_keys * (2 * dk * dv + dk) + carried_keys * (4 * dk * dv + dk);
