@@ -32,8 +32,14 @@
  *                                   and z are formed, before any output is written (no
  *                                   scan); a huge query is scaled by a power of two
  *                                   instead, which changes no bit of its output.
+ *   taylor, float32 only (forward and backward, both forms): LA_ERANGE also when
+ *                                   |scale|·max‖q_i‖·max‖k_j‖ > 128 (its sums cancel to
+ *                                   s²/2 from terms of that size squared, and the
+ *                                   rounding, 2⁻²⁴·L², would leave fewer than three
+ *                                   digits: taylor.c).
  * In float32 that refuses e.g. q = k = ±1e20 or scale 1e38 (softmax, hard), linear
- * attention on inputs near 1e30 (causal: near 1e18); float64 computes them. The scan lets
+ * attention on inputs near 1e30 (causal: near 1e18), Taylor at logits past 128; float64
+ * computes them. The scan lets
  * inputs holding inf or NaN through (their outputs are not finite either); non-causal
  * linear's state check may refuse them. The step API checks each token (below). The
  * backward passes have their own rule, stated with each (linear: beside

@@ -15,7 +15,9 @@
  *
  * Range: a feature is at most max(1, r·a, t·a²) for a = max|x|; features that are not
  * finite are refused (LA_ERANGE, nothing written), then the engine's range rule holds for
- * the scan on the features (linear attention's, with d_k = F).
+ * the scan on the features (linear attention's, with d_k = F). Precision: float32 also
+ * refuses when |scale|·max‖q_i‖·max‖k_j‖ > 128, past which its sums keep fewer than three
+ * digits (taylor_precise).
  *
  * Backward (la_taylor_attention_backward_*, non-causal and causal, the key mask and key
  * lengths as the forward): the features, linear attention's backward on them
@@ -74,15 +76,20 @@ static size_t taylor_keys_used(const la_problem *p, size_t b)
 }
 
 /* The features of `rows` rows of x (rows, d_k) into phi (rows, F), with the linear part's
- * sign; false when one is not finite. Counted: r·x and t·x, d_k each, and t·x_a·x_b,
- * d_k², per row. */
+ * sign; false when one is not finite. *norm2 = max(*norm2, the rows' largest ‖x‖²), in
+ * double. Counted: r·x and t·x, d_k each, and t·x_a·x_b, d_k², per row. */
 static bool taylor_features(const REAL *x, size_t rows, size_t dk, size_t width, REAL r, REAL t,
-                            REAL *restrict phi)
+                            REAL *restrict phi, double *norm2)
 {
     REAL zero = 0; /* Σ f·0: 0 while every feature is finite, NaN from an inf or a NaN */
     LA_COUNT(LA_COUNT_PHI, (double)rows * (double)(2 * dk + dk * dk));
     for (size_t i = 0; i < rows; i++) {
         const REAL *xi = x + i * dk;
+        double n2 = 0;
+#pragma omp simd reduction(+ : n2)
+        for (size_t a = 0; a < dk; a++)
+            n2 += (double)xi[a] * (double)xi[a];
+        *norm2 = n2 > *norm2 ? n2 : *norm2;
         REAL *f = phi + i * width;
         f[0] = 1;
         for (size_t a = 0; a < dk; a++)
@@ -101,6 +108,19 @@ static bool taylor_features(const REAL *x, size_t rows, size_t dk, size_t width,
 }
 
 enum { FEATURE_ROWS = 64 }; /* rows per task of the features */
+
+/* The precision rule, float32 only: a denominator Σ_j φ(q)·φ(k_j) = Σ_j (1 + s_j + s_j²/2)
+ * is at least half the number of keys, but its feature products sum terms as large as
+ * 1 + L + L²/2, L = |scale|·Σ_a |q_a k_a| <= |scale|·‖q‖·‖k‖ (Cauchy–Schwarz): they cancel,
+ * and the rounding, relative, grows as 2⁻²⁴·L². Past L = 128 that is 2⁻¹⁰ (three digits),
+ * and at L = 4096 none is left; so float32 refuses (LA_ERANGE: use float64, whose 2⁻⁵³
+ * keeps ten digits at L = 10⁴) when |scale|·max‖q_i‖·max‖k_j‖ over the rows it reads
+ * passes TAYLOR_F32_LOGIT. */
+#define TAYLOR_F32_LOGIT 128.0
+static bool taylor_precise(double scale, double q_norm2, double k_norm2)
+{
+    return !REAL_IS_F32 || fabs(scale) * sqrt(q_norm2) * sqrt(k_norm2) <= TAYLOR_F32_LOGIT;
+}
 
 static la_status taylor_attention(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
                                   REAL *out)
@@ -123,11 +143,13 @@ static la_status taylor_attention(const la_problem *p, const REAL *q, const REAL
     const double s = p->scale;
     const REAL r = (REAL)sqrt(fabs(s)), t = (REAL)(fabs(s) / sqrt(2.0));
     bool finite = true;
+    double q_norm2 = 0, k_norm2 = 0;
     const int threads = la_threads();
     /* tasks of FEATURE_ROWS rows of one head and side, so that one head fills the threads */
     const size_t qb = (N + FEATURE_ROWS - 1) / FEATURE_ROWS,
                  kb = (M + FEATURE_ROWS - 1) / FEATURE_ROWS;
-#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(threads) reduction(&& : finite)
+#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(threads)                       \
+    reduction(&& : finite) reduction(max : q_norm2, k_norm2)
     for (size_t hd = 0; hd < heads; hd++)
         for (size_t task = 0; task < qb + kb; task++) {
             const size_t used = taylor_keys_used(p, hd / p->heads);
@@ -140,11 +162,12 @@ static la_status taylor_attention(const la_problem *p, const REAL *q, const REAL
              * (their rows are zeros; the engine's range scan reads every row) */
             const size_t formed =
                 queries ? (used ? i1 - i0 : 0) : (used > i0 ? (used < i1 ? used : i1) - i0 : 0);
-            finite =
-                taylor_features(x, formed, dk, width, queries && s < 0 ? -r : r, t, f) && finite;
+            finite = taylor_features(x, formed, dk, width, queries && s < 0 ? -r : r, t, f,
+                                     queries ? &q_norm2 : &k_norm2) &&
+                     finite;
             memset(f + formed * width, 0, (i1 - i0 - formed) * width * sizeof(REAL));
         }
-    if (finite) {
+    if (finite && taylor_precise(s, q_norm2, k_norm2)) {
         la_problem inner = *p; /* linear attention on the features */
         inner.d_k = width;
         inner.feature_map = LA_FEATURE_IDENTITY;
@@ -245,19 +268,21 @@ static la_status taylor_backward(const la_problem *p, const REAL *q, const REAL 
     const double s = p->scale;
     const REAL r = (REAL)sqrt(fabs(s)), t = (REAL)(fabs(s) / sqrt(2.0)), rq = s < 0 ? -r : r;
     bool finite = true;
+    double q_norm2 = 0, k_norm2 = 0;
     const int threads = la_threads();
-#pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(&& : finite)
+#pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(&& : finite)            \
+    reduction(max : q_norm2, k_norm2)
     for (size_t hd = 0; hd < heads; hd++) { /* the forward's features (taylor_attention) */
         const size_t used = taylor_keys_used(p, hd / p->heads);
         const bool fq = taylor_features(q + hd * N * dk, used ? N : 0, dk, width, rq, t,
-                                        phi_q + hd * N * width);
+                                        phi_q + hd * N * width, &q_norm2);
         if (!used) memset(phi_q + hd * N * width, 0, N * width * sizeof(REAL));
         REAL *fk_head = phi_k + hd * M * width;
-        const bool fk = taylor_features(k + hd * M * dk, used, dk, width, r, t, fk_head);
+        const bool fk = taylor_features(k + hd * M * dk, used, dk, width, r, t, fk_head, &k_norm2);
         memset(fk_head + used * width, 0, (M - used) * width * sizeof(REAL));
         finite = fq && fk && finite;
     }
-    if (!finite) {
+    if (!finite || !taylor_precise(s, q_norm2, k_norm2)) { /* as the forward refuses */
         free(phi);
         return LA_ERANGE;
     }

@@ -180,9 +180,21 @@ static void check_case(const la_kernel_info *info, int causal, la_feature_map fm
     /* A linear-attention row that reads the scale forms features of the scaled q and k
      * whose products carry the logit's powers with their signs (Taylor's 1 + s + s²/2
      * through x⊗x): its numerator and denominator are sums over those features that cancel
-     * to s²/2 from terms of logit², so its rounding grows with logit² (float32 keeps no
-     * digit at logits of 1e4 there: it is held to being finite). */
+     * to s²/2 from terms of logit², so its rounding grows with logit². Taylor's float32
+     * therefore refuses past |scale|·max‖q_i‖·max‖k_j‖ = 128 (taylor.c: three digits
+     * left there, none at logits of 1e4), and must: past it, computing is the defect. */
     if ((info->params & LA_PARAM_SCALE) && strcmp(info->family, "linear") == 0) logit *= logit;
+    bool f32_must_refuse = false;
+    if (info->kernel == LA_KERNEL_TAYLOR) {
+        double q2 = 0, k2 = 0;
+        for (size_t i = 0; i < B * H * n; i++) {
+            double a = 0, b = 0;
+            for (size_t c = 0; c < DK; c++)
+                a += q[i * DK + c] * q[i * DK + c], b += k[i * DK + c] * k[i * DK + c];
+            q2 = fmax(q2, a), k2 = fmax(k2, b);
+        }
+        f32_must_refuse = fabs(p.scale) * sqrt(q2) * sqrt(k2) > 128;
+    }
 
     /* float64: always computed, within 1e-12 · max(1, logit) */
     st = info->fns->forward_f64(&p, q, k, v, y64);
@@ -201,9 +213,12 @@ static void check_case(const la_kernel_info *info, int causal, la_feature_map fm
         if (memcmp(y32, sentinel, nv * sizeof *y32) != 0)
             report(info->name, causal, fm_name, "float32", n, x->name,
                    "LA_ERANGE but the output was written", 0);
-        if (x->f32_must_compute)
+        if (x->f32_must_compute && !f32_must_refuse)
             report(info->name, causal, fm_name, "float32", n, x->name,
                    "refused (LA_ERANGE) a case float32 holds", 0);
+    } else if (f32_must_refuse) {
+        report(info->name, causal, fm_name, "float32", n, x->name,
+               "past Taylor's float32 precision rule, not refused: status", (double)st);
     } else if (st != LA_OK) {
         report(info->name, causal, fm_name, "float32", n, x->name, "status", (double)st);
     } else {
