@@ -31,6 +31,7 @@ import gc
 import importlib.metadata
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -552,7 +553,8 @@ def configuration(check):
     c = linattn.config()
     check(c["version"] == linattn.__version__ == importlib.metadata.version("linattn"),
           "the library's version is the package's (%s)" % c["version"])
-    check(linattn.simd() in ("avx512", "portable (LA_SIMD=off)", "portable (no AVX-512)"),
+    check(re.fullmatch(r"avx512, tile \d+x\d+ \((timed fastest|LA_TILE)[^)]*\)|"
+                       r"portable \((LA_SIMD=off|no AVX-512)\)", linattn.simd()) is not None,
           "simd path: %s" % linattn.simd())
     expected = os.environ.get("LINATTN_LIBRARY") or os.path.join(
         os.path.dirname(linattn.__file__), "liblinattn.so")
