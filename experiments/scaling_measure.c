@@ -124,6 +124,8 @@ int scaling_measure_point(record_file *f, config *c, const group *g, size_t n, t
     la_status sts[KERNELS_MAX_SERIES];
     for (size_t i = 0; i < n_run; i++)
         ks[i] = kernels[order[i]], ps[i] = problems[order[i]];
+    for (size_t i = 0; i < n_plain; i++) /* FAVOR+'s W (features, d_k), held the same way */
+        if (variants_hold_draws(&c->variant_params, ks[i], &ps[i])) return 2;
     pass_time_interleaved(n_plain, ks, ps, c->pass, &arrays, &rule, ts, sts);
     if (n_held > 0) {
         if (variants_hold_draws(&c->variant_params, ks[n_plain], &ps[n_plain])) return 2;

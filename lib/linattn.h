@@ -159,12 +159,11 @@ typedef struct {
 #define LA_DEFAULT_MAX_DISTANCE 16 /* relative: K (Shaw et al. 2018 found K >= 2 enough) */
 
 /* A variant's own parameters sit in its block, one kind per block; a row reads the kinds
- * its .params bits name. p->params chains the blocks given (head.next the next one, NULL
- * ends); a kind not in the chain takes its LA_*_PARAMS_INIT defaults, so one chain serves
- * every kernel. la_problem_check refuses (LA_EINVAL) an unknown kind, a kind given twice,
- * a size of 0 and one tensor of a pair. Tensors are float64 in either precision,
- * row-major, shared by all B·H heads, owned by the caller; NULL: drawn from the seed on
- * every call, alike in both precisions (la_kernel_draw draws them once, to keep). */
+ * its .params bits name. p->params chains the blocks given (through head.next, NULL ends);
+ * a kind not in the chain takes its LA_*_PARAMS_INIT defaults. la_problem_check refuses
+ * (LA_EINVAL) an unknown kind, a kind given twice, a size of 0 and one tensor of a pair.
+ * Tensors: float64 in either precision, row-major, shared by all B·H heads, the caller's;
+ * NULL: drawn from the seed on every call (la_kernel_draw draws them once, to keep). */
 typedef enum {
     LA_PARAMS_NONE = 0,  /* no block (la_kernel_info.block) */
     LA_PARAMS_LOCAL = 1, /* la_local_params (LA_PARAM_WINDOW) */
@@ -193,6 +192,7 @@ typedef struct {
     la_params head;
     size_t features; /* FAVOR+: m, the random features per head */
     uint64_t seed;
+    const double *proj_w; /* W (features, d_k), or NULL */
 } la_favor_params;
 typedef struct {
     la_params head;
@@ -211,7 +211,7 @@ typedef struct {
 /* clang-format off */
 #define LA_LOCAL_PARAMS_INIT {{LA_PARAMS_LOCAL, NULL}, LA_DEFAULT_WINDOW}
 #define LA_LINFORMER_PARAMS_INIT {{LA_PARAMS_LINFORMER, NULL}, LA_DEFAULT_PROJ_RANK, NULL, NULL, 0}
-#define LA_FAVOR_PARAMS_INIT {{LA_PARAMS_FAVOR, NULL}, LA_DEFAULT_FEATURES, 0}
+#define LA_FAVOR_PARAMS_INIT {{LA_PARAMS_FAVOR, NULL}, LA_DEFAULT_FEATURES, 0, NULL}
 #define LA_SCORE_PARAMS_INIT {{LA_PARAMS_SCORE, NULL}, LA_DEFAULT_SCORE_DIM, NULL, NULL, 0}
 #define LA_RELATIVE_PARAMS_INIT {{LA_PARAMS_RELATIVE, NULL}, LA_DEFAULT_MAX_DISTANCE, NULL, NULL, 0}
 /* clang-format on */

@@ -187,9 +187,19 @@ static bool held_fits(const variants_values *v, size_t keys)
            v->held_seed == v->seed;
 }
 
+static void release_projections(variants_values *v);
+
+/* Whether v holds FAVOR+'s W drawn for d_k columns, at v's feature count and seed. */
+static bool held_w_fits(const variants_values *v, size_t dk)
+{
+    return v->held_w && v->held_dk == dk && v->held_features == v->blocks.favor.features &&
+           v->held_w_seed == v->seed;
+}
+
 int variants_apply(variants_values *v, la_problem *p)
 {
     v->blocks.linformer.proj_e = v->blocks.linformer.proj_f = NULL;
+    v->blocks.favor.proj_w = held_w_fits(v, p->d_k) ? v->held_w : NULL;
     v->blocks.score.score_w = v->blocks.score.score_v = NULL;
     if (v->score_w.data) {
         const int additive = v->score_v.data != NULL;
@@ -222,13 +232,37 @@ int variants_apply(variants_values *v, la_problem *p)
     return 0;
 }
 
+/* variants_hold_draws for FAVOR+: W (features, d_k). */
+static int hold_w(variants_values *v, la_kernel kernel, const la_problem *p)
+{
+    const size_t m = v->blocks.favor.features, dk = p->d_k;
+    if (!held_w_fits(v, dk)) {
+        free(v->held_w);
+        v->held_w = NULL;
+        v->blocks.favor.proj_w = NULL; /* the draw from the seed, not the W it replaces */
+        la_problem drawn = *p;
+        drawn.params = variants_chain(v);
+        double *w = m <= SIZE_MAX / sizeof(double) / dk ? malloc(m * dk * sizeof *w) : NULL;
+        const la_status st = w ? la_kernel_draw(kernel, &drawn, w, NULL) : LA_ENOMEM;
+        if (st != LA_OK) {
+            free(w);
+            cli_line("FAVOR+'s W (%zu, %zu): %s", m, dk, la_strerror(st));
+            return 1;
+        }
+        v->held_w = w, v->held_features = m, v->held_dk = dk, v->held_w_seed = v->seed;
+    }
+    v->blocks.favor.proj_w = v->held_w;
+    return 0;
+}
+
 int variants_hold_draws(variants_values *v, la_kernel kernel, const la_problem *p)
 {
     const la_kernel_info *info = la_kernel_get(kernel);
+    if (info && (info->params & LA_PARAM_FEATURES)) return hold_w(v, kernel, p);
     if (!info || !(info->params & LA_PARAM_PROJ) || v->proj_e.data) return 0;
     const size_t rank = v->blocks.linformer.proj_rank, keys = p->n_keys;
     if (!held_fits(v, keys)) {
-        variants_release_draws(v); /* and the block's E, F back to none */
+        release_projections(v); /* and the block's E, F back to none */
         la_problem drawn = *p;
         drawn.params = variants_chain(v);
         double *e =
@@ -283,6 +317,16 @@ int variants_rank_fits(la_kernel kernel, const la_problem *p)
 }
 
 void variants_release_draws(variants_values *v)
+{
+    free(v->held_w);
+    v->held_w = NULL;
+    v->held_features = v->held_dk = 0;
+    v->blocks.favor.proj_w = NULL;
+    release_projections(v);
+}
+
+/* The Linformer half of variants_release_draws. */
+static void release_projections(variants_values *v)
 {
     free(v->held_e), free(v->held_f);
     v->held_e = v->held_f = NULL;

@@ -71,6 +71,11 @@ typedef struct {
     double *held_e, *held_f;
     size_t held_rank, held_keys;
     uint64_t held_seed;
+    /* FAVOR+'s W drawn once (variants_hold_draws), (held_features, held_dk) from
+     * held_w_seed; NULL when none */
+    double *held_w;
+    size_t held_features, held_dk;
+    uint64_t held_w_seed;
 } variants_values;
 
 /* Every block's defaults (LA_*_PARAMS_INIT), seed for every draw, nothing given, no
@@ -95,10 +100,12 @@ int variants_apply(variants_values *v, la_problem *p);
  * v, reused while that shape stays, and points v's Linformer block (p's chain, after
  * variants_apply) at them. So a timing measures the kernel as a model runs it, with E
  * and F it keeps (they are a Linformer layer's parameters), not a Box–Muller draw of
- * 2·k·M entries per call. Returns 0, or 1 out of memory (one line). */
+ * 2·k·M entries per call. For FAVOR+ (LA_PARAM_FEATURES) the same with its W (features,
+ * d_k), whose draw (Gaussians, then Gram–Schmidt) took 1.9 ms a call at m = 256, d_k = 64.
+ * Returns 0, or 1 out of memory (one line). */
 int variants_hold_draws(variants_values *v, la_kernel kernel, const la_problem *p);
 /* Frees what variants_hold_draws holds and points v's Linformer block back at --proj's
- * arrays (or none): where a measurement must not count their memory. */
+ * arrays (or none), FAVOR+'s at none: where a measurement must not count their memory. */
 void variants_release_draws(variants_values *v);
 
 /* Links v's blocks into one chain, each block's seed v->seed, and returns its head (a

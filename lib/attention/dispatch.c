@@ -346,7 +346,7 @@ la_status la_linear_state_create(la_linear_state **st, la_kernel kernel, const l
     if (info->params & LA_PARAM_FEATURES) {
         const la_favor_params fp = la_favor_params_of(p);
         return la_favor_state_create(st, dtype, heads, p->d_k, p->d_v, fp.features, fp.seed,
-                                     p->eps);
+                                     fp.proj_w, p->eps);
     }
     return la_linear_state_create_phi(st, dtype, heads, p->d_k, p->d_v, p->feature_map, p->eps);
 }

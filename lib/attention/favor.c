@@ -103,6 +103,17 @@ la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *w)
     }
     return LA_OK;
 }
+
+la_status la_favor_w(const la_problem *p, double *w)
+{
+    const la_favor_params favor = la_favor_params_of(p);
+    const size_t n = favor.features * p->d_k; /* fits: the scratch of W was sized */
+    if (!favor.proj_w) return la_favor_features(favor.features, p->d_k, favor.seed, w);
+    double max_abs;
+    if (!la_finite_max_abs(favor.proj_w, n, &max_abs)) return LA_EINVAL;
+    memcpy(w, favor.proj_w, n * sizeof *w);
+    return LA_OK;
+}
 #endif /* REAL_IS_F32 */
 
 /* ---------------------------------------------------------------- scratch */
@@ -205,7 +216,7 @@ static size_t keys_used(const la_problem *p, size_t b)
  * exp (the accuracy path). */
 #define FEXP(x) (REAL_IS_F32 ? (REAL)la_vexp_f32((float)(x)) : (REAL)exp((double)(x)))
 
-/* W (m, d_k) drawn into w64's block (favor_layout's w_bytes): the float64 draw, for
+/* W (m, d_k) into w64's block (favor_layout's w_bytes): the block's or the float64 draw, for
  * float32 its float copy after it, then s·Wᵀ (d_k, m), s = d_k^(−1/4), in REAL, the
  * projections' B operand (row-major: the register tiles read it as vectors); *wt points
  * at it. Returns W in REAL (the backward's chain rule reads it). */
@@ -214,7 +225,7 @@ static const REAL *favor_draw_w(const la_problem *p, double *w64, const REAL **w
     const la_favor_params favor = la_favor_params_of(p);
     const size_t m = favor.features, dk = p->d_k;
     const double s = pow((double)dk, -0.25);
-    la_favor_features(m, dk, favor.seed, w64);
+    (void)la_favor_w(p, w64); /* a given W checked first (favor_w_ok) */
     REAL *w = (REAL *)w64, *t = (REAL *)(w64 + m * dk);
     if (REAL_IS_F32) {
         for (size_t x = 0; x < m * dk; x++)
@@ -227,6 +238,14 @@ static const REAL *favor_draw_w(const la_problem *p, double *w64, const REAL **w
             t[c * m + l] = (REAL)(s * w64[l * dk + c]);
     *wt = t;
     return w;
+}
+
+/* Whether the block's W, when it gives one, is finite (else the call refuses, LA_EINVAL). */
+static bool favor_w_ok(const la_problem *p)
+{
+    const la_favor_params favor = la_favor_params_of(p);
+    double max_abs;
+    return !favor.proj_w || la_finite_max_abs(favor.proj_w, favor.features * p->d_k, &max_abs);
 }
 
 /* The largest of a row's n >= 1 projections into *max; false when one is not finite.
@@ -482,6 +501,7 @@ static la_status favor_attention(const la_problem *p, const REAL *q, const REAL 
     if (st != LA_OK) return st;
     if (!q || !k || !v || !out || (recurrent && !p->causal)) return LA_EINVAL;
     if (la_has_masks(p)) return LA_EINVAL; /* general masks: refused (linattn.h) */
+    if (!favor_w_ok(p)) return LA_EINVAL;
     favor_layout lay;
     st = favor_layout_for(p, sizeof(REAL), recurrent, &lay);
     if (st != LA_OK) return st;
@@ -740,6 +760,7 @@ static la_status favor_backward(const la_problem *p, const REAL *q, const REAL *
     if (st != LA_OK) return st;
     if (!q || !k || !v || !out || !d_out || !d_q || !d_k || !d_v) return LA_EINVAL;
     if (la_has_masks(p)) return LA_EINVAL; /* general masks: refused, as the forward */
+    if (!favor_w_ok(p)) return LA_EINVAL;
     const size_t bytes = w_bytes + elems * sizeof(REAL);
     if (bytes > p->workspace_limit) return LA_EBUDGET;
     const size_t N = p->n_queries, M = p->n_keys, m = favor.features, heads = p->batch * p->heads;

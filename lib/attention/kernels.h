@@ -361,8 +361,9 @@ la_status la_local_attention_backward_f64(const la_problem *p, const double *q, 
  *   y_i = Σ_j φ(q_i)·φ(k_j) v_j / (Σ_j φ(q_i)·φ(k_j) + eps)   over the visible keys,
  * so the output tends to softmax attention's as m grows (the error falls as 1/√m, Monte
  * Carlo's rate). p->scale and p->feature_map are not read (scale 1/√d_k is built in).
- * W is la_favor_features(m, d_k, seed): the same W for every batch entry and head and
- * for both precisions (float32 rounds the float64 draw).
+ * W is the block's proj_w (features, d_k) when given (a model's own, or la_kernel_draw's
+ * kept), else la_favor_features(m, d_k, seed) drawn on every call: the same W for every
+ * batch entry and head and for both precisions (float32 rounds the float64 W).
  * Stabilized as Performer does, by factors that cancel between numerator and denominator:
  *   queries: each row's exponents lose their own max over its m features (and its own
  *     ‖x‖²/2, common to them too): φ(q_i) ∝ exp(W x_i − max_l (W x_i)_l), at most 1/√m;
@@ -461,6 +462,10 @@ la_status la_favor_attention_recurrent_f64(const la_problem *p, const double *q,
  * w untouched on error.
  *   implementation lib/attention/favor.c · tests tests/attention/test_favor.c */
 la_status la_favor_features(size_t m, size_t d_k, uint64_t seed, double *w);
+/* W of a FAVOR+ call into w (features × d_k): p's block's proj_w, copied, when it gives
+ * one (LA_EINVAL when an entry is not finite: nothing written), else la_favor_features
+ * from its seed. The kernels and the oracle both take W from here. */
+la_status la_favor_w(const la_problem *p, double *w);
 
 /* SCORE FUNCTIONS. Softmax attention is
  * out_i = Σ_j softmax_j(s_ij) v_j over the visible keys, and the score s_ij can be:
@@ -679,22 +684,24 @@ la_status la_linear_step_f32(la_linear_state *st, const float *q_t, const float 
 la_status la_linear_step_f64(la_linear_state *st, const double *q_t, const double *k_t,
                              const double *v_t, double *y_t);
 /* FAVOR+ (la_favor_attention_*) one token at a time: a state of `heads` heads whose
- * tokens take FAVOR+'s m = features random features W = la_favor_features(m, d_k, seed)
- * instead of φ, so that stepping a sequence gives la_favor_attention_recurrent_*'s
- * outputs (to rounding, not bit for bit: the projections here are per-row dot products,
- * the kernel's one matrix product), and with them the causal FAVOR+ kernel's. Per head it
- * holds S (m, d_v), z (m) and μ, the keys' running max (the kernel's stabilizer): step,
+ * tokens take FAVOR+'s m = features random features W (w, (m, d_k), copied; NULL:
+ * la_favor_features(m, d_k, seed)) instead of φ, so that stepping a sequence gives
+ * la_favor_attention_recurrent_*'s outputs (to rounding, not bit for bit: the projections here are
+ * per-row dot products, the kernel's one matrix product), and with them the causal FAVOR+ kernel's.
+ * Per head it holds S (m, d_v), z (m) and μ, the keys' running max (the kernel's stabilizer): step,
  * reset, position, save, restore and free are linattn.h's step API, at O(m·(d_k + d_v))
  * per token and head. A step's range rule is FAVOR+'s (each key's features at most
  * 1/√m, every rescaling at most 1): with c = max|v_t| and s, z the state's bounds, a
  * token is refused (LA_ERANGE, state and y_t untouched) when s + c, z + 1 or
  * m·max(s + c, z + 1) passes T/8, or when a projection or ‖s·k‖² is not finite. Restore
  * also needs the same m and seed. Returns LA_OK, LA_EINVAL (NULL out, bad dtype, a zero
- * size or feature count, bad eps), LA_EOVERFLOW, LA_ENOMEM; *out untouched on error.
+ * size or feature count, bad eps, w not finite), LA_EOVERFLOW, LA_ENOMEM; *out untouched
+ * on error.
  *   implementation lib/attention/state.c, favor.c · tests
  *   tests/attention/test_favor.c */
 la_status la_favor_state_create(la_linear_state **out, la_dtype dtype, size_t heads, size_t d_k,
-                                size_t d_v, size_t features, uint64_t seed, double eps);
+                                size_t d_v, size_t features, uint64_t seed, const double *w,
+                                double eps);
 
 /* ---------------------------------------------------------------- references */
 

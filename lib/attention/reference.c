@@ -406,7 +406,7 @@ la_status la_ref_favor_attention(const la_problem *p, const double *q, const dou
         st = LA_ENOMEM;
         goto done;
     }
-    st = la_favor_features(m, dk, favor.seed, w);
+    st = la_favor_w(p, w);
     if (st != LA_OK) goto done;
     const double s = pow((double)dk, -0.25), root_m = sqrt((double)m);
     for (size_t b = 0; b < p->batch; b++) {
@@ -1266,7 +1266,7 @@ la_status la_ref_favor_attention_backward(const la_problem *p, const double *q, 
         st = LA_ENOMEM;
         goto done;
     }
-    st = la_favor_features(m, dk, favor.seed, w);
+    st = la_favor_w(p, w);
     if (st != LA_OK) goto done;
     zero_gradients(p, d_q, d_k, d_v);
     const double s = pow((double)dk, -0.25);

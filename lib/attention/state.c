@@ -8,6 +8,7 @@
  *   width = d_k (FAVOR+: m); the layout in linear_internal.h. */
 #include "core/real_typed.h"
 
+#include "attention/attention_internal.h"
 #include "attention/linear_internal.h"
 
 #include <float.h>
@@ -83,7 +84,8 @@ la_status la_linear_state_create_phi(la_linear_state **out, la_dtype dtype, size
 }
 
 la_status la_favor_state_create(la_linear_state **out, la_dtype dtype, size_t heads, size_t d_k,
-                                size_t d_v, size_t features, uint64_t seed, double eps)
+                                size_t d_v, size_t features, uint64_t seed, const double *w,
+                                double eps)
 {
     if (!out) return LA_EINVAL;
     if (dtype != LA_FLOAT32 && dtype != LA_FLOAT64) return LA_EINVAL;
@@ -95,6 +97,8 @@ la_status la_favor_state_create(la_linear_state **out, la_dtype dtype, size_t he
         !la_mul_ok(heads, per_head + 1, &scratch) || !la_mul_ok(features, d_k, &w_elems) ||
         !la_mul_ok(w_elems, sizeof(double), &w_bytes))
         return LA_EOVERFLOW;
+    double w_max;
+    if (w && !la_finite_max_abs(w, w_elems, &w_max)) return LA_EINVAL;
     la_linear_state *st;
     la_status s = state_alloc(&st, dtype, heads, d_k, d_v, features, heads, scratch);
     if (s != LA_OK) return s;
@@ -103,7 +107,10 @@ la_status la_favor_state_create(la_linear_state **out, la_dtype dtype, size_t he
         la_linear_state_free(st);
         return LA_ENOMEM;
     }
-    s = la_favor_features(features, d_k, seed, w64);
+    if (w)
+        memcpy(w64, w, w_bytes);
+    else
+        s = la_favor_features(features, d_k, seed, w64);
     if (s == LA_OK && dtype == LA_FLOAT32) { /* the float copy of the float64 draw */
         float *w32 = malloc(w_elems * sizeof *w32);
         if (w32) {

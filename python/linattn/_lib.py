@@ -102,8 +102,8 @@ BLOCKS = {
     PARAMS_LINFORMER: (_block("LinformerParams", [
         ("proj_rank", c_size_t), ("proj_e", c_void_p), ("proj_f", c_void_p),
         ("seed", c_uint64)]), {"proj_rank": 256}),
-    PARAMS_FAVOR: (_block("FavorParams", [("features", c_size_t), ("seed", c_uint64)]),
-                   {"features": 256}),
+    PARAMS_FAVOR: (_block("FavorParams", [("features", c_size_t), ("seed", c_uint64),
+                                          ("proj_w", c_void_p)]), {"features": 256}),
     PARAMS_SCORE: (_block("ScoreParams", [
         ("score_dim", c_size_t), ("score_w", c_void_p), ("score_v", c_void_p),
         ("seed", c_uint64)]), {"score_dim": 64}),

@@ -201,6 +201,10 @@ class Call:
             b.proj_e = self.hold(params["proj_e"], np.float64, "proj_e", (rank, m))
             b.proj_f = self.hold(params["proj_f"], np.float64, "proj_f", (rank, m))
             b.proj_rank = rank
+        if get("proj_w") is not None:  # FAVOR+: W (features, d_k)
+            rows = np.shape(params["proj_w"])[0] if np.ndim(params["proj_w"]) == 2 else -1
+            b.proj_w = self.hold(params["proj_w"], np.float64, "proj_w", (rows, d_k))
+            b.features = rows
         if get("score_w") is not None:
             if "score_dim" in self.variant.params:  # additive: W (d_a, 2·d_k), v (d_a)
                 if get("score_v") is None:

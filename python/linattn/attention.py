@@ -209,9 +209,9 @@ def attention(q: Any, k: Any, v: Any, variant: VariantName = "softmax", *,
     **params
         The variant's parameters (Variant.parameters): scale, feature_map ("elu",
         "relu"), eps, chunk, window, proj_rank, proj_e and proj_f ((proj_rank, M)
-        float64), features, seed, score_w and score_v, score_dim, rel_k and rel_v
-        ((2K+1, d_k), (2K+1, d_v)), max_distance. A parameter the variant does not read
-        is refused.
+        float64), features, proj_w (FAVOR+'s W, (features, d_k) float64), seed, score_w
+        and score_v, score_dim, rel_k and rel_v ((2K+1, d_k), (2K+1, d_v)),
+        max_distance. A parameter the variant does not read is refused.
 
     Returns
     -------

@@ -13,7 +13,7 @@ _CAUSAL_RULES = {_lib.CAUSAL_ALLOWED: "allowed", _lib.CAUSAL_REQUIRED: "required
 PARAMETER_NAMES = {
     "scale": ("scale",), "feature_map": ("feature_map",), "eps": ("eps",),
     "chunk": ("chunk",), "window": ("window",),
-    "proj": ("proj_rank", "proj_e", "proj_f", "seed"), "features": ("features", "seed"),
+    "proj": ("proj_rank", "proj_e", "proj_f", "seed"), "features": ("features", "seed", "proj_w"),
     "score_weights": ("score_w", "seed"), "score_dim": ("score_dim", "score_v"),
     "relative": ("max_distance", "rel_k", "rel_v", "seed"),
 }

@@ -28,7 +28,7 @@ class LinearState:
         "favor_recurrent" (FAVOR+'s random features, the recurrent kernel to rounding).
     dtype : float32 or float64
     **params
-        The variant's: feature_map and eps (linear); eps, features and seed (FAVOR+).
+        The variant's: feature_map and eps (linear); eps, features, seed and proj_w (FAVOR+).
 
     Examples
     --------

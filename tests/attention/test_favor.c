@@ -144,6 +144,109 @@ typedef struct {
     size_t chunk;
 } fshape;
 
+/* A W the caller holds (la_favor_params.proj_w): la_kernel_draw's W given back gives every
+ * form the bits of the seed's draw (forward, causal chunked and recurrent, backward, the
+ * step API); another W (the drawn one, every entry times 0.75) moves the output and the
+ * kernels follow it to the oracle, which reads the same W; a W holding a NaN is refused
+ * with LA_EINVAL and nothing written. */
+static void held_w_is_the_draw(void **state)
+{
+    (void)state;
+    enum { B = 1, H = 2, N = 37, DK = 8, DV = 5, M_FEAT = 24 };
+    la_problem p;
+    la_favor_params favor = LA_FAVOR_PARAMS_INIT;
+    la_problem_init(&p, B, H, N, N, DK, DV);
+    favor.features = M_FEAT;
+    favor.seed = tu_seed();
+    p.params = &favor.head;
+    p.chunk = 8;
+    const size_t nq = B * H * N * DK, nv = B * H * N * DV;
+    tu_rng r = tu_rng_for("held_w");
+    double *q = tu_f64(nq), *k = tu_f64(nq), *v = tu_f64(nv), *w = tu_f64(M_FEAT * DK);
+    double *a = tu_f64(nv), *b = tu_f64(nv), *ref = tu_f64(nv);
+    double *g[6] = {tu_f64(nq), tu_f64(nq), tu_f64(nv), tu_f64(nq), tu_f64(nq), tu_f64(nv)};
+    float *qf = tu_f32(nq), *kf = tu_f32(nq), *vf = tu_f32(nv), *af = tu_f32(nv), *bf = tu_f32(nv);
+    tu_fill_normal(&r, q, nq, 1), tu_fill_normal(&r, k, nq, 1), tu_fill_normal(&r, v, nv, 1);
+    tu_to_f32(q, qf, nq), tu_to_f32(k, kf, nq), tu_to_f32(v, vf, nv);
+    assert_int_equal(la_kernel_draw(LA_KERNEL_FAVOR, &p, w, NULL), LA_OK);
+    for (int causal = 0; causal <= 1; causal++) {
+        p.causal = causal;
+        favor.proj_w = NULL;
+        assert_int_equal(la_favor_attention_f64(&p, q, k, v, a), LA_OK);
+        assert_int_equal(la_favor_attention_f32(&p, qf, kf, vf, af), LA_OK);
+        assert_int_equal(la_attention_backward(LA_KERNEL_FAVOR, &p, LA_FLOAT64, q, k, v, a, NULL, v,
+                                               g[0], g[1], g[2]),
+                         LA_OK);
+        favor.proj_w = w;
+        assert_int_equal(la_favor_attention_f64(&p, q, k, v, b), LA_OK);
+        assert_int_equal(la_favor_attention_f32(&p, qf, kf, vf, bf), LA_OK);
+        assert_int_equal(la_attention_backward(LA_KERNEL_FAVOR, &p, LA_FLOAT64, q, k, v, b, NULL, v,
+                                               g[3], g[4], g[5]),
+                         LA_OK);
+        assert_memory_equal(a, b, nv * sizeof *a);
+        assert_memory_equal(af, bf, nv * sizeof *af);
+        for (int x = 0; x < 3; x++)
+            assert_memory_equal(g[x], g[3 + x], (x == 2 ? nv : nq) * sizeof(double));
+        if (causal) {
+            favor.proj_w = NULL;
+            assert_int_equal(la_favor_attention_recurrent_f64(&p, q, k, v, a), LA_OK);
+            favor.proj_w = w;
+            assert_int_equal(la_favor_attention_recurrent_f64(&p, q, k, v, b), LA_OK);
+            assert_memory_equal(a, b, nv * sizeof *a);
+        }
+    }
+    /* the step API: a state made from the chain with W held steps as one from the seed */
+    la_linear_state *s_seed, *s_held;
+    double y_seed[H * DV], y_held[H * DV];
+    p.causal = 1;
+    favor.proj_w = NULL;
+    assert_int_equal(la_linear_state_create(&s_seed, LA_KERNEL_FAVOR, &p, LA_FLOAT64), LA_OK);
+    favor.proj_w = w;
+    assert_int_equal(la_linear_state_create(&s_held, LA_KERNEL_FAVOR, &p, LA_FLOAT64), LA_OK);
+    for (size_t t = 0; t < 5; t++) { /* head 0's and head 1's token t: rows t and N + t */
+        double qt[H * DK], kt[H * DK], vt[H * DV];
+        for (size_t h = 0; h < H; h++) {
+            memcpy(qt + h * DK, q + (h * N + t) * DK, DK * sizeof *qt);
+            memcpy(kt + h * DK, k + (h * N + t) * DK, DK * sizeof *kt);
+            memcpy(vt + h * DV, v + (h * N + t) * DV, DV * sizeof *vt);
+        }
+        assert_int_equal(la_linear_step(s_seed, qt, kt, vt, y_seed), LA_OK);
+        assert_int_equal(la_linear_step(s_held, qt, kt, vt, y_held), LA_OK);
+        assert_memory_equal(y_seed, y_held, sizeof y_seed);
+    }
+    la_linear_state_free(s_seed);
+    la_linear_state_free(s_held);
+    /* another W: the kernels follow it, to the oracle on the same W */
+    for (size_t x = 0; x < M_FEAT * DK; x++)
+        w[x] *= 0.75;
+    for (int causal = 0; causal <= 1; causal++) {
+        p.causal = causal;
+        favor.proj_w = NULL;
+        assert_int_equal(la_favor_attention_f64(&p, q, k, v, a), LA_OK);
+        favor.proj_w = w;
+        assert_int_equal(la_ref_favor_attention(&p, q, k, v, ref), LA_OK);
+        assert_int_equal(la_favor_attention_f64(&p, q, k, v, b), LA_OK);
+        tu_assert_close_f64(b, ref, nv, TOL_F64, "another W, causal %d", causal);
+        if (!(tu_rel_error_f64(a, ref, nv, NULL) > 1e-3))
+            fail_msg("causal %d: W times 0.75 left the output as the seed's", causal);
+    }
+    /* a W with a NaN: refused, nothing written */
+    w[3] = NAN;
+    for (size_t i = 0; i < nv; i++)
+        b[i] = -7.25;
+    assert_int_equal(la_favor_attention_f64(&p, q, k, v, b), LA_EINVAL);
+    for (size_t i = 0; i < nv; i++)
+        assert_true(b[i] == -7.25);
+    assert_int_equal(la_attention_backward(LA_KERNEL_FAVOR, &p, LA_FLOAT64, q, k, v, a, NULL, v,
+                                           g[0], g[1], g[2]),
+                     LA_EINVAL);
+    assert_int_equal(la_linear_state_create(&s_held, LA_KERNEL_FAVOR, &p, LA_FLOAT64), LA_EINVAL);
+    free(q), free(k), free(v), free(w), free(a), free(b), free(ref);
+    for (int x = 0; x < 6; x++)
+        free(g[x]);
+    free(qf), free(kf), free(vf), free(af), free(bf);
+}
+
 /* The kernels against the reference at feature counts other than the harness's 256: one
  * feature, fewer than d_k, not a multiple of d_k, several blocks; causal chunks that do
  * not divide N; key lengths 0, partial and M; N != M. */
@@ -516,10 +619,10 @@ static void step_api_matches_kernels(void **state)
             assert_int_equal(la_favor_attention_recurrent_f64(&p, q, k, v, rec), LA_OK);
             la_linear_state *s64, *s32;
             assert_int_equal(la_favor_state_create(&s64, LA_FLOAT64, heads, dk, dv, favor.features,
-                                                   favor.seed, p.eps),
+                                                   favor.seed, NULL, p.eps),
                              LA_OK);
             assert_int_equal(la_favor_state_create(&s32, LA_FLOAT32, heads, dk, dv, favor.features,
-                                                   favor.seed, p.eps),
+                                                   favor.seed, NULL, p.eps),
                              LA_OK);
             step_all_f64(s64, q, k, v, y64, heads, T, dk, dv, 0, T);
             step_all_f32(s32, qf, kf, vf, y32, heads, T, dk, dv);
@@ -552,13 +655,15 @@ static void step_api_save_restore(void **state)
     tu_fill_normal(&r, v, nv, 1);
     const uint64_t seed = tu_seed();
     la_linear_state *st, *fresh, *other_seed, *other_m, *linear;
-    assert_int_equal(la_favor_state_create(&st, LA_FLOAT64, heads, dk, dv, m, seed, 1e-6), LA_OK);
-    assert_int_equal(la_favor_state_create(&fresh, LA_FLOAT64, heads, dk, dv, m, seed, 1e-6),
+    assert_int_equal(la_favor_state_create(&st, LA_FLOAT64, heads, dk, dv, m, seed, NULL, 1e-6),
+                     LA_OK);
+    assert_int_equal(la_favor_state_create(&fresh, LA_FLOAT64, heads, dk, dv, m, seed, NULL, 1e-6),
                      LA_OK);
     assert_int_equal(
-        la_favor_state_create(&other_seed, LA_FLOAT64, heads, dk, dv, m, seed + 1, 1e-6), LA_OK);
-    assert_int_equal(la_favor_state_create(&other_m, LA_FLOAT64, heads, dk, dv, m + 1, seed, 1e-6),
-                     LA_OK);
+        la_favor_state_create(&other_seed, LA_FLOAT64, heads, dk, dv, m, seed + 1, NULL, 1e-6),
+        LA_OK);
+    assert_int_equal(
+        la_favor_state_create(&other_m, LA_FLOAT64, heads, dk, dv, m + 1, seed, NULL, 1e-6), LA_OK);
     assert_int_equal(
         la_linear_state_create_phi(&linear, LA_FLOAT64, heads, dk, dv, LA_FEATURE_ELU1, 1e-6),
         LA_OK);
@@ -600,8 +705,10 @@ static void step_api_range(void **state)
     (void)state;
     const size_t dk = 4, dv = 2, m = 8;
     la_linear_state *s32, *s64;
-    assert_int_equal(la_favor_state_create(&s32, LA_FLOAT32, 1, dk, dv, m, tu_seed(), 1e-6), LA_OK);
-    assert_int_equal(la_favor_state_create(&s64, LA_FLOAT64, 1, dk, dv, m, tu_seed(), 1e-6), LA_OK);
+    assert_int_equal(la_favor_state_create(&s32, LA_FLOAT32, 1, dk, dv, m, tu_seed(), NULL, 1e-6),
+                     LA_OK);
+    assert_int_equal(la_favor_state_create(&s64, LA_FLOAT64, 1, dk, dv, m, tu_seed(), NULL, 1e-6),
+                     LA_OK);
     float q[4] = {0.5f, -1, 0.25f, 1}, k[4] = {1, 2, -1, 0.5f}, v[2] = {1, -2}, y[2];
     double qd[4], kd[4], vd[2], yd[2];
     tu_to_f64(q, qd, 4), tu_to_f64(k, kd, 4), tu_to_f64(v, vd, 2);
@@ -692,6 +799,7 @@ int main(void)
         cmocka_unit_test(features_follow_the_seed),
         cmocka_unit_test(features_errors),
         cmocka_unit_test(kernels_match_reference),
+        cmocka_unit_test(held_w_is_the_draw),
         cmocka_unit_test(output_follows_the_seed),
         cmocka_unit_test(range_refused_in_float32),
         cmocka_unit_test(recurrent_agrees_with_chunked),

@@ -97,7 +97,7 @@ static const shape *shapes = full_shapes;
 static size_t n_shapes = sizeof full_shapes / sizeof full_shapes[0];
 
 /* Every problem's window (local) and features (FAVOR+): the blocks problem_of chains. */
-static const la_favor_params favor16 = {{LA_PARAMS_FAVOR, NULL}, 16, 0};
+static const la_favor_params favor16 = {{LA_PARAMS_FAVOR, NULL}, 16, 0, NULL};
 static const la_local_params window5 = {{LA_PARAMS_LOCAL, &favor16.head}, 5};
 
 static la_problem problem_of(const shape *s, la_causal_align align)

@@ -21,7 +21,7 @@ enum { B = 2, H = 3, N = 5, M = 7, T = 10, DK = 4, DV = 3 };
 /* The variants' sizes within M: one block of each kind, chained (each row reads its own). */
 static const la_relative_params relative = {{LA_PARAMS_RELATIVE, NULL}, 2, NULL, NULL, 7};
 static const la_score_params score = {{LA_PARAMS_SCORE, &relative.head}, 4, NULL, NULL, 7};
-static const la_favor_params favor = {{LA_PARAMS_FAVOR, &score.head}, 8, 7};
+static const la_favor_params favor = {{LA_PARAMS_FAVOR, &score.head}, 8, 7, NULL};
 static const la_linformer_params linformer = {{LA_PARAMS_LINFORMER, &favor.head}, 3, NULL, NULL, 7};
 static const la_local_params local = {{LA_PARAMS_LOCAL, &linformer.head}, 2};
 

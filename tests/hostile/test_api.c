@@ -1101,21 +1101,27 @@ static void step_api(void **state)
            LA_EOVERFLOW, &st, sizeof st);
     assert_int_equal(la_linear_state_create_phi(NULL, LA_FLOAT32, 1, 1, 1, LA_FEATURE_ELU1, 0),
                      LA_EINVAL);
-    EXPECT(la_favor_state_create(&st, (la_dtype)2, 1, 1, 1, 4, 0, 0), LA_EINVAL, &st, sizeof st);
-    EXPECT(la_favor_state_create(&st, LA_FLOAT32, 0, 1, 1, 4, 0, 0), LA_EINVAL, &st, sizeof st);
-    EXPECT(la_favor_state_create(&st, LA_FLOAT32, 1, 0, 1, 4, 0, 0), LA_EINVAL, &st, sizeof st);
-    EXPECT(la_favor_state_create(&st, LA_FLOAT32, 1, 1, 0, 4, 0, 0), LA_EINVAL, &st, sizeof st);
-    EXPECT(la_favor_state_create(&st, LA_FLOAT32, 1, 1, 1, 0, 0, 0), LA_EINVAL, &st, sizeof st);
-    EXPECT(la_favor_state_create(&st, LA_FLOAT32, 1, 1, 1, 4, 0, -1), LA_EINVAL, &st, sizeof st);
-    EXPECT(la_favor_state_create(&st, LA_FLOAT32, 1, 1, 1, 4, 0, INFINITY), LA_EINVAL, &st,
+    EXPECT(la_favor_state_create(&st, (la_dtype)2, 1, 1, 1, 4, 0, NULL, 0), LA_EINVAL, &st,
            sizeof st);
-    EXPECT(la_favor_state_create(&st, LA_FLOAT64, 2, 1, 1, SIZE_MAX, 0, 0), LA_EOVERFLOW, &st,
+    EXPECT(la_favor_state_create(&st, LA_FLOAT32, 0, 1, 1, 4, 0, NULL, 0), LA_EINVAL, &st,
            sizeof st);
-    EXPECT(la_favor_state_create(&st, LA_FLOAT64, SIZE_MAX, 1, 2, 4, 0, 0), LA_EOVERFLOW, &st,
+    EXPECT(la_favor_state_create(&st, LA_FLOAT32, 1, 0, 1, 4, 0, NULL, 0), LA_EINVAL, &st,
            sizeof st);
-    EXPECT(la_favor_state_create(&st, LA_FLOAT64, 1, SIZE_MAX / 2, 2, 4, 0, 0), LA_EOVERFLOW, &st,
+    EXPECT(la_favor_state_create(&st, LA_FLOAT32, 1, 1, 0, 4, 0, NULL, 0), LA_EINVAL, &st,
            sizeof st);
-    assert_int_equal(la_favor_state_create(NULL, LA_FLOAT32, 1, 1, 1, 4, 0, 0), LA_EINVAL);
+    EXPECT(la_favor_state_create(&st, LA_FLOAT32, 1, 1, 1, 0, 0, NULL, 0), LA_EINVAL, &st,
+           sizeof st);
+    EXPECT(la_favor_state_create(&st, LA_FLOAT32, 1, 1, 1, 4, 0, NULL, -1), LA_EINVAL, &st,
+           sizeof st);
+    EXPECT(la_favor_state_create(&st, LA_FLOAT32, 1, 1, 1, 4, 0, NULL, INFINITY), LA_EINVAL, &st,
+           sizeof st);
+    EXPECT(la_favor_state_create(&st, LA_FLOAT64, 2, 1, 1, SIZE_MAX, 0, NULL, 0), LA_EOVERFLOW, &st,
+           sizeof st);
+    EXPECT(la_favor_state_create(&st, LA_FLOAT64, SIZE_MAX, 1, 2, 4, 0, NULL, 0), LA_EOVERFLOW, &st,
+           sizeof st);
+    EXPECT(la_favor_state_create(&st, LA_FLOAT64, 1, SIZE_MAX / 2, 2, 4, 0, NULL, 0), LA_EOVERFLOW,
+           &st, sizeof st);
+    assert_int_equal(la_favor_state_create(NULL, LA_FLOAT32, 1, 1, 1, 4, 0, NULL, 0), LA_EINVAL);
     /* la_linear_state_create: the linear and FAVOR+ rows only, the problem's sizes */
     la_problem sp;
     la_problem_init(&sp, 2, 3, 1, 1, 4, 5);

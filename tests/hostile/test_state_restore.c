@@ -29,7 +29,7 @@ static la_linear_state *stepped(la_dtype dtype, int favor, const char *label, un
 {
     la_linear_state *st = NULL;
     if (favor)
-        assert_int_equal(la_favor_state_create(&st, dtype, H, DK, DV, M, 7, 1e-6), LA_OK);
+        assert_int_equal(la_favor_state_create(&st, dtype, H, DK, DV, M, 7, NULL, 1e-6), LA_OK);
     else
         assert_int_equal(
             la_linear_state_create_phi(&st, dtype, H, DK, DV, LA_FEATURE_ELU1, LA_DEFAULT_EPS),

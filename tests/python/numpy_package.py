@@ -211,6 +211,9 @@ def case_params(variant, rng, d_k, d_v, m):
         return dict(proj_rank=rank, seed=seed), dict(e=e, f=f)
     if variant in ("favor", "favor_recurrent"):
         features, seed = int(rng.integers(4, 17)), int(rng.integers(0, 1 << 32))
+        if rng.random() < 0.5:  # a W of the caller's (proj_w)
+            w = rng.standard_normal((features, d_k))
+            return dict(proj_w=w), dict(w=w)
         return (dict(features=features, seed=seed),
                 dict(w=ref.favor_features(features, d_k, seed)))
     if variant == "general":
