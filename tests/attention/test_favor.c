@@ -144,6 +144,18 @@ typedef struct {
     size_t chunk;
 } fshape;
 
+/* The forward in both precisions and the float64 backward (d_out = v) of p. */
+static void favor_every_output(const la_problem *p, const double *q, const double *k,
+                               const double *v, const float *qf, const float *kf, const float *vf,
+                               double *y, float *yf, double *g[3])
+{
+    assert_int_equal(la_favor_attention_f64(p, q, k, v, y), LA_OK);
+    assert_int_equal(la_favor_attention_f32(p, qf, kf, vf, yf), LA_OK);
+    assert_int_equal(la_attention_backward(LA_KERNEL_FAVOR, p, LA_FLOAT64, q, k, v, y, NULL, v,
+                                           g[0], g[1], g[2]),
+                     LA_OK);
+}
+
 /* A W the caller holds (la_favor_params.proj_w): la_kernel_draw's W given back gives every
  * form the bits of the seed's draw (forward, causal chunked and recurrent, backward, the
  * step API); another W (the drawn one, every entry times 0.75) moves the output and the
@@ -172,17 +184,9 @@ static void held_w_is_the_draw(void **state)
     for (int causal = 0; causal <= 1; causal++) {
         p.causal = causal;
         favor.proj_w = NULL;
-        assert_int_equal(la_favor_attention_f64(&p, q, k, v, a), LA_OK);
-        assert_int_equal(la_favor_attention_f32(&p, qf, kf, vf, af), LA_OK);
-        assert_int_equal(la_attention_backward(LA_KERNEL_FAVOR, &p, LA_FLOAT64, q, k, v, a, NULL, v,
-                                               g[0], g[1], g[2]),
-                         LA_OK);
+        favor_every_output(&p, q, k, v, qf, kf, vf, a, af, g);
         favor.proj_w = w;
-        assert_int_equal(la_favor_attention_f64(&p, q, k, v, b), LA_OK);
-        assert_int_equal(la_favor_attention_f32(&p, qf, kf, vf, bf), LA_OK);
-        assert_int_equal(la_attention_backward(LA_KERNEL_FAVOR, &p, LA_FLOAT64, q, k, v, b, NULL, v,
-                                               g[3], g[4], g[5]),
-                         LA_OK);
+        favor_every_output(&p, q, k, v, qf, kf, vf, b, bf, g + 3);
         assert_memory_equal(a, b, nv * sizeof *a);
         assert_memory_equal(af, bf, nv * sizeof *af);
         for (int x = 0; x < 3; x++)
