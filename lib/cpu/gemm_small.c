@@ -10,6 +10,8 @@
 #include "core/internal.h"
 #include "cpu/simd_avx512.h"
 
+#include <cpuid.h>
+
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -307,7 +309,25 @@ LA_AVX512 static int fastest_shape(void)
 }
 #endif
 
-/* LA_TILE=name forces a shape (tests, comparisons); otherwise the fastest by timing. */
+#if LA_HAVE_AVX512_CODE
+/* Whether this is an AMD family 19h core with AVX-512, a Zen 4: one 512-bit FMA a cycle on
+ * two 256-bit pipes, where the four shapes time alike (docs/performance.md), so the
+ * default needs no timing. Zen 5 (family 1Ah: 512-bit pipes) and every other core are
+ * timed. */
+static bool cpu_is_zen4(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+    const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* AuthenticAMD */
+    if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return false;
+    const unsigned base = (a >> 8) & 0xfu,
+                   family = base == 0xfu ? base + ((a >> 20) & 0xffu) : base;
+    return family == 0x19u;
+}
+#endif
+
+/* LA_TILE=name forces a shape (tests, comparisons); on a Zen 4 the default; elsewhere the
+ * fastest by timing (fastest_shape, about 10 ms once per process). */
 static void choose_shape(void)
 {
     const char *how = "timed fastest";
@@ -321,6 +341,9 @@ static void choose_shape(void)
         if (forced >= 0) {
             shape_chosen = forced;
             how = "LA_TILE";
+        } else if (cpu_is_zen4()) {
+            how = env ? "Zen 4: the shapes time alike; LA_TILE names no shape"
+                      : "Zen 4: the shapes time alike";
         } else {
             shape_chosen = fastest_shape();
             if (env) how = "timed fastest; LA_TILE names no shape";
@@ -332,6 +355,14 @@ static void choose_shape(void)
 #endif
     (void)how;
     snprintf(shape_text, sizeof shape_text, "%s", la_simd_config());
+}
+
+int la_gemm_small_time_shapes(void)
+{
+#if LA_HAVE_AVX512_CODE
+    if (la_avx512_present()) return fastest_shape();
+#endif
+    return 0;
 }
 
 static _Atomic int shape_override = -1; /* la_gemm_small_use_shape */

@@ -21,8 +21,8 @@ from .state import LinearState
 
 def config() -> Dict[str, str]:
     """What was built and what runs (la_config): version, blis_version, blis_config (the
-    BLIS kernel set) and simd ("avx512, tile 8x32 (timed fastest)": the float32 register
-    tile timed fastest at first use, or forced by LA_TILE; "portable (LA_SIMD=off)" or
+    BLIS kernel set) and simd ("avx512, tile 8x32 (...)": the float32 register tile, by
+    CPU or timed at first use, or forced by LA_TILE; "portable (LA_SIMD=off)" or
     "portable (no AVX-512)"), and library, the path of the shared library loaded."""
     c = _lib.config()
     return {"version": c.version.decode(), "blis_version": c.blis_version.decode(),

@@ -270,6 +270,11 @@ int main(void)
         const char *names[8];
         const int shapes = la_gemm_small_shapes(names, 8);
         printf("float32 tiles: %s\n", la_config().simd);
+        /* the timing that picks a shape where the CPU does not settle it: it runs, and
+         * names one of the shapes */
+        const int timed = la_gemm_small_time_shapes();
+        printf("timed fastest here: %s\n", timed >= 0 && timed < shapes ? names[timed] : "?");
+        if (timed < 0 || timed >= shapes) failed++;
         for (int s = 0; s < shapes; s++) {
             char group[64];
             snprintf(group, sizeof group, "float32 tile %s", names[s]);
