@@ -22,68 +22,57 @@
 
 #if LA_HAVE_AVX512_CODE
 
-enum { TILE_ROWS = 8 }; /* a tile: 8 rows × 32 columns (16 accumulators) or × 16 (8) */
+enum { TILE_ROWS = 8 }; /* the default tile: 8 rows × 32 columns (16 accumulators) */
 
-/* C[0..8)[0..16·vecs) (+)= A[0..8)[0..k) · B[0..k)[0..16·vecs), vecs = 1 or 2 (a
- * constant at every call, so each width is its own loop), the columns masked by m0, m1
- * for a partial last tile (full: plain loads, which are faster than masked ones);
+/* C[0..R)[0..16·V) (+)= A[0..R)[0..k) · B[0..k)[0..16·V), R and V constants at every call
+ * (each shape is its own loop): R·V accumulators, per step V vector loads of B and R
+ * broadcasts of A. full: whole columns, plain loads and stores; else (V <= 2) the columns
+ * masked by m0, m1, for a partial last strip (masked loads in the k loop cost about 10%,
+ * so whole strips go without them).
  *   A(i, p) = a[i·rsa + p·csa], B(p, c) = b[p·ldb + c], C(i, c) = c[i·ldc + c];
- *   accumulate: C += A·B, else C = A·B.
- * The 16-column tile is for products at most 16 wide (the causal kernel's A = φ(Q_c)·φKᵀ
- * for 16-token chunks and its triangle): the 32-column tile would issue twice its FMAs,
- * half of them on masked-off lanes. */
+ *   accumulate: C += A·B, each FMA chain added to C at the end, else C = A·B. */
 LA_AVX512 __attribute__((always_inline)) static inline void
-tile_8xv(size_t k, const float *a, ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t ldb,
-         float *c, ptrdiff_t ldc, __mmask16 m0, __mmask16 m1, bool accumulate, bool full, int vecs)
+tile_rv(size_t k, const float *a, ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t ldb,
+        float *c, ptrdiff_t ldc, __mmask16 m0, __mmask16 m1, bool accumulate, bool full, int R,
+        int V)
 {
-    __m512 acc[TILE_ROWS][2];
-#pragma GCC unroll 8
-    for (int i = 0; i < TILE_ROWS; i++)
-        acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    __m512 acc[16][4];
+#pragma GCC unroll 16
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < V; v++)
+            acc[i][v] = _mm512_setzero_ps();
     for (size_t p = 0; p < k; p++) {
         const float *bp = b + (ptrdiff_t)p * ldb, *ap = a + (ptrdiff_t)p * csa;
-        /* full tiles load plainly: masked loads in this loop cost about 10% here */
-        const __m512 b0 = full ? _mm512_loadu_ps(bp) : _mm512_maskz_loadu_ps(m0, bp);
-        const __m512 b1 = vecs == 1 ? _mm512_setzero_ps()
-                          : full    ? _mm512_loadu_ps(bp + 16)
-                                    : _mm512_maskz_loadu_ps(m1, bp + 16);
-#pragma GCC unroll 8
-        for (int i = 0; i < TILE_ROWS; i++) {
+        __m512 bv[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < V; v++)
+            bv[v] = full ? _mm512_loadu_ps(bp + 16 * v)
+                         : _mm512_maskz_loadu_ps(v == 0 ? m0 : m1, bp + 16 * v);
+#pragma GCC unroll 16
+        for (int i = 0; i < R; i++) {
             const __m512 ai = _mm512_set1_ps(ap[i * rsa]);
-            acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-            if (vecs == 2) acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+#pragma GCC unroll 4
+            for (int v = 0; v < V; v++)
+                acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
         }
     }
-#pragma GCC unroll 8
-    for (int i = 0; i < TILE_ROWS; i++) {
-        if (accumulate) {
-            acc[i][0] = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, c + i * ldc), acc[i][0]);
-            if (vecs == 2)
-                acc[i][1] = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, c + i * ldc + 16), acc[i][1]);
+#pragma GCC unroll 16
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < V; v++) {
+            float *ci = c + i * ldc + 16 * v;
+            const __mmask16 mv = v == 0 ? m0 : m1;
+            if (full) {
+                _mm512_storeu_ps(ci, accumulate ? _mm512_add_ps(_mm512_loadu_ps(ci), acc[i][v])
+                                                : acc[i][v]);
+            } else {
+                _mm512_mask_storeu_ps(ci, mv,
+                                      accumulate
+                                          ? _mm512_add_ps(_mm512_maskz_loadu_ps(mv, ci), acc[i][v])
+                                          : acc[i][v]);
+            }
         }
-        _mm512_mask_storeu_ps(c + i * ldc, m0, acc[i][0]);
-        if (vecs == 2) _mm512_mask_storeu_ps(c + i * ldc + 16, m1, acc[i][1]);
-    }
-}
-
-/* The same for one row (the rows past the last whole tile). */
-LA_AVX512 static inline void tile_1x32(size_t k, const float *a, ptrdiff_t csa, const float *b,
-                                       ptrdiff_t ldb, float *c, __mmask16 m0, __mmask16 m1,
-                                       bool accumulate)
-{
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-    for (size_t p = 0; p < k; p++) {
-        const float *bp = b + (ptrdiff_t)p * ldb;
-        const __m512 ai = _mm512_set1_ps(a[(ptrdiff_t)p * csa]);
-        a0 = _mm512_fmadd_ps(ai, _mm512_maskz_loadu_ps(m0, bp), a0);
-        a1 = _mm512_fmadd_ps(ai, _mm512_maskz_loadu_ps(m1, bp + 16), a1);
-    }
-    if (accumulate) {
-        a0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, c), a0);
-        a1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, c + 16), a1);
-    }
-    _mm512_mask_storeu_ps(c, m0, a0);
-    _mm512_mask_storeu_ps(c + 16, m1, a1);
 }
 
 /* C (m×n, row-major, ldc) = A (m×k, strides rsa, csa) · B (k×n, row-major, ldb), or
@@ -105,18 +94,21 @@ LA_AVX512 static void gemm_small(size_t m, size_t n, size_t k, const float *a, p
         for (; i + TILE_ROWS <= m; i += TILE_ROWS) {
             const float *ai = a + (ptrdiff_t)i * rsa;
             float *ci = c + (ptrdiff_t)i * ldc + j0;
+            /* the 16-column tile for products at most 16 wide (the causal kernel's
+             * triangle blocks): the 32-column one would issue half its FMAs on masked-off
+             * lanes */
             if (cols == 32)
-                tile_8xv(k, ai, rsa, csa, b + j0, ldb, ci, ldc, m0, m1, accumulate, true, 2);
+                tile_rv(k, ai, rsa, csa, b + j0, ldb, ci, ldc, m0, m1, accumulate, true, 8, 2);
             else if (cols == 16)
-                tile_8xv(k, ai, rsa, csa, b + j0, ldb, ci, ldc, m0, m1, accumulate, true, 1);
+                tile_rv(k, ai, rsa, csa, b + j0, ldb, ci, ldc, m0, m1, accumulate, true, 8, 1);
             else if (cols < 16)
-                tile_8xv(k, ai, rsa, csa, b + j0, ldb, ci, ldc, m0, m1, accumulate, false, 1);
+                tile_rv(k, ai, rsa, csa, b + j0, ldb, ci, ldc, m0, m1, accumulate, false, 8, 1);
             else
-                tile_8xv(k, ai, rsa, csa, b + j0, ldb, ci, ldc, m0, m1, accumulate, false, 2);
+                tile_rv(k, ai, rsa, csa, b + j0, ldb, ci, ldc, m0, m1, accumulate, false, 8, 2);
         }
-        for (; i < m; i++)
-            tile_1x32(k, a + (ptrdiff_t)i * rsa, csa, b + j0, ldb, c + (ptrdiff_t)i * ldc + j0, m0,
-                      m1, accumulate);
+        for (; i < m; i++) /* the rows past the last whole tile, one at a time */
+            tile_rv(k, a + (ptrdiff_t)i * rsa, rsa, csa, b + j0, ldb, c + (ptrdiff_t)i * ldc + j0,
+                    ldc, m0, m1, accumulate, false, 1, 2);
     }
 }
 
@@ -128,44 +120,8 @@ LA_AVX512 static void gemm_small(size_t m, size_t n, size_t k, const float *a, p
  * 4-cycle latency needs at least 8 FMAs in flight and gains from fewer loads per FMA. So
  * the full tiles come in several shapes (rows × 16·vecs columns), every one the same FMA
  * chain per element (bitwise the same result: the contract above), and the one this CPU
- * runs fastest is chosen once per process (la_gemm_small_tile). Each shape's edges (its
+ * runs fastest is chosen once per process (la_gemm_small_shape). Each shape's edges (its
  * last rows and a partial last column strip) fall to smaller tiles of the same chains. */
-
-/* C[0..R)[0..16·V) (+)= A[0..R)[0..k) · B[0..k)[0..16·V), whole columns, R and V
- * constants at every call: R·V accumulators, per step V vector loads and R broadcasts. */
-LA_AVX512 __attribute__((always_inline)) static inline void
-tile_rv(size_t k, const float *a, ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t ldb,
-        float *c, ptrdiff_t ldc, bool accumulate, int R, int V)
-{
-    __m512 acc[16][4];
-#pragma GCC unroll 16
-    for (int i = 0; i < R; i++)
-#pragma GCC unroll 4
-        for (int v = 0; v < V; v++)
-            acc[i][v] = _mm512_setzero_ps();
-    for (size_t p = 0; p < k; p++) {
-        const float *bp = b + (ptrdiff_t)p * ldb, *ap = a + (ptrdiff_t)p * csa;
-        __m512 bv[4];
-#pragma GCC unroll 4
-        for (int v = 0; v < V; v++)
-            bv[v] = _mm512_loadu_ps(bp + 16 * v);
-#pragma GCC unroll 16
-        for (int i = 0; i < R; i++) {
-            const __m512 ai = _mm512_set1_ps(ap[i * rsa]);
-#pragma GCC unroll 4
-            for (int v = 0; v < V; v++)
-                acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
-        }
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < R; i++)
-#pragma GCC unroll 4
-        for (int v = 0; v < V; v++) {
-            float *ci = c + i * ldc + 16 * v;
-            _mm512_storeu_ps(ci, accumulate ? _mm512_add_ps(_mm512_loadu_ps(ci), acc[i][v])
-                                            : acc[i][v]);
-        }
-}
 
 /* C (m × 16·V·strips) (+)= A·B in whole column strips: tiles of R rows, then the rows
  * left in tiles of 8, 4, 2 and 1 (as many as fit). */
@@ -179,19 +135,19 @@ strips_rv(size_t m, size_t strips, size_t k, const float *a, ptrdiff_t rsa, ptrd
         size_t i = 0;
         for (; i + (size_t)R <= m; i += (size_t)R)
             tile_rv(k, a + (ptrdiff_t)i * rsa, rsa, csa, bs, ldb, cs + (ptrdiff_t)i * ldc, ldc,
-                    accumulate, R, V);
+                    0xffff, 0xffff, accumulate, true, R, V);
         for (; R > 8 && i + 8 <= m; i += 8)
             tile_rv(k, a + (ptrdiff_t)i * rsa, rsa, csa, bs, ldb, cs + (ptrdiff_t)i * ldc, ldc,
-                    accumulate, 8, V);
+                    0xffff, 0xffff, accumulate, true, 8, V);
         for (; R > 4 && i + 4 <= m; i += 4)
             tile_rv(k, a + (ptrdiff_t)i * rsa, rsa, csa, bs, ldb, cs + (ptrdiff_t)i * ldc, ldc,
-                    accumulate, 4, V);
+                    0xffff, 0xffff, accumulate, true, 4, V);
         for (; i + 2 <= m; i += 2)
             tile_rv(k, a + (ptrdiff_t)i * rsa, rsa, csa, bs, ldb, cs + (ptrdiff_t)i * ldc, ldc,
-                    accumulate, 2, V);
+                    0xffff, 0xffff, accumulate, true, 2, V);
         for (; i < m; i++)
             tile_rv(k, a + (ptrdiff_t)i * rsa, rsa, csa, bs, ldb, cs + (ptrdiff_t)i * ldc, ldc,
-                    accumulate, 1, V);
+                    0xffff, 0xffff, accumulate, true, 1, V);
     }
 }
 
@@ -400,7 +356,7 @@ int la_gemm_small_shapes(const char **names, int max)
  * vector loads of B and 8 broadcasts of A for 16 FMAs. */
 enum { TILE_COLS_F64 = 16 };
 
-/* C[0..8)[0..16) (+)= A[0..8)[0..k) · B[0..k)[0..16), as tile_8xv with vecs = 2. */
+/* C[0..8)[0..16) (+)= A[0..8)[0..k) · B[0..k)[0..16), as tile_rv with R = 8, V = 2. */
 LA_AVX512 __attribute__((always_inline)) static inline void
 tile_8x16_f64(size_t k, const double *a, ptrdiff_t rsa, ptrdiff_t csa, const double *b,
               ptrdiff_t ldb, double *c, ptrdiff_t ldc, __mmask8 m0, __mmask8 m1, bool accumulate,
