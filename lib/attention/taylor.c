@@ -122,6 +122,41 @@ static bool taylor_precise(double scale, double q_norm2, double k_norm2)
     return !REAL_IS_F32 || fabs(scale) * sqrt(q_norm2) * sqrt(k_norm2) <= TAYLOR_F32_LOGIT;
 }
 
+/* The features of every head (the forward's and the backward's), in tasks of FEATURE_ROWS
+ * rows of one head and side so that one head fills the threads: φ(Q) (B·H·N, F) and φ(K)
+ * (B·H·M, F), zero rows for the queries of an entry that sees no key and the keys no
+ * query reads (the engine's range scan reads every row). False when a feature is not
+ * finite or float32's precision rule refuses (taylor_precise). */
+static bool taylor_all_features(const la_problem *p, const REAL *q, const REAL *k, size_t width,
+                                REAL *phi_q, REAL *phi_k)
+{
+    const size_t heads = p->batch * p->heads, N = p->n_queries, M = p->n_keys, dk = p->d_k;
+    const double s = p->scale;
+    const REAL r = (REAL)sqrt(fabs(s)), t = (REAL)(fabs(s) / sqrt(2.0));
+    bool finite = true;
+    double q_norm2 = 0, k_norm2 = 0;
+    const size_t qb = (N + FEATURE_ROWS - 1) / FEATURE_ROWS,
+                 kb = (M + FEATURE_ROWS - 1) / FEATURE_ROWS;
+#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(la_threads())                 \
+    reduction(&& : finite) reduction(max : q_norm2, k_norm2)
+    for (size_t hd = 0; hd < heads; hd++)
+        for (size_t task = 0; task < qb + kb; task++) {
+            const size_t used = taylor_keys_used(p, hd / p->heads);
+            const bool queries = task < qb;
+            const size_t rows = queries ? N : M, i0 = (queries ? task : task - qb) * FEATURE_ROWS;
+            const size_t i1 = i0 + FEATURE_ROWS < rows ? i0 + FEATURE_ROWS : rows;
+            const REAL *x = (queries ? q + hd * N * dk : k + hd * M * dk) + i0 * dk;
+            REAL *f = (queries ? phi_q + hd * N * width : phi_k + hd * M * width) + i0 * width;
+            const size_t formed =
+                queries ? (used ? i1 - i0 : 0) : (used > i0 ? (used < i1 ? used : i1) - i0 : 0);
+            finite = taylor_features(x, formed, dk, width, queries && s < 0 ? -r : r, t, f,
+                                     queries ? &q_norm2 : &k_norm2) &&
+                     finite;
+            memset(f + formed * width, 0, (i1 - i0 - formed) * width * sizeof(REAL));
+        }
+    return finite && taylor_precise(s, q_norm2, k_norm2);
+}
+
 static la_status taylor_attention(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
                                   REAL *out)
 {
@@ -140,34 +175,7 @@ static la_status taylor_attention(const la_problem *p, const REAL *q, const REAL
     if (!phi) return LA_ENOMEM;
     REAL *phi_q = phi, *phi_k = phi + heads * N * width;
 
-    const double s = p->scale;
-    const REAL r = (REAL)sqrt(fabs(s)), t = (REAL)(fabs(s) / sqrt(2.0));
-    bool finite = true;
-    double q_norm2 = 0, k_norm2 = 0;
-    const int threads = la_threads();
-    /* tasks of FEATURE_ROWS rows of one head and side, so that one head fills the threads */
-    const size_t qb = (N + FEATURE_ROWS - 1) / FEATURE_ROWS,
-                 kb = (M + FEATURE_ROWS - 1) / FEATURE_ROWS;
-#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(threads)                       \
-    reduction(&& : finite) reduction(max : q_norm2, k_norm2)
-    for (size_t hd = 0; hd < heads; hd++)
-        for (size_t task = 0; task < qb + kb; task++) {
-            const size_t used = taylor_keys_used(p, hd / p->heads);
-            const bool queries = task < qb;
-            const size_t rows = queries ? N : M, i0 = (queries ? task : task - qb) * FEATURE_ROWS;
-            const size_t i1 = i0 + FEATURE_ROWS < rows ? i0 + FEATURE_ROWS : rows;
-            const REAL *x = (queries ? q + hd * N * dk : k + hd * M * dk) + i0 * dk;
-            REAL *f = (queries ? phi_q + hd * N * width : phi_k + hd * M * width) + i0 * width;
-            /* queries of an entry that sees no key, and keys no query reads: zero features
-             * (their rows are zeros; the engine's range scan reads every row) */
-            const size_t formed =
-                queries ? (used ? i1 - i0 : 0) : (used > i0 ? (used < i1 ? used : i1) - i0 : 0);
-            finite = taylor_features(x, formed, dk, width, queries && s < 0 ? -r : r, t, f,
-                                     queries ? &q_norm2 : &k_norm2) &&
-                     finite;
-            memset(f + formed * width, 0, (i1 - i0 - formed) * width * sizeof(REAL));
-        }
-    if (finite && taylor_precise(s, q_norm2, k_norm2)) {
+    if (taylor_all_features(p, q, k, width, phi_q, phi_k)) {
         la_problem inner = *p; /* linear attention on the features */
         inner.d_k = width;
         inner.feature_map = LA_FEATURE_IDENTITY;
@@ -267,22 +275,8 @@ static la_status taylor_backward(const la_problem *p, const REAL *q, const REAL 
 
     const double s = p->scale;
     const REAL r = (REAL)sqrt(fabs(s)), t = (REAL)(fabs(s) / sqrt(2.0)), rq = s < 0 ? -r : r;
-    bool finite = true;
-    double q_norm2 = 0, k_norm2 = 0;
     const int threads = la_threads();
-#pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(&& : finite)            \
-    reduction(max : q_norm2, k_norm2)
-    for (size_t hd = 0; hd < heads; hd++) { /* the forward's features (taylor_attention) */
-        const size_t used = taylor_keys_used(p, hd / p->heads);
-        const bool fq = taylor_features(q + hd * N * dk, used ? N : 0, dk, width, rq, t,
-                                        phi_q + hd * N * width, &q_norm2);
-        if (!used) memset(phi_q + hd * N * width, 0, N * width * sizeof(REAL));
-        REAL *fk_head = phi_k + hd * M * width;
-        const bool fk = taylor_features(k + hd * M * dk, used, dk, width, r, t, fk_head, &k_norm2);
-        memset(fk_head + used * width, 0, (M - used) * width * sizeof(REAL));
-        finite = fq && fk && finite;
-    }
-    if (!finite || !taylor_precise(s, q_norm2, k_norm2)) { /* as the forward refuses */
+    if (!taylor_all_features(p, q, k, width, phi_q, phi_k)) { /* as the forward refuses */
         free(phi);
         return LA_ERANGE;
     }
