@@ -187,7 +187,15 @@ static bool held_fits(const variants_values *v, size_t keys)
            v->held_seed == v->seed;
 }
 
-static void release_projections(variants_values *v);
+/* The Linformer half of variants_release_draws. */
+static void release_projections(variants_values *v)
+{
+    free(v->held_e), free(v->held_f);
+    v->held_e = v->held_f = NULL;
+    v->held_rank = v->held_keys = 0;
+    v->blocks.linformer.proj_e = v->proj_e.data;
+    v->blocks.linformer.proj_f = v->proj_f.data;
+}
 
 /* Whether v holds FAVOR+'s W drawn for d_k columns, at v's feature count and seed. */
 static bool held_w_fits(const variants_values *v, size_t dk)
@@ -323,16 +331,6 @@ void variants_release_draws(variants_values *v)
     v->held_features = v->held_dk = 0;
     v->blocks.favor.proj_w = NULL;
     release_projections(v);
-}
-
-/* The Linformer half of variants_release_draws. */
-static void release_projections(variants_values *v)
-{
-    free(v->held_e), free(v->held_f);
-    v->held_e = v->held_f = NULL;
-    v->held_rank = v->held_keys = 0;
-    v->blocks.linformer.proj_e = v->proj_e.data;
-    v->blocks.linformer.proj_f = v->proj_f.data;
 }
 
 void variants_free(variants_values *v)
