@@ -250,8 +250,8 @@ static void hard_ties_lowest_key(void **state)
 }
 
 /* la_config().simd names the path the float32 kernels run on and the small products'
- * tile shape ("avx512, tile 8x32 (timed fastest)"; LA_TILE forces one), and follows the
- * switch. */
+ * tile shape ("avx512, tile 8x32 (…)": how it was chosen; LA_TILE forces one), and
+ * follows the switch. */
 static void simd_config_names(void **state)
 {
     (void)state;
