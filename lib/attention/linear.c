@@ -226,21 +226,22 @@ static void rows_sum(REAL *restrict acc, const REAL *restrict x, size_t rows, si
     }
 }
 
-/* One query's g = dO / den (d_v) and c = −(dO·y) / den (returned); den = 0 (the empty row)
- * gives g = 0, c = 0. 3·d_v + 1 FLOPs. */
+/* One query's g = dO / den (d_v); den = 0 (the empty row) gives g = 0. d_v FLOPs. */
+static void row_g(const REAL *restrict d_out, REAL den, REAL *restrict g, size_t dv)
+{
+    LA_COUNT(LA_COUNT_NORMALIZE, dv);
+    for (size_t c = 0; c < dv; c++)
+        g[c] = den == 0 ? 0 : d_out[c] / den;
+}
+
+/* One query's g (row_g) and c = −(dO·y) / den (returned); den = 0 gives g = 0, c = 0.
+ * 3·d_v + 1 FLOPs. */
 static REAL row_grad(const REAL *restrict d_out, const REAL *restrict y, REAL den, REAL *restrict g,
                      size_t dv)
 {
-    LA_COUNT(LA_COUNT_NORMALIZE, 3 * (double)dv + 1);
-    if (den == 0) {
-        for (size_t c = 0; c < dv; c++)
-            g[c] = 0;
-        return 0;
-    }
-    const REAL dot = FN(la_dot)(d_out, y, dv);
-    for (size_t c = 0; c < dv; c++)
-        g[c] = d_out[c] / den;
-    return -dot / den;
+    row_g(d_out, den, g, dv);
+    LA_COUNT(LA_COUNT_NORMALIZE, 2 * (double)dv + 1);
+    return den == 0 ? 0 : -FN(la_dot)(d_out, y, dv) / den;
 }
 
 /* The scratch of one call (backward_layout_for), allocated: one block of REAL. */
@@ -749,17 +750,13 @@ static void chunk_grads(const ch_job *j, ch_task *t)
 }
 
 /* Sweep 3's G (nq, d_v) and c of the chunk's queries, from sweep 2's den and c: g_i =
- * d_out_i / den_i, as row_grad forms it (the same bits), without c's dot product again. */
+ * d_out_i / den_i (row_g, as row_grad forms it), without c's dot product again. */
 static void chunk_grads_again(const ch_job *j, ch_task *t)
 {
     const size_t dv = j->dv, at = t->hd * j->N + t->c0;
     for (size_t i = 0; i < t->nq; i++) {
-        const REAL den = j->den[at + i], *d_out = j->d_out + (at + i) * dv;
-        REAL *g = t->G + i * dv;
-        LA_COUNT(LA_COUNT_NORMALIZE, dv);
+        row_g(j->d_out + (at + i) * dv, j->den[at + i], t->G + i * dv, dv);
         t->cc[i] = j->c[at + i];
-        for (size_t c = 0; c < dv; c++)
-            g[c] = den == 0 ? 0 : d_out[c] / den;
     }
 }
 
