@@ -127,7 +127,7 @@ la_status la_favor_w(const la_problem *p, double *w)
  * (la_linear_workspace_bytes of `inner`, p with d_k = m). */
 typedef struct {
     la_problem inner; /* p with d_k = m, φ the identity */
-    size_t threads;   /* the threads of the per-head loops: min(threads, B·H) */
+    size_t threads;   /* the threads of the per-head loops: min(threads, tasks) */
     size_t w_bytes, phi_q_elems, phi_k_elems, pg_elems, causal_per_thread, scratch_elems;
     size_t own_bytes, total_bytes;
 } favor_layout;
@@ -144,7 +144,12 @@ static la_status favor_layout_for(const la_problem *p, size_t elem, bool recurre
     la_status st = la_problem_check(&lay->inner);
     if (st != LA_OK) return st;
     if (!la_mul_ok(p->batch, p->heads, &heads)) return LA_EOVERFLOW;
-    lay->threads = (size_t)la_threads() < heads ? (size_t)la_threads() : heads;
+    size_t tasks = heads, width;
+    if (recurrent &&
+        !la_mul_ok(heads, la_linear_recurrent_parts(heads, (size_t)la_threads(), p->d_v, &width),
+                   &tasks))
+        return LA_EOVERFLOW;
+    lay->threads = (size_t)la_threads() < tasks ? (size_t)la_threads() : tasks;
     if (!recurrent) {
         st = la_linear_workspace_bytes(&lay->inner, false, elem, &inner_bytes);
         if (st != LA_OK) return st;
@@ -427,27 +432,24 @@ static bool favor_features(const la_problem *p, const REAL *wt, const REAL *q, c
  * running max of g over the keys they hold (S = Σ ψ(k_j) exp(g_j − μ) v_jᵀ): μ' = max(μ, g)
  * (g at the first token), the state rescaled to μ' by exp(μ − μ') (at most 1; none at
  * the first token), ψ' = ψ·exp(g − μ') into kt (may be psi), then the engine's step:
- * S += ψ' vᵀ, z += ψ', y = φ(q)ᵀS / (φ(q)·z + eps). Returns μ'. S's entries are
- * s_elems = m·d_v; z need not follow S. */
-static REAL stabilized_step(REAL *S, REAL *z, size_t s_elems, REAL mu, REAL g, bool first,
-                            const REAL *psi, REAL *kt, const REAL *v, const REAL *phi_q, REAL eps,
-                            REAL *y, size_t m, size_t dv)
+ * S += ψ' vᵀ, z += ψ', y = φ(q)ᵀS / (φ(q)·z + eps), the rescaling on the step's pass
+ * (la_linear_step_head_rescaled). Returns μ'. S is (m, d_v); z need not follow S. */
+static REAL stabilized_step(REAL *S, REAL *z, REAL mu, REAL g, bool first, const REAL *psi,
+                            REAL *kt, const REAL *v, const REAL *phi_q, REAL eps, REAL *y, size_t m,
+                            size_t dv)
 {
     LA_COUNT(LA_COUNT_PHI, 1); /* the running max */
     const REAL mu_new = first || g > mu ? g : mu;
-    if (!first) { /* the state to the scale of μ' */
-        LA_COUNT(LA_COUNT_KV, (double)m * ((double)dv + 1) + 2);
-        const REAL r = EXP(mu - mu_new);
-        for (size_t a = 0; a < s_elems; a++)
-            S[a] *= r;
-        for (size_t l = 0; l < m; l++)
-            z[l] *= r;
-    }
     LA_COUNT(LA_COUNT_KV, (double)m + 2);
     const REAL f = EXP(g - mu_new);
     for (size_t l = 0; l < m; l++)
         kt[l] = psi[l] * f;
-    FN(la_linear_step_head)(S, z, kt, v, phi_q, eps, y, m, dv);
+    if (first) {
+        FN(la_linear_step_head)(S, z, kt, v, phi_q, eps, y, m, dv);
+    } else { /* the state to the scale of μ' on the step's own pass over S */
+        LA_COUNT(LA_COUNT_KV, (double)m * ((double)dv + 1) + 2);
+        FN(la_linear_step_head_rescaled)(S, z, EXP(mu - mu_new), kt, v, phi_q, eps, y, m, dv);
+    }
     return mu_new;
 }
 
@@ -459,31 +461,32 @@ static REAL stabilized_step(REAL *S, REAL *z, size_t s_elems, REAL mu, REAL g, b
  * exp(g_t − μ'), then la_linear_step_head (S += ψ'_t v_tᵀ, z += ψ'_t, y_t = φ(q_t)ᵀS /
  * (φ(q_t)·z + eps)); past u only the read (la_linear_read_query). So eps meets the
  * denominator at the chunked form's scale, μ_t = μ'. Scratch `mine`: S, z, ψ' (m). */
-static void favor_recurrent_head(const la_problem *p, size_t hd, const REAL *phi_q,
-                                 const REAL *phi_k, const REAL *pg, const REAL *v, REAL *out,
-                                 REAL *mine)
+static void favor_recurrent_head(const la_problem *p, size_t hd, size_t c0, size_t w,
+                                 const REAL *phi_q, const REAL *phi_k, const REAL *pg,
+                                 const REAL *v, REAL *out, REAL *mine)
 {
     const la_favor_params favor = la_favor_params_of(p);
     const size_t N = p->n_queries, M = p->n_keys, dv = p->d_v, m = favor.features;
     const size_t u = keys_used(p, hd / p->heads);
     const REAL eps = (REAL)p->eps;
-    const REAL *fq = phi_q + hd * N * m, *psi = phi_k + hd * M * m, *vh = v + hd * M * dv;
+    const REAL *fq = phi_q + hd * N * m, *psi = phi_k + hd * M * m, *vh = v + hd * M * dv + c0;
     const REAL *g = pg + hd * 2 * M + M;
-    REAL *yh = out + hd * N * dv, *S = mine, *z = S + m * dv, *kt = z + m;
+    REAL *yh = out + hd * N * dv + c0, *S = mine, *z = S + m * w, *kt = z + m;
     if (u == 0) { /* no key visible: zero rows */
-        memset(yh, 0, N * dv * sizeof *yh);
+        for (size_t t = 0; t < N; t++)
+            memset(yh + t * dv, 0, w * sizeof *yh);
         return;
     }
-    for (size_t a = 0; a < m * (dv + 1); a++) /* S, then z */
+    for (size_t a = 0; a < m * (w + 1); a++) /* S, then z */
         S[a] = 0;
     REAL mu = g[0];
     for (size_t t = 0; t < N; t++) {
         if (t >= u) { /* no key left to add: y_t = φ(q_t)ᵀS / (φ(q_t)·z + eps) */
-            FN(la_linear_read_query)(S, z, fq + t * m, fq + t * m, eps, yh + t * dv, m, dv);
+            FN(la_linear_read_query)(S, z, fq + t * m, fq + t * m, eps, yh + t * dv, m, w);
             continue;
         }
-        mu = stabilized_step(S, z, m * dv, mu, g[t], t == 0, psi + t * m, kt, vh + t * dv,
-                             fq + t * m, eps, yh + t * dv, m, dv);
+        mu = stabilized_step(S, z, mu, g[t], t == 0, psi + t * m, kt, vh + t * dv, fq + t * m, eps,
+                             yh + t * dv, m, w);
     }
 }
 
@@ -532,10 +535,15 @@ static la_status favor_attention(const la_problem *p, const REAL *q, const REAL 
     if (!finite) {
         st = LA_ERANGE;
     } else if (recurrent) {
+        size_t width;
+        const size_t parts = la_linear_recurrent_parts(heads, (size_t)la_threads(), p->d_v, &width);
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
-        for (size_t hd = 0; hd < heads; hd++)
-            favor_recurrent_head(p, hd, phi_q, phi_k, pg, v, out,
+        for (size_t task = 0; task < heads * parts; task++) {
+            const size_t c0 = task % parts * width;
+            favor_recurrent_head(p, task / parts, c0, p->d_v - c0 < width ? p->d_v - c0 : width,
+                                 phi_q, phi_k, pg, v, out,
                                  per_thread + (size_t)omp_get_thread_num() * lay.causal_per_thread);
+        }
     } else {
         la_problem inner = lay.inner;
         inner.workspace_limit = p->workspace_limit - lay.own_bytes;
@@ -613,8 +621,8 @@ la_status la_favor_step_f64(la_linear_state *st, const double *q_t, const double
 
     for (size_t h = 0; h < H; h++) {
         REAL *kt = fk + h * m; /* ψ(k_t), made ψ' in place */
-        mu[h] = stabilized_step(S + h * m * dv, z + h * m, m * dv, mu[h], g[h], st->position == 0,
-                                kt, kt, v_t + h * dv, fq + h * m, eps, y_t + h * dv, m, dv);
+        mu[h] = stabilized_step(S + h * m * dv, z + h * m, mu[h], g[h], st->position == 0, kt, kt,
+                                v_t + h * dv, fq + h * m, eps, y_t + h * dv, m, dv);
     }
     st->s_bound = s_new;
     st->z_bound = z_new;

@@ -67,7 +67,7 @@ typedef struct {
  *     and the chunk's ΔS_c, Δz_c, 2·d_k·(d_v + 1);
  *   recurrent: per thread S, z, φ(q_t), φ(k_t): d_k·(d_v + 3).
  * Tasks: non-causal max(heads·key pieces, heads·query blocks), chunked heads·chunks,
- * recurrent heads. */
+ * recurrent heads·la_linear_recurrent_parts. */
 static la_status linear_layout_for(const la_problem *p, bool recurrent, size_t threads_max,
                                    linear_layout *lay)
 {
@@ -99,7 +99,10 @@ static la_status linear_layout_for(const la_problem *p, bool recurrent, size_t t
             !la_mul_ok(heads, state, &lay->shared) || !la_mul_ok(heads, (N + C - 1) / C, &tasks))
             return LA_EOVERFLOW;
     } else {
-        if (!add_ok(dv, 3, &a) || !la_mul_ok(dk, a, &lay->per_thread)) return LA_EOVERFLOW;
+        size_t width;
+        if (!add_ok(dv, 3, &a) || !la_mul_ok(dk, a, &lay->per_thread) ||
+            !la_mul_ok(heads, la_linear_recurrent_parts(heads, threads_max, dv, &width), &tasks))
+            return LA_EOVERFLOW;
     }
     if (threads_max < 1) threads_max = 1;
     lay->threads = threads_max < tasks ? threads_max : tasks;
@@ -177,33 +180,127 @@ double la_dot_f64(const double *x, const double *y, size_t n)
     return sum;
 }
 
-/* One recurrent step of one head, in one pass over S:
- *   S (d_k, d_v) += φk vᵀ,  z (d_k) += φk,  y (d_v) = φqᵀ S / (φqᵀ z + eps)
- * with the updated S and z. Row a of S is updated and at once added into y, so S is
- * read once per token (the same values and order as updating first, then reading). */
+#if LA_HAVE_AVX512_CODE
+/* The vector type of this precision's AVX-512 code: 16 float or 8 double lanes. */
 #if REAL_IS_F32
-void la_linear_step_head_f32(float *restrict S, float *restrict z, const float *restrict phi_k,
-                             const float *restrict v, const float *restrict phi_q, float eps,
-                             float *restrict y, size_t d_k, size_t d_v)
+#define STEP_LANES 16
+typedef __m512 step_vec;
+typedef __mmask16 step_mask;
+#define STEP_LOAD(m, x) _mm512_maskz_loadu_ps(m, x)
+#define STEP_STORE(x, m, a) _mm512_mask_storeu_ps(x, m, a)
+#define STEP_FMA _mm512_fmadd_ps
+#define STEP_MUL _mm512_mul_ps
+#define STEP_SET1 _mm512_set1_ps
+#define STEP_ZERO _mm512_setzero_ps
 #else
-void la_linear_step_head_f64(double *restrict S, double *restrict z, const double *restrict phi_k,
-                             const double *restrict v, const double *restrict phi_q, double eps,
-                             double *restrict y, size_t d_k, size_t d_v)
+#define STEP_LANES 8
+typedef __m512d step_vec;
+typedef __mmask8 step_mask;
+#define STEP_LOAD(m, x) _mm512_maskz_loadu_pd(m, x)
+#define STEP_STORE(x, m, a) _mm512_mask_storeu_pd(x, m, a)
+#define STEP_FMA _mm512_fmadd_pd
+#define STEP_MUL _mm512_mul_pd
+#define STEP_SET1 _mm512_set1_pd
+#define STEP_ZERO _mm512_setzero_pd
 #endif
+
+/* The AVX-512 body of a step on w <= 4·STEP_LANES columns of S (d_k rows, row stride ld),
+ * nv = ⌈w / STEP_LANES⌉ vectors per row: when rescale, S[a, :] *= r; when add,
+ * S[a, :] += φk[a]·v; always y = Σ_a φq[a]·S[a, :] (the updated rows), y's nv vectors
+ * held in registers across the d_k rows. Each y[c] is one FMA chain over a in order, each
+ * S[a, c] a product by r then one FMA: the generic loop's order, with φk[a]·v[c] and its
+ * sum rounded once. Called with constant nv, add and rescale, so the vectors are
+ * registers and the branches fold. */
+LA_AVX512 static inline __attribute__((always_inline)) void
+step_cols_avx512(REAL *restrict S, size_t ld, REAL r, const REAL *restrict phi_k,
+                 const REAL *restrict v, const REAL *restrict phi_q, REAL *restrict y, size_t d_k,
+                 size_t w, int nv, bool add, bool rescale)
 {
-    for (size_t c = 0; c < d_v; c++)
-        y[c] = 0;
+    const step_vec rv = STEP_SET1(r);
+    step_mask mask[4];
+    step_vec vv[4], acc[4];
+    for (int g = 0; g < nv; g++) {
+        const size_t left = w - (size_t)g * STEP_LANES;
+        mask[g] = left >= STEP_LANES ? (step_mask)~0u : (step_mask)((1u << left) - 1);
+        vv[g] = add ? STEP_LOAD(mask[g], v + g * STEP_LANES) : STEP_ZERO();
+        acc[g] = STEP_ZERO();
+    }
+    for (size_t a = 0; a < d_k; a++) {
+        REAL *row = S + a * ld;
+        const step_vec fq = STEP_SET1(phi_q[a]);
+        const step_vec fk = STEP_SET1(add ? phi_k[a] : 0);
+        for (int g = 0; g < nv; g++) {
+            step_vec s = STEP_LOAD(mask[g], row + g * STEP_LANES);
+            if (rescale) s = STEP_MUL(s, rv);
+            if (add || rescale) {
+                if (add) s = STEP_FMA(fk, vv[g], s);
+                STEP_STORE(row + g * STEP_LANES, mask[g], s);
+            }
+            acc[g] = STEP_FMA(fq, s, acc[g]);
+        }
+    }
+    for (int g = 0; g < nv; g++)
+        STEP_STORE(y + g * STEP_LANES, mask[g], acc[g]);
+}
+
+/* y (d_v) = Σ_a φq[a]·S[a, :], after S *= r when rescale and S += φk vᵀ when add:
+ * step_cols_avx512 over groups of 4·STEP_LANES columns. */
+#define STEP_COLS(nv)                                                                              \
+    (rescale ? step_cols_avx512(Sc, d_v, r, phi_k, vc, phi_q, yc, d_k, w, nv, true, true)          \
+     : add   ? step_cols_avx512(Sc, d_v, r, phi_k, vc, phi_q, yc, d_k, w, nv, true, false)         \
+             : step_cols_avx512(Sc, d_v, r, phi_k, vc, phi_q, yc, d_k, w, nv, false, false))
+LA_AVX512 static void step_rows_avx512(REAL *restrict S, REAL r, const REAL *restrict phi_k,
+                                       const REAL *restrict v, const REAL *restrict phi_q,
+                                       REAL *restrict y, size_t d_k, size_t d_v, bool add,
+                                       bool rescale)
+{
+    for (size_t c0 = 0; c0 < d_v; c0 += 4 * STEP_LANES) {
+        const size_t w = d_v - c0 < 4 * STEP_LANES ? d_v - c0 : 4 * STEP_LANES;
+        REAL *Sc = S + c0, *yc = y + c0;
+        const REAL *vc = add ? v + c0 : NULL;
+        switch ((w + STEP_LANES - 1) / STEP_LANES) {
+        case 1: STEP_COLS(1); break;
+        case 2: STEP_COLS(2); break;
+        case 3: STEP_COLS(3); break;
+        default: STEP_COLS(4); break;
+        }
+    }
+}
+#undef STEP_COLS
+#endif
+
+/* One recurrent step of one head, in one pass over S:
+ *   S (d_k, d_v) = r·S + φk vᵀ,  z (d_k) = r·z + φk,  y (d_v) = φqᵀ S / (φqᵀ z + eps)
+ * with the updated S and z (r = 1, no product, unless rescale). Row a of S is updated and
+ * at once added into y, so S is read once per token (the same values and order as
+ * rescaling, then updating, then reading). */
+static void step_head(REAL *restrict S, REAL *restrict z, REAL r, bool rescale,
+                      const REAL *restrict phi_k, const REAL *restrict v,
+                      const REAL *restrict phi_q, REAL eps, REAL *restrict y, size_t d_k,
+                      size_t d_v)
+{
     LA_COUNT(LA_COUNT_KV, 2 * (double)d_k * (double)d_v + (double)d_k); /* S and z updates */
     LA_COUNT(LA_COUNT_QS, 2 * (double)d_k * (double)d_v);               /* y += φq[a] S[a, :] */
-    for (size_t a = 0; a < d_k; a++) {
-        const REAL fk = phi_k[a], fq = phi_q[a];
-        REAL *row = S + a * d_v;
-        for (size_t c = 0; c < d_v; c++) {
-            const REAL updated = row[c] + fk * v[c];
-            row[c] = updated;
-            y[c] += fq * updated;
+#if LA_HAVE_AVX512_CODE
+    if (la_avx512_usable()) {
+        step_rows_avx512(S, r, phi_k, v, phi_q, y, d_k, d_v, true, rescale);
+        for (size_t a = 0; a < d_k; a++)
+            z[a] = (rescale ? z[a] * r : z[a]) + phi_k[a];
+    } else
+#endif
+    {
+        for (size_t c = 0; c < d_v; c++)
+            y[c] = 0;
+        for (size_t a = 0; a < d_k; a++) {
+            const REAL fk = phi_k[a], fq = phi_q[a];
+            REAL *row = S + a * d_v;
+            for (size_t c = 0; c < d_v; c++) {
+                const REAL updated = (rescale ? row[c] * r : row[c]) + fk * v[c];
+                row[c] = updated;
+                y[c] += fq * updated;
+            }
+            z[a] = (rescale ? z[a] * r : z[a]) + fk;
         }
-        z[a] += fk;
     }
     /* normalize by the denominator φqᵀz + eps */
     const REAL den = LA_DOT(LA_COUNT_QS, phi_q, z, d_k) + eps;
@@ -215,6 +312,34 @@ void la_linear_step_head_f64(double *restrict S, double *restrict z, const doubl
         for (size_t c = 0; c < d_v; c++)
             y[c] /= den;
     }
+}
+
+#if REAL_IS_F32
+void la_linear_step_head_f32(float *restrict S, float *restrict z, const float *restrict phi_k,
+                             const float *restrict v, const float *restrict phi_q, float eps,
+                             float *restrict y, size_t d_k, size_t d_v)
+#else
+void la_linear_step_head_f64(double *restrict S, double *restrict z, const double *restrict phi_k,
+                             const double *restrict v, const double *restrict phi_q, double eps,
+                             double *restrict y, size_t d_k, size_t d_v)
+#endif
+{
+    step_head(S, z, 1, false, phi_k, v, phi_q, eps, y, d_k, d_v);
+}
+
+#if REAL_IS_F32
+void la_linear_step_head_rescaled_f32(float *restrict S, float *restrict z, float r,
+                                      const float *restrict phi_k, const float *restrict v,
+                                      const float *restrict phi_q, float eps, float *restrict y,
+                                      size_t d_k, size_t d_v)
+#else
+void la_linear_step_head_rescaled_f64(double *restrict S, double *restrict z, double r,
+                                      const double *restrict phi_k, const double *restrict v,
+                                      const double *restrict phi_q, double eps, double *restrict y,
+                                      size_t d_k, size_t d_v)
+#endif
+{
+    step_head(S, z, r, true, phi_k, v, phi_q, eps, y, d_k, d_v);
 }
 
 /* S (d_k, d_v) += k_num v_tᵀ, z (d_k) += k_den: a key added without a read (k_den = k_num
@@ -252,14 +377,21 @@ void la_linear_read_query_f64(const double *restrict S, const double *restrict z
 #endif
 {
     /* numerator: y = Σ_a q_num[a] · S[a, :] */
-    for (size_t c = 0; c < d_v; c++)
-        y[c] = 0;
     LA_COUNT(LA_COUNT_QS, 2 * (double)d_k * (double)d_v);
-    for (size_t a = 0; a < d_k; a++) {
-        REAL f = q_num[a];
-        const REAL *row = S + a * d_v;
+#if LA_HAVE_AVX512_CODE
+    if (la_avx512_usable()) {
+        step_rows_avx512((REAL *)S, 1, NULL, NULL, q_num, y, d_k, d_v, false, false); /* read */
+    } else
+#endif
+    {
         for (size_t c = 0; c < d_v; c++)
-            y[c] += f * row[c];
+            y[c] = 0;
+        for (size_t a = 0; a < d_k; a++) {
+            REAL f = q_num[a];
+            const REAL *row = S + a * d_v;
+            for (size_t c = 0; c < d_v; c++)
+                y[c] += f * row[c];
+        }
     }
     /* normalize by the denominator q_denᵀz + eps */
     REAL den = LA_DOT(LA_COUNT_QS, q_den, z, d_k) + eps;
@@ -921,7 +1053,8 @@ la_status la_linear_scan_stabilized_f64(const la_problem *p, const double *phi_q
  *   if t < u: S += φ(k_t) v_tᵀ, z += φ(k_t);   y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps),
  * with u = min(m, N) the keys any query sees; zero rows when m = 0. A token with a key
  * runs la_linear_step_head_*, the function la_linear_step_* runs, so stepping the step
- * API through a sequence reproduces this bit for bit.
+ * API through a sequence reproduces this bit for bit. Tasks: (head, part of the d_v
+ * columns), la_linear_recurrent_parts; a part of width w holds S's w columns as a (d_k, w) array.
  * Scratch per thread: S, z, φ(q_t), φ(k_t). */
 #if REAL_IS_F32
 la_status la_linear_scan_recurrent_f32(const la_problem *p, const float *q, const float *k,
@@ -941,20 +1074,25 @@ la_status la_linear_scan_recurrent_f64(const la_problem *p, const double *q, con
     const size_t threads = lay.threads, per_thread = lay.per_thread;
     const REAL eps = (REAL)p->eps;
 
+    size_t width;
+    const size_t parts = la_linear_recurrent_parts(heads, threads, dv, &width);
+
 #pragma omp parallel for schedule(dynamic) num_threads((int)threads)
-    for (size_t hd = 0; hd < heads; hd++) {
+    for (size_t task = 0; task < heads * parts; task++) {
+        const size_t hd = task / parts, c0 = task % parts * width;
+        const size_t w = dv - c0 < width ? dv - c0 : width; /* this part's columns */
         REAL *S = work + (size_t)omp_get_thread_num() * per_thread;
         REAL *z = S + dk * dv, *phi_q = z + dk, *phi_k = phi_q + dk;
-        const REAL *qh = q + hd * N * dk, *kh = k + hd * M * dk, *vh = v + hd * M * dv;
-        REAL *yh = out + hd * N * dv;
+        const REAL *qh = q + hd * N * dk, *kh = k + hd * M * dk, *vh = v + hd * M * dv + c0;
+        REAL *yh = out + hd * N * dv + c0;
         const size_t m = la_keys_in_length(p, hd / p->heads);
-        for (size_t a = 0; a < dk * dv; a++)
+        for (size_t a = 0; a < dk * w; a++)
             S[a] = 0;
         for (size_t a = 0; a < dk; a++)
             z[a] = 0;
         for (size_t t = 0; t < N; t++) {
             if (m == 0) { /* no key visible: zero row */
-                for (size_t c = 0; c < dv; c++)
+                for (size_t c = 0; c < w; c++)
                     yh[t * dv + c] = 0;
                 continue;
             }
@@ -963,10 +1101,10 @@ la_status la_linear_scan_recurrent_f64(const la_problem *p, const double *q, con
                 /* S += φ(k_t) v_tᵀ, z += φ(k_t); y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps) */
                 LA_PHI(p->feature_map, kh + t * dk, phi_k, dk);
                 FN(la_linear_hide_keys)(p, hd, t, phi_k, 1);
-                FN(la_linear_step_head)(S, z, phi_k, vh + t * dv, phi_q, eps, yh + t * dv, dk, dv);
+                FN(la_linear_step_head)(S, z, phi_k, vh + t * dv, phi_q, eps, yh + t * dv, dk, w);
             } else {
                 /* no key left to add: y_t = φ(q_t)ᵀS / (φ(q_t)ᵀz + eps) */
-                FN(la_linear_read_query)(S, z, phi_q, phi_q, eps, yh + t * dv, dk, dv);
+                FN(la_linear_read_query)(S, z, phi_q, phi_q, eps, yh + t * dv, dk, w);
             }
         }
     }

@@ -32,6 +32,16 @@ void la_linear_step_head_f32(float *restrict S, float *restrict z, const float *
 void la_linear_step_head_f64(double *restrict S, double *restrict z, const double *restrict phi_k,
                              const double *restrict v, const double *restrict phi_q, double eps,
                              double *restrict y, size_t d_k, size_t d_v);
+/* The step with the state first scaled by r (FAVOR+'s stabilizer): S = r·S + φk vᵀ,
+ * z = r·z + φk, then the read; the same bits as scaling S and z, then la_linear_step_head. */
+void la_linear_step_head_rescaled_f32(float *restrict S, float *restrict z, float r,
+                                      const float *restrict phi_k, const float *restrict v,
+                                      const float *restrict phi_q, float eps, float *restrict y,
+                                      size_t d_k, size_t d_v);
+void la_linear_step_head_rescaled_f64(double *restrict S, double *restrict z, double r,
+                                      const double *restrict phi_k, const double *restrict v,
+                                      const double *restrict phi_q, double eps, double *restrict y,
+                                      size_t d_k, size_t d_v);
 void la_linear_read_query_f32(const float *restrict S, const float *restrict z,
                               const float *restrict q_num, const float *restrict q_den, float eps,
                               float *restrict y, size_t d_k, size_t d_v);
@@ -170,6 +180,23 @@ void la_linear_hide_key_grads_f64(const la_problem *p, double *d_k);
  * result never depends on the alignment of x and y nor on how the compiler vectorizes. */
 float la_dot_f32(const float *x, const float *y, size_t n);
 double la_dot_f64(const double *x, const double *y, size_t n);
+
+/* The recurrent scans (linear attention's, FAVOR+'s) with fewer heads than threads split
+ * each head's d_v columns into parts of a multiple of 16 columns, one task each: a column
+ * of S and of y depends on no other column, so each part runs the whole sequence on its
+ * own (its own S columns and its own copy of z and of each token's features, whose work
+ * is then repeated per part), with the bits of one task per head. Returns the number of
+ * parts and sets their width (the last may be narrower). */
+static inline size_t la_linear_recurrent_parts(size_t heads, size_t threads_max, size_t dv,
+                                               size_t *width)
+{
+    size_t parts = 1;
+    if (heads < threads_max) parts = (threads_max + heads - 1) / heads;
+    if (parts > dv / 16) parts = dv / 16 ? dv / 16 : 1;
+    const size_t w = (dv + parts - 1) / parts;
+    *width = (w + 15) / 16 * 16 < dv ? (w + 15) / 16 * 16 : dv;
+    return (dv + *width - 1) / *width;
+}
 
 /* The causal chunked kernels (forward and backward) form the products a chunk's mask cuts,
  * A = φ(Q_c)·φ(K_c)ᵀ and the others A and B enter, by blocks of LA_LINEAR_TRI_ROWS rows

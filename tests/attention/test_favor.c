@@ -535,6 +535,54 @@ static void recurrent_agrees_with_chunked(void **state)
     free(qf), free(kf), free(vf), free(y32);
 }
 
+/* One head on more threads than heads: the recurrent kernel splits d_v = 40 into parts of
+ * 32 and 8 columns, each rescaling its own columns of the state as the keys' running max
+ * moves (key norms over two orders of magnitude). One and two threads give the same bits,
+ * and the reference's output within tolerance. */
+static void recurrent_column_parts(void **state)
+{
+    (void)state;
+    const size_t N = 33, dk = 8, dv = 40;
+    const size_t nq = N * dk, nv = N * dv;
+    tu_rng r = tu_rng_for("favor_recurrent_column_parts");
+    double *q = tu_f64(nq), *k = tu_f64(nq), *v = tu_f64(nv);
+    double *ref = tu_f64(nv), *one = tu_f64(nv), *two = tu_f64(nv);
+    float *qf = tu_f32(nq), *kf = tu_f32(nq), *vf = tu_f32(nv), *one32 = tu_f32(nv);
+    float *two32 = tu_f32(nv);
+    tu_fill_normal(&r, q, nq, 1);
+    tu_fill_normal(&r, k, nq, 1);
+    tu_fill_normal(&r, v, nv, 1);
+    for (size_t j = 0; j < N; j++) { /* each key's norm scaled by 0.1 .. 10 */
+        const double f = pow(10, 2 * tu_uniform(&r) - 1);
+        for (size_t a = 0; a < dk; a++)
+            k[j * dk + a] *= f;
+    }
+    tu_to_f32(q, qf, nq), tu_to_f64(qf, q, nq);
+    tu_to_f32(k, kf, nq), tu_to_f64(kf, k, nq);
+    tu_to_f32(v, vf, nv), tu_to_f64(vf, v, nv);
+    la_problem p;
+    la_favor_params favor = LA_FAVOR_PARAMS_INIT;
+    la_problem_init(&p, 1, 1, N, N, dk, dv);
+    p.params = &favor.head;
+    p.causal = 1;
+    favor.features = 24;
+    favor.seed = tu_seed();
+    assert_int_equal(la_ref_favor_attention(&p, q, k, v, ref), LA_OK);
+    assert_int_equal(la_set_num_threads(1), LA_OK);
+    assert_int_equal(la_favor_attention_recurrent_f64(&p, q, k, v, one), LA_OK);
+    assert_int_equal(la_favor_attention_recurrent_f32(&p, qf, kf, vf, one32), LA_OK);
+    assert_int_equal(la_set_num_threads(2), LA_OK);
+    assert_int_equal(la_favor_attention_recurrent_f64(&p, q, k, v, two), LA_OK);
+    assert_int_equal(la_favor_attention_recurrent_f32(&p, qf, kf, vf, two32), LA_OK);
+    assert_int_equal(la_set_num_threads(0), LA_OK);
+    assert_memory_equal(one, two, nv * sizeof *one);
+    assert_memory_equal(one32, two32, nv * sizeof *one32);
+    tu_assert_close_f64(two, ref, nv, TOL_F64, "recurrent float64, 2 threads");
+    tu_assert_close_f32(two32, ref, nv, TOL_F32, "recurrent float32, 2 threads");
+    free(q), free(k), free(v), free(ref), free(one), free(two);
+    free(qf), free(kf), free(vf), free(one32), free(two32);
+}
+
 /* ---------------------------------------------------------------- the step API */
 
 /* Token t of head h of a (heads, T, d) array into x_t (heads, d). */
@@ -807,6 +855,7 @@ int main(void)
         cmocka_unit_test(output_follows_the_seed),
         cmocka_unit_test(range_refused_in_float32),
         cmocka_unit_test(recurrent_agrees_with_chunked),
+        cmocka_unit_test(recurrent_column_parts),
         cmocka_unit_test(backward_through_the_stabilizers),
         cmocka_unit_test(step_api_matches_kernels),
         cmocka_unit_test(step_api_save_restore),

@@ -280,6 +280,64 @@ static void step_reproduces_recurrent(void **state)
     free_inputs(&in);
 }
 
+/* With fewer heads than threads the recurrent kernel splits each head's d_v columns
+ * among the threads (in multiples of 16): one head of d_v = 40 runs as parts of 32 and 8
+ * columns on 2 threads (and on 4, which run on the cores), one task on 1. Every thread
+ * count gives the step API's bits, and the chunked kernel's output within tolerance, also
+ * with the keys past a length left out. */
+static void recurrent_column_parts(void **state)
+{
+    (void)state;
+    const size_t B = 1, H = 1, N = 45, dk = 24, dv = 40;
+    inputs in;
+    make_inputs(&in, "recurrent_column_parts", B, H, N, N, dk, dv);
+    const int64_t lengths[1] = {30};
+    in.p.causal = 1;
+    in.p.key_lengths = lengths;
+    float *rec32 = tu_f32(in.no), *st32 = tu_f32(in.no), *chk32 = tu_f32(in.no);
+    double *rec64 = tu_f64(in.no), *st64 = tu_f64(in.no), *wide = tu_f64(in.no);
+    la_linear_state *s32 = NULL, *s64 = NULL;
+    assert_int_equal(
+        la_linear_state_create_phi(&s32, LA_FLOAT32, B * H, dk, dv, LA_FEATURE_ELU1, in.p.eps),
+        LA_OK);
+    assert_int_equal(
+        la_linear_state_create_phi(&s64, LA_FLOAT64, B * H, dk, dv, LA_FEATURE_ELU1, in.p.eps),
+        LA_OK);
+    in.p.key_lengths = NULL; /* the step API has no lengths: compare the full-length runs */
+    step_range_f32(s32, &in, 0, N, st32);
+    step_range_f64(s64, &in, 0, N, st64);
+    assert_int_equal(run_f32(CHUNKED, &in.p, &in, chk32), LA_OK);
+    const int threads[] = {1, 2, 4};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(la_set_num_threads(threads[i]), LA_OK);
+        in.p.key_lengths = NULL;
+        assert_int_equal(run_f32(RECURRENT, &in.p, &in, rec32), LA_OK);
+        assert_int_equal(run_f64(RECURRENT, &in.p, &in, rec64), LA_OK);
+        assert_memory_equal(rec32, st32, in.no * sizeof(float));
+        assert_memory_equal(rec64, st64, in.no * sizeof(double));
+        tu_to_f64(chk32, wide, in.no);
+        tu_assert_close_f32(rec32, wide, in.no, TOL_F32, "recurrent vs chunked, %d threads",
+                            threads[i]);
+        in.p.key_lengths = lengths; /* the keys past 30 left out */
+        assert_int_equal(run_f32(CHUNKED, &in.p, &in, chk32), LA_OK);
+        assert_int_equal(run_f32(RECURRENT, &in.p, &in, rec32), LA_OK);
+        tu_to_f64(chk32, wide, in.no);
+        tu_assert_close_f32(rec32, wide, in.no, TOL_F32, "with lengths, %d threads", threads[i]);
+        in.p.key_lengths = NULL;
+        assert_int_equal(run_f32(CHUNKED, &in.p, &in, chk32), LA_OK);
+    }
+    assert_int_equal(la_set_num_threads(0), LA_OK);
+    la_linear_state_free(s32);
+    la_linear_state_free(s64);
+    free(rec32);
+    free(st32);
+    free(chk32);
+    free(rec64);
+    free(st64);
+    free(wide);
+    free_inputs(&in);
+}
+
 /* Save mid-sequence, go on, restore, go on again: the same outputs bit for bit, also in
  * a fresh state restored from the buffer. */
 static void save_restore_continues(void **state)
@@ -765,6 +823,7 @@ int main(void)
         cmocka_unit_test(chunked_equals_recurrent),
         cmocka_unit_test(last_causal_row_is_noncausal),
         cmocka_unit_test(step_reproduces_recurrent),
+        cmocka_unit_test(recurrent_column_parts),
         cmocka_unit_test(save_restore_continues),
         cmocka_unit_test(restore_refuses_mismatch),
         cmocka_unit_test(elu_no_cancellation),
