@@ -73,28 +73,42 @@ la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, double *e,
 
 /* ---------------------------------------------------------------- shared by both precisions */
 
-/* What one call holds, in elements of its precision: the projections as the kernel reads
- * them (float32: E and F converted or drawn, 2·k·M; float64: a drawn pair, 2·k·M, none when
- * given), then K' (B, H, k, d_k) and V' (B, H, k, d_v). */
+/* Keys per block of the projections: each task copies (float32: converts) E's or F's
+ * k × PROJ_KEYS block into its own buffer, L2-sized at k = 256, and multiplies it there. */
+enum { PROJ_KEYS = 256 };
+
+/* The tasks of the projections, one per (head, E or F), and the threads they run on. */
+static size_t projection_threads(const la_problem *p)
+{
+    const size_t tasks = 2 * p->batch * p->heads, threads = (size_t)la_threads();
+    return tasks < threads ? tasks : threads;
+}
+
+/* What one call holds, in elements of its precision: a drawn pair E, F (2·k·M; none when
+ * given), a k × PROJ_KEYS block per projection thread, then K' (B, H, k, d_k) and V'
+ * (B, H, k, d_v). */
 typedef struct {
-    size_t proj, kp, vp, total;
+    size_t proj, blocks, kp, vp, total;
 } linformer_layout;
 
-static la_status linformer_layout_for(const la_problem *p, size_t elem_size, linformer_layout *lay)
+static la_status linformer_layout_for(const la_problem *p, linformer_layout *lay)
 {
     const la_linformer_params linformer = la_linformer_params_of(p);
     const size_t r = linformer.proj_rank;
     size_t heads, rows, a;
     lay->proj = 0;
-    if (elem_size == sizeof(float) || !linformer.proj_e)
+    if (!linformer.proj_e)
         if (!la_mul_ok(r, p->n_keys, &a) || !la_mul_ok(a, 2, &lay->proj)) return LA_EOVERFLOW;
+    if (!la_mul_ok(r, PROJ_KEYS, &a) || !la_mul_ok(a, projection_threads(p), &lay->blocks))
+        return LA_EOVERFLOW;
     if (!la_mul_ok(p->batch, p->heads, &heads) || !la_mul_ok(heads, r, &rows) ||
         !la_mul_ok(rows, p->d_k, &lay->kp) || !la_mul_ok(rows, p->d_v, &lay->vp))
         return LA_EOVERFLOW;
-    if (lay->proj > SIZE_MAX - lay->kp || lay->proj + lay->kp > SIZE_MAX - lay->vp)
+    if (lay->proj > SIZE_MAX - lay->blocks || lay->proj + lay->blocks > SIZE_MAX - lay->kp ||
+        lay->proj + lay->blocks + lay->kp > SIZE_MAX - lay->vp)
         return LA_EOVERFLOW;
-    lay->total = lay->proj + lay->kp + lay->vp;
-    if (!la_mul_ok(lay->total, elem_size, &a)) return LA_EOVERFLOW;
+    lay->total = lay->proj + lay->blocks + lay->kp + lay->vp;
+    if (!la_mul_ok(lay->total, sizeof(double), &a)) return LA_EOVERFLOW;
     return LA_OK;
 }
 
@@ -128,9 +142,9 @@ static la_problem inner_problem(const la_problem *p, size_t held)
 /* Linformer attention (contract in linattn.h):
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major;
  *   E = proj_e, F = proj_f: (k, M) row-major float64, or drawn from seed.
- * Every head's K' = E·K and V' = F·V first, into one (B,H,k,d) pair of buffers, one BLIS
- * product per (head, matrix) on the OpenMP threads (fixed sizes: the same bits on any
- * thread count); then the fused softmax kernel once over (Q, K', V'), in parallel itself. */
+ * Every head's K' = E·K and V' = F·V first, into one (B,H,k,d) pair of buffers, one task
+ * per (head, matrix) on the OpenMP threads; then the fused softmax kernel once over
+ * (Q, K', V'), in parallel itself. */
 static la_status linformer_attention(const la_problem *p, const REAL *q, const REAL *k,
                                      const REAL *v, REAL *out)
 {
@@ -155,58 +169,51 @@ static la_status linformer_attention(const la_problem *p, const REAL *q, const R
         (isfinite(v_max) && (double)M * f_max * v_max > limit))
         return LA_ERANGE;
 
-    /* scratch: the projections as this precision reads them, then K' and V' */
+    /* scratch: a drawn E and F, the projection threads' blocks, then K' and V' */
     linformer_layout lay;
-    if ((st = linformer_layout_for(p, sizeof(REAL), &lay)) != LA_OK) return st;
+    if ((st = linformer_layout_for(p, &lay)) != LA_OK) return st;
     const size_t held = lay.total * sizeof(REAL);
     if (held > p->workspace_limit) return LA_EBUDGET;
-    int threads = la_threads();
-    if ((size_t)threads > heads) threads = (int)heads;
-    if (la_gemm_reserve(threads) != LA_OK) return LA_ENOMEM;
+    const size_t threads = projection_threads(p);
+    if (la_gemm_reserve((int)threads) != LA_OK) return LA_ENOMEM;
     REAL *scratch = aligned_alloc(64, (held + 63) / 64 * 64);
     if (!scratch) return LA_ENOMEM;
-    REAL *kp = scratch + lay.proj, *vp = kp + lay.kp;
+    REAL *blocks = scratch + lay.proj, *kp = blocks + lay.blocks, *vp = kp + lay.kp;
+    REAL *drawn = linformer.proj_e ? NULL : scratch; /* E, then F */
+    if (drawn)
+        draw_projections(r, M, linformer.seed, REAL_IS_F32 ? NULL : (double *)drawn,
+                         REAL_IS_F32 ? NULL : (double *)drawn + r * M,
+                         REAL_IS_F32 ? (float *)drawn : NULL,
+                         REAL_IS_F32 ? (float *)drawn + r * M : NULL);
 
-    /* E and F as this precision reads them: the caller's (float64), converted (float32),
-     * or drawn from the seed */
-    const REAL *e, *f;
-    if (lay.proj == 0) {
-        e = (const REAL *)linformer.proj_e, f = (const REAL *)linformer.proj_f; /* float64, given */
-    } else {
-        REAL *e_own = scratch, *f_own = scratch + r * M;
-        if (!linformer.proj_e)
-            draw_projections(r, M, linformer.seed, REAL_IS_F32 ? NULL : (double *)e_own,
-                             REAL_IS_F32 ? NULL : (double *)f_own,
-                             REAL_IS_F32 ? (float *)e_own : NULL,
-                             REAL_IS_F32 ? (float *)f_own : NULL);
-        else
-#pragma omp parallel for simd schedule(static) num_threads(la_threads()) if (r * M >= 65536)
-            for (size_t x = 0; x < r * M; x++) {
-                e_own[x] = (REAL)linformer.proj_e[x];
-                f_own[x] = (REAL)linformer.proj_f[x];
+        /* per (head, E or F): K'_h = E[:, :L_b]·K_h[:L_b] (k × d_k), V'_h = F[:, :L_b]·V_h[:L_b]
+         * (k × d_v), summed over blocks of PROJ_KEYS keys in order, each block of E or F first
+         * copied (float32: rounded) into the thread's buffer: the columns past the key length
+         * left out is the same as zeroing them (L_b = 0: zeros). Fixed blocks: the same bits
+         * on any thread count. */
+#pragma omp parallel for schedule(dynamic) num_threads((int)threads)
+    for (size_t task = 0; task < 2 * heads; task++) {
+        const size_t bh = task / 2, L = la_keys_in_length(p, bh / p->heads);
+        const bool values = task % 2;
+        const size_t d = values ? dv : dk;
+        const double *given = values ? linformer.proj_f : linformer.proj_e;
+        const REAL *own = drawn ? drawn + (values ? r * M : 0) : NULL;
+        const REAL *x = values ? v + bh * M * dv : k + bh * M * dk;
+        REAL *y = values ? vp + bh * r * dv : kp + bh * r * dk;
+        REAL *buf = blocks + (size_t)omp_get_thread_num() * r * PROJ_KEYS;
+        if (L == 0) memset(y, 0, r * d * sizeof(REAL));
+        for (size_t j0 = 0; j0 < L; j0 += PROJ_KEYS) {
+            const size_t n = L - j0 < PROJ_KEYS ? L - j0 : PROJ_KEYS;
+            for (size_t i = 0; i < r; i++) {
+                REAL *row = buf + i * n;
+                if (own)
+                    memcpy(row, own + i * M + j0, n * sizeof(REAL));
+                else
+                    for (size_t j = 0; j < n; j++)
+                        row[j] = (REAL)given[i * M + j0 + j];
             }
-        e = e_own, f = f_own;
-    }
-
-    /* per head: K'_h = E[:, :L_b]·K_h[:L_b] (k × d_k), V'_h = F[:, :L_b]·V_h[:L_b]
-     * (k × d_v): the columns of E and F past the key length left out is the same as
-     * zeroing them (L_b = 0: zeros) */
-    if (heads >= (size_t)la_threads()) { /* a head per thread */
-#pragma omp parallel for schedule(static) num_threads(threads)
-        for (size_t bh = 0; bh < heads; bh++) {
-            const size_t L = la_keys_in_length(p, bh / p->heads);
-            GEMM(r, dk, L, 1, e, (ptrdiff_t)M, 1, k + bh * M * dk, (ptrdiff_t)dk, 1, 0,
-                 kp + bh * r * dk, (ptrdiff_t)dk, 1);
-            GEMM(r, dv, L, 1, f, (ptrdiff_t)M, 1, v + bh * M * dv, (ptrdiff_t)dv, 1, 0,
-                 vp + bh * r * dv, (ptrdiff_t)dv, 1);
-        }
-    } else { /* fewer heads than threads: each product on all of them */
-        for (size_t bh = 0; bh < heads; bh++) {
-            const size_t L = la_keys_in_length(p, bh / p->heads);
-            GEMM_THREADED(la_threads(), r, dk, L, 1, e, (ptrdiff_t)M, 1, k + bh * M * dk,
-                          (ptrdiff_t)dk, 1, 0, kp + bh * r * dk, (ptrdiff_t)dk, 1);
-            GEMM_THREADED(la_threads(), r, dv, L, 1, f, (ptrdiff_t)M, 1, v + bh * M * dv,
-                          (ptrdiff_t)dv, 1, 0, vp + bh * r * dv, (ptrdiff_t)dv, 1);
+            GEMM_SMALL(r, d, n, 1, buf, (ptrdiff_t)n, 1, x + j0 * d, (ptrdiff_t)d, 1, j0 ? 1 : 0, y,
+                       (ptrdiff_t)d, 1);
         }
     }
 
@@ -253,7 +260,7 @@ la_status la_linformer_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     if (p->causal || linformer.proj_rank > p->n_keys) return LA_EINVAL;
     linformer_layout lay;
     const size_t elem = la_dtype_size(dtype);
-    la_status st = linformer_layout_for(p, elem, &lay);
+    la_status st = linformer_layout_for(p, &lay);
     if (st != LA_OK) return st;
     la_cost_sum_heads(p, linformer_head_flops, out);
     /* bytes_min beyond q, k, v, out: K' and V' out and back; E and F read once, float64 */
