@@ -321,13 +321,13 @@ la_status la_linformer_projections(size_t k, size_t m, uint64_t seed, double *e,
  * every kernel, and a query left with no key gets a zero row. Positions are the indices i
  * and j themselves, also when N != M (query i's window is centered on key i, not on a
  * rescaled position). With r >= max(N, M) it is softmax attention (la_softmax_attention_*)
- * up to rounding. Blocks of 64 queries walk the at most 64 + 2r keys (causal 64 + r) they
+ * up to rounding. Blocks of 32 queries walk the at most 32 + 2r keys (causal 32 + r) they
  * see together in score blocks of up to 256 keys with the fused kernel's online softmax,
- * each row masked to its window: O(N·(64 + 2r)·(d_k + d_v)) time (the entries outside a
- * row's window are computed, then masked), scratch per thread one score block of
- * 64 × bk keys, bk = min(64 + 2r, M, 256) (causal 64 + r), that key block transposed
- * (d_k × bk: the float32 products run on linattn's register tiles on AVX-512) and 2 · 64
- * row values, independent of N (la_attention_cost gives both).
+ * each row masked to its window: O(N·(32 + 2r)·(d_k + d_v)) time (the entries outside a
+ * row's window are computed, then masked; the float32 products run on linattn's register
+ * tiles on AVX-512), scratch per thread one score block of 32 × bk keys,
+ * bk = min(32 + 2r, M, 256) (causal 32 + r), and 2 · 32 row values, independent of N
+ * (la_attention_cost gives both).
  *   q: (B,H,N,d_k), k: (B,H,M,d_k), v: (B,H,M,d_v), out: (B,H,N,d_v), row-major.
  * Returns LA_OK, LA_EINVAL (NULL, a bad problem: window 0 included), LA_EOVERFLOW,
  * LA_ENOMEM, LA_EBUDGET, LA_ERANGE (softmax's rule above).
@@ -849,9 +849,8 @@ la_status la_ref_linear_attention_rotary(const la_problem *p, size_t q_first_pos
  *     score block and row statistics per thread; linear what
  *     the kernel's layout holds: S and z per head (non-causal) or
  *     per thread (causal), φ blocks, a chunk's operands;
- *     local a 64 × bk score block, bk = min(64 + 2r, M,
- *     256) (causal 64 + r), a d_k × bk key block and row
- *     statistics per thread
+ *     local a 32 × bk score block, bk = min(32 + 2r, M,
+ *     256) (causal 32 + r), and row statistics per thread
  *   io_bytes: q, k, v read and out written once
  *   bytes_min: the fewest bytes the algorithm moves to and from memory:
  *     io_bytes, plus what it holds beyond registers and cache by

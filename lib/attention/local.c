@@ -8,13 +8,13 @@
  * It runs on the online-softmax engine (engine.h) with the portable tiles: a task of
  * Q_BLOCK queries sees at most Q_BLOCK + 2r consecutive keys (causal Q_BLOCK + r), walked in
  * score blocks of at most K_BLOCK keys, each row masked to its own window (the keys
- * function below). So the time is O(N·(Q_BLOCK + 2r)·d) and the scratch one score block and
- * one key block per thread, independent of N (and of r once Q_BLOCK + 2r passes K_BLOCK).
- * Both products of a block (scores against the key block transposed, then P·V) go through
- * la_gemm_small_f32 in float32: AVX-512 register tiles without BLIS's packing, which these
- * 32 × (32 + 2r) × d products would pay on every block (la_gemm_small_f64 in float64). The
- * tiles count what they compute (LA_COUNT, for the cost model's test). Contract in
- * lib/linattn.h. */
+ * function below). So the time is O(N·(Q_BLOCK + 2r)·d) and the scratch one score block
+ * per thread, independent of N (and of r once Q_BLOCK + 2r passes K_BLOCK). Both products
+ * of a block (scores, then P·V) run in float32 on gemm_small's AVX-512 register tiles
+ * (la_gemm_small_abt_f32 for the scores, transposing the keys by panels of 32), without
+ * BLIS's packing, which these 32 × (32 + 2r) × d products would pay on every block
+ * (float64: BLIS). The tiles count what they compute (LA_COUNT, for the cost model's
+ * test). Contract in lib/linattn.h. */
 #include "attention/engine.h"
 #include "core/real_typed.h"
 
@@ -64,16 +64,12 @@ static size_t key_block_of(const la_problem *p, size_t bq)
     return keys < K_BLOCK ? keys : K_BLOCK;
 }
 
-/* Scratch of one thread, in bytes: the portable tiles' (engine.h) with bk = key_block_of(),
- * then a key block transposed, d_k × bk; SIZE_MAX when that does not fit in size_t (a d_k
- * near 2⁶¹: the kernel then refuses with LA_EBUDGET). The kernel and the cost model
- * (la_local_cost) both read it here. */
+/* Scratch of one thread, in bytes: the portable tiles' (engine.h) with bk = key_block_of().
+ * The kernel and the cost model (la_local_cost) both read it here. */
 static size_t per_thread_bytes(const la_problem *p, size_t elem)
 {
     const size_t bq = p->n_queries < Q_BLOCK ? p->n_queries : Q_BLOCK, bk = key_block_of(p, bq);
-    size_t k_t;
-    if (!la_mul_ok(p->d_k, bk, &k_t) || !la_mul_ok(k_t, elem, &k_t)) return SIZE_MAX;
-    return la_engine_portable_bytes(bq, bk, elem, elem, k_t);
+    return la_engine_portable_bytes(bq, bk, elem, elem, 0);
 }
 
 /* The window of query i: the keys function of the engine. */
@@ -82,24 +78,16 @@ static void window_keys(const la_engine_task *t, size_t i, size_t *lo, size_t *h
     window_of(t->p, t->m, i, lo, hi);
 }
 
-/* s = q_blk · k_blkᵀ · scale   (rows × cols): k_t = k_blkᵀ (d_k × cols) first, so that the
- * product reads rows of unit stride (GEMM_SMALL's register tiles in float32 on AVX-512, where
- * BLIS would pack); the scale multiplies the product after it. */
+/* s = q_blk · k_blkᵀ · scale   (rows × cols): GEMM_SMALL_ABT, which in float32 on AVX-512
+ * transposes k_blk by panels of 32 keys for gemm_small's register tiles; the scale
+ * multiplies each finished element. */
 static void local_scores(la_engine_task *t, size_t j0, size_t cols)
 {
     const size_t dk = t->p->d_k, rows = t->rows;
-    const la_engine_rows *w = la_engine_rows_of(t);
     const REAL *qh = t->q, *kh = t->k;
-    REAL *s = w->s, *k_t = w->extra;
-    for (size_t j = 0; j < cols; j++)
-        for (size_t c = 0; c < dk; c++)
-            k_t[c * cols + j] = kh[(j0 + j) * dk + c];
-    GEMM_SMALL(rows, cols, dk, 1, qh + t->i0 * dk, (ptrdiff_t)dk, 1, k_t, (ptrdiff_t)cols, 1, 0, s,
-               (ptrdiff_t)cols, 1);
+    GEMM_SMALL_ABT(rows, cols, dk, (REAL)t->p->scale, qh + t->i0 * dk, (ptrdiff_t)dk, kh + j0 * dk,
+                   (ptrdiff_t)dk, la_engine_rows_of(t)->s, (ptrdiff_t)cols);
     LA_COUNT(LA_COUNT_QK, 2 * (double)rows * (double)cols * (double)dk);
-    const REAL scale = (REAL)t->p->scale;
-    for (size_t x = 0; x < rows * cols; x++)
-        s[x] *= scale;
 }
 
 /* acc += p_blk · v_blk   (rows × d_v) */
