@@ -303,8 +303,8 @@ static la_status materialized(const la_problem *p, const REAL *q, const REAL *k,
                 continue;
             }
             /* scores = q_blk · kᵀ · scale */
-            GEMM(rows, key_end, dk, (REAL)p->scale, qh + i0 * dk, (ptrdiff_t)dk, 1, kh, 1,
-                 (ptrdiff_t)dk, 0, s, (ptrdiff_t)M, 1);
+            GEMM_SMALL_ABT(rows, key_end, dk, (REAL)p->scale, qh + i0 * dk, (ptrdiff_t)dk, kh,
+                           (ptrdiff_t)dk, s, (ptrdiff_t)M);
             /* P = softmax of each row over its visible keys: exp(s - max) / Σ exp(s - max) */
             for (size_t r = 0; r < rows; r++) {
                 REAL *srow = s + r * M;
@@ -330,8 +330,8 @@ static la_status materialized(const la_problem *p, const REAL *q, const REAL *k,
                 if (n < key_end) memset(srow + n, 0, (key_end - n) * sizeof *srow);
             }
             /* out_blk = P_blk · v */
-            GEMM(rows, dv, key_end, 1, s, (ptrdiff_t)M, 1, vh, (ptrdiff_t)dv, 1, 0, oh + i0 * dv,
-                 (ptrdiff_t)dv, 1);
+            GEMM_SMALL(rows, dv, key_end, 1, s, (ptrdiff_t)M, 1, vh, (ptrdiff_t)dv, 1, 0,
+                       oh + i0 * dv, (ptrdiff_t)dv, 1);
         }
     }
     free(scores);
