@@ -118,6 +118,38 @@ static void given_weights_match_reference(void **state)
     }
 }
 
+/* float32 additive scores take one of two forms (scores.c, additive_exponentials): from
+ * e^{2A} and e^{2C} when every |A|, |C| is within 20, else tanh directly. Both against the
+ * reference: q and k as drawn (|A|, |C| of a few units), then q and k scaled by 60, where
+ * A and C reach hundreds with both signs (there e^{2A}·e^{2C} would give 0·inf). */
+static void additive_both_forms(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_for("additive_both_forms");
+    const sizes s = {2, 1, 40, 70, 8, 5};
+    arrays a;
+    arrays_make(&a, &s, &r);
+    la_problem p;
+    la_problem_init(&p, s.B, s.H, s.N, s.M, s.dk, s.dv);
+    la_score_params score = LA_SCORE_PARAMS_INIT;
+    p.params = &score.head;
+    score.score_dim = 16;
+    score.seed = tu_next(&r);
+    for (int large = 0; large <= 1; large++) {
+        if (large) {
+            for (size_t x = 0; x < a.nq; x++)
+                a.q32[x] *= 60, a.q[x] = a.q32[x];
+            for (size_t x = 0; x < a.nk; x++)
+                a.k32[x] *= 60, a.k[x] = a.k32[x];
+        }
+        for (int causal = 0; causal <= 1; causal++) {
+            p.causal = causal;
+            check_kernel(LA_KERNEL_ADDITIVE, &p, &a, large ? "|A|, |C| past 20" : "|A|, |C| small");
+        }
+    }
+    arrays_free(&a);
+}
+
 static void drawn_weights_are_la_score_weights(void **state)
 {
     (void)state;
@@ -295,6 +327,7 @@ int main(void)
     tu_init("test_scores");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(given_weights_match_reference),
+        cmocka_unit_test(additive_both_forms),
         cmocka_unit_test(drawn_weights_are_la_score_weights),
         cmocka_unit_test(identities),
         cmocka_unit_test(cosine_extreme_lengths),

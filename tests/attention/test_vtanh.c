@@ -10,7 +10,9 @@
  *   tanh_scores          s_j = Σ_a w_a·tanh(x_a + Cᵀ_aj) against the float64 sums of libm's
  *                        tanh, n from 1 to 100 keys (tails off the vector width), d_a 1 to
  *                        7, Cᵀ's rows strided, relative to Σ|w|: float32 1e-6, float64
- *                        1e-14. */
+ *                        1e-14;
+ *   tanh_exp_scores      float32's exponential form of those scores, over the whole range it
+ *                        takes, to 1e-6 of Σ|w|. */
 #include "../testutil.h"
 #include "core/internal.h" /* la_avx512_enable */
 #include "cpu/simd_avx512.h"
@@ -219,6 +221,61 @@ static void tanh_scores(void **state)
     la_avx512_enable(true);
 }
 
+/* ±20 a third of the time, else uniform in [-20, 20]. */
+static double edge_or_inside(tu_rng *r)
+{
+    const double u = tu_uniform(r);
+    return u < 1.0 / 6 ? -20 : u < 1.0 / 3 ? 20 : 40 * tu_uniform(r) - 20;
+}
+
+/* The float32 exponential form (la_tanh_exp_scores_f32_for): the same scores from
+ * e^{2x} and e^{2c} (vtanh.h), x and c drawn over the whole range it takes (|x|, |c| <=
+ * LA_TANH_EXP_MAX = 20; a third of the entries at ±20, where e^{2x}·e^{2c} runs from e^-80
+ * to e^80 and x + c = 0 multiplies e^40 by e^-40), against the float64 sums of libm's tanh
+ * of the float32 x + c taken exactly, relative to Σ|w|: 1e-6. */
+static void tanh_exp_scores(void **state)
+{
+    (void)state;
+    const bool avx512 = la_avx512_usable();
+    tu_rng r = tu_rng_for("tanh_exp_scores");
+    enum { NMAX = 100, DA = 7, LDC = 101 };
+    double x[DA], ct[DA * LDC], w[DA];
+    float x32[DA], ct32[DA * LDC], w32[DA], ex[DA], ect[DA * LDC], s32[NMAX];
+    for (int path = 0; path < 1 + avx512; path++) {
+        la_avx512_enable(path == 1);
+        const la_tanh_exp_scores_f32_fn scores = la_tanh_exp_scores_f32_for();
+        for (size_t n = 1; n <= NMAX; n++) {
+            const size_t da = 1 + n % DA;
+            tu_fill_normal(&r, w, da, 1);
+            for (size_t e = 0; e < da; e++)
+                x[e] = edge_or_inside(&r);
+            for (size_t e = 0; e < da * LDC; e++)
+                ct[e] = edge_or_inside(&r);
+            tu_to_f32(x, x32, da), tu_to_f32(ct, ct32, da * LDC), tu_to_f32(w, w32, da);
+            float w_sum = 0;
+            for (size_t a = 0; a < da; a++) {
+                ex[a] = expf(2 * x32[a]);
+                w_sum += w32[a];
+            }
+            for (size_t e = 0; e < da * LDC; e++)
+                ect[e] = expf(2 * ct32[e]);
+            scores(ex, ect, LDC, w32, w_sum, da, s32, n);
+            for (size_t j = 0; j < n; j++) {
+                double want = 0, scale = 0;
+                for (size_t a = 0; a < da; a++) {
+                    want += (double)w32[a] * tanh((double)x32[a] + (double)ct32[a * LDC + j]);
+                    scale += fabs((double)w32[a]);
+                }
+                if (!(fabs((double)s32[j] - want) <= 1e-6 * scale))
+                    fail_msg("%s n=%zu d_a=%zu key %zu: %.9g, want %.9g (seed %llu)",
+                             path ? "avx512" : "portable", n, da, j, (double)s32[j], want,
+                             (unsigned long long)tu_seed());
+            }
+        }
+    }
+    la_avx512_enable(true);
+}
+
 int main(void)
 {
     tu_init("test_vtanh");
@@ -226,6 +283,7 @@ int main(void)
         cmocka_unit_test(ulps_over_the_range),
         cmocka_unit_test(special_values),
         cmocka_unit_test(tanh_scores),
+        cmocka_unit_test(tanh_exp_scores),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
