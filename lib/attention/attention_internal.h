@@ -54,8 +54,9 @@ bool la_range_ok_f64(la_range_kind kind, const la_problem *p, const double *q, c
                      const double *v);
 /* The same check on maxima already taken, a = max|q|, b = max|k|, c = max|v| over the
  * keys seen (+inf for a non-finite input): for a kernel that takes them on its own loads (decoding,
- * engine.c) and checks before it writes its output. */
+ * engine.c) or bounds them itself (Taylor's features) and checks before it writes its output. */
 bool la_range_fits_f32(la_range_kind kind, const la_problem *p, double a, double b, double c);
+bool la_range_fits_f64(la_range_kind kind, const la_problem *p, double a, double b, double c);
 
 /* The linear backward passes' range rule (range.c): the largest bound r on 1/den (over
  * the queries whose den is not 0) that keeps every value they form within the element

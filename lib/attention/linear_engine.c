@@ -127,6 +127,26 @@ la_status la_linear_workspace_bytes(const la_problem *p, bool recurrent, size_t 
 }
 #endif
 
+/* Where a scan's features come from: p->feature_map applied elementwise (rows NULL; q
+ * and k rows of p->d_k), or a row hook (la_linear_rows_*; rows of rows->d_in). */
+typedef FN(la_linear_rows) feature_rows;
+
+/* The length of q's and k's rows. */
+static size_t row_length(const la_problem *p, const feature_rows *rows)
+{
+    return rows ? rows->d_in : p->d_k;
+}
+
+/* The features of n rows of x into out (n, p->d_k). */
+static void form_features(const la_problem *p, const feature_rows *rows, bool query, const REAL *x,
+                          size_t n, REAL *out)
+{
+    if (rows)
+        rows->form(rows, query, x, n, out);
+    else
+        LA_PHI(p->feature_map, x, out, n * p->d_k);
+}
+
 /* Asks for `bytes` bytes from x into the cache, one request per 64-byte line: the
  * linear kernels stream their inputs once, and a block's loads otherwise wait for
  * memory between bursts of arithmetic. */
@@ -428,13 +448,14 @@ la_status la_linear_scratch_f64(const la_problem *p, size_t elements, double **w
  * summed straight into the head's [S z] for the first piece, into the thread's partial
  * for a later one (kv_piece_add adds it, in piece order). `mine`: the thread's scratch,
  * a φ block of `rows` rows, a block's z, the partial. */
-static void kv_piece(const la_problem *p, const REAL *k, const REAL *v, REAL *states, size_t task,
-                     size_t pieces, size_t rows, size_t kb, REAL *mine)
+static void kv_piece(const la_problem *p, const feature_rows *fr, const REAL *k, const REAL *v,
+                     REAL *states, size_t task, size_t pieces, size_t rows, size_t kb, REAL *mine)
 {
     const size_t M = p->n_keys, dk = p->d_k, dv = p->d_v, state_size = dk * (dv + 1);
+    const size_t din = row_length(p, fr);
     const size_t hd = task / pieces, j_begin = (task % pieces) * LA_LINEAR_KEY_PIECE;
     REAL *phi_k = mine, *z_part = phi_k + rows * dk, *partial = z_part + dk;
-    const REAL *kh = k + hd * M * dk, *vh = v + hd * M * dv;
+    const REAL *kh = k + hd * M * din, *vh = v + hd * M * dv;
     const size_t m = la_keys_in_length(p, hd / p->heads);
     const size_t j_end = m < j_begin + LA_LINEAR_KEY_PIECE ? m : j_begin + LA_LINEAR_KEY_PIECE;
     REAL *S = j_begin == 0 ? states + hd * state_size : partial, *z = S + dk * dv;
@@ -445,12 +466,12 @@ static void kv_piece(const la_problem *p, const REAL *k, const REAL *v, REAL *st
     for (size_t j0 = j_begin; j0 < j_end; j0 += kb) {
         const size_t n = j_end - j0 < kb ? j_end - j0 : kb;
         /* φ(K_blk): (n, d_k) */
-        LA_PHI(p->feature_map, kh + j0 * dk, phi_k, n * dk);
+        form_features(p, fr, false, kh + j0 * din, n, phi_k);
         FN(la_linear_hide_keys)(p, hd, j0, phi_k, n);
         /* the next block's keys and values are on their way while this one multiplies */
         if (j0 + kb < j_end) {
             const size_t next = j_end - (j0 + kb) < kb ? j_end - (j0 + kb) : kb;
-            prefetch_rows(kh + (j0 + kb) * dk, next * dk * sizeof(REAL));
+            prefetch_rows(kh + (j0 + kb) * din, next * din * sizeof(REAL));
             prefetch_rows(vh + (j0 + kb) * dv, next * dv * sizeof(REAL));
         }
         /* S_p += φ(K_blk)ᵀ V_blk: (d_k, n)·(n, d_v), φ(K_blk)ᵀ through strides */
@@ -505,10 +526,11 @@ static bool states_in_range(const REAL *states, size_t n, size_t dk)
 /* Non-causal phase 2, one task: query block task % q_blocks (of qb rows) of head
  * task / q_blocks, out_blk = φ(Q_blk) S / (φ(Q_blk) z + eps), zero rows when the head
  * sees no key; asks for task `next`'s queries meanwhile. `phi_q`: the thread's φ block. */
-static void apply_block(const la_problem *p, const REAL *q, const REAL *states, REAL *out,
-                        size_t task, size_t q_blocks, size_t qb, size_t next, REAL *phi_q)
+static void apply_block(const la_problem *p, const feature_rows *fr, const REAL *q,
+                        const REAL *states, REAL *out, size_t task, size_t q_blocks, size_t qb,
+                        size_t next, REAL *phi_q)
 {
-    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v;
+    const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v, din = row_length(p, fr);
     const size_t hd = task / q_blocks, i0 = (task % q_blocks) * qb;
     const size_t n = N - i0 < qb ? N - i0 : qb;
     const REAL *S = states + hd * dk * (dv + 1), *z = S + dk * dv;
@@ -519,12 +541,12 @@ static void apply_block(const la_problem *p, const REAL *q, const REAL *states, 
         return;
     }
     /* φ(Q_blk): (n, d_k) */
-    LA_PHI(p->feature_map, q + (hd * N + i0) * dk, phi_q, n * dk);
+    form_features(p, fr, true, q + (hd * N + i0) * din, n, phi_q);
     /* the next block's queries are on their way while this one multiplies */
     if (next < SIZE_MAX) {
         const size_t i_next = next % q_blocks * qb, hd_next = next / q_blocks;
         const size_t rows_next = N - i_next < qb ? N - i_next : qb;
-        prefetch_rows(q + (hd_next * N + i_next) * dk, rows_next * dk * sizeof(REAL));
+        prefetch_rows(q + (hd_next * N + i_next) * din, rows_next * din * sizeof(REAL));
     }
     /* A huge q_i would overflow φ(q_i)·S although S and z are in range (linear_noncausal
      * checked them): such a row gets φ(q_i) and eps scaled by one power of two, 2^-e
@@ -580,8 +602,8 @@ static void apply_block(const la_problem *p, const REAL *q, const REAL *states, 
  * handled in apply_block).
  * Scratch: S and z of every head, plus per thread one φ block, a partial z and a
  * partial [S z]. */
-static la_status linear_noncausal(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
-                                  REAL *out)
+static la_status linear_noncausal(const la_problem *p, const feature_rows *fr, const REAL *q,
+                                  const REAL *k, const REAL *v, REAL *out)
 {
     const size_t N = p->n_queries, M = p->n_keys;
     const size_t heads = p->batch * p->heads;
@@ -605,7 +627,7 @@ static la_status linear_noncausal(const la_problem *p, const REAL *q, const REAL
         for (size_t hd = 0; hd < heads; hd++) {
             REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
             for (size_t pc = 0; pc < pieces; pc++) {
-                kv_piece(p, k, v, states, hd * pieces + pc, pieces, rows, kb, mine);
+                kv_piece(p, fr, k, v, states, hd * pieces + pc, pieces, rows, kb, mine);
                 kv_piece_add(p, states, hd * pieces + pc, pieces, mine, rows);
             }
         }
@@ -618,7 +640,7 @@ static la_status linear_noncausal(const la_problem *p, const REAL *q, const REAL
             REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
             for (size_t b = 0; b < q_blocks; b++) {
                 const size_t task = hd * q_blocks + b;
-                apply_block(p, q, states, out, task, q_blocks, qb,
+                apply_block(p, fr, q, states, out, task, q_blocks, qb,
                             b + 1 < q_blocks ? task + 1 : SIZE_MAX, mine);
             }
         }
@@ -627,7 +649,7 @@ static la_status linear_noncausal(const la_problem *p, const REAL *q, const REAL
 #pragma omp parallel for ordered schedule(dynamic) num_threads((int)threads)
         for (size_t task = 0; task < key_tasks; task++) {
             REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
-            kv_piece(p, k, v, states, task, pieces, rows, kb, mine);
+            kv_piece(p, fr, k, v, states, task, pieces, rows, kb, mine);
 #pragma omp ordered
             kv_piece_add(p, states, task, pieces, mine, rows);
         }
@@ -639,7 +661,7 @@ static la_status linear_noncausal(const la_problem *p, const REAL *q, const REAL
 #pragma omp parallel for schedule(dynamic) num_threads((int)threads)
         for (size_t task = 0; task < tasks; task++) {
             REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
-            apply_block(p, q, states, out, task, q_blocks, qb,
+            apply_block(p, fr, q, states, out, task, q_blocks, qb,
                         task + 1 < tasks ? task + 1 : SIZE_MAX, mine);
         }
     }
@@ -650,9 +672,10 @@ static la_status linear_noncausal(const la_problem *p, const REAL *q, const REAL
 /* What every chunk task of one call shares. */
 typedef struct {
     const la_problem *p;
+    const feature_rows *rows; /* NULL: p->feature_map */
     const REAL *q, *k, *v;
     REAL *out;
-    size_t N, M, dk, dv, C, n_chunks, tasks, state_size;
+    size_t N, M, dk, din, dv, C, n_chunks, tasks, state_size;
     REAL *carried; /* per head: S (d_k, d_v), then z (d_k) */
     REAL eps;
     /* the stabilizer (la_linear_scan_stabilized_*), or NULL: per head μ (M), the running
@@ -749,7 +772,8 @@ static void chunk_prepare(const chunk_job *j, size_t task, size_t next, REAL *mi
     t->dS = t->zc + dk;
     REAL *dz = t->dS + dk * dv;
     const size_t c0 = t->c0;
-    const REAL *qh = j->q + t->hd * N * dk, *kh = j->k + t->hd * M * dk;
+    const size_t din = j->din;
+    const REAL *qh = j->q + t->hd * N * din, *kh = j->k + t->hd * M * din;
     const REAL *vc = j->v + (t->hd * M + c0) * dv;
     t->u = la_keys_in_length(j->p, t->hd / j->p->heads);
     if (t->u > N) t->u = N;
@@ -761,18 +785,18 @@ static void chunk_prepare(const chunk_job *j, size_t task, size_t next, REAL *mi
     if (next < j->tasks) {
         const size_t hn = next / j->n_chunks, cn = next % j->n_chunks * C;
         const size_t rows_next = N - cn < C ? N - cn : C;
-        prefetch_rows(j->q + (hn * N + cn) * dk, rows_next * dk * sizeof(REAL));
+        prefetch_rows(j->q + (hn * N + cn) * din, rows_next * din * sizeof(REAL));
         if (cn < M) {
             const size_t keys_next = M - cn < rows_next ? M - cn : rows_next;
-            prefetch_rows(j->k + (hn * M + cn) * dk, keys_next * dk * sizeof(REAL));
+            prefetch_rows(j->k + (hn * M + cn) * din, keys_next * din * sizeof(REAL));
             prefetch_rows(j->v + (hn * M + cn) * dv, keys_next * dv * sizeof(REAL));
         }
     }
     /* φ(Q_c) (nq, d_k) */
-    if (u > 0) LA_PHI(j->p->feature_map, qh + c0 * dk, t->phi_q, nq * dk);
+    if (u > 0) form_features(j->p, j->rows, true, qh + c0 * din, nq, t->phi_q);
     if (nk > 0) {
         /* φ(K_c) (nk, d_k), then φKᵀ (d_k, nk) */
-        LA_PHI(j->p->feature_map, kh + c0 * dk, phi_k, nk * dk);
+        form_features(j->p, j->rows, false, kh + c0 * din, nk, phi_k);
         FN(la_linear_hide_keys)(j->p, t->hd, c0, phi_k, nk);
         TRANSPOSE(nk, dk, phi_k, dk, t->phi_kt, C);
         /* A = φ(Q_c) · φKᵀ (nq, d_k)·(d_k, nk) by blocks of LA_LINEAR_TRI_ROWS query rows, each
@@ -965,8 +989,8 @@ static void chunk_finish(const chunk_job *j, const chunk_task *t)
  * The carried state is one per head (bounded scratch, no per-chunk states kept).
  * Scratch: the carried [S z] of every head; per thread φ(Q_c) C·d_k, A C·C, φ(K_c)
  * C·d_k and φKᵀ d_k·C, S_c and z_c d_k(d_v + 1), ΔS_c and Δz_c d_k(d_v + 1). */
-static la_status linear_chunked(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
-                                const REAL *stab, REAL *out)
+static la_status linear_chunked(const la_problem *p, const feature_rows *fr, const REAL *q,
+                                const REAL *k, const REAL *v, const REAL *stab, REAL *out)
 {
     const size_t N = p->n_queries, heads = p->batch * p->heads;
     const size_t C = p->chunk < N ? p->chunk : N, n_chunks = (N + C - 1) / C;
@@ -976,6 +1000,7 @@ static la_status linear_chunked(const la_problem *p, const REAL *q, const REAL *
     if (st != LA_OK) return st;
     const size_t threads = lay.threads, per_thread = lay.per_thread;
     const chunk_job job = {p,
+                           fr,
                            q,
                            k,
                            v,
@@ -983,6 +1008,7 @@ static la_status linear_chunked(const la_problem *p, const REAL *q, const REAL *
                            N,
                            p->n_keys,
                            p->d_k,
+                           row_length(p, fr),
                            p->d_v,
                            C,
                            n_chunks,
@@ -1032,7 +1058,21 @@ la_status la_linear_scan_f64(const la_problem *p, const double *q, const double 
 #endif
 {
     if (p->causal && !FN(la_range_ok)(LA_RANGE_LINEAR, p, q, k, v)) return LA_ERANGE;
-    return p->causal ? linear_chunked(p, q, k, v, NULL, out) : linear_noncausal(p, q, k, v, out);
+    return p->causal ? linear_chunked(p, NULL, q, k, v, NULL, out)
+                     : linear_noncausal(p, NULL, q, k, v, out);
+}
+
+/* Non-causal, or causal in chunks, on features formed by rows (linear_internal.h). */
+#if REAL_IS_F32
+la_status la_linear_scan_rows_f32(const la_problem *p, const la_linear_rows_f32 *rows,
+                                  const float *q, const float *k, const float *v, float *out)
+#else
+la_status la_linear_scan_rows_f64(const la_problem *p, const la_linear_rows_f64 *rows,
+                                  const double *q, const double *k, const double *v, double *out)
+#endif
+{
+    return p->causal ? linear_chunked(p, rows, q, k, v, NULL, out)
+                     : linear_noncausal(p, rows, q, k, v, out);
 }
 
 /* Causal in chunks with FAVOR+'s stabilizer (linear_internal.h). */
@@ -1046,7 +1086,7 @@ la_status la_linear_scan_stabilized_f64(const la_problem *p, const double *phi_q
 #endif
 {
     if (!p->causal) return LA_EINVAL;
-    return linear_chunked(p, phi_q, psi_k, v, mu_g, out);
+    return linear_chunked(p, NULL, phi_q, psi_k, v, mu_g, out);
 }
 
 /* Causal linear attention, recurrent form, per head (b, h), token by token:

@@ -111,6 +111,29 @@ la_status la_linear_scan_recurrent_f32(const la_problem *p, const float *q, cons
 la_status la_linear_scan_recurrent_f64(const la_problem *p, const double *q, const double *k,
                                        const double *v, double *out);
 
+/* Features formed by rows instead of p->feature_map's elementwise φ (Taylor attention's
+ * [1, x, x⊗x]): form(h, query, x, n, out) writes the features of the n rows of x (n, d_in)
+ * into out (n, F), F = p->d_k of the problem the scan runs (the features' width), so that
+ * no call holds more than a block of them. la_linear_scan_rows_* is la_linear_scan_*
+ * with q (B,H,N,d_in) and k (B,H,M,d_in) read through form, but no range check: the
+ * caller checks that the features are finite and, causal, the range rule on them. */
+typedef struct la_linear_rows_f32 {
+    size_t d_in;
+    void (*form)(const struct la_linear_rows_f32 *h, bool query, const float *x, size_t n,
+                 float *out);
+    const void *ctx;
+} la_linear_rows_f32;
+typedef struct la_linear_rows_f64 {
+    size_t d_in;
+    void (*form)(const struct la_linear_rows_f64 *h, bool query, const double *x, size_t n,
+                 double *out);
+    const void *ctx;
+} la_linear_rows_f64;
+la_status la_linear_scan_rows_f32(const la_problem *p, const la_linear_rows_f32 *rows,
+                                  const float *q, const float *k, const float *v, float *out);
+la_status la_linear_scan_rows_f64(const la_problem *p, const la_linear_rows_f64 *rows,
+                                  const double *q, const double *k, const double *v, double *out);
+
 /* The scratch of a linear kernel's call, `elements` elements into *work (the caller frees
  * it): LA_EOVERFLOW when the bytes do not fit size_t, LA_EBUDGET past p->workspace_limit,
  * else gemm_small's buffers reserved for la_threads() threads (la_gemm_reserve) and the

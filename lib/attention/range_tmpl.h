@@ -135,12 +135,10 @@ bool FN(la_range_ok)(la_range_kind kind, const la_problem *p, const REAL *q, con
     return fits(kind, p, a, b, c, REAL_MAX);
 }
 
-#if REAL_IS_F32
-bool la_range_fits_f32(la_range_kind kind, const la_problem *p, double a, double b, double c)
+bool FN(la_range_fits)(la_range_kind kind, const la_problem *p, double a, double b, double c)
 {
     return fits(kind, p, a, b, c, REAL_MAX);
 }
-#endif
 
 double FN(la_range_linear_backward_limit)(const la_problem *p, const REAL *q, const REAL *k,
                                           const REAL *v, const REAL *out, const REAL *d_out)

@@ -4,20 +4,21 @@
  *   r = √|scale|, t = |scale|/√2, σ = the sign of scale,
  * so that φ_q(q)·φ_k(k) = 1 + s + s²/2 with s = q·k·scale: exp(s) to second order, and
  * ((s + 1)² + 1)/2 > 0 for every s, so a query that sees a key never has a zero
- * denominator. The features are formed here; the linear engine (linear_engine.c,
- * la_linear_scan_*) runs non-causal or causal-in-chunks linear attention on them, with
- * the key mask and key lengths as linear attention honours them. Compiled once per
- * precision (core/real_typed.h).
+ * denominator. The linear engine (linear_engine.c, la_linear_scan_rows_*) runs
+ * non-causal or causal-in-chunks linear attention on the features, which it asks for
+ * block by block (taylor_rows: the block's rows formed into its φ scratch, never all of
+ * them at once), with the key mask and key lengths as linear attention honours them.
+ * Compiled once per precision (core/real_typed.h).
  *
  *   q: (B, H, N, d_k), k: (B, H, M, d_k), v: (B, H, M, d_v), out: (B, H, N, d_v), row-major;
- *   φ(Q): (B, H, N, F), φ(K): (B, H, M, F) in the call's scratch, F = 1 + d_k + d_k²
- *   (d_k = 64: F = 4161; Based projects q and k to d_k = 16 first: F = 273).
+ *   F = 1 + d_k + d_k² features per row (d_k = 64: F = 4161; Based projects q and k to
+ *   d_k = 16 first: F = 273).
  *
- * Range: a feature is at most max(1, r·a, t·a²) for a = max|x|; features that are not
- * finite are refused (LA_ERANGE, nothing written), then the engine's range rule holds for
- * the scan on the features (linear attention's, with d_k = F). Precision: float32 also
- * refuses when |scale|·max‖q_i‖·max‖k_j‖ > 128, past which its sums keep fewer than three
- * digits (taylor_precise).
+ * Range: a feature is at most max(1, r·a, t·a²) for a = max|x| over the rows read; past
+ * T/2, or with an input not finite, the call is refused (LA_ERANGE, nothing written), and
+ * causal, linear attention's range rule holds for those largest features (with d_k = F).
+ * Precision: float32 also refuses when |scale|·max‖q_i‖·max‖k_j‖ > 128, past which its
+ * sums keep fewer than three digits (taylor_precise).
  *
  * Backward (la_taylor_attention_backward_*, non-causal and causal, the key mask and key
  * lengths as the forward): the features, linear attention's backward on them
@@ -75,21 +76,14 @@ static size_t taylor_keys_used(const la_problem *p, size_t b)
     return p->causal && p->n_queries < m ? p->n_queries : m;
 }
 
-/* The features of `rows` rows of x (rows, d_k) into phi (rows, F), with the linear part's
- * sign; false when one is not finite. *norm2 = max(*norm2, the rows' largest ‖x‖²), in
- * double. Counted: r·x and t·x, d_k each, and t·x_a·x_b, d_k², per row. */
-static bool taylor_features(const REAL *x, size_t rows, size_t dk, size_t width, REAL r, REAL t,
-                            REAL *restrict phi, double *norm2)
+/* The features of `rows` rows of x (rows, d_k) into phi (rows, F), r the linear part's
+ * factor (with its sign). Counted: r·x and t·x, d_k each, and t·x_a·x_b, d_k², per row. */
+static void taylor_rows_formed(const REAL *x, size_t rows, size_t dk, size_t width, REAL r, REAL t,
+                               REAL *restrict phi)
 {
-    REAL zero = 0; /* Σ f·0: 0 while every feature is finite, NaN from an inf or a NaN */
     LA_COUNT(LA_COUNT_PHI, (double)rows * (double)(2 * dk + dk * dk));
     for (size_t i = 0; i < rows; i++) {
         const REAL *xi = x + i * dk;
-        double n2 = 0;
-#pragma omp simd reduction(+ : n2)
-        for (size_t a = 0; a < dk; a++)
-            n2 += (double)xi[a] * (double)xi[a];
-        *norm2 = n2 > *norm2 ? n2 : *norm2;
         REAL *f = phi + i * width;
         f[0] = 1;
         for (size_t a = 0; a < dk; a++)
@@ -100,6 +94,23 @@ static bool taylor_features(const REAL *x, size_t rows, size_t dk, size_t width,
             for (size_t c = 0; c < dk; c++)
                 quad[a * dk + c] = ta * xi[c];
         }
+    }
+}
+
+/* taylor_rows_formed, and false when a feature is not finite; *norm2 = max(*norm2, the
+ * rows' largest ‖x‖²), in double. */
+static bool taylor_features(const REAL *x, size_t rows, size_t dk, size_t width, REAL r, REAL t,
+                            REAL *restrict phi, double *norm2)
+{
+    REAL zero = 0; /* Σ f·0: 0 while every feature is finite, NaN from an inf or a NaN */
+    taylor_rows_formed(x, rows, dk, width, r, t, phi);
+    for (size_t i = 0; i < rows; i++) {
+        const REAL *xi = x + i * dk, *f = phi + i * width;
+        double n2 = 0;
+#pragma omp simd reduction(+ : n2)
+        for (size_t a = 0; a < dk; a++)
+            n2 += (double)xi[a] * (double)xi[a];
+        *norm2 = n2 > *norm2 ? n2 : *norm2;
 #pragma omp simd reduction(+ : zero)
         for (size_t e = 0; e < width; e++)
             zero += f[e] * 0;
@@ -157,6 +168,59 @@ static bool taylor_all_features(const la_problem *p, const REAL *q, const REAL *
     return finite && taylor_precise(s, q_norm2, k_norm2);
 }
 
+/* What the forward's row hook reads (la_linear_rows_*): the factors and the sizes. */
+typedef struct {
+    REAL r, rq, t; /* rq = σ·r, the queries' linear factor */
+    size_t dk, width;
+} taylor_form;
+
+static void taylor_rows(const FN(la_linear_rows) * h, bool query, const REAL *x, size_t n,
+                        REAL *out)
+{
+    const taylor_form *f = h->ctx;
+    taylor_rows_formed(x, n, f->dk, f->width, query ? f->rq : f->r, f->t, out);
+}
+
+/* The largest |x| and ‖x‖² over the rows the forward reads (the queries of an entry that
+ * sees a key, its keys taylor_keys_used), in double: +inf or NaN from a value that is not
+ * finite. */
+static void taylor_scan(const la_problem *p, const REAL *x, bool queries, double *max_abs,
+                        double *max_norm2)
+{
+    const size_t heads = p->batch * p->heads, dk = p->d_k;
+    const size_t n = queries ? p->n_queries : p->n_keys;
+    double a = 0, n2 = 0;
+    bool finite = true;
+#pragma omp parallel for schedule(static) num_threads(la_threads()) reduction(max : a, n2)         \
+    reduction(&& : finite)
+    for (size_t hd = 0; hd < heads; hd++) {
+        const size_t used = taylor_keys_used(p, hd / p->heads);
+        const size_t rows = queries ? (used ? n : 0) : used;
+        const REAL *xh = x + hd * n * dk;
+        for (size_t i = 0; i < rows; i++) {
+            double s = 0, m = 0;
+#pragma omp simd reduction(+ : s) reduction(max : m)
+            for (size_t c = 0; c < dk; c++) {
+                const double e = (double)xh[i * dk + c];
+                s += e * e;
+                m = fabs(e) > m ? fabs(e) : m;
+            }
+            finite = finite && s <= DBL_MAX; /* false for inf and NaN */
+            a = m > a ? m : a;
+            n2 = s > n2 ? s : n2;
+        }
+    }
+    *max_abs = finite ? a : INFINITY;
+    *max_norm2 = finite ? n2 : INFINITY;
+}
+
+/* The forward: linear attention (la_linear_scan_rows) on the features, formed block by block
+ * inside the scan (never all of them at once). Before it: one scan of the rows read
+ * (taylor_scan) for the rules the materialized features would have met: every feature
+ * finite (the largest is max(1, r·a, t·a²), a = max|x|; refused past T/2, where the
+ * rounding of t·x_a·x_b could reach T), float32's precision (taylor_precise), and causal,
+ * the linear range rule on the features (la_range_fits with d_k = F and those largest
+ * features). */
 static la_status taylor_attention(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
                                   REAL *out)
 {
@@ -165,27 +229,27 @@ static la_status taylor_attention(const la_problem *p, const REAL *q, const REAL
     if (!q || !k || !v || !out) return LA_EINVAL;
     if (p->mask) return LA_EINVAL; /* a general mask: not with a shared state (linattn.h) */
     if (!(fabs(p->scale) <= REAL_MAX)) return LA_EINVAL; /* a scale the type cannot hold */
-    const size_t heads = p->batch * p->heads, N = p->n_queries, M = p->n_keys, dk = p->d_k;
-    size_t width, rows, elems, bytes;
-    if (!taylor_width(dk, &width) || !la_mul_ok(heads, N + M, &rows) ||
-        !la_mul_ok(rows, width, &elems) || !la_mul_ok(elems, sizeof(REAL), &bytes))
-        return LA_EOVERFLOW;
-    if (bytes > p->workspace_limit) return LA_EBUDGET;
-    REAL *phi = malloc(bytes ? bytes : 1);
-    if (!phi) return LA_ENOMEM;
-    REAL *phi_q = phi, *phi_k = phi + heads * N * width;
-
-    if (taylor_all_features(p, q, k, width, phi_q, phi_k)) {
-        la_problem inner = *p; /* linear attention on the features */
-        inner.d_k = width;
-        inner.feature_map = LA_FEATURE_IDENTITY;
-        inner.workspace_limit = p->workspace_limit - bytes;
-        st = FN(la_linear_scan)(&inner, phi_q, phi_k, v, out);
-    } else {
-        st = LA_ERANGE;
-    }
-    free(phi);
-    return st;
+    const size_t dk = p->d_k;
+    size_t width;
+    if (!taylor_width(dk, &width)) return LA_EOVERFLOW;
+    const double s = p->scale, r = (double)(REAL)sqrt(fabs(s));
+    const double t = (double)(REAL)(fabs(s) / sqrt(2.0));
+    double aq, ak, q_norm2, k_norm2;
+    taylor_scan(p, q, true, &aq, &q_norm2);
+    taylor_scan(p, k, false, &ak, &k_norm2);
+    const double fq = fmax(1, fmax(r * aq, t * aq * aq)), fk = fmax(1, fmax(r * ak, t * ak * ak));
+    if (!(fq <= (double)REAL_MAX / 2 && fk <= (double)REAL_MAX / 2) ||
+        !taylor_precise(s, q_norm2, k_norm2))
+        return LA_ERANGE;
+    la_problem inner = *p; /* linear attention on the features */
+    inner.d_k = width;
+    inner.feature_map = LA_FEATURE_IDENTITY;
+    if (p->causal &&
+        !FN(la_range_fits)(LA_RANGE_LINEAR, &inner, fq, fk, FN(la_max_abs_seen)(p, v, p->d_v)))
+        return LA_ERANGE;
+    const taylor_form form = {(REAL)r, (REAL)(s < 0 ? -r : r), (REAL)t, dk, width};
+    const FN(la_linear_rows) rows = {dk, taylor_rows, &form};
+    return FN(la_linear_scan_rows)(&inner, &rows, q, k, v, out);
 }
 
 #if REAL_IS_F32
@@ -353,9 +417,9 @@ static void taylor_head_flops(const la_problem *p, size_t m, la_cost *f)
     f->flops_phi = ((double)p->n_queries + used) * (2 * dk + dk * dk);
 }
 
-/* workspace_bytes: the features, then what the scan holds for F features; bytes_min beyond
- * the inputs and outputs: S and z on F features per head, 2·(F·d_v + F), as linear
- * attention's on d_k. */
+/* workspace_bytes: what the scan holds for F features (the features themselves a block at a
+ * time, in its φ blocks); bytes_min beyond the inputs and outputs: S and z on F features
+ * per head, 2·(F·d_v + F), as linear attention's on d_k. */
 la_status la_taylor_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
     if (la_causal_square(p)) return la_square_cost(p, dtype, la_taylor_cost, false, out);
@@ -369,8 +433,7 @@ la_status la_taylor_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     la_status st = la_linear_workspace_bytes(&inner, false, elem, &scan_bytes);
     if (st != LA_OK) return st;
     const double heads = (double)p->batch * (double)p->heads, f = (double)width;
-    out->workspace_bytes =
-        heads * (double)(p->n_queries + p->n_keys) * f * (double)elem + (double)scan_bytes;
+    out->workspace_bytes = (double)scan_bytes;
     out->bytes_min = heads * 2 * (f * (double)p->d_v + f) * (double)elem;
     return LA_OK;
 }

@@ -2057,6 +2057,89 @@ static void avx512_paths_off(void **state)
  * keeps 290 of 304 rows. The full profile runs them all. */
 #define QUICK_FLOPS_MAX 5e6
 
+/* Taylor attention with a negative scale: the queries' linear features take its sign
+ * (φ_q = [1, −r·q, t·q⊗q], taylor.c), which no registry row's positive scale reaches.
+ * Forward and backward, non-causal and causal, both precisions, against the reference. */
+static void taylor_negative_scale(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_for("taylor_negative_scale");
+    const size_t B = 1, H = 2, N = 37, d = 6, nx = B * H * N * d;
+    double *q = tu_f64(nx), *k = tu_f64(nx), *v = tu_f64(nx), *ref = tu_f64(nx), *out = tu_f64(nx),
+           *d_out = tu_f64(nx);
+    double *g_ref = tu_f64(3 * nx), *g = tu_f64(3 * nx), *wide = tu_f64(3 * nx);
+    float *q32 = tu_f32(nx), *k32 = tu_f32(nx), *v32 = tu_f32(nx), *out32 = tu_f32(nx),
+          *d_out32 = tu_f32(nx), *g32 = tu_f32(3 * nx);
+    tu_fill_normal(&r, q, nx, 1), tu_fill_normal(&r, k, nx, 1), tu_fill_normal(&r, v, nx, 1);
+    tu_fill_normal(&r, d_out, nx, 1);
+    tu_to_f32(q, q32, nx), tu_to_f64(q32, q, nx);
+    tu_to_f32(k, k32, nx), tu_to_f64(k32, k, nx);
+    tu_to_f32(v, v32, nx), tu_to_f64(v32, v, nx);
+    tu_to_f32(d_out, d_out32, nx), tu_to_f64(d_out32, d_out, nx);
+    for (int causal = 0; causal <= 1; causal++) {
+        la_problem p;
+        la_problem_init(&p, B, H, N, N, d, d);
+        p.causal = causal;
+        p.scale = -0.3;
+        assert_int_equal(la_ref_attention(LA_KERNEL_TAYLOR, &p, q, k, v, ref), LA_OK);
+        assert_int_equal(la_attention(LA_KERNEL_TAYLOR, &p, LA_FLOAT64, q, k, v, out), LA_OK);
+        assert_int_equal(la_attention(LA_KERNEL_TAYLOR, &p, LA_FLOAT32, q32, k32, v32, out32),
+                         LA_OK);
+        tu_assert_close_f64(out, ref, nx, 1e-12, "taylor scale -0.3 causal=%d float64", causal);
+        tu_assert_close_f32(out32, ref, nx, 1e-5, "taylor scale -0.3 causal=%d float32", causal);
+        assert_int_equal(la_ref_attention_backward(LA_KERNEL_TAYLOR, &p, q, k, v, ref, d_out, g_ref,
+                                                   g_ref + nx, g_ref + 2 * nx),
+                         LA_OK);
+        assert_int_equal(la_attention_backward(LA_KERNEL_TAYLOR, &p, LA_FLOAT64, q, k, v, out, NULL,
+                                               d_out, g, g + nx, g + 2 * nx),
+                         LA_OK);
+        assert_int_equal(la_attention_backward(LA_KERNEL_TAYLOR, &p, LA_FLOAT32, q32, k32, v32,
+                                               out32, NULL, d_out32, g32, g32 + nx, g32 + 2 * nx),
+                         LA_OK);
+        tu_assert_close_f64(g, g_ref, 3 * nx, 1e-12, "taylor backward scale -0.3 causal=%d",
+                            causal);
+        tu_to_f64(g32, wide, 3 * nx);
+        tu_assert_close_f64(wide, g_ref, 3 * nx, 1e-4, "taylor float32 backward causal=%d", causal);
+    }
+    free(q), free(k), free(v), free(ref), free(out), free(d_out), free(g_ref), free(g), free(wide);
+    free(q32), free(k32), free(v32), free(out32), free(d_out32), free(g32);
+}
+
+/* Taylor attention's range rules where float64 reaches them (float32 refuses long before,
+ * by its precision rule: test_extremes.c): queries of 1e160, whose features t·q_a·q_b pass
+ * DBL_MAX, refused in both forms; queries and keys of 1e80, whose features are finite but
+ * whose products φ(q)·φ(k) are not, refused by the causal form's range rule. Refused means
+ * LA_ERANGE with every bit of the output kept. */
+static void taylor_range_float64(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_for("taylor_range_float64");
+    const size_t B = 1, H = 1, N = 9, d = 4, nx = B * H * N * d;
+    double *q = tu_f64(nx), *k = tu_f64(nx), *v = tu_f64(nx), *out = tu_f64(nx), *kept = tu_f64(nx);
+    const struct {
+        double q_mag, k_mag;
+        bool both_forms; /* refused non-causal too */
+    } cases[] = {{1e160, 1, true}, {1e80, 1e80, false}};
+    for (size_t c = 0; c < 2; c++) {
+        tu_fill_normal(&r, q, nx, cases[c].q_mag), tu_fill_normal(&r, k, nx, cases[c].k_mag);
+        tu_fill_normal(&r, v, nx, 1);
+        for (int causal = !cases[c].both_forms; causal <= 1; causal++) {
+            la_problem p;
+            la_problem_init(&p, B, H, N, N, d, d);
+            p.causal = causal;
+            for (size_t i = 0; i < nx; i++)
+                out[i] = kept[i] = 0.5 + (double)i;
+            const la_status st = la_attention(LA_KERNEL_TAYLOR, &p, LA_FLOAT64, q, k, v, out);
+            if (st != LA_ERANGE || memcmp(out, kept, nx * sizeof *out) != 0)
+                fail_msg("taylor float64, q %g, k %g, causal=%d: %s, output %s (seed %llu)",
+                         cases[c].q_mag, cases[c].k_mag, causal, la_strerror(st),
+                         memcmp(out, kept, nx * sizeof *out) ? "written" : "kept",
+                         (unsigned long long)tu_seed());
+        }
+    }
+    free(q), free(k), free(v), free(out), free(kept);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress and failures (stderr) in order in logs */
@@ -2098,6 +2181,8 @@ int main(void)
         cmocka_unit_test(backward_workspace_as_cost),
         cmocka_unit_test(gradients),
         cmocka_unit_test(finite_differences_self_test),
+        cmocka_unit_test(taylor_negative_scale),
+        cmocka_unit_test(taylor_range_float64),
     };
     const bool avx512 = la_avx512_usable();
     printf("== the default float32 paths: %s\n", la_config().simd);
