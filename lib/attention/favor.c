@@ -19,6 +19,7 @@
 
 #include "attention/attention_internal.h"
 #include "attention/linear_internal.h"
+#include "core/alloc_large.h"
 #include "cpu/vexp.h"
 
 #include <float.h>
@@ -520,7 +521,7 @@ static la_status favor_attention(const la_problem *p, const REAL *q, const REAL 
     }
     if (la_gemm_reserve(la_threads()) != LA_OK) return LA_ENOMEM;
     double *w64 = malloc(lay.w_bytes);
-    REAL *phi = malloc(lay.scratch_elems * sizeof(REAL));
+    REAL *phi = la_alloc_large(lay.scratch_elems * sizeof(REAL));
     if (!w64 || !phi) {
         free(w64);
         free(phi);
@@ -774,7 +775,7 @@ static la_status favor_backward(const la_problem *p, const REAL *q, const REAL *
     const size_t N = p->n_queries, M = p->n_keys, m = favor.features, heads = p->batch * p->heads;
     if (la_gemm_reserve(la_threads()) != LA_OK) return LA_ENOMEM;
     double *w64 = malloc(w_bytes);
-    REAL *work = malloc(elems * sizeof(REAL));
+    REAL *work = la_alloc_large(elems * sizeof(REAL));
     if (!w64 || !work) {
         free(w64);
         free(work);

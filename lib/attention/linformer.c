@@ -9,6 +9,7 @@
 #include "core/real_typed.h"
 
 #include "attention/attention_internal.h"
+#include "core/alloc_large.h"
 
 #include <float.h>
 #include <math.h>
@@ -176,7 +177,7 @@ static la_status linformer_attention(const la_problem *p, const REAL *q, const R
     if (held > p->workspace_limit) return LA_EBUDGET;
     const size_t threads = projection_threads(p);
     if (la_gemm_reserve((int)threads) != LA_OK) return LA_ENOMEM;
-    REAL *scratch = aligned_alloc(64, (held + 63) / 64 * 64);
+    REAL *scratch = la_alloc_large(held ? held : 1);
     if (!scratch) return LA_ENOMEM;
     REAL *blocks = scratch + lay.proj, *kp = blocks + lay.blocks, *vp = kp + lay.kp;
     REAL *drawn = linformer.proj_e ? NULL : scratch; /* E, then F */

@@ -13,7 +13,7 @@
  * lib/linattn.h. */
 #include "attention/engine.h"
 #include "attention/linear_internal.h" /* la_dot: the fixed-order dot product */
-#include "attention/softmax_alloc.h"
+#include "core/alloc_large.h"
 #include "core/real_typed.h"
 #include "cpu/vexp.h"
 
@@ -284,7 +284,7 @@ static la_status materialized(const la_problem *p, const REAL *q, const REAL *k,
     int threads = la_threads();
     if ((size_t)threads > q_blocks) threads = (int)q_blocks;
     if (la_gemm_reserve(threads) != LA_OK) return LA_ENOMEM;
-    REAL *scores = la_scores_alloc(score_bytes);
+    REAL *scores = la_alloc_large(score_bytes);
     if (!scores) return LA_ENOMEM;
 
 #pragma omp parallel num_threads(threads)
@@ -860,7 +860,7 @@ static la_status softmax_materialized_backward(const la_problem *p, const grad_a
     score_bytes = la_round_up_64(score_bytes);
     row_bytes = la_round_up_64(row_bytes);
     if (la_gemm_reserve(used) != LA_OK) return LA_ENOMEM;
-    unsigned char *mem = la_scores_alloc(score_bytes + work_bytes);
+    unsigned char *mem = la_alloc_large(score_bytes + work_bytes);
     if (!mem) return LA_ENOMEM;
     REAL *P = (REAL *)(void *)mem;
     const REAL scale = (REAL)p->scale;

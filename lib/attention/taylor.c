@@ -33,6 +33,7 @@
 
 #include "attention/attention_internal.h"
 #include "attention/linear_internal.h"
+#include "core/alloc_large.h"
 
 #include <float.h>
 #include <math.h>
@@ -331,7 +332,7 @@ static la_status taylor_backward(const la_problem *p, const REAL *q, const REAL 
         !la_mul_ok(elems, sizeof(REAL), &bytes))
         return LA_EOVERFLOW;
     if (bytes > p->workspace_limit) return LA_EBUDGET;
-    REAL *phi = malloc(bytes ? bytes : 1);
+    REAL *phi = la_alloc_large(bytes ? bytes : 1);
     if (!phi) return LA_ENOMEM;
     REAL *phi_q = phi, *phi_k = phi_q + heads * N * width;
     REAL *dphi_q = phi_k + heads * M * width, *dphi_k = dphi_q + heads * N * width;

@@ -8,8 +8,8 @@
  * workspace limit — is tests/attention/test_attention.c's, over every registry row. */
 #include "../testutil.h"
 #include "attention/kernels.h"
-#include "attention/softmax_alloc.h" /* la_scores_alloc: the materializing kernel's buffer */
-#include "core/internal.h"           /* the AVX-512 switch and the fused kernel's exp2 */
+#include "core/alloc_large.h" /* la_alloc_large: the kernels' large scratch */
+#include "core/internal.h"    /* the AVX-512 switch and the fused kernel's exp2 */
 #include "cpu/machine.h"
 #include "cpu/simd_avx512.h"
 #include "cpu/vexp.h"
@@ -733,16 +733,17 @@ static void backward_given_lse(void **state)
     }
 }
 
-/* The materializing kernel's score buffer on both sides of LA_HUGE_PAGE_MIN: below it
+/* The kernels' large scratch (la_alloc_large: the materializing kernel's scores, FAVOR+'s
+ * features) on both sides of LA_HUGE_PAGE_MIN: below it
  * plain malloc, from it on a 2 MiB-aligned block (the huge-page hint); either is writable
  * to its last byte and freed with free. (The kernel reaches the large side only from
  * N·M·4 >= 4 MiB: the full profile's N = 2048 does, the quick profile's sizes do not.) */
-static void scores_alloc_both_sides(void **state)
+static void alloc_large_both_sides(void **state)
 {
     (void)state;
     const size_t sizes[] = {LA_HUGE_PAGE_MIN - 1, LA_HUGE_PAGE_MIN, LA_HUGE_PAGE_MIN + 12345};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        unsigned char *p = la_scores_alloc(sizes[i]);
+        unsigned char *p = la_alloc_large(sizes[i]);
         assert_non_null(p);
         if (sizes[i] >= LA_HUGE_PAGE_MIN) assert_int_equal((uintptr_t)p % ((size_t)2 << 20), 0);
         p[0] = 1, p[sizes[i] - 1] = 2;
@@ -761,7 +762,7 @@ int main(void)
         cmocka_unit_test(error_flat_in_n),      cmocka_unit_test(simd_config_names),
         cmocka_unit_test(lse_forward),          cmocka_unit_test(backward_given_lse),
         cmocka_unit_test(exp_accuracy_f64),     cmocka_unit_test(fused_f64_edges),
-        cmocka_unit_test(decoding_rows),        cmocka_unit_test(scores_alloc_both_sides),
+        cmocka_unit_test(decoding_rows),        cmocka_unit_test(alloc_large_both_sides),
     };
     /* fused softmax has two kernels per precision: the AVX-512 one (where the CPU has it)
      * and the BLIS-based one; every test runs against both. */
