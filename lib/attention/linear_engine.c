@@ -115,9 +115,16 @@ static la_status linear_layout_for(const la_problem *p, bool recurrent, size_t t
 la_status la_linear_workspace_bytes(const la_problem *p, bool recurrent, size_t element_size,
                                     size_t *bytes)
 {
-    if (!bytes) return LA_EINVAL;
     la_status st = la_problem_check(p);
     if (st != LA_OK) return st;
+    return la_linear_scan_bytes(p, recurrent, element_size, bytes);
+}
+
+la_status la_linear_scan_bytes(const la_problem *p, bool recurrent, size_t element_size,
+                               size_t *bytes)
+{
+    la_status st;
+    if (!bytes) return LA_EINVAL;
     if (recurrent && !p->causal) return LA_EINVAL;
     linear_layout lay;
     st = linear_layout_for(p, recurrent, (size_t)la_threads(), &lay);

@@ -91,6 +91,11 @@ la_status la_favor_step_f64(la_linear_state *st, const double *q_t, const double
  * LA_EOVERFLOW. */
 la_status la_linear_workspace_bytes(const la_problem *p, bool recurrent, size_t element_size,
                                     size_t *bytes);
+/* The same without checking p: for a scan on features whose problem (d_k = F) describes
+ * no array the caller holds (Taylor's, la_linear_scan_rows_*), so that B·H·N·F need not
+ * fit in size_t. */
+la_status la_linear_scan_bytes(const la_problem *p, bool recurrent, size_t element_size,
+                               size_t *bytes);
 
 /* The engine's scans (linear_engine.c), on p->feature_map: non-causal, or causal in chunks
  * of p->chunk carrying S and z (la_linear_scan_*), or causal token by token

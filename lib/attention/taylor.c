@@ -431,7 +431,7 @@ la_status la_taylor_cost(const la_problem *p, la_dtype dtype, la_cost *out)
     inner.d_k = width;
     inner.feature_map = LA_FEATURE_ELU1; /* the scan's layout does not depend on φ */
     const size_t elem = la_dtype_size(dtype);
-    la_status st = la_linear_workspace_bytes(&inner, false, elem, &scan_bytes);
+    la_status st = la_linear_scan_bytes(&inner, false, elem, &scan_bytes);
     if (st != LA_OK) return st;
     const double heads = (double)p->batch * (double)p->heads, f = (double)width;
     out->workspace_bytes = (double)scan_bytes;
