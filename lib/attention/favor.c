@@ -461,7 +461,8 @@ static REAL stabilized_step(REAL *S, REAL *z, REAL mu, REAL g, bool first, const
  * exp(μ − μ') (at most 1; exactly 1 when g_t does not raise the max), ψ'_t = ψ(k_t)
  * exp(g_t − μ'), then la_linear_step_head (S += ψ'_t v_tᵀ, z += ψ'_t, y_t = φ(q_t)ᵀS /
  * (φ(q_t)·z + eps)); past u only the read (la_linear_read_query). So eps meets the
- * denominator at the chunked form's scale, μ_t = μ'. Scratch `mine`: S, z, ψ' (m). */
+ * denominator at the chunked form's scale, μ_t = μ'. Columns [c0, c0 + w) of d_v only (a
+ * part: la_linear_recurrent_parts), S then (m, w). Scratch `mine`: S, z, ψ' (m). */
 static void favor_recurrent_head(const la_problem *p, size_t hd, size_t c0, size_t w,
                                  const REAL *phi_q, const REAL *phi_k, const REAL *pg,
                                  const REAL *v, REAL *out, REAL *mine)

@@ -5,11 +5,14 @@
  * FAVOR+ does) and FAVOR+'s per-key stabilizer (the chunked scan's stab hooks).
  *   la_linear_scan_*             non-causal (S = φ(K)ᵀV once per head, then φ(Q)·S), or
  *                                causal in chunks carrying S and z (per p->causal);
+ *   la_linear_scan_rows_*        the same on features formed by rows (Taylor's), a block
+ *                                at a time;
  *   la_linear_scan_stabilized_*  the chunked scan with FAVOR+'s stabilizer;
  *   la_linear_scan_recurrent_*   causal, token by token;
  *   la_linear_step_head_*        one token of one head: S += φk vᵀ, z += φk, then the read
  *                                (the recurrent scan, the step API, FAVOR+'s recurrent
- *                                form and step);
+ *                                form and step; _rescaled: S and z scaled first, FAVOR+'s
+ *                                stabilizer);
  *   la_linear_read_query_*,      the read y = φqᵀS / (φqᵀz + eps) and the add S += φk vᵀ,
  *   la_linear_add_key_*          z += φk apart (rotary linear attention; a read past the
  *                                last key);
