@@ -90,8 +90,9 @@ static tolerance tolerance_of(la_kernel kernel)
 /* Gradient mode: central differences with step h = 1e-5 · max(1, |x|) have a truncation
  * error of h²/6 · L''' and a rounding error of about 1e-16 · |L| / h, together about
  * 1e-9 relative on these tiny problems (the self-test measures it); a float64 backward
- * must agree to 1e-6. A float32 backward to 1e-4: its own rounding (the softmax
- * backward's P (dP − Σ P dP) cancels), until the first one lands and is measured. */
+ * must agree to 1e-6. A float32 backward to 1e-4, d_q and d_k of its norm or of the floor
+ * TU_BWD_FLOOR · Y (yardsticks.h), whichever is larger: the softmax backward's
+ * P (dP − Σ P dP) cancels, and float32's rounding is then of the size of the terms. */
 #define FD_STEP 1e-5
 #define TOL_GRAD_F64 1e-6
 #define TOL_GRAD_F32 1e-4
@@ -1822,8 +1823,17 @@ static bool gradient_errors(const row *r, int variant, double err64[3], double e
                            r->info->fns->backward_f32(&p, in.q32, in.k32, in.v32, out32, d_out32,
                                                       g32[0], g32[1], g32[2]),
                            LA_OK);
+        /* d_q and d_k relative to the larger of their norm and the floor (yardsticks.h):
+         * where they cancel, float32's rounding is of the size of their terms (seed
+         * 834898392513: softmax causal, a query of zeros, d_k at 1.05e-4 of its norm) */
+        double yard[2] = {-1, -1};
+        const tu_backward bw = {in.q, in.k, in.v, out, d_out};
+        if (ok && check_status(r, "gradient mode: forward_f64", run_f64(r, &p, &in, out), LA_OK))
+            tu_gradient_yardsticks(r->info, &p, &bw, yard);
         for (int t = 0; ok && t < 3; t++)
-            err32[t] = tu_rel_error_f32(g32[t], fd[t], sizes[t], NULL);
+            err32[t] = t < 2 && yard[t] >= 0
+                           ? tu_floored_error_f32(g32[t], fd[t], sizes[t], TU_BWD_FLOOR * yard[t])
+                           : tu_rel_error_f32(g32[t], fd[t], sizes[t], NULL);
     }
     for (int t = 0; t < 3; t++) {
         free(fd[t]);
