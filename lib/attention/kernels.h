@@ -498,11 +498,11 @@ la_status la_favor_w(const la_problem *p, double *w);
  *            holds Q̂ and K̂ (B·H·(N + M)·d_k);
  *   additive A = Q W_qᵀ (N, d_a) and C = K W_kᵀ (M, d_a) per head, then per block of 64
  *            queries and 256 keys s_ij = Σ_a v_a tanh(A_ia + C_ja) for the visible pairs
- *            and the fused kernel's online softmax: O(N·M·d_a) tanh. In float32, when
- *            every |A|, |C| is within 20, from e^{2A} and e^{2C} formed once:
+ *            and the fused kernel's online softmax: O(N·M·d_a) tanh. When every |A|, |C|
+ *            is within 20 (float64: 170), from e^{2A} and e^{2C} formed once:
  *            tanh(x + c) = 1 − 2 / (e^{2x}·e^{2c} + 1), a multiply-add and a reciprocal
- *            per (pair, a) instead of a tanh (within 1e-6 of Σ|v| of the direct sums,
- *            tests/attention/test_vtanh.c); otherwise, and in float64, tanh directly;
+ *            per (pair, a) instead of a tanh (within 1e-6, float64 1e-14, of Σ|v| of the
+ *            exact sums: tests/attention/test_vtanh.c); otherwise tanh directly;
  *            holds A and C (B·H·(N + M)·d_a), W and v in the call's precision (float32,
  *            or drawn) and per thread a 64 × 256 score block and 2 · 64 row values.
  * All of it is held against p->workspace_limit (general and cosine: the fused kernel's

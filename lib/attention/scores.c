@@ -10,7 +10,7 @@
  * general and cosine transform their inputs (K' = K Wᵀ; Q̂, K̂ normalized) and hand them to
  * the fused softmax kernel; additive forms A = Q W_qᵀ and Cᵀ = W_k Kᵀ, then runs the
  * online-softmax engine (engine.h) with its own score tile (the tanh sums of each row's
- * visible pairs; float32 from e^{2A} and e^{2C} where they stay normal floats:
+ * visible pairs; from e^{2A} and e^{2C} where they stay normal numbers:
  * additive_exponentials). The seeded draw of the weights and the costs are here too.
  * Contracts in lib/linattn.h ("SCORE FUNCTIONS"). */
 #include "attention/engine.h"
@@ -38,6 +38,10 @@ enum { Q_BLOCK = LA_SOFTMAX_Q_BLOCK, K_BLOCK = LA_SOFTMAX_K_BLOCK };
 #define PORTABLE la_engine_portable_f32
 #define TANH_SCORES_FN la_tanh_scores_f32_fn
 #define TANH_SCORES_FOR la_tanh_scores_f32_for
+#define TANH_EXP_SCORES_FN la_tanh_exp_scores_f32_fn
+#define TANH_EXP_SCORES_FOR la_tanh_exp_scores_f32_for
+#define TANH_EXP_MAX LA_TANH_EXP_MAX_F32
+#define VEXP la_vexp_f32
 #else
 #define LA_MAX_ABS la_max_abs_f64
 #define LA_MAX_ABS_SEEN la_max_abs_seen_f64
@@ -45,6 +49,10 @@ enum { Q_BLOCK = LA_SOFTMAX_Q_BLOCK, K_BLOCK = LA_SOFTMAX_K_BLOCK };
 #define PORTABLE la_engine_portable_f64
 #define TANH_SCORES_FN la_tanh_scores_f64_fn
 #define TANH_SCORES_FOR la_tanh_scores_f64_for
+#define TANH_EXP_SCORES_FN la_tanh_exp_scores_f64_fn
+#define TANH_EXP_SCORES_FOR la_tanh_exp_scores_f64_for
+#define TANH_EXP_MAX LA_TANH_EXP_MAX_F64
+#define VEXP la_vexp_f64
 #endif
 
 /* ---------------------------------------------------------------- the seeded draw */
@@ -407,19 +415,17 @@ static la_status cosine_attention(const la_problem *p, const REAL *q, const REAL
 typedef struct {
     const REAL *a, *ct, *w_v;
     TANH_SCORES_FN tanh_scores;
-    size_t score_dim; /* d_a */
-#if REAL_IS_F32
-    la_tanh_exp_scores_f32_fn exp_scores; /* set: A and Cᵀ hold e^{2A}, e^{2Cᵀ} */
-    float w_sum;                          /* Σ_a v_a, for exp_scores */
-#endif
+    size_t score_dim;              /* d_a */
+    TANH_EXP_SCORES_FN exp_scores; /* set: A and Cᵀ hold e^{2A}, e^{2Cᵀ} */
+    REAL w_sum;                    /* Σ_a v_a, for exp_scores */
 } additive_ctx;
 
-#if REAL_IS_F32
-/* float32's exponential form of the scores (vtanh.h, la_tanh_exp_scores_f32_for): when every
- * entry of A and of Cᵀ's seen columns that the scores read is within LA_TANH_EXP_MAX (NaN
- * not), A and those columns of Cᵀ become e^{2A} and e^{2Cᵀ} in place and the result is true;
- * else nothing changes and the scores take tanh directly. */
-static bool additive_exponentials(const la_problem *p, float *a, float *ct, size_t da, int threads)
+/* The exponential form of the scores (vtanh.h, la_tanh_exp_scores_*_for): when every entry
+ * of A and of Cᵀ's seen columns that the scores read is within TANH_EXP_MAX (20 in
+ * float32, 170 in float64; NaN not), A and those columns of Cᵀ become e^{2A} and e^{2Cᵀ}
+ * in place and the result is true; else nothing changes and the scores take tanh
+ * directly. */
+static bool additive_exponentials(const la_problem *p, REAL *a, REAL *ct, size_t da, int threads)
 {
     const size_t heads = p->batch * p->heads, N = p->n_queries, M = p->n_keys;
     bool within = true;
@@ -428,30 +434,29 @@ static bool additive_exponentials(const la_problem *p, float *a, float *ct, size
         const size_t u = la_keys_seen(p, bh / p->heads);
         bool ok = true;
         for (size_t x = 0; u && x < N * da; x++)
-            ok &= fabsf(a[bh * N * da + x]) <= LA_TANH_EXP_MAX; /* false for NaN */
+            ok &= fabs(a[bh * N * da + x]) <= TANH_EXP_MAX; /* false for NaN */
         for (size_t r = 0; r < da; r++)
             for (size_t j = 0; j < u; j++)
-                ok &= fabsf(ct[(bh * da + r) * M + j]) <= LA_TANH_EXP_MAX;
+                ok &= fabs(ct[(bh * da + r) * M + j]) <= TANH_EXP_MAX;
         within = within && ok;
     }
     if (!within) return false;
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (size_t bh = 0; bh < heads; bh++) {
         const size_t u = la_keys_seen(p, bh / p->heads);
-        float *ah = a + bh * N * da;
+        REAL *ah = a + bh * N * da;
 #pragma omp simd
         for (size_t x = 0; x < (u ? N * da : 0); x++)
-            ah[x] = la_vexp_f32(2 * ah[x]);
+            ah[x] = VEXP(2 * ah[x]);
         for (size_t r = 0; r < da; r++) {
-            float *row = ct + (bh * da + r) * M;
+            REAL *row = ct + (bh * da + r) * M;
 #pragma omp simd
             for (size_t j = 0; j < u; j++)
-                row[j] = la_vexp_f32(2 * row[j]);
+                row[j] = VEXP(2 * row[j]);
         }
     }
     return true;
 }
-#endif
 
 /* s_ij = Σ_a v_a tanh(a_ia + c_ja) over each row's visible keys of the block [j0, j0 + cols),
  * the keys in the vector lanes (Cᵀ's rows), summed over a; the rest of the row is the
@@ -468,13 +473,10 @@ static void additive_scores(la_engine_task *t, size_t j0, size_t cols)
         const size_t hi = t->hi[r];
         const size_t n = hi > j0 ? (hi - j0 < cols ? hi - j0 : cols) : 0;
         if (n == 0) continue;
-#if REAL_IS_F32
-        if (x->exp_scores) {
+        if (x->exp_scores)
             x->exp_scores(a + (t->i0 + r) * da, ct + j0, M, w_v, x->w_sum, da, srow, n);
-            continue;
-        }
-#endif
-        x->tanh_scores(a + (t->i0 + r) * da, ct + j0, M, w_v, da, srow, n);
+        else
+            x->tanh_scores(a + (t->i0 + r) * da, ct + j0, M, w_v, da, srow, n);
     }
 }
 
@@ -548,13 +550,11 @@ static la_status additive_attention(const la_problem *p, const REAL *q, const RE
     /* y = softmax(scores) V on the engine, with the additive score and value tiles */
     additive_ctx ctx = {
         .a = a, .ct = c, .w_v = w_v, .tanh_scores = TANH_SCORES_FOR(), .score_dim = da};
-#if REAL_IS_F32
     if (additive_exponentials(p, a, c, da, threads)) {
-        ctx.exp_scores = la_tanh_exp_scores_f32_for();
+        ctx.exp_scores = TANH_EXP_SCORES_FOR();
         for (size_t x = 0; x < da; x++)
             ctx.w_sum += w_v[x];
     }
-#endif
     la_engine e = {.wide = PORTABLE,
                    .q_block = Q_BLOCK,
                    .k_block = K_BLOCK,

@@ -68,19 +68,25 @@ typedef void (*la_tanh_scores_f32_fn)(const float *x, const float *ct, size_t ld
                                       size_t da, float *s, size_t n);
 typedef void (*la_tanh_scores_f64_fn)(const double *x, const double *ct, size_t ldc,
                                       const double *w, size_t da, double *s, size_t n);
-/* The same scores from exponentials, float32: ex[a] = e^{2·x[a]} and ect[a·ldc + j] =
- * e^{2·c_ja} (every |x|, |c| <= LA_TANH_EXP_MAX, so that each product below is a normal
- * float), w_sum = Σ_a w[a]: tanh(x + c) = 1 − 2 / (e^{2x}·e^{2c} + 1), so
+/* The same scores from exponentials: ex[a] = e^{2·x[a]} and ect[a·ldc + j] = e^{2·c_ja}
+ * (every |x|, |c| <= LA_TANH_EXP_MAX_F32, _F64, so that each product below is a normal
+ * number), w_sum = Σ_a w[a]: tanh(x + c) = 1 − 2 / (e^{2x}·e^{2c} + 1), so
  *   s[j] = w_sum − 2·Σ_a w[a] / (ex[a]·ect[a·ldc + j] + 1),
  * each term's sum over a in order: one product-sum, one reciprocal and one product-sum per
- * (key, a) instead of a tanh. Its error is that of the exponentials (a few 2⁻²⁴ of each
- * term, as the rounding of x + c gives the direct path for |x + c| near 1) plus the
- * reciprocal's (AVX-512: vrcp14ps refined by one Newton step, about 2⁻²³). */
-#define LA_TANH_EXP_MAX 20.0f
+ * (key, a) instead of a tanh. Its error is that of the exponentials (a few units of
+ * rounding of each term, as the rounding of x + c gives the direct path for |x + c| near
+ * 1) plus the reciprocal's (AVX-512: vrcp14 refined by Newton steps, one in float32, two
+ * in float64, to below the type's rounding). */
+#define LA_TANH_EXP_MAX_F32 20.0f
+#define LA_TANH_EXP_MAX_F64 170.0
 typedef void (*la_tanh_exp_scores_f32_fn)(const float *ex, const float *ect, size_t ldc,
                                           const float *w, float w_sum, size_t da, float *s,
                                           size_t n);
+typedef void (*la_tanh_exp_scores_f64_fn)(const double *ex, const double *ect, size_t ldc,
+                                          const double *w, double w_sum, size_t da, double *s,
+                                          size_t n);
 __attribute__((visibility("hidden"))) la_tanh_exp_scores_f32_fn la_tanh_exp_scores_f32_for(void);
+__attribute__((visibility("hidden"))) la_tanh_exp_scores_f64_fn la_tanh_exp_scores_f64_for(void);
 __attribute__((visibility("hidden"))) la_tanh_scores_f32_fn la_tanh_scores_f32_for(void);
 __attribute__((visibility("hidden"))) la_tanh_scores_f64_fn la_tanh_scores_f64_for(void);
 __attribute__((visibility("hidden"))) void la_vtanh_row_f32(const float *x, float *y, size_t n);

@@ -118,10 +118,10 @@ static void given_weights_match_reference(void **state)
     }
 }
 
-/* float32 additive scores take one of two forms (scores.c, additive_exponentials): from
- * e^{2A} and e^{2C} when every |A|, |C| is within 20, else tanh directly. Both against the
- * reference: q and k as drawn (|A|, |C| of a few units), then q and k scaled by 60, where
- * A and C reach hundreds with both signs (there e^{2A}·e^{2C} would give 0·inf). */
+/* Additive scores take one of two forms (scores.c, additive_exponentials): from e^{2A} and
+ * e^{2C} when every |A|, |C| is within 20 (float64: 170), else tanh directly. Both against
+ * the reference: q and k as drawn (|A|, |C| of a few units), then q and k scaled by 1000,
+ * where A and C reach thousands with both signs (there e^{2A}·e^{2C} would give 0·inf). */
 static void additive_both_forms(void **state)
 {
     (void)state;
@@ -138,13 +138,14 @@ static void additive_both_forms(void **state)
     for (int large = 0; large <= 1; large++) {
         if (large) {
             for (size_t x = 0; x < a.nq; x++)
-                a.q32[x] *= 60, a.q[x] = a.q32[x];
+                a.q32[x] *= 1000, a.q[x] = a.q32[x];
             for (size_t x = 0; x < a.nk; x++)
-                a.k32[x] *= 60, a.k[x] = a.k32[x];
+                a.k32[x] *= 1000, a.k[x] = a.k32[x];
         }
         for (int causal = 0; causal <= 1; causal++) {
             p.causal = causal;
-            check_kernel(LA_KERNEL_ADDITIVE, &p, &a, large ? "|A|, |C| past 20" : "|A|, |C| small");
+            check_kernel(LA_KERNEL_ADDITIVE, &p, &a,
+                         large ? "|A|, |C| past 170" : "|A|, |C| small");
         }
     }
     arrays_free(&a);

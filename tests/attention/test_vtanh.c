@@ -11,8 +11,8 @@
  *                        tanh, n from 1 to 100 keys (tails off the vector width), d_a 1 to
  *                        7, Cᵀ's rows strided, relative to Σ|w|: float32 1e-6, float64
  *                        1e-14;
- *   tanh_exp_scores      float32's exponential form of those scores, over the whole range it
- *                        takes, to 1e-6 of Σ|w|. */
+ *   tanh_exp_scores      the exponential form of those scores, over the whole range it
+ *                        takes, to 1e-6 (float32) and 1e-14 (float64) of Σ|w|. */
 #include "../testutil.h"
 #include "core/internal.h" /* la_avx512_enable */
 #include "cpu/simd_avx512.h"
@@ -221,36 +221,38 @@ static void tanh_scores(void **state)
     la_avx512_enable(true);
 }
 
-/* ±20 a third of the time, else uniform in [-20, 20]. */
-static double edge_or_inside(tu_rng *r)
+/* ±edge a third of the time, else uniform in [-edge, edge]. */
+static double edge_or_inside(tu_rng *r, double edge)
 {
     const double u = tu_uniform(r);
-    return u < 1.0 / 6 ? -20 : u < 1.0 / 3 ? 20 : 40 * tu_uniform(r) - 20;
+    return u < 1.0 / 6 ? -edge : u < 1.0 / 3 ? edge : edge * (2 * tu_uniform(r) - 1);
 }
 
-/* The float32 exponential form (la_tanh_exp_scores_f32_for): the same scores from
- * e^{2x} and e^{2c} (vtanh.h), x and c drawn over the whole range it takes (|x|, |c| <=
- * LA_TANH_EXP_MAX = 20; a third of the entries at ±20, where e^{2x}·e^{2c} runs from e^-80
- * to e^80 and x + c = 0 multiplies e^40 by e^-40), against the float64 sums of libm's tanh
- * of the float32 x + c taken exactly, relative to Σ|w|: 1e-6. */
+/* The exponential form (la_tanh_exp_scores_*_for): the same scores from e^{2x} and e^{2c}
+ * (vtanh.h), x and c drawn over the whole range it takes (|x|, |c| <= 20 in float32, 170
+ * in float64; a third of the entries at the edges, where e^{2x}·e^{2c} runs from e^-80 to
+ * e^80 (e^-680 to e^680) and x + c = 0 multiplies e^40 by e^-40), against the sums of
+ * libm's tanh (float64; tanhl for float64) of x + c taken exactly, relative to Σ|w|:
+ * float32 1e-6, float64 1e-14. */
 static void tanh_exp_scores(void **state)
 {
     (void)state;
     const bool avx512 = la_avx512_usable();
     tu_rng r = tu_rng_for("tanh_exp_scores");
     enum { NMAX = 100, DA = 7, LDC = 101 };
-    double x[DA], ct[DA * LDC], w[DA];
+    double x[DA], ct[DA * LDC], w[DA], ex64[DA], ect64[DA * LDC], s64[NMAX];
     float x32[DA], ct32[DA * LDC], w32[DA], ex[DA], ect[DA * LDC], s32[NMAX];
     for (int path = 0; path < 1 + avx512; path++) {
         la_avx512_enable(path == 1);
         const la_tanh_exp_scores_f32_fn scores = la_tanh_exp_scores_f32_for();
+        const la_tanh_exp_scores_f64_fn scores64 = la_tanh_exp_scores_f64_for();
         for (size_t n = 1; n <= NMAX; n++) {
             const size_t da = 1 + n % DA;
             tu_fill_normal(&r, w, da, 1);
             for (size_t e = 0; e < da; e++)
-                x[e] = edge_or_inside(&r);
+                x[e] = edge_or_inside(&r, LA_TANH_EXP_MAX_F32);
             for (size_t e = 0; e < da * LDC; e++)
-                ct[e] = edge_or_inside(&r);
+                ct[e] = edge_or_inside(&r, LA_TANH_EXP_MAX_F32);
             tu_to_f32(x, x32, da), tu_to_f32(ct, ct32, da * LDC), tu_to_f32(w, w32, da);
             float w_sum = 0;
             for (size_t a = 0; a < da; a++) {
@@ -267,8 +269,34 @@ static void tanh_exp_scores(void **state)
                     scale += fabs((double)w32[a]);
                 }
                 if (!(fabs((double)s32[j] - want) <= 1e-6 * scale))
-                    fail_msg("%s n=%zu d_a=%zu key %zu: %.9g, want %.9g (seed %llu)",
+                    fail_msg("%s float32 n=%zu d_a=%zu key %zu: %.9g, want %.9g (seed %llu)",
                              path ? "avx512" : "portable", n, da, j, (double)s32[j], want,
+                             (unsigned long long)tu_seed());
+            }
+            /* float64 over its own range */
+            for (size_t e = 0; e < da; e++)
+                x[e] = edge_or_inside(&r, LA_TANH_EXP_MAX_F64);
+            for (size_t e = 0; e < da * LDC; e++)
+                ct[e] = edge_or_inside(&r, LA_TANH_EXP_MAX_F64);
+            double w_sum64 = 0;
+            for (size_t a = 0; a < da; a++) {
+                ex64[a] = exp(2 * x[a]);
+                w_sum64 += w[a];
+            }
+            for (size_t e = 0; e < da * LDC; e++)
+                ect64[e] = exp(2 * ct[e]);
+            scores64(ex64, ect64, LDC, w, w_sum64, da, s64, n);
+            for (size_t j = 0; j < n; j++) {
+                long double want = 0;
+                double scale = 0;
+                for (size_t a = 0; a < da; a++) {
+                    want +=
+                        (long double)w[a] * tanhl((long double)x[a] + (long double)ct[a * LDC + j]);
+                    scale += fabs(w[a]);
+                }
+                if (!(fabs(s64[j] - (double)want) <= 1e-14 * scale))
+                    fail_msg("%s float64 n=%zu d_a=%zu key %zu: %.17g, want %.17g (seed %llu)",
+                             path ? "avx512" : "portable", n, da, j, s64[j], (double)want,
                              (unsigned long long)tu_seed());
             }
         }
