@@ -39,7 +39,7 @@ do for [g=1:ngroups] {
     }
 }
 if (n_skipped > 0) { skipped = skipped . 'keyentry with points pt 6 ps 1.3 lc rgb "#555555" title not_measured_key, ' }
-ytop = ymax > 0 ? ymax * 1.7 : 1   # headroom for the key
+ytop = ymax > 0 ? ymax * 1.15 : 1
 
 set xrange [xmin * 0.8 : xmax * 1.25]
 set yrange [0 : ytop]
@@ -49,8 +49,9 @@ set ylabel "GFLOP/s (model FLOPs / median time)"
 set logscale x 2
 set format x "%.0f"
 set xtics 1, 2 font ",10"
-set key top left
-eval overlay_key
+# fifteen series: the key beside the axes, where it hides no curve
+set key outside right top Left reverse font ',9' spacing 1.1
+fig_w = 1500
 
 eval png(out)
 plot @curves @skipped NaN notitle
