@@ -62,7 +62,7 @@ if (STATS_sum > 0) {
 }
 
 set xrange [xmin * 0.8 : xmax * 1.25]
-set yrange [ybot : ymax * 30]   # headroom for the key
+set yrange [ybot : ymax * 3]
 set title heading("Peak resident memory against sequence length N") font ",15"
 set xlabel "sequence length N (tokens, N = M)"
 set ylabel "peak resident memory of the point (MiB)"
@@ -71,8 +71,9 @@ set logscale y 10
 set format x "%.0f"
 set xtics 1, 2 font ",10"
 set format y "10^{%L}"
-set key top left
-eval overlay_key
+# fifteen series and two models: the key beside the axes, where it hides no curve
+set key outside right top Left reverse font ',9' spacing 1.1
+fig_w = 1500
 set bmargin 6
 set label 1 "measured: VmHWM of the process during the point (inputs, output, scratch, program);\nmodel: la\\_attention\\_cost bytes" at screen 0.99, screen 0.05 right font ",10" tc rgb "#555555"
 
