@@ -181,17 +181,18 @@ static la_status linformer_attention(const la_problem *p, const REAL *q, const R
     if (!scratch) return LA_ENOMEM;
     REAL *blocks = scratch + lay.proj, *kp = blocks + lay.blocks, *vp = kp + lay.kp;
     REAL *drawn = linformer.proj_e ? NULL : scratch; /* E, then F */
-    if (drawn)
+    if (drawn) {
         draw_projections(r, M, linformer.seed, REAL_IS_F32 ? NULL : (double *)drawn,
                          REAL_IS_F32 ? NULL : (double *)drawn + r * M,
                          REAL_IS_F32 ? (float *)drawn : NULL,
                          REAL_IS_F32 ? (float *)drawn + r * M : NULL);
+    }
 
-        /* per (head, E or F): K'_h = E[:, :L_b]·K_h[:L_b] (k × d_k), V'_h = F[:, :L_b]·V_h[:L_b]
-         * (k × d_v), summed over blocks of PROJ_KEYS keys in order, each block of E or F first
-         * copied (float32: rounded) into the thread's buffer: the columns past the key length
-         * left out is the same as zeroing them (L_b = 0: zeros). Fixed blocks: the same bits
-         * on any thread count. */
+    /* per (head, E or F): K'_h = E[:, :L_b]·K_h[:L_b] (k × d_k), V'_h = F[:, :L_b]·V_h[:L_b]
+     * (k × d_v), summed over blocks of PROJ_KEYS keys in order, each block of E or F first
+     * copied (float32: rounded) into the thread's buffer: the columns past the key length
+     * left out is the same as zeroing them (L_b = 0: zeros). Fixed blocks: the same bits on
+     * any thread count. */
 #pragma omp parallel for schedule(dynamic) num_threads((int)threads)
     for (size_t task = 0; task < 2 * heads; task++) {
         const size_t bh = task / 2, L = la_keys_in_length(p, bh / p->heads);
