@@ -112,7 +112,7 @@ int cmd_train_speed(int argc, char **argv)
             const double other = sp.step_s - sp.attention_s - sp.projections_s - sp.ffn_s -
                                  sp.norms_s - sp.head_s - sp.optimizer_s;
             if (record_row(f,
-                           "%s,%zu,%zu,%zu,%zu,%.1f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.4f,"
+                           "%s,%zu,%zu,%zu,%zu,%.1f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,"
                            "%.3f,ok",
                            key, s.batch, s.model.d_model, s.model.heads, s.model.layers,
                            (double)n_tokens / sp.step_s, sp.step_s, sp.attention_s,
