@@ -483,6 +483,26 @@ static void backward_through_the_stabilizers(void **state)
     free(out), free(out32);
 }
 
+/* q, k, v drawn N(0, 1) for `keys` rows of d_k (q and k) and nv values, each key's norm
+ * then scaled by 0.1 .. 10 (so the keys' running max μ moves a lot), all rounded to float32
+ * (qf, kf, vf) and the float64 copies holding those values. */
+static void spread_keys_inputs(tu_rng *r, double *q, double *k, double *v, float *qf, float *kf,
+                               float *vf, size_t keys, size_t dk, size_t nv)
+{
+    const size_t nq = keys * dk;
+    tu_fill_normal(r, q, nq, 1);
+    tu_fill_normal(r, k, nq, 1);
+    tu_fill_normal(r, v, nv, 1);
+    for (size_t j = 0; j < keys; j++) { /* each key's norm scaled by 0.1 .. 10 */
+        const double f = pow(10, 2 * tu_uniform(r) - 1);
+        for (size_t a = 0; a < dk; a++)
+            k[j * dk + a] *= f;
+    }
+    tu_to_f32(q, qf, nq), tu_to_f64(qf, q, nq);
+    tu_to_f32(k, kf, nq), tu_to_f64(kf, k, nq);
+    tu_to_f32(v, vf, nv), tu_to_f64(vf, v, nv);
+}
+
 /* The recurrent form against the chunked one and the reference where the keys' running
  * max μ_i moves a lot: key norms spread over two orders of magnitude (g_j = max(W x_j) −
  * ‖x_j‖²/2 then ranges over hundreds, so the state is rescaled by factors far below 1
@@ -497,17 +517,7 @@ static void recurrent_agrees_with_chunked(void **state)
     double *q = tu_f64(nq), *k = tu_f64(nq), *v = tu_f64(nv);
     double *ref = tu_f64(nv), *rec = tu_f64(nv), *chk = tu_f64(nv);
     float *qf = tu_f32(nq), *kf = tu_f32(nq), *vf = tu_f32(nv), *y32 = tu_f32(nv);
-    tu_fill_normal(&r, q, nq, 1);
-    tu_fill_normal(&r, k, nq, 1);
-    tu_fill_normal(&r, v, nv, 1);
-    for (size_t j = 0; j < heads * N; j++) { /* each key's norm scaled by 0.1 .. 10 */
-        const double f = pow(10, 2 * tu_uniform(&r) - 1);
-        for (size_t a = 0; a < dk; a++)
-            k[j * dk + a] *= f;
-    }
-    tu_to_f32(q, qf, nq), tu_to_f64(qf, q, nq);
-    tu_to_f32(k, kf, nq), tu_to_f64(kf, k, nq);
-    tu_to_f32(v, vf, nv), tu_to_f64(vf, v, nv);
+    spread_keys_inputs(&r, q, k, v, qf, kf, vf, heads * N, dk, nv);
     la_problem p;
     la_favor_params favor = LA_FAVOR_PARAMS_INIT;
     la_problem_init(&p, B, H, N, N, dk, dv);
@@ -549,17 +559,7 @@ static void recurrent_column_parts(void **state)
     double *ref = tu_f64(nv), *one = tu_f64(nv), *two = tu_f64(nv);
     float *qf = tu_f32(nq), *kf = tu_f32(nq), *vf = tu_f32(nv), *one32 = tu_f32(nv);
     float *two32 = tu_f32(nv);
-    tu_fill_normal(&r, q, nq, 1);
-    tu_fill_normal(&r, k, nq, 1);
-    tu_fill_normal(&r, v, nv, 1);
-    for (size_t j = 0; j < N; j++) { /* each key's norm scaled by 0.1 .. 10 */
-        const double f = pow(10, 2 * tu_uniform(&r) - 1);
-        for (size_t a = 0; a < dk; a++)
-            k[j * dk + a] *= f;
-    }
-    tu_to_f32(q, qf, nq), tu_to_f64(qf, q, nq);
-    tu_to_f32(k, kf, nq), tu_to_f64(kf, k, nq);
-    tu_to_f32(v, vf, nv), tu_to_f64(vf, v, nv);
+    spread_keys_inputs(&r, q, k, v, qf, kf, vf, N, dk, nv);
     la_problem p;
     la_favor_params favor = LA_FAVOR_PARAMS_INIT;
     la_problem_init(&p, 1, 1, N, N, dk, dv);
@@ -644,17 +644,7 @@ static void step_api_matches_kernels(void **state)
     double *q = tu_f64(nq), *k = tu_f64(nq), *v = tu_f64(nv);
     double *ref = tu_f64(nv), *rec = tu_f64(nv), *y64 = tu_f64(nv);
     float *qf = tu_f32(nq), *kf = tu_f32(nq), *vf = tu_f32(nv), *y32 = tu_f32(nv);
-    tu_fill_normal(&r, q, nq, 1);
-    tu_fill_normal(&r, k, nq, 1);
-    tu_fill_normal(&r, v, nv, 1);
-    for (size_t j = 0; j < heads * T; j++) { /* each key's norm scaled by 0.1 .. 10 */
-        const double f = pow(10, 2 * tu_uniform(&r) - 1);
-        for (size_t a = 0; a < dk; a++)
-            k[j * dk + a] *= f;
-    }
-    tu_to_f32(q, qf, nq), tu_to_f64(qf, q, nq);
-    tu_to_f32(k, kf, nq), tu_to_f64(kf, k, nq);
-    tu_to_f32(v, vf, nv), tu_to_f64(vf, v, nv);
+    spread_keys_inputs(&r, q, k, v, qf, kf, vf, heads * T, dk, nv);
     const size_t ms[] = {3, 8, 20};
     const double eps[] = {0, 1e-3};
     for (size_t mi = 0; mi < 3; mi++) {
