@@ -127,8 +127,9 @@ la_status la_favor_w(const la_problem *p, double *w)
  * chunked also what the linear engine's scan on the features holds
  * (la_linear_workspace_bytes of `inner`, p with d_k = m). */
 typedef struct {
-    la_problem inner; /* p with d_k = m, φ the identity */
-    size_t threads;   /* the threads of the per-head loops: min(threads, tasks) */
+    la_problem inner;    /* p with d_k = m, φ the identity */
+    size_t threads;      /* the threads of the per-head loops: min(threads, tasks) */
+    size_t parts, width; /* recurrent: la_linear_recurrent_parts of the d_v columns */
     size_t w_bytes, phi_q_elems, phi_k_elems, pg_elems, causal_per_thread, scratch_elems;
     size_t own_bytes, total_bytes;
 } favor_layout;
@@ -145,11 +146,11 @@ static la_status favor_layout_for(const la_problem *p, size_t elem, bool recurre
     la_status st = la_problem_check(&lay->inner);
     if (st != LA_OK) return st;
     if (!la_mul_ok(p->batch, p->heads, &heads)) return LA_EOVERFLOW;
-    size_t tasks = heads, width;
-    if (recurrent &&
-        !la_mul_ok(heads, la_linear_recurrent_parts(heads, (size_t)la_threads(), p->d_v, &width),
-                   &tasks))
-        return LA_EOVERFLOW;
+    size_t tasks = heads;
+    lay->parts = 1, lay->width = p->d_v;
+    if (recurrent)
+        lay->parts = la_linear_recurrent_parts(heads, (size_t)la_threads(), p->d_v, &lay->width);
+    if (!la_mul_ok(heads, lay->parts, &tasks)) return LA_EOVERFLOW;
     lay->threads = (size_t)la_threads() < tasks ? (size_t)la_threads() : tasks;
     if (!recurrent) {
         st = la_linear_workspace_bytes(&lay->inner, false, elem, &inner_bytes);
@@ -537,8 +538,7 @@ static la_status favor_attention(const la_problem *p, const REAL *q, const REAL 
     if (!finite) {
         st = LA_ERANGE;
     } else if (recurrent) {
-        size_t width;
-        const size_t parts = la_linear_recurrent_parts(heads, (size_t)la_threads(), p->d_v, &width);
+        const size_t parts = lay.parts, width = lay.width;
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
         for (size_t task = 0; task < heads * parts; task++) {
             const size_t c0 = task % parts * width;

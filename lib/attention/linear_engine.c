@@ -56,6 +56,7 @@ static bool add_ok(size_t a, size_t b, size_t *out)
  * `threads` threads (at most one thread per independent piece of work). */
 typedef struct {
     size_t threads, shared, per_thread, total;
+    size_t parts, width; /* recurrent: la_linear_recurrent_parts of the d_v columns */
 } linear_layout;
 
 /* The one description of what each scan allocates (the scans carve their buffers out of
@@ -78,6 +79,7 @@ static la_status linear_layout_for(const la_problem *p, bool recurrent, size_t t
     size_t heads, tasks, state, a, b, c;
     if (!la_mul_ok(p->batch, p->heads, &heads)) return LA_EOVERFLOW;
     lay->shared = 0;
+    lay->parts = 1, lay->width = dv;
     tasks = heads;
     /* one head's [S z]: d_k·(d_v + 1) */
     if (!add_ok(dv, 1, &a) || !la_mul_ok(dk, a, &state)) return LA_EOVERFLOW;
@@ -102,9 +104,9 @@ static la_status linear_layout_for(const la_problem *p, bool recurrent, size_t t
             !la_mul_ok(heads, state, &lay->shared) || !la_mul_ok(heads, (N + C - 1) / C, &tasks))
             return LA_EOVERFLOW;
     } else {
-        size_t width;
+        lay->parts = la_linear_recurrent_parts(heads, threads_max, dv, &lay->width);
         if (!add_ok(dv, 3, &a) || !la_mul_ok(dk, a, &lay->per_thread) ||
-            !la_mul_ok(heads, la_linear_recurrent_parts(heads, threads_max, dv, &width), &tasks))
+            !la_mul_ok(heads, lay->parts, &tasks))
             return LA_EOVERFLOW;
     }
     if (threads_max < 1) threads_max = 1;
@@ -314,8 +316,6 @@ static void step_head(REAL *restrict S, REAL *restrict z, REAL r, bool rescale,
 #if LA_HAVE_AVX512_CODE
     if (la_avx512_usable()) {
         step_rows_avx512(S, r, phi_k, v, phi_q, y, d_k, d_v, true, rescale);
-        for (size_t a = 0; a < d_k; a++)
-            z[a] = (rescale ? z[a] * r : z[a]) + phi_k[a];
     } else
 #endif
     {
@@ -329,9 +329,10 @@ static void step_head(REAL *restrict S, REAL *restrict z, REAL r, bool rescale,
                 row[c] = updated;
                 y[c] += fq * updated;
             }
-            z[a] = (rescale ? z[a] * r : z[a]) + fk;
         }
     }
+    for (size_t a = 0; a < d_k; a++) /* z apart: no entry of S or y reads it */
+        z[a] = (rescale ? z[a] * r : z[a]) + phi_k[a];
     /* normalize by the denominator φqᵀz + eps */
     const REAL den = LA_DOT(LA_COUNT_QS, phi_q, z, d_k) + eps;
     LA_COUNT(LA_COUNT_NORMALIZE, 1 + d_v);
@@ -1104,8 +1105,8 @@ la_status la_linear_scan_stabilized_f64(const la_problem *p, const double *phi_q
  * with u = min(m, N) the keys any query sees; zero rows when m = 0. A token with a key
  * runs la_linear_step_head_*, the function la_linear_step_* runs, so stepping the step
  * API through a sequence reproduces this bit for bit. Tasks: (head, part of the d_v
- * columns), la_linear_recurrent_parts; a part of width w holds S's w columns as a (d_k, w) array.
- * Scratch per thread: S, z, φ(q_t), φ(k_t). */
+ * columns: the layout's la_linear_recurrent_parts); a part of width w holds S's w columns
+ * as a (d_k, w) array. Scratch per thread: S, z, φ(q_t), φ(k_t). */
 #if REAL_IS_F32
 la_status la_linear_scan_recurrent_f32(const la_problem *p, const float *q, const float *k,
                                        const float *v, float *out)
@@ -1122,10 +1123,8 @@ la_status la_linear_scan_recurrent_f64(const la_problem *p, const double *q, con
     la_status st = workspace_alloc(p, true, &lay, &work);
     if (st != LA_OK) return st;
     const size_t threads = lay.threads, per_thread = lay.per_thread;
+    const size_t parts = lay.parts, width = lay.width;
     const REAL eps = (REAL)p->eps;
-
-    size_t width;
-    const size_t parts = la_linear_recurrent_parts(heads, threads, dv, &width);
 
 #pragma omp parallel for schedule(dynamic) num_threads((int)threads)
     for (size_t task = 0; task < heads * parts; task++) {
