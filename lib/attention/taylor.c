@@ -98,27 +98,6 @@ static void taylor_rows_formed(const REAL *x, size_t rows, size_t dk, size_t wid
     }
 }
 
-/* taylor_rows_formed, and false when a feature is not finite; *norm2 = max(*norm2, the
- * rows' largest ‖x‖²), in double. */
-static bool taylor_features(const REAL *x, size_t rows, size_t dk, size_t width, REAL r, REAL t,
-                            REAL *restrict phi, double *norm2)
-{
-    REAL zero = 0; /* Σ f·0: 0 while every feature is finite, NaN from an inf or a NaN */
-    taylor_rows_formed(x, rows, dk, width, r, t, phi);
-    for (size_t i = 0; i < rows; i++) {
-        const REAL *xi = x + i * dk, *f = phi + i * width;
-        double n2 = 0;
-#pragma omp simd reduction(+ : n2)
-        for (size_t a = 0; a < dk; a++)
-            n2 += (double)xi[a] * (double)xi[a];
-        *norm2 = n2 > *norm2 ? n2 : *norm2;
-#pragma omp simd reduction(+ : zero)
-        for (size_t e = 0; e < width; e++)
-            zero += f[e] * 0;
-    }
-    return zero == 0;
-}
-
 enum { FEATURE_ROWS = 64 }; /* rows per task of the features */
 
 /* The precision rule, float32 only: a denominator Σ_j φ(q)·φ(k_j) = Σ_j (1 + s_j + s_j²/2)
@@ -134,23 +113,19 @@ static bool taylor_precise(double scale, double q_norm2, double k_norm2)
     return !REAL_IS_F32 || fabs(scale) * sqrt(q_norm2) * sqrt(k_norm2) <= TAYLOR_F32_LOGIT;
 }
 
-/* The features of every head (the forward's and the backward's), in tasks of FEATURE_ROWS
- * rows of one head and side so that one head fills the threads: φ(Q) (B·H·N, F) and φ(K)
- * (B·H·M, F), zero rows for the queries of an entry that sees no key and the keys no
- * query reads (the engine's range scan reads every row). False when a feature is not
- * finite or float32's precision rule refuses (taylor_precise). */
-static bool taylor_all_features(const la_problem *p, const REAL *q, const REAL *k, size_t width,
+/* The backward's features of every head, in tasks of FEATURE_ROWS rows of one head and
+ * side so that one head fills the threads: φ(Q) (B·H·N, F) and φ(K) (B·H·M, F), zero rows
+ * for the queries of an entry that sees no key and the keys no query reads (linear
+ * attention's backward reads every row). The caller has checked taylor_inputs_ok. */
+static void taylor_all_features(const la_problem *p, const REAL *q, const REAL *k, size_t width,
                                 REAL *phi_q, REAL *phi_k)
 {
     const size_t heads = p->batch * p->heads, N = p->n_queries, M = p->n_keys, dk = p->d_k;
     const double s = p->scale;
     const REAL r = (REAL)sqrt(fabs(s)), t = (REAL)(fabs(s) / sqrt(2.0));
-    bool finite = true;
-    double q_norm2 = 0, k_norm2 = 0;
     const size_t qb = (N + FEATURE_ROWS - 1) / FEATURE_ROWS,
                  kb = (M + FEATURE_ROWS - 1) / FEATURE_ROWS;
-#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(la_threads())                 \
-    reduction(&& : finite) reduction(max : q_norm2, k_norm2)
+#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(la_threads())
     for (size_t hd = 0; hd < heads; hd++)
         for (size_t task = 0; task < qb + kb; task++) {
             const size_t used = taylor_keys_used(p, hd / p->heads);
@@ -161,12 +136,9 @@ static bool taylor_all_features(const la_problem *p, const REAL *q, const REAL *
             REAL *f = (queries ? phi_q + hd * N * width : phi_k + hd * M * width) + i0 * width;
             const size_t formed =
                 queries ? (used ? i1 - i0 : 0) : (used > i0 ? (used < i1 ? used : i1) - i0 : 0);
-            finite = taylor_features(x, formed, dk, width, queries && s < 0 ? -r : r, t, f,
-                                     queries ? &q_norm2 : &k_norm2) &&
-                     finite;
+            taylor_rows_formed(x, formed, dk, width, queries && s < 0 ? -r : r, t, f);
             memset(f + formed * width, 0, (i1 - i0 - formed) * width * sizeof(REAL));
         }
-    return finite && taylor_precise(s, q_norm2, k_norm2);
 }
 
 /* What the forward's row hook reads (la_linear_rows_*): the factors and the sizes. */
@@ -215,12 +187,28 @@ static void taylor_scan(const la_problem *p, const REAL *x, bool queries, double
     *max_norm2 = finite ? n2 : INFINITY;
 }
 
+/* The rules the forward and the backward check before they form a feature, from one scan
+ * of the rows read (taylor_scan): every feature finite (the largest, *fq for the queries
+ * and *fk for the keys, is max(1, r·a, t·a²), a = max|x|; refused past T/2, where the
+ * rounding of t·x_a·x_b could reach T, and for an input not finite) and float32's
+ * precision (taylor_precise). False: the call refuses (LA_ERANGE). */
+static bool taylor_inputs_ok(const la_problem *p, const REAL *q, const REAL *k, double *fq,
+                             double *fk)
+{
+    const double s = p->scale, r = (double)(REAL)sqrt(fabs(s));
+    const double t = (double)(REAL)(fabs(s) / sqrt(2.0));
+    double aq, ak, q_norm2, k_norm2;
+    taylor_scan(p, q, true, &aq, &q_norm2);
+    taylor_scan(p, k, false, &ak, &k_norm2);
+    *fq = fmax(1, fmax(r * aq, t * aq * aq));
+    *fk = fmax(1, fmax(r * ak, t * ak * ak));
+    return *fq <= (double)REAL_MAX / 2 && *fk <= (double)REAL_MAX / 2 &&
+           taylor_precise(s, q_norm2, k_norm2);
+}
+
 /* The forward: linear attention (la_linear_scan_rows) on the features, formed block by block
- * inside the scan (never all of them at once). Before it: one scan of the rows read
- * (taylor_scan) for the rules the materialized features would have met: every feature
- * finite (the largest is max(1, r·a, t·a²), a = max|x|; refused past T/2, where the
- * rounding of t·x_a·x_b could reach T), float32's precision (taylor_precise), and causal,
- * the linear range rule on the features (la_range_fits with d_k = F and those largest
+ * inside the scan (never all of them at once), after taylor_inputs_ok and, causal, the
+ * linear range rule on the features (la_range_fits with d_k = F and the largest
  * features). */
 static la_status taylor_attention(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
                                   REAL *out)
@@ -233,22 +221,17 @@ static la_status taylor_attention(const la_problem *p, const REAL *q, const REAL
     const size_t dk = p->d_k;
     size_t width;
     if (!taylor_width(dk, &width)) return LA_EOVERFLOW;
-    const double s = p->scale, r = (double)(REAL)sqrt(fabs(s));
-    const double t = (double)(REAL)(fabs(s) / sqrt(2.0));
-    double aq, ak, q_norm2, k_norm2;
-    taylor_scan(p, q, true, &aq, &q_norm2);
-    taylor_scan(p, k, false, &ak, &k_norm2);
-    const double fq = fmax(1, fmax(r * aq, t * aq * aq)), fk = fmax(1, fmax(r * ak, t * ak * ak));
-    if (!(fq <= (double)REAL_MAX / 2 && fk <= (double)REAL_MAX / 2) ||
-        !taylor_precise(s, q_norm2, k_norm2))
-        return LA_ERANGE;
+    double fq, fk;
+    if (!taylor_inputs_ok(p, q, k, &fq, &fk)) return LA_ERANGE;
     la_problem inner = *p; /* linear attention on the features */
     inner.d_k = width;
     inner.feature_map = LA_FEATURE_IDENTITY;
     if (p->causal &&
         !FN(la_range_fits)(LA_RANGE_LINEAR, &inner, fq, fk, FN(la_max_abs_seen)(p, v, p->d_v)))
         return LA_ERANGE;
-    const taylor_form form = {(REAL)r, (REAL)(s < 0 ? -r : r), (REAL)t, dk, width};
+    const double s = p->scale;
+    const REAL r = (REAL)sqrt(fabs(s)), t = (REAL)(fabs(s) / sqrt(2.0));
+    const taylor_form form = {r, s < 0 ? -r : r, t, dk, width};
     const FN(la_linear_rows) rows = {dk, taylor_rows, &form};
     return FN(la_linear_scan_rows)(&inner, &rows, q, k, v, out);
 }
@@ -332,6 +315,8 @@ static la_status taylor_backward(const la_problem *p, const REAL *q, const REAL 
         !la_mul_ok(elems, sizeof(REAL), &bytes))
         return LA_EOVERFLOW;
     if (bytes > p->workspace_limit) return LA_EBUDGET;
+    double fq, fk;
+    if (!taylor_inputs_ok(p, q, k, &fq, &fk)) return LA_ERANGE; /* as the forward refuses */
     REAL *phi = la_alloc_large(bytes ? bytes : 1);
     if (!phi) return LA_ENOMEM;
     REAL *phi_q = phi, *phi_k = phi_q + heads * N * width;
@@ -341,10 +326,7 @@ static la_status taylor_backward(const la_problem *p, const REAL *q, const REAL 
     const double s = p->scale;
     const REAL r = (REAL)sqrt(fabs(s)), t = (REAL)(fabs(s) / sqrt(2.0)), rq = s < 0 ? -r : r;
     const int threads = la_threads();
-    if (!taylor_all_features(p, q, k, width, phi_q, phi_k)) { /* as the forward refuses */
-        free(phi);
-        return LA_ERANGE;
-    }
+    taylor_all_features(p, q, k, width, phi_q, phi_k);
     la_problem inner = *p; /* linear attention on the features */
     inner.d_k = width;
     inner.feature_map = LA_FEATURE_IDENTITY;

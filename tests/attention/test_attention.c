@@ -2129,17 +2129,34 @@ static void taylor_negative_scale(void **state)
     free(q32), free(k32), free(v32), free(out32), free(d_out32), free(g32);
 }
 
+/* Whether a Taylor backward call refused (LA_ERANGE) with every bit of d_q, d_k, d_v (3·nx
+ * values from g, kept in `kept`) untouched; fails the test otherwise, naming `what`. */
+static void taylor_backward_refuses(const la_problem *p, la_dtype dt, const void *q, const void *k,
+                                    const void *v, const void *out, const void *d_out, void *g,
+                                    const void *kept, size_t bytes, const char *what)
+{
+    const size_t third = bytes / 3;
+    const la_status st = la_attention_backward(LA_KERNEL_TAYLOR, p, dt, q, k, v, out, NULL, d_out,
+                                               g, (char *)g + third, (char *)g + 2 * third);
+    if (st != LA_ERANGE || memcmp(g, kept, bytes) != 0)
+        fail_msg("taylor backward, %s, causal=%d: %s, gradients %s (seed %llu)", what, p->causal,
+                 la_strerror(st), memcmp(g, kept, bytes) ? "written" : "kept",
+                 (unsigned long long)tu_seed());
+}
+
 /* Taylor attention's range rules where float64 reaches them (float32 refuses long before,
  * by its precision rule: test_extremes.c): queries of 1e160, whose features t·q_a·q_b pass
- * DBL_MAX, refused in both forms; queries and keys of 1e80, whose features are finite but
- * whose products φ(q)·φ(k) are not, refused by the causal form's range rule. Refused means
- * LA_ERANGE with every bit of the output kept. */
-static void taylor_range_float64(void **state)
+ * DBL_MAX, refused in both forms, forward and backward; queries and keys of 1e80, whose
+ * features are finite but whose products φ(q)·φ(k) are not, refused by the causal form's
+ * range rule. Then the backward's float32 precision rule (|scale|·max‖q‖·max‖k‖ past 128,
+ * as the forward's). Refused means LA_ERANGE with every bit of the output kept. */
+static void taylor_range_rules(void **state)
 {
     (void)state;
-    tu_rng r = tu_rng_for("taylor_range_float64");
+    tu_rng r = tu_rng_for("taylor_range_rules");
     const size_t B = 1, H = 1, N = 9, d = 4, nx = B * H * N * d;
     double *q = tu_f64(nx), *k = tu_f64(nx), *v = tu_f64(nx), *out = tu_f64(nx), *kept = tu_f64(nx);
+    double *g = tu_f64(3 * nx), *g_kept = tu_f64(3 * nx);
     const struct {
         double q_mag, k_mag;
         bool both_forms; /* refused non-causal too */
@@ -2159,9 +2176,30 @@ static void taylor_range_float64(void **state)
                          cases[c].q_mag, cases[c].k_mag, causal, la_strerror(st),
                          memcmp(out, kept, nx * sizeof *out) ? "written" : "kept",
                          (unsigned long long)tu_seed());
+            if (cases[c].both_forms) { /* the backward's rule is the forward's */
+                for (size_t i = 0; i < 3 * nx; i++)
+                    g[i] = g_kept[i] = 0.25 + (double)i;
+                taylor_backward_refuses(&p, LA_FLOAT64, q, k, v, v, v, g, g_kept,
+                                        3 * nx * sizeof *g, "float64, q 1e160");
+            }
         }
     }
-    free(q), free(k), free(v), free(out), free(kept);
+    /* float32: q and k N(0, 20²) at d = 4, scale 1/2: max‖q‖·max‖k‖/2 near 800, past 128 */
+    float *q32 = tu_f32(nx), *k32 = tu_f32(nx), *v32 = tu_f32(nx), *g32 = tu_f32(3 * nx),
+          *g32_kept = tu_f32(3 * nx);
+    tu_fill_normal(&r, q, nx, 20), tu_fill_normal(&r, k, nx, 20), tu_fill_normal(&r, v, nx, 1);
+    tu_to_f32(q, q32, nx), tu_to_f32(k, k32, nx), tu_to_f32(v, v32, nx);
+    for (int causal = 0; causal <= 1; causal++) {
+        la_problem p;
+        la_problem_init(&p, B, H, N, N, d, d);
+        p.causal = causal;
+        for (size_t i = 0; i < 3 * nx; i++)
+            g32[i] = g32_kept[i] = (float)(0.25 + (double)i);
+        taylor_backward_refuses(&p, LA_FLOAT32, q32, k32, v32, v32, v32, g32, g32_kept,
+                                3 * nx * sizeof *g32, "float32, logits past 128");
+    }
+    free(q), free(k), free(v), free(out), free(kept), free(g), free(g_kept);
+    free(q32), free(k32), free(v32), free(g32), free(g32_kept);
 }
 
 int main(void)
@@ -2206,7 +2244,7 @@ int main(void)
         cmocka_unit_test(gradients),
         cmocka_unit_test(finite_differences_self_test),
         cmocka_unit_test(taylor_negative_scale),
-        cmocka_unit_test(taylor_range_float64),
+        cmocka_unit_test(taylor_range_rules),
     };
     const bool avx512 = la_avx512_usable();
     printf("== the default float32 paths: %s\n", la_config().simd);
