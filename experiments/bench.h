@@ -180,6 +180,12 @@ typedef struct {
     double flops, bytes_min;
 } cg_measured;
 
+/* A ratio goal's two points timed in turn (timed: both ran; a, b: the goal's a and b). */
+typedef struct {
+    int timed;
+    timer_result a, b;
+} cg_pair;
+
 /* bench_measure.c */
 la_problem bench_problem_of(const bench_point *pt, const bench_shape *s);
 const char *bench_variant_label(const bench_point *pt, char *buf, size_t size);
@@ -205,8 +211,9 @@ extern const cg_goal bench_ceiling_goals_table[];
 int bench_run_goals(int argc, char **argv, int reps);
 
 /* bench_ceilings.c */
-int bench_cg_measure_all(cg_measured *ms, size_t *count, cg_ceilings *ceils, int reps);
-int bench_cg_print_goal(const cg_goal *g, const cg_measured *ms, size_t n,
-                        const cg_ceilings *ceils);
+int bench_cg_measure_all(cg_measured *ms, size_t *count, cg_ceilings *ceils, cg_pair *pairs,
+                         int reps);
+int bench_cg_print_goal(const cg_goal *g, const cg_measured *ms, size_t n, const cg_ceilings *ceils,
+                        const cg_pair *pair);
 
 #endif

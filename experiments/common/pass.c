@@ -118,36 +118,56 @@ done:
     return st;
 }
 
-void pass_time_interleaved(size_t n, const la_kernel *kernels, const la_problem *p, pass_kind pass,
-                           const pass_arrays *a, const timer_rule *rule, timer_result *t,
-                           la_status *status)
+void pass_time_calls(size_t n, const pass_spec *calls, const timer_rule *rule, timer_result *t,
+                     la_status *status)
 {
-    pass_call calls[TIMER_MAX_INTERLEAVED];
+    pass_call pc[TIMER_MAX_INTERLEAVED];
     timer_body bodies[TIMER_MAX_INTERLEAVED] = {0};
     void *ctxs[TIMER_MAX_INTERLEAVED] = {0};
     int failed[TIMER_MAX_INTERLEAVED];
     size_t idx[TIMER_MAX_INTERLEAVED], m = 0;
     if (n > TIMER_MAX_INTERLEAVED) n = TIMER_MAX_INTERLEAVED;
     for (size_t i = 0; i < n; i++) {
+        const pass_spec *s = &calls[i];
         status[i] = LA_OK;
-        if (pass == PASS_BACKWARD || !pass_kernel_has(kernels[i], pass)) {
+        if (!pass_kernel_has(s->kernel, s->pass)) {
             status[i] = LA_EINVAL;
             continue;
         }
-        calls[m] = (pass_call){kernels[i], &p[i], pass, a, LA_OK, NULL};
-        if (lse_for(&calls[m]) != LA_OK) {
+        pc[m] = (pass_call){s->kernel, s->p, s->pass, s->a, LA_OK, NULL};
+        if (lse_for(&pc[m]) != LA_OK) {
             status[i] = LA_ENOMEM;
             continue;
         }
-        bodies[m] = run_pass_call, ctxs[m] = &calls[m], idx[m++] = i;
+        /* the backward differentiates this forward: its output, computed once untimed */
+        if (s->pass == PASS_BACKWARD && (status[i] = forward(&pc[m])) != LA_OK) {
+            free(pc[m].lse);
+            continue;
+        }
+        bodies[m] = run_pass_call, ctxs[m] = &pc[m], idx[m++] = i;
     }
     timer_result tm[TIMER_MAX_INTERLEAVED];
-    if (m == 0) return;
-    const int rc = timer_run_interleaved(m, bodies, ctxs, rule, tm, failed);
+    const int rc = m == 0 ? 0 : timer_run_interleaved(m, bodies, ctxs, rule, tm, failed);
     for (size_t j = 0; j < m; j++) {
         const size_t i = idx[j];
-        status[i] = rc != 0 ? LA_ENOMEM : failed[j] == 0 ? LA_OK : calls[j].status;
+        status[i] = rc != 0 ? LA_ENOMEM : failed[j] == 0 ? LA_OK : pc[j].status;
         if (status[i] == LA_OK) t[i] = tm[j];
-        free(calls[j].lse);
+        free(pc[j].lse);
     }
+}
+
+void pass_time_interleaved(size_t n, const la_kernel *kernels, const la_problem *p, pass_kind pass,
+                           const pass_arrays *a, const timer_rule *rule, timer_result *t,
+                           la_status *status)
+{
+    pass_spec calls[TIMER_MAX_INTERLEAVED];
+    if (n > TIMER_MAX_INTERLEAVED) n = TIMER_MAX_INTERLEAVED;
+    for (size_t i = 0; i < n; i++)
+        calls[i] = (pass_spec){kernels[i], &p[i], pass, a};
+    if (pass != PASS_BACKWARD) {
+        pass_time_calls(n, calls, rule, t, status);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        status[i] = LA_EINVAL;
 }

@@ -57,10 +57,26 @@ typedef struct {
 la_status pass_time(la_kernel kernel, const la_problem *p, pass_kind pass, const pass_arrays *a,
                     const timer_rule *rule, timer_result *t);
 
+/* One call of a pass: kernel on problem p and arrays a. */
+typedef struct {
+    la_kernel kernel;
+    const la_problem *p;
+    pass_kind pass;
+    const pass_arrays *a;
+} pass_spec;
+
+/* Times n calls, each its own kernel, problem, pass and arrays, interleaved
+ * (timer_run_interleaved): bench --goals' pairs, a backward beside its forward, so the
+ * ratio of their medians sees one machine. A backward call first runs its forward once,
+ * untimed, into its arrays' out: no other call may write that out with other values.
+ * status[i] as pass_time's; t[i] is set when it is LA_OK. n <= TIMER_MAX_INTERLEAVED. */
+void pass_time_calls(size_t n, const pass_spec *calls, const timer_rule *rule, timer_result *t,
+                     la_status *status);
+
 /* Times one call of pass for each of n kernels on the same arrays, interleaved
  * (timer_run_interleaved: round r times kernel 1, 2, ..., then round r + 1), as
  * timer_kernels does for the forward: the sweeps' loop. p: n problems. pass forward or
- * train (backward alone would need each kernel's own forward output: use pass_time).
+ * train (backward alone would need each kernel's own forward output: pass_time_calls).
  * status[i] is kernel i's status (LA_EINVAL for a pass it does not have, LA_ENOMEM also
  * when the timer could not allocate); t[i] is set when it is LA_OK. */
 void pass_time_interleaved(size_t n, const la_kernel *kernels, const la_problem *p, pass_kind pass,

@@ -167,6 +167,61 @@ static void timed_calls(void **state)
     }
 }
 
+/* pass_time_calls: a backward timed in turn with another kernel's forward, each on its own
+ * arrays, gives the library's bits for both (the backward on its own forward's output);
+ * a backward the kernel does not have is refused beside them. */
+static void calls_in_turn(void **state)
+{
+    (void)state;
+    tu_rng r = tu_rng_for("calls_in_turn");
+    const la_problem p = small_problem(LA_KERNEL_LINEAR);
+    const size_t bh = p.batch * p.heads, n_q = bh * p.n_queries * p.d_k,
+                 n_k = bh * p.n_keys * p.d_k, n_v = bh * p.n_keys * p.d_v,
+                 n_o = bh * p.n_queries * p.d_v;
+    float *q = random_floats(&r, n_q), *k_ = random_floats(&r, n_k);
+    float *v = random_floats(&r, n_v), *d_out = random_floats(&r, n_o);
+    float *out0 = filled(n_o, 0xA5), *out1 = filled(n_o, 0xA5), *out2 = filled(n_o, 0xA5);
+    float *d_q = filled(n_q, 0xA5), *d_k = filled(n_k, 0xA5), *d_v = filled(n_v, 0xA5);
+    float *want0 = filled(n_o, 0), *want1 = filled(n_o, 0);
+    float *want_q = filled(n_q, 0), *want_k = filled(n_k, 0), *want_v = filled(n_v, 0);
+    assert_int_equal(la_attention(LA_KERNEL_LINEAR, &p, LA_FLOAT32, q, k_, v, want0), LA_OK);
+    assert_int_equal(la_attention(LA_KERNEL_SOFTMAX, &p, LA_FLOAT32, q, k_, v, want1), LA_OK);
+    assert_int_equal(la_attention_backward(LA_KERNEL_LINEAR, &p, LA_FLOAT32, q, k_, v, want0, NULL,
+                                           d_out, want_q, want_k, want_v),
+                     LA_OK);
+    la_kernel none = LA_KERNEL_COUNT; /* a kernel without a backward */
+    for (int k = 0; k < LA_KERNEL_COUNT && none == LA_KERNEL_COUNT; k++)
+        if (!row_has_backward((la_kernel)k) &&
+            la_kernel_get((la_kernel)k)->causal != LA_CAUSAL_REQUIRED)
+            none = (la_kernel)k;
+    assert_true(none != LA_KERNEL_COUNT);
+    const pass_arrays a0 = {q, k_, v, out0, d_out, d_q, d_k, d_v};
+    const pass_arrays a1 = {q, k_, v, out1, NULL, NULL, NULL, NULL};
+    const pass_arrays a2 = {q, k_, v, out2, d_out, d_q, d_k, d_v};
+    const pass_spec calls[3] = {{LA_KERNEL_LINEAR, &p, PASS_BACKWARD, &a0},
+                                {LA_KERNEL_SOFTMAX, &p, PASS_FORWARD, &a1},
+                                {none, &p, PASS_BACKWARD, &a2}};
+    const timer_rule rule = {2, 3, 0, INFINITY};
+    timer_result t[3];
+    la_status st[3];
+    pass_time_calls(3, calls, &rule, t, st);
+    assert_int_equal(st[0], LA_OK);
+    assert_int_equal(st[1], LA_OK);
+    assert_int_equal(st[2], LA_EINVAL);
+    assert_true(t[0].reps >= 2 && t[1].reps >= 2 && t[0].median_s >= 0 && t[1].median_s >= 0);
+    assert_memory_equal(out0, want0, n_o * sizeof *out0);
+    assert_memory_equal(out1, want1, n_o * sizeof *out1);
+    assert_memory_equal(d_q, want_q, n_q * sizeof *d_q);
+    assert_memory_equal(d_k, want_k, n_k * sizeof *d_k);
+    assert_memory_equal(d_v, want_v, n_v * sizeof *d_v);
+    float *sentinel = filled(n_o, 0xA5); /* the refused call wrote nothing */
+    assert_memory_equal(out2, sentinel, n_o * sizeof *out2);
+    free(sentinel);
+    free(q), free(k_), free(v), free(d_out), free(out0), free(out1), free(out2);
+    free(d_q), free(d_k), free(d_v), free(want0), free(want1), free(want_q), free(want_k),
+        free(want_v);
+}
+
 /* ---------------------------------------------------------------- outputs */
 
 static char dir[64];
@@ -298,6 +353,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(costs),
         cmocka_unit_test(timed_calls),
+        cmocka_unit_test(calls_in_turn),
         cmocka_unit_test_setup_teardown(output_sets, make_dir, remove_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
