@@ -454,6 +454,31 @@ la_status la_linear_scratch_f64(const la_problem *p, size_t elements, double **w
     return *work ? LA_OK : LA_ENOMEM;
 }
 
+/* sums[a] = Σ_j x[j·d + a] over the n rows, each column summed in row order (one chain
+ * per column, as a plain loop would), 64 columns at a time in registers: through
+ * memory, every row's partial sums were stored and loaded again. */
+static void column_sums(const REAL *restrict x, size_t n, size_t d, REAL *restrict sums)
+{
+    enum { W = 64 };
+    for (size_t a0 = 0; a0 < d; a0 += W) {
+        const size_t w = d - a0 < W ? d - a0 : W;
+        REAL acc[W] = {0};
+        if (w == W)
+            for (size_t j = 0; j < n; j++) {
+                const REAL *row = x + j * d + a0;
+#pragma omp simd
+                for (size_t a = 0; a < W; a++)
+                    acc[a] += row[a];
+            }
+        else
+            for (size_t j = 0; j < n; j++)
+                for (size_t a = 0; a < w; a++)
+                    acc[a] += x[j * d + a0 + a];
+        for (size_t a = 0; a < w; a++)
+            sums[a0 + a] = acc[a];
+    }
+}
+
 /* Non-causal phase 1, one task: key piece task % pieces of head task / pieces,
  *   [S_p z_p] = Σ_blocks [φ(K_blk)ᵀ V_blk, Σ_rows φ(K_blk)]  (d_k, d_v + 1),
  * summed straight into the head's [S z] for the first piece, into the thread's partial
@@ -479,22 +504,15 @@ static void kv_piece(const la_problem *p, const feature_rows *fr, const REAL *k,
         /* φ(K_blk): (n, d_k) */
         form_features(p, fr, false, kh + j0 * din, n, phi_k);
         FN(la_linear_hide_keys)(p, hd, j0, phi_k, n);
-        /* the next block's keys and values are on their way while this one multiplies */
-        if (j0 + kb < j_end) {
-            const size_t next = j_end - (j0 + kb) < kb ? j_end - (j0 + kb) : kb;
-            prefetch_rows(kh + (j0 + kb) * din, next * din * sizeof(REAL));
-            prefetch_rows(vh + (j0 + kb) * dv, next * dv * sizeof(REAL));
-        }
+        /* (no software prefetch of the next block: the hardware's stream prefetchers
+         * already had it, and 512 prefetches a block stalled on the fill buffers, 4% of
+         * the time at N = 4096, H = 8) */
         /* S_p += φ(K_blk)ᵀ V_blk: (d_k, n)·(n, d_v), φ(K_blk)ᵀ through strides */
         LA_PRODUCT(LA_COUNT_KV, dk, dv, n, 1, phi_k, 1, (ptrdiff_t)dk, vh + j0 * dv, (ptrdiff_t)dv,
                    1, 1, S, (ptrdiff_t)dv, 1);
         /* z_p += Σ_rows φ(K_blk), summed per block first */
-        for (size_t a = 0; a < dk; a++)
-            z_part[a] = 0;
         LA_COUNT(LA_COUNT_KV, n * dk);
-        for (size_t j = 0; j < n; j++)
-            for (size_t a = 0; a < dk; a++)
-                z_part[a] += phi_k[j * dk + a];
+        column_sums(phi_k, n, dk, z_part);
         LA_COUNT(LA_COUNT_COMBINE, dk);
         for (size_t a = 0; a < dk; a++)
             z[a] += z_part[a];
@@ -534,12 +552,23 @@ static bool states_in_range(const REAL *states, size_t n, size_t dk)
     return finite && max * (double)dk <= LIMIT;
 }
 
+/* The largest |entry| of a head's [S z] (n entries; `omp simd`: max in any order is
+ * exact). */
+static REAL state_max(const REAL *S, size_t n)
+{
+    REAL s_max = 0;
+#pragma omp simd reduction(max : s_max)
+    for (size_t a = 0; a < n; a++)
+        s_max = (S[a] < 0 ? -S[a] : S[a]) > s_max ? (S[a] < 0 ? -S[a] : S[a]) : s_max;
+    return s_max;
+}
+
 /* Non-causal phase 2, one task: query block task % q_blocks (of qb rows) of head
  * task / q_blocks, out_blk = φ(Q_blk) S / (φ(Q_blk) z + eps), zero rows when the head
- * sees no key; asks for task `next`'s queries meanwhile. `phi_q`: the thread's φ block. */
+ * sees no key. s_max: state_max of the head's [S z]. `phi_q`: the thread's φ block. */
 static void apply_block(const la_problem *p, const feature_rows *fr, const REAL *q,
                         const REAL *states, REAL *out, size_t task, size_t q_blocks, size_t qb,
-                        size_t next, REAL *phi_q)
+                        REAL s_max, REAL *phi_q)
 {
     const size_t N = p->n_queries, dk = p->d_k, dv = p->d_v, din = row_length(p, fr);
     const size_t hd = task / q_blocks, i0 = (task % q_blocks) * qb;
@@ -551,23 +580,13 @@ static void apply_block(const la_problem *p, const feature_rows *fr, const REAL 
             y[a] = 0; /* sees no key: zero rows */
         return;
     }
-    /* φ(Q_blk): (n, d_k) */
+    /* φ(Q_blk): (n, d_k) (no software prefetch of the next block: as in kv_piece) */
     form_features(p, fr, true, q + (hd * N + i0) * din, n, phi_q);
-    /* the next block's queries are on their way while this one multiplies */
-    if (next < SIZE_MAX) {
-        const size_t i_next = next % q_blocks * qb, hd_next = next / q_blocks;
-        const size_t rows_next = N - i_next < qb ? N - i_next : qb;
-        prefetch_rows(q + (hd_next * N + i_next) * din, rows_next * din * sizeof(REAL));
-    }
     /* A huge q_i would overflow φ(q_i)·S although S and z are in range (linear_noncausal
      * checked them): such a row gets φ(q_i) and eps scaled by one power of two, 2^-e
      * with max φ(q_i) <= 1, which changes no bit of num / den but keeps both finite.
      * Ordinary rows are left alone (one max per row, then one compare). */
     REAL eps_row[LA_LINEAR_QUERY_BLOCK];
-    REAL s_max = 0; /* max |entry| of [S z] (`omp simd`: max in any order is exact) */
-#pragma omp simd reduction(max : s_max)
-    for (size_t a = 0; a < dk * (dv + 1); a++)
-        s_max = (S[a] < 0 ? -S[a] : S[a]) > s_max ? (S[a] < 0 ? -S[a] : S[a]) : s_max;
     for (size_t i = 0; i < n; i++) {
         REAL *f = phi_q + i * dk, mu = 0; /* φ >= 0 */
 #pragma omp simd reduction(max : mu)
@@ -623,7 +642,7 @@ static la_status linear_noncausal(const la_problem *p, const feature_rows *fr, c
     const size_t rows = kb > qb ? kb : qb;
     const size_t q_blocks = (N + qb - 1) / qb, tasks = heads * q_blocks;
     const size_t piece = LA_LINEAR_KEY_PIECE, pieces = (M + piece - 1) / piece;
-    const size_t key_tasks = heads * pieces;
+    const size_t key_tasks = heads * pieces, state_size = p->d_k * (p->d_v + 1);
     linear_layout lay;
     REAL *work = NULL;
     la_status st = workspace_alloc(p, false, &lay, &work);
@@ -649,11 +668,9 @@ static la_status linear_noncausal(const la_problem *p, const feature_rows *fr, c
 #pragma omp parallel for schedule(dynamic) num_threads((int)threads)
         for (size_t hd = 0; hd < heads; hd++) {
             REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
-            for (size_t b = 0; b < q_blocks; b++) {
-                const size_t task = hd * q_blocks + b;
-                apply_block(p, fr, q, states, out, task, q_blocks, qb,
-                            b + 1 < q_blocks ? task + 1 : SIZE_MAX, mine);
-            }
+            const REAL s_max = state_max(states + hd * state_size, state_size);
+            for (size_t b = 0; b < q_blocks; b++)
+                apply_block(p, fr, q, states, out, hd * q_blocks + b, q_blocks, qb, s_max, mine);
         }
     } else {
         /* phase 1: [S z] of every head, one key piece per task, added in piece order */
@@ -672,8 +689,8 @@ static la_status linear_noncausal(const la_problem *p, const feature_rows *fr, c
 #pragma omp parallel for schedule(dynamic) num_threads((int)threads)
         for (size_t task = 0; task < tasks; task++) {
             REAL *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
-            apply_block(p, fr, q, states, out, task, q_blocks, qb,
-                        task + 1 < tasks ? task + 1 : SIZE_MAX, mine);
+            const REAL s_max = state_max(states + task / q_blocks * state_size, state_size);
+            apply_block(p, fr, q, states, out, task, q_blocks, qb, s_max, mine);
         }
     }
     free(work);

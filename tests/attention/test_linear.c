@@ -816,6 +816,34 @@ static void one_head_many_pieces(void **state)
     free_inputs(&in);
 }
 
+/* Wide heads, non-causal, against the oracle: d_k = 64 (the key sums' whole 64-column
+ * pass), 72 (a pass and 8 columns past it) and 130 (two passes and 2 columns), float32
+ * and float64, keys past one block of 128, with and without a key length. */
+static void noncausal_wide_heads(void **state)
+{
+    (void)state;
+    const size_t dks[] = {64, 72, 130};
+    for (size_t s = 0; s < sizeof dks / sizeof dks[0]; s++) {
+        inputs in;
+        make_inputs(&in, "noncausal_wide_heads", 2, 1, 70, 300, dks[s], 24);
+        const int64_t lengths[2] = {300, 171};
+        double *ref = tu_f64(in.no), *y64 = tu_f64(in.no);
+        float *y32 = tu_f32(in.no);
+        for (int l = 0; l < 2; l++) {
+            in.p.key_lengths = l ? lengths : NULL;
+            assert_int_equal(la_ref_linear_attention(&in.p, in.q, in.k, in.v, ref), LA_OK);
+            assert_int_equal(run_f32(NONCAUSAL, &in.p, &in, y32), LA_OK);
+            assert_int_equal(run_f64(NONCAUSAL, &in.p, &in, y64), LA_OK);
+            tu_assert_close_f32(y32, ref, in.no, TOL_F32, "f32 non-causal d_k=%zu lengths %d",
+                                dks[s], l);
+            tu_assert_close_f64(y64, ref, in.no, TOL_F64, "f64 non-causal d_k=%zu lengths %d",
+                                dks[s], l);
+        }
+        free(ref), free(y64), free(y32);
+        free_inputs(&in);
+    }
+}
+
 int main(void)
 {
     tu_init("test_linear");
@@ -832,6 +860,7 @@ int main(void)
         cmocka_unit_test(workspace_bytes_is_the_cost_model),
         cmocka_unit_test(thread_count_determinism),
         cmocka_unit_test(one_head_many_pieces),
+        cmocka_unit_test(noncausal_wide_heads),
         cmocka_unit_test(same_bits_on_every_tile_shape),
     };
     /* float32 φ and the linear kernels' block products have two paths: AVX-512 (where
