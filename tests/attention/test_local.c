@@ -9,6 +9,8 @@
  * limit — is test_attention.c's, over every row. */
 #include "../testutil.h"
 #include "attention/kernels.h"
+#include "core/internal.h"   /* the AVX-512 switch, the fused tiles' block sizes */
+#include "cpu/simd_avx512.h" /* la_avx512_usable */
 
 #include <float.h>
 #include <math.h>
@@ -51,19 +53,29 @@ static void free_inputs(inputs *in)
 }
 
 /* Both precisions against la_ref_local_attention, and the zero rows exactly zero. */
+/* Both tile sets against the reference: the AVX-512 ones (the fused kernel's, queries in
+ * the lanes) where the CPU has them, and the portable ones. */
 static void check_against_reference(const la_problem *p, const inputs *in, const char *what)
 {
     double *ref = tu_f64(in->no), *y64 = tu_f64(in->no);
     float *y32 = tu_f32(in->no);
     assert_int_equal(la_ref_local_attention(p, in->q, in->k, in->v, ref), LA_OK);
-    assert_int_equal(la_local_attention_f64(p, in->q, in->k, in->v, y64), LA_OK);
-    assert_int_equal(la_local_attention_f32(p, in->q32, in->k32, in->v32, y32), LA_OK);
-    tu_assert_close_f64(y64, ref, in->no, TOL_F64, "%s float64 vs reference", what);
-    tu_assert_close_f32(y32, ref, in->no, TOL_F32, "%s float32 vs reference", what);
-    for (size_t x = 0; x < in->no; x++)
-        if (ref[x] == 0 && (y64[x] != 0 || y32[x] != 0))
-            fail_msg("%s: element %zu is %g / %g where the reference has an exact 0 (seed %llu)",
-                     what, x, y64[x], (double)y32[x], (unsigned long long)tu_seed());
+    for (int simd = la_avx512_usable(); simd >= 0; simd--) {
+        la_avx512_enable(simd);
+        assert_int_equal(la_local_attention_f64(p, in->q, in->k, in->v, y64), LA_OK);
+        assert_int_equal(la_local_attention_f32(p, in->q32, in->k32, in->v32, y32), LA_OK);
+        tu_assert_close_f64(y64, ref, in->no, TOL_F64, "%s float64 vs reference (%s tiles)", what,
+                            simd ? "AVX-512" : "portable");
+        tu_assert_close_f32(y32, ref, in->no, TOL_F32, "%s float32 vs reference (%s tiles)", what,
+                            simd ? "AVX-512" : "portable");
+        for (size_t x = 0; x < in->no; x++)
+            if (ref[x] == 0 && (y64[x] != 0 || y32[x] != 0))
+                fail_msg("%s (%s tiles): element %zu is %g / %g where the reference has an "
+                         "exact 0 (seed %llu)",
+                         what, simd ? "AVX-512" : "portable", x, y64[x], (double)y32[x],
+                         (unsigned long long)tu_seed());
+    }
+    la_avx512_enable(true);
     free(ref), free(y64), free(y32);
 }
 
@@ -347,6 +359,22 @@ static void workspace_independent_of_n(void **state)
             assert_int_equal(la_attention_cost(LA_KERNEL_LOCAL, &p, LA_FLOAT32, &big), LA_OK);
             assert_true(small.workspace_bytes > 0);
             assert_true(big.workspace_bytes == small.workspace_bytes);
+            if (la_avx512_usable()) {
+                /* the fused kernel's AVX-512 tiles: per thread qᵀ, a score block of 128 keys
+                 * and oᵀ, 32 queries wide (float64 16), whatever N and the window */
+                const double simd = la_get_num_threads() * (64.0 + LA_FUSED_SIMD_K_BLOCK + 64) *
+                                    LA_FUSED_SIMD_Q_BLOCK * 4;
+                assert_true(small.workspace_bytes == simd);
+                local.window = 100000;
+                assert_int_equal(la_attention_cost(LA_KERNEL_LOCAL, &p, LA_FLOAT32, &big), LA_OK);
+                assert_true(big.workspace_bytes == simd);
+                local.window = 32;
+                la_avx512_enable(false); /* the portable tiles' model, below */
+                assert_int_equal(la_attention_cost(LA_KERNEL_LOCAL, &p, LA_FLOAT32, &big), LA_OK);
+                p.n_queries = p.n_keys = 1024;
+                assert_int_equal(la_attention_cost(LA_KERNEL_LOCAL, &p, LA_FLOAT32, &small), LA_OK);
+                assert_true(big.workspace_bytes == small.workspace_bytes);
+            }
             /* tasks of 32 queries: a 32 × bk score block, bk = 32 + 2r (causal 32 + r), and
              * 2 · 32 row values per thread */
             const double bk = 32 + (causal ? 32 : 64);
@@ -359,6 +387,7 @@ static void workspace_independent_of_n(void **state)
             assert_int_equal(la_attention_cost(LA_KERNEL_LOCAL, &p, LA_FLOAT32, &small), LA_OK);
             assert_true(big.workspace_bytes == small.workspace_bytes);
             assert_true(big.workspace_bytes == la_get_num_threads() * (2 * 32 + 32 * 256) * 4.0);
+            la_avx512_enable(true);
         }
     }
     assert_int_equal(la_set_num_threads(threads), LA_OK);
