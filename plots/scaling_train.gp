@@ -57,6 +57,13 @@ MiB = 1048576.0
 
 stats data using (strcol("status") eq "ok" ? column("n") : NaN) nooutput
 n_lo = STATS_min * 0.8; n_hi = STATS_max * 1.25
+# each panel's key sits at its top left, above the curves: the y ranges reach three
+# decades (time) and two (memory) past the largest value, which the small N beneath the
+# key never come near
+stats data using (strcol("status") eq "ok" ? column("median_s") : NaN) nooutput
+t_top = STATS_max * 1000
+stats data using (strcol("status") eq "ok" ? column("peak_rss_bytes") / 1048576.0 : NaN) nooutput
+m_top = STATS_max * 100
 
 do for [fmt in formats] {
     eval term(fmt, out, 1700, 720)
@@ -72,6 +79,7 @@ do for [fmt in formats] {
     set xtics 1, 2 font ",10"
     set mxtics 1
     set format y "10^{%L}"
+    set yrange [* : t_top]
     set key top left font ",10"
     set bars small
     set label 1 "bars: interquartile range of the repetitions; dotted: least-squares fit over the upper half of each curve" at graph 0.99, graph 0.03 right font ",9" tc rgb "#555555"
@@ -82,6 +90,7 @@ do for [fmt in formats] {
 
     set title "peak resident memory of the point" font ",13"
     set ylabel "peak resident memory (MiB), VmHWM reset before the point"
+    set yrange [* : m_top]
     set label 1 "includes inputs, outputs, gradients, scratch and the program; slope fitted as on the left" at graph 0.99, graph 0.03 right font ",9" tc rgb "#555555"
     plot for [i=1:n] data using (train(word(names, i), "n")):(train(word(names, i), "peak_rss_bytes") / MiB) \
              with linespoints lc rgb color_of(word(names, i)) pt (i + 3) ps 1.1 title m_label(i)
