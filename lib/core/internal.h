@@ -77,9 +77,9 @@ enum {
 
 /* The fused softmax kernel's AVX-512 tiles (lib/attention/engine_avx512.c, the tile sets
  * la_engine_avx512_* of engine.h), float32: tasks of LA_FUSED_SIMD_Q_BLOCK queries (in the
- * vector lanes), key blocks of LA_FUSED_SIMD_K_BLOCK. softmax.c runs them in place of the
- * portable (BLIS-based) tiles when la_fused_simd_usable(p), and la_softmax_cost models
- * their scratch with la_fused_simd_scratch_bytes. */
+ * vector lanes), key blocks of LA_FUSED_SIMD_K_BLOCK. softmax.c and local.c run them in
+ * place of the portable (BLIS-based) tiles when la_fused_simd_usable(p), and
+ * la_softmax_cost and la_local_cost model their scratch with la_fused_simd_scratch_bytes. */
 enum { LA_FUSED_SIMD_Q_BLOCK = 32, LA_FUSED_SIMD_K_BLOCK = 128 };
 bool la_fused_simd_usable(const la_problem *p);
 /* Tests: off forces every kernel onto its portable (BLIS-based) path; on
