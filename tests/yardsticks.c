@@ -1,4 +1,4 @@
-/* yardsticks.c — how large the terms are that a backward pass's d_q and d_k sum, so that
+/* yardsticks.c — how large the terms are that a backward pass's d_q, d_k and d_v sum, so that
  * a gradient which cancels to far below them is held to their rounding, not its own norm
  * (yardsticks.h). Plain float64 loops over the visible pairs. */
 #include "yardsticks.h"
@@ -223,6 +223,23 @@ bool tu_gradient_yardsticks(const la_kernel_info *info, const la_problem *p, con
     else
         return false;
     return true;
+}
+
+double tu_dv_yardstick(const la_kernel_info *info, const la_problem *p, const tu_backward *b)
+{
+    if (!info->fns->reference_backward) return -1;
+    const size_t bh = p->batch * p->heads;
+    const size_t no = bh * p->n_queries * p->d_v, nq = bh * p->n_queries * p->d_k;
+    const size_t nk = bh * p->n_keys * p->d_k, nv = bh * p->n_keys * p->d_v;
+    double *g = tu_f64(no), *dq = tu_f64(nq), *dk = tu_f64(nk), *dv = tu_f64(nv);
+    for (size_t e = 0; e < no; e++)
+        g[e] = fabs(b->d_out[e]);
+    const double y =
+        info->fns->reference_backward(p, b->q, b->k, b->v, b->out, g, dq, dk, dv) == LA_OK
+            ? norm2(dv, nv)
+            : -1;
+    free(g), free(dq), free(dk), free(dv);
+    return y;
 }
 
 /* The comparisons where the floor exceeded the reference's norm, since the last

@@ -1,4 +1,4 @@
-/* yardsticks.h — the floor under a backward pass's d_q and d_k errors.
+/* yardsticks.h — the floor under a backward pass's d_q, d_k and d_v errors.
  *
  * d_q and d_k are sums of terms that can cancel to far below the terms' size: a softmax
  * query that sees one key has dS = 0 exactly, and a linear or FAVOR+ query that sees one
@@ -27,6 +27,14 @@ typedef struct {
  * row of none of them. */
 bool tu_gradient_yardsticks(const la_kernel_info *info, const la_problem *p, const tu_backward *b,
                             double y[2]);
+
+/* Y of d_v: ‖Aᵀ|d_out|‖, the size of the terms d_v_j = Σ_i A_ij d_out_i sums (a key seen by
+ * queries whose d_out cancel, as one key of a key length 1 seen by 17 queries: seed
+ * 845514006060), from the row's float64 oracle run on |d_out| (its d_v is Aᵀ|d_out|
+ * where the attention weights A are >= 0: softmax, hard, local, linear attention's and
+ * FAVOR+'s positive features, Taylor's 1 + s + s²/2). -1 where the row has no oracle of
+ * the backward or it fails. */
+double tu_dv_yardstick(const la_kernel_info *info, const la_problem *p, const tu_backward *b);
 
 /* ‖y − ref‖ / max(‖ref‖, floor) over n elements (the plain ‖y − ref‖ where both are 0);
  * +inf where y or ref holds an inf or a NaN. A comparison where floor exceeds ‖ref‖ is

@@ -1357,9 +1357,12 @@ static void backward_check_row(const row *r, double worst[2])
                                r->info->fns->reference_backward(&p, in.q, in.k, in.v, io.out,
                                                                 io.d_out, ref[0], ref[1], ref[2]),
                                LA_OK);
-        double yard[2] = {-1, -1}; /* the floor's Y (yardsticks.h); exact rows: none */
+        double yard[3] = {-1, -1, -1}; /* the floor's Y (yardsticks.h); exact rows: none */
         const tu_backward bw = {in.q, in.k, in.v, io.out, io.d_out};
-        if (ok && !r->tol.exact) tu_gradient_yardsticks(r->info, &p, &bw, yard);
+        if (ok && !r->tol.exact) {
+            tu_gradient_yardsticks(r->info, &p, &bw, yard);
+            yard[2] = tu_dv_yardstick(r->info, &p, &bw);
+        }
         for (int f32 = 0; ok && f32 <= 1; f32++) {
             snprintf(what, sizeof what, "backward_%s%s", f32 ? "f32" : "f64", case_names[c]);
             const la_status st =
@@ -1370,8 +1373,8 @@ static void backward_check_row(const row *r, double worst[2])
                 size_t w = 0;
                 double err = f32 ? tu_rel_error_f32(io.g32[t], ref[t], io.n[t], &w)
                                  : tu_rel_error_f64(io.g64[t], ref[t], io.n[t], &w);
-                if (yard[0] >= 0 && t < 2) {
-                    /* d_q, d_k: relative to the larger of their norm and the floor */
+                if (yard[t] >= 0) {
+                    /* relative to the larger of their norm and the floor (yardsticks.h) */
                     const double floor = TU_BWD_FLOOR * yard[t];
                     err = f32 ? tu_floored_error_f32(io.g32[t], ref[t], io.n[t], floor)
                               : tu_floored_error_f64(io.g64[t], ref[t], io.n[t], floor);
@@ -1900,15 +1903,18 @@ static bool gradient_errors(const row *r, int variant, double err64[3], double e
                            r->info->fns->backward_f32(&p, in.q32, in.k32, in.v32, out32, d_out32,
                                                       g32[0], g32[1], g32[2]),
                            LA_OK);
-        /* d_q and d_k relative to the larger of their norm and the floor (yardsticks.h):
-         * where they cancel, float32's rounding is of the size of their terms (seed
-         * 834898392513: softmax causal, a query of zeros, d_k at 1.05e-4 of its norm) */
-        double yard[2] = {-1, -1};
+        /* d_q, d_k and d_v relative to the larger of their norm and the floor
+         * (yardsticks.h): where they cancel, float32's rounding is of the size of their
+         * terms (seed 834898392513: softmax causal, a query of zeros, d_k at 1.05e-4 of
+         * its norm) */
+        double yard[3] = {-1, -1, -1};
         const tu_backward bw = {in.q, in.k, in.v, out, d_out};
-        if (ok && check_status(r, "gradient mode: forward_f64", run_f64(r, &p, &in, out), LA_OK))
+        if (ok && check_status(r, "gradient mode: forward_f64", run_f64(r, &p, &in, out), LA_OK)) {
             tu_gradient_yardsticks(r->info, &p, &bw, yard);
+            yard[2] = tu_dv_yardstick(r->info, &p, &bw);
+        }
         for (int t = 0; ok && t < 3; t++)
-            err32[t] = t < 2 && yard[t] >= 0
+            err32[t] = yard[t] >= 0
                            ? tu_floored_error_f32(g32[t], fd[t], sizes[t], TU_BWD_FLOOR * yard[t])
                            : tu_rel_error_f32(g32[t], fd[t], sizes[t], NULL);
     }
