@@ -254,3 +254,25 @@ la_status la_engine_run(const la_engine *e, const la_problem *p, const void *q, 
     free(scratch);
     return st;
 }
+
+la_engine la_engine_fused_wide(const la_problem *p, size_t elem, la_engine_keys_fn keys)
+{
+    const bool f32 = elem == sizeof(float);
+    la_engine e = {.wide = f32 ? la_engine_avx512_wide_f32 : la_engine_avx512_wide_f64,
+                   .q_block = f32 ? LA_FUSED_SIMD_Q_BLOCK : LA_FUSED_SIMD_F64_Q_BLOCK,
+                   .k_block = f32 ? LA_FUSED_SIMD_K_BLOCK : LA_FUSED_SIMD_F64_K_BLOCK,
+                   .elem = elem,
+                   .keys = keys};
+    e.scratch_bytes =
+        la_round_up_64(f32 ? la_fused_simd_scratch_bytes(p) : la_fused_simd_scratch_bytes_f64(p));
+    return e;
+}
+
+double la_engine_fused_wide_workspace(const la_problem *p, la_dtype dtype)
+{
+    const la_engine e = la_engine_fused_wide(p, la_dtype_size(dtype), NULL);
+    const double tasks =
+        (double)p->batch * (double)p->heads * ceil((double)p->n_queries / (double)e.q_block);
+    const double threads = (double)la_threads();
+    return (threads < tasks ? threads : tasks) * (double)e.scratch_bytes;
+}

@@ -156,6 +156,15 @@ extern const la_engine_tiles la_engine_avx512_wide_f32;
 extern const la_engine_tiles la_engine_avx512_narrow_f32;
 extern const la_engine_tiles la_engine_avx512_wide_f64;
 extern const la_engine_tiles la_engine_avx512_narrow_f64;
+
+/* The engine on the wide AVX-512 tiles, for elements of elem bytes (4 or 8), where
+ * la_fused_simd_usable(p): their task size, key block and scratch per thread, and keys
+ * saying which keys each query sees. Fused softmax adds the narrow tiles and decoding's
+ * staging to it; local attention gives its windows. */
+la_engine la_engine_fused_wide(const la_problem *p, size_t elem, la_engine_keys_fn keys);
+/* The scratch a call on that engine holds: its scratch per thread on min(threads, tasks)
+ * threads (the cost models of softmax and local attention). */
+double la_engine_fused_wide_workspace(const la_problem *p, la_dtype dtype);
 enum { LA_FUSED_SIMD_F64_NARROW_ROWS = 2 };
 
 #endif

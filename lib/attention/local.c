@@ -109,16 +109,8 @@ static void local_values(la_engine_task *t, size_t j0, size_t cols)
 
 #if REAL_IS_F32
 #define PORTABLE la_engine_portable_f32
-#define SIMD_WIDE la_engine_avx512_wide_f32
-#define SIMD_Q_BLOCK LA_FUSED_SIMD_Q_BLOCK
-#define SIMD_K_BLOCK LA_FUSED_SIMD_K_BLOCK
-#define SIMD_SCRATCH la_fused_simd_scratch_bytes
 #else
 #define PORTABLE la_engine_portable_f64
-#define SIMD_WIDE la_engine_avx512_wide_f64
-#define SIMD_Q_BLOCK LA_FUSED_SIMD_F64_Q_BLOCK
-#define SIMD_K_BLOCK LA_FUSED_SIMD_F64_K_BLOCK
-#define SIMD_SCRATCH la_fused_simd_scratch_bytes_f64
 #endif
 
 static la_status local_attention(const la_problem *p, const REAL *q, const REAL *k, const REAL *v,
@@ -128,12 +120,7 @@ static la_status local_attention(const la_problem *p, const REAL *q, const REAL 
     if (st != LA_OK) return st;
     if (!FN(la_range_ok)(LA_RANGE_SOFTMAX, p, q, k, v)) return LA_ERANGE;
     if (la_fused_simd_usable(p)) {
-        la_engine e = {.wide = SIMD_WIDE,
-                       .q_block = SIMD_Q_BLOCK,
-                       .k_block = SIMD_K_BLOCK,
-                       .elem = sizeof(REAL),
-                       .keys = window_keys};
-        e.scratch_bytes = la_round_up_64(SIMD_SCRATCH(p));
+        const la_engine e = la_engine_fused_wide(p, sizeof(REAL), window_keys);
         return la_engine_run(&e, p, q, k, v, out, NULL, 0);
     }
     la_engine e = {.wide = PORTABLE,
@@ -275,20 +262,16 @@ la_status la_local_backward_cost(const la_problem *p, la_dtype dtype, la_cost *o
 la_status la_local_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
     la_cost_sum_heads(p, local_head_flops, out);
-    /* per thread one score block and its row statistics (the AVX-512 tiles: qᵀ, a score
-     * block and oᵀ, as la_softmax_cost counts them), for min(threads, tasks) threads */
-    const bool f32 = dtype == LA_FLOAT32, simd = la_fused_simd_usable(p);
-    const double q_block = !simd ? Q_BLOCK
-                           : f32 ? LA_FUSED_SIMD_Q_BLOCK
-                                 : LA_FUSED_SIMD_F64_Q_BLOCK;
-    const double per_thread =
-        !simd ? (double)per_thread_bytes(p, la_dtype_size(dtype))
-              : (double)la_round_up_64(f32 ? la_fused_simd_scratch_bytes(p)
-                                           : la_fused_simd_scratch_bytes_f64(p));
+    if (la_fused_simd_usable(p)) { /* the AVX-512 tiles' scratch, as the kernel runs them */
+        out->workspace_bytes = la_engine_fused_wide_workspace(p, dtype);
+        return LA_OK;
+    }
+    /* per thread one score block and its row statistics, for min(threads, tasks) threads */
     const double heads = (double)p->batch * (double)p->heads;
-    const double tasks = heads * ceil((double)p->n_queries / q_block);
+    const double tasks = heads * ceil((double)p->n_queries / Q_BLOCK);
     const double threads = (double)la_threads();
-    out->workspace_bytes = (threads < tasks ? threads : tasks) * per_thread;
+    out->workspace_bytes =
+        (threads < tasks ? threads : tasks) * (double)per_thread_bytes(p, la_dtype_size(dtype));
     return LA_OK;
 }
 #endif

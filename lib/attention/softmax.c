@@ -29,20 +29,12 @@ enum { Q_BLOCK = LA_SOFTMAX_Q_BLOCK, K_BLOCK = LA_SOFTMAX_K_BLOCK };
 
 #if REAL_IS_F32
 #define PORTABLE la_engine_portable_f32
-#define SIMD_WIDE la_engine_avx512_wide_f32
 #define SIMD_NARROW la_engine_avx512_narrow_f32
-#define SIMD_Q_BLOCK LA_FUSED_SIMD_Q_BLOCK
-#define SIMD_K_BLOCK LA_FUSED_SIMD_K_BLOCK
 #define SIMD_NARROW_ROWS LA_FUSED_SIMD_NARROW_ROWS
-#define SIMD_SCRATCH la_fused_simd_scratch_bytes
 #else
 #define PORTABLE la_engine_portable_f64
-#define SIMD_WIDE la_engine_avx512_wide_f64
 #define SIMD_NARROW la_engine_avx512_narrow_f64
-#define SIMD_Q_BLOCK LA_FUSED_SIMD_F64_Q_BLOCK
-#define SIMD_K_BLOCK LA_FUSED_SIMD_F64_K_BLOCK
 #define SIMD_NARROW_ROWS LA_FUSED_SIMD_F64_NARROW_ROWS
-#define SIMD_SCRATCH la_fused_simd_scratch_bytes_f64
 #endif
 
 #define EXP_SHIFT_SUM FN(la_exp_shift_sum)
@@ -77,14 +69,9 @@ static la_engine portable_engine(const la_problem *p, la_engine_tiles tiles)
 static la_engine fused_engine(const la_problem *p, bool lse)
 {
     if (!la_fused_simd_usable(p)) return portable_engine(p, PORTABLE);
-    la_engine e = {.wide = SIMD_WIDE,
-                   .narrow = SIMD_NARROW,
-                   .narrow_rows = SIMD_NARROW_ROWS,
-                   .q_block = SIMD_Q_BLOCK,
-                   .k_block = SIMD_K_BLOCK,
-                   .elem = sizeof(REAL),
-                   .keys = la_engine_prefix_keys};
-    e.scratch_bytes = la_round_up_64(SIMD_SCRATCH(p));
+    la_engine e = la_engine_fused_wide(p, sizeof(REAL), la_engine_prefix_keys);
+    e.narrow = SIMD_NARROW;
+    e.narrow_rows = SIMD_NARROW_ROWS;
     e.staging_bytes = REAL_IS_F32 ? la_fused_simd_staging_bytes(p, lse) : 0;
     return e;
 }
@@ -1160,16 +1147,10 @@ la_status la_softmax_cost(const la_problem *p, la_dtype dtype, la_cost *out)
         /* the AVX-512 kernels: per thread qᵀ, a score block and oᵀ, a task's queries wide
          * (engine_avx512.c: 32 floats, 16 doubles); float32
          * decoding (N <= 4) also stages its output */
-        const bool f32 = dtype == LA_FLOAT32;
-        const double heads = (double)p->batch * (double)p->heads;
-        const double q_block = f32 ? LA_FUSED_SIMD_Q_BLOCK : LA_FUSED_SIMD_F64_Q_BLOCK;
-        const double tasks = heads * ceil((double)p->n_queries / q_block);
-        const double scratch =
-            (double)(f32 ? la_fused_simd_scratch_bytes(p) : la_fused_simd_scratch_bytes_f64(p));
-        const double per_thread = ceil(scratch / 64) * 64;
         out->workspace_bytes =
-            dmin((double)la_threads(), tasks) * per_thread +
-            (f32 ? (double)la_round_up_64(la_fused_simd_staging_bytes(p, false)) : 0);
+            la_engine_fused_wide_workspace(p, dtype) +
+            (dtype == LA_FLOAT32 ? (double)la_round_up_64(la_fused_simd_staging_bytes(p, false))
+                                 : 0);
     } else {
         out->workspace_bytes = blocked_workspace(p, la_dtype_size(dtype));
     }
