@@ -53,7 +53,7 @@ la_status pass_cost(la_kernel kernel, const la_problem *p, pass_kind pass, la_dt
     return LA_OK;
 }
 
-/* One call of a pass, for timer_run. */
+/* One call of a pass, for the timer. */
 typedef struct {
     la_kernel kernel;
     const la_problem *p;
@@ -102,22 +102,6 @@ static int run_pass_call(void *ctx)
     return c->status != LA_OK;
 }
 
-la_status pass_time(la_kernel kernel, const la_problem *p, pass_kind pass, const pass_arrays *a,
-                    const timer_rule *rule, timer_result *t)
-{
-    if (!pass_kernel_has(kernel, pass)) return LA_EINVAL;
-    pass_call call = {kernel, p, pass, a, LA_OK, NULL};
-    if (lse_for(&call) != LA_OK) return LA_ENOMEM;
-    la_status st = LA_OK;
-    /* the backward differentiates this forward: its output, computed once untimed */
-    if (pass == PASS_BACKWARD && (st = call.status = forward(&call)) != LA_OK) goto done;
-    if (timer_run(run_pass_call, &call, rule, t) != 0)
-        st = call.status != LA_OK ? call.status : LA_ENOMEM;
-done:
-    free(call.lse);
-    return st;
-}
-
 void pass_time_calls(size_t n, const pass_spec *calls, const timer_rule *rule, timer_result *t,
                      la_status *status)
 {
@@ -154,6 +138,15 @@ void pass_time_calls(size_t n, const pass_spec *calls, const timer_rule *rule, t
         if (status[i] == LA_OK) t[i] = tm[j];
         free(pc[j].lse);
     }
+}
+
+la_status pass_time(la_kernel kernel, const la_problem *p, pass_kind pass, const pass_arrays *a,
+                    const timer_rule *rule, timer_result *t)
+{
+    const pass_spec call = {kernel, p, pass, a};
+    la_status st;
+    pass_time_calls(1, &call, rule, t, &st);
+    return st;
 }
 
 void pass_time_interleaved(size_t n, const la_kernel *kernels, const la_problem *p, pass_kind pass,
