@@ -180,11 +180,16 @@ typedef struct {
     double flops, bytes_min;
 } cg_measured;
 
-/* A ratio goal's two points timed in turn (timed: both ran; a, b: the goal's a and b). */
+/* A goal's two points timed again, in turn (bench_goals.c's time_pair and the ceiling
+ * goals' ratios): the table times its points one after another, a minute apart on a long
+ * run, and a drift of the machine's speed between them moves the ratio (a busy host moved
+ * softmax's backward / forward from 2.7x to 3.0-5.0x so); in turn, a drift reaches both
+ * alike. timed: both ran, and the goal reads a and b (its a and b) rather than the
+ * table's times. */
 typedef struct {
     int timed;
     timer_result a, b;
-} cg_pair;
+} bench_pair;
 
 /* bench_measure.c */
 la_problem bench_problem_of(const bench_point *pt, const bench_shape *s);
@@ -211,9 +216,9 @@ extern const cg_goal bench_ceiling_goals_table[];
 int bench_run_goals(int argc, char **argv, int reps);
 
 /* bench_ceilings.c */
-int bench_cg_measure_all(cg_measured *ms, size_t *count, cg_ceilings *ceils, cg_pair *pairs,
+int bench_cg_measure_all(cg_measured *ms, size_t *count, cg_ceilings *ceils, bench_pair *pairs,
                          int reps);
 int bench_cg_print_goal(const cg_goal *g, const cg_measured *ms, size_t n, const cg_ceilings *ceils,
-                        const cg_pair *pair);
+                        const bench_pair *pair);
 
 #endif

@@ -132,12 +132,12 @@ static int cg_measure(cg_measured *m, int reps, const cg_ceilings *ceil)
     return rc;
 }
 
-/* A ratio goal's two points timed again, in turn (timer_run_interleaved; bench_goals.c's
- * time_pair says why): fills pair when both ran, else leaves pair->timed 0. Returns 0, or
+/* A ratio goal's two points timed again, in turn (timer_run_interleaved; bench.h's
+ * bench_pair says why): fills pair when both ran, else leaves pair->timed 0. Returns 0, or
  * 1 when out of memory. */
-static int cg_measure_pair(const cg_goal *g, int reps, const cg_ceilings *ceil, cg_pair *pair)
+static int cg_measure_pair(const cg_goal *g, int reps, const cg_ceilings *ceil, bench_pair *pair)
 {
-    *pair = (cg_pair){0};
+    *pair = (bench_pair){0};
     cg_measured m[2] = {{.pt = g->a}, {.pt = g->b}};
     cg_call c[2] = {{0}}; /* cg_prepare sets each it reaches; cg_release frees NULLs */
     int rc = cg_prepare(&c[0], &m[0]);
@@ -153,7 +153,7 @@ static int cg_measure_pair(const cg_goal *g, int reps, const cg_ceilings *ceil, 
         if (timer_run_interleaved(2, bodies, ctxs, &rule, t, status) != 0)
             rc = 1;
         else if (status[0] == 0 && status[1] == 0)
-            *pair = (cg_pair){1, t[0], t[1]};
+            *pair = (bench_pair){1, t[0], t[1]};
     }
     cg_release(&c[0]);
     cg_release(&c[1]);
@@ -195,7 +195,7 @@ static const char *cg_num(char *buf, size_t size, const char *fmt, double x)
 /* Measures every point the ceiling goals read (each once), printing the ceilings and one
  * row per point, then times each ratio goal's two points again in turn into pairs[i] (of
  * goal i). ceils[t] for t threads (1..2). Returns 0, or 1 when out of memory. */
-int bench_cg_measure_all(cg_measured *ms, size_t *count, cg_ceilings *ceils, cg_pair *pairs,
+int bench_cg_measure_all(cg_measured *ms, size_t *count, cg_ceilings *ceils, bench_pair *pairs,
                          int reps)
 {
     *count = 0;
@@ -268,7 +268,7 @@ static const cg_measured *cg_find(const cg_measured *ms, size_t n, const cg_poin
 
 /* One ceiling goal's line; returns whether it was met. */
 int bench_cg_print_goal(const cg_goal *g, const cg_measured *ms, size_t n, const cg_ceilings *ceils,
-                        const cg_pair *pair)
+                        const bench_pair *pair)
 {
     const cg_measured *a = cg_find(ms, n, &g->a), *b = cg_has_b(g) ? cg_find(ms, n, &g->b) : NULL;
     const cg_ceilings *c = &ceils[g->a.threads];

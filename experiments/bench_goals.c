@@ -220,22 +220,14 @@ static double model_workspace(const goal_point *gp, const bench_shape *s)
     return cost.workspace_bytes;
 }
 
-/* A ratio or speedup goal's two points timed again, in turn (pass_time_calls): the table
- * times its points one after another, a minute apart on a long run, and a drift of the
- * machine's speed between them moves the ratio (a busy host moved softmax's backward /
- * forward from 2.7x to 3.0-5.0x so); in turn, a drift reaches both alike. */
-typedef struct {
-    int timed;         /* both calls timed: the goal reads a and b */
-    timer_result a, b; /* the goal's a and b */
-} goal_pair;
-
-/* Times goal g's points in turn into *pair (pair->timed stays 0 when either was not
- * measured in the table, or the two run on different thread counts). Each call has its
- * own out (a backward reads its own forward's). Returns 0, or 1 when out of memory. */
+/* Times a ratio or speedup goal g's two points again, in turn (pass_time_calls; bench.h's
+ * bench_pair says why), into *pair (pair->timed stays 0 when either was not measured in
+ * the table, or the two run on different thread counts). Each call has its own out (a
+ * backward reads its own forward's). Returns 0, or 1 when out of memory. */
 static int time_pair(const goal *g, const bench_point *points, size_t n, const bench_run *run,
-                     goal_pair *pair)
+                     bench_pair *pair)
 {
-    *pair = (goal_pair){0};
+    *pair = (bench_pair){0};
     const bench_point *a = find_goal_point(points, n, &g->a);
     const bench_point *b = find_goal_point(points, n, &g->b);
     if (!a || !b || a->status != LA_OK || b->status != LA_OK || a->threads != b->threads) return 0;
@@ -271,7 +263,7 @@ static int time_pair(const goal *g, const bench_point *points, size_t n, const b
         cli_line("bench: goals: out of memory");
         return 1;
     }
-    if (st[0] == LA_OK && st[1] == LA_OK) *pair = (goal_pair){1, t[0], t[1]};
+    if (st[0] == LA_OK && st[1] == LA_OK) *pair = (bench_pair){1, t[0], t[1]};
     return 0;
 }
 
@@ -281,7 +273,7 @@ enum { GOAL_NOT_MET = 0, GOAL_MET = 1, GOAL_NO_BACKWARD = 2 };
  * reads needs a backward pass the library does not have (verdict "skipped: no
  * backward"). */
 static int print_goal(const goal *g, const bench_point *points, size_t n, const bench_shape *s,
-                      const goal_pair *pair)
+                      const bench_pair *pair)
 {
     if (lacks_backward(&g->a) || (has_b(g) && lacks_backward(&g->b))) {
         printf("%-58s %-10s %-46s %s\n", g->text, g->target, "-", "skipped: no backward");
@@ -317,16 +309,13 @@ static int print_goal(const goal *g, const bench_point *points, size_t n, const 
         if (was_measured(num, num_gp, got, sizeof got) &&
             was_measured(den, den_gp, got, sizeof got)) {
             /* the two timed in turn when they could be (time_pair), else the table's */
-            const int in_turn = pair->timed, speedup = g->kind == GOAL_SPEEDUP;
-            const double t_num = !in_turn  ? num->t.median_s
-                                 : speedup ? pair->b.median_s
-                                           : pair->a.median_s;
-            const double t_den = !in_turn  ? den->t.median_s
-                                 : speedup ? pair->a.median_s
-                                           : pair->b.median_s;
+            const double ta = pair->timed ? pair->a.median_s : a->t.median_s;
+            const double tb = pair->timed ? pair->b.median_s : b->t.median_s;
+            const double t_num = g->kind == GOAL_SPEEDUP ? tb : ta;
+            const double t_den = g->kind == GOAL_SPEEDUP ? ta : tb;
             const double ratio = t_num / t_den;
             snprintf(got, sizeof got, "%.2fx (%.4g s / %.4g s%s)", ratio, t_num, t_den,
-                     in_turn ? ", in turn" : "");
+                     pair->timed ? ", in turn" : "");
             met = g->kind == GOAL_SPEEDUP ? ratio >= g->value : ratio <= g->value;
         }
         break;
@@ -372,9 +361,9 @@ int bench_run_goals(int argc, char **argv, int reps)
     cg_measured measured[2 * N_CEILING_GOALS];
     cg_ceilings ceils[3] = {{0}};
     size_t n_measured = 0;
-    cg_pair cg_pairs[N_CEILING_GOALS] = {{0}};
+    bench_pair cg_pairs[N_CEILING_GOALS] = {{0}};
     if (!failed) failed = bench_cg_measure_all(measured, &n_measured, ceils, cg_pairs, reps);
-    goal_pair pairs[N_GOALS] = {{0}};
+    bench_pair pairs[N_GOALS] = {{0}};
     for (size_t i = 0; i < N_GOALS && !failed; i++) {
         const goal_kind kind = bench_goals_table[i].kind;
         if (kind == GOAL_RATIO || kind == GOAL_SPEEDUP)
