@@ -199,7 +199,7 @@ la_status la_engine_run(const la_engine *e, const la_problem *p, const void *q, 
         scratch_bytes > p->workspace_limit - held ||
         staging > p->workspace_limit - held - scratch_bytes)
         return LA_EBUDGET;
-    if (la_gemm_reserve(threads) != LA_OK) return LA_ENOMEM;
+    if (!e->own_products && la_gemm_reserve(threads) != LA_OK) return LA_ENOMEM;
     unsigned char *scratch = aligned_alloc(64, scratch_bytes + staging);
     if (!scratch) return LA_ENOMEM;
     /* staged rows (float32 decoding): the output (B, H, N, d_v), then lse (B, H, N) */
@@ -262,6 +262,7 @@ la_engine la_engine_fused_wide(const la_problem *p, size_t elem, la_engine_keys_
                    .q_block = f32 ? LA_FUSED_SIMD_Q_BLOCK : LA_FUSED_SIMD_F64_Q_BLOCK,
                    .k_block = f32 ? LA_FUSED_SIMD_K_BLOCK : LA_FUSED_SIMD_F64_K_BLOCK,
                    .elem = elem,
+                   .own_products = true,
                    .keys = keys};
     e.scratch_bytes =
         la_round_up_64(f32 ? la_fused_simd_scratch_bytes(p) : la_fused_simd_scratch_bytes_f64(p));

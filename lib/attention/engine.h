@@ -80,6 +80,7 @@ struct la_engine {
     size_t scratch_bytes;   /* per thread, a multiple of 64 */
     size_t staging_bytes;   /* float32 decoding (la_fused_simd_staging_bytes), else 0 */
     bool count_hidden;      /* LA_COUNT_HIDDEN the masked entries (local) */
+    bool own_products;      /* the tiles never call BLIS: its packing buffers are not reserved */
     la_engine_keys_fn keys;
     const void *ctx; /* the variant's own data (weights, tables), for its tiles */
 };

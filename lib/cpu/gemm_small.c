@@ -266,46 +266,55 @@ LA_AVX512 static int fastest_shape(void)
 #endif
 
 #if LA_HAVE_AVX512_CODE
-/* Whether this is an AMD family 19h core with AVX-512, a Zen 4: one 512-bit FMA a cycle on
- * two 256-bit pipes, where the four shapes time alike (docs/performance.md), so the
- * default needs no timing. Zen 5 (family 1Ah: 512-bit pipes) and every other core are
- * timed. */
-static bool cpu_is_zen4(void)
+/* The AMD family of this CPU (0x19: Zen 4, 0x1a: Zen 5), or 0 for any other vendor. */
+static unsigned amd_family(void)
 {
     unsigned a, b, c, d;
-    if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;
     const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* AuthenticAMD */
-    if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return false;
-    const unsigned base = (a >> 8) & 0xfu,
-                   family = base == 0xfu ? base + ((a >> 20) & 0xffu) : base;
-    return family == 0x19u;
+    if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    const unsigned base = (a >> 8) & 0xfu;
+    return base == 0xfu ? base + ((a >> 20) & 0xffu) : base;
+}
+
+/* The shape measured on a CPU by identification, or -1 for one to time: on a Zen 4 (one
+ * 512-bit FMA a cycle on two 256-bit pipes) the four shapes time alike, so 8 × 32; on a
+ * Zen 5 (two 512-bit FMA pipes) 6 × 64, whose 10 loads per 24 FMAs ran linear attention's
+ * forward and backward 4-5% faster than 8 × 32 (docs/performance.md). Known CPUs skip the
+ * timing, which every process would pay (about 10 ms; under AddressSanitizer 0.2-0.5 s). */
+static int shape_known(const char **why)
+{
+    switch (amd_family()) {
+    case 0x19u: *why = "Zen 4: the shapes time alike"; return 0;
+    case 0x1au: *why = "Zen 5: measured fastest there"; return 2;
+    default: return -1;
+    }
 }
 #endif
 
-/* LA_TILE=name forces a shape (tests, comparisons); on a Zen 4 the default; elsewhere the
- * fastest by timing (fastest_shape, about 10 ms once per process). */
+/* LA_TILE=name forces a shape (tests, comparisons); on a Zen 4 or 5 the shape measured
+ * there; elsewhere the fastest by timing (fastest_shape, about 10 ms once per process). */
 static void choose_shape(void)
 {
     const char *how = "timed fastest";
     shape_chosen = 0;
 #if LA_HAVE_AVX512_CODE
     if (la_avx512_present()) {
-        const char *env = getenv("LA_TILE");
-        int forced = -1;
+        const char *env = getenv("LA_TILE"), *known_why = NULL;
+        int forced = -1, known;
         for (int s = 0; env && s < SHAPES; s++)
             if (strcmp(env, shapes[s].name) == 0) forced = s;
         if (forced >= 0) {
             shape_chosen = forced;
             how = "LA_TILE";
-        } else if (cpu_is_zen4()) {
-            how = env ? "Zen 4: the shapes time alike; LA_TILE names no shape"
-                      : "Zen 4: the shapes time alike";
+        } else if ((known = shape_known(&known_why)) >= 0) {
+            shape_chosen = known;
+            how = known_why;
         } else {
             shape_chosen = fastest_shape();
-            if (env) how = "timed fastest; LA_TILE names no shape";
         }
-        snprintf(shape_text, sizeof shape_text, "avx512, tile %s (%s)", shapes[shape_chosen].name,
-                 how);
+        snprintf(shape_text, sizeof shape_text, "avx512, tile %s (%s%s)", shapes[shape_chosen].name,
+                 how, env && forced < 0 ? "; LA_TILE names no shape" : "");
         return;
     }
 #endif

@@ -49,11 +49,12 @@ const char *la_simd_config(void);
 
 /* The float32 small products' register tile (gemm_small.c): the shapes 8x32, 12x32, 6x64
  * and 4x64 give bitwise the same products. Once per process, at first use: LA_TILE=name
- * forces one; on a Zen 4, where they time alike, 8x32; elsewhere the fastest, timed
- * (about 10 ms). la_gemm_small_shape is its index in la_gemm_small_shapes' names (which
- * returns how many there are); la_gemm_small_config says what runs, for
- * la_config().simd: "avx512, tile 8x32 (Zen 4: the shapes time alike)", "avx512, tile
- * 6x64 (timed fastest)", "... (LA_TILE)", or la_simd_config() where the tiles do not run.
+ * forces one; on a Zen 4, where they time alike, 8x32; on a Zen 5 6x64 (measured there);
+ * elsewhere the fastest, timed (about 10 ms). la_gemm_small_shape is its index in
+ * la_gemm_small_shapes' names (which returns how many there are); la_gemm_small_config
+ * says what runs, for la_config().simd: "avx512, tile 8x32 (Zen 4: the shapes time
+ * alike)", "avx512, tile 6x64 (Zen 5: measured fastest there)", "avx512, tile 12x32 (timed
+ * fastest)", "... (LA_TILE)", or la_simd_config() where the tiles do not run.
  * la_gemm_small_time_shapes runs the timing and returns the index it finds (tests).
  * Static strings; thread-safe. */
 int la_gemm_small_shape(void);
