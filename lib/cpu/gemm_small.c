@@ -277,18 +277,26 @@ static unsigned amd_family(void)
     return base == 0xfu ? base + ((a >> 20) & 0xffu) : base;
 }
 
-/* The shape measured on a CPU by identification, or -1 for one to time: on a Zen 4 (one
+/* The shape measured on a CPU by identification, or NULL for one to time: on a Zen 4 (one
  * 512-bit FMA a cycle on two 256-bit pipes) the four shapes time alike, so 8 × 32; on a
  * Zen 5 (two 512-bit FMA pipes) 6 × 64, whose 10 loads per 24 FMAs ran linear attention's
  * forward and backward 4-5% faster than 8 × 32 (docs/performance.md). Known CPUs skip the
  * timing, which every process would pay (about 10 ms; under AddressSanitizer 0.2-0.5 s). */
-static int shape_known(const char **why)
+static const char *shape_known(const char **why)
 {
     switch (amd_family()) {
-    case 0x19u: *why = "Zen 4: the shapes time alike"; return 0;
-    case 0x1au: *why = "Zen 5: measured fastest there"; return 2;
-    default: return -1;
+    case 0x19u: *why = "Zen 4: the shapes time alike"; return "8x32";
+    case 0x1au: *why = "Zen 5: measured fastest there"; return "6x64";
+    default: return NULL;
     }
+}
+
+/* The index of the shape called name in shapes, or -1 (also for NULL). */
+static int shape_named(const char *name)
+{
+    for (int s = 0; name && s < SHAPES; s++)
+        if (strcmp(name, shapes[s].name) == 0) return s;
+    return -1;
 }
 #endif
 
@@ -301,13 +309,12 @@ static void choose_shape(void)
 #if LA_HAVE_AVX512_CODE
     if (la_avx512_present()) {
         const char *env = getenv("LA_TILE"), *known_why = NULL;
-        int forced = -1, known;
-        for (int s = 0; env && s < SHAPES; s++)
-            if (strcmp(env, shapes[s].name) == 0) forced = s;
+        const int forced = shape_named(env);
+        int known;
         if (forced >= 0) {
             shape_chosen = forced;
             how = "LA_TILE";
-        } else if ((known = shape_known(&known_why)) >= 0) {
+        } else if ((known = shape_named(shape_known(&known_why))) >= 0) {
             shape_chosen = known;
             how = known_why;
         } else {
