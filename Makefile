@@ -12,7 +12,7 @@
 #                   (separate, about two minutes): the Python call against the C call and
 #                   linattn.torch against PyTorch's ops, into build/bench-python.csv
 #   make fuzz       libFuzzer on the .npy parser, the weights loader and the --resume
-#                   reader, FUZZ_SECONDS (60) each
+#                   reader, FUZZ_SECONDS (60) each, one per core at a time
 #   make bench-train  one training step of the copy model against PyTorch 1.13's on the same
 #                   threads, and where the step goes (scripts/bench_train_torch.py)
 #   make bench-peers  ONNX Runtime (npm's onnxruntime-node, in build/onnx) and PyTorch 1.13 on
@@ -368,26 +368,43 @@ check-torch: $(BUILD)/linattn $(VENV)/.installed | build/.deps-test
 	$(VENV)/bin/python examples/train_torch.py --check
 
 FUZZ_SECONDS ?= 60
-# Three targets, FUZZ_SECONDS each (.ci/run gives 20: a minute in all): the .npy parser,
-# the weights folder loader, and the CSV reader behind --resume.
+# Three targets, FUZZ_SECONDS each, as many at a time as make's jobs (one per core; .ci/run
+# gives 20 s: 40 s on two cores): the .npy parser, the weights folder loader, and the CSV
+# reader behind --resume. Each one's output goes to build/fuzz/NAME.log: its last lines
+# are shown when it ends, the whole log when it finds a crash (the input in build/fuzz/).
 FUZZ_CC = clang -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -Wall -Wextra -Werror \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Ilib
 FUZZ_RUN = -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -artifact_prefix=build/fuzz/
-fuzz: | build/.deps-build
+FUZZ_TARGETS := npy weights resume
+FUZZ_SRC_npy := fuzz/fuzz_npy.c lib/io/npy.c lib/io/outfile.c lib/core/status.c
+FUZZ_SRC_weights := fuzz/fuzz_weights.c lib/io/weights.c lib/io/npy.c lib/io/outfile.c \
+    lib/core/status.c lib/core/problem.c
+FUZZ_SRC_resume := fuzz/fuzz_resume.c experiments/common/record.c \
+    experiments/common/rows.c experiments/common/metadata.c experiments/common/lock.c \
+    experiments/common/machine.c experiments/common/timer.c experiments/common/memory.c \
+    experiments/common/stats.c experiments/common/guard.c lib/io/outfile.c lib/core/status.c
+# each one's seeds (committed) and the dictionary it mutates with, if any
+FUZZ_SEEDS_npy := fuzz/seeds
+FUZZ_SEEDS_weights := fuzz/seeds_weights
+FUZZ_SEEDS_resume := fuzz/seeds_resume
+FUZZ_DICT_npy := -dict=fuzz/npy.dict
+FUZZ_DICT_weights := -dict=fuzz/npy.dict
+fuzz: $(FUZZ_TARGETS:%=fuzz-run-%)
+build/.deps-fuzz: | build/.deps-build
 	@scripts/ensure-deps fuzz
-	@mkdir -p build/fuzz/corpus build/fuzz/corpus_weights build/fuzz/corpus_resume
-	$(FUZZ_CC) fuzz/fuzz_npy.c lib/io/npy.c lib/io/outfile.c lib/core/status.c \
-	    -o build/fuzz/fuzz_npy
-	$(FUZZ_CC) fuzz/fuzz_weights.c lib/io/weights.c lib/io/npy.c lib/io/outfile.c \
-	    lib/core/status.c lib/core/problem.c -lm -o build/fuzz/fuzz_weights
-	$(FUZZ_CC) -Iexperiments fuzz/fuzz_resume.c experiments/common/record.c \
-	    experiments/common/rows.c experiments/common/metadata.c experiments/common/lock.c \
-	    experiments/common/machine.c experiments/common/timer.c experiments/common/memory.c \
-	    experiments/common/stats.c experiments/common/guard.c lib/io/outfile.c lib/core/status.c -lm -o build/fuzz/fuzz_resume
-	build/fuzz/fuzz_npy $(FUZZ_RUN) -dict=fuzz/npy.dict build/fuzz/corpus fuzz/seeds
-	build/fuzz/fuzz_weights $(FUZZ_RUN) -dict=fuzz/npy.dict build/fuzz/corpus_weights \
-	    fuzz/seeds_weights
-	build/fuzz/fuzz_resume $(FUZZ_RUN) build/fuzz/corpus_resume fuzz/seeds_resume
+	@touch $@
+.PHONY: $(FUZZ_TARGETS:%=fuzz-run-%)
+.SECONDEXPANSION:
+$(FUZZ_TARGETS:%=build/fuzz/fuzz_%): build/fuzz/fuzz_%: $$(FUZZ_SRC_$$*) $(HEADERS) | build/.deps-fuzz
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(if $(filter resume,$*),-Iexperiments) $(FUZZ_SRC_$*) -lm -o $@
+$(FUZZ_TARGETS:%=fuzz-run-%): fuzz-run-%: build/fuzz/fuzz_%
+	@mkdir -p build/fuzz/corpus_$*
+	@echo "fuzz $*: $(FUZZ_SECONDS) s"
+	@if build/fuzz/fuzz_$* $(FUZZ_RUN) $(FUZZ_DICT_$*) build/fuzz/corpus_$* $(FUZZ_SEEDS_$*) \
+	        > build/fuzz/$*.log 2>&1; then \
+	    echo "fuzz $*: no crash: $$(grep -E "DONE|^Done" build/fuzz/$*.log | tr "\n" " ")"; \
+	else cat build/fuzz/$*.log; echo "fuzz $*: FAILED (its log above; the failing input in build/fuzz/)"; exit 1; fi
 
 # `linattn bench --goals`, shown and kept in build/bench.txt; the exit status is the
 # benchmark's, not tee's (sh has no pipefail). `make bench RUNS=5`: that many runs, kept in
