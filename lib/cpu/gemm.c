@@ -207,12 +207,24 @@ void la_gemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrd
  * same order whatever the thread count): for one large product whose weights BLIS
  * should pack once for all threads (the layers' FFN). Call from outside any OpenMP
  * parallel region, after la_gemm_reserve(threads). */
+/* Below this many multiply-adds (m·n·k; 2 MFLOP, some 10 µs on one core) a product runs
+ * on one thread: BLIS's threads meet at barriers several times per call, which costs more
+ * than the product, and on a busy machine each meeting waits for a time slice (decoding a
+ * tiny model token by token: 0.2 s on one thread, 13-18 s on two beside two busy
+ * processes). The result is the same either way (BLIS never splits k). */
+#define THREADED_MIN_MACS 1048576.0
+
+static int threads_for(int threads, size_t m, size_t n, size_t k)
+{
+    return threads < 1 || (double)m * (double)n * (double)k < THREADED_MIN_MACS ? 1 : threads;
+}
+
 void la_gemm_threaded_f32(int threads, size_t m, size_t n, size_t k, float alpha, const float *a,
                           ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb,
                           ptrdiff_t csb, float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc)
 {
     rntm_t rntm = BLIS_RNTM_INITIALIZER;
-    bli_rntm_set_num_threads(threads < 1 ? 1 : threads, &rntm);
+    bli_rntm_set_num_threads(threads_for(threads, m, n, k), &rntm);
     sgemm(&rntm, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
 }
 
@@ -222,7 +234,7 @@ void la_gemm_threaded_f64(int threads, size_t m, size_t n, size_t k, double alph
 {
     if (m == 0 || n == 0) return;
     rntm_t rntm = BLIS_RNTM_INITIALIZER;
-    bli_rntm_set_num_threads(threads < 1 ? 1 : threads, &rntm);
+    bli_rntm_set_num_threads(threads_for(threads, m, n, k), &rntm);
     bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n, (dim_t)k, &alpha,
                  (double *)a, rsa, csa, (double *)b, rsb, csb, &beta, c, rsc, csc, blis_context(),
                  &rntm);
