@@ -226,6 +226,10 @@ PY_CHECKS := attend_numpy attend_grad_numpy results_files scaling_sweeps plot_fi
              reference_guard commands_agree input_layout train_runs learn_runs \
              generate_runs
 
+# The hostile suite's groups (tests/hostile/*.sh), each a test of its own, so that the
+# slow ones (signals: 120 runs killed at random moments) run beside the others.
+HOSTILE_GROUPS := $(filter-out run,$(basename $(notdir $(wildcard tests/hostile/*.sh))))
+
 # The Python package's checks (tests/python/*.py), run by the python of the venv that
 # `make python` installs the package into; skipped under SANITIZE=1 (an AddressSanitizer
 # library cannot be loaded into the uninstrumented interpreter).
@@ -270,8 +274,8 @@ test: $(TEST_BIN) $(BUILD)/linattn $(BUILD)/liblinattn.so $(BUILD)/libcommand.a 
 	   echo "tests/command/check_command.sh $(BUILD)/libcommand.a $(CMD_OBJ)"; \
 	   for t in $(TEST_BIN); do case " $(ALONE_TEST_BIN) " in *" $$t "*) echo "alone: $$t" ;; \
 	       *) echo $$t ;; esac; done; \
+	   $(foreach g,$(HOSTILE_GROUPS),echo "tests/hostile/run.sh $(BUILD)/linattn $(g)";) \
 	   $(foreach p,$(PY_CHECKS),echo '$(call PY_CHECK_ENV,$(p))/usr/bin/python3 tests/command/$(p).py $(BUILD)/linattn';) \
-	   echo "tests/hostile/run.sh $(BUILD)/linattn"; \
 	   $(PY_PACKAGE_LINES) \
 	   $(MPI_TEST_LINES) } | scripts/run-tests $(BUILD)/test-logs 0 $(TEST_JOBS)
 
