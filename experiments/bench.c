@@ -25,9 +25,9 @@ static const char help_intro[] =
     "Times float32 attention kernels alone and compares their arithmetic rate with BLIS\n"
     "sgemm measured in the same process. The inputs (random, fixed seed, batch B = 1; or\n"
     "your arrays, --q/--k/--v below) are prepared before any timing. Each point runs once\n"
-    "to warm up, then at least R times and until the timed runs total 0.5 s (at most 1000\n"
-    "runs, so small sizes still get a stable median); the median, min and max of those\n"
-    "runs are reported.\n"
+    "to warm up, then at least R times and until the timed runs total S seconds (--reps R,\n"
+    "--min-time S: 5 and 0.5 s by default; at most 1000 runs, so small sizes still get a\n"
+    "stable median); the median, min and max of those runs are reported.\n"
     "\n"
     "The yardstick is BLIS sgemm on a large, well-shaped product: C (2000×2000) =\n"
     "A (2000×2000) · B (2000×2000), row-major, 2·2000³ FLOPs, on BLIS's own threads with\n"
@@ -108,6 +108,8 @@ static const char help_columns[] =
     "                   1..1024; above the cores runs on the cores, noted in the header and\n"
     "                   recorded as threads_requested\n"
     "  --reps R         at least R timed runs per point, 1 <= R <= 1000 [5]\n"
+    "  --min-time S     and at least S seconds of timed runs per point (at most 1000 runs);\n"
+    "                   0: exactly R runs, for a quick look or a script's check [0.5]\n"
     "  --format F       table or csv [table]; rows are printed as they are measured\n"
     "  --causal-form F  deprecated: with --causal, a variant\n"
     "                   linear ran as chunked and recurrent; name the kernels instead:\n"
@@ -173,7 +175,7 @@ void cmd_bench_help(FILE *out)
           "DV]\n"
           "                     [--causal] [--q Q.npy --k K.npy --v V.npy]\n"
           "                     [--pass forward|backward|train] [--threads T] [--reps R]\n"
-          "                     [--format table|csv]\n"
+          "                     [--min-time S] [--format table|csv]\n"
           "       linattn bench --goals [--reps R]\n\n",
           out);
     fputs(help_intro, out);
@@ -291,7 +293,7 @@ int cmd_bench(int argc, char **argv)
 {
     const char *variant_text = NULL, *n_text = NULL, *m_text = NULL, *heads_text = NULL;
     const char *d_text = NULL, *dv_text = NULL, *form_text = NULL, *threads_text = NULL;
-    const char *reps_text = NULL, *format_text = NULL, *pass_text = NULL;
+    const char *reps_text = NULL, *format_text = NULL, *pass_text = NULL, *min_time_text = NULL;
     const char *q_path = NULL, *k_path = NULL, *v_path = NULL;
     int causal = 0, goals_flag = 0;
     variants_flags variant_flags = {0};
@@ -306,6 +308,7 @@ int cmd_bench(int argc, char **argv)
         {"causal-form", &form_text, NULL},
         {"threads", &threads_text, NULL},
         {"reps", &reps_text, NULL},
+        {"min-time", &min_time_text, NULL},
         {"format", &format_text, NULL},
         {"goals", NULL, &goals_flag},
         {"q", &q_path, NULL},
@@ -322,6 +325,10 @@ int cmd_bench(int argc, char **argv)
     int reps = 5;
     if (reps_text && (rc = cli_parse_int("--reps", reps_text, &reps))) return rc;
     if (reps < 1 || reps > MAX_RUNS) return cli_fail("--reps", "must be in [1, %d]", MAX_RUNS);
+    double min_time = MIN_TOTAL_S;
+    if (min_time_text && (rc = cli_parse_double("--min-time", min_time_text, &min_time))) return rc;
+    if (!(min_time >= 0 && min_time <= 3600))
+        return cli_fail("--min-time", "must be in [0, 3600] seconds");
     if (goals_flag) {
         /* the goals fix their own points, threads and format */
         for (const cli_flag *f = flags; f->name; f++) {
@@ -413,7 +420,8 @@ int cmd_bench(int argc, char **argv)
     inputs_source_describe(&source, inputs, sizeof inputs);
     metadata_extra(inputs);
     const bench_run run = {
-        argc, argv, shape, m_text, (pass_kind)pass, {reps, 0}, (out_format)format, &source};
+        argc,   argv, shape, m_text, (pass_kind)pass, {reps, 0, min_time}, (out_format)format,
+        &source};
     rc = bench_run_points(&run, points, count);
     inputs_source_close(&source);
     variants_free(&variant_params);

@@ -116,11 +116,13 @@ enum { MAX_RUNS = 1000, GOALS_SLOW_REPS = 3 };
 static const double MIN_TOTAL_S = 0.5;
 static const double GOALS_SLOW_S = 1.0;
 
-/* How many runs a point gets. The plain bench follows --reps exactly (the warm-up is
- * never counted); --goals keeps its runtime bounded on slow points. */
+/* How many runs a point gets. The plain bench follows --reps and --min-time exactly (the
+ * warm-up is never counted); --goals keeps its runtime bounded on slow points, and its
+ * points run until they total MIN_TOTAL_S. */
 typedef struct {
     int reps;
-    int budgeted; /* --goals */
+    int budgeted;       /* --goals */
+    double min_total_s; /* --min-time (the plain bench; --goals: MIN_TOTAL_S) */
 } timing_rule;
 
 /* ---------------------------------------------------------------- the yardstick */

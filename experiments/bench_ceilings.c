@@ -112,7 +112,7 @@ static timer_rule cg_rule(const cg_measured *m, int reps, const cg_ceilings *cei
 {
     const double peak = ceil->peak[m->pt.f64];
     const double predicted = isnan(peak) ? 0 : m->flops / (peak * 1e9);
-    return bench_rule_for(&(timing_rule){reps, 1}, predicted);
+    return bench_rule_for(&(timing_rule){reps, 1, MIN_TOTAL_S}, predicted);
 }
 
 /* Measures one point on `reps` runs (the goals' rule): fills m. Returns 0, or 1 when out
@@ -176,7 +176,7 @@ static int cg_ceilings_for(int threads, int reps, int with_sgemm, cg_ceilings *c
     }
     if (with_sgemm && isnan(c->sgemm)) {
         sgemm_result g;
-        if (bench_measure_sgemm(threads, &(timing_rule){reps, 1}, &g) != 0) return 1;
+        if (bench_measure_sgemm(threads, &(timing_rule){reps, 1, MIN_TOTAL_S}, &g) != 0) return 1;
         c->sgemm = g.gflops;
     }
     return 0;

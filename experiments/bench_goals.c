@@ -355,8 +355,9 @@ int bench_run_goals(int argc, char **argv, int reps)
     char inputs[256];
     inputs_source_describe(&random, inputs, sizeof inputs);
     metadata_extra(inputs);
-    const bench_run run = {argc,         argv,      {8, 64, 64, NULL}, NULL,
-                           PASS_FORWARD, {reps, 1}, FORMAT_TABLE,      &random};
+    const bench_run run = {argc,         argv,         {8, 64, 64, NULL},
+                           NULL,         PASS_FORWARD, {reps, 1, MIN_TOTAL_S},
+                           FORMAT_TABLE, &random};
     int failed = bench_run_points(&run, points, count);
     cg_measured measured[2 * N_CEILING_GOALS];
     cg_ceilings ceils[3] = {{0}};

@@ -52,8 +52,8 @@ static void write_bench_meta(FILE *out, const bench_shape *s, const char *m_text
         fprintf(out, "# pass: forward, except the rows marked /backward or /train\n");
     else if (pass != PASS_FORWARD)
         fprintf(out, "# pass: %s\n", pass_about[pass]);
-    fprintf(out, "# timing: one warm-up, then >= %d runs until they total %.1f s (at most %d)%s\n",
-            rule->reps, MIN_TOTAL_S, MAX_RUNS,
+    fprintf(out, "# timing: one warm-up, then >= %d runs until they total %g s (at most %d)%s\n",
+            rule->reps, rule->budgeted ? MIN_TOTAL_S : rule->min_total_s, MAX_RUNS,
             rule->budgeted ? "; slow points fewer (see linattn help bench)" : "");
     fprintf(out,
             "# sgemm_gflops: %.1f (C 2000x2000 = A 2000x2000 * B 2000x2000, row-major, %d "

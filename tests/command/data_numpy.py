@@ -305,7 +305,7 @@ def experiments(run):
     accuracy_distance(run, rows, text, q, k, v)
 
     rc, out, err = run.cmd(["bench", "--variant", "softmax,linear", "--n", "32,96", "--reps",
-                            "1", "--format", "csv"] + files)
+                            "1", "--min-time", "0", "--format", "csv"] + files)
     lines = [r.split(",") for r in out.splitlines() if r and not r.startswith("#")]
     points = {(r[0], r[3], r[4], r[5], r[7]) for r in lines[1:] if r[0] != "sgemm"}
     run.check(rc == 0 and (meta(out, "inputs") or "").startswith(want) and

@@ -191,7 +191,7 @@ def main():
         bench = os.path.join(tmp, "bench.csv")
         with open(bench, "w") as f:
             f.write(must(["bench", "--n", "16", "--variant", "linear", "--reps", "1",
-                          "--format", "csv"]).stdout)
+                          "--min-time", "0", "--format", "csv"]).stdout)
         broken = os.path.join(tmp, "broken", "scaling.csv")
         os.makedirs(os.path.dirname(broken))
         with open(broken, "w") as f:

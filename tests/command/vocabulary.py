@@ -184,7 +184,7 @@ def kernel_names(c, kernels):
 
     # bench: every kernel in a list of each spelling; the table and the CSV name them
     # as the registry does
-    small = ["--n", "16", "--heads", "1", "--d", "8", "--reps", "1", "--causal"]
+    small = ["--n", "16", "--heads", "1", "--d", "8", "--reps", "1", "--min-time", "0", "--causal"]
     causal_ok = [n for n, r in kernels if r != "LA_CAUSAL_REFUSED"]
     for spell in (lambda n: n, hyphen):
         listed = ",".join(spell(n) for n in causal_ok)
@@ -261,7 +261,7 @@ def deprecations(c):
     new = c.works("flops --variant", flops + ["--variant", "linear"])
     c.check("flops --attention = --variant", [] if old == new else ["outputs differ"])
 
-    small = ["--n", "16", "--heads", "1", "--d", "8", "--reps", "1", "--causal"]
+    small = ["--n", "16", "--heads", "1", "--d", "8", "--reps", "1", "--min-time", "0", "--causal"]
     table = c.works("bench --causal-form recurrent",
                     ["bench", "--variant", "linear", "--causal-form", "recurrent"] + small,
                     "--causal-form is deprecated, use --variant linear_recurrent")
@@ -330,9 +330,15 @@ def lists(c):
     c.check("params-sweep --d-model 128,64:96:x1.5: sorted", [] if ds == [64, 96, 128]
             else ["D %s" % ds])
     bench = c.works("bench --n 16:32,24", ["bench", "--variant", "linear", "--n", "16:32,24",
-                                           "--heads", "1", "--d", "8", "--reps", "1"])
-    ns = [int(line.split()[2]) for line in bench.splitlines() if line.startswith("linear")]
+                                           "--heads", "1", "--d", "8"] + quick)
+    rows = [line.split() for line in bench.splitlines() if line.startswith(("linear", "sgemm"))]
+    ns = [int(r[2]) for r in rows if r[0] == "linear"]
     c.check("bench --n 16:32,24 in the order given", [] if ns == [16, 32, 24] else ["N %s" % ns])
+    # --reps 1 --min-time 0: one timed run of every point and of the yardstick (the
+    # default 0.5 s would give a 16-query point 1000)
+    runs = [r[5] for r in rows]
+    c.check("bench --reps 1 --min-time 0: one run each", [] if runs == ["1"] * 4
+            else ["runs column %s" % runs])
 
 
 def scaling(c, kernels):

@@ -21,7 +21,7 @@ refused bench_pass_with_goals bench --goals --pass train
 
 # every kernel, each pass: exit 0; a row per kernel, measured or "skipped: no backward"
 for pass in forward backward train; do
-    timeout 60 "$bin" bench --pass $pass --n 16 --reps 1 --threads 1 >"$tmp/out" 2>"$tmp/err"
+    timeout 60 "$bin" bench --pass $pass --n 16 --reps 1 --min-time 0 --threads 1 >"$tmp/out" 2>"$tmp/err"
     rc=$?
     rows=$(grep -cE '^(softmax|hard|linear)' "$tmp/out")
     bad=$(grep -E '^(softmax|hard|linear)' "$tmp/out" | grep -vE ' [0-9.e+-]+ +[0-9.e+-]+ +[0-9]+ *$|skipped: no backward$' | head -1)
@@ -35,7 +35,7 @@ for pass in forward backward train; do
         echo "ok bench_pass_$pass"
     fi
 done
-timeout 60 "$bin" bench --pass train --variant linear --n 16 --reps 1 --threads 1 --format csv \
+timeout 60 "$bin" bench --pass train --variant linear --n 16 --reps 1 --min-time 0 --threads 1 --format csv \
     >"$tmp/out" 2>"$tmp/err"
 if [ $? -ne 0 ] || ! grep -q '^# pass: train' "$tmp/out" ||
     ! grep -qE '^linear,linear,0,16,.*,(ok|skipped_no_backward),' "$tmp/out"; then
