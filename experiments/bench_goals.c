@@ -52,6 +52,8 @@ const goal bench_goals_table[] = {
     /* backward passes: "series/backward" names the pass */
     {"10. fused softmax, N=4096: backward / forward time",    "<= 2.8x",   GOAL_RATIO,         2.8,
         {"softmax/backward", 4096, 2},  {"softmax", 4096, 2}},
+    {"10. causal softmax, N=4096: backward / forward time",   "<= 2.8x",   GOAL_RATIO,         2.8,
+        {"softmax_causal/backward", 4096, 2}, {"softmax_causal", 4096, 2}},
     {"10. fused softmax backward, N=1024: rate vs sgemm",     ">= 70%",    GOAL_RATE,          70,
         {"softmax/backward", 1024, 2},  {0}},
     {"10. fused softmax backward, N=2048: rate vs sgemm",     ">= 70%",    GOAL_RATE,          70,
