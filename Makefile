@@ -379,8 +379,9 @@ check-torch: $(BUILD)/linattn $(VENV)/.installed | build/.deps-test
 FUZZ_SECONDS ?= 60
 # Three targets, FUZZ_SECONDS each, as many at a time as make's jobs (one per core; .ci/run
 # gives 20 s: 40 s on two cores): the .npy parser, the weights folder loader, and the CSV
-# reader behind --resume. Each one's output goes to build/fuzz/NAME.log: its last lines
-# are shown when it ends, the whole log when it finds a crash (the input in build/fuzz/).
+# reader behind --resume. Each one's output goes to build/fuzz/NAME.log: its DONE line
+# (runs, coverage) is shown when it ends, the whole log when it finds a crash (the input
+# in build/fuzz/).
 FUZZ_CC = clang -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -Wall -Wextra -Werror \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Ilib
 FUZZ_RUN = -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -artifact_prefix=build/fuzz/

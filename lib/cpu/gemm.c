@@ -202,15 +202,10 @@ void la_gemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, ptrd
     sgemm(&rntm, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
 }
 
-/* The same products on `threads` of BLIS's own threads (its OpenMP build splits the m
- * and n loops around the micro-kernel, never k, so every element sums its k terms in the
- * same order whatever the thread count): for one large product whose weights BLIS
- * should pack once for all threads (the layers' FFN). Call from outside any OpenMP
- * parallel region, after la_gemm_reserve(threads). */
 /* Below this many multiply-adds (m·n·k; 2 MFLOP, some 10 µs on one core) a product runs
  * on one thread: BLIS's threads meet at barriers several times per call, which costs more
  * than the product, and on a busy machine each meeting waits for a time slice (decoding a
- * tiny model token by token: 0.2 s on one thread, 13-18 s on two beside two busy
+ * tiny model token by token: 0.2 s on one thread, 13-21 s on two beside two busy
  * processes). The result is the same either way (BLIS never splits k). */
 #define THREADED_MIN_MACS 1048576.0
 
@@ -219,6 +214,11 @@ static int threads_for(int threads, size_t m, size_t n, size_t k)
     return threads < 1 || (double)m * (double)n * (double)k < THREADED_MIN_MACS ? 1 : threads;
 }
 
+/* The same products on `threads` of BLIS's own threads (its OpenMP build splits the m
+ * and n loops around the micro-kernel, never k, so every element sums its k terms in the
+ * same order whatever the thread count): for one large product whose weights BLIS
+ * should pack once for all threads (the layers' FFN); one below THREADED_MIN_MACS runs on
+ * one thread. Call from outside any OpenMP parallel region, after la_gemm_reserve(threads). */
 void la_gemm_threaded_f32(int threads, size_t m, size_t n, size_t k, float alpha, const float *a,
                           ptrdiff_t rsa, ptrdiff_t csa, const float *b, ptrdiff_t rsb,
                           ptrdiff_t csb, float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc)
