@@ -117,12 +117,12 @@ static const double MIN_TOTAL_S = 0.5;
 static const double GOALS_SLOW_S = 1.0;
 
 /* How many runs a point gets. The plain bench follows --reps and --min-time exactly (the
- * warm-up is never counted); --goals keeps its runtime bounded on slow points, and its
- * points run until they total MIN_TOTAL_S. */
+ * warm-up is never counted); --goals (min_total_s MIN_TOTAL_S) keeps its runtime bounded
+ * on slow points. */
 typedef struct {
     int reps;
     int budgeted;       /* --goals */
-    double min_total_s; /* --min-time (the plain bench; --goals: MIN_TOTAL_S) */
+    double min_total_s; /* --min-time; --goals: MIN_TOTAL_S */
 } timing_rule;
 
 /* ---------------------------------------------------------------- the yardstick */

@@ -42,7 +42,7 @@ timer_rule bench_rule_for(const timing_rule *rule, double predicted_s)
     if (!rule->budgeted) return (timer_rule){rule->reps, MAX_RUNS, rule->min_total_s, INFINITY};
     int reps = rule->reps;
     if (predicted_s >= GOALS_SLOW_S && reps > GOALS_SLOW_REPS) reps = GOALS_SLOW_REPS;
-    return (timer_rule){reps, MAX_RUNS, MIN_TOTAL_S, GOALS_SLOW_S};
+    return (timer_rule){reps, MAX_RUNS, rule->min_total_s, GOALS_SLOW_S};
 }
 typedef struct {
     int threads;

@@ -3,6 +3,8 @@
 
 #include "timer.h"
 
+#include "core/sanitizer.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -96,15 +98,10 @@ enum { CAL_SIZE = 256, CAL_REPS = 48 };
 
 /* c += a · b, CAL_REPS times: a (S, S), b (S, S), c (S, S) row-major, S = CAL_SIZE.
  * c accumulates over the repetitions, so none can be skipped. Returns the seconds.
- * Compiled at -O3 and without the sanitizers' checks whatever the build: the same
- * instructions in every build, and a sanitizer build's tests do not spend seconds in
- * it at every command (-O1 with AddressSanitizer: 4 s a call, against 0.05 s). */
-#if defined(__GNUC__) && !defined(__clang__)
-#define CALIBRATION_BUILD __attribute__((optimize("O3"), no_sanitize("address", "undefined")))
-#else
-#define CALIBRATION_BUILD __attribute__((no_sanitize("address", "undefined")))
-#endif
-CALIBRATION_BUILD static double calibration_kernel(void)
+ * Built as LA_MEASURES_MACHINE (core/sanitizer.h): the same instructions in every
+ * build, and a sanitizer build's tests do not spend seconds in it at every command (-O1
+ * with AddressSanitizer: 4 s a call, against 0.05 s). */
+LA_MEASURES_MACHINE static double calibration_kernel(void)
 {
     static float a[CAL_SIZE * CAL_SIZE], b[CAL_SIZE * CAL_SIZE], c[CAL_SIZE * CAL_SIZE];
     for (int i = 0; i < CAL_SIZE * CAL_SIZE; i++) {

@@ -15,28 +15,22 @@
  * x86-64-v3 builds; the portable baseline gives the SSE2 forms of the same loops. The sum and
  * sampled triad values are checked against their known values, so a pass cannot be dropped or
  * shortened by the compiler. The loops that touch the arrays (the passes and the fills) are
- * compiled at -O3 and without the sanitizers' checks whatever the build (PROBE_BUILD), so
- * that a sanitizer build measures the machine, not its checks: with AddressSanitizer's
- * checks the triad ran at 6 GB/s and took 1.0 s of every `linattn bench` call. */
+ * built as LA_MEASURES_MACHINE (core/sanitizer.h): with AddressSanitizer's checks the
+ * triad ran at 6 GB/s and took 1.0 s of every `linattn bench` call. */
 #include "cpu/bandwidth.h"
 
 #include "core/alloc_large.h"
 #include "core/internal.h"
+#include "core/sanitizer.h"
 
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__GNUC__) && !defined(__clang__)
-#define PROBE_BUILD __attribute__((optimize("O3"), no_sanitize("address", "undefined")))
-#else
-#define PROBE_BUILD __attribute__((no_sanitize("address", "undefined")))
-#endif
-
 typedef double v4d __attribute__((vector_size(32)));
 
-PROBE_BUILD double la_read_sum(const double *a, size_t n)
+LA_MEASURES_MACHINE double la_read_sum(const double *a, size_t n)
 {
     v4d s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
     size_t i = 0;
@@ -55,7 +49,7 @@ PROBE_BUILD double la_read_sum(const double *a, size_t n)
     return ((s[0] + s[1]) + (s[2] + s[3])) + tail;
 }
 
-PROBE_BUILD void la_triad(double *a, const double *b, const double *c, double s, size_t n)
+LA_MEASURES_MACHINE void la_triad(double *a, const double *b, const double *c, double s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         a[i] = b[i] + s * c[i];
@@ -83,14 +77,14 @@ static void slice(size_t n, int t, int nt, size_t *lo, size_t *hi)
 }
 
 /* a[lo .. hi) = i mod 8, the read probe's values */
-PROBE_BUILD static void fill_read(double *a, size_t lo, size_t hi)
+LA_MEASURES_MACHINE static void fill_read(double *a, size_t lo, size_t hi)
 {
     for (size_t i = lo; i < hi; i++)
         a[i] = (double)(i % 8);
 }
 
 /* a[lo .. hi) = 0, b = i mod 4, c = 2: the triad probe's values */
-PROBE_BUILD static void fill_triad(double *a, double *b, double *c, size_t lo, size_t hi)
+LA_MEASURES_MACHINE static void fill_triad(double *a, double *b, double *c, size_t lo, size_t hi)
 {
     for (size_t i = lo; i < hi; i++)
         a[i] = 0, b[i] = (double)(i % 4), c[i] = 2;

@@ -8,6 +8,7 @@
  * These products are small enough to need no packing: A is read in place through its
  * strides (one broadcast element at a time), B's rows are read as vectors. */
 #include "core/internal.h"
+#include "core/sanitizer.h"
 #include "cpu/simd_avx512.h"
 
 #include <cpuid.h>
@@ -300,22 +301,11 @@ static int shape_named(const char *name)
 }
 #endif
 
-/* A sanitizer build times its checks, not the tiles, and paid 0.2-0.5 s a process for it
- * (the tests start the command about 2,000 times): it takes the default shape untimed. */
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
-
 /* LA_TILE=name forces a shape (tests, comparisons); on a Zen 4 or 5 the shape measured
  * there; elsewhere the fastest by timing (fastest_shape, about 10 ms once per process),
- * except in a sanitizer build (the default shape). */
+ * except in a sanitizer build, which would time its checks, not the tiles, and paid
+ * 0.2-0.5 s a process for it (the tests start the command about 2,000 times): the
+ * default shape, untimed. */
 static void choose_shape(void)
 {
     const char *how = "timed fastest";
@@ -331,7 +321,7 @@ static void choose_shape(void)
         } else if ((known = shape_named(shape_known(&known_why))) >= 0) {
             shape_chosen = known;
             how = known_why;
-        } else if (UNDER_ASAN) {
+        } else if (LA_UNDER_ASAN) {
             how = "the default: a sanitizer build is not timed";
         } else {
             shape_chosen = fastest_shape();

@@ -12,6 +12,7 @@
 #include "../../experiments/common/record.h"
 #include "../../experiments/common/sweep.h"
 #include "../../experiments/common/timer.h"
+#include "core/sanitizer.h"
 
 #include <errno.h>
 #include <math.h>
@@ -294,7 +295,7 @@ static void peak_rss(void **state)
     assert_true(big.peak_rss_bytes >= big.baseline_rss_bytes + 60.0 * (1 << 20));
     assert_int_equal(timer_run(touch_nothing, NULL, &once, &small), 0);
     assert_true(small.baseline_rss_bytes > 0);
-#ifndef __SANITIZE_ADDRESS__ /* ASan keeps freed memory resident in its quarantine */
+#if !LA_UNDER_ASAN /* ASan keeps freed memory resident in its quarantine */
     assert_true(small.peak_rss_bytes < big.peak_rss_bytes - 32.0 * (1 << 20));
 #endif
 }

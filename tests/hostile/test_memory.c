@@ -10,6 +10,7 @@
  * SANITIZE=1 the cases are skipped (and say so). */
 #include "../testutil.h"
 #include "attention/kernels.h"
+#include "core/sanitizer.h"
 #include "cpu/machine.h"
 
 #include <omp.h>
@@ -19,17 +20,6 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
 
 /* Bytes of address space left to the call: too little for BLIS's packing buffers (a
  * block of B is 16 MiB on zen3's block sizes), then enough for them and the products. */
@@ -140,7 +130,7 @@ static int run_case(which w)
 static void test_calls_under_memory_limit(void **state)
 {
     (void)state;
-    if (UNDER_ASAN) {
+    if (LA_UNDER_ASAN) {
         printf("skipped: AddressSanitizer reserves more address space than any limit allows\n");
         skip();
     }
