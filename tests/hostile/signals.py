@@ -2,12 +2,13 @@
 """signals.py — kill `linattn attend` and `linattn scaling` with SIGINT, SIGTERM and
 SIGKILL at random moments, 20 times each (5 in the quick profile, LA_TEST_PROFILE=quick:
 the sanitizer stage, where each run takes several times longer), and count what is left
-behind: temporary files (*.tmp.*), outputs that are not whole (.npy not equal to an uninterrupted run's,
-CSV rows with the wrong number of fields or a last line without its newline), and
-results files that lost the previous run's rows. SIGINT/SIGTERM must leave nothing
-(the command removes its temporaries and dies of the signal: 130/143); SIGKILL cannot
-be caught, so its leftovers are reported (zero where O_TMPFILE works: the unnamed file
-vanishes with the process). Prints "ok NAME" / "FAIL NAME: why" per signal and command.
+behind: temporary files (*.tmp.*), outputs that are not whole (.npy not equal to an
+uninterrupted run's, CSV rows with the wrong number of fields or a last line without its
+newline), and results files that lost the previous run's rows. SIGINT/SIGTERM must leave
+nothing (the command removes its temporaries and dies of the signal: 130/143); SIGKILL
+cannot be caught, so its leftovers are reported (zero where O_TMPFILE works: the unnamed
+file vanishes with the process). Prints "ok NAME" / "FAIL NAME: why" per signal and
+command.
 Usage: signals.py build/linattn [runs per signal, default 20, quick profile 5]"""
 import array
 import os
