@@ -2,7 +2,8 @@
 # check_command.sh — how the `linattn` command is put together:
 #   1. experiments/ takes from the library only lib/linattn.h (and lib/linattn_mpi.h, the
 #      MPI build's) and the internal headers the library keeps for its command alone
-#      (io/outfile.h, cpu/machine.h, attention/series.h, core/blocks.h, and train/'s train.h, optim.h,
+#      (io/outfile.h, cpu/machine.h, attention/series.h, core/blocks.h, core/sanitizer.h (its
+#      macros, for the calibration kernel), and train/'s train.h, optim.h,
 #      tasks.h, checkpoint.h for `linattn train`, train_layers.h for train-speed's layer
 #      timings: not exported): every #include "X"
 #      in experiments/ names one of them or a file inside experiments/ (no core/internal.h,
@@ -27,6 +28,7 @@ for f in "$dir"/experiments/*.[ch] "$dir"/experiments/*/*.[ch]; do
     while read -r inc; do
         case "$inc" in linattn.h | linattn_mpi.h) continue ;; esac # the public headers
         case "$inc" in io/outfile.h | cpu/machine.h | attention/series.h | core/blocks.h) continue ;; esac
+        case "$inc" in core/sanitizer.h) continue ;; esac
         case "$inc" in train/train.h | train/optim.h | train/tasks.h | train/checkpoint.h) continue ;; esac
         case "$inc" in train/train_layers.h) continue ;; esac
         [ -e "$(dirname "$f")/$inc" ] && continue
