@@ -100,8 +100,8 @@ LA_API int la_get_num_threads(void);
 LA_API int la_num_threads_requested(void);
 /* What was built and runs (static strings): version, BLIS release, BLIS kernels ("zen3";
  * "skx (chosen by linattn)" where BLIS did not know the CPU; LA_BLIS_CONFIG=native|haswell|skx
- * forces), SIMD path ("avx512, tile 8x32 (…)": own tiles, their shape by CPU or timed at first
- * use, or LA_TILE=8x32|12x32|6x64|4x64, same bits; "portable (LA_SIMD=off|no AVX-512)"). */
+ * forces), SIMD path ("avx512, tile 8x32 (…), fused softmax 32 queries (…)": own tiles chosen
+ * by CPU or timed, forced by LA_TILE and LA_FUSED_QUERIES; "portable (LA_SIMD=off|no AVX-512)"). */
 typedef struct {
     const char *version, *blis_version, *blis_config, *simd;
 } la_config_info;

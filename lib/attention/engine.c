@@ -258,14 +258,17 @@ la_status la_engine_run(const la_engine *e, const la_problem *p, const void *q, 
 la_engine la_engine_fused_wide(const la_problem *p, size_t elem, la_engine_keys_fn keys)
 {
     const bool f32 = elem == sizeof(float);
-    la_engine e = {.wide = f32 ? la_engine_avx512_wide_f32 : la_engine_avx512_wide_f64,
-                   .q_block = f32 ? LA_FUSED_SIMD_Q_BLOCK : LA_FUSED_SIMD_F64_Q_BLOCK,
+    const size_t qb = f32 ? la_fused_simd_q_block() : LA_FUSED_SIMD_F64_Q_BLOCK;
+    la_engine e = {.wide = !f32                                ? la_engine_avx512_wide_f64
+                           : qb == LA_FUSED_SIMD_Q_BLOCK_LARGE ? la_engine_avx512_wide64_f32
+                                                               : la_engine_avx512_wide_f32,
+                   .q_block = qb,
                    .k_block = f32 ? LA_FUSED_SIMD_K_BLOCK : LA_FUSED_SIMD_F64_K_BLOCK,
                    .elem = elem,
                    .own_products = true,
                    .keys = keys};
-    e.scratch_bytes =
-        la_round_up_64(f32 ? la_fused_simd_scratch_bytes(p) : la_fused_simd_scratch_bytes_f64(p));
+    e.scratch_bytes = la_round_up_64(f32 ? la_fused_simd_scratch_bytes(p, qb)
+                                         : la_fused_simd_scratch_bytes_f64(p));
     return e;
 }
 

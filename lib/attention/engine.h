@@ -28,7 +28,7 @@
 
 enum {
     LA_ENGINE_MAX_ROWS = 64,      /* the largest q_block */
-    LA_ENGINE_STATE_BYTES = 1024, /* the tiles' running statistics, per task */
+    LA_ENGINE_STATE_BYTES = 2048, /* the tiles' running statistics, per task */
 };
 
 typedef struct la_engine la_engine;
@@ -150,10 +150,12 @@ extern const la_engine_tiles la_engine_portable_f64;
 /* ---------------------------------------------------------------- the AVX-512 tiles */
 
 /* engine_avx512.c, used where la_fused_simd_usable(p): the wide sets hold a task's
- * LA_FUSED_SIMD_Q_BLOCK (float64: LA_FUSED_SIMD_F64_Q_BLOCK) queries in the vector lanes,
- * the narrow sets one query with the keys in the lanes; key blocks of
- * LA_FUSED_SIMD_K_BLOCK. Their scratch: la_fused_simd_scratch_bytes(_f64). */
+ * queries in the vector lanes (float32: LA_FUSED_SIMD_Q_BLOCK, wide64 _LARGE, the same
+ * bits per query; float64: LA_FUSED_SIMD_F64_Q_BLOCK), the narrow sets one query with the keys in
+ * the lanes; key blocks of LA_FUSED_SIMD_K_BLOCK. Their scratch:
+ * la_fused_simd_scratch_bytes(_f64). */
 extern const la_engine_tiles la_engine_avx512_wide_f32;
+extern const la_engine_tiles la_engine_avx512_wide64_f32;
 extern const la_engine_tiles la_engine_avx512_narrow_f32;
 extern const la_engine_tiles la_engine_avx512_wide_f64;
 extern const la_engine_tiles la_engine_avx512_narrow_f64;

@@ -76,19 +76,35 @@ enum {
 };
 
 /* The fused softmax kernel's AVX-512 tiles (lib/attention/engine_avx512.c, the tile sets
- * la_engine_avx512_* of engine.h), float32: tasks of LA_FUSED_SIMD_Q_BLOCK queries (in the
- * vector lanes), key blocks of LA_FUSED_SIMD_K_BLOCK. softmax.c and local.c run them in
- * place of the portable (BLIS-based) tiles when la_fused_simd_usable(p), and
- * la_softmax_cost and la_local_cost model their scratch with la_fused_simd_scratch_bytes. */
-enum { LA_FUSED_SIMD_Q_BLOCK = 32, LA_FUSED_SIMD_K_BLOCK = 128 };
+ * la_engine_avx512_* of engine.h), float32: tasks of la_fused_simd_q_block() queries (in
+ * the vector lanes: LA_FUSED_SIMD_Q_BLOCK, or _LARGE where measured faster), key blocks of
+ * LA_FUSED_SIMD_K_BLOCK. softmax.c and local.c run them in place of the portable
+ * (BLIS-based) tiles when la_fused_simd_usable(p), and la_softmax_cost and la_local_cost
+ * model their scratch with la_fused_simd_scratch_bytes. */
+enum {
+    LA_FUSED_SIMD_Q_BLOCK = 32,
+    LA_FUSED_SIMD_Q_BLOCK_LARGE = 64,
+    LA_FUSED_SIMD_K_BLOCK = 128,
+};
 bool la_fused_simd_usable(const la_problem *p);
+/* Queries per float32 wide task, chosen once per process: LA_FUSED_QUERIES=32|64 forces
+ * one; on a Zen 5 (two 512-bit FMA pipes, 48 KiB L1) 64, measured faster there
+ * (docs/performance.md); elsewhere 32 (a Zen 4 measured 64 slower on a long head). Both
+ * give the same bits, except in a last task of at most LA_FUSED_SIMD_NARROW_ROWS queries
+ * (the narrow tiles, another order of sums), which one size may leave and not the other.
+ * la_fused_simd_use_q_block(32 or 64) runs later calls on that size, 0 goes back to the choice
+ * (tests). la_fused_simd_config says what runs and why, e.g. "64 queries (Zen 5: measured faster
+ * there)"; a static string. */
+size_t la_fused_simd_q_block(void);
+void la_fused_simd_use_q_block(size_t q_block);
+const char *la_fused_simd_config(void);
 /* Tests: off forces every kernel onto its portable (BLIS-based) path; on
  * restores the default (still off where the CPU lacks AVX-512 or LA_SIMD=off). */
 void la_avx512_enable(bool on);
 /* Tests: on makes la_outfile_open use its named fallback (target.tmp.XXXXXX, the path
  * taken where the file system has no O_TMPFILE); off restores O_TMPFILE. */
 void la_outfile_named_only(bool on);
-size_t la_fused_simd_scratch_bytes(const la_problem *p); /* per thread */
+size_t la_fused_simd_scratch_bytes(const la_problem *p, size_t q_block); /* per thread */
 /* Float32 tasks of at most LA_FUSED_SIMD_NARROW_ROWS queries (decoding) take the narrow
  * tiles, one query at a time with the keys in the lanes, which also take max|k| and max|v|
  * on the loads they make anyway (la_engine_task.kv_bits): such a call reads K and V once

@@ -11,8 +11,6 @@
 #include "core/sanitizer.h"
 #include "cpu/simd_avx512.h"
 
-#include <cpuid.h>
-
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -267,17 +265,6 @@ LA_AVX512 static int fastest_shape(void)
 #endif
 
 #if LA_HAVE_AVX512_CODE
-/* The AMD family of this CPU (0x19: Zen 4, 0x1a: Zen 5), or 0 for any other vendor. */
-static unsigned amd_family(void)
-{
-    unsigned a, b, c, d;
-    if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;
-    const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* AuthenticAMD */
-    if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return 0;
-    const unsigned base = (a >> 8) & 0xfu;
-    return base == 0xfu ? base + ((a >> 20) & 0xffu) : base;
-}
-
 /* The shape measured on a CPU by identification, or NULL for one to time: on a Zen 4 (one
  * 512-bit FMA a cycle on two 256-bit pipes) the four shapes time alike, so 8 × 32; on a
  * Zen 5 (two 512-bit FMA pipes) 6 × 64, whose 10 loads per 24 FMAs ran linear attention's
@@ -285,7 +272,7 @@ static unsigned amd_family(void)
  * timing, which every process would pay (about 10 ms; under AddressSanitizer 0.2-0.5 s). */
 static const char *shape_known(const char **why)
 {
-    switch (amd_family()) {
+    switch (la_cpu_amd_family()) {
     case 0x19u: *why = "Zen 4: the shapes time alike"; return "8x32";
     case 0x1au: *why = "Zen 5: measured fastest there"; return "6x64";
     default: return NULL;

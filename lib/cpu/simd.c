@@ -4,6 +4,9 @@
 #include "core/internal.h"
 #include "cpu/simd_avx512.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 #include <math.h>
 #include <omp.h>
 #include <pthread.h>
@@ -37,6 +40,20 @@ bool la_avx512_present(void)
 {
     pthread_once(&detect_once, detect);
     return cpu_ok && !env_off;
+}
+
+unsigned la_cpu_amd_family(void)
+{
+#if LA_HAVE_AVX512_CODE
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;
+    const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* AuthenticAMD */
+    if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    const unsigned base = (a >> 8) & 0xfu;
+    return base == 0xfu ? base + ((a >> 20) & 0xffu) : base;
+#else
+    return 0;
+#endif
 }
 
 void la_avx512_enable(bool on)

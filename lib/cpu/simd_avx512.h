@@ -16,6 +16,9 @@ bool la_avx512_usable(void);
 /* Whether they can: the CPU has them and LA_SIMD is not off (whatever la_avx512_enable
  * says). */
 bool la_avx512_present(void);
+/* The AMD family of this CPU (0x19: Zen 4, 0x1a: Zen 5), or 0 for any other vendor and off
+ * x86: the tile choices by identification (gemm_small.c, la_fused_simd_q_block). */
+unsigned la_cpu_amd_family(void);
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define LA_HAVE_AVX512_CODE 1

@@ -1,11 +1,13 @@
 /* test_engine.c — the online-softmax engine (lib/attention/engine.h) itself, on a keys
  * function no kernel pairs with every tile set: a window [i − r, i + r] whose lower end
  * moves, cut by key lengths. What the kernels' tests do not cover:
- *   window_matches_plain_loop   each tile set (portable; AVX-512 wide and narrow where the
- *                               CPU has them), float32 and float64, against a float64 plain
- *                               loop over each row's window (tolerances 1e-5 and 1e-12, as
- *                               every kernel); empty windows give zero rows;
- *   window_threads_bitwise      1, 2 and 3 threads give the same bits. */
+ *   window_matches_plain_loop   each tile set (portable; AVX-512 wide, float32 with 32 and
+ *                               with 64 queries a task, and narrow, where the CPU has them),
+ *                               float32 and float64, against a float64 plain loop over each
+ *                               row's window (tolerances 1e-5 and 1e-12, as every kernel);
+ *                               empty windows give zero rows;
+ *   window_threads_bitwise      1, 2 and 3 threads give the same bits, and so do the 32- and
+ *                               64-query float32 tiles. */
 #include "../testutil.h"
 #include "attention/engine.h"
 
@@ -13,8 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { SET_PORTABLE, SET_AVX512, N_SETS };
-static const char *const set_names[N_SETS] = {"portable", "avx512"};
+enum { SET_PORTABLE, SET_AVX512, SET_AVX512_64, N_SETS };
+static const char *const set_names[N_SETS] = {"portable", "avx512 (32 queries)",
+                                              "avx512 (64 queries)"};
 
 /* The window of query i: keys [i − r, i + r] within the m the key lengths leave. */
 static void window_keys(const la_engine_task *t, size_t i, size_t *lo, size_t *hi)
@@ -38,12 +41,17 @@ static la_engine engine_of(int set, int f32, const la_problem *p, const size_t *
         e.bk = p->n_keys < e.k_block ? p->n_keys : e.k_block;
         e.scratch_bytes = la_engine_portable_bytes(e.bq, e.bk, elem, elem, 0);
     } else {
-        e.wide = f32 ? la_engine_avx512_wide_f32 : la_engine_avx512_wide_f64;
+        const bool large = f32 && set == SET_AVX512_64;
+        e.wide = !f32    ? la_engine_avx512_wide_f64
+                 : large ? la_engine_avx512_wide64_f32
+                         : la_engine_avx512_wide_f32;
         e.narrow = f32 ? la_engine_avx512_narrow_f32 : la_engine_avx512_narrow_f64;
         e.narrow_rows = f32 ? LA_FUSED_SIMD_NARROW_ROWS : LA_FUSED_SIMD_F64_NARROW_ROWS;
-        e.q_block = f32 ? LA_FUSED_SIMD_Q_BLOCK : LA_FUSED_SIMD_F64_Q_BLOCK;
+        e.q_block = !f32    ? LA_FUSED_SIMD_F64_Q_BLOCK
+                    : large ? LA_FUSED_SIMD_Q_BLOCK_LARGE
+                            : LA_FUSED_SIMD_Q_BLOCK;
         e.k_block = f32 ? LA_FUSED_SIMD_K_BLOCK : LA_FUSED_SIMD_F64_K_BLOCK;
-        e.scratch_bytes = la_round_up_64(f32 ? la_fused_simd_scratch_bytes(p)
+        e.scratch_bytes = la_round_up_64(f32 ? la_fused_simd_scratch_bytes(p, e.q_block)
                                              : la_fused_simd_scratch_bytes_f64(p));
     }
     return e;
@@ -115,7 +123,7 @@ static void window_matches_plain_loop(void **state)
         tu_to_f64(q32, q, nq), tu_to_f64(k32, k, nk), tu_to_f64(v32, v, nv);
         plain_loop(&p, lengths, r, q, k, v, ref);
         for (int set = 0; set < N_SETS; set++) {
-            if (set == SET_AVX512 && !la_fused_simd_usable(&p)) continue;
+            if (set != SET_PORTABLE && !la_fused_simd_usable(&p)) continue;
             sets_run |= 1 << set;
             la_engine e = engine_of(set, 0, &p, &r);
             assert_int_equal(la_engine_run(&e, &p, q, k, v, out, NULL, 0), LA_OK);
@@ -147,13 +155,13 @@ static void window_threads_bitwise(void **state)
     tu_rng rng = tu_rng_for("window_threads_bitwise");
     double *q = tu_f64(nq), *k = tu_f64(nk), *v = tu_f64(nv);
     float *q32 = tu_f32(nq), *k32 = tu_f32(nk), *v32 = tu_f32(nv), *first = tu_f32(no),
-          *again = tu_f32(no);
+          *again = tu_f32(no), *of32 = tu_f32(no); /* the 32-query tiles' output */
     tu_fill_normal(&rng, q, nq, 1);
     tu_fill_normal(&rng, k, nk, 1);
     tu_fill_normal(&rng, v, nv, 1);
     tu_to_f32(q, q32, nq), tu_to_f32(k, k32, nk), tu_to_f32(v, v32, nv);
     for (int set = 0; set < N_SETS; set++) {
-        if (set == SET_AVX512 && !la_fused_simd_usable(&p)) continue;
+        if (set != SET_PORTABLE && !la_fused_simd_usable(&p)) continue;
         for (int t = 1; t <= 3; t++) {
             assert_int_equal(la_set_num_threads(t), LA_OK);
             const la_engine e = engine_of(set, 1, &p, &r);
@@ -162,9 +170,13 @@ static void window_threads_bitwise(void **state)
             if (t > 1 && memcmp(first, again, no * sizeof *first) != 0)
                 fail_msg("%s: %d threads differ from 1", set_names[set], t);
         }
+        if (set == SET_AVX512) memcpy(of32, first, no * sizeof *first);
+        if (set == SET_AVX512_64 && memcmp(first, of32, no * sizeof *first) != 0)
+            fail_msg("the 64-query tiles differ from the 32-query ones");
     }
     assert_int_equal(la_set_num_threads(threads), LA_OK);
     free(q), free(k), free(v), free(q32), free(k32), free(v32), free(first), free(again);
+    free(of32);
 }
 
 int main(void)

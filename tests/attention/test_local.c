@@ -361,9 +361,10 @@ static void workspace_independent_of_n(void **state)
             assert_true(big.workspace_bytes == small.workspace_bytes);
             if (la_avx512_usable()) {
                 /* the fused kernel's AVX-512 tiles: per thread qᵀ, a score block of 128 keys
-                 * and oᵀ, 32 queries wide (float64 16), whatever N and the window */
+                 * and oᵀ, la_fused_simd_q_block() queries wide (32 or 64; float64 16),
+                 * whatever N and the window */
                 const double simd = la_get_num_threads() * (64.0 + LA_FUSED_SIMD_K_BLOCK + 64) *
-                                    LA_FUSED_SIMD_Q_BLOCK * 4;
+                                    (double)la_fused_simd_q_block() * 4;
                 assert_true(small.workspace_bytes == simd);
                 local.window = 100000;
                 assert_int_equal(la_attention_cost(LA_KERNEL_LOCAL, &p, LA_FLOAT32, &big), LA_OK);

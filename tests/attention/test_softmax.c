@@ -249,9 +249,10 @@ static void hard_ties_lowest_key(void **state)
         assert_true(out[i] == 5 && out32[i] == 5);
 }
 
-/* la_config().simd names the path the float32 kernels run on and the small products'
- * tile shape ("avx512, tile 8x32 (…)": how it was chosen; LA_TILE forces one), and
- * follows the switch. */
+/* la_config().simd names the path the float32 kernels run on, the small products' tile
+ * shape and the fused softmax's task size ("avx512, tile 8x32 (…), fused softmax 32
+ * queries (…)": how each was chosen; LA_TILE and LA_FUSED_QUERIES force them), and follows
+ * the switch. */
 static void simd_config_names(void **state)
 {
     (void)state;
@@ -265,6 +266,9 @@ static void simd_config_names(void **state)
     char want[64];
     snprintf(want, sizeof want, "avx512, tile %s (", names[chosen]);
     if (strncmp(on, want, strlen(want)) != 0) fail_msg("la_config().simd = \"%s\"", on);
+    snprintf(want, sizeof want, "), fused softmax %zu queries (", la_fused_simd_q_block());
+    if (!strstr(on, want) || !strstr(on, la_fused_simd_config()))
+        fail_msg("la_config().simd = \"%s\" names no %s", on, want);
     la_avx512_enable(false);
     assert_string_equal(la_config().simd, "portable (switched off by the caller)");
     la_avx512_enable(true);
@@ -752,17 +756,72 @@ static void alloc_large_both_sides(void **state)
     }
 }
 
+/* The fused float32 kernel's two task sizes (32 and 64 queries in the lanes,
+ * la_fused_simd_use_q_block) give the same bits, output and lse, non-causal and causal
+ * (top-left and bottom-right), with key lengths, N not a multiple of either, M = N and
+ * M > N; the other tests hold the size the CPU runs to the float64 reference. Not where
+ * one size leaves a last task of at most LA_FUSED_SIMD_NARROW_ROWS queries, which runs on
+ * the narrow tiles (another order of sums): N = 100 does with 32 (100 = 3·32 + 4), so the
+ * shapes' N keep N mod 32 and N mod 64 above 4. */
+static void fused_task_sizes_same_bits(void **state)
+{
+    (void)state;
+    if (!la_avx512_usable()) {
+        print_message("fused_task_sizes_same_bits: skipped, the AVX-512 tiles do not run here\n");
+        skip();
+    }
+    const shape shapes[] = {{2, 3, 150, 150, 64, 64, 0, {150, 77}, 1},
+                            {1, 2, 110, 300, 32, 48, 0, {0}, 0},
+                            {2, 1, 200, 200, 64, 64, 1, {200, 131}, 1},
+                            {1, 2, 90, 260, 16, 16, 1, {0}, 0}};
+    tu_rng r = tu_rng_for("fused_task_sizes_same_bits");
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int align = 0; align < 2; align++) {
+            if (align && !shapes[si].causal) continue;
+            la_problem p;
+            problem_of(&p, &shapes[si]);
+            p.causal_align = align ? LA_CAUSAL_BOTTOM_RIGHT : LA_CAUSAL_TOP_LEFT;
+            inputs in;
+            inputs_make(&in, &p, &r, 0);
+            const size_t rows = p.batch * p.heads * p.n_queries;
+            float *out[2] = {tu_f32(in.no), tu_f32(in.no)}, *lse[2] = {tu_f32(rows), tu_f32(rows)};
+            const size_t sizes[2] = {LA_FUSED_SIMD_Q_BLOCK, LA_FUSED_SIMD_Q_BLOCK_LARGE};
+            for (int t = 0; t < 2; t++) {
+                la_fused_simd_use_q_block(sizes[t]);
+                assert_int_equal(
+                    la_softmax_attention_lse_f32(&p, in.q32, in.k32, in.v32, out[t], lse[t]),
+                    LA_OK);
+            }
+            la_fused_simd_use_q_block(0);
+            if (memcmp(out[0], out[1], in.no * sizeof(float)) != 0 ||
+                memcmp(lse[0], lse[1], rows * sizeof(float)) != 0)
+                fail_msg("shape %zu (causal %d, align %d): 64-query tasks differ from 32-query "
+                         "ones (seed %llu)",
+                         si, shapes[si].causal, align, (unsigned long long)tu_seed());
+            free(out[0]), free(out[1]), free(lse[0]), free(lse[1]);
+            inputs_free(&in);
+        }
+}
+
 int main(void)
 {
     tu_init("test_softmax");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(vexp_accuracy),        cmocka_unit_test(vexp_accuracy_f64),
-        cmocka_unit_test(rows_sum_to_one),      cmocka_unit_test(huge_logits),
-        cmocka_unit_test(hard_ties_lowest_key), cmocka_unit_test(exp2_accuracy),
-        cmocka_unit_test(error_flat_in_n),      cmocka_unit_test(simd_config_names),
-        cmocka_unit_test(lse_forward),          cmocka_unit_test(backward_given_lse),
-        cmocka_unit_test(exp_accuracy_f64),     cmocka_unit_test(fused_f64_edges),
-        cmocka_unit_test(decoding_rows),        cmocka_unit_test(alloc_large_both_sides),
+        cmocka_unit_test(vexp_accuracy),
+        cmocka_unit_test(vexp_accuracy_f64),
+        cmocka_unit_test(rows_sum_to_one),
+        cmocka_unit_test(huge_logits),
+        cmocka_unit_test(hard_ties_lowest_key),
+        cmocka_unit_test(exp2_accuracy),
+        cmocka_unit_test(error_flat_in_n),
+        cmocka_unit_test(simd_config_names),
+        cmocka_unit_test(lse_forward),
+        cmocka_unit_test(backward_given_lse),
+        cmocka_unit_test(exp_accuracy_f64),
+        cmocka_unit_test(fused_f64_edges),
+        cmocka_unit_test(decoding_rows),
+        cmocka_unit_test(alloc_large_both_sides),
+        cmocka_unit_test(fused_task_sizes_same_bits),
     };
     /* fused softmax has two kernels per precision: the AVX-512 one (where the CPU has it)
      * and the BLIS-based one; every test runs against both. */

@@ -556,7 +556,8 @@ def configuration(check):
     c = linattn.config()
     check(c["version"] == linattn.__version__ == importlib.metadata.version("linattn"),
           "the library's version is the package's (%s)" % c["version"])
-    check(re.fullmatch(r"avx512, tile \d+x\d+ \([^)]+\)|"
+    check(re.fullmatch(r"avx512, tile \d+x\d+ \([^)]+\), "
+                       r"fused softmax (32|64) queries \([^)]+\)|"
                        r"portable \((LA_SIMD=off|no AVX-512)\)", linattn.simd()) is not None,
           "simd path: %s" % linattn.simd())
     expected = os.environ.get("LINATTN_LIBRARY") or os.path.join(
