@@ -502,11 +502,15 @@ static void kv_piece(const la_problem *p, const feature_rows *fr, const REAL *k,
     for (size_t j0 = j_begin; j0 < j_end; j0 += kb) {
         const size_t n = j_end - j0 < kb ? j_end - j0 : kb;
         /* φ(K_blk): (n, d_k) */
-        form_features(p, fr, false, kh + j0 * din, n, phi_k);
+        /* on φ's own loop, the keys after the block (to the last visible one) and V_blk
+         * are asked for ahead, a line per line of K_blk read (la_feature_map_stream;
+         * 512 prefetches at once for the next block stalled on the fill buffers) */
+        if (fr)
+            form_features(p, fr, false, kh + j0 * din, n, phi_k);
+        else
+            LA_PHI_STREAM(p->feature_map, kh + j0 * dk, phi_k, n * dk, (m - j0) * dk,
+                          dv == dk ? vh + j0 * dv : NULL);
         FN(la_linear_hide_keys)(p, hd, j0, phi_k, n);
-        /* (no software prefetch of the next block: the hardware's stream prefetchers
-         * already had it, and 512 prefetches a block stalled on the fill buffers, 4% of
-         * the time at N = 4096, H = 8) */
         /* S_p += φ(K_blk)ᵀ V_blk: (d_k, n)·(n, d_v), φ(K_blk)ᵀ through strides */
         LA_PRODUCT(LA_COUNT_KV, dk, dv, n, 1, phi_k, 1, (ptrdiff_t)dk, vh + j0 * dv, (ptrdiff_t)dv,
                    1, 1, S, (ptrdiff_t)dv, 1);
@@ -580,8 +584,12 @@ static void apply_block(const la_problem *p, const feature_rows *fr, const REAL 
             y[a] = 0; /* sees no key: zero rows */
         return;
     }
-    /* φ(Q_blk): (n, d_k) (no software prefetch of the next block: as in kv_piece) */
-    form_features(p, fr, true, q + (hd * N + i0) * din, n, phi_q);
+    /* φ(Q_blk): (n, d_k), asking for the rows after the block on its loop (as in kv_piece) */
+    if (fr)
+        form_features(p, fr, true, q + (hd * N + i0) * din, n, phi_q);
+    else
+        LA_PHI_STREAM(p->feature_map, q + (hd * N + i0) * dk, phi_q, n * dk, (N - i0) * dk,
+                      (const REAL *)NULL);
     /* A huge q_i would overflow φ(q_i)·S although S and z are in range (linear_noncausal
      * checked them): such a row gets φ(q_i) and eps scaled by one power of two, 2^-e
      * with max φ(q_i) <= 1, which changes no bit of num / den but keeps both finite.

@@ -18,6 +18,16 @@ void la_feature_map_f32(la_feature_map fm, const float *x, float *out, size_t n)
  * maps copy x for it, and the kernels count no φ FLOPs for it. */
 #define LA_FEATURE_IDENTITY ((la_feature_map)LA_FEATURE_COUNT)
 void la_feature_map_f64(la_feature_map fm, const double *x, double *out, size_t n);
+/* The same for a kernel that streams its rows from memory: on its AVX-512 elu+1 loop it also
+ * asks the cache for x's elements LA_PHI_AHEAD_BYTES past the one it reads, while within
+ * x[0 .. readable) (readable >= n: the rows read next), and for also[0 .. n) at the pace of
+ * x (NULL: nothing; the block read right after, as V after φ(K)). The results are the
+ * same bits as la_feature_map's. */
+enum { LA_PHI_AHEAD_BYTES = 8192 };
+void la_feature_map_stream_f32(la_feature_map fm, const float *x, float *out, size_t n,
+                               size_t readable, const float *also);
+void la_feature_map_stream_f64(la_feature_map fm, const double *x, double *out, size_t n,
+                               size_t readable, const double *also);
 
 /* One recurrent step of one head: S += φk vᵀ, z += φk, y = φqᵀS / (φqᵀz + eps), with
  * S (d_k, d_v) row-major, z, φk = φ(k_t), φq = φ(q_t) (d_k,), v and y (d_v,); no
@@ -245,6 +255,9 @@ static inline size_t la_linear_tri_keys(size_t nk, size_t i0, size_t rows)
 #define LA_PHI(fm, x, out, n)                                                                      \
     (LA_COUNT(LA_COUNT_PHI, (fm) == LA_FEATURE_IDENTITY ? 0 : (n)),                                \
      FN(la_feature_map)(fm, x, out, n))
+#define LA_PHI_STREAM(fm, x, out, n, readable, also)                                               \
+    (LA_COUNT(LA_COUNT_PHI, (fm) == LA_FEATURE_IDENTITY ? 0 : (n)),                                \
+     FN(la_feature_map_stream)(fm, x, out, n, readable, also))
 #define LA_DOT(counter, x, y, n) (LA_COUNT(counter, 2 * (double)(n)), FN(la_dot)(x, y, n))
 #define LA_PRODUCT(counter, m, n, k, ...)                                                          \
     (LA_COUNT(counter, 2 * (double)(m) * (double)(n) * (double)(k)),                               \
