@@ -319,7 +319,7 @@ static void nc_key_piece(const nc_job *j, size_t hd, size_t piece, REAL *mine)
         const size_t n = j_end - j0 < LA_BWD_BLOCK ? j_end - j0 : LA_BWD_BLOCK;
         const REAL *kb = j->k + (hd * M + j0) * dk, *vb = j->v + (hd * M + j0) * dv;
         /* φ(K_blk) (n, d_k) */
-        LA_PHI(j->p->feature_map, kb, phi_k, n * dk);
+        LA_PHI_STREAM(j->p->feature_map, kb, phi_k, n * dk, (m - j0) * dk, dv == dk ? vb : NULL);
         FN(la_linear_hide_keys)(j->p, hd, j0, phi_k, n);
         /* Sᵀ += V_blkᵀ φ(K_blk): (d_v, n)·(n, d_k), V_blkᵀ through strides */
         LA_PRODUCT(LA_COUNT_KV, dv, dk, n, 1, vb, 1, (ptrdiff_t)dv, phi_k, (ptrdiff_t)dk, 1, 1, St,
@@ -367,7 +367,8 @@ static void nc_query_piece(const nc_job *j, size_t hd, size_t piece, REAL *mine)
         const REAL *qb = j->q + (hd * N + i0) * dk;
         REAL *dq = j->d_q + (hd * N + i0) * dk;
         /* φ(Q_blk) (n, d_k); den_i, g_i, c_i */
-        LA_PHI(j->p->feature_map, qb, phi_q, n * dk);
+        LA_PHI_STREAM(j->p->feature_map, qb, phi_q, n * dk, (N - i0) * dk,
+                      dv == dk ? j->d_out + (hd * N + i0) * dv : NULL);
         for (size_t i = 0; i < n; i++) {
             LA_COUNT(LA_COUNT_NORMALIZE, 1);
             const REAL den = LA_DOT(LA_COUNT_NORMALIZE, phi_q + i * dk, z, dk) + j->eps;
@@ -408,7 +409,7 @@ static void nc_key_block(const nc_job *j, size_t hd, size_t blk, REAL *mine)
         dv_blk[a] = 0;
     if (n == 0) return;
     REAL *phi_k = mine;
-    LA_PHI(j->p->feature_map, kb, phi_k, n * dk);
+    LA_PHI_STREAM(j->p->feature_map, kb, phi_k, n * dk, (m - j0) * dk, dv == dk ? vb : NULL);
     FN(la_linear_hide_keys)(j->p, hd, j0, phi_k, n);
     /* dφ(K_blk) = V_blk dSᵀ + 1 dzᵀ: (n, d_v)·(d_v, d_k), straight into d_k */
     LA_PRODUCT(LA_COUNT_KV, n, dk, dv, 1, vb, (ptrdiff_t)dv, 1, dSt, (ptrdiff_t)dk, 1, 0, dk_blk,
@@ -770,9 +771,12 @@ static void grad_q_prepare(const ch_job *j, ch_task *t)
     const size_t nq = t->nq, nk = t->nk;
     const ptrdiff_t ldk = (ptrdiff_t)dk, ldv = (ptrdiff_t)dv;
     if (t->u == 0) return;
-    LA_PHI(j->p->feature_map, j->q + (hd * j->N + c0) * dk, t->phi_q, nq * dk);
+    /* φ asks for the rows after the chunk on its loop (la_feature_map_stream) */
+    LA_PHI_STREAM(j->p->feature_map, j->q + (hd * j->N + c0) * dk, t->phi_q, nq * dk,
+                  (j->N - c0) * dk, (const REAL *)NULL);
     if (nk == 0) return;
-    LA_PHI(j->p->feature_map, j->k + (hd * j->M + c0) * dk, t->phi_k, nk * dk);
+    LA_PHI_STREAM(j->p->feature_map, j->k + (hd * j->M + c0) * dk, t->phi_k, nk * dk,
+                  (t->u - c0) * dk, dv == dk ? j->v + (hd * j->M + c0) * dv : NULL);
     FN(la_linear_hide_keys)(j->p, hd, c0, t->phi_k, nk);
     for (size_t r = 0; r < nk; r++)
         for (size_t a = 0; a < dk; a++)
