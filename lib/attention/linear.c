@@ -903,12 +903,17 @@ static void grad_k_prepare(const ch_job *j, ch_task *t)
 {
     const size_t dk = j->dk, dv = j->dv, hd = t->hd, c0 = t->c0, nq = t->nq;
     if (t->u == 0) return;
+    /* the sweep runs last chunk to first: φ asks for the previous chunk's rows (C whole
+     * rows, read by the next task) at its own pace, as `also` (la_feature_map_stream) */
+    const bool before = c0 >= j->C;
     if (t->nk > 0) {
-        LA_PHI(j->p->feature_map, j->k + (hd * j->M + c0) * dk, t->phi_k, t->nk * dk);
+        LA_PHI_STREAM(j->p->feature_map, j->k + (hd * j->M + c0) * dk, t->phi_k, t->nk * dk, 0,
+                      before ? j->k + (hd * j->M + c0 - j->C) * dk : NULL);
         FN(la_linear_hide_keys)(j->p, hd, c0, t->phi_k, t->nk);
     }
     if (t->first) return;
-    LA_PHI(j->p->feature_map, j->q + (hd * j->N + c0) * dk, t->phi_q, nq * dk);
+    LA_PHI_STREAM(j->p->feature_map, j->q + (hd * j->N + c0) * dk, t->phi_q, nq * dk, 0,
+                  before ? j->q + (hd * j->N + c0 - j->C) * dk : NULL);
     chunk_grads_again(j, t);
     /* ΔdSᵀ = Gᵀ φ(Q_c) (d_v, nq)·(nq, d_k), Gᵀ through strides; Δdz = Σ_i c_i φ(q_i) */
     LA_PRODUCT(LA_COUNT_QS, dv, dk, nq, 1, t->G, 1, (ptrdiff_t)dv, t->phi_q, (ptrdiff_t)dk, 1, 0,
