@@ -21,9 +21,11 @@ from .state import LinearState
 
 def config() -> Dict[str, str]:
     """What was built and what runs (la_config): version, blis_version, blis_config (the
-    BLIS kernel set) and simd ("avx512, tile 8x32 (...)": the float32 register tile, by
-    CPU or timed at first use, or forced by LA_TILE; "portable (LA_SIMD=off)" or
-    "portable (no AVX-512)"), and library, the path of the shared library loaded."""
+    BLIS kernel set) and simd ("avx512, tile 8x32 (...), fused softmax 32 queries (...)":
+    the float32 register tile, by CPU or timed at first use, or forced by LA_TILE, and the
+    fused softmax's queries per task, by CPU or forced by LA_FUSED_QUERIES; "portable
+    (LA_SIMD=off)" or "portable (no AVX-512)"), and library, the path of the shared
+    library loaded."""
     c = _lib.config()
     return {"version": c.version.decode(), "blis_version": c.blis_version.decode(),
             "blis_config": c.blis_config.decode(), "simd": c.simd.decode(),
