@@ -59,16 +59,15 @@ static _Atomic size_t q_block_override; /* la_fused_simd_use_q_block; 0: the cho
 static void choose_q_block(void)
 {
     const char *env = getenv("LA_FUSED_QUERIES"), *why = "the default";
-    if (env && strcmp(env, "32") == 0) {
-        q_block_chosen = LA_FUSED_SIMD_Q_BLOCK, why = "LA_FUSED_QUERIES";
-    } else if (env && strcmp(env, "64") == 0) {
-        q_block_chosen = LA_FUSED_SIMD_Q_BLOCK_LARGE, why = "LA_FUSED_QUERIES";
+    const bool forced = env && (strcmp(env, "32") == 0 || strcmp(env, "64") == 0);
+    if (forced) {
+        q_block_chosen = env[0] == '6' ? LA_FUSED_SIMD_Q_BLOCK_LARGE : LA_FUSED_SIMD_Q_BLOCK;
+        why = "LA_FUSED_QUERIES";
     } else if (la_cpu_amd_family() == 0x1au) {
         q_block_chosen = LA_FUSED_SIMD_Q_BLOCK_LARGE, why = "Zen 5: measured faster there";
     }
     snprintf(q_block_text, sizeof q_block_text, "%zu queries (%s%s)", q_block_chosen, why,
-             env && strcmp(why, "LA_FUSED_QUERIES") != 0 ? "; LA_FUSED_QUERIES is not 32 or 64"
-                                                         : "");
+             env && !forced ? "; LA_FUSED_QUERIES is not 32 or 64" : "");
 }
 
 size_t la_fused_simd_q_block(void)

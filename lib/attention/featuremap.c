@@ -33,8 +33,9 @@
 /* Asks for the line at x + ahead elements (while within readable) and at also + i. */
 #define PREFETCH_AHEAD(x, i, ahead, readable, also)                                                \
     do {                                                                                           \
-        if ((i) + (ahead) < (readable)) _mm_prefetch((const char *)((x) + (i) + (ahead)), 3);      \
-        if (also) _mm_prefetch((const char *)((also) + (i)), 3);                                   \
+        if ((i) + (ahead) < (readable))                                                            \
+            _mm_prefetch((const char *)((x) + (i) + (ahead)), _MM_HINT_T0);                        \
+        if (also) _mm_prefetch((const char *)((also) + (i)), _MM_HINT_T0);                         \
     } while (0)
 
 /* With readable and also: la_feature_map_stream's prefetches, one per 64 bytes of x. On

@@ -149,14 +149,17 @@ static size_t row_length(const la_problem *p, const feature_rows *rows)
     return rows ? rows->d_in : p->d_k;
 }
 
-/* The features of n rows of x into out (n, p->d_k). */
+/* The features of n rows of x into out (n, p->d_k). Elementwise features stream
+ * (la_feature_map_stream): φ's loop also asks for the rows after them, up to x's
+ * `readable` rows, and for `also` (NULL, or n·d_k elements read next); a row hook ignores
+ * both. */
 static void form_features(const la_problem *p, const feature_rows *rows, bool query, const REAL *x,
-                          size_t n, REAL *out)
+                          size_t n, size_t readable, const REAL *also, REAL *out)
 {
     if (rows)
         rows->form(rows, query, x, n, out);
     else
-        LA_PHI(p->feature_map, x, out, n * p->d_k);
+        LA_PHI_STREAM(p->feature_map, x, out, n * p->d_k, readable * p->d_k, also);
 }
 
 /* Asks for `bytes` bytes from x into the cache, one request per 64-byte line: the
@@ -505,11 +508,8 @@ static void kv_piece(const la_problem *p, const feature_rows *fr, const REAL *k,
         /* on φ's own loop, the keys after the block (to the last visible one) and V_blk
          * are asked for ahead, a line per line of K_blk read (la_feature_map_stream;
          * 512 prefetches at once for the next block stalled on the fill buffers) */
-        if (fr)
-            form_features(p, fr, false, kh + j0 * din, n, phi_k);
-        else
-            LA_PHI_STREAM(p->feature_map, kh + j0 * dk, phi_k, n * dk, (m - j0) * dk,
-                          dv == dk ? vh + j0 * dv : NULL);
+        form_features(p, fr, false, kh + j0 * din, n, m - j0, dv == dk ? vh + j0 * dv : NULL,
+                      phi_k);
         FN(la_linear_hide_keys)(p, hd, j0, phi_k, n);
         /* S_p += φ(K_blk)ᵀ V_blk: (d_k, n)·(n, d_v), φ(K_blk)ᵀ through strides */
         LA_PRODUCT(LA_COUNT_KV, dk, dv, n, 1, phi_k, 1, (ptrdiff_t)dk, vh + j0 * dv, (ptrdiff_t)dv,
@@ -585,11 +585,7 @@ static void apply_block(const la_problem *p, const feature_rows *fr, const REAL 
         return;
     }
     /* φ(Q_blk): (n, d_k), asking for the rows after the block on its loop (as in kv_piece) */
-    if (fr)
-        form_features(p, fr, true, q + (hd * N + i0) * din, n, phi_q);
-    else
-        LA_PHI_STREAM(p->feature_map, q + (hd * N + i0) * dk, phi_q, n * dk, (N - i0) * dk,
-                      (const REAL *)NULL);
+    form_features(p, fr, true, q + (hd * N + i0) * din, n, N - i0, NULL, phi_q);
     /* A huge q_i would overflow φ(q_i)·S although S and z are in range (linear_noncausal
      * checked them): such a row gets φ(q_i) and eps scaled by one power of two, 2^-e
      * with max φ(q_i) <= 1, which changes no bit of num / den but keeps both finite.
@@ -822,8 +818,7 @@ static void chunk_prepare(const chunk_job *j, size_t task, size_t next, REAL *mi
      * chunk, and V_c while φ(K_c) is formed; at N = 4,096, H = 8, d = 64 on a Zen 5
      * 5.35-5.43 ms with the prefetch of the next task's rows below, 4.79-4.92 ms with
      * this, in turn), else the next task's rows at once */
-    const bool stream = !j->rows;
-    if (next < j->tasks && !stream) {
+    if (next < j->tasks && j->rows) {
         const size_t hn = next / j->n_chunks, cn = next % j->n_chunks * C;
         const size_t rows_next = N - cn < C ? N - cn : C;
         prefetch_rows(j->q + (hn * N + cn) * din, rows_next * din * sizeof(REAL));
@@ -834,18 +829,10 @@ static void chunk_prepare(const chunk_job *j, size_t task, size_t next, REAL *mi
         }
     }
     /* φ(Q_c) (nq, d_k) */
-    if (u > 0 && stream)
-        LA_PHI_STREAM(j->p->feature_map, qh + c0 * dk, t->phi_q, nq * dk, (N - c0) * dk,
-                      (const REAL *)NULL);
-    else if (u > 0)
-        form_features(j->p, j->rows, true, qh + c0 * din, nq, t->phi_q);
+    if (u > 0) form_features(j->p, j->rows, true, qh + c0 * din, nq, N - c0, NULL, t->phi_q);
     if (nk > 0) {
         /* φ(K_c) (nk, d_k), then φKᵀ (d_k, nk) */
-        if (stream)
-            LA_PHI_STREAM(j->p->feature_map, kh + c0 * dk, phi_k, nk * dk, (u - c0) * dk,
-                          dv == dk ? vc : NULL);
-        else
-            form_features(j->p, j->rows, false, kh + c0 * din, nk, phi_k);
+        form_features(j->p, j->rows, false, kh + c0 * din, nk, u - c0, dv == dk ? vc : NULL, phi_k);
         FN(la_linear_hide_keys)(j->p, t->hd, c0, phi_k, nk);
         TRANSPOSE(nk, dk, phi_k, dk, t->phi_kt, C);
         /* A = φ(Q_c) · φKᵀ (nq, d_k)·(d_k, nk) by blocks of LA_LINEAR_TRI_ROWS query rows, each
