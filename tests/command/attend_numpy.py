@@ -909,9 +909,14 @@ def linformer(run):
 
 def favor_towards_softmax(run):
     """favor through `linattn attend` approaches NumPy's exact softmax (scale 1/√d_k) as
-    --features grows: relative error below 3/√m on small inputs (several times what
-    test_favor.c measures at these sizes, far below a wrong answer's 1); the same --seed
-    gives the same bytes, another seed another output."""
+    --features grows: the median over --seed 11, 12, 13 of the relative error is below
+    4/√m, at m = 16384 0.031, below the 0.08-0.2 of softmax at half or twice the scale.
+    The error is a Monte Carlo estimate's, random in the inputs as well as the features:
+    over 2,500 input draws in NumPy with these seeds' features at m = 1024, one seed's
+    error reached 3.8/√m and the median of three 2.9/√m (a single seed against 3/√m
+    failed about once in 3,000 runs); √m times the error is distributed alike at m =
+    16384. test_favor.c measures the rate itself; the same --seed gives the same bytes,
+    another seed another output."""
     rng = run.rng
     q = (0.4 * rng.standard_normal((2, 40, 16))).astype(np.float64)
     k = (0.4 * rng.standard_normal((2, 50, 16))).astype(np.float64)
@@ -923,19 +928,24 @@ def favor_towards_softmax(run):
     for causal in (False, True):
         exact = ref_softmax(to_heads(q), to_heads(k), to_heads(v), 1 / 4.0, causal, None)
         flags = ["--causal"] if causal else []
-        for m in (64, 1024):
+        for m in (64, 16384):
             label = "favor towards softmax causal=%d m=%d" % (causal, m)
-            rc, _, err = run.attend(base + flags + ["--features", str(m), "--seed", "11",
-                                                    "--out", run.path("fy.npy")])
-            if rc != 0:
-                run.fail(label, "exit %d: %s" % (rc, err.strip()))
-                continue
-            e = rel_error(to_heads(np.load(run.path("fy.npy"))), exact)
-            if e < 3 / np.sqrt(m):
-                run.ok(label)
+            errors = []
+            for seed in ("11", "12", "13"):
+                rc, _, err = run.attend(base + flags + ["--features", str(m), "--seed", seed,
+                                                        "--out", run.path("fy.npy")])
+                if rc != 0:
+                    run.fail(label, "--seed %s: exit %d: %s" % (seed, rc, err.strip()))
+                    break
+                errors.append(rel_error(to_heads(np.load(run.path("fy.npy"))), exact))
             else:
-                run.fail(label, "relative error %.3g against softmax >= 3/sqrt(m) = %.3g"
-                         % (e, 3 / np.sqrt(m)))
+                e = float(np.median(errors))
+                if e < 4 / np.sqrt(m):
+                    run.ok(label)
+                else:
+                    run.fail(label, "median relative error %.3g against softmax (seeds 11-13: "
+                             "%s) >= 4/sqrt(m) = %.3g"
+                             % (e, ", ".join("%.3g" % x for x in errors), 4 / np.sqrt(m)))
     outs = {}
     for name, seed in (("a", "5"), ("b", "5"), ("c", "6")):
         rc, _, err = run.attend(base + ["--features", "32", "--seed", seed,
