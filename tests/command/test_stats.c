@@ -9,6 +9,7 @@
 #include "../../experiments/common/timer.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Type-7 quartiles of small samples worked out by hand: [1, 2, 3, 4] has q1 = 1 + 0.75,
@@ -86,31 +87,47 @@ static double slope_standard_error(const double *x, const double *y, int n, doub
     return sqrt(ss / (n - 2) / sxx);
 }
 
+static int compare_doubles(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 /* Noisy data (log-normal factors, 20% spread): R² below 1, the interval contains the
- * fitted exponent and is about as wide as the textbook ±1.96 standard errors (the
- * bootstrap and the formula agree within a factor of two on 24 points), and the same
- * seed gives the same interval. */
+ * fitted exponent and is about as wide as the textbook ±1.96 standard errors, and the same
+ * seed gives the same interval. The width's ratio to the textbook's is random in the data:
+ * over 20,000 draws of 24 points it was 0.98 ± 0.11, with a long lower tail (below 0.6 in
+ * 4·10⁻⁴ of them, 0.54 at least). So the check is on the median of five draws, within a
+ * factor of two of 1: over 4,000 such medians, 0.98 ± 0.06, all in [0.77, 1.16]. */
 static void fit_noisy_data(void **state)
 {
     (void)state;
     tu_rng r = tu_rng_for("fit-noisy");
-    double x[24], y[24];
-    for (int i = 0; i < 24; i++) {
-        x[i] = 100.0 * pow(1.3, i);
-        y[i] = 1e-6 * x[i] * x[i] * exp(0.2 * tu_normal(&r));
+    enum { DRAWS = 5 };
+    double ratio[DRAWS];
+    for (int draw = 0; draw < DRAWS; draw++) {
+        double x[24], y[24];
+        for (int i = 0; i < 24; i++) {
+            x[i] = 100.0 * pow(1.3, i);
+            y[i] = 1e-6 * x[i] * x[i] * exp(0.2 * tu_normal(&r));
+        }
+        stats_fit f, again;
+        assert_int_equal(stats_fit_loglog(x, y, 24, STATS_BOOTSTRAP_SEED, &f), 0);
+        assert_int_equal(stats_fit_loglog(x, y, 24, STATS_BOOTSTRAP_SEED, &again), 0);
+        assert_true(f.ci_lo == again.ci_lo && f.ci_hi == again.ci_hi);
+        assert_true(f.r_squared < 1 && f.r_squared > 0.9);
+        assert_true(f.ci_lo < f.exponent && f.exponent < f.ci_hi);
+        const double se = slope_standard_error(x, y, 24, f.exponent, log(f.prefactor));
+        const double width = f.ci_hi - f.ci_lo;
+        assert_true(width > 1e-3); /* wider than the exact law's */
+        ratio[draw] = width / (2 * 1.96 * se);
     }
-    stats_fit f, again;
-    assert_int_equal(stats_fit_loglog(x, y, 24, STATS_BOOTSTRAP_SEED, &f), 0);
-    assert_int_equal(stats_fit_loglog(x, y, 24, STATS_BOOTSTRAP_SEED, &again), 0);
-    assert_true(f.ci_lo == again.ci_lo && f.ci_hi == again.ci_hi);
-    assert_true(f.r_squared < 1 && f.r_squared > 0.9);
-    assert_true(f.ci_lo < f.exponent && f.exponent < f.ci_hi);
-    const double se = slope_standard_error(x, y, 24, f.exponent, log(f.prefactor));
-    const double width = f.ci_hi - f.ci_lo, textbook = 2 * 1.96 * se;
-    if (!(width > 0.5 * textbook && width < 2 * textbook))
-        fail_msg("bootstrap interval [%g, %g] (width %g) against ±1.96 SE (width %g)", f.ci_lo,
-                 f.ci_hi, width, textbook);
-    assert_true(width > 1e-3); /* wider than the exact law's */
+    qsort(ratio, DRAWS, sizeof ratio[0], compare_doubles);
+    const double median = ratio[DRAWS / 2];
+    if (!(median > 0.5 && median < 2))
+        fail_msg("bootstrap interval widths against ±1.96 SE: median ratio %g over %d draws "
+                 "(from %g to %g)",
+                 median, DRAWS, ratio[0], ratio[DRAWS - 1]);
 }
 
 /* Fewer than STATS_MIN_FIT_POINTS usable points, or x all equal: refused, out untouched.
