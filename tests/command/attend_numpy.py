@@ -909,14 +909,18 @@ def linformer(run):
 
 def favor_towards_softmax(run):
     """favor through `linattn attend` approaches NumPy's exact softmax (scale 1/√d_k) as
-    --features grows: the median over --seed 11, 12, 13 of the relative error is below
-    4/√m, at m = 16384 0.031, below the 0.08-0.2 of softmax at half or twice the scale.
-    The error is a Monte Carlo estimate's, random in the inputs as well as the features:
-    over 2,500 input draws in NumPy with these seeds' features at m = 1024, one seed's
-    error reached 3.8/√m and the median of three 2.9/√m (a single seed against 3/√m
-    failed about once in 3,000 runs); √m times the error is distributed alike at m =
-    16384. test_favor.c measures the rate itself; the same --seed gives the same bytes,
-    another seed another output."""
+    --features grows: the median over --seed 11, 12, 13 of ‖y − y_softmax‖ / ‖v‖ is below
+    0.5/√m non-causal and 0.8/√m causal, at m = 16384 0.0039 and 0.0063, below the 0.0086
+    and 0.0146 (at least) of softmax at half or twice the scale.
+    The error is a Monte Carlo estimate's, random in the inputs as well as the features.
+    Against ‖v‖, √m times it was (NumPy, these seeds' features) 0.14-0.17 ± 10%
+    non-causal and 0.24-0.30 ± 13% causal over 400-500 input draws at m = 64 and 1024
+    (at most 0.25 and 0.45) and 40 at 16384 (at most 0.19 and 0.35). Not against
+    ‖y_softmax‖: softmax over 50 keys of N(0, 1) values is about their mean, of random
+    and small norm, and the relative error follows its inverse (log-log slope -1.01 over
+    1,500 draws): against 4/√m a check failed about once in 250,000 runs (the fit's
+    residuals over 100,000 draws of that norm). test_favor.c measures the rate itself; the same
+    --seed gives the same bytes, another seed another output."""
     rng = run.rng
     q = (0.4 * rng.standard_normal((2, 40, 16))).astype(np.float64)
     k = (0.4 * rng.standard_normal((2, 50, 16))).astype(np.float64)
@@ -925,9 +929,11 @@ def favor_towards_softmax(run):
         np.save(run.path("f" + name + ".npy"), x)
     base = ["--variant", "favor", "--q", run.path("fq.npy"), "--k", run.path("fk.npy"),
             "--v", run.path("fv.npy"), "--precision", "float64", "--eps", "0"]
+    norm_v = np.linalg.norm(v)
     for causal in (False, True):
         exact = ref_softmax(to_heads(q), to_heads(k), to_heads(v), 1 / 4.0, causal, None)
         flags = ["--causal"] if causal else []
+        bound = 0.8 if causal else 0.5
         for m in (64, 16384):
             label = "favor towards softmax causal=%d m=%d" % (causal, m)
             errors = []
@@ -937,15 +943,17 @@ def favor_towards_softmax(run):
                 if rc != 0:
                     run.fail(label, "--seed %s: exit %d: %s" % (seed, rc, err.strip()))
                     break
-                errors.append(rel_error(to_heads(np.load(run.path("fy.npy"))), exact))
+                y = to_heads(np.load(run.path("fy.npy")))
+                errors.append(np.linalg.norm(y - exact) / norm_v if np.all(np.isfinite(y))
+                              else np.inf)
             else:
                 e = float(np.median(errors))
-                if e < 4 / np.sqrt(m):
+                if e < bound / np.sqrt(m):
                     run.ok(label)
                 else:
-                    run.fail(label, "median relative error %.3g against softmax (seeds 11-13: "
-                             "%s) >= 4/sqrt(m) = %.3g"
-                             % (e, ", ".join("%.3g" % x for x in errors), 4 / np.sqrt(m)))
+                    run.fail(label, "median ||y - softmax|| / ||v|| %.3g (seeds 11-13: %s) >= "
+                             "%g/sqrt(m) = %.3g" % (e, ", ".join("%.3g" % x for x in errors),
+                                                    bound, bound / np.sqrt(m)))
     outs = {}
     for name, seed in (("a", "5"), ("b", "5"), ("c", "6")):
         rc, _, err = run.attend(base + ["--features", "32", "--seed", seed,
