@@ -47,8 +47,9 @@
 
 /* The rows of a non-causal key or query block: 128 in float32, 64 in float64, so that at
  * d = 64 a φ block is 32 KiB in either and L1 (48 KiB on a Zen 5) holds it beside the
- * rows of the tile it meets. In float64, 64 rows ran non-causal linear attention 6-11%
- * faster than 128 at N = 4,096, H = 8 (docs/performance.md). */
+ * rows of the tile it meets. In float64, 64 rows ran non-causal linear attention at
+ * N = 4,096, H = 8 about 4% faster than 128 on two threads, 1-2% on one, 6-11% beside
+ * another busy process (a Zen 5; docs/performance.md). */
 static size_t block_rows(size_t element_size)
 {
     return element_size == sizeof(double) ? 64 : LA_LINEAR_BLOCK_MAX;
