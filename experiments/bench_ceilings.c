@@ -192,6 +192,35 @@ static const char *cg_num(char *buf, size_t size, const char *fmt, double x)
     return buf;
 }
 
+/* Two threads' FMA peak below 1.5 times one thread's means a core was held by something
+ * else while it was measured (each core has its own FMA units: a quiet machine gives
+ * about twice: a 2-core Zen 5 guest gave 1.65-1.97 over 300 calls, and 1.26 in one
+ * `bench --goals` run, whose two-thread percentages of the peak then read a third too
+ * high). Then the two-thread peaks are measured again, up to twice,
+ * keeping the best, and a line says so; one more line if they stay that low. */
+static void cg_check_peaks(cg_ceilings *two, const cg_ceilings *one)
+{
+    if (!two->measured || !one->measured || !(two->peak[0] > 0) || !(one->peak[0] > 0) ||
+        two->peak[0] >= 1.5 * one->peak[0])
+        return;
+    const double first = two->peak[0];
+    for (int again = 0; again < 2 && two->peak[0] < 1.5 * one->peak[0]; again++) {
+        const double p32 = la_fma_peak_gflops(LA_FLOAT32, 2),
+                     p64 = la_fma_peak_gflops(LA_FLOAT64, 2);
+        if (p32 > two->peak[0]) two->peak[0] = p32;
+        if (p64 > two->peak[1]) two->peak[1] = p64;
+    }
+    char b[2][32];
+    printf("# 2 thread(s): FMA peak measured again, %s GFLOP/s float32, %s float64 (the first, "
+           "%.1f, was %.2f times one thread's)\n",
+           cg_num(b[0], 32, "%.1f", two->peak[0]), cg_num(b[1], 32, "%.1f", two->peak[1]), first,
+           first / one->peak[0]);
+    if (two->peak[0] < 1.5 * one->peak[0])
+        printf("# 2 thread(s): the FMA peak stays %.2f times one thread's: a core was busy, and "
+               "the two-thread percentages of the peak below read high\n",
+               two->peak[0] / one->peak[0]);
+}
+
 /* Measures every point the ceiling goals read (each once), printing the ceilings and one
  * row per point, then times each ratio goal's two points again in turn into pairs[i] (of
  * goal i). ceils[t] for t threads (1..2). Returns 0, or 1 when out of memory. */
@@ -256,6 +285,7 @@ int bench_cg_measure_all(cg_measured *ms, size_t *count, cg_ceilings *ceils, ben
                 failed = 1;
         }
     }
+    if (!failed) cg_check_peaks(&ceils[2], &ceils[1]);
     return failed;
 }
 
