@@ -194,7 +194,7 @@ static const char *cg_num(char *buf, size_t size, const char *fmt, double x)
 
 /* Two threads' FMA peak below 1.5 times one thread's means a core was held by something
  * else while it was measured (each core has its own FMA units: a quiet machine gives
- * about twice: a 2-core Zen 5 guest gave 1.65-1.97 over 300 calls, and 1.26 in one
+ * about twice: a 2-core Zen 5 guest gave 1.6-2.0 over 300 calls, and 1.26 in one
  * `bench --goals` run, whose two-thread percentages of the peak then read a third too
  * high). Then the two-thread peaks are measured again, up to twice,
  * keeping the best, and a line says so; one more line if they stay that low. */
