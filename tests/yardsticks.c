@@ -3,7 +3,8 @@
  * (yardsticks.h). Plain float64 loops over the visible pairs. */
 #include "yardsticks.h"
 
-#include "core/internal.h" /* la_visible_keys, la_favor_params_of */
+#include "attention/kernels.h" /* la_favor_w */
+#include "core/internal.h"     /* la_visible_keys, la_favor_params_of */
 
 #include <math.h>
 #include <stdlib.h>
@@ -282,4 +283,54 @@ double tu_floored_error_f32(const float *y, const double *ref, size_t n, double 
         r2 += ref[e] * ref[e];
     }
     return floored(d2, r2, floor);
+}
+
+/* The top two of x[0..n) apart: +inf for n < 2. */
+static double top_two_gap(const double *x, size_t n)
+{
+    double a = -INFINITY, b = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if (x[i] > a)
+            b = a, a = x[i];
+        else if (x[i] > b)
+            b = x[i];
+    return n < 2 ? INFINITY : a - b;
+}
+
+/* tu_favor_kink_gap (yardsticks.h): the projections of every row of q and k, and each
+ * query's visible g_j, by plain loops. */
+double tu_favor_kink_gap(const la_problem *p, const double *q, const double *k)
+{
+    const size_t dk = p->d_k, N = p->n_queries, M = p->n_keys;
+    const size_t m = la_favor_params_of(p).features;
+    double *w = tu_f64(m * dk), *proj = tu_f64(m), *g = tu_f64(M ? M : 1);
+    assert_int_equal(la_favor_w(p, w), LA_OK);
+    const double s = pow((double)dk, -0.25);
+    double gap = INFINITY;
+    for (size_t hd = 0; hd < p->batch * p->heads; hd++) {
+        for (int key = 0; key <= 1; key++) {
+            const size_t rows = key ? M : N;
+            const double *x = (key ? k : q) + hd * rows * dk;
+            for (size_t i = 0; i < rows; i++) {
+                double sq = 0;
+                for (size_t l = 0; l < m; l++) {
+                    proj[l] = 0;
+                    for (size_t a = 0; a < dk; a++)
+                        proj[l] += w[l * dk + a] * (s * x[i * dk + a]);
+                }
+                gap = fmin(gap, top_two_gap(proj, m));
+                if (!key) continue;
+                for (size_t a = 0; a < dk; a++)
+                    sq += (s * x[i * dk + a]) * (s * x[i * dk + a]);
+                double top = -INFINITY;
+                for (size_t l = 0; l < m; l++)
+                    top = fmax(top, proj[l]);
+                g[i] = top - sq / 2;
+            }
+        }
+        for (size_t i = 0; i < N; i++)
+            gap = fmin(gap, top_two_gap(g, la_visible_keys(p, hd / p->heads, i)));
+    }
+    free(w), free(proj), free(g);
+    return gap;
 }

@@ -44,4 +44,14 @@ double tu_floored_error_f32(const float *y, const double *ref, size_t n, double 
 size_t tu_floor_uses(void);
 void tu_floor_uses_reset(void);
 
+/* FAVOR+ with eps != 0 is smooth only away from the ties of the maxima its stabilizers
+ * take (la_ref_favor_attention: each row's largest projection over the features, and μ_i,
+ * the largest g_j = max_l w_l·s·k_j − ‖s·k_j‖²/2 over the keys query i sees): the
+ * stabilizers cancel between numerator and denominator but not in eps, so L has a kink
+ * where a maximum changes hands, and central differences across it are off (seed
+ * 845864446147: d_q by 2e-3). The smallest gap between such a maximum and its runner-up
+ * over q and k (p's shape and masks, contiguous (B,H,rows,d)), for a test to draw its
+ * inputs again below what its steps can move. */
+double tu_favor_kink_gap(const la_problem *p, const double *q, const double *k);
+
 #endif

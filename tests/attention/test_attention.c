@@ -1761,61 +1761,6 @@ static void finite_differences(const row *r, const la_problem *p, inputs *in, do
     }
 }
 
-/* The top two of x[0..n) apart: +inf for n < 2. */
-static double top_two_gap(const double *x, size_t n)
-{
-    double a = -INFINITY, b = -INFINITY;
-    for (size_t i = 0; i < n; i++)
-        if (x[i] > a)
-            b = a, a = x[i];
-        else if (x[i] > b)
-            b = x[i];
-    return n < 2 ? INFINITY : a - b;
-}
-
-/* FAVOR+ with eps != 0 is smooth only away from the ties of the maxima its stabilizers
- * take (la_ref_favor_attention: each row's largest projection over the features, and μ_i,
- * the largest g_j over the keys query i sees): the stabilizers cancel between numerator
- * and denominator but not in eps, so L has a kink where a maximum changes hands, and
- * central differences across it are off (seed 845864446147: d_q by 2e-3). The smallest
- * such gap of a problem's inputs; the central differences move a projection by at most
- * about 1e-4 (steps of 1e-5·max(1, |x|), W's entries a few units). */
-static double favor_kink_gap(const la_problem *p, const inputs *in)
-{
-    const size_t dk = p->d_k, N = p->n_queries, M = p->n_keys;
-    const size_t m = la_favor_params_of(p).features;
-    double *w = tu_f64(m * dk), *proj = tu_f64(m), *g = tu_f64(M ? M : 1);
-    assert_int_equal(la_favor_w(p, w), LA_OK);
-    const double s = pow((double)dk, -0.25);
-    double gap = INFINITY;
-    for (size_t hd = 0; hd < p->batch * p->heads; hd++) {
-        for (int key = 0; key <= 1; key++) {
-            const size_t rows = key ? M : N;
-            const double *x = (key ? in->k : in->q) + hd * rows * dk;
-            for (size_t i = 0; i < rows; i++) {
-                double sq = 0;
-                for (size_t l = 0; l < m; l++) {
-                    proj[l] = 0;
-                    for (size_t a = 0; a < dk; a++)
-                        proj[l] += w[l * dk + a] * (s * x[i * dk + a]);
-                }
-                gap = fmin(gap, top_two_gap(proj, m));
-                if (!key) continue;
-                for (size_t a = 0; a < dk; a++)
-                    sq += (s * x[i * dk + a]) * (s * x[i * dk + a]);
-                double top = -INFINITY;
-                for (size_t l = 0; l < m; l++)
-                    top = fmax(top, proj[l]);
-                g[i] = top - sq / 2;
-            }
-        }
-        for (size_t i = 0; i < N; i++)
-            gap = fmin(gap, top_two_gap(g, la_visible_keys(p, hd / p->heads, i)));
-    }
-    free(w), free(proj), free(g);
-    return gap;
-}
-
 /* The relative errors of the row's backward_f64 (err64), backward_f32 (err32) and
  * reference_backward (err_ref) against central differences of its reference, per tensor
  * d_q, d_k, d_v, on fresh inputs and a random d_out; NAN where the row has no such function.
@@ -1832,7 +1777,8 @@ static bool gradient_errors(const row *r, int variant, double err64[3], double e
     /* FAVOR+'s maxima apart by more than the steps can move them, else a fresh draw */
     const bool favor = strncmp(r->info->name, "favor", 5) == 0;
     for (int draw = 2;
-         favor && variant == GRAD_NORMAL && draw <= 16 && favor_kink_gap(&p, &in) < 1e-3; draw++) {
+         favor && variant == GRAD_NORMAL && draw <= 16 && tu_favor_kink_gap(&p, in.q, in.k) < 1e-3;
+         draw++) {
         inputs_free(&in);
         snprintf(label, sizeof label, "%s gradient, draw %d", r->label, draw);
         inputs_make(&in, &p, false, label);

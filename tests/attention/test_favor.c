@@ -10,6 +10,7 @@
  * What every kernel must hold (causal masking, threads, errors, the workspace limit) is
  * tests/attention/test_attention.c's, which runs the favor row at m = 256. */
 #include "../testutil.h"
+#include "../yardsticks.h"
 #include "attention/kernels.h"
 
 #include <math.h>
@@ -389,54 +390,6 @@ static double ref_loss(const la_problem *p, const double *q, const double *k, co
     return loss;
 }
 
-/* The top two of x[0..n) apart: +inf for n < 2. */
-static double top_two_gap(const double *x, size_t n)
-{
-    double a = -INFINITY, b = -INFINITY;
-    for (size_t i = 0; i < n; i++)
-        if (x[i] > a)
-            b = a, a = x[i];
-        else if (x[i] > b)
-            b = x[i];
-    return n < 2 ? INFINITY : a - b;
-}
-
-/* How far q and k (p's shape, N = M, no key lengths; m features) lie from the kinks of
- * la_ref_favor_attention's output where eps != 0: the stabilizers are maxima (each row's
- * largest projection w_l·s·x, and μ_i, the largest g_j = max_l w_l·s·k_j − ‖s·k_j‖²/2
- * over the keys query i sees, causal or not), and where a maximum changes hands the
- * gradient jumps. The smallest gap between a maximum and the runner-up. */
-static double stabilizer_gap(const la_problem *p, size_t m, const double *q, const double *k)
-{
-    const size_t dk = p->d_k, N = p->n_queries;
-    double *w = tu_f64(m * dk), *proj = tu_f64(m), *g = tu_f64(N);
-    assert_int_equal(la_favor_w(p, w), LA_OK);
-    const double s = pow((double)dk, -0.25);
-    double gap = INFINITY;
-    for (size_t hd = 0; hd < p->batch * p->heads; hd++) {
-        for (int key = 0; key <= 1; key++) {
-            const double *x = (key ? k : q) + hd * N * dk;
-            for (size_t i = 0; i < N; i++) {
-                double sq = 0, top = -INFINITY;
-                for (size_t l = 0; l < m; l++) {
-                    proj[l] = 0;
-                    for (size_t a = 0; a < dk; a++)
-                        proj[l] += w[l * dk + a] * (s * x[i * dk + a]);
-                    top = fmax(top, proj[l]);
-                }
-                gap = fmin(gap, top_two_gap(proj, m));
-                for (size_t a = 0; a < dk; a++)
-                    sq += (s * x[i * dk + a]) * (s * x[i * dk + a]);
-                if (key) g[i] = top - sq / 2;
-            }
-        }
-        for (size_t i = 0; i < N; i++) /* causal: keys 0..i; non-causal: all N */
-            gap = fmin(gap, top_two_gap(g, i + 1));
-    }
-    free(w), free(proj), free(g);
-    return gap;
-}
-
 /* The backward where the keys' stabilizer matters: key 0 of norm 12 (the others about 2),
  * so its largest exponent g_0 lies up to about 36 below theirs, and eps = 1e-3, so that
  * eps meets each query's denominator at the scale of its μ_i and the gradient through μ_i
@@ -448,11 +401,11 @@ static double stabilizer_gap(const la_problem *p, size_t m, const double *q, con
  * both compute. Each computed gradient against la_ref_favor_attention_backward (float64
  * 1e-11, float32 1e-5 relative), and that oracle against central differences of
  * la_ref_favor_attention (1e-6; h = 1e-5·max(1, |x|)). Those are off by a share of the
- * gradient's jump where a step crosses a stabilizer's kink (stabilizer_gap): a step moves
- * a projection or g by at most about 1e-3 (key 0's entries, up to 12, by 1.2e-4, g by
- * 8 times that), so inputs whose gap is below 1e-2 are drawn again (28% of draws over
- * 4,862 runs, at most 9 in a run); without that a run failed about once in 2,000 (2 of
- * 4,055, relative errors 0.002 and 0.007). */
+ * gradient's jump where a step crosses a stabilizer's kink (tu_favor_kink_gap, over the causal
+ * prefixes too): a step moves a projection or g by at most about 1e-3 (key 0's entries, up to 12,
+ * by 1.2e-4, g by 8 times that), so inputs whose gap is below 1e-2 are drawn again (28% of draws
+ * over 4,862 runs, at most 9 in a run); without that a run failed about once in 2,000 (2 of 4,055,
+ * relative errors 0.002 and 0.007). */
 static void backward_through_the_stabilizers(void **state)
 {
     (void)state;
@@ -469,6 +422,10 @@ static void backward_through_the_stabilizers(void **state)
     double *x[4] = {tu_f64(nq), tu_f64(nk), tu_f64(nv), tu_f64(no)};
     float *y[4] = {tu_f32(nq), tu_f32(nk), tu_f32(nv), tu_f32(no)};
     const size_t n[4] = {nq, nk, nv, no};
+    /* the gaps of the causal form: each query's prefix of keys, the last one all of them,
+     * so the non-causal form's maxima too */
+    la_problem causal_p = p;
+    causal_p.causal = 1;
     int draws = 0;
     do {
         for (int t = 0; t < 4; t++)
@@ -482,7 +439,7 @@ static void backward_through_the_stabilizers(void **state)
         }
         for (int t = 0; t < 4; t++)
             tu_to_f32(x[t], y[t], n[t]), tu_to_f64(y[t], x[t], n[t]);
-    } while (++draws < 100 && stabilizer_gap(&p, favor.features, x[0], x[1]) < 1e-2);
+    } while (++draws < 100 && tu_favor_kink_gap(&causal_p, x[0], x[1]) < 1e-2);
     if (!(draws < 100))
         fail_msg("100 draws, each with a stabilizer's kink within 1e-2 (seed %llu)",
                  (unsigned long long)tu_seed());
