@@ -68,16 +68,19 @@ typedef struct {
     la_kernel kernel;
     double f32, f64;
     bool exact;
+    double bwd_f32; /* the float32 backward's, where above max(TOL_BWD_F32, f32); else 0 */
 } tolerance;
 
-static const tolerance default_tolerance = {LA_KERNEL_COUNT, 1e-5, 1e-12, false};
+static const tolerance default_tolerance = {LA_KERNEL_COUNT, 1e-5, 1e-12, false, 0};
 /* Taylor's float32 products run over its F = 1 + d_k + d_k² features (16,513 at d_k = 128),
- * whose rounding grows as √F·6e-8 ≈ 8e-6: measured up to 7.1e-6 forward and 8.2e-6 backward
- * (d_v, Σ_i κ_ij g_i) at d_k = 127, 128; 2e-5 for both (the backward takes the larger of
- * this and its own 1e-5). */
+ * whose rounding grows as √F·6e-8 ≈ 8e-6: measured up to 7.1e-6 forward at d_k = 127, 128;
+ * 2e-5. Its backward's d_q (held to max(‖ref‖, TU_BWD_FLOOR · Y)) reaches further where a
+ * query sees few keys: causal, N = 17, M = 64, d_k = 128, d_v = 1, key length 2 (seed
+ * 889415392907: 2.27e-5) gave over 200,000 draws 2e-5 or more in 0.67%, 3e-5 in 2.7e-4,
+ * 4e-5 once and 5e-5 never (largest 4.4e-5); 6e-5 for the backward. */
 static const tolerance tolerances[] = {
-    {LA_KERNEL_HARD, 0, 0, true},
-    {LA_KERNEL_TAYLOR, 2e-5, 1e-12, false},
+    {LA_KERNEL_HARD, 0, 0, true, 0},
+    {LA_KERNEL_TAYLOR, 2e-5, 1e-12, false, 6e-5},
 };
 
 static tolerance tolerance_of(la_kernel kernel)
@@ -1158,6 +1161,13 @@ static bool has_backward(const row *r)
            r->info->fns->reference_backward;
 }
 
+/* The float32 backward's tolerance of a row: the larger of TOL_BWD_F32, its forward's and
+ * its own bwd_f32. */
+static double bwd_tol_f32(const tolerance *t)
+{
+    return fmax(fmax(TOL_BWD_F32, t->f32), t->bwd_f32);
+}
+
 /* Where flat element e of gradient t (0: d_q (B,H,N,d_k), 1: d_k (B,H,M,d_k), 2: d_v
  * (B,H,M,d_v)) is: "b=1 h=0 j=17 c=3". */
 static const char *grad_where(const la_problem *p, int t, size_t e, char *buf, size_t size)
@@ -1365,7 +1375,7 @@ static void backward_check_row(const row *r, double worst[2])
             const la_status st =
                 f32 ? run_backward_f32(r, &p, &in, &io) : run_backward_f64(r, &p, &in, &io);
             if (!check_status(r, what, st, LA_OK)) continue;
-            const double tol = (f32 ? fmax(TOL_BWD_F32, r->tol.f32) : TOL_BWD_F64) * factor;
+            const double tol = (f32 ? bwd_tol_f32(&r->tol) : TOL_BWD_F64) * factor;
             for (int t = 0; t < 3; t++) {
                 size_t w = 0;
                 double err = f32 ? tu_rel_error_f32(io.g32[t], ref[t], io.n[t], &w)
@@ -1447,11 +1457,11 @@ static void backward_matches_reference(void **state)
     }
     for (int k = 0; k < LA_KERNEL_COUNT; k++) {
         const la_kernel_info *info = la_kernel_get((la_kernel)k);
+        const tolerance kt = tolerance_of((la_kernel)k);
         if (info->fns->backward_f64 && info->fns->backward_f32 && info->fns->reference_backward)
             print_message("  %-22s backward, worst relative error (per logit on ±1e3): float64 "
                           "%.1e (tolerance %.0e), float32 %.1e (tolerance %.0e)\n",
-                          info->name, worst[k][1], TOL_BWD_F64, worst[k][0],
-                          fmax(TOL_BWD_F32, tolerance_of((la_kernel)k).f32));
+                          info->name, worst[k][1], TOL_BWD_F64, worst[k][0], bwd_tol_f32(&kt));
         else
             print_message("  %-22s no backward in the registry: its rows skipped\n", info->name);
     }
