@@ -434,7 +434,8 @@ static void transpose(const REAL *x, size_t ld, size_t rows, size_t cols, REAL *
 }
 
 /* One head's arrays, as the block functions below read them: q (N, d_k), k (M, d_k),
- * v (M, d_v), out and d_out (N, d_v), lse (N); d_q (N, d_k), d_k (M, d_k), d_v (M, d_v). */
+ * v (M, d_v), out and d_out (N, d_v), lse and dots (N); d_q (N, d_k), d_k (M, d_k), d_v
+ * (M, d_v). */
 typedef struct {
     const la_problem *p;
     size_t b;             /* batch entry (for the masks) */
@@ -443,6 +444,7 @@ typedef struct {
     la_key_range_fn keys; /* the keys a query sees: NULL the prefix (causal, key lengths) */
     const REAL *qh, *kh, *vh, *oh, *gh;
     const REAL *lse;
+    const REAL *dots; /* D_i = d_out_i · out_i (row_dots) */
     REAL *dqh, *dkh, *dvh;
 } head;
 
@@ -488,8 +490,8 @@ static size_t head_key_end(const head *hd)
 }
 
 /* A thread's scratch: kt (d_k × BK) and vt (d_v × BK), a key block transposed; s and ds
- * (BQ × BK): the block's P and dS; row (BQ): D of the block's queries (or, in the lse pass,
- * the running maxima, with the running sums in ds). */
+ * (BQ × BK): the block's P and dS; row (BQ): the lse pass's running maxima (with the
+ * running sums in ds). */
 typedef struct {
     REAL *kt, *vt, *s, *ds, *row;
 } grad_scratch;
@@ -524,18 +526,19 @@ static void load_keys(const head *hd, size_t j0, size_t cols, grad_scratch *w)
     transpose(hd->vh + j0 * dv, dv, cols, dv, w->vt);
 }
 
-/* D_r = Σ_c d_out_(i0+r)c · out_(i0+r)c for the rows of a query block, into w->row: la_dot's
- * 8 partial sums (a sequential sum was 8% of the backward at d_v = 64: the key-block pass
- * forms D again for every key block). */
-static void row_dots(const head *hd, size_t i0, size_t rows, grad_scratch *w)
+/* D_i = Σ_c d_out_ic · out_ic for the rows i0 .. i0+rows-1 of a head, into dots (rows),
+ * la_dot's 8 partial sums: once per query before the key blocks (FlashAttention-2's
+ * preprocessing), not once per (query block, key block) pair, which read out again for
+ * every key block and cost 5–6% of the backward at N = 4,096, d = 64. */
+static void row_dots(const head *hd, size_t i0, size_t rows, REAL *dots)
 {
     const size_t dv = hd->p->d_v;
     for (size_t r = 0; r < rows; r++)
-        w->row[r] = FN(la_dot)(hd->gh + (i0 + r) * dv, hd->oh + (i0 + r) * dv, dv);
+        dots[r] = FN(la_dot)(hd->gh + (i0 + r) * dv, hd->oh + (i0 + r) * dv, dv);
 }
 
 /* The backward of one (query block i0 .. i0+rows-1, key block j0 .. j0+cols-1) of a head,
- * with w->kt, w->vt holding the key block (load_keys) and w->row the rows' D (row_dots):
+ * with w->kt, w->vt holding the key block (load_keys) and hd->dots the rows' D (row_dots):
  *   s  = q_blk · k_blkᵀ,  P = exp(s · scale − lse) on visible pairs, 0 on hidden ones;
  *   ds = d_out_blk · v_blkᵀ (= dP),  dS = P ∘ (dP − D) · scale (0 on hidden pairs);
  *   kv: d_v_blk += Pᵀ · d_out_blk,  d_k_blk += dSᵀ · q_blk;
@@ -569,12 +572,12 @@ static void block_backward(const head *hd, size_t i0, size_t rows, size_t j0, si
             else {
                 (void)FN(mask_scores)(p, hd->bh, i0 + r, j0 + c0, srow, n);
                 (void)FN(masked_exp_sum)(srow, n, hd->lse[i0 + r]);
-                const REAL d = w->row[r];
+                const REAL d = hd->dots[i0 + r];
                 for (size_t c = 0; c < n; c++)
                     dsrow[c] = srow[c] * (dsrow[c] - d) * scale;
             }
         } else if (n > 0) {
-            FN(la_softmax_grad_row)(srow, dsrow, n, scale, hd->lse[i0 + r], w->row[r]);
+            FN(la_softmax_grad_row)(srow, dsrow, n, scale, hd->lse[i0 + r], hd->dots[i0 + r]);
         }
         for (size_t c = n; c < cols - c0; c++)
             srow[c] = dsrow[c] = 0;
@@ -618,7 +621,6 @@ static void key_block_pass(const head *hd, size_t j0, size_t cols, grad_scratch 
             break; /* this block's keys start past the key block, and so
                       do every later block's (lo never decreases) */
         if (block_unseen(hd, i0, rows, j0, cols)) continue; /* no row sees the block */
-        row_dots(hd, i0, rows, w);
         block_backward(hd, i0, rows, j0, cols, w, true, also_q);
     }
 }
@@ -631,7 +633,6 @@ static void query_block_pass(const head *hd, size_t i0, size_t rows, grad_scratc
     /* key blocks cut as the one-pass schedule cuts them (at the head's last visible key),
      * so both schedules make the same calls, and skipped as it skips them */
     const size_t head_end = head_key_end(hd);
-    row_dots(hd, i0, rows, w);
     size_t first, hi;
     row_keys(hd, i0, &first, &hi); /* blocks ending at or before the first row's lo: unseen */
     for (size_t j0 = first / BK * BK; j0 < key_end; j0 += BK) {
@@ -721,6 +722,7 @@ static head head_of(const la_problem *p, const grad_args *a, const REAL *lse, si
     hd.oh = a->out ? a->out + head_offset(p, b, h, N, dv) : NULL;
     hd.gh = a->d_out + head_offset(p, b, h, N, dv);
     hd.lse = lse ? lse + head_offset(p, b, h, N, 1) : NULL;
+    hd.dots = NULL;
     hd.dqh = a->d_q + head_offset(p, b, h, N, dk);
     hd.dkh = a->d_k + head_offset(p, b, h, M, dk);
     hd.dvh = a->d_v + head_offset(p, b, h, M, dv);
@@ -746,7 +748,17 @@ static bool backward_range_ok(la_range_kind kind, const la_problem *p, const gra
     return backward_fits(kind, p, a_, b_, c_, o_, e, REAL_MAX);
 }
 
-/* The fused backward (contract in linattn.h): lse given, or NULL (computed first). */
+/* Head bh of the fused backward, reading lse and dots ((B, H, N) each). */
+static head fused_head(const la_problem *p, const grad_args *a, const REAL *lse, const REAL *dots,
+                       size_t bh)
+{
+    head hd = head_of(p, a, lse, bh / p->heads, bh % p->heads);
+    hd.dots = dots + bh * p->n_queries;
+    return hd;
+}
+
+/* The fused backward (contract in linattn.h): lse given, or NULL (computed first), and D
+ * (row_dots) of every query before the key blocks. */
 static la_status softmax_backward(const la_problem *p, const grad_args *a, const REAL *lse_in)
 {
     la_status st = la_engine_check(p, a->q, a->k, a->v, a->d_out, sizeof(REAL));
@@ -757,20 +769,23 @@ static la_status softmax_backward(const la_problem *p, const grad_args *a, const
     const size_t N = p->n_queries, M = p->n_keys, heads = p->batch * p->heads;
     const size_t q_blocks = (N + BQ - 1) / BQ, k_blocks = (M + BK - 1) / BK;
     const int threads = la_threads();
-    size_t lse_bytes = 0, work_bytes, q_tasks, k_tasks;
+    size_t lse_bytes = 0, dots_bytes, work_bytes, q_tasks, k_tasks;
     const size_t per_thread = scratch_bytes(p);
     const int used = softmax_backward_threads(p, threads);
     if (!la_mul_ok(heads, q_blocks, &q_tasks) || !la_mul_ok(heads, k_blocks, &k_tasks))
         return LA_EOVERFLOW;
-    if (!lse_in && (!la_mul_ok(heads * N, sizeof(REAL), &lse_bytes))) return LA_EOVERFLOW;
-    lse_bytes = la_round_up_64(lse_bytes);
+    if (!la_mul_ok(heads * N, sizeof(REAL), &dots_bytes)) return LA_EOVERFLOW;
+    dots_bytes = la_round_up_64(dots_bytes);
+    lse_bytes = lse_in ? 0 : dots_bytes; /* (B, H, N) each */
     if (!la_mul_ok(per_thread, (size_t)used, &work_bytes) || work_bytes > SIZE_MAX - lse_bytes ||
-        work_bytes + lse_bytes > p->workspace_limit)
+        work_bytes + lse_bytes > SIZE_MAX - dots_bytes ||
+        work_bytes + lse_bytes + dots_bytes > p->workspace_limit)
         return LA_EBUDGET;
     if (la_gemm_reserve(used) != LA_OK) return LA_ENOMEM;
-    unsigned char *scratch = aligned_alloc(64, work_bytes + lse_bytes);
+    unsigned char *scratch = aligned_alloc(64, work_bytes + lse_bytes + dots_bytes);
     if (!scratch) return LA_ENOMEM;
     REAL *lse_own = (REAL *)(void *)(scratch + work_bytes);
+    REAL *dots = (REAL *)(void *)(scratch + work_bytes + lse_bytes);
     const REAL *lse = lse_in ? lse_in : lse_own;
 
     memset(a->d_q, 0, heads * N * p->d_k * sizeof(REAL));
@@ -781,18 +796,19 @@ static la_status softmax_backward(const la_problem *p, const grad_args *a, const
 #pragma omp parallel num_threads(used)
     {
         grad_scratch w = scratch_of(p, scratch + (size_t)omp_get_thread_num() * per_thread);
-        if (!lse_in) { /* lse of every query: (head, query block) tasks */
+        /* D (and lse when not given) of every query: (head, query block) tasks */
 #pragma omp for schedule(dynamic)
-            for (size_t t = 0; t < q_tasks; t++) {
-                const size_t bh = t / q_blocks, i0 = (t % q_blocks) * BQ;
-                const head hd = head_of(p, a, NULL, bh / p->heads, bh % p->heads);
-                lse_block(&hd, i0, N - i0 < BQ ? N - i0 : BQ, &w, lse_own + bh * N + i0);
-            }
+        for (size_t t = 0; t < q_tasks; t++) {
+            const size_t bh = t / q_blocks, i0 = (t % q_blocks) * BQ;
+            const size_t rows = N - i0 < BQ ? N - i0 : BQ;
+            const head hd = head_of(p, a, NULL, bh / p->heads, bh % p->heads);
+            row_dots(&hd, i0, rows, dots + bh * N + i0);
+            if (!lse_in) lse_block(&hd, i0, rows, &w, lse_own + bh * N + i0);
         }
         if (one_pass) { /* a head per task: its key blocks in order, d_q as it goes */
 #pragma omp for schedule(dynamic)
             for (size_t bh = 0; bh < heads; bh++) {
-                const head hd = head_of(p, a, lse, bh / p->heads, bh % p->heads);
+                const head hd = fused_head(p, a, lse, dots, bh);
                 const size_t key_end = head_key_end(&hd);
                 for (size_t j0 = 0; j0 < key_end; j0 += BK)
                     key_block_pass(&hd, j0, key_end - j0 < BK ? key_end - j0 : BK, &w, true);
@@ -801,7 +817,7 @@ static la_status softmax_backward(const la_problem *p, const grad_args *a, const
 #pragma omp for schedule(dynamic)
             for (size_t t = 0; t < k_tasks; t++) {
                 const size_t bh = t / k_blocks, j0 = (t % k_blocks) * BK;
-                const head hd = head_of(p, a, lse, bh / p->heads, bh % p->heads);
+                const head hd = fused_head(p, a, lse, dots, bh);
                 const size_t key_end = head_key_end(&hd);
                 if (j0 < key_end)
                     key_block_pass(&hd, j0, key_end - j0 < BK ? key_end - j0 : BK, &w, false);
@@ -810,7 +826,7 @@ static la_status softmax_backward(const la_problem *p, const grad_args *a, const
             for (size_t t = 0; t < q_tasks; t++) {
                 const size_t bh = t / q_blocks;
                 const size_t i0 = (q_blocks - 1 - t % q_blocks) * BQ; /* longest rows first */
-                const head hd = head_of(p, a, lse, bh / p->heads, bh % p->heads);
+                const head hd = fused_head(p, a, lse, dots, bh);
                 query_block_pass(&hd, i0, N - i0 < BQ ? N - i0 : BQ, &w);
             }
         }
@@ -1216,7 +1232,7 @@ static double up64(double bytes)
 
 /* The registry row's backward (lse = NULL): per thread a grad_scratch of d_k·BK + d_v·BK +
  * 2·BQ·BK + BQ elements, for min(threads, B·H·max(query blocks, key blocks)) threads,
- * and the B·H·N log-sum-exps it computes first. */
+ * and the B·H·N log-sum-exps and B·H·N row dots D it computes first. */
 la_status la_softmax_backward_cost(const la_problem *p, la_dtype dtype, la_cost *out)
 {
     la_cost_sum_heads(p, softmax_backward_head_flops, out);
@@ -1224,7 +1240,7 @@ la_status la_softmax_backward_cost(const la_problem *p, la_dtype dtype, la_cost 
     const double bq = (double)min_size(p->n_queries, BQ), bk = (double)min_size(p->n_keys, BK);
     const double per_thread = up64(((double)(p->d_k + p->d_v) * bk + 2 * bq * bk + bq) * e);
     const double lse = up64((double)p->batch * (double)p->heads * (double)p->n_queries * e);
-    out->workspace_bytes = (double)softmax_backward_threads(p, la_threads()) * per_thread + lse;
+    out->workspace_bytes = (double)softmax_backward_threads(p, la_threads()) * per_thread + 2 * lse;
     return LA_OK;
 }
 
