@@ -38,7 +38,8 @@ typedef enum {
     GOAL_RATIO,          /* a's median / b's median <= target */
     GOAL_SAME_WORKSPACE, /* the cost model's workspace of a and b equal (target unused) */
     /* from the cost model alone, a and b never run: */
-    GOAL_MODEL_SAME_WORKSPACE,  /* the model's workspace of a and b equal (target unused) */
+    GOAL_MODEL_SAME_WORKSPACE,  /* the model's workspace of a and b equal, less target bytes
+                                   per query and head */
     GOAL_MODEL_WORKSPACE_RATIO, /* the model's workspace of b / a's <= target */
 } goal_kind;
 
