@@ -138,8 +138,8 @@ typedef struct {
  *     φ(k_t), g_t: d_k·d_v + 3·d_k + d_v.
  * Tasks: non-causal heads·max(query blocks, key blocks), chunked heads·chunks, recurrent
  * heads. */
-static la_status backward_layout_for(const la_problem *p, la_kernel kernel, size_t threads_max,
-                                     backward_layout *lay)
+static la_status backward_layout_for(const la_problem *p, la_kernel kernel, size_t element_size,
+                                     size_t threads_max, backward_layout *lay)
 {
     const size_t N = p->n_queries, M = p->n_keys, dk = p->d_k, dv = p->d_v;
     size_t heads, state, dkdv, a, b, tasks;
@@ -173,7 +173,10 @@ static la_status backward_layout_for(const la_problem *p, la_kernel kernel, size
     }
     if (threads_max < 1) threads_max = 1;
     lay->threads = threads_max < tasks ? threads_max : tasks;
-    if (!mul_add_ok(lay->threads, lay->per_thread, lay->shared, &lay->total)) return LA_EOVERFLOW;
+    if (!la_scratch_lines(lay->per_thread, element_size, &lay->per_thread) ||
+        !la_scratch_lines(lay->shared, element_size, &lay->shared) ||
+        !mul_add_ok(lay->threads, lay->per_thread, lay->shared, &lay->total))
+        return LA_EOVERFLOW;
     return LA_OK;
 }
 
@@ -248,7 +251,7 @@ static REAL row_grad(const REAL *restrict d_out, const REAL *restrict y, REAL de
 static la_status backward_alloc(const la_problem *p, la_kernel kernel, backward_layout *lay,
                                 REAL **work)
 {
-    la_status st = backward_layout_for(p, kernel, (size_t)la_threads(), lay);
+    la_status st = backward_layout_for(p, kernel, sizeof(REAL), (size_t)la_threads(), lay);
     if (st != LA_OK) return st;
     return FN(la_linear_scratch)(p, lay->total, work);
 }
@@ -1446,7 +1449,7 @@ static la_status backward_layout_bytes(la_kernel kernel, const la_problem *p, la
 {
     backward_layout lay;
     size_t bytes;
-    la_status st = backward_layout_for(p, kernel, (size_t)la_threads(), &lay);
+    la_status st = backward_layout_for(p, kernel, la_dtype_size(dtype), (size_t)la_threads(), &lay);
     if (st != LA_OK) return st;
     if (!la_mul_ok(lay.total, la_dtype_size(dtype), &bytes)) return LA_EOVERFLOW;
     out->workspace_bytes = (double)bytes;
@@ -1463,7 +1466,8 @@ la_status la_linear_backward_workspace_bytes(const la_problem *p, size_t element
                                              size_t *bytes)
 {
     backward_layout lay;
-    la_status st = backward_layout_for(p, LA_KERNEL_LINEAR, (size_t)la_threads(), &lay);
+    la_status st =
+        backward_layout_for(p, LA_KERNEL_LINEAR, element_size, (size_t)la_threads(), &lay);
     if (st != LA_OK) return st;
     return la_mul_ok(lay.total, element_size, bytes) ? LA_OK : LA_EOVERFLOW;
 }

@@ -35,6 +35,7 @@
 #include <float.h>
 #include <math.h>
 #include <omp.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,12 +123,27 @@ static la_status linear_layout_for(const la_problem *p, bool recurrent, size_t e
     }
     if (threads_max < 1) threads_max = 1;
     lay->threads = threads_max < tasks ? threads_max : tasks;
-    if (!la_mul_ok(lay->threads, lay->per_thread, &a) || !add_ok(a, lay->shared, &lay->total))
+    if (!la_scratch_lines(lay->per_thread, element_size, &lay->per_thread) ||
+        !la_scratch_lines(lay->shared, element_size, &lay->shared) ||
+        !la_mul_ok(lay->threads, lay->per_thread, &a) || !add_ok(a, lay->shared, &lay->total))
         return LA_EOVERFLOW;
     return LA_OK;
 }
 
 #if REAL_IS_F32
+static _Atomic int recurrent_split_forced = -1; /* la_linear_recurrent_split_force */
+
+bool la_linear_recurrent_split(void)
+{
+    const int forced = recurrent_split_forced;
+    return forced >= 0 ? forced != 0 : la_cpu_amd_family() != 0x1a;
+}
+
+void la_linear_recurrent_split_force(int on)
+{
+    recurrent_split_forced = on < 0 ? -1 : on != 0;
+}
+
 la_status la_linear_workspace_bytes(const la_problem *p, bool recurrent, size_t element_size,
                                     size_t *bytes)
 {
@@ -461,10 +477,13 @@ la_status la_linear_scratch_f32(const la_problem *p, size_t elements, float **wo
 la_status la_linear_scratch_f64(const la_problem *p, size_t elements, double **work)
 #endif
 {
-    if (elements > SIZE_MAX / sizeof(REAL)) return LA_EOVERFLOW;
+    size_t lined;
+    if (!la_scratch_lines(elements ? elements : 1, sizeof(REAL), &lined) ||
+        lined > SIZE_MAX / sizeof(REAL))
+        return LA_EOVERFLOW;
     if (elements * sizeof(REAL) > p->workspace_limit) return LA_EBUDGET;
     if (la_gemm_reserve(la_threads()) != LA_OK) return LA_ENOMEM;
-    *work = malloc((elements ? elements : 1) * sizeof(REAL));
+    *work = aligned_alloc(LA_SCRATCH_LINE, lined * sizeof(REAL));
     return *work ? LA_OK : LA_ENOMEM;
 }
 

@@ -150,9 +150,22 @@ la_status la_linear_scan_rows_f64(const la_problem *p, const la_linear_rows_f64 
                                   const double *q, const double *k, const double *v, double *out);
 
 /* The scratch of a linear kernel's call, `elements` elements into *work (the caller frees
- * it): LA_EOVERFLOW when the bytes do not fit size_t, LA_EBUDGET past p->workspace_limit,
- * else gemm_small's buffers reserved for la_threads() threads (la_gemm_reserve) and the
- * block allocated, LA_ENOMEM when either fails. */
+ * it), aligned to LA_SCRATCH_LINE bytes: LA_EOVERFLOW when the bytes do not fit size_t,
+ * LA_EBUDGET past p->workspace_limit, else gemm_small's buffers reserved for la_threads()
+ * threads (la_gemm_reserve) and the block allocated, LA_ENOMEM when either fails. */
+enum { LA_SCRATCH_LINE = 128 }; /* two cache lines: the pair the L2 prefetchers fetch */
+/* n elements of element_size bytes rounded up to whole LA_SCRATCH_LINEs, into *out: the
+ * layouts round each thread's part and the shared part, so that no two threads write to
+ * one line pair (with them packed, splitting one head of recurrent linear attention over
+ * two threads ran 1.1–1.5 times slower on the Zen 5 of docs/performance.md). False on
+ * overflow. */
+static inline bool la_scratch_lines(size_t n, size_t element_size, size_t *out)
+{
+    const size_t per = LA_SCRATCH_LINE / element_size;
+    if (n > SIZE_MAX - (per - 1)) return false;
+    *out = (n + per - 1) / per * per;
+    return true;
+}
 la_status la_linear_scratch_f32(const la_problem *p, size_t elements, float **work);
 la_status la_linear_scratch_f64(const la_problem *p, size_t elements, double **work);
 
@@ -219,17 +232,31 @@ void la_linear_hide_key_grads_f64(const la_problem *p, double *d_k);
 float la_dot_f32(const float *x, const float *y, size_t n);
 double la_dot_f64(const double *x, const double *y, size_t n);
 
+/* Whether the recurrent scans split a head's columns among threads (below). On a Zen 4,
+ * whose 512-bit FMAs take two 256-bit pipes, one head at N = 16,384 ran 2.6–3.5 times
+ * faster split. On a Zen 5 (AMD family 1Ah: two 512-bit FMA pipes) half the columns take
+ * more than half the time (one thread, N = 16,384, d_k = 64: 2.0 ms for d_v = 32 against
+ * 2.8 ms for 64), and one head of d_v = 64 took 2.9–3.2 ms split on two threads against
+ * 2.7–2.8 ms whole on one (4.9–5.6 against 2.8–3.0 ms in a busier hour;
+ * docs/performance.md), so there it is not split. Elsewhere it is.
+ * la_linear_recurrent_split_force(1 or 0) forces it, -1 goes back to the choice (tests).
+ * Thread-safe. */
+bool la_linear_recurrent_split(void);
+void la_linear_recurrent_split_force(int on);
+
 /* The recurrent scans (linear attention's, FAVOR+'s) with fewer heads than threads split
- * each head's d_v columns into parts of a multiple of 16 columns, one task each: a column
- * of S and of y depends on no other column, so each part runs the whole sequence on its
- * own (its own S columns and its own copy of z and of each token's features, whose work
- * is then repeated per part), with the bits of one task per head. Returns the number of
- * parts and sets their width (the last may be narrower). */
+ * each head's d_v columns into parts of a multiple of 16 columns, one task each, where
+ * la_linear_recurrent_split says so: a column of S and of y depends on no other column, so
+ * each part runs the whole sequence on its own (its own S columns and its own copy of z
+ * and of each token's features, whose work is then repeated per part), with the bits of
+ * one task per head. Returns the number of parts and sets their width (the last may be
+ * narrower). */
 static inline size_t la_linear_recurrent_parts(size_t heads, size_t threads_max, size_t dv,
                                                size_t *width)
 {
     size_t parts = 1;
-    if (heads < threads_max) parts = (threads_max + heads - 1) / heads;
+    if (heads < threads_max && la_linear_recurrent_split())
+        parts = (threads_max + heads - 1) / heads;
     if (parts > dv / 16) parts = dv / 16 ? dv / 16 : 1;
     const size_t w = (dv + parts - 1) / parts;
     *width = (w + 15) / 16 * 16 < dv ? (w + 15) / 16 * 16 : dv;

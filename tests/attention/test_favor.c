@@ -12,6 +12,7 @@
 #include "../testutil.h"
 #include "../yardsticks.h"
 #include "attention/kernels.h"
+#include "attention/linear_internal.h" /* la_linear_recurrent_split_force */
 
 #include <math.h>
 #include <stdio.h>
@@ -569,9 +570,10 @@ static void recurrent_agrees_with_chunked(void **state)
 }
 
 /* One head on more threads than heads: the recurrent kernel splits d_v = 40 into parts of
- * 32 and 8 columns, each rescaling its own columns of the state as the keys' running max
- * moves (key norms over two orders of magnitude). One and two threads give the same bits,
- * and the reference's output within tolerance. */
+ * 32 and 8 columns (forced on: la_linear_recurrent_split says where it is the default),
+ * each rescaling its own columns of the state as the keys' running max moves (key norms
+ * over two orders of magnitude). One and two threads give the same bits, and the
+ * reference's output within tolerance. */
 static void recurrent_column_parts(void **state)
 {
     (void)state;
@@ -595,8 +597,10 @@ static void recurrent_column_parts(void **state)
     assert_int_equal(la_favor_attention_recurrent_f64(&p, q, k, v, one), LA_OK);
     assert_int_equal(la_favor_attention_recurrent_f32(&p, qf, kf, vf, one32), LA_OK);
     assert_int_equal(la_set_num_threads(2), LA_OK);
+    la_linear_recurrent_split_force(1);
     assert_int_equal(la_favor_attention_recurrent_f64(&p, q, k, v, two), LA_OK);
     assert_int_equal(la_favor_attention_recurrent_f32(&p, qf, kf, vf, two32), LA_OK);
+    la_linear_recurrent_split_force(-1);
     assert_int_equal(la_set_num_threads(0), LA_OK);
     assert_memory_equal(one, two, nv * sizeof *one);
     assert_memory_equal(one32, two32, nv * sizeof *one32);
