@@ -748,9 +748,8 @@ static void chunk_grads(const ch_job *j, ch_task *t)
         const size_t row = (at + i) * dv;
         t->cc[i] = j->c[at + i] =
             row_grad(j->d_out + row, j->out + row, j->den[at + i], t->G + i * dv, dv);
-        for (size_t c = 0; c < dv; c++)
-            t->Gt[c * C + i] = t->G[i * dv + c];
     }
+    TRANSPOSE(t->nq, dv, t->G, dv, t->Gt, C); /* the blocked transpose (lib/cpu/) */
 }
 
 /* Sweep 3's G (nq, d_v) and c of the chunk's queries, from sweep 2's den and c: g_i =
@@ -781,9 +780,7 @@ static void grad_q_prepare(const ch_job *j, ch_task *t)
     LA_PHI_STREAM(j->p->feature_map, j->k + (hd * j->M + c0) * dk, t->phi_k, nk * dk,
                   (t->u - c0) * dk, dv == dk ? j->v + (hd * j->M + c0) * dv : NULL);
     FN(la_linear_hide_keys)(j->p, hd, c0, t->phi_k, nk);
-    for (size_t r = 0; r < nk; r++)
-        for (size_t a = 0; a < dk; a++)
-            t->phi_kt[a * C + r] = t->phi_k[r * dk + a];
+    TRANSPOSE(nk, dk, t->phi_k, dk, t->phi_kt, C); /* φKᵀ (d_k, C), as the forward's */
     if (t->carries) {
         /* ΔSᵀ = V_cᵀ φ(K_c) (d_v, nk)·(nk, d_k), V_cᵀ through strides; Δz = Σ_rows φ(K_c) */
         const REAL *vc = j->v + (hd * j->M + c0) * dv;
