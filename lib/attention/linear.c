@@ -631,22 +631,29 @@ typedef void (*ch_step)(const ch_job *, ch_task *);
  * bitwise the same (each head's carried sums in the same order): heads a multiple of the
  * threads: whole heads per thread, no synchronization; otherwise tasks in parallel with
  * advance in an ordered section (as the forward's chunked scan, linear_engine.c). */
+/* One head's chunks in turn on one thread (the first schedule below). */
+static void ch_head_sweep(const ch_job *j, size_t hd, bool reverse, ch_step prepare,
+                          ch_step advance, ch_step finish, REAL *mine)
+{
+    const size_t n_chunks = j->n_chunks;
+    for (size_t s = 0; s < n_chunks; s++) {
+        ch_task t;
+        ch_locate(j, hd, reverse ? n_chunks - 1 - s : s, mine, &t);
+        prepare(j, &t);
+        advance(j, &t);
+        finish(j, &t);
+    }
+}
+
 static void ch_sweep(const ch_job *j, bool reverse, ch_step prepare, ch_step advance,
                      ch_step finish)
 {
     const size_t n_chunks = j->n_chunks;
     if (j->heads % j->threads == 0) {
 #pragma omp parallel for schedule(dynamic) num_threads((int)j->threads)
-        for (size_t hd = 0; hd < j->heads; hd++) {
-            REAL *mine = j->scratch + (size_t)omp_get_thread_num() * j->per_thread;
-            for (size_t s = 0; s < n_chunks; s++) {
-                ch_task t;
-                ch_locate(j, hd, reverse ? n_chunks - 1 - s : s, mine, &t);
-                prepare(j, &t);
-                advance(j, &t);
-                finish(j, &t);
-            }
-        }
+        for (size_t hd = 0; hd < j->heads; hd++)
+            ch_head_sweep(j, hd, reverse, prepare, advance, finish,
+                          j->scratch + (size_t)omp_get_thread_num() * j->per_thread);
     } else {
 #pragma omp parallel for ordered schedule(dynamic) num_threads((int)j->threads)
         for (size_t task = 0; task < j->tasks; task++) {
@@ -1014,8 +1021,20 @@ static la_status linear_chunked_backward(const la_problem *p, const REAL *q, con
             return LA_ERANGE;
         }
     }
-    ch_sweep(&job, false, grad_q_prepare, grad_q_advance, grad_q_finish);
-    ch_sweep(&job, true, grad_k_prepare, grad_k_advance, grad_k_finish);
+    if (job.heads % job.threads == 0) {
+        /* whole heads per thread: a head's sweep 3 reads only its own sweep 2's den, c
+         * and d_q-pass results, so one task per head runs both, and the threads meet once
+         * rather than after each sweep */
+#pragma omp parallel for schedule(dynamic) num_threads((int)job.threads)
+        for (size_t hd = 0; hd < heads; hd++) {
+            REAL *mine = job.scratch + (size_t)omp_get_thread_num() * job.per_thread;
+            ch_head_sweep(&job, hd, false, grad_q_prepare, grad_q_advance, grad_q_finish, mine);
+            ch_head_sweep(&job, hd, true, grad_k_prepare, grad_k_advance, grad_k_finish, mine);
+        }
+    } else {
+        ch_sweep(&job, false, grad_q_prepare, grad_q_advance, grad_q_finish);
+        ch_sweep(&job, true, grad_k_prepare, grad_k_advance, grad_k_finish);
+    }
     free(work);
     return LA_OK;
 }
