@@ -626,12 +626,7 @@ static void ch_locate(const ch_job *j, size_t hd, size_t chunk, REAL *mine, ch_t
 
 typedef void (*ch_step)(const ch_job *, ch_task *);
 
-/* One sweep over every (head, chunk): prepare in any order, advance in chunk order within
- * the head (forward, or reverse when `reverse`), finish in any order. Two schedules,
- * bitwise the same (each head's carried sums in the same order): heads a multiple of the
- * threads: whole heads per thread, no synchronization; otherwise tasks in parallel with
- * advance in an ordered section (as the forward's chunked scan, linear_engine.c). */
-/* One head's chunks in turn on one thread (the first schedule below). */
+/* One head's chunks in turn on one thread (ch_sweep's first schedule). */
 static void ch_head_sweep(const ch_job *j, size_t hd, bool reverse, ch_step prepare,
                           ch_step advance, ch_step finish, REAL *mine)
 {
@@ -645,6 +640,11 @@ static void ch_head_sweep(const ch_job *j, size_t hd, bool reverse, ch_step prep
     }
 }
 
+/* One sweep over every (head, chunk): prepare in any order, advance in chunk order within
+ * the head (forward, or reverse when `reverse`), finish in any order. Two schedules,
+ * bitwise the same (each head's carried sums in the same order): heads a multiple of the
+ * threads: whole heads per thread, no synchronization; otherwise tasks in parallel with
+ * advance in an ordered section (as the forward's chunked scan, linear_engine.c). */
 static void ch_sweep(const ch_job *j, bool reverse, ch_step prepare, ch_step advance,
                      ch_step finish)
 {
